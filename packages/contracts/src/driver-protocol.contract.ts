@@ -1,0 +1,144 @@
+import { z } from "zod";
+import { UlidSchema } from "./ids.contract.js";
+import { McpExecuteCommandResultSchema, McpExecuteCommandSchema } from "./mcp-execute.contract.js";
+import { RunErrorSchema } from "./run-error.contract.js";
+import { CommandStatusSchema, EffectStatusSchema } from "./statuses.contract.js";
+
+/**
+ * The Driver protocol: HTTP+JSON between a Driver process and the API. Every route but
+ * `register` needs `Authorization: Bearer <driver token>`; a Driver only ever sees and changes its
+ * own instance's commands and effects. Requests that carry `connectionId` are refused with
+ * `driver.connection_superseded` (409) once a newer connection of the same instance exists.
+ */
+export const DRIVER_ROUTES = {
+  register: "/v1/drivers/register",
+  connect: "/v1/drivers/connect",
+  heartbeat: "/v1/drivers/heartbeat",
+  finalize: "/v1/drivers/finalize",
+  nextCommand: "/v1/drivers/commands/next",
+  commandUpdate: (commandId: string) => `/v1/drivers/commands/${commandId}/update`,
+  effectClaim: "/v1/drivers/effects/claim",
+  effectComplete: (effectId: string) => `/v1/drivers/effects/${effectId}/complete`,
+  effectMarkUnknown: (effectId: string) => `/v1/drivers/effects/${effectId}/mark-unknown`,
+} as const;
+
+/** A Driver's bearer token: `mdt_<driverInstanceId>_<secret>`. Only its sha-256 is stored. */
+export const DriverTokenSchema = z.string().regex(/^mdt_[0-9A-HJKMNP-TV-Z]{26}_[A-Za-z0-9_-]{32,128}$/, "malformed driver token");
+
+/**
+ * Register a Driver instance. Without `driverInstanceId` a new instance is created; with it, the
+ * instance is re-registered (its old token is revoked). Re-registering is refused with
+ * `effect.fence_retained` (409) while any of its effects is `executing` or `unknown` (DESIGN.md §3 rule 9).
+ */
+export const RegisterDriverRequestSchema = z.object({
+  name: z.string().min(1).max(100),
+  driverInstanceId: UlidSchema.optional(),
+});
+export type RegisterDriverRequest = z.infer<typeof RegisterDriverRequestSchema>;
+/** The token is shown this one time; the API keeps only its hash. */
+export const RegisterDriverResponseSchema = z.object({ driverInstanceId: UlidSchema, driverToken: DriverTokenSchema });
+export type RegisterDriverResponse = z.infer<typeof RegisterDriverResponseSchema>;
+
+/** Connect (or reconnect): a new `connectionId` each time; earlier connections are superseded. */
+export const ConnectDriverResponseSchema = z.object({
+  driverInstanceId: UlidSchema,
+  connectionId: UlidSchema,
+  /** Heartbeat time-to-live in ms: miss it and the sweep finalizes the instance. */
+  heartbeatTtlMs: z.number().int().positive(),
+  /** Commands without a terminal receipt that will be delivered again on this connection (DESIGN.md §3 rule 11). */
+  pendingCommandCount: z.number().int().nonnegative(),
+});
+export type ConnectDriverResponse = z.infer<typeof ConnectDriverResponseSchema>;
+
+/** Any request bound to one connection. */
+export const ConnectionRequestSchema = z.object({ connectionId: UlidSchema });
+export type ConnectionRequest = z.infer<typeof ConnectionRequestSchema>;
+
+export const HeartbeatResponseSchema = z.object({ heartbeatTtlMs: z.number().int().positive() });
+export type HeartbeatResponse = z.infer<typeof HeartbeatResponseSchema>;
+
+/** Query of the long-poll for the next command: waits up to `waitMs` (0–30 000 ms) for one. */
+export const NextCommandQuerySchema = z.object({
+  connectionId: UlidSchema,
+  waitMs: z.coerce.number().int().min(0).max(30_000).default(0),
+});
+export type NextCommandQuery = z.infer<typeof NextCommandQuerySchema>;
+
+/** A command as delivered to a Driver. `redelivery` is true when an earlier connection already received it. */
+export const DriverCommandEnvelopeSchema = z.object({
+  commandId: UlidSchema,
+  seq: z.number().int().positive(),
+  runId: UlidSchema,
+  type: z.literal("mcp.execute"),
+  status: CommandStatusSchema,
+  redelivery: z.boolean(),
+  payload: McpExecuteCommandSchema,
+});
+export type DriverCommandEnvelope = z.infer<typeof DriverCommandEnvelopeSchema>;
+export const NextCommandResponseSchema = z.object({ command: DriverCommandEnvelopeSchema.nullable() });
+export type NextCommandResponse = z.infer<typeof NextCommandResponseSchema>;
+
+/**
+ * A command status update from the Driver. `completed` needs the result (and, for
+ * `mcp.execute`, an effect that already `succeeded`); `failed` needs a RunError.
+ */
+export const CommandUpdateRequestSchema = z.discriminatedUnion("status", [
+  z.object({ connectionId: UlidSchema, status: z.literal("accepted") }),
+  z.object({ connectionId: UlidSchema, status: z.literal("completed"), result: McpExecuteCommandResultSchema }),
+  z.object({ connectionId: UlidSchema, status: z.literal("failed"), error: RunErrorSchema }),
+]);
+export type CommandUpdateRequest = z.infer<typeof CommandUpdateRequestSchema>;
+
+/**
+ * The typed outcome of a compare-and-set transition: `applied` (it changed), `duplicate` (it was
+ * already in that state; nothing changed), `rejected` (illegal from the current state; nothing changed).
+ */
+export const TransitionOutcomeSchema = z.enum(["applied", "duplicate", "rejected"]);
+export type TransitionOutcome = z.infer<typeof TransitionOutcomeSchema>;
+export const CommandUpdateResponseSchema = z.object({
+  outcome: TransitionOutcomeSchema,
+  status: CommandStatusSchema,
+  reason: z.string().optional(),
+});
+export type CommandUpdateResponse = z.infer<typeof CommandUpdateResponseSchema>;
+
+/** Claim the effect of an `mcp.execute` command; answered with an `EffectClaim`. */
+export const EffectClaimRequestSchema = z.object({ connectionId: UlidSchema, commandId: UlidSchema });
+export type EffectClaimRequest = z.infer<typeof EffectClaimRequestSchema>;
+
+/**
+ * Store the provider's result for attempt `attempt`. `receipt` is the result's `_meta`, kept as
+ * opaque data (never proof of anything), at most 16 KiB of JSON.
+ */
+export const EffectCompleteRequestSchema = z.object({
+  connectionId: UlidSchema,
+  attempt: z.number().int().positive(),
+  result: McpExecuteCommandResultSchema,
+  receipt: z.record(z.string(), z.unknown()).nullable(),
+});
+export type EffectCompleteRequest = z.infer<typeof EffectCompleteRequestSchema>;
+
+/** The Driver lost track of attempt `attempt` (e.g. the MCP transport broke mid-call): fence it as `unknown`. */
+export const EffectMarkUnknownRequestSchema = z.object({
+  connectionId: UlidSchema,
+  attempt: z.number().int().positive(),
+  reason: z.string().min(1).max(500),
+});
+export type EffectMarkUnknownRequest = z.infer<typeof EffectMarkUnknownRequestSchema>;
+
+export const EffectTransitionResponseSchema = z.object({
+  outcome: TransitionOutcomeSchema,
+  status: EffectStatusSchema,
+  reason: z.string().optional(),
+});
+export type EffectTransitionResponse = z.infer<typeof EffectTransitionResponseSchema>;
+
+/** What a finalization repair changed (counts). Running it again reports zeros. */
+export const FinalizationSummarySchema = z.object({
+  effectsFenced: z.number().int().nonnegative(),
+  commandsCompleted: z.number().int().nonnegative(),
+  commandsFailed: z.number().int().nonnegative(),
+  runsFailed: z.number().int().nonnegative(),
+  effectsReconciled: z.number().int().nonnegative(),
+});
+export type FinalizationSummary = z.infer<typeof FinalizationSummarySchema>;

@@ -1,0 +1,103 @@
+export { UlidSchema, newUlid } from "./ids.contract.js";
+export type { Ulid } from "./ids.contract.js";
+export {
+  RunErrorCodeSchema,
+  RunErrorSchema,
+  turnInterruptedError,
+  commandDriverTerminalError,
+  effectUnknownError,
+  effectNotExecutedError,
+} from "./run-error.contract.js";
+export type { RunError, RunErrorCode } from "./run-error.contract.js";
+export {
+  IDEMPOTENCY_KEY_META,
+  ArgumentsJsonSchema,
+  ServerIdSchema,
+  ToolNameSchema,
+  McpExecuteCommandSchema,
+  McpExecuteCommandResultSchema,
+  McpToolResultSchema,
+  toMcpExecuteCommandResult,
+} from "./mcp-execute.contract.js";
+export type { McpExecuteCommand, McpExecuteCommandResult, McpToolResult } from "./mcp-execute.contract.js";
+export { fingerprintArguments, REQUEST_FINGERPRINT_PATTERN } from "./request-fingerprint.js";
+export {
+  COMMAND_STATUSES,
+  CommandStatusSchema,
+  TERMINAL_COMMAND_STATUSES,
+  EFFECT_STATUSES,
+  EffectStatusSchema,
+  EFFECT_RESOLUTIONS,
+  EffectResolutionSchema,
+  ATTEMPT_STATUSES,
+  AttemptStatusSchema,
+  RUN_STATUSES,
+  RunStatusSchema,
+  DRIVER_INSTANCE_STATUSES,
+  DriverInstanceStatusSchema,
+} from "./statuses.contract.js";
+export type {
+  CommandStatus,
+  EffectStatus,
+  EffectResolution,
+  AttemptStatus,
+  RunStatus,
+  DriverInstanceStatus,
+} from "./statuses.contract.js";
+export { EffectClaimSchema } from "./effect-claim.contract.js";
+export type { EffectClaim } from "./effect-claim.contract.js";
+export { ApiErrorBodySchema } from "./api-error.contract.js";
+export type { ApiErrorBody } from "./api-error.contract.js";
+export {
+  DRIVER_ROUTES,
+  DriverTokenSchema,
+  RegisterDriverRequestSchema,
+  RegisterDriverResponseSchema,
+  ConnectDriverResponseSchema,
+  ConnectionRequestSchema,
+  HeartbeatResponseSchema,
+  NextCommandQuerySchema,
+  DriverCommandEnvelopeSchema,
+  NextCommandResponseSchema,
+  CommandUpdateRequestSchema,
+  TransitionOutcomeSchema,
+  CommandUpdateResponseSchema,
+  EffectClaimRequestSchema,
+  EffectCompleteRequestSchema,
+  EffectMarkUnknownRequestSchema,
+  EffectTransitionResponseSchema,
+  FinalizationSummarySchema,
+} from "./driver-protocol.contract.js";
+export type {
+  RegisterDriverRequest,
+  RegisterDriverResponse,
+  ConnectDriverResponse,
+  ConnectionRequest,
+  HeartbeatResponse,
+  NextCommandQuery,
+  DriverCommandEnvelope,
+  NextCommandResponse,
+  CommandUpdateRequest,
+  TransitionOutcome,
+  CommandUpdateResponse,
+  EffectClaimRequest,
+  EffectCompleteRequest,
+  EffectMarkUnknownRequest,
+  EffectTransitionResponse,
+  FinalizationSummary,
+} from "./driver-protocol.contract.js";
+export {
+  RUN_ROUTES,
+  CreateRunRequestSchema,
+  CreateRunResponseSchema,
+  EnqueueToolCallRequestSchema,
+  EnqueueToolCallResponseSchema,
+  RunEventsQuerySchema,
+} from "./run-api.contract.js";
+export type {
+  CreateRunRequest,
+  CreateRunResponse,
+  EnqueueToolCallRequest,
+  EnqueueToolCallResponse,
+  RunEventsQuery,
+} from "./run-api.contract.js";

@@ -1,0 +1,48 @@
+import { z } from "zod";
+import { UlidSchema } from "./ids.contract.js";
+import { ServerIdSchema, ToolNameSchema } from "./mcp-execute.contract.js";
+
+/** Routes of the run API (the agent side of the control plane). */
+export const RUN_ROUTES = {
+  createRun: "/v1/runs",
+  run: (runId: string) => `/v1/runs/${runId}`,
+  toolCalls: (runId: string) => `/v1/runs/${runId}/tool-calls`,
+  events: (runId: string) => `/v1/runs/${runId}/events`,
+  session: (sessionId: string) => `/v1/sessions/${sessionId}`,
+  driver: (driverInstanceId: string) => `/v1/drivers/${driverInstanceId}`,
+} as const;
+
+/**
+ * Create a run leased to a Driver instance. Without `sessionId` a new session is created.
+ * A Driver instance holds at most one active run (409 `run.driver_busy`).
+ */
+export const CreateRunRequestSchema = z.object({ driverInstanceId: UlidSchema, sessionId: UlidSchema.optional() });
+export type CreateRunRequest = z.infer<typeof CreateRunRequestSchema>;
+export const CreateRunResponseSchema = z.object({ runId: UlidSchema, sessionId: UlidSchema });
+export type CreateRunResponse = z.infer<typeof CreateRunResponseSchema>;
+
+/**
+ * Enqueue one `mcp.execute` tool call on an active run. The effect's intent (with its
+ * idempotency key and request fingerprint) commits in the same transaction as the command
+ * (DESIGN.md §3 rule 1); with no active run nothing is queued (409 `run.not_active`).
+ * `arguments` at most 256 KiB once encoded.
+ */
+export const EnqueueToolCallRequestSchema = z.object({
+  serverId: ServerIdSchema,
+  toolName: ToolNameSchema,
+  arguments: z.record(z.string(), z.unknown()),
+  toolCallId: z.string().min(1).max(128).optional(),
+  requestId: z.string().min(1).max(128).optional(),
+});
+export type EnqueueToolCallRequest = z.infer<typeof EnqueueToolCallRequestSchema>;
+export const EnqueueToolCallResponseSchema = z.object({
+  commandId: UlidSchema,
+  effectId: UlidSchema,
+  idempotencyKey: UlidSchema,
+  seq: z.number().int().positive(),
+});
+export type EnqueueToolCallResponse = z.infer<typeof EnqueueToolCallResponseSchema>;
+
+/** Query of the replayable run event stream: events with `seq > afterSeq`. */
+export const RunEventsQuerySchema = z.object({ afterSeq: z.coerce.number().int().min(0).default(0) });
+export type RunEventsQuery = z.infer<typeof RunEventsQuerySchema>;

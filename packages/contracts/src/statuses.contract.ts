@@ -1,0 +1,54 @@
+import { z } from "zod";
+
+/**
+ * Statuses of a Driver command. `completed`, `failed`, `expired` and `cancelled` are terminal:
+ * a terminal command never changes again. The database CHECK constraint lists the same values.
+ */
+export const COMMAND_STATUSES = ["queued", "delivered", "accepted", "completed", "failed", "expired", "cancelled"] as const;
+/** See {@link COMMAND_STATUSES}. */
+export const CommandStatusSchema = z.enum(COMMAND_STATUSES);
+/** See {@link COMMAND_STATUSES}. */
+export type CommandStatus = z.infer<typeof CommandStatusSchema>;
+/** The terminal command statuses. */
+export const TERMINAL_COMMAND_STATUSES: readonly CommandStatus[] = ["completed", "failed", "expired", "cancelled"];
+
+/**
+ * Statuses of an external tool effect (DESIGN.md §3). `unknown` is fenced: it never becomes
+ * `executing` again. `succeeded` and `not_executed` are final.
+ */
+export const EFFECT_STATUSES = ["intent", "executing", "succeeded", "unknown", "not_executed"] as const;
+/** See {@link EFFECT_STATUSES}. */
+export const EffectStatusSchema = z.enum(EFFECT_STATUSES);
+/** See {@link EFFECT_STATUSES}. */
+export type EffectStatus = z.infer<typeof EffectStatusSchema>;
+
+/** How a final effect status was reached: the provider's own response, an adapter's proof, or an operator. */
+export const EFFECT_RESOLUTIONS = ["provider_result", "reconciled", "operator"] as const;
+/** See {@link EFFECT_RESOLUTIONS}. */
+export const EffectResolutionSchema = z.enum(EFFECT_RESOLUTIONS);
+/** See {@link EFFECT_RESOLUTIONS}. */
+export type EffectResolution = z.infer<typeof EffectResolutionSchema>;
+
+/** Statuses of one attempt (one dispatch) of an effect. */
+export const ATTEMPT_STATUSES = ["executing", "succeeded", "unknown"] as const;
+/** See {@link ATTEMPT_STATUSES}. */
+export const AttemptStatusSchema = z.enum(ATTEMPT_STATUSES);
+/** See {@link ATTEMPT_STATUSES}. */
+export type AttemptStatus = z.infer<typeof AttemptStatusSchema>;
+
+/** Statuses of a session run. Only an `active` run accepts new tool calls. */
+export const RUN_STATUSES = ["active", "completed", "failed", "cancelled"] as const;
+/** See {@link RUN_STATUSES}. */
+export const RunStatusSchema = z.enum(RUN_STATUSES);
+/** See {@link RUN_STATUSES}. */
+export type RunStatus = z.infer<typeof RunStatusSchema>;
+
+/**
+ * Statuses of a Driver instance. `finalizing` means its finalization repair has started and not
+ * finished (the sweep resumes it); `finalized` is final.
+ */
+export const DRIVER_INSTANCE_STATUSES = ["registered", "connected", "finalizing", "finalized"] as const;
+/** See {@link DRIVER_INSTANCE_STATUSES}. */
+export const DriverInstanceStatusSchema = z.enum(DRIVER_INSTANCE_STATUSES);
+/** See {@link DRIVER_INSTANCE_STATUSES}. */
+export type DriverInstanceStatus = z.infer<typeof DriverInstanceStatusSchema>;

@@ -1,0 +1,37 @@
+// Runs the type-check, then every vitest project, and prints the plain `N passed, N failed` line
+// that CI reads (TOOLCHAIN.md P10). Exits non-zero when the type-check or any test fails.
+import { spawnSync } from "node:child_process";
+import { readFileSync, mkdirSync } from "node:fs";
+import { join } from "node:path";
+
+const bin = (name) => join(process.cwd(), "node_modules", ".bin", name);
+const report = join(process.cwd(), "node_modules", ".cache", "vitest-report.json");
+mkdirSync(join(process.cwd(), "node_modules", ".cache"), { recursive: true });
+
+console.log("> tsc --noEmit (whole workspace)");
+const tsc = spawnSync(bin("tsc"), ["--noEmit", "-p", "tsconfig.json"], { stdio: "inherit" });
+const typecheckFailed = tsc.status !== 0;
+console.log(typecheckFailed ? "type-check: FAILED" : "type-check: ok");
+
+const vitest = spawnSync(
+  bin("vitest"),
+  ["run", "--reporter=default", "--reporter=json", `--outputFile.json=${report}`, ...process.argv.slice(2)],
+  { stdio: "inherit" },
+);
+
+let passed = 0;
+let failed = 0;
+let skipped = 0;
+try {
+  const json = JSON.parse(readFileSync(report, "utf8"));
+  passed = json.numPassedTests;
+  failed = json.numFailedTests;
+  skipped = json.numPendingTests + json.numTodoTests;
+} catch {
+  failed += 1;
+}
+// The type-check counts as one test so that a type error can never pass CI silently.
+if (typecheckFailed) failed += 1;
+else passed += 1;
+console.log(`${passed} passed, ${failed} failed${skipped ? `, ${skipped} skipped` : ""}`);
+process.exit(typecheckFailed || vitest.status !== 0 || failed > 0 ? 1 : 0);

@@ -1,0 +1,12 @@
+/**
+ * The single list of vitest test projects. vitest 4 does not read this file by itself
+ * (TOOLCHAIN.md), so the root `vitest.config.ts` imports it and passes it as `test.projects`.
+ */
+export const testProjects: string[] = [
+  "packages/contracts",
+  "packages/effect-reconciliation",
+  "packages/fixture-provider",
+  "apps/api",
+  "apps/driver",
+  "packages/e2e",
+];
