@@ -1,0 +1,20 @@
+import { Hono } from "hono";
+import type { Logger } from "pino";
+import type { Runtime } from "../../modules/runtime/application/runtime.js";
+import { driverRoutes } from "./driver.routes.js";
+import { toErrorResponse } from "./http-errors.js";
+import { runRoutes } from "./run.routes.js";
+
+/**
+ * The API's HTTP application (hono): `GET /health`, the run API and the Driver protocol. Every
+ * error answers `{error: {code, message}}` with a 4xx (or 500 `internal`), never a stack.
+ */
+export function createHttpApp(runtime: Runtime, logger: Logger): Hono {
+  const app = new Hono();
+  app.onError((err, c) => toErrorResponse(err, c, logger));
+  app.notFound((c) => c.json({ error: { code: "route.not_found", message: `no route ${c.req.method} ${c.req.path}` } }, 404));
+  app.get("/health", (c) => c.json({ status: "ok" }));
+  app.route("/", runRoutes(runtime));
+  app.route("/", driverRoutes(runtime));
+  return app;
+}

@@ -1,0 +1,10 @@
+export { startApi } from "./server.js";
+export type { RunningApi } from "./server.js";
+export { loadApiConfig, ConfigError, ApiConfigSchema } from "./config/api-config.js";
+export type { ApiConfig } from "./config/api-config.js";
+export { createRuntime } from "./modules/runtime/application/runtime.js";
+export type { Runtime, CreateRuntimeOptions } from "./modules/runtime/application/runtime.js";
+export { openStore, MIGRATIONS_FOLDER } from "./platform/db/database.js";
+export type { Store, Db } from "./platform/db/database.js";
+export { RuntimeError, RUNTIME_ERROR_STATUS } from "./modules/runtime/domain/runtime-errors.js";
+export type { RuntimeErrorCode } from "./modules/runtime/domain/runtime-errors.js";

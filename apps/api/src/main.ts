@@ -1,0 +1,41 @@
+import { ConfigError, loadApiConfig } from "./config/api-config.js";
+import { createLogger } from "./platform/logger.js";
+import { startApi } from "./server.js";
+
+/** Process entry of the API: config from the environment (see README), then serve until SIGINT/SIGTERM. */
+async function main(): Promise<void> {
+  if (process.argv.includes("--help") || process.argv.includes("-h")) {
+    process.stdout.write(
+      "mosoo-api: the Mosoo control plane (run API, Driver protocol, effect ledger).\n" +
+        "Configured by environment variables (see README.md, 'Configuration'): MOSOO_DB_FILE, MOSOO_HOST,\n" +
+        "MOSOO_PORT, MOSOO_HEARTBEAT_TTL_MS, MOSOO_SWEEP_INTERVAL_MS, MOSOO_LOG_LEVEL.\n",
+    );
+    return;
+  }
+  let config;
+  try {
+    config = loadApiConfig(process.env);
+  } catch (err) {
+    if (err instanceof ConfigError) {
+      process.stderr.write(`${err.message}\n`);
+      process.exit(2);
+    }
+    throw err;
+  }
+  const logger = createLogger(config.logLevel);
+  let api;
+  try {
+    api = await startApi(config, logger);
+  } catch (err) {
+    process.stderr.write(`api.start_failed: ${err instanceof Error ? err.message : String(err)}\n`);
+    process.exit(1);
+  }
+  const stop = () => {
+    logger.info("api.stopping");
+    void api.close().then(() => process.exit(0));
+  };
+  process.once("SIGINT", stop);
+  process.once("SIGTERM", stop);
+}
+
+void main();

@@ -1,0 +1,118 @@
+import {
+  McpExecuteCommandSchema,
+  effectUnknownError,
+  type CommandUpdateRequest,
+  type CommandUpdateResponse,
+  type DriverCommandEnvelope,
+} from "@mosoo/contracts";
+import { decideCommandTransition, isTerminalCommandStatus } from "../domain/command-lifecycle.machine.js";
+import { RuntimeError } from "../domain/runtime-errors.js";
+import { commandRepository } from "../infrastructure/command.repository.js";
+import { driverInstanceRepository, type DriverInstanceRow } from "../infrastructure/driver-instance.repository.js";
+import { effectRepository } from "../infrastructure/effect.repository.js";
+import { runRepository } from "../infrastructure/run.repository.js";
+import { assertCurrentConnection } from "./driver-instance.service.js";
+import type { RuntimeContext } from "./runtime-context.js";
+
+/**
+ * The per-instance command queue: delivery (long-poll, redelivery on every new connection) and
+ * status updates, each a compare-and-set with a typed outcome.
+ */
+export class CommandQueueService {
+  constructor(private readonly ctx: RuntimeContext) {}
+
+  /**
+   * The lowest-seq command of the instance that has no terminal receipt and was not yet delivered
+   * on `connectionId`, waiting up to `waitMs` (ms) for one; `null` when none came.
+   * @throws RuntimeError `driver.connection_superseded`.
+   */
+  async nextCommand(instance: DriverInstanceRow, connectionId: string, waitMs: number, signal?: AbortSignal): Promise<DriverCommandEnvelope | null> {
+    const deadline = this.ctx.clock.nowMs() + waitMs;
+    for (;;) {
+      const envelope = this.tryDeliver(instance.id, connectionId);
+      if (envelope) return envelope;
+      const remaining = deadline - this.ctx.clock.nowMs();
+      if (remaining <= 0 || signal?.aborted) return null;
+      await this.ctx.notifier.wait(instance.id, remaining, signal);
+    }
+  }
+
+  private tryDeliver(driverInstanceId: string, connectionId: string): DriverCommandEnvelope | null {
+    const now = this.ctx.clock.nowMs();
+    return this.ctx.db.transaction((tx) => {
+      assertCurrentConnection(driverInstanceRepository.findById(tx, driverInstanceId), connectionId);
+      const cmd = commandRepository.findUndeliveredOnConnection(tx, driverInstanceId, connectionId);
+      if (!cmd) return null;
+      commandRepository.markDelivered(tx, cmd.id, cmd.status, connectionId, now);
+      this.ctx.logger.info(
+        { driverInstanceId, commandId: cmd.id, seq: cmd.seq, status: cmd.status, redelivery: cmd.deliveryCount > 0 },
+        "command.delivered",
+      );
+      return {
+        commandId: cmd.id,
+        seq: cmd.seq,
+        runId: cmd.runId,
+        type: cmd.type,
+        status: cmd.status,
+        redelivery: cmd.deliveryCount > 0,
+        payload: McpExecuteCommandSchema.parse(JSON.parse(cmd.payloadJson)),
+      };
+    });
+  }
+
+  /**
+   * Applies a Driver's status update as a compare-and-set. A `completed` update is accepted only
+   * once the command's effect `succeeded` (the result is stored before anything terminal, DESIGN.md
+   * §3) and stores the ledger's result, not the Driver's copy. A `failed` update on an effect still
+   * `executing` fences that effect as `unknown` in the same transaction, so no terminal command
+   * leaves an `executing` effect behind.
+   * @throws RuntimeError `driver.connection_superseded`, `command.not_found` (also for another instance's command).
+   */
+  updateCommand(instance: DriverInstanceRow, commandId: string, req: CommandUpdateRequest): CommandUpdateResponse {
+    const now = this.ctx.clock.nowMs();
+    const res = this.ctx.db.transaction((tx): CommandUpdateResponse => {
+      assertCurrentConnection(driverInstanceRepository.findById(tx, instance.id), req.connectionId);
+      const cmd = commandRepository.findOwned(tx, commandId, instance.id);
+      if (!cmd) throw new RuntimeError("command.not_found", `no command ${commandId} for this Driver instance`);
+      const decision = decideCommandTransition(cmd.status, req.status);
+      if (decision.outcome !== "applied") return { outcome: decision.outcome, status: cmd.status, ...(decision.reason ? { reason: decision.reason } : {}) };
+      const effect = effectRepository.findByCommand(tx, cmd.id);
+      let resultJson: string | undefined;
+      let errorJson: string | undefined;
+      if (req.status === "completed") {
+        if (effect && effect.status !== "succeeded") {
+          return { outcome: "rejected", status: cmd.status, reason: `effect ${effect.id} is ${effect.status}; complete the effect first` };
+        }
+        resultJson = effect?.resultJson ?? JSON.stringify(req.result);
+      } else if (req.status === "failed") {
+        let error = req.error;
+        if (effect?.status === "executing") {
+          effectRepository.updateIfStatus(tx, effect.id, "executing", { status: "unknown", updatedAtMs: now });
+          effectRepository.updateAttempt(tx, effect.id, effect.attemptCount, { status: "unknown", unknownReason: "command_failed_while_executing", finishedAtMs: now });
+          runRepository.appendEvent(tx, cmd.runId, "effect.fenced", { effectId: effect.id, commandId: cmd.id, reason: "command_failed_while_executing" }, now);
+          error = effectUnknownError(effect.id, { reportedError: req.error.code });
+        }
+        errorJson = JSON.stringify(error);
+      }
+      const terminal = isTerminalCommandStatus(req.status);
+      const changed = commandRepository.transition(tx, cmd.id, cmd.status, req.status, now, {
+        terminal,
+        ...(resultJson !== undefined ? { resultJson } : {}),
+        ...(errorJson !== undefined ? { errorJson } : {}),
+      });
+      if (!changed) return { outcome: "rejected", status: cmd.status, reason: "command changed concurrently" };
+      if (terminal) {
+        runRepository.appendEvent(
+          tx,
+          cmd.runId,
+          req.status === "completed" ? "tool_call.completed" : "tool_call.failed",
+          { commandId: cmd.id, effectId: effect?.id ?? null, ...(errorJson ? { error: JSON.parse(errorJson) as unknown } : { result: JSON.parse(resultJson ?? "null") as unknown }) },
+          now,
+        );
+      }
+      return { outcome: "applied", status: req.status };
+    });
+    this.ctx.logger.info({ driverInstanceId: instance.id, commandId, requested: req.status, ...res }, "command.update");
+    return res;
+  }
+}

@@ -1,0 +1,123 @@
+import { createHash, randomBytes, timingSafeEqual } from "node:crypto";
+import {
+  DriverTokenSchema,
+  newUlid,
+  type ConnectDriverResponse,
+  type RegisterDriverRequest,
+  type RegisterDriverResponse,
+} from "@mosoo/contracts";
+import { RuntimeError } from "../domain/runtime-errors.js";
+import { commandRepository } from "../infrastructure/command.repository.js";
+import { driverInstanceRepository, type DriverInstanceRow } from "../infrastructure/driver-instance.repository.js";
+import { effectRepository } from "../infrastructure/effect.repository.js";
+import type { RuntimeContext } from "./runtime-context.js";
+
+function hashToken(token: string): string {
+  return createHash("sha256").update(token, "utf8").digest("hex");
+}
+
+/**
+ * Driver instances: register (the bearer token is returned once and stored only as its sha-256),
+ * authenticate, connect (a new connection id each time, superseding the previous one), heartbeat.
+ */
+export class DriverInstanceService {
+  constructor(private readonly ctx: RuntimeContext) {}
+
+  /**
+   * Registers a new instance, or re-registers `driverInstanceId` (revoking its old token).
+   * @throws RuntimeError `driver.not_found` (unknown id), `effect.fence_retained` (re-register while
+   *   any of its effects is `executing`/`unknown`, DESIGN.md §3 rule 9).
+   */
+  register(req: RegisterDriverRequest): RegisterDriverResponse {
+    const now = this.ctx.clock.nowMs();
+    const id = req.driverInstanceId ?? newUlid(now);
+    const driverToken = `mdt_${id}_${randomBytes(32).toString("base64url")}`;
+    this.ctx.db.transaction((tx) => {
+      if (!req.driverInstanceId) {
+        driverInstanceRepository.insert(tx, { id, name: req.name, status: "registered", tokenHash: hashToken(driverToken), registeredAtMs: now });
+        return;
+      }
+      const existing = driverInstanceRepository.findById(tx, id);
+      if (!existing) throw new RuntimeError("driver.not_found", `no Driver instance ${id}`);
+      const fenced = effectRepository.listFenced(tx, { driverInstanceId: id });
+      if (fenced.length > 0) {
+        throw new RuntimeError("effect.fence_retained", `Driver instance ${id} has ${fenced.length} executing or unknown effects; resolve them before re-registering`, {
+          effectIds: fenced.map((e) => e.id),
+        });
+      }
+      driverInstanceRepository.updateIfStatus(tx, id, ["registered", "connected", "finalizing", "finalized"], {
+        name: req.name,
+        status: "registered",
+        tokenHash: hashToken(driverToken),
+        connectionId: null,
+        lastHeartbeatAtMs: null,
+        registeredAtMs: now,
+        finalizedAtMs: null,
+      });
+    });
+    this.ctx.logger.info({ driverInstanceId: id, reregistered: Boolean(req.driverInstanceId) }, "driver.registered");
+    return { driverInstanceId: id, driverToken };
+  }
+
+  /**
+   * Resolves a bearer token to its instance.
+   * @throws RuntimeError `auth.invalid_token` (malformed, unknown or revoked), `driver.finalized`.
+   */
+  authenticate(token: string): DriverInstanceRow {
+    const parsed = DriverTokenSchema.safeParse(token);
+    if (!parsed.success) throw new RuntimeError("auth.invalid_token", "the Driver token is malformed");
+    const id = token.slice(4, 30);
+    const instance = driverInstanceRepository.findById(this.ctx.db, id);
+    const expected = Buffer.from(instance?.tokenHash ?? "0".repeat(64), "hex");
+    const given = Buffer.from(hashToken(token), "hex");
+    if (!instance || !timingSafeEqual(expected, given)) throw new RuntimeError("auth.invalid_token", "the Driver token is not valid");
+    if (instance.status === "finalized" || instance.status === "finalizing") {
+      throw new RuntimeError("driver.finalized", `Driver instance ${id} was finalized; register again`);
+    }
+    return instance;
+  }
+
+  /**
+   * Opens a new connection for the instance; earlier connections are superseded from now on.
+   * Every command without a terminal receipt will be delivered again on it (DESIGN.md §3 rule 11).
+   * @throws RuntimeError `driver.finalized` when the instance was finalized meanwhile.
+   */
+  connect(instance: DriverInstanceRow): ConnectDriverResponse {
+    const now = this.ctx.clock.nowMs();
+    const connectionId = newUlid(now);
+    const pending = this.ctx.db.transaction((tx) => {
+      const ok = driverInstanceRepository.updateIfStatus(tx, instance.id, ["registered", "connected"], {
+        status: "connected",
+        connectionId,
+        lastHeartbeatAtMs: now,
+      });
+      if (!ok) throw new RuntimeError("driver.finalized", `Driver instance ${instance.id} was finalized; register again`);
+      return commandRepository.listNonTerminalOfDriver(tx, instance.id).length;
+    });
+    this.ctx.logger.info({ driverInstanceId: instance.id, connectionId, pendingCommandCount: pending }, "driver.connected");
+    this.ctx.notifier.notify(instance.id);
+    return { driverInstanceId: instance.id, connectionId, heartbeatTtlMs: this.ctx.settings.heartbeatTtlMs, pendingCommandCount: pending };
+  }
+
+  /**
+   * Records a heartbeat of the current connection.
+   * @throws RuntimeError `driver.connection_superseded` when `connectionId` is not the current one.
+   */
+  heartbeat(instance: DriverInstanceRow, connectionId: string): { heartbeatTtlMs: number } {
+    if (!driverInstanceRepository.touchHeartbeat(this.ctx.db, instance.id, connectionId, this.ctx.clock.nowMs())) {
+      throw new RuntimeError("driver.connection_superseded", "this connection is no longer current; reconnect", { connectionId });
+    }
+    return { heartbeatTtlMs: this.ctx.settings.heartbeatTtlMs };
+  }
+}
+
+/**
+ * Throws unless `connectionId` is the instance's current connection (read inside the caller's
+ * transaction, so a concurrent reconnect is seen).
+ * @throws RuntimeError `driver.connection_superseded`.
+ */
+export function assertCurrentConnection(instance: DriverInstanceRow | undefined, connectionId: string): void {
+  if (!instance || instance.status !== "connected" || instance.connectionId !== connectionId) {
+    throw new RuntimeError("driver.connection_superseded", "this connection is no longer current; reconnect", { connectionId });
+  }
+}

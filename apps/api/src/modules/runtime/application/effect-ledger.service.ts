@@ -1,0 +1,157 @@
+import {
+  McpExecuteCommandResultSchema,
+  type EffectClaim,
+  type EffectCompleteRequest,
+  type EffectMarkUnknownRequest,
+  type EffectTransitionResponse,
+} from "@mosoo/contracts";
+import { decideAttemptReport, decideClaim } from "../domain/effect-lifecycle.machine.js";
+import { isTerminalCommandStatus } from "../domain/command-lifecycle.machine.js";
+import { RuntimeError } from "../domain/runtime-errors.js";
+import { commandRepository } from "../infrastructure/command.repository.js";
+import { driverInstanceRepository, type DriverInstanceRow } from "../infrastructure/driver-instance.repository.js";
+import { effectRepository, type EffectRow } from "../infrastructure/effect.repository.js";
+import { runRepository } from "../infrastructure/run.repository.js";
+import type { DbHandle } from "../infrastructure/db-handle.js";
+import { assertCurrentConnection } from "./driver-instance.service.js";
+import type { RuntimeContext } from "./runtime-context.js";
+
+/** Largest accepted provider receipt (the result's `_meta`), in bytes of JSON. */
+export const MAX_PROVIDER_RECEIPT_BYTES = 16 * 1024;
+
+/** The claim answer for an effect already past dispatch (no status change). */
+export function claimFromSettledEffect(effect: EffectRow): EffectClaim {
+  switch (effect.status) {
+    case "succeeded":
+      return { kind: "completed", effectId: effect.id, result: McpExecuteCommandResultSchema.parse(JSON.parse(effect.resultJson ?? "null")) };
+    case "not_executed":
+      return { kind: "not_executed", effectId: effect.id };
+    default:
+      return { kind: "unknown", effectId: effect.id };
+  }
+}
+
+/**
+ * Marks an `executing` effect `unknown` (compare-and-set) with its current attempt, and records
+ * `effect.fenced` on the run. Returns false when the effect was no longer `executing`.
+ */
+export function fenceExecutingEffect(tx: DbHandle, effect: EffectRow, reason: string, nowMs: number): boolean {
+  if (!effectRepository.updateIfStatus(tx, effect.id, "executing", { status: "unknown", updatedAtMs: nowMs })) return false;
+  effectRepository.updateAttempt(tx, effect.id, effect.attemptCount, { status: "unknown", unknownReason: reason, finishedAtMs: nowMs });
+  runRepository.appendEvent(tx, effect.runId, "effect.fenced", { effectId: effect.id, commandId: effect.commandId, attempt: effect.attemptCount, reason }, nowMs);
+  return true;
+}
+
+/**
+ * The effect ledger's Driver-facing operations (DESIGN.md §3 rules 2, 3, 10, 11): claim,
+ * complete, mark unknown. A Driver only reaches its own instance's effects.
+ */
+export class EffectLedgerService {
+  constructor(private readonly ctx: RuntimeContext) {}
+
+  /**
+   * Claims the effect of `commandId` as a compare-and-set and says what the Driver may do:
+   * `intent` → `execute` (attempt n+1, the only path to the provider); `executing` → fenced
+   * `unknown` (a redelivery means the earlier attempt's fate is uncertain); `succeeded` →
+   * `completed` with the stored result; `unknown` → `unknown`; `not_executed` → `not_executed`.
+   * @throws RuntimeError `driver.connection_superseded`, `command.not_found`, `effect.not_found`,
+   *   `command.terminal` (an `intent` effect of a terminal command is never dispatched).
+   */
+  claim(instance: DriverInstanceRow, connectionId: string, commandId: string): EffectClaim {
+    const now = this.ctx.clock.nowMs();
+    const { claim, fenced, effect } = this.ctx.db.transaction((tx) => {
+      assertCurrentConnection(driverInstanceRepository.findById(tx, instance.id), connectionId);
+      const cmd = commandRepository.findOwned(tx, commandId, instance.id);
+      if (!cmd) throw new RuntimeError("command.not_found", `no command ${commandId} for this Driver instance`);
+      const eff = effectRepository.findByCommand(tx, cmd.id);
+      if (!eff) throw new RuntimeError("effect.not_found", `command ${commandId} has no effect`);
+      const action = decideClaim(eff.status);
+      if (action === "dispatch") {
+        if (isTerminalCommandStatus(cmd.status)) throw new RuntimeError("command.terminal", `command ${commandId} is ${cmd.status}; its effect is never dispatched`);
+        const attempt = eff.attemptCount + 1;
+        const ok = effectRepository.updateIfStatus(tx, eff.id, "intent", {
+          status: "executing",
+          attemptCount: attempt,
+          firstDispatchedAtMs: eff.firstDispatchedAtMs ?? now,
+          lastDispatchedAtMs: now,
+          updatedAtMs: now,
+        });
+        if (!ok) throw new RuntimeError("effect.not_found", `effect ${eff.id} changed concurrently; claim again`);
+        effectRepository.insertAttempt(tx, { effectId: eff.id, attempt, status: "executing", connectionId, startedAtMs: now });
+        return { claim: { kind: "execute", effectId: eff.id, attempt, idempotencyKey: eff.idempotencyKey } as EffectClaim, fenced: false, effect: eff };
+      }
+      if (action === "fence") {
+        fenceExecutingEffect(tx, eff, "redelivered_while_executing", now);
+        return { claim: { kind: "unknown", effectId: eff.id } as EffectClaim, fenced: true, effect: eff };
+      }
+      return { claim: claimFromSettledEffect(eff), fenced: false, effect: eff };
+    });
+    this.ctx.logger.info(
+      { driverInstanceId: instance.id, commandId, effectId: effect.id, claim: claim.kind, fenced, ...(claim.kind === "execute" ? { attempt: claim.attempt } : {}) },
+      "effect.claimed",
+    );
+    return claim;
+  }
+
+  /**
+   * Stores the provider's result for attempt `attempt` (`executing → succeeded`, resolution
+   * `provider_result`). Accepted from the connection that made the attempt even if it was superseded
+   * since, as long as the effect is still `executing` at that attempt: the result is real. A report
+   * on a fenced effect or an older attempt is `rejected` and changes nothing.
+   * @throws RuntimeError `effect.not_found`, `request.invalid` (receipt over {@link MAX_PROVIDER_RECEIPT_BYTES}),
+   *   `driver.connection_superseded` (neither the current connection nor the attempt's own).
+   */
+  complete(instance: DriverInstanceRow, effectId: string, req: EffectCompleteRequest): EffectTransitionResponse {
+    const receiptJson = req.receipt === null ? null : JSON.stringify(req.receipt);
+    if (receiptJson !== null && Buffer.byteLength(receiptJson) > MAX_PROVIDER_RECEIPT_BYTES) {
+      throw new RuntimeError("request.invalid", `receipt exceeds ${MAX_PROVIDER_RECEIPT_BYTES} bytes`);
+    }
+    return this.report(instance, effectId, req.connectionId, req.attempt, "succeeded", (tx, eff, now) => {
+      effectRepository.updateIfStatus(tx, eff.id, "executing", {
+        status: "succeeded",
+        resultJson: JSON.stringify(req.result),
+        providerReceiptJson: receiptJson,
+        updatedAtMs: now,
+      });
+      effectRepository.updateAttempt(tx, eff.id, req.attempt, { status: "succeeded", providerReceiptJson: receiptJson, finishedAtMs: now });
+    });
+  }
+
+  /**
+   * The Driver lost track of attempt `attempt` (e.g. the MCP transport broke mid-call):
+   * `executing → unknown`. Same acceptance rules as {@link complete}.
+   * @throws RuntimeError `effect.not_found`, `driver.connection_superseded`.
+   */
+  markUnknown(instance: DriverInstanceRow, effectId: string, req: EffectMarkUnknownRequest): EffectTransitionResponse {
+    return this.report(instance, effectId, req.connectionId, req.attempt, "unknown", (tx, eff, now) => {
+      fenceExecutingEffect(tx, eff, req.reason, now);
+    });
+  }
+
+  private report(
+    instance: DriverInstanceRow,
+    effectId: string,
+    connectionId: string,
+    attempt: number,
+    to: "succeeded" | "unknown",
+    apply: (tx: DbHandle, eff: EffectRow, nowMs: number) => void,
+  ): EffectTransitionResponse {
+    const now = this.ctx.clock.nowMs();
+    const res = this.ctx.db.transaction((tx): EffectTransitionResponse & { commandId?: string } => {
+      const eff = effectRepository.findOwned(tx, effectId, instance.id);
+      if (!eff) throw new RuntimeError("effect.not_found", `no effect ${effectId} for this Driver instance`);
+      const attemptRow = effectRepository.listAttempts(tx, eff.id).find((a) => a.attempt === attempt);
+      const current = driverInstanceRepository.findById(tx, instance.id);
+      if (attemptRow?.connectionId !== connectionId) assertCurrentConnection(current, connectionId);
+      const decision = decideAttemptReport(eff, { attempt, to });
+      if (decision.outcome !== "applied") {
+        return { outcome: decision.outcome, status: eff.status, commandId: eff.commandId, ...(decision.reason ? { reason: decision.reason } : {}) };
+      }
+      apply(tx, eff, now);
+      return { outcome: "applied", status: to, commandId: eff.commandId };
+    });
+    const { commandId, ...answer } = res;
+    this.ctx.logger.info({ driverInstanceId: instance.id, effectId, commandId, attempt, requested: to, ...answer }, to === "succeeded" ? "effect.completed" : "effect.marked_unknown");
+    return answer;
+  }
+}

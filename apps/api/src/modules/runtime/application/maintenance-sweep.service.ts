@@ -1,0 +1,59 @@
+import { driverInstanceRepository } from "../infrastructure/driver-instance.repository.js";
+import type { FinalizationRepairService } from "./finalization-repair.service.js";
+import type { RuntimeContext } from "./runtime-context.js";
+
+/** What one sweep pass did. */
+export interface SweepReport {
+  driversFinalized: number;
+}
+
+/**
+ * The maintenance sweep: every Driver instance whose heartbeat is older than the heartbeat TTL
+ * (or whose finalization was left half-done by a crash) goes through the same finalization repair
+ * as an explicit finalize (DESIGN.md §3 rule 10), so no effect stays `executing` behind a dead Driver.
+ */
+export class MaintenanceSweepService {
+  private timer: NodeJS.Timeout | undefined;
+  private running: Promise<SweepReport> | undefined;
+
+  constructor(
+    private readonly ctx: RuntimeContext,
+    private readonly repair: FinalizationRepairService,
+  ) {}
+
+  /** One pass. Concurrent calls share the pass in flight. Errors of one Driver are logged and do not stop the pass. */
+  sweepOnce(): Promise<SweepReport> {
+    this.running ??= this.pass().finally(() => {
+      this.running = undefined;
+    });
+    return this.running;
+  }
+
+  private async pass(): Promise<SweepReport> {
+    const cutoff = this.ctx.clock.nowMs() - this.ctx.settings.heartbeatTtlMs;
+    const report: SweepReport = { driversFinalized: 0 };
+    for (const instance of driverInstanceRepository.listExpired(this.ctx.db, cutoff)) {
+      try {
+        await this.repair.finalize(instance.id, "heartbeat_expired");
+        report.driversFinalized += 1;
+      } catch (err) {
+        this.ctx.logger.error({ driverInstanceId: instance.id, err: String(err) }, "sweep.finalize_failed");
+      }
+    }
+    return report;
+  }
+
+  /** Runs {@link sweepOnce} every `intervalMs` (ms) until {@link stop}. The timer does not keep the process alive. */
+  start(intervalMs: number): void {
+    this.stop();
+    this.timer = setInterval(() => void this.sweepOnce(), intervalMs);
+    this.timer.unref();
+  }
+
+  /** Stops the timer and waits for a pass in flight. */
+  async stop(): Promise<void> {
+    if (this.timer) clearInterval(this.timer);
+    this.timer = undefined;
+    await this.running;
+  }
+}

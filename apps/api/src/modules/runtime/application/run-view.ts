@@ -1,0 +1,48 @@
+import type { DbHandle } from "../infrastructure/db-handle.js";
+import { commandRepository } from "../infrastructure/command.repository.js";
+import { effectRepository } from "../infrastructure/effect.repository.js";
+import { runRepository, type RunRow } from "../infrastructure/run.repository.js";
+
+const parse = (json: string | null): unknown => (json === null ? null : (JSON.parse(json) as unknown));
+
+/** A run as the run API shows it: the run, its commands, its effects with attempts, and its events. Times in ms. */
+export type RunView = ReturnType<typeof toRunView>;
+
+/** Builds the {@link RunView} of `run` (reads only). */
+export function toRunView(db: DbHandle, run: RunRow) {
+  return {
+    run: { id: run.id, sessionId: run.sessionId, driverInstanceId: run.driverInstanceId, status: run.status, error: parse(run.errorJson), createdAtMs: run.createdAtMs, updatedAtMs: run.updatedAtMs },
+    commands: commandRepository.listByRun(db, run.id).map((c) => ({
+      id: c.id,
+      seq: c.seq,
+      type: c.type,
+      status: c.status,
+      payload: parse(c.payloadJson),
+      result: parse(c.resultJson),
+      error: parse(c.errorJson),
+      deliveryCount: c.deliveryCount,
+      terminalAtMs: c.terminalAtMs,
+    })),
+    effects: effectRepository.listByRun(db, run.id).map((e) => ({
+      id: e.id,
+      commandId: e.commandId,
+      serverId: e.serverId,
+      toolName: e.toolName,
+      idempotencyKey: e.idempotencyKey,
+      requestFingerprint: e.requestFingerprint,
+      status: e.status,
+      attemptCount: e.attemptCount,
+      result: parse(e.resultJson),
+      providerReceipt: parse(e.providerReceiptJson),
+      attempts: effectRepository.listAttempts(db, e.id).map((a) => ({
+        attempt: a.attempt,
+        status: a.status,
+        connectionId: a.connectionId,
+        unknownReason: a.unknownReason,
+        startedAtMs: a.startedAtMs,
+        finishedAtMs: a.finishedAtMs,
+      })),
+    })),
+    events: runRepository.listEvents(db, run.id, 0).map((ev) => ({ seq: ev.seq, type: ev.type, terminal: ev.terminal, payload: parse(ev.payloadJson) })),
+  };
+}

@@ -1,0 +1,187 @@
+import {
+  fingerprintArguments,
+  newUlid,
+  type CreateRunRequest,
+  type CreateRunResponse,
+  type EnqueueToolCallRequest,
+  type EnqueueToolCallResponse,
+  type McpExecuteCommand,
+} from "@mosoo/contracts";
+import { RuntimeError } from "../domain/runtime-errors.js";
+import { commandRepository } from "../infrastructure/command.repository.js";
+import { driverInstanceRepository } from "../infrastructure/driver-instance.repository.js";
+import { effectRepository } from "../infrastructure/effect.repository.js";
+import { runRepository } from "../infrastructure/run.repository.js";
+import type { DbHandle } from "../infrastructure/db-handle.js";
+import type { RuntimeContext } from "./runtime-context.js";
+import { toRunView, type RunView } from "./run-view.js";
+
+/** Largest accepted `arguments` object, in bytes of its JSON encoding. */
+export const MAX_ARGUMENTS_BYTES = 256 * 1024;
+
+/** Refuses a delete while any of `effects` holds a fence. @throws RuntimeError `effect.fence_retained`. */
+function refuseIfFenced(db: DbHandle, by: Parameters<typeof effectRepository.listFenced>[1], what: string): void {
+  const fenced = effectRepository.listFenced(db, by);
+  if (fenced.length > 0) {
+    throw new RuntimeError("effect.fence_retained", `${what} has ${fenced.length} executing or unknown effects; they must be resolved first`, {
+      effectIds: fenced.map((e) => e.id),
+    });
+  }
+}
+
+/**
+ * The run API: create a run leased to a Driver instance, enqueue `mcp.execute` tool calls
+ * (intent and command in one transaction, DESIGN.md §3 rule 1), read a run, and delete runs,
+ * sessions and Driver instances unless a fence is retained (rule 9).
+ */
+export class RunService {
+  constructor(private readonly ctx: RuntimeContext) {}
+
+  /**
+   * Creates a run (and a session when `sessionId` is absent) leased to `driverInstanceId`.
+   * @throws RuntimeError `driver.not_found`, `driver.finalized`, `session.not_found`, `run.driver_busy`.
+   */
+  createRun(req: CreateRunRequest): CreateRunResponse {
+    const now = this.ctx.clock.nowMs();
+    const runId = newUlid(now);
+    const sessionId = req.sessionId ?? newUlid(now);
+    this.ctx.db.transaction((tx) => {
+      const driver = driverInstanceRepository.findById(tx, req.driverInstanceId);
+      if (!driver) throw new RuntimeError("driver.not_found", `no Driver instance ${req.driverInstanceId}`);
+      if (driver.status === "finalized" || driver.status === "finalizing") {
+        throw new RuntimeError("driver.finalized", `Driver instance ${driver.id} was finalized`);
+      }
+      if (req.sessionId) {
+        if (!runRepository.findSession(tx, req.sessionId)) throw new RuntimeError("session.not_found", `no session ${req.sessionId}`);
+      } else {
+        runRepository.insertSession(tx, sessionId, now);
+      }
+      const active = runRepository.findActiveRunOfDriver(tx, driver.id);
+      if (active) throw new RuntimeError("run.driver_busy", `Driver instance ${driver.id} already holds active run ${active.id}`, { runId: active.id });
+      runRepository.insertRun(tx, { id: runId, sessionId, driverInstanceId: driver.id, status: "active", createdAtMs: now, updatedAtMs: now });
+      runRepository.appendEvent(tx, runId, "run.created", { driverInstanceId: driver.id, sessionId }, now);
+    });
+    this.ctx.logger.info({ runId, sessionId, driverInstanceId: req.driverInstanceId }, "run.created");
+    return { runId, sessionId };
+  }
+
+  /**
+   * Enqueues one `mcp.execute` on an active run: the command row and the effect's intent (with
+   * its idempotency key and request fingerprint) commit together or not at all.
+   * @throws RuntimeError `run.not_found`, `run.not_active` (nothing queued), `request.invalid` (arguments over {@link MAX_ARGUMENTS_BYTES}).
+   */
+  enqueueToolCall(runId: string, req: EnqueueToolCallRequest): EnqueueToolCallResponse {
+    const argumentsJson = JSON.stringify(req.arguments);
+    if (Buffer.byteLength(argumentsJson) > MAX_ARGUMENTS_BYTES) {
+      throw new RuntimeError("request.invalid", `arguments exceed ${MAX_ARGUMENTS_BYTES} bytes`);
+    }
+    const now = this.ctx.clock.nowMs();
+    const commandId = newUlid(now);
+    const effectId = newUlid(now);
+    const idempotencyKey = newUlid(now);
+    const requestFingerprint = fingerprintArguments(req.arguments);
+    const { seq, driverInstanceId } = this.ctx.db.transaction((tx) => {
+      const run = runRepository.findRun(tx, runId);
+      if (!run) throw new RuntimeError("run.not_found", `no run ${runId}`);
+      if (run.status !== "active") throw new RuntimeError("run.not_active", `run ${runId} is ${run.status}; no tool call was queued`, { runStatus: run.status });
+      const payload: McpExecuteCommand = {
+        commandId,
+        requestId: req.requestId ?? newUlid(now),
+        serverId: req.serverId,
+        toolCallId: req.toolCallId ?? newUlid(now),
+        toolName: req.toolName,
+        argumentsJson,
+      };
+      const nextSeq = commandRepository.nextSeq(tx, run.driverInstanceId);
+      commandRepository.insert(tx, {
+        id: commandId,
+        driverInstanceId: run.driverInstanceId,
+        runId,
+        seq: nextSeq,
+        type: "mcp.execute",
+        status: "queued",
+        payloadJson: JSON.stringify(payload),
+        createdAtMs: now,
+        updatedAtMs: now,
+      });
+      effectRepository.insert(tx, {
+        id: effectId,
+        commandId,
+        runId,
+        driverInstanceId: run.driverInstanceId,
+        serverId: payload.serverId,
+        toolName: payload.toolName,
+        toolCallId: payload.toolCallId,
+        requestId: payload.requestId,
+        argumentsJson,
+        idempotencyKey,
+        requestFingerprint,
+        status: "intent",
+        createdAtMs: now,
+        updatedAtMs: now,
+      });
+      runRepository.appendEvent(tx, runId, "tool_call.queued", { commandId, effectId, serverId: req.serverId, toolName: req.toolName }, now);
+      return { seq: nextSeq, driverInstanceId: run.driverInstanceId };
+    });
+    this.ctx.logger.info({ runId, commandId, effectId, driverInstanceId, idempotencyKey, seq }, "effect.intent_recorded");
+    this.ctx.notifier.notify(driverInstanceId);
+    return { commandId, effectId, idempotencyKey, seq };
+  }
+
+  /** The run with its commands, effects (with attempts) and events. @throws RuntimeError `run.not_found`. */
+  getRunView(runId: string): RunView {
+    const db = this.ctx.db;
+    const run = runRepository.findRun(db, runId);
+    if (!run) throw new RuntimeError("run.not_found", `no run ${runId}`);
+    return toRunView(db, run);
+  }
+
+  /** Events of a run with `seq > afterSeq`, in order (the replayable stream). @throws RuntimeError `run.not_found`. */
+  listEvents(runId: string, afterSeq: number) {
+    if (!runRepository.findRun(this.ctx.db, runId)) throw new RuntimeError("run.not_found", `no run ${runId}`);
+    return runRepository.listEvents(this.ctx.db, runId, afterSeq).map((e) => ({
+      seq: e.seq,
+      id: e.id,
+      type: e.type,
+      terminal: e.terminal,
+      payload: JSON.parse(e.payloadJson) as unknown,
+      createdAtMs: e.createdAtMs,
+    }));
+  }
+
+  /** Deletes a run with its commands, effects and events. @throws RuntimeError `run.not_found`, `effect.fence_retained`. */
+  deleteRun(runId: string): void {
+    this.ctx.db.transaction((tx) => {
+      if (!runRepository.findRun(tx, runId)) throw new RuntimeError("run.not_found", `no run ${runId}`);
+      refuseIfFenced(tx, { runId }, `run ${runId}`);
+      runRepository.deleteRun(tx, runId);
+    });
+    this.ctx.logger.info({ runId }, "run.deleted");
+  }
+
+  /** Deletes a session and all its runs. @throws RuntimeError `session.not_found`, `effect.fence_retained`. */
+  deleteSession(sessionId: string): void {
+    this.ctx.db.transaction((tx) => {
+      if (!runRepository.findSession(tx, sessionId)) throw new RuntimeError("session.not_found", `no session ${sessionId}`);
+      const runIds = runRepository.listRunsOfSession(tx, sessionId).map((r) => r.id);
+      refuseIfFenced(tx, { runIds }, `session ${sessionId}`);
+      runRepository.deleteSession(tx, sessionId);
+    });
+    this.ctx.logger.info({ sessionId }, "session.deleted");
+  }
+
+  /**
+   * Purges a finalized Driver instance with its runs, commands and effects (expiry cleanup).
+   * @throws RuntimeError `driver.not_found`, `driver.not_finalized`, `effect.fence_retained`.
+   */
+  purgeDriver(driverInstanceId: string): void {
+    this.ctx.db.transaction((tx) => {
+      const driver = driverInstanceRepository.findById(tx, driverInstanceId);
+      if (!driver) throw new RuntimeError("driver.not_found", `no Driver instance ${driverInstanceId}`);
+      refuseIfFenced(tx, { driverInstanceId }, `Driver instance ${driverInstanceId}`);
+      if (driver.status !== "finalized") throw new RuntimeError("driver.not_finalized", `Driver instance ${driverInstanceId} is ${driver.status}; finalize it first`);
+      driverInstanceRepository.delete(tx, driverInstanceId);
+    });
+    this.ctx.logger.info({ driverInstanceId }, "driver.purged");
+  }
+}

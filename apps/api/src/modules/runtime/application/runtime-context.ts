@@ -1,0 +1,16 @@
+import type { Logger } from "pino";
+import type { Db } from "../../../platform/db/database.js";
+import type { Clock } from "../../../platform/clock.js";
+import type { CommandNotifier } from "../infrastructure/command-notifier.js";
+
+/**
+ * What every runtime service shares: the store, the clock, the logger, the long-poll notifier
+ * and the runtime settings (`heartbeatTtlMs`: a Driver whose last heartbeat is older is finalized by the sweep).
+ */
+export interface RuntimeContext {
+  db: Db;
+  clock: Clock;
+  logger: Logger;
+  notifier: CommandNotifier;
+  settings: { heartbeatTtlMs: number };
+}

@@ -1,0 +1,45 @@
+/**
+ * Stable error codes of the runtime's services and their HTTP status (DESIGN.md §9). A bad
+ * request is refused with one of these before anything changes.
+ */
+export const RUNTIME_ERROR_STATUS = {
+  "request.invalid": 400,
+  "auth.missing_token": 401,
+  "auth.invalid_token": 401,
+  "driver.not_found": 404,
+  "driver.finalized": 409,
+  "driver.not_connected": 409,
+  "driver.connection_superseded": 409,
+  "run.not_found": 404,
+  "run.not_active": 409,
+  "run.driver_busy": 409,
+  "session.not_found": 404,
+  "command.not_found": 404,
+  "command.terminal": 409,
+  "effect.not_found": 404,
+  "effect.not_settled": 409,
+  "effect.fence_retained": 409,
+  "driver.not_finalized": 409,
+} as const;
+
+/** One of the codes in {@link RUNTIME_ERROR_STATUS}. */
+export type RuntimeErrorCode = keyof typeof RUNTIME_ERROR_STATUS;
+
+/**
+ * A typed, user-facing error of the runtime: `code` (stable string), `httpStatus` (4xx), a
+ * one-line `message` and small JSON `details`. Thrown by application services; the HTTP layer maps
+ * it to `{error: {code, message, details}}` and the status. It never carries a stack to a user.
+ */
+export class RuntimeError extends Error {
+  readonly code: RuntimeErrorCode;
+  readonly httpStatus: number;
+  readonly details: Record<string, unknown> | undefined;
+
+  constructor(code: RuntimeErrorCode, message: string, details?: Record<string, unknown>) {
+    super(message);
+    this.name = "RuntimeError";
+    this.code = code;
+    this.httpStatus = RUNTIME_ERROR_STATUS[code];
+    this.details = details;
+  }
+}

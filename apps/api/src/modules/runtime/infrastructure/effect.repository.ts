@@ -1,0 +1,76 @@
+import { and, asc, eq, inArray } from "drizzle-orm";
+import type { EffectStatus } from "@mosoo/contracts";
+import { externalToolEffectAttempts, externalToolEffects } from "../../../platform/db/schema.js";
+import type { DbHandle } from "./db-handle.js";
+
+/** An external tool effect row. */
+export type EffectRow = typeof externalToolEffects.$inferSelect;
+/** An effect attempt row. */
+export type AttemptRow = typeof externalToolEffectAttempts.$inferSelect;
+
+/** Reads and compare-and-set writes of `external_tool_effects` and their attempts. */
+export const effectRepository = {
+  insert(db: DbHandle, row: typeof externalToolEffects.$inferInsert): void {
+    db.insert(externalToolEffects).values(row).run();
+  },
+  findById(db: DbHandle, id: string): EffectRow | undefined {
+    return db.select().from(externalToolEffects).where(eq(externalToolEffects.id, id)).get();
+  },
+  findOwned(db: DbHandle, id: string, driverInstanceId: string): EffectRow | undefined {
+    return db
+      .select()
+      .from(externalToolEffects)
+      .where(and(eq(externalToolEffects.id, id), eq(externalToolEffects.driverInstanceId, driverInstanceId)))
+      .get();
+  },
+  findByCommand(db: DbHandle, commandId: string): EffectRow | undefined {
+    return db.select().from(externalToolEffects).where(eq(externalToolEffects.commandId, commandId)).get();
+  },
+  listByRun(db: DbHandle, runId: string): EffectRow[] {
+    return db.select().from(externalToolEffects).where(eq(externalToolEffects.runId, runId)).orderBy(asc(externalToolEffects.id)).all();
+  },
+  listOfDriverInStatus(db: DbHandle, driverInstanceId: string, statuses: readonly EffectStatus[]): EffectRow[] {
+    return db
+      .select()
+      .from(externalToolEffects)
+      .where(and(eq(externalToolEffects.driverInstanceId, driverInstanceId), inArray(externalToolEffects.status, [...statuses])))
+      .orderBy(asc(externalToolEffects.id))
+      .all();
+  },
+  /** Effects that hold a fence (`executing`/`unknown`) among those matching one column. */
+  listFenced(db: DbHandle, by: { runId?: string; driverInstanceId?: string; runIds?: string[] }): EffectRow[] {
+    const fenced = inArray(externalToolEffects.status, ["executing", "unknown"]);
+    const cond = by.runId
+      ? eq(externalToolEffects.runId, by.runId)
+      : by.driverInstanceId
+        ? eq(externalToolEffects.driverInstanceId, by.driverInstanceId)
+        : inArray(externalToolEffects.runId, by.runIds ?? []);
+    return db.select().from(externalToolEffects).where(and(cond, fenced)).all();
+  },
+  /** Compare-and-set on the effect's status: sets `set` only while the row is still `from`. True when it changed. */
+  updateIfStatus(db: DbHandle, id: string, from: EffectStatus, set: Partial<typeof externalToolEffects.$inferInsert>): boolean {
+    const res = db
+      .update(externalToolEffects)
+      .set(set)
+      .where(and(eq(externalToolEffects.id, id), eq(externalToolEffects.status, from)))
+      .run();
+    return res.changes > 0;
+  },
+  insertAttempt(db: DbHandle, row: typeof externalToolEffectAttempts.$inferInsert): void {
+    db.insert(externalToolEffectAttempts).values(row).run();
+  },
+  updateAttempt(db: DbHandle, effectId: string, attempt: number, set: Partial<typeof externalToolEffectAttempts.$inferInsert>): void {
+    db.update(externalToolEffectAttempts)
+      .set(set)
+      .where(and(eq(externalToolEffectAttempts.effectId, effectId), eq(externalToolEffectAttempts.attempt, attempt)))
+      .run();
+  },
+  listAttempts(db: DbHandle, effectId: string): AttemptRow[] {
+    return db
+      .select()
+      .from(externalToolEffectAttempts)
+      .where(eq(externalToolEffectAttempts.effectId, effectId))
+      .orderBy(asc(externalToolEffectAttempts.attempt))
+      .all();
+  },
+};

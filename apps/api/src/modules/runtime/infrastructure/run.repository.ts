@@ -1,0 +1,92 @@
+import { and, desc, eq, gt, asc, sql } from "drizzle-orm";
+import { newUlid, type RunStatus } from "@mosoo/contracts";
+import { runEvents, sessionRuns, sessions } from "../../../platform/db/schema.js";
+import type { RunEventType } from "../domain/run-event.types.js";
+import { TERMINAL_RUN_EVENT_TYPES } from "../domain/run-event.types.js";
+import type { DbHandle } from "./db-handle.js";
+
+/** A session run row. */
+export type RunRow = typeof sessionRuns.$inferSelect;
+/** A run event row. */
+export type RunEventRow = typeof runEvents.$inferSelect;
+
+/** Reads and writes of `sessions`, `session_runs` and `run_events`. */
+export const runRepository = {
+  insertSession(db: DbHandle, id: string, nowMs: number): void {
+    db.insert(sessions).values({ id, createdAtMs: nowMs }).run();
+  },
+  findSession(db: DbHandle, id: string) {
+    return db.select().from(sessions).where(eq(sessions.id, id)).get();
+  },
+  deleteSession(db: DbHandle, id: string): void {
+    db.delete(sessions).where(eq(sessions.id, id)).run();
+  },
+  insertRun(db: DbHandle, row: typeof sessionRuns.$inferInsert): void {
+    db.insert(sessionRuns).values(row).run();
+  },
+  findRun(db: DbHandle, id: string): RunRow | undefined {
+    return db.select().from(sessionRuns).where(eq(sessionRuns.id, id)).get();
+  },
+  listRunsOfSession(db: DbHandle, sessionId: string): RunRow[] {
+    return db.select().from(sessionRuns).where(eq(sessionRuns.sessionId, sessionId)).all();
+  },
+  findActiveRunOfDriver(db: DbHandle, driverInstanceId: string): RunRow | undefined {
+    return db
+      .select()
+      .from(sessionRuns)
+      .where(and(eq(sessionRuns.driverInstanceId, driverInstanceId), eq(sessionRuns.status, "active")))
+      .get();
+  },
+  /** Compare-and-set of a run's status; true when it changed. */
+  transitionRun(db: DbHandle, id: string, from: RunStatus, to: RunStatus, nowMs: number, errorJson?: string): boolean {
+    const res = db
+      .update(sessionRuns)
+      .set({ status: to, updatedAtMs: nowMs, ...(errorJson !== undefined ? { errorJson } : {}) })
+      .where(and(eq(sessionRuns.id, id), eq(sessionRuns.status, from)))
+      .run();
+    return res.changes > 0;
+  },
+  deleteRun(db: DbHandle, id: string): void {
+    db.delete(sessionRuns).where(eq(sessionRuns.id, id)).run();
+  },
+  /**
+   * Appends one event to a run's stream with the next `seq` (1-based). A second terminal event for
+   * a run violates the `run_events_one_terminal` unique index and throws.
+   */
+  appendEvent(db: DbHandle, runId: string, type: RunEventType, payload: Record<string, unknown>, nowMs: number): RunEventRow {
+    const last = db
+      .select({ seq: runEvents.seq })
+      .from(runEvents)
+      .where(eq(runEvents.runId, runId))
+      .orderBy(desc(runEvents.seq))
+      .limit(1)
+      .get();
+    const row: RunEventRow = {
+      id: newUlid(nowMs),
+      runId,
+      seq: (last?.seq ?? 0) + 1,
+      type,
+      terminal: TERMINAL_RUN_EVENT_TYPES.includes(type),
+      payloadJson: JSON.stringify(payload),
+      createdAtMs: nowMs,
+    };
+    db.insert(runEvents).values(row).run();
+    return row;
+  },
+  listEvents(db: DbHandle, runId: string, afterSeq: number): RunEventRow[] {
+    return db
+      .select()
+      .from(runEvents)
+      .where(and(eq(runEvents.runId, runId), gt(runEvents.seq, afterSeq)))
+      .orderBy(asc(runEvents.seq))
+      .all();
+  },
+  countTerminalEvents(db: DbHandle, runId: string): number {
+    const row = db
+      .select({ n: sql<number>`count(*)` })
+      .from(runEvents)
+      .where(and(eq(runEvents.runId, runId), eq(runEvents.terminal, true)))
+      .get();
+    return row?.n ?? 0;
+  },
+};

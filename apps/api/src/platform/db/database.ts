@@ -1,0 +1,49 @@
+import { mkdirSync } from "node:fs";
+import { dirname, join } from "node:path";
+import { fileURLToPath } from "node:url";
+import Database from "better-sqlite3";
+import { drizzle, type BetterSQLite3Database } from "drizzle-orm/better-sqlite3";
+import { migrate } from "drizzle-orm/better-sqlite3/migrator";
+import * as schema from "./schema.js";
+
+/** The drizzle database handle of the control plane (synchronous better-sqlite3 driver). */
+export type Db = BetterSQLite3Database<typeof schema>;
+/** A handle usable inside `db.transaction(tx => ...)`; the same query API as {@link Db}. */
+export type Tx = Parameters<Parameters<Db["transaction"]>[0]>[0];
+
+/** The folder of drizzle-kit migrations (`apps/api/drizzle`). */
+export const MIGRATIONS_FOLDER = join(dirname(fileURLToPath(import.meta.url)), "../../../drizzle");
+
+/** An open store: the drizzle handle plus the raw connection (for pragmas and close). */
+export interface Store {
+  db: Db;
+  sqlite: Database.Database;
+  close(): void;
+}
+
+/**
+ * Opens (creating the parent folder) and migrates the SQLite store at `file` (`":memory:"` for
+ * tests): WAL journal, `synchronous = FULL`, foreign keys on, busy timeout 5000 ms.
+ *
+ * Migrations run with foreign keys OFF, because a drizzle-kit table rebuild (`DROP TABLE` + rename)
+ * under foreign keys ON would cascade-delete child rows; after migrating, `foreign_key_check` must
+ * be empty or this throws `Error("store.foreign_key_violation ...")`.
+ * @throws Error when the file cannot be opened or a migration fails (startup must stop).
+ */
+export function openStore(file: string): Store {
+  if (file !== ":memory:") mkdirSync(dirname(file), { recursive: true });
+  const sqlite = new Database(file);
+  sqlite.pragma("journal_mode = WAL");
+  sqlite.pragma("synchronous = FULL");
+  sqlite.pragma("busy_timeout = 5000");
+  sqlite.pragma("foreign_keys = OFF");
+  const db = drizzle(sqlite, { schema });
+  migrate(db, { migrationsFolder: MIGRATIONS_FOLDER });
+  const violations = sqlite.pragma("foreign_key_check") as unknown[];
+  if (violations.length > 0) {
+    sqlite.close();
+    throw new Error(`store.foreign_key_violation: ${violations.length} rows violate foreign keys after migration`);
+  }
+  sqlite.pragma("foreign_keys = ON");
+  return { db, sqlite, close: () => sqlite.close() };
+}

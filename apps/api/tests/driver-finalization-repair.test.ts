@@ -1,0 +1,292 @@
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { RuntimeError } from "../src/modules/runtime/domain/runtime-errors.js";
+import {
+  connectDriver,
+  createRuntimeFixture,
+  enqueueCreateIssue,
+  issueResult,
+  reconnectDriver,
+  type RuntimeFixture,
+} from "./helpers/runtime-fixture.js";
+
+let f: RuntimeFixture;
+beforeEach(() => {
+  f = createRuntimeFixture();
+});
+afterEach(() => f.close());
+
+/** Delivers, accepts and claims the next command on `driver`; returns the claim. */
+async function deliverAcceptClaim(driver: ReturnType<typeof connectDriver>) {
+  const env = await f.runtime.commands.nextCommand(driver.instance, driver.connectionId, 0);
+  expect(env).not.toBeNull();
+  if (env!.status !== "accepted") {
+    expect(f.runtime.commands.updateCommand(driver.instance, env!.commandId, { connectionId: driver.connectionId, status: "accepted" }).outcome).toBe("applied");
+  }
+  return { env: env!, claim: f.runtime.ledger.claim(driver.instance, driver.connectionId, env!.commandId) };
+}
+
+const runView = (runId: string) => f.runtime.runs.getRunView(runId);
+const terminalEvents = (runId: string) => runView(runId).events.filter((e) => e.terminal);
+
+function expectRuntimeError(fn: () => unknown, code: string) {
+  try {
+    fn();
+  } catch (err) {
+    expect(err).toBeInstanceOf(RuntimeError);
+    expect((err as RuntimeError).code).toBe(code);
+    return err as RuntimeError;
+  }
+  throw new Error(`expected RuntimeError ${code}, nothing was thrown`);
+}
+
+describe("finalization repair", () => {
+  it("fails the active run and accepted commands with one replayable terminal event, also when run twice", async () => {
+    const driver = connectDriver(f.runtime);
+    const call = enqueueCreateIssue(f.runtime, driver);
+    const { claim } = await deliverAcceptClaim(driver);
+    expect(claim.kind).toBe("execute");
+
+    const first = await f.runtime.repair.finalize(driver.instance.id, "driver_request");
+    expect(first).toMatchObject({ effectsFenced: 1, commandsFailed: 1, runsFailed: 1, commandsCompleted: 0 });
+    const second = await f.runtime.repair.finalize(driver.instance.id, "driver_request");
+    expect(second).toEqual({ effectsFenced: 0, commandsCompleted: 0, commandsFailed: 0, runsFailed: 0, effectsReconciled: 0 });
+
+    const view = runView(call.runId);
+    expect(view.run.status).toBe("failed");
+    expect(view.run.error).toMatchObject({ code: "runtime.turn_interrupted", retryable: true });
+    expect(view.commands[0]).toMatchObject({ status: "failed", error: { code: "driver.command_driver_terminal", retryable: false, details: { effectId: call.effectId } } });
+    const terminal = terminalEvents(call.runId);
+    expect(terminal).toHaveLength(1);
+    expect(terminal[0]!.type).toBe("run.failed");
+    // replayable: reading the stream again from any point returns the same terminal event
+    const replay = f.runtime.runs.listEvents(call.runId, terminal[0]!.seq - 1);
+    expect(replay).toHaveLength(1);
+    expect(replay[0]).toMatchObject({ type: "run.failed", terminal: true });
+  });
+
+  it("queues no mcp.execute when its intent cannot be prepared (no active run)", async () => {
+    const driver = connectDriver(f.runtime);
+    const { runId } = enqueueCreateIssue(f.runtime, driver);
+    await f.runtime.repair.finalize(driver.instance.id, "operator");
+    const before = runView(runId);
+    const err = expectRuntimeError(
+      () => f.runtime.runs.enqueueToolCall(runId, { serverId: "tracker", toolName: "createIssue", arguments: { title: "x", body: "y" } }),
+      "run.not_active",
+    );
+    expect(err.httpStatus).toBe(409);
+    const after = runView(runId);
+    expect(after.commands).toHaveLength(before.commands.length);
+    expect(after.effects).toHaveLength(before.effects.length);
+  });
+
+  it("persists the intent with a 26-char key and fences it as unknown after Driver loss (claim, reconnect, re-claim)", async () => {
+    const driver = connectDriver(f.runtime);
+    const call = enqueueCreateIssue(f.runtime, driver);
+    const intent = runView(call.runId).effects[0]!;
+    expect(intent.status).toBe("intent");
+    expect(intent.idempotencyKey).toHaveLength(26);
+    expect(intent.idempotencyKey).toBe(call.idempotencyKey);
+    expect(intent.requestFingerprint).toMatch(/^[0-9a-f]{64}$/);
+
+    const { claim } = await deliverAcceptClaim(driver);
+    expect(claim).toMatchObject({ kind: "execute", attempt: 1, idempotencyKey: call.idempotencyKey });
+
+    const restarted = reconnectDriver(f.runtime, driver);
+    const { env, claim: again } = await deliverAcceptClaim(restarted);
+    expect(env).toMatchObject({ commandId: call.commandId, status: "accepted", redelivery: true });
+    expect(again).toEqual({ kind: "unknown", effectId: call.effectId });
+    const effect = runView(call.runId).effects[0]!;
+    expect(effect.status).toBe("unknown");
+    expect(effect.attemptCount).toBe(1);
+    expect(effect.attempts).toEqual([expect.objectContaining({ attempt: 1, status: "unknown", unknownReason: "redelivered_while_executing" })]);
+
+    // rule 3: unknown never becomes executing again, however often it is claimed
+    const third = f.runtime.ledger.claim(restarted.instance, restarted.connectionId, call.commandId);
+    expect(third.kind).toBe("unknown");
+    expect(runView(call.runId).effects[0]!.attemptCount).toBe(1);
+  });
+
+  it("fences an executing effect as unknown through finalization repair (attempt row unknown too)", async () => {
+    const driver = connectDriver(f.runtime);
+    const call = enqueueCreateIssue(f.runtime, driver);
+    await deliverAcceptClaim(driver);
+    await f.runtime.repair.finalize(driver.instance.id, "driver_request");
+    const effect = runView(call.runId).effects[0]!;
+    expect(effect.status).toBe("unknown");
+    expect(effect.attempts[0]).toMatchObject({ status: "unknown", unknownReason: "driver_finalized" });
+    // the finalized Driver cannot reach the ledger any more
+    expectRuntimeError(() => f.runtime.drivers.authenticate(driver.token), "driver.finalized");
+  });
+
+  it("keeps an unknown effect through maintenance, run/session deletion, purge and re-registration", async () => {
+    const driver = connectDriver(f.runtime);
+    const call = enqueueCreateIssue(f.runtime, driver);
+    await deliverAcceptClaim(driver);
+    f.clock.advance(60_000);
+    const report = await f.runtime.sweep.sweepOnce();
+    expect(report.driversFinalized).toBe(1);
+    expect(runView(call.runId).effects[0]!.status).toBe("unknown");
+
+    const e1 = expectRuntimeError(() => f.runtime.runs.deleteRun(call.runId), "effect.fence_retained");
+    expect(e1.details).toEqual({ effectIds: [call.effectId] });
+    expectRuntimeError(() => f.runtime.runs.deleteSession(call.sessionId), "effect.fence_retained");
+    expectRuntimeError(() => f.runtime.runs.purgeDriver(driver.instance.id), "effect.fence_retained");
+    expectRuntimeError(() => f.runtime.drivers.register({ name: "again", driverInstanceId: driver.instance.id }), "effect.fence_retained");
+    await f.runtime.sweep.sweepOnce();
+
+    const effect = runView(call.runId).effects[0]!;
+    expect(effect.status).toBe("unknown");
+    // the database refuses the delete by itself too (trigger), even bypassing the services
+    expect(() => f.store.sqlite.prepare("DELETE FROM session_runs WHERE id = ?").run(call.runId)).toThrow(/effect.fence_retained/);
+    expect(() => f.store.sqlite.prepare("DELETE FROM external_tool_effects").run()).toThrow(/effect.fence_retained/);
+    expect(runView(call.runId).effects).toHaveLength(1);
+  });
+
+  it("redelivers a persisted success without a second dispatch", async () => {
+    const driver = connectDriver(f.runtime);
+    const call = enqueueCreateIssue(f.runtime, driver);
+    const { claim } = await deliverAcceptClaim(driver);
+    if (claim.kind !== "execute") throw new Error("expected execute");
+    const done = f.runtime.ledger.complete(driver.instance, call.effectId, { connectionId: driver.connectionId, attempt: 1, result: issueResult(), receipt: { "io.mosoo/provider-operation-id": "iss_1" } });
+    expect(done).toEqual({ outcome: "applied", status: "succeeded" });
+    // the Driver dies before its terminal update; a new process reconnects
+    const restarted = reconnectDriver(f.runtime, driver);
+    const { claim: again } = await deliverAcceptClaim(restarted);
+    expect(again).toEqual({ kind: "completed", effectId: call.effectId, result: issueResult() });
+    const upd = f.runtime.commands.updateCommand(restarted.instance, call.commandId, { connectionId: restarted.connectionId, status: "completed", result: issueResult() });
+    expect(upd.outcome).toBe("applied");
+    const view = runView(call.runId);
+    expect(view.effects[0]).toMatchObject({ status: "succeeded", attemptCount: 1, providerReceipt: { "io.mosoo/provider-operation-id": "iss_1" } });
+    expect(view.commands[0]).toMatchObject({ status: "completed", result: issueResult() });
+  });
+
+  it("completes an accepted command whose effect already succeeded during repair", async () => {
+    const driver = connectDriver(f.runtime);
+    const call = enqueueCreateIssue(f.runtime, driver);
+    await deliverAcceptClaim(driver);
+    f.runtime.ledger.complete(driver.instance, call.effectId, { connectionId: driver.connectionId, attempt: 1, result: issueResult(), receipt: null });
+    const summary = await f.runtime.repair.finalize(driver.instance.id, "heartbeat_expired");
+    expect(summary).toMatchObject({ commandsCompleted: 1, commandsFailed: 0, effectsFenced: 0 });
+    const view = runView(call.runId);
+    expect(view.commands[0]).toMatchObject({ status: "completed", result: issueResult() });
+    expect(view.events.map((e) => e.type)).toContain("tool_call.completed");
+  });
+
+  it("fences through the sweep exactly like finalization", async () => {
+    const driver = connectDriver(f.runtime);
+    const call = enqueueCreateIssue(f.runtime, driver);
+    await deliverAcceptClaim(driver);
+    f.clock.advance(5_000);
+    expect((await f.runtime.sweep.sweepOnce()).driversFinalized).toBe(0);
+    f.runtime.drivers.heartbeat(driver.instance, driver.connectionId);
+    f.clock.advance(9_999);
+    expect((await f.runtime.sweep.sweepOnce()).driversFinalized).toBe(0);
+    f.clock.advance(2);
+    expect((await f.runtime.sweep.sweepOnce()).driversFinalized).toBe(1);
+    const view = runView(call.runId);
+    expect(view.effects[0]!.status).toBe("unknown");
+    expect(view.commands[0]).toMatchObject({ status: "failed", error: { code: "driver.command_driver_terminal" } });
+    expect(view.run).toMatchObject({ status: "failed", error: { code: "runtime.turn_interrupted" } });
+    expect(terminalEvents(call.runId)).toHaveLength(1);
+  });
+
+  it("resumes a half-done finalization (instance left finalizing) from the sweep", async () => {
+    const driver = connectDriver(f.runtime);
+    const call = enqueueCreateIssue(f.runtime, driver);
+    await deliverAcceptClaim(driver);
+    f.store.sqlite.prepare("UPDATE driver_instances SET status = 'finalizing', connection_id = NULL WHERE id = ?").run(driver.instance.id);
+    expect((await f.runtime.sweep.sweepOnce()).driversFinalized).toBe(1);
+    expect(runView(call.runId).run.status).toBe("failed");
+    expect(runView(call.runId).effects[0]!.status).toBe("unknown");
+  });
+
+  it("gives a reconnecting Driver its accepted command again and lets the ledger decide", async () => {
+    const driver = connectDriver(f.runtime);
+    const call = enqueueCreateIssue(f.runtime, driver);
+    const env = await f.runtime.commands.nextCommand(driver.instance, driver.connectionId, 0);
+    f.runtime.commands.updateCommand(driver.instance, env!.commandId, { connectionId: driver.connectionId, status: "accepted" });
+    // nothing more on the same connection
+    expect(await f.runtime.commands.nextCommand(driver.instance, driver.connectionId, 0)).toBeNull();
+    const restarted = reconnectDriver(f.runtime, driver);
+    const { env: again, claim } = await deliverAcceptClaim(restarted);
+    expect(again).toMatchObject({ commandId: call.commandId, status: "accepted", redelivery: true });
+    // the provider never ran (the claim came before any dispatch): the ledger allows attempt 1
+    expect(claim).toMatchObject({ kind: "execute", attempt: 1 });
+  });
+});
+
+describe("ledger guards", () => {
+  it("refuses a superseded connection and a zombie's report after the fence", async () => {
+    const driver = connectDriver(f.runtime);
+    const call = enqueueCreateIssue(f.runtime, driver);
+    await deliverAcceptClaim(driver);
+    const restarted = reconnectDriver(f.runtime, driver);
+    expectRuntimeError(() => f.runtime.commands.updateCommand(driver.instance, call.commandId, { connectionId: driver.connectionId, status: "accepted" }), "driver.connection_superseded");
+    await deliverAcceptClaim(restarted); // fences
+    const late = f.runtime.ledger.complete(driver.instance, call.effectId, { connectionId: driver.connectionId, attempt: 1, result: issueResult(), receipt: null });
+    expect(late).toMatchObject({ outcome: "rejected", status: "unknown" });
+    expect(runView(call.runId).effects[0]!.status).toBe("unknown");
+  });
+
+  it("accepts the attempt's own result from a superseded connection while the effect is still executing", async () => {
+    const driver = connectDriver(f.runtime);
+    const call = enqueueCreateIssue(f.runtime, driver);
+    await deliverAcceptClaim(driver);
+    reconnectDriver(f.runtime, driver);
+    const late = f.runtime.ledger.complete(driver.instance, call.effectId, { connectionId: driver.connectionId, attempt: 1, result: issueResult(), receipt: null });
+    expect(late).toEqual({ outcome: "applied", status: "succeeded" });
+  });
+
+  it("rejects a completed update before the effect succeeded, and a duplicate is typed", async () => {
+    const driver = connectDriver(f.runtime);
+    const call = enqueueCreateIssue(f.runtime, driver);
+    await deliverAcceptClaim(driver);
+    const early = f.runtime.commands.updateCommand(driver.instance, call.commandId, { connectionId: driver.connectionId, status: "completed", result: issueResult() });
+    expect(early.outcome).toBe("rejected");
+    expect(runView(call.runId).commands[0]!.status).toBe("accepted");
+    f.runtime.ledger.complete(driver.instance, call.effectId, { connectionId: driver.connectionId, attempt: 1, result: issueResult(), receipt: null });
+    const dup = f.runtime.ledger.complete(driver.instance, call.effectId, { connectionId: driver.connectionId, attempt: 1, result: issueResult(), receipt: null });
+    expect(dup.outcome).toBe("duplicate");
+    const ok = f.runtime.commands.updateCommand(driver.instance, call.commandId, { connectionId: driver.connectionId, status: "completed", result: issueResult() });
+    expect(ok.outcome).toBe("applied");
+    const again = f.runtime.commands.updateCommand(driver.instance, call.commandId, { connectionId: driver.connectionId, status: "completed", result: issueResult() });
+    expect(again.outcome).toBe("duplicate");
+    const back = f.runtime.commands.updateCommand(driver.instance, call.commandId, { connectionId: driver.connectionId, status: "accepted" });
+    expect(back).toMatchObject({ outcome: "rejected", status: "completed" });
+  });
+
+  it("fences an executing effect when the Driver fails its command without marking it", async () => {
+    const driver = connectDriver(f.runtime);
+    const call = enqueueCreateIssue(f.runtime, driver);
+    await deliverAcceptClaim(driver);
+    const res = f.runtime.commands.updateCommand(driver.instance, call.commandId, {
+      connectionId: driver.connectionId,
+      status: "failed",
+      error: { code: "mcp.tool_call_failed", message: "boom", retryable: true, details: {} },
+    });
+    expect(res.outcome).toBe("applied");
+    const view = runView(call.runId);
+    expect(view.effects[0]!.status).toBe("unknown");
+    expect(view.commands[0]!.error).toMatchObject({ code: "external_effect.unknown", details: { effectId: call.effectId } });
+  });
+
+  it("never shows or changes another instance's commands and effects", async () => {
+    const a = connectDriver(f.runtime, "a");
+    const b = connectDriver(f.runtime, "b");
+    const call = enqueueCreateIssue(f.runtime, a);
+    expect(await f.runtime.commands.nextCommand(b.instance, b.connectionId, 0)).toBeNull();
+    expectRuntimeError(() => f.runtime.ledger.claim(b.instance, b.connectionId, call.commandId), "command.not_found");
+    expectRuntimeError(() => f.runtime.commands.updateCommand(b.instance, call.commandId, { connectionId: b.connectionId, status: "accepted" }), "command.not_found");
+    expectRuntimeError(() => f.runtime.ledger.markUnknown(b.instance, call.effectId, { connectionId: b.connectionId, attempt: 1, reason: "x" }), "effect.not_found");
+    expect(runView(call.runId).effects[0]!.status).toBe("intent");
+  });
+
+  it("deletes a run once no fence is retained", async () => {
+    const driver = connectDriver(f.runtime);
+    const call = enqueueCreateIssue(f.runtime, driver);
+    await deliverAcceptClaim(driver);
+    f.runtime.ledger.complete(driver.instance, call.effectId, { connectionId: driver.connectionId, attempt: 1, result: issueResult(), receipt: null });
+    f.runtime.runs.deleteRun(call.runId);
+    expectRuntimeError(() => f.runtime.runs.getRunView(call.runId), "run.not_found");
+  });
+});
