@@ -85,6 +85,9 @@ export class CommandQueueService {
         }
         resultJson = effect?.resultJson ?? JSON.stringify(req.result);
       } else if (req.status === "failed") {
+        if (effect?.status === "succeeded") {
+          return { outcome: "rejected", status: cmd.status, reason: `effect ${effect.id} already succeeded; send completed with the stored result` };
+        }
         let error = req.error;
         if (effect?.status === "executing") {
           effectRepository.updateIfStatus(tx, effect.id, "executing", { status: "unknown", updatedAtMs: now });

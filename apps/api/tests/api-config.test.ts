@@ -1,0 +1,26 @@
+import { describe, expect, it } from "vitest";
+import { ConfigError, loadApiConfig } from "../src/config/api-config.js";
+
+describe("API config", () => {
+  it("has defaults: SQLite under ./var, loopback host", () => {
+    const c = loadApiConfig({});
+    expect(c).toMatchObject({ dbFile: "./var/mosoo.db", host: "127.0.0.1", port: 8787, heartbeatTtlMs: 15_000, logLevel: "info" });
+  });
+
+  it.each([
+    ["MOSOO_PORT", "70000"],
+    ["MOSOO_PORT", "abc"],
+    ["MOSOO_HEARTBEAT_TTL_MS", "10"],
+    ["MOSOO_LOG_LEVEL", "loud"],
+  ])("stops on %s=%s with one line naming the variable", (name, value) => {
+    try {
+      loadApiConfig({ [name]: value });
+      throw new Error("expected a ConfigError");
+    } catch (err) {
+      expect(err).toBeInstanceOf(ConfigError);
+      const message = (err as Error).message;
+      expect(message.startsWith(`config.invalid: ${name}:`)).toBe(true);
+      expect(message).not.toContain("\n");
+    }
+  });
+});

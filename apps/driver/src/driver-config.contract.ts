@@ -1,0 +1,91 @@
+import { DriverTokenSchema, ServerIdSchema, UlidSchema } from "@mosoo/contracts";
+import { z } from "zod";
+
+/** An `http:` or `https:` URL. */
+const HttpUrlSchema = z.url({ protocol: /^https?$/, error: "expected an http:// or https:// URL" });
+
+/**
+ * An MCP server reached over Streamable HTTP, e.g. `{"type": "http", "url": "http://127.0.0.1:3917/mcp"}`.
+ * `headers` (optional) are sent with every request to the server (for example an `Authorization` header).
+ */
+export const McpHttpServerConfigSchema = z.strictObject({
+  type: z.literal("http"),
+  url: HttpUrlSchema,
+  headers: z.record(z.string().min(1), z.string()).optional(),
+});
+/** See {@link McpHttpServerConfigSchema}. */
+export type McpHttpServerConfig = z.infer<typeof McpHttpServerConfigSchema>;
+
+/**
+ * An MCP server the Driver starts as a child process and talks to over stdio, e.g.
+ * `{"type": "stdio", "command": "node", "args": ["server.js"], "env": {"KEY": "v"}}`.
+ * `env` is added to the SDK's safe default environment (PATH, HOME, …); `cwd` defaults to the Driver's.
+ */
+export const McpStdioServerConfigSchema = z.strictObject({
+  type: z.literal("stdio"),
+  command: z.string().min(1),
+  args: z.array(z.string()).default([]),
+  env: z.record(z.string().min(1), z.string()).optional(),
+  cwd: z.string().min(1).optional(),
+});
+/** See {@link McpStdioServerConfigSchema}. */
+export type McpStdioServerConfig = z.infer<typeof McpStdioServerConfigSchema>;
+
+/** One configured MCP server, discriminated by `type` (`http` | `stdio`). */
+export const McpServerConfigSchema = z.discriminatedUnion("type", [McpHttpServerConfigSchema, McpStdioServerConfigSchema]);
+/** See {@link McpServerConfigSchema}. */
+export type McpServerConfig = z.infer<typeof McpServerConfigSchema>;
+
+/**
+ * The Driver's MCP config file (`--mcp-config <file>`): `{"servers": {"<serverId>": McpServerConfig}}`.
+ * Server ids follow the contracts' `ServerIdSchema` (1–64 chars of `[A-Za-z0-9_.-]`) and must match
+ * the `serverId` of the `mcp.execute` commands the API sends. Unknown keys are refused (typo guard).
+ */
+export const McpConfigSchema = z.strictObject({
+  servers: z.record(ServerIdSchema, McpServerConfigSchema),
+});
+/** See {@link McpConfigSchema}. */
+export type McpConfig = z.infer<typeof McpConfigSchema>;
+
+/**
+ * The Driver's state file (`--state-file <path>`): the identity the API issued on `register`.
+ * Written atomically with mode 0600 because `driverToken` is a bearer secret.
+ */
+export const DriverStateSchema = z.strictObject({
+  apiUrl: HttpUrlSchema,
+  driverInstanceId: UlidSchema,
+  driverToken: DriverTokenSchema,
+});
+/** See {@link DriverStateSchema}. */
+export type DriverState = z.infer<typeof DriverStateSchema>;
+
+/** pino log levels accepted by `--log-level`. */
+export const LOG_LEVELS = ["fatal", "error", "warn", "info", "debug", "trace", "silent"] as const;
+/** One of {@link LOG_LEVELS}. */
+export type LogLevel = (typeof LOG_LEVELS)[number];
+
+/** Default `--tool-timeout-ms`: how long one MCP `tools/call` may take, in ms. */
+export const DEFAULT_TOOL_TIMEOUT_MS = 60_000;
+/** Default long-poll wait of `GET nextCommand`, in ms (the API caps it at 30 000). */
+export const DEFAULT_POLL_WAIT_MS = 25_000;
+
+/**
+ * The Driver's resolved options, after CLI parsing (see `src/main.ts`).
+ * - `apiUrl`: base URL of the API (http/https), e.g. `http://127.0.0.1:8080`;
+ * - `name`: Driver instance name sent on `register` (1–100 chars);
+ * - `stateFile`: path of the state file; `mcpConfigFile`: path of the MCP config file;
+ * - `toolTimeoutMs`: per `tools/call` timeout in ms; `pollWaitMs`: long-poll wait in ms (0–30 000);
+ * - `finalizeOnExit`: on SIGTERM/SIGINT, `POST finalize` (the instance is gone for good).
+ */
+export const DriverOptionsSchema = z.strictObject({
+  apiUrl: HttpUrlSchema,
+  name: z.string().min(1).max(100),
+  stateFile: z.string().min(1),
+  mcpConfigFile: z.string().min(1),
+  toolTimeoutMs: z.number().int().positive().max(24 * 60 * 60 * 1000),
+  pollWaitMs: z.number().int().min(0).max(30_000).default(DEFAULT_POLL_WAIT_MS),
+  logLevel: z.enum(LOG_LEVELS).default("info"),
+  finalizeOnExit: z.boolean().default(false),
+});
+/** See {@link DriverOptionsSchema}. */
+export type DriverOptions = z.infer<typeof DriverOptionsSchema>;

@@ -1,0 +1,264 @@
+import type { ConnectDriverResponse } from "@mosoo/contracts";
+import type { Logger } from "pino";
+import { isConnectionLostError, type ApiRequestError, type DriverApi } from "./api-client.js";
+import type { DriverState } from "./driver-config.contract.js";
+import { DriverConfigError } from "./driver-config.loader.js";
+import type { DriverStateRepository } from "./driver-state.repository.js";
+import { handleMcpExecuteCommand } from "./mcp-execute.handler.js";
+import type { McpToolCaller } from "./mcp-connections.js";
+
+/** Why {@link DriverLoop.run} returned, and the process exit code that goes with it. */
+export type DriverStopReason =
+  /** A graceful stop (SIGTERM/SIGINT or {@link DriverLoop.stop}); exit code 0. */
+  | { kind: "stopped"; signal: string; finalized: boolean; exitCode: 0 }
+  /** 401 or 409 `driver.connection_superseded`: another process owns the instance or the token is gone; exit code 1. */
+  | { kind: "connection_lost"; status: number; code: string; exitCode: 1 }
+  /** Startup failed (API unreachable after retries, register refused, …); exit code 1. */
+  | { kind: "startup_failed"; code: string; message: string; exitCode: 1 };
+
+/** Dependencies and settings of a {@link DriverLoop}. */
+export interface DriverLoopOptions {
+  /**
+   * Builds the API client for a token (`register` needs none). Usually
+   * `(token) => token ? client.withDriverToken(token) : client`.
+   */
+  apiFor: (driverToken: string | undefined) => DriverApi;
+  /** Where the Driver identity is kept. */
+  stateRepository: DriverStateRepository;
+  /** The MCP side; `closeAll` (if present) runs when the loop ends. */
+  mcp: McpToolCaller & { closeAll?: () => Promise<void> };
+  /** Base logger (pino). */
+  logger: Logger;
+  /** The API base URL (stored in, and checked against, the state file). */
+  apiUrl: string;
+  /** Name sent on `register`. */
+  name: string;
+  /** Per tool call timeout, ms. */
+  toolTimeoutMs: number;
+  /** Long-poll wait of `nextCommand`, ms (0–30 000). */
+  pollWaitMs: number;
+  /** On a graceful stop, `POST finalize` and delete the state file. Default false. */
+  finalizeOnExit?: boolean | undefined;
+  /** Backoff after a failed poll or reconnect, ms: first and maximum delay. Default 500 / 10 000. */
+  backoffMs?: { min: number; max: number } | undefined;
+}
+
+/**
+ * The Driver process's main loop: identity (state file or `register`), `connect`, heartbeats every
+ * `heartbeatTtlMs / 3`, and the long-poll of commands, each handled to its terminal update one at
+ * a time, in order. A non-fatal API failure while handling a command triggers a reconnect, so the
+ * API redelivers every command without a terminal receipt (DESIGN.md §3 rule 11).
+ */
+export class DriverLoop {
+  private readonly stopController = new AbortController();
+  private stopSignalName: string | null = null;
+  private lost: { status: number; code: string } | null = null;
+  private connectionId: string | null = null;
+  private heartbeatTimer: NodeJS.Timeout | null = null;
+  private heartbeatIntervalMs = 0;
+  private heartbeatGeneration = 0;
+  private log: Logger;
+
+  constructor(private readonly options: DriverLoopOptions) {
+    this.log = options.logger;
+  }
+
+  /** The current `connectionId` (`null` before the first connect). */
+  get currentConnectionId(): string | null {
+    return this.connectionId;
+  }
+
+  /**
+   * Requests a graceful stop: the long-poll is aborted, no new command is started, the command in
+   * hand (if any) runs to its terminal update. Idempotent.
+   * @param signal a label for the log (e.g. `SIGTERM`).
+   */
+  stop(signal = "stop"): void {
+    if (this.stopController.signal.aborted) return;
+    this.stopSignalName = signal;
+    this.log.info({ signal }, "driver.stopping");
+    this.stopController.abort(new Error(`stopping on ${signal}`));
+  }
+
+  /**
+   * Runs until stopped or until the connection is lost.
+   * @returns the stop reason with its exit code.
+   * @throws DriverConfigError (`config.invalid`) when the state file belongs to another API URL.
+   */
+  async run(): Promise<DriverStopReason> {
+    let state: DriverState;
+    let api: DriverApi;
+    try {
+      state = await this.identity();
+      api = this.options.apiFor(state.driverToken);
+      await this.connect(api);
+    } catch (error) {
+      await this.options.mcp.closeAll?.();
+      if (error instanceof DriverConfigError) throw error;
+      if (isConnectionLostError(error)) return this.lostReason((error as ApiRequestError).status, (error as ApiRequestError).code);
+      const code = (error as { code?: unknown }).code;
+      const reason = { kind: "startup_failed", code: typeof code === "string" ? code : "driver.startup_failed", message: (error as Error).message, exitCode: 1 } as const;
+      this.log.error({ errorCode: reason.code, err: reason.message }, "driver.startup_failed");
+      return reason;
+    }
+
+    await this.pollLoop(api);
+
+    this.clearHeartbeat();
+    let finalized = false;
+    if (!this.lost && this.options.finalizeOnExit && this.connectionId) finalized = await this.finalize(api);
+    await this.options.mcp.closeAll?.();
+    if (this.lost) return this.lostReason(this.lost.status, this.lost.code);
+    this.log.info({ signal: this.stopSignalName, finalized }, "driver.stopped");
+    return { kind: "stopped", signal: this.stopSignalName ?? "stop", finalized, exitCode: 0 };
+  }
+
+  private async identity(): Promise<DriverState> {
+    const { stateRepository, apiUrl, name } = this.options;
+    const existing = await stateRepository.load();
+    if (existing) {
+      if (normalizeUrl(existing.apiUrl) !== normalizeUrl(apiUrl)) {
+        throw new DriverConfigError(
+          `state file ${stateRepository.filePath} belongs to ${existing.apiUrl}, not ${apiUrl}; use another --state-file`,
+        );
+      }
+      this.log = this.options.logger.child({ driverInstanceId: existing.driverInstanceId });
+      return existing;
+    }
+    const registered = await this.options.apiFor(undefined).register({ name });
+    const state: DriverState = { apiUrl, driverInstanceId: registered.driverInstanceId, driverToken: registered.driverToken };
+    await stateRepository.save(state);
+    this.log = this.options.logger.child({ driverInstanceId: state.driverInstanceId });
+    this.log.info({ name, stateFile: stateRepository.filePath }, "driver.registered");
+    return state;
+  }
+
+  private async connect(api: DriverApi): Promise<ConnectDriverResponse> {
+    const connected = await api.connect();
+    this.connectionId = connected.connectionId;
+    this.log.info(
+      { connectionId: connected.connectionId, pendingCommandCount: connected.pendingCommandCount, heartbeatTtlMs: connected.heartbeatTtlMs },
+      "driver.connected",
+    );
+    this.scheduleHeartbeat(api, connected.heartbeatTtlMs);
+    return connected;
+  }
+
+  private async pollLoop(api: DriverApi): Promise<void> {
+    const signal = this.stopController.signal;
+    const backoff = this.options.backoffMs ?? { min: 500, max: 10_000 };
+    let delayMs = backoff.min;
+    let needsReconnect = false;
+    while (!signal.aborted && !this.lost) {
+      try {
+        if (needsReconnect) {
+          await this.connect(api);
+          needsReconnect = false;
+        }
+        const connectionId = this.connectionId as string;
+        const { command } = await api.nextCommand(connectionId, this.options.pollWaitMs, signal);
+        delayMs = backoff.min;
+        if (!command) continue;
+        try {
+          // The stop signal is deliberately not passed on: a started command runs to its terminal update.
+          await handleMcpExecuteCommand(command, {
+            api,
+            mcp: this.options.mcp,
+            connectionId,
+            logger: this.log,
+            toolTimeoutMs: this.options.toolTimeoutMs,
+          });
+        } catch (error) {
+          if (isConnectionLostError(error)) throw error;
+          this.log.error(
+            { commandId: command.commandId, effectId: null, errorCode: (error as { code?: unknown }).code, err: (error as Error).message },
+            "command.handling_failed",
+          );
+          needsReconnect = true; // reconnecting makes the API redeliver the command
+          throw error;
+        }
+      } catch (error) {
+        if (signal.aborted) break;
+        if (isConnectionLostError(error)) {
+          this.markLost((error as ApiRequestError).status, (error as ApiRequestError).code);
+          break;
+        }
+        if (!needsReconnect) this.log.warn({ errorCode: (error as { code?: unknown }).code, err: (error as Error).message, delayMs }, "poll.failed");
+        await sleep(delayMs, signal);
+        delayMs = Math.min(delayMs * 2, backoff.max);
+      }
+    }
+  }
+
+  private scheduleHeartbeat(api: DriverApi, ttlMs: number): void {
+    this.clearHeartbeat();
+    const generation = this.heartbeatGeneration;
+    this.heartbeatIntervalMs = Math.max(1, Math.floor(ttlMs / 3));
+    const current = (): boolean => generation === this.heartbeatGeneration && !this.stopController.signal.aborted;
+    const tick = async (): Promise<void> => {
+      const connectionId = this.connectionId;
+      if (!connectionId || !current()) return;
+      try {
+        const beat = await api.heartbeat(connectionId);
+        this.heartbeatIntervalMs = Math.max(1, Math.floor(beat.heartbeatTtlMs / 3));
+        this.log.debug({ connectionId, heartbeatTtlMs: beat.heartbeatTtlMs }, "heartbeat.sent");
+      } catch (error) {
+        if (connectionId !== this.connectionId) return; // an older connection of ours, replaced by a reconnect
+        if (isConnectionLostError(error)) {
+          this.markLost((error as ApiRequestError).status, (error as ApiRequestError).code);
+          this.stopController.abort(new Error("connection lost"));
+          return;
+        }
+        this.log.warn({ connectionId, errorCode: (error as { code?: unknown }).code, err: (error as Error).message }, "heartbeat.failed");
+      }
+      if (current()) this.heartbeatTimer = setTimeout(() => void tick(), this.heartbeatIntervalMs);
+    };
+    this.heartbeatTimer = setTimeout(() => void tick(), this.heartbeatIntervalMs);
+  }
+
+  private clearHeartbeat(): void {
+    this.heartbeatGeneration += 1; // an in-flight tick of the old schedule will not re-arm
+    if (this.heartbeatTimer) clearTimeout(this.heartbeatTimer);
+    this.heartbeatTimer = null;
+  }
+
+  private markLost(status: number, code: string): void {
+    if (this.lost) return;
+    this.lost = { status, code };
+    this.clearHeartbeat();
+  }
+
+  private lostReason(status: number, code: string): DriverStopReason {
+    this.log.error({ status, errorCode: code, connectionId: this.connectionId }, "driver.connection_lost");
+    return { kind: "connection_lost", status, code, exitCode: 1 };
+  }
+
+  private async finalize(api: DriverApi): Promise<boolean> {
+    try {
+      const summary = await api.finalize(this.connectionId as string);
+      this.log.info({ connectionId: this.connectionId, ...summary }, "driver.finalized");
+      await this.options.stateRepository.remove();
+      return true;
+    } catch (error) {
+      this.log.error({ errorCode: (error as { code?: unknown }).code, err: (error as Error).message }, "driver.finalize_failed");
+      return false;
+    }
+  }
+}
+
+function normalizeUrl(url: string): string {
+  return url.replace(/\/+$/, "");
+}
+
+function sleep(ms: number, signal: AbortSignal): Promise<void> {
+  return new Promise((resolve) => {
+    if (signal.aborted) return resolve();
+    const timer = setTimeout(done, ms);
+    function done(): void {
+      clearTimeout(timer);
+      signal.removeEventListener("abort", done);
+      resolve();
+    }
+    signal.addEventListener("abort", done, { once: true });
+  });
+}

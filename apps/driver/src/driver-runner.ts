@@ -1,0 +1,48 @@
+import { pino, type DestinationStream, type Logger } from "pino";
+import { DriverApiClient, type ApiRetryOptions } from "./api-client.js";
+import type { DriverOptions, LogLevel, McpConfig } from "./driver-config.contract.js";
+import { loadMcpConfigFile } from "./driver-config.loader.js";
+import { DriverLoop } from "./driver-loop.service.js";
+import { DriverStateRepository } from "./driver-state.repository.js";
+import { McpConnections } from "./mcp-connections.js";
+
+/**
+ * The Driver's logger: pino JSON lines (ISO `time`, `service: "mosoo-driver"`), to stdout unless
+ * `destination` is given (tests pass a stream to read the lines back).
+ */
+export function createDriverLogger(level: LogLevel, destination?: DestinationStream): Logger {
+  const options = { level, base: { service: "mosoo-driver" }, timestamp: pino.stdTimeFunctions.isoTime };
+  return destination ? pino(options, destination) : pino(options);
+}
+
+/** Extra wiring of {@link createDriver}, mostly for tests. */
+export interface CreateDriverExtras {
+  /** The MCP config; when absent it is read from `options.mcpConfigFile`. */
+  mcpConfig?: McpConfig | undefined;
+  /** API retry policy override. */
+  apiRetry?: Partial<ApiRetryOptions> | undefined;
+  /** Poll/reconnect backoff override, ms. */
+  backoffMs?: { min: number; max: number } | undefined;
+}
+
+/**
+ * Wires a {@link DriverLoop} from resolved options: API client (fetch + p-retry), state file
+ * repository, lazily connected MCP clients.
+ * @throws DriverConfigError (`config.invalid`) when the MCP config file cannot be read or is invalid.
+ */
+export async function createDriver(options: DriverOptions, logger: Logger, extras: CreateDriverExtras = {}): Promise<DriverLoop> {
+  const mcpConfig = extras.mcpConfig ?? (await loadMcpConfigFile(options.mcpConfigFile));
+  const client = new DriverApiClient({ apiUrl: options.apiUrl, logger, retry: extras.apiRetry });
+  return new DriverLoop({
+    apiFor: (token) => (token ? client.withDriverToken(token) : client),
+    stateRepository: new DriverStateRepository(options.stateFile),
+    mcp: new McpConnections(mcpConfig, { logger }),
+    logger,
+    apiUrl: options.apiUrl,
+    name: options.name,
+    toolTimeoutMs: options.toolTimeoutMs,
+    pollWaitMs: options.pollWaitMs,
+    finalizeOnExit: options.finalizeOnExit,
+    backoffMs: extras.backoffMs,
+  });
+}

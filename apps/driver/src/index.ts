@@ -1,0 +1,40 @@
+export {
+  ApiContractError,
+  ApiRequestError,
+  ApiUnavailableError,
+  DEFAULT_API_RETRY,
+  DriverApiClient,
+  isConnectionLostError,
+  isRetryableApiError,
+} from "./api-client.js";
+export type { ApiRetryOptions, DriverApi, DriverApiClientOptions, DriverCommandApi } from "./api-client.js";
+export {
+  DEFAULT_POLL_WAIT_MS,
+  DEFAULT_TOOL_TIMEOUT_MS,
+  DriverOptionsSchema,
+  DriverStateSchema,
+  LOG_LEVELS,
+  McpConfigSchema,
+  McpHttpServerConfigSchema,
+  McpServerConfigSchema,
+  McpStdioServerConfigSchema,
+} from "./driver-config.contract.js";
+export type {
+  DriverOptions,
+  DriverState,
+  LogLevel,
+  McpConfig,
+  McpHttpServerConfig,
+  McpServerConfig,
+  McpStdioServerConfig,
+} from "./driver-config.contract.js";
+export { DriverConfigError, formatZodIssues, loadMcpConfigFile, parseMcpConfig } from "./driver-config.loader.js";
+export { DRIVER_STATE_FILE_MODE, DriverStateRepository } from "./driver-state.repository.js";
+export { createMcpTransport, McpConnections, McpServerUnavailableError } from "./mcp-connections.js";
+export type { McpConnectionsOptions, McpToolCallOptions, McpToolCaller, McpToolCallRequest, McpTransportFactory } from "./mcp-connections.js";
+export { handleMcpExecuteCommand, MAX_OUTPUT_TEXT_LENGTH, MAX_RECEIPT_BYTES, serverUnavailableError } from "./mcp-execute.handler.js";
+export type { McpExecuteHandlerDeps, McpExecuteOutcome } from "./mcp-execute.handler.js";
+export { DriverLoop } from "./driver-loop.service.js";
+export type { DriverLoopOptions, DriverStopReason } from "./driver-loop.service.js";
+export { createDriver, createDriverLogger } from "./driver-runner.js";
+export type { CreateDriverExtras } from "./driver-runner.js";

@@ -1,0 +1,119 @@
+/**
+ * The `mosoo-driver` command line (CLI only: parse, validate, wire, run). Exit codes: 0 after a
+ * graceful stop, 1 when the connection is lost or startup fails, 2 on bad input (one line on stderr).
+ */
+import { hostname } from "node:os";
+import { Command, CommanderError, InvalidArgumentError, Option } from "commander";
+import { DEFAULT_POLL_WAIT_MS, DEFAULT_TOOL_TIMEOUT_MS, DriverOptionsSchema, LOG_LEVELS } from "./driver-config.contract.js";
+import { DriverConfigError, formatZodIssues } from "./driver-config.loader.js";
+import { createDriver, createDriverLogger } from "./driver-runner.js";
+
+const EXIT_BAD_INPUT = 2;
+
+const HELP_AFTER = `
+Example:
+  mosoo-driver --api-url http://127.0.0.1:8080 --mcp-config ./mcp-servers.json \\
+    --state-file ./var/driver-state.json --tool-timeout-ms 30000
+
+MCP config file (--mcp-config), validated at startup:
+  {"servers": {
+     "issues": {"type": "http", "url": "http://127.0.0.1:3917/mcp", "headers": {"authorization": "Bearer …"}},
+     "files":  {"type": "stdio", "command": "node", "args": ["server.js"], "env": {"KEY": "v"}, "cwd": "/srv"}}}
+  ("headers", "env" and "cwd" are optional.)
+
+State file (--state-file): {apiUrl, driverInstanceId, driverToken}, written atomically, mode 0600.
+  Absent: the Driver registers a new instance and writes it. Present: it reconnects as that
+  instance (after a crash, just start again with the same file: the API redelivers every command
+  that has no terminal receipt).
+
+Signals: SIGTERM/SIGINT stop polling and let the command in hand finish; a second signal exits at
+  once (130). A graceful stop does NOT finalize the instance unless --finalize-on-exit is given.
+
+Exit codes: 0 graceful stop; 1 connection lost (401, or superseded by a newer connection) or startup
+  failure; 2 bad input (missing flag, unreadable/invalid config or state file).
+
+Logs: pino JSON lines on stdout.`;
+
+function parsePositiveInt(value: string): number {
+  if (!/^\d+$/.test(value) || Number(value) <= 0) throw new InvalidArgumentError("expected a positive integer (milliseconds)");
+  return Number(value);
+}
+
+function badInput(message: string): never {
+  process.stderr.write(`mosoo-driver: ${message.replace(/\s*\n\s*/g, " ").trim()}\n`);
+  process.exit(EXIT_BAD_INPUT);
+}
+
+function buildProgram(): Command {
+  return new Command()
+    .name("mosoo-driver")
+    .description("Mosoo Driver: pulls mcp.execute commands from the Mosoo API and calls the tools on your MCP servers, once per claim.")
+    .requiredOption("--api-url <url>", "base URL of the Mosoo API (required), e.g. http://127.0.0.1:8080")
+    .requiredOption("--mcp-config <file>", "JSON file that names the MCP servers, by serverId (required; format below)")
+    .option("--name <name>", "Driver instance name, sent when registering a new instance (1-100 chars)", `driver-${hostname()}`.slice(0, 100))
+    .option("--state-file <path>", "where the Driver identity (instance id + token) is kept", "./var/driver-state.json")
+    .option("--tool-timeout-ms <ms>", "timeout of one MCP tool call in ms; on expiry the effect is fenced as unknown", parsePositiveInt, DEFAULT_TOOL_TIMEOUT_MS)
+    .addOption(new Option("--log-level <level>", "minimum log level").choices(LOG_LEVELS).default("info"))
+    .option("--finalize-on-exit", "on SIGTERM/SIGINT also POST finalize (the instance is gone for good) and delete the state file", false)
+    .addHelpText("after", HELP_AFTER)
+    .showHelpAfterError(false)
+    .exitOverride()
+    .configureOutput({ outputError: (text, write) => write(`mosoo-driver: ${text.replace(/\s*\n\s*/g, " ").trim()}\n`) });
+}
+
+async function main(): Promise<void> {
+  const program = buildProgram();
+  try {
+    program.parse(process.argv);
+  } catch (error) {
+    if (error instanceof CommanderError) process.exit(error.exitCode === 0 ? 0 : EXIT_BAD_INPUT);
+    throw error;
+  }
+  const raw = program.opts<Record<string, unknown>>();
+  const parsed = DriverOptionsSchema.safeParse({
+    apiUrl: raw["apiUrl"],
+    name: raw["name"],
+    stateFile: raw["stateFile"],
+    mcpConfigFile: raw["mcpConfig"],
+    toolTimeoutMs: raw["toolTimeoutMs"],
+    pollWaitMs: DEFAULT_POLL_WAIT_MS,
+    logLevel: raw["logLevel"],
+    finalizeOnExit: raw["finalizeOnExit"] === true,
+  });
+  if (!parsed.success) badInput(`invalid option: ${formatZodIssues(parsed.error)}`);
+  const options = parsed.data;
+  const logger = createDriverLogger(options.logLevel);
+
+  let driver;
+  try {
+    driver = await createDriver(options, logger);
+  } catch (error) {
+    if (error instanceof DriverConfigError) badInput(error.message);
+    throw error;
+  }
+
+  let signals = 0;
+  const onSignal = (signal: NodeJS.Signals): void => {
+    signals += 1;
+    if (signals > 1) {
+      logger.warn({ signal }, "driver.forced_exit");
+      process.exit(130);
+    }
+    driver.stop(signal);
+  };
+  process.on("SIGTERM", onSignal);
+  process.on("SIGINT", onSignal);
+
+  try {
+    const reason = await driver.run();
+    process.exit(reason.exitCode);
+  } catch (error) {
+    if (error instanceof DriverConfigError) badInput(error.message);
+    throw error;
+  }
+}
+
+main().catch((error: unknown) => {
+  process.stderr.write(`mosoo-driver: unexpected error: ${error instanceof Error ? error.message : String(error)}\n`);
+  process.exit(1);
+});

@@ -1,0 +1,163 @@
+import { Client } from "@modelcontextprotocol/sdk/client/index.js";
+import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
+import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
+import type { Transport } from "@modelcontextprotocol/sdk/shared/transport.js";
+import type { Logger } from "pino";
+import type { McpConfig, McpServerConfig } from "./driver-config.contract.js";
+
+/** The `tools/call` parameters the Driver sends: tool name, parsed arguments, and `_meta` (the idempotency key). */
+export interface McpToolCallRequest {
+  name: string;
+  arguments: Record<string, unknown>;
+  _meta: Record<string, unknown>;
+}
+
+/** Options of one tool call. */
+export interface McpToolCallOptions {
+  /** Timeout of the call in ms; on expiry the call throws (the write's fate is then unknown). */
+  timeoutMs: number;
+}
+
+/**
+ * What the command handler needs from the MCP side. Implemented by {@link McpConnections}.
+ */
+export interface McpToolCaller {
+  /** True when `serverId` is in the Driver's MCP config. */
+  hasServer(serverId: string): boolean;
+  /**
+   * Connects to `serverId` if not connected yet (the provider is not called).
+   * @throws McpServerUnavailableError when the server is not configured or the connection fails.
+   */
+  ensureConnected(serverId: string): Promise<void>;
+  /**
+   * Sends one `tools/call` and returns the raw MCP result (`isError: true` results included).
+   * Never retries. Throws when the call fails or times out: the caller must treat the write as unknown.
+   */
+  callTool(serverId: string, request: McpToolCallRequest, options: McpToolCallOptions): Promise<unknown>;
+}
+
+/**
+ * An MCP server could not be used before any tool call was sent: not in the config
+ * (`reason: "not_configured"`) or the connection/initialize failed (`reason: "connect_failed"`).
+ */
+export class McpServerUnavailableError extends Error {
+  override readonly name = "McpServerUnavailableError";
+  constructor(
+    readonly serverId: string,
+    readonly reason: "not_configured" | "connect_failed",
+    message: string,
+  ) {
+    super(message);
+  }
+}
+
+/** Builds the SDK transport of one configured server. */
+export type McpTransportFactory = (serverId: string, config: McpServerConfig) => Transport;
+
+/** Options of {@link McpConnections}. */
+export interface McpConnectionsOptions {
+  /** Transport factory; defaults to {@link createMcpTransport} (Streamable HTTP / stdio). */
+  createTransport?: McpTransportFactory | undefined;
+  /** Timeout of connect + `initialize`, ms; default 30 000. */
+  connectTimeoutMs?: number | undefined;
+  /** Logs `mcp.connected` / `mcp.disconnected`. */
+  logger?: Logger | undefined;
+  /** Client identity sent in `initialize`; default `{name: "mosoo-driver", version: "0.1.0"}`. */
+  clientInfo?: { name: string; version: string } | undefined;
+}
+
+/**
+ * The SDK transport of a configured server: `StreamableHTTPClientTransport` for `http` (with the
+ * configured headers), `StdioClientTransport` for `stdio` (child stderr is inherited).
+ */
+export function createMcpTransport(_serverId: string, config: McpServerConfig): Transport {
+  if (config.type === "http") {
+    return new StreamableHTTPClientTransport(new URL(config.url), config.headers ? { requestInit: { headers: config.headers } } : undefined);
+  }
+  return new StdioClientTransport({
+    command: config.command,
+    args: config.args,
+    ...(config.env ? { env: config.env } : {}),
+    ...(config.cwd ? { cwd: config.cwd } : {}),
+    stderr: "inherit",
+  });
+}
+
+/**
+ * One MCP `Client` per configured server, connected lazily on first use and dropped when its
+ * transport closes (the next use connects again). Concurrent first uses share one connect.
+ */
+export class McpConnections implements McpToolCaller {
+  private readonly clients = new Map<string, Promise<Client>>();
+  private readonly createTransport: McpTransportFactory;
+  private readonly connectTimeoutMs: number;
+
+  constructor(
+    private readonly config: McpConfig,
+    private readonly options: McpConnectionsOptions = {},
+  ) {
+    this.createTransport = options.createTransport ?? createMcpTransport;
+    this.connectTimeoutMs = options.connectTimeoutMs ?? 30_000;
+  }
+
+  hasServer(serverId: string): boolean {
+    return Object.hasOwn(this.config.servers, serverId);
+  }
+
+  async ensureConnected(serverId: string): Promise<void> {
+    await this.client(serverId);
+  }
+
+  async callTool(serverId: string, request: McpToolCallRequest, options: McpToolCallOptions): Promise<unknown> {
+    const client = await this.client(serverId);
+    return client.callTool(request, undefined, { timeout: options.timeoutMs, maxTotalTimeout: options.timeoutMs });
+  }
+
+  /** Closes every open client (and stops stdio children). Errors while closing are ignored. */
+  async closeAll(): Promise<void> {
+    const pending = [...this.clients.values()];
+    this.clients.clear();
+    await Promise.all(
+      pending.map(async (clientPromise) => {
+        try {
+          await (await clientPromise).close();
+        } catch {
+          // already closed or never connected
+        }
+      }),
+    );
+  }
+
+  private client(serverId: string): Promise<Client> {
+    const config = this.hasServer(serverId) ? this.config.servers[serverId] : undefined;
+    if (!config) {
+      return Promise.reject(new McpServerUnavailableError(serverId, "not_configured", `MCP server ${serverId} is not in the Driver's MCP config`));
+    }
+    const existing = this.clients.get(serverId);
+    if (existing) return existing;
+    const connecting = this.connect(serverId, config);
+    this.clients.set(serverId, connecting);
+    connecting.catch(() => {
+      if (this.clients.get(serverId) === connecting) this.clients.delete(serverId);
+    });
+    return connecting;
+  }
+
+  private async connect(serverId: string, config: McpServerConfig): Promise<Client> {
+    const client = new Client(this.options.clientInfo ?? { name: "mosoo-driver", version: "0.1.0" });
+    try {
+      const transport = this.createTransport(serverId, config);
+      await client.connect(transport, { timeout: this.connectTimeoutMs });
+    } catch (error) {
+      await client.close().catch(() => undefined);
+      throw new McpServerUnavailableError(serverId, "connect_failed", `cannot connect to MCP server ${serverId}: ${(error as Error).message}`);
+    }
+    const current = this.clients.get(serverId);
+    client.onclose = () => {
+      if (this.clients.get(serverId) === current) this.clients.delete(serverId);
+      this.options.logger?.info({ serverId }, "mcp.disconnected");
+    };
+    this.options.logger?.info({ serverId, transport: config.type }, "mcp.connected");
+    return client;
+  }
+}

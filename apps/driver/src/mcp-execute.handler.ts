@@ -1,0 +1,219 @@
+import {
+  effectNotExecutedError,
+  effectUnknownError,
+  IDEMPOTENCY_KEY_META,
+  McpToolResultSchema,
+  toMcpExecuteCommandResult,
+  type CommandUpdateRequest,
+  type DriverCommandEnvelope,
+  type McpExecuteCommandResult,
+  type RunError,
+} from "@mosoo/contracts";
+import type { Logger } from "pino";
+import { ApiRequestError, isConnectionLostError, isRetryableApiError, type DriverCommandApi } from "./api-client.js";
+import { McpServerUnavailableError, type McpToolCaller } from "./mcp-connections.js";
+
+/** Largest `outputText` the contracts accept (1 MiB, in UTF-16 code units as zod counts them). */
+export const MAX_OUTPUT_TEXT_LENGTH = 1024 * 1024;
+/** Largest receipt (`result._meta` as JSON) the API keeps (16 KiB, per `EffectCompleteRequestSchema`). */
+export const MAX_RECEIPT_BYTES = 16 * 1024;
+
+/** Dependencies of {@link handleMcpExecuteCommand}: injected so tests can use fakes and in-memory MCP servers. */
+export interface McpExecuteHandlerDeps {
+  /** The command/effect part of the Driver protocol. */
+  api: DriverCommandApi;
+  /** The MCP side (one client per server). */
+  mcp: McpToolCaller;
+  /** The current connection (sent with every request). */
+  connectionId: string;
+  /** Logger, ideally already bound to `driverInstanceId`. */
+  logger: Logger;
+  /** Timeout of the one `tools/call`, ms. */
+  toolTimeoutMs: number;
+}
+
+/**
+ * What became of one command:
+ * - `completed` / `failed`: the terminal update was sent; `updateOutcome` is the API's answer
+ *   (`applied`, `duplicate`, or `rejected` when the API refused it, e.g. the command was already terminal);
+ * - `skipped`: the API refused the `accepted` update (the command is no longer ours); nothing else was done.
+ * `effectId` is `null` when no claim was made.
+ */
+export type McpExecuteOutcome =
+  | { status: "completed"; commandId: string; effectId: string; result: McpExecuteCommandResult; updateOutcome: string }
+  | { status: "failed"; commandId: string; effectId: string | null; error: RunError; updateOutcome: string }
+  | { status: "skipped"; commandId: string; effectId: null; reason: string };
+
+/**
+ * The command error for an MCP server the Driver cannot use before calling it (`mcp.server_unavailable`).
+ * The provider never ran: the effect stays `intent`. `details` carry `serverId` and `reason`.
+ * @param retryable false when the server is not configured (retrying cannot help), true when the connect failed.
+ */
+export function serverUnavailableError(serverId: string, reason: string, message: string, retryable: boolean): RunError {
+  return { code: "mcp.server_unavailable", message: truncate(message, 2000), retryable, details: { serverId, reason } };
+}
+
+/**
+ * Runs one `mcp.execute` command against the ledger (DESIGN.md §3):
+ * 1. `queued`/`delivered` → `commandUpdate accepted` (an `accepted` redelivery skips it);
+ * 2. the MCP server must be configured and connectable, else `failed` `mcp.server_unavailable` WITHOUT a claim;
+ * 3. `effectClaim` → `execute`: one `tools/call` with `_meta[IDEMPOTENCY_KEY_META]`, then
+ *    `effectComplete` and only after it `commandUpdate completed`; if the call throws,
+ *    `effectMarkUnknown` then `failed` `external_effect.unknown`. `completed` / `unknown` /
+ *    `not_executed` claims never call the provider.
+ * The provider is called at most once per invocation and never retried.
+ * @throws ApiRequestError / ApiUnavailableError / ApiContractError when the API cannot be told
+ *   (the command is then left for redelivery after a reconnect; a fresh claim fences it as `unknown`).
+ */
+export async function handleMcpExecuteCommand(envelope: DriverCommandEnvelope, deps: McpExecuteHandlerDeps): Promise<McpExecuteOutcome> {
+  const { api, mcp, connectionId } = deps;
+  const { commandId, payload } = envelope;
+  const log = deps.logger.child({ commandId, effectId: null });
+  log.info(
+    { seq: envelope.seq, runId: envelope.runId, status: envelope.status, redelivery: envelope.redelivery, serverId: payload.serverId, toolName: payload.toolName, toolCallId: payload.toolCallId },
+    "command.received",
+  );
+
+  if (envelope.status === "queued" || envelope.status === "delivered") {
+    const accepted = await api.commandUpdate(commandId, { connectionId, status: "accepted" });
+    if (accepted.outcome === "rejected") {
+      log.warn({ commandStatus: accepted.status, reason: accepted.reason }, "command.skipped");
+      return { status: "skipped", commandId, effectId: null, reason: accepted.reason ?? `command is ${accepted.status}` };
+    }
+    log.debug({ outcome: accepted.outcome }, "command.accepted");
+  } else if (envelope.status !== "accepted") {
+    log.warn({ commandStatus: envelope.status }, "command.skipped");
+    return { status: "skipped", commandId, effectId: null, reason: `command is ${envelope.status}` };
+  }
+
+  // Before the claim: a server we cannot reach must not turn the effect `executing`.
+  try {
+    await mcp.ensureConnected(payload.serverId);
+  } catch (error) {
+    const unavailable =
+      error instanceof McpServerUnavailableError
+        ? error
+        : new McpServerUnavailableError(payload.serverId, "connect_failed", (error as Error).message);
+    log.warn({ serverId: payload.serverId, reason: unavailable.reason, err: unavailable.message }, "mcp.server_unavailable");
+    const runError = serverUnavailableError(payload.serverId, unavailable.reason, unavailable.message, unavailable.reason === "connect_failed");
+    return fail(deps, log, commandId, null, runError);
+  }
+  const args = JSON.parse(payload.argumentsJson) as Record<string, unknown>;
+
+  const claim = await api.effectClaim({ connectionId, commandId });
+  const effectLog = deps.logger.child({ commandId, effectId: claim.effectId });
+  effectLog.info({ kind: claim.kind, ...(claim.kind === "execute" ? { attempt: claim.attempt } : {}) }, "effect.claimed");
+
+  switch (claim.kind) {
+    case "completed":
+      return complete(deps, effectLog, commandId, claim.effectId, claim.result);
+    case "unknown":
+      return fail(deps, effectLog, commandId, claim.effectId, effectUnknownError(claim.effectId));
+    case "not_executed":
+      return fail(deps, effectLog, commandId, claim.effectId, effectNotExecutedError(claim.effectId));
+    case "execute":
+      break;
+  }
+
+  const { effectId, attempt, idempotencyKey } = claim;
+  effectLog.info({ attempt, serverId: payload.serverId, toolName: payload.toolName, idempotencyKey }, "tool.called");
+  const startedAt = performance.now();
+  let raw: unknown;
+  try {
+    raw = await mcp.callTool(
+      payload.serverId,
+      { name: payload.toolName, arguments: args, _meta: { [IDEMPOTENCY_KEY_META]: idempotencyKey } },
+      { timeoutMs: deps.toolTimeoutMs },
+    );
+  } catch (error) {
+    const reason = `mcp_call_failed: ${(error as Error).message}`;
+    effectLog.warn({ attempt, durationMs: Math.round(performance.now() - startedAt), err: (error as Error).message }, "tool.call_failed");
+    return markUnknownAndFail(deps, effectLog, commandId, effectId, attempt, reason);
+  }
+  const parsed = McpToolResultSchema.safeParse(raw);
+  if (!parsed.success) {
+    effectLog.warn({ attempt }, "tool.result_invalid");
+    return markUnknownAndFail(deps, effectLog, commandId, effectId, attempt, "invalid_tool_result: the MCP result is not a CallToolResult");
+  }
+  const toolResult = parsed.data;
+  let result = toMcpExecuteCommandResult(toolResult, payload);
+  effectLog.info({ attempt, isError: result.isError ?? false, durationMs: Math.round(performance.now() - startedAt) }, "tool.returned");
+  if (result.outputText.length > MAX_OUTPUT_TEXT_LENGTH) {
+    effectLog.warn({ length: result.outputText.length, max: MAX_OUTPUT_TEXT_LENGTH }, "tool.output_truncated");
+    result = { ...result, outputText: result.outputText.slice(0, MAX_OUTPUT_TEXT_LENGTH) };
+  }
+  let receipt: Record<string, unknown> | null = toolResult._meta ?? null;
+  if (receipt && Buffer.byteLength(JSON.stringify(receipt), "utf8") > MAX_RECEIPT_BYTES) {
+    effectLog.warn({ max: MAX_RECEIPT_BYTES }, "effect.receipt_dropped");
+    receipt = null;
+  }
+
+  let stored;
+  try {
+    stored = await api.effectComplete(effectId, { connectionId, attempt, result, receipt });
+  } catch (error) {
+    // A 4xx that is not a lost connection: the API refused to store this result (and will refuse
+    // it again). The provider did run, but the ledger cannot say so: fence the effect.
+    if (error instanceof ApiRequestError && !isRetryableApiError(error) && !isConnectionLostError(error)) {
+      effectLog.error({ attempt, errorCode: error.code, status: error.status }, "effect.complete_refused");
+      return markUnknownAndFail(deps, effectLog, commandId, effectId, attempt, `effect_complete_refused: ${error.code}`);
+    }
+    throw error;
+  }
+  effectLog.info({ attempt, outcome: stored.outcome, effectStatus: stored.status }, "effect.completed");
+  if (stored.status === "succeeded") return complete(deps, effectLog, commandId, effectId, result);
+  // The ledger did not take our result (e.g. the effect was fenced meanwhile): it decides.
+  const runError = stored.status === "not_executed" ? effectNotExecutedError(effectId) : effectUnknownError(effectId, { effectStatus: stored.status });
+  return fail(deps, effectLog, commandId, effectId, runError);
+}
+
+async function markUnknownAndFail(
+  deps: McpExecuteHandlerDeps,
+  log: Logger,
+  commandId: string,
+  effectId: string,
+  attempt: number,
+  reason: string,
+): Promise<McpExecuteOutcome> {
+  const marked = await deps.api.effectMarkUnknown(effectId, { connectionId: deps.connectionId, attempt, reason: truncate(reason, 500) });
+  log.warn({ attempt, outcome: marked.outcome, effectStatus: marked.status }, "effect.marked_unknown");
+  const runError =
+    marked.status === "not_executed" ? effectNotExecutedError(effectId) : effectUnknownError(effectId, { reason: truncate(reason, 500) });
+  return fail(deps, log, commandId, effectId, runError);
+}
+
+async function complete(
+  deps: McpExecuteHandlerDeps,
+  log: Logger,
+  commandId: string,
+  effectId: string,
+  result: McpExecuteCommandResult,
+): Promise<McpExecuteOutcome> {
+  const update = await sendTerminal(deps, log, commandId, { connectionId: deps.connectionId, status: "completed", result });
+  log.info({ status: "completed", outcome: update.outcome, isError: result.isError ?? false }, "command.terminal");
+  return { status: "completed", commandId, effectId, result, updateOutcome: update.outcome };
+}
+
+async function fail(
+  deps: McpExecuteHandlerDeps,
+  log: Logger,
+  commandId: string,
+  effectId: string | null,
+  error: RunError,
+): Promise<McpExecuteOutcome> {
+  const update = await sendTerminal(deps, log, commandId, { connectionId: deps.connectionId, status: "failed", error });
+  log.info({ status: "failed", outcome: update.outcome, errorCode: error.code, retryable: error.retryable }, "command.terminal");
+  return { status: "failed", commandId, effectId, error, updateOutcome: update.outcome };
+}
+
+async function sendTerminal(deps: McpExecuteHandlerDeps, log: Logger, commandId: string, body: CommandUpdateRequest) {
+  const update = await deps.api.commandUpdate(commandId, body);
+  if (update.outcome === "rejected") {
+    log.warn({ commandStatus: update.status, reason: update.reason }, "command.update_rejected");
+  }
+  return update;
+}
+
+function truncate(text: string, max: number): string {
+  return text.length <= max ? text : `${text.slice(0, max - 1)}…`;
+}

@@ -1,0 +1,155 @@
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
+import type { AddressInfo } from "node:net";
+import { newUlid, type DriverCommandEnvelope, type EffectClaim } from "@mosoo/contracts";
+
+/** One request the fake API received. */
+export interface FakeApiRequest {
+  method: string;
+  route: string;
+  path: string;
+  query: Record<string, string>;
+  body: unknown;
+  authorization: string | undefined;
+}
+
+type Answer = { status: number; body: unknown };
+
+/**
+ * A small in-memory stand-in for the API's Driver routes over real HTTP on 127.0.0.1 (a test
+ * double of the boundary: it answers in the contracts' shapes and records every request).
+ * `failNext(route, answers)` scripts the next answers of a route (e.g. 503s, a 409).
+ */
+export class FakeDriverApi {
+  readonly requests: FakeApiRequest[] = [];
+  readonly queue: DriverCommandEnvelope[] = [];
+  readonly claims = new Map<string, EffectClaim>();
+  readonly tokens = new Map<string, string>();
+  currentConnectionId: string | null = null;
+  heartbeatTtlMs = 30_000;
+  url = "";
+  private readonly scripted = new Map<string, Answer[]>();
+  private server: Server | null = null;
+
+  /** Queues scripted answers for the next requests to `route` (a `DRIVER_ROUTES` key). */
+  failNext(route: string, ...answers: Answer[]): void {
+    this.scripted.set(route, [...(this.scripted.get(route) ?? []), ...answers]);
+  }
+
+  /** Registers an instance directly (as if an earlier process had). */
+  seedInstance(): { driverInstanceId: string; driverToken: string } {
+    const driverInstanceId = newUlid();
+    const driverToken = `mdt_${driverInstanceId}_${"k".repeat(40)}`;
+    this.tokens.set(driverToken, driverInstanceId);
+    return { driverInstanceId, driverToken };
+  }
+
+  /** The recorded requests of one route. */
+  requestsOf(route: string): FakeApiRequest[] {
+    return this.requests.filter((r) => r.route === route);
+  }
+
+  async start(): Promise<string> {
+    this.server = createServer((req, res) => void this.handle(req, res));
+    await new Promise<void>((resolve) => this.server?.listen(0, "127.0.0.1", resolve));
+    this.url = `http://127.0.0.1:${(this.server.address() as AddressInfo).port}`;
+    return this.url;
+  }
+
+  async stop(): Promise<void> {
+    const server = this.server;
+    if (!server) return;
+    this.server = null;
+    server.closeAllConnections();
+    await new Promise<void>((resolve) => server.close(() => resolve()));
+  }
+
+  private async handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    const url = new URL(req.url ?? "/", "http://x");
+    let text = "";
+    for await (const chunk of req) text += String(chunk);
+    const body: unknown = text ? JSON.parse(text) : undefined;
+    const route = routeOf(req.method ?? "GET", url.pathname);
+    this.requests.push({
+      method: req.method ?? "GET",
+      route,
+      path: url.pathname,
+      query: Object.fromEntries(url.searchParams),
+      body,
+      authorization: req.headers.authorization,
+    });
+    const scripted = this.scripted.get(route)?.shift();
+    const answer = scripted ?? (await this.answer(route, url, body as Record<string, unknown> | undefined, req.headers.authorization));
+    if (res.destroyed) return;
+    res.writeHead(answer.status, { "content-type": "application/json" }).end(JSON.stringify(answer.body));
+  }
+
+  private async answer(route: string, url: URL, body: Record<string, unknown> | undefined, auth: string | undefined): Promise<Answer> {
+    if (route === "register") {
+      const { driverInstanceId, driverToken } = this.seedInstance();
+      return ok({ driverInstanceId, driverToken });
+    }
+    const instance = this.tokens.get((auth ?? "").replace(/^Bearer /, ""));
+    if (!instance) return error(401, "auth.invalid_token", "unknown driver token");
+    if (route === "connect") {
+      this.currentConnectionId = newUlid();
+      return ok({ driverInstanceId: instance, connectionId: this.currentConnectionId, heartbeatTtlMs: this.heartbeatTtlMs, pendingCommandCount: this.queue.length });
+    }
+    const connectionId = route === "nextCommand" ? url.searchParams.get("connectionId") : body?.["connectionId"];
+    if (connectionId !== this.currentConnectionId) return error(409, "driver.connection_superseded", "a newer connection exists");
+    switch (route) {
+      case "heartbeat":
+        return ok({ heartbeatTtlMs: this.heartbeatTtlMs });
+      case "finalize":
+        return ok({ effectsFenced: 0, commandsCompleted: 0, commandsFailed: 0, runsFailed: 0, effectsReconciled: 0 });
+      case "nextCommand": {
+        const deadline = Date.now() + Number(url.searchParams.get("waitMs") ?? 0);
+        while (this.queue.length === 0 && Date.now() < deadline && this.currentConnectionId === connectionId) await sleep(10);
+        return ok({ command: this.queue.shift() ?? null });
+      }
+      case "commandUpdate":
+        return ok({ outcome: "applied", status: body?.["status"] });
+      case "effectClaim": {
+        const commandId = String(body?.["commandId"]);
+        const claim = this.claims.get(commandId) ?? { kind: "execute", effectId: newUlid(), attempt: 1, idempotencyKey: newUlid() };
+        this.claims.set(commandId, claim);
+        return ok(claim);
+      }
+      case "effectComplete":
+        return ok({ outcome: "applied", status: "succeeded" });
+      case "effectMarkUnknown":
+        return ok({ outcome: "applied", status: "unknown" });
+      default:
+        return error(404, "route.not_found", `no route ${route}`);
+    }
+  }
+}
+
+function routeOf(method: string, path: string): string {
+  const fixed: Record<string, string> = {
+    "POST /v1/drivers/register": "register",
+    "POST /v1/drivers/connect": "connect",
+    "POST /v1/drivers/heartbeat": "heartbeat",
+    "POST /v1/drivers/finalize": "finalize",
+    "GET /v1/drivers/commands/next": "nextCommand",
+    "POST /v1/drivers/effects/claim": "effectClaim",
+  };
+  const key = `${method} ${path}`;
+  if (fixed[key]) return fixed[key];
+  if (/^POST \/v1\/drivers\/commands\/[^/]+\/update$/.test(key)) return "commandUpdate";
+  if (/^POST \/v1\/drivers\/effects\/[^/]+\/complete$/.test(key)) return "effectComplete";
+  if (/^POST \/v1\/drivers\/effects\/[^/]+\/mark-unknown$/.test(key)) return "effectMarkUnknown";
+  return key;
+}
+
+function ok(body: unknown): Answer {
+  return { status: 200, body };
+}
+
+/** An API error answer `{error: {code, message}}`. */
+export function error(status: number, code: string, message: string): Answer {
+  return { status, body: { error: { code, message } } };
+}
+
+function sleep(ms: number): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, ms));
+}

@@ -1,0 +1,91 @@
+import {
+  newUlid,
+  type CommandUpdateRequest,
+  type CommandUpdateResponse,
+  type DriverCommandEnvelope,
+  type EffectClaim,
+  type EffectClaimRequest,
+  type EffectCompleteRequest,
+  type EffectMarkUnknownRequest,
+  type EffectTransitionResponse,
+} from "@mosoo/contracts";
+import type { DriverCommandApi } from "../../src/api-client.js";
+
+/** One recorded call of the fake API. */
+export type RecordedApiCall =
+  | { method: "commandUpdate"; commandId: string; body: CommandUpdateRequest }
+  | { method: "effectClaim"; body: EffectClaimRequest }
+  | { method: "effectComplete"; effectId: string; body: EffectCompleteRequest }
+  | { method: "effectMarkUnknown"; effectId: string; body: EffectMarkUnknownRequest };
+
+/**
+ * An in-memory, recording fake of the command/effect part of the API (a test double of the HTTP
+ * boundary). Answers are scriptable per call; every call is also appended to `events` as
+ * `api:<method>[:<status>]` so tests can order API calls against tool calls.
+ */
+export class RecordingApi implements DriverCommandApi {
+  readonly calls: RecordedApiCall[] = [];
+  claim: EffectClaim;
+  acceptOutcome: CommandUpdateResponse = { outcome: "applied", status: "accepted" };
+  completeAnswer: () => Promise<EffectTransitionResponse> = async () => ({ outcome: "applied", status: "succeeded" });
+
+  constructor(
+    readonly events: string[] = [],
+    readonly effectId: string = newUlid(),
+  ) {
+    this.claim = { kind: "execute", effectId, attempt: 1, idempotencyKey: newUlid() };
+  }
+
+  async commandUpdate(commandId: string, body: CommandUpdateRequest): Promise<CommandUpdateResponse> {
+    this.calls.push({ method: "commandUpdate", commandId, body });
+    this.events.push(`api:commandUpdate:${body.status}`);
+    if (body.status === "accepted") return this.acceptOutcome;
+    return { outcome: "applied", status: body.status };
+  }
+
+  async effectClaim(body: EffectClaimRequest): Promise<EffectClaim> {
+    this.calls.push({ method: "effectClaim", body });
+    this.events.push("api:effectClaim");
+    return this.claim;
+  }
+
+  async effectComplete(effectId: string, body: EffectCompleteRequest): Promise<EffectTransitionResponse> {
+    this.calls.push({ method: "effectComplete", effectId, body });
+    this.events.push("api:effectComplete");
+    return this.completeAnswer();
+  }
+
+  async effectMarkUnknown(effectId: string, body: EffectMarkUnknownRequest): Promise<EffectTransitionResponse> {
+    this.calls.push({ method: "effectMarkUnknown", effectId, body });
+    this.events.push("api:effectMarkUnknown");
+    return { outcome: "applied", status: "unknown" };
+  }
+
+  /** The recorded calls of one method. */
+  callsOf<M extends RecordedApiCall["method"]>(method: M): Extract<RecordedApiCall, { method: M }>[] {
+    return this.calls.filter((c): c is Extract<RecordedApiCall, { method: M }> => c.method === method);
+  }
+}
+
+/** An `mcp.execute` envelope as the API delivers it. */
+export function mcpExecuteEnvelope(
+  overrides: { status?: DriverCommandEnvelope["status"]; redelivery?: boolean; serverId?: string; toolName?: string; args?: Record<string, unknown> } = {},
+): DriverCommandEnvelope {
+  const commandId = newUlid();
+  return {
+    commandId,
+    seq: 1,
+    runId: newUlid(),
+    type: "mcp.execute",
+    status: overrides.status ?? "delivered",
+    redelivery: overrides.redelivery ?? false,
+    payload: {
+      commandId,
+      requestId: "req-1",
+      serverId: overrides.serverId ?? "issues",
+      toolCallId: "call-1",
+      toolName: overrides.toolName ?? "create_issue",
+      argumentsJson: JSON.stringify(overrides.args ?? { title: "Broken login" }),
+    },
+  };
+}
