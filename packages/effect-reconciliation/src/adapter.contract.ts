@@ -1,0 +1,137 @@
+import { REQUEST_FINGERPRINT_PATTERN, ServerIdSchema, ToolNameSchema, UlidSchema } from "@mosoo/contracts";
+import { z } from "zod";
+
+/** An adapter id: 1–64 characters, `^[a-z0-9][a-z0-9._-]{0,63}$` (e.g. `github-issues`). Recorded with every outcome. */
+export const AdapterIdSchema = z.string().regex(/^[a-z0-9][a-z0-9._-]{0,63}$/, "adapter id must match ^[a-z0-9][a-z0-9._-]{0,63}$");
+
+/**
+ * An adapter version: a semantic version `MAJOR.MINOR.PATCH[-prerelease][+build]` (semver.org 2.0.0
+ * grammar), at most 64 characters. Recorded with every outcome the adapter produces (DESIGN.md §4).
+ */
+export const AdapterVersionSchema = z
+  .string()
+  .max(64)
+  .regex(
+    /^(0|[1-9]\d*)\.(0|[1-9]\d*)\.(0|[1-9]\d*)(-[0-9A-Za-z-]+(\.[0-9A-Za-z-]+)*)?(\+[0-9A-Za-z-]+(\.[0-9A-Za-z-]+)*)?$/,
+    "version must be a semantic version such as 1.2.0",
+  );
+
+/**
+ * How the provider makes a "not found" answer final (DESIGN.md §4, research/anchors.md §4):
+ * - `lookup_fences_key`: after a lookup answers "not found", the provider refuses that key forever
+ *   (a tombstone, as an EC2 client token or a closed Step Functions name);
+ * - `max_in_flight`: `maxInFlightMs` (positive integer, ms) is the longest time after a request was
+ *   sent during which it can still commit *and become visible to lookups* (include the provider's
+ *   read lag). Before `lastDispatchedAtMs + maxInFlightMs` a "not found" proves nothing
+ *   (`in_flight_window`, DESIGN.md §5).
+ */
+export const KeyFencingSchema = z.discriminatedUnion("kind", [
+  z.strictObject({ kind: z.literal("lookup_fences_key") }),
+  z.strictObject({ kind: z.literal("max_in_flight"), maxInFlightMs: z.number().int().positive() }),
+]);
+/** See {@link KeyFencingSchema}. */
+export type KeyFencing = z.infer<typeof KeyFencingSchema>;
+
+/**
+ * A declared compensating action for one tool (DESIGN.md §3 rule 8): the tool that undoes it and a
+ * human description. Declaration only: nothing in this package invokes it; an operator requests it
+ * explicitly on a `succeeded` effect, and it runs as a new effect with its own key.
+ */
+export const CompensationDeclarationSchema = z.strictObject({
+  toolName: ToolNameSchema,
+  description: z.string().min(1).max(1000),
+});
+/** See {@link CompensationDeclarationSchema}. */
+export type CompensationDeclaration = z.infer<typeof CompensationDeclarationSchema>;
+
+/**
+ * What an adapter declares about itself and its provider (DESIGN.md §4):
+ * - `id` ({@link AdapterIdSchema}) and `version` ({@link AdapterVersionSchema});
+ * - `tools`: the MCP tool names it can look up by idempotency key (non-empty, no duplicates);
+ * - `retentionWindowMs`: how long (positive integer, ms) the provider remembers a key. A
+ *   `confirmed_not_executed` is refused once it may have forgotten (`retention_expired`, §5);
+ * - `keyFencing`: {@link KeyFencingSchema};
+ * - `compensations?`: tool name → {@link CompensationDeclarationSchema} (declaration only).
+ *
+ * A strict object: unknown keys are refused. Options are not part of it: a factory receives them
+ * at construction time (see `ReconciliationAdapterFactory`).
+ */
+export const AdapterDeclarationSchema = z.strictObject({
+  id: AdapterIdSchema,
+  version: AdapterVersionSchema,
+  tools: z
+    .array(ToolNameSchema)
+    .min(1, "an adapter declares at least one tool")
+    .refine((tools) => new Set(tools).size === tools.length, "tools must not repeat"),
+  retentionWindowMs: z.number().int().positive(),
+  keyFencing: KeyFencingSchema,
+  compensations: z.record(ToolNameSchema, CompensationDeclarationSchema).optional(),
+});
+/** See {@link AdapterDeclarationSchema}. */
+export type AdapterDeclaration = z.infer<typeof AdapterDeclarationSchema>;
+
+/**
+ * What the runtime asks an adapter (DESIGN.md §4): "what happened to the write of `toolName` on MCP
+ * server `serverId` sent with `idempotencyKey`?".
+ * - `effectId`, `idempotencyKey`: ULIDs (the key is sent as `_meta["io.mosoo/idempotency-key"]`);
+ * - `requestFingerprint`: 64 lowercase hex, sha-256 of the canonical arguments (`fingerprintArguments`);
+ * - `firstDispatchedAtMs`, `lastDispatchedAtMs`: ms since the epoch of the first and the latest
+ *   dispatch of the write to the provider (`first <= last`).
+ */
+export const LookupRequestSchema = z
+  .strictObject({
+    effectId: UlidSchema,
+    serverId: ServerIdSchema,
+    toolName: ToolNameSchema,
+    idempotencyKey: UlidSchema,
+    requestFingerprint: z.string().regex(REQUEST_FINGERPRINT_PATTERN, "expected 64 lowercase hex characters"),
+    firstDispatchedAtMs: z.number().int().nonnegative(),
+    lastDispatchedAtMs: z.number().int().nonnegative(),
+  })
+  .refine((r) => r.firstDispatchedAtMs <= r.lastDispatchedAtMs, "firstDispatchedAtMs must not be after lastDispatchedAtMs");
+/** See {@link LookupRequestSchema}. */
+export type LookupRequest = z.infer<typeof LookupRequestSchema>;
+
+/**
+ * The structured logger handed to adapters. Argument order is pino's (`fields`, then `message`),
+ * so a pino logger can be passed as is. A call must not throw (the runtime's wrapper swallows it).
+ */
+export interface AdapterLogger {
+  debug(fields: Record<string, unknown>, message: string): void;
+  info(fields: Record<string, unknown>, message: string): void;
+  warn(fields: Record<string, unknown>, message: string): void;
+  error(fields: Record<string, unknown>, message: string): void;
+}
+
+/**
+ * The context of one lookup: `signal` aborts when the runtime's lookup timeout (or the caller's own
+ * signal) fires; an adapter should pass it to its HTTP client and reject promptly once it aborts
+ * (the runtime does not wait for it anyway). `logger` carries `{adapterId, effectId}`.
+ */
+export interface LookupContext {
+  signal: AbortSignal;
+  logger: AdapterLogger;
+}
+
+/**
+ * A provider-specific reconciliation adapter (DESIGN.md §4): its `declaration` and a read-only
+ * `lookup` by idempotency key. `lookup` returns `unknown` on purpose: the runtime validates the
+ * answer against `LookupOutcomeSchema` and applies every fail-closed rule (§5), so an adapter that
+ * throws, rejects, hangs or returns garbage never changes an effect.
+ */
+export interface ReconciliationAdapter {
+  readonly declaration: AdapterDeclaration;
+  lookup(request: LookupRequest, context: LookupContext): Promise<unknown>;
+}
+
+/**
+ * How adapters are registered: a static `declaration` plus `create(options)`, which validates its
+ * own options (with zod; a thrown `ZodError` becomes `adapter.invalid_options` with the zod
+ * message) and returns an adapter whose declaration has the same `id` and `version`. The host binds
+ * MCP server ids to `(adapter id, options)` in its config and calls `registry.instantiate`.
+ */
+export interface ReconciliationAdapterFactory {
+  readonly declaration: AdapterDeclaration;
+  create(options: unknown): ReconciliationAdapter;
+}
+

@@ -1,0 +1,38 @@
+import { z } from "zod";
+
+/** The longest one-line error summary the runtime records: 500 characters. */
+export const MAX_ERROR_SUMMARY_LENGTH = 500;
+
+/**
+ * A one-line, stack-free summary of anything thrown (at most {@link MAX_ERROR_SUMMARY_LENGTH}
+ * characters): `"<name>: <message>"` for errors, the zod issues for a `ZodError`, `String(value)`
+ * otherwise. Never throws, even for hostile values (throwing getters, proxies).
+ */
+export function summarizeError(value: unknown): string {
+  let text: string;
+  try {
+    if (isZodError(value)) text = z.prettifyError(value);
+    else if (value instanceof Error) text = `${value.name}: ${value.message}`;
+    else text = String(value);
+  } catch {
+    text = "unprintable thrown value";
+  }
+  return toOneLine(text);
+}
+
+/** Collapses whitespace runs (newlines included) to one space and truncates to {@link MAX_ERROR_SUMMARY_LENGTH}. */
+export function toOneLine(text: string): string {
+  const line = text.replace(/\s+/g, " ").trim();
+  return line.length > MAX_ERROR_SUMMARY_LENGTH ? `${line.slice(0, MAX_ERROR_SUMMARY_LENGTH - 1)}…` : line;
+}
+
+/** True for a zod error, also one thrown by another copy of zod (checked by shape). */
+export function isZodError(value: unknown): value is z.ZodError {
+  if (value instanceof z.ZodError) return true;
+  return (
+    typeof value === "object" &&
+    value !== null &&
+    (value as { name?: unknown }).name === "ZodError" &&
+    Array.isArray((value as { issues?: unknown }).issues)
+  );
+}

@@ -1,0 +1,83 @@
+/**
+ * `@mosoo/effect-reconciliation`: the provider-specific reconciliation of `unknown` external tool
+ * effects (DESIGN.md §4–§6). Pure runtime-owned logic: no database, no HTTP, no app imports.
+ *
+ * - the adapter contract (`AdapterDeclarationSchema`, `ReconciliationAdapter`, `LookupOutcomeSchema`,
+ *   `ReceiptSchema`);
+ * - the registry of adapter factories (`createAdapterRegistry`);
+ * - the reconcile step with its fail-closed checks (`reconcileEffect`, `checkEligibility`, `isEligible`);
+ * - the conformance kit for adapter authors lives at the `./testing` subpath.
+ *
+ * @example
+ * const registry = createAdapterRegistry();
+ * registry.register(githubIssuesAdapterFactory);
+ * registry.close();
+ * const binding = { serverId: "github", adapter: registry.instantiate("github-issues", config.options) };
+ * const decision = await reconcileEffect({ effect, binding, nowMs: Date.now(), timeoutMs: 5_000, logger });
+ * @module
+ */
+export {
+  AdapterIdSchema,
+  AdapterVersionSchema,
+  KeyFencingSchema,
+  CompensationDeclarationSchema,
+  AdapterDeclarationSchema,
+  LookupRequestSchema,
+} from "./adapter.contract.js";
+export type {
+  KeyFencing,
+  CompensationDeclaration,
+  AdapterDeclaration,
+  LookupRequest,
+  AdapterLogger,
+  LookupContext,
+  ReconciliationAdapter,
+  ReconciliationAdapterFactory,
+} from "./adapter.contract.js";
+export { MAX_RECEIPT_BYTES, MAX_RESULT_BYTES, MAX_PROVIDER_OPERATION_ID_LENGTH, ReceiptSchema, BoundedMcpToolResultSchema } from "./receipt.contract.js";
+export type { Receipt } from "./receipt.contract.js";
+export {
+  REASON_CODE_PATTERN,
+  AdapterReasonCodeSchema,
+  ConfirmedSucceededOutcomeSchema,
+  ConfirmedNotExecutedOutcomeSchema,
+  StillUnknownOutcomeSchema,
+  LookupOutcomeSchema,
+} from "./lookup-outcome.contract.js";
+export type {
+  AdapterReasonCode,
+  LookupOutcome,
+  LookupOutcomeInput,
+  ConfirmedSucceededOutcome,
+  ConfirmedNotExecutedOutcome,
+  StillUnknownOutcome,
+} from "./lookup-outcome.contract.js";
+export { ReconcilableEffectSchema } from "./reconcilable-effect.contract.js";
+export type { ReconcilableEffect } from "./reconcilable-effect.contract.js";
+export {
+  INELIGIBLE_REASON_CODES,
+  IneligibleReasonCodeSchema,
+  RUNTIME_REASON_CODES,
+  RuntimeReasonCodeSchema,
+} from "./reconcile-decision.contract.js";
+export type {
+  IneligibleReasonCode,
+  RuntimeReasonCode,
+  AdapterRef,
+  IneligibleDecision,
+  ConfirmedSucceededDecision,
+  ConfirmedNotExecutedDecision,
+  RuntimeStillUnknownDecision,
+  AdapterStillUnknownDecision,
+  StillUnknownDecision,
+  ReconcileDecision,
+} from "./reconcile-decision.contract.js";
+export { RECONCILIATION_ERROR_CODES, ReconciliationError } from "./reconciliation-errors.js";
+export type { ReconciliationErrorCode } from "./reconciliation-errors.js";
+export { createAdapterRegistry, adapterFactoryOf } from "./adapter-registry.js";
+export type { AdapterRegistry } from "./adapter-registry.js";
+export { checkEligibility, isEligible } from "./reconcile-eligibility.js";
+export type { EligibilityVerdict } from "./reconcile-eligibility.js";
+export { reconcileEffect, MAX_LOOKUP_TIMEOUT_MS } from "./reconcile.service.js";
+export type { ReconcileBinding, ReconcileEffectInput } from "./reconcile.service.js";
+export { NOOP_LOGGER } from "./adapter-logger.js";

@@ -1,0 +1,56 @@
+import type { LookupContext, LookupRequest, ReconciliationAdapter } from "./adapter.contract.js";
+
+/** @internal How one adapter call ended, before its answer is validated. */
+export type LookupRun =
+  | { kind: "answered"; value: unknown }
+  | { kind: "threw"; error: unknown }
+  | { kind: "timed_out" }
+  | { kind: "cancelled" };
+
+/**
+ * @internal Calls `adapter.lookup` once with a signal that aborts after `timeoutMs` ms (or when
+ * `outerSignal` aborts), and races the call against that signal: an adapter that ignores the
+ * signal is not waited for (its late settlement is observed and dropped, never unhandled).
+ * A rejection after the signal aborted counts as the timeout/cancellation, not an adapter error.
+ * Never throws.
+ */
+export async function runLookup(
+  adapter: ReconciliationAdapter,
+  request: LookupRequest,
+  logger: LookupContext["logger"],
+  timeoutMs: number,
+  outerSignal: AbortSignal | undefined,
+): Promise<LookupRun> {
+  const timeoutSignal = AbortSignal.timeout(timeoutMs);
+  const signal = outerSignal ? AbortSignal.any([timeoutSignal, outerSignal]) : timeoutSignal;
+  const abortedKind = (): LookupRun => (outerSignal?.aborted && !timeoutSignal.aborted ? { kind: "cancelled" } : { kind: "timed_out" });
+  if (signal.aborted) return abortedKind();
+
+  let removeListener = (): void => {};
+  const aborted = new Promise<"aborted">((resolve) => {
+    const onAbort = (): void => resolve("aborted");
+    signal.addEventListener("abort", onAbort, { once: true });
+    removeListener = () => signal.removeEventListener("abort", onAbort);
+  });
+
+  let call: Promise<unknown>;
+  try {
+    call = Promise.resolve(adapter.lookup(request, { signal, logger }));
+  } catch (error) {
+    removeListener();
+    return { kind: "threw", error };
+  }
+  const settled = call.then(
+    (value): LookupRun => ({ kind: "answered", value }),
+    (error: unknown): LookupRun => ({ kind: "threw", error }),
+  );
+
+  try {
+    const first = await Promise.race([settled, aborted]);
+    if (first === "aborted") return abortedKind();
+    if (first.kind === "threw" && signal.aborted) return abortedKind();
+    return first;
+  } finally {
+    removeListener();
+  }
+}
