@@ -1,0 +1,44 @@
+import { z } from "zod";
+
+/** Upper bound of {@link FixtureFaults.delayBeforeCommitMs}: 10 minutes, in ms. */
+export const MAX_DELAY_BEFORE_COMMIT_MS = 600_000;
+
+/**
+ * The fault switches of the fixture provider. All off by default ({@link DEFAULT_FIXTURE_FAULTS}).
+ * - `delayBeforeCommitMs` (ms, integer 0–600 000): wait this long after a `createIssue` call arrives and
+ *   before its commit transaction runs (a "late commit"). Applies to replays too (the replay check is
+ *   part of the commit transaction).
+ * - `holdResponseAfterCommit`: after a NEW write commits, hold the tool response until `release()`
+ *   (or `POST /control/release`). Replays and refusals are never held.
+ * - `exitAfterCommit`: right after a NEW write commits, before answering: in process mode
+ *   (`main.ts`, `exitAfterCommitMode: "kill-process"`) the process SIGKILLs itself; in-process
+ *   (`exitAfterCommitMode: "drop-response"`, the default of `startFixtureProvider`) the response is
+ *   dropped: the call never gets an answer.
+ * - `failBeforeCommit`: answer every `createIssue` with the tool error `provider_unavailable` and write nothing.
+ *
+ * A call reads the switches once, when it arrives; changing them later does not affect it.
+ */
+export const FixtureFaultsSchema = z.object({
+  delayBeforeCommitMs: z.number().int().min(0).max(MAX_DELAY_BEFORE_COMMIT_MS),
+  holdResponseAfterCommit: z.boolean(),
+  exitAfterCommit: z.boolean(),
+  failBeforeCommit: z.boolean(),
+});
+/** See {@link FixtureFaultsSchema}. */
+export type FixtureFaults = z.infer<typeof FixtureFaultsSchema>;
+
+/**
+ * A partial update of the fault switches (body of `POST /control/faults`, argument of `setFaults`):
+ * the switches present replace the current ones; the others keep their value. Unknown keys are refused.
+ */
+export const FixtureFaultsPatchSchema = FixtureFaultsSchema.partial().strict();
+/** See {@link FixtureFaultsPatchSchema}. */
+export type FixtureFaultsPatch = z.infer<typeof FixtureFaultsPatchSchema>;
+
+/** Every switch off, no delay. */
+export const DEFAULT_FIXTURE_FAULTS: Readonly<FixtureFaults> = Object.freeze({
+  delayBeforeCommitMs: 0,
+  holdResponseAfterCommit: false,
+  exitAfterCommit: false,
+  failBeforeCommit: false,
+});

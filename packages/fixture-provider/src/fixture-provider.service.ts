@@ -1,0 +1,176 @@
+import { setTimeout as sleep } from "node:timers/promises";
+import { fingerprintArguments, IDEMPOTENCY_KEY_META } from "@mosoo/contracts";
+import type { CallToolResult } from "@modelcontextprotocol/sdk/types.js";
+import { pino, type Logger } from "pino";
+import { MAX_IDEMPOTENCY_KEY_LENGTH, type CreateIssueArgs } from "./create-issue.contract.js";
+import { DEFAULT_FIXTURE_FAULTS, FixtureFaultsPatchSchema, type FixtureFaults } from "./fixture-faults.contract.js";
+import type { FixtureStats } from "./fixture-stats.contract.js";
+import type { GetOperationAnswer } from "./get-operation.contract.js";
+import type { IssueStore } from "./issue-store.repository.js";
+import { toolError } from "./tool-result.js";
+
+/**
+ * What `exitAfterCommit` does right after a new write commits:
+ * - `"drop-response"` (in-process use): the call never gets an answer (its promise never settles);
+ * - `"kill-process"` (process mode, `main.ts`): `process.kill(process.pid, "SIGKILL")`, an abrupt exit
+ *   with no response, no cleanup, no flush.
+ */
+export type ExitAfterCommitMode = "drop-response" | "kill-process";
+
+/** Options of {@link FixtureProviderService}. */
+export interface FixtureProviderServiceOptions {
+  /** The durable store; the service takes ownership and closes it in `close()`. */
+  store: IssueStore;
+  /** When true, a `getOperation` miss durably fences the key (default false). */
+  fenceOnLookupMiss?: boolean;
+  /** Initial fault switches (validated like `POST /control/faults`); the rest stay off. */
+  faults?: Partial<FixtureFaults>;
+  /** Default `"drop-response"`. */
+  exitAfterCommitMode?: ExitAfterCommitMode;
+  /** pino logger; default: silent. */
+  logger?: Logger;
+}
+
+/**
+ * The provider's behaviour, independent of any transport: the `createIssue` and `getOperation`
+ * tools, the fault switches and the held responses. One instance serves every MCP request.
+ */
+export class FixtureProviderService {
+  readonly fenceOnLookupMiss: boolean;
+  private readonly store: IssueStore;
+  private readonly exitMode: ExitAfterCommitMode;
+  private readonly logger: Logger;
+  private currentFaults: FixtureFaults;
+  private readonly held = new Set<() => void>();
+  private readonly shutdown = new AbortController();
+
+  /** @throws ZodError when `options.faults` is invalid. */
+  constructor(options: FixtureProviderServiceOptions) {
+    this.store = options.store;
+    this.fenceOnLookupMiss = options.fenceOnLookupMiss ?? false;
+    this.exitMode = options.exitAfterCommitMode ?? "drop-response";
+    this.logger = options.logger ?? pino({ level: "silent" });
+    this.currentFaults = { ...DEFAULT_FIXTURE_FAULTS, ...FixtureFaultsPatchSchema.parse(options.faults ?? {}) };
+  }
+
+  /**
+   * The `createIssue` tool. Reads the key from `meta["io.mosoo/idempotency-key"]`, counts the call,
+   * applies the faults (read once, on arrival), runs the commit transaction and answers the created
+   * (or replayed) issue, or a tool error (`FIXTURE_TOOL_ERROR_CODES`). Never throws for a business refusal.
+   * @param args validated arguments.
+   * @param meta the request's `_meta` (MCP `extra._meta`).
+   */
+  async createIssue(args: CreateIssueArgs, meta: Record<string, unknown> | undefined): Promise<CallToolResult> {
+    const key = meta?.[IDEMPOTENCY_KEY_META];
+    if (key === undefined || key === "") {
+      return toolError("idempotency_key_required", `send the idempotency key in _meta["${IDEMPOTENCY_KEY_META}"]`);
+    }
+    if (typeof key !== "string" || key.length > MAX_IDEMPOTENCY_KEY_LENGTH) {
+      return toolError("idempotency_key_invalid", `the idempotency key must be a string of 1-${MAX_IDEMPOTENCY_KEY_LENGTH} characters`);
+    }
+    if (this.shutdown.signal.aborted) return toolError("provider_unavailable", "the provider is shutting down");
+    const faults = { ...this.currentFaults };
+    this.store.recordCreateCall(key);
+    const log = this.logger.child({ idempotencyKey: key });
+    if (faults.failBeforeCommit) {
+      log.info("createIssue refused by the failBeforeCommit fault");
+      return toolError("provider_unavailable", "the provider is unavailable (failBeforeCommit fault); nothing was written");
+    }
+    if (faults.delayBeforeCommitMs > 0) {
+      log.info({ delayMs: faults.delayBeforeCommitMs }, "delaying the commit");
+      try {
+        await sleep(faults.delayBeforeCommitMs, undefined, { signal: this.shutdown.signal });
+      } catch {
+        return toolError("provider_unavailable", "the provider shut down before the commit; nothing was written");
+      }
+    }
+    const requestFingerprint = fingerprintArguments(args);
+    const outcome = this.store.commitCreateIssue({ idempotencyKey: key, args, requestFingerprint });
+    switch (outcome.kind) {
+      case "conflict":
+        log.warn("idempotency conflict");
+        return toolError(
+          "idempotency_conflict",
+          `key ${key} was already used with other arguments (recorded fingerprint ${outcome.recordedFingerprint}); nothing was written`,
+        );
+      case "fenced":
+        log.info("commit refused: key fenced");
+        return toolError("idempotency_key_fenced", `key ${key} was fenced at ${outcome.fencedAt} and can never commit; nothing was written`);
+      case "replayed":
+        log.info("replayed the recorded issue");
+        return outcome.result;
+      case "committed":
+        log.info({ issueId: outcome.result.structuredContent.issueId }, "issue committed");
+        return this.afterCommit(faults, outcome.result);
+    }
+  }
+
+  /**
+   * The `getOperation` tool: the lookup transaction (see `IssueStore.lookupOperation`), answered as
+   * `structuredContent` and as the same JSON in a text block.
+   */
+  getOperation(idempotencyKey: string): CallToolResult {
+    const answer: GetOperationAnswer = this.store.lookupOperation(idempotencyKey, { fenceOnMiss: this.fenceOnLookupMiss });
+    this.logger.info({ idempotencyKey, found: answer.found }, "getOperation");
+    return { content: [{ type: "text", text: JSON.stringify(answer) }], structuredContent: answer };
+  }
+
+  /** The current fault switches (a copy). */
+  faults(): FixtureFaults {
+    return { ...this.currentFaults };
+  }
+
+  /**
+   * Replaces the switches present in `patch`; the others keep their value. Calls already in flight keep the faults they started with.
+   * @returns the switches now in force.
+   * @throws ZodError when `patch` is not a valid `FixtureFaultsPatch` (nothing changes).
+   */
+  setFaults(patch: unknown): FixtureFaults {
+    const parsed = FixtureFaultsPatchSchema.parse(patch);
+    this.currentFaults = { ...this.currentFaults, ...parsed };
+    this.logger.info({ faults: this.currentFaults }, "faults changed");
+    return this.faults();
+  }
+
+  /** Releases every response currently held by `holdResponseAfterCommit`. @returns how many were released. */
+  release(): number {
+    const waiting = [...this.held];
+    this.held.clear();
+    for (const resume of waiting) resume();
+    return waiting.length;
+  }
+
+  /** How many responses are held right now. */
+  get heldCount(): number {
+    return this.held.size;
+  }
+
+  /** Per-key counters from the database (see `FixtureStatsSchema`). */
+  stats(): FixtureStats {
+    return this.store.stats();
+  }
+
+  /**
+   * Stops the service: delayed calls answer `provider_unavailable` without writing, held responses
+   * are released, then the store is closed. Idempotent.
+   */
+  close(): void {
+    this.shutdown.abort();
+    this.release();
+    this.store.close();
+  }
+
+  private async afterCommit(faults: FixtureFaults, result: CallToolResult): Promise<CallToolResult> {
+    if (faults.exitAfterCommit) {
+      if (this.exitMode === "kill-process") {
+        this.logger.warn("exitAfterCommit: killing the process after the commit");
+        process.kill(process.pid, "SIGKILL");
+      }
+      return new Promise<never>(() => {});
+    }
+    if (faults.holdResponseAfterCommit && !this.shutdown.signal.aborted) {
+      await new Promise<void>((resolve) => this.held.add(resolve));
+    }
+    return result;
+  }
+}

@@ -1,0 +1,62 @@
+import { StdioServerTransport } from "@modelcontextprotocol/sdk/server/stdio.js";
+import { pino, type Logger } from "pino";
+import type { FixtureFaults } from "./fixture-faults.contract.js";
+import { createFixtureMcpServer } from "./fixture-mcp-server.js";
+import { FixtureProviderService, type ExitAfterCommitMode } from "./fixture-provider.service.js";
+import { IssueStore } from "./issue-store.repository.js";
+
+/** Options of {@link startFixtureProviderStdio}. */
+export interface StartFixtureProviderStdioOptions {
+  /** SQLite file of the provider (created with its parent directory if missing). */
+  dbFile: string;
+  /** When true, a `getOperation` miss durably fences the key (default false). */
+  fenceOnLookupMiss?: boolean;
+  /** Fault switches (fixed for the life of the process: stdio mode has no control API). */
+  faults?: Partial<FixtureFaults>;
+  /** What `exitAfterCommit` does; default `"kill-process"` (stdio mode is process mode). */
+  exitAfterCommitMode?: ExitAfterCommitMode;
+  /** pino logger; it must NOT write to stdout (the MCP stream). Default: silent. */
+  logger?: Logger;
+}
+
+/** A fixture provider serving MCP over this process's stdin/stdout. */
+export interface FixtureProviderStdioHandle {
+  provider: FixtureProviderService;
+  /** Closes the MCP server and the provider (database included). Idempotent. */
+  close(): Promise<void>;
+}
+
+/**
+ * Serves the fixture provider over stdio (`StdioServerTransport`): one MCP server on stdin/stdout.
+ * Held responses (`holdResponseAfterCommit`) can only be released by `handle.provider.release()`.
+ * @throws when the database cannot be opened or the faults are invalid.
+ */
+export async function startFixtureProviderStdio(options: StartFixtureProviderStdioOptions): Promise<FixtureProviderStdioHandle> {
+  const store = IssueStore.open(options.dbFile);
+  let provider: FixtureProviderService;
+  try {
+    provider = new FixtureProviderService({
+      store,
+      fenceOnLookupMiss: options.fenceOnLookupMiss ?? false,
+      faults: options.faults ?? {},
+      exitAfterCommitMode: options.exitAfterCommitMode ?? "kill-process",
+      logger: options.logger ?? pino({ level: "silent" }),
+    });
+  } catch (error) {
+    store.close();
+    throw error;
+  }
+  const server = createFixtureMcpServer(provider);
+  await server.connect(new StdioServerTransport());
+  let closing: Promise<void> | undefined;
+  return {
+    provider,
+    close: () => {
+      closing ??= (async () => {
+        provider.close();
+        await server.close();
+      })();
+      return closing;
+    },
+  };
+}

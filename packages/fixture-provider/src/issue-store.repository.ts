@@ -1,0 +1,201 @@
+import { mkdirSync } from "node:fs";
+import { dirname } from "node:path";
+import Database from "better-sqlite3";
+import { newUlid } from "@mosoo/contracts";
+import { buildCreateIssueResult, CreateIssueToolResultSchema } from "./create-issue.contract.js";
+import type { CreateIssueArgs, CreateIssueToolResult } from "./create-issue.contract.js";
+import type { GetOperationAnswer } from "./get-operation.contract.js";
+import type { FixtureStats } from "./fixture-stats.contract.js";
+import { ISSUE_STORE_SCHEMA_SQL, ISSUE_STORE_SCHEMA_VERSION } from "./issue-store.schema.js";
+
+/** What one commit transaction of `createIssue` decided. Only `committed` wrote anything. */
+export type CommitOutcome =
+  | { kind: "committed"; result: CreateIssueToolResult }
+  | { kind: "replayed"; result: CreateIssueToolResult }
+  | { kind: "conflict"; recordedFingerprint: string }
+  | { kind: "fenced"; fencedAt: string };
+
+/** Input of {@link IssueStore.commitCreateIssue}. */
+export interface CommitCreateIssueInput {
+  idempotencyKey: string;
+  args: CreateIssueArgs;
+  /** `fingerprintArguments(args)`: 64 hex characters. */
+  requestFingerprint: string;
+}
+
+interface OperationRow {
+  operation_id: string;
+  request_fingerprint: string;
+  committed_at: string;
+  result_json: string;
+}
+
+/**
+ * The fixture provider's durable store: one SQLite file (better-sqlite3, WAL, `synchronous=FULL`,
+ * `busy_timeout=5000` ms). Every decision (replay / conflict / fence / insert; lookup / tombstone)
+ * runs in ONE `BEGIN IMMEDIATE` transaction, so a fence and a late commit can never both win,
+ * even with several processes on the same file. All methods are synchronous and throw the
+ * better-sqlite3 `SqliteError` on I/O failure; a throw inside a transaction rolls it back.
+ */
+export class IssueStore {
+  private constructor(private readonly db: Database.Database) {}
+
+  /**
+   * Opens (creating if needed, parent directory included) the SQLite file and applies the schema.
+   * @param dbFile path of the database file.
+   * @throws SqliteError / filesystem errors when the file cannot be opened or written.
+   */
+  static open(dbFile: string): IssueStore {
+    mkdirSync(dirname(dbFile), { recursive: true });
+    const db = new Database(dbFile);
+    try {
+      db.pragma("journal_mode = WAL");
+      if (db.pragma("journal_mode", { simple: true }) !== "wal") throw new Error(`could not enable WAL on ${dbFile}`);
+      db.pragma("synchronous = FULL");
+      db.pragma("foreign_keys = ON");
+      db.pragma("busy_timeout = 5000");
+      db.exec(ISSUE_STORE_SCHEMA_SQL);
+      db.pragma(`user_version = ${ISSUE_STORE_SCHEMA_VERSION}`);
+    } catch (error) {
+      db.close();
+      throw error;
+    }
+    return new IssueStore(db);
+  }
+
+  /** Counts one `createIssue` call under `idempotencyKey` (its own small transaction, durable before the call goes on). */
+  recordCreateCall(idempotencyKey: string): void {
+    this.bump(idempotencyKey, "create");
+  }
+
+  /**
+   * The commit transaction of `createIssue`: a recorded key with the same fingerprint → `replayed`
+   * (the recorded result, nothing written); another fingerprint → `conflict`; a fenced key →
+   * `fenced`; otherwise inserts the issue and its operation record → `committed`. `committedAt` is
+   * taken inside the transaction.
+   */
+  commitCreateIssue(input: CommitCreateIssueInput): CommitOutcome {
+    return this.db.transaction((): CommitOutcome => {
+      const recorded = this.findOperation(input.idempotencyKey);
+      if (recorded) {
+        if (recorded.request_fingerprint !== input.requestFingerprint) {
+          return { kind: "conflict", recordedFingerprint: recorded.request_fingerprint };
+        }
+        return { kind: "replayed", result: parseResult(recorded.result_json) };
+      }
+      const fence = this.db
+        .prepare<[string], { fenced_at: string }>("SELECT fenced_at FROM fences WHERE idempotency_key = ?")
+        .get(input.idempotencyKey);
+      if (fence) return { kind: "fenced", fencedAt: fence.fenced_at };
+
+      const committedAt = new Date().toISOString();
+      const issueId = newUlid();
+      const inserted = this.db
+        .prepare("INSERT INTO issues (issue_id, idempotency_key, title, body, created_at) VALUES (?, ?, ?, ?, ?)")
+        .run(issueId, input.idempotencyKey, input.args.title, input.args.body, committedAt);
+      const result = buildCreateIssueResult(
+        { issueId, number: Number(inserted.lastInsertRowid), title: input.args.title },
+        committedAt,
+      );
+      this.db
+        .prepare(
+          `INSERT INTO operations (idempotency_key, tool_name, operation_id, request_fingerprint, committed_at, result_json)
+           VALUES (?, 'createIssue', ?, ?, ?, ?)`,
+        )
+        .run(input.idempotencyKey, issueId, input.requestFingerprint, committedAt, JSON.stringify(result));
+      return { kind: "committed", result };
+    }).immediate();
+  }
+
+  /**
+   * The lookup transaction of `getOperation`: counts the lookup, then answers `found` with the
+   * recorded operation, or `not found`. On a miss with `fenceOnMiss`, writes a tombstone for the key in
+   * the same transaction (so no later commit can land) and reports `fenced: true`. Never creates an issue.
+   */
+  lookupOperation(idempotencyKey: string, options: { fenceOnMiss: boolean }): GetOperationAnswer {
+    return this.db.transaction((): GetOperationAnswer => {
+      this.bump(idempotencyKey, "lookup");
+      const recorded = this.findOperation(idempotencyKey);
+      if (recorded) {
+        return {
+          found: true,
+          idempotencyKey,
+          toolName: "createIssue",
+          operationId: recorded.operation_id,
+          requestFingerprint: recorded.request_fingerprint,
+          committedAt: recorded.committed_at,
+          result: parseResult(recorded.result_json),
+        };
+      }
+      const observedAt = new Date().toISOString();
+      let fenced = this.db.prepare("SELECT 1 FROM fences WHERE idempotency_key = ?").get(idempotencyKey) !== undefined;
+      if (!fenced && options.fenceOnMiss) {
+        this.db.prepare("INSERT INTO fences (idempotency_key, fenced_at) VALUES (?, ?)").run(idempotencyKey, observedAt);
+        fenced = true;
+      }
+      return { found: false, idempotencyKey, fenced, observedAt };
+    }).immediate();
+  }
+
+  /** Per-key counters, all read from the database (see `FixtureStatsSchema`). */
+  stats(): FixtureStats {
+    const counts = (sql: string): Record<string, number> =>
+      Object.fromEntries(
+        this.db
+          .prepare<[], { k: string; n: number }>(sql)
+          .all()
+          .map((row) => [row.k, row.n]),
+      );
+    return {
+      writes: counts("SELECT idempotency_key AS k, COUNT(*) AS n FROM issues GROUP BY idempotency_key ORDER BY k"),
+      createCalls: counts("SELECT idempotency_key AS k, count AS n FROM call_counts WHERE kind = 'create' ORDER BY k"),
+      lookups: counts("SELECT idempotency_key AS k, count AS n FROM call_counts WHERE kind = 'lookup' ORDER BY k"),
+      fenced: this.db
+        .prepare<[], { k: string }>("SELECT idempotency_key AS k FROM fences ORDER BY k")
+        .all()
+        .map((row) => row.k),
+    };
+  }
+
+  /**
+   * The connection's durability pragmas, for diagnostics: `journalMode` ("wal") and `synchronous`
+   * (SQLite's number: 2 = FULL).
+   */
+  durabilitySettings(): { journalMode: string; synchronous: number } {
+    return {
+      journalMode: String(this.db.pragma("journal_mode", { simple: true })),
+      synchronous: Number(this.db.pragma("synchronous", { simple: true })),
+    };
+  }
+
+  /** Whether the database is open. */
+  get isOpen(): boolean {
+    return this.db.open;
+  }
+
+  /** Closes the database. Idempotent. */
+  close(): void {
+    if (this.db.open) this.db.close();
+  }
+
+  private findOperation(idempotencyKey: string): OperationRow | undefined {
+    return this.db
+      .prepare<[string], OperationRow>(
+        "SELECT operation_id, request_fingerprint, committed_at, result_json FROM operations WHERE idempotency_key = ?",
+      )
+      .get(idempotencyKey);
+  }
+
+  private bump(idempotencyKey: string, kind: "create" | "lookup"): void {
+    this.db
+      .prepare(
+        `INSERT INTO call_counts (idempotency_key, kind, count) VALUES (?, ?, 1)
+         ON CONFLICT (idempotency_key, kind) DO UPDATE SET count = count + 1`,
+      )
+      .run(idempotencyKey, kind);
+  }
+}
+
+function parseResult(json: string): CreateIssueToolResult {
+  return CreateIssueToolResultSchema.parse(JSON.parse(json));
+}
