@@ -1,0 +1,41 @@
+import { mkdtempSync, mkdirSync } from "node:fs";
+import { join } from "node:path";
+import { workspaceRoot } from "./workspace-paths.js";
+import { runDriverCrashAfterCommit } from "./scenarios/driver-crash-after-commit.scenario.js";
+import type { ScenarioOptions, ScenarioResult } from "./scenarios/scenario.types.js";
+
+/** The demo's scenarios, in order. */
+const SCENARIOS: Array<{ name: string; run: (o: ScenarioOptions) => Promise<ScenarioResult> }> = [
+  { name: "driver-crash-after-commit", run: runDriverCrashAfterCommit },
+];
+
+/**
+ * `npm run demo`: starts the fixture provider, the API (embedded SQLite under `./var/demo/`) and
+ * Driver processes for each scenario, prints a readable timeline, and ends each scenario with one
+ * JSON line. Exits 0 only when every scenario's invariants held.
+ */
+async function main(): Promise<void> {
+  const base = join(workspaceRoot(), "var", "demo");
+  mkdirSync(base, { recursive: true });
+  let failed = 0;
+  for (const scenario of SCENARIOS) {
+    const workDir = mkdtempSync(join(base, `${scenario.name}-`));
+    const started = Date.now();
+    console.log(`\n== ${scenario.name} (files in ${workDir})`);
+    const timeline = (step: string) => console.log(`  +${String(Date.now() - started).padStart(5)} ms  ${step}`);
+    try {
+      const result = await scenario.run({ workDir, timeline });
+      for (const f of result.failures) console.log(`  INVARIANT VIOLATED: ${f}`);
+      if (result.failures.length > 0) failed += 1;
+      console.log(JSON.stringify(result.line));
+    } catch (err) {
+      failed += 1;
+      console.log(`  scenario error: ${err instanceof Error ? err.message : String(err)}`);
+      console.log(JSON.stringify({ scenario: scenario.name, error: err instanceof Error ? err.message.split("\n")[0] : String(err) }));
+    }
+  }
+  console.log(failed === 0 ? `\nall ${SCENARIOS.length} scenarios held their invariants` : `\n${failed} of ${SCENARIOS.length} scenarios failed`);
+  process.exit(failed === 0 ? 0 : 1);
+}
+
+void main();

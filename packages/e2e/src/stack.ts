@@ -1,0 +1,80 @@
+import { writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { entryPoints } from "./workspace-paths.js";
+import { ManagedProcess } from "./managed-process.js";
+
+/** Timeout (ms) for any child process to report that it is ready. */
+export const READY_TIMEOUT_MS = 30_000;
+
+/** A started fixture MCP provider: its MCP endpoint `url`, its `controlUrl`, and the process. */
+export interface ProviderProcess {
+  proc: ManagedProcess;
+  url: string;
+  controlUrl: string;
+}
+
+/**
+ * Starts the fixture provider (`packages/fixture-provider/src/main.ts`) on a free loopback port
+ * with its SQLite file at `dbFile` and extra CLI `flags` (e.g. `--hold-response-after-commit`).
+ * @throws Error `e2e.timeout` / `e2e.process_exited` when it does not print its ready line.
+ */
+export async function startProviderProcess(dbFile: string, flags: string[] = []): Promise<ProviderProcess> {
+  const e = entryPoints();
+  const proc = new ManagedProcess({ name: "provider", command: e.node, args: [...e.nodeArgs, e.provider.main, "--port", "0", "--db", dbFile, ...flags], cwd: e.provider.cwd });
+  const ready = await proc.waitForLine((j) => j["event"] === "ready", READY_TIMEOUT_MS, "its ready line");
+  return { proc, url: String(ready["url"]), controlUrl: String(ready["controlUrl"]) };
+}
+
+/** A started API: its base `url` and the process. */
+export interface ApiProcess {
+  proc: ManagedProcess;
+  url: string;
+}
+
+/**
+ * Starts the API (`apps/api/src/main.ts`) on a free loopback port with its store at `dbFile`.
+ * `env` adds MOSOO_* variables (e.g. a short `MOSOO_HEARTBEAT_TTL_MS`).
+ */
+export async function startApiProcess(dbFile: string, env: Record<string, string> = {}): Promise<ApiProcess> {
+  const e = entryPoints();
+  const proc = new ManagedProcess({
+    name: "api",
+    command: e.node,
+    args: [...e.nodeArgs, e.api.main],
+    cwd: e.api.cwd,
+    env: { MOSOO_DB_FILE: dbFile, MOSOO_PORT: "0", MOSOO_LOG_LEVEL: "info", ...env },
+  });
+  const ready = await proc.waitForLine((j) => j["msg"] === "api.listening", READY_TIMEOUT_MS, "api.listening");
+  return { proc, url: String(ready["url"]) };
+}
+
+/** A started Driver: the process and the Driver instance id it connected as. */
+export interface DriverProcess {
+  proc: ManagedProcess;
+  driverInstanceId: string;
+  connectionId: string;
+}
+
+/** Writes the Driver's MCP config (`{servers: {<id>: {type: "http", url}}}`) into `dir` and returns its path. */
+export function writeMcpConfig(dir: string, servers: Record<string, string>): string {
+  const file = join(dir, "mcp-servers.json");
+  const config = { servers: Object.fromEntries(Object.entries(servers).map(([id, url]) => [id, { type: "http", url }])) };
+  writeFileSync(file, JSON.stringify(config, null, 2));
+  return file;
+}
+
+/**
+ * Starts a Driver process (`apps/driver/src/main.ts`) against `apiUrl`. With the same
+ * `stateFile` as an earlier Driver it reconnects as the same Driver instance (a restart).
+ */
+export async function startDriverProcess(opts: { apiUrl: string; stateFile: string; mcpConfigFile: string; name: string }): Promise<DriverProcess> {
+  const e = entryPoints();
+  const proc = new ManagedProcess({
+    name: opts.name,
+    command: e.node,
+    args: [...e.nodeArgs, e.driver.main, "--api-url", opts.apiUrl, "--state-file", opts.stateFile, "--mcp-config", opts.mcpConfigFile, "--name", opts.name],
+    cwd: e.driver.cwd,
+  });
+  const connected = await proc.waitForLine((j) => j["msg"] === "driver.connected", READY_TIMEOUT_MS, "driver.connected");
+  return { proc, driverInstanceId: String(connected["driverInstanceId"]), connectionId: String(connected["connectionId"]) };
+}
