@@ -22,7 +22,7 @@ async function deliverAcceptClaim(driver: ReturnType<typeof connectDriver>) {
   if (env!.status !== "accepted") {
     expect(f.runtime.commands.updateCommand(driver.instance, env!.commandId, { connectionId: driver.connectionId, status: "accepted" }).outcome).toBe("applied");
   }
-  return { env: env!, claim: f.runtime.ledger.claim(driver.instance, driver.connectionId, env!.commandId) };
+  return { env: env!, claim: await f.runtime.ledger.claim(driver.instance, driver.connectionId, env!.commandId) };
 }
 
 const runView = (runId: string) => f.runtime.runs.getRunView(runId);
@@ -101,7 +101,7 @@ describe("finalization repair", () => {
     expect(effect.attempts).toEqual([expect.objectContaining({ attempt: 1, status: "unknown", unknownReason: "redelivered_while_executing" })]);
 
     // rule 3: unknown never becomes executing again, however often it is claimed
-    const third = f.runtime.ledger.claim(restarted.instance, restarted.connectionId, call.commandId);
+    const third = await f.runtime.ledger.claim(restarted.instance, restarted.connectionId, call.commandId);
     expect(third.kind).toBe("unknown");
     expect(runView(call.runId).effects[0]!.attemptCount).toBe(1);
   });
@@ -275,7 +275,7 @@ describe("ledger guards", () => {
     const b = connectDriver(f.runtime, "b");
     const call = enqueueCreateIssue(f.runtime, a);
     expect(await f.runtime.commands.nextCommand(b.instance, b.connectionId, 0)).toBeNull();
-    expectRuntimeError(() => f.runtime.ledger.claim(b.instance, b.connectionId, call.commandId), "command.not_found");
+    await expect(f.runtime.ledger.claim(b.instance, b.connectionId, call.commandId)).rejects.toMatchObject({ code: "command.not_found" });
     expectRuntimeError(() => f.runtime.commands.updateCommand(b.instance, call.commandId, { connectionId: b.connectionId, status: "accepted" }), "command.not_found");
     expectRuntimeError(() => f.runtime.ledger.markUnknown(b.instance, call.effectId, { connectionId: b.connectionId, attempt: 1, reason: "x" }), "effect.not_found");
     expect(runView(call.runId).effects[0]!.status).toBe("intent");

@@ -4,9 +4,15 @@ import {
   ATTEMPT_STATUSES,
   COMMAND_STATUSES,
   DRIVER_INSTANCE_STATUSES,
+  EFFECT_RESOLUTIONS,
   EFFECT_STATUSES,
   RUN_STATUSES,
 } from "@mosoo/contracts/statuses";
+import {
+  OPERATOR_ATTENTION_REASONS,
+  RECONCILIATION_OUTCOMES,
+  RECONCILIATION_TRIGGERS,
+} from "../../modules/reconciliation/domain/reconciliation.types.js";
 import { RUN_EVENT_TYPES } from "../../modules/runtime/domain/run-event.types.js";
 
 /** `col IN ('a','b',...)` for a CHECK constraint built from one of the contracts' status lists. */
@@ -118,16 +124,34 @@ export const externalToolEffects = sqliteTable(
     /** sha-256 (hex) of the RFC 8785 canonical arguments, written with the intent. */
     requestFingerprint: text("request_fingerprint").notNull(),
     status: text("status", { enum: EFFECT_STATUSES }).notNull(),
+    /** How a final status was reached; set exactly when the status is `succeeded` or `not_executed`. */
+    resolution: text("resolution", { enum: EFFECT_RESOLUTIONS }),
+    /** Bumped by every write of the row; every status change is a compare-and-set on (status, version). */
+    version: integer("version").notNull().default(0),
     attemptCount: integer("attempt_count").notNull().default(0),
     resultJson: text("result_json"),
     providerReceiptJson: text("provider_receipt_json"),
+    /** The reconciliation receipt of a `reconciled` resolution (typed, at most 4096 bytes). */
+    reconciliationReceiptJson: text("reconciliation_receipt_json"),
+    /** Lease: the reconciler working this effect now, and until when (ms). Only one at a time. */
+    leaseOwner: text("lease_owner"),
+    leaseExpiresAtMs: integer("lease_expires_at_ms"),
+    /** When the next automatic lookup is due (ms); null when none is scheduled. */
+    nextLookupAtMs: integer("next_lookup_at_ms"),
+    lookupCount: integer("lookup_count").notNull().default(0),
+    /** Set when automatic lookups cannot resolve the effect and an operator must act. */
+    operatorAttention: text("operator_attention", { enum: OPERATOR_ATTENTION_REASONS }),
     firstDispatchedAtMs: integer("first_dispatched_at_ms"),
     lastDispatchedAtMs: integer("last_dispatched_at_ms"),
     createdAtMs: integer("created_at_ms").notNull(),
     updatedAtMs: integer("updated_at_ms").notNull(),
   },
   (t) => [
-    check("external_tool_effects_status_check", oneOf("status", ["intent", "executing", "succeeded", "unknown"])),
+    check("external_tool_effects_status_check", oneOf("status", EFFECT_STATUSES)),
+    check("external_tool_effects_resolution_check", sql`resolution IS NULL OR resolution IN ('provider_result', 'reconciled', 'operator')`),
+    check("external_tool_effects_resolved_check", sql`(status IN ('succeeded', 'not_executed')) = (resolution IS NOT NULL)`),
+    check("external_tool_effects_lease_check", sql`(lease_owner IS NULL) = (lease_expires_at_ms IS NULL)`),
+    check("external_tool_effects_attention_check", sql`operator_attention IS NULL OR operator_attention IN ('key_conflict', 'retention_expired', 'lookup_bound_reached')`),
     check("external_tool_effects_key_check", sql`length(idempotency_key) = 26`),
     check("external_tool_effects_fingerprint_check", sql`length(request_fingerprint) = 64`),
     check("external_tool_effects_attempt_check", sql`(status = 'intent') = (attempt_count = 0)`),
@@ -136,6 +160,7 @@ export const externalToolEffects = sqliteTable(
     uniqueIndex("external_tool_effects_key_unique").on(t.idempotencyKey),
     index("external_tool_effects_driver_status_idx").on(t.driverInstanceId, t.status),
     index("external_tool_effects_run_idx").on(t.runId),
+    index("external_tool_effects_due_lookup_idx").on(t.status, t.nextLookupAtMs),
   ],
 );
 
@@ -176,5 +201,38 @@ export const runEvents = sqliteTable(
     check("run_events_terminal_check", sql`terminal = (type IN ('run.failed', 'run.completed'))`),
     uniqueIndex("run_events_run_seq").on(t.runId, t.seq),
     uniqueIndex("run_events_one_terminal").on(t.runId).where(sql`terminal = 1`),
+  ],
+);
+
+/**
+ * One reconciliation lookup of an effect (DESIGN.md §4–§6): which adapter (id, version) answered,
+ * what triggered it, the outcome and reason code, the receipt and result it brought, and when the
+ * next lookup is due. `superseded` records a reconciler that lost the compare-and-set and changed
+ * nothing. At most one confirmed outcome per effect (partial unique index).
+ */
+export const effectReconciliations = sqliteTable(
+  "effect_reconciliations",
+  {
+    id: text("id").primaryKey(),
+    effectId: text("effect_id").notNull().references(() => externalToolEffects.id, { onDelete: "cascade" }),
+    adapterId: text("adapter_id").notNull(),
+    adapterVersion: text("adapter_version").notNull(),
+    trigger: text("trigger", { enum: RECONCILIATION_TRIGGERS }).notNull(),
+    outcome: text("outcome", { enum: RECONCILIATION_OUTCOMES }).notNull(),
+    reasonCode: text("reason_code"),
+    receiptJson: text("receipt_json"),
+    resultJson: text("result_json"),
+    error: text("error"),
+    startedAtMs: integer("started_at_ms").notNull(),
+    finishedAtMs: integer("finished_at_ms").notNull(),
+    nextLookupAtMs: integer("next_lookup_at_ms"),
+  },
+  (t) => [
+    check("effect_reconciliations_trigger_check", oneOf("trigger", RECONCILIATION_TRIGGERS)),
+    check("effect_reconciliations_outcome_check", oneOf("outcome", RECONCILIATION_OUTCOMES)),
+    check("effect_reconciliations_receipt_check", sql`outcome NOT IN ('confirmed_succeeded', 'confirmed_not_executed') OR receipt_json IS NOT NULL`),
+    check("effect_reconciliations_result_check", sql`outcome <> 'confirmed_succeeded' OR result_json IS NOT NULL`),
+    index("effect_reconciliations_effect_idx").on(t.effectId),
+    uniqueIndex("effect_reconciliations_one_confirmed").on(t.effectId).where(sql`outcome IN ('confirmed_succeeded', 'confirmed_not_executed')`),
   ],
 );

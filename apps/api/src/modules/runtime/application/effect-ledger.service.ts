@@ -15,6 +15,7 @@ import { runRepository } from "../infrastructure/run.repository.js";
 import type { DbHandle } from "../infrastructure/db-handle.js";
 import { assertCurrentConnection } from "./driver-instance.service.js";
 import type { RuntimeContext } from "./runtime-context.js";
+import type { EffectReconciler } from "../../reconciliation/application/effect-reconciler.service.js";
 
 /** Largest accepted provider receipt (the result's `_meta`), in bytes of JSON. */
 export const MAX_PROVIDER_RECEIPT_BYTES = 16 * 1024;
@@ -47,17 +48,24 @@ export function fenceExecutingEffect(tx: DbHandle, effect: EffectRow, reason: st
  * complete, mark unknown. A Driver only reaches its own instance's effects.
  */
 export class EffectLedgerService {
-  constructor(private readonly ctx: RuntimeContext) {}
+  constructor(
+    private readonly ctx: RuntimeContext,
+    private readonly reconciler?: EffectReconciler,
+  ) {}
 
   /**
    * Claims the effect of `commandId` as a compare-and-set and says what the Driver may do:
    * `intent` → `execute` (attempt n+1, the only path to the provider); `executing` → fenced
    * `unknown` (a redelivery means the earlier attempt's fate is uncertain); `succeeded` →
    * `completed` with the stored result; `unknown` → `unknown`; `not_executed` → `not_executed`.
+   * When the answer would be `unknown` and the effect is eligible and due for reconciliation, it
+   * is reconciled inline first (within the lookup timeout; DESIGN.md §6.1): a confirmed success
+   * answers `completed` with the provider's result, a confirmed non-execution `not_executed`; the
+   * outcome and its receipt are committed before this returns, so before any terminal update.
    * @throws RuntimeError `driver.connection_superseded`, `command.not_found`, `effect.not_found`,
    *   `command.terminal` (an `intent` effect of a terminal command is never dispatched).
    */
-  claim(instance: DriverInstanceRow, connectionId: string, commandId: string): EffectClaim {
+  async claim(instance: DriverInstanceRow, connectionId: string, commandId: string): Promise<EffectClaim> {
     const now = this.ctx.clock.nowMs();
     const { claim, fenced, effect } = this.ctx.db.transaction((tx) => {
       assertCurrentConnection(driverInstanceRepository.findById(tx, instance.id), connectionId);
@@ -90,7 +98,13 @@ export class EffectLedgerService {
       { driverInstanceId: instance.id, commandId, effectId: effect.id, claim: claim.kind, fenced, ...(claim.kind === "execute" ? { attempt: claim.attempt } : {}) },
       "effect.claimed",
     );
-    return claim;
+    if (claim.kind !== "unknown" || !this.reconciler) return claim;
+    const current = effectRepository.findById(this.ctx.db, effect.id);
+    if (!current || !this.reconciler.isDue(current, this.ctx.clock.nowMs())) return claim;
+    const result = await this.reconciler.reconcile(effect.id, "redelivery");
+    const settled = result.effect ? claimFromSettledEffect(result.effect) : claim;
+    this.ctx.logger.info({ driverInstanceId: instance.id, commandId, effectId: effect.id, reconcile: result.kind, claim: settled.kind }, "effect.claim_reconciled");
+    return settled;
   }
 
   /**
@@ -109,6 +123,7 @@ export class EffectLedgerService {
     return this.report(instance, effectId, req.connectionId, req.attempt, "succeeded", (tx, eff, now) => {
       effectRepository.updateIfStatus(tx, eff.id, "executing", {
         status: "succeeded",
+        resolution: "provider_result",
         resultJson: JSON.stringify(req.result),
         providerReceiptJson: receiptJson,
         updatedAtMs: now,

@@ -1,4 +1,13 @@
-import { commandDriverTerminalError, turnInterruptedError, type FinalizationSummary } from "@mosoo/contracts";
+import pLimit from "p-limit";
+import {
+  commandDriverTerminalError,
+  effectNotExecutedError,
+  effectUnknownError,
+  turnInterruptedError,
+  type FinalizationSummary,
+} from "@mosoo/contracts";
+import type { EffectReconciler } from "../../reconciliation/application/effect-reconciler.service.js";
+import type { EffectRow } from "../infrastructure/effect.repository.js";
 import { RuntimeError } from "../domain/runtime-errors.js";
 import { commandRepository, type CommandRow } from "../infrastructure/command.repository.js";
 import { driverInstanceRepository } from "../infrastructure/driver-instance.repository.js";
@@ -34,18 +43,48 @@ export function failCommand(tx: DbHandle, cmd: CommandRow, error: object, nowMs:
 }
 
 /**
+ * Ends a non-terminal command from its effect's settled state (compare-and-set; false when the
+ * command was already terminal): `succeeded` → `completed` with the stored result; `not_executed`
+ * → failed `external_effect.not_executed`; `unknown` → failed `external_effect.unknown`; anything
+ * else → failed `driver.command_driver_terminal`. Used inside a reconciliation outcome's transaction.
+ */
+export function settleCommandFromEffect(tx: DbHandle, effect: EffectRow, nowMs: number): boolean {
+  const cmd = commandRepository.findById(tx, effect.commandId);
+  if (!cmd || ["completed", "failed", "expired", "cancelled"].includes(cmd.status)) return false;
+  switch (effect.status) {
+    case "succeeded":
+      return completeCommandFromEffect(tx, cmd, effect.resultJson ?? "null", nowMs, effect.id);
+    case "not_executed":
+      return failCommand(tx, cmd, effectNotExecutedError(effect.id, { resolution: effect.resolution }), nowMs, effect.id);
+    case "unknown":
+      return failCommand(tx, cmd, effectUnknownError(effect.id, { lookupCount: effect.lookupCount, nextLookupAtMs: effect.nextLookupAtMs }), nowMs, effect.id);
+    default:
+      return failCommand(tx, cmd, commandDriverTerminalError({ effectId: effect.id, effectStatus: effect.status }), nowMs, effect.id);
+  }
+}
+
+/**
  * Driver finalization repair (DESIGN.md §3 rule 10): the one path every ending of a Driver goes
  * through (its own finalize request, heartbeat expiry found by the sweep, an operator).
  * 1. fence: every `executing` effect of the instance becomes `unknown`;
  * 2. every command without a terminal receipt ends: `completed` with the stored result when its
  *    effect `succeeded`, else `failed` `driver.command_driver_terminal` (details name the effect);
- * 3. the instance's active run fails with `runtime.turn_interrupted` and exactly one terminal
+ * 3. with reconciliation on, each `unknown` effect whose server is bound to an adapter that
+ *    declares its tool is looked up (bounded concurrency) and, per effect, ONE transaction commits
+ *    the outcome, receipt, result, reconciliation record, the command's terminal state (`completed`,
+ *    failed `external_effect.not_executed` or failed `external_effect.unknown`) and the run event;
+ *    such commands are not ended in step 2, so nothing terminal is published before that commit;
+ * 4. the instance's active run fails with `runtime.turn_interrupted` and exactly one terminal
  *    `run.failed` event.
  * Idempotent: a second run changes nothing more and reports zeros. Crash-safe: the instance stays
  * `finalizing` until the last step commits, and the sweep resumes such instances.
  */
 export class FinalizationRepairService {
-  constructor(private readonly ctx: RuntimeContext) {}
+  constructor(
+    private readonly ctx: RuntimeContext,
+    private readonly reconciler?: EffectReconciler,
+    private readonly concurrency = 4,
+  ) {}
 
   /**
    * Runs the repair for `driverInstanceId`.
@@ -54,19 +93,22 @@ export class FinalizationRepairService {
    */
   async finalize(driverInstanceId: string, trigger: FinalizationTrigger): Promise<FinalizationSummary> {
     const summary = emptyFinalizationSummary();
-    const started = this.fenceAndSettle(driverInstanceId, summary);
-    if (!started) return summary;
+    const deferred = this.fenceAndSettle(driverInstanceId, summary);
+    if (deferred === null) return summary;
+    await this.reconcileDeferred(deferred, summary);
     this.failActiveRunAndClose(driverInstanceId, summary);
     this.ctx.logger.info({ driverInstanceId, trigger, ...summary }, "driver.finalized");
     return summary;
   }
 
-  private fenceAndSettle(driverInstanceId: string, summary: FinalizationSummary): boolean {
+  /** Steps 1–2; returns the effect ids left for reconciliation, or null when already finalized. */
+  private fenceAndSettle(driverInstanceId: string, summary: FinalizationSummary): string[] | null {
     const now = this.ctx.clock.nowMs();
+    const deferred: string[] = [];
     return this.ctx.db.transaction((tx) => {
       const instance = driverInstanceRepository.findById(tx, driverInstanceId);
       if (!instance) throw new RuntimeError("driver.not_found", `no Driver instance ${driverInstanceId}`);
-      if (instance.status === "finalized") return false;
+      if (instance.status === "finalized") return null;
       driverInstanceRepository.updateIfStatus(tx, driverInstanceId, ["registered", "connected", "finalizing"], { status: "finalizing", connectionId: null });
       for (const eff of effectRepository.listOfDriverInStatus(tx, driverInstanceId, ["executing"])) {
         if (fenceExecutingEffect(tx, eff, "driver_finalized", now)) {
@@ -76,16 +118,52 @@ export class FinalizationRepairService {
       }
       for (const cmd of commandRepository.listNonTerminalOfDriver(tx, driverInstanceId)) {
         const eff = effectRepository.findByCommand(tx, cmd.id);
-        if (eff?.status === "succeeded" && eff.resultJson !== null) {
-          if (completeCommandFromEffect(tx, cmd, eff.resultJson, now, eff.id)) summary.commandsCompleted += 1;
+        if (eff?.status === "unknown" && this.reconciler?.adapterFor(eff)) {
+          deferred.push(eff.id);
+          continue;
+        }
+        if (eff?.status === "succeeded" || eff?.status === "not_executed") {
+          if (settleCommandFromEffect(tx, eff, now)) {
+            if (eff.status === "succeeded") summary.commandsCompleted += 1;
+            else summary.commandsFailed += 1;
+          }
         } else {
+          // the #412 baseline: no stored result and no eligible adapter
           const error = commandDriverTerminalError(eff ? { effectId: eff.id, effectStatus: eff.status } : {});
           if (failCommand(tx, cmd, error, now, eff?.id ?? null)) summary.commandsFailed += 1;
         }
         this.ctx.logger.info({ driverInstanceId, commandId: cmd.id, effectId: eff?.id, effectStatus: eff?.status }, "command.repaired");
       }
-      return true;
+      return deferred;
     });
+  }
+
+  /** Step 3: reconcile the deferred effects, each outcome committed with its command's terminal state. */
+  private async reconcileDeferred(effectIds: string[], summary: FinalizationSummary): Promise<void> {
+    if (effectIds.length === 0 || !this.reconciler) return;
+    const reconciler = this.reconciler;
+    const limit = pLimit(this.concurrency);
+    const settle = (tx: DbHandle, effect: EffectRow) => {
+      if (settleCommandFromEffect(tx, effect, this.ctx.clock.nowMs())) {
+        if (effect.status === "succeeded") summary.commandsCompleted += 1;
+        else summary.commandsFailed += 1;
+      }
+    };
+    await Promise.all(
+      effectIds.map((effectId) =>
+        limit(async () => {
+          const result = await reconciler.reconcile(effectId, "finalization", settle);
+          if (result.kind === "confirmed_succeeded" || result.kind === "confirmed_not_executed") summary.effectsReconciled += 1;
+          if (result.kind === "ineligible" || result.kind === "superseded") {
+            // Someone else settled or holds the effect: end the command from whatever the effect is now.
+            this.ctx.db.transaction((tx) => {
+              const effect = effectRepository.findById(tx, effectId);
+              if (effect) settle(tx, effect);
+            });
+          }
+        }),
+      ),
+    );
   }
 
   private failActiveRunAndClose(driverInstanceId: string, summary: FinalizationSummary): void {

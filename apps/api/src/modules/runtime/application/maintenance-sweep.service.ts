@@ -1,16 +1,22 @@
 import { driverInstanceRepository } from "../infrastructure/driver-instance.repository.js";
 import type { FinalizationRepairService } from "./finalization-repair.service.js";
+import type { ReconciliationSweep } from "../../reconciliation/application/reconciliation-sweep.service.js";
 import type { RuntimeContext } from "./runtime-context.js";
 
 /** What one sweep pass did. */
 export interface SweepReport {
   driversFinalized: number;
+  /** Effects looked up again by the reconciliation sweep (0 with the flag off). */
+  effectsLookedUp: number;
+  /** Of those, effects resolved to `succeeded` or `not_executed`. */
+  effectsResolved: number;
 }
 
 /**
  * The maintenance sweep: every Driver instance whose heartbeat is older than the heartbeat TTL
  * (or whose finalization was left half-done by a crash) goes through the same finalization repair
  * as an explicit finalize (DESIGN.md §3 rule 10), so no effect stays `executing` behind a dead Driver.
+ * With reconciliation on, the pass then looks up due `still_unknown` effects again (DESIGN.md §6.3).
  */
 export class MaintenanceSweepService {
   private timer: NodeJS.Timeout | undefined;
@@ -19,6 +25,7 @@ export class MaintenanceSweepService {
   constructor(
     private readonly ctx: RuntimeContext,
     private readonly repair: FinalizationRepairService,
+    private readonly reconciliationSweep?: ReconciliationSweep,
   ) {}
 
   /** One pass. Concurrent calls share the pass in flight. Errors of one Driver are logged and do not stop the pass. */
@@ -31,7 +38,7 @@ export class MaintenanceSweepService {
 
   private async pass(): Promise<SweepReport> {
     const cutoff = this.ctx.clock.nowMs() - this.ctx.settings.heartbeatTtlMs;
-    const report: SweepReport = { driversFinalized: 0 };
+    const report: SweepReport = { driversFinalized: 0, effectsLookedUp: 0, effectsResolved: 0 };
     for (const instance of driverInstanceRepository.listExpired(this.ctx.db, cutoff)) {
       try {
         await this.repair.finalize(instance.id, "heartbeat_expired");
@@ -39,6 +46,11 @@ export class MaintenanceSweepService {
       } catch (err) {
         this.ctx.logger.error({ driverInstanceId: instance.id, err: String(err) }, "sweep.finalize_failed");
       }
+    }
+    if (this.reconciliationSweep) {
+      const r = await this.reconciliationSweep.sweepOnce();
+      report.effectsLookedUp = r.lookedUp;
+      report.effectsResolved = r.resolved;
     }
     return report;
   }

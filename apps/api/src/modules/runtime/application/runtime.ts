@@ -1,4 +1,9 @@
 import type { Logger } from "pino";
+import { Registry } from "prom-client";
+import { EffectReconciler } from "../../reconciliation/application/effect-reconciler.service.js";
+import { ReconciliationSweep } from "../../reconciliation/application/reconciliation-sweep.service.js";
+import { RECONCILIATION_OFF, type ReconciliationSettings } from "../../reconciliation/application/reconciliation-settings.js";
+import { ReconciliationMetrics } from "../../reconciliation/infrastructure/reconciliation-metrics.js";
 import type { Db } from "../../../platform/db/database.js";
 import { systemClock, type Clock } from "../../../platform/clock.js";
 import { CommandNotifier } from "../infrastructure/command-notifier.js";
@@ -19,14 +24,21 @@ export interface Runtime {
   ledger: EffectLedgerService;
   repair: FinalizationRepairService;
   sweep: MaintenanceSweepService;
+  reconciler: EffectReconciler;
+  /** The prom-client registry behind `GET /metrics`. */
+  metricsRegistry: Registry;
 }
 
-/** Options of {@link createRuntime}: the store, a logger, `heartbeatTtlMs` (ms), and an optional clock (tests). */
+/**
+ * Options of {@link createRuntime}: the store, a logger, `heartbeatTtlMs` (ms), an optional clock
+ * (tests), and the reconciliation settings (default: off, the #412 baseline).
+ */
 export interface CreateRuntimeOptions {
   db: Db;
   logger: Logger;
   heartbeatTtlMs: number;
   clock?: Clock;
+  reconciliation?: ReconciliationSettings;
 }
 
 /** Wires the runtime services (the composition root of the runtime module). */
@@ -38,14 +50,20 @@ export function createRuntime(opts: CreateRuntimeOptions): Runtime {
     notifier: new CommandNotifier(),
     settings: { heartbeatTtlMs: opts.heartbeatTtlMs },
   };
-  const repair = new FinalizationRepairService(ctx);
+  const settings = opts.reconciliation ?? RECONCILIATION_OFF;
+  const metricsRegistry = new Registry();
+  const reconciler = new EffectReconciler(ctx, settings, new ReconciliationMetrics(metricsRegistry));
+  const active = settings.enabled ? reconciler : undefined;
+  const repair = new FinalizationRepairService(ctx, active, settings.concurrency);
   return {
     ctx,
     drivers: new DriverInstanceService(ctx),
     runs: new RunService(ctx),
     commands: new CommandQueueService(ctx),
-    ledger: new EffectLedgerService(ctx),
+    ledger: new EffectLedgerService(ctx, active),
     repair,
-    sweep: new MaintenanceSweepService(ctx, repair),
+    sweep: new MaintenanceSweepService(ctx, repair, active ? new ReconciliationSweep(ctx, reconciler, settings) : undefined),
+    reconciler,
+    metricsRegistry,
   };
 }

@@ -1,4 +1,4 @@
-import { and, asc, eq, inArray } from "drizzle-orm";
+import { and, asc, eq, inArray, sql } from "drizzle-orm";
 import type { EffectStatus } from "@mosoo/contracts";
 import { externalToolEffectAttempts, externalToolEffects } from "../../../platform/db/schema.js";
 import type { DbHandle } from "./db-handle.js";
@@ -47,11 +47,14 @@ export const effectRepository = {
         : inArray(externalToolEffects.runId, by.runIds ?? []);
     return db.select().from(externalToolEffects).where(and(cond, fenced)).all();
   },
-  /** Compare-and-set on the effect's status: sets `set` only while the row is still `from`. True when it changed. */
+  /**
+   * Compare-and-set on the effect's status: sets `set` (and bumps `version`) only while the row is
+   * still `from`. True when it changed.
+   */
   updateIfStatus(db: DbHandle, id: string, from: EffectStatus, set: Partial<typeof externalToolEffects.$inferInsert>): boolean {
     const res = db
       .update(externalToolEffects)
-      .set(set)
+      .set({ ...set, version: sql`${externalToolEffects.version} + 1` })
       .where(and(eq(externalToolEffects.id, id), eq(externalToolEffects.status, from)))
       .run();
     return res.changes > 0;

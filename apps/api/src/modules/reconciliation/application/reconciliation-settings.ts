@@ -1,0 +1,31 @@
+import type { ReconciliationAdapter } from "@mosoo/effect-reconciliation";
+import type { LookupBackoff } from "../domain/lookup-schedule.js";
+
+/**
+ * Runtime settings of reconciliation (from config, see README "Reconciliation"):
+ * - `enabled`: the `MOSOO_EFFECT_RECONCILIATION` flag; off means exactly the #412 baseline, no lookup ever;
+ * - `bindings`: MCP server id → its instantiated adapter (servers without one keep the fence);
+ * - `lookupTimeoutMs`: bound of one lookup (ms); `leaseMs`: how long a reconciler holds an effect (ms, > lookup timeout);
+ * - `concurrency`: lookups at once during finalization repair and the sweep;
+ * - `backoff` and `maxLookups`: the schedule of further lookups, then an operator must act.
+ */
+export interface ReconciliationSettings {
+  enabled: boolean;
+  bindings: ReadonlyMap<string, ReconciliationAdapter>;
+  lookupTimeoutMs: number;
+  leaseMs: number;
+  concurrency: number;
+  backoff: LookupBackoff;
+  maxLookups: number;
+}
+
+/** Reconciliation switched off: the baseline fence, no bindings. */
+export const RECONCILIATION_OFF: ReconciliationSettings = {
+  enabled: false,
+  bindings: new Map(),
+  lookupTimeoutMs: 5_000,
+  leaseMs: 15_000,
+  concurrency: 4,
+  backoff: { initialMs: 1_000, maxMs: 60_000, factor: 2 },
+  maxLookups: 8,
+};

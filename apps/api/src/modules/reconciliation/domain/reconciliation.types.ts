@@ -1,0 +1,25 @@
+/**
+ * What started a reconciliation lookup (DESIGN.md §6): the claim of a redelivered command
+ * (`redelivery`), Driver finalization repair (`finalization`), the periodic sweep of
+ * `still_unknown` effects (`sweep`), or an operator request (`operator`).
+ */
+export const RECONCILIATION_TRIGGERS = ["redelivery", "finalization", "sweep", "operator"] as const;
+/** See {@link RECONCILIATION_TRIGGERS}. */
+export type ReconciliationTrigger = (typeof RECONCILIATION_TRIGGERS)[number];
+
+/**
+ * The recorded outcome of one lookup: the three validated adapter outcomes, or `superseded`
+ * (this reconciler lost the compare-and-set on (status, version) or the lease; it changed nothing).
+ */
+export const RECONCILIATION_OUTCOMES = ["confirmed_succeeded", "confirmed_not_executed", "still_unknown", "superseded"] as const;
+/** See {@link RECONCILIATION_OUTCOMES}. */
+export type ReconciliationOutcome = (typeof RECONCILIATION_OUTCOMES)[number];
+
+/**
+ * Why an `unknown` effect waits for an operator: the provider recorded other arguments under the
+ * key (`key_conflict`), the provider may have forgotten the key (`retention_expired`), or the
+ * lookups reached their configured bound (`lookup_bound_reached`).
+ */
+export const OPERATOR_ATTENTION_REASONS = ["key_conflict", "retention_expired", "lookup_bound_reached"] as const;
+/** See {@link OPERATOR_ATTENTION_REASONS}. */
+export type OperatorAttentionReason = (typeof OPERATOR_ATTENTION_REASONS)[number];
