@@ -8,7 +8,10 @@ async function main(): Promise<void> {
     process.stdout.write(
       "mosoo-api: the Mosoo control plane (run API, Driver protocol, effect ledger).\n" +
         "Configured by environment variables (see README.md, 'Configuration'): MOSOO_DB_FILE, MOSOO_HOST,\n" +
-        "MOSOO_PORT, MOSOO_HEARTBEAT_TTL_MS, MOSOO_SWEEP_INTERVAL_MS, MOSOO_LOG_LEVEL.\n",
+        "MOSOO_PORT, MOSOO_HEARTBEAT_TTL_MS, MOSOO_SWEEP_INTERVAL_MS, MOSOO_LOG_LEVEL, and for the opt-in\n" +
+        "reconciliation of unknown effects MOSOO_EFFECT_RECONCILIATION (off|on), MOSOO_RECONCILIATION_BINDINGS_FILE,\n" +
+        "MOSOO_LOOKUP_TIMEOUT_MS, MOSOO_RECONCILIATION_CONCURRENCY, MOSOO_LOOKUP_BACKOFF_INITIAL_MS,\n" +
+        "MOSOO_LOOKUP_BACKOFF_MAX_MS, MOSOO_LOOKUP_BACKOFF_FACTOR, MOSOO_MAX_LOOKUPS.\n",
     );
     return;
   }
@@ -27,6 +30,10 @@ async function main(): Promise<void> {
   try {
     api = await startApi(config, logger);
   } catch (err) {
+    if (err instanceof ConfigError) {
+      process.stderr.write(`${err.message}\n`);
+      process.exit(2);
+    }
     process.stderr.write(`api.start_failed: ${err instanceof Error ? err.message : String(err)}\n`);
     process.exit(1);
   }

@@ -8,6 +8,7 @@ import {
   reconnectDriver,
   type RuntimeFixture,
 } from "./helpers/runtime-fixture.js";
+import { setupFixtureReconciliation, waitFor, type FixtureReconciliationSetup } from "./helpers/fixture-reconciliation.js";
 
 let f: RuntimeFixture;
 beforeEach(() => {
@@ -288,5 +289,144 @@ describe("ledger guards", () => {
     f.runtime.ledger.complete(driver.instance, call.effectId, { connectionId: driver.connectionId, attempt: 1, result: issueResult(), receipt: null });
     f.runtime.runs.deleteRun(call.runId);
     expectRuntimeError(() => f.runtime.runs.getRunView(call.runId), "run.not_found");
+  });
+});
+
+describe("reconciliation through the fixture adapter (MOSOO_EFFECT_RECONCILIATION=on)", () => {
+  const args = { title: "Disk full on db-1", body: "seen at 03:12" };
+  let s: FixtureReconciliationSetup;
+  afterEach(async () => s?.dispose());
+
+  async function claimNext(driver: ReturnType<typeof connectDriver>) {
+    const env = await s.runtime.commands.nextCommand(driver.instance, driver.connectionId, 0);
+    if (!env) throw new Error("expected a command");
+    if (env.status !== "accepted") s.runtime.commands.updateCommand(driver.instance, env.commandId, { connectionId: driver.connectionId, status: "accepted" });
+    return { env, claim: await s.runtime.ledger.claim(driver.instance, driver.connectionId, env.commandId) };
+  }
+
+  /** Enqueues createIssue, claims it, and lets the real provider commit while its response is held (lost). */
+  async function commitWithLostResponse() {
+    const driver = connectDriver(s.runtime);
+    const call = enqueueCreateIssue(s.runtime, driver, args.title);
+    const { claim } = await claimNext(driver);
+    if (claim.kind !== "execute") throw new Error("expected execute");
+    void s.callCreateIssue(claim.idempotencyKey, args).catch(() => undefined);
+    await waitFor(() => s.provider.stats().writes[call.idempotencyKey] === 1, 5_000, "the provider commit");
+    return { driver, call };
+  }
+
+  it("reproduces the report: after a lost response and a Driver restart the redelivered command completes with the provider's original result", async () => {
+    s = await setupFixtureReconciliation({ mode: "bound", faults: { holdResponseAfterCommit: true } });
+    const { driver, call } = await commitWithLostResponse();
+    const restarted = reconnectDriver(s.runtime, driver);
+    const { claim } = await claimNext(restarted);
+    expect(claim).toMatchObject({ kind: "completed", effectId: call.effectId, result: { outputText: `Created issue #1: ${args.title}`, serverId: "tracker", toolName: "createIssue" } });
+
+    const before = s.runtime.runs.getRunView(call.runId);
+    const effect = before.effects[0]!;
+    expect(effect).toMatchObject({ status: "succeeded", resolution: "reconciled", attemptCount: 1 });
+    expect(effect.reconciliationReceipt).toMatchObject({ requestFingerprint: effect.requestFingerprint, providerOperationId: expect.any(String) });
+    expect(effect.reconciliations).toHaveLength(1);
+    expect(effect.reconciliations[0]).toMatchObject({ trigger: "redelivery", outcome: "confirmed_succeeded", adapterId: "fixture-issue-tracker", adapterVersion: "1.0.0" });
+    // nothing terminal yet: the receipt and the result are committed before the Driver's terminal update
+    expect(before.commands[0]!.status).toBe("accepted");
+
+    if (claim.kind !== "completed") throw new Error("expected completed");
+    const upd = s.runtime.commands.updateCommand(restarted.instance, call.commandId, { connectionId: restarted.connectionId, status: "completed", result: claim.result });
+    expect(upd.outcome).toBe("applied");
+    const after = s.runtime.runs.getRunView(call.runId);
+    const reconciled = after.events.find((e) => e.type === "effect.reconciled")!;
+    const completed = after.events.find((e) => e.type === "tool_call.completed")!;
+    expect(reconciled.seq).toBeLessThan(completed.seq);
+    expect(after.effects[0]!.reconciliations[0]!.finishedAtMs).toBeLessThanOrEqual(after.commands[0]!.terminalAtMs!);
+    expect(after.commands[0]).toMatchObject({ status: "completed", result: claim.result });
+    expect(after.run.status).toBe("active"); // the run continues
+
+    const stats = s.provider.stats();
+    expect(stats.writes[call.idempotencyKey]).toBe(1);
+    expect(stats.createCalls[call.idempotencyKey]).toBe(1);
+    expect(stats.lookups[call.idempotencyKey]).toBe(1);
+  });
+
+  it("reconciles the same lost response in finalization repair: outcome and command end in one transaction", async () => {
+    s = await setupFixtureReconciliation({ mode: "bound", faults: { holdResponseAfterCommit: true } });
+    const { driver, call } = await commitWithLostResponse();
+    const summary = await s.runtime.repair.finalize(driver.instance.id, "heartbeat_expired");
+    expect(summary).toMatchObject({ effectsFenced: 1, effectsReconciled: 1, commandsCompleted: 1, commandsFailed: 0, runsFailed: 1 });
+    const view = s.runtime.runs.getRunView(call.runId);
+    expect(view.effects[0]).toMatchObject({ status: "succeeded", resolution: "reconciled" });
+    expect(view.effects[0]!.reconciliations[0]).toMatchObject({ trigger: "finalization", outcome: "confirmed_succeeded" });
+    expect(view.commands[0]).toMatchObject({ status: "completed", result: { outputText: `Created issue #1: ${args.title}` } });
+    const types = view.events.map((e) => e.type);
+    expect(types.indexOf("effect.reconciled")).toBeLessThan(types.indexOf("tool_call.completed"));
+    expect(types.indexOf("tool_call.completed")).toBeLessThan(types.indexOf("run.failed"));
+    expect(view.events.filter((e) => e.terminal)).toHaveLength(1);
+    expect(s.provider.stats().writes[call.idempotencyKey]).toBe(1);
+    expect(s.provider.stats().lookups[call.idempotencyKey]).toBe(1);
+    // idempotent: a second repair changes nothing and looks nothing up
+    expect(await s.runtime.repair.finalize(driver.instance.id, "operator")).toMatchObject({ effectsReconciled: 0, commandsCompleted: 0 });
+    expect(s.provider.stats().lookups[call.idempotencyKey]).toBe(1);
+  });
+
+  it("confirms non-execution: the lookup fences the key, the command fails not_executed, and a late createIssue is refused", async () => {
+    s = await setupFixtureReconciliation({ mode: "bound", faults: { delayBeforeCommitMs: 400 } });
+    const driver = connectDriver(s.runtime);
+    const call = enqueueCreateIssue(s.runtime, driver, args.title);
+    const { claim } = await claimNext(driver);
+    if (claim.kind !== "execute") throw new Error("expected execute");
+    const inFlight = s.callCreateIssue(claim.idempotencyKey, args); // the provider has not committed yet
+    const summary = await s.runtime.repair.finalize(driver.instance.id, "heartbeat_expired");
+    expect(summary).toMatchObject({ effectsReconciled: 1, commandsFailed: 1 });
+    const view = s.runtime.runs.getRunView(call.runId);
+    expect(view.effects[0]).toMatchObject({ status: "not_executed", resolution: "reconciled" });
+    expect(view.commands[0]!.error).toMatchObject({ code: "external_effect.not_executed", retryable: true, details: { effectId: call.effectId } });
+    // the delayed commit lands after the fence and is refused
+    const late = (await inFlight) as { isError?: boolean; content: Array<{ text: string }> };
+    expect(late.isError).toBe(true);
+    expect(late.content[0]!.text).toMatch(/^idempotency_key_fenced/);
+    const again = (await s.callCreateIssue(call.idempotencyKey, args)) as { isError?: boolean; content: Array<{ text: string }> };
+    expect(again.isError).toBe(true);
+    expect(again.content[0]!.text).toMatch(/^idempotency_key_fenced/);
+    expect(s.provider.stats().writes[call.idempotencyKey] ?? 0).toBe(0);
+    // the fence is lifted: the run can be deleted
+    s.runtime.runs.deleteRun(call.runId);
+  });
+
+  it("answers a redelivered claim not_executed after a confirmed non-execution", async () => {
+    s = await setupFixtureReconciliation({ mode: "bound" });
+    const driver = connectDriver(s.runtime);
+    const call = enqueueCreateIssue(s.runtime, driver, args.title);
+    await claimNext(driver); // executing; the Driver dies before calling the provider
+    const restarted = reconnectDriver(s.runtime, driver);
+    const { claim } = await claimNext(restarted);
+    expect(claim).toEqual({ kind: "not_executed", effectId: call.effectId });
+    expect(s.provider.stats().createCalls[call.idempotencyKey] ?? 0).toBe(0);
+  });
+
+  it.each(["flag_off", "no_binding"] as const)("keeps the baseline fence with %s: zero lookups", async (mode) => {
+    s = await setupFixtureReconciliation({ mode, faults: { holdResponseAfterCommit: true } });
+    const { driver, call } = await commitWithLostResponse();
+    const restarted = reconnectDriver(s.runtime, driver);
+    const { claim } = await claimNext(restarted);
+    expect(claim).toEqual({ kind: "unknown", effectId: call.effectId });
+    await s.runtime.repair.finalize(driver.instance.id, "operator");
+    await s.runtime.sweep.sweepOnce();
+    const view = s.runtime.runs.getRunView(call.runId);
+    expect(view.effects[0]).toMatchObject({ status: "unknown", resolution: null, lookupCount: 0, reconciliations: [] });
+    expect(s.provider.stats().lookups[call.idempotencyKey] ?? 0).toBe(0);
+  });
+
+  it("keeps the baseline fence for a tool the adapter did not declare: zero lookups", async () => {
+    s = await setupFixtureReconciliation({ mode: "bound" });
+    const driver = connectDriver(s.runtime);
+    const { runId } = s.runtime.runs.createRun({ driverInstanceId: driver.instance.id });
+    const call = s.runtime.runs.enqueueToolCall(runId, { serverId: "tracker", toolName: "closeIssue", arguments: { issueId: "iss_1" } });
+    await claimNext(driver);
+    const summary = await s.runtime.repair.finalize(driver.instance.id, "operator");
+    expect(summary).toMatchObject({ effectsFenced: 1, effectsReconciled: 0 });
+    const view = s.runtime.runs.getRunView(runId);
+    expect(view.effects[0]).toMatchObject({ status: "unknown", lookupCount: 0, reconciliations: [] });
+    expect(view.commands[0]!.error).toMatchObject({ code: "driver.command_driver_terminal" });
+    expect(s.provider.stats().lookups[call.idempotencyKey] ?? 0).toBe(0);
   });
 });

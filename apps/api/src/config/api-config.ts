@@ -11,6 +11,14 @@ export const ApiConfigSchema = z.object({
   MOSOO_HEARTBEAT_TTL_MS: z.coerce.number().int().min(500).max(3_600_000).default(15_000),
   MOSOO_SWEEP_INTERVAL_MS: z.coerce.number().int().min(100).max(3_600_000).default(2_000),
   MOSOO_LOG_LEVEL: z.enum(["fatal", "error", "warn", "info", "debug", "trace", "silent"]).default("info"),
+  MOSOO_EFFECT_RECONCILIATION: z.enum(["off", "on"]).default("off"),
+  MOSOO_RECONCILIATION_BINDINGS_FILE: z.string().min(1).optional(),
+  MOSOO_LOOKUP_TIMEOUT_MS: z.coerce.number().int().min(100).max(120_000).default(5_000),
+  MOSOO_RECONCILIATION_CONCURRENCY: z.coerce.number().int().min(1).max(64).default(4),
+  MOSOO_LOOKUP_BACKOFF_INITIAL_MS: z.coerce.number().int().min(10).max(86_400_000).default(1_000),
+  MOSOO_LOOKUP_BACKOFF_MAX_MS: z.coerce.number().int().min(10).max(86_400_000).default(300_000),
+  MOSOO_LOOKUP_BACKOFF_FACTOR: z.coerce.number().min(1).max(10).default(2),
+  MOSOO_MAX_LOOKUPS: z.coerce.number().int().min(1).max(1_000).default(8),
 });
 
 /** The parsed configuration: `dbFile` path, `host`, `port` (0 = any free port), times in ms, `logLevel`. */
@@ -21,6 +29,16 @@ export interface ApiConfig {
   heartbeatTtlMs: number;
   sweepIntervalMs: number;
   logLevel: z.infer<typeof ApiConfigSchema>["MOSOO_LOG_LEVEL"];
+  /** The opt-in reconciliation of unknown effects (DESIGN.md §4–§6); `enabled: false` is exactly the #412 baseline. */
+  reconciliation: {
+    enabled: boolean;
+    /** Path of the JSON bindings file (MCP server id → adapter id + options), if any. */
+    bindingsFile: string | undefined;
+    lookupTimeoutMs: number;
+    concurrency: number;
+    backoff: { initialMs: number; maxMs: number; factor: number };
+    maxLookups: number;
+  };
 }
 
 /** A configuration error: `message` is one line naming the variable (`config.invalid: MOSOO_PORT: ...`). */
@@ -41,6 +59,9 @@ export function loadApiConfig(env: Record<string, string | undefined>): ApiConfi
     throw new ConfigError(`config.invalid: ${name}: ${issue?.message ?? "invalid value"} (got ${JSON.stringify(env[name])})`);
   }
   const c = parsed.data;
+  if (c.MOSOO_LOOKUP_BACKOFF_MAX_MS < c.MOSOO_LOOKUP_BACKOFF_INITIAL_MS) {
+    throw new ConfigError(`config.invalid: MOSOO_LOOKUP_BACKOFF_MAX_MS: must be >= MOSOO_LOOKUP_BACKOFF_INITIAL_MS (${c.MOSOO_LOOKUP_BACKOFF_INITIAL_MS})`);
+  }
   return {
     dbFile: c.MOSOO_DB_FILE,
     host: c.MOSOO_HOST,
@@ -48,5 +69,13 @@ export function loadApiConfig(env: Record<string, string | undefined>): ApiConfi
     heartbeatTtlMs: c.MOSOO_HEARTBEAT_TTL_MS,
     sweepIntervalMs: c.MOSOO_SWEEP_INTERVAL_MS,
     logLevel: c.MOSOO_LOG_LEVEL,
+    reconciliation: {
+      enabled: c.MOSOO_EFFECT_RECONCILIATION === "on",
+      bindingsFile: c.MOSOO_RECONCILIATION_BINDINGS_FILE,
+      lookupTimeoutMs: c.MOSOO_LOOKUP_TIMEOUT_MS,
+      concurrency: c.MOSOO_RECONCILIATION_CONCURRENCY,
+      backoff: { initialMs: c.MOSOO_LOOKUP_BACKOFF_INITIAL_MS, maxMs: c.MOSOO_LOOKUP_BACKOFF_MAX_MS, factor: c.MOSOO_LOOKUP_BACKOFF_FACTOR },
+      maxLookups: c.MOSOO_MAX_LOOKUPS,
+    },
   };
 }

@@ -2,10 +2,11 @@ import type { DbHandle } from "../infrastructure/db-handle.js";
 import { commandRepository } from "../infrastructure/command.repository.js";
 import { effectRepository } from "../infrastructure/effect.repository.js";
 import { runRepository, type RunRow } from "../infrastructure/run.repository.js";
+import { reconciliationRepository } from "../../reconciliation/infrastructure/reconciliation.repository.js";
 
 const parse = (json: string | null): unknown => (json === null ? null : (JSON.parse(json) as unknown));
 
-/** A run as the run API shows it: the run, its commands, its effects with attempts, and its events. Times in ms. */
+/** A run as the run API shows it: the run, its commands, its effects with attempts and reconciliation records, and its events. Times in ms. */
 export type RunView = ReturnType<typeof toRunView>;
 
 /** Builds the {@link RunView} of `run` (reads only). */
@@ -48,6 +49,20 @@ export function toRunView(db: DbHandle, run: RunRow) {
         unknownReason: a.unknownReason,
         startedAtMs: a.startedAtMs,
         finishedAtMs: a.finishedAtMs,
+      })),
+      reconciliations: reconciliationRepository.listRecords(db, e.id).map((r) => ({
+        id: r.id,
+        adapterId: r.adapterId,
+        adapterVersion: r.adapterVersion,
+        trigger: r.trigger,
+        outcome: r.outcome,
+        reasonCode: r.reasonCode,
+        receipt: parse(r.receiptJson),
+        result: parse(r.resultJson),
+        error: r.error,
+        startedAtMs: r.startedAtMs,
+        finishedAtMs: r.finishedAtMs,
+        nextLookupAtMs: r.nextLookupAtMs,
       })),
     })),
     events: runRepository.listEvents(db, run.id, 0).map((ev) => ({ seq: ev.seq, type: ev.type, terminal: ev.terminal, payload: parse(ev.payloadJson) })),

@@ -1,0 +1,85 @@
+import { Client } from "@modelcontextprotocol/sdk/client/index.js";
+import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
+import { z } from "zod";
+import { GET_OPERATION_TOOL, GetOperationAnswerSchema } from "@mosoo/fixture-provider";
+import type { LookupContext, LookupRequest, ReconciliationAdapter, ReconciliationAdapterFactory } from "@mosoo/effect-reconciliation";
+
+/** Id of the fixture issue tracker's adapter, as named in a bindings file. */
+export const FIXTURE_ISSUE_TRACKER_ADAPTER_ID = "fixture-issue-tracker";
+
+/**
+ * Options of the fixture adapter (the `options` of its binding): `url`, the provider's MCP
+ * endpoint (Streamable HTTP) where `getOperation` is served.
+ */
+export const FixtureIssueTrackerOptionsSchema = z.strictObject({ url: z.url() });
+/** See {@link FixtureIssueTrackerOptionsSchema}. */
+export type FixtureIssueTrackerOptions = z.infer<typeof FixtureIssueTrackerOptionsSchema>;
+
+/**
+ * What the fixture provider promises (packages/fixture-provider, `getOperation`): it keeps every
+ * key in its own SQLite file for as long as the file lives (retention: we declare 30 days), and,
+ * when started with `--fence-on-lookup-miss`, a lookup that finds nothing writes a durable
+ * tombstone so that the key can never commit afterwards (`lookup_fences_key`). Bind it only to a
+ * provider started that way: the adapter still refuses to confirm non-execution when the answer
+ * says `fenced: false` (it answers `still_unknown`, reason `not_found_unfenced`).
+ */
+const DECLARATION = {
+  id: FIXTURE_ISSUE_TRACKER_ADAPTER_ID,
+  version: "1.0.0",
+  tools: ["createIssue"],
+  retentionWindowMs: 30 * 24 * 60 * 60 * 1000,
+  keyFencing: { kind: "lookup_fences_key" as const },
+};
+
+/**
+ * Looks one idempotency key up with the provider's `getOperation` tool (one MCP client per
+ * lookup, aborted by `signal`) and maps the answer onto the adapter contract: found →
+ * `confirmed_succeeded` with the recorded `createIssue` result and a receipt carrying the
+ * provider's operation id, commit time and request fingerprint; not found and fenced →
+ * `confirmed_not_executed`; not found and not fenced → `still_unknown` (`not_found_unfenced`).
+ * A tool error or an answer that fails the provider's schema is thrown (the runtime turns it into
+ * `still_unknown` `adapter_error`).
+ */
+async function lookup(options: FixtureIssueTrackerOptions, request: LookupRequest, { signal, logger }: LookupContext): Promise<unknown> {
+  const client = new Client({ name: "mosoo-reconciler", version: "1.0.0" });
+  const transport = new StreamableHTTPClientTransport(new URL(options.url));
+  try {
+    await client.connect(transport, { signal });
+    const res = await client.callTool({ name: GET_OPERATION_TOOL, arguments: { idempotencyKey: request.idempotencyKey } }, undefined, { signal });
+    if (res.isError) throw new Error(`getOperation answered a tool error: ${JSON.stringify(res.content).slice(0, 200)}`);
+    const answer = GetOperationAnswerSchema.parse(res.structuredContent);
+    logger.debug({ idempotencyKey: request.idempotencyKey, found: answer.found }, "fixture_adapter.lookup_answered");
+    if (answer.found) {
+      return {
+        outcome: "confirmed_succeeded",
+        toolName: answer.toolName,
+        idempotencyKey: answer.idempotencyKey,
+        result: answer.result,
+        receipt: {
+          providerOperationId: answer.operationId,
+          observedAt: new Date().toISOString(),
+          requestFingerprint: answer.requestFingerprint,
+          detail: { committedAt: answer.committedAt },
+        },
+      };
+    }
+    if (!answer.fenced) return { outcome: "still_unknown", reasonCode: "not_found_unfenced" };
+    return {
+      outcome: "confirmed_not_executed",
+      toolName: request.toolName,
+      idempotencyKey: answer.idempotencyKey,
+      receipt: { observedAt: answer.observedAt, detail: { fenced: true } },
+    };
+  } finally {
+    await client.close().catch(() => undefined);
+  }
+}
+
+/** The adapter factory for the fixture issue tracker; options per {@link FixtureIssueTrackerOptionsSchema}. */
+export const fixtureIssueTrackerAdapterFactory: ReconciliationAdapterFactory = {
+  declaration: DECLARATION,
+  create(options: unknown): ReconciliationAdapter {
+    const parsed = FixtureIssueTrackerOptionsSchema.parse(options);
+    return { declaration: DECLARATION, lookup: (request, ctx) => lookup(parsed, request, ctx) };
+  },
+};
