@@ -1,13 +1,15 @@
 import { mkdtempSync, mkdirSync } from "node:fs";
 import { join } from "node:path";
 import { workspaceRoot } from "./workspace-paths.js";
-import { runDriverCrashAfterCommit } from "./scenarios/driver-crash-after-commit.scenario.js";
+import { runCrashScenario } from "./scenarios/crash-scenario.js";
+import { CRASH_SCENARIOS } from "./scenarios/crash-scenarios.js";
 import type { ScenarioOptions, ScenarioResult } from "./scenarios/scenario.types.js";
 
 /** The demo's scenarios, in order. */
-const SCENARIOS: Array<{ name: string; run: (o: ScenarioOptions) => Promise<ScenarioResult> }> = [
-  { name: "driver-crash-after-commit", run: runDriverCrashAfterCommit },
-];
+const SCENARIOS: Array<{ name: string; run: (o: ScenarioOptions) => Promise<ScenarioResult> }> = CRASH_SCENARIOS.map((spec) => ({
+  name: spec.name,
+  run: (o: ScenarioOptions) => runCrashScenario(spec, o),
+}));
 
 /**
  * `npm run demo`: starts the fixture provider, the API (embedded SQLite under `./var/demo/`) and

@@ -17,9 +17,17 @@ async function json(res: Response, what: string): Promise<unknown> {
 export interface RunViewBody {
   run: { status: string; error: { code: string } | null };
   commands: Array<{ id: string; status: string; error: { code: string; retryable: boolean } | null; result: { outputText: string } | null; terminalAtMs: number | null }>;
-  effects: Array<{ id: string; status: string; resolution?: string | null; idempotencyKey: string; attemptCount: number; providerReceipt: unknown; result: unknown; updatedAtMs?: number }>;
+  effects: Array<{
+    id: string;
+    status: string;
+    resolution: string | null;
+    idempotencyKey: string;
+    attemptCount: number;
+    providerReceipt: unknown;
+    result: unknown;
+    reconciliations: Array<{ outcome: string; reasonCode: string | null; trigger: string }>;
+  }>;
   events: Array<{ seq: number; type: string; terminal: boolean; payload: Record<string, unknown> }>;
-  reconciliations?: Array<{ outcome: string; reasonCode: string | null; trigger: string; effectId: string }>;
 }
 
 /** A small client of the run API for the scenarios. Every failed call throws `e2e.http_error` with the status and body. */

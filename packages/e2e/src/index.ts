@@ -5,5 +5,7 @@ export { startProviderProcess, startApiProcess, startDriverProcess, writeMcpConf
 export type { ProviderProcess, ApiProcess, DriverProcess } from "./stack.js";
 export { RunApiClient, ProviderControlClient, pollUntil } from "./http-clients.js";
 export type { RunViewBody, ProviderStats } from "./http-clients.js";
-export { runDriverCrashAfterCommit } from "./scenarios/driver-crash-after-commit.scenario.js";
+export { runCrashScenario } from "./scenarios/crash-scenario.js";
+export type { CrashScenarioSpec } from "./scenarios/crash-scenario.js";
+export { CRASH_SCENARIOS } from "./scenarios/crash-scenarios.js";
 export type { ScenarioResult, ScenarioOptions, Timeline } from "./scenarios/scenario.types.js";
