@@ -73,7 +73,13 @@ export class EffectReconciler {
     if (!adapter) return { kind: "ineligible", reasonCode: this.settings.enabled ? "no_binding" : "flag_off", effect };
     const verdict = checkEligibility(toReconcilable(effect), adapter.declaration, effect.serverId);
     if (!verdict.eligible) return { kind: "ineligible", reasonCode: verdict.reasonCode, effect };
-    if (trigger !== "operator" && effect.lookupCount >= this.settings.maxLookups) return { kind: "ineligible", reasonCode: "lookup_bound_reached", effect };
+    if (trigger !== "operator") {
+      // Automatic triggers respect the schedule: an effect waiting for an operator, over its bound,
+      // or not yet due is not looked up (and its operator flag is never cleared by one).
+      if (effect.operatorAttention !== null) return { kind: "ineligible", reasonCode: "operator_attention", effect };
+      if (effect.lookupCount >= this.settings.maxLookups) return { kind: "ineligible", reasonCode: "lookup_bound_reached", effect };
+      if (effect.nextLookupAtMs !== null && effect.nextLookupAtMs > this.ctx.clock.nowMs()) return { kind: "ineligible", reasonCode: "not_due", effect };
+    }
 
     const adapterRef = { id: adapter.declaration.id, version: adapter.declaration.version };
     const owner = newUlid();
@@ -106,8 +112,8 @@ export class EffectReconciler {
   ): ReconcileResult {
     const now = this.ctx.clock.nowMs();
     if (decision.decision === "ineligible") {
-      // Only reachable if the declaration changed under us: release the lease, change nothing else.
-      reconciliationRepository.commitOutcome(this.ctx.db, effect.id, leasedVersion, owner, { lookupCount: effect.lookupCount });
+      // The reconcile step made no lookup (e.g. invalid input): release the lease, count nothing.
+      reconciliationRepository.releaseLease(this.ctx.db, effect.id, owner);
       return { kind: "ineligible", reasonCode: decision.reasonCode, effect: effectRepository.findById(this.ctx.db, effect.id) };
     }
     const outcome = decision.decision;
@@ -142,6 +148,7 @@ export class EffectReconciler {
       return after;
     });
     if (!committed) {
+      reconciliationRepository.releaseLease(this.ctx.db, effect.id, owner);
       this.recordSuperseded(effect, adapterRef, trigger, startedAtMs, "cas_lost");
       return { kind: "superseded", effect: effectRepository.findById(this.ctx.db, effect.id) };
     }

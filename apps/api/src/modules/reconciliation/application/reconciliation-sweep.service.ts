@@ -9,7 +9,9 @@ export const SWEEP_BATCH = 200;
 
 /** What one reconciliation sweep pass did (counts). */
 export interface ReconciliationSweepReport {
+  /** Lookups whose outcome this pass committed (superseded ones not counted). */
   lookedUp: number;
+  /** Of those, effects resolved to `succeeded` or `not_executed`. */
   resolved: number;
 }
 
@@ -31,14 +33,15 @@ export class ReconciliationSweep {
     const report: ReconciliationSweepReport = { lookedUp: 0, resolved: 0 };
     if (!this.settings.enabled) return report;
     const now = this.ctx.clock.nowMs();
-    const due = reconciliationRepository.listDue(this.ctx.db, now, SWEEP_BATCH).filter((e) => this.reconciler.isDue(e, now));
+    const eligible = [...this.settings.bindings].map(([serverId, adapter]) => ({ serverId, tools: adapter.declaration.tools }));
+    const due = reconciliationRepository.listDue(this.ctx.db, now, SWEEP_BATCH, eligible).filter((e) => this.reconciler.isDue(e, now));
     const limit = pLimit(this.settings.concurrency);
     await Promise.all(
       due.map((effect) =>
         limit(async () => {
           try {
             const result = await this.reconciler.reconcile(effect.id, "sweep");
-            if (result.kind !== "ineligible") report.lookedUp += 1;
+            if (result.kind !== "ineligible" && result.kind !== "superseded") report.lookedUp += 1;
             if (result.kind === "confirmed_succeeded" || result.kind === "confirmed_not_executed") report.resolved += 1;
           } catch (err) {
             this.ctx.logger.error({ effectId: effect.id, err: String(err) }, "sweep.reconcile_failed");

@@ -1,4 +1,4 @@
-import { and, asc, eq, isNull, lt, lte, or, sql } from "drizzle-orm";
+import { and, asc, eq, inArray, isNull, lt, lte, or, sql } from "drizzle-orm";
 import { effectReconciliations, externalToolEffects } from "../../../platform/db/schema.js";
 import type { DbHandle } from "../../runtime/infrastructure/db-handle.js";
 
@@ -52,20 +52,40 @@ export const reconciliationRepository = {
       .run();
     return res.changes > 0;
   },
+  /**
+   * Releases `owner`'s lease without recording a lookup (the reconcile step made none, or the
+   * outcome's compare-and-set was lost). Changes only the lease columns (not the version: nothing
+   * about the effect changed). True when this owner still held it.
+   */
+  releaseLease(db: DbHandle, effectId: string, owner: string): boolean {
+    const res = db
+      .update(externalToolEffects)
+      .set({ leaseOwner: null, leaseExpiresAtMs: null })
+      .where(and(eq(externalToolEffects.id, effectId), eq(externalToolEffects.leaseOwner, owner)))
+      .run();
+    return res.changes > 0;
+  },
   insertRecord(db: DbHandle, row: typeof effectReconciliations.$inferInsert): void {
     db.insert(effectReconciliations).values(row).run();
   },
   listRecords(db: DbHandle, effectId: string): ReconciliationRow[] {
     return db.select().from(effectReconciliations).where(eq(effectReconciliations.effectId, effectId)).orderBy(asc(effectReconciliations.id)).all();
   },
-  /** `unknown` effects whose next lookup is due at `nowMs` (never-looked-up ones included), oldest first, at most `limit`. */
-  listDue(db: DbHandle, nowMs: number, limit: number) {
+  /**
+   * `unknown` effects of the `eligible` (server, tools) pairs whose next lookup is due at `nowMs`
+   * (never-looked-up ones included) and that wait for no operator, oldest first, at most `limit`.
+   * Effects no adapter can look up are excluded in SQL, so they can never crowd out due ones.
+   */
+  listDue(db: DbHandle, nowMs: number, limit: number, eligible: ReadonlyArray<{ serverId: string; tools: readonly string[] }>) {
+    if (eligible.length === 0) return [];
+    const bound = or(...eligible.map((e) => and(eq(externalToolEffects.serverId, e.serverId), inArray(externalToolEffects.toolName, [...e.tools]))));
     return db
       .select()
       .from(externalToolEffects)
       .where(
         and(
           eq(externalToolEffects.status, "unknown"),
+          bound,
           isNull(externalToolEffects.operatorAttention),
           or(lte(externalToolEffects.nextLookupAtMs, nowMs), and(isNull(externalToolEffects.nextLookupAtMs), eq(externalToolEffects.lookupCount, 0))),
           or(isNull(externalToolEffects.leaseOwner), lt(externalToolEffects.leaseExpiresAtMs, nowMs)),

@@ -118,11 +118,13 @@ export class FinalizationRepairService {
       }
       for (const cmd of commandRepository.listNonTerminalOfDriver(tx, driverInstanceId)) {
         const eff = effectRepository.findByCommand(tx, cmd.id);
-        if (eff?.status === "unknown" && this.reconciler?.adapterFor(eff)) {
+        if (eff?.status === "unknown" && this.reconciler?.isDue(eff, now)) {
           deferred.push(eff.id);
           continue;
         }
-        if (eff?.status === "succeeded" || eff?.status === "not_executed") {
+        const bound = eff?.status === "unknown" && this.reconciler?.adapterFor(eff);
+        if (eff?.status === "succeeded" || eff?.status === "not_executed" || bound) {
+          // bound but not due (waits for its next lookup or an operator): failed external_effect.unknown
           if (settleCommandFromEffect(tx, eff, now)) {
             if (eff.status === "succeeded") summary.commandsCompleted += 1;
             else summary.commandsFailed += 1;

@@ -1,0 +1,130 @@
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import Database from "better-sqlite3";
+import { newUlid } from "@mosoo/contracts";
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { openStore, type Store } from "../src/platform/db/database.js";
+import { columnsOf, createLegacyStore, dumpLegacyRows, type LegacyIds } from "./helpers/reconciliation-legacy-store.js";
+import { createReconciliationFixture, START_MS } from "./helpers/reconciliation-fixture.js";
+import { effectRow, expectReconciled, reconciliationRecords } from "./helpers/reconciliation-db.js";
+
+const T0 = START_MS - 3_600_000;
+let dir: string;
+let file: string;
+let ids: LegacyIds;
+let before: Record<string, unknown[]>;
+let legacyColumns: Record<string, string[]>;
+const opened: Array<{ close(): void }> = [];
+
+beforeEach(() => {
+  dir = mkdtempSync(join(tmpdir(), "mosoo-migrate-"));
+  file = join(dir, "mosoo.db");
+  ids = createLegacyStore(dir, file, T0);
+  const legacy = new Database(file, { readonly: true });
+  legacyColumns = columnsOf(legacy);
+  before = dumpLegacyRows(legacy, legacyColumns);
+  legacy.close();
+});
+afterEach(() => {
+  for (const s of opened.splice(0)) s.close();
+  rmSync(dir, { recursive: true, force: true });
+});
+function upgrade(): Store {
+  const store = openStore(file);
+  opened.push(store);
+  return store;
+}
+
+describe("store migration 0002 (effect reconciliation) on a #412 store", () => {
+  it("the legacy store is what 0000 + 0001 build: no reconciliation columns or table yet", () => {
+    expect(legacyColumns["external_tool_effects"]).not.toContain("resolution");
+    const legacy = new Database(file, { readonly: true });
+    try {
+      expect(legacy.prepare("SELECT count(*) AS n FROM __drizzle_migrations").get()).toEqual({ n: 2 });
+      expect(legacy.prepare("SELECT name FROM sqlite_master WHERE name = 'effect_reconciliations'").all()).toEqual([]);
+      expect(before["external_tool_effects"]).toHaveLength(2);
+      expect(before["external_tool_effect_attempts"]).toHaveLength(2);
+    } finally {
+      legacy.close();
+    }
+  });
+
+  it("keeps every row and attempt; a succeeded effect gets resolution provider_result; all start at version 0", () => {
+    const store = upgrade();
+    expect(store.sqlite.prepare("SELECT count(*) AS n FROM __drizzle_migrations").get()).toEqual({ n: 3 });
+    expect(dumpLegacyRows(store.sqlite, legacyColumns)).toEqual(before);
+    expect(effectRow(store, ids.succeededEffectId)).toMatchObject({
+      status: "succeeded",
+      resolution: "provider_result",
+      version: 0,
+      attempt_count: 1,
+      reconciliation_receipt_json: null,
+      lookup_count: 0,
+      next_lookup_at_ms: null,
+      operator_attention: null,
+      lease_owner: null,
+    });
+    expect(effectRow(store, ids.unknownEffectId)).toMatchObject({ status: "unknown", resolution: null, version: 0, attempt_count: 1, lookup_count: 0, next_lookup_at_ms: null, lease_owner: null });
+    expect(store.sqlite.pragma("foreign_key_check")).toEqual([]);
+    expect(store.sqlite.pragma("foreign_keys", { simple: true })).toBe(1);
+    expect(store.sqlite.pragma("integrity_check", { simple: true })).toBe("ok");
+  });
+
+  it("the fence trigger survives the table rebuild: an unknown effect cannot be deleted, directly or by cascade", () => {
+    const store = upgrade();
+    const triggers = store.sqlite.prepare("SELECT name FROM sqlite_master WHERE type = 'trigger' AND tbl_name = 'external_tool_effects'").all();
+    expect(triggers).toEqual([{ name: "external_tool_effects_fence_retained" }]);
+    expect(() => store.sqlite.prepare("DELETE FROM external_tool_effects WHERE id = ?").run(ids.unknownEffectId)).toThrow(/effect\.fence_retained/);
+    expect(() => store.sqlite.prepare("DELETE FROM session_runs WHERE id = ?").run(ids.runId)).toThrow(/effect\.fence_retained/);
+    expect(() => store.sqlite.prepare("DELETE FROM driver_instances WHERE id = ?").run(ids.driverId)).toThrow(/effect\.fence_retained/);
+    expect(dumpLegacyRows(store.sqlite, legacyColumns)).toEqual(before);
+    // a settled effect may go, its attempts with it (the cascade still works after the rebuild)
+    store.sqlite.prepare("DELETE FROM external_tool_effects WHERE id = ?").run(ids.succeededEffectId);
+    expect(store.sqlite.prepare("SELECT count(*) AS n FROM external_tool_effect_attempts WHERE effect_id = ?").get(ids.succeededEffectId)).toEqual({ n: 0 });
+  });
+
+  it("the new CHECKs and the partial unique index hold", () => {
+    const store = upgrade();
+    const db = store.sqlite;
+    const setStatus = (status: string, resolution: string | null) =>
+      db.prepare("UPDATE external_tool_effects SET status = ?, resolution = ? WHERE id = ?").run(status, resolution, ids.unknownEffectId);
+    expect(() => setStatus("not_executed", null)).toThrow(/CHECK constraint failed/);
+    expect(() => setStatus("unknown", "operator")).toThrow(/CHECK constraint failed/);
+    expect(() => setStatus("not_executed", "guessed")).toThrow(/CHECK constraint failed/);
+    expect(() => db.prepare("UPDATE external_tool_effects SET lease_owner = 'x' WHERE id = ?").run(ids.unknownEffectId)).toThrow(/CHECK constraint failed/);
+    expect(() => db.prepare("UPDATE external_tool_effects SET operator_attention = 'bored' WHERE id = ?").run(ids.unknownEffectId)).toThrow(/CHECK constraint failed/);
+    expect(effectRow(store, ids.unknownEffectId)).toMatchObject({ status: "unknown", resolution: null, lease_owner: null, operator_attention: null });
+
+    const record = db.prepare(
+      "INSERT INTO effect_reconciliations (id, effect_id, adapter_id, adapter_version, trigger, outcome, reason_code, receipt_json, result_json, started_at_ms, finished_at_ms) VALUES (?, ?, 'a', '1.0.0', 'sweep', ?, ?, ?, ?, 1, 2)",
+    );
+    const receipt = JSON.stringify({ observedAt: "2026-11-29T12:00:00Z" });
+    record.run(newUlid(), ids.unknownEffectId, "still_unknown", "adapter_error", null, null);
+    record.run(newUlid(), ids.unknownEffectId, "still_unknown", "lookup_timeout", null, null);
+    record.run(newUlid(), ids.unknownEffectId, "confirmed_not_executed", null, receipt, null);
+    expect(() => record.run(newUlid(), ids.unknownEffectId, "confirmed_succeeded", null, receipt, "{}")).toThrow(/UNIQUE constraint failed/);
+    expect(() => record.run(newUlid(), ids.unknownEffectId, "confirmed_not_executed", null, receipt, null)).toThrow(/UNIQUE constraint failed/);
+    expect(() => record.run(newUlid(), ids.succeededEffectId, "confirmed_succeeded", null, receipt, null)).toThrow(/CHECK constraint failed/);
+    expect(() => record.run(newUlid(), ids.succeededEffectId, "confirmed_not_executed", null, null, null)).toThrow(/CHECK constraint failed/);
+    expect(() => record.run(newUlid(), newUlid(), "still_unknown", "adapter_error", null, null)).toThrow(/FOREIGN KEY constraint failed/);
+    expect(reconciliationRecords(store, ids.unknownEffectId)).toHaveLength(3);
+  });
+
+  it("reopening an upgraded store changes nothing; the upgraded unknown effect is reconciled by the sweep", async () => {
+    upgrade().close();
+    opened.splice(0);
+    const again = upgrade();
+    expect(again.sqlite.prepare("SELECT count(*) AS n FROM __drizzle_migrations").get()).toEqual({ n: 3 });
+    expect(dumpLegacyRows(again.sqlite, legacyColumns)).toEqual(before);
+    again.close();
+    opened.splice(0);
+
+    const fx = createReconciliationFixture({ dbFile: file });
+    opened.push(fx);
+    expect(await fx.runtime.sweep.sweepOnce()).toMatchObject({ effectsLookedUp: 1, effectsResolved: 1 });
+    expect(fx.lookups.map((r) => r.idempotencyKey)).toEqual([ids.unknownKey]);
+    expectReconciled(fx.store, ids.runId, ids.unknownEffectId, "not_executed");
+    expect(effectRow(fx.store, ids.succeededEffectId)).toMatchObject({ status: "succeeded", resolution: "provider_result", version: 0 });
+  });
+});
