@@ -13,7 +13,8 @@ export const ApiConfigSchema = z.object({
   MOSOO_LOG_LEVEL: z.enum(["fatal", "error", "warn", "info", "debug", "trace", "silent"]).default("info"),
   MOSOO_EFFECT_RECONCILIATION: z.enum(["off", "on"]).default("off"),
   MOSOO_RECONCILIATION_BINDINGS_FILE: z.string().min(1).optional(),
-  MOSOO_LOOKUP_TIMEOUT_MS: z.coerce.number().int().min(100).max(120_000).default(5_000),
+  // Below the Driver's 30 s request timeout: an inline lookup runs inside the Driver's claim request.
+  MOSOO_LOOKUP_TIMEOUT_MS: z.coerce.number().int().min(100).max(20_000).default(5_000),
   MOSOO_RECONCILIATION_CONCURRENCY: z.coerce.number().int().min(1).max(64).default(4),
   MOSOO_LOOKUP_BACKOFF_INITIAL_MS: z.coerce.number().int().min(10).max(86_400_000).default(1_000),
   MOSOO_LOOKUP_BACKOFF_MAX_MS: z.coerce.number().int().min(10).max(86_400_000).default(300_000),

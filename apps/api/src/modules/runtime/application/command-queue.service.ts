@@ -12,6 +12,7 @@ import { driverInstanceRepository, type DriverInstanceRow } from "../infrastruct
 import { effectRepository } from "../infrastructure/effect.repository.js";
 import { runRepository } from "../infrastructure/run.repository.js";
 import { assertCurrentConnection } from "./driver-instance.service.js";
+import { fenceExecutingEffect } from "./effect-ledger.service.js";
 import type { RuntimeContext } from "./runtime-context.js";
 
 /**
@@ -90,9 +91,7 @@ export class CommandQueueService {
         }
         let error = req.error;
         if (effect?.status === "executing") {
-          effectRepository.updateIfStatus(tx, effect.id, "executing", { status: "unknown", updatedAtMs: now });
-          effectRepository.updateAttempt(tx, effect.id, effect.attemptCount, { status: "unknown", unknownReason: "command_failed_while_executing", finishedAtMs: now });
-          runRepository.appendEvent(tx, cmd.runId, "effect.fenced", { effectId: effect.id, commandId: cmd.id, reason: "command_failed_while_executing" }, now);
+          fenceExecutingEffect(tx, effect, "command_failed_while_executing", now);
           error = effectUnknownError(effect.id, { reportedError: req.error.code });
         }
         errorJson = JSON.stringify(error);

@@ -37,7 +37,7 @@ export function claimFromSettledEffect(effect: EffectRow): EffectClaim {
  * `effect.fenced` on the run. Returns false when the effect was no longer `executing`.
  */
 export function fenceExecutingEffect(tx: DbHandle, effect: EffectRow, reason: string, nowMs: number): boolean {
-  if (!effectRepository.updateIfStatus(tx, effect.id, "executing", { status: "unknown", updatedAtMs: nowMs })) return false;
+  if (effect.status !== "executing" || !effectRepository.updateIfCurrent(tx, effect, { status: "unknown", updatedAtMs: nowMs })) return false;
   effectRepository.updateAttempt(tx, effect.id, effect.attemptCount, { status: "unknown", unknownReason: reason, finishedAtMs: nowMs });
   runRepository.appendEvent(tx, effect.runId, "effect.fenced", { effectId: effect.id, commandId: effect.commandId, attempt: effect.attemptCount, reason }, nowMs);
   return true;
@@ -77,7 +77,7 @@ export class EffectLedgerService {
       if (action === "dispatch") {
         if (isTerminalCommandStatus(cmd.status)) throw new RuntimeError("command.terminal", `command ${commandId} is ${cmd.status}; its effect is never dispatched`);
         const attempt = eff.attemptCount + 1;
-        const ok = effectRepository.updateIfStatus(tx, eff.id, "intent", {
+        const ok = effectRepository.updateIfCurrent(tx, eff, {
           status: "executing",
           attemptCount: attempt,
           firstDispatchedAtMs: eff.firstDispatchedAtMs ?? now,
@@ -121,7 +121,7 @@ export class EffectLedgerService {
       throw new RuntimeError("request.invalid", `receipt exceeds ${MAX_PROVIDER_RECEIPT_BYTES} bytes`);
     }
     return this.report(instance, effectId, req.connectionId, req.attempt, "succeeded", (tx, eff, now) => {
-      effectRepository.updateIfStatus(tx, eff.id, "executing", {
+      effectRepository.updateIfCurrent(tx, eff, {
         status: "succeeded",
         resolution: "provider_result",
         resultJson: JSON.stringify(req.result),

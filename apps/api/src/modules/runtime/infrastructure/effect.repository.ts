@@ -48,14 +48,15 @@ export const effectRepository = {
     return db.select().from(externalToolEffects).where(and(cond, fenced)).all();
   },
   /**
-   * Compare-and-set on the effect's status: sets `set` (and bumps `version`) only while the row is
-   * still `from`. True when it changed.
+   * Compare-and-set on (status, version) (DESIGN.md §3 rule 7): sets `set` and bumps `version`
+   * only while the row still has the `status` and `version` the caller read. True when it changed;
+   * false means the effect changed meanwhile and nothing was written.
    */
-  updateIfStatus(db: DbHandle, id: string, from: EffectStatus, set: Partial<typeof externalToolEffects.$inferInsert>): boolean {
+  updateIfCurrent(db: DbHandle, current: Pick<EffectRow, "id" | "status" | "version">, set: Partial<typeof externalToolEffects.$inferInsert>): boolean {
     const res = db
       .update(externalToolEffects)
       .set({ ...set, version: sql`${externalToolEffects.version} + 1` })
-      .where(and(eq(externalToolEffects.id, id), eq(externalToolEffects.status, from)))
+      .where(and(eq(externalToolEffects.id, current.id), eq(externalToolEffects.status, current.status), eq(externalToolEffects.version, current.version)))
       .run();
     return res.changes > 0;
   },
