@@ -6,9 +6,8 @@ import { pino, type Logger } from "pino";
 import { createControlRoutes } from "./control-routes.js";
 import type { FixtureFaults } from "./fixture-faults.contract.js";
 import { createFixtureMcpServer } from "./fixture-mcp-server.js";
-import { FixtureProviderService, type ExitAfterCommitMode } from "./fixture-provider.service.js";
+import { openFixtureProviderService, type ExitAfterCommitMode, type FixtureProviderService } from "./fixture-provider.service.js";
 import type { FixtureStats } from "./fixture-stats.contract.js";
-import { IssueStore } from "./issue-store.repository.js";
 
 /** Options of {@link startFixtureProvider}. */
 export interface StartFixtureProviderOptions {
@@ -60,20 +59,12 @@ export async function startFixtureProvider(options: StartFixtureProviderOptions)
   const host = options.host ?? "127.0.0.1";
   if (host !== "127.0.0.1") throw new Error(`unsupported host ${String(host)}: only 127.0.0.1 is served`);
   const logger = options.logger ?? pino({ level: "silent" });
-  const store = IssueStore.open(options.dbFile);
-  let provider: FixtureProviderService;
-  try {
-    provider = new FixtureProviderService({
-      store,
-      fenceOnLookupMiss: options.fenceOnLookupMiss ?? false,
-      faults: options.faults ?? {},
-      exitAfterCommitMode: options.exitAfterCommitMode ?? "drop-response",
-      logger,
-    });
-  } catch (error) {
-    store.close();
-    throw error;
-  }
+  const provider = openFixtureProviderService(options.dbFile, {
+    fenceOnLookupMiss: options.fenceOnLookupMiss ?? false,
+    faults: options.faults ?? {},
+    exitAfterCommitMode: options.exitAfterCommitMode ?? "drop-response",
+    logger,
+  });
 
   const app = new Hono();
   app.all("/mcp", async (c) => {

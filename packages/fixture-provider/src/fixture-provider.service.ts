@@ -6,7 +6,7 @@ import { MAX_IDEMPOTENCY_KEY_LENGTH, type CreateIssueArgs } from "./create-issue
 import { DEFAULT_FIXTURE_FAULTS, FixtureFaultsPatchSchema, type FixtureFaults } from "./fixture-faults.contract.js";
 import type { FixtureStats } from "./fixture-stats.contract.js";
 import type { GetOperationAnswer } from "./get-operation.contract.js";
-import type { IssueStore } from "./issue-store.repository.js";
+import { IssueStore } from "./issue-store.repository.js";
 import { toolError } from "./tool-result.js";
 
 /**
@@ -174,3 +174,22 @@ export class FixtureProviderService {
     return result;
   }
 }
+
+/**
+ * Opens the provider's SQLite file at `dbFile` and builds the service on it; the store is closed
+ * again if the service cannot be built (e.g. invalid faults), so nothing is left open.
+ * @throws when the database cannot be opened or the options are invalid (ZodError for faults).
+ */
+export function openFixtureProviderService(
+  dbFile: string,
+  options: Omit<FixtureProviderServiceOptions, "store">,
+): FixtureProviderService {
+  const store = IssueStore.open(dbFile);
+  try {
+    return new FixtureProviderService({ store, ...options });
+  } catch (error) {
+    store.close();
+    throw error;
+  }
+}
+

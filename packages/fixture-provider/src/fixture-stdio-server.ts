@@ -2,8 +2,7 @@ import { StdioServerTransport } from "@modelcontextprotocol/sdk/server/stdio.js"
 import { pino, type Logger } from "pino";
 import type { FixtureFaults } from "./fixture-faults.contract.js";
 import { createFixtureMcpServer } from "./fixture-mcp-server.js";
-import { FixtureProviderService, type ExitAfterCommitMode } from "./fixture-provider.service.js";
-import { IssueStore } from "./issue-store.repository.js";
+import { openFixtureProviderService, type ExitAfterCommitMode, type FixtureProviderService } from "./fixture-provider.service.js";
 
 /** Options of {@link startFixtureProviderStdio}. */
 export interface StartFixtureProviderStdioOptions {
@@ -32,20 +31,12 @@ export interface FixtureProviderStdioHandle {
  * @throws when the database cannot be opened or the faults are invalid.
  */
 export async function startFixtureProviderStdio(options: StartFixtureProviderStdioOptions): Promise<FixtureProviderStdioHandle> {
-  const store = IssueStore.open(options.dbFile);
-  let provider: FixtureProviderService;
-  try {
-    provider = new FixtureProviderService({
-      store,
-      fenceOnLookupMiss: options.fenceOnLookupMiss ?? false,
-      faults: options.faults ?? {},
-      exitAfterCommitMode: options.exitAfterCommitMode ?? "kill-process",
-      logger: options.logger ?? pino({ level: "silent" }),
-    });
-  } catch (error) {
-    store.close();
-    throw error;
-  }
+  const provider = openFixtureProviderService(options.dbFile, {
+    fenceOnLookupMiss: options.fenceOnLookupMiss ?? false,
+    faults: options.faults ?? {},
+    exitAfterCommitMode: options.exitAfterCommitMode ?? "kill-process",
+    logger: options.logger ?? pino({ level: "silent" }),
+  });
   const server = createFixtureMcpServer(provider);
   await server.connect(new StdioServerTransport());
   let closing: Promise<void> | undefined;

@@ -11,7 +11,7 @@ export type { StartFixtureProviderOptions, FixtureProviderHandle } from "./fixtu
 export { startFixtureProviderStdio } from "./fixture-stdio-server.js";
 export type { StartFixtureProviderStdioOptions, FixtureProviderStdioHandle } from "./fixture-stdio-server.js";
 export { createFixtureMcpServer, FIXTURE_SERVER_INFO } from "./fixture-mcp-server.js";
-export { FixtureProviderService } from "./fixture-provider.service.js";
+export { FixtureProviderService, openFixtureProviderService } from "./fixture-provider.service.js";
 export type { FixtureProviderServiceOptions, ExitAfterCommitMode } from "./fixture-provider.service.js";
 export { IssueStore } from "./issue-store.repository.js";
 export type { CommitOutcome, CommitCreateIssueInput } from "./issue-store.repository.js";
