@@ -34,9 +34,11 @@ export const RegisterDriverRequestSchema = z.object({
   name: z.string().min(1).max(100),
   driverInstanceId: UlidSchema.optional(),
 });
+/** See {@link RegisterDriverRequestSchema}. */
 export type RegisterDriverRequest = z.infer<typeof RegisterDriverRequestSchema>;
 /** The token is shown this one time; the API keeps only its hash. */
 export const RegisterDriverResponseSchema = z.object({ driverInstanceId: UlidSchema, driverToken: DriverTokenSchema });
+/** See {@link RegisterDriverResponseSchema}. */
 export type RegisterDriverResponse = z.infer<typeof RegisterDriverResponseSchema>;
 
 /** Connect (or reconnect): a new `connectionId` each time; earlier connections are superseded. */
@@ -48,13 +50,16 @@ export const ConnectDriverResponseSchema = z.object({
   /** Commands without a terminal receipt that will be delivered again on this connection (DESIGN.md §3 rule 11). */
   pendingCommandCount: z.number().int().nonnegative(),
 });
+/** See {@link ConnectDriverResponseSchema}. */
 export type ConnectDriverResponse = z.infer<typeof ConnectDriverResponseSchema>;
 
 /** Any request bound to one connection. */
 export const ConnectionRequestSchema = z.object({ connectionId: UlidSchema });
+/** See {@link ConnectionRequestSchema}. */
 export type ConnectionRequest = z.infer<typeof ConnectionRequestSchema>;
 
 export const HeartbeatResponseSchema = z.object({ heartbeatTtlMs: z.number().int().positive() });
+/** See {@link HeartbeatResponseSchema}. */
 export type HeartbeatResponse = z.infer<typeof HeartbeatResponseSchema>;
 
 /** Query of the long-poll for the next command: waits up to `waitMs` (0–30 000 ms) for one. */
@@ -62,6 +67,7 @@ export const NextCommandQuerySchema = z.object({
   connectionId: UlidSchema,
   waitMs: z.coerce.number().int().min(0).max(30_000).default(0),
 });
+/** See {@link NextCommandQuerySchema}. */
 export type NextCommandQuery = z.infer<typeof NextCommandQuerySchema>;
 
 /** A command as delivered to a Driver. `redelivery` is true when an earlier connection already received it. */
@@ -74,8 +80,10 @@ export const DriverCommandEnvelopeSchema = z.object({
   redelivery: z.boolean(),
   payload: McpExecuteCommandSchema,
 });
+/** See {@link DriverCommandEnvelopeSchema}. */
 export type DriverCommandEnvelope = z.infer<typeof DriverCommandEnvelopeSchema>;
 export const NextCommandResponseSchema = z.object({ command: DriverCommandEnvelopeSchema.nullable() });
+/** See {@link NextCommandResponseSchema}. */
 export type NextCommandResponse = z.infer<typeof NextCommandResponseSchema>;
 
 /**
@@ -87,6 +95,7 @@ export const CommandUpdateRequestSchema = z.discriminatedUnion("status", [
   z.object({ connectionId: UlidSchema, status: z.literal("completed"), result: McpExecuteCommandResultSchema }),
   z.object({ connectionId: UlidSchema, status: z.literal("failed"), error: RunErrorSchema }),
 ]);
+/** See {@link CommandUpdateRequestSchema}. */
 export type CommandUpdateRequest = z.infer<typeof CommandUpdateRequestSchema>;
 
 /**
@@ -94,16 +103,19 @@ export type CommandUpdateRequest = z.infer<typeof CommandUpdateRequestSchema>;
  * already in that state; nothing changed), `rejected` (illegal from the current state; nothing changed).
  */
 export const TransitionOutcomeSchema = z.enum(["applied", "duplicate", "rejected"]);
+/** See {@link TransitionOutcomeSchema}. */
 export type TransitionOutcome = z.infer<typeof TransitionOutcomeSchema>;
 export const CommandUpdateResponseSchema = z.object({
   outcome: TransitionOutcomeSchema,
   status: CommandStatusSchema,
   reason: z.string().optional(),
 });
+/** See {@link CommandUpdateResponseSchema}. */
 export type CommandUpdateResponse = z.infer<typeof CommandUpdateResponseSchema>;
 
 /** Claim the effect of an `mcp.execute` command; answered with an `EffectClaim`. */
 export const EffectClaimRequestSchema = z.object({ connectionId: UlidSchema, commandId: UlidSchema });
+/** See {@link EffectClaimRequestSchema}. */
 export type EffectClaimRequest = z.infer<typeof EffectClaimRequestSchema>;
 
 /**
@@ -116,6 +128,7 @@ export const EffectCompleteRequestSchema = z.object({
   result: McpExecuteCommandResultSchema,
   receipt: z.record(z.string(), z.unknown()).nullable(),
 });
+/** See {@link EffectCompleteRequestSchema}. */
 export type EffectCompleteRequest = z.infer<typeof EffectCompleteRequestSchema>;
 
 /** The Driver lost track of attempt `attempt` (e.g. the MCP transport broke mid-call): fence it as `unknown`. */
@@ -124,6 +137,7 @@ export const EffectMarkUnknownRequestSchema = z.object({
   attempt: z.number().int().positive(),
   reason: z.string().min(1).max(500),
 });
+/** See {@link EffectMarkUnknownRequestSchema}. */
 export type EffectMarkUnknownRequest = z.infer<typeof EffectMarkUnknownRequestSchema>;
 
 export const EffectTransitionResponseSchema = z.object({
@@ -131,6 +145,7 @@ export const EffectTransitionResponseSchema = z.object({
   status: EffectStatusSchema,
   reason: z.string().optional(),
 });
+/** See {@link EffectTransitionResponseSchema}. */
 export type EffectTransitionResponse = z.infer<typeof EffectTransitionResponseSchema>;
 
 /** What a finalization repair changed (counts). Running it again reports zeros. */
@@ -141,4 +156,5 @@ export const FinalizationSummarySchema = z.object({
   runsFailed: z.number().int().nonnegative(),
   effectsReconciled: z.number().int().nonnegative(),
 });
+/** See {@link FinalizationSummarySchema}. */
 export type FinalizationSummary = z.infer<typeof FinalizationSummarySchema>;

@@ -17,8 +17,10 @@ export const RUN_ROUTES = {
  * A Driver instance holds at most one active run (409 `run.driver_busy`).
  */
 export const CreateRunRequestSchema = z.object({ driverInstanceId: UlidSchema, sessionId: UlidSchema.optional() });
+/** See {@link CreateRunRequestSchema}. */
 export type CreateRunRequest = z.infer<typeof CreateRunRequestSchema>;
 export const CreateRunResponseSchema = z.object({ runId: UlidSchema, sessionId: UlidSchema });
+/** See {@link CreateRunResponseSchema}. */
 export type CreateRunResponse = z.infer<typeof CreateRunResponseSchema>;
 
 /**
@@ -34,6 +36,7 @@ export const EnqueueToolCallRequestSchema = z.object({
   toolCallId: z.string().min(1).max(128).optional(),
   requestId: z.string().min(1).max(128).optional(),
 });
+/** See {@link EnqueueToolCallRequestSchema}. */
 export type EnqueueToolCallRequest = z.infer<typeof EnqueueToolCallRequestSchema>;
 export const EnqueueToolCallResponseSchema = z.object({
   commandId: UlidSchema,
@@ -41,8 +44,10 @@ export const EnqueueToolCallResponseSchema = z.object({
   idempotencyKey: UlidSchema,
   seq: z.number().int().positive(),
 });
+/** See {@link EnqueueToolCallResponseSchema}. */
 export type EnqueueToolCallResponse = z.infer<typeof EnqueueToolCallResponseSchema>;
 
 /** Query of the replayable run event stream: events with `seq > afterSeq`. */
 export const RunEventsQuerySchema = z.object({ afterSeq: z.coerce.number().int().min(0).default(0) });
+/** See {@link RunEventsQuerySchema}. */
 export type RunEventsQuery = z.infer<typeof RunEventsQuerySchema>;

@@ -65,9 +65,11 @@ export const reconciliationRepository = {
       .run();
     return res.changes > 0;
   },
+  /** Inserts one reconciliation record (a second confirmed record for an effect violates a partial unique index). */
   insertRecord(db: DbHandle, row: typeof effectReconciliations.$inferInsert): void {
     db.insert(effectReconciliations).values(row).run();
   },
+  /** The reconciliation records of an effect, oldest first. */
   listRecords(db: DbHandle, effectId: string): ReconciliationRow[] {
     return db.select().from(effectReconciliations).where(eq(effectReconciliations.effectId, effectId)).orderBy(asc(effectReconciliations.id)).all();
   },

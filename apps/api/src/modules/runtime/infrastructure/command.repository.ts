@@ -21,9 +21,11 @@ export const commandRepository = {
       .get();
     return (last?.seq ?? 0) + 1;
   },
+  /** Inserts one row (throws on a constraint violation: CHECK, unique, foreign key). */
   insert(db: DbHandle, row: typeof driverCommands.$inferInsert): void {
     db.insert(driverCommands).values(row).run();
   },
+  /** The row with this id, or undefined. */
   findById(db: DbHandle, id: string): CommandRow | undefined {
     return db.select().from(driverCommands).where(eq(driverCommands.id, id)).get();
   },
@@ -35,9 +37,11 @@ export const commandRepository = {
       .where(and(eq(driverCommands.id, id), eq(driverCommands.driverInstanceId, driverInstanceId)))
       .get();
   },
+  /** Every row of run `runId`, oldest first. */
   listByRun(db: DbHandle, runId: string): CommandRow[] {
     return db.select().from(driverCommands).where(eq(driverCommands.runId, runId)).orderBy(asc(driverCommands.seq)).all();
   },
+  /** Commands of the instance without a terminal receipt (`queued`, `delivered`, `accepted`), in `seq` order. */
   listNonTerminalOfDriver(db: DbHandle, driverInstanceId: string): CommandRow[] {
     return db
       .select()

@@ -8,9 +8,11 @@ export type DriverInstanceRow = typeof driverInstances.$inferSelect;
 
 /** Reads and compare-and-set writes of `driver_instances`. */
 export const driverInstanceRepository = {
+  /** Inserts one row (throws on a constraint violation: CHECK, unique, foreign key). */
   insert(db: DbHandle, row: typeof driverInstances.$inferInsert): void {
     db.insert(driverInstances).values(row).run();
   },
+  /** The row with this id, or undefined. */
   findById(db: DbHandle, id: string): DriverInstanceRow | undefined {
     return db.select().from(driverInstances).where(eq(driverInstances.id, id)).get();
   },
@@ -51,6 +53,7 @@ export const driverInstanceRepository = {
       )
       .all();
   },
+  /** Deletes the row; children go by ON DELETE CASCADE unless the fence trigger refuses (`effect.fence_retained`). */
   delete(db: DbHandle, id: string): void {
     db.delete(driverInstances).where(eq(driverInstances.id, id)).run();
   },

@@ -10,12 +10,15 @@ export type AttemptRow = typeof externalToolEffectAttempts.$inferSelect;
 
 /** Reads and compare-and-set writes of `external_tool_effects` and their attempts. */
 export const effectRepository = {
+  /** Inserts one row (throws on a constraint violation: CHECK, unique, foreign key). */
   insert(db: DbHandle, row: typeof externalToolEffects.$inferInsert): void {
     db.insert(externalToolEffects).values(row).run();
   },
+  /** The row with this id, or undefined. */
   findById(db: DbHandle, id: string): EffectRow | undefined {
     return db.select().from(externalToolEffects).where(eq(externalToolEffects.id, id)).get();
   },
+  /** The row only if it belongs to `driverInstanceId` (a Driver never sees another instance's rows), or undefined. */
   findOwned(db: DbHandle, id: string, driverInstanceId: string): EffectRow | undefined {
     return db
       .select()
@@ -23,12 +26,15 @@ export const effectRepository = {
       .where(and(eq(externalToolEffects.id, id), eq(externalToolEffects.driverInstanceId, driverInstanceId)))
       .get();
   },
+  /** The effect of command `commandId`, or undefined. */
   findByCommand(db: DbHandle, commandId: string): EffectRow | undefined {
     return db.select().from(externalToolEffects).where(eq(externalToolEffects.commandId, commandId)).get();
   },
+  /** Every row of run `runId`, oldest first. */
   listByRun(db: DbHandle, runId: string): EffectRow[] {
     return db.select().from(externalToolEffects).where(eq(externalToolEffects.runId, runId)).orderBy(asc(externalToolEffects.id)).all();
   },
+  /** Effects of `driverInstanceId` in one of `statuses`, oldest first. */
   listOfDriverInStatus(db: DbHandle, driverInstanceId: string, statuses: readonly EffectStatus[]): EffectRow[] {
     return db
       .select()
@@ -60,15 +66,18 @@ export const effectRepository = {
       .run();
     return res.changes > 0;
   },
+  /** Inserts one attempt row (`(effect_id, attempt)` is unique). */
   insertAttempt(db: DbHandle, row: typeof externalToolEffectAttempts.$inferInsert): void {
     db.insert(externalToolEffectAttempts).values(row).run();
   },
+  /** Updates attempt `attempt` of effect `effectId`. */
   updateAttempt(db: DbHandle, effectId: string, attempt: number, set: Partial<typeof externalToolEffectAttempts.$inferInsert>): void {
     db.update(externalToolEffectAttempts)
       .set(set)
       .where(and(eq(externalToolEffectAttempts.effectId, effectId), eq(externalToolEffectAttempts.attempt, attempt)))
       .run();
   },
+  /** The attempts of an effect, in attempt order. */
   listAttempts(db: DbHandle, effectId: string): AttemptRow[] {
     return db
       .select()

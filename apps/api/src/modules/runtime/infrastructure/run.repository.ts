@@ -12,24 +12,31 @@ export type RunEventRow = typeof runEvents.$inferSelect;
 
 /** Reads and writes of `sessions`, `session_runs` and `run_events`. */
 export const runRepository = {
+  /** Inserts a session created at `nowMs` (ms). */
   insertSession(db: DbHandle, id: string, nowMs: number): void {
     db.insert(sessions).values({ id, createdAtMs: nowMs }).run();
   },
+  /** The session with this id, or undefined. */
   findSession(db: DbHandle, id: string) {
     return db.select().from(sessions).where(eq(sessions.id, id)).get();
   },
+  /** Deletes a session; its runs and their rows go by cascade unless the fence trigger refuses. */
   deleteSession(db: DbHandle, id: string): void {
     db.delete(sessions).where(eq(sessions.id, id)).run();
   },
+  /** Inserts a run (a second active run of one Driver instance violates a unique index and throws). */
   insertRun(db: DbHandle, row: typeof sessionRuns.$inferInsert): void {
     db.insert(sessionRuns).values(row).run();
   },
+  /** The run with this id, or undefined. */
   findRun(db: DbHandle, id: string): RunRow | undefined {
     return db.select().from(sessionRuns).where(eq(sessionRuns.id, id)).get();
   },
+  /** The runs of a session. */
   listRunsOfSession(db: DbHandle, sessionId: string): RunRow[] {
     return db.select().from(sessionRuns).where(eq(sessionRuns.sessionId, sessionId)).all();
   },
+  /** The instance's active run (at most one, by a partial unique index), or undefined. */
   findActiveRunOfDriver(db: DbHandle, driverInstanceId: string): RunRow | undefined {
     return db
       .select()
@@ -46,6 +53,7 @@ export const runRepository = {
       .run();
     return res.changes > 0;
   },
+  /** Deletes a run; its commands, effects and events go by cascade unless the fence trigger refuses. */
   deleteRun(db: DbHandle, id: string): void {
     db.delete(sessionRuns).where(eq(sessionRuns.id, id)).run();
   },
@@ -73,6 +81,7 @@ export const runRepository = {
     db.insert(runEvents).values(row).run();
     return row;
   },
+  /** Events of a run with `seq > afterSeq`, in order. */
   listEvents(db: DbHandle, runId: string, afterSeq: number): RunEventRow[] {
     return db
       .select()
@@ -81,6 +90,7 @@ export const runRepository = {
       .orderBy(asc(runEvents.seq))
       .all();
   },
+  /** How many terminal events a run has (0 or 1 by the partial unique index). */
   countTerminalEvents(db: DbHandle, runId: string): number {
     const row = db
       .select({ n: sql<number>`count(*)` })
