@@ -1,12 +1,13 @@
 // Runs the type-check, then every vitest project, and prints the plain `N passed, N failed` line
 // that CI reads (TOOLCHAIN.md P10). Exits non-zero when the type-check or any test fails.
 import { spawnSync } from "node:child_process";
-import { readFileSync, mkdirSync } from "node:fs";
+import { readFileSync, mkdirSync, rmSync } from "node:fs";
 import { join } from "node:path";
 
 const bin = (name) => join(process.cwd(), "node_modules", ".bin", name);
 const report = join(process.cwd(), "node_modules", ".cache", "vitest-report.json");
 mkdirSync(join(process.cwd(), "node_modules", ".cache"), { recursive: true });
+rmSync(report, { force: true }); // never read a previous run's figures
 
 console.log("> tsc --noEmit (whole workspace)");
 const tsc = spawnSync(bin("tsc"), ["--noEmit", "-p", "tsconfig.json"], { stdio: "inherit" });

@@ -1,3 +1,4 @@
+import type { Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { serve, type ServerType } from "@hono/node-server";
 import type { Logger } from "pino";
@@ -10,11 +11,15 @@ import { createBuiltInAdapterRegistry } from "./adapters/reconciliation/builtin-
 import { resolveReconciliationSettings } from "./config/reconciliation-bindings.js";
 import type { AdapterRegistry } from "@mosoo/effect-reconciliation";
 
+/** How long (ms) `close()` lets in-flight requests finish before it closes every connection. */
+export const SHUTDOWN_GRACE_MS = 3_000;
+
 /** A running API: its base URL (`http://host:port`), the runtime, the store, and `close()`. */
 export interface RunningApi {
   url: string;
   runtime: Runtime;
   store: Store;
+  /** Stops the sweep, ends long-polls, lets in-flight requests finish (at most {@link SHUTDOWN_GRACE_MS}), closes the store. */
   close(): Promise<void>;
 }
 
@@ -56,8 +61,16 @@ export async function startApi(
     runtime,
     store,
     async close() {
+      runtime.ctx.shutdown.abort(); // long-polls answer {command: null} now
       await runtime.sweep.stop();
-      await new Promise<void>((resolve) => server.close(() => resolve()));
+      const http = server as Server;
+      const closed = new Promise<void>((resolve) => http.close(() => resolve()));
+      http.closeIdleConnections();
+      // Keep-alive Drivers reuse their sockets: after a grace period, cut whatever is still open.
+      const force = setTimeout(() => http.closeAllConnections(), SHUTDOWN_GRACE_MS);
+      force.unref();
+      await closed;
+      clearTimeout(force);
       store.close();
     },
   };

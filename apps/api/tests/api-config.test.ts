@@ -1,10 +1,13 @@
+import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { ConfigError, loadApiConfig } from "../src/config/api-config.js";
 
 describe("API config", () => {
-  it("has defaults: SQLite under ./var, loopback host", () => {
-    const c = loadApiConfig({});
-    expect(c).toMatchObject({ dbFile: "./var/mosoo.db", host: "127.0.0.1", port: 8787, heartbeatTtlMs: 15_000, logLevel: "info" });
+  it("has defaults: SQLite under ./var of the folder the command was run in, loopback host", () => {
+    const c = loadApiConfig({ INIT_CWD: "/srv/mosoo" });
+    expect(c).toMatchObject({ dbFile: "/srv/mosoo/var/mosoo.db", host: "127.0.0.1", port: 8787, heartbeatTtlMs: 15_000, logLevel: "info" });
+    expect(loadApiConfig({}).dbFile).toBe(join(process.cwd(), "var", "mosoo.db"));
+    expect(loadApiConfig({ MOSOO_DB_FILE: "/abs/x.db", INIT_CWD: "/srv/mosoo" }).dbFile).toBe("/abs/x.db");
   });
 
   it.each([

@@ -1,5 +1,7 @@
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import pino from "pino";
 import { RuntimeError } from "../src/modules/runtime/domain/runtime-errors.js";
+import { createRuntime } from "../src/modules/runtime/application/runtime.js";
 import {
   connectDriver,
   createRuntimeFixture,
@@ -269,6 +271,36 @@ describe("ledger guards", () => {
     const view = runView(call.runId);
     expect(view.effects[0]!.status).toBe("unknown");
     expect(view.commands[0]!.error).toMatchObject({ code: "external_effect.unknown", details: { effectId: call.effectId } });
+  });
+
+  it("stores the ledger's error when a Driver fails a command whose effect is already unknown", async () => {
+    const driver = connectDriver(f.runtime);
+    const call = enqueueCreateIssue(f.runtime, driver);
+    await deliverAcceptClaim(driver);
+    f.runtime.ledger.markUnknown(driver.instance, call.effectId, { connectionId: driver.connectionId, attempt: 1, reason: "transport closed" });
+    const res = f.runtime.commands.updateCommand(driver.instance, call.commandId, {
+      connectionId: driver.connectionId,
+      status: "failed",
+      error: { code: "mcp.tool_call_failed", message: "retry me", retryable: true, details: {} },
+    });
+    expect(res.outcome).toBe("applied");
+    expect(runView(call.runId).commands[0]!.error).toMatchObject({ code: "external_effect.unknown", retryable: false, details: { effectId: call.effectId, reportedError: "mcp.tool_call_failed" } });
+  });
+
+  it("does not expire heartbeats missed while the API itself was down (grace of one TTL after startup)", async () => {
+    const driver = connectDriver(f.runtime);
+    const call = enqueueCreateIssue(f.runtime, driver);
+    await deliverAcceptClaim(driver);
+    // the API restarts 60 s later: a new runtime on the same store
+    f.clock.advance(60_000);
+    const restarted = createRuntime({ db: f.store.db, logger: pino({ level: "silent" }), heartbeatTtlMs: 10_000, clock: f.clock });
+    expect((await restarted.sweep.sweepOnce()).driversFinalized).toBe(0);
+    restarted.drivers.heartbeat(restarted.drivers.authenticate(driver.token), driver.connectionId);
+    f.clock.advance(9_000);
+    expect((await restarted.sweep.sweepOnce()).driversFinalized).toBe(0);
+    f.clock.advance(11_000); // no heartbeat for a full TTL after the grace: expired
+    expect((await restarted.sweep.sweepOnce()).driversFinalized).toBe(1);
+    expect(runView(call.runId).effects[0]!.status).toBe("unknown");
   });
 
   it("never shows or changes another instance's commands and effects", async () => {

@@ -102,3 +102,47 @@ describe("HTTP surface", () => {
     expect(stale).toMatchObject({ status: 409, body: { error: { code: "driver.connection_superseded" } } });
   });
 });
+
+describe("HTTP surface: retries and edge input", () => {
+  it("makes an enqueue with a client toolCallId idempotent: a retry returns the first, other arguments conflict", async () => {
+    const d = await registerAndConnect();
+    const run = await call("POST", "/v1/runs", { driverInstanceId: d.id });
+    const body = { serverId: "tracker", toolName: "createIssue", arguments: { title: "a", body: "b" }, toolCallId: "call-1", requestId: "req-1" };
+    const first = await call("POST", `/v1/runs/${run.body.runId}/tool-calls`, body);
+    expect(first.status).toBe(201);
+    expect(first.body.replayed).toBe(false);
+    const retry = await call("POST", `/v1/runs/${run.body.runId}/tool-calls`, { ...body, arguments: { body: "b", title: "a" } });
+    expect(retry.status).toBe(200);
+    expect(retry.body).toEqual({ ...first.body, replayed: true });
+    const other = await call("POST", `/v1/runs/${run.body.runId}/tool-calls`, { ...body, arguments: { title: "other", body: "b" } });
+    expect(other).toMatchObject({ status: 409, body: { error: { code: "tool_call.conflict", details: { effectId: first.body.effectId } } } });
+    const view = await call("GET", `/v1/runs/${run.body.runId}`);
+    expect(view.body.effects).toHaveLength(1);
+    expect(view.body.commands).toHaveLength(1);
+  });
+
+  it("refuses non-finite numbers in arguments with 400 and queues nothing", async () => {
+    const d = await registerAndConnect();
+    const run = await call("POST", "/v1/runs", { driverInstanceId: d.id });
+    const res = await call("POST", `/v1/runs/${run.body.runId}/tool-calls`, '{"serverId":"t","toolName":"x","arguments":{"a":1e400}}');
+    expect(res).toMatchObject({ status: 400, body: { error: { code: "request.invalid" } } });
+    expect((await call("GET", `/v1/runs/${run.body.runId}`)).body.commands).toHaveLength(0);
+  });
+
+  it("refuses to re-register a Driver instance that was not finalized", async () => {
+    const d = await registerAndConnect();
+    const res = await call("POST", "/v1/drivers/register", { name: "evil", driverInstanceId: d.id });
+    expect(res).toMatchObject({ status: 409, body: { error: { code: "driver.not_finalized" } } });
+    // the original token still works
+    expect((await call("POST", "/v1/drivers/heartbeat", { connectionId: d.connectionId }, d.token)).status).toBe(200);
+  });
+
+  it("ends a pending long-poll at once when the API shuts down", async () => {
+    const d = await registerAndConnect();
+    const pending = call("GET", `/v1/drivers/commands/next?connectionId=${d.connectionId}&waitMs=30000`, undefined, d.token);
+    await new Promise((r) => setTimeout(r, 20));
+    f.runtime.ctx.shutdown.abort();
+    const res = await pending;
+    expect(res).toEqual({ status: 200, body: { command: null } });
+  });
+});

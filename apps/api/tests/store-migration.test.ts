@@ -1,13 +1,16 @@
-import { mkdtempSync, rmSync } from "node:fs";
+import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import Database from "better-sqlite3";
 import { newUlid } from "@mosoo/contracts";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { openStore, type Store } from "../src/platform/db/database.js";
+import { MIGRATIONS_FOLDER, openStore, type Store } from "../src/platform/db/database.js";
 import { columnsOf, createLegacyStore, dumpLegacyRows, type LegacyIds } from "./helpers/reconciliation-legacy-store.js";
 import { createReconciliationFixture, START_MS } from "./helpers/reconciliation-fixture.js";
 import { effectRow, expectReconciled, reconciliationRecords } from "./helpers/reconciliation-db.js";
+
+/** Every migration of the journal (0000 … latest) must have been applied. */
+const MIGRATION_COUNT = (JSON.parse(readFileSync(join(MIGRATIONS_FOLDER, "meta", "_journal.json"), "utf8")) as { entries: unknown[] }).entries.length;
 
 const T0 = START_MS - 3_600_000;
 let dir: string;
@@ -52,7 +55,7 @@ describe("store migration 0002 (effect reconciliation) on a #412 store", () => {
 
   it("keeps every row and attempt; a succeeded effect gets resolution provider_result; all start at version 0", () => {
     const store = upgrade();
-    expect(store.sqlite.prepare("SELECT count(*) AS n FROM __drizzle_migrations").get()).toEqual({ n: 3 });
+    expect(store.sqlite.prepare("SELECT count(*) AS n FROM __drizzle_migrations").get()).toEqual({ n: MIGRATION_COUNT });
     expect(dumpLegacyRows(store.sqlite, legacyColumns)).toEqual(before);
     expect(effectRow(store, ids.succeededEffectId)).toMatchObject({
       status: "succeeded",
@@ -115,7 +118,7 @@ describe("store migration 0002 (effect reconciliation) on a #412 store", () => {
     upgrade().close();
     opened.splice(0);
     const again = upgrade();
-    expect(again.sqlite.prepare("SELECT count(*) AS n FROM __drizzle_migrations").get()).toEqual({ n: 3 });
+    expect(again.sqlite.prepare("SELECT count(*) AS n FROM __drizzle_migrations").get()).toEqual({ n: MIGRATION_COUNT });
     expect(dumpLegacyRows(again.sqlite, legacyColumns)).toEqual(before);
     again.close();
     opened.splice(0);

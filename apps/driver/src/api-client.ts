@@ -86,11 +86,17 @@ export function isRetryableApiError(error: unknown): boolean {
 
 /**
  * True when this process has lost its connection for good and must stop: 401 (token revoked or
- * unknown) or 409 `driver.connection_superseded` (a newer connection of the same instance exists).
+ * unknown), 409 `driver.connection_superseded` (a newer connection of the same instance exists) or
+ * 409 `driver.finalized` (the API finalized the instance, e.g. after its heartbeat expired).
  */
 export function isConnectionLostError(error: unknown): boolean {
   if (!(error instanceof ApiRequestError)) return false;
-  return error.status === 401 || (error.status === 409 && error.code === "driver.connection_superseded");
+  return error.status === 401 || (error.status === 409 && (error.code === "driver.connection_superseded" || error.code === "driver.finalized"));
+}
+
+/** True for 409 `driver.finalized`: the instance in the state file was finalized and can never connect again. */
+export function isInstanceFinalizedError(error: unknown): boolean {
+  return error instanceof ApiRequestError && error.status === 409 && error.code === "driver.finalized";
 }
 
 /** Bounded exponential backoff of retried API requests (p-retry). Delays in ms. */

@@ -1,6 +1,6 @@
 import type { ConnectDriverResponse } from "@mosoo/contracts";
 import type { Logger } from "pino";
-import { isConnectionLostError, type ApiRequestError, type DriverApi } from "./api-client.js";
+import { isConnectionLostError, isInstanceFinalizedError, type ApiRequestError, type DriverApi } from "./api-client.js";
 import type { DriverState } from "./driver-config.contract.js";
 import { DriverConfigError } from "./driver-config.loader.js";
 import type { DriverStateRepository } from "./driver-state.repository.js";
@@ -89,9 +89,18 @@ export class DriverLoop {
     let state: DriverState;
     let api: DriverApi;
     try {
-      state = await this.identity();
+      state = await this.identity(false);
       api = this.options.apiFor(state.driverToken);
-      await this.connect(api);
+      try {
+        await this.connect(api);
+      } catch (error) {
+        if (!isInstanceFinalizedError(error)) throw error;
+        // The saved instance was finalized (its commands already ended by the repair): start as a new one.
+        this.log.warn({ stateFile: this.options.stateRepository.filePath }, "driver.instance_finalized_registering_new");
+        state = await this.identity(true);
+        api = this.options.apiFor(state.driverToken);
+        await this.connect(api);
+      }
     } catch (error) {
       await this.options.mcp.closeAll?.();
       if (error instanceof DriverConfigError) throw error;
@@ -113,9 +122,9 @@ export class DriverLoop {
     return { kind: "stopped", signal: this.stopSignalName ?? "stop", finalized, exitCode: 0 };
   }
 
-  private async identity(): Promise<DriverState> {
+  private async identity(forceNew: boolean): Promise<DriverState> {
     const { stateRepository, apiUrl, name } = this.options;
-    const existing = await stateRepository.load();
+    const existing = forceNew ? null : await stateRepository.load();
     if (existing) {
       if (normalizeUrl(existing.apiUrl) !== normalizeUrl(apiUrl)) {
         throw new DriverConfigError(

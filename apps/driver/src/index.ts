@@ -5,6 +5,7 @@ export {
   DEFAULT_API_RETRY,
   DriverApiClient,
   isConnectionLostError,
+  isInstanceFinalizedError,
   isRetryableApiError,
 } from "./api-client.js";
 export type { ApiRetryOptions, DriverApi, DriverApiClientOptions, DriverCommandApi } from "./api-client.js";

@@ -2,6 +2,7 @@
  * The `mosoo-driver` command line (CLI only: parse, validate, wire, run). Exit codes: 0 after a
  * graceful stop, 1 when the connection is lost or startup fails, 2 on bad input (one line on stderr).
  */
+import { resolve } from "node:path";
 import { hostname } from "node:os";
 import { Command, CommanderError, InvalidArgumentError, Option } from "commander";
 import { DEFAULT_POLL_WAIT_MS, DEFAULT_TOOL_TIMEOUT_MS, DriverOptionsSchema, LOG_LEVELS } from "./driver-config.contract.js";
@@ -70,11 +71,15 @@ async function main(): Promise<void> {
     throw error;
   }
   const raw = program.opts<Record<string, unknown>>();
+  // Relative paths mean "relative to where the user ran the command": npm/pnpm scripts run in the
+  // package folder, and record the caller's folder in INIT_CWD.
+  const base = process.env["INIT_CWD"] ?? process.cwd();
+  const fromCaller = (value: unknown) => (typeof value === "string" && value !== "" ? resolve(base, value) : value);
   const parsed = DriverOptionsSchema.safeParse({
     apiUrl: raw["apiUrl"],
     name: raw["name"],
-    stateFile: raw["stateFile"],
-    mcpConfigFile: raw["mcpConfig"],
+    stateFile: fromCaller(raw["stateFile"]),
+    mcpConfigFile: fromCaller(raw["mcpConfig"]),
     toolTimeoutMs: raw["toolTimeoutMs"],
     pollWaitMs: DEFAULT_POLL_WAIT_MS,
     logLevel: raw["logLevel"],

@@ -122,6 +122,31 @@ describe("DriverLoop", () => {
     expect(await new DriverStateRepository(stateFile).load()).not.toBeNull();
   });
 
+  it("stops with exit code 1 when the API finalized the instance mid-run (409 driver.finalized), instead of retrying forever", async () => {
+    api.heartbeatTtlMs = 60;
+    const { loop } = await driver();
+    const running = loop.run();
+    await until(() => api.requestsOf("heartbeat").length > 0);
+    api.failNext("heartbeat", error(409, "driver.finalized", "Driver instance was finalized; register again"));
+    const reason = await running;
+    expect(reason).toMatchObject({ kind: "connection_lost", status: 409, code: "driver.finalized", exitCode: 1 });
+  });
+
+  it("registers a new instance when the saved one was finalized (409 driver.finalized on connect)", async () => {
+    const seeded = api.seedInstance();
+    await new DriverStateRepository(stateFile).save({ apiUrl: api.url, ...seeded });
+    api.failNext("connect", error(409, "driver.finalized", "Driver instance was finalized; register again"));
+    const { loop, lines } = await driver();
+    const running = loop.run();
+    await until(() => api.requestsOf("nextCommand").length > 0);
+    loop.stop("SIGINT");
+    await running;
+    expect(api.requestsOf("register")).toHaveLength(1);
+    const saved = await new DriverStateRepository(stateFile).load();
+    expect(saved?.driverInstanceId).not.toBe(seeded.driverInstanceId);
+    expect(lines.some((l) => l["msg"] === "driver.instance_finalized_registering_new")).toBe(true);
+  });
+
   it("stops with exit code 1 on a 401 from the poll", async () => {
     const { loop } = await driver();
     const running = loop.run();

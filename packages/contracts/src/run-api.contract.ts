@@ -27,7 +27,11 @@ export type CreateRunResponse = z.infer<typeof CreateRunResponseSchema>;
  * Enqueue one `mcp.execute` tool call on an active run. The effect's intent (with its
  * idempotency key and request fingerprint) commits in the same transaction as the command
  * (DESIGN.md §3 rule 1); with no active run nothing is queued (409 `run.not_active`).
- * `arguments` at most 256 KiB once encoded.
+ * `arguments` at most 256 KiB once encoded, finite numbers only.
+ * `toolCallId` makes the request idempotent within the run: a retry with the same `toolCallId`
+ * and the same server, tool and arguments returns the first enqueue (`replayed: true`, nothing new
+ * is queued); with anything different it is refused (409 `tool_call.conflict`). Without it, every
+ * request is a new tool call.
  */
 export const EnqueueToolCallRequestSchema = z.object({
   serverId: ServerIdSchema,
@@ -43,6 +47,8 @@ export const EnqueueToolCallResponseSchema = z.object({
   effectId: UlidSchema,
   idempotencyKey: UlidSchema,
   seq: z.number().int().positive(),
+  /** True when this answers a retry of an already queued tool call (same run and `toolCallId`). */
+  replayed: z.boolean(),
 });
 /** See {@link EnqueueToolCallResponseSchema}. */
 export type EnqueueToolCallResponse = z.infer<typeof EnqueueToolCallResponseSchema>;

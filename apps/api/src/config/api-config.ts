@@ -1,3 +1,4 @@
+import { resolve } from "node:path";
 import { z } from "zod";
 
 /**
@@ -49,6 +50,7 @@ export class ConfigError extends Error {
 
 /**
  * Parses the configuration from `env` (usually `process.env`); empty strings count as unset.
+ * Relative file paths are resolved against `env.INIT_CWD` (the folder npm was run in) or the cwd.
  * @throws ConfigError on the first invalid variable.
  */
 export function loadApiConfig(env: Record<string, string | undefined>): ApiConfig {
@@ -60,11 +62,14 @@ export function loadApiConfig(env: Record<string, string | undefined>): ApiConfi
     throw new ConfigError(`config.invalid: ${name}: ${issue?.message ?? "invalid value"} (got ${JSON.stringify(env[name])})`);
   }
   const c = parsed.data;
+  // Relative paths are relative to where the user ran the command (npm/pnpm scripts run in the
+  // package folder and record the caller's folder in INIT_CWD).
+  const base = env["INIT_CWD"] ?? process.cwd();
   if (c.MOSOO_LOOKUP_BACKOFF_MAX_MS < c.MOSOO_LOOKUP_BACKOFF_INITIAL_MS) {
     throw new ConfigError(`config.invalid: MOSOO_LOOKUP_BACKOFF_MAX_MS: must be >= MOSOO_LOOKUP_BACKOFF_INITIAL_MS (${c.MOSOO_LOOKUP_BACKOFF_INITIAL_MS})`);
   }
   return {
-    dbFile: c.MOSOO_DB_FILE,
+    dbFile: c.MOSOO_DB_FILE === ":memory:" ? c.MOSOO_DB_FILE : resolve(base, c.MOSOO_DB_FILE),
     host: c.MOSOO_HOST,
     port: c.MOSOO_PORT,
     heartbeatTtlMs: c.MOSOO_HEARTBEAT_TTL_MS,
@@ -72,7 +77,7 @@ export function loadApiConfig(env: Record<string, string | undefined>): ApiConfi
     logLevel: c.MOSOO_LOG_LEVEL,
     reconciliation: {
       enabled: c.MOSOO_EFFECT_RECONCILIATION === "on",
-      bindingsFile: c.MOSOO_RECONCILIATION_BINDINGS_FILE,
+      bindingsFile: c.MOSOO_RECONCILIATION_BINDINGS_FILE === undefined ? undefined : resolve(base, c.MOSOO_RECONCILIATION_BINDINGS_FILE),
       lookupTimeoutMs: c.MOSOO_LOOKUP_TIMEOUT_MS,
       concurrency: c.MOSOO_RECONCILIATION_CONCURRENCY,
       backoff: { initialMs: c.MOSOO_LOOKUP_BACKOFF_INITIAL_MS, maxMs: c.MOSOO_LOOKUP_BACKOFF_MAX_MS, factor: c.MOSOO_LOOKUP_BACKOFF_FACTOR },

@@ -9,9 +9,10 @@ export function runRoutes(runtime: Runtime): Hono {
   const id = (value: string | undefined) => parseOrThrow(UlidSchema, value);
 
   app.post("/v1/runs", async (c) => c.json(runtime.runs.createRun(await readJson(c, CreateRunRequestSchema)), 201));
-  app.post("/v1/runs/:runId/tool-calls", async (c) =>
-    c.json(runtime.runs.enqueueToolCall(id(c.req.param("runId")), await readJson(c, EnqueueToolCallRequestSchema)), 201),
-  );
+  app.post("/v1/runs/:runId/tool-calls", async (c) => {
+    const res = runtime.runs.enqueueToolCall(id(c.req.param("runId")), await readJson(c, EnqueueToolCallRequestSchema));
+    return c.json(res, res.replayed ? 200 : 201);
+  });
   app.get("/v1/runs/:runId", (c) => c.json(runtime.runs.getRunView(id(c.req.param("runId")))));
   app.get("/v1/runs/:runId/events", (c) => {
     const q = parseOrThrow(RunEventsQuerySchema, c.req.query());

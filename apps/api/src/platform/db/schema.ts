@@ -118,6 +118,8 @@ export const externalToolEffects = sqliteTable(
     serverId: text("server_id").notNull(),
     toolName: text("tool_name").notNull(),
     toolCallId: text("tool_call_id").notNull(),
+    /** The `toolCallId` the client supplied (its idempotency key for the enqueue), or null when the runtime generated one. */
+    clientToolCallId: text("client_tool_call_id"),
     requestId: text("request_id").notNull(),
     argumentsJson: text("arguments_json").notNull(),
     idempotencyKey: text("idempotency_key").notNull(),
@@ -161,6 +163,9 @@ export const externalToolEffects = sqliteTable(
     index("external_tool_effects_driver_status_idx").on(t.driverInstanceId, t.status),
     index("external_tool_effects_run_idx").on(t.runId),
     index("external_tool_effects_due_lookup_idx").on(t.status, t.nextLookupAtMs),
+    // A retried enqueue of the same client tool call (same run, same client toolCallId) finds the first
+    // effect and never writes twice. NULL (a generated toolCallId, or a row older than this rule) never collides.
+    uniqueIndex("external_tool_effects_run_client_tool_call_unique").on(t.runId, t.clientToolCallId),
   ],
 );
 

@@ -1,5 +1,6 @@
 import {
   McpExecuteCommandSchema,
+  effectNotExecutedError,
   effectUnknownError,
   type CommandUpdateRequest,
   type CommandUpdateResponse,
@@ -24,17 +25,19 @@ export class CommandQueueService {
 
   /**
    * The lowest-seq command of the instance that has no terminal receipt and was not yet delivered
-   * on `connectionId`, waiting up to `waitMs` (ms) for one; `null` when none came.
+   * on `connectionId`, waiting up to `waitMs` (ms) for one; `null` when none came, when `signal`
+   * aborts, or when the API is stopping.
    * @throws RuntimeError `driver.connection_superseded`.
    */
   async nextCommand(instance: DriverInstanceRow, connectionId: string, waitMs: number, signal?: AbortSignal): Promise<DriverCommandEnvelope | null> {
     const deadline = this.ctx.clock.nowMs() + waitMs;
+    const stop = signal ? AbortSignal.any([signal, this.ctx.shutdown.signal]) : this.ctx.shutdown.signal;
     for (;;) {
       const envelope = this.tryDeliver(instance.id, connectionId);
       if (envelope) return envelope;
       const remaining = deadline - this.ctx.clock.nowMs();
-      if (remaining <= 0 || signal?.aborted) return null;
-      await this.ctx.notifier.wait(instance.id, remaining, signal);
+      if (remaining <= 0 || stop.aborted) return null;
+      await this.ctx.notifier.wait(instance.id, remaining, stop);
     }
   }
 
@@ -66,11 +69,13 @@ export class CommandQueueService {
    * once the command's effect `succeeded` (the result is stored before anything terminal, DESIGN.md
    * §3) and stores the ledger's result, not the Driver's copy. A `failed` update on an effect still
    * `executing` fences that effect as `unknown` in the same transaction, so no terminal command
-   * leaves an `executing` effect behind.
+   * leaves an `executing` effect behind; on an effect already `unknown` or `not_executed` the stored
+   * error is the ledger's (`external_effect.unknown` / `external_effect.not_executed`), whatever the Driver sent.
    * @throws RuntimeError `driver.connection_superseded`, `command.not_found` (also for another instance's command).
    */
   updateCommand(instance: DriverInstanceRow, commandId: string, req: CommandUpdateRequest): CommandUpdateResponse {
     const now = this.ctx.clock.nowMs();
+    let effectId: string | undefined;
     const res = this.ctx.db.transaction((tx): CommandUpdateResponse => {
       assertCurrentConnection(driverInstanceRepository.findById(tx, instance.id), req.connectionId);
       const cmd = commandRepository.findOwned(tx, commandId, instance.id);
@@ -78,6 +83,7 @@ export class CommandQueueService {
       const decision = decideCommandTransition(cmd.status, req.status);
       if (decision.outcome !== "applied") return { outcome: decision.outcome, status: cmd.status, ...(decision.reason ? { reason: decision.reason } : {}) };
       const effect = effectRepository.findByCommand(tx, cmd.id);
+      effectId = effect?.id;
       let resultJson: string | undefined;
       let errorJson: string | undefined;
       if (req.status === "completed") {
@@ -93,6 +99,11 @@ export class CommandQueueService {
         if (effect?.status === "executing") {
           fenceExecutingEffect(tx, effect, "command_failed_while_executing", now);
           error = effectUnknownError(effect.id, { reportedError: req.error.code });
+        } else if (effect?.status === "unknown" && error.code !== "external_effect.unknown") {
+          // the ledger, not the Driver, says what a fenced effect means: never a retryable error
+          error = effectUnknownError(effect.id, { reportedError: req.error.code });
+        } else if (effect?.status === "not_executed" && error.code !== "external_effect.not_executed") {
+          error = effectNotExecutedError(effect.id, { reportedError: req.error.code });
         }
         errorJson = JSON.stringify(error);
       }
@@ -114,7 +125,7 @@ export class CommandQueueService {
       }
       return { outcome: "applied", status: req.status };
     });
-    this.ctx.logger.info({ driverInstanceId: instance.id, commandId, requested: req.status, ...res }, "command.update");
+    this.ctx.logger.info({ driverInstanceId: instance.id, commandId, effectId, requested: req.status, ...res }, "command.update");
     return res;
   }
 }

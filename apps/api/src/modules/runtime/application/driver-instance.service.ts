@@ -25,8 +25,9 @@ export class DriverInstanceService {
 
   /**
    * Registers a new instance, or re-registers `driverInstanceId` (revoking its old token).
-   * @throws RuntimeError `driver.not_found` (unknown id), `effect.fence_retained` (re-register while
-   *   any of its effects is `executing`/`unknown`, DESIGN.md §3 rule 9).
+   * @throws RuntimeError `driver.not_found` (unknown id), `driver.not_finalized` (re-register of an
+   *   instance that was not finalized), `effect.fence_retained` (re-register while any of its effects
+   *   is `executing`/`unknown`, DESIGN.md §3 rule 9).
    */
   register(req: RegisterDriverRequest): RegisterDriverResponse {
     const now = this.ctx.clock.nowMs();
@@ -39,13 +40,18 @@ export class DriverInstanceService {
       }
       const existing = driverInstanceRepository.findById(tx, id);
       if (!existing) throw new RuntimeError("driver.not_found", `no Driver instance ${id}`);
+      // Only an instance whose finalization repair already ran may be re-registered (DESIGN.md §3
+      // rule 10): a live instance's run and commands are never handed over without that repair.
+      if (existing.status !== "finalized") {
+        throw new RuntimeError("driver.not_finalized", `Driver instance ${id} is ${existing.status}; it must be finalized before it is re-registered`);
+      }
       const fenced = effectRepository.listFenced(tx, { driverInstanceId: id });
       if (fenced.length > 0) {
         throw new RuntimeError("effect.fence_retained", `Driver instance ${id} has ${fenced.length} executing or unknown effects; resolve them before re-registering`, {
           effectIds: fenced.map((e) => e.id),
         });
       }
-      driverInstanceRepository.updateIfStatus(tx, id, ["registered", "connected", "finalizing", "finalized"], {
+      driverInstanceRepository.updateIfStatus(tx, id, ["finalized"], {
         name: req.name,
         status: "registered",
         tokenHash: hashToken(driverToken),

@@ -17,16 +17,22 @@ export interface SweepReport {
  * (or whose finalization was left half-done by a crash) goes through the same finalization repair
  * as an explicit finalize (DESIGN.md §3 rule 10), so no effect stays `executing` behind a dead Driver.
  * With reconciliation on, the pass then looks up due `still_unknown` effects again (DESIGN.md §6.3).
+ * Grace after startup: no heartbeat expires before the API has been up for one heartbeat TTL, so
+ * an API outage longer than the TTL does not finalize every healthy Driver.
  */
 export class MaintenanceSweepService {
   private timer: NodeJS.Timeout | undefined;
   private running: Promise<SweepReport> | undefined;
+  /** When this API process started (ms): heartbeats missed while the API itself was down do not count. */
+  private readonly startedAtMs: number;
 
   constructor(
     private readonly ctx: RuntimeContext,
     private readonly repair: FinalizationRepairService,
     private readonly reconciliationSweep?: ReconciliationSweep,
-  ) {}
+  ) {
+    this.startedAtMs = ctx.clock.nowMs();
+  }
 
   /** One pass. Concurrent calls share the pass in flight. Errors of one Driver are logged and do not stop the pass. */
   sweepOnce(): Promise<SweepReport> {
@@ -37,7 +43,11 @@ export class MaintenanceSweepService {
   }
 
   private async pass(): Promise<SweepReport> {
-    const cutoff = this.ctx.clock.nowMs() - this.ctx.settings.heartbeatTtlMs;
+    // A Driver cannot heartbeat an API that is down: until this process has been up for one TTL,
+    // only half-done finalizations are resumed and no heartbeat counts as expired.
+    const now = this.ctx.clock.nowMs();
+    const ttl = this.ctx.settings.heartbeatTtlMs;
+    const cutoff = now - this.startedAtMs >= ttl ? now - ttl : Number.MIN_SAFE_INTEGER;
     const report: SweepReport = { driversFinalized: 0, effectsLookedUp: 0, effectsResolved: 0 };
     for (const instance of driverInstanceRepository.listExpired(this.ctx.db, cutoff)) {
       try {

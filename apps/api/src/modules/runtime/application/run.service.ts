@@ -10,7 +10,7 @@ import {
 import { RuntimeError } from "../domain/runtime-errors.js";
 import { commandRepository } from "../infrastructure/command.repository.js";
 import { driverInstanceRepository } from "../infrastructure/driver-instance.repository.js";
-import { effectRepository } from "../infrastructure/effect.repository.js";
+import { effectRepository, type EffectRow } from "../infrastructure/effect.repository.js";
 import { runRepository } from "../infrastructure/run.repository.js";
 import type { DbHandle } from "../infrastructure/db-handle.js";
 import type { RuntimeContext } from "./runtime-context.js";
@@ -18,6 +18,27 @@ import { toRunView, type RunView } from "./run-view.js";
 
 /** Largest accepted `arguments` object, in bytes of its JSON encoding. */
 export const MAX_ARGUMENTS_BYTES = 256 * 1024;
+
+/**
+ * Answers a retried enqueue (same run and `toolCallId`) with the first one, or refuses it when the
+ * server, tool or arguments differ (Stripe-style idempotency: same key, different request = conflict).
+ * @throws RuntimeError `tool_call.conflict`.
+ */
+function replayEnqueue(
+  tx: DbHandle,
+  existing: EffectRow,
+  req: EnqueueToolCallRequest,
+  requestFingerprint: string,
+  driverInstanceId: string,
+): EnqueueToolCallResponse & { driverInstanceId: string } {
+  if (existing.serverId !== req.serverId || existing.toolName !== req.toolName || existing.requestFingerprint !== requestFingerprint) {
+    throw new RuntimeError("tool_call.conflict", `tool call ${existing.toolCallId} was already queued with another server, tool or arguments`, {
+      effectId: existing.id,
+    });
+  }
+  const cmd = commandRepository.findById(tx, existing.commandId);
+  return { commandId: existing.commandId, effectId: existing.id, idempotencyKey: existing.idempotencyKey, seq: cmd?.seq ?? 0, replayed: true, driverInstanceId };
+}
 
 /** Refuses a delete while any of `effects` holds a fence. @throws RuntimeError `effect.fence_retained`. */
 function refuseIfFenced(db: DbHandle, by: Parameters<typeof effectRepository.listFenced>[1], what: string): void {
@@ -68,21 +89,33 @@ export class RunService {
   /**
    * Enqueues one `mcp.execute` on an active run: the command row and the effect's intent (with
    * its idempotency key and request fingerprint) commit together or not at all.
-   * @throws RuntimeError `run.not_found`, `run.not_active` (nothing queued), `request.invalid` (arguments over {@link MAX_ARGUMENTS_BYTES}).
+   * A retry with the same `toolCallId` returns the first enqueue (`replayed: true`) or is refused.
+   * @throws RuntimeError `run.not_found`, `run.not_active` (nothing queued), `request.invalid` (arguments
+   *   over {@link MAX_ARGUMENTS_BYTES} or not canonicalizable, e.g. a non-finite number), `tool_call.conflict`.
    */
   enqueueToolCall(runId: string, req: EnqueueToolCallRequest): EnqueueToolCallResponse {
     const argumentsJson = JSON.stringify(req.arguments);
     if (Buffer.byteLength(argumentsJson) > MAX_ARGUMENTS_BYTES) {
       throw new RuntimeError("request.invalid", `arguments exceed ${MAX_ARGUMENTS_BYTES} bytes`);
     }
+    let requestFingerprint: string;
+    try {
+      requestFingerprint = fingerprintArguments(req.arguments);
+    } catch (err) {
+      // RFC 8785 has no form for non-finite numbers (1e400 parses as Infinity): refuse, never store a lossy copy.
+      throw new RuntimeError("request.invalid", `arguments must be plain JSON with finite numbers (${err instanceof Error ? err.message : String(err)})`);
+    }
     const now = this.ctx.clock.nowMs();
     const commandId = newUlid(now);
     const effectId = newUlid(now);
     const idempotencyKey = newUlid(now);
-    const requestFingerprint = fingerprintArguments(req.arguments);
-    const { seq, driverInstanceId } = this.ctx.db.transaction((tx) => {
+    const res = this.ctx.db.transaction((tx): EnqueueToolCallResponse & { driverInstanceId: string } => {
       const run = runRepository.findRun(tx, runId);
       if (!run) throw new RuntimeError("run.not_found", `no run ${runId}`);
+      if (req.toolCallId) {
+        const existing = effectRepository.findByClientToolCall(tx, runId, req.toolCallId);
+        if (existing) return replayEnqueue(tx, existing, req, requestFingerprint, run.driverInstanceId);
+      }
       if (run.status !== "active") throw new RuntimeError("run.not_active", `run ${runId} is ${run.status}; no tool call was queued`, { runStatus: run.status });
       const payload: McpExecuteCommand = {
         commandId,
@@ -92,12 +125,12 @@ export class RunService {
         toolName: req.toolName,
         argumentsJson,
       };
-      const nextSeq = commandRepository.nextSeq(tx, run.driverInstanceId);
+      const seq = commandRepository.nextSeq(tx, run.driverInstanceId);
       commandRepository.insert(tx, {
         id: commandId,
         driverInstanceId: run.driverInstanceId,
         runId,
-        seq: nextSeq,
+        seq,
         type: "mcp.execute",
         status: "queued",
         payloadJson: JSON.stringify(payload),
@@ -112,6 +145,7 @@ export class RunService {
         serverId: payload.serverId,
         toolName: payload.toolName,
         toolCallId: payload.toolCallId,
+        clientToolCallId: req.toolCallId ?? null,
         requestId: payload.requestId,
         argumentsJson,
         idempotencyKey,
@@ -121,11 +155,12 @@ export class RunService {
         updatedAtMs: now,
       });
       runRepository.appendEvent(tx, runId, "tool_call.queued", { commandId, effectId, serverId: req.serverId, toolName: req.toolName }, now);
-      return { seq: nextSeq, driverInstanceId: run.driverInstanceId };
+      return { commandId, effectId, idempotencyKey, seq, replayed: false, driverInstanceId: run.driverInstanceId };
     });
-    this.ctx.logger.info({ runId, commandId, effectId, driverInstanceId, idempotencyKey, seq }, "effect.intent_recorded");
-    this.ctx.notifier.notify(driverInstanceId);
-    return { commandId, effectId, idempotencyKey, seq };
+    const { driverInstanceId, ...answer } = res;
+    this.ctx.logger.info({ runId, commandId: answer.commandId, effectId: answer.effectId, driverInstanceId, idempotencyKey: answer.idempotencyKey, seq: answer.seq, replayed: answer.replayed }, answer.replayed ? "effect.intent_replayed" : "effect.intent_recorded");
+    if (!answer.replayed) this.ctx.notifier.notify(driverInstanceId);
+    return answer;
   }
 
   /** The run with its commands, effects (with attempts) and events. @throws RuntimeError `run.not_found`. */

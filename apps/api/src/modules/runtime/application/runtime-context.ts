@@ -5,9 +5,11 @@ import type { CommandNotifier } from "../infrastructure/command-notifier.js";
 
 /**
  * What every runtime service shares: the store, the clock, the logger, the long-poll notifier
- * and the runtime settings (`heartbeatTtlMs`: a Driver whose last heartbeat is older is finalized by the sweep).
+ * the runtime settings (`heartbeatTtlMs`: a Driver whose last heartbeat is older is finalized by the
+ * sweep), and `shutdown`, aborted when the API stops (long-polls then answer at once).
  */
 export interface RuntimeContext {
+  shutdown: AbortController;
   db: Db;
   clock: Clock;
   logger: Logger;

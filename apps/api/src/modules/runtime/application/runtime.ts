@@ -48,6 +48,7 @@ export function createRuntime(opts: CreateRuntimeOptions): Runtime {
     clock: opts.clock ?? systemClock,
     logger: opts.logger,
     notifier: new CommandNotifier(),
+    shutdown: new AbortController(),
     settings: { heartbeatTtlMs: opts.heartbeatTtlMs },
   };
   const settings = opts.reconciliation ?? RECONCILIATION_OFF;

@@ -15,6 +15,7 @@ export const RUNTIME_ERROR_STATUS = {
   "run.driver_busy": 409,
   "session.not_found": 404,
   "command.not_found": 404,
+  "tool_call.conflict": 409,
   "command.terminal": 409,
   "effect.not_found": 404,
   "effect.not_settled": 409,

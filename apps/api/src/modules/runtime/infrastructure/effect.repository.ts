@@ -26,6 +26,14 @@ export const effectRepository = {
       .where(and(eq(externalToolEffects.id, id), eq(externalToolEffects.driverInstanceId, driverInstanceId)))
       .get();
   },
+  /** The effect enqueued with the client's `toolCallId` in run `runId` (unique), or undefined. */
+  findByClientToolCall(db: DbHandle, runId: string, toolCallId: string): EffectRow | undefined {
+    return db
+      .select()
+      .from(externalToolEffects)
+      .where(and(eq(externalToolEffects.runId, runId), eq(externalToolEffects.clientToolCallId, toolCallId)))
+      .get();
+  },
   /** The effect of command `commandId`, or undefined. */
   findByCommand(db: DbHandle, commandId: string): EffectRow | undefined {
     return db.select().from(externalToolEffects).where(eq(externalToolEffects.commandId, commandId)).get();

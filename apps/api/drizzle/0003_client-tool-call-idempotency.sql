@@ -1,0 +1,2 @@
+ALTER TABLE `external_tool_effects` ADD `client_tool_call_id` text;--> statement-breakpoint
+CREATE UNIQUE INDEX `external_tool_effects_run_client_tool_call_unique` ON `external_tool_effects` (`run_id`,`client_tool_call_id`);
