@@ -80,6 +80,8 @@ export function settleCommandFromEffect(tx: DbHandle, effect: EffectRow, nowMs: 
  * `finalizing` until the last step commits, and the sweep resumes such instances.
  */
 export class FinalizationRepairService {
+  private readonly inFlight = new Map<string, Promise<FinalizationSummary>>();
+
   constructor(
     private readonly ctx: RuntimeContext,
     private readonly reconciler?: EffectReconciler,
@@ -92,6 +94,19 @@ export class FinalizationRepairService {
    * @throws RuntimeError `driver.not_found`.
    */
   async finalize(driverInstanceId: string, trigger: FinalizationTrigger): Promise<FinalizationSummary> {
+    // Single flight per instance: a Driver's own finalize and the sweep must not repair it twice at
+    // once (the second would settle commands from effects the first is still reconciling).
+    const running = this.inFlight.get(driverInstanceId);
+    if (running) {
+      await running.catch(() => undefined);
+      return emptyFinalizationSummary();
+    }
+    const run = this.repairOnce(driverInstanceId, trigger).finally(() => this.inFlight.delete(driverInstanceId));
+    this.inFlight.set(driverInstanceId, run);
+    return run;
+  }
+
+  private async repairOnce(driverInstanceId: string, trigger: FinalizationTrigger): Promise<FinalizationSummary> {
     const summary = emptyFinalizationSummary();
     const deferred = this.fenceAndSettle(driverInstanceId, summary);
     if (deferred === null) return summary;
@@ -157,7 +172,9 @@ export class FinalizationRepairService {
           const result = await reconciler.reconcile(effectId, "finalization", settle);
           if (result.kind === "confirmed_succeeded" || result.kind === "confirmed_not_executed") summary.effectsReconciled += 1;
           if (result.kind === "ineligible" || result.kind === "superseded") {
-            // Someone else settled or holds the effect: end the command from whatever the effect is now.
+            // Another reconciler holds or settled the effect: wait for its lease to end (its outcome
+            // commits first), then end the command from whatever the effect is now.
+            await this.waitForLeaseRelease(effectId);
             this.ctx.db.transaction((tx) => {
               const effect = effectRepository.findById(tx, effectId);
               if (effect) settle(tx, effect);
@@ -168,9 +185,29 @@ export class FinalizationRepairService {
     );
   }
 
+  /** Waits (polling every 25 ms, at most `maxWaitMs`) until no live lease is held on the effect. */
+  private async waitForLeaseRelease(effectId: string, maxWaitMs = 30_000): Promise<void> {
+    const deadline = Date.now() + maxWaitMs;
+    for (;;) {
+      const effect = effectRepository.findById(this.ctx.db, effectId);
+      const held = effect?.leaseOwner != null && (effect.leaseExpiresAtMs ?? 0) > this.ctx.clock.nowMs();
+      if (!held || Date.now() > deadline) return;
+      await new Promise((resolve) => setTimeout(resolve, 25));
+    }
+  }
+
   private failActiveRunAndClose(driverInstanceId: string, summary: FinalizationSummary): void {
     const now = this.ctx.clock.nowMs();
     this.ctx.db.transaction((tx) => {
+      // Commands queued while the repair ran (the run was still active) end here, before the run does.
+      for (const cmd of commandRepository.listNonTerminalOfDriver(tx, driverInstanceId)) {
+        const eff = effectRepository.findByCommand(tx, cmd.id);
+        const settled = eff && eff.status !== "intent" ? settleCommandFromEffect(tx, eff, now) : failCommand(tx, cmd, commandDriverTerminalError(eff ? { effectId: eff.id, effectStatus: eff.status } : {}), now, eff?.id ?? null);
+        if (settled) {
+          if (eff?.status === "succeeded") summary.commandsCompleted += 1;
+          else summary.commandsFailed += 1;
+        }
+      }
       const run = runRepository.findActiveRunOfDriver(tx, driverInstanceId);
       if (run) {
         const error = turnInterruptedError({ driverInstanceId });

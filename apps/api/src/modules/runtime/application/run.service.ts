@@ -117,6 +117,11 @@ export class RunService {
         if (existing) return replayEnqueue(tx, existing, req, requestFingerprint, run.driverInstanceId);
       }
       if (run.status !== "active") throw new RuntimeError("run.not_active", `run ${runId} is ${run.status}; no tool call was queued`, { runStatus: run.status });
+      const driver = driverInstanceRepository.findById(tx, run.driverInstanceId);
+      if (driver?.status === "finalizing" || driver?.status === "finalized") {
+        // the run's Driver is being repaired: the run is about to fail, queue nothing for it
+        throw new RuntimeError("run.not_active", `run ${runId} is ending: its Driver instance is ${driver.status}; no tool call was queued`, { driverStatus: driver.status });
+      }
       const payload: McpExecuteCommand = {
         commandId,
         requestId: req.requestId ?? newUlid(now),
