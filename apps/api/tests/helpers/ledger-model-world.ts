@@ -1,0 +1,609 @@
+/**
+ * The system under test of `ledger-model.property.test.ts`: a real runtime (reconciliation ON) on an
+ * in-memory SQLite store, the provider double bound as server `tracker` (tool `createIssue`), a second
+ * provider double for writes no adapter may look up, one manual clock for everything, and a model
+ * Driver. Test-only TEMP triggers log every status change of effects and commands, so each single
+ * transition (also the intermediate ones inside one service call) is checked, not only end states.
+ */
+import pino from "pino";
+import { type EffectClaim, type McpToolResult } from "@mosoo/contracts";
+import type { LookupRequest, ReconciliationAdapter } from "@mosoo/effect-reconciliation";
+import {
+  createManualClock,
+  createProviderDouble,
+  createProviderDoubleAdapter,
+  type AdapterFault,
+  type ManualClock,
+  type ProviderDouble,
+  type ProviderWriteResult,
+} from "@mosoo/effect-reconciliation/testing";
+import { openStore, type Store } from "../../src/platform/db/database.js";
+import { createRuntime, type Runtime } from "../../src/modules/runtime/application/runtime.js";
+import type { ReconciliationSettings } from "../../src/modules/reconciliation/application/reconciliation-settings.js";
+import type { DriverInstanceRow } from "../../src/modules/runtime/infrastructure/driver-instance.repository.js";
+
+export const BOUND_SERVER = "tracker";
+export const WRITE_TOOL = "createIssue";
+export const START_MS = Date.UTC(2026, 10, 29, 12, 0, 0);
+/** Real-time bound of one lookup (ms): a hanging adapter costs this much wall time. */
+export const LOOKUP_TIMEOUT_MS = 50;
+export const LEASE_MS = 30_000;
+export const HEARTBEAT_TTL_MS = 60_000;
+export const MAX_LOOKUPS = 8;
+
+/**
+ * The provider's capability profile (research/reliability.md "P2": an authoritative lookup by key).
+ * - `lookup_fences_key`: a "not found" lookup fences the key. Lookup lag is NOT honest here (a
+ *   lagging read would fence a committed key and lie), so it is never switched on.
+ * - `max_in_flight`: a request can commit and become visible (read lag included) for at most
+ *   `maxInFlightMs` after it was sent. The model Driver keeps the send honest with the declaration:
+ *   (send time - claim time) + network delay + lookup lag <= maxInFlightMs.
+ */
+export type Profile =
+  | { fencing: "lookup_fences_key" }
+  | { fencing: "max_in_flight"; maxInFlightMs: number; lagMs: number; maxDelayMs: number };
+
+/** Adapter faults that still answer honestly (the double's knobs), versus lying/broken adapters. */
+export type FaultSetting = { adapterFault: AdapterFault; lag: boolean; slow: boolean };
+
+/** One tool call the model enqueued. */
+export interface CallRec {
+  idx: number;
+  runId: string;
+  commandId: string;
+  effectId: string;
+  key: string;
+  driverInstanceId: string;
+  serverId: string;
+  toolName: string;
+  requestId: string;
+  args: Record<string, unknown>;
+  /** `tracker`/`createIssue`: the adapter may look it up. */
+  bound: boolean;
+}
+
+/** What happened to one provider send of the model Driver. */
+export type SendState =
+  | { kind: "not_sent" }
+  | { kind: "abandoned" }
+  | { kind: "pending" }
+  | { kind: "answered"; write: ProviderWriteResult }
+  | { kind: "lost" };
+
+/** One claim answer the model Driver received. */
+export interface ClaimRec {
+  idx: number;
+  callIdx: number;
+  instance: DriverInstanceRow;
+  connectionId: string;
+  claim: EffectClaim;
+  atMs: number;
+  send: SendState;
+  /** The effect completion the Driver got `applied` for this claim. */
+  completedResult: McpToolResult | null;
+}
+
+/** A Driver process: its registration, its current connection and what it received on it. */
+export interface DriverRec {
+  instance: DriverInstanceRow;
+  token: string;
+  connectionId: string;
+  /** commandIds delivered on `connectionId`, in order. */
+  inbox: string[];
+}
+
+/**
+ * The model: what the test Driver did and saw, what the provider said it committed per key, and
+ * what the ledger said (last observed status/version per effect).
+ */
+export interface Model {
+  calls: CallRec[];
+  claims: ClaimRec[];
+  /** Provider sends the model Driver performed, per idempotency key. */
+  sends: Map<string, number>;
+  /** `execute` claims handed out, per effect. */
+  executeClaims: Map<string, number>;
+  /** operationId the provider answered `committed` with, per key (when the answer was not lost). */
+  committed: Map<string, string>;
+  /** Last observed ledger state per effect. */
+  ledger: Map<string, { status: string; version: number }>;
+  /** Confirmed reconciliation records already seen (ids). */
+  seenConfirmed: Set<string>;
+  /** Records of any outcome already seen (ids). */
+  seenRecords: Set<string>;
+  /** not_executed effects whose late commit was already tried. */
+  probed: Set<string>;
+  fault: FaultSetting;
+}
+
+export function newModel(): Model {
+  return {
+    calls: [],
+    claims: [],
+    sends: new Map(),
+    executeClaims: new Map(),
+    committed: new Map(),
+    ledger: new Map(),
+    seenConfirmed: new Set(),
+    seenRecords: new Set(),
+    probed: new Set(),
+    fault: { adapterFault: "none", lag: false, slow: false },
+  };
+}
+
+/** Aggregated figures over all runs (printed by the test). */
+export const figures = {
+  runs: 0,
+  commands: new Map<string, number>(),
+  runtimeErrors: new Map<string, number>(),
+  effects: new Map<string, number>(),
+  records: new Map<string, number>(),
+  claims: new Map<string, number>(),
+  providerWrites: 0,
+  lateCommitProbes: 0,
+  raceOps: 0,
+  transitionsChecked: 0,
+};
+export function bump(map: Map<string, number>, key: string, by = 1): void {
+  map.set(key, (map.get(key) ?? 0) + by);
+}
+
+export interface World {
+  profile: Profile;
+  store: Store;
+  runtime: Runtime;
+  clock: ManualClock;
+  double: ProviderDouble;
+  /** Provider of writes on unbound servers / undeclared tools: nothing may ever look them up. */
+  unboundProvider: ProviderDouble;
+  settings: ReconciliationSettings;
+  lookups: Array<{ request: LookupRequest; effectStatus: string | undefined; leaseOwner: string | null | undefined }>;
+  /** When set (race commands), every adapter lookup first waits for this gate (a scheduler task). */
+  gate: ((label: string) => Promise<void>) | null;
+  driver: DriverRec | null;
+  runId: string | null;
+  /** Problems found inside callbacks (adapter wrapper, provider settlements); thrown by the next check. */
+  violations: string[];
+  /** Human-readable trace of the run (printed with a violation). */
+  trace: string[];
+  auditCursor: { effects: number; commands: number };
+  checks: CheckOptions;
+  close(): void;
+}
+
+/**
+ * Checks that can be switched off while a known src bug is pinned by a regression test (so the
+ * exploring property keeps guarding everything else). Switch them back on once the bug is fixed.
+ */
+export interface CheckOptions {
+  /** DESIGN §3 rule 6 / §6.2: a finalization confirmation commits with the command's matching terminal state. */
+  finalizationSettlesCommand: boolean;
+}
+
+export function createWorld(profile: Profile, checks: CheckOptions = { finalizationSettlesCommand: true }): World {
+  const clock = createManualClock(START_MS);
+  const keyFencing = profile.fencing === "lookup_fences_key" ? ({ kind: "lookup_fences_key" } as const) : ({ kind: "max_in_flight", maxInFlightMs: profile.maxInFlightMs } as const);
+  const double = createProviderDouble({ clock, toolName: WRITE_TOOL, keyFencing });
+  const unboundProvider = createProviderDouble({ clock, toolName: "sendEmail" });
+  const inner = createProviderDoubleAdapter(double);
+  const store = openStore(":memory:");
+  const world = {} as World;
+  const adapter: ReconciliationAdapter = {
+    declaration: inner.declaration,
+    lookup(request, context) {
+      const row = store.sqlite.prepare("SELECT status, lease_owner FROM external_tool_effects WHERE id = ?").get(request.effectId) as
+        | { status: string; lease_owner: string | null }
+        | undefined;
+      world.lookups.push({ request, effectStatus: row?.status, leaseOwner: row?.lease_owner });
+      // Rule 4 and the lease: a lookup happens only for an `unknown` effect whose lease is held.
+      if (row?.status !== "unknown" || row.lease_owner === null) {
+        world.violations.push(`lookup of effect ${request.effectId} while it is ${row?.status ?? "missing"} (lease ${row?.lease_owner ?? "none"})`);
+      }
+      const gate = world.gate;
+      if (!gate) return inner.lookup(request, context);
+      return gate(`lookup ${request.effectId.slice(-6)}`).then(() => inner.lookup(request, context));
+    },
+  };
+  const settings: ReconciliationSettings = {
+    enabled: true,
+    bindings: new Map([[BOUND_SERVER, adapter]]),
+    lookupTimeoutMs: LOOKUP_TIMEOUT_MS,
+    leaseMs: LEASE_MS,
+    concurrency: 4,
+    backoff: { initialMs: 1_000, maxMs: 8_000, factor: 2 },
+    maxLookups: MAX_LOOKUPS,
+  };
+  const runtime = createRuntime({
+    db: store.db,
+    logger: pino({ level: "silent" }),
+    heartbeatTtlMs: HEARTBEAT_TTL_MS,
+    clock: { nowMs: () => clock.now() },
+    reconciliation: settings,
+  });
+  // The audit triggers stamp each row change with the manual clock (test-only SQL function).
+  store.sqlite.function("ledger_model_now", { deterministic: false }, () => clock.now());
+  installAudit(store);
+  Object.assign(world, {
+    profile,
+    store,
+    runtime,
+    clock,
+    double,
+    unboundProvider,
+    settings,
+    lookups: [],
+    gate: null,
+    driver: null,
+    runId: null,
+    violations: [],
+    trace: [],
+    auditCursor: { effects: 0, commands: 0 },
+    checks,
+    close: () => store.close(),
+  } satisfies Omit<World, never>);
+  return world;
+}
+
+/** TEMP (connection-local, test-only) audit of every effect and command row change. */
+function installAudit(store: Store): void {
+  store.sqlite.exec(`
+    CREATE TEMP TABLE audit_effect (
+      seq INTEGER PRIMARY KEY AUTOINCREMENT, id TEXT, op TEXT,
+      old_status TEXT, new_status TEXT, old_version INTEGER, new_version INTEGER,
+      old_resolution TEXT, new_resolution TEXT, old_result TEXT, new_result TEXT,
+      old_rreceipt TEXT, new_rreceipt TEXT, old_preceipt TEXT, new_preceipt TEXT,
+      old_attempts INTEGER, new_attempts INTEGER,
+      old_lease_owner TEXT, new_lease_owner TEXT, old_lease_exp INTEGER, new_lease_exp INTEGER, at_ms INTEGER);
+    CREATE TEMP TRIGGER audit_effect_insert AFTER INSERT ON main.external_tool_effects BEGIN
+      INSERT INTO audit_effect (id, op, new_status, new_version, new_resolution, new_result, new_rreceipt, new_preceipt, new_attempts)
+      VALUES (NEW.id, 'insert', NEW.status, NEW.version, NEW.resolution, NEW.result_json, NEW.reconciliation_receipt_json, NEW.provider_receipt_json, NEW.attempt_count);
+    END;
+    CREATE TEMP TRIGGER audit_effect_update AFTER UPDATE ON main.external_tool_effects BEGIN
+      INSERT INTO audit_effect (id, op, old_status, new_status, old_version, new_version, old_resolution, new_resolution,
+        old_result, new_result, old_rreceipt, new_rreceipt, old_preceipt, new_preceipt, old_attempts, new_attempts,
+        old_lease_owner, new_lease_owner, old_lease_exp, new_lease_exp, at_ms)
+      VALUES (NEW.id, 'update', OLD.status, NEW.status, OLD.version, NEW.version, OLD.resolution, NEW.resolution,
+        OLD.result_json, NEW.result_json, OLD.reconciliation_receipt_json, NEW.reconciliation_receipt_json,
+        OLD.provider_receipt_json, NEW.provider_receipt_json, OLD.attempt_count, NEW.attempt_count,
+        OLD.lease_owner, NEW.lease_owner, OLD.lease_expires_at_ms, NEW.lease_expires_at_ms, ledger_model_now());
+    END;
+    CREATE TEMP TRIGGER audit_effect_delete AFTER DELETE ON main.external_tool_effects BEGIN
+      INSERT INTO audit_effect (id, op, old_status) VALUES (OLD.id, 'delete', OLD.status);
+    END;
+    CREATE TEMP TABLE audit_command (
+      seq INTEGER PRIMARY KEY AUTOINCREMENT, id TEXT, op TEXT, old_status TEXT, new_status TEXT,
+      old_result TEXT, new_result TEXT, old_error TEXT, new_error TEXT, old_terminal INTEGER, new_terminal INTEGER);
+    CREATE TEMP TRIGGER audit_command_insert AFTER INSERT ON main.driver_commands BEGIN
+      INSERT INTO audit_command (id, op, new_status) VALUES (NEW.id, 'insert', NEW.status);
+    END;
+    CREATE TEMP TRIGGER audit_command_update AFTER UPDATE ON main.driver_commands BEGIN
+      INSERT INTO audit_command (id, op, old_status, new_status, old_result, new_result, old_error, new_error, old_terminal, new_terminal)
+      VALUES (NEW.id, 'update', OLD.status, NEW.status, OLD.result_json, NEW.result_json, OLD.error_json, NEW.error_json, OLD.terminal_at_ms, NEW.terminal_at_ms);
+    END;
+  `);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Row readers (raw SQL on the store: the test never trusts the services' own views)
+
+export interface EffectDb {
+  id: string;
+  command_id: string;
+  run_id: string;
+  driver_instance_id: string;
+  server_id: string;
+  tool_name: string;
+  request_id: string;
+  idempotency_key: string;
+  status: string;
+  resolution: string | null;
+  version: number;
+  attempt_count: number;
+  result_json: string | null;
+  provider_receipt_json: string | null;
+  reconciliation_receipt_json: string | null;
+  lease_owner: string | null;
+  lookup_count: number;
+  next_lookup_at_ms: number | null;
+  operator_attention: string | null;
+  first_dispatched_at_ms: number | null;
+  last_dispatched_at_ms: number | null;
+}
+export interface CommandDb {
+  id: string;
+  driver_instance_id: string;
+  run_id: string;
+  status: string;
+  result_json: string | null;
+  error_json: string | null;
+}
+export interface RecordDb {
+  id: string;
+  effect_id: string;
+  trigger: string;
+  outcome: string;
+  reason_code: string | null;
+  receipt_json: string | null;
+  result_json: string | null;
+}
+
+export const effects = (w: World) => w.store.sqlite.prepare("SELECT * FROM external_tool_effects ORDER BY id").all() as EffectDb[];
+export const effectById = (w: World, id: string) => w.store.sqlite.prepare("SELECT * FROM external_tool_effects WHERE id = ?").get(id) as EffectDb | undefined;
+export const commands = (w: World) => w.store.sqlite.prepare("SELECT * FROM driver_commands ORDER BY id").all() as CommandDb[];
+export const commandById = (w: World, id: string) => w.store.sqlite.prepare("SELECT * FROM driver_commands WHERE id = ?").get(id) as CommandDb | undefined;
+export const records = (w: World) => w.store.sqlite.prepare("SELECT * FROM effect_reconciliations ORDER BY id").all() as RecordDb[];
+export const runStatus = (w: World, runId: string) =>
+  (w.store.sqlite.prepare("SELECT status FROM session_runs WHERE id = ?").get(runId) as { status: string } | undefined)?.status;
+export const driverStatus = (w: World, id: string) =>
+  (w.store.sqlite.prepare("SELECT status FROM driver_instances WHERE id = ?").get(id) as { status: string } | undefined)?.status;
+
+// ---------------------------------------------------------------------------------------------
+// Invariants
+
+const TERMINAL_COMMAND = new Set(["completed", "failed", "expired", "cancelled"]);
+const SETTLED_EFFECT = new Set(["succeeded", "not_executed"]);
+/** DESIGN.md §3: the only single-step status changes of an effect. */
+const EFFECT_STEPS: Record<string, readonly string[]> = {
+  intent: ["executing"],
+  executing: ["succeeded", "unknown"],
+  unknown: ["succeeded", "not_executed"],
+  succeeded: [],
+  not_executed: [],
+};
+/** The command lifecycle (command-lifecycle.machine.ts); redelivery keeps the status. */
+const COMMAND_STEPS: Record<string, readonly string[]> = {
+  queued: ["delivered", "accepted", "failed", "cancelled", "expired"],
+  delivered: ["accepted", "completed", "failed", "cancelled", "expired"],
+  accepted: ["completed", "failed", "cancelled", "expired"],
+};
+/** DESIGN.md §5: what a lying/broken adapter must be turned into (reason codes of `still_unknown`). */
+const FAULT_REASONS: Partial<Record<AdapterFault, readonly string[]>> = {
+  throws: ["adapter_error"],
+  rejects: ["adapter_error"],
+  hangs_ignoring_signal: ["lookup_timeout"],
+  garbage: ["invalid_adapter_output"],
+  oversized_receipt: ["invalid_adapter_output"],
+  wrong_key: ["answer_mismatch"],
+  conflicting_fingerprint: ["key_conflict"],
+};
+
+export class InvariantViolation extends Error {
+  override readonly name = "InvariantViolation";
+}
+
+function fail(w: World, where: string, message: string): never {
+  const tail = w.trace.slice(-25).join("\n    ");
+  throw new InvariantViolation(`[${where}] ${message}\n  trace (last 25):\n    ${tail}`);
+}
+
+/** The provider result as the run must see it: what the double recorded for `key`, converted. */
+function expectedResultOf(w: World, e: EffectDb) {
+  const record = w.double.record(e.idempotency_key);
+  if (!record) return undefined;
+  return { record, outputText: `created ${record.operationId}` };
+}
+
+/**
+ * Checks every invariant on the store, the audit log, the doubles and the model. Call after every
+ * command (and during quiescence). Records created while `m.fault` is a lying/broken adapter must
+ * never confirm (I7) and must carry the §5 reason code for that fault.
+ */
+export async function checkInvariants(w: World, m: Model, where: string): Promise<void> {
+  if (w.violations.length > 0) fail(w, where, w.violations.join("; "));
+  checkAudit(w, where);
+  const effs = effects(w);
+  const cmds = new Map(commands(w).map((c) => [c.id, c]));
+  const recs = records(w);
+  const recsByEffect = new Map<string, RecordDb[]>();
+  for (const r of recs) recsByEffect.set(r.effect_id, [...(recsByEffect.get(r.effect_id) ?? []), r]);
+  const callsByEffect = new Map(m.calls.map((c) => [c.effectId, c]));
+  const dishonest = m.fault.adapterFault !== "none";
+
+  // I7: a new record created under a lying adapter never confirms, and carries the §5 reason code.
+  for (const r of recs) {
+    if (m.seenRecords.has(r.id)) continue;
+    m.seenRecords.add(r.id);
+    const expected = FAULT_REASONS[m.fault.adapterFault];
+    if (r.outcome === "confirmed_succeeded" || r.outcome === "confirmed_not_executed") {
+      if (dishonest) fail(w, where, `record ${r.id} of effect ${r.effect_id} is ${r.outcome} while the adapter fault is ${m.fault.adapterFault} (I7)`);
+    } else if (r.outcome === "still_unknown" && expected && !expected.includes(r.reason_code ?? "") && !(m.fault.slow && r.reason_code === "lookup_timeout")) {
+      fail(w, where, `record ${r.id}: fault ${m.fault.adapterFault} gave still_unknown/${r.reason_code}, expected ${expected.join("|")} (DESIGN §5)`);
+    }
+  }
+
+  for (const e of effs) {
+    const call = callsByEffect.get(e.id);
+    if (!call) fail(w, where, `effect ${e.id} was never enqueued by the model`);
+    const provider = call.bound ? w.double : w.unboundProvider;
+    const writes = provider.writeCount(e.idempotency_key);
+    const sends = m.sends.get(e.idempotency_key) ?? 0;
+    const execClaims = m.executeClaims.get(e.id) ?? 0;
+    const attempts = (w.store.sqlite.prepare("SELECT count(*) AS n FROM external_tool_effect_attempts WHERE effect_id = ?").get(e.id) as { n: number }).n;
+    const cmd = cmds.get(e.command_id);
+    if (!cmd) fail(w, where, `effect ${e.id} has no command`);
+    const effRecs = recsByEffect.get(e.id) ?? [];
+    const confirmed = effRecs.filter((r) => r.outcome === "confirmed_succeeded" || r.outcome === "confirmed_not_executed");
+
+    // I1 at most once.
+    if (e.attempt_count > 1 || attempts > 1 || execClaims > 1) {
+      fail(w, where, `effect ${e.id}: attempt_count ${e.attempt_count}, ${attempts} attempt rows, ${execClaims} execute claims (I1: at most one dispatch)`);
+    }
+    if (writes > 1) fail(w, where, `key ${e.idempotency_key}: ${writes} provider writes (I1)`);
+    if (sends > execClaims) fail(w, where, `key ${e.idempotency_key}: ${sends} provider sends after ${execClaims} execute claims (I1)`);
+    if (writes > sends) fail(w, where, `key ${e.idempotency_key}: provider wrote ${writes} times but was sent ${sends} requests`);
+
+    // I4 versions never decrease (also checked per row change in the audit).
+    const last = m.ledger.get(e.id);
+    if (last && e.version < last.version) fail(w, where, `effect ${e.id}: version went ${last.version} → ${e.version} (I4)`);
+    m.ledger.set(e.id, { status: e.status, version: e.version });
+
+    // Settled effects and their evidence (I3, I7).
+    if (confirmed.length > 1) fail(w, where, `effect ${e.id}: ${confirmed.length} confirmed reconciliation records (I4)`);
+    if (!call.bound && effRecs.length > 0) fail(w, where, `effect ${e.id} on ${e.server_id}/${e.tool_name} has reconciliation records but no eligible adapter (rule 4)`);
+    if (e.status === "succeeded") {
+      if (writes !== 1) fail(w, where, `effect ${e.id} succeeded (${e.resolution}) but the provider wrote its key ${writes} times (I3 phantom success)`);
+      const result = JSON.parse(e.result_json ?? "null") as { outputText?: string } | null;
+      const answered = m.committed.get(e.idempotency_key);
+      if (e.resolution === "provider_result" && result?.outputText !== `created ${answered}`) {
+        fail(w, where, `effect ${e.id} succeeded with ${e.result_json}, but the provider answered the Driver ${answered ?? "nothing"} (I3)`);
+      }
+      if (call.bound) {
+        const exp = expectedResultOf(w, e);
+        if (!exp || result?.outputText !== exp.outputText) fail(w, where, `effect ${e.id} succeeded with ${e.result_json}, provider holds ${exp?.outputText ?? "nothing"} (I3 result hash)`);
+      }
+      if (e.resolution === "reconciled") {
+        if (!e.reconciliation_receipt_json) fail(w, where, `effect ${e.id} succeeded/reconciled without a receipt (I7)`);
+        const rec = confirmed[0];
+        if (!rec || rec.outcome !== "confirmed_succeeded" || rec.receipt_json !== e.reconciliation_receipt_json) {
+          fail(w, where, `effect ${e.id} succeeded/reconciled without a matching confirmed_succeeded record (I7/I8)`);
+        }
+        const receipt = JSON.parse(e.reconciliation_receipt_json) as { providerOperationId?: string };
+        const exp = expectedResultOf(w, e);
+        if (receipt.providerOperationId !== exp?.record.operationId) fail(w, where, `effect ${e.id}: receipt names ${receipt.providerOperationId}, provider holds ${exp?.record.operationId} (I3)`);
+      } else if (e.resolution !== "provider_result") {
+        fail(w, where, `effect ${e.id} succeeded with resolution ${e.resolution} (no operator acts in this model)`);
+      }
+    } else if (e.status === "not_executed") {
+      if (e.resolution !== "reconciled" || !e.reconciliation_receipt_json) fail(w, where, `effect ${e.id} not_executed with resolution ${e.resolution}, receipt ${e.reconciliation_receipt_json} (I7)`);
+      const rec = confirmed[0];
+      if (!rec || rec.outcome !== "confirmed_not_executed" || rec.receipt_json !== e.reconciliation_receipt_json) {
+        fail(w, where, `effect ${e.id} not_executed without a matching confirmed_not_executed record (I7/I8)`);
+      }
+      if (writes !== 0) fail(w, where, `effect ${e.id} is not_executed but the provider committed its key (I3 phantom non-execution)`);
+      if (w.profile.fencing === "lookup_fences_key") {
+        if (!w.double.isFenced(e.idempotency_key)) fail(w, where, `effect ${e.id} is not_executed but its key is not fenced at the provider (I3)`);
+        if (!m.probed.has(e.id)) {
+          m.probed.add(e.id);
+          figures.lateCommitProbes += 1;
+          const late = await w.double.commit(e.idempotency_key, call.args);
+          if (late.status !== "refused") fail(w, where, `a late commit of not_executed effect ${e.id} was ${JSON.stringify(late)}, expected refused (I3)`);
+        }
+      }
+    } else {
+      if (e.resolution !== null || e.result_json !== null || e.reconciliation_receipt_json !== null) {
+        fail(w, where, `effect ${e.id} is ${e.status} yet holds resolution ${e.resolution} / result / receipt (I7)`);
+      }
+      if (confirmed.length > 0) fail(w, where, `effect ${e.id} is ${e.status} but has a confirmed record (I4)`);
+    }
+
+    // DESIGN §3 rule 6 / §6.2: a confirmation made by finalization repair commits together with the
+    // command's matching terminal state (completed with the result, or failed not_executed).
+    const finalConfirm = confirmed.find((r) => r.trigger === "finalization");
+    if (finalConfirm && w.checks.finalizationSettlesCommand) {
+      const code = cmd.error_json ? (JSON.parse(cmd.error_json) as { code?: string }).code : undefined;
+      const matches = finalConfirm.outcome === "confirmed_succeeded" ? cmd.status === "completed" : cmd.status === "failed" && code === "external_effect.not_executed";
+      if (!matches) {
+        fail(w, where, `effect ${e.id} was ${finalConfirm.outcome} by finalization repair, but its command is ${cmd.status}${code ? `/${code}` : ""} (rule 6: outcome and command terminal state in one transaction)`);
+      }
+    }
+
+    // Commands vs effects.
+    if (cmd.status === "completed") {
+      if (e.status !== "succeeded") fail(w, where, `command ${cmd.id} completed while its effect is ${e.status}`);
+      if (cmd.result_json !== e.result_json) fail(w, where, `command ${cmd.id} completed with ${cmd.result_json}, effect holds ${e.result_json}`);
+    }
+    if (TERMINAL_COMMAND.has(cmd.status) && e.status === "executing") fail(w, where, `command ${cmd.id} is ${cmd.status} while its effect is executing`);
+    if (e.status === "executing" && driverStatus(w, e.driver_instance_id) === "finalized") {
+      fail(w, where, `effect ${e.id} is executing behind finalized Driver ${e.driver_instance_id} (rule 10)`);
+    }
+  }
+
+  // Runs: at most one terminal event; a failed run leaves no command without a terminal receipt.
+  const terminalEvents = w.store.sqlite.prepare("SELECT run_id, count(*) AS n FROM run_events WHERE terminal = 1 GROUP BY run_id HAVING n > 1").all();
+  if (terminalEvents.length > 0) fail(w, where, `runs with more than one terminal event: ${JSON.stringify(terminalEvents)} (I4)`);
+  const orphans = w.store.sqlite
+    .prepare(
+      `SELECT c.id, c.status, r.status AS run_status, d.status AS driver_status FROM driver_commands c
+       JOIN session_runs r ON r.id = c.run_id JOIN driver_instances d ON d.id = c.driver_instance_id
+       WHERE c.status IN ('queued','delivered','accepted') AND (r.status <> 'active' OR d.status = 'finalized')`,
+    )
+    .all();
+  if (orphans.length > 0) {
+    fail(w, where, `commands without a terminal receipt on a failed run / finalized Driver (rule 10, finalization step 2): ${JSON.stringify(orphans)}`);
+  }
+}
+
+/** Every single row change since the last check is a legal step (I4). */
+function checkAudit(w: World, where: string): void {
+  const effRows = w.store.sqlite.prepare("SELECT * FROM audit_effect WHERE seq > ? ORDER BY seq").all(w.auditCursor.effects) as Array<Record<string, string | number | null> & { seq: number }>;
+  for (const a of effRows) {
+    w.auditCursor.effects = a.seq;
+    figures.transitionsChecked += 1;
+    const id = String(a.id);
+    if (a.op === "insert") {
+      if (a.new_status !== "intent" || a.new_attempts !== 0) fail(w, where, `effect ${id} inserted as ${a.new_status} with ${a.new_attempts} attempts`);
+      continue;
+    }
+    if (a.op === "delete") fail(w, where, `effect ${id} was deleted while ${a.old_status}`);
+    const from = String(a.old_status);
+    const to = String(a.new_status);
+    if (from !== to && !EFFECT_STEPS[from]?.includes(to)) fail(w, where, `effect ${id}: illegal transition ${from} → ${to} (I4)`);
+    if (Number(a.new_version) < Number(a.old_version)) fail(w, where, `effect ${id}: version ${a.old_version} → ${a.new_version} (I4)`);
+    if (from !== to && Number(a.new_version) <= Number(a.old_version)) fail(w, where, `effect ${id}: ${from} → ${to} without a version bump (rule 7)`);
+    if (Number(a.new_attempts) > 1) fail(w, where, `effect ${id}: attempt ${a.new_attempts} (I1: unknown never re-dispatches)`);
+    // R1/rule 7: a live lease is never taken over; only its owner (or expiry) ends it.
+    if (a.old_lease_owner !== null && a.new_lease_owner !== null && a.old_lease_owner !== a.new_lease_owner && Number(a.old_lease_exp) >= Number(a.at_ms)) {
+      fail(w, where, `effect ${id}: lease of ${a.old_lease_owner} (live until ${a.old_lease_exp}) taken over by ${a.new_lease_owner} at ${a.at_ms} (R1)`);
+    }
+    if (from !== to && a.old_lease_owner !== null && Number(a.old_lease_exp) >= Number(a.at_ms) && a.new_lease_owner !== null) {
+      fail(w, where, `effect ${id}: ${from} → ${to} left lease ${a.new_lease_owner} in place`);
+    }
+    if (SETTLED_EFFECT.has(from)) {
+      const same = (k: string) => a[`old_${k}`] === a[`new_${k}`];
+      if (from !== to || !same("resolution") || !same("result") || !same("rreceipt") || !same("preceipt")) {
+        fail(w, where, `settled effect ${id} (${from}) changed: ${JSON.stringify(a)} (I4 terminal states never change)`);
+      }
+    }
+  }
+  const cmdRows = w.store.sqlite.prepare("SELECT * FROM audit_command WHERE seq > ? ORDER BY seq").all(w.auditCursor.commands) as Array<Record<string, string | number | null> & { seq: number }>;
+  for (const a of cmdRows) {
+    w.auditCursor.commands = a.seq;
+    figures.transitionsChecked += 1;
+    if (a.op !== "update") continue;
+    const from = String(a.old_status);
+    const to = String(a.new_status);
+    if (TERMINAL_COMMAND.has(from)) {
+      if (from !== to || a.old_result !== a.new_result || a.old_error !== a.new_error || a.old_terminal !== a.new_terminal) {
+        fail(w, where, `terminal command ${a.id} changed: ${from} → ${to} (I4)`);
+      }
+    } else if (from !== to && !COMMAND_STEPS[from]?.includes(to)) {
+      fail(w, where, `command ${a.id}: illegal transition ${from} → ${to}`);
+    }
+  }
+}
+
+/** Lets provider settlements and other queued callbacks run. */
+export function flush(): Promise<void> {
+  return new Promise((resolve) => setImmediate(resolve));
+}
+
+/**
+ * Quiescence (I2, I10): faults off, the clock moves well past the heartbeat TTL, the in-flight
+ * window and the lookup backoff, the sweep runs repeatedly. Then: no effect is `executing`; no
+ * bound effect stays `unknown` without operator attention; every committed key is `succeeded` or
+ * waits for an operator; every command has a terminal receipt.
+ */
+export async function quiesce(w: World, m: Model): Promise<void> {
+  w.gate = null;
+  w.double.setFaults({ adapterFault: "none", lookupLagMs: 0, lookupDelayMs: 0 });
+  m.fault = { adapterFault: "none", lag: false, slow: false };
+  for (let i = 0; i < 14; i++) {
+    w.clock.advance(15_000);
+    await flush();
+    await w.runtime.sweep.sweepOnce();
+    await checkInvariants(w, m, `quiescence#${i}`);
+  }
+  for (const e of effects(w)) {
+    const call = m.calls.find((c) => c.effectId === e.id)!;
+    bump(figures.effects, `${call.bound ? "bound" : "unbound"}:${e.status}${e.resolution ? `/${e.resolution}` : ""}${e.operator_attention ? `/${e.operator_attention}` : ""}`);
+    if (e.status === "executing") fail(w, "quiescence", `effect ${e.id} is still executing after every Driver was finalized (I10)`);
+    const committed = call.bound && w.double.writeCount(e.idempotency_key) > 0;
+    if (call.bound && e.status === "unknown" && e.operator_attention === null) {
+      fail(w, "quiescence", `bound effect ${e.id} (key committed: ${committed}) is still unknown with no operator attention after quiescence (I2/I10); lookups ${e.lookup_count}, next ${e.next_lookup_at_ms}`);
+    }
+    if (committed && e.status !== "succeeded" && e.operator_attention === null) fail(w, "quiescence", `committed key of effect ${e.id} ended ${e.status} (I2)`);
+  }
+  for (const r of records(w)) bump(figures.records, `${r.trigger}:${r.outcome}${r.reason_code ? `/${r.reason_code}` : ""}`);
+  const open = commands(w).filter((c) => !TERMINAL_COMMAND.has(c.status));
+  if (open.length > 0) fail(w, "quiescence", `commands without a terminal receipt after quiescence: ${open.map((c) => `${c.id}:${c.status}`).join(", ")}`);
+}

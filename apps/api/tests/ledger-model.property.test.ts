@@ -1,0 +1,126 @@
+/**
+ * Model-based property test of the effect ledger with reconciliation ON (DESIGN.md §3, §5, §6;
+ * research/reliability.md "Proposed test plan": I1–I4, I7, I8, I10, crash points C1–C6, R1, R2).
+ *
+ * A real runtime on an in-memory SQLite store, the provider double bound as `tracker`, a model
+ * Driver, provider, operator and clock driven by `fc.commands` + `fc.asyncModelRun`; race commands
+ * interleave two reconcilers, a redelivery claim, Driver reports, finalization, the sweep, a lease
+ * expiry and an enqueue under `fc.scheduler`. Every invariant is checked after every command on
+ * the store (raw SQL, plus a TEMP audit of every single row change), the doubles and the model;
+ * then quiescence (faults off, clock far ahead, sweeps) checks I2/I10.
+ * See helpers/ledger-model-world.ts (system, invariants) and helpers/ledger-model-commands.ts.
+ *
+ * A failure prints fast-check's seed and counterexample path; replay it with
+ * `fc.assert(ledgerProperty({ ...opts, replayPath }), { seed, path, endOnFailure: true })`.
+ * `LEDGER_MODEL_RUNS=5000` runs the exploring property longer.
+ */
+import { afterAll, describe, expect, it } from "vitest";
+import fc from "fast-check";
+import { commandArbitraries } from "./helpers/ledger-model-commands.js";
+import { createWorld, figures, newModel, quiesce, type Profile } from "./helpers/ledger-model-world.js";
+
+const NUM_RUNS = Number(process.env.LEDGER_MODEL_RUNS ?? 150);
+
+const profileArb: fc.Arbitrary<Profile> = fc.constantFrom<Profile>(
+  { fencing: "lookup_fences_key" },
+  { fencing: "max_in_flight", maxInFlightMs: 10_000, lagMs: 3_000, maxDelayMs: 3_000 },
+);
+
+/**
+ * `raceEnqueue`: race commands may enqueue a tool call concurrently (BUG 1 below);
+ * `finalizationSettlesCommand`: check DESIGN §3 rule 6 for finalization confirmations (BUG 2 below).
+ */
+interface LedgerPropertyOptions {
+  raceEnqueue: boolean;
+  finalizationSettlesCommand: boolean;
+  /** fast-check's `replayPath` of a counterexample (printed next to it), to replay it exactly. */
+  replayPath?: string;
+}
+
+function ledgerProperty(opts: LedgerPropertyOptions) {
+  return fc.asyncProperty(
+    profileArb,
+    fc.commands(commandArbitraries({ raceEnqueue: opts.raceEnqueue }), {
+      maxCommands: 50,
+      size: "max",
+      ...(opts.replayPath ? { replayPath: opts.replayPath } : {}),
+    }),
+    async (profile, cmds) => {
+      const world = createWorld(profile, { finalizationSettlesCommand: opts.finalizationSettlesCommand });
+      const model = newModel();
+      try {
+        figures.runs += 1;
+        await fc.asyncModelRun(() => ({ model, real: world }), cmds);
+        await quiesce(world, model);
+        figures.providerWrites += world.double.totalWriteCount() + world.unboundProvider.totalWriteCount();
+      } finally {
+        world.close();
+      }
+    },
+  );
+}
+
+afterAll(() => {
+  const fmt = (m: Map<string, number>) => [...m].sort((a, b) => b[1] - a[1]).map(([k, v]) => `${k}=${v}`).join(", ");
+  console.log(
+    [
+      `ledger model: ${figures.runs} runs (incl. shrinking/replays), ${figures.transitionsChecked} row changes audited, ${figures.providerWrites} provider writes, ${figures.lateCommitProbes} late-commit probes, ${figures.raceOps} race ops`,
+      `  commands: ${fmt(figures.commands)}`,
+      `  claims: ${fmt(figures.claims)}`,
+      `  final effects: ${fmt(figures.effects)}`,
+      `  reconciliation records: ${fmt(figures.records)}`,
+      `  typed refusals: ${fmt(figures.runtimeErrors)}`,
+    ].join("\n"),
+  );
+});
+
+describe("effect ledger model (reconciliation on, provider double bound as tracker)", () => {
+  it(`keeps I1–I4, I7, I10 after every command and I2 after quiescence (${NUM_RUNS} runs)`, { timeout: 120_000 }, async () => {
+    await fc.assert(ledgerProperty({ raceEnqueue: true, finalizationSettlesCommand: true }), { numRuns: NUM_RUNS });
+    expect(figures.runs).toBeGreaterThanOrEqual(NUM_RUNS);
+  });
+
+  /*
+   * BUG 1, found by this test and fixed in 3346b17 (run.service.ts refuses an enqueue while the
+   * run's Driver is finalizing; failActiveRunAndClose ends commands queued during the repair);
+   * pinned here as a regression. It was: a tool call enqueued while a finalization repair
+   * awaits its deferred lookups is accepted (the run is still `active`; only the instance is
+   * `finalizing`), and is never settled: the repair already listed the non-terminal commands, then
+   * fails the run and finalizes the instance. The command stays `queued` with an `intent` effect on
+   * a failed run; re-registering the same instance id is allowed (no executing/unknown effect) and
+   * the orphan is delivered again and claimed `execute` on the failed run, after the run told the
+   * user "interrupted, please resend" (a resend makes a second write).
+   * Counterexample at this seed/path: [lookup_fences_key, enqueue(bound), driverTurn,
+   *   race(reconcile_sweep, claim, finalize, enqueue)]: finalization fences the executing effect
+   *   and defers its lookup; the enqueue lands while that lookup is in flight (the sweep reconcile
+   *   and the claim are bystanders: superseded / connection_superseded).
+   * Code before the fix: run.service.ts enqueueToolCall checked only `run.status`, while
+   *   finalization-repair.service.ts finalize settled, awaited the lookups, then failed the run.
+   */
+  it("BUG 1 regression: enqueue during finalization leaves a command without a terminal receipt (seed 101, path 81:3:5:4:5:3)", async () => {
+    await fc.assert(ledgerProperty({ raceEnqueue: true, finalizationSettlesCommand: false, replayPath: "AHBAAFTd:qC" }), { seed: 101, path: "81:3:5:4:5:3", endOnFailure: true });
+  });
+
+  /*
+   * BUG 2, found by this test and fixed in 3346b17 (single-flight repair per instance; a repair
+   * that loses the lease waits for it to end before settling the command); pinned as a regression.
+   * It was: a second repair of the same Driver instance runs
+   * while the first one awaits its deferred lookup (the maintenance sweep picks up every
+   * `finalizing` instance, also one whose repair is still in progress). The second repair loses the
+   * lease (`superseded`/`lease_held`) and "ends the command from whatever the effect is now": it
+   * fails the command `external_effect.unknown` (not retryable, "an operator must resolve it") and
+   * publishes `tool_call.failed`; the first repair's lookup then commits `confirmed_succeeded` (or
+   * `confirmed_not_executed`) with trigger `finalization`, whose in-transaction settle is a no-op.
+   * The run never gets the provider's result (DESIGN §3 rule 6, §6.2). The same path is taken when
+   * the lease is held by a sweep/operator/redelivery lookup in flight.
+   * Counterexample at this seed/path: [lookup_fences_key, enqueue(bound), driverTurn,
+   *   race(ordered finalize, lease_expiry, sweep)] (the lease expiry is not needed: a sweep during
+   *   the first repair's lookup gives the same result through `lease_held`).
+   * Code before the fix: finalization-repair.service.ts reconcileDeferred settled from an `unknown`
+   *   effect whose lease another reconciler held, and driver-instance.repository.ts listExpired
+   *   returns every `finalizing` instance, also one whose repair is running.
+   */
+  it("BUG 2 regression: a concurrent repair fails a command external_effect.unknown that finalization then confirms (seed 101, path 565:0:3:2:5:5:3:5)", async () => {
+    await fc.assert(ledgerProperty({ raceEnqueue: false, finalizationSettlesCommand: true, replayPath: "ABHMa:V" }), { seed: 101, path: "565:0:3:2:5:5:3:5", endOnFailure: true });
+  });
+});
