@@ -1,4 +1,4 @@
-import { and, desc, eq, gt, asc, sql } from "drizzle-orm";
+import { and, asc, desc, eq, gt } from "drizzle-orm";
 import { newUlid, type RunStatus } from "@mosoo/contracts";
 import { runEvents, sessionRuns, sessions } from "../../../platform/db/schema.js";
 import type { RunEventType } from "../domain/run-event.types.js";
@@ -89,14 +89,5 @@ export const runRepository = {
       .where(and(eq(runEvents.runId, runId), gt(runEvents.seq, afterSeq)))
       .orderBy(asc(runEvents.seq))
       .all();
-  },
-  /** How many terminal events a run has (0 or 1 by the partial unique index). */
-  countTerminalEvents(db: DbHandle, runId: string): number {
-    const row = db
-      .select({ n: sql<number>`count(*)` })
-      .from(runEvents)
-      .where(and(eq(runEvents.runId, runId), eq(runEvents.terminal, true)))
-      .get();
-    return row?.n ?? 0;
   },
 };
