@@ -1,0 +1,67 @@
+import { describe, expect, it } from "vitest";
+import {
+  ArgumentsJsonSchema,
+  DriverTokenSchema,
+  EffectClaimSchema,
+  EnqueueToolCallRequestSchema,
+  fingerprintArguments,
+  newUlid,
+  toMcpExecuteCommandResult,
+  UlidSchema,
+} from "../src/index.js";
+
+const command = { requestId: "req-1", serverId: "tracker", toolName: "createIssue" };
+
+describe("request fingerprint (RFC 8785 + sha-256)", () => {
+  it("ignores key order and number spelling, and changes with any value", () => {
+    const a = fingerprintArguments({ title: "x", body: "y", n: 1 });
+    expect(a).toMatch(/^[0-9a-f]{64}$/);
+    expect(fingerprintArguments({ n: 1.0, body: "y", title: "x" })).toBe(a);
+    expect(fingerprintArguments({ title: "x", body: "y", n: 2 })).not.toBe(a);
+    expect(fingerprintArguments({ title: "x", body: "y ", n: 1 })).not.toBe(a);
+  });
+
+  it("refuses what JSON cannot carry (a non-finite number)", () => {
+    expect(() => fingerprintArguments({ n: Number.POSITIVE_INFINITY })).toThrow();
+  });
+});
+
+describe("McpExecuteCommandResult from an MCP tool result", () => {
+  it("joins text blocks, keeps isError, and falls back to structuredContent", () => {
+    expect(toMcpExecuteCommandResult({ content: [{ type: "text", text: "a" }, { type: "image" }, { type: "text", text: "b" }] }, command)).toEqual({ ...command, outputText: "a\nb" });
+    expect(toMcpExecuteCommandResult({ content: [{ type: "text", text: "no" }], isError: true }, command)).toEqual({ ...command, outputText: "no", isError: true });
+    expect(toMcpExecuteCommandResult({ content: [], structuredContent: { id: 7 } }, command).outputText).toBe('{"id":7}');
+  });
+});
+
+describe("schemas", () => {
+  it("accepts ULIDs and refuses anything else", () => {
+    expect(UlidSchema.safeParse(newUlid()).success).toBe(true);
+    expect(UlidSchema.safeParse("01JDZZZZZZZZZZZZZZZZZZZZZI").success).toBe(false); // I is not Crockford base32
+    expect(UlidSchema.safeParse("short").success).toBe(false);
+  });
+
+  it("keeps ULIDs minted in one millisecond in creation order", () => {
+    const ids = Array.from({ length: 50 }, () => newUlid(1_700_000_000_000));
+    expect([...ids].sort()).toEqual(ids);
+  });
+
+  it("takes only a JSON object as argumentsJson", () => {
+    expect(ArgumentsJsonSchema.safeParse('{"a":1}').success).toBe(true);
+    for (const bad of ["[]", "1", "null", "{nope"]) expect(ArgumentsJsonSchema.safeParse(bad).success).toBe(false);
+  });
+
+  it("discriminates the claim union and refuses an unknown kind", () => {
+    const effectId = newUlid();
+    expect(EffectClaimSchema.parse({ kind: "not_executed", effectId })).toEqual({ kind: "not_executed", effectId });
+    expect(EffectClaimSchema.safeParse({ kind: "execute", effectId, attempt: 0, idempotencyKey: newUlid() }).success).toBe(false);
+    expect(EffectClaimSchema.safeParse({ kind: "retry", effectId }).success).toBe(false);
+  });
+
+  it("checks the Driver token shape and the tool call request", () => {
+    expect(DriverTokenSchema.safeParse(`mdt_${newUlid()}_${"a".repeat(43)}`).success).toBe(true);
+    expect(DriverTokenSchema.safeParse(`mdt_${newUlid()}_short`).success).toBe(false);
+    expect(EnqueueToolCallRequestSchema.safeParse({ serverId: "bad id", toolName: "x", arguments: {} }).success).toBe(false);
+    expect(EnqueueToolCallRequestSchema.safeParse({ serverId: "tracker", toolName: "x", arguments: [] }).success).toBe(false);
+  });
+});
