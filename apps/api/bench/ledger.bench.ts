@@ -44,7 +44,7 @@ bench
     runtime.runs.enqueueToolCall(main.runId, { serverId: "tracker", toolName, arguments: { n: n++ } });
   })
   .add("full happy path: enqueue, deliver, accept, claim, complete, terminal update", async () => {
-    const call = runtime.runs.enqueueToolCall(main.runId, { serverId: "tracker", toolName, arguments: { n: n++ } });
+    const call = runtime.runs.enqueueToolCall(main.runId, { serverId: "tracker", toolName, arguments: { n: n++ }, requestId: "r" });
     await runtime.commands.nextCommand(main.instance, main.connectionId, 0);
     runtime.commands.updateCommand(main.instance, call.commandId, { connectionId: main.connectionId, status: "accepted" });
     const claim = await runtime.ledger.claim(main.instance, main.connectionId, call.commandId);

@@ -38,13 +38,15 @@ describe("HTTP surface", () => {
     const d = await registerAndConnect();
     const run = await call("POST", "/v1/runs", { driverInstanceId: d.id });
     expect(run.status).toBe(201);
-    const tc = await call("POST", `/v1/runs/${run.body.runId}/tool-calls`, { serverId: "tracker", toolName: "createIssue", arguments: { title: "a", body: "b" } });
+    const tc = await call("POST", `/v1/runs/${run.body.runId}/tool-calls`, { serverId: "tracker", toolName: "createIssue", arguments: { title: "a", body: "b" }, requestId: "r" });
     expect(tc.status).toBe(201);
     const next = await call("GET", `/v1/drivers/commands/next?connectionId=${d.connectionId}&waitMs=0`, undefined, d.token);
     expect(next.body.command).toMatchObject({ commandId: tc.body.commandId, status: "queued", redelivery: false, payload: { toolName: "createIssue" } });
     const claim = await call("POST", "/v1/drivers/effects/claim", { connectionId: d.connectionId, commandId: tc.body.commandId }, d.token);
     expect(claim.body).toEqual({ kind: "execute", effectId: tc.body.effectId, attempt: 1, idempotencyKey: tc.body.idempotencyKey });
     const result = { outputText: "ok", requestId: "r", serverId: "tracker", toolName: "createIssue" };
+    const wrong = await call("POST", `/v1/drivers/effects/${tc.body.effectId}/complete`, { connectionId: d.connectionId, attempt: 1, result: { ...result, toolName: "deleteIssue" }, receipt: null }, d.token);
+    expect(wrong).toMatchObject({ status: 400, body: { error: { code: "request.invalid" } } });
     const done = await call("POST", `/v1/drivers/effects/${tc.body.effectId}/complete`, { connectionId: d.connectionId, attempt: 1, result, receipt: null }, d.token);
     expect(done.body).toEqual({ outcome: "applied", status: "succeeded" });
     const upd = await call("POST", `/v1/drivers/commands/${tc.body.commandId}/update`, { connectionId: d.connectionId, status: "completed", result }, d.token);

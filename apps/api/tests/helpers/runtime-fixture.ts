@@ -56,7 +56,7 @@ export function reconnectDriver(runtime: Runtime, driver: ConnectedDriver): Conn
 /** Creates a run on `driver` and enqueues one `createIssue` tool call on server `tracker`. */
 export function enqueueCreateIssue(runtime: Runtime, driver: ConnectedDriver, title = "Disk full on db-1") {
   const { runId, sessionId } = runtime.runs.createRun({ driverInstanceId: driver.instance.id });
-  const call = runtime.runs.enqueueToolCall(runId, { serverId: "tracker", toolName: "createIssue", arguments: { title, body: "seen at 03:12" } });
+  const call = runtime.runs.enqueueToolCall(runId, { serverId: "tracker", toolName: "createIssue", arguments: { title, body: "seen at 03:12" }, requestId: "req-1" });
   return { runId, sessionId, ...call };
 }
 

@@ -112,7 +112,8 @@ export class EffectLedgerService {
    * `provider_result`). Accepted from the connection that made the attempt even if it was superseded
    * since, as long as the effect is still `executing` at that attempt: the result is real. A report
    * on a fenced effect or an older attempt is `rejected` and changes nothing.
-   * @throws RuntimeError `effect.not_found`, `request.invalid` (receipt over {@link MAX_PROVIDER_RECEIPT_BYTES}),
+   * @throws RuntimeError `effect.not_found`, `request.invalid` (receipt over {@link MAX_PROVIDER_RECEIPT_BYTES},
+   *   or a result whose serverId/toolName/requestId is not the effect's),
    *   `driver.connection_superseded` (neither the current connection nor the attempt's own).
    */
   complete(instance: DriverInstanceRow, effectId: string, req: EffectCompleteRequest): EffectTransitionResponse {
@@ -121,6 +122,10 @@ export class EffectLedgerService {
       throw new RuntimeError("request.invalid", `receipt exceeds ${MAX_PROVIDER_RECEIPT_BYTES} bytes`);
     }
     return this.report(instance, effectId, req.connectionId, req.attempt, "succeeded", (tx, eff, now) => {
+      const r = req.result;
+      if (r.serverId !== eff.serverId || r.toolName !== eff.toolName || r.requestId !== eff.requestId) {
+        throw new RuntimeError("request.invalid", `the result names ${r.serverId}/${r.toolName}/${r.requestId}, the effect is ${eff.serverId}/${eff.toolName}/${eff.requestId}`);
+      }
       effectRepository.updateIfCurrent(tx, eff, {
         status: "succeeded",
         resolution: "provider_result",
