@@ -44,6 +44,11 @@ export async function startApi(
     reconciliation,
     ...(opts.clock ? { clock: opts.clock } : {}),
   });
+  // One API process per store: leases found now were left by a process that died mid-lookup.
+  runtime.reconciler.releaseStaleLeases();
+  if (reconciliation.enabled && reconciliation.bindings.size === 0) {
+    logger.warn("MOSOO_EFFECT_RECONCILIATION=on but no server is bound (MOSOO_RECONCILIATION_BINDINGS_FILE): every unknown effect keeps the baseline fence");
+  }
   const app = createHttpApp(runtime, logger);
   const server: ServerType = await new Promise((resolve, reject) => {
     const s = serve({ fetch: app.fetch, hostname: config.host, port: config.port }, () => resolve(s));

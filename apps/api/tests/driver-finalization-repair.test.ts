@@ -424,6 +424,27 @@ describe("reconciliation through the fixture adapter (MOSOO_EFFECT_RECONCILIATIO
     s.runtime.runs.deleteRun(call.runId);
   });
 
+  it("never confirms non-execution from a provider that does not fence the key: a late commit is then found", async () => {
+    s = await setupFixtureReconciliation({ mode: "bound", fenceOnLookupMiss: false, faults: { delayBeforeCommitMs: 300 } });
+    const driver = connectDriver(s.runtime);
+    const call = enqueueCreateIssue(s.runtime, driver, args.title);
+    const { claim } = await claimNext(driver);
+    if (claim.kind !== "execute") throw new Error("expected execute");
+    const inFlight = s.callCreateIssue(claim.idempotencyKey, args);
+    await s.runtime.repair.finalize(driver.instance.id, "heartbeat_expired");
+    let view = s.runtime.runs.getRunView(call.runId);
+    expect(view.effects[0]).toMatchObject({ status: "unknown", resolution: null });
+    expect(view.effects[0]!.reconciliations[0]).toMatchObject({ outcome: "still_unknown", reasonCode: "not_found_unfenced" });
+    expect(view.commands[0]!.error).toMatchObject({ code: "external_effect.unknown", retryable: false });
+    await inFlight; // the late commit lands: the key was never fenced
+    expect(s.provider.stats().writes[call.idempotencyKey]).toBe(1);
+    s.clock.advance(60_000);
+    await s.runtime.sweep.sweepOnce();
+    view = s.runtime.runs.getRunView(call.runId);
+    expect(view.effects[0]).toMatchObject({ status: "succeeded", resolution: "reconciled" });
+    expect(view.effects[0]!.reconciliations.map((r) => r.outcome)).toEqual(["still_unknown", "confirmed_succeeded"]);
+  });
+
   it("answers a redelivered claim not_executed after a confirmed non-execution", async () => {
     s = await setupFixtureReconciliation({ mode: "bound" });
     const driver = connectDriver(s.runtime);

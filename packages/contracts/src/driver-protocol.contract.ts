@@ -58,6 +58,7 @@ export const ConnectionRequestSchema = z.object({ connectionId: UlidSchema });
 /** See {@link ConnectionRequestSchema}. */
 export type ConnectionRequest = z.infer<typeof ConnectionRequestSchema>;
 
+/** Answer to a heartbeat: the heartbeat TTL in ms (send the next one well within it). */
 export const HeartbeatResponseSchema = z.object({ heartbeatTtlMs: z.number().int().positive() });
 /** See {@link HeartbeatResponseSchema}. */
 export type HeartbeatResponse = z.infer<typeof HeartbeatResponseSchema>;
@@ -82,6 +83,7 @@ export const DriverCommandEnvelopeSchema = z.object({
 });
 /** See {@link DriverCommandEnvelopeSchema}. */
 export type DriverCommandEnvelope = z.infer<typeof DriverCommandEnvelopeSchema>;
+/** Answer of the long-poll: the next command, or `null` when none came within `waitMs` (or the API is stopping). */
 export const NextCommandResponseSchema = z.object({ command: DriverCommandEnvelopeSchema.nullable() });
 /** See {@link NextCommandResponseSchema}. */
 export type NextCommandResponse = z.infer<typeof NextCommandResponseSchema>;
@@ -105,6 +107,7 @@ export type CommandUpdateRequest = z.infer<typeof CommandUpdateRequestSchema>;
 export const TransitionOutcomeSchema = z.enum(["applied", "duplicate", "rejected"]);
 /** See {@link TransitionOutcomeSchema}. */
 export type TransitionOutcome = z.infer<typeof TransitionOutcomeSchema>;
+/** Answer to a command update: the typed outcome, the command's status after it, and why when `rejected`. */
 export const CommandUpdateResponseSchema = z.object({
   outcome: TransitionOutcomeSchema,
   status: CommandStatusSchema,
@@ -140,6 +143,7 @@ export const EffectMarkUnknownRequestSchema = z.object({
 /** See {@link EffectMarkUnknownRequestSchema}. */
 export type EffectMarkUnknownRequest = z.infer<typeof EffectMarkUnknownRequestSchema>;
 
+/** Answer to an effect `complete` / `mark-unknown`: the typed outcome, the effect's status after it, and why when `rejected`. */
 export const EffectTransitionResponseSchema = z.object({
   outcome: TransitionOutcomeSchema,
   status: EffectStatusSchema,

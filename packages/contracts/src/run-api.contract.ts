@@ -19,6 +19,7 @@ export const RUN_ROUTES = {
 export const CreateRunRequestSchema = z.object({ driverInstanceId: UlidSchema, sessionId: UlidSchema.optional() });
 /** See {@link CreateRunRequestSchema}. */
 export type CreateRunRequest = z.infer<typeof CreateRunRequestSchema>;
+/** The created run and its session. */
 export const CreateRunResponseSchema = z.object({ runId: UlidSchema, sessionId: UlidSchema });
 /** See {@link CreateRunResponseSchema}. */
 export type CreateRunResponse = z.infer<typeof CreateRunResponseSchema>;
@@ -42,6 +43,7 @@ export const EnqueueToolCallRequestSchema = z.object({
 });
 /** See {@link EnqueueToolCallRequestSchema}. */
 export type EnqueueToolCallRequest = z.infer<typeof EnqueueToolCallRequestSchema>;
+/** The queued tool call: its command, its effect and the effect's idempotency key (sent to the provider), and the command's per-Driver `seq`. */
 export const EnqueueToolCallResponseSchema = z.object({
   commandId: UlidSchema,
   effectId: UlidSchema,

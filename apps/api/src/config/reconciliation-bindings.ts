@@ -34,7 +34,8 @@ export function loadBindings(file: string, registry: AdapterRegistry): Map<strin
   const parsed = BindingsFileSchema.safeParse(raw);
   if (!parsed.success) {
     const issue = parsed.error.issues[0];
-    throw new ConfigError(`config.invalid: ${VAR}: ${issue?.path.join(".") ?? ""}: ${issue?.message ?? "invalid"}`);
+    const where = issue && issue.path.length > 0 ? `${issue.path.join(".")}: ` : "";
+    throw new ConfigError(`config.invalid: ${VAR}: ${where}${issue?.message ?? "invalid"}`);
   }
   const bindings = new Map<string, ReconciliationAdapter>();
   for (const [serverId, binding] of Object.entries(parsed.data.bindings)) {

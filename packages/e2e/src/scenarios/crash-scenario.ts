@@ -101,7 +101,7 @@ export async function runCrashScenario(spec: CrashScenarioSpec, opts: ScenarioOp
     const effect = view.effects[0];
     const command = view.commands[0];
     for (const r of effect?.reconciliations ?? []) timeline(`lookup (${r.trigger}): ${r.outcome}${r.reasonCode ? ` ${r.reasonCode}` : ""}`);
-    timeline(`command ${command?.status} ${command?.error?.code ?? ""}; effect ${effect?.status}${effect?.resolution ? ` (${effect.resolution})` : ""}; run ${view.run.status}`);
+    timeline(`command ${command?.status}${command?.error?.code ? ` ${command.error.code}` : ""}; effect ${effect?.status}${effect?.resolution ? ` (${effect.resolution})` : ""}; run ${view.run.status}`);
 
     let lateWrite: string | undefined;
     if (spec.crashPoint === "before_commit") {

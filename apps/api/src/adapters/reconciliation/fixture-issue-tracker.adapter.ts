@@ -11,7 +11,7 @@ export const FIXTURE_ISSUE_TRACKER_ADAPTER_ID = "fixture-issue-tracker";
  * Options of the fixture adapter (the `options` of its binding): `url`, the provider's MCP
  * endpoint (Streamable HTTP) where `getOperation` is served.
  */
-export const FixtureIssueTrackerOptionsSchema = z.strictObject({ url: z.url() });
+export const FixtureIssueTrackerOptionsSchema = z.strictObject({ url: z.url({ protocol: /^https?$/, error: "url must be an http(s) MCP endpoint" }) });
 /** See {@link FixtureIssueTrackerOptionsSchema}. */
 export type FixtureIssueTrackerOptions = z.infer<typeof FixtureIssueTrackerOptionsSchema>;
 

@@ -47,3 +47,12 @@ export function openStore(file: string): Store {
   sqlite.pragma("foreign_keys = ON");
   return { db, sqlite, close: () => sqlite.close() };
 }
+
+/**
+ * Runs `fn` in one write transaction that takes SQLite's write lock at BEGIN (`BEGIN IMMEDIATE`),
+ * so a read-then-write inside it never fails to upgrade with SQLITE_BUSY while another connection
+ * writes (`busy_timeout` applies instead). Synchronous; a throw rolls everything back and rethrows.
+ */
+export function writeTransaction<T>(db: Db, fn: (tx: Tx) => T): T {
+  return db.transaction(fn, { behavior: "immediate" });
+}

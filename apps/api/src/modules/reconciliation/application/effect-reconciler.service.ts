@@ -1,3 +1,4 @@
+import { writeTransaction } from "../../../platform/db/database.js";
 import { McpToolResultSchema, newUlid, toMcpExecuteCommandResult } from "@mosoo/contracts";
 import { checkEligibility, reconcileEffect, type ReconcileDecision, type ReconciliationAdapter } from "@mosoo/effect-reconciliation";
 import type { RuntimeContext } from "../../runtime/application/runtime-context.js";
@@ -97,7 +98,34 @@ export class EffectReconciler {
       timeoutMs: this.settings.lookupTimeoutMs,
       logger,
     });
-    return this.commit(effect, leasedVersion, owner, adapterRef, trigger, startedAtMs, decision, settle);
+    try {
+      return this.commit(effect, leasedVersion, owner, adapterRef, trigger, startedAtMs, decision, settle);
+    } catch (err) {
+      // The outcome's transaction rolled back (nothing of it was written): give the lease back.
+      reconciliationRepository.releaseLease(this.ctx.db, effect.id, owner);
+      throw err;
+    }
+  }
+
+  /**
+   * Waits until no live lease is held on the effect (another reconciler's outcome has committed or
+   * its lease expired), polling every 25 ms, at most `maxWaitMs` (ms). Returns the effect as it is then.
+   */
+  async awaitLease(effectId: string, maxWaitMs: number): Promise<EffectRow | undefined> {
+    const deadline = Date.now() + maxWaitMs;
+    for (;;) {
+      const effect = effectRepository.findById(this.ctx.db, effectId);
+      const held = effect?.leaseOwner != null && (effect.leaseExpiresAtMs ?? 0) > this.ctx.clock.nowMs();
+      if (!held || Date.now() >= deadline) return effect;
+      await new Promise((resolve) => setTimeout(resolve, 25));
+    }
+  }
+
+  /** Releases leases left by a dead API process (call once at startup; one API process per store). */
+  releaseStaleLeases(): number {
+    const n = reconciliationRepository.releaseAllLeases(this.ctx.db);
+    if (n > 0) this.ctx.logger.warn({ released: n }, "reconciliation.stale_leases_released");
+    return n;
   }
 
   private commit(
@@ -118,7 +146,7 @@ export class EffectReconciler {
     }
     const outcome = decision.decision;
     const reasonCode = decision.decision === "still_unknown" ? decision.reasonCode : null;
-    const committed = this.ctx.db.transaction((tx) => {
+    const committed = writeTransaction(this.ctx.db, (tx) => {
       const set = this.outcomeColumns(effect, decision, now);
       if (!reconciliationRepository.commitOutcome(tx, effect.id, leasedVersion, owner, set)) return null;
       const after = effectRepository.findById(tx, effect.id)!;
@@ -224,7 +252,7 @@ export class EffectReconciler {
       startedAtMs,
       finishedAtMs: now,
     });
-    this.metrics.record(adapterRef.id, "superseded", reasonCode);
+    this.metrics.recordSuperseded(adapterRef.id, reasonCode);
     this.ctx.logger.info({ effectId: effect.id, commandId: effect.commandId, driverInstanceId: effect.driverInstanceId, adapterId: adapterRef.id, trigger, reasonCode }, "reconciliation.superseded");
   }
 }

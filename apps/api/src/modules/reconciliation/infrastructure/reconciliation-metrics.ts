@@ -2,11 +2,14 @@ import { Counter, type Registry } from "prom-client";
 
 /**
  * Prometheus counters of reconciliation (exposed at `GET /metrics`):
- * `mosoo_effect_reconciliation_lookups_total{adapter, outcome, reason_code}` counts every recorded
- * lookup outcome, `superseded` included (reason_code is "" when there is none).
+ * - `mosoo_effect_reconciliation_lookups_total{adapter, outcome, reason_code}`: every committed
+ *   lookup outcome (reason_code is "" for confirmed outcomes);
+ * - `mosoo_effect_reconciliation_superseded_total{adapter, reason}`: reconcilers that lost the lease
+ *   (`lease_held`, no lookup made) or the compare-and-set (`cas_lost`) and changed nothing.
  */
 export class ReconciliationMetrics {
   readonly lookups: Counter<"adapter" | "outcome" | "reason_code">;
+  readonly superseded: Counter<"adapter" | "reason">;
 
   constructor(registry: Registry) {
     this.lookups = new Counter({
@@ -15,6 +18,17 @@ export class ReconciliationMetrics {
       labelNames: ["adapter", "outcome", "reason_code"],
       registers: [registry],
     });
+    this.superseded = new Counter({
+      name: "mosoo_effect_reconciliation_superseded_total",
+      help: "Reconcilers that lost the lease or the compare-and-set on an effect and changed nothing",
+      labelNames: ["adapter", "reason"],
+      registers: [registry],
+    });
+  }
+
+  /** Counts one superseded reconciler (`lease_held` or `cas_lost`). */
+  recordSuperseded(adapterId: string, reason: string): void {
+    this.superseded.inc({ adapter: adapterId, reason });
   }
 
   /** Counts one recorded outcome. */

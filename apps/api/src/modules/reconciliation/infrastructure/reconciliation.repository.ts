@@ -1,4 +1,4 @@
-import { and, asc, eq, inArray, isNull, lt, lte, or, sql } from "drizzle-orm";
+import { and, asc, eq, inArray, isNotNull, isNull, lt, lte, or, sql } from "drizzle-orm";
 import { effectReconciliations, externalToolEffects } from "../../../platform/db/schema.js";
 import type { DbHandle } from "../../runtime/infrastructure/db-handle.js";
 
@@ -64,6 +64,13 @@ export const reconciliationRepository = {
       .where(and(eq(externalToolEffects.id, effectId), eq(externalToolEffects.leaseOwner, owner)))
       .run();
     return res.changes > 0;
+  },
+  /**
+   * Releases every lease (at API startup: one API process owns a store, so every lease found then
+   * belongs to a process that died mid-lookup). Returns how many were released.
+   */
+  releaseAllLeases(db: DbHandle): number {
+    return db.update(externalToolEffects).set({ leaseOwner: null, leaseExpiresAtMs: null }).where(isNotNull(externalToolEffects.leaseOwner)).run().changes;
   },
   /** Inserts one reconciliation record (a second confirmed record for an effect violates a partial unique index). */
   insertRecord(db: DbHandle, row: typeof effectReconciliations.$inferInsert): void {

@@ -1,3 +1,4 @@
+import { writeTransaction } from "../../../platform/db/database.js";
 import {
   McpExecuteCommandSchema,
   effectNotExecutedError,
@@ -43,7 +44,7 @@ export class CommandQueueService {
 
   private tryDeliver(driverInstanceId: string, connectionId: string): DriverCommandEnvelope | null {
     const now = this.ctx.clock.nowMs();
-    return this.ctx.db.transaction((tx) => {
+    return writeTransaction(this.ctx.db, (tx) => {
       assertCurrentConnection(driverInstanceRepository.findById(tx, driverInstanceId), connectionId);
       const cmd = commandRepository.findUndeliveredOnConnection(tx, driverInstanceId, connectionId);
       if (!cmd) return null;
@@ -76,7 +77,7 @@ export class CommandQueueService {
   updateCommand(instance: DriverInstanceRow, commandId: string, req: CommandUpdateRequest): CommandUpdateResponse {
     const now = this.ctx.clock.nowMs();
     let effectId: string | undefined;
-    const res = this.ctx.db.transaction((tx): CommandUpdateResponse => {
+    const res = writeTransaction(this.ctx.db, (tx): CommandUpdateResponse => {
       assertCurrentConnection(driverInstanceRepository.findById(tx, instance.id), req.connectionId);
       const cmd = commandRepository.findOwned(tx, commandId, instance.id);
       if (!cmd) throw new RuntimeError("command.not_found", `no command ${commandId} for this Driver instance`);

@@ -1,3 +1,4 @@
+import { writeTransaction } from "../../../platform/db/database.js";
 import { createHash, randomBytes, timingSafeEqual } from "node:crypto";
 import {
   DriverTokenSchema,
@@ -33,7 +34,7 @@ export class DriverInstanceService {
     const now = this.ctx.clock.nowMs();
     const id = req.driverInstanceId ?? newUlid(now);
     const driverToken = `mdt_${id}_${randomBytes(32).toString("base64url")}`;
-    this.ctx.db.transaction((tx) => {
+    writeTransaction(this.ctx.db, (tx) => {
       if (!req.driverInstanceId) {
         driverInstanceRepository.insert(tx, { id, name: req.name, status: "registered", tokenHash: hashToken(driverToken), registeredAtMs: now });
         return;
@@ -91,7 +92,7 @@ export class DriverInstanceService {
   connect(instance: DriverInstanceRow): ConnectDriverResponse {
     const now = this.ctx.clock.nowMs();
     const connectionId = newUlid(now);
-    const pending = this.ctx.db.transaction((tx) => {
+    const pending = writeTransaction(this.ctx.db, (tx) => {
       const ok = driverInstanceRepository.updateIfStatus(tx, instance.id, ["registered", "connected"], {
         status: "connected",
         connectionId,

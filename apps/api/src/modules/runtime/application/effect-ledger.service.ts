@@ -1,3 +1,4 @@
+import { writeTransaction } from "../../../platform/db/database.js";
 import {
   McpExecuteCommandResultSchema,
   type EffectClaim,
@@ -51,6 +52,8 @@ export class EffectLedgerService {
   constructor(
     private readonly ctx: RuntimeContext,
     private readonly reconciler?: EffectReconciler,
+    /** How long (ms) an inline claim waits for another reconciler's outcome (one lookup timeout). */
+    private readonly lookupWaitMs = 5_000,
   ) {}
 
   /**
@@ -67,7 +70,7 @@ export class EffectLedgerService {
    */
   async claim(instance: DriverInstanceRow, connectionId: string, commandId: string): Promise<EffectClaim> {
     const now = this.ctx.clock.nowMs();
-    const { claim, fenced, effect } = this.ctx.db.transaction((tx) => {
+    const { claim, fenced, effect } = writeTransaction(this.ctx.db, (tx) => {
       assertCurrentConnection(driverInstanceRepository.findById(tx, instance.id), connectionId);
       const cmd = commandRepository.findOwned(tx, commandId, instance.id);
       if (!cmd) throw new RuntimeError("command.not_found", `no command ${commandId} for this Driver instance`);
@@ -101,7 +104,13 @@ export class EffectLedgerService {
     if (claim.kind !== "unknown" || !this.reconciler) return claim;
     const current = effectRepository.findById(this.ctx.db, effect.id);
     if (!current || !this.reconciler.isDue(current, this.ctx.clock.nowMs())) return claim;
-    const result = await this.reconciler.reconcile(effect.id, "redelivery");
+    let result = await this.reconciler.reconcile(effect.id, "redelivery");
+    if (result.kind === "superseded") {
+      // Another reconciler (the sweep, a repair) is looking it up now: wait for its outcome, bounded
+      // by one lookup timeout so the Driver's claim request stays within its own timeout.
+      const after = await this.reconciler.awaitLease(effect.id, this.lookupWaitMs);
+      result = { kind: "superseded", effect: after };
+    }
     const settled = result.effect ? claimFromSettledEffect(result.effect) : claim;
     this.ctx.logger.info({ driverInstanceId: instance.id, commandId, effectId: effect.id, reconcile: result.kind, claim: settled.kind }, "effect.claim_reconciled");
     return settled;
@@ -157,7 +166,7 @@ export class EffectLedgerService {
     apply: (tx: DbHandle, eff: EffectRow, nowMs: number) => void,
   ): EffectTransitionResponse {
     const now = this.ctx.clock.nowMs();
-    const res = this.ctx.db.transaction((tx): EffectTransitionResponse & { commandId?: string } => {
+    const res = writeTransaction(this.ctx.db, (tx): EffectTransitionResponse & { commandId?: string } => {
       const eff = effectRepository.findOwned(tx, effectId, instance.id);
       if (!eff) throw new RuntimeError("effect.not_found", `no effect ${effectId} for this Driver instance`);
       const attemptRow = effectRepository.listAttempts(tx, eff.id).find((a) => a.attempt === attempt);

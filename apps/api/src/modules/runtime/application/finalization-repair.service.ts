@@ -1,3 +1,4 @@
+import { writeTransaction } from "../../../platform/db/database.js";
 import pLimit from "p-limit";
 import {
   commandDriverTerminalError,
@@ -86,6 +87,8 @@ export class FinalizationRepairService {
     private readonly ctx: RuntimeContext,
     private readonly reconciler?: EffectReconciler,
     private readonly concurrency = 4,
+    /** How long (ms) to wait for another reconciler's lease on an effect before settling its command. */
+    private readonly leaseWaitMs = 30_000,
   ) {}
 
   /**
@@ -120,7 +123,7 @@ export class FinalizationRepairService {
   private fenceAndSettle(driverInstanceId: string, summary: FinalizationSummary): string[] | null {
     const now = this.ctx.clock.nowMs();
     const deferred: string[] = [];
-    return this.ctx.db.transaction((tx) => {
+    return writeTransaction(this.ctx.db, (tx) => {
       const instance = driverInstanceRepository.findById(tx, driverInstanceId);
       if (!instance) throw new RuntimeError("driver.not_found", `no Driver instance ${driverInstanceId}`);
       if (instance.status === "finalized") return null;
@@ -171,11 +174,18 @@ export class FinalizationRepairService {
         limit(async () => {
           const result = await reconciler.reconcile(effectId, "finalization", settle);
           if (result.kind === "confirmed_succeeded" || result.kind === "confirmed_not_executed") summary.effectsReconciled += 1;
+          if (result.kind === "superseded") {
+            // Another reconciler holds the effect: wait for its lease to end (its outcome commits
+            // first); if it is still unknown and due (e.g. the other lease simply expired), look it up once more.
+            const now = await reconciler.awaitLease(effectId, this.leaseWaitMs);
+            if (now && reconciler.isDue(now, this.ctx.clock.nowMs())) {
+              const again = await reconciler.reconcile(effectId, "finalization", settle);
+              if (again.kind === "confirmed_succeeded" || again.kind === "confirmed_not_executed") summary.effectsReconciled += 1;
+            }
+          }
           if (result.kind === "ineligible" || result.kind === "superseded") {
-            // Another reconciler holds or settled the effect: wait for its lease to end (its outcome
-            // commits first), then end the command from whatever the effect is now.
-            await this.waitForLeaseRelease(effectId);
-            this.ctx.db.transaction((tx) => {
+            // End the command from whatever the effect is now (a no-op when a settle already ran).
+            writeTransaction(this.ctx.db, (tx) => {
               const effect = effectRepository.findById(tx, effectId);
               if (effect) settle(tx, effect);
             });
@@ -185,20 +195,9 @@ export class FinalizationRepairService {
     );
   }
 
-  /** Waits (polling every 25 ms, at most `maxWaitMs`) until no live lease is held on the effect. */
-  private async waitForLeaseRelease(effectId: string, maxWaitMs = 30_000): Promise<void> {
-    const deadline = Date.now() + maxWaitMs;
-    for (;;) {
-      const effect = effectRepository.findById(this.ctx.db, effectId);
-      const held = effect?.leaseOwner != null && (effect.leaseExpiresAtMs ?? 0) > this.ctx.clock.nowMs();
-      if (!held || Date.now() > deadline) return;
-      await new Promise((resolve) => setTimeout(resolve, 25));
-    }
-  }
-
   private failActiveRunAndClose(driverInstanceId: string, summary: FinalizationSummary): void {
     const now = this.ctx.clock.nowMs();
-    this.ctx.db.transaction((tx) => {
+    writeTransaction(this.ctx.db, (tx) => {
       // Commands queued while the repair ran (the run was still active) end here, before the run does.
       for (const cmd of commandRepository.listNonTerminalOfDriver(tx, driverInstanceId)) {
         const eff = effectRepository.findByCommand(tx, cmd.id);

@@ -1,3 +1,4 @@
+import { writeTransaction } from "../../../platform/db/database.js";
 import {
   fingerprintArguments,
   newUlid,
@@ -66,7 +67,7 @@ export class RunService {
     const now = this.ctx.clock.nowMs();
     const runId = newUlid(now);
     const sessionId = req.sessionId ?? newUlid(now);
-    this.ctx.db.transaction((tx) => {
+    writeTransaction(this.ctx.db, (tx) => {
       const driver = driverInstanceRepository.findById(tx, req.driverInstanceId);
       if (!driver) throw new RuntimeError("driver.not_found", `no Driver instance ${req.driverInstanceId}`);
       if (driver.status === "finalized" || driver.status === "finalizing") {
@@ -109,7 +110,7 @@ export class RunService {
     const commandId = newUlid(now);
     const effectId = newUlid(now);
     const idempotencyKey = newUlid(now);
-    const res = this.ctx.db.transaction((tx): EnqueueToolCallResponse & { driverInstanceId: string } => {
+    const res = writeTransaction(this.ctx.db, (tx): EnqueueToolCallResponse & { driverInstanceId: string } => {
       const run = runRepository.findRun(tx, runId);
       if (!run) throw new RuntimeError("run.not_found", `no run ${runId}`);
       if (req.toolCallId) {
@@ -191,7 +192,7 @@ export class RunService {
 
   /** Deletes a run with its commands, effects and events. @throws RuntimeError `run.not_found`, `effect.fence_retained`. */
   deleteRun(runId: string): void {
-    this.ctx.db.transaction((tx) => {
+    writeTransaction(this.ctx.db, (tx) => {
       if (!runRepository.findRun(tx, runId)) throw new RuntimeError("run.not_found", `no run ${runId}`);
       refuseIfFenced(tx, { runId }, `run ${runId}`);
       runRepository.deleteRun(tx, runId);
@@ -201,7 +202,7 @@ export class RunService {
 
   /** Deletes a session and all its runs. @throws RuntimeError `session.not_found`, `effect.fence_retained`. */
   deleteSession(sessionId: string): void {
-    this.ctx.db.transaction((tx) => {
+    writeTransaction(this.ctx.db, (tx) => {
       if (!runRepository.findSession(tx, sessionId)) throw new RuntimeError("session.not_found", `no session ${sessionId}`);
       const runIds = runRepository.listRunsOfSession(tx, sessionId).map((r) => r.id);
       refuseIfFenced(tx, { runIds }, `session ${sessionId}`);
@@ -215,7 +216,7 @@ export class RunService {
    * @throws RuntimeError `driver.not_found`, `driver.not_finalized`, `effect.fence_retained`.
    */
   purgeDriver(driverInstanceId: string): void {
-    this.ctx.db.transaction((tx) => {
+    writeTransaction(this.ctx.db, (tx) => {
       const driver = driverInstanceRepository.findById(tx, driverInstanceId);
       if (!driver) throw new RuntimeError("driver.not_found", `no Driver instance ${driverInstanceId}`);
       refuseIfFenced(tx, { driverInstanceId }, `Driver instance ${driverInstanceId}`);

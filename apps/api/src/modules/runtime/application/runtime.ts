@@ -55,13 +55,13 @@ export function createRuntime(opts: CreateRuntimeOptions): Runtime {
   const metricsRegistry = new Registry();
   const reconciler = new EffectReconciler(ctx, settings, new ReconciliationMetrics(metricsRegistry));
   const active = settings.enabled ? reconciler : undefined;
-  const repair = new FinalizationRepairService(ctx, active, settings.concurrency);
+  const repair = new FinalizationRepairService(ctx, active, settings.concurrency, settings.leaseMs);
   return {
     ctx,
     drivers: new DriverInstanceService(ctx),
     runs: new RunService(ctx),
     commands: new CommandQueueService(ctx),
-    ledger: new EffectLedgerService(ctx, active),
+    ledger: new EffectLedgerService(ctx, active, settings.lookupTimeoutMs),
     repair,
     sweep: new MaintenanceSweepService(ctx, repair, active ? new ReconciliationSweep(ctx, reconciler, settings) : undefined),
     reconciler,
