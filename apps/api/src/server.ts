@@ -49,7 +49,7 @@ export async function startApi(
   if (reconciliation.enabled && reconciliation.bindings.size === 0) {
     logger.warn("MOSOO_EFFECT_RECONCILIATION=on but no server is bound (MOSOO_RECONCILIATION_BINDINGS_FILE): every unknown effect keeps the baseline fence");
   }
-  const app = createHttpApp(runtime, logger);
+  const app = createHttpApp(runtime, logger, { operatorToken: config.operatorToken });
   const server: ServerType = await new Promise((resolve, reject) => {
     const s = serve({ fetch: app.fetch, hostname: config.host, port: config.port }, () => resolve(s));
     s.once("error", reject);

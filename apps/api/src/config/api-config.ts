@@ -21,6 +21,7 @@ export const ApiConfigSchema = z.object({
   MOSOO_LOOKUP_BACKOFF_MAX_MS: z.coerce.number().int().min(10).max(86_400_000).default(300_000),
   MOSOO_LOOKUP_BACKOFF_FACTOR: z.coerce.number().min(1).max(10).default(2),
   MOSOO_MAX_LOOKUPS: z.coerce.number().int().min(1).max(1_000).default(8),
+  MOSOO_OPERATOR_TOKEN: z.string().min(16, "must be at least 16 characters").optional(),
 });
 
 /** The parsed configuration: `dbFile` path, `host`, `port` (0 = any free port), times in ms, `logLevel`. */
@@ -31,6 +32,8 @@ export interface ApiConfig {
   heartbeatTtlMs: number;
   sweepIntervalMs: number;
   logLevel: z.infer<typeof ApiConfigSchema>["MOSOO_LOG_LEVEL"];
+  /** Bearer token of the operator routes (`/v1/operator/*`); without it they answer 403 `auth.operator_disabled`. */
+  operatorToken: string | undefined;
   /** The opt-in reconciliation of unknown effects (DESIGN.md §4–§6); `enabled: false` is exactly the #412 baseline. */
   reconciliation: {
     enabled: boolean;
@@ -75,6 +78,7 @@ export function loadApiConfig(env: Record<string, string | undefined>): ApiConfi
     heartbeatTtlMs: c.MOSOO_HEARTBEAT_TTL_MS,
     sweepIntervalMs: c.MOSOO_SWEEP_INTERVAL_MS,
     logLevel: c.MOSOO_LOG_LEVEL,
+    operatorToken: c.MOSOO_OPERATOR_TOKEN,
     reconciliation: {
       enabled: c.MOSOO_EFFECT_RECONCILIATION === "on",
       bindingsFile: c.MOSOO_RECONCILIATION_BINDINGS_FILE === undefined ? undefined : resolve(base, c.MOSOO_RECONCILIATION_BINDINGS_FILE),

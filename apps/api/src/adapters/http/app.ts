@@ -4,17 +4,20 @@ import type { Runtime } from "../../modules/runtime/application/runtime.js";
 import { driverRoutes } from "./driver.routes.js";
 import { toErrorResponse } from "./http-errors.js";
 import { runRoutes } from "./run.routes.js";
+import { operatorRoutes } from "./operator.routes.js";
 
 /**
- * The API's HTTP application (hono): `GET /health`, `GET /metrics` (Prometheus text), the run API and the Driver protocol. Every
+ * The API's HTTP application (hono): `GET /health`, `GET /metrics` (Prometheus text), the run API,
+ * the Driver protocol, and the operator routes (only with `opts.operatorToken`). Every
  * error answers `{error: {code, message}}` with a 4xx (or 500 `internal`), never a stack.
  */
-export function createHttpApp(runtime: Runtime, logger: Logger): Hono {
+export function createHttpApp(runtime: Runtime, logger: Logger, opts: { operatorToken?: string | undefined } = {}): Hono {
   const app = new Hono();
   app.onError((err, c) => toErrorResponse(err, c, logger));
   app.notFound((c) => c.json({ error: { code: "route.not_found", message: `no route ${c.req.method} ${c.req.path}` } }, 404));
   app.get("/health", (c) => c.json({ status: "ok" }));
   app.get("/metrics", async (c) => c.text(await runtime.metricsRegistry.metrics(), 200, { "content-type": runtime.metricsRegistry.contentType }));
+  app.route("/", operatorRoutes(runtime, opts.operatorToken));
   app.route("/", runRoutes(runtime));
   app.route("/", driverRoutes(runtime));
   return app;

@@ -9,6 +9,7 @@ import {
   RUN_STATUSES,
 } from "@mosoo/contracts/statuses";
 import {
+  OPERATOR_ACTIONS,
   OPERATOR_ATTENTION_REASONS,
   RECONCILIATION_OUTCOMES,
   RECONCILIATION_TRIGGERS,
@@ -239,5 +240,29 @@ export const effectReconciliations = sqliteTable(
     check("effect_reconciliations_result_check", sql`outcome <> 'confirmed_succeeded' OR result_json IS NOT NULL`),
     index("effect_reconciliations_effect_idx").on(t.effectId),
     uniqueIndex("effect_reconciliations_one_confirmed").on(t.effectId).where(sql`outcome IN ('confirmed_succeeded', 'confirmed_not_executed')`),
+  ],
+);
+
+/**
+ * The audit trail of operator actions on effects (DESIGN.md §7): who (`actor`) did what
+ * (`action`: a lookup or a manual resolution), why (`reason`), and what came of it (`outcome`).
+ * Append-only.
+ */
+export const effectOperatorActions = sqliteTable(
+  "effect_operator_actions",
+  {
+    id: text("id").primaryKey(),
+    effectId: text("effect_id").notNull().references(() => externalToolEffects.id, { onDelete: "cascade" }),
+    action: text("action", { enum: OPERATOR_ACTIONS }).notNull(),
+    actor: text("actor").notNull(),
+    reason: text("reason").notNull(),
+    outcome: text("outcome").notNull(),
+    createdAtMs: integer("created_at_ms").notNull(),
+  },
+  (t) => [
+    check("effect_operator_actions_action_check", oneOf("action", OPERATOR_ACTIONS)),
+    check("effect_operator_actions_actor_check", sql`length(actor) BETWEEN 1 AND 200`),
+    check("effect_operator_actions_reason_check", sql`length(reason) BETWEEN 1 AND 2000`),
+    index("effect_operator_actions_effect_idx").on(t.effectId),
   ],
 );

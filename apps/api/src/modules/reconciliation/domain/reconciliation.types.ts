@@ -23,3 +23,8 @@ export type ReconciliationOutcome = (typeof RECONCILIATION_OUTCOMES)[number];
 export const OPERATOR_ATTENTION_REASONS = ["key_conflict", "retention_expired", "lookup_bound_reached"] as const;
 /** See {@link OPERATOR_ATTENTION_REASONS}. */
 export type OperatorAttentionReason = (typeof OPERATOR_ATTENTION_REASONS)[number];
+
+/** What an operator did to an effect: asked for a lookup, or resolved it by hand (DESIGN.md §7). */
+export const OPERATOR_ACTIONS = ["lookup", "resolve"] as const;
+/** See {@link OPERATOR_ACTIONS}. */
+export type OperatorAction = (typeof OPERATOR_ACTIONS)[number];

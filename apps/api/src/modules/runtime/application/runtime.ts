@@ -2,6 +2,7 @@ import type { Logger } from "pino";
 import { Registry } from "prom-client";
 import { EffectReconciler } from "../../reconciliation/application/effect-reconciler.service.js";
 import { ReconciliationSweep } from "../../reconciliation/application/reconciliation-sweep.service.js";
+import { OperatorService } from "../../reconciliation/application/operator.service.js";
 import { RECONCILIATION_OFF, type ReconciliationSettings } from "../../reconciliation/application/reconciliation-settings.js";
 import { ReconciliationMetrics } from "../../reconciliation/infrastructure/reconciliation-metrics.js";
 import type { Db } from "../../../platform/db/database.js";
@@ -25,6 +26,8 @@ export interface Runtime {
   repair: FinalizationRepairService;
   sweep: MaintenanceSweepService;
   reconciler: EffectReconciler;
+  /** The operator surface (list, show, lookup, resolve); HTTP exposes it only with an operator token. */
+  operator: OperatorService;
   /** The prom-client registry behind `GET /metrics`. */
   metricsRegistry: Registry;
 }
@@ -65,6 +68,7 @@ export function createRuntime(opts: CreateRuntimeOptions): Runtime {
     repair,
     sweep: new MaintenanceSweepService(ctx, repair, active ? new ReconciliationSweep(ctx, reconciler, settings) : undefined),
     reconciler,
+    operator: new OperatorService(ctx, reconciler),
     metricsRegistry,
   };
 }

@@ -9,6 +9,7 @@ export const RUN_EVENT_TYPES = [
   "tool_call.failed",
   "effect.fenced",
   "effect.reconciled",
+  "effect.resolved",
   "run.failed",
   "run.completed",
 ] as const;

@@ -20,6 +20,9 @@ export const RUNTIME_ERROR_STATUS = {
   "effect.not_found": 404,
   "effect.not_settled": 409,
   "effect.fence_retained": 409,
+  "effect.not_unknown": 409,
+  "effect.not_reconcilable": 409,
+  "auth.operator_disabled": 403,
   "driver.not_finalized": 409,
 } as const;
 

@@ -51,6 +51,10 @@ export const effectRepository = {
       .orderBy(asc(externalToolEffects.id))
       .all();
   },
+  /** Effects in `status`, oldest first, at most `limit`. */
+  listInStatus(db: DbHandle, status: EffectStatus, limit: number): EffectRow[] {
+    return db.select().from(externalToolEffects).where(eq(externalToolEffects.status, status)).orderBy(asc(externalToolEffects.id)).limit(limit).all();
+  },
   /** Effects that hold a fence (`executing`/`unknown`) among those matching one column. */
   listFenced(db: DbHandle, by: { runId?: string; driverInstanceId?: string; runIds?: string[] }): EffectRow[] {
     const fenced = inArray(externalToolEffects.status, ["executing", "unknown"]);
