@@ -13,6 +13,11 @@ function fail(code: number, line: string): never {
   process.exit(code);
 }
 
+function nonBlank(value: string): string {
+  if (value.trim() === "") throw new InvalidArgumentError("must not be blank");
+  return value;
+}
+
 function positiveInt(value: string): number {
   const n = Number(value);
   if (!Number.isInteger(n) || n < 1 || n > 500) throw new InvalidArgumentError("must be a whole number from 1 to 500");
@@ -70,8 +75,8 @@ function buildProgram(): Command {
     .command("lookup")
     .description("ask the bound adapter about an unknown effect now")
     .argument("<effectId>")
-    .requiredOption("--actor <name>", "who asks (recorded)")
-    .requiredOption("--reason <text>", "why (recorded)")
+    .requiredOption("--actor <name>", "who asks (recorded)", nonBlank)
+    .requiredOption("--reason <text>", "why (recorded)", nonBlank)
     .action(async (effectId: string, o: { actor: string; reason: string }) =>
       call(global(), "POST", `/v1/operator/effects/${encodeURIComponent(effectId)}/lookup`, { actor: o.actor, reason: o.reason }),
     );
@@ -82,8 +87,8 @@ function buildProgram(): Command {
     .addOption(new Option("--outcome <outcome>", "what happened at the provider").choices(["succeeded", "not_executed"]).makeOptionMandatory())
     .option("--output-text <text>", "the tool's output, required with --outcome succeeded")
     .option("--is-error", "the tool's output was an error result")
-    .requiredOption("--actor <name>", "who resolves (recorded)")
-    .requiredOption("--reason <text>", "why (recorded)")
+    .requiredOption("--actor <name>", "who resolves (recorded)", nonBlank)
+    .requiredOption("--reason <text>", "why (recorded)", nonBlank)
     .action(async (effectId: string, o: { outcome: string; outputText?: string; isError?: boolean; actor: string; reason: string }) => {
       if (o.outcome === "succeeded" && o.outputText === undefined) fail(EXIT_BAD_INPUT, "--outcome succeeded needs --output-text");
       const body =

@@ -27,3 +27,15 @@ describe("API config", () => {
     }
   });
 });
+
+describe("API config secrets", () => {
+  it("never echoes the operator token in a config error", () => {
+    expect(() => loadApiConfig({ MOSOO_OPERATOR_TOKEN: "short-secret" })).toThrow(ConfigError);
+    try {
+      loadApiConfig({ MOSOO_OPERATOR_TOKEN: "short-secret" });
+    } catch (err) {
+      expect((err as Error).message).toMatch(/^config\.invalid: MOSOO_OPERATOR_TOKEN: /);
+      expect((err as Error).message).not.toContain("short-secret");
+    }
+  });
+});

@@ -123,6 +123,11 @@ describe("HTTP surface: retries and edge input", () => {
     expect(view.body.commands).toHaveLength(1);
   });
 
+  it("refuses a body over the size limit with 413", async () => {
+    const res = await call("POST", "/v1/runs", JSON.stringify({ driverInstanceId: "x", pad: "a".repeat(5 * 1024 * 1024) }));
+    expect(res).toMatchObject({ status: 413, body: { error: { code: "request.too_large" } } });
+  });
+
   it("refuses non-finite numbers in arguments with 400 and queues nothing", async () => {
     const d = await registerAndConnect();
     const run = await call("POST", "/v1/runs", { driverInstanceId: d.id });

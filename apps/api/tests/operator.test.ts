@@ -72,6 +72,9 @@ describe("operator surface (DESIGN §7)", () => {
     expect(bad).toMatchObject({ status: 400, body: { error: { code: "request.invalid" } } });
     expect(effectRow(f.store, call.effectId).status).toBe("unknown");
 
+    const nul = await op("POST", `/v1/operator/effects/${call.effectId}/resolve`, { outcome: "not_executed", actor: "\u0000", reason: "r" });
+    expect(nul).toMatchObject({ status: 400, body: { error: { code: "request.invalid" } } });
+    expect(effectRow(f.store, call.effectId).status).toBe("unknown");
     const done = await op("POST", `/v1/operator/effects/${call.effectId}/resolve`, { outcome: "not_executed", actor: "alice", reason: "no issue in the tracker" });
     expect(done).toMatchObject({ status: 200, body: { status: "not_executed", resolution: "operator" } });
     const again = await op("POST", `/v1/operator/effects/${call.effectId}/resolve`, { outcome: "not_executed", actor: "alice", reason: "twice" });
@@ -110,6 +113,7 @@ describe("operator surface (DESIGN §7)", () => {
     const res = await http(rx)("POST", `/v1/operator/effects/${c2.effectId}/lookup`, { actor: "alice", reason: "customer asked" });
     expect(res.body).toMatchObject({ outcome: "confirmed_succeeded", effect: { status: "succeeded", resolution: "reconciled" } });
     expect(reconciliationRecords(rx.store, c2.effectId).map((r) => r.trigger)).toEqual(["operator"]);
+    expect(rx.runtime.operator.show(c2.effectId).operatorActions).toEqual([expect.objectContaining({ action: "lookup", actor: "alice", outcome: "confirmed_succeeded" })]);
   });
 
   it("a manual resolution racing a reconciler: one outcome, the reconciler records superseded", async () => {

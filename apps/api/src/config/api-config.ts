@@ -21,7 +21,7 @@ export const ApiConfigSchema = z.object({
   MOSOO_LOOKUP_BACKOFF_MAX_MS: z.coerce.number().int().min(10).max(86_400_000).default(300_000),
   MOSOO_LOOKUP_BACKOFF_FACTOR: z.coerce.number().min(1).max(10).default(2),
   MOSOO_MAX_LOOKUPS: z.coerce.number().int().min(1).max(1_000).default(8),
-  MOSOO_OPERATOR_TOKEN: z.string().min(16, "must be at least 16 characters").optional(),
+  MOSOO_OPERATOR_TOKEN: z.string().trim().min(16, "must be at least 16 characters (spaces do not count)").optional(),
 });
 
 /** The parsed configuration: `dbFile` path, `host`, `port` (0 = any free port), times in ms, `logLevel`. */
@@ -62,7 +62,8 @@ export function loadApiConfig(env: Record<string, string | undefined>): ApiConfi
   if (!parsed.success) {
     const issue = parsed.error.issues[0];
     const name = String(issue?.path[0] ?? "environment");
-    throw new ConfigError(`config.invalid: ${name}: ${issue?.message ?? "invalid value"} (got ${JSON.stringify(env[name])})`);
+    const got = name.endsWith("_TOKEN") ? "" : ` (got ${JSON.stringify(env[name])})`; // never echo a secret
+    throw new ConfigError(`config.invalid: ${name}: ${issue?.message ?? "invalid value"}${got}`);
   }
   const c = parsed.data;
   // Relative paths are relative to where the user ran the command (npm/pnpm scripts run in the

@@ -21,7 +21,7 @@ export function operatorRoutes(runtime: Runtime, operatorToken: string | undefin
   app.use("/v1/operator/*", async (c, next) => {
     if (!operatorToken) throw new RuntimeError("auth.operator_disabled", "the operator surface is off: set MOSOO_OPERATOR_TOKEN");
     const header = c.req.header("authorization") ?? "";
-    const given = header.startsWith("Bearer ") ? header.slice(7).trim() : "";
+    const given = /^bearer /i.test(header) ? header.slice(7).trim() : "";
     if (!given) throw new RuntimeError("auth.missing_token", "send Authorization: Bearer <operator token>");
     if (!timingSafeEqual(digest(given), digest(operatorToken))) throw new RuntimeError("auth.invalid_token", "the operator token is not valid");
     return next();

@@ -1,7 +1,11 @@
 import { z } from "zod";
 
 /** Who acts and why: both recorded in the audit trail with every operator action. */
-const Audit = { actor: z.string().trim().min(1).max(200), reason: z.string().trim().min(1).max(2000) };
+const noNul = (s: string) => !s.includes("\u0000");
+const Audit = {
+  actor: z.string().trim().min(1).max(200).refine(noNul, "must not contain NUL"),
+  reason: z.string().trim().min(1).max(2000).refine(noNul, "must not contain NUL"),
+};
 
 /** `POST /v1/operator/effects/:id/lookup`: ask the bound adapter once more, now. */
 export const OperatorLookupRequestSchema = z.strictObject(Audit);

@@ -1,6 +1,7 @@
 import { newUlid, type McpExecuteCommandResult } from "@mosoo/contracts";
 import { writeTransaction } from "../../../platform/db/database.js";
 import type { RuntimeContext } from "../../runtime/application/runtime-context.js";
+import type { DbHandle } from "../../runtime/infrastructure/db-handle.js";
 import { RuntimeError } from "../../runtime/domain/runtime-errors.js";
 import { commandRepository } from "../../runtime/infrastructure/command.repository.js";
 import { effectRepository, type EffectRow } from "../../runtime/infrastructure/effect.repository.js";
@@ -9,6 +10,13 @@ import { operatorActionRepository } from "../infrastructure/operator-action.repo
 import { reconciliationRepository } from "../infrastructure/reconciliation.repository.js";
 import type { EffectReconciler } from "./effect-reconciler.service.js";
 import type { OperatorLookupRequest, OperatorResolveRequest } from "./operator.contract.js";
+
+/** The audited outcome of a committed operator lookup, from the effect as committed. */
+function lookupOutcomeOf(effect: EffectRow): string {
+  if (effect.status === "succeeded") return "confirmed_succeeded";
+  if (effect.status === "not_executed") return "confirmed_not_executed";
+  return "still_unknown";
+}
 
 const parse = (json: string | null): unknown => (json === null ? null : (JSON.parse(json) as unknown));
 
@@ -80,9 +88,16 @@ export class OperatorService {
     if (e.status !== "unknown" || !this.reconciler.adapterFor(e)) {
       throw new RuntimeError("effect.not_reconcilable", `effect ${effectId} is ${e.status}${e.status === "unknown" ? " and no adapter is bound for its server and tool (or MOSOO_EFFECT_RECONCILIATION is off)" : ""}`);
     }
-    const result = await this.reconciler.reconcile(effectId, "operator");
-    const now = this.ctx.clock.nowMs();
-    operatorActionRepository.insert(this.ctx.db, { id: newUlid(now), effectId, action: "lookup", actor: req.actor, reason: req.reason, outcome: result.kind, createdAtMs: now });
+    // The audit row commits in the same transaction as a committed outcome; a lookup that changed
+    // nothing (superseded, ineligible) is audited on its own.
+    let audited = false;
+    const audit = (db: DbHandle, outcome: string) => {
+      const now = this.ctx.clock.nowMs();
+      operatorActionRepository.insert(db, { id: newUlid(now), effectId, action: "lookup", actor: req.actor, reason: req.reason, outcome, createdAtMs: now });
+      audited = true;
+    };
+    const result = await this.reconciler.reconcile(effectId, "operator", (tx, after) => audit(tx, lookupOutcomeOf(after)));
+    if (!audited) audit(this.ctx.db, result.kind);
     this.ctx.logger.info({ effectId, commandId: e.commandId, driverInstanceId: e.driverInstanceId, actor: req.actor, outcome: result.kind }, "operator.lookup");
     return { outcome: result.kind, effect: result.effect ? summary(result.effect) : null };
   }
