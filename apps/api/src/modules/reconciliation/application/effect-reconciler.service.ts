@@ -51,15 +51,21 @@ export class EffectReconciler {
     return adapter;
   }
 
-  /** True when an automatic lookup may run now: `unknown`, bound, under the lookup bound, no operator flag, and due. */
+  /** True when an automatic lookup may run now: `unknown`, bound, and not held back by {@link scheduleBlocker}. */
   isDue(effect: EffectRow, nowMs: number): boolean {
-    return (
-      effect.status === "unknown" &&
-      this.adapterFor(effect) !== null &&
-      effect.operatorAttention === null &&
-      effect.lookupCount < this.settings.maxLookups &&
-      (effect.nextLookupAtMs === null || effect.nextLookupAtMs <= nowMs)
-    );
+    return effect.status === "unknown" && this.adapterFor(effect) !== null && this.scheduleBlocker(effect, nowMs) === null;
+  }
+
+  /**
+   * Why an automatic trigger must not look the effect up now, or null: it waits for an operator
+   * (`operator_attention`; an automatic lookup never clears that flag), it reached the lookup bound
+   * (`lookup_bound_reached`), or its next lookup is not due yet (`not_due`).
+   */
+  private scheduleBlocker(effect: EffectRow, nowMs: number): "operator_attention" | "lookup_bound_reached" | "not_due" | null {
+    if (effect.operatorAttention !== null) return "operator_attention";
+    if (effect.lookupCount >= this.settings.maxLookups) return "lookup_bound_reached";
+    if (effect.nextLookupAtMs !== null && effect.nextLookupAtMs > nowMs) return "not_due";
+    return null;
   }
 
   /**
@@ -74,13 +80,8 @@ export class EffectReconciler {
     if (!adapter) return { kind: "ineligible", reasonCode: this.settings.enabled ? "no_binding" : "flag_off", effect };
     const verdict = checkEligibility(toReconcilable(effect), adapter.declaration, effect.serverId);
     if (!verdict.eligible) return { kind: "ineligible", reasonCode: verdict.reasonCode, effect };
-    if (trigger !== "operator") {
-      // Automatic triggers respect the schedule: an effect waiting for an operator, over its bound,
-      // or not yet due is not looked up (and its operator flag is never cleared by one).
-      if (effect.operatorAttention !== null) return { kind: "ineligible", reasonCode: "operator_attention", effect };
-      if (effect.lookupCount >= this.settings.maxLookups) return { kind: "ineligible", reasonCode: "lookup_bound_reached", effect };
-      if (effect.nextLookupAtMs !== null && effect.nextLookupAtMs > this.ctx.clock.nowMs()) return { kind: "ineligible", reasonCode: "not_due", effect };
-    }
+    const blocker = trigger === "operator" ? null : this.scheduleBlocker(effect, this.ctx.clock.nowMs());
+    if (blocker) return { kind: "ineligible", reasonCode: blocker, effect };
 
     const adapterRef = { id: adapter.declaration.id, version: adapter.declaration.version };
     const owner = newUlid();

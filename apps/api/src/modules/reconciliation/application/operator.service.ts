@@ -1,4 +1,5 @@
 import { newUlid, type McpExecuteCommandResult } from "@mosoo/contracts";
+import { parseJsonColumn } from "../../../platform/db/json-column.js";
 import { writeTransaction } from "../../../platform/db/database.js";
 import type { RuntimeContext } from "../../runtime/application/runtime-context.js";
 import type { DbHandle } from "../../runtime/infrastructure/db-handle.js";
@@ -18,7 +19,7 @@ function lookupOutcomeOf(effect: EffectRow): string {
   return "still_unknown";
 }
 
-const parse = (json: string | null): unknown => (json === null ? null : (JSON.parse(json) as unknown));
+const parse = parseJsonColumn;
 
 /** An effect as the operator sees it in a list: status, why it waits, and its lookup schedule (ms). */
 function summary(e: EffectRow) {

@@ -1,10 +1,11 @@
 import type { DbHandle } from "../infrastructure/db-handle.js";
+import { parseJsonColumn } from "../../../platform/db/json-column.js";
 import { commandRepository } from "../infrastructure/command.repository.js";
 import { effectRepository } from "../infrastructure/effect.repository.js";
 import { runRepository, type RunRow } from "../infrastructure/run.repository.js";
 import { reconciliationRepository } from "../../reconciliation/infrastructure/reconciliation.repository.js";
 
-const parse = (json: string | null): unknown => (json === null ? null : (JSON.parse(json) as unknown));
+const parse = parseJsonColumn;
 
 /** A run as the run API shows it: the run, its commands, its effects with attempts and reconciliation records, and its events. Times in ms. */
 export type RunView = ReturnType<typeof toRunView>;
