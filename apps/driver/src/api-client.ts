@@ -114,7 +114,7 @@ export const DEFAULT_API_RETRY: ApiRetryOptions = { retries: 4, minTimeoutMs: 25
 
 /** Options of {@link DriverApiClient}. */
 export interface DriverApiClientOptions {
-  /** Base URL of the API, e.g. `http://127.0.0.1:8080` (a path prefix is kept). */
+  /** Base URL of the API, e.g. `http://127.0.0.1:8787` (a path prefix is kept). */
   apiUrl: string;
   /** Bearer token for every route but `register`. */
   driverToken?: string | undefined;

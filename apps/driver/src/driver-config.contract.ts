@@ -71,7 +71,7 @@ export const DEFAULT_POLL_WAIT_MS = 25_000;
 
 /**
  * The Driver's resolved options, after CLI parsing (see `src/main.ts`).
- * - `apiUrl`: base URL of the API (http/https), e.g. `http://127.0.0.1:8080`;
+ * - `apiUrl`: base URL of the API (http/https), e.g. `http://127.0.0.1:8787`;
  * - `name`: Driver instance name sent on `register` (1–100 chars);
  * - `stateFile`: path of the state file; `mcpConfigFile`: path of the MCP config file;
  * - `toolTimeoutMs`: per `tools/call` timeout in ms; `pollWaitMs`: long-poll wait in ms (0–30 000);

@@ -13,7 +13,7 @@ const EXIT_BAD_INPUT = 2;
 
 const HELP_AFTER = `
 Example:
-  mosoo-driver --api-url http://127.0.0.1:8080 --mcp-config ./mcp-servers.json \\
+  mosoo-driver --api-url http://127.0.0.1:8787 --mcp-config ./mcp-servers.json \\
     --state-file ./var/driver-state.json --tool-timeout-ms 30000
 
 MCP config file (--mcp-config), validated at startup:
@@ -49,7 +49,7 @@ function buildProgram(): Command {
   return new Command()
     .name("mosoo-driver")
     .description("Mosoo Driver: pulls mcp.execute commands from the Mosoo API and calls the tools on your MCP servers, once per claim.")
-    .requiredOption("--api-url <url>", "base URL of the Mosoo API (required), e.g. http://127.0.0.1:8080")
+    .requiredOption("--api-url <url>", "base URL of the Mosoo API (required), e.g. http://127.0.0.1:8787")
     .requiredOption("--mcp-config <file>", "JSON file that names the MCP servers, by serverId (required; format below)")
     .option("--name <name>", "Driver instance name, sent when registering a new instance (1-100 chars)", `driver-${hostname()}`.slice(0, 100))
     .option("--state-file <path>", "where the Driver identity (instance id + token) is kept", "./var/driver-state.json")
