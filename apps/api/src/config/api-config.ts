@@ -32,7 +32,7 @@ export interface ApiConfig {
   heartbeatTtlMs: number;
   sweepIntervalMs: number;
   logLevel: z.infer<typeof ApiConfigSchema>["MOSOO_LOG_LEVEL"];
-  /** Bearer token of the operator routes (`/v1/operator/*`); without it they answer 403 `auth.operator_disabled`. */
+  /** Bearer token of the operator routes (`/api/operator/*`, only with reconciliation on); without it they answer 403 `auth.operator_disabled`. */
   operatorToken: string | undefined;
   /** The opt-in reconciliation of unknown effects (DESIGN.md §4–§6); `enabled: false` is exactly the #412 baseline. */
   reconciliation: {

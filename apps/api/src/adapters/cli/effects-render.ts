@@ -8,7 +8,7 @@ const when = (msSinceEpoch: unknown): string => (typeof msSinceEpoch === "number
 const age = (createdAtMs: unknown, nowMs: number): string => (typeof createdAtMs === "number" ? ms(Math.max(0, nowMs - createdAtMs)) : "-");
 
 function table(head: string[], rows: unknown[][]): string {
-  const t = new Table({ head, style: { head: [], border: [] } });
+  const t = new Table({ head, style: { head: [], border: [], compact: true } });
   for (const r of rows) t.push(r.map(str));
   return t.toString();
 }
@@ -42,7 +42,7 @@ export function renderShow(e: Row): string {
     ["result", e["result"] ? str((e["result"] as Row)["outputText"]) : "-"],
     ["reconciliation receipt", e["reconciliationReceipt"]],
   ];
-  const kv = new Table({ style: { head: [], border: [] } });
+  const kv = new Table({ style: { head: [], border: [], compact: true } });
   for (const [k, v] of fields) kv.push({ [k]: str(v) });
   const list = (key: string) => (Array.isArray(e[key]) ? (e[key] as Row[]) : []);
   const sections = [
