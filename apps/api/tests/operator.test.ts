@@ -23,6 +23,26 @@ async function unknownEffect(fx: ReconciliationFixture, opts: { serverId?: strin
   return { ...call, restarted };
 }
 
+/**
+ * A write the provider double committed whose response was lost (`unknown`), bound to an adapter
+ * whose lookups wait until `open()` is called: a reconciler started now holds the lease meanwhile.
+ */
+async function committedUnknownWithGatedLookup() {
+  f = createReconciliationFixture();
+  const fx = f;
+  const call = await dispatchWrite(fx);
+  await commitAtProvider(fx, call);
+  fx.runtime.ledger.markUnknown(call.driver.instance, call.effectId, { connectionId: call.driver.connectionId, attempt: 1, reason: "transport closed" });
+  let open!: () => void;
+  const gate = new Promise<void>((resolve) => (open = resolve));
+  const inner = fx.adapter.lookup.bind(fx.adapter);
+  fx.adapter.lookup = async (req, ctx) => {
+    await gate;
+    return inner(req, ctx);
+  };
+  return { fx, call, open };
+}
+
 function http(runtime: Runtime, opts: { token?: string; configured?: string | undefined } = {}) {
   const app = createHttpApp(runtime, pino({ level: "silent" }), { operatorToken: "configured" in opts ? opts.configured : TOKEN });
   const token = opts.token ?? TOKEN;
@@ -212,18 +232,7 @@ describe("operator routes: reconcile now", () => {
   });
 
   it("respects the lease: a lookup already running wins, the operator's records superseded", async () => {
-    f = createReconciliationFixture();
-    const fx = f;
-    const call = await dispatchWrite(fx);
-    await commitAtProvider(fx, call);
-    fx.runtime.ledger.markUnknown(call.driver.instance, call.effectId, { connectionId: call.driver.connectionId, attempt: 1, reason: "transport closed" });
-    let open!: () => void;
-    const gate = new Promise<void>((resolve) => (open = resolve));
-    const inner = fx.adapter.lookup.bind(fx.adapter);
-    fx.adapter.lookup = async (req, ctx) => {
-      await gate;
-      return inner(req, ctx);
-    };
+    const { fx, call, open } = await committedUnknownWithGatedLookup();
     const sweeping = fx.runtime.reconciler.reconcile(call.effectId, "sweep");
     const byOperator = await fx.runtime.operator.reconcile(call.effectId, ok);
     expect(byOperator.outcome).toBe("superseded");
@@ -238,18 +247,7 @@ describe("operator routes: reconcile now", () => {
 
 describe("operator resolve racing a reconciler", () => {
   it("the operator commits first: exactly one outcome, the reconciler records superseded", async () => {
-    f = createReconciliationFixture();
-    const fx = f;
-    const call = await dispatchWrite(fx);
-    await commitAtProvider(fx, call);
-    fx.runtime.ledger.markUnknown(call.driver.instance, call.effectId, { connectionId: call.driver.connectionId, attempt: 1, reason: "transport closed" });
-    let open!: () => void;
-    const gate = new Promise<void>((resolve) => (open = resolve));
-    const inner = fx.adapter.lookup.bind(fx.adapter);
-    fx.adapter.lookup = async (req, ctx) => {
-      await gate;
-      return inner(req, ctx);
-    };
+    const { fx, call, open } = await committedUnknownWithGatedLookup();
     const sweeping = fx.runtime.reconciler.reconcile(call.effectId, "sweep");
     fx.runtime.operator.resolve(call.effectId, { outcome: "not_executed", actor: "alice", reason: "override" });
     open();

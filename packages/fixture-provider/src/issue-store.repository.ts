@@ -92,15 +92,8 @@ export class IssueStore {
    */
   commitCreateIssue(input: CommitCreateIssueInput): CommitOutcome {
     return this.db.transaction((): CommitOutcome => {
-      const recorded = this.findOperation(input.idempotencyKey);
-      if (recorded) {
-        if (recorded.tool_name !== "createIssue" || recorded.request_fingerprint !== input.requestFingerprint) {
-          return { kind: "conflict", recordedFingerprint: recorded.request_fingerprint };
-        }
-        return { kind: "replayed", result: parseResult(recorded.result_json) };
-      }
-      const fence = this.findFence(input.idempotencyKey);
-      if (fence) return { kind: "fenced", fencedAt: fence.fenced_at };
+      const settled = this.replayConflictOrFence("createIssue", input, parseResult);
+      if (settled) return settled;
 
       const committedAt = new Date().toISOString();
       const issueId = newUlid();
@@ -129,15 +122,8 @@ export class IssueStore {
    */
   commitCloseIssue(input: CommitCloseIssueInput): CommitOutcome<CloseIssueToolResult> {
     return this.db.transaction((): CommitOutcome<CloseIssueToolResult> => {
-      const recorded = this.findOperation(input.idempotencyKey);
-      if (recorded) {
-        if (recorded.tool_name !== "closeIssue" || recorded.request_fingerprint !== input.requestFingerprint) {
-          return { kind: "conflict", recordedFingerprint: recorded.request_fingerprint };
-        }
-        return { kind: "replayed", result: parseCloseResult(recorded.result_json) };
-      }
-      const fence = this.findFence(input.idempotencyKey);
-      if (fence) return { kind: "fenced", fencedAt: fence.fenced_at };
+      const settled = this.replayConflictOrFence("closeIssue", input, parseCloseResult);
+      if (settled) return settled;
       const issue = this.db.prepare<[string], { number: number }>("SELECT number FROM issues WHERE issue_id = ?").get(input.args.issueId);
       if (!issue) return { kind: "issue_not_found" };
       const closed = this.db.prepare<[string], { committed_at: string }>("SELECT committed_at FROM issue_closures WHERE issue_id = ?").get(input.args.issueId);
@@ -228,6 +214,27 @@ export class IssueStore {
   /** Closes the database. Idempotent. */
   close(): void {
     if (this.db.open) this.db.close();
+  }
+
+  /**
+   * The decision every write makes first, inside its transaction: the key already recorded the same
+   * request of the same tool → `replayed`; another request or tool → `conflict`; a tombstone →
+   * `fenced`; otherwise `null` (the write may go on).
+   */
+  private replayConflictOrFence<R>(
+    tool: OperationRow["tool_name"],
+    input: { idempotencyKey: string; requestFingerprint: string },
+    parse: (json: string) => R,
+  ): CommitOutcome<R> | null {
+    const recorded = this.findOperation(input.idempotencyKey);
+    if (recorded) {
+      if (recorded.tool_name !== tool || recorded.request_fingerprint !== input.requestFingerprint) {
+        return { kind: "conflict", recordedFingerprint: recorded.request_fingerprint };
+      }
+      return { kind: "replayed", result: parse(recorded.result_json) };
+    }
+    const fence = this.findFence(input.idempotencyKey);
+    return fence ? { kind: "fenced", fencedAt: fence.fenced_at } : null;
   }
 
   /** The write recorded under `idempotencyKey`, by either write tool (a key is used by at most one). */
