@@ -179,4 +179,66 @@ describe("compensation: an explicit, declared, operator-started write through th
     expect(ledgerSnapshot(setup.store)).toEqual(before);
     expect(setup.provider.stats().writes).toEqual({});
   });
+
+  it("a compensation the provider answered with an error result does not block another; the retry closes the issue", async () => {
+    s = await setupFixtureReconciliation({ mode: "bound" });
+    const setup = s;
+    const original = await succeededIssue(setup);
+    setup.provider.setFaults({ failBeforeCommit: true });
+    const failed = await setup.runtime.operator.compensate(original.effectId, AUDIT);
+    const ran = await executeNextCommand(setup, original.driver);
+    expect(ran.result).toMatchObject({ isError: true, outputText: expect.stringMatching(/^provider_unavailable: /) });
+    expect(effectRow(setup.store, failed.compensationEffectId).status).toBe("succeeded"); // the provider answered: an error result
+    setup.provider.setFaults({ failBeforeCommit: false });
+    const retry = await setup.runtime.operator.compensate(original.effectId, { ...AUDIT, reason: "retry after the provider recovered" });
+    await executeNextCommand(setup, original.driver);
+    expect(effectRow(setup.store, retry.compensationEffectId).status).toBe("succeeded");
+    expect(setup.provider.stats().writes[retry.idempotencyKey]).toBe(1);
+    // now it is undone: a third request is refused
+    expect(await codeOf(setup.runtime.operator.compensate(original.effectId, AUDIT))).toBe("compensation.exists");
+  });
+
+  it("a compensation whose command ended before any claim (its Driver died) does not block another", async () => {
+    s = await setupFixtureReconciliation({ mode: "bound" });
+    const setup = s;
+    const original = await succeededIssue(setup);
+    const stranded = await setup.runtime.operator.compensate(original.effectId, AUDIT);
+    await setup.runtime.repair.finalize(original.driver.instance.id, "heartbeat_expired");
+    expect(effectRow(setup.store, stranded.compensationEffectId).status).toBe("intent");
+    expect(commandRow(setup.store, stranded.commandId).status).toBe("failed");
+    const other = connectDriver(setup.runtime, "driver-b");
+    const again = await setup.runtime.operator.compensate(original.effectId, { ...AUDIT, driverInstanceId: other.instance.id });
+    await executeNextCommand(setup, other);
+    expect(effectRow(setup.store, again.compensationEffectId).status).toBe("succeeded");
+    expect(setup.provider.stats().writes[stranded.idempotencyKey]).toBeUndefined();
+  });
+
+  it("the database refuses two compensations of one effect in flight at once, whatever the service did", async () => {
+    s = await setupFixtureReconciliation({ mode: "bound" });
+    const setup = s;
+    const original = await succeededIssue(setup);
+    const first = await setup.runtime.operator.compensate(original.effectId, AUDIT);
+    await executeNextCommand(setup, original.driver, { crashAfterCall: true }); // first is executing
+    const sql = setup.store.sqlite;
+    const copy = sql.prepare("SELECT * FROM external_tool_effects WHERE id = ?").get(first.compensationEffectId) as Record<string, unknown>;
+    const insert = () =>
+      sql
+        .prepare(`INSERT INTO external_tool_effects (${Object.keys(copy).join(", ")}) VALUES (${Object.keys(copy).map(() => "?").join(", ")})`)
+        .run(...Object.values({ ...copy, id: "01JDZZZZZZZZZZZZZZZZZZZZZZ", command_id: original.commandId, idempotency_key: "01JDZZZZZZZZZZZZZZZZZZZZZY" }));
+    expect(insert).toThrow(/UNIQUE constraint failed/);
+  });
+
+  it("purging the finalized Driver that ran a compensation keeps the audit row (its link cleared) and answers no 500", async () => {
+    s = await setupFixtureReconciliation({ mode: "bound" });
+    const setup = s;
+    const original = await succeededIssue(setup);
+    const other = connectDriver(setup.runtime, "driver-b");
+    const comp = await setup.runtime.operator.compensate(original.effectId, { ...AUDIT, driverInstanceId: other.instance.id });
+    await executeNextCommand(setup, other);
+    await setup.runtime.repair.finalize(other.instance.id, "driver_request");
+    setup.runtime.runs.purgeDriver(other.instance.id);
+    expect(setup.store.sqlite.prepare("SELECT count(*) AS n FROM external_tool_effects WHERE id = ?").get(comp.compensationEffectId)).toEqual({ n: 0 });
+    expect(setup.runtime.operator.show(original.effectId).operatorActions).toEqual([expect.objectContaining({ action: "compensate", compensationEffectId: null })]);
+  });
 });
+

@@ -4,7 +4,7 @@ import { ConfigError, loadApiConfig } from "../../config/api-config.js";
 import { httpOperatorClient, localOperatorClient, OperatorClientError, type OperatorClient } from "./operator-client.js";
 import { renderCompensate, renderList, renderReconcile, renderResolve, renderShow } from "./effects-render.js";
 
-/** Exit codes of `mosoo-effects`: 0 done; 1 the service refused or could not be reached; 2 bad input. */
+/** Exit codes of `mosoo-effects`: 0 done; 1 the service refused, or the API could not be reached; 2 bad input. */
 export const EXIT = { ok: 0, refused: 1, badInput: 2 } as const;
 
 /** A CLI failure: the exit code and the one line printed to stderr (`mosoo-effects: <code>: <message>`). */
@@ -30,6 +30,16 @@ const duration = (value: string): string => {
   const parsed = ms(value as ms.StringValue);
   if (typeof parsed !== "number" || !Number.isFinite(parsed) || parsed < 0) throw new InvalidArgumentError('must be a duration such as 30s, 15m, 2h or 7d');
   return String(Math.round(parsed));
+};
+const httpUrl = (value: string): string => {
+  let url: URL;
+  try {
+    url = new URL(value);
+  } catch {
+    throw new InvalidArgumentError("must be an http(s) URL such as http://127.0.0.1:8787");
+  }
+  if (url.protocol !== "http:" && url.protocol !== "https:") throw new InvalidArgumentError("must be an http(s) URL such as http://127.0.0.1:8787");
+  return value;
 };
 const json = (what: string) => (value: string): unknown => {
   try {
@@ -73,7 +83,7 @@ export function buildEffectsCli(write: (text: string) => void, env: NodeJS.Proce
         "Needs MOSOO_EFFECT_RECONCILIATION=on (in the API's environment, or in this one with --db).",
     )
     .addOption(new Option("--db <file>", "work on this SQLite store in-process (same flag and bindings env vars as the API)"))
-    .addOption(new Option("--api-url <url>", "base URL of a running API (used unless --db is given)").env("MOSOO_API_URL").default("http://127.0.0.1:8787"))
+    .addOption(new Option("--api-url <url>", "base URL of a running API (used unless --db is given)").env("MOSOO_API_URL").default("http://127.0.0.1:8787").argParser(httpUrl))
     .addOption(new Option("--token <token>", "operator token, the API's MOSOO_OPERATOR_TOKEN").env("MOSOO_OPERATOR_TOKEN"))
     .option("--json", "print the service's JSON instead of tables")
     .addHelpText(
@@ -88,7 +98,8 @@ export function buildEffectsCli(write: (text: string) => void, env: NodeJS.Proce
         "  npm run effects -- resolve 01J... --outcome succeeded --output-text \"Created issue #7\" --provider-operation-id 01J... --actor alice --reason \"found it in the tracker\"",
         "  npm run effects -- compensate 01J... --actor alice --reason \"duplicate issue\"",
         "",
-        "Exit codes: 0 done, 1 refused by the service (one line: code and message), 2 bad input.",
+        "Exit codes: 0 done, 1 refused by the service or the API unreachable (one line: code and message), 2 bad input.",
+        "With --db, a compensation is queued in the store; a Driver polling a running API picks it up at its next poll (up to ~25 s).",
       ].join("\n"),
     )
     .exitOverride()
@@ -151,6 +162,8 @@ export function buildEffectsCli(write: (text: string) => void, env: NodeJS.Proce
     let body: Record<string, unknown> = { outcome: o.outcome, actor: o.actor, reason: o.reason };
     if (o.outcome === "succeeded") {
       if ((o.outputText === undefined) === (o.resultJson === undefined)) throw new CliFailure(EXIT.badInput, "--outcome succeeded needs exactly one of --output-text or --result-json");
+      if (o.isError && o.resultJson !== undefined) throw new CliFailure(EXIT.badInput, "--is-error goes with --output-text; with --result-json put isError in the result");
+      if (o.providerOperationId !== undefined && o.receiptJson !== undefined) throw new CliFailure(EXIT.badInput, "pass --provider-operation-id or --receipt-json, not both");
       const result = o.resultJson ?? { content: [{ type: "text", text: o.outputText }], ...(o.isError ? { isError: true } : {}) };
       const receipt = o.receiptJson ?? (o.providerOperationId ? { providerOperationId: o.providerOperationId, observedAt: new Date(nowMs()).toISOString() } : undefined);
       body = { ...body, result, ...(receipt === undefined ? {} : { receipt }) };

@@ -3,7 +3,9 @@ import ms from "ms";
 
 type Row = Record<string, unknown>;
 
-const str = (v: unknown): string => (v === null || v === undefined ? "-" : typeof v === "string" ? v : JSON.stringify(v));
+/** Control characters (NUL, ESC, …) are shown as escapes, never written raw to the terminal. */
+const printable = (text: string): string => text.replace(/[\u0000-\u0008\u000b-\u001f\u007f-\u009f]/g, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, "0")}`);
+const str = (v: unknown): string => printable(v === null || v === undefined ? "-" : typeof v === "string" ? v : JSON.stringify(v));
 const when = (msSinceEpoch: unknown): string => (typeof msSinceEpoch === "number" ? new Date(msSinceEpoch).toISOString() : "-");
 const age = (createdAtMs: unknown, nowMs: number): string => (typeof createdAtMs === "number" ? ms(Math.max(0, nowMs - createdAtMs)) : "-");
 
@@ -60,8 +62,8 @@ export function renderShow(e: Row): string {
     list("operatorActions").length === 0
       ? "  none"
       : table(
-          ["at", "actor", "action", "before → after", "outcome", "reason"],
-          list("operatorActions").map((a) => [when(a["createdAtMs"]), a["actor"], a["action"], `${str(a["statusBefore"])} → ${str(a["statusAfter"])}`, a["outcome"], a["reason"]]),
+          ["at", "actor", "action", "before → after", "outcome", "reason", "receipt"],
+          list("operatorActions").map((a) => [when(a["createdAtMs"]), a["actor"], a["action"], `${str(a["statusBefore"])} → ${str(a["statusAfter"])}`, a["outcome"], a["reason"], a["receipt"]]),
         ),
     "compensations:",
     list("compensations").length === 0 ? "  none" : table(["effect", "status", "tool", "Driver instance"], list("compensations").map((c) => [c["id"], c["status"], c["toolName"], c["driverInstanceId"]])),

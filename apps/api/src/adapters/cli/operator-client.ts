@@ -1,5 +1,7 @@
 import { existsSync } from "node:fs";
+import Database from "better-sqlite3";
 import pino from "pino";
+import { UlidSchema } from "@mosoo/contracts";
 import type { ApiConfig } from "../../config/api-config.js";
 import { resolveReconciliationSettings } from "../../config/reconciliation-bindings.js";
 import { createBuiltInAdapterRegistry } from "../reconciliation/builtin-adapters.js";
@@ -80,14 +82,37 @@ export function httpOperatorClient(apiUrl: string, token: string): OperatorClien
 }
 
 /**
+ * Refuses a file that is not a Mosoo store (no applied migrations and no effect table), so that
+ * `--db` pointed at the wrong SQLite file (e.g. the provider's) never turns it into one.
+ * @throws OperatorClientError `store.not_mosoo`.
+ */
+function assertMosooStore(file: string): void {
+  let isStore = false;
+  try {
+    const db = new Database(file, { readonly: true, fileMustExist: true });
+    try {
+      const tables = db.prepare("SELECT name FROM sqlite_master WHERE type = 'table' AND name IN ('__drizzle_migrations', 'external_tool_effects')").all();
+      isStore = tables.length === 2;
+    } finally {
+      db.close();
+    }
+  } catch {
+    isStore = false;
+  }
+  if (!isStore) throw new OperatorClientError("store.not_mosoo", `${file} is not a Mosoo store (no external_tool_effects table); pass the API's MOSOO_DB_FILE`);
+}
+
+/**
  * The operator service in this process, on the SQLite store at `config.dbFile` (which must exist),
  * with the reconciliation settings of `config` (the same environment variables as the API, so the
  * same flag and adapter bindings). Safe next to a running API on the same file (every write is a
  * `BEGIN IMMEDIATE` compare-and-set); a queued compensation is picked up at the Driver's next poll.
- * @throws OperatorClientError `store.not_found` when the file does not exist; the service's codes from each method.
+ * @throws OperatorClientError `store.not_found` when the file does not exist, `store.not_mosoo` when it
+ *   is not a Mosoo store; the service's codes (and `request.invalid` for a malformed id) from each method.
  */
 export function localOperatorClient(config: ApiConfig): OperatorClient {
   if (!existsSync(config.dbFile)) throw new OperatorClientError("store.not_found", `no database at ${config.dbFile}`);
+  assertMosooStore(config.dbFile);
   const settings = resolveReconciliationSettings(config, createBuiltInAdapterRegistry());
   const store = openStore(config.dbFile);
   const runtime = createRuntime({ db: store.db, logger: pino({ level: "silent" }), heartbeatTtlMs: config.heartbeatTtlMs, reconciliation: settings });
@@ -102,10 +127,10 @@ export function localOperatorClient(config: ApiConfig): OperatorClient {
   };
   return {
     list: (query) => wrap(() => op.list(parseOrThrow(OperatorListQuerySchema, query))),
-    show: (id) => wrap(() => op.show(id)),
-    reconcile: (id, body) => wrap(() => op.reconcile(id, parseOrThrow(OperatorReconcileRequestSchema, body))),
-    resolve: (id, body) => wrap(() => op.resolve(id, parseOrThrow(OperatorResolveRequestSchema, body))),
-    compensate: (id, body) => wrap(() => op.compensate(id, parseOrThrow(OperatorCompensateRequestSchema, body))),
+    show: (id) => wrap(() => op.show(parseOrThrow(UlidSchema, id))),
+    reconcile: (id, body) => wrap(() => op.reconcile(parseOrThrow(UlidSchema, id), parseOrThrow(OperatorReconcileRequestSchema, body))),
+    resolve: (id, body) => wrap(() => op.resolve(parseOrThrow(UlidSchema, id), parseOrThrow(OperatorResolveRequestSchema, body))),
+    compensate: (id, body) => wrap(() => op.compensate(parseOrThrow(UlidSchema, id), parseOrThrow(OperatorCompensateRequestSchema, body))),
     close: async () => store.close(),
   };
 }

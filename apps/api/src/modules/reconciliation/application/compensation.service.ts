@@ -4,6 +4,9 @@ import { writeTransaction } from "../../../platform/db/database.js";
 import { recordIntent } from "../../runtime/application/effect-intent.js";
 import type { RuntimeContext } from "../../runtime/application/runtime-context.js";
 import { RuntimeError } from "../../runtime/domain/runtime-errors.js";
+import { isTerminalCommandStatus } from "../../runtime/domain/command-lifecycle.machine.js";
+import { commandRepository } from "../../runtime/infrastructure/command.repository.js";
+import type { DbHandle } from "../../runtime/infrastructure/db-handle.js";
 import { driverInstanceRepository } from "../../runtime/infrastructure/driver-instance.repository.js";
 import { effectRepository, type EffectRow } from "../../runtime/infrastructure/effect.repository.js";
 import { operatorActionRepository } from "../infrastructure/operator-action.repository.js";
@@ -20,14 +23,29 @@ export interface QueuedCompensation {
   toolName: string;
 }
 
-/** True for a SQLite unique-constraint failure (here: a second live compensation of one effect). */
+/** True for a SQLite unique-constraint failure (here: a second compensation of one effect in flight). */
 function isUniqueViolation(err: unknown): boolean {
   return typeof err === "object" && err !== null && (err as { code?: unknown }).code === "SQLITE_CONSTRAINT_UNIQUE";
 }
 
-/** The live (not `not_executed`) compensation of `effect`, if any. */
-function liveCompensation(db: Parameters<typeof operatorQueryRepository.listCompensations>[0], effectId: string): EffectRow | undefined {
-  return operatorQueryRepository.listCompensations(db, effectId).find((c) => c.status !== "not_executed");
+/**
+ * The compensation of `effectId` that blocks another one, if any (DESIGN.md §3 rule 8: never two
+ * undo writes for one effect): one that may still write or may have written (`executing`,
+ * `unknown`, or `intent` while its command can still be delivered), or one that undid it
+ * (`succeeded` with a result that is not an error). A compensation confirmed `not_executed`, one
+ * whose command ended before any claim (it can never be dispatched: the claim refuses a terminal
+ * command), and one the provider answered with an error result do not block.
+ */
+function blockingCompensation(db: DbHandle, effectId: string): EffectRow | undefined {
+  return operatorQueryRepository.listCompensations(db, effectId).find((c) => {
+    if (c.status === "executing" || c.status === "unknown") return true;
+    if (c.status === "intent") {
+      const cmd = commandRepository.findById(db, c.commandId);
+      return cmd !== undefined && !isTerminalCommandStatus(cmd.status);
+    }
+    if (c.status === "succeeded") return McpExecuteCommandResultSchema.safeParse(JSON.parse(c.resultJson ?? "null")).data?.isError !== true;
+    return false;
+  });
 }
 
 /**
@@ -50,7 +68,8 @@ export class CompensationService {
    * transaction; a refusal writes nothing.
    * @throws RuntimeError `effect.not_found`; `effect.not_succeeded` (409); `compensation.not_declared`
    *   (409: no adapter bound, or it declares no compensation for the tool); `compensation.exists`
-   *   (409: a compensation that is not `not_executed` already exists, `details.compensationEffectId`);
+   *   (409: a compensation is in flight or already undid it, see {@link blockingCompensation};
+   *   `details.compensationEffectId`, `details.status`);
    *   `compensation.plan_failed` (409: the adapter could not plan it); `driver.not_found`;
    *   `compensation.driver_unavailable` (409: the target Driver instance is finalizing or finalized).
    */
@@ -58,6 +77,7 @@ export class CompensationService {
     const original = effectRepository.findById(this.ctx.db, effectId);
     if (!original) throw new RuntimeError("effect.not_found", `no effect ${effectId}`);
     this.assertCompensable(original);
+    this.assertNotCompensated(this.ctx.db, original);
     const adapter = this.settings.enabled ? this.settings.bindings.get(original.serverId) : undefined;
     if (!adapter?.declaration.compensations?.[original.toolName]) {
       throw new RuntimeError("compensation.not_declared", `no adapter bound to server ${original.serverId} declares a compensating action for ${original.toolName}`);
@@ -95,8 +115,14 @@ export class CompensationService {
     if (effect.status !== "succeeded") {
       throw new RuntimeError("effect.not_succeeded", `effect ${effect.id} is ${effect.status}; only a succeeded effect can be compensated`);
     }
-    const live = liveCompensation(this.ctx.db, effect.id);
-    if (live) throw new RuntimeError("compensation.exists", `effect ${effect.id} already has compensation ${live.id} (${live.status})`, { compensationEffectId: live.id });
+  }
+
+  private assertNotCompensated(db: DbHandle, effect: EffectRow): void {
+    const blocking = blockingCompensation(db, effect.id);
+    if (blocking) {
+      const what = blocking.status === "succeeded" ? "was already compensated by" : "has a compensation in flight:";
+      throw new RuntimeError("compensation.exists", `effect ${effect.id} ${what} ${blocking.id} (${blocking.status})`, { compensationEffectId: blocking.id, status: blocking.status });
+    }
   }
 
   private queue(effectId: string, req: OperatorCompensateRequest, toolName: string, argumentsJson: string, requestFingerprint: string, now: number): QueuedCompensation {
@@ -106,11 +132,12 @@ export class CompensationService {
         const original = effectRepository.findById(tx, effectId);
         if (!original) throw new RuntimeError("effect.not_found", `no effect ${effectId}`);
         this.assertCompensable(original);
+        this.assertNotCompensated(tx, original);
         const driverInstanceId = req.driverInstanceId ?? original.driverInstanceId;
         const driver = driverInstanceRepository.findById(tx, driverInstanceId);
         if (!driver) throw new RuntimeError("driver.not_found", `no Driver instance ${driverInstanceId}`);
         if (driver.status === "finalizing" || driver.status === "finalized") {
-          throw new RuntimeError("compensation.driver_unavailable", `Driver instance ${driverInstanceId} is ${driver.status}; pass the id of a live Driver that serves ${original.serverId}`, { driverInstanceId });
+          throw new RuntimeError("compensation.driver_unavailable", `Driver instance ${driverInstanceId} is ${driver.status}; pass the id of a live Driver whose MCP config has server ${original.serverId}`, { driverInstanceId });
         }
         const recorded = recordIntent(tx, {
           runId: original.runId,

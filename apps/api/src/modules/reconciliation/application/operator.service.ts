@@ -141,7 +141,8 @@ export class OperatorService {
       audited = true;
     };
     const result = await this.reconciler.reconcile(effectId, "operator", (tx, after) => audit(tx, lookupOutcomeOf(after), after.status));
-    if (!audited) audit(this.ctx.db, result.kind, effectRepository.findById(this.ctx.db, effectId)?.status ?? e.status);
+    // It changed nothing (superseded, ineligible): before and after are the same, whatever another actor did meanwhile.
+    if (!audited) audit(this.ctx.db, result.kind, e.status);
     this.ctx.logger.info({ effectId, commandId: e.commandId, driverInstanceId: e.driverInstanceId, actor: req.actor, outcome: result.kind }, "operator.lookup");
     return { outcome: result.kind, effect: result.effect ? summary(result.effect) : null };
   }
