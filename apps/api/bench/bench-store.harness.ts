@@ -1,0 +1,183 @@
+import { createHash } from "node:crypto";
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import type Database from "better-sqlite3";
+import pino from "pino";
+import { newUlid } from "@mosoo/contracts";
+import { openStore, type Store } from "../src/platform/db/database.js";
+import { createRuntime, type Runtime } from "../src/modules/runtime/application/runtime.js";
+import { RECONCILIATION_OFF } from "../src/modules/reconciliation/application/reconciliation-settings.js";
+import { BENCH_BOUND_SERVER, BENCH_TOOL, createFixedLatencyAdapter } from "./fixed-latency.adapter.js";
+
+/** A file-backed store in a fresh temp folder (WAL, synchronous=FULL, as in production) and how to drop it. */
+export interface BenchStore extends Store {
+  /** The SQLite file's path. */
+  file: string;
+  /** Closes the store and deletes its folder. */
+  dispose(): void;
+}
+
+/** Opens and migrates a fresh file-backed store under the OS temp folder, through the real {@link openStore}. */
+export function openBenchStore(): BenchStore {
+  const dir = mkdtempSync(join(tmpdir(), "mosoo-bench-"));
+  const file = join(dir, "bench.db");
+  const store = openStore(file);
+  return {
+    ...store,
+    file,
+    dispose: () => {
+      store.close();
+      rmSync(dir, { recursive: true, force: true });
+    },
+  };
+}
+
+/**
+ * Options of {@link createBenchRuntime}: `reconciliation` on or off (the feature flag),
+ * `lookupLatencyMs` (ms, the bound adapter's fixed lookup time) and `concurrency` (lookups at once).
+ */
+export interface BenchRuntimeOptions {
+  reconciliation: boolean;
+  lookupLatencyMs: number;
+  concurrency: number;
+}
+
+/**
+ * The real runtime (`createRuntime`) on `store`, silent logger, with server {@link BENCH_BOUND_SERVER}
+ * bound to a fixed-latency adapter when reconciliation is on (the binding exists either way; the
+ * flag alone decides). Lookup timeout 5000 ms, lease 15000 ms, as the API's defaults.
+ */
+export function createBenchRuntime(store: Store, opts: BenchRuntimeOptions): Runtime {
+  return createRuntime({
+    db: store.db,
+    logger: pino({ level: "silent" }),
+    heartbeatTtlMs: 60_000,
+    reconciliation: {
+      ...RECONCILIATION_OFF,
+      enabled: opts.reconciliation,
+      concurrency: opts.concurrency,
+      bindings: new Map([[BENCH_BOUND_SERVER, createFixedLatencyAdapter(opts.lookupLatencyMs)]]),
+    },
+  });
+}
+
+/**
+ * What {@link seedEffects} writes: `count` effects of one new Driver instance (with its session,
+ * one run and one command per effect), all in `status`; `unknown` ones look like the output of a
+ * finalization with the flag off (command failed, attempt 1 unknown, never looked up);
+ * `succeeded` ones like a normal completed call. `serverId` defaults to the bound server.
+ */
+export interface SeedEffectsOptions {
+  count: number;
+  status: "unknown" | "succeeded";
+  serverId?: string;
+  /** Rows per seeding transaction (default 20 000). */
+  batch?: number;
+}
+
+/**
+ * Inserts rows directly with raw prepared SQL in big transactions (seeding is not measured).
+ * Returns the Driver instance id and run id it created. Times are `Date.now()` minus one minute.
+ */
+export function seedEffects(sqlite: Database.Database, opts: SeedEffectsOptions): { driverInstanceId: string; runId: string } {
+  const now = Date.now() - 60_000;
+  const driverInstanceId = newUlid(now);
+  const sessionId = newUlid(now);
+  const runId = newUlid(now);
+  const serverId = opts.serverId ?? BENCH_BOUND_SERVER;
+  const fingerprint = createHash("sha256").update("{}").digest("hex");
+  sqlite
+    .prepare("INSERT INTO driver_instances (id, name, status, token_hash, registered_at_ms, finalized_at_ms) VALUES (?, 'seed', 'finalized', ?, ?, ?)")
+    .run(driverInstanceId, fingerprint, now, now);
+  sqlite.prepare("INSERT INTO sessions (id, created_at_ms) VALUES (?, ?)").run(sessionId, now);
+  sqlite
+    .prepare("INSERT INTO session_runs (id, session_id, driver_instance_id, status, error_json, created_at_ms, updated_at_ms) VALUES (?, ?, ?, 'failed', '{}', ?, ?)")
+    .run(runId, sessionId, driverInstanceId, now, now);
+  const insCommand = sqlite.prepare(
+    `INSERT INTO driver_commands (id, driver_instance_id, run_id, seq, type, status, payload_json, result_json, error_json, created_at_ms, updated_at_ms, terminal_at_ms)
+     VALUES (?, ?, ?, ?, 'mcp.execute', ?, '{}', ?, ?, ?, ?, ?)`,
+  );
+  const insEffect = sqlite.prepare(
+    `INSERT INTO external_tool_effects (id, command_id, run_id, driver_instance_id, server_id, tool_name, tool_call_id, request_id, arguments_json,
+       idempotency_key, request_fingerprint, status, resolution, version, attempt_count, result_json, first_dispatched_at_ms, last_dispatched_at_ms, created_at_ms, updated_at_ms)
+     VALUES (?, ?, ?, ?, ?, ?, ?, ?, '{}', ?, ?, ?, ?, 2, 1, ?, ?, ?, ?, ?)`,
+  );
+  const insAttempt = sqlite.prepare(
+    "INSERT INTO external_tool_effect_attempts (effect_id, attempt, status, connection_id, started_at_ms, finished_at_ms) VALUES (?, 1, ?, 'seed-connection', ?, ?)",
+  );
+  const succeeded = opts.status === "succeeded";
+  const result = JSON.stringify({ outputText: "ok", requestId: "seed", serverId, toolName: BENCH_TOOL });
+  const batch = opts.batch ?? 20_000;
+  let seq = 0;
+  const insertBatch = sqlite.transaction((n: number) => {
+    for (let i = 0; i < n; i++) {
+      seq += 1;
+      const commandId = newUlid(now);
+      const effectId = newUlid(now);
+      insCommand.run(commandId, driverInstanceId, runId, seq, succeeded ? "completed" : "failed", succeeded ? result : null, succeeded ? null : '{"code":"driver.command_driver_terminal"}', now, now, now);
+      insEffect.run(effectId, commandId, runId, driverInstanceId, serverId, BENCH_TOOL, newUlid(now), "seed", newUlid(now), fingerprint, opts.status, succeeded ? "provider_result" : null, succeeded ? result : null, now, now, now, now);
+      insAttempt.run(effectId, opts.status, now, now);
+    }
+  });
+  for (let done = 0; done < opts.count; done += batch) insertBatch(Math.min(batch, opts.count - done));
+  return { driverInstanceId, runId };
+}
+
+/** Accumulated time (ms) the process spent inside SQLite calls (statements and transaction wrappers, outermost only). */
+export interface DbTimeMeter {
+  /** ms spent in SQLite since {@link installDbTimeMeter} (or the last reset). */
+  totalMs(): number;
+  /** Sets the total back to 0. */
+  reset(): void;
+}
+
+/**
+ * Wraps better-sqlite3's `Statement.prototype` `run/get/all` and `sqlite.transaction` (the functions it
+ * returns and their `deferred/immediate/exclusive` variants) with a timer, counting only the
+ * outermost call (a statement inside a transaction is not counted twice). Includes the commit's fsync.
+ * Install once per process, before the measured work; the overhead is two `performance.now()` per call.
+ */
+export function installDbTimeMeter(sqlite: Database.Database): DbTimeMeter {
+  let total = 0;
+  let depth = 0;
+  const timed =
+    <A extends unknown[], R>(fn: (...args: A) => R) =>
+    function (this: unknown, ...args: A): R {
+      if (depth > 0) return fn.apply(this, args);
+      depth += 1;
+      const t0 = performance.now();
+      try {
+        return fn.apply(this, args);
+      } finally {
+        total += performance.now() - t0;
+        depth -= 1;
+      }
+    };
+  const probe = sqlite.prepare("SELECT 1");
+  const proto = Object.getPrototypeOf(probe) as Record<"run" | "get" | "all", (...args: unknown[]) => unknown>;
+  for (const m of ["run", "get", "all"] as const) proto[m] = timed(proto[m]);
+  const originalTransaction = sqlite.transaction.bind(sqlite);
+  (sqlite as { transaction: unknown }).transaction = (fn: (...args: unknown[]) => unknown) => {
+    const tx = originalTransaction(fn) as unknown as Record<string, (...args: unknown[]) => unknown> & ((...args: unknown[]) => unknown);
+    const wrapped = timed(tx) as typeof tx;
+    for (const v of ["deferred", "immediate", "exclusive"]) wrapped[v] = timed(tx[v]!);
+    return wrapped;
+  };
+  return {
+    totalMs: () => total,
+    reset: () => {
+      total = 0;
+    },
+  };
+}
+
+/** Peak resident set size of this process so far, in bytes (`process.resourceUsage().maxRSS` is in KiB). */
+export function peakRssBytes(): number {
+  return process.resourceUsage().maxRSS * 1024;
+}
+
+/** Writes one progress line to stderr (the parent shows it as is). */
+export function progress(message: string): void {
+  process.stderr.write(`  [${new Date().toISOString().slice(11, 19)}] ${message}\n`);
+}
