@@ -128,47 +128,106 @@ export function seedEffects(sqlite: Database.Database, opts: SeedEffectsOptions)
 export interface DbTimeMeter {
   /** ms spent in SQLite since {@link installDbTimeMeter} (or the last reset). */
   totalMs(): number;
-  /** Sets the total back to 0. */
+  /**
+   * The `n` costliest statements by SQL text: `ms` in all and `calls`; the bucket
+   * `(inside transactions: JS work, BEGIN)` is the transactions' time not spent in a statement (COMMIT, with its fsync, is its own statement).
+   */
+  topStatements(n: number): Array<{ sql: string; ms: number; calls: number }>;
+  /** Sets every total back to 0. */
   reset(): void;
 }
 
 /**
  * Wraps better-sqlite3's `Statement.prototype` `run/get/all` and `sqlite.transaction` (the functions it
- * returns and their `deferred/immediate/exclusive` variants) with a timer, counting only the
- * outermost call (a statement inside a transaction is not counted twice). Includes the commit's fsync.
+ * returns and their `deferred/immediate/exclusive` variants) with a timer. The total counts only
+ * the outermost call (a statement inside a transaction is not counted twice); the per-statement
+ * breakdown counts every statement call. Includes the commit's fsync.
  * Install once per process, before the measured work; the overhead is two `performance.now()` per call.
  */
 export function installDbTimeMeter(sqlite: Database.Database): DbTimeMeter {
   let total = 0;
   let depth = 0;
-  const timed =
-    <A extends unknown[], R>(fn: (...args: A) => R) =>
-    function (this: unknown, ...args: A): R {
-      if (depth > 0) return fn.apply(this, args);
+  let nestedInTx = 0;
+  const perSql = new Map<string, { ms: number; calls: number }>();
+  const add = (sql: string, ms: number): void => {
+    const e = perSql.get(sql) ?? { ms: 0, calls: 0 };
+    e.ms += ms;
+    e.calls += 1;
+    perSql.set(sql, e);
+  };
+  const TX = "(inside transactions: JS work, BEGIN)";
+  const timed = <A extends unknown[], R>(fn: (...args: A) => R, isTx: boolean) =>
+    function (this: { source?: string }, ...args: A): R {
+      const outer = depth === 0;
+      const nestedBefore = nestedInTx;
       depth += 1;
       const t0 = performance.now();
       try {
         return fn.apply(this, args);
       } finally {
-        total += performance.now() - t0;
+        const ms = performance.now() - t0;
         depth -= 1;
+        if (outer) total += ms;
+        if (isTx) {
+          add(TX, ms - (nestedInTx - nestedBefore));
+          nestedInTx = nestedBefore;
+        } else {
+          add(this.source ?? "?", ms);
+          if (depth > 0) nestedInTx += ms;
+        }
       }
     };
   const probe = sqlite.prepare("SELECT 1");
   const proto = Object.getPrototypeOf(probe) as Record<"run" | "get" | "all", (...args: unknown[]) => unknown>;
-  for (const m of ["run", "get", "all"] as const) proto[m] = timed(proto[m]);
+  for (const m of ["run", "get", "all"] as const) proto[m] = timed(proto[m], false);
   const originalTransaction = sqlite.transaction.bind(sqlite);
   (sqlite as { transaction: unknown }).transaction = (fn: (...args: unknown[]) => unknown) => {
     const tx = originalTransaction(fn) as unknown as Record<string, (...args: unknown[]) => unknown> & ((...args: unknown[]) => unknown);
-    const wrapped = timed(tx) as typeof tx;
-    for (const v of ["deferred", "immediate", "exclusive"]) wrapped[v] = timed(tx[v]!);
+    const wrapped = timed(tx, true) as typeof tx;
+    for (const v of ["deferred", "immediate", "exclusive"]) wrapped[v] = timed(tx[v]!, true);
     return wrapped;
   };
   return {
     totalMs: () => total,
+    topStatements: (n) =>
+      [...perSql.entries()]
+        .map(([sql, e]) => ({ sql, ...e }))
+        .sort((a, b) => b.ms - a.ms)
+        .slice(0, n),
     reset: () => {
       total = 0;
+      perSql.clear();
     },
+  };
+}
+
+/**
+ * Calls `onCommit(performance.now())` right after every outermost transaction made through
+ * `sqlite.transaction` (hence every drizzle `db.transaction`) has committed: the moment its writes
+ * became visible to readers. Install before the runtime starts its first transaction.
+ */
+export function installCommitObserver(sqlite: Database.Database, onCommit: (atMs: number) => void): void {
+  let depth = 0;
+  const observed =
+    (fn: (...args: unknown[]) => unknown) =>
+    function (this: unknown, ...args: unknown[]): unknown {
+      depth += 1;
+      let ok = false;
+      try {
+        const r = fn.apply(this, args);
+        ok = true;
+        return r;
+      } finally {
+        depth -= 1;
+        if (ok && depth === 0) onCommit(performance.now());
+      }
+    };
+  const originalTransaction = sqlite.transaction.bind(sqlite);
+  (sqlite as { transaction: unknown }).transaction = (fn: (...args: unknown[]) => unknown) => {
+    const tx = originalTransaction(fn) as unknown as Record<string, (...args: unknown[]) => unknown> & ((...args: unknown[]) => unknown);
+    const wrapped = observed(tx) as typeof tx;
+    for (const v of ["deferred", "immediate", "exclusive"]) wrapped[v] = observed(tx[v]!);
+    return wrapped;
   };
 }
 

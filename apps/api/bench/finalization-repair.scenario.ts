@@ -1,5 +1,5 @@
 import { BENCH_BOUND_SERVER, BENCH_TOOL } from "./fixed-latency.adapter.js";
-import { createBenchRuntime, openBenchStore, progress } from "./bench-store.harness.js";
+import { createBenchRuntime, installCommitObserver, openBenchStore, progress } from "./bench-store.harness.js";
 
 /** Options: `commands` executing effects per Driver (half bound, half unbound), the bound adapter's `lookupLatencyMs` (ms), `concurrency`, the flag, and `rounds` (one new Driver each). */
 export interface RepairOptions {
@@ -11,9 +11,10 @@ export interface RepairOptions {
 }
 
 /**
- * Result of the repair scenario, per command latency from the start of `finalize` until its
- * command is terminal and its `tool_call.*` run event is written (same transaction), pooled over
- * every round (ms, 1 ms resolution: the store's clock):
+ * Result of the repair scenario, per command latency from the start of `finalize` until the
+ * transaction that made its command terminal and wrote its `tool_call.*` run event has COMMITTED
+ * (visible to readers and the event stream; timed by a commit observer that reads the run's last
+ * event `seq` after each commit), pooled over every round (ms):
  * - `p50Ms`, `p95Ms`, `maxMs`; `p95MsPerRound`: each round's p95 (spread);
  * - `finalizeMsMedian`: median wall time of `finalize` (ms), which returns after the run's
  *   terminal `run.failed` event committed;
@@ -35,6 +36,8 @@ export interface RepairResult {
   eventsOk: boolean;
 }
 
+const round1 = (ms: number): number => Math.round(ms * 10) / 10;
+
 /** Nearest-rank percentile `p` (0–100) of ascending `sorted`. */
 function percentile(sorted: readonly number[], p: number): number {
   if (sorted.length === 0) return Number.NaN;
@@ -50,11 +53,18 @@ function percentile(sorted: readonly number[], p: number): number {
 export async function runRepair(opts: RepairOptions): Promise<RepairResult> {
   const store = openBenchStore();
   try {
+    // After every commit: the run's highest event seq (one indexed read), so each event's commit time is known.
+    let observedRunId = "";
+    const commits: Array<{ atMs: number; maxSeq: number }> = [];
+    const maxSeq = store.sqlite.prepare("SELECT max(seq) FROM run_events WHERE run_id = ?").pluck();
+    installCommitObserver(store.sqlite, (atMs) => {
+      if (observedRunId) commits.push({ atMs, maxSeq: (maxSeq.get(observedRunId) as number | null) ?? 0 });
+    });
     const runtime = createBenchRuntime(store, { reconciliation: opts.reconciliation, lookupLatencyMs: opts.lookupLatencyMs, concurrency: opts.concurrency });
     const terminalOf = store.sqlite.prepare(
       `SELECT c.id AS commandId, c.terminal_at_ms AS terminalAtMs,
               (SELECT count(*) FROM run_events e WHERE e.run_id = c.run_id AND e.type IN ('tool_call.completed', 'tool_call.failed') AND json_extract(e.payload_json, '$.commandId') = c.id) AS events,
-              (SELECT max(e.created_at_ms) FROM run_events e WHERE e.run_id = c.run_id AND e.type IN ('tool_call.completed', 'tool_call.failed') AND json_extract(e.payload_json, '$.commandId') = c.id) AS eventAtMs
+              (SELECT max(e.seq) FROM run_events e WHERE e.run_id = c.run_id AND e.type IN ('tool_call.completed', 'tool_call.failed') AND json_extract(e.payload_json, '$.commandId') = c.id) AS eventSeq
        FROM driver_commands c WHERE c.driver_instance_id = ?`,
     );
     const runFailed = store.sqlite.prepare("SELECT count(*) FROM run_events WHERE run_id = ? AND type = 'run.failed'").pluck();
@@ -77,14 +87,18 @@ export async function runRepair(opts: RepairOptions): Promise<RepairResult> {
         const claim = await runtime.ledger.claim(instance, connectionId, call.commandId);
         if (claim.kind !== "execute") throw new Error(`expected an execute claim, got ${claim.kind}`);
       }
-      const t0 = Date.now();
+      commits.length = 0;
+      observedRunId = runId;
       const p0 = performance.now();
       await runtime.repair.finalize(instance.id, "operator");
       finalizeMs.push(performance.now() - p0);
-      const rows = terminalOf.all(instance.id) as Array<{ commandId: string; terminalAtMs: number | null; events: number; eventAtMs: number | null }>;
+      observedRunId = "";
+      const rows = terminalOf.all(instance.id) as Array<{ commandId: string; terminalAtMs: number | null; events: number; eventSeq: number | null }>;
       const latencies = rows.map((r) => {
-        if (r.terminalAtMs === null || r.events !== 1 || r.eventAtMs === null) eventsOk = false;
-        return Math.max(r.terminalAtMs ?? Number.POSITIVE_INFINITY, r.eventAtMs ?? Number.POSITIVE_INFINITY) - t0;
+        if (r.terminalAtMs === null || r.events !== 1 || r.eventSeq === null) eventsOk = false;
+        const commit = commits.find((c) => c.maxSeq >= (r.eventSeq ?? Number.POSITIVE_INFINITY));
+        if (!commit) eventsOk = false;
+        return (commit?.atMs ?? Number.POSITIVE_INFINITY) - p0;
       });
       if (runFailed.get(runId) !== 1) eventsOk = false;
       reconciled += reconciledCount.get(instance.id) as number;
@@ -99,10 +113,10 @@ export async function runRepair(opts: RepairOptions): Promise<RepairResult> {
       commands: opts.commands,
       reconciliation: opts.reconciliation,
       rounds: opts.rounds,
-      p50Ms: percentile(all, 50),
-      p95Ms: percentile(all, 95),
-      maxMs: all.at(-1) ?? Number.NaN,
-      p95MsPerRound,
+      p50Ms: round1(percentile(all, 50)),
+      p95Ms: round1(percentile(all, 95)),
+      maxMs: round1(all.at(-1) ?? Number.NaN),
+      p95MsPerRound: p95MsPerRound.map(round1),
       finalizeMsMedian: percentile(finalizeMs, 50),
       boundMs: opts.reconciliation ? (bound * opts.lookupLatencyMs) / opts.concurrency : 0,
       reconciled,

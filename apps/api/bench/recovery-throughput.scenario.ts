@@ -35,6 +35,8 @@ export interface RecoveryResult {
   dbUsPerOutcome: number;
   peakRssBytes: number;
   rssBeforeBytes: number;
+  /** The costliest SQL statements of the run (ms in all, calls), see `DbTimeMeter.topStatements`. */
+  topStatements: Array<{ sql: string; ms: number; calls: number }>;
 }
 
 const SEED_SCRIPT = fileURLToPath(new URL("./seed-unknown.main.ts", import.meta.url));
@@ -74,6 +76,7 @@ export async function runRecovery(opts: RecoveryOptions): Promise<RecoveryResult
     }
     const wallMs = performance.now() - t0;
     const dbMsTotal = meter.totalMs();
+    const topStatements = meter.topStatements(8);
     const resolved = opts.effects - (countUnknown.get() as number);
     store.close();
     return {
@@ -87,6 +90,7 @@ export async function runRecovery(opts: RecoveryOptions): Promise<RecoveryResult
       dbUsPerOutcome: resolved > 0 ? (dbMsTotal * 1000) / resolved : 0,
       peakRssBytes: peakRssBytes(),
       rssBeforeBytes,
+      topStatements,
     };
   } finally {
     rmSync(dir, { recursive: true, force: true });

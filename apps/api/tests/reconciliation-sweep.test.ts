@@ -4,7 +4,7 @@ import { join } from "node:path";
 import pino from "pino";
 import { afterEach, describe, expect, it } from "vitest";
 import { createHttpApp } from "../src/adapters/http/app.js";
-import { SWEEP_BATCH } from "../src/modules/reconciliation/application/reconciliation-sweep.service.js";
+import { SWEEP_PAGE } from "../src/modules/reconciliation/application/reconciliation-sweep.service.js";
 import { RuntimeError } from "../src/modules/runtime/domain/runtime-errors.js";
 import {
   START_MS,
@@ -129,7 +129,7 @@ describe("reconciliation sweep: backoff, bound, restart", () => {
     expectReconciled(f.store, call.runId, call.effectId, "not_executed");
   });
 
-  it.each([SWEEP_BATCH - 1, SWEEP_BATCH])("a due effect is looked up behind %i older unknown effects that have no adapter", async (unbound) => {
+  it.each([SWEEP_PAGE - 1, SWEEP_PAGE])("a due effect is looked up behind %i older unknown effects that have no adapter", async (unbound) => {
     const f = setup();
     // older unknown effects on an unbound server: the baseline fence, never looked up, never resolved
     const { driver, runId } = await dispatchWrite(f, { serverId: "wiki", args: issueArgs("unbound 0") });

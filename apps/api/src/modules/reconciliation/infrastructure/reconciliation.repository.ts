@@ -1,4 +1,4 @@
-import { and, asc, eq, inArray, isNotNull, isNull, lt, lte, or, sql } from "drizzle-orm";
+import { and, asc, eq, gt, inArray, isNotNull, isNull, lt, lte, or, sql } from "drizzle-orm";
 import { effectReconciliations, externalToolEffects } from "../../../platform/db/schema.js";
 import type { DbHandle } from "../../runtime/infrastructure/db-handle.js";
 
@@ -82,10 +82,12 @@ export const reconciliationRepository = {
   },
   /**
    * `unknown` effects of the `eligible` (server, tools) pairs whose next lookup is due at `nowMs`
-   * (never-looked-up ones included) and that wait for no operator, oldest first, at most `limit`.
+   * (never-looked-up ones included) and that wait for no operator, oldest first, at most `limit`,
+   * and only those with an id after `afterId` when given (keyset pagination: a caller pages through
+   * every due effect with `afterId` = the last id of the previous page, holding one page at a time).
    * Effects no adapter can look up are excluded in SQL, so they can never crowd out due ones.
    */
-  listDue(db: DbHandle, nowMs: number, limit: number, eligible: ReadonlyArray<{ serverId: string; tools: readonly string[] }>) {
+  listDue(db: DbHandle, nowMs: number, limit: number, eligible: ReadonlyArray<{ serverId: string; tools: readonly string[] }>, afterId?: string) {
     if (eligible.length === 0) return [];
     const bound = or(...eligible.map((e) => and(eq(externalToolEffects.serverId, e.serverId), inArray(externalToolEffects.toolName, [...e.tools]))));
     return db
@@ -94,6 +96,7 @@ export const reconciliationRepository = {
       .where(
         and(
           eq(externalToolEffects.status, "unknown"),
+          afterId === undefined ? undefined : gt(externalToolEffects.id, afterId),
           bound,
           isNull(externalToolEffects.operatorAttention),
           or(lte(externalToolEffects.nextLookupAtMs, nowMs), and(isNull(externalToolEffects.nextLookupAtMs), eq(externalToolEffects.lookupCount, 0))),
