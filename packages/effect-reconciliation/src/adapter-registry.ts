@@ -2,6 +2,7 @@ import { z } from "zod";
 import {
   AdapterDeclarationSchema,
   type AdapterDeclaration,
+  type CompensationPlanRequest,
   type LookupContext,
   type LookupRequest,
   type ReconciliationAdapter,
@@ -36,7 +37,8 @@ export interface AdapterRegistry {
    * @throws ReconciliationError `adapter.unknown_id`; `adapter.invalid_options` when `create` throws
    *   (message: the zod issues for a `ZodError`, the error's one-line message otherwise; `cause`
    *   kept; a `ReconciliationError` thrown by `create` is rethrown as is);
-   *   `adapter.invalid_declaration` when `create` returns something without a `lookup` function,
+   *   `adapter.invalid_declaration` when `create` returns something without a `lookup` function
+   *   (or without `planCompensation` while declaring compensations),
    *   or whose declaration fails the schema, has another `id`/`version` than the factory's, or
    *   declares a tool the factory's declaration does not.
    */
@@ -162,9 +164,16 @@ function checkBuiltAdapter(built: unknown, expected: AdapterDeclaration): Reconc
   }
   const undeclared = declaration.tools.filter((tool) => !expected.tools.includes(tool));
   if (undeclared.length > 0) return fail(`the built adapter declares tools the factory does not: ${undeclared.join(", ")}`);
+  const compensates = Object.keys(declaration.compensations ?? {}).length > 0;
+  if (compensates && typeof adapter.planCompensation !== "function") {
+    return fail("the adapter declares compensations but has no planCompensation(request, context) function");
+  }
   return Object.freeze({
     declaration,
     lookup: (request: LookupRequest, context: LookupContext): Promise<unknown> => adapter.lookup(request, context),
+    ...(compensates
+      ? { planCompensation: (request: CompensationPlanRequest, context: LookupContext): Promise<unknown> => adapter.planCompensation!(request, context) }
+      : {}),
   });
 }
 

@@ -34,8 +34,10 @@ export type KeyFencing = z.infer<typeof KeyFencingSchema>;
 
 /**
  * A declared compensating action for one tool (DESIGN.md §3 rule 8): the tool that undoes it and a
- * human description. Declaration only: nothing in this package invokes it; an operator requests it
- * explicitly on a `succeeded` effect, and it runs as a new effect with its own key.
+ * human description. Nothing infers or starts it: an operator requests it explicitly on a
+ * `succeeded` effect, the adapter's `planCompensation` builds its arguments, and it runs as a new
+ * effect with its own idempotency key through the same ledger. The compensating tool must be one of
+ * the adapter's lookup `tools`, so an interrupted compensation can be reconciled like any write.
  */
 export const CompensationDeclarationSchema = z.strictObject({
   toolName: ToolNameSchema,
@@ -51,7 +53,9 @@ export type CompensationDeclaration = z.infer<typeof CompensationDeclarationSche
  * - `retentionWindowMs`: how long (positive integer, ms) the provider remembers a key. A
  *   `confirmed_not_executed` is refused once it may have forgotten (`retention_expired`, §5);
  * - `keyFencing`: {@link KeyFencingSchema};
- * - `compensations?`: tool name → {@link CompensationDeclarationSchema} (declaration only).
+ * - `compensations?`: tool name → {@link CompensationDeclarationSchema}; the compensating tool must be
+ *   in `tools` and differ from the tool it undoes; an adapter that declares any must implement
+ *   `planCompensation`.
  *
  * A strict object: unknown keys are refused. Options are not part of it: a factory receives them
  * at construction time (see `ReconciliationAdapterFactory`).
@@ -66,6 +70,13 @@ export const AdapterDeclarationSchema = z.strictObject({
   retentionWindowMs: z.number().int().positive(),
   keyFencing: KeyFencingSchema,
   compensations: z.record(ToolNameSchema, CompensationDeclarationSchema).optional(),
+}).superRefine((d, ctx) => {
+  for (const [tool, c] of Object.entries(d.compensations ?? {})) {
+    if (c.toolName === tool) ctx.addIssue({ code: "custom", path: ["compensations", tool], message: `a tool cannot compensate itself (${tool})` });
+    if (!d.tools.includes(c.toolName)) {
+      ctx.addIssue({ code: "custom", path: ["compensations", tool, "toolName"], message: `compensating tool ${c.toolName} must be one of the adapter's lookup tools, so an interrupted compensation can be reconciled` });
+    }
+  }
 });
 /** See {@link AdapterDeclarationSchema}. */
 export type AdapterDeclaration = z.infer<typeof AdapterDeclarationSchema>;
@@ -122,7 +133,39 @@ export interface LookupContext {
 export interface ReconciliationAdapter {
   readonly declaration: AdapterDeclaration;
   lookup(request: LookupRequest, context: LookupContext): Promise<unknown>;
+  /**
+   * Builds the arguments of the declared compensating action for one `succeeded` effect (required
+   * when `declaration.compensations` is non-empty). Returns `unknown` on purpose: the runtime
+   * validates it against `CompensationPlanSchema` (`{arguments: {...}}`) within the lookup timeout;
+   * a throw, a timeout or a malformed plan refuses the compensation and changes nothing. It may read
+   * from the provider (e.g. find the created object's id by the original key); it must not write.
+   */
+  planCompensation?(request: CompensationPlanRequest, context: LookupContext): Promise<unknown>;
 }
+
+/**
+ * What the runtime hands `planCompensation`: the `succeeded` effect to undo.
+ * - `effectId`, `idempotencyKey` (ULIDs): the original write and the key it was sent with;
+ * - `serverId`, `toolName`: where it ran (the tool has a declared compensation);
+ * - `arguments`: the original arguments (a JSON object);
+ * - `result`: the stored result the run saw (`outputText`, `isError?`).
+ */
+export interface CompensationPlanRequest {
+  effectId: string;
+  serverId: string;
+  toolName: string;
+  idempotencyKey: string;
+  arguments: Record<string, unknown>;
+  result: { outputText: string; isError?: boolean };
+}
+
+/**
+ * What `planCompensation` must answer: `{arguments}`, the JSON object sent to the declared
+ * compensating tool (the runtime also bounds its size and requires RFC 8785 canonical JSON).
+ */
+export const CompensationPlanSchema = z.strictObject({ arguments: z.record(z.string(), z.unknown()) });
+/** See {@link CompensationPlanSchema}. */
+export type CompensationPlan = z.infer<typeof CompensationPlanSchema>;
 
 /**
  * How adapters are registered: a static `declaration` plus `create(options)`, which validates its

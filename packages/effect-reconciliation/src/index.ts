@@ -6,6 +6,7 @@
  *   `ReceiptSchema`);
  * - the registry of adapter factories (`createAdapterRegistry`);
  * - the reconcile step with its fail-closed checks (`reconcileEffect`, `checkEligibility`, `isEligible`);
+ * - the fail-closed planning of a declared compensation (`planCompensation`);
  * - the conformance kit for adapter authors lives at the `./testing` subpath.
  *
  * @example
@@ -23,6 +24,7 @@ export {
   CompensationDeclarationSchema,
   AdapterDeclarationSchema,
   LookupRequestSchema,
+  CompensationPlanSchema,
 } from "./adapter.contract.js";
 export type {
   KeyFencing,
@@ -33,7 +35,11 @@ export type {
   LookupContext,
   ReconciliationAdapter,
   ReconciliationAdapterFactory,
+  CompensationPlanRequest,
+  CompensationPlan,
 } from "./adapter.contract.js";
+export { planCompensation, MAX_COMPENSATION_ARGUMENTS_BYTES } from "./compensation-planner.js";
+export type { CompensationPlanDecision, CompensationRefusalCode, PlanCompensationInput } from "./compensation-planner.js";
 export { MAX_RECEIPT_BYTES, MAX_RESULT_BYTES, MAX_PROVIDER_OPERATION_ID_LENGTH, ReceiptSchema, BoundedMcpToolResultSchema } from "./receipt.contract.js";
 export type { Receipt } from "./receipt.contract.js";
 export {

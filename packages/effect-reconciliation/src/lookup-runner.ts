@@ -21,6 +21,19 @@ export async function runLookup(
   timeoutMs: number,
   outerSignal: AbortSignal | undefined,
 ): Promise<LookupRun> {
+  return runBoundedAdapterCall((context) => adapter.lookup(request, context), logger, timeoutMs, outerSignal);
+}
+
+/**
+ * @internal The bounded-call core of {@link runLookup}, for any adapter call that takes a
+ * `LookupContext` (lookup, compensation planning). Same timeout and race rules. Never throws.
+ */
+export async function runBoundedAdapterCall(
+  callAdapter: (context: LookupContext) => Promise<unknown> | unknown,
+  logger: LookupContext["logger"],
+  timeoutMs: number,
+  outerSignal: AbortSignal | undefined,
+): Promise<LookupRun> {
   const timeoutSignal = AbortSignal.timeout(timeoutMs);
   const signal = outerSignal ? AbortSignal.any([timeoutSignal, outerSignal]) : timeoutSignal;
   const abortedKind = (): LookupRun => (outerSignal?.aborted && !timeoutSignal.aborted ? { kind: "cancelled" } : { kind: "timed_out" });
@@ -35,7 +48,7 @@ export async function runLookup(
 
   let call: Promise<unknown>;
   try {
-    call = Promise.resolve(adapter.lookup(request, { signal, logger }));
+    call = Promise.resolve(callAdapter({ signal, logger }));
   } catch (error) {
     removeListener();
     return { kind: "threw", error };

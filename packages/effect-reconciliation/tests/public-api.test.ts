@@ -34,6 +34,7 @@ describe("public surface", () => {
         "AdapterVersionSchema",
         "BoundedMcpToolResultSchema",
         "CompensationDeclarationSchema",
+        "CompensationPlanSchema",
         "ConfirmedNotExecutedOutcomeSchema",
         "ConfirmedSucceededOutcomeSchema",
         "INELIGIBLE_REASON_CODES",
@@ -41,6 +42,7 @@ describe("public surface", () => {
         "KeyFencingSchema",
         "LookupOutcomeSchema",
         "LookupRequestSchema",
+        "MAX_COMPENSATION_ARGUMENTS_BYTES",
         "MAX_LOOKUP_TIMEOUT_MS",
         "MAX_PROVIDER_OPERATION_ID_LENGTH",
         "MAX_RECEIPT_BYTES",
@@ -58,6 +60,7 @@ describe("public surface", () => {
         "checkEligibility",
         "createAdapterRegistry",
         "isEligible",
+        "planCompensation",
         "reconcileEffect",
       ].sort(),
     );

@@ -59,8 +59,10 @@ export type CreateIssueToolResult = z.infer<typeof CreateIssueToolResultSchema>;
  * - `idempotency_key_invalid`: the key is not a string, or longer than 256 characters;
  * - `idempotency_conflict`: the key was already used with different arguments (another fingerprint);
  * - `idempotency_key_fenced`: a lookup fenced the key; it can never commit;
- * - `provider_unavailable`: the `failBeforeCommit` fault, or the provider is shutting down.
- * None of them writes anything.
+ * - `provider_unavailable`: the `failBeforeCommit` fault, or the provider is shutting down;
+ * - `issue_not_found`: `closeIssue` names an issue that does not exist;
+ * - `issue_already_closed`: `closeIssue` names an issue another key already closed.
+ * None of them writes anything. (`idempotency_conflict` also answers a key already used by the other write tool.)
  */
 export const FIXTURE_TOOL_ERROR_CODES = [
   "idempotency_key_required",
@@ -68,6 +70,8 @@ export const FIXTURE_TOOL_ERROR_CODES = [
   "idempotency_conflict",
   "idempotency_key_fenced",
   "provider_unavailable",
+  "issue_not_found",
+  "issue_already_closed",
 ] as const;
 /** One of {@link FIXTURE_TOOL_ERROR_CODES}. */
 export type FixtureToolErrorCode = (typeof FIXTURE_TOOL_ERROR_CODES)[number];

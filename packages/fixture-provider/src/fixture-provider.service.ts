@@ -2,11 +2,12 @@ import { setTimeout as sleep } from "node:timers/promises";
 import { fingerprintArguments, IDEMPOTENCY_KEY_META } from "@mosoo/contracts";
 import type { CallToolResult } from "@modelcontextprotocol/sdk/types.js";
 import { pino, type Logger } from "pino";
-import { MAX_IDEMPOTENCY_KEY_LENGTH, type CreateIssueArgs } from "./create-issue.contract.js";
+import { CLOSE_ISSUE_TOOL, type CloseIssueArgs } from "./close-issue.contract.js";
+import { CREATE_ISSUE_TOOL, MAX_IDEMPOTENCY_KEY_LENGTH, PROVIDER_OPERATION_ID_META, type CreateIssueArgs } from "./create-issue.contract.js";
 import { DEFAULT_FIXTURE_FAULTS, FixtureFaultsPatchSchema, type FixtureFaults } from "./fixture-faults.contract.js";
 import type { FixtureStats } from "./fixture-stats.contract.js";
 import type { GetOperationAnswer } from "./get-operation.contract.js";
-import { IssueStore } from "./issue-store.repository.js";
+import { IssueStore, type CommitOutcome } from "./issue-store.repository.js";
 import { toolError } from "./tool-result.js";
 
 /**
@@ -32,8 +33,8 @@ export interface FixtureProviderServiceOptions {
 }
 
 /**
- * The provider's behaviour, independent of any transport: the `createIssue` and `getOperation`
- * tools, the fault switches and the held responses. One instance serves every MCP request.
+ * The provider's behaviour, independent of any transport: the `createIssue`, `closeIssue` and
+ * `getOperation` tools, the fault switches and the held responses. One instance serves every MCP request.
  */
 export class FixtureProviderService {
   readonly fenceOnLookupMiss: boolean;
@@ -61,6 +62,25 @@ export class FixtureProviderService {
    * @param meta the request's `_meta` (MCP `extra._meta`).
    */
   async createIssue(args: CreateIssueArgs, meta: Record<string, unknown> | undefined): Promise<CallToolResult> {
+    return this.runWrite(CREATE_ISSUE_TOOL, meta, (key) => this.store.commitCreateIssue({ idempotencyKey: key, args, requestFingerprint: fingerprintArguments(args) }));
+  }
+
+  /**
+   * The `closeIssue` tool (the compensating action of `createIssue`): the same key handling, faults
+   * and replay / conflict / fence rules as {@link createIssue}, keyed by its OWN idempotency key;
+   * answers the closure, or a tool error (`issue_not_found`, `issue_already_closed`, …). Never throws
+   * for a business refusal.
+   */
+  async closeIssue(args: CloseIssueArgs, meta: Record<string, unknown> | undefined): Promise<CallToolResult> {
+    return this.runWrite(CLOSE_ISSUE_TOOL, meta, (key) => this.store.commitCloseIssue({ idempotencyKey: key, args, requestFingerprint: fingerprintArguments(args) }));
+  }
+
+  /** The write path shared by both write tools: key checks, call count, faults, commit, after-commit faults. */
+  private async runWrite(
+    tool: string,
+    meta: Record<string, unknown> | undefined,
+    commit: (key: string) => CommitOutcome<CallToolResult>,
+  ): Promise<CallToolResult> {
     const key = meta?.[IDEMPOTENCY_KEY_META];
     if (key === undefined || key === "") {
       return toolError("idempotency_key_required", `send the idempotency key in _meta["${IDEMPOTENCY_KEY_META}"]`);
@@ -71,9 +91,9 @@ export class FixtureProviderService {
     if (this.shutdown.signal.aborted) return toolError("provider_unavailable", "the provider is shutting down");
     const faults = { ...this.currentFaults };
     this.store.recordCreateCall(key);
-    const log = this.logger.child({ idempotencyKey: key });
+    const log = this.logger.child({ idempotencyKey: key, tool });
     if (faults.failBeforeCommit) {
-      log.info("createIssue refused by the failBeforeCommit fault");
+      log.info(`${tool} refused by the failBeforeCommit fault`);
       return toolError("provider_unavailable", "the provider is unavailable (failBeforeCommit fault); nothing was written");
     }
     if (faults.delayBeforeCommitMs > 0) {
@@ -84,23 +104,26 @@ export class FixtureProviderService {
         return toolError("provider_unavailable", "the provider shut down before the commit; nothing was written");
       }
     }
-    const requestFingerprint = fingerprintArguments(args);
-    const outcome = this.store.commitCreateIssue({ idempotencyKey: key, args, requestFingerprint });
+    const outcome = commit(key);
     switch (outcome.kind) {
       case "conflict":
         log.warn("idempotency conflict");
         return toolError(
           "idempotency_conflict",
-          `key ${key} was already used with other arguments (recorded fingerprint ${outcome.recordedFingerprint}); nothing was written`,
+          `key ${key} was already used with other arguments or another tool (recorded fingerprint ${outcome.recordedFingerprint}); nothing was written`,
         );
       case "fenced":
         log.info("commit refused: key fenced");
         return toolError("idempotency_key_fenced", `key ${key} was fenced at ${outcome.fencedAt} and can never commit; nothing was written`);
+      case "issue_not_found":
+        return toolError("issue_not_found", "no such issue; nothing was written");
+      case "issue_already_closed":
+        return toolError("issue_already_closed", `the issue was already closed at ${outcome.closedAt} under another key; nothing was written`);
       case "replayed":
-        log.info("replayed the recorded issue");
+        log.info("replayed the recorded write");
         return outcome.result;
       case "committed":
-        log.info({ issueId: outcome.result.structuredContent.issueId }, "issue committed");
+        log.info({ operationId: outcome.result._meta?.[PROVIDER_OPERATION_ID_META] }, `${tool} committed`);
         return this.afterCommit(faults, outcome.result);
     }
   }

@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { CloseIssueToolResultSchema } from "./close-issue.contract.js";
 import { MAX_IDEMPOTENCY_KEY_LENGTH, CreateIssueToolResultSchema } from "./create-issue.contract.js";
 
 /** Arguments of `getOperation`: the idempotency key to look up (1–256 characters). */
@@ -8,20 +9,24 @@ export const GetOperationArgsSchema = z.object({
 /** See {@link GetOperationArgsSchema}. */
 export type GetOperationArgs = z.infer<typeof GetOperationArgsSchema>;
 
-/**
- * `getOperation` found a committed write for the key: the recorded request fingerprint (64 hex,
- * sha-256 of the RFC 8785 form of the arguments), when it committed (ISO 8601), the operation id
- * (the issue id) and the exact `CallToolResult` `createIssue` returned for it.
- */
-export const GetOperationFoundSchema = z.object({
+const FoundCommon = {
   found: z.literal(true),
   idempotencyKey: z.string(),
-  toolName: z.literal("createIssue"),
   operationId: z.string().min(1),
   requestFingerprint: z.string().regex(/^[0-9a-f]{64}$/),
   committedAt: z.iso.datetime(),
-  result: CreateIssueToolResultSchema,
-});
+};
+
+/**
+ * `getOperation` found a committed write for the key: which write tool committed it (`createIssue`
+ * or `closeIssue`), the recorded request fingerprint (64 hex, sha-256 of the RFC 8785 form of the
+ * arguments), when it committed (ISO 8601), the operation id (the issue id for `createIssue`, the
+ * closure id for `closeIssue`) and the exact `CallToolResult` that tool returned for it.
+ */
+export const GetOperationFoundSchema = z.union([
+  z.object({ ...FoundCommon, toolName: z.literal("createIssue"), result: CreateIssueToolResultSchema }),
+  z.object({ ...FoundCommon, toolName: z.literal("closeIssue"), result: CloseIssueToolResultSchema }),
+]);
 /** See {@link GetOperationFoundSchema}. */
 export type GetOperationFound = z.infer<typeof GetOperationFoundSchema>;
 
@@ -43,6 +48,6 @@ export type GetOperationNotFound = z.infer<typeof GetOperationNotFoundSchema>;
  * The answer of `getOperation`, carried as the tool result's `structuredContent` (and as the JSON
  * text of its single text block). Discriminated by `found`.
  */
-export const GetOperationAnswerSchema = z.discriminatedUnion("found", [GetOperationFoundSchema, GetOperationNotFoundSchema]);
+export const GetOperationAnswerSchema = z.union([GetOperationFoundSchema, GetOperationNotFoundSchema]);
 /** See {@link GetOperationAnswerSchema}. */
 export type GetOperationAnswer = z.infer<typeof GetOperationAnswerSchema>;

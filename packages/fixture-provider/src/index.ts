@@ -14,7 +14,7 @@ export { createFixtureMcpServer, FIXTURE_SERVER_INFO } from "./fixture-mcp-serve
 export { FixtureProviderService, openFixtureProviderService } from "./fixture-provider.service.js";
 export type { FixtureProviderServiceOptions, ExitAfterCommitMode } from "./fixture-provider.service.js";
 export { IssueStore } from "./issue-store.repository.js";
-export type { CommitOutcome, CommitCreateIssueInput } from "./issue-store.repository.js";
+export type { CommitOutcome, CommitCreateIssueInput, CommitCloseIssueInput } from "./issue-store.repository.js";
 export { createControlRoutes } from "./control-routes.js";
 export type { ControlErrorBody } from "./control-routes.js";
 export { buildFixtureCli, parseFixtureCli } from "./cli-options.js";
@@ -32,6 +32,14 @@ export {
   buildCreateIssueResult,
 } from "./create-issue.contract.js";
 export type { CreateIssueArgs, CreatedIssue, CreateIssueToolResult, FixtureToolErrorCode } from "./create-issue.contract.js";
+export {
+  CLOSE_ISSUE_TOOL,
+  CloseIssueArgsSchema,
+  ClosedIssueSchema,
+  CloseIssueToolResultSchema,
+  buildCloseIssueResult,
+} from "./close-issue.contract.js";
+export type { CloseIssueArgs, ClosedIssue, CloseIssueToolResult } from "./close-issue.contract.js";
 export {
   GetOperationArgsSchema,
   GetOperationFoundSchema,

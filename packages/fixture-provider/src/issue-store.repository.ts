@@ -2,18 +2,33 @@ import { mkdirSync } from "node:fs";
 import { dirname } from "node:path";
 import Database from "better-sqlite3";
 import { newUlid } from "@mosoo/contracts";
+import { buildCloseIssueResult, CloseIssueToolResultSchema } from "./close-issue.contract.js";
+import type { CloseIssueArgs, CloseIssueToolResult } from "./close-issue.contract.js";
 import { buildCreateIssueResult, CreateIssueToolResultSchema } from "./create-issue.contract.js";
 import type { CreateIssueArgs, CreateIssueToolResult } from "./create-issue.contract.js";
 import type { GetOperationAnswer } from "./get-operation.contract.js";
 import type { FixtureStats } from "./fixture-stats.contract.js";
 import { ISSUE_STORE_SCHEMA_SQL, ISSUE_STORE_SCHEMA_VERSION } from "./issue-store.schema.js";
 
-/** What one commit transaction of `createIssue` decided. Only `committed` wrote anything. */
-export type CommitOutcome =
-  | { kind: "committed"; result: CreateIssueToolResult }
-  | { kind: "replayed"; result: CreateIssueToolResult }
+/**
+ * What one commit transaction of a write tool decided. Only `committed` wrote anything. `R` is the
+ * tool's result type. `closeIssue` can also answer `issue_not_found` / `issue_already_closed`.
+ */
+export type CommitOutcome<R = CreateIssueToolResult> =
+  | { kind: "committed"; result: R }
+  | { kind: "replayed"; result: R }
   | { kind: "conflict"; recordedFingerprint: string }
-  | { kind: "fenced"; fencedAt: string };
+  | { kind: "fenced"; fencedAt: string }
+  | { kind: "issue_not_found" }
+  | { kind: "issue_already_closed"; closedAt: string };
+
+/** Input of {@link IssueStore.commitCloseIssue}. */
+export interface CommitCloseIssueInput {
+  idempotencyKey: string;
+  args: CloseIssueArgs;
+  /** `fingerprintArguments(args)`: 64 hex characters. */
+  requestFingerprint: string;
+}
 
 /** Input of {@link IssueStore.commitCreateIssue}. */
 export interface CommitCreateIssueInput {
@@ -24,6 +39,7 @@ export interface CommitCreateIssueInput {
 }
 
 interface OperationRow {
+  tool_name: "createIssue" | "closeIssue";
   operation_id: string;
   request_fingerprint: string;
   committed_at: string;
@@ -78,14 +94,12 @@ export class IssueStore {
     return this.db.transaction((): CommitOutcome => {
       const recorded = this.findOperation(input.idempotencyKey);
       if (recorded) {
-        if (recorded.request_fingerprint !== input.requestFingerprint) {
+        if (recorded.tool_name !== "createIssue" || recorded.request_fingerprint !== input.requestFingerprint) {
           return { kind: "conflict", recordedFingerprint: recorded.request_fingerprint };
         }
         return { kind: "replayed", result: parseResult(recorded.result_json) };
       }
-      const fence = this.db
-        .prepare<[string], { fenced_at: string }>("SELECT fenced_at FROM fences WHERE idempotency_key = ?")
-        .get(input.idempotencyKey);
+      const fence = this.findFence(input.idempotencyKey);
       if (fence) return { kind: "fenced", fencedAt: fence.fenced_at };
 
       const committedAt = new Date().toISOString();
@@ -108,6 +122,40 @@ export class IssueStore {
   }
 
   /**
+   * The commit transaction of `closeIssue`, with the same replay / conflict / fence rules as
+   * {@link commitCreateIssue} (a key already used by `createIssue` is a `conflict`); then an unknown
+   * issue → `issue_not_found`, an issue another key closed → `issue_already_closed`; otherwise
+   * records the closure (its own id, the reason, the time) → `committed`.
+   */
+  commitCloseIssue(input: CommitCloseIssueInput): CommitOutcome<CloseIssueToolResult> {
+    return this.db.transaction((): CommitOutcome<CloseIssueToolResult> => {
+      const recorded = this.findOperation(input.idempotencyKey);
+      if (recorded) {
+        if (recorded.tool_name !== "closeIssue" || recorded.request_fingerprint !== input.requestFingerprint) {
+          return { kind: "conflict", recordedFingerprint: recorded.request_fingerprint };
+        }
+        return { kind: "replayed", result: parseCloseResult(recorded.result_json) };
+      }
+      const fence = this.findFence(input.idempotencyKey);
+      if (fence) return { kind: "fenced", fencedAt: fence.fenced_at };
+      const issue = this.db.prepare<[string], { number: number }>("SELECT number FROM issues WHERE issue_id = ?").get(input.args.issueId);
+      if (!issue) return { kind: "issue_not_found" };
+      const closed = this.db.prepare<[string], { committed_at: string }>("SELECT committed_at FROM issue_closures WHERE issue_id = ?").get(input.args.issueId);
+      if (closed) return { kind: "issue_already_closed", closedAt: closed.committed_at };
+      const committedAt = new Date().toISOString();
+      const closureId = newUlid();
+      const result = buildCloseIssueResult({ issueId: input.args.issueId, number: issue.number, closureId }, committedAt);
+      this.db
+        .prepare(
+          `INSERT INTO issue_closures (issue_id, closure_id, idempotency_key, request_fingerprint, reason, committed_at, result_json)
+           VALUES (?, ?, ?, ?, ?, ?, ?)`,
+        )
+        .run(input.args.issueId, closureId, input.idempotencyKey, input.requestFingerprint, input.args.reason ?? "", committedAt, JSON.stringify(result));
+      return { kind: "committed", result };
+    }).immediate();
+  }
+
+  /**
    * The lookup transaction of `getOperation`: counts the lookup, then answers `found` with the
    * recorded operation, or `not found`. On a miss with `fenceOnMiss`, writes a tombstone for the key in
    * the same transaction (so no later commit can land) and reports `fenced: true`. Never creates an issue.
@@ -117,15 +165,16 @@ export class IssueStore {
       this.bump(idempotencyKey, "lookup");
       const recorded = this.findOperation(idempotencyKey);
       if (recorded) {
-        return {
-          found: true,
+        const common = {
+          found: true as const,
           idempotencyKey,
-          toolName: "createIssue",
           operationId: recorded.operation_id,
           requestFingerprint: recorded.request_fingerprint,
           committedAt: recorded.committed_at,
-          result: parseResult(recorded.result_json),
         };
+        return recorded.tool_name === "createIssue"
+          ? { ...common, toolName: "createIssue", result: parseResult(recorded.result_json) }
+          : { ...common, toolName: "closeIssue", result: parseCloseResult(recorded.result_json) };
       }
       const observedAt = new Date().toISOString();
       let fenced = this.db.prepare("SELECT 1 FROM fences WHERE idempotency_key = ?").get(idempotencyKey) !== undefined;
@@ -147,7 +196,10 @@ export class IssueStore {
           .map((row) => [row.k, row.n]),
       );
     return {
-      writes: counts("SELECT idempotency_key AS k, COUNT(*) AS n FROM issues GROUP BY idempotency_key ORDER BY k"),
+      writes: counts(
+        `SELECT k, COUNT(*) AS n FROM (SELECT idempotency_key AS k FROM issues UNION ALL SELECT idempotency_key AS k FROM issue_closures)
+         GROUP BY k ORDER BY k`,
+      ),
       createCalls: counts("SELECT idempotency_key AS k, count AS n FROM call_counts WHERE kind = 'create' ORDER BY k"),
       lookups: counts("SELECT idempotency_key AS k, count AS n FROM call_counts WHERE kind = 'lookup' ORDER BY k"),
       fenced: this.db
@@ -178,12 +230,19 @@ export class IssueStore {
     if (this.db.open) this.db.close();
   }
 
+  /** The write recorded under `idempotencyKey`, by either write tool (a key is used by at most one). */
   private findOperation(idempotencyKey: string): OperationRow | undefined {
     return this.db
-      .prepare<[string], OperationRow>(
-        "SELECT operation_id, request_fingerprint, committed_at, result_json FROM operations WHERE idempotency_key = ?",
+      .prepare<[string, string], OperationRow>(
+        `SELECT 'createIssue' AS tool_name, operation_id, request_fingerprint, committed_at, result_json FROM operations WHERE idempotency_key = ?
+         UNION ALL
+         SELECT 'closeIssue' AS tool_name, closure_id AS operation_id, request_fingerprint, committed_at, result_json FROM issue_closures WHERE idempotency_key = ?`,
       )
-      .get(idempotencyKey);
+      .get(idempotencyKey, idempotencyKey);
+  }
+
+  private findFence(idempotencyKey: string): { fenced_at: string } | undefined {
+    return this.db.prepare<[string], { fenced_at: string }>("SELECT fenced_at FROM fences WHERE idempotency_key = ?").get(idempotencyKey);
   }
 
   private bump(idempotencyKey: string, kind: "create" | "lookup"): void {
@@ -198,4 +257,8 @@ export class IssueStore {
 
 function parseResult(json: string): CreateIssueToolResult {
   return CreateIssueToolResultSchema.parse(JSON.parse(json));
+}
+
+function parseCloseResult(json: string): CloseIssueToolResult {
+  return CloseIssueToolResultSchema.parse(JSON.parse(json));
 }

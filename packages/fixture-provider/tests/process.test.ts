@@ -41,7 +41,7 @@ describe("main.ts as a process", { timeout: 30_000 }, () => {
     const args = { title: "over stdio", body: "b" };
     try {
       const tools = await client.listTools();
-      expect(tools.tools.map((t) => t.name).sort()).toEqual(["createIssue", "getOperation"]);
+      expect(tools.tools.map((t) => t.name).sort()).toEqual(["closeIssue", "createIssue", "getOperation"]);
       const created = CreateIssueToolResultSchema.parse(await callCreateIssue(client, args, key));
       const replay = await callCreateIssue(client, args, key);
       expect(replay.structuredContent).toEqual(created.structuredContent);
@@ -93,7 +93,7 @@ describe("main.ts as a process", { timeout: 30_000 }, () => {
     try {
       expect(store.stats().writes).toEqual({ [key]: 1 });
       const answer = store.lookupOperation(key, { fenceOnMiss: false });
-      if (!answer.found) throw new Error("expected the committed write");
+      if (!answer.found || answer.toolName !== "createIssue") throw new Error("expected the committed createIssue");
       expect(answer.requestFingerprint).toBe(fingerprintArguments(args));
       expect(answer.result.structuredContent.title).toBe("crash after commit");
     } finally {

@@ -1,8 +1,14 @@
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import { z } from "zod";
-import { GET_OPERATION_TOOL, GetOperationAnswerSchema } from "@mosoo/fixture-provider";
-import type { LookupContext, LookupRequest, ReconciliationAdapter, ReconciliationAdapterFactory } from "@mosoo/effect-reconciliation";
+import { CLOSE_ISSUE_TOOL, CREATE_ISSUE_TOOL, GET_OPERATION_TOOL, GetOperationAnswerSchema, type GetOperationAnswer } from "@mosoo/fixture-provider";
+import type {
+  CompensationPlanRequest,
+  LookupContext,
+  LookupRequest,
+  ReconciliationAdapter,
+  ReconciliationAdapterFactory,
+} from "@mosoo/effect-reconciliation";
 
 /** Id of the fixture issue tracker's adapter, as named in a bindings file. */
 export const FIXTURE_ISSUE_TRACKER_ADAPTER_ID = "fixture-issue-tracker";
@@ -22,14 +28,33 @@ export type FixtureIssueTrackerOptions = z.infer<typeof FixtureIssueTrackerOptio
  * tombstone so that the key can never commit afterwards (`lookup_fences_key`). Bind it only to a
  * provider started that way: the adapter still refuses to confirm non-execution when the answer
  * says `fenced: false` (it answers `still_unknown`, reason `not_found_unfenced`).
+ * Both write tools are looked up (`createIssue`, and `closeIssue` so that an interrupted
+ * compensation can be reconciled too); `createIssue` declares `closeIssue` as its compensating action.
  */
 const DECLARATION = {
   id: FIXTURE_ISSUE_TRACKER_ADAPTER_ID,
-  version: "1.0.0",
-  tools: ["createIssue"],
+  version: "1.1.0",
+  tools: [CREATE_ISSUE_TOOL, CLOSE_ISSUE_TOOL],
   retentionWindowMs: 30 * 24 * 60 * 60 * 1000,
   keyFencing: { kind: "lookup_fences_key" as const },
+  compensations: {
+    [CREATE_ISSUE_TOOL]: { toolName: CLOSE_ISSUE_TOOL, description: "Close the issue this createIssue created (found by its idempotency key)." },
+  },
 };
+
+/** Calls `getOperation` for `idempotencyKey` over a fresh MCP client, aborted by `signal`. @throws on a tool error or an answer that fails the provider's schema. */
+async function getOperation(options: FixtureIssueTrackerOptions, idempotencyKey: string, signal: AbortSignal): Promise<GetOperationAnswer> {
+  const client = new Client({ name: "mosoo-reconciler", version: "1.0.0" });
+  const transport = new StreamableHTTPClientTransport(new URL(options.url));
+  try {
+    await client.connect(transport, { signal });
+    const res = await client.callTool({ name: GET_OPERATION_TOOL, arguments: { idempotencyKey } }, undefined, { signal });
+    if (res.isError) throw new Error(`getOperation answered a tool error: ${JSON.stringify(res.content).slice(0, 200)}`);
+    return GetOperationAnswerSchema.parse(res.structuredContent);
+  } finally {
+    await client.close().catch(() => undefined);
+  }
+}
 
 /**
  * Looks one idempotency key up with the provider's `getOperation` tool (one MCP client per
@@ -41,38 +66,43 @@ const DECLARATION = {
  * `still_unknown` `adapter_error`).
  */
 async function lookup(options: FixtureIssueTrackerOptions, request: LookupRequest, { signal, logger }: LookupContext): Promise<unknown> {
-  const client = new Client({ name: "mosoo-reconciler", version: "1.0.0" });
-  const transport = new StreamableHTTPClientTransport(new URL(options.url));
-  try {
-    await client.connect(transport, { signal });
-    const res = await client.callTool({ name: GET_OPERATION_TOOL, arguments: { idempotencyKey: request.idempotencyKey } }, undefined, { signal });
-    if (res.isError) throw new Error(`getOperation answered a tool error: ${JSON.stringify(res.content).slice(0, 200)}`);
-    const answer = GetOperationAnswerSchema.parse(res.structuredContent);
-    logger.debug({ idempotencyKey: request.idempotencyKey, found: answer.found }, "fixture_adapter.lookup_answered");
-    if (answer.found) {
-      return {
-        outcome: "confirmed_succeeded",
-        toolName: answer.toolName,
-        idempotencyKey: answer.idempotencyKey,
-        result: answer.result,
-        receipt: {
-          providerOperationId: answer.operationId,
-          observedAt: new Date().toISOString(),
-          requestFingerprint: answer.requestFingerprint,
-          detail: { committedAt: answer.committedAt },
-        },
-      };
-    }
-    if (!answer.fenced) return { outcome: "still_unknown", reasonCode: "not_found_unfenced" };
+  const answer = await getOperation(options, request.idempotencyKey, signal);
+  logger.debug({ idempotencyKey: request.idempotencyKey, found: answer.found }, "fixture_adapter.lookup_answered");
+  if (answer.found) {
     return {
-      outcome: "confirmed_not_executed",
-      toolName: request.toolName,
+      outcome: "confirmed_succeeded",
+      toolName: answer.toolName,
       idempotencyKey: answer.idempotencyKey,
-      receipt: { observedAt: answer.observedAt, detail: { fenced: true } },
+      result: answer.result,
+      receipt: {
+        providerOperationId: answer.operationId,
+        observedAt: new Date().toISOString(),
+        requestFingerprint: answer.requestFingerprint,
+        detail: { committedAt: answer.committedAt },
+      },
     };
-  } finally {
-    await client.close().catch(() => undefined);
   }
+  if (!answer.fenced) return { outcome: "still_unknown", reasonCode: "not_found_unfenced" };
+  return {
+    outcome: "confirmed_not_executed",
+    toolName: request.toolName,
+    idempotencyKey: answer.idempotencyKey,
+    receipt: { observedAt: answer.observedAt, detail: { fenced: true } },
+  };
+}
+
+/**
+ * Plans the compensation of a `createIssue`: finds the issue it created with `getOperation` on the
+ * original idempotency key (read-only for a committed key) and answers
+ * `{arguments: {issueId, reason: "compensates effect <effectId>"}}` for `closeIssue`.
+ * @throws when the provider has no `createIssue` recorded under the key (nothing to close).
+ */
+async function planCompensation(options: FixtureIssueTrackerOptions, request: CompensationPlanRequest, { signal }: LookupContext): Promise<unknown> {
+  const answer = await getOperation(options, request.idempotencyKey, signal);
+  if (!answer.found || answer.toolName !== CREATE_ISSUE_TOOL) {
+    throw new Error(`the provider has no createIssue recorded under key ${request.idempotencyKey}: nothing to close`);
+  }
+  return { arguments: { issueId: answer.operationId, reason: `compensates effect ${request.effectId}` } };
 }
 
 /** The adapter factory for the fixture issue tracker; options per {@link FixtureIssueTrackerOptionsSchema}. */
@@ -80,6 +110,10 @@ export const fixtureIssueTrackerAdapterFactory: ReconciliationAdapterFactory = {
   declaration: DECLARATION,
   create(options: unknown): ReconciliationAdapter {
     const parsed = FixtureIssueTrackerOptionsSchema.parse(options);
-    return { declaration: DECLARATION, lookup: (request, ctx) => lookup(parsed, request, ctx) };
+    return {
+      declaration: DECLARATION,
+      lookup: (request, ctx) => lookup(parsed, request, ctx),
+      planCompensation: (request, ctx) => planCompensation(parsed, request, ctx),
+    };
   },
 };

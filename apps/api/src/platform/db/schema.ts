@@ -1,5 +1,5 @@
 import { sql } from "drizzle-orm";
-import { check, index, integer, primaryKey, sqliteTable, text, uniqueIndex } from "drizzle-orm/sqlite-core";
+import { check, index, integer, primaryKey, sqliteTable, text, uniqueIndex, type AnySQLiteColumn } from "drizzle-orm/sqlite-core";
 import {
   ATTEMPT_STATUSES,
   COMMAND_STATUSES,
@@ -148,6 +148,12 @@ export const externalToolEffects = sqliteTable(
     lastDispatchedAtMs: integer("last_dispatched_at_ms"),
     createdAtMs: integer("created_at_ms").notNull(),
     updatedAtMs: integer("updated_at_ms").notNull(),
+    /**
+     * Set on a compensation (DESIGN.md §3 rule 8): the `succeeded` effect it undoes. A compensation is
+     * an ordinary effect with its own idempotency key; at most one per original is live (not
+     * `not_executed`), by the partial unique index below.
+     */
+    compensatesEffectId: text("compensates_effect_id").references((): AnySQLiteColumn => externalToolEffects.id, { onDelete: "cascade" }),
   },
   (t) => [
     check("external_tool_effects_status_check", oneOf("status", EFFECT_STATUSES)),
@@ -167,6 +173,9 @@ export const externalToolEffects = sqliteTable(
     // A retried enqueue of the same client tool call (same run, same client toolCallId) finds the first
     // effect and never writes twice. NULL (a generated toolCallId, or a row older than this rule) never collides.
     uniqueIndex("external_tool_effects_run_client_tool_call_unique").on(t.runId, t.clientToolCallId),
+    // One live compensation per original effect: a new one only once the earlier one is confirmed not executed.
+    index("external_tool_effects_compensates_idx").on(t.compensatesEffectId),
+    uniqueIndex("external_tool_effects_one_live_compensation").on(t.compensatesEffectId).where(sql`compensates_effect_id IS NOT NULL AND status <> 'not_executed'`),
   ],
 );
 
@@ -245,8 +254,10 @@ export const effectReconciliations = sqliteTable(
 
 /**
  * The audit trail of operator actions on effects (DESIGN.md §7): who (`actor`) did what
- * (`action`: a lookup or a manual resolution), why (`reason`), and what came of it (`outcome`).
- * Append-only.
+ * (`action`: a lookup, a manual resolution, a compensation request), why (`reason`), what came of
+ * it (`outcome`), the effect's status before and after (`status_before`, `status_after`), the
+ * receipt an operator supplied with a manual resolution, and the compensation effect it created.
+ * Each row commits in the same transaction as the change it records. Append-only.
  */
 export const effectOperatorActions = sqliteTable(
   "effect_operator_actions",
@@ -257,10 +268,19 @@ export const effectOperatorActions = sqliteTable(
     actor: text("actor").notNull(),
     reason: text("reason").notNull(),
     outcome: text("outcome").notNull(),
+    statusBefore: text("status_before", { enum: EFFECT_STATUSES }).notNull(),
+    statusAfter: text("status_after", { enum: EFFECT_STATUSES }).notNull(),
+    /** The provider receipt an operator supplied with a manual `succeeded` resolution (JSON, at most 4096 bytes). */
+    receiptJson: text("receipt_json"),
+    /** The compensation effect a `compensate` action created. */
+    compensationEffectId: text("compensation_effect_id").references(() => externalToolEffects.id, { onDelete: "set null" }),
     createdAtMs: integer("created_at_ms").notNull(),
   },
   (t) => [
     check("effect_operator_actions_action_check", oneOf("action", OPERATOR_ACTIONS)),
+    check("effect_operator_actions_status_before_check", oneOf("status_before", EFFECT_STATUSES)),
+    check("effect_operator_actions_status_after_check", oneOf("status_after", EFFECT_STATUSES)),
+    check("effect_operator_actions_compensation_check", sql`(action = 'compensate') = (compensation_effect_id IS NOT NULL)`),
     check("effect_operator_actions_actor_check", sql`length(actor) BETWEEN 1 AND 200`),
     check("effect_operator_actions_reason_check", sql`length(reason) BETWEEN 1 AND 2000`),
     index("effect_operator_actions_effect_idx").on(t.effectId),

@@ -1,24 +1,90 @@
+import { CallToolResultSchema } from "@modelcontextprotocol/sdk/types.js";
+import { EFFECT_STATUSES, ServerIdSchema, ToolNameSchema, UlidSchema } from "@mosoo/contracts";
+import { MAX_RECEIPT_BYTES, MAX_RESULT_BYTES } from "@mosoo/effect-reconciliation";
 import { z } from "zod";
 
-/** Who acts and why: both recorded in the audit trail with every operator action. */
 const noNul = (s: string) => !s.includes("\u0000");
+const jsonBytes = (v: unknown) => Buffer.byteLength(JSON.stringify(v) ?? "", "utf8");
+
+/** Who acts and why: `actor` 1–200 and `reason` 1–2000 characters (trimmed, no NUL); both recorded in the audit trail. */
 const Audit = {
   actor: z.string().trim().min(1).max(200).refine(noNul, "must not contain NUL"),
   reason: z.string().trim().min(1).max(2000).refine(noNul, "must not contain NUL"),
 };
 
-/** `POST /v1/operator/effects/:id/lookup`: ask the bound adapter once more, now. */
-export const OperatorLookupRequestSchema = z.strictObject(Audit);
-/** See {@link OperatorLookupRequestSchema}. */
-export type OperatorLookupRequest = z.infer<typeof OperatorLookupRequestSchema>;
+/**
+ * `GET /api/operator/effects` (query string) and `effects list`: which effects to list, newest first.
+ * - `status`: one effect status (default `unknown`);
+ * - `serverId`, `toolName`, `runId`: exact matches;
+ * - `minAgeMs`: only effects created at least this long ago (ms, integer ≥ 0);
+ * - `limit`: page size, 1–500 (default 50);
+ * - `cursor`: the `nextCursor` of the previous page (an effect id): the page continues after it.
+ */
+export const OperatorListQuerySchema = z.strictObject({
+  status: z.enum(EFFECT_STATUSES).default("unknown"),
+  serverId: ServerIdSchema.optional(),
+  toolName: ToolNameSchema.optional(),
+  runId: UlidSchema.optional(),
+  minAgeMs: z.coerce.number().int().min(0).max(Number.MAX_SAFE_INTEGER).optional(),
+  limit: z.coerce.number().int().min(1).max(500).default(50),
+  cursor: UlidSchema.optional(),
+});
+/** See {@link OperatorListQuerySchema}. */
+export type OperatorListQuery = z.infer<typeof OperatorListQuerySchema>;
+
+/** `POST /api/operator/effects/:id/reconcile`: ask the bound adapter once more, now (same path as the sweep, lease respected). */
+export const OperatorReconcileRequestSchema = z.strictObject(Audit);
+/** See {@link OperatorReconcileRequestSchema}. */
+export type OperatorReconcileRequest = z.infer<typeof OperatorReconcileRequestSchema>;
 
 /**
- * `POST /v1/operator/effects/:id/resolve`: settle an `unknown` effect by hand, as `succeeded` with
- * the provider's output (what the operator verified at the provider) or as `not_executed`.
+ * An MCP tool result (`CallToolResult`, validated with the MCP SDK's own schema: MCP spec
+ * 2025-06-18, "Tools › Tool Result"), at most 1 MiB of JSON. This is what the operator verified
+ * the provider answered.
+ */
+export const OperatorToolResultSchema = z
+  .record(z.string(), z.unknown())
+  .superRefine((value, ctx) => {
+    const parsed = CallToolResultSchema.safeParse(value);
+    if (!parsed.success) {
+      const issue = parsed.error.issues[0];
+      ctx.addIssue({ code: "custom", message: `not an MCP tool result: ${issue ? `${issue.path.join(".") || "result"}: ${issue.message}` : "invalid"}` });
+    }
+    if (jsonBytes(value) > MAX_RESULT_BYTES) ctx.addIssue({ code: "custom", message: `larger than ${MAX_RESULT_BYTES} bytes` });
+  });
+
+/**
+ * "It happened, here is the ID": the provider receipt an operator attaches to a manual `succeeded`
+ * resolution: `providerOperationId` (1–256 characters), `observedAt` (ISO 8601), a small `detail`
+ * object; at most 4096 bytes of JSON in all. Stored with the audit row, in the resolution's transaction.
+ */
+export const OperatorReceiptSchema = z
+  .strictObject({
+    providerOperationId: z.string().min(1).max(256).optional(),
+    observedAt: z.iso.datetime().optional(),
+    detail: z.record(z.string(), z.unknown()).optional(),
+  })
+  .refine((r) => jsonBytes(r) <= MAX_RECEIPT_BYTES, `a receipt is at most ${MAX_RECEIPT_BYTES} bytes of JSON`);
+/** See {@link OperatorReceiptSchema}. */
+export type OperatorReceipt = z.infer<typeof OperatorReceiptSchema>;
+
+/**
+ * `POST /api/operator/effects/:id/resolve`: settle an `unknown` effect by hand (resolution
+ * `operator`), as `succeeded` with the MCP tool result the operator verified at the provider (and
+ * optionally its receipt), or as `not_executed`.
  */
 export const OperatorResolveRequestSchema = z.discriminatedUnion("outcome", [
-  z.strictObject({ outcome: z.literal("succeeded"), outputText: z.string().max(1024 * 1024), isError: z.boolean().optional(), ...Audit }),
+  z.strictObject({ outcome: z.literal("succeeded"), result: OperatorToolResultSchema, receipt: OperatorReceiptSchema.optional(), ...Audit }),
   z.strictObject({ outcome: z.literal("not_executed"), ...Audit }),
 ]);
 /** See {@link OperatorResolveRequestSchema}. */
 export type OperatorResolveRequest = z.infer<typeof OperatorResolveRequestSchema>;
+
+/**
+ * `POST /api/operator/effects/:id/compensate`: run the compensating action the bound adapter
+ * declares for a `succeeded` effect's tool, as a new effect with its own idempotency key, queued to
+ * `driverInstanceId` (default: the original effect's Driver instance, if it is still live).
+ */
+export const OperatorCompensateRequestSchema = z.strictObject({ ...Audit, driverInstanceId: UlidSchema.optional() });
+/** See {@link OperatorCompensateRequestSchema}. */
+export type OperatorCompensateRequest = z.infer<typeof OperatorCompensateRequestSchema>;

@@ -24,7 +24,10 @@ export const OPERATOR_ATTENTION_REASONS = ["key_conflict", "retention_expired", 
 /** See {@link OPERATOR_ATTENTION_REASONS}. */
 export type OperatorAttentionReason = (typeof OPERATOR_ATTENTION_REASONS)[number];
 
-/** What an operator did to an effect: asked for a lookup, or resolved it by hand (DESIGN.md §7). */
-export const OPERATOR_ACTIONS = ["lookup", "resolve"] as const;
+/**
+ * What an operator did to an effect (DESIGN.md §7): asked for a lookup now (`lookup`), resolved it
+ * by hand (`resolve`), or requested its declared compensation (`compensate`, DESIGN.md §3 rule 8).
+ */
+export const OPERATOR_ACTIONS = ["lookup", "resolve", "compensate"] as const;
 /** See {@link OPERATOR_ACTIONS}. */
 export type OperatorAction = (typeof OPERATOR_ACTIONS)[number];

@@ -6,7 +6,6 @@ import {
   type CreateRunResponse,
   type EnqueueToolCallRequest,
   type EnqueueToolCallResponse,
-  type McpExecuteCommand,
 } from "@mosoo/contracts";
 import { RuntimeError } from "../domain/runtime-errors.js";
 import { commandRepository } from "../infrastructure/command.repository.js";
@@ -16,6 +15,7 @@ import { runRepository } from "../infrastructure/run.repository.js";
 import type { DbHandle } from "../infrastructure/db-handle.js";
 import type { RuntimeContext } from "./runtime-context.js";
 import { toRunView, type RunView } from "./run-view.js";
+import { recordIntent } from "./effect-intent.js";
 
 /** Largest accepted `arguments` object, in bytes of its JSON encoding. */
 export const MAX_ARGUMENTS_BYTES = 256 * 1024;
@@ -107,9 +107,6 @@ export class RunService {
       throw new RuntimeError("request.invalid", `arguments must be plain JSON with finite numbers (${err instanceof Error ? err.message : String(err)})`);
     }
     const now = this.ctx.clock.nowMs();
-    const commandId = newUlid(now);
-    const effectId = newUlid(now);
-    const idempotencyKey = newUlid(now);
     const res = writeTransaction(this.ctx.db, (tx): EnqueueToolCallResponse & { driverInstanceId: string } => {
       const run = runRepository.findRun(tx, runId);
       if (!run) throw new RuntimeError("run.not_found", `no run ${runId}`);
@@ -123,45 +120,18 @@ export class RunService {
         // the run's Driver is being repaired: the run is about to fail, queue nothing for it
         throw new RuntimeError("run.not_active", `run ${runId} is ending: its Driver instance is ${driver.status}; no tool call was queued`, { driverStatus: driver.status });
       }
-      const payload: McpExecuteCommand = {
-        commandId,
-        requestId: req.requestId ?? newUlid(now),
+      const recorded = recordIntent(tx, {
+        runId,
+        driverInstanceId: run.driverInstanceId,
         serverId: req.serverId,
-        toolCallId: req.toolCallId ?? newUlid(now),
         toolName: req.toolName,
-        argumentsJson,
-      };
-      const seq = commandRepository.nextSeq(tx, run.driverInstanceId);
-      commandRepository.insert(tx, {
-        id: commandId,
-        driverInstanceId: run.driverInstanceId,
-        runId,
-        seq,
-        type: "mcp.execute",
-        status: "queued",
-        payloadJson: JSON.stringify(payload),
-        createdAtMs: now,
-        updatedAtMs: now,
-      });
-      effectRepository.insert(tx, {
-        id: effectId,
-        commandId,
-        runId,
-        driverInstanceId: run.driverInstanceId,
-        serverId: payload.serverId,
-        toolName: payload.toolName,
-        toolCallId: payload.toolCallId,
         clientToolCallId: req.toolCallId ?? null,
-        requestId: payload.requestId,
+        requestId: req.requestId,
         argumentsJson,
-        idempotencyKey,
         requestFingerprint,
-        status: "intent",
-        createdAtMs: now,
-        updatedAtMs: now,
+        nowMs: now,
       });
-      runRepository.appendEvent(tx, runId, "tool_call.queued", { commandId, effectId, serverId: req.serverId, toolName: req.toolName }, now);
-      return { commandId, effectId, idempotencyKey, seq, replayed: false, driverInstanceId: run.driverInstanceId };
+      return { ...recorded, replayed: false, driverInstanceId: run.driverInstanceId };
     });
     const { driverInstanceId, ...answer } = res;
     this.ctx.logger.info({ runId, commandId: answer.commandId, effectId: answer.effectId, driverInstanceId, idempotencyKey: answer.idempotencyKey, seq: answer.seq, replayed: answer.replayed }, answer.replayed ? "effect.intent_replayed" : "effect.intent_recorded");

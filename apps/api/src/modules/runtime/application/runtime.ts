@@ -3,6 +3,7 @@ import { Registry } from "prom-client";
 import { EffectReconciler } from "../../reconciliation/application/effect-reconciler.service.js";
 import { ReconciliationSweep } from "../../reconciliation/application/reconciliation-sweep.service.js";
 import { OperatorService } from "../../reconciliation/application/operator.service.js";
+import { CompensationService } from "../../reconciliation/application/compensation.service.js";
 import { RECONCILIATION_OFF, type ReconciliationSettings } from "../../reconciliation/application/reconciliation-settings.js";
 import { ReconciliationMetrics } from "../../reconciliation/infrastructure/reconciliation-metrics.js";
 import type { Db } from "../../../platform/db/database.js";
@@ -26,7 +27,7 @@ export interface Runtime {
   repair: FinalizationRepairService;
   sweep: MaintenanceSweepService;
   reconciler: EffectReconciler;
-  /** The operator surface (list, show, lookup, resolve); HTTP exposes it only with an operator token. */
+  /** The operator surface (list, show, reconcile, resolve, compensate), on only with reconciliation; HTTP exposes it only with an operator token. */
   operator: OperatorService;
   /** The prom-client registry behind `GET /metrics`. */
   metricsRegistry: Registry;
@@ -68,7 +69,7 @@ export function createRuntime(opts: CreateRuntimeOptions): Runtime {
     repair,
     sweep: new MaintenanceSweepService(ctx, repair, active ? new ReconciliationSweep(ctx, reconciler, settings) : undefined),
     reconciler,
-    operator: new OperatorService(ctx, reconciler),
+    operator: new OperatorService(ctx, reconciler, new CompensationService(ctx, settings), settings.enabled),
     metricsRegistry,
   };
 }

@@ -24,6 +24,12 @@ export const RUNTIME_ERROR_STATUS = {
   "effect.not_reconcilable": 409,
   "auth.operator_disabled": 403,
   "driver.not_finalized": 409,
+  "feature.disabled": 404,
+  "effect.not_succeeded": 409,
+  "compensation.not_declared": 409,
+  "compensation.plan_failed": 409,
+  "compensation.exists": 409,
+  "compensation.driver_unavailable": 409,
 } as const;
 
 /** One of the codes in {@link RUNTIME_ERROR_STATUS}. */

@@ -1,0 +1,172 @@
+import { Command, InvalidArgumentError, Option } from "commander";
+import ms from "ms";
+import { ConfigError, loadApiConfig } from "../../config/api-config.js";
+import { httpOperatorClient, localOperatorClient, OperatorClientError, type OperatorClient } from "./operator-client.js";
+import { renderCompensate, renderList, renderReconcile, renderResolve, renderShow } from "./effects-render.js";
+
+/** Exit codes of `mosoo-effects`: 0 done; 1 the service refused or could not be reached; 2 bad input. */
+export const EXIT = { ok: 0, refused: 1, badInput: 2 } as const;
+
+/** A CLI failure: the exit code and the one line printed to stderr (`mosoo-effects: <code>: <message>`). */
+export class CliFailure extends Error {
+  constructor(
+    readonly exitCode: number,
+    line: string,
+  ) {
+    super(line);
+  }
+}
+
+const nonBlank = (value: string): string => {
+  if (value.trim() === "") throw new InvalidArgumentError("must not be blank");
+  return value;
+};
+const pageSize = (value: string): string => {
+  const n = Number(value);
+  if (!Number.isInteger(n) || n < 1 || n > 500) throw new InvalidArgumentError("must be a whole number from 1 to 500");
+  return value;
+};
+const duration = (value: string): string => {
+  const parsed = ms(value as ms.StringValue);
+  if (typeof parsed !== "number" || !Number.isFinite(parsed) || parsed < 0) throw new InvalidArgumentError('must be a duration such as 30s, 15m, 2h or 7d');
+  return String(Math.round(parsed));
+};
+const json = (what: string) => (value: string): unknown => {
+  try {
+    return JSON.parse(value) as unknown;
+  } catch {
+    throw new InvalidArgumentError(`${what} must be JSON`);
+  }
+};
+
+interface GlobalOptions {
+  db?: string;
+  apiUrl: string;
+  token?: string;
+  json?: boolean;
+}
+
+/** Opens the client the global options ask for: in-process on `--db`, else the API at `--api-url`. */
+function openClient(g: GlobalOptions, env: NodeJS.ProcessEnv): OperatorClient {
+  if (g.db !== undefined) {
+    try {
+      return localOperatorClient(loadApiConfig({ ...env, MOSOO_DB_FILE: g.db }));
+    } catch (err) {
+      if (err instanceof ConfigError) throw new CliFailure(EXIT.badInput, err.message);
+      if (err instanceof OperatorClientError) throw new CliFailure(EXIT.refused, `${err.code}: ${err.message}`);
+      throw err;
+    }
+  }
+  if (!g.token) throw new CliFailure(EXIT.badInput, "no operator token: pass --token or set MOSOO_OPERATOR_TOKEN (or use --db <file>)");
+  return httpOperatorClient(g.apiUrl, g.token);
+}
+
+/**
+ * Builds the `mosoo-effects` program (commander): `list`, `show`, `reconcile`, `resolve`,
+ * `compensate`, each with `--help`, over the operator service (DESIGN.md §7). Output is a table or a
+ * line by default, JSON with `--json`; `write` receives stdout text. Errors become {@link CliFailure}.
+ */
+export function buildEffectsCli(write: (text: string) => void, env: NodeJS.ProcessEnv = process.env, nowMs: () => number = Date.now): Command {
+  const program = new Command("mosoo-effects")
+    .description(
+      "Operate on external tool effects: list the stuck ones, show one effect's whole history, reconcile now, resolve by hand, or compensate.\n" +
+        "Needs MOSOO_EFFECT_RECONCILIATION=on (in the API's environment, or in this one with --db).",
+    )
+    .addOption(new Option("--db <file>", "work on this SQLite store in-process (same flag and bindings env vars as the API)"))
+    .addOption(new Option("--api-url <url>", "base URL of a running API (used unless --db is given)").env("MOSOO_API_URL").default("http://127.0.0.1:8787"))
+    .addOption(new Option("--token <token>", "operator token, the API's MOSOO_OPERATOR_TOKEN").env("MOSOO_OPERATOR_TOKEN"))
+    .option("--json", "print the service's JSON instead of tables")
+    .addHelpText(
+      "after",
+      [
+        "",
+        "Examples:",
+        "  npm run effects -- --db var/demo/fenced-resolved-by-operator/api.db list",
+        "  npm run effects -- list --status unknown --server tracker --older-than 15m",
+        "  npm run effects -- show 01J...",
+        "  npm run effects -- reconcile 01J... --actor alice --reason \"provider was down\"",
+        "  npm run effects -- resolve 01J... --outcome succeeded --output-text \"Created issue #7\" --provider-operation-id 01J... --actor alice --reason \"found it in the tracker\"",
+        "  npm run effects -- compensate 01J... --actor alice --reason \"duplicate issue\"",
+        "",
+        "Exit codes: 0 done, 1 refused by the service (one line: code and message), 2 bad input.",
+      ].join("\n"),
+    )
+    .exitOverride()
+    .configureOutput({ writeOut: write, outputError: (text, out) => out(`mosoo-effects: ${text.replace(/^error: /, "").replace(/\s*\n\s*/g, " ").trim()}\n`) });
+  const g = () => program.opts<GlobalOptions>();
+  const run = async (fn: (client: OperatorClient) => Promise<unknown>, render: (answer: Record<string, unknown>) => string) => {
+    const client = openClient(g(), env);
+    try {
+      const answer = (await fn(client)) as Record<string, unknown>;
+      write(`${g().json ? JSON.stringify(answer, null, 2) : render(answer)}\n`);
+    } catch (err) {
+      if (err instanceof OperatorClientError) throw new CliFailure(err.code === "request.invalid" ? EXIT.badInput : EXIT.refused, `${err.code}: ${err.message}`);
+      throw err;
+    } finally {
+      await client.close();
+    }
+  };
+  const audit = (cmd: Command) =>
+    cmd.requiredOption("--actor <name>", "who acts (recorded in the audit trail)", nonBlank).requiredOption("--reason <text>", "why (recorded in the audit trail)", nonBlank);
+
+  program
+    .command("list")
+    .description("list effects, newest first (default: the unknown ones)")
+    .addOption(new Option("--status <status>", "effect status").choices(["unknown", "executing", "intent", "succeeded", "not_executed"]).default("unknown"))
+    .option("--server <serverId>", "only this MCP server")
+    .option("--tool <toolName>", "only this tool")
+    .option("--run <runId>", "only this run")
+    .option("--older-than <duration>", "only effects created at least this long ago (30s, 15m, 2h, 7d)", duration)
+    .option("--limit <n>", "page size, 1-500", pageSize, "50")
+    .option("--cursor <effectId>", "continue after this effect (printed at the end of the previous page)")
+    .action(async (o: { status: string; server?: string; tool?: string; run?: string; olderThan?: string; limit: string; cursor?: string }) => {
+      const query: Record<string, string> = { status: o.status, limit: o.limit };
+      if (o.server) query["serverId"] = o.server;
+      if (o.tool) query["toolName"] = o.tool;
+      if (o.run) query["runId"] = o.run;
+      if (o.olderThan) query["minAgeMs"] = o.olderThan;
+      if (o.cursor) query["cursor"] = o.cursor;
+      await run((c) => c.list(query), (a) => renderList(a as never, nowMs()));
+    });
+  program
+    .command("show")
+    .description("one effect's whole history: command, attempts, lookups with receipts, operator actions, compensations")
+    .argument("<effectId>")
+    .action(async (id: string) => run((c) => c.show(id), renderShow));
+  audit(program.command("reconcile").description("look an unknown effect up now through its bound adapter (the same path as the sweep)").argument("<effectId>")).action(
+    async (id: string, o: { actor: string; reason: string }) => run((c) => c.reconcile(id, { actor: o.actor, reason: o.reason }), renderReconcile),
+  );
+  audit(
+    program
+      .command("resolve")
+      .description("resolve an unknown effect by hand: succeeded (with the tool result you verified) or not_executed")
+      .argument("<effectId>")
+      .addOption(new Option("--outcome <outcome>", "what happened at the provider").choices(["succeeded", "not_executed"]).makeOptionMandatory())
+      .option("--output-text <text>", "succeeded: the tool's text output (shorthand for a one-text-block MCP result)")
+      .option("--result-json <json>", "succeeded: the full MCP tool result as JSON", json("--result-json"))
+      .option("--is-error", "succeeded: the tool answered an error result (with --output-text)")
+      .option("--provider-operation-id <id>", "succeeded: the provider's id of the write (stored as the receipt)")
+      .option("--receipt-json <json>", "succeeded: the whole receipt as JSON {providerOperationId?, observedAt?, detail?}", json("--receipt-json")),
+  ).action(async (id: string, o: { outcome: string; outputText?: string; resultJson?: unknown; isError?: boolean; providerOperationId?: string; receiptJson?: unknown; actor: string; reason: string }) => {
+    let body: Record<string, unknown> = { outcome: o.outcome, actor: o.actor, reason: o.reason };
+    if (o.outcome === "succeeded") {
+      if ((o.outputText === undefined) === (o.resultJson === undefined)) throw new CliFailure(EXIT.badInput, "--outcome succeeded needs exactly one of --output-text or --result-json");
+      const result = o.resultJson ?? { content: [{ type: "text", text: o.outputText }], ...(o.isError ? { isError: true } : {}) };
+      const receipt = o.receiptJson ?? (o.providerOperationId ? { providerOperationId: o.providerOperationId, observedAt: new Date(nowMs()).toISOString() } : undefined);
+      body = { ...body, result, ...(receipt === undefined ? {} : { receipt }) };
+    } else if (o.outputText !== undefined || o.resultJson !== undefined || o.providerOperationId !== undefined || o.receiptJson !== undefined) {
+      throw new CliFailure(EXIT.badInput, "--outcome not_executed takes no result or receipt");
+    }
+    await run((c) => c.resolve(id, body), renderResolve);
+  });
+  audit(
+    program
+      .command("compensate")
+      .description("run the compensating action the adapter declares for a succeeded effect, as a new effect with its own key")
+      .argument("<effectId>")
+      .option("--driver <driverInstanceId>", "queue it to this live Driver instance (default: the effect's own, if still live)"),
+  ).action(async (id: string, o: { driver?: string; actor: string; reason: string }) =>
+    run((c) => c.compensate(id, { actor: o.actor, reason: o.reason, ...(o.driver ? { driverInstanceId: o.driver } : {}) }), renderCompensate),
+  );
+  return program;
+}

@@ -1,0 +1,86 @@
+import Table from "cli-table3";
+import ms from "ms";
+
+type Row = Record<string, unknown>;
+
+const str = (v: unknown): string => (v === null || v === undefined ? "-" : typeof v === "string" ? v : JSON.stringify(v));
+const when = (msSinceEpoch: unknown): string => (typeof msSinceEpoch === "number" ? new Date(msSinceEpoch).toISOString() : "-");
+const age = (createdAtMs: unknown, nowMs: number): string => (typeof createdAtMs === "number" ? ms(Math.max(0, nowMs - createdAtMs)) : "-");
+
+function table(head: string[], rows: unknown[][]): string {
+  const t = new Table({ head, style: { head: [], border: [] } });
+  for (const r of rows) t.push(r.map(str));
+  return t.toString();
+}
+
+/** `effects list` as a table (id, status, server, tool, run, age, lookups, attention, compensates) plus a next-page hint. */
+export function renderList(page: { effects: Row[]; nextCursor: string | null }, nowMs: number): string {
+  if (page.effects.length === 0) return "no effects match";
+  const out = table(
+    ["effect", "status", "server", "tool", "run", "age", "lookups", "attention", "compensates"],
+    page.effects.map((e) => [e["id"], e["status"], e["serverId"], e["toolName"], e["runId"], age(e["createdAtMs"], nowMs), e["lookupCount"], e["operatorAttention"], e["compensatesEffectId"]]),
+  );
+  return page.nextCursor ? `${out}\nmore: add --cursor ${page.nextCursor}` : out;
+}
+
+/** `effects show` as sections: the effect, its command, attempts, lookups, operator actions, compensations. */
+export function renderShow(e: Row): string {
+  const command = (e["command"] ?? null) as Row | null;
+  const fields: [string, unknown][] = [
+    ["effect", e["id"]],
+    ["status", e["status"]],
+    ["resolution", e["resolution"]],
+    ["server / tool", `${str(e["serverId"])} / ${str(e["toolName"])}`],
+    ["run", e["runId"]],
+    ["Driver instance", e["driverInstanceId"]],
+    ["idempotency key", e["idempotencyKey"]],
+    ["request fingerprint", e["requestFingerprint"]],
+    ["compensates", e["compensatesEffectId"]],
+    ["operator attention", e["operatorAttention"]],
+    ["lookups / next lookup", `${str(e["lookupCount"])} / ${when(e["nextLookupAtMs"])}`],
+    ["command", command ? `${str(command["id"])} ${str(command["status"])}${command["error"] ? ` ${str((command["error"] as Row)["code"])}` : ""}` : "-"],
+    ["result", e["result"] ? str((e["result"] as Row)["outputText"]) : "-"],
+    ["reconciliation receipt", e["reconciliationReceipt"]],
+  ];
+  const kv = new Table({ style: { head: [], border: [] } });
+  for (const [k, v] of fields) kv.push({ [k]: str(v) });
+  const list = (key: string) => (Array.isArray(e[key]) ? (e[key] as Row[]) : []);
+  const sections = [
+    kv.toString(),
+    "attempts:",
+    list("attempts").length === 0 ? "  none" : table(["attempt", "status", "connection", "started", "finished", "unknown reason"], list("attempts").map((a) => [a["attempt"], a["status"], a["connectionId"], when(a["startedAtMs"]), when(a["finishedAtMs"]), a["unknownReason"]])),
+    "lookups:",
+    list("reconciliations").length === 0
+      ? "  none"
+      : table(
+          ["at", "trigger", "adapter", "outcome", "reason", "provider operation"],
+          list("reconciliations").map((r) => [when(r["startedAtMs"]), r["trigger"], `${str(r["adapterId"])}@${str(r["adapterVersion"])}`, r["outcome"], r["reasonCode"], (r["receipt"] as Row | null)?.["providerOperationId"]]),
+        ),
+    "operator actions:",
+    list("operatorActions").length === 0
+      ? "  none"
+      : table(
+          ["at", "actor", "action", "before → after", "outcome", "reason"],
+          list("operatorActions").map((a) => [when(a["createdAtMs"]), a["actor"], a["action"], `${str(a["statusBefore"])} → ${str(a["statusAfter"])}`, a["outcome"], a["reason"]]),
+        ),
+    "compensations:",
+    list("compensations").length === 0 ? "  none" : table(["effect", "status", "tool", "Driver instance"], list("compensations").map((c) => [c["id"], c["status"], c["toolName"], c["driverInstanceId"]])),
+  ];
+  return sections.join("\n");
+}
+
+/** `effects reconcile`: one line, the lookup's outcome and the effect's status after it. */
+export function renderReconcile(r: Row): string {
+  const effect = (r["effect"] ?? null) as Row | null;
+  return `lookup ${str(r["outcome"])}; effect ${str(effect?.["id"])} is ${str(effect?.["status"])}${effect?.["resolution"] ? ` (${str(effect["resolution"])})` : ""}`;
+}
+
+/** `effects resolve`: one line, the effect's new status and resolution. */
+export function renderResolve(e: Row): string {
+  return `effect ${str(e["id"])} is ${str(e["status"])} (resolution ${str(e["resolution"])})`;
+}
+
+/** `effects compensate`: one line, the compensation effect, its tool and the Driver instance it was queued to. */
+export function renderCompensate(c: Row): string {
+  return `queued compensation ${str(c["compensationEffectId"])} (${str(c["toolName"])}, key ${str(c["idempotencyKey"])}) to Driver instance ${str(c["driverInstanceId"])}`;
+}

@@ -1,0 +1,111 @@
+import { existsSync } from "node:fs";
+import pino from "pino";
+import type { ApiConfig } from "../../config/api-config.js";
+import { resolveReconciliationSettings } from "../../config/reconciliation-bindings.js";
+import { createBuiltInAdapterRegistry } from "../reconciliation/builtin-adapters.js";
+import { openStore } from "../../platform/db/database.js";
+import { createRuntime } from "../../modules/runtime/application/runtime.js";
+import { RuntimeError } from "../../modules/runtime/domain/runtime-errors.js";
+import {
+  OperatorCompensateRequestSchema,
+  OperatorListQuerySchema,
+  OperatorReconcileRequestSchema,
+  OperatorResolveRequestSchema,
+} from "../../modules/reconciliation/application/operator.contract.js";
+import { parseOrThrow } from "../http/http-errors.js";
+
+/** A refusal from the operator service, wherever it ran: its stable `code` and a one-line `message`. */
+export class OperatorClientError extends Error {
+  constructor(
+    readonly code: string,
+    message: string,
+  ) {
+    super(message);
+  }
+}
+
+/**
+ * The five operator actions (DESIGN.md §7) as the CLI calls them, over HTTP or in-process; the
+ * answers are the operator service's JSON as is. Bodies and queries are validated by the same zod
+ * schemas either way. Every method rejects with {@link OperatorClientError} (`code`, `message`).
+ */
+export interface OperatorClient {
+  list(query: Record<string, string>): Promise<unknown>;
+  show(effectId: string): Promise<unknown>;
+  reconcile(effectId: string, body: unknown): Promise<unknown>;
+  resolve(effectId: string, body: unknown): Promise<unknown>;
+  compensate(effectId: string, body: unknown): Promise<unknown>;
+  close(): Promise<void>;
+}
+
+/**
+ * The operator routes of a running API (`/api/operator/...`) with `Authorization: Bearer <token>`;
+ * each request times out after 30 000 ms.
+ * @throws (from each method) OperatorClientError with the API's error code, `api.unreachable`, or `api.invalid_answer`.
+ */
+export function httpOperatorClient(apiUrl: string, token: string): OperatorClient {
+  const call = async (method: "GET" | "POST", path: string, body?: unknown): Promise<unknown> => {
+    let res: Response;
+    try {
+      res = await fetch(new URL(path, apiUrl), {
+        method,
+        headers: { authorization: `Bearer ${token}`, "content-type": "application/json" },
+        ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+        signal: AbortSignal.timeout(30_000),
+      });
+    } catch (err) {
+      throw new OperatorClientError("api.unreachable", `${apiUrl}: ${err instanceof Error ? err.message : String(err)}`);
+    }
+    let json: unknown;
+    try {
+      json = JSON.parse(await res.text());
+    } catch {
+      throw new OperatorClientError("api.invalid_answer", `HTTP ${res.status} with a body that is not JSON`);
+    }
+    if (!res.ok) {
+      const e = (json as { error?: { code?: string; message?: string } }).error;
+      throw new OperatorClientError(e?.code ?? `http_${res.status}`, e?.message ?? "request failed");
+    }
+    return json;
+  };
+  const effect = (id: string) => `/api/operator/effects/${encodeURIComponent(id)}`;
+  return {
+    list: (query) => call("GET", `/api/operator/effects?${new URLSearchParams(query).toString()}`),
+    show: (id) => call("GET", effect(id)),
+    reconcile: (id, body) => call("POST", `${effect(id)}/reconcile`, body),
+    resolve: (id, body) => call("POST", `${effect(id)}/resolve`, body),
+    compensate: (id, body) => call("POST", `${effect(id)}/compensate`, body),
+    close: async () => {},
+  };
+}
+
+/**
+ * The operator service in this process, on the SQLite store at `config.dbFile` (which must exist),
+ * with the reconciliation settings of `config` (the same environment variables as the API, so the
+ * same flag and adapter bindings). Safe next to a running API on the same file (every write is a
+ * `BEGIN IMMEDIATE` compare-and-set); a queued compensation is picked up at the Driver's next poll.
+ * @throws OperatorClientError `store.not_found` when the file does not exist; the service's codes from each method.
+ */
+export function localOperatorClient(config: ApiConfig): OperatorClient {
+  if (!existsSync(config.dbFile)) throw new OperatorClientError("store.not_found", `no database at ${config.dbFile}`);
+  const settings = resolveReconciliationSettings(config, createBuiltInAdapterRegistry());
+  const store = openStore(config.dbFile);
+  const runtime = createRuntime({ db: store.db, logger: pino({ level: "silent" }), heartbeatTtlMs: config.heartbeatTtlMs, reconciliation: settings });
+  const op = runtime.operator;
+  const wrap = async <T>(fn: () => T | Promise<T>): Promise<T> => {
+    try {
+      return await fn();
+    } catch (err) {
+      if (err instanceof RuntimeError) throw new OperatorClientError(err.code, err.message);
+      throw err;
+    }
+  };
+  return {
+    list: (query) => wrap(() => op.list(parseOrThrow(OperatorListQuerySchema, query))),
+    show: (id) => wrap(() => op.show(id)),
+    reconcile: (id, body) => wrap(() => op.reconcile(id, parseOrThrow(OperatorReconcileRequestSchema, body))),
+    resolve: (id, body) => wrap(() => op.resolve(id, parseOrThrow(OperatorResolveRequestSchema, body))),
+    compensate: (id, body) => wrap(() => op.compensate(id, parseOrThrow(OperatorCompensateRequestSchema, body))),
+    close: async () => store.close(),
+  };
+}

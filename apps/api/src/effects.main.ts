@@ -1,0 +1,20 @@
+/**
+ * `mosoo-effects` (`npm run effects -- <command>`): the operator CLI over the operator service
+ * (DESIGN.md §7). Exit codes: 0 done; 1 refused by the service or the API could not be reached
+ * (one line on stderr: `mosoo-effects: <code>: <message>`); 2 bad input (one line).
+ */
+import { CommanderError } from "commander";
+import { buildEffectsCli, CliFailure, EXIT } from "./adapters/cli/effects-cli.js";
+
+async function main(): Promise<void> {
+  try {
+    await buildEffectsCli((text) => process.stdout.write(text)).parseAsync(process.argv);
+  } catch (error) {
+    if (error instanceof CommanderError) process.exit(error.exitCode === 0 ? EXIT.ok : EXIT.badInput);
+    const line = error instanceof CliFailure ? error.message : `internal: ${error instanceof Error ? error.message : String(error)}`;
+    process.stderr.write(`mosoo-effects: ${line}\n`);
+    process.exit(error instanceof CliFailure ? error.exitCode : EXIT.refused);
+  }
+}
+
+void main();

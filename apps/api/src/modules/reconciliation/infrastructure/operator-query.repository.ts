@@ -1,0 +1,42 @@
+import { and, desc, eq, lt, lte, type SQL } from "drizzle-orm";
+import type { EffectStatus } from "@mosoo/contracts";
+import { externalToolEffects } from "../../../platform/db/schema.js";
+import type { DbHandle } from "../../runtime/infrastructure/db-handle.js";
+import type { EffectRow } from "../../runtime/infrastructure/effect.repository.js";
+
+/**
+ * A filter of the operator's effect list: one `status`; optional exact `serverId`, `toolName`,
+ * `runId`; `createdAtMostMs` (ms since the epoch: only effects created at or before it);
+ * `beforeId` (keyset cursor: only ids below it); `limit` rows.
+ */
+export interface EffectListFilter {
+  status: EffectStatus;
+  serverId?: string | undefined;
+  toolName?: string | undefined;
+  runId?: string | undefined;
+  createdAtMostMs?: number | undefined;
+  beforeId?: string | undefined;
+  limit: number;
+}
+
+/** The operator's read queries over `external_tool_effects` (keyset-paginated, newest first). */
+export const operatorQueryRepository = {
+  /**
+   * Effects matching `filter`, newest first (ids are monotonic ULIDs, so id order is creation
+   * order), at most `filter.limit`. Uses `external_tool_effects_due_lookup_idx` (status first).
+   */
+  listEffects(db: DbHandle, filter: EffectListFilter): EffectRow[] {
+    const t = externalToolEffects;
+    const conds: SQL[] = [eq(t.status, filter.status)];
+    if (filter.serverId !== undefined) conds.push(eq(t.serverId, filter.serverId));
+    if (filter.toolName !== undefined) conds.push(eq(t.toolName, filter.toolName));
+    if (filter.runId !== undefined) conds.push(eq(t.runId, filter.runId));
+    if (filter.createdAtMostMs !== undefined) conds.push(lte(t.createdAtMs, filter.createdAtMostMs));
+    if (filter.beforeId !== undefined) conds.push(lt(t.id, filter.beforeId));
+    return db.select().from(t).where(and(...conds)).orderBy(desc(t.id)).limit(filter.limit).all();
+  },
+  /** The compensations of `effectId` (effects whose `compensates_effect_id` is it), oldest first. */
+  listCompensations(db: DbHandle, effectId: string): EffectRow[] {
+    return db.select().from(externalToolEffects).where(eq(externalToolEffects.compensatesEffectId, effectId)).orderBy(externalToolEffects.id).all();
+  },
+};

@@ -1,0 +1,92 @@
+import { newUlid, type McpExecuteCommand } from "@mosoo/contracts";
+import { commandRepository } from "../infrastructure/command.repository.js";
+import { effectRepository } from "../infrastructure/effect.repository.js";
+import { runRepository } from "../infrastructure/run.repository.js";
+import type { DbHandle } from "../infrastructure/db-handle.js";
+
+/**
+ * One `mcp.execute` to record: the run it belongs to, the Driver instance that will execute it,
+ * the MCP server and tool, the client's tool-call id (`null` when the runtime generates one), the
+ * request id (generated when absent), the arguments (already size-checked) with their JSON and
+ * RFC 8785 fingerprint (64 hex), and, for a compensation, the effect it undoes. `nowMs`: ms since the epoch.
+ */
+export interface IntentInput {
+  runId: string;
+  driverInstanceId: string;
+  serverId: string;
+  toolName: string;
+  clientToolCallId: string | null;
+  requestId?: string | undefined;
+  argumentsJson: string;
+  requestFingerprint: string;
+  compensatesEffectId?: string;
+  nowMs: number;
+}
+
+/** What {@link recordIntent} wrote: the command (with its per-instance `seq`), the effect and its idempotency key (ULIDs). */
+export interface RecordedIntent {
+  commandId: string;
+  effectId: string;
+  idempotencyKey: string;
+  seq: number;
+}
+
+/**
+ * Writes, inside the caller's transaction, the command row, the effect's `intent` with its new
+ * idempotency key, and the run's `tool_call.queued` event (DESIGN.md §3 rule 1: no intent, no
+ * command). The caller checks the run and the Driver instance first and notifies the Driver after
+ * the commit. Throws the store's constraint error when a unique rule is broken (e.g. a second live
+ * compensation of one effect), which rolls the whole transaction back.
+ */
+export function recordIntent(tx: DbHandle, input: IntentInput): RecordedIntent {
+  const now = input.nowMs;
+  const commandId = newUlid(now);
+  const effectId = newUlid(now);
+  const idempotencyKey = newUlid(now);
+  const payload: McpExecuteCommand = {
+    commandId,
+    requestId: input.requestId ?? newUlid(now),
+    serverId: input.serverId,
+    toolCallId: input.clientToolCallId ?? newUlid(now),
+    toolName: input.toolName,
+    argumentsJson: input.argumentsJson,
+  };
+  const seq = commandRepository.nextSeq(tx, input.driverInstanceId);
+  commandRepository.insert(tx, {
+    id: commandId,
+    driverInstanceId: input.driverInstanceId,
+    runId: input.runId,
+    seq,
+    type: "mcp.execute",
+    status: "queued",
+    payloadJson: JSON.stringify(payload),
+    createdAtMs: now,
+    updatedAtMs: now,
+  });
+  effectRepository.insert(tx, {
+    id: effectId,
+    commandId,
+    runId: input.runId,
+    driverInstanceId: input.driverInstanceId,
+    serverId: payload.serverId,
+    toolName: payload.toolName,
+    toolCallId: payload.toolCallId,
+    clientToolCallId: input.clientToolCallId,
+    requestId: payload.requestId,
+    argumentsJson: input.argumentsJson,
+    idempotencyKey,
+    requestFingerprint: input.requestFingerprint,
+    status: "intent",
+    ...(input.compensatesEffectId ? { compensatesEffectId: input.compensatesEffectId } : {}),
+    createdAtMs: now,
+    updatedAtMs: now,
+  });
+  runRepository.appendEvent(
+    tx,
+    input.runId,
+    "tool_call.queued",
+    { commandId, effectId, serverId: input.serverId, toolName: input.toolName, ...(input.compensatesEffectId ? { compensatesEffectId: input.compensatesEffectId } : {}) },
+    now,
+  );
+  return { commandId, effectId, idempotencyKey, seq };
+}
