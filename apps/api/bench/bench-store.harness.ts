@@ -231,6 +231,25 @@ export function installCommitObserver(sqlite: Database.Database, onCommit: (atMs
   };
 }
 
+/**
+ * Median time (µs) of `n` bare single-row write transactions (`BEGIN IMMEDIATE`, one prepared
+ * INSERT into a scratch table in the same file, COMMIT with its fsync): the cost of one durable
+ * commit on this disk right now, measured in the same run as the figure it explains.
+ */
+export function measureBareCommitUs(sqlite: Database.Database, n = 200): number {
+  sqlite.exec("CREATE TABLE IF NOT EXISTS bench_bare_commits (id INTEGER PRIMARY KEY, v TEXT NOT NULL)");
+  const ins = sqlite.prepare("INSERT INTO bench_bare_commits (v) VALUES (?)");
+  const tx = sqlite.transaction(() => ins.run("x"));
+  const samples: number[] = [];
+  for (let i = 0; i < n; i++) {
+    const t0 = performance.now();
+    tx.immediate();
+    samples.push((performance.now() - t0) * 1000);
+  }
+  samples.sort((a, b) => a - b);
+  return samples[Math.floor(samples.length / 2)]!;
+}
+
 /** Peak resident set size of this process so far, in bytes (`process.resourceUsage().maxRSS` is in KiB). */
 export function peakRssBytes(): number {
   return process.resourceUsage().maxRSS * 1024;

@@ -1,10 +1,10 @@
 import { spawnSync } from "node:child_process";
-import { mkdtempSync, rmSync } from "node:fs";
+import { mkdtempSync, rmSync, statSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { openStore } from "../src/platform/db/database.js";
-import { createBenchRuntime, installDbTimeMeter, peakRssBytes, progress } from "./bench-store.harness.js";
+import { createBenchRuntime, installDbTimeMeter, measureBareCommitUs, peakRssBytes, progress } from "./bench-store.harness.js";
 
 /** Options: `effects` unknown effects to recover, the bound adapter's `lookupLatencyMs` (ms), `concurrency`, and the flag. */
 export interface RecoveryOptions {
@@ -35,6 +35,8 @@ export interface RecoveryResult {
   dbUsPerOutcome: number;
   peakRssBytes: number;
   rssBeforeBytes: number;
+  /** Median bare single-row commit (µs) in the same file, measured before and after the recovery. */
+  bareCommitUs: { before: number; after: number };
   /** The costliest SQL statements of the run (ms in all, calls), see `DbTimeMeter.topStatements`. */
   topStatements: Array<{ sql: string; ms: number; calls: number }>;
 }
@@ -55,6 +57,7 @@ export async function runRecovery(opts: RecoveryOptions): Promise<RecoveryResult
     const seeded = spawnSync(process.execPath, ["--import", "tsx", SEED_SCRIPT, file, String(opts.effects)], { stdio: ["ignore", "inherit", "inherit"] });
     if (seeded.status !== 0) throw new Error(`seeding failed with status ${seeded.status}`);
     const store = openStore(file);
+    const bareBefore = measureBareCommitUs(store.sqlite);
     const meter = installDbTimeMeter(store.sqlite);
     const runtime = createBenchRuntime(store, { reconciliation: opts.reconciliation, lookupLatencyMs: opts.lookupLatencyMs, concurrency: opts.concurrency });
     const countUnknown = store.sqlite.prepare("SELECT count(*) AS n FROM external_tool_effects WHERE status = 'unknown'").pluck();
@@ -63,7 +66,7 @@ export async function runRecovery(opts: RecoveryOptions): Promise<RecoveryResult
     progress(`recovery: recovering ${opts.effects} effects, flag ${opts.reconciliation ? "on" : "off"}, concurrency ${opts.concurrency}, lookup ${opts.lookupLatencyMs} ms`);
     meter.reset();
     const t0 = performance.now();
-    const ticker = setInterval(() => progress(`recovery: ${opts.effects - (countUnknown.get() as number)} resolved after ${Math.round(performance.now() - t0)} ms`), 3_000);
+    const ticker = setInterval(() => progress(`recovery: ${opts.effects - (countUnknown.get() as number)} resolved after ${Math.round(performance.now() - t0)} ms, rss ${Math.round(process.memoryUsage().rss / 1048576)} MB, heap ${Math.round(process.memoryUsage().heapUsed / 1048576)} MB, WAL ${Math.round((statSync(`${file}-wal`, { throwIfNoEntry: false })?.size ?? 0) / 1048576)} MB`), 3_000);
     let passes = 0;
     try {
       for (;;) {
@@ -78,6 +81,7 @@ export async function runRecovery(opts: RecoveryOptions): Promise<RecoveryResult
     const dbMsTotal = meter.totalMs();
     const topStatements = meter.topStatements(8);
     const resolved = opts.effects - (countUnknown.get() as number);
+    const bareAfter = measureBareCommitUs(store.sqlite);
     store.close();
     return {
       effects: opts.effects,
@@ -90,6 +94,7 @@ export async function runRecovery(opts: RecoveryOptions): Promise<RecoveryResult
       dbUsPerOutcome: resolved > 0 ? (dbMsTotal * 1000) / resolved : 0,
       peakRssBytes: peakRssBytes(),
       rssBeforeBytes,
+      bareCommitUs: { before: bareBefore, after: bareAfter },
       topStatements,
     };
   } finally {

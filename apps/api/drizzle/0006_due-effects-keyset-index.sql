@@ -1,0 +1,1 @@
+CREATE INDEX `external_tool_effects_status_id_idx` ON `external_tool_effects` (`status`,`id`);
