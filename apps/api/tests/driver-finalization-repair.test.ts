@@ -359,7 +359,7 @@ describe("reconciliation through the fixture adapter (MOSOO_EFFECT_RECONCILIATIO
     expect(effect).toMatchObject({ status: "succeeded", resolution: "reconciled", attemptCount: 1 });
     expect(effect.reconciliationReceipt).toMatchObject({ requestFingerprint: effect.requestFingerprint, providerOperationId: expect.any(String) });
     expect(effect.reconciliations).toHaveLength(1);
-    expect(effect.reconciliations[0]).toMatchObject({ trigger: "redelivery", outcome: "confirmed_succeeded", adapterId: "fixture-issue-tracker", adapterVersion: "1.0.0" });
+    expect(effect.reconciliations[0]).toMatchObject({ trigger: "redelivery", outcome: "confirmed_succeeded", adapterId: "fixture-issue-tracker", adapterVersion: "1.1.0" });
     // nothing terminal yet: the receipt and the result are committed before the Driver's terminal update
     expect(before.commands[0]!.status).toBe("accepted");
 
@@ -473,7 +473,7 @@ describe("reconciliation through the fixture adapter (MOSOO_EFFECT_RECONCILIATIO
     s = await setupFixtureReconciliation({ mode: "bound" });
     const driver = connectDriver(s.runtime);
     const { runId } = s.runtime.runs.createRun({ driverInstanceId: driver.instance.id });
-    const call = s.runtime.runs.enqueueToolCall(runId, { serverId: "tracker", toolName: "closeIssue", arguments: { issueId: "iss_1" } });
+    const call = s.runtime.runs.enqueueToolCall(runId, { serverId: "tracker", toolName: "deleteIssue", arguments: { issueId: "iss_1" } });
     await claimNext(driver);
     const summary = await s.runtime.repair.finalize(driver.instance.id, "operator");
     expect(summary).toMatchObject({ effectsFenced: 1, effectsReconciled: 0 });

@@ -1,124 +1,245 @@
-import { execFile } from "node:child_process";
-import { mkdtempSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
-import { promisify } from "node:util";
 import pino from "pino";
 import { afterEach, describe, expect, it } from "vitest";
 import { createHttpApp } from "../src/adapters/http/app.js";
-import { loadApiConfig } from "../src/config/api-config.js";
-import { startApi } from "../src/server.js";
-import { connectDriver, createRuntimeFixture, enqueueCreateIssue, reconnectDriver, type RuntimeFixture } from "./helpers/runtime-fixture.js";
+import type { Runtime } from "../src/modules/runtime/application/runtime.js";
 import { commitAtProvider, createReconciliationFixture, dispatchWrite, type ReconciliationFixture } from "./helpers/reconciliation-fixture.js";
-import { effectRow, reconciliationRecords } from "./helpers/reconciliation-db.js";
+import { effectRow, ledgerSnapshot, reconciliationRecords } from "./helpers/reconciliation-db.js";
+import { connectDriver, reconnectDriver } from "./helpers/runtime-fixture.js";
 
 const TOKEN = "operator-token-0123456789";
-const API_DIR = join(import.meta.dirname, "..");
-const run = promisify(execFile);
-let f: RuntimeFixture | undefined;
-let rx: ReconciliationFixture | undefined;
+const MISSING = "01JDZZZZZZZZZZZZZZZZZZZZZZ";
+let f: ReconciliationFixture | undefined;
 afterEach(() => {
   f?.close();
-  rx?.close();
-  f = rx = undefined;
+  f = undefined;
 });
 
-/** A runtime with one effect fenced `unknown` (claimed, then the Driver restarted and claimed again). */
-async function unknownEffect(fx: RuntimeFixture) {
-  const driver = connectDriver(fx.runtime);
-  const call = enqueueCreateIssue(fx.runtime, driver);
-  const env = await fx.runtime.commands.nextCommand(driver.instance, driver.connectionId, 0);
-  fx.runtime.commands.updateCommand(driver.instance, env!.commandId, { connectionId: driver.connectionId, status: "accepted" });
-  await fx.runtime.ledger.claim(driver.instance, driver.connectionId, call.commandId);
-  const restarted = reconnectDriver(fx.runtime, driver);
+/** One effect fenced `unknown`: claimed, then its Driver reconnected and the redelivered claim fenced it. */
+async function unknownEffect(fx: ReconciliationFixture, opts: { serverId?: string; toolName?: string } = {}) {
+  const call = await dispatchWrite(fx, opts);
+  const restarted = reconnectDriver(fx.runtime, call.driver);
   await fx.runtime.commands.nextCommand(restarted.instance, restarted.connectionId, 0);
   expect((await fx.runtime.ledger.claim(restarted.instance, restarted.connectionId, call.commandId)).kind).toBe("unknown");
   return { ...call, restarted };
 }
 
-function http(fx: { runtime: RuntimeFixture["runtime"] }, token = TOKEN) {
-  const app = createHttpApp(fx.runtime, pino({ level: "silent" }), { operatorToken: TOKEN });
+function http(runtime: Runtime, opts: { token?: string; configured?: string | undefined } = {}) {
+  const app = createHttpApp(runtime, pino({ level: "silent" }), { operatorToken: "configured" in opts ? opts.configured : TOKEN });
+  const token = opts.token ?? TOKEN;
   return async (method: string, path: string, body?: unknown) => {
     const res = await app.request(path, {
       method,
       headers: { "content-type": "application/json", ...(token ? { authorization: `Bearer ${token}` } : {}) },
-      ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+      ...(body === undefined ? {} : { body: typeof body === "string" ? body : JSON.stringify(body) }),
     });
     return { status: res.status, body: (await res.json()) as any };
   };
 }
 
-describe("operator surface (DESIGN §7)", () => {
-  it("is off without a token, and refuses missing or wrong tokens", async () => {
-    f = createRuntimeFixture();
-    const off = createHttpApp(f.runtime, pino({ level: "silent" }));
-    const res = await off.request("/v1/operator/effects", { headers: { authorization: `Bearer ${TOKEN}` } });
-    expect(res.status).toBe(403);
-    expect(((await res.json()) as any).error.code).toBe("auth.operator_disabled");
-    expect((await http(f, "")("GET", "/v1/operator/effects")).body.error.code).toBe("auth.missing_token");
-    expect((await http(f, "wrong-token-0123456789")("GET", "/v1/operator/effects")).status).toBe(401);
+const E = "/api/operator/effects";
+const ok = { actor: "alice", reason: "checked the tracker" };
+
+describe("operator routes: gating", () => {
+  it("with MOSOO_EFFECT_RECONCILIATION off every route answers 404 feature.disabled, token or not", async () => {
+    f = createReconciliationFixture({ enabled: false });
+    const call = await unknownEffect(f);
+    const before = ledgerSnapshot(f.store);
+    for (const [method, path, body] of [
+      ["GET", E],
+      ["GET", `${E}/${call.effectId}`],
+      ["POST", `${E}/${call.effectId}/reconcile`, ok],
+      ["POST", `${E}/${call.effectId}/resolve`, { outcome: "not_executed", ...ok }],
+      ["POST", `${E}/${call.effectId}/compensate`, ok],
+    ] as const) {
+      expect(await http(f.runtime)(method, path, body)).toMatchObject({ status: 404, body: { error: { code: "feature.disabled" } } });
+      expect(await http(f.runtime, { token: "" })(method, path, body)).toMatchObject({ status: 404 });
+    }
+    expect(ledgerSnapshot(f.store)).toEqual(before);
   });
 
-  it("lists and shows an unknown effect, resolves it not_executed with an audit row, and lifts the fence", async () => {
-    f = createRuntimeFixture();
-    const call = await unknownEffect(f);
-    const op = http(f);
-    const list = await op("GET", "/v1/operator/effects?status=unknown");
-    expect(list.body.effects.map((e: { id: string }) => e.id)).toEqual([call.effectId]);
-    const shown = await op("GET", `/v1/operator/effects/${call.effectId}`);
-    expect(shown.body).toMatchObject({ status: "unknown", attempts: [{ attempt: 1, status: "unknown" }], operatorActions: [] });
+  it("without a configured token answers 403; a missing token 401 auth.missing_token; a wrong one 401 auth.invalid_token", async () => {
+    f = createReconciliationFixture({ bind: false });
+    expect(await http(f.runtime, { configured: undefined })("GET", E)).toMatchObject({ status: 403, body: { error: { code: "auth.operator_disabled" } } });
+    expect(await http(f.runtime, { token: "" })("GET", E)).toMatchObject({ status: 401, body: { error: { code: "auth.missing_token" } } });
+    expect(await http(f.runtime, { token: "wrong-token-0123456789" })("GET", E)).toMatchObject({ status: 401, body: { error: { code: "auth.invalid_token" } } });
+    expect(await http(f.runtime, { token: TOKEN.toUpperCase() })("GET", E)).toMatchObject({ status: 401 });
+  });
+});
 
-    const bad = await op("POST", `/v1/operator/effects/${call.effectId}/resolve`, { outcome: "not_executed", actor: "", reason: "x" });
-    expect(bad).toMatchObject({ status: 400, body: { error: { code: "request.invalid" } } });
-    expect(effectRow(f.store, call.effectId).status).toBe("unknown");
-
-    const nul = await op("POST", `/v1/operator/effects/${call.effectId}/resolve`, { outcome: "not_executed", actor: "\u0000", reason: "r" });
-    expect(nul).toMatchObject({ status: 400, body: { error: { code: "request.invalid" } } });
-    expect(effectRow(f.store, call.effectId).status).toBe("unknown");
-    const done = await op("POST", `/v1/operator/effects/${call.effectId}/resolve`, { outcome: "not_executed", actor: "alice", reason: "no issue in the tracker" });
-    expect(done).toMatchObject({ status: 200, body: { status: "not_executed", resolution: "operator" } });
-    const again = await op("POST", `/v1/operator/effects/${call.effectId}/resolve`, { outcome: "not_executed", actor: "alice", reason: "twice" });
-    expect(again).toMatchObject({ status: 409, body: { error: { code: "effect.not_unknown" } } });
-    const history = (await op("GET", `/v1/operator/effects/${call.effectId}`)).body;
-    expect(history.operatorActions).toEqual([expect.objectContaining({ action: "resolve", actor: "alice", reason: "no issue in the tracker", outcome: "not_executed" })]);
-    expect(f.runtime.runs.getRunView(call.runId).events.map((e) => e.type)).toContain("effect.resolved");
-    // the command (still accepted on the restarted Driver) gets the settled answer at its next claim
-    expect(await f.runtime.ledger.claim(call.restarted.instance, call.restarted.connectionId, call.commandId)).toEqual({ kind: "not_executed", effectId: call.effectId });
-    f.runtime.runs.deleteRun(call.runId); // no fence any more
+describe("operator routes: list and show", () => {
+  it("lists by status, server, tool, run and age, newest first, with a keyset cursor", async () => {
+    f = createReconciliationFixture({ bind: false });
+    const fx = f;
+    const a = await unknownEffect(fx);
+    fx.clock.advance(60_000);
+    const b = await unknownEffect(fx, { serverId: "other", toolName: "sendMail" });
+    fx.clock.advance(1_000);
+    const c = await unknownEffect(fx);
+    const op = http(fx.runtime);
+    const ids = (r: { body: { effects: Array<{ id: string }> } }) => r.body.effects.map((e) => e.id);
+    expect(ids(await op("GET", E))).toEqual([c.effectId, b.effectId, a.effectId]);
+    expect(ids(await op("GET", `${E}?serverId=tracker`))).toEqual([c.effectId, a.effectId]);
+    expect(ids(await op("GET", `${E}?toolName=sendMail`))).toEqual([b.effectId]);
+    expect(ids(await op("GET", `${E}?runId=${a.runId}`))).toEqual([a.effectId]);
+    expect(ids(await op("GET", `${E}?minAgeMs=30000`))).toEqual([a.effectId]);
+    expect(ids(await op("GET", `${E}?status=succeeded`))).toEqual([]);
+    const page1 = await op("GET", `${E}?limit=2`);
+    expect(ids(page1)).toEqual([c.effectId, b.effectId]);
+    expect(page1.body.nextCursor).toBe(b.effectId);
+    const page2 = await op("GET", `${E}?limit=2&cursor=${page1.body.nextCursor}`);
+    expect(ids(page2)).toEqual([a.effectId]);
+    expect(page2.body.nextCursor).toBeNull();
+    for (const bad of ["status=lost", "limit=0", "limit=501", "minAgeMs=-1", "cursor=nope", "runId=x", "colour=red"]) {
+      expect(await op("GET", `${E}?${bad}`)).toMatchObject({ status: 400, body: { error: { code: "request.invalid" } } });
+    }
   });
 
-  it("resolves succeeded with the output the operator verified; the redelivered claim returns it", async () => {
-    f = createRuntimeFixture();
+  it("shows one effect's whole history; an unknown id is 404 effect.not_found, a malformed one 400", async () => {
+    f = createReconciliationFixture({ bind: false });
     const call = await unknownEffect(f);
-    const res = await http(f)("POST", `/v1/operator/effects/${call.effectId}/resolve`, { outcome: "succeeded", outputText: "Created issue #7", actor: "bob", reason: "found #7" });
-    expect(res.status).toBe(200);
-    expect(await f.runtime.ledger.claim(call.restarted.instance, call.restarted.connectionId, call.commandId)).toEqual({
+    const op = http(f.runtime);
+    const shown = await op("GET", `${E}/${call.effectId}`);
+    expect(shown.body).toMatchObject({
+      id: call.effectId,
+      status: "unknown",
+      idempotencyKey: call.idempotencyKey,
+      command: { id: call.commandId, status: "accepted" },
+      attempts: [{ attempt: 1, status: "unknown", unknownReason: "redelivered_while_executing" }],
+      reconciliations: [],
+      operatorActions: [],
+      compensations: [],
+      compensatesEffectId: null,
+    });
+    expect(await op("GET", `${E}/${MISSING}`)).toMatchObject({ status: 404, body: { error: { code: "effect.not_found" } } });
+    expect(await op("GET", `${E}/not-an-id`)).toMatchObject({ status: 400, body: { error: { code: "request.invalid" } } });
+  });
+});
+
+describe("operator routes: resolve by hand", () => {
+  it("resolves succeeded with a validated MCP tool result and the operator's receipt; the redelivered claim returns it", async () => {
+    f = createReconciliationFixture({ bind: false });
+    const call = await unknownEffect(f);
+    const body = {
+      outcome: "succeeded",
+      result: { content: [{ type: "text", text: "Created issue #7" }], structuredContent: { number: 7 }, _meta: { "io.mosoo/provider-operation-id": "ISS-7" } },
+      receipt: { providerOperationId: "ISS-7", observedAt: "2026-11-29T12:00:00.000Z", detail: { url: "https://tracker.example/7" } },
+      actor: "bob",
+      reason: "found #7 in the tracker",
+    };
+    const res = await http(f.runtime)("POST", `${E}/${call.effectId}/resolve`, body);
+    expect(res).toMatchObject({ status: 200, body: { status: "succeeded", resolution: "operator" } });
+    expect(await f.runtime.ledger.claim(call.restarted.instance, call.restarted.connectionId, call.commandId)).toMatchObject({
       kind: "completed",
-      effectId: call.effectId,
-      result: { outputText: "Created issue #7", requestId: "req-1", serverId: "tracker", toolName: "createIssue" },
+      result: { outputText: "Created issue #7", serverId: "tracker", toolName: "createIssue" },
     });
+    const shown = f.runtime.operator.show(call.effectId);
+    expect(shown.providerReceipt).toEqual({ "io.mosoo/provider-operation-id": "ISS-7" });
+    expect(shown.operatorActions).toEqual([
+      expect.objectContaining({ action: "resolve", actor: "bob", outcome: "succeeded", statusBefore: "unknown", statusAfter: "succeeded", receipt: body.receipt }),
+    ]);
+    expect(f.runtime.runs.getRunView(call.runId).events.map((e) => e.type)).toContain("effect.resolved");
   });
 
-  it("refuses a lookup without an adapter (flag off), and runs one through the bound adapter with the flag on", async () => {
-    f = createRuntimeFixture();
+  it("resolves not_executed, lifts the fence, and refuses a second resolution (409 effect.not_unknown) changing nothing", async () => {
+    f = createReconciliationFixture({ bind: false });
     const call = await unknownEffect(f);
-    expect(await http(f)("POST", `/v1/operator/effects/${call.effectId}/lookup`, { actor: "alice", reason: "check" })).toMatchObject({
-      status: 409,
-      body: { error: { code: "effect.not_reconcilable" } },
-    });
-    rx = createReconciliationFixture();
-    const c2 = await dispatchWrite(rx);
-    await commitAtProvider(rx, c2);
-    rx.runtime.ledger.markUnknown(c2.driver.instance, c2.effectId, { connectionId: c2.driver.connectionId, attempt: 1, reason: "transport closed" });
-    const res = await http(rx)("POST", `/v1/operator/effects/${c2.effectId}/lookup`, { actor: "alice", reason: "customer asked" });
-    expect(res.body).toMatchObject({ outcome: "confirmed_succeeded", effect: { status: "succeeded", resolution: "reconciled" } });
-    expect(reconciliationRecords(rx.store, c2.effectId).map((r) => r.trigger)).toEqual(["operator"]);
-    expect(rx.runtime.operator.show(c2.effectId).operatorActions).toEqual([expect.objectContaining({ action: "lookup", actor: "alice", outcome: "confirmed_succeeded" })]);
+    const op = http(f.runtime);
+    expect(await op("POST", `${E}/${call.effectId}/resolve`, { outcome: "not_executed", ...ok })).toMatchObject({ status: 200, body: { status: "not_executed", resolution: "operator" } });
+    const before = ledgerSnapshot(f.store);
+    expect(await op("POST", `${E}/${call.effectId}/resolve`, { outcome: "not_executed", ...ok })).toMatchObject({ status: 409, body: { error: { code: "effect.not_unknown" } } });
+    expect(ledgerSnapshot(f.store)).toEqual(before);
+    expect(await f.runtime.ledger.claim(call.restarted.instance, call.restarted.connectionId, call.commandId)).toEqual({ kind: "not_executed", effectId: call.effectId });
+    f.runtime.runs.deleteRun(call.runId); // the fence is gone
   });
 
-  it("a manual resolution racing a reconciler: one outcome, the reconciler records superseded", async () => {
-    rx = createReconciliationFixture();
-    const fx = rx;
+  it.each<[string, unknown, number, string]>([
+    ["a missing actor", { outcome: "not_executed", reason: "r" }, 400, "request.invalid"],
+    ["a blank actor", { outcome: "not_executed", actor: "  ", reason: "r" }, 400, "request.invalid"],
+    ["a NUL in the reason", { outcome: "not_executed", actor: "a", reason: "r\u0000" }, 400, "request.invalid"],
+    ["an unknown outcome", { outcome: "maybe", ...ok }, 400, "request.invalid"],
+    ["succeeded without a result", { outcome: "succeeded", ...ok }, 400, "request.invalid"],
+    ["a result that is not an MCP tool result", { outcome: "succeeded", result: { content: "Created issue #7" }, ...ok }, 400, "request.invalid"],
+    ["a content block of an unknown type", { outcome: "succeeded", result: { content: [{ type: "hologram" }] }, ...ok }, 400, "request.invalid"],
+    ["an oversized result", { outcome: "succeeded", result: { content: [{ type: "text", text: "x".repeat(1024 * 1024 + 1) }] }, ...ok }, 400, "request.invalid"],
+    ["an oversized receipt", { outcome: "succeeded", result: { content: [] }, receipt: { detail: { blob: "x".repeat(5000) } }, ...ok }, 400, "request.invalid"],
+    ["a receipt with unknown keys", { outcome: "succeeded", result: { content: [] }, receipt: { trustMe: true }, ...ok }, 400, "request.invalid"],
+    ["not_executed with a result", { outcome: "not_executed", result: { content: [] }, ...ok }, 400, "request.invalid"],
+    ["a body that is not JSON", "{oops", 400, "request.invalid"],
+  ])("refuses %s with %i %s, changing nothing", async (_label, body, status, code) => {
+    f = createReconciliationFixture({ bind: false });
+    const call = await unknownEffect(f);
+    const before = ledgerSnapshot(f.store);
+    expect(await http(f.runtime)("POST", `${E}/${call.effectId}/resolve`, body)).toMatchObject({ status, body: { error: { code } } });
+    expect(ledgerSnapshot(f.store)).toEqual(before);
+  });
+
+  it("refuses an unknown effect id (404) and an effect that is not unknown (409), changing nothing", async () => {
+    f = createReconciliationFixture({ bind: false });
+    const call = await dispatchWrite(f); // executing, not unknown
+    const before = ledgerSnapshot(f.store);
+    const op = http(f.runtime);
+    expect(await op("POST", `${E}/${MISSING}/resolve`, { outcome: "not_executed", ...ok })).toMatchObject({ status: 404, body: { error: { code: "effect.not_found" } } });
+    expect(await op("POST", `${E}/${call.effectId}/resolve`, { outcome: "not_executed", ...ok })).toMatchObject({ status: 409, body: { error: { code: "effect.not_unknown" } } });
+    expect(ledgerSnapshot(f.store)).toEqual(before);
+  });
+});
+
+describe("operator routes: reconcile now", () => {
+  it("runs a lookup through the bound adapter (trigger operator) and audits it with the outcome it committed", async () => {
+    f = createReconciliationFixture();
+    const call = await dispatchWrite(f);
+    await commitAtProvider(f, call);
+    f.runtime.ledger.markUnknown(call.driver.instance, call.effectId, { connectionId: call.driver.connectionId, attempt: 1, reason: "transport closed" });
+    const res = await http(f.runtime)("POST", `${E}/${call.effectId}/reconcile`, { actor: "alice", reason: "customer asked" });
+    expect(res).toMatchObject({ status: 200, body: { outcome: "confirmed_succeeded", effect: { status: "succeeded", resolution: "reconciled" } } });
+    expect(reconciliationRecords(f.store, call.effectId).map((r) => r.trigger)).toEqual(["operator"]);
+    expect(f.runtime.operator.show(call.effectId).operatorActions).toEqual([
+      expect.objectContaining({ action: "lookup", actor: "alice", outcome: "confirmed_succeeded", statusBefore: "unknown", statusAfter: "succeeded" }),
+    ]);
+  });
+
+  it("refuses an effect without a bound adapter and one that is not unknown (409 effect.not_reconcilable), and a missing actor (400)", async () => {
+    f = createReconciliationFixture({ bind: false });
+    const call = await unknownEffect(f);
+    const running = await dispatchWrite(f, { driver: connectDriver(f.runtime, "driver-b") });
+    const before = ledgerSnapshot(f.store);
+    const op = http(f.runtime);
+    expect(await op("POST", `${E}/${call.effectId}/reconcile`, ok)).toMatchObject({ status: 409, body: { error: { code: "effect.not_reconcilable" } } });
+    expect(await op("POST", `${E}/${running.effectId}/reconcile`, ok)).toMatchObject({ status: 409, body: { error: { code: "effect.not_reconcilable" } } });
+    expect(await op("POST", `${E}/${call.effectId}/reconcile`, { reason: "r" })).toMatchObject({ status: 400, body: { error: { code: "request.invalid" } } });
+    expect(await op("POST", `${E}/${MISSING}/reconcile`, ok)).toMatchObject({ status: 404, body: { error: { code: "effect.not_found" } } });
+    expect(ledgerSnapshot(f.store)).toEqual(before);
+  });
+
+  it("respects the lease: a lookup already running wins, the operator's records superseded", async () => {
+    f = createReconciliationFixture();
+    const fx = f;
+    const call = await dispatchWrite(fx);
+    await commitAtProvider(fx, call);
+    fx.runtime.ledger.markUnknown(call.driver.instance, call.effectId, { connectionId: call.driver.connectionId, attempt: 1, reason: "transport closed" });
+    let open!: () => void;
+    const gate = new Promise<void>((resolve) => (open = resolve));
+    const inner = fx.adapter.lookup.bind(fx.adapter);
+    fx.adapter.lookup = async (req, ctx) => {
+      await gate;
+      return inner(req, ctx);
+    };
+    const sweeping = fx.runtime.reconciler.reconcile(call.effectId, "sweep");
+    const byOperator = await fx.runtime.operator.reconcile(call.effectId, ok);
+    expect(byOperator.outcome).toBe("superseded");
+    open();
+    expect((await sweeping).kind).toBe("confirmed_succeeded");
+    expect(reconciliationRecords(fx.store, call.effectId).map((r) => [r.trigger, r.outcome])).toEqual([
+      ["operator", "superseded"],
+      ["sweep", "confirmed_succeeded"],
+    ]);
+  });
+});
+
+describe("operator resolve racing a reconciler", () => {
+  it("the operator commits first: exactly one outcome, the reconciler records superseded", async () => {
+    f = createReconciliationFixture();
+    const fx = f;
     const call = await dispatchWrite(fx);
     await commitAtProvider(fx, call);
     fx.runtime.ledger.markUnknown(call.driver.instance, call.effectId, { connectionId: call.driver.connectionId, attempt: 1, reason: "transport closed" });
@@ -136,35 +257,18 @@ describe("operator surface (DESIGN §7)", () => {
     expect(effectRow(fx.store, call.effectId)).toMatchObject({ status: "not_executed", resolution: "operator", lease_owner: null });
     expect(reconciliationRecords(fx.store, call.effectId).map((r) => [r.outcome, r.reason_code])).toEqual([["superseded", "cas_lost"]]);
   });
-});
 
-describe("mosoo-operator CLI", () => {
-  const cli = (args: string[], env: Record<string, string> = {}) =>
-    run(join(API_DIR, "..", "..", "node_modules", ".bin", "tsx"), ["src/operator.main.ts", ...args], { cwd: API_DIR, env: { ...process.env, ...env } }).then(
-      (r) => ({ code: 0, stdout: r.stdout, stderr: r.stderr }),
-      (e: { code: number; stdout: string; stderr: string }) => ({ code: e.code, stdout: e.stdout, stderr: e.stderr }),
-    );
-
-  it("exits 2 with one line on bad input", async () => {
-    const r = await cli(["resolve", "01JDZZZZZZZZZZZZZZZZZZZZZZ", "--outcome", "maybe", "--actor", "a", "--reason", "b"], { MOSOO_OPERATOR_TOKEN: TOKEN });
-    expect(r.code).toBe(2);
-    expect(r.stderr.trim().split("\n")).toHaveLength(1);
-    expect(r.stderr).toMatch(/^mosoo-operator: .*maybe/);
-  }, 30_000);
-
-  it("lists unknown effects of a running API, and reports an API error code in one line", async () => {
-    const dir = mkdtempSync(join(tmpdir(), "mosoo-op-"));
-    const api = await startApi(loadApiConfig({ MOSOO_DB_FILE: join(dir, "api.db"), MOSOO_PORT: "0", MOSOO_OPERATOR_TOKEN: TOKEN }), pino({ level: "silent" }), { sweep: false });
-    try {
-      const ok = await cli(["--api-url", api.url, "list"], { MOSOO_OPERATOR_TOKEN: TOKEN });
-      expect(ok.code).toBe(0);
-      expect(JSON.parse(ok.stdout)).toEqual({ effects: [] });
-      const missing = await cli(["--api-url", api.url, "show", "01JDZZZZZZZZZZZZZZZZZZZZZZ"], { MOSOO_OPERATOR_TOKEN: TOKEN });
-      expect(missing.code).toBe(1);
-      expect(missing.stderr.trim()).toMatch(/^mosoo-operator: effect\.not_found: /);
-    } finally {
-      await api.close();
-      rmSync(dir, { recursive: true, force: true });
-    }
-  }, 30_000);
+  it("the reconciler commits first: the operator's resolution is refused (409) and changes nothing", async () => {
+    f = createReconciliationFixture();
+    const fx = f;
+    const call = await dispatchWrite(fx);
+    await commitAtProvider(fx, call);
+    fx.runtime.ledger.markUnknown(call.driver.instance, call.effectId, { connectionId: call.driver.connectionId, attempt: 1, reason: "transport closed" });
+    expect((await fx.runtime.reconciler.reconcile(call.effectId, "sweep")).kind).toBe("confirmed_succeeded");
+    const before = ledgerSnapshot(fx.store);
+    const res = await http(fx.runtime)("POST", `${E}/${call.effectId}/resolve`, { outcome: "not_executed", actor: "alice", reason: "late" });
+    expect(res).toMatchObject({ status: 409, body: { error: { code: "effect.not_unknown" } } });
+    expect(ledgerSnapshot(fx.store)).toEqual(before);
+    expect(effectRow(fx.store, call.effectId)).toMatchObject({ status: "succeeded", resolution: "reconciled" });
+  });
 });

@@ -100,7 +100,7 @@ describe("bindings file", () => {
   it("a valid file binds tracker to the built-in fixture-issue-tracker adapter", () => {
     const bindings = loadBindings(file(TRACKER_BINDING), createBuiltInAdapterRegistry());
     expect([...bindings.keys()]).toEqual(["tracker"]);
-    expect(bindings.get("tracker")!.declaration).toMatchObject({ id: "fixture-issue-tracker", tools: ["createIssue"], keyFencing: { kind: "lookup_fences_key" } });
+    expect(bindings.get("tracker")!.declaration).toMatchObject({ id: "fixture-issue-tracker", tools: ["createIssue", "closeIssue"], compensations: { createIssue: { toolName: "closeIssue" } }, keyFencing: { kind: "lookup_fences_key" } });
     expect(typeof bindings.get("tracker")!.lookup).toBe("function");
   });
 

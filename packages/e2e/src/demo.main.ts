@@ -1,27 +1,31 @@
-import { mkdtempSync, mkdirSync } from "node:fs";
+import { mkdirSync, rmSync } from "node:fs";
 import { join } from "node:path";
 import { workspaceRoot } from "./workspace-paths.js";
 import { runCrashScenario } from "./scenarios/crash-scenario.js";
 import { CRASH_SCENARIOS } from "./scenarios/crash-scenarios.js";
+import { OPERATOR_RESOLUTION_SCENARIO, runOperatorResolutionScenario } from "./scenarios/operator-resolution.scenario.js";
 import type { ScenarioOptions, ScenarioResult } from "./scenarios/scenario.types.js";
 
 /** The demo's scenarios, in order. */
-const SCENARIOS: Array<{ name: string; run: (o: ScenarioOptions) => Promise<ScenarioResult> }> = CRASH_SCENARIOS.map((spec) => ({
-  name: spec.name,
-  run: (o: ScenarioOptions) => runCrashScenario(spec, o),
-}));
+const SCENARIOS: Array<{ name: string; run: (o: ScenarioOptions) => Promise<ScenarioResult> }> = [
+  ...CRASH_SCENARIOS.map((spec) => ({ name: spec.name, run: (o: ScenarioOptions) => runCrashScenario(spec, o) })),
+  { name: OPERATOR_RESOLUTION_SCENARIO, run: runOperatorResolutionScenario },
+];
 
 /**
- * `npm run demo`: starts the fixture provider, the API (embedded SQLite under `./var/demo/`) and
- * Driver processes for each scenario, prints a readable timeline, and ends each scenario with one
- * JSON line. Exits 0 only when every scenario's invariants held.
+ * `npm run demo`: starts the fixture provider, the API (embedded SQLite under
+ * `./var/demo/<scenario>/`, replaced on every run and kept afterwards for `npm run effects -- --db ...`)
+ * and Driver processes for each scenario, prints a readable timeline, and ends each scenario with
+ * one JSON line. Exits 0 only when every scenario's invariants held.
  */
 async function main(): Promise<void> {
   const base = join(workspaceRoot(), "var", "demo");
   mkdirSync(base, { recursive: true });
   let failed = 0;
   for (const scenario of SCENARIOS) {
-    const workDir = mkdtempSync(join(base, `${scenario.name}-`));
+    const workDir = join(base, scenario.name);
+    rmSync(workDir, { recursive: true, force: true });
+    mkdirSync(workDir, { recursive: true });
     const started = Date.now();
     console.log(`\n== ${scenario.name} (files in ${workDir})`);
     const timeline = (step: string) => console.log(`  +${String(Date.now() - started).padStart(5)} ms  ${step}`);
@@ -37,6 +41,7 @@ async function main(): Promise<void> {
     }
   }
   console.log(failed === 0 ? `\nall ${SCENARIOS.length} scenarios held their invariants` : `\n${failed} of ${SCENARIOS.length} scenarios failed`);
+  console.log(`the stores are kept under ${base}; inspect one with, e.g.:\n  MOSOO_EFFECT_RECONCILIATION=on npm run effects -- --db var/demo/driver-crash-after-commit/api.db list`);
   process.exit(failed === 0 ? 0 : 1);
 }
 

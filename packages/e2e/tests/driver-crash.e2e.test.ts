@@ -4,6 +4,7 @@ import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
 import { runCrashScenario } from "../src/scenarios/crash-scenario.js";
 import { CRASH_SCENARIOS } from "../src/scenarios/crash-scenarios.js";
+import { runOperatorResolutionScenario } from "../src/scenarios/operator-resolution.scenario.js";
 
 const dirs: string[] = [];
 afterAll(() => dirs.forEach((d) => rmSync(d, { recursive: true, force: true })));
@@ -18,5 +19,17 @@ describe("real processes: fixture provider, API on a temporary SQLite file, Driv
     expect(result.line).toMatchObject({ scenario: spec.name, ...spec.expect });
     expect(result.line["providerCalls"]).toBeLessThanOrEqual(1);
     expect(steps.some((s) => s.includes("killed with SIGKILL"))).toBe(true);
+  }, 90_000);
+});
+
+describe("real processes: an operator resolves a fenced effect through the CLI", () => {
+  it("lists, shows and resolves it; the effect ends succeeded (operator) with one audit row and one provider write", async () => {
+    const workDir = mkdtempSync(join(tmpdir(), "mosoo-e2e-operator-"));
+    dirs.push(workDir);
+    const steps: string[] = [];
+    const result = await runOperatorResolutionScenario({ workDir, timeline: (s) => steps.push(s) });
+    expect(result.failures).toEqual([]);
+    expect(result.line).toMatchObject({ providerWrites: 1, providerCalls: 1, effectStatus: "succeeded", resolution: "operator", commandError: "external_effect.unknown", auditedBy: ["demo-operator: unknown -> succeeded"] });
+    expect(steps.filter((s) => s.startsWith("$ npm run effects -- ")).map((s) => s.split(" ")[5])).toEqual(["list", "show", "resolve"]);
   }, 90_000);
 });

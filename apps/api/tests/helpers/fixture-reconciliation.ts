@@ -4,6 +4,7 @@ import { join } from "node:path";
 import pino from "pino";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
+import type { CallToolResult } from "@modelcontextprotocol/sdk/types.js";
 import { IDEMPOTENCY_KEY_META } from "@mosoo/contracts";
 import { startFixtureProvider, type FixtureProviderHandle } from "@mosoo/fixture-provider";
 import { openStore } from "../../src/platform/db/database.js";
@@ -17,6 +18,8 @@ export interface FixtureReconciliationSetup extends RuntimeFixture {
   provider: FixtureProviderHandle;
   /** Calls `createIssue` with the effect's key as a Driver would; the promise settles when (if) the provider answers. */
   callCreateIssue(idempotencyKey: string, args: { title: string; body: string }): Promise<unknown>;
+  /** Calls any tool of the provider with `idempotencyKey` in `_meta`, as a Driver would. */
+  callTool(name: string, idempotencyKey: string, args: Record<string, unknown>): Promise<CallToolResult>;
   dispose(): Promise<void>;
 }
 
@@ -42,18 +45,20 @@ export async function setupFixtureReconciliation(opts: {
   const clock = new ManualClock(Date.now());
   const runtime = createRuntime({ db: store.db, logger: pino({ level: "silent" }), heartbeatTtlMs: 10_000, clock, reconciliation: settings });
   const clients: Client[] = [];
+  const callTool = async (name: string, idempotencyKey: string, args: Record<string, unknown>): Promise<CallToolResult> => {
+    const client = new Client({ name: "test-driver", version: "1.0.0" });
+    clients.push(client);
+    await client.connect(new StreamableHTTPClientTransport(new URL(provider.url)));
+    return (await client.callTool({ name, arguments: args, _meta: { [IDEMPOTENCY_KEY_META]: idempotencyKey } })) as CallToolResult;
+  };
   return {
     store,
     runtime,
     clock,
     provider,
     close: () => store.close(),
-    async callCreateIssue(idempotencyKey, args) {
-      const client = new Client({ name: "test-driver", version: "1.0.0" });
-      clients.push(client);
-      await client.connect(new StreamableHTTPClientTransport(new URL(provider.url)));
-      return client.callTool({ name: "createIssue", arguments: args, _meta: { [IDEMPOTENCY_KEY_META]: idempotencyKey } });
-    },
+    callCreateIssue: (idempotencyKey, args) => callTool("createIssue", idempotencyKey, args),
+    callTool,
     async dispose() {
       provider.release();
       await Promise.all(clients.map((c) => c.close().catch(() => undefined)));

@@ -94,3 +94,19 @@ export function expectReconciled(store: Store, runId: string, effectId: string, 
   expect(events[0]!.payload).toMatchObject({ effectId, effectStatus: status, adapter: { id: "provider-double", version: "1.0.0" } });
   return { effect, receipt, record: confirmed[0]! };
 }
+
+/**
+ * Everything an operator action could change, as one comparable value: every effect (id, status,
+ * version, resolution), every command (id, status), the audit rows, run events and reconciliation
+ * records (counts). Two equal snapshots mean nothing changed.
+ */
+export function ledgerSnapshot(store: Store): unknown {
+  const all = (sql: string) => store.sqlite.prepare(sql).all();
+  return {
+    effects: all("SELECT id, status, version, resolution, compensates_effect_id FROM external_tool_effects ORDER BY id"),
+    commands: all("SELECT id, status FROM driver_commands ORDER BY id"),
+    counts: all(
+      "SELECT (SELECT COUNT(*) FROM effect_operator_actions) AS actions, (SELECT COUNT(*) FROM run_events) AS events, (SELECT COUNT(*) FROM effect_reconciliations) AS lookups",
+    ),
+  };
+}

@@ -22,15 +22,15 @@ export interface LegacyIds {
 }
 
 /**
- * Copies migrations 0000 and 0001 (and a journal trimmed to them) into `dir/migrations-0001`, and
- * returns that folder: a store migrated with it is what the #412 baseline shipped.
+ * Copies migrations 0000 … `maxIdx` (and a journal trimmed to them) into `dir/migrations-<maxIdx>`,
+ * and returns that folder: with `maxIdx` 1, a store migrated with it is what the #412 baseline shipped.
  */
-function legacyMigrationsFolder(dir: string): string {
-  const folder = join(dir, "migrations-0001");
+export function migrationsFolderUpTo(dir: string, maxIdx = 1): string {
+  const folder = join(dir, `migrations-${maxIdx}`);
   mkdirSync(join(folder, "meta"), { recursive: true });
   const journal = JSON.parse(readFileSync(join(MIGRATIONS_FOLDER, "meta/_journal.json"), "utf8")) as { entries: Array<{ idx: number; tag: string }> };
-  const entries = journal.entries.filter((e) => e.idx <= 1);
-  if (entries.length !== 2) throw new Error("expected migrations 0000 and 0001 in the journal");
+  const entries = journal.entries.filter((e) => e.idx <= maxIdx);
+  if (entries.length !== maxIdx + 1) throw new Error(`expected migrations 0000 … ${maxIdx} in the journal`);
   for (const e of entries) copyFileSync(join(MIGRATIONS_FOLDER, `${e.tag}.sql`), join(folder, `${e.tag}.sql`));
   writeFileSync(join(folder, "meta/_journal.json"), JSON.stringify({ ...journal, entries }));
   return folder;
@@ -46,7 +46,7 @@ export function createLegacyStore(dir: string, file: string, t0: number): Legacy
   const sqlite = new Database(file);
   sqlite.pragma("journal_mode = WAL");
   sqlite.pragma("foreign_keys = OFF");
-  migrate(drizzle(sqlite), { migrationsFolder: legacyMigrationsFolder(dir) });
+  migrate(drizzle(sqlite), { migrationsFolder: migrationsFolderUpTo(dir, 1) });
   sqlite.pragma("foreign_keys = ON");
   const ids: LegacyIds = {
     driverId: newUlid(t0),

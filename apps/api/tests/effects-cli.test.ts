@@ -1,0 +1,142 @@
+import { execFile } from "node:child_process";
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { promisify } from "node:util";
+import { CommanderError } from "commander";
+import pino from "pino";
+import { afterEach, describe, expect, it } from "vitest";
+import { buildEffectsCli, CliFailure } from "../src/adapters/cli/effects-cli.js";
+import { loadApiConfig } from "../src/config/api-config.js";
+import { startApi } from "../src/server.js";
+import { createReconciliationFixture, dispatchWrite, type ReconciliationFixture } from "./helpers/reconciliation-fixture.js";
+import { effectRow, ledgerSnapshot } from "./helpers/reconciliation-db.js";
+import { reconnectDriver } from "./helpers/runtime-fixture.js";
+
+const TOKEN = "operator-token-0123456789";
+const API_DIR = join(import.meta.dirname, "..");
+const ON = { MOSOO_EFFECT_RECONCILIATION: "on" };
+let dir: string | undefined;
+let f: ReconciliationFixture | undefined;
+afterEach(() => {
+  f?.close();
+  if (dir) rmSync(dir, { recursive: true, force: true });
+  f = undefined;
+  dir = undefined;
+});
+
+/** A file-backed store with one `unknown` effect on an unbound server (the fixture is closed again so the CLI opens the file alone). */
+async function storeWithUnknownEffect() {
+  dir = mkdtempSync(join(tmpdir(), "mosoo-cli-"));
+  const dbFile = join(dir, "api.db");
+  f = createReconciliationFixture({ bind: false, dbFile });
+  const call = await dispatchWrite(f);
+  const restarted = reconnectDriver(f.runtime, call.driver);
+  await f.runtime.commands.nextCommand(restarted.instance, restarted.connectionId, 0);
+  await f.runtime.ledger.claim(restarted.instance, restarted.connectionId, call.commandId);
+  return { dbFile, call };
+}
+
+/** Runs the CLI in-process; resolves with stdout, or the exit code and the line a failure prints. */
+async function cli(args: string[], env: Record<string, string> = ON): Promise<{ code: number; out: string; err: string }> {
+  let out = "";
+  let err = "";
+  const program = buildEffectsCli((t) => (out += t), { ...env } as NodeJS.ProcessEnv, () => Date.UTC(2026, 10, 29, 13));
+  program.configureOutput({ writeOut: (t) => (out += t), writeErr: (t) => (err += t), outputError: (t, w) => w(`mosoo-effects: ${t.trim()}\n`) });
+  try {
+    await program.parseAsync(["node", "mosoo-effects", ...args]);
+    return { code: 0, out, err };
+  } catch (e) {
+    if (e instanceof CommanderError) return { code: e.exitCode === 0 ? 0 : 2, out, err };
+    if (e instanceof CliFailure) return { code: e.exitCode, out, err: `mosoo-effects: ${e.message}\n` };
+    throw e;
+  }
+}
+
+describe("mosoo-effects CLI on a store file (--db)", () => {
+  it("lists as a table, shows the history, resolves, and prints JSON with --json", async () => {
+    const { dbFile, call } = await storeWithUnknownEffect();
+    f!.close();
+    f = undefined;
+    const list = await cli(["--db", dbFile, "list"]);
+    expect(list.code).toBe(0);
+    expect(list.out).toContain(call.effectId);
+    expect(list.out).toMatch(/│ unknown\s+│ tracker\s+│ createIssue/);
+    const listed = JSON.parse((await cli(["--db", dbFile, "--json", "list", "--server", "tracker"])).out);
+    expect(listed).toMatchObject({ effects: [{ id: call.effectId, status: "unknown" }], nextCursor: null });
+
+    const show = await cli(["--db", dbFile, "show", call.effectId]);
+    expect(show.code).toBe(0);
+    for (const section of ["attempts:", "lookups:", "operator actions:", "compensations:", call.idempotencyKey, "redelivered_while_executing"]) expect(show.out).toContain(section);
+
+    const resolved = await cli(["--db", dbFile, "resolve", call.effectId, "--outcome", "succeeded", "--output-text", "Created issue #3", "--provider-operation-id", "ISS-3", "--actor", "alice", "--reason", "found it"]);
+    expect(resolved).toMatchObject({ code: 0, out: `effect ${call.effectId} is succeeded (resolution operator)\n` });
+    const history = JSON.parse((await cli(["--db", dbFile, "--json", "show", call.effectId])).out);
+    expect(history).toMatchObject({ status: "succeeded", resolution: "operator", result: { outputText: "Created issue #3" } });
+    expect(history.operatorActions).toEqual([expect.objectContaining({ actor: "alice", action: "resolve", receipt: expect.objectContaining({ providerOperationId: "ISS-3" }) })]);
+  });
+
+  it("says the feature is off (exit 1, one line) when MOSOO_EFFECT_RECONCILIATION is not on, changing nothing", async () => {
+    const { dbFile, call } = await storeWithUnknownEffect();
+    const before = ledgerSnapshot(f!.store);
+    f!.close();
+    f = undefined;
+    const r = await cli(["--db", dbFile, "resolve", call.effectId, "--outcome", "not_executed", "--actor", "a", "--reason", "b"], {});
+    expect(r.code).toBe(1);
+    expect(r.err).toMatch(/^mosoo-effects: feature\.disabled: .*MOSOO_EFFECT_RECONCILIATION=on\n$/);
+    f = createReconciliationFixture({ bind: false, dbFile });
+    expect(ledgerSnapshot(f.store)).toEqual(before);
+  });
+
+  it.each<[string, string[]]>([
+    ["an unknown status", ["list", "--status", "lost"]],
+    ["a bad duration", ["list", "--older-than", "soon"]],
+    ["a page size of 0", ["list", "--limit", "0"]],
+    ["a blank actor", ["resolve", "X", "--outcome", "not_executed", "--actor", " ", "--reason", "r"]],
+    ["succeeded without output", ["resolve", "X", "--outcome", "succeeded", "--actor", "a", "--reason", "r"]],
+    ["not_executed with output", ["resolve", "X", "--outcome", "not_executed", "--output-text", "t", "--actor", "a", "--reason", "r"]],
+    ["a result that is not JSON", ["resolve", "X", "--outcome", "succeeded", "--result-json", "{", "--actor", "a", "--reason", "r"]],
+    ["an unknown command", ["undo"]],
+  ])("exits 2 on %s and changes nothing", async (_label, args) => {
+    const { dbFile, call } = await storeWithUnknownEffect();
+    const before = ledgerSnapshot(f!.store);
+    const r = await cli(["--db", dbFile, ...args.map((a) => (a === "X" ? call.effectId : a))]);
+    expect(r.code).toBe(2);
+    expect(ledgerSnapshot(f!.store)).toEqual(before);
+    expect(effectRow(f!.store, call.effectId).status).toBe("unknown");
+  });
+
+  it("exits 1 with the service's code for an unknown effect and for a missing store file", async () => {
+    const { dbFile } = await storeWithUnknownEffect();
+    expect((await cli(["--db", dbFile, "show", "01JDZZZZZZZZZZZZZZZZZZZZZZ"])).err).toMatch(/^mosoo-effects: effect\.not_found: /);
+    const missing = await cli(["--db", join(dir!, "nope.db"), "list"]);
+    expect(missing).toMatchObject({ code: 1, err: expect.stringMatching(/^mosoo-effects: store\.not_found: /) });
+  });
+});
+
+describe("mosoo-effects as a process", () => {
+  const run = promisify(execFile);
+  const spawnCli = (args: string[], env: Record<string, string>) =>
+    run(process.execPath, ["--import", "tsx", "src/effects.main.ts", ...args], { cwd: API_DIR, env: { ...process.env, ...env } }).then(
+      (r) => ({ code: 0, stdout: r.stdout, stderr: r.stderr }),
+      (e: { code: number; stdout: string; stderr: string }) => ({ code: e.code, stdout: e.stdout, stderr: e.stderr }),
+    );
+
+  it("talks to a running API over HTTP with the token; exits 2 with one line on bad input and 1 on a refusal", async () => {
+    dir = mkdtempSync(join(tmpdir(), "mosoo-cli-"));
+    const api = await startApi(loadApiConfig({ MOSOO_DB_FILE: join(dir, "api.db"), MOSOO_PORT: "0", MOSOO_OPERATOR_TOKEN: TOKEN, ...ON }), pino({ level: "silent" }), { sweep: false });
+    try {
+      const ok = await spawnCli(["--api-url", api.url, "--json", "list"], { MOSOO_OPERATOR_TOKEN: TOKEN });
+      expect(ok.code).toBe(0);
+      expect(JSON.parse(ok.stdout)).toEqual({ effects: [], nextCursor: null });
+      const wrong = await spawnCli(["--api-url", api.url, "list"], { MOSOO_OPERATOR_TOKEN: "wrong-token-0123456789" });
+      expect(wrong.code).toBe(1);
+      expect(wrong.stderr).toBe("mosoo-effects: auth.invalid_token: the operator token is not valid\n");
+      const bad = await spawnCli(["--api-url", api.url, "list", "--limit", "x"], { MOSOO_OPERATOR_TOKEN: TOKEN });
+      expect(bad.code).toBe(2);
+      expect(bad.stderr.trim().split("\n")).toHaveLength(1);
+    } finally {
+      await api.close();
+    }
+  }, 60_000);
+});
