@@ -39,38 +39,32 @@ export class ReconciliationSweep {
   ) {}
 
   /**
-   * One pass over the effects due when it starts, streamed: `concurrency` workers pull due effects
-   * one at a time from a page reader (keyset pagination by id, {@link SWEEP_PAGE} rows a page), so
-   * the configured number of lookups stays in flight until the due effects (or
-   * {@link SWEEP_PASS_BUDGET_MS}) run out, and memory does not grow with the backlog. Each effect's
-   * outcome still commits in its own transaction (the reconciler's). An error on one effect is
-   * logged and does not stop the pass.
+   * One pass over the effects due when it starts, streamed: due effects are read in pages
+   * (keyset pagination by id, {@link SWEEP_PAGE} rows a page) and handed to the reconciler's worker
+   * pool (`reconcileMany`: `concurrency` lookups in flight until the due effects, or
+   * {@link SWEEP_PASS_BUDGET_MS}, run out; leases taken in small batches), so memory does not grow
+   * with the backlog. Each effect's outcome still commits in its own transaction. An error on one
+   * effect is logged and does not stop the pass.
    */
   async sweepOnce(): Promise<ReconciliationSweepReport> {
     const report: ReconciliationSweepReport = { lookedUp: 0, resolved: 0 };
     if (!this.settings.enabled) return report;
     const now = this.ctx.clock.nowMs();
     const stopAtMs = now + SWEEP_PASS_BUDGET_MS;
-    const due = this.dueEffects(now);
-    const worker = async (): Promise<void> => {
-      while (this.ctx.clock.nowMs() < stopAtMs) {
-        const next = due.next();
-        if (next.done) return;
-        const effect = next.value;
-        try {
-          const result = await this.reconciler.reconcile(effect.id, "sweep");
-          if (result.kind !== "ineligible" && result.kind !== "superseded") report.lookedUp += 1;
-          if (result.kind === "confirmed_succeeded" || result.kind === "confirmed_not_executed") report.resolved += 1;
-        } catch (err) {
-          this.ctx.logger.error({ effectId: effect.id, err: String(err) }, "sweep.reconcile_failed");
-        }
-      }
-    };
-    await Promise.all(Array.from({ length: Math.max(1, this.settings.concurrency) }, worker));
+    await this.reconciler.reconcileMany(this.dueEffects(now), {
+      trigger: "sweep",
+      concurrency: this.settings.concurrency,
+      shouldStart: () => this.ctx.clock.nowMs() < stopAtMs,
+      onResult: (result) => {
+        if (result.kind !== "ineligible" && result.kind !== "superseded") report.lookedUp += 1;
+        if (result.kind === "confirmed_succeeded" || result.kind === "confirmed_not_executed") report.resolved += 1;
+      },
+      onError: (err, effectId) => this.ctx.logger.error({ effectId, err: String(err) }, "sweep.reconcile_failed"),
+    });
     return report;
   }
 
-  /** The effects due at `nowMs`, oldest first, read one page at a time (synchronous; workers share it). */
+  /** The effects due at `nowMs`, oldest first, read one page at a time (synchronous; the workers share it). */
   private *dueEffects(nowMs: number): Generator<EffectRow, void, undefined> {
     const eligible = [...this.settings.bindings].map(([serverId, adapter]) => ({ serverId, tools: adapter.declaration.tools }));
     let afterId: string | undefined;
