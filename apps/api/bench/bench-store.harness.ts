@@ -128,6 +128,8 @@ export function seedEffects(sqlite: Database.Database, opts: SeedEffectsOptions)
 export interface DbTimeMeter {
   /** ms spent in SQLite since {@link installDbTimeMeter} (or the last reset). */
   totalMs(): number;
+  /** Statement calls (every `run/get/all`, BEGIN and COMMIT included) and committed transactions (explicit or autocommit writes outside one) since then. */
+  counts(): { statements: number; commits: number };
   /**
    * The `n` costliest statements by SQL text: `ms` in all and `calls`; the bucket
    * `(inside transactions: JS work, BEGIN)` is the transactions' time not spent in a statement (COMMIT, with its fsync, is its own statement).
@@ -148,6 +150,8 @@ export function installDbTimeMeter(sqlite: Database.Database): DbTimeMeter {
   let total = 0;
   let depth = 0;
   let nestedInTx = 0;
+  let statements = 0;
+  let commits = 0;
   const perSql = new Map<string, { ms: number; calls: number }>();
   const add = (sql: string, ms: number): void => {
     const e = perSql.get(sql) ?? { ms: 0, calls: 0 };
@@ -168,6 +172,8 @@ export function installDbTimeMeter(sqlite: Database.Database): DbTimeMeter {
         const ms = performance.now() - t0;
         depth -= 1;
         if (outer) total += ms;
+        if (!isTx) statements += 1;
+        if (outer && (isTx || !(this as { reader?: boolean }).reader)) commits += 1;
         if (isTx) {
           add(TX, ms - (nestedInTx - nestedBefore));
           nestedInTx = nestedBefore;
@@ -189,6 +195,7 @@ export function installDbTimeMeter(sqlite: Database.Database): DbTimeMeter {
   };
   return {
     totalMs: () => total,
+    counts: () => ({ statements, commits }),
     topStatements: (n) =>
       [...perSql.entries()]
         .map(([sql, e]) => ({ sql, ...e }))
@@ -196,6 +203,8 @@ export function installDbTimeMeter(sqlite: Database.Database): DbTimeMeter {
         .slice(0, n),
     reset: () => {
       total = 0;
+      statements = 0;
+      commits = 0;
       perSql.clear();
     },
   };

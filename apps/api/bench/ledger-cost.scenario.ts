@@ -4,9 +4,14 @@ import { BENCH_BOUND_SERVER, BENCH_TOOL } from "./fixed-latency.adapter.js";
 import { createBenchRuntime, openBenchStore, progress, seedEffects, type BenchStore } from "./bench-store.harness.js";
 import type { Runtime } from "../src/modules/runtime/application/runtime.js";
 
-/** tinybench latency statistics of one task, in µs per lifecycle: median, median absolute deviation, p99, and the sample count. */
+/**
+ * tinybench latency statistics of one task over several rounds, in µs per lifecycle: `medianUs`
+ * (the median of the rounds' medians), `roundMediansUs` (each round's median: the spread),
+ * `madUs` (median of the rounds' median absolute deviations), `p99Us` (highest round p99), `samples` (all rounds).
+ */
 export interface LatencyStats {
   medianUs: number;
+  roundMediansUs: number[];
   madUs: number;
   p99Us: number;
   samples: number;
@@ -29,10 +34,15 @@ export interface LedgerCostResult {
   points: LedgerCostPoint[];
 }
 
-/** Options: the table sizes (existing effects) and tinybench's `time` per task (ms). */
+/**
+ * Options: the table sizes (existing effects), tinybench's `time` per task and round (ms), and
+ * `rounds`: the three tasks run one after another in each round, so a change of machine load
+ * between tasks shows as spread instead of bias.
+ */
 export interface LedgerCostOptions {
   sizes: number[];
   timeMs: number;
+  rounds: number;
 }
 
 const FLOOR_DDL = `CREATE TABLE IF NOT EXISTS bench_floor_effects (
@@ -102,10 +112,23 @@ function ledgerLifecycle(runtime: Runtime) {
   };
 }
 
-function stats(task: Task | undefined): LatencyStats {
+function latency(task: Task | undefined) {
   const r = task?.result;
   if (!r || !("latency" in r)) throw new Error(`task ${task?.name} has no result (${r?.state})`);
-  return { medianUs: r.latency.p50 * 1000, madUs: r.latency.mad * 1000, p99Us: r.latency.p99 * 1000, samples: r.latency.samplesCount };
+  return r.latency;
+}
+
+const medianOf = (xs: number[]): number => [...xs].sort((a, b) => a - b)[Math.floor((xs.length - 1) / 2)]!;
+
+function stats(tasks: Array<Task | undefined>): LatencyStats {
+  const l = tasks.map(latency);
+  return {
+    medianUs: medianOf(l.map((x) => x.p50 * 1000)),
+    roundMediansUs: l.map((x) => Math.round(x.p50 * 1000)),
+    madUs: medianOf(l.map((x) => x.mad * 1000)),
+    p99Us: Math.max(...l.map((x) => x.p99 * 1000)),
+    samples: l.reduce((n, x) => n + x.samplesCount, 0),
+  };
 }
 
 /**
@@ -129,11 +152,16 @@ export async function runLedgerCost(opts: LedgerCostOptions): Promise<LedgerCost
         seeded = size;
         store.sqlite.pragma("wal_checkpoint(TRUNCATE)");
       }
-      progress(`ledger: measuring at ${size} existing effects (3 tasks × ${opts.timeMs} ms)`);
-      const bench = new Bench({ time: opts.timeMs, warmupTime: 300, warmupIterations: 50 });
-      bench.add("floor", () => floor.run()).add("ledger-off", off).add("ledger-on", on);
-      await bench.run();
-      points.push({ existingEffects: size, floor: stats(bench.getTask("floor")), ledgerOff: stats(bench.getTask("ledger-off")), ledgerOn: stats(bench.getTask("ledger-on")) });
+      progress(`ledger: measuring at ${size} existing effects (${opts.rounds} rounds × 3 tasks × ${opts.timeMs} ms)`);
+      const benches: Bench[] = [];
+      for (let round = 0; round < opts.rounds; round++) {
+        const bench = new Bench({ time: opts.timeMs, warmupTime: 200, warmupIterations: 20 });
+        bench.add("floor", () => floor.run()).add("ledger-off", off).add("ledger-on", on);
+        await bench.run();
+        benches.push(bench);
+      }
+      const of = (name: string) => stats(benches.map((b) => b.getTask(name)));
+      points.push({ existingEffects: size, floor: of("floor"), ledgerOff: of("ledger-off"), ledgerOn: of("ledger-on") });
     }
     return { points };
   } finally {

@@ -35,6 +35,10 @@ export interface RecoveryResult {
   dbUsPerOutcome: number;
   peakRssBytes: number;
   rssBeforeBytes: number;
+  /** Committed write transactions per resolved effect (deterministic: the fsyncs per outcome). */
+  commitsPerOutcome: number;
+  /** SQL statement calls per resolved effect (BEGIN and COMMIT included). */
+  statementsPerOutcome: number;
   /** Median bare single-row commit (µs) in the same file, measured before and after the recovery. */
   bareCommitUs: { before: number; after: number };
   /** The costliest SQL statements of the run (ms in all, calls), see `DbTimeMeter.topStatements`. */
@@ -80,6 +84,7 @@ export async function runRecovery(opts: RecoveryOptions): Promise<RecoveryResult
     const wallMs = performance.now() - t0;
     const dbMsTotal = meter.totalMs();
     const topStatements = meter.topStatements(8);
+    const counts = meter.counts();
     const resolved = opts.effects - (countUnknown.get() as number);
     const bareAfter = measureBareCommitUs(store.sqlite);
     store.close();
@@ -94,6 +99,8 @@ export async function runRecovery(opts: RecoveryOptions): Promise<RecoveryResult
       dbUsPerOutcome: resolved > 0 ? (dbMsTotal * 1000) / resolved : 0,
       peakRssBytes: peakRssBytes(),
       rssBeforeBytes,
+      commitsPerOutcome: resolved > 0 ? counts.commits / resolved : 0,
+      statementsPerOutcome: resolved > 0 ? counts.statements / resolved : 0,
       bareCommitUs: { before: bareBefore, after: bareAfter },
       topStatements,
     };
