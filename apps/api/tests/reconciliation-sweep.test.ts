@@ -149,6 +149,45 @@ describe("reconciliation sweep: backoff, bound, restart", () => {
   });
 });
 
+describe("reconciliation sweep: streaming", () => {
+  it(`one pass looks up every due effect across more than one page of ${SWEEP_PAGE}, never more than the concurrency at once`, async () => {
+    const f = setup({ concurrency: 8 });
+    f.double.setFaults({ adapterFault: "rejects" });
+    const first = await dispatchWrite(f);
+    const total = SWEEP_PAGE + 5;
+    for (let i = 1; i < total; i++) {
+      f.runtime.runs.enqueueToolCall(first.runId, { serverId: "tracker", toolName: "createIssue", arguments: issueArgs(`streamed ${i}`) });
+      expect((await deliverAcceptClaim(f.runtime, first.driver)).claim.kind).toBe("execute");
+    }
+    await finalizeDriver(f, first); // every first lookup fails: all unknown, next lookup due after the backoff
+    expect(f.lookups).toHaveLength(total);
+    let inFlight = 0;
+    let peak = 0;
+    f.double.setFaults({
+      adapterFault: "none",
+      answerOverride: undefined,
+      lookupDelayMs: 0,
+    });
+    const lookup = f.adapter.lookup.bind(f.adapter);
+    f.adapter.lookup = async (request, context) => {
+      inFlight += 1;
+      peak = Math.max(peak, inFlight);
+      await new Promise((resolve) => setTimeout(resolve, 1));
+      try {
+        return await lookup(request, context);
+      } finally {
+        inFlight -= 1;
+      }
+    };
+    f.clock.advance(1_000);
+    const report = await f.runtime.sweep.sweepOnce();
+    expect(report).toMatchObject({ effectsLookedUp: total, effectsResolved: total });
+    expect(peak).toBe(8);
+    expect(f.store.sqlite.prepare("SELECT count(*) AS n FROM external_tool_effects WHERE status = 'unknown'").get()).toEqual({ n: 0 });
+    expect(f.store.sqlite.prepare("SELECT count(*) AS n FROM external_tool_effects WHERE lease_owner IS NOT NULL").get()).toEqual({ n: 0 });
+  });
+});
+
 describe("racing reconcilers and metrics", () => {
   it("two reconcilers racing on one effect: one confirmed outcome, one superseded record, one committed receipt", async () => {
     const f = setup();

@@ -130,8 +130,9 @@ export class EffectReconciler {
    * Takes the leases of `effects` (rows as read by the caller) in ONE transaction, each a
    * compare-and-set on (status `unknown`, the row's `version`) as {@link reconcile} takes one.
    * Returns, per input in order, the {@link LeasedEffect} or why no lookup will be made: `ineligible`
-   * (checked on the row, as {@link reconcile} does) or `superseded` (the row changed or another
-   * reconciler holds it: a `superseded` record is written, as for a single lease). Only leases are
+   * (checked on the row, as {@link reconcile} does, and again on the current row when the row
+   * changed since the caller read it) or `superseded` (another reconciler holds it: a `superseded`
+   * record is written, as for a single lease). Only leases are
    * batched: every outcome still commits in its own transaction ({@link reconcileLeased}).
    */
   leaseBatch(effects: readonly EffectRow[], trigger: ReconciliationTrigger): Array<LeasedEffect | Exclude<ReconcileResult, { kind: "confirmed_succeeded" | "confirmed_not_executed" | "still_unknown" }>> {
@@ -144,6 +145,10 @@ export class EffectReconciler {
         const { adapter, effect } = admitted;
         const owner = newUlid(startedAtMs);
         if (!reconciliationRepository.acquireLease(tx, effect.id, effect.version, owner, startedAtMs, startedAtMs + this.settings.leaseMs)) {
+          // The row changed since the caller read it: if it may no longer be looked up (resolved,
+          // rescheduled, flagged), say why, as reconcile would on a fresh read; else another reconciler holds it.
+          const current = this.admit(effectRepository.findById(tx, effect.id), trigger);
+          if ("kind" in current) return current;
           lost.push(admitted);
           return { kind: "superseded" as const, effect };
         }
@@ -234,7 +239,7 @@ export class EffectReconciler {
     try {
       await Promise.all(Array.from({ length: Math.max(1, opts.concurrency) }, worker));
     } finally {
-      this.releaseLeases(buffer.filter((b): b is LeasedEffect => "owner" in b));
+      this.releaseLeases(buffer.splice(0).filter((b): b is LeasedEffect => "owner" in b));
     }
   }
 
