@@ -284,8 +284,8 @@ export class EffectReconciler {
     const reasonCode = decision.decision === "still_unknown" ? decision.reasonCode : null;
     const committed = writeTransaction(this.ctx.db, (tx) => {
       const set = this.outcomeColumns(effect, decision, now);
-      if (!reconciliationRepository.commitOutcome(tx, effect.id, leasedVersion, owner, set)) return null;
-      const after = effectRepository.findById(tx, effect.id)!;
+      const after = reconciliationRepository.commitOutcome(tx, effect.id, leasedVersion, owner, set);
+      if (!after) return null;
       reconciliationRepository.insertRecord(tx, {
         id: newUlid(now),
         effectId: effect.id,

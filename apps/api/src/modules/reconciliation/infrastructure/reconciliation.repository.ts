@@ -28,11 +28,12 @@ export const reconciliationRepository = {
   },
   /**
    * Writes the outcome of a lookup as a compare-and-set on (status `unknown`, `version`, lease
-   * `owner`): sets `set`, releases the lease, counts the lookup and bumps the version. True when it
-   * changed; false means another reconciler or an operator got there first (record `superseded`).
+   * `owner`): sets `set`, releases the lease, counts the lookup and bumps the version. Returns the
+   * row as written (`RETURNING`, no second read); undefined means another reconciler or an operator
+   * got there first (record `superseded`).
    */
-  commitOutcome(db: DbHandle, effectId: string, version: number, owner: string, set: Partial<typeof externalToolEffects.$inferInsert>): boolean {
-    const res = db
+  commitOutcome(db: DbHandle, effectId: string, version: number, owner: string, set: Partial<typeof externalToolEffects.$inferInsert>): typeof externalToolEffects.$inferSelect | undefined {
+    return db
       .update(externalToolEffects)
       .set({
         ...set,
@@ -49,8 +50,8 @@ export const reconciliationRepository = {
           eq(externalToolEffects.leaseOwner, owner),
         ),
       )
-      .run();
-    return res.changes > 0;
+      .returning()
+      .get();
   },
   /**
    * Releases `owner`'s lease without recording a lookup (the reconcile step made none, or the
