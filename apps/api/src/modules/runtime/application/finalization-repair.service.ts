@@ -133,8 +133,10 @@ export class FinalizationRepairService {
           this.ctx.logger.warn({ driverInstanceId, effectId: eff.id, commandId: eff.commandId }, "effect.fenced");
         }
       }
+      // every effect of the commands to settle in one query (after fencing), not one query per command
+      const effects = effectRepository.mapByNonTerminalCommandOfDriver(tx, driverInstanceId);
       for (const cmd of commandRepository.listNonTerminalOfDriver(tx, driverInstanceId)) {
-        const eff = effectRepository.findByCommand(tx, cmd.id);
+        const eff = effects.get(cmd.id);
         if (eff?.status === "unknown" && this.reconciler?.isDue(eff, now)) {
           deferred.push(eff);
           continue;
