@@ -4,7 +4,7 @@ import { join } from "node:path";
 import pino from "pino";
 import { afterEach, describe, expect, it } from "vitest";
 import { createHttpApp } from "../src/adapters/http/app.js";
-import { SWEEP_BATCH } from "../src/modules/reconciliation/application/reconciliation-sweep.service.js";
+import { SWEEP_PAGE } from "../src/modules/reconciliation/application/reconciliation-sweep.service.js";
 import { RuntimeError } from "../src/modules/runtime/domain/runtime-errors.js";
 import {
   START_MS,
@@ -129,7 +129,7 @@ describe("reconciliation sweep: backoff, bound, restart", () => {
     expectReconciled(f.store, call.runId, call.effectId, "not_executed");
   });
 
-  it.each([SWEEP_BATCH - 1, SWEEP_BATCH])("a due effect is looked up behind %i older unknown effects that have no adapter", async (unbound) => {
+  it.each([SWEEP_PAGE - 1, SWEEP_PAGE])("a due effect is looked up behind %i older unknown effects that have no adapter", async (unbound) => {
     const f = setup();
     // older unknown effects on an unbound server: the baseline fence, never looked up, never resolved
     const { driver, runId } = await dispatchWrite(f, { serverId: "wiki", args: issueArgs("unbound 0") });
@@ -146,6 +146,45 @@ describe("reconciliation sweep: backoff, bound, restart", () => {
     expect(f.lookups).toHaveLength(2);
     expect(report).toMatchObject({ effectsLookedUp: 1, effectsResolved: 1 });
     expect(effectRow(f.store, call.effectId).status).toBe("not_executed");
+  });
+});
+
+describe("reconciliation sweep: streaming", () => {
+  it(`one pass looks up every due effect across more than one page of ${SWEEP_PAGE}, never more than the concurrency at once`, async () => {
+    const f = setup({ concurrency: 8 });
+    f.double.setFaults({ adapterFault: "rejects" });
+    const first = await dispatchWrite(f);
+    const total = SWEEP_PAGE + 5;
+    for (let i = 1; i < total; i++) {
+      f.runtime.runs.enqueueToolCall(first.runId, { serverId: "tracker", toolName: "createIssue", arguments: issueArgs(`streamed ${i}`) });
+      expect((await deliverAcceptClaim(f.runtime, first.driver)).claim.kind).toBe("execute");
+    }
+    await finalizeDriver(f, first); // every first lookup fails: all unknown, next lookup due after the backoff
+    expect(f.lookups).toHaveLength(total);
+    let inFlight = 0;
+    let peak = 0;
+    f.double.setFaults({
+      adapterFault: "none",
+      answerOverride: undefined,
+      lookupDelayMs: 0,
+    });
+    const lookup = f.adapter.lookup.bind(f.adapter);
+    f.adapter.lookup = async (request, context) => {
+      inFlight += 1;
+      peak = Math.max(peak, inFlight);
+      await new Promise((resolve) => setTimeout(resolve, 1));
+      try {
+        return await lookup(request, context);
+      } finally {
+        inFlight -= 1;
+      }
+    };
+    f.clock.advance(1_000);
+    const report = await f.runtime.sweep.sweepOnce();
+    expect(report).toMatchObject({ effectsLookedUp: total, effectsResolved: total });
+    expect(peak).toBe(8);
+    expect(f.store.sqlite.prepare("SELECT count(*) AS n FROM external_tool_effects WHERE status = 'unknown'").get()).toEqual({ n: 0 });
+    expect(f.store.sqlite.prepare("SELECT count(*) AS n FROM external_tool_effects WHERE lease_owner IS NOT NULL").get()).toEqual({ n: 0 });
   });
 });
 

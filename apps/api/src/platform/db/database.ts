@@ -21,9 +21,39 @@ export interface Store {
   close(): void;
 }
 
+/** How many distinct SQL texts keep their compiled statement (least recently used ones are dropped). */
+export const STATEMENT_CACHE_SIZE = 512;
+
+/**
+ * Makes `sqlite.prepare` return a cached compiled statement for SQL text it has seen (an LRU of
+ * {@link STATEMENT_CACHE_SIZE} entries): drizzle prepares every query it runs, and compiling the
+ * SQL cost more than running it on the ledger's hot paths. Every caller uses a statement to the end
+ * synchronously (`run`/`get`/`all`; nothing here iterates lazily), so one compiled statement can
+ * serve every caller of the same text. Its row modes (`raw`, `pluck`, `expand`) are reset on each
+ * hand-out, so a caller that set one (drizzle sets `raw` for typed selects) never leaks it to the next.
+ */
+function cachePreparedStatements(sqlite: Database.Database): void {
+  const prepare = sqlite.prepare.bind(sqlite);
+  const cache = new Map<string, Database.Statement>();
+  (sqlite as { prepare: (source: string) => Database.Statement }).prepare = (source: string) => {
+    const cached = cache.get(source);
+    if (cached) {
+      cache.delete(source);
+      cache.set(source, cached);
+      if (cached.reader) cached.pluck(false).expand(false).raw(false);
+      return cached;
+    }
+    const stmt = prepare(source);
+    cache.set(source, stmt);
+    if (cache.size > STATEMENT_CACHE_SIZE) cache.delete(cache.keys().next().value!);
+    return stmt;
+  };
+}
+
 /**
  * Opens (creating the parent folder) and migrates the SQLite store at `file` (`":memory:"` for
- * tests): WAL journal, `synchronous = FULL`, foreign keys on, busy timeout 5000 ms.
+ * tests): WAL journal, `synchronous = FULL`, foreign keys on, busy timeout 5000 ms, compiled
+ * statements cached by SQL text (see {@link cachePreparedStatements}).
  *
  * Migrations run with foreign keys OFF, because a drizzle-kit table rebuild (`DROP TABLE` + rename)
  * under foreign keys ON would cascade-delete child rows; after migrating, `foreign_key_check` must
@@ -45,6 +75,7 @@ export function openStore(file: string): Store {
     throw new Error(`store.foreign_key_violation: ${violations.length} rows violate foreign keys after migration`);
   }
   sqlite.pragma("foreign_keys = ON");
+  cachePreparedStatements(sqlite);
   return { db, sqlite, close: () => sqlite.close() };
 }
 

@@ -169,7 +169,11 @@ export const externalToolEffects = sqliteTable(
     uniqueIndex("external_tool_effects_key_unique").on(t.idempotencyKey),
     index("external_tool_effects_driver_status_idx").on(t.driverInstanceId, t.status),
     index("external_tool_effects_run_idx").on(t.runId),
-    index("external_tool_effects_due_lookup_idx").on(t.status, t.nextLookupAtMs),
+    // The sweep pages through due `unknown` effects in id order (keyset pagination, `id > ?`), and the
+    // status listings are ordered by id: (status, id) makes each page a range scan instead of a sort
+    // of every effect in that status. It replaces (status, next_lookup_at_ms) of 0002, which served
+    // only its status prefix and cost a page write per status change (migration 0006).
+    index("external_tool_effects_status_id_idx").on(t.status, t.id),
     // A retried enqueue of the same client tool call (same run, same client toolCallId) finds the first
     // effect and never writes twice. NULL (a generated toolCallId, or a row older than this rule) never collides.
     uniqueIndex("external_tool_effects_run_client_tool_call_unique").on(t.runId, t.clientToolCallId),

@@ -24,6 +24,34 @@ export type ReconcileResult =
   | { kind: "confirmed_succeeded" | "confirmed_not_executed" | "still_unknown"; reasonCode: string | null; effect: EffectRow };
 
 /**
+ * An effect whose lease a reconciler holds: the row as read before the lease (`effect`), its bound
+ * `adapter`, the lease `owner` token, the version the lease set (`leasedVersion`, the outcome's
+ * compare-and-set), and when the lease was taken (`startedAtMs`, ms).
+ */
+export interface LeasedEffect {
+  effect: EffectRow;
+  adapter: ReconciliationAdapter;
+  owner: string;
+  leasedVersion: number;
+  startedAtMs: number;
+}
+
+/**
+ * Options of {@link EffectReconciler.reconcileMany}: the `trigger` recorded with each outcome,
+ * `concurrency` (lookups at once), `settle` (runs in each outcome's transaction),
+ * `onResult(result, effectId)` after each effect, `shouldStart()` (false: start no more lookups),
+ * `onError(err, effectId)` (an effect's database error; without it the error rejects).
+ */
+export interface ReconcileManyOptions {
+  trigger: ReconciliationTrigger;
+  concurrency: number;
+  settle?: SettleInTransaction;
+  onResult: (result: ReconcileResult, effectId: string | undefined) => void | Promise<void>;
+  shouldStart?: () => boolean;
+  onError?: (err: unknown, effectId: string | undefined) => void;
+}
+
+/**
  * Called inside the outcome's transaction with the effect as committed: the place where a caller
  * (finalization repair) writes the command's terminal state, so that outcome, receipt, result,
  * record, command and run event commit together (DESIGN.md §3 rule 6).
@@ -68,13 +96,8 @@ export class EffectReconciler {
     return null;
   }
 
-  /**
-   * One lookup of effect `effectId` for `trigger`, with the outcome committed as described on the
-   * class. `settle` runs inside the outcome's transaction. Never throws for adapter misbehaviour
-   * (the reconcile step turns it into `still_unknown`); a database error propagates.
-   */
-  async reconcile(effectId: string, trigger: ReconciliationTrigger, settle?: SettleInTransaction): Promise<ReconcileResult> {
-    const effect = effectRepository.findById(this.ctx.db, effectId);
+  /** Why `effect` may not be looked up now for `trigger` (an `ineligible` result), or its adapter. */
+  private admit(effect: EffectRow | undefined, trigger: ReconciliationTrigger): { adapter: ReconciliationAdapter; effect: EffectRow } | Extract<ReconcileResult, { kind: "ineligible" }> {
     if (!effect || effect.status !== "unknown") return { kind: "ineligible", reasonCode: "not_unknown", effect };
     const adapter = this.adapterFor(effect);
     if (!adapter) return { kind: "ineligible", reasonCode: this.settings.enabled ? "no_binding" : "flag_off", effect };
@@ -82,15 +105,77 @@ export class EffectReconciler {
     if (!verdict.eligible) return { kind: "ineligible", reasonCode: verdict.reasonCode, effect };
     const blocker = trigger === "operator" ? null : this.scheduleBlocker(effect, this.ctx.clock.nowMs());
     if (blocker) return { kind: "ineligible", reasonCode: blocker, effect };
+    return { adapter, effect };
+  }
 
-    const adapterRef = { id: adapter.declaration.id, version: adapter.declaration.version };
+  /**
+   * One lookup of effect `effectId` for `trigger`, with the outcome committed as described on the
+   * class. `settle` runs inside the outcome's transaction. Never throws for adapter misbehaviour
+   * (the reconcile step turns it into `still_unknown`); a database error propagates.
+   */
+  async reconcile(effectId: string, trigger: ReconciliationTrigger, settle?: SettleInTransaction): Promise<ReconcileResult> {
+    const admitted = this.admit(effectRepository.findById(this.ctx.db, effectId), trigger);
+    if ("kind" in admitted) return admitted;
+    const { adapter, effect } = admitted;
     const owner = newUlid();
     const startedAtMs = this.ctx.clock.nowMs();
     if (!reconciliationRepository.acquireLease(this.ctx.db, effect.id, effect.version, owner, startedAtMs, startedAtMs + this.settings.leaseMs)) {
-      this.recordSuperseded(effect, adapterRef, trigger, startedAtMs, "lease_held");
+      this.recordSuperseded(effect, adapterRefOf(adapter), trigger, startedAtMs, "lease_held");
       return { kind: "superseded", effect: effectRepository.findById(this.ctx.db, effect.id) };
     }
-    const leasedVersion = effect.version + 1;
+    return this.reconcileLeased({ effect, adapter, owner, leasedVersion: effect.version + 1, startedAtMs }, trigger, settle);
+  }
+
+  /**
+   * Takes the leases of `effects` (rows as read by the caller) in ONE transaction, each a
+   * compare-and-set on (status `unknown`, the row's `version`) as {@link reconcile} takes one.
+   * Returns, per input in order, the {@link LeasedEffect} or why no lookup will be made: `ineligible`
+   * (checked on the row, as {@link reconcile} does, and again on the current row when the row
+   * changed since the caller read it) or `superseded` (another reconciler holds it: a `superseded`
+   * record is written, as for a single lease). Only leases are
+   * batched: every outcome still commits in its own transaction ({@link reconcileLeased}).
+   */
+  leaseBatch(effects: readonly EffectRow[], trigger: ReconciliationTrigger): Array<LeasedEffect | Exclude<ReconcileResult, { kind: "confirmed_succeeded" | "confirmed_not_executed" | "still_unknown" }>> {
+    const startedAtMs = this.ctx.clock.nowMs();
+    const lost: Array<{ effect: EffectRow; adapter: ReconciliationAdapter }> = [];
+    const out = writeTransaction(this.ctx.db, (tx) =>
+      effects.map((row) => {
+        const admitted = this.admit(row, trigger);
+        if ("kind" in admitted) return admitted;
+        const { adapter, effect } = admitted;
+        const owner = newUlid(startedAtMs);
+        if (!reconciliationRepository.acquireLease(tx, effect.id, effect.version, owner, startedAtMs, startedAtMs + this.settings.leaseMs)) {
+          // The row changed since the caller read it: if it may no longer be looked up (resolved,
+          // rescheduled, flagged), say why, as reconcile would on a fresh read; else another reconciler holds it.
+          const current = this.admit(effectRepository.findById(tx, effect.id), trigger);
+          if ("kind" in current) return current;
+          lost.push(admitted);
+          return { kind: "superseded" as const, effect };
+        }
+        return { effect, adapter, owner, leasedVersion: effect.version + 1, startedAtMs } satisfies LeasedEffect;
+      }),
+    );
+    for (const { effect, adapter } of lost) this.recordSuperseded(effect, adapterRefOf(adapter), trigger, startedAtMs, "lease_held");
+    // a lost lease answers with the effect as it is now, as reconcile does
+    return out.map((r) => ("kind" in r && r.kind === "superseded" ? { kind: "superseded" as const, effect: effectRepository.findById(this.ctx.db, r.effect.id) } : r));
+  }
+
+  /** Gives back leases taken by {@link leaseBatch} that will not be used (one transaction; nothing else changes). */
+  releaseLeases(leased: readonly LeasedEffect[]): void {
+    if (leased.length === 0) return;
+    writeTransaction(this.ctx.db, (tx) => {
+      for (const l of leased) reconciliationRepository.releaseLease(tx, l.effect.id, l.owner);
+    });
+  }
+
+  /**
+   * The lookup of an effect whose lease this reconciler holds, and the outcome's commit (one
+   * transaction, compare-and-set on the leased version and owner; `settle` runs inside it).
+   * If the commit throws, the lease is given back and the error propagates.
+   */
+  async reconcileLeased(leased: LeasedEffect, trigger: ReconciliationTrigger, settle?: SettleInTransaction): Promise<ReconcileResult> {
+    const { effect, adapter, owner, leasedVersion, startedAtMs } = leased;
+    const adapterRef = adapterRefOf(adapter);
     const logger = this.ctx.logger.child({ effectId: effect.id, commandId: effect.commandId, driverInstanceId: effect.driverInstanceId, adapterId: adapterRef.id });
     const decision = await reconcileEffect({
       effect: toReconcilable(effect),
@@ -105,6 +190,56 @@ export class EffectReconciler {
       // The outcome's transaction rolled back (nothing of it was written): give the lease back.
       reconciliationRepository.releaseLease(this.ctx.db, effect.id, owner);
       throw err;
+    }
+  }
+
+  /**
+   * Reconciles every effect `source` yields (rows; pulled lazily, so a caller can stream pages),
+   * `opts.concurrency` lookups at a time, as {@link reconcileLeased}: workers take leases in batches
+   * ({@link leaseBatch}, a quarter of the concurrency per transaction) and each outcome commits in
+   * its own transaction. `onResult` runs after each effect (its outcome already committed);
+   * `shouldStart` returning false stops starting new lookups (leases taken but unused are released).
+   * An error of one effect goes to `onError` (then the others continue), or, without `onError`,
+   * rejects the returned promise.
+   */
+  async reconcileMany(source: Iterator<EffectRow>, opts: ReconcileManyOptions): Promise<void> {
+    const batchSize = Math.max(1, Math.ceil(opts.concurrency / 4));
+    const buffer: ReturnType<EffectReconciler["leaseBatch"]> = [];
+    let exhausted = false;
+    const take = () => {
+      if (buffer.length === 0 && !exhausted) {
+        const rows: EffectRow[] = [];
+        while (rows.length < batchSize) {
+          const next = source.next();
+          if (next.done) {
+            exhausted = true;
+            break;
+          }
+          rows.push(next.value);
+        }
+        if (rows.length > 0) buffer.push(...this.leaseBatch(rows, opts.trigger));
+      }
+      return buffer.shift();
+    };
+    const worker = async (): Promise<void> => {
+      while (opts.shouldStart?.() ?? true) {
+        const item = take();
+        if (!item) return;
+        const isLeased = "owner" in item;
+        const effectId = isLeased ? item.effect.id : item.effect?.id;
+        try {
+          const result = isLeased ? await this.reconcileLeased(item, opts.trigger, opts.settle) : item;
+          await opts.onResult(result, effectId);
+        } catch (err) {
+          if (!opts.onError) throw err;
+          opts.onError(err, effectId);
+        }
+      }
+    };
+    try {
+      await Promise.all(Array.from({ length: Math.max(1, opts.concurrency) }, worker));
+    } finally {
+      this.releaseLeases(buffer.splice(0).filter((b): b is LeasedEffect => "owner" in b));
     }
   }
 
@@ -149,8 +284,8 @@ export class EffectReconciler {
     const reasonCode = decision.decision === "still_unknown" ? decision.reasonCode : null;
     const committed = writeTransaction(this.ctx.db, (tx) => {
       const set = this.outcomeColumns(effect, decision, now);
-      if (!reconciliationRepository.commitOutcome(tx, effect.id, leasedVersion, owner, set)) return null;
-      const after = effectRepository.findById(tx, effect.id)!;
+      const after = reconciliationRepository.commitOutcome(tx, effect.id, leasedVersion, owner, set);
+      if (!after) return null;
       reconciliationRepository.insertRecord(tx, {
         id: newUlid(now),
         effectId: effect.id,
@@ -256,6 +391,11 @@ export class EffectReconciler {
     this.metrics.recordSuperseded(adapterRef.id, reasonCode);
     this.ctx.logger.info({ effectId: effect.id, commandId: effect.commandId, driverInstanceId: effect.driverInstanceId, adapterId: adapterRef.id, trigger, reasonCode }, "reconciliation.superseded");
   }
+}
+
+/** The adapter's id and version, recorded with every outcome. */
+function adapterRefOf(adapter: ReconciliationAdapter): { id: string; version: string } {
+  return { id: adapter.declaration.id, version: adapter.declaration.version };
 }
 
 /** The effect as the reconcile step reads it. */

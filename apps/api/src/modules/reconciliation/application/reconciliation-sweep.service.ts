@@ -1,11 +1,21 @@
-import pLimit from "p-limit";
 import type { RuntimeContext } from "../../runtime/application/runtime-context.js";
+import type { EffectRow } from "../../runtime/infrastructure/effect.repository.js";
 import { reconciliationRepository } from "../infrastructure/reconciliation.repository.js";
 import type { EffectReconciler } from "./effect-reconciler.service.js";
 import type { ReconciliationSettings } from "./reconciliation-settings.js";
 
-/** Largest number of due effects one sweep pass looks at. */
-export const SWEEP_BATCH = 200;
+/**
+ * Due effects read per page. A pass pages through the due effects by id (keyset pagination) and
+ * holds at most one page plus the lookups in flight in memory, however many effects are due.
+ */
+export const SWEEP_PAGE = 256;
+
+/**
+ * After this long (ms) a pass starts no new lookup (the ones in flight finish), so the
+ * maintenance sweep that runs it still finalizes expired Drivers regularly during a large recovery;
+ * the next pass continues where the due effects are.
+ */
+export const SWEEP_PASS_BUDGET_MS = 5_000;
 
 /** What one reconciliation sweep pass did (counts). */
 export interface ReconciliationSweepReport {
@@ -28,27 +38,41 @@ export class ReconciliationSweep {
     private readonly settings: ReconciliationSettings,
   ) {}
 
-  /** One pass over the due effects; an error on one effect is logged and does not stop the pass. */
+  /**
+   * One pass over the effects due when it starts, streamed: due effects are read in pages
+   * (keyset pagination by id, {@link SWEEP_PAGE} rows a page) and handed to the reconciler's worker
+   * pool (`reconcileMany`: `concurrency` lookups in flight until the due effects, or
+   * {@link SWEEP_PASS_BUDGET_MS}, run out; leases taken in small batches), so memory does not grow
+   * with the backlog. Each effect's outcome still commits in its own transaction. An error on one
+   * effect is logged and does not stop the pass.
+   */
   async sweepOnce(): Promise<ReconciliationSweepReport> {
     const report: ReconciliationSweepReport = { lookedUp: 0, resolved: 0 };
     if (!this.settings.enabled) return report;
     const now = this.ctx.clock.nowMs();
-    const eligible = [...this.settings.bindings].map(([serverId, adapter]) => ({ serverId, tools: adapter.declaration.tools }));
-    const due = reconciliationRepository.listDue(this.ctx.db, now, SWEEP_BATCH, eligible).filter((e) => this.reconciler.isDue(e, now));
-    const limit = pLimit(this.settings.concurrency);
-    await Promise.all(
-      due.map((effect) =>
-        limit(async () => {
-          try {
-            const result = await this.reconciler.reconcile(effect.id, "sweep");
-            if (result.kind !== "ineligible" && result.kind !== "superseded") report.lookedUp += 1;
-            if (result.kind === "confirmed_succeeded" || result.kind === "confirmed_not_executed") report.resolved += 1;
-          } catch (err) {
-            this.ctx.logger.error({ effectId: effect.id, err: String(err) }, "sweep.reconcile_failed");
-          }
-        }),
-      ),
-    );
+    const stopAtMs = now + SWEEP_PASS_BUDGET_MS;
+    await this.reconciler.reconcileMany(this.dueEffects(now), {
+      trigger: "sweep",
+      concurrency: this.settings.concurrency,
+      shouldStart: () => this.ctx.clock.nowMs() < stopAtMs,
+      onResult: (result) => {
+        if (result.kind !== "ineligible" && result.kind !== "superseded") report.lookedUp += 1;
+        if (result.kind === "confirmed_succeeded" || result.kind === "confirmed_not_executed") report.resolved += 1;
+      },
+      onError: (err, effectId) => this.ctx.logger.error({ effectId, err: String(err) }, "sweep.reconcile_failed"),
+    });
     return report;
+  }
+
+  /** The effects due at `nowMs`, oldest first, read one page at a time (synchronous; the workers share it). */
+  private *dueEffects(nowMs: number): Generator<EffectRow, void, undefined> {
+    const eligible = [...this.settings.bindings].map(([serverId, adapter]) => ({ serverId, tools: adapter.declaration.tools }));
+    let afterId: string | undefined;
+    for (;;) {
+      const page = reconciliationRepository.listDue(this.ctx.db, nowMs, SWEEP_PAGE, eligible, afterId);
+      for (const effect of page) if (this.reconciler.isDue(effect, nowMs)) yield effect;
+      if (page.length < SWEEP_PAGE) return;
+      afterId = page.at(-1)!.id;
+    }
   }
 }

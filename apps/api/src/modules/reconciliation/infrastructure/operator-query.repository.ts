@@ -23,7 +23,7 @@ export interface EffectListFilter {
 export const operatorQueryRepository = {
   /**
    * Effects matching `filter`, newest first (ids are monotonic ULIDs, so id order is creation
-   * order), at most `filter.limit`. Uses `external_tool_effects_due_lookup_idx` (status first).
+   * order), at most `filter.limit`. Uses `external_tool_effects_status_id_idx` (status, id): a range scan in id order (migration 0006).
    */
   listEffects(db: DbHandle, filter: EffectListFilter): EffectRow[] {
     const t = externalToolEffects;

@@ -1,4 +1,4 @@
-import { and, asc, eq, inArray, isNotNull, isNull, lt, lte, or, sql } from "drizzle-orm";
+import { and, asc, eq, gt, inArray, isNotNull, isNull, lt, lte, or, sql } from "drizzle-orm";
 import { effectReconciliations, externalToolEffects } from "../../../platform/db/schema.js";
 import type { DbHandle } from "../../runtime/infrastructure/db-handle.js";
 
@@ -28,11 +28,12 @@ export const reconciliationRepository = {
   },
   /**
    * Writes the outcome of a lookup as a compare-and-set on (status `unknown`, `version`, lease
-   * `owner`): sets `set`, releases the lease, counts the lookup and bumps the version. True when it
-   * changed; false means another reconciler or an operator got there first (record `superseded`).
+   * `owner`): sets `set`, releases the lease, counts the lookup and bumps the version. Returns the
+   * row as written (`RETURNING`, no second read); undefined means another reconciler or an operator
+   * got there first (record `superseded`).
    */
-  commitOutcome(db: DbHandle, effectId: string, version: number, owner: string, set: Partial<typeof externalToolEffects.$inferInsert>): boolean {
-    const res = db
+  commitOutcome(db: DbHandle, effectId: string, version: number, owner: string, set: Partial<typeof externalToolEffects.$inferInsert>): typeof externalToolEffects.$inferSelect | undefined {
+    return db
       .update(externalToolEffects)
       .set({
         ...set,
@@ -49,8 +50,8 @@ export const reconciliationRepository = {
           eq(externalToolEffects.leaseOwner, owner),
         ),
       )
-      .run();
-    return res.changes > 0;
+      .returning()
+      .get();
   },
   /**
    * Releases `owner`'s lease without recording a lookup (the reconcile step made none, or the
@@ -82,10 +83,12 @@ export const reconciliationRepository = {
   },
   /**
    * `unknown` effects of the `eligible` (server, tools) pairs whose next lookup is due at `nowMs`
-   * (never-looked-up ones included) and that wait for no operator, oldest first, at most `limit`.
+   * (never-looked-up ones included) and that wait for no operator, oldest first, at most `limit`,
+   * and only those with an id after `afterId` when given (keyset pagination: a caller pages through
+   * every due effect with `afterId` = the last id of the previous page, holding one page at a time).
    * Effects no adapter can look up are excluded in SQL, so they can never crowd out due ones.
    */
-  listDue(db: DbHandle, nowMs: number, limit: number, eligible: ReadonlyArray<{ serverId: string; tools: readonly string[] }>) {
+  listDue(db: DbHandle, nowMs: number, limit: number, eligible: ReadonlyArray<{ serverId: string; tools: readonly string[] }>, afterId?: string) {
     if (eligible.length === 0) return [];
     const bound = or(...eligible.map((e) => and(eq(externalToolEffects.serverId, e.serverId), inArray(externalToolEffects.toolName, [...e.tools]))));
     return db
@@ -94,6 +97,7 @@ export const reconciliationRepository = {
       .where(
         and(
           eq(externalToolEffects.status, "unknown"),
+          afterId === undefined ? undefined : gt(externalToolEffects.id, afterId),
           bound,
           isNull(externalToolEffects.operatorAttention),
           or(lte(externalToolEffects.nextLookupAtMs, nowMs), and(isNull(externalToolEffects.nextLookupAtMs), eq(externalToolEffects.lookupCount, 0))),

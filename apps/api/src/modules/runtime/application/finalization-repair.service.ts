@@ -1,5 +1,4 @@
 import { writeTransaction } from "../../../platform/db/database.js";
-import pLimit from "p-limit";
 import {
   commandDriverTerminalError,
   effectNotExecutedError,
@@ -119,10 +118,10 @@ export class FinalizationRepairService {
     return summary;
   }
 
-  /** Steps 1–2; returns the effect ids left for reconciliation, or null when already finalized. */
-  private fenceAndSettle(driverInstanceId: string, summary: FinalizationSummary): string[] | null {
+  /** Steps 1–2; returns the effects left for reconciliation (rows as fenced), or null when already finalized. */
+  private fenceAndSettle(driverInstanceId: string, summary: FinalizationSummary): EffectRow[] | null {
     const now = this.ctx.clock.nowMs();
-    const deferred: string[] = [];
+    const deferred: EffectRow[] = [];
     return writeTransaction(this.ctx.db, (tx) => {
       const instance = driverInstanceRepository.findById(tx, driverInstanceId);
       if (!instance) throw new RuntimeError("driver.not_found", `no Driver instance ${driverInstanceId}`);
@@ -134,10 +133,12 @@ export class FinalizationRepairService {
           this.ctx.logger.warn({ driverInstanceId, effectId: eff.id, commandId: eff.commandId }, "effect.fenced");
         }
       }
+      // every effect of the commands to settle in one query (after fencing), not one query per command
+      const effects = effectRepository.mapByNonTerminalCommandOfDriver(tx, driverInstanceId);
       for (const cmd of commandRepository.listNonTerminalOfDriver(tx, driverInstanceId)) {
-        const eff = effectRepository.findByCommand(tx, cmd.id);
+        const eff = effects.get(cmd.id);
         if (eff?.status === "unknown" && this.reconciler?.isDue(eff, now)) {
-          deferred.push(eff.id);
+          deferred.push(eff);
           continue;
         }
         const bound = eff?.status === "unknown" && this.reconciler?.adapterFor(eff);
@@ -158,41 +159,45 @@ export class FinalizationRepairService {
     });
   }
 
-  /** Step 3: reconcile the deferred effects, each outcome committed with its command's terminal state. */
-  private async reconcileDeferred(effectIds: string[], summary: FinalizationSummary): Promise<void> {
-    if (effectIds.length === 0 || !this.reconciler) return;
+  /**
+   * Step 3: reconcile the deferred effects, `concurrency` lookups at a time (the reconciler's worker
+   * pool; leases taken in small batches), each outcome committed with its command's terminal state.
+   */
+  private async reconcileDeferred(effects: EffectRow[], summary: FinalizationSummary): Promise<void> {
+    if (effects.length === 0 || !this.reconciler) return;
     const reconciler = this.reconciler;
-    const limit = pLimit(this.concurrency);
     const settle = (tx: DbHandle, effect: EffectRow) => {
       if (settleCommandFromEffect(tx, effect, this.ctx.clock.nowMs())) {
         if (effect.status === "succeeded") summary.commandsCompleted += 1;
         else summary.commandsFailed += 1;
       }
     };
-    await Promise.all(
-      effectIds.map((effectId) =>
-        limit(async () => {
-          const result = await reconciler.reconcile(effectId, "finalization", settle);
-          if (result.kind === "confirmed_succeeded" || result.kind === "confirmed_not_executed") summary.effectsReconciled += 1;
-          if (result.kind === "superseded") {
-            // Another reconciler holds the effect: wait for its lease to end (its outcome commits
-            // first); if it is still unknown and due (e.g. the other lease simply expired), look it up once more.
-            const now = await reconciler.awaitLease(effectId, this.leaseWaitMs);
-            if (now && reconciler.isDue(now, this.ctx.clock.nowMs())) {
-              const again = await reconciler.reconcile(effectId, "finalization", settle);
-              if (again.kind === "confirmed_succeeded" || again.kind === "confirmed_not_executed") summary.effectsReconciled += 1;
-            }
+    const effectIds = new Set(effects.map((e) => e.id));
+    await reconciler.reconcileMany(effects.values(), {
+      trigger: "finalization",
+      concurrency: this.concurrency,
+      settle,
+      onResult: async (result, effectId) => {
+        if (effectId === undefined || !effectIds.has(effectId)) return;
+        if (result.kind === "confirmed_succeeded" || result.kind === "confirmed_not_executed") summary.effectsReconciled += 1;
+        if (result.kind === "superseded") {
+          // Another reconciler holds the effect: wait for its lease to end (its outcome commits
+          // first); if it is still unknown and due (e.g. the other lease simply expired), look it up once more.
+          const now = await reconciler.awaitLease(effectId, this.leaseWaitMs);
+          if (now && reconciler.isDue(now, this.ctx.clock.nowMs())) {
+            const again = await reconciler.reconcile(effectId, "finalization", settle);
+            if (again.kind === "confirmed_succeeded" || again.kind === "confirmed_not_executed") summary.effectsReconciled += 1;
           }
-          if (result.kind === "ineligible" || result.kind === "superseded") {
-            // End the command from whatever the effect is now (a no-op when a settle already ran).
-            writeTransaction(this.ctx.db, (tx) => {
-              const effect = effectRepository.findById(tx, effectId);
-              if (effect) settle(tx, effect);
-            });
-          }
-        }),
-      ),
-    );
+        }
+        if (result.kind === "ineligible" || result.kind === "superseded") {
+          // End the command from whatever the effect is now (a no-op when a settle already ran).
+          writeTransaction(this.ctx.db, (tx) => {
+            const effect = effectRepository.findById(tx, effectId);
+            if (effect) settle(tx, effect);
+          });
+        }
+      },
+    });
   }
 
   private failActiveRunAndClose(driverInstanceId: string, summary: FinalizationSummary): void {

@@ -1,6 +1,6 @@
 import { and, asc, eq, inArray, sql } from "drizzle-orm";
 import type { EffectStatus } from "@mosoo/contracts";
-import { externalToolEffectAttempts, externalToolEffects } from "../../../platform/db/schema.js";
+import { driverCommands, externalToolEffectAttempts, externalToolEffects } from "../../../platform/db/schema.js";
 import type { DbHandle } from "./db-handle.js";
 
 /** An external tool effect row. */
@@ -50,6 +50,19 @@ export const effectRepository = {
       .where(and(eq(externalToolEffects.driverInstanceId, driverInstanceId), inArray(externalToolEffects.status, [...statuses])))
       .orderBy(asc(externalToolEffects.id))
       .all();
+  },
+  /**
+   * The effects of the instance's commands that have no terminal receipt (`queued`, `delivered`,
+   * `accepted`), in one query (a join), keyed by command id: what finalization repair settles.
+   */
+  mapByNonTerminalCommandOfDriver(db: DbHandle, driverInstanceId: string): Map<string, EffectRow> {
+    const rows = db
+      .select({ effect: externalToolEffects })
+      .from(externalToolEffects)
+      .innerJoin(driverCommands, eq(driverCommands.id, externalToolEffects.commandId))
+      .where(and(eq(driverCommands.driverInstanceId, driverInstanceId), inArray(driverCommands.status, ["queued", "delivered", "accepted"])))
+      .all();
+    return new Map(rows.map((r) => [r.effect.commandId, r.effect]));
   },
   /** Effects in `status`, oldest first, at most `limit`. */
   listInStatus(db: DbHandle, status: EffectStatus, limit: number): EffectRow[] {

@@ -1,4 +1,4 @@
-import { and, asc, desc, eq, gt } from "drizzle-orm";
+import { and, asc, eq, gt, sql } from "drizzle-orm";
 import { newUlid, type RunStatus } from "@mosoo/contracts";
 import { runEvents, sessionRuns, sessions } from "../../../platform/db/schema.js";
 import type { RunEventType } from "../domain/run-event.types.js";
@@ -58,28 +58,24 @@ export const runRepository = {
     db.delete(sessionRuns).where(eq(sessionRuns.id, id)).run();
   },
   /**
-   * Appends one event to a run's stream with the next `seq` (1-based). A second terminal event for
-   * a run violates the `run_events_one_terminal` unique index and throws.
+   * Appends one event to a run's stream with the next `seq` (1-based), computed in the same
+   * INSERT statement (one statement, not a read then a write; callers hold the write transaction).
+   * A second terminal event for a run violates the `run_events_one_terminal` unique index and throws.
    */
   appendEvent(db: DbHandle, runId: string, type: RunEventType, payload: Record<string, unknown>, nowMs: number): RunEventRow {
-    const last = db
-      .select({ seq: runEvents.seq })
-      .from(runEvents)
-      .where(eq(runEvents.runId, runId))
-      .orderBy(desc(runEvents.seq))
-      .limit(1)
+    return db
+      .insert(runEvents)
+      .values({
+        id: newUlid(nowMs),
+        runId,
+        seq: sql`(SELECT coalesce(max(${runEvents.seq}), 0) + 1 FROM ${runEvents} WHERE ${runEvents.runId} = ${runId})`,
+        type,
+        terminal: TERMINAL_RUN_EVENT_TYPES.includes(type),
+        payloadJson: JSON.stringify(payload),
+        createdAtMs: nowMs,
+      })
+      .returning()
       .get();
-    const row: RunEventRow = {
-      id: newUlid(nowMs),
-      runId,
-      seq: (last?.seq ?? 0) + 1,
-      type,
-      terminal: TERMINAL_RUN_EVENT_TYPES.includes(type),
-      payloadJson: JSON.stringify(payload),
-      createdAtMs: nowMs,
-    };
-    db.insert(runEvents).values(row).run();
-    return row;
   },
   /** Events of a run with `seq > afterSeq`, in order. */
   listEvents(db: DbHandle, runId: string, afterSeq: number): RunEventRow[] {

@@ -1,0 +1,128 @@
+import { BENCH_BOUND_SERVER, BENCH_TOOL } from "./fixed-latency.adapter.js";
+import { createBenchRuntime, installCommitObserver, openBenchStore, progress } from "./bench-store.harness.js";
+
+/** Options: `commands` executing effects per Driver (half bound, half unbound), the bound adapter's `lookupLatencyMs` (ms), `concurrency`, the flag, and `rounds` (one new Driver each). */
+export interface RepairOptions {
+  commands: number;
+  lookupLatencyMs: number;
+  concurrency: number;
+  reconciliation: boolean;
+  rounds: number;
+}
+
+/**
+ * Result of the repair scenario, per command latency from the start of `finalize` until the
+ * transaction that made its command terminal and wrote its `tool_call.*` run event has COMMITTED
+ * (visible to readers and the event stream; timed by a commit observer that reads the run's last
+ * event `seq` after each commit), pooled over every round (ms):
+ * - `p50Ms`, `p95Ms`, `maxMs`; `p95MsPerRound`: each round's p95 (spread);
+ * - `finalizeMsMedian`: median wall time of `finalize` (ms), which returns after the run's
+ *   terminal `run.failed` event committed;
+ * - `boundMs`: bound commands × lookup latency / concurrency (ms; 0 with the flag off);
+ * - `reconciled`: effects resolved by a lookup over all rounds; `eventsOk`: every command had
+ *   exactly one terminal tool-call event and every run exactly one `run.failed`.
+ */
+export interface RepairResult {
+  commands: number;
+  reconciliation: boolean;
+  rounds: number;
+  p50Ms: number;
+  p95Ms: number;
+  maxMs: number;
+  p95MsPerRound: number[];
+  finalizeMsMedian: number;
+  boundMs: number;
+  reconciled: number;
+  eventsOk: boolean;
+}
+
+const round1 = (ms: number): number => Math.round(ms * 10) / 10;
+
+/** Nearest-rank percentile `p` (0–100) of ascending `sorted`. */
+function percentile(sorted: readonly number[], p: number): number {
+  if (sorted.length === 0) return Number.NaN;
+  return sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil((p / 100) * sorted.length) - 1))]!;
+}
+
+/**
+ * Scenario 3: per round, a new Driver with `commands` executing effects (enqueued, delivered and
+ * claimed through the real services; even ones on the bound server, odd ones on an unbound one)
+ * is finalized through the real finalization repair; then the store is read for each command's
+ * terminal time and run event.
+ */
+export async function runRepair(opts: RepairOptions): Promise<RepairResult> {
+  const store = openBenchStore();
+  try {
+    // After every commit: the run's highest event seq (one indexed read), so each event's commit time is known.
+    let observedRunId = "";
+    const commits: Array<{ atMs: number; maxSeq: number }> = [];
+    const maxSeq = store.sqlite.prepare("SELECT max(seq) FROM run_events WHERE run_id = ?").pluck();
+    installCommitObserver(store.sqlite, (atMs) => {
+      if (observedRunId) commits.push({ atMs, maxSeq: (maxSeq.get(observedRunId) as number | null) ?? 0 });
+    });
+    const runtime = createBenchRuntime(store, { reconciliation: opts.reconciliation, lookupLatencyMs: opts.lookupLatencyMs, concurrency: opts.concurrency });
+    const terminalOf = store.sqlite.prepare(
+      `SELECT c.id AS commandId, c.terminal_at_ms AS terminalAtMs,
+              (SELECT count(*) FROM run_events e WHERE e.run_id = c.run_id AND e.type IN ('tool_call.completed', 'tool_call.failed') AND json_extract(e.payload_json, '$.commandId') = c.id) AS events,
+              (SELECT max(e.seq) FROM run_events e WHERE e.run_id = c.run_id AND e.type IN ('tool_call.completed', 'tool_call.failed') AND json_extract(e.payload_json, '$.commandId') = c.id) AS eventSeq
+       FROM driver_commands c WHERE c.driver_instance_id = ?`,
+    );
+    const runFailed = store.sqlite.prepare("SELECT count(*) FROM run_events WHERE run_id = ? AND type = 'run.failed'").pluck();
+    const reconciledCount = store.sqlite.prepare("SELECT count(*) FROM external_tool_effects WHERE driver_instance_id = ? AND resolution = 'reconciled'").pluck();
+    const all: number[] = [];
+    const p95MsPerRound: number[] = [];
+    const finalizeMs: number[] = [];
+    let reconciled = 0;
+    let eventsOk = true;
+    for (let round = 1; round <= opts.rounds; round++) {
+      const { driverToken } = runtime.drivers.register({ name: `repair-${round}` });
+      const { connectionId } = runtime.drivers.connect(runtime.drivers.authenticate(driverToken));
+      const instance = runtime.drivers.authenticate(driverToken);
+      const { runId } = runtime.runs.createRun({ driverInstanceId: instance.id });
+      progress(`repair: round ${round}/${opts.rounds}, putting ${opts.commands} effects in flight`);
+      for (let i = 0; i < opts.commands; i++) {
+        const serverId = i % 2 === 0 ? BENCH_BOUND_SERVER : "unbound";
+        const call = runtime.runs.enqueueToolCall(runId, { serverId, toolName: BENCH_TOOL, arguments: { i } });
+        await runtime.commands.nextCommand(instance, connectionId, 0);
+        const claim = await runtime.ledger.claim(instance, connectionId, call.commandId);
+        if (claim.kind !== "execute") throw new Error(`expected an execute claim, got ${claim.kind}`);
+      }
+      commits.length = 0;
+      observedRunId = runId;
+      const p0 = performance.now();
+      await runtime.repair.finalize(instance.id, "operator");
+      finalizeMs.push(performance.now() - p0);
+      observedRunId = "";
+      const rows = terminalOf.all(instance.id) as Array<{ commandId: string; terminalAtMs: number | null; events: number; eventSeq: number | null }>;
+      const latencies = rows.map((r) => {
+        if (r.terminalAtMs === null || r.events !== 1 || r.eventSeq === null) eventsOk = false;
+        const commit = commits.find((c) => c.maxSeq >= (r.eventSeq ?? Number.POSITIVE_INFINITY));
+        if (!commit) eventsOk = false;
+        return (commit?.atMs ?? Number.POSITIVE_INFINITY) - p0;
+      });
+      if (runFailed.get(runId) !== 1) eventsOk = false;
+      reconciled += reconciledCount.get(instance.id) as number;
+      latencies.sort((a, b) => a - b);
+      p95MsPerRound.push(percentile(latencies, 95));
+      all.push(...latencies);
+    }
+    all.sort((a, b) => a - b);
+    finalizeMs.sort((a, b) => a - b);
+    const bound = Math.ceil(opts.commands / 2);
+    return {
+      commands: opts.commands,
+      reconciliation: opts.reconciliation,
+      rounds: opts.rounds,
+      p50Ms: round1(percentile(all, 50)),
+      p95Ms: round1(percentile(all, 95)),
+      maxMs: round1(all.at(-1) ?? Number.NaN),
+      p95MsPerRound: p95MsPerRound.map(round1),
+      finalizeMsMedian: percentile(finalizeMs, 50),
+      boundMs: opts.reconciliation ? (bound * opts.lookupLatencyMs) / opts.concurrency : 0,
+      reconciled,
+      eventsOk,
+    };
+  } finally {
+    store.dispose();
+  }
+}

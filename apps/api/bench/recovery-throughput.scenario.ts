@@ -1,0 +1,110 @@
+import { spawnSync } from "node:child_process";
+import { mkdtempSync, rmSync, statSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { fileURLToPath } from "node:url";
+import { openStore } from "../src/platform/db/database.js";
+import { createBenchRuntime, installDbTimeMeter, measureBareCommitUs, peakRssBytes, progress } from "./bench-store.harness.js";
+
+/** Options: `effects` unknown effects to recover, the bound adapter's `lookupLatencyMs` (ms), `concurrency`, and the flag. */
+export interface RecoveryOptions {
+  effects: number;
+  lookupLatencyMs: number;
+  concurrency: number;
+  reconciliation: boolean;
+}
+
+/**
+ * Result of one recovery run (one process):
+ * - `wallMs`: from the first sweep pass until a pass finds nothing due (ms);
+ * - `boundMs`: N × lookup latency / concurrency (ms; 0 with the flag off);
+ * - `passes`: maintenance sweep passes it took;
+ * - `resolved`: effects that left `unknown` (all of them, with the flag on; none with it off);
+ * - `dbMsTotal` / `dbUsPerOutcome`: time inside SQLite (ms in all; µs per resolved effect);
+ * - `peakRssBytes`: the measuring process's peak RSS (bytes; seeding ran in another process);
+ * - `rssBeforeBytes`: its RSS just before the first pass (bytes).
+ */
+export interface RecoveryResult {
+  effects: number;
+  reconciliation: boolean;
+  wallMs: number;
+  boundMs: number;
+  passes: number;
+  resolved: number;
+  dbMsTotal: number;
+  dbUsPerOutcome: number;
+  peakRssBytes: number;
+  rssBeforeBytes: number;
+  /** Committed write transactions per resolved effect (deterministic: the fsyncs per outcome). */
+  commitsPerOutcome: number;
+  /** SQL statement calls per resolved effect (BEGIN and COMMIT included). */
+  statementsPerOutcome: number;
+  /** Median bare single-row commit (µs) in the same file, measured before and after the recovery. */
+  bareCommitUs: { before: number; after: number };
+  /** The costliest SQL statements of the run (ms in all, calls), see `DbTimeMeter.topStatements`. */
+  topStatements: Array<{ sql: string; ms: number; calls: number }>;
+}
+
+const SEED_SCRIPT = fileURLToPath(new URL("./seed-unknown.main.ts", import.meta.url));
+
+/**
+ * Scenario 2: `effects` `unknown` effects (never looked up, bound to the fixed-latency adapter)
+ * are seeded by a separate process, then this process recovers them through the real maintenance
+ * sweep (`runtime.sweep.sweepOnce()`, the reconciliation sweep, the reconciler, one outcome
+ * transaction per effect) until a pass finds nothing due.
+ */
+export async function runRecovery(opts: RecoveryOptions): Promise<RecoveryResult> {
+  const dir = mkdtempSync(join(tmpdir(), "mosoo-bench-recovery-"));
+  const file = join(dir, "bench.db");
+  try {
+    progress(`recovery: seeding ${opts.effects} unknown effects (separate process)`);
+    const seeded = spawnSync(process.execPath, ["--import", "tsx", SEED_SCRIPT, file, String(opts.effects)], { stdio: ["ignore", "inherit", "inherit"] });
+    if (seeded.status !== 0) throw new Error(`seeding failed with status ${seeded.status}`);
+    const store = openStore(file);
+    const bareBefore = measureBareCommitUs(store.sqlite);
+    const meter = installDbTimeMeter(store.sqlite);
+    const runtime = createBenchRuntime(store, { reconciliation: opts.reconciliation, lookupLatencyMs: opts.lookupLatencyMs, concurrency: opts.concurrency });
+    const countUnknown = store.sqlite.prepare("SELECT count(*) AS n FROM external_tool_effects WHERE status = 'unknown'").pluck();
+    global.gc?.();
+    const rssBeforeBytes = process.memoryUsage().rss;
+    progress(`recovery: recovering ${opts.effects} effects, flag ${opts.reconciliation ? "on" : "off"}, concurrency ${opts.concurrency}, lookup ${opts.lookupLatencyMs} ms`);
+    meter.reset();
+    const t0 = performance.now();
+    const ticker = setInterval(() => progress(`recovery: ${opts.effects - (countUnknown.get() as number)} resolved after ${Math.round(performance.now() - t0)} ms, rss ${Math.round(process.memoryUsage().rss / 1048576)} MB, heap ${Math.round(process.memoryUsage().heapUsed / 1048576)} MB, WAL ${Math.round((statSync(`${file}-wal`, { throwIfNoEntry: false })?.size ?? 0) / 1048576)} MB`), 3_000);
+    let passes = 0;
+    try {
+      for (;;) {
+        passes += 1;
+        const report = await runtime.sweep.sweepOnce();
+        if (report.effectsLookedUp === 0) break;
+      }
+    } finally {
+      clearInterval(ticker);
+    }
+    const wallMs = performance.now() - t0;
+    const dbMsTotal = meter.totalMs();
+    const topStatements = meter.topStatements(8);
+    const counts = meter.counts();
+    const resolved = opts.effects - (countUnknown.get() as number);
+    const bareAfter = measureBareCommitUs(store.sqlite);
+    store.close();
+    return {
+      effects: opts.effects,
+      reconciliation: opts.reconciliation,
+      wallMs,
+      boundMs: opts.reconciliation ? (opts.effects * opts.lookupLatencyMs) / opts.concurrency : 0,
+      passes,
+      resolved,
+      dbMsTotal,
+      dbUsPerOutcome: resolved > 0 ? (dbMsTotal * 1000) / resolved : 0,
+      peakRssBytes: peakRssBytes(),
+      rssBeforeBytes,
+      commitsPerOutcome: resolved > 0 ? counts.commits / resolved : 0,
+      statementsPerOutcome: resolved > 0 ? counts.statements / resolved : 0,
+      bareCommitUs: { before: bareBefore, after: bareAfter },
+      topStatements,
+    };
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+}

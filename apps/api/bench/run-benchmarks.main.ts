@@ -1,0 +1,191 @@
+/**
+ * `npm run bench`: runs every scenario of issue 6 in its own child process (ledger cost per tool
+ * call, recovery throughput, finalization repair latency; each with reconciliation on and off),
+ * prints one table (markdown) and writes the raw results and the table to
+ * `<repo>/var/bench/<timestamp>.json` and `<repo>/var/bench/latest.json`.
+ * Every figure is a ratio against a floor or bound measured or derived in the same run.
+ *
+ * `MOSOO_BENCH_CPU_PROF=1` also runs each child under `node --cpu-prof` (profiles in
+ * `var/bench/profiles/<timestamp>/`) and prints its top self-time functions.
+ * `MOSOO_BENCH_QUICK=1` runs a smaller set (smoke test of the harness; figures not comparable).
+ */
+import { spawn } from "node:child_process";
+import { mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from "node:fs";
+import { cpus, tmpdir } from "node:os";
+import { join } from "node:path";
+import { fileURLToPath } from "node:url";
+import { summarizeCpuProfile, type SelfTimeEntry } from "./cpu-profile.summary.js";
+import type { LedgerCostResult, LatencyStats } from "./ledger-cost.scenario.js";
+import type { RecoveryResult } from "./recovery-throughput.scenario.js";
+import type { RepairResult } from "./finalization-repair.scenario.js";
+
+const REPO_ROOT = fileURLToPath(new URL("../../../", import.meta.url));
+const CHILD = fileURLToPath(new URL("./scenario.main.ts", import.meta.url));
+const QUICK = process.env.MOSOO_BENCH_QUICK === "1";
+const PROFILE = process.env.MOSOO_BENCH_CPU_PROF === "1";
+const STAMP = new Date().toISOString().replace(/[:.]/g, "-");
+const PROFILE_DIR = join(REPO_ROOT, "var", "bench", "profiles", STAMP);
+
+/** Targets of issue 6. */
+const TARGETS = { ledgerRatio: 1.5, recoveryRatio: 1.2, recoveryRssBytes: 200 * 1024 * 1024, repairP95OverBoundMs: 500 };
+
+/** One printed row: what, flag, measured figure, its floor or bound, ratio, other figures, target, met. */
+interface Row {
+  scenario: string;
+  flag: "on" | "off";
+  measured: string;
+  floorOrBound: string;
+  ratio: string;
+  other: string;
+  target: string;
+  met: "yes" | "no" | "n/a";
+}
+
+const tmp = mkdtempSync(join(tmpdir(), "mosoo-bench-results-"));
+let childSeq = 0;
+const profiles: Array<{ label: string; top: SelfTimeEntry[] }> = [];
+
+/** Runs one scenario in a child process and returns its parsed result. */
+async function child<T>(label: string, scenario: string, options: object): Promise<T> {
+  const out = join(tmp, `${++childSeq}.json`);
+  const profDir = join(PROFILE_DIR, `${childSeq}-${label.replace(/[^a-z0-9]+/gi, "-")}`);
+  const args = [...(PROFILE ? ["--cpu-prof", `--cpu-prof-dir=${profDir}`] : []), "--import", "tsx", CHILD, scenario, JSON.stringify(options), out];
+  console.error(`▶ ${label}`);
+  const t0 = performance.now();
+  const code = await new Promise<number | null>((resolve, reject) => {
+    const p = spawn(process.execPath, args, { stdio: ["ignore", "inherit", "inherit"] });
+    p.on("error", reject);
+    p.on("exit", resolve);
+  });
+  if (code !== 0) throw new Error(`${label}: child exited with ${code}`);
+  console.error(`  done in ${((performance.now() - t0) / 1000).toFixed(1)} s`);
+  if (PROFILE) {
+    // one profile per thread: keep the main thread's (tsx's loader thread is almost all idle)
+    const tops = readdirSync(profDir)
+      .filter((n) => n.endsWith(".cpuprofile"))
+      .map((f) => summarizeCpuProfile(join(profDir, f), 12, REPO_ROOT));
+    const main = tops.find((t) => t[0]?.functionName !== "(idle)") ?? tops[0];
+    if (main) profiles.push({ label, top: main });
+  }
+  return JSON.parse(readFileSync(out, "utf8")) as T;
+}
+
+const fmtUs = (s: LatencyStats) => `${s.medianUs.toFixed(0)} µs (rounds ${s.roundMediansUs.join("/")})`;
+const fmtMb = (bytes: number) => `${(bytes / 1024 / 1024).toFixed(0)} MB`;
+const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor((xs.length - 1) / 2)]!;
+const fmtK = (n: number) => (n >= 1000 ? `${n / 1000}k` : String(n));
+
+async function main(): Promise<void> {
+  const started = performance.now();
+  const rows: Row[] = [];
+
+  // 1. Ledger cost per lifecycle against four bare transactions, at 0 / 10k / 100k existing effects.
+  const ledger = await child<LedgerCostResult>("ledger cost per lifecycle", "ledger", { sizes: QUICK ? [0, 10_000] : [0, 10_000, 100_000], timeMs: QUICK ? 300 : 700, rounds: 3 });
+  for (const flag of ["on", "off"] as const) {
+    for (const p of ledger.points) {
+      const s = flag === "on" ? p.ledgerOn : p.ledgerOff;
+      const ratio = s.medianUs / p.floor.medianUs;
+      rows.push({
+        scenario: `1 ledger, µs/lifecycle @ ${fmtK(p.existingEffects)} effects`,
+        flag,
+        measured: fmtUs(s),
+        floorOrBound: `floor ${fmtUs(p.floor)}`,
+        ratio: `${ratio.toFixed(2)}×`,
+        other: `MAD ${s.madUs.toFixed(0)} µs, p99 ${s.p99Us.toFixed(0)} µs, n=${s.samples}`,
+        target: `≤ ${TARGETS.ledgerRatio}×`,
+        met: ratio <= TARGETS.ledgerRatio ? "yes" : "no",
+      });
+    }
+  }
+
+  // 2. Recovery throughput: 10k (repeated) and 100k unknown effects, 10 ms lookups, concurrency 64.
+  const base = { lookupLatencyMs: 10, concurrency: 64 };
+  const small = QUICK ? 2_000 : 10_000;
+  const large = QUICK ? 20_000 : 100_000;
+  const reps = QUICK ? 1 : 3;
+  const recoveryOn: RecoveryResult[] = [];
+  for (let i = 1; i <= reps; i++) recoveryOn.push(await child<RecoveryResult>(`recovery ${fmtK(small)} on (${i}/${reps})`, "recovery", { ...base, effects: small, reconciliation: true }));
+  const recoveryOff = await child<RecoveryResult>(`recovery ${fmtK(small)} off`, "recovery", { ...base, effects: small, reconciliation: false });
+  const recoveryLargeOn = await child<RecoveryResult>(`recovery ${fmtK(large)} on`, "recovery", { ...base, effects: large, reconciliation: true });
+  const walls = recoveryOn.map((r) => r.wallMs);
+  const smallRatio = median(walls) / recoveryOn[0]!.boundMs;
+  rows.push({
+    scenario: `2 recovery, ${fmtK(small)} unknown, 10 ms lookups, c=64`,
+    flag: "on",
+    measured: `${median(walls).toFixed(0)} ms (${Math.min(...walls).toFixed(0)}–${Math.max(...walls).toFixed(0)}, n=${reps})`,
+    floorOrBound: `bound ${recoveryOn[0]!.boundMs.toFixed(0)} ms`,
+    ratio: `${smallRatio.toFixed(2)}×`,
+    other: `DB ${median(recoveryOn.map((r) => r.dbUsPerOutcome)).toFixed(0)} µs/outcome (${recoveryOn[0]!.commitsPerOutcome.toFixed(2)} commits, ${recoveryOn[0]!.statementsPerOutcome.toFixed(1)} statements; bare commit ${median(recoveryOn.map((r) => r.bareCommitUs.before)).toFixed(0)} µs), peak RSS ${fmtMb(median(recoveryOn.map((r) => r.peakRssBytes)))}, resolved ${recoveryOn.map((r) => r.resolved).join("/")}`,
+    target: `≤ ${TARGETS.recoveryRatio}×`,
+    met: smallRatio <= TARGETS.recoveryRatio && recoveryOn.every((r) => r.resolved === r.effects) ? "yes" : "no",
+  });
+  const largeRatio = recoveryLargeOn.wallMs / recoveryLargeOn.boundMs;
+  rows.push({
+    scenario: `2 recovery, ${fmtK(large)} unknown, 10 ms lookups, c=64`,
+    flag: "on",
+    measured: `${recoveryLargeOn.wallMs.toFixed(0)} ms (n=1)`,
+    floorOrBound: `bound ${recoveryLargeOn.boundMs.toFixed(0)} ms`,
+    ratio: `${largeRatio.toFixed(2)}×`,
+    other: `peak RSS ${fmtMb(recoveryLargeOn.peakRssBytes)} (at start ${fmtMb(recoveryLargeOn.rssBeforeBytes)}), DB ${recoveryLargeOn.dbUsPerOutcome.toFixed(0)} µs/outcome, resolved ${recoveryLargeOn.resolved}`,
+    target: `RSS < ${fmtMb(TARGETS.recoveryRssBytes)}`,
+    met: recoveryLargeOn.peakRssBytes < TARGETS.recoveryRssBytes && recoveryLargeOn.resolved === recoveryLargeOn.effects ? "yes" : "no",
+  });
+  for (const r of [recoveryOff]) {
+    rows.push({
+      scenario: `2 recovery, ${fmtK(r.effects)} unknown (flag off: no lookup)`,
+      flag: "off",
+      measured: `${r.wallMs.toFixed(1)} ms`,
+      floorOrBound: "bound 0 ms",
+      ratio: "n/a",
+      other: `peak RSS ${fmtMb(r.peakRssBytes)}, resolved ${r.resolved} (must be 0)`,
+      target: "no work",
+      met: r.resolved === 0 ? "yes" : "no",
+    });
+  }
+
+  // 3. Finalization repair: 1,000 executing effects, half bound (5 ms lookups), half unbound.
+  const repairOpts = { commands: 1_000, lookupLatencyMs: 5, concurrency: 64, rounds: QUICK ? 1 : 3 };
+  const repair: RepairResult[] = [];
+  for (const flag of ["on", "off"] as const) {
+    const r = await child<RepairResult>(`finalization repair ${flag}`, "repair", { ...repairOpts, reconciliation: flag === "on" });
+    repair.push(r);
+    const over = r.p95Ms - r.boundMs;
+    rows.push({
+      scenario: `3 repair, 1k executing (500 bound, 5 ms lookups), c=64`,
+      flag,
+      measured: `p50 ${r.p50Ms} / p95 ${r.p95Ms} / max ${r.maxMs} ms`,
+      floorOrBound: `bound ${r.boundMs.toFixed(0)} ms`,
+      ratio: `p95 − bound ${over.toFixed(0)} ms`,
+      other: `p95 per round ${r.p95MsPerRound.join("/")} ms, finalize ${r.finalizeMsMedian.toFixed(0)} ms, reconciled ${r.reconciled}, events ${r.eventsOk ? "ok" : "MISSING"}`,
+      target: `p95 ≤ bound + ${TARGETS.repairP95OverBoundMs} ms`,
+      met: over <= TARGETS.repairP95OverBoundMs && r.eventsOk ? "yes" : "no",
+    });
+  }
+
+  const wallSeconds = (performance.now() - started) / 1000;
+  const header: Row = { scenario: "scenario", flag: "on" as const, measured: "measured", floorOrBound: "floor / bound", ratio: "ratio", other: "other", target: "target", met: "n/a" };
+  const line = (r: Row, flag: string, met: string) => `| ${r.scenario} | ${flag} | ${r.measured} | ${r.floorOrBound} | ${r.ratio} | ${r.other} | ${r.target} | ${met} |`;
+  const table = [line(header, "reconciliation", "met"), "|---|---|---|---|---|---|---|---|", ...rows.map((r) => line(r, r.flag, r.met))].join("\n");
+  console.log(`\n${table}\n`);
+  console.log(`bench wall time ${wallSeconds.toFixed(0)} s on ${cpus().length} × ${cpus()[0]?.model ?? "?"}, Node ${process.version}${QUICK ? " (QUICK: not comparable)" : ""}`);
+  for (const p of profiles) {
+    console.log(`\ncpu profile, ${p.label}: top self time`);
+    for (const e of p.top) console.log(`  ${e.selfMs.toFixed(0).padStart(7)} ms ${e.percent.toFixed(1).padStart(5)}%  ${e.functionName}  ${e.location}`);
+  }
+  const outDir = join(REPO_ROOT, "var", "bench");
+  mkdirSync(outDir, { recursive: true });
+  const json = JSON.stringify(
+    { startedAt: STAMP, wallSeconds, quick: QUICK, node: process.version, cpus: cpus().length, targets: TARGETS, table, rows, results: { ledger, recoveryOn, recoveryOff, recoveryLargeOn, repair }, profiles },
+    null,
+    2,
+  );
+  writeFileSync(join(outDir, `${STAMP}.json`), json);
+  writeFileSync(join(outDir, "latest.json"), json);
+  console.log(`results: var/bench/${STAMP}.json (and var/bench/latest.json)`);
+}
+
+try {
+  await main();
+} finally {
+  rmSync(tmp, { recursive: true, force: true });
+}
