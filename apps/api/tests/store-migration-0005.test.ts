@@ -48,15 +48,15 @@ describe("store migration 0005 (compensation link, audit status before/after)", 
     expect(store.sqlite.prepare("SELECT compensates_effect_id FROM external_tool_effects WHERE id = ?").get(ids.succeededEffectId)).toEqual({ compensates_effect_id: null });
   });
 
-  it("the new rules hold in the database: a compensate row names its compensation, statuses are checked, one live compensation per effect", () => {
+  it("the new rules hold in the database (after 0007): only a compensate row names a compensation, statuses are checked, one compensation in flight per effect", () => {
     store = openStore(file);
     const db = store.sqlite;
     const insertAction = (action: string, statusAfter: string, compensationId: string | null) =>
       db.prepare("INSERT INTO effect_operator_actions (id, effect_id, action, actor, reason, outcome, status_before, status_after, compensation_effect_id, created_at_ms) VALUES (?, ?, ?, 'a', 'r', 'x', 'succeeded', ?, ?, 1)").run(newUlid(), ids.succeededEffectId, action, statusAfter, compensationId);
-    expect(() => insertAction("compensate", "succeeded", null)).toThrow(/CHECK constraint failed/);
+    expect(() => insertAction("lookup", "succeeded", ids.unknownEffectId)).toThrow(/CHECK constraint failed/); // only a compensate row names a compensation
     expect(() => insertAction("lookup", "lost", null)).toThrow(/CHECK constraint failed/);
     expect(() => insertAction("undo", "succeeded", null)).toThrow(/CHECK constraint failed/);
-    // two live compensations of one effect: the partial unique index refuses the second
+    // two compensations of one effect in flight (executing / unknown): the partial unique index refuses the second
     const link = db.prepare("UPDATE external_tool_effects SET compensates_effect_id = ? WHERE id = ?");
     link.run(ids.succeededEffectId, ids.unknownEffectId);
     const cmd = newUlid();
@@ -64,7 +64,7 @@ describe("store migration 0005 (compensation link, audit status before/after)", 
     db.prepare("INSERT INTO driver_commands (id, driver_instance_id, run_id, seq, type, status, payload_json, created_at_ms, updated_at_ms) VALUES (?, ?, ?, 3, 'mcp.execute', 'queued', '{}', 1, 1)").run(cmd, ids.driverId, ids.runId);
     const insertComp = () =>
       db.prepare(
-        "INSERT INTO external_tool_effects (id, command_id, run_id, driver_instance_id, server_id, tool_name, tool_call_id, request_id, arguments_json, idempotency_key, request_fingerprint, status, compensates_effect_id, created_at_ms, updated_at_ms) VALUES (?, ?, ?, ?, 'tracker', 'closeIssue', 'tc', 'rq', '{}', ?, ?, 'intent', ?, 1, 1)",
+        "INSERT INTO external_tool_effects (id, command_id, run_id, driver_instance_id, server_id, tool_name, tool_call_id, request_id, arguments_json, idempotency_key, request_fingerprint, status, attempt_count, compensates_effect_id, created_at_ms, updated_at_ms) VALUES (?, ?, ?, ?, 'tracker', 'closeIssue', 'tc', 'rq', '{}', ?, ?, 'executing', 1, ?, 1, 1)",
       ).run(comp, cmd, ids.runId, ids.driverId, newUlid(), "0".repeat(64), ids.succeededEffectId);
     expect(insertComp).toThrow(/UNIQUE constraint failed/);
     // once the first is confirmed not executed, another may exist

@@ -150,8 +150,8 @@ export const externalToolEffects = sqliteTable(
     updatedAtMs: integer("updated_at_ms").notNull(),
     /**
      * Set on a compensation (DESIGN.md §3 rule 8): the `succeeded` effect it undoes. A compensation is
-     * an ordinary effect with its own idempotency key; at most one per original is live (not
-     * `not_executed`), by the partial unique index below.
+     * an ordinary effect with its own idempotency key; at most one per original is in flight
+     * (`executing` or `unknown`), by the partial unique index below.
      */
     compensatesEffectId: text("compensates_effect_id").references((): AnySQLiteColumn => externalToolEffects.id, { onDelete: "cascade" }),
   },
@@ -177,9 +177,11 @@ export const externalToolEffects = sqliteTable(
     // A retried enqueue of the same client tool call (same run, same client toolCallId) finds the first
     // effect and never writes twice. NULL (a generated toolCallId, or a row older than this rule) never collides.
     uniqueIndex("external_tool_effects_run_client_tool_call_unique").on(t.runId, t.clientToolCallId),
-    // One live compensation per original effect: a new one only once the earlier one is confirmed not executed.
     index("external_tool_effects_compensates_idx").on(t.compensatesEffectId),
-    uniqueIndex("external_tool_effects_one_live_compensation").on(t.compensatesEffectId).where(sql`compensates_effect_id IS NOT NULL AND status <> 'not_executed'`),
+    // At most one compensation of an effect in flight (dispatched, not settled) at a time: a second
+    // one can never be claimed while another may still write. The service also refuses one that would
+    // follow a compensation that undid the effect, or one still queued and deliverable.
+    uniqueIndex("external_tool_effects_one_compensation_in_flight").on(t.compensatesEffectId).where(sql`compensates_effect_id IS NOT NULL AND status IN ('executing', 'unknown')`),
   ],
 );
 
@@ -284,7 +286,9 @@ export const effectOperatorActions = sqliteTable(
     check("effect_operator_actions_action_check", oneOf("action", OPERATOR_ACTIONS)),
     check("effect_operator_actions_status_before_check", oneOf("status_before", EFFECT_STATUSES)),
     check("effect_operator_actions_status_after_check", oneOf("status_after", EFFECT_STATUSES)),
-    check("effect_operator_actions_compensation_check", sql`(action = 'compensate') = (compensation_effect_id IS NOT NULL)`),
+    // Only a compensate row names a compensation; its link is cleared (SET NULL) if the compensation's
+    // Driver instance is purged later, so a compensate row may also have none.
+    check("effect_operator_actions_compensation_check", sql`action = 'compensate' OR compensation_effect_id IS NULL`),
     check("effect_operator_actions_actor_check", sql`length(actor) BETWEEN 1 AND 200`),
     check("effect_operator_actions_reason_check", sql`length(reason) BETWEEN 1 AND 2000`),
     index("effect_operator_actions_effect_idx").on(t.effectId),
