@@ -3,6 +3,7 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { promisify } from "node:util";
+import Database from "better-sqlite3";
 import { CommanderError } from "commander";
 import pino from "pino";
 import { afterEach, describe, expect, it } from "vitest";
@@ -97,6 +98,9 @@ describe("mosoo-effects CLI on a store file (--db)", () => {
     ["not_executed with output", ["resolve", "X", "--outcome", "not_executed", "--output-text", "t", "--actor", "a", "--reason", "r"]],
     ["a result that is not JSON", ["resolve", "X", "--outcome", "succeeded", "--result-json", "{", "--actor", "a", "--reason", "r"]],
     ["an unknown command", ["undo"]],
+    ["a malformed effect id", ["show", "not-an-id"]],
+    ["--is-error with --result-json", ["resolve", "X", "--outcome", "succeeded", "--result-json", '{"content":[]}', "--is-error", "--actor", "a", "--reason", "r"]],
+    ["an API URL that is not http(s)", ["--api-url", "notaurl", "list"]],
   ])("exits 2 on %s and changes nothing", async (_label, args) => {
     const { dbFile, call } = await storeWithUnknownEffect();
     const before = ledgerSnapshot(f!.store);
@@ -111,6 +115,15 @@ describe("mosoo-effects CLI on a store file (--db)", () => {
     expect((await cli(["--db", dbFile, "show", "01JDZZZZZZZZZZZZZZZZZZZZZZ"])).err).toMatch(/^mosoo-effects: effect\.not_found: /);
     const missing = await cli(["--db", join(dir!, "nope.db"), "list"]);
     expect(missing).toMatchObject({ code: 1, err: expect.stringMatching(/^mosoo-effects: store\.not_found: /) });
+    // another SQLite file (e.g. the provider's) is refused and left as it was
+    const other = join(dir!, "provider.db");
+    const foreign = new Database(other);
+    foreign.exec("CREATE TABLE issues (id TEXT)");
+    foreign.close();
+    expect(await cli(["--db", other, "list"])).toMatchObject({ code: 1, err: expect.stringMatching(/^mosoo-effects: store\.not_mosoo: /) });
+    const after = new Database(other, { readonly: true });
+    expect(after.prepare("SELECT name FROM sqlite_master WHERE type = 'table'").all()).toEqual([{ name: "issues" }]);
+    after.close();
   });
 });
 

@@ -236,6 +236,8 @@ describe("operator routes: reconcile now", () => {
     const sweeping = fx.runtime.reconciler.reconcile(call.effectId, "sweep");
     const byOperator = await fx.runtime.operator.reconcile(call.effectId, ok);
     expect(byOperator.outcome).toBe("superseded");
+    // it changed nothing, so its audit row says unknown -> unknown whatever happens next
+    expect(fx.runtime.operator.show(call.effectId).operatorActions).toEqual([expect.objectContaining({ action: "lookup", outcome: "superseded", statusBefore: "unknown", statusAfter: "unknown" })]);
     open();
     expect((await sweeping).kind).toBe("confirmed_succeeded");
     expect(reconciliationRecords(fx.store, call.effectId).map((r) => [r.trigger, r.outcome])).toEqual([
@@ -253,7 +255,9 @@ describe("operator resolve racing a reconciler", () => {
     open();
     expect((await sweeping).kind).toBe("superseded");
     expect(effectRow(fx.store, call.effectId)).toMatchObject({ status: "not_executed", resolution: "operator", lease_owner: null });
-    expect(reconciliationRecords(fx.store, call.effectId).map((r) => [r.outcome, r.reason_code])).toEqual([["superseded", "cas_lost"]]);
+    expect(reconciliationRecords(fx.store, call.effectId).map((r) => [r.outcome, r.reason_code, r.error])).toEqual([["superseded", "cas_lost", "the lost lookup answered confirmed_succeeded"]]);
+    // the operator's own audit row says what it changed
+    expect(fx.runtime.operator.show(call.effectId).operatorActions).toEqual([expect.objectContaining({ action: "resolve", statusBefore: "unknown", statusAfter: "not_executed" })]);
   });
 
   it("the reconciler commits first: the operator's resolution is refused (409) and changes nothing", async () => {

@@ -274,7 +274,10 @@ describe("DESIGN §3 rule 7: CAS lost while the lookup is in flight → supersed
     expect(f.double.lookupCount(call.idempotencyKey)).toBe(1);
     const records = reconciliationRecords(f.store, call.effectId);
     expect(records).toHaveLength(1);
-    expect(records[0]).toMatchObject({ outcome: "superseded", reason_code: "cas_lost", trigger: "redelivery", receipt_json: null, result_json: null });
+    // the lost answer is kept as evidence in the record, never applied
+    expect(records[0]).toMatchObject({ outcome: "superseded", reason_code: "cas_lost", trigger: "redelivery", error: "the lost lookup answered confirmed_succeeded" });
+    expect(JSON.parse(records[0]!.receipt_json!)).toMatchObject({ observedAt: expect.any(String) });
+    expect(records[0]!.result_json).not.toBeNull();
     // the loser only releases its own lease
     expect(effectRow(f.store, call.effectId)).toEqual({ ...before, lease_owner: null, lease_expires_at_ms: null });
     expect(runEvents(f.store, call.runId, "effect.reconciled")).toEqual([]);

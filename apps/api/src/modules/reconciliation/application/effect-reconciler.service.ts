@@ -313,7 +313,7 @@ export class EffectReconciler {
     });
     if (!committed) {
       reconciliationRepository.releaseLease(this.ctx.db, effect.id, owner);
-      this.recordSuperseded(effect, adapterRef, trigger, startedAtMs, "cas_lost");
+      this.recordSuperseded(effect, adapterRef, trigger, startedAtMs, "cas_lost", decision);
       return { kind: "superseded", effect: effectRepository.findById(this.ctx.db, effect.id) };
     }
     this.metrics.record(adapterRef.id, outcome, reasonCode);
@@ -375,8 +375,23 @@ export class EffectReconciler {
     }
   }
 
-  private recordSuperseded(effect: EffectRow, adapterRef: { id: string; version: string }, trigger: ReconciliationTrigger, startedAtMs: number, reasonCode: string): void {
+  /**
+   * Records a reconciler that changed nothing (`superseded`). When it lost the compare-and-set after
+   * a lookup (`cas_lost`), the lookup's answer is kept as evidence in the record (`error` names it,
+   * with its receipt and result), and an answer that contradicts how the effect was settled
+   * meanwhile (e.g. an operator's `not_executed` while the provider confirms the write) is logged
+   * at warn as `reconciliation.contradicts_settled_effect`.
+   */
+  private recordSuperseded(
+    effect: EffectRow,
+    adapterRef: { id: string; version: string },
+    trigger: ReconciliationTrigger,
+    startedAtMs: number,
+    reasonCode: string,
+    lost?: ReconcileDecision,
+  ): void {
     const now = this.ctx.clock.nowMs();
+    const evidence = lost && lost.decision !== "ineligible" ? lost : undefined;
     reconciliationRepository.insertRecord(this.ctx.db, {
       id: newUlid(now),
       effectId: effect.id,
@@ -385,11 +400,20 @@ export class EffectReconciler {
       trigger,
       outcome: "superseded",
       reasonCode,
+      receiptJson: evidence && "receipt" in evidence && evidence.receipt ? JSON.stringify(evidence.receipt) : null,
+      resultJson: evidence?.decision === "confirmed_succeeded" ? JSON.stringify(evidence.result) : null,
+      error: evidence ? `the lost lookup answered ${evidence.decision}${evidence.decision === "still_unknown" ? ` (${evidence.reasonCode})` : ""}` : null,
       startedAtMs,
       finishedAtMs: now,
     });
     this.metrics.recordSuperseded(adapterRef.id, reasonCode);
     this.ctx.logger.info({ effectId: effect.id, commandId: effect.commandId, driverInstanceId: effect.driverInstanceId, adapterId: adapterRef.id, trigger, reasonCode }, "reconciliation.superseded");
+    const settled = evidence ? effectRepository.findById(this.ctx.db, effect.id) : undefined;
+    const contradicts =
+      (evidence?.decision === "confirmed_succeeded" && settled?.status === "not_executed") || (evidence?.decision === "confirmed_not_executed" && settled?.status === "succeeded");
+    if (contradicts) {
+      this.ctx.logger.warn({ effectId: effect.id, effectStatus: settled?.status, resolution: settled?.resolution, lookup: evidence?.decision, adapterId: adapterRef.id }, "reconciliation.contradicts_settled_effect");
+    }
   }
 }
 
