@@ -16,6 +16,7 @@ import {
 import type { AdapterFault } from "@mosoo/effect-reconciliation/testing";
 import { ProviderResponseLostError } from "@mosoo/effect-reconciliation/testing";
 import { RuntimeError } from "../../src/modules/runtime/domain/runtime-errors.js";
+import { operatorLookup, operatorResolve } from "./operator-actions.js";
 import {
   BOUND_SERVER,
   LEASE_MS,
@@ -481,7 +482,39 @@ class SetFaultsCmd implements Cmd {
   toString = () => `setFaults(${this.fault.adapterFault}${this.fault.lag ? ", lag" : ""}${this.fault.slow ? ", slow" : ""})`;
 }
 
-export const RACE_OPS = ["reconcile_sweep", "reconcile_operator", "claim", "report", "finalize", "sweep", "lease_expiry", "enqueue"] as const;
+/**
+ * An honest operator settles an `unknown` effect with what the provider holds for its key: the
+ * provider's result when it committed, else (after fencing the key at the provider, so that no
+ * late write can land) `not_executed`. Goes through helpers/operator-actions.ts.
+ */
+function honestResolve(w: World, call: CallRec): string {
+  const provider = call.bound ? w.double : w.unboundProvider;
+  const record = provider.record(call.key);
+  if (record) return operatorResolve(w.runtime, call.effectId, { succeeded: record.result });
+  provider.fence(call.key);
+  return operatorResolve(w.runtime, call.effectId, "not_executed");
+}
+
+/** The operator looks an `unknown` effect up now, or resolves it by hand ({@link honestResolve}). */
+class OperatorCmd implements Cmd {
+  constructor(
+    readonly pick: number,
+    readonly action: "lookup" | "resolve",
+  ) {}
+  check = (m: Readonly<Model>) => m.calls.length > 0;
+  async run(m: Model, w: World) {
+    await step(w, m, this.toString(), async () => {
+      const unknown = m.calls.filter((c) => effectById(w, c.effectId)?.status === "unknown");
+      if (unknown.length === 0) return;
+      const call = unknown[this.pick % unknown.length]!;
+      const out = await guard(w, `operator ${this.action}`, () => (this.action === "lookup" ? operatorLookup(w.runtime, call.effectId) : honestResolve(w, call)));
+      trace(w, `  operator ${this.action} call#${call.idx} → ${out ?? "refused"}`);
+    });
+  }
+  toString = () => `operator(${this.pick}, ${this.action})`;
+}
+
+export const RACE_OPS = ["reconcile_sweep", "reconcile_operator", "claim", "report", "finalize", "sweep", "lease_expiry", "enqueue", "operator_resolve", "operator_lookup"] as const;
 export type RaceOp = (typeof RACE_OPS)[number];
 
 /**
@@ -562,6 +595,12 @@ class RaceCmd implements Cmd {
           case "finalize":
             start(op, () => w.runtime.repair.finalize(call.driverInstanceId, "operator"));
             break;
+          case "operator_resolve":
+            start(op, () => honestResolve(w, call));
+            break;
+          case "operator_lookup":
+            start(op, () => operatorLookup(w.runtime, call.effectId));
+            break;
           case "sweep":
             start(op, () => w.runtime.sweep.sweepOnce());
             break;
@@ -601,7 +640,7 @@ const FAULTS: AdapterFault[] = ["none", "throws", "rejects", "garbage", "hangs_i
  * concurrently with the other operations (finalization included): that is how the
  * enqueue-during-finalization bug was found (see the pinned regression in the test file).
  */
-export function commandArbitraries(opts: { raceEnqueue: boolean }): Array<fc.Arbitrary<Cmd>> {
+export function commandArbitraries(opts: { raceEnqueue: boolean; operator?: boolean }): Array<fc.Arbitrary<Cmd>> {
   const enqueueArb = fc.constantFrom<ToolKind>("bound", "bound", "bound", "bound", "unbound_server", "undeclared_tool").map((k) => new EnqueueCmd(k));
   // the Driver accepts what it receives, except now and then (it crashed right after receiving)
   const deliverArb = fc.nat(5).map((n) => new DeliverCmd(n !== 0));
@@ -633,7 +672,12 @@ export function commandArbitraries(opts: { raceEnqueue: boolean }): Array<fc.Arb
     .record({
       s: fc.scheduler(),
       pick: fc.nat(7),
-      core: fc.shuffledSubarray(["reconcile_sweep", "reconcile_operator", "claim", "report", "sweep", "lease_expiry"] as RaceOp[], { minLength: 1, maxLength: 3 }),
+      core: fc.shuffledSubarray(
+        (opts.operator
+          ? ["reconcile_sweep", "reconcile_operator", "claim", "report", "sweep", "lease_expiry", "operator_resolve", "operator_lookup"]
+          : ["reconcile_sweep", "reconcile_operator", "claim", "report", "sweep", "lease_expiry"]) as RaceOp[],
+        { minLength: 1, maxLength: 3 },
+      ),
       finalize: fc.nat(3).map((n) => n === 0),
       enqueue: fc.nat(2).map((n) => opts.raceEnqueue && n === 0),
     })
@@ -665,5 +709,8 @@ export function commandArbitraries(opts: { raceEnqueue: boolean }): Array<fc.Arb
     [2, raceArb],
     [2, zombieArb],
   ];
+  if (opts.operator) {
+    weighted.push([1, fc.record({ pick: fc.nat(7), action: fc.constantFrom<"lookup" | "resolve">("lookup", "resolve") }).map((r) => new OperatorCmd(r.pick, r.action))]);
+  }
   return weighted.flatMap(([n, arb]) => Array.from({ length: n }, () => arb));
 }

@@ -460,9 +460,16 @@ export async function checkInvariants(w: World, m: Model, where: string): Promis
         const receipt = JSON.parse(e.reconciliation_receipt_json) as { providerOperationId?: string };
         const exp = expectedResultOf(w, e);
         if (receipt.providerOperationId !== exp?.record.operationId) fail(w, where, `effect ${e.id}: receipt names ${receipt.providerOperationId}, provider holds ${exp?.record.operationId} (I3)`);
+      } else if (e.resolution === "operator") {
+        const rec = provider.record(e.idempotency_key);
+        if (!rec || result?.outputText !== `created ${rec.operationId}`) fail(w, where, `effect ${e.id} resolved succeeded by the operator with ${e.result_json}, provider holds ${rec?.operationId ?? "nothing"} (I3)`);
       } else if (e.resolution !== "provider_result") {
-        fail(w, where, `effect ${e.id} succeeded with resolution ${e.resolution} (no operator acts in this model)`);
+        fail(w, where, `effect ${e.id} succeeded with resolution ${e.resolution}`);
       }
+    } else if (e.status === "not_executed" && e.resolution === "operator") {
+      // the honest operator fenced the key at the provider before resolving
+      if (writes !== 0) fail(w, where, `effect ${e.id} resolved not_executed by the operator but the provider committed its key (I3)`);
+      if (!provider.isFenced(e.idempotency_key)) fail(w, where, `effect ${e.id} resolved not_executed while its key can still commit`);
     } else if (e.status === "not_executed") {
       if (e.resolution !== "reconciled" || !e.reconciliation_receipt_json) fail(w, where, `effect ${e.id} not_executed with resolution ${e.resolution}, receipt ${e.reconciliation_receipt_json} (I7)`);
       const rec = confirmed[0];
