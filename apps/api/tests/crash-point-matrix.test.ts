@@ -111,7 +111,8 @@ describe("crash-point matrix (9 rows × 3 provider profiles × 6 behaviours, bot
           break;
         case "reconcile_after_lookup_before_persist":
           expect(r.sends, label).toBe(1);
-          if (lookupProfile && behaviour !== "timeout" && behaviour !== "late_commit") expect(r.seen.crash, label).toBeTruthy();
+          // answers without real-time delay reach the crash point for sure (slow_ok may time out under load)
+          if (lookupProfile && (behaviour === "ok" || behaviour === "throw" || behaviour === "malformed")) expect(r.seen.crash, label).toBeTruthy();
           if (behaviour !== "late_commit") expect(r.final, label).toBe(lookupProfile ? "succeeded/reconciled" : "unknown");
           break;
         case "two_reconcilers": {
