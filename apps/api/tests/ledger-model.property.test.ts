@@ -2,11 +2,11 @@
  * Model-based property test of the effect ledger with reconciliation ON (DESIGN.md §3, §5, §6;
  * research/reliability.md "Proposed test plan": I1–I4, I7, I8, I10, crash points C1–C6, R1, R2).
  *
- * A real runtime on an in-memory SQLite store, the provider double bound as `tracker`, a model
+ * A real runtime on a file-backed SQLite store (API crashes reopen it), the provider double bound as `tracker`, a model
  * Driver, provider, operator and clock driven by `fc.commands` + `fc.asyncModelRun`; race commands
  * interleave two reconcilers, a redelivery claim, Driver reports, finalization, the sweep, a lease
  * expiry and an enqueue under `fc.scheduler`. Every invariant is checked after every command on
- * the store (raw SQL, plus a TEMP audit of every single row change), the doubles and the model;
+ * the store (raw SQL, plus a test-only audit of every single row change), the doubles and the model;
  * then quiescence (faults off, clock far ahead, sweeps) checks I2/I10.
  * See helpers/ledger-model-world.ts (system, invariants) and helpers/ledger-model-commands.ts.
  *
@@ -40,6 +40,8 @@ interface LedgerPropertyOptions {
   finalizationSettlesCommand: boolean;
   /** Operator lookups and honest manual resolutions (helpers/operator-actions.ts), also inside races. */
   operator: boolean;
+  /** API processes that die at a durable write (ApiCrashCmd) and restart on the same file. */
+  apiCrash?: boolean;
   /** fast-check's `replayPath` of a counterexample (printed next to it), to replay it exactly. */
   replayPath?: string;
 }
@@ -47,7 +49,7 @@ interface LedgerPropertyOptions {
 function ledgerProperty(opts: LedgerPropertyOptions) {
   return fc.asyncProperty(
     profileArb,
-    fc.commands(commandArbitraries({ raceEnqueue: opts.raceEnqueue, operator: opts.operator }), {
+    fc.commands(commandArbitraries({ raceEnqueue: opts.raceEnqueue, operator: opts.operator, apiCrash: opts.apiCrash ?? false }), {
       maxCommands: 50,
       size: "max",
       ...(opts.replayPath ? { replayPath: opts.replayPath } : {}),
@@ -71,7 +73,7 @@ afterAll(() => {
   const fmt = (m: Map<string, number>) => [...m].sort((a, b) => b[1] - a[1]).map(([k, v]) => `${k}=${v}`).join(", ");
   console.log(
     [
-      `ledger model: ${figures.runs} runs (incl. shrinking/replays), ${figures.transitionsChecked} row changes audited, ${figures.providerWrites} provider writes, ${figures.lateCommitProbes} late-commit probes, ${figures.raceOps} race ops`,
+      `ledger model: ${figures.runs} runs (incl. shrinking/replays), ${figures.transitionsChecked} row changes audited, ${figures.providerWrites} provider writes, ${figures.lateCommitProbes} late-commit probes, ${figures.raceOps} race ops, ${figures.apiRestarts} API restarts (${figures.apiCrashes} at a durable write)`,
       `  commands: ${fmt(figures.commands)}`,
       `  claims: ${fmt(figures.claims)}`,
       `  final effects: ${fmt(figures.effects)}`,
@@ -84,7 +86,7 @@ afterAll(() => {
 describe("effect ledger model (reconciliation on, provider double bound as tracker)", () => {
   it(`keeps I1–I4, I7, I10 after every command and I2 after quiescence (${NUM_RUNS} runs)`, { timeout: 600_000 }, async () => {
     console.log(`ledger model: seed ${SEED}${PATH ? `, path ${PATH}` : ""}, ${NUM_RUNS} runs (replay: LEDGER_MODEL_SEED=${SEED} [LEDGER_MODEL_PATH=<path from the failure>])`);
-    await fc.assert(ledgerProperty({ raceEnqueue: true, finalizationSettlesCommand: true, operator: true }), {
+    await fc.assert(ledgerProperty({ raceEnqueue: true, finalizationSettlesCommand: true, operator: true, apiCrash: true }), {
       numRuns: NUM_RUNS,
       seed: SEED,
       ...(PATH ? { path: PATH, endOnFailure: true } : {}),

@@ -67,6 +67,7 @@ export class CrashInjector {
     const sqlite = store.sqlite;
     const prepare = sqlite.prepare.bind(sqlite);
     sqlite.prepare = ((source: string) => {
+      if (this.crashed) throw this.crashed; // a dead process runs nothing, reads included
       const stmt = prepare(source);
       if (!WRITE_SQL.test(source)) return stmt;
       for (const method of ["run", "get", "all"] as const) {
