@@ -89,6 +89,7 @@ describe("effect ledger model (reconciliation on, provider double bound as track
     await fc.assert(ledgerProperty({ raceEnqueue: true, finalizationSettlesCommand: true, operator: true, apiCrash: true }), {
       numRuns: NUM_RUNS,
       seed: SEED,
+      includeErrorInReport: true, // the violated invariant and its trace appear in the failure message
       ...(PATH ? { path: PATH, endOnFailure: true } : {}),
     });
     expect(figures.runs).toBeGreaterThanOrEqual(PATH ? 1 : NUM_RUNS);
