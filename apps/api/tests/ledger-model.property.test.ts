@@ -18,7 +18,7 @@
 import { afterAll, describe, expect, it } from "vitest";
 import fc from "fast-check";
 import { commandArbitraries } from "./helpers/ledger-model-commands.js";
-import { createWorld, figures, newModel, quiesce, type Profile } from "./helpers/ledger-model-world.js";
+import { createWorld, figures, newModel, quiesce, removeMigratedTemplate, type Profile } from "./helpers/ledger-model-world.js";
 
 /** Runs of the exploring property (issue 5: 1,000 in `npm test`); `npm run verify:model -- --runs N` sets it. */
 const NUM_RUNS = Number(process.env.LEDGER_MODEL_RUNS ?? 1000);
@@ -70,6 +70,7 @@ function ledgerProperty(opts: LedgerPropertyOptions) {
 }
 
 afterAll(() => {
+  removeMigratedTemplate();
   const fmt = (m: Map<string, number>) => [...m].sort((a, b) => b[1] - a[1]).map(([k, v]) => `${k}=${v}`).join(", ");
   console.log(
     [

@@ -278,17 +278,22 @@ export function createWorld(profile: Profile, checks: CheckOptions = { finalizat
   return world;
 }
 
-let templateFile: string | null = null;
-/** A migrated, checkpointed store file, made once per test process; each world starts from a copy. */
+let templateDir: string | null = null;
+/** A migrated, checkpointed store file, made once per test file; each world starts from a copy. */
 function migratedTemplate(): string {
-  if (!templateFile) {
-    const file = join(mkdtempSync(join(tmpdir(), "ledger-model-template-")), "template.db");
-    const s = openStore(file);
+  if (!templateDir) {
+    templateDir = mkdtempSync(join(tmpdir(), "ledger-model-template-"));
+    const s = openStore(join(templateDir, "template.db"));
     s.sqlite.pragma("journal_mode = DELETE");
     s.close();
-    templateFile = file;
   }
-  return templateFile;
+  return join(templateDir, "template.db");
+}
+
+/** Removes the migrated template (call in `afterAll`). */
+export function removeMigratedTemplate(): void {
+  if (templateDir) rmSync(templateDir, { recursive: true, force: true });
+  templateDir = null;
 }
 
 /** Test-only audit of every effect and command row change, kept in the test's own store file (survives a restart). */
