@@ -2,24 +2,29 @@
  * Model-based property test of the effect ledger with reconciliation ON (DESIGN.md §3, §5, §6;
  * research/reliability.md "Proposed test plan": I1–I4, I7, I8, I10, crash points C1–C6, R1, R2).
  *
- * A real runtime on an in-memory SQLite store, the provider double bound as `tracker`, a model
+ * A real runtime on a file-backed SQLite store (API crashes reopen it), the provider double bound as `tracker`, a model
  * Driver, provider, operator and clock driven by `fc.commands` + `fc.asyncModelRun`; race commands
  * interleave two reconcilers, a redelivery claim, Driver reports, finalization, the sweep, a lease
  * expiry and an enqueue under `fc.scheduler`. Every invariant is checked after every command on
- * the store (raw SQL, plus a TEMP audit of every single row change), the doubles and the model;
+ * the store (raw SQL, plus a test-only audit of every single row change), the doubles and the model;
  * then quiescence (faults off, clock far ahead, sweeps) checks I2/I10.
  * See helpers/ledger-model-world.ts (system, invariants) and helpers/ledger-model-commands.ts.
  *
  * A failure prints fast-check's seed and counterexample path; replay it with
  * `fc.assert(ledgerProperty({ ...opts, replayPath }), { seed, path, endOnFailure: true })`.
- * `LEDGER_MODEL_RUNS=5000` runs the exploring property longer.
+ * `npm run verify:model -- --runs 5000 [--seed S] [--path P]` runs the exploring property longer
+ * (it sets LEDGER_MODEL_RUNS / LEDGER_MODEL_SEED / LEDGER_MODEL_PATH); the seed is printed first.
  */
 import { afterAll, describe, expect, it } from "vitest";
 import fc from "fast-check";
 import { commandArbitraries } from "./helpers/ledger-model-commands.js";
-import { createWorld, figures, newModel, quiesce, type Profile } from "./helpers/ledger-model-world.js";
+import { createWorld, figures, newModel, quiesce, removeMigratedTemplate, type Profile } from "./helpers/ledger-model-world.js";
 
-const NUM_RUNS = Number(process.env.LEDGER_MODEL_RUNS ?? 150);
+/** Runs of the exploring property (issue 5: 1,000 in `npm test`); `npm run verify:model -- --runs N` sets it. */
+const NUM_RUNS = Number(process.env.LEDGER_MODEL_RUNS ?? 1000);
+/** A fixed seed (and optionally a counterexample path) to replay a failure; else fast-check picks one. */
+const SEED = process.env.LEDGER_MODEL_SEED ? Number(process.env.LEDGER_MODEL_SEED) : Date.now() ^ (Math.random() * 0x100000000);
+const PATH = process.env.LEDGER_MODEL_PATH;
 
 const profileArb: fc.Arbitrary<Profile> = fc.constantFrom<Profile>(
   { fencing: "lookup_fences_key" },
@@ -33,6 +38,10 @@ const profileArb: fc.Arbitrary<Profile> = fc.constantFrom<Profile>(
 interface LedgerPropertyOptions {
   raceEnqueue: boolean;
   finalizationSettlesCommand: boolean;
+  /** Operator lookups and honest manual resolutions (helpers/operator-actions.ts), also inside races. */
+  operator: boolean;
+  /** API processes that die at a durable write (ApiCrashCmd) and restart on the same file. */
+  apiCrash?: boolean;
   /** fast-check's `replayPath` of a counterexample (printed next to it), to replay it exactly. */
   replayPath?: string;
 }
@@ -40,7 +49,7 @@ interface LedgerPropertyOptions {
 function ledgerProperty(opts: LedgerPropertyOptions) {
   return fc.asyncProperty(
     profileArb,
-    fc.commands(commandArbitraries({ raceEnqueue: opts.raceEnqueue }), {
+    fc.commands(commandArbitraries({ raceEnqueue: opts.raceEnqueue, operator: opts.operator, apiCrash: opts.apiCrash ?? false }), {
       maxCommands: 50,
       size: "max",
       ...(opts.replayPath ? { replayPath: opts.replayPath } : {}),
@@ -61,10 +70,11 @@ function ledgerProperty(opts: LedgerPropertyOptions) {
 }
 
 afterAll(() => {
+  removeMigratedTemplate();
   const fmt = (m: Map<string, number>) => [...m].sort((a, b) => b[1] - a[1]).map(([k, v]) => `${k}=${v}`).join(", ");
   console.log(
     [
-      `ledger model: ${figures.runs} runs (incl. shrinking/replays), ${figures.transitionsChecked} row changes audited, ${figures.providerWrites} provider writes, ${figures.lateCommitProbes} late-commit probes, ${figures.raceOps} race ops`,
+      `ledger model: ${figures.runs} runs (incl. shrinking/replays), ${figures.transitionsChecked} row changes audited, ${figures.providerWrites} provider writes, ${figures.lateCommitProbes} late-commit probes, ${figures.raceOps} race ops, ${figures.apiRestarts} API restarts (${figures.apiCrashes} at a durable write)`,
       `  commands: ${fmt(figures.commands)}`,
       `  claims: ${fmt(figures.claims)}`,
       `  final effects: ${fmt(figures.effects)}`,
@@ -75,9 +85,15 @@ afterAll(() => {
 });
 
 describe("effect ledger model (reconciliation on, provider double bound as tracker)", () => {
-  it(`keeps I1–I4, I7, I10 after every command and I2 after quiescence (${NUM_RUNS} runs)`, { timeout: 120_000 }, async () => {
-    await fc.assert(ledgerProperty({ raceEnqueue: true, finalizationSettlesCommand: true }), { numRuns: NUM_RUNS });
-    expect(figures.runs).toBeGreaterThanOrEqual(NUM_RUNS);
+  it(`keeps I1–I4, I7, I10 after every command and I2 after quiescence (${NUM_RUNS} runs)`, { timeout: 600_000 }, async () => {
+    console.log(`ledger model: seed ${SEED}${PATH ? `, path ${PATH}` : ""}, ${NUM_RUNS} runs (replay: LEDGER_MODEL_SEED=${SEED} [LEDGER_MODEL_PATH=<path from the failure>])`);
+    await fc.assert(ledgerProperty({ raceEnqueue: true, finalizationSettlesCommand: true, operator: true, apiCrash: true }), {
+      numRuns: NUM_RUNS,
+      seed: SEED,
+      includeErrorInReport: true, // the violated invariant and its trace appear in the failure message
+      ...(PATH ? { path: PATH, endOnFailure: true } : {}),
+    });
+    expect(figures.runs).toBeGreaterThanOrEqual(PATH ? 1 : NUM_RUNS);
   });
 
   /*
@@ -98,7 +114,7 @@ describe("effect ledger model (reconciliation on, provider double bound as track
    *   finalization-repair.service.ts finalize settled, awaited the lookups, then failed the run.
    */
   it("BUG 1 regression: enqueue during finalization leaves a command without a terminal receipt (seed 101, path 81:3:5:4:5:3)", async () => {
-    await fc.assert(ledgerProperty({ raceEnqueue: true, finalizationSettlesCommand: false, replayPath: "AHBAAFTd:qC" }), { seed: 101, path: "81:3:5:4:5:3", endOnFailure: true });
+    await fc.assert(ledgerProperty({ raceEnqueue: true, finalizationSettlesCommand: false, operator: false, replayPath: "AHBAAFTd:qC" }), { seed: 101, path: "81:3:5:4:5:3", endOnFailure: true });
   });
 
   /*
@@ -121,6 +137,6 @@ describe("effect ledger model (reconciliation on, provider double bound as track
    *   returns every `finalizing` instance, also one whose repair is running.
    */
   it("BUG 2 regression: a concurrent repair fails a command external_effect.unknown that finalization then confirms (seed 101, path 565:0:3:2:5:5:3:5)", async () => {
-    await fc.assert(ledgerProperty({ raceEnqueue: false, finalizationSettlesCommand: true, replayPath: "ABHMa:V" }), { seed: 101, path: "565:0:3:2:5:5:3:5", endOnFailure: true });
+    await fc.assert(ledgerProperty({ raceEnqueue: false, finalizationSettlesCommand: true, operator: false, replayPath: "ABHMa:V" }), { seed: 101, path: "565:0:3:2:5:5:3:5", endOnFailure: true });
   });
 });

@@ -16,6 +16,8 @@ import {
 import type { AdapterFault } from "@mosoo/effect-reconciliation/testing";
 import { ProviderResponseLostError } from "@mosoo/effect-reconciliation/testing";
 import { RuntimeError } from "../../src/modules/runtime/domain/runtime-errors.js";
+import { operatorLookup, operatorResolve } from "./operator-actions.js";
+import { isSimulatedCrash } from "./crash-injector.js";
 import {
   BOUND_SERVER,
   LEASE_MS,
@@ -481,7 +483,102 @@ class SetFaultsCmd implements Cmd {
   toString = () => `setFaults(${this.fault.adapterFault}${this.fault.lag ? ", lag" : ""}${this.fault.slow ? ", slow" : ""})`;
 }
 
-export const RACE_OPS = ["reconcile_sweep", "reconcile_operator", "claim", "report", "finalize", "sweep", "lease_expiry", "enqueue"] as const;
+/**
+ * An honest operator settles an `unknown` effect with what the provider holds for its key: the
+ * provider's result when it committed, else (after fencing the key at the provider, so that no
+ * late write can land) `not_executed`. Goes through helpers/operator-actions.ts.
+ */
+function honestResolve(w: World, call: CallRec): string {
+  const provider = call.bound ? w.double : w.unboundProvider;
+  const record = provider.record(call.key);
+  if (record) return operatorResolve(w.runtime, call.effectId, { succeeded: record.result });
+  provider.fence(call.key);
+  return operatorResolve(w.runtime, call.effectId, "not_executed");
+}
+
+/** The operator looks an `unknown` effect up now, or resolves it by hand ({@link honestResolve}). */
+class OperatorCmd implements Cmd {
+  constructor(
+    readonly pick: number,
+    readonly action: "lookup" | "resolve",
+  ) {}
+  check = (m: Readonly<Model>) => m.calls.length > 0;
+  async run(m: Model, w: World) {
+    await step(w, m, this.toString(), async () => {
+      const unknown = m.calls.filter((c) => effectById(w, c.effectId)?.status === "unknown");
+      if (unknown.length === 0) return;
+      const call = unknown[this.pick % unknown.length]!;
+      const out = await guard(w, `operator ${this.action}`, () => (this.action === "lookup" ? operatorLookup(w.runtime, call.effectId) : honestResolve(w, call)));
+      trace(w, `  operator ${this.action} call#${call.idx} → ${out ?? "refused"}`);
+    });
+  }
+  toString = () => `operator(${this.pick}, ${this.action})`;
+}
+
+/** What runs while the API process is armed to die (ApiCrashCmd). */
+export type CrashOp = "none" | "sweep" | "finalize" | "reconcile" | "claim";
+
+/**
+ * The API process dies at its k-th durable write from now (before or after that write commits)
+ * while running `op` (a sweep, finalization of the current Driver, a reconcile of an unknown
+ * effect, a redelivery claim), or simply between commands (`none`, or when `op` ends before write
+ * k); a new API process opens the same file (stale leases released). The Driver, the provider and
+ * the clock live on.
+ */
+class ApiCrashCmd implements Cmd {
+  constructor(
+    readonly k: number,
+    readonly phase: "before_commit" | "after_commit",
+    readonly op: CrashOp,
+    readonly pick: number,
+  ) {}
+  check = () => true;
+  async run(m: Model, w: World) {
+    await step(w, m, this.toString(), async () => {
+      w.injector.arm({ atWrite: w.injector.writes + this.k, phase: this.phase });
+      const d = w.driver;
+      try {
+        switch (this.op) {
+          case "sweep":
+            await w.runtime.sweep.sweepOnce();
+            break;
+          case "finalize":
+            if (d) await w.runtime.repair.finalize(d.instance.id, "operator");
+            break;
+          case "reconcile": {
+            const unknown = m.calls.filter((c) => c.bound && effectById(w, c.effectId)?.status === "unknown");
+            const call = unknown[this.pick % Math.max(1, unknown.length)];
+            if (call) await w.runtime.reconciler.reconcile(call.effectId, "sweep");
+            break;
+          }
+          case "claim": {
+            const open = d ? d.inbox.filter((id) => !["completed", "failed", "expired", "cancelled"].includes(commandById(w, id)?.status ?? "")) : [];
+            const commandId = open[this.pick % Math.max(1, open.length)];
+            if (d && commandId) {
+              const call = callOfCommand(m, commandId);
+              const claim = await w.runtime.ledger.claim(d.instance, d.connectionId, commandId);
+              recordClaim(w, m, call, d, claim, false);
+            }
+            break;
+          }
+          case "none":
+            break;
+        }
+      } catch (err) {
+        if (!isSimulatedCrash(err) && !(err instanceof RuntimeError)) throw err;
+      }
+      const crashed = w.injector.crashed;
+      w.injector.disarm();
+      figures.apiRestarts += 1;
+      if (crashed) figures.apiCrashes += 1;
+      trace(w, `  API ${crashed ? crashed.message : "stopped (no crash point reached)"}; restarted on the same file`);
+      w.restart();
+    });
+  }
+  toString = () => `apiCrash(${this.op}, write +${this.k} ${this.phase})`;
+}
+
+export const RACE_OPS = ["reconcile_sweep", "reconcile_operator", "claim", "report", "finalize", "sweep", "lease_expiry", "enqueue", "operator_resolve", "operator_lookup"] as const;
 export type RaceOp = (typeof RACE_OPS)[number];
 
 /**
@@ -562,6 +659,12 @@ class RaceCmd implements Cmd {
           case "finalize":
             start(op, () => w.runtime.repair.finalize(call.driverInstanceId, "operator"));
             break;
+          case "operator_resolve":
+            start(op, () => honestResolve(w, call));
+            break;
+          case "operator_lookup":
+            start(op, () => operatorLookup(w.runtime, call.effectId));
+            break;
           case "sweep":
             start(op, () => w.runtime.sweep.sweepOnce());
             break;
@@ -601,7 +704,7 @@ const FAULTS: AdapterFault[] = ["none", "throws", "rejects", "garbage", "hangs_i
  * concurrently with the other operations (finalization included): that is how the
  * enqueue-during-finalization bug was found (see the pinned regression in the test file).
  */
-export function commandArbitraries(opts: { raceEnqueue: boolean }): Array<fc.Arbitrary<Cmd>> {
+export function commandArbitraries(opts: { raceEnqueue: boolean; operator?: boolean; apiCrash?: boolean }): Array<fc.Arbitrary<Cmd>> {
   const enqueueArb = fc.constantFrom<ToolKind>("bound", "bound", "bound", "bound", "unbound_server", "undeclared_tool").map((k) => new EnqueueCmd(k));
   // the Driver accepts what it receives, except now and then (it crashed right after receiving)
   const deliverArb = fc.nat(5).map((n) => new DeliverCmd(n !== 0));
@@ -633,7 +736,12 @@ export function commandArbitraries(opts: { raceEnqueue: boolean }): Array<fc.Arb
     .record({
       s: fc.scheduler(),
       pick: fc.nat(7),
-      core: fc.shuffledSubarray(["reconcile_sweep", "reconcile_operator", "claim", "report", "sweep", "lease_expiry"] as RaceOp[], { minLength: 1, maxLength: 3 }),
+      core: fc.shuffledSubarray(
+        (opts.operator
+          ? ["reconcile_sweep", "reconcile_operator", "claim", "report", "sweep", "lease_expiry", "operator_resolve", "operator_lookup"]
+          : ["reconcile_sweep", "reconcile_operator", "claim", "report", "sweep", "lease_expiry"]) as RaceOp[],
+        { minLength: 1, maxLength: 3 },
+      ),
       finalize: fc.nat(3).map((n) => n === 0),
       enqueue: fc.nat(2).map((n) => opts.raceEnqueue && n === 0),
     })
@@ -665,5 +773,21 @@ export function commandArbitraries(opts: { raceEnqueue: boolean }): Array<fc.Arb
     [2, raceArb],
     [2, zombieArb],
   ];
+  if (opts.apiCrash) {
+    weighted.push([
+      1,
+      fc
+        .record({
+          k: fc.integer({ min: 1, max: 3 }),
+          phase: fc.constantFrom<"before_commit" | "after_commit">("before_commit", "after_commit"),
+          op: fc.constantFrom<CrashOp>("none", "sweep", "finalize", "reconcile", "claim"),
+          pick: fc.nat(7),
+        })
+        .map((r) => new ApiCrashCmd(r.k, r.phase, r.op, r.pick)),
+    ]);
+  }
+  if (opts.operator) {
+    weighted.push([1, fc.record({ pick: fc.nat(7), action: fc.constantFrom<"lookup" | "resolve">("lookup", "resolve") }).map((r) => new OperatorCmd(r.pick, r.action))]);
+  }
   return weighted.flatMap(([n, arb]) => Array.from({ length: n }, () => arb));
 }

@@ -1,8 +1,8 @@
 /**
- * The system under test of `ledger-model.property.test.ts`: a real runtime (reconciliation ON) on an
- * in-memory SQLite store, the provider double bound as server `tracker` (tool `createIssue`), a second
+ * The system under test of `ledger-model.property.test.ts`: a real runtime (reconciliation ON) on a
+ * file-backed SQLite store (an API restart reopens it), the provider double bound as server `tracker` (tool `createIssue`), a second
  * provider double for writes no adapter may look up, one manual clock for everything, and a model
- * Driver. Test-only TEMP triggers log every status change of effects and commands, so each single
+ * Driver. Test-only audit triggers log every status change of effects and commands, so each single
  * transition (also the intermediate ones inside one service call) is checked, not only end states.
  */
 import pino from "pino";
@@ -17,7 +17,11 @@ import {
   type ProviderDouble,
   type ProviderWriteResult,
 } from "@mosoo/effect-reconciliation/testing";
+import { copyFileSync, mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { openStore, type Store } from "../../src/platform/db/database.js";
+import { CrashInjector } from "./crash-injector.js";
 import { createRuntime, type Runtime } from "../../src/modules/runtime/application/runtime.js";
 import type { ReconciliationSettings } from "../../src/modules/reconciliation/application/reconciliation-settings.js";
 import type { DriverInstanceRow } from "../../src/modules/runtime/infrastructure/driver-instance.repository.js";
@@ -143,6 +147,8 @@ export const figures = {
   lateCommitProbes: 0,
   raceOps: 0,
   transitionsChecked: 0,
+  apiRestarts: 0,
+  apiCrashes: 0,
 };
 export function bump(map: Map<string, number>, key: string, by = 1): void {
   map.set(key, (map.get(key) ?? 0) + by);
@@ -168,6 +174,10 @@ export interface World {
   trace: string[];
   auditCursor: { effects: number; commands: number };
   checks: CheckOptions;
+  /** Counts durable writes of the current store and crashes at a planned one (ApiCrashCmd). */
+  injector: CrashInjector;
+  /** The API process died: close the store, open the same file in a new runtime (stale leases released). */
+  restart(): void;
   close(): void;
 }
 
@@ -186,12 +196,11 @@ export function createWorld(profile: Profile, checks: CheckOptions = { finalizat
   const double = createProviderDouble({ clock, toolName: WRITE_TOOL, keyFencing });
   const unboundProvider = createProviderDouble({ clock, toolName: "sendEmail" });
   const inner = createProviderDoubleAdapter(double);
-  const store = openStore(":memory:");
   const world = {} as World;
   const adapter: ReconciliationAdapter = {
     declaration: inner.declaration,
     lookup(request, context) {
-      const row = store.sqlite.prepare("SELECT status, lease_owner FROM external_tool_effects WHERE id = ?").get(request.effectId) as
+      const row = world.store.sqlite.prepare("SELECT status, lease_owner FROM external_tool_effects WHERE id = ?").get(request.effectId) as
         | { status: string; lease_owner: string | null }
         | undefined;
       world.lookups.push({ request, effectStatus: row?.status, leaseOwner: row?.lease_owner });
@@ -213,20 +222,32 @@ export function createWorld(profile: Profile, checks: CheckOptions = { finalizat
     backoff: { initialMs: 1_000, maxMs: 8_000, factor: 2 },
     maxLookups: MAX_LOOKUPS,
   };
-  const runtime = createRuntime({
-    db: store.db,
-    logger: pino({ level: "silent" }),
-    heartbeatTtlMs: HEARTBEAT_TTL_MS,
-    clock: { nowMs: () => clock.now() },
-    reconciliation: settings,
-  });
-  // The audit triggers stamp each row change with the manual clock (test-only SQL function).
-  store.sqlite.function("ledger_model_now", { deterministic: false }, () => clock.now());
-  installAudit(store);
+  // A file-backed store (a copy of a migrated template), so an "API process" can die and a new
+  // one open the same file (ApiCrashCmd). synchronous=OFF only for speed: a simulated crash never
+  // loses what the OS already holds.
+  const dir = mkdtempSync(join(tmpdir(), "ledger-model-"));
+  const file = join(dir, "ledger.db");
+  copyFileSync(migratedTemplate(), file);
+  const boot = () => {
+    const store = openStore(file);
+    store.sqlite.pragma("synchronous = OFF");
+    // The audit triggers stamp each row change with the manual clock (test-only SQL function).
+    store.sqlite.function("ledger_model_now", { deterministic: false }, () => clock.now());
+    installAudit(store);
+    const injector = new CrashInjector();
+    injector.attach(store);
+    const runtime = createRuntime({
+      db: store.db,
+      logger: pino({ level: "silent" }),
+      heartbeatTtlMs: HEARTBEAT_TTL_MS,
+      clock: { nowMs: () => clock.now() },
+      reconciliation: settings,
+    });
+    Object.assign(world, { store, runtime, injector });
+  };
+  boot();
   Object.assign(world, {
     profile,
-    store,
-    runtime,
     clock,
     double,
     unboundProvider,
@@ -239,26 +260,57 @@ export function createWorld(profile: Profile, checks: CheckOptions = { finalizat
     trace: [],
     auditCursor: { effects: 0, commands: 0 },
     checks,
-    close: () => store.close(),
-  } satisfies Omit<World, never>);
+    restart: () => {
+      try {
+        world.store.close();
+      } catch {
+        // already closed
+      }
+      boot();
+      // what server.ts does at startup: leases of the dead process are released
+      world.runtime.reconciler.releaseStaleLeases();
+    },
+    close: () => {
+      world.store.close();
+      rmSync(dir, { recursive: true, force: true });
+    },
+  } satisfies Omit<World, "store" | "runtime" | "injector">);
   return world;
 }
 
-/** TEMP (connection-local, test-only) audit of every effect and command row change. */
+let templateDir: string | null = null;
+/** A migrated, checkpointed store file, made once per test file; each world starts from a copy. */
+function migratedTemplate(): string {
+  if (!templateDir) {
+    templateDir = mkdtempSync(join(tmpdir(), "ledger-model-template-"));
+    const s = openStore(join(templateDir, "template.db"));
+    s.sqlite.pragma("journal_mode = DELETE");
+    s.close();
+  }
+  return join(templateDir, "template.db");
+}
+
+/** Removes the migrated template (call in `afterAll`). */
+export function removeMigratedTemplate(): void {
+  if (templateDir) rmSync(templateDir, { recursive: true, force: true });
+  templateDir = null;
+}
+
+/** Test-only audit of every effect and command row change, kept in the test's own store file (survives a restart). */
 function installAudit(store: Store): void {
   store.sqlite.exec(`
-    CREATE TEMP TABLE audit_effect (
+    CREATE TABLE IF NOT EXISTS audit_effect (
       seq INTEGER PRIMARY KEY AUTOINCREMENT, id TEXT, op TEXT,
       old_status TEXT, new_status TEXT, old_version INTEGER, new_version INTEGER,
       old_resolution TEXT, new_resolution TEXT, old_result TEXT, new_result TEXT,
       old_rreceipt TEXT, new_rreceipt TEXT, old_preceipt TEXT, new_preceipt TEXT,
       old_attempts INTEGER, new_attempts INTEGER,
       old_lease_owner TEXT, new_lease_owner TEXT, old_lease_exp INTEGER, new_lease_exp INTEGER, at_ms INTEGER);
-    CREATE TEMP TRIGGER audit_effect_insert AFTER INSERT ON main.external_tool_effects BEGIN
+    CREATE TRIGGER IF NOT EXISTS audit_effect_insert AFTER INSERT ON external_tool_effects BEGIN
       INSERT INTO audit_effect (id, op, new_status, new_version, new_resolution, new_result, new_rreceipt, new_preceipt, new_attempts)
       VALUES (NEW.id, 'insert', NEW.status, NEW.version, NEW.resolution, NEW.result_json, NEW.reconciliation_receipt_json, NEW.provider_receipt_json, NEW.attempt_count);
     END;
-    CREATE TEMP TRIGGER audit_effect_update AFTER UPDATE ON main.external_tool_effects BEGIN
+    CREATE TRIGGER IF NOT EXISTS audit_effect_update AFTER UPDATE ON external_tool_effects BEGIN
       INSERT INTO audit_effect (id, op, old_status, new_status, old_version, new_version, old_resolution, new_resolution,
         old_result, new_result, old_rreceipt, new_rreceipt, old_preceipt, new_preceipt, old_attempts, new_attempts,
         old_lease_owner, new_lease_owner, old_lease_exp, new_lease_exp, at_ms)
@@ -267,16 +319,16 @@ function installAudit(store: Store): void {
         OLD.provider_receipt_json, NEW.provider_receipt_json, OLD.attempt_count, NEW.attempt_count,
         OLD.lease_owner, NEW.lease_owner, OLD.lease_expires_at_ms, NEW.lease_expires_at_ms, ledger_model_now());
     END;
-    CREATE TEMP TRIGGER audit_effect_delete AFTER DELETE ON main.external_tool_effects BEGIN
+    CREATE TRIGGER IF NOT EXISTS audit_effect_delete AFTER DELETE ON external_tool_effects BEGIN
       INSERT INTO audit_effect (id, op, old_status) VALUES (OLD.id, 'delete', OLD.status);
     END;
-    CREATE TEMP TABLE audit_command (
+    CREATE TABLE IF NOT EXISTS audit_command (
       seq INTEGER PRIMARY KEY AUTOINCREMENT, id TEXT, op TEXT, old_status TEXT, new_status TEXT,
       old_result TEXT, new_result TEXT, old_error TEXT, new_error TEXT, old_terminal INTEGER, new_terminal INTEGER);
-    CREATE TEMP TRIGGER audit_command_insert AFTER INSERT ON main.driver_commands BEGIN
+    CREATE TRIGGER IF NOT EXISTS audit_command_insert AFTER INSERT ON driver_commands BEGIN
       INSERT INTO audit_command (id, op, new_status) VALUES (NEW.id, 'insert', NEW.status);
     END;
-    CREATE TEMP TRIGGER audit_command_update AFTER UPDATE ON main.driver_commands BEGIN
+    CREATE TRIGGER IF NOT EXISTS audit_command_update AFTER UPDATE ON driver_commands BEGIN
       INSERT INTO audit_command (id, op, old_status, new_status, old_result, new_result, old_error, new_error, old_terminal, new_terminal)
       VALUES (NEW.id, 'update', OLD.status, NEW.status, OLD.result_json, NEW.result_json, OLD.error_json, NEW.error_json, OLD.terminal_at_ms, NEW.terminal_at_ms);
     END;
@@ -460,9 +512,16 @@ export async function checkInvariants(w: World, m: Model, where: string): Promis
         const receipt = JSON.parse(e.reconciliation_receipt_json) as { providerOperationId?: string };
         const exp = expectedResultOf(w, e);
         if (receipt.providerOperationId !== exp?.record.operationId) fail(w, where, `effect ${e.id}: receipt names ${receipt.providerOperationId}, provider holds ${exp?.record.operationId} (I3)`);
+      } else if (e.resolution === "operator") {
+        const rec = provider.record(e.idempotency_key);
+        if (!rec || result?.outputText !== `created ${rec.operationId}`) fail(w, where, `effect ${e.id} resolved succeeded by the operator with ${e.result_json}, provider holds ${rec?.operationId ?? "nothing"} (I3)`);
       } else if (e.resolution !== "provider_result") {
-        fail(w, where, `effect ${e.id} succeeded with resolution ${e.resolution} (no operator acts in this model)`);
+        fail(w, where, `effect ${e.id} succeeded with resolution ${e.resolution}`);
       }
+    } else if (e.status === "not_executed" && e.resolution === "operator") {
+      // the honest operator fenced the key at the provider before resolving
+      if (writes !== 0) fail(w, where, `effect ${e.id} resolved not_executed by the operator but the provider committed its key (I3)`);
+      if (!provider.isFenced(e.idempotency_key)) fail(w, where, `effect ${e.id} resolved not_executed while its key can still commit`);
     } else if (e.status === "not_executed") {
       if (e.resolution !== "reconciled" || !e.reconciliation_receipt_json) fail(w, where, `effect ${e.id} not_executed with resolution ${e.resolution}, receipt ${e.reconciliation_receipt_json} (I7)`);
       const rec = confirmed[0];

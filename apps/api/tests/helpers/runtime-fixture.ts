@@ -3,6 +3,7 @@ import { openStore, type Store } from "../../src/platform/db/database.js";
 import { createRuntime, type Runtime } from "../../src/modules/runtime/application/runtime.js";
 import type { DriverInstanceRow } from "../../src/modules/runtime/infrastructure/driver-instance.repository.js";
 import type { Clock } from "../../src/platform/clock.js";
+import type { ReconciliationSettings } from "../../src/modules/reconciliation/application/reconciliation-settings.js";
 
 /** A clock the test moves by hand (ms). */
 export class ManualClock implements Clock {
@@ -24,10 +25,16 @@ export interface RuntimeFixture {
 }
 
 /** Creates a {@link RuntimeFixture}; `heartbeatTtlMs` defaults to 10 000 ms. */
-export function createRuntimeFixture(opts: { heartbeatTtlMs?: number; dbFile?: string } = {}): RuntimeFixture {
+export function createRuntimeFixture(opts: { heartbeatTtlMs?: number; dbFile?: string; reconciliation?: ReconciliationSettings } = {}): RuntimeFixture {
   const store = openStore(opts.dbFile ?? ":memory:");
   const clock = new ManualClock();
-  const runtime = createRuntime({ db: store.db, logger: pino({ level: "silent" }), heartbeatTtlMs: opts.heartbeatTtlMs ?? 10_000, clock });
+  const runtime = createRuntime({
+    db: store.db,
+    logger: pino({ level: "silent" }),
+    heartbeatTtlMs: opts.heartbeatTtlMs ?? 10_000,
+    clock,
+    ...(opts.reconciliation ? { reconciliation: opts.reconciliation } : {}),
+  });
   return { store, runtime, clock, close: () => store.close() };
 }
 

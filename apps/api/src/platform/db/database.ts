@@ -85,5 +85,36 @@ export function openStore(file: string): Store {
  * writes (`busy_timeout` applies instead). Synchronous; a throw rolls everything back and rethrows.
  */
 export function writeTransaction<T>(db: Db, fn: (tx: Tx) => T): T {
-  return db.transaction(fn, { behavior: "immediate" });
+  const observer = durableWriteObservers.get(db);
+  if (!observer) return db.transaction(fn, { behavior: "immediate" });
+  const out = db.transaction(
+    (tx) => {
+      const value = fn(tx);
+      observer.beforeCommit();
+      return value;
+    },
+    { behavior: "immediate" },
+  );
+  observer.afterCommit();
+  return out;
+}
+
+/**
+ * Test seam (crash-safety verification, issue 5): sees each {@link writeTransaction} of one handle
+ * at its durable boundary. `beforeCommit` runs inside the transaction after its work (a throw rolls
+ * the whole transaction back, as a crash before COMMIT would); `afterCommit` runs once it is durable
+ * (a throw there is a crash after COMMIT: the write stands, the caller never sees its result).
+ * Production code never installs one.
+ */
+export interface DurableWriteObserver {
+  beforeCommit(): void;
+  afterCommit(): void;
+}
+
+const durableWriteObservers = new WeakMap<Db, DurableWriteObserver>();
+
+/** Installs (or, with `null`, removes) the {@link DurableWriteObserver} of `db`. Test-only. */
+export function observeDurableWrites(db: Db, observer: DurableWriteObserver | null): void {
+  if (observer) durableWriteObservers.set(db, observer);
+  else durableWriteObservers.delete(db);
 }

@@ -1,0 +1,113 @@
+/**
+ * The checks of the crash lab (issue 5 invariants, research/reliability.md I1–I4, I7, I8, I10): the
+ * ledger (raw SQL on the file) against the provider double's ground truth and the lab's record of
+ * sends and commits. Each returns human-readable violations; an empty list is a pass.
+ */
+import type { CrashLab } from "./crash-lab.js";
+
+/** DESIGN.md §3: the only single-step status changes of an effect. */
+const EFFECT_STEPS: Record<string, readonly string[]> = {
+  intent: ["executing"],
+  executing: ["succeeded", "unknown"],
+  unknown: ["succeeded", "not_executed"],
+  succeeded: [],
+  not_executed: [],
+};
+const TERMINAL_COMMAND = new Set(["completed", "failed", "expired", "cancelled"]);
+
+/**
+ * Installs a persistent (in the test's own file) audit of every effect status change, so the
+ * transitions made by every "process" across crashes are checked. Idempotent (each boot calls it).
+ */
+export function installLabAudit(lab: CrashLab): void {
+  lab.store.sqlite.exec(`
+    CREATE TABLE IF NOT EXISTS lab_audit_effect (seq INTEGER PRIMARY KEY AUTOINCREMENT, id TEXT, old_status TEXT, new_status TEXT,
+      old_version INTEGER, new_version INTEGER, old_attempts INTEGER, new_attempts INTEGER);
+    CREATE TRIGGER IF NOT EXISTS lab_audit_effect_update AFTER UPDATE ON external_tool_effects BEGIN
+      INSERT INTO lab_audit_effect (id, old_status, new_status, old_version, new_version, old_attempts, new_attempts)
+      VALUES (NEW.id, OLD.status, NEW.status, OLD.version, NEW.version, OLD.attempt_count, NEW.attempt_count);
+    END;
+    CREATE TRIGGER IF NOT EXISTS lab_audit_effect_delete AFTER DELETE ON external_tool_effects BEGIN
+      INSERT INTO lab_audit_effect (id, old_status, new_status) VALUES (OLD.id, OLD.status, 'DELETED');
+    END;
+  `);
+}
+
+interface EffectRow {
+  id: string;
+  command_id: string;
+  idempotency_key: string;
+  status: string;
+  resolution: string | null;
+  result_json: string | null;
+  reconciliation_receipt_json: string | null;
+  operator_attention: string | null;
+  attempt_count: number;
+}
+
+/** The final ledger state of the lab's one effect (undefined when no intent was written). */
+export function labEffect(lab: CrashLab): EffectRow | undefined {
+  return lab.store.sqlite.prepare("SELECT * FROM external_tool_effects").get() as EffectRow | undefined;
+}
+
+/**
+ * Every invariant after quiescence:
+ * - I1 at most one provider send and one provider commit per key; at most one attempt;
+ * - I3 `succeeded` ⇒ the provider holds a commit for the key and the ledger result is that commit's;
+ *   `not_executed` ⇒ the provider holds none (and, when the lookup fences, a late write is refused);
+ * - I2 a committed key whose provider can be asked (profile with lookup) ends `succeeded`;
+ *   without lookup it ends `succeeded` (result persisted before the crash) or fenced `unknown`;
+ * - I4 only legal transitions (persistent audit), versions grow on each status change;
+ * - I10 nothing `executing`; every command has a terminal receipt;
+ * - rule 6 a `completed` command holds exactly its effect's stored result.
+ */
+export async function checkLab(lab: CrashLab): Promise<string[]> {
+  const v: string[] = [];
+  const sql = lab.store.sqlite;
+  const effects = sql.prepare("SELECT * FROM external_tool_effects").all() as EffectRow[];
+  for (const a of sql.prepare("SELECT * FROM lab_audit_effect ORDER BY seq").all() as Array<Record<string, string | number | null>>) {
+    const from = String(a.old_status);
+    const to = String(a.new_status);
+    if (to === "DELETED") v.push(`effect ${a.id} deleted while ${from}`);
+    else if (from !== to && !EFFECT_STEPS[from]?.includes(to)) v.push(`illegal transition ${from} → ${to} (I4)`);
+    else if (from !== to && Number(a.new_version) <= Number(a.old_version)) v.push(`${from} → ${to} without a version bump (rule 7)`);
+    if (Number(a.new_attempts) > 1) v.push(`attempt ${a.new_attempts} (I1)`);
+  }
+  for (const e of effects) {
+    const key = e.idempotency_key;
+    const sends = lab.facts.sends.get(key) ?? 0;
+    const commits = lab.facts.commits.get(key) ?? 0;
+    const record = lab.double.record(key);
+    if (sends > 1) v.push(`${sends} provider sends for one key (I1)`);
+    if (commits > 1) v.push(`${commits} provider commits for one key (I1 duplicated)`);
+    if (e.attempt_count > 1) v.push(`attempt_count ${e.attempt_count} (I1)`);
+    if (e.status === "executing") v.push("effect still executing after quiescence (I10)");
+    if (e.status === "succeeded") {
+      if (!record) v.push(`succeeded (${e.resolution}) but the provider holds no commit (I3 phantom)`);
+      const out = (JSON.parse(e.result_json ?? "null") as { outputText?: string } | null)?.outputText;
+      if (record && out !== `created ${record.operationId}`) v.push(`succeeded with ${out}, provider holds ${record.operationId} (I3)`);
+      if (e.resolution === "reconciled" && !e.reconciliation_receipt_json) v.push("reconciled without a receipt (I8)");
+    }
+    if (e.status === "not_executed") {
+      if (record) v.push(`not_executed but the provider committed ${record.operationId} (lost)`);
+      if (!e.reconciliation_receipt_json && e.resolution === "reconciled") v.push("not_executed/reconciled without a receipt (I8)");
+      if (lab.profile === "dedupe_lookup") {
+        const late = await lab.double.commit(key, { title: "Disk full" });
+        if (late.status !== "refused") v.push(`a late write of a not_executed key was ${late.status} (I3)`);
+      }
+    }
+    if (record && e.status !== "succeeded") {
+      if (lab.profile !== "neither") v.push(`the provider committed but the ledger ends ${e.status} (I2 lost)`);
+      else if (e.status !== "unknown") v.push(`the provider committed but the ledger ends ${e.status} without lookup (lost)`);
+    }
+    if (!record && e.status === "unknown" && lab.profile !== "neither" && !e.operator_attention) {
+      v.push("unknown after quiescence with a provider that can be asked and no operator attention (I10)");
+    }
+    const cmd = sql.prepare("SELECT status, result_json FROM driver_commands WHERE id = ?").get(e.command_id) as { status: string; result_json: string | null };
+    if (!TERMINAL_COMMAND.has(cmd.status)) v.push(`command ${cmd.status} without a terminal receipt after quiescence (I10)`);
+    if (cmd.status === "completed" && (e.status !== "succeeded" || cmd.result_json !== e.result_json)) {
+      v.push(`command completed while its effect is ${e.status} / another result (rule 6: no terminal state before the result commits)`);
+    }
+  }
+  return v;
+}

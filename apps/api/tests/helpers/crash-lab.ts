@@ -1,0 +1,492 @@
+/**
+ * The crash lab of `crash-point-matrix.test.ts` (issue 5): one tool call driven step by step through
+ * the Driver protocol against a real runtime on a FILE-backed SQLite store, with a provider double
+ * that outlives every crash (it is another process). A crash abandons the in-memory runtime and the
+ * model Driver's memory, closes the store and opens the same file in a new runtime (stale leases
+ * released, as `server.ts` does at startup); recovery is then driven by a reconnecting Driver
+ * (redelivery) or by the Driver's heartbeat expiring (sweep → finalization repair), then quiescence.
+ */
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import pino from "pino";
+import {
+  effectNotExecutedError,
+  effectUnknownError,
+  toMcpExecuteCommandResult,
+  type DriverCommandEnvelope,
+  type EffectClaim,
+  type McpExecuteCommandResult,
+  type McpToolResult,
+} from "@mosoo/contracts";
+import type { ReconciliationAdapter } from "@mosoo/effect-reconciliation";
+import {
+  createManualClock,
+  createProviderDouble,
+  createProviderDoubleAdapter,
+  type ManualClock,
+  type ProviderDouble,
+} from "@mosoo/effect-reconciliation/testing";
+import { openStore, type Store } from "../../src/platform/db/database.js";
+import { createRuntime, type Runtime } from "../../src/modules/runtime/application/runtime.js";
+import type { ReconciliationSettings } from "../../src/modules/reconciliation/application/reconciliation-settings.js";
+import { CrashInjector, SimulatedCrash, isSimulatedCrash, type CrashPlan } from "./crash-injector.js";
+import { installLabAudit } from "./crash-lab-checks.js";
+
+export const SERVER = "tracker";
+export const TOOL = "createIssue";
+const START_MS = Date.UTC(2026, 10, 29, 12, 0, 0);
+/** Real-time bound of one lookup (ms) in the lab; a hanging adapter costs this much wall time. */
+export const LAB_LOOKUP_TIMEOUT_MS = 30;
+/** Declared maximum in-flight time of the `lookup_only` profile (ms, manual clock). */
+export const LAB_MAX_IN_FLIGHT_MS = 10_000;
+/** How late a `late_commit` provider call lands (ms, manual clock; within the in-flight window). */
+export const LATE_COMMIT_MS = 2_000;
+const HEARTBEAT_TTL_MS = 60_000;
+
+/**
+ * Provider capability profiles (research/reliability.md P1–P3):
+ * - `dedupe_lookup`: dedupes on our key; its lookup fences a key it does not hold (bound adapter);
+ * - `lookup_only`: no dedupe (every applied send counts as a commit); lookup with a declared
+ *   maximum in-flight time (bound adapter);
+ * - `neither`: no dedupe, no lookup: the server is bound to no adapter (the #412 fence).
+ */
+export type ProviderProfile = "dedupe_lookup" | "lookup_only" | "neither";
+export const PROFILES: readonly ProviderProfile[] = ["dedupe_lookup", "lookup_only", "neither"];
+
+/**
+ * Behaviours during recovery: the adapter's lookups answer `ok`, hang past the lookup timeout
+ * (`timeout`), `throw`, answer schema-invalid data (`malformed`) or answer after a real-time delay
+ * within the timeout (`slow_ok`); with `late_commit` the Driver's provider call is answered by
+ * nobody (it times out) and the provider applies the write {@link LATE_COMMIT_MS} later.
+ * Faults hold for the first recovery phase, then quiescence switches them off.
+ */
+export type Behaviour = "ok" | "timeout" | "late_commit" | "throw" | "malformed" | "slow_ok";
+export const BEHAVIOURS: readonly Behaviour[] = ["ok", "timeout", "late_commit", "throw", "malformed", "slow_ok"];
+
+/** Named crash points of the flow (issue 5 item 2). */
+export type CrashPoint =
+  | "before_intent"
+  | "after_intent"
+  | "after_claim"
+  | "after_provider_commit_before_response"
+  | "after_response_before_persist"
+  | "after_persist_before_receipt"
+  | "reconcile_after_lookup_before_persist";
+
+/** How the system recovers after the crash: the same Driver instance reconnects, or it never comes back. */
+export type RecoveryMode = "reconnect" | "driver_gone";
+
+/** The model Driver: what a Driver process keeps in its state file (token) and in memory (connection). */
+interface LabDriver {
+  token: string;
+  instanceId: string;
+  connectionId: string;
+}
+
+/** What the flow learned, kept across crashes by the test (not by the crashed processes). */
+export interface FlowFacts {
+  effectId?: string;
+  commandId?: string;
+  key?: string;
+  /** Provider sends made by any Driver, per key. */
+  sends: Map<string, number>;
+  /** Applied commits per key as the provider saw them (a replay counts for non-deduping profiles). */
+  commits: Map<string, number>;
+  /** The provider result of the commit, per key. */
+  results: Map<string, McpToolResult>;
+  /** Adapter lookups made. */
+  lookups: number;
+  /** Named points and write indexes at which a crash fired. */
+  crashes: string[];
+}
+
+/** One lab: a temp dir with the SQLite file, the surviving provider double and clock, the current "API process". */
+export class CrashLab {
+  readonly dir = mkdtempSync(join(tmpdir(), "mosoo-crash-"));
+  readonly file = join(this.dir, "mosoo.db");
+  readonly clock: ManualClock = createManualClock(START_MS);
+  readonly double: ProviderDouble;
+  readonly facts: FlowFacts = { sends: new Map(), commits: new Map(), results: new Map(), lookups: 0, crashes: [] };
+  store!: Store;
+  runtime!: Runtime;
+  injector!: CrashInjector;
+  driver: LabDriver | null = null;
+  runId: string | null = null;
+  /** Adapter answers are held until the gate resolves (race rows). */
+  gate: (() => Promise<void>) | null = null;
+  /** Arms the injector for the next durable write once an adapter lookup answered (crash point C6). */
+  crashAfterLookup = false;
+  faultsOn = true;
+
+  constructor(
+    readonly profile: ProviderProfile,
+    readonly behaviour: Behaviour,
+  ) {
+    this.double = createProviderDouble({
+      clock: this.clock,
+      toolName: TOOL,
+      keyFencing: profile === "dedupe_lookup" ? { kind: "lookup_fences_key" } : { kind: "max_in_flight", maxInFlightMs: LAB_MAX_IN_FLIGHT_MS },
+    });
+    this.boot();
+  }
+
+  /** Starts an "API process" on the file (migrations, stale leases released). */
+  boot(): void {
+    this.store = openStore(this.file);
+    installLabAudit(this);
+    this.injector = new CrashInjector();
+    this.injector.attach(this.store);
+    const inner = createProviderDoubleAdapter(this.double);
+    const adapter: ReconciliationAdapter = {
+      declaration: inner.declaration,
+      lookup: async (request, context) => {
+        this.facts.lookups += 1;
+        if (this.gate) await this.gate();
+        try {
+          return await this.faultyLookup(() => inner.lookup(request, context));
+        } finally {
+          if (this.crashAfterLookup) {
+            this.crashAfterLookup = false;
+            this.injector.armNext();
+          }
+        }
+      },
+    };
+    const settings: ReconciliationSettings = {
+      enabled: true,
+      bindings: new Map(this.profile === "neither" ? [] : [[SERVER, adapter]]),
+      lookupTimeoutMs: LAB_LOOKUP_TIMEOUT_MS,
+      leaseMs: 30_000,
+      concurrency: 2,
+      backoff: { initialMs: 1_000, maxMs: 8_000, factor: 2 },
+      maxLookups: 50,
+    };
+    this.runtime = createRuntime({
+      db: this.store.db,
+      logger: pino({ level: "silent" }),
+      heartbeatTtlMs: HEARTBEAT_TTL_MS,
+      clock: { nowMs: () => this.clock.now() },
+      reconciliation: settings,
+    });
+    this.runtime.reconciler.releaseStaleLeases();
+  }
+
+  private async faultyLookup(answer: () => Promise<unknown>): Promise<never> {
+    const fault = this.faultsOn ? this.behaviour : "ok";
+    switch (fault) {
+      case "timeout":
+        return new Promise<never>(() => {}); // hangs, ignores the signal
+      case "throw":
+        throw new Error("adapter exploded");
+      case "malformed":
+        return { outcome: "confirmed_succeeded", result: 42 } as never;
+      case "slow_ok":
+        await new Promise((resolve) => setTimeout(resolve, 5));
+        return (await answer()) as never;
+      default:
+        return (await answer()) as never;
+    }
+  }
+
+  /** The process died: its memory is gone, the file stays. The Driver's state file (token) survives. */
+  crash(reason: string): void {
+    this.facts.crashes.push(reason);
+    this.crashAfterLookup = false;
+    this.injector.crashed ??= new SimulatedCrash(reason);
+    try {
+      this.store.close();
+    } catch {
+      // already closed
+    }
+    this.boot();
+    if (this.driver) this.driver = { ...this.driver, connectionId: "" };
+  }
+
+  /** Removes the temp dir (the store must be closed). */
+  dispose(): void {
+    try {
+      this.store.close();
+    } catch {
+      // already closed
+    }
+    rmSync(this.dir, { recursive: true, force: true });
+  }
+
+  // -------------------------------------------------------------------------------------------
+  // The flow
+
+  /** Registers, connects the Driver and creates its run (before any crash is armed). */
+  setup(): void {
+    const { driverToken } = this.runtime.drivers.register({ name: "lab-driver" });
+    const instance = this.runtime.drivers.authenticate(driverToken);
+    const { connectionId } = this.runtime.drivers.connect(instance);
+    this.driver = { token: driverToken, instanceId: instance.id, connectionId };
+    this.runId = this.runtime.runs.createRun({ driverInstanceId: instance.id }).runId;
+  }
+
+  /** Arms a crash at the k-th durable write from now. */
+  armWrite(plan: CrashPlan): void {
+    this.injector.writes = 0;
+    this.injector.arm(plan);
+  }
+
+  private point(name: CrashPoint, at: CrashPoint | undefined): void {
+    if (name === at) throw new SimulatedCrash(name);
+  }
+
+  /**
+   * The happy path of one tool call: enqueue (intent) → deliver → accept → claim → provider call →
+   * complete (result persisted) → terminal update; crashes at `at` (a named point) or wherever the
+   * armed injector fires. Returns normally when the flow finished.
+   */
+  async runFlow(at?: CrashPoint): Promise<void> {
+    if (at === "before_intent") this.injector.armNext();
+    const call = this.runtime.runs.enqueueToolCall(this.runId!, { serverId: SERVER, toolName: TOOL, arguments: { title: "Disk full" }, requestId: "req-1" });
+    this.facts.commandId = call.commandId;
+    const eff = this.store.sqlite.prepare("SELECT id, idempotency_key FROM external_tool_effects WHERE command_id = ?").get(call.commandId) as { id: string; idempotency_key: string };
+    this.facts.effectId = eff.id;
+    this.facts.key = eff.idempotency_key;
+    this.point("after_intent", at);
+    const env = await this.deliver();
+    if (!env) throw new Error("the command was not delivered");
+    await this.handle(env, at);
+  }
+
+  /** Delivers the next command on the Driver's connection (null when none). */
+  async deliver(): Promise<DriverCommandEnvelope | null> {
+    const d = this.driver!;
+    return this.runtime.commands.nextCommand(this.runtime.drivers.authenticate(d.token), d.connectionId, 0);
+  }
+
+  /** The Driver's handling of one command (mirrors apps/driver `handleMcpExecuteCommand`). */
+  async handle(env: DriverCommandEnvelope, at?: CrashPoint): Promise<void> {
+    const d = this.driver!;
+    const instance = () => this.runtime.drivers.authenticate(d.token);
+    if (env.status === "queued" || env.status === "delivered") {
+      const acc = this.runtime.commands.updateCommand(instance(), env.commandId, { connectionId: d.connectionId, status: "accepted" });
+      if (acc.outcome === "rejected") return;
+    } else if (env.status !== "accepted") return;
+    const claim = await this.runtime.ledger.claim(instance(), d.connectionId, env.commandId);
+    await this.afterClaim(env, claim, at);
+  }
+
+  private async afterClaim(env: DriverCommandEnvelope, claim: EffectClaim, at?: CrashPoint): Promise<void> {
+    const d = this.driver!;
+    const instance = () => this.runtime.drivers.authenticate(d.token);
+    const payload = env.payload;
+    switch (claim.kind) {
+      case "completed":
+        this.runtime.commands.updateCommand(instance(), env.commandId, { connectionId: d.connectionId, status: "completed", result: claim.result });
+        return;
+      case "unknown":
+        this.runtime.commands.updateCommand(instance(), env.commandId, { connectionId: d.connectionId, status: "failed", error: effectUnknownError(claim.effectId) });
+        return;
+      case "not_executed":
+        this.runtime.commands.updateCommand(instance(), env.commandId, { connectionId: d.connectionId, status: "failed", error: effectNotExecutedError(claim.effectId) });
+        return;
+      case "execute":
+        break;
+    }
+    this.point("after_claim", at);
+    const args = JSON.parse(payload.argumentsJson) as Record<string, unknown>;
+    const sent = this.send(claim.idempotencyKey, args, at === "reconcile_after_lookup_before_persist" ? "lost" : this.behaviour === "late_commit" ? "late" : "now");
+    if (at === "after_provider_commit_before_response") {
+      await sent.catch(() => undefined);
+      throw new SimulatedCrash(at);
+    }
+    let tool: McpToolResult;
+    try {
+      tool = await sent;
+    } catch {
+      // the transport broke or the call timed out: fate unknown
+      this.runtime.ledger.markUnknown(instance(), claim.effectId, { connectionId: d.connectionId, attempt: claim.attempt, reason: "mcp_call_failed: lab" });
+      this.runtime.commands.updateCommand(instance(), env.commandId, { connectionId: d.connectionId, status: "failed", error: effectUnknownError(claim.effectId) });
+      if (at === "reconcile_after_lookup_before_persist") {
+        this.crashAfterLookup = true;
+        await this.runtime.reconciler.reconcile(claim.effectId, "sweep");
+      }
+      return;
+    }
+    this.point("after_response_before_persist", at);
+    const result: McpExecuteCommandResult = toMcpExecuteCommandResult(tool, payload);
+    this.runtime.ledger.complete(instance(), claim.effectId, { connectionId: d.connectionId, attempt: claim.attempt, result, receipt: tool._meta ?? null });
+    this.point("after_persist_before_receipt", at);
+    this.runtime.commands.updateCommand(instance(), env.commandId, { connectionId: d.connectionId, status: "completed", result });
+  }
+
+  /**
+   * One provider send with the idempotency key: `now` (answered at once), `lost` (applied, answer
+   * lost), `late` (nobody answers; the provider applies it {@link LATE_COMMIT_MS} later on the clock).
+   */
+  send(key: string, args: Record<string, unknown>, mode: "now" | "lost" | "late"): Promise<McpToolResult> {
+    this.facts.sends.set(key, (this.facts.sends.get(key) ?? 0) + 1);
+    const record = (r: Awaited<ReturnType<ProviderDouble["commit"]>>) => {
+      if (r.status === "committed" && (!r.replayed || this.profile !== "dedupe_lookup")) {
+        this.facts.commits.set(key, (this.facts.commits.get(key) ?? 0) + 1);
+        this.facts.results.set(key, r.result);
+      }
+      return r;
+    };
+    if (mode === "late") {
+      void this.double.commit(key, args, { delayMs: LATE_COMMIT_MS }).then(record, () => undefined);
+      return Promise.reject(new Error("tools/call timed out"));
+    }
+    return this.double.commit(key, args).then(record).then((r) => {
+      if (mode === "lost") throw new Error("response lost");
+      if (r.status !== "committed") throw new Error(`provider ${r.status}`);
+      return r.result;
+    });
+  }
+
+  /**
+   * Brings the flow to an `unknown` effect whose provider write committed but whose answer was
+   * lost (`late_commit`: the write lands later), the Driver having marked it unknown and failed
+   * the command. Returns the effect id.
+   */
+  async toUnknownEffect(): Promise<string> {
+    const call = this.runtime.runs.enqueueToolCall(this.runId!, { serverId: SERVER, toolName: TOOL, arguments: { title: "Disk full" }, requestId: "req-1" });
+    const eff = this.store.sqlite.prepare("SELECT id, idempotency_key FROM external_tool_effects WHERE command_id = ?").get(call.commandId) as { id: string; idempotency_key: string };
+    Object.assign(this.facts, { effectId: eff.id, commandId: call.commandId, key: eff.idempotency_key });
+    const env = (await this.deliver())!;
+    const d = this.driver!;
+    const instance = this.runtime.drivers.authenticate(d.token);
+    this.runtime.commands.updateCommand(instance, env.commandId, { connectionId: d.connectionId, status: "accepted" });
+    const claim = await this.runtime.ledger.claim(instance, d.connectionId, env.commandId);
+    if (claim.kind !== "execute") throw new Error(`expected execute, got ${claim.kind}`);
+    await this.send(claim.idempotencyKey, { title: "Disk full" }, this.behaviour === "late_commit" ? "late" : "lost").catch(() => undefined);
+    this.runtime.ledger.markUnknown(instance, claim.effectId, { connectionId: d.connectionId, attempt: claim.attempt, reason: "mcp_call_failed: lab" });
+    this.runtime.commands.updateCommand(instance, env.commandId, { connectionId: d.connectionId, status: "failed", error: effectUnknownError(claim.effectId) });
+    return claim.effectId;
+  }
+
+  /**
+   * R1: two reconcilers (sweep and operator triggers) start on one `unknown` effect; lookups are
+   * held until both started. Returns both results' kinds and the lookups they made.
+   */
+  async twoReconcilers(effectId: string): Promise<{ kinds: string[]; lookups: number }> {
+    let release: () => void = () => {};
+    const held = new Promise<void>((resolve) => (release = resolve));
+    this.gate = () => held;
+    const before = this.facts.lookups;
+    const a = this.runtime.reconciler.reconcile(effectId, "sweep");
+    const b = this.runtime.reconciler.reconcile(effectId, "operator");
+    await this.flush();
+    release();
+    const results = await Promise.all([a, b]);
+    this.gate = null;
+    return { kinds: results.map((r) => r.kind), lookups: this.facts.lookups - before };
+  }
+
+  /**
+   * R2: the Driver claims `execute` and stalls; it restarts (same instance, new connection), the
+   * redelivery fences the effect (inline lookup when bound); then the stalled executor resumes:
+   * it sends the write (a fenced key refuses it) and reports its result on its old connection.
+   * Returns the stale report's answer (`rejected`/`superseded`/an error code) and the terminal update's.
+   */
+  async stalledExecutor(): Promise<{ complete: string; update: string }> {
+    const call = this.runtime.runs.enqueueToolCall(this.runId!, { serverId: SERVER, toolName: TOOL, arguments: { title: "Disk full" }, requestId: "req-1" });
+    const eff = this.store.sqlite.prepare("SELECT id, idempotency_key FROM external_tool_effects WHERE command_id = ?").get(call.commandId) as { id: string; idempotency_key: string };
+    Object.assign(this.facts, { effectId: eff.id, commandId: call.commandId, key: eff.idempotency_key });
+    const env = (await this.deliver())!;
+    const zombie = { ...this.driver! };
+    const zInstance = this.runtime.drivers.authenticate(zombie.token);
+    this.runtime.commands.updateCommand(zInstance, env.commandId, { connectionId: zombie.connectionId, status: "accepted" });
+    const claim = await this.runtime.ledger.claim(zInstance, zombie.connectionId, env.commandId);
+    if (claim.kind !== "execute") throw new Error(`expected execute, got ${claim.kind}`);
+    await this.reconnectAndDrain(); // the restarted Driver: redelivery fences (and looks up)
+    const code = (e: unknown) => (e as { code?: string }).code ?? String(e);
+    let tool: McpToolResult | null = null;
+    try {
+      tool = await this.send(claim.idempotencyKey, { title: "Disk full" }, this.behaviour === "late_commit" ? "late" : "now");
+    } catch {
+      tool = null;
+    }
+    let complete = "not_sent";
+    const inst = this.runtime.drivers.authenticate(zombie.token);
+    try {
+      complete = tool
+        ? this.runtime.ledger.complete(inst, claim.effectId, { connectionId: zombie.connectionId, attempt: claim.attempt, result: toMcpExecuteCommandResult(tool, env.payload), receipt: null }).outcome
+        : this.runtime.ledger.markUnknown(inst, claim.effectId, { connectionId: zombie.connectionId, attempt: claim.attempt, reason: "late" }).outcome;
+    } catch (e) {
+      complete = code(e);
+    }
+    let update: string;
+    try {
+      update = this.runtime.commands.updateCommand(inst, env.commandId, { connectionId: zombie.connectionId, status: "failed", error: effectUnknownError(claim.effectId) }).outcome;
+    } catch (e) {
+      update = code(e);
+    }
+    return { complete, update };
+  }
+
+  // -------------------------------------------------------------------------------------------
+  // Recovery
+
+  /** The same Driver instance reconnects (new connection) and handles every redelivered command. */
+  async reconnectAndDrain(): Promise<void> {
+    const d = this.driver;
+    if (!d) return;
+    try {
+      const instance = this.runtime.drivers.authenticate(d.token);
+      const { connectionId } = this.runtime.drivers.connect(instance);
+      this.driver = { ...d, connectionId };
+    } catch {
+      this.driver = null; // finalized: it would register anew with no commands
+      return;
+    }
+    for (let i = 0; i < 10; i++) {
+      const env = await this.deliver();
+      if (!env) return;
+      await this.handle(env);
+    }
+  }
+
+  /** Lets queued callbacks run (late commits scheduled on the manual clock fire inside `advance`). */
+  async flush(): Promise<void> {
+    await new Promise((resolve) => setImmediate(resolve));
+  }
+
+  /**
+   * Recovery after a crash (or the end of the flow): `reconnect` → the Driver reconnects and drains
+   * its redeliveries, then finalizes itself; `driver_gone` → its heartbeat expires and the sweep
+   * finalizes it. Faults hold during the first sweeps; then quiescence: faults off, the clock moves
+   * past every window and backoff, the sweep runs until nothing changes.
+   */
+  async recover(mode: RecoveryMode): Promise<void> {
+    // crashes are injected into the flow only; recovery runs unarmed
+    this.injector.disarm();
+    this.crashAfterLookup = false;
+    if (mode === "reconnect") {
+      await this.reconnectAndDrain();
+      if (this.driver) await this.runtime.repair.finalize(this.driver.instanceId, "driver_request");
+    } else {
+      this.clock.advance(HEARTBEAT_TTL_MS + 1);
+      await this.flush();
+    }
+    for (let i = 0; i < 2; i++) {
+      await this.runtime.sweep.sweepOnce();
+      this.clock.advance(1_500);
+      await this.flush();
+    }
+    this.faultsOn = false;
+    for (let i = 0; i < 8; i++) {
+      this.clock.advance(10_000);
+      await this.flush();
+      await this.runtime.sweep.sweepOnce();
+    }
+    if (this.injector.crashed) throw new Error(`a simulated crash fired during recovery: ${this.injector.crashed.message}`);
+  }
+}
+
+/** Runs `fn`; a {@link SimulatedCrash} crashes the lab (restart on the same file) and returns its text. */
+export async function crashing(lab: CrashLab, fn: () => Promise<void>): Promise<string | null> {
+  try {
+    await fn();
+    return null;
+  } catch (error) {
+    if (!isSimulatedCrash(error)) throw error;
+    lab.crash(error.message);
+    return error.message;
+  }
+}

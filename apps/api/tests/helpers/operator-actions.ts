@@ -1,0 +1,23 @@
+/**
+ * The one place where tests call the operator surface (`OperatorService`) as an operator would.
+ * When the operator API changes, adapt these two functions, not the tests that use them.
+ */
+import type { McpToolResult } from "@mosoo/contracts";
+import type { Runtime } from "../../src/modules/runtime/application/runtime.js";
+
+const AUDIT = { actor: "model-operator", reason: "checked at the provider" };
+
+/** The operator triggers a lookup now. Resolves to the reconcile outcome kind; throws RuntimeError (`effect.not_found`, `effect.not_reconcilable`). */
+export async function operatorLookup(runtime: Runtime, effectId: string): Promise<string> {
+  return (await runtime.operator.reconcile(effectId, AUDIT)).outcome;
+}
+
+/**
+ * The operator settles an `unknown` effect by hand with what they verified at the provider: the
+ * provider's MCP tool result (`succeeded`) or that the write did not happen (`not_executed`).
+ * Returns the effect's status after; throws RuntimeError `effect.not_found` / `effect.not_unknown`.
+ */
+export function operatorResolve(runtime: Runtime, effectId: string, outcome: { succeeded: McpToolResult } | "not_executed"): string {
+  if (outcome === "not_executed") return runtime.operator.resolve(effectId, { outcome: "not_executed", ...AUDIT }).status;
+  return runtime.operator.resolve(effectId, { outcome: "succeeded", result: outcome.succeeded as Record<string, unknown>, ...AUDIT }).status;
+}

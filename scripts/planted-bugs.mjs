@@ -1,0 +1,126 @@
+// Planted-bug check (issue 5 item 5): shows that the crash-safety suite catches known bugs.
+// For each bug it patches a TEMPORARY COPY of the workspace (never this checkout), runs the ledger
+// model property (1,000 runs, fixed seed) and the crash-point matrix there, and reports whether the
+// bug was caught, by which tests, and after how many runs (fast-check's "failed after N tests").
+// Usage: npm run check:planted-bugs [-- --seed N] [-- --only <bug-id>]
+// Exit code 0 when every bug was caught, 1 when one was not (or a patch no longer applies).
+import { spawnSync } from "node:child_process";
+import { mkdtempSync, readFileSync, writeFileSync, rmSync, cpSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join, relative } from "node:path";
+import { parseArgs } from "node:util";
+
+const { values: args } = parseArgs({ options: { seed: { type: "string", default: "1" }, only: { type: "string" }, help: { type: "boolean" } } });
+if (args.help) {
+  console.log("usage: npm run check:planted-bugs [-- --seed N] [-- --only <bug-id>]");
+  process.exit(0);
+}
+
+/**
+ * The planted bugs: `file` (from the repo root), the exact text `find` (must occur once) and its
+ * buggy replacement. Each is a small, realistic regression of a DESIGN.md rule.
+ */
+const BUGS = [
+  {
+    id: "claim-without-cas",
+    what: "claim dispatches whatever the effect's status (no compare-and-set on `intent`): a redelivered `executing` effect is executed again (DESIGN §3 rules 2-3)",
+    file: "apps/api/src/modules/runtime/domain/effect-lifecycle.machine.ts",
+    find: 'case "intent":\n      return "dispatch";\n    case "executing":\n      return "fence";',
+    replace: 'case "intent":\n    case "executing":\n      return "dispatch";',
+  },
+  {
+    id: "lookup-timeout-as-not-executed",
+    what: "a lookup that times out is taken as a confirmed non-execution (DESIGN §5 row 1)",
+    file: "packages/effect-reconciliation/src/reconcile.service.ts",
+    find: 'if (run.kind === "timed_out") decision = refused(ref, "lookup_timeout", `lookup did not settle within ${timeoutMs} ms`);',
+    replace:
+      'if (run.kind === "timed_out") decision = { decision: "confirmed_not_executed", receipt: { observedAt: new Date(nowMs).toISOString() }, adapter: ref } as ReconcileDecision;',
+  },
+  {
+    id: "unvalidated-adapter-output",
+    what: "the adapter's answer is judged and persisted without schema validation (DESIGN §5 row 2)",
+    file: "packages/effect-reconciliation/src/reconcile.service.ts",
+    find: "return parsed.success ? judge(parsed.data) : refused(ref, \"invalid_adapter_output\", summarizeError(parsed.error));",
+    replace: "return judge((parsed.success ? parsed.data : value) as LookupOutcome);",
+  },
+  {
+    id: "terminal-before-receipt",
+    what: "a `completed` command update is accepted before the effect's result is committed (DESIGN §3 rule 6)",
+    file: "apps/api/src/modules/runtime/application/command-queue.service.ts",
+    find: 'if (effect && effect.status !== "succeeded") {',
+    replace: "if (false) {",
+  },
+];
+
+const root = process.cwd();
+const seed = Number(args.seed);
+const pnpm = ["--yes", "pnpm@12.21.0"];
+const work = mkdtempSync(join(tmpdir(), "mosoo-planted-"));
+console.log(`> copying the workspace to ${work} (node_modules and .git excluded) and installing offline`);
+cpSync(root, work, {
+  recursive: true,
+  filter: (src) => {
+    const rel = relative(root, src);
+    return !rel.split("/").some((part) => part === "node_modules" || part === ".git" || part === "var");
+  },
+});
+const install = spawnSync("npx", [...pnpm, "install", "--frozen-lockfile", "--offline"], { cwd: work, stdio: ["ignore", "ignore", "inherit"] });
+if (install.status !== 0) {
+  console.error("planted-bugs: pnpm install in the temporary copy failed");
+  process.exit(1);
+}
+
+const TESTS = ["apps/api/tests/ledger-model.property.test.ts", "apps/api/tests/crash-point-matrix.test.ts"];
+const rows = [];
+let allCaught = true;
+for (const bug of BUGS.filter((b) => !args.only || b.id === args.only)) {
+  const path = join(work, bug.file);
+  const original = readFileSync(path, "utf8");
+  const hits = original.split(bug.find).length - 1;
+  if (hits !== 1) {
+    console.error(`planted-bugs: ${bug.id}: the text to patch occurs ${hits} times in ${bug.file}; update the bug`);
+    allCaught = false;
+    rows.push({ id: bug.id, caught: false, detail: "patch does not apply" });
+    continue;
+  }
+  writeFileSync(path, original.replace(bug.find, bug.replace));
+  const report = join(work, `report-${bug.id}.json`);
+  const started = Date.now();
+  console.log(`\n> ${bug.id}: ${bug.what}`);
+  spawnSync(
+    join(work, "node_modules/.bin/vitest"),
+    ["run", "--project", "api", ...TESTS.map((t) => t.replace("apps/api/", "")), "-t", "keeps I1|crash", "--reporter=json", `--outputFile=${report}`],
+    { cwd: work, stdio: ["ignore", "ignore", "ignore"], env: { ...process.env, LEDGER_MODEL_RUNS: "1000", LEDGER_MODEL_SEED: String(seed) } },
+  );
+  writeFileSync(path, original);
+  let json;
+  try {
+    json = JSON.parse(readFileSync(report, "utf8"));
+  } catch {
+    json = { testResults: [] };
+  }
+  const found = [];
+  for (const file of json.testResults) {
+    const failed = file.assertionResults.filter((a) => a.status === "failed");
+    if (failed.length === 0 && file.status !== "failed") continue;
+    const name = file.name.split("/").pop();
+    if (name.startsWith("ledger-model")) {
+      const msg = failed.flatMap((a) => a.failureMessages).join("\n");
+      const runs = /failed after (\d+) tests?/.exec(msg)?.[1];
+      const firstLine = /Got error: ([^\n]+)/.exec(msg)?.[1] ?? /(InvariantViolation[^\n]*)/.exec(msg)?.[1] ?? msg.split("\n")[0];
+      found.push(`model property failed after ${runs ?? "?"} of 1000 runs (seed ${seed}): ${firstLine.slice(0, 160)}`);
+    } else {
+      const total = file.assertionResults.length;
+      const example = failed[0] ? `${failed[0].title}: ${(failed[0].failureMessages[0] ?? "").split("\n")[0].slice(0, 160)}` : file.message ?? "";
+      found.push(`crash-point matrix: ${failed.length} of ${total} cases failed (first: ${example})`);
+    }
+  }
+  const caught = found.length > 0;
+  allCaught &&= caught;
+  rows.push({ id: bug.id, caught, detail: caught ? found.join("\n      ") : "no test failed", seconds: Math.round((Date.now() - started) / 1000) });
+  console.log(`  ${caught ? "CAUGHT" : "NOT CAUGHT"} (${Math.round((Date.now() - started) / 1000)} s)\n      ${rows.at(-1).detail}`);
+}
+rmSync(work, { recursive: true, force: true });
+console.log("\nplanted bugs:");
+for (const r of rows) console.log(`  ${r.caught ? "caught    " : "NOT CAUGHT"}  ${r.id}`);
+process.exit(allCaught ? 0 : 1);
