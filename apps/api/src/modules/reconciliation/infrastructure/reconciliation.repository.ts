@@ -1,5 +1,6 @@
 import { and, asc, eq, gt, inArray, isNotNull, isNull, lt, lte, or, sql } from "drizzle-orm";
 import { effectReconciliations, externalToolEffects } from "../../../platform/db/schema.js";
+import { preparedQuery } from "../../../platform/db/prepared-query.js";
 import type { DbHandle } from "../../runtime/infrastructure/db-handle.js";
 
 /** A reconciliation record row. */
@@ -33,25 +34,30 @@ export const reconciliationRepository = {
    * got there first (record `superseded`).
    */
   commitOutcome(db: DbHandle, effectId: string, version: number, owner: string, set: Partial<typeof externalToolEffects.$inferInsert>): typeof externalToolEffects.$inferSelect | undefined {
-    return db
-      .update(externalToolEffects)
-      .set({
-        ...set,
-        leaseOwner: null,
-        leaseExpiresAtMs: null,
-        lookupCount: sql`${externalToolEffects.lookupCount} + 1`,
-        version: sql`${externalToolEffects.version} + 1`,
-      })
-      .where(
-        and(
-          eq(externalToolEffects.id, effectId),
-          eq(externalToolEffects.status, "unknown"),
-          eq(externalToolEffects.version, version),
-          eq(externalToolEffects.leaseOwner, owner),
-        ),
-      )
-      .returning()
-      .get();
+    // One prepared statement per shape of `set` (the columns an outcome writes; a handful of shapes).
+    const columns = (Object.keys(set) as Array<keyof typeof set>).filter((k) => set[k] !== undefined).sort();
+    const query = preparedQuery(db, `reconciliation.commitOutcome:${columns.join(",")}`, (h) =>
+      h
+        .update(externalToolEffects)
+        .set({
+          ...Object.fromEntries(columns.map((c) => [c, sql.placeholder(`set_${c}`)])),
+          leaseOwner: null,
+          leaseExpiresAtMs: null,
+          lookupCount: sql`${externalToolEffects.lookupCount} + 1`,
+          version: sql`${externalToolEffects.version} + 1`,
+        })
+        .where(
+          and(
+            eq(externalToolEffects.id, sql.placeholder("effectId")),
+            eq(externalToolEffects.status, "unknown"),
+            eq(externalToolEffects.version, sql.placeholder("version")),
+            eq(externalToolEffects.leaseOwner, sql.placeholder("owner")),
+          ),
+        )
+        .returning()
+        .prepare(),
+    );
+    return query.get({ effectId, version, owner, ...Object.fromEntries(columns.map((c) => [`set_${c}`, set[c]])) });
   },
   /**
    * Releases `owner`'s lease without recording a lookup (the reconcile step made none, or the

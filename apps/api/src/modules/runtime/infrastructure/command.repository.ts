@@ -1,6 +1,7 @@
 import { and, asc, desc, eq, inArray, isNull, ne, or, sql } from "drizzle-orm";
 import type { CommandStatus } from "@mosoo/contracts";
 import { driverCommands } from "../../../platform/db/schema.js";
+import { preparedQuery } from "../../../platform/db/prepared-query.js";
 import type { DbHandle } from "./db-handle.js";
 
 /** A Driver command row. */
@@ -27,15 +28,17 @@ export const commandRepository = {
   },
   /** The row with this id, or undefined. */
   findById(db: DbHandle, id: string): CommandRow | undefined {
-    return db.select().from(driverCommands).where(eq(driverCommands.id, id)).get();
+    return preparedQuery(db, "command.findById", (h) => h.select().from(driverCommands).where(eq(driverCommands.id, sql.placeholder("id"))).prepare()).get({ id });
   },
   /** A command only if it belongs to `driverInstanceId` (a Driver never sees another instance's commands). */
   findOwned(db: DbHandle, id: string, driverInstanceId: string): CommandRow | undefined {
-    return db
-      .select()
-      .from(driverCommands)
-      .where(and(eq(driverCommands.id, id), eq(driverCommands.driverInstanceId, driverInstanceId)))
-      .get();
+    return preparedQuery(db, "command.findOwned", (h) =>
+      h
+        .select()
+        .from(driverCommands)
+        .where(and(eq(driverCommands.id, sql.placeholder("id")), eq(driverCommands.driverInstanceId, sql.placeholder("driverInstanceId"))))
+        .prepare(),
+    ).get({ id, driverInstanceId });
   },
   /** Every row of run `runId`, oldest first. */
   listByRun(db: DbHandle, runId: string): CommandRow[] {

@@ -1,6 +1,7 @@
-import { and, eq, inArray, lt, or, isNull } from "drizzle-orm";
+import { and, eq, inArray, lt, or, isNull, sql } from "drizzle-orm";
 import type { DriverInstanceStatus } from "@mosoo/contracts";
 import { driverInstances } from "../../../platform/db/schema.js";
+import { preparedQuery } from "../../../platform/db/prepared-query.js";
 import type { DbHandle } from "./db-handle.js";
 
 /** A Driver instance row. Times in ms since the epoch. */
@@ -14,7 +15,7 @@ export const driverInstanceRepository = {
   },
   /** The row with this id, or undefined. */
   findById(db: DbHandle, id: string): DriverInstanceRow | undefined {
-    return db.select().from(driverInstances).where(eq(driverInstances.id, id)).get();
+    return preparedQuery(db, "driver.findById", (h) => h.select().from(driverInstances).where(eq(driverInstances.id, sql.placeholder("id"))).prepare()).get({ id });
   },
   /** Sets fields when the row is still in one of `fromStatuses`; returns true when it changed. */
   updateIfStatus(

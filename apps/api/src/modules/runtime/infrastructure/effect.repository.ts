@@ -1,6 +1,7 @@
 import { and, asc, eq, inArray, sql } from "drizzle-orm";
 import type { EffectStatus } from "@mosoo/contracts";
 import { driverCommands, externalToolEffectAttempts, externalToolEffects } from "../../../platform/db/schema.js";
+import { preparedQuery } from "../../../platform/db/prepared-query.js";
 import type { DbHandle } from "./db-handle.js";
 
 /** An external tool effect row. */
@@ -16,15 +17,19 @@ export const effectRepository = {
   },
   /** The row with this id, or undefined. */
   findById(db: DbHandle, id: string): EffectRow | undefined {
-    return db.select().from(externalToolEffects).where(eq(externalToolEffects.id, id)).get();
+    return preparedQuery(db, "effect.findById", (h) =>
+      h.select().from(externalToolEffects).where(eq(externalToolEffects.id, sql.placeholder("id"))).prepare(),
+    ).get({ id });
   },
   /** The row only if it belongs to `driverInstanceId` (a Driver never sees another instance's rows), or undefined. */
   findOwned(db: DbHandle, id: string, driverInstanceId: string): EffectRow | undefined {
-    return db
-      .select()
-      .from(externalToolEffects)
-      .where(and(eq(externalToolEffects.id, id), eq(externalToolEffects.driverInstanceId, driverInstanceId)))
-      .get();
+    return preparedQuery(db, "effect.findOwned", (h) =>
+      h
+        .select()
+        .from(externalToolEffects)
+        .where(and(eq(externalToolEffects.id, sql.placeholder("id")), eq(externalToolEffects.driverInstanceId, sql.placeholder("driverInstanceId"))))
+        .prepare(),
+    ).get({ id, driverInstanceId });
   },
   /** The effect enqueued with the client's `toolCallId` in run `runId` (unique), or undefined. */
   findByClientToolCall(db: DbHandle, runId: string, toolCallId: string): EffectRow | undefined {
@@ -36,7 +41,9 @@ export const effectRepository = {
   },
   /** The effect of command `commandId`, or undefined. */
   findByCommand(db: DbHandle, commandId: string): EffectRow | undefined {
-    return db.select().from(externalToolEffects).where(eq(externalToolEffects.commandId, commandId)).get();
+    return preparedQuery(db, "effect.findByCommand", (h) =>
+      h.select().from(externalToolEffects).where(eq(externalToolEffects.commandId, sql.placeholder("commandId"))).prepare(),
+    ).get({ commandId });
   },
   /** Every row of run `runId`, oldest first. */
   listByRun(db: DbHandle, runId: string): EffectRow[] {
@@ -104,11 +111,13 @@ export const effectRepository = {
   },
   /** The attempts of an effect, in attempt order. */
   listAttempts(db: DbHandle, effectId: string): AttemptRow[] {
-    return db
-      .select()
-      .from(externalToolEffectAttempts)
-      .where(eq(externalToolEffectAttempts.effectId, effectId))
-      .orderBy(asc(externalToolEffectAttempts.attempt))
-      .all();
+    return preparedQuery(db, "effect.listAttempts", (h) =>
+      h
+        .select()
+        .from(externalToolEffectAttempts)
+        .where(eq(externalToolEffectAttempts.effectId, sql.placeholder("effectId")))
+        .orderBy(asc(externalToolEffectAttempts.attempt))
+        .prepare(),
+    ).all({ effectId });
   },
 };

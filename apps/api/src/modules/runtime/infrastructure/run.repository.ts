@@ -3,6 +3,7 @@ import { newUlid, type RunStatus } from "@mosoo/contracts";
 import { runEvents, sessionRuns, sessions } from "../../../platform/db/schema.js";
 import type { RunEventType } from "../domain/run-event.types.js";
 import { TERMINAL_RUN_EVENT_TYPES } from "../domain/run-event.types.js";
+import { preparedQuery } from "../../../platform/db/prepared-query.js";
 import type { DbHandle } from "./db-handle.js";
 
 /** A session run row. */
@@ -30,7 +31,7 @@ export const runRepository = {
   },
   /** The run with this id, or undefined. */
   findRun(db: DbHandle, id: string): RunRow | undefined {
-    return db.select().from(sessionRuns).where(eq(sessionRuns.id, id)).get();
+    return preparedQuery(db, "run.findRun", (h) => h.select().from(sessionRuns).where(eq(sessionRuns.id, sql.placeholder("id"))).prepare()).get({ id });
   },
   /** The runs of a session. */
   listRunsOfSession(db: DbHandle, sessionId: string): RunRow[] {
