@@ -14,8 +14,11 @@ export interface RepairOptions {
  * Result of the repair scenario, per command latency from the start of `finalize` until the
  * transaction that made its command terminal and wrote its `tool_call.*` run event has COMMITTED
  * (visible to readers and the event stream; timed by a commit observer that reads the run's last
- * event `seq` after each commit), pooled over every round (ms):
- * - `p50Ms`, `p95Ms`, `maxMs`; `p95MsPerRound`: each round's p95 (spread);
+ * event `seq` after each commit), in ms:
+ * - `p50Ms`, `p95Ms`: the median over rounds of each round's p50 / p95 (as the ledger takes the
+ *   median of its rounds' medians: one round disturbed by a neighbour does not decide the figure);
+ *   `maxMs`: the highest of all; `p95MsPerRound`: each round's p95 (the spread);
+ * - `pooledP95Ms`: the p95 of every command of every round together;
  * - `finalizeMsMedian`: median wall time of `finalize` (ms), which returns after the run's
  *   terminal `run.failed` event committed;
  * - `boundMs`: bound commands × lookup latency / concurrency (ms; 0 with the flag off);
@@ -30,6 +33,7 @@ export interface RepairResult {
   p95Ms: number;
   maxMs: number;
   p95MsPerRound: number[];
+  pooledP95Ms: number;
   finalizeMsMedian: number;
   boundMs: number;
   reconciled: number;
@@ -71,6 +75,7 @@ export async function runRepair(opts: RepairOptions): Promise<RepairResult> {
     const reconciledCount = store.sqlite.prepare("SELECT count(*) FROM external_tool_effects WHERE driver_instance_id = ? AND resolution = 'reconciled'").pluck();
     const all: number[] = [];
     const p95MsPerRound: number[] = [];
+    const p50MsPerRound: number[] = [];
     const finalizeMs: number[] = [];
     let reconciled = 0;
     let eventsOk = true;
@@ -104,6 +109,7 @@ export async function runRepair(opts: RepairOptions): Promise<RepairResult> {
       reconciled += reconciledCount.get(instance.id) as number;
       latencies.sort((a, b) => a - b);
       p95MsPerRound.push(percentile(latencies, 95));
+      p50MsPerRound.push(percentile(latencies, 50));
       all.push(...latencies);
     }
     all.sort((a, b) => a - b);
@@ -113,8 +119,9 @@ export async function runRepair(opts: RepairOptions): Promise<RepairResult> {
       commands: opts.commands,
       reconciliation: opts.reconciliation,
       rounds: opts.rounds,
-      p50Ms: round1(percentile(all, 50)),
-      p95Ms: round1(percentile(all, 95)),
+      p50Ms: round1(percentile([...p50MsPerRound].sort((a, b) => a - b), 50)),
+      p95Ms: round1(percentile([...p95MsPerRound].sort((a, b) => a - b), 50)),
+      pooledP95Ms: round1(percentile(all, 95)),
       maxMs: round1(all.at(-1) ?? Number.NaN),
       p95MsPerRound: p95MsPerRound.map(round1),
       finalizeMsMedian: percentile(finalizeMs, 50),

@@ -144,7 +144,7 @@ async function main(): Promise<void> {
   }
 
   // 3. Finalization repair: 1,000 executing effects, half bound (5 ms lookups), half unbound.
-  const repairOpts = { commands: 1_000, lookupLatencyMs: 5, concurrency: 64, rounds: QUICK ? 1 : 3 };
+  const repairOpts = { commands: 1_000, lookupLatencyMs: 5, concurrency: 64, rounds: QUICK ? 1 : 5 };
   const repair: RepairResult[] = [];
   for (const flag of ["on", "off"] as const) {
     const r = await child<RepairResult>(`finalization repair ${flag}`, "repair", { ...repairOpts, reconciliation: flag === "on" });
@@ -153,10 +153,10 @@ async function main(): Promise<void> {
     rows.push({
       scenario: `3 repair, 1k executing (500 bound, 5 ms lookups), c=64`,
       flag,
-      measured: `p50 ${r.p50Ms} / p95 ${r.p95Ms} / max ${r.maxMs} ms`,
+      measured: `p50 ${r.p50Ms} / p95 ${r.p95Ms} / max ${r.maxMs} ms (median of ${r.rounds} rounds)`,
       floorOrBound: `bound ${r.boundMs.toFixed(0)} ms`,
       ratio: `p95 − bound ${over.toFixed(0)} ms`,
-      other: `p95 per round ${r.p95MsPerRound.join("/")} ms, finalize ${r.finalizeMsMedian.toFixed(0)} ms, reconciled ${r.reconciled}, events ${r.eventsOk ? "ok" : "MISSING"}`,
+      other: `p95 per round ${r.p95MsPerRound.join("/")} ms (all rounds pooled: ${r.pooledP95Ms}), finalize ${r.finalizeMsMedian.toFixed(0)} ms, reconciled ${r.reconciled}, events ${r.eventsOk ? "ok" : "MISSING"}`,
       target: `p95 ≤ bound + ${TARGETS.repairP95OverBoundMs} ms`,
       met: over <= TARGETS.repairP95OverBoundMs && r.eventsOk ? "yes" : "no",
     });
