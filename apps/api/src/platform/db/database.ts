@@ -2,6 +2,7 @@ import { mkdirSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import Database from "better-sqlite3";
+import { LRUCache } from "lru-cache";
 import { drizzle, type BetterSQLite3Database } from "drizzle-orm/better-sqlite3";
 import { migrate } from "drizzle-orm/better-sqlite3/migrator";
 import * as schema from "./schema.js";
@@ -27,25 +28,22 @@ export const STATEMENT_CACHE_SIZE = 512;
 /**
  * Makes `sqlite.prepare` return a cached compiled statement for SQL text it has seen (an LRU of
  * {@link STATEMENT_CACHE_SIZE} entries): drizzle prepares every query it runs, and compiling the
- * SQL cost more than running it on the ledger's hot paths. Every caller uses a statement to the end
+ * SQL cost more than running it on the ledger's hot paths (`lru-cache` keeps the most recently used). Every caller uses a statement to the end
  * synchronously (`run`/`get`/`all`; nothing here iterates lazily), so one compiled statement can
  * serve every caller of the same text. Its row modes (`raw`, `pluck`, `expand`) are reset on each
  * hand-out, so a caller that set one (drizzle sets `raw` for typed selects) never leaks it to the next.
  */
 function cachePreparedStatements(sqlite: Database.Database): void {
   const prepare = sqlite.prepare.bind(sqlite);
-  const cache = new Map<string, Database.Statement>();
+  const cache = new LRUCache<string, Database.Statement>({ max: STATEMENT_CACHE_SIZE });
   (sqlite as { prepare: (source: string) => Database.Statement }).prepare = (source: string) => {
     const cached = cache.get(source);
     if (cached) {
-      cache.delete(source);
-      cache.set(source, cached);
       if (cached.reader) cached.pluck(false).expand(false).raw(false);
       return cached;
     }
     const stmt = prepare(source);
     cache.set(source, stmt);
-    if (cache.size > STATEMENT_CACHE_SIZE) cache.delete(cache.keys().next().value!);
     return stmt;
   };
 }

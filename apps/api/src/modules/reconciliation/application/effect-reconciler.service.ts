@@ -1,3 +1,4 @@
+import pMap from "p-map";
 import { writeTransaction } from "../../../platform/db/database.js";
 import { McpToolResultSchema, newUlid, toMcpExecuteCommandResult } from "@mosoo/contracts";
 import { checkEligibility, reconcileEffect, type ReconcileDecision, type ReconciliationAdapter } from "@mosoo/effect-reconciliation";
@@ -195,7 +196,7 @@ export class EffectReconciler {
 
   /**
    * Reconciles every effect `source` yields (rows; pulled lazily, so a caller can stream pages),
-   * `opts.concurrency` lookups at a time, as {@link reconcileLeased}: workers take leases in batches
+   * `opts.concurrency` lookups at a time (p-map), as {@link reconcileLeased}: leases are taken in batches
    * ({@link leaseBatch}, a quarter of the concurrency per transaction) and each outcome commits in
    * its own transaction. `onResult` runs after each effect (its outcome already committed);
    * `shouldStart` returning false stops starting new lookups (leases taken but unused are released).
@@ -205,39 +206,41 @@ export class EffectReconciler {
   async reconcileMany(source: Iterator<EffectRow>, opts: ReconcileManyOptions): Promise<void> {
     const batchSize = Math.max(1, Math.ceil(opts.concurrency / 4));
     const buffer: ReturnType<EffectReconciler["leaseBatch"]> = [];
-    let exhausted = false;
-    const take = () => {
-      if (buffer.length === 0 && !exhausted) {
-        const rows: EffectRow[] = [];
-        while (rows.length < batchSize) {
-          const next = source.next();
-          if (next.done) {
-            exhausted = true;
-            break;
+    const shouldStart = opts.shouldStart ?? (() => true);
+    const leaseBatch = (rows: EffectRow[]) => this.leaseBatch(rows, opts.trigger);
+    // Pulled lazily by p-map, one item whenever a lookup slot is free: the next page of rows is read
+    // and leased (one transaction per batch) only when the buffered leases are used up.
+    function* leased(): Generator<(typeof buffer)[number]> {
+      while (shouldStart()) {
+        if (buffer.length === 0) {
+          const rows: EffectRow[] = [];
+          for (let next = source.next(); !next.done; next = source.next()) {
+            rows.push(next.value);
+            if (rows.length >= batchSize) break;
           }
-          rows.push(next.value);
+          if (rows.length === 0) return;
+          buffer.push(...leaseBatch(rows));
         }
-        if (rows.length > 0) buffer.push(...this.leaseBatch(rows, opts.trigger));
+        const item = buffer.shift();
+        if (item) yield item;
       }
-      return buffer.shift();
-    };
-    const worker = async (): Promise<void> => {
-      while (opts.shouldStart?.() ?? true) {
-        const item = take();
-        if (!item) return;
-        const isLeased = "owner" in item;
-        const effectId = isLeased ? item.effect.id : item.effect?.id;
-        try {
-          const result = isLeased ? await this.reconcileLeased(item, opts.trigger, opts.settle) : item;
-          await opts.onResult(result, effectId);
-        } catch (err) {
-          if (!opts.onError) throw err;
-          opts.onError(err, effectId);
-        }
-      }
-    };
+    }
     try {
-      await Promise.all(Array.from({ length: Math.max(1, opts.concurrency) }, worker));
+      await pMap(
+        leased(),
+        async (item) => {
+          const isLeased = "owner" in item;
+          const effectId = isLeased ? item.effect.id : item.effect?.id;
+          try {
+            const result = isLeased ? await this.reconcileLeased(item, opts.trigger, opts.settle) : item;
+            await opts.onResult(result, effectId);
+          } catch (err) {
+            if (!opts.onError) throw err;
+            opts.onError(err, effectId);
+          }
+        },
+        { concurrency: Math.max(1, opts.concurrency) },
+      );
     } finally {
       this.releaseLeases(buffer.splice(0).filter((b): b is LeasedEffect => "owner" in b));
     }
