@@ -1,4 +1,4 @@
-import pMap from "p-map";
+import PQueue from "p-queue";
 import { writeTransaction } from "../../../platform/db/database.js";
 import { McpToolResultSchema, newUlid, toMcpExecuteCommandResult } from "@mosoo/contracts";
 import { checkEligibility, reconcileEffect, type ReconcileDecision, type ReconciliationAdapter } from "@mosoo/effect-reconciliation";
@@ -196,7 +196,7 @@ export class EffectReconciler {
 
   /**
    * Reconciles every effect `source` yields (rows; pulled lazily, so a caller can stream pages),
-   * `opts.concurrency` lookups at a time (p-map), as {@link reconcileLeased}: leases are taken in batches
+   * `opts.concurrency` lookups at a time (p-queue), as {@link reconcileLeased}: leases are taken in batches
    * ({@link leaseBatch}, a quarter of the concurrency per transaction) and each outcome commits in
    * its own transaction. `onResult` runs after each effect (its outcome already committed);
    * `shouldStart` returning false stops starting new lookups (leases taken but unused are released).
@@ -208,7 +208,7 @@ export class EffectReconciler {
     const buffer: ReturnType<EffectReconciler["leaseBatch"]> = [];
     const shouldStart = opts.shouldStart ?? (() => true);
     const leaseBatch = (rows: EffectRow[]) => this.leaseBatch(rows, opts.trigger);
-    // Pulled lazily by p-map, one item whenever a lookup slot is free: the next page of rows is read
+    // Pulled lazily, one item whenever a lookup slot is free: the next page of rows is read
     // and leased (one transaction per batch) only when the buffered leases are used up.
     function* leased(): Generator<(typeof buffer)[number]> {
       while (shouldStart()) {
@@ -225,25 +225,34 @@ export class EffectReconciler {
         if (item) yield item;
       }
     }
+    // Backpressure: the next item is pulled only once the queue has started the previous one, so at
+    // most `concurrency` lookups run and one waits; rows stream through in pages, never all at once.
+    const queue = new PQueue({ concurrency: Math.max(1, opts.concurrency) });
+    let failure: { error: unknown } | undefined;
+    const run = async (item: (typeof buffer)[number]): Promise<void> => {
+      const isLeased = "owner" in item;
+      const effectId = isLeased ? item.effect.id : item.effect?.id;
+      try {
+        const result = isLeased ? await this.reconcileLeased(item, opts.trigger, opts.settle) : item;
+        await opts.onResult(result, effectId);
+      } catch (err) {
+        if (!opts.onError) throw err;
+        opts.onError(err, effectId);
+      }
+    };
     try {
-      await pMap(
-        leased(),
-        async (item) => {
-          const isLeased = "owner" in item;
-          const effectId = isLeased ? item.effect.id : item.effect?.id;
-          try {
-            const result = isLeased ? await this.reconcileLeased(item, opts.trigger, opts.settle) : item;
-            await opts.onResult(result, effectId);
-          } catch (err) {
-            if (!opts.onError) throw err;
-            opts.onError(err, effectId);
-          }
-        },
-        { concurrency: Math.max(1, opts.concurrency) },
-      );
+      for (const item of leased()) {
+        queue.add(() => run(item)).catch((error: unknown) => {
+          failure ??= { error };
+        });
+        await queue.onSizeLessThan(1);
+        if (failure) break;
+      }
+      await queue.onIdle();
     } finally {
       this.releaseLeases(buffer.splice(0).filter((b): b is LeasedEffect => "owner" in b));
     }
+    if (failure) throw failure.error;
   }
 
   /**
