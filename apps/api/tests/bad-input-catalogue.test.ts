@@ -9,6 +9,7 @@ import pino from "pino";
 import { createHttpApp } from "../src/adapters/http/app.js";
 import { ConfigError, loadApiConfig } from "../src/config/api-config.js";
 import { createRuntimeFixture, type RuntimeFixture } from "./helpers/runtime-fixture.js";
+import { requestJson } from "./helpers/http-call.js";
 import { RECONCILIATION_OFF } from "../src/modules/reconciliation/application/reconciliation-settings.js";
 
 const OPERATOR_TOKEN = "operator-token-0123456789";
@@ -24,20 +25,8 @@ interface Ctx {
 }
 let ctx: Ctx;
 
-async function call(method: string, path: string, body?: unknown, token?: string) {
-  const res = await app.request(path, {
-    method,
-    headers: { "content-type": "application/json", ...(token ? { authorization: `Bearer ${token}` } : {}) },
-    ...(body === undefined ? {} : { body: typeof body === "string" ? body : JSON.stringify(body) }),
-  });
-  const text = await res.text();
-  let parsed: any = null;
-  try {
-    parsed = text ? JSON.parse(text) : null;
-  } catch {
-    parsed = { raw: text };
-  }
-  return { status: res.status, body: parsed };
+function call(method: string, path: string, body?: unknown, token?: string) {
+  return requestJson(app, method, path, body, token);
 }
 
 async function driver(name: string) {

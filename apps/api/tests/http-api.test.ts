@@ -1,4 +1,5 @@
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { requestJson } from "./helpers/http-call.js";
 import pino from "pino";
 import { createHttpApp } from "../src/adapters/http/app.js";
 import { createRuntimeFixture, type RuntimeFixture } from "./helpers/runtime-fixture.js";
@@ -11,14 +12,8 @@ beforeEach(() => {
 });
 afterEach(() => f.close());
 
-async function call(method: string, path: string, body?: unknown, token?: string) {
-  const res = await app.request(path, {
-    method,
-    headers: { "content-type": "application/json", ...(token ? { authorization: `Bearer ${token}` } : {}) },
-    ...(body === undefined ? {} : { body: typeof body === "string" ? body : JSON.stringify(body) }),
-  });
-  const text = await res.text();
-  return { status: res.status, body: text ? (JSON.parse(text) as any) : null };
+function call(method: string, path: string, body?: unknown, token?: string) {
+  return requestJson(app, method, path, body, token);
 }
 
 async function registerAndConnect() {

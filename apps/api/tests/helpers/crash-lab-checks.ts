@@ -4,16 +4,8 @@
  * sends and commits. Each returns human-readable violations; an empty list is a pass.
  */
 import type { CrashLab } from "./crash-lab.js";
+import { EFFECT_STEPS, TERMINAL_COMMAND } from "./lifecycle-oracle.js";
 
-/** DESIGN.md §3: the only single-step status changes of an effect. */
-const EFFECT_STEPS: Record<string, readonly string[]> = {
-  intent: ["executing"],
-  executing: ["succeeded", "unknown"],
-  unknown: ["succeeded", "not_executed"],
-  succeeded: [],
-  not_executed: [],
-};
-const TERMINAL_COMMAND = new Set(["completed", "failed", "expired", "cancelled"]);
 
 /**
  * Installs a persistent (in the test's own file) audit of every effect status change, so the

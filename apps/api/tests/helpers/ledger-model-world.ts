@@ -6,6 +6,7 @@
  * transition (also the intermediate ones inside one service call) is checked, not only end states.
  */
 import pino from "pino";
+import { EFFECT_STEPS, SETTLED_EFFECT, TERMINAL_COMMAND } from "./lifecycle-oracle.js";
 import { type EffectClaim, type McpToolResult } from "@mosoo/contracts";
 import type { LookupRequest, ReconciliationAdapter } from "@mosoo/effect-reconciliation";
 import {
@@ -392,16 +393,6 @@ export const driverStatus = (w: World, id: string) =>
 // ---------------------------------------------------------------------------------------------
 // Invariants
 
-const TERMINAL_COMMAND = new Set(["completed", "failed", "expired", "cancelled"]);
-const SETTLED_EFFECT = new Set(["succeeded", "not_executed"]);
-/** DESIGN.md §3: the only single-step status changes of an effect. */
-const EFFECT_STEPS: Record<string, readonly string[]> = {
-  intent: ["executing"],
-  executing: ["succeeded", "unknown"],
-  unknown: ["succeeded", "not_executed"],
-  succeeded: [],
-  not_executed: [],
-};
 /** The command lifecycle (command-lifecycle.machine.ts); redelivery keeps the status. */
 const COMMAND_STEPS: Record<string, readonly string[]> = {
   queued: ["delivered", "accepted", "failed", "cancelled", "expired"],

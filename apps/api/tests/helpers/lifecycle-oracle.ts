@@ -1,0 +1,19 @@
+/**
+ * The lifecycle rules of DESIGN.md §3 written down independently of `src` (the test oracle the
+ * model test and the crash lab both check against; never import the machines under test here).
+ */
+
+/** DESIGN.md §3: the only single-step status changes of an effect. */
+export const EFFECT_STEPS: Record<string, readonly string[]> = {
+  intent: ["executing"],
+  executing: ["succeeded", "unknown"],
+  unknown: ["succeeded", "not_executed"],
+  succeeded: [],
+  not_executed: [],
+};
+
+/** Command statuses that are a terminal receipt. */
+export const TERMINAL_COMMAND: ReadonlySet<string> = new Set(["completed", "failed", "expired", "cancelled"]);
+
+/** Effect statuses that are final. */
+export const SETTLED_EFFECT: ReadonlySet<string> = new Set(["succeeded", "not_executed"]);
