@@ -2,7 +2,7 @@
 // For each bug it patches a TEMPORARY COPY of the workspace (never this checkout), runs the ledger
 // model property (1,000 runs, fixed seed) and the crash-point matrix there, and reports whether the
 // bug was caught, by which tests, and after how many runs (fast-check's "failed after N tests").
-// Usage: npm run check:planted-bugs [-- --seed N] [-- --only <bug-id>]
+// Usage: npm run check:planted-bugs [-- [--seed N] [--only <bug-id>]]
 // Exit code 0 when every bug was caught, 1 when one was not (or a patch no longer applies).
 import { spawnSync } from "node:child_process";
 import { mkdtempSync, readFileSync, writeFileSync, rmSync, cpSync } from "node:fs";
@@ -10,11 +10,23 @@ import { tmpdir } from "node:os";
 import { join, relative } from "node:path";
 import { parseArgs } from "node:util";
 
-const { values: args } = parseArgs({ options: { seed: { type: "string", default: "1" }, only: { type: "string" }, help: { type: "boolean" } } });
+const USAGE = "usage: npm run check:planted-bugs [-- [--seed N] [--only <bug-id>]]";
+/** Prints one line (`check:planted-bugs: <message>`) and the usage, and exits 2: bad input changes nothing. */
+function badInput(message) {
+  console.error(`check:planted-bugs: ${message} (${USAGE})`);
+  process.exit(2);
+}
+let args;
+try {
+  ({ values: args } = parseArgs({ options: { seed: { type: "string", default: "1" }, only: { type: "string" }, help: { type: "boolean" } } }));
+} catch (err) {
+  badInput(err instanceof Error ? err.message : String(err));
+}
 if (args.help) {
-  console.log("usage: npm run check:planted-bugs [-- --seed N] [-- --only <bug-id>]");
+  console.log(USAGE);
   process.exit(0);
 }
+if (!/^-?\d+$/.test(args.seed) || !Number.isSafeInteger(Number(args.seed))) badInput(`--seed must be an integer, got ${JSON.stringify(args.seed)}`);
 
 /**
  * The planted bugs: `file` (from the repo root), the exact text `find` (must occur once) and its
@@ -52,6 +64,9 @@ const BUGS = [
   },
 ];
 
+if (args.only !== undefined && !BUGS.some((b) => b.id === args.only)) {
+  badInput(`no planted bug "${args.only}"; one of: ${BUGS.map((b) => b.id).join(", ")}`);
+}
 const root = process.cwd();
 const seed = Number(args.seed);
 const pnpm = ["--yes", "pnpm@12.21.0"];

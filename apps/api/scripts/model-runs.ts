@@ -14,17 +14,24 @@ const root = join(here, "../../..");
 
 function int(value: string): number {
   const n = Number(value);
-  if (!Number.isSafeInteger(n)) throw new InvalidArgumentError("not an integer");
+  if (!/^-?\d+$/.test(value) || !Number.isSafeInteger(n)) throw new InvalidArgumentError("not an integer");
+  return n;
+}
+
+function positive(value: string): number {
+  const n = int(value);
+  if (n < 1) throw new InvalidArgumentError("must be at least 1");
   return n;
 }
 
 const program = new Command("verify:model")
   .description("Run the ledger model property (fc.commands under fc.scheduler) with a printed seed")
-  .option("--runs <n>", "number of runs", int, 1000)
+  .option("--runs <n>", "number of runs (at least 1)", positive, 1000)
   .option("--seed <seed>", "fast-check seed (default: random, printed)", int)
   .option("--path <path>", "counterexample path printed by a failure (replays it only)")
   .parse();
 const opts = program.opts<{ runs: number; seed?: number; path?: string }>();
+if (opts.path !== undefined && opts.seed === undefined) program.error("verify:model: --path replays a failure only together with its --seed", { exitCode: 2 });
 const seed = opts.seed ?? (Date.now() ^ Math.floor(Math.random() * 0x7fffffff));
 console.log(`verify:model: ${opts.runs} runs, seed ${seed}${opts.path ? `, path ${opts.path}` : ""}`);
 const run = spawnSync(

@@ -7,6 +7,8 @@ import { CommanderError } from "commander";
 import { buildEffectsCli, CliFailure, EXIT } from "./adapters/cli/effects-cli.js";
 
 async function main(): Promise<void> {
+  // A reader that stops early (`| head`) closes the pipe: end quietly, as other CLIs do.
+  process.stdout.on("error", (err: NodeJS.ErrnoException) => process.exit(err.code === "EPIPE" ? EXIT.ok : EXIT.refused));
   try {
     await buildEffectsCli((text) => process.stdout.write(text)).parseAsync(process.argv);
   } catch (error) {

@@ -110,6 +110,7 @@ export async function runOperatorResolutionScenario(opts: ScenarioOptions): Prom
       providerCalls: stats.createCalls[call.idempotencyKey] ?? 0,
       effectStatus: effect?.status,
       resolution: effect?.resolution ?? null,
+      commandStatus: view.commands[0]?.status,
       commandError: view.commands[0]?.error?.code ?? null,
       auditedBy: history.operatorActions.map((a) => `${a.actor}: ${a.statusBefore} -> ${a.statusAfter}`),
     };
