@@ -229,20 +229,28 @@ class EnqueueCmd implements Cmd {
   toString = () => `enqueue(${this.kind})`;
 }
 
+/**
+ * The Driver receives its next command (into its inbox) and, with `accept`, accepts it. Returns the
+ * command id, or undefined when nothing was delivered.
+ */
+async function deliverNext(w: World, m: Model, d: ReturnType<typeof ensureDriver>, accept: boolean): Promise<string | undefined> {
+  const env = await guard(w, "nextCommand", () => w.runtime.commands.nextCommand(d.instance, d.connectionId, 0));
+  if (!env) return undefined;
+  if (!d.inbox.includes(env.commandId)) d.inbox.push(env.commandId);
+  trace(w, `  delivered call#${callOfCommand(m, env.commandId).idx} (was ${env.status}, redelivery ${env.redelivery})`);
+  if (accept && env.status !== "accepted") {
+    const res = await guard(w, "accept", () => w.runtime.commands.updateCommand(d.instance, env.commandId, { connectionId: d.connectionId, status: "accepted" }));
+    trace(w, `  accept → ${res?.outcome}`);
+  }
+  return env.commandId;
+}
+
 class DeliverCmd implements Cmd {
   constructor(readonly accept: boolean) {}
   check = () => true;
   async run(m: Model, w: World) {
     await step(w, m, this.toString(), async () => {
-      const d = ensureDriver(w);
-      const env = await guard(w, "nextCommand", () => w.runtime.commands.nextCommand(d.instance, d.connectionId, 0));
-      if (!env) return;
-      if (!d.inbox.includes(env.commandId)) d.inbox.push(env.commandId);
-      trace(w, `  delivered call#${callOfCommand(m, env.commandId).idx} (was ${env.status}, redelivery ${env.redelivery})`);
-      if (this.accept && env.status !== "accepted") {
-        const res = await guard(w, "accept", () => w.runtime.commands.updateCommand(d.instance, env.commandId, { connectionId: d.connectionId, status: "accepted" }));
-        trace(w, `  accept → ${res?.outcome}`);
-      }
+      await deliverNext(w, m, ensureDriver(w), this.accept);
     });
   }
   toString = () => `deliver(${this.accept ? "accept" : "no-accept"})`;
@@ -277,12 +285,8 @@ class DriverTurnCmd implements Cmd {
   async run(m: Model, w: World) {
     await step(w, m, this.toString(), async () => {
       const d = ensureDriver(w);
-      const env = await guard(w, "nextCommand", () => w.runtime.commands.nextCommand(d.instance, d.connectionId, 0));
-      if (!env) return;
-      if (!d.inbox.includes(env.commandId)) d.inbox.push(env.commandId);
-      if (env.status !== "accepted") await guard(w, "accept", () => w.runtime.commands.updateCommand(d.instance, env.commandId, { connectionId: d.connectionId, status: "accepted" }));
-      trace(w, `  turn: call#${callOfCommand(m, env.commandId).idx} (redelivery ${env.redelivery})`);
-      await claimOne(w, m, d, env.commandId);
+      const commandId = await deliverNext(w, m, d, true);
+      if (commandId) await claimOne(w, m, d, commandId);
     });
   }
   toString = () => "driverTurn";
