@@ -6,6 +6,7 @@
  * transition (also the intermediate ones inside one service call) is checked, not only end states.
  */
 import pino from "pino";
+import type { EffectDbRow } from "./reconciliation-db.js";
 import { EFFECT_STEPS, SETTLED_EFFECT, TERMINAL_COMMAND } from "./lifecycle-oracle.js";
 import { type EffectClaim, type McpToolResult } from "@mosoo/contracts";
 import type { LookupRequest, ReconciliationAdapter } from "@mosoo/effect-reconciliation";
@@ -339,8 +340,8 @@ function installAudit(store: Store): void {
 // ---------------------------------------------------------------------------------------------
 // Row readers (raw SQL on the store: the test never trusts the services' own views)
 
-export interface EffectDb {
-  id: string;
+/** An effect row as stored: {@link EffectDbRow} plus the columns the model reads to find its call. */
+export interface EffectDb extends EffectDbRow {
   command_id: string;
   run_id: string;
   driver_instance_id: string;
@@ -348,19 +349,6 @@ export interface EffectDb {
   tool_name: string;
   request_id: string;
   idempotency_key: string;
-  status: string;
-  resolution: string | null;
-  version: number;
-  attempt_count: number;
-  result_json: string | null;
-  provider_receipt_json: string | null;
-  reconciliation_receipt_json: string | null;
-  lease_owner: string | null;
-  lookup_count: number;
-  next_lookup_at_ms: number | null;
-  operator_attention: string | null;
-  first_dispatched_at_ms: number | null;
-  last_dispatched_at_ms: number | null;
 }
 export interface CommandDb {
   id: string;

@@ -24,6 +24,11 @@ export type ReconcileResult =
   | { kind: "superseded"; effect: EffectRow | undefined }
   | { kind: "confirmed_succeeded" | "confirmed_not_executed" | "still_unknown"; reasonCode: string | null; effect: EffectRow };
 
+/** True when the lookup confirmed an outcome (`confirmed_succeeded` or `confirmed_not_executed`) and committed it. */
+export function isConfirmed(result: ReconcileResult): boolean {
+  return result.kind === "confirmed_succeeded" || result.kind === "confirmed_not_executed";
+}
+
 /**
  * An effect whose lease a reconciler holds: the row as read before the lease (`effect`), its bound
  * `adapter`, the lease `owner` token, the version the lease set (`leasedVersion`, the outcome's

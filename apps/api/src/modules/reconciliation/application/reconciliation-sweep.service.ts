@@ -1,7 +1,7 @@
 import type { RuntimeContext } from "../../runtime/application/runtime-context.js";
 import type { EffectRow } from "../../runtime/infrastructure/effect.repository.js";
 import { reconciliationRepository } from "../infrastructure/reconciliation.repository.js";
-import type { EffectReconciler } from "./effect-reconciler.service.js";
+import { isConfirmed, type EffectReconciler } from "./effect-reconciler.service.js";
 import type { ReconciliationSettings } from "./reconciliation-settings.js";
 
 /**
@@ -57,7 +57,7 @@ export class ReconciliationSweep {
       shouldStart: () => this.ctx.clock.nowMs() < stopAtMs,
       onResult: (result) => {
         if (result.kind !== "ineligible" && result.kind !== "superseded") report.lookedUp += 1;
-        if (result.kind === "confirmed_succeeded" || result.kind === "confirmed_not_executed") report.resolved += 1;
+        if (isConfirmed(result)) report.resolved += 1;
       },
       onError: (err, effectId) => this.ctx.logger.error({ effectId, err: String(err) }, "sweep.reconcile_failed"),
     });

@@ -6,7 +6,7 @@ import {
   turnInterruptedError,
   type FinalizationSummary,
 } from "@mosoo/contracts";
-import type { EffectReconciler } from "../../reconciliation/application/effect-reconciler.service.js";
+import { isConfirmed, type EffectReconciler } from "../../reconciliation/application/effect-reconciler.service.js";
 import type { EffectRow } from "../infrastructure/effect.repository.js";
 import { RuntimeError } from "../domain/runtime-errors.js";
 import { commandRepository, type CommandRow } from "../infrastructure/command.repository.js";
@@ -172,21 +172,20 @@ export class FinalizationRepairService {
         else summary.commandsFailed += 1;
       }
     };
-    const effectIds = new Set(effects.map((e) => e.id));
     await reconciler.reconcileMany(effects.values(), {
       trigger: "finalization",
       concurrency: this.concurrency,
       settle,
       onResult: async (result, effectId) => {
-        if (effectId === undefined || !effectIds.has(effectId)) return;
-        if (result.kind === "confirmed_succeeded" || result.kind === "confirmed_not_executed") summary.effectsReconciled += 1;
+        if (effectId === undefined) return;
+        if (isConfirmed(result)) summary.effectsReconciled += 1;
         if (result.kind === "superseded") {
           // Another reconciler holds the effect: wait for its lease to end (its outcome commits
           // first); if it is still unknown and due (e.g. the other lease simply expired), look it up once more.
           const now = await reconciler.awaitLease(effectId, this.leaseWaitMs);
           if (now && reconciler.isDue(now, this.ctx.clock.nowMs())) {
             const again = await reconciler.reconcile(effectId, "finalization", settle);
-            if (again.kind === "confirmed_succeeded" || again.kind === "confirmed_not_executed") summary.effectsReconciled += 1;
+            if (isConfirmed(again)) summary.effectsReconciled += 1;
           }
         }
         if (result.kind === "ineligible" || result.kind === "superseded") {
