@@ -88,7 +88,8 @@ describe("loadApiConfig: reconciliation variables", () => {
   });
 });
 
-describe("bindings file (adapters bound through the real isolated worker host)", () => {
+// Each bind starts a worker thread (tsx included): seconds on a busy 2-core machine.
+describe("bindings file (adapters bound through the real isolated worker host)", { timeout: 60_000 }, () => {
   let dir: string;
   let host: AdapterHost;
   beforeAll(() => {

@@ -119,9 +119,16 @@ export class CrashLab {
   crashAfterLookup = false;
   faultsOn = true;
 
+  /**
+   * @param options.adapter a ready adapter handle bound in place of the provider double's adapter
+   *   (the "adapter misbehaves" axis binds handles of the real isolated worker host); it survives
+   *   the lab's crashes like the provider does. @param options.lookupTimeoutMs the lookup bound (ms,
+   *   real time; default {@link LAB_LOOKUP_TIMEOUT_MS}).
+   */
   constructor(
     readonly profile: ProviderProfile,
     readonly behaviour: Behaviour,
+    readonly options: { adapter?: ReconciliationAdapter; lookupTimeoutMs?: number } = {},
   ) {
     this.double = createProviderDouble({
       clock: this.clock,
@@ -138,7 +145,16 @@ export class CrashLab {
     this.injector = new CrashInjector();
     this.injector.attach(this.store);
     const inner = createProviderDoubleAdapter(this.double);
-    const adapter: ReconciliationAdapter = {
+    const hostile = this.options.adapter;
+    const adapter: ReconciliationAdapter = hostile
+      ? {
+          declaration: hostile.declaration,
+          lookup: (request, context) => {
+            this.facts.lookups += 1;
+            return hostile.lookup(request, context);
+          },
+        }
+      : {
       declaration: inner.declaration,
       lookup: async (request, context) => {
         this.facts.lookups += 1;
@@ -156,7 +172,7 @@ export class CrashLab {
     const settings: ReconciliationSettings = {
       enabled: true,
       bindings: new Map(this.profile === "neither" ? [] : [[SERVER, adapter]]),
-      lookupTimeoutMs: LAB_LOOKUP_TIMEOUT_MS,
+      lookupTimeoutMs: this.options.lookupTimeoutMs ?? LAB_LOOKUP_TIMEOUT_MS,
       leaseMs: 30_000,
       concurrency: 2,
       backoff: { initialMs: 1_000, maxMs: 8_000, factor: 2 },

@@ -1,5 +1,3 @@
-import { createRequire } from "node:module";
-import { pathToFileURL } from "node:url";
 import { Piscina } from "piscina";
 import {
   AdapterCrashedError,
@@ -17,11 +15,12 @@ import {
 } from "@mosoo/effect-reconciliation";
 import type { AdapterWorkerReply, AdapterWorkerTask } from "./adapter-worker.js";
 
-/** The worker entry (TypeScript, loaded through tsx inside the worker). */
-const WORKER_FILE = new URL("./adapter-worker.ts", import.meta.url).href;
-
-/** tsx's module loader, as a `file:` URL for the workers' `--import` (works under `tsx`, `node --import tsx` and vitest alike). */
-const TSX_LOADER = pathToFileURL(createRequire(import.meta.url).resolve("tsx")).href;
+/**
+ * The worker entry: a plain ES module that registers tsx in its own thread, then loads
+ * `adapter-worker.ts` (so TypeScript adapter modules load the same under `tsx`, `node --import tsx`
+ * and vitest, whose workers do not inherit a loader).
+ */
+const WORKER_FILE = new URL("./adapter-worker.bootstrap.mjs", import.meta.url).href;
 
 /**
  * Options of {@link createIsolatedAdapterHost}:
@@ -59,7 +58,7 @@ export function createIsolatedAdapterHost(opts: IsolatedAdapterHostOptions): Ada
   function newPool(label: { current: string }): Piscina {
     const pool = new Piscina({
       filename: WORKER_FILE,
-      execArgv: ["--import", TSX_LOADER],
+      execArgv: [], // nothing inherited from the host process; the bootstrap loads tsx itself
       minThreads: 1,
       maxThreads: Math.max(1, opts.maxThreads),
       idleTimeout: 60_000,
@@ -94,19 +93,23 @@ export function createIsolatedAdapterHost(opts: IsolatedAdapterHostOptions): Ada
     async bind(source: AdapterSource, options: unknown): Promise<ReconciliationAdapter> {
       const label = { current: source.export };
       const pool = newPool(label);
+      const fail = async (error: ReconciliationError): Promise<never> => {
+        // a binding that failed keeps no worker alive
+        pools.splice(pools.indexOf(pool), 1);
+        await pool.destroy().catch(() => undefined);
+        throw error;
+      };
+      const details = { module: source.module, export: source.export };
       let reply: AdapterWorkerReply;
       try {
         reply = await call(pool, label.current, { op: "bind", source, options }, AbortSignal.timeout(opts.bindTimeoutMs));
       } catch (error) {
-        throw new ReconciliationError("adapter.load_failed", `adapter ${source.module}#${source.export} could not be built: ${oneLine(error)}`, {
-          details: { module: source.module, export: source.export },
-          cause: error,
-        });
+        return fail(new ReconciliationError("adapter.load_failed", `adapter ${source.module}#${source.export} could not be built: ${oneLine(error)}`, { details, cause: error }));
       }
-      if (reply.kind === "refused") throw new ReconciliationError(reply.code, reply.message, { details: { module: source.module, export: source.export } });
-      if (reply.kind !== "bound") throw new ReconciliationError("adapter.load_failed", `adapter ${source.module}#${source.export}: unexpected worker reply`);
+      if (reply.kind === "refused") return fail(new ReconciliationError(reply.code, reply.message, { details }));
+      if (reply.kind !== "bound") return fail(new ReconciliationError("adapter.load_failed", `adapter ${source.module}#${source.export}: unexpected worker reply`, { details }));
       const parsed = AdapterDeclarationSchema.safeParse(reply.declaration);
-      if (!parsed.success) throw new ReconciliationError("adapter.invalid_declaration", `adapter ${source.module}#${source.export}: ${parsed.error.message.split("\n")[0]}`);
+      if (!parsed.success) return fail(new ReconciliationError("adapter.invalid_declaration", `adapter ${source.module}#${source.export}: ${parsed.error.message.split("\n")[0]}`, { details }));
       const declaration: AdapterDeclaration = deepFreeze(parsed.data);
       label.current = declaration.id;
       const run = async (op: "lookup" | "planCompensation", request: unknown, context: LookupContext): Promise<unknown> => {
