@@ -42,7 +42,8 @@ export const LAB_LOOKUP_TIMEOUT_MS = 30;
 export const LAB_MAX_IN_FLIGHT_MS = 10_000;
 /** How late a `late_commit` provider call lands (ms, manual clock; within the in-flight window). */
 export const LATE_COMMIT_MS = 2_000;
-const HEARTBEAT_TTL_MS = 60_000;
+/** The lab API's Driver heartbeat TTL (ms, manual clock). */
+export const HEARTBEAT_TTL_MS = 60_000;
 
 /**
  * Provider capability profiles (research/reliability.md P1–P3):
