@@ -185,7 +185,7 @@ describe("reconciliation sweep: streaming", () => {
     expect(peak).toBe(8);
     expect(f.store.sqlite.prepare("SELECT count(*) AS n FROM external_tool_effects WHERE status = 'unknown'").get()).toEqual({ n: 0 });
     expect(f.store.sqlite.prepare("SELECT count(*) AS n FROM external_tool_effects WHERE lease_owner IS NOT NULL").get()).toEqual({ n: 0 });
-  });
+  }, 30_000); // 522 lookups and outcome transactions: over vitest's 5 s default on a 2-core machine under load
 });
 
 describe("racing reconcilers and metrics", () => {

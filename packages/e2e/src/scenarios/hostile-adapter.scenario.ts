@@ -147,6 +147,8 @@ export async function runHostileAdapterScenario(spec: HostileAdapterSpec, opts: 
     const effect = view.effects[0]!;
     const command = view.commands[0]!;
     const stats = await control.stats();
+    const metrics = await new RunApiClient(current!.url).metrics();
+    const terminations = metrics.split("\n").filter((l) => l.startsWith("mosoo_adapter_worker_terminations_total{"));
     const line = {
       scenario: `hostile-adapter/${spec.exportName}${spec.restartApi ? "/restart" : ""}`,
       providerWrites: stats.writes[call.idempotencyKey] ?? 0,
@@ -156,6 +158,7 @@ export async function runHostileAdapterScenario(spec: HostileAdapterSpec, opts: 
       lookups: effect.reconciliations.map((r) => `${r.outcome}/${r.reasonCode ?? ""}`),
       healthOk: probe.ok,
       healthFailed: probe.failed.length,
+      workerTerminations: terminations,
     };
     timeline(`/health answered 200 ${probe.ok} times, failed ${probe.failed.length} times, while the adapter misbehaved`);
     expectInvariant(failures, !apiExitedOnItsOwn, "the API process must still be running");
@@ -163,6 +166,7 @@ export async function runHostileAdapterScenario(spec: HostileAdapterSpec, opts: 
     expectInvariant(failures, probe.ok > 0, "/health must have been asked");
     expectInvariant(failures, effect.status === "unknown" && effect.resolution === null, `the effect must stay unknown, was ${effect.status}/${effect.resolution}`);
     expectInvariant(failures, command.error?.code !== "external_effect.not_executed", "the command must not say the write was not executed");
+    if (spec.reasonCode === "adapter_crashed") expectInvariant(failures, terminations.some((l) => /reason="(crashed|exited|out_of_memory)"/.test(l)), "GET /metrics must count the crashed adapter worker");
     return { failures, line };
   } finally {
     await probe.stop();
