@@ -112,7 +112,7 @@ export async function runHostileAdapterScenario(spec: HostileAdapterSpec, opts: 
     const runs = new RunApiClient(current.url);
     const control = new ProviderControlClient(provider.controlUrl);
     const { runId } = await runs.createRun(driver.driverInstanceId);
-    const call = await runs.enqueueToolCall(runId, { serverId: "tracker", toolName: "createIssue", arguments: { title: "Disk full on db-1" } });
+    const call = await runs.enqueueToolCall(runId, { serverId: "tracker", toolName: "createIssue", arguments: { title: "Disk full on db-1", body: "seen at 03:12" } });
     await pollUntil(async () => ((await control.stats()).writes[call.idempotencyKey] === 1 ? true : undefined), STEP_TIMEOUT_MS, "the provider commits");
     timeline("provider committed the write; its response is held (lost)");
     await driver.proc.kill("SIGKILL");
