@@ -15,6 +15,7 @@ import { fileURLToPath } from "node:url";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { NOOP_LOGGER, type AdapterHost } from "@mosoo/effect-reconciliation";
 import { createIsolatedAdapterHost } from "../src/modules/reconciliation/infrastructure/isolated-adapter-host.js";
+import { effectRepository } from "../src/modules/runtime/infrastructure/effect.repository.js";
 import { BEHAVIOURS, CrashLab, HEARTBEAT_TTL_MS, PROFILES, crashing, type Behaviour, type CrashPoint, type ProviderProfile, type RecoveryMode } from "./helpers/crash-lab.js";
 import { checkLab, labEffect } from "./helpers/crash-lab-checks.js";
 
@@ -236,5 +237,45 @@ describe("crash-point matrix, adapter misbehaves (real worker isolation, both re
     }
     if (reason === "adapter_crashed") expect(terminations.some((t) => !t.endsWith(":timeout"))).toBe(true);
     if (reason === "lookup_timeout") expect(terminations.some((t) => t.endsWith(":timeout"))).toBe(true);
+  });
+
+  it("a crash loop ends at operator attention (adapter_crashed), never in a restart loop; every crash counted", async () => {
+    const adapter = await host.bind({ module: MISBEHAVING, export: "processExitAdapterFactory" }, undefined);
+    const lab = new CrashLab("lookup_only", "ok", { adapter, lookupTimeoutMs: HOSTILE_LOOKUP_TIMEOUT_MS, maxLookups: 3 });
+    try {
+      lab.setup();
+      await crashing(lab, () => lab.runFlow("after_provider_commit_before_response"));
+      lab.clock.advance(HEARTBEAT_TTL_MS + 1);
+      for (let i = 0; i < 6; i++) {
+        await lab.runtime.sweep.sweepOnce(); // finalization repair, then the sweep's further lookups
+        lab.clock.advance(10_000);
+      }
+      const effect = lab.store.sqlite.prepare("SELECT status, lookup_count, operator_attention FROM external_tool_effects WHERE id = ?").get(lab.facts.effectId) as Record<string, unknown>;
+      expect(effect).toEqual({ status: "unknown", lookup_count: 3, operator_attention: "adapter_crashed" });
+      expect(lab.facts.lookups).toBe(3); // no lookup after the bound
+      const reasons = (lab.store.sqlite.prepare("SELECT reason_code FROM effect_reconciliations WHERE effect_id = ? ORDER BY id").all(lab.facts.effectId) as Array<{ reason_code: string }>).map((r) => r.reason_code);
+      expect(reasons).toEqual(["adapter_crashed", "adapter_crashed", "adapter_crashed"]);
+    } finally {
+      lab.dispose();
+    }
+  });
+
+  it("an API process that dies mid-lookup: the lookup was counted before the adapter ran, and the next start records it (lookup_interrupted)", async () => {
+    const adapter = await host.bind({ module: MISBEHAVING, export: "neverSettlesAdapterFactory" }, undefined);
+    const lab = new CrashLab("lookup_only", "ok", { adapter, lookupTimeoutMs: HOSTILE_LOOKUP_TIMEOUT_MS });
+    try {
+      lab.setup();
+      const effectId = await lab.toUnknownEffect();
+      const leased = lab.runtime.reconciler.leaseBatch([effectRepository.findById(lab.store.db, effectId)!], "sweep");
+      expect(leased[0]).toHaveProperty("owner"); // the lease is taken: the adapter would run now
+      const counted = lab.store.sqlite.prepare("SELECT lookup_count, lease_owner IS NOT NULL AS leased FROM external_tool_effects WHERE id = ?").get(effectId);
+      expect(counted).toEqual({ lookup_count: 1, leased: 1 });
+      lab.crash("the API process died while the adapter ran"); // restart on the same file: stale leases released
+      const after = lab.store.sqlite.prepare("SELECT status, lookup_count, lease_owner, next_lookup_at_ms IS NOT NULL AS scheduled FROM external_tool_effects WHERE id = ?").get(effectId);
+      expect(after).toEqual({ status: "unknown", lookup_count: 1, lease_owner: null, scheduled: 1 });
+      expect(lab.store.sqlite.prepare("SELECT outcome, reason_code FROM effect_reconciliations WHERE effect_id = ?").all(effectId)).toEqual([{ outcome: "still_unknown", reason_code: "lookup_interrupted" }]);
+    } finally {
+      lab.dispose();
+    }
   });
 });

@@ -124,12 +124,12 @@ export class CrashLab {
    * @param options.adapter a ready adapter handle bound in place of the provider double's adapter
    *   (the "adapter misbehaves" axis binds handles of the real isolated worker host); it survives
    *   the lab's crashes like the provider does. @param options.lookupTimeoutMs the lookup bound (ms,
-   *   real time; default {@link LAB_LOOKUP_TIMEOUT_MS}).
+   *   real time; default {@link LAB_LOOKUP_TIMEOUT_MS}). @param options.maxLookups the lookup bound (default 50).
    */
   constructor(
     readonly profile: ProviderProfile,
     readonly behaviour: Behaviour,
-    readonly options: { adapter?: ReconciliationAdapter; lookupTimeoutMs?: number } = {},
+    readonly options: { adapter?: ReconciliationAdapter; lookupTimeoutMs?: number; maxLookups?: number } = {},
   ) {
     this.double = createProviderDouble({
       clock: this.clock,
@@ -177,7 +177,7 @@ export class CrashLab {
       leaseMs: 30_000,
       concurrency: 2,
       backoff: { initialMs: 1_000, maxMs: 8_000, factor: 2 },
-      maxLookups: 50,
+      maxLookups: this.options.maxLookups ?? 50,
     };
     this.runtime = createRuntime({
       db: this.store.db,
