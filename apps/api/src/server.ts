@@ -10,11 +10,8 @@ import { createRuntime, type Runtime } from "./modules/runtime/application/runti
 import { resolveReconciliationSettings } from "./config/reconciliation-bindings.js";
 import type { AdapterSource } from "@mosoo/effect-reconciliation";
 import { Registry } from "prom-client";
-import { createIsolatedAdapterHost } from "./modules/reconciliation/infrastructure/isolated-adapter-host.js";
+import { createIsolatedAdapterHost, DEFAULT_BIND_TIMEOUT_MS } from "./modules/reconciliation/infrastructure/isolated-adapter-host.js";
 import { AdapterWorkerMetrics } from "./modules/reconciliation/infrastructure/reconciliation-metrics.js";
-
-/** Bound (ms) on loading and building one bound adapter in its worker at startup. */
-export const ADAPTER_BIND_TIMEOUT_MS = 30_000;
 
 /** How long (ms) `close()` lets in-flight requests finish before it closes every connection. */
 export const SHUTDOWN_GRACE_MS = 3_000;
@@ -47,7 +44,7 @@ export async function startApi(
   const adapterHost = createIsolatedAdapterHost({
     heapMb: config.reconciliation.adapterHeapMb,
     maxThreads: config.reconciliation.concurrency,
-    bindTimeoutMs: ADAPTER_BIND_TIMEOUT_MS,
+    bindTimeoutMs: DEFAULT_BIND_TIMEOUT_MS,
     logger: logger.child({ component: "adapter-host" }),
     onTermination: (adapterId, reason) => {
       workerMetrics.record(adapterId, reason);

@@ -146,7 +146,7 @@ describe("reconciliation sweep: backoff, bound, restart", () => {
     expect(f.lookups).toHaveLength(2);
     expect(report).toMatchObject({ effectsLookedUp: 1, effectsResolved: 1 });
     expect(effectRow(f.store, call.effectId).status).toBe("not_executed");
-  });
+  }, 30_000); // 256 effects through the Driver protocol: over vitest's 5 s default on a loaded 2-core machine
 });
 
 describe("reconciliation sweep: streaming", () => {

@@ -4,7 +4,7 @@ import pino from "pino";
 import { UlidSchema } from "@mosoo/contracts";
 import type { ApiConfig } from "../../config/api-config.js";
 import { resolveReconciliationSettings } from "../../config/reconciliation-bindings.js";
-import { createIsolatedAdapterHost } from "../../modules/reconciliation/infrastructure/isolated-adapter-host.js";
+import { createIsolatedAdapterHost, DEFAULT_BIND_TIMEOUT_MS } from "../../modules/reconciliation/infrastructure/isolated-adapter-host.js";
 import { openStore } from "../../platform/db/database.js";
 import { createRuntime } from "../../modules/runtime/application/runtime.js";
 import { RuntimeError } from "../../modules/runtime/domain/runtime-errors.js";
@@ -117,7 +117,7 @@ export async function localOperatorClient(config: ApiConfig): Promise<OperatorCl
   const host = createIsolatedAdapterHost({
     heapMb: config.reconciliation.adapterHeapMb,
     maxThreads: config.reconciliation.concurrency,
-    bindTimeoutMs: 30_000,
+    bindTimeoutMs: DEFAULT_BIND_TIMEOUT_MS,
     logger: pino({ level: "silent" }),
   });
   let settings;

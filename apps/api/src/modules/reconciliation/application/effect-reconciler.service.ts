@@ -11,6 +11,7 @@ import type { OperatorAttentionReason, ReconciliationTrigger } from "../domain/r
 import { reconciliationRepository } from "../infrastructure/reconciliation.repository.js";
 import type { ReconciliationMetrics } from "../infrastructure/reconciliation-metrics.js";
 import type { ReconciliationSettings } from "./reconciliation-settings.js";
+import { recordInterruptedLookups } from "./interrupted-lookups.js";
 
 /**
  * What one call of {@link EffectReconciler.reconcile} did:
@@ -277,41 +278,12 @@ export class EffectReconciler {
   }
 
   /**
-   * Releases leases left by a dead API process (call once at startup; one API process per store).
-   * Each was a lookup that had started (and was counted, {@link leaseBatch}) but never ended: for a
-   * bound effect it is recorded as `still_unknown` / `lookup_interrupted` and its next lookup is
-   * scheduled by the usual backoff, so a process that dies at every lookup reaches the lookup bound
-   * and operator attention, never a restart loop (DESIGN.md §4). Returns how many were released.
+   * Releases leases left by a dead API process (call once at startup; one API process per store) and
+   * records each such lookup as `lookup_interrupted` (see {@link recordInterruptedLookups}).
+   * Returns how many leases were released.
    */
   releaseStaleLeases(): number {
-    const now = this.ctx.clock.nowMs();
-    const n = writeTransaction(this.ctx.db, (tx) => {
-      for (const row of reconciliationRepository.listLeased(tx)) {
-        const adapter = this.settings.bindings.get(row.serverId);
-        if (row.status !== "unknown" || !adapter || row.leaseOwner === null) continue;
-        const schedule = scheduleNextLookup({ lookupCount: row.lookupCount, maxLookups: this.settings.maxLookups, nowMs: now, backoff: this.settings.backoff, attention: null });
-        const after = reconciliationRepository.commitOutcome(tx, row.id, row.version, row.leaseOwner, { ...schedule, updatedAtMs: now });
-        if (!after) continue;
-        const ref = adapterRefOf(adapter);
-        reconciliationRepository.insertRecord(tx, {
-          id: newUlid(now),
-          effectId: row.id,
-          adapterId: ref.id,
-          adapterVersion: ref.version,
-          trigger: "sweep",
-          outcome: "still_unknown",
-          reasonCode: "lookup_interrupted",
-          receiptJson: null,
-          resultJson: null,
-          error: "the API process stopped while this lookup ran",
-          startedAtMs: row.updatedAtMs,
-          finishedAtMs: now,
-          nextLookupAtMs: after.nextLookupAtMs,
-        });
-        this.metrics.record(ref.id, "still_unknown", "lookup_interrupted");
-      }
-      return reconciliationRepository.releaseAllLeases(tx);
-    });
+    const n = recordInterruptedLookups(this.ctx, this.settings, this.metrics);
     if (n > 0) this.ctx.logger.warn({ released: n }, "reconciliation.stale_leases_released");
     return n;
   }

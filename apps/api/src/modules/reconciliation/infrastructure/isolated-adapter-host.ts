@@ -22,6 +22,9 @@ import type { AdapterWorkerReply, AdapterWorkerTask } from "./adapter-worker.js"
  */
 const WORKER_FILE = new URL("./adapter-worker.bootstrap.mjs", import.meta.url).href;
 
+/** Default bound (ms) on loading and building one adapter in its worker (`bind`): a cold worker loads tsx and the module. */
+export const DEFAULT_BIND_TIMEOUT_MS = 30_000;
+
 /**
  * Options of {@link createIsolatedAdapterHost}:
  * - `heapMb`: old-generation heap limit of each worker (MB; `MOSOO_ADAPTER_HEAP_MB`); a worker that
@@ -113,7 +116,9 @@ export function createIsolatedAdapterHost(opts: IsolatedAdapterHostOptions): Ada
       const declaration: AdapterDeclaration = deepFreeze(parsed.data);
       label.current = declaration.id;
       const run = async (op: "lookup" | "planCompensation", request: unknown, context: LookupContext): Promise<unknown> => {
-        const timeoutMs = 2_147_483_647; // the caller's signal bounds the call; the adapter's own signal mirrors it below
+        // The caller's signal bounds the call: when it aborts, piscina terminates the worker. The
+        // adapter's own signal in the worker is therefore never the bound (it never fires first).
+        const timeoutMs = 2_147_483_647;
         const reply = await call(pool, declaration.id, { op, source, options, request, timeoutMs }, context.signal);
         if (reply.kind === "answered" || reply.kind === "threw") for (const log of reply.logs) replay(context.logger, log);
         if (reply.kind === "threw") throw new Error(reply.error);
