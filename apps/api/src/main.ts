@@ -11,8 +11,8 @@ async function main(): Promise<void> {
         "MOSOO_PORT, MOSOO_HEARTBEAT_TTL_MS, MOSOO_SWEEP_INTERVAL_MS, MOSOO_LOG_LEVEL, and for the opt-in\n" +
         "reconciliation of unknown effects MOSOO_EFFECT_RECONCILIATION (off|on), MOSOO_RECONCILIATION_BINDINGS_FILE,\n" +
         "MOSOO_LOOKUP_TIMEOUT_MS, MOSOO_RECONCILIATION_CONCURRENCY, MOSOO_LOOKUP_BACKOFF_INITIAL_MS,\n" +
-        "MOSOO_LOOKUP_BACKOFF_MAX_MS, MOSOO_LOOKUP_BACKOFF_FACTOR, MOSOO_MAX_LOOKUPS; MOSOO_OPERATOR_TOKEN enables\n" +
-        "the operator routes (see also: npm run effects -- --help).\n",
+        "MOSOO_LOOKUP_BACKOFF_MAX_MS, MOSOO_LOOKUP_BACKOFF_FACTOR, MOSOO_MAX_LOOKUPS, MOSOO_ADAPTER_HEAP_MB;\n" +
+        "MOSOO_OPERATOR_TOKEN enables the operator routes (see also: npm run effects -- --help).\n",
     );
     return;
   }

@@ -7,9 +7,11 @@ import { createHttpApp } from "./adapters/http/app.js";
 import { openStore, type Store } from "./platform/db/database.js";
 import type { Clock } from "./platform/clock.js";
 import { createRuntime, type Runtime } from "./modules/runtime/application/runtime.js";
-import { createBuiltInAdapterRegistry } from "./adapters/reconciliation/builtin-adapters.js";
 import { resolveReconciliationSettings } from "./config/reconciliation-bindings.js";
-import type { AdapterRegistry } from "@mosoo/effect-reconciliation";
+import type { AdapterSource } from "@mosoo/effect-reconciliation";
+import { Registry } from "prom-client";
+import { createIsolatedAdapterHost, DEFAULT_BIND_TIMEOUT_MS } from "./modules/reconciliation/infrastructure/isolated-adapter-host.js";
+import { AdapterWorkerMetrics } from "./modules/reconciliation/infrastructure/reconciliation-metrics.js";
 
 /** How long (ms) `close()` lets in-flight requests finish before it closes every connection. */
 export const SHUTDOWN_GRACE_MS = 3_000;
@@ -25,23 +27,45 @@ export interface RunningApi {
 
 /**
  * Opens and migrates the store, wires the runtime, serves HTTP on `config.host:config.port`
- * (0 = a free port) and starts the maintenance sweep. Reconciliation bindings are resolved from
- * `registry` (default: the built-in adapters), which is closed for registration from then on.
+ * (0 = a free port) and starts the maintenance sweep. Every bound adapter runs in the isolated
+ * adapter host (worker threads with a `MOSOO_ADAPTER_HEAP_MB` heap limit, terminated at the lookup
+ * timeout; DESIGN.md §4 "Adapters are untrusted code"): there is no in-process option here.
+ * `builtIns` maps adapter ids to adapter sources (default: the built-in adapters).
  * @throws ConfigError on an invalid bindings file; Error when the store cannot be opened/migrated
  *   or the port cannot be bound.
  */
 export async function startApi(
   config: ApiConfig,
   logger: Logger,
-  opts: { clock?: Clock; sweep?: boolean; registry?: AdapterRegistry } = {},
+  opts: { clock?: Clock; sweep?: boolean; builtIns?: Readonly<Record<string, AdapterSource>> } = {},
 ): Promise<RunningApi> {
-  const reconciliation = resolveReconciliationSettings(config, opts.registry ?? createBuiltInAdapterRegistry());
-  const store = openStore(config.dbFile);
+  const metricsRegistry = new Registry();
+  const workerMetrics = new AdapterWorkerMetrics(metricsRegistry);
+  const adapterHost = createIsolatedAdapterHost({
+    heapMb: config.reconciliation.adapterHeapMb,
+    maxThreads: config.reconciliation.concurrency,
+    bindTimeoutMs: DEFAULT_BIND_TIMEOUT_MS,
+    logger: logger.child({ component: "adapter-host" }),
+    onTermination: (adapterId, reason) => {
+      workerMetrics.record(adapterId, reason);
+      logger.warn({ adapterId, reason }, "adapter.worker_terminated");
+    },
+  });
+  let reconciliation;
+  let store: Store;
+  try {
+    reconciliation = await resolveReconciliationSettings(config, adapterHost, opts.builtIns);
+    store = openStore(config.dbFile);
+  } catch (err) {
+    await adapterHost.close();
+    throw err;
+  }
   const runtime = createRuntime({
     db: store.db,
     logger,
     heartbeatTtlMs: config.heartbeatTtlMs,
     reconciliation,
+    metricsRegistry,
     ...(opts.clock ? { clock: opts.clock } : {}),
   });
   // One API process per store: leases found now were left by a process that died mid-lookup.
@@ -76,6 +100,7 @@ export async function startApi(
       force.unref();
       await closed;
       clearTimeout(force);
+      await adapterHost.close();
       store.close();
     },
   };

@@ -11,8 +11,12 @@
  * recovery modes (324 runs). Then the k-th durable write loop: crash at write k = 1, 2, … (before
  * and after its commit) until the flow completes without reaching k, for each profile.
  */
-import { afterAll, describe, expect, it } from "vitest";
-import { BEHAVIOURS, CrashLab, PROFILES, crashing, type Behaviour, type CrashPoint, type ProviderProfile, type RecoveryMode } from "./helpers/crash-lab.js";
+import { fileURLToPath } from "node:url";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { NOOP_LOGGER, type AdapterHost } from "@mosoo/effect-reconciliation";
+import { createIsolatedAdapterHost } from "../src/modules/reconciliation/infrastructure/isolated-adapter-host.js";
+import { effectRepository } from "../src/modules/runtime/infrastructure/effect.repository.js";
+import { BEHAVIOURS, CrashLab, HEARTBEAT_TTL_MS, PROFILES, crashing, type Behaviour, type CrashPoint, type ProviderProfile, type RecoveryMode } from "./helpers/crash-lab.js";
 import { checkLab, labEffect } from "./helpers/crash-lab-checks.js";
 
 type Row = CrashPoint | "two_reconcilers" | "stalled_executor";
@@ -152,5 +156,126 @@ describe("crash at the k-th durable write, k = 1, 2, … until the flow complete
     }
     // the flow has several durable writes, and the loop ended because one run got past them all
     expect(completedAt).toBeGreaterThan(3);
+  });
+});
+
+/**
+ * The "adapter misbehaves" axis (issue 16 item 1; DESIGN.md §4 "Adapters are untrusted code", §5):
+ * the write commits at the provider, the API crashes before the answer is persisted, and recovery
+ * looks the effect up through a hostile adapter module (tests/fixtures/adapters/misbehaving.adapter.ts)
+ * running in the REAL isolated worker host (piscina, heap limit, termination at the lookup bound),
+ * on both paths: the restart path (the Driver reconnects; the redelivered claim reconciles inline)
+ * and finalization repair (its heartbeat expires; the sweep repairs). For each: the effect stays
+ * `unknown` with the right reason, nothing confirmed is recorded, the lookup is counted, and the
+ * main thread's event loop kept turning while the adapter misbehaved.
+ */
+const MISBEHAVING = fileURLToPath(new URL("./fixtures/adapters/misbehaving.adapter.ts", import.meta.url));
+/**
+ * The lookup bound of the axis (ms, real time): a worker restart after the previous case's crash
+ * (tsx + module load, seconds on a busy 2-core machine) plus the hostile act must fit within it.
+ */
+const HOSTILE_LOOKUP_TIMEOUT_MS = 15_000;
+const HOSTILE = [
+  { name: "mutates its input (repro 1)", exportName: "mutatesInputAdapterFactory", reason: "in_flight_window" },
+  { name: "floating rejection (repro 2)", exportName: "floatingRejectionAdapterFactory", reason: "adapter_crashed" },
+  { name: "throwing timer (repro 2)", exportName: "throwingTimerAdapterFactory", reason: "adapter_crashed" },
+  { name: "synchronous infinite loop", exportName: "syncLoopAdapterFactory", reason: "lookup_timeout" },
+  { name: "process.exit", exportName: "processExitAdapterFactory", reason: "adapter_crashed" },
+  { name: "allocates beyond the heap limit", exportName: "heapHogAdapterFactory", reason: "adapter_crashed" },
+  { name: "never settles", exportName: "neverSettlesAdapterFactory", reason: "lookup_timeout" },
+] as const;
+
+describe("crash-point matrix, adapter misbehaves (real worker isolation, both recovery paths)", { timeout: 240_000 }, () => {
+  let host: AdapterHost;
+  const terminations: string[] = [];
+  beforeAll(() => {
+    host = createIsolatedAdapterHost({ heapMb: 32, maxThreads: 1, bindTimeoutMs: 60_000, logger: NOOP_LOGGER, onTermination: (id, reason) => terminations.push(`${id}:${reason}`) });
+  });
+  afterAll(() => host.close());
+
+  it.each(HOSTILE)("$name → unknown ($reason), main thread responsive, lookup counted", async ({ exportName, reason }) => {
+    const adapter = await host.bind({ module: MISBEHAVING, export: exportName }, undefined);
+    for (const mode of MODES) {
+      const lab = new CrashLab("lookup_only", "ok", { adapter, lookupTimeoutMs: HOSTILE_LOOKUP_TIMEOUT_MS });
+      const label = `${exportName}/${mode}`;
+      try {
+        lab.setup();
+        expect(await crashing(lab, () => lab.runFlow("after_provider_commit_before_response")), label).toBeTruthy();
+        expect(lab.facts.commits.get(lab.facts.key!), label).toBe(1); // the write really committed
+        // Event-loop liveness: a setImmediate chain turns once per loop iteration; it keeps turning
+        // only if nothing the adapter does blocks the main thread.
+        let turns = 0;
+        let spinning = true;
+        const turn = (): void => {
+          turns += 1;
+          if (spinning) setImmediate(turn);
+        };
+        setImmediate(turn);
+        const lookupsBefore = lab.facts.lookups;
+        if (mode === "reconnect") await lab.reconnectAndDrain();
+        else {
+          lab.clock.advance(HEARTBEAT_TTL_MS + 1);
+          await lab.runtime.sweep.sweepOnce();
+        }
+        spinning = false;
+        expect(lab.facts.lookups, label).toBeGreaterThan(lookupsBefore);
+        // a hostile lookup that holds its worker for the whole bound must not hold the main thread
+        // (a quick answer may arrive before the first turn, so only the held ones are checked)
+        if (reason === "lookup_timeout") expect(turns, label).toBeGreaterThan(1);
+        const effect = labEffect(lab)!;
+        expect({ status: effect.status, resolution: effect.resolution }, label).toEqual({ status: "unknown", resolution: null });
+        const records = lab.store.sqlite.prepare("SELECT outcome, reason_code FROM effect_reconciliations WHERE effect_id = ? ORDER BY id").all(effect.id) as Array<{ outcome: string; reason_code: string | null }>;
+        expect(records.filter((r) => r.outcome.startsWith("confirmed")), label).toEqual([]);
+        expect(records, label).toContainEqual({ outcome: "still_unknown", reason_code: reason });
+        const { lookup_count } = lab.store.sqlite.prepare("SELECT lookup_count FROM external_tool_effects WHERE id = ?").get(effect.id) as { lookup_count: number };
+        expect(lookup_count, label).toBeGreaterThanOrEqual(1);
+        const command = lab.store.sqlite.prepare("SELECT status, error_json FROM driver_commands WHERE id = ?").get(lab.facts.commandId) as { status: string; error_json: string | null };
+        expect(command.error_json ?? "", label).not.toContain("not_executed");
+      } finally {
+        lab.dispose();
+      }
+    }
+    if (reason === "adapter_crashed") expect(terminations.some((t) => !t.endsWith(":timeout"))).toBe(true);
+    if (reason === "lookup_timeout") expect(terminations.some((t) => t.endsWith(":timeout"))).toBe(true);
+  });
+
+  it("a crash loop ends at operator attention (adapter_crashed), never in a restart loop; every crash counted", async () => {
+    const adapter = await host.bind({ module: MISBEHAVING, export: "processExitAdapterFactory" }, undefined);
+    const lab = new CrashLab("lookup_only", "ok", { adapter, lookupTimeoutMs: HOSTILE_LOOKUP_TIMEOUT_MS, maxLookups: 3 });
+    try {
+      lab.setup();
+      await crashing(lab, () => lab.runFlow("after_provider_commit_before_response"));
+      lab.clock.advance(HEARTBEAT_TTL_MS + 1);
+      for (let i = 0; i < 6; i++) {
+        await lab.runtime.sweep.sweepOnce(); // finalization repair, then the sweep's further lookups
+        lab.clock.advance(10_000);
+      }
+      const effect = lab.store.sqlite.prepare("SELECT status, lookup_count, operator_attention FROM external_tool_effects WHERE id = ?").get(lab.facts.effectId) as Record<string, unknown>;
+      expect(effect).toEqual({ status: "unknown", lookup_count: 3, operator_attention: "adapter_crashed" });
+      expect(lab.facts.lookups).toBe(3); // no lookup after the bound
+      const reasons = (lab.store.sqlite.prepare("SELECT reason_code FROM effect_reconciliations WHERE effect_id = ? ORDER BY id").all(lab.facts.effectId) as Array<{ reason_code: string }>).map((r) => r.reason_code);
+      expect(reasons).toEqual(["adapter_crashed", "adapter_crashed", "adapter_crashed"]);
+    } finally {
+      lab.dispose();
+    }
+  });
+
+  it("an API process that dies mid-lookup: the lookup was counted before the adapter ran, and the next start records it (lookup_interrupted)", async () => {
+    const adapter = await host.bind({ module: MISBEHAVING, export: "neverSettlesAdapterFactory" }, undefined);
+    const lab = new CrashLab("lookup_only", "ok", { adapter, lookupTimeoutMs: HOSTILE_LOOKUP_TIMEOUT_MS });
+    try {
+      lab.setup();
+      const effectId = await lab.toUnknownEffect();
+      const leased = lab.runtime.reconciler.leaseBatch([effectRepository.findById(lab.store.db, effectId)!], "sweep");
+      expect(leased[0]).toHaveProperty("owner"); // the lease is taken: the adapter would run now
+      const counted = lab.store.sqlite.prepare("SELECT lookup_count, lease_owner IS NOT NULL AS leased FROM external_tool_effects WHERE id = ?").get(effectId);
+      expect(counted).toEqual({ lookup_count: 1, leased: 1 });
+      lab.crash("the API process died while the adapter ran"); // restart on the same file: stale leases released
+      const after = lab.store.sqlite.prepare("SELECT status, lookup_count, lease_owner, next_lookup_at_ms IS NOT NULL AS scheduled FROM external_tool_effects WHERE id = ?").get(effectId);
+      expect(after).toEqual({ status: "unknown", lookup_count: 1, lease_owner: null, scheduled: 1 });
+      expect(lab.store.sqlite.prepare("SELECT outcome, reason_code FROM effect_reconciliations WHERE effect_id = ?").all(effectId)).toEqual([{ outcome: "still_unknown", reason_code: "lookup_interrupted" }]);
+    } finally {
+      lab.dispose();
+    }
   });
 });

@@ -1,9 +1,10 @@
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { ReconciliationError, type ReconciliationAdapterFactory } from "@mosoo/effect-reconciliation";
-import { createBuiltInAdapterRegistry } from "../src/adapters/reconciliation/builtin-adapters.js";
+import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from "vitest";
+import type { AdapterHost } from "@mosoo/effect-reconciliation";
+import { NOOP_LOGGER } from "@mosoo/effect-reconciliation";
+import { createIsolatedAdapterHost } from "../src/modules/reconciliation/infrastructure/isolated-adapter-host.js";
 import { ConfigError, loadApiConfig } from "../src/config/api-config.js";
 import { loadBindings, resolveReconciliationSettings } from "../src/config/reconciliation-bindings.js";
 
@@ -11,10 +12,10 @@ const BINDINGS_VAR = "MOSOO_RECONCILIATION_BINDINGS_FILE";
 const TRACKER_BINDING = { bindings: { tracker: { adapterId: "fixture-issue-tracker", options: { url: "http://127.0.0.1:1/mcp" } } } };
 
 /** Runs `fn`, expects a one-line ConfigError naming `variable`, returns its message. */
-function configError(fn: () => unknown, variable: string): string {
+async function configError(fn: () => unknown, variable: string): Promise<string> {
   let caught: unknown;
   try {
-    fn();
+    await fn();
   } catch (err) {
     caught = err;
   }
@@ -35,6 +36,7 @@ describe("loadApiConfig: reconciliation variables", () => {
       concurrency: 4,
       backoff: { initialMs: 1_000, maxMs: 300_000, factor: 2 },
       maxLookups: 8,
+      adapterHeapMb: 64,
     });
   });
 
@@ -48,6 +50,7 @@ describe("loadApiConfig: reconciliation variables", () => {
       MOSOO_LOOKUP_BACKOFF_MAX_MS: "500",
       MOSOO_LOOKUP_BACKOFF_FACTOR: "1.5",
       MOSOO_MAX_LOOKUPS: "",
+      MOSOO_ADAPTER_HEAP_MB: "96",
     });
     expect(c.reconciliation).toEqual({
       enabled: true,
@@ -56,6 +59,7 @@ describe("loadApiConfig: reconciliation variables", () => {
       concurrency: 2,
       backoff: { initialMs: 500, maxMs: 500, factor: 1.5 },
       maxLookups: 8,
+      adapterHeapMb: 96,
     });
     expect(loadApiConfig({ MOSOO_EFFECT_RECONCILIATION: "off" }).reconciliation.enabled).toBe(false);
   });
@@ -72,18 +76,26 @@ describe("loadApiConfig: reconciliation variables", () => {
     ["MOSOO_LOOKUP_BACKOFF_FACTOR", "0.5"],
     ["MOSOO_MAX_LOOKUPS", "0"],
     ["MOSOO_MAX_LOOKUPS", "1001"],
-  ])("stops on %s=%s with one line naming the variable", (name, value) => {
-    const message = configError(() => loadApiConfig({ [name]: value }), name);
+    ["MOSOO_ADAPTER_HEAP_MB", "8"],
+    ["MOSOO_ADAPTER_HEAP_MB", "lots"],
+  ])("stops on %s=%s with one line naming the variable", async (name, value) => {
+    const message = await configError(() => loadApiConfig({ [name]: value }), name);
     expect(message).toContain(JSON.stringify(value));
   });
 
-  it("refuses a backoff cap below the first delay, naming MOSOO_LOOKUP_BACKOFF_MAX_MS", () => {
-    configError(() => loadApiConfig({ MOSOO_LOOKUP_BACKOFF_INITIAL_MS: "5000", MOSOO_LOOKUP_BACKOFF_MAX_MS: "4999" }), "MOSOO_LOOKUP_BACKOFF_MAX_MS");
+  it("refuses a backoff cap below the first delay, naming MOSOO_LOOKUP_BACKOFF_MAX_MS", async () => {
+    await configError(() => loadApiConfig({ MOSOO_LOOKUP_BACKOFF_INITIAL_MS: "5000", MOSOO_LOOKUP_BACKOFF_MAX_MS: "4999" }), "MOSOO_LOOKUP_BACKOFF_MAX_MS");
   });
 });
 
-describe("bindings file", () => {
+// Each bind starts a worker thread (tsx included): seconds on a busy 2-core machine.
+describe("bindings file (adapters bound through the real isolated worker host)", { timeout: 60_000 }, () => {
   let dir: string;
+  let host: AdapterHost;
+  beforeAll(() => {
+    host = createIsolatedAdapterHost({ heapMb: 64, maxThreads: 1, bindTimeoutMs: 60_000, logger: NOOP_LOGGER });
+  });
+  afterAll(() => host.close());
   beforeEach(() => {
     dir = mkdtempSync(join(tmpdir(), "mosoo-bindings-"));
   });
@@ -97,36 +109,30 @@ describe("bindings file", () => {
   const configWith = (bindingsFile: string | undefined, enabled = "on") =>
     loadApiConfig({ MOSOO_EFFECT_RECONCILIATION: enabled, ...(bindingsFile ? { [BINDINGS_VAR]: bindingsFile } : {}), MOSOO_LOOKUP_TIMEOUT_MS: "300" });
 
-  it("a valid file binds tracker to the built-in fixture-issue-tracker adapter", () => {
-    const bindings = loadBindings(file(TRACKER_BINDING), createBuiltInAdapterRegistry());
+  it("a valid file binds tracker to the built-in fixture-issue-tracker adapter", async () => {
+    const bindings = await loadBindings(file(TRACKER_BINDING), host);
     expect([...bindings.keys()]).toEqual(["tracker"]);
     expect(bindings.get("tracker")!.declaration).toMatchObject({ id: "fixture-issue-tracker", tools: ["createIssue", "closeIssue"], compensations: { createIssue: { toolName: "closeIssue" } }, keyFencing: { kind: "lookup_fences_key" } });
     expect(typeof bindings.get("tracker")!.lookup).toBe("function");
   });
 
-  it("resolveReconciliationSettings: settings from the config, bindings resolved, the registry closed", () => {
-    const registry = createBuiltInAdapterRegistry();
-    const settings = resolveReconciliationSettings(configWith(file(TRACKER_BINDING)), registry);
+  it("resolveReconciliationSettings: settings from the config, bindings resolved", async () => {
+    const settings = await resolveReconciliationSettings(configWith(file(TRACKER_BINDING)), host);
     expect(settings).toMatchObject({ enabled: true, lookupTimeoutMs: 300, concurrency: 4, maxLookups: 8, backoff: { initialMs: 1_000, maxMs: 300_000, factor: 2 } });
     expect(settings.leaseMs).toBeGreaterThan(settings.lookupTimeoutMs);
     expect(settings.bindings.get("tracker")!.declaration.id).toBe("fixture-issue-tracker");
-    expect(registry.isClosed).toBe(true);
-    const again: ReconciliationAdapterFactory = { declaration: { ...registry.list()[0]!, id: "another-adapter" }, create: () => settings.bindings.get("tracker")! };
-    let err: unknown;
-    try {
-      registry.register(again);
-    } catch (e) {
-      err = e;
-    }
-    expect(ReconciliationError.is(err, "registry.closed")).toBe(true);
-    expect(registry.list().map((d) => d.id)).toEqual(["fixture-issue-tracker"]);
+    expect(Object.isFrozen(settings.bindings.get("tracker")!.declaration)).toBe(true);
   });
 
-  it("without a bindings file: no bindings; with the flag off the file is still validated", () => {
-    const registry = createBuiltInAdapterRegistry();
-    expect(resolveReconciliationSettings(configWith(undefined), registry).bindings.size).toBe(0);
-    expect(registry.isClosed).toBe(true);
-    configError(() => resolveReconciliationSettings(configWith(file({ bindings: { tracker: { adapterId: "nope" } } }), "off"), createBuiltInAdapterRegistry()), BINDINGS_VAR);
+  it("a binding may name an adapter source {module, export}, relative to the bindings file", async () => {
+    const fixture = new URL("./fixtures/adapters/misbehaving.adapter.ts", import.meta.url).pathname;
+    const bindings = await loadBindings(file({ bindings: { tracker: { source: { module: fixture, export: "mutatesInputAdapterFactory" } } } }), host);
+    expect(bindings.get("tracker")!.declaration.id).toBe("mutates-input");
+  });
+
+  it("without a bindings file: no bindings; with the flag off the file is still validated", async () => {
+    expect((await resolveReconciliationSettings(configWith(undefined), host)).bindings.size).toBe(0);
+    await configError(() => resolveReconciliationSettings(configWith(file({ bindings: { tracker: { adapterId: "nope" } } }), "off"), host), BINDINGS_VAR);
   });
 
   it.each<[string, unknown, RegExp]>([
@@ -139,14 +145,16 @@ describe("bindings file", () => {
     ["unknown key in a binding", { bindings: { tracker: { adapterId: "fixture-issue-tracker", opts: {} } } }, /opts/],
     ["bad server id", { bindings: { "no spaces": { adapterId: "fixture-issue-tracker", options: { url: "http://127.0.0.1:1/mcp" } } } }, /bindings\.no spaces: /],
     ["no bindings object", { tracker: { adapterId: "fixture-issue-tracker" } }, /: bindings: /],
-  ])("%s → ConfigError naming the variable, one line", (_name, content, detail) => {
+    ["both adapterId and source", { bindings: { tracker: { adapterId: "fixture-issue-tracker", source: { module: "/x.ts", export: "f" } } } }, /exactly one of adapterId/],
+    ["a source module that does not exist", { bindings: { tracker: { source: { module: "/nonexistent/adapter.ts", export: "f" } } } }, /bindings\.tracker: adapter\.load_failed/],
+  ])("%s → ConfigError naming the variable, one line", async (_name, content, detail) => {
     const path = file(content);
-    expect(configError(() => loadBindings(path, createBuiltInAdapterRegistry()), BINDINGS_VAR)).toMatch(detail);
-    expect(configError(() => resolveReconciliationSettings(configWith(path), createBuiltInAdapterRegistry()), BINDINGS_VAR)).toMatch(detail);
+    expect(await configError(() => loadBindings(path, host), BINDINGS_VAR)).toMatch(detail);
+    expect(await configError(() => resolveReconciliationSettings(configWith(path), host), BINDINGS_VAR)).toMatch(detail);
   });
 
-  it("a missing file → ConfigError naming the variable, one line", () => {
-    const message = configError(() => loadBindings(join(dir, "absent.json"), createBuiltInAdapterRegistry()), BINDINGS_VAR);
+  it("a missing file → ConfigError naming the variable, one line", async () => {
+    const message = await configError(() => loadBindings(join(dir, "absent.json"), host), BINDINGS_VAR);
     expect(message).toContain("absent.json");
   });
 });

@@ -146,7 +146,7 @@ describe("reconciliation sweep: backoff, bound, restart", () => {
     expect(f.lookups).toHaveLength(2);
     expect(report).toMatchObject({ effectsLookedUp: 1, effectsResolved: 1 });
     expect(effectRow(f.store, call.effectId).status).toBe("not_executed");
-  });
+  }, 30_000); // 256 effects through the Driver protocol: over vitest's 5 s default on a loaded 2-core machine
 });
 
 describe("reconciliation sweep: streaming", () => {
@@ -185,7 +185,7 @@ describe("reconciliation sweep: streaming", () => {
     expect(peak).toBe(8);
     expect(f.store.sqlite.prepare("SELECT count(*) AS n FROM external_tool_effects WHERE status = 'unknown'").get()).toEqual({ n: 0 });
     expect(f.store.sqlite.prepare("SELECT count(*) AS n FROM external_tool_effects WHERE lease_owner IS NOT NULL").get()).toEqual({ n: 0 });
-  });
+  }, 30_000); // 522 lookups and outcome transactions: over vitest's 5 s default on a 2-core machine under load
 });
 
 describe("racing reconcilers and metrics", () => {

@@ -4,7 +4,8 @@
  *
  * - the adapter contract (`AdapterDeclarationSchema`, `ReconciliationAdapter`, `LookupOutcomeSchema`,
  *   `ReceiptSchema`);
- * - the registry of adapter factories (`createAdapterRegistry`);
+ * - the registry of adapter factories (`createAdapterRegistry`), adapter sources (`AdapterSourceSchema`)
+ *   and the port that runs adapter code (`AdapterHost`; an isolated host lives in the API);
  * - the reconcile step with its fail-closed checks (`reconcileEffect`, `checkEligibility`, `isEligible`);
  * - the fail-closed planning of a declared compensation (`planCompensation`);
  * - the conformance kit for adapter authors lives at the `./testing` subpath.
@@ -84,6 +85,8 @@ export { createAdapterRegistry, adapterFactoryOf } from "./adapter-registry.js";
 export type { AdapterRegistry } from "./adapter-registry.js";
 export { checkEligibility, isEligible } from "./reconcile-eligibility.js";
 export type { EligibilityVerdict } from "./reconcile-eligibility.js";
-export { reconcileEffect, MAX_LOOKUP_TIMEOUT_MS } from "./reconcile.service.js";
-export type { ReconcileBinding, ReconcileEffectInput } from "./reconcile.service.js";
+export { reconcileEffect, askAdapter, judgeLookupAnswer, MAX_LOOKUP_TIMEOUT_MS } from "./reconcile.service.js";
+export type { ReconcileBinding, ReconcileEffectInput, LookupAnswer } from "./reconcile.service.js";
+export { AdapterSourceSchema, ADAPTER_TERMINATION_REASONS, AdapterCrashedError } from "./adapter-source.contract.js";
+export type { AdapterSource, AdapterTerminationReason, AdapterHost } from "./adapter-source.contract.js";
 export { NOOP_LOGGER } from "./adapter-logger.js";

@@ -29,7 +29,13 @@ export type IneligibleReasonCode = z.infer<typeof IneligibleReasonCodeSchema>;
 /**
  * Why the runtime answered `still_unknown` on its own authority (DESIGN.md §5, fail-closed):
  * - `adapter_error`: `lookup` threw or rejected;
- * - `lookup_timeout`: `lookup` did not settle within `timeoutMs` (the runtime stopped waiting);
+ * - `adapter_crashed`: the code running `lookup` died under it (an isolated worker ended by an
+ *   uncaught exception, a floating rejection, `process.exit` or its heap limit; see
+ *   `AdapterCrashedError`). Counts as a lookup (DESIGN.md §5);
+ * - `lookup_timeout`: `lookup` did not settle within `timeoutMs` (the runtime stopped waiting, and an
+ *   isolating host terminated the worker running it);
+ * - `lookup_interrupted`: the host process stopped while the lookup ran (found at the next start:
+ *   the lookup had been recorded as started, durably, before the adapter ran, so it counts);
  * - `lookup_cancelled`: the caller's own `signal` aborted first;
  * - `invalid_adapter_output`: the answer failed `LookupOutcomeSchema` (including a receipt over
  *   `MAX_RECEIPT_BYTES` or a result over `MAX_RESULT_BYTES`);
@@ -42,7 +48,9 @@ export type IneligibleReasonCode = z.infer<typeof IneligibleReasonCodeSchema>;
  */
 export const RUNTIME_REASON_CODES = [
   "adapter_error",
+  "adapter_crashed",
   "lookup_timeout",
+  "lookup_interrupted",
   "lookup_cancelled",
   "invalid_adapter_output",
   "answer_mismatch",

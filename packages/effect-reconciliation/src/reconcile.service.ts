@@ -1,11 +1,12 @@
 import { z } from "zod";
-import type { AdapterLogger, ReconciliationAdapter } from "./adapter.contract.js";
+import type { AdapterDeclaration, AdapterLogger, ReconciliationAdapter } from "./adapter.contract.js";
+import { AdapterCrashedError } from "./adapter-source.contract.js";
 import { NOOP_LOGGER, safeLogger } from "./adapter-logger.js";
 import { summarizeError } from "./error-message.js";
 import { judgeOutcome } from "./fail-closed-checks.js";
 import { LookupOutcomeSchema, type LookupOutcome } from "./lookup-outcome.contract.js";
 import { runLookup } from "./lookup-runner.js";
-import type { AdapterRef, ReconcileDecision, RuntimeReasonCode, RuntimeStillUnknownDecision } from "./reconcile-decision.contract.js";
+import type { AdapterRef, IneligibleDecision, ReconcileDecision, RuntimeReasonCode, RuntimeStillUnknownDecision } from "./reconcile-decision.contract.js";
 import { evaluateEligibility } from "./reconcile-eligibility.js";
 import type { ReconcilableEffect } from "./reconcilable-effect.contract.js";
 
@@ -40,36 +41,87 @@ const NowMsSchema = z.number().int().nonnegative();
 const TimeoutMsSchema = z.number().int().positive().max(MAX_LOOKUP_TIMEOUT_MS);
 
 /**
- * One reconcile step for one `unknown` effect (DESIGN.md §4–§6). Writes nothing; the caller persists
- * a confirmed decision, its receipt and result in one transaction (§3 rule 6) with a
- * compare-and-set (a lost CAS is the caller's `superseded`, §3 rule 7).
+ * What one adapter call answered, before it is judged ({@link askAdapter}); judge it with
+ * {@link judgeLookupAnswer} against the effect as read from the store:
+ * - `ineligible`: no adapter call was made (`decision` says why);
+ * - `refused`: the call failed on its own terms (`adapter_error`, `adapter_crashed`,
+ *   `lookup_timeout`, `lookup_cancelled`, `invalid_adapter_output`): `decision` is final;
+ * - `answered`: a schema-valid {@link LookupOutcome} (a detached copy), with the binding's
+ *   `serverId`, the validated `declaration` (the host's copy, never the adapter's), and the
+ *   `nowMs` / `timeoutMs` the windows are measured with.
+ */
+export type LookupAnswer =
+  | { kind: "ineligible"; decision: IneligibleDecision }
+  | { kind: "refused"; decision: RuntimeStillUnknownDecision }
+  | { kind: "answered"; outcome: LookupOutcome; serverId: string; declaration: AdapterDeclaration; nowMs: number; timeoutMs: number };
+
+/**
+ * One reconcile step for one `unknown` effect (DESIGN.md §4–§6): {@link askAdapter} then
+ * {@link judgeLookupAnswer} against `input.effect`. Writes nothing; the caller persists a confirmed
+ * decision, its receipt and result in one transaction (§3 rule 6) with a compare-and-set (a lost
+ * CAS is the caller's `superseded`, §3 rule 7). A host that persists outcomes should rather call
+ * the two halves itself and judge inside the persisting transaction against the effect read there
+ * (the API does; DESIGN.md §4 "the runtime judges every answer against the effect as read from the
+ * store in the transaction that persists the outcome").
  *
- * 1. Eligibility, with no adapter call (`ineligible`, see `checkEligibility`; `invalid_input` also
- *    for a malformed `nowMs`/`timeoutMs`).
- * 2. One `lookup` call with a signal aborting after `timeoutMs` (or on `signal`), raced against it:
- *    an adapter that ignores the signal is not waited for.
- * 3. The answer is validated (`LookupOutcomeSchema`, size limits included) and judged by the
- *    fail-closed checks of §5 (see `judgeOutcome` in `fail-closed-checks.ts`).
- *
- * Never throws and never rejects: every adapter misbehaviour (throw, reject, hang, garbage,
- * oversized or mismatched answers) becomes `still_unknown` with a runtime reason code.
+ * Never throws and never rejects: every adapter misbehaviour (throw, reject, hang, crash, garbage,
+ * oversized or mismatched answers, mutating what it was handed) becomes `still_unknown` with a
+ * runtime reason code.
  * @returns a {@link ReconcileDecision}; only `confirmed_*` may change the effect's status.
  */
 export async function reconcileEffect(input: ReconcileEffectInput): Promise<ReconcileDecision> {
+  return judgeLookupAnswer(await askAdapter(input), input.effect);
+}
+
+/**
+ * The adapter-calling half of {@link reconcileEffect}. Never throws and never rejects.
+ * 1. Eligibility, with no adapter call (`ineligible`, see `checkEligibility`; `invalid_input` also
+ *    for a malformed `nowMs`/`timeoutMs`).
+ * 2. One `lookup` call with a **structured copy** of the lookup request (the adapter never holds an
+ *    object the runtime reads again) and a signal aborting after `timeoutMs` (or on `signal`), raced
+ *    against it: an adapter that ignores the signal is not waited for. A rejection with
+ *    `AdapterCrashedError` (an isolating host's worker died) is `adapter_crashed`.
+ * 3. The answer is validated against `LookupOutcomeSchema` (size limits included) and copied.
+ */
+export async function askAdapter(input: ReconcileEffectInput): Promise<LookupAnswer> {
   try {
-    return await reconcileUnsafe(input);
+    return await askUnsafe(input);
   } catch (error) {
     // Only reachable through a bug of this package: stay fail-closed rather than reject.
-    return { decision: "ineligible", reasonCode: "invalid_input", error: `reconcile step failed: ${summarizeError(error)}` };
+    return { kind: "ineligible", decision: { decision: "ineligible", reasonCode: "invalid_input", error: `reconcile step failed: ${summarizeError(error)}` } };
   }
 }
 
-async function reconcileUnsafe(input: ReconcileEffectInput): Promise<ReconcileDecision> {
+/**
+ * The judging half of {@link reconcileEffect} (pure, never throws): the fail-closed checks of §5
+ * (`judgeOutcome` in `fail-closed-checks.ts`) applied to an `answered` {@link LookupAnswer}, against
+ * `effect`, which the caller reads from its store (the lookup request is rebuilt from it; nothing the
+ * adapter was handed is read). An effect that is no longer eligible for the answer's binding is
+ * `ineligible`; `ineligible` and `refused` answers pass through.
+ */
+export function judgeLookupAnswer(answer: LookupAnswer, effect: ReconcilableEffect): ReconcileDecision {
+  if (answer.kind !== "answered") return answer.decision;
+  const ref: AdapterRef = { id: answer.declaration.id, version: answer.declaration.version };
+  try {
+    const eligibility = evaluateEligibility(effect, answer.declaration, answer.serverId);
+    if (!eligibility.eligible) {
+      return eligibility.error === undefined
+        ? { decision: "ineligible", reasonCode: eligibility.reasonCode }
+        : { decision: "ineligible", reasonCode: eligibility.reasonCode, error: eligibility.error };
+    }
+    return judgeOutcome(answer.outcome, eligibility.request, eligibility.declaration, answer.nowMs, answer.timeoutMs);
+  } catch (error) {
+    return refused(ref, "invalid_adapter_output", `answer could not be judged: ${summarizeError(error)}`);
+  }
+}
+
+async function askUnsafe(input: ReconcileEffectInput): Promise<LookupAnswer> {
   const { effect, binding, nowMs, timeoutMs, signal } = input;
   const hostLogger = input.logger ?? NOOP_LOGGER;
-  if (!NowMsSchema.safeParse(nowMs).success) return { decision: "ineligible", reasonCode: "invalid_input", error: `nowMs must be a non-negative integer (ms since the epoch)` };
+  const ineligible = (decision: IneligibleDecision): LookupAnswer => ({ kind: "ineligible", decision });
+  if (!NowMsSchema.safeParse(nowMs).success) return ineligible({ decision: "ineligible", reasonCode: "invalid_input", error: `nowMs must be a non-negative integer (ms since the epoch)` });
   if (!TimeoutMsSchema.safeParse(timeoutMs).success) {
-    return { decision: "ineligible", reasonCode: "invalid_input", error: `timeoutMs must be an integer from 1 to ${MAX_LOOKUP_TIMEOUT_MS}` };
+    return ineligible({ decision: "ineligible", reasonCode: "invalid_input", error: `timeoutMs must be an integer from 1 to ${MAX_LOOKUP_TIMEOUT_MS}` });
   }
   let adapter: ReconciliationAdapter;
   let declaration: unknown;
@@ -79,38 +131,47 @@ async function reconcileUnsafe(input: ReconcileEffectInput): Promise<ReconcileDe
     adapter = binding.adapter;
     declaration = adapter.declaration;
   } catch (error) {
-    return { decision: "ineligible", reasonCode: "invalid_declaration", error: `binding: ${summarizeError(error)}` };
+    return ineligible({ decision: "ineligible", reasonCode: "invalid_declaration", error: `binding: ${summarizeError(error)}` });
   }
   const eligibility = evaluateEligibility(effect, declaration, serverId);
   if (!eligibility.eligible) {
-    return eligibility.error === undefined
-      ? { decision: "ineligible", reasonCode: eligibility.reasonCode }
-      : { decision: "ineligible", reasonCode: eligibility.reasonCode, error: eligibility.error };
+    return ineligible(
+      eligibility.error === undefined
+        ? { decision: "ineligible", reasonCode: eligibility.reasonCode }
+        : { decision: "ineligible", reasonCode: eligibility.reasonCode, error: eligibility.error },
+    );
   }
   const { request, declaration: parsedDeclaration } = eligibility;
   const ref: AdapterRef = { id: parsedDeclaration.id, version: parsedDeclaration.version };
   const logFields = { adapterId: ref.id, adapterVersion: ref.version, effectId: request.effectId };
   const log = safeLogger(hostLogger, logFields);
 
-  const run = await runLookup(adapter, request, log, timeoutMs, signal);
-  let decision: ReconcileDecision;
-  if (run.kind === "timed_out") decision = refused(ref, "lookup_timeout", `lookup did not settle within ${timeoutMs} ms`);
-  else if (run.kind === "cancelled") decision = refused(ref, "lookup_cancelled", "the caller's signal aborted the lookup");
-  else if (run.kind === "threw") decision = refused(ref, "adapter_error", summarizeError(run.error));
-  else decision = judgeAnswer(run.value, (outcome) => judgeOutcome(outcome, request, parsedDeclaration, nowMs, timeoutMs), ref);
-
-  if (decision.decision === "still_unknown" && decision.reasonSource === "runtime") {
-    log.warn({ reasonCode: decision.reasonCode, operatorAttention: decision.operatorAttention, error: decision.error }, "reconcile lookup refused");
+  const run = await runLookup(adapter, structuredClone(request), log, timeoutMs, signal);
+  let answer: LookupAnswer;
+  if (run.kind === "timed_out") answer = { kind: "refused", decision: refused(ref, "lookup_timeout", `lookup did not settle within ${timeoutMs} ms`) };
+  else if (run.kind === "cancelled") answer = { kind: "refused", decision: refused(ref, "lookup_cancelled", "the caller's signal aborted the lookup") };
+  else if (run.kind === "threw") {
+    answer = AdapterCrashedError.is(run.error)
+      ? { kind: "refused", decision: refused(ref, "adapter_crashed", `${run.error.reason}: ${summarizeError(run.error)}`) }
+      : { kind: "refused", decision: refused(ref, "adapter_error", summarizeError(run.error)) };
   } else {
-    log.info({ decision: decision.decision, ...(decision.decision === "still_unknown" ? { reasonCode: decision.reasonCode } : {}) }, "reconcile lookup answered");
+    const parsed = parseAnswer(run.value, ref);
+    answer = "outcome" in parsed ? { kind: "answered", outcome: parsed.outcome, serverId: String(serverId), declaration: parsedDeclaration, nowMs, timeoutMs } : { kind: "refused", decision: parsed };
   }
-  return decision;
+
+  if (answer.kind === "refused") {
+    log.warn({ reasonCode: answer.decision.reasonCode, error: answer.decision.error }, "reconcile lookup refused");
+  } else if (answer.kind === "answered") {
+    log.info({ outcome: answer.outcome.outcome, ...(answer.outcome.outcome === "still_unknown" ? { reasonCode: answer.outcome.reasonCode } : {}) }, "reconcile lookup answered");
+  }
+  return answer;
 }
 
-function judgeAnswer(value: unknown, judge: (outcome: LookupOutcome) => ReconcileDecision, ref: AdapterRef): ReconcileDecision {
+function parseAnswer(value: unknown, ref: AdapterRef): { outcome: LookupOutcome } | RuntimeStillUnknownDecision {
   try {
     const parsed = LookupOutcomeSchema.safeParse(value);
-    return parsed.success ? judge(parsed.data) : refused(ref, "invalid_adapter_output", summarizeError(parsed.error));
+    // zod returns new objects for parsed values: the outcome is detached from the adapter's.
+    return parsed.success ? { outcome: structuredClone(parsed.data) } : refused(ref, "invalid_adapter_output", summarizeError(parsed.error));
   } catch (error) {
     // Hostile values: throwing getters, proxies, recursion deep enough to overflow the stack.
     return refused(ref, "invalid_adapter_output", `answer could not be read: ${summarizeError(error)}`);

@@ -16,6 +16,9 @@
  * - `adapter.invalid_options`: the factory refused the options it was given (message: the zod
  *   issues when the factory threw a `ZodError`, else the factory's error message). `details.adapterId`.
  * - `registry.closed`: `register` after `close()`: the set of adapters is fixed once the host starts.
+ * - `adapter.load_failed`: an `AdapterHost` could not load an adapter source (module not found, no
+ *   such export, the module threw while loading) or the code building it crashed, exited, ran out of
+ *   memory or did not finish in time. `details.module`, `details.export`.
  */
 export const RECONCILIATION_ERROR_CODES = [
   "adapter.invalid_declaration",
@@ -23,6 +26,7 @@ export const RECONCILIATION_ERROR_CODES = [
   "adapter.unknown_id",
   "adapter.invalid_options",
   "registry.closed",
+  "adapter.load_failed",
 ] as const;
 
 /** One of {@link RECONCILIATION_ERROR_CODES}. */

@@ -28,8 +28,11 @@ describe("public surface", () => {
   it("the root entry exports exactly the documented runtime values", () => {
     expect(Object.keys(root).sort()).toEqual(
       [
+        "ADAPTER_TERMINATION_REASONS",
+        "AdapterCrashedError",
         "AdapterDeclarationSchema",
         "AdapterIdSchema",
+        "AdapterSourceSchema",
         "AdapterReasonCodeSchema",
         "AdapterVersionSchema",
         "BoundedMcpToolResultSchema",
@@ -57,6 +60,8 @@ describe("public surface", () => {
         "RuntimeReasonCodeSchema",
         "StillUnknownOutcomeSchema",
         "adapterFactoryOf",
+        "askAdapter",
+        "judgeLookupAnswer",
         "checkEligibility",
         "createAdapterRegistry",
         "isEligible",

@@ -21,6 +21,8 @@ export const ApiConfigSchema = z.object({
   MOSOO_LOOKUP_BACKOFF_MAX_MS: z.coerce.number().int().min(10).max(86_400_000).default(300_000),
   MOSOO_LOOKUP_BACKOFF_FACTOR: z.coerce.number().min(1).max(10).default(2),
   MOSOO_MAX_LOOKUPS: z.coerce.number().int().min(1).max(1_000).default(8),
+  // The old-generation heap limit of each adapter worker thread (DESIGN.md §4: adapters are untrusted code).
+  MOSOO_ADAPTER_HEAP_MB: z.coerce.number().int().min(16).max(4_096).default(64),
   MOSOO_OPERATOR_TOKEN: z.string().trim().min(16, "must be at least 16 characters (spaces do not count)").optional(),
 });
 
@@ -43,6 +45,8 @@ export interface ApiConfig {
     concurrency: number;
     backoff: { initialMs: number; maxMs: number; factor: number };
     maxLookups: number;
+    /** Old-generation heap limit (MB) of each worker thread that runs adapter code (`MOSOO_ADAPTER_HEAP_MB`). */
+    adapterHeapMb: number;
   };
 }
 
@@ -87,6 +91,7 @@ export function loadApiConfig(env: Record<string, string | undefined>): ApiConfi
       concurrency: c.MOSOO_RECONCILIATION_CONCURRENCY,
       backoff: { initialMs: c.MOSOO_LOOKUP_BACKOFF_INITIAL_MS, maxMs: c.MOSOO_LOOKUP_BACKOFF_MAX_MS, factor: c.MOSOO_LOOKUP_BACKOFF_FACTOR },
       maxLookups: c.MOSOO_MAX_LOOKUPS,
+      adapterHeapMb: c.MOSOO_ADAPTER_HEAP_MB,
     },
   };
 }

@@ -42,7 +42,8 @@ export const LAB_LOOKUP_TIMEOUT_MS = 30;
 export const LAB_MAX_IN_FLIGHT_MS = 10_000;
 /** How late a `late_commit` provider call lands (ms, manual clock; within the in-flight window). */
 export const LATE_COMMIT_MS = 2_000;
-const HEARTBEAT_TTL_MS = 60_000;
+/** The lab API's Driver heartbeat TTL (ms, manual clock). */
+export const HEARTBEAT_TTL_MS = 60_000;
 
 /**
  * Provider capability profiles (research/reliability.md P1–P3):
@@ -119,9 +120,16 @@ export class CrashLab {
   crashAfterLookup = false;
   faultsOn = true;
 
+  /**
+   * @param options.adapter a ready adapter handle bound in place of the provider double's adapter
+   *   (the "adapter misbehaves" axis binds handles of the real isolated worker host); it survives
+   *   the lab's crashes like the provider does. @param options.lookupTimeoutMs the lookup bound (ms,
+   *   real time; default {@link LAB_LOOKUP_TIMEOUT_MS}). @param options.maxLookups the lookup bound (default 50).
+   */
   constructor(
     readonly profile: ProviderProfile,
     readonly behaviour: Behaviour,
+    readonly options: { adapter?: ReconciliationAdapter; lookupTimeoutMs?: number; maxLookups?: number } = {},
   ) {
     this.double = createProviderDouble({
       clock: this.clock,
@@ -138,7 +146,16 @@ export class CrashLab {
     this.injector = new CrashInjector();
     this.injector.attach(this.store);
     const inner = createProviderDoubleAdapter(this.double);
-    const adapter: ReconciliationAdapter = {
+    const hostile = this.options.adapter;
+    const adapter: ReconciliationAdapter = hostile
+      ? {
+          declaration: hostile.declaration,
+          lookup: (request, context) => {
+            this.facts.lookups += 1;
+            return hostile.lookup(request, context);
+          },
+        }
+      : {
       declaration: inner.declaration,
       lookup: async (request, context) => {
         this.facts.lookups += 1;
@@ -156,11 +173,11 @@ export class CrashLab {
     const settings: ReconciliationSettings = {
       enabled: true,
       bindings: new Map(this.profile === "neither" ? [] : [[SERVER, adapter]]),
-      lookupTimeoutMs: LAB_LOOKUP_TIMEOUT_MS,
+      lookupTimeoutMs: this.options.lookupTimeoutMs ?? LAB_LOOKUP_TIMEOUT_MS,
       leaseMs: 30_000,
       concurrency: 2,
       backoff: { initialMs: 1_000, maxMs: 8_000, factor: 2 },
-      maxLookups: 50,
+      maxLookups: this.options.maxLookups ?? 50,
     };
     this.runtime = createRuntime({
       db: this.store.db,

@@ -4,7 +4,7 @@ import pino from "pino";
 import { UlidSchema } from "@mosoo/contracts";
 import type { ApiConfig } from "../../config/api-config.js";
 import { resolveReconciliationSettings } from "../../config/reconciliation-bindings.js";
-import { createBuiltInAdapterRegistry } from "../reconciliation/builtin-adapters.js";
+import { createIsolatedAdapterHost, DEFAULT_BIND_TIMEOUT_MS } from "../../modules/reconciliation/infrastructure/isolated-adapter-host.js";
 import { openStore } from "../../platform/db/database.js";
 import { createRuntime } from "../../modules/runtime/application/runtime.js";
 import { RuntimeError } from "../../modules/runtime/domain/runtime-errors.js";
@@ -107,13 +107,26 @@ function assertMosooStore(file: string): void {
  * with the reconciliation settings of `config` (the same environment variables as the API, so the
  * same flag and adapter bindings). Safe next to a running API on the same file (every write is a
  * `BEGIN IMMEDIATE` compare-and-set); a queued compensation is picked up at the Driver's next poll.
+ * Adapters run in the isolated adapter host (worker threads), as in the API; `close()` ends it.
  * @throws OperatorClientError `store.not_found` when the file does not exist, `store.not_mosoo` when it
  *   is not a Mosoo store; the service's codes (and `request.invalid` for a malformed id) from each method.
  */
-export function localOperatorClient(config: ApiConfig): OperatorClient {
+export async function localOperatorClient(config: ApiConfig): Promise<OperatorClient> {
   if (!existsSync(config.dbFile)) throw new OperatorClientError("store.not_found", `no database at ${config.dbFile}`);
   assertMosooStore(config.dbFile);
-  const settings = resolveReconciliationSettings(config, createBuiltInAdapterRegistry());
+  const host = createIsolatedAdapterHost({
+    heapMb: config.reconciliation.adapterHeapMb,
+    maxThreads: config.reconciliation.concurrency,
+    bindTimeoutMs: DEFAULT_BIND_TIMEOUT_MS,
+    logger: pino({ level: "silent" }),
+  });
+  let settings;
+  try {
+    settings = await resolveReconciliationSettings(config, host);
+  } catch (err) {
+    await host.close();
+    throw err;
+  }
   const store = openStore(config.dbFile);
   const runtime = createRuntime({ db: store.db, logger: pino({ level: "silent" }), heartbeatTtlMs: config.heartbeatTtlMs, reconciliation: settings });
   const op = runtime.operator;
@@ -131,6 +144,9 @@ export function localOperatorClient(config: ApiConfig): OperatorClient {
     reconcile: (id, body) => wrap(() => op.reconcile(parseOrThrow(UlidSchema, id), parseOrThrow(OperatorReconcileRequestSchema, body))),
     resolve: (id, body) => wrap(() => op.resolve(parseOrThrow(UlidSchema, id), parseOrThrow(OperatorResolveRequestSchema, body))),
     compensate: (id, body) => wrap(() => op.compensate(parseOrThrow(UlidSchema, id), parseOrThrow(OperatorCompensateRequestSchema, body))),
-    close: async () => store.close(),
+    close: async () => {
+      await host.close();
+      store.close();
+    },
   };
 }

@@ -1,13 +1,14 @@
-import { createAdapterRegistry, type AdapterRegistry } from "@mosoo/effect-reconciliation";
-import { fixtureIssueTrackerAdapterFactory } from "./fixture-issue-tracker.adapter.js";
+import { fileURLToPath } from "node:url";
+import type { AdapterSource } from "@mosoo/effect-reconciliation";
 
 /**
- * A registry holding every adapter this API ships. It stays open so a host may register more
- * before startup; `startApi` closes it once the bindings are resolved.
- * @throws ReconciliationError `adapter.invalid_declaration` / `adapter.duplicate_id` (a bug here).
+ * The adapters this API ships, by adapter id, as adapter sources (DESIGN.md §4): the module file
+ * and the export holding the factory. A bindings file names them by `adapterId`; the
+ * isolated adapter host loads them in its workers, never on the API's main thread.
  */
-export function createBuiltInAdapterRegistry(): AdapterRegistry {
-  const registry = createAdapterRegistry();
-  registry.register(fixtureIssueTrackerAdapterFactory);
-  return registry;
-}
+export const BUILT_IN_ADAPTER_SOURCES: Readonly<Record<string, AdapterSource>> = Object.freeze({
+  "fixture-issue-tracker": Object.freeze({
+    module: fileURLToPath(new URL("./fixture-issue-tracker.adapter.ts", import.meta.url)),
+    export: "fixtureIssueTrackerAdapterFactory",
+  }),
+});

@@ -160,7 +160,7 @@ export const externalToolEffects = sqliteTable(
     check("external_tool_effects_resolution_check", sql`resolution IS NULL OR resolution IN ('provider_result', 'reconciled', 'operator')`),
     check("external_tool_effects_resolved_check", sql`(status IN ('succeeded', 'not_executed')) = (resolution IS NOT NULL)`),
     check("external_tool_effects_lease_check", sql`(lease_owner IS NULL) = (lease_expires_at_ms IS NULL)`),
-    check("external_tool_effects_attention_check", sql`operator_attention IS NULL OR operator_attention IN ('key_conflict', 'retention_expired', 'lookup_bound_reached')`),
+    check("external_tool_effects_attention_check", sql`operator_attention IS NULL OR operator_attention IN ('key_conflict', 'retention_expired', 'lookup_bound_reached', 'adapter_crashed')`),
     check("external_tool_effects_key_check", sql`length(idempotency_key) = 26`),
     check("external_tool_effects_fingerprint_check", sql`length(request_fingerprint) = 64`),
     check("external_tool_effects_attempt_check", sql`(status = 'intent') = (attempt_count = 0)`),

@@ -1,7 +1,7 @@
 import PQueue from "p-queue";
 import { writeTransaction } from "../../../platform/db/database.js";
 import { McpToolResultSchema, newUlid, toMcpExecuteCommandResult } from "@mosoo/contracts";
-import { checkEligibility, reconcileEffect, type ReconcileDecision, type ReconciliationAdapter } from "@mosoo/effect-reconciliation";
+import { askAdapter, checkEligibility, judgeLookupAnswer, type LookupAnswer, type ReconcileDecision, type ReconciliationAdapter } from "@mosoo/effect-reconciliation";
 import type { RuntimeContext } from "../../runtime/application/runtime-context.js";
 import { effectRepository, type EffectRow } from "../../runtime/infrastructure/effect.repository.js";
 import { runRepository } from "../../runtime/infrastructure/run.repository.js";
@@ -11,6 +11,7 @@ import type { OperatorAttentionReason, ReconciliationTrigger } from "../domain/r
 import { reconciliationRepository } from "../infrastructure/reconciliation.repository.js";
 import type { ReconciliationMetrics } from "../infrastructure/reconciliation-metrics.js";
 import type { ReconciliationSettings } from "./reconciliation-settings.js";
+import { recordInterruptedLookups } from "./interrupted-lookups.js";
 
 /**
  * What one call of {@link EffectReconciler.reconcile} did:
@@ -166,24 +167,26 @@ export class EffectReconciler {
     return out.map((r) => ("kind" in r && r.kind === "superseded" ? { kind: "superseded" as const, effect: effectRepository.findById(this.ctx.db, r.effect.id) } : r));
   }
 
-  /** Gives back leases taken by {@link leaseBatch} that will not be used (one transaction; nothing else changes). */
+  /** Gives back leases taken by {@link leaseBatch} that will not be used, and their counted lookups (one transaction; nothing else changes). */
   releaseLeases(leased: readonly LeasedEffect[]): void {
     if (leased.length === 0) return;
     writeTransaction(this.ctx.db, (tx) => {
-      for (const l of leased) reconciliationRepository.releaseLease(tx, l.effect.id, l.owner);
+      for (const l of leased) reconciliationRepository.releaseLease(tx, l.effect.id, l.owner, true);
     });
   }
 
   /**
-   * The lookup of an effect whose lease this reconciler holds, and the outcome's commit (one
-   * transaction, compare-and-set on the leased version and owner; `settle` runs inside it).
-   * If the commit throws, the lease is given back and the error propagates.
+   * The lookup of an effect whose lease this reconciler holds (the lease took count of it before
+   * the adapter runs), and the outcome's commit (one transaction, compare-and-set on the leased
+   * version and owner; `settle` runs inside it). The adapter's answer is judged inside that
+   * transaction against the effect as read there (DESIGN.md §4): nothing the adapter was handed is
+   * ever read back. If the commit throws, the lease is given back and the error propagates.
    */
   async reconcileLeased(leased: LeasedEffect, trigger: ReconciliationTrigger, settle?: SettleInTransaction): Promise<ReconcileResult> {
     const { effect, adapter, owner, leasedVersion, startedAtMs } = leased;
     const adapterRef = adapterRefOf(adapter);
     const logger = this.ctx.logger.child({ effectId: effect.id, commandId: effect.commandId, driverInstanceId: effect.driverInstanceId, adapterId: adapterRef.id });
-    const decision = await reconcileEffect({
+    const answer = await askAdapter({
       effect: toReconcilable(effect),
       binding: { serverId: effect.serverId, adapter },
       nowMs: this.ctx.clock.nowMs(),
@@ -191,7 +194,7 @@ export class EffectReconciler {
       logger,
     });
     try {
-      return this.commit(effect, leasedVersion, owner, adapterRef, trigger, startedAtMs, decision, settle);
+      return this.commit(effect, leasedVersion, owner, adapterRef, trigger, startedAtMs, answer, settle);
     } catch (err) {
       // The outcome's transaction rolled back (nothing of it was written): give the lease back.
       reconciliationRepository.releaseLease(this.ctx.db, effect.id, owner);
@@ -274,9 +277,13 @@ export class EffectReconciler {
     }
   }
 
-  /** Releases leases left by a dead API process (call once at startup; one API process per store). */
+  /**
+   * Releases leases left by a dead API process (call once at startup; one API process per store) and
+   * records each such lookup as `lookup_interrupted` (see {@link recordInterruptedLookups}).
+   * Returns how many leases were released.
+   */
   releaseStaleLeases(): number {
-    const n = reconciliationRepository.releaseAllLeases(this.ctx.db);
+    const n = recordInterruptedLookups(this.ctx, this.settings, this.metrics);
     if (n > 0) this.ctx.logger.warn({ released: n }, "reconciliation.stale_leases_released");
     return n;
   }
@@ -288,19 +295,25 @@ export class EffectReconciler {
     adapterRef: { id: string; version: string },
     trigger: ReconciliationTrigger,
     startedAtMs: number,
-    decision: ReconcileDecision,
+    answer: LookupAnswer,
     settle: SettleInTransaction | undefined,
   ): ReconcileResult {
     const now = this.ctx.clock.nowMs();
-    if (decision.decision === "ineligible") {
-      // The reconcile step made no lookup (e.g. invalid input): release the lease, count nothing.
-      reconciliationRepository.releaseLease(this.ctx.db, effect.id, owner);
-      return { kind: "ineligible", reasonCode: decision.reasonCode, effect: effectRepository.findById(this.ctx.db, effect.id) };
+    if (answer.kind === "ineligible") {
+      // The reconcile step made no lookup (e.g. invalid input): release the lease and its count.
+      reconciliationRepository.releaseLease(this.ctx.db, effect.id, owner, true);
+      return { kind: "ineligible", reasonCode: answer.decision.reasonCode, effect: effectRepository.findById(this.ctx.db, effect.id) };
     }
-    const outcome = decision.decision;
-    const reasonCode = decision.decision === "still_unknown" ? decision.reasonCode : null;
+    let decision: Exclude<ReconcileDecision, { decision: "ineligible" }> | undefined;
     const committed = writeTransaction(this.ctx.db, (tx) => {
-      const set = this.outcomeColumns(effect, decision, now);
+      // Judged here, against the effect as stored now, inside the transaction that persists the
+      // outcome (DESIGN.md §4): the adapter never held this row, only a copy of its lookup request.
+      const current = effectRepository.findById(tx, effect.id);
+      if (!current || current.status !== "unknown" || current.version !== leasedVersion || current.leaseOwner !== owner) return null;
+      decision = judgedAgainst(answer, current);
+      const outcome = decision.decision;
+      const reasonCode = decision.decision === "still_unknown" ? decision.reasonCode : null;
+      const set = this.outcomeColumns(current, decision, now);
       const after = reconciliationRepository.commitOutcome(tx, effect.id, leasedVersion, owner, set);
       if (!after) return null;
       reconciliationRepository.insertRecord(tx, {
@@ -328,11 +341,14 @@ export class EffectReconciler {
       settle?.(tx, after);
       return after;
     });
-    if (!committed) {
+    if (!committed || !decision) {
       reconciliationRepository.releaseLease(this.ctx.db, effect.id, owner);
-      this.recordSuperseded(effect, adapterRef, trigger, startedAtMs, "cas_lost", decision);
+      // Evidence only (never written to the effect): the answer judged against the row as leased.
+      this.recordSuperseded(effect, adapterRef, trigger, startedAtMs, "cas_lost", judgedAgainst(answer, effect));
       return { kind: "superseded", effect: effectRepository.findById(this.ctx.db, effect.id) };
     }
+    const outcome = (decision as Exclude<ReconcileDecision, { decision: "ineligible" }>).decision;
+    const reasonCode = outcome === "still_unknown" ? (decision as Extract<ReconcileDecision, { decision: "still_unknown" }>).reasonCode : null;
     this.metrics.record(adapterRef.id, outcome, reasonCode);
     const fields = {
       effectId: effect.id,
@@ -377,10 +393,16 @@ export class EffectReconciler {
           updatedAtMs: now,
         };
       case "still_unknown": {
+        // `effect` is the row read in the outcome's transaction: its lookup_count already counts this lookup.
+        const crashedAtBound = decision.reasonSource === "runtime" && decision.reasonCode === "adapter_crashed" && effect.lookupCount >= this.settings.maxLookups;
         const attention: OperatorAttentionReason | null =
-          decision.reasonSource === "runtime" && (decision.reasonCode === "key_conflict" || decision.reasonCode === "retention_expired") ? decision.reasonCode : null;
+          decision.reasonSource === "runtime" && (decision.reasonCode === "key_conflict" || decision.reasonCode === "retention_expired")
+            ? decision.reasonCode
+            : crashedAtBound
+              ? "adapter_crashed"
+              : null;
         const schedule = scheduleNextLookup({
-          lookupCount: effect.lookupCount + 1,
+          lookupCount: effect.lookupCount,
           maxLookups: this.settings.maxLookups,
           nowMs: now,
           backoff: this.settings.backoff,
@@ -450,4 +472,15 @@ function toReconcilable(effect: EffectRow) {
     firstDispatchedAtMs: effect.firstDispatchedAtMs,
     lastDispatchedAtMs: effect.lastDispatchedAtMs,
   };
+}
+
+/**
+ * The answer judged against `row` (a row read from the store). An effect that is no longer eligible
+ * for the answer's binding cannot be settled by it: `still_unknown` (`answer_mismatch`).
+ */
+function judgedAgainst(answer: Exclude<LookupAnswer, { kind: "ineligible" }>, row: EffectRow): Exclude<ReconcileDecision, { decision: "ineligible" }> {
+  const judged = judgeLookupAnswer(answer, toReconcilable(row));
+  if (judged.decision !== "ineligible") return judged;
+  const adapter = answer.kind === "answered" ? { id: answer.declaration.id, version: answer.declaration.version } : answer.decision.adapter;
+  return { decision: "still_unknown", reasonSource: "runtime", reasonCode: "answer_mismatch", adapter, operatorAttention: false, error: `the stored effect is no longer eligible (${judged.reasonCode})` };
 }

@@ -4,7 +4,9 @@ import type { LookupBackoff } from "../domain/lookup-schedule.js";
 /**
  * Runtime settings of reconciliation (from config, see README "Reconciliation"):
  * - `enabled`: the `MOSOO_EFFECT_RECONCILIATION` flag; off means exactly the #412 baseline, no lookup ever;
- * - `bindings`: MCP server id → its instantiated adapter (servers without one keep the fence);
+ * - `bindings`: MCP server id → its adapter handle (servers without one keep the fence). In the API
+ *   (`startApi`) and the operator CLI every handle comes from the isolated adapter host (worker
+ *   threads, DESIGN.md §4); an in-process adapter object here is for tests only;
  * - `lookupTimeoutMs`: bound of one lookup (ms); `leaseMs`: how long a reconciler holds an effect (ms, > lookup timeout);
  * - `concurrency`: lookups at once during finalization repair and the sweep;
  * - `backoff` and `maxLookups`: the schedule of further lookups, then an operator must act.

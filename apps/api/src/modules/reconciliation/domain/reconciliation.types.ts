@@ -17,10 +17,13 @@ export type ReconciliationOutcome = (typeof RECONCILIATION_OUTCOMES)[number];
 
 /**
  * Why an `unknown` effect waits for an operator: the provider recorded other arguments under the
- * key (`key_conflict`), the provider may have forgotten the key (`retention_expired`), or the
- * lookups reached their configured bound (`lookup_bound_reached`).
+ * key (`key_conflict`), the provider may have forgotten the key (`retention_expired`), the
+ * lookups reached their configured bound (`lookup_bound_reached`), or they reached it with the
+ * adapter's worker crashing, exiting or running out of memory on the last one (`adapter_crashed`:
+ * a crash loop ends here, at the operator, never in an API restart loop; DESIGN.md §4, §5).
+ * Also the DB CHECK `external_tool_effects_attention_check`.
  */
-export const OPERATOR_ATTENTION_REASONS = ["key_conflict", "retention_expired", "lookup_bound_reached"] as const;
+export const OPERATOR_ATTENTION_REASONS = ["key_conflict", "retention_expired", "lookup_bound_reached", "adapter_crashed"] as const;
 /** See {@link OPERATOR_ATTENTION_REASONS}. */
 export type OperatorAttentionReason = (typeof OPERATOR_ATTENTION_REASONS)[number];
 

@@ -36,3 +36,29 @@ export class ReconciliationMetrics {
     this.lookups.inc({ adapter: adapterId, outcome, reason_code: reasonCode ?? "" });
   }
 }
+
+/**
+ * Prometheus counter of adapter worker terminations (DESIGN.md §4 "Adapters are untrusted code"):
+ * `mosoo_adapter_worker_terminations_total{adapter, reason}`, one per adapter call whose worker was
+ * terminated or died (`reason`: `timeout` — the host terminated it at the call's bound; `crashed` —
+ * uncaught exception or floating rejection; `exited` — `process.exit`; `out_of_memory` — the heap
+ * limit `MOSOO_ADAPTER_HEAP_MB`), and per worker found dead between calls. `adapter` is the
+ * adapter id (the factory's export name while it is being built).
+ */
+export class AdapterWorkerMetrics {
+  readonly terminations: Counter<"adapter" | "reason">;
+
+  constructor(registry: Registry) {
+    this.terminations = new Counter({
+      name: "mosoo_adapter_worker_terminations_total",
+      help: "Adapter worker threads terminated (timeout) or dead (crashed, exited, out_of_memory), by adapter and reason",
+      labelNames: ["adapter", "reason"],
+      registers: [registry],
+    });
+  }
+
+  /** Counts one termination of `adapterId`'s worker for `reason`. */
+  record(adapterId: string, reason: string): void {
+    this.terminations.inc({ adapter: adapterId, reason });
+  }
+}

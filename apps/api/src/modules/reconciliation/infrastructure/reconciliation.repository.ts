@@ -10,12 +10,20 @@ export type ReconciliationRow = typeof effectReconciliations.$inferSelect;
 export const reconciliationRepository = {
   /**
    * Takes the effect's lease for `owner` until `expiresAtMs` (ms) as a compare-and-set on
-   * (status `unknown`, `version`), only when no live lease is held; bumps the version. True when taken.
+   * (status `unknown`, `version`), only when no live lease is held; bumps the version and counts the
+   * lookup (`lookup_count + 1`) in the same statement: the lookup is recorded as started, durably,
+   * before the adapter runs, so a lookup that never ends (the process died) still counts against
+   * the bound (DESIGN.md §4). True when taken.
    */
   acquireLease(db: DbHandle, effectId: string, version: number, owner: string, nowMs: number, expiresAtMs: number): boolean {
     const res = db
       .update(externalToolEffects)
-      .set({ leaseOwner: owner, leaseExpiresAtMs: expiresAtMs, version: sql`${externalToolEffects.version} + 1` })
+      .set({
+        leaseOwner: owner,
+        leaseExpiresAtMs: expiresAtMs,
+        lookupCount: sql`${externalToolEffects.lookupCount} + 1`,
+        version: sql`${externalToolEffects.version} + 1`,
+      })
       .where(
         and(
           eq(externalToolEffects.id, effectId),
@@ -29,7 +37,8 @@ export const reconciliationRepository = {
   },
   /**
    * Writes the outcome of a lookup as a compare-and-set on (status `unknown`, `version`, lease
-   * `owner`): sets `set`, releases the lease, counts the lookup and bumps the version. Returns the
+   * `owner`): sets `set`, releases the lease and bumps the version (the lookup was counted when the
+   * lease was taken). Returns the
    * row as written (`RETURNING`, no second read); undefined means another reconciler or an operator
    * got there first (record `superseded`).
    */
@@ -43,7 +52,6 @@ export const reconciliationRepository = {
           ...Object.fromEntries(columns.map((c) => [c, sql.placeholder(`set_${c}`)])),
           leaseOwner: null,
           leaseExpiresAtMs: null,
-          lookupCount: sql`${externalToolEffects.lookupCount} + 1`,
           version: sql`${externalToolEffects.version} + 1`,
         })
         .where(
@@ -60,14 +68,16 @@ export const reconciliationRepository = {
     return query.get({ effectId, version, owner, ...Object.fromEntries(columns.map((c) => [`set_${c}`, set[c]])) });
   },
   /**
-   * Releases `owner`'s lease without recording a lookup (the reconcile step made none, or the
-   * outcome's compare-and-set was lost). Changes only the lease columns (not the version: nothing
-   * about the effect changed). True when this owner still held it.
+   * Releases `owner`'s lease without an outcome (the outcome's compare-and-set was lost, or its
+   * transaction failed). With `uncount` (no adapter call was made under this lease: the reconcile step
+   * refused its input, or a batch lease was never used) the lookup counted by
+   * {@link acquireLease} is taken back. Changes only the lease columns and the count (not the
+   * version: nothing about the effect changed). True when this owner still held it.
    */
-  releaseLease(db: DbHandle, effectId: string, owner: string): boolean {
+  releaseLease(db: DbHandle, effectId: string, owner: string, uncount = false): boolean {
     const res = db
       .update(externalToolEffects)
-      .set({ leaseOwner: null, leaseExpiresAtMs: null })
+      .set({ leaseOwner: null, leaseExpiresAtMs: null, ...(uncount ? { lookupCount: sql`max(${externalToolEffects.lookupCount} - 1, 0)` } : {}) })
       .where(and(eq(externalToolEffects.id, effectId), eq(externalToolEffects.leaseOwner, owner)))
       .run();
     return res.changes > 0;
@@ -78,6 +88,10 @@ export const reconciliationRepository = {
    */
   releaseAllLeases(db: DbHandle): number {
     return db.update(externalToolEffects).set({ leaseOwner: null, leaseExpiresAtMs: null }).where(isNotNull(externalToolEffects.leaseOwner)).run().changes;
+  },
+  /** Every effect that holds a lease (at API startup: lookups a dead process left unfinished). */
+  listLeased(db: DbHandle) {
+    return db.select().from(externalToolEffects).where(isNotNull(externalToolEffects.leaseOwner)).all();
   },
   /** Inserts one reconciliation record (a second confirmed record for an effect violates a partial unique index). */
   insertRecord(db: DbHandle, row: typeof effectReconciliations.$inferInsert): void {

@@ -35,7 +35,9 @@ export interface Runtime {
 
 /**
  * Options of {@link createRuntime}: the store, a logger, `heartbeatTtlMs` (ms), an optional clock
- * (tests), and the reconciliation settings (default: off, the #412 baseline).
+ * (tests), the reconciliation settings (default: off, the #412 baseline; `bindings` hold adapter
+ * handles: in production only handles of the isolated adapter host, see `startApi`; tests may bind
+ * in-process adapter objects) and an optional metrics registry.
  */
 export interface CreateRuntimeOptions {
   db: Db;
@@ -43,6 +45,8 @@ export interface CreateRuntimeOptions {
   heartbeatTtlMs: number;
   clock?: Clock;
   reconciliation?: ReconciliationSettings;
+  /** The prom-client registry for `GET /metrics` (default: a new one); the host may have registered its own metrics on it. */
+  metricsRegistry?: Registry;
 }
 
 /** Wires the runtime services (the composition root of the runtime module). */
@@ -56,7 +60,7 @@ export function createRuntime(opts: CreateRuntimeOptions): Runtime {
     settings: { heartbeatTtlMs: opts.heartbeatTtlMs },
   };
   const settings = opts.reconciliation ?? RECONCILIATION_OFF;
-  const metricsRegistry = new Registry();
+  const metricsRegistry = opts.metricsRegistry ?? new Registry();
   const reconciler = new EffectReconciler(ctx, settings, new ReconciliationMetrics(metricsRegistry));
   const active = settings.enabled ? reconciler : undefined;
   const repair = new FinalizationRepairService(ctx, active, settings.concurrency, settings.leaseMs);

@@ -1,0 +1,177 @@
+import { Piscina } from "piscina";
+import {
+  AdapterCrashedError,
+  AdapterDeclarationSchema,
+  ReconciliationError,
+  type AdapterDeclaration,
+  type AdapterHost,
+  type AdapterLogger,
+  type AdapterSource,
+  type AdapterTerminationReason,
+  type CompensationPlanRequest,
+  type LookupContext,
+  type LookupRequest,
+  type ReconciliationAdapter,
+} from "@mosoo/effect-reconciliation";
+import type { AdapterWorkerReply, AdapterWorkerTask } from "./adapter-worker.js";
+
+/**
+ * The worker entry: a plain ES module that registers tsx in its own thread, then loads
+ * `adapter-worker.ts` (so TypeScript adapter modules load the same under `tsx`, `node --import tsx`
+ * and vitest, whose workers do not inherit a loader).
+ */
+const WORKER_FILE = new URL("./adapter-worker.bootstrap.mjs", import.meta.url).href;
+
+/** Default bound (ms) on loading and building one adapter in its worker (`bind`): a cold worker loads tsx and the module. */
+export const DEFAULT_BIND_TIMEOUT_MS = 30_000;
+
+/**
+ * Options of {@link createIsolatedAdapterHost}:
+ * - `heapMb`: old-generation heap limit of each worker (MB; `MOSOO_ADAPTER_HEAP_MB`); a worker that
+ *   reaches it is terminated (`out_of_memory`);
+ * - `maxThreads`: workers per bound adapter at most (the reconciliation concurrency);
+ * - `bindTimeoutMs`: bound (ms) on loading and building one adapter in `bind`;
+ * - `onTermination(adapterId, reason)`: called once per terminated or dead worker call (metrics);
+ * - `logger`: where adapter log entries and dead idle workers are reported.
+ */
+export interface IsolatedAdapterHostOptions {
+  heapMb: number;
+  maxThreads: number;
+  bindTimeoutMs: number;
+  onTermination?: (adapterId: string, reason: AdapterTerminationReason) => void;
+  logger: AdapterLogger;
+}
+
+/**
+ * The production {@link AdapterHost} (DESIGN.md §4 "Adapters are untrusted code", §5): each bound
+ * adapter gets its own piscina pool of worker threads (at least one kept warm, `resourceLimits`
+ * from `heapMb`, tsx loaded for TypeScript adapter modules). The adapter is built in the worker from
+ * its source and options; the host keeps only its validated, frozen declaration. Every `lookup` and
+ * `planCompensation` runs in a worker with a structured copy of the request and a signal aborting
+ * after the call's bound; when the caller's signal aborts, piscina terminates the worker, so a
+ * synchronous loop or a promise that never settles holds nothing. A worker that dies during a call
+ * (uncaught exception, floating rejection, `process.exit`, heap limit) rejects the call with
+ * `AdapterCrashedError`; a worker that dies between calls is logged and replaced. Nothing an
+ * adapter does reaches the host's process: its pools listen to every worker error.
+ */
+export function createIsolatedAdapterHost(opts: IsolatedAdapterHostOptions): AdapterHost {
+  const pools: Piscina[] = [];
+  let closed = false;
+
+  function newPool(label: { current: string }): Piscina {
+    const pool = new Piscina({
+      filename: WORKER_FILE,
+      execArgv: [], // nothing inherited from the host process; the bootstrap loads tsx itself
+      minThreads: 1,
+      maxThreads: Math.max(1, opts.maxThreads),
+      idleTimeout: 60_000,
+      resourceLimits: { maxOldGenerationSizeMb: opts.heapMb, maxYoungGenerationSizeMb: Math.max(4, Math.ceil(opts.heapMb / 8)) },
+    });
+    // A worker that dies between calls (a throwing timer left behind) must never become an
+    // unhandled 'error' event of the host's process.
+    pool.on("error", (error: unknown) => {
+      opts.onTermination?.(label.current, classify(error));
+      opts.logger.warn({ adapterId: label.current, error: oneLine(error) }, "adapter.worker_died_idle");
+    });
+    pools.push(pool);
+    return pool;
+  }
+
+  async function call(pool: Piscina, adapterId: string, task: AdapterWorkerTask, signal: AbortSignal): Promise<AdapterWorkerReply> {
+    if (closed) throw new Error("the adapter host is closed");
+    try {
+      return (await pool.run(task, { signal })) as AdapterWorkerReply;
+    } catch (error) {
+      if (signal.aborted) {
+        opts.onTermination?.(adapterId, "timeout");
+        throw error;
+      }
+      const reason = classify(error);
+      opts.onTermination?.(adapterId, reason);
+      throw new AdapterCrashedError(reason === "timeout" ? "crashed" : reason, `adapter worker ${reason}: ${oneLine(error)}`);
+    }
+  }
+
+  return {
+    async bind(source: AdapterSource, options: unknown): Promise<ReconciliationAdapter> {
+      const label = { current: source.export };
+      const pool = newPool(label);
+      const fail = async (error: ReconciliationError): Promise<never> => {
+        // a binding that failed keeps no worker alive
+        pools.splice(pools.indexOf(pool), 1);
+        await pool.destroy().catch(() => undefined);
+        throw error;
+      };
+      const details = { module: source.module, export: source.export };
+      let reply: AdapterWorkerReply;
+      try {
+        reply = await call(pool, label.current, { op: "bind", source, options }, AbortSignal.timeout(opts.bindTimeoutMs));
+      } catch (error) {
+        return fail(new ReconciliationError("adapter.load_failed", `adapter ${source.module}#${source.export} could not be built: ${oneLine(error)}`, { details, cause: error }));
+      }
+      if (reply.kind === "refused") return fail(new ReconciliationError(reply.code, reply.message, { details }));
+      if (reply.kind !== "bound") return fail(new ReconciliationError("adapter.load_failed", `adapter ${source.module}#${source.export}: unexpected worker reply`, { details }));
+      const parsed = AdapterDeclarationSchema.safeParse(reply.declaration);
+      if (!parsed.success) return fail(new ReconciliationError("adapter.invalid_declaration", `adapter ${source.module}#${source.export}: ${parsed.error.message.split("\n")[0]}`, { details }));
+      const declaration: AdapterDeclaration = deepFreeze(parsed.data);
+      label.current = declaration.id;
+      const run = async (op: "lookup" | "planCompensation", request: unknown, context: LookupContext): Promise<unknown> => {
+        // The caller's signal bounds the call: when it aborts, piscina terminates the worker. The
+        // adapter's own signal in the worker is therefore never the bound (it never fires first).
+        const timeoutMs = 2_147_483_647;
+        const reply = await call(pool, declaration.id, { op, source, options, request, timeoutMs }, context.signal);
+        if (reply.kind === "answered" || reply.kind === "threw") for (const log of reply.logs) replay(context.logger, log);
+        if (reply.kind === "threw") throw new Error(reply.error);
+        if (reply.kind !== "answered") throw new Error("unexpected worker reply");
+        return reply.value;
+      };
+      const handle: ReconciliationAdapter = {
+        declaration,
+        lookup: (request: LookupRequest, context: LookupContext) => run("lookup", request, context),
+        ...(reply.plansCompensation ? { planCompensation: (request: CompensationPlanRequest, context: LookupContext) => run("planCompensation", request, context) } : {}),
+      };
+      return Object.freeze(handle);
+    },
+
+    async close(): Promise<void> {
+      if (closed) return;
+      closed = true;
+      await Promise.allSettled(pools.map((pool) => pool.destroy()));
+    },
+  };
+}
+
+/** How a worker ended, from the pool's rejection. */
+function classify(error: unknown): AdapterTerminationReason {
+  const code = typeof error === "object" && error !== null ? (error as { code?: unknown }).code : undefined;
+  if (code === "ERR_WORKER_OUT_OF_MEMORY") return "out_of_memory";
+  if (/worker exited with code/i.test(oneLine(error))) return "exited";
+  return "crashed";
+}
+
+function replay(logger: AdapterLogger, log: { level: "debug" | "info" | "warn" | "error"; fields: Record<string, unknown>; message: string }): void {
+  try {
+    logger[log.level](log.fields, log.message);
+  } catch {
+    // logging never changes an outcome
+  }
+}
+
+function oneLine(value: unknown): string {
+  let text: string;
+  try {
+    text = value instanceof Error ? value.message : String(value);
+  } catch {
+    text = "unprintable error";
+  }
+  const line = text.replace(/\s+/g, " ").trim();
+  return line.length > 300 ? `${line.slice(0, 299)}…` : line;
+}
+
+function deepFreeze<T>(value: T): T {
+  if (typeof value === "object" && value !== null && !Object.isFrozen(value)) {
+    Object.freeze(value);
+    for (const child of Object.values(value)) deepFreeze(child);
+  }
+  return value;
+}

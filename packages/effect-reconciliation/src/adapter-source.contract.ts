@@ -1,0 +1,70 @@
+import { z } from "zod";
+import type { ReconciliationAdapter } from "./adapter.contract.js";
+
+/**
+ * Where an adapter's code lives (DESIGN.md §4 "Adapters are installable", "Adapters are untrusted
+ * code"): `module` is a module specifier (a package name such as `@acme/mosoo-adapter`, resolved
+ * from the host) or an absolute file path / `file:` URL (`.ts` files load through tsx); `export` is
+ * the name of the module's export that holds a `ReconciliationAdapterFactory`. The host never imports
+ * it on its own main thread: an {@link AdapterHost} loads it where adapter code runs (a worker).
+ * A strict object: unknown keys are refused.
+ */
+export const AdapterSourceSchema = z.strictObject({
+  module: z.string().min(1).max(4096),
+  export: z.string().regex(/^[A-Za-z_$][A-Za-z0-9_$]*$/, "export must be a JavaScript identifier (the factory's export name)"),
+});
+/** See {@link AdapterSourceSchema}. */
+export type AdapterSource = z.infer<typeof AdapterSourceSchema>;
+
+/**
+ * Why an adapter's host terminated the code that ran an adapter call (DESIGN.md §5, "crashes, hangs,
+ * exits, exhausts memory, leaves async errors behind"):
+ * - `crashed`: an uncaught exception or unhandled rejection (e.g. a throwing timer, a floating
+ *   rejected promise) ended the worker;
+ * - `exited`: the adapter called `process.exit` (or its worker ended otherwise);
+ * - `out_of_memory`: the worker reached its heap limit;
+ * - `timeout`: the host terminated the worker because the call outlived its bound (or was cancelled).
+ */
+export const ADAPTER_TERMINATION_REASONS = ["crashed", "exited", "out_of_memory", "timeout"] as const;
+/** See {@link ADAPTER_TERMINATION_REASONS}. */
+export type AdapterTerminationReason = (typeof ADAPTER_TERMINATION_REASONS)[number];
+
+const CRASH_BRAND = Symbol.for("@mosoo/effect-reconciliation/AdapterCrashedError");
+
+/**
+ * Rejection of an isolated adapter call whose worker died under it (`reason` is `crashed`, `exited`
+ * or `out_of_memory`): the reconcile step maps it to `still_unknown` / `adapter_crashed` (never to
+ * `adapter_error`, which is an adapter that threw or rejected normally). `message` is one line.
+ * Use {@link AdapterCrashedError.is} rather than `instanceof`.
+ */
+export class AdapterCrashedError extends Error {
+  override readonly name = "AdapterCrashedError";
+  /** Brand for {@link AdapterCrashedError.is}. */
+  readonly [CRASH_BRAND] = true;
+  /** @param reason how the worker ended; @param message one line naming it. */
+  constructor(readonly reason: Exclude<AdapterTerminationReason, "timeout">, message: string) {
+    super(message);
+  }
+  /** True for an {@link AdapterCrashedError} of any loaded copy of this package. */
+  static is(value: unknown): value is AdapterCrashedError {
+    return typeof value === "object" && value !== null && (value as Record<symbol, unknown>)[CRASH_BRAND] === true;
+  }
+}
+
+/**
+ * The port through which a host runs adapter code (DESIGN.md §4 "Adapters are untrusted code").
+ * `bind(source, options)` loads the factory named by `source`, builds the adapter with `options`
+ * (validated by the factory) and answers a handle: a {@link ReconciliationAdapter} whose validated,
+ * frozen `declaration` lives on the host side and whose `lookup` / `planCompensation` run the
+ * adapter where the host decides. The production host (the API's `createIsolatedAdapterHost`) runs
+ * every call, instantiation included, in a worker thread with a heap limit and terminates it on
+ * the call's signal; a handle's calls then reject with {@link AdapterCrashedError} when the worker
+ * dies. An in-process host (`createInProcessAdapterHost` from `./testing`) is for tests only.
+ * `bind` rejects with a `ReconciliationError` (`adapter.unknown_id` when the module or export cannot
+ * be loaded, `adapter.invalid_options`, `adapter.invalid_declaration`, as `AdapterRegistry.instantiate`).
+ * `close()` ends the host (idempotent); calls afterwards reject.
+ */
+export interface AdapterHost {
+  bind(source: AdapterSource, options: unknown): Promise<ReconciliationAdapter>;
+  close(): Promise<void>;
+}
