@@ -41,6 +41,7 @@ export async function startApi(
     db: store.db,
     logger,
     heartbeatTtlMs: config.heartbeatTtlMs,
+    sendDeadlineMs: config.sendDeadlineMs,
     reconciliation,
     ...(opts.clock ? { clock: opts.clock } : {}),
   });

@@ -87,7 +87,7 @@ async function reconcileUnsafe(input: ReconcileEffectInput): Promise<ReconcileDe
       ? { decision: "ineligible", reasonCode: eligibility.reasonCode }
       : { decision: "ineligible", reasonCode: eligibility.reasonCode, error: eligibility.error };
   }
-  const { request, declaration: parsedDeclaration } = eligibility;
+  const { request, declaration: parsedDeclaration, sendWithinMs } = eligibility;
   const ref: AdapterRef = { id: parsedDeclaration.id, version: parsedDeclaration.version };
   const logFields = { adapterId: ref.id, adapterVersion: ref.version, effectId: request.effectId };
   const log = safeLogger(hostLogger, logFields);
@@ -97,7 +97,7 @@ async function reconcileUnsafe(input: ReconcileEffectInput): Promise<ReconcileDe
   if (run.kind === "timed_out") decision = refused(ref, "lookup_timeout", `lookup did not settle within ${timeoutMs} ms`);
   else if (run.kind === "cancelled") decision = refused(ref, "lookup_cancelled", "the caller's signal aborted the lookup");
   else if (run.kind === "threw") decision = refused(ref, "adapter_error", summarizeError(run.error));
-  else decision = judgeAnswer(run.value, (outcome) => judgeOutcome(outcome, request, parsedDeclaration, nowMs, timeoutMs), ref);
+  else decision = judgeAnswer(run.value, (outcome) => judgeOutcome(outcome, request, parsedDeclaration, nowMs, timeoutMs, sendWithinMs), ref);
 
   if (decision.decision === "still_unknown" && decision.reasonSource === "runtime") {
     log.warn({ reasonCode: decision.reasonCode, operatorAttention: decision.operatorAttention, error: decision.error }, "reconcile lookup refused");

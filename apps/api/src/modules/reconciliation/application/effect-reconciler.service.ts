@@ -449,5 +449,6 @@ function toReconcilable(effect: EffectRow) {
     requestFingerprint: effect.requestFingerprint,
     firstDispatchedAtMs: effect.firstDispatchedAtMs,
     lastDispatchedAtMs: effect.lastDispatchedAtMs,
+    sendWithinMs: effect.sendWithinMs,
   };
 }

@@ -16,11 +16,15 @@ export const RECONCILIATION_OUTCOMES = ["confirmed_succeeded", "confirmed_not_ex
 export type ReconciliationOutcome = (typeof RECONCILIATION_OUTCOMES)[number];
 
 /**
- * Why an `unknown` effect waits for an operator: the provider recorded other arguments under the
- * key (`key_conflict`), the provider may have forgotten the key (`retention_expired`), or the
- * lookups reached their configured bound (`lookup_bound_reached`).
+ * Why an effect waits for an operator: the provider recorded other arguments under the
+ * key (`key_conflict`), the provider may have forgotten the key (`retention_expired`), the
+ * lookups reached their configured bound (`lookup_bound_reached`), or a Driver reported the
+ * provider's real result late (DESIGN.md §3 rule 13) and it contradicts the effect's confirmed
+ * outcome (`late_evidence_contradiction`: e.g. `not_executed`, or `succeeded` with another result;
+ * nothing was overridden, the evidence is kept on the attempt row). The first three are set on an
+ * `unknown` effect; the last one on a settled effect.
  */
-export const OPERATOR_ATTENTION_REASONS = ["key_conflict", "retention_expired", "lookup_bound_reached"] as const;
+export const OPERATOR_ATTENTION_REASONS = ["key_conflict", "retention_expired", "lookup_bound_reached", "late_evidence_contradiction"] as const;
 /** See {@link OPERATOR_ATTENTION_REASONS}. */
 export type OperatorAttentionReason = (typeof OPERATOR_ATTENTION_REASONS)[number];
 

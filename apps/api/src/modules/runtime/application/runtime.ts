@@ -34,13 +34,15 @@ export interface Runtime {
 }
 
 /**
- * Options of {@link createRuntime}: the store, a logger, `heartbeatTtlMs` (ms), an optional clock
+ * Options of {@link createRuntime}: the store, a logger, `heartbeatTtlMs` (ms), `sendDeadlineMs`
+ * (ms, the claims' send-by deadline, default 10 000; DESIGN.md §3 rule 12), an optional clock
  * (tests), and the reconciliation settings (default: off, the #412 baseline).
  */
 export interface CreateRuntimeOptions {
   db: Db;
   logger: Logger;
   heartbeatTtlMs: number;
+  sendDeadlineMs?: number;
   clock?: Clock;
   reconciliation?: ReconciliationSettings;
 }
@@ -53,7 +55,7 @@ export function createRuntime(opts: CreateRuntimeOptions): Runtime {
     logger: opts.logger,
     notifier: new CommandNotifier(),
     shutdown: new AbortController(),
-    settings: { heartbeatTtlMs: opts.heartbeatTtlMs },
+    settings: { heartbeatTtlMs: opts.heartbeatTtlMs, ...(opts.sendDeadlineMs === undefined ? {} : { sendDeadlineMs: opts.sendDeadlineMs }) },
   };
   const settings = opts.reconciliation ?? RECONCILIATION_OFF;
   const metricsRegistry = new Registry();
