@@ -204,6 +204,9 @@ export async function handleMcpExecuteCommand(envelope: DriverCommandEnvelope, d
     });
     effectLog.info({ attempt, outcome: stored.outcome, effectStatus: stored.status, reason: stored.reason }, "effect.late_result_reported");
     if (stored.status === "succeeded" && stored.outcome !== "rejected") return complete(deps, effectLog, commandId, effectId, result);
+    // We hold a real provider result the ledger did not take (a contradiction it flagged for an
+    // operator): never tell the agent it may resend (DESIGN.md §3 rule 14).
+    return fail(deps, effectLog, commandId, effectId, effectUnknownError(effectId, { effectStatus: stored.status, reason: truncate(stored.reason ?? "late result not taken", 500) }));
   }
   // The ledger did not take our result (e.g. the effect was fenced meanwhile): it decides.
   const runError = stored.status === "not_executed" ? effectNotExecutedError(effectId) : effectUnknownError(effectId, { effectStatus: stored.status });
