@@ -8,6 +8,8 @@ import fc from "fast-check";
 import {
   effectNotExecutedError,
   effectUnknownError,
+  fingerprintArguments,
+  sendDeadlinePassed,
   toMcpExecuteCommandResult,
   type CommandUpdateRequest,
   type EffectClaim,
@@ -154,14 +156,22 @@ function callOfCommand(m: Model, commandId: string): CallRec {
 }
 
 /** Records a claim answer; with `strict` (no concurrent work) checks it against the ledger. */
-function recordClaim(w: World, m: Model, call: CallRec, d: { instance: DriverRec["instance"]; connectionId: string }, claim: EffectClaim, strict: boolean): ClaimRec {
+function recordClaim(
+  w: World,
+  m: Model,
+  call: CallRec,
+  d: { instance: DriverRec["instance"]; connectionId: string },
+  claim: EffectClaim,
+  strict: boolean,
+  sentAtMs = w.clock.now(),
+): ClaimRec {
   const rec: ClaimRec = {
     idx: m.claims.length,
     callIdx: call.idx,
     instance: d.instance,
     connectionId: d.connectionId,
     claim,
-    atMs: w.clock.now(),
+    atMs: sentAtMs,
     send: { kind: "not_sent" },
     completedResult: null,
   };
@@ -208,6 +218,22 @@ async function reportAttempt(w: World, m: Model, c: ClaimRec, preferComplete: bo
     );
     if (res?.outcome === "applied") c.completedResult = result;
     trace(w, `  complete claim#${c.idx} → ${res ? `${res.outcome}/${res.status}` : "error"}`);
+    if (res?.outcome === "rejected") {
+      // Fenced meanwhile: the real result is late evidence (DESIGN.md §3 rule 13), not thrown away.
+      const late = await guard(w, "lateResult", () =>
+        w.runtime.ledger.lateResult(c.instance, effectId, {
+          connectionId: c.connectionId,
+          attempt,
+          idempotencyKey: call.key,
+          toolName: call.toolName,
+          requestFingerprint: fingerprintArguments(call.args),
+          result: driverResult(call, result),
+          receipt: { operationId: c.send.kind === "answered" && c.send.write.status === "committed" ? c.send.write.operationId : "?" },
+        }),
+      );
+      if (late?.outcome === "applied" || (late?.outcome === "duplicate" && late.status === "succeeded")) c.completedResult = result;
+      trace(w, `  lateResult claim#${c.idx} → ${late ? `${late.outcome}/${late.status}${late.reason ? ` (${late.reason})` : ""}` : "error"}`);
+    }
   } else {
     const res = await guard(w, "markUnknown", () => w.runtime.ledger.markUnknown(c.instance, effectId, { connectionId: c.connectionId, attempt, reason: "mcp_transport_closed" }));
     trace(w, `  markUnknown claim#${c.idx} → ${res ? `${res.outcome}/${res.status}` : "error"}`);
@@ -307,15 +333,14 @@ class ProviderExecuteCmd implements Cmd {
       const c = open[this.pick % open.length]!;
       const call = m.calls[c.callIdx]!;
       let delayMs = this.delayMs;
+      if (c.claim.kind === "execute" && sendDeadlinePassed(c.atMs, w.clock.now(), c.claim.sendWithinMs)) {
+        // DESIGN.md §3 rule 12: past the send-by deadline the Driver never sends; it reports instead.
+        await reportDeadlineMissed(w, c);
+        return;
+      }
       if (w.profile.fencing === "max_in_flight" && call.bound) {
-        // Honest with the declaration: send + delay + lag within maxInFlightMs of the claim.
-        const budget = w.profile.maxInFlightMs - w.profile.lagMs - (w.clock.now() - c.atMs);
-        if (budget < 0) {
-          c.send = { kind: "abandoned" };
-          trace(w, `  claim#${c.idx}: too late to send honestly, the Driver never sends`);
-          return;
-        }
-        delayMs = Math.min(delayMs, budget, w.profile.maxDelayMs);
+        // Honest with the declaration: network delay + lookup lag within maxInFlightMs of the send.
+        delayMs = Math.min(delayMs, w.profile.maxInFlightMs - w.profile.lagMs, w.profile.maxDelayMs);
       }
       const provider = call.bound ? w.double : w.unboundProvider;
       m.sends.set(call.key, (m.sends.get(call.key) ?? 0) + 1);
@@ -340,6 +365,48 @@ class ProviderExecuteCmd implements Cmd {
     });
   }
   toString = () => `providerExecute(${this.pick}, delay=${this.delayMs}, lose=${this.loseResponse})`;
+}
+
+/** The model Driver's missed-deadline report for an `execute` claim it will never send (rule 12). */
+async function reportDeadlineMissed(w: World, c: ClaimRec): Promise<void> {
+  if (c.claim.kind !== "execute") return;
+  c.send = { kind: "deadline_missed" };
+  const elapsedMs = w.clock.now() - c.atMs;
+  const { effectId, attempt } = c.claim;
+  const res = await guard(w, "deadlineMissed", () => w.runtime.ledger.deadlineMissed(c.instance, effectId, { connectionId: c.connectionId, attempt, elapsedMs }));
+  trace(w, `  claim#${c.idx}: send-by deadline missed after ${elapsedMs}ms → ${res ? `${res.outcome}/${res.status}` : "error"}`);
+}
+
+/**
+ * A slow Driver turn: the Driver sends its claim request, the API claims, and the answer is held
+ * `holdMs` in the network (repro 3's proxy) while the clock moves and the sweep runs (the API may
+ * fence, finalize and look the effect up meanwhile). When the answer arrives the Driver measures
+ * its deadline from when it SENT the request: past it, it reports instead of sending.
+ */
+class SlowDriverTurnCmd implements Cmd {
+  constructor(
+    readonly holdMs: number,
+    readonly heartbeat: boolean,
+  ) {}
+  check = () => true;
+  async run(m: Model, w: World) {
+    await step(w, m, this.toString(), async () => {
+      const d = ensureDriver(w);
+      const commandId = await deliverNext(w, m, d, true);
+      if (!commandId) return;
+      const call = callOfCommand(m, commandId);
+      const sentAtMs = w.clock.now();
+      const claim = await guard(w, "claim", () => w.runtime.ledger.claim(d.instance, d.connectionId, commandId));
+      if (!claim) return;
+      w.clock.advance(this.holdMs);
+      await flush();
+      if (this.heartbeat) await guard(w, "heartbeat", () => w.runtime.drivers.heartbeat(d.instance, d.connectionId));
+      await guard(w, "sweep", () => w.runtime.sweep.sweepOnce());
+      const c = recordClaim(w, m, call, d, claim, false, sentAtMs);
+      if (c.claim.kind === "execute" && sendDeadlinePassed(c.atMs, w.clock.now(), c.claim.sendWithinMs)) await reportDeadlineMissed(w, c);
+    });
+  }
+  toString = () => `slowDriverTurn(hold=${this.holdMs}ms${this.heartbeat ? ", heartbeat" : ""})`;
 }
 
 class ReportCmd implements Cmd {
@@ -384,6 +451,8 @@ class CommandUpdateCmd implements Cmd {
         req = { connectionId: d.connectionId, status: "completed", result: last.claim.result };
       } else if (last?.claim.kind === "execute" && last.completedResult) {
         req = { connectionId: d.connectionId, status: "completed", result: driverResult(call, last.completedResult) };
+      } else if (last?.claim.kind === "execute" && last.send.kind === "deadline_missed") {
+        req = { connectionId: d.connectionId, status: "failed", error: effectNotExecutedError(call.effectId) };
       } else if (last?.claim.kind === "unknown") {
         req = { connectionId: d.connectionId, status: "failed", error: effectUnknownError(call.effectId) };
       } else if (last?.claim.kind === "not_executed") {
@@ -722,6 +791,10 @@ export function commandArbitraries(opts: { raceEnqueue: boolean; operator?: bool
     .map((r) => new CommandUpdateCmd(r.pick, r.variant));
   const crashArb = fc.constant(null).map(() => new CrashReconnectCmd());
   const turnArb = fc.constant(null).map(() => new DriverTurnCmd());
+  // a slow Driver: the claim answer is held past any window (deadline + maxInFlight + lag), or just around the deadline
+  const slowTurnArb = fc
+    .record({ hold: fc.oneof(fc.integer({ min: 9_000, max: 11_000 }), fc.integer({ min: 25_000, max: 70_000 })), heartbeat: fc.boolean() })
+    .map((r) => new SlowDriverTurnCmd(r.hold, r.heartbeat));
   const finalizeArb = fc
     .record({ trigger: fc.constantFrom<"driver_request" | "operator">("driver_request", "operator"), same: fc.boolean() })
     .map((r) => new FinalizeCmd(r.trigger, r.same));
@@ -766,6 +839,7 @@ export function commandArbitraries(opts: { raceEnqueue: boolean; operator?: bool
     [3, deliverArb],
     [2, claimArb],
     [3, turnArb],
+    [1, slowTurnArb],
     [3, executeArb],
     [2, reportArb],
     [2, updateArb],
