@@ -119,7 +119,7 @@ describe("bindings file", () => {
       err = e;
     }
     expect(ReconciliationError.is(err, "registry.closed")).toBe(true);
-    expect(registry.list().map((d) => d.id)).toEqual(["fixture-issue-tracker"]);
+    expect(registry.list().map((d) => d.id)).toEqual(["fixture-issue-tracker", "fixture-issue-tracker-max-in-flight"]);
   });
 
   it("without a bindings file: no bindings; with the flag off the file is still validated", () => {

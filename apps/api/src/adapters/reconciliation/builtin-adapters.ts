@@ -1,5 +1,5 @@
 import { createAdapterRegistry, type AdapterRegistry } from "@mosoo/effect-reconciliation";
-import { fixtureIssueTrackerAdapterFactory } from "./fixture-issue-tracker.adapter.js";
+import { fixtureIssueTrackerAdapterFactory, fixtureIssueTrackerMaxInFlightAdapterFactory } from "./fixture-issue-tracker.adapter.js";
 
 /**
  * A registry holding every adapter this API ships. It stays open so a host may register more
@@ -9,5 +9,6 @@ import { fixtureIssueTrackerAdapterFactory } from "./fixture-issue-tracker.adapt
 export function createBuiltInAdapterRegistry(): AdapterRegistry {
   const registry = createAdapterRegistry();
   registry.register(fixtureIssueTrackerAdapterFactory);
+  registry.register(fixtureIssueTrackerMaxInFlightAdapterFactory);
   return registry;
 }
