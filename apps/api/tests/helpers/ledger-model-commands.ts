@@ -23,6 +23,7 @@ import { isSimulatedCrash } from "./crash-injector.js";
 import {
   BOUND_SERVER,
   LEASE_MS,
+  SEND_DEADLINE_MS,
   START_MS,
   WRITE_TOOL,
   bump,
@@ -331,40 +332,45 @@ class ProviderExecuteCmd implements Cmd {
       const open = m.claims.filter((c) => c.claim.kind === "execute" && c.send.kind === "not_sent");
       if (open.length === 0) return;
       const c = open[this.pick % open.length]!;
-      const call = m.calls[c.callIdx]!;
-      let delayMs = this.delayMs;
       if (c.claim.kind === "execute" && sendDeadlinePassed(c.atMs, w.clock.now(), c.claim.sendWithinMs)) {
         // DESIGN.md §3 rule 12: past the send-by deadline the Driver never sends; it reports instead.
         await reportDeadlineMissed(w, c);
         return;
       }
-      if (w.profile.fencing === "max_in_flight" && call.bound) {
-        // Honest with the declaration: network delay + lookup lag within maxInFlightMs of the send.
-        delayMs = Math.min(delayMs, w.profile.maxInFlightMs - w.profile.lagMs, w.profile.maxDelayMs);
-      }
-      const provider = call.bound ? w.double : w.unboundProvider;
-      m.sends.set(call.key, (m.sends.get(call.key) ?? 0) + 1);
-      c.send = { kind: "pending" };
-      const settle = (outcome: { write?: Awaited<ReturnType<typeof provider.commit>>; error?: unknown }) => {
-        if (outcome.write) {
-          c.send = { kind: "answered", write: outcome.write };
-          if (outcome.write.status === "committed") m.committed.set(call.key, outcome.write.operationId);
-        } else if (outcome.error instanceof ProviderResponseLostError) {
-          c.send = { kind: "lost" };
-        } else {
-          w.violations.push(`provider commit failed unexpectedly: ${String(outcome.error)}`);
-        }
-        trace(w, `  provider settled claim#${c.idx} key ${call.key.slice(-6)}: ${c.send.kind === "answered" ? c.send.write.status : c.send.kind}`);
-      };
-      const p = provider.commit(call.key, call.args, { delayMs, loseResponse: this.loseResponse }).then(
-        (write) => settle({ write }),
-        (error: unknown) => settle({ error }),
-      );
-      if (delayMs === 0) await p;
-      else trace(w, `  claim#${c.idx}: write in flight for ${delayMs}ms`);
+      await sendToProvider(w, m, c, this.delayMs, this.loseResponse);
     });
   }
   toString = () => `providerExecute(${this.pick}, delay=${this.delayMs}, lose=${this.loseResponse})`;
+}
+
+/** The model Driver sends claim `c`'s write to the provider (applied `delayMs` later, maybe losing the response). */
+async function sendToProvider(w: World, m: Model, c: ClaimRec, requestedDelayMs: number, loseResponse: boolean): Promise<void> {
+  const call = m.calls[c.callIdx]!;
+  let delayMs = requestedDelayMs;
+  if (w.profile.fencing === "max_in_flight" && call.bound) {
+    // Honest with the declaration: network delay + lookup lag within maxInFlightMs of the send.
+    delayMs = Math.min(delayMs, w.profile.maxInFlightMs - w.profile.lagMs, w.profile.maxDelayMs);
+  }
+  const provider = call.bound ? w.double : w.unboundProvider;
+  m.sends.set(call.key, (m.sends.get(call.key) ?? 0) + 1);
+  c.send = { kind: "pending" };
+  const settle = (outcome: { write?: Awaited<ReturnType<typeof provider.commit>>; error?: unknown }) => {
+    if (outcome.write) {
+      c.send = { kind: "answered", write: outcome.write };
+      if (outcome.write.status === "committed") m.committed.set(call.key, outcome.write.operationId);
+    } else if (outcome.error instanceof ProviderResponseLostError) {
+      c.send = { kind: "lost" };
+    } else {
+      w.violations.push(`provider commit failed unexpectedly: ${String(outcome.error)}`);
+    }
+    trace(w, `  provider settled claim#${c.idx} key ${call.key.slice(-6)}: ${c.send.kind === "answered" ? c.send.write.status : c.send.kind}`);
+  };
+  const p = provider.commit(call.key, call.args, { delayMs, loseResponse }).then(
+    (write) => settle({ write }),
+    (error: unknown) => settle({ error }),
+  );
+  if (delayMs === 0) await p;
+  else trace(w, `  claim#${c.idx}: write in flight for ${delayMs}ms`);
 }
 
 /** The model Driver's missed-deadline report for an `execute` claim it will never send (rule 12). */
@@ -381,12 +387,17 @@ async function reportDeadlineMissed(w: World, c: ClaimRec): Promise<void> {
  * A slow Driver turn: the Driver sends its claim request, the API claims, and the answer is held
  * `holdMs` in the network (repro 3's proxy) while the clock moves and the sweep runs (the API may
  * fence, finalize and look the effect up meanwhile). When the answer arrives the Driver measures
- * its deadline from when it SENT the request: past it, it reports instead of sending.
+ * its deadline from when it SENT the request: past it, it reports instead of sending; within it, it
+ * sends at once (the commit `sendDelayMs` later, as the declaration allows). With `thenLost` the
+ * Driver is lost right after (an operator finalizes it) and the sweep runs every 500 ms for 3 s: the
+ * API's lookups then race the in-flight commit, which the window claim + deadline + maxInFlight covers.
  */
 class SlowDriverTurnCmd implements Cmd {
   constructor(
     readonly holdMs: number,
     readonly heartbeat: boolean,
+    readonly sendDelayMs: number,
+    readonly thenLost: boolean,
   ) {}
   check = () => true;
   async run(m: Model, w: World) {
@@ -403,10 +414,24 @@ class SlowDriverTurnCmd implements Cmd {
       if (this.heartbeat) await guard(w, "heartbeat", () => w.runtime.drivers.heartbeat(d.instance, d.connectionId));
       await guard(w, "sweep", () => w.runtime.sweep.sweepOnce());
       const c = recordClaim(w, m, call, d, claim, false, sentAtMs);
-      if (c.claim.kind === "execute" && sendDeadlinePassed(c.atMs, w.clock.now(), c.claim.sendWithinMs)) await reportDeadlineMissed(w, c);
+      if (c.claim.kind !== "execute") return;
+      if (sendDeadlinePassed(c.atMs, w.clock.now(), c.claim.sendWithinMs)) {
+        await reportDeadlineMissed(w, c);
+        return;
+      }
+      await sendToProvider(w, m, c, this.sendDelayMs, false);
+      if (!this.thenLost) return;
+      await guard(w, "finalize", () => w.runtime.repair.finalize(d.instance.id, "operator"));
+      trace(w, `  Driver ${d.instance.id.slice(-6)} lost right after sending; finalized`);
+      for (let i = 0; i < 6; i++) {
+        w.clock.advance(500);
+        await flush();
+        await guard(w, "sweep", () => w.runtime.sweep.sweepOnce());
+      }
+      ensureDriver(w);
     });
   }
-  toString = () => `slowDriverTurn(hold=${this.holdMs}ms${this.heartbeat ? ", heartbeat" : ""})`;
+  toString = () => `slowDriverTurn(hold=${this.holdMs}ms${this.heartbeat ? ", heartbeat" : ""}, sendDelay=${this.sendDelayMs}${this.thenLost ? ", then lost" : ""})`;
 }
 
 class ReportCmd implements Cmd {
@@ -793,8 +818,13 @@ export function commandArbitraries(opts: { raceEnqueue: boolean; operator?: bool
   const turnArb = fc.constant(null).map(() => new DriverTurnCmd());
   // a slow Driver: the claim answer is held past any window (deadline + maxInFlight + lag), or just around the deadline
   const slowTurnArb = fc
-    .record({ hold: fc.oneof(fc.integer({ min: 9_000, max: 11_000 }), fc.integer({ min: 25_000, max: 70_000 })), heartbeat: fc.boolean() })
-    .map((r) => new SlowDriverTurnCmd(r.hold, r.heartbeat));
+    .record({
+      hold: fc.oneof(fc.integer({ min: 8_000, max: SEND_DEADLINE_MS - 1 }), fc.integer({ min: SEND_DEADLINE_MS, max: 11_000 }), fc.integer({ min: 25_000, max: 70_000 })),
+      heartbeat: fc.boolean(),
+      sendDelay: fc.integer({ min: 0, max: 3_000 }),
+      thenLost: fc.boolean(),
+    })
+    .map((r) => new SlowDriverTurnCmd(r.hold, r.heartbeat, r.sendDelay, r.thenLost));
   const finalizeArb = fc
     .record({ trigger: fc.constantFrom<"driver_request" | "operator">("driver_request", "operator"), same: fc.boolean() })
     .map((r) => new FinalizeCmd(r.trigger, r.same));

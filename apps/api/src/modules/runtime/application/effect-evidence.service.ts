@@ -31,8 +31,20 @@ function loadReported(tx: DbHandle, instance: DriverInstanceRow, effectId: strin
   return { eff, attemptRow };
 }
 
-/** The columns that end an effect's reconciliation bookkeeping when it settles (no lookup due, no lease, no flag). */
-const SETTLED_BOOKKEEPING = { nextLookupAtMs: null, operatorAttention: null, leaseOwner: null, leaseExpiresAtMs: null } as const;
+/**
+ * The columns that end an effect's reconciliation bookkeeping when it settles: no lookup due, no
+ * lease. `lookup_bound_reached` is cleared (lookups no longer matter); any other operator attention
+ * (`key_conflict`, `retention_expired`, ...) is kept: it is about the provider's records, which the
+ * Driver's report does not explain.
+ */
+function settledBookkeeping(eff: EffectRow) {
+  return {
+    nextLookupAtMs: null,
+    leaseOwner: null,
+    leaseExpiresAtMs: null,
+    operatorAttention: eff.operatorAttention === "lookup_bound_reached" ? null : eff.operatorAttention,
+  };
+}
 
 /**
  * The Driver's missed send-by deadline (DESIGN.md §3 rule 12): proof that attempt `req.attempt`
@@ -50,7 +62,7 @@ export function reportDeadlineMissed(ctx: RuntimeContext, instance: DriverInstan
     const decision = decideDeadlineMissed(eff, req);
     const base = { commandId: eff.commandId, from: eff.status };
     if (decision.outcome !== "applied") return { ...base, outcome: decision.outcome, status: eff.status, ...(decision.reason ? { reason: decision.reason } : {}) };
-    const set = { status: "not_executed" as const, resolution: "deadline_missed" as const, ...SETTLED_BOOKKEEPING, updatedAtMs: now };
+    const set = { status: "not_executed" as const, resolution: "deadline_missed" as const, ...settledBookkeeping(eff), updatedAtMs: now };
     if (!effectRepository.updateIfCurrent(tx, eff, set)) return { ...base, outcome: "rejected", status: eff.status, reason: "the effect changed concurrently" };
     const reason = `deadline_missed: the claim's answer was read ${req.elapsedMs} ms after the claim request, past its ${eff.sendWithinMs ?? "unrecorded"} ms send-by deadline`;
     effectRepository.updateAttempt(tx, eff.id, req.attempt, { status: "not_sent", unknownReason: reason, finishedAtMs: now });
@@ -103,7 +115,7 @@ export function reportLateResult(ctx: RuntimeContext, instance: DriverInstanceRo
       if (eff.operatorAttention !== "late_evidence_contradiction") effectRepository.updateIfCurrent(tx, eff, { operatorAttention: "late_evidence_contradiction", updatedAtMs: now });
       return { ...base, outcome: "rejected", status: eff.status, reason: `late_evidence_contradiction: ${reason ?? ""}` };
     }
-    const set = { status: "succeeded" as const, resolution: "reported_late" as const, resultJson, providerReceiptJson: receiptJson, ...SETTLED_BOOKKEEPING, updatedAtMs: now };
+    const set = { status: "succeeded" as const, resolution: "reported_late" as const, resultJson, providerReceiptJson: receiptJson, ...settledBookkeeping(eff), updatedAtMs: now };
     if (!effectRepository.updateIfCurrent(tx, eff, set)) return { ...base, outcome: "rejected", status: eff.status, reason: "the effect changed concurrently" };
     effectRepository.updateAttempt(tx, eff.id, req.attempt, { status: "succeeded", finishedAtMs: attemptRow?.finishedAtMs ?? now });
     runRepository.appendEvent(tx, eff.runId, "effect.resolved", { effectId: eff.id, commandId: eff.commandId, attempt: req.attempt, resolution: "reported_late", effectStatus: "succeeded" }, now);
