@@ -48,8 +48,9 @@ export function fenceExecutingEffect(tx: DbHandle, effect: EffectRow, reason: st
 }
 
 /**
- * The effect ledger's Driver-facing operations (DESIGN.md §3 rules 2, 3, 10, 11): claim,
- * complete, mark unknown. A Driver only reaches its own instance's effects.
+ * The effect ledger's Driver-facing operations (DESIGN.md §3 rules 2, 3, 10–13): claim (with its
+ * send-by deadline), complete, mark unknown, missed deadline, late evidence. A Driver only reaches
+ * its own instance's effects.
  */
 export class EffectLedgerService {
   constructor(
