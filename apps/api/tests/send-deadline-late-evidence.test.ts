@@ -210,6 +210,17 @@ describe("late evidence (rule 13)", () => {
     expect(JSON.stringify(fx.runtime.operator.show(call.effectId))).toContain("late_evidence_contradiction");
   });
 
+  it("a tool-error result about a not_executed effect (e.g. a fenced key refused) is kept as evidence but is no contradiction", async () => {
+    fx = createReconciliationFixture({ enabled: false });
+    const call = await dispatchWrite(fx);
+    await redeliverAndClaim(fx, call);
+    fx.runtime.ledger.deadlineMissed(call.driver.instance, call.effectId, { connectionId: call.driver.connectionId, attempt: 1, elapsedMs: 20_000 });
+    const refused = lateEvidence(call, { result: { ...lateEvidence(call).result, outputText: "idempotency_key_fenced", isError: true } });
+    expect(fx.runtime.ledger.lateResult(call.driver.instance, call.effectId, refused)).toMatchObject({ outcome: "rejected", status: "not_executed" });
+    expect(effectRow(fx.store, call.effectId)).toMatchObject({ status: "not_executed", operator_attention: null });
+    expect(attemptRow(fx, call.effectId).late_result_json).toContain("idempotency_key_fenced");
+  });
+
   it("contradiction with succeeded and another result: the stored result stays, the effect is flagged", async () => {
     fx = createReconciliationFixture({ enabled: false });
     const call = await dispatchWrite(fx);

@@ -76,7 +76,6 @@ export type SendState =
   | { kind: "not_sent" }
   /** The send-by deadline passed before the Driver sent: it never sends, it reports (rule 12). */
   | { kind: "deadline_missed" }
-  | { kind: "abandoned" }
   | { kind: "pending" }
   | { kind: "answered"; write: ProviderWriteResult }
   | { kind: "lost" };

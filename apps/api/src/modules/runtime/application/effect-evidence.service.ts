@@ -84,6 +84,7 @@ export function reportDeadlineMissed(ctx: RuntimeContext, instance: DriverInstan
  *   `reported_late`; compare-and-set on status+version), records `effect.resolved` and completes
  *   the command if it is not terminal yet; nothing is re-run;
  * - `duplicate`: the same result is already stored; nothing changes;
+ * - `kept`: a tool-error result about a `not_executed` effect (no contradiction): answered `rejected`, no flag;
  * - `contradiction`: nothing is overridden; the effect is flagged `late_evidence_contradiction`
  *   (operator attention, visible in `effects list` / `show`) and the answer is `rejected` with why.
  * @throws RuntimeError `effect.not_found`, `driver.connection_superseded`, `request.invalid`
@@ -104,13 +105,14 @@ export function reportLateResult(ctx: RuntimeContext, instance: DriverInstanceRo
     }
     const matches = req.idempotencyKey === eff.idempotencyKey && req.toolName === eff.toolName && req.requestFingerprint === eff.requestFingerprint;
     const sameResult = eff.resultJson !== null && isDeepStrictEqual(JSON.parse(eff.resultJson), JSON.parse(resultJson));
-    const { action, reason } = decideLateEvidence(eff, { attempt: req.attempt, matches, sameResult });
+    const { action, reason } = decideLateEvidence(eff, { attempt: req.attempt, matches, sameResult, isError: req.result.isError === true });
     const base = { commandId: eff.commandId, action };
     if (action === "rejected") return { ...base, outcome: "rejected", status: eff.status, ...(reason ? { reason } : {}) };
     if (attemptRow && attemptRow.lateResultJson === null) {
       effectRepository.updateAttempt(tx, eff.id, req.attempt, { lateResultJson: resultJson, lateReportedAtMs: now, providerReceiptJson: attemptRow.providerReceiptJson ?? receiptJson });
     }
     if (action === "duplicate") return { ...base, outcome: "duplicate", status: eff.status };
+    if (action === "kept") return { ...base, outcome: "rejected", status: eff.status, reason: reason ?? "evidence kept" };
     if (action === "contradiction") {
       if (eff.operatorAttention !== "late_evidence_contradiction") effectRepository.updateIfCurrent(tx, eff, { operatorAttention: "late_evidence_contradiction", updatedAtMs: now });
       return { ...base, outcome: "rejected", status: eff.status, reason: `late_evidence_contradiction: ${reason ?? ""}` };

@@ -77,15 +77,17 @@ export function decideDeadlineMissed(
  * - `duplicate`: already `succeeded` with the same result (nothing changes but the evidence kept);
  * - `contradiction`: a different confirmed outcome (`not_executed`, or `succeeded` with another
  *   result): nothing is overridden; the effect is flagged `late_evidence_contradiction`;
+ * - `kept`: a tool-error result (`isError`) about a `not_executed` effect: an error answer (e.g. the
+ *   provider refused a fenced key) does not contradict non-execution; the evidence is kept, no flag;
  * - `rejected`: the evidence does not match, names an older attempt, or the effect is
  *   `intent`/`executing` (an `executing` effect takes the result through `complete`).
  */
-export type LateEvidenceAction = "settle" | "duplicate" | "contradiction" | "rejected";
+export type LateEvidenceAction = "settle" | "duplicate" | "contradiction" | "kept" | "rejected";
 
 /** Pure: the {@link LateEvidenceAction} for late evidence about attempt `attempt`, and why when `rejected`/`contradiction`. */
 export function decideLateEvidence(
   current: { status: EffectStatus; attemptCount: number },
-  report: { attempt: number; matches: boolean; sameResult: boolean },
+  report: { attempt: number; matches: boolean; sameResult: boolean; isError: boolean },
 ): { action: LateEvidenceAction; reason?: string } {
   if (!report.matches) return { action: "rejected", reason: "the evidence's idempotency key, tool or request fingerprint is not the effect's" };
   if (report.attempt !== current.attemptCount) {
@@ -97,7 +99,9 @@ export function decideLateEvidence(
     case "succeeded":
       return report.sameResult ? { action: "duplicate" } : { action: "contradiction", reason: "the effect succeeded with another result" };
     case "not_executed":
-      return { action: "contradiction", reason: "the effect was settled not_executed" };
+      return report.isError
+        ? { action: "kept", reason: "a tool-error result does not contradict not_executed" }
+        : { action: "contradiction", reason: "the effect was settled not_executed" };
     default:
       return { action: "rejected", reason: `effect is ${current.status}` };
   }
