@@ -1,6 +1,7 @@
 // Planted-bug check (issue 5 item 5): shows that the crash-safety suite catches known bugs.
 // For each bug it patches a TEMPORARY COPY of the workspace (never this checkout), runs the ledger
-// model property (1,000 runs, fixed seed) and the crash-point matrix there, and reports whether the
+// model property (1,000 runs, fixed seed) and the crash-point matrix there (or the bug's own suite,
+// e.g. the Driver's deadline tests for a Driver bug), and reports whether the
 // bug was caught, by which tests, and after how many runs (fast-check's "failed after N tests").
 // Usage: npm run check:planted-bugs [-- [--seed N] [--only <bug-id>]]
 // Exit code 0 when every bug was caught, 1 when one was not (or a patch no longer applies).
@@ -30,7 +31,8 @@ if (!/^-?\d+$/.test(args.seed) || !Number.isSafeInteger(Number(args.seed))) badI
 
 /**
  * The planted bugs: `file` (from the repo root), the exact text `find` (must occur once) and its
- * buggy replacement. Each is a small, realistic regression of a DESIGN.md rule.
+ * buggy replacement. Each is a small, realistic regression of a DESIGN.md rule. A bug may name its
+ * own `suite` ({project, files, grep}); the default suite is the ledger model and the crash matrix.
  */
 const BUGS = [
   {
@@ -62,8 +64,22 @@ const BUGS = [
     find: 'if (effect && effect.status !== "succeeded") {',
     replace: "if (false) {",
   },
+  {
+    id: "driver-skips-send-deadline",
+    what: "the Driver sends tools/call whenever the claim answer arrives, without checking the send-by deadline (DESIGN §3 rule 12, issue 16 repro 3)",
+    file: "apps/driver/src/mcp-execute.handler.ts",
+    find: "if (sendDeadlinePassed(claimSentAtMs, nowMs, claim.sendWithinMs)) {",
+    replace: "if (false) {",
+    suite: { project: "driver", files: ["tests/mcp-execute.deadline.test.ts"], grep: "send-by deadline" },
+  },
+  {
+    id: "window-ignores-send-deadline",
+    what: "the in-flight window of a fence-less provider is counted from the claim alone, without the send-by deadline (DESIGN §3 rule 12, §5)",
+    file: "packages/effect-reconciliation/src/fail-closed-checks.ts",
+    find: "const inFlightUntilMs = request.lastDispatchedAtMs + sendWithinMs + declaration.keyFencing.maxInFlightMs;",
+    replace: "const inFlightUntilMs = request.lastDispatchedAtMs + declaration.keyFencing.maxInFlightMs;",
+  },
 ];
-
 if (args.only !== undefined && !BUGS.some((b) => b.id === args.only)) {
   badInput(`no planted bug "${args.only}"; one of: ${BUGS.map((b) => b.id).join(", ")}`);
 }
@@ -85,7 +101,7 @@ if (install.status !== 0) {
   process.exit(1);
 }
 
-const TESTS = ["apps/api/tests/ledger-model.property.test.ts", "apps/api/tests/crash-point-matrix.test.ts"];
+const DEFAULT_SUITE = { project: "api", files: ["tests/ledger-model.property.test.ts", "tests/crash-point-matrix.test.ts"], grep: "keeps I1|crash" };
 const rows = [];
 let allCaught = true;
 for (const bug of BUGS.filter((b) => !args.only || b.id === args.only)) {
@@ -102,9 +118,10 @@ for (const bug of BUGS.filter((b) => !args.only || b.id === args.only)) {
   const report = join(work, `report-${bug.id}.json`);
   const started = Date.now();
   console.log(`\n> ${bug.id}: ${bug.what}`);
+  const suite = bug.suite ?? DEFAULT_SUITE;
   spawnSync(
     join(work, "node_modules/.bin/vitest"),
-    ["run", "--project", "api", ...TESTS.map((t) => t.replace("apps/api/", "")), "-t", "keeps I1|crash", "--reporter=json", `--outputFile=${report}`],
+    ["run", "--project", suite.project, ...suite.files, "-t", suite.grep, "--reporter=json", `--outputFile=${report}`],
     { cwd: work, stdio: ["ignore", "ignore", "ignore"], env: { ...process.env, LEDGER_MODEL_RUNS: "1000", LEDGER_MODEL_SEED: String(seed) } },
   );
   writeFileSync(path, original);
@@ -124,10 +141,13 @@ for (const bug of BUGS.filter((b) => !args.only || b.id === args.only)) {
       const runs = /failed after (\d+) tests?/.exec(msg)?.[1];
       const firstLine = /Got error: ([^\n]+)/.exec(msg)?.[1] ?? /(InvariantViolation[^\n]*)/.exec(msg)?.[1] ?? msg.split("\n")[0];
       found.push(`model property failed after ${runs ?? "?"} of 1000 runs (seed ${seed}): ${firstLine.slice(0, 160)}`);
-    } else {
+    } else if (name.startsWith("crash-point")) {
       const total = file.assertionResults.length;
       const example = failed[0] ? `${failed[0].title}: ${(failed[0].failureMessages[0] ?? "").split("\n")[0].slice(0, 160)}` : file.message ?? "";
       found.push(`crash-point matrix: ${failed.length} of ${total} cases failed (first: ${example})`);
+    } else {
+      const example = failed[0] ? `${failed[0].title}: ${(failed[0].failureMessages[0] ?? "").split("\n")[0].slice(0, 160)}` : file.message ?? "";
+      found.push(`${name}: ${failed.length} of ${file.assertionResults.length} tests failed (first: ${example})`);
     }
   }
   const caught = found.length > 0;

@@ -64,6 +64,7 @@ export async function startApi(
     db: store.db,
     logger,
     heartbeatTtlMs: config.heartbeatTtlMs,
+    sendDeadlineMs: config.sendDeadlineMs,
     reconciliation,
     metricsRegistry,
     ...(opts.clock ? { clock: opts.clock } : {}),

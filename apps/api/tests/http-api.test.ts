@@ -38,7 +38,7 @@ describe("HTTP surface", () => {
     const next = await call("GET", `/v1/drivers/commands/next?connectionId=${d.connectionId}&waitMs=0`, undefined, d.token);
     expect(next.body.command).toMatchObject({ commandId: tc.body.commandId, status: "queued", redelivery: false, payload: { toolName: "createIssue" } });
     const claim = await call("POST", "/v1/drivers/effects/claim", { connectionId: d.connectionId, commandId: tc.body.commandId }, d.token);
-    expect(claim.body).toEqual({ kind: "execute", effectId: tc.body.effectId, attempt: 1, idempotencyKey: tc.body.idempotencyKey });
+    expect(claim.body).toEqual({ kind: "execute", effectId: tc.body.effectId, attempt: 1, idempotencyKey: tc.body.idempotencyKey, sendWithinMs: 10_000 });
     const result = { outputText: "ok", requestId: "r", serverId: "tracker", toolName: "createIssue" };
     const wrong = await call("POST", `/v1/drivers/effects/${tc.body.effectId}/complete`, { connectionId: d.connectionId, attempt: 1, result: { ...result, toolName: "deleteIssue" }, receipt: null }, d.token);
     expect(wrong).toMatchObject({ status: 400, body: { error: { code: "request.invalid" } } });

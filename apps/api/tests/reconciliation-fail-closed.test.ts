@@ -173,7 +173,7 @@ describe("DESIGN §5: a misbehaving adapter never changes the effect (finalizati
     const late = f.double.commit(call.idempotencyKey, call.args, { delayMs: 30_000 });
     await finalizeDriver(f, call);
     expectStillUnknown(f.store, call.effectId, "in_flight_window", "finalization");
-    f.clock.advance(60_000);
+    f.clock.advance(70_000); // the window is the 10 s send-by deadline (rule 12) plus the 60 s maximum in-flight time
     expect((await late).status).toBe("committed");
     await f.runtime.sweep.sweepOnce();
     expectReconciled(f.store, call.runId, call.effectId, "succeeded");

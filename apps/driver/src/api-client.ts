@@ -8,6 +8,8 @@ import {
   EffectClaimRequestSchema,
   EffectClaimSchema,
   EffectCompleteRequestSchema,
+  EffectDeadlineMissedRequestSchema,
+  EffectLateResultRequestSchema,
   EffectMarkUnknownRequestSchema,
   EffectTransitionResponseSchema,
   FinalizationSummarySchema,
@@ -22,6 +24,8 @@ import {
   type EffectClaim,
   type EffectClaimRequest,
   type EffectCompleteRequest,
+  type EffectDeadlineMissedRequest,
+  type EffectLateResultRequest,
   type EffectMarkUnknownRequest,
   type EffectTransitionResponse,
   type FinalizationSummary,
@@ -141,6 +145,16 @@ export interface DriverCommandApi {
   effectComplete(effectId: string, body: EffectCompleteRequest): Promise<EffectTransitionResponse>;
   /** `POST effectMarkUnknown`: fence attempt `attempt` as `unknown`. */
   effectMarkUnknown(effectId: string, body: EffectMarkUnknownRequest): Promise<EffectTransitionResponse>;
+  /**
+   * `POST effectDeadlineMissed`: the claim's send-by deadline passed before `tools/call` was sent
+   * (DESIGN.md §3 rule 12); nothing was sent and never will be. The API settles the effect `not_executed`.
+   */
+  effectDeadlineMissed(effectId: string, body: EffectDeadlineMissedRequest): Promise<EffectTransitionResponse>;
+  /**
+   * `POST effectLateResult`: late evidence (DESIGN.md §3 rule 13), the provider's real result after
+   * the ledger refused it from `effectComplete` because the effect was fenced meanwhile.
+   */
+  effectLateResult(effectId: string, body: EffectLateResultRequest): Promise<EffectTransitionResponse>;
 }
 
 /** The whole Driver protocol (packages/contracts `DRIVER_ROUTES`) as typed calls. */
@@ -310,6 +324,30 @@ export class DriverApiClient implements DriverApi {
       path: DRIVER_ROUTES.effectMarkUnknown(effectId),
       route: "effectMarkUnknown",
       body: checkRequest(EffectMarkUnknownRequestSchema, body),
+      responseSchema: EffectTransitionResponseSchema,
+      auth: true,
+      retry: true,
+    });
+  }
+
+  async effectDeadlineMissed(effectId: string, body: EffectDeadlineMissedRequest): Promise<EffectTransitionResponse> {
+    return this.request({
+      method: "POST",
+      path: DRIVER_ROUTES.effectDeadlineMissed(effectId),
+      route: "effectDeadlineMissed",
+      body: checkRequest(EffectDeadlineMissedRequestSchema, body),
+      responseSchema: EffectTransitionResponseSchema,
+      auth: true,
+      retry: true,
+    });
+  }
+
+  async effectLateResult(effectId: string, body: EffectLateResultRequest): Promise<EffectTransitionResponse> {
+    return this.request({
+      method: "POST",
+      path: DRIVER_ROUTES.effectLateResult(effectId),
+      route: "effectLateResult",
+      body: checkRequest(EffectLateResultRequestSchema, body),
       responseSchema: EffectTransitionResponseSchema,
       auth: true,
       retry: true,

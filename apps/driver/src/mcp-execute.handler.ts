@@ -1,8 +1,10 @@
 import {
   effectNotExecutedError,
   effectUnknownError,
+  fingerprintArguments,
   IDEMPOTENCY_KEY_META,
   McpToolResultSchema,
+  sendDeadlinePassed,
   toMcpExecuteCommandResult,
   type CommandUpdateRequest,
   type DriverCommandEnvelope,
@@ -30,6 +32,11 @@ export interface McpExecuteHandlerDeps {
   logger: Logger;
   /** Timeout of the one `tools/call`, ms. */
   toolTimeoutMs: number;
+  /**
+   * The Driver's monotonic clock (ms; default `performance.now()`), which measures the claim's
+   * send-by deadline from the moment the claim request was sent (DESIGN.md §3 rule 12). Tests pass a fake.
+   */
+  monotonicNowMs?: () => number;
 }
 
 /**
@@ -57,10 +64,15 @@ export function serverUnavailableError(serverId: string, reason: string, message
  * Runs one `mcp.execute` command against the ledger (DESIGN.md §3):
  * 1. `queued`/`delivered` → `commandUpdate accepted` (an `accepted` redelivery skips it);
  * 2. the MCP server must be configured and connectable, else `failed` `mcp.server_unavailable` WITHOUT a claim;
- * 3. `effectClaim` → `execute`: one `tools/call` with `_meta[IDEMPOTENCY_KEY_META]`, then
- *    `effectComplete` and only after it `commandUpdate completed`; if the call throws,
- *    `effectMarkUnknown` then `failed` `external_effect.unknown`. `completed` / `unknown` /
- *    `not_executed` claims never call the provider.
+ * 3. `effectClaim` → `execute`: if the claim's send-by deadline (`sendWithinMs`, measured on
+ *    `monotonicNowMs` from just before the claim request was sent) has passed, NO `tools/call`:
+ *    `effectDeadlineMissed` (the API settles the effect `not_executed`) then `failed`
+ *    `external_effect.not_executed` (DESIGN.md §3 rule 12). Otherwise one `tools/call` with
+ *    `_meta[IDEMPOTENCY_KEY_META]`, then `effectComplete` and only after it `commandUpdate completed`;
+ *    if the ledger refuses the result because the effect was fenced meanwhile, the result is
+ *    reported as late evidence (`effectLateResult`, DESIGN.md §3 rule 13) and the command ends as
+ *    the ledger then says. If the call throws, `effectMarkUnknown` then `failed`
+ *    `external_effect.unknown`. `completed` / `unknown` / `not_executed` claims never call the provider.
  * The provider is called at most once per invocation and never retried.
  * @throws ApiRequestError / ApiUnavailableError / ApiContractError when the API cannot be told
  *   (the command is then left for redelivery after a reconnect; a fresh claim fences it as `unknown`).
@@ -100,6 +112,8 @@ export async function handleMcpExecuteCommand(envelope: DriverCommandEnvelope, d
   }
   const args = JSON.parse(payload.argumentsJson) as Record<string, unknown>;
 
+  const monotonicNowMs = deps.monotonicNowMs ?? (() => performance.now());
+  const claimSentAtMs = monotonicNowMs();
   const claim = await api.effectClaim({ connectionId, commandId });
   const effectLog = deps.logger.child({ commandId, effectId: claim.effectId });
   effectLog.info({ kind: claim.kind, ...(claim.kind === "execute" ? { attempt: claim.attempt } : {}) }, "effect.claimed");
@@ -116,6 +130,20 @@ export async function handleMcpExecuteCommand(envelope: DriverCommandEnvelope, d
   }
 
   const { effectId, attempt, idempotencyKey } = claim;
+  // DESIGN.md §3 rule 12: nothing may leave for the provider after the send-by deadline. Nothing
+  // asynchronous runs between this check and the tools/call below.
+  const nowMs = monotonicNowMs();
+  if (sendDeadlinePassed(claimSentAtMs, nowMs, claim.sendWithinMs)) {
+    const elapsedMs = Math.max(0, Math.round(nowMs - claimSentAtMs));
+    effectLog.warn({ attempt, elapsedMs, sendWithinMs: claim.sendWithinMs }, "effect.send_deadline_missed");
+    const reported = await api.effectDeadlineMissed(effectId, { connectionId, attempt, elapsedMs });
+    effectLog.info({ attempt, outcome: reported.outcome, effectStatus: reported.status }, "effect.deadline_missed_reported");
+    const runError =
+      reported.status === "not_executed"
+        ? effectNotExecutedError(effectId, { reason: "send_deadline_missed" })
+        : effectUnknownError(effectId, { effectStatus: reported.status });
+    return fail(deps, effectLog, commandId, effectId, runError);
+  }
   effectLog.info({ attempt, serverId: payload.serverId, toolName: payload.toolName, idempotencyKey }, "tool.called");
   const startedAt = performance.now();
   let raw: unknown;
@@ -162,6 +190,24 @@ export async function handleMcpExecuteCommand(envelope: DriverCommandEnvelope, d
   }
   effectLog.info({ attempt, outcome: stored.outcome, effectStatus: stored.status }, "effect.completed");
   if (stored.status === "succeeded") return complete(deps, effectLog, commandId, effectId, result);
+  if (stored.outcome === "rejected") {
+    // Fenced meanwhile (e.g. redelivered while the call was in flight): our result is real, so it is
+    // evidence, not a replay (DESIGN.md §3 rule 13). The ledger settles or flags it.
+    stored = await api.effectLateResult(effectId, {
+      connectionId,
+      attempt,
+      idempotencyKey,
+      toolName: payload.toolName,
+      requestFingerprint: fingerprintArguments(args),
+      result,
+      receipt,
+    });
+    effectLog.info({ attempt, outcome: stored.outcome, effectStatus: stored.status, reason: stored.reason }, "effect.late_result_reported");
+    if (stored.status === "succeeded" && stored.outcome !== "rejected") return complete(deps, effectLog, commandId, effectId, result);
+    // We hold a real provider result the ledger did not take (a contradiction it flagged for an
+    // operator): never tell the agent it may resend (DESIGN.md §3 rule 14).
+    return fail(deps, effectLog, commandId, effectId, effectUnknownError(effectId, { effectStatus: stored.status, reason: truncate(stored.reason ?? "late result not taken", 500) }));
+  }
   // The ledger did not take our result (e.g. the effect was fenced meanwhile): it decides.
   const runError = stored.status === "not_executed" ? effectNotExecutedError(effectId) : effectUnknownError(effectId, { effectStatus: stored.status });
   return fail(deps, effectLog, commandId, effectId, runError);

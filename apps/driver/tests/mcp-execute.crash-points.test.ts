@@ -38,6 +38,8 @@ async function runWithCrashAt(k: number, behaviour: Behaviour) {
     effectClaim: async (...a: Parameters<RecordingApi["effectClaim"]>) => (tick("effectClaim"), api.effectClaim(...a)),
     effectComplete: async (...a: Parameters<RecordingApi["effectComplete"]>) => (tick("effectComplete"), api.effectComplete(...a)),
     effectMarkUnknown: async (...a: Parameters<RecordingApi["effectMarkUnknown"]>) => (tick("effectMarkUnknown"), api.effectMarkUnknown(...a)),
+    effectDeadlineMissed: async (...a: Parameters<RecordingApi["effectDeadlineMissed"]>) => (tick("effectDeadlineMissed"), api.effectDeadlineMissed(...a)),
+    effectLateResult: async (...a: Parameters<RecordingApi["effectLateResult"]>) => (tick("effectLateResult"), api.effectLateResult(...a)),
   };
   const mcp: McpToolCaller = {
     hasServer: () => true,

@@ -109,10 +109,12 @@ describe("handleMcpExecuteCommand: execute claim", () => {
     expect(h.api.callsOf("commandUpdate").at(-1)?.body).toMatchObject({ status: "failed", error: { code: "external_effect.unknown" } });
   });
 
-  it("fails unknown (not completed) when the ledger does not take the result", async () => {
+  it("fails unknown (not completed) when the ledger takes neither the result nor the late evidence", async () => {
     const h = harness();
     h.api.completeAnswer = async () => ({ outcome: "rejected", status: "unknown", reason: "effect is unknown" });
+    h.api.lateResultAnswer = async () => ({ outcome: "rejected", status: "unknown", reason: "attempt 1 is not the current attempt 2" });
     await handleMcpExecuteCommand(mcpExecuteEnvelope(), h.deps);
+    expect(h.api.callsOf("effectLateResult")).toHaveLength(1);
     expect(h.recorder.calls).toHaveLength(1);
     expect(h.api.callsOf("commandUpdate").map((c) => c.body.status)).toEqual(["accepted", "failed"]);
     expect(h.api.callsOf("commandUpdate").at(-1)?.body).toMatchObject({ error: { code: "external_effect.unknown", details: { effectId: h.api.effectId } } });

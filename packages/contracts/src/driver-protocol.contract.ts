@@ -1,6 +1,7 @@
 import { z } from "zod";
 import { UlidSchema } from "./ids.contract.js";
-import { McpExecuteCommandResultSchema, McpExecuteCommandSchema } from "./mcp-execute.contract.js";
+import { McpExecuteCommandResultSchema, McpExecuteCommandSchema, ToolNameSchema } from "./mcp-execute.contract.js";
+import { REQUEST_FINGERPRINT_PATTERN } from "./request-fingerprint.js";
 import { RunErrorSchema } from "./run-error.contract.js";
 import { CommandStatusSchema, EffectStatusSchema } from "./statuses.contract.js";
 
@@ -20,6 +21,8 @@ export const DRIVER_ROUTES = {
   effectClaim: "/v1/drivers/effects/claim",
   effectComplete: (effectId: string) => `/v1/drivers/effects/${effectId}/complete`,
   effectMarkUnknown: (effectId: string) => `/v1/drivers/effects/${effectId}/mark-unknown`,
+  effectDeadlineMissed: (effectId: string) => `/v1/drivers/effects/${effectId}/deadline-missed`,
+  effectLateResult: (effectId: string) => `/v1/drivers/effects/${effectId}/late-result`,
 } as const;
 
 /** A Driver's bearer token: `mdt_<driverInstanceId>_<secret>`. Only its sha-256 is stored. */
@@ -143,7 +146,44 @@ export const EffectMarkUnknownRequestSchema = z.object({
 /** See {@link EffectMarkUnknownRequestSchema}. */
 export type EffectMarkUnknownRequest = z.infer<typeof EffectMarkUnknownRequestSchema>;
 
-/** Answer to an effect `complete` / `mark-unknown`: the typed outcome, the effect's status after it, and why when `rejected`. */
+/**
+ * The send-by deadline of attempt `attempt`'s `execute` claim passed before the Driver sent
+ * `tools/call` (DESIGN.md §3 rule 12): nothing was sent, and the Driver never will send it.
+ * `elapsedMs` is how long after sending the claim request the Driver read the answer (its own
+ * monotonic clock, ms). The API settles the effect `not_executed` (resolution `deadline_missed`) when
+ * it is still `executing` at that attempt, or `unknown` with that attempt the fenced one; the
+ * command fails `external_effect.not_executed` (retryable as a new tool call).
+ */
+export const EffectDeadlineMissedRequestSchema = z.object({
+  connectionId: UlidSchema,
+  attempt: z.number().int().positive(),
+  elapsedMs: z.number().int().nonnegative(),
+});
+/** See {@link EffectDeadlineMissedRequestSchema}. */
+export type EffectDeadlineMissedRequest = z.infer<typeof EffectDeadlineMissedRequestSchema>;
+
+/**
+ * Late evidence (DESIGN.md §3 rule 13): the provider's real result for attempt `attempt`, which the
+ * Driver received after the effect was fenced `unknown` meanwhile (e.g. a redelivery while the call
+ * was in flight). `idempotencyKey`, `toolName` and `requestFingerprint` (sha-256 hex of the canonical
+ * arguments, `fingerprintArguments`) name the request the Driver sent; `receipt` is the result's
+ * `_meta` (opaque, at most 16 KiB of JSON). The API settles an `unknown` effect `succeeded`
+ * (resolution `reported_late`) when all three match; it never re-runs anything and never overrides
+ * a different confirmed outcome (a contradiction is recorded and flagged for an operator).
+ */
+export const EffectLateResultRequestSchema = z.object({
+  connectionId: UlidSchema,
+  attempt: z.number().int().positive(),
+  idempotencyKey: UlidSchema,
+  toolName: ToolNameSchema,
+  requestFingerprint: z.string().regex(REQUEST_FINGERPRINT_PATTERN, "expected 64 lowercase hex characters"),
+  result: McpExecuteCommandResultSchema,
+  receipt: z.record(z.string(), z.unknown()).nullable(),
+});
+/** See {@link EffectLateResultRequestSchema}. */
+export type EffectLateResultRequest = z.infer<typeof EffectLateResultRequestSchema>;
+
+/** Answer to an effect `complete` / `mark-unknown` / `deadline-missed` / `late-result`: the typed outcome, the effect's status after it, and why when `rejected`. */
 export const EffectTransitionResponseSchema = z.object({
   outcome: TransitionOutcomeSchema,
   status: EffectStatusSchema,

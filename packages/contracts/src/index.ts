@@ -44,7 +44,7 @@ export type {
   RunStatus,
   DriverInstanceStatus,
 } from "./statuses.contract.js";
-export { EffectClaimSchema } from "./effect-claim.contract.js";
+export { EffectClaimSchema, SendWithinMsSchema, sendDeadlinePassed } from "./effect-claim.contract.js";
 export type { EffectClaim } from "./effect-claim.contract.js";
 export { ApiErrorBodySchema } from "./api-error.contract.js";
 export type { ApiErrorBody } from "./api-error.contract.js";
@@ -65,6 +65,8 @@ export {
   EffectClaimRequestSchema,
   EffectCompleteRequestSchema,
   EffectMarkUnknownRequestSchema,
+  EffectDeadlineMissedRequestSchema,
+  EffectLateResultRequestSchema,
   EffectTransitionResponseSchema,
   FinalizationSummarySchema,
 } from "./driver-protocol.contract.js";
@@ -83,6 +85,8 @@ export type {
   EffectClaimRequest,
   EffectCompleteRequest,
   EffectMarkUnknownRequest,
+  EffectDeadlineMissedRequest,
+  EffectLateResultRequest,
   EffectTransitionResponse,
   FinalizationSummary,
 } from "./driver-protocol.contract.js";

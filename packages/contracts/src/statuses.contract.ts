@@ -22,15 +22,28 @@ export const EffectStatusSchema = z.enum(EFFECT_STATUSES);
 /** See {@link EFFECT_STATUSES}. */
 export type EffectStatus = z.infer<typeof EffectStatusSchema>;
 
-/** How a final effect status was reached: the provider's own response, an adapter's proof, or an operator. */
-export const EFFECT_RESOLUTIONS = ["provider_result", "reconciled", "operator"] as const;
+/**
+ * How a final effect status was reached:
+ * - `provider_result`: the provider's own response, reported by the Driver while the effect was `executing`;
+ * - `reconciled`: an adapter's validated proof (DESIGN.md §5);
+ * - `operator`: a manual resolution;
+ * - `deadline_missed` (`not_executed` only): the Driver reported that the claim's send-by deadline
+ *   passed before it sent `tools/call`, so nothing was sent (DESIGN.md §3 rule 12);
+ * - `reported_late` (`succeeded` only): the Driver reported the provider's real result after the
+ *   effect had been fenced `unknown` meanwhile (late evidence, DESIGN.md §3 rule 13).
+ * The database CHECK lists the same values.
+ */
+export const EFFECT_RESOLUTIONS = ["provider_result", "reconciled", "operator", "deadline_missed", "reported_late"] as const;
 /** See {@link EFFECT_RESOLUTIONS}. */
 export const EffectResolutionSchema = z.enum(EFFECT_RESOLUTIONS);
 /** See {@link EFFECT_RESOLUTIONS}. */
 export type EffectResolution = z.infer<typeof EffectResolutionSchema>;
 
-/** Statuses of one attempt (one dispatch) of an effect. */
-export const ATTEMPT_STATUSES = ["executing", "succeeded", "unknown"] as const;
+/**
+ * Statuses of one attempt (one dispatch) of an effect. `not_sent`: the Driver reported that the
+ * claim's send-by deadline passed before it sent `tools/call` (DESIGN.md §3 rule 12).
+ */
+export const ATTEMPT_STATUSES = ["executing", "succeeded", "unknown", "not_sent"] as const;
 /** See {@link ATTEMPT_STATUSES}. */
 export const AttemptStatusSchema = z.enum(ATTEMPT_STATUSES);
 /** See {@link ATTEMPT_STATUSES}. */

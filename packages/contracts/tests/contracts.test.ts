@@ -54,7 +54,12 @@ describe("schemas", () => {
   it("discriminates the claim union and refuses an unknown kind", () => {
     const effectId = newUlid();
     expect(EffectClaimSchema.parse({ kind: "not_executed", effectId })).toEqual({ kind: "not_executed", effectId });
-    expect(EffectClaimSchema.safeParse({ kind: "execute", effectId, attempt: 0, idempotencyKey: newUlid() }).success).toBe(false);
+    expect(EffectClaimSchema.safeParse({ kind: "execute", effectId, attempt: 0, idempotencyKey: newUlid(), sendWithinMs: 1_000 }).success).toBe(false);
+    // an execute claim always carries its send-by deadline (DESIGN.md §3 rule 12): positive whole ms
+    expect(EffectClaimSchema.safeParse({ kind: "execute", effectId, attempt: 1, idempotencyKey: newUlid(), sendWithinMs: 1_000 }).success).toBe(true);
+    for (const sendWithinMs of [undefined, 0, -1, 1.5]) {
+      expect(EffectClaimSchema.safeParse({ kind: "execute", effectId, attempt: 1, idempotencyKey: newUlid(), sendWithinMs }).success).toBe(false);
+    }
     expect(EffectClaimSchema.safeParse({ kind: "retry", effectId }).success).toBe(false);
   });
 

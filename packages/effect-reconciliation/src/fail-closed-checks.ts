@@ -21,7 +21,10 @@ import type { AdapterRef, ReconcileDecision, RuntimeReasonCode, RuntimeStillUnkn
  *      first commit, which the first dispatch may have made, and the answer may be read up to
  *      `timeoutMs` after `nowMs`.
  *    - `in_flight_window` when `keyFencing` is `max_in_flight` and `nowMs < lastDispatchedAtMs +
- *      maxInFlightMs` (a late commit could still land); `nextLookupNotBeforeMs` is that sum.
+ *      sendWithinMs + maxInFlightMs` (a late commit could still land); `nextLookupNotBeforeMs` is
+ *      that sum. `sendWithinMs` is the claim's send-by deadline (DESIGN.md §3 rule 12): the Driver
+ *      may send up to that long after the claim, and the request may commit up to `maxInFlightMs`
+ *      after it was sent.
  * 5. Otherwise the confirmed decision, with JSON copies of `result` and `receipt`.
  */
 export function judgeOutcome(
@@ -30,6 +33,7 @@ export function judgeOutcome(
   declaration: AdapterDeclaration,
   nowMs: number,
   timeoutMs: number,
+  sendWithinMs = 0,
 ): ReconcileDecision {
   const adapter: AdapterRef = { id: declaration.id, version: declaration.version };
 
@@ -84,11 +88,11 @@ export function judgeOutcome(
     );
   }
   if (declaration.keyFencing.kind === "max_in_flight") {
-    const inFlightUntilMs = request.lastDispatchedAtMs + declaration.keyFencing.maxInFlightMs;
+    const inFlightUntilMs = request.lastDispatchedAtMs + sendWithinMs + declaration.keyFencing.maxInFlightMs;
     if (nowMs < inFlightUntilMs) {
       return refuse(
         "in_flight_window",
-        `not_executed answered ${nowMs - request.lastDispatchedAtMs} ms after the last dispatch, within the ${declaration.keyFencing.maxInFlightMs} ms maximum in-flight time`,
+        `not_executed answered ${nowMs - request.lastDispatchedAtMs} ms after the last dispatch, within its ${sendWithinMs} ms send-by deadline plus the ${declaration.keyFencing.maxInFlightMs} ms maximum in-flight time`,
         inFlightUntilMs,
       );
     }

@@ -9,7 +9,11 @@ import { z } from "zod";
  * - `requestFingerprint`: 64 lowercase hex, `fingerprintArguments(arguments)` written with the intent;
  * - `firstDispatchedAtMs`, `lastDispatchedAtMs`: ms since the epoch of the first and latest dispatch
  *   to the provider; both `null` when it was never dispatched. One `null` and not the other, or
- *   `first > last`, is malformed.
+ *   `first > last`, is malformed;
+ * - `sendWithinMs` (optional, ms): the send-by deadline of the latest `execute` claim (DESIGN.md §3
+ *   rule 12): the Driver sends no later than `lastDispatchedAtMs + sendWithinMs`, so a
+ *   `max_in_flight` window runs until `lastDispatchedAtMs + sendWithinMs + maxInFlightMs`. Absent or
+ *   `null` (an effect claimed before the deadline existed) counts as 0.
  */
 export const ReconcilableEffectSchema = z
   .object({
@@ -20,6 +24,7 @@ export const ReconcilableEffectSchema = z
     requestFingerprint: z.string().regex(REQUEST_FINGERPRINT_PATTERN, "expected 64 lowercase hex characters"),
     firstDispatchedAtMs: z.number().int().nonnegative().nullable(),
     lastDispatchedAtMs: z.number().int().nonnegative().nullable(),
+    sendWithinMs: z.number().int().positive().nullable().optional(),
   })
   .superRefine((effect, ctx) => {
     const first = effect.firstDispatchedAtMs;

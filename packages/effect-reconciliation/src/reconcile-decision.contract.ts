@@ -44,7 +44,8 @@ export type IneligibleReasonCode = z.infer<typeof IneligibleReasonCodeSchema>;
  * - `retention_expired`: `confirmed_not_executed` although the provider may already have forgotten
  *   the key (operator attention);
  * - `in_flight_window`: `confirmed_not_executed` from a provider without a fence before
- *   `lastDispatchedAtMs + maxInFlightMs`: a late commit could still land (next lookup scheduled then).
+ *   `lastDispatchedAtMs + sendWithinMs + maxInFlightMs` (the claim's send-by deadline, DESIGN.md §3 rule 12, plus the
+ *   adapter's maximum in-flight time): a late commit could still land (next lookup scheduled then).
  */
 export const RUNTIME_REASON_CODES = [
   "adapter_error",

@@ -8,7 +8,7 @@ export type EligibilityVerdict = { eligible: true } | { eligible: false; reasonC
 
 /** @internal The verdict plus the parsed inputs the reconcile step goes on with. */
 export type EligibilityEvaluation =
-  | { eligible: true; request: LookupRequest; declaration: AdapterDeclaration }
+  | { eligible: true; request: LookupRequest; declaration: AdapterDeclaration; sendWithinMs: number }
   | { eligible: false; reasonCode: IneligibleReasonCode; error?: string };
 
 /**
@@ -32,7 +32,10 @@ export function isEligible(effect: ReconcilableEffect, declaration: AdapterDecla
   return evaluateEligibility(effect, declaration, serverId).eligible;
 }
 
-/** @internal See {@link checkEligibility}; also returns the parsed effect (as a lookup request) and declaration. */
+/**
+ * @internal See {@link checkEligibility}; also returns the parsed effect (as a lookup request; the
+ * adapter never sees `sendWithinMs`), the declaration, and the send-by deadline (ms, 0 when none).
+ */
 export function evaluateEligibility(effect: unknown, declaration: unknown, serverId: unknown): EligibilityEvaluation {
   let parsedEffect: ReturnType<typeof ReconcilableEffectSchema.safeParse>;
   let parsedDeclaration: ReturnType<typeof AdapterDeclarationSchema.safeParse>;
@@ -57,6 +60,7 @@ export function evaluateEligibility(effect: unknown, declaration: unknown, serve
   return {
     eligible: true,
     declaration: d,
+    sendWithinMs: e.sendWithinMs ?? 0,
     request: {
       effectId: e.effectId,
       serverId: e.serverId,

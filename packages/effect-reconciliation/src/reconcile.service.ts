@@ -109,7 +109,7 @@ export function judgeLookupAnswer(answer: LookupAnswer, effect: ReconcilableEffe
         ? { decision: "ineligible", reasonCode: eligibility.reasonCode }
         : { decision: "ineligible", reasonCode: eligibility.reasonCode, error: eligibility.error };
     }
-    return judgeOutcome(answer.outcome, eligibility.request, eligibility.declaration, answer.nowMs, answer.timeoutMs);
+    return judgeOutcome(answer.outcome, eligibility.request, eligibility.declaration, answer.nowMs, answer.timeoutMs, eligibility.sendWithinMs);
   } catch (error) {
     return refused(ref, "invalid_adapter_output", `answer could not be judged: ${summarizeError(error)}`);
   }

@@ -10,6 +10,8 @@ export const ApiConfigSchema = z.object({
   MOSOO_HOST: z.string().min(1).default("127.0.0.1"),
   MOSOO_PORT: z.coerce.number().int().min(0).max(65535).default(8787),
   MOSOO_HEARTBEAT_TTL_MS: z.coerce.number().int().min(500).max(3_600_000).default(15_000),
+  // DESIGN.md §3 rule 12: the Driver sends tools/call at most this long after it sent the claim request.
+  MOSOO_SEND_DEADLINE_MS: z.coerce.number().int().min(100).max(600_000).default(10_000),
   MOSOO_SWEEP_INTERVAL_MS: z.coerce.number().int().min(100).max(3_600_000).default(2_000),
   MOSOO_LOG_LEVEL: z.enum(["fatal", "error", "warn", "info", "debug", "trace", "silent"]).default("info"),
   MOSOO_EFFECT_RECONCILIATION: z.enum(["off", "on"]).default("off"),
@@ -32,6 +34,12 @@ export interface ApiConfig {
   host: string;
   port: number;
   heartbeatTtlMs: number;
+  /**
+   * Send-by deadline of every `execute` claim (ms, DESIGN.md §3 rule 12): the Driver never sends
+   * `tools/call` later than this after it sent the claim request; a `max_in_flight` window runs
+   * until the claim + this + the adapter's `maxInFlightMs`.
+   */
+  sendDeadlineMs: number;
   sweepIntervalMs: number;
   logLevel: z.infer<typeof ApiConfigSchema>["MOSOO_LOG_LEVEL"];
   /** Bearer token of the operator routes (`/api/operator/*`, only with reconciliation on); without it they answer 403 `auth.operator_disabled`. */
@@ -81,6 +89,7 @@ export function loadApiConfig(env: Record<string, string | undefined>): ApiConfi
     host: c.MOSOO_HOST,
     port: c.MOSOO_PORT,
     heartbeatTtlMs: c.MOSOO_HEARTBEAT_TTL_MS,
+    sendDeadlineMs: c.MOSOO_SEND_DEADLINE_MS,
     sweepIntervalMs: c.MOSOO_SWEEP_INTERVAL_MS,
     logLevel: c.MOSOO_LOG_LEVEL,
     operatorToken: c.MOSOO_OPERATOR_TOKEN,

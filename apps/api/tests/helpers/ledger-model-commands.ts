@@ -8,6 +8,8 @@ import fc from "fast-check";
 import {
   effectNotExecutedError,
   effectUnknownError,
+  fingerprintArguments,
+  sendDeadlinePassed,
   toMcpExecuteCommandResult,
   type CommandUpdateRequest,
   type EffectClaim,
@@ -21,6 +23,7 @@ import { isSimulatedCrash } from "./crash-injector.js";
 import {
   BOUND_SERVER,
   LEASE_MS,
+  SEND_DEADLINE_MS,
   START_MS,
   WRITE_TOOL,
   bump,
@@ -154,14 +157,22 @@ function callOfCommand(m: Model, commandId: string): CallRec {
 }
 
 /** Records a claim answer; with `strict` (no concurrent work) checks it against the ledger. */
-function recordClaim(w: World, m: Model, call: CallRec, d: { instance: DriverRec["instance"]; connectionId: string }, claim: EffectClaim, strict: boolean): ClaimRec {
+function recordClaim(
+  w: World,
+  m: Model,
+  call: CallRec,
+  d: { instance: DriverRec["instance"]; connectionId: string },
+  claim: EffectClaim,
+  strict: boolean,
+  sentAtMs = w.clock.now(),
+): ClaimRec {
   const rec: ClaimRec = {
     idx: m.claims.length,
     callIdx: call.idx,
     instance: d.instance,
     connectionId: d.connectionId,
     claim,
-    atMs: w.clock.now(),
+    atMs: sentAtMs,
     send: { kind: "not_sent" },
     completedResult: null,
   };
@@ -208,6 +219,22 @@ async function reportAttempt(w: World, m: Model, c: ClaimRec, preferComplete: bo
     );
     if (res?.outcome === "applied") c.completedResult = result;
     trace(w, `  complete claim#${c.idx} → ${res ? `${res.outcome}/${res.status}` : "error"}`);
+    if (res?.outcome === "rejected") {
+      // Fenced meanwhile: the real result is late evidence (DESIGN.md §3 rule 13), not thrown away.
+      const late = await guard(w, "lateResult", () =>
+        w.runtime.ledger.lateResult(c.instance, effectId, {
+          connectionId: c.connectionId,
+          attempt,
+          idempotencyKey: call.key,
+          toolName: call.toolName,
+          requestFingerprint: fingerprintArguments(call.args),
+          result: driverResult(call, result),
+          receipt: { operationId: c.send.kind === "answered" && c.send.write.status === "committed" ? c.send.write.operationId : "?" },
+        }),
+      );
+      if (late?.outcome === "applied" || (late?.outcome === "duplicate" && late.status === "succeeded")) c.completedResult = result;
+      trace(w, `  lateResult claim#${c.idx} → ${late ? `${late.outcome}/${late.status}${late.reason ? ` (${late.reason})` : ""}` : "error"}`);
+    }
   } else {
     const res = await guard(w, "markUnknown", () => w.runtime.ledger.markUnknown(c.instance, effectId, { connectionId: c.connectionId, attempt, reason: "mcp_transport_closed" }));
     trace(w, `  markUnknown claim#${c.idx} → ${res ? `${res.outcome}/${res.status}` : "error"}`);
@@ -305,41 +332,106 @@ class ProviderExecuteCmd implements Cmd {
       const open = m.claims.filter((c) => c.claim.kind === "execute" && c.send.kind === "not_sent");
       if (open.length === 0) return;
       const c = open[this.pick % open.length]!;
-      const call = m.calls[c.callIdx]!;
-      let delayMs = this.delayMs;
-      if (w.profile.fencing === "max_in_flight" && call.bound) {
-        // Honest with the declaration: send + delay + lag within maxInFlightMs of the claim.
-        const budget = w.profile.maxInFlightMs - w.profile.lagMs - (w.clock.now() - c.atMs);
-        if (budget < 0) {
-          c.send = { kind: "abandoned" };
-          trace(w, `  claim#${c.idx}: too late to send honestly, the Driver never sends`);
-          return;
-        }
-        delayMs = Math.min(delayMs, budget, w.profile.maxDelayMs);
+      if (c.claim.kind === "execute" && sendDeadlinePassed(c.atMs, w.clock.now(), c.claim.sendWithinMs)) {
+        // DESIGN.md §3 rule 12: past the send-by deadline the Driver never sends; it reports instead.
+        await reportDeadlineMissed(w, c);
+        return;
       }
-      const provider = call.bound ? w.double : w.unboundProvider;
-      m.sends.set(call.key, (m.sends.get(call.key) ?? 0) + 1);
-      c.send = { kind: "pending" };
-      const settle = (outcome: { write?: Awaited<ReturnType<typeof provider.commit>>; error?: unknown }) => {
-        if (outcome.write) {
-          c.send = { kind: "answered", write: outcome.write };
-          if (outcome.write.status === "committed") m.committed.set(call.key, outcome.write.operationId);
-        } else if (outcome.error instanceof ProviderResponseLostError) {
-          c.send = { kind: "lost" };
-        } else {
-          w.violations.push(`provider commit failed unexpectedly: ${String(outcome.error)}`);
-        }
-        trace(w, `  provider settled claim#${c.idx} key ${call.key.slice(-6)}: ${c.send.kind === "answered" ? c.send.write.status : c.send.kind}`);
-      };
-      const p = provider.commit(call.key, call.args, { delayMs, loseResponse: this.loseResponse }).then(
-        (write) => settle({ write }),
-        (error: unknown) => settle({ error }),
-      );
-      if (delayMs === 0) await p;
-      else trace(w, `  claim#${c.idx}: write in flight for ${delayMs}ms`);
+      await sendToProvider(w, m, c, this.delayMs, this.loseResponse);
     });
   }
   toString = () => `providerExecute(${this.pick}, delay=${this.delayMs}, lose=${this.loseResponse})`;
+}
+
+/** The model Driver sends claim `c`'s write to the provider (applied `delayMs` later, maybe losing the response). */
+async function sendToProvider(w: World, m: Model, c: ClaimRec, requestedDelayMs: number, loseResponse: boolean): Promise<void> {
+  const call = m.calls[c.callIdx]!;
+  let delayMs = requestedDelayMs;
+  if (w.profile.fencing === "max_in_flight" && call.bound) {
+    // Honest with the declaration: network delay + lookup lag within maxInFlightMs of the send.
+    delayMs = Math.min(delayMs, w.profile.maxInFlightMs - w.profile.lagMs, w.profile.maxDelayMs);
+  }
+  const provider = call.bound ? w.double : w.unboundProvider;
+  m.sends.set(call.key, (m.sends.get(call.key) ?? 0) + 1);
+  c.send = { kind: "pending" };
+  const settle = (outcome: { write?: Awaited<ReturnType<typeof provider.commit>>; error?: unknown }) => {
+    if (outcome.write) {
+      c.send = { kind: "answered", write: outcome.write };
+      if (outcome.write.status === "committed") m.committed.set(call.key, outcome.write.operationId);
+    } else if (outcome.error instanceof ProviderResponseLostError) {
+      c.send = { kind: "lost" };
+    } else {
+      w.violations.push(`provider commit failed unexpectedly: ${String(outcome.error)}`);
+    }
+    trace(w, `  provider settled claim#${c.idx} key ${call.key.slice(-6)}: ${c.send.kind === "answered" ? c.send.write.status : c.send.kind}`);
+  };
+  const p = provider.commit(call.key, call.args, { delayMs, loseResponse }).then(
+    (write) => settle({ write }),
+    (error: unknown) => settle({ error }),
+  );
+  if (delayMs === 0) await p;
+  else trace(w, `  claim#${c.idx}: write in flight for ${delayMs}ms`);
+}
+
+/** The model Driver's missed-deadline report for an `execute` claim it will never send (rule 12). */
+async function reportDeadlineMissed(w: World, c: ClaimRec): Promise<void> {
+  if (c.claim.kind !== "execute") return;
+  c.send = { kind: "deadline_missed" };
+  const elapsedMs = w.clock.now() - c.atMs;
+  const { effectId, attempt } = c.claim;
+  const res = await guard(w, "deadlineMissed", () => w.runtime.ledger.deadlineMissed(c.instance, effectId, { connectionId: c.connectionId, attempt, elapsedMs }));
+  trace(w, `  claim#${c.idx}: send-by deadline missed after ${elapsedMs}ms → ${res ? `${res.outcome}/${res.status}` : "error"}`);
+}
+
+/**
+ * A slow Driver turn: the Driver sends its claim request, the API claims, and the answer is held
+ * `holdMs` in the network (repro 3's proxy) while the clock moves and the sweep runs (the API may
+ * fence, finalize and look the effect up meanwhile). When the answer arrives the Driver measures
+ * its deadline from when it SENT the request: past it, it reports instead of sending; within it, it
+ * sends at once (the commit `sendDelayMs` later, as the declaration allows). With `thenLost` the
+ * Driver is lost right after (an operator finalizes it) and the sweep runs every 500 ms for 3 s: the
+ * API's lookups then race the in-flight commit, which the window claim + deadline + maxInFlight covers.
+ */
+class SlowDriverTurnCmd implements Cmd {
+  constructor(
+    readonly holdMs: number,
+    readonly heartbeat: boolean,
+    readonly sendDelayMs: number,
+    readonly thenLost: boolean,
+  ) {}
+  check = () => true;
+  async run(m: Model, w: World) {
+    await step(w, m, this.toString(), async () => {
+      const d = ensureDriver(w);
+      const commandId = await deliverNext(w, m, d, true);
+      if (!commandId) return;
+      const call = callOfCommand(m, commandId);
+      const sentAtMs = w.clock.now();
+      const claim = await guard(w, "claim", () => w.runtime.ledger.claim(d.instance, d.connectionId, commandId));
+      if (!claim) return;
+      w.clock.advance(this.holdMs);
+      await flush();
+      if (this.heartbeat) await guard(w, "heartbeat", () => w.runtime.drivers.heartbeat(d.instance, d.connectionId));
+      await guard(w, "sweep", () => w.runtime.sweep.sweepOnce());
+      const c = recordClaim(w, m, call, d, claim, false, sentAtMs);
+      if (c.claim.kind !== "execute") return;
+      if (sendDeadlinePassed(c.atMs, w.clock.now(), c.claim.sendWithinMs)) {
+        await reportDeadlineMissed(w, c);
+        return;
+      }
+      await sendToProvider(w, m, c, this.sendDelayMs, false);
+      if (!this.thenLost) return;
+      await guard(w, "finalize", () => w.runtime.repair.finalize(d.instance.id, "operator"));
+      trace(w, `  Driver ${d.instance.id.slice(-6)} lost right after sending; finalized`);
+      for (let i = 0; i < 6; i++) {
+        w.clock.advance(500);
+        await flush();
+        await guard(w, "sweep", () => w.runtime.sweep.sweepOnce());
+      }
+      ensureDriver(w);
+    });
+  }
+  toString = () => `slowDriverTurn(hold=${this.holdMs}ms${this.heartbeat ? ", heartbeat" : ""}, sendDelay=${this.sendDelayMs}${this.thenLost ? ", then lost" : ""})`;
 }
 
 class ReportCmd implements Cmd {
@@ -384,6 +476,8 @@ class CommandUpdateCmd implements Cmd {
         req = { connectionId: d.connectionId, status: "completed", result: last.claim.result };
       } else if (last?.claim.kind === "execute" && last.completedResult) {
         req = { connectionId: d.connectionId, status: "completed", result: driverResult(call, last.completedResult) };
+      } else if (last?.claim.kind === "execute" && last.send.kind === "deadline_missed") {
+        req = { connectionId: d.connectionId, status: "failed", error: effectNotExecutedError(call.effectId) };
       } else if (last?.claim.kind === "unknown") {
         req = { connectionId: d.connectionId, status: "failed", error: effectUnknownError(call.effectId) };
       } else if (last?.claim.kind === "not_executed") {
@@ -722,6 +816,15 @@ export function commandArbitraries(opts: { raceEnqueue: boolean; operator?: bool
     .map((r) => new CommandUpdateCmd(r.pick, r.variant));
   const crashArb = fc.constant(null).map(() => new CrashReconnectCmd());
   const turnArb = fc.constant(null).map(() => new DriverTurnCmd());
+  // a slow Driver: the claim answer is held past any window (deadline + maxInFlight + lag), or just around the deadline
+  const slowTurnArb = fc
+    .record({
+      hold: fc.oneof(fc.integer({ min: 8_000, max: SEND_DEADLINE_MS - 1 }), fc.integer({ min: SEND_DEADLINE_MS, max: 11_000 }), fc.integer({ min: 25_000, max: 70_000 })),
+      heartbeat: fc.boolean(),
+      sendDelay: fc.integer({ min: 0, max: 3_000 }),
+      thenLost: fc.boolean(),
+    })
+    .map((r) => new SlowDriverTurnCmd(r.hold, r.heartbeat, r.sendDelay, r.thenLost));
   const finalizeArb = fc
     .record({ trigger: fc.constantFrom<"driver_request" | "operator">("driver_request", "operator"), same: fc.boolean() })
     .map((r) => new FinalizeCmd(r.trigger, r.same));
@@ -766,6 +869,7 @@ export function commandArbitraries(opts: { raceEnqueue: boolean; operator?: bool
     [3, deliverArb],
     [2, claimArb],
     [3, turnArb],
+    [1, slowTurnArb],
     [3, executeArb],
     [2, reportArb],
     [2, updateArb],

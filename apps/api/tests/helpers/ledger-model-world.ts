@@ -36,14 +36,17 @@ export const LOOKUP_TIMEOUT_MS = 50;
 export const LEASE_MS = 30_000;
 export const HEARTBEAT_TTL_MS = 60_000;
 export const MAX_LOOKUPS = 8;
+/** Send-by deadline of execute claims in the model (ms; DESIGN.md §3 rule 12). */
+export const SEND_DEADLINE_MS = 10_000;
 
 /**
  * The provider's capability profile (research/reliability.md "P2": an authoritative lookup by key).
  * - `lookup_fences_key`: a "not found" lookup fences the key. Lookup lag is NOT honest here (a
  *   lagging read would fence a committed key and lie), so it is never switched on.
  * - `max_in_flight`: a request can commit and become visible (read lag included) for at most
- *   `maxInFlightMs` after it was sent. The model Driver keeps the send honest with the declaration:
- *   (send time - claim time) + network delay + lookup lag <= maxInFlightMs.
+ *   `maxInFlightMs` after it was sent: network delay + lookup lag <= maxInFlightMs. The model Driver
+ *   sends only within the claim's send-by deadline (DESIGN.md §3 rule 12, measured from when it sent
+ *   the claim request), so nothing becomes visible after claim + sendWithinMs + maxInFlightMs.
  */
 export type Profile =
   | { fencing: "lookup_fences_key" }
@@ -71,7 +74,8 @@ export interface CallRec {
 /** What happened to one provider send of the model Driver. */
 export type SendState =
   | { kind: "not_sent" }
-  | { kind: "abandoned" }
+  /** The send-by deadline passed before the Driver sent: it never sends, it reports (rule 12). */
+  | { kind: "deadline_missed" }
   | { kind: "pending" }
   | { kind: "answered"; write: ProviderWriteResult }
   | { kind: "lost" };
@@ -83,6 +87,7 @@ export interface ClaimRec {
   instance: DriverInstanceRow;
   connectionId: string;
   claim: EffectClaim;
+  /** When the Driver SENT the claim request (ms): its send-by deadline counts from here (a slow answer arrives later). */
   atMs: number;
   send: SendState;
   /** The effect completion the Driver got `applied` for this claim. */
@@ -242,6 +247,7 @@ export function createWorld(profile: Profile, checks: CheckOptions = { finalizat
       db: store.db,
       logger: pino({ level: "silent" }),
       heartbeatTtlMs: HEARTBEAT_TTL_MS,
+      sendDeadlineMs: SEND_DEADLINE_MS,
       clock: { nowMs: () => clock.now() },
       reconciliation: settings,
     });
@@ -478,11 +484,16 @@ export async function checkInvariants(w: World, m: Model, where: string): Promis
     // Settled effects and their evidence (I3, I7).
     if (confirmed.length > 1) fail(w, where, `effect ${e.id}: ${confirmed.length} confirmed reconciliation records (I4)`);
     if (!call.bound && effRecs.length > 0) fail(w, where, `effect ${e.id} on ${e.server_id}/${e.tool_name} has reconciliation records but no eligible adapter (rule 4)`);
+    // The issue-16 invariant, after EVERY step: no effect is not_executed while the provider holds a
+    // commit for its key (whatever the resolution: reconciled, operator, deadline_missed).
+    if (e.status === "not_executed" && writes > 0) {
+      fail(w, where, `effect ${e.id} is not_executed (${e.resolution}) while the provider holds a commit for key ${e.idempotency_key} (phantom non-execution)`);
+    }
     if (e.status === "succeeded") {
       if (writes !== 1) fail(w, where, `effect ${e.id} succeeded (${e.resolution}) but the provider wrote its key ${writes} times (I3 phantom success)`);
       const result = JSON.parse(e.result_json ?? "null") as { outputText?: string } | null;
       const answered = m.committed.get(e.idempotency_key);
-      if (e.resolution === "provider_result" && result?.outputText !== `created ${answered}`) {
+      if ((e.resolution === "provider_result" || e.resolution === "reported_late") && result?.outputText !== `created ${answered}`) {
         fail(w, where, `effect ${e.id} succeeded with ${e.result_json}, but the provider answered the Driver ${answered ?? "nothing"} (I3)`);
       }
       if (call.bound) {
@@ -501,13 +512,19 @@ export async function checkInvariants(w: World, m: Model, where: string): Promis
       } else if (e.resolution === "operator") {
         const rec = provider.record(e.idempotency_key);
         if (!rec || result?.outputText !== `created ${rec.operationId}`) fail(w, where, `effect ${e.id} resolved succeeded by the operator with ${e.result_json}, provider holds ${rec?.operationId ?? "nothing"} (I3)`);
-      } else if (e.resolution !== "provider_result") {
+      } else if (e.resolution !== "provider_result" && e.resolution !== "reported_late") {
         fail(w, where, `effect ${e.id} succeeded with resolution ${e.resolution}`);
       }
     } else if (e.status === "not_executed" && e.resolution === "operator") {
       // the honest operator fenced the key at the provider before resolving
       if (writes !== 0) fail(w, where, `effect ${e.id} resolved not_executed by the operator but the provider committed its key (I3)`);
       if (!provider.isFenced(e.idempotency_key)) fail(w, where, `effect ${e.id} resolved not_executed while its key can still commit`);
+    } else if (e.status === "not_executed" && e.resolution === "deadline_missed") {
+      // rule 12: only a Driver whose claim answer came after the deadline reports it, and it never sent
+      if (sends !== 0) fail(w, where, `effect ${e.id} is not_executed/deadline_missed but the Driver sent ${sends} requests with its key`);
+      if (!m.claims.some((c) => c.claim.effectId === e.id && c.send.kind === "deadline_missed")) {
+        fail(w, where, `effect ${e.id} is not_executed/deadline_missed but no claim of the model Driver missed its deadline`);
+      }
     } else if (e.status === "not_executed") {
       if (e.resolution !== "reconciled" || !e.reconciliation_receipt_json) fail(w, where, `effect ${e.id} not_executed with resolution ${e.resolution}, receipt ${e.reconciliation_receipt_json} (I7)`);
       const rec = confirmed[0];

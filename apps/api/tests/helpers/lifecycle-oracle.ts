@@ -6,7 +6,8 @@
 /** DESIGN.md §3: the only single-step status changes of an effect. */
 export const EFFECT_STEPS: Record<string, readonly string[]> = {
   intent: ["executing"],
-  executing: ["succeeded", "unknown"],
+  // executing → not_executed only by a missed send-by deadline report (rule 12: nothing was sent)
+  executing: ["succeeded", "unknown", "not_executed"],
   unknown: ["succeeded", "not_executed"],
   succeeded: [],
   not_executed: [],

@@ -42,6 +42,8 @@ export interface ReconciliationFixtureOptions {
   backoff?: LookupBackoff;
   maxLookups?: number;
   heartbeatTtlMs?: number;
+  /** Send-by deadline of execute claims (ms; default the runtime's 10 000). */
+  sendDeadlineMs?: number;
 }
 
 /**
@@ -87,6 +89,7 @@ export function createReconciliationFixture(opts: ReconciliationFixtureOptions =
     db: store.db,
     logger: pino({ level: "silent" }),
     heartbeatTtlMs: opts.heartbeatTtlMs ?? 3_600_000,
+    ...(opts.sendDeadlineMs === undefined ? {} : { sendDeadlineMs: opts.sendDeadlineMs }),
     clock: { nowMs: () => clock.now() },
     reconciliation: settings,
   });
@@ -127,7 +130,7 @@ export async function deliverAcceptClaim(runtime: Runtime, driver: ConnectedDriv
  */
 export async function dispatchWrite(
   fx: Pick<ReconciliationFixture, "runtime" | "clock">,
-  opts: { serverId?: string; toolName?: string; args?: Record<string, unknown>; driver?: ConnectedDriver } = {},
+  opts: { serverId?: string; toolName?: string; args?: Record<string, unknown>; driver?: ConnectedDriver; sendWithinMs?: number } = {},
 ): Promise<DispatchedCall> {
   const { runtime } = fx;
   const driver = opts.driver ?? connectDriver(runtime);
@@ -135,7 +138,7 @@ export async function dispatchWrite(
   const { runId, sessionId } = runtime.runs.createRun({ driverInstanceId: driver.instance.id });
   const call = runtime.runs.enqueueToolCall(runId, { serverId: opts.serverId ?? BOUND_SERVER, toolName: opts.toolName ?? WRITE_TOOL, arguments: args });
   const { claim } = await deliverAcceptClaim(runtime, driver);
-  expect(claim).toEqual({ kind: "execute", effectId: call.effectId, attempt: 1, idempotencyKey: call.idempotencyKey });
+  expect(claim).toEqual({ kind: "execute", effectId: call.effectId, attempt: 1, idempotencyKey: call.idempotencyKey, sendWithinMs: opts.sendWithinMs ?? 10_000 });
   return { driver, runId, sessionId, commandId: call.commandId, effectId: call.effectId, idempotencyKey: call.idempotencyKey, args, dispatchedAtMs: fx.clock.now() };
 }
 

@@ -110,7 +110,7 @@ export class FakeDriverApi {
         return ok({ outcome: "applied", status: body?.["status"] });
       case "effectClaim": {
         const commandId = String(body?.["commandId"]);
-        const claim = this.claims.get(commandId) ?? { kind: "execute", effectId: newUlid(), attempt: 1, idempotencyKey: newUlid() };
+        const claim = this.claims.get(commandId) ?? { kind: "execute", effectId: newUlid(), attempt: 1, idempotencyKey: newUlid(), sendWithinMs: 10_000 };
         this.claims.set(commandId, claim);
         return ok(claim);
       }

@@ -6,6 +6,8 @@ import {
   type EffectClaim,
   type EffectClaimRequest,
   type EffectCompleteRequest,
+  type EffectDeadlineMissedRequest,
+  type EffectLateResultRequest,
   type EffectMarkUnknownRequest,
   type EffectTransitionResponse,
 } from "@mosoo/contracts";
@@ -16,7 +18,9 @@ export type RecordedApiCall =
   | { method: "commandUpdate"; commandId: string; body: CommandUpdateRequest }
   | { method: "effectClaim"; body: EffectClaimRequest }
   | { method: "effectComplete"; effectId: string; body: EffectCompleteRequest }
-  | { method: "effectMarkUnknown"; effectId: string; body: EffectMarkUnknownRequest };
+  | { method: "effectMarkUnknown"; effectId: string; body: EffectMarkUnknownRequest }
+  | { method: "effectDeadlineMissed"; effectId: string; body: EffectDeadlineMissedRequest }
+  | { method: "effectLateResult"; effectId: string; body: EffectLateResultRequest };
 
 /**
  * An in-memory, recording fake of the command/effect part of the API (a test double of the HTTP
@@ -28,12 +32,18 @@ export class RecordingApi implements DriverCommandApi {
   claim: EffectClaim;
   acceptOutcome: CommandUpdateResponse = { outcome: "applied", status: "accepted" };
   completeAnswer: () => Promise<EffectTransitionResponse> = async () => ({ outcome: "applied", status: "succeeded" });
+  /** The answer to a missed send-by deadline report (default: the API settled it `not_executed`). */
+  deadlineMissedAnswer: () => Promise<EffectTransitionResponse> = async () => ({ outcome: "applied", status: "not_executed" });
+  /** The answer to late evidence (default: the API settled it `succeeded`, `reported_late`). */
+  lateResultAnswer: () => Promise<EffectTransitionResponse> = async () => ({ outcome: "applied", status: "succeeded" });
+  /** Runs while the claim request is in flight (e.g. a test advances a fake clock: a slow answer). */
+  onClaim: () => void = () => {};
 
   constructor(
     readonly events: string[] = [],
     readonly effectId: string = newUlid(),
   ) {
-    this.claim = { kind: "execute", effectId, attempt: 1, idempotencyKey: newUlid() };
+    this.claim = { kind: "execute", effectId, attempt: 1, idempotencyKey: newUlid(), sendWithinMs: 10_000 };
   }
 
   async commandUpdate(commandId: string, body: CommandUpdateRequest): Promise<CommandUpdateResponse> {
@@ -46,6 +56,7 @@ export class RecordingApi implements DriverCommandApi {
   async effectClaim(body: EffectClaimRequest): Promise<EffectClaim> {
     this.calls.push({ method: "effectClaim", body });
     this.events.push("api:effectClaim");
+    this.onClaim();
     return this.claim;
   }
 
@@ -59,6 +70,18 @@ export class RecordingApi implements DriverCommandApi {
     this.calls.push({ method: "effectMarkUnknown", effectId, body });
     this.events.push("api:effectMarkUnknown");
     return { outcome: "applied", status: "unknown" };
+  }
+
+  async effectDeadlineMissed(effectId: string, body: EffectDeadlineMissedRequest): Promise<EffectTransitionResponse> {
+    this.calls.push({ method: "effectDeadlineMissed", effectId, body });
+    this.events.push("api:effectDeadlineMissed");
+    return this.deadlineMissedAnswer();
+  }
+
+  async effectLateResult(effectId: string, body: EffectLateResultRequest): Promise<EffectTransitionResponse> {
+    this.calls.push({ method: "effectLateResult", effectId, body });
+    this.events.push("api:effectLateResult");
+    return this.lateResultAnswer();
   }
 
   /** The recorded calls of one method. */

@@ -5,6 +5,8 @@ import {
   DRIVER_ROUTES,
   EffectClaimRequestSchema,
   EffectCompleteRequestSchema,
+  EffectDeadlineMissedRequestSchema,
+  EffectLateResultRequestSchema,
   EffectMarkUnknownRequestSchema,
   NextCommandQuerySchema,
   RegisterDriverRequestSchema,
@@ -67,6 +69,16 @@ export function driverRoutes(runtime: Runtime): Hono<DriverEnv> {
   app.post("/v1/drivers/effects/:effectId/mark-unknown", async (c) => {
     const effectId = parseOrThrow(UlidSchema, c.req.param("effectId"));
     return c.json(runtime.ledger.markUnknown(c.get("driver"), effectId, await readJson(c, EffectMarkUnknownRequestSchema)));
+  });
+
+  app.post("/v1/drivers/effects/:effectId/deadline-missed", async (c) => {
+    const effectId = parseOrThrow(UlidSchema, c.req.param("effectId"));
+    return c.json(runtime.ledger.deadlineMissed(c.get("driver"), effectId, await readJson(c, EffectDeadlineMissedRequestSchema)));
+  });
+
+  app.post("/v1/drivers/effects/:effectId/late-result", async (c) => {
+    const effectId = parseOrThrow(UlidSchema, c.req.param("effectId"));
+    return c.json(runtime.ledger.lateResult(c.get("driver"), effectId, await readJson(c, EffectLateResultRequestSchema)));
   });
 
   return app;

@@ -11,4 +11,8 @@ export const BUILT_IN_ADAPTER_SOURCES: Readonly<Record<string, AdapterSource>> =
     module: fileURLToPath(new URL("./fixture-issue-tracker.adapter.ts", import.meta.url)),
     export: "fixtureIssueTrackerAdapterFactory",
   }),
+  "fixture-issue-tracker-max-in-flight": Object.freeze({
+    module: fileURLToPath(new URL("./fixture-issue-tracker.adapter.ts", import.meta.url)),
+    export: "fixtureIssueTrackerMaxInFlightAdapterFactory",
+  }),
 });

@@ -65,7 +65,7 @@ async function getOperation(options: FixtureIssueTrackerOptions, idempotencyKey:
  * A tool error or an answer that fails the provider's schema is thrown (the runtime turns it into
  * `still_unknown` `adapter_error`).
  */
-async function lookup(options: FixtureIssueTrackerOptions, request: LookupRequest, { signal, logger }: LookupContext): Promise<unknown> {
+async function lookup(options: FixtureIssueTrackerOptions, request: LookupRequest, { signal, logger }: LookupContext, trustUnfencedMiss = false): Promise<unknown> {
   const answer = await getOperation(options, request.idempotencyKey, signal);
   logger.debug({ idempotencyKey: request.idempotencyKey, found: answer.found }, "fixture_adapter.lookup_answered");
   if (answer.found) {
@@ -82,12 +82,12 @@ async function lookup(options: FixtureIssueTrackerOptions, request: LookupReques
       },
     };
   }
-  if (!answer.fenced) return { outcome: "still_unknown", reasonCode: "not_found_unfenced" };
+  if (!answer.fenced && !trustUnfencedMiss) return { outcome: "still_unknown", reasonCode: "not_found_unfenced" };
   return {
     outcome: "confirmed_not_executed",
     toolName: request.toolName,
     idempotencyKey: answer.idempotencyKey,
-    receipt: { observedAt: answer.observedAt, detail: { fenced: true } },
+    receipt: { observedAt: answer.observedAt, detail: { fenced: answer.fenced } },
   };
 }
 
@@ -113,6 +113,31 @@ export const fixtureIssueTrackerAdapterFactory: ReconciliationAdapterFactory = {
     return {
       declaration: DECLARATION,
       lookup: (request, ctx) => lookup(parsed, request, ctx),
+      planCompensation: (request, ctx) => planCompensation(parsed, request, ctx),
+    };
+  },
+};
+
+/** Id of {@link fixtureIssueTrackerMaxInFlightAdapterFactory}. */
+export const FIXTURE_ISSUE_TRACKER_MAX_IN_FLIGHT_ADAPTER_ID = "fixture-issue-tracker-max-in-flight";
+/** The maximum in-flight time (ms) that adapter declares for the fixture provider. */
+export const FIXTURE_MAX_IN_FLIGHT_MS = 2_000;
+
+/**
+ * The same fixture provider, seen as a provider WITHOUT a fence (started without
+ * `--fence-on-lookup-miss`): the adapter declares `keyFencing {kind: "max_in_flight", maxInFlightMs:
+ * 2000}` (a request commits within 2 s of being sent, or never) and answers a miss
+ * `confirmed_not_executed`. The runtime accepts that answer only after the claim + the claim's
+ * send-by deadline + 2 s (DESIGN.md §3 rule 12, §5 `in_flight_window`); the Driver never sends after
+ * the deadline. Used by the real-process test of issue 16 repro 3; no lookup fences anything.
+ */
+export const fixtureIssueTrackerMaxInFlightAdapterFactory: ReconciliationAdapterFactory = {
+  declaration: { ...DECLARATION, id: FIXTURE_ISSUE_TRACKER_MAX_IN_FLIGHT_ADAPTER_ID, keyFencing: { kind: "max_in_flight" as const, maxInFlightMs: FIXTURE_MAX_IN_FLIGHT_MS } },
+  create(options: unknown): ReconciliationAdapter {
+    const parsed = FixtureIssueTrackerOptionsSchema.parse(options);
+    return {
+      declaration: this.declaration,
+      lookup: (request, ctx) => lookup(parsed, request, ctx, true),
       planCompensation: (request, ctx) => planCompensation(parsed, request, ctx),
     };
   },

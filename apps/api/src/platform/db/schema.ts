@@ -146,6 +146,13 @@ export const externalToolEffects = sqliteTable(
     operatorAttention: text("operator_attention", { enum: OPERATOR_ATTENTION_REASONS }),
     firstDispatchedAtMs: integer("first_dispatched_at_ms"),
     lastDispatchedAtMs: integer("last_dispatched_at_ms"),
+    /**
+     * The send-by deadline (ms, relative) of the latest `execute` claim (DESIGN.md §3 rule 12): the
+     * Driver sends `tools/call` at most this long after it sent the claim request, so no request of
+     * that attempt leaves the Driver after `last_dispatched_at_ms + send_within_ms`. Null on effects
+     * claimed before the deadline existed (their `max_in_flight` window counts from the claim alone).
+     */
+    sendWithinMs: integer("send_within_ms"),
     createdAtMs: integer("created_at_ms").notNull(),
     updatedAtMs: integer("updated_at_ms").notNull(),
     /**
@@ -157,10 +164,13 @@ export const externalToolEffects = sqliteTable(
   },
   (t) => [
     check("external_tool_effects_status_check", oneOf("status", EFFECT_STATUSES)),
-    check("external_tool_effects_resolution_check", sql`resolution IS NULL OR resolution IN ('provider_result', 'reconciled', 'operator')`),
+    check("external_tool_effects_resolution_check", sql`resolution IS NULL OR ${oneOf("resolution", EFFECT_RESOLUTIONS)}`),
     check("external_tool_effects_resolved_check", sql`(status IN ('succeeded', 'not_executed')) = (resolution IS NOT NULL)`),
+    // A missed deadline proves non-execution; late evidence proves a success: never the other way round.
+    check("external_tool_effects_resolution_status_check", sql`(resolution <> 'deadline_missed' OR status = 'not_executed') AND (resolution <> 'reported_late' OR status = 'succeeded')`),
+    check("external_tool_effects_send_within_check", sql`send_within_ms IS NULL OR send_within_ms > 0`),
     check("external_tool_effects_lease_check", sql`(lease_owner IS NULL) = (lease_expires_at_ms IS NULL)`),
-    check("external_tool_effects_attention_check", sql`operator_attention IS NULL OR operator_attention IN ('key_conflict', 'retention_expired', 'lookup_bound_reached', 'adapter_crashed')`),
+    check("external_tool_effects_attention_check", sql`operator_attention IS NULL OR ${oneOf("operator_attention", OPERATOR_ATTENTION_REASONS)}`),
     check("external_tool_effects_key_check", sql`length(idempotency_key) = 26`),
     check("external_tool_effects_fingerprint_check", sql`length(request_fingerprint) = 64`),
     check("external_tool_effects_attempt_check", sql`(status = 'intent') = (attempt_count = 0)`),
@@ -197,11 +207,19 @@ export const externalToolEffectAttempts = sqliteTable(
     unknownReason: text("unknown_reason"),
     startedAtMs: integer("started_at_ms").notNull(),
     finishedAtMs: integer("finished_at_ms"),
+    /**
+     * Late evidence (DESIGN.md §3 rule 13): the provider's result (an `McpExecuteCommandResult` as
+     * JSON) that the Driver reported after the effect was fenced, and when (ms). Kept whether it
+     * settled the effect (`reported_late`) or contradicted its confirmed outcome (operator attention).
+     */
+    lateResultJson: text("late_result_json"),
+    lateReportedAtMs: integer("late_reported_at_ms"),
   },
   (t) => [
     primaryKey({ columns: [t.effectId, t.attempt] }),
     check("external_tool_effect_attempts_status_check", oneOf("status", ATTEMPT_STATUSES)),
     check("external_tool_effect_attempts_attempt_check", sql`attempt >= 1`),
+    check("external_tool_effect_attempts_late_check", sql`(late_result_json IS NULL) = (late_reported_at_ms IS NULL)`),
   ],
 );
 

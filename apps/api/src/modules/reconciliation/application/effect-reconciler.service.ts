@@ -471,6 +471,7 @@ function toReconcilable(effect: EffectRow) {
     requestFingerprint: effect.requestFingerprint,
     firstDispatchedAtMs: effect.firstDispatchedAtMs,
     lastDispatchedAtMs: effect.lastDispatchedAtMs,
+    sendWithinMs: effect.sendWithinMs,
   };
 }
 

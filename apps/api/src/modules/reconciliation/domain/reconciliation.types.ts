@@ -16,14 +16,18 @@ export const RECONCILIATION_OUTCOMES = ["confirmed_succeeded", "confirmed_not_ex
 export type ReconciliationOutcome = (typeof RECONCILIATION_OUTCOMES)[number];
 
 /**
- * Why an `unknown` effect waits for an operator: the provider recorded other arguments under the
+ * Why an effect waits for an operator: the provider recorded other arguments under the
  * key (`key_conflict`), the provider may have forgotten the key (`retention_expired`), the
- * lookups reached their configured bound (`lookup_bound_reached`), or they reached it with the
+ * lookups reached their configured bound (`lookup_bound_reached`), they reached it with the
  * adapter's worker crashing, exiting or running out of memory on the last one (`adapter_crashed`:
- * a crash loop ends here, at the operator, never in an API restart loop; DESIGN.md §4, §5).
+ * a crash loop ends here, at the operator, never in an API restart loop; DESIGN.md §4, §5), or a
+ * Driver reported the provider's real result late (DESIGN.md §3 rule 13) and it contradicts the
+ * effect's confirmed outcome (`late_evidence_contradiction`: e.g. `not_executed`, or `succeeded`
+ * with another result; nothing was overridden, the evidence is kept on the attempt row). The
+ * first four are set on an `unknown` effect; the last one on a settled effect.
  * Also the DB CHECK `external_tool_effects_attention_check`.
  */
-export const OPERATOR_ATTENTION_REASONS = ["key_conflict", "retention_expired", "lookup_bound_reached", "adapter_crashed"] as const;
+export const OPERATOR_ATTENTION_REASONS = ["key_conflict", "retention_expired", "lookup_bound_reached", "adapter_crashed", "late_evidence_contradiction"] as const;
 /** See {@link OPERATOR_ATTENTION_REASONS}. */
 export type OperatorAttentionReason = (typeof OPERATOR_ATTENTION_REASONS)[number];
 

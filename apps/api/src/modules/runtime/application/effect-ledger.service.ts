@@ -3,6 +3,8 @@ import {
   McpExecuteCommandResultSchema,
   type EffectClaim,
   type EffectCompleteRequest,
+  type EffectDeadlineMissedRequest,
+  type EffectLateResultRequest,
   type EffectMarkUnknownRequest,
   type EffectTransitionResponse,
 } from "@mosoo/contracts";
@@ -15,6 +17,7 @@ import { effectRepository, type EffectRow } from "../infrastructure/effect.repos
 import { runRepository } from "../infrastructure/run.repository.js";
 import type { DbHandle } from "../infrastructure/db-handle.js";
 import { assertCurrentConnection } from "./driver-instance.service.js";
+import { DEFAULT_SEND_DEADLINE_MS, reportDeadlineMissed, reportLateResult } from "./effect-evidence.service.js";
 import type { RuntimeContext } from "./runtime-context.js";
 import type { EffectReconciler } from "../../reconciliation/application/effect-reconciler.service.js";
 
@@ -45,8 +48,9 @@ export function fenceExecutingEffect(tx: DbHandle, effect: EffectRow, reason: st
 }
 
 /**
- * The effect ledger's Driver-facing operations (DESIGN.md §3 rules 2, 3, 10, 11): claim,
- * complete, mark unknown. A Driver only reaches its own instance's effects.
+ * The effect ledger's Driver-facing operations (DESIGN.md §3 rules 2, 3, 10–13): claim (with its
+ * send-by deadline), complete, mark unknown, missed deadline, late evidence. A Driver only reaches
+ * its own instance's effects.
  */
 export class EffectLedgerService {
   constructor(
@@ -58,7 +62,9 @@ export class EffectLedgerService {
 
   /**
    * Claims the effect of `commandId` as a compare-and-set and says what the Driver may do:
-   * `intent` → `execute` (attempt n+1, the only path to the provider); `executing` → fenced
+   * `intent` → `execute` (attempt n+1, the only path to the provider, within the send-by deadline
+   * `sendWithinMs` = `settings.sendDeadlineMs`, default {@link DEFAULT_SEND_DEADLINE_MS}, stored on
+   * the effect; DESIGN.md §3 rule 12); `executing` → fenced
    * `unknown` (a redelivery means the earlier attempt's fate is uncertain); `succeeded` →
    * `completed` with the stored result; `unknown` → `unknown`; `not_executed` → `not_executed`.
    * When the answer would be `unknown` and the effect is eligible and due for reconciliation, it
@@ -80,7 +86,9 @@ export class EffectLedgerService {
       if (action === "dispatch") {
         if (isTerminalCommandStatus(cmd.status)) throw new RuntimeError("command.terminal", `command ${commandId} is ${cmd.status}; its effect is never dispatched`);
         const attempt = eff.attemptCount + 1;
+        const sendWithinMs = this.ctx.settings.sendDeadlineMs ?? DEFAULT_SEND_DEADLINE_MS;
         const ok = effectRepository.updateIfCurrent(tx, eff, {
+          sendWithinMs,
           status: "executing",
           attemptCount: attempt,
           firstDispatchedAtMs: eff.firstDispatchedAtMs ?? now,
@@ -89,7 +97,7 @@ export class EffectLedgerService {
         });
         if (!ok) throw new RuntimeError("effect.not_found", `effect ${eff.id} changed concurrently; claim again`);
         effectRepository.insertAttempt(tx, { effectId: eff.id, attempt, status: "executing", connectionId, startedAtMs: now });
-        return { claim: { kind: "execute", effectId: eff.id, attempt, idempotencyKey: eff.idempotencyKey } as EffectClaim, fenced: false, effect: eff };
+        return { claim: { kind: "execute", effectId: eff.id, attempt, idempotencyKey: eff.idempotencyKey, sendWithinMs } as EffectClaim, fenced: false, effect: eff };
       }
       if (action === "fence") {
         fenceExecutingEffect(tx, eff, "redelivered_while_executing", now);
@@ -155,6 +163,26 @@ export class EffectLedgerService {
     return this.report(instance, effectId, req.connectionId, req.attempt, "unknown", (tx, eff, now) => {
       fenceExecutingEffect(tx, eff, req.reason, now);
     });
+  }
+
+  /**
+   * The Driver missed the send-by deadline of attempt `req.attempt` and sent nothing (DESIGN.md §3
+   * rule 12): settles the effect `not_executed` (resolution `deadline_missed`) and fails a
+   * non-terminal command `external_effect.not_executed`, in one transaction. See `reportDeadlineMissed`.
+   * @throws RuntimeError `effect.not_found`, `driver.connection_superseded`.
+   */
+  deadlineMissed(instance: DriverInstanceRow, effectId: string, req: EffectDeadlineMissedRequest): EffectTransitionResponse {
+    return reportDeadlineMissed(this.ctx, instance, effectId, req);
+  }
+
+  /**
+   * Late evidence (DESIGN.md §3 rule 13): the provider's real result after the effect was fenced.
+   * Settles an `unknown` effect `succeeded` (resolution `reported_late`) when key, tool and
+   * fingerprint match; flags a contradiction with a confirmed outcome. See `reportLateResult`.
+   * @throws RuntimeError `effect.not_found`, `driver.connection_superseded`, `request.invalid`.
+   */
+  lateResult(instance: DriverInstanceRow, effectId: string, req: EffectLateResultRequest): EffectTransitionResponse {
+    return reportLateResult(this.ctx, instance, effectId, req);
   }
 
   private report(

@@ -34,7 +34,8 @@ export interface Runtime {
 }
 
 /**
- * Options of {@link createRuntime}: the store, a logger, `heartbeatTtlMs` (ms), an optional clock
+ * Options of {@link createRuntime}: the store, a logger, `heartbeatTtlMs` (ms), `sendDeadlineMs`
+ * (ms, the claims' send-by deadline, default 10 000; DESIGN.md §3 rule 12), an optional clock
  * (tests), the reconciliation settings (default: off, the #412 baseline; `bindings` hold adapter
  * handles: in production only handles of the isolated adapter host, see `startApi`; tests may bind
  * in-process adapter objects) and an optional metrics registry.
@@ -43,6 +44,7 @@ export interface CreateRuntimeOptions {
   db: Db;
   logger: Logger;
   heartbeatTtlMs: number;
+  sendDeadlineMs?: number;
   clock?: Clock;
   reconciliation?: ReconciliationSettings;
   /** The prom-client registry for `GET /metrics` (default: a new one); the host may have registered its own metrics on it. */
@@ -57,7 +59,7 @@ export function createRuntime(opts: CreateRuntimeOptions): Runtime {
     logger: opts.logger,
     notifier: new CommandNotifier(),
     shutdown: new AbortController(),
-    settings: { heartbeatTtlMs: opts.heartbeatTtlMs },
+    settings: { heartbeatTtlMs: opts.heartbeatTtlMs, ...(opts.sendDeadlineMs === undefined ? {} : { sendDeadlineMs: opts.sendDeadlineMs }) },
   };
   const settings = opts.reconciliation ?? RECONCILIATION_OFF;
   const metricsRegistry = opts.metricsRegistry ?? new Registry();

@@ -48,3 +48,61 @@ export function decideAttemptReport(
 export function isFenceRetaining(status: EffectStatus): boolean {
   return status === "executing" || status === "unknown";
 }
+
+/**
+ * Decides a Driver's missed send-by deadline report for attempt `attempt` (DESIGN.md §3 rule 12).
+ * The report proves that attempt never sent `tools/call`, so the effect may become `not_executed`
+ * (resolution `deadline_missed`) from `executing` at that attempt, and from `unknown` when that
+ * attempt is the fenced one (the latest). The same report again (`not_executed` by
+ * `deadline_missed`) is a `duplicate`; anything else (an older attempt, `succeeded`, a
+ * `not_executed` reached another way, `intent`) is `rejected` and changes nothing.
+ */
+export function decideDeadlineMissed(
+  current: { status: EffectStatus; attemptCount: number; resolution: string | null },
+  report: { attempt: number },
+): { outcome: "applied" | "duplicate" | "rejected"; reason?: string } {
+  if (report.attempt !== current.attemptCount) {
+    return { outcome: "rejected", reason: `attempt ${report.attempt} is not the current attempt ${current.attemptCount}` };
+  }
+  if (current.status === "executing" || current.status === "unknown") return { outcome: "applied" };
+  if (current.status === "not_executed" && current.resolution === "deadline_missed") return { outcome: "duplicate" };
+  return { outcome: "rejected", reason: `effect is ${current.status}` };
+}
+
+/**
+ * What late evidence (DESIGN.md §3 rule 13) does, given the effect and whether the evidence
+ * matches it (`matches`: same idempotency key, tool and request fingerprint) and, for a
+ * `succeeded` effect, whether the reported result equals the stored one (`sameResult`):
+ * - `settle`: `unknown` at that attempt → `succeeded` with resolution `reported_late`;
+ * - `duplicate`: already `succeeded` with the same result (nothing changes but the evidence kept);
+ * - `contradiction`: a different confirmed outcome (`not_executed`, or `succeeded` with another
+ *   result): nothing is overridden; the effect is flagged `late_evidence_contradiction`;
+ * - `kept`: a tool-error result (`isError`) about a `not_executed` effect: an error answer (e.g. the
+ *   provider refused a fenced key) does not contradict non-execution; the evidence is kept, no flag;
+ * - `rejected`: the evidence does not match, names an older attempt, or the effect is
+ *   `intent`/`executing` (an `executing` effect takes the result through `complete`).
+ */
+export type LateEvidenceAction = "settle" | "duplicate" | "contradiction" | "kept" | "rejected";
+
+/** Pure: the {@link LateEvidenceAction} for late evidence about attempt `attempt`, and why when `rejected`/`contradiction`. */
+export function decideLateEvidence(
+  current: { status: EffectStatus; attemptCount: number },
+  report: { attempt: number; matches: boolean; sameResult: boolean; isError: boolean },
+): { action: LateEvidenceAction; reason?: string } {
+  if (!report.matches) return { action: "rejected", reason: "the evidence's idempotency key, tool or request fingerprint is not the effect's" };
+  if (report.attempt !== current.attemptCount) {
+    return { action: "rejected", reason: `attempt ${report.attempt} is not the current attempt ${current.attemptCount}` };
+  }
+  switch (current.status) {
+    case "unknown":
+      return { action: "settle" };
+    case "succeeded":
+      return report.sameResult ? { action: "duplicate" } : { action: "contradiction", reason: "the effect succeeded with another result" };
+    case "not_executed":
+      return report.isError
+        ? { action: "kept", reason: "a tool-error result does not contradict not_executed" }
+        : { action: "contradiction", reason: "the effect was settled not_executed" };
+    default:
+      return { action: "rejected", reason: `effect is ${current.status}` };
+  }
+}

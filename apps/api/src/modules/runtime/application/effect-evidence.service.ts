@@ -1,0 +1,132 @@
+import { isDeepStrictEqual } from "node:util";
+import type { EffectDeadlineMissedRequest, EffectLateResultRequest, EffectTransitionResponse } from "@mosoo/contracts";
+import { writeTransaction } from "../../../platform/db/database.js";
+import { decideDeadlineMissed, decideLateEvidence } from "../domain/effect-lifecycle.machine.js";
+import { RuntimeError } from "../domain/runtime-errors.js";
+import { driverInstanceRepository, type DriverInstanceRow } from "../infrastructure/driver-instance.repository.js";
+import { effectRepository, type AttemptRow, type EffectRow } from "../infrastructure/effect.repository.js";
+import { runRepository } from "../infrastructure/run.repository.js";
+import type { DbHandle } from "../infrastructure/db-handle.js";
+import { assertCurrentConnection } from "./driver-instance.service.js";
+import { settleCommandFromEffect } from "./finalization-repair.service.js";
+import type { RuntimeContext } from "./runtime-context.js";
+
+/** Default send-by deadline of an `execute` claim (ms) when `MOSOO_SEND_DEADLINE_MS` is not set (DESIGN.md §3 rule 12). */
+export const DEFAULT_SEND_DEADLINE_MS = 10_000;
+
+/** Largest late-evidence receipt (the result's `_meta`), in bytes of JSON (as for `complete`). */
+const MAX_LATE_RECEIPT_BYTES = 16 * 1024;
+
+/**
+ * Reads the effect and the reported attempt inside `tx`, with the same acceptance rule as a
+ * completion: the report must come from the connection that made the attempt (even if superseded
+ * since) or from the instance's current connection.
+ * @throws RuntimeError `effect.not_found`, `driver.connection_superseded`.
+ */
+function loadReported(tx: DbHandle, instance: DriverInstanceRow, effectId: string, connectionId: string, attempt: number): { eff: EffectRow; attemptRow: AttemptRow | undefined } {
+  const eff = effectRepository.findOwned(tx, effectId, instance.id);
+  if (!eff) throw new RuntimeError("effect.not_found", `no effect ${effectId} for this Driver instance`);
+  const attemptRow = effectRepository.listAttempts(tx, eff.id).find((a) => a.attempt === attempt);
+  if (attemptRow?.connectionId !== connectionId) assertCurrentConnection(driverInstanceRepository.findById(tx, instance.id), connectionId);
+  return { eff, attemptRow };
+}
+
+/**
+ * The columns that end an effect's reconciliation bookkeeping when it settles: no lookup due, no
+ * lease. `lookup_bound_reached` is cleared (lookups no longer matter); any other operator attention
+ * (`key_conflict`, `retention_expired`, ...) is kept: it is about the provider's records, which the
+ * Driver's report does not explain.
+ */
+function settledBookkeeping(eff: EffectRow) {
+  return {
+    nextLookupAtMs: null,
+    leaseOwner: null,
+    leaseExpiresAtMs: null,
+    operatorAttention: eff.operatorAttention === "lookup_bound_reached" ? null : eff.operatorAttention,
+  };
+}
+
+/**
+ * The Driver's missed send-by deadline (DESIGN.md §3 rule 12): proof that attempt `req.attempt`
+ * sent nothing. When {@link decideDeadlineMissed} applies it, ONE transaction sets the effect
+ * `not_executed` (resolution `deadline_missed`; compare-and-set on status+version, so a
+ * reconciler holding the lease loses its commit and records `superseded`), the attempt
+ * `not_sent`, an `effect.resolved` run event, and, if the command is not terminal yet, fails it
+ * `external_effect.not_executed` (retryable as a new tool call). A CAS loss answers `rejected`.
+ * @throws RuntimeError `effect.not_found`, `driver.connection_superseded`.
+ */
+export function reportDeadlineMissed(ctx: RuntimeContext, instance: DriverInstanceRow, effectId: string, req: EffectDeadlineMissedRequest): EffectTransitionResponse {
+  const now = ctx.clock.nowMs();
+  const res = writeTransaction(ctx.db, (tx): EffectTransitionResponse & { commandId: string; from: string } => {
+    const { eff } = loadReported(tx, instance, effectId, req.connectionId, req.attempt);
+    const decision = decideDeadlineMissed(eff, req);
+    const base = { commandId: eff.commandId, from: eff.status };
+    if (decision.outcome !== "applied") return { ...base, outcome: decision.outcome, status: eff.status, ...(decision.reason ? { reason: decision.reason } : {}) };
+    const set = { status: "not_executed" as const, resolution: "deadline_missed" as const, ...settledBookkeeping(eff), updatedAtMs: now };
+    if (!effectRepository.updateIfCurrent(tx, eff, set)) return { ...base, outcome: "rejected", status: eff.status, reason: "the effect changed concurrently" };
+    const reason = `deadline_missed: the claim's answer was read ${req.elapsedMs} ms after the claim request, past its ${eff.sendWithinMs ?? "unrecorded"} ms send-by deadline`;
+    effectRepository.updateAttempt(tx, eff.id, req.attempt, { status: "not_sent", unknownReason: reason, finishedAtMs: now });
+    runRepository.appendEvent(tx, eff.runId, "effect.resolved", { effectId: eff.id, commandId: eff.commandId, attempt: req.attempt, resolution: "deadline_missed", effectStatus: "not_executed", elapsedMs: req.elapsedMs }, now);
+    settleCommandFromEffect(tx, { ...eff, ...set, version: eff.version + 1 }, now);
+    return { ...base, outcome: "applied", status: "not_executed" };
+  });
+  const { commandId, from, ...answer } = res;
+  ctx.logger.info({ driverInstanceId: instance.id, effectId, commandId, attempt: req.attempt, elapsedMs: req.elapsedMs, from, ...answer }, "effect.deadline_missed");
+  return answer;
+}
+
+/**
+ * Late evidence (DESIGN.md §3 rule 13): the provider's real result for attempt `req.attempt`,
+ * received by the Driver after the effect was fenced. Judged against the effect as read in the
+ * transaction ({@link decideLateEvidence}); the evidence is kept on the attempt row in every case
+ * but `rejected`:
+ * - `settle`: ONE transaction stores the result and receipt, sets `succeeded` (resolution
+ *   `reported_late`; compare-and-set on status+version), records `effect.resolved` and completes
+ *   the command if it is not terminal yet; nothing is re-run;
+ * - `duplicate`: the same result is already stored; nothing changes;
+ * - `kept`: a tool-error result about a `not_executed` effect (no contradiction): answered `rejected`, no flag;
+ * - `contradiction`: nothing is overridden; the effect is flagged `late_evidence_contradiction`
+ *   (operator attention, visible in `effects list` / `show`) and the answer is `rejected` with why.
+ * @throws RuntimeError `effect.not_found`, `driver.connection_superseded`, `request.invalid`
+ *   (receipt over 16 KiB, or a result naming another server/tool/request than the effect).
+ */
+export function reportLateResult(ctx: RuntimeContext, instance: DriverInstanceRow, effectId: string, req: EffectLateResultRequest): EffectTransitionResponse {
+  const receiptJson = req.receipt === null ? null : JSON.stringify(req.receipt);
+  if (receiptJson !== null && Buffer.byteLength(receiptJson) > MAX_LATE_RECEIPT_BYTES) {
+    throw new RuntimeError("request.invalid", `receipt exceeds ${MAX_LATE_RECEIPT_BYTES} bytes`);
+  }
+  const now = ctx.clock.nowMs();
+  const resultJson = JSON.stringify(req.result);
+  const res = writeTransaction(ctx.db, (tx): EffectTransitionResponse & { commandId: string; action: string } => {
+    const { eff, attemptRow } = loadReported(tx, instance, effectId, req.connectionId, req.attempt);
+    const r = req.result;
+    if (r.serverId !== eff.serverId || r.toolName !== eff.toolName || r.requestId !== eff.requestId) {
+      throw new RuntimeError("request.invalid", `the result names ${r.serverId}/${r.toolName}/${r.requestId}, the effect is ${eff.serverId}/${eff.toolName}/${eff.requestId}`);
+    }
+    const matches = req.idempotencyKey === eff.idempotencyKey && req.toolName === eff.toolName && req.requestFingerprint === eff.requestFingerprint;
+    const sameResult = eff.resultJson !== null && isDeepStrictEqual(JSON.parse(eff.resultJson), JSON.parse(resultJson));
+    const { action, reason } = decideLateEvidence(eff, { attempt: req.attempt, matches, sameResult, isError: req.result.isError === true });
+    const base = { commandId: eff.commandId, action };
+    if (action === "rejected") return { ...base, outcome: "rejected", status: eff.status, ...(reason ? { reason } : {}) };
+    if (attemptRow && attemptRow.lateResultJson === null) {
+      effectRepository.updateAttempt(tx, eff.id, req.attempt, { lateResultJson: resultJson, lateReportedAtMs: now, providerReceiptJson: attemptRow.providerReceiptJson ?? receiptJson });
+    }
+    if (action === "duplicate") return { ...base, outcome: "duplicate", status: eff.status };
+    if (action === "kept") return { ...base, outcome: "rejected", status: eff.status, reason: reason ?? "evidence kept" };
+    if (action === "contradiction") {
+      if (eff.operatorAttention !== "late_evidence_contradiction") effectRepository.updateIfCurrent(tx, eff, { operatorAttention: "late_evidence_contradiction", updatedAtMs: now });
+      return { ...base, outcome: "rejected", status: eff.status, reason: `late_evidence_contradiction: ${reason ?? ""}` };
+    }
+    const set = { status: "succeeded" as const, resolution: "reported_late" as const, resultJson, providerReceiptJson: receiptJson, ...settledBookkeeping(eff), updatedAtMs: now };
+    if (!effectRepository.updateIfCurrent(tx, eff, set)) return { ...base, outcome: "rejected", status: eff.status, reason: "the effect changed concurrently" };
+    effectRepository.updateAttempt(tx, eff.id, req.attempt, { status: "succeeded", finishedAtMs: attemptRow?.finishedAtMs ?? now });
+    runRepository.appendEvent(tx, eff.runId, "effect.resolved", { effectId: eff.id, commandId: eff.commandId, attempt: req.attempt, resolution: "reported_late", effectStatus: "succeeded" }, now);
+    settleCommandFromEffect(tx, { ...eff, ...set, version: eff.version + 1 }, now);
+    return { ...base, outcome: "applied", status: "succeeded" };
+  });
+  const { commandId, action, ...answer } = res;
+  const fields = { driverInstanceId: instance.id, effectId, commandId, attempt: req.attempt, action, ...answer };
+  if (action === "contradiction") ctx.logger.warn(fields, "effect.late_evidence_contradiction");
+  else ctx.logger.info(fields, "effect.late_result");
+  return answer;
+}

@@ -1,0 +1,251 @@
+import { afterEach, describe, expect, it } from "vitest";
+import pino from "pino";
+import { fingerprintArguments, type EffectLateResultRequest } from "@mosoo/contracts";
+import { createHttpApp } from "../src/adapters/http/app.js";
+import { requestJson } from "./helpers/http-call.js";
+import {
+  commitAtProvider,
+  createReconciliationFixture,
+  dispatchWrite,
+  finalizeDriver,
+  redeliverAndClaim,
+  type DispatchedCall,
+  type ReconciliationFixture,
+} from "./helpers/reconciliation-fixture.js";
+import { commandRow, effectRow, reconciliationRecords, runEvents } from "./helpers/reconciliation-db.js";
+
+// DESIGN.md §3 rule 12 (send-by deadline) and rule 13 (late evidence), on the API's side.
+// One manual clock drives the runtime and the provider double; nothing depends on real timers.
+
+let fx: ReconciliationFixture | undefined;
+afterEach(() => fx?.close());
+
+const MAX_IN_FLIGHT = { kind: "max_in_flight", maxInFlightMs: 2_000 } as const;
+
+function attemptRow(f: ReconciliationFixture, effectId: string, attempt = 1) {
+  return f.store.sqlite.prepare("SELECT * FROM external_tool_effect_attempts WHERE effect_id = ? AND attempt = ?").get(effectId, attempt) as {
+    status: string;
+    unknown_reason: string | null;
+    late_result_json: string | null;
+    late_reported_at_ms: number | null;
+  };
+}
+
+function requestIdOf(call: DispatchedCall): string {
+  const row = fx!.store.sqlite.prepare("SELECT request_id FROM external_tool_effects WHERE id = ?").get(call.effectId) as { request_id: string };
+  return row.request_id;
+}
+
+function lateEvidence(call: DispatchedCall, overrides: Partial<EffectLateResultRequest> = {}): EffectLateResultRequest {
+  return {
+    connectionId: call.driver.connectionId,
+    attempt: 1,
+    idempotencyKey: call.idempotencyKey,
+    toolName: "createIssue",
+    requestFingerprint: fingerprintArguments(call.args),
+    result: { outputText: "created op_1", requestId: requestIdOf(call), serverId: "tracker", toolName: "createIssue" },
+    receipt: { "io.example/op": "op_1" },
+    ...overrides,
+  };
+}
+
+describe("send-by deadline: the claim carries it and the in-flight window covers it (rule 12)", () => {
+  it("stores the deadline with the dispatch and answers it in the execute claim", async () => {
+    fx = createReconciliationFixture({ sendDeadlineMs: 5_000, double: { keyFencing: MAX_IN_FLIGHT } });
+    const call = await dispatchWrite(fx, { sendWithinMs: 5_000 });
+    expect(fx.store.sqlite.prepare("SELECT send_within_ms FROM external_tool_effects WHERE id = ?").get(call.effectId)).toEqual({ send_within_ms: 5_000 });
+  });
+
+  it("a fence-less provider's 'not found' is no proof before claim + deadline + maxInFlight; a send just before the deadline is found", async () => {
+    fx = createReconciliationFixture({ sendDeadlineMs: 5_000, double: { keyFencing: MAX_IN_FLIGHT } });
+    const call = await dispatchWrite(fx, { sendWithinMs: 5_000 });
+    // The Driver is lost at once (heartbeat expiry or finalization): the lookup finds nothing.
+    fx.clock.advance(2_500); // past claim + maxInFlight: the OLD window would have accepted "not found" here
+    await finalizeDriver(fx, call);
+    expect(effectRow(fx.store, call.effectId)).toMatchObject({ status: "unknown", next_lookup_at_ms: call.dispatchedAtMs + 5_000 + 2_000 });
+    expect(reconciliationRecords(fx.store, call.effectId).map((r) => r.reason_code)).toEqual(["in_flight_window"]);
+    // A slow Driver read the claim answer 4 999 ms after sending the claim request: it may still send.
+    fx.clock.advance(2_499);
+    await commitAtProvider(fx, call);
+    // Not due before the window closes; at claim + deadline + maxInFlight the lookup finds the write.
+    fx.clock.advance(1_999);
+    await fx.runtime.sweep.sweepOnce();
+    expect(effectRow(fx.store, call.effectId).status).toBe("unknown");
+    fx.clock.advance(2);
+    await fx.runtime.sweep.sweepOnce();
+    expect(effectRow(fx.store, call.effectId)).toMatchObject({ status: "succeeded", resolution: "reconciled" });
+  });
+
+  it("with nothing sent, the window closes at claim + deadline + maxInFlight and then settles not_executed", async () => {
+    fx = createReconciliationFixture({ sendDeadlineMs: 5_000, double: { keyFencing: MAX_IN_FLIGHT } });
+    const call = await dispatchWrite(fx, { sendWithinMs: 5_000 });
+    await finalizeDriver(fx, call);
+    fx.clock.advance(6_999);
+    await fx.runtime.sweep.sweepOnce();
+    expect(effectRow(fx.store, call.effectId).status).toBe("unknown");
+    fx.clock.advance(1);
+    await fx.runtime.sweep.sweepOnce();
+    expect(effectRow(fx.store, call.effectId)).toMatchObject({ status: "not_executed", resolution: "reconciled" });
+    expect(fx.double.totalWriteCount()).toBe(0);
+  });
+});
+
+describe("missed deadline report (rule 12): proof that nothing was sent", () => {
+  it("settles an executing effect not_executed (deadline_missed) and fails the command not_executed, retryable, in one transaction", async () => {
+    fx = createReconciliationFixture({ double: { keyFencing: MAX_IN_FLIGHT } });
+    const call = await dispatchWrite(fx);
+    const answer = fx.runtime.ledger.deadlineMissed(call.driver.instance, call.effectId, { connectionId: call.driver.connectionId, attempt: 1, elapsedMs: 12_000 });
+    expect(answer).toEqual({ outcome: "applied", status: "not_executed" });
+    expect(effectRow(fx.store, call.effectId)).toMatchObject({ status: "not_executed", resolution: "deadline_missed", next_lookup_at_ms: null, operator_attention: null });
+    expect(attemptRow(fx, call.effectId)).toMatchObject({ status: "not_sent" });
+    expect(attemptRow(fx, call.effectId).unknown_reason).toMatch(/^deadline_missed: .*12000 ms.*10000 ms/);
+    expect(commandRow(fx.store, call.commandId)).toMatchObject({ status: "failed", error: { code: "external_effect.not_executed", details: { effectId: call.effectId, resolution: "deadline_missed" } } });
+    expect((commandRow(fx.store, call.commandId).error as unknown as { retryable: boolean }).retryable).toBe(true);
+    expect(runEvents(fx.store, call.runId, "effect.resolved").map((e) => e.payload)).toEqual([
+      { effectId: call.effectId, commandId: call.commandId, attempt: 1, resolution: "deadline_missed", effectStatus: "not_executed", elapsedMs: 12_000 },
+    ]);
+    // The same report again changes nothing.
+    const version = effectRow(fx.store, call.effectId).version;
+    expect(fx.runtime.ledger.deadlineMissed(call.driver.instance, call.effectId, { connectionId: call.driver.connectionId, attempt: 1, elapsedMs: 12_000 })).toEqual({
+      outcome: "duplicate",
+      status: "not_executed",
+    });
+    expect(effectRow(fx.store, call.effectId).version).toBe(version);
+  });
+
+  it("settles an unknown effect whose fenced attempt is the one reported, from the attempt's own (superseded) connection", async () => {
+    fx = createReconciliationFixture({ enabled: false });
+    const call = await dispatchWrite(fx);
+    expect((await redeliverAndClaim(fx, call)).kind).toBe("unknown");
+    expect(effectRow(fx.store, call.effectId).status).toBe("unknown");
+    const answer = fx.runtime.ledger.deadlineMissed(call.driver.instance, call.effectId, { connectionId: call.driver.connectionId, attempt: 1, elapsedMs: 30_000 });
+    expect(answer).toEqual({ outcome: "applied", status: "not_executed" });
+    expect(effectRow(fx.store, call.effectId)).toMatchObject({ status: "not_executed", resolution: "deadline_missed" });
+    expect(commandRow(fx.store, call.commandId)).toMatchObject({ status: "failed", error: { code: "external_effect.not_executed" } });
+  });
+
+  it("refuses a report for another attempt or a succeeded effect, and changes nothing", async () => {
+    fx = createReconciliationFixture({ double: { keyFencing: MAX_IN_FLIGHT } });
+    const call = await dispatchWrite(fx);
+    const other = fx.runtime.ledger.deadlineMissed(call.driver.instance, call.effectId, { connectionId: call.driver.connectionId, attempt: 2, elapsedMs: 1 });
+    expect(other).toMatchObject({ outcome: "rejected", status: "executing" });
+    fx.runtime.ledger.complete(call.driver.instance, call.effectId, { connectionId: call.driver.connectionId, attempt: 1, result: lateEvidence(call).result, receipt: null });
+    const before = effectRow(fx.store, call.effectId);
+    const refused = fx.runtime.ledger.deadlineMissed(call.driver.instance, call.effectId, { connectionId: call.driver.connectionId, attempt: 1, elapsedMs: 1 });
+    expect(refused).toMatchObject({ outcome: "rejected", status: "succeeded" });
+    expect(effectRow(fx.store, call.effectId)).toEqual(before);
+  });
+
+  it("a reconciler that held the lease while the report landed loses its compare-and-set: superseded, nothing overridden", async () => {
+    fx = createReconciliationFixture({ double: { keyFencing: MAX_IN_FLIGHT, faults: { lookupDelayMs: 1_000 } } });
+    const call = await dispatchWrite(fx);
+    const finalizing = fx.runtime.repair.finalize(call.driver.instance.id, "operator");
+    // finalization fenced the effect and is waiting on its lookup (the double answers after 1 000 ms of its clock)
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(effectRow(fx.store, call.effectId)).toMatchObject({ status: "unknown" });
+    expect(effectRow(fx.store, call.effectId).lease_owner).not.toBeNull();
+    // The finalized Driver can no longer authenticate; its instance row as read before stands in for
+    // a report that was already in flight.
+    const answer = fx.runtime.ledger.deadlineMissed(call.driver.instance, call.effectId, { connectionId: call.driver.connectionId, attempt: 1, elapsedMs: 11_000 });
+    expect(answer).toEqual({ outcome: "applied", status: "not_executed" });
+    expect(effectRow(fx.store, call.effectId)).toMatchObject({ status: "not_executed", resolution: "deadline_missed", lease_owner: null });
+    // The lookup now answers; its commit loses the compare-and-set and changes nothing.
+    fx.clock.advance(1_000);
+    await finalizing;
+    expect(reconciliationRecords(fx.store, call.effectId).map((r) => r.outcome)).toContain("superseded");
+    expect(effectRow(fx.store, call.effectId)).toMatchObject({ status: "not_executed", resolution: "deadline_missed" });
+  });
+});
+
+describe("late evidence (rule 13)", () => {
+  it("a real result reported after a redelivery fenced the effect settles it succeeded (reported_late), with its receipt, nothing re-run", async () => {
+    fx = createReconciliationFixture({ enabled: false });
+    const call = await dispatchWrite(fx);
+    expect((await redeliverAndClaim(fx, call)).kind).toBe("unknown");
+    // The old call's result arrives: complete is refused (fenced) ...
+    const refused = fx.runtime.ledger.complete(call.driver.instance, call.effectId, { connectionId: call.driver.connectionId, attempt: 1, result: lateEvidence(call).result, receipt: null });
+    expect(refused).toMatchObject({ outcome: "rejected", status: "unknown" });
+    // ... and is reported as evidence.
+    const answer = fx.runtime.ledger.lateResult(call.driver.instance, call.effectId, lateEvidence(call));
+    expect(answer).toEqual({ outcome: "applied", status: "succeeded" });
+    const row = effectRow(fx.store, call.effectId);
+    expect(row).toMatchObject({ status: "succeeded", resolution: "reported_late", provider_receipt_json: JSON.stringify({ "io.example/op": "op_1" }), operator_attention: null });
+    expect(JSON.parse(row.result_json ?? "null")).toEqual(lateEvidence(call).result);
+    expect(attemptRow(fx, call.effectId)).toMatchObject({ status: "succeeded" });
+    expect(attemptRow(fx, call.effectId).late_result_json).not.toBeNull();
+    expect(commandRow(fx.store, call.commandId)).toMatchObject({ status: "completed", result: lateEvidence(call).result });
+    expect(runEvents(fx.store, call.runId, "effect.resolved").map((e) => e.payload["resolution"])).toEqual(["reported_late"]);
+    expect(fx.double.totalWriteCount()).toBe(0); // the API never calls the provider for evidence
+    // The same evidence again: duplicate, nothing changes.
+    expect(fx.runtime.ledger.lateResult(call.driver.instance, call.effectId, lateEvidence(call))).toEqual({ outcome: "duplicate", status: "succeeded" });
+  });
+
+  it("refuses evidence whose key, tool or fingerprint is not the effect's, and changes nothing", async () => {
+    fx = createReconciliationFixture({ enabled: false });
+    const call = await dispatchWrite(fx);
+    await redeliverAndClaim(fx, call);
+    const before = effectRow(fx.store, call.effectId);
+    for (const bad of [{ requestFingerprint: fingerprintArguments({ other: true }) }, { idempotencyKey: call.effectId === call.idempotencyKey ? "01ARZ3NDEKTSV4RRFFQ69G5FAV" : call.effectId }]) {
+      expect(fx.runtime.ledger.lateResult(call.driver.instance, call.effectId, lateEvidence(call, bad))).toMatchObject({ outcome: "rejected", status: "unknown" });
+    }
+    expect(() => fx!.runtime.ledger.lateResult(call.driver.instance, call.effectId, lateEvidence(call, { result: { ...lateEvidence(call).result, toolName: "deleteIssue" } }))).toThrow(/request.invalid|names/);
+    expect(effectRow(fx.store, call.effectId)).toEqual(before);
+    expect(attemptRow(fx, call.effectId).late_result_json).toBeNull();
+  });
+
+  it("contradiction with not_executed: nothing is overridden, the effect is flagged late_evidence_contradiction and the evidence kept", async () => {
+    fx = createReconciliationFixture({ bind: false }); // flag on (the operator surface), no adapter: nothing reconciles inline
+    const call = await dispatchWrite(fx);
+    await redeliverAndClaim(fx, call);
+    fx.runtime.ledger.deadlineMissed(call.driver.instance, call.effectId, { connectionId: call.driver.connectionId, attempt: 1, elapsedMs: 20_000 });
+    expect(effectRow(fx.store, call.effectId).status).toBe("not_executed");
+    const answer = fx.runtime.ledger.lateResult(call.driver.instance, call.effectId, lateEvidence(call));
+    expect(answer).toMatchObject({ outcome: "rejected", status: "not_executed" });
+    expect(answer.reason).toMatch(/^late_evidence_contradiction/);
+    expect(effectRow(fx.store, call.effectId)).toMatchObject({ status: "not_executed", resolution: "deadline_missed", operator_attention: "late_evidence_contradiction", result_json: null });
+    expect(attemptRow(fx, call.effectId).late_result_json).toBe(JSON.stringify(lateEvidence(call).result));
+    // visible to an operator in list and show
+    const listed = fx.runtime.operator.list({ status: "not_executed", limit: 10 });
+    expect(JSON.stringify(listed)).toContain("late_evidence_contradiction");
+    expect(JSON.stringify(fx.runtime.operator.show(call.effectId))).toContain("late_evidence_contradiction");
+  });
+
+  it("a tool-error result about a not_executed effect (e.g. a fenced key refused) is kept as evidence but is no contradiction", async () => {
+    fx = createReconciliationFixture({ enabled: false });
+    const call = await dispatchWrite(fx);
+    await redeliverAndClaim(fx, call);
+    fx.runtime.ledger.deadlineMissed(call.driver.instance, call.effectId, { connectionId: call.driver.connectionId, attempt: 1, elapsedMs: 20_000 });
+    const refused = lateEvidence(call, { result: { ...lateEvidence(call).result, outputText: "idempotency_key_fenced", isError: true } });
+    expect(fx.runtime.ledger.lateResult(call.driver.instance, call.effectId, refused)).toMatchObject({ outcome: "rejected", status: "not_executed" });
+    expect(effectRow(fx.store, call.effectId)).toMatchObject({ status: "not_executed", operator_attention: null });
+    expect(attemptRow(fx, call.effectId).late_result_json).toContain("idempotency_key_fenced");
+  });
+
+  it("contradiction with succeeded and another result: the stored result stays, the effect is flagged", async () => {
+    fx = createReconciliationFixture({ enabled: false });
+    const call = await dispatchWrite(fx);
+    await redeliverAndClaim(fx, call);
+    fx.runtime.ledger.lateResult(call.driver.instance, call.effectId, lateEvidence(call));
+    const other = lateEvidence(call, { result: { ...lateEvidence(call).result, outputText: "created op_2" } });
+    expect(fx.runtime.ledger.lateResult(call.driver.instance, call.effectId, other)).toMatchObject({ outcome: "rejected", status: "succeeded" });
+    const row = effectRow(fx.store, call.effectId);
+    expect(row).toMatchObject({ status: "succeeded", resolution: "reported_late", operator_attention: "late_evidence_contradiction" });
+    expect(JSON.parse(row.result_json ?? "null")).toMatchObject({ outputText: "created op_1" });
+  });
+});
+
+describe("HTTP: the two Driver routes", () => {
+  it("deadline-missed and late-result answer typed JSON; a bad body is a typed 400 that writes nothing", async () => {
+    fx = createReconciliationFixture({ enabled: false });
+    const app = createHttpApp(fx.runtime, pino({ level: "silent" }));
+    const call = await dispatchWrite(fx);
+    const token = call.driver.token;
+    const bad = await requestJson(app, "POST", `/v1/drivers/effects/${call.effectId}/deadline-missed`, { connectionId: call.driver.connectionId, attempt: 1, elapsedMs: -5 }, token);
+    expect(bad).toMatchObject({ status: 400, body: { error: { code: "request.invalid" } } });
+    expect(effectRow(fx.store, call.effectId).status).toBe("executing");
+    const badLate = await requestJson(app, "POST", `/v1/drivers/effects/${call.effectId}/late-result`, { ...lateEvidence(call), requestFingerprint: "nope" }, token);
+    expect(badLate).toMatchObject({ status: 400, body: { error: { code: "request.invalid" } } });
+    const ok = await requestJson(app, "POST", `/v1/drivers/effects/${call.effectId}/deadline-missed`, { connectionId: call.driver.connectionId, attempt: 1, elapsedMs: 15_000 }, token);
+    expect(ok).toEqual({ status: 200, body: { outcome: "applied", status: "not_executed" } });
+  });
+});

@@ -1,0 +1,81 @@
+import { serve, type ServerType } from "@hono/node-server";
+import { Hono } from "hono";
+
+/**
+ * One rule of {@link startDelayingProxy}: requests whose method is `method` and whose path matches
+ * `path` are forwarded `delayRequestMs` (ms) late, and their answer is held `holdAnswerMs` (ms)
+ * after the upstream answered (the upstream has already acted on the request by then).
+ */
+export interface DelayRule {
+  method: string;
+  path: string | RegExp;
+  delayRequestMs?: number;
+  holdAnswerMs?: number;
+}
+
+/** What the proxy saw: each forwarded request's method, path, and when (ms since the epoch) it was sent upstream and answered downstream. */
+export interface ProxiedRequest {
+  method: string;
+  path: string;
+  forwardedAtMs: number;
+  answeredAtMs: number;
+  status: number;
+}
+
+/** A started {@link startDelayingProxy}: its base `url`, what it forwarded, and `close()`. */
+export interface DelayingProxy {
+  url: string;
+  seen: ProxiedRequest[];
+  close(): Promise<void>;
+}
+
+/** Hop-by-hop and length headers that a forwarder must not copy (fetch sets its own). */
+const DROPPED_HEADERS = new Set(["host", "connection", "keep-alive", "transfer-encoding", "content-length", "content-encoding"]);
+
+function copyHeaders(from: Headers): Headers {
+  const out = new Headers();
+  from.forEach((value, key) => {
+    if (!DROPPED_HEADERS.has(key.toLowerCase())) out.set(key, value);
+  });
+  return out;
+}
+
+function sleep(ms: number): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, ms));
+}
+
+/**
+ * A small HTTP forwarder (hono on @hono/node-server, upstream calls with Node's fetch) between a
+ * Driver and the API, on 127.0.0.1 and a free port, that delays requests or holds answers per
+ * {@link DelayRule} (the first matching rule applies; others pass through). Issue 16 repro 3:
+ * hold the claim's answer 12 s, delay heartbeats 5 s. An upstream that cannot be reached answers 502.
+ */
+export async function startDelayingProxy(targetUrl: string, rules: DelayRule[]): Promise<DelayingProxy> {
+  const seen: ProxiedRequest[] = [];
+  const app = new Hono();
+  app.all("*", async (c) => {
+    const incoming = new URL(c.req.url);
+    const rule = rules.find((r) => r.method === c.req.method && (typeof r.path === "string" ? r.path === incoming.pathname : r.path.test(incoming.pathname)));
+    const body = c.req.method === "GET" || c.req.method === "HEAD" ? undefined : await c.req.arrayBuffer();
+    if (rule?.delayRequestMs) await sleep(rule.delayRequestMs);
+    const forwardedAtMs = Date.now();
+    let upstream: Response;
+    try {
+      upstream = await fetch(targetUrl + incoming.pathname + incoming.search, { method: c.req.method, headers: copyHeaders(c.req.raw.headers), ...(body ? { body } : {}) });
+    } catch (error) {
+      return c.json({ error: { code: "proxy.upstream_unreachable", message: (error as Error).message } }, 502);
+    }
+    const payload = await upstream.arrayBuffer();
+    if (rule?.holdAnswerMs) await sleep(rule.holdAnswerMs);
+    seen.push({ method: c.req.method, path: incoming.pathname, forwardedAtMs, answeredAtMs: Date.now(), status: upstream.status });
+    return new Response(payload, { status: upstream.status, headers: copyHeaders(upstream.headers) });
+  });
+  const { server, port } = await new Promise<{ server: ServerType; port: number }>((resolve) => {
+    const s = serve({ fetch: app.fetch, hostname: "127.0.0.1", port: 0 }, (info) => resolve({ server: s, port: info.port }));
+  });
+  return {
+    url: `http://127.0.0.1:${port}`,
+    seen,
+    close: () => new Promise<void>((resolve) => server.close(() => resolve())),
+  };
+}

@@ -1,0 +1,92 @@
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { DRIVER_ROUTES } from "@mosoo/contracts";
+import { afterAll, describe, expect, it } from "vitest";
+import { startDelayingProxy, type DelayingProxy } from "../src/delaying-proxy.js";
+import { pollUntil, ProviderControlClient, RunApiClient } from "../src/http-clients.js";
+import type { ManagedProcess } from "../src/managed-process.js";
+import { startApiProcess, startDriverProcess, startProviderProcess, writeMcpConfig } from "../src/stack.js";
+
+// Issue 16 repro 3 on real processes (DESIGN.md §3 rule 12): a provider WITHOUT a fence, an adapter
+// declaring keyFencing {max_in_flight, 2000 ms}, MOSOO_HEARTBEAT_TTL_MS=3000, reconciliation on,
+// and a proxy between Driver and API that holds the claim's answer 12 s and delays heartbeats 5 s.
+// Before the fix: the sweep confirmed not_executed at ~+3.6 s and the Driver sent tools/call at
+// +12 s, so the provider committed a write the ledger called not_executed. Now the Driver never
+// sends after its send-by deadline (10 s, measured from when it sent the claim request), and the
+// API's window is claim + deadline + maxInFlight. The test asserts END STATES only (no timer race
+// decides it): whichever of the sweep and the Driver's report settles the effect, it ends
+// not_executed with 0 provider writes, and is never not_executed with a write.
+
+const dirs: string[] = [];
+const procs: ManagedProcess[] = [];
+let proxy: DelayingProxy | undefined;
+afterAll(async () => {
+  await Promise.all(procs.map((p) => p.kill("SIGKILL")));
+  await proxy?.close();
+  dirs.forEach((d) => rmSync(d, { recursive: true, force: true }));
+});
+
+const SEND_DEADLINE_MS = 10_000;
+const CLAIM_ANSWER_HOLD_MS = 12_000;
+const HEARTBEAT_DELAY_MS = 5_000;
+/** Generous bound (ms) of each wait: the outcome arrives in ~13 s; nothing depends on how fast. */
+const WAIT_MS = 60_000;
+
+describe("real processes: issue 16 repro 3, a claim answer held past the send-by deadline", () => {
+  it("the Driver never sends tools/call after the deadline; the effect ends not_executed with 0 provider writes", async () => {
+    const workDir = mkdtempSync(join(tmpdir(), "mosoo-e2e-send-deadline-"));
+    dirs.push(workDir);
+    const provider = await startProviderProcess(join(workDir, "provider.db")); // no --fence-on-lookup-miss: no fence
+    procs.push(provider.proc);
+    const bindingsFile = join(workDir, "bindings.json");
+    writeFileSync(bindingsFile, JSON.stringify({ bindings: { tracker: { adapterId: "fixture-issue-tracker-max-in-flight", options: { url: provider.url } } } }));
+    const api = await startApiProcess(join(workDir, "api.db"), {
+      MOSOO_EFFECT_RECONCILIATION: "on",
+      MOSOO_RECONCILIATION_BINDINGS_FILE: bindingsFile,
+      MOSOO_HEARTBEAT_TTL_MS: "3000",
+      MOSOO_SWEEP_INTERVAL_MS: "250",
+      MOSOO_SEND_DEADLINE_MS: String(SEND_DEADLINE_MS),
+    });
+    procs.push(api.proc);
+    proxy = await startDelayingProxy(api.url, [
+      { method: "POST", path: DRIVER_ROUTES.effectClaim, holdAnswerMs: CLAIM_ANSWER_HOLD_MS },
+      { method: "POST", path: DRIVER_ROUTES.heartbeat, delayRequestMs: HEARTBEAT_DELAY_MS },
+    ]);
+    const driver = await startDriverProcess({ apiUrl: proxy.url, stateFile: join(workDir, "driver-state.json"), mcpConfigFile: writeMcpConfig(workDir, { tracker: provider.url }), name: "slow-link" });
+    procs.push(driver.proc);
+
+    const runs = new RunApiClient(api.url);
+    const control = new ProviderControlClient(provider.controlUrl);
+    const { runId } = await runs.createRun(driver.driverInstanceId);
+    const call = await runs.enqueueToolCall(runId, { serverId: "tracker", toolName: "createIssue", arguments: { title: "Disk full on db-1", body: "seen at 03:12" } });
+
+    // 1. The held claim answer reaches the Driver, which then decides (send or not): wait for that decision.
+    const decision = await driver.proc.waitForLine((j) => j["msg"] === "effect.send_deadline_missed" || j["msg"] === "tool.called", WAIT_MS, "the Driver's send decision");
+    expect(decision["msg"]).toBe("effect.send_deadline_missed");
+    expect(Number(decision["elapsedMs"])).toBeGreaterThanOrEqual(CLAIM_ANSWER_HOLD_MS);
+    // 2. The effect settles (by the sweep's lookup after claim + deadline + maxInFlight, or by the Driver's report).
+    const effect = await pollUntil(
+      async () => {
+        const e = (await runs.getRun(runId)).effects.find((x) => x.id === call.effectId);
+        return e && (e.status === "not_executed" || e.status === "succeeded") ? e : undefined;
+      },
+      WAIT_MS,
+      "the effect settles",
+    );
+    // 3. End state: nothing reached the provider, and the ledger says so.
+    const stats = await control.stats();
+    expect(stats.createCalls[call.idempotencyKey] ?? 0).toBe(0);
+    expect(stats.writes[call.idempotencyKey] ?? 0).toBe(0);
+    expect(effect.status).toBe("not_executed");
+    expect(["reconciled", "deadline_missed"]).toContain(effect.resolution);
+    expect(driver.proc.lines.some((l) => l.json?.["msg"] === "tool.called")).toBe(false);
+    // The window the API applied covers deadline + maxInFlight: any in_flight_window refusal came before it closed.
+    const view = await runs.getRun(runId);
+    const mine = view.effects.find((x) => x.id === call.effectId)!;
+    expect(mine.reconciliations.filter((r) => r.outcome === "confirmed_not_executed").length).toBeLessThanOrEqual(1);
+    // The proxy really held the claim's answer.
+    const claimSeen = proxy.seen.find((s) => s.path === DRIVER_ROUTES.effectClaim);
+    expect(claimSeen && claimSeen.answeredAtMs - claimSeen.forwardedAtMs).toBeGreaterThanOrEqual(CLAIM_ANSWER_HOLD_MS);
+  }, 120_000);
+});
