@@ -38,8 +38,7 @@ describe("DESIGN §3 rule 6: the outcome and what the caller settles commit in O
       }),
     ).rejects.toThrow("command write failed");
     const after = effectRow(fx.store, call.effectId);
-    // lookup_count 1: the lookup was recorded as started (durably, with the lease) before the adapter ran (DESIGN §4)
-    expect(after).toMatchObject({ status: "unknown", resolution: null, lookup_count: 1, lease_owner: null, reconciliation_receipt_json: null });
+    expect(after).toMatchObject({ status: "unknown", resolution: null, lookup_count: 0, lease_owner: null, reconciliation_receipt_json: null });
     expect(after.version).toBe(before.version + 1); // only the lease was taken (and released)
     expect(reconciliationRecords(fx.store, call.effectId)).toEqual([]);
     expect(runEvents(fx.store, call.runId, "effect.reconciled")).toEqual([]);

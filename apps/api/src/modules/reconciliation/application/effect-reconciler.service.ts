@@ -196,8 +196,10 @@ export class EffectReconciler {
     try {
       return this.commit(effect, leasedVersion, owner, adapterRef, trigger, startedAtMs, answer, settle);
     } catch (err) {
-      // The outcome's transaction rolled back (nothing of it was written): give the lease back.
-      reconciliationRepository.releaseLease(this.ctx.db, effect.id, owner);
+      // The outcome's transaction rolled back (nothing of it was written): give the lease back, and
+      // its count, so the effect is due again as before (a counted lookup with no schedule would
+      // never be due to the sweep).
+      reconciliationRepository.releaseLease(this.ctx.db, effect.id, owner, true);
       throw err;
     }
   }

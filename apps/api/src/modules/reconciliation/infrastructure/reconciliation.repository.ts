@@ -69,9 +69,9 @@ export const reconciliationRepository = {
   },
   /**
    * Releases `owner`'s lease without an outcome (the outcome's compare-and-set was lost, or its
-   * transaction failed). With `uncount` (no adapter call was made under this lease: the reconcile step
-   * refused its input, or a batch lease was never used) the lookup counted by
-   * {@link acquireLease} is taken back. Changes only the lease columns and the count (not the
+   * transaction failed). With `uncount` (no adapter call was made under this lease — the reconcile
+   * step refused its input, a batch lease was never used — or the outcome's transaction rolled back,
+   * leaving the effect as it was) the lookup counted by {@link acquireLease} is taken back. Changes only the lease columns and the count (not the
    * version: nothing about the effect changed). True when this owner still held it.
    */
   releaseLease(db: DbHandle, effectId: string, owner: string, uncount = false): boolean {
