@@ -140,5 +140,5 @@ describe("property: an adapter's answer is data, not proof (DESIGN ยง3 rule 5, ย
     expect(seen.confirmed_succeeded).toBeGreaterThan(0);
     expect(seen.confirmed_not_executed).toBeGreaterThan(0);
     expect(seen.still_unknown).toBeGreaterThan(0);
-  }, 60_000); // 2000 runs; each request and answer is now structured-cloned (the adapter holds a copy), slower on a busy 2-core machine
+  }); // 2000 runs; each request and answer is structured-cloned (the adapter holds a copy)
 });
