@@ -2,7 +2,8 @@ import type { Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { serve, type ServerType } from "@hono/node-server";
 import type { Logger } from "pino";
-import type { ApiConfig } from "./config/api-config.js";
+import { ConfigError, type ApiConfig } from "./config/api-config.js";
+import { checkDbFilePath } from "./config/startup-checks.js";
 import { createHttpApp } from "./adapters/http/app.js";
 import { openStore, type Store } from "./platform/db/database.js";
 import type { Clock } from "./platform/clock.js";
@@ -27,7 +28,8 @@ export interface RunningApi {
  * Opens and migrates the store, wires the runtime, serves HTTP on `config.host:config.port`
  * (0 = a free port) and starts the maintenance sweep. Reconciliation bindings are resolved from
  * `registry` (default: the built-in adapters), which is closed for registration from then on.
- * @throws ConfigError on an invalid bindings file; Error when the store cannot be opened/migrated
+ * @throws ConfigError on an invalid bindings file or an unusable store path (`checkDbFilePath`; a file
+ *   that is not a SQLite database); Error when the store cannot be migrated
  *   or the port cannot be bound.
  */
 export async function startApi(
@@ -36,7 +38,17 @@ export async function startApi(
   opts: { clock?: Clock; sweep?: boolean; registry?: AdapterRegistry } = {},
 ): Promise<RunningApi> {
   const reconciliation = resolveReconciliationSettings(config, opts.registry ?? createBuiltInAdapterRegistry());
-  const store = openStore(config.dbFile);
+  checkDbFilePath(config.dbFile);
+  let store: Store;
+  try {
+    store = openStore(config.dbFile);
+  } catch (err) {
+    const code = (err as { code?: unknown }).code;
+    if (code === "SQLITE_NOTADB" || code === "SQLITE_CANTOPEN" || code === "SQLITE_READONLY") {
+      throw new ConfigError(`config.invalid: MOSOO_DB_FILE: cannot open the store: ${(err as Error).message.split("\n")[0]} (${config.dbFile})`);
+    }
+    throw err;
+  }
   const runtime = createRuntime({
     db: store.db,
     logger,

@@ -2,6 +2,7 @@ import { z } from "zod";
 import { UlidSchema } from "./ids.contract.js";
 import { McpExecuteCommandResultSchema, McpExecuteCommandSchema } from "./mcp-execute.contract.js";
 import { RunErrorSchema } from "./run-error.contract.js";
+import { identifierSchema, safeJsonObjectSchema, strictIntegerString, textSchema } from "./input-safety.contract.js";
 import { CommandStatusSchema, EffectStatusSchema } from "./statuses.contract.js";
 
 /**
@@ -31,7 +32,7 @@ export const DriverTokenSchema = z.string().regex(/^mdt_[0-9A-HJKMNP-TV-Z]{26}_[
  * `effect.fence_retained` (409) while any of its effects is `executing` or `unknown` (DESIGN.md §3 rule 9).
  */
 export const RegisterDriverRequestSchema = z.object({
-  name: z.string().min(1).max(100),
+  name: identifierSchema(1, 100),
   driverInstanceId: UlidSchema.optional(),
 });
 /** See {@link RegisterDriverRequestSchema}. */
@@ -63,10 +64,13 @@ export const HeartbeatResponseSchema = z.object({ heartbeatTtlMs: z.number().int
 /** See {@link HeartbeatResponseSchema}. */
 export type HeartbeatResponse = z.infer<typeof HeartbeatResponseSchema>;
 
-/** Query of the long-poll for the next command: waits up to `waitMs` (0–30 000 ms) for one. */
+/**
+ * Query of the long-poll for the next command: waits up to `waitMs` (0–30 000 ms, a strict decimal
+ * integer: `0x10`, `1e2`, `+5` refused) for one. A number is accepted too (the Driver builds the query from one).
+ */
 export const NextCommandQuerySchema = z.object({
   connectionId: UlidSchema,
-  waitMs: z.coerce.number().int().min(0).max(30_000).default(0),
+  waitMs: z.union([z.number().int().min(0).max(30_000), strictIntegerString(0, 30_000)]).default(0),
 });
 /** See {@link NextCommandQuerySchema}. */
 export type NextCommandQuery = z.infer<typeof NextCommandQuerySchema>;
@@ -123,13 +127,14 @@ export type EffectClaimRequest = z.infer<typeof EffectClaimRequestSchema>;
 
 /**
  * Store the provider's result for attempt `attempt`. `receipt` is the result's `_meta`, kept as
- * opaque data (never proof of anything), at most 16 KiB of JSON.
+ * opaque data (never proof of anything), at most 16 KiB of JSON, nested at most 400 levels, no
+ * `__proto__`/`constructor`/`prototype` key, well-formed strings (DESIGN.md §10).
  */
 export const EffectCompleteRequestSchema = z.object({
   connectionId: UlidSchema,
   attempt: z.number().int().positive(),
   result: McpExecuteCommandResultSchema,
-  receipt: z.record(z.string(), z.unknown()).nullable(),
+  receipt: safeJsonObjectSchema().nullable(),
 });
 /** See {@link EffectCompleteRequestSchema}. */
 export type EffectCompleteRequest = z.infer<typeof EffectCompleteRequestSchema>;
@@ -138,7 +143,7 @@ export type EffectCompleteRequest = z.infer<typeof EffectCompleteRequestSchema>;
 export const EffectMarkUnknownRequestSchema = z.object({
   connectionId: UlidSchema,
   attempt: z.number().int().positive(),
-  reason: z.string().min(1).max(500),
+  reason: textSchema(1, 500),
 });
 /** See {@link EffectMarkUnknownRequestSchema}. */
 export type EffectMarkUnknownRequest = z.infer<typeof EffectMarkUnknownRequestSchema>;

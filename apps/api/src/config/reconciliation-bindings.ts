@@ -1,8 +1,8 @@
-import { readFileSync } from "node:fs";
 import { z } from "zod";
 import { ServerIdSchema } from "@mosoo/contracts";
 import { ReconciliationError, type AdapterRegistry, type ReconciliationAdapter } from "@mosoo/effect-reconciliation";
 import { ConfigError, type ApiConfig } from "./api-config.js";
+import { readBindingsFileText } from "./startup-checks.js";
 import type { ReconciliationSettings } from "../modules/reconciliation/application/reconciliation-settings.js";
 
 /**
@@ -21,13 +21,15 @@ const VAR = "MOSOO_RECONCILIATION_BINDINGS_FILE";
 
 /**
  * Reads and validates the bindings file and instantiates each bound adapter from `registry`.
- * @throws ConfigError (one line naming the variable) when the file is unreadable, not JSON, fails
+ * @throws ConfigError (one line naming the variable) when the file is unreadable, not a regular file,
+ *   larger than 1 MiB (`readBindingsFileText`), not JSON, fails
  *   {@link BindingsFileSchema}, names an unknown adapter, or gives it invalid options.
  */
 export function loadBindings(file: string, registry: AdapterRegistry): Map<string, ReconciliationAdapter> {
+  const text = readBindingsFileText(file);
   let raw: unknown;
   try {
-    raw = JSON.parse(readFileSync(file, "utf8"));
+    raw = JSON.parse(text);
   } catch (err) {
     throw new ConfigError(`config.invalid: ${VAR}: cannot read JSON from ${file}: ${err instanceof Error ? err.message.split("\n")[0] : String(err)}`);
   }

@@ -2,6 +2,7 @@ import { existsSync } from "node:fs";
 import Database from "better-sqlite3";
 import pino from "pino";
 import { UlidSchema } from "@mosoo/contracts";
+import { retryWhenBusy, StoreBusyError } from "../../platform/db/store-busy.js";
 import type { ApiConfig } from "../../config/api-config.js";
 import { resolveReconciliationSettings } from "../../config/reconciliation-bindings.js";
 import { createBuiltInAdapterRegistry } from "../reconciliation/builtin-adapters.js";
@@ -119,9 +120,10 @@ export function localOperatorClient(config: ApiConfig): OperatorClient {
   const op = runtime.operator;
   const wrap = async <T>(fn: () => T | Promise<T>): Promise<T> => {
     try {
-      return await fn();
+      // A store locked by the API (or a backup) is waited for briefly and asynchronously, then refused `store.busy`.
+      return await retryWhenBusy(fn);
     } catch (err) {
-      if (err instanceof RuntimeError) throw new OperatorClientError(err.code, err.message);
+      if (err instanceof RuntimeError || err instanceof StoreBusyError) throw new OperatorClientError(err.code, err.message);
       throw err;
     }
   };
