@@ -2,7 +2,7 @@ import { z } from "zod";
 import { UlidSchema } from "./ids.contract.js";
 import { McpExecuteCommandResultSchema, McpExecuteCommandSchema } from "./mcp-execute.contract.js";
 import { RunErrorSchema } from "./run-error.contract.js";
-import { identifierSchema, safeJsonObjectSchema, strictIntegerString, textSchema } from "./input-safety.contract.js";
+import { identifierSchema, safeJsonObjectSchema, strictIntegerInput, textSchema } from "./input-safety.contract.js";
 import { CommandStatusSchema, EffectStatusSchema } from "./statuses.contract.js";
 
 /**
@@ -70,7 +70,7 @@ export type HeartbeatResponse = z.infer<typeof HeartbeatResponseSchema>;
  */
 export const NextCommandQuerySchema = z.object({
   connectionId: UlidSchema,
-  waitMs: z.union([z.number().int().min(0).max(30_000), strictIntegerString(0, 30_000)]).default(0),
+  waitMs: strictIntegerInput(0, 30_000).default(0),
 });
 /** See {@link NextCommandQuerySchema}. */
 export type NextCommandQuery = z.infer<typeof NextCommandQuerySchema>;

@@ -114,6 +114,7 @@ export {
   textSchema,
   safeJsonObjectSchema,
   strictIntegerString,
+  strictIntegerInput,
   strictDecimalString,
 } from "./input-safety.contract.js";
 export type { JsonProblem } from "./input-safety.contract.js";

@@ -160,3 +160,12 @@ export function strictDecimalString(min: number, max: number) {
     .transform(Number)
     .pipe(z.number().min(min).max(max));
 }
+
+/**
+ * Like {@link strictIntegerString}, but a JSON number is accepted too (a client that builds a
+ * query object from numbers, a CLI passing a parsed value): an integer-valued number is judged as
+ * its decimal text, so the same strict rules and the same messages apply to both.
+ */
+export function strictIntegerInput(min: number, max: number) {
+  return z.preprocess((v) => (typeof v === "number" && Number.isInteger(v) ? String(v) : v), strictIntegerString(min, max));
+}

@@ -1,5 +1,5 @@
 import { CallToolResultSchema } from "@modelcontextprotocol/sdk/types.js";
-import { EFFECT_STATUSES, identifierSchema, ServerIdSchema, strictIntegerString, textSchema, ToolNameSchema, UlidSchema } from "@mosoo/contracts";
+import { EFFECT_STATUSES, identifierSchema, ServerIdSchema, strictIntegerInput, textSchema, ToolNameSchema, UlidSchema } from "@mosoo/contracts";
 import { MAX_RECEIPT_BYTES, MAX_RESULT_BYTES } from "@mosoo/effect-reconciliation";
 import { z } from "zod";
 
@@ -29,8 +29,8 @@ export const OperatorListQuerySchema = z.strictObject({
   serverId: ServerIdSchema.optional(),
   toolName: ToolNameSchema.optional(),
   runId: UlidSchema.optional(),
-  minAgeMs: z.union([z.number().int().min(0).max(Number.MAX_SAFE_INTEGER), strictIntegerString(0, Number.MAX_SAFE_INTEGER)]).optional(),
-  limit: z.union([z.number().int().min(1).max(500), strictIntegerString(1, 500)]).default(50),
+  minAgeMs: strictIntegerInput(0, Number.MAX_SAFE_INTEGER).optional(),
+  limit: strictIntegerInput(1, 500).default(50),
   cursor: UlidSchema.optional(),
 });
 /** See {@link OperatorListQuerySchema}. */

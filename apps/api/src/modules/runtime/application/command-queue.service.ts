@@ -32,13 +32,13 @@ export class CommandQueueService {
    */
   async nextCommand(instance: DriverInstanceRow, connectionId: string, waitMs: number, signal?: AbortSignal): Promise<DriverCommandEnvelope | null> {
     const deadline = this.ctx.clock.nowMs() + waitMs;
-    const stop = signal ? AbortSignal.any([signal, this.ctx.shutdown.signal]) : this.ctx.shutdown.signal;
+    const shutdown = this.ctx.shutdown.signal;
     for (;;) {
       const envelope = this.tryDeliver(instance.id, connectionId);
       if (envelope) return envelope;
       const remaining = deadline - this.ctx.clock.nowMs();
-      if (remaining <= 0 || stop.aborted) return null;
-      await this.ctx.notifier.wait(instance.id, remaining, stop);
+      if (remaining <= 0 || shutdown.aborted || signal?.aborted) return null;
+      await this.ctx.notifier.wait(instance.id, remaining, signal ? [signal, shutdown] : [shutdown]);
     }
   }
 
