@@ -28,13 +28,26 @@ function nearestExisting(path: string): { real: string; exists: boolean } {
   }
 }
 
+const SQLITE_HEADER = Buffer.from("SQLite format 3\u0000", "latin1");
+
+/** True when the regular file `path` starts with SQLite's 16-byte header ("SQLite format 3\0"). */
+function startsWithSqliteHeader(path: string): boolean {
+  const fd = openSync(path, constants.O_RDONLY | constants.O_NONBLOCK);
+  try {
+    const head = Buffer.alloc(SQLITE_HEADER.length);
+    return readSync(fd, head, 0, head.length, 0) === head.length && head.equals(SQLITE_HEADER);
+  } finally {
+    closeSync(fd);
+  }
+}
+
 const firstLine = (err: unknown): string => (err instanceof Error ? err.message : String(err)).split("\n")[0] ?? "";
 
 /**
  * Refuses, before SQLite ever opens it, a store path the API could hang on or fail later with
  * (issue 10: `MOSOO_DB_FILE` under `/proc` spun at 100% CPU): a path under `/proc`, `/sys` or `/dev`
  * (symlinks resolved), an existing path that is not a regular file (a directory, a FIFO, a device),
- * a file that cannot be read and written, or a folder that cannot be created or written. `:memory:`
+ * a file that cannot be read and written, a non-empty file without SQLite's header, or a folder that cannot be created or written. `:memory:`
  * is always fine. Synchronous and bounded (a few `stat`s; nothing that can block on a FIFO).
  * @throws ConfigError `config.invalid: MOSOO_DB_FILE: ...` (one line).
  */
@@ -52,6 +65,7 @@ export function checkDbFilePath(file: string): void {
     } catch (err) {
       throw fail(`cannot be read and written: ${firstLine(err)}`);
     }
+    if (st.size > 0 && !startsWithSqliteHeader(real)) throw fail("is not a SQLite database (no SQLite header)");
     return;
   }
   const folder = dirname(resolve(file));
