@@ -3,6 +3,7 @@ import Database from "better-sqlite3";
 import pino from "pino";
 import { UlidSchema } from "@mosoo/contracts";
 import { retryWhenBusy, StoreBusyError } from "../../platform/db/store-busy.js";
+import { checkDbFilePath } from "../../config/startup-checks.js";
 import type { ApiConfig } from "../../config/api-config.js";
 import { resolveReconciliationSettings } from "../../config/reconciliation-bindings.js";
 import { createBuiltInAdapterRegistry } from "../reconciliation/builtin-adapters.js";
@@ -108,11 +109,14 @@ function assertMosooStore(file: string): void {
  * with the reconciliation settings of `config` (the same environment variables as the API, so the
  * same flag and adapter bindings). Safe next to a running API on the same file (every write is a
  * `BEGIN IMMEDIATE` compare-and-set); a queued compensation is picked up at the Driver's next poll.
- * @throws OperatorClientError `store.not_found` when the file does not exist, `store.not_mosoo` when it
+ * @throws ConfigError `config.invalid: MOSOO_DB_FILE: ...` when the path is not a usable store file
+ *   (`checkDbFilePath`: a FIFO, a directory, under /proc, not SQLite);
+ *   OperatorClientError `store.not_found` when the file does not exist, `store.not_mosoo` when it
  *   is not a Mosoo store; the service's codes (and `request.invalid` for a malformed id) from each method.
  */
 export function localOperatorClient(config: ApiConfig): OperatorClient {
   if (!existsSync(config.dbFile)) throw new OperatorClientError("store.not_found", `no database at ${config.dbFile}`);
+  checkDbFilePath(config.dbFile); // a FIFO, a directory, /proc...: one line, never a hang (issue 10)
   assertMosooStore(config.dbFile);
   const settings = resolveReconciliationSettings(config, createBuiltInAdapterRegistry());
   const store = openStore(config.dbFile);
