@@ -1,4 +1,3 @@
-import { AsyncLocalStorage } from "node:async_hooks";
 import pRetry from "p-retry";
 
 /**
@@ -55,21 +54,24 @@ export function isStoreBusy(err: unknown): boolean {
   return false;
 }
 
-interface OperationState {
-  committed: boolean;
-  /** The enclosing operation (a lookup's commit retried inside a request): a commit counts for both. */
-  parent: OperationState | undefined;
-}
-const operation = new AsyncLocalStorage<OperationState>();
+/**
+ * Commits made through `writeTransaction` since the process started. {@link retryWhenBusy} compares
+ * it before and after an attempt: a change means a transaction committed meanwhile, so the attempt
+ * is not run again. A commit of a concurrent operation counts too, which only makes a retry less
+ * likely (never a repeat of committed work); and while another process holds the write lock, no
+ * transaction of this one commits at all. (A counter rather than AsyncLocalStorage, which on Node 20
+ * puts a hook on every promise of the process.)
+ */
+let commitCount = 0;
 
-/** Called by `writeTransaction` after each commit: the operation in progress (if any) has written something. */
+/** Called by `writeTransaction` after each commit. */
 export function noteCommit(): void {
-  for (let state = operation.getStore(); state; state = state.parent) state.committed = true;
+  commitCount += 1;
 }
 
 /**
  * Runs `fn` (one operation: a request's service call, or one unit of background work) and, when
- * it fails because the store is busy before any of its transactions committed, runs it again
+ * it fails because the store is busy before any transaction committed (see `commitCount`), runs it again
  * after an asynchronous delay (p-retry; `policy` defaults to {@link REQUEST_BUSY_RETRY}). When the
  * retries run out, or a transaction of this operation had already committed, it rejects with
  * {@link StoreBusyError} (`afterCommit` says which). Other errors pass through untouched.
@@ -80,12 +82,13 @@ export async function retryWhenBusy<T>(
 ): Promise<T> {
   return pRetry(
     async () => {
-      const state: OperationState = { committed: false, parent: operation.getStore() };
+      const before = commitCount;
       try {
-        return await operation.run(state, async () => fn());
+        return await fn();
       } catch (err) {
         if (!isStoreBusy(err)) throw err;
-        throw err instanceof StoreBusyError && err.afterCommit === state.committed ? err : new StoreBusyError(state.committed, { cause: err });
+        const committed = commitCount !== before || (err instanceof StoreBusyError && err.afterCommit);
+        throw err instanceof StoreBusyError && err.afterCommit === committed ? err : new StoreBusyError(committed, { cause: err });
       }
     },
     {
