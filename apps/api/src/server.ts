@@ -6,6 +6,7 @@ import { ConfigError, type ApiConfig } from "./config/api-config.js";
 import { checkDbFilePath } from "./config/startup-checks.js";
 import { createHttpApp } from "./adapters/http/app.js";
 import { openStore, type Store } from "./platform/db/database.js";
+import { STARTUP_BUSY_TIMEOUT_MS, STORE_BUSY_TIMEOUT_MS } from "./platform/db/store-busy.js";
 import type { Clock } from "./platform/clock.js";
 import { createRuntime, type Runtime } from "./modules/runtime/application/runtime.js";
 import { createBuiltInAdapterRegistry } from "./adapters/reconciliation/builtin-adapters.js";
@@ -57,7 +58,10 @@ export async function startApi(
     ...(opts.clock ? { clock: opts.clock } : {}),
   });
   // One API process per store: leases found now were left by a process that died mid-lookup.
+  // Nothing is served yet, so this one write may wait for a lock as long as the migrations did.
+  store.sqlite.pragma(`busy_timeout = ${STARTUP_BUSY_TIMEOUT_MS}`);
   runtime.reconciler.releaseStaleLeases();
+  store.sqlite.pragma(`busy_timeout = ${STORE_BUSY_TIMEOUT_MS}`);
   if (reconciliation.enabled && reconciliation.bindings.size === 0) {
     logger.warn("MOSOO_EFFECT_RECONCILIATION=on but no server is bound (MOSOO_RECONCILIATION_BINDINGS_FILE): every unknown effect keeps the baseline fence");
   }
