@@ -4,11 +4,14 @@
  * (one line on stderr: `mosoo-effects: <code>: <message>`); 2 bad input (one line).
  */
 import { CommanderError } from "commander";
+import { unknownMosooEnvNames } from "@mosoo/contracts";
 import { buildEffectsCli, CliFailure, EXIT } from "./adapters/cli/effects-cli.js";
 
 async function main(): Promise<void> {
   // A reader that stops early (`| head`) closes the pipe: end quietly, as other CLIs do.
   process.stdout.on("error", (err: NodeJS.ErrnoException) => process.exit(err.code === "EPIPE" ? EXIT.ok : EXIT.refused));
+  const unknownEnv = unknownMosooEnvNames(process.env);
+  if (unknownEnv.length > 0) process.stderr.write(`mosoo-effects: warning: config.unknown_variables: no Mosoo program reads ${unknownEnv.join(", ")} (a typo?)\n`);
   try {
     await buildEffectsCli((text) => process.stdout.write(text)).parseAsync(process.argv);
   } catch (error) {

@@ -1,8 +1,13 @@
-import { ConfigError, loadApiConfig } from "./config/api-config.js";
-import { createLogger } from "./platform/logger.js";
-import { startApi } from "./server.js";
+import { ConfigError, loadApiConfig, unknownMosooEnvNames } from "./config/api-config.js";
+import { checkDbFilePath, readBindingsFileText } from "./config/startup-checks.js";
 
-/** Process entry of the API: config from the environment (see README), then serve until SIGINT/SIGTERM. */
+/**
+ * Process entry of the API: config from the environment (see README), then serve until SIGINT/SIGTERM.
+ * The configuration, the store path and the bindings file are checked before the rest of the API is
+ * even loaded (a dynamic import), so a bad one ends the process within a second or two with one line
+ * `config.invalid: ...` and exit code 2, never a hang (issue 10: a store under `/proc`, a FIFO).
+ * `MOSOO_*` names no Mosoo program reads are reported on one warning line.
+ */
 async function main(): Promise<void> {
   if (process.argv.includes("--help") || process.argv.includes("-h")) {
     process.stdout.write(
@@ -19,6 +24,8 @@ async function main(): Promise<void> {
   let config;
   try {
     config = loadApiConfig(process.env);
+    checkDbFilePath(config.dbFile);
+    if (config.reconciliation.bindingsFile) readBindingsFileText(config.reconciliation.bindingsFile);
   } catch (err) {
     if (err instanceof ConfigError) {
       process.stderr.write(`${err.message}\n`);
@@ -26,7 +33,10 @@ async function main(): Promise<void> {
     }
     throw err;
   }
+  const [{ createLogger }, { startApi }] = await Promise.all([import("./platform/logger.js"), import("./server.js")]);
   const logger = createLogger(config.logLevel);
+  const unknown = unknownMosooEnvNames(process.env);
+  if (unknown.length > 0) logger.warn({ names: unknown }, `config.unknown_variables: no Mosoo program reads ${unknown.join(", ")} (a typo?)`);
   let api;
   try {
     api = await startApi(config, logger);

@@ -2,9 +2,11 @@ import type { Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { serve, type ServerType } from "@hono/node-server";
 import type { Logger } from "pino";
-import type { ApiConfig } from "./config/api-config.js";
+import { ConfigError, type ApiConfig } from "./config/api-config.js";
+import { checkDbFilePath } from "./config/startup-checks.js";
 import { createHttpApp } from "./adapters/http/app.js";
 import { openStore, type Store } from "./platform/db/database.js";
+import { STARTUP_BUSY_TIMEOUT_MS, STORE_BUSY_TIMEOUT_MS } from "./platform/db/store-busy.js";
 import type { Clock } from "./platform/clock.js";
 import { createRuntime, type Runtime } from "./modules/runtime/application/runtime.js";
 import { resolveReconciliationSettings } from "./config/reconciliation-bindings.js";
@@ -31,7 +33,8 @@ export interface RunningApi {
  * adapter host (worker threads with a `MOSOO_ADAPTER_HEAP_MB` heap limit, terminated at the lookup
  * timeout; DESIGN.md §4 "Adapters are untrusted code"): there is no in-process option here.
  * `builtIns` maps adapter ids to adapter sources (default: the built-in adapters).
- * @throws ConfigError on an invalid bindings file; Error when the store cannot be opened/migrated
+ * @throws ConfigError on an invalid bindings file or an unusable store path (`checkDbFilePath`; a file
+ *   that is not a SQLite database); Error when the store cannot be migrated
  *   or the port cannot be bound.
  */
 export async function startApi(
@@ -39,6 +42,7 @@ export async function startApi(
   logger: Logger,
   opts: { clock?: Clock; sweep?: boolean; builtIns?: Readonly<Record<string, AdapterSource>> } = {},
 ): Promise<RunningApi> {
+  checkDbFilePath(config.dbFile);
   const metricsRegistry = new Registry();
   const workerMetrics = new AdapterWorkerMetrics(metricsRegistry);
   const adapterHost = createIsolatedAdapterHost({
@@ -58,6 +62,10 @@ export async function startApi(
     store = openStore(config.dbFile);
   } catch (err) {
     await adapterHost.close();
+    const code = (err as { code?: unknown }).code;
+    if (code === "SQLITE_NOTADB" || code === "SQLITE_CANTOPEN" || code === "SQLITE_READONLY") {
+      throw new ConfigError(`config.invalid: MOSOO_DB_FILE: cannot open the store: ${(err as Error).message.split("\n")[0]} (${config.dbFile})`);
+    }
     throw err;
   }
   const runtime = createRuntime({
@@ -70,7 +78,10 @@ export async function startApi(
     ...(opts.clock ? { clock: opts.clock } : {}),
   });
   // One API process per store: leases found now were left by a process that died mid-lookup.
+  // Nothing is served yet, so this one write may wait for a lock as long as the migrations did.
+  store.sqlite.pragma(`busy_timeout = ${STARTUP_BUSY_TIMEOUT_MS}`);
   runtime.reconciler.releaseStaleLeases();
+  store.sqlite.pragma(`busy_timeout = ${STORE_BUSY_TIMEOUT_MS}`);
   if (reconciliation.enabled && reconciliation.bindings.size === 0) {
     logger.warn("MOSOO_EFFECT_RECONCILIATION=on but no server is bound (MOSOO_RECONCILIATION_BINDINGS_FILE): every unknown effect keeps the baseline fence");
   }

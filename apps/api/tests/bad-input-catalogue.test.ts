@@ -7,7 +7,7 @@
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import pino from "pino";
 import { createHttpApp } from "../src/adapters/http/app.js";
-import { ConfigError, loadApiConfig } from "../src/config/api-config.js";
+import { ApiConfigSchema, ConfigError, loadApiConfig, unknownMosooEnvNames } from "../src/config/api-config.js";
 import { createRuntimeFixture, type RuntimeFixture } from "./helpers/runtime-fixture.js";
 import { requestJson } from "./helpers/http-call.js";
 import { RECONCILIATION_OFF } from "../src/modules/reconciliation/application/reconciliation-settings.js";
@@ -57,15 +57,78 @@ beforeEach(async () => {
 afterEach(() => f.close());
 
 const result = { outputText: "ok", requestId: "r", serverId: "tracker", toolName: "createIssue" };
+
+/** Sends `body` as is (a string) with exactly `headers` (plus a bearer `token`): for bodies JSON.stringify cannot produce and other content types. */
+async function raw(method: string, path: string, body: string | undefined, headers: Record<string, string>, token?: string) {
+  const res = await app.request(path, {
+    method,
+    headers: { ...headers, ...(body !== undefined ? { "content-length": String(Buffer.byteLength(body)) } : {}), ...(token ? { authorization: `Bearer ${token}` } : {}) },
+    ...(body === undefined ? {} : { body }),
+  });
+  const text = await res.text();
+  return { status: res.status, body: JSON.parse(text) as any };
+}
+const json = { "content-type": "application/json" };
+/** `{"a":{"a":...{"a":1}}}` nested `depth` objects deep, as JSON text (built without recursion). */
+const deepObject = (depth: number) => `${'{"a":'.repeat(depth)}1${"}".repeat(depth)}`;
+/** `[[...[1]...]]` nested `depth` arrays deep, as JSON text. */
+const deepArray = (depth: number) => `${"[".repeat(depth)}1${"]".repeat(depth)}`;
+const enqueuePath = (c: Ctx) => `/v1/runs/${c.runId}/tool-calls`;
+const enqueueRaw = (c: Ctx, argumentsJson: string, extra = "") =>
+  raw("POST", enqueuePath(c), `{"serverId":"tracker","toolName":"createIssue"${extra},"arguments":${argumentsJson}}`, json);
+const enqueue = (c: Ctx, body: Record<string, unknown>) => call("POST", enqueuePath(c), { serverId: "tracker", toolName: "createIssue", arguments: { title: "t" }, ...body });
+const completeRaw = (c: Ctx, resultJson: string, receiptJson: string) =>
+  raw("POST", `/v1/drivers/effects/${c.effectId}/complete`, `{"connectionId":"${c.a.connectionId}","attempt":1,"result":${resultJson},"receipt":${receiptJson}}`, json, c.a.token);
+const failRaw = (c: Ctx, errorJson: string) =>
+  raw("POST", `/v1/drivers/commands/${c.commandId}/update`, `{"connectionId":"${c.a.connectionId}","status":"failed","error":${errorJson}}`, json, c.a.token);
+const failWith = (c: Ctx, error: Record<string, unknown>) =>
+  call("POST", `/v1/drivers/commands/${c.commandId}/update`, { connectionId: c.a.connectionId, status: "failed", error: { code: "mcp.tool_call_failed", message: "x", retryable: true, details: {}, ...error } }, c.a.token);
+const resolveRaw = (c: Ctx, bodyJson: string) => raw("POST", `/api/operator/effects/${c.effectId}/resolve`, bodyJson, json, OPERATOR_TOKEN);
+const resolveAs = (c: Ctx, body: Record<string, unknown>) => call("POST", `/api/operator/effects/${c.effectId}/resolve`, { outcome: "not_executed", actor: "a", reason: "r", ...body }, OPERATOR_TOKEN);
+const RESULT_JSON = JSON.stringify(result);
+const poll = (c: Ctx, waitMs: string) => call("GET", `/v1/drivers/commands/next?connectionId=${c.a.connectionId}&waitMs=${waitMs}`, undefined, c.a.token);
+const events = (c: Ctx, afterSeq: string) => call("GET", `/v1/runs/${c.runId}/events?afterSeq=${afterSeq}`);
+const listEffects = (query: string) => call("GET", `/api/operator/effects?${query}`, undefined, OPERATOR_TOKEN);
+/** What the refusal's message must say for each issue-10 kind, so a row cannot pass for another reason. */
+const MESSAGE_OF: Partial<Record<BadInput["category"], RegExp>> = {
+  "nesting depth": /nested deeper than 400 levels/,
+  "lone surrogate": /well-formed UTF-16/,
+  "control or bidi character in an identifier": /control or bidi characters/,
+  "forbidden key": /the key "(__proto__|constructor|prototype)" is not allowed/,
+  "bounded error.details": /larger than 4096 bytes/,
+  "content type": /Content-Type: application\/json/,
+  "strict integer": /decimal integer|Too small/,
+};
+const bad = (category: BadInput["category"], name: string, send: BadInput["send"], status = 400, code = "request.invalid"): BadInput => ({
+  category,
+  name,
+  send,
+  status,
+  code,
+  ...(MESSAGE_OF[category] ? { message: MESSAGE_OF[category] } : {}),
+});
 const op = { authorization: OPERATOR_TOKEN };
 
 /** One bad request: what it is, how it is sent, and the typed refusal it must get. */
 interface BadInput {
-  category: "malformed protocol" | "another Driver's command/effect" | "oversized" | "invalid operator request";
+  category:
+    | "malformed protocol"
+    | "another Driver's command/effect"
+    | "oversized"
+    | "invalid operator request"
+    | "nesting depth"
+    | "lone surrogate"
+    | "control or bidi character in an identifier"
+    | "forbidden key"
+    | "bounded error.details"
+    | "content type"
+    | "strict integer";
   name: string;
   send: (c: Ctx) => ReturnType<typeof call>;
   status: number;
   code: string;
+  /** What the message must say (issue-10 rows), so the row is refused for the reason it names. */
+  message?: RegExp;
 }
 
 const CATALOGUE: BadInput[] = [
@@ -94,6 +157,64 @@ const CATALOGUE: BadInput[] = [
   { category: "invalid operator request", name: "resolve an executing (not unknown) effect", send: (c) => call("POST", `/api/operator/effects/${c.effectId}/resolve`, { outcome: "not_executed", actor: "a", reason: "r" }, op.authorization), status: 409, code: "effect.not_unknown" },
   { category: "invalid operator request", name: "lookup of an effect that does not exist", send: () => call("POST", "/api/operator/effects/01JDZZZZZZZZZZZZZZZZZZZZZZ/reconcile", { actor: "a", reason: "r" }, op.authorization), status: 404, code: "effect.not_found" },
   { category: "invalid operator request", name: "lookup of an effect no adapter is bound for", send: (c) => call("POST", `/api/operator/effects/${c.effectId}/reconcile`, { actor: "a", reason: "r" }, op.authorization), status: 409, code: "effect.not_reconcilable" },
+  // ---- issue 10: input at the boundary (DESIGN.md §10) ----
+  bad("nesting depth", "tool-call arguments nested 5,000 levels", (c) => enqueueRaw(c, deepObject(5000))),
+  bad("nesting depth", "tool-call arguments nested 401 levels (one past the limit)", (c) => enqueueRaw(c, `{"x":${deepObject(400)}}`)),
+  bad("nesting depth", "tool-call arguments holding arrays nested 100,000 levels", (c) => enqueueRaw(c, `{"x":${deepArray(100_000)}}`)),
+  bad("nesting depth", "a Driver's receipt nested 5,000 levels", (c) => completeRaw(c, RESULT_JSON, deepObject(5000))),
+  bad("nesting depth", "a Driver's failed update with error.details nested 5,000 levels", (c) => failRaw(c, `{"code":"mcp.tool_call_failed","message":"x","retryable":true,"details":${deepObject(5000)}}`)),
+  bad("nesting depth", "an operator's structuredContent nested 5,000 levels", (c) => resolveRaw(c, `{"outcome":"succeeded","actor":"a","reason":"r","result":{"content":[],"structuredContent":${deepObject(5000)}}}`)),
+  bad("nesting depth", "a claim body that is an array nested 200,000 levels", (c) => raw("POST", "/v1/drivers/effects/claim", deepArray(200_000), json, c.a.token)),
+  bad("lone surrogate", "toolName with a lone high surrogate", (c) => enqueue(c, { toolName: "x\ud800" })),
+  bad("lone surrogate", "requestId with a lone low surrogate", (c) => enqueue(c, { requestId: "r\udc00" })),
+  bad("lone surrogate", "an argument value with a lone surrogate", (c) => enqueue(c, { arguments: { title: "a\ud83d" } })),
+  bad("lone surrogate", "an argument key with a lone surrogate", (c) => enqueue(c, { arguments: { ["k\udfff"]: 1 } })),
+  bad("lone surrogate", "a Driver's outputText with a lone surrogate", (c) => call("POST", `/v1/drivers/effects/${c.effectId}/complete`, { connectionId: c.a.connectionId, attempt: 1, result: { ...result, outputText: "ok\ud800" }, receipt: null }, c.a.token)),
+  bad("lone surrogate", "a Driver's receipt with a lone surrogate", (c) => call("POST", `/v1/drivers/effects/${c.effectId}/complete`, { connectionId: c.a.connectionId, attempt: 1, result, receipt: { id: "\udc01" } }, c.a.token)),
+  bad("lone surrogate", "a mark-unknown reason with a lone surrogate", (c) => call("POST", `/v1/drivers/effects/${c.effectId}/mark-unknown`, { connectionId: c.a.connectionId, attempt: 1, reason: "lost\ud800" }, c.a.token)),
+  bad("lone surrogate", "a failed update's error message with a lone surrogate", (c) => failWith(c, { message: "boom\udbff" })),
+  bad("lone surrogate", "an operator's reason with a lone surrogate", (c) => resolveAs(c, { reason: "checked\ud800" })),
+  bad("lone surrogate", "a Driver name with a lone surrogate", () => call("POST", "/v1/drivers/register", { name: "driver\ud800" })),
+  bad("control or bidi character in an identifier", "toolName with NUL", (c) => enqueue(c, { toolName: "create\u0000Issue" })),
+  bad("control or bidi character in an identifier", "toolName with RIGHT-TO-LEFT OVERRIDE", (c) => enqueue(c, { toolName: "create\u202eeussI" })),
+  bad("control or bidi character in an identifier", "toolName with LEFT-TO-RIGHT ISOLATE", (c) => enqueue(c, { toolName: "\u2066createIssue" })),
+  bad("control or bidi character in an identifier", "toolCallId with a newline", (c) => enqueue(c, { toolCallId: "call\n1" })),
+  bad("control or bidi character in an identifier", "requestId with RIGHT-TO-LEFT MARK", (c) => enqueue(c, { requestId: "r\u200f" })),
+  bad("control or bidi character in an identifier", "a Driver name with an ESC control character", () => call("POST", "/v1/drivers/register", { name: "driver\u001b[31m" })),
+  bad("control or bidi character in an identifier", "an operator actor with RIGHT-TO-LEFT OVERRIDE", (c) => resolveAs(c, { actor: "alice\u202e" })),
+  bad("control or bidi character in an identifier", "an operator actor with BEL", (c) => resolveAs(c, { actor: "al\u0007ice" })),
+  bad("control or bidi character in an identifier", "a listing filter toolName with RIGHT-TO-LEFT OVERRIDE", () => listEffects("toolName=create%E2%80%AEIssue")),
+  bad("control or bidi character in an identifier", "a Driver's result requestId with a C1 control", (c) => call("POST", `/v1/drivers/effects/${c.effectId}/complete`, { connectionId: c.a.connectionId, attempt: 1, result: { ...result, requestId: "r\u0085" }, receipt: null }, c.a.token)),
+  bad("forbidden key", "a top-level __proto__ key in arguments (refused, not dropped)", (c) => enqueueRaw(c, '{"title":"t","__proto__":{"admin":true}}')),
+  bad("forbidden key", "a nested constructor key in arguments", (c) => enqueueRaw(c, '{"title":"t","meta":{"constructor":{"x":1}}}')),
+  bad("forbidden key", "a prototype key inside an array in arguments", (c) => enqueueRaw(c, '{"items":[{"prototype":1}]}')),
+  bad("forbidden key", "a __proto__ key at the top of a create-run body", (c) => raw("POST", "/v1/runs", `{"driverInstanceId":"${c.b.id}","__proto__":{"x":1}}`, json)),
+  bad("forbidden key", "a __proto__ key in a Driver's receipt", (c) => completeRaw(c, RESULT_JSON, '{"__proto__":{"polluted":true}}')),
+  bad("forbidden key", "a constructor key in a failed update's error.details", (c) => failRaw(c, '{"code":"mcp.tool_call_failed","message":"x","retryable":true,"details":{"constructor":1}}')),
+  bad("forbidden key", "a prototype key in an operator's structuredContent", (c) => resolveRaw(c, '{"outcome":"succeeded","actor":"a","reason":"r","result":{"content":[],"structuredContent":{"prototype":{}}}}')),
+  bad("bounded error.details", "a failed update's error.details of 5 KiB", (c) => failWith(c, { details: { pad: "x".repeat(5 * 1024) } })),
+  bad("bounded error.details", "a failed update's error.details of 3.5 MiB", (c) => failWith(c, { details: { pad: "x".repeat(3.5 * 1024 * 1024) } })),
+  bad("bounded error.details", "a failed update's error.details of 200 small keys (4 KiB + 1 byte and more)", (c) => failWith(c, { details: Object.fromEntries(Array.from({ length: 200 }, (_, i) => [`k${i}`, "0123456789abcdef"])) })),
+  bad("content type", "a tool call sent as text/plain", (c) => raw("POST", enqueuePath(c), '{"serverId":"tracker","toolName":"createIssue","arguments":{}}', { "content-type": "text/plain" }), 415, "request.unsupported_media_type"),
+  bad("content type", "a run created with a JSON body but no Content-Type", (c) => raw("POST", "/v1/runs", `{"driverInstanceId":"${c.b.id}"}`, {}), 415, "request.unsupported_media_type"),
+  bad("content type", "a claim sent as a form", (c) => raw("POST", "/v1/drivers/effects/claim", `connectionId=${c.a.connectionId}&commandId=${c.commandId}`, { "content-type": "application/x-www-form-urlencoded" }, c.a.token), 415, "request.unsupported_media_type"),
+  bad("content type", "an operator resolve sent as text/plain", (c) => raw("POST", `/api/operator/effects/${c.effectId}/resolve`, '{"outcome":"not_executed","actor":"a","reason":"r"}', { "content-type": "text/plain;charset=utf-8" }, OPERATOR_TOKEN), 415, "request.unsupported_media_type"),
+  bad("content type", "a Driver registration sent as application/jsonx", () => raw("POST", "/v1/drivers/register", '{"name":"x"}', { "content-type": "application/jsonx" }), 415, "request.unsupported_media_type"),
+  bad("content type", "a connect (a route without a body) with a text/plain body", (c) => raw("POST", "/v1/drivers/connect", "{}", { "content-type": "text/plain" }, c.b.token), 415, "request.unsupported_media_type"),
+  bad("content type", "a finalize with a multipart body", (c) => raw("POST", "/v1/drivers/finalize", "--x\r\n\r\n--x--", { "content-type": "multipart/form-data; boundary=x" }, c.b.token), 415, "request.unsupported_media_type"),
+  bad("content type", "a run delete with a text/plain body", (c) => raw("DELETE", `/v1/runs/${c.runId}`, "please", { "content-type": "text/plain" }), 415, "request.unsupported_media_type"),
+  bad("strict integer", "long-poll waitMs=0x10", (c) => poll(c, "0x10")),
+  bad("strict integer", "long-poll waitMs=1e2", (c) => poll(c, "1e2")),
+  bad("strict integer", "long-poll waitMs=+5", (c) => poll(c, "%2B5")),
+  bad("strict integer", "long-poll waitMs=' 5'", (c) => poll(c, "%205")),
+  bad("strict integer", "long-poll waitMs=5.0", (c) => poll(c, "5.0")),
+  bad("strict integer", "events afterSeq=0x10", (c) => events(c, "0x10")),
+  bad("strict integer", "events afterSeq=1e2", (c) => events(c, "1e2")),
+  bad("strict integer", "events afterSeq=05", (c) => events(c, "05")),
+  bad("strict integer", "operator listing limit=0x10", () => listEffects("limit=0x10")),
+  bad("strict integer", "operator listing limit=1e2", () => listEffects("limit=1e2")),
+  bad("strict integer", "operator listing minAgeMs=-1", () => listEffects("minAgeMs=-1")),
+  bad("oversized", "a tool call body over 4 MiB", (c) => enqueue(c, { arguments: { pad: "x".repeat(4 * 1024 * 1024 + 1) } }), 413, "request.too_large"),
 ];
 
 describe("bad input catalogue: a typed error, nothing changed", () => {
@@ -102,6 +223,7 @@ describe("bad input catalogue: a typed error, nothing changed", () => {
     const res = await row.send(ctx);
     expect({ status: res.status, code: res.body?.error?.code }).toEqual({ status: row.status, code: row.code });
     expect(typeof res.body.error.message).toBe("string");
+    if (row.message) expect(res.body.error.message).toMatch(row.message);
     expect(JSON.stringify(res.body)).not.toMatch(/\n\s+at /); // never a stack trace
     expect(dump()).toBe(before);
   });
@@ -115,7 +237,34 @@ const BAD_CONFIG: Array<[string, Record<string, string>, string]> = [
   ["backoff max below initial", { MOSOO_LOOKUP_BACKOFF_INITIAL_MS: "5000", MOSOO_LOOKUP_BACKOFF_MAX_MS: "1000" }, "MOSOO_LOOKUP_BACKOFF_MAX_MS"],
   ["operator token too short", { MOSOO_OPERATOR_TOKEN: "short" }, "MOSOO_OPERATOR_TOKEN"],
   ["lookup timeout above its bound", { MOSOO_LOOKUP_TIMEOUT_MS: "999999" }, "MOSOO_LOOKUP_TIMEOUT_MS"],
+  // issue 10: strict integers (Number() would accept every one of these; MOSOO_PORT=0x50 listened on port 80)
+  ["port in hexadecimal", { MOSOO_PORT: "0x50" }, "MOSOO_PORT"],
+  ["port in exponent notation", { MOSOO_PORT: "1e2" }, "MOSOO_PORT"],
+  ["port with a plus sign", { MOSOO_PORT: "+80" }, "MOSOO_PORT"],
+  ["port with a leading space", { MOSOO_PORT: " 80" }, "MOSOO_PORT"],
+  ["sweep interval with a fraction", { MOSOO_SWEEP_INTERVAL_MS: "2000.5" }, "MOSOO_SWEEP_INTERVAL_MS"],
+  ["backoff factor in hexadecimal", { MOSOO_LOOKUP_BACKOFF_FACTOR: "0x2" }, "MOSOO_LOOKUP_BACKOFF_FACTOR"],
+  ["max lookups in binary", { MOSOO_MAX_LOOKUPS: "0b11" }, "MOSOO_MAX_LOOKUPS"],
 ];
+
+describe("strict integers in the environment: plain decimal values still load", () => {
+  it("reads MOSOO_PORT=80, MOSOO_LOOKUP_BACKOFF_FACTOR=1.5", () => {
+    const config = loadApiConfig({ MOSOO_PORT: "80", MOSOO_LOOKUP_BACKOFF_FACTOR: "1.5" });
+    expect(config.port).toBe(80);
+    expect(config.reconciliation.backoff.factor).toBe(1.5);
+  });
+});
+
+describe("unknown MOSOO_* names are reported, known ones of every program are not", () => {
+  it("names a misspelt variable and no variable of the API, the CLI, the Driver or the scripts", () => {
+    expect(unknownMosooEnvNames({ MOSOO_PORTT: "1", MOSOO_PORT: "1", MOSOO_API_URL: "x", MOSOO_BENCH_QUICK: "1", MOSOO_OPERATOR_TOKEN: "t", HOME: "/root", MOSOO_DB_FIEL: "x" })).toEqual([
+      "MOSOO_DB_FIEL",
+      "MOSOO_PORTT",
+    ]);
+    // derived from the config schema: every key of it is known
+    expect(unknownMosooEnvNames(Object.fromEntries(Object.keys(ApiConfigSchema.shape).map((k) => [k, "1"])))).toEqual([]);
+  });
+});
 
 describe("bad input catalogue: invalid config", () => {
   it.each(BAD_CONFIG)("%s → config.invalid naming the variable", (_name, env, variable) => {

@@ -1,4 +1,4 @@
-import { execFile } from "node:child_process";
+import { execFileSync, execFile } from "node:child_process";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -124,6 +124,27 @@ describe("mosoo-effects CLI on a store file (--db)", () => {
     const after = new Database(other, { readonly: true });
     expect(after.prepare("SELECT name FROM sqlite_master WHERE type = 'table'").all()).toEqual([{ name: "issues" }]);
     after.close();
+  });
+});
+
+describe("mosoo-effects refuses bad input at the boundary (issue 10)", () => {
+  it("refuses a loose --limit, a control/bidi actor, a lone surrogate in the reason, and a FIFO as --db; nothing changes", async () => {
+    const { dbFile, call } = await storeWithUnknownEffect();
+    f!.close();
+    f = undefined;
+    const sqlite = new Database(dbFile, { readonly: true });
+    const snapshot = () => JSON.stringify(sqlite.prepare("SELECT * FROM external_tool_effects ORDER BY rowid").all());
+    const before = snapshot();
+    for (const limit of ["0x10", "1e2", "+5", " 5"]) expect((await cli(["--db", dbFile, "list", "--limit", limit])).code).toBe(2);
+    const actor = await cli(["--db", dbFile, "resolve", call.effectId, "--outcome", "not_executed", "--actor", "alice\u202e", "--reason", "checked"]);
+    expect(actor).toMatchObject({ code: 2, err: expect.stringMatching(/^mosoo-effects: request\.invalid: actor: must not contain control or bidi characters\n$/) });
+    const reason = await cli(["--db", dbFile, "resolve", call.effectId, "--outcome", "not_executed", "--actor", "alice", "--reason", "checked\ud800"]);
+    expect(reason).toMatchObject({ code: 2, err: expect.stringMatching(/^mosoo-effects: request\.invalid: reason: must be well-formed UTF-16/) });
+    expect(snapshot()).toBe(before);
+    sqlite.close();
+    const fifo = join(dir!, "store.fifo");
+    execFileSync("mkfifo", [fifo]);
+    expect(await cli(["--db", fifo, "list"])).toMatchObject({ code: 2, err: expect.stringMatching(/^mosoo-effects: config\.invalid: MOSOO_DB_FILE: is not a regular file/) });
   });
 });
 

@@ -13,6 +13,8 @@ import {
   EffectMarkUnknownRequestSchema,
   EffectTransitionResponseSchema,
   FinalizationSummarySchema,
+  findJsonProblem,
+  formatJsonProblem,
   HeartbeatResponseSchema,
   NextCommandQuerySchema,
   NextCommandResponseSchema,
@@ -412,7 +414,14 @@ export class DriverApiClient implements DriverApi {
   }
 }
 
+/**
+ * Checks an outgoing body against the shared JSON rules (`findJsonProblem`: depth, forbidden keys,
+ * well-formed strings; DESIGN.md §10) and then its contract schema, so the Driver never sends what
+ * the API would refuse. @throws ApiContractError (`request`).
+ */
 function checkRequest<S extends z.ZodType>(schema: S, body: unknown): z.output<S> {
+  const problem = findJsonProblem(body);
+  if (problem) throw new ApiContractError("request", `request is invalid: ${formatJsonProblem(problem)}`);
   const parsed = schema.safeParse(body);
   if (!parsed.success) throw new ApiContractError("request", `request is invalid: ${formatZodIssues(parsed.error)}`);
   return parsed.data;

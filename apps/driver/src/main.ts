@@ -8,6 +8,7 @@ import { Command, CommanderError, InvalidArgumentError, Option } from "commander
 import { DEFAULT_POLL_WAIT_MS, DEFAULT_TOOL_TIMEOUT_MS, DriverOptionsSchema, LOG_LEVELS } from "./driver-config.contract.js";
 import { DriverConfigError, formatZodIssues } from "./driver-config.loader.js";
 import { createDriver, createDriverLogger } from "./driver-runner.js";
+import { unknownMosooEnvNames } from "@mosoo/contracts";
 
 const EXIT_BAD_INPUT = 2;
 
@@ -88,6 +89,8 @@ async function main(): Promise<void> {
   if (!parsed.success) badInput(`invalid option: ${formatZodIssues(parsed.error)}`);
   const options = parsed.data;
   const logger = createDriverLogger(options.logLevel);
+  const unknownEnv = unknownMosooEnvNames(process.env);
+  if (unknownEnv.length > 0) logger.warn({ names: unknownEnv }, `config.unknown_variables: no Mosoo program reads ${unknownEnv.join(", ")} (a typo?)`);
 
   let driver;
   try {

@@ -10,6 +10,9 @@ import {
   type DriverCommandEnvelope,
   type McpExecuteCommandResult,
   type RunError,
+  findJsonProblem,
+  formatJsonProblem,
+  isWellFormedText,
 } from "@mosoo/contracts";
 import type { Logger } from "pino";
 import { ApiRequestError, isConnectionLostError, isRetryableApiError, type DriverCommandApi } from "./api-client.js";
@@ -144,7 +147,8 @@ export async function handleMcpExecuteCommand(envelope: DriverCommandEnvelope, d
         : effectUnknownError(effectId, { effectStatus: reported.status });
     return fail(deps, effectLog, commandId, effectId, runError);
   }
-  effectLog.info({ attempt, serverId: payload.serverId, toolName: payload.toolName, idempotencyKey }, "tool.called");
+  effectLog.info({ attempt, serverId: payload.serverId, toolName: payload.toolName }, "tool.called");
+  effectLog.debug({ attempt, idempotencyKey }, "tool.called_with_key"); // keys only at debug (DESIGN.md §10)
   const startedAt = performance.now();
   let raw: unknown;
   try {
@@ -170,8 +174,17 @@ export async function handleMcpExecuteCommand(envelope: DriverCommandEnvelope, d
     effectLog.warn({ length: result.outputText.length, max: MAX_OUTPUT_TEXT_LENGTH }, "tool.output_truncated");
     result = { ...result, outputText: result.outputText.slice(0, MAX_OUTPUT_TEXT_LENGTH) };
   }
+  // The API refuses text that is not well-formed UTF-16 (DESIGN.md §10); a provider's lone
+  // surrogate (or one left by the cut above) becomes U+FFFD so the result can still be recorded.
+  if (!isWellFormedText(result.outputText)) result = { ...result, outputText: toWellFormed(result.outputText) };
   let receipt: Record<string, unknown> | null = toolResult._meta ?? null;
-  if (receipt && Buffer.byteLength(JSON.stringify(receipt), "utf8") > MAX_RECEIPT_BYTES) {
+  // The receipt is opaque and optional: one the API would refuse (too deep, a forbidden key, a lone
+  // surrogate, too large) is left out rather than costing the record of a call that did run.
+  const receiptProblem = receipt ? findJsonProblem(receipt) : null;
+  if (receiptProblem) {
+    effectLog.warn({ problem: formatJsonProblem(receiptProblem) }, "effect.receipt_dropped");
+    receipt = null;
+  } else if (receipt && Buffer.byteLength(JSON.stringify(receipt), "utf8") > MAX_RECEIPT_BYTES) {
     effectLog.warn({ max: MAX_RECEIPT_BYTES }, "effect.receipt_dropped");
     receipt = null;
   }
@@ -260,6 +273,13 @@ async function sendTerminal(deps: McpExecuteHandlerDeps, log: Logger, commandId:
   return update;
 }
 
+/** `text` cut to `max` characters (with `…`), made well-formed and without NUL: it goes into a RunError or a reason the API validates. */
 function truncate(text: string, max: number): string {
-  return text.length <= max ? text : `${text.slice(0, max - 1)}…`;
+  const cut = text.length <= max ? text : `${text.slice(0, max - 1)}…`;
+  return toWellFormed(cut).replaceAll("\u0000", "\uFFFD");
+}
+
+/** `s` with every lone surrogate replaced by U+FFFD (`String.prototype.toWellFormed`, Node 20+). */
+function toWellFormed(s: string): string {
+  return (s as string & { toWellFormed(): string }).toWellFormed();
 }

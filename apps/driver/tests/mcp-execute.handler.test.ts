@@ -86,6 +86,16 @@ describe("handleMcpExecuteCommand: execute claim", () => {
     expect(h.api.callsOf("commandUpdate").at(-1)?.body.status).toBe("completed");
   });
 
+  it("records a hostile provider's answer the API would refuse as it is (issue 10): lone surrogates become U+FFFD, a refused receipt is left out", async () => {
+    const h = harness();
+    await handleMcpExecuteCommand(mcpExecuteEnvelope({ toolName: "odd_issue" }), h.deps);
+    const [complete] = h.api.callsOf("effectComplete");
+    expect(complete?.body.result.outputText).toBe("created Broken login \ufffd");
+    expect(complete?.body.receipt).toBeNull();
+    expect(h.lines.some((l) => l["msg"] === "effect.receipt_dropped")).toBe(true);
+    expect(h.api.callsOf("commandUpdate").at(-1)?.body.status).toBe("completed");
+  });
+
   it("fences the effect when the call times out: markUnknown, then failed external_effect.unknown; the tool ran once", async () => {
     const h = harness(300);
     const outcome = await handleMcpExecuteCommand(mcpExecuteEnvelope({ toolName: "slow_issue" }), h.deps);

@@ -3,6 +3,7 @@ import { UlidSchema } from "./ids.contract.js";
 import { McpExecuteCommandResultSchema, McpExecuteCommandSchema, ToolNameSchema } from "./mcp-execute.contract.js";
 import { REQUEST_FINGERPRINT_PATTERN } from "./request-fingerprint.js";
 import { RunErrorSchema } from "./run-error.contract.js";
+import { identifierSchema, safeJsonObjectSchema, strictIntegerInput, textSchema } from "./input-safety.contract.js";
 import { CommandStatusSchema, EffectStatusSchema } from "./statuses.contract.js";
 
 /**
@@ -34,7 +35,7 @@ export const DriverTokenSchema = z.string().regex(/^mdt_[0-9A-HJKMNP-TV-Z]{26}_[
  * `effect.fence_retained` (409) while any of its effects is `executing` or `unknown` (DESIGN.md §3 rule 9).
  */
 export const RegisterDriverRequestSchema = z.object({
-  name: z.string().min(1).max(100),
+  name: identifierSchema(1, 100),
   driverInstanceId: UlidSchema.optional(),
 });
 /** See {@link RegisterDriverRequestSchema}. */
@@ -66,10 +67,13 @@ export const HeartbeatResponseSchema = z.object({ heartbeatTtlMs: z.number().int
 /** See {@link HeartbeatResponseSchema}. */
 export type HeartbeatResponse = z.infer<typeof HeartbeatResponseSchema>;
 
-/** Query of the long-poll for the next command: waits up to `waitMs` (0–30 000 ms) for one. */
+/**
+ * Query of the long-poll for the next command: waits up to `waitMs` (0–30 000 ms, a strict decimal
+ * integer: `0x10`, `1e2`, `+5` refused) for one. A number is accepted too (the Driver builds the query from one).
+ */
 export const NextCommandQuerySchema = z.object({
   connectionId: UlidSchema,
-  waitMs: z.coerce.number().int().min(0).max(30_000).default(0),
+  waitMs: strictIntegerInput(0, 30_000).default(0),
 });
 /** See {@link NextCommandQuerySchema}. */
 export type NextCommandQuery = z.infer<typeof NextCommandQuerySchema>;
@@ -126,13 +130,14 @@ export type EffectClaimRequest = z.infer<typeof EffectClaimRequestSchema>;
 
 /**
  * Store the provider's result for attempt `attempt`. `receipt` is the result's `_meta`, kept as
- * opaque data (never proof of anything), at most 16 KiB of JSON.
+ * opaque data (never proof of anything), at most 16 KiB of JSON, nested at most 400 levels, no
+ * `__proto__`/`constructor`/`prototype` key, well-formed strings (DESIGN.md §10).
  */
 export const EffectCompleteRequestSchema = z.object({
   connectionId: UlidSchema,
   attempt: z.number().int().positive(),
   result: McpExecuteCommandResultSchema,
-  receipt: z.record(z.string(), z.unknown()).nullable(),
+  receipt: safeJsonObjectSchema().nullable(),
 });
 /** See {@link EffectCompleteRequestSchema}. */
 export type EffectCompleteRequest = z.infer<typeof EffectCompleteRequestSchema>;
@@ -141,7 +146,7 @@ export type EffectCompleteRequest = z.infer<typeof EffectCompleteRequestSchema>;
 export const EffectMarkUnknownRequestSchema = z.object({
   connectionId: UlidSchema,
   attempt: z.number().int().positive(),
-  reason: z.string().min(1).max(500),
+  reason: textSchema(1, 500),
 });
 /** See {@link EffectMarkUnknownRequestSchema}. */
 export type EffectMarkUnknownRequest = z.infer<typeof EffectMarkUnknownRequestSchema>;

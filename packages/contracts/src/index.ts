@@ -14,6 +14,7 @@ export {
   ArgumentsJsonSchema,
   ServerIdSchema,
   ToolNameSchema,
+  CallIdSchema,
   McpExecuteCommandSchema,
   McpExecuteCommandResultSchema,
   McpToolResultSchema,
@@ -105,3 +106,20 @@ export type {
   EnqueueToolCallResponse,
   RunEventsQuery,
 } from "./run-api.contract.js";
+export {
+  MAX_JSON_DEPTH,
+  FORBIDDEN_JSON_KEYS,
+  MAX_ERROR_DETAILS_BYTES,
+  isWellFormedText,
+  hasControlOrBidi,
+  findJsonProblem,
+  formatJsonProblem,
+  identifierSchema,
+  textSchema,
+  safeJsonObjectSchema,
+  strictIntegerString,
+  strictIntegerInput,
+  strictDecimalString,
+} from "./input-safety.contract.js";
+export type { JsonProblem } from "./input-safety.contract.js";
+export { ApiEnvSchema, CliEnvSchema, DriverEnvSchema, ToolingEnvSchema, KNOWN_MOSOO_ENV_NAMES, unknownMosooEnvNames } from "./env.contract.js";

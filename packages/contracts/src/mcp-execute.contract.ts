@@ -1,5 +1,6 @@
 import { z } from "zod";
 import { UlidSchema } from "./ids.contract.js";
+import { findJsonProblem, formatJsonProblem, identifierSchema, textSchema } from "./input-safety.contract.js";
 
 /**
  * The `_meta` key under which the runtime sends an effect's idempotency key on MCP `tools/call`.
@@ -8,23 +9,38 @@ import { UlidSchema } from "./ids.contract.js";
  */
 export const IDEMPOTENCY_KEY_META = "io.mosoo/idempotency-key";
 
-/** A JSON object encoded as a string (the tool call's arguments), at most 256 KiB. */
+/**
+ * A JSON object encoded as a string (the tool call's arguments), at most 256 KiB, that passes the
+ * shared JSON rules (`findJsonProblem`: depth ≤ 400, no `__proto__`/`constructor`/`prototype` key,
+ * well-formed strings; DESIGN.md §10).
+ */
 export const ArgumentsJsonSchema = z
   .string()
   .max(256 * 1024)
-  .refine((s) => {
+  .superRefine((s, ctx) => {
+    let v: unknown;
     try {
-      const v: unknown = JSON.parse(s);
-      return typeof v === "object" && v !== null && !Array.isArray(v);
+      v = JSON.parse(s);
     } catch {
-      return false;
+      v = undefined;
     }
-  }, "argumentsJson must be a JSON object encoded as a string");
+    if (typeof v !== "object" || v === null || Array.isArray(v)) {
+      ctx.addIssue({ code: "custom", message: "argumentsJson must be a JSON object encoded as a string" });
+      return;
+    }
+    const problem = findJsonProblem(v);
+    if (problem) ctx.addIssue({ code: "custom", message: `argumentsJson: ${formatJsonProblem(problem)}` });
+  });
 
 /** An MCP server id as named in the Driver's and the API's config: 1–64 chars of `[A-Za-z0-9_.-]`. */
 export const ServerIdSchema = z.string().regex(/^[A-Za-z0-9_.-]{1,64}$/, "serverId must be 1-64 characters of A-Z a-z 0-9 _ . -");
-/** An MCP tool name: 1–128 chars (MCP tool names are free strings; we bound them). */
-export const ToolNameSchema = z.string().min(1).max(128);
+/**
+ * An MCP tool name: 1–128 chars (MCP tool names are free strings; we bound them), well-formed
+ * UTF-16, no control or bidi characters (DESIGN.md §10).
+ */
+export const ToolNameSchema = identifierSchema(1, 128);
+/** A request id or tool call id of the agent's turn: 1–128 chars, an identifier (no control or bidi characters, well-formed). */
+export const CallIdSchema = identifierSchema(1, 128);
 
 /**
  * The `mcp.execute` command (Mosoo shape, DESIGN.md §8): call `toolName` on MCP server `serverId`
@@ -32,19 +48,22 @@ export const ToolNameSchema = z.string().min(1).max(128);
  */
 export const McpExecuteCommandSchema = z.object({
   commandId: UlidSchema,
-  requestId: z.string().min(1).max(128),
+  requestId: CallIdSchema,
   serverId: ServerIdSchema,
-  toolCallId: z.string().min(1).max(128),
+  toolCallId: CallIdSchema,
   toolName: ToolNameSchema,
   argumentsJson: ArgumentsJsonSchema,
 });
 /** See {@link McpExecuteCommandSchema}. */
 export type McpExecuteCommand = z.infer<typeof McpExecuteCommandSchema>;
 
-/** The result of an `mcp.execute` command as the run sees it (DESIGN.md §8). `outputText` at most 1 MiB. */
+/**
+ * The result of an `mcp.execute` command as the run sees it (DESIGN.md §8). `outputText` at most
+ * 1 MiB of well-formed UTF-16 (NUL allowed: it is stored as JSON).
+ */
 export const McpExecuteCommandResultSchema = z.object({
-  outputText: z.string().max(1024 * 1024),
-  requestId: z.string().min(1).max(128),
+  outputText: textSchema(0, 1024 * 1024, { allowNul: true }),
+  requestId: CallIdSchema,
   serverId: ServerIdSchema,
   toolName: ToolNameSchema,
   isError: z.boolean().optional(),

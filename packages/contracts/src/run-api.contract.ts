@@ -1,6 +1,7 @@
 import { z } from "zod";
 import { UlidSchema } from "./ids.contract.js";
-import { ServerIdSchema, ToolNameSchema } from "./mcp-execute.contract.js";
+import { CallIdSchema, ServerIdSchema, ToolNameSchema } from "./mcp-execute.contract.js";
+import { safeJsonObjectSchema, strictIntegerString } from "./input-safety.contract.js";
 
 /** Routes of the run API (the agent side of the control plane). */
 export const RUN_ROUTES = {
@@ -28,7 +29,8 @@ export type CreateRunResponse = z.infer<typeof CreateRunResponseSchema>;
  * Enqueue one `mcp.execute` tool call on an active run. The effect's intent (with its
  * idempotency key and request fingerprint) commits in the same transaction as the command
  * (DESIGN.md §3 rule 1); with no active run nothing is queued (409 `run.not_active`).
- * `arguments` at most 256 KiB once encoded, finite numbers only.
+ * `arguments` at most 256 KiB once encoded, finite numbers only, nested at most 400 levels, no
+ * `__proto__`/`constructor`/`prototype` key anywhere (refused, never dropped: DESIGN.md §10).
  * `toolCallId` makes the request idempotent within the run: a retry with the same `toolCallId`
  * and the same server, tool and arguments returns the first enqueue (`replayed: true`, nothing new
  * is queued); with anything different it is refused (409 `tool_call.conflict`). Without it, every
@@ -37,9 +39,9 @@ export type CreateRunResponse = z.infer<typeof CreateRunResponseSchema>;
 export const EnqueueToolCallRequestSchema = z.object({
   serverId: ServerIdSchema,
   toolName: ToolNameSchema,
-  arguments: z.record(z.string(), z.unknown()),
-  toolCallId: z.string().min(1).max(128).optional(),
-  requestId: z.string().min(1).max(128).optional(),
+  arguments: safeJsonObjectSchema(),
+  toolCallId: CallIdSchema.optional(),
+  requestId: CallIdSchema.optional(),
 });
 /** See {@link EnqueueToolCallRequestSchema}. */
 export type EnqueueToolCallRequest = z.infer<typeof EnqueueToolCallRequestSchema>;
@@ -55,7 +57,7 @@ export const EnqueueToolCallResponseSchema = z.object({
 /** See {@link EnqueueToolCallResponseSchema}. */
 export type EnqueueToolCallResponse = z.infer<typeof EnqueueToolCallResponseSchema>;
 
-/** Query of the replayable run event stream: events with `seq > afterSeq`. */
-export const RunEventsQuerySchema = z.object({ afterSeq: z.coerce.number().int().min(0).default(0) });
+/** Query of the replayable run event stream: events with `seq > afterSeq` (a strict decimal integer ≥ 0; `0x10`, `1e2` refused). */
+export const RunEventsQuerySchema = z.object({ afterSeq: strictIntegerString(0, Number.MAX_SAFE_INTEGER).default(0) });
 /** See {@link RunEventsQuerySchema}. */
 export type RunEventsQuery = z.infer<typeof RunEventsQuerySchema>;

@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { MAX_ERROR_DETAILS_BYTES, safeJsonObjectSchema, textSchema } from "./input-safety.contract.js";
 
 /**
  * Stable error codes of the runtime (DESIGN.md §9). A code never changes meaning once shipped.
@@ -21,13 +22,15 @@ export type RunErrorCode = z.infer<typeof RunErrorCodeSchema>;
 
 /**
  * The error a command or a run ends with: `{code, message, retryable, details}`.
- * `details` is a small JSON object (for example `{effectId}`); never a stack trace.
+ * `details` is a small JSON object (for example `{effectId}`), at most {@link MAX_ERROR_DETAILS_BYTES}
+ * bytes (4 KiB) of JSON, nested at most 400 levels; never a stack trace. `message` is 1–2000
+ * characters of well-formed text without NUL.
  */
 export const RunErrorSchema = z.object({
   code: RunErrorCodeSchema,
-  message: z.string().min(1).max(2000),
+  message: textSchema(1, 2000),
   retryable: z.boolean(),
-  details: z.record(z.string(), z.unknown()),
+  details: safeJsonObjectSchema({ maxBytes: MAX_ERROR_DETAILS_BYTES }),
 });
 /** See {@link RunErrorSchema}. */
 export type RunError = z.infer<typeof RunErrorSchema>;

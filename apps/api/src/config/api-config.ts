@@ -1,32 +1,16 @@
 import { resolve } from "node:path";
-import { z } from "zod";
+import type { z } from "zod";
+import { ApiEnvSchema } from "@mosoo/contracts";
+export { unknownMosooEnvNames } from "@mosoo/contracts";
 
 /**
  * The API's configuration, read from the environment (see the README's config table). Every
- * variable is validated; an invalid one stops startup with one line naming it.
+ * variable is validated (integers strictly: `MOSOO_PORT=0x50` is refused); an invalid one stops
+ * startup with one line naming it. The schema is `ApiEnvSchema` of `@mosoo/contracts`, next to the
+ * Driver's and the CLI's, so each program knows every `MOSOO_*` name (unknown ones are reported at
+ * startup: {@link unknownMosooEnvNames}).
  */
-export const ApiConfigSchema = z.object({
-  MOSOO_DB_FILE: z.string().min(1).default("./var/mosoo.db"),
-  MOSOO_HOST: z.string().min(1).default("127.0.0.1"),
-  MOSOO_PORT: z.coerce.number().int().min(0).max(65535).default(8787),
-  MOSOO_HEARTBEAT_TTL_MS: z.coerce.number().int().min(500).max(3_600_000).default(15_000),
-  // DESIGN.md §3 rule 12: the Driver sends tools/call at most this long after it sent the claim request.
-  MOSOO_SEND_DEADLINE_MS: z.coerce.number().int().min(100).max(600_000).default(10_000),
-  MOSOO_SWEEP_INTERVAL_MS: z.coerce.number().int().min(100).max(3_600_000).default(2_000),
-  MOSOO_LOG_LEVEL: z.enum(["fatal", "error", "warn", "info", "debug", "trace", "silent"]).default("info"),
-  MOSOO_EFFECT_RECONCILIATION: z.enum(["off", "on"]).default("off"),
-  MOSOO_RECONCILIATION_BINDINGS_FILE: z.string().min(1).optional(),
-  // Below the Driver's 30 s request timeout: an inline lookup runs inside the Driver's claim request.
-  MOSOO_LOOKUP_TIMEOUT_MS: z.coerce.number().int().min(100).max(20_000).default(5_000),
-  MOSOO_RECONCILIATION_CONCURRENCY: z.coerce.number().int().min(1).max(64).default(4),
-  MOSOO_LOOKUP_BACKOFF_INITIAL_MS: z.coerce.number().int().min(10).max(86_400_000).default(1_000),
-  MOSOO_LOOKUP_BACKOFF_MAX_MS: z.coerce.number().int().min(10).max(86_400_000).default(300_000),
-  MOSOO_LOOKUP_BACKOFF_FACTOR: z.coerce.number().min(1).max(10).default(2),
-  MOSOO_MAX_LOOKUPS: z.coerce.number().int().min(1).max(1_000).default(8),
-  // The old-generation heap limit of each adapter worker thread (DESIGN.md §4: adapters are untrusted code).
-  MOSOO_ADAPTER_HEAP_MB: z.coerce.number().int().min(16).max(4_096).default(64),
-  MOSOO_OPERATOR_TOKEN: z.string().trim().min(16, "must be at least 16 characters (spaces do not count)").optional(),
-});
+export const ApiConfigSchema = ApiEnvSchema;
 
 /** The parsed configuration: `dbFile` path, `host`, `port` (0 = any free port), times in ms, `logLevel`. */
 export interface ApiConfig {

@@ -1,9 +1,9 @@
-import { readFileSync } from "node:fs";
 import { dirname, resolve } from "node:path";
 import { z } from "zod";
 import { ServerIdSchema } from "@mosoo/contracts";
 import { AdapterSourceSchema, ReconciliationError, type AdapterHost, type AdapterSource, type ReconciliationAdapter } from "@mosoo/effect-reconciliation";
 import { ConfigError, type ApiConfig } from "./api-config.js";
+import { readBindingsFileText } from "./startup-checks.js";
 import type { ReconciliationSettings } from "../modules/reconciliation/application/reconciliation-settings.js";
 import { BUILT_IN_ADAPTER_SOURCES } from "../adapters/reconciliation/builtin-adapters.js";
 
@@ -35,14 +35,16 @@ const VAR = "MOSOO_RECONCILIATION_BINDINGS_FILE";
  * Reads and validates the bindings file and binds each adapter through `host` (in production the
  * isolated worker host: the adapter is built in a worker, never on the caller's thread).
  * `builtIns` maps adapter ids to their sources (default {@link BUILT_IN_ADAPTER_SOURCES}).
- * @throws ConfigError (one line naming the variable) when the file is unreadable, not JSON, fails
+ * @throws ConfigError (one line naming the variable) when the file is unreadable, not a regular file,
+ *   larger than 1 MiB (`readBindingsFileText`), not JSON, fails
  *   {@link BindingsFileSchema}, names an unknown adapter id, an adapter that cannot be loaded
  *   (`adapter.load_failed`), or gives it invalid options (`adapter.invalid_options`).
  */
 export async function loadBindings(file: string, host: AdapterHost, builtIns: Readonly<Record<string, AdapterSource>> = BUILT_IN_ADAPTER_SOURCES): Promise<Map<string, ReconciliationAdapter>> {
+  const text = readBindingsFileText(file);
   let raw: unknown;
   try {
-    raw = JSON.parse(readFileSync(file, "utf8"));
+    raw = JSON.parse(text);
   } catch (err) {
     throw new ConfigError(`config.invalid: ${VAR}: cannot read JSON from ${file}: ${err instanceof Error ? err.message.split("\n")[0] : String(err)}`);
   }

@@ -50,6 +50,11 @@ export function createRecordingMcpServer(recorder: ToolRecorder): McpServer {
     record("reject_issue", args, extra._meta);
     return { content: [{ type: "text", text: `title ${args.title} is taken` }], isError: true };
   });
+  // A hostile provider: text with a lone surrogate, a receipt with a key the API refuses (issue 10).
+  server.registerTool("odd_issue", { inputSchema: { title: z.string() } }, async (args, extra) => {
+    record("odd_issue", args, extra._meta);
+    return { content: [{ type: "text", text: `created ${args.title} \ud800` }], _meta: JSON.parse('{"constructor":{"x":1}}') as Record<string, unknown> };
+  });
   server.registerTool("slow_issue", { inputSchema: { title: z.string() } }, async (args, extra) => {
     record("slow_issue", args, extra._meta);
     await new Promise((resolve) => setTimeout(resolve, 5_000));

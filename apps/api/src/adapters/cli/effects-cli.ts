@@ -1,5 +1,6 @@
 import { Command, InvalidArgumentError, Option } from "commander";
 import ms from "ms";
+import { strictIntegerString } from "@mosoo/contracts";
 import { ConfigError, loadApiConfig } from "../../config/api-config.js";
 import { httpOperatorClient, localOperatorClient, OperatorClientError, type OperatorClient } from "./operator-client.js";
 import { renderCompensate, renderList, renderReconcile, renderResolve, renderShow } from "./effects-render.js";
@@ -22,8 +23,8 @@ const nonBlank = (value: string): string => {
   return value;
 };
 const pageSize = (value: string): string => {
-  const n = Number(value);
-  if (!Number.isInteger(n) || n < 1 || n > 500) throw new InvalidArgumentError("must be a whole number from 1 to 500");
+  // strict, as the API parses it: `0x10`, `1e2`, `+5` are refused (@mosoo/contracts strictIntegerString)
+  if (!strictIntegerString(1, 500).safeParse(value).success) throw new InvalidArgumentError("must be a whole number from 1 to 500");
   return value;
 };
 const duration = (value: string): string => {

@@ -2,6 +2,8 @@ import { existsSync } from "node:fs";
 import Database from "better-sqlite3";
 import pino from "pino";
 import { UlidSchema } from "@mosoo/contracts";
+import { retryWhenBusy, StoreBusyError } from "../../platform/db/store-busy.js";
+import { checkDbFilePath } from "../../config/startup-checks.js";
 import type { ApiConfig } from "../../config/api-config.js";
 import { resolveReconciliationSettings } from "../../config/reconciliation-bindings.js";
 import { createIsolatedAdapterHost, DEFAULT_BIND_TIMEOUT_MS } from "../../modules/reconciliation/infrastructure/isolated-adapter-host.js";
@@ -108,11 +110,14 @@ function assertMosooStore(file: string): void {
  * same flag and adapter bindings). Safe next to a running API on the same file (every write is a
  * `BEGIN IMMEDIATE` compare-and-set); a queued compensation is picked up at the Driver's next poll.
  * Adapters run in the isolated adapter host (worker threads), as in the API; `close()` ends it.
- * @throws OperatorClientError `store.not_found` when the file does not exist, `store.not_mosoo` when it
+ * @throws ConfigError `config.invalid: MOSOO_DB_FILE: ...` when the path is not a usable store file
+ *   (`checkDbFilePath`: a FIFO, a directory, under /proc, not SQLite);
+ *   OperatorClientError `store.not_found` when the file does not exist, `store.not_mosoo` when it
  *   is not a Mosoo store; the service's codes (and `request.invalid` for a malformed id) from each method.
  */
 export async function localOperatorClient(config: ApiConfig): Promise<OperatorClient> {
   if (!existsSync(config.dbFile)) throw new OperatorClientError("store.not_found", `no database at ${config.dbFile}`);
+  checkDbFilePath(config.dbFile); // a FIFO, a directory, /proc...: one line, never a hang (issue 10)
   assertMosooStore(config.dbFile);
   const host = createIsolatedAdapterHost({
     heapMb: config.reconciliation.adapterHeapMb,
@@ -132,9 +137,10 @@ export async function localOperatorClient(config: ApiConfig): Promise<OperatorCl
   const op = runtime.operator;
   const wrap = async <T>(fn: () => T | Promise<T>): Promise<T> => {
     try {
-      return await fn();
+      // A store locked by the API (or a backup) is waited for briefly and asynchronously, then refused `store.busy`.
+      return await retryWhenBusy(fn);
     } catch (err) {
-      if (err instanceof RuntimeError) throw new OperatorClientError(err.code, err.message);
+      if (err instanceof RuntimeError || err instanceof StoreBusyError) throw new OperatorClientError(err.code, err.message);
       throw err;
     }
   };

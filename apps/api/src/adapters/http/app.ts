@@ -3,7 +3,8 @@ import { bodyLimit } from "hono/body-limit";
 import type { Logger } from "pino";
 import type { Runtime } from "../../modules/runtime/application/runtime.js";
 import { driverRoutes } from "./driver.routes.js";
-import { toErrorResponse } from "./http-errors.js";
+import { isJsonContentType, toErrorResponse } from "./http-errors.js";
+import { RuntimeError } from "../../modules/runtime/domain/runtime-errors.js";
 import { runRoutes } from "./run.routes.js";
 import { operatorRoutes } from "./operator.routes.js";
 
@@ -11,19 +12,43 @@ import { operatorRoutes } from "./operator.routes.js";
 export const MAX_BODY_BYTES = 4 * 1024 * 1024;
 
 /**
+ * True when a request declares a body (HTTP/1.1 framing): a `Content-Length` other than 0, or a
+ * `Transfer-Encoding`. Routes that read a body also require the JSON content type themselves (`readJson`).
+ */
+function hasBody(req: Request): boolean {
+  const length = req.headers.get("content-length");
+  if (length !== null && length.trim() !== "0") return true;
+  return req.headers.has("transfer-encoding");
+}
+
+/**
  * The API's HTTP application (hono): `GET /health`, `GET /metrics` (Prometheus text), the run API,
  * the Driver protocol, and the operator routes (only with `opts.operatorToken`). Every
- * error answers `{error: {code, message}}` with a 4xx (or 500 `internal`), never a stack.
+ * error answers `{error: {code, message}}` with a 4xx (503 `store.busy` with `Retry-After` when the
+ * store is locked, 500 `internal` otherwise), never a stack. Bodies must be `application/json`
+ * (415 `request.unsupported_media_type`) and at most {@link MAX_BODY_BYTES} (413 `request.too_large`,
+ * connection closed); their content is checked by the shared rules of `@mosoo/contracts` (DESIGN.md §10).
  */
 export function createHttpApp(runtime: Runtime, logger: Logger, opts: { operatorToken?: string | undefined } = {}): Hono {
   const app = new Hono();
   app.onError((err, c) => toErrorResponse(err, c, logger));
-  // Largest body any route needs is a Driver's result (1 MiB of output plus a 16 KiB receipt).
+  // DESIGN.md §10: a body is JSON or it is refused (415) before any route sees it, including routes
+  // that ignore their body (a `text/plain` POST is what a web page can send cross-origin blind).
+  app.use("*", async (c, next) => {
+    if (hasBody(c.req.raw) && !isJsonContentType(c.req.header("content-type"))) {
+      throw new RuntimeError("request.unsupported_media_type", "send the body as JSON with Content-Type: application/json");
+    }
+    return next();
+  });
+  // Largest body any route needs is a Driver's result (1 MiB of output plus a 16 KiB receipt). The
+  // rest of an oversized body is never read, so the 413 closes the connection (`Connection: close`):
+  // the client then sends its next request on a new connection instead of a half-read one.
   app.use(
     "*",
     bodyLimit({
       maxSize: MAX_BODY_BYTES,
-      onError: (c) => c.json({ error: { code: "request.too_large", message: `the body exceeds ${MAX_BODY_BYTES} bytes` } }, 413),
+      onError: (c) =>
+        c.json({ error: { code: "request.too_large", message: `the body exceeds ${MAX_BODY_BYTES} bytes` } }, 413, { connection: "close" }),
     }),
   );
   app.notFound((c) => c.json({ error: { code: "route.not_found", message: `no route ${c.req.method} ${c.req.path}` } }, 404));

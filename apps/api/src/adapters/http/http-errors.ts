@@ -2,8 +2,9 @@ import type { Context } from "hono";
 import type { ContentfulStatusCode } from "hono/utils/http-status";
 import type { Logger } from "pino";
 import type { z } from "zod";
-import type { ApiErrorBody } from "@mosoo/contracts";
+import { findJsonProblem, formatJsonProblem, type ApiErrorBody } from "@mosoo/contracts";
 import { RuntimeError } from "../../modules/runtime/domain/runtime-errors.js";
+import { isStoreBusy, STORE_BUSY_RETRY_AFTER_S } from "../../platform/db/store-busy.js";
 
 /** Formats the first zod issue as one line: `path: message`. */
 export function firstIssue(error: z.ZodError): string {
@@ -13,20 +14,36 @@ export function firstIssue(error: z.ZodError): string {
 }
 
 /**
- * Validates `value` against `schema`.
- * @throws RuntimeError `request.invalid` (400) with the first issue as a one-line message.
+ * Validates `value` (a parsed body, a query object, a path parameter) first against the shared
+ * JSON rules of `@mosoo/contracts` (`findJsonProblem`: nesting ≤ 400, no `__proto__` /
+ * `constructor` / `prototype` key, well-formed UTF-16 everywhere; iterative, so any depth is safe),
+ * then against `schema` (DESIGN.md §10).
+ * @throws RuntimeError `request.invalid` (400) with the first problem as a one-line message.
  */
 export function parseOrThrow<S extends z.ZodType>(schema: S, value: unknown): z.infer<S> {
+  const problem = findJsonProblem(value);
+  if (problem) throw new RuntimeError("request.invalid", formatJsonProblem(problem));
   const parsed = schema.safeParse(value);
   if (!parsed.success) throw new RuntimeError("request.invalid", firstIssue(parsed.error));
   return parsed.data;
 }
 
+/** True when a `Content-Type` header names `application/json` (any parameters, any letter case). */
+export function isJsonContentType(header: string | undefined): boolean {
+  return (header ?? "").split(";")[0]?.trim().toLowerCase() === "application/json";
+}
+
 /**
- * Reads and validates a JSON body.
- * @throws RuntimeError `request.invalid` when the body is not JSON or fails `schema`.
+ * Reads and validates a JSON body: `Content-Type: application/json` is required (a `text/plain`
+ * body is what a web page can send cross-origin without a preflight), then the body is parsed and
+ * checked with {@link parseOrThrow}.
+ * @throws RuntimeError `request.unsupported_media_type` (415) without the JSON content type;
+ *   `request.invalid` (400) when the body is not JSON or breaks a rule.
  */
 export async function readJson<S extends z.ZodType>(c: Context, schema: S): Promise<z.infer<S>> {
+  if (!isJsonContentType(c.req.header("content-type"))) {
+    throw new RuntimeError("request.unsupported_media_type", "send the body as JSON with Content-Type: application/json");
+  }
   let body: unknown;
   try {
     body = await c.req.json();
@@ -38,12 +55,18 @@ export async function readJson<S extends z.ZodType>(c: Context, schema: S): Prom
 
 /**
  * Maps any error to `{error: {code, message, details?}}`: a RuntimeError keeps its code and 4xx
- * status; anything else is logged and answered 500 `internal` without a stack.
+ * status; a busy store answers 503 `store.busy` with `Retry-After: 1` (nothing was written);
+ * anything else is logged and answered 500 `internal` without a stack.
  */
 export function toErrorResponse(err: unknown, c: Context, logger: Logger): Response {
   if (err instanceof RuntimeError) {
     const body: ApiErrorBody = { error: { code: err.code, message: err.message, ...(err.details ? { details: err.details } : {}) } };
     return c.json(body, err.httpStatus as ContentfulStatusCode);
+  }
+  if (isStoreBusy(err)) {
+    logger.warn({ path: c.req.path, method: c.req.method }, "http.store_busy");
+    const body: ApiErrorBody = { error: { code: "store.busy", message: "the store is busy (locked by another connection); retry after 1 s" } };
+    return c.json(body, 503, { "retry-after": String(STORE_BUSY_RETRY_AFTER_S) });
   }
   logger.error({ err, path: c.req.path }, "http.internal_error");
   const body: ApiErrorBody = { error: { code: "internal", message: "internal error; see the API log" } };

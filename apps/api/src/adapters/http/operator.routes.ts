@@ -10,6 +10,7 @@ import {
   OperatorResolveRequestSchema,
 } from "../../modules/reconciliation/application/operator.contract.js";
 import { parseOrThrow, readJson } from "./http-errors.js";
+import { retryingWhenBusy } from "./store-retry.js";
 
 const digest = (s: string) => createHash("sha256").update(s, "utf8").digest();
 
@@ -38,14 +39,14 @@ export function operatorRoutes(runtime: Runtime, operatorToken: string | undefin
   });
   const id = (value: string | undefined) => parseOrThrow(UlidSchema, value);
   const base = "/api/operator/effects";
-  app.get(base, (c) => c.json(runtime.operator.list(parseOrThrow(OperatorListQuerySchema, c.req.query()))));
-  app.get(`${base}/:effectId`, (c) => c.json(runtime.operator.show(id(c.req.param("effectId")))));
-  app.post(`${base}/:effectId/reconcile`, async (c) =>
+  app.get(base, retryingWhenBusy((c) => c.json(runtime.operator.list(parseOrThrow(OperatorListQuerySchema, c.req.query())))));
+  app.get(`${base}/:effectId`, retryingWhenBusy((c) => c.json(runtime.operator.show(id(c.req.param("effectId"))))));
+  app.post(`${base}/:effectId/reconcile`, retryingWhenBusy(async (c) =>
     c.json(await runtime.operator.reconcile(id(c.req.param("effectId")), await readJson(c, OperatorReconcileRequestSchema))),
-  );
-  app.post(`${base}/:effectId/resolve`, async (c) => c.json(runtime.operator.resolve(id(c.req.param("effectId")), await readJson(c, OperatorResolveRequestSchema))));
-  app.post(`${base}/:effectId/compensate`, async (c) =>
+  ));
+  app.post(`${base}/:effectId/resolve`, retryingWhenBusy(async (c) => c.json(runtime.operator.resolve(id(c.req.param("effectId")), await readJson(c, OperatorResolveRequestSchema)))));
+  app.post(`${base}/:effectId/compensate`, retryingWhenBusy(async (c) =>
     c.json(await runtime.operator.compensate(id(c.req.param("effectId")), await readJson(c, OperatorCompensateRequestSchema)), 202),
-  );
+  ));
   return app;
 }

@@ -6,6 +6,7 @@ import { LRUCache } from "lru-cache";
 import { drizzle, type BetterSQLite3Database } from "drizzle-orm/better-sqlite3";
 import { migrate } from "drizzle-orm/better-sqlite3/migrator";
 import * as schema from "./schema.js";
+import { isStoreBusy, noteCommit, StoreBusyError, STARTUP_BUSY_TIMEOUT_MS, STORE_BUSY_TIMEOUT_MS } from "./store-busy.js";
 
 /** The drizzle database handle of the control plane (synchronous better-sqlite3 driver). */
 export type Db = BetterSQLite3Database<typeof schema>;
@@ -50,7 +51,8 @@ function cachePreparedStatements(sqlite: Database.Database): void {
 
 /**
  * Opens (creating the parent folder) and migrates the SQLite store at `file` (`":memory:"` for
- * tests): WAL journal, `synchronous = FULL`, foreign keys on, busy timeout 5000 ms, compiled
+ * tests): WAL journal, `synchronous = FULL`, foreign keys on, busy timeout 5000 ms while migrating
+ * and {@link STORE_BUSY_TIMEOUT_MS} (20 ms) once open (see `store-busy.ts`), compiled
  * statements cached by SQL text (see {@link cachePreparedStatements}).
  *
  * Migrations run with foreign keys OFF, because a drizzle-kit table rebuild (`DROP TABLE` + rename)
@@ -63,7 +65,7 @@ export function openStore(file: string): Store {
   const sqlite = new Database(file);
   sqlite.pragma("journal_mode = WAL");
   sqlite.pragma("synchronous = FULL");
-  sqlite.pragma("busy_timeout = 5000");
+  sqlite.pragma(`busy_timeout = ${STARTUP_BUSY_TIMEOUT_MS}`);
   sqlite.pragma("foreign_keys = OFF");
   const db = drizzle(sqlite, { schema });
   migrate(db, { migrationsFolder: MIGRATIONS_FOLDER });
@@ -74,6 +76,8 @@ export function openStore(file: string): Store {
   }
   sqlite.pragma("foreign_keys = ON");
   cachePreparedStatements(sqlite);
+  // Serving from now on: a lock wait blocks the event loop, so it is short; the rest is asynchronous (retryWhenBusy).
+  sqlite.pragma(`busy_timeout = ${STORE_BUSY_TIMEOUT_MS}`);
   return { db, sqlite, close: () => sqlite.close() };
 }
 
@@ -81,19 +85,30 @@ export function openStore(file: string): Store {
  * Runs `fn` in one write transaction that takes SQLite's write lock at BEGIN (`BEGIN IMMEDIATE`),
  * so a read-then-write inside it never fails to upgrade with SQLITE_BUSY while another connection
  * writes (`busy_timeout` applies instead). Synchronous; a throw rolls everything back and rethrows.
+ * @throws StoreBusyError (`store.busy`) when another connection held the write lock for longer than
+ *   the busy timeout ({@link STORE_BUSY_TIMEOUT_MS} once serving): nothing was written; callers retry
+ *   asynchronously with `retryWhenBusy`. A commit is reported to the operation in progress (`noteCommit`).
  */
 export function writeTransaction<T>(db: Db, fn: (tx: Tx) => T): T {
   const observer = durableWriteObservers.get(db);
-  if (!observer) return db.transaction(fn, { behavior: "immediate" });
-  const out = db.transaction(
-    (tx) => {
-      const value = fn(tx);
-      observer.beforeCommit();
-      return value;
-    },
-    { behavior: "immediate" },
-  );
-  observer.afterCommit();
+  let out: T;
+  try {
+    out = observer
+      ? db.transaction(
+          (tx) => {
+            const value = fn(tx);
+            observer.beforeCommit();
+            return value;
+          },
+          { behavior: "immediate" },
+        )
+      : db.transaction(fn, { behavior: "immediate" });
+  } catch (err) {
+    if (isStoreBusy(err) && !(err instanceof StoreBusyError)) throw new StoreBusyError(false, { cause: err });
+    throw err;
+  }
+  noteCommit();
+  observer?.afterCommit();
   return out;
 }
 

@@ -1,5 +1,6 @@
 import PQueue from "p-queue";
 import { writeTransaction } from "../../../platform/db/database.js";
+import { BACKGROUND_BUSY_RETRY, isStoreBusy, retryWhenBusy } from "../../../platform/db/store-busy.js";
 import { McpToolResultSchema, newUlid, toMcpExecuteCommandResult } from "@mosoo/contracts";
 import { askAdapter, checkEligibility, judgeLookupAnswer, type LookupAnswer, type ReconcileDecision, type ReconciliationAdapter } from "@mosoo/effect-reconciliation";
 import type { RuntimeContext } from "../../runtime/application/runtime-context.js";
@@ -180,7 +181,9 @@ export class EffectReconciler {
    * the adapter runs), and the outcome's commit (one transaction, compare-and-set on the leased
    * version and owner; `settle` runs inside it). The adapter's answer is judged inside that
    * transaction against the effect as read there (DESIGN.md §4): nothing the adapter was handed is
-   * ever read back. If the commit throws, the lease is given back and the error propagates.
+   * ever read back. A busy store is waited for asynchronously (`retryWhenBusy`, background policy)
+   * before the commit gives up; if the commit throws, the lease is given back with its count (or
+   * left to expire while the store is locked) and the error propagates.
    */
   async reconcileLeased(leased: LeasedEffect, trigger: ReconciliationTrigger, settle?: SettleInTransaction): Promise<ReconcileResult> {
     const { effect, adapter, owner, leasedVersion, startedAtMs } = leased;
@@ -194,12 +197,19 @@ export class EffectReconciler {
       logger,
     });
     try {
-      return this.commit(effect, leasedVersion, owner, adapterRef, trigger, startedAtMs, answer, settle);
+      // The adapter's answer is in memory: a store locked by another connection is waited for
+      // asynchronously (the event loop stays free) rather than losing the answer to `store.busy`.
+      return await retryWhenBusy(() => this.commit(effect, leasedVersion, owner, adapterRef, trigger, startedAtMs, answer, settle), BACKGROUND_BUSY_RETRY);
     } catch (err) {
       // The outcome's transaction rolled back (nothing of it was written): give the lease back, and
       // its count, so the effect is due again as before (a counted lookup with no schedule would
-      // never be due to the sweep).
-      reconciliationRepository.releaseLease(this.ctx.db, effect.id, owner, true);
+      // never be due to the sweep). If the store is still locked, the lease expires by itself and
+      // the sweep looks the effect up again.
+      try {
+        reconciliationRepository.releaseLease(this.ctx.db, effect.id, owner, true);
+      } catch (releaseErr) {
+        if (!isStoreBusy(releaseErr)) throw releaseErr;
+      }
       throw err;
     }
   }

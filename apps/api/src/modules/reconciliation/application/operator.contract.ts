@@ -1,15 +1,18 @@
 import { CallToolResultSchema } from "@modelcontextprotocol/sdk/types.js";
-import { EFFECT_STATUSES, ServerIdSchema, ToolNameSchema, UlidSchema } from "@mosoo/contracts";
+import { EFFECT_STATUSES, identifierSchema, ServerIdSchema, strictIntegerInput, textSchema, ToolNameSchema, UlidSchema } from "@mosoo/contracts";
 import { MAX_RECEIPT_BYTES, MAX_RESULT_BYTES } from "@mosoo/effect-reconciliation";
 import { z } from "zod";
 
-const noNul = (s: string) => !s.includes("\u0000");
 const jsonBytes = (v: unknown) => Buffer.byteLength(JSON.stringify(v) ?? "", "utf8");
 
-/** Who acts and why: `actor` 1–200 and `reason` 1–2000 characters (trimmed, no NUL); both recorded in the audit trail. */
+/**
+ * Who acts and why, both recorded in the audit trail: `actor` 1–200 characters, an identifier
+ * (trimmed; no control or bidi characters, well-formed), `reason` 1–2000 characters of text
+ * (trimmed; well-formed, no NUL). DESIGN.md §10.
+ */
 const Audit = {
-  actor: z.string().trim().min(1).max(200).refine(noNul, "must not contain NUL"),
-  reason: z.string().trim().min(1).max(2000).refine(noNul, "must not contain NUL"),
+  actor: z.string().trim().pipe(identifierSchema(1, 200)),
+  reason: z.string().trim().pipe(textSchema(1, 2000)),
 };
 
 /**
@@ -18,6 +21,7 @@ const Audit = {
  * - `serverId`, `toolName`, `runId`: exact matches;
  * - `minAgeMs`: only effects created at least this long ago (ms, integer ≥ 0);
  * - `limit`: page size, 1–500 (default 50);
+ * (over HTTP both are strict decimal integers: `0x10`, `1e2`, `+5`, ` 5` are refused)
  * - `cursor`: the `nextCursor` of the previous page (an effect id): the page continues after it.
  */
 export const OperatorListQuerySchema = z.strictObject({
@@ -25,8 +29,8 @@ export const OperatorListQuerySchema = z.strictObject({
   serverId: ServerIdSchema.optional(),
   toolName: ToolNameSchema.optional(),
   runId: UlidSchema.optional(),
-  minAgeMs: z.coerce.number().int().min(0).max(Number.MAX_SAFE_INTEGER).optional(),
-  limit: z.coerce.number().int().min(1).max(500).default(50),
+  minAgeMs: strictIntegerInput(0, Number.MAX_SAFE_INTEGER).optional(),
+  limit: strictIntegerInput(1, 500).default(50),
   cursor: UlidSchema.optional(),
 });
 /** See {@link OperatorListQuerySchema}. */

@@ -1,3 +1,4 @@
+import { BACKGROUND_BUSY_RETRY, isStoreBusy, retryWhenBusy } from "../../../platform/db/store-busy.js";
 import { driverInstanceRepository } from "../infrastructure/driver-instance.repository.js";
 import type { FinalizationRepairService } from "./finalization-repair.service.js";
 import type { ReconciliationSweep } from "../../reconciliation/application/reconciliation-sweep.service.js";
@@ -34,12 +35,28 @@ export class MaintenanceSweepService {
     this.startedAtMs = ctx.clock.nowMs();
   }
 
-  /** One pass. Concurrent calls share the pass in flight. Errors of one Driver are logged and do not stop the pass. */
+  /**
+   * One pass. Concurrent calls share the pass in flight. Errors of one Driver are logged and do not
+   * stop the pass. A store locked by another connection (`store.busy`, after the asynchronous
+   * retries of `retryWhenBusy`) only ends the pass early with a warning: the next pass tries again,
+   * and nothing is lost (every step is its own transaction and the repair resumes a half-done
+   * finalization). Never rejects: a timer-driven pass can never crash the API.
+   */
   sweepOnce(): Promise<SweepReport> {
-    this.running ??= this.pass().finally(() => {
+    this.running ??= this.guardedPass().finally(() => {
       this.running = undefined;
     });
     return this.running;
+  }
+
+  private async guardedPass(): Promise<SweepReport> {
+    try {
+      return await this.pass();
+    } catch (err) {
+      if (isStoreBusy(err)) this.ctx.logger.warn("sweep.store_busy: the store is locked by another connection; the next pass tries again");
+      else this.ctx.logger.error({ err: String(err) }, "sweep.failed");
+      return { driversFinalized: 0, effectsLookedUp: 0, effectsResolved: 0 };
+    }
   }
 
   private async pass(): Promise<SweepReport> {
@@ -51,9 +68,10 @@ export class MaintenanceSweepService {
     const report: SweepReport = { driversFinalized: 0, effectsLookedUp: 0, effectsResolved: 0 };
     for (const instance of driverInstanceRepository.listExpired(this.ctx.db, cutoff)) {
       try {
-        await this.repair.finalize(instance.id, "heartbeat_expired");
+        await retryWhenBusy(() => this.repair.finalize(instance.id, "heartbeat_expired"), BACKGROUND_BUSY_RETRY);
         report.driversFinalized += 1;
       } catch (err) {
+        if (isStoreBusy(err)) throw err; // the whole store is locked: stop here, the next pass resumes
         this.ctx.logger.error({ driverInstanceId: instance.id, err: String(err) }, "sweep.finalize_failed");
       }
     }

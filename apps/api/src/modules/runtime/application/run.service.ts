@@ -134,7 +134,9 @@ export class RunService {
       return { ...recorded, replayed: false, driverInstanceId: run.driverInstanceId };
     });
     const { driverInstanceId, ...answer } = res;
-    this.ctx.logger.info({ runId, commandId: answer.commandId, effectId: answer.effectId, driverInstanceId, idempotencyKey: answer.idempotencyKey, seq: answer.seq, replayed: answer.replayed }, answer.replayed ? "effect.intent_replayed" : "effect.intent_recorded");
+    this.ctx.logger.info({ runId, commandId: answer.commandId, effectId: answer.effectId, driverInstanceId, seq: answer.seq, replayed: answer.replayed }, answer.replayed ? "effect.intent_replayed" : "effect.intent_recorded");
+    // Idempotency keys only at debug (DESIGN.md §10): a key lets its holder ask a provider about a write.
+    this.ctx.logger.debug({ effectId: answer.effectId, idempotencyKey: answer.idempotencyKey }, "effect.intent_key");
     if (!answer.replayed) this.ctx.notifier.notify(driverInstanceId);
     return answer;
   }

@@ -4,6 +4,8 @@
  */
 export const RUNTIME_ERROR_STATUS = {
   "request.invalid": 400,
+  /** A body sent without `Content-Type: application/json` (DESIGN.md §10). */
+  "request.unsupported_media_type": 415,
   "auth.missing_token": 401,
   "auth.invalid_token": 401,
   "driver.not_found": 404,

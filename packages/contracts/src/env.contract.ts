@@ -1,0 +1,68 @@
+import { z } from "zod";
+import { strictDecimalString, strictIntegerString } from "./input-safety.contract.js";
+
+/**
+ * The `MOSOO_*` environment variables of every Mosoo program, one zod schema per program. They live
+ * here (not in each app) so that every program knows every other program's names: the API, the
+ * Driver and the CLI each warn at startup about a `MOSOO_*` name that no schema below declares (a
+ * typo such as `MOSOO_PORTT` would otherwise be ignored silently), without warning about a name
+ * that belongs to a sibling program started from the same shell. Adding a variable to a schema is
+ * all it takes for it to be known.
+ *
+ * Integers are parsed strictly ({@link strictIntegerString}): `MOSOO_PORT=0x50` is refused, not port 80.
+ */
+export const ApiEnvSchema = z.object({
+  MOSOO_DB_FILE: z.string().min(1).default("./var/mosoo.db"),
+  MOSOO_HOST: z.string().min(1).default("127.0.0.1"),
+  MOSOO_PORT: strictIntegerString(0, 65535).default(8787),
+  MOSOO_HEARTBEAT_TTL_MS: strictIntegerString(500, 3_600_000).default(15_000),
+  // docs/DESIGN.md §3 rule 12: the Driver sends tools/call at most this long after it sent the claim request.
+  MOSOO_SEND_DEADLINE_MS: strictIntegerString(100, 600_000).default(10_000),
+  MOSOO_SWEEP_INTERVAL_MS: strictIntegerString(100, 3_600_000).default(2_000),
+  MOSOO_LOG_LEVEL: z.enum(["fatal", "error", "warn", "info", "debug", "trace", "silent"]).default("info"),
+  MOSOO_EFFECT_RECONCILIATION: z.enum(["off", "on"]).default("off"),
+  MOSOO_RECONCILIATION_BINDINGS_FILE: z.string().min(1).optional(),
+  // Below the Driver's 30 s request timeout: an inline lookup runs inside the Driver's claim request.
+  MOSOO_LOOKUP_TIMEOUT_MS: strictIntegerString(100, 20_000).default(5_000),
+  MOSOO_RECONCILIATION_CONCURRENCY: strictIntegerString(1, 64).default(4),
+  MOSOO_LOOKUP_BACKOFF_INITIAL_MS: strictIntegerString(10, 86_400_000).default(1_000),
+  MOSOO_LOOKUP_BACKOFF_MAX_MS: strictIntegerString(10, 86_400_000).default(300_000),
+  MOSOO_LOOKUP_BACKOFF_FACTOR: strictDecimalString(1, 10).default(2),
+  MOSOO_MAX_LOOKUPS: strictIntegerString(1, 1_000).default(8),
+  // The old-generation heap limit of each adapter worker thread (docs/DESIGN.md §4: adapters are untrusted code).
+  MOSOO_ADAPTER_HEAP_MB: strictIntegerString(16, 4_096).default(64),
+  MOSOO_OPERATOR_TOKEN: z.string().trim().min(16, "must be at least 16 characters (spaces do not count)").optional(),
+});
+
+/**
+ * Variables the operator CLI (`npm run effects`) reads besides the API's (it shares the API's for
+ * `--db`): `MOSOO_API_URL` (default of `--api-url`); `MOSOO_OPERATOR_TOKEN` (default of `--token`).
+ */
+export const CliEnvSchema = z.object({
+  MOSOO_API_URL: z.string().min(1).optional(),
+  MOSOO_OPERATOR_TOKEN: z.string().optional(),
+});
+
+/** Variables the Driver reads (it is configured by command-line options; none today). */
+export const DriverEnvSchema = z.object({});
+
+/** Variables of the repository's own scripts: `MOSOO_BENCH_QUICK=1`, `MOSOO_BENCH_CPU_PROF=1` (`npm run bench`). */
+export const ToolingEnvSchema = z.object({
+  MOSOO_BENCH_QUICK: z.string().optional(),
+  MOSOO_BENCH_CPU_PROF: z.string().optional(),
+});
+
+/** Every `MOSOO_*` name some Mosoo program reads: the keys of the schemas above. */
+export const KNOWN_MOSOO_ENV_NAMES: ReadonlySet<string> = new Set(
+  [ApiEnvSchema, CliEnvSchema, DriverEnvSchema, ToolingEnvSchema].flatMap((schema) => Object.keys(schema.shape)),
+);
+
+/**
+ * The `MOSOO_*` names set in `env` that no Mosoo program reads (sorted), e.g. a misspelt
+ * `MOSOO_PORTT`. Programs print them on one warning line at startup and carry on.
+ */
+export function unknownMosooEnvNames(env: Record<string, string | undefined>): string[] {
+  return Object.keys(env)
+    .filter((name) => name.startsWith("MOSOO_") && !KNOWN_MOSOO_ENV_NAMES.has(name))
+    .sort();
+}
