@@ -1,5 +1,8 @@
 import { resolve } from "node:path";
 import { z } from "zod";
+import { MIN_SECRET_LENGTH, parseApiKeysEnv, readApiKeysFile, type ApiKey } from "./api-keys.contract.js";
+
+const secret = () => z.string().trim().min(MIN_SECRET_LENGTH, `must be at least ${MIN_SECRET_LENGTH} characters (spaces do not count)`);
 
 /**
  * The API's configuration, read from the environment (see the README's config table). Every
@@ -21,8 +24,35 @@ export const ApiConfigSchema = z.object({
   MOSOO_LOOKUP_BACKOFF_MAX_MS: z.coerce.number().int().min(10).max(86_400_000).default(300_000),
   MOSOO_LOOKUP_BACKOFF_FACTOR: z.coerce.number().min(1).max(10).default(2),
   MOSOO_MAX_LOOKUPS: z.coerce.number().int().min(1).max(1_000).default(8),
-  MOSOO_OPERATOR_TOKEN: z.string().trim().min(16, "must be at least 16 characters (spaces do not count)").optional(),
+  MOSOO_OPERATOR_TOKEN: secret().optional(),
+  // Credentials of the run API and of Driver registration (DESIGN.md §10); see api-keys.contract.ts.
+  MOSOO_API_KEYS: z.string().optional(),
+  MOSOO_API_KEYS_FILE: z.string().min(1).optional(),
+  MOSOO_DRIVER_ENROLLMENT_TOKEN: secret().optional(),
+  MOSOO_METRICS_PUBLIC: z.enum(["off", "on"]).default("off"),
+  MOSOO_DRIVER_REGISTER_RATE: z.coerce.number().int().min(1).max(100_000).default(30),
+  MOSOO_DRIVER_UNCONNECTED_TTL_MS: z.coerce.number().int().min(1_000).max(30 * 86_400_000).default(3_600_000),
 });
+
+/** The credentials the HTTP layer checks (DESIGN.md §10). Secrets are kept in memory only. */
+export interface AuthConfig {
+  /** The run API's keys (from `MOSOO_API_KEYS` and `MOSOO_API_KEYS_FILE`, both may be set; names unique). */
+  apiKeys: ApiKey[];
+  /** The token a new Driver registers with; without it only the operator token registers Drivers. */
+  driverEnrollmentToken: string | undefined;
+  /** `GET /metrics` without credentials (`MOSOO_METRICS_PUBLIC=on`). */
+  metricsPublic: boolean;
+  /** Registrations accepted per client address per minute (rate-limiter-flexible); more answer 429 `request.rate_limited`. */
+  driverRegisterPerMinute: number;
+  /** A Driver registration that never connected is purged by the maintenance sweep this long (ms) after registering. */
+  driverUnconnectedTtlMs: number;
+}
+
+/** True for a host name or address that only this machine can reach (127.0.0.0/8, ::1, localhost). */
+export function isLoopbackHost(host: string): boolean {
+  const h = host.toLowerCase().replace(/^\[|\]$/g, "");
+  return h === "localhost" || h === "::1" || /^127\.\d{1,3}\.\d{1,3}\.\d{1,3}$/.test(h) || h === "::ffff:127.0.0.1";
+}
 
 /** The parsed configuration: `dbFile` path, `host`, `port` (0 = any free port), times in ms, `logLevel`. */
 export interface ApiConfig {
@@ -32,6 +62,8 @@ export interface ApiConfig {
   heartbeatTtlMs: number;
   sweepIntervalMs: number;
   logLevel: z.infer<typeof ApiConfigSchema>["MOSOO_LOG_LEVEL"];
+  /** Credentials of the run API, Driver registration and `/metrics`. */
+  auth: AuthConfig;
   /** Bearer token of the operator routes (`/api/operator/*`, only with reconciliation on); without it they answer 403 `auth.operator_disabled`. */
   operatorToken: string | undefined;
   /** The opt-in reconciliation of unknown effects (DESIGN.md §4–§6); `enabled: false` is exactly the #412 baseline. */
@@ -62,7 +94,7 @@ export function loadApiConfig(env: Record<string, string | undefined>): ApiConfi
   if (!parsed.success) {
     const issue = parsed.error.issues[0];
     const name = String(issue?.path[0] ?? "environment");
-    const got = name.endsWith("_TOKEN") ? "" : ` (got ${JSON.stringify(env[name])})`; // never echo a secret
+    const got = name.endsWith("_TOKEN") || name === "MOSOO_API_KEYS" ? "" : ` (got ${JSON.stringify(env[name])})`; // never echo a secret
     throw new ConfigError(`config.invalid: ${name}: ${issue?.message ?? "invalid value"}${got}`);
   }
   const c = parsed.data;
@@ -72,6 +104,24 @@ export function loadApiConfig(env: Record<string, string | undefined>): ApiConfi
   if (c.MOSOO_LOOKUP_BACKOFF_MAX_MS < c.MOSOO_LOOKUP_BACKOFF_INITIAL_MS) {
     throw new ConfigError(`config.invalid: MOSOO_LOOKUP_BACKOFF_MAX_MS: must be >= MOSOO_LOOKUP_BACKOFF_INITIAL_MS (${c.MOSOO_LOOKUP_BACKOFF_INITIAL_MS})`);
   }
+  const apiKeys: ApiKey[] = [];
+  if (c.MOSOO_API_KEYS !== undefined) {
+    const fromEnv = parseApiKeysEnv(c.MOSOO_API_KEYS);
+    if ("error" in fromEnv) throw new ConfigError(`config.invalid: MOSOO_API_KEYS: ${fromEnv.error}`);
+    apiKeys.push(...fromEnv.keys);
+  }
+  if (c.MOSOO_API_KEYS_FILE !== undefined) {
+    const fromFile = readApiKeysFile(resolve(base, c.MOSOO_API_KEYS_FILE));
+    if ("error" in fromFile) throw new ConfigError(`config.invalid: MOSOO_API_KEYS_FILE: ${fromFile.error}`);
+    for (const k of fromFile.keys) {
+      if (apiKeys.some((e) => e.name === k.name)) throw new ConfigError(`config.invalid: MOSOO_API_KEYS_FILE: key ${k.name} is also in MOSOO_API_KEYS`);
+      apiKeys.push(k);
+    }
+  }
+  // Fail closed (DESIGN.md §10): a port other machines can reach is never served without run API keys.
+  if (!isLoopbackHost(c.MOSOO_HOST) && apiKeys.length === 0) {
+    throw new ConfigError(`config.invalid: MOSOO_HOST: ${c.MOSOO_HOST} is not a loopback address; set MOSOO_API_KEYS or MOSOO_API_KEYS_FILE before binding to it`);
+  }
   return {
     dbFile: c.MOSOO_DB_FILE === ":memory:" ? c.MOSOO_DB_FILE : resolve(base, c.MOSOO_DB_FILE),
     host: c.MOSOO_HOST,
@@ -80,6 +130,13 @@ export function loadApiConfig(env: Record<string, string | undefined>): ApiConfi
     sweepIntervalMs: c.MOSOO_SWEEP_INTERVAL_MS,
     logLevel: c.MOSOO_LOG_LEVEL,
     operatorToken: c.MOSOO_OPERATOR_TOKEN,
+    auth: {
+      apiKeys,
+      driverEnrollmentToken: c.MOSOO_DRIVER_ENROLLMENT_TOKEN,
+      metricsPublic: c.MOSOO_METRICS_PUBLIC === "on",
+      driverRegisterPerMinute: c.MOSOO_DRIVER_REGISTER_RATE,
+      driverUnconnectedTtlMs: c.MOSOO_DRIVER_UNCONNECTED_TTL_MS,
+    },
     reconciliation: {
       enabled: c.MOSOO_EFFECT_RECONCILIATION === "on",
       bindingsFile: c.MOSOO_RECONCILIATION_BINDINGS_FILE === undefined ? undefined : resolve(base, c.MOSOO_RECONCILIATION_BINDINGS_FILE),

@@ -1,32 +1,40 @@
 import { Hono } from "hono";
 import { CreateRunRequestSchema, EnqueueToolCallRequestSchema, RunEventsQuerySchema, UlidSchema } from "@mosoo/contracts";
 import type { Runtime } from "../../modules/runtime/application/runtime.js";
+import type { AuthEnv, CredentialGuard } from "./credential-guard.js";
 import { parseOrThrow, readJson } from "./http-errors.js";
 
-/** The run API: create a run, enqueue a tool call, read a run and its events, delete runs, sessions and finalized Drivers. */
-export function runRoutes(runtime: Runtime): Hono {
-  const app = new Hono();
+/**
+ * The run API (DESIGN.md §10), every route behind an API key (`Authorization: Bearer <secret>`):
+ * create a run and enqueue a tool call (`runs:write`), read a run and its events (`runs:read`),
+ * delete runs, sessions and finalized Drivers (`runs:delete`, or the operator token).
+ */
+export function runRoutes(runtime: Runtime, guard: CredentialGuard): Hono<AuthEnv> {
+  const app = new Hono<AuthEnv>();
+  const write = guard.apiKey("runs:write");
+  const read = guard.apiKey("runs:read");
+  const del = guard.apiKey("runs:delete", true);
   const id = (value: string | undefined) => parseOrThrow(UlidSchema, value);
 
-  app.post("/v1/runs", async (c) => c.json(runtime.runs.createRun(await readJson(c, CreateRunRequestSchema)), 201));
-  app.post("/v1/runs/:runId/tool-calls", async (c) => {
+  app.post("/v1/runs", write, async (c) => c.json(runtime.runs.createRun(await readJson(c, CreateRunRequestSchema)), 201));
+  app.post("/v1/runs/:runId/tool-calls", write, async (c) => {
     const res = runtime.runs.enqueueToolCall(id(c.req.param("runId")), await readJson(c, EnqueueToolCallRequestSchema));
     return c.json(res, res.replayed ? 200 : 201);
   });
-  app.get("/v1/runs/:runId", (c) => c.json(runtime.runs.getRunView(id(c.req.param("runId")))));
-  app.get("/v1/runs/:runId/events", (c) => {
+  app.get("/v1/runs/:runId", read, (c) => c.json(runtime.runs.getRunView(id(c.req.param("runId")))));
+  app.get("/v1/runs/:runId/events", read, (c) => {
     const q = parseOrThrow(RunEventsQuerySchema, c.req.query());
     return c.json({ events: runtime.runs.listEvents(id(c.req.param("runId")), q.afterSeq) });
   });
-  app.delete("/v1/runs/:runId", (c) => {
+  app.delete("/v1/runs/:runId", del, (c) => {
     runtime.runs.deleteRun(id(c.req.param("runId")));
     return c.body(null, 204);
   });
-  app.delete("/v1/sessions/:sessionId", (c) => {
+  app.delete("/v1/sessions/:sessionId", del, (c) => {
     runtime.runs.deleteSession(id(c.req.param("sessionId")));
     return c.body(null, 204);
   });
-  app.delete("/v1/drivers/:driverInstanceId", (c) => {
+  app.delete("/v1/drivers/:driverInstanceId", del, (c) => {
     runtime.runs.purgeDriver(id(c.req.param("driverInstanceId")));
     return c.body(null, 204);
   });

@@ -6,7 +6,8 @@ import type { CommandNotifier } from "../infrastructure/command-notifier.js";
 /**
  * What every runtime service shares: the store, the clock, the logger, the long-poll notifier
  * the runtime settings (`heartbeatTtlMs`: a Driver whose last heartbeat is older is finalized by the
- * sweep), and `shutdown`, aborted when the API stops (long-polls then answer at once).
+ * sweep; `driverUnconnectedTtlMs`: a registration that never connected is purged by the sweep this long
+ * after it was made), and `shutdown`, aborted when the API stops (long-polls then answer at once).
  */
 export interface RuntimeContext {
   shutdown: AbortController;
@@ -14,5 +15,5 @@ export interface RuntimeContext {
   clock: Clock;
   logger: Logger;
   notifier: CommandNotifier;
-  settings: { heartbeatTtlMs: number };
+  settings: { heartbeatTtlMs: number; driverUnconnectedTtlMs: number };
 }

@@ -34,16 +34,21 @@ export interface Runtime {
 }
 
 /**
- * Options of {@link createRuntime}: the store, a logger, `heartbeatTtlMs` (ms), an optional clock
+ * Options of {@link createRuntime}: the store, a logger, `heartbeatTtlMs` (ms), `driverUnconnectedTtlMs`
+ * (ms, default {@link DEFAULT_DRIVER_UNCONNECTED_TTL_MS}), an optional clock
  * (tests), and the reconciliation settings (default: off, the #412 baseline).
  */
 export interface CreateRuntimeOptions {
   db: Db;
   logger: Logger;
   heartbeatTtlMs: number;
+  driverUnconnectedTtlMs?: number;
   clock?: Clock;
   reconciliation?: ReconciliationSettings;
 }
+
+/** How long (ms) a Driver registration that never connected is kept before the sweep purges it: 1 hour. */
+export const DEFAULT_DRIVER_UNCONNECTED_TTL_MS = 3_600_000;
 
 /** Wires the runtime services (the composition root of the runtime module). */
 export function createRuntime(opts: CreateRuntimeOptions): Runtime {
@@ -53,7 +58,7 @@ export function createRuntime(opts: CreateRuntimeOptions): Runtime {
     logger: opts.logger,
     notifier: new CommandNotifier(),
     shutdown: new AbortController(),
-    settings: { heartbeatTtlMs: opts.heartbeatTtlMs },
+    settings: { heartbeatTtlMs: opts.heartbeatTtlMs, driverUnconnectedTtlMs: opts.driverUnconnectedTtlMs ?? DEFAULT_DRIVER_UNCONNECTED_TTL_MS },
   };
   const settings = opts.reconciliation ?? RECONCILIATION_OFF;
   const metricsRegistry = new Registry();
