@@ -66,11 +66,11 @@ export async function runCrashScenario(spec: CrashScenarioSpec, opts: ScenarioOp
 
     const mcpConfigFile = writeMcpConfig(workDir, { tracker: provider.url });
     const stateFile = join(workDir, "driver-state.json");
-    const driverA = await startDriverProcess({ apiUrl: api.url, stateFile, mcpConfigFile, name: "driver-a" });
+    const driverA = await startDriverProcess({ apiUrl: api.url, stateFile, mcpConfigFile, name: "driver-a", enrollmentToken: api.credentials.enrollmentToken });
     procs.push(driverA.proc);
     timeline(`Driver A connected as instance ${driverA.driverInstanceId}`);
 
-    const runs = new RunApiClient(api.url);
+    const runs = new RunApiClient(api.url, api.credentials.apiKey);
     const control = new ProviderControlClient(provider.controlUrl);
     const { runId } = await runs.createRun(driverA.driverInstanceId);
     const call = await runs.enqueueToolCall(runId, { serverId: "tracker", toolName: "createIssue", arguments: { title: "Disk full on db-1", body: "seen at 03:12" } });
@@ -87,7 +87,7 @@ export async function runCrashScenario(spec: CrashScenarioSpec, opts: ScenarioOp
     timeline("Driver A killed with SIGKILL");
 
     if (spec.recovery === "restart") {
-      const driverB = await startDriverProcess({ apiUrl: api.url, stateFile, mcpConfigFile, name: "driver-b" });
+      const driverB = await startDriverProcess({ apiUrl: api.url, stateFile, mcpConfigFile, name: "driver-b", enrollmentToken: api.credentials.enrollmentToken });
       procs.push(driverB.proc);
       timeline(`Driver B reconnected as the same instance; the command is redelivered`);
     } else {
