@@ -86,7 +86,9 @@ export class ConfigError extends Error {
 /**
  * Parses the configuration from `env` (usually `process.env`); empty strings count as unset.
  * Relative file paths are resolved against `env.INIT_CWD` (the folder npm was run in) or the cwd.
- * @throws ConfigError on the first invalid variable.
+ * Reads the keys file (`MOSOO_API_KEYS_FILE`) when set.
+ * @throws ConfigError on the first invalid variable (secrets are never echoed), a keys file that
+ *   cannot be read or fails its schema, or a non-loopback `MOSOO_HOST` without any API key (DESIGN.md §10).
  */
 export function loadApiConfig(env: Record<string, string | undefined>): ApiConfig {
   const present = Object.fromEntries(Object.entries(env).filter(([k, v]) => k.startsWith("MOSOO_") && v !== ""));
