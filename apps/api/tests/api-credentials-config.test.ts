@@ -49,6 +49,14 @@ describe("API keys in the config", () => {
     expect(c.auth).toMatchObject({ metricsPublic: false, driverEnrollmentToken: undefined, driverRegisterPerMinute: 30, driverUnconnectedTtlMs: 3_600_000 });
   });
 
+  it("reads a key restricted to Driver instances from the keys file", () => {
+    const file = keysFile(JSON.stringify({ keys: [{ name: "team-a", secret: SECRET, scopes: ["runs:write"], drivers: ["01JDZZZZZZZZZZZZZZZZZZZZZZ"] }] }));
+    expect(loadApiConfig({ MOSOO_API_KEYS_FILE: file }).auth.apiKeys).toEqual([{ name: "team-a", secret: SECRET, scopes: ["runs:write"], drivers: ["01JDZZZZZZZZZZZZZZZZZZZZZZ"] }]);
+    expect(configError({ MOSOO_API_KEYS_FILE: keysFile(JSON.stringify({ keys: [{ name: "a", secret: SECRET, scopes: ["runs:write"], drivers: ["driver-1"] }] })) })).toMatch(
+      /^config\.invalid: MOSOO_API_KEYS_FILE: .*keys\.0\.drivers\.0: expected a 26-character ULID$/,
+    );
+  });
+
   it.each([
     ["no scopes part", `agent:${SECRET}`],
     ["an unknown scope", `agent:${SECRET}:runs:everything`],

@@ -12,10 +12,16 @@ import type { Hono } from "hono";
 import { createHttpApp } from "../src/adapters/http/app.js";
 import { RECONCILIATION_OFF } from "../src/modules/reconciliation/application/reconciliation-settings.js";
 import { TEST_AUTH, TEST_SECRETS } from "./helpers/http-call.js";
-import { createRuntimeFixture, type RuntimeFixture } from "./helpers/runtime-fixture.js";
+import { connectDriver, createRuntimeFixture, type RuntimeFixture } from "./helpers/runtime-fixture.js";
 
 const WRITER_KEY = "test-writer-key-0123456789abcdef";
+/** A key with every scope, restricted to Driver B (its id is known once B is registered). */
+const B_ONLY_KEY = "test-b-only-key-0123456789abcdef";
 const AUTH = { ...TEST_AUTH, apiKeys: [...TEST_AUTH.apiKeys, { name: "writer", secret: WRITER_KEY, scopes: ["runs:write" as const] }] };
+const authWithBOnly = (bId: string) => ({
+  ...AUTH,
+  apiKeys: [...AUTH.apiKeys, { name: "b-only", secret: B_ONLY_KEY, scopes: ["runs:write" as const, "runs:read" as const, "runs:delete" as const], drivers: [bId] }],
+});
 const SCHEMES = ["Bearer", "bearer", "BEARER"];
 
 interface Driver {
@@ -53,15 +59,14 @@ async function send(app: Hono, method: string, path: string, body: unknown, auth
 
 async function buildWorld(): Promise<World> {
   const f = createRuntimeFixture({ reconciliation: { ...RECONCILIATION_OFF, enabled: true } });
-  const app = createHttpApp(f.runtime, pino({ level: "silent" }), AUTH);
   const bearer = (t: string) => `Bearer ${t}`;
-  const driver = async (name: string): Promise<Driver> => {
-    const reg = await send(app, "POST", "/v1/drivers/register", { name }, bearer(TEST_SECRETS.enrollmentToken));
-    const conn = await send(app, "POST", "/v1/drivers/connect", undefined, bearer(reg.body.driverToken));
-    return { token: reg.body.driverToken, id: reg.body.driverInstanceId, connectionId: conn.body.connectionId };
+  const driver = (name: string): Driver => {
+    const d = connectDriver(f.runtime, name);
+    return { token: d.token, id: d.instance.id, connectionId: d.connectionId };
   };
-  const a = await driver("driver-a");
-  const b = await driver("driver-b");
+  const a = driver("driver-a");
+  const b = driver("driver-b");
+  const app = createHttpApp(f.runtime, pino({ level: "silent" }), authWithBOnly(b.id));
   const run = await send(app, "POST", "/v1/runs", { driverInstanceId: a.id }, bearer(TEST_SECRETS.adminKey));
   const tc = await send(app, "POST", `/v1/runs/${run.body.runId}/tool-calls`, { serverId: "tracker", toolName: "createIssue", arguments: { title: "t" }, requestId: "r" }, bearer(TEST_SECRETS.adminKey));
   await send(app, "GET", `/v1/drivers/commands/next?connectionId=${a.connectionId}&waitMs=0`, undefined, bearer(a.token));
@@ -95,6 +100,8 @@ interface Entry {
   wrongScopeKey?: string;
   /** For routes where the operator token is also right (deletes, metrics). */
   operatorToo?: boolean;
+  /** The request is about Driver A's run or session: a key restricted to Driver B is the wrong Driver. */
+  ofDriverA?: boolean;
   req: (w: World) => Req;
   right: (w: World) => string | undefined;
   prepare?: (w: World) => Promise<Partial<Req> | void>;
@@ -128,18 +135,21 @@ const MATRIX: Record<string, Entry> = {
     req: (w) => ({ path: "/v1/runs", body: { driverInstanceId: w.b.id } }),
     right: () => WRITER_KEY,
     rightStatus: 201,
+    extra: [{ name: "wrong Driver: a key restricted to B creating a run on A", token: () => B_ONLY_KEY, req: (w) => ({ path: "/v1/runs", body: { driverInstanceId: w.a.id } }), status: 403, code: "auth.forbidden" }],
   },
   "POST /v1/runs/:runId/tool-calls": {
     kind: "api_key",
+    ofDriverA: true,
     wrongScopeKey: TEST_SECRETS.readerKey,
     req: (w) => ({ path: `/v1/runs/${w.runId}/tool-calls`, body: { serverId: "tracker", toolName: "createIssue", arguments: { title: "u" } } }),
     right: () => WRITER_KEY,
     rightStatus: 201,
   },
-  "GET /v1/runs/:runId": { kind: "api_key", wrongScopeKey: WRITER_KEY, req: (w) => ({ path: `/v1/runs/${w.runId}` }), right: () => TEST_SECRETS.readerKey, rightStatus: 200 },
-  "GET /v1/runs/:runId/events": { kind: "api_key", wrongScopeKey: WRITER_KEY, req: (w) => ({ path: `/v1/runs/${w.runId}/events` }), right: () => TEST_SECRETS.readerKey, rightStatus: 200 },
+  "GET /v1/runs/:runId": { kind: "api_key", ofDriverA: true, wrongScopeKey: WRITER_KEY, req: (w) => ({ path: `/v1/runs/${w.runId}` }), right: () => TEST_SECRETS.readerKey, rightStatus: 200 },
+  "GET /v1/runs/:runId/events": { kind: "api_key", ofDriverA: true, wrongScopeKey: WRITER_KEY, req: (w) => ({ path: `/v1/runs/${w.runId}/events` }), right: () => TEST_SECRETS.readerKey, rightStatus: 200 },
   "DELETE /v1/runs/:runId": {
     kind: "api_key",
+    ofDriverA: true,
     wrongScopeKey: WRITER_KEY,
     operatorToo: true,
     req: (w) => ({ path: `/v1/runs/${w.runId}` }),
@@ -149,6 +159,7 @@ const MATRIX: Record<string, Entry> = {
   },
   "DELETE /v1/sessions/:sessionId": {
     kind: "api_key",
+    ofDriverA: true,
     wrongScopeKey: WRITER_KEY,
     operatorToo: true,
     req: (w) => ({ path: `/v1/sessions/${w.sessionId}` }),
@@ -161,6 +172,7 @@ const MATRIX: Record<string, Entry> = {
     wrongScopeKey: WRITER_KEY,
     operatorToo: true,
     req: (w) => ({ path: `/v1/drivers/${w.b.id}` }),
+    extra: [{ name: "wrong Driver: a key restricted to B purging A", token: () => B_ONLY_KEY, req: (w) => ({ path: `/v1/drivers/${w.a.id}` }), status: 403, code: "auth.forbidden" }],
     right: () => TEST_SECRETS.adminKey,
     prepare: async (w) => ({ path: `/v1/drivers/${(await finalizedDriver(w)).id}` }),
     rightStatus: 204,
@@ -279,6 +291,7 @@ function refusalsOf(entry: Entry): Refusal[] {
       out.push(wrongKind("a Driver token", (w) => w.a.token), wrongKind("the enrollment token", () => TEST_SECRETS.enrollmentToken));
       if (!entry.operatorToo) out.push(wrongKind("the operator token", () => TEST_SECRETS.operatorToken));
       out.push({ name: "wrong scope", token: () => entry.wrongScopeKey!, status: 403, code: "auth.scope" });
+      if (entry.ofDriverA) out.push({ name: "wrong Driver: a key restricted to B", token: () => B_ONLY_KEY, status: 403, code: "auth.forbidden" });
       break;
     case "driver":
       out.push(wrongKind("an API key", () => TEST_SECRETS.adminKey), wrongKind("the enrollment token", () => TEST_SECRETS.enrollmentToken), wrongKind("the operator token", () => TEST_SECRETS.operatorToken));

@@ -1,5 +1,6 @@
 import { readFileSync, statSync } from "node:fs";
 import { z } from "zod";
+import { UlidSchema } from "@mosoo/contracts";
 
 /**
  * The scopes an API key may hold (DESIGN.md §10):
@@ -18,7 +19,10 @@ export const MIN_SECRET_LENGTH = 16;
 
 /**
  * One API key: a `name` (1–64 of `[A-Za-z0-9._-]`, shown in logs, never the secret), its `secret`
- * (16–512 printable ASCII characters without spaces, commas or colons) and at least one scope.
+ * (16–512 printable ASCII characters without spaces, commas or colons), at least one scope, and
+ * optionally `drivers`: the Driver instance ids it is restricted to (keys file only; without it the
+ * key reaches runs of every Driver). A restricted key creates runs only on those Drivers and reads or
+ * deletes only their runs, sessions and (finalized) instances; anything else is 403 `auth.forbidden`.
  */
 export const ApiKeySchema = z.strictObject({
   name: z.string().regex(/^[A-Za-z0-9._-]{1,64}$/, "a key name is 1-64 characters of A-Z a-z 0-9 . _ -"),
@@ -29,13 +33,14 @@ export const ApiKeySchema = z.strictObject({
     .regex(/^[\x21-\x7e]+$/, "a key secret is printable ASCII without spaces")
     .refine((s) => !s.includes(",") && !s.includes(":"), "a key secret may not contain ',' or ':'"),
   scopes: z.array(z.enum(API_KEY_SCOPES)).min(1, "a key needs at least one scope"),
+  drivers: z.array(UlidSchema).min(1).max(1_000).optional(),
 });
 
 /** See {@link ApiKeySchema}. */
 export type ApiKey = z.infer<typeof ApiKeySchema>;
 
 /**
- * The keys file (`MOSOO_API_KEYS_FILE`): `{"keys": [{"name", "secret", "scopes": [...]}, ...]}`.
+ * The keys file (`MOSOO_API_KEYS_FILE`): `{"keys": [{"name", "secret", "scopes": [...], "drivers"?: [...]}, ...]}`.
  * Key names are unique, and so are secrets.
  */
 export const ApiKeysFileSchema = z

@@ -14,7 +14,7 @@ import type { DriverInstanceRow } from "../../modules/runtime/infrastructure/dri
  */
 export type Principal =
   | { kind: "operator" }
-  | { kind: "api_key"; name: string; scopes: readonly ApiKeyScope[] }
+  | { kind: "api_key"; name: string; scopes: readonly ApiKeyScope[]; drivers: readonly string[] | undefined }
   | { kind: "enrollment" }
   | { kind: "driver"; instance: DriverInstanceRow };
 
@@ -86,7 +86,7 @@ export class CredentialGuard {
     if (this.operator && timingSafeEqual(given, this.operator)) found = { kind: "operator" };
     if (this.enrollment && timingSafeEqual(given, this.enrollment)) found ??= { kind: "enrollment" };
     for (const { key, hash } of this.keys) {
-      if (timingSafeEqual(given, hash)) found ??= { kind: "api_key", name: key.name, scopes: key.scopes };
+      if (timingSafeEqual(given, hash)) found ??= { kind: "api_key", name: key.name, scopes: key.scopes, drivers: key.drivers };
     }
     if (found) return found;
     if (!DriverTokenSchema.safeParse(token).success) return undefined;
@@ -155,6 +155,17 @@ export class CredentialGuard {
     const guarded = this.apiKey("metrics:read", true);
     return createMiddleware<AuthEnv>(async (c, next) => (this.metricsPublic ? next() : guarded(c, next)));
   }
+}
+
+/**
+ * Refuses an API key restricted to other Driver instances (`drivers` in the keys file). The operator
+ * and unrestricted keys pass; `driverInstanceIds` empty (nothing found) passes, so the route answers its own 404.
+ * @throws RuntimeError `auth.forbidden` (403).
+ */
+export function assertDriversAllowed(principal: Principal, driverInstanceIds: readonly string[]): void {
+  if (principal.kind !== "api_key" || !principal.drivers) return;
+  const allowed = principal.drivers;
+  if (driverInstanceIds.some((id) => !allowed.includes(id))) throw forbidden();
 }
 
 function forbidden(): RuntimeError {

@@ -1,40 +1,51 @@
-import { Hono } from "hono";
+import { Hono, type MiddlewareHandler } from "hono";
 import { CreateRunRequestSchema, EnqueueToolCallRequestSchema, RunEventsQuerySchema, UlidSchema } from "@mosoo/contracts";
 import type { Runtime } from "../../modules/runtime/application/runtime.js";
-import type { AuthEnv, CredentialGuard } from "./credential-guard.js";
+import { assertDriversAllowed, type AuthEnv, type CredentialGuard } from "./credential-guard.js";
 import { parseOrThrow, readJson } from "./http-errors.js";
 
 /**
  * The run API (DESIGN.md §10), every route behind an API key (`Authorization: Bearer <secret>`):
  * create a run and enqueue a tool call (`runs:write`), read a run and its events (`runs:read`),
- * delete runs, sessions and finalized Drivers (`runs:delete`, or the operator token).
+ * delete runs, sessions and finalized Drivers (`runs:delete`, or the operator token). A key restricted
+ * to some Driver instances reaches only their runs (else 403 `auth.forbidden`, nothing written).
  */
 export function runRoutes(runtime: Runtime, guard: CredentialGuard): Hono<AuthEnv> {
   const app = new Hono<AuthEnv>();
   const write = guard.apiKey("runs:write");
   const read = guard.apiKey("runs:read");
   const del = guard.apiKey("runs:delete", true);
+  const ofRun: MiddlewareHandler<AuthEnv> = async (c, next) => {
+    assertDriversAllowed(c.get("principal"), runtime.runs.driversOfRun(c.req.param("runId") ?? ""));
+    await next();
+  };
   const id = (value: string | undefined) => parseOrThrow(UlidSchema, value);
 
-  app.post("/v1/runs", write, async (c) => c.json(runtime.runs.createRun(await readJson(c, CreateRunRequestSchema)), 201));
-  app.post("/v1/runs/:runId/tool-calls", write, async (c) => {
+  app.post("/v1/runs", write, async (c) => {
+    const req = await readJson(c, CreateRunRequestSchema);
+    assertDriversAllowed(c.get("principal"), [req.driverInstanceId]);
+    return c.json(runtime.runs.createRun(req), 201);
+  });
+  app.post("/v1/runs/:runId/tool-calls", write, ofRun, async (c) => {
     const res = runtime.runs.enqueueToolCall(id(c.req.param("runId")), await readJson(c, EnqueueToolCallRequestSchema));
     return c.json(res, res.replayed ? 200 : 201);
   });
-  app.get("/v1/runs/:runId", read, (c) => c.json(runtime.runs.getRunView(id(c.req.param("runId")))));
-  app.get("/v1/runs/:runId/events", read, (c) => {
+  app.get("/v1/runs/:runId", read, ofRun, (c) => c.json(runtime.runs.getRunView(id(c.req.param("runId")))));
+  app.get("/v1/runs/:runId/events", read, ofRun, (c) => {
     const q = parseOrThrow(RunEventsQuerySchema, c.req.query());
     return c.json({ events: runtime.runs.listEvents(id(c.req.param("runId")), q.afterSeq) });
   });
-  app.delete("/v1/runs/:runId", del, (c) => {
+  app.delete("/v1/runs/:runId", del, ofRun, (c) => {
     runtime.runs.deleteRun(id(c.req.param("runId")));
     return c.body(null, 204);
   });
   app.delete("/v1/sessions/:sessionId", del, (c) => {
+    assertDriversAllowed(c.get("principal"), runtime.runs.driversOfSession(c.req.param("sessionId")));
     runtime.runs.deleteSession(id(c.req.param("sessionId")));
     return c.body(null, 204);
   });
   app.delete("/v1/drivers/:driverInstanceId", del, (c) => {
+    assertDriversAllowed(c.get("principal"), [c.req.param("driverInstanceId")]);
     runtime.runs.purgeDriver(id(c.req.param("driverInstanceId")));
     return c.body(null, 204);
   });
