@@ -35,8 +35,14 @@ export interface CrashScenarioSpec {
   };
 }
 
-/** Heartbeat TTL (ms) of the API in the demo: short, so finalization by expiry happens within seconds. */
+/** Heartbeat TTL (ms) of the API in the finalization scenarios: short, so finalization by expiry happens within seconds. */
 const HEARTBEAT_TTL_MS = "1500";
+/**
+ * Heartbeat TTL (ms) in the restart scenarios: long enough that the restarted Driver reconnects before
+ * the instance expires even on a loaded machine (a Driver process takes ~1 s to start, 3 s and more
+ * under load); with 1.5 s the sweep could finalize the instance first, turning the restart into a finalization.
+ */
+const RESTART_HEARTBEAT_TTL_MS = "20000";
 /** How long (ms) the provider delays its commit in a `before_commit` scenario. */
 const LATE_COMMIT_DELAY_MS = 2500;
 
@@ -58,7 +64,7 @@ export async function runCrashScenario(spec: CrashScenarioSpec, opts: ScenarioOp
     const api = await startApiProcess(join(workDir, "api.db"), {
       MOSOO_EFFECT_RECONCILIATION: spec.reconciliation,
       MOSOO_RECONCILIATION_BINDINGS_FILE: bindingsFile,
-      MOSOO_HEARTBEAT_TTL_MS: HEARTBEAT_TTL_MS,
+      MOSOO_HEARTBEAT_TTL_MS: spec.recovery === "restart" ? RESTART_HEARTBEAT_TTL_MS : HEARTBEAT_TTL_MS,
       MOSOO_SWEEP_INTERVAL_MS: "250",
     });
     procs.push(api.proc);
