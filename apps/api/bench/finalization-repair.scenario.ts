@@ -80,7 +80,7 @@ export async function runRepair(opts: RepairOptions): Promise<RepairResult> {
     let reconciled = 0;
     let eventsOk = true;
     for (let round = 1; round <= opts.rounds; round++) {
-      const { driverToken } = runtime.drivers.register({ name: `repair-${round}` });
+      const { driverToken } = runtime.drivers.register({ name: `repair-${round}` }, { kind: "enrollment" });
       const { connectionId } = runtime.drivers.connect(runtime.drivers.authenticate(driverToken));
       const instance = runtime.drivers.authenticate(driverToken);
       const { runId } = runtime.runs.createRun({ driverInstanceId: instance.id });

@@ -90,7 +90,7 @@ function floorLifecycle(store: BenchStore) {
  * `performance.now()` and handed to tinybench as `overriddenDuration`).
  */
 function ledgerLifecycle(runtime: Runtime) {
-  const { driverToken } = runtime.drivers.register({ name: "bench" });
+  const { driverToken } = runtime.drivers.register({ name: "bench" }, { kind: "enrollment" });
   const { connectionId } = runtime.drivers.connect(runtime.drivers.authenticate(driverToken));
   const instance = runtime.drivers.authenticate(driverToken);
   const { runId } = runtime.runs.createRun({ driverInstanceId: instance.id });

@@ -1,7 +1,9 @@
 export { startApi } from "./server.js";
 export type { RunningApi } from "./server.js";
-export { loadApiConfig, ConfigError, ApiConfigSchema } from "./config/api-config.js";
-export type { ApiConfig } from "./config/api-config.js";
+export { loadApiConfig, ConfigError, ApiConfigSchema, isLoopbackHost } from "./config/api-config.js";
+export type { ApiConfig, AuthConfig } from "./config/api-config.js";
+export { API_KEY_SCOPES, ApiKeySchema, ApiKeysFileSchema, parseApiKeysEnv } from "./config/api-keys.contract.js";
+export type { ApiKey, ApiKeyScope } from "./config/api-keys.contract.js";
 export { createRuntime } from "./modules/runtime/application/runtime.js";
 export type { Runtime, CreateRuntimeOptions } from "./modules/runtime/application/runtime.js";
 export { openStore, MIGRATIONS_FOLDER } from "./platform/db/database.js";

@@ -73,6 +73,7 @@ export async function startApi(
     logger,
     heartbeatTtlMs: config.heartbeatTtlMs,
     sendDeadlineMs: config.sendDeadlineMs,
+    driverUnconnectedTtlMs: config.auth.driverUnconnectedTtlMs,
     reconciliation,
     metricsRegistry,
     ...(opts.clock ? { clock: opts.clock } : {}),
@@ -85,7 +86,9 @@ export async function startApi(
   if (reconciliation.enabled && reconciliation.bindings.size === 0) {
     logger.warn("MOSOO_EFFECT_RECONCILIATION=on but no server is bound (MOSOO_RECONCILIATION_BINDINGS_FILE): every unknown effect keeps the baseline fence");
   }
-  const app = createHttpApp(runtime, logger, { operatorToken: config.operatorToken });
+  const app = createHttpApp(runtime, logger, { operatorToken: config.operatorToken, ...config.auth });
+  if (config.auth.apiKeys.length === 0) logger.warn("no API keys (MOSOO_API_KEYS, MOSOO_API_KEYS_FILE): the run API refuses every request");
+  if (!config.auth.driverEnrollmentToken && !config.operatorToken) logger.warn("no MOSOO_DRIVER_ENROLLMENT_TOKEN (or MOSOO_OPERATOR_TOKEN): no Driver can register");
   const server: ServerType = await new Promise((resolve, reject) => {
     const s = serve({ fetch: app.fetch, hostname: config.host, port: config.port }, () => resolve(s));
     s.once("error", reject);

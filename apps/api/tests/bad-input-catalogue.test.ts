@@ -9,7 +9,7 @@ import pino from "pino";
 import { createHttpApp } from "../src/adapters/http/app.js";
 import { ApiConfigSchema, ConfigError, loadApiConfig, unknownMosooEnvNames } from "../src/config/api-config.js";
 import { createRuntimeFixture, type RuntimeFixture } from "./helpers/runtime-fixture.js";
-import { requestJson } from "./helpers/http-call.js";
+import { defaultCredential, requestJson, TEST_AUTH } from "./helpers/http-call.js";
 import { RECONCILIATION_OFF } from "../src/modules/reconciliation/application/reconciliation-settings.js";
 
 const OPERATOR_TOKEN = "operator-token-0123456789";
@@ -26,7 +26,7 @@ interface Ctx {
 let ctx: Ctx;
 
 function call(method: string, path: string, body?: unknown, token?: string) {
-  return requestJson(app, method, path, body, token);
+  return requestJson(app, method, path, body, token ?? defaultCredential(method, path));
 }
 
 async function driver(name: string) {
@@ -44,7 +44,7 @@ function dump(): string {
 beforeEach(async () => {
   // the operator surface exists only with reconciliation on; no server is bound, so effects keep the baseline fence
   f = createRuntimeFixture({ reconciliation: { ...RECONCILIATION_OFF, enabled: true } });
-  app = createHttpApp(f.runtime, pino({ level: "silent" }), { operatorToken: OPERATOR_TOKEN });
+  app = createHttpApp(f.runtime, pino({ level: "silent" }), { ...TEST_AUTH, operatorToken: OPERATOR_TOKEN });
   const a = await driver("driver-a");
   const b = await driver("driver-b");
   const run = await call("POST", "/v1/runs", { driverInstanceId: a.id });

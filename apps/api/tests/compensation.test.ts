@@ -228,7 +228,7 @@ describe("compensation: an explicit, declared, operator-started write through th
     expect(insert).toThrow(/UNIQUE constraint failed/);
   });
 
-  it("purging the finalized Driver that ran a compensation keeps the audit row (its link cleared) and answers no 500", async () => {
+  it("purging the finalized Driver that ran a compensation keeps the audit row (with the compensation's id) and answers no 500", async () => {
     s = await setupFixtureReconciliation({ mode: "bound" });
     const setup = s;
     const original = await succeededIssue(setup);
@@ -238,7 +238,7 @@ describe("compensation: an explicit, declared, operator-started write through th
     await setup.runtime.repair.finalize(other.instance.id, "driver_request");
     setup.runtime.runs.purgeDriver(other.instance.id);
     expect(setup.store.sqlite.prepare("SELECT count(*) AS n FROM external_tool_effects WHERE id = ?").get(comp.compensationEffectId)).toEqual({ n: 0 });
-    expect(setup.runtime.operator.show(original.effectId).operatorActions).toEqual([expect.objectContaining({ action: "compensate", compensationEffectId: null })]);
+    expect(setup.runtime.operator.show(original.effectId).operatorActions).toEqual([expect.objectContaining({ action: "compensate", compensationEffectId: comp.compensationEffectId })]);
   });
 });
 

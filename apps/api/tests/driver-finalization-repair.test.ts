@@ -134,7 +134,7 @@ describe("finalization repair", () => {
     expect(e1.details).toEqual({ effectIds: [call.effectId] });
     expectRuntimeError(() => f.runtime.runs.deleteSession(call.sessionId), "effect.fence_retained");
     expectRuntimeError(() => f.runtime.runs.purgeDriver(driver.instance.id), "effect.fence_retained");
-    expectRuntimeError(() => f.runtime.drivers.register({ name: "again", driverInstanceId: driver.instance.id }), "effect.fence_retained");
+    expectRuntimeError(() => f.runtime.drivers.register({ name: "again", driverInstanceId: driver.instance.id }, { kind: "operator" }), "effect.fence_retained");
     await f.runtime.sweep.sweepOnce();
 
     const effect = runView(call.runId).effects[0]!;

@@ -165,7 +165,7 @@ describe("mosoo-effects as a process", () => {
       expect(JSON.parse(ok.stdout)).toEqual({ effects: [], nextCursor: null });
       const wrong = await spawnCli(["--api-url", api.url, "list"], { MOSOO_OPERATOR_TOKEN: "wrong-token-0123456789" });
       expect(wrong.code).toBe(1);
-      expect(wrong.stderr).toBe("mosoo-effects: auth.invalid_token: the operator token is not valid\n");
+      expect(wrong.stderr).toBe("mosoo-effects: auth.invalid_token: the credential is not valid\n");
       const bad = await spawnCli(["--api-url", api.url, "list", "--limit", "x"], { MOSOO_OPERATOR_TOKEN: TOKEN });
       expect(bad.code).toBe(2);
       expect(bad.stderr.trim().split("\n")).toHaveLength(1);

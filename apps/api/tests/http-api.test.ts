@@ -1,5 +1,5 @@
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { requestJson } from "./helpers/http-call.js";
+import { defaultCredential, requestJson, TEST_AUTH } from "./helpers/http-call.js";
 import pino from "pino";
 import { createHttpApp } from "../src/adapters/http/app.js";
 import { createRuntimeFixture, type RuntimeFixture } from "./helpers/runtime-fixture.js";
@@ -8,12 +8,12 @@ let f: RuntimeFixture;
 let app: ReturnType<typeof createHttpApp>;
 beforeEach(() => {
   f = createRuntimeFixture();
-  app = createHttpApp(f.runtime, pino({ level: "silent" }));
+  app = createHttpApp(f.runtime, pino({ level: "silent" }), TEST_AUTH);
 });
 afterEach(() => f.close());
 
 function call(method: string, path: string, body?: unknown, token?: string) {
-  return requestJson(app, method, path, body, token);
+  return requestJson(app, method, path, body, token ?? defaultCredential(method, path));
 }
 
 async function registerAndConnect() {
@@ -133,8 +133,12 @@ describe("HTTP surface: retries and edge input", () => {
 
   it("refuses to re-register a Driver instance that was not finalized", async () => {
     const d = await registerAndConnect();
+    // the enrollment token never re-registers an existing id (issue 10: identity takeover)
     const res = await call("POST", "/v1/drivers/register", { name: "evil", driverInstanceId: d.id });
-    expect(res).toMatchObject({ status: 409, body: { error: { code: "driver.not_finalized" } } });
+    expect(res).toMatchObject({ status: 403, body: { error: { code: "auth.forbidden" } } });
+    // the operator may, but only once the instance was finalized
+    const op = await call("POST", "/v1/drivers/register", { name: "evil", driverInstanceId: d.id }, TEST_AUTH.operatorToken);
+    expect(op).toMatchObject({ status: 409, body: { error: { code: "driver.not_finalized" } } });
     // the original token still works
     expect((await call("POST", "/v1/drivers/heartbeat", { connectionId: d.connectionId }, d.token)).status).toBe(200);
   });

@@ -60,7 +60,7 @@ const E = "/api/operator/effects";
 const ok = { actor: "alice", reason: "checked the tracker" };
 
 describe("operator routes: gating", () => {
-  it("with MOSOO_EFFECT_RECONCILIATION off every route answers 404 feature.disabled, token or not", async () => {
+  it("with MOSOO_EFFECT_RECONCILIATION off every route answers 404 feature.disabled to the operator, 401 without a token", async () => {
     f = createReconciliationFixture({ enabled: false });
     const call = await unknownEffect(f);
     const before = ledgerSnapshot(f.store);
@@ -72,7 +72,7 @@ describe("operator routes: gating", () => {
       ["POST", `${E}/${call.effectId}/compensate`, ok],
     ] as const) {
       expect(await http(f.runtime)(method, path, body)).toMatchObject({ status: 404, body: { error: { code: "feature.disabled" } } });
-      expect(await http(f.runtime, { token: "" })(method, path, body)).toMatchObject({ status: 404 });
+      expect(await http(f.runtime, { token: "" })(method, path, body)).toMatchObject({ status: 401, body: { error: { code: "auth.missing_token" } } });
     }
     expect(ledgerSnapshot(f.store)).toEqual(before);
   });

@@ -214,7 +214,7 @@ describe("racing reconcilers and metrics", () => {
     await f.runtime.sweep.sweepOnce();
     await f.runtime.reconciler.reconcile(call.effectId, "operator"); // not unknown any more: no lookup, not counted
 
-    const res = await createHttpApp(f.runtime, pino({ level: "silent" })).request("/metrics");
+    const res = await createHttpApp(f.runtime, pino({ level: "silent" }), { metricsPublic: true }).request("/metrics");
     expect(res.status).toBe(200);
     const samples = (await res.text())
       .split("\n")

@@ -124,6 +124,8 @@ export interface DriverApiClientOptions {
   apiUrl: string;
   /** Bearer token for every route but `register`. */
   driverToken?: string | undefined;
+  /** Bearer token of `register`: the API's `MOSOO_DRIVER_ENROLLMENT_TOKEN` (DESIGN.md §10); without it the API answers 401. */
+  enrollmentToken?: string | undefined;
   /** Retry policy of the idempotent requests; defaults to {@link DEFAULT_API_RETRY}. */
   retry?: Partial<ApiRetryOptions> | undefined;
   /** Timeout of one HTTP attempt in ms (the long-poll adds its `waitMs`); default 30 000. */
@@ -161,7 +163,7 @@ export interface DriverCommandApi {
 
 /** The whole Driver protocol (packages/contracts `DRIVER_ROUTES`) as typed calls. */
 export interface DriverApi extends DriverCommandApi {
-  /** `POST register {name, driverInstanceId?}` (no auth, not retried: a repeat would mint another instance). */
+  /** `POST register {name, driverInstanceId?}` with the enrollment token (not retried: a repeat would mint another instance). */
   register(body: RegisterDriverRequest): Promise<RegisterDriverResponse>;
   /** `POST connect` (bearer): a new `connectionId`; earlier connections are superseded. */
   connect(): Promise<ConnectDriverResponse>;
@@ -179,7 +181,8 @@ interface RequestSpec<S extends z.ZodType> {
   route: string;
   body?: unknown;
   responseSchema: S;
-  auth: boolean;
+  /** Which bearer token the request carries: the Driver's own (`true`), the enrollment token, or none. */
+  auth: boolean | "enrollment";
   retry: boolean;
   timeoutMs?: number;
   signal?: AbortSignal | undefined;
@@ -219,7 +222,7 @@ export class DriverApiClient implements DriverApi {
       route: "register",
       body: checkRequest(RegisterDriverRequestSchema, body),
       responseSchema: RegisterDriverResponseSchema,
-      auth: false,
+      auth: "enrollment",
       retry: false,
     });
   }
@@ -379,7 +382,9 @@ export class DriverApiClient implements DriverApi {
   private async attempt<S extends z.ZodType>(spec: RequestSpec<S>): Promise<z.output<S>> {
     const headers: Record<string, string> = { accept: "application/json" };
     if (spec.body !== undefined) headers["content-type"] = "application/json";
-    if (spec.auth) {
+    if (spec.auth === "enrollment") {
+      if (this.options.enrollmentToken) headers["authorization"] = `Bearer ${this.options.enrollmentToken}`;
+    } else if (spec.auth) {
       if (!this.options.driverToken) throw new ApiContractError("request", `${spec.route} needs a driver token`);
       headers["authorization"] = `Bearer ${this.options.driverToken}`;
     }

@@ -75,7 +75,9 @@ export const DEFAULT_POLL_WAIT_MS = 25_000;
  * - `name`: Driver instance name sent on `register` (1–100 chars);
  * - `stateFile`: path of the state file; `mcpConfigFile`: path of the MCP config file;
  * - `toolTimeoutMs`: per `tools/call` timeout in ms; `pollWaitMs`: long-poll wait in ms (0–30 000);
- * - `finalizeOnExit`: on SIGTERM/SIGINT, `POST finalize` (the instance is gone for good).
+ * - `finalizeOnExit`: on SIGTERM/SIGINT, `POST finalize` (the instance is gone for good);
+ * - `enrollmentToken`: the API's `MOSOO_DRIVER_ENROLLMENT_TOKEN` (from the Driver's environment, same
+ *   name), sent on `register` only (DESIGN.md §10); at least 16 characters.
  */
 export const DriverOptionsSchema = z.strictObject({
   apiUrl: HttpUrlSchema,
@@ -86,6 +88,7 @@ export const DriverOptionsSchema = z.strictObject({
   pollWaitMs: z.number().int().min(0).max(30_000).default(DEFAULT_POLL_WAIT_MS),
   logLevel: z.enum(LOG_LEVELS).default("info"),
   finalizeOnExit: z.boolean().default(false),
+  enrollmentToken: z.string().trim().min(16, "MOSOO_DRIVER_ENROLLMENT_TOKEN must be at least 16 characters").optional(),
 });
 /** See {@link DriverOptionsSchema}. */
 export type DriverOptions = z.infer<typeof DriverOptionsSchema>;

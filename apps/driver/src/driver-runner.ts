@@ -37,7 +37,7 @@ export interface CreateDriverExtras {
  */
 export async function createDriver(options: DriverOptions, logger: Logger, extras: CreateDriverExtras = {}): Promise<DriverLoop> {
   const mcpConfig = extras.mcpConfig ?? (await loadMcpConfigFile(options.mcpConfigFile));
-  const client = new DriverApiClient({ apiUrl: options.apiUrl, logger, retry: extras.apiRetry });
+  const client = new DriverApiClient({ apiUrl: options.apiUrl, logger, retry: extras.apiRetry, enrollmentToken: options.enrollmentToken });
   return new DriverLoop({
     apiFor: (token) => (token ? client.withDriverToken(token) : client),
     stateRepository: new DriverStateRepository(options.stateFile),

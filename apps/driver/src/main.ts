@@ -28,6 +28,10 @@ State file (--state-file): {apiUrl, driverInstanceId, driverToken}, written atom
   instance (after a crash, just start again with the same file: the API redelivers every command
   that has no terminal receipt).
 
+Environment: MOSOO_DRIVER_ENROLLMENT_TOKEN, the API's enrollment token, is sent when the Driver
+  registers a new instance (no state file yet); once registered it uses its own token from the
+  state file.
+
 Signals: SIGTERM/SIGINT stop polling and let the command in hand finish; a second signal exits at
   once (130). A graceful stop does NOT finalize the instance unless --finalize-on-exit is given.
 
@@ -85,6 +89,8 @@ async function main(): Promise<void> {
     pollWaitMs: DEFAULT_POLL_WAIT_MS,
     logLevel: raw["logLevel"],
     finalizeOnExit: raw["finalizeOnExit"] === true,
+    // a secret: from the environment, never a flag (flags show in `ps`)
+    enrollmentToken: process.env["MOSOO_DRIVER_ENROLLMENT_TOKEN"] || undefined,
   });
   if (!parsed.success) badInput(`invalid option: ${formatZodIssues(parsed.error)}`);
   const options = parsed.data;

@@ -24,14 +24,20 @@ async function connectedClient(): Promise<{ client: DriverApiClient; connectionI
 }
 
 describe("DriverApiClient", () => {
-  it("registers without auth, then sends the bearer token and validates responses", async () => {
-    const client = new DriverApiClient({ apiUrl: api.url, retry: FAST_RETRY });
+  it("registers with the enrollment token, then sends its own bearer token and validates responses", async () => {
+    const client = new DriverApiClient({ apiUrl: api.url, retry: FAST_RETRY, enrollmentToken: "enrollment-token-0123456789" });
     const registered = await client.register({ name: "driver-test" });
-    expect(api.requestsOf("register")[0]).toMatchObject({ body: { name: "driver-test" }, authorization: undefined });
+    expect(api.requestsOf("register")[0]).toMatchObject({ body: { name: "driver-test" }, authorization: "Bearer enrollment-token-0123456789" });
     const authed = client.withDriverToken(registered.driverToken);
     const connected = await authed.connect();
     expect(connected.driverInstanceId).toBe(registered.driverInstanceId);
     expect(api.requestsOf("connect")[0]?.authorization).toBe(`Bearer ${registered.driverToken}`);
+  });
+
+  it("registers without an Authorization header when no enrollment token is configured (the API then answers 401)", async () => {
+    const client = new DriverApiClient({ apiUrl: api.url, retry: FAST_RETRY });
+    await client.register({ name: "driver-test" });
+    expect(api.requestsOf("register")[0]).toMatchObject({ authorization: undefined });
   });
 
   it("long-polls nextCommand with connectionId and waitMs in the query", async () => {

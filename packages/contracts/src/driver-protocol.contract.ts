@@ -7,8 +7,9 @@ import { identifierSchema, safeJsonObjectSchema, strictIntegerInput, textSchema 
 import { CommandStatusSchema, EffectStatusSchema } from "./statuses.contract.js";
 
 /**
- * The Driver protocol: HTTP+JSON between a Driver process and the API. Every route but
- * `register` needs `Authorization: Bearer <driver token>`; a Driver only ever sees and changes its
+ * The Driver protocol: HTTP+JSON between a Driver process and the API (DESIGN.md §10). `register`
+ * needs `Authorization: Bearer <enrollment token>` (the API's `MOSOO_DRIVER_ENROLLMENT_TOKEN`), every
+ * other route `Authorization: Bearer <driver token>` (any case of the scheme); a Driver only ever sees and changes its
  * own instance's commands and effects. Requests that carry `connectionId` are refused with
  * `driver.connection_superseded` (409) once a newer connection of the same instance exists.
  */
@@ -30,8 +31,10 @@ export const DRIVER_ROUTES = {
 export const DriverTokenSchema = z.string().regex(/^mdt_[0-9A-HJKMNP-TV-Z]{26}_[A-Za-z0-9_-]{32,128}$/, "malformed driver token");
 
 /**
- * Register a Driver instance. Without `driverInstanceId` a new instance is created; with it, the
- * instance is re-registered (its old token is revoked). Re-registering is refused with
+ * Register a Driver instance. Without `driverInstanceId` a new instance is created (with the
+ * enrollment token or the operator token); with it, the instance is re-registered (its old token is
+ * revoked), which needs that instance's own token or the operator token (else 403 `auth.forbidden`,
+ * so no one takes over an identity). Re-registering is refused with
  * `effect.fence_retained` (409) while any of its effects is `executing` or `unknown` (DESIGN.md §3 rule 9).
  */
 export const RegisterDriverRequestSchema = z.object({

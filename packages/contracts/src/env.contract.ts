@@ -32,6 +32,13 @@ export const ApiEnvSchema = z.object({
   // The old-generation heap limit of each adapter worker thread (docs/DESIGN.md §4: adapters are untrusted code).
   MOSOO_ADAPTER_HEAP_MB: strictIntegerString(16, 4_096).default(64),
   MOSOO_OPERATOR_TOKEN: z.string().trim().min(16, "must be at least 16 characters (spaces do not count)").optional(),
+  // Credentials of the run API and of Driver registration (docs/DESIGN.md §10); see the API's api-keys.contract.ts.
+  MOSOO_API_KEYS: z.string().optional(),
+  MOSOO_API_KEYS_FILE: z.string().min(1).optional(),
+  MOSOO_DRIVER_ENROLLMENT_TOKEN: z.string().trim().min(16, "must be at least 16 characters (spaces do not count)").optional(),
+  MOSOO_METRICS_PUBLIC: z.enum(["off", "on"]).default("off"),
+  MOSOO_DRIVER_REGISTER_RATE: strictIntegerString(1, 100_000).default(30),
+  MOSOO_DRIVER_UNCONNECTED_TTL_MS: strictIntegerString(1_000, 30 * 86_400_000).default(3_600_000),
 });
 
 /**
@@ -43,8 +50,10 @@ export const CliEnvSchema = z.object({
   MOSOO_OPERATOR_TOKEN: z.string().optional(),
 });
 
-/** Variables the Driver reads (it is configured by command-line options; none today). */
-export const DriverEnvSchema = z.object({});
+/** Variables the Driver reads (otherwise it is configured by command-line options): `MOSOO_DRIVER_ENROLLMENT_TOKEN`, the token it registers with. */
+export const DriverEnvSchema = z.object({
+  MOSOO_DRIVER_ENROLLMENT_TOKEN: z.string().optional(),
+});
 
 /** Variables of the repository's own scripts: `MOSOO_BENCH_QUICK=1`, `MOSOO_BENCH_CPU_PROF=1` (`npm run bench`). */
 export const ToolingEnvSchema = z.object({

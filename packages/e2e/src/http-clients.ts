@@ -30,26 +30,37 @@ export interface RunViewBody {
   events: Array<{ seq: number; type: string; terminal: boolean; payload: Record<string, unknown> }>;
 }
 
-/** A small client of the run API for the scenarios. Every failed call throws `e2e.http_error` with the status and body. */
+/**
+ * A small client of the run API for the scenarios, sending `Authorization: Bearer <apiKey>` (a key
+ * with `runs:write`, `runs:read` and, for `metrics()`, `metrics:read`). Every failed call throws
+ * `e2e.http_error` with the status and body.
+ */
 export class RunApiClient {
-  constructor(readonly baseUrl: string) {}
+  constructor(
+    readonly baseUrl: string,
+    private readonly apiKey: string,
+  ) {}
+
+  private headers(json = false): Record<string, string> {
+    return { authorization: `Bearer ${this.apiKey}`, ...(json ? { "content-type": "application/json" } : {}) };
+  }
 
   async createRun(driverInstanceId: string): Promise<CreateRunResponse> {
-    const res = await fetch(this.baseUrl + RUN_ROUTES.createRun, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ driverInstanceId }) });
+    const res = await fetch(this.baseUrl + RUN_ROUTES.createRun, { method: "POST", headers: this.headers(true), body: JSON.stringify({ driverInstanceId }) });
     return CreateRunResponseSchema.parse(await json(res, "create run"));
   }
 
   async enqueueToolCall(runId: string, req: EnqueueToolCallRequest): Promise<EnqueueToolCallResponse> {
-    const res = await fetch(this.baseUrl + RUN_ROUTES.toolCalls(runId), { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(req) });
+    const res = await fetch(this.baseUrl + RUN_ROUTES.toolCalls(runId), { method: "POST", headers: this.headers(true), body: JSON.stringify(req) });
     return EnqueueToolCallResponseSchema.parse(await json(res, "enqueue tool call"));
   }
 
   async getRun(runId: string): Promise<RunViewBody> {
-    return (await json(await fetch(this.baseUrl + RUN_ROUTES.run(runId)), "get run")) as RunViewBody;
+    return (await json(await fetch(this.baseUrl + RUN_ROUTES.run(runId), { headers: this.headers() }), "get run")) as RunViewBody;
   }
 
   async metrics(): Promise<string> {
-    const res = await fetch(`${this.baseUrl}/metrics`);
+    const res = await fetch(`${this.baseUrl}/metrics`, { headers: this.headers() });
     return res.ok ? res.text() : "";
   }
 }

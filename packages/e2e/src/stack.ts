@@ -1,3 +1,4 @@
+import { randomBytes } from "node:crypto";
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { entryPoints } from "./workspace-paths.js";
@@ -25,27 +26,54 @@ export async function startProviderProcess(dbFile: string, flags: string[] = [])
   return { proc, url: String(ready["url"]), controlUrl: String(ready["controlUrl"]) };
 }
 
-/** A started API: its base `url` and the process. */
+/**
+ * The secrets of one e2e stack (DESIGN.md §10), fresh random ones per run: an API key with every
+ * scope (`runs:write`, `runs:read`, `runs:delete`, `metrics:read`), the Driver enrollment token and the operator token.
+ */
+export interface StackCredentials {
+  apiKey: string;
+  enrollmentToken: string;
+  operatorToken: string;
+}
+
+/** New random {@link StackCredentials} (192 bits each, base64url). */
+export function newStackCredentials(): StackCredentials {
+  const secret = () => randomBytes(24).toString("base64url");
+  return { apiKey: `e2e_${secret()}`, enrollmentToken: `enr_${secret()}`, operatorToken: `op_${secret()}` };
+}
+
+/** The API's credential variables for `credentials`: MOSOO_API_KEYS (key `e2e`), MOSOO_DRIVER_ENROLLMENT_TOKEN, MOSOO_OPERATOR_TOKEN. */
+export function credentialsEnv(credentials: StackCredentials): Record<string, string> {
+  return {
+    MOSOO_API_KEYS: `e2e:${credentials.apiKey}:runs:write+runs:read+runs:delete+metrics:read`,
+    MOSOO_DRIVER_ENROLLMENT_TOKEN: credentials.enrollmentToken,
+    MOSOO_OPERATOR_TOKEN: credentials.operatorToken,
+  };
+}
+
+/** A started API: its base `url`, the process, and the credentials it accepts. */
 export interface ApiProcess {
   proc: ManagedProcess;
   url: string;
+  credentials: StackCredentials;
 }
 
 /**
- * Starts the API (`apps/api/src/main.ts`) on a free loopback port with its store at `dbFile`.
+ * Starts the API (`apps/api/src/main.ts`) on a free loopback port with its store at `dbFile`,
+ * accepting `credentials` (default: fresh random ones, see {@link newStackCredentials}).
  * `env` adds MOSOO_* variables (e.g. a short `MOSOO_HEARTBEAT_TTL_MS`).
  */
-export async function startApiProcess(dbFile: string, env: Record<string, string> = {}): Promise<ApiProcess> {
+export async function startApiProcess(dbFile: string, env: Record<string, string> = {}, credentials: StackCredentials = newStackCredentials()): Promise<ApiProcess> {
   const e = entryPoints();
   const proc = new ManagedProcess({
     name: "api",
     command: e.node,
     args: [...e.nodeArgs, e.api.main],
     cwd: e.api.cwd,
-    env: { MOSOO_DB_FILE: dbFile, MOSOO_PORT: "0", MOSOO_LOG_LEVEL: "info", ...env },
+    env: { MOSOO_DB_FILE: dbFile, MOSOO_PORT: "0", MOSOO_LOG_LEVEL: "info", ...credentialsEnv(credentials), ...env },
   });
   const ready = await proc.waitForLine((j) => j["msg"] === "api.listening", READY_TIMEOUT_MS, "api.listening");
-  return { proc, url: String(ready["url"]) };
+  return { proc, url: String(ready["url"]), credentials };
 }
 
 /** A started Driver: the process and the Driver instance id it connected as. */
@@ -64,16 +92,18 @@ export function writeMcpConfig(dir: string, servers: Record<string, string>): st
 }
 
 /**
- * Starts a Driver process (`apps/driver/src/main.ts`) against `apiUrl`. With the same
+ * Starts a Driver process (`apps/driver/src/main.ts`) against `apiUrl`, with the API's
+ * `enrollmentToken` in its environment (MOSOO_DRIVER_ENROLLMENT_TOKEN). With the same
  * `stateFile` as an earlier Driver it reconnects as the same Driver instance (a restart).
  */
-export async function startDriverProcess(opts: { apiUrl: string; stateFile: string; mcpConfigFile: string; name: string }): Promise<DriverProcess> {
+export async function startDriverProcess(opts: { apiUrl: string; stateFile: string; mcpConfigFile: string; name: string; enrollmentToken: string }): Promise<DriverProcess> {
   const e = entryPoints();
   const proc = new ManagedProcess({
     name: opts.name,
     command: e.node,
     args: [...e.nodeArgs, e.driver.main, "--api-url", opts.apiUrl, "--state-file", opts.stateFile, "--mcp-config", opts.mcpConfigFile, "--name", opts.name],
     cwd: e.driver.cwd,
+    env: { MOSOO_DRIVER_ENROLLMENT_TOKEN: opts.enrollmentToken },
   });
   const connected = await proc.waitForLine((j) => j["msg"] === "driver.connected", READY_TIMEOUT_MS, "driver.connected");
   return { proc, driverInstanceId: String(connected["driverInstanceId"]), connectionId: String(connected["connectionId"]) };

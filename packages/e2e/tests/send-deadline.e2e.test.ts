@@ -53,10 +53,10 @@ describe("real processes: issue 16 repro 3, a claim answer held past the send-by
       { method: "POST", path: DRIVER_ROUTES.effectClaim, holdAnswerMs: CLAIM_ANSWER_HOLD_MS },
       { method: "POST", path: DRIVER_ROUTES.heartbeat, delayRequestMs: HEARTBEAT_DELAY_MS },
     ]);
-    const driver = await startDriverProcess({ apiUrl: proxy.url, stateFile: join(workDir, "driver-state.json"), mcpConfigFile: writeMcpConfig(workDir, { tracker: provider.url }), name: "slow-link" });
+    const driver = await startDriverProcess({ apiUrl: proxy.url, stateFile: join(workDir, "driver-state.json"), mcpConfigFile: writeMcpConfig(workDir, { tracker: provider.url }), name: "slow-link", enrollmentToken: api.credentials.enrollmentToken });
     procs.push(driver.proc);
 
-    const runs = new RunApiClient(api.url);
+    const runs = new RunApiClient(api.url, api.credentials.apiKey);
     const control = new ProviderControlClient(provider.controlUrl);
     const { runId } = await runs.createRun(driver.driverInstanceId);
     const call = await runs.enqueueToolCall(runId, { serverId: "tracker", toolName: "createIssue", arguments: { title: "Disk full on db-1", body: "seen at 03:12" } });

@@ -1,6 +1,7 @@
 import { resolve } from "node:path";
-import type { z } from "zod";
+import { z } from "zod";
 import { ApiEnvSchema } from "@mosoo/contracts";
+import { parseApiKeysEnv, readApiKeysFile, type ApiKey } from "./api-keys.contract.js";
 export { unknownMosooEnvNames } from "@mosoo/contracts";
 
 /**
@@ -11,6 +12,26 @@ export { unknownMosooEnvNames } from "@mosoo/contracts";
  * startup: {@link unknownMosooEnvNames}).
  */
 export const ApiConfigSchema = ApiEnvSchema;
+
+/** The credentials the HTTP layer checks (DESIGN.md §10). Secrets are kept in memory only. */
+export interface AuthConfig {
+  /** The run API's keys (from `MOSOO_API_KEYS` and `MOSOO_API_KEYS_FILE`, both may be set; names unique). */
+  apiKeys: ApiKey[];
+  /** The token a new Driver registers with; without it only the operator token registers Drivers. */
+  driverEnrollmentToken: string | undefined;
+  /** `GET /metrics` without credentials (`MOSOO_METRICS_PUBLIC=on`). */
+  metricsPublic: boolean;
+  /** Registrations accepted per client address per minute (rate-limiter-flexible); more answer 429 `request.rate_limited`. */
+  driverRegisterPerMinute: number;
+  /** A Driver registration that never connected is purged by the maintenance sweep this long (ms) after registering. */
+  driverUnconnectedTtlMs: number;
+}
+
+/** True for a host name or address that only this machine can reach (127.0.0.0/8, ::1, localhost). */
+export function isLoopbackHost(host: string): boolean {
+  const h = host.toLowerCase().replace(/^\[|\]$/g, "");
+  return h === "localhost" || h === "::1" || /^127\.\d{1,3}\.\d{1,3}\.\d{1,3}$/.test(h) || h === "::ffff:127.0.0.1";
+}
 
 /** The parsed configuration: `dbFile` path, `host`, `port` (0 = any free port), times in ms, `logLevel`. */
 export interface ApiConfig {
@@ -26,6 +47,8 @@ export interface ApiConfig {
   sendDeadlineMs: number;
   sweepIntervalMs: number;
   logLevel: z.infer<typeof ApiConfigSchema>["MOSOO_LOG_LEVEL"];
+  /** Credentials of the run API, Driver registration and `/metrics`. */
+  auth: AuthConfig;
   /** Bearer token of the operator routes (`/api/operator/*`, only with reconciliation on); without it they answer 403 `auth.operator_disabled`. */
   operatorToken: string | undefined;
   /** The opt-in reconciliation of unknown effects (DESIGN.md §4–§6); `enabled: false` is exactly the #412 baseline. */
@@ -50,7 +73,9 @@ export class ConfigError extends Error {
 /**
  * Parses the configuration from `env` (usually `process.env`); empty strings count as unset.
  * Relative file paths are resolved against `env.INIT_CWD` (the folder npm was run in) or the cwd.
- * @throws ConfigError on the first invalid variable.
+ * Reads the keys file (`MOSOO_API_KEYS_FILE`) when set.
+ * @throws ConfigError on the first invalid variable (secrets are never echoed), a keys file that
+ *   cannot be read or fails its schema, or a non-loopback `MOSOO_HOST` without any API key (DESIGN.md §10).
  */
 export function loadApiConfig(env: Record<string, string | undefined>): ApiConfig {
   const present = Object.fromEntries(Object.entries(env).filter(([k, v]) => k.startsWith("MOSOO_") && v !== ""));
@@ -58,7 +83,7 @@ export function loadApiConfig(env: Record<string, string | undefined>): ApiConfi
   if (!parsed.success) {
     const issue = parsed.error.issues[0];
     const name = String(issue?.path[0] ?? "environment");
-    const got = name.endsWith("_TOKEN") ? "" : ` (got ${JSON.stringify(env[name])})`; // never echo a secret
+    const got = name.endsWith("_TOKEN") || name === "MOSOO_API_KEYS" ? "" : ` (got ${JSON.stringify(env[name])})`; // never echo a secret
     throw new ConfigError(`config.invalid: ${name}: ${issue?.message ?? "invalid value"}${got}`);
   }
   const c = parsed.data;
@@ -67,6 +92,24 @@ export function loadApiConfig(env: Record<string, string | undefined>): ApiConfi
   const base = env["INIT_CWD"] ?? process.cwd();
   if (c.MOSOO_LOOKUP_BACKOFF_MAX_MS < c.MOSOO_LOOKUP_BACKOFF_INITIAL_MS) {
     throw new ConfigError(`config.invalid: MOSOO_LOOKUP_BACKOFF_MAX_MS: must be >= MOSOO_LOOKUP_BACKOFF_INITIAL_MS (${c.MOSOO_LOOKUP_BACKOFF_INITIAL_MS})`);
+  }
+  const apiKeys: ApiKey[] = [];
+  if (c.MOSOO_API_KEYS !== undefined) {
+    const fromEnv = parseApiKeysEnv(c.MOSOO_API_KEYS);
+    if ("error" in fromEnv) throw new ConfigError(`config.invalid: MOSOO_API_KEYS: ${fromEnv.error}`);
+    apiKeys.push(...fromEnv.keys);
+  }
+  if (c.MOSOO_API_KEYS_FILE !== undefined) {
+    const fromFile = readApiKeysFile(resolve(base, c.MOSOO_API_KEYS_FILE));
+    if ("error" in fromFile) throw new ConfigError(`config.invalid: MOSOO_API_KEYS_FILE: ${fromFile.error}`);
+    for (const k of fromFile.keys) {
+      if (apiKeys.some((e) => e.name === k.name)) throw new ConfigError(`config.invalid: MOSOO_API_KEYS_FILE: key ${k.name} is also in MOSOO_API_KEYS`);
+      apiKeys.push(k);
+    }
+  }
+  // Fail closed (DESIGN.md §10): a port other machines can reach is never served without run API keys.
+  if (!isLoopbackHost(c.MOSOO_HOST) && apiKeys.length === 0) {
+    throw new ConfigError(`config.invalid: MOSOO_HOST: ${c.MOSOO_HOST} is not a loopback address; set MOSOO_API_KEYS or MOSOO_API_KEYS_FILE before binding to it`);
   }
   return {
     dbFile: c.MOSOO_DB_FILE === ":memory:" ? c.MOSOO_DB_FILE : resolve(base, c.MOSOO_DB_FILE),
@@ -77,6 +120,13 @@ export function loadApiConfig(env: Record<string, string | undefined>): ApiConfi
     sweepIntervalMs: c.MOSOO_SWEEP_INTERVAL_MS,
     logLevel: c.MOSOO_LOG_LEVEL,
     operatorToken: c.MOSOO_OPERATOR_TOKEN,
+    auth: {
+      apiKeys,
+      driverEnrollmentToken: c.MOSOO_DRIVER_ENROLLMENT_TOKEN,
+      metricsPublic: c.MOSOO_METRICS_PUBLIC === "on",
+      driverRegisterPerMinute: c.MOSOO_DRIVER_REGISTER_RATE,
+      driverUnconnectedTtlMs: c.MOSOO_DRIVER_UNCONNECTED_TTL_MS,
+    },
     reconciliation: {
       enabled: c.MOSOO_EFFECT_RECONCILIATION === "on",
       bindingsFile: c.MOSOO_RECONCILIATION_BINDINGS_FILE === undefined ? undefined : resolve(base, c.MOSOO_RECONCILIATION_BINDINGS_FILE),

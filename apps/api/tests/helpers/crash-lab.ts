@@ -235,7 +235,7 @@ export class CrashLab {
 
   /** Registers, connects the Driver and creates its run (before any crash is armed). */
   setup(): void {
-    const { driverToken } = this.runtime.drivers.register({ name: "lab-driver" });
+    const { driverToken } = this.runtime.drivers.register({ name: "lab-driver" }, { kind: "enrollment" });
     const instance = this.runtime.drivers.authenticate(driverToken);
     const { connectionId } = this.runtime.drivers.connect(instance);
     this.driver = { token: driverToken, instanceId: instance.id, connectionId };

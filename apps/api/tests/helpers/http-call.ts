@@ -18,3 +18,36 @@ export async function requestJson(app: Hono, method: string, path: string, body?
     return { status: res.status, body: { raw: text } };
   }
 }
+
+/** Secrets of the in-process test apps (each at least 16 characters). */
+export const TEST_SECRETS = {
+  operatorToken: "test-operator-token-0123456789",
+  enrollmentToken: "test-enrollment-token-0123456789",
+  /** An API key with every scope. */
+  adminKey: "test-admin-key-0123456789abcdef",
+  /** An API key with `runs:read` only. */
+  readerKey: "test-reader-key-0123456789abcdef",
+} as const;
+
+/** The credential options of `createHttpApp` for {@link TEST_SECRETS} (registration rate high enough for any test). */
+export const TEST_AUTH = {
+  operatorToken: TEST_SECRETS.operatorToken,
+  driverEnrollmentToken: TEST_SECRETS.enrollmentToken,
+  apiKeys: [
+    { name: "admin", secret: TEST_SECRETS.adminKey, scopes: ["runs:write", "runs:read", "runs:delete", "metrics:read"] as const },
+    { name: "reader", secret: TEST_SECRETS.readerKey, scopes: ["runs:read"] as const },
+  ].map((k) => ({ ...k, scopes: [...k.scopes] })),
+  driverRegisterPerMinute: 10_000,
+};
+
+/**
+ * The credential a test that is not about auth sends on `method path` when it gives none: the
+ * enrollment token on register, the admin API key on the run API and `/metrics`, none on the other
+ * Driver routes (they need the Driver's own token) and on the operator routes.
+ */
+export function defaultCredential(method: string, path: string): string | undefined {
+  if (path.startsWith("/v1/drivers/register")) return TEST_SECRETS.enrollmentToken;
+  if (path.startsWith("/v1/runs") || path.startsWith("/v1/sessions") || path.startsWith("/metrics")) return TEST_SECRETS.adminKey;
+  if (method === "DELETE" && path.startsWith("/v1/drivers/")) return TEST_SECRETS.adminKey;
+  return undefined;
+}

@@ -97,7 +97,7 @@ function ensureDriver(w: World, sameInstance = false): DriverRec {
     let token: string | undefined;
     if (d && sameInstance) {
       try {
-        token = w.runtime.drivers.register({ name: "model-driver", driverInstanceId: d.instance.id }).driverToken;
+        token = w.runtime.drivers.register({ name: "model-driver", driverInstanceId: d.instance.id }, { kind: "instance", driverInstanceId: d.instance.id }).driverToken;
         trace(w, `  re-registered instance ${d.instance.id.slice(-6)}`);
       } catch (err) {
         if (!(err instanceof RuntimeError)) throw err;
@@ -105,7 +105,7 @@ function ensureDriver(w: World, sameInstance = false): DriverRec {
         trace(w, `  re-register refused: ${err.code}`);
       }
     }
-    token ??= w.runtime.drivers.register({ name: "model-driver" }).driverToken;
+    token ??= w.runtime.drivers.register({ name: "model-driver" }, { kind: "enrollment" }).driverToken;
     const { connectionId } = w.runtime.drivers.connect(w.runtime.drivers.authenticate(token));
     w.driver = { instance: w.runtime.drivers.authenticate(token), token, connectionId, inbox: [] };
     w.runId = null;

@@ -18,7 +18,7 @@ const warmup = Number(process.argv[3] ?? 5_000);
 
 const f = createRuntimeFixture();
 const { runtime } = f;
-const { driverToken } = runtime.drivers.register({ name: "heap" });
+const { driverToken } = runtime.drivers.register({ name: "heap" }, { kind: "enrollment" });
 const instance = runtime.drivers.authenticate(driverToken);
 const { connectionId } = runtime.drivers.connect(instance);
 

@@ -47,7 +47,7 @@ export interface ConnectedDriver {
 
 /** Registers and connects a Driver instance. */
 export function connectDriver(runtime: Runtime, name = "driver-a"): ConnectedDriver {
-  const { driverToken } = runtime.drivers.register({ name });
+  const { driverToken } = runtime.drivers.register({ name }, { kind: "enrollment" });
   const instance = runtime.drivers.authenticate(driverToken);
   const { connectionId } = runtime.drivers.connect(instance);
   return { instance: runtime.drivers.authenticate(driverToken), token: driverToken, connectionId };

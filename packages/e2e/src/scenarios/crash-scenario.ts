@@ -35,8 +35,14 @@ export interface CrashScenarioSpec {
   };
 }
 
-/** Heartbeat TTL (ms) of the API in the demo: short, so finalization by expiry happens within seconds. */
+/** Heartbeat TTL (ms) of the API in the finalization scenarios: short, so finalization by expiry happens within seconds. */
 const HEARTBEAT_TTL_MS = "1500";
+/**
+ * Heartbeat TTL (ms) in the restart scenarios: long enough that the restarted Driver reconnects before
+ * the instance expires even on a loaded machine (a Driver process takes ~1 s to start, 3 s and more
+ * under load); with 1.5 s the sweep could finalize the instance first, turning the restart into a finalization.
+ */
+const RESTART_HEARTBEAT_TTL_MS = "20000";
 /** How long (ms) the provider delays its commit in a `before_commit` scenario. */
 const LATE_COMMIT_DELAY_MS = 2500;
 
@@ -58,7 +64,7 @@ export async function runCrashScenario(spec: CrashScenarioSpec, opts: ScenarioOp
     const api = await startApiProcess(join(workDir, "api.db"), {
       MOSOO_EFFECT_RECONCILIATION: spec.reconciliation,
       MOSOO_RECONCILIATION_BINDINGS_FILE: bindingsFile,
-      MOSOO_HEARTBEAT_TTL_MS: HEARTBEAT_TTL_MS,
+      MOSOO_HEARTBEAT_TTL_MS: spec.recovery === "restart" ? RESTART_HEARTBEAT_TTL_MS : HEARTBEAT_TTL_MS,
       MOSOO_SWEEP_INTERVAL_MS: "250",
     });
     procs.push(api.proc);
@@ -66,11 +72,11 @@ export async function runCrashScenario(spec: CrashScenarioSpec, opts: ScenarioOp
 
     const mcpConfigFile = writeMcpConfig(workDir, { tracker: provider.url });
     const stateFile = join(workDir, "driver-state.json");
-    const driverA = await startDriverProcess({ apiUrl: api.url, stateFile, mcpConfigFile, name: "driver-a" });
+    const driverA = await startDriverProcess({ apiUrl: api.url, stateFile, mcpConfigFile, name: "driver-a", enrollmentToken: api.credentials.enrollmentToken });
     procs.push(driverA.proc);
     timeline(`Driver A connected as instance ${driverA.driverInstanceId}`);
 
-    const runs = new RunApiClient(api.url);
+    const runs = new RunApiClient(api.url, api.credentials.apiKey);
     const control = new ProviderControlClient(provider.controlUrl);
     const { runId } = await runs.createRun(driverA.driverInstanceId);
     const call = await runs.enqueueToolCall(runId, { serverId: "tracker", toolName: "createIssue", arguments: { title: "Disk full on db-1", body: "seen at 03:12" } });
@@ -87,7 +93,7 @@ export async function runCrashScenario(spec: CrashScenarioSpec, opts: ScenarioOp
     timeline("Driver A killed with SIGKILL");
 
     if (spec.recovery === "restart") {
-      const driverB = await startDriverProcess({ apiUrl: api.url, stateFile, mcpConfigFile, name: "driver-b" });
+      const driverB = await startDriverProcess({ apiUrl: api.url, stateFile, mcpConfigFile, name: "driver-b", enrollmentToken: api.credentials.enrollmentToken });
       procs.push(driverB.proc);
       timeline(`Driver B reconnected as the same instance; the command is redelivered`);
     } else {

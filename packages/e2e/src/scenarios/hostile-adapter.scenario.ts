@@ -107,9 +107,9 @@ export async function runHostileAdapterScenario(spec: HostileAdapterSpec, opts: 
     probe.start();
 
     const mcpConfigFile = writeMcpConfig(workDir, { tracker: provider.url });
-    const driver = await startDriverProcess({ apiUrl: current.url, stateFile: join(workDir, "driver-state.json"), mcpConfigFile, name: "driver-a" });
+    const driver = await startDriverProcess({ apiUrl: current.url, stateFile: join(workDir, "driver-state.json"), mcpConfigFile, name: "driver-a", enrollmentToken: current.credentials.enrollmentToken });
     procs.push(driver.proc);
-    const runs = new RunApiClient(current.url);
+    const runs = new RunApiClient(current.url, current.credentials.apiKey);
     const control = new ProviderControlClient(provider.controlUrl);
     const { runId } = await runs.createRun(driver.driverInstanceId);
     const call = await runs.enqueueToolCall(runId, { serverId: "tracker", toolName: "createIssue", arguments: { title: "Disk full on db-1", body: "seen at 03:12" } });
@@ -120,7 +120,7 @@ export async function runHostileAdapterScenario(spec: HostileAdapterSpec, opts: 
 
     const lookedUp = async (api: ApiProcess, n: number): Promise<RunViewBody> =>
       pollUntil(async () => {
-        const v = await new RunApiClient(api.url).getRun(runId);
+        const v = await new RunApiClient(api.url, api.credentials.apiKey).getRun(runId);
         return v.commands[0]?.terminalAtMs && (v.effects[0]?.reconciliations.length ?? 0) >= n ? v : undefined;
       }, STEP_TIMEOUT_MS, `${n} lookup(s) recorded`);
     let view = await lookedUp(current, 1);
@@ -133,7 +133,7 @@ export async function runHostileAdapterScenario(spec: HostileAdapterSpec, opts: 
       expectInvariant(failures, !exitedOnItsOwn, "the first API must still be running before it is stopped");
       await probe.pause();
       await current.proc.kill("SIGTERM");
-      current = await startApiProcess(apiDb, apiEnv);
+      current = await startApiProcess(apiDb, apiEnv, current.credentials);
       procs.push(current.proc);
       probe.resume();
       timeline(`API restarted on the same store at ${current.url}; the sweep looks the effect up again`);
@@ -147,7 +147,7 @@ export async function runHostileAdapterScenario(spec: HostileAdapterSpec, opts: 
     const effect = view.effects[0]!;
     const command = view.commands[0]!;
     const stats = await control.stats();
-    const metrics = await new RunApiClient(current!.url).metrics();
+    const metrics = await new RunApiClient(current!.url, current!.credentials.apiKey).metrics();
     const terminations = metrics.split("\n").filter((l) => l.startsWith("mosoo_adapter_worker_terminations_total{"));
     const line = {
       scenario: `hostile-adapter/${spec.exportName}${spec.restartApi ? "/restart" : ""}`,

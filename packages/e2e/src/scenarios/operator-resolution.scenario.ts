@@ -12,8 +12,6 @@ import { expectInvariant, type ScenarioOptions, type ScenarioResult } from "./sc
 
 /** Name of the scenario (and of its folder under `var/demo/`). */
 export const OPERATOR_RESOLUTION_SCENARIO = "fenced-resolved-by-operator";
-/** The operator token the scenario's API is started with (test value, at least 16 characters). */
-const OPERATOR_TOKEN = "demo-operator-token-0123456789";
 const STEP_TIMEOUT_MS = 30_000;
 
 /**
@@ -21,12 +19,12 @@ const STEP_TIMEOUT_MS = 30_000;
  * against the API at `apiUrl`, prints its output in the timeline, and returns stdout.
  * @throws Error when the CLI exits non-zero (its one stderr line is in the message).
  */
-async function effectsCli(apiUrl: string, args: string[], timeline: ScenarioOptions["timeline"]): Promise<string> {
+async function effectsCli(apiUrl: string, operatorToken: string, args: string[], timeline: ScenarioOptions["timeline"]): Promise<string> {
   const e = entryPoints();
   timeline(`$ npm run effects -- ${args.map((a) => (/\s/.test(a) ? JSON.stringify(a) : a)).join(" ")}`);
   const res = await execa(e.node, [...e.nodeArgs, "src/effects.main.ts", "--api-url", apiUrl, ...args], {
     cwd: e.api.cwd,
-    env: { MOSOO_OPERATOR_TOKEN: OPERATOR_TOKEN },
+    env: { MOSOO_OPERATOR_TOKEN: operatorToken },
     reject: false,
   });
   if (res.exitCode !== 0) throw new Error(`effects ${args[0]} exited ${res.exitCode}: ${res.stderr}`);
@@ -65,17 +63,16 @@ export async function runOperatorResolutionScenario(opts: ScenarioOptions): Prom
     const api = await startApiProcess(join(workDir, "api.db"), {
       MOSOO_EFFECT_RECONCILIATION: "on",
       MOSOO_RECONCILIATION_BINDINGS_FILE: bindingsFile,
-      MOSOO_OPERATOR_TOKEN: OPERATOR_TOKEN,
       MOSOO_SWEEP_INTERVAL_MS: "250",
     });
     procs.push(api.proc);
     timeline(`provider up at ${provider.url}; API up at ${api.url} with reconciliation on, but no adapter bound to tracker`);
     const mcpConfigFile = writeMcpConfig(workDir, { tracker: provider.url });
     const stateFile = join(workDir, "driver-state.json");
-    const driverA = await startDriverProcess({ apiUrl: api.url, stateFile, mcpConfigFile, name: "driver-a" });
+    const driverA = await startDriverProcess({ apiUrl: api.url, stateFile, mcpConfigFile, name: "driver-a", enrollmentToken: api.credentials.enrollmentToken });
     procs.push(driverA.proc);
 
-    const runs = new RunApiClient(api.url);
+    const runs = new RunApiClient(api.url, api.credentials.apiKey);
     const control = new ProviderControlClient(provider.controlUrl);
     const { runId } = await runs.createRun(driverA.driverInstanceId);
     const call = await runs.enqueueToolCall(runId, { serverId: "tracker", toolName: "createIssue", arguments: { title: "Disk full on db-1", body: "seen at 03:12" } });
@@ -83,26 +80,27 @@ export async function runOperatorResolutionScenario(opts: ScenarioOptions): Prom
     await pollUntil(async () => ((await control.stats()).writes[call.idempotencyKey] === 1 ? true : undefined), STEP_TIMEOUT_MS, "the provider commits");
     await driverA.proc.kill("SIGKILL");
     timeline("the provider committed; Driver A was killed with SIGKILL before the result was stored");
-    const driverB = await startDriverProcess({ apiUrl: api.url, stateFile, mcpConfigFile, name: "driver-b" });
+    const driverB = await startDriverProcess({ apiUrl: api.url, stateFile, mcpConfigFile, name: "driver-b", enrollmentToken: api.credentials.enrollmentToken });
     procs.push(driverB.proc);
     await pollUntil(async () => ((await runs.getRun(runId)).commands[0]?.terminalAtMs ? true : undefined), STEP_TIMEOUT_MS, "the command ends");
     timeline("Driver B reconnected; its claim fenced the effect unknown (no adapter can prove it): the command failed external_effect.unknown");
 
-    const listed = await effectsCli(api.url, ["list"], timeline);
-    await effectsCli(api.url, ["show", call.effectId], timeline);
+    const listed = await effectsCli(api.url, api.credentials.operatorToken, ["list"], timeline);
+    await effectsCli(api.url, api.credentials.operatorToken, ["show", call.effectId], timeline);
     const found = await checkTracker(provider.url, call.idempotencyKey);
     if (!found.found || found.toolName !== "createIssue") throw new Error("the tracker has no issue under the effect's key");
     const outputText = found.result.content[0]?.text ?? "";
     timeline(`operator checks the tracker by the idempotency key: found "${outputText}" (issue ${found.operationId})`);
     await effectsCli(
       api.url,
+      api.credentials.operatorToken,
       ["resolve", call.effectId, "--outcome", "succeeded", "--output-text", outputText, "--provider-operation-id", found.operationId, "--actor", "demo-operator", "--reason", "issue found in the tracker under the effect's key"],
       timeline,
     );
 
     const view = await runs.getRun(runId);
     const effect = view.effects[0];
-    const history = JSON.parse(await effectsCli(api.url, ["--json", "show", call.effectId], () => {})) as { operatorActions: Array<{ actor: string; statusBefore: string; statusAfter: string; receipt: { providerOperationId?: string } | null }> };
+    const history = JSON.parse(await effectsCli(api.url, api.credentials.operatorToken, ["--json", "show", call.effectId], () => {})) as { operatorActions: Array<{ actor: string; statusBefore: string; statusAfter: string; receipt: { providerOperationId?: string } | null }> };
     const stats = await control.stats();
     const line = {
       scenario: OPERATOR_RESOLUTION_SCENARIO,

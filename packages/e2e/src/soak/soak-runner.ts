@@ -14,7 +14,7 @@ import getPort from "get-port";
 import { ProviderControlClient, RunApiClient } from "../http-clients.js";
 import { ManagedProcess } from "../managed-process.js";
 import { entryPoints } from "../workspace-paths.js";
-import { READY_TIMEOUT_MS, startDriverProcess, startProviderProcess, writeMcpConfig, type DriverProcess, type ProviderProcess } from "../stack.js";
+import { credentialsEnv, newStackCredentials, READY_TIMEOUT_MS, startDriverProcess, startProviderProcess, writeMcpConfig, type DriverProcess, type ProviderProcess } from "../stack.js";
 import { countSoak, type LedgerEffect, type ProviderTruth, type SoakCounts } from "./soak-counts.js";
 
 /** Options of {@link runSoak}: `kills` (Driver SIGKILLs), `seed`, `drivers` (processes), `apiKillRatio` (0–1: rounds that also kill the API), `workDir`. */
@@ -78,7 +78,9 @@ export async function runSoak(opts: SoakOptions): Promise<SoakReport> {
   writeFileSync(bindingsFile, JSON.stringify({ bindings: { tracker: { adapterId: "fixture-issue-tracker", options: { url: provider.url } } } }));
   const port = await getPort({ host: "127.0.0.1" });
   const apiUrl = `http://127.0.0.1:${port}`;
-  const runs = new RunApiClient(apiUrl);
+  // one set of fresh secrets for the whole soak: the API restarts with the same ones
+  const credentials = newStackCredentials();
+  const runs = new RunApiClient(apiUrl, credentials.apiKey);
   let api: ManagedProcess | null = null;
   const startApi = async () => {
     const proc = new ManagedProcess({
@@ -98,6 +100,7 @@ export async function runSoak(opts: SoakOptions): Promise<SoakReport> {
         MOSOO_LOOKUP_BACKOFF_INITIAL_MS: "200",
         MOSOO_LOOKUP_BACKOFF_MAX_MS: "2000",
         MOSOO_MAX_LOOKUPS: "20",
+        ...credentialsEnv(credentials),
       },
     });
     await proc.waitForLine((j) => j["msg"] === "api.listening", READY_TIMEOUT_MS, "api.listening");
@@ -113,7 +116,7 @@ export async function runSoak(opts: SoakOptions): Promise<SoakReport> {
   const startDriver = async (slot: Slot) => {
     for (let attempt = 1; ; attempt++) {
       try {
-        const d = await startDriverProcess({ apiUrl, stateFile: slot.stateFile, mcpConfigFile, name: slot.name });
+        const d = await startDriverProcess({ apiUrl, stateFile: slot.stateFile, mcpConfigFile, name: slot.name, enrollmentToken: credentials.enrollmentToken });
         d.proc.lines.length = 0;
         if (slot.instanceId && slot.instanceId !== d.driverInstanceId) {
           finalizations += 1;

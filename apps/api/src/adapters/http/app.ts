@@ -2,7 +2,9 @@ import { Hono } from "hono";
 import { bodyLimit } from "hono/body-limit";
 import type { Logger } from "pino";
 import type { Runtime } from "../../modules/runtime/application/runtime.js";
+import { CredentialGuard, type HttpAuthOptions } from "./credential-guard.js";
 import { driverRoutes } from "./driver.routes.js";
+import { RegistrationRateLimit } from "./registration-rate-limit.js";
 import { isJsonContentType, toErrorResponse } from "./http-errors.js";
 import { RuntimeError } from "../../modules/runtime/domain/runtime-errors.js";
 import { runRoutes } from "./run.routes.js";
@@ -10,6 +12,12 @@ import { operatorRoutes } from "./operator.routes.js";
 
 /** Largest request body accepted, in bytes (4 MiB); larger ones get 413 `request.too_large`. */
 export const MAX_BODY_BYTES = 4 * 1024 * 1024;
+
+/** Options of {@link createHttpApp}: the credentials (see {@link HttpAuthOptions}) and the registration rate. */
+export interface HttpAppOptions extends HttpAuthOptions {
+  /** Driver registrations per client address per minute (default 30). */
+  driverRegisterPerMinute?: number | undefined;
+}
 
 /**
  * True when a request declares a body (HTTP/1.1 framing): a `Content-Length` other than 0, or a
@@ -22,14 +30,18 @@ function hasBody(req: Request): boolean {
 }
 
 /**
- * The API's HTTP application (hono): `GET /health`, `GET /metrics` (Prometheus text), the run API,
- * the Driver protocol, and the operator routes (only with `opts.operatorToken`). Every
+ * The API's HTTP application (hono): `GET /health` (open), `GET /metrics` (Prometheus text; open only
+ * with `metricsPublic`, else the operator token or a `metrics:read` key), the run API (API keys with
+ * scopes), the Driver protocol (enrollment token, then each instance's own token), and the operator
+ * routes (operator token). Credentials are checked by {@link CredentialGuard} (DESIGN.md §10). Every
  * error answers `{error: {code, message}}` with a 4xx (503 `store.busy` with `Retry-After` when the
  * store is locked, 500 `internal` otherwise), never a stack. Bodies must be `application/json`
  * (415 `request.unsupported_media_type`) and at most {@link MAX_BODY_BYTES} (413 `request.too_large`,
  * connection closed); their content is checked by the shared rules of `@mosoo/contracts` (DESIGN.md §10).
  */
-export function createHttpApp(runtime: Runtime, logger: Logger, opts: { operatorToken?: string | undefined } = {}): Hono {
+export function createHttpApp(runtime: Runtime, logger: Logger, opts: HttpAppOptions = {}): Hono {
+  const guard = new CredentialGuard(runtime, opts);
+  const limit = new RegistrationRateLimit(opts.driverRegisterPerMinute ?? 30);
   const app = new Hono();
   app.onError((err, c) => toErrorResponse(err, c, logger));
   // DESIGN.md §10: a body is JSON or it is refused (415) before any route sees it, including routes
@@ -53,9 +65,9 @@ export function createHttpApp(runtime: Runtime, logger: Logger, opts: { operator
   );
   app.notFound((c) => c.json({ error: { code: "route.not_found", message: `no route ${c.req.method} ${c.req.path}` } }, 404));
   app.get("/health", (c) => c.json({ status: "ok" }));
-  app.get("/metrics", async (c) => c.text(await runtime.metricsRegistry.metrics(), 200, { "content-type": runtime.metricsRegistry.contentType }));
-  app.route("/", operatorRoutes(runtime, opts.operatorToken));
-  app.route("/", runRoutes(runtime));
-  app.route("/", driverRoutes(runtime));
+  app.get("/metrics", guard.metrics(), async (c) => c.text(await runtime.metricsRegistry.metrics(), 200, { "content-type": runtime.metricsRegistry.contentType }));
+  app.route("/", operatorRoutes(runtime, guard));
+  app.route("/", runRoutes(runtime, guard));
+  app.route("/", driverRoutes(runtime, guard, limit));
   return app;
 }

@@ -1,4 +1,3 @@
-import { createHash, timingSafeEqual } from "node:crypto";
 import { Hono } from "hono";
 import { UlidSchema } from "@mosoo/contracts";
 import { RuntimeError } from "../../modules/runtime/domain/runtime-errors.js";
@@ -9,16 +8,15 @@ import {
   OperatorReconcileRequestSchema,
   OperatorResolveRequestSchema,
 } from "../../modules/reconciliation/application/operator.contract.js";
+import type { AuthEnv, CredentialGuard } from "./credential-guard.js";
 import { parseOrThrow, readJson } from "./http-errors.js";
 import { retryingWhenBusy } from "./store-retry.js";
 
-const digest = (s: string) => createHash("sha256").update(s, "utf8").digest();
-
 /**
- * The operator routes (DESIGN.md §7) over `runtime.operator`, only while `MOSOO_EFFECT_RECONCILIATION`
- * is on (else every route answers 404 `feature.disabled`), and behind
+ * The operator routes (DESIGN.md §7) over `runtime.operator`, behind
  * `Authorization: Bearer <MOSOO_OPERATOR_TOKEN>` (compared in constant time; without a configured
- * token every route answers 403 `auth.operator_disabled`):
+ * token every route answers 403 `auth.operator_disabled`; any other credential 403 `auth.forbidden`),
+ * and, once authenticated, only while `MOSOO_EFFECT_RECONCILIATION` is on (else 404 `feature.disabled`):
  * - `GET /api/operator/effects?status&serverId&toolName&runId&minAgeMs&limit&cursor` → `{effects, nextCursor}`;
  * - `GET /api/operator/effects/:id` → the effect with its whole history;
  * - `POST /api/operator/effects/:id/reconcile {actor, reason}`;
@@ -26,15 +24,15 @@ const digest = (s: string) => createHash("sha256").update(s, "utf8").digest();
  * - `POST /api/operator/effects/:id/compensate {actor, reason, driverInstanceId?}`.
  * Every refusal is a 4xx `{error: {code, message}}` and changes nothing.
  */
-export function operatorRoutes(runtime: Runtime, operatorToken: string | undefined): Hono {
-  const app = new Hono();
+export function operatorRoutes(runtime: Runtime, guard: CredentialGuard): Hono<AuthEnv> {
+  const app = new Hono<AuthEnv>();
   app.use("/api/operator/*", async (c, next) => {
+    if (!guard.operatorConfigured) throw new RuntimeError("auth.operator_disabled", "the operator routes are off: set MOSOO_OPERATOR_TOKEN");
+    return next();
+  });
+  app.use("/api/operator/*", guard.operatorOnly());
+  app.use("/api/operator/*", async (_c, next) => {
     runtime.operator.assertEnabled();
-    if (!operatorToken) throw new RuntimeError("auth.operator_disabled", "the operator routes are off: set MOSOO_OPERATOR_TOKEN");
-    const header = c.req.header("authorization") ?? "";
-    const given = /^bearer /i.test(header) ? header.slice(7).trim() : "";
-    if (!given) throw new RuntimeError("auth.missing_token", "send Authorization: Bearer <operator token>");
-    if (!timingSafeEqual(digest(given), digest(operatorToken))) throw new RuntimeError("auth.invalid_token", "the operator token is not valid");
     return next();
   });
   const id = (value: string | undefined) => parseOrThrow(UlidSchema, value);

@@ -282,12 +282,20 @@ export const effectReconciliations = sqliteTable(
  * it (`outcome`), the effect's status before and after (`status_before`, `status_after`), the
  * receipt an operator supplied with a manual resolution, and the compensation effect it created.
  * Each row commits in the same transaction as the change it records. Append-only.
+ * Audit rows outlive the runs they mention (DESIGN.md §7): no id here is a foreign key, so deleting a
+ * run, a session or a Driver never deletes (or rewrites) an audit row; `run_id` and
+ * `driver_instance_id` are copied from the effect when the row is written (null only on rows
+ * written before migration 0008 whose effect was already gone).
  */
 export const effectOperatorActions = sqliteTable(
   "effect_operator_actions",
   {
     id: text("id").primaryKey(),
-    effectId: text("effect_id").notNull().references(() => externalToolEffects.id, { onDelete: "cascade" }),
+    effectId: text("effect_id").notNull(),
+    /** The effect's run (denormalised: the run may be deleted later; the row stays). */
+    runId: text("run_id"),
+    /** The effect's Driver instance (denormalised, like `run_id`). */
+    driverInstanceId: text("driver_instance_id"),
     action: text("action", { enum: OPERATOR_ACTIONS }).notNull(),
     actor: text("actor").notNull(),
     reason: text("reason").notNull(),
@@ -296,19 +304,20 @@ export const effectOperatorActions = sqliteTable(
     statusAfter: text("status_after", { enum: EFFECT_STATUSES }).notNull(),
     /** The provider receipt an operator supplied with a manual `succeeded` resolution (JSON, at most 4096 bytes). */
     receiptJson: text("receipt_json"),
-    /** The compensation effect a `compensate` action created. */
-    compensationEffectId: text("compensation_effect_id").references(() => externalToolEffects.id, { onDelete: "set null" }),
+    /** The compensation effect a `compensate` action created (a plain id: it stays when that effect is deleted). */
+    compensationEffectId: text("compensation_effect_id"),
     createdAtMs: integer("created_at_ms").notNull(),
   },
   (t) => [
     check("effect_operator_actions_action_check", oneOf("action", OPERATOR_ACTIONS)),
     check("effect_operator_actions_status_before_check", oneOf("status_before", EFFECT_STATUSES)),
     check("effect_operator_actions_status_after_check", oneOf("status_after", EFFECT_STATUSES)),
-    // Only a compensate row names a compensation; its link is cleared (SET NULL) if the compensation's
-    // Driver instance is purged later, so a compensate row may also have none.
+    // Only a compensate row names a compensation (rows from before migration 0008 whose compensation's
+    // Driver was purged lost that link by SET NULL, so a compensate row may also have none).
     check("effect_operator_actions_compensation_check", sql`action = 'compensate' OR compensation_effect_id IS NULL`),
     check("effect_operator_actions_actor_check", sql`length(actor) BETWEEN 1 AND 200`),
     check("effect_operator_actions_reason_check", sql`length(reason) BETWEEN 1 AND 2000`),
     index("effect_operator_actions_effect_idx").on(t.effectId),
+    index("effect_operator_actions_run_idx").on(t.runId),
   ],
 );

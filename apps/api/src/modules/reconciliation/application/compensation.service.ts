@@ -153,6 +153,8 @@ export class CompensationService {
         operatorActionRepository.insert(tx, {
           id: newUlid(now),
           effectId: original.id,
+          runId: original.runId,
+          driverInstanceId: original.driverInstanceId,
           action: "compensate",
           actor: req.actor,
           reason: req.reason,

@@ -137,7 +137,7 @@ export class OperatorService {
     let audited = false;
     const audit = (db: DbHandle, outcome: string, statusAfter: EffectRow["status"]) => {
       const now = this.ctx.clock.nowMs();
-      operatorActionRepository.insert(db, { id: newUlid(now), effectId, action: "lookup", actor: req.actor, reason: req.reason, outcome, statusBefore: e.status, statusAfter, createdAtMs: now });
+      operatorActionRepository.insert(db, { id: newUlid(now), effectId, runId: e.runId, driverInstanceId: e.driverInstanceId, action: "lookup", actor: req.actor, reason: req.reason, outcome, statusBefore: e.status, statusAfter, createdAtMs: now });
       audited = true;
     };
     const result = await this.reconciler.reconcile(effectId, "operator", (tx, after) => audit(tx, lookupOutcomeOf(after), after.status));
@@ -179,6 +179,8 @@ export class OperatorService {
       operatorActionRepository.insert(tx, {
         id: newUlid(now),
         effectId,
+        runId: e.runId,
+        driverInstanceId: e.driverInstanceId,
         action: "resolve",
         actor: req.actor,
         reason: req.reason,

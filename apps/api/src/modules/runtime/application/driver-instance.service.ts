@@ -18,6 +18,13 @@ function hashToken(token: string): string {
 }
 
 /**
+ * What proves a registration may happen (DESIGN.md §10): the enrollment token or the operator token
+ * registers a new instance; re-registering an existing instance id needs that instance's own token
+ * (`instance` with its id) or the operator token.
+ */
+export type RegistrationAuthority = { kind: "enrollment" } | { kind: "operator" } | { kind: "instance"; driverInstanceId: string };
+
+/**
  * Driver instances: register (the bearer token is returned once and stored only as its sha-256),
  * authenticate, connect (a new connection id each time, superseding the previous one), heartbeat.
  */
@@ -25,12 +32,19 @@ export class DriverInstanceService {
   constructor(private readonly ctx: RuntimeContext) {}
 
   /**
-   * Registers a new instance, or re-registers `driverInstanceId` (revoking its old token).
-   * @throws RuntimeError `driver.not_found` (unknown id), `driver.not_finalized` (re-register of an
+   * Registers a new instance, or re-registers `driverInstanceId` (revoking its old token), on the
+   * proof `authority` gives (see {@link RegistrationAuthority}).
+   * @throws RuntimeError `auth.forbidden` (403: the enrollment token re-registering an existing id, an
+   *   instance token registering another or a new instance), `driver.not_found` (unknown id), `driver.not_finalized` (re-register of an
    *   instance that was not finalized), `effect.fence_retained` (re-register while any of its effects
    *   is `executing`/`unknown`, DESIGN.md §3 rule 9).
    */
-  register(req: RegisterDriverRequest): RegisterDriverResponse {
+  register(req: RegisterDriverRequest, authority: RegistrationAuthority): RegisterDriverResponse {
+    // Identity takeover (issue 10, finding 2): only the instance itself or an operator may reuse an id.
+    const allowed =
+      authority.kind === "operator" ||
+      (req.driverInstanceId === undefined ? authority.kind === "enrollment" : authority.kind === "instance" && authority.driverInstanceId === req.driverInstanceId);
+    if (!allowed) throw new RuntimeError("auth.forbidden", "this credential may not register this Driver instance");
     const now = this.ctx.clock.nowMs();
     const id = req.driverInstanceId ?? newUlid(now);
     const driverToken = `mdt_${id}_${randomBytes(32).toString("base64url")}`;
@@ -64,6 +78,18 @@ export class DriverInstanceService {
     });
     this.ctx.logger.info({ driverInstanceId: id, reregistered: Boolean(req.driverInstanceId) }, "driver.registered");
     return { driverInstanceId: id, driverToken };
+  }
+
+  /**
+   * The instance whose stored token hash matches `token` (constant-time compare), whatever its
+   * status, or undefined (malformed, unknown or revoked token). Reads only.
+   */
+  verifyToken(token: string): DriverInstanceRow | undefined {
+    if (!DriverTokenSchema.safeParse(token).success) return undefined;
+    const instance = driverInstanceRepository.findById(this.ctx.db, token.slice(4, 30));
+    const expected = Buffer.from(instance?.tokenHash ?? "0".repeat(64), "hex");
+    const given = Buffer.from(hashToken(token), "hex");
+    return instance && timingSafeEqual(expected, given) ? instance : undefined;
   }
 
   /**

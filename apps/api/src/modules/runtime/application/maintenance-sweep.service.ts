@@ -1,4 +1,5 @@
 import { BACKGROUND_BUSY_RETRY, isStoreBusy, retryWhenBusy } from "../../../platform/db/store-busy.js";
+import { writeTransaction } from "../../../platform/db/database.js";
 import { driverInstanceRepository } from "../infrastructure/driver-instance.repository.js";
 import type { FinalizationRepairService } from "./finalization-repair.service.js";
 import type { ReconciliationSweep } from "../../reconciliation/application/reconciliation-sweep.service.js";
@@ -7,6 +8,8 @@ import type { RuntimeContext } from "./runtime-context.js";
 /** What one sweep pass did. */
 export interface SweepReport {
   driversFinalized: number;
+  /** Driver registrations that never connected, purged after `driverUnconnectedTtlMs`. */
+  driversPurged: number;
   /** Effects looked up again by the reconciliation sweep (0 with the flag off). */
   effectsLookedUp: number;
   /** Of those, effects resolved to `succeeded` or `not_executed`. */
@@ -17,6 +20,8 @@ export interface SweepReport {
  * The maintenance sweep: every Driver instance whose heartbeat is older than the heartbeat TTL
  * (or whose finalization was left half-done by a crash) goes through the same finalization repair
  * as an explicit finalize (DESIGN.md §3 rule 10), so no effect stays `executing` behind a dead Driver.
+ * Then it purges Driver registrations that never connected and have no run, once they are older than
+ * `driverUnconnectedTtlMs` (issue 10: registrations are bounded).
  * With reconciliation on, the pass then looks up due `still_unknown` effects again (DESIGN.md §6.3).
  * Grace after startup: no heartbeat expires before the API has been up for one heartbeat TTL, so
  * an API outage longer than the TTL does not finalize every healthy Driver.
@@ -55,7 +60,7 @@ export class MaintenanceSweepService {
     } catch (err) {
       if (isStoreBusy(err)) this.ctx.logger.warn("sweep.store_busy: the store is locked by another connection; the next pass tries again");
       else this.ctx.logger.error({ err: String(err) }, "sweep.failed");
-      return { driversFinalized: 0, effectsLookedUp: 0, effectsResolved: 0 };
+      return { driversFinalized: 0, driversPurged: 0, effectsLookedUp: 0, effectsResolved: 0 };
     }
   }
 
@@ -65,7 +70,7 @@ export class MaintenanceSweepService {
     const now = this.ctx.clock.nowMs();
     const ttl = this.ctx.settings.heartbeatTtlMs;
     const cutoff = now - this.startedAtMs >= ttl ? now - ttl : Number.MIN_SAFE_INTEGER;
-    const report: SweepReport = { driversFinalized: 0, effectsLookedUp: 0, effectsResolved: 0 };
+    const report: SweepReport = { driversFinalized: 0, driversPurged: 0, effectsLookedUp: 0, effectsResolved: 0 };
     for (const instance of driverInstanceRepository.listExpired(this.ctx.db, cutoff)) {
       try {
         await retryWhenBusy(() => this.repair.finalize(instance.id, "heartbeat_expired"), BACKGROUND_BUSY_RETRY);
@@ -74,6 +79,12 @@ export class MaintenanceSweepService {
         if (isStoreBusy(err)) throw err; // the whole store is locked: stop here, the next pass resumes
         this.ctx.logger.error({ driverInstanceId: instance.id, err: String(err) }, "sweep.finalize_failed");
       }
+    }
+    try {
+      report.driversPurged = writeTransaction(this.ctx.db, (tx) => driverInstanceRepository.purgeNeverConnected(tx, now - this.ctx.settings.driverUnconnectedTtlMs));
+      if (report.driversPurged > 0) this.ctx.logger.info({ count: report.driversPurged }, "sweep.drivers_purged");
+    } catch (err) {
+      this.ctx.logger.error({ err: String(err) }, "sweep.purge_failed");
     }
     if (this.reconciliationSweep) {
       const r = await this.reconciliationSweep.sweepOnce();

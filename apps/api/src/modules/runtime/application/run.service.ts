@@ -162,6 +162,17 @@ export class RunService {
     }));
   }
 
+  /** The Driver instance of run `runId` (empty when there is no such run); a read, for the HTTP layer's key restriction. */
+  driversOfRun(runId: string): string[] {
+    const run = runRepository.findRun(this.ctx.db, runId);
+    return run ? [run.driverInstanceId] : [];
+  }
+
+  /** The Driver instances of the runs of session `sessionId` (empty when none); a read. */
+  driversOfSession(sessionId: string): string[] {
+    return [...new Set(runRepository.listRunsOfSession(this.ctx.db, sessionId).map((r) => r.driverInstanceId))];
+  }
+
   /** Deletes a run with its commands, effects and events. @throws RuntimeError `run.not_found`, `effect.fence_retained`. */
   deleteRun(runId: string): void {
     writeTransaction(this.ctx.db, (tx) => {

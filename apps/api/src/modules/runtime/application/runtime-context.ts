@@ -7,7 +7,8 @@ import type { CommandNotifier } from "../infrastructure/command-notifier.js";
  * What every runtime service shares: the store, the clock, the logger, the long-poll notifier
  * the runtime settings (`heartbeatTtlMs`: a Driver whose last heartbeat is older is finalized by the
  * sweep; `sendDeadlineMs`: the send-by deadline of an `execute` claim, default 10 000 ms, DESIGN.md §3
- * rule 12), and `shutdown`, aborted when the API stops (long-polls then answer at once).
+ * rule 12; `driverUnconnectedTtlMs`: a registration that never connected is purged by the sweep this
+ * long after it was made), and `shutdown`, aborted when the API stops (long-polls then answer at once).
  */
 export interface RuntimeContext {
   shutdown: AbortController;
@@ -15,5 +16,5 @@ export interface RuntimeContext {
   clock: Clock;
   logger: Logger;
   notifier: CommandNotifier;
-  settings: { heartbeatTtlMs: number; sendDeadlineMs?: number };
+  settings: { heartbeatTtlMs: number; sendDeadlineMs?: number; driverUnconnectedTtlMs: number };
 }

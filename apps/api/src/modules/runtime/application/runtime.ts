@@ -35,21 +35,26 @@ export interface Runtime {
 
 /**
  * Options of {@link createRuntime}: the store, a logger, `heartbeatTtlMs` (ms), `sendDeadlineMs`
- * (ms, the claims' send-by deadline, default 10 000; DESIGN.md §3 rule 12), an optional clock
- * (tests), the reconciliation settings (default: off, the #412 baseline; `bindings` hold adapter
- * handles: in production only handles of the isolated adapter host, see `startApi`; tests may bind
- * in-process adapter objects) and an optional metrics registry.
+ * (ms, the claims' send-by deadline, default 10 000; DESIGN.md §3 rule 12), `driverUnconnectedTtlMs`
+ * (ms, default {@link DEFAULT_DRIVER_UNCONNECTED_TTL_MS}), an optional clock (tests), the
+ * reconciliation settings (default: off, the #412 baseline; `bindings` hold adapter handles: in
+ * production only handles of the isolated adapter host, see `startApi`; tests may bind in-process
+ * adapter objects) and an optional metrics registry.
  */
 export interface CreateRuntimeOptions {
   db: Db;
   logger: Logger;
   heartbeatTtlMs: number;
   sendDeadlineMs?: number;
+  driverUnconnectedTtlMs?: number;
   clock?: Clock;
   reconciliation?: ReconciliationSettings;
   /** The prom-client registry for `GET /metrics` (default: a new one); the host may have registered its own metrics on it. */
   metricsRegistry?: Registry;
 }
+
+/** How long (ms) a Driver registration that never connected is kept before the sweep purges it: 1 hour. */
+export const DEFAULT_DRIVER_UNCONNECTED_TTL_MS = 3_600_000;
 
 /** Wires the runtime services (the composition root of the runtime module). */
 export function createRuntime(opts: CreateRuntimeOptions): Runtime {
@@ -59,7 +64,11 @@ export function createRuntime(opts: CreateRuntimeOptions): Runtime {
     logger: opts.logger,
     notifier: new CommandNotifier(),
     shutdown: new AbortController(),
-    settings: { heartbeatTtlMs: opts.heartbeatTtlMs, ...(opts.sendDeadlineMs === undefined ? {} : { sendDeadlineMs: opts.sendDeadlineMs }) },
+    settings: {
+      heartbeatTtlMs: opts.heartbeatTtlMs,
+      driverUnconnectedTtlMs: opts.driverUnconnectedTtlMs ?? DEFAULT_DRIVER_UNCONNECTED_TTL_MS,
+      ...(opts.sendDeadlineMs === undefined ? {} : { sendDeadlineMs: opts.sendDeadlineMs }),
+    },
   };
   const settings = opts.reconciliation ?? RECONCILIATION_OFF;
   const metricsRegistry = opts.metricsRegistry ?? new Registry();

@@ -8,6 +8,12 @@ export const RUNTIME_ERROR_STATUS = {
   "request.unsupported_media_type": 415,
   "auth.missing_token": 401,
   "auth.invalid_token": 401,
+  /** A valid credential of the wrong kind for the route, or a Driver re-registering another instance (DESIGN.md §10). */
+  "auth.forbidden": 403,
+  /** An API key without the route's scope. */
+  "auth.scope": 403,
+  /** Too many requests from one client (Driver registration); the answer carries `Retry-After`. */
+  "request.rate_limited": 429,
   "driver.not_found": 404,
   "driver.finalized": 409,
   "driver.not_connected": 409,

@@ -54,6 +54,26 @@ export const driverInstanceRepository = {
       )
       .all();
   },
+  /**
+   * Deletes the instances that never connected (no connection id, no heartbeat), registered before
+   * `cutoffMs`, `registered` or `finalized`, with no run: nothing hangs on them (issue 10 finding 3).
+   * @returns how many rows were deleted.
+   */
+  purgeNeverConnected(db: DbHandle, cutoffMs: number): number {
+    const res = db
+      .delete(driverInstances)
+      .where(
+        and(
+          inArray(driverInstances.status, ["registered", "finalized"]),
+          isNull(driverInstances.connectionId),
+          isNull(driverInstances.lastHeartbeatAtMs),
+          lt(driverInstances.registeredAtMs, cutoffMs),
+          sql`NOT EXISTS (SELECT 1 FROM session_runs r WHERE r.driver_instance_id = ${driverInstances.id})`,
+        ),
+      )
+      .run();
+    return res.changes;
+  },
   /** Deletes the row; children go by ON DELETE CASCADE unless the fence trigger refuses (`effect.fence_retained`). */
   delete(db: DbHandle, id: string): void {
     db.delete(driverInstances).where(eq(driverInstances.id, id)).run();

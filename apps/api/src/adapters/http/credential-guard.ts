@@ -1,0 +1,173 @@
+import { createHash, timingSafeEqual } from "node:crypto";
+import type { MiddlewareHandler } from "hono";
+import { createMiddleware } from "hono/factory";
+import { DriverTokenSchema } from "@mosoo/contracts";
+import type { ApiKey, ApiKeyScope } from "../../config/api-keys.contract.js";
+import { RuntimeError } from "../../modules/runtime/domain/runtime-errors.js";
+import type { Runtime } from "../../modules/runtime/application/runtime.js";
+import type { DriverInstanceRow } from "../../modules/runtime/infrastructure/driver-instance.repository.js";
+
+/**
+ * Who a bearer credential belongs to (DESIGN.md §10): the operator (`MOSOO_OPERATOR_TOKEN`), an
+ * API key of the run API (by name, with its scopes), the Driver enrollment token
+ * (`MOSOO_DRIVER_ENROLLMENT_TOKEN`), or one Driver instance (its own token, whatever its status).
+ */
+export type Principal =
+  | { kind: "operator" }
+  | { kind: "api_key"; name: string; scopes: readonly ApiKeyScope[]; drivers: readonly string[] | undefined }
+  | { kind: "enrollment" }
+  | { kind: "driver"; instance: DriverInstanceRow };
+
+/** The credentials the HTTP layer accepts; secrets are held in memory only, as sha-256 digests. */
+export interface HttpAuthOptions {
+  /** `MOSOO_OPERATOR_TOKEN` (operator routes, deletes, `/metrics`, Driver re-registration). */
+  operatorToken?: string | undefined;
+  /** The run API's keys. */
+  apiKeys?: readonly ApiKey[] | undefined;
+  /** `MOSOO_DRIVER_ENROLLMENT_TOKEN` (registers a new Driver instance). */
+  driverEnrollmentToken?: string | undefined;
+  /** `GET /metrics` needs no credential. */
+  metricsPublic?: boolean | undefined;
+}
+
+/** Hono variables set by the guard: the authenticated principal (and, on Driver routes, the instance). */
+export type AuthEnv = { Variables: { principal: Principal; driver: DriverInstanceRow } };
+
+const digest = (s: string): Buffer => createHash("sha256").update(s, "utf8").digest();
+
+/**
+ * Reads `Authorization: Bearer <token>`; the scheme is case-insensitive (`bearer`, `BEARER`), as
+ * HTTP auth schemes are (RFC 9110 §11.1).
+ * @throws RuntimeError `auth.missing_token` (401) when there is no header, another scheme, or no token.
+ */
+export function readBearer(header: string | undefined): string {
+  const m = /^bearer[ \t]+(\S+)[ \t]*$/i.exec(header ?? "");
+  if (!m?.[1]) throw new RuntimeError("auth.missing_token", "send Authorization: Bearer <credential>");
+  return m[1];
+}
+
+/**
+ * Identifies bearer credentials and builds the per-route guards (hono middleware). Every secret is
+ * compared in constant time (`timingSafeEqual` over sha-256 digests, every configured secret each
+ * time); a Driver token is checked against the stored sha-256 of that instance's token.
+ * Refusals, in this order, and nothing is written by any of them:
+ * - 401 `auth.missing_token`: no `Authorization: Bearer` credential;
+ * - 401 `auth.invalid_token`: a credential that is none of the configured ones;
+ * - 403 `auth.forbidden`: a valid credential of the wrong kind for the route (e.g. a Driver token on the run API);
+ * - 403 `auth.scope`: an API key without the route's scope.
+ * No message says more than the code (which secret was compared, what the key may do).
+ */
+export class CredentialGuard {
+  private readonly operator: Buffer | undefined;
+  private readonly enrollment: Buffer | undefined;
+  private readonly keys: Array<{ key: ApiKey; hash: Buffer }>;
+  private readonly metricsPublic: boolean;
+
+  constructor(
+    private readonly runtime: Runtime,
+    opts: HttpAuthOptions,
+  ) {
+    this.operator = opts.operatorToken ? digest(opts.operatorToken) : undefined;
+    this.enrollment = opts.driverEnrollmentToken ? digest(opts.driverEnrollmentToken) : undefined;
+    this.keys = (opts.apiKeys ?? []).map((key) => ({ key, hash: digest(key.secret) }));
+    this.metricsPublic = opts.metricsPublic === true;
+  }
+
+  /** Whether the operator token is configured (the operator routes answer 403 `auth.operator_disabled` without it). */
+  get operatorConfigured(): boolean {
+    return this.operator !== undefined;
+  }
+
+  /** The principal of `token`, or undefined when it matches no configured secret and no Driver instance. */
+  identify(token: string): Principal | undefined {
+    const given = digest(token);
+    let found: Principal | undefined;
+    // Compare against every secret (no early exit), so the time does not depend on which one matched.
+    if (this.operator && timingSafeEqual(given, this.operator)) found = { kind: "operator" };
+    if (this.enrollment && timingSafeEqual(given, this.enrollment)) found ??= { kind: "enrollment" };
+    for (const { key, hash } of this.keys) {
+      if (timingSafeEqual(given, hash)) found ??= { kind: "api_key", name: key.name, scopes: key.scopes, drivers: key.drivers };
+    }
+    if (found) return found;
+    if (!DriverTokenSchema.safeParse(token).success) return undefined;
+    const instance = this.runtime.drivers.verifyToken(token);
+    return instance ? { kind: "driver", instance } : undefined;
+  }
+
+  /** Authenticates the request's bearer credential. @throws RuntimeError `auth.missing_token`, `auth.invalid_token` (401). */
+  private principalOf(header: string | undefined): Principal {
+    const principal = this.identify(readBearer(header));
+    if (!principal) throw new RuntimeError("auth.invalid_token", "the credential is not valid");
+    return principal;
+  }
+
+  private guard(check: (p: Principal) => void): MiddlewareHandler<AuthEnv> {
+    return createMiddleware<AuthEnv>(async (c, next) => {
+      const principal = this.principalOf(c.req.header("authorization"));
+      check(principal);
+      c.set("principal", principal);
+      if (principal.kind === "driver") c.set("driver", principal.instance);
+      await next();
+    });
+  }
+
+  /** The run API: an API key with `scope` (or, when `operatorToo`, the operator token). */
+  apiKey(scope: ApiKeyScope, operatorToo = false): MiddlewareHandler<AuthEnv> {
+    return this.guard((p) => {
+      if (operatorToo && p.kind === "operator") return;
+      if (p.kind !== "api_key") throw forbidden();
+      if (!p.scopes.includes(scope)) throw new RuntimeError("auth.scope", "the API key lacks the scope this route needs");
+    });
+  }
+
+  /**
+   * The Driver protocol: one Driver instance's own token; a finalized instance answers 409
+   * `driver.finalized` (it must register again), as before.
+   */
+  driver(): MiddlewareHandler<AuthEnv> {
+    return this.guard((p) => {
+      if (p.kind !== "driver") throw forbidden();
+      if (p.instance.status === "finalized" || p.instance.status === "finalizing") {
+        throw new RuntimeError("driver.finalized", `Driver instance ${p.instance.id} was finalized; register again`);
+      }
+    });
+  }
+
+  /**
+   * `POST /v1/drivers/register`: the enrollment token, the operator token, or a Driver instance's own
+   * token (which may only re-register that instance; the service checks which instance, DESIGN.md §10).
+   */
+  registration(): MiddlewareHandler<AuthEnv> {
+    return this.guard((p) => {
+      if (p.kind === "api_key") throw forbidden();
+    });
+  }
+
+  /** The operator routes: the operator token only. */
+  operatorOnly(): MiddlewareHandler<AuthEnv> {
+    return this.guard((p) => {
+      if (p.kind !== "operator") throw forbidden();
+    });
+  }
+
+  /** `GET /metrics`: open with `MOSOO_METRICS_PUBLIC=on`; else the operator token or an API key with `metrics:read`. */
+  metrics(): MiddlewareHandler<AuthEnv> {
+    const guarded = this.apiKey("metrics:read", true);
+    return createMiddleware<AuthEnv>(async (c, next) => (this.metricsPublic ? next() : guarded(c, next)));
+  }
+}
+
+/**
+ * Refuses an API key restricted to other Driver instances (`drivers` in the keys file). The operator
+ * and unrestricted keys pass; `driverInstanceIds` empty (nothing found) passes, so the route answers its own 404.
+ * @throws RuntimeError `auth.forbidden` (403).
+ */
+export function assertDriversAllowed(principal: Principal, driverInstanceIds: readonly string[]): void {
+  if (principal.kind !== "api_key" || !principal.drivers) return;
+  const allowed = principal.drivers;
+  if (driverInstanceIds.some((id) => !allowed.includes(id))) throw forbidden();
+}
+
+function forbidden(): RuntimeError {
+  return new RuntimeError("auth.forbidden", "this credential may not use this route");
+}

@@ -1,0 +1,112 @@
+/**
+ * Driver registration under DESIGN.md §10 (issue 10 findings 2 and 3): the enrollment token is
+ * required; an existing instance id is re-registered only with its own token or the operator token
+ * (no identity takeover); registrations are rate-limited (429 `request.rate_limited` with
+ * `Retry-After`); registrations that never connected are purged by the maintenance sweep after
+ * `driverUnconnectedTtlMs` (manual clock).
+ */
+import pino from "pino";
+import { afterEach, describe, expect, it } from "vitest";
+import { createHttpApp } from "../src/adapters/http/app.js";
+import { createRuntime } from "../src/modules/runtime/application/runtime.js";
+import { openStore, type Store } from "../src/platform/db/database.js";
+import { TEST_AUTH, TEST_SECRETS } from "./helpers/http-call.js";
+import { ManualClock } from "./helpers/runtime-fixture.js";
+
+let store: Store | undefined;
+afterEach(() => {
+  store?.close();
+  store = undefined;
+});
+
+function setup(opts: { perMinute?: number; unconnectedTtlMs?: number; heartbeatTtlMs?: number } = {}) {
+  store = openStore(":memory:");
+  const clock = new ManualClock();
+  const runtime = createRuntime({ db: store.db, logger: pino({ level: "silent" }), heartbeatTtlMs: opts.heartbeatTtlMs ?? 10_000, driverUnconnectedTtlMs: opts.unconnectedTtlMs ?? 60_000, clock });
+  const app = createHttpApp(runtime, pino({ level: "silent" }), { ...TEST_AUTH, driverRegisterPerMinute: opts.perMinute ?? TEST_AUTH.driverRegisterPerMinute });
+  const call = async (method: string, path: string, body: unknown, token?: string) => {
+    const res = await app.request(path, {
+      method,
+      headers: { "content-type": "application/json", ...(token ? { authorization: `Bearer ${token}` } : {}) },
+      ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+    });
+    const text = await res.text();
+    return { status: res.status, headers: res.headers, body: text ? JSON.parse(text) : null };
+  };
+  const count = () => (store!.sqlite.prepare("SELECT count(*) AS n FROM driver_instances").get() as { n: number }).n;
+  return { runtime, app, clock, call, count };
+}
+
+describe("Driver registration", () => {
+  it("needs the enrollment token (or the operator token) for a new instance", async () => {
+    const s = setup();
+    expect(await s.call("POST", "/v1/drivers/register", { name: "d" })).toMatchObject({ status: 401, body: { error: { code: "auth.missing_token" } } });
+    expect(await s.call("POST", "/v1/drivers/register", { name: "d" }, "wrong-enrollment-token-0123456789")).toMatchObject({ status: 401, body: { error: { code: "auth.invalid_token" } } });
+    expect(await s.call("POST", "/v1/drivers/register", { name: "d" }, TEST_SECRETS.adminKey)).toMatchObject({ status: 403, body: { error: { code: "auth.forbidden" } } });
+    expect(s.count()).toBe(0);
+    expect(await s.call("POST", "/v1/drivers/register", { name: "d" }, TEST_SECRETS.enrollmentToken)).toMatchObject({ status: 201 });
+    expect(await s.call("POST", "/v1/drivers/register", { name: "d" }, TEST_SECRETS.operatorToken)).toMatchObject({ status: 201 });
+    expect(s.count()).toBe(2);
+  });
+
+  it("refuses an identity takeover: a finalized id is re-registered only with its own token or the operator token", async () => {
+    const s = setup();
+    const victim = (await s.call("POST", "/v1/drivers/register", { name: "victim" }, TEST_SECRETS.enrollmentToken)).body;
+    const other = (await s.call("POST", "/v1/drivers/register", { name: "other" }, TEST_SECRETS.enrollmentToken)).body;
+    await s.runtime.repair.finalize(victim.driverInstanceId, "driver_request");
+    const row = () => store!.sqlite.prepare("SELECT * FROM driver_instances WHERE id = ?").get(victim.driverInstanceId);
+    const before = JSON.stringify(row());
+    const takeover = { name: "attacker", driverInstanceId: victim.driverInstanceId };
+    // issue 10 finding 2: no proof used to be needed
+    expect(await s.call("POST", "/v1/drivers/register", takeover)).toMatchObject({ status: 401 });
+    expect(await s.call("POST", "/v1/drivers/register", takeover, TEST_SECRETS.enrollmentToken)).toMatchObject({ status: 403, body: { error: { code: "auth.forbidden" } } });
+    expect(await s.call("POST", "/v1/drivers/register", takeover, other.driverToken)).toMatchObject({ status: 403, body: { error: { code: "auth.forbidden" } } });
+    expect(JSON.stringify(row())).toBe(before);
+    // its own (finalized) token re-registers it, and that old token is revoked
+    const again = await s.call("POST", "/v1/drivers/register", { name: "victim", driverInstanceId: victim.driverInstanceId }, victim.driverToken);
+    expect(again).toMatchObject({ status: 201, body: { driverInstanceId: victim.driverInstanceId } });
+    expect(again.body.driverToken).not.toBe(victim.driverToken);
+    expect(await s.call("POST", "/v1/drivers/connect", undefined, victim.driverToken)).toMatchObject({ status: 401, body: { error: { code: "auth.invalid_token" } } });
+    expect(await s.call("POST", "/v1/drivers/connect", undefined, again.body.driverToken)).toMatchObject({ status: 200 });
+    // the operator may re-register a finalized instance too
+    await s.runtime.repair.finalize(victim.driverInstanceId, "driver_request");
+    expect(await s.call("POST", "/v1/drivers/register", { name: "victim", driverInstanceId: victim.driverInstanceId }, TEST_SECRETS.operatorToken)).toMatchObject({ status: 201 });
+  });
+
+  it("rate-limits registrations per client: 429 request.rate_limited with Retry-After, nothing written", async () => {
+    const s = setup({ perMinute: 3 });
+    for (let i = 0; i < 3; i++) expect((await s.call("POST", "/v1/drivers/register", { name: `d${i}` }, TEST_SECRETS.enrollmentToken)).status).toBe(201);
+    const limited = await s.call("POST", "/v1/drivers/register", { name: "d4" }, TEST_SECRETS.enrollmentToken);
+    expect(limited).toMatchObject({ status: 429, body: { error: { code: "request.rate_limited" } } });
+    const retryAfter = Number(limited.headers.get("retry-after"));
+    expect(Number.isInteger(retryAfter) && retryAfter >= 1 && retryAfter <= 60).toBe(true);
+    // refused attempts count as well: guessing the enrollment token is throttled the same way
+    expect((await s.call("POST", "/v1/drivers/register", { name: "d5" }, "guess-0123456789abcdef")).status).toBe(429);
+    expect(s.count()).toBe(3);
+    // the other routes are not limited
+    expect((await s.call("GET", "/health", undefined)).status).toBe(200);
+  });
+
+  it("purges registrations that never connected once the TTL has passed (manual clock); connected ones and ones with runs stay", async () => {
+    // heartbeats outlive the test's clock moves: only never-connected registrations are in question
+    const s = setup({ unconnectedTtlMs: 60_000, heartbeatTtlMs: 600_000 });
+    const reg = async (name: string) => (await s.call("POST", "/v1/drivers/register", { name }, TEST_SECRETS.enrollmentToken)).body as { driverInstanceId: string; driverToken: string };
+    const idle = await reg("idle");
+    const live = await reg("live");
+    const live2 = await reg("live-2");
+    await s.call("POST", "/v1/drivers/connect", undefined, live.driverToken);
+    const idleWithRun = await reg("idle-with-run");
+    // a run on a never-connected instance (the run API allows it): the instance is kept with its run
+    expect((await s.call("POST", "/v1/runs", { driverInstanceId: idleWithRun.driverInstanceId }, TEST_SECRETS.adminKey)).status).toBe(201);
+    expect(s.count()).toBe(4);
+    s.clock.advance(59_000);
+    expect((await s.runtime.sweep.sweepOnce()).driversPurged).toBe(0);
+    s.clock.advance(2_000);
+    const report = await s.runtime.sweep.sweepOnce();
+    expect(report.driversPurged).toBe(2);
+    const ids = (store!.sqlite.prepare("SELECT id FROM driver_instances ORDER BY id").all() as Array<{ id: string }>).map((r) => r.id);
+    expect(ids.sort()).toEqual([live.driverInstanceId, idleWithRun.driverInstanceId].sort());
+    expect(ids).not.toContain(idle.driverInstanceId);
+    expect(ids).not.toContain(live2.driverInstanceId);
+  });
+});
