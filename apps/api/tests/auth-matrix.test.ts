@@ -39,6 +39,8 @@ interface World {
   sessionId: string;
   commandId: string;
   effectId: string;
+  idempotencyKey: string;
+  requestFingerprint: string;
 }
 
 type Answer = { status: number; body: any };
@@ -72,7 +74,10 @@ async function buildWorld(): Promise<World> {
   await send(app, "GET", `/v1/drivers/commands/next?connectionId=${a.connectionId}&waitMs=0`, undefined, bearer(a.token));
   const claim = await send(app, "POST", "/v1/drivers/effects/claim", { connectionId: a.connectionId, commandId: tc.body.commandId }, bearer(a.token));
   expect(claim.body.kind).toBe("execute");
-  return { f, app, a, b, runId: run.body.runId, sessionId: run.body.sessionId, commandId: tc.body.commandId, effectId: tc.body.effectId };
+  const { idempotency_key: idempotencyKey, request_fingerprint: requestFingerprint } = f.store.sqlite
+    .prepare("SELECT idempotency_key, request_fingerprint FROM external_tool_effects WHERE id = ?")
+    .get(tc.body.effectId) as { idempotency_key: string; request_fingerprint: string };
+  return { f, app, a, b, runId: run.body.runId, sessionId: run.body.sessionId, commandId: tc.body.commandId, effectId: tc.body.effectId, idempotencyKey, requestFingerprint };
 }
 
 /** Every row of every table (migrations bookkeeping excluded), as JSON. */
@@ -113,6 +118,16 @@ interface Entry {
 const E = "/api/operator/effects";
 const audit = { actor: "alice", reason: "checked" };
 const result = { outputText: "ok", requestId: "r", serverId: "tracker", toolName: "createIssue" };
+/** A late-result report (late evidence) for the world's effect, sent on `connectionId`. */
+const lateResultBody = (w: World, connectionId: string) => ({
+  connectionId,
+  attempt: 1,
+  idempotencyKey: w.idempotencyKey,
+  toolName: "createIssue",
+  requestFingerprint: w.requestFingerprint,
+  result,
+  receipt: null,
+});
 const FAKE_DRIVER_TOKEN = `mdt_01JDZZZZZZZZZZZZZZZZZZZZZZ_${"x".repeat(43)}`;
 
 async function runOnB(w: World): Promise<{ runId: string; sessionId: string }> {
@@ -255,6 +270,36 @@ const MATRIX: Record<string, Entry> = {
         name: "Driver B fencing A's effect",
         token: (w) => w.b.token,
         req: (w) => ({ path: `/v1/drivers/effects/${w.effectId}/mark-unknown`, body: { connectionId: w.b.connectionId, attempt: 1, reason: "mine" } }),
+        status: 404,
+        code: "effect.not_found",
+      },
+    ],
+  },
+  "POST /v1/drivers/effects/:effectId/deadline-missed": {
+    kind: "driver",
+    req: (w) => ({ path: `/v1/drivers/effects/${w.effectId}/deadline-missed`, body: { connectionId: w.a.connectionId, attempt: 1, elapsedMs: 20_000 } }),
+    right: (w) => w.a.token,
+    rightStatus: 200,
+    extra: [
+      {
+        name: "Driver B reporting A's missed deadline",
+        token: (w) => w.b.token,
+        req: (w) => ({ path: `/v1/drivers/effects/${w.effectId}/deadline-missed`, body: { connectionId: w.b.connectionId, attempt: 1, elapsedMs: 20_000 } }),
+        status: 404,
+        code: "effect.not_found",
+      },
+    ],
+  },
+  "POST /v1/drivers/effects/:effectId/late-result": {
+    kind: "driver",
+    req: (w) => ({ path: `/v1/drivers/effects/${w.effectId}/late-result`, body: lateResultBody(w, w.a.connectionId) }),
+    right: (w) => w.a.token,
+    rightStatus: 200,
+    extra: [
+      {
+        name: "Driver B reporting evidence for A's effect",
+        token: (w) => w.b.token,
+        req: (w) => ({ path: `/v1/drivers/effects/${w.effectId}/late-result`, body: lateResultBody(w, w.b.connectionId) }),
         status: 404,
         code: "effect.not_found",
       },

@@ -58,8 +58,12 @@ afterEach(() => f.close());
 
 const result = { outputText: "ok", requestId: "r", serverId: "tracker", toolName: "createIssue" };
 
-/** Sends `body` as is (a string) with exactly `headers` (plus a bearer `token`): for bodies JSON.stringify cannot produce and other content types. */
-async function raw(method: string, path: string, body: string | undefined, headers: Record<string, string>, token?: string) {
+/**
+ * Sends `body` as is (a string) with exactly `headers` (plus a bearer `token`, by default the
+ * credential the route needs: {@link defaultCredential}): for bodies JSON.stringify cannot produce
+ * and other content types.
+ */
+async function raw(method: string, path: string, body: string | undefined, headers: Record<string, string>, token = defaultCredential(method, path)) {
   const res = await app.request(path, {
     method,
     headers: { ...headers, ...(body !== undefined ? { "content-length": String(Buffer.byteLength(body)) } : {}), ...(token ? { authorization: `Bearer ${token}` } : {}) },

@@ -36,17 +36,31 @@ function capturingLogger(level: string, redact = false) {
   return { lines, logger: pino({ level, ...(redact ? { redact: { paths: [...LOG_REDACT_PATHS], censor: "[redacted]" } } : {}) }, sink) };
 }
 
+const API_KEY = "http-boundary-key-0123456789";
+const ENROLLMENT_TOKEN = "http-boundary-enrollment-0123456789";
+/** The JSON content type plus the credential `path` needs (the enrollment token to register, else the API key). */
+const headersFor = (path: string): Record<string, string> => ({
+  "content-type": "application/json",
+  authorization: `Bearer ${path.includes("/v1/drivers/register") ? ENROLLMENT_TOKEN : API_KEY}`,
+});
+
 async function start(level = "silent") {
   dir = mkdtempSync(join(tmpdir(), "mosoo-http-"));
   const capture = capturingLogger(level);
-  api = await startApi(loadApiConfig({ MOSOO_DB_FILE: join(dir, "api.db"), MOSOO_PORT: "0" }), capture.logger, { sweep: false });
+  const config = loadApiConfig({
+    MOSOO_DB_FILE: join(dir, "api.db"),
+    MOSOO_PORT: "0",
+    MOSOO_API_KEYS: `boundary:${API_KEY}:runs:write+runs:read`,
+    MOSOO_DRIVER_ENROLLMENT_TOKEN: ENROLLMENT_TOKEN,
+  });
+  api = await startApi(config, capture.logger, { sweep: false });
   return { api, lines: capture.lines };
 }
 
 /** One request on `agent`-less keep-alive HTTP/1.1 (node:http), resolving status, headers and body. */
 function send(url: string, method: string, body?: string): Promise<{ status: number; headers: Record<string, unknown>; body: string }> {
   return new Promise((resolve, reject) => {
-    const req = httpRequest(url, { method, headers: { "content-type": "application/json", connection: "keep-alive", ...(body ? { "content-length": Buffer.byteLength(body) } : {}) } }, (res) => {
+    const req = httpRequest(url, { method, headers: { ...headersFor(url), connection: "keep-alive", ...(body ? { "content-length": Buffer.byteLength(body) } : {}) } }, (res) => {
       let text = "";
       res.on("data", (d: Buffer) => (text += d.toString()));
       res.on("end", () => resolve({ status: res.statusCode ?? 0, headers: res.headers, body: text }));
@@ -60,12 +74,12 @@ describe("413 closes the connection cleanly", () => {
   it("answers request.too_large with Connection: close, and the client's next request works", async () => {
     const { api } = await start();
     const big = JSON.stringify({ name: "x".repeat(MAX_BODY_BYTES + 1) });
-    const tooLarge = await fetch(`${api.url}/v1/drivers/register`, { method: "POST", headers: { "content-type": "application/json" }, body: big });
+    const tooLarge = await fetch(`${api.url}/v1/drivers/register`, { method: "POST", headers: headersFor("/v1/drivers/register"), body: big });
     expect(tooLarge.status).toBe(413);
     expect(tooLarge.headers.get("connection")).toBe("close");
     expect(((await tooLarge.json()) as any).error.code).toBe("request.too_large");
     // the same client (fetch's keep-alive pool) sends its next request: a new connection, answered
-    const next = await fetch(`${api.url}/v1/drivers/register`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ name: "after-413" }) });
+    const next = await fetch(`${api.url}/v1/drivers/register`, { method: "POST", headers: headersFor("/v1/drivers/register"), body: JSON.stringify({ name: "after-413" }) });
     expect(next.status).toBe(201);
     // and over plain node:http with keep-alive
     const raw = await send(`${api.url}/v1/drivers/register`, "POST", big);
@@ -78,10 +92,10 @@ describe("413 closes the connection cleanly", () => {
 describe("deep JSON over real HTTP", () => {
   it("is a typed 400, never a 500, and the API keeps serving", async () => {
     const { api } = await start();
-    const reg = (await (await fetch(`${api.url}/v1/drivers/register`, { method: "POST", headers: { "content-type": "application/json" }, body: '{"name":"d"}' })).json()) as any;
-    const run = (await (await fetch(`${api.url}/v1/runs`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ driverInstanceId: reg.driverInstanceId }) })).json()) as any;
+    const reg = (await (await fetch(`${api.url}/v1/drivers/register`, { method: "POST", headers: headersFor("/v1/drivers/register"), body: '{"name":"d"}' })).json()) as any;
+    const run = (await (await fetch(`${api.url}/v1/runs`, { method: "POST", headers: headersFor("/v1/runs"), body: JSON.stringify({ driverInstanceId: reg.driverInstanceId }) })).json()) as any;
     const deep = `{"serverId":"tracker","toolName":"createIssue","arguments":{"a":${"[".repeat(50_000)}${"]".repeat(50_000)}}}`;
-    const res = await fetch(`${api.url}/v1/runs/${run.runId}/tool-calls`, { method: "POST", headers: { "content-type": "application/json" }, body: deep });
+    const res = await fetch(`${api.url}/v1/runs/${run.runId}/tool-calls`, { method: "POST", headers: headersFor("/v1/runs/"), body: deep });
     expect(res.status).toBe(400);
     expect(((await res.json()) as any).error).toMatchObject({ code: "request.invalid", message: expect.stringMatching(/nested deeper than 400 levels/) });
     expect((await fetch(`${api.url}/health`)).status).toBe(200);
@@ -109,10 +123,10 @@ describe("logs", () => {
 
   it("carry the idempotency key of an intent only at debug", async () => {
     const info = await start("info");
-    const body = (o: unknown) => ({ method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(o) });
-    const reg = (await (await fetch(`${info.api.url}/v1/drivers/register`, body({ name: "d" }))).json()) as any;
-    const run = (await (await fetch(`${info.api.url}/v1/runs`, body({ driverInstanceId: reg.driverInstanceId }))).json()) as any;
-    const queued = (await (await fetch(`${info.api.url}/v1/runs/${run.runId}/tool-calls`, body({ serverId: "tracker", toolName: "createIssue", arguments: {} }))).json()) as any;
+    const body = (path: string, o: unknown) => ({ method: "POST", headers: headersFor(path), body: JSON.stringify(o) });
+    const reg = (await (await fetch(`${info.api.url}/v1/drivers/register`, body("/v1/drivers/register", { name: "d" }))).json()) as any;
+    const run = (await (await fetch(`${info.api.url}/v1/runs`, body("/v1/runs", { driverInstanceId: reg.driverInstanceId }))).json()) as any;
+    const queued = (await (await fetch(`${info.api.url}/v1/runs/${run.runId}/tool-calls`, body("/v1/runs", { serverId: "tracker", toolName: "createIssue", arguments: {} }))).json()) as any;
     expect(info.lines.some((l) => l["msg"] === "effect.intent_recorded")).toBe(true);
     expect(JSON.stringify(info.lines)).not.toContain(queued.idempotencyKey);
     await api!.close();
@@ -120,9 +134,9 @@ describe("logs", () => {
     rmSync(dir!, { recursive: true, force: true });
 
     const debug = await start("debug");
-    const reg2 = (await (await fetch(`${debug.api.url}/v1/drivers/register`, body({ name: "d" }))).json()) as any;
-    const run2 = (await (await fetch(`${debug.api.url}/v1/runs`, body({ driverInstanceId: reg2.driverInstanceId }))).json()) as any;
-    const queued2 = (await (await fetch(`${debug.api.url}/v1/runs/${run2.runId}/tool-calls`, body({ serverId: "tracker", toolName: "createIssue", arguments: {} }))).json()) as any;
+    const reg2 = (await (await fetch(`${debug.api.url}/v1/drivers/register`, body("/v1/drivers/register", { name: "d" }))).json()) as any;
+    const run2 = (await (await fetch(`${debug.api.url}/v1/runs`, body("/v1/runs", { driverInstanceId: reg2.driverInstanceId }))).json()) as any;
+    const queued2 = (await (await fetch(`${debug.api.url}/v1/runs/${run2.runId}/tool-calls`, body("/v1/runs", { serverId: "tracker", toolName: "createIssue", arguments: {} }))).json()) as any;
     expect(debug.lines.find((l) => l["msg"] === "effect.intent_key")).toMatchObject({ level: 20, idempotencyKey: queued2.idempotencyKey });
   }, 60_000);
 });

@@ -49,7 +49,11 @@ afterEach(async () => {
   holder = undefined;
 });
 
-async function post(url: string, body: unknown, token?: string) {
+const API_KEY = "store-busy-key-0123456789";
+const ENROLLMENT_TOKEN = "store-busy-enrollment-0123456789";
+
+/** POSTs JSON with `token`, by default the credential the path needs (enrollment token to register, else the API key). */
+async function post(url: string, body: unknown, token: string = url.includes("/v1/drivers/register") ? ENROLLMENT_TOKEN : API_KEY) {
   const res = await fetch(url, {
     method: "POST",
     headers: { "content-type": "application/json", ...(token ? { authorization: `Bearer ${token}` } : {}) },
@@ -66,7 +70,13 @@ describe("a store locked by another process", () => {
   it("keeps /health fast, answers an enqueue 503 store.busy with Retry-After, then works again with nothing half-written", async () => {
     dir = mkdtempSync(join(tmpdir(), "mosoo-busy-"));
     const dbFile = join(dir, "api.db");
-    api = await startApi(loadApiConfig({ MOSOO_DB_FILE: dbFile, MOSOO_PORT: "0", MOSOO_SWEEP_INTERVAL_MS: "100" }), pino({ level: "silent" }));
+    api = await startApi(loadApiConfig({
+        MOSOO_DB_FILE: dbFile,
+        MOSOO_PORT: "0",
+        MOSOO_SWEEP_INTERVAL_MS: "100",
+        MOSOO_API_KEYS: `busy:${API_KEY}:runs:write+runs:read`,
+        MOSOO_DRIVER_ENROLLMENT_TOKEN: ENROLLMENT_TOKEN,
+      }), pino({ level: "silent" }));
     const reg = await post(`${api.url}/v1/drivers/register`, { name: "busy" });
     const conn = await post(`${api.url}/v1/drivers/connect`, {}, reg.body.driverToken);
     const run = await post(`${api.url}/v1/runs`, { driverInstanceId: reg.body.driverInstanceId });
