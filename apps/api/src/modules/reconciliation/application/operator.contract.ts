@@ -2,6 +2,7 @@ import { CallToolResultSchema } from "@modelcontextprotocol/sdk/types.js";
 import { EFFECT_STATUSES, ServerIdSchema, ToolNameSchema, UlidSchema } from "@mosoo/contracts";
 import { MAX_RECEIPT_BYTES, MAX_RESULT_BYTES } from "@mosoo/effect-reconciliation";
 import { z } from "zod";
+import { OPERATOR_ATTENTION_REASONS } from "../domain/reconciliation.types.js";
 
 const noNul = (s: string) => !s.includes("\u0000");
 const jsonBytes = (v: unknown) => Buffer.byteLength(JSON.stringify(v) ?? "", "utf8");
@@ -17,6 +18,7 @@ const Audit = {
  * - `status`: one effect status (default `unknown`);
  * - `serverId`, `toolName`, `runId`: exact matches;
  * - `minAgeMs`: only effects created at least this long ago (ms, integer ≥ 0);
+ * - `attention`: only effects flagged for an operator with this reason (`key_conflict`, `retention_expired`, `lookup_bound_reached`);
  * - `limit`: page size, 1–500 (default 50);
  * - `cursor`: the `nextCursor` of the previous page (an effect id): the page continues after it.
  */
@@ -26,6 +28,7 @@ export const OperatorListQuerySchema = z.strictObject({
   toolName: ToolNameSchema.optional(),
   runId: UlidSchema.optional(),
   minAgeMs: z.coerce.number().int().min(0).max(Number.MAX_SAFE_INTEGER).optional(),
+  attention: z.enum(OPERATOR_ATTENTION_REASONS).optional(),
   limit: z.coerce.number().int().min(1).max(500).default(50),
   cursor: UlidSchema.optional(),
 });
