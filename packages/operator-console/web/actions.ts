@@ -27,12 +27,15 @@ function consequence(action: Action, e: EffectDetail): string {
   }
 }
 
-/** A refusal, in words: when someone else settled the effect first, say so plainly. */
-function explain(f: ApiFailure, now: EffectDetail | null): string {
-  if (f.code === "effect.not_unknown" || f.code === "effect.not_reconcilable" || f.code === "effect.not_succeeded" || f.code === "compensation.exists") {
-    return `Someone else settled this effect first${now ? `: it is now ${now.status}${now.resolution ? ` (${now.resolution})` : ""}` : ""}. Your request changed nothing. (${f.code}: ${f.message})`;
+/**
+ * A refusal, in words. When the effect is no longer what the operator saw (someone else settled
+ * or changed it first: `effect.not_unknown` and the like), say so plainly, with its state now.
+ */
+function explain(f: ApiFailure, seen: EffectDetail, now: EffectDetail | null): string {
+  if (now && (now.status !== seen.status || now.version !== seen.version) && f.status === 409) {
+    return `Someone else settled this effect first: it is now ${now.status}${now.resolution ? ` (resolution: ${now.resolution})` : ""}. Your request changed nothing. (${f.code}: ${f.message})`;
   }
-  return `Refused: ${f.code}: ${f.message}`;
+  return `Refused, nothing changed: ${f.code}: ${f.message}`;
 }
 
 /**
@@ -117,7 +120,7 @@ function ConfirmDialog({ action, effect, current, onClose }: { action: Action; e
     setBusy(false);
     if (!r.ok) {
       const now = await api<EffectDetail>("GET", `/console/api/effects/${effect.id}`);
-      return setError(explain(r, now.ok ? now.data : null));
+      return setError(explain(r, effect, now.ok ? now.data : null));
     }
     ref.current?.close();
     const what =

@@ -137,7 +137,8 @@ export function consoleRoutes(runtime: Runtime, logger: Logger, opts: ConsoleOpt
       sameSite: "Strict",
       path: "/console",
       secure: secure(c),
-      expires: new Date(session.expiresAtMs),
+      // Relative, so the browser's clock and the API's never disagree; the server enforces the expiry anyway.
+      maxAge: Math.max(1, Math.floor((session.expiresAtMs - runtime.ctx.clock.nowMs()) / 1000)),
     });
     logger.info({ actor: session.actor }, "console.signed_in");
     return c.redirect("/console", 303);
