@@ -84,6 +84,7 @@ function ConfirmDialog({ action, effect, current, onClose }: { action: Action; e
   const ref = useRef<HTMLDialogElement>(null);
   const [error, setError] = useState<string | null>(null);
   const [busy, setBusy] = useState(false);
+  const [settledElsewhere, setSettledElsewhere] = useState(false);
   useEffect(() => {
     ref.current?.showModal();
   }, []);
@@ -120,7 +121,9 @@ function ConfirmDialog({ action, effect, current, onClose }: { action: Action; e
     setBusy(false);
     if (!r.ok) {
       const now = await api<EffectDetail>("GET", `/console/api/effects/${effect.id}`);
-      return setError(explain(r, effect, now.ok ? now.data : null));
+      const message = explain(r, effect, now.ok ? now.data : null);
+      setSettledElsewhere(message.startsWith("Someone else"));
+      return setError(message);
     }
     ref.current?.close();
     const what =
@@ -148,8 +151,8 @@ function ConfirmDialog({ action, effect, current, onClose }: { action: Action; e
       <textarea id="confirm-reason" name="reason" rows="2" required></textarea>
       ${error ? html`<p class="error" role="alert" data-testid="confirm-error">${error}</p>` : null}
       <div class="dialog-buttons">
-        <button type="submit" class="primary" disabled=${busy}>Confirm: ${TITLES[action].toLowerCase()}</button>
-        <button type="button" onClick=${() => ref.current?.close()}>Cancel</button>
+        ${settledElsewhere ? null : html`<button type="submit" class="primary" disabled=${busy}>Confirm: ${TITLES[action].toLowerCase()}</button>`}
+        <button type="button" onClick=${() => ref.current?.close()}>${settledElsewhere ? "Close" : "Cancel"}</button>
       </div>
     </form>
   </dialog>`;
