@@ -2,6 +2,7 @@ import type { Browser, Page } from "puppeteer-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { commitAtProvider, createReconciliationFixture, dispatchWrite, type DispatchedCall, type ReconciliationFixture } from "./helpers/reconciliation-fixture.js";
 import { reconnectDriver } from "./helpers/runtime-fixture.js";
+import { consoleAssetsBuilt, consoleAssetsStale } from "@mosoo/operator-console";
 import { launchBrowser, screenshot, serveConsoleApi, signIn } from "./helpers/console-browser.js";
 
 /**
@@ -53,6 +54,7 @@ async function operatorTab(): Promise<Page> {
 const text = (page: Page, selector: string) => page.$eval(selector, (el) => el.textContent ?? "");
 
 beforeAll(async () => {
+  if (!consoleAssetsBuilt() || consoleAssetsStale()) throw new Error("the console's assets are missing or older than packages/operator-console/web: run npm run build:console");
   fx = createReconciliationFixture();
   // Unbound server "mail": only a manual resolution can settle these.
   seeded.manual = await unknownEffect({ serverId: "mail", toolName: "sendMail", args: { to: "ops@example.com", subject: XSS_TEXT } });
@@ -142,6 +144,7 @@ describe("operator console in a real browser", { timeout: 60_000 }, () => {
     expect(timeline).toContain("Attempt 1: unknown");
     expect(timeline).toContain("Command:");
     expect(timeline).toContain("Run: active");
+    await screenshot(page, "effect-unknown");
     const button = await page.waitForSelector("::-p-text(Look up now)", WAIT);
     await button!.click();
     await page.waitForSelector("dialog[open]", WAIT);
@@ -217,6 +220,7 @@ describe("operator console in a real browser", { timeout: 60_000 }, () => {
     const message = await text(stale, "[data-testid=confirm-error]");
     expect(message).toContain("Someone else settled this effect first: it is now succeeded");
     expect(message).toContain("effect.not_unknown");
+    expect(await stale.$("dialog[open] button[type=submit]")).toBeNull();
     await screenshot(stale, "conflict");
     const shown = fx.runtime.operator.show(seeded.stale.effectId);
     expect(shown).toMatchObject({ status: "succeeded", resolution: "operator" });

@@ -1,4 +1,4 @@
-import { existsSync } from "node:fs";
+import { existsSync, readdirSync, statSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 
 /**
@@ -11,4 +11,17 @@ export const consoleAssetsDir: string = fileURLToPath(new URL("../dist", import.
 /** True when the built assets are present (the install's `prepare` step ran). */
 export function consoleAssetsBuilt(): boolean {
   return existsSync(`${consoleAssetsDir}/index.html`) && existsSync(`${consoleAssetsDir}/assets/console.js`) && existsSync(`${consoleAssetsDir}/assets/console.css`);
+}
+
+/** The browser sources the assets are built from (`web/`). */
+export const consoleSourceDir: string = fileURLToPath(new URL("../web", import.meta.url));
+
+/**
+ * True when a file under `web/` changed after the last build (`dist/index.html`): the served
+ * console would not be the source's. Rebuild with `npm run build:console`. False when not built.
+ */
+export function consoleAssetsStale(): boolean {
+  if (!consoleAssetsBuilt()) return false;
+  const builtAt = statSync(`${consoleAssetsDir}/index.html`).mtimeMs;
+  return readdirSync(consoleSourceDir).some((f) => statSync(`${consoleSourceDir}/${f}`).mtimeMs > builtAt);
 }
