@@ -132,6 +132,7 @@ describe("operator console in a real browser", { timeout: 60_000 }, () => {
   });
 
   it("opens an effect's timeline, looks it up now, and the adapter's proof settles it", async () => {
+    fx.clock.advance(5 * 60_000); // the API's clock: the chart's samples get distinct times
     const page = await operatorTab();
     await signIn(page, api.url, "alice", TOKEN);
     await page.waitForSelector(`tr[data-effect-id="${seeded.lookup.effectId}"] a`, WAIT);
@@ -163,6 +164,7 @@ describe("operator console in a real browser", { timeout: 60_000 }, () => {
   });
 
   it("resolves an effect as succeeded behind a confirmation; the audit row shows and another tab's list updates without a reload", async () => {
+    fx.clock.advance(5 * 60_000); // the API's clock: the chart's samples get distinct times
     const lister = await operatorTab();
     await signIn(lister, api.url, "bob", TOKEN);
     await lister.waitForSelector(`tr[data-effect-id="${seeded.manual.effectId}"]`, WAIT);
@@ -198,6 +200,7 @@ describe("operator console in a real browser", { timeout: 60_000 }, () => {
   });
 
   it("a second tab's stale resolution shows that someone else settled the effect first, and changes nothing", async () => {
+    fx.clock.advance(5 * 60_000); // the API's clock: the chart's samples get distinct times
     const stale = await operatorTab();
     await signIn(stale, api.url, "carol", TOKEN);
     await stale.goto(`${api.url}/console/effects/${seeded.stale.effectId}`);
@@ -230,6 +233,7 @@ describe("operator console in a real browser", { timeout: 60_000 }, () => {
   });
 
   it("provider- and agent-supplied strings stay inert text (tool name, arguments, result): no script runs, no element is injected", async () => {
+    fx.clock.advance(5 * 60_000); // the API's clock: the chart's samples get distinct times
     const page = await operatorTab();
     await signIn(page, api.url, "alice", TOKEN);
     await page.waitForSelector(`tr[data-effect-id="${seeded.xss.effectId}"]`, WAIT);
@@ -280,6 +284,7 @@ describe("operator console in a real browser", { timeout: 60_000 }, () => {
       focused = await page.evaluate(() => document.activeElement?.getAttribute("href") ?? "");
     }
     expect(focused).toMatch(/^\/console\/effects\//);
+    await screenshot(page, "list-after-actions");
     await page.keyboard.press("Enter");
     await page.waitForSelector("[data-testid=timeline]", WAIT);
     // 200% zoom: a 640 CSS px wide viewport at device scale 2.
