@@ -89,7 +89,7 @@ export function consoleRoutes(runtime: Runtime, logger: Logger, opts: ConsoleOpt
   const assetsDir = opts.assetsDir ?? consoleAssetsDir;
   const built = () => (opts.assetsDir ? true : consoleAssetsBuilt());
   const feed = new EffectChangeFeed(
-    { changeMarker: () => operator.changeMarker(), unknownTotal: () => operator.stats().unknownTotal, nowMs: () => runtime.ctx.clock.nowMs() },
+    { changeMarker: () => operator.changeMarker(), unknownTotal: () => operator.unknownTotal(), nowMs: () => runtime.ctx.clock.nowMs() },
     logger,
     opts.pollMs ?? DEFAULT_CHANGE_POLL_MS,
   );

@@ -22,6 +22,7 @@ function lookupOutcomeOf(effect: EffectRow): string {
 }
 
 const parse = parseJsonColumn;
+const sumCounts = (rows: Array<{ count: number }>) => rows.reduce((n, r) => n + r.count, 0);
 
 /** An effect as the operator sees it in a list: status, why it waits, its lookup schedule and times (ms since the epoch). */
 export function summary(e: EffectRow) {
@@ -140,10 +141,19 @@ export class OperatorService {
     this.assertEnabled();
     const byAttention = operatorQueryRepository.countUnknownByAttention(this.ctx.db);
     return {
-      unknownTotal: byAttention.reduce((n, b) => n + b.count, 0),
+      unknownTotal: sumCounts(byAttention),
       byAttention,
       lookupOutcomes: operatorQueryRepository.countLookupOutcomes(this.ctx.db),
     };
+  }
+
+  /**
+   * How many effects are `unknown` now (a range count over the (status, id) index).
+   * @throws RuntimeError `feature.disabled`.
+   */
+  unknownTotal(): number {
+    this.assertEnabled();
+    return sumCounts(operatorQueryRepository.countUnknownByAttention(this.ctx.db));
   }
 
   /**
