@@ -118,7 +118,6 @@ describe("operator console in a real browser", { timeout: 60_000 }, () => {
     expect(counts).toContain("5 unknown in all");
     expect(counts).toMatch(/1\s*lookup_bound_reached/);
     expect(await text(page, "[data-testid=chart-lookups]")).toContain("confirmed_not_executed");
-    await page.waitForSelector("[data-testid=live]", { timeout: 1 }).catch(() => undefined);
     await page.waitForFunction(() => document.querySelector(".live")?.textContent?.includes("on"), WAIT);
     await screenshot(page, "list");
     // Filter by attention reason, from the keyboard.
@@ -174,7 +173,7 @@ describe("operator console in a real browser", { timeout: 60_000 }, () => {
     const page = await operatorTab();
     await signIn(page, api.url, "alice", TOKEN);
     await page.goto(`${api.url}/console/effects/${seeded.manual.effectId}`);
-    (await page.waitForSelector("::-p-text(Resolve as succeeded)", WAIT))!.click();
+    await (await page.waitForSelector("::-p-text(Resolve as succeeded)", WAIT))!.click();
     await page.waitForSelector("dialog[open] #confirm-result", WAIT);
     expect(await text(page, "#confirm-what")).toContain(`Effect ${seeded.manual.effectId} (sendMail on mail) is marked succeeded`);
     await page.$eval("#confirm-result", (el) => ((el as unknown as { value: string }).value = ""));
@@ -204,20 +203,22 @@ describe("operator console in a real browser", { timeout: 60_000 }, () => {
     const stale = await operatorTab();
     await signIn(stale, api.url, "carol", TOKEN);
     await stale.goto(`${api.url}/console/effects/${seeded.stale.effectId}`);
-    (await stale.waitForSelector("::-p-text(Resolve as not executed)", WAIT))!.click();
+    await (await stale.waitForSelector("::-p-text(Resolve as not executed)", WAIT))!.click();
     await stale.waitForSelector("dialog[open] #confirm-reason", WAIT);
     await stale.type("#confirm-reason", "the provider has no such mail");
 
     const first = await operatorTab();
     await signIn(first, api.url, "alice", TOKEN);
     await first.goto(`${api.url}/console/effects/${seeded.stale.effectId}`);
-    (await first.waitForSelector("::-p-text(Resolve as succeeded)", WAIT))!.click();
+    await (await first.waitForSelector("::-p-text(Resolve as succeeded)", WAIT))!.click();
     await first.waitForSelector("dialog[open] #confirm-reason", WAIT);
     await first.type("#confirm-reason", "the mail is in the sent folder");
     await first.click("dialog[open] button[type=submit]");
     await first.waitForFunction(() => document.querySelector("[data-testid=status]")?.textContent === "succeeded", WAIT);
 
-    // The stale dialog stays open; its confirmation is refused and explained.
+    // The stale dialog stays open and, once the live update arrives, says the effect changed;
+    // its confirmation is then refused and explained.
+    await stale.waitForFunction(() => document.querySelector("dialog[open] .warning")?.textContent?.includes("it is now succeeded"), WAIT);
     await stale.click("dialog[open] button[type=submit]");
     await stale.waitForSelector("[data-testid=confirm-error]", WAIT);
     const message = await text(stale, "[data-testid=confirm-error]");
@@ -243,7 +244,7 @@ describe("operator console in a real browser", { timeout: 60_000 }, () => {
     expect(await text(page, "[data-testid=tool]")).toBe(XSS_TOOL);
     expect(await page.$eval("[data-testid=arguments]", (el) => el.textContent)).toContain(XSS_TEXT.replace(/"/g, '\\"'));
     // Resolve it with a result carrying the probe as well, then read it back.
-    (await page.waitForSelector("::-p-text(Resolve as succeeded)", WAIT))!.click();
+    await (await page.waitForSelector("::-p-text(Resolve as succeeded)", WAIT))!.click();
     await page.waitForSelector("dialog[open] #confirm-result", WAIT);
     await page.$eval("#confirm-result", (el) => ((el as unknown as { value: string }).value = ""));
     await page.type("#confirm-result", JSON.stringify({ content: [{ type: "text", text: XSS_TEXT }], _meta: { receipt: XSS_TEXT } }));

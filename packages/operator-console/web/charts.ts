@@ -1,7 +1,7 @@
 import { html } from "htm/preact";
 import { when } from "./format.js";
 
-const W = 560;
+const W = 480;
 const H = 160;
 const PAD = 32;
 
@@ -40,14 +40,15 @@ export function UnknownOverTimeChart({ series }: { series: Array<{ atMs: number;
 export function LookupOutcomeChart({ rows }: { rows: Array<{ outcome: string; reasonCode: string | null; count: number }> }) {
   if (rows.length === 0) return html`<figure><figcaption>Lookup outcomes by reason: no lookup yet.</figcaption></figure>`;
   const max = Math.max(1, ...rows.map((r) => r.count));
+  const width = 420;
   const rowH = 26;
-  const labelW = 300;
+  const labelW = 250;
   const h = rows.length * rowH + 10;
   return html`<figure class="chart" data-testid="chart-lookups">
     <figcaption>Lookup outcomes by reason</figcaption>
-    <svg viewBox=${`0 0 ${W} ${h}`} role="img" aria-label=${rows.map((r) => `${r.outcome}${r.reasonCode ? ` (${r.reasonCode})` : ""}: ${r.count}`).join("; ")}>
+    <svg viewBox=${`0 0 ${width} ${h}`} role="img" aria-label=${rows.map((r) => `${r.outcome}${r.reasonCode ? ` (${r.reasonCode})` : ""}: ${r.count}`).join("; ")}>
       ${rows.map((r, i) => {
-        const barW = ((W - labelW - 50) * r.count) / max;
+        const barW = ((width - labelW - 40) * r.count) / max;
         const yy = 5 + i * rowH;
         return html`<g>
           <text x=${labelW - 8} y=${yy + 16} text-anchor="end" class="tick">${r.outcome}${r.reasonCode ? ` · ${r.reasonCode}` : ""}</text>
