@@ -23,7 +23,7 @@ export function UnknownOverTimeChart({ series }: { series: Array<{ atMs: number;
   d += `H${W - PAD}`;
   const last = series.at(-1)!;
   return html`<figure class="chart" data-testid="chart-unknown">
-    <figcaption>Unknown effects over time (${series.length} samples since the API started; now ${last.count})</figcaption>
+    <figcaption>Unknown effects over time (${series.length} ${series.length === 1 ? "sample" : "samples"} since the API started; now ${last.count})</figcaption>
     <svg viewBox=${`0 0 ${W} ${H}`} role="img" aria-label=${`Unknown effects over time: from ${series[0]!.count} at ${when(t0)} to ${last.count} at ${when(last.atMs)}, at most ${max}`}>
       <line x1=${PAD} y1=${H - PAD} x2=${W - PAD} y2=${H - PAD} class="axis" />
       <line x1=${PAD} y1=${PAD} x2=${PAD} y2=${H - PAD} class="axis" />
