@@ -123,9 +123,9 @@ export function consoleRoutes(runtime: Runtime, logger: Logger, opts: ConsoleOpt
   });
   app.post("/console/session", csrf(), async (c) => {
     if (!operator.enabled) return c.html(featureOffPage(), 404);
-    const form = await c.req.parseBody().catch(() => ({}));
+    const form: Record<string, unknown> = await c.req.parseBody().catch(() => ({}));
     const parsed = SignInSchema.safeParse(form);
-    const actor = typeof (form as Record<string, unknown>).actor === "string" ? ((form as Record<string, unknown>).actor as string).slice(0, 200) : "";
+    const actor = typeof form.actor === "string" ? form.actor.slice(0, 200) : "";
     if (!parsed.success) return c.html(signInPage({ error: `Sign-in refused: ${parsed.error.issues[0]?.message ?? "invalid form"}.`, actor }), 400);
     if (!secretsEqual(parsed.data.token, opts.operatorToken!)) {
       logger.warn({ actor: parsed.data.actor }, "console.sign_in_refused");
@@ -145,7 +145,7 @@ export function consoleRoutes(runtime: Runtime, logger: Logger, opts: ConsoleOpt
   });
   app.post("/console/sign-out", csrf(), async (c) => {
     const session = sessionOf(c);
-    const form = await c.req.parseBody().catch(() => ({}) as Record<string, unknown>);
+    const form: Record<string, unknown> = await c.req.parseBody().catch(() => ({}));
     const given = typeof form.csrf === "string" ? form.csrf : (c.req.header(CSRF_HEADER) ?? "");
     if (session) {
       if (!secretsEqual(given, session.csrfToken)) return refuse(c, 403, "auth.csrf_rejected", "the CSRF token of this session is missing or wrong");
