@@ -9,6 +9,7 @@ import { isJsonContentType, toErrorResponse } from "./http-errors.js";
 import { RuntimeError } from "../../modules/runtime/domain/runtime-errors.js";
 import { runRoutes } from "./run.routes.js";
 import { operatorRoutes } from "./operator.routes.js";
+import { consoleRoutes, type ConsoleOptions } from "./console/console.routes.js";
 
 /** Largest request body accepted, in bytes (4 MiB); larger ones get 413 `request.too_large`. */
 export const MAX_BODY_BYTES = 4 * 1024 * 1024;
@@ -17,6 +18,8 @@ export const MAX_BODY_BYTES = 4 * 1024 * 1024;
 export interface HttpAppOptions extends HttpAuthOptions {
   /** Driver registrations per client address per minute (default 30). */
   driverRegisterPerMinute?: number | undefined;
+  /** The operator console's options but its token (it signs in with `operatorToken`). */
+  console?: Omit<ConsoleOptions, "operatorToken">;
 }
 
 /**
@@ -33,10 +36,12 @@ function hasBody(req: Request): boolean {
  * The API's HTTP application (hono): `GET /health` (open), `GET /metrics` (Prometheus text; open only
  * with `metricsPublic`, else the operator token or a `metrics:read` key), the run API (API keys with
  * scopes), the Driver protocol (enrollment token, then each instance's own token), and the operator
- * routes (operator token). Credentials are checked by {@link CredentialGuard} (DESIGN.md §10). Every
+ * routes (operator token), and the operator console at `/console` (its own sign-in with the operator
+ * token, session cookie and CSRF token; see `consoleRoutes`; `opts.console` tunes its live-update
+ * polling). Credentials are checked by {@link CredentialGuard} (DESIGN.md §10). Every
  * error answers `{error: {code, message}}` with a 4xx (503 `store.busy` with `Retry-After` when the
  * store is locked, 500 `internal` otherwise), never a stack. Bodies must be `application/json`
- * (415 `request.unsupported_media_type`) and at most {@link MAX_BODY_BYTES} (413 `request.too_large`,
+ * (415 `request.unsupported_media_type`; the console's own form posts excepted) and at most {@link MAX_BODY_BYTES} (413 `request.too_large`,
  * connection closed); their content is checked by the shared rules of `@mosoo/contracts` (DESIGN.md §10).
  */
 export function createHttpApp(runtime: Runtime, logger: Logger, opts: HttpAppOptions = {}): Hono {
@@ -46,8 +51,10 @@ export function createHttpApp(runtime: Runtime, logger: Logger, opts: HttpAppOpt
   app.onError((err, c) => toErrorResponse(err, c, logger));
   // DESIGN.md §10: a body is JSON or it is refused (415) before any route sees it, including routes
   // that ignore their body (a `text/plain` POST is what a web page can send cross-origin blind).
+  // The console's sign-in and sign-out are HTML form posts, guarded by its session's CSRF token and
+  // hono's origin check in the console module itself.
   app.use("*", async (c, next) => {
-    if (hasBody(c.req.raw) && !isJsonContentType(c.req.header("content-type"))) {
+    if (hasBody(c.req.raw) && !isJsonContentType(c.req.header("content-type")) && !c.req.path.startsWith("/console/")) {
       throw new RuntimeError("request.unsupported_media_type", "send the body as JSON with Content-Type: application/json");
     }
     return next();
@@ -67,6 +74,7 @@ export function createHttpApp(runtime: Runtime, logger: Logger, opts: HttpAppOpt
   app.get("/health", (c) => c.json({ status: "ok" }));
   app.get("/metrics", guard.metrics(), async (c) => c.text(await runtime.metricsRegistry.metrics(), 200, { "content-type": runtime.metricsRegistry.contentType }));
   app.route("/", operatorRoutes(runtime, guard));
+  app.route("/", consoleRoutes(runtime, logger, { ...opts.console, operatorToken: opts.operatorToken }).app);
   app.route("/", runRoutes(runtime, guard));
   app.route("/", driverRoutes(runtime, guard, limit));
   return app;

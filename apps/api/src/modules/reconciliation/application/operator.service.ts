@@ -22,6 +22,7 @@ function lookupOutcomeOf(effect: EffectRow): string {
 }
 
 const parse = parseJsonColumn;
+const sumCounts = (rows: Array<{ count: number }>) => rows.reduce((n, r) => n + r.count, 0);
 
 /** An effect as the operator sees it in a list: status, why it waits, its lookup schedule and times (ms since the epoch). */
 export function summary(e: EffectRow) {
@@ -42,6 +43,13 @@ export function summary(e: EffectRow) {
     createdAtMs: e.createdAtMs,
     updatedAtMs: e.updatedAtMs,
   };
+}
+
+/** See {@link OperatorService.stats}. */
+export interface OperatorStats {
+  unknownTotal: number;
+  byAttention: Array<{ reason: string | null; count: number }>;
+  lookupOutcomes: Array<{ outcome: string; reasonCode: string | null; count: number }>;
 }
 
 /** One page of the operator's effect list, newest first; `nextCursor` continues it (null on the last page). */
@@ -84,6 +92,7 @@ export class OperatorService {
       serverId: query.serverId,
       toolName: query.toolName,
       runId: query.runId,
+      attention: query.attention,
       createdAtMostMs: query.minAgeMs === undefined ? undefined : this.ctx.clock.nowMs() - query.minAgeMs,
       beforeId: query.cursor,
       limit: query.limit + 1,
@@ -93,7 +102,8 @@ export class OperatorService {
   }
 
   /**
-   * One effect with its whole history: command, attempts, every lookup (outcome, reason code,
+   * One effect with its whole history: its arguments, command and run (status, error, last change),
+   * attempts, every lookup (outcome, reason code,
    * receipt), operator actions (with any receipt an operator supplied) and compensations.
    * @throws RuntimeError `feature.disabled`, `effect.not_found`.
    */
@@ -103,19 +113,55 @@ export class OperatorService {
     const e = effectRepository.findById(db, effectId);
     if (!e) throw new RuntimeError("effect.not_found", `no effect ${effectId}`);
     const cmd = commandRepository.findById(db, e.commandId);
+    const run = runRepository.findRun(db, e.runId);
     return {
       ...summary(e),
       requestFingerprint: e.requestFingerprint,
       version: e.version,
+      arguments: parse(e.argumentsJson),
       result: parse(e.resultJson),
       providerReceipt: parse(e.providerReceiptJson),
       reconciliationReceipt: parse(e.reconciliationReceiptJson),
-      command: cmd ? { id: cmd.id, status: cmd.status, error: parse(cmd.errorJson) } : null,
+      command: cmd ? { id: cmd.id, status: cmd.status, error: parse(cmd.errorJson), updatedAtMs: cmd.updatedAtMs } : null,
+      run: run ? { id: run.id, status: run.status, error: parse(run.errorJson), updatedAtMs: run.updatedAtMs } : null,
       attempts: effectRepository.listAttempts(db, e.id),
       reconciliations: reconciliationRepository.listRecords(db, e.id).map((r) => ({ ...r, receiptJson: undefined, receipt: parse(r.receiptJson) })),
       operatorActions: operatorActionRepository.listByEffect(db, e.id).map((a) => ({ ...a, receiptJson: undefined, receipt: parse(a.receiptJson) })),
       compensations: operatorQueryRepository.listCompensations(db, e.id).map(summary),
     };
+  }
+
+  /**
+   * Counts for an operator's overview: `unknownTotal`, the `unknown` effects by attention reason
+   * (`reason` null: no reason yet, lookups continue) and every recorded lookup by outcome and
+   * reason code.
+   * @throws RuntimeError `feature.disabled`.
+   */
+  stats(): OperatorStats {
+    this.assertEnabled();
+    const byAttention = operatorQueryRepository.countUnknownByAttention(this.ctx.db);
+    return {
+      unknownTotal: sumCounts(byAttention),
+      byAttention,
+      lookupOutcomes: operatorQueryRepository.countLookupOutcomes(this.ctx.db),
+    };
+  }
+
+  /**
+   * How many effects are `unknown` now (a range count over the (status, id) index).
+   * @throws RuntimeError `feature.disabled`.
+   */
+  unknownTotal(): number {
+    this.assertEnabled();
+    return sumCounts(operatorQueryRepository.countUnknownByAttention(this.ctx.db));
+  }
+
+  /**
+   * A string that changes whenever any effect changes (a new intent, attempt outcome, lookup,
+   * settlement or operator action): what the console's live updates poll. Readable with the flag off.
+   */
+  changeMarker(): string {
+    return operatorQueryRepository.changeMarker(this.ctx.db);
   }
 
   /**

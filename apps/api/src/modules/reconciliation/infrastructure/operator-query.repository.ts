@@ -1,12 +1,13 @@
-import { and, desc, eq, lt, lte, type SQL } from "drizzle-orm";
+import { and, count, desc, eq, lt, lte, max, sql, type SQL } from "drizzle-orm";
 import type { EffectStatus } from "@mosoo/contracts";
-import { externalToolEffects } from "../../../platform/db/schema.js";
+import type { OperatorAttentionReason } from "../domain/reconciliation.types.js";
+import { effectOperatorActions, effectReconciliations, externalToolEffects, runEvents } from "../../../platform/db/schema.js";
 import type { DbHandle } from "../../runtime/infrastructure/db-handle.js";
 import type { EffectRow } from "../../runtime/infrastructure/effect.repository.js";
 
 /**
  * A filter of the operator's effect list: one `status`; optional exact `serverId`, `toolName`,
- * `runId`; `createdAtMostMs` (ms since the epoch: only effects created at or before it);
+ * `runId`, `attention` (operator attention reason); `createdAtMostMs` (ms since the epoch: only effects created at or before it);
  * `beforeId` (keyset cursor: only ids below it); `limit` rows.
  */
 export interface EffectListFilter {
@@ -14,6 +15,7 @@ export interface EffectListFilter {
   serverId?: string | undefined;
   toolName?: string | undefined;
   runId?: string | undefined;
+  attention?: OperatorAttentionReason | undefined;
   createdAtMostMs?: number | undefined;
   beforeId?: string | undefined;
   limit: number;
@@ -31,6 +33,7 @@ export const operatorQueryRepository = {
     if (filter.serverId !== undefined) conds.push(eq(t.serverId, filter.serverId));
     if (filter.toolName !== undefined) conds.push(eq(t.toolName, filter.toolName));
     if (filter.runId !== undefined) conds.push(eq(t.runId, filter.runId));
+    if (filter.attention !== undefined) conds.push(eq(t.operatorAttention, filter.attention));
     if (filter.createdAtMostMs !== undefined) conds.push(lte(t.createdAtMs, filter.createdAtMostMs));
     if (filter.beforeId !== undefined) conds.push(lt(t.id, filter.beforeId));
     return db.select().from(t).where(and(...conds)).orderBy(desc(t.id)).limit(filter.limit).all();
@@ -38,5 +41,42 @@ export const operatorQueryRepository = {
   /** The compensations of `effectId` (effects whose `compensates_effect_id` is it), oldest first. */
   listCompensations(db: DbHandle, effectId: string): EffectRow[] {
     return db.select().from(externalToolEffects).where(eq(externalToolEffects.compensatesEffectId, effectId)).orderBy(externalToolEffects.id).all();
+  },
+  /** How many `unknown` effects there are, by operator attention reason (null: none yet), most first. Range over the (status, id) index. */
+  countUnknownByAttention(db: DbHandle): Array<{ reason: OperatorAttentionReason | null; count: number }> {
+    const t = externalToolEffects;
+    return db
+      .select({ reason: t.operatorAttention, count: count() })
+      .from(t)
+      .where(eq(t.status, "unknown"))
+      .groupBy(t.operatorAttention)
+      .orderBy(desc(count()))
+      .all();
+  },
+  /** How many lookups ended with each (outcome, reason code), most first: every recorded lookup (a full scan of `effect_reconciliations`). */
+  countLookupOutcomes(db: DbHandle): Array<{ outcome: string; reasonCode: string | null; count: number }> {
+    const t = effectReconciliations;
+    return db
+      .select({ outcome: t.outcome, reasonCode: t.reasonCode, count: count() })
+      .from(t)
+      .groupBy(t.outcome, t.reasonCode)
+      .orderBy(desc(count()), t.outcome)
+      .all();
+  },
+  /**
+   * A marker that changes whenever an effect changes: the largest id (monotonic ULIDs) of the run
+   * events (every effect transition appends one: intent, fence, settlement), the lookups and the
+   * operator actions. Three primary-key maxima: cheap enough to poll.
+   */
+  changeMarker(db: DbHandle): string {
+    const row = db
+      .select({
+        ev: sql<string | null>`(SELECT ${max(runEvents.id)} FROM ${runEvents})`,
+        rec: sql<string | null>`(SELECT ${max(effectReconciliations.id)} FROM ${effectReconciliations})`,
+        act: sql<string | null>`(SELECT ${max(effectOperatorActions.id)} FROM ${effectOperatorActions})`,
+      })
+      .from(sql`(SELECT 1)`)
+      .get();
+    return `${row?.ev ?? "-"}/${row?.rec ?? "-"}/${row?.act ?? "-"}`;
   },
 };

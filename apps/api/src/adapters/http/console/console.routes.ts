@@ -1,0 +1,256 @@
+import { Hono, type Context, type MiddlewareHandler } from "hono";
+import { serveStatic } from "@hono/node-server/serve-static";
+import { deleteCookie, getCookie, setCookie } from "hono/cookie";
+import { csrf } from "hono/csrf";
+import { HTTPException } from "hono/http-exception";
+import { secureHeaders } from "hono/secure-headers";
+import { streamSSE } from "hono/streaming";
+import type { Logger } from "pino";
+import { z } from "zod";
+import { UlidSchema } from "@mosoo/contracts";
+import { consoleAssetsBuilt, consoleAssetsDir } from "@mosoo/operator-console";
+import type { Runtime } from "../../../modules/runtime/application/runtime.js";
+import {
+  OperatorCompensateRequestSchema,
+  OperatorListQuerySchema,
+  OperatorReconcileRequestSchema,
+  OperatorResolveRequestSchema,
+} from "../../../modules/reconciliation/application/operator.contract.js";
+import { ConsoleSessions, secretsEqual, type ConsoleSession } from "../../../modules/console/application/console-session.service.js";
+import { DEFAULT_CHANGE_POLL_MS, EffectChangeFeed } from "../../../modules/console/application/effect-change-feed.service.js";
+import { parseOrThrow, readJson, toErrorResponse } from "../http-errors.js";
+import { CONSOLE_OFF_TEXT, featureOffPage, notBuiltPage, signInPage } from "./console-pages.js";
+
+/** Name of the console's session cookie (HttpOnly, SameSite=Strict, Path=/console; Secure over https). */
+export const CONSOLE_COOKIE = "mosoo_console_session";
+/** Header that carries the per-session CSRF token on every state-changing console API request. */
+export const CSRF_HEADER = "x-csrf-token";
+/** How long (ms) an idle server-sent event stream waits before it sends a keep-alive `ping` event. */
+export const SSE_KEEPALIVE_MS = 15_000;
+
+/**
+ * The Content-Security-Policy of every console response: scripts, styles and connections only
+ * from the API's own origin, no inline script or style, no plugins, no framing, forms post only to
+ * the console. An injected `<script>` or `onerror=` attribute cannot run even if it reached the DOM.
+ */
+export const CONSOLE_CSP = {
+  defaultSrc: ["'none'"],
+  scriptSrc: ["'self'"],
+  styleSrc: ["'self'"],
+  imgSrc: ["'self'"],
+  connectSrc: ["'self'"],
+  formAction: ["'self'"],
+  frameAncestors: ["'none'"],
+  baseUri: ["'none'"],
+};
+
+/** Options of {@link consoleRoutes}. */
+export interface ConsoleOptions {
+  /** `MOSOO_OPERATOR_TOKEN`; without it every `/console` path answers 404. */
+  operatorToken: string | undefined;
+  /** How often (ms) live updates poll the store's change marker while a console is open (default 1000). */
+  pollMs?: number;
+  /** Where the built assets are (default: `@mosoo/operator-console`'s `dist/`). */
+  assetsDir?: string;
+}
+
+const SignInSchema = z.object({
+  actor: z.string().trim().min(1, "give your name").max(200).refine((s) => !s.includes("\u0000"), "must not contain NUL"),
+  token: z.string().min(1, "give the operator token").max(4096),
+});
+
+type Env = { Variables: { session: ConsoleSession } };
+
+/** `{error: {code, message}}` with `status`: the console's own refusals (auth, CSRF, media type). */
+function refuse(c: Context, status: 401 | 403 | 415, code: string, message: string) {
+  return c.json({ error: { code, message } }, status);
+}
+
+/**
+ * The operator console (docs/DESIGN.md §7, §10), served by the API at `/console` over the same
+ * operator service as `/api/operator/*` (`runtime.operator`):
+ * - `GET /console/sign-in`, `POST /console/session {actor, token}` (form), `POST /console/sign-out {csrf}` (form);
+ * - `GET /console`, `GET /console/effects/:id`: the browser app (signed-out: a redirect to sign-in);
+ * - `GET /console/assets/*`: the built assets (only the stylesheet without a session);
+ * - `GET /console/api/session | effects | effects/:id | stats | events` (server-sent events), and
+ *   `POST /console/api/effects/:id/reconcile | resolve | compensate` with `X-CSRF-Token`: the
+ *   operator service's list, show, stats, reconcile, resolve and compensate, with the session's
+ *   actor as the actor. Refusals: 401 `auth.session_required`, 403 `auth.csrf_rejected`,
+ *   415 `request.unsupported_media_type`, and every code the service throws (404 `feature.disabled`,
+ *   409 `effect.not_unknown`, …), as `{error: {code, message}}`.
+ * Without `operatorToken` every `/console` path is 404; with `MOSOO_EFFECT_RECONCILIATION` off the
+ * pages say "feature off". Every response carries {@link CONSOLE_CSP} and `Cache-Control: no-store`.
+ * Sessions are held in this process (see {@link ConsoleSessions}); `close()` ends live streams.
+ */
+export function consoleRoutes(runtime: Runtime, logger: Logger, opts: ConsoleOptions): { app: Hono<Env>; close(): void } {
+  const app = new Hono<Env>();
+  const operator = runtime.operator;
+  const sessions = new ConsoleSessions(runtime.ctx.clock);
+  const assetsDir = opts.assetsDir ?? consoleAssetsDir;
+  const built = () => (opts.assetsDir ? true : consoleAssetsBuilt());
+  const feed = new EffectChangeFeed(
+    { changeMarker: () => operator.changeMarker(), unknownTotal: () => operator.unknownTotal(), nowMs: () => runtime.ctx.clock.nowMs() },
+    logger,
+    opts.pollMs ?? DEFAULT_CHANGE_POLL_MS,
+  );
+  const shutdown = runtime.ctx.shutdown.signal;
+  shutdown.addEventListener("abort", () => feed.close(), { once: true });
+
+  app.onError((err, c) => {
+    if (err instanceof HTTPException && err.status === 403) return refuse(c, 403, "auth.csrf_rejected", "cross-site request refused (Origin / Sec-Fetch-Site)");
+    return toErrorResponse(err, c, logger);
+  });
+
+  const gate: MiddlewareHandler<Env> = async (c, next) => {
+    if (!opts.operatorToken) return c.text(CONSOLE_OFF_TEXT, 404);
+    await next();
+    c.header("Cache-Control", "no-store");
+  };
+  app.use("/console", gate);
+  app.use("/console/*", gate);
+  const headers = secureHeaders({ contentSecurityPolicy: CONSOLE_CSP, referrerPolicy: "no-referrer", crossOriginEmbedderPolicy: false });
+  app.use("/console", headers);
+  app.use("/console/*", headers);
+
+  const sessionOf = (c: Context) => sessions.get(getCookie(c, CONSOLE_COOKIE));
+  const secure = (c: Context) => new URL(c.req.url).protocol === "https:";
+
+  // --- sign-in, sign-out -------------------------------------------------------------------
+  app.get("/console/sign-in", (c) => {
+    if (!operator.enabled) return c.html(featureOffPage(), 404);
+    if (sessionOf(c)) return c.redirect("/console", 303);
+    return c.html(signInPage());
+  });
+  app.post("/console/session", csrf(), async (c) => {
+    if (!operator.enabled) return c.html(featureOffPage(), 404);
+    const form: Record<string, unknown> = await c.req.parseBody().catch(() => ({}));
+    const parsed = SignInSchema.safeParse(form);
+    const actor = typeof form.actor === "string" ? form.actor.slice(0, 200) : "";
+    if (!parsed.success) return c.html(signInPage({ error: `Sign-in refused: ${parsed.error.issues[0]?.message ?? "invalid form"}.`, actor }), 400);
+    if (!secretsEqual(parsed.data.token, opts.operatorToken!)) {
+      logger.warn({ actor: parsed.data.actor }, "console.sign_in_refused");
+      return c.html(signInPage({ error: "Sign-in refused: the operator token is not valid.", actor }), 401);
+    }
+    const session = sessions.create(parsed.data.actor);
+    setCookie(c, CONSOLE_COOKIE, session.id, {
+      httpOnly: true,
+      sameSite: "Strict",
+      path: "/console",
+      secure: secure(c),
+      // Relative, so the browser's clock and the API's never disagree; the server enforces the expiry anyway.
+      maxAge: Math.max(1, Math.floor((session.expiresAtMs - runtime.ctx.clock.nowMs()) / 1000)),
+    });
+    logger.info({ actor: session.actor }, "console.signed_in");
+    return c.redirect("/console", 303);
+  });
+  app.post("/console/sign-out", csrf(), async (c) => {
+    const session = sessionOf(c);
+    const form: Record<string, unknown> = await c.req.parseBody().catch(() => ({}));
+    const given = typeof form.csrf === "string" ? form.csrf : (c.req.header(CSRF_HEADER) ?? "");
+    if (session) {
+      if (!secretsEqual(given, session.csrfToken)) return refuse(c, 403, "auth.csrf_rejected", "the CSRF token of this session is missing or wrong");
+      sessions.delete(session.id);
+      logger.info({ actor: session.actor }, "console.signed_out");
+    }
+    deleteCookie(c, CONSOLE_COOKIE, { path: "/console", secure: secure(c) });
+    return c.redirect("/console/sign-in", 303);
+  });
+
+  // --- assets and pages --------------------------------------------------------------------
+  const assets = serveStatic({ root: assetsDir, rewriteRequestPath: (p) => p.replace(/^\/console/, "") });
+  app.get("/console/assets/console.css", assets);
+  app.get("/console/assets/*", async (c, next) => {
+    if (!sessionOf(c)) return refuse(c, 401, "auth.session_required", "sign in at /console/sign-in");
+    return assets(c, next);
+  });
+  const appPage = serveStatic({ root: assetsDir, path: "index.html" });
+  const pageHandler: MiddlewareHandler<Env> = async (c, next) => {
+    if (!operator.enabled) return c.html(featureOffPage(), 404);
+    if (!sessionOf(c)) return c.redirect("/console/sign-in", 303);
+    if (!built()) return c.html(notBuiltPage(), 503);
+    return appPage(c, next);
+  };
+  app.get("/console", pageHandler);
+  app.get("/console/", pageHandler);
+  app.get("/console/effects/:effectId", pageHandler);
+
+  // --- the console's JSON API over the operator service ------------------------------------
+  app.use("/console/api/*", async (c, next) => {
+    const session = sessionOf(c);
+    if (!session) return refuse(c, 401, "auth.session_required", "sign in at /console/sign-in");
+    if (c.req.method !== "GET" && c.req.method !== "HEAD") {
+      if (!secretsEqual(c.req.header(CSRF_HEADER) ?? "", session.csrfToken)) return refuse(c, 403, "auth.csrf_rejected", `send this session's CSRF token in ${CSRF_HEADER}`);
+      if (!/^application\/json\b/i.test(c.req.header("content-type") ?? "")) return refuse(c, 415, "request.unsupported_media_type", "the body must be application/json");
+    }
+    c.set("session", session);
+    return next();
+  });
+  app.use("/console/api/*", csrf());
+  const id = (value: string | undefined) => parseOrThrow(UlidSchema, value);
+  /** The body, with the session's actor as the actor (a body may not name one). */
+  const withActor = async <S extends z.ZodType>(c: Context<Env>, schema: S): Promise<z.infer<S>> => {
+    const body = await readJson(c, z.record(z.string(), z.unknown()));
+    if ("actor" in body) parseOrThrow(z.object({ actor: z.never({ error: "the actor is the signed-in operator; do not send one" }) }), body);
+    return parseOrThrow(schema, { ...body, actor: c.get("session").actor });
+  };
+
+  app.get("/console/api/session", (c) => {
+    const s = c.get("session");
+    return c.json({ actor: s.actor, csrfToken: s.csrfToken, expiresAtMs: s.expiresAtMs });
+  });
+  app.get("/console/api/effects", (c) => c.json(operator.list(parseOrThrow(OperatorListQuerySchema, c.req.query()))));
+  app.get("/console/api/stats", (c) => c.json({ ...operator.stats(), unknownSeries: feed.unknownSeries() }));
+  app.get("/console/api/effects/:effectId", (c) => c.json(operator.show(id(c.req.param("effectId")))));
+  app.post("/console/api/effects/:effectId/reconcile", async (c) => {
+    const effectId = id(c.req.param("effectId"));
+    return c.json(await operator.reconcile(effectId, await withActor(c, OperatorReconcileRequestSchema)));
+  });
+  app.post("/console/api/effects/:effectId/resolve", async (c) => {
+    const effectId = id(c.req.param("effectId"));
+    return c.json(operator.resolve(effectId, await withActor(c, OperatorResolveRequestSchema)));
+  });
+  app.post("/console/api/effects/:effectId/compensate", async (c) => {
+    const effectId = id(c.req.param("effectId"));
+    return c.json(await operator.compensate(effectId, await withActor(c, OperatorCompensateRequestSchema)), 202);
+  });
+  app.get("/console/api/events", (c) => {
+    operator.assertEnabled();
+    const session = c.get("session");
+    return streamSSE(c, async (stream) => {
+      let changed = false;
+      let wake: (() => void) | undefined;
+      const unsubscribe = feed.subscribe(() => {
+        changed = true;
+        wake?.();
+      });
+      const onShutdown = () => wake?.();
+      shutdown.addEventListener("abort", onShutdown);
+      stream.onAbort(() => wake?.());
+      try {
+        await stream.writeSSE({ event: "ready", data: "{}" });
+        while (!stream.aborted && !stream.closed && !shutdown.aborted && sessions.get(session.id)) {
+          if (!changed) {
+            let timer: NodeJS.Timeout | undefined;
+            await new Promise<void>((resolve) => {
+              wake = resolve;
+              timer = setTimeout(resolve, SSE_KEEPALIVE_MS);
+            });
+            clearTimeout(timer);
+            wake = undefined;
+          }
+          if (stream.aborted || shutdown.aborted) break;
+          if (changed) {
+            changed = false;
+            await stream.writeSSE({ event: "change", data: "{}" });
+          } else {
+            await stream.writeSSE({ event: "ping", data: "{}" });
+          }
+        }
+      } finally {
+        unsubscribe();
+        shutdown.removeEventListener("abort", onShutdown);
+      }
+    });
+  });
+  return { app, close: () => feed.close() };
+}

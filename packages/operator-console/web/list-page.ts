@@ -1,0 +1,141 @@
+import { html } from "htm/preact";
+import { useEffect, useState } from "preact/hooks";
+import { api } from "./api.js";
+import { LookupOutcomeChart, UnknownOverTimeChart } from "./charts.js";
+import { age, ATTENTION_LABELS, when } from "./format.js";
+import { navigate } from "./router.js";
+import type { ConsoleStats, EffectPage } from "./types.js";
+
+/** The list's filters, kept in the page's query string (so a filtered view can be bookmarked). */
+const FILTERS = ["serverId", "toolName", "runId", "minAgeMs", "attention"] as const;
+
+const AGE_OPTIONS: Array<[string, string]> = [
+  ["", "any age"],
+  ["60000", "older than 1 min"],
+  ["300000", "older than 5 min"],
+  ["3600000", "older than 1 h"],
+  ["86400000", "older than 1 day"],
+];
+
+/**
+ * The unknown-effect list: filters (server, tool, run, age, attention reason), counts by attention
+ * reason, one page at a time with the service's cursor, the two charts. Reloads its data whenever
+ * `changeSeq` moves (a live update).
+ */
+export function ListPage({ search, changeSeq }: { search: string; changeSeq: number }) {
+  const params = new URLSearchParams(search);
+  const [page, setPage] = useState<EffectPage | null>(null);
+  const [stats, setStats] = useState<ConsoleStats | null>(null);
+  const [error, setError] = useState<string | null>(null);
+  const [now, setNow] = useState(Date.now());
+
+  useEffect(() => {
+    const q = new URLSearchParams();
+    for (const k of [...FILTERS, "cursor"]) {
+      const v = params.get(k);
+      if (v) q.set(k, v);
+    }
+    q.set("limit", "25");
+    void api<EffectPage>("GET", `/console/api/effects?${q}`).then((r) => {
+      setNow(Date.now());
+      if (r.ok) {
+        setPage(r.data);
+        setError(null);
+      } else setError(`${r.code}: ${r.message}`);
+    });
+    void api<ConsoleStats>("GET", "/console/api/stats").then((r) => r.ok && setStats(r.data));
+  }, [search, changeSeq]);
+
+  const onFilter = (e: Event) => {
+    e.preventDefault();
+    const form = new FormData(e.currentTarget as HTMLFormElement);
+    const q = new URLSearchParams();
+    for (const k of FILTERS) {
+      const v = String(form.get(k) ?? "").trim();
+      if (v) q.set(k, v);
+    }
+    navigate(`/console${q.size ? `?${q}` : ""}`);
+  };
+  const withCursor = (cursor: string | null) => {
+    const q = new URLSearchParams(params);
+    if (cursor) q.set("cursor", cursor);
+    else q.delete("cursor");
+    return `/console${q.size ? `?${q}` : ""}`;
+  };
+  const filtered = FILTERS.some((k) => params.get(k));
+
+  return html`
+    <h1>Unknown effects</h1>
+    <p class="lede">Writes whose outcome nobody knows yet. They are fenced: nothing retries them. Open one to read its history and settle it.</p>
+    <section aria-labelledby="counts-h" class="counts">
+      <h2 id="counts-h">Counts by attention reason</h2>
+      ${stats
+        ? html`<ul class="count-list" data-testid="counts">
+            <li><span class="count-n">${stats.unknownTotal}</span> unknown in all</li>
+            ${stats.byAttention.map((b) => html`<li><span class="count-n">${b.count}</span> ${b.reason ?? "waiting for lookups (no attention reason)"}</li>`)}
+          </ul>`
+        : html`<p>Loading counts…</p>`}
+    </section>
+    <form class="filters" onSubmit=${onFilter} aria-labelledby="filters-h">
+      <h2 id="filters-h">Filters</h2>
+      <div class="filter-grid">
+        <label>Server <input name="serverId" value=${params.get("serverId") ?? ""} autocomplete="off" /></label>
+        <label>Tool <input name="toolName" value=${params.get("toolName") ?? ""} autocomplete="off" /></label>
+        <label>Run id <input name="runId" value=${params.get("runId") ?? ""} autocomplete="off" /></label>
+        <label
+          >Age
+          <select name="minAgeMs">
+            ${AGE_OPTIONS.map(([v, label]) => html`<option value=${v} selected=${(params.get("minAgeMs") ?? "") === v}>${label}</option>`)}
+          </select>
+        </label>
+        <label
+          >Attention reason
+          <select name="attention">
+            <option value="">any</option>
+            ${Object.keys(ATTENTION_LABELS).map((v) => html`<option value=${v} selected=${params.get("attention") === v}>${v}</option>`)}
+          </select>
+        </label>
+      </div>
+      <button type="submit">Apply filters</button>
+      ${filtered ? html` <a href="/console" onClick=${(e: MouseEvent) => navigate("/console", e)}>Clear filters</a>` : null}
+    </form>
+    ${error ? html`<p class="error" role="alert">${error}</p>` : null}
+    <section aria-labelledby="list-h">
+      <h2 id="list-h">Effects${params.get("cursor") ? " (later page)" : ""}</h2>
+      ${page === null
+        ? html`<p>Loading…</p>`
+        : page.effects.length === 0
+          ? html`<p data-testid="empty">No unknown effect${filtered ? " matches these filters" : ""}.</p>`
+          : html`<div class="table-wrap">
+              <table data-testid="effects">
+                <caption class="visually-hidden">Unknown effects, newest first</caption>
+                <thead>
+                  <tr><th scope="col">Effect</th><th scope="col">Server</th><th scope="col">Tool</th><th scope="col">Run</th><th scope="col">Age</th><th scope="col">Attention</th><th scope="col">Lookups</th><th scope="col">Next lookup</th></tr>
+                </thead>
+                <tbody>
+                  ${page.effects.map(
+                    (e) => html`<tr data-effect-id=${e.id}>
+                      <td><a href=${`/console/effects/${e.id}`} onClick=${(ev: MouseEvent) => navigate(`/console/effects/${e.id}`, ev)}>${e.id}</a></td>
+                      <td>${e.serverId}</td>
+                      <td>${e.toolName}</td>
+                      <td class="mono">${e.runId}</td>
+                      <td>${age(now - e.createdAtMs)}</td>
+                      <td>${e.operatorAttention ?? "—"}</td>
+                      <td>${e.lookupCount}</td>
+                      <td>${when(e.nextLookupAtMs)}</td>
+                    </tr>`,
+                  )}
+                </tbody>
+              </table>
+            </div>`}
+      <nav class="pager" aria-label="Pages">
+        ${params.get("cursor") ? html`<a href=${withCursor(null)} onClick=${(e: MouseEvent) => navigate(withCursor(null), e)}>First page</a>` : null}
+        ${page?.nextCursor ? html`<a href=${withCursor(page.nextCursor)} onClick=${(e: MouseEvent) => navigate(withCursor(page.nextCursor), e)}>Next page</a>` : null}
+      </nav>
+    </section>
+    <section aria-labelledby="charts-h" class="charts">
+      <h2 id="charts-h">Charts</h2>
+      ${stats ? html`<${UnknownOverTimeChart} series=${stats.unknownSeries} /><${LookupOutcomeChart} rows=${stats.lookupOutcomes} />` : null}
+    </section>
+  `;
+}
