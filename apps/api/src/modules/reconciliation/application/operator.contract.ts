@@ -1,6 +1,7 @@
 import { CallToolResultSchema } from "@modelcontextprotocol/sdk/types.js";
 import { EFFECT_STATUSES, ServerIdSchema, ToolNameSchema, UlidSchema } from "@mosoo/contracts";
 import { MAX_RECEIPT_BYTES, MAX_RESULT_BYTES } from "@mosoo/effect-reconciliation";
+import { OPERATOR_ATTENTION_REASONS } from "../domain/reconciliation.types.js";
 import { z } from "zod";
 
 const noNul = (s: string) => !s.includes("\u0000");
@@ -14,14 +15,16 @@ const Audit = {
 
 /**
  * `GET /api/operator/effects` (query string) and `effects list`: which effects to list, newest first.
- * - `status`: one effect status (default `unknown`);
+ * - `status`: one effect status (default `unknown`, or every status when `attention` is given);
+ * - `attention`: only effects waiting for an operator for this reason (e.g. `contradicted_by_provider`);
  * - `serverId`, `toolName`, `runId`: exact matches;
  * - `minAgeMs`: only effects created at least this long ago (ms, integer ≥ 0);
  * - `limit`: page size, 1–500 (default 50);
  * - `cursor`: the `nextCursor` of the previous page (an effect id): the page continues after it.
  */
 export const OperatorListQuerySchema = z.strictObject({
-  status: z.enum(EFFECT_STATUSES).default("unknown"),
+  status: z.enum(EFFECT_STATUSES).optional(),
+  attention: z.enum(OPERATOR_ATTENTION_REASONS).optional(),
   serverId: ServerIdSchema.optional(),
   toolName: ToolNameSchema.optional(),
   runId: UlidSchema.optional(),

@@ -3,14 +3,17 @@ import type { EffectStatus } from "@mosoo/contracts";
 import { externalToolEffects } from "../../../platform/db/schema.js";
 import type { DbHandle } from "../../runtime/infrastructure/db-handle.js";
 import type { EffectRow } from "../../runtime/infrastructure/effect.repository.js";
+import type { OperatorAttentionReason } from "../domain/reconciliation.types.js";
 
 /**
- * A filter of the operator's effect list: one `status`; optional exact `serverId`, `toolName`,
+ * A filter of the operator's effect list: one `status` (or any, when undefined); an
+ * `operator_attention` reason (`attention`); optional exact `serverId`, `toolName`,
  * `runId`; `createdAtMostMs` (ms since the epoch: only effects created at or before it);
  * `beforeId` (keyset cursor: only ids below it); `limit` rows.
  */
 export interface EffectListFilter {
-  status: EffectStatus;
+  status: EffectStatus | undefined;
+  attention?: OperatorAttentionReason | undefined;
   serverId?: string | undefined;
   toolName?: string | undefined;
   runId?: string | undefined;
@@ -27,7 +30,9 @@ export const operatorQueryRepository = {
    */
   listEffects(db: DbHandle, filter: EffectListFilter): EffectRow[] {
     const t = externalToolEffects;
-    const conds: SQL[] = [eq(t.status, filter.status)];
+    const conds: SQL[] = [];
+    if (filter.status !== undefined) conds.push(eq(t.status, filter.status));
+    if (filter.attention !== undefined) conds.push(eq(t.operatorAttention, filter.attention));
     if (filter.serverId !== undefined) conds.push(eq(t.serverId, filter.serverId));
     if (filter.toolName !== undefined) conds.push(eq(t.toolName, filter.toolName));
     if (filter.runId !== undefined) conds.push(eq(t.runId, filter.runId));
