@@ -11,6 +11,7 @@ import { ApiConfigSchema, ConfigError, loadApiConfig, unknownMosooEnvNames } fro
 import { createRuntimeFixture, type RuntimeFixture } from "./helpers/runtime-fixture.js";
 import { defaultCredential, requestJson, TEST_AUTH } from "./helpers/http-call.js";
 import { RECONCILIATION_OFF } from "../src/modules/reconciliation/application/reconciliation-settings.js";
+import { OPERATOR_REFUSAL_CODES } from "../src/modules/reconciliation/domain/reconciliation.types.js";
 
 const OPERATOR_TOKEN = "operator-token-0123456789";
 let f: RuntimeFixture;
@@ -35,9 +36,14 @@ async function driver(name: string) {
   return { token: reg.body.driverToken as string, id: reg.body.driverInstanceId as string, connectionId: conn.body.connectionId as string };
 }
 
-/** Every row of every table (migrations bookkeeping excluded), as JSON: "nothing changed" means equal dumps. */
+/**
+ * Every row of every table (migrations bookkeeping excluded, and the audit of refused operator
+ * actions, which is checked on its own below), as JSON: "nothing changed" means equal dumps.
+ */
 function dump(): string {
-  const tables = f.store.sqlite.prepare("SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' AND name NOT LIKE '__drizzle%' ORDER BY name").all() as Array<{ name: string }>;
+  const tables = f.store.sqlite
+    .prepare("SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' AND name NOT LIKE '__drizzle%' AND name <> 'effect_operator_refusals' ORDER BY name")
+    .all() as Array<{ name: string }>;
   return JSON.stringify(tables.map(({ name }) => [name, f.store.sqlite.prepare(`SELECT * FROM "${name}" ORDER BY rowid`).all()]));
 }
 
@@ -230,6 +236,10 @@ describe("bad input catalogue: a typed error, nothing changed", () => {
     if (row.message) expect(res.body.error.message).toMatch(row.message);
     expect(JSON.stringify(res.body)).not.toMatch(/\n\s+at /); // never a stack trace
     expect(dump()).toBe(before);
+    // DESIGN §7: a refusal by the operator service (a well-formed request) is audited, and only that row is added
+    const refusals = f.store.sqlite.prepare("SELECT action, actor, outcome FROM effect_operator_refusals").all();
+    const audited = row.category === "invalid operator request" && OPERATOR_REFUSAL_CODES.includes(row.code as never);
+    expect(refusals).toEqual(audited ? [expect.objectContaining({ actor: "a", outcome: row.code })] : []);
   });
 });
 

@@ -56,8 +56,9 @@ describe("finalization repair", () => {
 
     const view = runView(call.runId);
     expect(view.run.status).toBe("failed");
-    expect(view.run.error).toMatchObject({ code: "runtime.turn_interrupted", retryable: true });
-    expect(view.commands[0]).toMatchObject({ status: "failed", error: { code: "driver.command_driver_terminal", retryable: false, details: { effectId: call.effectId } } });
+    // DESIGN §3 rule 14: the fenced write is unknown, so neither the command nor the run invites a resend
+    expect(view.run.error).toMatchObject({ code: "external_effect.unknown", retryable: false, details: { effectIds: [call.effectId], driverInstanceId: driver.instance.id } });
+    expect(view.commands[0]).toMatchObject({ status: "failed", error: { code: "external_effect.unknown", retryable: false, details: { effectId: call.effectId, effectIds: [call.effectId] } } });
     const terminal = terminalEvents(call.runId);
     expect(terminal).toHaveLength(1);
     expect(terminal[0]!.type).toBe("run.failed");
@@ -188,8 +189,8 @@ describe("finalization repair", () => {
     expect((await f.runtime.sweep.sweepOnce()).driversFinalized).toBe(1);
     const view = runView(call.runId);
     expect(view.effects[0]!.status).toBe("unknown");
-    expect(view.commands[0]).toMatchObject({ status: "failed", error: { code: "driver.command_driver_terminal" } });
-    expect(view.run).toMatchObject({ status: "failed", error: { code: "runtime.turn_interrupted" } });
+    expect(view.commands[0]).toMatchObject({ status: "failed", error: { code: "external_effect.unknown", retryable: false, details: { effectIds: [call.effectId] } } });
+    expect(view.run).toMatchObject({ status: "failed", error: { code: "external_effect.unknown", retryable: false, details: { effectIds: [call.effectId] } } });
     expect(terminalEvents(call.runId)).toHaveLength(1);
   });
 
@@ -479,7 +480,8 @@ describe("reconciliation through the fixture adapter (MOSOO_EFFECT_RECONCILIATIO
     expect(summary).toMatchObject({ effectsFenced: 1, effectsReconciled: 0 });
     const view = s.runtime.runs.getRunView(runId);
     expect(view.effects[0]).toMatchObject({ status: "unknown", lookupCount: 0, reconciliations: [] });
-    expect(view.commands[0]!.error).toMatchObject({ code: "driver.command_driver_terminal" });
+    expect(view.commands[0]!.error).toMatchObject({ code: "external_effect.unknown", retryable: false, details: { effectIds: [call.effectId] } });
+    expect(view.run.error).toMatchObject({ code: "external_effect.unknown", retryable: false, details: { effectIds: [call.effectId] } });
     expect(s.provider.stats().lookups[call.idempotencyKey] ?? 0).toBe(0);
   });
 });

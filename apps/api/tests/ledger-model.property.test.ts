@@ -11,83 +11,32 @@
  * See helpers/ledger-model-world.ts (system, invariants) and helpers/ledger-model-commands.ts.
  *
  * A failure prints fast-check's seed and counterexample path; replay it with
- * `fc.assert(ledgerProperty({ ...opts, replayPath }), { seed, path, endOnFailure: true })`.
- * `npm run verify:model -- --runs 5000 [--seed S] [--path P]` runs the exploring property longer
- * (it sets LEDGER_MODEL_RUNS / LEDGER_MODEL_SEED / LEDGER_MODEL_PATH); the seed is printed first.
+ * `fc.assert(ledgerProperty({ ...opts, replayPath }), { seed, path, endOnFailure: true })`, or
+ * `npm run verify:model -- --seed S --path P`. The property itself is in helpers/ledger-model-property.ts;
+ * `npm run verify:model -- --runs N` (scripts/model-runs.ts) runs it offline, outside vitest, with no
+ * per-test timeout, progress lines and `--workers` / `--shard`. LEDGER_MODEL_RUNS / LEDGER_MODEL_SEED /
+ * LEDGER_MODEL_PATH still set this file's runs, seed and path.
  */
 import { afterAll, describe, expect, it } from "vitest";
 import fc from "fast-check";
-import { commandArbitraries } from "./helpers/ledger-model-commands.js";
-import { createWorld, figures, newModel, quiesce, removeMigratedTemplate, type Profile } from "./helpers/ledger-model-world.js";
+import { figures, removeMigratedTemplate } from "./helpers/ledger-model-world.js";
+import { EXPLORING_OPTIONS, figuresReport, ledgerProperty } from "./helpers/ledger-model-property.js";
 
-/** Runs of the exploring property (issue 5: 1,000 in `npm test`); `npm run verify:model -- --runs N` sets it. */
+/** Runs of the exploring property (issue 5: 1,000 in `npm test`); `npm run verify:model -- --runs N` is the offline runner. */
 const NUM_RUNS = Number(process.env.LEDGER_MODEL_RUNS ?? 1000);
 /** A fixed seed (and optionally a counterexample path) to replay a failure; else fast-check picks one. */
 const SEED = process.env.LEDGER_MODEL_SEED ? Number(process.env.LEDGER_MODEL_SEED) : Date.now() ^ (Math.random() * 0x100000000);
 const PATH = process.env.LEDGER_MODEL_PATH;
 
-const profileArb: fc.Arbitrary<Profile> = fc.constantFrom<Profile>(
-  { fencing: "lookup_fences_key" },
-  { fencing: "max_in_flight", maxInFlightMs: 10_000, lagMs: 3_000, maxDelayMs: 3_000 },
-);
-
-/**
- * `raceEnqueue`: race commands may enqueue a tool call concurrently (BUG 1 below);
- * `finalizationSettlesCommand`: check DESIGN §3 rule 6 for finalization confirmations (BUG 2 below).
- */
-interface LedgerPropertyOptions {
-  raceEnqueue: boolean;
-  finalizationSettlesCommand: boolean;
-  /** Operator lookups and honest manual resolutions (helpers/operator-actions.ts), also inside races. */
-  operator: boolean;
-  /** API processes that die at a durable write (ApiCrashCmd) and restart on the same file. */
-  apiCrash?: boolean;
-  /** fast-check's `replayPath` of a counterexample (printed next to it), to replay it exactly. */
-  replayPath?: string;
-}
-
-function ledgerProperty(opts: LedgerPropertyOptions) {
-  return fc.asyncProperty(
-    profileArb,
-    fc.commands(commandArbitraries({ raceEnqueue: opts.raceEnqueue, operator: opts.operator, apiCrash: opts.apiCrash ?? false }), {
-      maxCommands: 50,
-      size: "max",
-      ...(opts.replayPath ? { replayPath: opts.replayPath } : {}),
-    }),
-    async (profile, cmds) => {
-      const world = createWorld(profile, { finalizationSettlesCommand: opts.finalizationSettlesCommand });
-      const model = newModel();
-      try {
-        figures.runs += 1;
-        await fc.asyncModelRun(() => ({ model, real: world }), cmds);
-        await quiesce(world, model);
-        figures.providerWrites += world.double.totalWriteCount() + world.unboundProvider.totalWriteCount();
-      } finally {
-        world.close();
-      }
-    },
-  );
-}
-
 afterAll(() => {
   removeMigratedTemplate();
-  const fmt = (m: Map<string, number>) => [...m].sort((a, b) => b[1] - a[1]).map(([k, v]) => `${k}=${v}`).join(", ");
-  console.log(
-    [
-      `ledger model: ${figures.runs} runs (incl. shrinking/replays), ${figures.transitionsChecked} row changes audited, ${figures.providerWrites} provider writes, ${figures.lateCommitProbes} late-commit probes, ${figures.raceOps} race ops, ${figures.apiRestarts} API restarts (${figures.apiCrashes} at a durable write)`,
-      `  commands: ${fmt(figures.commands)}`,
-      `  claims: ${fmt(figures.claims)}`,
-      `  final effects: ${fmt(figures.effects)}`,
-      `  reconciliation records: ${fmt(figures.records)}`,
-      `  typed refusals: ${fmt(figures.runtimeErrors)}`,
-    ].join("\n"),
-  );
+  console.log(figuresReport());
 });
 
 describe("effect ledger model (reconciliation on, provider double bound as tracker)", () => {
   it(`keeps I1–I4, I7, I10 after every command and I2 after quiescence (${NUM_RUNS} runs)`, { timeout: 600_000 }, async () => {
     console.log(`ledger model: seed ${SEED}${PATH ? `, path ${PATH}` : ""}, ${NUM_RUNS} runs (replay: LEDGER_MODEL_SEED=${SEED} [LEDGER_MODEL_PATH=<path from the failure>])`);
-    await fc.assert(ledgerProperty({ raceEnqueue: true, finalizationSettlesCommand: true, operator: true, apiCrash: true }), {
+    await fc.assert(ledgerProperty(EXPLORING_OPTIONS), {
       numRuns: NUM_RUNS,
       seed: SEED,
       includeErrorInReport: true, // the violated invariant and its trace appear in the failure message

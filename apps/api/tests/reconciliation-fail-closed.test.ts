@@ -215,7 +215,8 @@ describe("DESIGN §3 rule 4 / §6: no eligible adapter, or the flag off → exac
       expect(await redeliverAndClaim(f, call)).toEqual({ kind: "unknown", effectId: call.effectId });
     } else {
       await finalizeDriver(f, call);
-      expect(commandRow(f.store, call.commandId).error).toMatchObject({ code: "driver.command_driver_terminal", details: { effectId: call.effectId, effectStatus: "unknown" } });
+      // DESIGN §3 rule 14: unbound or flag off, the answer is still external_effect.unknown (never a resend)
+      expect(commandRow(f.store, call.commandId).error).toMatchObject({ code: "external_effect.unknown", retryable: false, details: { effectId: call.effectId, effectIds: [call.effectId] } });
     }
     f.clock.advance(3_600_000);
     expect(await f.runtime.sweep.sweepOnce()).toMatchObject({ effectsLookedUp: 0 });

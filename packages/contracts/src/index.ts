@@ -6,6 +6,8 @@ export {
   turnInterruptedError,
   commandDriverTerminalError,
   effectUnknownError,
+  runEffectsUnknownError,
+  UnknownEffectIdsSchema,
   effectNotExecutedError,
 } from "./run-error.contract.js";
 export type { RunError, RunErrorCode } from "./run-error.contract.js";

@@ -3,8 +3,12 @@ import {
   ArgumentsJsonSchema,
   DriverTokenSchema,
   EffectClaimSchema,
+  effectUnknownError,
   EnqueueToolCallRequestSchema,
   fingerprintArguments,
+  RunErrorSchema,
+  runEffectsUnknownError,
+  turnInterruptedError,
   newUlid,
   toMcpExecuteCommandResult,
   UlidSchema,
@@ -68,5 +72,25 @@ describe("schemas", () => {
     expect(DriverTokenSchema.safeParse(`mdt_${newUlid()}_short`).success).toBe(false);
     expect(EnqueueToolCallRequestSchema.safeParse({ serverId: "bad id", toolName: "x", arguments: {} }).success).toBe(false);
     expect(EnqueueToolCallRequestSchema.safeParse({ serverId: "tracker", toolName: "x", arguments: [] }).success).toBe(false);
+  });
+});
+
+describe("RunError: one honest answer for an unknown effect (DESIGN.md §3 rule 14)", () => {
+  const id = "01ARZ3NDEKTSV4RRFFQ69G5FAV";
+  it("effectUnknownError and runEffectsUnknownError are not retryable, name the effects, and pass the schema", () => {
+    expect(RunErrorSchema.parse(effectUnknownError(id))).toMatchObject({ code: "external_effect.unknown", retryable: false, details: { effectId: id, effectIds: [id] } });
+    const run = runEffectsUnknownError([id, "01ARZ3NDEKTSV4RRFFQ69G5FAW"], { driverInstanceId: "d" });
+    expect(RunErrorSchema.parse(run)).toMatchObject({ retryable: false, details: { effectIds: [id, "01ARZ3NDEKTSV4RRFFQ69G5FAW"], driverInstanceId: "d" } });
+    expect(run.message).not.toMatch(/resend/i);
+    expect(() => runEffectsUnknownError([])).toThrow();
+  });
+
+  it("the schema refuses an external_effect.unknown that is retryable or names no effect", () => {
+    const base = effectUnknownError(id);
+    expect(RunErrorSchema.safeParse({ ...base, retryable: true }).success).toBe(false);
+    expect(RunErrorSchema.safeParse({ ...base, details: { effectId: id } }).success).toBe(false);
+    expect(RunErrorSchema.safeParse({ ...base, details: { effectIds: [] } }).success).toBe(false);
+    // other codes keep their own rules: the resend wording stays retryable
+    expect(RunErrorSchema.safeParse(turnInterruptedError()).success).toBe(true);
   });
 });

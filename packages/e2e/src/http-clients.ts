@@ -15,8 +15,8 @@ async function json(res: Response, what: string): Promise<unknown> {
 
 /** A run as `GET /v1/runs/:id` shows it (the fields the scenarios read). */
 export interface RunViewBody {
-  run: { status: string; error: { code: string } | null };
-  commands: Array<{ id: string; status: string; error: { code: string; retryable: boolean } | null; result: { outputText: string } | null; terminalAtMs: number | null }>;
+  run: { status: string; error: { code: string; retryable: boolean; details?: Record<string, unknown> } | null };
+  commands: Array<{ id: string; status: string; error: { code: string; retryable: boolean; details?: Record<string, unknown> } | null; result: { outputText: string } | null; terminalAtMs: number | null }>;
   effects: Array<{
     id: string;
     status: string;

@@ -94,14 +94,20 @@ export function writeMcpConfig(dir: string, servers: Record<string, string>): st
 /**
  * Starts a Driver process (`apps/driver/src/main.ts`) against `apiUrl`, with the API's
  * `enrollmentToken` in its environment (MOSOO_DRIVER_ENROLLMENT_TOKEN). With the same
- * `stateFile` as an earlier Driver it reconnects as the same Driver instance (a restart).
+ * `stateFile` as an earlier Driver it reconnects as the same Driver instance (a restart). With
+ * `finalizeOnExit`, a SIGTERM makes it finalize its instance (the run ends) before it exits.
  */
-export async function startDriverProcess(opts: { apiUrl: string; stateFile: string; mcpConfigFile: string; name: string; enrollmentToken: string }): Promise<DriverProcess> {
+export async function startDriverProcess(opts: { apiUrl: string; stateFile: string; mcpConfigFile: string; name: string; enrollmentToken: string; finalizeOnExit?: boolean }): Promise<DriverProcess> {
   const e = entryPoints();
   const proc = new ManagedProcess({
     name: opts.name,
     command: e.node,
-    args: [...e.nodeArgs, e.driver.main, "--api-url", opts.apiUrl, "--state-file", opts.stateFile, "--mcp-config", opts.mcpConfigFile, "--name", opts.name],
+    args: [
+      ...e.nodeArgs,
+      e.driver.main,
+      ...["--api-url", opts.apiUrl, "--state-file", opts.stateFile, "--mcp-config", opts.mcpConfigFile, "--name", opts.name],
+      ...(opts.finalizeOnExit ? ["--finalize-on-exit"] : []),
+    ],
     cwd: e.driver.cwd,
     env: { MOSOO_DRIVER_ENROLLMENT_TOKEN: opts.enrollmentToken },
   });

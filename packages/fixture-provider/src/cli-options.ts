@@ -9,6 +9,7 @@ export interface FixtureCliOptions {
   stdio: boolean;
   fenceOnLookupMiss: boolean;
   delayBeforeCommitMs: number;
+  holdBeforeCommit: boolean;
   holdResponseAfterCommit: boolean;
   exitAfterCommit: boolean;
   failBeforeCommit: boolean;
@@ -48,6 +49,7 @@ export function buildFixtureCli(): Command {
         .argParser(integerIn(0, MAX_DELAY_BEFORE_COMMIT_MS))
         .default(0),
     )
+    .option("--hold-before-commit", "hold each createIssue call before its commit until POST /control/release (then it commits, or is refused if fenced)", false)
     .option("--hold-response-after-commit", "hold each createIssue response after its commit until POST /control/release", false)
     .option("--exit-after-commit", "SIGKILL this process right after a createIssue commits, before answering", false)
     .option("--fail-before-commit", "answer createIssue with provider_unavailable and write nothing", false)

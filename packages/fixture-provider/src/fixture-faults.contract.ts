@@ -8,6 +8,10 @@ export const MAX_DELAY_BEFORE_COMMIT_MS = 600_000;
  * - `delayBeforeCommitMs` (ms, integer 0–600 000): wait this long after a `createIssue` call arrives and
  *   before its commit transaction runs (a "late commit"). Applies to replays too (the replay check is
  *   part of the commit transaction).
+ * - `holdBeforeCommit`: after a call arrives (and after any delay), hold it BEFORE its commit
+ *   transaction until `release()` (or `POST /control/release`): a late commit whose moment the caller
+ *   decides, not a timer (deterministic tests and demo). A held call still commits (or is refused,
+ *   e.g. fenced) once released; on shutdown it answers `provider_unavailable` and writes nothing.
  * - `holdResponseAfterCommit`: after a NEW write commits, hold the tool response until `release()`
  *   (or `POST /control/release`). Replays and refusals are never held.
  * - `exitAfterCommit`: right after a NEW write commits, before answering: in process mode
@@ -20,6 +24,7 @@ export const MAX_DELAY_BEFORE_COMMIT_MS = 600_000;
  */
 export const FixtureFaultsSchema = z.object({
   delayBeforeCommitMs: z.number().int().min(0).max(MAX_DELAY_BEFORE_COMMIT_MS),
+  holdBeforeCommit: z.boolean(),
   holdResponseAfterCommit: z.boolean(),
   exitAfterCommit: z.boolean(),
   failBeforeCommit: z.boolean(),
@@ -38,6 +43,7 @@ export type FixtureFaultsPatch = z.infer<typeof FixtureFaultsPatchSchema>;
 /** Every switch off, no delay. */
 export const DEFAULT_FIXTURE_FAULTS: Readonly<FixtureFaults> = Object.freeze({
   delayBeforeCommitMs: 0,
+  holdBeforeCommit: false,
   holdResponseAfterCommit: false,
   exitAfterCommit: false,
   failBeforeCommit: false,

@@ -104,6 +104,12 @@ export class FixtureProviderService {
         return toolError("provider_unavailable", "the provider shut down before the commit; nothing was written");
       }
     }
+    if (faults.holdBeforeCommit && !this.shutdown.signal.aborted) {
+      log.info("holding the call before its commit until release");
+      await new Promise<void>((resolve) => this.held.add(resolve));
+      if (this.shutdown.signal.aborted) return toolError("provider_unavailable", "the provider shut down before the commit; nothing was written");
+      log.info("released: committing now");
+    }
     const outcome = commit(key);
     switch (outcome.kind) {
       case "conflict":
@@ -155,7 +161,11 @@ export class FixtureProviderService {
     return this.faults();
   }
 
-  /** Releases every response currently held by `holdResponseAfterCommit`. @returns how many were released. */
+  /**
+   * Releases every call held by `holdBeforeCommit` (each then runs its commit transaction, which
+   * may refuse it, e.g. a fenced key) and every response held by `holdResponseAfterCommit`.
+   * @returns how many were released.
+   */
   release(): number {
     const waiting = [...this.held];
     this.held.clear();
@@ -163,7 +173,7 @@ export class FixtureProviderService {
     return waiting.length;
   }
 
-  /** How many responses are held right now. */
+  /** How many calls (before their commit) and responses (after it) are held right now. */
   get heldCount(): number {
     return this.held.size;
   }

@@ -19,6 +19,7 @@ async function main(): Promise<void> {
     fenceOnLookupMiss: options.fenceOnLookupMiss,
     faults: {
       delayBeforeCommitMs: options.delayBeforeCommitMs,
+      holdBeforeCommit: options.holdBeforeCommit,
       holdResponseAfterCommit: options.holdResponseAfterCommit,
       exitAfterCommit: options.exitAfterCommit,
       failBeforeCommit: options.failBeforeCommit,

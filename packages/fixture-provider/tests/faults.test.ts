@@ -85,6 +85,35 @@ describe("fault switches and the control API", () => {
     expect(result.structuredContent).toEqual(lookup.result.structuredContent);
   });
 
+  it("holdBeforeCommit: nothing commits until release; a fencing lookup miss meanwhile makes the released commit refused", async () => {
+    await start({ fenceOnLookupMiss: true, faults: { holdBeforeCommit: true } });
+    const key = newUlid();
+    let settled = false;
+    const pending = callCreateIssue(client, { title: "held before commit", body: "b" }, key).finally(() => (settled = true));
+    await waitFor(() => provider.provider.heldCount === 1);
+    expect(provider.stats()).toMatchObject({ writes: {}, createCalls: { [key]: 1 } });
+    expect(settled).toBe(false);
+    const miss = GetOperationAnswerSchema.parse((await callGetOperation(client, key)).structuredContent);
+    expect(miss).toMatchObject({ found: false, fenced: true });
+    const release = await fetch(`${provider.controlUrl}/release`, { method: "POST" });
+    expect(await release.json()).toEqual({ released: 1 });
+    const late = await pending;
+    expect(late.isError).toBe(true);
+    expect(firstText(late)).toMatch(/^idempotency_key_fenced/);
+    expect(provider.stats().writes).toEqual({});
+  });
+
+  it("holdBeforeCommit without a lookup: the released call commits once", async () => {
+    await start({ faults: { holdBeforeCommit: true } });
+    const key = newUlid();
+    const pending = callCreateIssue(client, { title: "held before commit", body: "b" }, key);
+    await waitFor(() => provider.provider.heldCount === 1);
+    expect(provider.stats().writes).toEqual({});
+    expect(provider.release()).toBe(1);
+    expect((await pending).isError).toBeFalsy();
+    expect(provider.stats().writes).toEqual({ [key]: 1 });
+  });
+
   it("programmatic release() answers a held response and reports how many it released", async () => {
     await start({ faults: { holdResponseAfterCommit: true } });
     const key = newUlid();
@@ -154,6 +183,7 @@ describe("fault switches and the control API", () => {
     expect(res.status).toBe(200);
     expect(await res.json()).toEqual({
       delayBeforeCommitMs: 5,
+      holdBeforeCommit: false,
       holdResponseAfterCommit: false,
       exitAfterCommit: false,
       failBeforeCommit: true,

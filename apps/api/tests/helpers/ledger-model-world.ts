@@ -565,8 +565,20 @@ export async function checkInvariants(w: World, m: Model, where: string): Promis
       if (cmd.result_json !== e.result_json) fail(w, where, `command ${cmd.id} completed with ${cmd.result_json}, effect holds ${e.result_json}`);
     }
     if (TERMINAL_COMMAND.has(cmd.status) && e.status === "executing") fail(w, where, `command ${cmd.id} is ${cmd.status} while its effect is executing`);
+    // Rule 14: a command that ended while its effect is unknown says so (an effect never becomes unknown after its command ended).
+    if (cmd.status === "failed" && e.status === "unknown" && !isHonestUnknownAnswer(cmd.error_json, [e.id])) {
+      fail(w, where, `command ${cmd.id} failed ${cmd.error_json} while its effect ${e.id} is unknown (rule 14: external_effect.unknown, not retryable, naming it)`);
+    }
     if (e.status === "executing" && driverStatus(w, e.driver_instance_id) === "finalized") {
       fail(w, where, `effect ${e.id} is executing behind finalized Driver ${e.driver_instance_id} (rule 10)`);
+    }
+  }
+
+  // Rule 14: a run that ended while effects of its turn are unknown says so, naming them (the model queues no compensations).
+  for (const run of w.store.sqlite.prepare("SELECT id, error_json FROM session_runs WHERE status = 'failed'").all() as Array<{ id: string; error_json: string }>) {
+    const unknownIds = effs.filter((e) => e.run_id === run.id && e.status === "unknown").map((e) => e.id);
+    if (unknownIds.length > 0 && !isHonestUnknownAnswer(run.error_json, unknownIds)) {
+      fail(w, where, `run ${run.id} failed ${run.error_json} while its effects ${unknownIds.join(", ")} are unknown (rule 14)`);
     }
   }
 
@@ -583,6 +595,13 @@ export async function checkInvariants(w: World, m: Model, where: string): Promis
   if (orphans.length > 0) {
     fail(w, where, `commands without a terminal receipt on a failed run / finalized Driver (rule 10, finalization step 2): ${JSON.stringify(orphans)}`);
   }
+}
+
+/** DESIGN §3 rule 14: `errorJson` is `external_effect.unknown`, not retryable, and its `details.effectIds` include every id of `effectIds`. */
+function isHonestUnknownAnswer(errorJson: string | null, effectIds: string[]): boolean {
+  const err = errorJson ? (JSON.parse(errorJson) as { code?: string; retryable?: boolean; details?: { effectIds?: unknown } }) : null;
+  const named = err?.details?.effectIds;
+  return err?.code === "external_effect.unknown" && err.retryable === false && Array.isArray(named) && effectIds.every((id) => named.includes(id));
 }
 
 /** Every single row change since the last check is a legal step (I4). */

@@ -13,18 +13,25 @@ const STEP_TIMEOUT_MS = 30_000;
  * - `reconciliation`: `off` (the #412 baseline; a bindings file is still given, to show the flag
  *   alone decides) or `on` (server `tracker` bound to the fixture adapter);
  * - `crashPoint`: `after_commit` (the provider commits and holds its response, then the Driver is
- *   SIGKILLed) or `before_commit` (the provider delays its commit; the Driver is SIGKILLed while
- *   the call is in flight);
+ *   SIGKILLed) or `before_commit` (the provider holds the call before its commit; the Driver is
+ *   SIGKILLed while the call is in flight; the held commit is released only after the command ended,
+ *   so the late commit always comes after the runtime's decision, never by a timer);
  * - `recovery`: `restart` (a new Driver process reconnects as the same instance and the command is
- *   redelivered) or `finalization` (no Driver comes back: the API's sweep finds the expired
- *   heartbeat and runs finalization repair);
- * - `expect`: the invariants the JSON line must show.
+ *   redelivered; the API's heartbeat TTL is far above any restart time, so the restart path is
+ *   certain) or `finalization` (no Driver comes back: the API's sweep finds the expired heartbeat
+ *   and runs finalization repair; nothing races it);
+ * - `endRunAfterRestart`: after a restart, the new Driver is stopped with `--finalize-on-exit`, so
+ *   the run ends too (its own finalize) and its error is checked;
+ * - `expect`: the invariants the JSON line must show. Every scenario also checks DESIGN.md §3 rule
+ *   14: a command or run that ended while the effect is `unknown` says `external_effect.unknown`,
+ *   `retryable: false`, naming the effect in `details.effectIds`.
  */
 export interface CrashScenarioSpec {
   name: string;
   reconciliation: "off" | "on";
   crashPoint: "after_commit" | "before_commit";
   recovery: "restart" | "finalization";
+  endRunAfterRestart?: boolean;
   expect: {
     providerWrites: number;
     lookups: number;
@@ -32,17 +39,29 @@ export interface CrashScenarioSpec {
     resolution: string | null;
     commandStatus: string;
     commandError: string | null;
+    commandRetryable: boolean | null;
+    runStatus: string;
+    runError: string | null;
+    runRetryable: boolean | null;
   };
 }
 
-/** Heartbeat TTL (ms) of the API in the finalization scenarios: short, so finalization by expiry happens within seconds. */
-const HEARTBEAT_TTL_MS = "1500";
 /**
- * Heartbeat TTL (ms) in the restart scenarios: long enough that the restarted Driver reconnects before
- * the instance expires even on a loaded machine (a Driver process takes ~1 s to start, 3 s and more
- * under load); with 1.5 s the sweep could finalize the instance first, turning the restart into a finalization.
+ * Heartbeat TTL (ms) of the API by recovery path: short when the scenario is about finalization by
+ * heartbeat expiry (no Driver comes back, so nothing races the sweep), and far above any Driver
+ * restart time (3–4 s seen on a loaded 2-core machine) when it is about a restart, so the sweep can
+ * never finalize the instance before the new Driver reconnects.
  */
-const RESTART_HEARTBEAT_TTL_MS = "20000";
+const HEARTBEAT_TTL_MS: Record<CrashScenarioSpec["recovery"], string> = { finalization: "1500", restart: "300000" };
+
+/** The `{code, retryable, details}` of a command's or run's error, as the run API shows it. */
+type ErrorBody = { code: string; retryable: boolean; details?: Record<string, unknown> } | null | undefined;
+
+/** True when `error` names `effectId` in `details.effectIds` (DESIGN.md §3 rule 14). */
+function namesEffect(error: ErrorBody, effectId: string): boolean {
+  const ids = error?.details?.["effectIds"];
+  return Array.isArray(ids) && ids.includes(effectId);
+}
 /** How long (ms) the provider delays its commit in a `before_commit` scenario. */
 const LATE_COMMIT_DELAY_MS = 2500;
 
@@ -53,7 +72,7 @@ export async function runCrashScenario(spec: CrashScenarioSpec, opts: ScenarioOp
   try {
     const providerFlags = [
       "--fence-on-lookup-miss",
-      ...(spec.crashPoint === "after_commit" ? ["--hold-response-after-commit"] : ["--delay-before-commit-ms", String(LATE_COMMIT_DELAY_MS)]),
+      ...(spec.crashPoint === "after_commit" ? ["--hold-response-after-commit"] : ["--hold-before-commit"]),
     ];
     const provider = await startProviderProcess(join(workDir, "provider.db"), providerFlags);
     procs.push(provider.proc);
@@ -64,7 +83,7 @@ export async function runCrashScenario(spec: CrashScenarioSpec, opts: ScenarioOp
     const api = await startApiProcess(join(workDir, "api.db"), {
       MOSOO_EFFECT_RECONCILIATION: spec.reconciliation,
       MOSOO_RECONCILIATION_BINDINGS_FILE: bindingsFile,
-      MOSOO_HEARTBEAT_TTL_MS: spec.recovery === "restart" ? RESTART_HEARTBEAT_TTL_MS : HEARTBEAT_TTL_MS,
+      MOSOO_HEARTBEAT_TTL_MS: HEARTBEAT_TTL_MS[spec.recovery],
       MOSOO_SWEEP_INTERVAL_MS: "250",
     });
     procs.push(api.proc);
@@ -87,34 +106,56 @@ export async function runCrashScenario(spec: CrashScenarioSpec, opts: ScenarioOp
       timeline("provider committed the write; its response is held (lost)");
     } else {
       await pollUntil(async () => ((await control.stats()).createCalls[call.idempotencyKey] === 1 ? true : undefined), STEP_TIMEOUT_MS, "the call reaches the provider");
-      timeline(`provider received the call and delays its commit by ${LATE_COMMIT_DELAY_MS} ms`);
+      timeline("provider received the call and holds it before its commit");
     }
     await driverA.proc.kill("SIGKILL");
     timeline("Driver A killed with SIGKILL");
 
+    let driverB: Awaited<ReturnType<typeof startDriverProcess>> | undefined;
     if (spec.recovery === "restart") {
-      const driverB = await startDriverProcess({ apiUrl: api.url, stateFile, mcpConfigFile, name: "driver-b", enrollmentToken: api.credentials.enrollmentToken });
+      driverB = await startDriverProcess({
+        apiUrl: api.url,
+        stateFile,
+        mcpConfigFile,
+        name: "driver-b",
+        enrollmentToken: api.credentials.enrollmentToken,
+        finalizeOnExit: spec.endRunAfterRestart === true,
+      });
       procs.push(driverB.proc);
-      timeline(`Driver B reconnected as the same instance; the command is redelivered`);
+      timeline(`Driver B reconnected as the same instance (heartbeat TTL ${HEARTBEAT_TTL_MS.restart} ms: no finalization can overtake it); the command is redelivered`);
     } else {
-      timeline(`no Driver comes back; waiting for the sweep to find the expired heartbeat (TTL ${HEARTBEAT_TTL_MS} ms)`);
+      timeline(`no Driver comes back; waiting for the sweep to find the expired heartbeat (TTL ${HEARTBEAT_TTL_MS.finalization} ms)`);
     }
 
-    const view: RunViewBody = await pollUntil(async () => {
+    let view: RunViewBody = await pollUntil(async () => {
       const v = await runs.getRun(runId);
       return v.commands[0]?.terminalAtMs ? v : undefined;
     }, STEP_TIMEOUT_MS, "the command ends");
+    if (driverB && spec.endRunAfterRestart) {
+      await driverB.proc.kill("SIGTERM");
+      timeline("Driver B stopped with --finalize-on-exit: it finalized its instance, so the run ends");
+      view = await pollUntil(async () => {
+        const v = await runs.getRun(runId);
+        return v.run.status !== "active" ? v : undefined;
+      }, STEP_TIMEOUT_MS, "the run ends");
+    }
     const effect = view.effects[0];
     const command = view.commands[0];
     for (const r of effect?.reconciliations ?? []) timeline(`lookup (${r.trigger}): ${r.outcome}${r.reasonCode ? ` ${r.reasonCode}` : ""}`);
-    timeline(`command ${command?.status}${command?.error?.code ? ` ${command.error.code}` : ""}; effect ${effect?.status}${effect?.resolution ? ` (${effect.resolution})` : ""}; run ${view.run.status}`);
+    const answer = (e: ErrorBody) => (e ? ` ${e.code} (retryable ${e.retryable})` : "");
+    timeline(`command ${command?.status}${answer(command?.error)}; effect ${effect?.status}${effect?.resolution ? ` (${effect.resolution})` : ""}; run ${view.run.status}${answer(view.run.error)}`);
 
     let lateWrite: string | undefined;
     if (spec.crashPoint === "before_commit") {
-      await new Promise((r) => setTimeout(r, LATE_COMMIT_DELAY_MS + 500));
-      const s = await control.stats();
-      lateWrite = (s.writes[call.idempotencyKey] ?? 0) > 0 ? "committed" : "refused";
-      timeline(`the provider's delayed commit was ${lateWrite}`);
+      // The runtime has decided; only now may the held call try to commit (an event, not a timer).
+      await control.release();
+      const after = await provider.proc.waitForLine(
+        (j) => j["idempotencyKey"] === call.idempotencyKey && (j["msg"] === "commit refused: key fenced" || j["msg"] === "createIssue committed"),
+        STEP_TIMEOUT_MS,
+        "the released commit's outcome",
+      );
+      lateWrite = after["msg"] === "createIssue committed" ? "committed" : "refused";
+      timeline(`the provider's held commit, released now, was ${lateWrite}`);
     }
     const stats = await control.stats();
     const line = {
@@ -126,6 +167,10 @@ export async function runCrashScenario(spec: CrashScenarioSpec, opts: ScenarioOp
       resolution: effect?.resolution ?? null,
       commandStatus: command?.status,
       commandError: command?.error?.code ?? null,
+      commandRetryable: command?.error?.retryable ?? null,
+      runStatus: view.run.status,
+      runError: view.run.error?.code ?? null,
+      runRetryable: view.run.error?.retryable ?? null,
       ...(lateWrite ? { lateWrite } : {}),
     };
     const failures: string[] = [];
@@ -136,6 +181,16 @@ export async function runCrashScenario(spec: CrashScenarioSpec, opts: ScenarioOp
     expectInvariant(failures, line.providerCalls <= 1, `the provider must be called at most once for the key, was ${line.providerCalls}`);
     expectInvariant(failures, view.events.filter((e) => e.terminal).length <= 1, "a run has at most one terminal event");
     if (lateWrite) expectInvariant(failures, lateWrite === "refused", "a late commit after a confirmed non-execution must be refused");
+    // DESIGN.md §3 rule 14: an answer given while the write is unknown never invites a resend and names the effect
+    for (const [who, error] of [["command", command?.error], ["run", view.run.error]] as const) {
+      if (error?.code === "external_effect.unknown") {
+        expectInvariant(failures, error.retryable === false, `the ${who}'s external_effect.unknown must not be retryable`);
+        expectInvariant(failures, namesEffect(error, call.effectId), `the ${who}'s external_effect.unknown must name effect ${call.effectId} in details.effectIds`);
+      }
+      if (effect?.status === "unknown" && error) {
+        expectInvariant(failures, error.code === "external_effect.unknown", `the ${who} ended while its effect is unknown: its error must be external_effect.unknown, was ${error.code}`);
+      }
+    }
     return { failures, line };
   } finally {
     await Promise.all(procs.map((p) => p.kill("SIGTERM")));

@@ -64,6 +64,8 @@ export async function runOperatorResolutionScenario(opts: ScenarioOptions): Prom
       MOSOO_EFFECT_RECONCILIATION: "on",
       MOSOO_RECONCILIATION_BINDINGS_FILE: bindingsFile,
       MOSOO_SWEEP_INTERVAL_MS: "250",
+      // far above any Driver restart time: the restart path is certain, the sweep never finalizes first
+      MOSOO_HEARTBEAT_TTL_MS: "300000",
     });
     procs.push(api.proc);
     timeline(`provider up at ${provider.url}; API up at ${api.url} with reconciliation on, but no adapter bound to tracker`);

@@ -4,6 +4,7 @@ import { strictIntegerString } from "@mosoo/contracts";
 import { ConfigError, loadApiConfig } from "../../config/api-config.js";
 import { httpOperatorClient, localOperatorClient, OperatorClientError, type OperatorClient } from "./operator-client.js";
 import { renderCompensate, renderList, renderReconcile, renderResolve, renderShow } from "./effects-render.js";
+import { OPERATOR_ATTENTION_REASONS } from "../../modules/reconciliation/domain/reconciliation.types.js";
 
 /** Exit codes of `mosoo-effects`: 0 done; 1 the service refused, or the API could not be reached; 2 bad input. */
 export const EXIT = { ok: 0, refused: 1, badInput: 2 } as const;
@@ -123,16 +124,19 @@ export function buildEffectsCli(write: (text: string) => void, env: NodeJS.Proce
 
   program
     .command("list")
-    .description("list effects, newest first (default: the unknown ones)")
-    .addOption(new Option("--status <status>", "effect status").choices(["unknown", "executing", "intent", "succeeded", "not_executed"]).default("unknown"))
+    .description("list effects, newest first (default: the unknown ones; with --attention and no --status: every status)")
+    .addOption(new Option("--status <status>", "effect status (default unknown)").choices(["unknown", "executing", "intent", "succeeded", "not_executed"]))
+    .addOption(new Option("--attention <reason>", "only effects waiting for an operator for this reason").choices([...OPERATOR_ATTENTION_REASONS]))
     .option("--server <serverId>", "only this MCP server", nonBlank)
     .option("--tool <toolName>", "only this tool", nonBlank)
     .option("--run <runId>", "only this run", nonBlank)
     .option("--older-than <duration>", "only effects created at least this long ago (30s, 15m, 2h, 7d)", duration)
     .option("--limit <n>", "page size, 1-500", pageSize, "50")
     .option("--cursor <effectId>", "continue after this effect (printed at the end of the previous page)")
-    .action(async (o: { status: string; server?: string; tool?: string; run?: string; olderThan?: string; limit: string; cursor?: string }) => {
-      const query: Record<string, string> = { status: o.status, limit: o.limit };
+    .action(async (o: { status?: string; attention?: string; server?: string; tool?: string; run?: string; olderThan?: string; limit: string; cursor?: string }) => {
+      const query: Record<string, string> = { limit: o.limit };
+      if (o.status) query["status"] = o.status;
+      if (o.attention) query["attention"] = o.attention;
       if (o.server) query["serverId"] = o.server;
       if (o.tool) query["toolName"] = o.tool;
       if (o.run) query["runId"] = o.run;

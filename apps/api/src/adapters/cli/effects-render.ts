@@ -9,28 +9,37 @@ const str = (v: unknown): string => printable(v === null || v === undefined ? "-
 const when = (msSinceEpoch: unknown): string => (typeof msSinceEpoch === "number" ? new Date(msSinceEpoch).toISOString() : "-");
 const age = (createdAtMs: unknown, nowMs: number): string => (typeof createdAtMs === "number" ? ms(Math.max(0, nowMs - createdAtMs)) : "-");
 
+/** The status cell: `succeeded (tool error)` for a success whose result is an MCP error result (`toolError`), else the status. */
+const statusCell = (e: Row): string => (e["toolError"] === true ? `${str(e["status"])} (tool error)` : str(e["status"]));
+
 function table(head: string[], rows: unknown[][]): string {
   const t = new Table({ head, style: { head: [], border: [], compact: true } });
   for (const r of rows) t.push(r.map(str));
   return t.toString();
 }
 
-/** `effects list` as a table (id, status, server, tool, run, age, lookups, attention, compensates) plus a next-page hint. */
+/**
+ * `effects list` as a table (id, status, server, tool, run, age, lookups, attention, compensates)
+ * plus a next-page hint; a tool-error success shows as `succeeded (tool error)`.
+ */
 export function renderList(page: { effects: Row[]; nextCursor: string | null }, nowMs: number): string {
   if (page.effects.length === 0) return "no effects match";
   const out = table(
     ["effect", "status", "server", "tool", "run", "age", "lookups", "attention", "compensates"],
-    page.effects.map((e) => [e["id"], e["status"], e["serverId"], e["toolName"], e["runId"], age(e["createdAtMs"], nowMs), e["lookupCount"], e["operatorAttention"], e["compensatesEffectId"]]),
+    page.effects.map((e) => [e["id"], statusCell(e), e["serverId"], e["toolName"], e["runId"], age(e["createdAtMs"], nowMs), e["lookupCount"], e["operatorAttention"], e["compensatesEffectId"]]),
   );
   return page.nextCursor ? `${out}\nmore: add --cursor ${page.nextCursor}` : out;
 }
 
-/** `effects show` as sections: the effect, its command, attempts, lookups, operator actions, compensations. */
+/**
+ * `effects show` as sections: the effect (a tool-error success as `succeeded (tool error)`), its
+ * command, attempts, lookups, operator actions, refused operator actions, compensations.
+ */
 export function renderShow(e: Row): string {
   const command = (e["command"] ?? null) as Row | null;
   const fields: [string, unknown][] = [
     ["effect", e["id"]],
-    ["status", e["status"]],
+    ["status", statusCell(e)],
     ["resolution", e["resolution"]],
     ["server / tool", `${str(e["serverId"])} / ${str(e["toolName"])}`],
     ["run", e["runId"]],
@@ -64,6 +73,13 @@ export function renderShow(e: Row): string {
       : table(
           ["at", "actor", "action", "before → after", "outcome", "reason", "receipt"],
           list("operatorActions").map((a) => [when(a["createdAtMs"]), a["actor"], a["action"], `${str(a["statusBefore"])} → ${str(a["statusAfter"])}`, a["outcome"], a["reason"], a["receipt"]]),
+        ),
+    "refused operator actions:",
+    list("refusedActions").length === 0
+      ? "  none"
+      : table(
+          ["at", "actor", "action", "refused", "status then", "reason"],
+          list("refusedActions").map((a) => [when(a["createdAtMs"]), a["actor"], a["action"], a["outcome"], a["effectStatus"], a["reason"]]),
         ),
     "compensations:",
     list("compensations").length === 0 ? "  none" : table(["effect", "status", "tool", "Driver instance"], list("compensations").map((c) => [c["id"], c["status"], c["toolName"], c["driverInstanceId"]])),

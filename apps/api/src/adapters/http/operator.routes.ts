@@ -17,7 +17,7 @@ import { retryingWhenBusy } from "./store-retry.js";
  * `Authorization: Bearer <MOSOO_OPERATOR_TOKEN>` (compared in constant time; without a configured
  * token every route answers 403 `auth.operator_disabled`; any other credential 403 `auth.forbidden`),
  * and, once authenticated, only while `MOSOO_EFFECT_RECONCILIATION` is on (else 404 `feature.disabled`):
- * - `GET /api/operator/effects?status&serverId&toolName&runId&minAgeMs&limit&cursor` → `{effects, nextCursor}`;
+ * - `GET /api/operator/effects?status&attention&serverId&toolName&runId&minAgeMs&limit&cursor` → `{effects, nextCursor}` (each with `toolError`);
  * - `GET /api/operator/effects/:id` → the effect with its whole history;
  * - `POST /api/operator/effects/:id/reconcile {actor, reason}`;
  * - `POST /api/operator/effects/:id/resolve {outcome: "succeeded", result, receipt?, actor, reason} | {outcome: "not_executed", actor, reason}`;

@@ -11,6 +11,7 @@ import {
 import {
   OPERATOR_ACTIONS,
   OPERATOR_ATTENTION_REASONS,
+  OPERATOR_REFUSAL_CODES,
   RECONCILIATION_OUTCOMES,
   RECONCILIATION_TRIGGERS,
 } from "../../modules/reconciliation/domain/reconciliation.types.js";
@@ -142,7 +143,10 @@ export const externalToolEffects = sqliteTable(
     /** When the next automatic lookup is due (ms); null when none is scheduled. */
     nextLookupAtMs: integer("next_lookup_at_ms"),
     lookupCount: integer("lookup_count").notNull().default(0),
-    /** Set when automatic lookups cannot resolve the effect and an operator must act. */
+    /**
+     * Set when an operator must act: automatic lookups cannot resolve an `unknown` effect, or a
+     * lookup contradicted a settled effect's outcome (`contradicted_by_provider`, settled effects only).
+     */
     operatorAttention: text("operator_attention", { enum: OPERATOR_ATTENTION_REASONS }),
     firstDispatchedAtMs: integer("first_dispatched_at_ms"),
     lastDispatchedAtMs: integer("last_dispatched_at_ms"),
@@ -171,6 +175,8 @@ export const externalToolEffects = sqliteTable(
     check("external_tool_effects_send_within_check", sql`send_within_ms IS NULL OR send_within_ms > 0`),
     check("external_tool_effects_lease_check", sql`(lease_owner IS NULL) = (lease_expires_at_ms IS NULL)`),
     check("external_tool_effects_attention_check", sql`operator_attention IS NULL OR ${oneOf("operator_attention", OPERATOR_ATTENTION_REASONS)}`),
+    // contradicted_by_provider only on a settled effect: a lookup contradicted the outcome it was settled with
+    check("external_tool_effects_contradiction_check", sql`operator_attention IS NOT 'contradicted_by_provider' OR status IN ('succeeded', 'not_executed')`),
     check("external_tool_effects_key_check", sql`length(idempotency_key) = 26`),
     check("external_tool_effects_fingerprint_check", sql`length(request_fingerprint) = 64`),
     check("external_tool_effects_attempt_check", sql`(status = 'intent') = (attempt_count = 0)`),
@@ -319,5 +325,38 @@ export const effectOperatorActions = sqliteTable(
     check("effect_operator_actions_reason_check", sql`length(reason) BETWEEN 1 AND 2000`),
     index("effect_operator_actions_effect_idx").on(t.effectId),
     index("effect_operator_actions_run_idx").on(t.runId),
+  ],
+);
+
+/**
+ * Refused operator actions (DESIGN.md §7: every action, refused ones included, is audited): who
+ * (`actor`) asked for what (`action`) on which effect (`effect_id`: as given; no foreign key, so a
+ * refusal for an id that does not exist, or of an effect deleted later, is kept), why (`reason`),
+ * the refusal code (`outcome`, one of {@link OPERATOR_REFUSAL_CODES}) and message, the effect's status
+ * at the time (null when there was no such effect), and when. Written in its own transaction after
+ * the refused action rolled back: it changes no ledger state. Append-only.
+ */
+export const effectOperatorRefusals = sqliteTable(
+  "effect_operator_refusals",
+  {
+    id: text("id").primaryKey(),
+    effectId: text("effect_id").notNull(),
+    action: text("action", { enum: OPERATOR_ACTIONS }).notNull(),
+    actor: text("actor").notNull(),
+    reason: text("reason").notNull(),
+    outcome: text("outcome", { enum: OPERATOR_REFUSAL_CODES }).notNull(),
+    message: text("message").notNull(),
+    effectStatus: text("effect_status", { enum: EFFECT_STATUSES }),
+    createdAtMs: integer("created_at_ms").notNull(),
+  },
+  (t) => [
+    check("effect_operator_refusals_effect_check", sql`length(effect_id) = 26`),
+    check("effect_operator_refusals_action_check", oneOf("action", OPERATOR_ACTIONS)),
+    check("effect_operator_refusals_outcome_check", oneOf("outcome", OPERATOR_REFUSAL_CODES)),
+    check("effect_operator_refusals_status_check", sql`effect_status IS NULL OR ${oneOf("effect_status", EFFECT_STATUSES)}`),
+    check("effect_operator_refusals_actor_check", sql`length(actor) BETWEEN 1 AND 200`),
+    check("effect_operator_refusals_reason_check", sql`length(reason) BETWEEN 1 AND 2000`),
+    check("effect_operator_refusals_message_check", sql`length(message) BETWEEN 1 AND 2000`),
+    index("effect_operator_refusals_effect_idx").on(t.effectId),
   ],
 );

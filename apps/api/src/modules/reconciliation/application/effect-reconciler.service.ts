@@ -429,9 +429,12 @@ export class EffectReconciler {
   /**
    * Records a reconciler that changed nothing (`superseded`). When it lost the compare-and-set after
    * a lookup (`cas_lost`), the lookup's answer is kept as evidence in the record (`error` names it,
-   * with its receipt and result), and an answer that contradicts how the effect was settled
-   * meanwhile (e.g. an operator's `not_executed` while the provider confirms the write) is logged
-   * at warn as `reconciliation.contradicts_settled_effect`.
+   * with its receipt and result). An answer that contradicts how the effect was settled meanwhile
+   * (the provider confirms the write after it was settled `not_executed`, e.g. by an operator, or
+   * confirms non-execution after it was settled `succeeded`) raises operator attention
+   * `contradicted_by_provider` on the settled effect, in the record's transaction (a compare-and-set
+   * on status and version; the status and outcome are never changed: the operator decides), and is
+   * logged at warn as `reconciliation.contradicts_settled_effect`.
    */
   private recordSuperseded(
     effect: EffectRow,
@@ -443,29 +446,42 @@ export class EffectReconciler {
   ): void {
     const now = this.ctx.clock.nowMs();
     const evidence = lost && lost.decision !== "ineligible" ? lost : undefined;
-    reconciliationRepository.insertRecord(this.ctx.db, {
-      id: newUlid(now),
-      effectId: effect.id,
-      adapterId: adapterRef.id,
-      adapterVersion: adapterRef.version,
-      trigger,
-      outcome: "superseded",
-      reasonCode,
-      receiptJson: evidence && "receipt" in evidence && evidence.receipt ? JSON.stringify(evidence.receipt) : null,
-      resultJson: evidence?.decision === "confirmed_succeeded" ? JSON.stringify(evidence.result) : null,
-      error: evidence ? `the lost lookup answered ${evidence.decision}${evidence.decision === "still_unknown" ? ` (${evidence.reasonCode})` : ""}` : null,
-      startedAtMs,
-      finishedAtMs: now,
+    const contradicted = writeTransaction(this.ctx.db, (tx) => {
+      reconciliationRepository.insertRecord(tx, {
+        id: newUlid(now),
+        effectId: effect.id,
+        adapterId: adapterRef.id,
+        adapterVersion: adapterRef.version,
+        trigger,
+        outcome: "superseded",
+        reasonCode,
+        receiptJson: evidence && "receipt" in evidence && evidence.receipt ? JSON.stringify(evidence.receipt) : null,
+        resultJson: evidence?.decision === "confirmed_succeeded" ? JSON.stringify(evidence.result) : null,
+        error: evidence ? `the lost lookup answered ${evidence.decision}${evidence.decision === "still_unknown" ? ` (${evidence.reasonCode})` : ""}` : null,
+        startedAtMs,
+        finishedAtMs: now,
+      });
+      const settled = evidence ? effectRepository.findById(tx, effect.id) : undefined;
+      if (!settled || !contradictsSettled(evidence?.decision, settled.status)) return undefined;
+      if (settled.operatorAttention !== "contradicted_by_provider") {
+        effectRepository.updateIfCurrent(tx, settled, { operatorAttention: "contradicted_by_provider", updatedAtMs: now });
+      }
+      return settled;
     });
     this.metrics.recordSuperseded(adapterRef.id, reasonCode);
     this.ctx.logger.info({ effectId: effect.id, commandId: effect.commandId, driverInstanceId: effect.driverInstanceId, adapterId: adapterRef.id, trigger, reasonCode }, "reconciliation.superseded");
-    const settled = evidence ? effectRepository.findById(this.ctx.db, effect.id) : undefined;
-    const contradicts =
-      (evidence?.decision === "confirmed_succeeded" && settled?.status === "not_executed") || (evidence?.decision === "confirmed_not_executed" && settled?.status === "succeeded");
-    if (contradicts) {
-      this.ctx.logger.warn({ effectId: effect.id, effectStatus: settled?.status, resolution: settled?.resolution, lookup: evidence?.decision, adapterId: adapterRef.id }, "reconciliation.contradicts_settled_effect");
+    if (contradicted) {
+      this.ctx.logger.warn(
+        { effectId: effect.id, effectStatus: contradicted.status, resolution: contradicted.resolution, lookup: evidence?.decision, adapterId: adapterRef.id, operatorAttention: "contradicted_by_provider" },
+        "reconciliation.contradicts_settled_effect",
+      );
     }
   }
+}
+
+/** True when a lookup's confirmed answer contradicts a settled status (`succeeded` vs `confirmed_not_executed`, or the reverse). */
+function contradictsSettled(decision: ReconcileDecision["decision"] | undefined, status: EffectRow["status"]): boolean {
+  return (decision === "confirmed_succeeded" && status === "not_executed") || (decision === "confirmed_not_executed" && status === "succeeded");
 }
 
 /** The adapter's id and version, recorded with every outcome. */

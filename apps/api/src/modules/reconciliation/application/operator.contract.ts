@@ -1,8 +1,8 @@
 import { CallToolResultSchema } from "@modelcontextprotocol/sdk/types.js";
 import { EFFECT_STATUSES, identifierSchema, ServerIdSchema, strictIntegerInput, textSchema, ToolNameSchema, UlidSchema } from "@mosoo/contracts";
 import { MAX_RECEIPT_BYTES, MAX_RESULT_BYTES } from "@mosoo/effect-reconciliation";
-import { z } from "zod";
 import { OPERATOR_ATTENTION_REASONS } from "../domain/reconciliation.types.js";
+import { z } from "zod";
 
 const jsonBytes = (v: unknown) => Buffer.byteLength(JSON.stringify(v) ?? "", "utf8");
 
@@ -18,21 +18,21 @@ const Audit = {
 
 /**
  * `GET /api/operator/effects` (query string) and `effects list`: which effects to list, newest first.
- * - `status`: one effect status (default `unknown`);
+ * - `status`: one effect status (default `unknown`, or every status when `attention` is given);
+ * - `attention`: only effects waiting for an operator for this reason (e.g. `contradicted_by_provider`);
  * - `serverId`, `toolName`, `runId`: exact matches;
  * - `minAgeMs`: only effects created at least this long ago (ms, integer ≥ 0);
- * - `attention`: only effects flagged for an operator with this reason (one of `OPERATOR_ATTENTION_REASONS`);
  * - `limit`: page size, 1–500 (default 50) (over HTTP `minAgeMs` and `limit` are strict decimal
  *   integers: `0x10`, `1e2`, `+5`, ` 5` are refused);
  * - `cursor`: the `nextCursor` of the previous page (an effect id): the page continues after it.
  */
 export const OperatorListQuerySchema = z.strictObject({
-  status: z.enum(EFFECT_STATUSES).default("unknown"),
+  status: z.enum(EFFECT_STATUSES).optional(),
+  attention: z.enum(OPERATOR_ATTENTION_REASONS).optional(),
   serverId: ServerIdSchema.optional(),
   toolName: ToolNameSchema.optional(),
   runId: UlidSchema.optional(),
   minAgeMs: strictIntegerInput(0, Number.MAX_SAFE_INTEGER).optional(),
-  attention: z.enum(OPERATOR_ATTENTION_REASONS).optional(),
   limit: strictIntegerInput(1, 500).default(50),
   cursor: UlidSchema.optional(),
 });

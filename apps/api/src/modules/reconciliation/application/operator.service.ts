@@ -1,4 +1,4 @@
-import { newUlid, toMcpExecuteCommandResult, McpToolResultSchema, type McpExecuteCommandResult } from "@mosoo/contracts";
+import { newUlid, toMcpExecuteCommandResult, McpExecuteCommandResultSchema, McpToolResultSchema, UlidSchema, type McpExecuteCommandResult } from "@mosoo/contracts";
 import { parseJsonColumn } from "../../../platform/db/json-column.js";
 import { writeTransaction } from "../../../platform/db/database.js";
 import type { RuntimeContext } from "../../runtime/application/runtime-context.js";
@@ -8,6 +8,8 @@ import { commandRepository } from "../../runtime/infrastructure/command.reposito
 import { effectRepository, type EffectRow } from "../../runtime/infrastructure/effect.repository.js";
 import { runRepository } from "../../runtime/infrastructure/run.repository.js";
 import { operatorActionRepository } from "../infrastructure/operator-action.repository.js";
+import { operatorRefusalRepository } from "../infrastructure/operator-refusal.repository.js";
+import { OPERATOR_REFUSAL_CODES, type OperatorAction, type OperatorRefusalCode } from "../domain/reconciliation.types.js";
 import { operatorQueryRepository } from "../infrastructure/operator-query.repository.js";
 import { reconciliationRepository } from "../infrastructure/reconciliation.repository.js";
 import type { CompensationService, QueuedCompensation } from "./compensation.service.js";
@@ -24,7 +26,24 @@ function lookupOutcomeOf(effect: EffectRow): string {
 const parse = parseJsonColumn;
 const sumCounts = (rows: Array<{ count: number }>) => rows.reduce((n, r) => n + r.count, 0);
 
-/** An effect as the operator sees it in a list: status, why it waits, its lookup schedule and times (ms since the epoch). */
+/**
+ * True for a `succeeded` effect whose stored result is an MCP error result (`isError: true`): the
+ * provider answered, but the tool reported a failure (e.g. a business refusal). It is still a
+ * settled write outcome (never replayed), shown as `succeeded (tool error)` so it does not pass for
+ * a plain success.
+ */
+export function isToolErrorSuccess(e: Pick<EffectRow, "status" | "resultJson">): boolean {
+  if (e.status !== "succeeded" || e.resultJson === null) return false;
+  return McpExecuteCommandResultSchema.safeParse(parse(e.resultJson)).data?.isError === true;
+}
+
+const isRefusalCode = (code: string): code is OperatorRefusalCode => (OPERATOR_REFUSAL_CODES as readonly string[]).includes(code);
+
+/**
+ * An effect as the operator sees it in a list: status, `toolError` (a `succeeded` effect whose
+ * result is an MCP error result, see {@link isToolErrorSuccess}), why it waits, its lookup schedule
+ * and times (ms since the epoch).
+ */
 export function summary(e: EffectRow) {
   return {
     id: e.id,
@@ -35,6 +54,7 @@ export function summary(e: EffectRow) {
     toolName: e.toolName,
     idempotencyKey: e.idempotencyKey,
     status: e.status,
+    toolError: isToolErrorSuccess(e),
     resolution: e.resolution,
     operatorAttention: e.operatorAttention,
     lookupCount: e.lookupCount,
@@ -62,8 +82,9 @@ export interface EffectPage {
  * The operator surface of the ledger (DESIGN.md §7), one service behind both the HTTP routes and
  * the CLI, and only while `MOSOO_EFFECT_RECONCILIATION` is on: list effects, show one effect's
  * whole history, reconcile now, resolve an `unknown` effect by hand, and request a declared
- * compensation. Every action is audited (actor, action, effect, status before and after, reason,
- * time) in `effect_operator_actions` in the same transaction as the change it records; a manual
+ * compensation. Every action carried out is audited (actor, action, effect, status before and after,
+ * reason, time) in `effect_operator_actions` in the same transaction as the change it records, and
+ * every refused one in `effect_operator_refusals` (changing nothing else); a manual
  * resolution is a compare-and-set on (status, version), so it can race a reconciler safely (the
  * loser changes nothing). Nothing here re-executes a write or infers a rollback.
  */
@@ -88,11 +109,13 @@ export class OperatorService {
   list(query: OperatorListQuery): EffectPage {
     this.assertEnabled();
     const rows = operatorQueryRepository.listEffects(this.ctx.db, {
-      status: query.status,
+      // without a status: `unknown`, unless an attention reason is asked for (then every status:
+      // `contradicted_by_provider` is only ever on settled effects)
+      status: query.status ?? (query.attention === undefined ? "unknown" : undefined),
+      attention: query.attention,
       serverId: query.serverId,
       toolName: query.toolName,
       runId: query.runId,
-      attention: query.attention,
       createdAtMostMs: query.minAgeMs === undefined ? undefined : this.ctx.clock.nowMs() - query.minAgeMs,
       beforeId: query.cursor,
       limit: query.limit + 1,
@@ -103,8 +126,9 @@ export class OperatorService {
 
   /**
    * One effect with its whole history: its arguments, command and run (status, error, last change),
-   * attempts, every lookup (outcome, reason code,
-   * receipt), operator actions (with any receipt an operator supplied) and compensations.
+   * attempts, every lookup (outcome, reason code, receipt), operator actions (with any receipt an
+   * operator supplied), refused operator actions (`refusedActions`: actor, action, refusal code as
+   * `outcome`, reason, time) and compensations.
    * @throws RuntimeError `feature.disabled`, `effect.not_found`.
    */
   show(effectId: string) {
@@ -127,6 +151,7 @@ export class OperatorService {
       attempts: effectRepository.listAttempts(db, e.id),
       reconciliations: reconciliationRepository.listRecords(db, e.id).map((r) => ({ ...r, receiptJson: undefined, receipt: parse(r.receiptJson) })),
       operatorActions: operatorActionRepository.listByEffect(db, e.id).map((a) => ({ ...a, receiptJson: undefined, receipt: parse(a.receiptJson) })),
+      refusedActions: operatorRefusalRepository.listByEffect(db, e.id),
       compensations: operatorQueryRepository.listCompensations(db, e.id).map(summary),
     };
   }
@@ -173,6 +198,14 @@ export class OperatorService {
    */
   async reconcile(effectId: string, req: OperatorReconcileRequest) {
     this.assertEnabled();
+    try {
+      return await this.reconcileNow(effectId, req);
+    } catch (err) {
+      throw this.auditRefusal("lookup", effectId, req, err);
+    }
+  }
+
+  private async reconcileNow(effectId: string, req: OperatorReconcileRequest) {
     const e = effectRepository.findById(this.ctx.db, effectId);
     if (!e) throw new RuntimeError("effect.not_found", `no effect ${effectId}`);
     if (e.status !== "unknown" || !this.reconciler.adapterFor(e)) {
@@ -204,6 +237,14 @@ export class OperatorService {
    */
   resolve(effectId: string, req: OperatorResolveRequest) {
     this.assertEnabled();
+    try {
+      return this.resolveNow(effectId, req);
+    } catch (err) {
+      throw this.auditRefusal("resolve", effectId, req, err);
+    }
+  }
+
+  private resolveNow(effectId: string, req: OperatorResolveRequest) {
     const now = this.ctx.clock.nowMs();
     const after = writeTransaction(this.ctx.db, (tx) => {
       const e = effectRepository.findById(tx, effectId);
@@ -250,6 +291,43 @@ export class OperatorService {
    */
   async compensate(effectId: string, req: OperatorCompensateRequest): Promise<QueuedCompensation> {
     this.assertEnabled();
-    return this.compensations.compensate(effectId, req);
+    try {
+      return await this.compensations.compensate(effectId, req);
+    } catch (err) {
+      throw this.auditRefusal("compensate", effectId, req, err);
+    }
+  }
+
+  /**
+   * Audits a refused operator action (DESIGN.md §7: refused ones included): when `err` is a
+   * refusal of the service ({@link OPERATOR_REFUSAL_CODES}) on a well-formed effect id, one row in
+   * `effect_operator_refusals` (actor, action, effect, the refusal code as `outcome`, its message,
+   * the reason, the effect's status then, time), in its own transaction after the refused action
+   * rolled back: no ledger state changes. A failure to write the row is logged, never hides the
+   * refusal. Returns `err`, for the caller to rethrow.
+   */
+  private auditRefusal(action: OperatorAction, effectId: string, req: { actor: string; reason: string }, err: unknown): unknown {
+    if (!(err instanceof RuntimeError) || !isRefusalCode(err.code) || !UlidSchema.safeParse(effectId).success) return err;
+    const code = err.code;
+    try {
+      const now = this.ctx.clock.nowMs();
+      writeTransaction(this.ctx.db, (tx) => {
+        operatorRefusalRepository.insert(tx, {
+          id: newUlid(now),
+          effectId,
+          action,
+          actor: req.actor,
+          reason: req.reason,
+          outcome: code,
+          message: err.message.slice(0, 2000) || code,
+          effectStatus: effectRepository.findById(tx, effectId)?.status ?? null,
+          createdAtMs: now,
+        });
+      });
+      this.ctx.logger.warn({ effectId, action, actor: req.actor, outcome: code }, "operator.refused");
+    } catch (auditErr) {
+      this.ctx.logger.error({ effectId, action, actor: req.actor, outcome: code, err: String(auditErr) }, "operator.refusal_audit_failed");
+    }
+    return err;
   }
 }

@@ -16,18 +16,20 @@ export const RECONCILIATION_OUTCOMES = ["confirmed_succeeded", "confirmed_not_ex
 export type ReconciliationOutcome = (typeof RECONCILIATION_OUTCOMES)[number];
 
 /**
- * Why an effect waits for an operator: the provider recorded other arguments under the
- * key (`key_conflict`), the provider may have forgotten the key (`retention_expired`), the
- * lookups reached their configured bound (`lookup_bound_reached`), they reached it with the
- * adapter's worker crashing, exiting or running out of memory on the last one (`adapter_crashed`:
- * a crash loop ends here, at the operator, never in an API restart loop; DESIGN.md §4, §5), or a
- * Driver reported the provider's real result late (DESIGN.md §3 rule 13) and it contradicts the
- * effect's confirmed outcome (`late_evidence_contradiction`: e.g. `not_executed`, or `succeeded`
- * with another result; nothing was overridden, the evidence is kept on the attempt row). The
- * first four are set on an `unknown` effect; the last one on a settled effect.
- * Also the DB CHECK `external_tool_effects_attention_check`.
+ * Why an effect waits for an operator. On an `unknown` effect: the provider recorded other
+ * arguments under the key (`key_conflict`), the provider may have forgotten the key
+ * (`retention_expired`), the lookups reached their configured bound (`lookup_bound_reached`), or
+ * they reached it with the adapter's worker crashing, exiting or running out of memory on the last
+ * one (`adapter_crashed`: a crash loop ends here, at the operator, never in an API restart loop;
+ * DESIGN.md §4, §5). On a settled effect (`succeeded` / `not_executed`): a provider lookup
+ * contradicted how it was settled, e.g. the provider has the write after an operator resolved it
+ * `not_executed` (`contradicted_by_provider`; DESIGN.md §7), or a Driver reported the provider's
+ * real result late (DESIGN.md §3 rule 13) and it contradicts the effect's confirmed outcome
+ * (`late_evidence_contradiction`; the evidence is kept on the attempt row). The status is never
+ * changed by either: the operator decides (nothing infers a rollback).
+ * The DB CHECK `external_tool_effects_attention_check` lists the same values.
  */
-export const OPERATOR_ATTENTION_REASONS = ["key_conflict", "retention_expired", "lookup_bound_reached", "adapter_crashed", "late_evidence_contradiction"] as const;
+export const OPERATOR_ATTENTION_REASONS = ["key_conflict", "retention_expired", "lookup_bound_reached", "adapter_crashed", "late_evidence_contradiction", "contradicted_by_provider"] as const;
 /** See {@link OPERATOR_ATTENTION_REASONS}. */
 export type OperatorAttentionReason = (typeof OPERATOR_ATTENTION_REASONS)[number];
 
@@ -38,3 +40,22 @@ export type OperatorAttentionReason = (typeof OPERATOR_ATTENTION_REASONS)[number
 export const OPERATOR_ACTIONS = ["lookup", "resolve", "compensate"] as const;
 /** See {@link OPERATOR_ACTIONS}. */
 export type OperatorAction = (typeof OPERATOR_ACTIONS)[number];
+
+/**
+ * Why the operator service refused an action (the stable error codes it throws, DESIGN.md §9):
+ * the refusal is audited in `effect_operator_refusals` with this code as its `outcome`.
+ * The DB CHECK `effect_operator_refusals_outcome_check` lists the same values.
+ */
+export const OPERATOR_REFUSAL_CODES = [
+  "effect.not_found",
+  "effect.not_unknown",
+  "effect.not_reconcilable",
+  "effect.not_succeeded",
+  "compensation.not_declared",
+  "compensation.plan_failed",
+  "compensation.exists",
+  "compensation.driver_unavailable",
+  "driver.not_found",
+] as const;
+/** See {@link OPERATOR_REFUSAL_CODES}. */
+export type OperatorRefusalCode = (typeof OPERATOR_REFUSAL_CODES)[number];

@@ -6,16 +6,17 @@ import type { DbHandle } from "../../runtime/infrastructure/db-handle.js";
 import type { EffectRow } from "../../runtime/infrastructure/effect.repository.js";
 
 /**
- * A filter of the operator's effect list: one `status`; optional exact `serverId`, `toolName`,
- * `runId`, `attention` (operator attention reason); `createdAtMostMs` (ms since the epoch: only effects created at or before it);
+ * A filter of the operator's effect list: one `status` (or any, when undefined); an
+ * `operator_attention` reason (`attention`); optional exact `serverId`, `toolName`,
+ * `runId`; `createdAtMostMs` (ms since the epoch: only effects created at or before it);
  * `beforeId` (keyset cursor: only ids below it); `limit` rows.
  */
 export interface EffectListFilter {
-  status: EffectStatus;
+  status: EffectStatus | undefined;
+  attention?: OperatorAttentionReason | undefined;
   serverId?: string | undefined;
   toolName?: string | undefined;
   runId?: string | undefined;
-  attention?: OperatorAttentionReason | undefined;
   createdAtMostMs?: number | undefined;
   beforeId?: string | undefined;
   limit: number;
@@ -29,11 +30,12 @@ export const operatorQueryRepository = {
    */
   listEffects(db: DbHandle, filter: EffectListFilter): EffectRow[] {
     const t = externalToolEffects;
-    const conds: SQL[] = [eq(t.status, filter.status)];
+    const conds: SQL[] = [];
+    if (filter.status !== undefined) conds.push(eq(t.status, filter.status));
+    if (filter.attention !== undefined) conds.push(eq(t.operatorAttention, filter.attention));
     if (filter.serverId !== undefined) conds.push(eq(t.serverId, filter.serverId));
     if (filter.toolName !== undefined) conds.push(eq(t.toolName, filter.toolName));
     if (filter.runId !== undefined) conds.push(eq(t.runId, filter.runId));
-    if (filter.attention !== undefined) conds.push(eq(t.operatorAttention, filter.attention));
     if (filter.createdAtMostMs !== undefined) conds.push(lte(t.createdAtMs, filter.createdAtMostMs));
     if (filter.beforeId !== undefined) conds.push(lt(t.id, filter.beforeId));
     return db.select().from(t).where(and(...conds)).orderBy(desc(t.id)).limit(filter.limit).all();

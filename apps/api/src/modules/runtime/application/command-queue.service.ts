@@ -6,6 +6,7 @@ import {
   type CommandUpdateRequest,
   type CommandUpdateResponse,
   type DriverCommandEnvelope,
+  type RunError,
 } from "@mosoo/contracts";
 import { decideCommandTransition, isTerminalCommandStatus } from "../domain/command-lifecycle.machine.js";
 import { RuntimeError } from "../domain/runtime-errors.js";
@@ -16,6 +17,17 @@ import { runRepository } from "../infrastructure/run.repository.js";
 import { assertCurrentConnection } from "./driver-instance.service.js";
 import { fenceExecutingEffect } from "./effect-ledger.service.js";
 import type { RuntimeContext } from "./runtime-context.js";
+
+/**
+ * The details kept from a Driver's error when the ledger answers `external_effect.unknown` for it:
+ * the Driver's own details (without its effect ids: the ledger names the effect) when it reported
+ * `external_effect.unknown` too, else only `{reportedError: <its code>}`.
+ */
+function unknownErrorDetails(reported: RunError): Record<string, unknown> {
+  if (reported.code !== "external_effect.unknown") return { reportedError: reported.code };
+  const { effectId: _effectId, effectIds: _effectIds, ...rest } = reported.details;
+  return rest;
+}
 
 /**
  * The per-instance command queue: delivery (long-poll, redelivery on every new connection) and
@@ -75,8 +87,10 @@ export class CommandQueueService {
    * once the command's effect `succeeded` (the result is stored before anything terminal, DESIGN.md
    * §3) and stores the ledger's result, not the Driver's copy. A `failed` update on an effect still
    * `executing` fences that effect as `unknown` in the same transaction, so no terminal command
-   * leaves an `executing` effect behind; on an effect already `unknown` or `not_executed` the stored
-   * error is the ledger's (`external_effect.unknown` / `external_effect.not_executed`), whatever the Driver sent.
+   * leaves an `executing` effect behind; on an effect already `unknown` the stored error is always
+   * the ledger's `external_effect.unknown` for that effect (`retryable: false`, `details.effectIds`,
+   * DESIGN.md §3 rule 14; the Driver's own details are kept, its effect ids are not), and on a
+   * `not_executed` one it is `external_effect.not_executed`, whatever the Driver sent.
    * @throws RuntimeError `driver.connection_superseded`, `command.not_found` (also for another instance's command).
    */
   updateCommand(instance: DriverInstanceRow, commandId: string, req: CommandUpdateRequest): CommandUpdateResponse {
@@ -105,9 +119,10 @@ export class CommandQueueService {
         if (effect?.status === "executing") {
           fenceExecutingEffect(tx, effect, "command_failed_while_executing", now);
           error = effectUnknownError(effect.id, { reportedError: req.error.code });
-        } else if (effect?.status === "unknown" && error.code !== "external_effect.unknown") {
-          // the ledger, not the Driver, says what a fenced effect means: never a retryable error
-          error = effectUnknownError(effect.id, { reportedError: req.error.code });
+        } else if (effect?.status === "unknown") {
+          // the ledger, not the Driver, says what a fenced effect means (DESIGN.md §3 rule 14):
+          // external_effect.unknown naming THIS effect, never retryable, whatever the Driver sent
+          error = effectUnknownError(effect.id, unknownErrorDetails(req.error));
         } else if (effect?.status === "not_executed" && error.code !== "external_effect.not_executed") {
           error = effectNotExecutedError(effect.id, { reportedError: req.error.code });
         }

@@ -3,6 +3,7 @@ import {
   commandDriverTerminalError,
   effectNotExecutedError,
   effectUnknownError,
+  runEffectsUnknownError,
   turnInterruptedError,
   type FinalizationSummary,
 } from "@mosoo/contracts";
@@ -45,8 +46,10 @@ export function failCommand(tx: DbHandle, cmd: CommandRow, error: object, nowMs:
 /**
  * Ends a non-terminal command from its effect's settled state (compare-and-set; false when the
  * command was already terminal): `succeeded` → `completed` with the stored result; `not_executed`
- * → failed `external_effect.not_executed`; `unknown` → failed `external_effect.unknown`; anything
- * else → failed `driver.command_driver_terminal`. Used inside a reconciliation outcome's transaction.
+ * → failed `external_effect.not_executed`; `unknown` → failed `external_effect.unknown`
+ * (`retryable: false`, `details.effectIds`; DESIGN.md §3 rule 14, flag on or off, bound or not);
+ * anything else (never dispatched) → failed `driver.command_driver_terminal`. Used by the repair
+ * and inside a reconciliation outcome's transaction.
  */
 export function settleCommandFromEffect(tx: DbHandle, effect: EffectRow, nowMs: number): boolean {
   const cmd = commandRepository.findById(tx, effect.commandId);
@@ -68,14 +71,19 @@ export function settleCommandFromEffect(tx: DbHandle, effect: EffectRow, nowMs: 
  * through (its own finalize request, heartbeat expiry found by the sweep, an operator).
  * 1. fence: every `executing` effect of the instance becomes `unknown`;
  * 2. every command without a terminal receipt ends: `completed` with the stored result when its
- *    effect `succeeded`, else `failed` `driver.command_driver_terminal` (details name the effect);
+ *    effect `succeeded`, failed `external_effect.unknown` (not retryable, `details.effectIds`) when
+ *    its effect is `unknown` (flag on or off, bound or not: DESIGN.md §3 rule 14), failed
+ *    `external_effect.not_executed` when it is `not_executed`, else (never dispatched) failed
+ *    `driver.command_driver_terminal` (details name the effect);
  * 3. with reconciliation on, each `unknown` effect whose server is bound to an adapter that
  *    declares its tool is looked up (bounded concurrency) and, per effect, ONE transaction commits
  *    the outcome, receipt, result, reconciliation record, the command's terminal state (`completed`,
  *    failed `external_effect.not_executed` or failed `external_effect.unknown`) and the run event;
  *    such commands are not ended in step 2, so nothing terminal is published before that commit;
- * 4. the instance's active run fails with `runtime.turn_interrupted` and exactly one terminal
- *    `run.failed` event.
+ * 4. the instance's active run fails with exactly one terminal `run.failed` event: its error is
+ *    `external_effect.unknown` (`retryable: false`, `details.effectIds` = the run's effects still
+ *    `unknown` or `executing`) when any effect of the run is unknown, and `runtime.turn_interrupted`
+ *    ("please resend", retryable) only when none is (DESIGN.md §3 rule 14).
  * Idempotent: a second run changes nothing more and reports zeros. Crash-safe: the instance stays
  * `finalizing` until the last step commits, and the sweep resumes such instances.
  */
@@ -141,15 +149,15 @@ export class FinalizationRepairService {
           deferred.push(eff);
           continue;
         }
-        const bound = eff?.status === "unknown" && this.reconciler?.adapterFor(eff);
-        if (eff?.status === "succeeded" || eff?.status === "not_executed" || bound) {
-          // bound but not due (waits for its next lookup or an operator): failed external_effect.unknown
+        if (eff?.status === "succeeded" || eff?.status === "not_executed" || eff?.status === "unknown") {
+          // unknown here: no eligible adapter (flag off, unbound, undeclared tool) or not due (waits
+          // for its next lookup or an operator): failed external_effect.unknown, never a resend
           if (settleCommandFromEffect(tx, eff, now)) {
             if (eff.status === "succeeded") summary.commandsCompleted += 1;
             else summary.commandsFailed += 1;
           }
         } else {
-          // the #412 baseline: no stored result and no eligible adapter
+          // never dispatched (intent) or no effect: the Driver ended before the command did
           const error = commandDriverTerminalError(eff ? { effectId: eff.id, effectStatus: eff.status } : {});
           if (failCommand(tx, cmd, error, now, eff?.id ?? null)) summary.commandsFailed += 1;
         }
@@ -213,7 +221,9 @@ export class FinalizationRepairService {
       }
       const run = runRepository.findActiveRunOfDriver(tx, driverInstanceId);
       if (run) {
-        const error = turnInterruptedError({ driverInstanceId });
+        // DESIGN.md §3 rule 14: while a write of the turn is unknown, the run must not invite a resend
+        const unknownIds = effectRepository.listFenced(tx, { runId: run.id }).map((e) => e.id).sort();
+        const error = unknownIds.length > 0 ? runEffectsUnknownError(unknownIds, { driverInstanceId }) : turnInterruptedError({ driverInstanceId });
         if (runRepository.transitionRun(tx, run.id, "active", "failed", now, JSON.stringify(error))) {
           runRepository.appendEvent(tx, run.id, "run.failed", { error }, now);
           summary.runsFailed += 1;
