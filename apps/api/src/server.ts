@@ -10,6 +10,7 @@ import { createRuntime, type Runtime } from "./modules/runtime/application/runti
 import { createBuiltInAdapterRegistry } from "./adapters/reconciliation/builtin-adapters.js";
 import { resolveReconciliationSettings } from "./config/reconciliation-bindings.js";
 import type { AdapterRegistry } from "@mosoo/effect-reconciliation";
+import { reportBindings } from "./modules/reconciliation/application/binding-report.js";
 
 /** How long (ms) `close()` lets in-flight requests finish before it closes every connection. */
 export const SHUTDOWN_GRACE_MS = 3_000;
@@ -35,7 +36,7 @@ export async function startApi(
   logger: Logger,
   opts: { clock?: Clock; sweep?: boolean; registry?: AdapterRegistry } = {},
 ): Promise<RunningApi> {
-  const reconciliation = resolveReconciliationSettings(config, opts.registry ?? createBuiltInAdapterRegistry());
+  const reconciliation = await resolveReconciliationSettings(config, { registry: opts.registry ?? createBuiltInAdapterRegistry() });
   const store = openStore(config.dbFile);
   const runtime = createRuntime({
     db: store.db,
@@ -46,6 +47,7 @@ export async function startApi(
   });
   // One API process per store: leases found now were left by a process that died mid-lookup.
   runtime.reconciler.releaseStaleLeases();
+  reportBindings(reconciliation, store.db, logger);
   if (reconciliation.enabled && reconciliation.bindings.size === 0) {
     logger.warn("MOSOO_EFFECT_RECONCILIATION=on but no server is bound (MOSOO_RECONCILIATION_BINDINGS_FILE): every unknown effect keeps the baseline fence");
   }

@@ -16,6 +16,12 @@
  * - `adapter.invalid_options`: the factory refused the options it was given (message: the zod
  *   issues when the factory threw a `ZodError`, else the factory's error message). `details.adapterId`.
  * - `registry.closed`: `register` after `close()`: the set of adapters is fixed once the host starts.
+ * - `adapter.package_not_found`: an adapter source's `module` cannot be resolved from the host's
+ *   installed dependencies (or fails to load). `details.module`.
+ * - `adapter.export_missing`: the module loaded but has no such export, or the export is not an
+ *   adapter factory (`{declaration, create}`). `details.module`, `details.export`.
+ * - `binding.tool_not_declared`: a binding's `tools` names a tool the adapter does not declare.
+ *   `details.adapterId`, `details.toolName`.
  */
 export const RECONCILIATION_ERROR_CODES = [
   "adapter.invalid_declaration",
@@ -23,6 +29,9 @@ export const RECONCILIATION_ERROR_CODES = [
   "adapter.unknown_id",
   "adapter.invalid_options",
   "registry.closed",
+  "adapter.package_not_found",
+  "adapter.export_missing",
+  "binding.tool_not_declared",
 ] as const;
 
 /** One of {@link RECONCILIATION_ERROR_CODES}. */

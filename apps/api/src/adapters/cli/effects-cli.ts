@@ -57,10 +57,10 @@ interface GlobalOptions {
 }
 
 /** Opens the client the global options ask for: in-process on `--db`, else the API at `--api-url`. */
-function openClient(g: GlobalOptions, env: NodeJS.ProcessEnv): OperatorClient {
+async function openClient(g: GlobalOptions, env: NodeJS.ProcessEnv): Promise<OperatorClient> {
   if (g.db !== undefined) {
     try {
-      return localOperatorClient(loadApiConfig({ ...env, MOSOO_DB_FILE: g.db }));
+      return await localOperatorClient(loadApiConfig({ ...env, MOSOO_DB_FILE: g.db }));
     } catch (err) {
       if (err instanceof ConfigError) throw new CliFailure(EXIT.badInput, err.message);
       if (err instanceof OperatorClientError) throw new CliFailure(EXIT.refused, `${err.code}: ${err.message}`);
@@ -106,7 +106,7 @@ export function buildEffectsCli(write: (text: string) => void, env: NodeJS.Proce
     .configureOutput({ writeOut: write, outputError: (text, out) => out(`mosoo-effects: ${text.replace(/^error: /, "").replace(/\s*\n\s*/g, " ").trim()}\n`) });
   const g = () => program.opts<GlobalOptions>();
   const run = async (fn: (client: OperatorClient) => Promise<unknown>, render: (answer: Record<string, unknown>) => string) => {
-    const client = openClient(g(), env);
+    const client = await openClient(g(), env);
     try {
       const answer = (await fn(client)) as Record<string, unknown>;
       write(`${g().json ? JSON.stringify(answer, null, 2) : render(answer)}\n`);

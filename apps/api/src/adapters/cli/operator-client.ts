@@ -4,7 +4,6 @@ import pino from "pino";
 import { UlidSchema } from "@mosoo/contracts";
 import type { ApiConfig } from "../../config/api-config.js";
 import { resolveReconciliationSettings } from "../../config/reconciliation-bindings.js";
-import { createBuiltInAdapterRegistry } from "../reconciliation/builtin-adapters.js";
 import { openStore } from "../../platform/db/database.js";
 import { createRuntime } from "../../modules/runtime/application/runtime.js";
 import { RuntimeError } from "../../modules/runtime/domain/runtime-errors.js";
@@ -110,10 +109,10 @@ function assertMosooStore(file: string): void {
  * @throws OperatorClientError `store.not_found` when the file does not exist, `store.not_mosoo` when it
  *   is not a Mosoo store; the service's codes (and `request.invalid` for a malformed id) from each method.
  */
-export function localOperatorClient(config: ApiConfig): OperatorClient {
+export async function localOperatorClient(config: ApiConfig): Promise<OperatorClient> {
   if (!existsSync(config.dbFile)) throw new OperatorClientError("store.not_found", `no database at ${config.dbFile}`);
   assertMosooStore(config.dbFile);
-  const settings = resolveReconciliationSettings(config, createBuiltInAdapterRegistry());
+  const settings = await resolveReconciliationSettings(config);
   const store = openStore(config.dbFile);
   const runtime = createRuntime({ db: store.db, logger: pino({ level: "silent" }), heartbeatTtlMs: config.heartbeatTtlMs, reconciliation: settings });
   const op = runtime.operator;

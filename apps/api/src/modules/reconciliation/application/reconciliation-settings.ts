@@ -1,10 +1,13 @@
-import type { ReconciliationAdapter } from "@mosoo/effect-reconciliation";
+import type { AdapterProvenance, ReconciliationAdapter, ToolCoverage } from "@mosoo/effect-reconciliation";
 import type { LookupBackoff } from "../domain/lookup-schedule.js";
 
 /**
  * Runtime settings of reconciliation (from config, see README "Reconciliation"):
  * - `enabled`: the `MOSOO_EFFECT_RECONCILIATION` flag; off means exactly the #412 baseline, no lookup ever;
  * - `bindings`: MCP server id → its instantiated adapter (servers without one keep the fence);
+ * - `boundAdapters?`: per bound server, where its adapter came from (recorded with every lookup and
+ *   outcome, DESIGN.md §4) and which tools it covers (startup report, `show`); absent for adapters
+ *   a test binds directly;
  * - `lookupTimeoutMs`: bound of one lookup (ms); `leaseMs`: how long a reconciler holds an effect (ms, > lookup timeout);
  * - `concurrency`: lookups at once during finalization repair and the sweep;
  * - `backoff` and `maxLookups`: the schedule of further lookups, then an operator must act.
@@ -12,6 +15,7 @@ import type { LookupBackoff } from "../domain/lookup-schedule.js";
 export interface ReconciliationSettings {
   enabled: boolean;
   bindings: ReadonlyMap<string, ReconciliationAdapter>;
+  boundAdapters?: ReadonlyMap<string, BoundAdapterInfo>;
   lookupTimeoutMs: number;
   leaseMs: number;
   concurrency: number;
@@ -29,3 +33,11 @@ export const RECONCILIATION_OFF: ReconciliationSettings = {
   backoff: { initialMs: 1_000, maxMs: 60_000, factor: 2 },
   maxLookups: 8,
 };
+
+/** One bound server: its (narrowed) adapter, the tools it covers, and its provenance. */
+export interface BoundAdapterInfo {
+  serverId: string;
+  adapter: ReconciliationAdapter;
+  coverage: ToolCoverage;
+  provenance: AdapterProvenance;
+}

@@ -7,7 +7,7 @@ import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/
 import { IDEMPOTENCY_KEY_META, McpToolResultSchema } from "@mosoo/contracts";
 import { runAdapterConformance } from "@mosoo/effect-reconciliation/testing";
 import { startFixtureProvider, type FixtureProviderHandle } from "@mosoo/fixture-provider";
-import { fixtureIssueTrackerAdapterFactory } from "../src/adapters/reconciliation/fixture-issue-tracker.adapter.js";
+import { fixtureIssueTrackerAdapterFactory } from "../src/index.js";
 
 // The fixture adapter against a real fixture provider (started with --fence-on-lookup-miss, the
 // only way the adapter may be bound), through the adapter authors' conformance kit.

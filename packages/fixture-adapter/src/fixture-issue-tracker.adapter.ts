@@ -1,0 +1,58 @@
+import { z } from "zod";
+import { confirmedNotExecuted, ConventionLookupAnswerSchema, stillUnknown, type LookupContext, type LookupRequest, type ReconciliationAdapterFactory } from "@mosoo/effect-reconciliation";
+import { callLookupTool } from "@mosoo/effect-reconciliation/mcp";
+
+/** Options (the binding's `options`): `url`, the provider's MCP endpoint (Streamable HTTP) serving `getOperation`. */
+export const FixtureIssueTrackerOptionsSchema = z.strictObject({ url: z.url({ protocol: /^https?$/, error: "url must be an http(s) MCP endpoint" }) });
+/** See {@link FixtureIssueTrackerOptionsSchema}. */
+export type FixtureIssueTrackerOptions = z.infer<typeof FixtureIssueTrackerOptionsSchema>;
+
+/**
+ * What the fixture provider promises: it keeps every key as long as its SQLite file lives (we
+ * declare 30 days) and, started with `--fence-on-lookup-miss`, a `getOperation` miss writes a
+ * durable tombstone (`lookup_fences_key`). Both write tools are looked up; `createIssue` is undone by `closeIssue`.
+ */
+const DECLARATION = {
+  id: "fixture-issue-tracker",
+  version: "1.1.0",
+  tools: ["createIssue", "closeIssue"],
+  retentionWindowMs: 30 * 24 * 60 * 60 * 1000,
+  keyFencing: { kind: "lookup_fences_key" as const },
+  compensations: { createIssue: { toolName: "closeIssue", description: "Close the issue this createIssue created (found by its idempotency key)." } },
+};
+
+/** `getOperation(key)`; its answer has the shape of the convention's lookup answer. @throws on a tool error or a malformed answer. */
+const getOperation = (o: FixtureIssueTrackerOptions, key: string, signal: AbortSignal) =>
+  callLookupTool(o.url, "getOperation", { idempotencyKey: key }, ConventionLookupAnswerSchema, signal);
+
+/**
+ * found → `confirmed_succeeded` (the recorded result, operation id and request fingerprint);
+ * a fenced miss → `confirmed_not_executed`; an unfenced miss → `still_unknown` `not_found_unfenced`
+ * (the plain-miss rule for `lookup_fences_key`, README of `@mosoo/effect-reconciliation`).
+ */
+async function lookup(o: FixtureIssueTrackerOptions, request: LookupRequest, { signal }: LookupContext): Promise<unknown> {
+  const answer = await getOperation(o, request.idempotencyKey, signal);
+  if (answer.found) {
+    const receipt = { observedAt: new Date().toISOString(), providerOperationId: answer.operationId, requestFingerprint: answer.requestFingerprint };
+    return { outcome: "confirmed_succeeded", toolName: answer.toolName, idempotencyKey: answer.idempotencyKey, result: answer.result, receipt };
+  }
+  return answer.fenced ? confirmedNotExecuted(request, { detail: { fenced: true } }) : stillUnknown("not_found_unfenced");
+}
+
+/** The factory, exported for bindings as `{"module": "@mosoo/fixture-adapter", "export": "fixtureIssueTrackerAdapterFactory"}`. */
+export const fixtureIssueTrackerAdapterFactory: ReconciliationAdapterFactory = {
+  declaration: DECLARATION,
+  create(options: unknown) {
+    const o = FixtureIssueTrackerOptionsSchema.parse(options);
+    return {
+      declaration: DECLARATION,
+      lookup: (request, context) => lookup(o, request, context),
+      // The issue a createIssue made, found by its key (read-only for a committed key), closed by closeIssue.
+      async planCompensation(request, { signal }) {
+        const answer = await getOperation(o, request.idempotencyKey, signal);
+        if (!answer.found || answer.toolName !== "createIssue") throw new Error(`no createIssue recorded under key ${request.idempotencyKey}: nothing to close`);
+        return { arguments: { issueId: answer.operationId, reason: `compensates effect ${request.effectId}` } };
+      },
+    };
+  },
+};
