@@ -6,6 +6,12 @@ import { ManagedProcess } from "./managed-process.js";
 /** Timeout (ms) for any child process to report that it is ready. */
 export const READY_TIMEOUT_MS = 30_000;
 
+/**
+ * The fixture adapter as a bindings file names it, by package (installed in the API's dependencies),
+ * as a user binds any adapter package: `{"package": FIXTURE_ADAPTER_PACKAGE, "options": {"url": ...}}`.
+ */
+export const FIXTURE_ADAPTER_PACKAGE = { module: "@mosoo/fixture-adapter", export: "fixtureIssueTrackerAdapterFactory" } as const;
+
 /** A started fixture MCP provider: its MCP endpoint `url`, its `controlUrl`, and the process. */
 export interface ProviderProcess {
   proc: ManagedProcess;

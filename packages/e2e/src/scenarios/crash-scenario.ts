@@ -1,7 +1,7 @@
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { pollUntil, ProviderControlClient, RunApiClient, type RunViewBody } from "../http-clients.js";
-import { startApiProcess, startDriverProcess, startProviderProcess, writeMcpConfig } from "../stack.js";
+import { FIXTURE_ADAPTER_PACKAGE, startApiProcess, startDriverProcess, startProviderProcess, writeMcpConfig } from "../stack.js";
 import type { ManagedProcess } from "../managed-process.js";
 import { expectInvariant, type ScenarioOptions, type ScenarioResult } from "./scenario.types.js";
 
@@ -54,7 +54,7 @@ export async function runCrashScenario(spec: CrashScenarioSpec, opts: ScenarioOp
     timeline(`provider up at ${provider.url} (${providerFlags.join(" ")})`);
 
     const bindingsFile = join(workDir, "bindings.json");
-    writeFileSync(bindingsFile, JSON.stringify({ bindings: { tracker: { adapterId: "fixture-issue-tracker", options: { url: provider.url } } } }, null, 2));
+    writeFileSync(bindingsFile, JSON.stringify({ bindings: { tracker: { package: FIXTURE_ADAPTER_PACKAGE, options: { url: provider.url } } } }, null, 2));
     const api = await startApiProcess(join(workDir, "api.db"), {
       MOSOO_EFFECT_RECONCILIATION: spec.reconciliation,
       MOSOO_RECONCILIATION_BINDINGS_FILE: bindingsFile,
