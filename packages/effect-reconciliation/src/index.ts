@@ -101,3 +101,4 @@ export type { IdempotencyConvention, ConventionLookupAnswer } from "./idempotenc
 /** The request fingerprint the runtime compares against (README "Fingerprint format"); re-exported from `@mosoo/contracts`. */
 export { fingerprintArguments, REQUEST_FINGERPRINT_PATTERN, KeyPlacementSchema, DEFAULT_KEY_PLACEMENT } from "@mosoo/contracts";
 export type { KeyPlacement } from "@mosoo/contracts";
+export { equivalentToolResults } from "./tool-result-equivalence.js";

@@ -138,6 +138,11 @@ export class FixtureProviderService {
     return { content: [{ type: "text", text: JSON.stringify(answer) }], structuredContent: answer };
   }
 
+  /** What the store really holds for the key, without side effects (see `IssueStore.peek`): ground truth for a conformance kit. */
+  peek(idempotencyKey: string): ReturnType<IssueStore["peek"]> {
+    return this.store.peek(idempotencyKey);
+  }
+
   /** The current fault switches (a copy). */
   faults(): FixtureFaults {
     return { ...this.currentFaults };
