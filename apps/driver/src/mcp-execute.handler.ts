@@ -1,7 +1,7 @@
 import {
   effectNotExecutedError,
   effectUnknownError,
-  IDEMPOTENCY_KEY_META,
+  DEFAULT_KEY_PLACEMENT,
   McpToolResultSchema,
   toMcpExecuteCommandResult,
   type CommandUpdateRequest,
@@ -11,7 +11,7 @@ import {
 } from "@mosoo/contracts";
 import type { Logger } from "pino";
 import { ApiRequestError, isConnectionLostError, isRetryableApiError, type DriverCommandApi } from "./api-client.js";
-import { McpServerUnavailableError, type McpToolCaller } from "./mcp-connections.js";
+import { McpServerUnavailableError, placeIdempotencyKey, type McpToolCaller } from "./mcp-connections.js";
 
 /** Largest `outputText` the contracts accept (1 MiB, in UTF-16 code units as zod counts them). */
 export const MAX_OUTPUT_TEXT_LENGTH = 1024 * 1024;
@@ -57,7 +57,8 @@ export function serverUnavailableError(serverId: string, reason: string, message
  * Runs one `mcp.execute` command against the ledger (DESIGN.md §3):
  * 1. `queued`/`delivered` → `commandUpdate accepted` (an `accepted` redelivery skips it);
  * 2. the MCP server must be configured and connectable, else `failed` `mcp.server_unavailable` WITHOUT a claim;
- * 3. `effectClaim` → `execute`: one `tools/call` with `_meta[IDEMPOTENCY_KEY_META]`, then
+ * 3. `effectClaim` → `execute`: one `tools/call` with the idempotency key where the server's config
+ *    places it (default `_meta["io.mosoo/idempotency-key"]`, see `placeIdempotencyKey`), then
  *    `effectComplete` and only after it `commandUpdate completed`; if the call throws,
  *    `effectMarkUnknown` then `failed` `external_effect.unknown`. `completed` / `unknown` /
  *    `not_executed` claims never call the provider.
@@ -122,7 +123,7 @@ export async function handleMcpExecuteCommand(envelope: DriverCommandEnvelope, d
   try {
     raw = await mcp.callTool(
       payload.serverId,
-      { name: payload.toolName, arguments: args, _meta: { [IDEMPOTENCY_KEY_META]: idempotencyKey } },
+      { name: payload.toolName, ...placeIdempotencyKey(mcp.keyPlacement?.(payload.serverId) ?? DEFAULT_KEY_PLACEMENT, args, idempotencyKey) },
       { timeoutMs: deps.toolTimeoutMs },
     );
   } catch (error) {

@@ -1,3 +1,4 @@
+import type { KeyPlacement } from "@mosoo/contracts";
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { entryPoints } from "./workspace-paths.js";
@@ -61,10 +62,15 @@ export interface DriverProcess {
   connectionId: string;
 }
 
-/** Writes the Driver's MCP config (`{servers: {<id>: {type: "http", url}}}`) into `dir` and returns its path. */
-export function writeMcpConfig(dir: string, servers: Record<string, string>): string {
+/**
+ * Writes the Driver's MCP config (`{servers: {<id>: {type: "http", url, idempotencyKey?}}}`) into
+ * `dir` and returns its path. `keyPlacement` (per server id) says where that server wants the key.
+ */
+export function writeMcpConfig(dir: string, servers: Record<string, string>, keyPlacement: Record<string, KeyPlacement> = {}): string {
   const file = join(dir, "mcp-servers.json");
-  const config = { servers: Object.fromEntries(Object.entries(servers).map(([id, url]) => [id, { type: "http", url }])) };
+  const config = {
+    servers: Object.fromEntries(Object.entries(servers).map(([id, url]) => [id, { type: "http", url, ...(keyPlacement[id] ? { idempotencyKey: keyPlacement[id] } : {}) }])),
+  };
   writeFileSync(file, JSON.stringify(config, null, 2));
   return file;
 }

@@ -21,6 +21,8 @@ const STEP_TIMEOUT_MS = 30_000;
  * - `adapter?`: how `tracker` is bound when reconciliation is on: `package` (default; the fixture
  *   adapter by package, `@mosoo/fixture-adapter`) or `convention` (the built-in `mcp-convention`
  *   adapter, the provider started with `--advertise-idempotency`: no provider-specific code);
+ * - `keyArgument?`: the provider reads the idempotency key from this tool argument
+ *   (`--key-argument`) and the Driver's MCP config says so (`idempotencyKey: {in: "argument", name}`);
  * - `expect`: the invariants the JSON line must show.
  */
 export interface CrashScenarioSpec {
@@ -29,6 +31,8 @@ export interface CrashScenarioSpec {
   crashPoint: "after_commit" | "before_commit";
   recovery: "restart" | "finalization";
   adapter?: "package" | "convention";
+  /** When set, the provider reads the key from this tool argument and the Driver's config places it there. */
+  keyArgument?: string;
   expect: {
     providerWrites: number;
     lookups: number;
@@ -53,6 +57,7 @@ export async function runCrashScenario(spec: CrashScenarioSpec, opts: ScenarioOp
     const providerFlags = [
       "--fence-on-lookup-miss",
       ...(convention ? ["--advertise-idempotency"] : []),
+      ...(spec.keyArgument ? ["--key-argument", spec.keyArgument] : []),
       ...(spec.crashPoint === "after_commit" ? ["--hold-response-after-commit"] : ["--delay-before-commit-ms", String(LATE_COMMIT_DELAY_MS)]),
     ];
     const provider = await startProviderProcess(join(workDir, "provider.db"), providerFlags);
@@ -73,7 +78,7 @@ export async function runCrashScenario(spec: CrashScenarioSpec, opts: ScenarioOp
       `API up at ${api.url}, MOSOO_EFFECT_RECONCILIATION=${spec.reconciliation}, tracker bound to ${convention ? "the built-in mcp-convention adapter (read from the provider's tools/list)" : `the package ${FIXTURE_ADAPTER_PACKAGE.module}`}`,
     );
 
-    const mcpConfigFile = writeMcpConfig(workDir, { tracker: provider.url });
+    const mcpConfigFile = writeMcpConfig(workDir, { tracker: provider.url }, spec.keyArgument ? { tracker: { in: "argument", name: spec.keyArgument } } : {});
     const stateFile = join(workDir, "driver-state.json");
     const driverA = await startDriverProcess({ apiUrl: api.url, stateFile, mcpConfigFile, name: "driver-a" });
     procs.push(driverA.proc);
