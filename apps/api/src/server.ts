@@ -8,7 +8,7 @@ import { openStore, type Store } from "./platform/db/database.js";
 import type { Clock } from "./platform/clock.js";
 import { createRuntime, type Runtime } from "./modules/runtime/application/runtime.js";
 import { createBuiltInAdapterRegistry } from "./adapters/reconciliation/builtin-adapters.js";
-import { resolveReconciliationSettings } from "./config/reconciliation-bindings.js";
+import { resolveReconciliationSettings, type BindingInstantiator } from "./config/reconciliation-bindings.js";
 import type { AdapterRegistry } from "@mosoo/effect-reconciliation";
 import { reportBindings } from "./modules/reconciliation/application/binding-report.js";
 
@@ -27,16 +27,21 @@ export interface RunningApi {
 /**
  * Opens and migrates the store, wires the runtime, serves HTTP on `config.host:config.port`
  * (0 = a free port) and starts the maintenance sweep. Reconciliation bindings are resolved from
- * `registry` (default: the built-in adapters), which is closed for registration from then on.
+ * `registry` (adapters registered in code, closed for registration from then on), the built-in
+ * sources and installed packages; `instantiate` builds each bound adapter from its source (default
+ * in this process; the isolation swap point, see `BindingInstantiator`).
  * @throws ConfigError on an invalid bindings file; Error when the store cannot be opened/migrated
  *   or the port cannot be bound.
  */
 export async function startApi(
   config: ApiConfig,
   logger: Logger,
-  opts: { clock?: Clock; sweep?: boolean; registry?: AdapterRegistry } = {},
+  opts: { clock?: Clock; sweep?: boolean; registry?: AdapterRegistry; instantiate?: BindingInstantiator } = {},
 ): Promise<RunningApi> {
-  const reconciliation = await resolveReconciliationSettings(config, { registry: opts.registry ?? createBuiltInAdapterRegistry() });
+  const reconciliation = await resolveReconciliationSettings(config, {
+    registry: opts.registry ?? createBuiltInAdapterRegistry(),
+    ...(opts.instantiate ? { instantiate: opts.instantiate } : {}),
+  });
   const store = openStore(config.dbFile);
   const runtime = createRuntime({
     db: store.db,
