@@ -6,6 +6,7 @@ export const testProjects: string[] = [
   "packages/contracts",
   "packages/effect-reconciliation",
   "packages/fixture-provider",
+  "packages/fixture-adapter",
   "apps/api",
   "apps/driver",
   "packages/e2e",

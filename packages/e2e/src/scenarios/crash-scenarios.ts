@@ -17,6 +17,14 @@ export const CRASH_SCENARIOS: CrashScenarioSpec[] = [
     expect: { providerWrites: 1, lookups: 1, effectStatus: "succeeded", resolution: "reconciled", commandStatus: "completed", commandError: null },
   },
   {
+    name: "reconciled-by-convention",
+    reconciliation: "on",
+    crashPoint: "after_commit",
+    recovery: "restart",
+    adapter: "convention",
+    expect: { providerWrites: 1, lookups: 1, effectStatus: "succeeded", resolution: "reconciled", commandStatus: "completed", commandError: null },
+  },
+  {
     name: "reconciled-in-finalization-repair",
     reconciliation: "on",
     crashPoint: "after_commit",

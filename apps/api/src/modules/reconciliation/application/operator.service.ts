@@ -94,7 +94,8 @@ export class OperatorService {
 
   /**
    * One effect with its whole history: command, attempts, every lookup (outcome, reason code,
-   * receipt), operator actions (with any receipt an operator supplied) and compensations.
+   * receipt, adapter package, package version and declaration hash), why it gets no lookup
+   * (`noLookupReason`, null when its server's adapter covers its tool), operator actions (with any receipt an operator supplied) and compensations.
    * @throws RuntimeError `feature.disabled`, `effect.not_found`.
    */
   show(effectId: string) {
@@ -107,6 +108,7 @@ export class OperatorService {
       ...summary(e),
       requestFingerprint: e.requestFingerprint,
       version: e.version,
+      noLookupReason: this.reconciler.noLookupReason(e),
       result: parse(e.resultJson),
       providerReceipt: parse(e.providerReceiptJson),
       reconciliationReceipt: parse(e.reconciliationReceiptJson),
