@@ -13,6 +13,8 @@ export const READY_TIMEOUT_MS = 30_000;
  * as a user binds any adapter package: `{"package": FIXTURE_ADAPTER_PACKAGE, "options": {"url": ...}}`.
  */
 export const FIXTURE_ADAPTER_PACKAGE = { module: "@mosoo/fixture-adapter", export: "fixtureIssueTrackerAdapterFactory" } as const;
+/** The same package's variant for the provider WITHOUT a fence (`max_in_flight` 2 s; the send-by deadline test). */
+export const FIXTURE_MAX_IN_FLIGHT_ADAPTER_PACKAGE = { module: "@mosoo/fixture-adapter", export: "fixtureIssueTrackerMaxInFlightAdapterFactory" } as const;
 
 /** A started fixture MCP provider: its MCP endpoint `url`, its `controlUrl`, and the process. */
 export interface ProviderProcess {
