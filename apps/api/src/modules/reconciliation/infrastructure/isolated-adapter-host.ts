@@ -132,6 +132,10 @@ export function createIsolatedAdapterHost(opts: IsolatedAdapterHostOptions): Ada
       const report = BoundReportSchema.safeParse({ coverage: reply.coverage, packageName: reply.packageName, packageVersion: reply.packageVersion });
       if (!report.success) return fail(new ReconciliationError("adapter.load_failed", `adapter ${source.module}#${source.export}: the worker's binding report is malformed`, { details }));
       const declaration: AdapterDeclaration = deepFreeze(parsed.data);
+      // The covered tools are exactly the (narrowed) declaration's tools; a worker that says otherwise is not believed.
+      if (JSON.stringify(report.data.coverage.covered) !== JSON.stringify(declaration.tools)) {
+        return fail(new ReconciliationError("adapter.load_failed", `adapter ${source.module}#${source.export}: the worker's coverage disagrees with its declaration`, { details }));
+      }
       label.current = declaration.id;
       const run = async (op: "lookup" | "planCompensation", request: unknown, context: LookupContext): Promise<unknown> => {
         // The caller's signal bounds the call: when it aborts, piscina terminates the worker. The
