@@ -7,6 +7,7 @@ export const testProjects: string[] = [
   "packages/effect-reconciliation",
   "packages/fixture-provider",
   "packages/operator-console",
+  "packages/fixture-adapter",
   "apps/api",
   "apps/driver",
   "packages/e2e",

@@ -14,6 +14,7 @@ import type { AdapterSource } from "@mosoo/effect-reconciliation";
 import { Registry } from "prom-client";
 import { createIsolatedAdapterHost, DEFAULT_BIND_TIMEOUT_MS } from "./modules/reconciliation/infrastructure/isolated-adapter-host.js";
 import { AdapterWorkerMetrics } from "./modules/reconciliation/infrastructure/reconciliation-metrics.js";
+import { reportBindings } from "./modules/reconciliation/application/binding-report.js";
 
 /** How long (ms) `close()` lets in-flight requests finish before it closes every connection. */
 export const SHUTDOWN_GRACE_MS = 3_000;
@@ -32,7 +33,10 @@ export interface RunningApi {
  * (0 = a free port) and starts the maintenance sweep. Every bound adapter runs in the isolated
  * adapter host (worker threads with a `MOSOO_ADAPTER_HEAP_MB` heap limit, terminated at the lookup
  * timeout; DESIGN.md §4 "Adapters are untrusted code"): there is no in-process option here.
- * `builtIns` maps adapter ids to adapter sources (default: the built-in adapters).
+ * This host is the bindings' isolation swap point (`BindingInstantiator`): the worker loads each
+ * binding's source (package names from the API's dependencies), builds and narrows it, and reports
+ * its coverage and provenance (logged at startup, `reportBindings`). `builtIns` maps adapter ids to
+ * adapter sources (default: the built-in adapters).
  * @throws ConfigError on an invalid bindings file or an unusable store path (`checkDbFilePath`; a file
  *   that is not a SQLite database); Error when the store cannot be migrated
  *   or the port cannot be bound.
@@ -58,7 +62,7 @@ export async function startApi(
   let reconciliation;
   let store: Store;
   try {
-    reconciliation = await resolveReconciliationSettings(config, adapterHost, opts.builtIns);
+    reconciliation = await resolveReconciliationSettings(config, adapterHost, opts.builtIns ? { builtIns: opts.builtIns } : {});
     store = openStore(config.dbFile);
   } catch (err) {
     await adapterHost.close();
@@ -83,6 +87,7 @@ export async function startApi(
   store.sqlite.pragma(`busy_timeout = ${STARTUP_BUSY_TIMEOUT_MS}`);
   runtime.reconciler.releaseStaleLeases();
   store.sqlite.pragma(`busy_timeout = ${STORE_BUSY_TIMEOUT_MS}`);
+  reportBindings(reconciliation, store.db, logger);
   if (reconciliation.enabled && reconciliation.bindings.size === 0) {
     logger.warn("MOSOO_EFFECT_RECONCILIATION=on but no server is bound (MOSOO_RECONCILIATION_BINDINGS_FILE): every unknown effect keeps the baseline fence");
   }

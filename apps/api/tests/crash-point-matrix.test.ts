@@ -194,7 +194,7 @@ describe("crash-point matrix, adapter misbehaves (real worker isolation, both re
   afterAll(() => host.close());
 
   it.each(HOSTILE)("$name → unknown ($reason), main thread responsive, lookup counted", async ({ exportName, reason }) => {
-    const adapter = await host.bind({ module: MISBEHAVING, export: exportName }, undefined);
+    const { adapter } = await host.bind({ module: MISBEHAVING, export: exportName }, undefined);
     for (const mode of MODES) {
       const lab = new CrashLab("lookup_only", "ok", { adapter, lookupTimeoutMs: HOSTILE_LOOKUP_TIMEOUT_MS });
       const label = `${exportName}/${mode}`;
@@ -240,7 +240,7 @@ describe("crash-point matrix, adapter misbehaves (real worker isolation, both re
   });
 
   it("a crash loop ends at operator attention (adapter_crashed), never in a restart loop; every crash counted", async () => {
-    const adapter = await host.bind({ module: MISBEHAVING, export: "processExitAdapterFactory" }, undefined);
+    const { adapter } = await host.bind({ module: MISBEHAVING, export: "processExitAdapterFactory" }, undefined);
     const lab = new CrashLab("lookup_only", "ok", { adapter, lookupTimeoutMs: HOSTILE_LOOKUP_TIMEOUT_MS, maxLookups: 3 });
     try {
       lab.setup();
@@ -261,7 +261,7 @@ describe("crash-point matrix, adapter misbehaves (real worker isolation, both re
   });
 
   it("an API process that dies mid-lookup: the lookup was counted before the adapter ran, and the next start records it (lookup_interrupted)", async () => {
-    const adapter = await host.bind({ module: MISBEHAVING, export: "neverSettlesAdapterFactory" }, undefined);
+    const { adapter } = await host.bind({ module: MISBEHAVING, export: "neverSettlesAdapterFactory" }, undefined);
     const lab = new CrashLab("lookup_only", "ok", { adapter, lookupTimeoutMs: HOSTILE_LOOKUP_TIMEOUT_MS });
     try {
       lab.setup();

@@ -1,15 +1,18 @@
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { execFile } from "node:child_process";
+import { fileURLToPath } from "node:url";
+import { promisify } from "node:util";
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from "vitest";
-import type { AdapterHost } from "@mosoo/effect-reconciliation";
-import { NOOP_LOGGER } from "@mosoo/effect-reconciliation";
+import { NOOP_LOGGER, type AdapterHost } from "@mosoo/effect-reconciliation";
 import { createIsolatedAdapterHost } from "../src/modules/reconciliation/infrastructure/isolated-adapter-host.js";
 import { ConfigError, loadApiConfig } from "../src/config/api-config.js";
 import { loadBindings, resolveReconciliationSettings } from "../src/config/reconciliation-bindings.js";
 
 const BINDINGS_VAR = "MOSOO_RECONCILIATION_BINDINGS_FILE";
-const TRACKER_BINDING = { bindings: { tracker: { adapterId: "fixture-issue-tracker", options: { url: "http://127.0.0.1:1/mcp" } } } };
+const FIXTURE_PACKAGE = { module: "@mosoo/fixture-adapter", export: "fixtureIssueTrackerAdapterFactory" };
+const TRACKER_BINDING = { bindings: { tracker: { package: FIXTURE_PACKAGE, options: { url: "http://127.0.0.1:1/mcp" } } } };
 
 /** Runs `fn`, expects a one-line ConfigError naming `variable`, returns its message. */
 async function configError(fn: () => unknown, variable: string): Promise<string> {
@@ -19,6 +22,21 @@ async function configError(fn: () => unknown, variable: string): Promise<string>
   } catch (err) {
     caught = err;
   }
+  return checkConfigError(caught, variable);
+}
+
+/** Awaits `fn`, expects a one-line ConfigError naming `variable`, returns its message. */
+async function asyncConfigError(fn: () => Promise<unknown>, variable: string): Promise<string> {
+  let caught: unknown;
+  try {
+    await fn();
+  } catch (err) {
+    caught = err;
+  }
+  return checkConfigError(caught, variable);
+}
+
+function checkConfigError(caught: unknown, variable: string): string {
   expect(caught).toBeInstanceOf(ConfigError);
   const err = caught as ConfigError;
   expect(err.code).toBe("config.invalid");
@@ -106,55 +124,133 @@ describe("bindings file (adapters bound through the real isolated worker host)",
     writeFileSync(path, typeof content === "string" ? content : JSON.stringify(content));
     return path;
   }
+  /** An adapter module at an absolute path (a bindings `package.module` may be one). */
+  function moduleFile(source: string): string {
+    const path = join(dir, `adapter-${Math.random().toString(36).slice(2)}.mjs`);
+    writeFileSync(path, source);
+    return path;
+  }
   const configWith = (bindingsFile: string | undefined, enabled = "on") =>
     loadApiConfig({ MOSOO_EFFECT_RECONCILIATION: enabled, ...(bindingsFile ? { [BINDINGS_VAR]: bindingsFile } : {}), MOSOO_LOOKUP_TIMEOUT_MS: "300" });
 
-  it("a valid file binds tracker to the built-in fixture-issue-tracker adapter", async () => {
+  it("a package binding loads @mosoo/fixture-adapter from the API's dependencies (in the worker), with its provenance", async () => {
     const bindings = await loadBindings(file(TRACKER_BINDING), host);
     expect([...bindings.keys()]).toEqual(["tracker"]);
-    expect(bindings.get("tracker")!.declaration).toMatchObject({ id: "fixture-issue-tracker", tools: ["createIssue", "closeIssue"], compensations: { createIssue: { toolName: "closeIssue" } }, keyFencing: { kind: "lookup_fences_key" } });
-    expect(typeof bindings.get("tracker")!.lookup).toBe("function");
+    const info = bindings.get("tracker")!;
+    expect(info.adapter.declaration).toMatchObject({ id: "fixture-issue-tracker", tools: ["createIssue", "closeIssue"], compensations: { createIssue: { toolName: "closeIssue" } }, keyFencing: { kind: "lookup_fences_key" } });
+    expect(typeof info.adapter.lookup).toBe("function");
+    expect(info.provenance).toMatchObject({ source: FIXTURE_PACKAGE, packageName: "@mosoo/fixture-adapter", packageVersion: "1.1.0" });
+    expect(info.provenance.declarationHash).toMatch(/^sha256:[0-9a-f]{64}$/);
+    expect(info.coverage).toEqual({ covered: ["createIssue", "closeIssue"], notCovered: [] });
   });
 
-  it("resolveReconciliationSettings: settings from the config, bindings resolved", async () => {
-    const settings = await resolveReconciliationSettings(configWith(file(TRACKER_BINDING)), host);
+  it("tools narrows a binding: only the named tools are covered, compensations across the cut are dropped", async () => {
+    const bindings = await loadBindings(file({ bindings: { tracker: { ...TRACKER_BINDING.bindings.tracker, tools: ["createIssue"] } } }), host);
+    const info = bindings.get("tracker")!;
+    expect(info.adapter.declaration.tools).toEqual(["createIssue"]);
+    expect(info.adapter.declaration.compensations).toBeUndefined();
+    expect(info.coverage).toEqual({ covered: ["createIssue"], notCovered: ["closeIssue"] });
+  });
+
+  it("resolveReconciliationSettings: settings from the config, bindings resolved; a built-in id maps to its source", async () => {
+    const builtIns = { "fixture-issue-tracker": FIXTURE_PACKAGE };
+    const settings = await resolveReconciliationSettings(configWith(file({ bindings: { tracker: { adapterId: "fixture-issue-tracker", options: { url: "http://127.0.0.1:1/mcp" } } } })), host, { builtIns });
     expect(settings).toMatchObject({ enabled: true, lookupTimeoutMs: 300, concurrency: 4, maxLookups: 8, backoff: { initialMs: 1_000, maxMs: 300_000, factor: 2 } });
     expect(settings.leaseMs).toBeGreaterThan(settings.lookupTimeoutMs);
     expect(settings.bindings.get("tracker")!.declaration.id).toBe("fixture-issue-tracker");
     expect(Object.isFrozen(settings.bindings.get("tracker")!.declaration)).toBe(true);
+    expect(settings.boundAdapters!.get("tracker")!.provenance).toMatchObject({ source: FIXTURE_PACKAGE, packageName: "@mosoo/fixture-adapter" });
   });
 
-  it("a binding may name an adapter source {module, export}, relative to the bindings file", async () => {
+  it("a binding's package may be a module path relative to the bindings file", async () => {
     const fixture = new URL("./fixtures/adapters/misbehaving.adapter.ts", import.meta.url).pathname;
-    const bindings = await loadBindings(file({ bindings: { tracker: { source: { module: fixture, export: "mutatesInputAdapterFactory" } } } }), host);
-    expect(bindings.get("tracker")!.declaration.id).toBe("mutates-input");
+    const bindings = await loadBindings(file({ bindings: { tracker: { package: { module: fixture, export: "mutatesInputAdapterFactory" } } } }), host);
+    expect(bindings.get("tracker")!.adapter.declaration.id).toBe("mutates-input");
+    expect(bindings.get("tracker")!.provenance.packageName).toBe("@mosoo/api");
   });
 
   it("without a bindings file: no bindings; with the flag off the file is still validated", async () => {
     expect((await resolveReconciliationSettings(configWith(undefined), host)).bindings.size).toBe(0);
-    await configError(() => resolveReconciliationSettings(configWith(file({ bindings: { tracker: { adapterId: "nope" } } }), "off"), host), BINDINGS_VAR);
+    await asyncConfigError(() => resolveReconciliationSettings(configWith(file({ bindings: { tracker: { adapterId: "nope" } } }), "off"), host), BINDINGS_VAR);
   });
 
   it.each<[string, unknown, RegExp]>([
     ["unknown adapter id", { bindings: { tracker: { adapterId: "github-issues", options: {} } } }, /bindings\.tracker: adapter\.unknown_id/],
-    ["bad options (not a url)", { bindings: { tracker: { adapterId: "fixture-issue-tracker", options: { url: "not a url" } } } }, /bindings\.tracker: adapter\.invalid_options/],
-    ["missing options", { bindings: { tracker: { adapterId: "fixture-issue-tracker" } } }, /adapter\.invalid_options/],
-    ["unknown option key", { bindings: { tracker: { adapterId: "fixture-issue-tracker", options: { url: "http://127.0.0.1:1/mcp", token: "x" } } } }, /adapter\.invalid_options/],
+    ["unknown package", { bindings: { tracker: { package: { module: "@acme/not-installed-adapter", export: "factory" } } } }, /bindings\.tracker: adapter\.package_not_found: .*@acme\/not-installed-adapter/],
+    ["export missing", { bindings: { tracker: { package: { module: "@mosoo/fixture-adapter", export: "noSuchFactory" } } } }, /bindings\.tracker: adapter\.export_missing: .*noSuchFactory/],
+    ["export not a factory", { bindings: { tracker: { package: { module: "@mosoo/fixture-adapter", export: "FixtureIssueTrackerOptionsSchema" } } } }, /adapter\.export_missing/],
+    ["tool not declared", { bindings: { tracker: { ...TRACKER_BINDING.bindings.tracker, tools: ["createIssue", "deleteIssue"] } } }, /bindings\.tracker: binding\.tool_not_declared: tool "deleteIssue" is not declared by adapter "fixture-issue-tracker"/],
+    ["both adapterId and package", { bindings: { tracker: { adapterId: "mcp-convention", package: FIXTURE_PACKAGE } } }, /exactly one of adapterId/],
+    ["bad options (not a url)", { bindings: { tracker: { package: FIXTURE_PACKAGE, options: { url: "not a url" } } } }, /bindings\.tracker: adapter\.invalid_options/],
+    ["missing options", { bindings: { tracker: { package: FIXTURE_PACKAGE } } }, /adapter\.invalid_options/],
+    ["unknown option key", { bindings: { tracker: { package: FIXTURE_PACKAGE, options: { url: "http://127.0.0.1:1/mcp", token: "x" } } } }, /adapter\.invalid_options/],
+    ["convention provider unreachable", { bindings: { tracker: { adapterId: "mcp-convention", options: { url: "http://127.0.0.1:1/mcp" } } } }, /bindings\.tracker: adapter\.invalid_options: adapter "mcp-convention" could not discover/],
     ["bad JSON", "{ bindings: ", /cannot read JSON/],
     ["unknown top-level key", { ...TRACKER_BINDING, retries: 3 }, /retries/],
-    ["unknown key in a binding", { bindings: { tracker: { adapterId: "fixture-issue-tracker", opts: {} } } }, /opts/],
-    ["bad server id", { bindings: { "no spaces": { adapterId: "fixture-issue-tracker", options: { url: "http://127.0.0.1:1/mcp" } } } }, /bindings\.no spaces: /],
-    ["no bindings object", { tracker: { adapterId: "fixture-issue-tracker" } }, /: bindings: /],
-    ["both adapterId and source", { bindings: { tracker: { adapterId: "fixture-issue-tracker", source: { module: "/x.ts", export: "f" } } } }, /exactly one of adapterId/],
-    ["a source module that does not exist", { bindings: { tracker: { source: { module: "/nonexistent/adapter.ts", export: "f" } } } }, /bindings\.tracker: adapter\.load_failed/],
+    ["unknown key in a binding", { bindings: { tracker: { package: FIXTURE_PACKAGE, opts: {} } } }, /opts/],
+    ["bad server id", { bindings: { "no spaces": { package: FIXTURE_PACKAGE, options: { url: "http://127.0.0.1:1/mcp" } } } }, /bindings\.no spaces: /],
+    ["no bindings object", { tracker: { package: FIXTURE_PACKAGE } }, /: bindings: /],
+    ["the old field name source", { bindings: { tracker: { source: FIXTURE_PACKAGE } } }, /source/],
+    ["a package module that does not exist", { bindings: { tracker: { package: { module: "/nonexistent/adapter.ts", export: "f" } } } }, /bindings\.tracker: adapter\.package_not_found/],
   ])("%s → ConfigError naming the variable, one line", async (_name, content, detail) => {
     const path = file(content);
-    expect(await configError(() => loadBindings(path, host), BINDINGS_VAR)).toMatch(detail);
-    expect(await configError(() => resolveReconciliationSettings(configWith(path), host), BINDINGS_VAR)).toMatch(detail);
+    expect(await asyncConfigError(() => loadBindings(path, host), BINDINGS_VAR)).toMatch(detail);
+    expect(await asyncConfigError(() => resolveReconciliationSettings(configWith(path), host), BINDINGS_VAR)).toMatch(detail);
+  });
+
+  it("a package whose declaration is invalid → adapter.invalid_declaration, one line", async () => {
+    const mod = moduleFile(`export const factory = { declaration: { id: "Bad Id", version: "1", tools: [], retentionWindowMs: -1, keyFencing: { kind: "maybe" } }, create() { return {}; } };\n`);
+    const message = await asyncConfigError(() => loadBindings(file({ bindings: { tracker: { package: { module: mod, export: "factory" } } } }), host), BINDINGS_VAR);
+    expect(message).toMatch(/bindings\.tracker: adapter\.invalid_declaration: /);
+  });
+
+  it("a package module that throws while loading → adapter.package_not_found, one line", async () => {
+    const mod = moduleFile(`throw new Error("boom at import");\n`);
+    expect(await asyncConfigError(() => loadBindings(file({ bindings: { tracker: { package: { module: mod, export: "factory" } } } }), host), BINDINGS_VAR)).toMatch(/adapter\.package_not_found: .*boom at import/);
   });
 
   it("a missing file → ConfigError naming the variable, one line", async () => {
-    const message = await configError(() => loadBindings(join(dir, "absent.json"), host), BINDINGS_VAR);
+    const message = await asyncConfigError(() => loadBindings(join(dir, "absent.json"), host), BINDINGS_VAR);
     expect(message).toContain("absent.json");
   });
+});
+
+describe("the API process refuses a bad binding at startup with one config.invalid line (exit 2)", () => {
+  const API_DIR = fileURLToPath(new URL("..", import.meta.url));
+  let dir: string;
+  beforeEach(() => {
+    dir = mkdtempSync(join(tmpdir(), "mosoo-bindings-proc-"));
+  });
+  afterEach(() => rmSync(dir, { recursive: true, force: true }));
+
+  const start = (bindings: unknown) => {
+    const bindingsFile = join(dir, "bindings.json");
+    writeFileSync(bindingsFile, JSON.stringify({ bindings: { tracker: bindings } }));
+    return promisify(execFile)(process.execPath, ["--import", "tsx", "src/main.ts"], {
+      cwd: API_DIR,
+      env: { ...process.env, MOSOO_DB_FILE: join(dir, "api.db"), MOSOO_PORT: "0", MOSOO_EFFECT_RECONCILIATION: "on", [BINDINGS_VAR]: bindingsFile },
+      timeout: 30_000,
+    }).then(
+      () => ({ code: 0, stderr: "" }),
+      (e: { code: number; stderr: string }) => ({ code: e.code, stderr: e.stderr }),
+    );
+  };
+
+  it.each<[string, () => unknown, RegExp]>([
+    ["unknown package", () => ({ package: { module: "@acme/not-installed-adapter", export: "factory" } }), /adapter\.package_not_found/],
+    ["export missing", () => ({ package: { ...FIXTURE_PACKAGE, export: "noSuchFactory" }, options: { url: "http://127.0.0.1:1/mcp" } }), /adapter\.export_missing/],
+    ["declaration invalid", () => {
+      const mod = join(dir, "bad.mjs");
+      writeFileSync(mod, `export const factory = { declaration: { id: "x", version: "1.0.0", tools: ["a"], retentionWindowMs: 0, keyFencing: { kind: "lookup_fences_key" } }, create() { return {}; } };\n`);
+      return { package: { module: mod, export: "factory" } };
+    }, /adapter\.invalid_declaration/],
+    ["tool not declared", () => ({ package: FIXTURE_PACKAGE, options: { url: "http://127.0.0.1:1/mcp" }, tools: ["deleteIssue"] }), /binding\.tool_not_declared/],
+  ])("%s", async (_name, binding, code) => {
+    const { code: exit, stderr } = await start(binding());
+    expect(exit).toBe(2);
+    const lines = stderr.trim().split("\n");
+    expect(lines).toHaveLength(1);
+    expect(lines[0]).toMatch(new RegExp(`^config\\.invalid: ${BINDINGS_VAR}: bindings\\.tracker: `));
+    expect(lines[0]).toMatch(code);
+  }, 40_000);
 });

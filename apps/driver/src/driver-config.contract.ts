@@ -1,4 +1,4 @@
-import { DriverTokenSchema, ServerIdSchema, UlidSchema } from "@mosoo/contracts";
+import { DriverTokenSchema, KeyPlacementSchema, ServerIdSchema, UlidSchema } from "@mosoo/contracts";
 import { z } from "zod";
 
 /** An `http:` or `https:` URL. */
@@ -7,11 +7,15 @@ const HttpUrlSchema = z.url({ protocol: /^https?$/, error: "expected an http:// 
 /**
  * An MCP server reached over Streamable HTTP, e.g. `{"type": "http", "url": "http://127.0.0.1:3917/mcp"}`.
  * `headers` (optional) are sent with every request to the server (for example an `Authorization` header).
+ * `idempotencyKey` (optional, every server type): where the server wants the idempotency key, see
+ * `KeyPlacementSchema`: `{"in": "meta", "name": "io.mosoo/idempotency-key"}` (the default), another
+ * `_meta` name, or `{"in": "argument", "name": "idempotency_key"}`. The same key goes there on every attempt.
  */
 export const McpHttpServerConfigSchema = z.strictObject({
   type: z.literal("http"),
   url: HttpUrlSchema,
   headers: z.record(z.string().min(1), z.string()).optional(),
+  idempotencyKey: KeyPlacementSchema.optional(),
 });
 /** See {@link McpHttpServerConfigSchema}. */
 export type McpHttpServerConfig = z.infer<typeof McpHttpServerConfigSchema>;
@@ -27,6 +31,7 @@ export const McpStdioServerConfigSchema = z.strictObject({
   args: z.array(z.string()).default([]),
   env: z.record(z.string().min(1), z.string()).optional(),
   cwd: z.string().min(1).optional(),
+  idempotencyKey: KeyPlacementSchema.optional(),
 });
 /** See {@link McpStdioServerConfigSchema}. */
 export type McpStdioServerConfig = z.infer<typeof McpStdioServerConfigSchema>;

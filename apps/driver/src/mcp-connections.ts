@@ -3,6 +3,7 @@ import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js"
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import type { Transport } from "@modelcontextprotocol/sdk/shared/transport.js";
 import type { Logger } from "pino";
+import { DEFAULT_KEY_PLACEMENT, type KeyPlacement } from "@mosoo/contracts";
 import type { McpConfig, McpServerConfig } from "./driver-config.contract.js";
 
 /** The `tools/call` parameters the Driver sends: tool name, parsed arguments, and `_meta` (the idempotency key). */
@@ -34,6 +35,8 @@ export interface McpToolCaller {
    * Never retries. Throws when the call fails or times out: the caller must treat the write as unknown.
    */
   callTool(serverId: string, request: McpToolCallRequest, options: McpToolCallOptions): Promise<unknown>;
+  /** Where `serverId` wants the idempotency key (its config's `idempotencyKey`); absent means the default `_meta` name. */
+  keyPlacement?(serverId: string): KeyPlacement;
 }
 
 /**
@@ -108,6 +111,10 @@ export class McpConnections implements McpToolCaller {
     await this.client(serverId);
   }
 
+  keyPlacement(serverId: string): KeyPlacement {
+    return (this.hasServer(serverId) ? this.config.servers[serverId]?.idempotencyKey : undefined) ?? DEFAULT_KEY_PLACEMENT;
+  }
+
   async callTool(serverId: string, request: McpToolCallRequest, options: McpToolCallOptions): Promise<unknown> {
     const client = await this.client(serverId);
     return client.callTool(request, undefined, { timeout: options.timeoutMs, maxTotalTimeout: options.timeoutMs });
@@ -160,4 +167,16 @@ export class McpConnections implements McpToolCaller {
     this.options.logger?.info({ serverId, transport: config.type }, "mcp.connected");
     return client;
   }
+}
+
+/**
+ * The `tools/call` arguments and `_meta` carrying `idempotencyKey` where `placement` says (DESIGN.md
+ * §4; issue 15 item 5): in `_meta[placement.name]`, or as the argument `placement.name` added to a
+ * copy of the agent's `args` (overriding an agent value of that name). The request fingerprint is
+ * computed by the API over the agent's own arguments, never over these.
+ */
+export function placeIdempotencyKey(placement: KeyPlacement, args: Record<string, unknown>, idempotencyKey: string): Pick<McpToolCallRequest, "arguments" | "_meta"> {
+  return placement.in === "meta"
+    ? { arguments: args, _meta: { [placement.name]: idempotencyKey } }
+    : { arguments: { ...args, [placement.name]: idempotencyKey }, _meta: {} };
 }

@@ -1,8 +1,8 @@
 import {
   effectNotExecutedError,
   effectUnknownError,
+  DEFAULT_KEY_PLACEMENT,
   fingerprintArguments,
-  IDEMPOTENCY_KEY_META,
   McpToolResultSchema,
   sendDeadlinePassed,
   toMcpExecuteCommandResult,
@@ -16,7 +16,7 @@ import {
 } from "@mosoo/contracts";
 import type { Logger } from "pino";
 import { ApiRequestError, isConnectionLostError, isRetryableApiError, type DriverCommandApi } from "./api-client.js";
-import { McpServerUnavailableError, type McpToolCaller } from "./mcp-connections.js";
+import { McpServerUnavailableError, placeIdempotencyKey, type McpToolCaller } from "./mcp-connections.js";
 
 /** Largest `outputText` the contracts accept (1 MiB, in UTF-16 code units as zod counts them). */
 export const MAX_OUTPUT_TEXT_LENGTH = 1024 * 1024;
@@ -71,7 +71,8 @@ export function serverUnavailableError(serverId: string, reason: string, message
  *    `monotonicNowMs` from just before the claim request was sent) has passed, NO `tools/call`:
  *    `effectDeadlineMissed` (the API settles the effect `not_executed`) then `failed`
  *    `external_effect.not_executed` (DESIGN.md §3 rule 12). Otherwise one `tools/call` with
- *    `_meta[IDEMPOTENCY_KEY_META]`, then `effectComplete` and only after it `commandUpdate completed`;
+ *    the idempotency key where the server's config places it (default
+ *    `_meta["io.mosoo/idempotency-key"]`, see `placeIdempotencyKey`), then `effectComplete` and only after it `commandUpdate completed`;
  *    if the ledger refuses the result because the effect was fenced meanwhile, the result is
  *    reported as late evidence (`effectLateResult`, DESIGN.md §3 rule 13) and the command ends as
  *    the ledger then says. If the call throws, `effectMarkUnknown` then `failed`
@@ -154,7 +155,7 @@ export async function handleMcpExecuteCommand(envelope: DriverCommandEnvelope, d
   try {
     raw = await mcp.callTool(
       payload.serverId,
-      { name: payload.toolName, arguments: args, _meta: { [IDEMPOTENCY_KEY_META]: idempotencyKey } },
+      { name: payload.toolName, ...placeIdempotencyKey(mcp.keyPlacement?.(payload.serverId) ?? DEFAULT_KEY_PLACEMENT, args, idempotencyKey) },
       { timeoutMs: deps.toolTimeoutMs },
     );
   } catch (error) {

@@ -19,10 +19,18 @@ const SCENARIOS: Array<{ name: string; run: (o: ScenarioOptions) => Promise<Scen
  * one JSON line. Exits 0 only when every scenario's invariants held.
  */
 async function main(): Promise<void> {
+  // `npm run demo -- --only <scenario>` (repeatable) runs just those scenarios.
+  const only = process.argv.flatMap((a, i) => (process.argv[i - 1] === "--only" ? [a] : []));
+  const unknown = only.filter((name) => !SCENARIOS.some((s) => s.name === name));
+  if (unknown.length > 0) {
+    console.error(`demo: unknown scenario ${unknown.join(", ")} (known: ${SCENARIOS.map((s) => s.name).join(", ")})`);
+    process.exit(2);
+  }
+  const selected = only.length > 0 ? SCENARIOS.filter((s) => only.includes(s.name)) : SCENARIOS;
   const base = join(workspaceRoot(), "var", "demo");
   mkdirSync(base, { recursive: true });
   let failed = 0;
-  for (const scenario of SCENARIOS) {
+  for (const scenario of selected) {
     const workDir = join(base, scenario.name);
     rmSync(workDir, { recursive: true, force: true });
     mkdirSync(workDir, { recursive: true });
@@ -40,7 +48,7 @@ async function main(): Promise<void> {
       console.log(JSON.stringify({ scenario: scenario.name, error: err instanceof Error ? err.message.split("\n")[0] : String(err) }));
     }
   }
-  console.log(failed === 0 ? `\nall ${SCENARIOS.length} scenarios held their invariants` : `\n${failed} of ${SCENARIOS.length} scenarios failed`);
+  console.log(failed === 0 ? `\nall ${selected.length} scenarios held their invariants` : `\n${failed} of ${selected.length} scenarios failed`);
   console.log(`the stores are kept under ${base}; inspect one with, e.g.:\n  MOSOO_EFFECT_RECONCILIATION=on npm run effects -- --db var/demo/driver-crash-after-commit/api.db list`);
   process.exit(failed === 0 ? 0 : 1);
 }

@@ -25,7 +25,7 @@ export interface RunViewBody {
     attemptCount: number;
     providerReceipt: unknown;
     result: unknown;
-    reconciliations: Array<{ outcome: string; reasonCode: string | null; trigger: string }>;
+    reconciliations: Array<{ outcome: string; reasonCode: string | null; trigger: string; adapterId: string; adapterVersion: string; adapterPackage: string | null }>;
   }>;
   events: Array<{ seq: number; type: string; terminal: boolean; payload: Record<string, unknown> }>;
 }

@@ -1,4 +1,5 @@
 import { randomBytes } from "node:crypto";
+import type { KeyPlacement } from "@mosoo/contracts";
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { entryPoints } from "./workspace-paths.js";
@@ -6,6 +7,14 @@ import { ManagedProcess } from "./managed-process.js";
 
 /** Timeout (ms) for any child process to report that it is ready. */
 export const READY_TIMEOUT_MS = 30_000;
+
+/**
+ * The fixture adapter as a bindings file names it, by package (installed in the API's dependencies),
+ * as a user binds any adapter package: `{"package": FIXTURE_ADAPTER_PACKAGE, "options": {"url": ...}}`.
+ */
+export const FIXTURE_ADAPTER_PACKAGE = { module: "@mosoo/fixture-adapter", export: "fixtureIssueTrackerAdapterFactory" } as const;
+/** The same package's variant for the provider WITHOUT a fence (`max_in_flight` 2 s; the send-by deadline test). */
+export const FIXTURE_MAX_IN_FLIGHT_ADAPTER_PACKAGE = { module: "@mosoo/fixture-adapter", export: "fixtureIssueTrackerMaxInFlightAdapterFactory" } as const;
 
 /** A started fixture MCP provider: its MCP endpoint `url`, its `controlUrl`, and the process. */
 export interface ProviderProcess {
@@ -83,10 +92,15 @@ export interface DriverProcess {
   connectionId: string;
 }
 
-/** Writes the Driver's MCP config (`{servers: {<id>: {type: "http", url}}}`) into `dir` and returns its path. */
-export function writeMcpConfig(dir: string, servers: Record<string, string>): string {
+/**
+ * Writes the Driver's MCP config (`{servers: {<id>: {type: "http", url, idempotencyKey?}}}`) into
+ * `dir` and returns its path. `keyPlacement` (per server id) says where that server wants the key.
+ */
+export function writeMcpConfig(dir: string, servers: Record<string, string>, keyPlacement: Record<string, KeyPlacement> = {}): string {
   const file = join(dir, "mcp-servers.json");
-  const config = { servers: Object.fromEntries(Object.entries(servers).map(([id, url]) => [id, { type: "http", url }])) };
+  const config = {
+    servers: Object.fromEntries(Object.entries(servers).map(([id, url]) => [id, { type: "http", url, ...(keyPlacement[id] ? { idempotencyKey: keyPlacement[id] } : {}) }])),
+  };
   writeFileSync(file, JSON.stringify(config, null, 2));
   return file;
 }

@@ -33,3 +33,28 @@ describe("real processes: an operator resolves a fenced effect through the CLI",
     expect(steps.filter((s) => s.startsWith("$ npm run effects -- ")).map((s) => s.split(" ")[5])).toEqual(["list", "show", "resolve"]);
   }, 90_000);
 });
+
+describe("real processes: a provider that takes the idempotency key as a tool argument", () => {
+  it("the Driver sends the key in the argument its config names; after a crash the write is reconciled by that key (1 write, 1 lookup)", async () => {
+    const workDir = mkdtempSync(join(tmpdir(), "mosoo-e2e-key-argument-"));
+    dirs.push(workDir);
+    const expected = {
+      providerWrites: 1,
+      lookups: 1,
+      effectStatus: "succeeded",
+      resolution: "reconciled",
+      commandStatus: "completed",
+      commandError: null,
+      commandRetryable: null,
+      runStatus: "active",
+      runError: null,
+      runRetryable: null,
+    };
+    const result = await runCrashScenario(
+      { name: "key-in-argument", reconciliation: "on", crashPoint: "after_commit", recovery: "restart", adapter: "convention", keyArgument: "idempotency_key", expect: expected },
+      { workDir, timeline: () => undefined },
+    );
+    expect(result.failures).toEqual([]);
+    expect(result.line).toMatchObject({ ...expected, providerCalls: 1, adapter: "mcp-convention@1.0.0" });
+  }, 90_000);
+});

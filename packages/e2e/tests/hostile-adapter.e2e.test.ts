@@ -9,7 +9,7 @@ afterAll(() => dirs.forEach((d) => rmSync(d, { recursive: true, force: true })))
 
 /**
  * Issue 16 repros 1 and 2 on real processes (DESIGN.md §4 "Adapters are untrusted code"): a real API
- * whose bindings file binds a hostile adapter module by `source: {module, export}`.
+ * whose bindings file binds a hostile adapter module by `package: {module, export}`.
  */
 const SPECS: Array<[string, HostileAdapterSpec]> = [
   ["repro 1: an adapter that mutates its input and answers not_executed cannot settle a committed write", { exportName: "mutatesInputAdapterFactory", reasonCode: "in_flight_window", restartApi: false }],

@@ -6,7 +6,7 @@ import { afterAll, describe, expect, it } from "vitest";
 import { startDelayingProxy, type DelayingProxy } from "../src/delaying-proxy.js";
 import { pollUntil, ProviderControlClient, RunApiClient } from "../src/http-clients.js";
 import type { ManagedProcess } from "../src/managed-process.js";
-import { startApiProcess, startDriverProcess, startProviderProcess, writeMcpConfig } from "../src/stack.js";
+import { FIXTURE_MAX_IN_FLIGHT_ADAPTER_PACKAGE, startApiProcess, startDriverProcess, startProviderProcess, writeMcpConfig } from "../src/stack.js";
 
 // Issue 16 repro 3 on real processes (DESIGN.md §3 rule 12): a provider WITHOUT a fence, an adapter
 // declaring keyFencing {max_in_flight, 2000 ms}, MOSOO_HEARTBEAT_TTL_MS=3000, reconciliation on,
@@ -40,7 +40,7 @@ describe("real processes: issue 16 repro 3, a claim answer held past the send-by
     const provider = await startProviderProcess(join(workDir, "provider.db")); // no --fence-on-lookup-miss: no fence
     procs.push(provider.proc);
     const bindingsFile = join(workDir, "bindings.json");
-    writeFileSync(bindingsFile, JSON.stringify({ bindings: { tracker: { adapterId: "fixture-issue-tracker-max-in-flight", options: { url: provider.url } } } }));
+    writeFileSync(bindingsFile, JSON.stringify({ bindings: { tracker: { package: FIXTURE_MAX_IN_FLIGHT_ADAPTER_PACKAGE, options: { url: provider.url } } } }));
     const api = await startApiProcess(join(workDir, "api.db"), {
       MOSOO_EFFECT_RECONCILIATION: "on",
       MOSOO_RECONCILIATION_BINDINGS_FILE: bindingsFile,

@@ -1,17 +1,21 @@
+import { createHash } from "node:crypto";
+import canonicalize from "canonicalize";
 import { z } from "zod";
-import type { ReconciliationAdapter } from "./adapter.contract.js";
+import type { AdapterDeclaration } from "./adapter.contract.js";
+import type { InstantiatedBinding } from "./adapter-loader.js";
 
 /**
  * Where an adapter's code lives (DESIGN.md §4 "Adapters are installable", "Adapters are untrusted
  * code"): `module` is a module specifier (a package name such as `@acme/mosoo-adapter`, resolved
- * from the host) or an absolute file path / `file:` URL (`.ts` files load through tsx); `export` is
- * the name of the module's export that holds a `ReconciliationAdapterFactory`. The host never imports
- * it on its own main thread: an {@link AdapterHost} loads it where adapter code runs (a worker).
- * A strict object: unknown keys are refused.
+ * from the host's installed dependencies) or an absolute file path (`.ts` files load through tsx);
+ * `export` is the name of the module's export that holds a `ReconciliationAdapterFactory` (or a
+ * discovering factory). The same shape names a built-in (the host maps its id to one) and a
+ * `package` in a bindings file. The host never imports it on its own main thread: an
+ * {@link AdapterHost} loads it where adapter code runs (a worker). A strict object: unknown keys are refused.
  */
 export const AdapterSourceSchema = z.strictObject({
   module: z.string().min(1).max(4096),
-  export: z.string().regex(/^[A-Za-z_$][A-Za-z0-9_$]*$/, "export must be a JavaScript identifier (the factory's export name)"),
+  export: z.string().regex(/^[A-Za-z_$][A-Za-z0-9_$]{0,127}$/, "export must be a JavaScript identifier (the factory's export name)"),
 });
 /** See {@link AdapterSourceSchema}. */
 export type AdapterSource = z.infer<typeof AdapterSourceSchema>;
@@ -51,20 +55,53 @@ export class AdapterCrashedError extends Error {
   }
 }
 
+/** Options of {@link AdapterHost.bind}: `tools`, the binding's tool list; `discoveryTimeoutMs`, the bound (ms) of a discovering factory's discovery. */
+export interface AdapterBindOptions {
+  tools?: readonly string[];
+  discoveryTimeoutMs?: number;
+}
+
 /**
  * The port through which a host runs adapter code (DESIGN.md §4 "Adapters are untrusted code").
- * `bind(source, options)` loads the factory named by `source`, builds the adapter with `options`
- * (validated by the factory) and answers a handle: a {@link ReconciliationAdapter} whose validated,
- * frozen `declaration` lives on the host side and whose `lookup` / `planCompensation` run the
- * adapter where the host decides. The production host (the API's `createIsolatedAdapterHost`) runs
+ * `bind(source, options, {tools?, discoveryTimeoutMs?})` loads the factory named by `source` (package
+ * names resolve from the host's installed dependencies), builds the adapter with `options` (validated
+ * by the factory; a discovering factory discovers, bounded by `discoveryTimeoutMs` ms and the host's
+ * bind bound), narrows it to `tools` when given, and answers an {@link InstantiatedBinding}: `adapter`, a handle
+ * whose validated, frozen `declaration` lives on the host side and whose `lookup` / `planCompensation`
+ * run the adapter where the host decides; `coverage` (covered / not covered tools) and `provenance`
+ * (source, package name and version, declaration hash). The production host (the API's `createIsolatedAdapterHost`) runs
  * every call, instantiation included, in a worker thread with a heap limit and terminates it on
  * the call's signal; a handle's calls then reject with {@link AdapterCrashedError} when the worker
  * dies. An in-process host (`createInProcessAdapterHost` from `./testing`) is for tests only.
- * `bind` rejects with a `ReconciliationError` (`adapter.unknown_id` when the module or export cannot
- * be loaded, `adapter.invalid_options`, `adapter.invalid_declaration`, as `AdapterRegistry.instantiate`).
+ * `bind` rejects with a `ReconciliationError` (`adapter.package_not_found`, `adapter.export_missing`,
+ * `adapter.load_failed` (the building code crashed or timed out), `binding.tool_not_declared`, `adapter.invalid_options`, `adapter.invalid_declaration`, as `AdapterRegistry.instantiate`).
  * `close()` ends the host (idempotent); calls afterwards reject.
  */
 export interface AdapterHost {
-  bind(source: AdapterSource, options: unknown): Promise<ReconciliationAdapter>;
+  bind(source: AdapterSource, options: unknown, opts?: AdapterBindOptions): Promise<InstantiatedBinding>;
   close(): Promise<void>;
+}
+
+/**
+ * What is recorded with every lookup and outcome of a loaded adapter (DESIGN.md §4):
+ * - `source`: the {@link AdapterSource} it was loaded from;
+ * - `packageName`, `packageVersion`: from the nearest `package.json` of the resolved module
+ *   (`null` when there is none, e.g. a bare file);
+ * - `declarationHash`: {@link declarationHash} of the validated declaration.
+ */
+export interface AdapterProvenance {
+  source: AdapterSource;
+  packageName: string | null;
+  packageVersion: string | null;
+  declarationHash: string;
+}
+
+/**
+ * The hash recorded with every outcome: `sha256:` + lowercase hex sha-256 of the RFC 8785 canonical
+ * JSON of the declaration (key order does not matter). Two adapters with the same hash declare the same thing.
+ */
+export function declarationHash(declaration: AdapterDeclaration): string {
+  const canonical = canonicalize(declaration);
+  if (canonical === undefined) throw new TypeError("declaration cannot be canonicalized as JSON");
+  return `sha256:${createHash("sha256").update(canonical, "utf8").digest("hex")}`;
 }

@@ -178,3 +178,17 @@ export interface ReconciliationAdapterFactory {
   create(options: unknown): ReconciliationAdapter;
 }
 
+
+/**
+ * A factory whose declaration depends on what the provider advertises (the zero-code convention
+ * adapter, DESIGN.md §4): `discover(options, {signal})` reads the provider (e.g. `tools/list`) and
+ * returns a ready adapter; the host validates its declaration like any other and requires
+ * `declaration.id === id`. `kind` tells it apart from a {@link ReconciliationAdapterFactory}.
+ * `discover` rejects when the provider cannot be read or advertises nothing usable.
+ */
+export interface DiscoveringAdapterFactory {
+  readonly kind: "discovering";
+  readonly id: string;
+  readonly version: string;
+  discover(options: unknown, context: { signal: AbortSignal }): Promise<ReconciliationAdapter>;
+}

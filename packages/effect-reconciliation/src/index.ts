@@ -38,6 +38,7 @@ export type {
   ReconciliationAdapterFactory,
   CompensationPlanRequest,
   CompensationPlan,
+  DiscoveringAdapterFactory,
 } from "./adapter.contract.js";
 export { planCompensation, MAX_COMPENSATION_ARGUMENTS_BYTES } from "./compensation-planner.js";
 export type { CompensationPlanDecision, CompensationRefusalCode, PlanCompensationInput } from "./compensation-planner.js";
@@ -87,6 +88,20 @@ export { checkEligibility, isEligible } from "./reconcile-eligibility.js";
 export type { EligibilityVerdict } from "./reconcile-eligibility.js";
 export { reconcileEffect, askAdapter, judgeLookupAnswer, MAX_LOOKUP_TIMEOUT_MS } from "./reconcile.service.js";
 export type { ReconcileBinding, ReconcileEffectInput, LookupAnswer } from "./reconcile.service.js";
-export { AdapterSourceSchema, ADAPTER_TERMINATION_REASONS, AdapterCrashedError } from "./adapter-source.contract.js";
-export type { AdapterSource, AdapterTerminationReason, AdapterHost } from "./adapter-source.contract.js";
+export { ADAPTER_TERMINATION_REASONS, AdapterCrashedError } from "./adapter-source.contract.js";
+export type { AdapterTerminationReason, AdapterHost, AdapterBindOptions } from "./adapter-source.contract.js";
 export { NOOP_LOGGER } from "./adapter-logger.js";
+export { AdapterSourceSchema, declarationHash } from "./adapter-source.contract.js";
+export type { AdapterSource, AdapterProvenance } from "./adapter-source.contract.js";
+export { loadAdapterModule, instantiateBinding } from "./adapter-loader.js";
+export type { LoadedAdapterModule, InstantiatedBinding } from "./adapter-loader.js";
+export { narrowAdapter } from "./adapter-coverage.js";
+export type { ToolCoverage } from "./adapter-coverage.js";
+export { confirmedSucceeded, confirmedNotExecuted, stillUnknown } from "./lookup-outcome.builders.js";
+export type { ReceiptInput } from "./lookup-outcome.builders.js";
+export { IDEMPOTENCY_CONVENTION_META, IdempotencyConventionSchema, ConventionLookupAnswerSchema } from "./idempotency-convention.contract.js";
+export type { IdempotencyConvention, ConventionLookupAnswer } from "./idempotency-convention.contract.js";
+/** The request fingerprint the runtime compares against (README "Fingerprint format"); re-exported from `@mosoo/contracts`. */
+export { fingerprintArguments, REQUEST_FINGERPRINT_PATTERN, KeyPlacementSchema, DEFAULT_KEY_PLACEMENT } from "@mosoo/contracts";
+export type { KeyPlacement } from "@mosoo/contracts";
+export { equivalentToolResults } from "./tool-result-equivalence.js";

@@ -30,10 +30,16 @@ export const ConfirmedSucceededOutcomeSchema = z.strictObject({
 });
 
 /**
- * "The write for this key did not happen and can no longer happen" (DESIGN.md §4: a promise that
- * the key can no longer commit, not merely "not found yet"). Echoes `toolName` and
- * `idempotencyKey`; carries a `receipt`. The runtime still checks the retention window and, for
- * providers without a fence, the maximum in-flight time (§5).
+ * "The write for this key did not happen and can no longer happen" (DESIGN.md §4). Echoes
+ * `toolName` and `idempotencyKey`; carries a `receipt`. When to answer it (the plain-miss rule,
+ * README "The rule for a plain miss"):
+ * - the adapter declares `lookup_fences_key`: only when the provider says the key is now fenced
+ *   (tombstoned); on an unfenced "not found" answer `still_unknown`;
+ * - the adapter declares `max_in_flight`: on a plain "not found". The promise is the declaration's:
+ *   the runtime refuses it (`in_flight_window`) until `lastDispatchedAtMs + maxInFlightMs`;
+ * - never while the provider reports the key pending / in progress, nor after a lookup that failed
+ *   or was aborted (answer `still_unknown` or throw).
+ * The runtime still checks the retention window and the in-flight time (§5).
  */
 export const ConfirmedNotExecutedOutcomeSchema = z.strictObject({
   outcome: z.literal("confirmed_not_executed"),

@@ -19,6 +19,12 @@
  * - `adapter.load_failed`: an `AdapterHost` could not load an adapter source (module not found, no
  *   such export, the module threw while loading) or the code building it crashed, exited, ran out of
  *   memory or did not finish in time. `details.module`, `details.export`.
+ * - `adapter.package_not_found`: an adapter source's `module` cannot be resolved from the host's
+ *   installed dependencies (or fails to load). `details.module`.
+ * - `adapter.export_missing`: the module loaded but has no such export, or the export is not an
+ *   adapter factory (`{declaration, create}`). `details.module`, `details.export`.
+ * - `binding.tool_not_declared`: a binding's `tools` names a tool the adapter does not declare.
+ *   `details.adapterId`, `details.toolName`.
  */
 export const RECONCILIATION_ERROR_CODES = [
   "adapter.invalid_declaration",
@@ -27,6 +33,9 @@ export const RECONCILIATION_ERROR_CODES = [
   "adapter.invalid_options",
   "registry.closed",
   "adapter.load_failed",
+  "adapter.package_not_found",
+  "adapter.export_missing",
+  "binding.tool_not_declared",
 ] as const;
 
 /** One of {@link RECONCILIATION_ERROR_CODES}. */

@@ -4,6 +4,7 @@ import { fileURLToPath } from "node:url";
 import { describe, expect, it } from "vitest";
 import * as root from "../src/index.ts";
 import * as testing from "../src/testing/index.ts";
+import * as mcp from "../src/mcp/index.ts";
 
 const SRC = fileURLToPath(new URL("../src", import.meta.url));
 
@@ -19,10 +20,13 @@ describe("public surface", () => {
     expect(offenders).toEqual([]);
   });
 
-  it("the package imports no app, database or HTTP library (DESIGN §2)", () => {
-    const imports = sourceFiles(SRC).flatMap((file) => [...readFileSync(file, "utf8").matchAll(/from\s+"([^"]+)"/g)].map((m) => m[1] ?? ""));
-    const external = [...new Set(imports.filter((specifier) => !specifier.startsWith(".")))].sort();
-    expect(external).toEqual(["@mosoo/contracts", "node:assert/strict", "node:buffer", "vitest", "zod"]);
+  it("the package imports no app, database or HTTP library (DESIGN §2); only the ./mcp subpath uses the MCP SDK client", () => {
+    const importsOf = (files: string[]) => files.flatMap((file) => [...readFileSync(file, "utf8").matchAll(/from\s+"([^"]+)"/g)].map((m) => m[1] ?? ""));
+    const external = (files: string[]) => [...new Set(importsOf(files).filter((specifier) => !specifier.startsWith(".")))].sort();
+    const mcpDir = join(SRC, "mcp");
+    const core = sourceFiles(SRC).filter((file) => !file.startsWith(mcpDir));
+    expect(external(core)).toEqual(["@mosoo/contracts", "canonicalize", "node:buffer", "node:crypto", "node:fs", "node:module", "node:path", "node:url", "node:util", "vitest", "zod"]);
+    expect(external(sourceFiles(mcpDir))).toEqual(["@modelcontextprotocol/sdk/client/index.js", "@modelcontextprotocol/sdk/client/streamableHttp.js", "@modelcontextprotocol/sdk/types.js", "zod"]);
   });
 
   it("the root entry exports exactly the documented runtime values", () => {
@@ -32,17 +36,22 @@ describe("public surface", () => {
         "AdapterCrashedError",
         "AdapterDeclarationSchema",
         "AdapterIdSchema",
-        "AdapterSourceSchema",
         "AdapterReasonCodeSchema",
+        "AdapterSourceSchema",
         "AdapterVersionSchema",
         "BoundedMcpToolResultSchema",
         "CompensationDeclarationSchema",
         "CompensationPlanSchema",
         "ConfirmedNotExecutedOutcomeSchema",
         "ConfirmedSucceededOutcomeSchema",
+        "ConventionLookupAnswerSchema",
+        "DEFAULT_KEY_PLACEMENT",
+        "IDEMPOTENCY_CONVENTION_META",
         "INELIGIBLE_REASON_CODES",
+        "IdempotencyConventionSchema",
         "IneligibleReasonCodeSchema",
         "KeyFencingSchema",
+        "KeyPlacementSchema",
         "LookupOutcomeSchema",
         "LookupRequestSchema",
         "MAX_COMPENSATION_ARGUMENTS_BYTES",
@@ -53,6 +62,7 @@ describe("public surface", () => {
         "NOOP_LOGGER",
         "REASON_CODE_PATTERN",
         "RECONCILIATION_ERROR_CODES",
+        "REQUEST_FINGERPRINT_PATTERN",
         "RUNTIME_REASON_CODES",
         "ReceiptSchema",
         "ReconcilableEffectSchema",
@@ -63,10 +73,19 @@ describe("public surface", () => {
         "askAdapter",
         "judgeLookupAnswer",
         "checkEligibility",
+        "confirmedNotExecuted",
+        "confirmedSucceeded",
         "createAdapterRegistry",
+        "declarationHash",
+        "equivalentToolResults",
+        "fingerprintArguments",
+        "instantiateBinding",
         "isEligible",
+        "loadAdapterModule",
+        "narrowAdapter",
         "planCompensation",
         "reconcileEffect",
+        "stillUnknown",
       ].sort(),
     );
   });
@@ -74,15 +93,41 @@ describe("public surface", () => {
   it("the ./testing entry exports exactly the kit", () => {
     expect(Object.keys(testing).sort()).toEqual(
       [
-        "CONFORMANCE_CASES",
+        "KIT_CASES",
+        "PLANTED_BUGS",
+        "PROBE_MODES",
+        "PROBE_MODE_SETTINGS",
+        "PROBE_TOOLS",
         "PROVIDER_DOUBLE_ADAPTER_ID",
         "ProviderResponseLostError",
-        "createConformanceCases",
+        "createInProcessAdapterHost",
         "createManualClock",
+        "createPlantedBugAdapter",
+        "createProbeAdapter",
+        "createProbeProvider",
         "createProviderDouble",
         "createProviderDoubleAdapter",
+        "judgeAdapter",
+        "mapProbeAnswer",
+        "measureProvider",
+        "probeDeclaration",
         "runAdapterConformance",
         "systemClock",
+      ].sort(),
+    );
+  });
+
+  it("the ./mcp entry exports the MCP lookup helper and the convention adapter", () => {
+    expect(Object.keys(mcp).sort()).toEqual(
+      [
+        "CONVENTION_ADAPTER_ID",
+        "ConventionAdapterOptionsSchema",
+        "callLookupTool",
+        "conventionAdapterFactory",
+        "conventionDeclaration",
+        "discoverConvention",
+        "listMcpTools",
+        "withMcpClient",
       ].sort(),
     );
   });

@@ -8,6 +8,9 @@ export interface FixtureCliOptions {
   db: string;
   stdio: boolean;
   fenceOnLookupMiss: boolean;
+  advertiseIdempotency: boolean;
+  keyArgument?: string;
+  keyMeta?: string;
   delayBeforeCommitMs: number;
   holdBeforeCommit: boolean;
   holdResponseAfterCommit: boolean;
@@ -44,6 +47,9 @@ export function buildFixtureCli(): Command {
     .addOption(new Option("--host <host>", "interface to listen on").choices(["127.0.0.1"]).default("127.0.0.1"))
     .option("--stdio", "serve MCP over stdin/stdout instead of HTTP (no control API)", false)
     .option("--fence-on-lookup-miss", "a getOperation miss fences the key forever (a tombstone)", false)
+    .option("--advertise-idempotency", 'advertise the zero-code convention in tools/list (_meta["io.mosoo/idempotency"]: lookup tool, retention, fencing, key placement)', false)
+    .addOption(new Option("--key-argument <name>", "read the idempotency key from this tool argument instead of _meta").conflicts("keyMeta"))
+    .addOption(new Option("--key-meta <name>", 'read the idempotency key from this _meta name (default "io.mosoo/idempotency-key")'))
     .addOption(
       new Option("--delay-before-commit-ms <n>", "wait this many ms between receiving createIssue and its commit (a late commit)")
         .argParser(integerIn(0, MAX_DELAY_BEFORE_COMMIT_MS))

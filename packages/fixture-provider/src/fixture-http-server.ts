@@ -1,3 +1,4 @@
+import type { KeyPlacement } from "@mosoo/contracts";
 import type { Server } from "node:http";
 import { createAdaptorServer } from "@hono/node-server";
 import { WebStandardStreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js";
@@ -19,6 +20,10 @@ export interface StartFixtureProviderOptions {
   host?: "127.0.0.1";
   /** When true, a `getOperation` miss durably fences the key (default false). */
   fenceOnLookupMiss?: boolean;
+  /** Where the write tools read the idempotency key (default `_meta["io.mosoo/idempotency-key"]`). */
+  keyPlacement?: KeyPlacement;
+  /** Advertise the zero-code idempotency convention in `tools/list` (default false). */
+  advertiseIdempotency?: boolean;
   /** Initial fault switches; the others stay off. */
   faults?: Partial<FixtureFaults>;
   /** What `exitAfterCommit` does; default `"drop-response"` (never answer). `main.ts` uses `"kill-process"`. */
@@ -61,6 +66,8 @@ export async function startFixtureProvider(options: StartFixtureProviderOptions)
   const logger = options.logger ?? pino({ level: "silent" });
   const provider = openFixtureProviderService(options.dbFile, {
     fenceOnLookupMiss: options.fenceOnLookupMiss ?? false,
+    ...(options.keyPlacement ? { keyPlacement: options.keyPlacement } : {}),
+    advertiseIdempotency: options.advertiseIdempotency ?? false,
     faults: options.faults ?? {},
     exitAfterCommitMode: options.exitAfterCommitMode ?? "drop-response",
     logger,

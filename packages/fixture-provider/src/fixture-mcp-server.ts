@@ -1,7 +1,8 @@
 import { McpServer } from "@modelcontextprotocol/sdk/server/mcp.js";
-import { IDEMPOTENCY_KEY_META } from "@mosoo/contracts";
+import { z } from "zod";
+import { MAX_DELAY_BEFORE_COMMIT_MS } from "./fixture-faults.contract.js";
 import { CLOSE_ISSUE_TOOL, CloseIssueArgsSchema, ClosedIssueSchema } from "./close-issue.contract.js";
-import { CREATE_ISSUE_TOOL, CreateIssueArgsSchema, CreatedIssueSchema, GET_OPERATION_TOOL } from "./create-issue.contract.js";
+import { CREATE_ISSUE_TOOL, CreateIssueArgsSchema, CreatedIssueSchema, GET_OPERATION_TOOL, MAX_IDEMPOTENCY_KEY_LENGTH } from "./create-issue.contract.js";
 import type { FixtureProviderService } from "./fixture-provider.service.js";
 import { GetOperationArgsSchema } from "./get-operation.contract.js";
 
@@ -16,16 +17,24 @@ export const FIXTURE_SERVER_INFO = { name: "mosoo-fixture-provider", version: "0
  */
 export function createFixtureMcpServer(provider: FixtureProviderService): McpServer {
   const server = new McpServer(FIXTURE_SERVER_INFO);
+  const placement = provider.keyPlacement;
+  const keyWhere = placement.in === "meta" ? `_meta["${placement.name}"]` : `the argument "${placement.name}"`;
+  // With the key as an argument, the tools accept it next to their own arguments.
+  // (Typed as the tool's own schema: the service strips the key argument before it reads the rest.)
+  const withKey = <T extends z.ZodObject>(schema: T): T =>
+    placement.in === "argument" ? (schema.extend({ [placement.name]: z.string().min(1).max(MAX_IDEMPOTENCY_KEY_LENGTH).optional() }) as unknown as T) : schema;
+  const advertised = provider.advertiseIdempotency ? { _meta: { [IDEMPOTENCY_CONVENTION_META]: fixtureIdempotencyAdvertisement(provider) } } : {};
   server.registerTool(
     CREATE_ISSUE_TOOL,
     {
       title: "Create an issue",
       description:
-        `Creates an issue. Requires an idempotency key in _meta["${IDEMPOTENCY_KEY_META}"]: the same key with the same ` +
+        `Creates an issue. Requires an idempotency key in ${keyWhere}: the same key with the same ` +
         "arguments returns the recorded issue without a second write; with other arguments it is refused (idempotency_conflict).",
-      inputSchema: CreateIssueArgsSchema,
+      inputSchema: withKey(CreateIssueArgsSchema),
       outputSchema: CreatedIssueSchema,
       annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: true, openWorldHint: false },
+      ...advertised,
     },
     (args, extra) => provider.createIssue(args, extra._meta),
   );
@@ -34,11 +43,12 @@ export function createFixtureMcpServer(provider: FixtureProviderService): McpSer
     {
       title: "Close an issue",
       description:
-        `Closes an issue (the compensating action of createIssue). Requires its own idempotency key in _meta["${IDEMPOTENCY_KEY_META}"], ` +
+        `Closes an issue (the compensating action of createIssue). Requires its own idempotency key in ${keyWhere}, ` +
         "with the same replay, conflict and fence rules as createIssue; getOperation reports it under that key.",
-      inputSchema: CloseIssueArgsSchema,
+      inputSchema: withKey(CloseIssueArgsSchema),
       outputSchema: ClosedIssueSchema,
       annotations: { readOnlyHint: false, destructiveHint: true, idempotentHint: true, openWorldHint: false },
+      ...advertised,
     },
     (args, extra) => provider.closeIssue(args, extra._meta),
   );
@@ -55,4 +65,25 @@ export function createFixtureMcpServer(provider: FixtureProviderService): McpSer
     (args) => provider.getOperation(args.idempotencyKey),
   );
   return server;
+}
+
+/** The `_meta` name of the zero-code idempotency convention (`@mosoo/effect-reconciliation`, `IDEMPOTENCY_CONVENTION_META`). */
+export const IDEMPOTENCY_CONVENTION_META = "io.mosoo/idempotency";
+
+/**
+ * What the fixture provider advertises under `_meta["io.mosoo/idempotency"]` of its write tools
+ * when `advertiseIdempotency` is on (the convention, README of `@mosoo/effect-reconciliation`):
+ * lookup tool `getOperation` (argument `idempotencyKey`), retention 30 days (it keeps every key as
+ * long as its file lives), `lookup_fences_key` when started with `--fence-on-lookup-miss`, else
+ * `max_in_flight` covering its longest commit delay (`MAX_DELAY_BEFORE_COMMIT_MS` + 5 s), and its key placement.
+ */
+export function fixtureIdempotencyAdvertisement(provider: Pick<FixtureProviderService, "fenceOnLookupMiss" | "keyPlacement">) {
+  return {
+    version: 1,
+    lookupTool: GET_OPERATION_TOOL,
+    lookupKeyArgument: "idempotencyKey",
+    retentionMs: 30 * 24 * 60 * 60 * 1000,
+    fencing: provider.fenceOnLookupMiss ? { kind: "lookup_fences_key" } : { kind: "max_in_flight", maxInFlightMs: MAX_DELAY_BEFORE_COMMIT_MS + 5_000 },
+    keyPlacement: provider.keyPlacement,
+  };
 }

@@ -1,5 +1,5 @@
 import { setTimeout as sleep } from "node:timers/promises";
-import { fingerprintArguments, IDEMPOTENCY_KEY_META } from "@mosoo/contracts";
+import { DEFAULT_KEY_PLACEMENT, fingerprintArguments, type KeyPlacement } from "@mosoo/contracts";
 import type { CallToolResult } from "@modelcontextprotocol/sdk/types.js";
 import { pino, type Logger } from "pino";
 import { CLOSE_ISSUE_TOOL, type CloseIssueArgs } from "./close-issue.contract.js";
@@ -30,6 +30,14 @@ export interface FixtureProviderServiceOptions {
   exitAfterCommitMode?: ExitAfterCommitMode;
   /** pino logger; default: silent. */
   logger?: Logger;
+  /**
+   * Where the write tools read the idempotency key (default `_meta["io.mosoo/idempotency-key"]`).
+   * With `{in: "argument", name}` the key is a tool argument; it is removed before the request
+   * fingerprint is computed, so the fingerprint covers the caller's own arguments only.
+   */
+  keyPlacement?: KeyPlacement;
+  /** When true, the write tools advertise the zero-code convention in `tools/list` (`_meta["io.mosoo/idempotency"]`). */
+  advertiseIdempotency?: boolean;
 }
 
 /**
@@ -38,6 +46,8 @@ export interface FixtureProviderServiceOptions {
  */
 export class FixtureProviderService {
   readonly fenceOnLookupMiss: boolean;
+  readonly keyPlacement: KeyPlacement;
+  readonly advertiseIdempotency: boolean;
   private readonly store: IssueStore;
   private readonly exitMode: ExitAfterCommitMode;
   private readonly logger: Logger;
@@ -49,20 +59,23 @@ export class FixtureProviderService {
   constructor(options: FixtureProviderServiceOptions) {
     this.store = options.store;
     this.fenceOnLookupMiss = options.fenceOnLookupMiss ?? false;
+    this.keyPlacement = options.keyPlacement ?? DEFAULT_KEY_PLACEMENT;
+    this.advertiseIdempotency = options.advertiseIdempotency ?? false;
     this.exitMode = options.exitAfterCommitMode ?? "drop-response";
     this.logger = options.logger ?? pino({ level: "silent" });
     this.currentFaults = { ...DEFAULT_FIXTURE_FAULTS, ...FixtureFaultsPatchSchema.parse(options.faults ?? {}) };
   }
 
   /**
-   * The `createIssue` tool. Reads the key from `meta["io.mosoo/idempotency-key"]`, counts the call,
+   * The `createIssue` tool. Reads the key where `keyPlacement` says (default `meta["io.mosoo/idempotency-key"]`), counts the call,
    * applies the faults (read once, on arrival), runs the commit transaction and answers the created
    * (or replayed) issue, or a tool error (`FIXTURE_TOOL_ERROR_CODES`). Never throws for a business refusal.
    * @param args validated arguments.
    * @param meta the request's `_meta` (MCP `extra._meta`).
    */
-  async createIssue(args: CreateIssueArgs, meta: Record<string, unknown> | undefined): Promise<CallToolResult> {
-    return this.runWrite(CREATE_ISSUE_TOOL, meta, (key) => this.store.commitCreateIssue({ idempotencyKey: key, args, requestFingerprint: fingerprintArguments(args) }));
+  async createIssue(input: CreateIssueArgs, meta: Record<string, unknown> | undefined): Promise<CallToolResult> {
+    const [args, key] = this.splitKey(input, meta);
+    return this.runWrite(CREATE_ISSUE_TOOL, key, (key) => this.store.commitCreateIssue({ idempotencyKey: key, args, requestFingerprint: fingerprintArguments(args) }));
   }
 
   /**
@@ -71,19 +84,23 @@ export class FixtureProviderService {
    * answers the closure, or a tool error (`issue_not_found`, `issue_already_closed`, …). Never throws
    * for a business refusal.
    */
-  async closeIssue(args: CloseIssueArgs, meta: Record<string, unknown> | undefined): Promise<CallToolResult> {
-    return this.runWrite(CLOSE_ISSUE_TOOL, meta, (key) => this.store.commitCloseIssue({ idempotencyKey: key, args, requestFingerprint: fingerprintArguments(args) }));
+  async closeIssue(input: CloseIssueArgs, meta: Record<string, unknown> | undefined): Promise<CallToolResult> {
+    const [args, key] = this.splitKey(input, meta);
+    return this.runWrite(CLOSE_ISSUE_TOOL, key, (key) => this.store.commitCloseIssue({ idempotencyKey: key, args, requestFingerprint: fingerprintArguments(args) }));
+  }
+
+  /** Reads the key where {@link keyPlacement} says and returns the arguments without it (the fingerprinted ones). */
+  private splitKey<A extends Record<string, unknown>>(input: A, meta: Record<string, unknown> | undefined): [A, unknown] {
+    if (this.keyPlacement.in === "meta") return [input, meta?.[this.keyPlacement.name]];
+    const { [this.keyPlacement.name]: key, ...rest } = input;
+    return [rest as A, key];
   }
 
   /** The write path shared by both write tools: key checks, call count, faults, commit, after-commit faults. */
-  private async runWrite(
-    tool: string,
-    meta: Record<string, unknown> | undefined,
-    commit: (key: string) => CommitOutcome<CallToolResult>,
-  ): Promise<CallToolResult> {
-    const key = meta?.[IDEMPOTENCY_KEY_META];
+  private async runWrite(tool: string, key: unknown, commit: (key: string) => CommitOutcome<CallToolResult>): Promise<CallToolResult> {
     if (key === undefined || key === "") {
-      return toolError("idempotency_key_required", `send the idempotency key in _meta["${IDEMPOTENCY_KEY_META}"]`);
+      const where = this.keyPlacement.in === "meta" ? `_meta["${this.keyPlacement.name}"]` : `the argument "${this.keyPlacement.name}"`;
+      return toolError("idempotency_key_required", `send the idempotency key in ${where}`);
     }
     if (typeof key !== "string" || key.length > MAX_IDEMPOTENCY_KEY_LENGTH) {
       return toolError("idempotency_key_invalid", `the idempotency key must be a string of 1-${MAX_IDEMPOTENCY_KEY_LENGTH} characters`);
@@ -142,6 +159,11 @@ export class FixtureProviderService {
     const answer: GetOperationAnswer = this.store.lookupOperation(idempotencyKey, { fenceOnMiss: this.fenceOnLookupMiss });
     this.logger.info({ idempotencyKey, found: answer.found }, "getOperation");
     return { content: [{ type: "text", text: JSON.stringify(answer) }], structuredContent: answer };
+  }
+
+  /** What the store really holds for the key, without side effects (see `IssueStore.peek`): ground truth for a conformance kit. */
+  peek(idempotencyKey: string): ReturnType<IssueStore["peek"]> {
+    return this.store.peek(idempotencyKey);
   }
 
   /** The current fault switches (a copy). */

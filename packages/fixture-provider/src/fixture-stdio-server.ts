@@ -1,3 +1,4 @@
+import type { KeyPlacement } from "@mosoo/contracts";
 import { StdioServerTransport } from "@modelcontextprotocol/sdk/server/stdio.js";
 import { pino, type Logger } from "pino";
 import type { FixtureFaults } from "./fixture-faults.contract.js";
@@ -10,6 +11,10 @@ export interface StartFixtureProviderStdioOptions {
   dbFile: string;
   /** When true, a `getOperation` miss durably fences the key (default false). */
   fenceOnLookupMiss?: boolean;
+  /** Where the write tools read the idempotency key (default `_meta["io.mosoo/idempotency-key"]`). */
+  keyPlacement?: KeyPlacement;
+  /** Advertise the zero-code idempotency convention in `tools/list` (default false). */
+  advertiseIdempotency?: boolean;
   /** Fault switches (fixed for the life of the process: stdio mode has no control API). */
   faults?: Partial<FixtureFaults>;
   /** What `exitAfterCommit` does; default `"kill-process"` (stdio mode is process mode). */
@@ -33,6 +38,8 @@ export interface FixtureProviderStdioHandle {
 export async function startFixtureProviderStdio(options: StartFixtureProviderStdioOptions): Promise<FixtureProviderStdioHandle> {
   const provider = openFixtureProviderService(options.dbFile, {
     fenceOnLookupMiss: options.fenceOnLookupMiss ?? false,
+    ...(options.keyPlacement ? { keyPlacement: options.keyPlacement } : {}),
+    advertiseIdempotency: options.advertiseIdempotency ?? false,
     faults: options.faults ?? {},
     exitAfterCommitMode: options.exitAfterCommitMode ?? "kill-process",
     logger: options.logger ?? pino({ level: "silent" }),

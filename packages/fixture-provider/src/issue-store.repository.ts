@@ -172,6 +172,16 @@ export class IssueStore {
     }).immediate();
   }
 
+  /**
+   * What the provider really holds for `idempotencyKey`, read without side effects (no lookup counted,
+   * no fence written): the ground truth a conformance kit judges adapter answers against.
+   */
+  peek(idempotencyKey: string): { state: "committed"; toolName: string; requestFingerprint: string; result: unknown } | { state: "absent"; fenced: boolean } {
+    const recorded = this.findOperation(idempotencyKey);
+    if (recorded) return { state: "committed", toolName: recorded.tool_name, requestFingerprint: recorded.request_fingerprint, result: JSON.parse(recorded.result_json) };
+    return { state: "absent", fenced: this.findFence(idempotencyKey) !== undefined };
+  }
+
   /** Per-key counters, all read from the database (see `FixtureStatsSchema`). */
   stats(): FixtureStats {
     const counts = (sql: string): Record<string, number> =>

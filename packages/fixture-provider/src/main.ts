@@ -17,6 +17,9 @@ async function main(): Promise<void> {
   const common = {
     dbFile: options.db,
     fenceOnLookupMiss: options.fenceOnLookupMiss,
+    advertiseIdempotency: options.advertiseIdempotency,
+    ...(options.keyArgument ? { keyPlacement: { in: "argument" as const, name: options.keyArgument } } : {}),
+    ...(options.keyMeta ? { keyPlacement: { in: "meta" as const, name: options.keyMeta } } : {}),
     faults: {
       delayBeforeCommitMs: options.delayBeforeCommitMs,
       holdBeforeCommit: options.holdBeforeCommit,

@@ -1,46 +1,91 @@
 import { dirname, resolve } from "node:path";
 import { z } from "zod";
-import { ServerIdSchema } from "@mosoo/contracts";
-import { AdapterSourceSchema, ReconciliationError, type AdapterHost, type AdapterSource, type ReconciliationAdapter } from "@mosoo/effect-reconciliation";
+import { ServerIdSchema, ToolNameSchema } from "@mosoo/contracts";
+import { AdapterSourceSchema, ReconciliationError, type AdapterHost, type AdapterSource, type InstantiatedBinding, type ReconciliationAdapter } from "@mosoo/effect-reconciliation";
+import { BUILT_IN_ADAPTER_SOURCES } from "../adapters/reconciliation/builtin-adapters.js";
 import { ConfigError, type ApiConfig } from "./api-config.js";
 import { readBindingsFileText } from "./startup-checks.js";
-import type { ReconciliationSettings } from "../modules/reconciliation/application/reconciliation-settings.js";
-import { BUILT_IN_ADAPTER_SOURCES } from "../adapters/reconciliation/builtin-adapters.js";
+import type { BoundAdapterInfo, ReconciliationSettings } from "../modules/reconciliation/application/reconciliation-settings.js";
 
 /**
- * One binding: the adapter that reconciles an MCP server's effects, named EITHER by `adapterId`
- * (a built-in adapter, see `BUILT_IN_ADAPTER_SOURCES`) OR by `source` (an adapter source
- * `{module, export}`, DESIGN.md §4 "Adapters are installable": a package name, an absolute path, or a
- * path starting with `./` / `../` relative to the bindings file), plus the adapter's `options`.
+ * One server's binding (DESIGN.md §4 "Adapters are installable"): exactly one of
+ * - `adapterId`: a built-in adapter (`mcp-convention`, see `BUILT_IN_ADAPTER_SOURCES`), or
+ * - `package`: an adapter source `{module, export}` ({@link AdapterSourceSchema}): an installed
+ *   package resolved from the API's own dependencies (`pnpm --filter @mosoo/api add <package>`), an
+ *   absolute path, or a path starting with `./` / `../` relative to the bindings file;
+ * plus its `options` (validated by the adapter) and optionally `tools`, the tools it covers
+ * (each must be declared by the adapter; default: every declared tool).
  */
 export const BindingSchema = z
-  .strictObject({ adapterId: z.string().min(1).optional(), source: AdapterSourceSchema.optional(), options: z.unknown().optional() })
-  .refine((b) => (b.adapterId === undefined) !== (b.source === undefined), "a binding names exactly one of adapterId (built-in) or source ({module, export})");
+  .strictObject({
+    adapterId: z.string().min(1).optional(),
+    package: AdapterSourceSchema.optional(),
+    options: z.unknown().optional(),
+    tools: z.array(ToolNameSchema).min(1).optional(),
+  })
+  .refine((b) => (b.adapterId === undefined) !== (b.package === undefined), "name exactly one of adapterId (a built-in) or package ({module, export})");
+/** See {@link BindingSchema}. */
+export type Binding = z.infer<typeof BindingSchema>;
 
 /**
- * The bindings file named by `MOSOO_RECONCILIATION_BINDINGS_FILE`: which MCP server's effects are
- * reconciled by which adapter, with that adapter's options. Example:
- * `{"bindings": {"tracker": {"adapterId": "fixture-issue-tracker", "options": {"url": "http://127.0.0.1:4000/mcp"}}}}`
- * or, for an adapter module of one's own,
- * `{"bindings": {"pay": {"source": {"module": "./adapters/pay.adapter.ts", "export": "payAdapterFactory"}, "options": {...}}}}`.
+ * The bindings file named by `MOSOO_RECONCILIATION_BINDINGS_FILE`. Example:
+ * `{"bindings": {"tracker": {"package": {"module": "@mosoo/fixture-adapter", "export": "fixtureIssueTrackerAdapterFactory"}, "options": {"url": "http://127.0.0.1:4000/mcp"}}}}`.
  * A server without a binding keeps the baseline fence.
  */
 export const BindingsFileSchema = z.strictObject({ bindings: z.record(ServerIdSchema, BindingSchema) });
 /** See {@link BindingsFileSchema}. */
 export type BindingsFile = z.infer<typeof BindingsFileSchema>;
 
+/** What to bind on one server: the adapter's source, its options and the optional tool list. */
+export interface BindingSpec {
+  serverId: string;
+  source: AdapterSource;
+  options: unknown;
+  tools: string[] | undefined;
+}
+
+/**
+ * THE ISOLATION SWAP POINT (DESIGN.md §4 "Adapters are untrusted code"): builds one bound adapter
+ * from its source. In production (`startApi`, the operator CLI's `--db` client) it is always
+ * {@link hostInstantiator} over the isolated adapter host (`createIsolatedAdapterHost`): the worker
+ * loads `spec.source` (package names resolved from the API's dependencies), instantiates it with
+ * `spec.options`, narrows it to `spec.tools`, computes coverage and provenance and returns them;
+ * the adapter's `lookup`/`planCompensation` then run in that worker. Only tests use an in-process
+ * host (`createInProcessAdapterHost` from `@mosoo/effect-reconciliation/testing`).
+ * `discoveryTimeoutMs` bounds discovery (ms; the convention adapter's `tools/list`).
+ * @throws ReconciliationError (`adapter.package_not_found`, `adapter.export_missing`, `adapter.load_failed`,
+ *   `adapter.invalid_declaration`, `adapter.invalid_options`, `binding.tool_not_declared`).
+ */
+export type BindingInstantiator = (spec: BindingSpec, discoveryTimeoutMs: number) => Promise<InstantiatedBinding>;
+
+/** The {@link BindingInstantiator} of an {@link AdapterHost}: `host.bind(source, options, {tools, discoveryTimeoutMs})`. */
+export function hostInstantiator(host: AdapterHost): BindingInstantiator {
+  return (spec, discoveryTimeoutMs) => host.bind(spec.source, spec.options, { ...(spec.tools ? { tools: spec.tools } : {}), discoveryTimeoutMs });
+}
+
 const VAR = "MOSOO_RECONCILIATION_BINDINGS_FILE";
 
 /**
- * Reads and validates the bindings file and binds each adapter through `host` (in production the
- * isolated worker host: the adapter is built in a worker, never on the caller's thread).
- * `builtIns` maps adapter ids to their sources (default {@link BUILT_IN_ADAPTER_SOURCES}).
- * @throws ConfigError (one line naming the variable) when the file is unreadable, not a regular file,
- *   larger than 1 MiB (`readBindingsFileText`), not JSON, fails
- *   {@link BindingsFileSchema}, names an unknown adapter id, an adapter that cannot be loaded
- *   (`adapter.load_failed`), or gives it invalid options (`adapter.invalid_options`).
+ * How bindings are resolved: `builtIns` maps adapter ids to sources (default
+ * {@link BUILT_IN_ADAPTER_SOURCES}); `discoveryTimeoutMs` bounds each adapter's discovery (ms, default 5000).
  */
-export async function loadBindings(file: string, host: AdapterHost, builtIns: Readonly<Record<string, AdapterSource>> = BUILT_IN_ADAPTER_SOURCES): Promise<Map<string, ReconciliationAdapter>> {
+export interface BindingsLoadOptions {
+  builtIns?: Readonly<Record<string, AdapterSource>>;
+  discoveryTimeoutMs?: number;
+}
+
+/**
+ * Reads and validates the bindings file and binds each adapter through `host` (in production the
+ * isolated worker host: the adapter is loaded and built in a worker, never on the caller's thread).
+ * @throws ConfigError (one line `config.invalid: MOSOO_RECONCILIATION_BINDINGS_FILE: ...` naming the
+ *   server and the code) when the file is unreadable, not a regular file, larger than 1 MiB
+ *   (`readBindingsFileText`), not JSON, fails {@link BindingsFileSchema}, names an unknown built-in
+ *   (`adapter.unknown_id`), a package that is not installed or fails to load
+ *   (`adapter.package_not_found`), an export that is not a factory (`adapter.export_missing`), code
+ *   that crashed or hung while building (`adapter.load_failed`), an invalid declaration, invalid
+ *   options, or a tool the adapter does not declare (`binding.tool_not_declared`).
+ */
+export async function loadBindings(file: string, host: AdapterHost, opts: BindingsLoadOptions = {}): Promise<Map<string, BoundAdapterInfo>> {
   const text = readBindingsFileText(file);
   let raw: unknown;
   try {
@@ -54,41 +99,52 @@ export async function loadBindings(file: string, host: AdapterHost, builtIns: Re
     const where = issue && issue.path.length > 0 ? `${issue.path.join(".")}: ` : "";
     throw new ConfigError(`config.invalid: ${VAR}: ${where}${issue?.message ?? "invalid"}`);
   }
-  const bindings = new Map<string, ReconciliationAdapter>();
+  const instantiate = hostInstantiator(host);
+  const builtIns = opts.builtIns ?? BUILT_IN_ADAPTER_SOURCES;
+  const bindings = new Map<string, BoundAdapterInfo>();
   for (const [serverId, binding] of Object.entries(parsed.data.bindings)) {
     try {
-      bindings.set(serverId, await host.bind(sourceOf(binding, file, builtIns), binding.options));
+      const spec: BindingSpec = { serverId, source: sourceOf(binding, file, builtIns), options: binding.options, tools: binding.tools };
+      bindings.set(serverId, { serverId, ...(await instantiate(spec, opts.discoveryTimeoutMs ?? 5_000)) });
     } catch (err) {
-      const detail = err instanceof ReconciliationError ? `${err.code}: ${err.message}` : String(err);
+      const detail = ReconciliationError.is(err) ? `${err.code}: ${err.message}` : String(err);
       throw new ConfigError(`config.invalid: ${VAR}: bindings.${serverId}: ${detail.split("\n")[0]}`);
     }
   }
   return bindings;
 }
 
-function sourceOf(binding: z.infer<typeof BindingSchema>, file: string, builtIns: Readonly<Record<string, AdapterSource>>): AdapterSource {
-  if (binding.source) {
-    const m = binding.source.module;
-    return m.startsWith("./") || m.startsWith("../") ? { module: resolve(dirname(file), m), export: binding.source.export } : binding.source;
+function sourceOf(binding: Binding, file: string, builtIns: Readonly<Record<string, AdapterSource>>): AdapterSource {
+  if (binding.package) {
+    const m = binding.package.module;
+    return m.startsWith("./") || m.startsWith("../") ? { module: resolve(dirname(file), m), export: binding.package.export } : binding.package;
   }
   const id = binding.adapterId!;
   const source = Object.hasOwn(builtIns, id) ? builtIns[id] : undefined;
-  if (!source) throw new ReconciliationError("adapter.unknown_id", `no built-in reconciliation adapter has id "${id}"`, { details: { adapterId: id } });
+  if (!source) {
+    throw new ReconciliationError(
+      "adapter.unknown_id",
+      `no built-in reconciliation adapter "${id}" (built-ins: ${Object.keys(builtIns).join(", ")}); name an installed package with "package": {"module", "export"}`,
+      { details: { adapterId: id } },
+    );
+  }
   return source;
 }
 
 /**
  * Builds the runtime's reconciliation settings from the config: binds the adapters of the bindings
  * file through `host` (when a file is named; validated even with the flag off, so a typo never
- * waits until the flag is turned on).
+ * waits until the flag is turned on). Discovery is bounded by the lookup timeout.
  * @throws ConfigError as {@link loadBindings}.
  */
-export async function resolveReconciliationSettings(config: ApiConfig, host: AdapterHost, builtIns?: Readonly<Record<string, AdapterSource>>): Promise<ReconciliationSettings> {
+export async function resolveReconciliationSettings(config: ApiConfig, host: AdapterHost, opts: BindingsLoadOptions = {}): Promise<ReconciliationSettings> {
   const r = config.reconciliation;
-  const bindings = r.bindingsFile ? await loadBindings(r.bindingsFile, host, builtIns) : new Map<string, ReconciliationAdapter>();
+  const infos = r.bindingsFile ? await loadBindings(r.bindingsFile, host, { discoveryTimeoutMs: r.lookupTimeoutMs, ...opts }) : new Map<string, BoundAdapterInfo>();
+  const bindings = new Map<string, ReconciliationAdapter>([...infos].map(([serverId, info]) => [serverId, info.adapter]));
   return {
     enabled: r.enabled,
     bindings,
+    boundAdapters: infos,
     lookupTimeoutMs: r.lookupTimeoutMs,
     leaseMs: r.lookupTimeoutMs + 10_000,
     concurrency: r.concurrency,

@@ -10,7 +10,7 @@ import { startFixtureProvider, type FixtureProviderHandle } from "@mosoo/fixture
 import { openStore } from "../../src/platform/db/database.js";
 import { createRuntime } from "../../src/modules/runtime/application/runtime.js";
 import { RECONCILIATION_OFF, type ReconciliationSettings } from "../../src/modules/reconciliation/application/reconciliation-settings.js";
-import { fixtureIssueTrackerAdapterFactory } from "../../src/adapters/reconciliation/fixture-issue-tracker.adapter.js";
+import { fixtureIssueTrackerAdapterFactory } from "@mosoo/fixture-adapter";
 import { ManualClock, type RuntimeFixture } from "./runtime-fixture.js";
 
 /** A runtime bound (or not) to a real in-process fixture provider, plus an MCP client acting as the Driver's tool caller. */

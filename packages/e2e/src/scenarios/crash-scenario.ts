@@ -1,7 +1,7 @@
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { pollUntil, ProviderControlClient, RunApiClient, type RunViewBody } from "../http-clients.js";
-import { startApiProcess, startDriverProcess, startProviderProcess, writeMcpConfig } from "../stack.js";
+import { FIXTURE_ADAPTER_PACKAGE, startApiProcess, startDriverProcess, startProviderProcess, writeMcpConfig } from "../stack.js";
 import type { ManagedProcess } from "../managed-process.js";
 import { expectInvariant, type ScenarioOptions, type ScenarioResult } from "./scenario.types.js";
 
@@ -25,6 +25,11 @@ const STEP_TIMEOUT_MS = 30_000;
  * - `expect`: the invariants the JSON line must show. Every scenario also checks DESIGN.md §3 rule
  *   14: a command or run that ended while the effect is `unknown` says `external_effect.unknown`,
  *   `retryable: false`, naming the effect in `details.effectIds`.
+ * - `adapter?`: how `tracker` is bound when reconciliation is on: `package` (default; the fixture
+ *   adapter by package, `@mosoo/fixture-adapter`) or `convention` (the built-in `mcp-convention`
+ *   adapter, the provider started with `--advertise-idempotency`: no provider-specific code);
+ * - `keyArgument?`: the provider reads the idempotency key from this tool argument
+ *   (`--key-argument`) and the Driver's MCP config says so (`idempotencyKey: {in: "argument", name}`);
  */
 export interface CrashScenarioSpec {
   name: string;
@@ -32,6 +37,9 @@ export interface CrashScenarioSpec {
   crashPoint: "after_commit" | "before_commit";
   recovery: "restart" | "finalization";
   endRunAfterRestart?: boolean;
+  adapter?: "package" | "convention";
+  /** When set, the provider reads the key from this tool argument and the Driver's config places it there. */
+  keyArgument?: string;
   expect: {
     providerWrites: number;
     lookups: number;
@@ -62,16 +70,17 @@ function namesEffect(error: ErrorBody, effectId: string): boolean {
   const ids = error?.details?.["effectIds"];
   return Array.isArray(ids) && ids.includes(effectId);
 }
-/** How long (ms) the provider delays its commit in a `before_commit` scenario. */
-const LATE_COMMIT_DELAY_MS = 2500;
 
 /** Runs one {@link CrashScenarioSpec} and checks its invariants; every process is stopped at the end. */
 export async function runCrashScenario(spec: CrashScenarioSpec, opts: ScenarioOptions): Promise<ScenarioResult> {
   const { workDir, timeline } = opts;
   const procs: ManagedProcess[] = [];
   try {
+    const convention = spec.adapter === "convention";
     const providerFlags = [
       "--fence-on-lookup-miss",
+      ...(convention ? ["--advertise-idempotency"] : []),
+      ...(spec.keyArgument ? ["--key-argument", spec.keyArgument] : []),
       ...(spec.crashPoint === "after_commit" ? ["--hold-response-after-commit"] : ["--hold-before-commit"]),
     ];
     const provider = await startProviderProcess(join(workDir, "provider.db"), providerFlags);
@@ -79,7 +88,8 @@ export async function runCrashScenario(spec: CrashScenarioSpec, opts: ScenarioOp
     timeline(`provider up at ${provider.url} (${providerFlags.join(" ")})`);
 
     const bindingsFile = join(workDir, "bindings.json");
-    writeFileSync(bindingsFile, JSON.stringify({ bindings: { tracker: { adapterId: "fixture-issue-tracker", options: { url: provider.url } } } }, null, 2));
+    const binding = convention ? { adapterId: "mcp-convention", options: { url: provider.url } } : { package: FIXTURE_ADAPTER_PACKAGE, options: { url: provider.url } };
+    writeFileSync(bindingsFile, JSON.stringify({ bindings: { tracker: binding } }, null, 2));
     const api = await startApiProcess(join(workDir, "api.db"), {
       MOSOO_EFFECT_RECONCILIATION: spec.reconciliation,
       MOSOO_RECONCILIATION_BINDINGS_FILE: bindingsFile,
@@ -87,9 +97,11 @@ export async function runCrashScenario(spec: CrashScenarioSpec, opts: ScenarioOp
       MOSOO_SWEEP_INTERVAL_MS: "250",
     });
     procs.push(api.proc);
-    timeline(`API up at ${api.url}, MOSOO_EFFECT_RECONCILIATION=${spec.reconciliation}, tracker bound to fixture-issue-tracker`);
+    timeline(
+      `API up at ${api.url}, MOSOO_EFFECT_RECONCILIATION=${spec.reconciliation}, tracker bound to ${convention ? "the built-in mcp-convention adapter (read from the provider's tools/list)" : `the package ${FIXTURE_ADAPTER_PACKAGE.module}`}`,
+    );
 
-    const mcpConfigFile = writeMcpConfig(workDir, { tracker: provider.url });
+    const mcpConfigFile = writeMcpConfig(workDir, { tracker: provider.url }, spec.keyArgument ? { tracker: { in: "argument", name: spec.keyArgument } } : {});
     const stateFile = join(workDir, "driver-state.json");
     const driverA = await startDriverProcess({ apiUrl: api.url, stateFile, mcpConfigFile, name: "driver-a", enrollmentToken: api.credentials.enrollmentToken });
     procs.push(driverA.proc);
@@ -172,6 +184,7 @@ export async function runCrashScenario(spec: CrashScenarioSpec, opts: ScenarioOp
       runError: view.run.error?.code ?? null,
       runRetryable: view.run.error?.retryable ?? null,
       ...(lateWrite ? { lateWrite } : {}),
+      ...(effect?.reconciliations[0] ? { adapter: `${effect.reconciliations[0].adapterId}@${effect.reconciliations[0].adapterVersion}`, adapterPackage: effect.reconciliations[0].adapterPackage } : {}),
     };
     const failures: string[] = [];
     for (const [key, want] of Object.entries(spec.expect)) {

@@ -13,7 +13,7 @@ const HEALTH_PERIOD_MS = 100;
 
 /**
  * The hostile adapter modules of the API's tests (`apps/api/tests/fixtures/adapters/misbehaving.adapter.ts`),
- * bound by a bindings file's `source: {module, export}` as any installable adapter would be.
+ * bound by a bindings file's `package: {module, export}` as any installable adapter would be.
  */
 export function misbehavingAdapterModule(): string {
   return join(workspaceRoot(), "apps", "api", "tests", "fixtures", "adapters", "misbehaving.adapter.ts");
@@ -90,7 +90,7 @@ export async function runHostileAdapterScenario(spec: HostileAdapterSpec, opts: 
     const provider = await startProviderProcess(join(workDir, "provider.db"), ["--fence-on-lookup-miss", "--hold-response-after-commit"]);
     procs.push(provider.proc);
     const bindingsFile = join(workDir, "bindings.json");
-    writeFileSync(bindingsFile, JSON.stringify({ bindings: { tracker: { source: { module: misbehavingAdapterModule(), export: spec.exportName } } } }, null, 2));
+    writeFileSync(bindingsFile, JSON.stringify({ bindings: { tracker: { package: { module: misbehavingAdapterModule(), export: spec.exportName } } } }, null, 2));
     const apiEnv = {
       MOSOO_EFFECT_RECONCILIATION: "on",
       MOSOO_RECONCILIATION_BINDINGS_FILE: bindingsFile,

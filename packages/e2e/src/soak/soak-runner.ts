@@ -14,7 +14,7 @@ import getPort from "get-port";
 import { ProviderControlClient, RunApiClient } from "../http-clients.js";
 import { ManagedProcess } from "../managed-process.js";
 import { entryPoints } from "../workspace-paths.js";
-import { credentialsEnv, newStackCredentials, READY_TIMEOUT_MS, startDriverProcess, startProviderProcess, writeMcpConfig, type DriverProcess, type ProviderProcess } from "../stack.js";
+import { credentialsEnv, FIXTURE_ADAPTER_PACKAGE, newStackCredentials, READY_TIMEOUT_MS, startDriverProcess, startProviderProcess, writeMcpConfig, type DriverProcess, type ProviderProcess } from "../stack.js";
 import { countSoak, type LedgerEffect, type ProviderTruth, type SoakCounts } from "./soak-counts.js";
 
 /** Options of {@link runSoak}: `kills` (Driver SIGKILLs), `seed`, `drivers` (processes), `apiKillRatio` (0–1: rounds that also kill the API), `workDir`. */
@@ -75,7 +75,7 @@ export async function runSoak(opts: SoakOptions): Promise<SoakReport> {
   const provider: ProviderProcess = await startProviderProcess(providerDb, ["--fence-on-lookup-miss", "--log-level", "warn"]);
   const control = new ProviderControlClient(provider.controlUrl);
   const bindingsFile = join(opts.workDir, "bindings.json");
-  writeFileSync(bindingsFile, JSON.stringify({ bindings: { tracker: { adapterId: "fixture-issue-tracker", options: { url: provider.url } } } }));
+  writeFileSync(bindingsFile, JSON.stringify({ bindings: { tracker: { package: FIXTURE_ADAPTER_PACKAGE, options: { url: provider.url } } } }));
   const port = await getPort({ host: "127.0.0.1" });
   const apiUrl = `http://127.0.0.1:${port}`;
   // one set of fresh secrets for the whole soak: the API restarts with the same ones

@@ -1,33 +1,29 @@
-import { describe, it } from "vitest";
-import { createConformanceCases, type AdapterConformanceOptions } from "./conformance-cases.js";
+import { beforeAll, describe, expect, it } from "vitest";
+import { judgeAdapter, KIT_CASES, type KitOptions, type KitReport } from "./kit/kit-runner.js";
 
 /**
- * Registers the adapter conformance suite with vitest: one `describe("adapter conformance: <name>")`
- * with one `it` per case of `CONFORMANCE_CASES` (DESIGN.md §4–§5; the shared-suite pattern of
- * hono's `runTest` and drizzle's `tests()`, research/style-anchors.md). Call it at the top level
- * of a test file. A skipped case is registered with `it.skip` and its reason in the test name; a
- * case that does not apply to the declaration (the fence case for `max_in_flight`) is skipped at
- * run time with its reason.
+ * Registers the adapter conformance kit with vitest (DESIGN.md §4–§5): one
+ * `describe("adapter conformance: <name> on <provider>")` that runs {@link judgeAdapter} once
+ * (`beforeAll`, budget `budgetMs`, default 120 s) and one `it` per case of `KIT_CASES`, failing
+ * with every wrong answer the case saw. A case that does not apply to the provider (no delayed
+ * writes, no pending state) is skipped with its reason. Call it at the top level of a test file.
  *
- * Imports `vitest` (a peer of the test run): import `@mosoo/effect-reconciliation/testing` only
- * from test files.
- * @throws Error synchronously when a skip has no non-empty reason, names an unknown case, or the
- *   options are malformed (see `createConformanceCases`).
+ * Imports `vitest`: import `@mosoo/effect-reconciliation/testing` only from test files (or use
+ * `judgeAdapter`, which does not need vitest, from a script).
  */
-export function runAdapterConformance(options: AdapterConformanceOptions): void {
-  const cases = createConformanceCases(options);
-  describe(`adapter conformance: ${options.name}`, () => {
-    for (const conformanceCase of cases) {
-      const skipReason = conformanceCase.skipReason;
-      if (skipReason !== undefined) {
-        // The author's written reason is the skip's note in vitest's report (never a silent skip).
-        it(`${conformanceCase.name} [skipped: ${skipReason}]`, (context) => context.skip(skipReason));
-        continue;
-      }
-      it(conformanceCase.name, async (context) => {
-        const result = await conformanceCase.run();
-        if (result.status === "not_applicable") context.skip(result.reason);
-      }, conformanceCase.budgetMs);
+export function runAdapterConformance(options: KitOptions & { budgetMs?: number }): void {
+  describe(`adapter conformance: ${options.name} on ${options.provider.name}`, () => {
+    let report: KitReport | undefined;
+    beforeAll(async () => {
+      report = await judgeAdapter(options);
+    }, options.budgetMs ?? 120_000);
+    for (const name of KIT_CASES) {
+      it(name, (context) => {
+        const result = report?.cases.find((c) => c.case === name);
+        if (!result) throw new Error("the kit did not run");
+        if (result.status === "not_applicable") context.skip(result.note ?? "not applicable");
+        expect(result.failures).toEqual([]);
+      });
     }
   });
 }

@@ -49,6 +49,7 @@ export function renderShow(e: Row): string {
     ["compensates", e["compensatesEffectId"]],
     ["operator attention", e["operatorAttention"]],
     ["lookups / next lookup", `${str(e["lookupCount"])} / ${when(e["nextLookupAtMs"])}`],
+    ["lookup", e["noLookupReason"] ?? "covered by its server's adapter"],
     ["command", command ? `${str(command["id"])} ${str(command["status"])}${command["error"] ? ` ${str((command["error"] as Row)["code"])}` : ""}` : "-"],
     ["result", e["result"] ? str((e["result"] as Row)["outputText"]) : "-"],
     ["reconciliation receipt", e["reconciliationReceipt"]],
@@ -65,7 +66,7 @@ export function renderShow(e: Row): string {
       ? "  none"
       : table(
           ["at", "trigger", "adapter", "outcome", "reason", "provider operation"],
-          list("reconciliations").map((r) => [when(r["startedAtMs"]), r["trigger"], `${str(r["adapterId"])}@${str(r["adapterVersion"])}`, r["outcome"], r["reasonCode"], (r["receipt"] as Row | null)?.["providerOperationId"]]),
+          list("reconciliations").map((r) => [when(r["startedAtMs"]), r["trigger"], `${str(r["adapterId"])}@${str(r["adapterVersion"])}${r["adapterPackage"] ? ` (${str(r["adapterPackage"])}@${str(r["adapterPackageVersion"])})` : ""}`, r["outcome"], r["reasonCode"], (r["receipt"] as Row | null)?.["providerOperationId"]]),
         ),
     "operator actions:",
     list("operatorActions").length === 0

@@ -1,18 +1,12 @@
-import { fileURLToPath } from "node:url";
 import type { AdapterSource } from "@mosoo/effect-reconciliation";
 
 /**
- * The adapters this API ships, by adapter id, as adapter sources (DESIGN.md §4): the module file
- * and the export holding the factory. A bindings file names them by `adapterId`; the
- * isolated adapter host loads them in its workers, never on the API's main thread.
+ * The adapters this API ships, by built-in id → {@link AdapterSource} (DESIGN.md §4: built-ins are
+ * registered in code). A bindings file names one with `"adapterId"`; it is loaded from its source
+ * exactly like a package, in the isolated adapter host's workers, never on the API's main thread:
+ * - `mcp-convention`: the zero-code convention adapter (`@mosoo/effect-reconciliation/mcp`).
+ * Provider-specific adapters are installed as packages (e.g. `@mosoo/fixture-adapter`) and bound by `"package"`.
  */
 export const BUILT_IN_ADAPTER_SOURCES: Readonly<Record<string, AdapterSource>> = Object.freeze({
-  "fixture-issue-tracker": Object.freeze({
-    module: fileURLToPath(new URL("./fixture-issue-tracker.adapter.ts", import.meta.url)),
-    export: "fixtureIssueTrackerAdapterFactory",
-  }),
-  "fixture-issue-tracker-max-in-flight": Object.freeze({
-    module: fileURLToPath(new URL("./fixture-issue-tracker.adapter.ts", import.meta.url)),
-    export: "fixtureIssueTrackerMaxInFlightAdapterFactory",
-  }),
+  "mcp-convention": Object.freeze({ module: "@mosoo/effect-reconciliation/mcp", export: "conventionAdapterFactory" }),
 });

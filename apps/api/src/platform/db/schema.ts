@@ -250,7 +250,8 @@ export const runEvents = sqliteTable(
 );
 
 /**
- * One reconciliation lookup of an effect (DESIGN.md §4–§6): which adapter (id, version) answered,
+ * One reconciliation lookup of an effect (DESIGN.md §4–§6): which adapter (id, version, package,
+ * package version, declaration hash) answered,
  * what triggered it, the outcome and reason code, the receipt and result it brought, and when the
  * next lookup is due. `superseded` records a reconciler that lost the compare-and-set and changed
  * nothing. At most one confirmed outcome per effect (partial unique index).
@@ -262,6 +263,12 @@ export const effectReconciliations = sqliteTable(
     effectId: text("effect_id").notNull().references(() => externalToolEffects.id, { onDelete: "cascade" }),
     adapterId: text("adapter_id").notNull(),
     adapterVersion: text("adapter_version").notNull(),
+    /** The adapter's package name (from its package.json), when it was loaded from a package (DESIGN.md §4). */
+    adapterPackage: text("adapter_package"),
+    /** The adapter package's version, when known. */
+    adapterPackageVersion: text("adapter_package_version"),
+    /** `sha256:<hex>` of the RFC 8785 JSON of the declaration in force (null for adapters bound in code by tests). */
+    adapterDeclarationHash: text("adapter_declaration_hash"),
     trigger: text("trigger", { enum: RECONCILIATION_TRIGGERS }).notNull(),
     outcome: text("outcome", { enum: RECONCILIATION_OUTCOMES }).notNull(),
     reasonCode: text("reason_code"),

@@ -13,6 +13,7 @@ import { reconciliationRepository } from "../infrastructure/reconciliation.repos
 import type { ReconciliationMetrics } from "../infrastructure/reconciliation-metrics.js";
 import type { ReconciliationSettings } from "./reconciliation-settings.js";
 import { recordInterruptedLookups } from "./interrupted-lookups.js";
+import { noLookupReason } from "./binding-report.js";
 
 /**
  * What one call of {@link EffectReconciler.reconcile} did:
@@ -85,6 +86,14 @@ export class EffectReconciler {
     const adapter = this.settings.bindings.get(effect.serverId);
     if (!adapter || !adapter.declaration.tools.includes(effect.toolName)) return null;
     return adapter;
+  }
+
+  /**
+   * Why effects of this server and tool get no lookup ("flag off", "no binding for server S",
+   * "no lookup: tool X not declared by adapter Y"), or null when its adapter covers it (see `noLookupReason`).
+   */
+  noLookupReason(effect: Pick<EffectRow, "serverId" | "toolName">): string | null {
+    return noLookupReason(this.settings, effect.serverId, effect.toolName);
   }
 
   /** True when an automatic lookup may run now: `unknown`, bound, and not held back by {@link scheduleBlocker}. */
@@ -333,6 +342,7 @@ export class EffectReconciler {
         effectId: effect.id,
         adapterId: adapterRef.id,
         adapterVersion: adapterRef.version,
+        ...this.provenanceColumns(effect.serverId),
         trigger,
         outcome,
         reasonCode,
@@ -368,6 +378,7 @@ export class EffectReconciler {
       driverInstanceId: effect.driverInstanceId,
       adapterId: adapterRef.id,
       adapterVersion: adapterRef.version,
+      ...this.provenanceColumns(effect.serverId),
       trigger,
       outcome,
       reasonCode,
@@ -379,6 +390,12 @@ export class EffectReconciler {
     if (outcome === "still_unknown") this.ctx.logger.warn(fields, "reconciliation.decision");
     else this.ctx.logger.info(fields, "reconciliation.decision");
     return { kind: outcome, reasonCode, effect: committed };
+  }
+
+  /** The bound adapter's package, package version and declaration hash (DESIGN.md §4), recorded with every lookup. */
+  private provenanceColumns(serverId: string) {
+    const p = this.settings.boundAdapters?.get(serverId)?.provenance;
+    return { adapterPackage: p?.packageName ?? null, adapterPackageVersion: p?.packageVersion ?? null, adapterDeclarationHash: p?.declarationHash ?? null };
   }
 
   private outcomeColumns(effect: EffectRow, decision: Exclude<ReconcileDecision, { decision: "ineligible" }>, now: number) {
@@ -452,6 +469,7 @@ export class EffectReconciler {
         effectId: effect.id,
         adapterId: adapterRef.id,
         adapterVersion: adapterRef.version,
+        ...this.provenanceColumns(effect.serverId),
         trigger,
         outcome: "superseded",
         reasonCode,

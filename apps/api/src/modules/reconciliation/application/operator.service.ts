@@ -126,9 +126,10 @@ export class OperatorService {
 
   /**
    * One effect with its whole history: its arguments, command and run (status, error, last change),
-   * attempts, every lookup (outcome, reason code, receipt), operator actions (with any receipt an
-   * operator supplied), refused operator actions (`refusedActions`: actor, action, refusal code as
-   * `outcome`, reason, time) and compensations.
+   * attempts, every lookup (outcome, reason code, receipt, adapter package, package version and
+   * declaration hash), why it gets no lookup (`noLookupReason`, null when its server's adapter
+   * covers its tool), operator actions (with any receipt an operator supplied), refused operator
+   * actions (`refusedActions`: actor, action, refusal code as `outcome`, reason, time) and compensations.
    * @throws RuntimeError `feature.disabled`, `effect.not_found`.
    */
   show(effectId: string) {
@@ -143,6 +144,7 @@ export class OperatorService {
       requestFingerprint: e.requestFingerprint,
       version: e.version,
       arguments: parse(e.argumentsJson),
+      noLookupReason: this.reconciler.noLookupReason(e),
       result: parse(e.resultJson),
       providerReceipt: parse(e.providerReceiptJson),
       reconciliationReceipt: parse(e.reconciliationReceiptJson),

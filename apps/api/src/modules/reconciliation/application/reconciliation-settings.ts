@@ -1,4 +1,4 @@
-import type { ReconciliationAdapter } from "@mosoo/effect-reconciliation";
+import type { AdapterProvenance, ReconciliationAdapter, ToolCoverage } from "@mosoo/effect-reconciliation";
 import type { LookupBackoff } from "../domain/lookup-schedule.js";
 
 /**
@@ -7,6 +7,9 @@ import type { LookupBackoff } from "../domain/lookup-schedule.js";
  * - `bindings`: MCP server id → its adapter handle (servers without one keep the fence). In the API
  *   (`startApi`) and the operator CLI every handle comes from the isolated adapter host (worker
  *   threads, DESIGN.md §4); an in-process adapter object here is for tests only;
+ * - `boundAdapters?`: per bound server, where its adapter came from (recorded with every lookup and
+ *   outcome, DESIGN.md §4) and which tools it covers (startup report, `show`); absent for adapters
+ *   a test binds directly;
  * - `lookupTimeoutMs`: bound of one lookup (ms); `leaseMs`: how long a reconciler holds an effect (ms, > lookup timeout);
  * - `concurrency`: lookups at once during finalization repair and the sweep;
  * - `backoff` and `maxLookups`: the schedule of further lookups, then an operator must act.
@@ -14,6 +17,7 @@ import type { LookupBackoff } from "../domain/lookup-schedule.js";
 export interface ReconciliationSettings {
   enabled: boolean;
   bindings: ReadonlyMap<string, ReconciliationAdapter>;
+  boundAdapters?: ReadonlyMap<string, BoundAdapterInfo>;
   lookupTimeoutMs: number;
   leaseMs: number;
   concurrency: number;
@@ -31,3 +35,11 @@ export const RECONCILIATION_OFF: ReconciliationSettings = {
   backoff: { initialMs: 1_000, maxMs: 60_000, factor: 2 },
   maxLookups: 8,
 };
+
+/** One bound server: its (narrowed) adapter, the tools it covers, and its provenance. */
+export interface BoundAdapterInfo {
+  serverId: string;
+  adapter: ReconciliationAdapter;
+  coverage: ToolCoverage;
+  provenance: AdapterProvenance;
+}

@@ -1,26 +1,34 @@
-import { isAbsolute } from "node:path";
-import { pathToFileURL } from "node:url";
+import { fileURLToPath } from "node:url";
 import {
-  createAdapterRegistry,
+  instantiateBinding,
+  loadAdapterModule,
   ReconciliationError,
   type AdapterLogger,
   type AdapterSource,
+  type InstantiatedBinding,
   type ReconciliationAdapter,
   type ReconciliationErrorCode,
 } from "@mosoo/effect-reconciliation";
 
+/** The API's own `package.json`: adapter packages resolve from its dependencies (DESIGN.md §4 "Adapters are installable"). */
+const API_PACKAGE_JSON = fileURLToPath(new URL("../../../../package.json", import.meta.url));
+
+/** Bound (ms) of a discovery that a `lookup` task's fresh worker has to redo (the call's own bound terminates it earlier). */
+const REBUILD_DISCOVERY_MS = 30_000;
+
 /**
  * One task of the adapter worker (the piscina worker entry below; DESIGN.md §4 "Adapters are
- * untrusted code"). Every task names its adapter by `source` + `options`, so any worker of the pool
- * (a fresh one after a crash included) can build it:
- * - `bind`: build the adapter (`create(options)`, validated as `AdapterRegistry.instantiate`) and
- *   answer its declaration;
+ * untrusted code"). Every task names its adapter by `source` + `options` + `tools`, so any worker of
+ * the pool (a fresh one after a crash included) can build it:
+ * - `bind`: load the module (`loadAdapterModule`: package names resolve from the API's
+ *   dependencies), build the adapter (`instantiateBinding`: `create(options)` or discovery bounded
+ *   by `timeoutMs`, validated, narrowed to `tools`) and answer its declaration, coverage and provenance;
  * - `lookup` / `planCompensation`: call it with `request` (a structured copy made by the thread
  *   boundary) and a signal aborting after `timeoutMs` (ms).
  */
 export type AdapterWorkerTask =
-  | { op: "bind"; source: AdapterSource; options: unknown }
-  | { op: "lookup" | "planCompensation"; source: AdapterSource; options: unknown; request: unknown; timeoutMs: number };
+  | { op: "bind"; source: AdapterSource; options: unknown; tools: string[] | undefined; timeoutMs: number }
+  | { op: "lookup" | "planCompensation"; source: AdapterSource; options: unknown; tools: string[] | undefined; request: unknown; timeoutMs: number };
 
 /** One log entry an adapter wrote during a call, replayed by the host on its own logger. */
 export interface AdapterWorkerLog {
@@ -31,14 +39,15 @@ export interface AdapterWorkerLog {
 
 /**
  * What the worker answers (a worker that dies answers nothing: the host sees the pool's rejection):
- * - `bound`: the adapter's declaration (validated again by the host) and whether it plans compensations;
+ * - `bound`: the (narrowed) adapter's declaration (validated again by the host), whether it plans
+ *   compensations, its tool coverage and its package name / version (the host hashes the declaration itself);
  * - `refused`: `bind` failed with a `ReconciliationError` code and one line;
  * - `answered`: the call's value, as a JSON copy (a value JSON cannot carry answers
  *   `{notJson: message}`, which no contract accepts);
  * - `threw`: the call threw or rejected (one line).
  */
 export type AdapterWorkerReply =
-  | { kind: "bound"; declaration: unknown; plansCompensation: boolean }
+  | { kind: "bound"; declaration: unknown; plansCompensation: boolean; coverage: unknown; packageName: unknown; packageVersion: unknown }
   | { kind: "refused"; code: ReconciliationErrorCode; message: string }
   | { kind: "answered"; value: unknown; logs: AdapterWorkerLog[] }
   | { kind: "threw"; error: string; logs: AdapterWorkerLog[] };
@@ -46,7 +55,7 @@ export type AdapterWorkerReply =
 /** Most log entries kept per call (more are dropped). */
 const MAX_LOGS_PER_CALL = 100;
 
-const adapters = new Map<string, ReconciliationAdapter>();
+const adapters = new Map<string, Promise<InstantiatedBinding>>();
 
 function oneLine(value: unknown): string {
   let text: string;
@@ -59,29 +68,14 @@ function oneLine(value: unknown): string {
   return line.length > 500 ? `${line.slice(0, 499)}…` : line;
 }
 
-function specifierOf(module: string): string {
-  return isAbsolute(module) ? pathToFileURL(module).href : module;
-}
-
-async function build(source: AdapterSource, options: unknown): Promise<ReconciliationAdapter> {
-  const key = JSON.stringify([source.module, source.export, options ?? null]);
+function build(source: AdapterSource, options: unknown, tools: string[] | undefined, timeoutMs: number): Promise<InstantiatedBinding> {
+  const key = JSON.stringify([source.module, source.export, options ?? null, tools ?? null]);
   const cached = adapters.get(key);
   if (cached) return cached;
-  let factory: unknown;
-  try {
-    const mod = (await import(specifierOf(source.module))) as Record<string, unknown>;
-    factory = mod[source.export];
-  } catch (error) {
-    throw new ReconciliationError("adapter.load_failed", `cannot load adapter module ${source.module}: ${oneLine(error)}`, { details: { ...source } });
-  }
-  if (typeof factory !== "object" || factory === null) {
-    throw new ReconciliationError("adapter.load_failed", `adapter module ${source.module} has no factory export "${source.export}"`, { details: { ...source } });
-  }
-  const registry = createAdapterRegistry();
-  const declaration = registry.register(factory as Parameters<typeof registry.register>[0]);
-  const adapter = registry.instantiate(declaration.id, options);
-  adapters.set(key, adapter);
-  return adapter;
+  const built = (async () => instantiateBinding(await loadAdapterModule(source, API_PACKAGE_JSON), options, tools, AbortSignal.timeout(timeoutMs)))();
+  adapters.set(key, built);
+  built.catch(() => adapters.delete(key));
+  return built;
 }
 
 function jsonCopy(value: unknown): unknown {
@@ -110,8 +104,15 @@ function bufferLogger(logs: AdapterWorkerLog[]): AdapterLogger {
 export default async function runAdapterTask(task: AdapterWorkerTask): Promise<AdapterWorkerReply> {
   if (task.op === "bind") {
     try {
-      const adapter = await build(task.source, task.options);
-      return { kind: "bound", declaration: jsonCopy(adapter.declaration), plansCompensation: typeof adapter.planCompensation === "function" };
+      const built = await build(task.source, task.options, task.tools, task.timeoutMs);
+      return {
+        kind: "bound",
+        declaration: jsonCopy(built.adapter.declaration),
+        plansCompensation: typeof built.adapter.planCompensation === "function",
+        coverage: jsonCopy(built.coverage),
+        packageName: built.provenance.packageName,
+        packageVersion: built.provenance.packageVersion,
+      };
     } catch (error) {
       if (ReconciliationError.is(error)) return { kind: "refused", code: error.code, message: oneLine(error.message) };
       return { kind: "refused", code: "adapter.load_failed", message: oneLine(error) };
@@ -119,7 +120,7 @@ export default async function runAdapterTask(task: AdapterWorkerTask): Promise<A
   }
   const logs: AdapterWorkerLog[] = [];
   try {
-    const adapter = await build(task.source, task.options);
+    const { adapter } = await build(task.source, task.options, task.tools, REBUILD_DISCOVERY_MS);
     const context = { signal: AbortSignal.timeout(task.timeoutMs), logger: bufferLogger(logs) };
     const value =
       task.op === "lookup"

@@ -1,14 +1,18 @@
 import { Piscina } from "piscina";
+import { z } from "zod";
 import {
   AdapterCrashedError,
   AdapterDeclarationSchema,
+  declarationHash,
   ReconciliationError,
+  type AdapterBindOptions,
   type AdapterDeclaration,
   type AdapterHost,
   type AdapterLogger,
   type AdapterSource,
   type AdapterTerminationReason,
   type CompensationPlanRequest,
+  type InstantiatedBinding,
   type LookupContext,
   type LookupRequest,
   type ReconciliationAdapter,
@@ -21,6 +25,13 @@ import type { AdapterWorkerReply, AdapterWorkerTask } from "./adapter-worker.js"
  * and vitest, whose workers do not inherit a loader).
  */
 const WORKER_FILE = new URL("./adapter-worker.bootstrap.mjs", import.meta.url).href;
+
+/** What a worker reports besides the declaration, checked before the host believes it. */
+const BoundReportSchema = z.strictObject({
+  coverage: z.strictObject({ covered: z.array(z.string().max(256)).max(1000), notCovered: z.array(z.string().max(256)).max(1000) }),
+  packageName: z.string().max(256).nullable(),
+  packageVersion: z.string().max(256).nullable(),
+});
 
 /** Default bound (ms) on loading and building one adapter in its worker (`bind`): a cold worker loads tsx and the module. */
 export const DEFAULT_BIND_TIMEOUT_MS = 30_000;
@@ -45,8 +56,11 @@ export interface IsolatedAdapterHostOptions {
 /**
  * The production {@link AdapterHost} (DESIGN.md §4 "Adapters are untrusted code", §5): each bound
  * adapter gets its own piscina pool of worker threads (at least one kept warm, `resourceLimits`
- * from `heapMb`, tsx loaded for TypeScript adapter modules). The adapter is built in the worker from
- * its source and options; the host keeps only its validated, frozen declaration. Every `lookup` and
+ * from `heapMb`, tsx loaded for TypeScript adapter modules). This is the production implementation of
+ * the bindings' swap point (`BindingInstantiator`): the adapter is loaded (package names resolved
+ * from the API's dependencies), built (options, discovery), narrowed to the binding's tools, and its
+ * coverage and package read in the worker; the host keeps only the validated, frozen declaration,
+ * the checked coverage and the provenance, whose declaration hash it computes itself. Every `lookup` and
  * `planCompensation` runs in a worker with a structured copy of the request and a signal aborting
  * after the call's bound; when the caller's signal aborts, piscina terminates the worker, so a
  * synchronous loop or a promise that never settles holds nothing. A worker that dies during a call
@@ -93,7 +107,7 @@ export function createIsolatedAdapterHost(opts: IsolatedAdapterHostOptions): Ada
   }
 
   return {
-    async bind(source: AdapterSource, options: unknown): Promise<ReconciliationAdapter> {
+    async bind(source: AdapterSource, options: unknown, bindOpts: AdapterBindOptions = {}): Promise<InstantiatedBinding> {
       const label = { current: source.export };
       const pool = newPool(label);
       const fail = async (error: ReconciliationError): Promise<never> => {
@@ -103,9 +117,11 @@ export function createIsolatedAdapterHost(opts: IsolatedAdapterHostOptions): Ada
         throw error;
       };
       const details = { module: source.module, export: source.export };
+      const toolList = bindOpts.tools === undefined ? undefined : [...bindOpts.tools];
+      const discoveryMs = Math.min(bindOpts.discoveryTimeoutMs ?? opts.bindTimeoutMs, opts.bindTimeoutMs);
       let reply: AdapterWorkerReply;
       try {
-        reply = await call(pool, label.current, { op: "bind", source, options }, AbortSignal.timeout(opts.bindTimeoutMs));
+        reply = await call(pool, label.current, { op: "bind", source, options, tools: toolList, timeoutMs: discoveryMs }, AbortSignal.timeout(opts.bindTimeoutMs));
       } catch (error) {
         return fail(new ReconciliationError("adapter.load_failed", `adapter ${source.module}#${source.export} could not be built: ${oneLine(error)}`, { details, cause: error }));
       }
@@ -113,13 +129,19 @@ export function createIsolatedAdapterHost(opts: IsolatedAdapterHostOptions): Ada
       if (reply.kind !== "bound") return fail(new ReconciliationError("adapter.load_failed", `adapter ${source.module}#${source.export}: unexpected worker reply`, { details }));
       const parsed = AdapterDeclarationSchema.safeParse(reply.declaration);
       if (!parsed.success) return fail(new ReconciliationError("adapter.invalid_declaration", `adapter ${source.module}#${source.export}: ${parsed.error.message.split("\n")[0]}`, { details }));
+      const report = BoundReportSchema.safeParse({ coverage: reply.coverage, packageName: reply.packageName, packageVersion: reply.packageVersion });
+      if (!report.success) return fail(new ReconciliationError("adapter.load_failed", `adapter ${source.module}#${source.export}: the worker's binding report is malformed`, { details }));
       const declaration: AdapterDeclaration = deepFreeze(parsed.data);
+      // The covered tools are exactly the (narrowed) declaration's tools; a worker that says otherwise is not believed.
+      if (JSON.stringify(report.data.coverage.covered) !== JSON.stringify(declaration.tools)) {
+        return fail(new ReconciliationError("adapter.load_failed", `adapter ${source.module}#${source.export}: the worker's coverage disagrees with its declaration`, { details }));
+      }
       label.current = declaration.id;
       const run = async (op: "lookup" | "planCompensation", request: unknown, context: LookupContext): Promise<unknown> => {
         // The caller's signal bounds the call: when it aborts, piscina terminates the worker. The
         // adapter's own signal in the worker is therefore never the bound (it never fires first).
         const timeoutMs = 2_147_483_647;
-        const reply = await call(pool, declaration.id, { op, source, options, request, timeoutMs }, context.signal);
+        const reply = await call(pool, declaration.id, { op, source, options, tools: toolList, request, timeoutMs }, context.signal);
         if (reply.kind === "answered" || reply.kind === "threw") for (const log of reply.logs) replay(context.logger, log);
         if (reply.kind === "threw") throw new Error(reply.error);
         if (reply.kind !== "answered") throw new Error("unexpected worker reply");
@@ -130,7 +152,11 @@ export function createIsolatedAdapterHost(opts: IsolatedAdapterHostOptions): Ada
         lookup: (request: LookupRequest, context: LookupContext) => run("lookup", request, context),
         ...(reply.plansCompensation ? { planCompensation: (request: CompensationPlanRequest, context: LookupContext) => run("planCompensation", request, context) } : {}),
       };
-      return Object.freeze(handle);
+      return {
+        adapter: Object.freeze(handle),
+        coverage: report.data.coverage,
+        provenance: { source: { ...source }, packageName: report.data.packageName, packageVersion: report.data.packageVersion, declarationHash: declarationHash(declaration) },
+      };
     },
 
     async close(): Promise<void> {

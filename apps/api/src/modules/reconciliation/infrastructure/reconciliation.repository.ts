@@ -97,6 +97,15 @@ export const reconciliationRepository = {
   insertRecord(db: DbHandle, row: typeof effectReconciliations.$inferInsert): void {
     db.insert(effectReconciliations).values(row).run();
   },
+  /** The distinct tool names the store holds effects of, for each of `serverIds` (the startup report). */
+  toolsSeenOn(db: DbHandle, serverIds: readonly string[]): Array<{ serverId: string; toolName: string }> {
+    if (serverIds.length === 0) return [];
+    return db
+      .selectDistinct({ serverId: externalToolEffects.serverId, toolName: externalToolEffects.toolName })
+      .from(externalToolEffects)
+      .where(inArray(externalToolEffects.serverId, [...serverIds]))
+      .all();
+  },
   /** The reconciliation records of an effect, oldest first. */
   listRecords(db: DbHandle, effectId: string): ReconciliationRow[] {
     return db.select().from(effectReconciliations).where(eq(effectReconciliations.effectId, effectId)).orderBy(asc(effectReconciliations.id)).all();

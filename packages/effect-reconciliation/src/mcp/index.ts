@@ -1,0 +1,9 @@
+/**
+ * `@mosoo/effect-reconciliation/mcp`: MCP client helpers for adapters (official SDK), kept out of
+ * the package's core, which imports no network library (DESIGN.md §2):
+ * - `callLookupTool`, `withMcpClient`, `listMcpTools`: the typed helper for MCP lookups;
+ * - `conventionAdapterFactory` (built-in id `mcp-convention`): the zero-code convention adapter.
+ * @module
+ */
+export { callLookupTool, withMcpClient, listMcpTools } from "./mcp-lookup.js";
+export { CONVENTION_ADAPTER_ID, ConventionAdapterOptionsSchema, conventionAdapterFactory, conventionDeclaration, discoverConvention } from "./convention-adapter.js";
