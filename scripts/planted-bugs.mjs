@@ -68,8 +68,8 @@ const BUGS = [
     id: "driver-skips-send-deadline",
     what: "the Driver sends tools/call whenever the claim answer arrives, without checking the send-by deadline (DESIGN §3 rule 12, issue 16 repro 3)",
     file: "apps/driver/src/mcp-execute.handler.ts",
-    find: "if (sendDeadlinePassed(claimSentAtMs, nowMs, claim.sendWithinMs)) {",
-    replace: "if (false) {",
+    find: "const deadlinePassed = () => sendDeadlinePassed(claimSentAtMs, monotonicNowMs(), claim.sendWithinMs);",
+    replace: "const deadlinePassed = () => false;",
     suite: { project: "driver", files: ["tests/mcp-execute.deadline.test.ts"], grep: "send-by deadline" },
   },
   {

@@ -183,6 +183,8 @@ const HOSTILE = [
   { name: "process.exit", exportName: "processExitAdapterFactory", reason: "adapter_crashed" },
   { name: "allocates beyond the heap limit", exportName: "heapHogAdapterFactory", reason: "adapter_crashed" },
   { name: "never settles", exportName: "neverSettlesAdapterFactory", reason: "lookup_timeout" },
+  { name: "answers a 40 M-character string", exportName: "hugeAnswerAdapterFactory", reason: "invalid_adapter_output" },
+  { name: "sends SIGKILL to its own process", exportName: "killsProcessAdapterFactory", reason: "adapter_error" },
 ] as const;
 
 describe("crash-point matrix, adapter misbehaves (real worker isolation, both recovery paths)", { timeout: 240_000 }, () => {

@@ -17,6 +17,20 @@ export interface McpToolCallRequest {
 export interface McpToolCallOptions {
   /** Timeout of the call in ms; on expiry the call throws (the write's fate is then unknown). */
   timeoutMs: number;
+  /**
+   * Asked synchronously right before the request is written to the transport, after any
+   * (re)connect: `false` means "do not send" and the call throws {@link SendRefusedError} without
+   * sending anything (docs/DESIGN.md §3 rule 12: a reconnect can take longer than the send-by deadline).
+   */
+  maySend?: () => boolean;
+}
+
+/** The call was not sent: `maySend` answered false once the client was ready (nothing reached the provider). */
+export class SendRefusedError extends Error {
+  override readonly name = "SendRefusedError";
+  constructor(readonly serverId: string) {
+    super(`tools/call to ${serverId} not sent: the send-by deadline passed while connecting`);
+  }
 }
 
 /**
@@ -32,7 +46,8 @@ export interface McpToolCaller {
   ensureConnected(serverId: string): Promise<void>;
   /**
    * Sends one `tools/call` and returns the raw MCP result (`isError: true` results included).
-   * Never retries. Throws when the call fails or times out: the caller must treat the write as unknown.
+   * Never retries. Throws {@link SendRefusedError} when `options.maySend` refused (nothing was sent);
+   * throws anything else when the call fails or times out: the caller must treat the write as unknown.
    */
   callTool(serverId: string, request: McpToolCallRequest, options: McpToolCallOptions): Promise<unknown>;
   /** Where `serverId` wants the idempotency key (its config's `idempotencyKey`); absent means the default `_meta` name. */
@@ -117,6 +132,8 @@ export class McpConnections implements McpToolCaller {
 
   async callTool(serverId: string, request: McpToolCallRequest, options: McpToolCallOptions): Promise<unknown> {
     const client = await this.client(serverId);
+    // Nothing asynchronous between this check and the SDK writing the request.
+    if (options.maySend && !options.maySend()) throw new SendRefusedError(serverId);
     return client.callTool(request, undefined, { timeout: options.timeoutMs, maxTotalTimeout: options.timeoutMs });
   }
 

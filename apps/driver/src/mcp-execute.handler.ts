@@ -16,7 +16,7 @@ import {
 } from "@mosoo/contracts";
 import type { Logger } from "pino";
 import { ApiRequestError, isConnectionLostError, isRetryableApiError, type DriverCommandApi } from "./api-client.js";
-import { McpServerUnavailableError, placeIdempotencyKey, type McpToolCaller } from "./mcp-connections.js";
+import { McpServerUnavailableError, placeIdempotencyKey, SendRefusedError, type McpToolCaller } from "./mcp-connections.js";
 
 /** Largest `outputText` the contracts accept (1 MiB, in UTF-16 code units as zod counts them). */
 export const MAX_OUTPUT_TEXT_LENGTH = 1024 * 1024;
@@ -134,11 +134,12 @@ export async function handleMcpExecuteCommand(envelope: DriverCommandEnvelope, d
   }
 
   const { effectId, attempt, idempotencyKey } = claim;
-  // DESIGN.md §3 rule 12: nothing may leave for the provider after the send-by deadline. Nothing
-  // asynchronous runs between this check and the tools/call below.
-  const nowMs = monotonicNowMs();
-  if (sendDeadlinePassed(claimSentAtMs, nowMs, claim.sendWithinMs)) {
-    const elapsedMs = Math.max(0, Math.round(nowMs - claimSentAtMs));
+  // DESIGN.md §3 rule 12: nothing may leave for the provider after the send-by deadline. Checked
+  // here and again inside `callTool` right before the request is written (`maySend`), after any
+  // reconnect of the MCP client, which can take longer than the deadline.
+  const deadlinePassed = () => sendDeadlinePassed(claimSentAtMs, monotonicNowMs(), claim.sendWithinMs);
+  const reportMissedDeadline = async () => {
+    const elapsedMs = Math.max(0, Math.round(monotonicNowMs() - claimSentAtMs));
     effectLog.warn({ attempt, elapsedMs, sendWithinMs: claim.sendWithinMs }, "effect.send_deadline_missed");
     const reported = await api.effectDeadlineMissed(effectId, { connectionId, attempt, elapsedMs });
     effectLog.info({ attempt, outcome: reported.outcome, effectStatus: reported.status }, "effect.deadline_missed_reported");
@@ -147,7 +148,8 @@ export async function handleMcpExecuteCommand(envelope: DriverCommandEnvelope, d
         ? effectNotExecutedError(effectId, { reason: "send_deadline_missed" })
         : effectUnknownError(effectId, { effectStatus: reported.status });
     return fail(deps, effectLog, commandId, effectId, runError);
-  }
+  };
+  if (deadlinePassed()) return reportMissedDeadline();
   effectLog.info({ attempt, serverId: payload.serverId, toolName: payload.toolName }, "tool.called");
   effectLog.debug({ attempt, idempotencyKey }, "tool.called_with_key"); // keys only at debug (DESIGN.md §10)
   const startedAt = performance.now();
@@ -156,9 +158,10 @@ export async function handleMcpExecuteCommand(envelope: DriverCommandEnvelope, d
     raw = await mcp.callTool(
       payload.serverId,
       { name: payload.toolName, ...placeIdempotencyKey(mcp.keyPlacement?.(payload.serverId) ?? DEFAULT_KEY_PLACEMENT, args, idempotencyKey) },
-      { timeoutMs: deps.toolTimeoutMs },
+      { timeoutMs: deps.toolTimeoutMs, maySend: () => !deadlinePassed() },
     );
   } catch (error) {
+    if (error instanceof SendRefusedError) return reportMissedDeadline();
     const reason = `mcp_call_failed: ${(error as Error).message}`;
     effectLog.warn({ attempt, durationMs: Math.round(performance.now() - startedAt), err: (error as Error).message }, "tool.call_failed");
     return markUnknownAndFail(deps, effectLog, commandId, effectId, attempt, reason);

@@ -2,7 +2,7 @@ import { fingerprintArguments, IDEMPOTENCY_KEY_META, newUlid, sendDeadlinePassed
 import { afterEach, describe, expect, it } from "vitest";
 import type { McpConfig } from "../src/driver-config.contract.js";
 import { handleMcpExecuteCommand, type McpExecuteHandlerDeps } from "../src/mcp-execute.handler.js";
-import { McpConnections } from "../src/mcp-connections.js";
+import { McpConnections, SendRefusedError, type McpToolCaller } from "../src/mcp-connections.js";
 import { captureLogger } from "./helpers/log-capture.js";
 import { mcpExecuteEnvelope, RecordingApi } from "./helpers/recording-api.js";
 import { inMemoryTransportFactory, ToolRecorder } from "./helpers/recording-mcp-server.js";
@@ -59,6 +59,36 @@ describe("Driver: send-by deadline of an execute claim (DESIGN.md §3 rule 12)",
     });
     expect(outcome.status).toBe("failed");
     expect(h.lines.some((l) => l["msg"] === "effect.send_deadline_missed")).toBe(true);
+  });
+
+  it("the deadline passes while the MCP client reconnects after the check: nothing is sent, the missed deadline is reported", async () => {
+    const h = harness(5_000);
+    const real = h.deps.mcp as McpConnections;
+    // the connection dropped after the claim: callTool first reconnects, which takes 6 s here
+    const reconnecting: McpToolCaller = {
+      hasServer: (id) => real.hasServer(id),
+      ensureConnected: (id) => real.ensureConnected(id),
+      keyPlacement: (id) => real.keyPlacement(id),
+      callTool: async (id, request, options) => {
+        h.clock.nowMs += 6_000;
+        return real.callTool(id, request, options);
+      },
+    };
+    const outcome = await handleMcpExecuteCommand(mcpExecuteEnvelope(), { ...h.deps, mcp: reconnecting });
+
+    expect(h.recorder.calls).toHaveLength(0);
+    expect(h.api.callsOf("effectDeadlineMissed")).toHaveLength(1);
+    expect(h.api.callsOf("commandUpdate").at(-1)?.body).toMatchObject({ status: "failed", error: { code: "external_effect.not_executed", retryable: true } });
+    expect(outcome.status).toBe("failed");
+  });
+
+  it("McpConnections.callTool refuses to send when maySend answers false once the client is ready", async () => {
+    const h = harness(5_000);
+    const real = h.deps.mcp as McpConnections;
+    await expect(real.callTool("issues", { name: "create_issue", arguments: { title: "t" }, _meta: {} }, { timeoutMs: 2_000, maySend: () => false })).rejects.toBeInstanceOf(SendRefusedError);
+    expect(h.recorder.calls).toHaveLength(0);
+    await real.callTool("issues", { name: "create_issue", arguments: { title: "t" }, _meta: {} }, { timeoutMs: 2_000, maySend: () => true });
+    expect(h.recorder.calls).toHaveLength(1);
   });
 
   it("exactly at the deadline is too late; one ms before it the tool is called once with the key", async () => {

@@ -1,5 +1,7 @@
 import { fileURLToPath } from "node:url";
 import {
+  MAX_RECEIPT_BYTES,
+  MAX_RESULT_BYTES,
   instantiateBinding,
   loadAdapterModule,
   ReconciliationError,
@@ -64,7 +66,7 @@ function oneLine(value: unknown): string {
   } catch {
     text = "unprintable thrown value";
   }
-  const line = text.replace(/\s+/g, " ").trim();
+  const line = text.slice(0, 2_000).replace(/\s+/g, " ").trim(); // never copy a huge thrown string whole
   return line.length > 500 ? `${line.slice(0, 499)}…` : line;
 }
 
@@ -78,8 +80,46 @@ function build(source: AdapterSource, options: unknown, tools: string[] | undefi
   return built;
 }
 
-function jsonCopy(value: unknown): unknown {
+/**
+ * Largest adapter answer (in UTF-16 code units of its strings and keys, plus 8 per value) the worker
+ * copies back: a result, a receipt and 64 Ki of slack. Anything larger is answered `{notJson}` (the
+ * host refuses it as `invalid_adapter_output`) WITHOUT serialising it: a 50 MB string answered by an
+ * adapter would otherwise be copied in the worker, and an allocation that fails there can abort the
+ * whole process instead of the worker (V8 out-of-memory is fatal for a large string).
+ */
+const MAX_ANSWER_UNITS = MAX_RESULT_BYTES + MAX_RECEIPT_BYTES + 64 * 1024;
+/** Largest log-fields object copied back per log line (same measure). */
+const MAX_LOG_FIELDS_UNITS = 16 * 1024;
+
+/**
+ * The size of `value` as {@link MAX_ANSWER_UNITS} measures it, walked iteratively (no recursion, so
+ * depth cannot overflow the stack), stopping as soon as it passes `limit` (then returns `limit + 1`).
+ */
+function boundedSize(value: unknown, limit: number): number {
+  let total = 0;
+  const stack: unknown[] = [value];
+  const seen = new Set<object>();
+  while (stack.length > 0) {
+    const v = stack.pop();
+    total += 8;
+    if (typeof v === "string") total += v.length;
+    else if (typeof v === "object" && v !== null) {
+      if (seen.has(v)) continue; // a cycle: JSON.stringify refuses it below
+      seen.add(v);
+      for (const [k, child] of Object.entries(v)) {
+        total += k.length;
+        stack.push(child);
+      }
+    }
+    if (total > limit) return limit + 1;
+  }
+  return total;
+}
+
+/** A detached JSON copy of `value`, or `{notJson: why}` when it is not JSON or larger than `limit` (see {@link boundedSize}). */
+function jsonCopy(value: unknown, limit = MAX_ANSWER_UNITS): unknown {
   try {
+    if (boundedSize(value, limit) > limit) return { notJson: `the answer is larger than ${limit} characters` };
     const text = JSON.stringify(value);
     return text === undefined ? undefined : (JSON.parse(text) as unknown);
   } catch (error) {
@@ -90,7 +130,7 @@ function jsonCopy(value: unknown): unknown {
 function bufferLogger(logs: AdapterWorkerLog[]): AdapterLogger {
   const at = (level: AdapterWorkerLog["level"]) => (fields: Record<string, unknown>, message: string) => {
     if (logs.length >= MAX_LOGS_PER_CALL) return;
-    const copy = jsonCopy(fields);
+    const copy = jsonCopy(fields, MAX_LOG_FIELDS_UNITS);
     logs.push({ level, fields: typeof copy === "object" && copy !== null ? (copy as Record<string, unknown>) : {}, message: oneLine(message) });
   };
   return { debug: at("debug"), info: at("info"), warn: at("warn"), error: at("error") };
