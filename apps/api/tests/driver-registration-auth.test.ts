@@ -2,7 +2,7 @@
  * Driver registration under DESIGN.md §10 (issue 10 findings 2 and 3): the enrollment token is
  * required; an existing instance id is re-registered only with its own token or the operator token
  * (no identity takeover); registrations are rate-limited (429 `request.rate_limited` with
- * `Retry-After`); registrations that never connected are purged by the maintenance sweep after
+ * `Retry-After`), refused credentials and accepted registrations in separate budgets; registrations that never connected are purged by the maintenance sweep after
  * `driverUnconnectedTtlMs` (manual clock).
  */
 import pino from "pino";
@@ -80,11 +80,35 @@ describe("Driver registration", () => {
     expect(limited).toMatchObject({ status: 429, body: { error: { code: "request.rate_limited" } } });
     const retryAfter = Number(limited.headers.get("retry-after"));
     expect(Number.isInteger(retryAfter) && retryAfter >= 1 && retryAfter <= 60).toBe(true);
-    // refused attempts count as well: guessing the enrollment token is throttled the same way
-    expect((await s.call("POST", "/v1/drivers/register", { name: "d5" }, "guess-0123456789abcdef")).status).toBe(429);
+    // the operator token is an accepted registration too: same budget
+    expect((await s.call("POST", "/v1/drivers/register", { name: "d5" }, TEST_SECRETS.operatorToken)).status).toBe(429);
+    // refused attempts have their own budget: a guess is still checked (401), not spent by the accepted ones
+    expect(await s.call("POST", "/v1/drivers/register", { name: "d6" }, "guess-0123456789abcdef")).toMatchObject({ status: 401, body: { error: { code: "auth.invalid_token" } } });
     expect(s.count()).toBe(3);
     // the other routes are not limited
     expect((await s.call("GET", "/health", undefined)).status).toBe(200);
+  });
+
+  it("limits a flood of refused attempts on its own budget, and a Driver with the right token still registers afterwards", async () => {
+    const s = setup({ perMinute: 3 });
+    // review finding: 29 requests without a credential locked every Driver out (429), renewable forever
+    expect((await s.call("POST", "/v1/drivers/register", { name: "a" })).status).toBe(401);
+    expect((await s.call("POST", "/v1/drivers/register", { name: "b" }, "guess-0123456789abcdef")).status).toBe(401);
+    expect((await s.call("POST", "/v1/drivers/register", { name: "c" }, TEST_SECRETS.adminKey)).status).toBe(403);
+    // the flood itself is limited: further refused attempts answer 429 with Retry-After
+    for (const token of [undefined, "guess-0123456789abcdef", TEST_SECRETS.adminKey]) {
+      const limited = await s.call("POST", "/v1/drivers/register", { name: "flood" }, token);
+      expect(limited).toMatchObject({ status: 429, body: { error: { code: "request.rate_limited" } } });
+      const retryAfter = Number(limited.headers.get("retry-after"));
+      expect(Number.isInteger(retryAfter) && retryAfter >= 1 && retryAfter <= 60).toBe(true);
+    }
+    expect(s.count()).toBe(0);
+    // correctly authenticated registrations from the same address still succeed
+    expect(await s.call("POST", "/v1/drivers/register", { name: "driver" }, TEST_SECRETS.enrollmentToken)).toMatchObject({ status: 201 });
+    expect(await s.call("POST", "/v1/drivers/register", { name: "op" }, TEST_SECRETS.operatorToken)).toMatchObject({ status: 201 });
+    expect(s.count()).toBe(2);
+    // and the refused budget is still spent: the flood stays limited
+    expect((await s.call("POST", "/v1/drivers/register", { name: "flood" })).status).toBe(429);
   });
 
   it("purges registrations that never connected once the TTL has passed (manual clock); connected ones and ones with runs stay", async () => {

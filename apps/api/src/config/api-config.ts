@@ -21,7 +21,11 @@ export interface AuthConfig {
   driverEnrollmentToken: string | undefined;
   /** `GET /metrics` without credentials (`MOSOO_METRICS_PUBLIC=on`). */
   metricsPublic: boolean;
-  /** Registrations accepted per client address per minute (rate-limiter-flexible); more answer 429 `request.rate_limited`. */
+  /**
+   * Per client address per minute, each of two budgets (rate-limiter-flexible, `RegistrationRateLimit`):
+   * correctly authenticated registrations, and attempts with a refused credential; past either,
+   * that kind answers 429 `request.rate_limited`. Refused attempts never spend the accepted budget.
+   */
   driverRegisterPerMinute: number;
   /** A Driver registration that never connected is purged by the maintenance sweep this long (ms) after registering. */
   driverUnconnectedTtlMs: number;

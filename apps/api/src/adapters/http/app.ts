@@ -40,7 +40,7 @@ function hasBody(req: Request): boolean {
  * token, session cookie and CSRF token; see `consoleRoutes`; `opts.console` tunes its live-update
  * polling). Credentials are checked by {@link CredentialGuard} (DESIGN.md §10). Every
  * error answers `{error: {code, message}}` with a 4xx (503 `store.busy` with `Retry-After` when the
- * store is locked, 500 `internal` otherwise), never a stack. Bodies must be `application/json`
+ * store is locked, noted in `runtime.ctx.storeBusy` for the sweep's heartbeat grace; 500 `internal` otherwise), never a stack. Bodies must be `application/json`
  * (415 `request.unsupported_media_type`; the console's own form posts excepted) and at most {@link MAX_BODY_BYTES} (413 `request.too_large`,
  * connection closed); their content is checked by the shared rules of `@mosoo/contracts` (DESIGN.md §10).
  */
@@ -48,7 +48,7 @@ export function createHttpApp(runtime: Runtime, logger: Logger, opts: HttpAppOpt
   const guard = new CredentialGuard(runtime, opts);
   const limit = new RegistrationRateLimit(opts.driverRegisterPerMinute ?? 30);
   const app = new Hono();
-  app.onError((err, c) => toErrorResponse(err, c, logger));
+  app.onError((err, c) => toErrorResponse(err, c, logger, runtime.ctx.storeBusy));
   // DESIGN.md §10: a body is JSON or it is refused (415) before any route sees it, including routes
   // that ignore their body (a `text/plain` POST is what a web page can send cross-origin blind).
   // The console's sign-in and sign-out are HTML form posts, guarded by its session's CSRF token and

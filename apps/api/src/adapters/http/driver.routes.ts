@@ -26,8 +26,9 @@ function authorityOf(p: Principal): RegistrationAuthority {
 
 /**
  * The Driver protocol routes (paths in `DRIVER_ROUTES` of `@mosoo/contracts`, DESIGN.md §10):
- * - `register`: rate-limited per client address (429 `request.rate_limited` with `Retry-After`), then
- *   `Authorization: Bearer <MOSOO_DRIVER_ENROLLMENT_TOKEN>` (or the operator token) for a new instance;
+ * - `register`: `Authorization: Bearer <MOSOO_DRIVER_ENROLLMENT_TOKEN>` (or the operator token) for a
+ *   new instance, rate-limited per client address in two budgets, refused credentials and accepted
+ *   registrations (429 `request.rate_limited` with `Retry-After`; see `RegistrationRateLimit`);
  *   re-registering an existing `driverInstanceId` needs that instance's own token or the operator
  *   token (else 403 `auth.forbidden`);
  * - every other route: the bearer token of one Driver instance; a Driver reaches only its own
@@ -39,8 +40,7 @@ export function driverRoutes(runtime: Runtime, guard: CredentialGuard, limit: Re
 
   app.post(
     DRIVER_ROUTES.register,
-    limit.middleware(),
-    guard.registration(),
+    limit.around(guard.registration()),
     retryingWhenBusy(async (c) => c.json(runtime.drivers.register(await readJson(c, RegisterDriverRequestSchema), authorityOf(c.get("principal"))), 201)),
   );
 

@@ -5,6 +5,7 @@ import type { z } from "zod";
 import { findJsonProblem, formatJsonProblem, type ApiErrorBody } from "@mosoo/contracts";
 import { RuntimeError } from "../../modules/runtime/domain/runtime-errors.js";
 import { isStoreBusy, STORE_BUSY_RETRY_AFTER_S } from "../../platform/db/store-busy.js";
+import type { StoreBusyWatch } from "../../platform/db/store-busy-watch.js";
 
 /** Formats the first zod issue as one line: `path: message`. */
 export function firstIssue(error: z.ZodError): string {
@@ -55,15 +56,18 @@ export async function readJson<S extends z.ZodType>(c: Context, schema: S): Prom
 
 /**
  * Maps any error to `{error: {code, message, details?}}`: a RuntimeError keeps its code and 4xx
- * status; a busy store answers 503 `store.busy` with `Retry-After: 1` (nothing was written);
- * anything else is logged and answered 500 `internal` without a stack.
+ * status; a busy store answers 503 `store.busy` with `Retry-After: 1` (nothing was written) and is
+ * noted in `storeBusy` (the maintenance sweep then gives Drivers a full heartbeat TTL after it: their
+ * heartbeats may have been refused the same way); anything else is logged and answered 500
+ * `internal` without a stack.
  */
-export function toErrorResponse(err: unknown, c: Context, logger: Logger): Response {
+export function toErrorResponse(err: unknown, c: Context, logger: Logger, storeBusy?: StoreBusyWatch): Response {
   if (err instanceof RuntimeError) {
     const body: ApiErrorBody = { error: { code: err.code, message: err.message, ...(err.details ? { details: err.details } : {}) } };
     return c.json(body, err.httpStatus as ContentfulStatusCode);
   }
   if (isStoreBusy(err)) {
+    storeBusy?.noteBusy();
     logger.warn({ path: c.req.path, method: c.req.method }, "http.store_busy");
     const body: ApiErrorBody = { error: { code: "store.busy", message: "the store is busy (locked by another connection); retry after 1 s" } };
     return c.json(body, 503, { "retry-after": String(STORE_BUSY_RETRY_AFTER_S) });

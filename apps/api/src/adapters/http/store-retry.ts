@@ -5,7 +5,8 @@ import { retryWhenBusy } from "../../platform/db/store-busy.js";
  * Wraps a route handler so that a store locked by another connection is waited for briefly and
  * asynchronously (`retryWhenBusy`: at most ~80 ms of synchronous lock wait in all, the event loop
  * free in between) before the request is answered 503 `store.busy` with `Retry-After` (mapped by
- * `toErrorResponse`). The handler runs again only when none of its transactions committed; the
+ * `toErrorResponse`, which also notes the moment in the runtime's `StoreBusyWatch`: the maintenance
+ * sweep then lets no heartbeat expire for one TTL, README "A busy store"). The handler runs again only when none of its transactions committed; the
  * body is parsed once (hono caches it), so a retry sees the same request.
  */
 export function retryingWhenBusy<C extends Context>(handler: (c: C) => Response | Promise<Response>): (c: C) => Promise<Response> {

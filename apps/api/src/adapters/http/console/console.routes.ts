@@ -98,7 +98,7 @@ export function consoleRoutes(runtime: Runtime, logger: Logger, opts: ConsoleOpt
 
   app.onError((err, c) => {
     if (err instanceof HTTPException && err.status === 403) return refuse(c, 403, "auth.csrf_rejected", "cross-site request refused (Origin / Sec-Fetch-Site)");
-    return toErrorResponse(err, c, logger);
+    return toErrorResponse(err, c, logger, runtime.ctx.storeBusy);
   });
 
   const gate: MiddlewareHandler<Env> = async (c, next) => {

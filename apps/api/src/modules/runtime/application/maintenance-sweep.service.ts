@@ -24,7 +24,11 @@ export interface SweepReport {
  * `driverUnconnectedTtlMs` (issue 10: registrations are bounded).
  * With reconciliation on, the pass then looks up due `still_unknown` effects again (DESIGN.md §6.3).
  * Grace after startup: no heartbeat expires before the API has been up for one heartbeat TTL, so
- * an API outage longer than the TTL does not finalize every healthy Driver.
+ * an API outage longer than the TTL does not finalize every healthy Driver. Grace after a busy store:
+ * likewise, no heartbeat expires until one heartbeat TTL has passed since the API last found its own
+ * store busy (`ctx.storeBusy`: a `503 store.busy` answer, or a pass ended on `store.busy`), so a lock
+ * held by another process longer than the TTL (a backup) does not finalize Drivers whose heartbeats
+ * the API itself refused. A Driver that really died meanwhile is finalized up to one TTL later.
  */
 export class MaintenanceSweepService {
   private timer: NodeJS.Timeout | undefined;
@@ -58,18 +62,23 @@ export class MaintenanceSweepService {
     try {
       return await this.pass();
     } catch (err) {
-      if (isStoreBusy(err)) this.ctx.logger.warn("sweep.store_busy: the store is locked by another connection; the next pass tries again");
-      else this.ctx.logger.error({ err: String(err) }, "sweep.failed");
+      if (isStoreBusy(err)) {
+        this.ctx.storeBusy.noteBusy();
+        this.ctx.logger.warn("sweep.store_busy: the store is locked by another connection; the next pass tries again");
+      } else this.ctx.logger.error({ err: String(err) }, "sweep.failed");
       return { driversFinalized: 0, driversPurged: 0, effectsLookedUp: 0, effectsResolved: 0 };
     }
   }
 
   private async pass(): Promise<SweepReport> {
-    // A Driver cannot heartbeat an API that is down: until this process has been up for one TTL,
-    // only half-done finalizations are resumed and no heartbeat counts as expired.
+    // A Driver cannot heartbeat an API that is down, nor one whose store is locked (its heartbeats
+    // answer 503 store.busy): until this process has been up for one TTL, and until one TTL has
+    // passed since the store was last busy, only half-done finalizations are resumed and no
+    // heartbeat counts as expired.
     const now = this.ctx.clock.nowMs();
     const ttl = this.ctx.settings.heartbeatTtlMs;
-    const cutoff = now - this.startedAtMs >= ttl ? now - ttl : Number.MIN_SAFE_INTEGER;
+    const graceFrom = Math.max(this.startedAtMs, this.ctx.storeBusy.lastBusyAtMs() ?? Number.MIN_SAFE_INTEGER);
+    const cutoff = now - graceFrom >= ttl ? now - ttl : Number.MIN_SAFE_INTEGER;
     const report: SweepReport = { driversFinalized: 0, driversPurged: 0, effectsLookedUp: 0, effectsResolved: 0 };
     for (const instance of driverInstanceRepository.listExpired(this.ctx.db, cutoff)) {
       try {

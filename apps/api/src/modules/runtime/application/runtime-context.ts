@@ -2,13 +2,15 @@ import type { Logger } from "pino";
 import type { Db } from "../../../platform/db/database.js";
 import type { Clock } from "../../../platform/clock.js";
 import type { CommandNotifier } from "../infrastructure/command-notifier.js";
+import type { StoreBusyWatch } from "../../../platform/db/store-busy-watch.js";
 
 /**
  * What every runtime service shares: the store, the clock, the logger, the long-poll notifier
  * the runtime settings (`heartbeatTtlMs`: a Driver whose last heartbeat is older is finalized by the
  * sweep; `sendDeadlineMs`: the send-by deadline of an `execute` claim, default 10 000 ms, DESIGN.md §3
  * rule 12; `driverUnconnectedTtlMs`: a registration that never connected is purged by the sweep this
- * long after it was made), and `shutdown`, aborted when the API stops (long-polls then answer at once).
+ * long after it was made), `storeBusy` (when the API last found its own store busy: the sweep gives
+ * Drivers a full heartbeat TTL after that), and `shutdown`, aborted when the API stops (long-polls then answer at once).
  */
 export interface RuntimeContext {
   shutdown: AbortController;
@@ -16,5 +18,6 @@ export interface RuntimeContext {
   clock: Clock;
   logger: Logger;
   notifier: CommandNotifier;
+  storeBusy: StoreBusyWatch;
   settings: { heartbeatTtlMs: number; sendDeadlineMs?: number; driverUnconnectedTtlMs: number };
 }

@@ -16,6 +16,7 @@ import { FinalizationRepairService } from "./finalization-repair.service.js";
 import { MaintenanceSweepService } from "./maintenance-sweep.service.js";
 import type { RuntimeContext } from "./runtime-context.js";
 import { RunService } from "./run.service.js";
+import { StoreBusyWatch } from "../../../platform/db/store-busy-watch.js";
 
 /** Every runtime service, wired to one store. */
 export interface Runtime {
@@ -58,11 +59,13 @@ export const DEFAULT_DRIVER_UNCONNECTED_TTL_MS = 3_600_000;
 
 /** Wires the runtime services (the composition root of the runtime module). */
 export function createRuntime(opts: CreateRuntimeOptions): Runtime {
+  const clock = opts.clock ?? systemClock;
   const ctx: RuntimeContext = {
     db: opts.db,
-    clock: opts.clock ?? systemClock,
+    clock,
     logger: opts.logger,
     notifier: new CommandNotifier(),
+    storeBusy: new StoreBusyWatch(clock),
     shutdown: new AbortController(),
     settings: {
       heartbeatTtlMs: opts.heartbeatTtlMs,
