@@ -67,9 +67,9 @@ const result = { outputText: "ok", requestId: "r", serverId: "tracker", toolName
 /**
  * Sends `body` as is (a string) with exactly `headers` (plus a bearer `token`, by default the
  * credential the route needs: {@link defaultCredential}): for bodies JSON.stringify cannot produce
- * and other content types.
+ * and other content types. A `Uint8Array` body is sent byte for byte (invalid UTF-8 included).
  */
-async function raw(method: string, path: string, body: string | undefined, headers: Record<string, string>, token = defaultCredential(method, path)) {
+async function raw(method: string, path: string, body: string | Uint8Array | undefined, headers: Record<string, string>, token = defaultCredential(method, path)) {
   const res = await app.request(path, {
     method,
     headers: { ...headers, ...(body !== undefined ? { "content-length": String(Buffer.byteLength(body)) } : {}), ...(token ? { authorization: `Bearer ${token}` } : {}) },
@@ -96,6 +96,24 @@ const failWith = (c: Ctx, error: Record<string, unknown>) =>
 const resolveRaw = (c: Ctx, bodyJson: string) => raw("POST", `/api/operator/effects/${c.effectId}/resolve`, bodyJson, json, OPERATOR_TOKEN);
 const resolveAs = (c: Ctx, body: Record<string, unknown>) => call("POST", `/api/operator/effects/${c.effectId}/resolve`, { outcome: "not_executed", actor: "a", reason: "r", ...body }, OPERATOR_TOKEN);
 const RESULT_JSON = JSON.stringify(result);
+/**
+ * `template` as UTF-8 bytes with every `<XX>` replaced by the raw byte 0xXX (e.g. `"<ff><fe>"`):
+ * a body that no JavaScript string can produce, as `curl --data-binary $'...\xff\xfe'` sends it.
+ */
+const bytes = (template: string): Uint8Array => {
+  const parts = template.split(/<([0-9a-f]{2})>/);
+  return Buffer.concat(parts.map((part, i) => (i % 2 === 1 ? Buffer.from([parseInt(part, 16)]) : Buffer.from(part, "utf8"))));
+};
+const rawBytes = (method: string, path: string, template: string, token?: string) => raw(method, path, bytes(template), json, token ?? defaultCredential(method, path));
+const completeWith = (c: Ctx, body: Record<string, unknown>) =>
+  call("POST", `/v1/drivers/effects/${c.effectId}/complete`, { connectionId: c.a.connectionId, attempt: 1, result, receipt: null, ...body }, c.a.token);
+const lateResult = (c: Ctx, body: Record<string, unknown>) =>
+  call(
+    "POST",
+    `/v1/drivers/effects/${c.effectId}/late-result`,
+    { connectionId: c.a.connectionId, attempt: 1, idempotencyKey: c.effectId, toolName: "createIssue", requestFingerprint: "0".repeat(64), result, receipt: null, ...body },
+    c.a.token,
+  );
 const poll = (c: Ctx, waitMs: string) => call("GET", `/v1/drivers/commands/next?connectionId=${c.a.connectionId}&waitMs=${waitMs}`, undefined, c.a.token);
 const events = (c: Ctx, afterSeq: string) => call("GET", `/v1/runs/${c.runId}/events?afterSeq=${afterSeq}`);
 const listEffects = (query: string) => call("GET", `/api/operator/effects?${query}`, undefined, OPERATOR_TOKEN);
@@ -108,6 +126,9 @@ const MESSAGE_OF: Partial<Record<BadInput["category"], RegExp>> = {
   "bounded error.details": /larger than 4096 bytes/,
   "content type": /Content-Type: application\/json/,
   "strict integer": /decimal integer|Too small/,
+  "invalid UTF-8 body": /the request body is not valid UTF-8/,
+  "unknown field": /Unrecognized key: "extra"/,
+  "format character in an identifier": /must not contain invisible format characters \(Unicode category Cf/,
 };
 const bad = (category: BadInput["category"], name: string, send: BadInput["send"], status = 400, code = "request.invalid"): BadInput => ({
   category,
@@ -132,7 +153,10 @@ interface BadInput {
     | "forbidden key"
     | "bounded error.details"
     | "content type"
-    | "strict integer";
+    | "strict integer"
+    | "invalid UTF-8 body"
+    | "unknown field"
+    | "format character in an identifier";
   name: string;
   send: (c: Ctx) => ReturnType<typeof call>;
   status: number;
@@ -225,6 +249,44 @@ const CATALOGUE: BadInput[] = [
   bad("strict integer", "operator listing limit=1e2", () => listEffects("limit=1e2")),
   bad("strict integer", "operator listing minAgeMs=-1", () => listEffects("minAgeMs=-1")),
   bad("oversized", "a tool call body over 4 MiB", (c) => enqueue(c, { arguments: { pad: "x".repeat(4 * 1024 * 1024 + 1) } }), 413, "request.too_large"),
+  // ---- issue 10, second review: refused, never silently changed ----
+  // (1) raw bytes that are not UTF-8: refused by the fatal decoder, never stored as U+FFFD
+  bad("invalid UTF-8 body", "run API: a tool call whose title is the raw bytes FF FE", (c) => rawBytes("POST", enqueuePath(c), '{"serverId":"tracker","toolName":"createIssue","arguments":{"title":"<ff><fe>"}}')),
+  bad("invalid UTF-8 body", "run API: a tool call with an overlong encoding of '/' (C0 AF) in toolName", (c) => rawBytes("POST", enqueuePath(c), '{"serverId":"tracker","toolName":"create<c0><af>Issue","arguments":{}}')),
+  bad("invalid UTF-8 body", "run API: a create-run body with a truncated 3-byte sequence (E2 82)", (c) => rawBytes("POST", "/v1/runs", `{"driverInstanceId":"${c.b.id}","x":"<e2><82>"}`)),
+  bad("invalid UTF-8 body", "Driver protocol: a mark-unknown reason with a stray continuation byte (80)", (c) => rawBytes("POST", `/v1/drivers/effects/${c.effectId}/mark-unknown`, `{"connectionId":"${c.a.connectionId}","attempt":1,"reason":"lost<80>"}`, c.a.token)),
+  bad("invalid UTF-8 body", "Driver protocol: a result outputText holding an encoded surrogate (ED A0 80)", (c) => rawBytes("POST", `/v1/drivers/effects/${c.effectId}/complete`, `{"connectionId":"${c.a.connectionId}","attempt":1,"result":{"outputText":"ok<ed><a0><80>","requestId":"r","serverId":"tracker","toolName":"createIssue"},"receipt":null}`, c.a.token)),
+  bad("invalid UTF-8 body", "Driver protocol: a registration whose name is the raw byte FF", () => rawBytes("POST", "/v1/drivers/register", '{"name":"driver-<ff>"}')),
+  bad("invalid UTF-8 body", "operator: a resolve reason with the raw bytes FE FF", (c) => rawBytes("POST", `/api/operator/effects/${c.effectId}/resolve`, '{"outcome":"not_executed","actor":"a","reason":"checked <fe><ff>"}', OPERATOR_TOKEN)),
+  bad("invalid UTF-8 body", "operator: a reconcile actor with a 4-byte lead (F5) past U+10FFFF", (c) => rawBytes("POST", `/api/operator/effects/${c.effectId}/reconcile`, '{"actor":"a<f5><80><80><80>","reason":"r"}', OPERATOR_TOKEN)),
+  // (2) a field the contract does not define: refused, naming it, never ignored
+  bad("unknown field", "run API: a tool call with an extra top-level field", (c) => enqueue(c, { extra: 1 })),
+  bad("unknown field", "run API: a create-run body with an extra field", (c) => call("POST", "/v1/runs", { driverInstanceId: c.b.id, extra: true })),
+  bad("unknown field", "Driver protocol: a registration with an extra field", () => call("POST", "/v1/drivers/register", { name: "driver-c", extra: "x" })),
+  bad("unknown field", "Driver protocol: a heartbeat with an extra field", (c) => call("POST", "/v1/drivers/heartbeat", { connectionId: c.a.connectionId, extra: 1 }, c.a.token)),
+  bad("unknown field", "Driver protocol: a claim with an extra field", (c) => call("POST", "/v1/drivers/effects/claim", { connectionId: c.a.connectionId, commandId: c.commandId, extra: 1 }, c.a.token)),
+  bad("unknown field", "Driver protocol: an accepted command update with an extra field", (c) => call("POST", `/v1/drivers/commands/${c.commandId}/update`, { connectionId: c.a.connectionId, status: "accepted", extra: 1 }, c.a.token)),
+  bad("unknown field", "Driver protocol: a failed update whose error has an extra field", (c) => failWith(c, { extra: 1 })),
+  bad("unknown field", "Driver protocol: a complete with an extra top-level field", (c) => completeWith(c, { extra: 1 })),
+  bad("unknown field", "Driver protocol: a complete whose result has an extra field", (c) => completeWith(c, { result: { ...result, extra: 1 } })),
+  bad("unknown field", "Driver protocol: a mark-unknown with an extra field", (c) => call("POST", `/v1/drivers/effects/${c.effectId}/mark-unknown`, { connectionId: c.a.connectionId, attempt: 1, reason: "lost", extra: 1 }, c.a.token)),
+  bad("unknown field", "Driver protocol: a deadline-missed with an extra field", (c) => call("POST", `/v1/drivers/effects/${c.effectId}/deadline-missed`, { connectionId: c.a.connectionId, attempt: 1, elapsedMs: 5, extra: 1 }, c.a.token)),
+  bad("unknown field", "Driver protocol: a late-result with an extra field", (c) => lateResult(c, { extra: 1 })),
+  bad("unknown field", "operator: a resolve with an extra field", (c) => resolveAs(c, { extra: 1 })),
+  bad("unknown field", "operator: a reconcile with an extra field", (c) => call("POST", `/api/operator/effects/${c.effectId}/reconcile`, { actor: "a", reason: "r", extra: 1 }, OPERATOR_TOKEN)),
+  bad("unknown field", "operator: a compensate with an extra field", (c) => call("POST", `/api/operator/effects/${c.effectId}/compensate`, { actor: "a", reason: "r", extra: 1 }, OPERATOR_TOKEN)),
+  // (3) invisible format characters (Unicode Cf) in identifiers, as control and bidi characters are
+  bad("format character in an identifier", "run API: toolName with ZERO WIDTH SPACE (U+200B)", (c) => enqueue(c, { toolName: "create\u200bIssue" })),
+  bad("format character in an identifier", "run API: toolName with SOFT HYPHEN (U+00AD)", (c) => enqueue(c, { toolName: "create\u00adIssue" })),
+  bad("format character in an identifier", "run API: requestId with WORD JOINER (U+2060)", (c) => enqueue(c, { requestId: "r\u2060" })),
+  bad("format character in an identifier", "run API: toolCallId with ZERO WIDTH NO-BREAK SPACE (U+FEFF)", (c) => enqueue(c, { toolCallId: "\ufeffcall-1" })),
+  bad("format character in an identifier", "run API: toolName with a TAG character (U+E0041)", (c) => enqueue(c, { toolName: "createIssue\u{E0041}" })),
+  bad("format character in an identifier", "Driver protocol: a registration name with ZERO WIDTH JOINER (U+200D)", () => call("POST", "/v1/drivers/register", { name: "driver\u200d-c" })),
+  bad("format character in an identifier", "Driver protocol: a result toolName with ZERO WIDTH SPACE", (c) => completeWith(c, { result: { ...result, toolName: "create\u200bIssue" } })),
+  bad("format character in an identifier", "Driver protocol: a late-result toolName with WORD JOINER", (c) => lateResult(c, { toolName: "create\u2060Issue" })),
+  bad("format character in an identifier", "operator: an actor with ZERO WIDTH SPACE", (c) => resolveAs(c, { actor: "ali\u200bce" })),
+  bad("format character in an identifier", "operator: an actor ending in U+FEFF (judged before trimming, not trimmed away)", (c) => resolveAs(c, { actor: "alice\ufeff" })),
+  bad("format character in an identifier", "operator: a listing filter toolName with ZERO WIDTH SPACE", () => listEffects("toolName=create%E2%80%8BIssue")),
 ];
 
 describe("bad input catalogue: a typed error, nothing changed", () => {
@@ -240,6 +302,20 @@ describe("bad input catalogue: a typed error, nothing changed", () => {
     const refusals = f.store.sqlite.prepare("SELECT action, actor, outcome FROM effect_operator_refusals").all();
     const audited = row.category === "invalid operator request" && OPERATOR_REFUSAL_CODES.includes(row.code as never);
     expect(refusals).toEqual(audited ? [expect.objectContaining({ actor: "a", outcome: row.code })] : []);
+  });
+});
+
+describe("issue 10: the strict rules refuse only what is wrong", () => {
+  it("stores valid multi-byte UTF-8 exactly, keeps format characters in free text, and ignores a leading byte order mark", async () => {
+    // "créer 作成 👩‍💻" as raw bytes (the emoji joins with U+200D: a format character is fine in an argument value)
+    const title = "cr\u00e9er \u4f5c\u6210 \u{1F469}\u200d\u{1F4BB}";
+    const body = Buffer.concat([Buffer.from([0xef, 0xbb, 0xbf]), Buffer.from(JSON.stringify({ serverId: "tracker", toolName: "作成", arguments: { title } }), "utf8")]);
+    const res = await raw("POST", enqueuePath(ctx), body, json);
+    expect(res.status).toBe(201);
+    const row = f.store.sqlite.prepare("SELECT tool_name AS toolName, arguments_json AS argumentsJson FROM external_tool_effects WHERE id = ?").get(res.body.effectId) as { toolName: string; argumentsJson: string };
+    expect(row.toolName).toBe("作成");
+    expect(JSON.parse(row.argumentsJson)).toEqual({ title });
+    expect(row.argumentsJson).not.toContain("\ufffd");
   });
 });
 

@@ -1,6 +1,6 @@
 import { z } from "zod";
 import { UlidSchema } from "./ids.contract.js";
-import { McpExecuteCommandResultSchema, McpExecuteCommandSchema, ToolNameSchema } from "./mcp-execute.contract.js";
+import { McpExecuteCommandResultRequestSchema, McpExecuteCommandSchema, ToolNameSchema } from "./mcp-execute.contract.js";
 import { REQUEST_FINGERPRINT_PATTERN } from "./request-fingerprint.js";
 import { RunErrorSchema } from "./run-error.contract.js";
 import { identifierSchema, safeJsonObjectSchema, strictIntegerInput, textSchema } from "./input-safety.contract.js";
@@ -12,6 +12,9 @@ import { CommandStatusSchema, EffectStatusSchema } from "./statuses.contract.js"
  * other route `Authorization: Bearer <driver token>` (any case of the scheme); a Driver only ever sees and changes its
  * own instance's commands and effects. Requests that carry `connectionId` are refused with
  * `driver.connection_superseded` (409) once a newer connection of the same instance exists.
+ * Every request body schema here is strict (zod `strictObject`, nested `result` and `error` too): a
+ * field the protocol does not define is refused with 400 `request.invalid` naming it, never ignored
+ * (issue 10); the Driver checks what it sends against the same schemas.
  */
 export const DRIVER_ROUTES = {
   register: "/v1/drivers/register",
@@ -37,7 +40,7 @@ export const DriverTokenSchema = z.string().regex(/^mdt_[0-9A-HJKMNP-TV-Z]{26}_[
  * so no one takes over an identity). Re-registering is refused with
  * `effect.fence_retained` (409) while any of its effects is `executing` or `unknown` (DESIGN.md §3 rule 9).
  */
-export const RegisterDriverRequestSchema = z.object({
+export const RegisterDriverRequestSchema = z.strictObject({
   name: identifierSchema(1, 100),
   driverInstanceId: UlidSchema.optional(),
 });
@@ -61,7 +64,7 @@ export const ConnectDriverResponseSchema = z.object({
 export type ConnectDriverResponse = z.infer<typeof ConnectDriverResponseSchema>;
 
 /** Any request bound to one connection. */
-export const ConnectionRequestSchema = z.object({ connectionId: UlidSchema });
+export const ConnectionRequestSchema = z.strictObject({ connectionId: UlidSchema });
 /** See {@link ConnectionRequestSchema}. */
 export type ConnectionRequest = z.infer<typeof ConnectionRequestSchema>;
 
@@ -103,9 +106,9 @@ export type NextCommandResponse = z.infer<typeof NextCommandResponseSchema>;
  * `mcp.execute`, an effect that already `succeeded`); `failed` needs a RunError.
  */
 export const CommandUpdateRequestSchema = z.discriminatedUnion("status", [
-  z.object({ connectionId: UlidSchema, status: z.literal("accepted") }),
-  z.object({ connectionId: UlidSchema, status: z.literal("completed"), result: McpExecuteCommandResultSchema }),
-  z.object({ connectionId: UlidSchema, status: z.literal("failed"), error: RunErrorSchema }),
+  z.strictObject({ connectionId: UlidSchema, status: z.literal("accepted") }),
+  z.strictObject({ connectionId: UlidSchema, status: z.literal("completed"), result: McpExecuteCommandResultRequestSchema }),
+  z.strictObject({ connectionId: UlidSchema, status: z.literal("failed"), error: RunErrorSchema }),
 ]);
 /** See {@link CommandUpdateRequestSchema}. */
 export type CommandUpdateRequest = z.infer<typeof CommandUpdateRequestSchema>;
@@ -127,7 +130,7 @@ export const CommandUpdateResponseSchema = z.object({
 export type CommandUpdateResponse = z.infer<typeof CommandUpdateResponseSchema>;
 
 /** Claim the effect of an `mcp.execute` command; answered with an `EffectClaim`. */
-export const EffectClaimRequestSchema = z.object({ connectionId: UlidSchema, commandId: UlidSchema });
+export const EffectClaimRequestSchema = z.strictObject({ connectionId: UlidSchema, commandId: UlidSchema });
 /** See {@link EffectClaimRequestSchema}. */
 export type EffectClaimRequest = z.infer<typeof EffectClaimRequestSchema>;
 
@@ -136,17 +139,17 @@ export type EffectClaimRequest = z.infer<typeof EffectClaimRequestSchema>;
  * opaque data (never proof of anything), at most 16 KiB of JSON, nested at most 400 levels, no
  * `__proto__`/`constructor`/`prototype` key, well-formed strings (DESIGN.md §10).
  */
-export const EffectCompleteRequestSchema = z.object({
+export const EffectCompleteRequestSchema = z.strictObject({
   connectionId: UlidSchema,
   attempt: z.number().int().positive(),
-  result: McpExecuteCommandResultSchema,
+  result: McpExecuteCommandResultRequestSchema,
   receipt: safeJsonObjectSchema().nullable(),
 });
 /** See {@link EffectCompleteRequestSchema}. */
 export type EffectCompleteRequest = z.infer<typeof EffectCompleteRequestSchema>;
 
 /** The Driver lost track of attempt `attempt` (e.g. the MCP transport broke mid-call): fence it as `unknown`. */
-export const EffectMarkUnknownRequestSchema = z.object({
+export const EffectMarkUnknownRequestSchema = z.strictObject({
   connectionId: UlidSchema,
   attempt: z.number().int().positive(),
   reason: textSchema(1, 500),
@@ -162,7 +165,7 @@ export type EffectMarkUnknownRequest = z.infer<typeof EffectMarkUnknownRequestSc
  * it is still `executing` at that attempt, or `unknown` with that attempt the fenced one; the
  * command fails `external_effect.not_executed` (retryable as a new tool call).
  */
-export const EffectDeadlineMissedRequestSchema = z.object({
+export const EffectDeadlineMissedRequestSchema = z.strictObject({
   connectionId: UlidSchema,
   attempt: z.number().int().positive(),
   elapsedMs: z.number().int().nonnegative(),
@@ -179,13 +182,13 @@ export type EffectDeadlineMissedRequest = z.infer<typeof EffectDeadlineMissedReq
  * (resolution `reported_late`) when all three match; it never re-runs anything and never overrides
  * a different confirmed outcome (a contradiction is recorded and flagged for an operator).
  */
-export const EffectLateResultRequestSchema = z.object({
+export const EffectLateResultRequestSchema = z.strictObject({
   connectionId: UlidSchema,
   attempt: z.number().int().positive(),
   idempotencyKey: UlidSchema,
   toolName: ToolNameSchema,
   requestFingerprint: z.string().regex(REQUEST_FINGERPRINT_PATTERN, "expected 64 lowercase hex characters"),
-  result: McpExecuteCommandResultSchema,
+  result: McpExecuteCommandResultRequestSchema,
   receipt: z.record(z.string(), z.unknown()).nullable(),
 });
 /** See {@link EffectLateResultRequestSchema}. */

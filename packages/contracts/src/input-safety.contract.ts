@@ -3,7 +3,10 @@ import { z } from "zod";
 /**
  * Input rules shared by every boundary of the runtime (API routes, the Driver's outgoing requests,
  * the CLI): DESIGN.md §10 ("Bodies must be `application/json`, well-formed UTF-16, within size and
- * nesting-depth limits, and identifiers free of control and bidi characters"). Nothing here
+ * nesting-depth limits, and identifiers free of control and bidi characters"). Issue 10 adds: a
+ * body's bytes must be valid UTF-8 ({@link decodeUtf8Strict}), request objects are strict (an
+ * unknown field is refused, never ignored: zod `strictObject` in the request schemas), and
+ * identifiers carry no Unicode format character (category Cf) either. Nothing here
  * recurses: a hostile document nested 1,000,000 levels deep is judged with an explicit stack, and a
  * problem is reported before anything calls `JSON.stringify` on it (which does recurse and would
  * throw `RangeError: Maximum call stack size exceeded`).
@@ -31,6 +34,12 @@ export interface JsonProblem {
 const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
 /** C0/C1 control characters and the Unicode bidi formatting characters (ALM, LRM, RLM, LRE…RLO, LRI…PDI). */
 const CONTROL_OR_BIDI = /[\p{Cc}\u061C\u200E\u200F\u202A-\u202E\u2066-\u2069]/u;
+/**
+ * Unicode format characters (general category Cf): invisible characters such as U+00AD SOFT HYPHEN,
+ * U+200B ZERO WIDTH SPACE, U+200C/D ZERO WIDTH (NON-)JOINER, U+2060 WORD JOINER, U+FEFF ZERO WIDTH
+ * NO-BREAK SPACE, the tag characters U+E0000–U+E007F (and the bidi characters, which are Cf too).
+ */
+const FORMAT_CHARACTER = /\p{Cf}/u;
 
 /** True when `s` is well-formed UTF-16: no lone (unpaired) surrogate, so it encodes to valid UTF-8. */
 export function isWellFormedText(s: string): boolean {
@@ -40,6 +49,53 @@ export function isWellFormedText(s: string): boolean {
 /** True when `s` contains a control character (U+0000–U+001F, U+007F–U+009F) or a bidi formatting character. */
 export function hasControlOrBidi(s: string): boolean {
   return CONTROL_OR_BIDI.test(s);
+}
+
+/**
+ * True when `s` contains a Unicode format character (general category Cf: U+00AD, U+200B–U+200F,
+ * U+2060–U+2064, U+FEFF, the tag characters, the bidi formatting characters, ...). They render as
+ * nothing, so `create\u200bIssue` looks exactly like `createIssue` (issue 10, DESIGN.md §10).
+ */
+export function hasFormatCharacter(s: string): boolean {
+  return FORMAT_CHARACTER.test(s);
+}
+
+/** The message of an identifier that holds a control or bidi character (see {@link identifierSchema}). */
+export const CONTROL_OR_BIDI_MESSAGE = "must not contain control or bidi characters";
+/** The message of an identifier that holds another Unicode format character (see {@link identifierSchema}). */
+export const FORMAT_CHARACTER_MESSAGE = "must not contain invisible format characters (Unicode category Cf, e.g. U+200B, U+2060, U+FEFF, U+00AD)";
+
+/**
+ * The first reason `s` is not acceptable as the characters of an identifier, or `null`: not
+ * well-formed UTF-16, a control or bidi character ({@link hasControlOrBidi}), another format
+ * character ({@link hasFormatCharacter}). Length is not judged here. Used by {@link identifierSchema}
+ * and by schemas that judge the raw text before trimming it (nothing is dropped silently).
+ */
+export function identifierCharsProblem(s: string): string | null {
+  if (!isWellFormedText(s)) return "must be well-formed UTF-16 (no lone surrogates)";
+  if (hasControlOrBidi(s)) return CONTROL_OR_BIDI_MESSAGE;
+  if (hasFormatCharacter(s)) return FORMAT_CHARACTER_MESSAGE;
+  return null;
+}
+
+const fatalUtf8 = new TextDecoder("utf-8", { fatal: true });
+
+/** The message of a body whose bytes are not valid UTF-8 (see {@link decodeUtf8Strict}). */
+export const INVALID_UTF8_MESSAGE = "the request body is not valid UTF-8";
+
+/**
+ * Decodes `bytes` as UTF-8 with a fatal decoder (`TextDecoder("utf-8", {fatal: true})`): returns the
+ * text, or `null` when any byte sequence is invalid (a stray `0xFF`, a truncated or overlong
+ * sequence, an encoded surrogate). Never substitutes U+FFFD: a body is refused, not silently
+ * changed (issue 10, DESIGN.md §10). A leading byte order mark is dropped (RFC 8259 §8.1 lets a
+ * parser ignore it); it is not part of the JSON text.
+ */
+export function decodeUtf8Strict(bytes: ArrayBuffer | Uint8Array): string | null {
+  try {
+    return fatalUtf8.decode(bytes);
+  } catch {
+    return null;
+  }
 }
 
 interface Frame {
@@ -93,9 +149,10 @@ export function formatJsonProblem(problem: JsonProblem): string {
 
 /**
  * An identifier (tool name, request id, tool call id, Driver name, operator actor, ...): `min`–`max`
- * characters, well-formed UTF-16, no control or bidi characters (DESIGN.md §10). Such strings are
- * stored, compared and shown to operators; an invisible or reordering character would make two
- * different ids look the same.
+ * characters, well-formed UTF-16, no control or bidi characters ({@link CONTROL_OR_BIDI_MESSAGE}) and
+ * no other Unicode format character (category Cf, {@link FORMAT_CHARACTER_MESSAGE}) (DESIGN.md §10,
+ * issue 10). Such strings are stored, compared and shown to operators; an invisible or reordering
+ * character would make two different ids look the same.
  */
 export function identifierSchema(min: number, max: number): z.ZodString {
   return z
@@ -103,7 +160,8 @@ export function identifierSchema(min: number, max: number): z.ZodString {
     .min(min)
     .max(max)
     .refine(isWellFormedText, "must be well-formed UTF-16 (no lone surrogates)")
-    .refine((s) => !hasControlOrBidi(s), "must not contain control or bidi characters");
+    .refine((s) => !hasControlOrBidi(s), CONTROL_OR_BIDI_MESSAGE)
+    .refine((s) => !hasFormatCharacter(s), FORMAT_CHARACTER_MESSAGE);
 }
 
 /**

@@ -36,10 +36,10 @@ export const ArgumentsJsonSchema = z
 export const ServerIdSchema = z.string().regex(/^[A-Za-z0-9_.-]{1,64}$/, "serverId must be 1-64 characters of A-Z a-z 0-9 _ . -");
 /**
  * An MCP tool name: 1–128 chars (MCP tool names are free strings; we bound them), well-formed
- * UTF-16, no control or bidi characters (DESIGN.md §10).
+ * UTF-16, no control, bidi or other format (Unicode Cf) characters (DESIGN.md §10, issue 10).
  */
 export const ToolNameSchema = identifierSchema(1, 128);
-/** A request id or tool call id of the agent's turn: 1–128 chars, an identifier (no control or bidi characters, well-formed). */
+/** A request id or tool call id of the agent's turn: 1–128 chars, an identifier (no control, bidi or other format characters; well-formed). */
 export const CallIdSchema = identifierSchema(1, 128);
 
 /**
@@ -70,6 +70,14 @@ export const McpExecuteCommandResultSchema = z.object({
 });
 /** See {@link McpExecuteCommandResultSchema}. */
 export type McpExecuteCommandResult = z.infer<typeof McpExecuteCommandResultSchema>;
+
+/**
+ * {@link McpExecuteCommandResultSchema} as a Driver sends it (a command's `completed` update, an
+ * effect's `complete` and `late-result`): strict, so a field the runtime does not know is refused
+ * (400 `request.invalid`, `result: Unrecognized key: "..."`) instead of being dropped (issue 10).
+ * The loose schema stays for what the runtime reads back (stored results, the API's answers).
+ */
+export const McpExecuteCommandResultRequestSchema = z.strictObject(McpExecuteCommandResultSchema.shape);
 
 /**
  * The parts of an MCP `CallToolResult` (MCP spec 2025-06-18, `tools/call`) the runtime reads:

@@ -15,9 +15,10 @@ export const RUN_ROUTES = {
 
 /**
  * Create a run leased to a Driver instance. Without `sessionId` a new session is created.
- * A Driver instance holds at most one active run (409 `run.driver_busy`).
+ * A Driver instance holds at most one active run (409 `run.driver_busy`). Strict: any other field
+ * is refused (400 `request.invalid`, `Unrecognized key: "..."`), never ignored (issue 10).
  */
-export const CreateRunRequestSchema = z.object({ driverInstanceId: UlidSchema, sessionId: UlidSchema.optional() });
+export const CreateRunRequestSchema = z.strictObject({ driverInstanceId: UlidSchema, sessionId: UlidSchema.optional() });
 /** See {@link CreateRunRequestSchema}. */
 export type CreateRunRequest = z.infer<typeof CreateRunRequestSchema>;
 /** The created run and its session. */
@@ -34,9 +35,10 @@ export type CreateRunResponse = z.infer<typeof CreateRunResponseSchema>;
  * `toolCallId` makes the request idempotent within the run: a retry with the same `toolCallId`
  * and the same server, tool and arguments returns the first enqueue (`replayed: true`, nothing new
  * is queued); with anything different it is refused (409 `tool_call.conflict`). Without it, every
- * request is a new tool call.
+ * request is a new tool call. Strict: any other top-level field is refused (400 `request.invalid`,
+ * `Unrecognized key: "..."`), never ignored (issue 10).
  */
-export const EnqueueToolCallRequestSchema = z.object({
+export const EnqueueToolCallRequestSchema = z.strictObject({
   serverId: ServerIdSchema,
   toolName: ToolNameSchema,
   arguments: safeJsonObjectSchema(),

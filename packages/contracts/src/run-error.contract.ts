@@ -37,9 +37,10 @@ export const UnknownEffectIdsSchema = z.array(z.string().min(1).max(64)).min(1).
  * characters of well-formed text without NUL.
  * Invariant (DESIGN.md §3 rule 14): an `external_effect.unknown` error is `retryable: false` and
  * names its effects in `details.effectIds` (non-empty); anything else is refused by this schema.
+ * Strict: a field other than these four is refused, never dropped (issue 10).
  */
 export const RunErrorSchema = z
-  .object({
+  .strictObject({
     code: RunErrorCodeSchema,
     message: textSchema(1, 2000),
     retryable: z.boolean(),

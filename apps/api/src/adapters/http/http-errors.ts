@@ -2,7 +2,7 @@ import type { Context } from "hono";
 import type { ContentfulStatusCode } from "hono/utils/http-status";
 import type { Logger } from "pino";
 import type { z } from "zod";
-import { findJsonProblem, formatJsonProblem, type ApiErrorBody } from "@mosoo/contracts";
+import { decodeUtf8Strict, findJsonProblem, formatJsonProblem, INVALID_UTF8_MESSAGE, type ApiErrorBody } from "@mosoo/contracts";
 import { RuntimeError } from "../../modules/runtime/domain/runtime-errors.js";
 import { isStoreBusy, STORE_BUSY_RETRY_AFTER_S } from "../../platform/db/store-busy.js";
 import type { StoreBusyWatch } from "../../platform/db/store-busy-watch.js";
@@ -36,18 +36,23 @@ export function isJsonContentType(header: string | undefined): boolean {
 
 /**
  * Reads and validates a JSON body: `Content-Type: application/json` is required (a `text/plain`
- * body is what a web page can send cross-origin without a preflight), then the body is parsed and
- * checked with {@link parseOrThrow}.
+ * body is what a web page can send cross-origin without a preflight); the raw bytes are decoded
+ * with a fatal UTF-8 decoder (`decodeUtf8Strict` of `@mosoo/contracts`: an invalid byte is refused,
+ * never replaced by U+FFFD, issue 10), then parsed and checked with {@link parseOrThrow} (request
+ * schemas are strict, so an unknown field is refused too).
  * @throws RuntimeError `request.unsupported_media_type` (415) without the JSON content type;
- *   `request.invalid` (400) when the body is not JSON or breaks a rule.
+ *   `request.invalid` (400) when the body is not valid UTF-8 (`the request body is not valid
+ *   UTF-8`), not JSON, or breaks a rule.
  */
 export async function readJson<S extends z.ZodType>(c: Context, schema: S): Promise<z.infer<S>> {
   if (!isJsonContentType(c.req.header("content-type"))) {
     throw new RuntimeError("request.unsupported_media_type", "send the body as JSON with Content-Type: application/json");
   }
+  const text = decodeUtf8Strict(await c.req.arrayBuffer());
+  if (text === null) throw new RuntimeError("request.invalid", INVALID_UTF8_MESSAGE);
   let body: unknown;
   try {
-    body = await c.req.json();
+    body = JSON.parse(text);
   } catch {
     throw new RuntimeError("request.invalid", "the request body must be a JSON object");
   }

@@ -1,5 +1,5 @@
 import { CallToolResultSchema } from "@modelcontextprotocol/sdk/types.js";
-import { EFFECT_STATUSES, identifierSchema, ServerIdSchema, strictIntegerInput, textSchema, ToolNameSchema, UlidSchema } from "@mosoo/contracts";
+import { EFFECT_STATUSES, identifierCharsProblem, identifierSchema, ServerIdSchema, strictIntegerInput, textSchema, ToolNameSchema, UlidSchema } from "@mosoo/contracts";
 import { MAX_RECEIPT_BYTES, MAX_RESULT_BYTES } from "@mosoo/effect-reconciliation";
 import { OPERATOR_ATTENTION_REASONS } from "../domain/reconciliation.types.js";
 import { z } from "zod";
@@ -7,12 +7,22 @@ import { z } from "zod";
 const jsonBytes = (v: unknown) => Buffer.byteLength(JSON.stringify(v) ?? "", "utf8");
 
 /**
+ * The characters of an identifier judged BEFORE trimming (`identifierCharsProblem`): `.trim()` strips
+ * U+FEFF and line breaks, so judging only the trimmed text would silently drop a format or control
+ * character instead of refusing it (issue 10).
+ */
+const untrimmedIdentifier = z.string().superRefine((s, ctx) => {
+  const problem = identifierCharsProblem(s);
+  if (problem) ctx.addIssue({ code: "custom", message: problem });
+});
+
+/**
  * Who acts and why, both recorded in the audit trail: `actor` 1–200 characters, an identifier
- * (trimmed; no control or bidi characters, well-formed), `reason` 1–2000 characters of text
- * (trimmed; well-formed, no NUL). DESIGN.md §10.
+ * (surrounding spaces trimmed; no control, bidi or other format characters anywhere, well-formed),
+ * `reason` 1–2000 characters of text (trimmed; well-formed, no NUL). DESIGN.md §10.
  */
 const Audit = {
-  actor: z.string().trim().pipe(identifierSchema(1, 200)),
+  actor: untrimmedIdentifier.trim().pipe(identifierSchema(1, 200)),
   reason: z.string().trim().pipe(textSchema(1, 2000)),
 };
 
