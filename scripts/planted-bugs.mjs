@@ -31,7 +31,7 @@ if (!/^-?\d+$/.test(args.seed) || !Number.isSafeInteger(Number(args.seed))) badI
 
 /**
  * The planted bugs: `file` (from the repo root), the exact text `find` (must occur once) and its
- * buggy replacement. Each is a small, realistic regression of a DESIGN.md rule. A bug may name its
+ * buggy replacement. Each is a small, realistic regression of a docs/DESIGN.md rule. A bug may name its
  * own `suite` ({project, files, grep}); the default suite is the ledger model and the crash matrix.
  */
 const BUGS = [

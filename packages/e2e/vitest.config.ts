@@ -1,3 +1,6 @@
 import { defineProject } from "vitest/config";
 
-export default defineProject({ test: { name: "e2e", include: ["tests/**/*.test.ts"] } });
+// testTimeout: a bound for a hung test, not a timing assertion; tests that start processes or run
+// many property runs take seconds on a shared 2-core machine (vitest's 5 s default failed there).
+
+export default defineProject({ test: { name: "e2e", include: ["tests/**/*.test.ts"], testTimeout: 60_000 } });

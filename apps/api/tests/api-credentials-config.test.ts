@@ -1,5 +1,5 @@
 /**
- * Credentials in the API's config (DESIGN.md §10, issue 10): `MOSOO_API_KEYS` and the keys file
+ * Credentials in the API's config (docs/DESIGN.md §10, issue 10): `MOSOO_API_KEYS` and the keys file
  * (`MOSOO_API_KEYS_FILE`, zod-validated), secrets of at least 16 characters never echoed, and a
  * non-loopback `MOSOO_HOST` refused without API keys. Every refusal is one line `config.invalid: ...`
  * (the process prints it and exits 2, checked once against the real entry point below).

@@ -1,5 +1,5 @@
 /**
- * Bad input catalogue (issue 5 item 6; DESIGN.md §9): malformed Driver protocol messages, a Driver
+ * Bad input catalogue (issue 5 item 6; docs/DESIGN.md §9): malformed Driver protocol messages, a Driver
  * touching another Driver's command or effect, oversized results and receipts, invalid operator
  * requests, invalid config. Each row is refused with its typed error (HTTP status + stable code)
  * and the store is byte-for-byte the same afterwards (every table dumped before and after).
@@ -191,7 +191,7 @@ const CATALOGUE: BadInput[] = [
   { category: "invalid operator request", name: "resolve an executing (not unknown) effect", send: (c) => call("POST", `/api/operator/effects/${c.effectId}/resolve`, { outcome: "not_executed", actor: "a", reason: "r" }, op.authorization), status: 409, code: "effect.not_unknown" },
   { category: "invalid operator request", name: "lookup of an effect that does not exist", send: () => call("POST", "/api/operator/effects/01JDZZZZZZZZZZZZZZZZZZZZZZ/reconcile", { actor: "a", reason: "r" }, op.authorization), status: 404, code: "effect.not_found" },
   { category: "invalid operator request", name: "lookup of an effect no adapter is bound for", send: (c) => call("POST", `/api/operator/effects/${c.effectId}/reconcile`, { actor: "a", reason: "r" }, op.authorization), status: 409, code: "effect.not_reconcilable" },
-  // ---- issue 10: input at the boundary (DESIGN.md §10) ----
+  // ---- issue 10: input at the boundary (docs/DESIGN.md §10) ----
   bad("nesting depth", "tool-call arguments nested 5,000 levels", (c) => enqueueRaw(c, deepObject(5000))),
   bad("nesting depth", "tool-call arguments nested 401 levels (one past the limit)", (c) => enqueueRaw(c, `{"x":${deepObject(400)}}`)),
   bad("nesting depth", "tool-call arguments holding arrays nested 100,000 levels", (c) => enqueueRaw(c, `{"x":${deepArray(100_000)}}`)),

@@ -160,7 +160,7 @@ describe("crash at the k-th durable write, k = 1, 2, … until the flow complete
 });
 
 /**
- * The "adapter misbehaves" axis (issue 16 item 1; DESIGN.md §4 "Adapters are untrusted code", §5):
+ * The "adapter misbehaves" axis (issue 16 item 1; docs/DESIGN.md §4 "Adapters are untrusted code", §5):
  * the write commits at the provider, the API crashes before the answer is persisted, and recovery
  * looks the effect up through a hostile adapter module (tests/fixtures/adapters/misbehaving.adapter.ts)
  * running in the REAL isolated worker host (piscina, heap limit, termination at the lookup bound),

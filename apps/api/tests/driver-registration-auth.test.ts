@@ -1,5 +1,5 @@
 /**
- * Driver registration under DESIGN.md §10 (issue 10 findings 2 and 3): the enrollment token is
+ * Driver registration under docs/DESIGN.md §10 (issue 10 findings 2 and 3): the enrollment token is
  * required; an existing instance id is re-registered only with its own token or the operator token
  * (no identity takeover); registrations are rate-limited (429 `request.rate_limited` with
  * `Retry-After`), refused credentials and accepted registrations in separate budgets; registrations that never connected are purged by the maintenance sweep after

@@ -9,7 +9,7 @@ import { createIsolatedAdapterHost } from "../src/modules/reconciliation/infrast
 // The kit's provider view of the fixture provider lives with the fixture adapter's own tests.
 import { fixtureKitProvider } from "../../../packages/fixture-adapter/tests/fixture-kit-provider.js";
 
-// The conformance kit judging @mosoo/fixture-adapter exactly as production runs it (DESIGN.md §4):
+// The conformance kit judging @mosoo/fixture-adapter exactly as production runs it (docs/DESIGN.md §4):
 // bound by package through the API's isolated worker host, every lookup in a worker thread. The
 // kit calls the host's handle; the handle posts each lookup (a structured copy) to the worker.
 const FIXTURE_PACKAGE = { module: "@mosoo/fixture-adapter", export: "fixtureIssueTrackerAdapterFactory" };

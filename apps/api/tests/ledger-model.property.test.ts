@@ -1,5 +1,5 @@
 /**
- * Model-based property test of the effect ledger with reconciliation ON (DESIGN.md §3, §5, §6;
+ * Model-based property test of the effect ledger with reconciliation ON (docs/DESIGN.md §3, §5, §6;
  * research/reliability.md "Proposed test plan": I1–I4, I7, I8, I10, crash points C1–C6, R1, R2).
  *
  * A real runtime on a file-backed SQLite store (API crashes reopen it), the provider double bound as `tracker`, a model

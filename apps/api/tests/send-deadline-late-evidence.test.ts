@@ -14,7 +14,7 @@ import {
 } from "./helpers/reconciliation-fixture.js";
 import { commandRow, effectRow, reconciliationRecords, runEvents } from "./helpers/reconciliation-db.js";
 
-// DESIGN.md §3 rule 12 (send-by deadline) and rule 13 (late evidence), on the API's side.
+// docs/DESIGN.md §3 rule 12 (send-by deadline) and rule 13 (late evidence), on the API's side.
 // One manual clock drives the runtime and the provider double; nothing depends on real timers.
 
 let fx: ReconciliationFixture | undefined;

@@ -1,5 +1,5 @@
 /**
- * Migration 0010 (audit rows outlive runs, DESIGN.md §7): `effect_operator_actions` loses its foreign
+ * Migration 0010 (audit rows outlive runs, docs/DESIGN.md §7): `effect_operator_actions` loses its foreign
  * keys and gains `run_id` and `driver_instance_id`, copied from the effect for the rows it already has.
  */
 import { mkdtempSync, rmSync } from "node:fs";

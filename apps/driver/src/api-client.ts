@@ -124,7 +124,7 @@ export interface DriverApiClientOptions {
   apiUrl: string;
   /** Bearer token for every route but `register`. */
   driverToken?: string | undefined;
-  /** Bearer token of `register`: the API's `MOSOO_DRIVER_ENROLLMENT_TOKEN` (DESIGN.md §10); without it the API answers 401. */
+  /** Bearer token of `register`: the API's `MOSOO_DRIVER_ENROLLMENT_TOKEN` (docs/DESIGN.md §10); without it the API answers 401. */
   enrollmentToken?: string | undefined;
   /** Retry policy of the idempotent requests; defaults to {@link DEFAULT_API_RETRY}. */
   retry?: Partial<ApiRetryOptions> | undefined;
@@ -151,11 +151,11 @@ export interface DriverCommandApi {
   effectMarkUnknown(effectId: string, body: EffectMarkUnknownRequest): Promise<EffectTransitionResponse>;
   /**
    * `POST effectDeadlineMissed`: the claim's send-by deadline passed before `tools/call` was sent
-   * (DESIGN.md §3 rule 12); nothing was sent and never will be. The API settles the effect `not_executed`.
+   * (docs/DESIGN.md §3 rule 12); nothing was sent and never will be. The API settles the effect `not_executed`.
    */
   effectDeadlineMissed(effectId: string, body: EffectDeadlineMissedRequest): Promise<EffectTransitionResponse>;
   /**
-   * `POST effectLateResult`: late evidence (DESIGN.md §3 rule 13), the provider's real result after
+   * `POST effectLateResult`: late evidence (docs/DESIGN.md §3 rule 13), the provider's real result after
    * the ledger refused it from `effectComplete` because the effect was fenced meanwhile.
    */
   effectLateResult(effectId: string, body: EffectLateResultRequest): Promise<EffectTransitionResponse>;
@@ -297,7 +297,7 @@ export class DriverApiClient implements DriverApi {
     // The claim is a compare-and-set, not an idempotent update, yet retrying it after an
     // ambiguous failure (network error, 5xx) is still safe: if the first claim did land, the
     // effect is now `executing` without anyone calling the provider, and the retried claim finds
-    // `executing` and fences it as `unknown` (DESIGN.md §3 rule 2). The Driver then fails the
+    // `executing` and fences it as `unknown` (docs/DESIGN.md §3 rule 2). The Driver then fails the
     // command with `external_effect.unknown` and never calls the provider: a needless fence at
     // worst (an operator or an adapter can resolve it), never a duplicate write.
     return this.request({
@@ -421,7 +421,7 @@ export class DriverApiClient implements DriverApi {
 
 /**
  * Checks an outgoing body against the shared JSON rules (`findJsonProblem`: depth, forbidden keys,
- * well-formed strings; DESIGN.md §10) and then its contract schema, so the Driver never sends what
+ * well-formed strings; docs/DESIGN.md §10) and then its contract schema, so the Driver never sends what
  * the API would refuse. @throws ApiContractError (`request`).
  */
 function checkRequest<S extends z.ZodType>(schema: S, body: unknown): z.output<S> {

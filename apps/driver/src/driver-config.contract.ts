@@ -82,7 +82,7 @@ export const DEFAULT_POLL_WAIT_MS = 25_000;
  * - `toolTimeoutMs`: per `tools/call` timeout in ms; `pollWaitMs`: long-poll wait in ms (0–30 000);
  * - `finalizeOnExit`: on SIGTERM/SIGINT, `POST finalize` (the instance is gone for good);
  * - `enrollmentToken`: the API's `MOSOO_DRIVER_ENROLLMENT_TOKEN` (from the Driver's environment, same
- *   name), sent on `register` only (DESIGN.md §10); at least 16 characters.
+ *   name), sent on `register` only (docs/DESIGN.md §10); at least 16 characters.
  */
 export const DriverOptionsSchema = z.strictObject({
   apiUrl: HttpUrlSchema,

@@ -4,7 +4,7 @@ import { McpConfigSchema, type McpConfig } from "./driver-config.contract.js";
 
 /**
  * Bad input to the Driver (a flag, the MCP config file, the state file). `code` is always
- * `config.invalid` (DESIGN.md §9); `message` is one readable line, never a stack trace.
+ * `config.invalid` (docs/DESIGN.md §9); `message` is one readable line, never a stack trace.
  * The CLI prints it on stderr and exits with code 2.
  */
 export class DriverConfigError extends Error {

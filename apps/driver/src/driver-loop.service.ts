@@ -47,7 +47,7 @@ export interface DriverLoopOptions {
  * The Driver process's main loop: identity (state file or `register`), `connect`, heartbeats every
  * `heartbeatTtlMs / 3`, and the long-poll of commands, each handled to its terminal update one at
  * a time, in order. A non-fatal API failure while handling a command triggers a reconnect, so the
- * API redelivers every command without a terminal receipt (DESIGN.md §3 rule 11).
+ * API redelivers every command without a terminal receipt (docs/DESIGN.md §3 rule 11).
  */
 export class DriverLoop {
   private readonly stopController = new AbortController();

@@ -11,7 +11,7 @@ import { McpConnections } from "./mcp-connections.js";
  * `destination` is given (tests pass a stream to read the lines back).
  */
 export function createDriverLogger(level: LogLevel, destination?: DestinationStream): Logger {
-  // Logs never carry credentials (DESIGN.md §10): the Driver's token and any header it might log.
+  // Logs never carry credentials (docs/DESIGN.md §10): the Driver's token and any header it might log.
   const redact = {
     paths: ["authorization", "driverToken", "token", "*.authorization", "*.driverToken", "*.token", "headers.authorization", "*.headers.authorization", "*.*.token"],
     censor: "[redacted]",

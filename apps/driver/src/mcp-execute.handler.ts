@@ -37,7 +37,7 @@ export interface McpExecuteHandlerDeps {
   toolTimeoutMs: number;
   /**
    * The Driver's monotonic clock (ms; default `performance.now()`), which measures the claim's
-   * send-by deadline from the moment the claim request was sent (DESIGN.md §3 rule 12). Tests pass a fake.
+   * send-by deadline from the moment the claim request was sent (docs/DESIGN.md §3 rule 12). Tests pass a fake.
    */
   monotonicNowMs?: () => number;
 }
@@ -64,17 +64,17 @@ export function serverUnavailableError(serverId: string, reason: string, message
 }
 
 /**
- * Runs one `mcp.execute` command against the ledger (DESIGN.md §3):
+ * Runs one `mcp.execute` command against the ledger (docs/DESIGN.md §3):
  * 1. `queued`/`delivered` → `commandUpdate accepted` (an `accepted` redelivery skips it);
  * 2. the MCP server must be configured and connectable, else `failed` `mcp.server_unavailable` WITHOUT a claim;
  * 3. `effectClaim` → `execute`: if the claim's send-by deadline (`sendWithinMs`, measured on
  *    `monotonicNowMs` from just before the claim request was sent) has passed, NO `tools/call`:
  *    `effectDeadlineMissed` (the API settles the effect `not_executed`) then `failed`
- *    `external_effect.not_executed` (DESIGN.md §3 rule 12). Otherwise one `tools/call` with
+ *    `external_effect.not_executed` (docs/DESIGN.md §3 rule 12). Otherwise one `tools/call` with
  *    the idempotency key where the server's config places it (default
  *    `_meta["io.mosoo/idempotency-key"]`, see `placeIdempotencyKey`), then `effectComplete` and only after it `commandUpdate completed`;
  *    if the ledger refuses the result because the effect was fenced meanwhile, the result is
- *    reported as late evidence (`effectLateResult`, DESIGN.md §3 rule 13) and the command ends as
+ *    reported as late evidence (`effectLateResult`, docs/DESIGN.md §3 rule 13) and the command ends as
  *    the ledger then says. If the call throws, `effectMarkUnknown` then `failed`
  *    `external_effect.unknown`. `completed` / `unknown` / `not_executed` claims never call the provider.
  * The provider is called at most once per invocation and never retried.
@@ -134,7 +134,7 @@ export async function handleMcpExecuteCommand(envelope: DriverCommandEnvelope, d
   }
 
   const { effectId, attempt, idempotencyKey } = claim;
-  // DESIGN.md §3 rule 12: nothing may leave for the provider after the send-by deadline. Checked
+  // docs/DESIGN.md §3 rule 12: nothing may leave for the provider after the send-by deadline. Checked
   // here and again inside `callTool` right before the request is written (`maySend`), after any
   // reconnect of the MCP client, which can take longer than the deadline.
   const deadlinePassed = () => sendDeadlinePassed(claimSentAtMs, monotonicNowMs(), claim.sendWithinMs);
@@ -151,7 +151,7 @@ export async function handleMcpExecuteCommand(envelope: DriverCommandEnvelope, d
   };
   if (deadlinePassed()) return reportMissedDeadline();
   effectLog.info({ attempt, serverId: payload.serverId, toolName: payload.toolName }, "tool.called");
-  effectLog.debug({ attempt, idempotencyKey }, "tool.called_with_key"); // keys only at debug (DESIGN.md §10)
+  effectLog.debug({ attempt, idempotencyKey }, "tool.called_with_key"); // keys only at debug (docs/DESIGN.md §10)
   const startedAt = performance.now();
   let raw: unknown;
   try {
@@ -178,7 +178,7 @@ export async function handleMcpExecuteCommand(envelope: DriverCommandEnvelope, d
     effectLog.warn({ length: result.outputText.length, max: MAX_OUTPUT_TEXT_LENGTH }, "tool.output_truncated");
     result = { ...result, outputText: result.outputText.slice(0, MAX_OUTPUT_TEXT_LENGTH) };
   }
-  // The API refuses text that is not well-formed UTF-16 (DESIGN.md §10); a provider's lone
+  // The API refuses text that is not well-formed UTF-16 (docs/DESIGN.md §10); a provider's lone
   // surrogate (or one left by the cut above) becomes U+FFFD so the result can still be recorded.
   if (!isWellFormedText(result.outputText)) result = { ...result, outputText: toWellFormed(result.outputText) };
   let receipt: Record<string, unknown> | null = toolResult._meta ?? null;
@@ -209,7 +209,7 @@ export async function handleMcpExecuteCommand(envelope: DriverCommandEnvelope, d
   if (stored.status === "succeeded") return complete(deps, effectLog, commandId, effectId, result);
   if (stored.outcome === "rejected") {
     // Fenced meanwhile (e.g. redelivered while the call was in flight): our result is real, so it is
-    // evidence, not a replay (DESIGN.md §3 rule 13). The ledger settles or flags it.
+    // evidence, not a replay (docs/DESIGN.md §3 rule 13). The ledger settles or flags it.
     stored = await api.effectLateResult(effectId, {
       connectionId,
       attempt,
@@ -222,7 +222,7 @@ export async function handleMcpExecuteCommand(envelope: DriverCommandEnvelope, d
     effectLog.info({ attempt, outcome: stored.outcome, effectStatus: stored.status, reason: stored.reason }, "effect.late_result_reported");
     if (stored.status === "succeeded" && stored.outcome !== "rejected") return complete(deps, effectLog, commandId, effectId, result);
     // We hold a real provider result the ledger did not take (a contradiction it flagged for an
-    // operator): never tell the agent it may resend (DESIGN.md §3 rule 14).
+    // operator): never tell the agent it may resend (docs/DESIGN.md §3 rule 14).
     return fail(deps, effectLog, commandId, effectId, effectUnknownError(effectId, { effectStatus: stored.status, reason: truncate(stored.reason ?? "late result not taken", 500) }));
   }
   // The ledger did not take our result (e.g. the effect was fenced meanwhile): it decides.

@@ -7,7 +7,7 @@ import { captureLogger } from "./helpers/log-capture.js";
 import { mcpExecuteEnvelope, RecordingApi } from "./helpers/recording-api.js";
 import { inMemoryTransportFactory, ToolRecorder } from "./helpers/recording-mcp-server.js";
 
-// DESIGN.md §3 rule 12 (send-by deadline) and rule 13 (late evidence), on the Driver's side.
+// docs/DESIGN.md §3 rule 12 (send-by deadline) and rule 13 (late evidence), on the Driver's side.
 // The Driver's monotonic clock is a manual one: the claim answer "arrives late" when the test moves
 // the clock while the claim request is in flight. No real timer decides anything here.
 
@@ -40,7 +40,7 @@ describe("sendDeadlinePassed (the one deadline test the Driver uses)", () => {
   });
 });
 
-describe("Driver: send-by deadline of an execute claim (DESIGN.md §3 rule 12)", () => {
+describe("Driver: send-by deadline of an execute claim (docs/DESIGN.md §3 rule 12)", () => {
   it("a claim answer read after the deadline never produces a tools/call: the Driver reports the missed deadline and fails not_executed", async () => {
     const h = harness(5_000);
     h.api.onClaim = () => {
@@ -124,7 +124,7 @@ describe("Driver: send-by deadline of an execute claim (DESIGN.md §3 rule 12)",
   });
 });
 
-describe("Driver: late evidence (DESIGN.md §3 rule 13)", () => {
+describe("Driver: late evidence (docs/DESIGN.md §3 rule 13)", () => {
   it("a result the ledger refused because the effect was fenced meanwhile is reported as late evidence, and the command completes when the ledger takes it", async () => {
     const h = harness(10_000);
     h.api.completeAnswer = async () => ({ outcome: "rejected", status: "unknown", reason: "effect is unknown" });

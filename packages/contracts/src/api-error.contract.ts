@@ -2,7 +2,7 @@ import { z } from "zod";
 
 /**
  * The body of every 4xx/5xx answer of the API: `{error: {code, message, details?}}`.
- * `code` is a stable dotted string (DESIGN.md §9), e.g. `request.invalid`, `auth.invalid_token`,
+ * `code` is a stable dotted string (docs/DESIGN.md §9), e.g. `request.invalid`, `auth.invalid_token`,
  * `run.not_active`, `effect.fence_retained`, `driver.connection_superseded`.
  */
 export const ApiErrorBodySchema = z.object({

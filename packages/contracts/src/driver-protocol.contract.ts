@@ -7,7 +7,7 @@ import { identifierSchema, safeJsonObjectSchema, strictIntegerInput, textSchema 
 import { CommandStatusSchema, EffectStatusSchema } from "./statuses.contract.js";
 
 /**
- * The Driver protocol: HTTP+JSON between a Driver process and the API (DESIGN.md §10). `register`
+ * The Driver protocol: HTTP+JSON between a Driver process and the API (docs/DESIGN.md §10). `register`
  * needs `Authorization: Bearer <enrollment token>` (the API's `MOSOO_DRIVER_ENROLLMENT_TOKEN`), every
  * other route `Authorization: Bearer <driver token>` (any case of the scheme); a Driver only ever sees and changes its
  * own instance's commands and effects. Requests that carry `connectionId` are refused with
@@ -38,7 +38,7 @@ export const DriverTokenSchema = z.string().regex(/^mdt_[0-9A-HJKMNP-TV-Z]{26}_[
  * enrollment token or the operator token); with it, the instance is re-registered (its old token is
  * revoked), which needs that instance's own token or the operator token (else 403 `auth.forbidden`,
  * so no one takes over an identity). Re-registering is refused with
- * `effect.fence_retained` (409) while any of its effects is `executing` or `unknown` (DESIGN.md §3 rule 9).
+ * `effect.fence_retained` (409) while any of its effects is `executing` or `unknown` (docs/DESIGN.md §3 rule 9).
  */
 export const RegisterDriverRequestSchema = z.strictObject({
   name: identifierSchema(1, 100),
@@ -57,7 +57,7 @@ export const ConnectDriverResponseSchema = z.object({
   connectionId: UlidSchema,
   /** Heartbeat time-to-live in ms: miss it and the sweep finalizes the instance. */
   heartbeatTtlMs: z.number().int().positive(),
-  /** Commands without a terminal receipt that will be delivered again on this connection (DESIGN.md §3 rule 11). */
+  /** Commands without a terminal receipt that will be delivered again on this connection (docs/DESIGN.md §3 rule 11). */
   pendingCommandCount: z.number().int().nonnegative(),
 });
 /** See {@link ConnectDriverResponseSchema}. */
@@ -137,7 +137,7 @@ export type EffectClaimRequest = z.infer<typeof EffectClaimRequestSchema>;
 /**
  * Store the provider's result for attempt `attempt`. `receipt` is the result's `_meta`, kept as
  * opaque data (never proof of anything), at most 16 KiB of JSON, nested at most 400 levels, no
- * `__proto__`/`constructor`/`prototype` key, well-formed strings (DESIGN.md §10).
+ * `__proto__`/`constructor`/`prototype` key, well-formed strings (docs/DESIGN.md §10).
  */
 export const EffectCompleteRequestSchema = z.strictObject({
   connectionId: UlidSchema,
@@ -159,7 +159,7 @@ export type EffectMarkUnknownRequest = z.infer<typeof EffectMarkUnknownRequestSc
 
 /**
  * The send-by deadline of attempt `attempt`'s `execute` claim passed before the Driver sent
- * `tools/call` (DESIGN.md §3 rule 12): nothing was sent, and the Driver never will send it.
+ * `tools/call` (docs/DESIGN.md §3 rule 12): nothing was sent, and the Driver never will send it.
  * `elapsedMs` is how long after sending the claim request the Driver read the answer (its own
  * monotonic clock, ms). The API settles the effect `not_executed` (resolution `deadline_missed`) when
  * it is still `executing` at that attempt, or `unknown` with that attempt the fenced one; the
@@ -174,7 +174,7 @@ export const EffectDeadlineMissedRequestSchema = z.strictObject({
 export type EffectDeadlineMissedRequest = z.infer<typeof EffectDeadlineMissedRequestSchema>;
 
 /**
- * Late evidence (DESIGN.md §3 rule 13): the provider's real result for attempt `attempt`, which the
+ * Late evidence (docs/DESIGN.md §3 rule 13): the provider's real result for attempt `attempt`, which the
  * Driver received after the effect was fenced `unknown` meanwhile (e.g. a redelivery while the call
  * was in flight). `idempotencyKey`, `toolName` and `requestFingerprint` (sha-256 hex of the canonical
  * arguments, `fingerprintArguments`) name the request the Driver sent; `receipt` is the result's

@@ -6,10 +6,10 @@ import { McpExecuteCommandResultSchema } from "./mcp-execute.contract.js";
 export const SendWithinMsSchema = z.number().int().positive().max(600_000);
 
 /**
- * The ledger's answer to a Driver's claim on an `mcp.execute` command (DESIGN.md §3 rules 2–3, §8):
+ * The ledger's answer to a Driver's claim on an `mcp.execute` command (docs/DESIGN.md §3 rules 2–3, §8):
  * - `execute`: the Driver may call the provider once, as attempt `attempt`, sending `idempotencyKey`,
  *   but only within `sendWithinMs` (ms) of the moment it SENT the claim request, measured on its own
- *   monotonic clock (DESIGN.md §3 rule 12, send-by deadline). Past it the Driver must not send
+ *   monotonic clock (docs/DESIGN.md §3 rule 12, send-by deadline). Past it the Driver must not send
  *   `tools/call`; it reports the missed deadline (`DRIVER_ROUTES.effectDeadlineMissed`) instead, which
  *   is proof of non-execution. The API counts a `max_in_flight` window from the claim plus
  *   `sendWithinMs` plus the adapter's `maxInFlightMs`;
@@ -34,7 +34,7 @@ export const EffectClaimSchema = z.discriminatedUnion("kind", [
 export type EffectClaim = z.infer<typeof EffectClaimSchema>;
 
 /**
- * The send-by deadline test of DESIGN.md §3 rule 12, on one monotonic clock (ms): true when
+ * The send-by deadline test of docs/DESIGN.md §3 rule 12, on one monotonic clock (ms): true when
  * `nowMs - claimSentAtMs >= sendWithinMs`, i.e. the Driver must NOT send `tools/call` any more.
  * `claimSentAtMs` is when the Driver SENT the claim request (before the API claimed, so the test is
  * conservative); a clock that went backwards (`nowMs < claimSentAtMs`) counts as passed.

@@ -12,7 +12,7 @@ export const IDEMPOTENCY_KEY_META = "io.mosoo/idempotency-key";
 /**
  * A JSON object encoded as a string (the tool call's arguments), at most 256 KiB, that passes the
  * shared JSON rules (`findJsonProblem`: depth ≤ 400, no `__proto__`/`constructor`/`prototype` key,
- * well-formed strings; DESIGN.md §10).
+ * well-formed strings; docs/DESIGN.md §10).
  */
 export const ArgumentsJsonSchema = z
   .string()
@@ -36,14 +36,14 @@ export const ArgumentsJsonSchema = z
 export const ServerIdSchema = z.string().regex(/^[A-Za-z0-9_.-]{1,64}$/, "serverId must be 1-64 characters of A-Z a-z 0-9 _ . -");
 /**
  * An MCP tool name: 1–128 chars (MCP tool names are free strings; we bound them), well-formed
- * UTF-16, no control, bidi or other format (Unicode Cf) characters (DESIGN.md §10, issue 10).
+ * UTF-16, no control, bidi or other format (Unicode Cf) characters (docs/DESIGN.md §10, issue 10).
  */
 export const ToolNameSchema = identifierSchema(1, 128);
 /** A request id or tool call id of the agent's turn: 1–128 chars, an identifier (no control, bidi or other format characters; well-formed). */
 export const CallIdSchema = identifierSchema(1, 128);
 
 /**
- * The `mcp.execute` command (Mosoo shape, DESIGN.md §8): call `toolName` on MCP server `serverId`
+ * The `mcp.execute` command (Mosoo shape, docs/DESIGN.md §8): call `toolName` on MCP server `serverId`
  * with `argumentsJson`. `requestId` and `toolCallId` come from the agent's turn.
  */
 export const McpExecuteCommandSchema = z.object({
@@ -58,7 +58,7 @@ export const McpExecuteCommandSchema = z.object({
 export type McpExecuteCommand = z.infer<typeof McpExecuteCommandSchema>;
 
 /**
- * The result of an `mcp.execute` command as the run sees it (DESIGN.md §8). `outputText` at most
+ * The result of an `mcp.execute` command as the run sees it (docs/DESIGN.md §8). `outputText` at most
  * 1 MiB of well-formed UTF-16 (NUL allowed: it is stored as JSON).
  */
 export const McpExecuteCommandResultSchema = z.object({

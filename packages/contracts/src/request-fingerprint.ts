@@ -5,7 +5,7 @@ import canonicalize from "canonicalize";
  * The request fingerprint of a tool call: lowercase hex sha-256 of the RFC 8785 (JSON
  * Canonicalization Scheme) form of its arguments object. Two argument objects that differ only in
  * key order or number spelling have the same fingerprint. Written with the effect's intent and
- * compared with the fingerprint a provider recorded for the same idempotency key (DESIGN.md §5,
+ * compared with the fingerprint a provider recorded for the same idempotency key (docs/DESIGN.md §5,
  * `key_conflict`).
  * @param args the arguments object (already parsed from `argumentsJson`).
  * @returns 64 hex characters.

@@ -29,9 +29,9 @@ export type CreateRunResponse = z.infer<typeof CreateRunResponseSchema>;
 /**
  * Enqueue one `mcp.execute` tool call on an active run. The effect's intent (with its
  * idempotency key and request fingerprint) commits in the same transaction as the command
- * (DESIGN.md §3 rule 1); with no active run nothing is queued (409 `run.not_active`).
+ * (docs/DESIGN.md §3 rule 1); with no active run nothing is queued (409 `run.not_active`).
  * `arguments` at most 256 KiB once encoded, finite numbers only, nested at most 400 levels, no
- * `__proto__`/`constructor`/`prototype` key anywhere (refused, never dropped: DESIGN.md §10).
+ * `__proto__`/`constructor`/`prototype` key anywhere (refused, never dropped: docs/DESIGN.md §10).
  * `toolCallId` makes the request idempotent within the run: a retry with the same `toolCallId`
  * and the same server, tool and arguments returns the first enqueue (`replayed: true`, nothing new
  * is queued); with anything different it is refused (409 `tool_call.conflict`). Without it, every

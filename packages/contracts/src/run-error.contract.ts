@@ -2,11 +2,11 @@ import { z } from "zod";
 import { MAX_ERROR_DETAILS_BYTES, safeJsonObjectSchema, textSchema } from "./input-safety.contract.js";
 
 /**
- * Stable error codes of the runtime (DESIGN.md §9). A code never changes meaning once shipped.
+ * Stable error codes of the runtime (docs/DESIGN.md §9). A code never changes meaning once shipped.
  * - `external_effect.unknown`: a write's fate is unknown; the effect is fenced and never replayed.
  *   Never retryable, and always names the effects (`details.effectIds`, non-empty). It is the
  *   answer of a command AND of a run that end while one of their effects is `unknown`, on every
- *   path (restart, finalization repair, sweep; flag on or off; bound or not: DESIGN.md §3 rule 14).
+ *   path (restart, finalization repair, sweep; flag on or off; bound or not: docs/DESIGN.md §3 rule 14).
  * - `external_effect.not_executed`: a provider adapter proved the write never happened and never
  *   will; the only answer that says the write may be sent again (as a NEW tool call; retryable).
  * - `driver.command_driver_terminal`: the Driver that held the command ended before it finished
@@ -35,7 +35,7 @@ export const UnknownEffectIdsSchema = z.array(z.string().min(1).max(64)).min(1).
  * `details` is a small JSON object (for example `{effectId}`), at most {@link MAX_ERROR_DETAILS_BYTES}
  * bytes (4 KiB) of JSON, nested at most 400 levels; never a stack trace. `message` is 1–2000
  * characters of well-formed text without NUL.
- * Invariant (DESIGN.md §3 rule 14): an `external_effect.unknown` error is `retryable: false` and
+ * Invariant (docs/DESIGN.md §3 rule 14): an `external_effect.unknown` error is `retryable: false` and
  * names its effects in `details.effectIds` (non-empty); anything else is refused by this schema.
  * Strict: a field other than these four is refused, never dropped (issue 10).
  */
@@ -57,9 +57,9 @@ export const RunErrorSchema = z
 export type RunError = z.infer<typeof RunErrorSchema>;
 
 /**
- * The run error for a run whose Driver ended mid-turn (Mosoo's wording, DESIGN.md §8). Only when
+ * The run error for a run whose Driver ended mid-turn (Mosoo's wording, docs/DESIGN.md §8). Only when
  * NO effect of the run is `unknown`: otherwise the run ends with {@link runEffectsUnknownError}
- * (DESIGN.md §3 rule 14: nothing invites a resend while a write of the turn is unknown).
+ * (docs/DESIGN.md §3 rule 14: nothing invites a resend while a write of the turn is unknown).
  */
 export function turnInterruptedError(details: Record<string, unknown> = {}): RunError {
   return {
@@ -89,7 +89,7 @@ const UNKNOWN_MESSAGE =
 
 /**
  * The command error for an effect whose outcome is unknown and fenced: `retryable: false`,
- * `details.effectId` and `details.effectIds` (`[effectId]`) name it (DESIGN.md §3 rule 14).
+ * `details.effectId` and `details.effectIds` (`[effectId]`) name it (docs/DESIGN.md §3 rule 14).
  */
 export function effectUnknownError(effectId: string, details: Record<string, unknown> = {}): RunError {
   return {
@@ -101,7 +101,7 @@ export function effectUnknownError(effectId: string, details: Record<string, unk
 }
 
 /**
- * The run error for a run that ends while effects of its turn are `unknown` (DESIGN.md §3 rule 14):
+ * The run error for a run that ends while effects of its turn are `unknown` (docs/DESIGN.md §3 rule 14):
  * `external_effect.unknown`, `retryable: false`, `details.effectIds` (the unknown effects, in the
  * given order; at least one). Replaces `runtime.turn_interrupted`, which invites a resend.
  * @throws Error when `effectIds` is empty (a caller must use {@link turnInterruptedError} then).

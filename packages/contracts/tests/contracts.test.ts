@@ -59,7 +59,7 @@ describe("schemas", () => {
     const effectId = newUlid();
     expect(EffectClaimSchema.parse({ kind: "not_executed", effectId })).toEqual({ kind: "not_executed", effectId });
     expect(EffectClaimSchema.safeParse({ kind: "execute", effectId, attempt: 0, idempotencyKey: newUlid(), sendWithinMs: 1_000 }).success).toBe(false);
-    // an execute claim always carries its send-by deadline (DESIGN.md §3 rule 12): positive whole ms
+    // an execute claim always carries its send-by deadline (docs/DESIGN.md §3 rule 12): positive whole ms
     expect(EffectClaimSchema.safeParse({ kind: "execute", effectId, attempt: 1, idempotencyKey: newUlid(), sendWithinMs: 1_000 }).success).toBe(true);
     for (const sendWithinMs of [undefined, 0, -1, 1.5]) {
       expect(EffectClaimSchema.safeParse({ kind: "execute", effectId, attempt: 1, idempotencyKey: newUlid(), sendWithinMs }).success).toBe(false);
@@ -75,7 +75,7 @@ describe("schemas", () => {
   });
 });
 
-describe("RunError: one honest answer for an unknown effect (DESIGN.md §3 rule 14)", () => {
+describe("RunError: one honest answer for an unknown effect (docs/DESIGN.md §3 rule 14)", () => {
   const id = "01ARZ3NDEKTSV4RRFFQ69G5FAV";
   it("effectUnknownError and runEffectsUnknownError are not retryable, name the effects, and pass the schema", () => {
     expect(RunErrorSchema.parse(effectUnknownError(id))).toMatchObject({ code: "external_effect.unknown", retryable: false, details: { effectId: id, effectIds: [id] } });

@@ -33,7 +33,7 @@ function nested(depth: number): unknown {
   return v;
 }
 
-describe("findJsonProblem (iterative, DESIGN.md §10)", () => {
+describe("findJsonProblem (iterative, docs/DESIGN.md §10)", () => {
   it("accepts exactly MAX_JSON_DEPTH levels and refuses one more", () => {
     expect(findJsonProblem(nested(MAX_JSON_DEPTH))).toBeNull();
     expect(findJsonProblem(nested(MAX_JSON_DEPTH + 1))?.message).toBe("nested deeper than 400 levels");

@@ -8,7 +8,7 @@ import { pollUntil, ProviderControlClient, RunApiClient } from "../src/http-clie
 import type { ManagedProcess } from "../src/managed-process.js";
 import { FIXTURE_MAX_IN_FLIGHT_ADAPTER_PACKAGE, startApiProcess, startDriverProcess, startProviderProcess, writeMcpConfig } from "../src/stack.js";
 
-// Issue 16 repro 3 on real processes (DESIGN.md §3 rule 12): a provider WITHOUT a fence, an adapter
+// Issue 16 repro 3 on real processes (docs/DESIGN.md §3 rule 12): a provider WITHOUT a fence, an adapter
 // declaring keyFencing {max_in_flight, 2000 ms}, MOSOO_HEARTBEAT_TTL_MS=3000, reconciliation on,
 // and a proxy between Driver and API that holds the claim's answer 12 s and delays heartbeats 5 s.
 // Before the fix: the sweep confirmed not_executed at ~+3.6 s and the Driver sent tools/call at

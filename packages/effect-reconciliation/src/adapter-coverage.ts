@@ -4,7 +4,7 @@ import { ReconciliationError } from "./reconciliation-errors.js";
 /**
  * Which tools of a bound server get lookups: `covered` (declared by the adapter and, when the
  * binding narrows it, named in the binding's `tools`) and `notCovered` (declared but left out by
- * the binding). A tool outside both is "not declared by the adapter" (DESIGN.md §4).
+ * the binding). A tool outside both is "not declared by the adapter" (docs/DESIGN.md §4).
  */
 export interface ToolCoverage {
   covered: string[];
@@ -12,7 +12,7 @@ export interface ToolCoverage {
 }
 
 /**
- * Narrows `adapter` to `tools` (a binding's optional tool list, DESIGN.md §4 "Bindings may narrow a
+ * Narrows `adapter` to `tools` (a binding's optional tool list, docs/DESIGN.md §4 "Bindings may narrow a
  * binding to tools"): the returned adapter declares only those tools (and only the compensations
  * whose both tools stay covered), so the reconcile step never looks up another tool. Without
  * `tools` the adapter is returned as is.

@@ -25,7 +25,7 @@ export interface InstantiatedBinding {
 }
 
 /**
- * Loads an adapter factory from `source` (DESIGN.md §4, "Adapters are installable"): resolves
+ * Loads an adapter factory from `source` (docs/DESIGN.md §4, "Adapters are installable"): resolves
  * `source.module` from the dependencies of the package that holds `resolveFrom` (a file path, e.g.
  * the host's `package.json`; an absolute `module` is used as is), imports it and takes the named
  * export: a {@link ReconciliationAdapterFactory} (`declaration` validated per

@@ -12,7 +12,7 @@ import { summarizeError } from "./error-message.js";
 import { ReconciliationError } from "./reconciliation-errors.js";
 
 /**
- * The registry of reconciliation adapter factories (DESIGN.md §4: "The registry maps adapter ids to
+ * The registry of reconciliation adapter factories (docs/DESIGN.md §4: "The registry maps adapter ids to
  * adapters ... Registration validates declarations and refuses duplicates"). The host registers
  * factories at boot, calls `close()` when it starts, then binds each MCP server of its config to
  * `instantiate(adapterId, options)`.

@@ -5,7 +5,7 @@ import type { AdapterDeclaration } from "./adapter.contract.js";
 import type { InstantiatedBinding } from "./adapter-loader.js";
 
 /**
- * Where an adapter's code lives (DESIGN.md §4 "Adapters are installable", "Adapters are untrusted
+ * Where an adapter's code lives (docs/DESIGN.md §4 "Adapters are installable", "Adapters are untrusted
  * code"): `module` is a module specifier (a package name such as `@acme/mosoo-adapter`, resolved
  * from the host's installed dependencies) or an absolute file path (`.ts` files load through tsx);
  * `export` is the name of the module's export that holds a `ReconciliationAdapterFactory` (or a
@@ -21,7 +21,7 @@ export const AdapterSourceSchema = z.strictObject({
 export type AdapterSource = z.infer<typeof AdapterSourceSchema>;
 
 /**
- * Why an adapter's host terminated the code that ran an adapter call (DESIGN.md §5, "crashes, hangs,
+ * Why an adapter's host terminated the code that ran an adapter call (docs/DESIGN.md §5, "crashes, hangs,
  * exits, exhausts memory, leaves async errors behind"):
  * - `crashed`: an uncaught exception or unhandled rejection (e.g. a throwing timer, a floating
  *   rejected promise) ended the worker;
@@ -62,7 +62,7 @@ export interface AdapterBindOptions {
 }
 
 /**
- * The port through which a host runs adapter code (DESIGN.md §4 "Adapters are untrusted code").
+ * The port through which a host runs adapter code (docs/DESIGN.md §4 "Adapters are untrusted code").
  * `bind(source, options, {tools?, discoveryTimeoutMs?})` loads the factory named by `source` (package
  * names resolve from the host's installed dependencies), builds the adapter with `options` (validated
  * by the factory; a discovering factory discovers, bounded by `discoveryTimeoutMs` ms and the host's
@@ -83,7 +83,7 @@ export interface AdapterHost {
 }
 
 /**
- * What is recorded with every lookup and outcome of a loaded adapter (DESIGN.md §4):
+ * What is recorded with every lookup and outcome of a loaded adapter (docs/DESIGN.md §4):
  * - `source`: the {@link AdapterSource} it was loaded from;
  * - `packageName`, `packageVersion`: from the nearest `package.json` of the resolved module
  *   (`null` when there is none, e.g. a bare file);

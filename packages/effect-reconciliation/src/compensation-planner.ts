@@ -36,7 +36,7 @@ export interface PlanCompensationInput {
 
 /**
  * Asks the bound adapter to plan the declared compensating action of a `succeeded` effect
- * (DESIGN.md §3 rule 8): looks the compensation up in the adapter's declaration (never infers one
+ * (docs/DESIGN.md §3 rule 8): looks the compensation up in the adapter's declaration (never infers one
  * from a tool's name or annotations), calls `planCompensation` within `timeoutMs` (ms) and
  * validates its answer against `CompensationPlanSchema`. Fail-closed: every failure is a
  * `refused` decision, so the caller writes nothing. Never throws.

@@ -5,7 +5,7 @@ import type { LookupOutcome } from "./lookup-outcome.contract.js";
 import type { AdapterRef, ReconcileDecision, RuntimeReasonCode, RuntimeStillUnknownDecision } from "./reconcile-decision.contract.js";
 
 /**
- * @internal Applies the fail-closed checks of DESIGN.md §5 to a schema-valid adapter answer.
+ * @internal Applies the fail-closed checks of docs/DESIGN.md §5 to a schema-valid adapter answer.
  * Pure. In order:
  * 1. `still_unknown` passes through (`reasonSource: "adapter"`; `retryAfterMs` →
  *    `nextLookupNotBeforeMs = nowMs + retryAfterMs`).
@@ -22,7 +22,7 @@ import type { AdapterRef, ReconcileDecision, RuntimeReasonCode, RuntimeStillUnkn
  *      `timeoutMs` after `nowMs`.
  *    - `in_flight_window` when `keyFencing` is `max_in_flight` and `nowMs < lastDispatchedAtMs +
  *      sendWithinMs + maxInFlightMs` (a late commit could still land); `nextLookupNotBeforeMs` is
- *      that sum. `sendWithinMs` is the claim's send-by deadline (DESIGN.md §3 rule 12): the Driver
+ *      that sum. `sendWithinMs` is the claim's send-by deadline (docs/DESIGN.md §3 rule 12): the Driver
  *      may send up to that long after the claim, and the request may commit up to `maxInFlightMs`
  *      after it was sent.
  * 5. Otherwise the confirmed decision, with JSON copies of `result` and `receipt`.

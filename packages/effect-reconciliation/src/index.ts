@@ -1,6 +1,6 @@
 /**
  * `@mosoo/effect-reconciliation`: the provider-specific reconciliation of `unknown` external tool
- * effects (DESIGN.md §4–§6). Pure runtime-owned logic: no database, no HTTP, no app imports.
+ * effects (docs/DESIGN.md §4–§6). Pure runtime-owned logic: no database, no HTTP, no app imports.
  *
  * - the adapter contract (`AdapterDeclarationSchema`, `ReconciliationAdapter`, `LookupOutcomeSchema`,
  *   `ReceiptSchema`);

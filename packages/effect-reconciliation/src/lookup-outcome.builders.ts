@@ -8,7 +8,7 @@ export type ReceiptInput = Omit<Receipt, "observedAt"> & { observedAt?: string }
 
 /**
  * `confirmed_succeeded` for `request` (echoes its tool and key), with the provider's `result` and
- * `receipt` (put the provider's recorded request fingerprint in it whenever it has one, DESIGN.md §5).
+ * `receipt` (put the provider's recorded request fingerprint in it whenever it has one, docs/DESIGN.md §5).
  */
 export function confirmedSucceeded(request: LookupRequest, result: McpToolResult, receipt: ReceiptInput = {}): LookupOutcomeInput {
   return { outcome: "confirmed_succeeded", toolName: request.toolName, idempotencyKey: request.idempotencyKey, result, receipt: { observedAt: new Date().toISOString(), ...receipt } };

@@ -5,14 +5,14 @@ import { jsonByteLength } from "./json-size.js";
 /**
  * The largest receipt the runtime accepts: 4096 bytes of UTF-8 JSON (`JSON.stringify` of the whole
  * receipt). A receipt is evidence kept with the effect's history, so it is small and bounded
- * (DESIGN.md §4: "A receipt is typed and bounded"). A larger one is `invalid_adapter_output` (§5).
+ * (docs/DESIGN.md §4: "A receipt is typed and bounded"). A larger one is `invalid_adapter_output` (§5).
  */
 export const MAX_RECEIPT_BYTES = 4096;
 
 /**
  * The largest provider result the runtime accepts in a `confirmed_succeeded` answer: 1 MiB
  * (1 048 576 bytes) of UTF-8 JSON, the same bound as `McpExecuteCommandResult.outputText` in
- * `@mosoo/contracts`. A larger one is `invalid_adapter_output` (DESIGN.md §5).
+ * `@mosoo/contracts`. A larger one is `invalid_adapter_output` (docs/DESIGN.md §5).
  */
 export const MAX_RESULT_BYTES = 1024 * 1024;
 
@@ -20,14 +20,14 @@ export const MAX_RESULT_BYTES = 1024 * 1024;
 export const MAX_PROVIDER_OPERATION_ID_LENGTH = 256;
 
 /**
- * What an adapter read at the provider, as evidence for its answer (DESIGN.md §4). A strict object
+ * What an adapter read at the provider, as evidence for its answer (docs/DESIGN.md §4). A strict object
  * (unknown keys are refused, so a misspelled `requestFingerprint` cannot silently skip the
  * `key_conflict` check):
  * - `providerOperationId?`: the provider's id for the write (e.g. an issue id), 1–256 characters;
  * - `observedAt`: when the adapter observed the answer, an ISO 8601 date-time (`Z` or an offset);
  * - `requestFingerprint?`: the fingerprint of the request the provider recorded under the key, 64
  *   lowercase hex (`REQUEST_FINGERPRINT_PATTERN`, sha-256 of the RFC 8785 canonical arguments);
- *   the runtime compares it with the effect's (`key_conflict`, DESIGN.md §5);
+ *   the runtime compares it with the effect's (`key_conflict`, docs/DESIGN.md §5);
  * - `detail?`: a small JSON object, opaque to the runtime, never proof of anything.
  *
  * The whole receipt serializes to at most {@link MAX_RECEIPT_BYTES} bytes.

@@ -4,7 +4,7 @@ import type { AdapterReasonCode } from "./lookup-outcome.contract.js";
 import type { Receipt } from "./receipt.contract.js";
 
 /**
- * Why an effect was not looked up at all (no adapter call was made; DESIGN.md §3 rule 4):
+ * Why an effect was not looked up at all (no adapter call was made; docs/DESIGN.md §3 rule 4):
  * - `invalid_input`: the effect, `nowMs` or `timeoutMs` handed to the runtime is malformed
  *   (a host bug; looking up with it could fail open, e.g. a `NaN` time passes every window check);
  * - `invalid_declaration`: the bound adapter's declaration fails `AdapterDeclarationSchema`;
@@ -27,11 +27,11 @@ export const IneligibleReasonCodeSchema = z.enum(INELIGIBLE_REASON_CODES);
 export type IneligibleReasonCode = z.infer<typeof IneligibleReasonCodeSchema>;
 
 /**
- * Why the runtime answered `still_unknown` on its own authority (DESIGN.md §5, fail-closed):
+ * Why the runtime answered `still_unknown` on its own authority (docs/DESIGN.md §5, fail-closed):
  * - `adapter_error`: `lookup` threw or rejected;
  * - `adapter_crashed`: the code running `lookup` died under it (an isolated worker ended by an
  *   uncaught exception, a floating rejection, `process.exit` or its heap limit; see
- *   `AdapterCrashedError`). Counts as a lookup (DESIGN.md §5);
+ *   `AdapterCrashedError`). Counts as a lookup (docs/DESIGN.md §5);
  * - `lookup_timeout`: `lookup` did not settle within `timeoutMs` (the runtime stopped waiting, and an
  *   isolating host terminated the worker running it);
  * - `lookup_interrupted`: the host process stopped while the lookup ran (found at the next start:
@@ -44,7 +44,7 @@ export type IneligibleReasonCode = z.infer<typeof IneligibleReasonCodeSchema>;
  * - `retention_expired`: `confirmed_not_executed` although the provider may already have forgotten
  *   the key (operator attention);
  * - `in_flight_window`: `confirmed_not_executed` from a provider without a fence before
- *   `lastDispatchedAtMs + sendWithinMs + maxInFlightMs` (the claim's send-by deadline, DESIGN.md §3 rule 12, plus the
+ *   `lastDispatchedAtMs + sendWithinMs + maxInFlightMs` (the claim's send-by deadline, docs/DESIGN.md §3 rule 12, plus the
  *   adapter's maximum in-flight time): a late commit could still land (next lookup scheduled then).
  */
 export const RUNTIME_REASON_CODES = [
@@ -64,7 +64,7 @@ export const RuntimeReasonCodeSchema = z.enum(RUNTIME_REASON_CODES);
 /** See {@link RUNTIME_REASON_CODES}. */
 export type RuntimeReasonCode = z.infer<typeof RuntimeReasonCodeSchema>;
 
-/** The adapter that produced an outcome, recorded with it (DESIGN.md §4). */
+/** The adapter that produced an outcome, recorded with it (docs/DESIGN.md §4). */
 export interface AdapterRef {
   id: string;
   version: string;
@@ -79,7 +79,7 @@ export interface IneligibleDecision {
 
 /**
  * A validated proof that the write happened: persist `result` (the provider's MCP tool result,
- * at most `MAX_RESULT_BYTES`) and `receipt` with `adapter` in one transaction (DESIGN.md §3 rule 6).
+ * at most `MAX_RESULT_BYTES`) and `receipt` with `adapter` in one transaction (docs/DESIGN.md §3 rule 6).
  * `result` and `receipt` are JSON copies, detached from the adapter's objects.
  */
 export interface ConfirmedSucceededDecision {
@@ -89,7 +89,7 @@ export interface ConfirmedSucceededDecision {
   adapter: AdapterRef;
 }
 
-/** A validated proof that the write did not and can no longer happen (DESIGN.md §4, §5). */
+/** A validated proof that the write did not and can no longer happen (docs/DESIGN.md §4, §5). */
 export interface ConfirmedNotExecutedDecision {
   decision: "confirmed_not_executed";
   receipt: Receipt;
@@ -129,6 +129,6 @@ export type StillUnknownDecision = RuntimeStillUnknownDecision | AdapterStillUnk
 
 /**
  * The result of one reconcile step, discriminated on `decision`. Only the two `confirmed_*`
- * decisions may change an effect's status (DESIGN.md §3 rule 5).
+ * decisions may change an effect's status (docs/DESIGN.md §3 rule 5).
  */
 export type ReconcileDecision = IneligibleDecision | ConfirmedSucceededDecision | ConfirmedNotExecutedDecision | StillUnknownDecision;

@@ -13,7 +13,7 @@ export type EligibilityEvaluation =
 
 /**
  * Would `reconcileEffect` look this effect up with an adapter declaring `declaration`, bound to MCP
- * server `serverId`? Pure: calls nothing, never throws. Checks, in order (DESIGN.md §3 rule 4):
+ * server `serverId`? Pure: calls nothing, never throws. Checks, in order (docs/DESIGN.md §3 rule 4):
  * the effect is well-formed (`invalid_input`), the declaration validates (`invalid_declaration`),
  * `effect.serverId === serverId` (`server_mismatch`), `declaration.tools` includes
  * `effect.toolName` (`undeclared_tool`), the effect was dispatched (`never_dispatched`).

@@ -56,12 +56,12 @@ export type LookupAnswer =
   | { kind: "answered"; outcome: LookupOutcome; serverId: string; declaration: AdapterDeclaration; nowMs: number; timeoutMs: number };
 
 /**
- * One reconcile step for one `unknown` effect (DESIGN.md §4–§6): {@link askAdapter} then
+ * One reconcile step for one `unknown` effect (docs/DESIGN.md §4–§6): {@link askAdapter} then
  * {@link judgeLookupAnswer} against `input.effect`. Writes nothing; the caller persists a confirmed
  * decision, its receipt and result in one transaction (§3 rule 6) with a compare-and-set (a lost
  * CAS is the caller's `superseded`, §3 rule 7). A host that persists outcomes should rather call
  * the two halves itself and judge inside the persisting transaction against the effect read there
- * (the API does; DESIGN.md §4 "the runtime judges every answer against the effect as read from the
+ * (the API does; docs/DESIGN.md §4 "the runtime judges every answer against the effect as read from the
  * store in the transaction that persists the outcome").
  *
  * Never throws and never rejects: every adapter misbehaviour (throw, reject, hang, crash, garbage,

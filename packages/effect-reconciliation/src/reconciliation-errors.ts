@@ -1,16 +1,16 @@
 /**
  * Typed errors of the adapter registry. All of them are configuration or boot-time errors of the
  * host (the API): none is retryable, none is ever raised for an adapter's runtime misbehaviour
- * (that becomes a `still_unknown` decision, see `reconcile.service.ts`, DESIGN.md §5).
+ * (that becomes a `still_unknown` decision, see `reconcile.service.ts`, docs/DESIGN.md §5).
  * @module
  */
 
 /**
- * The stable error codes of this package (DESIGN.md §9: a code never changes meaning once shipped).
+ * The stable error codes of this package (docs/DESIGN.md §9: a code never changes meaning once shipped).
  * - `adapter.invalid_declaration`: a factory's or an adapter's declaration failed
  *   `AdapterDeclarationSchema` (message: the zod issues), or a factory built an adapter that
  *   is not one (no `lookup` function, or a declaration with another `id`/`version` than the factory's).
- * - `adapter.duplicate_id`: `register` was called twice with the same adapter `id` (DESIGN.md §4:
+ * - `adapter.duplicate_id`: `register` was called twice with the same adapter `id` (docs/DESIGN.md §4:
  *   "Registration ... refuses duplicates"). `details.adapterId` names it.
  * - `adapter.unknown_id`: `resolve`/`instantiate` of an id nothing registered. `details.adapterId`.
  * - `adapter.invalid_options`: the factory refused the options it was given (message: the zod

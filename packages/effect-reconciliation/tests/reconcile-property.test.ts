@@ -83,14 +83,14 @@ const scenarioArb = fc
         : fc.integer({ min: 1, max: retentionWindowMs }).map((maxInFlightMs): KeyFencing => ({ kind: "max_in_flight", maxInFlightMs })),
       firstToLastMs: fc.integer({ min: 0, max: retentionWindowMs }),
       nowAfterLastMs: fc.integer({ min: -1_000, max: retentionWindowMs + timeoutMs }),
-      // the claim's send-by deadline (DESIGN.md §3 rule 12): absent (an effect claimed before it existed) or ms
+      // the claim's send-by deadline (docs/DESIGN.md §3 rule 12): absent (an effect claimed before it existed) or ms
       sendWithinMs: fc.option(fc.integer({ min: 1, max: Math.max(1, Math.floor(retentionWindowMs / 2)) }), { nil: undefined }),
     }),
   );
 
 type Expected = "confirmed_succeeded" | "confirmed_not_executed" | "still_unknown";
 
-/** The rules of DESIGN.md §5 restated independently of the implementation. */
+/** The rules of docs/DESIGN.md §5 restated independently of the implementation. */
 function expectedDecision(
   answer: unknown,
   s: { retentionWindowMs: number; keyFencing: KeyFencing; timeoutMs: number; sendWithinMs?: number | undefined },

@@ -13,7 +13,7 @@ export { unknownMosooEnvNames } from "@mosoo/contracts";
  */
 export const ApiConfigSchema = ApiEnvSchema;
 
-/** The credentials the HTTP layer checks (DESIGN.md §10). Secrets are kept in memory only. */
+/** The credentials the HTTP layer checks (docs/DESIGN.md §10). Secrets are kept in memory only. */
 export interface AuthConfig {
   /** The run API's keys (from `MOSOO_API_KEYS` and `MOSOO_API_KEYS_FILE`, both may be set; names unique). */
   apiKeys: ApiKey[];
@@ -44,7 +44,7 @@ export interface ApiConfig {
   port: number;
   heartbeatTtlMs: number;
   /**
-   * Send-by deadline of every `execute` claim (ms, DESIGN.md §3 rule 12): the Driver never sends
+   * Send-by deadline of every `execute` claim (ms, docs/DESIGN.md §3 rule 12): the Driver never sends
    * `tools/call` later than this after it sent the claim request; a `max_in_flight` window runs
    * until the claim + this + the adapter's `maxInFlightMs`.
    */
@@ -55,7 +55,7 @@ export interface ApiConfig {
   auth: AuthConfig;
   /** Bearer token of the operator routes (`/api/operator/*`, only with reconciliation on); without it they answer 403 `auth.operator_disabled`. */
   operatorToken: string | undefined;
-  /** The opt-in reconciliation of unknown effects (DESIGN.md §4–§6); `enabled: false` is exactly the #412 baseline. */
+  /** The opt-in reconciliation of unknown effects (docs/DESIGN.md §4–§6); `enabled: false` is exactly the #412 baseline. */
   reconciliation: {
     enabled: boolean;
     /** Path of the JSON bindings file (MCP server id → adapter id + options), if any. */
@@ -79,7 +79,7 @@ export class ConfigError extends Error {
  * Relative file paths are resolved against `env.INIT_CWD` (the folder npm was run in) or the cwd.
  * Reads the keys file (`MOSOO_API_KEYS_FILE`) when set.
  * @throws ConfigError on the first invalid variable (secrets are never echoed), a keys file that
- *   cannot be read or fails its schema, or a non-loopback `MOSOO_HOST` without any API key (DESIGN.md §10).
+ *   cannot be read or fails its schema, or a non-loopback `MOSOO_HOST` without any API key (docs/DESIGN.md §10).
  */
 export function loadApiConfig(env: Record<string, string | undefined>): ApiConfig {
   const present = Object.fromEntries(Object.entries(env).filter(([k, v]) => k.startsWith("MOSOO_") && v !== ""));
@@ -111,7 +111,7 @@ export function loadApiConfig(env: Record<string, string | undefined>): ApiConfi
       apiKeys.push(k);
     }
   }
-  // Fail closed (DESIGN.md §10): a port other machines can reach is never served without run API keys.
+  // Fail closed (docs/DESIGN.md §10): a port other machines can reach is never served without run API keys.
   if (!isLoopbackHost(c.MOSOO_HOST) && apiKeys.length === 0) {
     throw new ConfigError(`config.invalid: MOSOO_HOST: ${c.MOSOO_HOST} is not a loopback address; set MOSOO_API_KEYS or MOSOO_API_KEYS_FILE before binding to it`);
   }

@@ -8,7 +8,7 @@ import { readBindingsFileText } from "./startup-checks.js";
 import type { BoundAdapterInfo, ReconciliationSettings } from "../modules/reconciliation/application/reconciliation-settings.js";
 
 /**
- * One server's binding (DESIGN.md §4 "Adapters are installable"): exactly one of
+ * One server's binding (docs/DESIGN.md §4 "Adapters are installable"): exactly one of
  * - `adapterId`: a built-in adapter (`mcp-convention`, see `BUILT_IN_ADAPTER_SOURCES`), or
  * - `package`: an adapter source `{module, export}` ({@link AdapterSourceSchema}): an installed
  *   package resolved from the API's own dependencies (`pnpm --filter @mosoo/api add <package>`), an
@@ -45,7 +45,7 @@ export interface BindingSpec {
 }
 
 /**
- * THE ISOLATION SWAP POINT (DESIGN.md §4 "Adapters are untrusted code"): builds one bound adapter
+ * THE ISOLATION SWAP POINT (docs/DESIGN.md §4 "Adapters are untrusted code"): builds one bound adapter
  * from its source. In production (`startApi`, the operator CLI's `--db` client) it is always
  * {@link hostInstantiator} over the isolated adapter host (`createIsolatedAdapterHost`): the worker
  * loads `spec.source` (package names resolved from the API's dependencies), instantiates it with

@@ -1,7 +1,7 @@
 import pino, { type Logger } from "pino";
 
 /**
- * Paths pino replaces with `[redacted]` in every log line (DESIGN.md §10: logs never carry
+ * Paths pino replaces with `[redacted]` in every log line (docs/DESIGN.md §10: logs never carry
  * credentials): authorization/cookie headers of a logged request, and any field named like a
  * credential (`token`, `driverToken`, `operatorToken`, `apiKey`, `secret`, `password`, ...) at the
  * top level or one/two levels down. pino's redaction works on fixed paths (fast-redact), so the

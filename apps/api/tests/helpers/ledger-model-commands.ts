@@ -220,7 +220,7 @@ async function reportAttempt(w: World, m: Model, c: ClaimRec, preferComplete: bo
     if (res?.outcome === "applied") c.completedResult = result;
     trace(w, `  complete claim#${c.idx} → ${res ? `${res.outcome}/${res.status}` : "error"}`);
     if (res?.outcome === "rejected") {
-      // Fenced meanwhile: the real result is late evidence (DESIGN.md §3 rule 13), not thrown away.
+      // Fenced meanwhile: the real result is late evidence (docs/DESIGN.md §3 rule 13), not thrown away.
       const late = await guard(w, "lateResult", () =>
         w.runtime.ledger.lateResult(c.instance, effectId, {
           connectionId: c.connectionId,
@@ -333,7 +333,7 @@ class ProviderExecuteCmd implements Cmd {
       if (open.length === 0) return;
       const c = open[this.pick % open.length]!;
       if (c.claim.kind === "execute" && sendDeadlinePassed(c.atMs, w.clock.now(), c.claim.sendWithinMs)) {
-        // DESIGN.md §3 rule 12: past the send-by deadline the Driver never sends; it reports instead.
+        // docs/DESIGN.md §3 rule 12: past the send-by deadline the Driver never sends; it reports instead.
         await reportDeadlineMissed(w, c);
         return;
       }

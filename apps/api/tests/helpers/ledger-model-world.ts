@@ -36,7 +36,7 @@ export const LOOKUP_TIMEOUT_MS = 50;
 export const LEASE_MS = 30_000;
 export const HEARTBEAT_TTL_MS = 60_000;
 export const MAX_LOOKUPS = 8;
-/** Send-by deadline of execute claims in the model (ms; DESIGN.md §3 rule 12). */
+/** Send-by deadline of execute claims in the model (ms; docs/DESIGN.md §3 rule 12). */
 export const SEND_DEADLINE_MS = 10_000;
 
 /**
@@ -45,7 +45,7 @@ export const SEND_DEADLINE_MS = 10_000;
  *   lagging read would fence a committed key and lie), so it is never switched on.
  * - `max_in_flight`: a request can commit and become visible (read lag included) for at most
  *   `maxInFlightMs` after it was sent: network delay + lookup lag <= maxInFlightMs. The model Driver
- *   sends only within the claim's send-by deadline (DESIGN.md §3 rule 12, measured from when it sent
+ *   sends only within the claim's send-by deadline (docs/DESIGN.md §3 rule 12, measured from when it sent
  *   the claim request), so nothing becomes visible after claim + sendWithinMs + maxInFlightMs.
  */
 export type Profile =
@@ -393,7 +393,7 @@ const COMMAND_STEPS: Record<string, readonly string[]> = {
   delivered: ["accepted", "completed", "failed", "cancelled", "expired"],
   accepted: ["completed", "failed", "cancelled", "expired"],
 };
-/** DESIGN.md §5: what a lying/broken adapter must be turned into (reason codes of `still_unknown`). */
+/** docs/DESIGN.md §5: what a lying/broken adapter must be turned into (reason codes of `still_unknown`). */
 const FAULT_REASONS: Partial<Record<AdapterFault, readonly string[]>> = {
   throws: ["adapter_error"],
   rejects: ["adapter_error"],

@@ -1,9 +1,9 @@
 /**
- * The lifecycle rules of DESIGN.md §3 written down independently of `src` (the test oracle the
+ * The lifecycle rules of docs/DESIGN.md §3 written down independently of `src` (the test oracle the
  * model test and the crash lab both check against; never import the machines under test here).
  */
 
-/** DESIGN.md §3: the only single-step status changes of an effect. */
+/** docs/DESIGN.md §3: the only single-step status changes of an effect. */
 export const EFFECT_STEPS: Record<string, readonly string[]> = {
   intent: ["executing"],
   // executing → not_executed only by a missed send-by deadline report (rule 12: nothing was sent)

@@ -22,7 +22,7 @@ const STEP_TIMEOUT_MS = 30_000;
  *   and runs finalization repair; nothing races it);
  * - `endRunAfterRestart`: after a restart, the new Driver is stopped with `--finalize-on-exit`, so
  *   the run ends too (its own finalize) and its error is checked;
- * - `expect`: the invariants the JSON line must show. Every scenario also checks DESIGN.md §3 rule
+ * - `expect`: the invariants the JSON line must show. Every scenario also checks docs/DESIGN.md §3 rule
  *   14: a command or run that ended while the effect is `unknown` says `external_effect.unknown`,
  *   `retryable: false`, naming the effect in `details.effectIds`.
  * - `adapter?`: how `tracker` is bound when reconciliation is on: `package` (default; the fixture
@@ -65,7 +65,7 @@ const HEARTBEAT_TTL_MS: Record<CrashScenarioSpec["recovery"], string> = { finali
 /** The `{code, retryable, details}` of a command's or run's error, as the run API shows it. */
 type ErrorBody = { code: string; retryable: boolean; details?: Record<string, unknown> } | null | undefined;
 
-/** True when `error` names `effectId` in `details.effectIds` (DESIGN.md §3 rule 14). */
+/** True when `error` names `effectId` in `details.effectIds` (docs/DESIGN.md §3 rule 14). */
 function namesEffect(error: ErrorBody, effectId: string): boolean {
   const ids = error?.details?.["effectIds"];
   return Array.isArray(ids) && ids.includes(effectId);
@@ -194,7 +194,7 @@ export async function runCrashScenario(spec: CrashScenarioSpec, opts: ScenarioOp
     expectInvariant(failures, line.providerCalls <= 1, `the provider must be called at most once for the key, was ${line.providerCalls}`);
     expectInvariant(failures, view.events.filter((e) => e.terminal).length <= 1, "a run has at most one terminal event");
     if (lateWrite) expectInvariant(failures, lateWrite === "refused", "a late commit after a confirmed non-execution must be refused");
-    // DESIGN.md §3 rule 14: an answer given while the write is unknown never invites a resend and names the effect
+    // docs/DESIGN.md §3 rule 14: an answer given while the write is unknown never invites a resend and names the effect
     for (const [who, error] of [["command", command?.error], ["run", view.run.error]] as const) {
       if (error?.code === "external_effect.unknown") {
         expectInvariant(failures, error.retryable === false, `the ${who}'s external_effect.unknown must not be retryable`);

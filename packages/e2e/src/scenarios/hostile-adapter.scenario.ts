@@ -20,7 +20,7 @@ export function misbehavingAdapterModule(): string {
 }
 
 /**
- * A real-process scenario of issue 16 (DESIGN.md §4 "Adapters are untrusted code"): the fixture
+ * A real-process scenario of issue 16 (docs/DESIGN.md §4 "Adapters are untrusted code"): the fixture
  * provider commits a `createIssue` write and holds its response, the Driver is SIGKILLed, no Driver
  * comes back, and the API's finalization repair looks the effect up through the hostile adapter
  * `exportName` (a factory of the misbehaving fixture module), run in the API's worker threads.

@@ -58,7 +58,7 @@ async function conventionLookup(url: string, advertised: ReadonlyMap<string, Ide
 }
 
 /**
- * The built-in generic adapter of the zero-code convention (DESIGN.md §4): `discover({url})` reads
+ * The built-in generic adapter of the zero-code convention (docs/DESIGN.md §4): `discover({url})` reads
  * `tools/list` once (at startup) and returns an adapter declaring the advertised tools.
  * @throws (rejects) when the provider cannot be reached or advertises no valid convention.
  */

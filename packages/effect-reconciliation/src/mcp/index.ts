@@ -1,6 +1,6 @@
 /**
  * `@mosoo/effect-reconciliation/mcp`: MCP client helpers for adapters (official SDK), kept out of
- * the package's core, which imports no network library (DESIGN.md §2):
+ * the package's core, which imports no network library (docs/DESIGN.md §2):
  * - `callLookupTool`, `withMcpClient`, `listMcpTools`: the typed helper for MCP lookups;
  * - `conventionAdapterFactory` (built-in id `mcp-convention`): the zero-code convention adapter.
  * @module

@@ -2,7 +2,7 @@ import { beforeAll, describe, expect, it } from "vitest";
 import { judgeAdapter, KIT_CASES, type KitOptions, type KitReport } from "./kit/kit-runner.js";
 
 /**
- * Registers the adapter conformance kit with vitest (DESIGN.md §4–§5): one
+ * Registers the adapter conformance kit with vitest (docs/DESIGN.md §4–§5): one
  * `describe("adapter conformance: <name> on <provider>")` that runs {@link judgeAdapter} once
  * (`beforeAll`, budget `budgetMs`, default 120 s) and one `it` per case of `KIT_CASES`, failing
  * with every wrong answer the case saw. A case that does not apply to the provider (no delayed

@@ -2,7 +2,7 @@ import type { AdapterBindOptions, AdapterHost, AdapterSource } from "../adapter-
 import { instantiateBinding, loadAdapterModule, type InstantiatedBinding } from "../adapter-loader.js";
 
 /**
- * An {@link AdapterHost} that loads and runs adapters IN THIS PROCESS (tests only; DESIGN.md §4
+ * An {@link AdapterHost} that loads and runs adapters IN THIS PROCESS (tests only; docs/DESIGN.md §4
  * "Adapters are untrusted code": production runs every adapter call in the API's isolated worker
  * host). `bind` = `loadAdapterModule(source, resolveFrom)` + `instantiateBinding(options, tools)`,
  * discovery bounded by `discoveryTimeoutMs` (ms, default 5000). `resolveFrom`: a file (e.g. a

@@ -17,7 +17,7 @@ export const PROVIDER_DOUBLE_ADAPTER_ID = "provider-double";
  * `faults.lookupDelayMs`), reads the double and answers `confirmed_succeeded` (receipt with the
  * operation id and the recorded request fingerprint) or, when nothing is visible,
  * `confirmed_not_executed` (receipt `detail.fenced` says whether the key is fenced; the runtime
- * decides what that proves, DESIGN.md §5). A tool it does not serve gets `still_unknown`
+ * decides what that proves, docs/DESIGN.md §5). A tool it does not serve gets `still_unknown`
  * `unsupported_tool`. `faults.adapterFault` / `faults.answerOverride` make it misbehave.
  */
 export function createProviderDoubleAdapter(double: ProviderDouble, declarationOverrides: Partial<AdapterDeclaration> = {}): ReconciliationAdapter {

@@ -55,7 +55,7 @@ export interface ProviderDoubleFaults {
 }
 
 /**
- * Misbehaviours of the double's adapter (DESIGN.md §5 rows): `garbage` (schema-invalid object),
+ * Misbehaviours of the double's adapter (docs/DESIGN.md §5 rows): `garbage` (schema-invalid object),
  * `oversized_receipt` (receipt over `MAX_RECEIPT_BYTES`), `oversized_result` (result over
  * `MAX_RESULT_BYTES`), `wrong_key` / `wrong_tool` (answers about another key / tool),
  * `conflicting_fingerprint` (receipt records another request fingerprint), `throws` (synchronous

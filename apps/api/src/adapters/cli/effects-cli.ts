@@ -75,7 +75,7 @@ async function openClient(g: GlobalOptions, env: NodeJS.ProcessEnv): Promise<Ope
 
 /**
  * Builds the `mosoo-effects` program (commander): `list`, `show`, `reconcile`, `resolve`,
- * `compensate`, each with `--help`, over the operator service (DESIGN.md §7). Output is a table or a
+ * `compensate`, each with `--help`, over the operator service (docs/DESIGN.md §7). Output is a table or a
  * line by default, JSON with `--json`; `write` receives stdout text. Errors become {@link CliFailure}.
  */
 export function buildEffectsCli(write: (text: string) => void, env: NodeJS.ProcessEnv = process.env, nowMs: () => number = Date.now): Command {

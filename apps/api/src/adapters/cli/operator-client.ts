@@ -29,7 +29,7 @@ export class OperatorClientError extends Error {
 }
 
 /**
- * The five operator actions (DESIGN.md §7) as the CLI calls them, over HTTP or in-process; the
+ * The five operator actions (docs/DESIGN.md §7) as the CLI calls them, over HTTP or in-process; the
  * answers are the operator service's JSON as is. Bodies and queries are validated by the same zod
  * schemas either way. Every method rejects with {@link OperatorClientError} (`code`, `message`).
  */

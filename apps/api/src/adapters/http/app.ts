@@ -38,18 +38,18 @@ function hasBody(req: Request): boolean {
  * scopes), the Driver protocol (enrollment token, then each instance's own token), and the operator
  * routes (operator token), and the operator console at `/console` (its own sign-in with the operator
  * token, session cookie and CSRF token; see `consoleRoutes`; `opts.console` tunes its live-update
- * polling). Credentials are checked by {@link CredentialGuard} (DESIGN.md §10). Every
+ * polling). Credentials are checked by {@link CredentialGuard} (docs/DESIGN.md §10). Every
  * error answers `{error: {code, message}}` with a 4xx (503 `store.busy` with `Retry-After` when the
  * store is locked, noted in `runtime.ctx.storeBusy` for the sweep's heartbeat grace; 500 `internal` otherwise), never a stack. Bodies must be `application/json`
  * (415 `request.unsupported_media_type`; the console's own form posts excepted) and at most {@link MAX_BODY_BYTES} (413 `request.too_large`,
- * connection closed); their content is checked by the shared rules of `@mosoo/contracts` (DESIGN.md §10).
+ * connection closed); their content is checked by the shared rules of `@mosoo/contracts` (docs/DESIGN.md §10).
  */
 export function createHttpApp(runtime: Runtime, logger: Logger, opts: HttpAppOptions = {}): Hono {
   const guard = new CredentialGuard(runtime, opts);
   const limit = new RegistrationRateLimit(opts.driverRegisterPerMinute ?? 30);
   const app = new Hono();
   app.onError((err, c) => toErrorResponse(err, c, logger, runtime.ctx.storeBusy));
-  // DESIGN.md §10: a body is JSON or it is refused (415) before any route sees it, including routes
+  // docs/DESIGN.md §10: a body is JSON or it is refused (415) before any route sees it, including routes
   // that ignore their body (a `text/plain` POST is what a web page can send cross-origin blind).
   // The console's sign-in and sign-out are HTML form posts, guarded by its session's CSRF token and
   // hono's origin check in the console module itself.

@@ -8,7 +8,7 @@ import type { Runtime } from "../../modules/runtime/application/runtime.js";
 import type { DriverInstanceRow } from "../../modules/runtime/infrastructure/driver-instance.repository.js";
 
 /**
- * Who a bearer credential belongs to (DESIGN.md §10): the operator (`MOSOO_OPERATOR_TOKEN`), an
+ * Who a bearer credential belongs to (docs/DESIGN.md §10): the operator (`MOSOO_OPERATOR_TOKEN`), an
  * API key of the run API (by name, with its scopes), the Driver enrollment token
  * (`MOSOO_DRIVER_ENROLLMENT_TOKEN`), or one Driver instance (its own token, whatever its status).
  */
@@ -135,7 +135,7 @@ export class CredentialGuard {
 
   /**
    * `POST /v1/drivers/register`: the enrollment token, the operator token, or a Driver instance's own
-   * token (which may only re-register that instance; the service checks which instance, DESIGN.md §10).
+   * token (which may only re-register that instance; the service checks which instance, docs/DESIGN.md §10).
    */
   registration(): MiddlewareHandler<AuthEnv> {
     return this.guard((p) => {

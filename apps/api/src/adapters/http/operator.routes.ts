@@ -13,7 +13,7 @@ import { parseOrThrow, readJson } from "./http-errors.js";
 import { retryingWhenBusy } from "./store-retry.js";
 
 /**
- * The operator routes (DESIGN.md §7) over `runtime.operator`, behind
+ * The operator routes (docs/DESIGN.md §7) over `runtime.operator`, behind
  * `Authorization: Bearer <MOSOO_OPERATOR_TOKEN>` (compared in constant time; without a configured
  * token every route answers 403 `auth.operator_disabled`; any other credential 403 `auth.forbidden`),
  * and, once authenticated, only while `MOSOO_EFFECT_RECONCILIATION` is on (else 404 `feature.disabled`):

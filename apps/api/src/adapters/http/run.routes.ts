@@ -6,7 +6,7 @@ import { parseOrThrow, readJson } from "./http-errors.js";
 import { retryingWhenBusy } from "./store-retry.js";
 
 /**
- * The run API (DESIGN.md §10), every route behind an API key (`Authorization: Bearer <secret>`):
+ * The run API (docs/DESIGN.md §10), every route behind an API key (`Authorization: Bearer <secret>`):
  * create a run and enqueue a tool call (`runs:write`), read a run and its events (`runs:read`),
  * delete runs, sessions and finalized Drivers (`runs:delete`, or the operator token). A key restricted
  * to some Driver instances reaches only their runs (else 403 `auth.forbidden`, nothing written).

@@ -1,7 +1,7 @@
 import type { AdapterSource } from "@mosoo/effect-reconciliation";
 
 /**
- * The adapters this API ships, by built-in id → {@link AdapterSource} (DESIGN.md §4: built-ins are
+ * The adapters this API ships, by built-in id → {@link AdapterSource} (docs/DESIGN.md §4: built-ins are
  * registered in code). A bindings file names one with `"adapterId"`; it is loaded from its source
  * exactly like a package, in the isolated adapter host's workers, never on the API's main thread:
  * - `mcp-convention`: the zero-code convention adapter (`@mosoo/effect-reconciliation/mcp`).

@@ -105,7 +105,7 @@ export const driverCommands = sqliteTable(
 );
 
 /**
- * One external tool effect per `mcp.execute` command (DESIGN.md §3). The idempotency key is
+ * One external tool effect per `mcp.execute` command (docs/DESIGN.md §3). The idempotency key is
  * written with the intent and never changes. `intent` has no attempt yet; `executing`, `unknown`
  * and `succeeded` have at least one; `succeeded` has a stored result. A delete of an `executing`
  * or `unknown` effect is refused by a trigger (see the migrations), so no cascade can drop a fence.
@@ -151,7 +151,7 @@ export const externalToolEffects = sqliteTable(
     firstDispatchedAtMs: integer("first_dispatched_at_ms"),
     lastDispatchedAtMs: integer("last_dispatched_at_ms"),
     /**
-     * The send-by deadline (ms, relative) of the latest `execute` claim (DESIGN.md §3 rule 12): the
+     * The send-by deadline (ms, relative) of the latest `execute` claim (docs/DESIGN.md §3 rule 12): the
      * Driver sends `tools/call` at most this long after it sent the claim request, so no request of
      * that attempt leaves the Driver after `last_dispatched_at_ms + send_within_ms`. Null on effects
      * claimed before the deadline existed (their `max_in_flight` window counts from the claim alone).
@@ -160,7 +160,7 @@ export const externalToolEffects = sqliteTable(
     createdAtMs: integer("created_at_ms").notNull(),
     updatedAtMs: integer("updated_at_ms").notNull(),
     /**
-     * Set on a compensation (DESIGN.md §3 rule 8): the `succeeded` effect it undoes. A compensation is
+     * Set on a compensation (docs/DESIGN.md §3 rule 8): the `succeeded` effect it undoes. A compensation is
      * an ordinary effect with its own idempotency key; at most one per original is in flight
      * (`executing` or `unknown`), by the partial unique index below.
      */
@@ -214,7 +214,7 @@ export const externalToolEffectAttempts = sqliteTable(
     startedAtMs: integer("started_at_ms").notNull(),
     finishedAtMs: integer("finished_at_ms"),
     /**
-     * Late evidence (DESIGN.md §3 rule 13): the provider's result (an `McpExecuteCommandResult` as
+     * Late evidence (docs/DESIGN.md §3 rule 13): the provider's result (an `McpExecuteCommandResult` as
      * JSON) that the Driver reported after the effect was fenced, and when (ms). Kept whether it
      * settled the effect (`reported_late`) or contradicted its confirmed outcome (operator attention).
      */
@@ -250,7 +250,7 @@ export const runEvents = sqliteTable(
 );
 
 /**
- * One reconciliation lookup of an effect (DESIGN.md §4–§6): which adapter (id, version, package,
+ * One reconciliation lookup of an effect (docs/DESIGN.md §4–§6): which adapter (id, version, package,
  * package version, declaration hash) answered,
  * what triggered it, the outcome and reason code, the receipt and result it brought, and when the
  * next lookup is due. `superseded` records a reconciler that lost the compare-and-set and changed
@@ -263,7 +263,7 @@ export const effectReconciliations = sqliteTable(
     effectId: text("effect_id").notNull().references(() => externalToolEffects.id, { onDelete: "cascade" }),
     adapterId: text("adapter_id").notNull(),
     adapterVersion: text("adapter_version").notNull(),
-    /** The adapter's package name (from its package.json), when it was loaded from a package (DESIGN.md §4). */
+    /** The adapter's package name (from its package.json), when it was loaded from a package (docs/DESIGN.md §4). */
     adapterPackage: text("adapter_package"),
     /** The adapter package's version, when known. */
     adapterPackageVersion: text("adapter_package_version"),
@@ -290,12 +290,12 @@ export const effectReconciliations = sqliteTable(
 );
 
 /**
- * The audit trail of operator actions on effects (DESIGN.md §7): who (`actor`) did what
+ * The audit trail of operator actions on effects (docs/DESIGN.md §7): who (`actor`) did what
  * (`action`: a lookup, a manual resolution, a compensation request), why (`reason`), what came of
  * it (`outcome`), the effect's status before and after (`status_before`, `status_after`), the
  * receipt an operator supplied with a manual resolution, and the compensation effect it created.
  * Each row commits in the same transaction as the change it records. Append-only.
- * Audit rows outlive the runs they mention (DESIGN.md §7): no id here is a foreign key, so deleting a
+ * Audit rows outlive the runs they mention (docs/DESIGN.md §7): no id here is a foreign key, so deleting a
  * run, a session or a Driver never deletes (or rewrites) an audit row; `run_id` and
  * `driver_instance_id` are copied from the effect when the row is written (null only on rows
  * written before migration 0008 whose effect was already gone).
@@ -336,7 +336,7 @@ export const effectOperatorActions = sqliteTable(
 );
 
 /**
- * Refused operator actions (DESIGN.md §7: every action, refused ones included, is audited): who
+ * Refused operator actions (docs/DESIGN.md §7: every action, refused ones included, is audited): who
  * (`actor`) asked for what (`action`) on which effect (`effect_id`: as given; no foreign key, so a
  * refusal for an id that does not exist, or of an effect deleted later, is kept), why (`reason`),
  * the refusal code (`outcome`, one of {@link OPERATOR_REFUSAL_CODES}) and message, the effect's status

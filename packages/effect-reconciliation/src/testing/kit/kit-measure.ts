@@ -3,7 +3,7 @@ import type { AdapterDeclaration } from "../../adapter.contract.js";
 import type { KitProvider, KitWriteResult } from "./kit-provider.contract.js";
 
 /**
- * What the kit measured of the provider (DESIGN.md §5 last row: "declaration contradicts what the
+ * What the kit measured of the provider (docs/DESIGN.md §5 last row: "declaration contradicts what the
  * provider shows"):
  * - `lookupLagMs`: the longest time (ms) from a commit until the provider's lookup found it (3 writes);
  * - `firstLookupMissed`: true when a lookup right after a commit did not find it;

@@ -31,7 +31,7 @@ export type KitCaseName = (typeof KIT_CASES)[number];
 
 /**
  * THE KIT'S ISOLATION PORT: how the kit calls `adapter.lookup`. The default calls it in this
- * process. To run the adapter exactly as the API does (DESIGN.md §4 "Adapters are untrusted code"),
+ * process. To run the adapter exactly as the API does (docs/DESIGN.md §4 "Adapters are untrusted code"),
  * let `createAdapter` return an `AdapterHost` handle (`(await host.bind(source, options)).adapter`
  * from the API's isolated worker host): each call then runs in a worker thread. The kit always
  * hands the caller a copy of the request and checks the original copy afterwards.

@@ -11,6 +11,7 @@ import { UlidSchema } from "@mosoo/contracts";
 import { consoleAssetsBuilt, consoleAssetsDir } from "@mosoo/operator-console";
 import type { Runtime } from "../../../modules/runtime/application/runtime.js";
 import {
+  ActorSchema,
   OperatorCompensateRequestSchema,
   OperatorListQuerySchema,
   OperatorReconcileRequestSchema,
@@ -55,7 +56,8 @@ export interface ConsoleOptions {
 }
 
 const SignInSchema = z.object({
-  actor: z.string().trim().min(1, "give your name").max(200).refine((s) => !s.includes("\u0000"), "must not contain NUL"),
+  // the same rules as every operator action's actor (no control, bidi or format characters)
+  actor: z.string().min(1, "give your name").pipe(ActorSchema),
   token: z.string().min(1, "give the operator token").max(4096),
 });
 

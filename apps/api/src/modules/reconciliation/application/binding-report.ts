@@ -5,7 +5,7 @@ import type { ReconciliationSettings } from "./reconciliation-settings.js";
 
 /**
  * Why an effect of `serverId`/`toolName` gets no lookup, in words an operator reads in `show` and
- * the startup report (DESIGN.md §4), or null when it is eligible:
+ * the startup report (docs/DESIGN.md §4), or null when it is eligible:
  * - `flag off` (`MOSOO_EFFECT_RECONCILIATION=off`);
  * - `no binding for server S`;
  * - `no lookup: tool X not declared by adapter Y` (or left out by the binding's `tools`: `not covered by the binding of S`).
@@ -35,7 +35,7 @@ export interface BindingReportLine {
 }
 
 /**
- * The startup report (DESIGN.md §4: "a bound server's tool that no adapter declares is reported at
+ * The startup report (docs/DESIGN.md §4: "a bound server's tool that no adapter declares is reported at
  * startup"): per bound server, the covered tools and, with a reason each, the tools that are not
  * (the adapter's tools left out by the binding, and tools of effects in the store it does not declare).
  * @param seen distinct (server, tool) pairs of the store's effects.

@@ -29,7 +29,7 @@ function isUniqueViolation(err: unknown): boolean {
 }
 
 /**
- * The compensation of `effectId` that blocks another one, if any (DESIGN.md §3 rule 8: never two
+ * The compensation of `effectId` that blocks another one, if any (docs/DESIGN.md §3 rule 8: never two
  * undo writes for one effect): one that may still write or may have written (`executing`,
  * `unknown`, or `intent` while its command can still be delivered), or one that undid it
  * (`succeeded` with a result that is not an error). A compensation confirmed `not_executed`, one
@@ -49,7 +49,7 @@ function blockingCompensation(db: DbHandle, effectId: string): EffectRow | undef
 }
 
 /**
- * Compensation as an explicit, per-tool capability (DESIGN.md §3 rule 8): only an operator starts
+ * Compensation as an explicit, per-tool capability (docs/DESIGN.md §3 rule 8): only an operator starts
  * it, only on a `succeeded` effect, only when the adapter bound to the effect's server declares a
  * compensating action for its tool. The compensation is itself an external write: a new effect
  * with its own idempotency key, linked to the original (`compensates_effect_id`), queued as an

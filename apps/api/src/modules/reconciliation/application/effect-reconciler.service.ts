@@ -63,12 +63,12 @@ export interface ReconcileManyOptions {
 /**
  * Called inside the outcome's transaction with the effect as committed: the place where a caller
  * (finalization repair) writes the command's terminal state, so that outcome, receipt, result,
- * record, command and run event commit together (DESIGN.md §3 rule 6).
+ * record, command and run event commit together (docs/DESIGN.md §3 rule 6).
  */
 export type SettleInTransaction = (tx: DbHandle, effect: EffectRow) => void;
 
 /**
- * Reconciles `unknown` effects through their server's adapter (DESIGN.md §3 rules 4–7, §5, §6).
+ * Reconciles `unknown` effects through their server's adapter (docs/DESIGN.md §3 rules 4–7, §5, §6).
  * It holds the effect's lease while the adapter is asked, then writes the validated outcome,
  * the receipt, the result, the reconciliation record and the run event in one transaction, as a
  * compare-and-set on (status, version, lease). A loser records `superseded` and changes nothing.
@@ -189,7 +189,7 @@ export class EffectReconciler {
    * The lookup of an effect whose lease this reconciler holds (the lease took count of it before
    * the adapter runs), and the outcome's commit (one transaction, compare-and-set on the leased
    * version and owner; `settle` runs inside it). The adapter's answer is judged inside that
-   * transaction against the effect as read there (DESIGN.md §4): nothing the adapter was handed is
+   * transaction against the effect as read there (docs/DESIGN.md §4): nothing the adapter was handed is
    * ever read back. A busy store is waited for asynchronously (`retryWhenBusy`, background policy)
    * before the commit gives up; if the commit throws, the lease is given back with its count (or
    * left to expire while the store is locked) and the error propagates.
@@ -328,7 +328,7 @@ export class EffectReconciler {
     let decision: Exclude<ReconcileDecision, { decision: "ineligible" }> | undefined;
     const committed = writeTransaction(this.ctx.db, (tx) => {
       // Judged here, against the effect as stored now, inside the transaction that persists the
-      // outcome (DESIGN.md §4): the adapter never held this row, only a copy of its lookup request.
+      // outcome (docs/DESIGN.md §4): the adapter never held this row, only a copy of its lookup request.
       const current = effectRepository.findById(tx, effect.id);
       if (!current || current.status !== "unknown" || current.version !== leasedVersion || current.leaseOwner !== owner) return null;
       decision = judgedAgainst(answer, current);
@@ -392,7 +392,7 @@ export class EffectReconciler {
     return { kind: outcome, reasonCode, effect: committed };
   }
 
-  /** The bound adapter's package, package version and declaration hash (DESIGN.md §4), recorded with every lookup. */
+  /** The bound adapter's package, package version and declaration hash (docs/DESIGN.md §4), recorded with every lookup. */
   private provenanceColumns(serverId: string) {
     const p = this.settings.boundAdapters?.get(serverId)?.provenance;
     return { adapterPackage: p?.packageName ?? null, adapterPackageVersion: p?.packageVersion ?? null, adapterDeclarationHash: p?.declarationHash ?? null };

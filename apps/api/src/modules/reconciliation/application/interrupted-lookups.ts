@@ -9,7 +9,7 @@ import type { ReconciliationSettings } from "./reconciliation-settings.js";
 /**
  * At API startup (one API process per store), in ONE transaction: every effect still holding a
  * lease was being looked up by a process that died. Its lookup had been recorded as started, and
- * counted, when the lease was taken (DESIGN.md §4), so for a bound `unknown` effect it is recorded as
+ * counted, when the lease was taken (docs/DESIGN.md §4), so for a bound `unknown` effect it is recorded as
  * `still_unknown` / `lookup_interrupted` (trigger `sweep`) and its next lookup scheduled by the usual
  * backoff — or operator attention `lookup_bound_reached` at the bound: a process that dies at every
  * lookup ends at the operator, never in a restart loop. Then every lease is released.

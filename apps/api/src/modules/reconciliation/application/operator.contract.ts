@@ -16,13 +16,16 @@ const untrimmedIdentifier = z.string().superRefine((s, ctx) => {
   if (problem) ctx.addIssue({ code: "custom", message: problem });
 });
 
+/** An operator's name as recorded in the audit trail (see `Audit.actor`); the console's sign-in takes the same. */
+export const ActorSchema = untrimmedIdentifier.trim().pipe(identifierSchema(1, 200));
+
 /**
  * Who acts and why, both recorded in the audit trail: `actor` 1–200 characters, an identifier
  * (surrounding spaces trimmed; no control, bidi or other format characters anywhere, well-formed),
- * `reason` 1–2000 characters of text (trimmed; well-formed, no NUL). DESIGN.md §10.
+ * `reason` 1–2000 characters of text (trimmed; well-formed, no NUL). docs/DESIGN.md §10.
  */
 const Audit = {
-  actor: untrimmedIdentifier.trim().pipe(identifierSchema(1, 200)),
+  actor: ActorSchema,
   reason: z.string().trim().pipe(textSchema(1, 2000)),
 };
 

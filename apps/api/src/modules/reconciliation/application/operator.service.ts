@@ -79,7 +79,7 @@ export interface EffectPage {
 }
 
 /**
- * The operator surface of the ledger (DESIGN.md §7), one service behind both the HTTP routes and
+ * The operator surface of the ledger (docs/DESIGN.md §7), one service behind both the HTTP routes and
  * the CLI, and only while `MOSOO_EFFECT_RECONCILIATION` is on: list effects, show one effect's
  * whole history, reconcile now, resolve an `unknown` effect by hand, and request a declared
  * compensation. Every action carried out is audited (actor, action, effect, status before and after,
@@ -301,7 +301,7 @@ export class OperatorService {
   }
 
   /**
-   * Audits a refused operator action (DESIGN.md §7: refused ones included): when `err` is a
+   * Audits a refused operator action (docs/DESIGN.md §7: refused ones included): when `err` is a
    * refusal of the service ({@link OPERATOR_REFUSAL_CODES}) on a well-formed effect id, one row in
    * `effect_operator_refusals` (actor, action, effect, the refusal code as `outcome`, its message,
    * the reason, the effect's status then, time), in its own transaction after the refused action

@@ -6,9 +6,9 @@ import type { LookupBackoff } from "../domain/lookup-schedule.js";
  * - `enabled`: the `MOSOO_EFFECT_RECONCILIATION` flag; off means exactly the #412 baseline, no lookup ever;
  * - `bindings`: MCP server id → its adapter handle (servers without one keep the fence). In the API
  *   (`startApi`) and the operator CLI every handle comes from the isolated adapter host (worker
- *   threads, DESIGN.md §4); an in-process adapter object here is for tests only;
+ *   threads, docs/DESIGN.md §4); an in-process adapter object here is for tests only;
  * - `boundAdapters?`: per bound server, where its adapter came from (recorded with every lookup and
- *   outcome, DESIGN.md §4) and which tools it covers (startup report, `show`); absent for adapters
+ *   outcome, docs/DESIGN.md §4) and which tools it covers (startup report, `show`); absent for adapters
  *   a test binds directly;
  * - `lookupTimeoutMs`: bound of one lookup (ms); `leaseMs`: how long a reconciler holds an effect (ms, > lookup timeout);
  * - `concurrency`: lookups at once during finalization repair and the sweep;

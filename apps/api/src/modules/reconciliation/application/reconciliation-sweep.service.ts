@@ -26,7 +26,7 @@ export interface ReconciliationSweepReport {
 }
 
 /**
- * The reconciliation part of the maintenance sweep (DESIGN.md §6.3): `unknown` effects whose next
+ * The reconciliation part of the maintenance sweep (docs/DESIGN.md §6.3): `unknown` effects whose next
  * lookup is due (persisted, so it survives API restarts) are looked up again with bounded
  * concurrency, until their lookup bound, after which they wait for an operator. A confirmed outcome
  * resolves the effect (and lifts the fence) even though its command is already terminal.

@@ -12,7 +12,7 @@ export interface LookupBackoff {
 export type LookupSchedule = { nextLookupAtMs: number; operatorAttention: null } | { nextLookupAtMs: null; operatorAttention: OperatorAttentionReason };
 
 /**
- * Schedules the next lookup after a `still_unknown` answer (pure; DESIGN.md §6.3 and
+ * Schedules the next lookup after a `still_unknown` answer (pure; docs/DESIGN.md §6.3 and
  * anchors.md §5.4: "not found" is confirmed by further lookups spread over time, never one read).
  * - `operatorAttention` from the reconcile step (`key_conflict`, `retention_expired`) stops lookups;
  * - after `maxLookups` lookups in all, lookups stop with `lookup_bound_reached`;

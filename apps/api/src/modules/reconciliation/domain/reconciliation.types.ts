@@ -1,5 +1,5 @@
 /**
- * What started a reconciliation lookup (DESIGN.md §6): the claim of a redelivered command
+ * What started a reconciliation lookup (docs/DESIGN.md §6): the claim of a redelivered command
  * (`redelivery`), Driver finalization repair (`finalization`), the periodic sweep of
  * `still_unknown` effects (`sweep`), or an operator request (`operator`).
  */
@@ -21,10 +21,10 @@ export type ReconciliationOutcome = (typeof RECONCILIATION_OUTCOMES)[number];
  * (`retention_expired`), the lookups reached their configured bound (`lookup_bound_reached`), or
  * they reached it with the adapter's worker crashing, exiting or running out of memory on the last
  * one (`adapter_crashed`: a crash loop ends here, at the operator, never in an API restart loop;
- * DESIGN.md §4, §5). On a settled effect (`succeeded` / `not_executed`): a provider lookup
+ * docs/DESIGN.md §4, §5). On a settled effect (`succeeded` / `not_executed`): a provider lookup
  * contradicted how it was settled, e.g. the provider has the write after an operator resolved it
- * `not_executed` (`contradicted_by_provider`; DESIGN.md §7), or a Driver reported the provider's
- * real result late (DESIGN.md §3 rule 13) and it contradicts the effect's confirmed outcome
+ * `not_executed` (`contradicted_by_provider`; docs/DESIGN.md §7), or a Driver reported the provider's
+ * real result late (docs/DESIGN.md §3 rule 13) and it contradicts the effect's confirmed outcome
  * (`late_evidence_contradiction`; the evidence is kept on the attempt row). The status is never
  * changed by either: the operator decides (nothing infers a rollback).
  * The DB CHECK `external_tool_effects_attention_check` lists the same values.
@@ -34,15 +34,15 @@ export const OPERATOR_ATTENTION_REASONS = ["key_conflict", "retention_expired", 
 export type OperatorAttentionReason = (typeof OPERATOR_ATTENTION_REASONS)[number];
 
 /**
- * What an operator did to an effect (DESIGN.md §7): asked for a lookup now (`lookup`), resolved it
- * by hand (`resolve`), or requested its declared compensation (`compensate`, DESIGN.md §3 rule 8).
+ * What an operator did to an effect (docs/DESIGN.md §7): asked for a lookup now (`lookup`), resolved it
+ * by hand (`resolve`), or requested its declared compensation (`compensate`, docs/DESIGN.md §3 rule 8).
  */
 export const OPERATOR_ACTIONS = ["lookup", "resolve", "compensate"] as const;
 /** See {@link OPERATOR_ACTIONS}. */
 export type OperatorAction = (typeof OPERATOR_ACTIONS)[number];
 
 /**
- * Why the operator service refused an action (the stable error codes it throws, DESIGN.md §9):
+ * Why the operator service refused an action (the stable error codes it throws, docs/DESIGN.md §9):
  * the refusal is audited in `effect_operator_refusals` with this code as its `outcome`.
  * The DB CHECK `effect_operator_refusals_outcome_check` lists the same values.
  */

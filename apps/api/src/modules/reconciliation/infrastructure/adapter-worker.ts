@@ -12,14 +12,14 @@ import {
   type ReconciliationErrorCode,
 } from "@mosoo/effect-reconciliation";
 
-/** The API's own `package.json`: adapter packages resolve from its dependencies (DESIGN.md §4 "Adapters are installable"). */
+/** The API's own `package.json`: adapter packages resolve from its dependencies (docs/DESIGN.md §4 "Adapters are installable"). */
 const API_PACKAGE_JSON = fileURLToPath(new URL("../../../../package.json", import.meta.url));
 
 /** Bound (ms) of a discovery that a `lookup` task's fresh worker has to redo (the call's own bound terminates it earlier). */
 const REBUILD_DISCOVERY_MS = 30_000;
 
 /**
- * One task of the adapter worker (the piscina worker entry below; DESIGN.md §4 "Adapters are
+ * One task of the adapter worker (the piscina worker entry below; docs/DESIGN.md §4 "Adapters are
  * untrusted code"). Every task names its adapter by `source` + `options` + `tools`, so any worker of
  * the pool (a fresh one after a crash included) can build it:
  * - `bind`: load the module (`loadAdapterModule`: package names resolve from the API's

@@ -54,7 +54,7 @@ export interface IsolatedAdapterHostOptions {
 }
 
 /**
- * The production {@link AdapterHost} (DESIGN.md §4 "Adapters are untrusted code", §5): each bound
+ * The production {@link AdapterHost} (docs/DESIGN.md §4 "Adapters are untrusted code", §5): each bound
  * adapter gets its own piscina pool of worker threads (at least one kept warm, `resourceLimits`
  * from `heapMb`, tsx loaded for TypeScript adapter modules). This is the production implementation of
  * the bindings' swap point (`BindingInstantiator`): the adapter is loaded (package names resolved

@@ -38,7 +38,7 @@ export class ReconciliationMetrics {
 }
 
 /**
- * Prometheus counter of adapter worker terminations (DESIGN.md §4 "Adapters are untrusted code"):
+ * Prometheus counter of adapter worker terminations (docs/DESIGN.md §4 "Adapters are untrusted code"):
  * `mosoo_adapter_worker_terminations_total{adapter, reason}`, one per adapter call whose worker was
  * terminated or died (`reason`: `timeout` — the host terminated it at the call's bound; `crashed` —
  * uncaught exception or floating rejection; `exited` — `process.exit`; `out_of_memory` — the heap

@@ -13,7 +13,7 @@ export const reconciliationRepository = {
    * (status `unknown`, `version`), only when no live lease is held; bumps the version and counts the
    * lookup (`lookup_count + 1`) in the same statement: the lookup is recorded as started, durably,
    * before the adapter runs, so a lookup that never ends (the process died) still counts against
-   * the bound (DESIGN.md §4). True when taken.
+   * the bound (docs/DESIGN.md §4). True when taken.
    */
   acquireLease(db: DbHandle, effectId: string, version: number, owner: string, nowMs: number, expiresAtMs: number): boolean {
     const res = db

@@ -18,7 +18,7 @@ function hashToken(token: string): string {
 }
 
 /**
- * What proves a registration may happen (DESIGN.md §10): the enrollment token or the operator token
+ * What proves a registration may happen (docs/DESIGN.md §10): the enrollment token or the operator token
  * registers a new instance; re-registering an existing instance id needs that instance's own token
  * (`instance` with its id) or the operator token.
  */
@@ -37,7 +37,7 @@ export class DriverInstanceService {
    * @throws RuntimeError `auth.forbidden` (403: the enrollment token re-registering an existing id, an
    *   instance token registering another or a new instance), `driver.not_found` (unknown id), `driver.not_finalized` (re-register of an
    *   instance that was not finalized), `effect.fence_retained` (re-register while any of its effects
-   *   is `executing`/`unknown`, DESIGN.md §3 rule 9).
+   *   is `executing`/`unknown`, docs/DESIGN.md §3 rule 9).
    */
   register(req: RegisterDriverRequest, authority: RegistrationAuthority): RegisterDriverResponse {
     // Identity takeover (issue 10, finding 2): only the instance itself or an operator may reuse an id.
@@ -55,7 +55,7 @@ export class DriverInstanceService {
       }
       const existing = driverInstanceRepository.findById(tx, id);
       if (!existing) throw new RuntimeError("driver.not_found", `no Driver instance ${id}`);
-      // Only an instance whose finalization repair already ran may be re-registered (DESIGN.md §3
+      // Only an instance whose finalization repair already ran may be re-registered (docs/DESIGN.md §3
       // rule 10): a live instance's run and commands are never handed over without that repair.
       if (existing.status !== "finalized") {
         throw new RuntimeError("driver.not_finalized", `Driver instance ${id} is ${existing.status}; it must be finalized before it is re-registered`);
@@ -112,7 +112,7 @@ export class DriverInstanceService {
 
   /**
    * Opens a new connection for the instance; earlier connections are superseded from now on.
-   * Every command without a terminal receipt will be delivered again on it (DESIGN.md §3 rule 11).
+   * Every command without a terminal receipt will be delivered again on it (docs/DESIGN.md §3 rule 11).
    * @throws RuntimeError `driver.finalized` when the instance was finalized meanwhile.
    */
   connect(instance: DriverInstanceRow): ConnectDriverResponse {

@@ -11,7 +11,7 @@ import { assertCurrentConnection } from "./driver-instance.service.js";
 import { settleCommandFromEffect } from "./finalization-repair.service.js";
 import type { RuntimeContext } from "./runtime-context.js";
 
-/** Default send-by deadline of an `execute` claim (ms) when `MOSOO_SEND_DEADLINE_MS` is not set (DESIGN.md §3 rule 12). */
+/** Default send-by deadline of an `execute` claim (ms) when `MOSOO_SEND_DEADLINE_MS` is not set (docs/DESIGN.md §3 rule 12). */
 export const DEFAULT_SEND_DEADLINE_MS = 10_000;
 
 /** Largest late-evidence receipt (the result's `_meta`), in bytes of JSON (as for `complete`). */
@@ -47,7 +47,7 @@ function settledBookkeeping(eff: EffectRow) {
 }
 
 /**
- * The Driver's missed send-by deadline (DESIGN.md §3 rule 12): proof that attempt `req.attempt`
+ * The Driver's missed send-by deadline (docs/DESIGN.md §3 rule 12): proof that attempt `req.attempt`
  * sent nothing. When {@link decideDeadlineMissed} applies it, ONE transaction sets the effect
  * `not_executed` (resolution `deadline_missed`; compare-and-set on status+version, so a
  * reconciler holding the lease loses its commit and records `superseded`), the attempt
@@ -76,7 +76,7 @@ export function reportDeadlineMissed(ctx: RuntimeContext, instance: DriverInstan
 }
 
 /**
- * Late evidence (DESIGN.md §3 rule 13): the provider's real result for attempt `req.attempt`,
+ * Late evidence (docs/DESIGN.md §3 rule 13): the provider's real result for attempt `req.attempt`,
  * received by the Driver after the effect was fenced. Judged against the effect as read in the
  * transaction ({@link decideLateEvidence}); the evidence is kept on the attempt row in every case
  * but `rejected`:

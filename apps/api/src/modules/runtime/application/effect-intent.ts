@@ -33,7 +33,7 @@ export interface RecordedIntent {
 
 /**
  * Writes, inside the caller's transaction, the command row, the effect's `intent` with its new
- * idempotency key, and the run's `tool_call.queued` event (DESIGN.md §3 rule 1: no intent, no
+ * idempotency key, and the run's `tool_call.queued` event (docs/DESIGN.md §3 rule 1: no intent, no
  * command). The caller checks the run and the Driver instance first and notifies the Driver after
  * the commit. Throws the store's constraint error when a unique rule is broken (e.g. a second live
  * compensation of one effect), which rolls the whole transaction back.

@@ -48,7 +48,7 @@ export function fenceExecutingEffect(tx: DbHandle, effect: EffectRow, reason: st
 }
 
 /**
- * The effect ledger's Driver-facing operations (DESIGN.md §3 rules 2, 3, 10–13): claim (with its
+ * The effect ledger's Driver-facing operations (docs/DESIGN.md §3 rules 2, 3, 10–13): claim (with its
  * send-by deadline), complete, mark unknown, missed deadline, late evidence. A Driver only reaches
  * its own instance's effects.
  */
@@ -64,11 +64,11 @@ export class EffectLedgerService {
    * Claims the effect of `commandId` as a compare-and-set and says what the Driver may do:
    * `intent` → `execute` (attempt n+1, the only path to the provider, within the send-by deadline
    * `sendWithinMs` = `settings.sendDeadlineMs`, default {@link DEFAULT_SEND_DEADLINE_MS}, stored on
-   * the effect; DESIGN.md §3 rule 12); `executing` → fenced
+   * the effect; docs/DESIGN.md §3 rule 12); `executing` → fenced
    * `unknown` (a redelivery means the earlier attempt's fate is uncertain); `succeeded` →
    * `completed` with the stored result; `unknown` → `unknown`; `not_executed` → `not_executed`.
    * When the answer would be `unknown` and the effect is eligible and due for reconciliation, it
-   * is reconciled inline first (within the lookup timeout; DESIGN.md §6.1): a confirmed success
+   * is reconciled inline first (within the lookup timeout; docs/DESIGN.md §6.1): a confirmed success
    * answers `completed` with the provider's result, a confirmed non-execution `not_executed`; the
    * outcome and its receipt are committed before this returns, so before any terminal update.
    * @throws RuntimeError `driver.connection_superseded`, `command.not_found`, `effect.not_found`,
@@ -166,7 +166,7 @@ export class EffectLedgerService {
   }
 
   /**
-   * The Driver missed the send-by deadline of attempt `req.attempt` and sent nothing (DESIGN.md §3
+   * The Driver missed the send-by deadline of attempt `req.attempt` and sent nothing (docs/DESIGN.md §3
    * rule 12): settles the effect `not_executed` (resolution `deadline_missed`) and fails a
    * non-terminal command `external_effect.not_executed`, in one transaction. See `reportDeadlineMissed`.
    * @throws RuntimeError `effect.not_found`, `driver.connection_superseded`.
@@ -176,7 +176,7 @@ export class EffectLedgerService {
   }
 
   /**
-   * Late evidence (DESIGN.md §3 rule 13): the provider's real result after the effect was fenced.
+   * Late evidence (docs/DESIGN.md §3 rule 13): the provider's real result after the effect was fenced.
    * Settles an `unknown` effect `succeeded` (resolution `reported_late`) when key, tool and
    * fingerprint match; flags a contradiction with a confirmed outcome. See `reportLateResult`.
    * @throws RuntimeError `effect.not_found`, `driver.connection_superseded`, `request.invalid`.

@@ -47,7 +47,7 @@ export function failCommand(tx: DbHandle, cmd: CommandRow, error: object, nowMs:
  * Ends a non-terminal command from its effect's settled state (compare-and-set; false when the
  * command was already terminal): `succeeded` → `completed` with the stored result; `not_executed`
  * → failed `external_effect.not_executed`; `unknown` → failed `external_effect.unknown`
- * (`retryable: false`, `details.effectIds`; DESIGN.md §3 rule 14, flag on or off, bound or not);
+ * (`retryable: false`, `details.effectIds`; docs/DESIGN.md §3 rule 14, flag on or off, bound or not);
  * anything else (never dispatched) → failed `driver.command_driver_terminal`. Used by the repair
  * and inside a reconciliation outcome's transaction.
  */
@@ -67,12 +67,12 @@ export function settleCommandFromEffect(tx: DbHandle, effect: EffectRow, nowMs: 
 }
 
 /**
- * Driver finalization repair (DESIGN.md §3 rule 10): the one path every ending of a Driver goes
+ * Driver finalization repair (docs/DESIGN.md §3 rule 10): the one path every ending of a Driver goes
  * through (its own finalize request, heartbeat expiry found by the sweep, an operator).
  * 1. fence: every `executing` effect of the instance becomes `unknown`;
  * 2. every command without a terminal receipt ends: `completed` with the stored result when its
  *    effect `succeeded`, failed `external_effect.unknown` (not retryable, `details.effectIds`) when
- *    its effect is `unknown` (flag on or off, bound or not: DESIGN.md §3 rule 14), failed
+ *    its effect is `unknown` (flag on or off, bound or not: docs/DESIGN.md §3 rule 14), failed
  *    `external_effect.not_executed` when it is `not_executed`, else (never dispatched) failed
  *    `driver.command_driver_terminal` (details name the effect);
  * 3. with reconciliation on, each `unknown` effect whose server is bound to an adapter that
@@ -83,7 +83,7 @@ export function settleCommandFromEffect(tx: DbHandle, effect: EffectRow, nowMs: 
  * 4. the instance's active run fails with exactly one terminal `run.failed` event: its error is
  *    `external_effect.unknown` (`retryable: false`, `details.effectIds` = the run's effects still
  *    `unknown` or `executing`) when any effect of the run is unknown, and `runtime.turn_interrupted`
- *    ("please resend", retryable) only when none is (DESIGN.md §3 rule 14).
+ *    ("please resend", retryable) only when none is (docs/DESIGN.md §3 rule 14).
  * Idempotent: a second run changes nothing more and reports zeros. Crash-safe: the instance stays
  * `finalizing` until the last step commits, and the sweep resumes such instances.
  */
@@ -221,7 +221,7 @@ export class FinalizationRepairService {
       }
       const run = runRepository.findActiveRunOfDriver(tx, driverInstanceId);
       if (run) {
-        // DESIGN.md §3 rule 14: while a write of the turn is unknown, the run must not invite a resend
+        // docs/DESIGN.md §3 rule 14: while a write of the turn is unknown, the run must not invite a resend
         const unknownIds = effectRepository.listFenced(tx, { runId: run.id }).map((e) => e.id).sort();
         const error = unknownIds.length > 0 ? runEffectsUnknownError(unknownIds, { driverInstanceId }) : turnInterruptedError({ driverInstanceId });
         if (runRepository.transitionRun(tx, run.id, "active", "failed", now, JSON.stringify(error))) {

@@ -53,7 +53,7 @@ function refuseIfFenced(db: DbHandle, by: Parameters<typeof effectRepository.lis
 
 /**
  * The run API: create a run leased to a Driver instance, enqueue `mcp.execute` tool calls
- * (intent and command in one transaction, DESIGN.md §3 rule 1), read a run, and delete runs,
+ * (intent and command in one transaction, docs/DESIGN.md §3 rule 1), read a run, and delete runs,
  * sessions and Driver instances unless a fence is retained (rule 9).
  */
 export class RunService {
@@ -135,7 +135,7 @@ export class RunService {
     });
     const { driverInstanceId, ...answer } = res;
     this.ctx.logger.info({ runId, commandId: answer.commandId, effectId: answer.effectId, driverInstanceId, seq: answer.seq, replayed: answer.replayed }, answer.replayed ? "effect.intent_replayed" : "effect.intent_recorded");
-    // Idempotency keys only at debug (DESIGN.md §10): a key lets its holder ask a provider about a write.
+    // Idempotency keys only at debug (docs/DESIGN.md §10): a key lets its holder ask a provider about a write.
     this.ctx.logger.debug({ effectId: answer.effectId, idempotencyKey: answer.idempotencyKey }, "effect.intent_key");
     if (!answer.replayed) this.ctx.notifier.notify(driverInstanceId);
     return answer;

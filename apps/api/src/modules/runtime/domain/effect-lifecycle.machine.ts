@@ -1,7 +1,7 @@
 import type { EffectStatus } from "@mosoo/contracts";
 
 /**
- * What a claim on an effect does, by the effect's current status (DESIGN.md §3 rules 2–3):
+ * What a claim on an effect does, by the effect's current status (docs/DESIGN.md §3 rules 2–3):
  * - `intent` → `dispatch`: becomes `executing` as attempt n+1; the Driver may call the provider once;
  * - `executing` → `fence`: an earlier attempt's fate is uncertain; becomes `unknown`, never re-executed;
  * - `succeeded` → `return_result`: the stored result, no provider call;
@@ -44,13 +44,13 @@ export function decideAttemptReport(
   return { outcome: "rejected", reason: `effect is ${current.status}` };
 }
 
-/** True while an effect holds a fence: `executing` or `unknown` effects (and their rows) must never be deleted (DESIGN.md §3 rule 9). */
+/** True while an effect holds a fence: `executing` or `unknown` effects (and their rows) must never be deleted (docs/DESIGN.md §3 rule 9). */
 export function isFenceRetaining(status: EffectStatus): boolean {
   return status === "executing" || status === "unknown";
 }
 
 /**
- * Decides a Driver's missed send-by deadline report for attempt `attempt` (DESIGN.md §3 rule 12).
+ * Decides a Driver's missed send-by deadline report for attempt `attempt` (docs/DESIGN.md §3 rule 12).
  * The report proves that attempt never sent `tools/call`, so the effect may become `not_executed`
  * (resolution `deadline_missed`) from `executing` at that attempt, and from `unknown` when that
  * attempt is the fenced one (the latest). The same report again (`not_executed` by
@@ -70,7 +70,7 @@ export function decideDeadlineMissed(
 }
 
 /**
- * What late evidence (DESIGN.md §3 rule 13) does, given the effect and whether the evidence
+ * What late evidence (docs/DESIGN.md §3 rule 13) does, given the effect and whether the evidence
  * matches it (`matches`: same idempotency key, tool and request fingerprint) and, for a
  * `succeeded` effect, whether the reported result equals the stored one (`sameResult`):
  * - `settle`: `unknown` at that attempt → `succeeded` with resolution `reported_late`;

@@ -1,14 +1,14 @@
 /**
- * Stable error codes of the runtime's services and their HTTP status (DESIGN.md §9). A bad
+ * Stable error codes of the runtime's services and their HTTP status (docs/DESIGN.md §9). A bad
  * request is refused with one of these before anything changes.
  */
 export const RUNTIME_ERROR_STATUS = {
   "request.invalid": 400,
-  /** A body sent without `Content-Type: application/json` (DESIGN.md §10). */
+  /** A body sent without `Content-Type: application/json` (docs/DESIGN.md §10). */
   "request.unsupported_media_type": 415,
   "auth.missing_token": 401,
   "auth.invalid_token": 401,
-  /** A valid credential of the wrong kind for the route, or a Driver re-registering another instance (DESIGN.md §10). */
+  /** A valid credential of the wrong kind for the route, or a Driver re-registering another instance (docs/DESIGN.md §10). */
   "auth.forbidden": 403,
   /** An API key without the route's scope. */
   "auth.scope": 403,

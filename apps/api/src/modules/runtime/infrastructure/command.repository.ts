@@ -53,7 +53,7 @@ export const commandRepository = {
       .orderBy(asc(driverCommands.seq))
       .all();
   },
-  /** The lowest-seq non-terminal command not yet delivered on `connectionId` (DESIGN.md §3 rule 11). */
+  /** The lowest-seq non-terminal command not yet delivered on `connectionId` (docs/DESIGN.md §3 rule 11). */
   findUndeliveredOnConnection(db: DbHandle, driverInstanceId: string, connectionId: string): CommandRow | undefined {
     return db
       .select()

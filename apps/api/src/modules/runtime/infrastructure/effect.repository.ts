@@ -86,7 +86,7 @@ export const effectRepository = {
     return db.select().from(externalToolEffects).where(and(cond, fenced)).all();
   },
   /**
-   * Compare-and-set on (status, version) (DESIGN.md §3 rule 7): sets `set` and bumps `version`
+   * Compare-and-set on (status, version) (docs/DESIGN.md §3 rule 7): sets `set` and bumps `version`
    * only while the row still has the `status` and `version` the caller read. True when it changed;
    * false means the effect changed meanwhile and nothing was written.
    */
