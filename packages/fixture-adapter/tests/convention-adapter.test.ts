@@ -1,4 +1,6 @@
 import { mkdtempSync, rmSync } from "node:fs";
+import { createServer, request as httpRequest, type Server } from "node:http";
+import type { AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
@@ -68,5 +70,43 @@ describe("the idempotency convention", () => {
     const bound = await instantiateBinding(loaded, { url: handle.url }, ["createIssue"], AbortSignal.timeout(5_000));
     expect(bound.coverage).toEqual({ covered: ["createIssue"], notCovered: ["closeIssue"] });
     expect(bound.provenance).toMatchObject({ packageName: "@mosoo/effect-reconciliation", declarationHash: expect.stringMatching(/^sha256:/) });
+  });
+});
+
+/**
+ * An HTTP front for `target` that resets the first `resets` connections it gets (as a server
+ * closing a pooled keep-alive socket would look to the client: `fetch failed`) and forwards the rest.
+ */
+async function resettingFront(target: string, resets: number): Promise<{ url: string; server: Server; resetsLeft: () => number }> {
+  let left = resets;
+  const upstream = new URL(target);
+  const server = createServer((req, res) => {
+    if (left > 0) {
+      left -= 1;
+      req.socket.destroy();
+      return;
+    }
+    const forward = httpRequest({ host: upstream.hostname, port: upstream.port, path: req.url, method: req.method, headers: req.headers }, (up) => {
+      res.writeHead(up.statusCode ?? 502, up.headers);
+      up.pipe(res);
+    });
+    req.pipe(forward);
+  });
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  const { port } = server.address() as AddressInfo;
+  return { url: `http://127.0.0.1:${port}${upstream.pathname}`, server, resetsLeft: () => left };
+}
+
+describe("MCP lookups survive a reset connection (reads are retried on network errors only)", () => {
+  it("tools/list whose first connection is reset still answers (one retry)", async () => {
+    const handle = await start({ fenceOnLookupMiss: true, advertiseIdempotency: true });
+    const front = await resettingFront(handle.url, 1);
+    try {
+      const tools = await listMcpTools(front.url, AbortSignal.timeout(10_000));
+      expect(front.resetsLeft()).toBe(0);
+      expect(tools.map((t) => t.name).sort()).toEqual(["closeIssue", "createIssue", "getOperation"]);
+    } finally {
+      await new Promise((resolve) => front.server.close(resolve));
+    }
   });
 });

@@ -1,24 +1,39 @@
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import type { Tool } from "@modelcontextprotocol/sdk/types.js";
+import pRetry from "p-retry";
 import type { z } from "zod";
 
 /** Name and version this package's MCP client reports in `initialize`. */
 const CLIENT_INFO = { name: "mosoo-reconciler", version: "1.0.0" } as const;
 
 /**
+ * Network-level failures (`fetch failed`: a pooled keep-alive socket the server had just closed, a
+ * reset) are retried this many times, 50–200 ms apart (p-retry), before the error reaches the
+ * runtime. Only for READS: every caller of {@link withMcpClient} in this package lists tools or calls
+ * a lookup tool, which the provider answers without writing anything.
+ */
+const NETWORK_RETRIES = 2;
+
+/**
  * Runs `work` with a fresh MCP client connected to the Streamable HTTP endpoint `url`, closed
- * afterwards; `signal` aborts the connection and every request.
+ * afterwards; `signal` aborts the connection and every request. A network-level failure (not a tool
+ * error, not a malformed answer) starts over with a new client, up to {@link NETWORK_RETRIES} times,
+ * so `work` must be a read.
  * @throws whatever the connection or `work` throws (the runtime turns it into `adapter_error`).
  */
 export async function withMcpClient<T>(url: string, signal: AbortSignal, work: (client: Client) => Promise<T>): Promise<T> {
-  const client = new Client(CLIENT_INFO);
-  try {
-    await client.connect(new StreamableHTTPClientTransport(new URL(url)), { signal });
-    return await work(client);
-  } finally {
-    await client.close().catch(() => undefined);
-  }
+  const attempt = async (): Promise<T> => {
+    const client = new Client(CLIENT_INFO);
+    try {
+      await client.connect(new StreamableHTTPClientTransport(new URL(url)), { signal });
+      return await work(client);
+    } finally {
+      await client.close().catch(() => undefined);
+    }
+  };
+  // p-retry retries network TypeErrors (`fetch failed`) and no other TypeError; nothing else is retried.
+  return pRetry(attempt, { retries: NETWORK_RETRIES, minTimeout: 50, maxTimeout: 200, signal, shouldRetry: ({ error }) => error instanceof TypeError });
 }
 
 /**
