@@ -30,7 +30,10 @@ export type KitWriteResult = { status: "committed"; result: McpToolResult } | { 
  *   omit support with `supportsDelayedWrites: false`); resolves when it committed or was refused;
  * - `truth(key)`: {@link ProviderTruth};
  * - `lookup(key)`: the provider's own lookup API (it may fence a missed key, as the adapter's would);
- * - `setLookupDelay?(ms)`: slows the provider's lookup answers (the abort case), 0 to restore.
+ * - `setLookupDelay?(ms)`: slows the provider's lookup answers (the abort case), 0 to restore;
+ * - `setOutage?(on)`: while on, the provider's lookup API fails (unreachable, 5xx, garbage): the
+ *   outage case checks that an adapter confirms nothing it could not ask (omit it when the provider
+ *   or its sandbox cannot simulate an outage; the case is then skipped with a note).
  */
 export interface KitProvider {
   name: string;
@@ -40,6 +43,7 @@ export interface KitProvider {
   truth(idempotencyKey: string): Promise<ProviderTruth>;
   lookup(idempotencyKey: string): Promise<ProviderLookupState>;
   setLookupDelay?(ms: number): void | Promise<void>;
+  setOutage?(on: boolean): void | Promise<void>;
   supportsDelayedWrites?: boolean;
   /** True when writes go through a `pending` state the kit can observe (the pending case runs). */
   hasPendingState?: boolean;

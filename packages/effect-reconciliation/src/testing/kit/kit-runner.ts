@@ -23,6 +23,7 @@ export const KIT_CASES = [
   "late_commit_never_not_executed",
   "pending_never_not_executed",
   "aborted_lookup_confirms_nothing",
+  "provider_outage_confirms_nothing",
   "input_not_mutated",
   "no_async_errors_left_behind",
 ] as const;
@@ -288,6 +289,31 @@ export async function judgeAdapter(options: KitOptions): Promise<KitReport> {
       const outcome = (answer.v as { outcome?: unknown } | null)?.outcome;
       if (answer.v === "hung") fail(c, "the lookup did not settle within 1.5 s after its signal aborted");
       else if (outcome === "confirmed_succeeded" || outcome === "confirmed_not_executed") fail(c, `answered ${String(outcome)} after its signal aborted (it could not have asked the provider)`);
+    }
+
+    // --- the provider's lookup API is down: nothing may be confirmed (a failed lookup proves nothing)
+    {
+      const c: KitCaseName = "provider_outage_confirms_nothing";
+      if (provider.setOutage === undefined) notes.set(c, "the provider cannot simulate an outage");
+      else {
+        const tool = tools[0]!;
+        const args = provider.argumentSets(tool)[0]!;
+        const committedKey = newUlid();
+        const at = Date.now();
+        await write(tool, committedKey, args);
+        const neverUsedKey = newUlid();
+        await provider.setOutage(true);
+        try {
+          for (const key of [committedKey, neverUsedKey]) {
+            const d = await decide(tool, key, fingerprintArguments(args), at - inFlightMs - 1);
+            if (d.decision === "confirmed_succeeded" || d.decision === "confirmed_not_executed") {
+              fail(c, `decided ${d.decision} (${tool}, key ${key}) while the provider's lookup API was down: a failed lookup proves nothing (throw, or answer still_unknown)`);
+            }
+          }
+        } finally {
+          await provider.setOutage(false);
+        }
+      }
     }
   } catch (error) {
     fail("declaration_is_valid", `the kit could not run the adapter: ${error instanceof Error ? error.message : String(error)}`);

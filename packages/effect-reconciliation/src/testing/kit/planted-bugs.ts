@@ -20,7 +20,8 @@ import type { ProbeProvider } from "./probe-provider.js";
  * - `wrong_max_in_flight`: declares `max_in_flight` 1 ms;
  * - `pending_answered_not_executed`: answers `confirmed_not_executed` while the provider says pending;
  * - `caches_first_miss`: remembers a miss and answers it again for that key forever;
- * - `result_rebuilt`: answers a result it made up (drops the provider's structured content).
+ * - `result_rebuilt`: answers a result it made up (drops the provider's structured content);
+ * - `outage_answered_not_executed`: turns a failed lookup (provider down) into `confirmed_not_executed`.
  */
 export const PLANTED_BUGS = [
   "plain_miss_not_executed_unfenced",
@@ -36,6 +37,7 @@ export const PLANTED_BUGS = [
   "pending_answered_not_executed",
   "caches_first_miss",
   "result_rebuilt",
+  "outage_answered_not_executed",
 ] as const;
 /** One of {@link PLANTED_BUGS}. */
 export type PlantedBug = (typeof PLANTED_BUGS)[number];
@@ -119,6 +121,15 @@ export function createPlantedBugAdapter(bug: PlantedBug, provider: ProbeProvider
         return answer;
       });
     }
+    case "outage_answered_not_executed":
+      return withLookup(async (request, context) => {
+        try {
+          return await reference.lookup(request, context);
+        } catch (error) {
+          if (context.signal.aborted) throw error;
+          return confirmedNotExecuted(request);
+        }
+      });
     case "result_rebuilt":
       return withLookup(async (request, context) => {
         const answer = (await reference.lookup(request, context)) as { result?: unknown };

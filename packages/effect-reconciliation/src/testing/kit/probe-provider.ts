@@ -69,6 +69,7 @@ export function createProbeProvider(mode: ProbeMode): ProbeProvider {
   const pending = new Set<string>();
   const fenced = new Set<string>();
   let lookupDelayMs = 0;
+  let outage = false;
   let seq = 0;
   let latestKey: string | undefined;
   const now = (): number => Date.now();
@@ -155,6 +156,7 @@ export function createProbeProvider(mode: ProbeMode): ProbeProvider {
     },
     async lookupByKey(key, signal) {
       if (lookupDelayMs > 0) await sleep(lookupDelayMs, signal);
+      if (outage) throw new Error("probe provider unavailable (503)");
       return answerFor(key);
     },
     latest() {
@@ -162,6 +164,9 @@ export function createProbeProvider(mode: ProbeMode): ProbeProvider {
     },
     setLookupDelay(ms) {
       lookupDelayMs = ms;
+    },
+    setOutage(on) {
+      outage = on;
     },
   };
 }
