@@ -204,9 +204,9 @@ describe("bindings file (adapters bound through the real isolated worker host)",
     expect(message).toMatch(/bindings\.tracker: adapter\.invalid_declaration: /);
   });
 
-  it("a package module that throws while loading → adapter.package_not_found, one line", async () => {
+  it("a package module that throws while loading → adapter.load_failed, one line", async () => {
     const mod = moduleFile(`throw new Error("boom at import");\n`);
-    expect(await asyncConfigError(() => loadBindings(file({ bindings: { tracker: { package: { module: mod, export: "factory" } } } }), host), BINDINGS_VAR)).toMatch(/adapter\.package_not_found: .*boom at import/);
+    expect(await asyncConfigError(() => loadBindings(file({ bindings: { tracker: { package: { module: mod, export: "factory" } } } }), host), BINDINGS_VAR)).toMatch(/adapter\.load_failed: .*boom at import/);
   });
 
   it("a missing file → ConfigError naming the variable, one line", async () => {

@@ -31,13 +31,15 @@ export interface InstantiatedBinding {
  * export: a {@link ReconciliationAdapterFactory} (`declaration` validated per
  * `AdapterDeclarationSchema`, `create` function) or a {@link DiscoveringAdapterFactory}. Reads the
  * package name and version from the nearest `package.json` of the resolved file.
- * @throws ReconciliationError `adapter.package_not_found` (cannot resolve or import),
+ * @throws ReconciliationError `adapter.package_not_found` (cannot resolve), `adapter.load_failed`
+ *   (resolved, but importing it threw: a missing dependency of its own, a throw at import),
  *   `adapter.export_missing` (no such export, or not a factory), `adapter.invalid_declaration`.
  */
 export async function loadAdapterModule(source: AdapterSource, resolveFrom: string): Promise<LoadedAdapterModule> {
   let resolved: string;
   try {
     resolved = isAbsolute(source.module) ? source.module : createRequire(resolveFrom).resolve(source.module);
+    if (!existsSync(resolved)) throw new Error(`no file at ${resolved}`);
   } catch (error) {
     throw new ReconciliationError("adapter.package_not_found", `adapter package "${source.module}" is not installed: ${summarizeError(error)}`, {
       details: { module: source.module },
@@ -47,7 +49,8 @@ export async function loadAdapterModule(source: AdapterSource, resolveFrom: stri
   try {
     namespace = (await import(pathToFileURL(resolved).href)) as Record<string, unknown>;
   } catch (error) {
-    throw new ReconciliationError("adapter.package_not_found", `adapter package "${source.module}" failed to load: ${summarizeError(error)}`, {
+    // it exists but importing it failed (its own dependency missing, a throw at import, ESM/CJS mix-up)
+    throw new ReconciliationError("adapter.load_failed", `adapter package "${source.module}" failed to load: ${summarizeError(error)}`, {
       details: { module: source.module },
     });
   }

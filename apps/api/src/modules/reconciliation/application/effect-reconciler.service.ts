@@ -90,9 +90,12 @@ export class EffectReconciler {
 
   /**
    * Why effects of this server and tool get no lookup ("flag off", "no binding for server S",
-   * "no lookup: tool X not declared by adapter Y"), or null when its adapter covers it (see `noLookupReason`).
+   * "no lookup: tool X not declared by adapter Y"), or null when its adapter covers it or the effect is
+   * already settled (`succeeded` / `not_executed`; see `noLookupReason`).
    */
-  noLookupReason(effect: Pick<EffectRow, "serverId" | "toolName">): string | null {
+  noLookupReason(effect: Pick<EffectRow, "serverId" | "toolName" | "status">): string | null {
+    // a settled effect needs no lookup: saying why it "gets none" would contradict its lookup history
+    if (effect.status === "succeeded" || effect.status === "not_executed") return null;
     return noLookupReason(this.settings, effect.serverId, effect.toolName);
   }
 
