@@ -13,6 +13,7 @@ import { createHttpApp } from "../src/adapters/http/app.js";
 import { RECONCILIATION_OFF } from "../src/modules/reconciliation/application/reconciliation-settings.js";
 import { TEST_AUTH, TEST_SECRETS } from "./helpers/http-call.js";
 import { connectDriver, createRuntimeFixture, type RuntimeFixture } from "./helpers/runtime-fixture.js";
+import { dumpAllTables } from "./helpers/reconciliation-db.js";
 
 const WRITER_KEY = "test-writer-key-0123456789abcdef";
 /** A key with every scope, restricted to Driver B (its id is known once B is registered). */
@@ -82,9 +83,7 @@ async function buildWorld(): Promise<World> {
 
 /** Every row of every table (migrations bookkeeping excluded), as JSON. */
 function dump(w: World): string {
-  const db = w.f.store.sqlite;
-  const tables = db.prepare("SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' AND name NOT LIKE '__drizzle%' ORDER BY name").all() as Array<{ name: string }>;
-  return JSON.stringify(tables.map(({ name }) => [name, db.prepare(`SELECT * FROM "${name}" ORDER BY rowid`).all()]));
+  return dumpAllTables(w.f.store.sqlite);
 }
 
 /** A request of the matrix: path (with the world's ids), body, and the credential sent. */

@@ -12,6 +12,7 @@ import { createRuntimeFixture, type RuntimeFixture } from "./helpers/runtime-fix
 import { defaultCredential, requestJson, TEST_AUTH } from "./helpers/http-call.js";
 import { RECONCILIATION_OFF } from "../src/modules/reconciliation/application/reconciliation-settings.js";
 import { OPERATOR_REFUSAL_CODES } from "../src/modules/reconciliation/domain/reconciliation.types.js";
+import { dumpAllTables } from "./helpers/reconciliation-db.js";
 
 const OPERATOR_TOKEN = "operator-token-0123456789";
 let f: RuntimeFixture;
@@ -41,10 +42,7 @@ async function driver(name: string) {
  * actions, which is checked on its own below), as JSON: "nothing changed" means equal dumps.
  */
 function dump(): string {
-  const tables = f.store.sqlite
-    .prepare("SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' AND name NOT LIKE '__drizzle%' AND name <> 'effect_operator_refusals' ORDER BY name")
-    .all() as Array<{ name: string }>;
-  return JSON.stringify(tables.map(({ name }) => [name, f.store.sqlite.prepare(`SELECT * FROM "${name}" ORDER BY rowid`).all()]));
+  return dumpAllTables(f.store.sqlite, ["effect_operator_refusals"]);
 }
 
 beforeEach(async () => {

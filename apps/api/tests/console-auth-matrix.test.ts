@@ -14,6 +14,7 @@ import { createHttpApp } from "../src/adapters/http/app.js";
 import { RECONCILIATION_OFF } from "../src/modules/reconciliation/application/reconciliation-settings.js";
 import { TEST_AUTH, TEST_SECRETS } from "./helpers/http-call.js";
 import { connectDriver, createRuntimeFixture, type RuntimeFixture } from "./helpers/runtime-fixture.js";
+import { dumpAllTables } from "./helpers/reconciliation-db.js";
 
 const ORIGIN = "http://localhost";
 
@@ -70,9 +71,7 @@ async function buildWorld(): Promise<{ app: Hono; effectId: string; driverToken:
 }
 
 function dump(): string {
-  const db = f!.store.sqlite;
-  const tables = db.prepare("SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' AND name NOT LIKE '__drizzle%' ORDER BY name").all() as Array<{ name: string }>;
-  return JSON.stringify(tables.map(({ name }) => [name, db.prepare(`SELECT * FROM "${name}" ORDER BY rowid`).all()]));
+  return dumpAllTables(f!.store.sqlite);
 }
 
 async function signIn(app: Hono): Promise<{ cookie: string; csrf: string }> {

@@ -14,6 +14,7 @@ import { loadApiConfig } from "../src/config/api-config.js";
 import { startApi, type RunningApi } from "../src/server.js";
 import { LOG_REDACT_PATHS } from "../src/platform/logger.js";
 import { MAX_BODY_BYTES } from "../src/adapters/http/app.js";
+import { defaultCredential, TEST_CREDENTIALS_ENV, TEST_SECRETS } from "./helpers/http-call.js";
 
 let dir: string | undefined;
 let api: RunningApi | undefined;
@@ -36,12 +37,10 @@ function capturingLogger(level: string, redact = false) {
   return { lines, logger: pino({ level, ...(redact ? { redact: { paths: [...LOG_REDACT_PATHS], censor: "[redacted]" } } : {}) }, sink) };
 }
 
-const API_KEY = "http-boundary-key-0123456789";
-const ENROLLMENT_TOKEN = "http-boundary-enrollment-0123456789";
-/** The JSON content type plus the credential `path` needs (the enrollment token to register, else the API key). */
+/** The JSON content type plus the credential `path` (or URL) needs ({@link defaultCredential}; the API key elsewhere). */
 const headersFor = (path: string): Record<string, string> => ({
   "content-type": "application/json",
-  authorization: `Bearer ${path.includes("/v1/drivers/register") ? ENROLLMENT_TOKEN : API_KEY}`,
+  authorization: `Bearer ${defaultCredential("POST", new URL(path, "http://api").pathname) ?? TEST_SECRETS.adminKey}`,
 });
 
 async function start(level = "silent") {
@@ -50,8 +49,7 @@ async function start(level = "silent") {
   const config = loadApiConfig({
     MOSOO_DB_FILE: join(dir, "api.db"),
     MOSOO_PORT: "0",
-    MOSOO_API_KEYS: `boundary:${API_KEY}:runs:write+runs:read`,
-    MOSOO_DRIVER_ENROLLMENT_TOKEN: ENROLLMENT_TOKEN,
+    ...TEST_CREDENTIALS_ENV,
   });
   api = await startApi(config, capture.logger, { sweep: false });
   return { api, lines: capture.lines };

@@ -20,6 +20,8 @@ import { startApi, type RunningApi } from "../src/server.js";
 import { retryWhenBusy, StoreBusyError } from "../src/platform/db/store-busy.js";
 import { openStore, writeTransaction } from "../src/platform/db/database.js";
 import { sql } from "drizzle-orm";
+import { dumpAllTables } from "./helpers/reconciliation-db.js";
+import { defaultCredential, TEST_CREDENTIALS_ENV } from "./helpers/http-call.js";
 
 const API_DIR = join(dirname(fileURLToPath(import.meta.url)), "..");
 const HOLD_MS = 3_000;
@@ -49,11 +51,8 @@ afterEach(async () => {
   holder = undefined;
 });
 
-const API_KEY = "store-busy-key-0123456789";
-const ENROLLMENT_TOKEN = "store-busy-enrollment-0123456789";
-
-/** POSTs JSON with `token`, by default the credential the path needs (enrollment token to register, else the API key). */
-async function post(url: string, body: unknown, token: string = url.includes("/v1/drivers/register") ? ENROLLMENT_TOKEN : API_KEY) {
+/** POSTs JSON with `token`, by default the credential the path needs ({@link defaultCredential}). */
+async function post(url: string, body: unknown, token = defaultCredential("POST", new URL(url).pathname)) {
   const res = await fetch(url, {
     method: "POST",
     headers: { "content-type": "application/json", ...(token ? { authorization: `Bearer ${token}` } : {}) },
@@ -74,8 +73,7 @@ describe("a store locked by another process", () => {
         MOSOO_DB_FILE: dbFile,
         MOSOO_PORT: "0",
         MOSOO_SWEEP_INTERVAL_MS: "100",
-        MOSOO_API_KEYS: `busy:${API_KEY}:runs:write+runs:read`,
-        MOSOO_DRIVER_ENROLLMENT_TOKEN: ENROLLMENT_TOKEN,
+        ...TEST_CREDENTIALS_ENV,
       }), pino({ level: "silent" }));
     const reg = await post(`${api.url}/v1/drivers/register`, { name: "busy" });
     const conn = await post(`${api.url}/v1/drivers/connect`, {}, reg.body.driverToken);
@@ -83,10 +81,7 @@ describe("a store locked by another process", () => {
     expect(run.status).toBe(201);
     const toolCall = { serverId: "tracker", toolName: "createIssue", arguments: { title: "t" } };
     const sqlite = api.store.sqlite;
-    const dump = () => {
-      const tables = sqlite.prepare("SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' ORDER BY name").all() as Array<{ name: string }>;
-      return JSON.stringify(tables.map(({ name }) => [name, sqlite.prepare(`SELECT * FROM "${name}" ORDER BY rowid`).all()]));
-    };
+    const dump = () => dumpAllTables(sqlite);
     const before = dump();
 
     holder = spawn(process.execPath, ["-e", LOCK_HOLDER, dbFile, String(HOLD_MS)], { cwd: API_DIR, stdio: ["ignore", "pipe", "inherit"] });

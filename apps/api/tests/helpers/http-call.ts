@@ -40,6 +40,12 @@ export const TEST_AUTH = {
   driverRegisterPerMinute: 10_000,
 };
 
+/** The API's credential variables for {@link TEST_SECRETS} (the admin key and the enrollment token), for tests that start a real API from env. */
+export const TEST_CREDENTIALS_ENV = {
+  MOSOO_API_KEYS: `admin:${TEST_SECRETS.adminKey}:runs:write+runs:read+runs:delete+metrics:read`,
+  MOSOO_DRIVER_ENROLLMENT_TOKEN: TEST_SECRETS.enrollmentToken,
+} as const;
+
 /**
  * The credential a test that is not about auth sends on `method path` when it gives none: the
  * enrollment token on register, the admin API key on the run API and `/metrics`, none on the other

@@ -110,3 +110,15 @@ export function ledgerSnapshot(store: Store): unknown {
     ),
   };
 }
+
+/**
+ * Every row of every table (SQLite's own and drizzle's migration bookkeeping left out, and the
+ * tables named in `except`), as one JSON string: equal before and after a request means the request
+ * changed nothing (the "byte-identical tables" check of the bad-input catalogue and auth matrices).
+ */
+export function dumpAllTables(sqlite: Store["sqlite"], except: readonly string[] = []): string {
+  const tables = (sqlite.prepare("SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' AND name NOT LIKE '__drizzle%' ORDER BY name").all() as Array<{ name: string }>).filter(
+    ({ name }) => !except.includes(name),
+  );
+  return JSON.stringify(tables.map(({ name }) => [name, sqlite.prepare(`SELECT * FROM "${name}" ORDER BY rowid`).all()]));
+}

@@ -1,4 +1,5 @@
 import { Hono } from "hono";
+import type { z } from "zod";
 import {
   CommandUpdateRequestSchema,
   ConnectionRequestSchema,
@@ -69,25 +70,16 @@ export function driverRoutes(runtime: Runtime, guard: CredentialGuard, limit: Re
     return c.json(await runtime.ledger.claim(c.get("driver"), req.connectionId, req.commandId));
   }));
 
-  app.post("/v1/drivers/effects/:effectId/complete", driver, retryingWhenBusy(async (c) => {
-    const effectId = parseOrThrow(UlidSchema, c.req.param("effectId"));
-    return c.json(runtime.ledger.complete(c.get("driver"), effectId, await readJson(c, EffectCompleteRequestSchema)));
-  }));
-
-  app.post("/v1/drivers/effects/:effectId/mark-unknown", driver, retryingWhenBusy(async (c) => {
-    const effectId = parseOrThrow(UlidSchema, c.req.param("effectId"));
-    return c.json(runtime.ledger.markUnknown(c.get("driver"), effectId, await readJson(c, EffectMarkUnknownRequestSchema)));
-  }));
-
-  app.post("/v1/drivers/effects/:effectId/deadline-missed", driver, retryingWhenBusy(async (c) => {
-    const effectId = parseOrThrow(UlidSchema, c.req.param("effectId"));
-    return c.json(runtime.ledger.deadlineMissed(c.get("driver"), effectId, await readJson(c, EffectDeadlineMissedRequestSchema)));
-  }));
-
-  app.post("/v1/drivers/effects/:effectId/late-result", driver, retryingWhenBusy(async (c) => {
-    const effectId = parseOrThrow(UlidSchema, c.req.param("effectId"));
-    return c.json(runtime.ledger.lateResult(c.get("driver"), effectId, await readJson(c, EffectLateResultRequestSchema)));
-  }));
+  /** `POST /v1/drivers/effects/:effectId/<report>`: the Driver's report about one of its effects, handed to the ledger. */
+  const effectReport = <S extends z.ZodType, R>(name: string, schema: S, report: (driver: AuthEnv["Variables"]["driver"], effectId: string, body: z.infer<S>) => R) =>
+    app.post(`/v1/drivers/effects/:effectId/${name}`, driver, retryingWhenBusy(async (c) => {
+      const effectId = parseOrThrow(UlidSchema, c.req.param("effectId"));
+      return c.json(report(c.get("driver"), effectId, await readJson(c, schema)));
+    }));
+  effectReport("complete", EffectCompleteRequestSchema, (d, id, body) => runtime.ledger.complete(d, id, body));
+  effectReport("mark-unknown", EffectMarkUnknownRequestSchema, (d, id, body) => runtime.ledger.markUnknown(d, id, body));
+  effectReport("deadline-missed", EffectDeadlineMissedRequestSchema, (d, id, body) => runtime.ledger.deadlineMissed(d, id, body));
+  effectReport("late-result", EffectLateResultRequestSchema, (d, id, body) => runtime.ledger.lateResult(d, id, body));
 
   return app;
 }
