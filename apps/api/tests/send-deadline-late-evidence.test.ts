@@ -136,6 +136,17 @@ describe("missed deadline report (rule 12): proof that nothing was sent", () => 
     expect(effectRow(fx.store, call.effectId)).toEqual(before);
   });
 
+  it("refuses a report whose elapsedMs is inside the claim's send-by deadline (the Driver may have sent): nothing changes", async () => {
+    fx = createReconciliationFixture({ double: { keyFencing: MAX_IN_FLIGHT } });
+    const call = await dispatchWrite(fx);
+    const before = effectRow(fx.store, call.effectId);
+    const sendWithinMs = (before as unknown as { send_within_ms: number }).send_within_ms;
+    expect(sendWithinMs).toBeGreaterThan(0);
+    const inside = fx.runtime.ledger.deadlineMissed(call.driver.instance, call.effectId, { connectionId: call.driver.connectionId, attempt: 1, elapsedMs: sendWithinMs - 1 });
+    expect(inside).toMatchObject({ outcome: "rejected", status: "executing" });
+    expect(effectRow(fx.store, call.effectId)).toEqual(before);
+  });
+
   it("a reconciler that held the lease while the report landed loses its compare-and-set: superseded, nothing overridden", async () => {
     fx = createReconciliationFixture({ double: { keyFencing: MAX_IN_FLIGHT, faults: { lookupDelayMs: 1_000 } } });
     const call = await dispatchWrite(fx);

@@ -120,7 +120,7 @@ export function runEffectsUnknownError(effectIds: readonly string[], details: Re
 export function effectNotExecutedError(effectId: string, details: Record<string, unknown> = {}): RunError {
   return {
     code: "external_effect.not_executed",
-    message: "The provider confirmed this tool call never took effect. It may be sent again as a new tool call.",
+    message: "This tool call never took effect: the provider confirmed it, or the Driver never sent it. It may be sent again as a new tool call.",
     retryable: true,
     details: { ...details, effectId },
   };

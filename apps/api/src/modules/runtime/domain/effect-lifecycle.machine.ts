@@ -54,17 +54,24 @@ export function isFenceRetaining(status: EffectStatus): boolean {
  * The report proves that attempt never sent `tools/call`, so the effect may become `not_executed`
  * (resolution `deadline_missed`) from `executing` at that attempt, and from `unknown` when that
  * attempt is the fenced one (the latest). The same report again (`not_executed` by
- * `deadline_missed`) is a `duplicate`; anything else (an older attempt, `succeeded`, a
- * `not_executed` reached another way, `intent`) is `rejected` and changes nothing.
+ * `deadline_missed`) is a `duplicate`; anything else (an older attempt, a report whose `elapsedMs`
+ * (ms) is below the claim's recorded `sendWithinMs`, `succeeded`, a `not_executed` reached another
+ * way, `intent`) is `rejected` and changes nothing.
  */
 export function decideDeadlineMissed(
-  current: { status: EffectStatus; attemptCount: number; resolution: string | null },
-  report: { attempt: number },
+  current: { status: EffectStatus; attemptCount: number; resolution: string | null; sendWithinMs: number | null },
+  report: { attempt: number; elapsedMs: number },
 ): { outcome: "applied" | "duplicate" | "rejected"; reason?: string } {
   if (report.attempt !== current.attemptCount) {
     return { outcome: "rejected", reason: `attempt ${report.attempt} is not the current attempt ${current.attemptCount}` };
   }
-  if (current.status === "executing" || current.status === "unknown") return { outcome: "applied" };
+  if (current.status === "executing" || current.status === "unknown") {
+    // A report that says the answer came inside the deadline proves nothing: the Driver may have sent.
+    if (current.sendWithinMs !== null && report.elapsedMs < current.sendWithinMs) {
+      return { outcome: "rejected", reason: `elapsedMs ${report.elapsedMs} is within the ${current.sendWithinMs} ms send-by deadline: not a missed deadline` };
+    }
+    return { outcome: "applied" };
+  }
   if (current.status === "not_executed" && current.resolution === "deadline_missed") return { outcome: "duplicate" };
   return { outcome: "rejected", reason: `effect is ${current.status}` };
 }
