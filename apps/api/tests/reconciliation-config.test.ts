@@ -192,6 +192,7 @@ describe("bindings file (adapters bound through the real isolated worker host)",
     ["no bindings object", { tracker: { package: FIXTURE_PACKAGE } }, /: bindings: /],
     ["the old field name source", { bindings: { tracker: { source: FIXTURE_PACKAGE } } }, /source/],
     ["a package module that does not exist", { bindings: { tracker: { package: { module: "/nonexistent/adapter.ts", export: "f" } } } }, /bindings\.tracker: adapter\.package_not_found/],
+    ["a package module that is a device", { bindings: { tracker: { package: { module: "/dev/zero", export: "f" } } } }, /bindings\.tracker: adapter\.package_not_found: .*not a regular file/],
   ])("%s → ConfigError naming the variable, one line", async (_name, content, detail) => {
     const path = file(content);
     expect(await asyncConfigError(() => loadBindings(path, host), BINDINGS_VAR)).toMatch(detail);

@@ -1,4 +1,4 @@
-import { existsSync, readFileSync } from "node:fs";
+import { existsSync, readFileSync, statSync } from "node:fs";
 import { createRequire } from "node:module";
 import { dirname, isAbsolute, join } from "node:path";
 import { pathToFileURL } from "node:url";
@@ -24,6 +24,9 @@ export interface InstantiatedBinding {
   provenance: AdapterProvenance;
 }
 
+/** Largest adapter module file loaded (bytes, 16 MiB): an adapter entry point is source code, not data. */
+const MAX_ADAPTER_MODULE_BYTES = 16 * 1024 * 1024;
+
 /**
  * Loads an adapter factory from `source` (docs/DESIGN.md §4, "Adapters are installable"): resolves
  * `source.module` from the dependencies of the package that holds `resolveFrom` (a file path, e.g.
@@ -40,6 +43,10 @@ export async function loadAdapterModule(source: AdapterSource, resolveFrom: stri
   try {
     resolved = isAbsolute(source.module) ? source.module : createRequire(resolveFrom).resolve(source.module);
     if (!existsSync(resolved)) throw new Error(`no file at ${resolved}`);
+    // never import a device, FIFO or directory (`/dev/zero` would be read until memory runs out)
+    const stat = statSync(resolved);
+    if (!stat.isFile()) throw new Error(`${resolved} is not a regular file`);
+    if (stat.size > MAX_ADAPTER_MODULE_BYTES) throw new Error(`${resolved} is ${stat.size} bytes, larger than ${MAX_ADAPTER_MODULE_BYTES}`);
   } catch (error) {
     throw new ReconciliationError("adapter.package_not_found", `adapter package "${source.module}" is not installed: ${summarizeError(error)}`, {
       details: { module: source.module },
