@@ -1,9 +1,9 @@
 import { BACKGROUND_BUSY_RETRY, isStoreBusy, retryWhenBusy } from "../../../platform/db/store-busy.js";
 import { writeTransaction } from "../../../platform/db/database.js";
-import { driverInstanceRepository } from "../infrastructure/driver-instance.repository.js";
+import { driverInstanceRepository } from "../../ledger/infrastructure/driver-instance.repository.js";
 import type { FinalizationRepairService } from "./finalization-repair.service.js";
 import type { ReconciliationSweep } from "../../reconciliation/application/reconciliation-sweep.service.js";
-import type { RuntimeContext } from "./runtime-context.js";
+import type { RuntimeContext } from "../../ledger/application/runtime-context.js";
 
 /** What one sweep pass did. */
 export interface SweepReport {

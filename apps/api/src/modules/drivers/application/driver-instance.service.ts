@@ -7,11 +7,11 @@ import {
   type RegisterDriverRequest,
   type RegisterDriverResponse,
 } from "@mosoo/contracts";
-import { RuntimeError } from "../domain/runtime-errors.js";
-import { commandRepository } from "../infrastructure/command.repository.js";
-import { driverInstanceRepository, type DriverInstanceRow } from "../infrastructure/driver-instance.repository.js";
-import { effectRepository } from "../infrastructure/effect.repository.js";
-import type { RuntimeContext } from "./runtime-context.js";
+import { RuntimeError } from "../../ledger/domain/runtime-errors.js";
+import { commandRepository } from "../../ledger/infrastructure/command.repository.js";
+import { driverInstanceRepository, type DriverInstanceRow } from "../../ledger/infrastructure/driver-instance.repository.js";
+import { effectRepository } from "../../ledger/infrastructure/effect.repository.js";
+import type { RuntimeContext } from "../../ledger/application/runtime-context.js";
 
 function hashToken(token: string): string {
   return createHash("sha256").update(token, "utf8").digest("hex");

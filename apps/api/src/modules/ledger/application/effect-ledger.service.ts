@@ -16,7 +16,7 @@ import { driverInstanceRepository, type DriverInstanceRow } from "../infrastruct
 import { effectRepository, type EffectRow } from "../infrastructure/effect.repository.js";
 import { runRepository } from "../infrastructure/run.repository.js";
 import type { DbHandle } from "../infrastructure/db-handle.js";
-import { assertCurrentConnection } from "./driver-instance.service.js";
+import { assertCurrentConnection } from "../../drivers/application/driver-instance.service.js";
 import { DEFAULT_SEND_DEADLINE_MS, reportDeadlineMissed, reportLateResult } from "./effect-evidence.service.js";
 import type { RuntimeContext } from "./runtime-context.js";
 import type { EffectReconciler } from "../../reconciliation/application/effect-reconciler.service.js";

@@ -8,15 +8,15 @@ import {
   type FinalizationSummary,
 } from "@mosoo/contracts";
 import { isConfirmed, type EffectReconciler } from "../../reconciliation/application/effect-reconciler.service.js";
-import type { EffectRow } from "../infrastructure/effect.repository.js";
-import { RuntimeError } from "../domain/runtime-errors.js";
-import { commandRepository, type CommandRow } from "../infrastructure/command.repository.js";
-import { driverInstanceRepository } from "../infrastructure/driver-instance.repository.js";
-import { effectRepository } from "../infrastructure/effect.repository.js";
-import { runRepository } from "../infrastructure/run.repository.js";
-import type { DbHandle } from "../infrastructure/db-handle.js";
-import { fenceExecutingEffect } from "./effect-ledger.service.js";
-import type { RuntimeContext } from "./runtime-context.js";
+import type { EffectRow } from "../../ledger/infrastructure/effect.repository.js";
+import { RuntimeError } from "../../ledger/domain/runtime-errors.js";
+import { commandRepository, type CommandRow } from "../../ledger/infrastructure/command.repository.js";
+import { driverInstanceRepository } from "../../ledger/infrastructure/driver-instance.repository.js";
+import { effectRepository } from "../../ledger/infrastructure/effect.repository.js";
+import { runRepository } from "../../ledger/infrastructure/run.repository.js";
+import type { DbHandle } from "../../ledger/infrastructure/db-handle.js";
+import { fenceExecutingEffect } from "../../ledger/application/effect-ledger.service.js";
+import type { RuntimeContext } from "../../ledger/application/runtime-context.js";
 
 /** Why a Driver instance is being finalized: its own request, the sweep (heartbeat expired), or an operator. */
 export type FinalizationTrigger = "driver_request" | "heartbeat_expired" | "operator";
