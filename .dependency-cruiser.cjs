@@ -89,6 +89,13 @@ module.exports = {
       to: { path: ["^apps/api/src/(adapters|config)/", "^apps/api/src/[^/]+\\.ts$"] },
     },
     {
+      name: "http-goes-through-services",
+      severity: "error",
+      comment: "The HTTP adapter reaches the store only through a module's services (application/), never a repository (infrastructure/).",
+      from: { path: "^apps/api/src/adapters/http/" },
+      to: { path: "^apps/api/src/modules/[^/]+/infrastructure/" },
+    },
+    {
       name: "platform-imports-no-module",
       severity: "error",
       comment: "The platform (store, clock, logger) is below every module: the schema takes its status lists from @mosoo/contracts.",
@@ -101,6 +108,20 @@ module.exports = {
       comment: "Packages are below the apps.",
       from: { path: "^packages/" },
       to: { path: "^apps/" },
+    },
+    {
+      name: "contracts-import-nothing-of-ours",
+      severity: "error",
+      comment: "packages/contracts is the bottom of the workspace: it imports no other package or app of ours.",
+      from: { path: "^packages/contracts/src/" },
+      to: { path: "^(apps/|packages/(?!contracts/))" },
+    },
+    {
+      name: "effect-reconciliation-has-no-store-no-http-server",
+      severity: "error",
+      comment: "packages/effect-reconciliation knows no database and serves no HTTP: the API adapts its store to the package.",
+      from: { path: "^packages/effect-reconciliation/src/" },
+      to: { path: "node_modules/(better-sqlite3|drizzle-orm|hono|@hono)/" },
     },
     {
       name: "apps-are-separate",

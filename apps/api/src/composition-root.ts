@@ -57,7 +57,12 @@ export interface CreateRuntimeOptions {
 /** How long (ms) a Driver registration that never connected is kept before the sweep purges it: 1 hour. */
 export const DEFAULT_DRIVER_UNCONNECTED_TTL_MS = 3_600_000;
 
-/** Wires the runtime services (the composition root of the runtime module). */
+/**
+ * The composition root: the one place that knows every module (docs/ARCHITECTURE.md). It builds
+ * each service on one store and wires the ports: the reconciler (reconciliation module) becomes the
+ * ledger's and the drivers' `EffectReconciliationPort`, the reconciliation sweep the drivers'
+ * `ReconciliationSweepPort`, both absent when reconciliation is off.
+ */
 export function createRuntime(opts: CreateRuntimeOptions): Runtime {
   const clock = opts.clock ?? systemClock;
   const ctx: RuntimeContext = {

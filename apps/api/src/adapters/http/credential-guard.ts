@@ -5,7 +5,7 @@ import { DriverTokenSchema } from "@mosoo/contracts";
 import type { ApiKey, ApiKeyScope } from "../../config/api-keys.contract.js";
 import { RuntimeError } from "../../modules/ledger/domain/runtime-errors.js";
 import type { Runtime } from "../../composition-root.js";
-import type { DriverInstanceRow } from "../../modules/ledger/infrastructure/driver-instance.repository.js";
+import type { DriverInstanceRow } from "../../modules/drivers/application/driver-instance.service.js";
 
 /**
  * Who a bearer credential belongs to (docs/DESIGN.md §10): the operator (`MOSOO_OPERATOR_TOKEN`), an

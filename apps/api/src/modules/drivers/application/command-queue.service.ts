@@ -14,7 +14,7 @@ import { commandRepository } from "../../ledger/infrastructure/command.repositor
 import { driverInstanceRepository, type DriverInstanceRow } from "../../ledger/infrastructure/driver-instance.repository.js";
 import { effectRepository } from "../../ledger/infrastructure/effect.repository.js";
 import { runRepository } from "../../ledger/infrastructure/run.repository.js";
-import { assertCurrentConnection } from "./driver-instance.service.js";
+import { assertCurrentConnection } from "../../ledger/application/connection-fence.js";
 import { fenceExecutingEffect } from "../../ledger/application/effect-ledger.service.js";
 import type { RuntimeContext } from "../../ledger/application/runtime-context.js";
 

@@ -24,6 +24,9 @@ function hashToken(token: string): string {
  */
 export type RegistrationAuthority = { kind: "enrollment" } | { kind: "operator" } | { kind: "instance"; driverInstanceId: string };
 
+/** A Driver instance as stored (the row the credential guard hands to the Driver routes). */
+export type { DriverInstanceRow };
+
 /**
  * Driver instances: register (the bearer token is returned once and stored only as its sha-256),
  * authenticate, connect (a new connection id each time, superseding the previous one), heartbeat.
@@ -141,16 +144,5 @@ export class DriverInstanceService {
       throw new RuntimeError("driver.connection_superseded", "this connection is no longer current; reconnect", { connectionId });
     }
     return { heartbeatTtlMs: this.ctx.settings.heartbeatTtlMs };
-  }
-}
-
-/**
- * Throws unless `connectionId` is the instance's current connection (read inside the caller's
- * transaction, so a concurrent reconnect is seen).
- * @throws RuntimeError `driver.connection_superseded`.
- */
-export function assertCurrentConnection(instance: DriverInstanceRow | undefined, connectionId: string): void {
-  if (!instance || instance.status !== "connected" || instance.connectionId !== connectionId) {
-    throw new RuntimeError("driver.connection_superseded", "this connection is no longer current; reconnect", { connectionId });
   }
 }

@@ -7,8 +7,8 @@ import { driverInstanceRepository, type DriverInstanceRow } from "../infrastruct
 import { effectRepository, type AttemptRow, type EffectRow } from "../infrastructure/effect.repository.js";
 import { runRepository } from "../infrastructure/run.repository.js";
 import type { DbHandle } from "../infrastructure/db-handle.js";
-import { assertCurrentConnection } from "../../drivers/application/driver-instance.service.js";
-import { settleCommandFromEffect } from "../../drivers/application/finalization-repair.service.js";
+import { assertCurrentConnection } from "./connection-fence.js";
+import { settleCommandFromEffect } from "./command-settlement.js";
 import type { RuntimeContext } from "./runtime-context.js";
 
 /** Default send-by deadline of an `execute` claim (ms) when `MOSOO_SEND_DEADLINE_MS` is not set (docs/DESIGN.md §3 rule 12). */

@@ -16,10 +16,10 @@ import { driverInstanceRepository, type DriverInstanceRow } from "../infrastruct
 import { effectRepository, type EffectRow } from "../infrastructure/effect.repository.js";
 import { runRepository } from "../infrastructure/run.repository.js";
 import type { DbHandle } from "../infrastructure/db-handle.js";
-import { assertCurrentConnection } from "../../drivers/application/driver-instance.service.js";
+import { assertCurrentConnection } from "./connection-fence.js";
 import { DEFAULT_SEND_DEADLINE_MS, reportDeadlineMissed, reportLateResult } from "./effect-evidence.service.js";
 import type { RuntimeContext } from "./runtime-context.js";
-import type { EffectReconciler } from "../../reconciliation/application/effect-reconciler.service.js";
+import type { EffectReconciliationPort } from "./effect-reconciliation.port.js";
 
 /** Largest accepted provider receipt (the result's `_meta`), in bytes of JSON. */
 export const MAX_PROVIDER_RECEIPT_BYTES = 16 * 1024;
@@ -55,7 +55,7 @@ export function fenceExecutingEffect(tx: DbHandle, effect: EffectRow, reason: st
 export class EffectLedgerService {
   constructor(
     private readonly ctx: RuntimeContext,
-    private readonly reconciler?: EffectReconciler,
+    private readonly reconciler?: EffectReconciliationPort,
     /** How long (ms) an inline claim waits for another reconciler's outcome (one lookup timeout). */
     private readonly lookupWaitMs = 5_000,
   ) {}

@@ -4,6 +4,7 @@ import { BACKGROUND_BUSY_RETRY, isStoreBusy, retryWhenBusy } from "../../../plat
 import { McpToolResultSchema, newUlid, toMcpExecuteCommandResult } from "@mosoo/contracts";
 import { askAdapter, checkEligibility, judgeLookupAnswer, type LookupAnswer, type ReconcileDecision, type ReconciliationAdapter } from "@mosoo/effect-reconciliation";
 import type { RuntimeContext } from "../../ledger/application/runtime-context.js";
+import type { EffectReconciliationPort, ReconcileManyOptions, ReconcileResult, SettleInTransaction } from "../../ledger/application/effect-reconciliation.port.js";
 import { effectRepository, type EffectRow } from "../../ledger/infrastructure/effect.repository.js";
 import { runRepository } from "../../ledger/infrastructure/run.repository.js";
 import type { DbHandle } from "../../ledger/infrastructure/db-handle.js";
@@ -14,23 +15,6 @@ import type { ReconciliationMetrics } from "../infrastructure/reconciliation-met
 import type { ReconciliationSettings } from "./reconciliation-settings.js";
 import { recordInterruptedLookups } from "./interrupted-lookups.js";
 import { noLookupReason } from "./binding-report.js";
-
-/**
- * What one call of {@link EffectReconciler.reconcile} did:
- * - `ineligible`: no lookup was made (flag off, no binding, undeclared tool, not `unknown`, bound reached…);
- * - `superseded`: another reconciler held the lease or won the compare-and-set; nothing changed but a `superseded` record;
- * - `confirmed_succeeded` / `confirmed_not_executed` / `still_unknown`: the outcome committed.
- * `effect` is the row after the call.
- */
-export type ReconcileResult =
-  | { kind: "ineligible"; reasonCode: string; effect: EffectRow | undefined }
-  | { kind: "superseded"; effect: EffectRow | undefined }
-  | { kind: "confirmed_succeeded" | "confirmed_not_executed" | "still_unknown"; reasonCode: string | null; effect: EffectRow };
-
-/** True when the lookup confirmed an outcome (`confirmed_succeeded` or `confirmed_not_executed`) and committed it. */
-export function isConfirmed(result: ReconcileResult): boolean {
-  return result.kind === "confirmed_succeeded" || result.kind === "confirmed_not_executed";
-}
 
 /**
  * An effect whose lease a reconciler holds: the row as read before the lease (`effect`), its bound
@@ -46,34 +30,12 @@ export interface LeasedEffect {
 }
 
 /**
- * Options of {@link EffectReconciler.reconcileMany}: the `trigger` recorded with each outcome,
- * `concurrency` (lookups at once), `settle` (runs in each outcome's transaction),
- * `onResult(result, effectId)` after each effect, `shouldStart()` (false: start no more lookups),
- * `onError(err, effectId)` (an effect's database error; without it the error rejects).
- */
-export interface ReconcileManyOptions {
-  trigger: ReconciliationTrigger;
-  concurrency: number;
-  settle?: SettleInTransaction;
-  onResult: (result: ReconcileResult, effectId: string | undefined) => void | Promise<void>;
-  shouldStart?: () => boolean;
-  onError?: (err: unknown, effectId: string | undefined) => void;
-}
-
-/**
- * Called inside the outcome's transaction with the effect as committed: the place where a caller
- * (finalization repair) writes the command's terminal state, so that outcome, receipt, result,
- * record, command and run event commit together (docs/DESIGN.md §3 rule 6).
- */
-export type SettleInTransaction = (tx: DbHandle, effect: EffectRow) => void;
-
-/**
  * Reconciles `unknown` effects through their server's adapter (docs/DESIGN.md §3 rules 4–7, §5, §6).
  * It holds the effect's lease while the adapter is asked, then writes the validated outcome,
  * the receipt, the result, the reconciliation record and the run event in one transaction, as a
  * compare-and-set on (status, version, lease). A loser records `superseded` and changes nothing.
  */
-export class EffectReconciler {
+export class EffectReconciler implements EffectReconciliationPort {
   constructor(
     private readonly ctx: RuntimeContext,
     private readonly settings: ReconciliationSettings,
