@@ -7,6 +7,7 @@ import {
   type EffectLateResultRequest,
   type EffectMarkUnknownRequest,
   type EffectTransitionResponse,
+  MAX_PROVIDER_RECEIPT_BYTES,
 } from "@mosoo/contracts";
 import { decideAttemptReport, decideClaim } from "../domain/effect-lifecycle.machine.js";
 import { isTerminalCommandStatus } from "../domain/command-lifecycle.machine.js";
@@ -20,9 +21,6 @@ import { assertCurrentConnection } from "./connection-fence.js";
 import { DEFAULT_SEND_DEADLINE_MS, reportDeadlineMissed, reportLateResult } from "./effect-evidence.service.js";
 import type { RuntimeContext } from "./runtime-context.js";
 import type { EffectReconciliationPort } from "./effect-reconciliation.port.js";
-
-/** Largest accepted provider receipt (the result's `_meta`), in bytes of JSON. */
-export const MAX_PROVIDER_RECEIPT_BYTES = 16 * 1024;
 
 /** The claim answer for an effect already past dispatch (no status change). */
 export function claimFromSettledEffect(effect: EffectRow): EffectClaim {

@@ -1,3 +1,4 @@
+import { settleTransition } from "../../ledger/domain/effect-lifecycle.machine.js";
 import { newUlid, toMcpExecuteCommandResult, McpExecuteCommandResultSchema, McpToolResultSchema, UlidSchema, type McpExecuteCommandResult } from "@mosoo/contracts";
 import { parseJsonColumn } from "../../../platform/db/json-column.js";
 import { writeTransaction } from "../../../platform/db/database.js";
@@ -255,13 +256,10 @@ export class OperatorService {
       const toolResult = req.outcome === "succeeded" ? McpToolResultSchema.parse(req.result) : null;
       const result: McpExecuteCommandResult | null = toolResult ? toMcpExecuteCommandResult(toolResult, e) : null;
       const changed = effectRepository.updateIfCurrent(tx, e, {
-        status: req.outcome,
-        resolution: "operator",
+        ...settleTransition(e, req.outcome, "operator"),
         ...(result ? { resultJson: JSON.stringify(result), providerReceiptJson: toolResult?._meta ? JSON.stringify(toolResult._meta) : null } : {}),
         leaseOwner: null,
         leaseExpiresAtMs: null,
-        nextLookupAtMs: null,
-        operatorAttention: null,
         updatedAtMs: now,
       });
       if (!changed) throw new RuntimeError("effect.not_unknown", `effect ${effectId} changed meanwhile; read it again`);

@@ -6,6 +6,7 @@ import {
   type CreateRunResponse,
   type EnqueueToolCallRequest,
   type EnqueueToolCallResponse,
+  MAX_ARGUMENTS_BYTES,
 } from "@mosoo/contracts";
 import { RuntimeError } from "../../ledger/domain/runtime-errors.js";
 import { commandRepository } from "../../ledger/infrastructure/command.repository.js";
@@ -16,9 +17,6 @@ import type { DbHandle } from "../../ledger/infrastructure/db-handle.js";
 import type { RuntimeContext } from "../../ledger/application/runtime-context.js";
 import { toRunView, type RunView } from "./run-view.js";
 import { recordIntent } from "../../ledger/application/effect-intent.js";
-
-/** Largest accepted `arguments` object, in bytes of its JSON encoding. */
-export const MAX_ARGUMENTS_BYTES = 256 * 1024;
 
 /**
  * Answers a retried enqueue (same run and `toolCallId`) with the first one, or refuses it when the
