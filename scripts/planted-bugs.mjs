@@ -38,7 +38,7 @@ const BUGS = [
   {
     id: "claim-without-cas",
     what: "claim dispatches whatever the effect's status (no compare-and-set on `intent`): a redelivered `executing` effect is executed again (DESIGN §3 rules 2-3)",
-    file: "apps/api/src/modules/runtime/domain/effect-lifecycle.machine.ts",
+    file: "apps/api/src/modules/ledger/domain/effect-lifecycle.machine.ts",
     find: 'case "intent":\n      return "dispatch";\n    case "executing":\n      return "fence";',
     replace: 'case "intent":\n    case "executing":\n      return "dispatch";',
   },
@@ -60,7 +60,7 @@ const BUGS = [
   {
     id: "terminal-before-receipt",
     what: "a `completed` command update is accepted before the effect's result is committed (DESIGN §3 rule 6)",
-    file: "apps/api/src/modules/runtime/application/command-queue.service.ts",
+    file: "apps/api/src/modules/drivers/application/command-queue.service.ts",
     find: 'if (effect && effect.status !== "succeeded") {',
     replace: "if (false) {",
   },

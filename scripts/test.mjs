@@ -1,5 +1,5 @@
-// Runs the type-check, then every vitest project, and prints the plain `N passed, N failed` line
-// that CI reads (TOOLCHAIN.md P10). Exits non-zero when the type-check or any test fails.
+// Runs the type-check, the dependency rules (dependency-cruiser), then every vitest project, and prints the plain `N passed, N failed` line
+// that CI reads (TOOLCHAIN.md P10). Exits non-zero when the type-check, a dependency rule or any test fails.
 import { spawnSync } from "node:child_process";
 import { readFileSync, mkdirSync, rmSync } from "node:fs";
 import { join } from "node:path";
@@ -14,6 +14,14 @@ const tsc = spawnSync(bin("tsc"), ["--noEmit", "-p", "tsconfig.json"], { stdio: 
 const tscWeb = spawnSync(bin("tsc"), ["--noEmit", "-p", "packages/operator-console/tsconfig.web.json"], { stdio: "inherit" });
 const typecheckFailed = tsc.status !== 0 || tscWeb.status !== 0;
 console.log(typecheckFailed ? "type-check: FAILED" : "type-check: ok");
+
+// The design's dependency rules (.dependency-cruiser.cjs, docs/ARCHITECTURE.md): no cycle, no module
+// importing one above it, no test package in production code. dependency-cruiser prints its own summary
+// line ("no dependency violations found (…)" or "x N dependency violations (…)"); any violation fails.
+console.log("> depcruise apps packages --config .dependency-cruiser.cjs (dependency rules)");
+const depcruise = spawnSync(bin("depcruise"), ["apps", "packages", "--config", ".dependency-cruiser.cjs", "--output-type", "err"], { stdio: "inherit" });
+const dependencyRulesFailed = depcruise.status !== 0;
+console.log(dependencyRulesFailed ? "dependency rules: FAILED" : "dependency rules: ok");
 
 const vitest = spawnSync(
   bin("vitest"),
@@ -32,8 +40,10 @@ try {
 } catch {
   failed += 1;
 }
-// The type-check counts as one test so that a type error can never pass CI silently.
-if (typecheckFailed) failed += 1;
-else passed += 1;
+// The type-check and the dependency rules count as one test each so that neither can fail silently.
+for (const checkFailed of [typecheckFailed, dependencyRulesFailed]) {
+  if (checkFailed) failed += 1;
+  else passed += 1;
+}
 console.log(`${passed} passed, ${failed} failed${skipped ? `, ${skipped} skipped` : ""}`);
-process.exit(typecheckFailed || vitest.status !== 0 || failed > 0 ? 1 : 0);
+process.exit(typecheckFailed || dependencyRulesFailed || vitest.status !== 0 || failed > 0 ? 1 : 0);

@@ -6,7 +6,7 @@ import type Database from "better-sqlite3";
 import pino from "pino";
 import { newUlid } from "@mosoo/contracts";
 import { openStore, type Store } from "../src/platform/db/database.js";
-import { createRuntime, type Runtime } from "../src/modules/runtime/application/runtime.js";
+import { createRuntime, type Runtime } from "../src/composition-root.js";
 import { RECONCILIATION_OFF } from "../src/modules/reconciliation/application/reconciliation-settings.js";
 import { BENCH_BOUND_SERVER, BENCH_TOOL, createFixedLatencyAdapter } from "./fixed-latency.adapter.js";
 

@@ -2,7 +2,7 @@ import { Bench, type Task } from "tinybench";
 import { newUlid } from "@mosoo/contracts";
 import { BENCH_BOUND_SERVER, BENCH_TOOL } from "./fixed-latency.adapter.js";
 import { createBenchRuntime, openBenchStore, progress, seedEffects, type BenchStore } from "./bench-store.harness.js";
-import type { Runtime } from "../src/modules/runtime/application/runtime.js";
+import type { Runtime } from "../src/composition-root.js";
 
 /**
  * tinybench latency statistics of one task over several rounds, in µs per lifecycle: `medianUs`

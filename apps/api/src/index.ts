@@ -4,9 +4,9 @@ export { loadApiConfig, ConfigError, ApiConfigSchema, isLoopbackHost } from "./c
 export type { ApiConfig, AuthConfig } from "./config/api-config.js";
 export { API_KEY_SCOPES, ApiKeySchema, ApiKeysFileSchema, parseApiKeysEnv } from "./config/api-keys.contract.js";
 export type { ApiKey, ApiKeyScope } from "./config/api-keys.contract.js";
-export { createRuntime } from "./modules/runtime/application/runtime.js";
-export type { Runtime, CreateRuntimeOptions } from "./modules/runtime/application/runtime.js";
+export { createRuntime } from "./composition-root.js";
+export type { Runtime, CreateRuntimeOptions } from "./composition-root.js";
 export { openStore, MIGRATIONS_FOLDER } from "./platform/db/database.js";
 export type { Store, Db } from "./platform/db/database.js";
-export { RuntimeError, RUNTIME_ERROR_STATUS } from "./modules/runtime/domain/runtime-errors.js";
-export type { RuntimeErrorCode } from "./modules/runtime/domain/runtime-errors.js";
+export { RuntimeError, RUNTIME_ERROR_STATUS } from "./modules/ledger/domain/runtime-errors.js";
+export type { RuntimeErrorCode } from "./modules/ledger/domain/runtime-errors.js";

@@ -8,7 +8,7 @@ import { createHttpApp } from "./adapters/http/app.js";
 import { openStore, type Store } from "./platform/db/database.js";
 import { STARTUP_BUSY_TIMEOUT_MS, STORE_BUSY_TIMEOUT_MS } from "./platform/db/store-busy.js";
 import type { Clock } from "./platform/clock.js";
-import { createRuntime, type Runtime } from "./modules/runtime/application/runtime.js";
+import { createRuntime, type Runtime } from "./composition-root.js";
 import { resolveReconciliationSettings } from "./config/reconciliation-bindings.js";
 import type { AdapterSource } from "@mosoo/effect-reconciliation";
 import { Registry } from "prom-client";

@@ -11,7 +11,7 @@ import { ApiConfigSchema, ConfigError, loadApiConfig, unknownMosooEnvNames } fro
 import { createRuntimeFixture, type RuntimeFixture } from "./helpers/runtime-fixture.js";
 import { defaultCredential, requestJson, TEST_AUTH } from "./helpers/http-call.js";
 import { RECONCILIATION_OFF } from "../src/modules/reconciliation/application/reconciliation-settings.js";
-import { OPERATOR_REFUSAL_CODES } from "../src/modules/reconciliation/domain/reconciliation.types.js";
+import { OPERATOR_REFUSAL_CODES } from "@mosoo/contracts";
 import { dumpAllTables } from "./helpers/reconciliation-db.js";
 
 const OPERATOR_TOKEN = "operator-token-0123456789";

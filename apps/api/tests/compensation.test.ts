@@ -1,5 +1,5 @@
 import { afterEach, describe, expect, it } from "vitest";
-import { RuntimeError } from "../src/modules/runtime/domain/runtime-errors.js";
+import { RuntimeError } from "../src/modules/ledger/domain/runtime-errors.js";
 import { setupFixtureReconciliation, type FixtureReconciliationSetup } from "./helpers/fixture-reconciliation.js";
 import { executeNextCommand } from "./helpers/fixture-driver.js";
 import { commandRow, effectRow, ledgerSnapshot, reconciliationRecords, runEvents } from "./helpers/reconciliation-db.js";

@@ -15,7 +15,7 @@ import { fileURLToPath } from "node:url";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { NOOP_LOGGER, type AdapterHost } from "@mosoo/effect-reconciliation";
 import { createIsolatedAdapterHost } from "../src/modules/reconciliation/infrastructure/isolated-adapter-host.js";
-import { effectRepository } from "../src/modules/runtime/infrastructure/effect.repository.js";
+import { effectRepository } from "../src/modules/ledger/infrastructure/effect.repository.js";
 import { BEHAVIOURS, CrashLab, HEARTBEAT_TTL_MS, PROFILES, crashing, type Behaviour, type CrashPoint, type ProviderProfile, type RecoveryMode } from "./helpers/crash-lab.js";
 import { checkLab, labEffect } from "./helpers/crash-lab-checks.js";
 

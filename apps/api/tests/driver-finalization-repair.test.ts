@@ -1,7 +1,7 @@
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import pino from "pino";
-import { RuntimeError } from "../src/modules/runtime/domain/runtime-errors.js";
-import { createRuntime } from "../src/modules/runtime/application/runtime.js";
+import { RuntimeError } from "../src/modules/ledger/domain/runtime-errors.js";
+import { createRuntime } from "../src/composition-root.js";
 import {
   connectDriver,
   createRuntimeFixture,

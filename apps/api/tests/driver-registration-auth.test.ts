@@ -8,7 +8,7 @@
 import pino from "pino";
 import { afterEach, describe, expect, it } from "vitest";
 import { createHttpApp } from "../src/adapters/http/app.js";
-import { createRuntime } from "../src/modules/runtime/application/runtime.js";
+import { createRuntime } from "../src/composition-root.js";
 import { openStore, type Store } from "../src/platform/db/database.js";
 import { TEST_AUTH, TEST_SECRETS } from "./helpers/http-call.js";
 import { ManualClock } from "./helpers/runtime-fixture.js";

@@ -14,7 +14,7 @@ import pino from "pino";
 import { afterEach, describe, expect, it } from "vitest";
 import { buildEffectsCli, CliFailure } from "../src/adapters/cli/effects-cli.js";
 import { createHttpApp } from "../src/adapters/http/app.js";
-import type { Runtime } from "../src/modules/runtime/application/runtime.js";
+import type { Runtime } from "../src/composition-root.js";
 import { commitAtProvider, createReconciliationFixture, dispatchWrite, type ReconciliationFixture, type ReconciliationFixtureOptions } from "./helpers/reconciliation-fixture.js";
 import { effectRow, ledgerSnapshot } from "./helpers/reconciliation-db.js";
 import { reconnectDriver } from "./helpers/runtime-fixture.js";

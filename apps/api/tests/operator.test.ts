@@ -1,7 +1,7 @@
 import pino from "pino";
 import { afterEach, describe, expect, it } from "vitest";
 import { createHttpApp } from "../src/adapters/http/app.js";
-import type { Runtime } from "../src/modules/runtime/application/runtime.js";
+import type { Runtime } from "../src/composition-root.js";
 import { commitAtProvider, createReconciliationFixture, dispatchWrite, type ReconciliationFixture } from "./helpers/reconciliation-fixture.js";
 import { effectRow, ledgerSnapshot, reconciliationRecords } from "./helpers/reconciliation-db.js";
 import { connectDriver, reconnectDriver } from "./helpers/runtime-fixture.js";

@@ -5,7 +5,7 @@ import pino from "pino";
 import { afterEach, describe, expect, it } from "vitest";
 import { createHttpApp } from "../src/adapters/http/app.js";
 import { SWEEP_PAGE } from "../src/modules/reconciliation/application/reconciliation-sweep.service.js";
-import { RuntimeError } from "../src/modules/runtime/domain/runtime-errors.js";
+import { RuntimeError } from "../src/modules/ledger/domain/runtime-errors.js";
 import {
   START_MS,
   commitAtProvider,

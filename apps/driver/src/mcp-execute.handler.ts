@@ -13,6 +13,7 @@ import {
   findJsonProblem,
   formatJsonProblem,
   isWellFormedText,
+  MAX_PROVIDER_RECEIPT_BYTES,
 } from "@mosoo/contracts";
 import type { Logger } from "pino";
 import { ApiRequestError, isConnectionLostError, isRetryableApiError, type DriverCommandApi } from "./api-client.js";
@@ -20,8 +21,8 @@ import { McpServerUnavailableError, placeIdempotencyKey, SendRefusedError, type 
 
 /** Largest `outputText` the contracts accept (1 MiB, in UTF-16 code units as zod counts them). */
 export const MAX_OUTPUT_TEXT_LENGTH = 1024 * 1024;
-/** Largest receipt (`result._meta` as JSON) the API keeps (16 KiB, per `EffectCompleteRequestSchema`). */
-export const MAX_RECEIPT_BYTES = 16 * 1024;
+/** Largest receipt (`result._meta` as JSON) the API keeps: `MAX_PROVIDER_RECEIPT_BYTES` of @mosoo/contracts (16 KiB). */
+export const MAX_RECEIPT_BYTES = MAX_PROVIDER_RECEIPT_BYTES;
 
 /** Dependencies of {@link handleMcpExecuteCommand}: injected so tests can use fakes and in-memory MCP servers. */
 export interface McpExecuteHandlerDeps {

@@ -50,6 +50,11 @@ export type {
   RunStatus,
   DriverInstanceStatus,
 } from "./statuses.contract.js";
+export { MAX_PROVIDER_RECEIPT_BYTES, MAX_ARGUMENTS_BYTES } from "./limits.contract.js";
+export { RUN_EVENT_TYPES, TERMINAL_RUN_EVENT_TYPES } from "./run-events.contract.js";
+export type { RunEventType } from "./run-events.contract.js";
+export { RECONCILIATION_TRIGGERS, RECONCILIATION_OUTCOMES, OPERATOR_ATTENTION_REASONS, OPERATOR_ACTIONS, OPERATOR_REFUSAL_CODES } from "./reconciliation-records.contract.js";
+export type { ReconciliationTrigger, ReconciliationOutcome, OperatorAttentionReason, OperatorAction, OperatorRefusalCode } from "./reconciliation-records.contract.js";
 export { EffectClaimSchema, SendWithinMsSchema, sendDeadlinePassed } from "./effect-claim.contract.js";
 export type { EffectClaim } from "./effect-claim.contract.js";
 export { ApiErrorBodySchema } from "./api-error.contract.js";

@@ -65,3 +65,10 @@ export const DRIVER_INSTANCE_STATUSES = ["registered", "connected", "finalizing"
 export const DriverInstanceStatusSchema = z.enum(DRIVER_INSTANCE_STATUSES);
 /** See {@link DRIVER_INSTANCE_STATUSES}. */
 export type DriverInstanceStatus = z.infer<typeof DriverInstanceStatusSchema>;
+
+// The other persisted lists the store's CHECK constraints are built from (apps/api/src/platform/db/schema.ts
+// reads every list through this entry point, `@mosoo/contracts/statuses`).
+export { RUN_EVENT_TYPES, TERMINAL_RUN_EVENT_TYPES } from "./run-events.contract.js";
+export type { RunEventType } from "./run-events.contract.js";
+export { RECONCILIATION_TRIGGERS, RECONCILIATION_OUTCOMES, OPERATOR_ATTENTION_REASONS, OPERATOR_ACTIONS, OPERATOR_REFUSAL_CODES } from "./reconciliation-records.contract.js";
+export type { ReconciliationTrigger, ReconciliationOutcome, OperatorAttentionReason, OperatorAction, OperatorRefusalCode } from "./reconciliation-records.contract.js";

@@ -2,7 +2,6 @@ import { createHash } from "node:crypto";
 import canonicalize from "canonicalize";
 import { z } from "zod";
 import type { AdapterDeclaration } from "./adapter.contract.js";
-import type { InstantiatedBinding } from "./adapter-loader.js";
 
 /**
  * Where an adapter's code lives (docs/DESIGN.md §4 "Adapters are installable", "Adapters are untrusted
@@ -11,7 +10,7 @@ import type { InstantiatedBinding } from "./adapter-loader.js";
  * `export` is the name of the module's export that holds a `ReconciliationAdapterFactory` (or a
  * discovering factory). The same shape names a built-in (the host maps its id to one) and a
  * `package` in a bindings file. The host never imports it on its own main thread: an
- * {@link AdapterHost} loads it where adapter code runs (a worker). A strict object: unknown keys are refused.
+ * `AdapterHost` (adapter-host.contract.ts) loads it where adapter code runs (a worker). A strict object: unknown keys are refused.
  */
 export const AdapterSourceSchema = z.strictObject({
   module: z.string().min(1).max(4096),
@@ -53,33 +52,6 @@ export class AdapterCrashedError extends Error {
   static is(value: unknown): value is AdapterCrashedError {
     return typeof value === "object" && value !== null && (value as Record<symbol, unknown>)[CRASH_BRAND] === true;
   }
-}
-
-/** Options of {@link AdapterHost.bind}: `tools`, the binding's tool list; `discoveryTimeoutMs`, the bound (ms) of a discovering factory's discovery. */
-export interface AdapterBindOptions {
-  tools?: readonly string[];
-  discoveryTimeoutMs?: number;
-}
-
-/**
- * The port through which a host runs adapter code (docs/DESIGN.md §4 "Adapters are untrusted code").
- * `bind(source, options, {tools?, discoveryTimeoutMs?})` loads the factory named by `source` (package
- * names resolve from the host's installed dependencies), builds the adapter with `options` (validated
- * by the factory; a discovering factory discovers, bounded by `discoveryTimeoutMs` ms and the host's
- * bind bound), narrows it to `tools` when given, and answers an {@link InstantiatedBinding}: `adapter`, a handle
- * whose validated, frozen `declaration` lives on the host side and whose `lookup` / `planCompensation`
- * run the adapter where the host decides; `coverage` (covered / not covered tools) and `provenance`
- * (source, package name and version, declaration hash). The production host (the API's `createIsolatedAdapterHost`) runs
- * every call, instantiation included, in a worker thread with a heap limit and terminates it on
- * the call's signal; a handle's calls then reject with {@link AdapterCrashedError} when the worker
- * dies. An in-process host (`createInProcessAdapterHost` from `./testing`) is for tests only.
- * `bind` rejects with a `ReconciliationError` (`adapter.package_not_found`, `adapter.export_missing`,
- * `adapter.load_failed` (the building code crashed or timed out), `binding.tool_not_declared`, `adapter.invalid_options`, `adapter.invalid_declaration`, as `AdapterRegistry.instantiate`).
- * `close()` ends the host (idempotent); calls afterwards reject.
- */
-export interface AdapterHost {
-  bind(source: AdapterSource, options: unknown, opts?: AdapterBindOptions): Promise<InstantiatedBinding>;
-  close(): Promise<void>;
 }
 
 /**

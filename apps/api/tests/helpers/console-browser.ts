@@ -8,7 +8,7 @@ import chromium from "@sparticuz/chromium";
 import pino from "pino";
 import puppeteer, { type Browser, type Page } from "puppeteer-core";
 import { createHttpApp } from "../../src/adapters/http/app.js";
-import type { Runtime } from "../../src/modules/runtime/application/runtime.js";
+import type { Runtime } from "../../src/composition-root.js";
 
 /**
  * Flags for headless Chromium on this closed network (no background connections, no sandbox as

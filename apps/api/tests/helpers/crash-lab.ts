@@ -28,7 +28,7 @@ import {
   type ProviderDouble,
 } from "@mosoo/effect-reconciliation/testing";
 import { openStore, type Store } from "../../src/platform/db/database.js";
-import { createRuntime, type Runtime } from "../../src/modules/runtime/application/runtime.js";
+import { createRuntime, type Runtime } from "../../src/composition-root.js";
 import type { ReconciliationSettings } from "../../src/modules/reconciliation/application/reconciliation-settings.js";
 import { CrashInjector, SimulatedCrash, isSimulatedCrash, type CrashPlan } from "./crash-injector.js";
 import { installLabAudit } from "./crash-lab-checks.js";

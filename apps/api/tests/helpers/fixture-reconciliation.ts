@@ -8,7 +8,7 @@ import type { CallToolResult } from "@modelcontextprotocol/sdk/types.js";
 import { IDEMPOTENCY_KEY_META } from "@mosoo/contracts";
 import { startFixtureProvider, type FixtureProviderHandle } from "@mosoo/fixture-provider";
 import { openStore } from "../../src/platform/db/database.js";
-import { createRuntime } from "../../src/modules/runtime/application/runtime.js";
+import { createRuntime } from "../../src/composition-root.js";
 import { RECONCILIATION_OFF, type ReconciliationSettings } from "../../src/modules/reconciliation/application/reconciliation-settings.js";
 import { fixtureIssueTrackerAdapterFactory } from "@mosoo/fixture-adapter";
 import { ManualClock, type RuntimeFixture } from "./runtime-fixture.js";

@@ -17,7 +17,7 @@ import {
 } from "@mosoo/contracts";
 import type { AdapterFault } from "@mosoo/effect-reconciliation/testing";
 import { ProviderResponseLostError } from "@mosoo/effect-reconciliation/testing";
-import { RuntimeError } from "../../src/modules/runtime/domain/runtime-errors.js";
+import { RuntimeError } from "../../src/modules/ledger/domain/runtime-errors.js";
 import { operatorLookup, operatorResolve } from "./operator-actions.js";
 import { isSimulatedCrash } from "./crash-injector.js";
 import {

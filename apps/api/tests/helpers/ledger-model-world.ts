@@ -24,9 +24,9 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { openStore, type Store } from "../../src/platform/db/database.js";
 import { CrashInjector } from "./crash-injector.js";
-import { createRuntime, type Runtime } from "../../src/modules/runtime/application/runtime.js";
+import { createRuntime, type Runtime } from "../../src/composition-root.js";
 import type { ReconciliationSettings } from "../../src/modules/reconciliation/application/reconciliation-settings.js";
-import type { DriverInstanceRow } from "../../src/modules/runtime/infrastructure/driver-instance.repository.js";
+import type { DriverInstanceRow } from "../../src/modules/ledger/infrastructure/driver-instance.repository.js";
 
 export const BOUND_SERVER = "tracker";
 export const WRITE_TOOL = "createIssue";

@@ -3,7 +3,7 @@
  * When the operator API changes, adapt these two functions, not the tests that use them.
  */
 import type { McpToolResult } from "@mosoo/contracts";
-import type { Runtime } from "../../src/modules/runtime/application/runtime.js";
+import type { Runtime } from "../../src/composition-root.js";
 
 const AUDIT = { actor: "model-operator", reason: "checked at the provider" };
 

@@ -11,7 +11,7 @@ import {
   type ProviderDoubleOptions,
 } from "@mosoo/effect-reconciliation/testing";
 import { openStore, type Store } from "../../src/platform/db/database.js";
-import { createRuntime, type Runtime } from "../../src/modules/runtime/application/runtime.js";
+import { createRuntime, type Runtime } from "../../src/composition-root.js";
 import type { ReconciliationSettings } from "../../src/modules/reconciliation/application/reconciliation-settings.js";
 import type { LookupBackoff } from "../../src/modules/reconciliation/domain/lookup-schedule.js";
 import { connectDriver, reconnectDriver, type ConnectedDriver } from "./runtime-fixture.js";

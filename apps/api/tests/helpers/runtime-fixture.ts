@@ -1,7 +1,7 @@
 import pino from "pino";
 import { openStore, type Store } from "../../src/platform/db/database.js";
-import { createRuntime, type Runtime } from "../../src/modules/runtime/application/runtime.js";
-import type { DriverInstanceRow } from "../../src/modules/runtime/infrastructure/driver-instance.repository.js";
+import { createRuntime, type Runtime } from "../../src/composition-root.js";
+import type { DriverInstanceRow } from "../../src/modules/ledger/infrastructure/driver-instance.repository.js";
 import type { Clock } from "../../src/platform/clock.js";
 import type { ReconciliationSettings } from "../../src/modules/reconciliation/application/reconciliation-settings.js";
 

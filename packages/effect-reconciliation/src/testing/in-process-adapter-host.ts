@@ -1,4 +1,5 @@
-import type { AdapterBindOptions, AdapterHost, AdapterSource } from "../adapter-source.contract.js";
+import type { AdapterBindOptions, AdapterHost } from "../adapter-host.contract.js";
+import type { AdapterSource } from "../adapter-source.contract.js";
 import { instantiateBinding, loadAdapterModule, type InstantiatedBinding } from "../adapter-loader.js";
 
 /**

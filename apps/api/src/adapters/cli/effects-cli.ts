@@ -4,7 +4,7 @@ import { strictIntegerString } from "@mosoo/contracts";
 import { ConfigError, loadApiConfig } from "../../config/api-config.js";
 import { httpOperatorClient, localOperatorClient, OperatorClientError, type OperatorClient } from "./operator-client.js";
 import { renderCompensate, renderList, renderReconcile, renderResolve, renderShow } from "./effects-render.js";
-import { OPERATOR_ATTENTION_REASONS } from "../../modules/reconciliation/domain/reconciliation.types.js";
+import { OPERATOR_ATTENTION_REASONS } from "@mosoo/contracts";
 
 /** Exit codes of `mosoo-effects`: 0 done; 1 the service refused, or the API could not be reached; 2 bad input. */
 export const EXIT = { ok: 0, refused: 1, badInput: 2 } as const;

@@ -8,14 +8,14 @@ import type { ApiConfig } from "../../config/api-config.js";
 import { resolveReconciliationSettings } from "../../config/reconciliation-bindings.js";
 import { createIsolatedAdapterHost, DEFAULT_BIND_TIMEOUT_MS } from "../../modules/reconciliation/infrastructure/isolated-adapter-host.js";
 import { openStore } from "../../platform/db/database.js";
-import { createRuntime } from "../../modules/runtime/application/runtime.js";
-import { RuntimeError } from "../../modules/runtime/domain/runtime-errors.js";
+import { createRuntime } from "../../composition-root.js";
+import { RuntimeError } from "../../modules/ledger/domain/runtime-errors.js";
 import {
   OperatorCompensateRequestSchema,
   OperatorListQuerySchema,
   OperatorReconcileRequestSchema,
   OperatorResolveRequestSchema,
-} from "../../modules/reconciliation/application/operator.contract.js";
+} from "../../modules/operator/application/operator.contract.js";
 import { parseOrThrow } from "../http/http-errors.js";
 
 /** A refusal from the operator service, wherever it ran: its stable `code` and a one-line `message`. */

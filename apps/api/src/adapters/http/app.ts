@@ -1,12 +1,12 @@
 import { Hono } from "hono";
 import { bodyLimit } from "hono/body-limit";
 import type { Logger } from "pino";
-import type { Runtime } from "../../modules/runtime/application/runtime.js";
+import type { Runtime } from "../../composition-root.js";
 import { CredentialGuard, type HttpAuthOptions } from "./credential-guard.js";
 import { driverRoutes } from "./driver.routes.js";
 import { RegistrationRateLimit } from "./registration-rate-limit.js";
 import { isJsonContentType, toErrorResponse } from "./http-errors.js";
-import { RuntimeError } from "../../modules/runtime/domain/runtime-errors.js";
+import { RuntimeError } from "../../modules/ledger/domain/runtime-errors.js";
 import { runRoutes } from "./run.routes.js";
 import { operatorRoutes } from "./operator.routes.js";
 import { consoleRoutes, type ConsoleOptions } from "./console/console.routes.js";

@@ -3,9 +3,9 @@ import type { MiddlewareHandler } from "hono";
 import { createMiddleware } from "hono/factory";
 import { DriverTokenSchema } from "@mosoo/contracts";
 import type { ApiKey, ApiKeyScope } from "../../config/api-keys.contract.js";
-import { RuntimeError } from "../../modules/runtime/domain/runtime-errors.js";
-import type { Runtime } from "../../modules/runtime/application/runtime.js";
-import type { DriverInstanceRow } from "../../modules/runtime/infrastructure/driver-instance.repository.js";
+import { RuntimeError } from "../../modules/ledger/domain/runtime-errors.js";
+import type { Runtime } from "../../composition-root.js";
+import type { DriverInstanceRow } from "../../modules/drivers/application/driver-instance.service.js";
 
 /**
  * Who a bearer credential belongs to (docs/DESIGN.md §10): the operator (`MOSOO_OPERATOR_TOKEN`), an

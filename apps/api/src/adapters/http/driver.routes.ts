@@ -13,8 +13,8 @@ import {
   RegisterDriverRequestSchema,
   UlidSchema,
 } from "@mosoo/contracts";
-import type { Runtime } from "../../modules/runtime/application/runtime.js";
-import type { RegistrationAuthority } from "../../modules/runtime/application/driver-instance.service.js";
+import type { Runtime } from "../../composition-root.js";
+import type { RegistrationAuthority } from "../../modules/drivers/application/driver-instance.service.js";
 import type { AuthEnv, CredentialGuard, Principal } from "./credential-guard.js";
 import { parseOrThrow, readJson } from "./http-errors.js";
 import type { RegistrationRateLimit } from "./registration-rate-limit.js";

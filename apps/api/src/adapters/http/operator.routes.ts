@@ -1,13 +1,13 @@
 import { Hono } from "hono";
 import { UlidSchema } from "@mosoo/contracts";
-import { RuntimeError } from "../../modules/runtime/domain/runtime-errors.js";
-import type { Runtime } from "../../modules/runtime/application/runtime.js";
+import { RuntimeError } from "../../modules/ledger/domain/runtime-errors.js";
+import type { Runtime } from "../../composition-root.js";
 import {
   OperatorCompensateRequestSchema,
   OperatorListQuerySchema,
   OperatorReconcileRequestSchema,
   OperatorResolveRequestSchema,
-} from "../../modules/reconciliation/application/operator.contract.js";
+} from "../../modules/operator/application/operator.contract.js";
 import type { AuthEnv, CredentialGuard } from "./credential-guard.js";
 import { parseOrThrow, readJson } from "./http-errors.js";
 import { retryingWhenBusy } from "./store-retry.js";

@@ -1,6 +1,6 @@
 import { Hono, type MiddlewareHandler } from "hono";
 import { CreateRunRequestSchema, EnqueueToolCallRequestSchema, RunEventsQuerySchema, UlidSchema } from "@mosoo/contracts";
-import type { Runtime } from "../../modules/runtime/application/runtime.js";
+import type { Runtime } from "../../composition-root.js";
 import { assertDriversAllowed, type AuthEnv, type CredentialGuard } from "./credential-guard.js";
 import { parseOrThrow, readJson } from "./http-errors.js";
 import { retryingWhenBusy } from "./store-retry.js";

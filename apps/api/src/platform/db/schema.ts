@@ -6,16 +6,14 @@ import {
   DRIVER_INSTANCE_STATUSES,
   EFFECT_RESOLUTIONS,
   EFFECT_STATUSES,
-  RUN_STATUSES,
-} from "@mosoo/contracts/statuses";
-import {
   OPERATOR_ACTIONS,
   OPERATOR_ATTENTION_REASONS,
   OPERATOR_REFUSAL_CODES,
   RECONCILIATION_OUTCOMES,
   RECONCILIATION_TRIGGERS,
-} from "../../modules/reconciliation/domain/reconciliation.types.js";
-import { RUN_EVENT_TYPES } from "../../modules/runtime/domain/run-event.types.js";
+  RUN_EVENT_TYPES,
+  RUN_STATUSES,
+} from "@mosoo/contracts/statuses";
 
 /** `col IN ('a','b',...)` for a CHECK constraint built from one of the contracts' status lists. */
 function oneOf(column: string, values: readonly string[]) {

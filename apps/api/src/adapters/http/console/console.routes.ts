@@ -9,14 +9,14 @@ import type { Logger } from "pino";
 import { z } from "zod";
 import { UlidSchema } from "@mosoo/contracts";
 import { consoleAssetsBuilt, consoleAssetsDir } from "@mosoo/operator-console";
-import type { Runtime } from "../../../modules/runtime/application/runtime.js";
+import type { Runtime } from "../../../composition-root.js";
 import {
   ActorSchema,
   OperatorCompensateRequestSchema,
   OperatorListQuerySchema,
   OperatorReconcileRequestSchema,
   OperatorResolveRequestSchema,
-} from "../../../modules/reconciliation/application/operator.contract.js";
+} from "../../../modules/operator/application/operator.contract.js";
 import { ConsoleSessions, secretsEqual, type ConsoleSession } from "../../../modules/console/application/console-session.service.js";
 import { DEFAULT_CHANGE_POLL_MS, EffectChangeFeed } from "../../../modules/console/application/effect-change-feed.service.js";
 import { parseOrThrow, readJson, toErrorResponse } from "../http-errors.js";

@@ -1,6 +1,6 @@
 import type { Logger } from "pino";
-import type { DbHandle } from "../../runtime/infrastructure/db-handle.js";
-import { reconciliationRepository } from "../infrastructure/reconciliation.repository.js";
+import type { DbHandle } from "../../ledger/infrastructure/db-handle.js";
+import { reconciliationRepository } from "../../ledger/infrastructure/effect-reconciliation.repository.js";
 import type { ReconciliationSettings } from "./reconciliation-settings.js";
 
 /**

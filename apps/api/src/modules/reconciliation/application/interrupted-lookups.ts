@@ -1,8 +1,8 @@
 import { newUlid } from "@mosoo/contracts";
 import { writeTransaction } from "../../../platform/db/database.js";
-import type { RuntimeContext } from "../../runtime/application/runtime-context.js";
+import type { RuntimeContext } from "../../ledger/application/runtime-context.js";
 import { scheduleNextLookup } from "../domain/lookup-schedule.js";
-import { reconciliationRepository } from "../infrastructure/reconciliation.repository.js";
+import { reconciliationRepository } from "../../ledger/infrastructure/effect-reconciliation.repository.js";
 import type { ReconciliationMetrics } from "../infrastructure/reconciliation-metrics.js";
 import type { ReconciliationSettings } from "./reconciliation-settings.js";
 

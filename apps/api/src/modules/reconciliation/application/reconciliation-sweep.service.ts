@@ -1,7 +1,8 @@
-import type { RuntimeContext } from "../../runtime/application/runtime-context.js";
-import type { EffectRow } from "../../runtime/infrastructure/effect.repository.js";
-import { reconciliationRepository } from "../infrastructure/reconciliation.repository.js";
-import { isConfirmed, type EffectReconciler } from "./effect-reconciler.service.js";
+import type { RuntimeContext } from "../../ledger/application/runtime-context.js";
+import type { EffectRow } from "../../ledger/infrastructure/effect.repository.js";
+import { reconciliationRepository } from "../../ledger/infrastructure/effect-reconciliation.repository.js";
+import { isConfirmed } from "../../ledger/application/effect-reconciliation.port.js";
+import type { EffectReconciler } from "./effect-reconciler.service.js";
 import type { ReconciliationSettings } from "./reconciliation-settings.js";
 
 /**

@@ -1,5 +1,5 @@
 import retry from "retry";
-import type { OperatorAttentionReason } from "./reconciliation.types.js";
+import type { OperatorAttentionReason } from "@mosoo/contracts";
 
 /** Exponential backoff between automatic lookups of one effect: first delay, cap (ms) and factor. */
 export interface LookupBackoff {

@@ -6,19 +6,17 @@ import {
   type CreateRunResponse,
   type EnqueueToolCallRequest,
   type EnqueueToolCallResponse,
+  MAX_ARGUMENTS_BYTES,
 } from "@mosoo/contracts";
-import { RuntimeError } from "../domain/runtime-errors.js";
-import { commandRepository } from "../infrastructure/command.repository.js";
-import { driverInstanceRepository } from "../infrastructure/driver-instance.repository.js";
-import { effectRepository, type EffectRow } from "../infrastructure/effect.repository.js";
-import { runRepository } from "../infrastructure/run.repository.js";
-import type { DbHandle } from "../infrastructure/db-handle.js";
-import type { RuntimeContext } from "./runtime-context.js";
+import { RuntimeError } from "../../ledger/domain/runtime-errors.js";
+import { commandRepository } from "../../ledger/infrastructure/command.repository.js";
+import { driverInstanceRepository } from "../../ledger/infrastructure/driver-instance.repository.js";
+import { effectRepository, type EffectRow } from "../../ledger/infrastructure/effect.repository.js";
+import { runRepository } from "../../ledger/infrastructure/run.repository.js";
+import type { DbHandle } from "../../ledger/infrastructure/db-handle.js";
+import type { RuntimeContext } from "../../ledger/application/runtime-context.js";
 import { toRunView, type RunView } from "./run-view.js";
-import { recordIntent } from "./effect-intent.js";
-
-/** Largest accepted `arguments` object, in bytes of its JSON encoding. */
-export const MAX_ARGUMENTS_BYTES = 256 * 1024;
+import { recordIntent } from "../../ledger/application/effect-intent.js";
 
 /**
  * Answers a retried enqueue (same run and `toolCallId`) with the first one, or refuses it when the

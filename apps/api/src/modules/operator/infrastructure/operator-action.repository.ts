@@ -1,6 +1,6 @@
 import { asc, eq } from "drizzle-orm";
 import { effectOperatorActions } from "../../../platform/db/schema.js";
-import type { DbHandle } from "../../runtime/infrastructure/db-handle.js";
+import type { DbHandle } from "../../ledger/infrastructure/db-handle.js";
 
 /** An operator action row. */
 export type OperatorActionRow = typeof effectOperatorActions.$inferSelect;

@@ -1,6 +1,6 @@
 import { asc, eq } from "drizzle-orm";
 import { effectOperatorRefusals } from "../../../platform/db/schema.js";
-import type { DbHandle } from "../../runtime/infrastructure/db-handle.js";
+import type { DbHandle } from "../../ledger/infrastructure/db-handle.js";
 
 /** A refused operator action row (`effect_operator_refusals`). */
 export type OperatorRefusalRow = typeof effectOperatorRefusals.$inferSelect;

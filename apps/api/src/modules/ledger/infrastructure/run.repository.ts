@@ -1,8 +1,8 @@
 import { and, asc, eq, gt, sql } from "drizzle-orm";
 import { newUlid, type RunStatus } from "@mosoo/contracts";
 import { runEvents, sessionRuns, sessions } from "../../../platform/db/schema.js";
-import type { RunEventType } from "../domain/run-event.types.js";
-import { TERMINAL_RUN_EVENT_TYPES } from "../domain/run-event.types.js";
+import type { RunEventType } from "@mosoo/contracts";
+import { TERMINAL_RUN_EVENT_TYPES } from "@mosoo/contracts";
 import { preparedQuery } from "../../../platform/db/prepared-query.js";
 import type { DbHandle } from "./db-handle.js";
 

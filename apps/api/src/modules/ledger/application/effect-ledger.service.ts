@@ -7,6 +7,7 @@ import {
   type EffectLateResultRequest,
   type EffectMarkUnknownRequest,
   type EffectTransitionResponse,
+  MAX_PROVIDER_RECEIPT_BYTES,
 } from "@mosoo/contracts";
 import { decideAttemptReport, decideClaim } from "../domain/effect-lifecycle.machine.js";
 import { isTerminalCommandStatus } from "../domain/command-lifecycle.machine.js";
@@ -16,13 +17,10 @@ import { driverInstanceRepository, type DriverInstanceRow } from "../infrastruct
 import { effectRepository, type EffectRow } from "../infrastructure/effect.repository.js";
 import { runRepository } from "../infrastructure/run.repository.js";
 import type { DbHandle } from "../infrastructure/db-handle.js";
-import { assertCurrentConnection } from "./driver-instance.service.js";
+import { assertCurrentConnection } from "./connection-fence.js";
 import { DEFAULT_SEND_DEADLINE_MS, reportDeadlineMissed, reportLateResult } from "./effect-evidence.service.js";
 import type { RuntimeContext } from "./runtime-context.js";
-import type { EffectReconciler } from "../../reconciliation/application/effect-reconciler.service.js";
-
-/** Largest accepted provider receipt (the result's `_meta`), in bytes of JSON. */
-export const MAX_PROVIDER_RECEIPT_BYTES = 16 * 1024;
+import type { EffectReconciliationPort } from "./effect-reconciliation.port.js";
 
 /** The claim answer for an effect already past dispatch (no status change). */
 export function claimFromSettledEffect(effect: EffectRow): EffectClaim {
@@ -55,7 +53,7 @@ export function fenceExecutingEffect(tx: DbHandle, effect: EffectRow, reason: st
 export class EffectLedgerService {
   constructor(
     private readonly ctx: RuntimeContext,
-    private readonly reconciler?: EffectReconciler,
+    private readonly reconciler?: EffectReconciliationPort,
     /** How long (ms) an inline claim waits for another reconciler's outcome (one lookup timeout). */
     private readonly lookupWaitMs = 5_000,
   ) {}

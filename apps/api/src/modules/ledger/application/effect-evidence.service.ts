@@ -1,21 +1,18 @@
 import { isDeepStrictEqual } from "node:util";
-import type { EffectDeadlineMissedRequest, EffectLateResultRequest, EffectTransitionResponse } from "@mosoo/contracts";
+import { MAX_PROVIDER_RECEIPT_BYTES, type EffectDeadlineMissedRequest, type EffectLateResultRequest, type EffectTransitionResponse } from "@mosoo/contracts";
 import { writeTransaction } from "../../../platform/db/database.js";
-import { decideDeadlineMissed, decideLateEvidence } from "../domain/effect-lifecycle.machine.js";
+import { decideDeadlineMissed, decideLateEvidence, settleTransition } from "../domain/effect-lifecycle.machine.js";
 import { RuntimeError } from "../domain/runtime-errors.js";
 import { driverInstanceRepository, type DriverInstanceRow } from "../infrastructure/driver-instance.repository.js";
 import { effectRepository, type AttemptRow, type EffectRow } from "../infrastructure/effect.repository.js";
 import { runRepository } from "../infrastructure/run.repository.js";
 import type { DbHandle } from "../infrastructure/db-handle.js";
-import { assertCurrentConnection } from "./driver-instance.service.js";
-import { settleCommandFromEffect } from "./finalization-repair.service.js";
+import { assertCurrentConnection } from "./connection-fence.js";
+import { settleCommandFromEffect } from "./command-settlement.js";
 import type { RuntimeContext } from "./runtime-context.js";
 
 /** Default send-by deadline of an `execute` claim (ms) when `MOSOO_SEND_DEADLINE_MS` is not set (docs/DESIGN.md §3 rule 12). */
 export const DEFAULT_SEND_DEADLINE_MS = 10_000;
-
-/** Largest late-evidence receipt (the result's `_meta`), in bytes of JSON (as for `complete`). */
-const MAX_LATE_RECEIPT_BYTES = 16 * 1024;
 
 /**
  * Reads the effect and the reported attempt inside `tx`, with the same acceptance rule as a
@@ -31,20 +28,8 @@ function loadReported(tx: DbHandle, instance: DriverInstanceRow, effectId: strin
   return { eff, attemptRow };
 }
 
-/**
- * The columns that end an effect's reconciliation bookkeeping when it settles: no lookup due, no
- * lease. `lookup_bound_reached` is cleared (lookups no longer matter); any other operator attention
- * (`key_conflict`, `retention_expired`, ...) is kept: it is about the provider's records, which the
- * Driver's report does not explain.
- */
-function settledBookkeeping(eff: EffectRow) {
-  return {
-    nextLookupAtMs: null,
-    leaseOwner: null,
-    leaseExpiresAtMs: null,
-    operatorAttention: eff.operatorAttention === "lookup_bound_reached" ? null : eff.operatorAttention,
-  };
-}
+/** The lease columns a settling transition clears (a Driver's evidence settles the effect whoever holds its lease). */
+const NO_LEASE = { leaseOwner: null, leaseExpiresAtMs: null } as const;
 
 /**
  * The Driver's missed send-by deadline (docs/DESIGN.md §3 rule 12): proof that attempt `req.attempt`
@@ -62,7 +47,7 @@ export function reportDeadlineMissed(ctx: RuntimeContext, instance: DriverInstan
     const decision = decideDeadlineMissed(eff, req);
     const base = { commandId: eff.commandId, from: eff.status };
     if (decision.outcome !== "applied") return { ...base, outcome: decision.outcome, status: eff.status, ...(decision.reason ? { reason: decision.reason } : {}) };
-    const set = { status: "not_executed" as const, resolution: "deadline_missed" as const, ...settledBookkeeping(eff), updatedAtMs: now };
+    const set = { ...settleTransition(eff, "not_executed", "deadline_missed"), ...NO_LEASE, updatedAtMs: now };
     if (!effectRepository.updateIfCurrent(tx, eff, set)) return { ...base, outcome: "rejected", status: eff.status, reason: "the effect changed concurrently" };
     const reason = `deadline_missed: the claim's answer was read ${req.elapsedMs} ms after the claim request, past its ${eff.sendWithinMs ?? "unrecorded"} ms send-by deadline`;
     effectRepository.updateAttempt(tx, eff.id, req.attempt, { status: "not_sent", unknownReason: reason, finishedAtMs: now });
@@ -92,8 +77,8 @@ export function reportDeadlineMissed(ctx: RuntimeContext, instance: DriverInstan
  */
 export function reportLateResult(ctx: RuntimeContext, instance: DriverInstanceRow, effectId: string, req: EffectLateResultRequest): EffectTransitionResponse {
   const receiptJson = req.receipt === null ? null : JSON.stringify(req.receipt);
-  if (receiptJson !== null && Buffer.byteLength(receiptJson) > MAX_LATE_RECEIPT_BYTES) {
-    throw new RuntimeError("request.invalid", `receipt exceeds ${MAX_LATE_RECEIPT_BYTES} bytes`);
+  if (receiptJson !== null && Buffer.byteLength(receiptJson) > MAX_PROVIDER_RECEIPT_BYTES) {
+    throw new RuntimeError("request.invalid", `receipt exceeds ${MAX_PROVIDER_RECEIPT_BYTES} bytes`);
   }
   const now = ctx.clock.nowMs();
   const resultJson = JSON.stringify(req.result);
@@ -117,7 +102,7 @@ export function reportLateResult(ctx: RuntimeContext, instance: DriverInstanceRo
       if (eff.operatorAttention !== "late_evidence_contradiction") effectRepository.updateIfCurrent(tx, eff, { operatorAttention: "late_evidence_contradiction", updatedAtMs: now });
       return { ...base, outcome: "rejected", status: eff.status, reason: `late_evidence_contradiction: ${reason ?? ""}` };
     }
-    const set = { status: "succeeded" as const, resolution: "reported_late" as const, resultJson, providerReceiptJson: receiptJson, ...settledBookkeeping(eff), updatedAtMs: now };
+    const set = { ...settleTransition(eff, "succeeded", "reported_late"), resultJson, providerReceiptJson: receiptJson, ...NO_LEASE, updatedAtMs: now };
     if (!effectRepository.updateIfCurrent(tx, eff, set)) return { ...base, outcome: "rejected", status: eff.status, reason: "the effect changed concurrently" };
     effectRepository.updateAttempt(tx, eff.id, req.attempt, { status: "succeeded", finishedAtMs: attemptRow?.finishedAtMs ?? now });
     runRepository.appendEvent(tx, eff.runId, "effect.resolved", { effectId: eff.id, commandId: eff.commandId, attempt: req.attempt, resolution: "reported_late", effectStatus: "succeeded" }, now);

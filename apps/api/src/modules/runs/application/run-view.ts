@@ -1,9 +1,9 @@
-import type { DbHandle } from "../infrastructure/db-handle.js";
+import type { DbHandle } from "../../ledger/infrastructure/db-handle.js";
 import { parseJsonColumn } from "../../../platform/db/json-column.js";
-import { commandRepository } from "../infrastructure/command.repository.js";
-import { effectRepository } from "../infrastructure/effect.repository.js";
-import { runRepository, type RunRow } from "../infrastructure/run.repository.js";
-import { reconciliationRepository } from "../../reconciliation/infrastructure/reconciliation.repository.js";
+import { commandRepository } from "../../ledger/infrastructure/command.repository.js";
+import { effectRepository } from "../../ledger/infrastructure/effect.repository.js";
+import { runRepository, type RunRow } from "../../ledger/infrastructure/run.repository.js";
+import { reconciliationRepository } from "../../ledger/infrastructure/effect-reconciliation.repository.js";
 
 const parse = parseJsonColumn;
 

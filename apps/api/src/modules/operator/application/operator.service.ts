@@ -1,19 +1,20 @@
+import { settleTransition } from "../../ledger/domain/effect-lifecycle.machine.js";
 import { newUlid, toMcpExecuteCommandResult, McpExecuteCommandResultSchema, McpToolResultSchema, UlidSchema, type McpExecuteCommandResult } from "@mosoo/contracts";
 import { parseJsonColumn } from "../../../platform/db/json-column.js";
 import { writeTransaction } from "../../../platform/db/database.js";
-import type { RuntimeContext } from "../../runtime/application/runtime-context.js";
-import type { DbHandle } from "../../runtime/infrastructure/db-handle.js";
-import { RuntimeError } from "../../runtime/domain/runtime-errors.js";
-import { commandRepository } from "../../runtime/infrastructure/command.repository.js";
-import { effectRepository, type EffectRow } from "../../runtime/infrastructure/effect.repository.js";
-import { runRepository } from "../../runtime/infrastructure/run.repository.js";
+import type { RuntimeContext } from "../../ledger/application/runtime-context.js";
+import type { DbHandle } from "../../ledger/infrastructure/db-handle.js";
+import { RuntimeError } from "../../ledger/domain/runtime-errors.js";
+import { commandRepository } from "../../ledger/infrastructure/command.repository.js";
+import { effectRepository, type EffectRow } from "../../ledger/infrastructure/effect.repository.js";
+import { runRepository } from "../../ledger/infrastructure/run.repository.js";
 import { operatorActionRepository } from "../infrastructure/operator-action.repository.js";
 import { operatorRefusalRepository } from "../infrastructure/operator-refusal.repository.js";
-import { OPERATOR_REFUSAL_CODES, type OperatorAction, type OperatorRefusalCode } from "../domain/reconciliation.types.js";
+import { OPERATOR_REFUSAL_CODES, type OperatorAction, type OperatorRefusalCode } from "@mosoo/contracts";
 import { operatorQueryRepository } from "../infrastructure/operator-query.repository.js";
-import { reconciliationRepository } from "../infrastructure/reconciliation.repository.js";
+import { reconciliationRepository } from "../../ledger/infrastructure/effect-reconciliation.repository.js";
 import type { CompensationService, QueuedCompensation } from "./compensation.service.js";
-import type { EffectReconciler } from "./effect-reconciler.service.js";
+import type { EffectReconciler } from "../../reconciliation/application/effect-reconciler.service.js";
 import type { OperatorCompensateRequest, OperatorListQuery, OperatorReconcileRequest, OperatorResolveRequest } from "./operator.contract.js";
 
 /** The audited outcome of a committed operator lookup, from the effect as committed. */
@@ -255,13 +256,10 @@ export class OperatorService {
       const toolResult = req.outcome === "succeeded" ? McpToolResultSchema.parse(req.result) : null;
       const result: McpExecuteCommandResult | null = toolResult ? toMcpExecuteCommandResult(toolResult, e) : null;
       const changed = effectRepository.updateIfCurrent(tx, e, {
-        status: req.outcome,
-        resolution: "operator",
+        ...settleTransition(e, req.outcome, "operator"),
         ...(result ? { resultJson: JSON.stringify(result), providerReceiptJson: toolResult?._meta ? JSON.stringify(toolResult._meta) : null } : {}),
         leaseOwner: null,
         leaseExpiresAtMs: null,
-        nextLookupAtMs: null,
-        operatorAttention: null,
         updatedAtMs: now,
       });
       if (!changed) throw new RuntimeError("effect.not_unknown", `effect ${effectId} changed meanwhile; read it again`);

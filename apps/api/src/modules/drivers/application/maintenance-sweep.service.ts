@@ -1,9 +1,18 @@
 import { BACKGROUND_BUSY_RETRY, isStoreBusy, retryWhenBusy } from "../../../platform/db/store-busy.js";
 import { writeTransaction } from "../../../platform/db/database.js";
-import { driverInstanceRepository } from "../infrastructure/driver-instance.repository.js";
+import { driverInstanceRepository } from "../../ledger/infrastructure/driver-instance.repository.js";
 import type { FinalizationRepairService } from "./finalization-repair.service.js";
-import type { ReconciliationSweep } from "../../reconciliation/application/reconciliation-sweep.service.js";
-import type { RuntimeContext } from "./runtime-context.js";
+import type { RuntimeContext } from "../../ledger/application/runtime-context.js";
+
+/**
+ * The port through which the sweep looks up due `still_unknown` effects again (docs/DESIGN.md §6.3):
+ * the drivers module owns it, the reconciliation module's `ReconciliationSweep` implements it and the
+ * composition root hands it in (absent when reconciliation is off). `sweepOnce` answers how many
+ * lookups committed (`lookedUp`) and how many of them resolved the effect (`resolved`).
+ */
+export interface ReconciliationSweepPort {
+  sweepOnce(): Promise<{ lookedUp: number; resolved: number }>;
+}
 
 /** What one sweep pass did. */
 export interface SweepReport {
@@ -39,7 +48,7 @@ export class MaintenanceSweepService {
   constructor(
     private readonly ctx: RuntimeContext,
     private readonly repair: FinalizationRepairService,
-    private readonly reconciliationSweep?: ReconciliationSweep,
+    private readonly reconciliationSweep?: ReconciliationSweepPort,
   ) {
     this.startedAtMs = ctx.clock.nowMs();
   }

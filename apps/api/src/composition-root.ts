@@ -1,22 +1,22 @@
 import type { Logger } from "pino";
 import { Registry } from "prom-client";
-import { EffectReconciler } from "../../reconciliation/application/effect-reconciler.service.js";
-import { ReconciliationSweep } from "../../reconciliation/application/reconciliation-sweep.service.js";
-import { OperatorService } from "../../reconciliation/application/operator.service.js";
-import { CompensationService } from "../../reconciliation/application/compensation.service.js";
-import { RECONCILIATION_OFF, type ReconciliationSettings } from "../../reconciliation/application/reconciliation-settings.js";
-import { ReconciliationMetrics } from "../../reconciliation/infrastructure/reconciliation-metrics.js";
-import type { Db } from "../../../platform/db/database.js";
-import { systemClock, type Clock } from "../../../platform/clock.js";
-import { CommandNotifier } from "../infrastructure/command-notifier.js";
-import { CommandQueueService } from "./command-queue.service.js";
-import { DriverInstanceService } from "./driver-instance.service.js";
-import { EffectLedgerService } from "./effect-ledger.service.js";
-import { FinalizationRepairService } from "./finalization-repair.service.js";
-import { MaintenanceSweepService } from "./maintenance-sweep.service.js";
-import type { RuntimeContext } from "./runtime-context.js";
-import { RunService } from "./run.service.js";
-import { StoreBusyWatch } from "../../../platform/db/store-busy-watch.js";
+import { EffectReconciler } from "./modules/reconciliation/application/effect-reconciler.service.js";
+import { ReconciliationSweep } from "./modules/reconciliation/application/reconciliation-sweep.service.js";
+import { OperatorService } from "./modules/operator/application/operator.service.js";
+import { CompensationService } from "./modules/operator/application/compensation.service.js";
+import { RECONCILIATION_OFF, type ReconciliationSettings } from "./modules/reconciliation/application/reconciliation-settings.js";
+import { ReconciliationMetrics } from "./modules/reconciliation/infrastructure/reconciliation-metrics.js";
+import type { Db } from "./platform/db/database.js";
+import { systemClock, type Clock } from "./platform/clock.js";
+import { CommandNotifier } from "./modules/ledger/infrastructure/command-notifier.js";
+import { CommandQueueService } from "./modules/drivers/application/command-queue.service.js";
+import { DriverInstanceService } from "./modules/drivers/application/driver-instance.service.js";
+import { EffectLedgerService } from "./modules/ledger/application/effect-ledger.service.js";
+import { FinalizationRepairService } from "./modules/drivers/application/finalization-repair.service.js";
+import { MaintenanceSweepService } from "./modules/drivers/application/maintenance-sweep.service.js";
+import type { RuntimeContext } from "./modules/ledger/application/runtime-context.js";
+import { RunService } from "./modules/runs/application/run.service.js";
+import { StoreBusyWatch } from "./platform/db/store-busy-watch.js";
 
 /** Every runtime service, wired to one store. */
 export interface Runtime {
@@ -57,7 +57,12 @@ export interface CreateRuntimeOptions {
 /** How long (ms) a Driver registration that never connected is kept before the sweep purges it: 1 hour. */
 export const DEFAULT_DRIVER_UNCONNECTED_TTL_MS = 3_600_000;
 
-/** Wires the runtime services (the composition root of the runtime module). */
+/**
+ * The composition root: the one place that knows every module (docs/ARCHITECTURE.md). It builds
+ * each service on one store and wires the ports: the reconciler (reconciliation module) becomes the
+ * ledger's and the drivers' `EffectReconciliationPort`, the reconciliation sweep the drivers'
+ * `ReconciliationSweepPort`, both absent when reconciliation is off.
+ */
 export function createRuntime(opts: CreateRuntimeOptions): Runtime {
   const clock = opts.clock ?? systemClock;
   const ctx: RuntimeContext = {

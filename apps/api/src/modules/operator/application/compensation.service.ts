@@ -1,18 +1,18 @@
 import { fingerprintArguments, McpExecuteCommandResultSchema, newUlid } from "@mosoo/contracts";
 import { planCompensation } from "@mosoo/effect-reconciliation";
 import { writeTransaction } from "../../../platform/db/database.js";
-import { recordIntent } from "../../runtime/application/effect-intent.js";
-import type { RuntimeContext } from "../../runtime/application/runtime-context.js";
-import { RuntimeError } from "../../runtime/domain/runtime-errors.js";
-import { isTerminalCommandStatus } from "../../runtime/domain/command-lifecycle.machine.js";
-import { commandRepository } from "../../runtime/infrastructure/command.repository.js";
-import type { DbHandle } from "../../runtime/infrastructure/db-handle.js";
-import { driverInstanceRepository } from "../../runtime/infrastructure/driver-instance.repository.js";
-import { effectRepository, type EffectRow } from "../../runtime/infrastructure/effect.repository.js";
+import { recordIntent } from "../../ledger/application/effect-intent.js";
+import type { RuntimeContext } from "../../ledger/application/runtime-context.js";
+import { RuntimeError } from "../../ledger/domain/runtime-errors.js";
+import { isTerminalCommandStatus } from "../../ledger/domain/command-lifecycle.machine.js";
+import { commandRepository } from "../../ledger/infrastructure/command.repository.js";
+import type { DbHandle } from "../../ledger/infrastructure/db-handle.js";
+import { driverInstanceRepository } from "../../ledger/infrastructure/driver-instance.repository.js";
+import { effectRepository, type EffectRow } from "../../ledger/infrastructure/effect.repository.js";
 import { operatorActionRepository } from "../infrastructure/operator-action.repository.js";
 import { operatorQueryRepository } from "../infrastructure/operator-query.repository.js";
 import type { OperatorCompensateRequest } from "./operator.contract.js";
-import type { ReconciliationSettings } from "./reconciliation-settings.js";
+import type { ReconciliationSettings } from "../../reconciliation/application/reconciliation-settings.js";
 
 /** A queued compensation: the new effect, its command, and the Driver instance that will run it (ULIDs). */
 export interface QueuedCompensation {

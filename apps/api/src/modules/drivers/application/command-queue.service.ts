@@ -8,15 +8,15 @@ import {
   type DriverCommandEnvelope,
   type RunError,
 } from "@mosoo/contracts";
-import { decideCommandTransition, isTerminalCommandStatus } from "../domain/command-lifecycle.machine.js";
-import { RuntimeError } from "../domain/runtime-errors.js";
-import { commandRepository } from "../infrastructure/command.repository.js";
-import { driverInstanceRepository, type DriverInstanceRow } from "../infrastructure/driver-instance.repository.js";
-import { effectRepository } from "../infrastructure/effect.repository.js";
-import { runRepository } from "../infrastructure/run.repository.js";
-import { assertCurrentConnection } from "./driver-instance.service.js";
-import { fenceExecutingEffect } from "./effect-ledger.service.js";
-import type { RuntimeContext } from "./runtime-context.js";
+import { decideCommandTransition, isTerminalCommandStatus } from "../../ledger/domain/command-lifecycle.machine.js";
+import { RuntimeError } from "../../ledger/domain/runtime-errors.js";
+import { commandRepository } from "../../ledger/infrastructure/command.repository.js";
+import { driverInstanceRepository, type DriverInstanceRow } from "../../ledger/infrastructure/driver-instance.repository.js";
+import { effectRepository } from "../../ledger/infrastructure/effect.repository.js";
+import { runRepository } from "../../ledger/infrastructure/run.repository.js";
+import { assertCurrentConnection } from "../../ledger/application/connection-fence.js";
+import { fenceExecutingEffect } from "../../ledger/application/effect-ledger.service.js";
+import type { RuntimeContext } from "../../ledger/application/runtime-context.js";
 
 /**
  * The details kept from a Driver's error when the ledger answers `external_effect.unknown` for it:

@@ -1,22 +1,21 @@
 import { writeTransaction } from "../../../platform/db/database.js";
 import {
   commandDriverTerminalError,
-  effectNotExecutedError,
-  effectUnknownError,
   runEffectsUnknownError,
   turnInterruptedError,
   type FinalizationSummary,
 } from "@mosoo/contracts";
-import { isConfirmed, type EffectReconciler } from "../../reconciliation/application/effect-reconciler.service.js";
-import type { EffectRow } from "../infrastructure/effect.repository.js";
-import { RuntimeError } from "../domain/runtime-errors.js";
-import { commandRepository, type CommandRow } from "../infrastructure/command.repository.js";
-import { driverInstanceRepository } from "../infrastructure/driver-instance.repository.js";
-import { effectRepository } from "../infrastructure/effect.repository.js";
-import { runRepository } from "../infrastructure/run.repository.js";
-import type { DbHandle } from "../infrastructure/db-handle.js";
-import { fenceExecutingEffect } from "./effect-ledger.service.js";
-import type { RuntimeContext } from "./runtime-context.js";
+import { settleCommandFromEffect, failCommand } from "../../ledger/application/command-settlement.js";
+import { isConfirmed, type EffectReconciliationPort } from "../../ledger/application/effect-reconciliation.port.js";
+import type { EffectRow } from "../../ledger/infrastructure/effect.repository.js";
+import { RuntimeError } from "../../ledger/domain/runtime-errors.js";
+import { commandRepository } from "../../ledger/infrastructure/command.repository.js";
+import { driverInstanceRepository } from "../../ledger/infrastructure/driver-instance.repository.js";
+import { effectRepository } from "../../ledger/infrastructure/effect.repository.js";
+import { runRepository } from "../../ledger/infrastructure/run.repository.js";
+import type { DbHandle } from "../../ledger/infrastructure/db-handle.js";
+import { fenceExecutingEffect } from "../../ledger/application/effect-ledger.service.js";
+import type { RuntimeContext } from "../../ledger/application/runtime-context.js";
 
 /** Why a Driver instance is being finalized: its own request, the sweep (heartbeat expired), or an operator. */
 export type FinalizationTrigger = "driver_request" | "heartbeat_expired" | "operator";
@@ -24,46 +23,6 @@ export type FinalizationTrigger = "driver_request" | "heartbeat_expired" | "oper
 /** A summary with every count at zero. */
 export function emptyFinalizationSummary(): FinalizationSummary {
   return { effectsFenced: 0, commandsCompleted: 0, commandsFailed: 0, runsFailed: 0, effectsReconciled: 0 };
-}
-
-/**
- * Completes a non-terminal command with its effect's stored result (compare-and-set) and records
- * `tool_call.completed`. Returns false when the command changed meanwhile.
- */
-export function completeCommandFromEffect(tx: DbHandle, cmd: CommandRow, resultJson: string, nowMs: number, effectId: string): boolean {
-  if (!commandRepository.transition(tx, cmd.id, cmd.status, "completed", nowMs, { terminal: true, resultJson })) return false;
-  runRepository.appendEvent(tx, cmd.runId, "tool_call.completed", { commandId: cmd.id, effectId, result: JSON.parse(resultJson) as unknown }, nowMs);
-  return true;
-}
-
-/** Fails a non-terminal command with `error` (compare-and-set) and records `tool_call.failed`. */
-export function failCommand(tx: DbHandle, cmd: CommandRow, error: object, nowMs: number, effectId: string | null): boolean {
-  if (!commandRepository.transition(tx, cmd.id, cmd.status, "failed", nowMs, { terminal: true, errorJson: JSON.stringify(error) })) return false;
-  runRepository.appendEvent(tx, cmd.runId, "tool_call.failed", { commandId: cmd.id, effectId, error }, nowMs);
-  return true;
-}
-
-/**
- * Ends a non-terminal command from its effect's settled state (compare-and-set; false when the
- * command was already terminal): `succeeded` → `completed` with the stored result; `not_executed`
- * → failed `external_effect.not_executed`; `unknown` → failed `external_effect.unknown`
- * (`retryable: false`, `details.effectIds`; docs/DESIGN.md §3 rule 14, flag on or off, bound or not);
- * anything else (never dispatched) → failed `driver.command_driver_terminal`. Used by the repair
- * and inside a reconciliation outcome's transaction.
- */
-export function settleCommandFromEffect(tx: DbHandle, effect: EffectRow, nowMs: number): boolean {
-  const cmd = commandRepository.findById(tx, effect.commandId);
-  if (!cmd || ["completed", "failed", "expired", "cancelled"].includes(cmd.status)) return false;
-  switch (effect.status) {
-    case "succeeded":
-      return completeCommandFromEffect(tx, cmd, effect.resultJson ?? "null", nowMs, effect.id);
-    case "not_executed":
-      return failCommand(tx, cmd, effectNotExecutedError(effect.id, { resolution: effect.resolution }), nowMs, effect.id);
-    case "unknown":
-      return failCommand(tx, cmd, effectUnknownError(effect.id, { lookupCount: effect.lookupCount, nextLookupAtMs: effect.nextLookupAtMs }), nowMs, effect.id);
-    default:
-      return failCommand(tx, cmd, commandDriverTerminalError({ effectId: effect.id, effectStatus: effect.status }), nowMs, effect.id);
-  }
 }
 
 /**
@@ -92,7 +51,7 @@ export class FinalizationRepairService {
 
   constructor(
     private readonly ctx: RuntimeContext,
-    private readonly reconciler?: EffectReconciler,
+    private readonly reconciler?: EffectReconciliationPort,
     private readonly concurrency = 4,
     /** How long (ms) to wait for another reconciler's lease on an effect before settling its command. */
     private readonly leaseWaitMs = 30_000,

@@ -1,9 +1,9 @@
 import { and, count, desc, eq, lt, lte, max, sql, type SQL } from "drizzle-orm";
 import type { EffectStatus } from "@mosoo/contracts";
-import type { OperatorAttentionReason } from "../domain/reconciliation.types.js";
+import type { OperatorAttentionReason } from "@mosoo/contracts";
 import { effectOperatorActions, effectReconciliations, externalToolEffects, runEvents } from "../../../platform/db/schema.js";
-import type { DbHandle } from "../../runtime/infrastructure/db-handle.js";
-import type { EffectRow } from "../../runtime/infrastructure/effect.repository.js";
+import type { DbHandle } from "../../ledger/infrastructure/db-handle.js";
+import type { EffectRow } from "../../ledger/infrastructure/effect.repository.js";
 
 /**
  * A filter of the operator's effect list: one `status` (or any, when undefined); an

@@ -7,11 +7,11 @@ import {
   type RegisterDriverRequest,
   type RegisterDriverResponse,
 } from "@mosoo/contracts";
-import { RuntimeError } from "../domain/runtime-errors.js";
-import { commandRepository } from "../infrastructure/command.repository.js";
-import { driverInstanceRepository, type DriverInstanceRow } from "../infrastructure/driver-instance.repository.js";
-import { effectRepository } from "../infrastructure/effect.repository.js";
-import type { RuntimeContext } from "./runtime-context.js";
+import { RuntimeError } from "../../ledger/domain/runtime-errors.js";
+import { commandRepository } from "../../ledger/infrastructure/command.repository.js";
+import { driverInstanceRepository, type DriverInstanceRow } from "../../ledger/infrastructure/driver-instance.repository.js";
+import { effectRepository } from "../../ledger/infrastructure/effect.repository.js";
+import type { RuntimeContext } from "../../ledger/application/runtime-context.js";
 
 function hashToken(token: string): string {
   return createHash("sha256").update(token, "utf8").digest("hex");
@@ -23,6 +23,9 @@ function hashToken(token: string): string {
  * (`instance` with its id) or the operator token.
  */
 export type RegistrationAuthority = { kind: "enrollment" } | { kind: "operator" } | { kind: "instance"; driverInstanceId: string };
+
+/** A Driver instance as stored (the row the credential guard hands to the Driver routes). */
+export type { DriverInstanceRow };
 
 /**
  * Driver instances: register (the bearer token is returned once and stored only as its sha-256),
@@ -141,16 +144,5 @@ export class DriverInstanceService {
       throw new RuntimeError("driver.connection_superseded", "this connection is no longer current; reconnect", { connectionId });
     }
     return { heartbeatTtlMs: this.ctx.settings.heartbeatTtlMs };
-  }
-}
-
-/**
- * Throws unless `connectionId` is the instance's current connection (read inside the caller's
- * transaction, so a concurrent reconnect is seen).
- * @throws RuntimeError `driver.connection_superseded`.
- */
-export function assertCurrentConnection(instance: DriverInstanceRow | undefined, connectionId: string): void {
-  if (!instance || instance.status !== "connected" || instance.connectionId !== connectionId) {
-    throw new RuntimeError("driver.connection_superseded", "this connection is no longer current; reconnect", { connectionId });
   }
 }

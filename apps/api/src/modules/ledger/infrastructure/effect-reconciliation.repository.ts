@@ -1,7 +1,7 @@
 import { and, asc, eq, gt, inArray, isNotNull, isNull, lt, lte, or, sql } from "drizzle-orm";
 import { effectReconciliations, externalToolEffects } from "../../../platform/db/schema.js";
 import { preparedQuery } from "../../../platform/db/prepared-query.js";
-import type { DbHandle } from "../../runtime/infrastructure/db-handle.js";
+import type { DbHandle } from "./db-handle.js";
 
 /** A reconciliation record row. */
 export type ReconciliationRow = typeof effectReconciliations.$inferSelect;

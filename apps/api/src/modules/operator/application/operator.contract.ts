@@ -1,7 +1,7 @@
 import { CallToolResultSchema } from "@modelcontextprotocol/sdk/types.js";
 import { EFFECT_STATUSES, identifierCharsProblem, identifierSchema, ServerIdSchema, strictIntegerInput, textSchema, ToolNameSchema, UlidSchema } from "@mosoo/contracts";
 import { MAX_RECEIPT_BYTES, MAX_RESULT_BYTES } from "@mosoo/effect-reconciliation";
-import { OPERATOR_ATTENTION_REASONS } from "../domain/reconciliation.types.js";
+import { OPERATOR_ATTENTION_REASONS } from "@mosoo/contracts";
 import { z } from "zod";
 
 const jsonBytes = (v: unknown) => Buffer.byteLength(JSON.stringify(v) ?? "", "utf8");

@@ -1,4 +1,4 @@
-import type { EffectStatus } from "@mosoo/contracts";
+import type { EffectStatus, OperatorAttentionReason } from "@mosoo/contracts";
 
 /**
  * What a claim on an effect does, by the effect's current status (docs/DESIGN.md §3 rules 2–3):
@@ -112,4 +112,51 @@ export function decideLateEvidence(
     default:
       return { action: "rejected", reason: `effect is ${current.status}` };
   }
+}
+
+/**
+ * How an effect leaves `executing`/`unknown` for a settled status (docs/DESIGN.md §3 rule 15: one
+ * machine owns every effect transition), by who settles it:
+ * - `reconciled`: a provider lookup confirmed it (`unknown` → `succeeded` | `not_executed`);
+ * - `operator`: an operator resolved it by hand (`unknown` → `succeeded` | `not_executed`);
+ * - `reported_late`: the Driver's late evidence (`unknown` → `succeeded`; rule 13);
+ * - `deadline_missed`: the Driver proved it never sent (`executing` | `unknown` → `not_executed`; rule 12).
+ * The DB CHECK `external_tool_effects_resolution_status_check` keeps the last two to their status.
+ */
+export type SettleResolution = "reconciled" | "operator" | "reported_late" | "deadline_missed";
+
+/** The settled statuses (a settled effect lifts its fence; docs/DESIGN.md §3 rule 9). */
+export type SettledStatus = "succeeded" | "not_executed";
+
+/** Which (from, to) pairs each {@link SettleResolution} may write. */
+const SETTLE_TRANSITIONS: Record<SettleResolution, { from: readonly EffectStatus[]; to: readonly SettledStatus[] }> = {
+  reconciled: { from: ["unknown"], to: ["succeeded", "not_executed"] },
+  operator: { from: ["unknown"], to: ["succeeded", "not_executed"] },
+  reported_late: { from: ["unknown"], to: ["succeeded"] },
+  deadline_missed: { from: ["executing", "unknown"], to: ["not_executed"] },
+};
+
+/**
+ * Pure: the lifecycle columns of a settling transition of `current` to `to` by `resolution`
+ * (see {@link SettleResolution}): the status, the resolution, no next lookup, and the operator
+ * attention that survives it. A provider lookup or an operator settles every question, so the
+ * attention is cleared; a Driver's evidence (`reported_late`, `deadline_missed`) settles only the
+ * lookups, so only `lookup_bound_reached` is cleared and any other flag (a key conflict, a crash
+ * loop, a contradiction) stays for the operator. The caller adds its own columns (result, receipts,
+ * lease) and writes them with a compare-and-set on status and version.
+ * @throws Error when the transition is not allowed (a caller's bug: every caller decides first,
+ *   e.g. with {@link decideDeadlineMissed} or {@link decideLateEvidence}, or checks `unknown`).
+ */
+export function settleTransition(
+  current: { status: EffectStatus; operatorAttention: OperatorAttentionReason | null },
+  to: SettledStatus,
+  resolution: SettleResolution,
+): { status: SettledStatus; resolution: SettleResolution; nextLookupAtMs: null; operatorAttention: OperatorAttentionReason | null } {
+  const allowed = SETTLE_TRANSITIONS[resolution];
+  if (!allowed.from.includes(current.status) || !allowed.to.includes(to)) {
+    throw new Error(`effect lifecycle: ${current.status} -> ${to} by ${resolution} is not a transition of the machine`);
+  }
+  const byEvidence = resolution === "reported_late" || resolution === "deadline_missed";
+  const operatorAttention = byEvidence && current.operatorAttention !== "lookup_bound_reached" ? current.operatorAttention : null;
+  return { status: to, resolution, nextLookupAtMs: null, operatorAttention };
 }

@@ -1,0 +1,160 @@
+// The design's dependency rules as a check (docs/ARCHITECTURE.md "Dependency rules"; docs/DESIGN.md).
+// `node scripts/test.mjs` (npm test) runs `depcruise apps packages --config .dependency-cruiser.cjs` and
+// counts it as one test: any violation fails the run. Every rule is an error; none is a warning.
+//
+// The modules of apps/api/src/modules, lowest first:
+//   ledger                      the effect ledger and the rows its transactions write
+//   drivers, runs               Driver instances, the command queue, finalization, the sweep; the run API
+//   reconciliation              lookups of unknown effects (implements the ledger's EffectReconciliationPort
+//                               and the drivers' ReconciliationSweepPort; wired by the composition root)
+//   operator                    operator actions, compensation, their audit
+//   console                     the operator console's sessions and change feed
+// A module imports only modules below it. apps/api/src/composition-root.ts, the HTTP/CLI adapters,
+// config and the entry points sit on top.
+
+/** `^apps/api/src/modules/<name>/` for each name given. */
+const modules = (...names) => `^apps/api/src/modules/(${names.join("|")})/`;
+
+/** @type {import('dependency-cruiser').IConfiguration} */
+module.exports = {
+  forbidden: [
+    {
+      name: "no-circular",
+      severity: "error",
+      comment: "No import cycle in production code, type-only imports included (a cycle makes the layers meaningless and the load order fragile).",
+      from: { path: "^(apps|packages)/[^/]+/src/" },
+      to: { circular: true },
+    },
+    {
+      name: "no-circular-outside-src",
+      severity: "error",
+      comment: "No runtime import cycle in tests, benches and scripts either (a test helper may name a type of the helper that uses it).",
+      from: { pathNot: "^(apps|packages)/[^/]+/src/" },
+      to: { circular: true, viaOnly: { dependencyTypesNot: ["type-only"] } },
+    },
+    {
+      name: "domain-imports-no-layer",
+      severity: "error",
+      comment: "A module's domain/ is pure: it imports no application/ or infrastructure/ code, no platform, no adapter, no config.",
+      from: { path: "^apps/api/src/modules/[^/]+/domain/" },
+      to: { path: ["^apps/api/src/modules/[^/]+/(application|infrastructure)/", "^apps/api/src/(platform|adapters|config)/", "^apps/api/src/[^/]+\\.ts$"] },
+    },
+    {
+      name: "ledger-is-lowest",
+      severity: "error",
+      comment: "The ledger is the lowest module: it imports no other module (it reaches reconciliation only through its EffectReconciliationPort).",
+      from: { path: modules("ledger") },
+      to: { path: modules("drivers", "runs", "reconciliation", "operator", "console") },
+    },
+    {
+      name: "drivers-above-ledger-only",
+      severity: "error",
+      comment: "drivers imports only the ledger (reconciliation reaches it through ports wired by the composition root).",
+      from: { path: modules("drivers") },
+      to: { path: modules("runs", "reconciliation", "operator", "console") },
+    },
+    {
+      name: "runs-above-ledger-only",
+      severity: "error",
+      comment: "runs imports only the ledger.",
+      from: { path: modules("runs") },
+      to: { path: modules("drivers", "reconciliation", "operator", "console") },
+    },
+    {
+      name: "reconciliation-above-ledger-only",
+      severity: "error",
+      comment: "reconciliation imports only the ledger; it never imports the Driver side (it implements the ports the ledger and drivers own).",
+      from: { path: modules("reconciliation") },
+      to: { path: modules("drivers", "runs", "operator", "console") },
+    },
+    {
+      name: "operator-above-reconciliation",
+      severity: "error",
+      comment: "operator imports reconciliation and the ledger, nothing above or beside them.",
+      from: { path: modules("operator") },
+      to: { path: modules("drivers", "runs", "console") },
+    },
+    {
+      name: "console-module-standalone",
+      severity: "error",
+      comment: "The console module (sessions, change feed) imports no other module; the HTTP adapter wires it.",
+      from: { path: modules("console") },
+      to: { path: modules("ledger", "drivers", "runs", "reconciliation", "operator") },
+    },
+    {
+      name: "modules-import-no-top",
+      severity: "error",
+      comment: "Modules never import what sits on top of them: the composition root, the HTTP/CLI adapters, config, the entry points.",
+      from: { path: "^apps/api/src/modules/" },
+      to: { path: ["^apps/api/src/(adapters|config)/", "^apps/api/src/[^/]+\\.ts$"] },
+    },
+    {
+      name: "http-goes-through-services",
+      severity: "error",
+      comment: "The HTTP adapter reaches the store only through a module's services (application/), never a repository (infrastructure/).",
+      from: { path: "^apps/api/src/adapters/http/" },
+      to: { path: "^apps/api/src/modules/[^/]+/infrastructure/" },
+    },
+    {
+      name: "platform-imports-no-module",
+      severity: "error",
+      comment: "The platform (store, clock, logger) is below every module: the schema takes its status lists from @mosoo/contracts.",
+      from: { path: "^apps/api/src/platform/" },
+      to: { path: ["^apps/api/src/(modules|adapters|config)/", "^apps/api/src/[^/]+\\.ts$"] },
+    },
+    {
+      name: "packages-never-import-apps",
+      severity: "error",
+      comment: "Packages are below the apps.",
+      from: { path: "^packages/" },
+      to: { path: "^apps/" },
+    },
+    {
+      name: "contracts-import-nothing-of-ours",
+      severity: "error",
+      comment: "packages/contracts is the bottom of the workspace: it imports no other package or app of ours.",
+      from: { path: "^packages/contracts/src/" },
+      to: { path: "^(apps/|packages/(?!contracts/))" },
+    },
+    {
+      name: "effect-reconciliation-has-no-store-no-http-server",
+      severity: "error",
+      comment: "packages/effect-reconciliation knows no database and serves no HTTP: the API adapts its store to the package.",
+      from: { path: "^packages/effect-reconciliation/src/" },
+      to: { path: "node_modules/(better-sqlite3|drizzle-orm|hono|@hono)/" },
+    },
+    {
+      name: "apps-are-separate",
+      severity: "error",
+      comment: "An app never imports another app (the API and the Driver share only packages/contracts).",
+      from: { path: "^apps/([^/]+)/" },
+      to: { path: "^apps/", pathNot: "^apps/$1/" },
+    },
+    {
+      name: "no-test-package-in-production",
+      severity: "error",
+      comment: "Production code never imports a test package (the fixture provider, the e2e harness) nor a tests/ folder.",
+      from: { path: "^(apps/[^/]+/src|packages/[^/]+/src)/", pathNot: "^packages/(fixture-provider|e2e)/" },
+      to: { path: ["^packages/(fixture-provider|e2e)/", "^(apps|packages)/[^/]+/tests/"] },
+    },
+    {
+      name: "no-unresolvable",
+      severity: "error",
+      comment: "Every relative import resolves (a typo would otherwise hide an edge from every rule above).",
+      from: {},
+      to: { couldNotResolve: true, pathNot: "^(node:|virtual:)" },
+    },
+  ],
+  options: {
+    doNotFollow: { path: "node_modules" },
+    exclude: { path: ["node_modules", "/dist/", "\\.d\\.ts$", "/var/"] },
+    tsPreCompilationDeps: true,
+    tsConfig: { fileName: "tsconfig.json" },
+    enhancedResolveOptions: {
+      exportsFields: ["exports"],
+      conditionNames: ["types", "import", "node", "default"],
+      extensions: [".ts", ".tsx", ".mts", ".js", ".mjs", ".cjs", ".json"],
+    },
+    reporterOptions: { text: { highlightFocused: true } },
+  },
+};

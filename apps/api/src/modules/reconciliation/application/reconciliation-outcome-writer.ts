@@ -1,0 +1,238 @@
+import { McpToolResultSchema, newUlid, toMcpExecuteCommandResult, type OperatorAttentionReason, type ReconciliationTrigger } from "@mosoo/contracts";
+import { judgeLookupAnswer, type LookupAnswer, type ReconcileDecision, type ReconciliationAdapter } from "@mosoo/effect-reconciliation";
+import { writeTransaction } from "../../../platform/db/database.js";
+import type { ReconcileResult, SettleInTransaction } from "../../ledger/application/effect-reconciliation.port.js";
+import type { RuntimeContext } from "../../ledger/application/runtime-context.js";
+import { settleTransition } from "../../ledger/domain/effect-lifecycle.machine.js";
+import { reconciliationRepository } from "../../ledger/infrastructure/effect-reconciliation.repository.js";
+import { effectRepository, type EffectRow } from "../../ledger/infrastructure/effect.repository.js";
+import { runRepository } from "../../ledger/infrastructure/run.repository.js";
+import { scheduleNextLookup } from "../domain/lookup-schedule.js";
+import type { ReconciliationMetrics } from "../infrastructure/reconciliation-metrics.js";
+import { toReconcilable } from "./reconciliation-admission.js";
+import type { ReconciliationSettings } from "./reconciliation-settings.js";
+
+/**
+ * The reconciler's outcome writer (docs/DESIGN.md §3 rules 5–7, §4): writes a lookup's validated
+ * outcome (its settling columns come from the ledger's lifecycle machine, `settleTransition`), the
+ * receipt, the result, the reconciliation record and the run event in one transaction, and records
+ * `superseded` lookups (with a contradiction of a settled effect flagged for the operator).
+ * It never calls an adapter.
+ */
+export class ReconciliationOutcomeWriter {
+  constructor(
+    private readonly ctx: RuntimeContext,
+    private readonly settings: ReconciliationSettings,
+    private readonly metrics: ReconciliationMetrics,
+  ) {}
+
+  /**
+   * Commits the answer of a leased lookup (see {@link EffectReconciler.reconcileLeased}): judged
+   * against the row read inside the transaction, then outcome, receipt, result, record, run event and
+   * `settle` in ONE transaction (compare-and-set on the leased version and owner); a lost
+   * compare-and-set releases the lease and records `superseded` with the answer as evidence. An
+   * `ineligible` answer releases the lease and its count. A database error propagates.
+   */
+  commit(
+    effect: EffectRow,
+    leasedVersion: number,
+    owner: string,
+    adapterRef: { id: string; version: string },
+    trigger: ReconciliationTrigger,
+    startedAtMs: number,
+    answer: LookupAnswer,
+    settle: SettleInTransaction | undefined,
+  ): ReconcileResult {
+    const now = this.ctx.clock.nowMs();
+    if (answer.kind === "ineligible") {
+      // The reconcile step made no lookup (e.g. invalid input): release the lease and its count.
+      reconciliationRepository.releaseLease(this.ctx.db, effect.id, owner, true);
+      return { kind: "ineligible", reasonCode: answer.decision.reasonCode, effect: effectRepository.findById(this.ctx.db, effect.id) };
+    }
+    let decision: Exclude<ReconcileDecision, { decision: "ineligible" }> | undefined;
+    const committed = writeTransaction(this.ctx.db, (tx) => {
+      // Judged here, against the effect as stored now, inside the transaction that persists the
+      // outcome (docs/DESIGN.md §4): the adapter never held this row, only a copy of its lookup request.
+      const current = effectRepository.findById(tx, effect.id);
+      if (!current || current.status !== "unknown" || current.version !== leasedVersion || current.leaseOwner !== owner) return null;
+      decision = judgedAgainst(answer, current);
+      const outcome = decision.decision;
+      const reasonCode = decision.decision === "still_unknown" ? decision.reasonCode : null;
+      const set = this.outcomeColumns(current, decision, now);
+      const after = reconciliationRepository.commitOutcome(tx, effect.id, leasedVersion, owner, set);
+      if (!after) return null;
+      reconciliationRepository.insertRecord(tx, {
+        id: newUlid(now),
+        effectId: effect.id,
+        adapterId: adapterRef.id,
+        adapterVersion: adapterRef.version,
+        ...this.provenanceColumns(effect.serverId),
+        trigger,
+        outcome,
+        reasonCode,
+        receiptJson: "receipt" in decision && decision.receipt ? JSON.stringify(decision.receipt) : null,
+        resultJson: decision.decision === "confirmed_succeeded" ? JSON.stringify(decision.result) : null,
+        error: decision.decision === "still_unknown" ? (decision.error ?? null) : null,
+        startedAtMs,
+        finishedAtMs: now,
+        nextLookupAtMs: after.nextLookupAtMs,
+      });
+      runRepository.appendEvent(
+        tx,
+        effect.runId,
+        "effect.reconciled",
+        { effectId: effect.id, commandId: effect.commandId, outcome, reasonCode, trigger, adapter: adapterRef, effectStatus: after.status },
+        now,
+      );
+      settle?.(tx, after);
+      return after;
+    });
+    if (!committed || !decision) {
+      reconciliationRepository.releaseLease(this.ctx.db, effect.id, owner);
+      // Evidence only (never written to the effect): the answer judged against the row as leased.
+      this.recordSuperseded(effect, adapterRef, trigger, startedAtMs, "cas_lost", judgedAgainst(answer, effect));
+      return { kind: "superseded", effect: effectRepository.findById(this.ctx.db, effect.id) };
+    }
+    const outcome = (decision as Exclude<ReconcileDecision, { decision: "ineligible" }>).decision;
+    const reasonCode = outcome === "still_unknown" ? (decision as Extract<ReconcileDecision, { decision: "still_unknown" }>).reasonCode : null;
+    this.metrics.record(adapterRef.id, outcome, reasonCode);
+    const fields = {
+      effectId: effect.id,
+      commandId: effect.commandId,
+      driverInstanceId: effect.driverInstanceId,
+      adapterId: adapterRef.id,
+      adapterVersion: adapterRef.version,
+      ...this.provenanceColumns(effect.serverId),
+      trigger,
+      outcome,
+      reasonCode,
+      effectStatus: committed.status,
+      nextLookupAtMs: committed.nextLookupAtMs,
+      operatorAttention: committed.operatorAttention,
+      durationMs: now - startedAtMs,
+    };
+    if (outcome === "still_unknown") this.ctx.logger.warn(fields, "reconciliation.decision");
+    else this.ctx.logger.info(fields, "reconciliation.decision");
+    return { kind: outcome, reasonCode, effect: committed };
+  }
+
+  /** The bound adapter's package, package version and declaration hash (docs/DESIGN.md §4), recorded with every lookup. */
+  private provenanceColumns(serverId: string) {
+    const p = this.settings.boundAdapters?.get(serverId)?.provenance;
+    return { adapterPackage: p?.packageName ?? null, adapterPackageVersion: p?.packageVersion ?? null, adapterDeclarationHash: p?.declarationHash ?? null };
+  }
+
+  private outcomeColumns(effect: EffectRow, decision: Exclude<ReconcileDecision, { decision: "ineligible" }>, now: number) {
+    switch (decision.decision) {
+      case "confirmed_succeeded": {
+        const result = toMcpExecuteCommandResult(McpToolResultSchema.parse(decision.result), effect);
+        return {
+          ...settleTransition(effect, "succeeded", "reconciled"),
+          resultJson: JSON.stringify(result),
+          reconciliationReceiptJson: JSON.stringify(decision.receipt),
+          updatedAtMs: now,
+        };
+      }
+      case "confirmed_not_executed":
+        return {
+          ...settleTransition(effect, "not_executed", "reconciled"),
+          reconciliationReceiptJson: JSON.stringify(decision.receipt),
+          updatedAtMs: now,
+        };
+      case "still_unknown": {
+        // `effect` is the row read in the outcome's transaction: its lookup_count already counts this lookup.
+        const crashedAtBound = decision.reasonSource === "runtime" && decision.reasonCode === "adapter_crashed" && effect.lookupCount >= this.settings.maxLookups;
+        const attention: OperatorAttentionReason | null =
+          decision.reasonSource === "runtime" && (decision.reasonCode === "key_conflict" || decision.reasonCode === "retention_expired")
+            ? decision.reasonCode
+            : crashedAtBound
+              ? "adapter_crashed"
+              : null;
+        const schedule = scheduleNextLookup({
+          lookupCount: effect.lookupCount,
+          maxLookups: this.settings.maxLookups,
+          nowMs: now,
+          backoff: this.settings.backoff,
+          notBeforeMs: decision.nextLookupNotBeforeMs,
+          attention,
+        });
+        return { ...schedule, updatedAtMs: now };
+      }
+    }
+  }
+
+  /**
+   * Records a reconciler that changed nothing (`superseded`). When it lost the compare-and-set after
+   * a lookup (`cas_lost`), the lookup's answer is kept as evidence in the record (`error` names it,
+   * with its receipt and result). An answer that contradicts how the effect was settled meanwhile
+   * (the provider confirms the write after it was settled `not_executed`, e.g. by an operator, or
+   * confirms non-execution after it was settled `succeeded`) raises operator attention
+   * `contradicted_by_provider` on the settled effect, in the record's transaction (a compare-and-set
+   * on status and version; the status and outcome are never changed: the operator decides), and is
+   * logged at warn as `reconciliation.contradicts_settled_effect`.
+   */
+  recordSuperseded(
+    effect: EffectRow,
+    adapterRef: { id: string; version: string },
+    trigger: ReconciliationTrigger,
+    startedAtMs: number,
+    reasonCode: string,
+    lost?: ReconcileDecision,
+  ): void {
+    const now = this.ctx.clock.nowMs();
+    const evidence = lost && lost.decision !== "ineligible" ? lost : undefined;
+    const contradicted = writeTransaction(this.ctx.db, (tx) => {
+      reconciliationRepository.insertRecord(tx, {
+        id: newUlid(now),
+        effectId: effect.id,
+        adapterId: adapterRef.id,
+        adapterVersion: adapterRef.version,
+        ...this.provenanceColumns(effect.serverId),
+        trigger,
+        outcome: "superseded",
+        reasonCode,
+        receiptJson: evidence && "receipt" in evidence && evidence.receipt ? JSON.stringify(evidence.receipt) : null,
+        resultJson: evidence?.decision === "confirmed_succeeded" ? JSON.stringify(evidence.result) : null,
+        error: evidence ? `the lost lookup answered ${evidence.decision}${evidence.decision === "still_unknown" ? ` (${evidence.reasonCode})` : ""}` : null,
+        startedAtMs,
+        finishedAtMs: now,
+      });
+      const settled = evidence ? effectRepository.findById(tx, effect.id) : undefined;
+      if (!settled || !contradictsSettled(evidence?.decision, settled.status)) return undefined;
+      if (settled.operatorAttention !== "contradicted_by_provider") {
+        effectRepository.updateIfCurrent(tx, settled, { operatorAttention: "contradicted_by_provider", updatedAtMs: now });
+      }
+      return settled;
+    });
+    this.metrics.recordSuperseded(adapterRef.id, reasonCode);
+    this.ctx.logger.info({ effectId: effect.id, commandId: effect.commandId, driverInstanceId: effect.driverInstanceId, adapterId: adapterRef.id, trigger, reasonCode }, "reconciliation.superseded");
+    if (contradicted) {
+      this.ctx.logger.warn(
+        { effectId: effect.id, effectStatus: contradicted.status, resolution: contradicted.resolution, lookup: evidence?.decision, adapterId: adapterRef.id, operatorAttention: "contradicted_by_provider" },
+        "reconciliation.contradicts_settled_effect",
+      );
+    }
+  }
+}
+
+
+/** True when a lookup's confirmed answer contradicts a settled status (`succeeded` vs `confirmed_not_executed`, or the reverse). */
+function contradictsSettled(decision: ReconcileDecision["decision"] | undefined, status: EffectRow["status"]): boolean {
+  return (decision === "confirmed_succeeded" && status === "not_executed") || (decision === "confirmed_not_executed" && status === "succeeded");
+}
+
+/** The adapter's id and version, recorded with every outcome. */
+export function adapterRefOf(adapter: ReconciliationAdapter): { id: string; version: string } {
+  return { id: adapter.declaration.id, version: adapter.declaration.version };
+}
+
+/**
+ * The answer judged against `row` (a row read from the store). An effect that is no longer eligible
+ * for the answer's binding cannot be settled by it: `still_unknown` (`answer_mismatch`).
+ */
+function judgedAgainst(answer: Exclude<LookupAnswer, { kind: "ineligible" }>, row: EffectRow): Exclude<ReconcileDecision, { decision: "ineligible" }> {
+  const judged = judgeLookupAnswer(answer, toReconcilable(row));
+  if (judged.decision !== "ineligible") return judged;
+  const adapter = answer.kind === "answered" ? { id: answer.declaration.id, version: answer.declaration.version } : answer.decision.adapter;
+  return { decision: "still_unknown", reasonSource: "runtime", reasonCode: "answer_mismatch", adapter, operatorAttention: false, error: `the stored effect is no longer eligible (${judged.reasonCode})` };
+}

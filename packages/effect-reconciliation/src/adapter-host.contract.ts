@@ -1,0 +1,31 @@
+// The adapter host port, apart from adapter-source.contract.ts so that the loader (which reads
+// sources) and the port (which answers the loader's bindings) form no import cycle.
+import type { InstantiatedBinding } from "./adapter-loader.js";
+import type { AdapterCrashedError, AdapterSource } from "./adapter-source.contract.js";
+
+/** Options of {@link AdapterHost.bind}: `tools`, the binding's tool list; `discoveryTimeoutMs`, the bound (ms) of a discovering factory's discovery. */
+export interface AdapterBindOptions {
+  tools?: readonly string[];
+  discoveryTimeoutMs?: number;
+}
+
+/**
+ * The port through which a host runs adapter code (docs/DESIGN.md §4 "Adapters are untrusted code").
+ * `bind(source, options, {tools?, discoveryTimeoutMs?})` loads the factory named by `source` (package
+ * names resolve from the host's installed dependencies), builds the adapter with `options` (validated
+ * by the factory; a discovering factory discovers, bounded by `discoveryTimeoutMs` ms and the host's
+ * bind bound), narrows it to `tools` when given, and answers an {@link InstantiatedBinding}: `adapter`, a handle
+ * whose validated, frozen `declaration` lives on the host side and whose `lookup` / `planCompensation`
+ * run the adapter where the host decides; `coverage` (covered / not covered tools) and `provenance`
+ * (source, package name and version, declaration hash). The production host (the API's `createIsolatedAdapterHost`) runs
+ * every call, instantiation included, in a worker thread with a heap limit and terminates it on
+ * the call's signal; a handle's calls then reject with {@link AdapterCrashedError} when the worker
+ * dies. An in-process host (`createInProcessAdapterHost` from `./testing`) is for tests only.
+ * `bind` rejects with a `ReconciliationError` (`adapter.package_not_found`, `adapter.export_missing`,
+ * `adapter.load_failed` (the building code crashed or timed out), `binding.tool_not_declared`, `adapter.invalid_options`, `adapter.invalid_declaration`, as `AdapterRegistry.instantiate`).
+ * `close()` ends the host (idempotent); calls afterwards reject.
+ */
+export interface AdapterHost {
+  bind(source: AdapterSource, options: unknown, opts?: AdapterBindOptions): Promise<InstantiatedBinding>;
+  close(): Promise<void>;
+}
