@@ -8,11 +8,10 @@ import { declarationHash } from "@mosoo/effect-reconciliation";
 import { loadApiConfig } from "../src/config/api-config.js";
 import { startApi } from "../src/server.js";
 import { bindingReport, noLookupReason } from "../src/modules/reconciliation/application/binding-report.js";
-import { commitAtProvider, createReconciliationFixture, dispatchWrite, type ReconciliationFixture } from "./helpers/reconciliation-fixture.js";
+import { commitAtProvider, createDoubleWorld, dispatchWrite, type DoubleWorld, reconnectDriver } from "./kit/index.js";
 import { reconciliationRecords } from "./helpers/reconciliation-db.js";
-import { reconnectDriver } from "./helpers/runtime-fixture.js";
 
-let f: ReconciliationFixture | undefined;
+let f: DoubleWorld | undefined;
 const dirs: string[] = [];
 afterEach(() => {
   f?.close();
@@ -21,7 +20,7 @@ afterEach(() => {
 });
 
 /** An effect fenced `unknown` on `serverId`/`toolName` (claimed, then redelivered to a reconnected Driver with the flag's lookup). */
-async function unknownEffect(fx: ReconciliationFixture, opts: { serverId?: string; toolName?: string } = {}) {
+async function unknownEffect(fx: DoubleWorld, opts: { serverId?: string; toolName?: string } = {}) {
   const call = await dispatchWrite(fx, opts);
   const restarted = reconnectDriver(fx.runtime, call.driver);
   await fx.runtime.commands.nextCommand(restarted.instance, restarted.connectionId, 0);
@@ -31,7 +30,7 @@ async function unknownEffect(fx: ReconciliationFixture, opts: { serverId?: strin
 
 describe("why an effect gets no lookup (effects show)", () => {
   it("names the undeclared tool and its adapter, the unbound server, or the flag", async () => {
-    f = createReconciliationFixture();
+    f = createDoubleWorld();
     const undeclared = await unknownEffect(f, { toolName: "deleteIssue" });
     const unbound = await unknownEffect(f, { serverId: "mailer", toolName: "sendMail" });
     const covered = await unknownEffect(f);
@@ -42,7 +41,7 @@ describe("why an effect gets no lookup (effects show)", () => {
   });
 
   it("a tool the binding's tools leave out is named as such", () => {
-    f = createReconciliationFixture();
+    f = createDoubleWorld();
     const settings = {
       ...f.settings,
       boundAdapters: new Map([["tracker", { serverId: "tracker", adapter: f.adapter, coverage: { covered: ["createIssue"], notCovered: ["closeIssue"] }, provenance: { source: { module: "m", export: "e" }, packageName: "p", packageVersion: "1.0.0", declarationHash: "sha256:x" } }]]),
@@ -59,7 +58,7 @@ describe("why an effect gets no lookup (effects show)", () => {
 
 describe("provenance of every lookup", () => {
   it("the adapter's package, package version and declaration hash are recorded with the outcome", async () => {
-    f = createReconciliationFixture();
+    f = createDoubleWorld();
     const hash = declarationHash(f.adapter.declaration);
     (f.settings as { boundAdapters?: unknown }).boundAdapters = new Map([
       ["tracker", { serverId: "tracker", adapter: f.adapter, coverage: { covered: ["createIssue"], notCovered: [] }, provenance: { source: { module: "@acme/tracker-adapter", export: "factory" }, packageName: "@acme/tracker-adapter", packageVersion: "2.3.4", declarationHash: hash } }],

@@ -4,17 +4,16 @@
  * plain ids (no foreign key) with the run and Driver instance copied in.
  */
 import { afterEach, describe, expect, it } from "vitest";
-import { createReconciliationFixture, dispatchWrite, type ReconciliationFixture } from "./helpers/reconciliation-fixture.js";
-import { reconnectDriver } from "./helpers/runtime-fixture.js";
+import { createDoubleWorld, dispatchWrite, type DoubleWorld, reconnectDriver } from "./kit/index.js";
 
-let f: ReconciliationFixture | undefined;
+let f: DoubleWorld | undefined;
 afterEach(() => {
   f?.close();
   f = undefined;
 });
 
 /** An effect fenced `unknown` and then resolved `not_executed` by an operator: one audit row, the fence lifted. */
-async function resolvedByOperator(fx: ReconciliationFixture) {
+async function resolvedByOperator(fx: DoubleWorld) {
   const call = await dispatchWrite(fx);
   const restarted = reconnectDriver(fx.runtime, call.driver);
   await fx.runtime.commands.nextCommand(restarted.instance, restarted.connectionId, 0);
@@ -23,12 +22,12 @@ async function resolvedByOperator(fx: ReconciliationFixture) {
   return call;
 }
 
-const auditRows = (fx: ReconciliationFixture) =>
+const auditRows = (fx: DoubleWorld) =>
   fx.store.sqlite.prepare("SELECT effect_id, run_id, driver_instance_id, action, actor, outcome FROM effect_operator_actions ORDER BY id").all();
 
 describe("audit rows outlive runs", () => {
   it.each(["run", "session", "driver"] as const)("deleting the %s keeps the audit row, with its run and Driver ids", async (what) => {
-    f = createReconciliationFixture({ bind: false });
+    f = createDoubleWorld({ bind: false });
     const call = await resolvedByOperator(f);
     const expected = [{ effect_id: call.effectId, run_id: call.runId, driver_instance_id: call.driver.instance.id, action: "resolve", actor: "alice", outcome: "not_executed" }];
     expect(auditRows(f)).toEqual(expected);

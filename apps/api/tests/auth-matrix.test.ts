@@ -6,13 +6,11 @@
  * (a full dump of every row of every table before and after). The right credential passes the
  * guard and gets the route's own answer, with the auth scheme spelt `Bearer`, `bearer` or `BEARER`.
  */
-import pino from "pino";
 import { afterEach, describe, expect, it } from "vitest";
 import type { Hono } from "hono";
-import { createHttpApp } from "../src/adapters/http/app.js";
 import { RECONCILIATION_OFF } from "../src/modules/reconciliation/application/reconciliation-settings.js";
 import { TEST_AUTH, TEST_SECRETS } from "./helpers/http-call.js";
-import { connectDriver, createRuntimeFixture, type RuntimeFixture } from "./helpers/runtime-fixture.js";
+import { buildHttpApp, connectDriver, createTestWorld, type TestWorld } from "./kit/index.js";
 import { dumpAllTables } from "./helpers/reconciliation-db.js";
 
 const WRITER_KEY = "test-writer-key-0123456789abcdef";
@@ -32,7 +30,7 @@ interface Driver {
 }
 /** The world every route is tried against: Drivers A and B connected; a run on A with one claimed (`executing`) effect. */
 interface World {
-  f: RuntimeFixture;
+  f: TestWorld;
   app: Hono;
   a: Driver;
   b: Driver;
@@ -61,7 +59,7 @@ async function send(app: Hono, method: string, path: string, body: unknown, auth
 }
 
 async function buildWorld(): Promise<World> {
-  const f = createRuntimeFixture({ reconciliation: { ...RECONCILIATION_OFF, enabled: true } });
+  const f = createTestWorld({ reconciliation: { ...RECONCILIATION_OFF, enabled: true } });
   const bearer = (t: string) => `Bearer ${t}`;
   const driver = (name: string): Driver => {
     const d = connectDriver(f.runtime, name);
@@ -69,7 +67,7 @@ async function buildWorld(): Promise<World> {
   };
   const a = driver("driver-a");
   const b = driver("driver-b");
-  const app = createHttpApp(f.runtime, pino({ level: "silent" }), authWithBOnly(b.id));
+  const app = buildHttpApp(f.runtime, authWithBOnly(b.id));
   const run = await send(app, "POST", "/v1/runs", { driverInstanceId: a.id }, bearer(TEST_SECRETS.adminKey));
   const tc = await send(app, "POST", `/v1/runs/${run.body.runId}/tool-calls`, { serverId: "tracker", toolName: "createIssue", arguments: { title: "t" }, requestId: "r" }, bearer(TEST_SECRETS.adminKey));
   await send(app, "GET", `/v1/drivers/commands/next?connectionId=${a.connectionId}&waitMs=0`, undefined, bearer(a.token));
@@ -364,8 +362,8 @@ afterEach(() => {
   world = undefined;
 });
 
-const probeFixture = createRuntimeFixture();
-const ROUTES = routeKeys(createHttpApp(probeFixture.runtime, pino({ level: "silent" }), AUTH)).filter((r) => !isConsoleRoute(r));
+const probeFixture = createTestWorld();
+const ROUTES = routeKeys(buildHttpApp(probeFixture.runtime, AUTH)).filter((r) => !isConsoleRoute(r));
 probeFixture.close();
 let cases = 0;
 

@@ -5,18 +5,16 @@
  * and the store is byte-for-byte the same afterwards (every table dumped before and after).
  */
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import pino from "pino";
-import { createHttpApp } from "../src/adapters/http/app.js";
 import { ApiConfigSchema, ConfigError, loadApiConfig, unknownMosooEnvNames } from "../src/config/api-config.js";
-import { createRuntimeFixture, type RuntimeFixture } from "./helpers/runtime-fixture.js";
+import { buildHttpApp, createTestWorld, type HttpApp, type TestWorld } from "./kit/index.js";
 import { defaultCredential, requestJson, TEST_AUTH } from "./helpers/http-call.js";
 import { RECONCILIATION_OFF } from "../src/modules/reconciliation/application/reconciliation-settings.js";
 import { OPERATOR_REFUSAL_CODES } from "@mosoo/contracts";
 import { dumpAllTables } from "./helpers/reconciliation-db.js";
 
 const OPERATOR_TOKEN = "operator-token-0123456789";
-let f: RuntimeFixture;
-let app: ReturnType<typeof createHttpApp>;
+let f: TestWorld;
+let app: HttpApp;
 
 interface Ctx {
   a: { token: string; id: string; connectionId: string };
@@ -47,8 +45,8 @@ function dump(): string {
 
 beforeEach(async () => {
   // the operator surface exists only with reconciliation on; no server is bound, so effects keep the baseline fence
-  f = createRuntimeFixture({ reconciliation: { ...RECONCILIATION_OFF, enabled: true } });
-  app = createHttpApp(f.runtime, pino({ level: "silent" }), { ...TEST_AUTH, operatorToken: OPERATOR_TOKEN });
+  f = createTestWorld({ reconciliation: { ...RECONCILIATION_OFF, enabled: true } });
+  app = buildHttpApp(f.runtime, { ...TEST_AUTH, operatorToken: OPERATOR_TOKEN });
   const a = await driver("driver-a");
   const b = await driver("driver-b");
   const run = await call("POST", "/v1/runs", { driverInstanceId: a.id });

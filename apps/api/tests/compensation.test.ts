@@ -1,11 +1,9 @@
 import { afterEach, describe, expect, it } from "vitest";
-import { RuntimeError } from "../src/modules/ledger/domain/runtime-errors.js";
-import { setupFixtureReconciliation, type FixtureReconciliationSetup } from "./helpers/fixture-reconciliation.js";
-import { executeNextCommand } from "./helpers/fixture-driver.js";
+import { RuntimeError } from "../src/modules/runtime/domain/runtime-errors.js";
+import { connectDriver, type ConnectedDriver, createFixtureProviderWorld, executeNextCommand, type FixtureProviderWorld, reconnectDriver } from "./kit/index.js";
 import { commandRow, effectRow, ledgerSnapshot, reconciliationRecords, runEvents } from "./helpers/reconciliation-db.js";
-import { connectDriver, reconnectDriver, type ConnectedDriver } from "./helpers/runtime-fixture.js";
 
-let s: FixtureReconciliationSetup | undefined;
+let s: FixtureProviderWorld | undefined;
 afterEach(async () => {
   await s?.dispose();
   s = undefined;
@@ -14,7 +12,7 @@ afterEach(async () => {
 const AUDIT = { actor: "alice", reason: "the issue was a duplicate" };
 
 /** A Driver with a run whose createIssue succeeded through the ledger against the real fixture provider. */
-async function succeededIssue(setup: FixtureReconciliationSetup, driver: ConnectedDriver = connectDriver(setup.runtime)) {
+async function succeededIssue(setup: FixtureProviderWorld, driver: ConnectedDriver = connectDriver(setup.runtime)) {
   const { runId } = setup.runtime.runs.createRun({ driverInstanceId: driver.instance.id });
   setup.runtime.runs.enqueueToolCall(runId, { serverId: "tracker", toolName: "createIssue", arguments: { title: "Disk full", body: "db-1" } });
   const created = await executeNextCommand(setup, driver);
@@ -33,7 +31,7 @@ async function codeOf(p: Promise<unknown>): Promise<string> {
 
 describe("compensation: an explicit, declared, operator-started write through the same ledger", () => {
   it("queues closeIssue as a new effect with its own key, linked to the original, audited; the Driver runs it once", async () => {
-    s = await setupFixtureReconciliation({ mode: "bound" });
+    s = await createFixtureProviderWorld({ mode: "bound" });
     const original = await succeededIssue(s);
     const queued = await s.runtime.operator.compensate(original.effectId, AUDIT);
     expect(queued).toMatchObject({ toolName: "closeIssue", driverInstanceId: original.driver.instance.id });
@@ -60,7 +58,7 @@ describe("compensation: an explicit, declared, operator-started write through th
   });
 
   it("an interrupted compensation (the Driver dies after the provider closed the issue) ends unknown, then is reconciled by lookup", async () => {
-    s = await setupFixtureReconciliation({ mode: "bound" });
+    s = await createFixtureProviderWorld({ mode: "bound" });
     const original = await succeededIssue(s);
     const queued = await s.runtime.operator.compensate(original.effectId, AUDIT);
     const crashed = await executeNextCommand(s, original.driver, { crashAfterCall: true });
@@ -81,7 +79,7 @@ describe("compensation: an explicit, declared, operator-started write through th
   });
 
   it("an interrupted compensation whose Driver is gone for good is reconciled by finalization repair", async () => {
-    s = await setupFixtureReconciliation({ mode: "bound" });
+    s = await createFixtureProviderWorld({ mode: "bound" });
     const original = await succeededIssue(s);
     const queued = await s.runtime.operator.compensate(original.effectId, AUDIT);
     await executeNextCommand(s, original.driver, { crashAfterCall: true });
@@ -92,7 +90,7 @@ describe("compensation: an explicit, declared, operator-started write through th
   });
 
   it("a compensation the provider never received is confirmed not executed by lookup, and another may then be requested", async () => {
-    s = await setupFixtureReconciliation({ mode: "bound", fenceOnLookupMiss: true });
+    s = await createFixtureProviderWorld({ mode: "bound", fenceOnLookupMiss: true });
     const original = await succeededIssue(s);
     const first = await s.runtime.operator.compensate(original.effectId, AUDIT);
     // claimed (executing), then the Driver vanished before sending anything
@@ -113,7 +111,7 @@ describe("compensation: an explicit, declared, operator-started write through th
   });
 
   it("refuses, changing nothing: unknown id, missing Driver, an effect that is not succeeded, a tool with no declared compensation", async () => {
-    s = await setupFixtureReconciliation({ mode: "bound" });
+    s = await createFixtureProviderWorld({ mode: "bound" });
     const setup = s;
     const original = await succeededIssue(setup);
     const before = ledgerSnapshot(setup.store);
@@ -139,7 +137,7 @@ describe("compensation: an explicit, declared, operator-started write through th
   });
 
   it("refuses a finalized target Driver and an unbound server, changing nothing", async () => {
-    s = await setupFixtureReconciliation({ mode: "bound" });
+    s = await createFixtureProviderWorld({ mode: "bound" });
     const setup = s;
     const original = await succeededIssue(setup);
     await setup.runtime.repair.finalize(original.driver.instance.id, "operator");
@@ -150,20 +148,20 @@ describe("compensation: an explicit, declared, operator-started write through th
   });
 
   it("with no adapter bound (or the flag off) nothing is ever compensated", async () => {
-    s = await setupFixtureReconciliation({ mode: "no_binding" });
+    s = await createFixtureProviderWorld({ mode: "no_binding" });
     const original = await succeededIssue(s);
     const before = ledgerSnapshot(s.store);
     expect(await codeOf(s.runtime.operator.compensate(original.effectId, AUDIT))).toBe("compensation.not_declared");
     expect(ledgerSnapshot(s.store)).toEqual(before);
     await s.dispose();
-    s = await setupFixtureReconciliation({ mode: "flag_off" });
+    s = await createFixtureProviderWorld({ mode: "flag_off" });
     const off = await succeededIssue(s);
     expect(await codeOf(s.runtime.operator.compensate(off.effectId, AUDIT))).toBe("feature.disabled");
     expect(s.provider.stats().lookups).toEqual({});
   });
 
   it("a planning failure (the provider has no record of the write) refuses with compensation.plan_failed", async () => {
-    s = await setupFixtureReconciliation({ mode: "bound", fenceOnLookupMiss: false });
+    s = await createFixtureProviderWorld({ mode: "bound", fenceOnLookupMiss: false });
     const setup = s;
     const driver = connectDriver(setup.runtime);
     const { runId } = setup.runtime.runs.createRun({ driverInstanceId: driver.instance.id });
@@ -181,7 +179,7 @@ describe("compensation: an explicit, declared, operator-started write through th
   });
 
   it("a compensation the provider answered with an error result does not block another; the retry closes the issue", async () => {
-    s = await setupFixtureReconciliation({ mode: "bound" });
+    s = await createFixtureProviderWorld({ mode: "bound" });
     const setup = s;
     const original = await succeededIssue(setup);
     setup.provider.setFaults({ failBeforeCommit: true });
@@ -199,7 +197,7 @@ describe("compensation: an explicit, declared, operator-started write through th
   });
 
   it("a compensation whose command ended before any claim (its Driver died) does not block another", async () => {
-    s = await setupFixtureReconciliation({ mode: "bound" });
+    s = await createFixtureProviderWorld({ mode: "bound" });
     const setup = s;
     const original = await succeededIssue(setup);
     const stranded = await setup.runtime.operator.compensate(original.effectId, AUDIT);
@@ -214,7 +212,7 @@ describe("compensation: an explicit, declared, operator-started write through th
   });
 
   it("the database refuses two compensations of one effect in flight at once, whatever the service did", async () => {
-    s = await setupFixtureReconciliation({ mode: "bound" });
+    s = await createFixtureProviderWorld({ mode: "bound" });
     const setup = s;
     const original = await succeededIssue(setup);
     const first = await setup.runtime.operator.compensate(original.effectId, AUDIT);
@@ -229,7 +227,7 @@ describe("compensation: an explicit, declared, operator-started write through th
   });
 
   it("purging the finalized Driver that ran a compensation keeps the audit row (with the compensation's id) and answers no 500", async () => {
-    s = await setupFixtureReconciliation({ mode: "bound" });
+    s = await createFixtureProviderWorld({ mode: "bound" });
     const setup = s;
     const original = await succeededIssue(setup);
     const other = connectDriver(setup.runtime, "driver-b");

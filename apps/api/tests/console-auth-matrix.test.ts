@@ -8,12 +8,10 @@
  * token reaches it.
  */
 import type { Hono } from "hono";
-import pino from "pino";
 import { afterEach, describe, expect, it } from "vitest";
-import { createHttpApp } from "../src/adapters/http/app.js";
 import { RECONCILIATION_OFF } from "../src/modules/reconciliation/application/reconciliation-settings.js";
 import { TEST_AUTH, TEST_SECRETS } from "./helpers/http-call.js";
-import { connectDriver, createRuntimeFixture, type RuntimeFixture } from "./helpers/runtime-fixture.js";
+import { buildHttpApp, connectDriver, createTestWorld, type TestWorld } from "./kit/index.js";
 import { dumpAllTables } from "./helpers/reconciliation-db.js";
 
 const ORIGIN = "http://localhost";
@@ -52,7 +50,7 @@ const CONSOLE: Record<string, ConsoleEntry> = {
   "POST /console/api/effects/:effectId/compensate": { kind: "api", path: (e) => `/console/api/effects/${e}/compensate`, body: audit, rightStatus: 409 },
 };
 
-let f: RuntimeFixture | undefined;
+let f: TestWorld | undefined;
 afterEach(() => {
   f?.close();
   f = undefined;
@@ -60,9 +58,9 @@ afterEach(() => {
 
 /** A world with Driver A, a run and one claimed (`executing`) effect, and the app with every credential kind configured. */
 async function buildWorld(): Promise<{ app: Hono; effectId: string; driverToken: string }> {
-  f = createRuntimeFixture({ reconciliation: { ...RECONCILIATION_OFF, enabled: true } });
+  f = createTestWorld({ reconciliation: { ...RECONCILIATION_OFF, enabled: true } });
   const a = connectDriver(f.runtime, "driver-a");
-  const app = createHttpApp(f.runtime, pino({ level: "silent" }), TEST_AUTH);
+  const app = buildHttpApp(f.runtime, TEST_AUTH);
   const run = f.runtime.runs.createRun({ driverInstanceId: a.instance.id });
   const tc = f.runtime.runs.enqueueToolCall(run.runId, { serverId: "tracker", toolName: "createIssue", arguments: { title: "t" } });
   await f.runtime.commands.nextCommand(a.instance, a.connectionId, 0);
@@ -96,9 +94,9 @@ async function send(app: Hono, method: string, path: string, entry: ConsoleEntry
   return app.request(`${ORIGIN}${path}`, init);
 }
 
-const probe = createRuntimeFixture();
+const probe = createTestWorld();
 const CONSOLE_ROUTES = [
-  ...new Set(createHttpApp(probe.runtime, pino({ level: "silent" }), TEST_AUTH).routes.filter((r) => r.method !== "ALL" && r.path.startsWith("/console")).map((r) => `${r.method} ${r.path}`)),
+  ...new Set(buildHttpApp(probe.runtime, TEST_AUTH).routes.filter((r) => r.method !== "ALL" && r.path.startsWith("/console")).map((r) => `${r.method} ${r.path}`)),
 ].sort();
 probe.close();
 let cases = 0;

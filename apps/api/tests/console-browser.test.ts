@@ -1,7 +1,6 @@
 import type { Browser, Page } from "puppeteer-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { commitAtProvider, createReconciliationFixture, dispatchWrite, type DispatchedCall, type ReconciliationFixture } from "./helpers/reconciliation-fixture.js";
-import { reconnectDriver } from "./helpers/runtime-fixture.js";
+import { commitAtProvider, createDoubleWorld, type DispatchedCall, dispatchWrite, type DoubleWorld, reconnectDriver } from "./kit/index.js";
 import { consoleAssetsBuilt, consoleAssetsStale } from "@mosoo/operator-console";
 import { launchBrowser, screenshot, serveConsoleApi, signIn } from "./helpers/console-browser.js";
 
@@ -19,7 +18,7 @@ const XSS_TOOL = `<img src=x onerror="window.__xss='tool'">createIssue<script>wi
 const XSS_TEXT = `<script>window.__xss='result'</script><img src=x onerror="window.__xss='img'">`;
 const WAIT = { timeout: 20_000 };
 
-let fx: ReconciliationFixture;
+let fx: DoubleWorld;
 let api: { url: string; close(): Promise<void> };
 let chrome: { browser: Browser; close(): Promise<void> };
 const seeded: Record<"manual" | "stale" | "lookup" | "xss" | "attention", DispatchedCall> = {} as never;
@@ -55,7 +54,7 @@ const text = (page: Page, selector: string) => page.$eval(selector, (el) => el.t
 
 beforeAll(async () => {
   if (!consoleAssetsBuilt() || consoleAssetsStale()) throw new Error("the console's assets are missing or older than packages/operator-console/web: run npm run build:console");
-  fx = createReconciliationFixture();
+  fx = createDoubleWorld();
   // Unbound server "mail": only a manual resolution can settle these.
   seeded.manual = await unknownEffect({ serverId: "mail", toolName: "sendMail", args: { to: "ops@example.com", subject: XSS_TEXT } });
   fx.clock.advance(60_000);

@@ -1,8 +1,7 @@
 import pino from "pino";
 import { describe, expect, it } from "vitest";
 import { EffectChangeFeed, MAX_UNKNOWN_SAMPLES } from "../src/modules/console/application/effect-change-feed.service.js";
-import { createReconciliationFixture, dispatchWrite } from "./helpers/reconciliation-fixture.js";
-import { reconnectDriver } from "./helpers/runtime-fixture.js";
+import { createDoubleWorld, dispatchWrite, reconnectDriver } from "./kit/index.js";
 
 const HOUR = 3_600_000; // the feed's own timer never fires in these tests: they call check() themselves
 
@@ -62,7 +61,7 @@ describe("the console's change feed", () => {
   });
 
   it("the operator service's change marker moves on an intent, a fence and a manual resolution", async () => {
-    const fx = createReconciliationFixture({ bind: false });
+    const fx = createDoubleWorld({ bind: false });
     try {
       const m0 = fx.runtime.operator.changeMarker();
       const call = await dispatchWrite(fx);

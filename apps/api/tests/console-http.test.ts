@@ -1,21 +1,18 @@
-import pino from "pino";
 import { afterEach, describe, expect, it } from "vitest";
-import { createHttpApp } from "../src/adapters/http/app.js";
 import { CONSOLE_SESSION_TTL_MS } from "../src/modules/console/application/console-session.service.js";
-import { createReconciliationFixture, dispatchWrite, type ReconciliationFixture } from "./helpers/reconciliation-fixture.js";
+import { buildHttpApp, createDoubleWorld, dispatchWrite, type DoubleWorld, reconnectDriver } from "./kit/index.js";
 import { ledgerSnapshot } from "./helpers/reconciliation-db.js";
-import { reconnectDriver } from "./helpers/runtime-fixture.js";
 
 /** The console's HTTP surface without a browser: gating, cookie flags, CSRF, CSP, expiry, sign-out (docs/DESIGN.md §7, §10). */
 const TOKEN = "operator-token-console-0123456789";
 const ORIGIN = "http://localhost";
-let f: ReconciliationFixture | undefined;
+let f: DoubleWorld | undefined;
 afterEach(() => {
   f?.close();
   f = undefined;
 });
 
-async function unknownEffect(fx: ReconciliationFixture) {
+async function unknownEffect(fx: DoubleWorld) {
   const call = await dispatchWrite(fx, { serverId: "mail", toolName: "sendMail" });
   const restarted = reconnectDriver(fx.runtime, call.driver);
   await fx.runtime.commands.nextCommand(restarted.instance, restarted.connectionId, 0);
@@ -23,8 +20,8 @@ async function unknownEffect(fx: ReconciliationFixture) {
   return call;
 }
 
-function consoleClient(fx: ReconciliationFixture, opts: { operatorToken?: string | undefined } = { operatorToken: TOKEN }) {
-  const app = createHttpApp(fx.runtime, pino({ level: "silent" }), { operatorToken: opts.operatorToken });
+function consoleClient(fx: DoubleWorld, opts: { operatorToken?: string | undefined } = { operatorToken: TOKEN }) {
+  const app = buildHttpApp(fx.runtime, { operatorToken: opts.operatorToken });
   const request = (path: string, init: RequestInit = {}) => app.request(`${ORIGIN}${path}`, init);
   const signIn = (body: Record<string, string>, headers: Record<string, string> = { origin: ORIGIN }) =>
     request("/console/session", { method: "POST", headers: { "content-type": "application/x-www-form-urlencoded", ...headers }, body: new URLSearchParams(body).toString() });
@@ -43,7 +40,7 @@ async function session(c: ReturnType<typeof consoleClient>) {
 
 describe("operator console over HTTP", () => {
   it("is 404 on every path when no operator token is configured", async () => {
-    f = createReconciliationFixture();
+    f = createDoubleWorld();
     const c = consoleClient(f, { operatorToken: undefined });
     for (const path of ["/console", "/console/sign-in", "/console/effects/01JDZZZZZZZZZZZZZZZZZZZZZZ", "/console/api/effects", "/console/assets/console.js"]) {
       const res = await c.request(path);
@@ -54,7 +51,7 @@ describe("operator console over HTTP", () => {
   });
 
   it("says 'feature off' when MOSOO_EFFECT_RECONCILIATION is off, and refuses to sign in", async () => {
-    f = createReconciliationFixture({ enabled: false });
+    f = createDoubleWorld({ enabled: false });
     const c = consoleClient(f);
     for (const path of ["/console", "/console/sign-in"]) {
       const res = await c.request(path);
@@ -65,7 +62,7 @@ describe("operator console over HTTP", () => {
   });
 
   it("signs in only with the right token; the session cookie is HttpOnly, SameSite=Strict, Path=/console; pages carry a strict CSP", async () => {
-    f = createReconciliationFixture();
+    f = createDoubleWorld();
     const c = consoleClient(f);
     const page = await c.request("/console");
     expect(page.status).toBe(303);
@@ -110,7 +107,7 @@ describe("operator console over HTTP", () => {
   });
 
   it("refuses every console API call without a session, and every write without the session's CSRF token or as JSON; nothing changes", async () => {
-    f = createReconciliationFixture();
+    f = createDoubleWorld();
     const fx = f;
     const call = await unknownEffect(fx);
     const c = consoleClient(fx);
@@ -142,7 +139,7 @@ describe("operator console over HTTP", () => {
   });
 
   it("lists with the attention filter, counts by reason, and serves stats; the API responses carry the CSP too", async () => {
-    f = createReconciliationFixture();
+    f = createDoubleWorld();
     const fx = f;
     const a = await unknownEffect(fx);
     const b = await unknownEffect(fx);
@@ -161,7 +158,7 @@ describe("operator console over HTTP", () => {
   });
 
   it("a session expires after its lifetime; signing out needs the CSRF token and ends it", async () => {
-    f = createReconciliationFixture();
+    f = createDoubleWorld();
     const fx = f;
     const c = consoleClient(fx);
     const first = await session(c);

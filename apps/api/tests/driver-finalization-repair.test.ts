@@ -1,20 +1,10 @@
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import pino from "pino";
-import { RuntimeError } from "../src/modules/ledger/domain/runtime-errors.js";
-import { createRuntime } from "../src/composition-root.js";
-import {
-  connectDriver,
-  createRuntimeFixture,
-  enqueueCreateIssue,
-  issueResult,
-  reconnectDriver,
-  type RuntimeFixture,
-} from "./helpers/runtime-fixture.js";
-import { setupFixtureReconciliation, waitFor, type FixtureReconciliationSetup } from "./helpers/fixture-reconciliation.js";
+import { RuntimeError } from "../src/modules/runtime/domain/runtime-errors.js";
+import { buildRuntime, connectDriver, createFixtureProviderWorld, createTestWorld, enqueueCreateIssue, type FixtureProviderWorld, issueResult, reconnectDriver, type TestWorld, waitFor } from "./kit/index.js";
 
-let f: RuntimeFixture;
+let f: TestWorld;
 beforeEach(() => {
-  f = createRuntimeFixture();
+  f = createTestWorld();
 });
 afterEach(() => f.close());
 
@@ -294,7 +284,7 @@ describe("ledger guards", () => {
     await deliverAcceptClaim(driver);
     // the API restarts 60 s later: a new runtime on the same store
     f.clock.advance(60_000);
-    const restarted = createRuntime({ db: f.store.db, logger: pino({ level: "silent" }), heartbeatTtlMs: 10_000, clock: f.clock });
+    const restarted = buildRuntime(f.store, f.clock, { heartbeatTtlMs: 10_000 });
     expect((await restarted.sweep.sweepOnce()).driversFinalized).toBe(0);
     restarted.drivers.heartbeat(restarted.drivers.authenticate(driver.token), driver.connectionId);
     f.clock.advance(9_000);
@@ -327,7 +317,7 @@ describe("ledger guards", () => {
 
 describe("reconciliation through the fixture adapter (MOSOO_EFFECT_RECONCILIATION=on)", () => {
   const args = { title: "Disk full on db-1", body: "seen at 03:12" };
-  let s: FixtureReconciliationSetup;
+  let s: FixtureProviderWorld;
   afterEach(async () => s?.dispose());
 
   async function claimNext(driver: ReturnType<typeof connectDriver>) {
@@ -349,7 +339,7 @@ describe("reconciliation through the fixture adapter (MOSOO_EFFECT_RECONCILIATIO
   }
 
   it("reproduces the report: after a lost response and a Driver restart the redelivered command completes with the provider's original result", async () => {
-    s = await setupFixtureReconciliation({ mode: "bound", faults: { holdResponseAfterCommit: true } });
+    s = await createFixtureProviderWorld({ mode: "bound", faults: { holdResponseAfterCommit: true } });
     const { driver, call } = await commitWithLostResponse();
     const restarted = reconnectDriver(s.runtime, driver);
     const { claim } = await claimNext(restarted);
@@ -382,7 +372,7 @@ describe("reconciliation through the fixture adapter (MOSOO_EFFECT_RECONCILIATIO
   });
 
   it("reconciles the same lost response in finalization repair: outcome and command end in one transaction", async () => {
-    s = await setupFixtureReconciliation({ mode: "bound", faults: { holdResponseAfterCommit: true } });
+    s = await createFixtureProviderWorld({ mode: "bound", faults: { holdResponseAfterCommit: true } });
     const { driver, call } = await commitWithLostResponse();
     const summary = await s.runtime.repair.finalize(driver.instance.id, "heartbeat_expired");
     expect(summary).toMatchObject({ effectsFenced: 1, effectsReconciled: 1, commandsCompleted: 1, commandsFailed: 0, runsFailed: 1 });
@@ -402,7 +392,7 @@ describe("reconciliation through the fixture adapter (MOSOO_EFFECT_RECONCILIATIO
   });
 
   it("confirms non-execution: the lookup fences the key, the command fails not_executed, and a late createIssue is refused", async () => {
-    s = await setupFixtureReconciliation({ mode: "bound", faults: { delayBeforeCommitMs: 400 } });
+    s = await createFixtureProviderWorld({ mode: "bound", faults: { delayBeforeCommitMs: 400 } });
     const driver = connectDriver(s.runtime);
     const call = enqueueCreateIssue(s.runtime, driver, args.title);
     const { claim } = await claimNext(driver);
@@ -426,7 +416,7 @@ describe("reconciliation through the fixture adapter (MOSOO_EFFECT_RECONCILIATIO
   });
 
   it("never confirms non-execution from a provider that does not fence the key: a late commit is then found", async () => {
-    s = await setupFixtureReconciliation({ mode: "bound", fenceOnLookupMiss: false, faults: { delayBeforeCommitMs: 300 } });
+    s = await createFixtureProviderWorld({ mode: "bound", fenceOnLookupMiss: false, faults: { delayBeforeCommitMs: 300 } });
     const driver = connectDriver(s.runtime);
     const call = enqueueCreateIssue(s.runtime, driver, args.title);
     const { claim } = await claimNext(driver);
@@ -447,7 +437,7 @@ describe("reconciliation through the fixture adapter (MOSOO_EFFECT_RECONCILIATIO
   });
 
   it("answers a redelivered claim not_executed after a confirmed non-execution", async () => {
-    s = await setupFixtureReconciliation({ mode: "bound" });
+    s = await createFixtureProviderWorld({ mode: "bound" });
     const driver = connectDriver(s.runtime);
     const call = enqueueCreateIssue(s.runtime, driver, args.title);
     await claimNext(driver); // executing; the Driver dies before calling the provider
@@ -458,7 +448,7 @@ describe("reconciliation through the fixture adapter (MOSOO_EFFECT_RECONCILIATIO
   });
 
   it.each(["flag_off", "no_binding"] as const)("keeps the baseline fence with %s: zero lookups", async (mode) => {
-    s = await setupFixtureReconciliation({ mode, faults: { holdResponseAfterCommit: true } });
+    s = await createFixtureProviderWorld({ mode, faults: { holdResponseAfterCommit: true } });
     const { driver, call } = await commitWithLostResponse();
     const restarted = reconnectDriver(s.runtime, driver);
     const { claim } = await claimNext(restarted);
@@ -471,7 +461,7 @@ describe("reconciliation through the fixture adapter (MOSOO_EFFECT_RECONCILIATIO
   });
 
   it("keeps the baseline fence for a tool the adapter did not declare: zero lookups", async () => {
-    s = await setupFixtureReconciliation({ mode: "bound" });
+    s = await createFixtureProviderWorld({ mode: "bound" });
     const driver = connectDriver(s.runtime);
     const { runId } = s.runtime.runs.createRun({ driverInstanceId: driver.instance.id });
     const call = s.runtime.runs.enqueueToolCall(runId, { serverId: "tracker", toolName: "deleteIssue", arguments: { issueId: "iss_1" } });

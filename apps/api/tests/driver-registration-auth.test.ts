@@ -5,13 +5,9 @@
  * `Retry-After`), refused credentials and accepted registrations in separate budgets; registrations that never connected are purged by the maintenance sweep after
  * `driverUnconnectedTtlMs` (manual clock).
  */
-import pino from "pino";
 import { afterEach, describe, expect, it } from "vitest";
-import { createHttpApp } from "../src/adapters/http/app.js";
-import { createRuntime } from "../src/composition-root.js";
-import { openStore, type Store } from "../src/platform/db/database.js";
 import { TEST_AUTH, TEST_SECRETS } from "./helpers/http-call.js";
-import { ManualClock } from "./helpers/runtime-fixture.js";
+import { buildHttpApp, createTestWorld, type Store } from "./kit/index.js";
 
 let store: Store | undefined;
 afterEach(() => {
@@ -20,10 +16,10 @@ afterEach(() => {
 });
 
 function setup(opts: { perMinute?: number; unconnectedTtlMs?: number; heartbeatTtlMs?: number } = {}) {
-  store = openStore(":memory:");
-  const clock = new ManualClock();
-  const runtime = createRuntime({ db: store.db, logger: pino({ level: "silent" }), heartbeatTtlMs: opts.heartbeatTtlMs ?? 10_000, driverUnconnectedTtlMs: opts.unconnectedTtlMs ?? 60_000, clock });
-  const app = createHttpApp(runtime, pino({ level: "silent" }), { ...TEST_AUTH, driverRegisterPerMinute: opts.perMinute ?? TEST_AUTH.driverRegisterPerMinute });
+  const world = createTestWorld({ heartbeatTtlMs: opts.heartbeatTtlMs ?? 10_000, driverUnconnectedTtlMs: opts.unconnectedTtlMs ?? 60_000 });
+  store = world.store;
+  const { clock, runtime } = world;
+  const app = buildHttpApp(runtime, { ...TEST_AUTH, driverRegisterPerMinute: opts.perMinute ?? TEST_AUTH.driverRegisterPerMinute });
   const call = async (method: string, path: string, body: unknown, token?: string) => {
     const res = await app.request(path, {
       method,

@@ -10,15 +10,14 @@ import { afterEach, describe, expect, it } from "vitest";
 import { buildEffectsCli, CliFailure } from "../src/adapters/cli/effects-cli.js";
 import { loadApiConfig } from "../src/config/api-config.js";
 import { startApi } from "../src/server.js";
-import { createReconciliationFixture, dispatchWrite, type ReconciliationFixture } from "./helpers/reconciliation-fixture.js";
+import { createDoubleWorld, dispatchWrite, type DoubleWorld, reconnectDriver } from "./kit/index.js";
 import { effectRow, ledgerSnapshot } from "./helpers/reconciliation-db.js";
-import { reconnectDriver } from "./helpers/runtime-fixture.js";
 
 const TOKEN = "operator-token-0123456789";
 const API_DIR = join(import.meta.dirname, "..");
 const ON = { MOSOO_EFFECT_RECONCILIATION: "on" };
 let dir: string | undefined;
-let f: ReconciliationFixture | undefined;
+let f: DoubleWorld | undefined;
 afterEach(() => {
   f?.close();
   if (dir) rmSync(dir, { recursive: true, force: true });
@@ -30,7 +29,7 @@ afterEach(() => {
 async function storeWithUnknownEffect() {
   dir = mkdtempSync(join(tmpdir(), "mosoo-cli-"));
   const dbFile = join(dir, "api.db");
-  f = createReconciliationFixture({ bind: false, dbFile });
+  f = createDoubleWorld({ bind: false, dbFile });
   const call = await dispatchWrite(f);
   const restarted = reconnectDriver(f.runtime, call.driver);
   await f.runtime.commands.nextCommand(restarted.instance, restarted.connectionId, 0);
@@ -85,7 +84,7 @@ describe("mosoo-effects CLI on a store file (--db)", () => {
     const r = await cli(["--db", dbFile, "resolve", call.effectId, "--outcome", "not_executed", "--actor", "a", "--reason", "b"], {});
     expect(r.code).toBe(1);
     expect(r.err).toMatch(/^mosoo-effects: feature\.disabled: .*MOSOO_EFFECT_RECONCILIATION=on\n$/);
-    f = createReconciliationFixture({ bind: false, dbFile });
+    f = createDoubleWorld({ bind: false, dbFile });
     expect(ledgerSnapshot(f.store)).toEqual(before);
   });
 

@@ -7,21 +7,10 @@
  */
 import { afterEach, describe, expect, it } from "vitest";
 import { effectUnknownError, RunErrorSchema, type RunError } from "@mosoo/contracts";
-import { connectDriver, reconnectDriver } from "./helpers/runtime-fixture.js";
-import {
-  commitAtProvider,
-  createReconciliationFixture,
-  deliverAcceptClaim,
-  dispatchWrite,
-  finalizeDriver,
-  issueArgs,
-  type DispatchedCall,
-  type ReconciliationFixture,
-  type ReconciliationFixtureOptions,
-} from "./helpers/reconciliation-fixture.js";
+import { commitAtProvider, connectDriver, createDoubleWorld, deliverAcceptClaim, type DispatchedCall, dispatchWrite, type DoubleWorld, type DoubleWorldOptions, finalizeDriver, issueArgs, reconnectDriver } from "./kit/index.js";
 import { commandRow, effectRow, runEvents } from "./helpers/reconciliation-db.js";
 
-let fx: ReconciliationFixture | undefined;
+let fx: DoubleWorld | undefined;
 afterEach(() => {
   fx?.close();
   fx = undefined;
@@ -30,18 +19,18 @@ afterEach(() => {
 const HEARTBEAT_TTL_MS = 10_000;
 
 /** The configurations of rule 14: flag off, on but unbound, on and bound with a lookup that cannot decide. */
-const CONFIGS: Array<[string, ReconciliationFixtureOptions]> = [
+const CONFIGS: Array<[string, DoubleWorldOptions]> = [
   ["flag off", { enabled: false }],
   ["flag on, server unbound", { bind: false }],
   ["flag on, bound, lookup still_unknown", { double: { faults: { adapterFault: "throws" } } }],
 ];
 
-function setup(opts: ReconciliationFixtureOptions): ReconciliationFixture {
-  fx = createReconciliationFixture({ heartbeatTtlMs: HEARTBEAT_TTL_MS, ...opts });
+function setup(opts: DoubleWorldOptions): DoubleWorld {
+  fx = createDoubleWorld({ heartbeatTtlMs: HEARTBEAT_TTL_MS, ...opts });
   return fx;
 }
 
-function runRow(f: ReconciliationFixture, runId: string): { status: string; error: RunError | null } {
+function runRow(f: DoubleWorld, runId: string): { status: string; error: RunError | null } {
   const row = f.store.sqlite.prepare("SELECT status, error_json FROM session_runs WHERE id = ?").get(runId) as { status: string; error_json: string | null };
   return { status: row.status, error: row.error_json ? (JSON.parse(row.error_json) as RunError) : null };
 }
@@ -54,14 +43,14 @@ function expectUnknownAnswer(error: unknown, effectIds: string[]) {
 }
 
 /** A write the provider committed whose response was lost: the effect is `executing` at the API. */
-async function lostResponse(f: ReconciliationFixture): Promise<DispatchedCall> {
+async function lostResponse(f: DoubleWorld): Promise<DispatchedCall> {
   const call = await dispatchWrite(f);
   await commitAtProvider(f, call);
   return call;
 }
 
 /** The same Driver instance restarts; the command is redelivered, claimed (fenced `unknown`) and reported failed with `error`. */
-async function restartAndReport(f: ReconciliationFixture, call: DispatchedCall, error: RunError) {
+async function restartAndReport(f: DoubleWorld, call: DispatchedCall, error: RunError) {
   const restarted = reconnectDriver(f.runtime, call.driver);
   const { commandId, claim } = await deliverAcceptClaim(f.runtime, restarted);
   expect(commandId).toBe(call.commandId);

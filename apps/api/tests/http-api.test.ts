@@ -1,14 +1,12 @@
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { defaultCredential, requestJson, TEST_AUTH } from "./helpers/http-call.js";
-import pino from "pino";
-import { createHttpApp } from "../src/adapters/http/app.js";
-import { createRuntimeFixture, type RuntimeFixture } from "./helpers/runtime-fixture.js";
+import { buildHttpApp, createTestWorld, type HttpApp, type TestWorld } from "./kit/index.js";
 
-let f: RuntimeFixture;
-let app: ReturnType<typeof createHttpApp>;
+let f: TestWorld;
+let app: HttpApp;
 beforeEach(() => {
-  f = createRuntimeFixture();
-  app = createHttpApp(f.runtime, pino({ level: "silent" }), TEST_AUTH);
+  f = createTestWorld();
+  app = buildHttpApp(f.runtime, TEST_AUTH);
 });
 afterEach(() => f.close());
 

@@ -10,20 +10,17 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { CommanderError } from "commander";
-import pino from "pino";
 import { afterEach, describe, expect, it } from "vitest";
 import { buildEffectsCli, CliFailure } from "../src/adapters/cli/effects-cli.js";
-import { createHttpApp } from "../src/adapters/http/app.js";
-import type { Runtime } from "../src/composition-root.js";
-import { commitAtProvider, createReconciliationFixture, dispatchWrite, type ReconciliationFixture, type ReconciliationFixtureOptions } from "./helpers/reconciliation-fixture.js";
+import type { Runtime } from "../src/modules/runtime/application/runtime.js";
+import { buildHttpApp, commitAtProvider, createDoubleWorld, dispatchWrite, type DoubleWorld, type DoubleWorldOptions, reconnectDriver } from "./kit/index.js";
 import { effectRow, ledgerSnapshot } from "./helpers/reconciliation-db.js";
-import { reconnectDriver } from "./helpers/runtime-fixture.js";
 
 const TOKEN = "operator-token-0123456789";
 const E = "/api/operator/effects";
 const MISSING = "01JDZZZZZZZZZZZZZZZZZZZZZZ";
 const ok = { actor: "alice", reason: "checked the tracker" };
-let f: ReconciliationFixture | undefined;
+let f: DoubleWorld | undefined;
 let dir: string | undefined;
 afterEach(() => {
   f?.close();
@@ -32,13 +29,13 @@ afterEach(() => {
   dir = undefined;
 });
 
-function setup(opts: ReconciliationFixtureOptions = {}): ReconciliationFixture {
-  f = createReconciliationFixture(opts);
+function setup(opts: DoubleWorldOptions = {}): DoubleWorld {
+  f = createDoubleWorld(opts);
   return f;
 }
 
 function http(runtime: Runtime) {
-  const app = createHttpApp(runtime, pino({ level: "silent" }), { operatorToken: TOKEN });
+  const app = buildHttpApp(runtime, { operatorToken: TOKEN });
   return async (method: string, path: string, body?: unknown) => {
     const res = await app.request(path, {
       method,
@@ -66,7 +63,7 @@ async function cli(args: string[]): Promise<{ code: number; out: string; err: st
 }
 
 /** Makes the bound adapter's lookups wait until `open()` (a lookup started now holds the lease meanwhile). */
-function gateLookups(fx: ReconciliationFixture): () => void {
+function gateLookups(fx: DoubleWorld): () => void {
   let open!: () => void;
   const gate = new Promise<void>((resolve) => (open = resolve));
   const inner = fx.adapter.lookup.bind(fx.adapter);
@@ -78,7 +75,7 @@ function gateLookups(fx: ReconciliationFixture): () => void {
 }
 
 /** A write whose response was lost (`unknown`); `committed` says whether the provider double has it. */
-async function unknownWrite(fx: ReconciliationFixture, committed: boolean) {
+async function unknownWrite(fx: DoubleWorld, committed: boolean) {
   const call = await dispatchWrite(fx);
   if (committed) await commitAtProvider(fx, call);
   fx.runtime.ledger.markUnknown(call.driver.instance, call.effectId, { connectionId: call.driver.connectionId, attempt: 1, reason: "transport closed" });
@@ -86,9 +83,9 @@ async function unknownWrite(fx: ReconciliationFixture, committed: boolean) {
 }
 
 /** The effect's `request_id` (the Driver's result must name it). */
-const requestIdOf = (fx: ReconciliationFixture, effectId: string) => (fx.store.sqlite.prepare("SELECT request_id FROM external_tool_effects WHERE id = ?").get(effectId) as { request_id: string }).request_id;
+const requestIdOf = (fx: DoubleWorld, effectId: string) => (fx.store.sqlite.prepare("SELECT request_id FROM external_tool_effects WHERE id = ?").get(effectId) as { request_id: string }).request_id;
 
-const refusals = (fx: ReconciliationFixture) =>
+const refusals = (fx: DoubleWorld) =>
   fx.store.sqlite.prepare("SELECT effect_id, action, actor, reason, outcome, message, effect_status, created_at_ms FROM effect_operator_refusals ORDER BY id").all() as Array<Record<string, unknown>>;
 
 describe("contradicted_by_provider: a lookup contradicts how the effect was settled", () => {

@@ -1,21 +1,18 @@
-import pino from "pino";
 import { afterEach, describe, expect, it } from "vitest";
-import { createHttpApp } from "../src/adapters/http/app.js";
-import type { Runtime } from "../src/composition-root.js";
-import { commitAtProvider, createReconciliationFixture, dispatchWrite, type ReconciliationFixture } from "./helpers/reconciliation-fixture.js";
+import type { Runtime } from "../src/modules/runtime/application/runtime.js";
+import { buildHttpApp, commitAtProvider, connectDriver, createDoubleWorld, dispatchWrite, type DoubleWorld, reconnectDriver } from "./kit/index.js";
 import { effectRow, ledgerSnapshot, reconciliationRecords } from "./helpers/reconciliation-db.js";
-import { connectDriver, reconnectDriver } from "./helpers/runtime-fixture.js";
 
 const TOKEN = "operator-token-0123456789";
 const MISSING = "01JDZZZZZZZZZZZZZZZZZZZZZZ";
-let f: ReconciliationFixture | undefined;
+let f: DoubleWorld | undefined;
 afterEach(() => {
   f?.close();
   f = undefined;
 });
 
 /** One effect fenced `unknown`: claimed, then its Driver reconnected and the redelivered claim fenced it. */
-async function unknownEffect(fx: ReconciliationFixture, opts: { serverId?: string; toolName?: string } = {}) {
+async function unknownEffect(fx: DoubleWorld, opts: { serverId?: string; toolName?: string } = {}) {
   const call = await dispatchWrite(fx, opts);
   const restarted = reconnectDriver(fx.runtime, call.driver);
   await fx.runtime.commands.nextCommand(restarted.instance, restarted.connectionId, 0);
@@ -28,7 +25,7 @@ async function unknownEffect(fx: ReconciliationFixture, opts: { serverId?: strin
  * whose lookups wait until `open()` is called: a reconciler started now holds the lease meanwhile.
  */
 async function committedUnknownWithGatedLookup() {
-  f = createReconciliationFixture();
+  f = createDoubleWorld();
   const fx = f;
   const call = await dispatchWrite(fx);
   await commitAtProvider(fx, call);
@@ -44,7 +41,7 @@ async function committedUnknownWithGatedLookup() {
 }
 
 function http(runtime: Runtime, opts: { token?: string; configured?: string | undefined } = {}) {
-  const app = createHttpApp(runtime, pino({ level: "silent" }), { operatorToken: "configured" in opts ? opts.configured : TOKEN });
+  const app = buildHttpApp(runtime, { operatorToken: "configured" in opts ? opts.configured : TOKEN });
   const token = opts.token ?? TOKEN;
   return async (method: string, path: string, body?: unknown) => {
     const res = await app.request(path, {
@@ -61,7 +58,7 @@ const ok = { actor: "alice", reason: "checked the tracker" };
 
 describe("operator routes: gating", () => {
   it("with MOSOO_EFFECT_RECONCILIATION off every route answers 404 feature.disabled to the operator, 401 without a token", async () => {
-    f = createReconciliationFixture({ enabled: false });
+    f = createDoubleWorld({ enabled: false });
     const call = await unknownEffect(f);
     const before = ledgerSnapshot(f.store);
     for (const [method, path, body] of [
@@ -78,7 +75,7 @@ describe("operator routes: gating", () => {
   });
 
   it("without a configured token answers 403; a missing token 401 auth.missing_token; a wrong one 401 auth.invalid_token", async () => {
-    f = createReconciliationFixture({ bind: false });
+    f = createDoubleWorld({ bind: false });
     expect(await http(f.runtime, { configured: undefined })("GET", E)).toMatchObject({ status: 403, body: { error: { code: "auth.operator_disabled" } } });
     expect(await http(f.runtime, { token: "" })("GET", E)).toMatchObject({ status: 401, body: { error: { code: "auth.missing_token" } } });
     expect(await http(f.runtime, { token: "wrong-token-0123456789" })("GET", E)).toMatchObject({ status: 401, body: { error: { code: "auth.invalid_token" } } });
@@ -88,7 +85,7 @@ describe("operator routes: gating", () => {
 
 describe("operator routes: list and show", () => {
   it("lists by status, server, tool, run and age, newest first, with a keyset cursor", async () => {
-    f = createReconciliationFixture({ bind: false });
+    f = createDoubleWorld({ bind: false });
     const fx = f;
     const a = await unknownEffect(fx);
     fx.clock.advance(60_000);
@@ -115,7 +112,7 @@ describe("operator routes: list and show", () => {
   });
 
   it("shows one effect's whole history; an unknown id is 404 effect.not_found, a malformed one 400", async () => {
-    f = createReconciliationFixture({ bind: false });
+    f = createDoubleWorld({ bind: false });
     const call = await unknownEffect(f);
     const op = http(f.runtime);
     const shown = await op("GET", `${E}/${call.effectId}`);
@@ -137,7 +134,7 @@ describe("operator routes: list and show", () => {
 
 describe("operator routes: resolve by hand", () => {
   it("resolves succeeded with a validated MCP tool result and the operator's receipt; the redelivered claim returns it", async () => {
-    f = createReconciliationFixture({ bind: false });
+    f = createDoubleWorld({ bind: false });
     const call = await unknownEffect(f);
     const body = {
       outcome: "succeeded",
@@ -161,7 +158,7 @@ describe("operator routes: resolve by hand", () => {
   });
 
   it("resolves not_executed, lifts the fence, and refuses a second resolution (409 effect.not_unknown) changing nothing", async () => {
-    f = createReconciliationFixture({ bind: false });
+    f = createDoubleWorld({ bind: false });
     const call = await unknownEffect(f);
     const op = http(f.runtime);
     expect(await op("POST", `${E}/${call.effectId}/resolve`, { outcome: "not_executed", ...ok })).toMatchObject({ status: 200, body: { status: "not_executed", resolution: "operator" } });
@@ -186,7 +183,7 @@ describe("operator routes: resolve by hand", () => {
     ["not_executed with a result", { outcome: "not_executed", result: { content: [] }, ...ok }, 400, "request.invalid"],
     ["a body that is not JSON", "{oops", 400, "request.invalid"],
   ])("refuses %s with %i %s, changing nothing", async (_label, body, status, code) => {
-    f = createReconciliationFixture({ bind: false });
+    f = createDoubleWorld({ bind: false });
     const call = await unknownEffect(f);
     const before = ledgerSnapshot(f.store);
     expect(await http(f.runtime)("POST", `${E}/${call.effectId}/resolve`, body)).toMatchObject({ status, body: { error: { code } } });
@@ -194,7 +191,7 @@ describe("operator routes: resolve by hand", () => {
   });
 
   it("refuses an unknown effect id (404) and an effect that is not unknown (409), changing nothing", async () => {
-    f = createReconciliationFixture({ bind: false });
+    f = createDoubleWorld({ bind: false });
     const call = await dispatchWrite(f); // executing, not unknown
     const before = ledgerSnapshot(f.store);
     const op = http(f.runtime);
@@ -206,7 +203,7 @@ describe("operator routes: resolve by hand", () => {
 
 describe("operator routes: reconcile now", () => {
   it("runs a lookup through the bound adapter (trigger operator) and audits it with the outcome it committed", async () => {
-    f = createReconciliationFixture();
+    f = createDoubleWorld();
     const call = await dispatchWrite(f);
     await commitAtProvider(f, call);
     f.runtime.ledger.markUnknown(call.driver.instance, call.effectId, { connectionId: call.driver.connectionId, attempt: 1, reason: "transport closed" });
@@ -219,7 +216,7 @@ describe("operator routes: reconcile now", () => {
   });
 
   it("refuses an effect without a bound adapter and one that is not unknown (409 effect.not_reconcilable), and a missing actor (400)", async () => {
-    f = createReconciliationFixture({ bind: false });
+    f = createDoubleWorld({ bind: false });
     const call = await unknownEffect(f);
     const running = await dispatchWrite(f, { driver: connectDriver(f.runtime, "driver-b") });
     const before = ledgerSnapshot(f.store);
@@ -261,7 +258,7 @@ describe("operator resolve racing a reconciler", () => {
   });
 
   it("the reconciler commits first: the operator's resolution is refused (409) and changes nothing", async () => {
-    f = createReconciliationFixture();
+    f = createDoubleWorld();
     const fx = f;
     const call = await dispatchWrite(fx);
     await commitAtProvider(fx, call);

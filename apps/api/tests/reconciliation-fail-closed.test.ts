@@ -1,32 +1,20 @@
 import { afterEach, describe, expect, it } from "vitest";
 import type { AdapterFault } from "@mosoo/effect-reconciliation/testing";
-import { connectDriver, createRuntimeFixture, enqueueCreateIssue, reconnectDriver } from "./helpers/runtime-fixture.js";
-import {
-  commitAtProvider,
-  createReconciliationFixture,
-  dispatchWrite,
-  finalizeDriver,
-  redeliverAndClaim,
-  until,
-  deliverAcceptClaim,
-  type DispatchedCall,
-  type ReconciliationFixture,
-  type ReconciliationFixtureOptions,
-} from "./helpers/reconciliation-fixture.js";
+import { commitAtProvider, connectDriver, createDoubleWorld, createTestWorld, deliverAcceptClaim, type DispatchedCall, dispatchWrite, type DoubleWorld, type DoubleWorldOptions, enqueueCreateIssue, finalizeDriver, reconnectDriver, redeliverAndClaim, until } from "./kit/index.js";
 import { commandRow, effectRow, expectReconciled, expectStillUnknown, reconciliationRecords, runEvents } from "./helpers/reconciliation-db.js";
 
-let fx: ReconciliationFixture | undefined;
+let fx: DoubleWorld | undefined;
 afterEach(() => {
   fx?.close();
   fx = undefined;
 });
-function setup(opts: ReconciliationFixtureOptions = {}): ReconciliationFixture {
-  fx = createReconciliationFixture(opts);
+function setup(opts: DoubleWorldOptions = {}): DoubleWorld {
+  fx = createDoubleWorld(opts);
   return fx;
 }
 
 /** Finalization path, still_unknown: the command fails `external_effect.unknown` naming the schedule, after one `effect.reconciled`. */
-function expectCommandFailedUnknown(f: ReconciliationFixture, call: DispatchedCall, nextLookupAtMs: number | null) {
+function expectCommandFailedUnknown(f: DoubleWorld, call: DispatchedCall, nextLookupAtMs: number | null) {
   expect(commandRow(f.store, call.commandId)).toMatchObject({
     status: "failed",
     error: { code: "external_effect.unknown", details: { effectId: call.effectId, lookupCount: 1, nextLookupAtMs } },
@@ -208,7 +196,7 @@ describe("DESIGN §5 via the redelivery claim", () => {
 
 describe("DESIGN §3 rule 4 / §6: no eligible adapter, or the flag off → exactly the #412 baseline, zero lookups", () => {
   const paths = ["finalization", "redelivery"] as const;
-  async function runPath(f: ReconciliationFixture, path: (typeof paths)[number], opts: { serverId?: string; toolName?: string } = {}) {
+  async function runPath(f: DoubleWorld, path: (typeof paths)[number], opts: { serverId?: string; toolName?: string } = {}) {
     const call = await dispatchWrite(f, opts);
     await f.double.commit(call.idempotencyKey, call.args);
     if (path === "redelivery") {
@@ -242,7 +230,7 @@ describe("DESIGN §3 rule 4 / §6: no eligible adapter, or the flag off → exac
     expect(await f.runtime.reconciler.reconcile(call.effectId, "operator")).toMatchObject({ kind: "ineligible", reasonCode: "flag_off" });
     expect(f.lookups).toHaveLength(0);
 
-    const base = createRuntimeFixture();
+    const base = createTestWorld();
     try {
       const driver = connectDriver(base.runtime);
       const b = enqueueCreateIssue(base.runtime, driver);
@@ -258,7 +246,7 @@ describe("DESIGN §3 rule 4 / §6: no eligible adapter, or the flag off → exac
 });
 
 describe("DESIGN §3 rule 7: CAS lost while the lookup is in flight → superseded, nothing else changes", () => {
-  function bumpVersion(f: ReconciliationFixture, effectId: string) {
+  function bumpVersion(f: DoubleWorld, effectId: string) {
     expect(f.store.sqlite.prepare("UPDATE external_tool_effects SET version = version + 1 WHERE id = ?").run(effectId).changes).toBe(1);
     return effectRow(f.store, effectId);
   }

@@ -6,11 +6,10 @@ import { afterEach, describe, expect, it } from "vitest";
 import { loadApiConfig } from "../src/config/api-config.js";
 import { startApi } from "../src/server.js";
 import { openStore } from "../src/platform/db/database.js";
-import { reconnectDriver } from "./helpers/runtime-fixture.js";
-import { commitAtProvider, createReconciliationFixture, deliverAcceptClaim, dispatchWrite, type ReconciliationFixture } from "./helpers/reconciliation-fixture.js";
+import { commitAtProvider, createDoubleWorld, deliverAcceptClaim, dispatchWrite, type DoubleWorld, reconnectDriver } from "./kit/index.js";
 import { effectRow, reconciliationRecords, runEvents } from "./helpers/reconciliation-db.js";
 
-let fx: ReconciliationFixture | undefined;
+let fx: DoubleWorld | undefined;
 const dirs: string[] = [];
 afterEach(() => {
   fx?.close();
@@ -19,7 +18,7 @@ afterEach(() => {
 });
 
 /** The Driver reports that it lost track of its attempt: the effect is `unknown`, nothing looked up yet. */
-async function unknownEffect(f: ReconciliationFixture) {
+async function unknownEffect(f: DoubleWorld) {
   const call = await dispatchWrite(f);
   await commitAtProvider(f, call);
   f.runtime.ledger.markUnknown(call.driver.instance, call.effectId, { connectionId: call.driver.connectionId, attempt: 1, reason: "transport closed" });
@@ -29,7 +28,7 @@ async function unknownEffect(f: ReconciliationFixture) {
 
 describe("DESIGN §3 rule 6: the outcome and what the caller settles commit in ONE transaction", () => {
   it("writes nothing of the outcome when the caller's part of the transaction fails, and gives the lease back", async () => {
-    fx = createReconciliationFixture();
+    fx = createDoubleWorld();
     const call = await unknownEffect(fx);
     const before = effectRow(fx.store, call.effectId);
     await expect(
@@ -49,7 +48,7 @@ describe("DESIGN §3 rule 6: the outcome and what the caller settles commit in O
 
 describe("leases", () => {
   it("a redelivered claim waits for the sweep's lookup in flight and answers with its outcome", async () => {
-    fx = createReconciliationFixture();
+    fx = createDoubleWorld();
     const f = fx;
     const call = await unknownEffect(f);
     let open!: () => void;
@@ -77,7 +76,7 @@ describe("leases", () => {
     const dir = mkdtempSync(join(tmpdir(), "mosoo-lease-"));
     dirs.push(dir);
     const dbFile = join(dir, "api.db");
-    fx = createReconciliationFixture({ dbFile });
+    fx = createDoubleWorld({ dbFile });
     const call = await unknownEffect(fx);
     // the API died mid-lookup: its lease is still on the row
     fx.store.sqlite.prepare("UPDATE external_tool_effects SET lease_owner = 'dead-api', lease_expires_at_ms = ? WHERE id = ?").run(Date.now() + 3_600_000, call.effectId);

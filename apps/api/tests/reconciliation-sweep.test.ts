@@ -1,39 +1,26 @@
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import pino from "pino";
 import { afterEach, describe, expect, it } from "vitest";
-import { createHttpApp } from "../src/adapters/http/app.js";
 import { SWEEP_PAGE } from "../src/modules/reconciliation/application/reconciliation-sweep.service.js";
-import { RuntimeError } from "../src/modules/ledger/domain/runtime-errors.js";
-import {
-  START_MS,
-  commitAtProvider,
-  createReconciliationFixture,
-  deliverAcceptClaim,
-  dispatchWrite,
-  finalizeDriver,
-  issueArgs,
-  type DispatchedCall,
-  type ReconciliationFixture,
-  type ReconciliationFixtureOptions,
-} from "./helpers/reconciliation-fixture.js";
+import { RuntimeError } from "../src/modules/runtime/domain/runtime-errors.js";
+import { buildHttpApp, commitAtProvider, createDoubleWorld, deliverAcceptClaim, type DispatchedCall, dispatchWrite, type DoubleWorld, type DoubleWorldOptions, finalizeDriver, issueArgs, START_MS } from "./kit/index.js";
 import { commandRow, effectRow, expectReconciled, reconciliationRecords } from "./helpers/reconciliation-db.js";
 
-const fixtures: ReconciliationFixture[] = [];
+const fixtures: DoubleWorld[] = [];
 const dirs: string[] = [];
 afterEach(() => {
   for (const f of fixtures.splice(0)) f.close();
   for (const d of dirs.splice(0)) rmSync(d, { recursive: true, force: true });
 });
-function setup(opts: ReconciliationFixtureOptions = {}): ReconciliationFixture {
-  const f = createReconciliationFixture(opts);
+function setup(opts: DoubleWorldOptions = {}): DoubleWorld {
+  const f = createDoubleWorld(opts);
   fixtures.push(f);
   return f;
 }
 
 /** A write that reached `unknown` through finalization with a first lookup answered `adapter_error`. */
-async function unknownAfterFailedLookup(f: ReconciliationFixture): Promise<DispatchedCall> {
+async function unknownAfterFailedLookup(f: DoubleWorld): Promise<DispatchedCall> {
   f.double.setFaults({ adapterFault: "rejects" });
   const call = await dispatchWrite(f);
   await finalizeDriver(f, call);
@@ -86,7 +73,7 @@ describe("reconciliation sweep: backoff, bound, restart", () => {
     const dir = mkdtempSync(join(tmpdir(), "mosoo-recon-"));
     dirs.push(dir);
     const dbFile = join(dir, "mosoo.db");
-    const first = createReconciliationFixture({ dbFile });
+    const first = createDoubleWorld({ dbFile });
     const call = await unknownAfterFailedLookup(first);
     const dueAt = effectRow(first.store, call.effectId).next_lookup_at_ms!;
     first.close();
@@ -214,7 +201,7 @@ describe("racing reconcilers and metrics", () => {
     await f.runtime.sweep.sweepOnce();
     await f.runtime.reconciler.reconcile(call.effectId, "operator"); // not unknown any more: no lookup, not counted
 
-    const res = await createHttpApp(f.runtime, pino({ level: "silent" }), { metricsPublic: true }).request("/metrics");
+    const res = await buildHttpApp(f.runtime, { metricsPublic: true }).request("/metrics");
     expect(res.status).toBe(200);
     const samples = (await res.text())
       .split("\n")

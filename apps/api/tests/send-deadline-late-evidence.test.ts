@@ -1,28 +1,18 @@
 import { afterEach, describe, expect, it } from "vitest";
-import pino from "pino";
 import { fingerprintArguments, type EffectLateResultRequest } from "@mosoo/contracts";
-import { createHttpApp } from "../src/adapters/http/app.js";
 import { requestJson } from "./helpers/http-call.js";
-import {
-  commitAtProvider,
-  createReconciliationFixture,
-  dispatchWrite,
-  finalizeDriver,
-  redeliverAndClaim,
-  type DispatchedCall,
-  type ReconciliationFixture,
-} from "./helpers/reconciliation-fixture.js";
+import { buildHttpApp, commitAtProvider, createDoubleWorld, type DispatchedCall, dispatchWrite, type DoubleWorld, finalizeDriver, redeliverAndClaim } from "./kit/index.js";
 import { commandRow, effectRow, reconciliationRecords, runEvents } from "./helpers/reconciliation-db.js";
 
 // docs/DESIGN.md §3 rule 12 (send-by deadline) and rule 13 (late evidence), on the API's side.
 // One manual clock drives the runtime and the provider double; nothing depends on real timers.
 
-let fx: ReconciliationFixture | undefined;
+let fx: DoubleWorld | undefined;
 afterEach(() => fx?.close());
 
 const MAX_IN_FLIGHT = { kind: "max_in_flight", maxInFlightMs: 2_000 } as const;
 
-function attemptRow(f: ReconciliationFixture, effectId: string, attempt = 1) {
+function attemptRow(f: DoubleWorld, effectId: string, attempt = 1) {
   return f.store.sqlite.prepare("SELECT * FROM external_tool_effect_attempts WHERE effect_id = ? AND attempt = ?").get(effectId, attempt) as {
     status: string;
     unknown_reason: string | null;
@@ -51,13 +41,13 @@ function lateEvidence(call: DispatchedCall, overrides: Partial<EffectLateResultR
 
 describe("send-by deadline: the claim carries it and the in-flight window covers it (rule 12)", () => {
   it("stores the deadline with the dispatch and answers it in the execute claim", async () => {
-    fx = createReconciliationFixture({ sendDeadlineMs: 5_000, double: { keyFencing: MAX_IN_FLIGHT } });
+    fx = createDoubleWorld({ sendDeadlineMs: 5_000, double: { keyFencing: MAX_IN_FLIGHT } });
     const call = await dispatchWrite(fx, { sendWithinMs: 5_000 });
     expect(fx.store.sqlite.prepare("SELECT send_within_ms FROM external_tool_effects WHERE id = ?").get(call.effectId)).toEqual({ send_within_ms: 5_000 });
   });
 
   it("a fence-less provider's 'not found' is no proof before claim + deadline + maxInFlight; a send just before the deadline is found", async () => {
-    fx = createReconciliationFixture({ sendDeadlineMs: 5_000, double: { keyFencing: MAX_IN_FLIGHT } });
+    fx = createDoubleWorld({ sendDeadlineMs: 5_000, double: { keyFencing: MAX_IN_FLIGHT } });
     const call = await dispatchWrite(fx, { sendWithinMs: 5_000 });
     // The Driver is lost at once (heartbeat expiry or finalization): the lookup finds nothing.
     fx.clock.advance(2_500); // past claim + maxInFlight: the OLD window would have accepted "not found" here
@@ -77,7 +67,7 @@ describe("send-by deadline: the claim carries it and the in-flight window covers
   });
 
   it("with nothing sent, the window closes at claim + deadline + maxInFlight and then settles not_executed", async () => {
-    fx = createReconciliationFixture({ sendDeadlineMs: 5_000, double: { keyFencing: MAX_IN_FLIGHT } });
+    fx = createDoubleWorld({ sendDeadlineMs: 5_000, double: { keyFencing: MAX_IN_FLIGHT } });
     const call = await dispatchWrite(fx, { sendWithinMs: 5_000 });
     await finalizeDriver(fx, call);
     fx.clock.advance(6_999);
@@ -92,7 +82,7 @@ describe("send-by deadline: the claim carries it and the in-flight window covers
 
 describe("missed deadline report (rule 12): proof that nothing was sent", () => {
   it("settles an executing effect not_executed (deadline_missed) and fails the command not_executed, retryable, in one transaction", async () => {
-    fx = createReconciliationFixture({ double: { keyFencing: MAX_IN_FLIGHT } });
+    fx = createDoubleWorld({ double: { keyFencing: MAX_IN_FLIGHT } });
     const call = await dispatchWrite(fx);
     const answer = fx.runtime.ledger.deadlineMissed(call.driver.instance, call.effectId, { connectionId: call.driver.connectionId, attempt: 1, elapsedMs: 12_000 });
     expect(answer).toEqual({ outcome: "applied", status: "not_executed" });
@@ -114,7 +104,7 @@ describe("missed deadline report (rule 12): proof that nothing was sent", () => 
   });
 
   it("settles an unknown effect whose fenced attempt is the one reported, from the attempt's own (superseded) connection", async () => {
-    fx = createReconciliationFixture({ enabled: false });
+    fx = createDoubleWorld({ enabled: false });
     const call = await dispatchWrite(fx);
     expect((await redeliverAndClaim(fx, call)).kind).toBe("unknown");
     expect(effectRow(fx.store, call.effectId).status).toBe("unknown");
@@ -125,7 +115,7 @@ describe("missed deadline report (rule 12): proof that nothing was sent", () => 
   });
 
   it("refuses a report for another attempt or a succeeded effect, and changes nothing", async () => {
-    fx = createReconciliationFixture({ double: { keyFencing: MAX_IN_FLIGHT } });
+    fx = createDoubleWorld({ double: { keyFencing: MAX_IN_FLIGHT } });
     const call = await dispatchWrite(fx);
     const other = fx.runtime.ledger.deadlineMissed(call.driver.instance, call.effectId, { connectionId: call.driver.connectionId, attempt: 2, elapsedMs: 1 });
     expect(other).toMatchObject({ outcome: "rejected", status: "executing" });
@@ -137,7 +127,7 @@ describe("missed deadline report (rule 12): proof that nothing was sent", () => 
   });
 
   it("refuses a report whose elapsedMs is inside the claim's send-by deadline (the Driver may have sent): nothing changes", async () => {
-    fx = createReconciliationFixture({ double: { keyFencing: MAX_IN_FLIGHT } });
+    fx = createDoubleWorld({ double: { keyFencing: MAX_IN_FLIGHT } });
     const call = await dispatchWrite(fx);
     const before = effectRow(fx.store, call.effectId);
     const sendWithinMs = (before as unknown as { send_within_ms: number }).send_within_ms;
@@ -148,7 +138,7 @@ describe("missed deadline report (rule 12): proof that nothing was sent", () => 
   });
 
   it("a reconciler that held the lease while the report landed loses its compare-and-set: superseded, nothing overridden", async () => {
-    fx = createReconciliationFixture({ double: { keyFencing: MAX_IN_FLIGHT, faults: { lookupDelayMs: 1_000 } } });
+    fx = createDoubleWorld({ double: { keyFencing: MAX_IN_FLIGHT, faults: { lookupDelayMs: 1_000 } } });
     const call = await dispatchWrite(fx);
     const finalizing = fx.runtime.repair.finalize(call.driver.instance.id, "operator");
     // finalization fenced the effect and is waiting on its lookup (the double answers after 1 000 ms of its clock)
@@ -170,7 +160,7 @@ describe("missed deadline report (rule 12): proof that nothing was sent", () => 
 
 describe("late evidence (rule 13)", () => {
   it("a real result reported after a redelivery fenced the effect settles it succeeded (reported_late), with its receipt, nothing re-run", async () => {
-    fx = createReconciliationFixture({ enabled: false });
+    fx = createDoubleWorld({ enabled: false });
     const call = await dispatchWrite(fx);
     expect((await redeliverAndClaim(fx, call)).kind).toBe("unknown");
     // The old call's result arrives: complete is refused (fenced) ...
@@ -192,7 +182,7 @@ describe("late evidence (rule 13)", () => {
   });
 
   it("refuses evidence whose key, tool or fingerprint is not the effect's, and changes nothing", async () => {
-    fx = createReconciliationFixture({ enabled: false });
+    fx = createDoubleWorld({ enabled: false });
     const call = await dispatchWrite(fx);
     await redeliverAndClaim(fx, call);
     const before = effectRow(fx.store, call.effectId);
@@ -205,7 +195,7 @@ describe("late evidence (rule 13)", () => {
   });
 
   it("contradiction with not_executed: nothing is overridden, the effect is flagged late_evidence_contradiction and the evidence kept", async () => {
-    fx = createReconciliationFixture({ bind: false }); // flag on (the operator surface), no adapter: nothing reconciles inline
+    fx = createDoubleWorld({ bind: false }); // flag on (the operator surface), no adapter: nothing reconciles inline
     const call = await dispatchWrite(fx);
     await redeliverAndClaim(fx, call);
     fx.runtime.ledger.deadlineMissed(call.driver.instance, call.effectId, { connectionId: call.driver.connectionId, attempt: 1, elapsedMs: 20_000 });
@@ -222,7 +212,7 @@ describe("late evidence (rule 13)", () => {
   });
 
   it("a tool-error result about a not_executed effect (e.g. a fenced key refused) is kept as evidence but is no contradiction", async () => {
-    fx = createReconciliationFixture({ enabled: false });
+    fx = createDoubleWorld({ enabled: false });
     const call = await dispatchWrite(fx);
     await redeliverAndClaim(fx, call);
     fx.runtime.ledger.deadlineMissed(call.driver.instance, call.effectId, { connectionId: call.driver.connectionId, attempt: 1, elapsedMs: 20_000 });
@@ -233,7 +223,7 @@ describe("late evidence (rule 13)", () => {
   });
 
   it("contradiction with succeeded and another result: the stored result stays, the effect is flagged", async () => {
-    fx = createReconciliationFixture({ enabled: false });
+    fx = createDoubleWorld({ enabled: false });
     const call = await dispatchWrite(fx);
     await redeliverAndClaim(fx, call);
     fx.runtime.ledger.lateResult(call.driver.instance, call.effectId, lateEvidence(call));
@@ -247,8 +237,8 @@ describe("late evidence (rule 13)", () => {
 
 describe("HTTP: the two Driver routes", () => {
   it("deadline-missed and late-result answer typed JSON; a bad body is a typed 400 that writes nothing", async () => {
-    fx = createReconciliationFixture({ enabled: false });
-    const app = createHttpApp(fx.runtime, pino({ level: "silent" }));
+    fx = createDoubleWorld({ enabled: false });
+    const app = buildHttpApp(fx.runtime);
     const call = await dispatchWrite(fx);
     const token = call.driver.token;
     const bad = await requestJson(app, "POST", `/v1/drivers/effects/${call.effectId}/deadline-missed`, { connectionId: call.driver.connectionId, attempt: 1, elapsedMs: -5 }, token);

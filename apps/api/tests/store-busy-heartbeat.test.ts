@@ -11,19 +11,17 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import Database from "better-sqlite3";
-import pino from "pino";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { createHttpApp } from "../src/adapters/http/app.js";
 import { TEST_AUTH } from "./helpers/http-call.js";
-import { connectDriver, createRuntimeFixture, enqueueCreateIssue, type RuntimeFixture } from "./helpers/runtime-fixture.js";
+import { buildHttpApp, connectDriver, createTestWorld, enqueueCreateIssue, type HttpApp, type TestWorld } from "./kit/index.js";
 
 const TTL_MS = 4_000;
 let dir: string;
-let f: RuntimeFixture;
+let f: TestWorld;
 let locker: Database.Database | undefined;
 beforeEach(() => {
   dir = mkdtempSync(join(tmpdir(), "mosoo-busy-hb-"));
-  f = createRuntimeFixture({ heartbeatTtlMs: TTL_MS, dbFile: join(dir, "api.db") });
+  f = createTestWorld({ heartbeatTtlMs: TTL_MS, dbFile: join(dir, "api.db") });
 });
 afterEach(() => {
   locker?.close();
@@ -44,7 +42,7 @@ function unlockStore(): void {
 }
 
 /** A heartbeat over the HTTP app (in process), with the Driver's own token. */
-async function heartbeat(app: ReturnType<typeof createHttpApp>, driver: ReturnType<typeof connectDriver>) {
+async function heartbeat(app: HttpApp, driver: ReturnType<typeof connectDriver>) {
   const res = await app.request("/v1/drivers/heartbeat", {
     method: "POST",
     headers: { "content-type": "application/json", authorization: `Bearer ${driver.token}` },
@@ -59,7 +57,7 @@ const driverStatus = (driver: ReturnType<typeof connectDriver>) =>
 
 describe("heartbeats refused because the API's own store is busy", () => {
   it("do not count against the Driver: no expiry until a full TTL after the store was last busy", async () => {
-    const app = createHttpApp(f.runtime, pino({ level: "silent" }), TEST_AUTH);
+    const app = buildHttpApp(f.runtime, TEST_AUTH);
     f.clock.advance(TTL_MS); // past the startup grace
     const driver = connectDriver(f.runtime);
     const call = enqueueCreateIssue(f.runtime, driver);

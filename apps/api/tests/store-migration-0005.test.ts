@@ -8,7 +8,7 @@ import { newUlid } from "@mosoo/contracts";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { openStore, type Store } from "../src/platform/db/database.js";
 import { createLegacyStore, migrationsFolderUpTo, type LegacyIds } from "./helpers/reconciliation-legacy-store.js";
-import { START_MS } from "./helpers/reconciliation-fixture.js";
+import { START_MS } from "./kit/index.js";
 
 const T0 = START_MS - 3_600_000;
 let dir: string;

@@ -6,7 +6,7 @@ import { newUlid } from "@mosoo/contracts";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { MIGRATIONS_FOLDER, openStore, type Store } from "../src/platform/db/database.js";
 import { columnsOf, createLegacyStore, dumpLegacyRows, type LegacyIds } from "./helpers/reconciliation-legacy-store.js";
-import { createReconciliationFixture, START_MS } from "./helpers/reconciliation-fixture.js";
+import { createDoubleWorld, START_MS } from "./kit/index.js";
 import { effectRow, expectReconciled, reconciliationRecords } from "./helpers/reconciliation-db.js";
 
 /** Every migration of the journal (0000 … latest) must have been applied. */
@@ -123,7 +123,7 @@ describe("store migration 0002 (effect reconciliation) on a #412 store", () => {
     again.close();
     opened.splice(0);
 
-    const fx = createReconciliationFixture({ dbFile: file });
+    const fx = createDoubleWorld({ dbFile: file });
     opened.push(fx);
     expect(await fx.runtime.sweep.sweepOnce()).toMatchObject({ effectsLookedUp: 1, effectsResolved: 1 });
     expect(fx.lookups.map((r) => r.idempotencyKey)).toEqual([ids.unknownKey]);

@@ -5,10 +5,8 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { serve, type ServerType } from "@hono/node-server";
 import chromium from "@sparticuz/chromium";
-import pino from "pino";
 import puppeteer, { type Browser, type Page } from "puppeteer-core";
-import { createHttpApp } from "../../src/adapters/http/app.js";
-import type { Runtime } from "../../src/composition-root.js";
+import { buildHttpApp, type Runtime } from "../kit/index.js";
 
 /**
  * Flags for headless Chromium on this closed network (no background connections, no sandbox as
@@ -43,7 +41,7 @@ export async function launchBrowser(): Promise<{ browser: Browser; close(): Prom
 
 /** The API's HTTP app over `runtime`, served on 127.0.0.1 (a free port), with fast live-update polling for tests. */
 export async function serveConsoleApi(runtime: Runtime, operatorToken: string | undefined, pollMs = 100): Promise<{ url: string; close(): Promise<void> }> {
-  const app = createHttpApp(runtime, pino({ level: "silent" }), { operatorToken, console: { pollMs } });
+  const app = buildHttpApp(runtime, { operatorToken, console: { pollMs } });
   const server: ServerType = await new Promise((resolve) => {
     const s = serve({ fetch: app.fetch, hostname: "127.0.0.1", port: 0 }, () => resolve(s));
   });

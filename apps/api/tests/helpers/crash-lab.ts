@@ -6,10 +6,7 @@
  * released, as `server.ts` does at startup); recovery is then driven by a reconnecting Driver
  * (redelivery) or by the Driver's heartbeat expiring (sweep → finalization repair), then quiescence.
  */
-import { mkdtempSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
 import { join } from "node:path";
-import pino from "pino";
 import {
   effectNotExecutedError,
   effectUnknownError,
@@ -20,22 +17,13 @@ import {
   type McpToolResult,
 } from "@mosoo/contracts";
 import type { ReconciliationAdapter } from "@mosoo/effect-reconciliation";
-import {
-  createManualClock,
-  createProviderDouble,
-  createProviderDoubleAdapter,
-  type ManualClock,
-  type ProviderDouble,
-} from "@mosoo/effect-reconciliation/testing";
-import { openStore, type Store } from "../../src/platform/db/database.js";
-import { createRuntime, type Runtime } from "../../src/composition-root.js";
-import type { ReconciliationSettings } from "../../src/modules/reconciliation/application/reconciliation-settings.js";
+import { createProviderDouble, createProviderDoubleAdapter, type ProviderDouble } from "@mosoo/effect-reconciliation/testing";
+import { START_MS, createManualClock, createTempDir, createTestWorld, type ManualClock, type ReconciliationSettings, type Runtime, type Store, type TestWorld } from "../kit/index.js";
 import { CrashInjector, SimulatedCrash, isSimulatedCrash, type CrashPlan } from "./crash-injector.js";
 import { installLabAudit } from "./crash-lab-checks.js";
 
 export const SERVER = "tracker";
 export const TOOL = "createIssue";
-const START_MS = Date.UTC(2026, 10, 29, 12, 0, 0);
 /** Real-time bound of one lookup (ms) in the lab; a hanging adapter costs this much wall time. */
 export const LAB_LOOKUP_TIMEOUT_MS = 30;
 /** Declared maximum in-flight time of the `lookup_only` profile (ms, manual clock). */
@@ -104,11 +92,14 @@ export interface FlowFacts {
 
 /** One lab: a temp dir with the SQLite file, the surviving provider double and clock, the current "API process". */
 export class CrashLab {
-  readonly dir = mkdtempSync(join(tmpdir(), "mosoo-crash-"));
+  private readonly temp = createTempDir("mosoo-crash-");
+  readonly dir = this.temp.dir;
   readonly file = join(this.dir, "mosoo.db");
   readonly clock: ManualClock = createManualClock(START_MS);
   readonly double: ProviderDouble;
   readonly facts: FlowFacts = { sends: new Map(), commits: new Map(), results: new Map(), lookups: 0, crashes: [] };
+  /** The test world on {@link file}: its `restart()` is this lab's "new API process". */
+  private readonly world: TestWorld;
   store!: Store;
   runtime!: Runtime;
   injector!: CrashInjector;
@@ -136,15 +127,24 @@ export class CrashLab {
       toolName: TOOL,
       keyFencing: profile === "dedupe_lookup" ? { kind: "lookup_fences_key" } : { kind: "max_in_flight", maxInFlightMs: LAB_MAX_IN_FLIGHT_MS },
     });
-    this.boot();
+    this.world = createTestWorld({
+      dbFile: this.file,
+      clock: this.clock,
+      heartbeatTtlMs: HEARTBEAT_TTL_MS,
+      reconciliation: this.settings(),
+      onStoreOpened: (store) => {
+        this.store = store;
+        installLabAudit(this);
+        this.injector = new CrashInjector();
+        this.injector.attach(store);
+      },
+    });
+    this.runtime = this.world.runtime;
+    this.runtime.reconciler.releaseStaleLeases();
   }
 
-  /** Starts an "API process" on the file (migrations, stale leases released). */
-  boot(): void {
-    this.store = openStore(this.file);
-    installLabAudit(this);
-    this.injector = new CrashInjector();
-    this.injector.attach(this.store);
+  /** The reconciliation settings of every "API process" of the lab: `tracker` bound (unless profile `neither`) to the counting, faulty adapter. */
+  private settings(): ReconciliationSettings {
     const inner = createProviderDoubleAdapter(this.double);
     const hostile = this.options.adapter;
     const adapter: ReconciliationAdapter = hostile
@@ -179,14 +179,7 @@ export class CrashLab {
       backoff: { initialMs: 1_000, maxMs: 8_000, factor: 2 },
       maxLookups: this.options.maxLookups ?? 50,
     };
-    this.runtime = createRuntime({
-      db: this.store.db,
-      logger: pino({ level: "silent" }),
-      heartbeatTtlMs: HEARTBEAT_TTL_MS,
-      clock: { nowMs: () => this.clock.now() },
-      reconciliation: settings,
-    });
-    this.runtime.reconciler.releaseStaleLeases();
+    return settings;
   }
 
   private async faultyLookup(answer: () => Promise<unknown>): Promise<never> {
@@ -211,12 +204,8 @@ export class CrashLab {
     this.facts.crashes.push(reason);
     this.crashAfterLookup = false;
     this.injector.crashed ??= new SimulatedCrash(reason);
-    try {
-      this.store.close();
-    } catch {
-      // already closed
-    }
-    this.boot();
+    this.world.restart(); // closes the store, opens the file in a new runtime, releases stale leases
+    this.runtime = this.world.runtime;
     if (this.driver) this.driver = { ...this.driver, connectionId: "" };
   }
 
@@ -227,7 +216,7 @@ export class CrashLab {
     } catch {
       // already closed
     }
-    rmSync(this.dir, { recursive: true, force: true });
+    this.temp.remove();
   }
 
   // -------------------------------------------------------------------------------------------

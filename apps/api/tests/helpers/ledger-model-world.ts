@@ -5,32 +5,33 @@
  * Driver. Test-only audit triggers log every status change of effects and commands, so each single
  * transition (also the intermediate ones inside one service call) is checked, not only end states.
  */
-import pino from "pino";
 import type { EffectDbRow } from "./reconciliation-db.js";
 import { EFFECT_STEPS, SETTLED_EFFECT, TERMINAL_COMMAND } from "./lifecycle-oracle.js";
 import { type EffectClaim, type McpToolResult } from "@mosoo/contracts";
 import type { LookupRequest, ReconciliationAdapter } from "@mosoo/effect-reconciliation";
 import {
-  createManualClock,
   createProviderDouble,
   createProviderDoubleAdapter,
   type AdapterFault,
-  type ManualClock,
   type ProviderDouble,
   type ProviderWriteResult,
 } from "@mosoo/effect-reconciliation/testing";
-import { copyFileSync, mkdtempSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
-import { openStore, type Store } from "../../src/platform/db/database.js";
 import { CrashInjector } from "./crash-injector.js";
-import { createRuntime, type Runtime } from "../../src/composition-root.js";
-import type { ReconciliationSettings } from "../../src/modules/reconciliation/application/reconciliation-settings.js";
-import type { DriverInstanceRow } from "../../src/modules/ledger/infrastructure/driver-instance.repository.js";
+import {
+  START_MS,
+  copyMigratedStoreFile,
+  createManualClock,
+  createTestWorld,
+  type ManualClock,
+  type ReconciliationSettings,
+  type Runtime,
+  type Store,
+} from "../kit/index.js";
+import type { DriverInstanceRow } from "../../src/modules/runtime/infrastructure/driver-instance.repository.js";
 
 export const BOUND_SERVER = "tracker";
 export const WRITE_TOOL = "createIssue";
-export const START_MS = Date.UTC(2026, 10, 29, 12, 0, 0);
+export { START_MS };
 /** Real-time bound of one lookup (ms): a hanging adapter costs this much wall time. */
 export const LOOKUP_TIMEOUT_MS = 50;
 export const LEASE_MS = 30_000;
@@ -232,28 +233,24 @@ export function createWorld(profile: Profile, checks: CheckOptions = { finalizat
   // A file-backed store (a copy of a migrated template), so an "API process" can die and a new
   // one open the same file (ApiCrashCmd). synchronous=OFF only for speed: a simulated crash never
   // loses what the OS already holds.
-  const dir = mkdtempSync(join(tmpdir(), "ledger-model-"));
-  const file = join(dir, "ledger.db");
-  copyFileSync(migratedTemplate(), file);
-  const boot = () => {
-    const store = openStore(file);
-    store.sqlite.pragma("synchronous = OFF");
-    // The audit triggers stamp each row change with the manual clock (test-only SQL function).
-    store.sqlite.function("ledger_model_now", { deterministic: false }, () => clock.now());
-    installAudit(store);
-    const injector = new CrashInjector();
-    injector.attach(store);
-    const runtime = createRuntime({
-      db: store.db,
-      logger: pino({ level: "silent" }),
-      heartbeatTtlMs: HEARTBEAT_TTL_MS,
-      sendDeadlineMs: SEND_DEADLINE_MS,
-      clock: { nowMs: () => clock.now() },
-      reconciliation: settings,
-    });
-    Object.assign(world, { store, runtime, injector });
-  };
-  boot();
+  const temp = copyMigratedStoreFile("ledger-model-", "ledger.db");
+  let injector!: CrashInjector;
+  const tw = createTestWorld({
+    dbFile: temp.file,
+    clock,
+    heartbeatTtlMs: HEARTBEAT_TTL_MS,
+    sendDeadlineMs: SEND_DEADLINE_MS,
+    reconciliation: settings,
+    onStoreOpened: (store) => {
+      store.sqlite.pragma("synchronous = OFF");
+      // The audit triggers stamp each row change with the manual clock (test-only SQL function).
+      store.sqlite.function("ledger_model_now", { deterministic: false }, () => clock.now());
+      installAudit(store);
+      injector = new CrashInjector();
+      injector.attach(store);
+    },
+  });
+  Object.assign(world, { store: tw.store, runtime: tw.runtime, injector });
   Object.assign(world, {
     profile,
     clock,
@@ -269,40 +266,21 @@ export function createWorld(profile: Profile, checks: CheckOptions = { finalizat
     auditCursor: { effects: 0, commands: 0 },
     checks,
     restart: () => {
-      try {
-        world.store.close();
-      } catch {
-        // already closed
-      }
-      boot();
-      // what server.ts does at startup: leases of the dead process are released
-      world.runtime.reconciler.releaseStaleLeases();
+      // the store is closed, the same file opened in a new runtime, and (what server.ts does at
+      // startup) the leases of the dead process are released
+      tw.restart();
+      Object.assign(world, { store: tw.store, runtime: tw.runtime, injector });
     },
     close: () => {
-      world.store.close();
-      rmSync(dir, { recursive: true, force: true });
+      tw.close();
+      temp.remove();
     },
   } satisfies Omit<World, "store" | "runtime" | "injector">);
   return world;
 }
 
-let templateDir: string | null = null;
-/** A migrated, checkpointed store file, made once per test file; each world starts from a copy. */
-function migratedTemplate(): string {
-  if (!templateDir) {
-    templateDir = mkdtempSync(join(tmpdir(), "ledger-model-template-"));
-    const s = openStore(join(templateDir, "template.db"));
-    s.sqlite.pragma("journal_mode = DELETE");
-    s.close();
-  }
-  return join(templateDir, "template.db");
-}
-
-/** Removes the migrated template (call in `afterAll`). */
-export function removeMigratedTemplate(): void {
-  if (templateDir) rmSync(templateDir, { recursive: true, force: true });
-  templateDir = null;
-}
+/** Removes the migrated template the worlds copy (call in `afterAll`); kept here for model-shard.ts and the property test. */
+export { removeMigratedTemplate } from "../kit/index.js";
 
 /** Test-only audit of every effect and command row change, kept in the test's own store file (survives a restart). */
 function installAudit(store: Store): void {

@@ -6,7 +6,7 @@
  * and after them (bytes). Usage: `long-poll-heap.main.ts [polls=50000] [warmup=5000]`.
  */
 import { setImmediate as yieldToLoop } from "node:timers/promises";
-import { createRuntimeFixture } from "./runtime-fixture.js";
+import { createTestWorld } from "../kit/index.js";
 
 const gc = (globalThis as { gc?: () => void }).gc;
 if (!gc) {
@@ -16,7 +16,7 @@ if (!gc) {
 const polls = Number(process.argv[2] ?? 50_000);
 const warmup = Number(process.argv[3] ?? 5_000);
 
-const f = createRuntimeFixture();
+const f = createTestWorld();
 const { runtime } = f;
 const { driverToken } = runtime.drivers.register({ name: "heap" }, { kind: "enrollment" });
 const instance = runtime.drivers.authenticate(driverToken);

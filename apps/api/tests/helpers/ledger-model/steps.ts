@@ -1,0 +1,56 @@
+/**
+ * The frame every ledger model command runs in: {@link step} (count, trace, run, then check every
+ * invariant), {@link guard} (a typed RuntimeError is an allowed answer), the run trace and a
+ * canonical JSON form for comparing results.
+ */
+import type fc from "fast-check";
+import { RuntimeError } from "../../../src/modules/runtime/domain/runtime-errors.js";
+import {
+  START_MS,
+  bump,
+  checkInvariants,
+  figures,
+  type Model,
+  type World,
+} from "../ledger-model-world.js";
+
+/** A model command: it reads and updates the {@link Model} and drives the real system in the {@link World}. */
+export type Cmd = fc.AsyncCommand<Model, World>;
+
+export function trace(w: World, line: string): void {
+  w.trace.push(`t+${w.clock.now() - START_MS}ms ${line}`);
+}
+
+/** Runs `fn`; a typed RuntimeError is an allowed answer (counted), anything else fails the property. */
+export async function guard<T>(w: World, label: string, fn: () => T | Promise<T>): Promise<T | undefined> {
+  try {
+    return await fn();
+  } catch (err) {
+    if (err instanceof RuntimeError) {
+      bump(figures.runtimeErrors, err.code);
+      trace(w, `  ${label} → RuntimeError ${err.code}`);
+      return undefined;
+    }
+    trace(w, `  ${label} → THREW ${String(err)}`);
+    throw err;
+  }
+}
+
+/** One model step: run, then check every invariant. */
+export async function step(w: World, m: Model, label: string, body: () => Promise<void>): Promise<void> {
+  bump(figures.commands, label.split("(")[0]!);
+  trace(w, label);
+  await body();
+  await checkInvariants(w, m, label);
+}
+
+export function canon(v: unknown): string {
+  if (v === null || typeof v !== "object") return JSON.stringify(v);
+  if (Array.isArray(v)) return `[${v.map(canon).join(",")}]`;
+  const o = v as Record<string, unknown>;
+  return `{${Object.keys(o)
+    .filter((k) => o[k] !== undefined)
+    .sort()
+    .map((k) => `${JSON.stringify(k)}:${canon(o[k])}`)
+    .join(",")}}`;
+}

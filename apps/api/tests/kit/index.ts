@@ -1,0 +1,32 @@
+/**
+ * The API tests' one test world (see README.md): a migrated store, one manual clock, the runtime
+ * (and HTTP app) built on them, a connected Driver, the provider double or the real fixture
+ * provider. Tests import from here only.
+ */
+export { START_MS, createManualClock } from "./clock.js";
+export type { ManualClock } from "./clock.js";
+export { copyMigratedStoreFile, createTempDir, migratedTemplate, openTestStore, removeMigratedTemplate } from "./store.js";
+export type { Store, TempDir } from "./store.js";
+export { buildRuntime, createTestWorld } from "./world.js";
+export type { ReconciliationSettings, Runtime, TestWorld, TestWorldOptions } from "./world.js";
+export {
+  BOUND_SERVER,
+  WRITE_TOOL,
+  connectDriver,
+  deliverAcceptClaim,
+  dispatchWrite,
+  enqueueCreateIssue,
+  finalizeDriver,
+  issueArgs,
+  issueResult,
+  reconnectDriver,
+  redeliverAndClaim,
+} from "./driver.js";
+export type { ConnectedDriver, DispatchedCall } from "./driver.js";
+export { TEST_BACKOFF, commitAtProvider, createDoubleWorld, recordingAdapter } from "./provider-double.js";
+export type { DoubleWorld, DoubleWorldOptions } from "./provider-double.js";
+export { createFixtureProviderWorld, executeNextCommand } from "./fixture-provider.js";
+export type { ExecutedCommand, FixtureProviderWorld } from "./fixture-provider.js";
+export { buildHttpApp } from "./http.js";
+export type { HttpApp } from "./http.js";
+export { until, waitFor } from "./wait.js";

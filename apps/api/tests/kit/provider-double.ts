@@ -1,0 +1,93 @@
+/**
+ * The test world with reconciliation on and the in-memory provider double bound as server
+ * `tracker` ({@link createDoubleWorld}): one manual clock drives the runtime and the double.
+ */
+import { expect } from "vitest";
+import type { AdapterDeclaration, LookupRequest, ReconciliationAdapter } from "@mosoo/effect-reconciliation";
+import { createProviderDouble, createProviderDoubleAdapter, type ProviderDouble, type ProviderDoubleOptions } from "@mosoo/effect-reconciliation/testing";
+import type { LookupBackoff } from "../../src/modules/reconciliation/domain/lookup-schedule.js";
+import { createManualClock } from "./clock.js";
+import { BOUND_SERVER, WRITE_TOOL, type DispatchedCall } from "./driver.js";
+import { createTestWorld, type ReconciliationSettings, type TestWorld } from "./world.js";
+
+/** Default lookup backoff of these tests (ms). */
+export const TEST_BACKOFF: LookupBackoff = { initialMs: 1_000, maxMs: 8_000, factor: 2 };
+
+/**
+ * Options of {@link createDoubleWorld}: the flag (default on), a SQLite file (default in-memory),
+ * where the clock starts, the provider double's options (its clock is always the world's),
+ * overrides of the double adapter's declaration, whether `tracker` is bound at all (default yes),
+ * and the reconciliation settings: `lookupTimeoutMs` (default 2 000), `leaseMs` (30 000),
+ * `concurrency` (4), `backoff` ({@link TEST_BACKOFF}), `maxLookups` (8); the runtime's
+ * `heartbeatTtlMs` (default 3 600 000 ms, so no Driver goes stale by accident) and `sendDeadlineMs`
+ * (default the runtime's 10 000 ms).
+ */
+export interface DoubleWorldOptions {
+  enabled?: boolean;
+  dbFile?: string;
+  startMs?: number;
+  double?: Omit<ProviderDoubleOptions, "clock" | "toolName">;
+  declaration?: Partial<AdapterDeclaration>;
+  bind?: boolean;
+  lookupTimeoutMs?: number;
+  leaseMs?: number;
+  concurrency?: number;
+  backoff?: LookupBackoff;
+  maxLookups?: number;
+  heartbeatTtlMs?: number;
+  sendDeadlineMs?: number;
+}
+
+/**
+ * A {@link TestWorld} with reconciliation wired to a provider double: moving the clock moves
+ * everything but real-time lookup timeouts. `lookups` lists every call the runtime made to the
+ * bound adapter (whatever the fault knob), in order.
+ */
+export interface DoubleWorld extends TestWorld {
+  double: ProviderDouble;
+  adapter: ReconciliationAdapter;
+  settings: ReconciliationSettings;
+  lookups: LookupRequest[];
+}
+
+/** Wraps `inner` so that every lookup request is pushed to `lookups` before it is answered. */
+export function recordingAdapter(inner: ReconciliationAdapter, lookups: LookupRequest[]): ReconciliationAdapter {
+  return {
+    declaration: inner.declaration,
+    lookup(request, context) {
+      lookups.push(request);
+      return inner.lookup(request, context);
+    },
+  };
+}
+
+/** Creates a {@link DoubleWorld}. */
+export function createDoubleWorld(opts: DoubleWorldOptions = {}): DoubleWorld {
+  const clock = createManualClock(opts.startMs);
+  const double = createProviderDouble({ ...opts.double, clock, toolName: WRITE_TOOL });
+  const lookups: LookupRequest[] = [];
+  const adapter = recordingAdapter(createProviderDoubleAdapter(double, opts.declaration), lookups);
+  const settings: ReconciliationSettings = {
+    enabled: opts.enabled ?? true,
+    bindings: new Map(opts.bind === false ? [] : [[BOUND_SERVER, adapter]]),
+    lookupTimeoutMs: opts.lookupTimeoutMs ?? 2_000,
+    leaseMs: opts.leaseMs ?? 30_000,
+    concurrency: opts.concurrency ?? 4,
+    backoff: opts.backoff ?? TEST_BACKOFF,
+    maxLookups: opts.maxLookups ?? 8,
+  };
+  const world = createTestWorld({
+    clock,
+    heartbeatTtlMs: opts.heartbeatTtlMs ?? 3_600_000,
+    reconciliation: settings,
+    ...(opts.dbFile === undefined ? {} : { dbFile: opts.dbFile }),
+    ...(opts.sendDeadlineMs === undefined ? {} : { sendDeadlineMs: opts.sendDeadlineMs }),
+  });
+  return Object.assign(world, { double, adapter, settings, lookups });
+}
+
+/** The provider receives the write under the effect's key with the same arguments (it commits; asserted). */
+export async function commitAtProvider(fx: { double: ProviderDouble }, call: DispatchedCall): Promise<void> {
+  const res = await fx.double.commit(call.idempotencyKey, call.args);
+  expect(res.status).toBe("committed");
+}

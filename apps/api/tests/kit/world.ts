@@ -1,0 +1,88 @@
+/**
+ * The test world: a migrated store, the manual clock and the runtime built on them, with a silent
+ * logger. Every API test that needs a runtime gets it here ({@link createTestWorld}); the provider
+ * double and the real fixture provider are added on top (provider-double.ts, fixture-provider.ts).
+ */
+import pino from "pino";
+import { createRuntime, type Runtime } from "../../src/modules/runtime/application/runtime.js";
+import type { ReconciliationSettings } from "../../src/modules/reconciliation/application/reconciliation-settings.js";
+import { createManualClock, type ManualClock } from "./clock.js";
+import { openTestStore, type Store } from "./store.js";
+
+export type { Runtime, ReconciliationSettings };
+
+/**
+ * Options of {@link createTestWorld}; every one is optional:
+ * - `dbFile`: the SQLite file (default `:memory:`; a file is needed for `restart()`);
+ * - `clock`: a clock made by the caller (e.g. shared with a provider double first); else a new one
+ *   at `startMs` (default START_MS);
+ * - `heartbeatTtlMs` (default 10 000 ms), `sendDeadlineMs` (default the runtime's 10 000 ms),
+ *   `driverUnconnectedTtlMs` (default the runtime's): the runtime's settings;
+ * - `reconciliation`: the reconciliation settings (default the runtime's: off);
+ * - `onStoreOpened`: runs on each store right after it is opened and migrated, before the runtime
+ *   is built (test-only triggers, a crash injector).
+ */
+export interface TestWorldOptions {
+  dbFile?: string;
+  clock?: ManualClock;
+  startMs?: number;
+  heartbeatTtlMs?: number;
+  sendDeadlineMs?: number;
+  driverUnconnectedTtlMs?: number;
+  reconciliation?: ReconciliationSettings;
+  onStoreOpened?: (store: Store) => void;
+}
+
+/**
+ * A runtime on a migrated store with a manual clock. `store` and `runtime` are replaced by
+ * `restart()`: the "API process" dies (the store is closed; its memory is gone), a new one opens
+ * the same file and, as `server.ts` does at startup, releases the dead process's leases (throws
+ * Error on an in-memory world). `close()` closes the store.
+ */
+export interface TestWorld {
+  store: Store;
+  runtime: Runtime;
+  clock: ManualClock;
+  restart(): void;
+  close(): void;
+}
+
+/** Builds a runtime the way the API does, on `store` and `clock`, with a silent logger. */
+export function buildRuntime(store: Store, clock: ManualClock, opts: Omit<TestWorldOptions, "dbFile" | "clock" | "startMs" | "onStoreOpened"> = {}): Runtime {
+  return createRuntime({
+    db: store.db,
+    logger: pino({ level: "silent" }),
+    heartbeatTtlMs: opts.heartbeatTtlMs ?? 10_000,
+    ...(opts.driverUnconnectedTtlMs === undefined ? {} : { driverUnconnectedTtlMs: opts.driverUnconnectedTtlMs }),
+    ...(opts.sendDeadlineMs === undefined ? {} : { sendDeadlineMs: opts.sendDeadlineMs }),
+    clock,
+    ...(opts.reconciliation ? { reconciliation: opts.reconciliation } : {}),
+  });
+}
+
+/** Creates a {@link TestWorld}. */
+export function createTestWorld(opts: TestWorldOptions = {}): TestWorld {
+  const file = opts.dbFile ?? ":memory:";
+  const clock = opts.clock ?? createManualClock(opts.startMs);
+  const boot = (): { store: Store; runtime: Runtime } => {
+    const store = openTestStore(file);
+    opts.onStoreOpened?.(store);
+    return { store, runtime: buildRuntime(store, clock, opts) };
+  };
+  const world: TestWorld = {
+    ...boot(),
+    clock,
+    restart() {
+      if (file === ":memory:") throw new Error("restart() needs a file-backed world (dbFile)");
+      try {
+        world.store.close();
+      } catch {
+        // already closed
+      }
+      Object.assign(world, boot());
+      world.runtime.reconciler.releaseStaleLeases();
+    },
+    close: () => world.store.close(),
+  };
+  return world;
+}
