@@ -2,8 +2,8 @@ import { spawnSync } from "node:child_process";
 import { mkdtempSync, rmSync, statSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { fileURLToPath } from "node:url";
 import { openStore } from "../src/platform/db/database.js";
+import { entryFile } from "../src/platform/compiled-entry.js";
 import { createBenchRuntime, installDbTimeMeter, measureBareCommitUs, peakRssBytes, progress } from "./bench-store.harness.js";
 
 /** Options: `effects` unknown effects to recover, the bound adapter's `lookupLatencyMs` (ms), `concurrency`, and the flag. */
@@ -45,7 +45,7 @@ export interface RecoveryResult {
   topStatements: Array<{ sql: string; ms: number; calls: number }>;
 }
 
-const SEED_SCRIPT = fileURLToPath(new URL("./seed-unknown.main.ts", import.meta.url));
+const SEED_SCRIPT = entryFile(new URL("./seed-unknown.main.ts", import.meta.url), "seed-unknown.main.js");
 
 /**
  * Scenario 2: `effects` `unknown` effects (never looked up, bound to the fixed-latency adapter)
@@ -58,7 +58,7 @@ export async function runRecovery(opts: RecoveryOptions): Promise<RecoveryResult
   const file = join(dir, "bench.db");
   try {
     progress(`recovery: seeding ${opts.effects} unknown effects (separate process)`);
-    const seeded = spawnSync(process.execPath, ["--import", "tsx", SEED_SCRIPT, file, String(opts.effects)], { stdio: ["ignore", "inherit", "inherit"] });
+    const seeded = spawnSync(process.execPath, [...SEED_SCRIPT.nodeArgs, SEED_SCRIPT.path, file, String(opts.effects)], { stdio: ["ignore", "inherit", "inherit"] });
     if (seeded.status !== 0) throw new Error(`seeding failed with status ${seeded.status}`);
     const store = openStore(file);
     const bareBefore = measureBareCommitUs(store.sqlite);
