@@ -4,6 +4,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { openStore } from "../src/platform/db/database.js";
 import { entryFile } from "../src/platform/compiled-entry.js";
+import { DEFAULT_GROUP_COMMIT } from "../src/modules/reconciliation/application/outcome-group-commit.js";
 import { createBenchRuntime, installDbTimeMeter, measureBareCommitUs, peakRssBytes, progress } from "./bench-store.harness.js";
 
 /** Options: `effects` unknown effects to recover, the bound adapter's `lookupLatencyMs` (ms), `concurrency`, and the flag. */
@@ -12,6 +13,8 @@ export interface RecoveryOptions {
   lookupLatencyMs: number;
   concurrency: number;
   reconciliation: boolean;
+  /** Outcomes per transaction at most (default: the API's default); 1 = each outcome alone (before group commit). */
+  groupCommitMax?: number;
 }
 
 /**
@@ -63,7 +66,12 @@ export async function runRecovery(opts: RecoveryOptions): Promise<RecoveryResult
     const store = openStore(file);
     const bareBefore = measureBareCommitUs(store.sqlite);
     const meter = installDbTimeMeter(store.sqlite);
-    const runtime = createBenchRuntime(store, { reconciliation: opts.reconciliation, lookupLatencyMs: opts.lookupLatencyMs, concurrency: opts.concurrency });
+    const runtime = createBenchRuntime(store, {
+      reconciliation: opts.reconciliation,
+      lookupLatencyMs: opts.lookupLatencyMs,
+      concurrency: opts.concurrency,
+      ...(opts.groupCommitMax === undefined ? {} : { groupCommit: { ...DEFAULT_GROUP_COMMIT, maxBatch: opts.groupCommitMax } }),
+    });
     const countUnknown = store.sqlite.prepare("SELECT count(*) AS n FROM external_tool_effects WHERE status = 'unknown'").pluck();
     global.gc?.();
     const rssBeforeBytes = process.memoryUsage().rss;

@@ -13,7 +13,9 @@
  * (10k on ×3 and off), `recovery-100k`, `repair`; default all), `--check` (compare this run's
  * figures with the committed baseline, `bench/baseline.json`: one line per figure, exit 1 when one
  * regressed by more than `--tolerance`, default 0.2 = 20%), `--write-baseline` (merge this run's
- * figures into that file), `--baseline <file>` (another baseline file). See `baseline-check.ts`.
+ * figures into that file), `--baseline <file>` (another baseline file), `--group-commit-max <n>`
+ * (outcomes per transaction in the recovery and repair scenarios; 1 = each alone, as before group
+ * commit: the "before" side of a comparison; not with `--check`/`--write-baseline`). See `baseline-check.ts`.
  */
 import { spawn } from "node:child_process";
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from "node:fs";
@@ -42,6 +44,7 @@ interface BenchOptions {
   writeBaseline: boolean;
   baseline: string;
   tolerance: number;
+  groupCommitMax: number | undefined;
 }
 
 /** Parses the command line (commander); a bad option prints one line and exits 2. */
@@ -60,6 +63,12 @@ function parseOptions(argv: string[]): BenchOptions {
     .option("--write-baseline", "merge this run's figures into the baseline file", false)
     .option("--baseline <file>", "the baseline file", DEFAULT_BASELINE)
     .addOption(
+      new Option("--group-commit-max <n>", "outcomes per transaction at most in the recovery and repair scenarios (1 = each alone, as before group commit; default the API's)").argParser((v) => {
+        if (!/^[1-9]\d{0,3}$/.test(v)) throw new InvalidArgumentError("must be an integer from 1 to 9999");
+        return Number(v);
+      }),
+    )
+    .addOption(
       new Option("--tolerance <fraction>", "a figure this much above its baseline is a regression").default(DEFAULT_TOLERANCE).argParser((v) => {
         const n = Number(v);
         if (!/^\d+(\.\d+)?$/.test(v) || !Number.isFinite(n)) throw new InvalidArgumentError("must be a fraction such as 0.2");
@@ -74,8 +83,8 @@ function parseOptions(argv: string[]): BenchOptions {
     const code = (err as { exitCode?: number }).exitCode ?? 2;
     process.exit(code === 0 ? 0 : 2);
   }
-  const o = program.opts<{ only?: ScenarioName[]; check: boolean; writeBaseline: boolean; baseline: string; tolerance: number }>();
-  return { only: o.only ?? [...SCENARIOS], check: o.check, writeBaseline: o.writeBaseline, baseline: o.baseline, tolerance: o.tolerance };
+  const o = program.opts<{ only?: ScenarioName[]; check: boolean; writeBaseline: boolean; baseline: string; tolerance: number; groupCommitMax?: number }>();
+  return { only: o.only ?? [...SCENARIOS], check: o.check, writeBaseline: o.writeBaseline, baseline: o.baseline, tolerance: o.tolerance, groupCommitMax: o.groupCommitMax };
 }
 
 /** Reads the baseline file, or undefined when it does not exist; a malformed one prints one line and exits 2. */
@@ -149,6 +158,10 @@ async function main(opts: BenchOptions): Promise<number> {
   const rows: Row[] = [];
   const figures: BenchFigure[] = [];
   const runs = (name: ScenarioName) => opts.only.includes(name);
+  if (opts.groupCommitMax !== undefined && (opts.check || opts.writeBaseline)) {
+    process.stderr.write("bench.invalid: --group-commit-max is for side-by-side comparisons; its figures are never checked against or written to the baseline\n");
+    return 2;
+  }
   if (opts.check && !readBaseline(opts.baseline)) {
     process.stderr.write(`bench.baseline_missing: ${opts.baseline} does not exist; write one with npm run bench -- --write-baseline\n`);
     return 2;
@@ -177,7 +190,7 @@ async function main(opts: BenchOptions): Promise<number> {
   }
 
   // 2. Recovery throughput: 10k (repeated) and 100k unknown effects, 10 ms lookups, concurrency 64.
-  const base = { lookupLatencyMs: 10, concurrency: 64 };
+  const base = { lookupLatencyMs: 10, concurrency: 64, ...(opts.groupCommitMax === undefined ? {} : { groupCommitMax: opts.groupCommitMax }) };
   const small = QUICK ? 2_000 : 10_000;
   const large = QUICK ? 20_000 : 100_000;
   const reps = QUICK ? 1 : 3;
@@ -233,7 +246,7 @@ async function main(opts: BenchOptions): Promise<number> {
   }
 
   // 3. Finalization repair: 1,000 executing effects, half bound (5 ms lookups), half unbound.
-  const repairOpts = { commands: 1_000, lookupLatencyMs: 5, concurrency: 64, rounds: QUICK ? 1 : 5 };
+  const repairOpts = { commands: 1_000, lookupLatencyMs: 5, concurrency: 64, rounds: QUICK ? 1 : 5, ...(opts.groupCommitMax === undefined ? {} : { groupCommitMax: opts.groupCommitMax }) };
   const repair: RepairResult[] = [];
   for (const flag of runs("repair") ? (["on", "off"] as const) : []) {
     const r = await child<RepairResult>(`finalization repair ${flag}`, "repair", { ...repairOpts, reconciliation: flag === "on" });

@@ -14,6 +14,7 @@ import type { ReconciliationMetrics } from "../infrastructure/reconciliation-met
 import type { ReconciliationSettings } from "./reconciliation-settings.js";
 import { recordInterruptedLookups } from "./interrupted-lookups.js";
 import { noLookupReason } from "./binding-report.js";
+import { DEFAULT_GROUP_COMMIT, OutcomeGroupCommit } from "./outcome-group-commit.js";
 
 /**
  * What one call of {@link EffectReconciler.reconcile} did:
@@ -74,11 +75,16 @@ export type SettleInTransaction = (tx: DbHandle, effect: EffectRow) => void;
  * compare-and-set on (status, version, lease). A loser records `superseded` and changes nothing.
  */
 export class EffectReconciler {
+  /** Outcomes are committed in groups (issue 13, docs/DESIGN.md §3 rule 6): see {@link OutcomeGroupCommit}. */
+  private readonly outcomes: OutcomeGroupCommit;
+
   constructor(
     private readonly ctx: RuntimeContext,
     private readonly settings: ReconciliationSettings,
     private readonly metrics: ReconciliationMetrics,
-  ) {}
+  ) {
+    this.outcomes = new OutcomeGroupCommit(ctx.db, settings.groupCommit ?? DEFAULT_GROUP_COMMIT);
+  }
 
   /** The adapter bound to the effect's server when reconciliation is on and the adapter declares the tool; else null. */
   adapterFor(effect: Pick<EffectRow, "serverId" | "toolName">): ReconciliationAdapter | null {
@@ -312,7 +318,7 @@ export class EffectReconciler {
     return n;
   }
 
-  private commit(
+  private async commit(
     effect: EffectRow,
     leasedVersion: number,
     owner: string,
@@ -321,7 +327,7 @@ export class EffectReconciler {
     startedAtMs: number,
     answer: LookupAnswer,
     settle: SettleInTransaction | undefined,
-  ): ReconcileResult {
+  ): Promise<ReconcileResult> {
     const now = this.ctx.clock.nowMs();
     if (answer.kind === "ineligible") {
       // The reconcile step made no lookup (e.g. invalid input): release the lease and its count.
@@ -329,7 +335,10 @@ export class EffectReconciler {
       return { kind: "ineligible", reasonCode: answer.decision.reasonCode, effect: effectRepository.findById(this.ctx.db, effect.id) };
     }
     let decision: Exclude<ReconcileDecision, { decision: "ineligible" }> | undefined;
-    const committed = writeTransaction(this.ctx.db, (tx) => {
+    // Group commit: this outcome's writes run whole inside a batch's transaction (or alone, if the
+    // batch failed); the promise settles after that commit, so nothing below runs before it.
+    const committed = await this.outcomes.submit((tx) => {
+      decision = undefined;
       // Judged here, against the effect as stored now, inside the transaction that persists the
       // outcome (docs/DESIGN.md §4): the adapter never held this row, only a copy of its lookup request.
       const current = effectRepository.findById(tx, effect.id);
