@@ -186,8 +186,10 @@ describe("group commit: one batch, each outcome whole", () => {
     const commits: number[] = [];
     let writes = 0;
     observeDurableWrites(lab.store.db, { beforeCommit: () => void (writes += 1), afterCommit: () => void commits.push(lab.answers) });
-    await lab.runtime.repair.finalize(driver.instance.id, "operator");
+    const summary = await lab.runtime.repair.finalize(driver.instance.id, "operator");
     expect(calls.map((c) => outcomeOf(lab, runId, c))).toEqual(calls.map(() => "settled"));
+    // every command counted once: half completed (the provider committed), half failed (not executed)
+    expect(summary).toMatchObject({ effectsFenced: N, effectsReconciled: N, commandsCompleted: N / 2, commandsFailed: N / 2, runsFailed: 1 });
     // fence+settle, lease batches, ONE outcome batch (after all N answers), run failed
     expect(commits.filter((answersSoFar) => answersSoFar === N)).toHaveLength(2);
     expect(writes).toBe(commits.length);
@@ -204,7 +206,8 @@ describe("group commit: one batch, each outcome whole", () => {
       if (request.idempotencyKey === loser.key) lab.store.sqlite.prepare("UPDATE external_tool_effects SET version = version + 1 WHERE id = ?").run(loser.effectId);
     };
     const before = () => effectRow(lab.store, loser.effectId);
-    await lab.runtime.repair.finalize(driver.instance.id, "operator");
+    const summary = await lab.runtime.repair.finalize(driver.instance.id, "operator");
+    expect(summary.commandsCompleted + summary.commandsFailed).toBe(N);
     for (const c of calls) if (c !== loser) expect(outcomeOf(lab, runId, c)).toBe("settled");
     const after = before();
     expect(after.status).toBe("unknown");

@@ -4,13 +4,8 @@ import { fileURLToPath } from "node:url";
 declare const MOSOO_DIST_URL: string | undefined;
 
 /**
- * True when this code runs from the compiled output (`apps/<app>/dist/`, built by `scripts/build.mjs`),
- * false under a TypeScript loader (tsx, vitest).
- */
-export const isCompiled: boolean = typeof MOSOO_DIST_URL === "string";
-
-/**
- * Where to start a process or worker entry: compiled, the file `distFile` of the same `dist/`
+ * Where to start a process or worker entry: compiled (this code runs from `apps/<app>/dist/`, built
+ * by `scripts/build.mjs`), the file `distFile` of the same `dist/`
  * folder with no loader arguments; otherwise the TypeScript `sourceUrl` (a `file:` URL, usually
  * `new URL("./x.main.ts", import.meta.url)`) run with `--import tsx`. Returns an absolute path and
  * the node arguments that must precede it.

@@ -86,6 +86,11 @@ export class EffectReconciler {
     this.outcomes = new OutcomeGroupCommit(ctx.db, settings.groupCommit ?? DEFAULT_GROUP_COMMIT);
   }
 
+  /** Commits every outcome waiting for its group commit's window now (call before closing the store). */
+  flushOutcomes(): void {
+    this.outcomes.flush();
+  }
+
   /** The adapter bound to the effect's server when reconciliation is on and the adapter declares the tool; else null. */
   adapterFor(effect: Pick<EffectRow, "serverId" | "toolName">): ReconciliationAdapter | null {
     if (!this.settings.enabled) return null;
