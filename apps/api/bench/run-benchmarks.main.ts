@@ -162,9 +162,16 @@ async function main(opts: BenchOptions): Promise<number> {
     process.stderr.write("bench.invalid: --group-commit-max is for side-by-side comparisons; its figures are never checked against or written to the baseline\n");
     return 2;
   }
-  if (opts.check && !readBaseline(opts.baseline)) {
-    process.stderr.write(`bench.baseline_missing: ${opts.baseline} does not exist; write one with npm run bench -- --write-baseline\n`);
-    return 2;
+  if (opts.check) {
+    const baseline = readBaseline(opts.baseline);
+    if (!baseline) {
+      process.stderr.write(`bench.baseline_missing: ${opts.baseline} does not exist; write one with npm run bench -- --write-baseline\n`);
+      return 2;
+    }
+    if (baseline.quick !== QUICK) {
+      process.stderr.write(`bench.baseline_mismatch: the baseline is ${baseline.quick ? "a QUICK" : "a full"} run and this one is ${QUICK ? "QUICK" : "full"}; their figures are not comparable\n`);
+      return 2;
+    }
   }
 
   // 1. Ledger cost per lifecycle against four bare transactions, at 0 / 10k / 100k existing effects.
@@ -289,10 +296,6 @@ async function main(opts: BenchOptions): Promise<number> {
   let exitCode = 0;
   if (opts.check) {
     const baseline = readBaseline(opts.baseline)!;
-    if (baseline.quick !== QUICK) {
-      process.stderr.write(`bench.baseline_mismatch: the baseline is ${baseline.quick ? "a QUICK" : "a full"} run and this one is ${QUICK ? "QUICK" : "full"}; their figures are not comparable\n`);
-      return 2;
-    }
     const compared = compareWithBaseline(figures, baseline.figures, opts.tolerance);
     console.log(`\nregression check against ${opts.baseline} (measured ${baseline.measuredAt} on ${baseline.machine}):`);
     for (const c of compared) console.log(describeComparison(c, opts.tolerance));
