@@ -9,6 +9,7 @@ import { openStore, type Store } from "../src/platform/db/database.js";
 import { createRuntime, type Runtime } from "../src/composition-root.js";
 import { RECONCILIATION_OFF } from "../src/modules/reconciliation/application/reconciliation-settings.js";
 import { BENCH_BOUND_SERVER, BENCH_TOOL, createFixedLatencyAdapter } from "./fixed-latency.adapter.js";
+import type { GroupCommitSettings } from "../src/modules/reconciliation/application/outcome-group-commit.js";
 
 /** A file-backed store in a fresh temp folder (WAL, synchronous=FULL, as in production) and how to drop it. */
 export interface BenchStore extends Store {
@@ -41,6 +42,8 @@ export interface BenchRuntimeOptions {
   reconciliation: boolean;
   lookupLatencyMs: number;
   concurrency: number;
+  /** Group commit of outcomes (default: the API's, `DEFAULT_GROUP_COMMIT`); `maxBatch: 1` commits each alone, as before issue 13. */
+  groupCommit?: GroupCommitSettings;
 }
 
 /**
@@ -58,6 +61,7 @@ export function createBenchRuntime(store: Store, opts: BenchRuntimeOptions): Run
       enabled: opts.reconciliation,
       concurrency: opts.concurrency,
       bindings: new Map([[BENCH_BOUND_SERVER, createFixedLatencyAdapter(opts.lookupLatencyMs)]]),
+      ...(opts.groupCommit ? { groupCommit: opts.groupCommit } : {}),
     },
   });
 }

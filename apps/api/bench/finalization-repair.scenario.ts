@@ -1,4 +1,5 @@
 import { BENCH_BOUND_SERVER, BENCH_TOOL } from "./fixed-latency.adapter.js";
+import { DEFAULT_GROUP_COMMIT } from "../src/modules/reconciliation/application/outcome-group-commit.js";
 import { createBenchRuntime, installCommitObserver, openBenchStore, progress } from "./bench-store.harness.js";
 
 /** Options: `commands` executing effects per Driver (half bound, half unbound), the bound adapter's `lookupLatencyMs` (ms), `concurrency`, the flag, and `rounds` (one new Driver each). */
@@ -8,6 +9,8 @@ export interface RepairOptions {
   concurrency: number;
   reconciliation: boolean;
   rounds: number;
+  /** Outcomes per transaction at most (default: the API's default); 1 = each outcome alone (before group commit). */
+  groupCommitMax?: number;
 }
 
 /**
@@ -64,7 +67,12 @@ export async function runRepair(opts: RepairOptions): Promise<RepairResult> {
     installCommitObserver(store.sqlite, (atMs) => {
       if (observedRunId) commits.push({ atMs, maxSeq: (maxSeq.get(observedRunId) as number | null) ?? 0 });
     });
-    const runtime = createBenchRuntime(store, { reconciliation: opts.reconciliation, lookupLatencyMs: opts.lookupLatencyMs, concurrency: opts.concurrency });
+    const runtime = createBenchRuntime(store, {
+      reconciliation: opts.reconciliation,
+      lookupLatencyMs: opts.lookupLatencyMs,
+      concurrency: opts.concurrency,
+      ...(opts.groupCommitMax === undefined ? {} : { groupCommit: { ...DEFAULT_GROUP_COMMIT, maxBatch: opts.groupCommitMax } }),
+    });
     const terminalOf = store.sqlite.prepare(
       `SELECT c.id AS commandId, c.terminal_at_ms AS terminalAtMs,
               (SELECT count(*) FROM run_events e WHERE e.run_id = c.run_id AND e.type IN ('tool_call.completed', 'tool_call.failed') AND json_extract(e.payload_json, '$.commandId') = c.id) AS events,

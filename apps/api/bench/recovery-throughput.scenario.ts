@@ -2,8 +2,9 @@ import { spawnSync } from "node:child_process";
 import { mkdtempSync, rmSync, statSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { fileURLToPath } from "node:url";
 import { openStore } from "../src/platform/db/database.js";
+import { entryFile } from "../src/platform/compiled-entry.js";
+import { DEFAULT_GROUP_COMMIT } from "../src/modules/reconciliation/application/outcome-group-commit.js";
 import { createBenchRuntime, installDbTimeMeter, measureBareCommitUs, peakRssBytes, progress } from "./bench-store.harness.js";
 
 /** Options: `effects` unknown effects to recover, the bound adapter's `lookupLatencyMs` (ms), `concurrency`, and the flag. */
@@ -12,6 +13,8 @@ export interface RecoveryOptions {
   lookupLatencyMs: number;
   concurrency: number;
   reconciliation: boolean;
+  /** Outcomes per transaction at most (default: the API's default); 1 = each outcome alone (before group commit). */
+  groupCommitMax?: number;
 }
 
 /**
@@ -45,7 +48,7 @@ export interface RecoveryResult {
   topStatements: Array<{ sql: string; ms: number; calls: number }>;
 }
 
-const SEED_SCRIPT = fileURLToPath(new URL("./seed-unknown.main.ts", import.meta.url));
+const SEED_SCRIPT = entryFile(new URL("./seed-unknown.main.ts", import.meta.url), "seed-unknown.main.js");
 
 /**
  * Scenario 2: `effects` `unknown` effects (never looked up, bound to the fixed-latency adapter)
@@ -58,12 +61,17 @@ export async function runRecovery(opts: RecoveryOptions): Promise<RecoveryResult
   const file = join(dir, "bench.db");
   try {
     progress(`recovery: seeding ${opts.effects} unknown effects (separate process)`);
-    const seeded = spawnSync(process.execPath, ["--import", "tsx", SEED_SCRIPT, file, String(opts.effects)], { stdio: ["ignore", "inherit", "inherit"] });
+    const seeded = spawnSync(process.execPath, [...SEED_SCRIPT.nodeArgs, SEED_SCRIPT.path, file, String(opts.effects)], { stdio: ["ignore", "inherit", "inherit"] });
     if (seeded.status !== 0) throw new Error(`seeding failed with status ${seeded.status}`);
     const store = openStore(file);
     const bareBefore = measureBareCommitUs(store.sqlite);
     const meter = installDbTimeMeter(store.sqlite);
-    const runtime = createBenchRuntime(store, { reconciliation: opts.reconciliation, lookupLatencyMs: opts.lookupLatencyMs, concurrency: opts.concurrency });
+    const runtime = createBenchRuntime(store, {
+      reconciliation: opts.reconciliation,
+      lookupLatencyMs: opts.lookupLatencyMs,
+      concurrency: opts.concurrency,
+      ...(opts.groupCommitMax === undefined ? {} : { groupCommit: { ...DEFAULT_GROUP_COMMIT, maxBatch: opts.groupCommitMax } }),
+    });
     const countUnknown = store.sqlite.prepare("SELECT count(*) AS n FROM external_tool_effects WHERE status = 'unknown'").pluck();
     global.gc?.();
     const rssBeforeBytes = process.memoryUsage().rss;

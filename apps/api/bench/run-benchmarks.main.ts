@@ -8,26 +8,104 @@
  * `MOSOO_BENCH_CPU_PROF=1` also runs each child under `node --cpu-prof` (profiles in
  * `var/bench/profiles/<timestamp>/`) and prints its top self-time functions.
  * `MOSOO_BENCH_QUICK=1` runs a smaller set (smoke test of the harness; figures not comparable).
+ *
+ * Options (after `npm run bench --`): `--only <scenarios>` (comma-separated: `ledger`, `recovery`
+ * (10k on ×3 and off), `recovery-100k`, `repair`; default all), `--check` (compare this run's
+ * figures with the committed baseline, `bench/baseline.json`: one line per figure, exit 1 when one
+ * regressed by more than `--tolerance`, default 0.2 = 20%), `--write-baseline` (merge this run's
+ * figures into that file), `--baseline <file>` (another baseline file), `--group-commit-max <n>`
+ * (outcomes per transaction in the recovery and repair scenarios; 1 = each alone, as before group
+ * commit: the "before" side of a comparison; not with `--check`/`--write-baseline`). See `baseline-check.ts`.
  */
 import { spawn } from "node:child_process";
-import { mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from "node:fs";
 import { cpus, tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
+import { Command, InvalidArgumentError, Option } from "commander";
+import { entryFile } from "../src/platform/compiled-entry.js";
 import { summarizeCpuProfile, type SelfTimeEntry } from "./cpu-profile.summary.js";
+import { BenchBaselineSchema, compareWithBaseline, DEFAULT_TOLERANCE, describeComparison, mergeBaseline, type BenchBaseline, type BenchFigure } from "./baseline-check.js";
 import type { LedgerCostResult, LatencyStats } from "./ledger-cost.scenario.js";
 import type { RecoveryResult } from "./recovery-throughput.scenario.js";
 import type { RepairResult } from "./finalization-repair.scenario.js";
 
 const REPO_ROOT = fileURLToPath(new URL("../../../", import.meta.url));
-const CHILD = fileURLToPath(new URL("./scenario.main.ts", import.meta.url));
+/** The committed baseline of the regression gate (`--check`, `--write-baseline`). */
+const DEFAULT_BASELINE = fileURLToPath(new URL("./baseline.json", import.meta.url));
+/** The scenario groups `--only` selects from. */
+const SCENARIOS = ["ledger", "recovery", "recovery-100k", "repair"] as const;
+type ScenarioName = (typeof SCENARIOS)[number];
+
+/** Parsed command line: the scenarios to run, whether to check against / write the baseline, its file, the tolerance (fraction). */
+interface BenchOptions {
+  only: ScenarioName[];
+  check: boolean;
+  writeBaseline: boolean;
+  baseline: string;
+  tolerance: number;
+  groupCommitMax: number | undefined;
+}
+
+/** Parses the command line (commander); a bad option prints one line and exits 2. */
+function parseOptions(argv: string[]): BenchOptions {
+  const program = new Command("bench")
+    .description("Mosoo ledger benchmarks (README: Performance)")
+    .addOption(
+      new Option("--only <scenarios>", `comma-separated subset of ${SCENARIOS.join(", ")}`).argParser((v) => {
+        const names = v.split(",").map((n) => n.trim()).filter((n) => n !== "");
+        const bad = names.filter((n) => !(SCENARIOS as readonly string[]).includes(n));
+        if (names.length === 0 || bad.length > 0) throw new InvalidArgumentError(`unknown scenario ${bad.join(", ") || "(none)"}; one of ${SCENARIOS.join(", ")}`);
+        return names as ScenarioName[];
+      }),
+    )
+    .option("--check", "compare this run's figures with the baseline; exit 1 on a regression beyond the tolerance", false)
+    .option("--write-baseline", "merge this run's figures into the baseline file", false)
+    .option("--baseline <file>", "the baseline file", DEFAULT_BASELINE)
+    .addOption(
+      new Option("--group-commit-max <n>", "outcomes per transaction at most in the recovery and repair scenarios (1 = each alone, as before group commit; default the API's)").argParser((v) => {
+        if (!/^[1-9]\d{0,3}$/.test(v)) throw new InvalidArgumentError("must be an integer from 1 to 9999");
+        return Number(v);
+      }),
+    )
+    .addOption(
+      new Option("--tolerance <fraction>", "a figure this much above its baseline is a regression").default(DEFAULT_TOLERANCE).argParser((v) => {
+        const n = Number(v);
+        if (!/^\d+(\.\d+)?$/.test(v) || !Number.isFinite(n)) throw new InvalidArgumentError("must be a fraction such as 0.2");
+        return n;
+      }),
+    )
+    .exitOverride()
+    .configureOutput({ writeErr: (s) => process.stderr.write(s.split("\n")[0] + "\n") });
+  try {
+    program.parse(argv, { from: "user" });
+  } catch (err) {
+    const code = (err as { exitCode?: number }).exitCode ?? 2;
+    process.exit(code === 0 ? 0 : 2);
+  }
+  const o = program.opts<{ only?: ScenarioName[]; check: boolean; writeBaseline: boolean; baseline: string; tolerance: number; groupCommitMax?: number }>();
+  return { only: o.only ?? [...SCENARIOS], check: o.check, writeBaseline: o.writeBaseline, baseline: o.baseline, tolerance: o.tolerance, groupCommitMax: o.groupCommitMax };
+}
+
+/** Reads the baseline file, or undefined when it does not exist; a malformed one prints one line and exits 2. */
+function readBaseline(file: string): BenchBaseline | undefined {
+  if (!existsSync(file)) return undefined;
+  const parsed = BenchBaselineSchema.safeParse(JSON.parse(readFileSync(file, "utf8")));
+  if (!parsed.success) {
+    process.stderr.write(`bench.baseline_invalid: ${file}: ${parsed.error.issues[0]?.message ?? "invalid"}\n`);
+    process.exit(2);
+  }
+  return parsed.data;
+}
+/** The scenario child: compiled `dist/scenario.main.js` when the bench runs compiled (`npm run bench`), else the TypeScript file under tsx. */
+const CHILD = entryFile(new URL("./scenario.main.ts", import.meta.url), "scenario.main.js");
 const QUICK = process.env.MOSOO_BENCH_QUICK === "1";
 const PROFILE = process.env.MOSOO_BENCH_CPU_PROF === "1";
 const STAMP = new Date().toISOString().replace(/[:.]/g, "-");
 const PROFILE_DIR = join(REPO_ROOT, "var", "bench", "profiles", STAMP);
 
-/** Targets of issue 6. */
-const TARGETS = { ledgerRatio: 1.5, recoveryRatio: 1.2, recoveryRssBytes: 200 * 1024 * 1024, repairP95OverBoundMs: 500 };
+/** Targets of issue 13 (SQLite part): ledger ≤ 1.8× its floor, recovery ≤ 1.2× its bound, 100k peak RSS < 150 MB, repair p95 ≤ bound + 150 ms. */
+const TARGETS = { ledgerRatio: 1.8, recoveryRatio: 1.2, recoveryRssBytes: 150 * 1024 * 1024, repairP95OverBoundMs: 150 };
 
 /** One printed row: what, flag, measured figure, its floor or bound, ratio, other figures, target, met. */
 interface Row {
@@ -49,7 +127,7 @@ const profiles: Array<{ label: string; top: SelfTimeEntry[] }> = [];
 async function child<T>(label: string, scenario: string, options: object): Promise<T> {
   const out = join(tmp, `${++childSeq}.json`);
   const profDir = join(PROFILE_DIR, `${childSeq}-${label.replace(/[^a-z0-9]+/gi, "-")}`);
-  const args = [...(PROFILE ? ["--cpu-prof", `--cpu-prof-dir=${profDir}`] : []), "--import", "tsx", CHILD, scenario, JSON.stringify(options), out];
+  const args = [...(PROFILE ? ["--cpu-prof", `--cpu-prof-dir=${profDir}`] : []), ...CHILD.nodeArgs, CHILD.path, scenario, JSON.stringify(options), out];
   console.error(`▶ ${label}`);
   const t0 = performance.now();
   const code = await new Promise<number | null>((resolve, reject) => {
@@ -60,7 +138,7 @@ async function child<T>(label: string, scenario: string, options: object): Promi
   if (code !== 0) throw new Error(`${label}: child exited with ${code}`);
   console.error(`  done in ${((performance.now() - t0) / 1000).toFixed(1)} s`);
   if (PROFILE) {
-    // one profile per thread: keep the main thread's (tsx's loader thread is almost all idle)
+    // one profile per thread: keep the main thread's (under tsx, its loader thread is almost all idle)
     const tops = readdirSync(profDir)
       .filter((n) => n.endsWith(".cpuprofile"))
       .map((f) => summarizeCpuProfile(join(profDir, f), 12, REPO_ROOT));
@@ -75,16 +153,36 @@ const fmtMb = (bytes: number) => `${(bytes / 1024 / 1024).toFixed(0)} MB`;
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor((xs.length - 1) / 2)]!;
 const fmtK = (n: number) => (n >= 1000 ? `${n / 1000}k` : String(n));
 
-async function main(): Promise<void> {
+async function main(opts: BenchOptions): Promise<number> {
   const started = performance.now();
   const rows: Row[] = [];
+  const figures: BenchFigure[] = [];
+  const runs = (name: ScenarioName) => opts.only.includes(name);
+  if (opts.groupCommitMax !== undefined && (opts.check || opts.writeBaseline)) {
+    process.stderr.write("bench.invalid: --group-commit-max is for side-by-side comparisons; its figures are never checked against or written to the baseline\n");
+    return 2;
+  }
+  if (opts.check) {
+    const baseline = readBaseline(opts.baseline);
+    if (!baseline) {
+      process.stderr.write(`bench.baseline_missing: ${opts.baseline} does not exist; write one with npm run bench -- --write-baseline\n`);
+      return 2;
+    }
+    if (baseline.quick !== QUICK) {
+      process.stderr.write(`bench.baseline_mismatch: the baseline is ${baseline.quick ? "a QUICK" : "a full"} run and this one is ${QUICK ? "QUICK" : "full"}; their figures are not comparable\n`);
+      return 2;
+    }
+  }
 
   // 1. Ledger cost per lifecycle against four bare transactions, at 0 / 10k / 100k existing effects.
-  const ledger = await child<LedgerCostResult>("ledger cost per lifecycle", "ledger", { sizes: QUICK ? [0, 10_000] : [0, 10_000, 100_000], timeMs: QUICK ? 300 : 700, rounds: 3 });
+  const ledger = runs("ledger")
+    ? await child<LedgerCostResult>("ledger cost per lifecycle", "ledger", { sizes: QUICK ? [0, 10_000] : [0, 10_000, 100_000], timeMs: QUICK ? 300 : 700, rounds: 3 })
+    : undefined;
   for (const flag of ["on", "off"] as const) {
-    for (const p of ledger.points) {
+    for (const p of ledger?.points ?? []) {
       const s = flag === "on" ? p.ledgerOn : p.ledgerOff;
       const ratio = s.medianUs / p.floor.medianUs;
+      figures.push({ key: `ledger.${flag}@${fmtK(p.existingEffects)}.ratio`, label: `ledger ${flag} @ ${fmtK(p.existingEffects)} effects, ratio to its floor`, value: ratio, unit: "x" });
       rows.push({
         scenario: `1 ledger, µs/lifecycle @ ${fmtK(p.existingEffects)} effects`,
         flag,
@@ -99,38 +197,49 @@ async function main(): Promise<void> {
   }
 
   // 2. Recovery throughput: 10k (repeated) and 100k unknown effects, 10 ms lookups, concurrency 64.
-  const base = { lookupLatencyMs: 10, concurrency: 64 };
+  const base = { lookupLatencyMs: 10, concurrency: 64, ...(opts.groupCommitMax === undefined ? {} : { groupCommitMax: opts.groupCommitMax }) };
   const small = QUICK ? 2_000 : 10_000;
   const large = QUICK ? 20_000 : 100_000;
   const reps = QUICK ? 1 : 3;
   const recoveryOn: RecoveryResult[] = [];
-  for (let i = 1; i <= reps; i++) recoveryOn.push(await child<RecoveryResult>(`recovery ${fmtK(small)} on (${i}/${reps})`, "recovery", { ...base, effects: small, reconciliation: true }));
-  const recoveryOff = await child<RecoveryResult>(`recovery ${fmtK(small)} off`, "recovery", { ...base, effects: small, reconciliation: false });
-  const recoveryLargeOn = await child<RecoveryResult>(`recovery ${fmtK(large)} on`, "recovery", { ...base, effects: large, reconciliation: true });
-  const walls = recoveryOn.map((r) => r.wallMs);
-  const smallRatio = median(walls) / recoveryOn[0]!.boundMs;
-  rows.push({
-    scenario: `2 recovery, ${fmtK(small)} unknown, 10 ms lookups, c=64`,
-    flag: "on",
-    measured: `${median(walls).toFixed(0)} ms (${Math.min(...walls).toFixed(0)}–${Math.max(...walls).toFixed(0)}, n=${reps})`,
-    floorOrBound: `bound ${recoveryOn[0]!.boundMs.toFixed(0)} ms`,
-    ratio: `${smallRatio.toFixed(2)}×`,
-    other: `DB ${median(recoveryOn.map((r) => r.dbUsPerOutcome)).toFixed(0)} µs/outcome (${recoveryOn[0]!.commitsPerOutcome.toFixed(2)} commits, ${recoveryOn[0]!.statementsPerOutcome.toFixed(1)} statements; bare commit ${median(recoveryOn.map((r) => r.bareCommitUs.before)).toFixed(0)} µs), peak RSS ${fmtMb(median(recoveryOn.map((r) => r.peakRssBytes)))}, resolved ${recoveryOn.map((r) => r.resolved).join("/")}`,
-    target: `≤ ${TARGETS.recoveryRatio}×`,
-    met: smallRatio <= TARGETS.recoveryRatio && recoveryOn.every((r) => r.resolved === r.effects) ? "yes" : "no",
-  });
-  const largeRatio = recoveryLargeOn.wallMs / recoveryLargeOn.boundMs;
-  rows.push({
-    scenario: `2 recovery, ${fmtK(large)} unknown, 10 ms lookups, c=64`,
-    flag: "on",
-    measured: `${recoveryLargeOn.wallMs.toFixed(0)} ms (n=1)`,
-    floorOrBound: `bound ${recoveryLargeOn.boundMs.toFixed(0)} ms`,
-    ratio: `${largeRatio.toFixed(2)}×`,
-    other: `peak RSS ${fmtMb(recoveryLargeOn.peakRssBytes)} (at start ${fmtMb(recoveryLargeOn.rssBeforeBytes)}), DB ${recoveryLargeOn.dbUsPerOutcome.toFixed(0)} µs/outcome, resolved ${recoveryLargeOn.resolved}`,
-    target: `RSS < ${fmtMb(TARGETS.recoveryRssBytes)}`,
-    met: recoveryLargeOn.peakRssBytes < TARGETS.recoveryRssBytes && recoveryLargeOn.resolved === recoveryLargeOn.effects ? "yes" : "no",
-  });
-  for (const r of [recoveryOff]) {
+  let recoveryOff: RecoveryResult | undefined;
+  let recoveryLargeOn: RecoveryResult | undefined;
+  if (runs("recovery")) {
+    for (let i = 1; i <= reps; i++) recoveryOn.push(await child<RecoveryResult>(`recovery ${fmtK(small)} on (${i}/${reps})`, "recovery", { ...base, effects: small, reconciliation: true }));
+    recoveryOff = await child<RecoveryResult>(`recovery ${fmtK(small)} off`, "recovery", { ...base, effects: small, reconciliation: false });
+  }
+  if (runs("recovery-100k")) recoveryLargeOn = await child<RecoveryResult>(`recovery ${fmtK(large)} on`, "recovery", { ...base, effects: large, reconciliation: true });
+  if (recoveryOn.length > 0) {
+    const walls = recoveryOn.map((r) => r.wallMs);
+    const smallRatio = median(walls) / recoveryOn[0]!.boundMs;
+    figures.push({ key: `recovery.on@${fmtK(small)}.ratio`, label: `recovery ${fmtK(small)} on, ratio to the lookup bound`, value: smallRatio, unit: "x" });
+    rows.push({
+      scenario: `2 recovery, ${fmtK(small)} unknown, 10 ms lookups, c=64`,
+      flag: "on",
+      measured: `${median(walls).toFixed(0)} ms (${Math.min(...walls).toFixed(0)}–${Math.max(...walls).toFixed(0)}, n=${reps})`,
+      floorOrBound: `bound ${recoveryOn[0]!.boundMs.toFixed(0)} ms`,
+      ratio: `${smallRatio.toFixed(2)}×`,
+      other: `DB ${median(recoveryOn.map((r) => r.dbUsPerOutcome)).toFixed(0)} µs/outcome (${recoveryOn[0]!.commitsPerOutcome.toFixed(2)} commits, ${recoveryOn[0]!.statementsPerOutcome.toFixed(1)} statements; bare commit ${median(recoveryOn.map((r) => r.bareCommitUs.before)).toFixed(0)} µs), peak RSS ${fmtMb(median(recoveryOn.map((r) => r.peakRssBytes)))}, resolved ${recoveryOn.map((r) => r.resolved).join("/")}`,
+      target: `≤ ${TARGETS.recoveryRatio}×`,
+      met: smallRatio <= TARGETS.recoveryRatio && recoveryOn.every((r) => r.resolved === r.effects) ? "yes" : "no",
+    });
+  }
+  if (recoveryLargeOn) {
+    const largeRatio = recoveryLargeOn.wallMs / recoveryLargeOn.boundMs;
+    figures.push({ key: `recovery.on@${fmtK(large)}.ratio`, label: `recovery ${fmtK(large)} on, ratio to the lookup bound`, value: largeRatio, unit: "x" });
+    figures.push({ key: `recovery.on@${fmtK(large)}.peakRssMb`, label: `recovery ${fmtK(large)} on, peak RSS`, value: recoveryLargeOn.peakRssBytes / 1024 / 1024, unit: "MB" });
+    rows.push({
+      scenario: `2 recovery, ${fmtK(large)} unknown, 10 ms lookups, c=64`,
+      flag: "on",
+      measured: `${recoveryLargeOn.wallMs.toFixed(0)} ms (n=1)`,
+      floorOrBound: `bound ${recoveryLargeOn.boundMs.toFixed(0)} ms`,
+      ratio: `${largeRatio.toFixed(2)}×`,
+      other: `peak RSS ${fmtMb(recoveryLargeOn.peakRssBytes)} (at start ${fmtMb(recoveryLargeOn.rssBeforeBytes)}), DB ${recoveryLargeOn.dbUsPerOutcome.toFixed(0)} µs/outcome, resolved ${recoveryLargeOn.resolved}`,
+      target: `RSS < ${fmtMb(TARGETS.recoveryRssBytes)}`,
+      met: recoveryLargeOn.peakRssBytes < TARGETS.recoveryRssBytes && recoveryLargeOn.resolved === recoveryLargeOn.effects ? "yes" : "no",
+    });
+  }
+  for (const r of recoveryOff ? [recoveryOff] : []) {
     rows.push({
       scenario: `2 recovery, ${fmtK(r.effects)} unknown (flag off: no lookup)`,
       flag: "off",
@@ -144,12 +253,13 @@ async function main(): Promise<void> {
   }
 
   // 3. Finalization repair: 1,000 executing effects, half bound (5 ms lookups), half unbound.
-  const repairOpts = { commands: 1_000, lookupLatencyMs: 5, concurrency: 64, rounds: QUICK ? 1 : 5 };
+  const repairOpts = { commands: 1_000, lookupLatencyMs: 5, concurrency: 64, rounds: QUICK ? 1 : 5, ...(opts.groupCommitMax === undefined ? {} : { groupCommitMax: opts.groupCommitMax }) };
   const repair: RepairResult[] = [];
-  for (const flag of ["on", "off"] as const) {
+  for (const flag of runs("repair") ? (["on", "off"] as const) : []) {
     const r = await child<RepairResult>(`finalization repair ${flag}`, "repair", { ...repairOpts, reconciliation: flag === "on" });
     repair.push(r);
     const over = r.p95Ms - r.boundMs;
+    figures.push({ key: `repair.${flag}.p95OverBoundMs`, label: `repair ${flag}, p95 minus the lookup bound`, value: over, unit: "ms" });
     rows.push({
       scenario: `3 repair, 1k executing (500 bound, 5 ms lookups), c=64`,
       flag,
@@ -175,17 +285,37 @@ async function main(): Promise<void> {
   const outDir = join(REPO_ROOT, "var", "bench");
   mkdirSync(outDir, { recursive: true });
   const json = JSON.stringify(
-    { startedAt: STAMP, wallSeconds, quick: QUICK, node: process.version, cpus: cpus().length, targets: TARGETS, table, rows, results: { ledger, recoveryOn, recoveryOff, recoveryLargeOn, repair }, profiles },
+    { startedAt: STAMP, wallSeconds, quick: QUICK, node: process.version, cpus: cpus().length, targets: TARGETS, table, rows, figures, results: { ledger, recoveryOn, recoveryOff, recoveryLargeOn, repair }, profiles },
     null,
     2,
   );
   writeFileSync(join(outDir, `${STAMP}.json`), json);
   writeFileSync(join(outDir, "latest.json"), json);
   console.log(`results: var/bench/${STAMP}.json (and var/bench/latest.json)`);
+  const machine = `${cpus().length} × ${cpus()[0]?.model ?? "?"}, Node ${process.version}`;
+  let exitCode = 0;
+  if (opts.check) {
+    const baseline = readBaseline(opts.baseline)!;
+    const compared = compareWithBaseline(figures, baseline.figures, opts.tolerance);
+    console.log(`\nregression check against ${opts.baseline} (measured ${baseline.measuredAt} on ${baseline.machine}):`);
+    for (const c of compared) console.log(describeComparison(c, opts.tolerance));
+    const regressed = compared.filter((c) => c.regressed).length;
+    console.log(regressed === 0 ? `bench.check: ${compared.length} figures within +${(opts.tolerance * 100).toFixed(0)}% of the baseline` : `bench.check: ${regressed} of ${compared.length} figures regressed`);
+    if (regressed > 0) exitCode = 1;
+  }
+  if (opts.writeBaseline) {
+    const merged = mergeBaseline(readBaseline(opts.baseline), figures, { measuredAt: new Date().toISOString(), machine, quick: QUICK });
+    writeFileSync(opts.baseline, `${JSON.stringify(merged, null, 2)}\n`);
+    console.log(`baseline: ${figures.length} figures written to ${opts.baseline}`);
+  }
+  return exitCode;
 }
 
+const options = parseOptions(process.argv.slice(2));
+let exitCode = 1;
 try {
-  await main();
+  exitCode = await main(options);
 } finally {
   rmSync(tmp, { recursive: true, force: true });
 }
+process.exitCode = exitCode;

@@ -1,5 +1,5 @@
 /**
- * `node --import tsx scenario.main.ts <scenario> <optionsJson> <outFile>`: runs ONE bench scenario
+ * `node dist/scenario.main.js` (compiled) or `node --import tsx scenario.main.ts <scenario> <optionsJson> <outFile>`: runs ONE bench scenario
  * in this process (so its peak RSS and heap are its own) and writes its result as JSON to
  * `outFile`. Scenarios: `ledger` ({@link runLedgerCost}), `recovery` ({@link runRecovery}),
  * `repair` ({@link runRepair}). Progress goes to stderr.

@@ -121,6 +121,7 @@ export async function startApi(
       await closed;
       clearTimeout(force);
       await adapterHost.close();
+      runtime.reconciler.flushOutcomes(); // outcomes still waiting for their group commit's window commit now
       store.close();
     },
   };

@@ -1,5 +1,5 @@
 import { afterEach, describe, expect, it } from "vitest";
-import { RuntimeError } from "../src/modules/runtime/domain/runtime-errors.js";
+import { RuntimeError } from "../src/modules/ledger/domain/runtime-errors.js";
 import { connectDriver, type ConnectedDriver, createFixtureProviderWorld, executeNextCommand, type FixtureProviderWorld, reconnectDriver } from "./kit/index.js";
 import { commandRow, effectRow, ledgerSnapshot, reconciliationRecords, runEvents } from "./helpers/reconciliation-db.js";
 

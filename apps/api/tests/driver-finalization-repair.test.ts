@@ -1,5 +1,5 @@
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { RuntimeError } from "../src/modules/runtime/domain/runtime-errors.js";
+import { RuntimeError } from "../src/modules/ledger/domain/runtime-errors.js";
 import { buildRuntime, connectDriver, createFixtureProviderWorld, createTestWorld, enqueueCreateIssue, type FixtureProviderWorld, issueResult, reconnectDriver, type TestWorld, waitFor } from "./kit/index.js";
 
 let f: TestWorld;

@@ -12,7 +12,7 @@ import { join } from "node:path";
 import { CommanderError } from "commander";
 import { afterEach, describe, expect, it } from "vitest";
 import { buildEffectsCli, CliFailure } from "../src/adapters/cli/effects-cli.js";
-import type { Runtime } from "../src/modules/runtime/application/runtime.js";
+import type { Runtime } from "../src/composition-root.js";
 import { buildHttpApp, commitAtProvider, createDoubleWorld, dispatchWrite, type DoubleWorld, type DoubleWorldOptions, reconnectDriver } from "./kit/index.js";
 import { effectRow, ledgerSnapshot } from "./helpers/reconciliation-db.js";
 

@@ -1,5 +1,5 @@
 import { afterEach, describe, expect, it } from "vitest";
-import type { Runtime } from "../src/modules/runtime/application/runtime.js";
+import type { Runtime } from "../src/composition-root.js";
 import { buildHttpApp, commitAtProvider, connectDriver, createDoubleWorld, dispatchWrite, type DoubleWorld, reconnectDriver } from "./kit/index.js";
 import { effectRow, ledgerSnapshot, reconciliationRecords } from "./helpers/reconciliation-db.js";
 

@@ -54,6 +54,7 @@ describe("loadApiConfig: reconciliation variables", () => {
       concurrency: 4,
       backoff: { initialMs: 1_000, maxMs: 300_000, factor: 2 },
       maxLookups: 8,
+      groupCommit: { maxBatch: 64, windowMs: 2 },
       adapterHeapMb: 64,
     });
   });
@@ -69,6 +70,8 @@ describe("loadApiConfig: reconciliation variables", () => {
       MOSOO_LOOKUP_BACKOFF_FACTOR: "1.5",
       MOSOO_MAX_LOOKUPS: "",
       MOSOO_ADAPTER_HEAP_MB: "96",
+      MOSOO_GROUP_COMMIT_MAX: "1",
+      MOSOO_GROUP_COMMIT_WINDOW_MS: "0",
     });
     expect(c.reconciliation).toEqual({
       enabled: true,
@@ -77,6 +80,7 @@ describe("loadApiConfig: reconciliation variables", () => {
       concurrency: 2,
       backoff: { initialMs: 500, maxMs: 500, factor: 1.5 },
       maxLookups: 8,
+      groupCommit: { maxBatch: 1, windowMs: 0 },
       adapterHeapMb: 96,
     });
     expect(loadApiConfig({ MOSOO_EFFECT_RECONCILIATION: "off" }).reconciliation.enabled).toBe(false);
@@ -93,6 +97,10 @@ describe("loadApiConfig: reconciliation variables", () => {
     ["MOSOO_LOOKUP_BACKOFF_MAX_MS", "soon"],
     ["MOSOO_LOOKUP_BACKOFF_FACTOR", "0.5"],
     ["MOSOO_MAX_LOOKUPS", "0"],
+    ["MOSOO_GROUP_COMMIT_MAX", "0"],
+    ["MOSOO_GROUP_COMMIT_MAX", "1025"],
+    ["MOSOO_GROUP_COMMIT_WINDOW_MS", "-1"],
+    ["MOSOO_GROUP_COMMIT_WINDOW_MS", "1.5"],
     ["MOSOO_MAX_LOOKUPS", "1001"],
     ["MOSOO_ADAPTER_HEAP_MB", "8"],
     ["MOSOO_ADAPTER_HEAP_MB", "lots"],

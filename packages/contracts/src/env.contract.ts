@@ -29,6 +29,9 @@ export const ApiEnvSchema = z.object({
   MOSOO_LOOKUP_BACKOFF_MAX_MS: strictIntegerString(10, 86_400_000).default(300_000),
   MOSOO_LOOKUP_BACKOFF_FACTOR: strictDecimalString(1, 10).default(2),
   MOSOO_MAX_LOOKUPS: strictIntegerString(1, 1_000).default(8),
+  // Group commit of reconciliation outcomes (docs/DESIGN.md §3 rule 6): outcomes per transaction, and the wait (ms) for more.
+  MOSOO_GROUP_COMMIT_MAX: strictIntegerString(1, 1_024).default(64),
+  MOSOO_GROUP_COMMIT_WINDOW_MS: strictIntegerString(0, 1_000).default(2),
   // The old-generation heap limit of each adapter worker thread (docs/DESIGN.md §4: adapters are untrusted code).
   MOSOO_ADAPTER_HEAP_MB: strictIntegerString(16, 4_096).default(64),
   MOSOO_OPERATOR_TOKEN: z.string().trim().min(16, "must be at least 16 characters (spaces do not count)").optional(),

@@ -64,6 +64,8 @@ export interface ApiConfig {
     concurrency: number;
     backoff: { initialMs: number; maxMs: number; factor: number };
     maxLookups: number;
+    /** Group commit of outcomes: at most `maxBatch` per transaction, the first waiting at most `windowMs` (ms) for others (`MOSOO_GROUP_COMMIT_MAX`, `MOSOO_GROUP_COMMIT_WINDOW_MS`). */
+    groupCommit: { maxBatch: number; windowMs: number };
     /** Old-generation heap limit (MB) of each worker thread that runs adapter code (`MOSOO_ADAPTER_HEAP_MB`). */
     adapterHeapMb: number;
   };
@@ -138,6 +140,7 @@ export function loadApiConfig(env: Record<string, string | undefined>): ApiConfi
       concurrency: c.MOSOO_RECONCILIATION_CONCURRENCY,
       backoff: { initialMs: c.MOSOO_LOOKUP_BACKOFF_INITIAL_MS, maxMs: c.MOSOO_LOOKUP_BACKOFF_MAX_MS, factor: c.MOSOO_LOOKUP_BACKOFF_FACTOR },
       maxLookups: c.MOSOO_MAX_LOOKUPS,
+      groupCommit: { maxBatch: c.MOSOO_GROUP_COMMIT_MAX, windowMs: c.MOSOO_GROUP_COMMIT_WINDOW_MS },
       adapterHeapMb: c.MOSOO_ADAPTER_HEAP_MB,
     },
   };

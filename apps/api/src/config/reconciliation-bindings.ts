@@ -150,5 +150,6 @@ export async function resolveReconciliationSettings(config: ApiConfig, host: Ada
     concurrency: r.concurrency,
     backoff: r.backoff,
     maxLookups: r.maxLookups,
+    groupCommit: r.groupCommit,
   };
 }

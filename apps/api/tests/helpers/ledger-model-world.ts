@@ -27,7 +27,7 @@ import {
   type Runtime,
   type Store,
 } from "../kit/index.js";
-import type { DriverInstanceRow } from "../../src/modules/runtime/infrastructure/driver-instance.repository.js";
+import type { DriverInstanceRow } from "../../src/modules/ledger/infrastructure/driver-instance.repository.js";
 
 export const BOUND_SERVER = "tracker";
 export const WRITE_TOOL = "createIssue";

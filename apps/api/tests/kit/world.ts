@@ -4,7 +4,7 @@
  * double and the real fixture provider are added on top (provider-double.ts, fixture-provider.ts).
  */
 import pino from "pino";
-import { createRuntime, type Runtime } from "../../src/modules/runtime/application/runtime.js";
+import { createRuntime, type Runtime } from "../../src/composition-root.js";
 import type { ReconciliationSettings } from "../../src/modules/reconciliation/application/reconciliation-settings.js";
 import { createManualClock, type ManualClock } from "./clock.js";
 import { openTestStore, type Store } from "./store.js";

@@ -182,7 +182,9 @@ export const externalToolEffects = sqliteTable(
     uniqueIndex("external_tool_effects_command_unique").on(t.commandId),
     uniqueIndex("external_tool_effects_key_unique").on(t.idempotencyKey),
     index("external_tool_effects_driver_status_idx").on(t.driverInstanceId, t.status),
-    index("external_tool_effects_run_idx").on(t.runId),
+    // No index of its own on run_id (migration 0013 drops external_tool_effects_run_idx): the unique
+    // (run_id, client_tool_call_id) index below serves every run_id lookup by its prefix (the run view,
+    // listFenced by run, the ON DELETE CASCADE from session_runs; EXPLAIN QUERY PLAN in README "Performance").
     // The sweep pages through due `unknown` effects in id order (keyset pagination, `id > ?`), and the
     // status listings are ordered by id: (status, id) makes each page a range scan instead of a sort
     // of every effect in that status. It replaces (status, next_lookup_at_ms) of 0002, which served

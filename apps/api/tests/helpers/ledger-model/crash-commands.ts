@@ -2,7 +2,7 @@
  * The API-process crash command of the ledger model: the process dies at a planned durable write
  * while it runs an operation, and a new process opens the same file.
  */
-import { RuntimeError } from "../../../src/modules/runtime/domain/runtime-errors.js";
+import { RuntimeError } from "../../../src/modules/ledger/domain/runtime-errors.js";
 import { isSimulatedCrash } from "../crash-injector.js";
 import {
   commandById,

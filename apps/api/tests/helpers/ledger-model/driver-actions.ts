@@ -10,7 +10,7 @@ import {
   type McpToolResult,
 } from "@mosoo/contracts";
 import { ProviderResponseLostError } from "@mosoo/effect-reconciliation/testing";
-import { RuntimeError } from "../../../src/modules/runtime/domain/runtime-errors.js";
+import { RuntimeError } from "../../../src/modules/ledger/domain/runtime-errors.js";
 import {
   BOUND_SERVER,
   WRITE_TOOL,

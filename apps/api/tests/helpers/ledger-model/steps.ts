@@ -4,7 +4,7 @@
  * canonical JSON form for comparing results.
  */
 import type fc from "fast-check";
-import { RuntimeError } from "../../../src/modules/runtime/domain/runtime-errors.js";
+import { RuntimeError } from "../../../src/modules/ledger/domain/runtime-errors.js";
 import {
   START_MS,
   bump,

@@ -6,7 +6,7 @@ import {
   type FinalizationSummary,
 } from "@mosoo/contracts";
 import { settleCommandFromEffect, failCommand } from "../../ledger/application/command-settlement.js";
-import { isConfirmed, type EffectReconciliationPort } from "../../ledger/application/effect-reconciliation.port.js";
+import { isConfirmed, type EffectReconciliationPort, type ReconcileResult } from "../../ledger/application/effect-reconciliation.port.js";
 import type { EffectRow } from "../../ledger/infrastructure/effect.repository.js";
 import { RuntimeError } from "../../ledger/domain/runtime-errors.js";
 import { commandRepository } from "../../ledger/infrastructure/command.repository.js";
@@ -133,11 +133,21 @@ export class FinalizationRepairService {
   private async reconcileDeferred(effects: EffectRow[], summary: FinalizationSummary): Promise<void> {
     if (effects.length === 0 || !this.reconciler) return;
     const reconciler = this.reconciler;
+    // A settle runs inside an outcome's transaction, which group commit may roll back and run again
+    // alone (outcome-group-commit.ts): it notes what it did per effect, and the note is counted only
+    // once that transaction committed (`counted`, after each commit below).
+    const settledIn = new Map<string, "completed" | "failed">();
     const settle = (tx: DbHandle, effect: EffectRow) => {
-      if (settleCommandFromEffect(tx, effect, this.ctx.clock.nowMs())) {
-        if (effect.status === "succeeded") summary.commandsCompleted += 1;
-        else summary.commandsFailed += 1;
-      }
+      if (settleCommandFromEffect(tx, effect, this.ctx.clock.nowMs())) settledIn.set(effect.id, effect.status === "succeeded" ? "completed" : "failed");
+      else settledIn.delete(effect.id);
+    };
+    // An outcome that committed ran its settle last in the committed transaction; a lost or
+    // ineligible one committed no settle (a note from a rolled-back batch is dropped).
+    const counted = (effectId: string, result?: ReconcileResult) => {
+      const note = result?.kind === "superseded" || result?.kind === "ineligible" ? undefined : settledIn.get(effectId);
+      settledIn.delete(effectId);
+      if (note === "completed") summary.commandsCompleted += 1;
+      else if (note === "failed") summary.commandsFailed += 1;
     };
     await reconciler.reconcileMany(effects.values(), {
       trigger: "finalization",
@@ -145,6 +155,7 @@ export class FinalizationRepairService {
       settle,
       onResult: async (result, effectId) => {
         if (effectId === undefined) return;
+        counted(effectId, result);
         if (isConfirmed(result)) summary.effectsReconciled += 1;
         if (result.kind === "superseded") {
           // Another reconciler holds the effect: wait for its lease to end (its outcome commits
@@ -152,6 +163,7 @@ export class FinalizationRepairService {
           const now = await reconciler.awaitLease(effectId, this.leaseWaitMs);
           if (now && reconciler.isDue(now, this.ctx.clock.nowMs())) {
             const again = await reconciler.reconcile(effectId, "finalization", settle);
+            counted(effectId, again);
             if (isConfirmed(again)) summary.effectsReconciled += 1;
           }
         }
@@ -161,6 +173,7 @@ export class FinalizationRepairService {
             const effect = effectRepository.findById(tx, effectId);
             if (effect) settle(tx, effect);
           });
+          counted(effectId);
         }
       },
     });

@@ -47,6 +47,11 @@ export class EffectReconciler implements EffectReconciliationPort {
     this.writer = new ReconciliationOutcomeWriter(ctx, settings, metrics);
   }
 
+  /** Commits every outcome waiting for its group commit's window now (call before closing the store). */
+  flushOutcomes(): void {
+    this.writer.flushOutcomes();
+  }
+
   /** The adapter bound to the effect's server when reconciliation is on and the adapter declares the tool; else null. */
   adapterFor(effect: Pick<EffectRow, "serverId" | "toolName">): ReconciliationAdapter | null {
     return this.admission.adapterFor(effect);

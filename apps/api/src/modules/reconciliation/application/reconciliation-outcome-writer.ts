@@ -1,6 +1,7 @@
 import { McpToolResultSchema, newUlid, toMcpExecuteCommandResult, type OperatorAttentionReason, type ReconciliationTrigger } from "@mosoo/contracts";
 import { judgeLookupAnswer, type LookupAnswer, type ReconcileDecision, type ReconciliationAdapter } from "@mosoo/effect-reconciliation";
 import { writeTransaction } from "../../../platform/db/database.js";
+import { DEFAULT_GROUP_COMMIT, OutcomeGroupCommit } from "./outcome-group-commit.js";
 import type { ReconcileResult, SettleInTransaction } from "../../ledger/application/effect-reconciliation.port.js";
 import type { RuntimeContext } from "../../ledger/application/runtime-context.js";
 import { settleTransition } from "../../ledger/domain/effect-lifecycle.machine.js";
@@ -20,11 +21,21 @@ import type { ReconciliationSettings } from "./reconciliation-settings.js";
  * It never calls an adapter.
  */
 export class ReconciliationOutcomeWriter {
+  /** Outcomes are committed in groups (issue 13, docs/DESIGN.md §3 rule 6): see {@link OutcomeGroupCommit}. */
+  private readonly outcomes: OutcomeGroupCommit;
+
   constructor(
     private readonly ctx: RuntimeContext,
     private readonly settings: ReconciliationSettings,
     private readonly metrics: ReconciliationMetrics,
-  ) {}
+  ) {
+    this.outcomes = new OutcomeGroupCommit(ctx.db, settings.groupCommit ?? DEFAULT_GROUP_COMMIT);
+  }
+
+  /** Commits every outcome waiting for its group commit's window now (call before closing the store). */
+  flushOutcomes(): void {
+    this.outcomes.flush();
+  }
 
   /**
    * Commits the answer of a leased lookup (see {@link EffectReconciler.reconcileLeased}): judged
@@ -33,7 +44,7 @@ export class ReconciliationOutcomeWriter {
    * compare-and-set releases the lease and records `superseded` with the answer as evidence. An
    * `ineligible` answer releases the lease and its count. A database error propagates.
    */
-  commit(
+  async commit(
     effect: EffectRow,
     leasedVersion: number,
     owner: string,
@@ -42,7 +53,7 @@ export class ReconciliationOutcomeWriter {
     startedAtMs: number,
     answer: LookupAnswer,
     settle: SettleInTransaction | undefined,
-  ): ReconcileResult {
+  ): Promise<ReconcileResult> {
     const now = this.ctx.clock.nowMs();
     if (answer.kind === "ineligible") {
       // The reconcile step made no lookup (e.g. invalid input): release the lease and its count.
@@ -50,7 +61,10 @@ export class ReconciliationOutcomeWriter {
       return { kind: "ineligible", reasonCode: answer.decision.reasonCode, effect: effectRepository.findById(this.ctx.db, effect.id) };
     }
     let decision: Exclude<ReconcileDecision, { decision: "ineligible" }> | undefined;
-    const committed = writeTransaction(this.ctx.db, (tx) => {
+    // Group commit: this outcome's writes run whole inside a batch's transaction (or alone, if the
+    // batch failed); the promise settles after that commit, so nothing below runs before it.
+    const committed = await this.outcomes.submit((tx) => {
+      decision = undefined;
       // Judged here, against the effect as stored now, inside the transaction that persists the
       // outcome (docs/DESIGN.md §4): the adapter never held this row, only a copy of its lookup request.
       const current = effectRepository.findById(tx, effect.id);

@@ -1,5 +1,6 @@
 import type { AdapterProvenance, ReconciliationAdapter, ToolCoverage } from "@mosoo/effect-reconciliation";
 import type { LookupBackoff } from "../domain/lookup-schedule.js";
+import type { GroupCommitSettings } from "./outcome-group-commit.js";
 
 /**
  * Runtime settings of reconciliation (from config, see README "Reconciliation"):
@@ -12,7 +13,8 @@ import type { LookupBackoff } from "../domain/lookup-schedule.js";
  *   a test binds directly;
  * - `lookupTimeoutMs`: bound of one lookup (ms); `leaseMs`: how long a reconciler holds an effect (ms, > lookup timeout);
  * - `concurrency`: lookups at once during finalization repair and the sweep;
- * - `backoff` and `maxLookups`: the schedule of further lookups, then an operator must act.
+ * - `backoff` and `maxLookups`: the schedule of further lookups, then an operator must act;
+ * - `groupCommit?`: how outcomes share transactions (default `DEFAULT_GROUP_COMMIT`; see `outcome-group-commit.ts`).
  */
 export interface ReconciliationSettings {
   enabled: boolean;
@@ -23,6 +25,7 @@ export interface ReconciliationSettings {
   concurrency: number;
   backoff: LookupBackoff;
   maxLookups: number;
+  groupCommit?: GroupCommitSettings;
 }
 
 /** Reconciliation switched off: the baseline fence, no bindings. */

@@ -1,3 +1,4 @@
+import { pathToFileURL } from "node:url";
 import { Piscina } from "piscina";
 import { z } from "zod";
 import {
@@ -18,13 +19,15 @@ import {
   type ReconciliationAdapter,
 } from "@mosoo/effect-reconciliation";
 import type { AdapterWorkerReply, AdapterWorkerTask } from "./adapter-worker.js";
+import { entryFile } from "../../../platform/compiled-entry.js";
 
 /**
- * The worker entry: a plain ES module that registers tsx in its own thread, then loads
- * `adapter-worker.ts` (so TypeScript adapter modules load the same under `tsx`, `node --import tsx`
- * and vitest, whose workers do not inherit a loader).
+ * The worker entry: compiled, `dist/adapter-worker.js` (`adapter-worker.entry.ts`); under a loader, a
+ * plain ES module that registers tsx in its own thread, then loads `adapter-worker.ts` (so
+ * TypeScript adapter modules load the same under `tsx`, `node --import tsx` and vitest, whose
+ * workers do not inherit a loader).
  */
-const WORKER_FILE = new URL("./adapter-worker.bootstrap.mjs", import.meta.url).href;
+const WORKER_FILE = pathToFileURL(entryFile(new URL("./adapter-worker.bootstrap.mjs", import.meta.url), "adapter-worker.js").path).href;
 
 /** What a worker reports besides the declaration, checked before the host believes it. */
 const BoundReportSchema = z.strictObject({

@@ -1,0 +1,1 @@
+DROP INDEX `external_tool_effects_run_idx`;

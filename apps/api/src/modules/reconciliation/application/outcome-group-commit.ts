@@ -1,0 +1,132 @@
+import { writeTransaction, type Db, type Tx } from "../../../platform/db/database.js";
+
+/**
+ * Group commit of reconciliation outcomes (issue 13; docs/DESIGN.md §3 rule 6: several outcomes MAY
+ * share one transaction, each whole inside it, nothing of any of them delivered before that commit):
+ * - `maxBatch`: outcomes per transaction at most (1 = every outcome commits alone, the behaviour
+ *   before group commit); a queue that reaches it is committed at once;
+ * - `windowMs`: how long (ms) the first queued outcome waits for others before the queue is
+ *   committed; 0 = at the end of the current event-loop turn (`setImmediate`): every outcome that
+ *   became ready meanwhile, e.g. while the previous batch's fsync blocked the thread, shares it.
+ * Config: `MOSOO_GROUP_COMMIT_MAX`, `MOSOO_GROUP_COMMIT_WINDOW_MS` (README "Configuration").
+ */
+export interface GroupCommitSettings {
+  maxBatch: number;
+  windowMs: number;
+}
+
+/** Defaults: up to 64 outcomes per transaction (the highest `MOSOO_RECONCILIATION_CONCURRENCY`), a 2 ms window. */
+export const DEFAULT_GROUP_COMMIT: GroupCommitSettings = { maxBatch: 64, windowMs: 2 };
+
+/**
+ * One outcome's writes: a synchronous function run inside a transaction that must leave the store
+ * as it found it or write the WHOLE outcome (a compare-and-set loser writes nothing and returns its
+ * verdict). It may run twice: once in a batch that then fails (rolled back, nothing of it kept) and
+ * once alone; its return value is only delivered from the run that committed.
+ */
+export type OutcomeWrite<T> = (tx: Tx) => T;
+
+interface Pending {
+  write: OutcomeWrite<unknown>;
+  resolve: (value: unknown) => void;
+  reject: (err: unknown) => void;
+}
+
+/**
+ * Queues outcome writes and commits them together, in batches as {@link GroupCommitSettings} says.
+ * Each write runs inside the batch's transaction, whole; the promise {@link submit} returns settles
+ * only after that transaction committed (durably: `synchronous = FULL`), so a caller delivers
+ * nothing of its outcome before the commit. If the batch's transaction fails (a write throws, the
+ * store is busy, the commit fails), the batch rolls back as a whole and each write is retried ALONE
+ * in its own transaction: its own result or error goes to its own caller, and no outcome is lost to
+ * another's failure. Synchronous SQLite (better-sqlite3): a batch never interleaves with another
+ * transaction of this process.
+ */
+export class OutcomeGroupCommit {
+  private queue: Pending[] = [];
+  private scheduled: { cancel: () => void } | null = null;
+
+  /**
+   * @param db the store the outcomes are written to
+   * @param settings batch size and window ({@link GroupCommitSettings})
+   * @throws RangeError when `maxBatch` < 1 or `windowMs` < 0 (or either is not an integer)
+   */
+  constructor(
+    private readonly db: Db,
+    private readonly settings: GroupCommitSettings = DEFAULT_GROUP_COMMIT,
+  ) {
+    if (!Number.isInteger(settings.maxBatch) || settings.maxBatch < 1) throw new RangeError(`group commit maxBatch must be an integer ≥ 1 (got ${settings.maxBatch})`);
+    if (!Number.isInteger(settings.windowMs) || settings.windowMs < 0) throw new RangeError(`group commit windowMs must be an integer ≥ 0 (got ${settings.windowMs})`);
+  }
+
+  /** Outcome writes queued and not yet committed (for tests and shutdown). */
+  get pending(): number {
+    return this.queue.length;
+  }
+
+  /**
+   * Queues `write` and resolves with its return value once the transaction that ran it committed;
+   * rejects with the error of its own run alone (see the class). With `maxBatch` 1 the write commits
+   * alone at once (synchronously inside this call), exactly as before group commit.
+   */
+  submit<T>(write: OutcomeWrite<T>): Promise<T> {
+    if (this.settings.maxBatch === 1) {
+      try {
+        return Promise.resolve(writeTransaction(this.db, write));
+      } catch (err) {
+        return Promise.reject(err);
+      }
+    }
+    return new Promise<T>((resolve, reject) => {
+      this.queue.push({ write, resolve: resolve as (value: unknown) => void, reject });
+      if (this.queue.length >= this.settings.maxBatch) this.flush();
+      else this.schedule();
+    });
+  }
+
+  /** Commits everything queued now (the batches of at most `maxBatch`), without waiting for the window. */
+  flush(): void {
+    this.scheduled?.cancel();
+    this.scheduled = null;
+    while (this.queue.length > 0) this.commitBatch(this.queue.splice(0, this.settings.maxBatch));
+  }
+
+  private schedule(): void {
+    if (this.scheduled) return;
+    if (this.settings.windowMs === 0) {
+      const handle = setImmediate(() => this.flush());
+      this.scheduled = { cancel: () => clearImmediate(handle) };
+    } else {
+      const handle = setTimeout(() => this.flush(), this.settings.windowMs);
+      this.scheduled = { cancel: () => clearTimeout(handle) };
+    }
+  }
+
+  private commitBatch(batch: Pending[]): void {
+    if (batch.length === 1) {
+      this.commitAlone(batch[0]!);
+      return;
+    }
+    let results: unknown[];
+    try {
+      results = writeTransaction(this.db, (tx) => batch.map((p) => p.write(tx)));
+    } catch {
+      // The whole batch rolled back: nothing of any outcome in it was written. Each is retried
+      // alone, so one outcome's failure (or a busy store) never costs another its commit.
+      for (const p of batch) this.commitAlone(p);
+      return;
+    }
+    batch.forEach((p, i) => p.resolve(results[i]));
+  }
+
+  private commitAlone(p: Pending): void {
+    let result: unknown;
+    try {
+      result = writeTransaction(this.db, p.write);
+    } catch (err) {
+      p.reject(err);
+      return;
+    }
+    p.resolve(result);
+  }
+}

@@ -1,0 +1,16 @@
+import { fileURLToPath } from "node:url";
+
+/** Defined (as its own folder's URL) by every file `scripts/build.mjs` emits; undeclared under tsx and vitest. */
+declare const MOSOO_DIST_URL: string | undefined;
+
+/**
+ * Where to start a process or worker entry: compiled (this code runs from `apps/<app>/dist/`, built
+ * by `scripts/build.mjs`), the file `distFile` of the same `dist/`
+ * folder with no loader arguments; otherwise the TypeScript `sourceUrl` (a `file:` URL, usually
+ * `new URL("./x.main.ts", import.meta.url)`) run with `--import tsx`. Returns an absolute path and
+ * the node arguments that must precede it.
+ */
+export function entryFile(sourceUrl: URL, distFile: string): { path: string; nodeArgs: string[] } {
+  if (typeof MOSOO_DIST_URL === "string") return { path: fileURLToPath(new URL(distFile, MOSOO_DIST_URL)), nodeArgs: [] };
+  return { path: fileURLToPath(sourceUrl), nodeArgs: ["--import", "tsx"] };
+}
