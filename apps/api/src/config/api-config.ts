@@ -66,6 +66,8 @@ export interface ApiConfig {
     maxLookups: number;
     /** Old-generation heap limit (MB) of each worker thread that runs adapter code (`MOSOO_ADAPTER_HEAP_MB`). */
     adapterHeapMb: number;
+    /** Bound (ms) on loading and building one bound adapter in its worker at startup (`MOSOO_ADAPTER_LOAD_TIMEOUT_MS`). */
+    adapterLoadTimeoutMs: number;
   };
 }
 
@@ -168,6 +170,7 @@ export function loadApiConfig(env: Record<string, string | undefined>): ApiConfi
       backoff: { initialMs: c.MOSOO_LOOKUP_BACKOFF_INITIAL_MS, maxMs: c.MOSOO_LOOKUP_BACKOFF_MAX_MS, factor: c.MOSOO_LOOKUP_BACKOFF_FACTOR },
       maxLookups: c.MOSOO_MAX_LOOKUPS,
       adapterHeapMb: c.MOSOO_ADAPTER_HEAP_MB,
+      adapterLoadTimeoutMs: c.MOSOO_ADAPTER_LOAD_TIMEOUT_MS,
     },
   };
 }
