@@ -105,7 +105,10 @@ export function createIsolatedAdapterHost(opts: IsolatedAdapterHostOptions): Ada
     try {
       return (await pool.run(task, { signal })) as AdapterWorkerReply;
     } catch (error) {
-      if (signal.aborted) {
+      // Only piscina's AbortError is the bound terminating the worker. A worker that died on its own
+      // (heap limit, exit, uncaught error) before the abort is a crash even if the signal has
+      // aborted since: the death is what the pool reported (ERR_WORKER_OUT_OF_MEMORY for the heap limit).
+      if (signal.aborted && isAbortError(error)) {
         opts.onTermination?.(adapterId, "timeout");
         throw error;
       }
@@ -182,6 +185,11 @@ export function createIsolatedAdapterHost(opts: IsolatedAdapterHostOptions): Ada
       await Promise.allSettled(pools.map((pool) => pool.destroy()));
     },
   };
+}
+
+/** True for piscina's `AbortError` (`name === "AbortError"`): the task was aborted by its signal, the worker terminated by the host. */
+function isAbortError(error: unknown): boolean {
+  return typeof error === "object" && error !== null && (error as { name?: unknown }).name === "AbortError";
 }
 
 /** How a worker ended, from the pool's rejection. */
