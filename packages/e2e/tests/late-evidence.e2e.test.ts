@@ -1,7 +1,9 @@
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { DRIVER_ROUTES } from "@mosoo/contracts";
 import { afterAll, describe, expect, it } from "vitest";
+import { startDelayingProxy } from "../src/delaying-proxy.js";
 import { pollUntil, ProviderControlClient, RunApiClient } from "../src/http-clients.js";
 import type { ManagedProcess } from "../src/managed-process.js";
 import { startApiProcess, startDriverProcess, startProviderProcess, writeMcpConfig } from "../src/stack.js";
@@ -19,8 +21,10 @@ import { startApiProcess, startDriverProcess, startProviderProcess, writeMcpConf
 
 const dirs: string[] = [];
 const procs: ManagedProcess[] = [];
+const closers: Array<() => Promise<void>> = [];
 afterAll(async () => {
   await Promise.all(procs.map((p) => p.kill("SIGKILL")));
+  await Promise.all(closers.map((close) => close()));
   dirs.forEach((d) => rmSync(d, { recursive: true, force: true }));
 });
 
@@ -92,5 +96,65 @@ describe("real processes: late evidence after a redelivery fenced the effect whi
     // The API logged the late evidence it took.
     const apiLine = await api.proc.waitForLine((j) => j["msg"] === "effect.late_result", WAIT_MS, "the API's late-result log line");
     expect(apiLine).toMatchObject({ effectId: call.effectId, action: "settle", outcome: "applied", status: "succeeded" });
+  }, 150_000);
+});
+
+describe("real processes: late evidence after the instance was finalized while the call was in flight (lease loss)", () => {
+  it("the heartbeat expires, finalization repair fences the effect, and the Driver's real result still settles it succeeded (reported_late)", async () => {
+    const workDir = mkdtempSync(join(tmpdir(), "mosoo-e2e-late-evidence-lease-"));
+    dirs.push(workDir);
+    const provider = await startProviderProcess(join(workDir, "provider.db"), ["--hold-response-after-commit"]);
+    procs.push(provider.proc);
+    const api = await startApiProcess(join(workDir, "api.db"), { MOSOO_EFFECT_RECONCILIATION: "off", MOSOO_HEARTBEAT_TTL_MS: "2000", MOSOO_SWEEP_INTERVAL_MS: "250" });
+    procs.push(api.proc);
+    // Heartbeats pass until the write is in flight; from then on they are held, so the TTL expires (an event, not a race).
+    let holdHeartbeats = false;
+    let releaseHeld = (): void => {};
+    const held = new Promise<void>((resolve) => (releaseHeld = resolve));
+    const proxy = await startDelayingProxy(api.url, [{ method: "POST", path: DRIVER_ROUTES.heartbeat, gate: () => (holdHeartbeats ? held : Promise.resolve()) }]);
+    closers.push(async () => {
+      releaseHeld();
+      await proxy.close();
+    });
+    const mcpConfigFile = writeMcpConfig(workDir, { tracker: provider.url });
+    const driver = await startDriverProcess({ apiUrl: proxy.url, stateFile: join(workDir, "driver-state.json"), mcpConfigFile, name: "driver-a", enrollmentToken: api.credentials.enrollmentToken });
+    procs.push(driver.proc);
+
+    const runs = new RunApiClient(api.url, api.credentials.apiKey);
+    const control = new ProviderControlClient(provider.controlUrl);
+    const { runId } = await runs.createRun(driver.driverInstanceId);
+    const call = await runs.enqueueToolCall(runId, { serverId: "tracker", toolName: "createIssue", arguments: { title: "Disk full on db-1", body: "seen at 03:12" } });
+    await pollUntil(async () => ((await control.stats()).writes[call.idempotencyKey] === 1 ? true : undefined), WAIT_MS, "the provider commits");
+
+    // 1. The write is in flight (response held); now the heartbeats stop reaching the API: the sweep finalizes the instance.
+    holdHeartbeats = true;
+    const fenced = await pollUntil(
+      async () => {
+        const v = await runs.getRun(runId);
+        return v.run.status !== "active" && v.effects[0]?.status === "unknown" ? v : undefined;
+      },
+      WAIT_MS,
+      "finalization repair fences the effect and ends the run",
+    );
+    expect(fenced.commands[0]!.error).toMatchObject({ code: "external_effect.unknown", retryable: false });
+    expect(fenced.run.error).toMatchObject({ code: "external_effect.unknown", retryable: false });
+
+    // 2. The provider answers: the finalized instance's Driver reports what it really got.
+    await control.release();
+    const reported = await driver.proc.waitForLine((j) => j["msg"] === "effect.late_result_reported", WAIT_MS, "the late evidence report");
+    expect(reported).toMatchObject({ outcome: "applied", effectStatus: "succeeded", attempt: 1 });
+    const view = await pollUntil(async () => {
+      const v = await runs.getRun(runId);
+      return v.effects[0]?.status === "succeeded" ? v : undefined;
+    }, WAIT_MS, "the effect settles");
+    expect({ status: view.effects[0]!.status, resolution: view.effects[0]!.resolution }).toEqual({ status: "succeeded", resolution: "reported_late" });
+    expect(JSON.stringify(view.effects[0]!.result)).toContain("Disk full on db-1");
+    const stats = await control.stats();
+    expect(stats.writes[call.idempotencyKey]).toBe(1);
+    expect(stats.createCalls[call.idempotencyKey]).toBe(1);
+    // Its other requests stay refused: the Driver ends (connection lost) after the report, the API stays up.
+    const exited = await driver.proc.exited;
+    expect(exited.code).toBe(1);
+    expect((await fetch(`${api.url}/health`)).status).toBe(200);
   }, 150_000);
 });
