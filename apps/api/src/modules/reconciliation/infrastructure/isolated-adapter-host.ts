@@ -35,18 +35,13 @@ const BoundReportSchema = z.strictObject({
 });
 
 /**
- * Default bound (ms) on loading and building one adapter in its worker (`bind`): a cold worker loads
- * tsx and the module. The API takes it from `MOSOO_ADAPTER_LOAD_TIMEOUT_MS` (same default).
- */
-export const DEFAULT_BIND_TIMEOUT_MS = 15_000;
-
-/**
  * Options of {@link createIsolatedAdapterHost}:
  * - `heapMb`: old-generation heap limit of each worker (MB; `MOSOO_ADAPTER_HEAP_MB`); a worker that
  *   reaches it is terminated (`out_of_memory`);
  * - `maxThreads`: workers per bound adapter at most (the reconciliation concurrency);
  * - `bindTimeoutMs`: bound (ms) on loading and building one adapter in `bind` (module import and
- *   `create()`/discovery); past it the worker is terminated and `bind` refuses with
+ *   `create()`/discovery; a cold worker loads tsx and the module first; the API and the operator CLI
+ *   take it from `MOSOO_ADAPTER_LOAD_TIMEOUT_MS`, default 15 000); past it the worker is terminated and `bind` refuses with
  *   `adapter.load_failed` naming the adapter and the bound;
  * - `bindTimeoutSetting` (optional): the setting that sets that bound, named in the refusal (e.g. `MOSOO_ADAPTER_LOAD_TIMEOUT_MS`);
  * - `onTermination(adapterId, reason)`: called once per terminated or dead worker call (metrics);
