@@ -93,6 +93,34 @@ describe("API keys in the config", () => {
     expect(configError({ MOSOO_API_KEYS_FILE: join(dir, "a-dir") })).toMatch(/^config\.invalid: MOSOO_API_KEYS_FILE: .* is not a regular file$/);
   });
 
+  it.each([
+    ["only empty entries", ",,"],
+    ["an empty entry between two keys", `a:${SECRET}:runs:read,,b:x${SECRET}:runs:read`],
+    ["a trailing comma", `a:${SECRET}:runs:read,`],
+    ["a blank entry", `a:${SECRET}:runs:read, ,b:x${SECRET}:runs:read`],
+  ])("refuses MOSOO_API_KEYS with %s (issue 16 review: it was accepted as no keys)", (_what, value) => {
+    const message = configError({ MOSOO_API_KEYS: value });
+    expect(message).toMatch(/^config\.invalid: MOSOO_API_KEYS: entry \d+ is empty \(a stray comma\?\); expected name:secret:scope\+scope$/);
+    expect(message).not.toContain(SECRET);
+  });
+
+  it.each([
+    ["an API key equal to the operator token", { MOSOO_API_KEYS: `agent:${SECRET}:runs:read`, MOSOO_OPERATOR_TOKEN: SECRET }, "config.invalid: MOSOO_API_KEYS: key agent reuses the secret of MOSOO_OPERATOR_TOKEN; every credential needs its own secret"],
+    ["an API key equal to the enrollment token", { MOSOO_API_KEYS: `agent:${SECRET}:runs:read`, MOSOO_DRIVER_ENROLLMENT_TOKEN: SECRET }, "config.invalid: MOSOO_API_KEYS: key agent reuses the secret of MOSOO_DRIVER_ENROLLMENT_TOKEN; every credential needs its own secret"],
+    ["the operator token equal to the enrollment token", { MOSOO_OPERATOR_TOKEN: SECRET, MOSOO_DRIVER_ENROLLMENT_TOKEN: SECRET }, "config.invalid: MOSOO_DRIVER_ENROLLMENT_TOKEN: reuses the secret of MOSOO_OPERATOR_TOKEN; every credential needs its own secret"],
+  ])("refuses %s (one secret, two credential kinds), never echoing it", (_what, env, expected) => {
+    expect(configError(env)).toBe(expected);
+  });
+
+  it("refuses a keys-file key whose secret is the operator token, naming MOSOO_API_KEYS_FILE", () => {
+    const file = keysFile(JSON.stringify({ keys: [{ name: "ops-dash", secret: SECRET, scopes: ["metrics:read"] }] }));
+    expect(configError({ MOSOO_API_KEYS_FILE: file, MOSOO_OPERATOR_TOKEN: SECRET })).toBe(
+      "config.invalid: MOSOO_API_KEYS_FILE: key ops-dash reuses the secret of MOSOO_OPERATOR_TOKEN; every credential needs its own secret",
+    );
+    // distinct secrets are accepted
+    expect(loadApiConfig({ MOSOO_API_KEYS_FILE: file, MOSOO_OPERATOR_TOKEN: `op-${SECRET}`, MOSOO_DRIVER_ENROLLMENT_TOKEN: `enr-${SECRET}` }).auth.apiKeys).toHaveLength(1);
+  });
+
   it("refuses a short enrollment token without echoing it", () => {
     const message = configError({ MOSOO_DRIVER_ENROLLMENT_TOKEN: "too-short" });
     expect(message).toMatch(/^config\.invalid: MOSOO_DRIVER_ENROLLMENT_TOKEN: /);
@@ -110,6 +138,15 @@ describe("binding to a host other machines can reach", () => {
     expect(isLoopbackHost(host)).toBe(true);
     expect(loadApiConfig({ MOSOO_HOST: host }).host).toBe(host);
   });
+
+  it("the API process refuses MOSOO_API_KEYS=\",,\" with one line and exit 2, as every other startup refusal", async () => {
+    const apiDir = join(dirname(fileURLToPath(import.meta.url)), "..");
+    const res = await promisify(execFile)(process.execPath, ["--import", "tsx", "src/main.ts"], { cwd: apiDir, env: { ...process.env, MOSOO_API_KEYS: ",,", MOSOO_API_KEYS_FILE: "" } }).then(
+      () => ({ code: 0, stderr: "" }),
+      (e: { code: number; stderr: string }) => ({ code: e.code, stderr: e.stderr }),
+    );
+    expect(res).toEqual({ code: 2, stderr: "config.invalid: MOSOO_API_KEYS: entry 1 is empty (a stray comma?); expected name:secret:scope+scope\n" });
+  }, 60_000);
 
   it("the API process prints that one line and exits 2", async () => {
     const apiDir = join(dirname(fileURLToPath(import.meta.url)), "..");

@@ -56,6 +56,7 @@ describe("loadApiConfig: reconciliation variables", () => {
       maxLookups: 8,
       groupCommit: { maxBatch: 64, windowMs: 2 },
       adapterHeapMb: 64,
+      adapterLoadTimeoutMs: 15_000,
     });
   });
 
@@ -72,6 +73,7 @@ describe("loadApiConfig: reconciliation variables", () => {
       MOSOO_ADAPTER_HEAP_MB: "96",
       MOSOO_GROUP_COMMIT_MAX: "1",
       MOSOO_GROUP_COMMIT_WINDOW_MS: "0",
+      MOSOO_ADAPTER_LOAD_TIMEOUT_MS: "4000",
     });
     expect(c.reconciliation).toEqual({
       enabled: true,
@@ -82,6 +84,7 @@ describe("loadApiConfig: reconciliation variables", () => {
       maxLookups: 8,
       groupCommit: { maxBatch: 1, windowMs: 0 },
       adapterHeapMb: 96,
+      adapterLoadTimeoutMs: 4_000,
     });
     expect(loadApiConfig({ MOSOO_EFFECT_RECONCILIATION: "off" }).reconciliation.enabled).toBe(false);
   });
@@ -104,6 +107,8 @@ describe("loadApiConfig: reconciliation variables", () => {
     ["MOSOO_MAX_LOOKUPS", "1001"],
     ["MOSOO_ADAPTER_HEAP_MB", "8"],
     ["MOSOO_ADAPTER_HEAP_MB", "lots"],
+    ["MOSOO_ADAPTER_LOAD_TIMEOUT_MS", "999"],
+    ["MOSOO_ADAPTER_LOAD_TIMEOUT_MS", "120001"],
   ])("stops on %s=%s with one line naming the variable", async (name, value) => {
     const message = await configError(() => loadApiConfig({ [name]: value }), name);
     expect(message).toContain(JSON.stringify(value));
@@ -188,6 +193,7 @@ describe("bindings file (adapters bound through the real isolated worker host)",
     ["export missing", { bindings: { tracker: { package: { module: "@mosoo/fixture-adapter", export: "noSuchFactory" } } } }, /bindings\.tracker: adapter\.export_missing: .*noSuchFactory/],
     ["export not a factory", { bindings: { tracker: { package: { module: "@mosoo/fixture-adapter", export: "FixtureIssueTrackerOptionsSchema" } } } }, /adapter\.export_missing/],
     ["tool not declared", { bindings: { tracker: { ...TRACKER_BINDING.bindings.tracker, tools: ["createIssue", "deleteIssue"] } } }, /bindings\.tracker: binding\.tool_not_declared: tool "deleteIssue" is not declared by adapter "fixture-issue-tracker"/],
+    ["a tool listed twice (issue 16 review)", { bindings: { tracker: { ...TRACKER_BINDING.bindings.tracker, tools: ["createIssue", "closeIssue", "createIssue"] } } }, /: bindings\.tracker\.tools: tool "createIssue" is listed twice; name each tool once$/],
     ["both adapterId and package", { bindings: { tracker: { adapterId: "mcp-convention", package: FIXTURE_PACKAGE } } }, /exactly one of adapterId/],
     ["bad options (not a url)", { bindings: { tracker: { package: FIXTURE_PACKAGE, options: { url: "not a url" } } } }, /bindings\.tracker: adapter\.invalid_options/],
     ["missing options", { bindings: { tracker: { package: FIXTURE_PACKAGE } } }, /adapter\.invalid_options/],
@@ -244,6 +250,26 @@ describe("the API process refuses a bad binding at startup with one config.inval
       (e: { code: number; stderr: string }) => ({ code: e.code, stderr: e.stderr }),
     );
   };
+
+  it.each([
+    ["a module whose import never finishes (top-level await on a promise that never settles)", "await new Promise(() => {});\nexport const factory = {};\n"],
+    ["a factory whose create() spins synchronously", "const declaration = { id: 'hangs', version: '1.0.0', tools: ['createIssue'], retentionWindowMs: 1000, keyFencing: { kind: 'lookup_fences_key' } };\nexport const factory = { declaration, create() { for (;;) {} } };\n"],
+  ])("%s: refused within MOSOO_ADAPTER_LOAD_TIMEOUT_MS with one line naming the adapter and the bound, exit 2 (issue 16 review: it took ~33 s and said 'The task has been aborted')", async (_name, source) => {
+    const mod = join(dir, "hangs.mjs");
+    writeFileSync(mod, source);
+    const bindingsFile = join(dir, "bindings.json");
+    writeFileSync(bindingsFile, JSON.stringify({ bindings: { tracker: { package: { module: mod, export: "factory" } } } }));
+    const { code: exit, stderr } = await promisify(execFile)(process.execPath, ["--import", "tsx", "src/main.ts"], {
+      cwd: API_DIR,
+      env: { ...process.env, MOSOO_DB_FILE: join(dir, "api.db"), MOSOO_PORT: "0", MOSOO_EFFECT_RECONCILIATION: "on", [BINDINGS_VAR]: bindingsFile, MOSOO_ADAPTER_LOAD_TIMEOUT_MS: "3000" },
+      timeout: 60_000,
+    }).then(
+      () => ({ code: 0, stderr: "" }),
+      (e: { code: number; stderr: string }) => ({ code: e.code, stderr: e.stderr }),
+    );
+    expect(exit).toBe(2);
+    expect(stderr).toBe(`config.invalid: ${BINDINGS_VAR}: bindings.tracker: adapter.load_failed: adapter ${mod}#factory did not load and build within 3000 ms (MOSOO_ADAPTER_LOAD_TIMEOUT_MS): its module import or create() hangs; the worker was terminated\n`);
+  }, 70_000);
 
   it.each<[string, () => unknown, RegExp]>([
     ["unknown package", () => ({ package: { module: "@acme/not-installed-adapter", export: "factory" } }), /adapter\.package_not_found/],

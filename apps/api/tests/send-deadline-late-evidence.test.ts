@@ -250,3 +250,46 @@ describe("HTTP: the two Driver routes", () => {
     expect(ok).toEqual({ status: 200, body: { outcome: "applied", status: "not_executed" } });
   });
 });
+
+describe("HTTP: evidence from a Driver whose instance was finalized while its call was in flight (lease loss)", () => {
+  it("its complete is refused (fenced) and its late result settles the effect succeeded (reported_late); its other routes stay 409 driver.finalized", async () => {
+    fx = createDoubleWorld({ enabled: false });
+    const app = buildHttpApp(fx.runtime);
+    const call = await dispatchWrite(fx);
+    await finalizeDriver(fx, call); // heartbeat expiry or its own finalize: the executing effect is fenced
+    expect(effectRow(fx.store, call.effectId).status).toBe("unknown");
+    const token = call.driver.token;
+    const complete = await requestJson(app, "POST", `/v1/drivers/effects/${call.effectId}/complete`, { connectionId: call.driver.connectionId, attempt: 1, result: lateEvidence(call).result, receipt: null }, token);
+    expect(complete).toEqual({ status: 200, body: { outcome: "rejected", status: "unknown", reason: expect.any(String) } });
+    const late = await requestJson(app, "POST", `/v1/drivers/effects/${call.effectId}/late-result`, lateEvidence(call), token);
+    expect(late).toEqual({ status: 200, body: { outcome: "applied", status: "succeeded" } });
+    expect(effectRow(fx.store, call.effectId)).toMatchObject({ status: "succeeded", resolution: "reported_late" });
+    // only the reports about its own past attempts are taken: the protocol itself is closed to it
+    const heartbeat = await requestJson(app, "POST", "/v1/drivers/heartbeat", { connectionId: call.driver.connectionId }, token);
+    expect(heartbeat).toMatchObject({ status: 409, body: { error: { code: "driver.finalized" } } });
+    const update = await requestJson(app, "POST", `/v1/drivers/commands/${call.commandId}/update`, { connectionId: call.driver.connectionId, status: "accepted" }, token);
+    expect(update).toMatchObject({ status: 409, body: { error: { code: "driver.finalized" } } });
+  });
+
+  it("its missed-deadline report settles the fenced effect not_executed (deadline_missed): it sent nothing", async () => {
+    fx = createDoubleWorld({ enabled: false });
+    const app = buildHttpApp(fx.runtime);
+    const call = await dispatchWrite(fx);
+    await finalizeDriver(fx, call);
+    const missed = await requestJson(app, "POST", `/v1/drivers/effects/${call.effectId}/deadline-missed`, { connectionId: call.driver.connectionId, attempt: 1, elapsedMs: 15_000 }, call.driver.token);
+    expect(missed).toEqual({ status: 200, body: { outcome: "applied", status: "not_executed" } });
+    expect(effectRow(fx.store, call.effectId)).toMatchObject({ status: "not_executed", resolution: "deadline_missed" });
+  });
+
+  it("a report from a connection that did not make the attempt is refused for a finalized instance, and changes nothing", async () => {
+    fx = createDoubleWorld({ enabled: false });
+    const app = buildHttpApp(fx.runtime);
+    const call = await dispatchWrite(fx);
+    await finalizeDriver(fx, call);
+    const other = "01JDZZZZZZZZZZZZZZZZZZZZZZ";
+    const late = await requestJson(app, "POST", `/v1/drivers/effects/${call.effectId}/late-result`, { ...lateEvidence(call), connectionId: other }, call.driver.token);
+    expect(late.status).toBe(409);
+    expect(effectRow(fx.store, call.effectId)).toMatchObject({ status: "unknown", resolution: null });
+  });
+});
+

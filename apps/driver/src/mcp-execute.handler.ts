@@ -68,6 +68,8 @@ export function serverUnavailableError(serverId: string, reason: string, message
  * Runs one `mcp.execute` command against the ledger (docs/DESIGN.md §3):
  * 1. `queued`/`delivered` → `commandUpdate accepted` (an `accepted` redelivery skips it);
  * 2. the MCP server must be configured and connectable, else `failed` `mcp.server_unavailable` WITHOUT a claim;
+ *    so must the key's place: a server whose config places the key in a tool argument the call
+ *    already has fails `mcp.server_unavailable` (reason `key_argument_conflict`, not retryable) WITHOUT a claim;
  * 3. `effectClaim` → `execute`: if the claim's send-by deadline (`sendWithinMs`, measured on
  *    `monotonicNowMs` from just before the claim request was sent) has passed, NO `tools/call`:
  *    `effectDeadlineMissed` (the API settles the effect `not_executed`) then `failed`
@@ -116,6 +118,14 @@ export async function handleMcpExecuteCommand(envelope: DriverCommandEnvelope, d
     return fail(deps, log, commandId, null, runError);
   }
   const args = JSON.parse(payload.argumentsJson) as Record<string, unknown>;
+  // The key must never overwrite, or be overwritten by, one of the agent's own arguments: refused
+  // before the claim, so nothing is dispatched and the effect stays `intent`.
+  const placement = mcp.keyPlacement?.(payload.serverId) ?? DEFAULT_KEY_PLACEMENT;
+  if (placement.in === "argument" && Object.hasOwn(args, placement.name)) {
+    const message = `the tool call already has an argument "${placement.name}", where this server's config places the idempotency key; rename the argument or the key's place (idempotencyKey.name)`;
+    log.warn({ serverId: payload.serverId, argument: placement.name }, "mcp.key_argument_conflict");
+    return fail(deps, log, commandId, null, serverUnavailableError(payload.serverId, "key_argument_conflict", message, false));
+  }
 
   const monotonicNowMs = deps.monotonicNowMs ?? (() => performance.now());
   const claimSentAtMs = monotonicNowMs();
@@ -158,7 +168,7 @@ export async function handleMcpExecuteCommand(envelope: DriverCommandEnvelope, d
   try {
     raw = await mcp.callTool(
       payload.serverId,
-      { name: payload.toolName, ...placeIdempotencyKey(mcp.keyPlacement?.(payload.serverId) ?? DEFAULT_KEY_PLACEMENT, args, idempotencyKey) },
+      { name: payload.toolName, ...placeIdempotencyKey(placement, args, idempotencyKey) },
       { timeoutMs: deps.toolTimeoutMs, maySend: () => !deadlinePassed() },
     );
   } catch (error) {

@@ -2,6 +2,10 @@ import { DEFAULT_KEY_PLACEMENT, newUlid } from "@mosoo/contracts";
 import { describe, expect, it } from "vitest";
 import { DriverConfigError, parseMcpConfig } from "../src/driver-config.loader.js";
 import { McpConnections, placeIdempotencyKey } from "../src/mcp-connections.js";
+import { handleMcpExecuteCommand } from "../src/mcp-execute.handler.js";
+import { captureLogger } from "./helpers/log-capture.js";
+import { mcpExecuteEnvelope, RecordingApi } from "./helpers/recording-api.js";
+import { inMemoryTransportFactory, ToolRecorder } from "./helpers/recording-mcp-server.js";
 
 describe("idempotency key placement per MCP server", () => {
   it("places the key in the default _meta name, another _meta name, or a tool argument; the agent's arguments are not changed", () => {
@@ -33,6 +37,59 @@ describe("idempotency key placement per MCP server", () => {
   it("refuses a placement that is not meta or argument, or has no name", () => {
     for (const idempotencyKey of [{ in: "header", name: "x" }, { in: "argument" }, { in: "meta", name: "" }]) {
       expect(() => parseMcpConfig(JSON.stringify({ servers: { s: { type: "http", url: "http://127.0.0.1:1/mcp", idempotencyKey } } }), "mcp.json")).toThrow(DriverConfigError);
+    }
+  });
+});
+
+describe("key placement names and argument clashes (issue 16 review)", () => {
+  const config = (idempotencyKey: unknown) => JSON.stringify({ servers: { s: { type: "http", url: "http://127.0.0.1:1/mcp", idempotencyKey } } });
+  const refusal = (idempotencyKey: unknown): string => {
+    try {
+      parseMcpConfig(config(idempotencyKey), "mcp.json");
+    } catch (error) {
+      expect(error).toBeInstanceOf(DriverConfigError);
+      return (error as Error).message;
+    }
+    throw new Error("expected a DriverConfigError");
+  };
+
+  it.each([
+    ["argument", "__proto__"],
+    ["meta", "__proto__"],
+    ["argument", "constructor"],
+  ])("refuses %s name %s (it would set a prototype, not add a field)", (where, name) => {
+    expect(refusal({ in: where, name })).toMatch(/__proto__, constructor and prototype are reserved by JavaScript objects/);
+  });
+
+  it.each([
+    ["a right-to-left override U+202E", "idem\u202Epotency_key"],
+    ["a first-strong isolate U+2068", "\u2068idempotency_key"],
+    ["a right-to-left mark U+200F", "idempotency_key\u200F"],
+    ["a zero-width space U+200B", "idempotency\u200B_key"],
+    ["a newline", "idempotency\nkey"],
+  ])("refuses an argument name with %s", (_what, name) => {
+    expect(refusal({ in: "argument", name })).toMatch(/may not contain control or invisible format characters/);
+  });
+
+  it("refuses a name with surrounding whitespace", () => {
+    expect(refusal({ in: "argument", name: " idempotency_key" })).toMatch(/may not start or end with whitespace/);
+  });
+
+  it("a call whose own arguments already use the key's argument name fails mcp.server_unavailable (key_argument_conflict) before any claim; nothing is sent", async () => {
+    const events: string[] = [];
+    const api = new RecordingApi(events);
+    const recorder = new ToolRecorder(events);
+    const mcpConfig = parseMcpConfig(JSON.stringify({ servers: { issues: { type: "http", url: "http://127.0.0.1:9/mcp", idempotencyKey: { in: "argument", name: "title" } } } }), "mcp.json");
+    const mcp = new McpConnections(mcpConfig, { createTransport: inMemoryTransportFactory(recorder) });
+    try {
+      const { logger } = captureLogger();
+      const outcome = await handleMcpExecuteCommand(mcpExecuteEnvelope(), { api, mcp, connectionId: newUlid(), logger, toolTimeoutMs: 2_000 });
+      expect(outcome).toMatchObject({ status: "failed", effectId: null, error: { code: "mcp.server_unavailable", retryable: false, details: { serverId: "issues", reason: "key_argument_conflict" } } });
+      expect(outcome.status === "failed" && outcome.error.message).toContain('already has an argument "title"');
+      expect(recorder.calls).toHaveLength(0);
+      expect(events).toEqual(["api:commandUpdate:accepted", "api:commandUpdate:failed"]);
+    } finally {
+      await mcp.closeAll();
     }
   });
 });

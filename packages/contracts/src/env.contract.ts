@@ -34,6 +34,8 @@ export const ApiEnvSchema = z.object({
   MOSOO_GROUP_COMMIT_WINDOW_MS: strictIntegerString(0, 1_000).default(2),
   // The old-generation heap limit of each adapter worker thread (docs/DESIGN.md §4: adapters are untrusted code).
   MOSOO_ADAPTER_HEAP_MB: strictIntegerString(16, 4_096).default(64),
+  // Bound on loading and building one bound adapter in its worker at startup (module import + create()).
+  MOSOO_ADAPTER_LOAD_TIMEOUT_MS: strictIntegerString(1_000, 120_000).default(15_000),
   MOSOO_OPERATOR_TOKEN: z.string().trim().min(16, "must be at least 16 characters (spaces do not count)").optional(),
   // Credentials of the run API and of Driver registration (docs/DESIGN.md §10); see the API's api-keys.contract.ts.
   MOSOO_API_KEYS: z.string().optional(),

@@ -25,7 +25,7 @@ export {
 } from "./mcp-execute.contract.js";
 export type { McpExecuteCommand, McpExecuteCommandResult, McpToolResult } from "./mcp-execute.contract.js";
 export { fingerprintArguments, REQUEST_FINGERPRINT_PATTERN } from "./request-fingerprint.js";
-export { KeyPlacementSchema, DEFAULT_KEY_PLACEMENT } from "./key-placement.contract.js";
+export { KeyPlacementSchema, KeyPlacementNameSchema, DEFAULT_KEY_PLACEMENT } from "./key-placement.contract.js";
 export type { KeyPlacement } from "./key-placement.contract.js";
 export {
   COMMAND_STATUSES,

@@ -3,14 +3,21 @@ import { Hono } from "hono";
 
 /**
  * One rule of {@link startDelayingProxy}: requests whose method is `method` and whose path matches
- * `path` are forwarded `delayRequestMs` (ms) late, and their answer is held `holdAnswerMs` (ms)
- * after the upstream answered (the upstream has already acted on the request by then).
+ * `path` are forwarded `delayRequestMs` (ms) late (then once `gate()` resolves, when given), and their
+ * answer is held `holdAnswerMs` (ms) after the upstream answered (the upstream has already acted on
+ * the request by then).
  */
 export interface DelayRule {
   method: string;
   path: string | RegExp;
   delayRequestMs?: number;
   holdAnswerMs?: number;
+  /**
+   * Awaited before each matching request is forwarded (after `delayRequestMs`): a test holds the
+   * requests from some event on (e.g. heartbeats, so the API's TTL expires) by returning a promise
+   * it resolves later, without any timer deciding when.
+   */
+  gate?: () => Promise<void>;
 }
 
 /** What the proxy saw: each forwarded request's method, path, and when (ms since the epoch) it was sent upstream and answered downstream. */
@@ -58,6 +65,7 @@ export async function startDelayingProxy(targetUrl: string, rules: DelayRule[]):
     const rule = rules.find((r) => r.method === c.req.method && (typeof r.path === "string" ? r.path === incoming.pathname : r.path.test(incoming.pathname)));
     const body = c.req.method === "GET" || c.req.method === "HEAD" ? undefined : await c.req.arrayBuffer();
     if (rule?.delayRequestMs) await sleep(rule.delayRequestMs);
+    if (rule?.gate) await rule.gate();
     const forwardedAtMs = Date.now();
     let upstream: Response;
     try {

@@ -48,3 +48,18 @@ describe("real processes: a provider that takes the idempotency key as a tool ar
     expect(result.line).toMatchObject({ ...expected, providerCalls: 1, adapter: "mcp-convention@1.0.0" });
   }, 90_000);
 });
+
+describe("real processes: issue 16 repro 4 with the flag on but the server unbound", () => {
+  it.each(["finalization", "restart"] as const)("%s path: the command and the run say external_effect.unknown, not retryable, naming the effect (docs/DESIGN.md §3 rule 14)", async (recovery) => {
+    const workDir = mkdtempSync(join(tmpdir(), `mosoo-e2e-unbound-${recovery}-`));
+    dirs.push(workDir);
+    // the same end state as the flag-off scenarios: binding nothing must answer exactly as the flag off
+    const expected = CRASH_SCENARIOS.find((spec) => spec.name === "fenced-with-flag-off")!.expect;
+    const result = await runCrashScenario(
+      { name: `unbound-${recovery}`, reconciliation: "on", crashPoint: "after_commit", recovery, adapter: "none", ...(recovery === "restart" ? { endRunAfterRestart: true } : {}), expect: expected },
+      { workDir, timeline: () => undefined },
+    );
+    expect(result.failures).toEqual([]);
+    expect(result.line).toMatchObject({ ...expected, providerCalls: 1 });
+  }, 90_000);
+});

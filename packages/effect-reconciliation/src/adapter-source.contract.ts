@@ -54,6 +54,26 @@ export class AdapterCrashedError extends Error {
   }
 }
 
+const ANSWER_REFUSED_BRAND = Symbol.for("@mosoo/effect-reconciliation/AdapterAnswerRefusedError");
+
+/**
+ * Rejection of an isolated adapter call whose answer the host refused to copy back before any
+ * schema could read it: larger than the host's size bound, or not JSON (a function, a cycle, a
+ * BigInt). The reconcile step maps it to `still_unknown` / `invalid_adapter_output` with `message`
+ * (one line naming the bound, e.g. `the answer is larger than 1114112 characters`) as the record's
+ * error, so an operator sees the size bound, not a schema message about a value that was never read
+ * (docs/DESIGN.md §5). Use {@link AdapterAnswerRefusedError.is} rather than `instanceof`.
+ */
+export class AdapterAnswerRefusedError extends Error {
+  override readonly name = "AdapterAnswerRefusedError";
+  /** Brand for {@link AdapterAnswerRefusedError.is}. */
+  readonly [ANSWER_REFUSED_BRAND] = true;
+  /** True for an {@link AdapterAnswerRefusedError} of any loaded copy of this package. */
+  static is(value: unknown): value is AdapterAnswerRefusedError {
+    return typeof value === "object" && value !== null && (value as Record<symbol, unknown>)[ANSWER_REFUSED_BRAND] === true;
+  }
+}
+
 /**
  * What is recorded with every lookup and outcome of a loaded adapter (docs/DESIGN.md §4):
  * - `source`: the {@link AdapterSource} it was loaded from;

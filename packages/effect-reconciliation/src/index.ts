@@ -88,7 +88,7 @@ export { checkEligibility, isEligible } from "./reconcile-eligibility.js";
 export type { EligibilityVerdict } from "./reconcile-eligibility.js";
 export { reconcileEffect, askAdapter, judgeLookupAnswer, MAX_LOOKUP_TIMEOUT_MS } from "./reconcile.service.js";
 export type { ReconcileBinding, ReconcileEffectInput, LookupAnswer } from "./reconcile.service.js";
-export { ADAPTER_TERMINATION_REASONS, AdapterCrashedError } from "./adapter-source.contract.js";
+export { ADAPTER_TERMINATION_REASONS, AdapterAnswerRefusedError, AdapterCrashedError } from "./adapter-source.contract.js";
 export type { AdapterTerminationReason } from "./adapter-source.contract.js";
 export type { AdapterHost, AdapterBindOptions } from "./adapter-host.contract.js";
 export { NOOP_LOGGER } from "./adapter-logger.js";

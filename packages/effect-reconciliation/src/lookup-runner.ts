@@ -1,4 +1,5 @@
 import type { LookupContext, LookupRequest, ReconciliationAdapter } from "./adapter.contract.js";
+import { AdapterCrashedError } from "./adapter-source.contract.js";
 
 /** @internal How one adapter call ended, before its answer is validated. */
 export type LookupRun =
@@ -11,7 +12,9 @@ export type LookupRun =
  * @internal Calls `adapter.lookup` once with a signal that aborts after `timeoutMs` ms (or when
  * `outerSignal` aborts), and races the call against that signal: an adapter that ignores the
  * signal is not waited for (its late settlement is observed and dropped, never unhandled).
- * A rejection after the signal aborted counts as the timeout/cancellation, not an adapter error.
+ * A rejection after the signal aborted counts as the timeout/cancellation, not an adapter error,
+ * unless it is an `AdapterCrashedError` (the isolating host reported the worker's own death, e.g. its
+ * heap limit, which is `adapter_crashed` whatever the clock says).
  * Never throws.
  */
 export async function runLookup(
@@ -61,7 +64,8 @@ export async function runBoundedAdapterCall(
   try {
     const first = await Promise.race([settled, aborted]);
     if (first === "aborted") return abortedKind();
-    if (first.kind === "threw" && signal.aborted) return abortedKind();
+    // A worker death the host reported before the abort (e.g. its heap limit) stays a crash.
+    if (first.kind === "threw" && signal.aborted && !AdapterCrashedError.is(first.error)) return abortedKind();
     return first;
   } finally {
     removeListener();

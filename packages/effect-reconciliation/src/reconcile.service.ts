@@ -1,6 +1,6 @@
 import { z } from "zod";
 import type { AdapterDeclaration, AdapterLogger, ReconciliationAdapter } from "./adapter.contract.js";
-import { AdapterCrashedError } from "./adapter-source.contract.js";
+import { AdapterAnswerRefusedError, AdapterCrashedError } from "./adapter-source.contract.js";
 import { NOOP_LOGGER, safeLogger } from "./adapter-logger.js";
 import { summarizeError } from "./error-message.js";
 import { judgeOutcome } from "./fail-closed-checks.js";
@@ -80,7 +80,9 @@ export async function reconcileEffect(input: ReconcileEffectInput): Promise<Reco
  * 2. One `lookup` call with a **structured copy** of the lookup request (the adapter never holds an
  *    object the runtime reads again) and a signal aborting after `timeoutMs` (or on `signal`), raced
  *    against it: an adapter that ignores the signal is not waited for. A rejection with
- *    `AdapterCrashedError` (an isolating host's worker died) is `adapter_crashed`.
+ *    `AdapterCrashedError` (an isolating host's worker died) is `adapter_crashed`; an
+ *    `AdapterAnswerRefusedError` (the host refused to copy an oversized or non-JSON answer back) is
+ *    `invalid_adapter_output` with the host's reason (the size bound), not a schema message.
  * 3. The answer is validated against `LookupOutcomeSchema` (size limits included) and copied.
  */
 export async function askAdapter(input: ReconcileEffectInput): Promise<LookupAnswer> {
@@ -153,7 +155,9 @@ async function askUnsafe(input: ReconcileEffectInput): Promise<LookupAnswer> {
   else if (run.kind === "threw") {
     answer = AdapterCrashedError.is(run.error)
       ? { kind: "refused", decision: refused(ref, "adapter_crashed", `${run.error.reason}: ${summarizeError(run.error)}`) }
-      : { kind: "refused", decision: refused(ref, "adapter_error", summarizeError(run.error)) };
+      : AdapterAnswerRefusedError.is(run.error)
+        ? { kind: "refused", decision: refused(ref, "invalid_adapter_output", summarizeError(run.error)) }
+        : { kind: "refused", decision: refused(ref, "adapter_error", summarizeError(run.error)) };
   } else {
     const parsed = parseAnswer(run.value, ref);
     answer = "outcome" in parsed ? { kind: "answered", outcome: parsed.outcome, serverId: String(serverId), declaration: parsedDeclaration, nowMs, timeoutMs } : { kind: "refused", decision: parsed };

@@ -34,6 +34,7 @@ describe("public surface", () => {
     expect(Object.keys(root).sort()).toEqual(
       [
         "ADAPTER_TERMINATION_REASONS",
+        "AdapterAnswerRefusedError",
         "AdapterCrashedError",
         "AdapterDeclarationSchema",
         "AdapterIdSchema",

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { AdapterCrashedError, askAdapter, judgeLookupAnswer, reconcileEffect } from "../src/index.ts";
+import { AdapterAnswerRefusedError, AdapterCrashedError, askAdapter, judgeLookupAnswer, reconcileEffect } from "../src/index.ts";
 import { HOUR_MS, SERVER_ID, T0, TIMEOUT_MS, makeDeclaration, makeEffect, notExecutedAnswer, scriptedAdapter } from "./reconcile-fixtures.ts";
 
 /** A provider without a fence: a not_executed answer within an hour of the last dispatch proves nothing. */
@@ -41,6 +41,30 @@ describe("adapters are untrusted code (DESIGN §4, §5; issue 16)", () => {
     const d = await reconcileEffect({ effect, binding: { serverId: SERVER_ID, adapter }, nowMs: NOW, timeoutMs: TIMEOUT_MS });
     expect(d).toMatchObject({ decision: "still_unknown", reasonSource: "runtime", reasonCode: "adapter_crashed", operatorAttention: false });
     expect((d as { error: string }).error).toContain(reason);
+  });
+
+  it("a host's AdapterAnswerRefusedError (an answer over its size bound) → invalid_adapter_output naming the bound, not a schema message", async () => {
+    const effect = makeEffect();
+    const reason = "the answer is larger than the 1114112-character bound on an adapter answer";
+    const { adapter } = scriptedAdapter(() => Promise.reject(new AdapterAnswerRefusedError(reason)), UNFENCED);
+    const d = await reconcileEffect({ effect, binding: { serverId: SERVER_ID, adapter }, nowMs: NOW, timeoutMs: TIMEOUT_MS });
+    expect(d).toMatchObject({ decision: "still_unknown", reasonSource: "runtime", reasonCode: "invalid_adapter_output", operatorAttention: false });
+    expect((d as { error: string }).error).toBe(`AdapterAnswerRefusedError: ${reason}`);
+  });
+
+  it("a worker death the host reported before the signal aborted stays adapter_crashed (out_of_memory), not lookup_cancelled/lookup_timeout", async () => {
+    // Deterministic by microtask order, no timer: the crash settles the call first, then the caller's
+    // signal aborts (two microtasks later) before the lookup runner reads the race's result.
+    const effect = makeEffect();
+    const caller = new AbortController();
+    const { adapter } = scriptedAdapter(() => {
+      queueMicrotask(() => queueMicrotask(() => caller.abort(new Error("the lookup bound"))));
+      return Promise.reject(new AdapterCrashedError("out_of_memory", "adapter worker out_of_memory: Worker terminated due to reaching memory limit: JS heap out of memory"));
+    }, UNFENCED);
+    const d = await reconcileEffect({ effect, binding: { serverId: SERVER_ID, adapter }, nowMs: NOW, timeoutMs: TIMEOUT_MS, signal: caller.signal });
+    expect(caller.signal.aborted).toBe(true);
+    expect(d).toMatchObject({ decision: "still_unknown", reasonSource: "runtime", reasonCode: "adapter_crashed" });
+    expect((d as { error: string }).error).toMatch(/^out_of_memory: /);
   });
 
   it("a plain rejection is still adapter_error", async () => {

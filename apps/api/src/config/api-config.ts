@@ -68,7 +68,34 @@ export interface ApiConfig {
     groupCommit: { maxBatch: number; windowMs: number };
     /** Old-generation heap limit (MB) of each worker thread that runs adapter code (`MOSOO_ADAPTER_HEAP_MB`). */
     adapterHeapMb: number;
+    /** Bound (ms) on loading and building one bound adapter in its worker at startup (`MOSOO_ADAPTER_LOAD_TIMEOUT_MS`). */
+    adapterLoadTimeoutMs: number;
   };
+}
+
+/**
+ * Every credential kind has its own secret (docs/DESIGN.md §10): an API key whose secret is the
+ * operator token or the enrollment token, or an operator token equal to the enrollment token, would
+ * let a holder of one credential act as another kind (a run-API client as an operator, a Driver
+ * enrollment as an API key). Names the variables, never the secret.
+ * @throws ConfigError `config.invalid: <variable>: ... reuses the secret of <other variable> ...`.
+ */
+function checkSecretsDistinct(apiKeys: ApiKey[], fromFile: ReadonlySet<string>, operatorToken: string | undefined, enrollmentToken: string | undefined): void {
+  const others: Array<[string, string | undefined]> = [
+    ["MOSOO_OPERATOR_TOKEN", operatorToken],
+    ["MOSOO_DRIVER_ENROLLMENT_TOKEN", enrollmentToken],
+  ];
+  for (const key of apiKeys) {
+    for (const [name, secret] of others) {
+      if (secret !== undefined && key.secret === secret) {
+        const source = fromFile.has(key.name) ? "MOSOO_API_KEYS_FILE" : "MOSOO_API_KEYS";
+        throw new ConfigError(`config.invalid: ${source}: key ${key.name} reuses the secret of ${name}; every credential needs its own secret`);
+      }
+    }
+  }
+  if (operatorToken !== undefined && operatorToken === enrollmentToken) {
+    throw new ConfigError("config.invalid: MOSOO_DRIVER_ENROLLMENT_TOKEN: reuses the secret of MOSOO_OPERATOR_TOKEN; every credential needs its own secret");
+  }
 }
 
 /** A configuration error: `message` is one line naming the variable (`config.invalid: MOSOO_PORT: ...`). */
@@ -81,7 +108,8 @@ export class ConfigError extends Error {
  * Relative file paths are resolved against `env.INIT_CWD` (the folder npm was run in) or the cwd.
  * Reads the keys file (`MOSOO_API_KEYS_FILE`) when set.
  * @throws ConfigError on the first invalid variable (secrets are never echoed), a keys file that
- *   cannot be read or fails its schema, or a non-loopback `MOSOO_HOST` without any API key (docs/DESIGN.md §10).
+ *   cannot be read or fails its schema, an empty `MOSOO_API_KEYS` entry, a secret shared by two
+ *   credential kinds (API key, operator token, enrollment token), or a non-loopback `MOSOO_HOST` without any API key (docs/DESIGN.md §10).
  */
 export function loadApiConfig(env: Record<string, string | undefined>): ApiConfig {
   const present = Object.fromEntries(Object.entries(env).filter(([k, v]) => k.startsWith("MOSOO_") && v !== ""));
@@ -100,6 +128,7 @@ export function loadApiConfig(env: Record<string, string | undefined>): ApiConfi
     throw new ConfigError(`config.invalid: MOSOO_LOOKUP_BACKOFF_MAX_MS: must be >= MOSOO_LOOKUP_BACKOFF_INITIAL_MS (${c.MOSOO_LOOKUP_BACKOFF_INITIAL_MS})`);
   }
   const apiKeys: ApiKey[] = [];
+  const fileKeyNames = new Set<string>();
   if (c.MOSOO_API_KEYS !== undefined) {
     const fromEnv = parseApiKeysEnv(c.MOSOO_API_KEYS);
     if ("error" in fromEnv) throw new ConfigError(`config.invalid: MOSOO_API_KEYS: ${fromEnv.error}`);
@@ -111,8 +140,10 @@ export function loadApiConfig(env: Record<string, string | undefined>): ApiConfi
     for (const k of fromFile.keys) {
       if (apiKeys.some((e) => e.name === k.name)) throw new ConfigError(`config.invalid: MOSOO_API_KEYS_FILE: key ${k.name} is also in MOSOO_API_KEYS`);
       apiKeys.push(k);
+      fileKeyNames.add(k.name);
     }
   }
+  checkSecretsDistinct(apiKeys, fileKeyNames, c.MOSOO_OPERATOR_TOKEN, c.MOSOO_DRIVER_ENROLLMENT_TOKEN);
   // Fail closed (docs/DESIGN.md §10): a port other machines can reach is never served without run API keys.
   if (!isLoopbackHost(c.MOSOO_HOST) && apiKeys.length === 0) {
     throw new ConfigError(`config.invalid: MOSOO_HOST: ${c.MOSOO_HOST} is not a loopback address; set MOSOO_API_KEYS or MOSOO_API_KEYS_FILE before binding to it`);
@@ -142,6 +173,7 @@ export function loadApiConfig(env: Record<string, string | undefined>): ApiConfi
       maxLookups: c.MOSOO_MAX_LOOKUPS,
       groupCommit: { maxBatch: c.MOSOO_GROUP_COMMIT_MAX, windowMs: c.MOSOO_GROUP_COMMIT_WINDOW_MS },
       adapterHeapMb: c.MOSOO_ADAPTER_HEAP_MB,
+      adapterLoadTimeoutMs: c.MOSOO_ADAPTER_LOAD_TIMEOUT_MS,
     },
   };
 }

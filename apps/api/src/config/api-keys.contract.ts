@@ -67,13 +67,16 @@ function oneLine(error: z.ZodError): string {
 /**
  * Parses `MOSOO_API_KEYS`: comma-separated `name:secret:scope+scope` entries, e.g.
  * `agent:0123456789abcdef:runs:write+runs:read`. Scopes themselves contain a colon, so the entry is
- * split at its first two colons only. Blank entries are ignored.
+ * split at its first two colons only. Whitespace around an entry is ignored; an empty entry (`",,"`,
+ * a stray or trailing comma) is refused: a list that looks configured but holds no key must not
+ * start an API that silently refuses every request.
  * @returns the keys, or a one-line reason (never containing a secret).
  */
 export function parseApiKeysEnv(value: string): { keys: ApiKey[] } | { error: string } {
   const keys: ApiKey[] = [];
-  const entries = value.split(",").map((e) => e.trim()).filter((e) => e !== "");
+  const entries = value.split(",").map((e) => e.trim());
   for (const [i, entry] of entries.entries()) {
+    if (entry === "") return { error: `entry ${i + 1} is empty (a stray comma?); expected name:secret:scope+scope` };
     const first = entry.indexOf(":");
     const second = first < 0 ? -1 : entry.indexOf(":", first + 1);
     if (first < 0 || second < 0) return { error: `entry ${i + 1}: expected name:secret:scope+scope` };

@@ -14,14 +14,21 @@ import type { BoundAdapterInfo, ReconciliationSettings } from "../modules/reconc
  *   package resolved from the API's own dependencies (`pnpm --filter @mosoo/api add <package>`), an
  *   absolute path, or a path starting with `./` / `../` relative to the bindings file;
  * plus its `options` (validated by the adapter) and optionally `tools`, the tools it covers
- * (each must be declared by the adapter; default: every declared tool).
+ * (each must be declared by the adapter and named once; default: every declared tool).
  */
 export const BindingSchema = z
   .strictObject({
     adapterId: z.string().min(1).optional(),
     package: AdapterSourceSchema.optional(),
     options: z.unknown().optional(),
-    tools: z.array(ToolNameSchema).min(1).optional(),
+    tools: z
+      .array(ToolNameSchema)
+      .min(1)
+      .superRefine((tools, ctx) => {
+        const twice = tools.find((t, i) => tools.indexOf(t) !== i);
+        if (twice !== undefined) ctx.addIssue({ code: "custom", message: `tool "${twice}" is listed twice; name each tool once` });
+      })
+      .optional(),
   })
   .refine((b) => (b.adapterId === undefined) !== (b.package === undefined), "name exactly one of adapterId (a built-in) or package ({module, export})");
 /** See {@link BindingSchema}. */

@@ -26,8 +26,9 @@ const STEP_TIMEOUT_MS = 30_000;
  *   14: a command or run that ended while the effect is `unknown` says `external_effect.unknown`,
  *   `retryable: false`, naming the effect in `details.effectIds`.
  * - `adapter?`: how `tracker` is bound when reconciliation is on: `package` (default; the fixture
- *   adapter by package, `@mosoo/fixture-adapter`) or `convention` (the built-in `mcp-convention`
- *   adapter, the provider started with `--advertise-idempotency`: no provider-specific code);
+ *   adapter by package, `@mosoo/fixture-adapter`), `convention` (the built-in `mcp-convention`
+ *   adapter, the provider started with `--advertise-idempotency`: no provider-specific code) or
+ *   `none` (the bindings file binds no server: the flag is on but `tracker` is unbound);
  * - `keyArgument?`: the provider reads the idempotency key from this tool argument
  *   (`--key-argument`) and the Driver's MCP config says so (`idempotencyKey: {in: "argument", name}`);
  */
@@ -37,7 +38,7 @@ export interface CrashScenarioSpec {
   crashPoint: "after_commit" | "before_commit";
   recovery: "restart" | "finalization";
   endRunAfterRestart?: boolean;
-  adapter?: "package" | "convention";
+  adapter?: "package" | "convention" | "none";
   /** When set, the provider reads the key from this tool argument and the Driver's config places it there. */
   keyArgument?: string;
   expect: {
@@ -89,7 +90,7 @@ export async function runCrashScenario(spec: CrashScenarioSpec, opts: ScenarioOp
 
     const bindingsFile = join(workDir, "bindings.json");
     const binding = convention ? { adapterId: "mcp-convention", options: { url: provider.url } } : { package: FIXTURE_ADAPTER_PACKAGE, options: { url: provider.url } };
-    writeFileSync(bindingsFile, JSON.stringify({ bindings: { tracker: binding } }, null, 2));
+    writeFileSync(bindingsFile, JSON.stringify({ bindings: spec.adapter === "none" ? {} : { tracker: binding } }, null, 2));
     const api = await startApiProcess(join(workDir, "api.db"), {
       MOSOO_EFFECT_RECONCILIATION: spec.reconciliation,
       MOSOO_RECONCILIATION_BINDINGS_FILE: bindingsFile,
@@ -98,7 +99,7 @@ export async function runCrashScenario(spec: CrashScenarioSpec, opts: ScenarioOp
     });
     procs.push(api.proc);
     timeline(
-      `API up at ${api.url}, MOSOO_EFFECT_RECONCILIATION=${spec.reconciliation}, tracker bound to ${convention ? "the built-in mcp-convention adapter (read from the provider's tools/list)" : `the package ${FIXTURE_ADAPTER_PACKAGE.module}`}`,
+      `API up at ${api.url}, MOSOO_EFFECT_RECONCILIATION=${spec.reconciliation}, ${spec.adapter === "none" ? "tracker unbound (the bindings file binds no server)" : `tracker bound to ${convention ? "the built-in mcp-convention adapter (read from the provider's tools/list)" : `the package ${FIXTURE_ADAPTER_PACKAGE.module}`}`}`,
     );
 
     const mcpConfigFile = writeMcpConfig(workDir, { tracker: provider.url }, spec.keyArgument ? { tracker: { in: "argument", name: spec.keyArgument } } : {});

@@ -21,8 +21,9 @@ export function misbehavingAdapterModule(): string {
 
 /**
  * A real-process scenario of issue 16 (docs/DESIGN.md §4 "Adapters are untrusted code"): the fixture
- * provider commits a `createIssue` write and holds its response, the Driver is SIGKILLed, no Driver
- * comes back, and the API's finalization repair looks the effect up through the hostile adapter
+ * provider commits a `createIssue` write and holds its response, the Driver is SIGKILLed, and (see
+ * {@link HostileAdapterSpec.recovery}) either no Driver comes back and the API's finalization repair, or a
+ * restarted Driver's redelivered claim, looks the effect up through the hostile adapter
  * `exportName` (a factory of the misbehaving fixture module), run in the API's worker threads.
  * With `restartApi` the API is then stopped and started again on the same store, and the sweep's
  * next lookups run through the same adapter. Throughout, `GET /health` is asked every
@@ -33,6 +34,13 @@ export interface HostileAdapterSpec {
   /** The runtime reason code the first lookup must record (`in_flight_window`, `adapter_crashed`, …). */
   reasonCode: string;
   restartApi: boolean;
+  /**
+   * How the effect reaches the adapter after the Driver's SIGKILL: `finalization` (default; no
+   * Driver comes back, the sweep's finalization repair looks it up) or `driver_restart` (a new
+   * Driver process on the same state file reconnects; the redelivered claim fences the effect and
+   * looks it up inline; the API's heartbeat TTL is far above any restart time, so no finalization races it).
+   */
+  recovery?: "finalization" | "driver_restart";
 }
 
 /**
@@ -94,7 +102,7 @@ export async function runHostileAdapterScenario(spec: HostileAdapterSpec, opts: 
     const apiEnv = {
       MOSOO_EFFECT_RECONCILIATION: "on",
       MOSOO_RECONCILIATION_BINDINGS_FILE: bindingsFile,
-      MOSOO_HEARTBEAT_TTL_MS: "1500",
+      MOSOO_HEARTBEAT_TTL_MS: spec.recovery === "driver_restart" ? "300000" : "1500",
       MOSOO_SWEEP_INTERVAL_MS: "250",
       MOSOO_LOOKUP_BACKOFF_INITIAL_MS: "500",
       MOSOO_LOOKUP_BACKOFF_MAX_MS: "1000",
@@ -107,7 +115,8 @@ export async function runHostileAdapterScenario(spec: HostileAdapterSpec, opts: 
     probe.start();
 
     const mcpConfigFile = writeMcpConfig(workDir, { tracker: provider.url });
-    const driver = await startDriverProcess({ apiUrl: current.url, stateFile: join(workDir, "driver-state.json"), mcpConfigFile, name: "driver-a", enrollmentToken: current.credentials.enrollmentToken });
+    const stateFile = join(workDir, "driver-state.json");
+    const driver = await startDriverProcess({ apiUrl: current.url, stateFile, mcpConfigFile, name: "driver-a", enrollmentToken: current.credentials.enrollmentToken });
     procs.push(driver.proc);
     const runs = new RunApiClient(current.url, current.credentials.apiKey);
     const control = new ProviderControlClient(provider.controlUrl);
@@ -116,7 +125,13 @@ export async function runHostileAdapterScenario(spec: HostileAdapterSpec, opts: 
     await pollUntil(async () => ((await control.stats()).writes[call.idempotencyKey] === 1 ? true : undefined), STEP_TIMEOUT_MS, "the provider commits");
     timeline("provider committed the write; its response is held (lost)");
     await driver.proc.kill("SIGKILL");
-    timeline("Driver killed with SIGKILL; waiting for finalization repair to look the effect up through the hostile adapter");
+    if (spec.recovery === "driver_restart") {
+      const driverB = await startDriverProcess({ apiUrl: current.url, stateFile, mcpConfigFile, name: "driver-b", enrollmentToken: current.credentials.enrollmentToken });
+      procs.push(driverB.proc);
+      timeline("Driver killed with SIGKILL; a new Driver reconnected as the same instance: the redelivered claim looks the effect up inline through the hostile adapter");
+    } else {
+      timeline("Driver killed with SIGKILL; waiting for finalization repair to look the effect up through the hostile adapter");
+    }
 
     const lookedUp = async (api: ApiProcess, n: number): Promise<RunViewBody> =>
       pollUntil(async () => {
@@ -150,7 +165,8 @@ export async function runHostileAdapterScenario(spec: HostileAdapterSpec, opts: 
     const metrics = await new RunApiClient(current!.url, current!.credentials.apiKey).metrics();
     const terminations = metrics.split("\n").filter((l) => l.startsWith("mosoo_adapter_worker_terminations_total{"));
     const line = {
-      scenario: `hostile-adapter/${spec.exportName}${spec.restartApi ? "/restart" : ""}`,
+      scenario: `hostile-adapter/${spec.exportName}${spec.recovery === "driver_restart" ? "/driver-restart" : ""}${spec.restartApi ? "/restart" : ""}`,
+      firstLookupTrigger: first.trigger,
       providerWrites: stats.writes[call.idempotencyKey] ?? 0,
       effectStatus: effect.status,
       resolution: effect.resolution,

@@ -6,7 +6,7 @@ import { retryWhenBusy, StoreBusyError } from "../../platform/db/store-busy.js";
 import { checkDbFilePath } from "../../config/startup-checks.js";
 import type { ApiConfig } from "../../config/api-config.js";
 import { resolveReconciliationSettings } from "../../config/reconciliation-bindings.js";
-import { createIsolatedAdapterHost, DEFAULT_BIND_TIMEOUT_MS } from "../../modules/reconciliation/infrastructure/isolated-adapter-host.js";
+import { createIsolatedAdapterHost } from "../../modules/reconciliation/infrastructure/isolated-adapter-host.js";
 import { openStore } from "../../platform/db/database.js";
 import { createRuntime } from "../../composition-root.js";
 import { RuntimeError } from "../../modules/ledger/domain/runtime-errors.js";
@@ -122,7 +122,8 @@ export async function localOperatorClient(config: ApiConfig): Promise<OperatorCl
   const host = createIsolatedAdapterHost({
     heapMb: config.reconciliation.adapterHeapMb,
     maxThreads: config.reconciliation.concurrency,
-    bindTimeoutMs: DEFAULT_BIND_TIMEOUT_MS,
+    bindTimeoutMs: config.reconciliation.adapterLoadTimeoutMs,
+    bindTimeoutSetting: "MOSOO_ADAPTER_LOAD_TIMEOUT_MS",
     logger: pino({ level: "silent" }),
   });
   let settings;

@@ -134,6 +134,21 @@ export class CredentialGuard {
   }
 
   /**
+   * A Driver's reports about its own past attempts (`complete`, `deadline-missed`, `late-result`):
+   * one Driver instance's own token, accepted even when the instance was finalized meanwhile (its
+   * heartbeat expired while a call was in flight: lease loss). The provider's real result, or the
+   * proof that nothing was sent, must not be lost because the instance ended (docs/DESIGN.md §3 rules
+   * 12–13). The ledger takes a finalized instance's report only from the connection that made the
+   * attempt (`assertCurrentConnection` refuses any other: the instance is no longer connected), and
+   * judges it against the effect as stored (a fenced effect's `complete` is `rejected`).
+   */
+  driverReport(): MiddlewareHandler<AuthEnv> {
+    return this.guard((p) => {
+      if (p.kind !== "driver") throw forbidden();
+    });
+  }
+
+  /**
    * `POST /v1/drivers/register`: the enrollment token, the operator token, or a Driver instance's own
    * token (which may only re-register that instance; the service checks which instance, docs/DESIGN.md §10).
    */

@@ -33,7 +33,9 @@ function authorityOf(p: Principal): RegistrationAuthority {
  *   re-registering an existing `driverInstanceId` needs that instance's own token or the operator
  *   token (else 403 `auth.forbidden`);
  * - every other route: the bearer token of one Driver instance; a Driver reaches only its own
- *   commands and effects (another's answer 404 `command.not_found` / `effect.not_found`).
+ *   commands and effects (another's answer 404 `command.not_found` / `effect.not_found`); a finalized
+ *   instance gets 409 `driver.finalized`, except on its evidence reports (`complete`,
+ *   `deadline-missed`, `late-result`), taken from the connection that made the attempt.
  */
 export function driverRoutes(runtime: Runtime, guard: CredentialGuard, limit: RegistrationRateLimit): Hono<AuthEnv> {
   const app = new Hono<AuthEnv>();
@@ -71,15 +73,18 @@ export function driverRoutes(runtime: Runtime, guard: CredentialGuard, limit: Re
   }));
 
   /** `POST /v1/drivers/effects/:effectId/<report>`: the Driver's report about one of its effects, handed to the ledger. */
-  const effectReport = <S extends z.ZodType, R>(name: string, schema: S, report: (driver: AuthEnv["Variables"]["driver"], effectId: string, body: z.infer<S>) => R) =>
-    app.post(`/v1/drivers/effects/:effectId/${name}`, driver, retryingWhenBusy(async (c) => {
+  // complete, deadline-missed and late-result are also taken from a finalized instance (`guard.driverReport()`):
+  // evidence about an attempt it made before it was finalized (docs/DESIGN.md §3 rules 12-13).
+  const reportGuard = guard.driverReport();
+  const effectReport = <S extends z.ZodType, R>(name: string, schema: S, report: (driver: AuthEnv["Variables"]["driver"], effectId: string, body: z.infer<S>) => R, evidence = false) =>
+    app.post(`/v1/drivers/effects/:effectId/${name}`, evidence ? reportGuard : driver, retryingWhenBusy(async (c) => {
       const effectId = parseOrThrow(UlidSchema, c.req.param("effectId"));
       return c.json(report(c.get("driver"), effectId, await readJson(c, schema)));
     }));
-  effectReport("complete", EffectCompleteRequestSchema, (d, id, body) => runtime.ledger.complete(d, id, body));
+  effectReport("complete", EffectCompleteRequestSchema, (d, id, body) => runtime.ledger.complete(d, id, body), true);
   effectReport("mark-unknown", EffectMarkUnknownRequestSchema, (d, id, body) => runtime.ledger.markUnknown(d, id, body));
-  effectReport("deadline-missed", EffectDeadlineMissedRequestSchema, (d, id, body) => runtime.ledger.deadlineMissed(d, id, body));
-  effectReport("late-result", EffectLateResultRequestSchema, (d, id, body) => runtime.ledger.lateResult(d, id, body));
+  effectReport("deadline-missed", EffectDeadlineMissedRequestSchema, (d, id, body) => runtime.ledger.deadlineMissed(d, id, body), true);
+  effectReport("late-result", EffectLateResultRequestSchema, (d, id, body) => runtime.ledger.lateResult(d, id, body), true);
 
   return app;
 }

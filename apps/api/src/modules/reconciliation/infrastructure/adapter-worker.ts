@@ -44,14 +44,16 @@ export interface AdapterWorkerLog {
  * - `bound`: the (narrowed) adapter's declaration (validated again by the host), whether it plans
  *   compensations, its tool coverage and its package name / version (the host hashes the declaration itself);
  * - `refused`: `bind` failed with a `ReconciliationError` code and one line;
- * - `answered`: the call's value, as a JSON copy (a value JSON cannot carry answers
- *   `{notJson: message}`, which no contract accepts);
+ * - `answered`: the call's value, as a JSON copy;
+ * - `unanswerable`: the call answered a value the worker does not copy back: larger than
+ *   {@link MAX_ANSWER_UNITS} (`reason` names the bound) or not JSON (`reason` says why);
  * - `threw`: the call threw or rejected (one line).
  */
 export type AdapterWorkerReply =
   | { kind: "bound"; declaration: unknown; plansCompensation: boolean; coverage: unknown; packageName: unknown; packageVersion: unknown }
   | { kind: "refused"; code: ReconciliationErrorCode; message: string }
   | { kind: "answered"; value: unknown; logs: AdapterWorkerLog[] }
+  | { kind: "unanswerable"; reason: string; logs: AdapterWorkerLog[] }
   | { kind: "threw"; error: string; logs: AdapterWorkerLog[] };
 
 /** Most log entries kept per call (more are dropped). */
@@ -82,8 +84,8 @@ function build(source: AdapterSource, options: unknown, tools: string[] | undefi
 
 /**
  * Largest adapter answer (in UTF-16 code units of its strings and keys, plus 8 per value) the worker
- * copies back: a result, a receipt and 64 Ki of slack. Anything larger is answered `{notJson}` (the
- * host refuses it as `invalid_adapter_output`) WITHOUT serialising it: a 50 MB string answered by an
+ * copies back: a result, a receipt and 64 Ki of slack. Anything larger is answered `unanswerable`
+ * with the bound (the host records `invalid_adapter_output` naming it) WITHOUT serialising it: a 50 MB string answered by an
  * adapter would otherwise be copied in the worker, and an allocation that fails there can abort the
  * whole process instead of the worker (V8 out-of-memory is fatal for a large string).
  */
@@ -116,15 +118,24 @@ function boundedSize(value: unknown, limit: number): number {
   return total;
 }
 
-/** A detached JSON copy of `value`, or `{notJson: why}` when it is not JSON or larger than `limit` (see {@link boundedSize}). */
-function jsonCopy(value: unknown, limit = MAX_ANSWER_UNITS): unknown {
+/**
+ * A detached JSON copy of `value` (`{ok: true, value}`), or `{ok: false, reason}` when it is larger
+ * than `limit` (see {@link boundedSize}; the reason names the bound) or not JSON; never throws.
+ */
+function tryJsonCopy(value: unknown, limit: number): { ok: true; value: unknown } | { ok: false; reason: string } {
   try {
-    if (boundedSize(value, limit) > limit) return { notJson: `the answer is larger than ${limit} characters` };
+    if (boundedSize(value, limit) > limit) return { ok: false, reason: `the answer is larger than the ${limit}-character bound on an adapter answer (a result, a receipt and 64 Ki of slack)` };
     const text = JSON.stringify(value);
-    return text === undefined ? undefined : (JSON.parse(text) as unknown);
+    return { ok: true, value: text === undefined ? undefined : (JSON.parse(text) as unknown) };
   } catch (error) {
-    return { notJson: oneLine(error) };
+    return { ok: false, reason: `the answer is not JSON: ${oneLine(error)}` };
   }
+}
+
+/** {@link tryJsonCopy} for what the worker reports itself (declaration, coverage, log fields): `{notJson: why}` when it cannot be copied, which no contract accepts. */
+function jsonCopy(value: unknown, limit = MAX_ANSWER_UNITS): unknown {
+  const copy = tryJsonCopy(value, limit);
+  return copy.ok ? copy.value : { notJson: copy.reason };
 }
 
 function bufferLogger(logs: AdapterWorkerLog[]): AdapterLogger {
@@ -166,7 +177,8 @@ export default async function runAdapterTask(task: AdapterWorkerTask): Promise<A
       task.op === "lookup"
         ? await adapter.lookup(task.request as Parameters<ReconciliationAdapter["lookup"]>[0], context)
         : await adapter.planCompensation!(task.request as Parameters<NonNullable<ReconciliationAdapter["planCompensation"]>>[0], context);
-    return { kind: "answered", value: jsonCopy(value), logs };
+    const copy = tryJsonCopy(value, MAX_ANSWER_UNITS);
+    return copy.ok ? { kind: "answered", value: copy.value, logs } : { kind: "unanswerable", reason: copy.reason, logs };
   } catch (error) {
     return { kind: "threw", error: oneLine(error), logs };
   }

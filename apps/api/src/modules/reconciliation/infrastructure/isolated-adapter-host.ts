@@ -2,6 +2,7 @@ import { pathToFileURL } from "node:url";
 import { Piscina } from "piscina";
 import { z } from "zod";
 import {
+  AdapterAnswerRefusedError,
   AdapterCrashedError,
   AdapterDeclarationSchema,
   declarationHash,
@@ -36,15 +37,16 @@ const BoundReportSchema = z.strictObject({
   packageVersion: z.string().max(256).nullable(),
 });
 
-/** Default bound (ms) on loading and building one adapter in its worker (`bind`): a cold worker loads tsx and the module. */
-export const DEFAULT_BIND_TIMEOUT_MS = 30_000;
-
 /**
  * Options of {@link createIsolatedAdapterHost}:
  * - `heapMb`: old-generation heap limit of each worker (MB; `MOSOO_ADAPTER_HEAP_MB`); a worker that
  *   reaches it is terminated (`out_of_memory`);
  * - `maxThreads`: workers per bound adapter at most (the reconciliation concurrency);
- * - `bindTimeoutMs`: bound (ms) on loading and building one adapter in `bind`;
+ * - `bindTimeoutMs`: bound (ms) on loading and building one adapter in `bind` (module import and
+ *   `create()`/discovery; a cold worker loads tsx and the module first; the API and the operator CLI
+ *   take it from `MOSOO_ADAPTER_LOAD_TIMEOUT_MS`, default 15 000); past it the worker is terminated and `bind` refuses with
+ *   `adapter.load_failed` naming the adapter and the bound;
+ * - `bindTimeoutSetting` (optional): the setting that sets that bound, named in the refusal (e.g. `MOSOO_ADAPTER_LOAD_TIMEOUT_MS`);
  * - `onTermination(adapterId, reason)`: called once per terminated or dead worker call (metrics);
  * - `logger`: where adapter log entries and dead idle workers are reported.
  */
@@ -52,6 +54,7 @@ export interface IsolatedAdapterHostOptions {
   heapMb: number;
   maxThreads: number;
   bindTimeoutMs: number;
+  bindTimeoutSetting?: string;
   onTermination?: (adapterId: string, reason: AdapterTerminationReason) => void;
   logger: AdapterLogger;
 }
@@ -68,7 +71,8 @@ export interface IsolatedAdapterHostOptions {
  * after the call's bound; when the caller's signal aborts, piscina terminates the worker, so a
  * synchronous loop or a promise that never settles holds nothing. A worker that dies during a call
  * (uncaught exception, floating rejection, `process.exit`, heap limit) rejects the call with
- * `AdapterCrashedError`; a worker that dies between calls is logged and replaced. Nothing an
+ * `AdapterCrashedError`; an answer the worker would not copy back (over its size bound, or not
+ * JSON) rejects it with `AdapterAnswerRefusedError` naming the bound; a worker that dies between calls is logged and replaced. Nothing an
  * adapter does reaches the host's process: its pools listen to every worker error.
  */
 export function createIsolatedAdapterHost(opts: IsolatedAdapterHostOptions): AdapterHost {
@@ -99,7 +103,10 @@ export function createIsolatedAdapterHost(opts: IsolatedAdapterHostOptions): Ada
     try {
       return (await pool.run(task, { signal })) as AdapterWorkerReply;
     } catch (error) {
-      if (signal.aborted) {
+      // Only piscina's AbortError is the bound terminating the worker. A worker that died on its own
+      // (heap limit, exit, uncaught error) before the abort is a crash even if the signal has
+      // aborted since: the death is what the pool reported (ERR_WORKER_OUT_OF_MEMORY for the heap limit).
+      if (signal.aborted && isAbortError(error)) {
         opts.onTermination?.(adapterId, "timeout");
         throw error;
       }
@@ -123,9 +130,15 @@ export function createIsolatedAdapterHost(opts: IsolatedAdapterHostOptions): Ada
       const toolList = bindOpts.tools === undefined ? undefined : [...bindOpts.tools];
       const discoveryMs = Math.min(bindOpts.discoveryTimeoutMs ?? opts.bindTimeoutMs, opts.bindTimeoutMs);
       let reply: AdapterWorkerReply;
+      const bound = AbortSignal.timeout(opts.bindTimeoutMs);
       try {
-        reply = await call(pool, label.current, { op: "bind", source, options, tools: toolList, timeoutMs: discoveryMs }, AbortSignal.timeout(opts.bindTimeoutMs));
+        reply = await call(pool, label.current, { op: "bind", source, options, tools: toolList, timeoutMs: discoveryMs }, bound);
       } catch (error) {
+        if (bound.aborted) {
+          // A module import or create() that never ends (a hang, a synchronous loop): the worker is terminated at the bound.
+          const setting = opts.bindTimeoutSetting ? ` (${opts.bindTimeoutSetting})` : "";
+          return fail(new ReconciliationError("adapter.load_failed", `adapter ${source.module}#${source.export} did not load and build within ${opts.bindTimeoutMs} ms${setting}: its module import or create() hangs; the worker was terminated`, { details, cause: error }));
+        }
         return fail(new ReconciliationError("adapter.load_failed", `adapter ${source.module}#${source.export} could not be built: ${oneLine(error)}`, { details, cause: error }));
       }
       if (reply.kind === "refused") return fail(new ReconciliationError(reply.code, reply.message, { details }));
@@ -145,8 +158,10 @@ export function createIsolatedAdapterHost(opts: IsolatedAdapterHostOptions): Ada
         // adapter's own signal in the worker is therefore never the bound (it never fires first).
         const timeoutMs = 2_147_483_647;
         const reply = await call(pool, declaration.id, { op, source, options, tools: toolList, request, timeoutMs }, context.signal);
-        if (reply.kind === "answered" || reply.kind === "threw") for (const log of reply.logs) replay(context.logger, log);
+        if (reply.kind === "answered" || reply.kind === "threw" || reply.kind === "unanswerable") for (const log of reply.logs) replay(context.logger, log);
         if (reply.kind === "threw") throw new Error(reply.error);
+        // recorded as invalid_adapter_output with this reason (the size bound), not as a schema message
+        if (reply.kind === "unanswerable") throw new AdapterAnswerRefusedError(reply.reason);
         if (reply.kind !== "answered") throw new Error("unexpected worker reply");
         return reply.value;
       };
@@ -168,6 +183,11 @@ export function createIsolatedAdapterHost(opts: IsolatedAdapterHostOptions): Ada
       await Promise.allSettled(pools.map((pool) => pool.destroy()));
     },
   };
+}
+
+/** True for piscina's `AbortError` (`name === "AbortError"`): the task was aborted by its signal, the worker terminated by the host. */
+function isAbortError(error: unknown): boolean {
+  return typeof error === "object" && error !== null && (error as { name?: unknown }).name === "AbortError";
 }
 
 /** How a worker ended, from the pool's rejection. */
