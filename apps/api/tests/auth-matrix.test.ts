@@ -9,6 +9,7 @@
 import pino from "pino";
 import { afterEach, describe, expect, it } from "vitest";
 import type { Hono } from "hono";
+import { API_ROUTES, type ApiRoute } from "@mosoo/contracts";
 import { createHttpApp } from "../src/adapters/http/app.js";
 import { RECONCILIATION_OFF } from "../src/modules/reconciliation/application/reconciliation-settings.js";
 import { TEST_AUTH, TEST_SECRETS } from "./helpers/http-call.js";
@@ -365,7 +366,8 @@ afterEach(() => {
 });
 
 const probeFixture = createRuntimeFixture();
-const ROUTES = routeKeys(createHttpApp(probeFixture.runtime, pino({ level: "silent" }), AUTH)).filter((r) => !isConsoleRoute(r));
+const ALL_ROUTES = routeKeys(createHttpApp(probeFixture.runtime, pino({ level: "silent" }), AUTH));
+const ROUTES = ALL_ROUTES.filter((r) => !isConsoleRoute(r));
 probeFixture.close();
 let cases = 0;
 
@@ -374,6 +376,20 @@ describe("auth matrix", () => {
     expect(ROUTES.filter((r) => !(r in MATRIX))).toEqual([]);
     expect(Object.keys(MATRIX).filter((k) => !ROUTES.includes(k))).toEqual([]);
     expect(ROUTES.length).toBeGreaterThanOrEqual(20);
+  });
+
+  it("mounts exactly the route table of @mosoo/contracts: every API_ROUTES entry is mounted, every mounted route but the console's pages is in the table", () => {
+    const table = Object.values(API_ROUTES).map((r) => `${r.method} ${r.path}`).sort();
+    const consolePages = ALL_ROUTES.filter((r) => isConsoleRoute(r) && !r.split(" ")[1]!.startsWith("/console/api/"));
+    expect(table.filter((r) => !ALL_ROUTES.includes(r))).toEqual([]);
+    expect(ALL_ROUTES.filter((r) => !consolePages.includes(r) && !table.includes(r))).toEqual([]);
+    // and the matrix's entries are the table's bearer-credential routes, with the table's credential kind
+    for (const r of Object.values(API_ROUTES) as ApiRoute[]) {
+      if (r.auth.kind === "console_session") continue;
+      const entry = MATRIX[`${r.method} ${r.path}`];
+      expect({ route: `${r.method} ${r.path}`, kind: entry?.kind }).toEqual({ route: `${r.method} ${r.path}`, kind: r.auth.kind });
+      if (r.auth.kind === "api_key") expect(entry?.operatorToo === true, `${r.method} ${r.path} operatorToo`).toBe(r.auth.operatorToo === true);
+    }
   });
 
   it.each(ROUTES)("%s", async (route) => {

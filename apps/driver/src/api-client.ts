@@ -4,7 +4,8 @@ import {
   CommandUpdateResponseSchema,
   ConnectDriverResponseSchema,
   ConnectionRequestSchema,
-  DRIVER_ROUTES,
+  DRIVER_API,
+  routePath,
   EffectClaimRequestSchema,
   EffectClaimSchema,
   EffectCompleteRequestSchema,
@@ -218,7 +219,7 @@ export class DriverApiClient implements DriverApi {
   async register(body: RegisterDriverRequest): Promise<RegisterDriverResponse> {
     return this.request({
       method: "POST",
-      path: DRIVER_ROUTES.register,
+      path: DRIVER_API.register.path,
       route: "register",
       body: checkRequest(RegisterDriverRequestSchema, body),
       responseSchema: RegisterDriverResponseSchema,
@@ -232,7 +233,7 @@ export class DriverApiClient implements DriverApi {
     // ambiguous first attempt at worst leaves a superseded connection nobody uses.
     return this.request({
       method: "POST",
-      path: DRIVER_ROUTES.connect,
+      path: DRIVER_API.connect.path,
       route: "connect",
       body: {},
       responseSchema: ConnectDriverResponseSchema,
@@ -244,7 +245,7 @@ export class DriverApiClient implements DriverApi {
   async heartbeat(connectionId: string): Promise<HeartbeatResponse> {
     return this.request({
       method: "POST",
-      path: DRIVER_ROUTES.heartbeat,
+      path: DRIVER_API.heartbeat.path,
       route: "heartbeat",
       body: checkRequest(ConnectionRequestSchema, { connectionId }),
       responseSchema: HeartbeatResponseSchema,
@@ -257,7 +258,7 @@ export class DriverApiClient implements DriverApi {
     // Finalization repair is idempotent ("running it again reports zeros").
     return this.request({
       method: "POST",
-      path: DRIVER_ROUTES.finalize,
+      path: DRIVER_API.finalize.path,
       route: "finalize",
       body: checkRequest(ConnectionRequestSchema, { connectionId }),
       responseSchema: FinalizationSummarySchema,
@@ -271,7 +272,7 @@ export class DriverApiClient implements DriverApi {
     const search = new URLSearchParams({ connectionId: query.connectionId, waitMs: String(query.waitMs) });
     return this.request({
       method: "GET",
-      path: `${DRIVER_ROUTES.nextCommand}?${search.toString()}`,
+      path: `${DRIVER_API.nextCommand.path}?${search.toString()}`,
       route: "nextCommand",
       responseSchema: NextCommandResponseSchema,
       auth: true,
@@ -284,7 +285,7 @@ export class DriverApiClient implements DriverApi {
   async commandUpdate(commandId: string, body: CommandUpdateRequest): Promise<CommandUpdateResponse> {
     return this.request({
       method: "POST",
-      path: DRIVER_ROUTES.commandUpdate(commandId),
+      path: routePath(DRIVER_API.commandUpdate, { commandId }),
       route: "commandUpdate",
       body: checkRequest(CommandUpdateRequestSchema, body),
       responseSchema: CommandUpdateResponseSchema,
@@ -302,7 +303,7 @@ export class DriverApiClient implements DriverApi {
     // worst (an operator or an adapter can resolve it), never a duplicate write.
     return this.request({
       method: "POST",
-      path: DRIVER_ROUTES.effectClaim,
+      path: DRIVER_API.effectClaim.path,
       route: "effectClaim",
       body: checkRequest(EffectClaimRequestSchema, body),
       responseSchema: EffectClaimSchema,
@@ -314,7 +315,7 @@ export class DriverApiClient implements DriverApi {
   async effectComplete(effectId: string, body: EffectCompleteRequest): Promise<EffectTransitionResponse> {
     return this.request({
       method: "POST",
-      path: DRIVER_ROUTES.effectComplete(effectId),
+      path: routePath(DRIVER_API.effectComplete, { effectId }),
       route: "effectComplete",
       body: checkRequest(EffectCompleteRequestSchema, body),
       responseSchema: EffectTransitionResponseSchema,
@@ -326,7 +327,7 @@ export class DriverApiClient implements DriverApi {
   async effectMarkUnknown(effectId: string, body: EffectMarkUnknownRequest): Promise<EffectTransitionResponse> {
     return this.request({
       method: "POST",
-      path: DRIVER_ROUTES.effectMarkUnknown(effectId),
+      path: routePath(DRIVER_API.effectMarkUnknown, { effectId }),
       route: "effectMarkUnknown",
       body: checkRequest(EffectMarkUnknownRequestSchema, body),
       responseSchema: EffectTransitionResponseSchema,
@@ -338,7 +339,7 @@ export class DriverApiClient implements DriverApi {
   async effectDeadlineMissed(effectId: string, body: EffectDeadlineMissedRequest): Promise<EffectTransitionResponse> {
     return this.request({
       method: "POST",
-      path: DRIVER_ROUTES.effectDeadlineMissed(effectId),
+      path: routePath(DRIVER_API.effectDeadlineMissed, { effectId }),
       route: "effectDeadlineMissed",
       body: checkRequest(EffectDeadlineMissedRequestSchema, body),
       responseSchema: EffectTransitionResponseSchema,
@@ -350,7 +351,7 @@ export class DriverApiClient implements DriverApi {
   async effectLateResult(effectId: string, body: EffectLateResultRequest): Promise<EffectTransitionResponse> {
     return this.request({
       method: "POST",
-      path: DRIVER_ROUTES.effectLateResult(effectId),
+      path: routePath(DRIVER_API.effectLateResult, { effectId }),
       route: "effectLateResult",
       body: checkRequest(EffectLateResultRequestSchema, body),
       responseSchema: EffectTransitionResponseSchema,

@@ -14,21 +14,9 @@ import { CommandStatusSchema, EffectStatusSchema } from "./statuses.contract.js"
  * `driver.connection_superseded` (409) once a newer connection of the same instance exists.
  * Every request body schema here is strict (zod `strictObject`, nested `result` and `error` too): a
  * field the protocol does not define is refused with 400 `request.invalid` naming it, never ignored
- * (issue 10); the Driver checks what it sends against the same schemas.
+ * (issue 10); the Driver checks what it sends against the same schemas. Methods, paths and credentials
+ * of each route: `DRIVER_API` in `api-routes.contract.ts`.
  */
-export const DRIVER_ROUTES = {
-  register: "/v1/drivers/register",
-  connect: "/v1/drivers/connect",
-  heartbeat: "/v1/drivers/heartbeat",
-  finalize: "/v1/drivers/finalize",
-  nextCommand: "/v1/drivers/commands/next",
-  commandUpdate: (commandId: string) => `/v1/drivers/commands/${commandId}/update`,
-  effectClaim: "/v1/drivers/effects/claim",
-  effectComplete: (effectId: string) => `/v1/drivers/effects/${effectId}/complete`,
-  effectMarkUnknown: (effectId: string) => `/v1/drivers/effects/${effectId}/mark-unknown`,
-  effectDeadlineMissed: (effectId: string) => `/v1/drivers/effects/${effectId}/deadline-missed`,
-  effectLateResult: (effectId: string) => `/v1/drivers/effects/${effectId}/late-result`,
-} as const;
 
 /** A Driver's bearer token: `mdt_<driverInstanceId>_<secret>`. Only its sha-256 is stored. */
 export const DriverTokenSchema = z.string().regex(/^mdt_[0-9A-HJKMNP-TV-Z]{26}_[A-Za-z0-9_-]{32,128}$/, "malformed driver token");

@@ -3,16 +3,6 @@ import { UlidSchema } from "./ids.contract.js";
 import { CallIdSchema, ServerIdSchema, ToolNameSchema } from "./mcp-execute.contract.js";
 import { safeJsonObjectSchema, strictIntegerString } from "./input-safety.contract.js";
 
-/** Routes of the run API (the agent side of the control plane). */
-export const RUN_ROUTES = {
-  createRun: "/v1/runs",
-  run: (runId: string) => `/v1/runs/${runId}`,
-  toolCalls: (runId: string) => `/v1/runs/${runId}/tool-calls`,
-  events: (runId: string) => `/v1/runs/${runId}/events`,
-  session: (sessionId: string) => `/v1/sessions/${sessionId}`,
-  driver: (driverInstanceId: string) => `/v1/drivers/${driverInstanceId}`,
-} as const;
-
 /**
  * Create a run leased to a Driver instance. Without `sessionId` a new session is created.
  * A Driver instance holds at most one active run (409 `run.driver_busy`). Strict: any other field

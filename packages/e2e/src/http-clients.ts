@@ -1,7 +1,8 @@
 import {
   CreateRunResponseSchema,
   EnqueueToolCallResponseSchema,
-  RUN_ROUTES,
+  RUN_API,
+  routePath,
   type CreateRunResponse,
   type EnqueueToolCallRequest,
   type EnqueueToolCallResponse,
@@ -46,17 +47,17 @@ export class RunApiClient {
   }
 
   async createRun(driverInstanceId: string): Promise<CreateRunResponse> {
-    const res = await fetch(this.baseUrl + RUN_ROUTES.createRun, { method: "POST", headers: this.headers(true), body: JSON.stringify({ driverInstanceId }) });
+    const res = await fetch(this.baseUrl + RUN_API.createRun.path, { method: "POST", headers: this.headers(true), body: JSON.stringify({ driverInstanceId }) });
     return CreateRunResponseSchema.parse(await json(res, "create run"));
   }
 
   async enqueueToolCall(runId: string, req: EnqueueToolCallRequest): Promise<EnqueueToolCallResponse> {
-    const res = await fetch(this.baseUrl + RUN_ROUTES.toolCalls(runId), { method: "POST", headers: this.headers(true), body: JSON.stringify(req) });
+    const res = await fetch(this.baseUrl + routePath(RUN_API.enqueueToolCall, { runId }), { method: "POST", headers: this.headers(true), body: JSON.stringify(req) });
     return EnqueueToolCallResponseSchema.parse(await json(res, "enqueue tool call"));
   }
 
   async getRun(runId: string): Promise<RunViewBody> {
-    return (await json(await fetch(this.baseUrl + RUN_ROUTES.run(runId), { headers: this.headers() }), "get run")) as RunViewBody;
+    return (await json(await fetch(this.baseUrl + routePath(RUN_API.getRun, { runId }), { headers: this.headers() }), "get run")) as RunViewBody;
   }
 
   async metrics(): Promise<string> {
