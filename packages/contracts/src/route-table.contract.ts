@@ -81,6 +81,9 @@ export type RouteInput<R extends ApiRoute> = (R["params"] extends z.ZodType ? { 
   (R["query"] extends z.ZodType ? { query: SchemaInput<R["query"]> } : { query?: undefined }) &
   (R["body"] extends z.ZodType ? { body: SchemaInput<R["body"]> } : { body?: undefined });
 
+/** The parsed body of route `R` (its body schema's output; `undefined` when it takes none). */
+export type RouteBody<R extends ApiRoute> = R["body"] extends z.ZodType ? SchemaOutput<R["body"]> : undefined;
+
 /** The parsed 2xx answer of route `R` (`undefined` for a 204, `unknown` when the table does not describe it). */
 export type RouteOutput<R extends ApiRoute> = R["response"] extends z.ZodType ? SchemaOutput<R["response"]> : R["response"] extends null ? undefined : unknown;
 
