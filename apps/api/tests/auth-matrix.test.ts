@@ -8,6 +8,7 @@
  */
 import { afterEach, describe, expect, it } from "vitest";
 import type { Hono } from "hono";
+import { API_ROUTES, type ApiRoute } from "@mosoo/contracts";
 import { RECONCILIATION_OFF } from "../src/modules/reconciliation/application/reconciliation-settings.js";
 import { TEST_AUTH, TEST_SECRETS } from "./helpers/http-call.js";
 import { buildHttpApp, connectDriver, createTestWorld, type TestWorld } from "./kit/index.js";
@@ -97,7 +98,7 @@ type Refusal = { name: string; token: (w: World) => string | undefined; req?: (w
  * and the status it then gets; the refusals come from `kind`, plus any route-specific ones.
  */
 interface Entry {
-  kind: "public" | "api_key" | "driver" | "registration" | "operator" | "metrics";
+  kind: "public" | "api_key" | "driver" | "driver_report" | "registration" | "operator" | "metrics";
   /** For `api_key` routes: a key without the route's scope. */
   wrongScopeKey?: string;
   /** For routes where the operator token is also right (deletes, metrics). */
@@ -243,7 +244,7 @@ const MATRIX: Record<string, Entry> = {
     ],
   },
   "POST /v1/drivers/effects/:effectId/complete": {
-    kind: "driver",
+    kind: "driver_report",
     req: (w) => ({ path: `/v1/drivers/effects/${w.effectId}/complete`, body: { connectionId: w.a.connectionId, attempt: 1, result, receipt: null } }),
     right: (w) => w.a.token,
     rightStatus: 200,
@@ -273,7 +274,7 @@ const MATRIX: Record<string, Entry> = {
     ],
   },
   "POST /v1/drivers/effects/:effectId/deadline-missed": {
-    kind: "driver",
+    kind: "driver_report",
     req: (w) => ({ path: `/v1/drivers/effects/${w.effectId}/deadline-missed`, body: { connectionId: w.a.connectionId, attempt: 1, elapsedMs: 20_000 } }),
     right: (w) => w.a.token,
     rightStatus: 200,
@@ -288,7 +289,7 @@ const MATRIX: Record<string, Entry> = {
     ],
   },
   "POST /v1/drivers/effects/:effectId/late-result": {
-    kind: "driver",
+    kind: "driver_report",
     req: (w) => ({ path: `/v1/drivers/effects/${w.effectId}/late-result`, body: lateResultBody(w, w.a.connectionId) }),
     right: (w) => w.a.token,
     rightStatus: 200,
@@ -336,6 +337,7 @@ function refusalsOf(entry: Entry): Refusal[] {
       if (entry.ofDriverA) out.push({ name: "wrong Driver: a key restricted to B", token: () => B_ONLY_KEY, status: 403, code: "auth.forbidden" });
       break;
     case "driver":
+    case "driver_report":
       out.push(wrongKind("an API key", () => TEST_SECRETS.adminKey), wrongKind("the enrollment token", () => TEST_SECRETS.enrollmentToken), wrongKind("the operator token", () => TEST_SECRETS.operatorToken));
       break;
     case "registration":
@@ -363,7 +365,8 @@ afterEach(() => {
 });
 
 const probeFixture = createTestWorld();
-const ROUTES = routeKeys(buildHttpApp(probeFixture.runtime, AUTH)).filter((r) => !isConsoleRoute(r));
+const ALL_ROUTES = routeKeys(buildHttpApp(probeFixture.runtime, AUTH));
+const ROUTES = ALL_ROUTES.filter((r) => !isConsoleRoute(r));
 probeFixture.close();
 let cases = 0;
 
@@ -372,6 +375,20 @@ describe("auth matrix", () => {
     expect(ROUTES.filter((r) => !(r in MATRIX))).toEqual([]);
     expect(Object.keys(MATRIX).filter((k) => !ROUTES.includes(k))).toEqual([]);
     expect(ROUTES.length).toBeGreaterThanOrEqual(20);
+  });
+
+  it("mounts exactly the route table of @mosoo/contracts: every API_ROUTES entry is mounted, every mounted route but the console's pages is in the table", () => {
+    const table = Object.values(API_ROUTES).map((r) => `${r.method} ${r.path}`).sort();
+    const consolePages = ALL_ROUTES.filter((r) => isConsoleRoute(r) && !r.split(" ")[1]!.startsWith("/console/api/"));
+    expect(table.filter((r) => !ALL_ROUTES.includes(r))).toEqual([]);
+    expect(ALL_ROUTES.filter((r) => !consolePages.includes(r) && !table.includes(r))).toEqual([]);
+    // and the matrix's entries are the table's bearer-credential routes, with the table's credential kind
+    for (const r of Object.values(API_ROUTES) as ApiRoute[]) {
+      if (r.auth.kind === "console_session") continue;
+      const entry = MATRIX[`${r.method} ${r.path}`];
+      expect({ route: `${r.method} ${r.path}`, kind: entry?.kind }).toEqual({ route: `${r.method} ${r.path}`, kind: r.auth.kind });
+      if (r.auth.kind === "api_key") expect(entry?.operatorToo === true, `${r.method} ${r.path} operatorToo`).toBe(r.auth.operatorToo === true);
+    }
   });
 
   it.each(ROUTES)("%s", async (route) => {

@@ -1,40 +1,14 @@
 import {
   ApiErrorBodySchema,
-  CommandUpdateRequestSchema,
-  CommandUpdateResponseSchema,
-  ConnectDriverResponseSchema,
-  ConnectionRequestSchema,
-  DRIVER_ROUTES,
-  EffectClaimRequestSchema,
-  EffectClaimSchema,
-  EffectCompleteRequestSchema,
-  EffectDeadlineMissedRequestSchema,
-  EffectLateResultRequestSchema,
-  EffectMarkUnknownRequestSchema,
-  EffectTransitionResponseSchema,
-  FinalizationSummarySchema,
+  DRIVER_API,
   findJsonProblem,
   formatJsonProblem,
-  HeartbeatResponseSchema,
-  NextCommandQuerySchema,
-  NextCommandResponseSchema,
-  RegisterDriverRequestSchema,
-  RegisterDriverResponseSchema,
-  type CommandUpdateRequest,
-  type CommandUpdateResponse,
-  type ConnectDriverResponse,
-  type EffectClaim,
-  type EffectClaimRequest,
-  type EffectCompleteRequest,
-  type EffectDeadlineMissedRequest,
-  type EffectLateResultRequest,
-  type EffectMarkUnknownRequest,
-  type EffectTransitionResponse,
-  type FinalizationSummary,
-  type HeartbeatResponse,
-  type NextCommandResponse,
-  type RegisterDriverRequest,
-  type RegisterDriverResponse,
+  routePath,
+  routeQueryString,
+  type ApiRoute,
+  type DriverRouteName,
+  type RouteInput,
+  type RouteOutput,
 } from "@mosoo/contracts";
 import pRetry from "p-retry";
 import type { Logger } from "pino";
@@ -136,53 +110,37 @@ export interface DriverApiClientOptions {
   fetch?: typeof fetch | undefined;
 }
 
-/**
- * The calls a command handler makes (the part of {@link DriverApi} that tests fake).
- * All are idempotent on the API side (a repeat answers `duplicate`), except `effectClaim`, see its doc.
- */
-export interface DriverCommandApi {
-  /** `POST commandUpdate`: accepted / completed (with result) / failed (with a RunError). */
-  commandUpdate(commandId: string, body: CommandUpdateRequest): Promise<CommandUpdateResponse>;
-  /** `POST effectClaim`: the ledger's {@link EffectClaim} for the command's effect. */
-  effectClaim(body: EffectClaimRequest): Promise<EffectClaim>;
-  /** `POST effectComplete`: store the provider's result and receipt for attempt `attempt`. */
-  effectComplete(effectId: string, body: EffectCompleteRequest): Promise<EffectTransitionResponse>;
-  /** `POST effectMarkUnknown`: fence attempt `attempt` as `unknown`. */
-  effectMarkUnknown(effectId: string, body: EffectMarkUnknownRequest): Promise<EffectTransitionResponse>;
-  /**
-   * `POST effectDeadlineMissed`: the claim's send-by deadline passed before `tools/call` was sent
-   * (docs/DESIGN.md §3 rule 12); nothing was sent and never will be. The API settles the effect `not_executed`.
-   */
-  effectDeadlineMissed(effectId: string, body: EffectDeadlineMissedRequest): Promise<EffectTransitionResponse>;
-  /**
-   * `POST effectLateResult`: late evidence (docs/DESIGN.md §3 rule 13), the provider's real result after
-   * the ledger refused it from `effectComplete` because the effect was fenced meanwhile.
-   */
-  effectLateResult(effectId: string, body: EffectLateResultRequest): Promise<EffectTransitionResponse>;
+/** The table entry of Driver-protocol route `N` (`DRIVER_API` of `@mosoo/contracts`). */
+export type DriverRoute<N extends DriverRouteName> = (typeof DRIVER_API)[N];
+
+/** Options of one call: `signal` aborts it (and its retries); the abort reason is rethrown as is. */
+export interface DriverCallOptions {
+  signal?: AbortSignal | undefined;
 }
 
-/** The whole Driver protocol (packages/contracts `DRIVER_ROUTES`) as typed calls. */
-export interface DriverApi extends DriverCommandApi {
-  /** `POST register {name, driverInstanceId?}` with the enrollment token (not retried: a repeat would mint another instance). */
-  register(body: RegisterDriverRequest): Promise<RegisterDriverResponse>;
-  /** `POST connect` (bearer): a new `connectionId`; earlier connections are superseded. */
-  connect(): Promise<ConnectDriverResponse>;
-  /** `POST heartbeat {connectionId}`: keeps the instance alive for `heartbeatTtlMs`. */
-  heartbeat(connectionId: string): Promise<HeartbeatResponse>;
-  /** `POST finalize {connectionId}`: the instance is gone for good; runs the finalization repair. */
-  finalize(connectionId: string): Promise<FinalizationSummary>;
-  /** `GET nextCommand?connectionId&waitMs`: long-poll for the next command (`null` after `waitMs`). */
-  nextCommand(connectionId: string, waitMs: number, signal?: AbortSignal): Promise<NextCommandResponse>;
+/**
+ * The whole Driver protocol as one typed call, derived from the route table (`DRIVER_API` of
+ * `@mosoo/contracts`): `call(name, {params?, query?, body?})` sends route `name` and resolves to its
+ * parsed answer. Every route is idempotent on the API side (a repeat answers `duplicate`) except
+ * `register` (never retried: a repeat would mint another instance) and `effectClaim` (a
+ * compare-and-set whose retry at worst fences the effect `unknown`, never a duplicate write; see its
+ * note in the table).
+ */
+export interface DriverApi {
+  call<N extends DriverRouteName>(name: N, input: RouteInput<DriverRoute<N>>, options?: DriverCallOptions): Promise<RouteOutput<DriverRoute<N>>>;
 }
+
+/** The calls a command handler makes (what its tests fake): the same typed call. */
+export type DriverCommandApi = DriverApi;
 
 interface RequestSpec<S extends z.ZodType> {
-  method: "GET" | "POST";
+  method: ApiRoute["method"];
   path: string;
   route: string;
   body?: unknown;
   responseSchema: S;
-  /** Which bearer token the request carries: the Driver's own (`true`), the enrollment token, or none. */
-  auth: boolean | "enrollment";
+  /** Which bearer token the request carries: the Driver's own (`true`) or the enrollment token. */
+  auth: true | "enrollment";
   retry: boolean;
   timeoutMs?: number;
   signal?: AbortSignal | undefined;
@@ -215,148 +173,30 @@ export class DriverApiClient implements DriverApi {
     return new DriverApiClient({ ...this.options, driverToken });
   }
 
-  async register(body: RegisterDriverRequest): Promise<RegisterDriverResponse> {
+  /**
+   * Sends Driver-protocol route `name` of the table: its body (and query) checked against the table's
+   * schemas first ({@link ApiContractError} `request`, nothing sent), the path parameters
+   * percent-encoded, the enrollment token on `register` and the Driver's own token elsewhere, and
+   * the answer checked against the table's response schema. Idempotent routes (the table's
+   * `idempotent`) are retried on {@link isRetryableApiError} failures. A long-poll (`waitMs` in the
+   * query) gets `waitMs` more than the per-request timeout.
+   */
+  async call<N extends DriverRouteName>(name: N, input: RouteInput<DriverRoute<N>>, options: DriverCallOptions = {}): Promise<RouteOutput<DriverRoute<N>>> {
+    const route: ApiRoute = DRIVER_API[name];
+    const { params, query, body } = input as { params?: Record<string, string>; query?: Record<string, unknown>; body?: unknown };
+    const checkedQuery = route.query ? (checkRequest(route.query, query) as Record<string, unknown>) : undefined;
+    const waitMs = typeof checkedQuery?.["waitMs"] === "number" ? checkedQuery["waitMs"] : 0;
     return this.request({
-      method: "POST",
-      path: DRIVER_ROUTES.register,
-      route: "register",
-      body: checkRequest(RegisterDriverRequestSchema, body),
-      responseSchema: RegisterDriverResponseSchema,
-      auth: "enrollment",
-      retry: false,
-    });
-  }
-
-  async connect(): Promise<ConnectDriverResponse> {
-    // Retrying connect is safe: each successful connect supersedes the earlier ones, so an
-    // ambiguous first attempt at worst leaves a superseded connection nobody uses.
-    return this.request({
-      method: "POST",
-      path: DRIVER_ROUTES.connect,
-      route: "connect",
-      body: {},
-      responseSchema: ConnectDriverResponseSchema,
-      auth: true,
-      retry: true,
-    });
-  }
-
-  async heartbeat(connectionId: string): Promise<HeartbeatResponse> {
-    return this.request({
-      method: "POST",
-      path: DRIVER_ROUTES.heartbeat,
-      route: "heartbeat",
-      body: checkRequest(ConnectionRequestSchema, { connectionId }),
-      responseSchema: HeartbeatResponseSchema,
-      auth: true,
-      retry: true,
-    });
-  }
-
-  async finalize(connectionId: string): Promise<FinalizationSummary> {
-    // Finalization repair is idempotent ("running it again reports zeros").
-    return this.request({
-      method: "POST",
-      path: DRIVER_ROUTES.finalize,
-      route: "finalize",
-      body: checkRequest(ConnectionRequestSchema, { connectionId }),
-      responseSchema: FinalizationSummarySchema,
-      auth: true,
-      retry: true,
-    });
-  }
-
-  async nextCommand(connectionId: string, waitMs: number, signal?: AbortSignal): Promise<NextCommandResponse> {
-    const query = checkRequest(NextCommandQuerySchema, { connectionId, waitMs });
-    const search = new URLSearchParams({ connectionId: query.connectionId, waitMs: String(query.waitMs) });
-    return this.request({
-      method: "GET",
-      path: `${DRIVER_ROUTES.nextCommand}?${search.toString()}`,
-      route: "nextCommand",
-      responseSchema: NextCommandResponseSchema,
-      auth: true,
-      retry: true,
-      timeoutMs: query.waitMs + this.requestTimeoutMs,
-      signal,
-    });
-  }
-
-  async commandUpdate(commandId: string, body: CommandUpdateRequest): Promise<CommandUpdateResponse> {
-    return this.request({
-      method: "POST",
-      path: DRIVER_ROUTES.commandUpdate(commandId),
-      route: "commandUpdate",
-      body: checkRequest(CommandUpdateRequestSchema, body),
-      responseSchema: CommandUpdateResponseSchema,
-      auth: true,
-      retry: true,
-    });
-  }
-
-  async effectClaim(body: EffectClaimRequest): Promise<EffectClaim> {
-    // The claim is a compare-and-set, not an idempotent update, yet retrying it after an
-    // ambiguous failure (network error, 5xx) is still safe: if the first claim did land, the
-    // effect is now `executing` without anyone calling the provider, and the retried claim finds
-    // `executing` and fences it as `unknown` (docs/DESIGN.md §3 rule 2). The Driver then fails the
-    // command with `external_effect.unknown` and never calls the provider: a needless fence at
-    // worst (an operator or an adapter can resolve it), never a duplicate write.
-    return this.request({
-      method: "POST",
-      path: DRIVER_ROUTES.effectClaim,
-      route: "effectClaim",
-      body: checkRequest(EffectClaimRequestSchema, body),
-      responseSchema: EffectClaimSchema,
-      auth: true,
-      retry: true,
-    });
-  }
-
-  async effectComplete(effectId: string, body: EffectCompleteRequest): Promise<EffectTransitionResponse> {
-    return this.request({
-      method: "POST",
-      path: DRIVER_ROUTES.effectComplete(effectId),
-      route: "effectComplete",
-      body: checkRequest(EffectCompleteRequestSchema, body),
-      responseSchema: EffectTransitionResponseSchema,
-      auth: true,
-      retry: true,
-    });
-  }
-
-  async effectMarkUnknown(effectId: string, body: EffectMarkUnknownRequest): Promise<EffectTransitionResponse> {
-    return this.request({
-      method: "POST",
-      path: DRIVER_ROUTES.effectMarkUnknown(effectId),
-      route: "effectMarkUnknown",
-      body: checkRequest(EffectMarkUnknownRequestSchema, body),
-      responseSchema: EffectTransitionResponseSchema,
-      auth: true,
-      retry: true,
-    });
-  }
-
-  async effectDeadlineMissed(effectId: string, body: EffectDeadlineMissedRequest): Promise<EffectTransitionResponse> {
-    return this.request({
-      method: "POST",
-      path: DRIVER_ROUTES.effectDeadlineMissed(effectId),
-      route: "effectDeadlineMissed",
-      body: checkRequest(EffectDeadlineMissedRequestSchema, body),
-      responseSchema: EffectTransitionResponseSchema,
-      auth: true,
-      retry: true,
-    });
-  }
-
-  async effectLateResult(effectId: string, body: EffectLateResultRequest): Promise<EffectTransitionResponse> {
-    return this.request({
-      method: "POST",
-      path: DRIVER_ROUTES.effectLateResult(effectId),
-      route: "effectLateResult",
-      body: checkRequest(EffectLateResultRequestSchema, body),
-      responseSchema: EffectTransitionResponseSchema,
-      auth: true,
-      retry: true,
-    });
+      method: route.method,
+      path: `${routePath(route, params)}${routeQueryString(checkedQuery)}`,
+      route: name,
+      ...(route.body ? { body: checkRequest(route.body, body) } : {}),
+      responseSchema: route.response as z.ZodType,
+      auth: route.auth.kind === "registration" ? "enrollment" : true,
+      retry: route.idempotent,
+      ...(waitMs > 0 ? { timeoutMs: waitMs + this.requestTimeoutMs } : {}),
+      signal: options.signal,
+    }) as Promise<RouteOutput<DriverRoute<N>>>;
   }
 
   private async request<S extends z.ZodType>(spec: RequestSpec<S>): Promise<z.output<S>> {

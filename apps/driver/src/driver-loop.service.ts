@@ -134,7 +134,7 @@ export class DriverLoop {
       this.log = this.options.logger.child({ driverInstanceId: existing.driverInstanceId });
       return existing;
     }
-    const registered = await this.options.apiFor(undefined).register({ name });
+    const registered = await this.options.apiFor(undefined).call("register", { body: { name } });
     const state: DriverState = { apiUrl, driverInstanceId: registered.driverInstanceId, driverToken: registered.driverToken };
     await stateRepository.save(state);
     this.log = this.options.logger.child({ driverInstanceId: state.driverInstanceId });
@@ -143,7 +143,7 @@ export class DriverLoop {
   }
 
   private async connect(api: DriverApi): Promise<ConnectDriverResponse> {
-    const connected = await api.connect();
+    const connected = await api.call("connect", {});
     this.connectionId = connected.connectionId;
     this.log.info(
       { connectionId: connected.connectionId, pendingCommandCount: connected.pendingCommandCount, heartbeatTtlMs: connected.heartbeatTtlMs },
@@ -165,7 +165,7 @@ export class DriverLoop {
           needsReconnect = false;
         }
         const connectionId = this.connectionId as string;
-        const { command } = await api.nextCommand(connectionId, this.options.pollWaitMs, signal);
+        const { command } = await api.call("nextCommand", { query: { connectionId, waitMs: this.options.pollWaitMs } }, { signal });
         delayMs = backoff.min;
         if (!command) continue;
         try {
@@ -208,7 +208,7 @@ export class DriverLoop {
       const connectionId = this.connectionId;
       if (!connectionId || !current()) return;
       try {
-        const beat = await api.heartbeat(connectionId);
+        const beat = await api.call("heartbeat", { body: { connectionId } });
         this.heartbeatIntervalMs = Math.max(1, Math.floor(beat.heartbeatTtlMs / 3));
         this.log.debug({ connectionId, heartbeatTtlMs: beat.heartbeatTtlMs }, "heartbeat.sent");
       } catch (error) {
@@ -244,7 +244,7 @@ export class DriverLoop {
 
   private async finalize(api: DriverApi): Promise<boolean> {
     try {
-      const summary = await api.finalize(this.connectionId as string);
+      const summary = await api.call("finalize", { body: { connectionId: this.connectionId as string } });
       this.log.info({ connectionId: this.connectionId, ...summary }, "driver.finalized");
       await this.options.stateRepository.remove();
       return true;

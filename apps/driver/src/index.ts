@@ -8,7 +8,7 @@ export {
   isInstanceFinalizedError,
   isRetryableApiError,
 } from "./api-client.js";
-export type { ApiRetryOptions, DriverApi, DriverApiClientOptions, DriverCommandApi } from "./api-client.js";
+export type { ApiRetryOptions, DriverApi, DriverApiClientOptions, DriverCallOptions, DriverCommandApi, DriverRoute } from "./api-client.js";
 export {
   DEFAULT_POLL_WAIT_MS,
   DEFAULT_TOOL_TIMEOUT_MS,

@@ -94,7 +94,7 @@ export async function handleMcpExecuteCommand(envelope: DriverCommandEnvelope, d
   );
 
   if (envelope.status === "queued" || envelope.status === "delivered") {
-    const accepted = await api.commandUpdate(commandId, { connectionId, status: "accepted" });
+    const accepted = await api.call("commandUpdate", { params: { commandId }, body: { connectionId, status: "accepted" } });
     if (accepted.outcome === "rejected") {
       log.warn({ commandStatus: accepted.status, reason: accepted.reason }, "command.skipped");
       return { status: "skipped", commandId, effectId: null, reason: accepted.reason ?? `command is ${accepted.status}` };
@@ -129,7 +129,7 @@ export async function handleMcpExecuteCommand(envelope: DriverCommandEnvelope, d
 
   const monotonicNowMs = deps.monotonicNowMs ?? (() => performance.now());
   const claimSentAtMs = monotonicNowMs();
-  const claim = await api.effectClaim({ connectionId, commandId });
+  const claim = await api.call("effectClaim", { body: { connectionId, commandId } });
   const effectLog = deps.logger.child({ commandId, effectId: claim.effectId });
   effectLog.info({ kind: claim.kind, ...(claim.kind === "execute" ? { attempt: claim.attempt } : {}) }, "effect.claimed");
 
@@ -152,7 +152,7 @@ export async function handleMcpExecuteCommand(envelope: DriverCommandEnvelope, d
   const reportMissedDeadline = async () => {
     const elapsedMs = Math.max(0, Math.round(monotonicNowMs() - claimSentAtMs));
     effectLog.warn({ attempt, elapsedMs, sendWithinMs: claim.sendWithinMs }, "effect.send_deadline_missed");
-    const reported = await api.effectDeadlineMissed(effectId, { connectionId, attempt, elapsedMs });
+    const reported = await api.call("effectDeadlineMissed", { params: { effectId }, body: { connectionId, attempt, elapsedMs } });
     effectLog.info({ attempt, outcome: reported.outcome, effectStatus: reported.status }, "effect.deadline_missed_reported");
     const runError =
       reported.status === "not_executed"
@@ -206,7 +206,7 @@ export async function handleMcpExecuteCommand(envelope: DriverCommandEnvelope, d
 
   let stored;
   try {
-    stored = await api.effectComplete(effectId, { connectionId, attempt, result, receipt });
+    stored = await api.call("effectComplete", { params: { effectId }, body: { connectionId, attempt, result, receipt } });
   } catch (error) {
     // A 4xx that is not a lost connection: the API refused to store this result (and will refuse
     // it again). The provider did run, but the ledger cannot say so: fence the effect.
@@ -221,14 +221,9 @@ export async function handleMcpExecuteCommand(envelope: DriverCommandEnvelope, d
   if (stored.outcome === "rejected") {
     // Fenced meanwhile (e.g. redelivered while the call was in flight): our result is real, so it is
     // evidence, not a replay (docs/DESIGN.md §3 rule 13). The ledger settles or flags it.
-    stored = await api.effectLateResult(effectId, {
-      connectionId,
-      attempt,
-      idempotencyKey,
-      toolName: payload.toolName,
-      requestFingerprint: fingerprintArguments(args),
-      result,
-      receipt,
+    stored = await api.call("effectLateResult", {
+      params: { effectId },
+      body: { connectionId, attempt, idempotencyKey, toolName: payload.toolName, requestFingerprint: fingerprintArguments(args), result, receipt },
     });
     effectLog.info({ attempt, outcome: stored.outcome, effectStatus: stored.status, reason: stored.reason }, "effect.late_result_reported");
     if (stored.status === "succeeded" && stored.outcome !== "rejected") return complete(deps, effectLog, commandId, effectId, result);
@@ -249,7 +244,7 @@ async function markUnknownAndFail(
   attempt: number,
   reason: string,
 ): Promise<McpExecuteOutcome> {
-  const marked = await deps.api.effectMarkUnknown(effectId, { connectionId: deps.connectionId, attempt, reason: truncate(reason, 500) });
+  const marked = await deps.api.call("effectMarkUnknown", { params: { effectId }, body: { connectionId: deps.connectionId, attempt, reason: truncate(reason, 500) } });
   log.warn({ attempt, outcome: marked.outcome, effectStatus: marked.status }, "effect.marked_unknown");
   const runError =
     marked.status === "not_executed" ? effectNotExecutedError(effectId) : effectUnknownError(effectId, { reason: truncate(reason, 500) });
@@ -281,7 +276,7 @@ async function fail(
 }
 
 async function sendTerminal(deps: McpExecuteHandlerDeps, log: Logger, commandId: string, body: CommandUpdateRequest) {
-  const update = await deps.api.commandUpdate(commandId, body);
+  const update = await deps.api.call("commandUpdate", { params: { commandId }, body });
   if (update.outcome === "rejected") {
     log.warn({ commandStatus: update.status, reason: update.reason }, "command.update_rejected");
   }

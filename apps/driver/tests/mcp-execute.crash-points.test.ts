@@ -9,6 +9,7 @@
 import { describe, expect, it } from "vitest";
 import pino from "pino";
 import type { McpToolCaller } from "../src/mcp-connections.js";
+import type { DriverCommandApi } from "../src/api-client.js";
 import { handleMcpExecuteCommand } from "../src/mcp-execute.handler.js";
 import { mcpExecuteEnvelope, RecordingApi } from "./helpers/recording-api.js";
 
@@ -33,13 +34,11 @@ async function runWithCrashAt(k: number, behaviour: Behaviour) {
     }
   };
   const api = new RecordingApi(events);
-  const wrapped = {
-    commandUpdate: async (...a: Parameters<RecordingApi["commandUpdate"]>) => (tick(`commandUpdate:${a[1].status}`), api.commandUpdate(...a)),
-    effectClaim: async (...a: Parameters<RecordingApi["effectClaim"]>) => (tick("effectClaim"), api.effectClaim(...a)),
-    effectComplete: async (...a: Parameters<RecordingApi["effectComplete"]>) => (tick("effectComplete"), api.effectComplete(...a)),
-    effectMarkUnknown: async (...a: Parameters<RecordingApi["effectMarkUnknown"]>) => (tick("effectMarkUnknown"), api.effectMarkUnknown(...a)),
-    effectDeadlineMissed: async (...a: Parameters<RecordingApi["effectDeadlineMissed"]>) => (tick("effectDeadlineMissed"), api.effectDeadlineMissed(...a)),
-    effectLateResult: async (...a: Parameters<RecordingApi["effectLateResult"]>) => (tick("effectLateResult"), api.effectLateResult(...a)),
+  const wrapped: DriverCommandApi = {
+    call: async (name, input) => {
+      tick(name === "commandUpdate" ? `commandUpdate:${(input.body as { status: string }).status}` : name);
+      return api.call(name, input);
+    },
   };
   const mcp: McpToolCaller = {
     hasServer: () => true,

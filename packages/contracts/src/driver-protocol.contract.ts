@@ -5,6 +5,8 @@ import { REQUEST_FINGERPRINT_PATTERN } from "./request-fingerprint.js";
 import { RunErrorSchema } from "./run-error.contract.js";
 import { identifierSchema, safeJsonObjectSchema, strictIntegerInput, textSchema } from "./input-safety.contract.js";
 import { CommandStatusSchema, EffectStatusSchema } from "./statuses.contract.js";
+import { EffectClaimSchema } from "./effect-claim.contract.js";
+import { defineRoute, type ApiRoute, type RouteBody } from "./route-table.contract.js";
 
 /**
  * The Driver protocol: HTTP+JSON between a Driver process and the API (docs/DESIGN.md §10). `register`
@@ -14,21 +16,9 @@ import { CommandStatusSchema, EffectStatusSchema } from "./statuses.contract.js"
  * `driver.connection_superseded` (409) once a newer connection of the same instance exists.
  * Every request body schema here is strict (zod `strictObject`, nested `result` and `error` too): a
  * field the protocol does not define is refused with 400 `request.invalid` naming it, never ignored
- * (issue 10); the Driver checks what it sends against the same schemas.
+ * (issue 10); the Driver checks what it sends against the same schemas. Methods, paths and credentials
+ * of each route: {@link DRIVER_API} at the end of this file.
  */
-export const DRIVER_ROUTES = {
-  register: "/v1/drivers/register",
-  connect: "/v1/drivers/connect",
-  heartbeat: "/v1/drivers/heartbeat",
-  finalize: "/v1/drivers/finalize",
-  nextCommand: "/v1/drivers/commands/next",
-  commandUpdate: (commandId: string) => `/v1/drivers/commands/${commandId}/update`,
-  effectClaim: "/v1/drivers/effects/claim",
-  effectComplete: (effectId: string) => `/v1/drivers/effects/${effectId}/complete`,
-  effectMarkUnknown: (effectId: string) => `/v1/drivers/effects/${effectId}/mark-unknown`,
-  effectDeadlineMissed: (effectId: string) => `/v1/drivers/effects/${effectId}/deadline-missed`,
-  effectLateResult: (effectId: string) => `/v1/drivers/effects/${effectId}/late-result`,
-} as const;
 
 /** A Driver's bearer token: `mdt_<driverInstanceId>_<secret>`. Only its sha-256 is stored. */
 export const DriverTokenSchema = z.string().regex(/^mdt_[0-9A-HJKMNP-TV-Z]{26}_[A-Za-z0-9_-]{32,128}$/, "malformed driver token");
@@ -213,3 +203,112 @@ export const FinalizationSummarySchema = z.object({
 });
 /** See {@link FinalizationSummarySchema}. */
 export type FinalizationSummary = z.infer<typeof FinalizationSummarySchema>;
+
+const effectId = z.object({ effectId: UlidSchema });
+const commandId = z.object({ commandId: UlidSchema });
+
+/** The driver-protocol's effect reports share a shape: `POST /v1/drivers/effects/:effectId/<report>` → `EffectTransitionResponse`. */
+const effectReport = <const P extends string, B extends z.ZodType>(path: P, body: B, auth: { kind: "driver" } | { kind: "driver_report" } = { kind: "driver" }) =>
+  defineRoute({
+    method: "POST",
+    path,
+    params: effectId,
+    body,
+    response: EffectTransitionResponseSchema,
+    status: [200],
+    auth,
+    errors: ["effect.not_found", "driver.connection_superseded"],
+    idempotent: true,
+  });
+
+/**
+ * The Driver protocol (docs/DESIGN.md §10; the schemas' docs in `driver-protocol.contract.ts`). Keys
+ * are the route names the Driver logs and its test fakes script (`effectComplete`, ...).
+ * Requests that carry `connectionId` are refused 409 `driver.connection_superseded` once a newer
+ * connection of the same instance exists.
+ */
+export const DRIVER_API = {
+  register: defineRoute({
+    method: "POST",
+    path: "/v1/drivers/register",
+    body: RegisterDriverRequestSchema,
+    response: RegisterDriverResponseSchema,
+    status: [201],
+    auth: { kind: "registration" },
+    errors: ["effect.fence_retained", "driver.not_found"],
+    idempotent: false,
+    note: "not retried: a repeat would mint another instance",
+  }),
+  connect: defineRoute({
+    method: "POST",
+    path: "/v1/drivers/connect",
+    response: ConnectDriverResponseSchema,
+    status: [200],
+    auth: { kind: "driver" },
+    errors: [],
+    idempotent: true,
+    note: "each connect supersedes the earlier connections, so a retry at worst leaves one nobody uses",
+  }),
+  heartbeat: defineRoute({
+    method: "POST",
+    path: "/v1/drivers/heartbeat",
+    body: ConnectionRequestSchema,
+    response: HeartbeatResponseSchema,
+    status: [200],
+    auth: { kind: "driver" },
+    errors: ["driver.connection_superseded"],
+    idempotent: true,
+  }),
+  finalize: defineRoute({
+    method: "POST",
+    path: "/v1/drivers/finalize",
+    body: ConnectionRequestSchema,
+    response: FinalizationSummarySchema,
+    status: [200],
+    auth: { kind: "driver" },
+    errors: [],
+    idempotent: true,
+    note: "the API finalizes the calling instance and does not read the body (the Driver sends its connectionId)",
+  }),
+  nextCommand: defineRoute({
+    method: "GET",
+    path: "/v1/drivers/commands/next",
+    query: NextCommandQuerySchema,
+    response: NextCommandResponseSchema,
+    status: [200],
+    auth: { kind: "driver" },
+    errors: ["driver.connection_superseded"],
+    idempotent: true,
+    note: "a long-poll: waits up to waitMs for a command",
+  }),
+  commandUpdate: defineRoute({
+    method: "POST",
+    path: "/v1/drivers/commands/:commandId/update",
+    params: commandId,
+    body: CommandUpdateRequestSchema,
+    response: CommandUpdateResponseSchema,
+    status: [200],
+    auth: { kind: "driver" },
+    errors: ["command.not_found", "driver.connection_superseded"],
+    idempotent: true,
+  }),
+  effectClaim: defineRoute({
+    method: "POST",
+    path: "/v1/drivers/effects/claim",
+    body: EffectClaimRequestSchema,
+    response: EffectClaimSchema,
+    status: [200],
+    auth: { kind: "driver" },
+    errors: ["command.not_found", "command.terminal", "effect.not_found", "driver.connection_superseded"],
+    idempotent: true,
+    note: "a compare-and-set: a retried claim that finds the effect executing fences it unknown (a needless fence at worst, never a duplicate write)",
+  }),
+  effectComplete: effectReport("/v1/drivers/effects/:effectId/complete", EffectCompleteRequestSchema, { kind: "driver_report" }),
+  effectMarkUnknown: effectReport("/v1/drivers/effects/:effectId/mark-unknown", EffectMarkUnknownRequestSchema),
+  effectDeadlineMissed: effectReport("/v1/drivers/effects/:effectId/deadline-missed", EffectDeadlineMissedRequestSchema, { kind: "driver_report" }),
+  effectLateResult: effectReport("/v1/drivers/effects/:effectId/late-result", EffectLateResultRequestSchema, { kind: "driver_report" }),
+} as const satisfies Record<string, ApiRoute>;
+/** The name of a Driver-protocol route ({@link DRIVER_API}). */
+export type DriverRouteName = keyof typeof DRIVER_API;
+/** The parsed body of Driver-protocol route `N` (what the API's service receives), e.g. `DriverRequestBody<"effectDeadlineMissed">`. */
+export type DriverRequestBody<N extends DriverRouteName> = RouteBody<(typeof DRIVER_API)[N]>;

@@ -10,7 +10,7 @@ export const SendWithinMsSchema = z.number().int().positive().max(600_000);
  * - `execute`: the Driver may call the provider once, as attempt `attempt`, sending `idempotencyKey`,
  *   but only within `sendWithinMs` (ms) of the moment it SENT the claim request, measured on its own
  *   monotonic clock (docs/DESIGN.md §3 rule 12, send-by deadline). Past it the Driver must not send
- *   `tools/call`; it reports the missed deadline (`DRIVER_ROUTES.effectDeadlineMissed`) instead, which
+ *   `tools/call`; it reports the missed deadline (`DRIVER_API.effectDeadlineMissed`) instead, which
  *   is proof of non-execution. The API counts a `max_in_flight` window from the claim plus
  *   `sendWithinMs` plus the adapter's `maxInFlightMs`;
  * - `completed`: the effect already succeeded; send `result` without calling the provider;

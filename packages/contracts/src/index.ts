@@ -60,7 +60,6 @@ export type { EffectClaim } from "./effect-claim.contract.js";
 export { ApiErrorBodySchema } from "./api-error.contract.js";
 export type { ApiErrorBody } from "./api-error.contract.js";
 export {
-  DRIVER_ROUTES,
   DriverTokenSchema,
   RegisterDriverRequestSchema,
   RegisterDriverResponseSchema,
@@ -102,7 +101,6 @@ export type {
   FinalizationSummary,
 } from "./driver-protocol.contract.js";
 export {
-  RUN_ROUTES,
   CreateRunRequestSchema,
   CreateRunResponseSchema,
   EnqueueToolCallRequestSchema,
@@ -139,3 +137,8 @@ export {
 } from "./input-safety.contract.js";
 export type { JsonProblem } from "./input-safety.contract.js";
 export { ApiEnvSchema, CliEnvSchema, DriverEnvSchema, ToolingEnvSchema, KNOWN_MOSOO_ENV_NAMES, unknownMosooEnvNames } from "./env.contract.js";
+export { MAX_BODY_BYTES, AUTH_ERRORS, defineRoute, routePath, routeQueryString, matchRoute } from "./route-table.contract.js";
+export type { ApiRoute, RouteAuth, RouteMethod, RouteInput, RouteOutput, RouteBody } from "./route-table.contract.js";
+export { API_ROUTES, RUN_API, DRIVER_API, OPERATOR_API, CONSOLE_API, SYSTEM_API } from "./api-routes.contract.js";
+export type { ApiRouteName } from "./api-routes.contract.js";
+export type { DriverRouteName, DriverRequestBody } from "./driver-protocol.contract.js";

@@ -2,16 +2,7 @@ import { z } from "zod";
 import { UlidSchema } from "./ids.contract.js";
 import { CallIdSchema, ServerIdSchema, ToolNameSchema } from "./mcp-execute.contract.js";
 import { safeJsonObjectSchema, strictIntegerString } from "./input-safety.contract.js";
-
-/** Routes of the run API (the agent side of the control plane). */
-export const RUN_ROUTES = {
-  createRun: "/v1/runs",
-  run: (runId: string) => `/v1/runs/${runId}`,
-  toolCalls: (runId: string) => `/v1/runs/${runId}/tool-calls`,
-  events: (runId: string) => `/v1/runs/${runId}/events`,
-  session: (sessionId: string) => `/v1/sessions/${sessionId}`,
-  driver: (driverInstanceId: string) => `/v1/drivers/${driverInstanceId}`,
-} as const;
+import { defineRoute, type ApiRoute } from "./route-table.contract.js";
 
 /**
  * Create a run leased to a Driver instance. Without `sessionId` a new session is created.
@@ -63,3 +54,75 @@ export type EnqueueToolCallResponse = z.infer<typeof EnqueueToolCallResponseSche
 export const RunEventsQuerySchema = z.object({ afterSeq: strictIntegerString(0, Number.MAX_SAFE_INTEGER).default(0) });
 /** See {@link RunEventsQuerySchema}. */
 export type RunEventsQuery = z.infer<typeof RunEventsQuerySchema>;
+
+const runId = z.object({ runId: UlidSchema });
+
+/**
+ * The run API (docs/DESIGN.md §10): the agent side of the control plane, behind API keys with scopes.
+ * Keys are the route names every client calls.
+ */
+export const RUN_API = {
+  createRun: defineRoute({
+    method: "POST",
+    path: "/v1/runs",
+    body: CreateRunRequestSchema,
+    response: CreateRunResponseSchema,
+    status: [201],
+    auth: { kind: "api_key", scope: "runs:write" },
+    errors: ["driver.not_found", "driver.finalized", "run.driver_busy", "session.not_found"],
+    idempotent: false,
+  }),
+  enqueueToolCall: defineRoute({
+    method: "POST",
+    path: "/v1/runs/:runId/tool-calls",
+    params: runId,
+    body: EnqueueToolCallRequestSchema,
+    response: EnqueueToolCallResponseSchema,
+    status: [201, 200],
+    auth: { kind: "api_key", scope: "runs:write" },
+    errors: ["run.not_found", "run.not_active", "tool_call.conflict"],
+    idempotent: false,
+    note: "200 when a retry with the same toolCallId replays the first enqueue (replayed: true)",
+  }),
+  getRun: defineRoute({ method: "GET", path: "/v1/runs/:runId", params: runId, status: [200], auth: { kind: "api_key", scope: "runs:read" }, errors: ["run.not_found"], idempotent: true }),
+  listRunEvents: defineRoute({
+    method: "GET",
+    path: "/v1/runs/:runId/events",
+    params: runId,
+    query: RunEventsQuerySchema,
+    status: [200],
+    auth: { kind: "api_key", scope: "runs:read" },
+    errors: ["run.not_found"],
+    idempotent: true,
+  }),
+  deleteRun: defineRoute({
+    method: "DELETE",
+    path: "/v1/runs/:runId",
+    params: runId,
+    response: null,
+    status: [204],
+    auth: { kind: "api_key", scope: "runs:delete", operatorToo: true },
+    errors: ["run.not_found", "effect.fence_retained"],
+    idempotent: false,
+  }),
+  deleteSession: defineRoute({
+    method: "DELETE",
+    path: "/v1/sessions/:sessionId",
+    params: z.object({ sessionId: UlidSchema }),
+    response: null,
+    status: [204],
+    auth: { kind: "api_key", scope: "runs:delete", operatorToo: true },
+    errors: ["session.not_found", "effect.fence_retained"],
+    idempotent: false,
+  }),
+  purgeDriver: defineRoute({
+    method: "DELETE",
+    path: "/v1/drivers/:driverInstanceId",
+    params: z.object({ driverInstanceId: UlidSchema }),
+    response: null,
+    status: [204],
+    auth: { kind: "api_key", scope: "runs:delete", operatorToo: true },
+    errors: ["driver.not_found", "driver.not_finalized"],
+    idempotent: false,
+  }),
+} as const satisfies Record<string, ApiRoute>;

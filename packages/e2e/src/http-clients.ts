@@ -1,10 +1,14 @@
 import {
-  CreateRunResponseSchema,
-  EnqueueToolCallResponseSchema,
-  RUN_ROUTES,
+  RUN_API,
+  routePath,
+  routeQueryString,
+  SYSTEM_API,
+  type ApiRoute,
   type CreateRunResponse,
   type EnqueueToolCallRequest,
   type EnqueueToolCallResponse,
+  type RouteInput,
+  type RouteOutput,
 } from "@mosoo/contracts";
 
 async function json(res: Response, what: string): Promise<unknown> {
@@ -41,26 +45,39 @@ export class RunApiClient {
     private readonly apiKey: string,
   ) {}
 
-  private headers(json = false): Record<string, string> {
-    return { authorization: `Bearer ${this.apiKey}`, ...(json ? { "content-type": "application/json" } : {}) };
+  /**
+   * Sends route `route` of the table (`RUN_API`/`SYSTEM_API` of `@mosoo/contracts`) with the API key:
+   * its path parameters percent-encoded, its query, its JSON body; resolves to the raw answer.
+   */
+  private async send<R extends ApiRoute>(route: R, input: RouteInput<R>): Promise<Response> {
+    const { params, query, body } = input as { params?: Record<string, string>; query?: Record<string, unknown>; body?: unknown };
+    return fetch(this.baseUrl + routePath(route, params) + routeQueryString(query), {
+      method: route.method,
+      headers: { authorization: `Bearer ${this.apiKey}`, ...(body === undefined ? {} : { "content-type": "application/json" }) },
+      ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+    });
+  }
+
+  /** Sends `route` and parses its 2xx answer with the table's response schema. @throws Error `e2e.http_error`. */
+  private async call<R extends ApiRoute>(route: R, input: RouteInput<R>, what: string): Promise<RouteOutput<R>> {
+    const answer = await json(await this.send(route, input), what);
+    return (route.response ? route.response.parse(answer) : answer) as RouteOutput<R>;
   }
 
   async createRun(driverInstanceId: string): Promise<CreateRunResponse> {
-    const res = await fetch(this.baseUrl + RUN_ROUTES.createRun, { method: "POST", headers: this.headers(true), body: JSON.stringify({ driverInstanceId }) });
-    return CreateRunResponseSchema.parse(await json(res, "create run"));
+    return this.call(RUN_API.createRun, { body: { driverInstanceId } }, "create run");
   }
 
   async enqueueToolCall(runId: string, req: EnqueueToolCallRequest): Promise<EnqueueToolCallResponse> {
-    const res = await fetch(this.baseUrl + RUN_ROUTES.toolCalls(runId), { method: "POST", headers: this.headers(true), body: JSON.stringify(req) });
-    return EnqueueToolCallResponseSchema.parse(await json(res, "enqueue tool call"));
+    return this.call(RUN_API.enqueueToolCall, { params: { runId }, body: req }, "enqueue tool call");
   }
 
   async getRun(runId: string): Promise<RunViewBody> {
-    return (await json(await fetch(this.baseUrl + RUN_ROUTES.run(runId), { headers: this.headers() }), "get run")) as RunViewBody;
+    return (await this.call(RUN_API.getRun, { params: { runId } }, "get run")) as RunViewBody;
   }
 
   async metrics(): Promise<string> {
-    const res = await fetch(`${this.baseUrl}/metrics`, { headers: this.headers() });
+    const res = await this.send(SYSTEM_API.metrics, {});
     return res.ok ? res.text() : "";
   }
 }

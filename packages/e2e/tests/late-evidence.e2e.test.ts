@@ -1,7 +1,7 @@
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { DRIVER_ROUTES } from "@mosoo/contracts";
+import { DRIVER_API } from "@mosoo/contracts";
 import { afterAll, describe, expect, it } from "vitest";
 import { startDelayingProxy } from "../src/delaying-proxy.js";
 import { pollUntil, ProviderControlClient, RunApiClient } from "../src/http-clients.js";
@@ -111,7 +111,7 @@ describe("real processes: late evidence after the instance was finalized while t
     let holdHeartbeats = false;
     let releaseHeld = (): void => {};
     const held = new Promise<void>((resolve) => (releaseHeld = resolve));
-    const proxy = await startDelayingProxy(api.url, [{ method: "POST", path: DRIVER_ROUTES.heartbeat, gate: () => (holdHeartbeats ? held : Promise.resolve()) }]);
+    const proxy = await startDelayingProxy(api.url, [{ method: "POST", path: DRIVER_API.heartbeat.path, gate: () => (holdHeartbeats ? held : Promise.resolve()) }]);
     closers.push(async () => {
       releaseHeld();
       await proxy.close();

@@ -1,7 +1,7 @@
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { DRIVER_ROUTES } from "@mosoo/contracts";
+import { DRIVER_API } from "@mosoo/contracts";
 import { afterAll, describe, expect, it } from "vitest";
 import { startDelayingProxy, type DelayingProxy } from "../src/delaying-proxy.js";
 import { pollUntil, ProviderControlClient, RunApiClient } from "../src/http-clients.js";
@@ -50,8 +50,8 @@ describe("real processes: issue 16 repro 3, a claim answer held past the send-by
     });
     procs.push(api.proc);
     proxy = await startDelayingProxy(api.url, [
-      { method: "POST", path: DRIVER_ROUTES.effectClaim, holdAnswerMs: CLAIM_ANSWER_HOLD_MS },
-      { method: "POST", path: DRIVER_ROUTES.heartbeat, delayRequestMs: HEARTBEAT_DELAY_MS },
+      { method: "POST", path: DRIVER_API.effectClaim.path, holdAnswerMs: CLAIM_ANSWER_HOLD_MS },
+      { method: "POST", path: DRIVER_API.heartbeat.path, delayRequestMs: HEARTBEAT_DELAY_MS },
     ]);
     const driver = await startDriverProcess({ apiUrl: proxy.url, stateFile: join(workDir, "driver-state.json"), mcpConfigFile: writeMcpConfig(workDir, { tracker: provider.url }), name: "slow-link", enrollmentToken: api.credentials.enrollmentToken });
     procs.push(driver.proc);
@@ -86,7 +86,7 @@ describe("real processes: issue 16 repro 3, a claim answer held past the send-by
     const mine = view.effects.find((x) => x.id === call.effectId)!;
     expect(mine.reconciliations.filter((r) => r.outcome === "confirmed_not_executed").length).toBeLessThanOrEqual(1);
     // The proxy really held the claim's answer.
-    const claimSeen = proxy.seen.find((s) => s.path === DRIVER_ROUTES.effectClaim);
+    const claimSeen = proxy.seen.find((s) => s.path === DRIVER_API.effectClaim.path);
     expect(claimSeen && claimSeen.answeredAtMs - claimSeen.forwardedAtMs).toBeGreaterThanOrEqual(CLAIM_ANSWER_HOLD_MS);
   }, 120_000);
 });

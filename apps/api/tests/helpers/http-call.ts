@@ -1,4 +1,5 @@
 import type { Hono } from "hono";
+import { API_ROUTES, matchRoute } from "@mosoo/contracts";
 
 /**
  * Sends one JSON request to an in-process hono `app` (a string `body` is sent as is, so a test can
@@ -47,13 +48,14 @@ export const TEST_CREDENTIALS_ENV = {
 } as const;
 
 /**
- * The credential a test that is not about auth sends on `method path` when it gives none: the
- * enrollment token on register, the admin API key on the run API and `/metrics`, none on the other
- * Driver routes (they need the Driver's own token) and on the operator routes.
+ * The credential a test that is not about auth sends on `method path` when it gives none, from the
+ * route's credential in the table (`API_ROUTES` of `@mosoo/contracts`): the enrollment token on
+ * register, the admin API key on the run API and `/metrics`, none on the other Driver routes (they
+ * need the Driver's own token), on the operator routes and on a path that is no route.
  */
 export function defaultCredential(method: string, path: string): string | undefined {
-  if (path.startsWith("/v1/drivers/register")) return TEST_SECRETS.enrollmentToken;
-  if (path.startsWith("/v1/runs") || path.startsWith("/v1/sessions") || path.startsWith("/metrics")) return TEST_SECRETS.adminKey;
-  if (method === "DELETE" && path.startsWith("/v1/drivers/")) return TEST_SECRETS.adminKey;
+  const kind = matchRoute(API_ROUTES, method, path.split("?")[0] ?? path)?.route.auth.kind;
+  if (kind === "registration") return TEST_SECRETS.enrollmentToken;
+  if (kind === "api_key" || kind === "metrics") return TEST_SECRETS.adminKey;
   return undefined;
 }

@@ -1,6 +1,6 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
-import { newUlid, type DriverCommandEnvelope, type EffectClaim } from "@mosoo/contracts";
+import { DRIVER_API, matchRoute, newUlid, type DriverCommandEnvelope, type EffectClaim } from "@mosoo/contracts";
 
 /** One request the fake API received. */
 export interface FakeApiRequest {
@@ -30,7 +30,7 @@ export class FakeDriverApi {
   private readonly scripted = new Map<string, Answer[]>();
   private server: Server | null = null;
 
-  /** Queues scripted answers for the next requests to `route` (a `DRIVER_ROUTES` key). */
+  /** Queues scripted answers for the next requests to `route` (a `DRIVER_API` route name). */
   failNext(route: string, ...answers: Answer[]): void {
     this.scripted.set(route, [...(this.scripted.get(route) ?? []), ...answers]);
   }
@@ -124,21 +124,9 @@ export class FakeDriverApi {
   }
 }
 
+/** The table's name of a request (`DRIVER_API` of `@mosoo/contracts`, e.g. `effectComplete`), or `METHOD path` for one the protocol does not have. */
 function routeOf(method: string, path: string): string {
-  const fixed: Record<string, string> = {
-    "POST /v1/drivers/register": "register",
-    "POST /v1/drivers/connect": "connect",
-    "POST /v1/drivers/heartbeat": "heartbeat",
-    "POST /v1/drivers/finalize": "finalize",
-    "GET /v1/drivers/commands/next": "nextCommand",
-    "POST /v1/drivers/effects/claim": "effectClaim",
-  };
-  const key = `${method} ${path}`;
-  if (fixed[key]) return fixed[key];
-  if (/^POST \/v1\/drivers\/commands\/[^/]+\/update$/.test(key)) return "commandUpdate";
-  if (/^POST \/v1\/drivers\/effects\/[^/]+\/complete$/.test(key)) return "effectComplete";
-  if (/^POST \/v1\/drivers\/effects\/[^/]+\/mark-unknown$/.test(key)) return "effectMarkUnknown";
-  return key;
+  return matchRoute(DRIVER_API, method, path)?.name ?? `${method} ${path}`;
 }
 
 function ok(body: unknown): Answer {

@@ -11,7 +11,8 @@ import {
   type EffectMarkUnknownRequest,
   type EffectTransitionResponse,
 } from "@mosoo/contracts";
-import type { DriverCommandApi } from "../../src/api-client.js";
+import type { DriverRouteName, RouteInput, RouteOutput } from "@mosoo/contracts";
+import type { DriverCommandApi, DriverRoute } from "../../src/api-client.js";
 
 /** One recorded call of the fake API. */
 export type RecordedApiCall =
@@ -44,6 +45,22 @@ export class RecordingApi implements DriverCommandApi {
     readonly effectId: string = newUlid(),
   ) {
     this.claim = { kind: "execute", effectId, attempt: 1, idempotencyKey: newUlid(), sendWithinMs: 10_000 };
+  }
+
+  /** The typed call of the Driver's API port, dispatched to the fake's per-route answers below. @throws Error for a route this fake does not answer. */
+  async call<N extends DriverRouteName>(name: N, input: RouteInput<DriverRoute<N>>): Promise<RouteOutput<DriverRoute<N>>> {
+    const { params, body } = input as { params?: Record<string, string>; body?: never };
+    const answers: Partial<Record<DriverRouteName, () => Promise<unknown>>> = {
+      commandUpdate: () => this.commandUpdate(params!["commandId"]!, body!),
+      effectClaim: () => this.effectClaim(body!),
+      effectComplete: () => this.effectComplete(params!["effectId"]!, body!),
+      effectMarkUnknown: () => this.effectMarkUnknown(params!["effectId"]!, body!),
+      effectDeadlineMissed: () => this.effectDeadlineMissed(params!["effectId"]!, body!),
+      effectLateResult: () => this.effectLateResult(params!["effectId"]!, body!),
+    };
+    const answer = answers[name];
+    if (!answer) throw new Error(`RecordingApi answers no ${name}`);
+    return (await answer()) as RouteOutput<DriverRoute<N>>;
   }
 
   async commandUpdate(commandId: string, body: CommandUpdateRequest): Promise<CommandUpdateResponse> {

@@ -1,3 +1,4 @@
+import { SYSTEM_API } from "@mosoo/contracts";
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { pollUntil, ProviderControlClient, RunApiClient, type RunViewBody } from "../http-clients.js";
@@ -74,7 +75,7 @@ class HealthProbe {
   }
   private async ask(api: ApiProcess): Promise<void> {
           try {
-            const res = await fetch(`${api.url}/health`, { signal: AbortSignal.timeout(5_000) });
+            const res = await fetch(api.url + SYSTEM_API.health.path, { signal: AbortSignal.timeout(5_000) });
             if (res.status === 200) this.ok += 1;
             else this.failed.push(`HTTP ${res.status}`);
           } catch (error) {

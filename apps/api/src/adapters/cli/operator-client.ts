@@ -1,7 +1,7 @@
 import { existsSync } from "node:fs";
 import Database from "better-sqlite3";
 import pino from "pino";
-import { UlidSchema } from "@mosoo/contracts";
+import { OPERATOR_API, routePath, routeQueryString, UlidSchema, type ApiRoute } from "@mosoo/contracts";
 import { retryWhenBusy, StoreBusyError } from "../../platform/db/store-busy.js";
 import { checkDbFilePath } from "../../config/startup-checks.js";
 import type { ApiConfig } from "../../config/api-config.js";
@@ -43,18 +43,19 @@ export interface OperatorClient {
 }
 
 /**
- * The operator routes of a running API (`/api/operator/...`) with `Authorization: Bearer <token>`;
- * each request times out after 30 000 ms.
+ * The operator routes of a running API (`OPERATOR_API` of `@mosoo/contracts`: method and path of each
+ * action) with `Authorization: Bearer <token>`; each request times out after 30 000 ms.
  * @throws (from each method) OperatorClientError with the API's error code, `api.unreachable`, or `api.invalid_answer`.
  */
 export function httpOperatorClient(apiUrl: string, token: string): OperatorClient {
-  const call = async (method: "GET" | "POST", path: string, body?: unknown): Promise<unknown> => {
+  const call = async (route: ApiRoute, input: { effectId?: string; query?: Record<string, string>; body?: unknown }): Promise<unknown> => {
+    const path = routePath(route, input.effectId === undefined ? {} : { effectId: input.effectId }) + routeQueryString(input.query);
     let res: Response;
     try {
       res = await fetch(new URL(path, apiUrl), {
-        method,
+        method: route.method,
         headers: { authorization: `Bearer ${token}`, "content-type": "application/json" },
-        ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+        ...(input.body === undefined ? {} : { body: JSON.stringify(input.body) }),
         signal: AbortSignal.timeout(30_000),
       });
     } catch (err) {
@@ -72,13 +73,12 @@ export function httpOperatorClient(apiUrl: string, token: string): OperatorClien
     }
     return json;
   };
-  const effect = (id: string) => `/api/operator/effects/${encodeURIComponent(id)}`;
   return {
-    list: (query) => call("GET", `/api/operator/effects?${new URLSearchParams(query).toString()}`),
-    show: (id) => call("GET", effect(id)),
-    reconcile: (id, body) => call("POST", `${effect(id)}/reconcile`, body),
-    resolve: (id, body) => call("POST", `${effect(id)}/resolve`, body),
-    compensate: (id, body) => call("POST", `${effect(id)}/compensate`, body),
+    list: (query) => call(OPERATOR_API.operatorList, { query }),
+    show: (effectId) => call(OPERATOR_API.operatorShow, { effectId }),
+    reconcile: (effectId, body) => call(OPERATOR_API.operatorReconcile, { effectId, body }),
+    resolve: (effectId, body) => call(OPERATOR_API.operatorResolve, { effectId, body }),
+    compensate: (effectId, body) => call(OPERATOR_API.operatorCompensate, { effectId, body }),
     close: async () => {},
   };
 }

@@ -1,18 +1,20 @@
 import { Hono } from "hono";
 import { bodyLimit } from "hono/body-limit";
 import type { Logger } from "pino";
+import { MAX_BODY_BYTES, SYSTEM_API } from "@mosoo/contracts";
 import type { Runtime } from "../../composition-root.js";
-import { CredentialGuard, type HttpAuthOptions } from "./credential-guard.js";
+import { CredentialGuard, type AuthEnv, type HttpAuthOptions } from "./credential-guard.js";
 import { driverRoutes } from "./driver.routes.js";
 import { RegistrationRateLimit } from "./registration-rate-limit.js";
 import { isJsonContentType, toErrorResponse } from "./http-errors.js";
 import { RuntimeError } from "../../modules/ledger/domain/runtime-errors.js";
 import { runRoutes } from "./run.routes.js";
+import { mountRoute } from "./route-mount.js";
 import { operatorRoutes } from "./operator.routes.js";
 import { consoleRoutes, type ConsoleOptions } from "./console/console.routes.js";
 
-/** Largest request body accepted, in bytes (4 MiB); larger ones get 413 `request.too_large`. */
-export const MAX_BODY_BYTES = 4 * 1024 * 1024;
+/** Largest request body accepted on any route, in bytes (4 MiB; `MAX_BODY_BYTES` of `@mosoo/contracts`, each table route's `bodyLimitBytes` at most this); larger ones get 413 `request.too_large`. */
+export { MAX_BODY_BYTES };
 
 /** Options of {@link createHttpApp}: the credentials (see {@link HttpAuthOptions}) and the registration rate. */
 export interface HttpAppOptions extends HttpAuthOptions {
@@ -33,7 +35,7 @@ function hasBody(req: Request): boolean {
 }
 
 /**
- * The API's HTTP application (hono): `GET /health` (open), `GET /metrics` (Prometheus text; open only
+ * The API's HTTP application (hono), every JSON route mounted from `API_ROUTES` of `@mosoo/contracts`: `GET /health` (open), `GET /metrics` (Prometheus text; open only
  * with `metricsPublic`, else the operator token or a `metrics:read` key), the run API (API keys with
  * scopes), the Driver protocol (enrollment token, then each instance's own token), and the operator
  * routes (operator token), and the operator console at `/console` (its own sign-in with the operator
@@ -71,8 +73,12 @@ export function createHttpApp(runtime: Runtime, logger: Logger, opts: HttpAppOpt
     }),
   );
   app.notFound((c) => c.json({ error: { code: "route.not_found", message: `no route ${c.req.method} ${c.req.path}` } }, 404));
-  app.get("/health", (c) => c.json({ status: "ok" }));
-  app.get("/metrics", guard.metrics(), async (c) => c.text(await runtime.metricsRegistry.metrics(), 200, { "content-type": runtime.metricsRegistry.contentType }));
+  const system = new Hono<AuthEnv>();
+  mountRoute(system, SYSTEM_API.health, guard.forRoute(SYSTEM_API.health.auth), (_c, req) => req.json({ status: "ok" }));
+  mountRoute(system, SYSTEM_API.metrics, guard.forRoute(SYSTEM_API.metrics.auth), async (c) =>
+    c.text(await runtime.metricsRegistry.metrics(), 200, { "content-type": runtime.metricsRegistry.contentType }),
+  );
+  app.route("/", system);
   app.route("/", operatorRoutes(runtime, guard));
   app.route("/", consoleRoutes(runtime, logger, { ...opts.console, operatorToken: opts.operatorToken }).app);
   app.route("/", runRoutes(runtime, guard));

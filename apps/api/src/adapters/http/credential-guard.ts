@@ -1,7 +1,7 @@
 import { createHash, timingSafeEqual } from "node:crypto";
 import type { MiddlewareHandler } from "hono";
 import { createMiddleware } from "hono/factory";
-import { DriverTokenSchema } from "@mosoo/contracts";
+import { DriverTokenSchema, type RouteAuth } from "@mosoo/contracts";
 import type { ApiKey, ApiKeyScope } from "../../config/api-keys.contract.js";
 import { RuntimeError } from "../../modules/ledger/domain/runtime-errors.js";
 import type { Runtime } from "../../composition-root.js";
@@ -163,6 +163,32 @@ export class CredentialGuard {
     return this.guard((p) => {
       if (p.kind !== "operator") throw forbidden();
     });
+  }
+
+  /**
+   * The guard of a table route's `auth` (`API_ROUTES` of `@mosoo/contracts`): `public` none; `metrics`
+   * {@link metrics}; `api_key` {@link apiKey}; `registration` {@link registration}; `driver` {@link driver}.
+   * `operator` and `console_session` routes are guarded by their path prefix's middleware
+   * (`/api/operator/*`: `auth.operator_disabled`, the token, the feature flag, in that order;
+   * `/console/api/*`: the session and CSRF checks), so none is added here.
+   */
+  forRoute(auth: RouteAuth): MiddlewareHandler<AuthEnv>[] {
+    switch (auth.kind) {
+      case "public":
+      case "operator":
+      case "console_session":
+        return [];
+      case "metrics":
+        return [this.metrics()];
+      case "api_key":
+        return [this.apiKey(auth.scope, auth.operatorToo === true)];
+      case "registration":
+        return [this.registration()];
+      case "driver":
+        return [this.driver()];
+      case "driver_report":
+        return [this.driverReport()];
+    }
   }
 
   /** `GET /metrics`: open with `MOSOO_METRICS_PUBLIC=on`; else the operator token or an API key with `metrics:read`. */

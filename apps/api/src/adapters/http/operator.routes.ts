@@ -1,5 +1,5 @@
 import { Hono } from "hono";
-import { UlidSchema } from "@mosoo/contracts";
+import { OPERATOR_API } from "@mosoo/contracts";
 import { RuntimeError } from "../../modules/ledger/domain/runtime-errors.js";
 import type { Runtime } from "../../composition-root.js";
 import {
@@ -9,11 +9,11 @@ import {
   OperatorResolveRequestSchema,
 } from "../../modules/operator/application/operator.contract.js";
 import type { AuthEnv, CredentialGuard } from "./credential-guard.js";
-import { parseOrThrow, readJson } from "./http-errors.js";
+import { mountRoute, type RouteHandler } from "./route-mount.js";
 import { retryingWhenBusy } from "./store-retry.js";
 
 /**
- * The operator routes (docs/DESIGN.md §7) over `runtime.operator`, behind
+ * The operator routes (`OPERATOR_API` of `@mosoo/contracts`; docs/DESIGN.md §7) over `runtime.operator`, behind
  * `Authorization: Bearer <MOSOO_OPERATOR_TOKEN>` (compared in constant time; without a configured
  * token every route answers 403 `auth.operator_disabled`; any other credential 403 `auth.forbidden`),
  * and, once authenticated, only while `MOSOO_EFFECT_RECONCILIATION` is on (else 404 `feature.disabled`):
@@ -35,16 +35,22 @@ export function operatorRoutes(runtime: Runtime, guard: CredentialGuard): Hono<A
     runtime.operator.assertEnabled();
     return next();
   });
-  const id = (value: string | undefined) => parseOrThrow(UlidSchema, value);
-  const base = "/api/operator/effects";
-  app.get(base, retryingWhenBusy((c) => c.json(runtime.operator.list(parseOrThrow(OperatorListQuerySchema, c.req.query())))));
-  app.get(`${base}/:effectId`, retryingWhenBusy((c) => c.json(runtime.operator.show(id(c.req.param("effectId"))))));
-  app.post(`${base}/:effectId/reconcile`, retryingWhenBusy(async (c) =>
-    c.json(await runtime.operator.reconcile(id(c.req.param("effectId")), await readJson(c, OperatorReconcileRequestSchema))),
-  ));
-  app.post(`${base}/:effectId/resolve`, retryingWhenBusy(async (c) => c.json(runtime.operator.resolve(id(c.req.param("effectId")), await readJson(c, OperatorResolveRequestSchema)))));
-  app.post(`${base}/:effectId/compensate`, retryingWhenBusy(async (c) =>
-    c.json(await runtime.operator.compensate(id(c.req.param("effectId")), await readJson(c, OperatorCompensateRequestSchema)), 202),
-  ));
+  const on = <R extends (typeof OPERATOR_API)[keyof typeof OPERATOR_API]>(route: R, handler: RouteHandler<AuthEnv, R>) =>
+    mountRoute(app, route, guard.forRoute(route.auth), retryingWhenBusy(handler));
+  const { operator } = runtime;
+  on(OPERATOR_API.operatorList, (_c, req) => req.json(operator.list(req.query(OperatorListQuerySchema))));
+  on(OPERATOR_API.operatorShow, (_c, req) => req.json(operator.show(req.param("effectId"))));
+  on(OPERATOR_API.operatorReconcile, async (_c, req) => {
+    const effectId = req.param("effectId");
+    return req.json(await operator.reconcile(effectId, await req.body(OperatorReconcileRequestSchema)));
+  });
+  on(OPERATOR_API.operatorResolve, async (_c, req) => {
+    const effectId = req.param("effectId");
+    return req.json(operator.resolve(effectId, await req.body(OperatorResolveRequestSchema)));
+  });
+  on(OPERATOR_API.operatorCompensate, async (_c, req) => {
+    const effectId = req.param("effectId");
+    return req.json(await operator.compensate(effectId, await req.body(OperatorCompensateRequestSchema)));
+  });
   return app;
 }

@@ -1,56 +1,57 @@
 import { Hono, type MiddlewareHandler } from "hono";
-import { CreateRunRequestSchema, EnqueueToolCallRequestSchema, RunEventsQuerySchema, UlidSchema } from "@mosoo/contracts";
+import { RUN_API } from "@mosoo/contracts";
 import type { Runtime } from "../../composition-root.js";
 import { assertDriversAllowed, type AuthEnv, type CredentialGuard } from "./credential-guard.js";
-import { parseOrThrow, readJson } from "./http-errors.js";
+import { mountRoute, type RouteHandler } from "./route-mount.js";
 import { retryingWhenBusy } from "./store-retry.js";
 
 /**
- * The run API (docs/DESIGN.md §10), every route behind an API key (`Authorization: Bearer <secret>`):
- * create a run and enqueue a tool call (`runs:write`), read a run and its events (`runs:read`),
- * delete runs, sessions and finalized Drivers (`runs:delete`, or the operator token). A key restricted
- * to some Driver instances reaches only their runs (else 403 `auth.forbidden`, nothing written).
+ * The run API (`RUN_API` of `@mosoo/contracts`; docs/DESIGN.md §10), every route behind an API key
+ * (`Authorization: Bearer <secret>`): create a run and enqueue a tool call (`runs:write`), read a run
+ * and its events (`runs:read`), delete runs, sessions and finalized Drivers (`runs:delete`, or the
+ * operator token). A key restricted to some Driver instances reaches only their runs (else 403
+ * `auth.forbidden`, nothing written).
  */
 export function runRoutes(runtime: Runtime, guard: CredentialGuard): Hono<AuthEnv> {
   const app = new Hono<AuthEnv>();
-  const write = guard.apiKey("runs:write");
-  const read = guard.apiKey("runs:read");
-  const del = guard.apiKey("runs:delete", true);
+  /** After the guard: a key restricted to other Drivers than the run's is refused before anything is parsed. */
   const ofRun: MiddlewareHandler<AuthEnv> = async (c, next) => {
     assertDriversAllowed(c.get("principal"), runtime.runs.driversOfRun(c.req.param("runId") ?? ""));
     await next();
   };
-  const id = (value: string | undefined) => parseOrThrow(UlidSchema, value);
+  const on = <R extends (typeof RUN_API)[keyof typeof RUN_API]>(route: R, handler: RouteHandler<AuthEnv, R>, after: MiddlewareHandler<AuthEnv>[] = []) =>
+    mountRoute(app, route, [...guard.forRoute(route.auth), ...after], retryingWhenBusy(handler));
+  const { runs } = runtime;
 
-  app.post("/v1/runs", write, retryingWhenBusy(async (c) => {
-    const req = await readJson(c, CreateRunRequestSchema);
-    assertDriversAllowed(c.get("principal"), [req.driverInstanceId]);
-    return c.json(runtime.runs.createRun(req), 201);
-  }));
-  app.post("/v1/runs/:runId/tool-calls", write, ofRun, retryingWhenBusy(async (c) => {
-    const res = runtime.runs.enqueueToolCall(id(c.req.param("runId")), await readJson(c, EnqueueToolCallRequestSchema));
-    return c.json(res, res.replayed ? 200 : 201);
-  }));
-  app.get("/v1/runs/:runId", read, ofRun, retryingWhenBusy((c) => c.json(runtime.runs.getRunView(id(c.req.param("runId"))))));
-  app.get("/v1/runs/:runId/events", read, ofRun, retryingWhenBusy((c) => {
-    const q = parseOrThrow(RunEventsQuerySchema, c.req.query());
-    return c.json({ events: runtime.runs.listEvents(id(c.req.param("runId")), q.afterSeq) });
-  }));
-  app.delete("/v1/runs/:runId", del, ofRun, retryingWhenBusy((c) => {
-    runtime.runs.deleteRun(id(c.req.param("runId")));
+  on(RUN_API.createRun, async (c, req) => {
+    const body = await req.body();
+    assertDriversAllowed(c.get("principal"), [body.driverInstanceId]);
+    return req.json(runs.createRun(body));
+  });
+  on(RUN_API.enqueueToolCall, async (_c, req) => {
+    const res = runs.enqueueToolCall(req.param("runId"), await req.body());
+    return req.json(res, res.replayed ? 200 : 201);
+  }, [ofRun]);
+  on(RUN_API.getRun, (_c, req) => req.json(runs.getRunView(req.param("runId"))), [ofRun]);
+  on(RUN_API.listRunEvents, (_c, req) => {
+    const q = req.query();
+    return req.json({ events: runs.listEvents(req.param("runId"), q.afterSeq) });
+  }, [ofRun]);
+  on(RUN_API.deleteRun, (c, req) => {
+    runs.deleteRun(req.param("runId"));
     return c.body(null, 204);
-  }));
-  app.delete("/v1/sessions/:sessionId", del, retryingWhenBusy((c) => {
-    const sessionId = id(c.req.param("sessionId"));
-    assertDriversAllowed(c.get("principal"), runtime.runs.driversOfSession(sessionId));
-    runtime.runs.deleteSession(sessionId);
+  }, [ofRun]);
+  on(RUN_API.deleteSession, (c, req) => {
+    const sessionId = req.param("sessionId");
+    assertDriversAllowed(c.get("principal"), runs.driversOfSession(sessionId));
+    runs.deleteSession(sessionId);
     return c.body(null, 204);
-  }));
-  app.delete("/v1/drivers/:driverInstanceId", del, retryingWhenBusy((c) => {
-    const driverInstanceId = id(c.req.param("driverInstanceId"));
+  });
+  on(RUN_API.purgeDriver, (c, req) => {
+    const driverInstanceId = req.param("driverInstanceId");
     assertDriversAllowed(c.get("principal"), [driverInstanceId]);
-    runtime.runs.purgeDriver(driverInstanceId);
+    runs.purgeDriver(driverInstanceId);
     return c.body(null, 204);
-  }));
+  });
   return app;
 }

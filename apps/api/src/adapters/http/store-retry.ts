@@ -7,8 +7,9 @@ import { retryWhenBusy } from "../../platform/db/store-busy.js";
  * free in between) before the request is answered 503 `store.busy` with `Retry-After` (mapped by
  * `toErrorResponse`, which also notes the moment in the runtime's `StoreBusyWatch`: the maintenance
  * sweep then lets no heartbeat expire for one TTL, README "A busy store"). The handler runs again only when none of its transactions committed; the
- * body is parsed once (hono caches it), so a retry sees the same request.
+ * body is parsed once (hono caches it), so a retry sees the same request. Any further arguments (a
+ * table route's `RouteRequest`) are passed through.
  */
-export function retryingWhenBusy<C extends Context>(handler: (c: C) => Response | Promise<Response>): (c: C) => Promise<Response> {
-  return (c) => retryWhenBusy(() => handler(c));
+export function retryingWhenBusy<C extends Context, A extends unknown[]>(handler: (c: C, ...rest: A) => Response | Promise<Response>): (c: C, ...rest: A) => Promise<Response> {
+  return (c, ...rest) => retryWhenBusy(() => handler(c, ...rest));
 }

@@ -7,7 +7,7 @@ import { secureHeaders } from "hono/secure-headers";
 import { streamSSE } from "hono/streaming";
 import type { Logger } from "pino";
 import { z } from "zod";
-import { UlidSchema } from "@mosoo/contracts";
+import { CONSOLE_API } from "@mosoo/contracts";
 import { consoleAssetsBuilt, consoleAssetsDir } from "@mosoo/operator-console";
 import type { Runtime } from "../../../composition-root.js";
 import {
@@ -20,6 +20,7 @@ import {
 import { ConsoleSessions, secretsEqual, type ConsoleSession } from "../../../modules/console/application/console-session.service.js";
 import { DEFAULT_CHANGE_POLL_MS, EffectChangeFeed } from "../../../modules/console/application/effect-change-feed.service.js";
 import { parseOrThrow, readJson, toErrorResponse } from "../http-errors.js";
+import { mountRoute } from "../route-mount.js";
 import { CONSOLE_OFF_TEXT, featureOffPage, notBuiltPage, signInPage } from "./console-pages.js";
 
 /** Name of the console's session cookie (HttpOnly, SameSite=Strict, Path=/console; Secure over https). */
@@ -188,7 +189,6 @@ export function consoleRoutes(runtime: Runtime, logger: Logger, opts: ConsoleOpt
     return next();
   });
   app.use("/console/api/*", csrf());
-  const id = (value: string | undefined) => parseOrThrow(UlidSchema, value);
   /** The body, with the session's actor as the actor (a body may not name one). */
   const withActor = async <S extends z.ZodType>(c: Context<Env>, schema: S): Promise<z.infer<S>> => {
     const body = await readJson(c, z.record(z.string(), z.unknown()));
@@ -196,26 +196,27 @@ export function consoleRoutes(runtime: Runtime, logger: Logger, opts: ConsoleOpt
     return parseOrThrow(schema, { ...body, actor: c.get("session").actor });
   };
 
-  app.get("/console/api/session", (c) => {
+  // the table's console routes (`CONSOLE_API`): guarded by the `/console/api/*` middleware above
+  mountRoute(app, CONSOLE_API.consoleSession, [], (c) => {
     const s = c.get("session");
     return c.json({ actor: s.actor, csrfToken: s.csrfToken, expiresAtMs: s.expiresAtMs });
   });
-  app.get("/console/api/effects", (c) => c.json(operator.list(parseOrThrow(OperatorListQuerySchema, c.req.query()))));
-  app.get("/console/api/stats", (c) => c.json({ ...operator.stats(), unknownSeries: feed.unknownSeries() }));
-  app.get("/console/api/effects/:effectId", (c) => c.json(operator.show(id(c.req.param("effectId")))));
-  app.post("/console/api/effects/:effectId/reconcile", async (c) => {
-    const effectId = id(c.req.param("effectId"));
-    return c.json(await operator.reconcile(effectId, await withActor(c, OperatorReconcileRequestSchema)));
+  mountRoute(app, CONSOLE_API.consoleList, [], (_c, req) => req.json(operator.list(req.query(OperatorListQuerySchema))));
+  mountRoute(app, CONSOLE_API.consoleStats, [], (_c, req) => req.json({ ...operator.stats(), unknownSeries: feed.unknownSeries() }));
+  mountRoute(app, CONSOLE_API.consoleShow, [], (_c, req) => req.json(operator.show(req.param("effectId"))));
+  mountRoute(app, CONSOLE_API.consoleReconcile, [], async (c, req) => {
+    const effectId = req.param("effectId");
+    return req.json(await operator.reconcile(effectId, await withActor(c, OperatorReconcileRequestSchema)));
   });
-  app.post("/console/api/effects/:effectId/resolve", async (c) => {
-    const effectId = id(c.req.param("effectId"));
-    return c.json(operator.resolve(effectId, await withActor(c, OperatorResolveRequestSchema)));
+  mountRoute(app, CONSOLE_API.consoleResolve, [], async (c, req) => {
+    const effectId = req.param("effectId");
+    return req.json(operator.resolve(effectId, await withActor(c, OperatorResolveRequestSchema)));
   });
-  app.post("/console/api/effects/:effectId/compensate", async (c) => {
-    const effectId = id(c.req.param("effectId"));
-    return c.json(await operator.compensate(effectId, await withActor(c, OperatorCompensateRequestSchema)), 202);
+  mountRoute(app, CONSOLE_API.consoleCompensate, [], async (c, req) => {
+    const effectId = req.param("effectId");
+    return req.json(await operator.compensate(effectId, await withActor(c, OperatorCompensateRequestSchema)));
   });
-  app.get("/console/api/events", (c) => {
+  mountRoute(app, CONSOLE_API.consoleEvents, [], (c) => {
     operator.assertEnabled();
     const session = c.get("session");
     return streamSSE(c, async (stream) => {

@@ -1,0 +1,146 @@
+import type { z } from "zod";
+
+/** Largest request body the API accepts on any route, in bytes (4 MiB); larger ones get 413 `request.too_large` (docs/DESIGN.md §10). */
+export const MAX_BODY_BYTES = 4 * 1024 * 1024;
+
+/** HTTP methods of the API's JSON routes. */
+export type RouteMethod = "GET" | "POST" | "DELETE";
+
+/**
+ * The credential a route needs (docs/DESIGN.md §10), checked by the API's credential guard before the
+ * route runs; refusals are 401 `auth.missing_token` / `auth.invalid_token`, 403 `auth.forbidden` /
+ * `auth.scope` (see {@link AUTH_ERRORS}):
+ * - `public`: none (`GET /health`);
+ * - `metrics`: an API key with `metrics:read` or the operator token (none with `MOSOO_METRICS_PUBLIC=on`);
+ * - `api_key`: an API key with `scope` (and the operator token too when `operatorToo`);
+ * - `registration`: the Driver enrollment token, the operator token, or a Driver's own token (re-registering itself);
+ * - `driver`: one Driver instance's own token (a finalized instance: 409 `driver.finalized`);
+ * - `driver_report`: one Driver instance's own token, a finalized instance's too: its evidence about an
+ *   attempt it made before it was finalized (`complete`, `deadline-missed`, `late-result`; docs/DESIGN.md
+ *   §3 rules 12–13); the ledger takes it only from the connection that made the attempt;
+ * - `operator`: the operator token (none configured: 403 `auth.operator_disabled`);
+ * - `console_session`: the operator console's session cookie, and `X-CSRF-Token` on a POST.
+ */
+export type RouteAuth =
+  | { kind: "public" }
+  | { kind: "metrics" }
+  | { kind: "api_key"; scope: "runs:write" | "runs:read" | "runs:delete"; operatorToo?: true }
+  | { kind: "registration" }
+  | { kind: "driver" }
+  | { kind: "driver_report" }
+  | { kind: "operator" }
+  | { kind: "console_session" };
+
+/** The stable error codes each credential kind can answer with before the route itself runs. */
+export const AUTH_ERRORS: Record<RouteAuth["kind"], readonly string[]> = {
+  public: [],
+  metrics: ["auth.missing_token", "auth.invalid_token", "auth.forbidden", "auth.scope"],
+  api_key: ["auth.missing_token", "auth.invalid_token", "auth.forbidden", "auth.scope"],
+  registration: ["auth.missing_token", "auth.invalid_token", "auth.forbidden", "request.rate_limited"],
+  driver: ["auth.missing_token", "auth.invalid_token", "auth.forbidden", "driver.finalized"],
+  driver_report: ["auth.missing_token", "auth.invalid_token", "auth.forbidden", "driver.finalized"],
+  operator: ["auth.missing_token", "auth.invalid_token", "auth.forbidden", "auth.operator_disabled", "feature.disabled"],
+  console_session: ["auth.session_required", "auth.csrf_rejected", "feature.disabled"],
+};
+
+/**
+ * One route of the API, the single place its shape is written (docs/DESIGN.md §10): the hono server
+ * mounts it (`apps/api/src/adapters/http/route-mount.ts`), and every client (the Driver, the operator
+ * CLI, the e2e harness, the test helpers and fakes) builds its requests from it.
+ * - `path`: hono syntax, `:name` for a path parameter (each one a key of `params`);
+ * - `params`, `query`, `body`: zod schemas of what the client sends (the API validates with the same
+ *   ones, or, for the operator routes, with the API's stricter operator contract, see `bodyNote`);
+ * - `response`: the zod schema of a 2xx answer (`null`: no body, 204; absent: JSON not described here);
+ * - `status`: the success status(es);
+ * - `errors`: the route's own stable error codes (plus {@link AUTH_ERRORS} of its `auth`, plus
+ *   `request.invalid`, `request.unsupported_media_type`, `request.too_large`, `store.busy` on any route);
+ * - `bodyLimitBytes`: the largest body the route accepts (413 `request.too_large` above it);
+ * - `idempotent`: a repeat changes nothing more, so a client may retry it after an ambiguous failure.
+ */
+export interface ApiRoute {
+  method: RouteMethod;
+  path: string;
+  params?: z.ZodType<Record<string, string>> | undefined;
+  query?: z.ZodType | undefined;
+  body?: z.ZodType | undefined;
+  response?: z.ZodType | null | undefined;
+  status: readonly number[];
+  auth: RouteAuth;
+  errors: readonly string[];
+  bodyLimitBytes: number;
+  idempotent: boolean;
+  /** A sentence on anything the schemas do not say (e.g. a body the server ignores). */
+  note?: string | undefined;
+}
+
+/** Declares one route of the table, keeping its literal types (`bodyLimitBytes` defaults to {@link MAX_BODY_BYTES}). */
+export function defineRoute<const R extends Omit<ApiRoute, "bodyLimitBytes"> & { bodyLimitBytes?: number }>(route: R): R & { bodyLimitBytes: number } {
+  return { ...route, bodyLimitBytes: route.bodyLimitBytes ?? MAX_BODY_BYTES };
+}
+
+type SchemaInput<S> = S extends z.ZodType ? z.input<S> : never;
+type SchemaOutput<S> = S extends z.ZodType ? z.output<S> : never;
+
+/** What a client passes to call route `R`: `params` when it has path parameters, `query`, `body` when it takes them. */
+export type RouteInput<R extends ApiRoute> = (R["params"] extends z.ZodType ? { params: SchemaInput<R["params"]> } : { params?: undefined }) &
+  (R["query"] extends z.ZodType ? { query: SchemaInput<R["query"]> } : { query?: undefined }) &
+  (R["body"] extends z.ZodType ? { body: SchemaInput<R["body"]> } : { body?: undefined });
+
+/** The parsed body of route `R` (its body schema's output; `undefined` when it takes none). */
+export type RouteBody<R extends ApiRoute> = R["body"] extends z.ZodType ? SchemaOutput<R["body"]> : undefined;
+
+/** The parsed 2xx answer of route `R` (`undefined` for a 204, `unknown` when the table does not describe it). */
+export type RouteOutput<R extends ApiRoute> = R["response"] extends z.ZodType ? SchemaOutput<R["response"]> : R["response"] extends null ? undefined : unknown;
+
+/**
+ * The path of `route` with every `:name` replaced by `params[name]`, percent-encoded
+ * (`encodeURIComponent`; an empty value stays an empty segment, so the API answers it, never another route).
+ * @throws Error `route.param_missing` when a parameter of the path has no value in `params`.
+ */
+export function routePath(route: Pick<ApiRoute, "path">, params: Record<string, string> = {}): string {
+  return route.path.replace(/:([A-Za-z][A-Za-z0-9]*)/g, (_m, name: string) => {
+    const value = params[name];
+    if (value === undefined) throw new Error(`route.param_missing: ${route.path} needs ${name}`);
+    return encodeURIComponent(value);
+  });
+}
+
+/**
+ * The query string of a route's query object (`?a=1&b=x`, or `""` when nothing is set): each defined
+ * value as `String(value)`, in the object's key order; `undefined` values are left out.
+ */
+export function routeQueryString(query: Record<string, unknown> | undefined): string {
+  if (!query) return "";
+  const search = new URLSearchParams();
+  for (const [key, value] of Object.entries(query)) if (value !== undefined) search.set(key, String(value));
+  const text = search.toString();
+  return text ? `?${text}` : "";
+}
+
+/**
+ * Finds the route of `table` that answers `method pathname` (a path with real values, no query), with
+ * its decoded path parameters; `undefined` when none does. Used by test fakes and helpers that are
+ * handed a raw request, so that they name no path themselves.
+ */
+export function matchRoute<T extends Record<string, ApiRoute>>(
+  table: T,
+  method: string,
+  pathname: string,
+): { name: keyof T & string; route: T[keyof T]; params: Record<string, string> } | undefined {
+  for (const [name, route] of Object.entries(table)) {
+    if (route.method !== method.toUpperCase()) continue;
+    const names: string[] = [];
+    const pattern = route.path.replace(/[.*+?^${}()|[\]\\]/g, "\\$&").replace(/:([A-Za-z][A-Za-z0-9]*)/g, (_m, n: string) => {
+      names.push(n);
+      return "([^/]*)";
+    });
+    const m = new RegExp(`^${pattern}$`).exec(pathname);
+    if (!m) continue;
+    const params: Record<string, string> = {};
+    names.forEach((n, i) => {
+      params[n] = decodeURIComponent(m[i + 1] ?? "");
+    });
+    return { name, route: route as T[keyof T], params };
+  }
+  return undefined;
+}
