@@ -46,16 +46,16 @@ const BUGS = [
     id: "lookup-timeout-as-not-executed",
     what: "a lookup that times out is taken as a confirmed non-execution (DESIGN §5 row 1)",
     file: "packages/effect-reconciliation/src/reconcile.service.ts",
-    find: 'if (run.kind === "timed_out") decision = refused(ref, "lookup_timeout", `lookup did not settle within ${timeoutMs} ms`);',
+    find: 'if (run.kind === "timed_out") answer = { kind: "refused", decision: refused(ref, "lookup_timeout", `lookup did not settle within ${timeoutMs} ms`) };',
     replace:
-      'if (run.kind === "timed_out") decision = { decision: "confirmed_not_executed", receipt: { observedAt: new Date(nowMs).toISOString() }, adapter: ref } as ReconcileDecision;',
+      'if (run.kind === "timed_out") answer = { kind: "answered", outcome: { outcome: "confirmed_not_executed", toolName: request.toolName, idempotencyKey: request.idempotencyKey, receipt: { observedAt: new Date(nowMs).toISOString() } } as LookupOutcome, serverId: String(serverId), declaration: parsedDeclaration, nowMs, timeoutMs };',
   },
   {
     id: "unvalidated-adapter-output",
     what: "the adapter's answer is judged and persisted without schema validation (DESIGN §5 row 2)",
     file: "packages/effect-reconciliation/src/reconcile.service.ts",
-    find: "return parsed.success ? judge(parsed.data) : refused(ref, \"invalid_adapter_output\", summarizeError(parsed.error));",
-    replace: "return judge((parsed.success ? parsed.data : value) as LookupOutcome);",
+    find: "return parsed.success ? { outcome: structuredClone(parsed.data) } : refused(ref, \"invalid_adapter_output\", summarizeError(parsed.error));",
+    replace: "return { outcome: (parsed.success ? parsed.data : value) as LookupOutcome };",
   },
   {
     id: "terminal-before-receipt",
