@@ -8,6 +8,12 @@ import { FakeDriverApi } from "./helpers/fake-driver-api.js";
 const DRIVER_DIR = join(import.meta.dirname, "..");
 const TSX = join(DRIVER_DIR, "..", "..", "node_modules", ".bin", "tsx");
 
+/**
+ * Bound (ms) of each test that starts the CLI (tsx src/main.ts): ~1–2 s on a quiet machine, 12–20 s at a
+ * load average of 15–20 on the shared 2-core machine, so 3x+ headroom. A bound for a hang, not a timing assertion.
+ */
+const CLI_TIMEOUT_MS = 90_000;
+
 interface Run {
   code: number | null;
   stdout: string;
@@ -42,7 +48,7 @@ describe("mosoo-driver CLI: bad input", () => {
     expect(run.stderr.trimEnd().split("\n")).toHaveLength(1);
     expect(run.stderr).toMatch(/required option '--api-url <url>' not specified/);
     expect(run.stderr).not.toMatch(/\bat .*\.ts:\d+/); // no stack trace
-  }, 20_000);
+  }, CLI_TIMEOUT_MS);
 
   it("exits 2 with one line when the MCP config is invalid", async () => {
     const config = join(dir, "mcp.json");
@@ -51,14 +57,14 @@ describe("mosoo-driver CLI: bad input", () => {
     expect(run.code).toBe(2);
     expect(run.stderr.trimEnd().split("\n")).toHaveLength(1);
     expect(run.stderr).toMatch(/servers\.issues\.url/);
-  }, 20_000);
+  }, CLI_TIMEOUT_MS);
 
   it("exits 2 on a non-numeric --tool-timeout-ms", async () => {
     const run = await runCli(["--api-url", "http://127.0.0.1:1", "--mcp-config", "x.json", "--tool-timeout-ms", "soon"]);
     expect(run.code).toBe(2);
     expect(run.stderr).toMatch(/--tool-timeout-ms/);
     expect(run.stderr.trimEnd().split("\n")).toHaveLength(1);
-  }, 20_000);
+  }, CLI_TIMEOUT_MS);
 
   it("--help explains every flag with its default and shows an example", async () => {
     const run = await runCli(["--help"]);
@@ -69,7 +75,7 @@ describe("mosoo-driver CLI: bad input", () => {
     expect(run.stdout).toContain('default: "./var/driver-state.json"');
     expect(run.stdout).toContain("default: 60000");
     expect(run.stdout).toMatch(/Example:\n\s+mosoo-driver --api-url/);
-  }, 20_000);
+  }, CLI_TIMEOUT_MS);
 });
 
 describe("mosoo-driver CLI: running", () => {
@@ -96,7 +102,7 @@ describe("mosoo-driver CLI: running", () => {
     const messages = run.stdout.trim().split("\n").map((line) => (JSON.parse(line) as { msg: string }).msg);
     expect(messages).toEqual(expect.arrayContaining(["driver.registered", "driver.connected", "driver.stopping", "driver.stopped"]));
     expect(api.requestsOf("finalize")).toHaveLength(0);
-  }, 20_000);
+  }, CLI_TIMEOUT_MS);
 
   it("with --finalize-on-exit, SIGTERM finalizes", async () => {
     const config = join(dir, "mcp.json");
@@ -114,7 +120,7 @@ describe("mosoo-driver CLI: running", () => {
     expect(run.code).toBe(0);
     expect(api.requestsOf("finalize")).toHaveLength(1);
     expect(run.stdout).toContain('"driver.finalized"');
-  }, 20_000);
+  }, CLI_TIMEOUT_MS);
 
   it("exits 1 when the API refuses the stored token (401)", async () => {
     const config = join(dir, "mcp.json");
@@ -125,5 +131,5 @@ describe("mosoo-driver CLI: running", () => {
     const run = await runCli(["--api-url", api.url, "--mcp-config", config, "--state-file", state]);
     expect(run.code).toBe(1);
     expect(run.stdout).toContain('"driver.connection_lost"');
-  }, 20_000);
+  }, CLI_TIMEOUT_MS);
 });
