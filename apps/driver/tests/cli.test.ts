@@ -6,7 +6,6 @@ import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { FakeDriverApi } from "./helpers/fake-driver-api.js";
 
 const DRIVER_DIR = join(import.meta.dirname, "..");
-const TSX = join(DRIVER_DIR, "..", "..", "node_modules", ".bin", "tsx");
 
 /**
  * Bound (ms) of each test that starts the CLI (tsx src/main.ts): ~1–2 s on a quiet machine, 12–20 s at a
@@ -20,10 +19,15 @@ interface Run {
   stderr: string;
 }
 
-/** Spawns `tsx src/main.ts` from apps/driver; `onStdout` may act on the output (e.g. send a signal). */
+/**
+ * Spawns `node --import tsx src/main.ts` from apps/driver (one process); `onStdout` may act on the output
+ * (e.g. send a signal). Not the `tsx` binary: it runs the script in a child and, on SIGTERM, gives that
+ * child 30 ms to acknowledge the relayed signal over IPC before it SIGKILLs it and exits 143, a timer race
+ * a starved child loses on a loaded machine (seen: exit 143 instead of 0 at a load average of 18).
+ */
 function runCli(args: string[], onStdout?: (text: string, kill: (signal: NodeJS.Signals) => void) => void): Promise<Run> {
   return new Promise((resolve, reject) => {
-    const child = spawn(TSX, ["src/main.ts", ...args], { cwd: DRIVER_DIR, stdio: ["ignore", "pipe", "pipe"] });
+    const child = spawn(process.execPath, ["--import", "tsx", "src/main.ts", ...args], { cwd: DRIVER_DIR, stdio: ["ignore", "pipe", "pipe"] });
     let stdout = "";
     let stderr = "";
     child.stdout.on("data", (chunk: Buffer) => {
