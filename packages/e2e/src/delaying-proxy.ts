@@ -6,6 +6,8 @@ import { Hono } from "hono";
  * `path` are forwarded `delayRequestMs` (ms) late (then once `gate()` resolves, when given), and their
  * answer is held `holdAnswerMs` (ms) after the upstream answered (the upstream has already acted on
  * the request by then).
+ * With `after`, the rule applies only once the upstream has answered a request with that path
+ * (an ordering the test controls, not a timer): before that, matching requests pass through.
  */
 export interface DelayRule {
   method: string;
@@ -18,6 +20,8 @@ export interface DelayRule {
    * it resolves later, without any timer deciding when.
    */
   gate?: () => Promise<void>;
+  /** A path (exact) the upstream must have answered once before this rule applies. */
+  after?: string;
 }
 
 /** What the proxy saw: each forwarded request's method, path, and when (ms since the epoch) it was sent upstream and answered downstream. */
@@ -55,14 +59,22 @@ function sleep(ms: number): Promise<void> {
  * A small HTTP forwarder (hono on @hono/node-server, upstream calls with Node's fetch) between a
  * Driver and the API, on 127.0.0.1 and a free port, that delays requests or holds answers per
  * {@link DelayRule} (the first matching rule applies; others pass through). Issue 16 repro 3:
- * hold the claim's answer 12 s, delay heartbeats 5 s. An upstream that cannot be reached answers 502.
+ * hold the claim's answer past the send-by deadline and, once the API has answered the claim
+ * (`after`), delay heartbeats past the heartbeat TTL. An upstream that cannot be reached answers 502.
  */
 export async function startDelayingProxy(targetUrl: string, rules: DelayRule[]): Promise<DelayingProxy> {
   const seen: ProxiedRequest[] = [];
+  /** Paths the upstream has answered at least once (the `after` gates). */
+  const upstreamAnswered = new Set<string>();
   const app = new Hono();
   app.all("*", async (c) => {
     const incoming = new URL(c.req.url);
-    const rule = rules.find((r) => r.method === c.req.method && (typeof r.path === "string" ? r.path === incoming.pathname : r.path.test(incoming.pathname)));
+    const rule = rules.find(
+      (r) =>
+        r.method === c.req.method &&
+        (typeof r.path === "string" ? r.path === incoming.pathname : r.path.test(incoming.pathname)) &&
+        (r.after === undefined || upstreamAnswered.has(r.after)),
+    );
     const body = c.req.method === "GET" || c.req.method === "HEAD" ? undefined : await c.req.arrayBuffer();
     if (rule?.delayRequestMs) await sleep(rule.delayRequestMs);
     if (rule?.gate) await rule.gate();
@@ -74,6 +86,7 @@ export async function startDelayingProxy(targetUrl: string, rules: DelayRule[]):
       return c.json({ error: { code: "proxy.upstream_unreachable", message: (error as Error).message } }, 502);
     }
     const payload = await upstream.arrayBuffer();
+    upstreamAnswered.add(incoming.pathname);
     if (rule?.holdAnswerMs) await sleep(rule.holdAnswerMs);
     seen.push({ method: c.req.method, path: incoming.pathname, forwardedAtMs, answeredAtMs: Date.now(), status: upstream.status });
     return new Response(payload, { status: upstream.status, headers: copyHeaders(upstream.headers) });

@@ -36,5 +36,5 @@ describe("kill soak", () => {
     expect(report.counts.effects).toBeGreaterThan(0);
     expect(report.counts, JSON.stringify(report.counts)).toMatchObject({ lost: 0, duplicated: 0, phantom: 0, stuck: 0 });
     expect(soakFailed(report.counts)).toBe(false);
-  }, 60_000);
+  }, 360_000); // alone 40–49 s on the shared 2-core machine, 2–3x that under load: 3x headroom over a loaded run
 });

@@ -12,7 +12,8 @@ import { expectInvariant, type ScenarioOptions, type ScenarioResult } from "./sc
 
 /** Name of the scenario (and of its folder under `var/demo/`). */
 export const OPERATOR_RESOLUTION_SCENARIO = "fenced-resolved-by-operator";
-const STEP_TIMEOUT_MS = 30_000;
+/** Bound (ms) of each wait for an event of the scenario: a hang bound sized for a loaded 2-core machine, not a timing assertion. */
+const STEP_TIMEOUT_MS = 120_000;
 
 /**
  * Runs the operator CLI (`apps/api/src/effects.main.ts`, the same entry as `npm run effects`)
