@@ -1,5 +1,6 @@
-// Runs the type-check, the dependency rules (dependency-cruiser), then every vitest project, and prints the plain `N passed, N failed` line
-// that CI reads (TOOLCHAIN.md P10). Exits non-zero when the type-check, a dependency rule or any test fails.
+// Runs the type-check, the dependency rules (dependency-cruiser), knip (dead code), then every vitest project, and prints the plain
+// `N passed, N failed` line that CI reads (TOOLCHAIN.md P10). Exits non-zero when the type-check, a dependency rule, a knip finding or
+// any test fails.
 import { spawnSync } from "node:child_process";
 import { readFileSync, mkdirSync, rmSync } from "node:fs";
 import { join } from "node:path";
@@ -23,6 +24,13 @@ const depcruise = spawnSync(bin("depcruise"), ["apps", "packages", "--config", "
 const dependencyRulesFailed = depcruise.status !== 0;
 console.log(dependencyRulesFailed ? "dependency rules: FAILED" : "dependency rules: ok");
 
+// knip (knip.json): no unused file, export, dependency or unlisted binary in any workspace. It prints
+// nothing when clean and exits non-zero on any finding (configuration hints are printed, not failed).
+console.log("> knip --no-progress (unused files, exports, dependencies)");
+const knip = spawnSync(bin("knip"), ["--no-progress"], { stdio: "inherit" });
+const knipFailed = knip.status !== 0;
+console.log(knipFailed ? "knip: FAILED" : "knip: ok");
+
 const vitest = spawnSync(
   bin("vitest"),
   ["run", "--reporter=default", "--reporter=json", `--outputFile.json=${report}`, ...process.argv.slice(2)],
@@ -40,10 +48,10 @@ try {
 } catch {
   failed += 1;
 }
-// The type-check and the dependency rules count as one test each so that neither can fail silently.
-for (const checkFailed of [typecheckFailed, dependencyRulesFailed]) {
+// The type-check, the dependency rules and knip count as one test each so that none can fail silently.
+for (const checkFailed of [typecheckFailed, dependencyRulesFailed, knipFailed]) {
   if (checkFailed) failed += 1;
   else passed += 1;
 }
 console.log(`${passed} passed, ${failed} failed${skipped ? `, ${skipped} skipped` : ""}`);
-process.exit(typecheckFailed || dependencyRulesFailed || vitest.status !== 0 || failed > 0 ? 1 : 0);
+process.exit(typecheckFailed || dependencyRulesFailed || knipFailed || vitest.status !== 0 || failed > 0 ? 1 : 0);

@@ -18,7 +18,7 @@ export const DEFAULT_TOLERANCE = 0.2;
  * `value` and its `unit` (`x` for a ratio against a floor or bound, `ms` for a p95 minus the lookup
  * bound, `MB` for peak RSS). Lower is better for every one.
  */
-export const BenchFigureSchema = z.strictObject({
+const BenchFigureSchema = z.strictObject({
   key: z.string().min(1).max(100),
   label: z.string().min(1).max(200),
   value: z.number().finite(),
@@ -74,7 +74,7 @@ export function compareWithBaseline(current: readonly BenchFigure[], baseline: R
 }
 
 /** A figure with its unit, e.g. `3.52×`, `407 ms`, `189 MB`. */
-export function formatFigure(value: number, unit: BenchFigure["unit"]): string {
+function formatFigure(value: number, unit: BenchFigure["unit"]): string {
   return unit === "x" ? `${value.toFixed(2)}×` : `${value.toFixed(0)} ${unit}`;
 }
 

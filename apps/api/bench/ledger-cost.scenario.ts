@@ -18,7 +18,7 @@ export interface LatencyStats {
 }
 
 /** One table size of the ledger scenario: existing effects (count) and the three measured tasks. */
-export interface LedgerCostPoint {
+interface LedgerCostPoint {
   /** Effects (and floor rows) in the table before measuring. */
   existingEffects: number;
   /** Four bare single-row better-sqlite3 transactions (prepared statements) on an equivalent table in the same file. */

@@ -55,7 +55,7 @@ export interface CreateRuntimeOptions {
 }
 
 /** How long (ms) a Driver registration that never connected is kept before the sweep purges it: 1 hour. */
-export const DEFAULT_DRIVER_UNCONNECTED_TTL_MS = 3_600_000;
+const DEFAULT_DRIVER_UNCONNECTED_TTL_MS = 3_600_000;
 
 /**
  * The composition root: the one place that knows every module (docs/ARCHITECTURE.md). It builds

@@ -17,7 +17,7 @@ import { AdapterWorkerMetrics } from "./modules/reconciliation/infrastructure/re
 import { reportBindings } from "./modules/reconciliation/application/binding-report.js";
 
 /** How long (ms) `close()` lets in-flight requests finish before it closes every connection. */
-export const SHUTDOWN_GRACE_MS = 3_000;
+const SHUTDOWN_GRACE_MS = 3_000;
 
 /** A running API: its base URL (`http://host:port`), the runtime, the store, and `close()`. */
 export interface RunningApi {

@@ -25,7 +25,7 @@ export interface DelayRule {
 }
 
 /** What the proxy saw: each forwarded request's method, path, and when (ms since the epoch) it was sent upstream and answered downstream. */
-export interface ProxiedRequest {
+interface ProxiedRequest {
   method: string;
   path: string;
   forwardedAtMs: number;

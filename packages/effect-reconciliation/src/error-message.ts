@@ -1,7 +1,7 @@
 import { z } from "zod";
 
 /** The longest one-line error summary the runtime records: 500 characters. */
-export const MAX_ERROR_SUMMARY_LENGTH = 500;
+const MAX_ERROR_SUMMARY_LENGTH = 500;
 
 /**
  * A one-line, stack-free summary of anything thrown (at most {@link MAX_ERROR_SUMMARY_LENGTH}
@@ -27,7 +27,7 @@ export function toOneLine(text: string): string {
 }
 
 /** True for a zod error, also one thrown by another copy of zod (checked by shape). */
-export function isZodError(value: unknown): value is z.ZodError {
+function isZodError(value: unknown): value is z.ZodError {
   if (value instanceof z.ZodError) return true;
   return (
     typeof value === "object" &&

@@ -5,7 +5,7 @@ import type { KitProvider } from "@mosoo/effect-reconciliation/testing";
 import type { FixtureProviderHandle } from "@mosoo/fixture-provider";
 
 /** Calls `tool` on the fixture provider with the key placed as `placement` says (no key when empty). */
-export async function callFixtureTool(handle: FixtureProviderHandle, tool: string, key: string, args: Record<string, unknown>, placement: KeyPlacement = { in: "meta", name: IDEMPOTENCY_KEY_META }) {
+async function callFixtureTool(handle: FixtureProviderHandle, tool: string, key: string, args: Record<string, unknown>, placement: KeyPlacement = { in: "meta", name: IDEMPOTENCY_KEY_META }) {
   const client = new Client({ name: "conformance", version: "1.0.0" });
   await client.connect(new StreamableHTTPClientTransport(new URL(handle.url)));
   try {

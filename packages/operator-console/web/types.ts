@@ -1,7 +1,7 @@
 /** Shapes the console reads from `/console/api/*` (the API's operator service, docs/DESIGN.md §7). */
 
 /** One effect in a list (the operator service's `summary`). Times are ms since the epoch. */
-export interface EffectSummary {
+interface EffectSummary {
   id: string;
   runId: string;
   commandId: string;
@@ -25,7 +25,7 @@ export interface EffectPage {
   nextCursor: string | null;
 }
 
-export interface Attempt {
+interface Attempt {
   attempt: number;
   status: string;
   connectionId: string;
@@ -35,7 +35,7 @@ export interface Attempt {
   finishedAtMs: number | null;
 }
 
-export interface Lookup {
+interface Lookup {
   id: string;
   adapterId: string;
   adapterVersion: string;
@@ -49,7 +49,7 @@ export interface Lookup {
   nextLookupAtMs: number | null;
 }
 
-export interface OperatorAction {
+interface OperatorAction {
   id: string;
   action: string;
   actor: string;

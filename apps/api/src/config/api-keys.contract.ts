@@ -15,7 +15,7 @@ export const API_KEY_SCOPES = ["runs:write", "runs:read", "runs:delete", "metric
 export type ApiKeyScope = (typeof API_KEY_SCOPES)[number];
 
 /** Shortest secret accepted for an API key, the enrollment token and the operator token (characters). */
-export const MIN_SECRET_LENGTH = 16;
+const MIN_SECRET_LENGTH = 16;
 
 /**
  * One API key: a `name` (1–64 of `[A-Za-z0-9._-]`, shown in logs, never the secret), its `secret`

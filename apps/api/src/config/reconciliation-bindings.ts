@@ -16,7 +16,7 @@ import type { BoundAdapterInfo, ReconciliationSettings } from "../modules/reconc
  * plus its `options` (validated by the adapter) and optionally `tools`, the tools it covers
  * (each must be declared by the adapter and named once; default: every declared tool).
  */
-export const BindingSchema = z
+const BindingSchema = z
   .strictObject({
     adapterId: z.string().min(1).optional(),
     package: AdapterSourceSchema.optional(),
@@ -32,19 +32,17 @@ export const BindingSchema = z
   })
   .refine((b) => (b.adapterId === undefined) !== (b.package === undefined), "name exactly one of adapterId (a built-in) or package ({module, export})");
 /** See {@link BindingSchema}. */
-export type Binding = z.infer<typeof BindingSchema>;
+type Binding = z.infer<typeof BindingSchema>;
 
 /**
  * The bindings file named by `MOSOO_RECONCILIATION_BINDINGS_FILE`. Example:
  * `{"bindings": {"tracker": {"package": {"module": "@mosoo/fixture-adapter", "export": "fixtureIssueTrackerAdapterFactory"}, "options": {"url": "http://127.0.0.1:4000/mcp"}}}}`.
  * A server without a binding keeps the baseline fence.
  */
-export const BindingsFileSchema = z.strictObject({ bindings: z.record(ServerIdSchema, BindingSchema) });
-/** See {@link BindingsFileSchema}. */
-export type BindingsFile = z.infer<typeof BindingsFileSchema>;
+const BindingsFileSchema = z.strictObject({ bindings: z.record(ServerIdSchema, BindingSchema) });
 
 /** What to bind on one server: the adapter's source, its options and the optional tool list. */
-export interface BindingSpec {
+interface BindingSpec {
   serverId: string;
   source: AdapterSource;
   options: unknown;
@@ -63,10 +61,10 @@ export interface BindingSpec {
  * @throws ReconciliationError (`adapter.package_not_found`, `adapter.export_missing`, `adapter.load_failed`,
  *   `adapter.invalid_declaration`, `adapter.invalid_options`, `binding.tool_not_declared`).
  */
-export type BindingInstantiator = (spec: BindingSpec, discoveryTimeoutMs: number) => Promise<InstantiatedBinding>;
+type BindingInstantiator = (spec: BindingSpec, discoveryTimeoutMs: number) => Promise<InstantiatedBinding>;
 
 /** The {@link BindingInstantiator} of an {@link AdapterHost}: `host.bind(source, options, {tools, discoveryTimeoutMs})`. */
-export function hostInstantiator(host: AdapterHost): BindingInstantiator {
+function hostInstantiator(host: AdapterHost): BindingInstantiator {
   return (spec, discoveryTimeoutMs) => host.bind(spec.source, spec.options, { ...(spec.tools ? { tools: spec.tools } : {}), discoveryTimeoutMs });
 }
 

@@ -3,7 +3,7 @@ import { dirname, resolve, sep } from "node:path";
 import { ConfigError } from "./api-config.js";
 
 /** Largest bindings file read at startup, in bytes (1 MiB); a larger one is refused, never read. */
-export const MAX_BINDINGS_FILE_BYTES = 1024 * 1024;
+const MAX_BINDINGS_FILE_BYTES = 1024 * 1024;
 
 /** Pseudo file systems a store can never live on (SQLite spins or fails there). */
 const PSEUDO_FS_ROOTS = ["/proc", "/sys", "/dev"];

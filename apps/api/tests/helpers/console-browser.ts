@@ -13,7 +13,7 @@ import { buildHttpApp, type Runtime } from "../kit/index.js";
  * root, no GPU). Deliberately not `@sparticuz/chromium`'s own `args`: those turn off web security
  * (`--disable-web-security`), which would defeat the CSP and same-origin checks under test.
  */
-export const CHROMIUM_FLAGS = [
+const CHROMIUM_FLAGS = [
   "--no-sandbox",
   "--disable-gpu",
   "--disable-quic",
@@ -58,7 +58,7 @@ export async function serveConsoleApi(runtime: Runtime, operatorToken: string | 
 }
 
 /** Where the browser tests save their screenshots (`var/console/` at the repository root). */
-export const SCREENSHOT_DIR = join(import.meta.dirname, "../../../../var/console");
+const SCREENSHOT_DIR = join(import.meta.dirname, "../../../../var/console");
 
 /** Saves a full-page screenshot of `page` as `var/console/<name>.png`; returns its path. */
 export async function screenshot(page: Page, name: string): Promise<string> {

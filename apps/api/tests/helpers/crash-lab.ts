@@ -22,14 +22,14 @@ import { START_MS, createManualClock, createTempDir, createTestWorld, type Manua
 import { CrashInjector, SimulatedCrash, isSimulatedCrash, type CrashPlan } from "./crash-injector.js";
 import { installLabAudit } from "./crash-lab-checks.js";
 
-export const SERVER = "tracker";
-export const TOOL = "createIssue";
+const SERVER = "tracker";
+const TOOL = "createIssue";
 /** Real-time bound of one lookup (ms) in the lab; a hanging adapter costs this much wall time. */
-export const LAB_LOOKUP_TIMEOUT_MS = 30;
+const LAB_LOOKUP_TIMEOUT_MS = 30;
 /** Declared maximum in-flight time of the `lookup_only` profile (ms, manual clock). */
-export const LAB_MAX_IN_FLIGHT_MS = 10_000;
+const LAB_MAX_IN_FLIGHT_MS = 10_000;
 /** How late a `late_commit` provider call lands (ms, manual clock; within the in-flight window). */
-export const LATE_COMMIT_MS = 2_000;
+const LATE_COMMIT_MS = 2_000;
 /** The lab API's Driver heartbeat TTL (ms, manual clock). */
 export const HEARTBEAT_TTL_MS = 60_000;
 

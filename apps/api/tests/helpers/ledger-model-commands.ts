@@ -30,8 +30,6 @@ import { RaceCmd, type RaceOp } from "./ledger-model/race-command.js";
 import { FinalizeCmd, SweepCmd } from "./ledger-model/reconciliation-commands.js";
 import type { Cmd } from "./ledger-model/steps.js";
 
-export { RACE_OPS, type RaceOp } from "./ledger-model/race-command.js";
-export type { CrashOp } from "./ledger-model/crash-commands.js";
 
 // ---------------------------------------------------------------------------------------------
 // Arbitraries

@@ -14,7 +14,7 @@ import { commandArbitraries } from "./ledger-model-commands.js";
 import { createWorld, figures, newModel, quiesce, type Profile } from "./ledger-model-world.js";
 
 /** The provider profiles the property draws from: a provider whose lookup fences the key, and one with a max in-flight time. */
-export const profileArb: fc.Arbitrary<Profile> = fc.constantFrom<Profile>(
+const profileArb: fc.Arbitrary<Profile> = fc.constantFrom<Profile>(
   { fencing: "lookup_fences_key" },
   { fencing: "max_in_flight", maxInFlightMs: 10_000, lagMs: 3_000, maxDelayMs: 3_000 },
 );

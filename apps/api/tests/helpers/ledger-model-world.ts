@@ -33,10 +33,10 @@ export const BOUND_SERVER = "tracker";
 export const WRITE_TOOL = "createIssue";
 export { START_MS };
 /** Real-time bound of one lookup (ms): a hanging adapter costs this much wall time. */
-export const LOOKUP_TIMEOUT_MS = 50;
+const LOOKUP_TIMEOUT_MS = 50;
 export const LEASE_MS = 30_000;
-export const HEARTBEAT_TTL_MS = 60_000;
-export const MAX_LOOKUPS = 8;
+const HEARTBEAT_TTL_MS = 60_000;
+const MAX_LOOKUPS = 8;
 /** Send-by deadline of execute claims in the model (ms; docs/DESIGN.md §3 rule 12). */
 export const SEND_DEADLINE_MS = 10_000;
 
@@ -73,7 +73,7 @@ export interface CallRec {
 }
 
 /** What happened to one provider send of the model Driver. */
-export type SendState =
+type SendState =
   | { kind: "not_sent" }
   /** The send-by deadline passed before the Driver sent: it never sends, it reports (rule 12). */
   | { kind: "deadline_missed" }
@@ -342,7 +342,7 @@ export interface CommandDb {
   result_json: string | null;
   error_json: string | null;
 }
-export interface RecordDb {
+interface RecordDb {
   id: string;
   effect_id: string;
   trigger: string;
@@ -352,11 +352,11 @@ export interface RecordDb {
   result_json: string | null;
 }
 
-export const effects = (w: World) => w.store.sqlite.prepare("SELECT * FROM external_tool_effects ORDER BY id").all() as EffectDb[];
+const effects = (w: World) => w.store.sqlite.prepare("SELECT * FROM external_tool_effects ORDER BY id").all() as EffectDb[];
 export const effectById = (w: World, id: string) => w.store.sqlite.prepare("SELECT * FROM external_tool_effects WHERE id = ?").get(id) as EffectDb | undefined;
-export const commands = (w: World) => w.store.sqlite.prepare("SELECT * FROM driver_commands ORDER BY id").all() as CommandDb[];
+const commands = (w: World) => w.store.sqlite.prepare("SELECT * FROM driver_commands ORDER BY id").all() as CommandDb[];
 export const commandById = (w: World, id: string) => w.store.sqlite.prepare("SELECT * FROM driver_commands WHERE id = ?").get(id) as CommandDb | undefined;
-export const records = (w: World) => w.store.sqlite.prepare("SELECT * FROM effect_reconciliations ORDER BY id").all() as RecordDb[];
+const records = (w: World) => w.store.sqlite.prepare("SELECT * FROM effect_reconciliations ORDER BY id").all() as RecordDb[];
 export const runStatus = (w: World, runId: string) =>
   (w.store.sqlite.prepare("SELECT status FROM session_runs WHERE id = ?").get(runId) as { status: string } | undefined)?.status;
 export const driverStatus = (w: World, id: string) =>
@@ -382,7 +382,7 @@ const FAULT_REASONS: Partial<Record<AdapterFault, readonly string[]>> = {
   conflicting_fingerprint: ["key_conflict"],
 };
 
-export class InvariantViolation extends Error {
+class InvariantViolation extends Error {
   override readonly name = "InvariantViolation";
 }
 

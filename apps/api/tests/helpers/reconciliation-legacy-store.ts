@@ -7,7 +7,7 @@ import { fingerprintArguments, newUlid } from "@mosoo/contracts";
 import { MIGRATIONS_FOLDER } from "../../src/platform/db/database.js";
 
 /** The tables every pre-reconciliation (#412) store has, in dependency order. */
-export const LEGACY_TABLES = ["driver_instances", "sessions", "session_runs", "driver_commands", "external_tool_effects", "external_tool_effect_attempts", "run_events"] as const;
+const LEGACY_TABLES = ["driver_instances", "sessions", "session_runs", "driver_commands", "external_tool_effects", "external_tool_effect_attempts", "run_events"] as const;
 
 /** Ids of the rows {@link createLegacyStore} wrote. */
 export interface LegacyIds {

@@ -5,13 +5,17 @@
  */
 export { START_MS, createManualClock } from "./clock.js";
 export type { ManualClock } from "./clock.js";
-export { copyMigratedStoreFile, createTempDir, migratedTemplate, openTestStore, removeMigratedTemplate } from "./store.js";
+export {
+  copyMigratedStoreFile,
+  createTempDir,
+  /** @public documented in README.md (the store part) though no test imports it yet */
+  openTestStore,
+  removeMigratedTemplate,
+} from "./store.js";
 export type { Store, TempDir } from "./store.js";
 export { buildRuntime, createTestWorld } from "./world.js";
-export type { ReconciliationSettings, Runtime, TestWorld, TestWorldOptions } from "./world.js";
+export type { ReconciliationSettings, Runtime, TestWorld } from "./world.js";
 export {
-  BOUND_SERVER,
-  WRITE_TOOL,
   connectDriver,
   deliverAcceptClaim,
   dispatchWrite,
@@ -23,10 +27,10 @@ export {
   redeliverAndClaim,
 } from "./driver.js";
 export type { ConnectedDriver, DispatchedCall } from "./driver.js";
-export { TEST_BACKOFF, commitAtProvider, createDoubleWorld, recordingAdapter } from "./provider-double.js";
+export { commitAtProvider, createDoubleWorld } from "./provider-double.js";
 export type { DoubleWorld, DoubleWorldOptions } from "./provider-double.js";
 export { createFixtureProviderWorld, executeNextCommand } from "./fixture-provider.js";
-export type { ExecutedCommand, FixtureProviderWorld } from "./fixture-provider.js";
+export type { FixtureProviderWorld } from "./fixture-provider.js";
 export { buildHttpApp } from "./http.js";
 export type { HttpApp } from "./http.js";
 export { until, waitFor } from "./wait.js";

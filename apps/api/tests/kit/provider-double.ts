@@ -11,7 +11,7 @@ import { BOUND_SERVER, WRITE_TOOL, type DispatchedCall } from "./driver.js";
 import { createTestWorld, type ReconciliationSettings, type TestWorld } from "./world.js";
 
 /** Default lookup backoff of these tests (ms). */
-export const TEST_BACKOFF: LookupBackoff = { initialMs: 1_000, maxMs: 8_000, factor: 2 };
+const TEST_BACKOFF: LookupBackoff = { initialMs: 1_000, maxMs: 8_000, factor: 2 };
 
 /**
  * Options of {@link createDoubleWorld}: the flag (default on), a SQLite file (default in-memory),
@@ -51,7 +51,7 @@ export interface DoubleWorld extends TestWorld {
 }
 
 /** Wraps `inner` so that every lookup request is pushed to `lookups` before it is answered. */
-export function recordingAdapter(inner: ReconciliationAdapter, lookups: LookupRequest[]): ReconciliationAdapter {
+function recordingAdapter(inner: ReconciliationAdapter, lookups: LookupRequest[]): ReconciliationAdapter {
   return {
     declaration: inner.declaration,
     lookup(request, context) {

@@ -30,7 +30,7 @@ export function createTempDir(prefix = "mosoo-test-"): TempDir {
 let templateDir: string | null = null;
 
 /** A migrated, checkpointed store file, made once per test file (process); copy it, do not open it. */
-export function migratedTemplate(): string {
+function migratedTemplate(): string {
   if (!templateDir) {
     templateDir = mkdtempSync(join(tmpdir(), "ledger-model-template-"));
     const s = openStore(join(templateDir, "template.db"));

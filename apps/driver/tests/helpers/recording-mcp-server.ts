@@ -33,7 +33,7 @@ export class ToolRecorder {
  * - `slow_issue {title}`: waits 5 s (longer than the tests' tool timeout);
  * - `die_after_commit {title}`: records the call, then closes the server before answering.
  */
-export function createRecordingMcpServer(recorder: ToolRecorder): McpServer {
+function createRecordingMcpServer(recorder: ToolRecorder): McpServer {
   const server = new McpServer({ name: "recording-test-server", version: "1.0.0" });
   const record = (tool: string, args: Record<string, unknown>, meta: Record<string, unknown> | undefined) => {
     recorder.calls.push({ tool, args, meta });

@@ -16,7 +16,7 @@ const HEALTH_PERIOD_MS = 100;
  * The hostile adapter modules of the API's tests (`apps/api/tests/fixtures/adapters/misbehaving.adapter.ts`),
  * bound by a bindings file's `package: {module, export}` as any installable adapter would be.
  */
-export function misbehavingAdapterModule(): string {
+function misbehavingAdapterModule(): string {
   return join(workspaceRoot(), "apps", "api", "tests", "fixtures", "adapters", "misbehaving.adapter.ts");
 }
 

@@ -40,7 +40,7 @@ const digest = (s: string): Buffer => createHash("sha256").update(s, "utf8").dig
  * HTTP auth schemes are (RFC 9110 §11.1).
  * @throws RuntimeError `auth.missing_token` (401) when there is no header, another scheme, or no token.
  */
-export function readBearer(header: string | undefined): string {
+function readBearer(header: string | undefined): string {
   const m = /^bearer[ \t]+(\S+)[ \t]*$/i.exec(header ?? "");
   if (!m?.[1]) throw new RuntimeError("auth.missing_token", "send Authorization: Bearer <credential>");
   return m[1];

@@ -8,7 +8,7 @@ import { isStoreBusy, STORE_BUSY_RETRY_AFTER_S } from "../../platform/db/store-b
 import type { StoreBusyWatch } from "../../platform/db/store-busy-watch.js";
 
 /** Formats the first zod issue as one line: `path: message`. */
-export function firstIssue(error: z.ZodError): string {
+function firstIssue(error: z.ZodError): string {
   const issue = error.issues[0];
   if (!issue) return "invalid input";
   return issue.path.length > 0 ? `${issue.path.join(".")}: ${issue.message}` : issue.message;

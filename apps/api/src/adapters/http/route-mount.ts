@@ -8,7 +8,7 @@ import { parseOrThrow, readJson } from "./http-errors.js";
 type ParamName<R extends ApiRoute> = R["params"] extends z.ZodObject<infer Shape> ? keyof Shape & string : never;
 type Parsed<S> = S extends z.ZodType ? z.output<S> : never;
 /** What a route's handler may answer with: the input type of the table's response schema (anything JSON when the table does not describe it). */
-export type RouteReply<R extends ApiRoute> = R["response"] extends z.ZodType ? z.input<R["response"]> : unknown;
+type RouteReply<R extends ApiRoute> = R["response"] extends z.ZodType ? z.input<R["response"]> : unknown;
 
 /**
  * The request of one table route, as its handler reads it. Every part is parsed on demand, in the
@@ -17,7 +17,7 @@ export type RouteReply<R extends ApiRoute> = R["response"] extends z.ZodType ? z
  * UTF-8; 415 without the JSON content type) and the table's schemas unless the handler passes a
  * stricter one (the operator routes: the API's operator contract).
  */
-export interface RouteRequest<R extends ApiRoute> {
+interface RouteRequest<R extends ApiRoute> {
   /** Path parameter `name`, checked against its schema in the table. @throws RuntimeError `request.invalid` (400). */
   param(name: ParamName<R>): string;
   /** The query, checked against `schema` (default: the table's). @throws RuntimeError `request.invalid` (400). */

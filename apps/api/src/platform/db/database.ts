@@ -24,7 +24,7 @@ export interface Store {
 }
 
 /** How many distinct SQL texts keep their compiled statement (least recently used ones are dropped). */
-export const STATEMENT_CACHE_SIZE = 512;
+const STATEMENT_CACHE_SIZE = 512;
 
 /**
  * Makes `sqlite.prepare` return a cached compiled statement for SQL text it has seen (an LRU of

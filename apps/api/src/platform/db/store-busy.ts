@@ -15,7 +15,7 @@ export const STARTUP_BUSY_TIMEOUT_MS = 5_000;
  * lock waiting (issue 10: "no request waits more than ~100 ms of synchronous lock time"); the
  * delays between them (10, 20, 40 ms) leave the loop free.
  */
-export const REQUEST_BUSY_RETRY = { retries: 3, minTimeout: 10, factor: 2, maxTimeout: 40 } as const;
+const REQUEST_BUSY_RETRY = { retries: 3, minTimeout: 10, factor: 2, maxTimeout: 40 } as const;
 /** Retries of background work (sweep, repair, a lookup's outcome): longer, still asynchronous (≈ 1.5 s in all). */
 export const BACKGROUND_BUSY_RETRY = { retries: 6, minTimeout: 25, factor: 2, maxTimeout: 500 } as const;
 /** The `Retry-After` (seconds) of a 503 `store.busy`. */

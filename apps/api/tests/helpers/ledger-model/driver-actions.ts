@@ -66,7 +66,7 @@ export function ensureDriver(w: World, sameInstance = false): DriverRec {
 }
 
 export type ToolKind = "bound" | "unbound_server" | "undeclared_tool";
-export const TOOLS: Record<ToolKind, { serverId: string; toolName: string }> = {
+const TOOLS: Record<ToolKind, { serverId: string; toolName: string }> = {
   bound: { serverId: BOUND_SERVER, toolName: WRITE_TOOL },
   unbound_server: { serverId: "mailer", toolName: "sendEmail" },
   undeclared_tool: { serverId: BOUND_SERVER, toolName: "closeIssue" },

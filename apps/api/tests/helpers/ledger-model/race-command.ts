@@ -17,7 +17,7 @@ import { enqueue, recordClaim, reportAttempt } from "./driver-actions.js";
 import { honestResolve } from "./operator-commands.js";
 import { guard, step, trace, type Cmd } from "./steps.js";
 
-export const RACE_OPS = ["reconcile_sweep", "reconcile_operator", "claim", "report", "finalize", "sweep", "lease_expiry", "enqueue", "operator_resolve", "operator_lookup"] as const;
+const RACE_OPS = ["reconcile_sweep", "reconcile_operator", "claim", "report", "finalize", "sweep", "lease_expiry", "enqueue", "operator_resolve", "operator_lookup"] as const;
 export type RaceOp = (typeof RACE_OPS)[number];
 
 /**

@@ -24,18 +24,18 @@ import { mountRoute } from "../route-mount.js";
 import { CONSOLE_OFF_TEXT, featureOffPage, notBuiltPage, signInPage } from "./console-pages.js";
 
 /** Name of the console's session cookie (HttpOnly, SameSite=Strict, Path=/console; Secure over https). */
-export const CONSOLE_COOKIE = "mosoo_console_session";
+const CONSOLE_COOKIE = "mosoo_console_session";
 /** Header that carries the per-session CSRF token on every state-changing console API request. */
-export const CSRF_HEADER = "x-csrf-token";
+const CSRF_HEADER = "x-csrf-token";
 /** How long (ms) an idle server-sent event stream waits before it sends a keep-alive `ping` event. */
-export const SSE_KEEPALIVE_MS = 15_000;
+const SSE_KEEPALIVE_MS = 15_000;
 
 /**
  * The Content-Security-Policy of every console response: scripts, styles and connections only
  * from the API's own origin, no inline script or style, no plugins, no framing, forms post only to
  * the console. An injected `<script>` or `onerror=` attribute cannot run even if it reached the DOM.
  */
-export const CONSOLE_CSP = {
+const CONSOLE_CSP = {
   defaultSrc: ["'none'"],
   scriptSrc: ["'self'"],
   styleSrc: ["'self'"],

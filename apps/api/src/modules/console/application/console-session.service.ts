@@ -5,7 +5,7 @@ import type { Clock } from "../../../platform/clock.js";
 /** How long a console session lasts after sign-in (ms): 8 hours, then the operator signs in again. */
 export const CONSOLE_SESSION_TTL_MS = 8 * 60 * 60 * 1000;
 /** At most this many live sessions are held; signing in past it drops the least recently used one. */
-export const MAX_CONSOLE_SESSIONS = 1_000;
+const MAX_CONSOLE_SESSIONS = 1_000;
 
 /** One signed-in operator: `actor` (recorded in the audit trail), the per-session CSRF token, expiry (ms since the epoch). */
 export interface ConsoleSession {

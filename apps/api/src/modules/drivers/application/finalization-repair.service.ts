@@ -21,7 +21,7 @@ import type { RuntimeContext } from "../../ledger/application/runtime-context.js
 export type FinalizationTrigger = "driver_request" | "heartbeat_expired" | "operator";
 
 /** A summary with every count at zero. */
-export function emptyFinalizationSummary(): FinalizationSummary {
+function emptyFinalizationSummary(): FinalizationSummary {
   return { effectsFenced: 0, commandsCompleted: 0, commandsFailed: 0, runsFailed: 0, effectsReconciled: 0 };
 }
 

@@ -11,7 +11,7 @@ import { runRepository } from "../infrastructure/run.repository.js";
  * Completes a non-terminal command with its effect's stored result (compare-and-set) and records
  * `tool_call.completed`. Returns false when the command changed meanwhile.
  */
-export function completeCommandFromEffect(tx: DbHandle, cmd: CommandRow, resultJson: string, nowMs: number, effectId: string): boolean {
+function completeCommandFromEffect(tx: DbHandle, cmd: CommandRow, resultJson: string, nowMs: number, effectId: string): boolean {
   if (!commandRepository.transition(tx, cmd.id, cmd.status, "completed", nowMs, { terminal: true, resultJson })) return false;
   runRepository.appendEvent(tx, cmd.runId, "tool_call.completed", { commandId: cmd.id, effectId, result: JSON.parse(resultJson) as unknown }, nowMs);
   return true;

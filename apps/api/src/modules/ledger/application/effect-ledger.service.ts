@@ -23,7 +23,7 @@ import type { RuntimeContext } from "./runtime-context.js";
 import type { EffectReconciliationPort } from "./effect-reconciliation.port.js";
 
 /** The claim answer for an effect already past dispatch (no status change). */
-export function claimFromSettledEffect(effect: EffectRow): EffectClaim {
+function claimFromSettledEffect(effect: EffectRow): EffectClaim {
   switch (effect.status) {
     case "succeeded":
       return { kind: "completed", effectId: effect.id, result: McpExecuteCommandResultSchema.parse(JSON.parse(effect.resultJson ?? "null")) };

@@ -44,11 +44,6 @@ export function decideAttemptReport(
   return { outcome: "rejected", reason: `effect is ${current.status}` };
 }
 
-/** True while an effect holds a fence: `executing` or `unknown` effects (and their rows) must never be deleted (docs/DESIGN.md §3 rule 9). */
-export function isFenceRetaining(status: EffectStatus): boolean {
-  return status === "executing" || status === "unknown";
-}
-
 /**
  * Decides a Driver's missed send-by deadline report for attempt `attempt` (docs/DESIGN.md §3 rule 12).
  * The report proves that attempt never sent `tools/call`, so the effect may become `not_executed`

@@ -62,7 +62,7 @@ export type OperatorReconcileRequest = z.infer<typeof OperatorReconcileRequestSc
  * 2025-06-18, "Tools › Tool Result"), at most 1 MiB of JSON. This is what the operator verified
  * the provider answered.
  */
-export const OperatorToolResultSchema = z
+const OperatorToolResultSchema = z
   .record(z.string(), z.unknown())
   .superRefine((value, ctx) => {
     const parsed = CallToolResultSchema.safeParse(value);
@@ -78,15 +78,13 @@ export const OperatorToolResultSchema = z
  * resolution: `providerOperationId` (1–256 characters), `observedAt` (ISO 8601), a small `detail`
  * object; at most 4096 bytes of JSON in all. Stored with the audit row, in the resolution's transaction.
  */
-export const OperatorReceiptSchema = z
+const OperatorReceiptSchema = z
   .strictObject({
     providerOperationId: z.string().min(1).max(256).optional(),
     observedAt: z.iso.datetime().optional(),
     detail: z.record(z.string(), z.unknown()).optional(),
   })
   .refine((r) => jsonBytes(r) <= MAX_RECEIPT_BYTES, `a receipt is at most ${MAX_RECEIPT_BYTES} bytes of JSON`);
-/** See {@link OperatorReceiptSchema}. */
-export type OperatorReceipt = z.infer<typeof OperatorReceiptSchema>;
 
 /**
  * `POST /api/operator/effects/:id/resolve`: settle an `unknown` effect by hand (resolution

@@ -33,7 +33,7 @@ const sumCounts = (rows: Array<{ count: number }>) => rows.reduce((n, r) => n + 
  * settled write outcome (never replayed), shown as `succeeded (tool error)` so it does not pass for
  * a plain success.
  */
-export function isToolErrorSuccess(e: Pick<EffectRow, "status" | "resultJson">): boolean {
+function isToolErrorSuccess(e: Pick<EffectRow, "status" | "resultJson">): boolean {
   if (e.status !== "succeeded" || e.resultJson === null) return false;
   return McpExecuteCommandResultSchema.safeParse(parse(e.resultJson)).data?.isError === true;
 }
@@ -45,7 +45,7 @@ const isRefusalCode = (code: string): code is OperatorRefusalCode => (OPERATOR_R
  * result is an MCP error result, see {@link isToolErrorSuccess}), why it waits, its lookup schedule
  * and times (ms since the epoch).
  */
-export function summary(e: EffectRow) {
+function summary(e: EffectRow) {
   return {
     id: e.id,
     runId: e.runId,

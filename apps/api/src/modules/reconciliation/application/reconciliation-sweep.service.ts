@@ -16,7 +16,7 @@ export const SWEEP_PAGE = 256;
  * maintenance sweep that runs it still finalizes expired Drivers regularly during a large recovery;
  * the next pass continues where the due effects are.
  */
-export const SWEEP_PASS_BUDGET_MS = 5_000;
+const SWEEP_PASS_BUDGET_MS = 5_000;
 
 /** What one reconciliation sweep pass did (counts). */
 export interface ReconciliationSweepReport {

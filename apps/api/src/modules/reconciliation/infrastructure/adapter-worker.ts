@@ -33,7 +33,7 @@ export type AdapterWorkerTask =
   | { op: "lookup" | "planCompensation"; source: AdapterSource; options: unknown; tools: string[] | undefined; request: unknown; timeoutMs: number };
 
 /** One log entry an adapter wrote during a call, replayed by the host on its own logger. */
-export interface AdapterWorkerLog {
+interface AdapterWorkerLog {
   level: "debug" | "info" | "warn" | "error";
   fields: Record<string, unknown>;
   message: string;
