@@ -121,6 +121,42 @@ describe("API keys in the config", () => {
     expect(loadApiConfig({ MOSOO_API_KEYS_FILE: file, MOSOO_OPERATOR_TOKEN: `op-${SECRET}`, MOSOO_DRIVER_ENROLLMENT_TOKEN: `enr-${SECRET}` }).auth.apiKeys).toHaveLength(1);
   });
 
+  // `readBearer` takes `\S+`: a credential with whitespace or a control character inside could never authenticate.
+  it.each([
+    ["MOSOO_OPERATOR_TOKEN", "a space", "0123456789 abcdef-op"],
+    ["MOSOO_OPERATOR_TOKEN", "a tab", "0123456789\tabcdef-op"],
+    ["MOSOO_OPERATOR_TOKEN", "a control character (DEL)", "0123456789\u007fabcdef-op"],
+    ["MOSOO_DRIVER_ENROLLMENT_TOKEN", "a space", "0123456789 abcdef-enr"],
+    ["MOSOO_DRIVER_ENROLLMENT_TOKEN", "a NUL-like control character", "0123456789\u0001abcdef-enr"],
+    ["MOSOO_DRIVER_ENROLLMENT_TOKEN", "a no-break space", "0123456789\u00a0abcdef-enr"],
+  ])("refuses %s with %s inside, naming the variable, never the secret", (name, _what, value) => {
+    const message = configError({ [name]: value });
+    expect(message).toBe(`config.invalid: ${name}: may not contain whitespace or control characters (a bearer credential is one token)`);
+  });
+
+  it("still ignores whitespace around a token (e.g. a trailing newline from a secrets file)", () => {
+    expect(loadApiConfig({ MOSOO_OPERATOR_TOKEN: `  op-${SECRET}\n` }).operatorToken).toBe(`op-${SECRET}`);
+  });
+
+  it.each([
+    ["MOSOO_API_KEYS", "a space in a secret", { MOSOO_API_KEYS: "agent:0123456789 abcdef-key:runs:read" }],
+    ["MOSOO_API_KEYS", "a control character in a secret", { MOSOO_API_KEYS: "agent:0123456789\u0007abcdef-key:runs:read" }],
+    ["MOSOO_API_KEYS", "a duplicate scope", { MOSOO_API_KEYS: `agent:${SECRET}:runs:write+runs:write` }],
+  ])("refuses %s with %s", (name, _what, env) => {
+    const message = configError(env);
+    expect(message).toMatch(new RegExp(`^config\\.invalid: ${name}: `));
+    expect(message).not.toContain("abcdef-key");
+    expect(message).not.toContain(SECRET);
+  });
+
+  it("refuses a keys-file key with a duplicate scope or a tab in its secret", () => {
+    const dup = configError({ MOSOO_API_KEYS_FILE: keysFile(JSON.stringify({ keys: [{ name: "a", secret: SECRET, scopes: ["runs:read", "runs:read"] }] })) });
+    expect(dup).toMatch(/^config\.invalid: MOSOO_API_KEYS_FILE: .*duplicate scope runs:read/);
+    const tab = configError({ MOSOO_API_KEYS_FILE: keysFile(JSON.stringify({ keys: [{ name: "a", secret: "0123456789\tabcdef-key", scopes: ["runs:read"] }] })) });
+    expect(tab).toMatch(/^config\.invalid: MOSOO_API_KEYS_FILE: /);
+    expect(tab).not.toContain("abcdef-key");
+  });
+
   it("refuses a short enrollment token without echoing it", () => {
     const message = configError({ MOSOO_DRIVER_ENROLLMENT_TOKEN: "too-short" });
     expect(message).toMatch(/^config\.invalid: MOSOO_DRIVER_ENROLLMENT_TOKEN: /);

@@ -1,7 +1,7 @@
 import { afterEach, describe, expect, it } from "vitest";
 import { fingerprintArguments, type EffectLateResultRequest } from "@mosoo/contracts";
 import { requestJson } from "./helpers/http-call.js";
-import { buildHttpApp, commitAtProvider, createDoubleWorld, type DispatchedCall, dispatchWrite, type DoubleWorld, finalizeDriver, redeliverAndClaim } from "./kit/index.js";
+import { buildHttpApp, commitAtProvider, createDoubleWorld, deliverAcceptClaim, type DispatchedCall, dispatchWrite, type DoubleWorld, finalizeDriver, reconnectDriver, redeliverAndClaim } from "./kit/index.js";
 import { commandRow, effectRow, reconciliationRecords, runEvents } from "./helpers/reconciliation-db.js";
 
 // docs/DESIGN.md §3 rule 12 (send-by deadline) and rule 13 (late evidence), on the API's side.
@@ -121,8 +121,10 @@ describe("missed deadline report (rule 12): proof that nothing was sent", () => 
     expect(other).toMatchObject({ outcome: "rejected", status: "executing" });
     fx.runtime.ledger.complete(call.driver.instance, call.effectId, { connectionId: call.driver.connectionId, attempt: 1, result: lateEvidence(call).result, receipt: null });
     const before = effectRow(fx.store, call.effectId);
-    const refused = fx.runtime.ledger.deadlineMissed(call.driver.instance, call.effectId, { connectionId: call.driver.connectionId, attempt: 1, elapsedMs: 1 });
-    expect(refused).toMatchObject({ outcome: "rejected", status: "succeeded" });
+    // The Driver reported attempt 1's result: it sent, so a missed deadline about it is refused outright.
+    expect(() => fx!.runtime.ledger.deadlineMissed(call.driver.instance, call.effectId, { connectionId: call.driver.connectionId, attempt: 1, elapsedMs: 1 })).toThrow(
+      expect.objectContaining({ code: "effect.attempt_sent" }),
+    );
     expect(effectRow(fx.store, call.effectId)).toEqual(before);
   });
 
@@ -293,3 +295,67 @@ describe("HTTP: evidence from a Driver whose instance was finalized while its ca
   });
 });
 
+
+// docs/DESIGN.md §3 rules 12-13: a missed deadline proves non-execution only because nothing was
+// sent, and evidence about an attempt comes from the connection that made it. A report against the
+// ledger's own evidence is a typed 409 that writes nothing.
+describe("HTTP: a deadline-missed report against the ledger's evidence is refused", () => {
+  function snapshot(f: DoubleWorld, call: DispatchedCall) {
+    return { effect: effectRow(f.store, call.effectId), attempt: attemptRow(f, call.effectId), command: commandRow(f.store, call.commandId), events: runEvents(f.store, call.runId).length };
+  }
+
+  it("after the Driver marked the attempt unknown (it sent or tried to send): 409 effect.attempt_sent, nothing written", async () => {
+    fx = createDoubleWorld({ enabled: false });
+    const app = buildHttpApp(fx.runtime);
+    const call = await dispatchWrite(fx);
+    const token = call.driver.token;
+    const marked = await requestJson(app, "POST", `/v1/drivers/effects/${call.effectId}/mark-unknown`, { connectionId: call.driver.connectionId, attempt: 1, reason: "mcp_call_failed: socket hang up" }, token);
+    expect(marked).toEqual({ status: 200, body: { outcome: "applied", status: "unknown" } });
+    const before = snapshot(fx, call);
+    const missed = await requestJson(app, "POST", `/v1/drivers/effects/${call.effectId}/deadline-missed`, { connectionId: call.driver.connectionId, attempt: 1, elapsedMs: 15_000 }, token);
+    expect(missed).toMatchObject({ status: 409, body: { error: { code: "effect.attempt_sent" } } });
+    expect(snapshot(fx, call)).toEqual(before);
+    expect(before.effect).toMatchObject({ status: "unknown", resolution: null });
+  });
+
+  it("after a mark-unknown that found the attempt already fenced by a redelivery (duplicate): still refused", async () => {
+    fx = createDoubleWorld({ enabled: false });
+    const call = await dispatchWrite(fx);
+    expect((await redeliverAndClaim(fx, call)).kind).toBe("unknown");
+    const marked = fx.runtime.ledger.markUnknown(call.driver.instance, call.effectId, { connectionId: call.driver.connectionId, attempt: 1, reason: "mcp_call_failed: socket hang up" });
+    expect(marked).toMatchObject({ outcome: "duplicate", status: "unknown" }); // already fenced: nothing changes but the send evidence
+    const before = snapshot(fx, call);
+    expect(() => fx!.runtime.ledger.deadlineMissed(call.driver.instance, call.effectId, { connectionId: call.driver.connectionId, attempt: 1, elapsedMs: 30_000 })).toThrow(
+      expect.objectContaining({ code: "effect.attempt_sent" }),
+    );
+    expect(snapshot(fx, call)).toEqual(before);
+  });
+
+  it("after a complete (a provider result) about the attempt, rejected because the finalization repair fenced it: refused", async () => {
+    fx = createDoubleWorld({ enabled: false });
+    const call = await dispatchWrite(fx);
+    await finalizeDriver(fx, call);
+    const complete = fx.runtime.ledger.complete(call.driver.instance, call.effectId, { connectionId: call.driver.connectionId, attempt: 1, result: lateEvidence(call).result, receipt: null });
+    expect(complete).toMatchObject({ outcome: "rejected", status: "unknown" });
+    const before = snapshot(fx, call);
+    expect(() => fx!.runtime.ledger.deadlineMissed(call.driver.instance, call.effectId, { connectionId: call.driver.connectionId, attempt: 1, elapsedMs: 30_000 })).toThrow(
+      expect.objectContaining({ code: "effect.attempt_sent" }),
+    );
+    expect(snapshot(fx, call)).toEqual(before);
+  });
+
+  it("from a later connection of the same instance about the attempt an earlier connection made: 409 effect.not_attempt_connection, nothing written", async () => {
+    fx = createDoubleWorld({ enabled: false });
+    const app = buildHttpApp(fx.runtime);
+    const call = await dispatchWrite(fx);
+    const c2 = reconnectDriver(fx.runtime, call.driver);
+    expect((await deliverAcceptClaim(fx.runtime, c2)).claim.kind).toBe("unknown"); // C2's redelivered claim fenced C1's attempt 1
+    const before = snapshot(fx, call);
+    const missed = await requestJson(app, "POST", `/v1/drivers/effects/${call.effectId}/deadline-missed`, { connectionId: c2.connectionId, attempt: 1, elapsedMs: 30_000 }, c2.token);
+    expect(missed).toMatchObject({ status: 409, body: { error: { code: "effect.not_attempt_connection" } } });
+    expect(snapshot(fx, call)).toEqual(before);
+    // The connection that made the attempt (superseded since) may still report it: it sent nothing.
+    const own = await requestJson(app, "POST", `/v1/drivers/effects/${call.effectId}/deadline-missed`, { connectionId: call.driver.connectionId, attempt: 1, elapsedMs: 30_000 }, call.driver.token);
+    expect(own).toEqual({ status: 200, body: { outcome: "applied", status: "not_executed" } });
+  });
+});

@@ -1,12 +1,25 @@
-import { DriverTokenSchema, KeyPlacementSchema, ServerIdSchema, UlidSchema } from "@mosoo/contracts";
+import { DriverTokenSchema, FORBIDDEN_JSON_KEYS, KeyPlacementSchema, ServerIdSchema, UlidSchema } from "@mosoo/contracts";
 import { z } from "zod";
+
+/**
+ * Refuses the names JavaScript objects treat specially (`__proto__`, `constructor`, `prototype`;
+ * contracts' `FORBIDDEN_JSON_KEYS`) as a key of a config record. `JSON.parse` keeps `"__proto__"` as
+ * an own key, but copying it into the parsed record sets the prototype: the entry would vanish
+ * without a word; `constructor`/`prototype` would be found by a plain lookup on any object.
+ */
+const notReservedKey = <T extends z.ZodType<string>>(schema: T) =>
+  schema.refine((k) => !FORBIDDEN_JSON_KEYS.has(k), "__proto__, constructor and prototype are reserved by JavaScript objects and cannot name a config entry");
+
+/** A header or environment variable name: non-empty, not a {@link notReservedKey} name. */
+const RecordKeySchema = notReservedKey(z.string().min(1));
 
 /** An `http:` or `https:` URL. */
 const HttpUrlSchema = z.url({ protocol: /^https?$/, error: "expected an http:// or https:// URL" });
 
 /**
  * An MCP server reached over Streamable HTTP, e.g. `{"type": "http", "url": "http://127.0.0.1:3917/mcp"}`.
- * `headers` (optional) are sent with every request to the server (for example an `Authorization` header).
+ * `headers` (optional) are sent with every request to the server (for example an `Authorization` header);
+ * a header named `__proto__`, `constructor` or `prototype` is refused.
  * `idempotencyKey` (optional, every server type): where the server wants the idempotency key, see
  * `KeyPlacementSchema`: `{"in": "meta", "name": "io.mosoo/idempotency-key"}` (the default), another
  * `_meta` name, or `{"in": "argument", "name": "idempotency_key"}`. The same key goes there on every attempt.
@@ -14,7 +27,7 @@ const HttpUrlSchema = z.url({ protocol: /^https?$/, error: "expected an http:// 
 export const McpHttpServerConfigSchema = z.strictObject({
   type: z.literal("http"),
   url: HttpUrlSchema,
-  headers: z.record(z.string().min(1), z.string()).optional(),
+  headers: z.record(RecordKeySchema, z.string()).optional(),
   idempotencyKey: KeyPlacementSchema.optional(),
 });
 /** See {@link McpHttpServerConfigSchema}. */
@@ -29,7 +42,7 @@ export const McpStdioServerConfigSchema = z.strictObject({
   type: z.literal("stdio"),
   command: z.string().min(1),
   args: z.array(z.string()).default([]),
-  env: z.record(z.string().min(1), z.string()).optional(),
+  env: z.record(RecordKeySchema, z.string()).optional(),
   cwd: z.string().min(1).optional(),
   idempotencyKey: KeyPlacementSchema.optional(),
 });
@@ -44,10 +57,12 @@ export type McpServerConfig = z.infer<typeof McpServerConfigSchema>;
 /**
  * The Driver's MCP config file (`--mcp-config <file>`): `{"servers": {"<serverId>": McpServerConfig}}`.
  * Server ids follow the contracts' `ServerIdSchema` (1–64 chars of `[A-Za-z0-9_.-]`) and must match
- * the `serverId` of the `mcp.execute` commands the API sends. Unknown keys are refused (typo guard).
+ * the `serverId` of the `mcp.execute` commands the API sends, and are not `__proto__`, `constructor`
+ * or `prototype` (nor are `headers`/`env` names): such an entry would be dropped or mistaken for an
+ * object's own machinery. Unknown keys are refused (typo guard).
  */
 export const McpConfigSchema = z.strictObject({
-  servers: z.record(ServerIdSchema, McpServerConfigSchema),
+  servers: z.record(notReservedKey(ServerIdSchema), McpServerConfigSchema),
 });
 /** See {@link McpConfigSchema}. */
 export type McpConfig = z.infer<typeof McpConfigSchema>;

@@ -1,4 +1,5 @@
 import { readFile } from "node:fs/promises";
+import { findJsonProblem, formatJsonProblem } from "@mosoo/contracts";
 import type { z } from "zod";
 import { McpConfigSchema, type McpConfig } from "./driver-config.contract.js";
 
@@ -32,7 +33,8 @@ export function formatZodIssues(error: z.ZodError): string {
  * Parses and validates the text of an MCP config file (see `McpConfigSchema`).
  * @param text the file's contents (JSON).
  * @param source a name for the messages (usually the path).
- * @throws DriverConfigError (`config.invalid`) on malformed JSON or a shape error.
+ * @throws DriverConfigError (`config.invalid`) on malformed JSON, a key `__proto__` / `constructor` /
+ *   `prototype` or a lone surrogate anywhere (contracts' `findJsonProblem`, named by path), or a shape error.
  */
 export function parseMcpConfig(text: string, source: string): McpConfig {
   let json: unknown;
@@ -41,6 +43,10 @@ export function parseMcpConfig(text: string, source: string): McpConfig {
   } catch (error) {
     throw new DriverConfigError(`MCP config ${source} is not valid JSON: ${(error as Error).message}`);
   }
+  // The shared JSON rules first (contracts' findJsonProblem): zod's records skip a "__proto__" key
+  // silently, so a server or header named so would vanish; a lone surrogate could never be sent.
+  const problem = findJsonProblem(json);
+  if (problem) throw new DriverConfigError(`MCP config ${source} is invalid: ${formatJsonProblem(problem)} (__proto__, constructor and prototype are reserved by JavaScript objects; text must be well-formed UTF-16)`);
   const parsed = McpConfigSchema.safeParse(json);
   if (!parsed.success) throw new DriverConfigError(`MCP config ${source} is invalid: ${formatZodIssues(parsed.error)}`);
   return parsed.data;

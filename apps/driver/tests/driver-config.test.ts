@@ -2,6 +2,7 @@ import { mkdtemp, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
+import { McpConfigSchema } from "../src/driver-config.contract.js";
 import { DriverConfigError, loadMcpConfigFile, parseMcpConfig } from "../src/driver-config.loader.js";
 
 function expectConfigError(fn: () => unknown, pattern: RegExp): void {
@@ -49,6 +50,23 @@ describe("MCP config validation", () => {
 
   it("refuses a server id outside [A-Za-z0-9_.-]", () => {
     expectConfigError(() => parseMcpConfig(JSON.stringify({ servers: { "bad id": { type: "stdio", command: "x" } } }), "m"), /serverId must be/);
+  });
+
+  // JSON.parse keeps "__proto__" as an own key, but copying it into a parsed object sets the
+  // prototype instead: the server (or header) vanished without a word. "constructor"/"prototype"
+  // would be found by a plain lookup on any object. All three are refused by name.
+  it.each(["__proto__", "constructor", "prototype"])("refuses the server id %s instead of dropping it", (id) => {
+    const text = `{"servers":{"${id}":{"type":"http","url":"http://127.0.0.1:1/mcp"},"ok":{"type":"stdio","command":"x"}}}`;
+    expectConfigError(() => parseMcpConfig(text, "m"), new RegExp(`^MCP config m is invalid: servers\\.${id}: the key "${id}" is not allowed \\(__proto__, constructor and prototype are reserved`));
+    // the contract refuses them too (for a config built without JSON.parse)
+    if (id !== "__proto__") expect(McpConfigSchema.safeParse({ servers: { [id]: { type: "stdio", command: "x" } } }).success).toBe(false);
+  });
+
+  it.each([
+    ["headers", `{"servers":{"s":{"type":"http","url":"http://127.0.0.1:1/mcp","headers":{"__proto__":"Bearer x","a":"b"}}}}`],
+    ["env", `{"servers":{"s":{"type":"stdio","command":"x","env":{"__proto__":"1"}}}}`],
+  ])("refuses a __proto__ key in %s instead of dropping it", (_where, text) => {
+    expectConfigError(() => parseMcpConfig(text, "m"), /servers\.s\.(headers|env)\.__proto__: the key "__proto__" is not allowed/);
   });
 
   it("refuses a stdio server without a command and unknown keys (typo guard)", () => {

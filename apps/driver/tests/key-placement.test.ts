@@ -1,4 +1,4 @@
-import { DEFAULT_KEY_PLACEMENT, newUlid } from "@mosoo/contracts";
+import { DEFAULT_KEY_PLACEMENT, KeyPlacementSchema, newUlid } from "@mosoo/contracts";
 import { describe, expect, it } from "vitest";
 import { DriverConfigError, parseMcpConfig } from "../src/driver-config.loader.js";
 import { McpConnections, placeIdempotencyKey } from "../src/mcp-connections.js";
@@ -59,6 +59,20 @@ describe("key placement names and argument clashes (issue 16 review)", () => {
     ["argument", "constructor"],
   ])("refuses %s name %s (it would set a prototype, not add a field)", (where, name) => {
     expect(refusal({ in: where, name })).toMatch(/__proto__, constructor and prototype are reserved by JavaScript objects/);
+  });
+
+  it.each([
+    ["meta", "a lone high surrogate", "idempotency\ud800key"],
+    ["argument", "a lone low surrogate", "idempotency_key\udc00"],
+  ])("refuses a %s name with %s (not well-formed UTF-16), as the API's input rules do", (where, _what, name) => {
+    expect(refusal({ in: where, name })).toMatch(/no lone surrogates/);
+    expect(KeyPlacementSchema.safeParse({ in: where, name }).error?.issues[0]?.message).toMatch(/^a key placement name must be well-formed UTF-16/);
+  });
+
+  it("refuses _meta.progressToken: MCP reserves it for progress notifications", () => {
+    expect(refusal({ in: "meta", name: "progressToken" })).toMatch(/progressToken is reserved by MCP/);
+    // as a tool argument the name is the tool's business
+    expect(() => parseMcpConfig(config({ in: "argument", name: "progressToken" }), "mcp.json")).not.toThrow();
   });
 
   it.each([

@@ -153,7 +153,10 @@ export type EffectMarkUnknownRequest = z.infer<typeof EffectMarkUnknownRequestSc
  * `elapsedMs` is how long after sending the claim request the Driver read the answer (its own
  * monotonic clock, ms). The API settles the effect `not_executed` (resolution `deadline_missed`) when
  * it is still `executing` at that attempt, or `unknown` with that attempt the fenced one; the
- * command fails `external_effect.not_executed` (retryable as a new tool call).
+ * command fails `external_effect.not_executed` (retryable as a new tool call). Refused 409
+ * `effect.not_attempt_connection` unless `connectionId` made the attempt, and 409
+ * `effect.attempt_sent` once the Driver reported that attempt sent or failed mid-send (`complete` /
+ * `mark-unknown`): a missed deadline proves non-execution only because nothing was sent.
  */
 export const EffectDeadlineMissedRequestSchema = z.strictObject({
   connectionId: UlidSchema,
@@ -208,7 +211,13 @@ const effectId = z.object({ effectId: UlidSchema });
 const commandId = z.object({ commandId: UlidSchema });
 
 /** The driver-protocol's effect reports share a shape: `POST /v1/drivers/effects/:effectId/<report>` → `EffectTransitionResponse`. */
-const effectReport = <const P extends string, B extends z.ZodType>(path: P, body: B, auth: { kind: "driver" } | { kind: "driver_report" } = { kind: "driver" }) =>
+const effectReport = <const P extends string, B extends z.ZodType>(
+  path: P,
+  body: B,
+  auth: { kind: "driver" } | { kind: "driver_report" } = { kind: "driver" },
+  /** Error codes of this report beyond `effect.not_found` and `driver.connection_superseded`. */
+  moreErrors: readonly string[] = [],
+) =>
   defineRoute({
     method: "POST",
     path,
@@ -217,7 +226,7 @@ const effectReport = <const P extends string, B extends z.ZodType>(path: P, body
     response: EffectTransitionResponseSchema,
     status: [200],
     auth,
-    errors: ["effect.not_found", "driver.connection_superseded"],
+    errors: ["effect.not_found", "driver.connection_superseded", ...moreErrors],
     idempotent: true,
   });
 
@@ -305,7 +314,10 @@ export const DRIVER_API = {
   }),
   effectComplete: effectReport("/v1/drivers/effects/:effectId/complete", EffectCompleteRequestSchema, { kind: "driver_report" }),
   effectMarkUnknown: effectReport("/v1/drivers/effects/:effectId/mark-unknown", EffectMarkUnknownRequestSchema),
-  effectDeadlineMissed: effectReport("/v1/drivers/effects/:effectId/deadline-missed", EffectDeadlineMissedRequestSchema, { kind: "driver_report" }),
+  effectDeadlineMissed: effectReport("/v1/drivers/effects/:effectId/deadline-missed", EffectDeadlineMissedRequestSchema, { kind: "driver_report" }, [
+    "effect.not_attempt_connection",
+    "effect.attempt_sent",
+  ]),
   effectLateResult: effectReport("/v1/drivers/effects/:effectId/late-result", EffectLateResultRequestSchema, { kind: "driver_report" }),
 } as const satisfies Record<string, ApiRoute>;
 /** The name of a Driver-protocol route ({@link DRIVER_API}). */

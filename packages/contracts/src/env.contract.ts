@@ -11,6 +11,21 @@ import { strictDecimalString, strictIntegerString } from "./input-safety.contrac
  *
  * Integers are parsed strictly ({@link strictIntegerString}): `MOSOO_PORT=0x50` is refused, not port 80.
  */
+/**
+ * A bearer secret set in the environment (`MOSOO_OPERATOR_TOKEN`, `MOSOO_DRIVER_ENROLLMENT_TOKEN`):
+ * whitespace around it is ignored (a trailing newline from a secrets file), then at least 16
+ * characters, none of them whitespace (`\s`, Unicode spaces included) or a control character
+ * (`\p{Cc}`). The API reads a credential as one `\S+` token after `Bearer` (docs/DESIGN.md §10),
+ * so a secret with such a character inside could never authenticate: it is refused at startup
+ * (`config.invalid: <variable>: ...`; the secret itself is never echoed).
+ */
+const bearerSecretString = () =>
+  z
+    .string()
+    .trim()
+    .min(16, "must be at least 16 characters (spaces do not count)")
+    .refine((s) => !/[\s\p{Cc}]/u.test(s), "may not contain whitespace or control characters (a bearer credential is one token)");
+
 export const ApiEnvSchema = z.object({
   MOSOO_DB_FILE: z.string().min(1).default("./var/mosoo.db"),
   MOSOO_HOST: z.string().min(1).default("127.0.0.1"),
@@ -36,11 +51,11 @@ export const ApiEnvSchema = z.object({
   MOSOO_ADAPTER_HEAP_MB: strictIntegerString(16, 4_096).default(64),
   // Bound on loading and building one bound adapter in its worker at startup (module import + create()).
   MOSOO_ADAPTER_LOAD_TIMEOUT_MS: strictIntegerString(1_000, 120_000).default(15_000),
-  MOSOO_OPERATOR_TOKEN: z.string().trim().min(16, "must be at least 16 characters (spaces do not count)").optional(),
+  MOSOO_OPERATOR_TOKEN: bearerSecretString().optional(),
   // Credentials of the run API and of Driver registration (docs/DESIGN.md §10); see the API's api-keys.contract.ts.
   MOSOO_API_KEYS: z.string().optional(),
   MOSOO_API_KEYS_FILE: z.string().min(1).optional(),
-  MOSOO_DRIVER_ENROLLMENT_TOKEN: z.string().trim().min(16, "must be at least 16 characters (spaces do not count)").optional(),
+  MOSOO_DRIVER_ENROLLMENT_TOKEN: bearerSecretString().optional(),
   MOSOO_METRICS_PUBLIC: z.enum(["off", "on"]).default("off"),
   MOSOO_DRIVER_REGISTER_RATE: strictIntegerString(1, 100_000).default(30),
   MOSOO_DRIVER_UNCONNECTED_TTL_MS: strictIntegerString(1_000, 30 * 86_400_000).default(3_600_000),

@@ -19,7 +19,8 @@ const MIN_SECRET_LENGTH = 16;
 
 /**
  * One API key: a `name` (1–64 of `[A-Za-z0-9._-]`, shown in logs, never the secret), its `secret`
- * (16–512 printable ASCII characters without spaces, commas or colons), at least one scope, and
+ * (16–512 printable ASCII characters: no whitespace, control characters, commas or colons, since the
+ * API reads a bearer credential as one `\S+` token), at least one scope (each at most once), and
  * optionally `drivers`: the Driver instance ids it is restricted to (keys file only; without it the
  * key reaches runs of every Driver). A restricted key creates runs only on those Drivers and reads or
  * deletes only their runs, sessions and (finalized) instances; anything else is 403 `auth.forbidden`.
@@ -32,7 +33,13 @@ export const ApiKeySchema = z.strictObject({
     .max(512)
     .regex(/^[\x21-\x7e]+$/, "a key secret is printable ASCII without spaces")
     .refine((s) => !s.includes(",") && !s.includes(":"), "a key secret may not contain ',' or ':'"),
-  scopes: z.array(z.enum(API_KEY_SCOPES)).min(1, "a key needs at least one scope"),
+  scopes: z
+    .array(z.enum(API_KEY_SCOPES))
+    .min(1, "a key needs at least one scope")
+    .superRefine((scopes, ctx) => {
+      const dup = scopes.find((s, i) => scopes.indexOf(s) !== i);
+      if (dup) ctx.addIssue({ code: "custom", message: `duplicate scope ${dup} (each scope once)` });
+    }),
   drivers: z.array(UlidSchema).min(1).max(1_000).optional(),
 });
 

@@ -220,6 +220,14 @@ export const externalToolEffectAttempts = sqliteTable(
      */
     lateResultJson: text("late_result_json"),
     lateReportedAtMs: integer("late_reported_at_ms"),
+    /**
+     * When (ms) the Driver first said this attempt was sent or failed mid-send: a `complete` or
+     * `mark-unknown` report about it, applied or not (docs/DESIGN.md §3 rules 12, 13). Null when the
+     * Driver never said so (the ledger may still have fenced the attempt). Once set, a
+     * `deadline-missed` report about the attempt is refused (`effect.attempt_sent`): a missed
+     * deadline proves non-execution only because nothing was sent.
+     */
+    sendReportedAtMs: integer("send_reported_at_ms"),
   },
   (t) => [
     primaryKey({ columns: [t.effectId, t.attempt] }),

@@ -28,6 +28,25 @@ function loadReported(tx: DbHandle, instance: DriverInstanceRow, effectId: strin
   return { eff, attemptRow };
 }
 
+/**
+ * The ledger's own evidence against a missed-deadline report about `attemptRow` (docs/DESIGN.md §3
+ * rules 12, 13): only the connection that made the attempt knows whether it sent, and a missed
+ * deadline proves non-execution only if the Driver never said it sent. No row (an attempt that
+ * was never made) is left to {@link decideDeadlineMissed}, which rejects it.
+ * @throws RuntimeError `effect.not_attempt_connection` (`connectionId` is not the attempt's, e.g. a
+ *   later connection of the same instance), `effect.attempt_sent` (a `complete` or `mark-unknown`
+ *   about the attempt was received: `sendReportedAtMs` is set).
+ */
+function assertNothingSent(attemptRow: AttemptRow | undefined, connectionId: string): void {
+  if (!attemptRow) return;
+  if (attemptRow.connectionId !== connectionId) {
+    throw new RuntimeError("effect.not_attempt_connection", `attempt ${attemptRow.attempt} was made by another connection; only it can say it sent nothing`, { attempt: attemptRow.attempt });
+  }
+  if (attemptRow.sendReportedAtMs !== null) {
+    throw new RuntimeError("effect.attempt_sent", `attempt ${attemptRow.attempt} was already reported sent or failed mid-send; a missed deadline proves nothing`, { attempt: attemptRow.attempt });
+  }
+}
+
 /** The lease columns a settling transition clears (a Driver's evidence settles the effect whoever holds its lease). */
 const NO_LEASE = { leaseOwner: null, leaseExpiresAtMs: null } as const;
 
@@ -38,12 +57,16 @@ const NO_LEASE = { leaseOwner: null, leaseExpiresAtMs: null } as const;
  * reconciler holding the lease loses its commit and records `superseded`), the attempt
  * `not_sent`, an `effect.resolved` run event, and, if the command is not terminal yet, fails it
  * `external_effect.not_executed` (retryable as a new tool call). A CAS loss answers `rejected`.
- * @throws RuntimeError `effect.not_found`, `driver.connection_superseded`.
+ * Taken only from the connection that made the attempt, and only if the Driver never reported the
+ * attempt sent (see {@link assertNothingSent}); a refusal writes nothing.
+ * @throws RuntimeError `effect.not_found`, `driver.connection_superseded`, `effect.not_attempt_connection`,
+ *   `effect.attempt_sent`.
  */
 export function reportDeadlineMissed(ctx: RuntimeContext, instance: DriverInstanceRow, effectId: string, req: EffectDeadlineMissedRequest): EffectTransitionResponse {
   const now = ctx.clock.nowMs();
   const res = writeTransaction(ctx.db, (tx): EffectTransitionResponse & { commandId: string; from: string } => {
-    const { eff } = loadReported(tx, instance, effectId, req.connectionId, req.attempt);
+    const { eff, attemptRow } = loadReported(tx, instance, effectId, req.connectionId, req.attempt);
+    assertNothingSent(attemptRow, req.connectionId);
     const decision = decideDeadlineMissed(eff, req);
     const base = { commandId: eff.commandId, from: eff.status };
     if (decision.outcome !== "applied") return { ...base, outcome: decision.outcome, status: eff.status, ...(decision.reason ? { reason: decision.reason } : {}) };

@@ -126,7 +126,8 @@ export class EffectLedgerService {
    * Stores the provider's result for attempt `attempt` (`executing → succeeded`, resolution
    * `provider_result`). Accepted from the connection that made the attempt even if it was superseded
    * since, as long as the effect is still `executing` at that attempt: the result is real. A report
-   * on a fenced effect or an older attempt is `rejected` and changes nothing.
+   * on a fenced effect or an older attempt is `rejected` and changes nothing but the attempt's
+   * `sendReportedAtMs` (the Driver said it sent; a later `deadline-missed` is refused).
    * @throws RuntimeError `effect.not_found`, `request.invalid` (receipt over {@link MAX_PROVIDER_RECEIPT_BYTES},
    *   or a result whose serverId/toolName/requestId is not the effect's),
    *   `driver.connection_superseded` (neither the current connection nor the attempt's own).
@@ -154,7 +155,8 @@ export class EffectLedgerService {
 
   /**
    * The Driver lost track of attempt `attempt` (e.g. the MCP transport broke mid-call):
-   * `executing → unknown`. Same acceptance rules as {@link complete}.
+   * `executing → unknown`. Same acceptance rules as {@link complete}, and it too sets the attempt's
+   * `sendReportedAtMs` whatever the outcome (the call was sent or failed mid-send).
    * @throws RuntimeError `effect.not_found`, `driver.connection_superseded`.
    */
   markUnknown(instance: DriverInstanceRow, effectId: string, req: EffectMarkUnknownRequest): EffectTransitionResponse {
@@ -167,7 +169,8 @@ export class EffectLedgerService {
    * The Driver missed the send-by deadline of attempt `req.attempt` and sent nothing (docs/DESIGN.md §3
    * rule 12): settles the effect `not_executed` (resolution `deadline_missed`) and fails a
    * non-terminal command `external_effect.not_executed`, in one transaction. See `reportDeadlineMissed`.
-   * @throws RuntimeError `effect.not_found`, `driver.connection_superseded`.
+   * @throws RuntimeError `effect.not_found`, `driver.connection_superseded`, `effect.not_attempt_connection`
+   *   (not the connection that made the attempt), `effect.attempt_sent` (the Driver reported it sent).
    */
   deadlineMissed(instance: DriverInstanceRow, effectId: string, req: EffectDeadlineMissedRequest): EffectTransitionResponse {
     return reportDeadlineMissed(this.ctx, instance, effectId, req);
@@ -198,6 +201,9 @@ export class EffectLedgerService {
       const attemptRow = effectRepository.listAttempts(tx, eff.id).find((a) => a.attempt === attempt);
       const current = driverInstanceRepository.findById(tx, instance.id);
       if (attemptRow?.connectionId !== connectionId) assertCurrentConnection(current, connectionId);
+      // The Driver says it sent (or tried to): kept whatever the outcome, so a later missed-deadline
+      // report about this attempt is refused (docs/DESIGN.md §3 rule 12; `effect.attempt_sent`).
+      if (attemptRow && attemptRow.sendReportedAtMs === null) effectRepository.updateAttempt(tx, eff.id, attempt, { sendReportedAtMs: now });
       const decision = decideAttemptReport(eff, { attempt, to });
       if (decision.outcome !== "applied") {
         return { outcome: decision.outcome, status: eff.status, commandId: eff.commandId, ...(decision.reason ? { reason: decision.reason } : {}) };

@@ -30,6 +30,13 @@ export const RUNTIME_ERROR_STATUS = {
   "effect.fence_retained": 409,
   "effect.not_unknown": 409,
   "effect.not_reconcilable": 409,
+  /**
+   * A `deadline-missed` report about an attempt the Driver already reported as sent or failed
+   * mid-send (`complete` / `mark-unknown`): a missed deadline proves nothing then (docs/DESIGN.md §3 rule 12).
+   */
+  "effect.attempt_sent": 409,
+  /** A `deadline-missed` report from a connection other than the one that made the attempt (docs/DESIGN.md §3 rule 13). */
+  "effect.not_attempt_connection": 409,
   "auth.operator_disabled": 403,
   "driver.not_finalized": 409,
   "feature.disabled": 404,

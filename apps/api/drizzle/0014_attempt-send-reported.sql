@@ -1,0 +1,1 @@
+ALTER TABLE `external_tool_effect_attempts` ADD `send_reported_at_ms` integer;
