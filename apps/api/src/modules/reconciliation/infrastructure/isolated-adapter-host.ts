@@ -163,7 +163,8 @@ export function createIsolatedAdapterHost(opts: IsolatedAdapterHostOptions): Ada
         // recorded as invalid_adapter_output with this reason (the size bound), not as a schema message
         if (reply.kind === "unanswerable") throw new AdapterAnswerRefusedError(reply.reason);
         if (reply.kind !== "answered") throw new Error("unexpected worker reply");
-        return reply.value;
+        // the JSON text the worker measured against its bound (docs/DESIGN.md §4); parsing yields plain data
+        return reply.json === null ? undefined : (JSON.parse(reply.json) as unknown);
       };
       const handle: ReconciliationAdapter = {
         declaration,
