@@ -1,5 +1,5 @@
 /**
- * The compiled piscina worker entry of the isolated adapter host (`dist/adapter-worker.js`, built by
+ * The compiled piscina worker entry of the isolated adapter host (`dist/adapter-worker-<hash>.js`, content-hashed, built by
  * `scripts/build.mjs`; under tsx the host uses `adapter-worker.bootstrap.mjs` instead). The worker
  * itself is compiled JavaScript; tsx is registered in this worker thread only, so that an adapter
  * module that is TypeScript (a workspace package such as `@mosoo/fixture-adapter`, or a `.ts` file

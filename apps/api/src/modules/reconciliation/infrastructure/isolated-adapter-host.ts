@@ -23,12 +23,21 @@ import type { AdapterWorkerReply, AdapterWorkerTask } from "./adapter-worker.js"
 import { entryFile } from "../../../platform/compiled-entry.js";
 
 /**
- * The worker entry: compiled, `dist/adapter-worker.js` (`adapter-worker.entry.ts`); under a loader, a
+ * The compiled worker's file name in `dist/`, content-hashed (`adapter-worker-<hash>.js`): defined by
+ * `scripts/build.mjs` when it builds this bundle, undeclared under tsx and vitest. A running API thus
+ * keeps starting the worker it was built with, even after a rebuild wrote another beside it.
+ */
+declare const MOSOO_ADAPTER_WORKER_FILE: string | undefined;
+
+/**
+ * The worker entry: compiled, `dist/adapter-worker-<hash>.js` (`adapter-worker.entry.ts`); under a loader, a
  * plain ES module that registers tsx in its own thread, then loads `adapter-worker.ts` (so
  * TypeScript adapter modules load the same under `tsx`, `node --import tsx` and vitest, whose
  * workers do not inherit a loader).
  */
-const WORKER_FILE = pathToFileURL(entryFile(new URL("./adapter-worker.bootstrap.mjs", import.meta.url), "adapter-worker.js").path).href;
+const WORKER_FILE = pathToFileURL(
+  entryFile(new URL("./adapter-worker.bootstrap.mjs", import.meta.url), typeof MOSOO_ADAPTER_WORKER_FILE === "string" ? MOSOO_ADAPTER_WORKER_FILE : "adapter-worker.js").path,
+).href;
 
 /** What a worker reports besides the declaration, checked before the host believes it. */
 const BoundReportSchema = z.strictObject({
