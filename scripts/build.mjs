@@ -26,7 +26,6 @@ const APPS = {
     dir: join(ROOT, "apps", "api"),
     entries: {
       main: "src/main.ts",
-      "adapter-worker": "src/modules/reconciliation/infrastructure/adapter-worker.entry.ts",
       "run-benchmarks.main": "bench/run-benchmarks.main.ts",
       "scenario.main": "bench/scenario.main.ts",
       "seed-unknown.main": "bench/seed-unknown.main.ts",
@@ -36,6 +35,17 @@ const APPS = {
     dir: join(ROOT, "apps", "driver"),
     entries: { main: "src/main.ts" },
   },
+};
+
+/**
+ * Worker entries, built FIRST and alone (no shared chunks) under a content-hashed name
+ * (`adapter-worker-<hash>.js`); the app's other entries get that name as the constant named by
+ * `define` (e.g. `MOSOO_ADAPTER_WORKER_FILE`). So an API already running keeps starting the worker
+ * it was built with, even after a rebuild wrote a new one beside it (old files stay in place).
+ */
+const WORKERS = {
+  api: [{ name: "adapter-worker", source: "src/modules/reconciliation/infrastructure/adapter-worker.entry.ts", define: "MOSOO_ADAPTER_WORKER_FILE" }],
+  driver: [],
 };
 
 /** The package name of a bare import specifier (`@scope/name/sub` → `@scope/name`), or null for a relative, absolute or `node:` one. */
@@ -77,18 +87,39 @@ function appPlugin(appDir, outDir) {
 async function buildApp(name) {
   const app = APPS[name];
   const outDir = join(app.dir, "dist");
+  const define = {};
+  for (const worker of WORKERS[name]) {
+    const built = await esbuild.build({
+      ...commonOptions(app, outDir),
+      entryPoints: { [worker.name]: join(app.dir, worker.source) },
+      entryNames: "[name]-[hash]",
+      splitting: false,
+    });
+    writeOutputs(built.outputFiles);
+    const entry = built.outputFiles.find((f) => f.path.endsWith(".js"));
+    define[worker.define] = JSON.stringify(entry.path.slice(outDir.length + 1));
+  }
   const result = await esbuild.build({
+    ...commonOptions(app, outDir),
+    entryPoints: Object.fromEntries(Object.entries(app.entries).map(([out, src]) => [out, join(app.dir, src)])),
+    splitting: true,
+    chunkNames: "chunk-[hash]",
+    define,
+  });
+  writeOutputs(result.outputFiles);
+}
+
+/** The esbuild options every build of `app` shares (see the top of this file). */
+function commonOptions(app, outDir) {
+  return {
     write: false,
     absWorkingDir: app.dir,
-    entryPoints: Object.fromEntries(Object.entries(app.entries).map(([out, src]) => [out, join(app.dir, src)])),
     outdir: outDir,
     bundle: true,
-    splitting: true,
     format: "esm",
     platform: "node",
     target: "node20",
     sourcemap: true,
-    chunkNames: "chunk-[hash]",
     logLevel: "warning",
     banner: {
       js: [
@@ -98,9 +129,13 @@ async function buildApp(name) {
       ].join("\n"),
     },
     plugins: [appPlugin(app.dir, outDir)],
-  });
-  mkdirSync(outDir, { recursive: true });
-  for (const file of result.outputFiles) {
+  };
+}
+
+/** Writes each output file atomically, only when its content changed (see {@link buildApp}). */
+function writeOutputs(outputFiles) {
+  for (const file of outputFiles) {
+    mkdirSync(dirname(file.path), { recursive: true });
     if (existsSync(file.path) && readFileSync(file.path).equals(file.contents)) continue;
     const tmp = `${file.path}.${process.pid}.tmp`;
     writeFileSync(tmp, file.contents);

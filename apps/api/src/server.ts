@@ -121,8 +121,10 @@ export async function startApi(
       force.unref();
       await closed;
       clearTimeout(force);
-      await adapterHost.close();
-      runtime.reconciler.flushOutcomes(); // outcomes still waiting for their group commit's window commit now
+      await adapterHost.close(); // rejects the lookups still running in its workers
+      // their outcomes are submitted after that: wait for every lookup under way, then commit what
+      // waits for a group commit's window (else lost, and misrecorded lookup_interrupted at restart)
+      await runtime.reconciler.drain();
       store.close();
     },
   };

@@ -4,7 +4,8 @@
  * (piscina worker threads, heap limit) and the real runtime (CrashLab, a real SQLite store):
  * - an answer over the worker's size bound, or not JSON, is `invalid_adapter_output` and the
  *   reconciliation record's error names the bound (or why it is not JSON), not a schema message
- *   about a value that was never copied back;
+ *   about a value that was never copied back; the bound applies to what is serialised (after
+ *   `toJSON()` and getters), not to the object graph first handed back;
  * - an adapter that allocates past the heap limit is `adapter_crashed` (`out_of_memory`), not
  *   `lookup_timeout`: the lookup bound here (20 s) is far above the time the worker takes to die
  *   (~1–3 s), so nothing depends on which of the two fires first.
@@ -51,6 +52,22 @@ describe("the isolated host's refusals, as recorded on the effect", { timeout: 1
     expect(records[0]).toMatchObject({ outcome: "still_unknown", reason_code: "invalid_adapter_output" });
     expect(records[0]!.error).toContain(`the answer is larger than the ${ANSWER_BOUND}-character bound on an adapter answer`);
     expect(records[0]!.error).not.toMatch(/expected|Invalid input|notJson/);
+  });
+
+  it("a getter small when first read, 40 M characters when read again: serialised once, what crosses is what was measured", async () => {
+    const { status, records } = await lookUpOnce("getterHugeAdapterFactory");
+    expect(status).toBe("unknown");
+    expect(records).toHaveLength(1);
+    // the one read (the serialisation itself) answered provider_lagging; no second read, no 40 M copy
+    expect(records[0]).toMatchObject({ outcome: "still_unknown", reason_code: "provider_lagging" });
+  });
+
+  it("a small object whose toJSON() answers 40 M characters: the bound applies to what is serialised (invalid_adapter_output naming it)", async () => {
+    const { status, records } = await lookUpOnce("toJsonHugeAdapterFactory");
+    expect(status).toBe("unknown");
+    expect(records).toHaveLength(1);
+    expect(records[0]).toMatchObject({ outcome: "still_unknown", reason_code: "invalid_adapter_output" });
+    expect(records[0]!.error).toContain(`the answer is larger than the ${ANSWER_BOUND}-character bound on an adapter answer`);
   });
 
   it("an answer JSON cannot carry (a BigInt): invalid_adapter_output, and the record says it is not JSON", async () => {

@@ -185,6 +185,9 @@ const HOSTILE = [
   { name: "never settles", exportName: "neverSettlesAdapterFactory", reason: "lookup_timeout" },
   { name: "answers a 40 M-character string", exportName: "hugeAnswerAdapterFactory", reason: "invalid_adapter_output" },
   { name: "sends SIGKILL to its own process", exportName: "killsProcessAdapterFactory", reason: "adapter_error" },
+  { name: "SIGKILL through process._kill", exportName: "underscoreKillAdapterFactory", reason: "adapter_error" },
+  { name: "SIGKILL from a nested worker thread", exportName: "nestedWorkerAdapterFactory", reason: "adapter_error" },
+  { name: "a child process that SIGKILLs its parent", exportName: "spawnsKillAdapterFactory", reason: "adapter_error" },
 ] as const;
 
 describe("crash-point matrix, adapter misbehaves (real worker isolation, both recovery paths)", { timeout: 240_000 }, () => {

@@ -37,6 +37,8 @@ export interface LeasedEffect {
 export class EffectReconciler implements EffectReconciliationPort {
   private readonly admission: ReconciliationAdmission;
   private readonly writer: ReconciliationOutcomeWriter;
+  /** Lookups under way ({@link reconcileLeased}), until their outcome committed or failed; see {@link drain}. */
+  private readonly inFlight = new Set<Promise<unknown>>();
 
   constructor(
     private readonly ctx: RuntimeContext,
@@ -50,6 +52,18 @@ export class EffectReconciler implements EffectReconciliationPort {
   /** Commits every outcome waiting for its group commit's window now (call before closing the store). */
   flushOutcomes(): void {
     this.writer.flushOutcomes();
+  }
+
+  /**
+   * Shutdown (docs/DESIGN.md §4): waits until every lookup under way has settled — its outcome
+   * committed, or its error propagated — then commits what waits for a group commit's window. Call
+   * it AFTER the adapter host is closed (closing it rejects the lookups still running, whose
+   * outcomes are then submitted) and BEFORE the store closes, so that no outcome submitted during
+   * the shutdown is lost and then misrecorded `lookup_interrupted` at the next start. Never rejects.
+   */
+  async drain(): Promise<void> {
+    while (this.inFlight.size > 0) await Promise.allSettled([...this.inFlight]);
+    this.flushOutcomes();
   }
 
   /** The adapter bound to the effect's server when reconciliation is on and the adapter declares the tool; else null. */
@@ -137,6 +151,17 @@ export class EffectReconciler implements EffectReconciliationPort {
    * left to expire while the store is locked) and the error propagates.
    */
   async reconcileLeased(leased: LeasedEffect, trigger: ReconciliationTrigger, settle?: SettleInTransaction): Promise<ReconcileResult> {
+    const running = this.lookUpAndCommit(leased, trigger, settle);
+    this.inFlight.add(running);
+    try {
+      return await running;
+    } finally {
+      this.inFlight.delete(running);
+    }
+  }
+
+  /** The body of {@link reconcileLeased} (tracked there for {@link drain}). */
+  private async lookUpAndCommit(leased: LeasedEffect, trigger: ReconciliationTrigger, settle?: SettleInTransaction): Promise<ReconcileResult> {
     const { effect, adapter, owner, leasedVersion, startedAtMs } = leased;
     const adapterRef = adapterRefOf(adapter);
     const logger = this.ctx.logger.child({ effectId: effect.id, commandId: effect.commandId, driverInstanceId: effect.driverInstanceId, adapterId: adapterRef.id });

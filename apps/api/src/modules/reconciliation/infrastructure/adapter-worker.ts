@@ -44,7 +44,8 @@ interface AdapterWorkerLog {
  * - `bound`: the (narrowed) adapter's declaration (validated again by the host), whether it plans
  *   compensations, its tool coverage and its package name / version (the host hashes the declaration itself);
  * - `refused`: `bind` failed with a `ReconciliationError` code and one line;
- * - `answered`: the call's value, as a JSON copy;
+ * - `answered`: the call's value as the JSON text the worker wrote once and measured (`null` for a
+ *   value JSON omits, e.g. `undefined`); the host parses it;
  * - `unanswerable`: the call answered a value the worker does not copy back: larger than
  *   {@link MAX_ANSWER_UNITS} (`reason` names the bound) or not JSON (`reason` says why);
  * - `threw`: the call threw or rejected (one line).
@@ -52,7 +53,7 @@ interface AdapterWorkerLog {
 export type AdapterWorkerReply =
   | { kind: "bound"; declaration: unknown; plansCompensation: boolean; coverage: unknown; packageName: unknown; packageVersion: unknown }
   | { kind: "refused"; code: ReconciliationErrorCode; message: string }
-  | { kind: "answered"; value: unknown; logs: AdapterWorkerLog[] }
+  | { kind: "answered"; json: string | null; logs: AdapterWorkerLog[] }
   | { kind: "unanswerable"; reason: string; logs: AdapterWorkerLog[] }
   | { kind: "threw"; error: string; logs: AdapterWorkerLog[] };
 
@@ -84,8 +85,9 @@ function build(source: AdapterSource, options: unknown, tools: string[] | undefi
 
 /**
  * Largest adapter answer (in UTF-16 code units of its strings and keys, plus 8 per value) the worker
- * copies back: a result, a receipt and 64 Ki of slack. Anything larger is answered `unanswerable`
- * with the bound (the host records `invalid_adapter_output` naming it) WITHOUT serialising it: a 50 MB string answered by an
+ * copies back: a result, a receipt and 64 Ki of slack, measured on what is serialised (after `toJSON()`
+ * and getters). Anything larger is answered `unanswerable` with the bound (the host records
+ * `invalid_adapter_output` naming it) WITHOUT finishing its serialisation: a 50 MB string answered by an
  * adapter would otherwise be copied in the worker, and an allocation that fails there can abort the
  * whole process instead of the worker (V8 out-of-memory is fatal for a large string).
  */
@@ -93,43 +95,48 @@ const MAX_ANSWER_UNITS = MAX_RESULT_BYTES + MAX_RECEIPT_BYTES + 64 * 1024;
 /** Largest log-fields object copied back per log line (same measure). */
 const MAX_LOG_FIELDS_UNITS = 16 * 1024;
 
+/** Thrown by {@link boundedStringify}'s replacer when the serialisation passes its bound. */
+class OverBound extends Error {}
+
 /**
- * The size of `value` as {@link MAX_ANSWER_UNITS} measures it, walked iteratively (no recursion, so
- * depth cannot overflow the stack), stopping as soon as it passes `limit` (then returns `limit + 1`).
+ * `JSON.stringify(value)`, measured while it is written (docs/DESIGN.md §4): a replacer adds up, in
+ * the {@link MAX_ANSWER_UNITS} measure, every value AFTER `toJSON()` ran and every getter was read —
+ * exactly what goes into the string — and stops the serialisation (throws {@link OverBound}) as soon
+ * as the total passes `limit`, so a small object whose `toJSON()` or getter answers 40 M characters is
+ * refused before that string is copied; the finished string's length is checked against `limit` too.
+ * Returns the string (`undefined` for a value JSON omits); throws `OverBound`, or whatever
+ * `JSON.stringify`/`toJSON()` throws (a cycle, a BigInt, a refused call).
  */
-function boundedSize(value: unknown, limit: number): number {
+function boundedStringify(value: unknown, limit: number): string | undefined {
   let total = 0;
-  const stack: unknown[] = [value];
-  const seen = new Set<object>();
-  while (stack.length > 0) {
-    const v = stack.pop();
-    total += 8;
-    if (typeof v === "string") total += v.length;
-    else if (typeof v === "object" && v !== null) {
-      if (seen.has(v)) continue; // a cycle: JSON.stringify refuses it below
-      seen.add(v);
-      for (const [k, child] of Object.entries(v)) {
-        total += k.length;
-        stack.push(child);
-      }
-    }
-    if (total > limit) return limit + 1;
-  }
-  return total;
+  const text = JSON.stringify(value, function measure(key: string, child: unknown) {
+    total += 8 + key.length + (typeof child === "string" ? child.length : 0);
+    if (total > limit) throw new OverBound();
+    return child;
+  });
+  if (text !== undefined && text.length > limit) throw new OverBound();
+  return text;
 }
 
 /**
- * A detached JSON copy of `value` (`{ok: true, value}`), or `{ok: false, reason}` when it is larger
- * than `limit` (see {@link boundedSize}; the reason names the bound) or not JSON; never throws.
+ * The JSON text of `value` that crosses to the host (`{ok: true, text}`; `text` is `undefined` for a
+ * value JSON omits), serialised ONCE with {@link boundedStringify}, or `{ok: false, reason}` when it
+ * is larger than `limit` (the reason names the bound) or not JSON; never throws.
  */
-function tryJsonCopy(value: unknown, limit: number): { ok: true; value: unknown } | { ok: false; reason: string } {
+function tryJsonText(value: unknown, limit: number): { ok: true; text: string | undefined } | { ok: false; reason: string } {
   try {
-    if (boundedSize(value, limit) > limit) return { ok: false, reason: `the answer is larger than the ${limit}-character bound on an adapter answer (a result, a receipt and 64 Ki of slack)` };
-    const text = JSON.stringify(value);
-    return { ok: true, value: text === undefined ? undefined : (JSON.parse(text) as unknown) };
+    return { ok: true, text: boundedStringify(value, limit) };
   } catch (error) {
+    if (error instanceof OverBound) return { ok: false, reason: `the answer is larger than the ${limit}-character bound on an adapter answer (a result, a receipt and 64 Ki of slack)` };
     return { ok: false, reason: `the answer is not JSON: ${oneLine(error)}` };
   }
+}
+
+/** {@link tryJsonText}, parsed back in the worker into a detached copy (`{ok: true, value}`); never throws. */
+function tryJsonCopy(value: unknown, limit: number): { ok: true; value: unknown } | { ok: false; reason: string } {
+  const copy = tryJsonText(value, limit);
+  if (!copy.ok) return copy;
+  return { ok: true, value: copy.text === undefined ? undefined : (JSON.parse(copy.text) as unknown) };
 }
 
 /** {@link tryJsonCopy} for what the worker reports itself (declaration, coverage, log fields): `{notJson: why}` when it cannot be copied, which no contract accepts. */
@@ -177,8 +184,9 @@ export default async function runAdapterTask(task: AdapterWorkerTask): Promise<A
       task.op === "lookup"
         ? await adapter.lookup(task.request as Parameters<ReconciliationAdapter["lookup"]>[0], context)
         : await adapter.planCompensation!(task.request as Parameters<NonNullable<ReconciliationAdapter["planCompensation"]>>[0], context);
-    const copy = tryJsonCopy(value, MAX_ANSWER_UNITS);
-    return copy.ok ? { kind: "answered", value: copy.value, logs } : { kind: "unanswerable", reason: copy.reason, logs };
+    // the bound applies to the very string that is posted to the host (serialised once, here)
+    const copy = tryJsonText(value, MAX_ANSWER_UNITS);
+    return copy.ok ? { kind: "answered", json: copy.text ?? null, logs } : { kind: "unanswerable", reason: copy.reason, logs };
   } catch (error) {
     return { kind: "threw", error: oneLine(error), logs };
   }

@@ -23,12 +23,21 @@ import type { AdapterWorkerReply, AdapterWorkerTask } from "./adapter-worker.js"
 import { entryFile } from "../../../platform/compiled-entry.js";
 
 /**
- * The worker entry: compiled, `dist/adapter-worker.js` (`adapter-worker.entry.ts`); under a loader, a
+ * The compiled worker's file name in `dist/`, content-hashed (`adapter-worker-<hash>.js`): defined by
+ * `scripts/build.mjs` when it builds this bundle, undeclared under tsx and vitest. A running API thus
+ * keeps starting the worker it was built with, even after a rebuild wrote another beside it.
+ */
+declare const MOSOO_ADAPTER_WORKER_FILE: string | undefined;
+
+/**
+ * The worker entry: compiled, `dist/adapter-worker-<hash>.js` (`adapter-worker.entry.ts`); under a loader, a
  * plain ES module that registers tsx in its own thread, then loads `adapter-worker.ts` (so
  * TypeScript adapter modules load the same under `tsx`, `node --import tsx` and vitest, whose
  * workers do not inherit a loader).
  */
-const WORKER_FILE = pathToFileURL(entryFile(new URL("./adapter-worker.bootstrap.mjs", import.meta.url), "adapter-worker.js").path).href;
+const WORKER_FILE = pathToFileURL(
+  entryFile(new URL("./adapter-worker.bootstrap.mjs", import.meta.url), typeof MOSOO_ADAPTER_WORKER_FILE === "string" ? MOSOO_ADAPTER_WORKER_FILE : "adapter-worker.js").path,
+).href;
 
 /** What a worker reports besides the declaration, checked before the host believes it. */
 const BoundReportSchema = z.strictObject({
@@ -163,7 +172,8 @@ export function createIsolatedAdapterHost(opts: IsolatedAdapterHostOptions): Ada
         // recorded as invalid_adapter_output with this reason (the size bound), not as a schema message
         if (reply.kind === "unanswerable") throw new AdapterAnswerRefusedError(reply.reason);
         if (reply.kind !== "answered") throw new Error("unexpected worker reply");
-        return reply.value;
+        // the JSON text the worker measured against its bound (docs/DESIGN.md §4); parsing yields plain data
+        return reply.json === null ? undefined : (JSON.parse(reply.json) as unknown);
       };
       const handle: ReconciliationAdapter = {
         declaration,

@@ -1,0 +1,68 @@
+/**
+ * The adapter worker's deny-list (docs/DESIGN.md §4 "Adapters are untrusted code"): an adapter runs in
+ * a worker thread of the API's own process, so every route by which its code could end that process
+ * (a signal to it, a thread or a child process or a loader thread the guard never runs in, an
+ * inspector session on the main thread) is refused in the worker before any adapter code loads.
+ * Each case runs a hostile adapter (tests/fixtures/adapters/misbehaving.adapter.ts, routes found by a
+ * hostile review) through the REAL isolated host: the call rejects with the guard's error (which the
+ * runtime records as `adapter_error`, or `invalid_adapter_output` when the refusal happens in the
+ * answer's `toJSON()`), and this process — the API's stand-in — is still running afterwards.
+ */
+import { fileURLToPath } from "node:url";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { AdapterAnswerRefusedError, NOOP_LOGGER, type AdapterHost, type LookupRequest } from "@mosoo/effect-reconciliation";
+import { createIsolatedAdapterHost } from "../src/modules/reconciliation/infrastructure/isolated-adapter-host.js";
+
+const MISBEHAVING = fileURLToPath(new URL("./fixtures/adapters/misbehaving.adapter.ts", import.meta.url));
+/** The lookup bound of these cases (ms, real time): far above a worker's cold start on a busy machine. */
+const LOOKUP_TIMEOUT_MS = 20_000;
+
+const REQUEST = {
+  effectId: "01J00000000000000000000000",
+  serverId: "tracker",
+  toolName: "createIssue",
+  idempotencyKey: "01J00000000000000000000001",
+  requestFingerprint: "f".repeat(64),
+  firstDispatchedAtMs: 1,
+  lastDispatchedAtMs: 1,
+} as unknown as LookupRequest;
+
+const REFUSED = [
+  { name: "process._kill(process.pid, 9)", exportName: "underscoreKillAdapterFactory", error: /process\._kill is not available to adapter code/ },
+  { name: "a nested Worker that SIGKILLs the process", exportName: "nestedWorkerAdapterFactory", error: /worker_threads\.Worker is not available to adapter code/ },
+  { name: "child_process.spawnSync('kill', ['-9', pid])", exportName: "spawnsKillAdapterFactory", error: /child_process\.spawnSync is not available to adapter code/ },
+  { name: "new ChildProcess().spawn(...)", exportName: "childProcessClassAdapterFactory", error: /child_process\.ChildProcess is not available to adapter code/ },
+  { name: "process.binding('spawn_sync')", exportName: "bindingSpawnAdapterFactory", error: /process\.binding is not available to adapter code/ },
+  { name: "module.register of hooks that SIGKILL", exportName: "registersHooksAdapterFactory", error: /module\.register is not available to adapter code/ },
+  { name: "an inspector session on the main thread", exportName: "inspectorAdapterFactory", error: /inspector\.Session is not available to adapter code/ },
+] as const;
+
+describe("the adapter worker's deny-list (real worker isolation)", { timeout: 180_000 }, () => {
+  let host: AdapterHost;
+  beforeAll(() => {
+    host = createIsolatedAdapterHost({ heapMb: 32, maxThreads: 1, bindTimeoutMs: 60_000, logger: NOOP_LOGGER });
+  });
+  afterAll(() => host.close());
+
+  it.each(REFUSED)("$name: the call rejects with the guard's error; the process lives", async ({ exportName, error }) => {
+    const { adapter } = await host.bind({ module: MISBEHAVING, export: exportName }, undefined);
+    const outcome = adapter.lookup(REQUEST, { signal: AbortSignal.timeout(LOOKUP_TIMEOUT_MS), logger: NOOP_LOGGER });
+    await expect(outcome).rejects.toThrow(error);
+    // still here: a SIGKILL to this process would have ended the test run; one more turn of the loop to be sure
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    expect(process.exitCode ?? 0).toBe(0);
+  });
+
+  it("toJSON() calling process._kill during the worker's JSON copy: the answer is refused (not JSON), the process lives", async () => {
+    const { adapter } = await host.bind({ module: MISBEHAVING, export: "toJsonKillAdapterFactory" }, undefined);
+    const outcome = adapter.lookup(REQUEST, { signal: AbortSignal.timeout(LOOKUP_TIMEOUT_MS), logger: NOOP_LOGGER });
+    await expect(outcome).rejects.toBeInstanceOf(AdapterAnswerRefusedError);
+    await expect(outcome).rejects.toThrow(/the answer is not JSON: .*process\._kill is not available to adapter code/);
+  });
+
+  it("a well-behaved adapter in the same guarded worker still answers (the deny-list breaks nothing it needs)", async () => {
+    // its getter is read once, by the serialisation: a plain still_unknown answer crosses
+    const { adapter } = await host.bind({ module: MISBEHAVING, export: "getterHugeAdapterFactory" }, undefined);
+    await expect(adapter.lookup(REQUEST, { signal: AbortSignal.timeout(LOOKUP_TIMEOUT_MS), logger: NOOP_LOGGER })).resolves.toEqual({ outcome: "still_unknown", reasonCode: "provider_lagging" });
+  });
+});
