@@ -21,7 +21,8 @@ module.exports = {
     {
       name: "no-circular",
       severity: "error",
-      comment: "No import cycle in production code, type-only imports included (a cycle makes the layers meaningless and the load order fragile).",
+      comment:
+        "No import cycle in production code, type-only imports included (a cycle makes the layers meaningless and the load order fragile).",
       from: { path: "^(apps|packages)/[^/]+/src/" },
       to: { circular: true },
     },
@@ -37,12 +38,19 @@ module.exports = {
       severity: "error",
       comment: "A module's domain/ is pure: it imports no application/ or infrastructure/ code, no platform, no adapter, no config.",
       from: { path: "^apps/api/src/modules/[^/]+/domain/" },
-      to: { path: ["^apps/api/src/modules/[^/]+/(application|infrastructure)/", "^apps/api/src/(platform|adapters|config)/", "^apps/api/src/[^/]+\\.ts$"] },
+      to: {
+        path: [
+          "^apps/api/src/modules/[^/]+/(application|infrastructure)/",
+          "^apps/api/src/(platform|adapters|config)/",
+          "^apps/api/src/[^/]+\\.ts$",
+        ],
+      },
     },
     {
       name: "ledger-is-lowest",
       severity: "error",
-      comment: "The ledger is the lowest module: it imports no other module (it reaches reconciliation only through its EffectReconciliationPort).",
+      comment:
+        "The ledger is the lowest module: it imports no other module (it reaches reconciliation only through its EffectReconciliationPort).",
       from: { path: modules("ledger") },
       to: { path: modules("drivers", "runs", "reconciliation", "operator", "console") },
     },
@@ -63,7 +71,8 @@ module.exports = {
     {
       name: "reconciliation-above-ledger-only",
       severity: "error",
-      comment: "reconciliation imports only the ledger; it never imports the Driver side (it implements the ports the ledger and drivers own).",
+      comment:
+        "reconciliation imports only the ledger; it never imports the Driver side (it implements the ports the ledger and drivers own).",
       from: { path: modules("reconciliation") },
       to: { path: modules("drivers", "runs", "operator", "console") },
     },

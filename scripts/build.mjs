@@ -44,7 +44,13 @@ const APPS = {
  * it was built with, even after a rebuild wrote a new one beside it (old files stay in place).
  */
 const WORKERS = {
-  api: [{ name: "adapter-worker", source: "src/modules/reconciliation/infrastructure/adapter-worker.entry.ts", define: "MOSOO_ADAPTER_WORKER_FILE" }],
+  api: [
+    {
+      name: "adapter-worker",
+      source: "src/modules/reconciliation/infrastructure/adapter-worker.entry.ts",
+      define: "MOSOO_ADAPTER_WORKER_FILE",
+    },
+  ],
   driver: [],
 };
 

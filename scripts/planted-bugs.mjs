@@ -19,7 +19,9 @@ function badInput(message) {
 }
 let args;
 try {
-  ({ values: args } = parseArgs({ options: { seed: { type: "string", default: "1" }, only: { type: "string" }, help: { type: "boolean" } } }));
+  ({ values: args } = parseArgs({
+    options: { seed: { type: "string", default: "1" }, only: { type: "string" }, help: { type: "boolean" } },
+  }));
 } catch (err) {
   badInput(err instanceof Error ? err.message : String(err));
 }
@@ -27,7 +29,8 @@ if (args.help) {
   console.log(USAGE);
   process.exit(0);
 }
-if (!/^-?\d+$/.test(args.seed) || !Number.isSafeInteger(Number(args.seed))) badInput(`--seed must be an integer, got ${JSON.stringify(args.seed)}`);
+if (!/^-?\d+$/.test(args.seed) || !Number.isSafeInteger(Number(args.seed)))
+  badInput(`--seed must be an integer, got ${JSON.stringify(args.seed)}`);
 
 /**
  * The planted bugs: `file` (from the repo root), the exact text `find` (must occur once) and its
@@ -54,7 +57,7 @@ const BUGS = [
     id: "unvalidated-adapter-output",
     what: "the adapter's answer is judged and persisted without schema validation (DESIGN §5 row 2)",
     file: "packages/effect-reconciliation/src/reconcile.service.ts",
-    find: "return parsed.success ? { outcome: structuredClone(parsed.data) } : refused(ref, \"invalid_adapter_output\", summarizeError(parsed.error));",
+    find: 'return parsed.success ? { outcome: structuredClone(parsed.data) } : refused(ref, "invalid_adapter_output", summarizeError(parsed.error));',
     replace: "return { outcome: (parsed.success ? parsed.data : value) as LookupOutcome };",
   },
   {
@@ -95,13 +98,20 @@ cpSync(root, work, {
     return !rel.split("/").some((part) => part === "node_modules" || part === ".git" || part === "var");
   },
 });
-const install = spawnSync("npx", [...pnpm, "install", "--frozen-lockfile", "--offline"], { cwd: work, stdio: ["ignore", "ignore", "inherit"] });
+const install = spawnSync("npx", [...pnpm, "install", "--frozen-lockfile", "--offline"], {
+  cwd: work,
+  stdio: ["ignore", "ignore", "inherit"],
+});
 if (install.status !== 0) {
   console.error("planted-bugs: pnpm install in the temporary copy failed");
   process.exit(1);
 }
 
-const DEFAULT_SUITE = { project: "api", files: ["tests/ledger-model.property.test.ts", "tests/crash-point-matrix.test.ts"], grep: "keeps I1|crash" };
+const DEFAULT_SUITE = {
+  project: "api",
+  files: ["tests/ledger-model.property.test.ts", "tests/crash-point-matrix.test.ts"],
+  grep: "keeps I1|crash",
+};
 const rows = [];
 let allCaught = true;
 for (const bug of BUGS.filter((b) => !args.only || b.id === args.only)) {
@@ -122,7 +132,11 @@ for (const bug of BUGS.filter((b) => !args.only || b.id === args.only)) {
   spawnSync(
     join(work, "node_modules/.bin/vitest"),
     ["run", "--project", suite.project, ...suite.files, "-t", suite.grep, "--reporter=json", `--outputFile=${report}`],
-    { cwd: work, stdio: ["ignore", "ignore", "ignore"], env: { ...process.env, LEDGER_MODEL_RUNS: "1000", LEDGER_MODEL_SEED: String(seed) } },
+    {
+      cwd: work,
+      stdio: ["ignore", "ignore", "ignore"],
+      env: { ...process.env, LEDGER_MODEL_RUNS: "1000", LEDGER_MODEL_SEED: String(seed) },
+    },
   );
   writeFileSync(path, original);
   let json;
@@ -143,16 +157,25 @@ for (const bug of BUGS.filter((b) => !args.only || b.id === args.only)) {
       found.push(`model property failed after ${runs ?? "?"} of 1000 runs (seed ${seed}): ${firstLine.slice(0, 160)}`);
     } else if (name.startsWith("crash-point")) {
       const total = file.assertionResults.length;
-      const example = failed[0] ? `${failed[0].title}: ${(failed[0].failureMessages[0] ?? "").split("\n")[0].slice(0, 160)}` : file.message ?? "";
+      const example = failed[0]
+        ? `${failed[0].title}: ${(failed[0].failureMessages[0] ?? "").split("\n")[0].slice(0, 160)}`
+        : (file.message ?? "");
       found.push(`crash-point matrix: ${failed.length} of ${total} cases failed (first: ${example})`);
     } else {
-      const example = failed[0] ? `${failed[0].title}: ${(failed[0].failureMessages[0] ?? "").split("\n")[0].slice(0, 160)}` : file.message ?? "";
+      const example = failed[0]
+        ? `${failed[0].title}: ${(failed[0].failureMessages[0] ?? "").split("\n")[0].slice(0, 160)}`
+        : (file.message ?? "");
       found.push(`${name}: ${failed.length} of ${file.assertionResults.length} tests failed (first: ${example})`);
     }
   }
   const caught = found.length > 0;
   allCaught &&= caught;
-  rows.push({ id: bug.id, caught, detail: caught ? found.join("\n      ") : "no test failed", seconds: Math.round((Date.now() - started) / 1000) });
+  rows.push({
+    id: bug.id,
+    caught,
+    detail: caught ? found.join("\n      ") : "no test failed",
+    seconds: Math.round((Date.now() - started) / 1000),
+  });
   console.log(`  ${caught ? "CAUGHT" : "NOT CAUGHT"} (${Math.round((Date.now() - started) / 1000)} s)\n      ${rows.at(-1).detail}`);
 }
 rmSync(work, { recursive: true, force: true });

@@ -1,6 +1,6 @@
-// Runs the type-check, the dependency rules (dependency-cruiser), knip (dead code), then every vitest project, and prints the plain
-// `N passed, N failed` line that CI reads (TOOLCHAIN.md P10). Exits non-zero when the type-check, a dependency rule, a knip finding or
-// any test fails.
+// Runs the type-check, the dependency rules (dependency-cruiser), knip (dead code), the formatting check (prettier), then every vitest
+// project, and prints the plain `N passed, N failed` line that CI reads. Exits non-zero when the type-check, a dependency rule, a knip
+// finding, an unformatted file or any test fails.
 import { spawnSync } from "node:child_process";
 import { readFileSync, mkdirSync, rmSync } from "node:fs";
 import { join } from "node:path";
@@ -20,7 +20,9 @@ console.log(typecheckFailed ? "type-check: FAILED" : "type-check: ok");
 // importing one above it, no test package in production code. dependency-cruiser prints its own summary
 // line ("no dependency violations found (…)" or "x N dependency violations (…)"); any violation fails.
 console.log("> depcruise apps packages --config .dependency-cruiser.cjs (dependency rules)");
-const depcruise = spawnSync(bin("depcruise"), ["apps", "packages", "--config", ".dependency-cruiser.cjs", "--output-type", "err"], { stdio: "inherit" });
+const depcruise = spawnSync(bin("depcruise"), ["apps", "packages", "--config", ".dependency-cruiser.cjs", "--output-type", "err"], {
+  stdio: "inherit",
+});
 const dependencyRulesFailed = depcruise.status !== 0;
 console.log(dependencyRulesFailed ? "dependency rules: FAILED" : "dependency rules: ok");
 
@@ -30,6 +32,13 @@ console.log("> knip --no-progress (unused files, exports, dependencies)");
 const knip = spawnSync(bin("knip"), ["--no-progress"], { stdio: "inherit" });
 const knipFailed = knip.status !== 0;
 console.log(knipFailed ? "knip: FAILED" : "knip: ok");
+
+// prettier (.prettierrc.json, .prettierignore): every code and JSON file as `prettier --write .` leaves it.
+// It names each unformatted file; `npx prettier --write <file>` (or `.`) fixes them.
+console.log("> prettier --check . (formatting)");
+const prettier = spawnSync(bin("prettier"), ["--check", ".", "--log-level", "warn"], { stdio: "inherit" });
+const formattingFailed = prettier.status !== 0;
+console.log(formattingFailed ? "formatting: FAILED (run: node_modules/.bin/prettier --write .)" : "formatting: ok");
 
 const vitest = spawnSync(
   bin("vitest"),
@@ -48,10 +57,10 @@ try {
 } catch {
   failed += 1;
 }
-// The type-check, the dependency rules and knip count as one test each so that none can fail silently.
-for (const checkFailed of [typecheckFailed, dependencyRulesFailed, knipFailed]) {
+// The type-check, the dependency rules, knip and the formatting check count as one test each so that none can fail silently.
+for (const checkFailed of [typecheckFailed, dependencyRulesFailed, knipFailed, formattingFailed]) {
   if (checkFailed) failed += 1;
   else passed += 1;
 }
 console.log(`${passed} passed, ${failed} failed${skipped ? `, ${skipped} skipped` : ""}`);
-process.exit(typecheckFailed || dependencyRulesFailed || knipFailed || vitest.status !== 0 || failed > 0 ? 1 : 0);
+process.exit(typecheckFailed || dependencyRulesFailed || knipFailed || formattingFailed || vitest.status !== 0 || failed > 0 ? 1 : 0);

@@ -60,7 +60,11 @@ export interface FigureComparison {
  * sensible for a `ms` figure at or below zero). Returns the comparisons in `current`'s order.
  * @throws RangeError when `tolerance` is negative or not finite.
  */
-export function compareWithBaseline(current: readonly BenchFigure[], baseline: Readonly<Record<string, BenchFigure>>, tolerance = DEFAULT_TOLERANCE): FigureComparison[] {
+export function compareWithBaseline(
+  current: readonly BenchFigure[],
+  baseline: Readonly<Record<string, BenchFigure>>,
+  tolerance = DEFAULT_TOLERANCE,
+): FigureComparison[] {
   if (!Number.isFinite(tolerance) || tolerance < 0) throw new RangeError(`tolerance must be a finite fraction ≥ 0 (got ${tolerance})`);
   const out: FigureComparison[] = [];
   for (const fig of current) {
@@ -68,7 +72,15 @@ export function compareWithBaseline(current: readonly BenchFigure[], baseline: R
     if (!base) continue;
     const magnitude = Math.abs(base.value);
     const change = magnitude === 0 ? (fig.value > 0 ? Number.POSITIVE_INFINITY : 0) : (fig.value - base.value) / magnitude;
-    out.push({ key: fig.key, label: fig.label, unit: fig.unit, baseline: base.value, current: fig.value, change, regressed: fig.value > base.value + tolerance * magnitude });
+    out.push({
+      key: fig.key,
+      label: fig.label,
+      unit: fig.unit,
+      baseline: base.value,
+      current: fig.value,
+      change,
+      regressed: fig.value > base.value + tolerance * magnitude,
+    });
   }
   return out;
 }
@@ -92,7 +104,11 @@ export function describeComparison(c: FigureComparison, tolerance = DEFAULT_TOLE
  * ones replacing or adding theirs by key, so a run of some scenarios (`--only`) updates just those.
  * A QUICK run never merges into a full baseline (nor the reverse): it starts a new one.
  */
-export function mergeBaseline(previous: BenchBaseline | undefined, current: readonly BenchFigure[], meta: { measuredAt: string; machine: string; quick: boolean }): BenchBaseline {
+export function mergeBaseline(
+  previous: BenchBaseline | undefined,
+  current: readonly BenchFigure[],
+  meta: { measuredAt: string; machine: string; quick: boolean },
+): BenchBaseline {
   const figures: Record<string, BenchFigure> = previous && previous.quick === meta.quick ? { ...previous.figures } : {};
   for (const fig of current) figures[fig.key] = fig;
   return { ...meta, figures };

@@ -92,11 +92,15 @@ export function seedEffects(sqlite: Database.Database, opts: SeedEffectsOptions)
   const serverId = opts.serverId ?? BENCH_BOUND_SERVER;
   const fingerprint = createHash("sha256").update("{}").digest("hex");
   sqlite
-    .prepare("INSERT INTO driver_instances (id, name, status, token_hash, registered_at_ms, finalized_at_ms) VALUES (?, 'seed', 'finalized', ?, ?, ?)")
+    .prepare(
+      "INSERT INTO driver_instances (id, name, status, token_hash, registered_at_ms, finalized_at_ms) VALUES (?, 'seed', 'finalized', ?, ?, ?)",
+    )
     .run(driverInstanceId, fingerprint, now, now);
   sqlite.prepare("INSERT INTO sessions (id, created_at_ms) VALUES (?, ?)").run(sessionId, now);
   sqlite
-    .prepare("INSERT INTO session_runs (id, session_id, driver_instance_id, status, error_json, created_at_ms, updated_at_ms) VALUES (?, ?, ?, 'failed', '{}', ?, ?)")
+    .prepare(
+      "INSERT INTO session_runs (id, session_id, driver_instance_id, status, error_json, created_at_ms, updated_at_ms) VALUES (?, ?, ?, 'failed', '{}', ?, ?)",
+    )
     .run(runId, sessionId, driverInstanceId, now, now);
   const insCommand = sqlite.prepare(
     `INSERT INTO driver_commands (id, driver_instance_id, run_id, seq, type, status, payload_json, result_json, error_json, created_at_ms, updated_at_ms, terminal_at_ms)
@@ -119,8 +123,37 @@ export function seedEffects(sqlite: Database.Database, opts: SeedEffectsOptions)
       seq += 1;
       const commandId = newUlid(now);
       const effectId = newUlid(now);
-      insCommand.run(commandId, driverInstanceId, runId, seq, succeeded ? "completed" : "failed", succeeded ? result : null, succeeded ? null : '{"code":"driver.command_driver_terminal"}', now, now, now);
-      insEffect.run(effectId, commandId, runId, driverInstanceId, serverId, BENCH_TOOL, newUlid(now), "seed", newUlid(now), fingerprint, opts.status, succeeded ? "provider_result" : null, succeeded ? result : null, now, now, now, now);
+      insCommand.run(
+        commandId,
+        driverInstanceId,
+        runId,
+        seq,
+        succeeded ? "completed" : "failed",
+        succeeded ? result : null,
+        succeeded ? null : '{"code":"driver.command_driver_terminal"}',
+        now,
+        now,
+        now,
+      );
+      insEffect.run(
+        effectId,
+        commandId,
+        runId,
+        driverInstanceId,
+        serverId,
+        BENCH_TOOL,
+        newUlid(now),
+        "seed",
+        newUlid(now),
+        fingerprint,
+        opts.status,
+        succeeded ? "provider_result" : null,
+        succeeded ? result : null,
+        now,
+        now,
+        now,
+        now,
+      );
       insAttempt.run(effectId, opts.status, now, now);
     }
   });
@@ -222,8 +255,7 @@ export function installDbTimeMeter(sqlite: Database.Database): DbTimeMeter {
  */
 export function installCommitObserver(sqlite: Database.Database, onCommit: (atMs: number) => void): void {
   let depth = 0;
-  const observed =
-    (fn: (...args: unknown[]) => unknown) =>
+  const observed = (fn: (...args: unknown[]) => unknown) =>
     function sqliteTransactionObserved(this: unknown, ...args: unknown[]): unknown {
       depth += 1;
       let ok = false;

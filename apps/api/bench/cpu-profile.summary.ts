@@ -40,5 +40,10 @@ export function summarizeCpuProfile(file: string, top: number, root: string): Se
   return [...self.values()]
     .sort((a, b) => b.us - a.us)
     .slice(0, top)
-    .map((e) => ({ functionName: e.functionName, location: e.location, selfMs: e.us / 1000, percent: totalUs > 0 ? (100 * e.us) / totalUs : 0 }));
+    .map((e) => ({
+      functionName: e.functionName,
+      location: e.location,
+      selfMs: e.us / 1000,
+      percent: totalUs > 0 ? (100 * e.us) / totalUs : 0,
+    }));
 }

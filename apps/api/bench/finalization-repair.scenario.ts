@@ -80,7 +80,9 @@ export async function runRepair(opts: RepairOptions): Promise<RepairResult> {
        FROM driver_commands c WHERE c.driver_instance_id = ?`,
     );
     const runFailed = store.sqlite.prepare("SELECT count(*) FROM run_events WHERE run_id = ? AND type = 'run.failed'").pluck();
-    const reconciledCount = store.sqlite.prepare("SELECT count(*) FROM external_tool_effects WHERE driver_instance_id = ? AND resolution = 'reconciled'").pluck();
+    const reconciledCount = store.sqlite
+      .prepare("SELECT count(*) FROM external_tool_effects WHERE driver_instance_id = ? AND resolution = 'reconciled'")
+      .pluck();
     const all: number[] = [];
     const p95MsPerRound: number[] = [];
     const p50MsPerRound: number[] = [];
@@ -106,7 +108,12 @@ export async function runRepair(opts: RepairOptions): Promise<RepairResult> {
       await runtime.repair.finalize(instance.id, "operator");
       finalizeMs.push(performance.now() - p0);
       observedRunId = "";
-      const rows = terminalOf.all(instance.id) as Array<{ commandId: string; terminalAtMs: number | null; events: number; eventSeq: number | null }>;
+      const rows = terminalOf.all(instance.id) as Array<{
+        commandId: string;
+        terminalAtMs: number | null;
+        events: number;
+        eventSeq: number | null;
+      }>;
       const latencies = rows.map((r) => {
         if (r.terminalAtMs === null || r.events !== 1 || r.eventSeq === null) eventsOk = false;
         const commit = commits.find((c) => c.maxSeq >= (r.eventSeq ?? Number.POSITIVE_INFINITY));
@@ -127,8 +134,18 @@ export async function runRepair(opts: RepairOptions): Promise<RepairResult> {
       commands: opts.commands,
       reconciliation: opts.reconciliation,
       rounds: opts.rounds,
-      p50Ms: round1(percentile([...p50MsPerRound].sort((a, b) => a - b), 50)),
-      p95Ms: round1(percentile([...p95MsPerRound].sort((a, b) => a - b), 50)),
+      p50Ms: round1(
+        percentile(
+          [...p50MsPerRound].sort((a, b) => a - b),
+          50,
+        ),
+      ),
+      p95Ms: round1(
+        percentile(
+          [...p95MsPerRound].sort((a, b) => a - b),
+          50,
+        ),
+      ),
       pooledP95Ms: round1(percentile(all, 95)),
       maxMs: round1(all.at(-1) ?? Number.NaN),
       p95MsPerRound: p95MsPerRound.map(round1),

@@ -40,7 +40,12 @@ export function createFixedLatencyAdapter(latencyMs: number): ReconciliationAdap
                   result: { content: [{ type: "text", text: `created ${request.idempotencyKey}` }] },
                   receipt: { providerOperationId: `op_${request.idempotencyKey}`, observedAt },
                 }
-              : { outcome: "confirmed_not_executed", toolName: request.toolName, idempotencyKey: request.idempotencyKey, receipt: { observedAt, detail: { fenced: true } } },
+              : {
+                  outcome: "confirmed_not_executed",
+                  toolName: request.toolName,
+                  idempotencyKey: request.idempotencyKey,
+                  receipt: { observedAt, detail: { fenced: true } },
+                },
           );
         }, latencyMs);
         signal.addEventListener("abort", onAbort, { once: true });

@@ -58,10 +58,18 @@ const FLOOR_DDL = `CREATE TABLE IF NOT EXISTS bench_floor_effects (
 function floorLifecycle(store: BenchStore) {
   const sqlite = store.sqlite;
   sqlite.exec(FLOOR_DDL);
-  const ins = sqlite.prepare("INSERT INTO bench_floor_effects (id, command_id, status, arguments_json, command_status, created_at_ms, updated_at_ms) VALUES (?, ?, 'intent', ?, 'queued', ?, ?)");
-  const claim = sqlite.prepare("UPDATE bench_floor_effects SET status = 'executing', attempt_count = attempt_count + 1, version = version + 1, updated_at_ms = ? WHERE id = ? AND status = 'intent'");
-  const complete = sqlite.prepare("UPDATE bench_floor_effects SET status = 'succeeded', result_json = ?, version = version + 1, updated_at_ms = ? WHERE id = ? AND status = 'executing'");
-  const terminal = sqlite.prepare("UPDATE bench_floor_effects SET command_status = 'completed', updated_at_ms = ? WHERE id = ? AND command_status = 'queued'");
+  const ins = sqlite.prepare(
+    "INSERT INTO bench_floor_effects (id, command_id, status, arguments_json, command_status, created_at_ms, updated_at_ms) VALUES (?, ?, 'intent', ?, 'queued', ?, ?)",
+  );
+  const claim = sqlite.prepare(
+    "UPDATE bench_floor_effects SET status = 'executing', attempt_count = attempt_count + 1, version = version + 1, updated_at_ms = ? WHERE id = ? AND status = 'intent'",
+  );
+  const complete = sqlite.prepare(
+    "UPDATE bench_floor_effects SET status = 'succeeded', result_json = ?, version = version + 1, updated_at_ms = ? WHERE id = ? AND status = 'executing'",
+  );
+  const terminal = sqlite.prepare(
+    "UPDATE bench_floor_effects SET command_status = 'completed', updated_at_ms = ? WHERE id = ? AND command_status = 'queued'",
+  );
   const txInsert = sqlite.transaction((id: string, now: number) => ins.run(id, newUlid(now), '{"n":1}', now, now));
   const txClaim = sqlite.transaction((id: string, now: number) => claim.run(now, id));
   const txComplete = sqlite.transaction((id: string, now: number) => complete.run('{"outputText":"ok"}', now, id));
@@ -98,7 +106,12 @@ function ledgerLifecycle(runtime: Runtime) {
   let n = 0;
   return async (): Promise<{ overriddenDuration: number }> => {
     const t0 = performance.now();
-    const call = runtime.runs.enqueueToolCall(runId, { serverId: BENCH_BOUND_SERVER, toolName: BENCH_TOOL, arguments: { n: n++ }, requestId: "r" });
+    const call = runtime.runs.enqueueToolCall(runId, {
+      serverId: BENCH_BOUND_SERVER,
+      toolName: BENCH_TOOL,
+      arguments: { n: n++ },
+      requestId: "r",
+    });
     const t1 = performance.now();
     await runtime.commands.nextCommand(instance, connectionId, 0);
     const t2 = performance.now();
@@ -156,7 +169,10 @@ export async function runLedgerCost(opts: LedgerCostOptions): Promise<LedgerCost
       const benches: Bench[] = [];
       for (let round = 0; round < opts.rounds; round++) {
         const bench = new Bench({ time: opts.timeMs, warmupTime: 200, warmupIterations: 20 });
-        bench.add("floor", () => floor.run()).add("ledger-off", off).add("ledger-on", on);
+        bench
+          .add("floor", () => floor.run())
+          .add("ledger-off", off)
+          .add("ledger-on", on);
         await bench.run();
         benches.push(bench);
       }

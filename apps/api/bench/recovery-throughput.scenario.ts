@@ -61,7 +61,9 @@ export async function runRecovery(opts: RecoveryOptions): Promise<RecoveryResult
   const file = join(dir, "bench.db");
   try {
     progress(`recovery: seeding ${opts.effects} unknown effects (separate process)`);
-    const seeded = spawnSync(process.execPath, [...SEED_SCRIPT.nodeArgs, SEED_SCRIPT.path, file, String(opts.effects)], { stdio: ["ignore", "inherit", "inherit"] });
+    const seeded = spawnSync(process.execPath, [...SEED_SCRIPT.nodeArgs, SEED_SCRIPT.path, file, String(opts.effects)], {
+      stdio: ["ignore", "inherit", "inherit"],
+    });
     if (seeded.status !== 0) throw new Error(`seeding failed with status ${seeded.status}`);
     const store = openStore(file);
     const bareBefore = measureBareCommitUs(store.sqlite);
@@ -75,10 +77,18 @@ export async function runRecovery(opts: RecoveryOptions): Promise<RecoveryResult
     const countUnknown = store.sqlite.prepare("SELECT count(*) AS n FROM external_tool_effects WHERE status = 'unknown'").pluck();
     global.gc?.();
     const rssBeforeBytes = process.memoryUsage().rss;
-    progress(`recovery: recovering ${opts.effects} effects, flag ${opts.reconciliation ? "on" : "off"}, concurrency ${opts.concurrency}, lookup ${opts.lookupLatencyMs} ms`);
+    progress(
+      `recovery: recovering ${opts.effects} effects, flag ${opts.reconciliation ? "on" : "off"}, concurrency ${opts.concurrency}, lookup ${opts.lookupLatencyMs} ms`,
+    );
     meter.reset();
     const t0 = performance.now();
-    const ticker = setInterval(() => progress(`recovery: ${opts.effects - (countUnknown.get() as number)} resolved after ${Math.round(performance.now() - t0)} ms, rss ${Math.round(process.memoryUsage().rss / 1048576)} MB, heap ${Math.round(process.memoryUsage().heapUsed / 1048576)} MB, WAL ${Math.round((statSync(`${file}-wal`, { throwIfNoEntry: false })?.size ?? 0) / 1048576)} MB`), 3_000);
+    const ticker = setInterval(
+      () =>
+        progress(
+          `recovery: ${opts.effects - (countUnknown.get() as number)} resolved after ${Math.round(performance.now() - t0)} ms, rss ${Math.round(process.memoryUsage().rss / 1048576)} MB, heap ${Math.round(process.memoryUsage().heapUsed / 1048576)} MB, WAL ${Math.round((statSync(`${file}-wal`, { throwIfNoEntry: false })?.size ?? 0) / 1048576)} MB`,
+        ),
+      3_000,
+    );
     let passes = 0;
     try {
       for (;;) {

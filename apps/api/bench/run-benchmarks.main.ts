@@ -25,7 +25,15 @@ import { fileURLToPath } from "node:url";
 import { Command, InvalidArgumentError, Option } from "commander";
 import { entryFile } from "../src/platform/compiled-entry.js";
 import { summarizeCpuProfile, type SelfTimeEntry } from "./cpu-profile.summary.js";
-import { BenchBaselineSchema, compareWithBaseline, DEFAULT_TOLERANCE, describeComparison, mergeBaseline, type BenchBaseline, type BenchFigure } from "./baseline-check.js";
+import {
+  BenchBaselineSchema,
+  compareWithBaseline,
+  DEFAULT_TOLERANCE,
+  describeComparison,
+  mergeBaseline,
+  type BenchBaseline,
+  type BenchFigure,
+} from "./baseline-check.js";
 import type { LedgerCostResult, LatencyStats } from "./ledger-cost.scenario.js";
 import type { RecoveryResult } from "./recovery-throughput.scenario.js";
 import type { RepairResult } from "./finalization-repair.scenario.js";
@@ -53,9 +61,13 @@ function parseOptions(argv: string[]): BenchOptions {
     .description("Mosoo ledger benchmarks (README: Performance)")
     .addOption(
       new Option("--only <scenarios>", `comma-separated subset of ${SCENARIOS.join(", ")}`).argParser((v) => {
-        const names = v.split(",").map((n) => n.trim()).filter((n) => n !== "");
+        const names = v
+          .split(",")
+          .map((n) => n.trim())
+          .filter((n) => n !== "");
         const bad = names.filter((n) => !(SCENARIOS as readonly string[]).includes(n));
-        if (names.length === 0 || bad.length > 0) throw new InvalidArgumentError(`unknown scenario ${bad.join(", ") || "(none)"}; one of ${SCENARIOS.join(", ")}`);
+        if (names.length === 0 || bad.length > 0)
+          throw new InvalidArgumentError(`unknown scenario ${bad.join(", ") || "(none)"}; one of ${SCENARIOS.join(", ")}`);
         return names as ScenarioName[];
       }),
     )
@@ -63,17 +75,22 @@ function parseOptions(argv: string[]): BenchOptions {
     .option("--write-baseline", "merge this run's figures into the baseline file", false)
     .option("--baseline <file>", "the baseline file", DEFAULT_BASELINE)
     .addOption(
-      new Option("--group-commit-max <n>", "outcomes per transaction at most in the recovery and repair scenarios (1 = each alone, as before group commit; default the API's)").argParser((v) => {
+      new Option(
+        "--group-commit-max <n>",
+        "outcomes per transaction at most in the recovery and repair scenarios (1 = each alone, as before group commit; default the API's)",
+      ).argParser((v) => {
         if (!/^[1-9]\d{0,3}$/.test(v)) throw new InvalidArgumentError("must be an integer from 1 to 9999");
         return Number(v);
       }),
     )
     .addOption(
-      new Option("--tolerance <fraction>", "a figure this much above its baseline is a regression").default(DEFAULT_TOLERANCE).argParser((v) => {
-        const n = Number(v);
-        if (!/^\d+(\.\d+)?$/.test(v) || !Number.isFinite(n)) throw new InvalidArgumentError("must be a fraction such as 0.2");
-        return n;
-      }),
+      new Option("--tolerance <fraction>", "a figure this much above its baseline is a regression")
+        .default(DEFAULT_TOLERANCE)
+        .argParser((v) => {
+          const n = Number(v);
+          if (!/^\d+(\.\d+)?$/.test(v) || !Number.isFinite(n)) throw new InvalidArgumentError("must be a fraction such as 0.2");
+          return n;
+        }),
     )
     .exitOverride()
     .configureOutput({ writeErr: (s) => process.stderr.write(s.split("\n")[0] + "\n") });
@@ -83,8 +100,22 @@ function parseOptions(argv: string[]): BenchOptions {
     const code = (err as { exitCode?: number }).exitCode ?? 2;
     process.exit(code === 0 ? 0 : 2);
   }
-  const o = program.opts<{ only?: ScenarioName[]; check: boolean; writeBaseline: boolean; baseline: string; tolerance: number; groupCommitMax?: number }>();
-  return { only: o.only ?? [...SCENARIOS], check: o.check, writeBaseline: o.writeBaseline, baseline: o.baseline, tolerance: o.tolerance, groupCommitMax: o.groupCommitMax };
+  const o = program.opts<{
+    only?: ScenarioName[];
+    check: boolean;
+    writeBaseline: boolean;
+    baseline: string;
+    tolerance: number;
+    groupCommitMax?: number;
+  }>();
+  return {
+    only: o.only ?? [...SCENARIOS],
+    check: o.check,
+    writeBaseline: o.writeBaseline,
+    baseline: o.baseline,
+    tolerance: o.tolerance,
+    groupCommitMax: o.groupCommitMax,
+  };
 }
 
 /** Reads the baseline file, or undefined when it does not exist; a malformed one prints one line and exits 2. */
@@ -127,7 +158,14 @@ const profiles: Array<{ label: string; top: SelfTimeEntry[] }> = [];
 async function child<T>(label: string, scenario: string, options: object): Promise<T> {
   const out = join(tmp, `${++childSeq}.json`);
   const profDir = join(PROFILE_DIR, `${childSeq}-${label.replace(/[^a-z0-9]+/gi, "-")}`);
-  const args = [...(PROFILE ? ["--cpu-prof", `--cpu-prof-dir=${profDir}`] : []), ...CHILD.nodeArgs, CHILD.path, scenario, JSON.stringify(options), out];
+  const args = [
+    ...(PROFILE ? ["--cpu-prof", `--cpu-prof-dir=${profDir}`] : []),
+    ...CHILD.nodeArgs,
+    CHILD.path,
+    scenario,
+    JSON.stringify(options),
+    out,
+  ];
   console.error(`▶ ${label}`);
   const t0 = performance.now();
   const code = await new Promise<number | null>((resolve, reject) => {
@@ -159,7 +197,9 @@ async function main(opts: BenchOptions): Promise<number> {
   const figures: BenchFigure[] = [];
   const runs = (name: ScenarioName) => opts.only.includes(name);
   if (opts.groupCommitMax !== undefined && (opts.check || opts.writeBaseline)) {
-    process.stderr.write("bench.invalid: --group-commit-max is for side-by-side comparisons; its figures are never checked against or written to the baseline\n");
+    process.stderr.write(
+      "bench.invalid: --group-commit-max is for side-by-side comparisons; its figures are never checked against or written to the baseline\n",
+    );
     return 2;
   }
   if (opts.check) {
@@ -169,20 +209,31 @@ async function main(opts: BenchOptions): Promise<number> {
       return 2;
     }
     if (baseline.quick !== QUICK) {
-      process.stderr.write(`bench.baseline_mismatch: the baseline is ${baseline.quick ? "a QUICK" : "a full"} run and this one is ${QUICK ? "QUICK" : "full"}; their figures are not comparable\n`);
+      process.stderr.write(
+        `bench.baseline_mismatch: the baseline is ${baseline.quick ? "a QUICK" : "a full"} run and this one is ${QUICK ? "QUICK" : "full"}; their figures are not comparable\n`,
+      );
       return 2;
     }
   }
 
   // 1. Ledger cost per lifecycle against four bare transactions, at 0 / 10k / 100k existing effects.
   const ledger = runs("ledger")
-    ? await child<LedgerCostResult>("ledger cost per lifecycle", "ledger", { sizes: QUICK ? [0, 10_000] : [0, 10_000, 100_000], timeMs: QUICK ? 300 : 700, rounds: 3 })
+    ? await child<LedgerCostResult>("ledger cost per lifecycle", "ledger", {
+        sizes: QUICK ? [0, 10_000] : [0, 10_000, 100_000],
+        timeMs: QUICK ? 300 : 700,
+        rounds: 3,
+      })
     : undefined;
   for (const flag of ["on", "off"] as const) {
     for (const p of ledger?.points ?? []) {
       const s = flag === "on" ? p.ledgerOn : p.ledgerOff;
       const ratio = s.medianUs / p.floor.medianUs;
-      figures.push({ key: `ledger.${flag}@${fmtK(p.existingEffects)}.ratio`, label: `ledger ${flag} @ ${fmtK(p.existingEffects)} effects, ratio to its floor`, value: ratio, unit: "x" });
+      figures.push({
+        key: `ledger.${flag}@${fmtK(p.existingEffects)}.ratio`,
+        label: `ledger ${flag} @ ${fmtK(p.existingEffects)} effects, ratio to its floor`,
+        value: ratio,
+        unit: "x",
+      });
       rows.push({
         scenario: `1 ledger, µs/lifecycle @ ${fmtK(p.existingEffects)} effects`,
         flag,
@@ -197,7 +248,11 @@ async function main(opts: BenchOptions): Promise<number> {
   }
 
   // 2. Recovery throughput: 10k (repeated) and 100k unknown effects, 10 ms lookups, concurrency 64.
-  const base = { lookupLatencyMs: 10, concurrency: 64, ...(opts.groupCommitMax === undefined ? {} : { groupCommitMax: opts.groupCommitMax }) };
+  const base = {
+    lookupLatencyMs: 10,
+    concurrency: 64,
+    ...(opts.groupCommitMax === undefined ? {} : { groupCommitMax: opts.groupCommitMax }),
+  };
   const small = QUICK ? 2_000 : 10_000;
   const large = QUICK ? 20_000 : 100_000;
   const reps = QUICK ? 1 : 3;
@@ -205,14 +260,35 @@ async function main(opts: BenchOptions): Promise<number> {
   let recoveryOff: RecoveryResult | undefined;
   let recoveryLargeOn: RecoveryResult | undefined;
   if (runs("recovery")) {
-    for (let i = 1; i <= reps; i++) recoveryOn.push(await child<RecoveryResult>(`recovery ${fmtK(small)} on (${i}/${reps})`, "recovery", { ...base, effects: small, reconciliation: true }));
-    recoveryOff = await child<RecoveryResult>(`recovery ${fmtK(small)} off`, "recovery", { ...base, effects: small, reconciliation: false });
+    for (let i = 1; i <= reps; i++)
+      recoveryOn.push(
+        await child<RecoveryResult>(`recovery ${fmtK(small)} on (${i}/${reps})`, "recovery", {
+          ...base,
+          effects: small,
+          reconciliation: true,
+        }),
+      );
+    recoveryOff = await child<RecoveryResult>(`recovery ${fmtK(small)} off`, "recovery", {
+      ...base,
+      effects: small,
+      reconciliation: false,
+    });
   }
-  if (runs("recovery-100k")) recoveryLargeOn = await child<RecoveryResult>(`recovery ${fmtK(large)} on`, "recovery", { ...base, effects: large, reconciliation: true });
+  if (runs("recovery-100k"))
+    recoveryLargeOn = await child<RecoveryResult>(`recovery ${fmtK(large)} on`, "recovery", {
+      ...base,
+      effects: large,
+      reconciliation: true,
+    });
   if (recoveryOn.length > 0) {
     const walls = recoveryOn.map((r) => r.wallMs);
     const smallRatio = median(walls) / recoveryOn[0]!.boundMs;
-    figures.push({ key: `recovery.on@${fmtK(small)}.ratio`, label: `recovery ${fmtK(small)} on, ratio to the lookup bound`, value: smallRatio, unit: "x" });
+    figures.push({
+      key: `recovery.on@${fmtK(small)}.ratio`,
+      label: `recovery ${fmtK(small)} on, ratio to the lookup bound`,
+      value: smallRatio,
+      unit: "x",
+    });
     rows.push({
       scenario: `2 recovery, ${fmtK(small)} unknown, 10 ms lookups, c=64`,
       flag: "on",
@@ -226,8 +302,18 @@ async function main(opts: BenchOptions): Promise<number> {
   }
   if (recoveryLargeOn) {
     const largeRatio = recoveryLargeOn.wallMs / recoveryLargeOn.boundMs;
-    figures.push({ key: `recovery.on@${fmtK(large)}.ratio`, label: `recovery ${fmtK(large)} on, ratio to the lookup bound`, value: largeRatio, unit: "x" });
-    figures.push({ key: `recovery.on@${fmtK(large)}.peakRssMb`, label: `recovery ${fmtK(large)} on, peak RSS`, value: recoveryLargeOn.peakRssBytes / 1024 / 1024, unit: "MB" });
+    figures.push({
+      key: `recovery.on@${fmtK(large)}.ratio`,
+      label: `recovery ${fmtK(large)} on, ratio to the lookup bound`,
+      value: largeRatio,
+      unit: "x",
+    });
+    figures.push({
+      key: `recovery.on@${fmtK(large)}.peakRssMb`,
+      label: `recovery ${fmtK(large)} on, peak RSS`,
+      value: recoveryLargeOn.peakRssBytes / 1024 / 1024,
+      unit: "MB",
+    });
     rows.push({
       scenario: `2 recovery, ${fmtK(large)} unknown, 10 ms lookups, c=64`,
       flag: "on",
@@ -253,7 +339,13 @@ async function main(opts: BenchOptions): Promise<number> {
   }
 
   // 3. Finalization repair: 1,000 executing effects, half bound (5 ms lookups), half unbound.
-  const repairOpts = { commands: 1_000, lookupLatencyMs: 5, concurrency: 64, rounds: QUICK ? 1 : 5, ...(opts.groupCommitMax === undefined ? {} : { groupCommitMax: opts.groupCommitMax }) };
+  const repairOpts = {
+    commands: 1_000,
+    lookupLatencyMs: 5,
+    concurrency: 64,
+    rounds: QUICK ? 1 : 5,
+    ...(opts.groupCommitMax === undefined ? {} : { groupCommitMax: opts.groupCommitMax }),
+  };
   const repair: RepairResult[] = [];
   for (const flag of runs("repair") ? (["on", "off"] as const) : []) {
     const r = await child<RepairResult>(`finalization repair ${flag}`, "repair", { ...repairOpts, reconciliation: flag === "on" });
@@ -273,19 +365,48 @@ async function main(opts: BenchOptions): Promise<number> {
   }
 
   const wallSeconds = (performance.now() - started) / 1000;
-  const header: Row = { scenario: "scenario", flag: "on" as const, measured: "measured", floorOrBound: "floor / bound", ratio: "ratio", other: "other", target: "target", met: "n/a" };
-  const line = (r: Row, flag: string, met: string) => `| ${r.scenario} | ${flag} | ${r.measured} | ${r.floorOrBound} | ${r.ratio} | ${r.other} | ${r.target} | ${met} |`;
-  const table = [line(header, "reconciliation", "met"), "|---|---|---|---|---|---|---|---|", ...rows.map((r) => line(r, r.flag, r.met))].join("\n");
+  const header: Row = {
+    scenario: "scenario",
+    flag: "on" as const,
+    measured: "measured",
+    floorOrBound: "floor / bound",
+    ratio: "ratio",
+    other: "other",
+    target: "target",
+    met: "n/a",
+  };
+  const line = (r: Row, flag: string, met: string) =>
+    `| ${r.scenario} | ${flag} | ${r.measured} | ${r.floorOrBound} | ${r.ratio} | ${r.other} | ${r.target} | ${met} |`;
+  const table = [
+    line(header, "reconciliation", "met"),
+    "|---|---|---|---|---|---|---|---|",
+    ...rows.map((r) => line(r, r.flag, r.met)),
+  ].join("\n");
   console.log(`\n${table}\n`);
-  console.log(`bench wall time ${wallSeconds.toFixed(0)} s on ${cpus().length} × ${cpus()[0]?.model ?? "?"}, Node ${process.version}${QUICK ? " (QUICK: not comparable)" : ""}`);
+  console.log(
+    `bench wall time ${wallSeconds.toFixed(0)} s on ${cpus().length} × ${cpus()[0]?.model ?? "?"}, Node ${process.version}${QUICK ? " (QUICK: not comparable)" : ""}`,
+  );
   for (const p of profiles) {
     console.log(`\ncpu profile, ${p.label}: top self time`);
-    for (const e of p.top) console.log(`  ${e.selfMs.toFixed(0).padStart(7)} ms ${e.percent.toFixed(1).padStart(5)}%  ${e.functionName}  ${e.location}`);
+    for (const e of p.top)
+      console.log(`  ${e.selfMs.toFixed(0).padStart(7)} ms ${e.percent.toFixed(1).padStart(5)}%  ${e.functionName}  ${e.location}`);
   }
   const outDir = join(REPO_ROOT, "var", "bench");
   mkdirSync(outDir, { recursive: true });
   const json = JSON.stringify(
-    { startedAt: STAMP, wallSeconds, quick: QUICK, node: process.version, cpus: cpus().length, targets: TARGETS, table, rows, figures, results: { ledger, recoveryOn, recoveryOff, recoveryLargeOn, repair }, profiles },
+    {
+      startedAt: STAMP,
+      wallSeconds,
+      quick: QUICK,
+      node: process.version,
+      cpus: cpus().length,
+      targets: TARGETS,
+      table,
+      rows,
+      figures,
+      results: { ledger, recoveryOn, recoveryOff, recoveryLargeOn, repair },
+      profiles,
+    },
     null,
     2,
   );
@@ -300,7 +421,11 @@ async function main(opts: BenchOptions): Promise<number> {
     console.log(`\nregression check against ${opts.baseline} (measured ${baseline.measuredAt} on ${baseline.machine}):`);
     for (const c of compared) console.log(describeComparison(c, opts.tolerance));
     const regressed = compared.filter((c) => c.regressed).length;
-    console.log(regressed === 0 ? `bench.check: ${compared.length} figures within +${(opts.tolerance * 100).toFixed(0)}% of the baseline` : `bench.check: ${regressed} of ${compared.length} figures regressed`);
+    console.log(
+      regressed === 0
+        ? `bench.check: ${compared.length} figures within +${(opts.tolerance * 100).toFixed(0)}% of the baseline`
+        : `bench.check: ${regressed} of ${compared.length} figures regressed`,
+    );
     if (regressed > 0) exitCode = 1;
   }
   if (opts.writeBaseline) {

@@ -31,21 +31,25 @@ function int(value: string): number {
   if (!/^-?\d+$/.test(value) || !Number.isSafeInteger(n)) throw new InvalidArgumentError("not an integer");
   return n;
 }
-const atLeast = (min: number, max = Number.MAX_SAFE_INTEGER) => (value: string) => {
-  const n = int(value);
-  if (n < min || n > max) throw new InvalidArgumentError(`must be from ${min} to ${max}`);
-  return n;
-};
+const atLeast =
+  (min: number, max = Number.MAX_SAFE_INTEGER) =>
+  (value: string) => {
+    const n = int(value);
+    if (n < min || n > max) throw new InvalidArgumentError(`must be from ${min} to ${max}`);
+    return n;
+  };
 function duration(value: string): number {
   const n = /^\d+$/.test(value) ? Number(value) * 1000 : ms(value as ms.StringValue);
-  if (typeof n !== "number" || !Number.isFinite(n) || n <= 0) throw new InvalidArgumentError("a duration such as 90s, 15m, 2h (a bare number is seconds)");
+  if (typeof n !== "number" || !Number.isFinite(n) || n <= 0)
+    throw new InvalidArgumentError("a duration such as 90s, 15m, 2h (a bare number is seconds)");
   return n;
 }
 function shard(value: string): { index: number; count: number } {
   const m = /^(\d+)\/(\d+)$/.exec(value);
   const index = Number(m?.[1]);
   const count = Number(m?.[2]);
-  if (!m || count < 1 || count > 1024 || index < 1 || index > count) throw new InvalidArgumentError("i/n with 1 <= i <= n <= 1024, e.g. 2/4");
+  if (!m || count < 1 || count > 1024 || index < 1 || index > count)
+    throw new InvalidArgumentError("i/n with 1 <= i <= n <= 1024, e.g. 2/4");
   return { index, count };
 }
 
@@ -91,22 +95,31 @@ interface Options {
 }
 
 const program = new Command("verify:model")
-  .description("Run the ledger model property offline (fc.commands under fc.scheduler), with progress, a printed seed, and shards across processes")
+  .description(
+    "Run the ledger model property offline (fc.commands under fc.scheduler), with progress, a printed seed, and shards across processes",
+  )
   .option("--runs <n>", "number of runs in all (at least 1)", atLeast(1), 1000)
   .option("--seed <seed>", "fast-check seed (default: random, printed); shard i uses seed + i - 1", int)
   .option("--path <path>", "replay a counterexample (or a stalled run) printed with its --seed")
   .option("--replay-path <replayPath>", "with --path: the fc.commands replay path a counterexample printed (replays its exact commands)")
   .option("--workers <n>", "split the runs by seed across n processes on this machine (1-64)", atLeast(1, 64), 1)
   .option("--shard <i/n>", "run only shard i of n (e.g. on another machine; combine the summaries by hand)", shard)
-  .option("--time-limit <duration>", "stop starting runs after this long (90s, 15m, 2h): exit 3, never reported as a counterexample", duration)
+  .option(
+    "--time-limit <duration>",
+    "stop starting runs after this long (90s, 15m, 2h): exit 3, never reported as a counterexample",
+    duration,
+  )
   .option("--stall-after <duration>", "declare a run stalled when it does not finish within this long", duration, 300_000)
   .option("--progress-every <duration>", "period of the progress line", duration, 10_000)
   .addOption(new Option("--json-lines", "machine-readable progress and result lines (used by --workers)").hideHelp())
   .parse();
 const opts = program.opts<Options>();
-if (opts.path !== undefined && opts.seed === undefined) program.error("verify:model: --path replays a failure only together with its --seed", { exitCode: 2 });
-if (opts.replayPath !== undefined && opts.path === undefined) program.error("verify:model: --replay-path goes with --path and --seed", { exitCode: 2 });
-if (opts.path !== undefined && (opts.workers > 1 || opts.shard)) program.error("verify:model: --path replays in one process: drop --workers and --shard", { exitCode: 2 });
+if (opts.path !== undefined && opts.seed === undefined)
+  program.error("verify:model: --path replays a failure only together with its --seed", { exitCode: 2 });
+if (opts.replayPath !== undefined && opts.path === undefined)
+  program.error("verify:model: --replay-path goes with --path and --seed", { exitCode: 2 });
+if (opts.path !== undefined && (opts.workers > 1 || opts.shard))
+  program.error("verify:model: --path replays in one process: drop --workers and --shard", { exitCode: 2 });
 if (opts.workers > 1 && opts.shard) program.error("verify:model: use either --workers or --shard", { exitCode: 2 });
 const seed = opts.seed ?? (Date.now() ^ Math.floor(Math.random() * 0x7fffffff)) | 0;
 
@@ -122,7 +135,9 @@ async function runOne(o: Options, baseSeed: number): Promise<number> {
   const label = o.shard ? `shard ${o.shard.index}/${o.shard.count}: ` : "";
   const startedAt = Date.now();
   const say = (text: string) => (o.jsonLines ? undefined : console.log(`verify:model: ${label}${text}`));
-  say(`${plan.runs} runs, seed ${plan.seed}${o.shard ? ` (base seed ${baseSeed})` : ""}${o.path ? `, path ${o.path}` : ""}${o.timeLimit ? `, time limit ${ms(o.timeLimit)}` : ""}`);
+  say(
+    `${plan.runs} runs, seed ${plan.seed}${o.shard ? ` (base seed ${baseSeed})` : ""}${o.path ? `, path ${o.path}` : ""}${o.timeLimit ? `, time limit ${ms(o.timeLimit)}` : ""}`,
+  );
   let latest = 0;
   process.once("SIGINT", () => {
     say(`INTERRUPTED after ${progressText(latest, plan.runs, Date.now() - startedAt)} (no counterexample in the runs finished so far)`);
@@ -157,27 +172,48 @@ async function runOne(o: Options, baseSeed: number): Promise<number> {
  */
 async function runWorkers(o: Options, baseSeed: number): Promise<number> {
   const startedAt = Date.now();
-  console.log(`verify:model: ${o.runs} runs over ${o.workers} worker processes, base seed ${baseSeed} (shard i uses seed ${baseSeed} + i - 1)${o.timeLimit ? `, time limit ${ms(o.timeLimit)}` : ""}`);
+  console.log(
+    `verify:model: ${o.runs} runs over ${o.workers} worker processes, base seed ${baseSeed} (shard i uses seed ${baseSeed} + i - 1)${o.timeLimit ? `, time limit ${ms(o.timeLimit)}` : ""}`,
+  );
   const done = new Array<number>(o.workers).fill(0);
   const outcomes = new Array<ShardOutcome | undefined>(o.workers);
   const children: ChildProcess[] = [];
   const script = fileURLToPath(import.meta.url);
   const passOn = [
-    ...["--runs", String(o.runs), "--seed", String(baseSeed), "--stall-after", `${o.stallAfter}ms`, "--progress-every", `${o.progressEvery}ms`],
+    ...[
+      "--runs",
+      String(o.runs),
+      "--seed",
+      String(baseSeed),
+      "--stall-after",
+      `${o.stallAfter}ms`,
+      "--progress-every",
+      `${o.progressEvery}ms`,
+    ],
     ...(o.timeLimit ? ["--time-limit", `${o.timeLimit}ms`] : []),
   ];
   const progress = setInterval(() => {
     const total = done.reduce((a, b) => a + b, 0);
-    console.log(`verify:model: ${progressText(total, o.runs, Date.now() - startedAt)} (${outcomes.filter(Boolean).length}/${o.workers} shards finished)`);
+    console.log(
+      `verify:model: ${progressText(total, o.runs, Date.now() - startedAt)} (${outcomes.filter(Boolean).length}/${o.workers} shards finished)`,
+    );
   }, o.progressEvery);
   process.once("SIGINT", () => {
     for (const c of children) c.kill("SIGTERM");
-    console.log(`verify:model: INTERRUPTED after ${progressText(done.reduce((a, b) => a + b, 0), o.runs, Date.now() - startedAt)}`);
+    console.log(
+      `verify:model: INTERRUPTED after ${progressText(
+        done.reduce((a, b) => a + b, 0),
+        o.runs,
+        Date.now() - startedAt,
+      )}`,
+    );
     process.exit(130);
   });
   await Promise.all(
     Array.from({ length: o.workers }, (_, i) => {
-      const child = spawn(process.execPath, ["--import", "tsx", script, ...passOn, "--shard", `${i + 1}/${o.workers}`, "--json-lines"], { stdio: ["ignore", "pipe", "inherit"] });
+      const child = spawn(process.execPath, ["--import", "tsx", script, ...passOn, "--shard", `${i + 1}/${o.workers}`, "--json-lines"], {
+        stdio: ["ignore", "pipe", "inherit"],
+      });
       children.push(child);
       createInterface({ input: child.stdout! }).on("line", (line) => {
         if (!line.startsWith(LINE)) return console.log(`[shard ${i + 1}] ${line}`);
@@ -195,10 +231,20 @@ async function runWorkers(o: Options, baseSeed: number): Promise<number> {
   clearInterval(progress);
   const total = outcomes.reduce((a, x) => a + (x?.runs ?? 0), 0);
   console.log(`verify:model: summary: ${progressText(total, o.runs, Date.now() - startedAt)} over ${o.workers} workers`);
-  outcomes.forEach((x, i) => console.log(`verify:model:   shard ${i + 1}/${o.workers}: ${x ? describe(x, "") : "stopped (another shard found a counterexample, or the process died)"}`));
+  outcomes.forEach((x, i) =>
+    console.log(
+      `verify:model:   shard ${i + 1}/${o.workers}: ${x ? describe(x, "") : "stopped (another shard found a counterexample, or the process died)"}`,
+    ),
+  );
   const kinds = new Set(outcomes.map((x) => x?.kind ?? "stopped"));
   const code = kinds.has("counterexample") ? 1 : kinds.has("stalled") ? 4 : kinds.has("stopped") ? 5 : kinds.has("timed_out") ? 3 : 0;
-  const verdict = { 0: "passed", 1: "FAILED: COUNTEREXAMPLE (see the shard above)", 3: "TIMED OUT (no counterexample)", 4: "STALLED (no counterexample)", 5: "FAILED: a worker died without a result (no counterexample reported)" }[code as 0 | 1 | 3 | 4 | 5];
+  const verdict = {
+    0: "passed",
+    1: "FAILED: COUNTEREXAMPLE (see the shard above)",
+    3: "TIMED OUT (no counterexample)",
+    4: "STALLED (no counterexample)",
+    5: "FAILED: a worker died without a result (no counterexample reported)",
+  }[code as 0 | 1 | 3 | 4 | 5];
   console.log(`verify:model: ${verdict}`);
   return code;
 }

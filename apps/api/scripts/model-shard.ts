@@ -56,18 +56,21 @@ export async function runShard(opts: ShardOptions): Promise<ShardOutcome> {
   let lastChangeAt = startedAt;
   let stalled: ((o: ShardOutcome) => void) | undefined;
   const stall = new Promise<ShardOutcome>((resolve) => (stalled = resolve));
-  const timer = setInterval(() => {
-    const n = started();
-    if (n !== lastCount) {
-      lastCount = n;
-      lastChangeAt = Date.now();
-    }
-    opts.onProgress(n);
-    if (Date.now() - lastChangeAt >= opts.stallMs && n > 0) {
-      // the run that started last (index n - 1) has not finished: fast-check's path for it is its index
-      stalled?.({ kind: "stalled", runs: n, seed: opts.seed, elapsedMs: Date.now() - startedAt, path: String(n - 1) });
-    }
-  }, Math.min(opts.progressEveryMs, opts.stallMs));
+  const timer = setInterval(
+    () => {
+      const n = started();
+      if (n !== lastCount) {
+        lastCount = n;
+        lastChangeAt = Date.now();
+      }
+      opts.onProgress(n);
+      if (Date.now() - lastChangeAt >= opts.stallMs && n > 0) {
+        // the run that started last (index n - 1) has not finished: fast-check's path for it is its index
+        stalled?.({ kind: "stalled", runs: n, seed: opts.seed, elapsedMs: Date.now() - startedAt, path: String(n - 1) });
+      }
+    },
+    Math.min(opts.progressEveryMs, opts.stallMs),
+  );
   try {
     const check = fc
       .check(ledgerProperty({ ...EXPLORING_OPTIONS, ...(opts.replayPath ? { replayPath: opts.replayPath } : {}) }), {
@@ -82,7 +85,15 @@ export async function runShard(opts: ShardOptions): Promise<ShardOutcome> {
         if (details.failed) {
           const report = (await fc.asyncDefaultReportMessage(details)) ?? String(details.errorInstance);
           const replayPath = /replayPath="([^"]+)"/.exec(report)?.[1] ?? null;
-          return { kind: "counterexample", runs: details.numRuns, seed: opts.seed, elapsedMs, path: details.counterexamplePath ?? "", replayPath, report };
+          return {
+            kind: "counterexample",
+            runs: details.numRuns,
+            seed: opts.seed,
+            elapsedMs,
+            path: details.counterexamplePath ?? "",
+            replayPath,
+            report,
+          };
         }
         if (details.interrupted) return { kind: "timed_out", runs: details.numRuns, seed: opts.seed, elapsedMs };
         return { kind: "passed", runs: details.numRuns, seed: opts.seed, elapsedMs };

@@ -11,7 +11,8 @@ async function main(): Promise<void> {
   // A reader that stops early (`| head`) closes the pipe: end quietly, as other CLIs do.
   process.stdout.on("error", (err: NodeJS.ErrnoException) => process.exit(err.code === "EPIPE" ? EXIT.ok : EXIT.refused));
   const unknownEnv = unknownMosooEnvNames(process.env);
-  if (unknownEnv.length > 0) process.stderr.write(`mosoo-effects: warning: config.unknown_variables: no Mosoo program reads ${unknownEnv.join(", ")} (a typo?)\n`);
+  if (unknownEnv.length > 0)
+    process.stderr.write(`mosoo-effects: warning: config.unknown_variables: no Mosoo program reads ${unknownEnv.join(", ")} (a typo?)\n`);
   try {
     await buildEffectsCli((text) => process.stdout.write(text)).parseAsync(process.argv);
   } catch (error) {

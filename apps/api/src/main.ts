@@ -40,7 +40,8 @@ async function main(): Promise<void> {
   const [{ createLogger }, { startApi }] = await Promise.all([import("./platform/logger.js"), import("./server.js")]);
   const logger = createLogger(config.logLevel);
   const unknown = unknownMosooEnvNames(process.env);
-  if (unknown.length > 0) logger.warn({ names: unknown }, `config.unknown_variables: no Mosoo program reads ${unknown.join(", ")} (a typo?)`);
+  if (unknown.length > 0)
+    logger.warn({ names: unknown }, `config.unknown_variables: no Mosoo program reads ${unknown.join(", ")} (a typo?)`);
   let api;
   try {
     api = await startApi(config, logger);

@@ -69,7 +69,9 @@ export async function startApi(
     await adapterHost.close();
     const code = (err as { code?: unknown }).code;
     if (code === "SQLITE_NOTADB" || code === "SQLITE_CANTOPEN" || code === "SQLITE_READONLY") {
-      throw new ConfigError(`config.invalid: MOSOO_DB_FILE: cannot open the store: ${(err as Error).message.split("\n")[0]} (${config.dbFile})`);
+      throw new ConfigError(
+        `config.invalid: MOSOO_DB_FILE: cannot open the store: ${(err as Error).message.split("\n")[0]} (${config.dbFile})`,
+      );
     }
     throw err;
   }
@@ -90,11 +92,14 @@ export async function startApi(
   store.sqlite.pragma(`busy_timeout = ${STORE_BUSY_TIMEOUT_MS}`);
   reportBindings(reconciliation, store.db, logger);
   if (reconciliation.enabled && reconciliation.bindings.size === 0) {
-    logger.warn("MOSOO_EFFECT_RECONCILIATION=on but no server is bound (MOSOO_RECONCILIATION_BINDINGS_FILE): every unknown effect keeps the baseline fence");
+    logger.warn(
+      "MOSOO_EFFECT_RECONCILIATION=on but no server is bound (MOSOO_RECONCILIATION_BINDINGS_FILE): every unknown effect keeps the baseline fence",
+    );
   }
   const app = createHttpApp(runtime, logger, { operatorToken: config.operatorToken, ...config.auth });
   if (config.auth.apiKeys.length === 0) logger.warn("no API keys (MOSOO_API_KEYS, MOSOO_API_KEYS_FILE): the run API refuses every request");
-  if (!config.auth.driverEnrollmentToken && !config.operatorToken) logger.warn("no MOSOO_DRIVER_ENROLLMENT_TOKEN (or MOSOO_OPERATOR_TOKEN): no Driver can register");
+  if (!config.auth.driverEnrollmentToken && !config.operatorToken)
+    logger.warn("no MOSOO_DRIVER_ENROLLMENT_TOKEN (or MOSOO_OPERATOR_TOKEN): no Driver can register");
   const server: ServerType = await new Promise((resolve, reject) => {
     const s = serve({ fetch: app.fetch, hostname: config.host, port: config.port }, () => resolve(s));
     s.once("error", reject);
@@ -103,7 +108,12 @@ export async function startApi(
   const url = `http://${config.host}:${port}`;
   if (opts.sweep !== false) runtime.sweep.start(config.sweepIntervalMs);
   logger.info(
-    { url, dbFile: config.dbFile, reconciliation: reconciliation.enabled ? "on" : "off", boundServers: [...reconciliation.bindings.keys()] },
+    {
+      url,
+      dbFile: config.dbFile,
+      reconciliation: reconciliation.enabled ? "on" : "off",
+      boundServers: [...reconciliation.bindings.keys()],
+    },
     "api.listening",
   );
   return {

@@ -34,7 +34,9 @@ describe("why an effect gets no lookup (effects show)", () => {
     const undeclared = await unknownEffect(f, { toolName: "deleteIssue" });
     const unbound = await unknownEffect(f, { serverId: "mailer", toolName: "sendMail" });
     const covered = await unknownEffect(f);
-    expect(f.runtime.operator.show(undeclared.effectId).noLookupReason).toBe("no lookup: tool deleteIssue not declared by adapter provider-double");
+    expect(f.runtime.operator.show(undeclared.effectId).noLookupReason).toBe(
+      "no lookup: tool deleteIssue not declared by adapter provider-double",
+    );
     expect(f.runtime.operator.show(unbound.effectId).noLookupReason).toBe("no binding for server mailer");
     expect(f.runtime.operator.show(covered.effectId).noLookupReason).toBeNull();
     expect(noLookupReason({ ...f.settings, enabled: false }, "tracker", "createIssue")).toBe("flag off");
@@ -44,10 +46,25 @@ describe("why an effect gets no lookup (effects show)", () => {
     f = createDoubleWorld();
     const settings = {
       ...f.settings,
-      boundAdapters: new Map([["tracker", { serverId: "tracker", adapter: f.adapter, coverage: { covered: ["createIssue"], notCovered: ["closeIssue"] }, provenance: { source: { module: "m", export: "e" }, packageName: "p", packageVersion: "1.0.0", declarationHash: "sha256:x" } }]]),
+      boundAdapters: new Map([
+        [
+          "tracker",
+          {
+            serverId: "tracker",
+            adapter: f.adapter,
+            coverage: { covered: ["createIssue"], notCovered: ["closeIssue"] },
+            provenance: { source: { module: "m", export: "e" }, packageName: "p", packageVersion: "1.0.0", declarationHash: "sha256:x" },
+          },
+        ],
+      ]),
     };
-    expect(noLookupReason(settings, "tracker", "closeIssue")).toBe('no lookup: tool closeIssue not covered by the binding of tracker (its "tools" leave it out)');
-    const [line] = bindingReport(settings, [{ serverId: "tracker", toolName: "deleteIssue" }, { serverId: "other", toolName: "x" }]);
+    expect(noLookupReason(settings, "tracker", "closeIssue")).toBe(
+      'no lookup: tool closeIssue not covered by the binding of tracker (its "tools" leave it out)',
+    );
+    const [line] = bindingReport(settings, [
+      { serverId: "tracker", toolName: "deleteIssue" },
+      { serverId: "other", toolName: "x" },
+    ]);
     expect(line).toMatchObject({ serverId: "tracker", covered: ["createIssue"], packageName: "p", declarationHash: "sha256:x" });
     expect(line!.notCovered).toEqual([
       { toolName: "closeIssue", reason: 'no lookup: tool closeIssue not covered by the binding of tracker (its "tools" leave it out)' },
@@ -61,7 +78,20 @@ describe("provenance of every lookup", () => {
     f = createDoubleWorld();
     const hash = declarationHash(f.adapter.declaration);
     (f.settings as { boundAdapters?: unknown }).boundAdapters = new Map([
-      ["tracker", { serverId: "tracker", adapter: f.adapter, coverage: { covered: ["createIssue"], notCovered: [] }, provenance: { source: { module: "@acme/tracker-adapter", export: "factory" }, packageName: "@acme/tracker-adapter", packageVersion: "2.3.4", declarationHash: hash } }],
+      [
+        "tracker",
+        {
+          serverId: "tracker",
+          adapter: f.adapter,
+          coverage: { covered: ["createIssue"], notCovered: [] },
+          provenance: {
+            source: { module: "@acme/tracker-adapter", export: "factory" },
+            packageName: "@acme/tracker-adapter",
+            packageVersion: "2.3.4",
+            declarationHash: hash,
+          },
+        },
+      ],
     ]);
     const call = await dispatchWrite(f);
     await commitAtProvider(f, call);
@@ -69,7 +99,12 @@ describe("provenance of every lookup", () => {
     await f.runtime.commands.nextCommand(restarted.instance, restarted.connectionId, 0);
     expect((await f.runtime.ledger.claim(restarted.instance, restarted.connectionId, call.commandId)).kind).toBe("completed");
     const [record] = reconciliationRecords(f.store, call.effectId) as unknown as Array<Record<string, unknown>>;
-    expect(record).toMatchObject({ outcome: "confirmed_succeeded", adapter_package: "@acme/tracker-adapter", adapter_package_version: "2.3.4", adapter_declaration_hash: hash });
+    expect(record).toMatchObject({
+      outcome: "confirmed_succeeded",
+      adapter_package: "@acme/tracker-adapter",
+      adapter_package_version: "2.3.4",
+      adapter_declaration_hash: hash,
+    });
     const shown = f.runtime.operator.show(call.effectId).reconciliations[0]!;
     expect(shown).toMatchObject({ adapterPackage: "@acme/tracker-adapter", adapterPackageVersion: "2.3.4", adapterDeclarationHash: hash });
   });
@@ -80,10 +115,35 @@ describe("the startup report", () => {
     const dir = mkdtempSync(join(tmpdir(), "mosoo-report-"));
     dirs.push(dir);
     const bindings = join(dir, "bindings.json");
-    writeFileSync(bindings, JSON.stringify({ bindings: { tracker: { package: { module: "@mosoo/fixture-adapter", export: "fixtureIssueTrackerAdapterFactory" }, options: { url: "http://127.0.0.1:1/mcp" }, tools: ["createIssue"] } } }));
+    writeFileSync(
+      bindings,
+      JSON.stringify({
+        bindings: {
+          tracker: {
+            package: { module: "@mosoo/fixture-adapter", export: "fixtureIssueTrackerAdapterFactory" },
+            options: { url: "http://127.0.0.1:1/mcp" },
+            tools: ["createIssue"],
+          },
+        },
+      }),
+    );
     const lines: Array<Record<string, unknown>> = [];
-    const sink = new Writable({ write(chunk, _enc, done) { for (const l of String(chunk).split("\n").filter(Boolean)) lines.push(JSON.parse(l)); done(); } });
-    const api = await startApi(loadApiConfig({ MOSOO_DB_FILE: join(dir, "api.db"), MOSOO_PORT: "0", MOSOO_EFFECT_RECONCILIATION: "on", MOSOO_RECONCILIATION_BINDINGS_FILE: bindings }), pino({ level: "info" }, sink), { sweep: false });
+    const sink = new Writable({
+      write(chunk, _enc, done) {
+        for (const l of String(chunk).split("\n").filter(Boolean)) lines.push(JSON.parse(l));
+        done();
+      },
+    });
+    const api = await startApi(
+      loadApiConfig({
+        MOSOO_DB_FILE: join(dir, "api.db"),
+        MOSOO_PORT: "0",
+        MOSOO_EFFECT_RECONCILIATION: "on",
+        MOSOO_RECONCILIATION_BINDINGS_FILE: bindings,
+      }),
+      pino({ level: "info" }, sink),
+      { sweep: false },
+    );
     await api.close();
     const report = lines.find((l) => l["msg"] === "reconciliation.binding");
     expect(report).toMatchObject({
@@ -93,7 +153,9 @@ describe("the startup report", () => {
       packageName: "@mosoo/fixture-adapter",
       packageVersion: "1.1.0",
       covered: ["createIssue"],
-      notCovered: [{ toolName: "closeIssue", reason: 'no lookup: tool closeIssue not covered by the binding of tracker (its "tools" leave it out)' }],
+      notCovered: [
+        { toolName: "closeIssue", reason: 'no lookup: tool closeIssue not covered by the binding of tracker (its "tools" leave it out)' },
+      ],
     });
     expect(report!["declarationHash"]).toMatch(/^sha256:[0-9a-f]{64}$/);
   });

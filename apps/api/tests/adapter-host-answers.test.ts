@@ -26,19 +26,31 @@ describe("the isolated host's refusals, as recorded on the effect", { timeout: 1
   let host: AdapterHost;
   const terminations: string[] = [];
   beforeAll(() => {
-    host = createIsolatedAdapterHost({ heapMb: 32, maxThreads: 1, bindTimeoutMs: 60_000, logger: NOOP_LOGGER, onTermination: (id, reason) => terminations.push(`${id}:${reason}`) });
+    host = createIsolatedAdapterHost({
+      heapMb: 32,
+      maxThreads: 1,
+      bindTimeoutMs: 60_000,
+      logger: NOOP_LOGGER,
+      onTermination: (id, reason) => terminations.push(`${id}:${reason}`),
+    });
   });
   afterAll(() => host.close());
 
-  async function lookUpOnce(exportName: string): Promise<{ status: string; records: Array<{ outcome: string; reason_code: string | null; error: string | null }> }> {
+  async function lookUpOnce(
+    exportName: string,
+  ): Promise<{ status: string; records: Array<{ outcome: string; reason_code: string | null; error: string | null }> }> {
     const { adapter } = await host.bind({ module: MISBEHAVING, export: exportName }, undefined);
     const lab = new CrashLab("lookup_only", "ok", { adapter, lookupTimeoutMs: LOOKUP_TIMEOUT_MS });
     try {
       lab.setup();
       const effectId = await lab.toUnknownEffect();
       await lab.runtime.reconciler.reconcile(effectId, "sweep");
-      const { status } = lab.store.sqlite.prepare("SELECT status FROM external_tool_effects WHERE id = ?").get(effectId) as { status: string };
-      const records = lab.store.sqlite.prepare("SELECT outcome, reason_code, error FROM effect_reconciliations WHERE effect_id = ? ORDER BY id").all(effectId) as Array<{ outcome: string; reason_code: string | null; error: string | null }>;
+      const { status } = lab.store.sqlite.prepare("SELECT status FROM external_tool_effects WHERE id = ?").get(effectId) as {
+        status: string;
+      };
+      const records = lab.store.sqlite
+        .prepare("SELECT outcome, reason_code, error FROM effect_reconciliations WHERE effect_id = ? ORDER BY id")
+        .all(effectId) as Array<{ outcome: string; reason_code: string | null; error: string | null }>;
       return { status, records };
     } finally {
       lab.dispose();

@@ -28,13 +28,41 @@ const REQUEST = {
 } as unknown as LookupRequest;
 
 const REFUSED = [
-  { name: "process._kill(process.pid, 9)", exportName: "underscoreKillAdapterFactory", error: /process\._kill is not available to adapter code/ },
-  { name: "a nested Worker that SIGKILLs the process", exportName: "nestedWorkerAdapterFactory", error: /worker_threads\.Worker is not available to adapter code/ },
-  { name: "child_process.spawnSync('kill', ['-9', pid])", exportName: "spawnsKillAdapterFactory", error: /child_process\.spawnSync is not available to adapter code/ },
-  { name: "new ChildProcess().spawn(...)", exportName: "childProcessClassAdapterFactory", error: /child_process\.ChildProcess is not available to adapter code/ },
-  { name: "process.binding('spawn_sync')", exportName: "bindingSpawnAdapterFactory", error: /process\.binding is not available to adapter code/ },
-  { name: "module.register of hooks that SIGKILL", exportName: "registersHooksAdapterFactory", error: /module\.register is not available to adapter code/ },
-  { name: "an inspector session on the main thread", exportName: "inspectorAdapterFactory", error: /inspector\.Session is not available to adapter code/ },
+  {
+    name: "process._kill(process.pid, 9)",
+    exportName: "underscoreKillAdapterFactory",
+    error: /process\._kill is not available to adapter code/,
+  },
+  {
+    name: "a nested Worker that SIGKILLs the process",
+    exportName: "nestedWorkerAdapterFactory",
+    error: /worker_threads\.Worker is not available to adapter code/,
+  },
+  {
+    name: "child_process.spawnSync('kill', ['-9', pid])",
+    exportName: "spawnsKillAdapterFactory",
+    error: /child_process\.spawnSync is not available to adapter code/,
+  },
+  {
+    name: "new ChildProcess().spawn(...)",
+    exportName: "childProcessClassAdapterFactory",
+    error: /child_process\.ChildProcess is not available to adapter code/,
+  },
+  {
+    name: "process.binding('spawn_sync')",
+    exportName: "bindingSpawnAdapterFactory",
+    error: /process\.binding is not available to adapter code/,
+  },
+  {
+    name: "module.register of hooks that SIGKILL",
+    exportName: "registersHooksAdapterFactory",
+    error: /module\.register is not available to adapter code/,
+  },
+  {
+    name: "an inspector session on the main thread",
+    exportName: "inspectorAdapterFactory",
+    error: /inspector\.Session is not available to adapter code/,
+  },
 ] as const;
 
 describe("the adapter worker's deny-list (real worker isolation)", { timeout: 180_000 }, () => {
@@ -63,6 +91,9 @@ describe("the adapter worker's deny-list (real worker isolation)", { timeout: 18
   it("a well-behaved adapter in the same guarded worker still answers (the deny-list breaks nothing it needs)", async () => {
     // its getter is read once, by the serialisation: a plain still_unknown answer crosses
     const { adapter } = await host.bind({ module: MISBEHAVING, export: "getterHugeAdapterFactory" }, undefined);
-    await expect(adapter.lookup(REQUEST, { signal: AbortSignal.timeout(LOOKUP_TIMEOUT_MS), logger: NOOP_LOGGER })).resolves.toEqual({ outcome: "still_unknown", reasonCode: "provider_lagging" });
+    await expect(adapter.lookup(REQUEST, { signal: AbortSignal.timeout(LOOKUP_TIMEOUT_MS), logger: NOOP_LOGGER })).resolves.toEqual({
+      outcome: "still_unknown",
+      reasonCode: "provider_lagging",
+    });
   });
 });

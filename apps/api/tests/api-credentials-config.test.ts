@@ -40,21 +40,37 @@ function keysFile(content: string): string {
 describe("API keys in the config", () => {
   it("parses MOSOO_API_KEYS (name:secret:scope+scope, comma-separated) and a keys file together", () => {
     const file = keysFile(JSON.stringify({ keys: [{ name: "ops-dash", secret: `file-${SECRET}`, scopes: ["metrics:read"] }] }));
-    const c = loadApiConfig({ MOSOO_API_KEYS: `agent:${SECRET}:runs:write+runs:read, cleaner:other-${SECRET}:runs:delete`, MOSOO_API_KEYS_FILE: file });
+    const c = loadApiConfig({
+      MOSOO_API_KEYS: `agent:${SECRET}:runs:write+runs:read, cleaner:other-${SECRET}:runs:delete`,
+      MOSOO_API_KEYS_FILE: file,
+    });
     expect(c.auth.apiKeys).toEqual([
       { name: "agent", secret: SECRET, scopes: ["runs:write", "runs:read"] },
       { name: "cleaner", secret: `other-${SECRET}`, scopes: ["runs:delete"] },
       { name: "ops-dash", secret: `file-${SECRET}`, scopes: ["metrics:read"] },
     ]);
-    expect(c.auth).toMatchObject({ metricsPublic: false, driverEnrollmentToken: undefined, driverRegisterPerMinute: 30, driverUnconnectedTtlMs: 3_600_000 });
+    expect(c.auth).toMatchObject({
+      metricsPublic: false,
+      driverEnrollmentToken: undefined,
+      driverRegisterPerMinute: 30,
+      driverUnconnectedTtlMs: 3_600_000,
+    });
   });
 
   it("reads a key restricted to Driver instances from the keys file", () => {
-    const file = keysFile(JSON.stringify({ keys: [{ name: "team-a", secret: SECRET, scopes: ["runs:write"], drivers: ["01JDZZZZZZZZZZZZZZZZZZZZZZ"] }] }));
-    expect(loadApiConfig({ MOSOO_API_KEYS_FILE: file }).auth.apiKeys).toEqual([{ name: "team-a", secret: SECRET, scopes: ["runs:write"], drivers: ["01JDZZZZZZZZZZZZZZZZZZZZZZ"] }]);
-    expect(configError({ MOSOO_API_KEYS_FILE: keysFile(JSON.stringify({ keys: [{ name: "a", secret: SECRET, scopes: ["runs:write"], drivers: ["driver-1"] }] })) })).toMatch(
-      /^config\.invalid: MOSOO_API_KEYS_FILE: .*keys\.0\.drivers\.0: expected a 26-character ULID$/,
+    const file = keysFile(
+      JSON.stringify({ keys: [{ name: "team-a", secret: SECRET, scopes: ["runs:write"], drivers: ["01JDZZZZZZZZZZZZZZZZZZZZZZ"] }] }),
     );
+    expect(loadApiConfig({ MOSOO_API_KEYS_FILE: file }).auth.apiKeys).toEqual([
+      { name: "team-a", secret: SECRET, scopes: ["runs:write"], drivers: ["01JDZZZZZZZZZZZZZZZZZZZZZZ"] },
+    ]);
+    expect(
+      configError({
+        MOSOO_API_KEYS_FILE: keysFile(
+          JSON.stringify({ keys: [{ name: "a", secret: SECRET, scopes: ["runs:write"], drivers: ["driver-1"] }] }),
+        ),
+      }),
+    ).toMatch(/^config\.invalid: MOSOO_API_KEYS_FILE: .*keys\.0\.drivers\.0: expected a 26-character ULID$/);
   });
 
   it.each([
@@ -78,7 +94,15 @@ describe("API keys in the config", () => {
     ["an unknown field", JSON.stringify({ keys: [{ name: "a", secret: SECRET, scopes: ["runs:read"], admin: true }] })],
     ["an empty scope list", JSON.stringify({ keys: [{ name: "a", secret: SECRET, scopes: [] }] })],
     ["a short secret", JSON.stringify({ keys: [{ name: "a", secret: "short", scopes: ["runs:read"] }] })],
-    ["a duplicate name", JSON.stringify({ keys: [{ name: "a", secret: SECRET, scopes: ["runs:read"] }, { name: "a", secret: `x${SECRET}`, scopes: ["runs:read"] }] })],
+    [
+      "a duplicate name",
+      JSON.stringify({
+        keys: [
+          { name: "a", secret: SECRET, scopes: ["runs:read"] },
+          { name: "a", secret: `x${SECRET}`, scopes: ["runs:read"] },
+        ],
+      }),
+    ],
   ])("refuses a keys file with %s in one line naming MOSOO_API_KEYS_FILE", (_what, content) => {
     const message = configError({ MOSOO_API_KEYS_FILE: keysFile(content) });
     expect(message).toMatch(/^config\.invalid: MOSOO_API_KEYS_FILE: /);
@@ -88,9 +112,13 @@ describe("API keys in the config", () => {
 
   it("refuses a keys file that is missing or not a regular file", () => {
     dir = mkdtempSync(join(tmpdir(), "mosoo-keys-"));
-    expect(configError({ MOSOO_API_KEYS_FILE: join(dir, "absent.json") })).toMatch(/^config\.invalid: MOSOO_API_KEYS_FILE: cannot read .*ENOENT$/);
+    expect(configError({ MOSOO_API_KEYS_FILE: join(dir, "absent.json") })).toMatch(
+      /^config\.invalid: MOSOO_API_KEYS_FILE: cannot read .*ENOENT$/,
+    );
     mkdirSync(join(dir, "a-dir"));
-    expect(configError({ MOSOO_API_KEYS_FILE: join(dir, "a-dir") })).toMatch(/^config\.invalid: MOSOO_API_KEYS_FILE: .* is not a regular file$/);
+    expect(configError({ MOSOO_API_KEYS_FILE: join(dir, "a-dir") })).toMatch(
+      /^config\.invalid: MOSOO_API_KEYS_FILE: .* is not a regular file$/,
+    );
   });
 
   it.each([
@@ -105,9 +133,21 @@ describe("API keys in the config", () => {
   });
 
   it.each([
-    ["an API key equal to the operator token", { MOSOO_API_KEYS: `agent:${SECRET}:runs:read`, MOSOO_OPERATOR_TOKEN: SECRET }, "config.invalid: MOSOO_API_KEYS: key agent reuses the secret of MOSOO_OPERATOR_TOKEN; every credential needs its own secret"],
-    ["an API key equal to the enrollment token", { MOSOO_API_KEYS: `agent:${SECRET}:runs:read`, MOSOO_DRIVER_ENROLLMENT_TOKEN: SECRET }, "config.invalid: MOSOO_API_KEYS: key agent reuses the secret of MOSOO_DRIVER_ENROLLMENT_TOKEN; every credential needs its own secret"],
-    ["the operator token equal to the enrollment token", { MOSOO_OPERATOR_TOKEN: SECRET, MOSOO_DRIVER_ENROLLMENT_TOKEN: SECRET }, "config.invalid: MOSOO_DRIVER_ENROLLMENT_TOKEN: reuses the secret of MOSOO_OPERATOR_TOKEN; every credential needs its own secret"],
+    [
+      "an API key equal to the operator token",
+      { MOSOO_API_KEYS: `agent:${SECRET}:runs:read`, MOSOO_OPERATOR_TOKEN: SECRET },
+      "config.invalid: MOSOO_API_KEYS: key agent reuses the secret of MOSOO_OPERATOR_TOKEN; every credential needs its own secret",
+    ],
+    [
+      "an API key equal to the enrollment token",
+      { MOSOO_API_KEYS: `agent:${SECRET}:runs:read`, MOSOO_DRIVER_ENROLLMENT_TOKEN: SECRET },
+      "config.invalid: MOSOO_API_KEYS: key agent reuses the secret of MOSOO_DRIVER_ENROLLMENT_TOKEN; every credential needs its own secret",
+    ],
+    [
+      "the operator token equal to the enrollment token",
+      { MOSOO_OPERATOR_TOKEN: SECRET, MOSOO_DRIVER_ENROLLMENT_TOKEN: SECRET },
+      "config.invalid: MOSOO_DRIVER_ENROLLMENT_TOKEN: reuses the secret of MOSOO_OPERATOR_TOKEN; every credential needs its own secret",
+    ],
   ])("refuses %s (one secret, two credential kinds), never echoing it", (_what, env, expected) => {
     expect(configError(env)).toBe(expected);
   });
@@ -118,7 +158,10 @@ describe("API keys in the config", () => {
       "config.invalid: MOSOO_API_KEYS_FILE: key ops-dash reuses the secret of MOSOO_OPERATOR_TOKEN; every credential needs its own secret",
     );
     // distinct secrets are accepted
-    expect(loadApiConfig({ MOSOO_API_KEYS_FILE: file, MOSOO_OPERATOR_TOKEN: `op-${SECRET}`, MOSOO_DRIVER_ENROLLMENT_TOKEN: `enr-${SECRET}` }).auth.apiKeys).toHaveLength(1);
+    expect(
+      loadApiConfig({ MOSOO_API_KEYS_FILE: file, MOSOO_OPERATOR_TOKEN: `op-${SECRET}`, MOSOO_DRIVER_ENROLLMENT_TOKEN: `enr-${SECRET}` })
+        .auth.apiKeys,
+    ).toHaveLength(1);
   });
 
   // `readBearer` takes `\S+`: a credential with whitespace or a control character inside could never authenticate.
@@ -150,9 +193,13 @@ describe("API keys in the config", () => {
   });
 
   it("refuses a keys-file key with a duplicate scope or a tab in its secret", () => {
-    const dup = configError({ MOSOO_API_KEYS_FILE: keysFile(JSON.stringify({ keys: [{ name: "a", secret: SECRET, scopes: ["runs:read", "runs:read"] }] })) });
+    const dup = configError({
+      MOSOO_API_KEYS_FILE: keysFile(JSON.stringify({ keys: [{ name: "a", secret: SECRET, scopes: ["runs:read", "runs:read"] }] })),
+    });
     expect(dup).toMatch(/^config\.invalid: MOSOO_API_KEYS_FILE: .*duplicate scope runs:read/);
-    const tab = configError({ MOSOO_API_KEYS_FILE: keysFile(JSON.stringify({ keys: [{ name: "a", secret: "0123456789\tabcdef-key", scopes: ["runs:read"] }] })) });
+    const tab = configError({
+      MOSOO_API_KEYS_FILE: keysFile(JSON.stringify({ keys: [{ name: "a", secret: "0123456789\tabcdef-key", scopes: ["runs:read"] }] })),
+    });
     expect(tab).toMatch(/^config\.invalid: MOSOO_API_KEYS_FILE: /);
     expect(tab).not.toContain("abcdef-key");
   });
@@ -166,7 +213,9 @@ describe("API keys in the config", () => {
 
 describe("binding to a host other machines can reach", () => {
   it.each(["0.0.0.0", "::", "192.168.1.10", "example.org"])("refuses MOSOO_HOST=%s without API keys", (host) => {
-    expect(configError({ MOSOO_HOST: host })).toBe(`config.invalid: MOSOO_HOST: ${host} is not a loopback address; set MOSOO_API_KEYS or MOSOO_API_KEYS_FILE before binding to it`);
+    expect(configError({ MOSOO_HOST: host })).toBe(
+      `config.invalid: MOSOO_HOST: ${host} is not a loopback address; set MOSOO_API_KEYS or MOSOO_API_KEYS_FILE before binding to it`,
+    );
     expect(loadApiConfig({ MOSOO_HOST: host, MOSOO_API_KEYS: `agent:${SECRET}:runs:read` }).host).toBe(host);
   });
 
@@ -175,21 +224,34 @@ describe("binding to a host other machines can reach", () => {
     expect(loadApiConfig({ MOSOO_HOST: host }).host).toBe(host);
   });
 
-  it("the API process refuses MOSOO_API_KEYS=\",,\" with one line and exit 2, as every other startup refusal", async () => {
+  it('the API process refuses MOSOO_API_KEYS=",," with one line and exit 2, as every other startup refusal', async () => {
     const apiDir = join(dirname(fileURLToPath(import.meta.url)), "..");
-    const res = await promisify(execFile)(process.execPath, ["--import", "tsx", "src/main.ts"], { cwd: apiDir, env: { ...process.env, MOSOO_API_KEYS: ",,", MOSOO_API_KEYS_FILE: "" } }).then(
+    const res = await promisify(execFile)(process.execPath, ["--import", "tsx", "src/main.ts"], {
+      cwd: apiDir,
+      env: { ...process.env, MOSOO_API_KEYS: ",,", MOSOO_API_KEYS_FILE: "" },
+    }).then(
       () => ({ code: 0, stderr: "" }),
       (e: { code: number; stderr: string }) => ({ code: e.code, stderr: e.stderr }),
     );
-    expect(res).toEqual({ code: 2, stderr: "config.invalid: MOSOO_API_KEYS: entry 1 is empty (a stray comma?); expected name:secret:scope+scope\n" });
+    expect(res).toEqual({
+      code: 2,
+      stderr: "config.invalid: MOSOO_API_KEYS: entry 1 is empty (a stray comma?); expected name:secret:scope+scope\n",
+    });
   }, 60_000);
 
   it("the API process prints that one line and exits 2", async () => {
     const apiDir = join(dirname(fileURLToPath(import.meta.url)), "..");
-    const res = await promisify(execFile)(process.execPath, ["--import", "tsx", "src/main.ts"], { cwd: apiDir, env: { ...process.env, MOSOO_HOST: "0.0.0.0", MOSOO_API_KEYS: "", MOSOO_API_KEYS_FILE: "" } }).then(
+    const res = await promisify(execFile)(process.execPath, ["--import", "tsx", "src/main.ts"], {
+      cwd: apiDir,
+      env: { ...process.env, MOSOO_HOST: "0.0.0.0", MOSOO_API_KEYS: "", MOSOO_API_KEYS_FILE: "" },
+    }).then(
       () => ({ code: 0, stderr: "" }),
       (e: { code: number; stderr: string }) => ({ code: e.code, stderr: e.stderr }),
     );
-    expect(res).toEqual({ code: 2, stderr: "config.invalid: MOSOO_HOST: 0.0.0.0 is not a loopback address; set MOSOO_API_KEYS or MOSOO_API_KEYS_FILE before binding to it\n" });
+    expect(res).toEqual({
+      code: 2,
+      stderr:
+        "config.invalid: MOSOO_HOST: 0.0.0.0 is not a loopback address; set MOSOO_API_KEYS or MOSOO_API_KEYS_FILE before binding to it\n",
+    });
   }, 60_000);
 });

@@ -23,13 +23,24 @@ async function resolvedByOperator(fx: DoubleWorld) {
 }
 
 const auditRows = (fx: DoubleWorld) =>
-  fx.store.sqlite.prepare("SELECT effect_id, run_id, driver_instance_id, action, actor, outcome FROM effect_operator_actions ORDER BY id").all();
+  fx.store.sqlite
+    .prepare("SELECT effect_id, run_id, driver_instance_id, action, actor, outcome FROM effect_operator_actions ORDER BY id")
+    .all();
 
 describe("audit rows outlive runs", () => {
   it.each(["run", "session", "driver"] as const)("deleting the %s keeps the audit row, with its run and Driver ids", async (what) => {
     f = createDoubleWorld({ bind: false });
     const call = await resolvedByOperator(f);
-    const expected = [{ effect_id: call.effectId, run_id: call.runId, driver_instance_id: call.driver.instance.id, action: "resolve", actor: "alice", outcome: "not_executed" }];
+    const expected = [
+      {
+        effect_id: call.effectId,
+        run_id: call.runId,
+        driver_instance_id: call.driver.instance.id,
+        action: "resolve",
+        actor: "alice",
+        outcome: "not_executed",
+      },
+    ];
     expect(auditRows(f)).toEqual(expected);
     if (what === "run") f.runtime.runs.deleteRun(call.runId);
     if (what === "session") f.runtime.runs.deleteSession(call.sessionId);

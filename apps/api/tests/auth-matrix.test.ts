@@ -20,7 +20,10 @@ const B_ONLY_KEY = "test-b-only-key-0123456789abcdef";
 const AUTH = { ...TEST_AUTH, apiKeys: [...TEST_AUTH.apiKeys, { name: "writer", secret: WRITER_KEY, scopes: ["runs:write" as const] }] };
 const authWithBOnly = (bId: string) => ({
   ...AUTH,
-  apiKeys: [...AUTH.apiKeys, { name: "b-only", secret: B_ONLY_KEY, scopes: ["runs:write" as const, "runs:read" as const, "runs:delete" as const], drivers: [bId] }],
+  apiKeys: [
+    ...AUTH.apiKeys,
+    { name: "b-only", secret: B_ONLY_KEY, scopes: ["runs:write" as const, "runs:read" as const, "runs:delete" as const], drivers: [bId] },
+  ],
 });
 const SCHEMES = ["Bearer", "bearer", "BEARER"];
 
@@ -70,14 +73,37 @@ async function buildWorld(): Promise<World> {
   const b = driver("driver-b");
   const app = buildHttpApp(f.runtime, authWithBOnly(b.id));
   const run = await send(app, "POST", "/v1/runs", { driverInstanceId: a.id }, bearer(TEST_SECRETS.adminKey));
-  const tc = await send(app, "POST", `/v1/runs/${run.body.runId}/tool-calls`, { serverId: "tracker", toolName: "createIssue", arguments: { title: "t" }, requestId: "r" }, bearer(TEST_SECRETS.adminKey));
+  const tc = await send(
+    app,
+    "POST",
+    `/v1/runs/${run.body.runId}/tool-calls`,
+    { serverId: "tracker", toolName: "createIssue", arguments: { title: "t" }, requestId: "r" },
+    bearer(TEST_SECRETS.adminKey),
+  );
   await send(app, "GET", `/v1/drivers/commands/next?connectionId=${a.connectionId}&waitMs=0`, undefined, bearer(a.token));
-  const claim = await send(app, "POST", "/v1/drivers/effects/claim", { connectionId: a.connectionId, commandId: tc.body.commandId }, bearer(a.token));
+  const claim = await send(
+    app,
+    "POST",
+    "/v1/drivers/effects/claim",
+    { connectionId: a.connectionId, commandId: tc.body.commandId },
+    bearer(a.token),
+  );
   expect(claim.body.kind).toBe("execute");
   const { idempotency_key: idempotencyKey, request_fingerprint: requestFingerprint } = f.store.sqlite
     .prepare("SELECT idempotency_key, request_fingerprint FROM external_tool_effects WHERE id = ?")
     .get(tc.body.effectId) as { idempotency_key: string; request_fingerprint: string };
-  return { f, app, a, b, runId: run.body.runId, sessionId: run.body.sessionId, commandId: tc.body.commandId, effectId: tc.body.effectId, idempotencyKey, requestFingerprint };
+  return {
+    f,
+    app,
+    a,
+    b,
+    runId: run.body.runId,
+    sessionId: run.body.sessionId,
+    commandId: tc.body.commandId,
+    effectId: tc.body.effectId,
+    idempotencyKey,
+    requestFingerprint,
+  };
 }
 
 /** Every row of every table (migrations bookkeeping excluded), as JSON. */
@@ -141,25 +167,57 @@ async function finalizedDriver(w: World): Promise<Driver> {
 
 const MATRIX: Record<string, Entry> = {
   "GET /health": { kind: "public", req: () => ({ path: "/health" }), right: () => undefined, rightStatus: 200 },
-  "GET /metrics": { kind: "metrics", wrongScopeKey: TEST_SECRETS.readerKey, operatorToo: true, req: () => ({ path: "/metrics" }), right: () => TEST_SECRETS.adminKey, rightStatus: 200 },
+  "GET /metrics": {
+    kind: "metrics",
+    wrongScopeKey: TEST_SECRETS.readerKey,
+    operatorToo: true,
+    req: () => ({ path: "/metrics" }),
+    right: () => TEST_SECRETS.adminKey,
+    rightStatus: 200,
+  },
   "POST /v1/runs": {
     kind: "api_key",
     wrongScopeKey: TEST_SECRETS.readerKey,
     req: (w) => ({ path: "/v1/runs", body: { driverInstanceId: w.b.id } }),
     right: () => WRITER_KEY,
     rightStatus: 201,
-    extra: [{ name: "wrong Driver: a key restricted to B creating a run on A", token: () => B_ONLY_KEY, req: (w) => ({ path: "/v1/runs", body: { driverInstanceId: w.a.id } }), status: 403, code: "auth.forbidden" }],
+    extra: [
+      {
+        name: "wrong Driver: a key restricted to B creating a run on A",
+        token: () => B_ONLY_KEY,
+        req: (w) => ({ path: "/v1/runs", body: { driverInstanceId: w.a.id } }),
+        status: 403,
+        code: "auth.forbidden",
+      },
+    ],
   },
   "POST /v1/runs/:runId/tool-calls": {
     kind: "api_key",
     ofDriverA: true,
     wrongScopeKey: TEST_SECRETS.readerKey,
-    req: (w) => ({ path: `/v1/runs/${w.runId}/tool-calls`, body: { serverId: "tracker", toolName: "createIssue", arguments: { title: "u" } } }),
+    req: (w) => ({
+      path: `/v1/runs/${w.runId}/tool-calls`,
+      body: { serverId: "tracker", toolName: "createIssue", arguments: { title: "u" } },
+    }),
     right: () => WRITER_KEY,
     rightStatus: 201,
   },
-  "GET /v1/runs/:runId": { kind: "api_key", ofDriverA: true, wrongScopeKey: WRITER_KEY, req: (w) => ({ path: `/v1/runs/${w.runId}` }), right: () => TEST_SECRETS.readerKey, rightStatus: 200 },
-  "GET /v1/runs/:runId/events": { kind: "api_key", ofDriverA: true, wrongScopeKey: WRITER_KEY, req: (w) => ({ path: `/v1/runs/${w.runId}/events` }), right: () => TEST_SECRETS.readerKey, rightStatus: 200 },
+  "GET /v1/runs/:runId": {
+    kind: "api_key",
+    ofDriverA: true,
+    wrongScopeKey: WRITER_KEY,
+    req: (w) => ({ path: `/v1/runs/${w.runId}` }),
+    right: () => TEST_SECRETS.readerKey,
+    rightStatus: 200,
+  },
+  "GET /v1/runs/:runId/events": {
+    kind: "api_key",
+    ofDriverA: true,
+    wrongScopeKey: WRITER_KEY,
+    req: (w) => ({ path: `/v1/runs/${w.runId}/events` }),
+    right: () => TEST_SECRETS.readerKey,
+    rightStatus: 200,
+  },
   "DELETE /v1/runs/:runId": {
     kind: "api_key",
     ofDriverA: true,
@@ -185,7 +243,15 @@ const MATRIX: Record<string, Entry> = {
     wrongScopeKey: WRITER_KEY,
     operatorToo: true,
     req: (w) => ({ path: `/v1/drivers/${w.b.id}` }),
-    extra: [{ name: "wrong Driver: a key restricted to B purging A", token: () => B_ONLY_KEY, req: (w) => ({ path: `/v1/drivers/${w.a.id}` }), status: 403, code: "auth.forbidden" }],
+    extra: [
+      {
+        name: "wrong Driver: a key restricted to B purging A",
+        token: () => B_ONLY_KEY,
+        req: (w) => ({ path: `/v1/drivers/${w.a.id}` }),
+        status: 403,
+        code: "auth.forbidden",
+      },
+    ],
     right: () => TEST_SECRETS.adminKey,
     prepare: async (w) => ({ path: `/v1/drivers/${(await finalizedDriver(w)).id}` }),
     rightStatus: 204,
@@ -197,9 +263,21 @@ const MATRIX: Record<string, Entry> = {
     rightStatus: 201,
     extra: [
       // the wrong scope of the enrollment token: it registers new instances only, never an existing id
-      { name: "enrollment token re-registering an existing id", token: () => TEST_SECRETS.enrollmentToken, req: (w) => ({ path: "/v1/drivers/register", body: { name: "evil", driverInstanceId: w.b.id } }), status: 403, code: "auth.forbidden" },
+      {
+        name: "enrollment token re-registering an existing id",
+        token: () => TEST_SECRETS.enrollmentToken,
+        req: (w) => ({ path: "/v1/drivers/register", body: { name: "evil", driverInstanceId: w.b.id } }),
+        status: 403,
+        code: "auth.forbidden",
+      },
       // the wrong Driver: B's token taking over A's identity, or minting a new instance
-      { name: "Driver B re-registering A", token: (w) => w.b.token, req: (w) => ({ path: "/v1/drivers/register", body: { name: "evil", driverInstanceId: w.a.id } }), status: 403, code: "auth.forbidden" },
+      {
+        name: "Driver B re-registering A",
+        token: (w) => w.b.token,
+        req: (w) => ({ path: "/v1/drivers/register", body: { name: "evil", driverInstanceId: w.a.id } }),
+        status: 403,
+        code: "auth.forbidden",
+      },
       { name: "Driver B registering a new instance", token: (w) => w.b.token, status: 403, code: "auth.forbidden" },
     ],
   },
@@ -240,19 +318,31 @@ const MATRIX: Record<string, Entry> = {
     right: (w) => w.a.token,
     rightStatus: 200,
     extra: [
-      { name: "Driver B claiming A's command", token: (w) => w.b.token, req: (w) => ({ path: "/v1/drivers/effects/claim", body: { connectionId: w.b.connectionId, commandId: w.commandId } }), status: 404, code: "command.not_found" },
+      {
+        name: "Driver B claiming A's command",
+        token: (w) => w.b.token,
+        req: (w) => ({ path: "/v1/drivers/effects/claim", body: { connectionId: w.b.connectionId, commandId: w.commandId } }),
+        status: 404,
+        code: "command.not_found",
+      },
     ],
   },
   "POST /v1/drivers/effects/:effectId/complete": {
     kind: "driver_report",
-    req: (w) => ({ path: `/v1/drivers/effects/${w.effectId}/complete`, body: { connectionId: w.a.connectionId, attempt: 1, result, receipt: null } }),
+    req: (w) => ({
+      path: `/v1/drivers/effects/${w.effectId}/complete`,
+      body: { connectionId: w.a.connectionId, attempt: 1, result, receipt: null },
+    }),
     right: (w) => w.a.token,
     rightStatus: 200,
     extra: [
       {
         name: "Driver B completing A's effect",
         token: (w) => w.b.token,
-        req: (w) => ({ path: `/v1/drivers/effects/${w.effectId}/complete`, body: { connectionId: w.b.connectionId, attempt: 1, result, receipt: null } }),
+        req: (w) => ({
+          path: `/v1/drivers/effects/${w.effectId}/complete`,
+          body: { connectionId: w.b.connectionId, attempt: 1, result, receipt: null },
+        }),
         status: 404,
         code: "effect.not_found",
       },
@@ -260,14 +350,20 @@ const MATRIX: Record<string, Entry> = {
   },
   "POST /v1/drivers/effects/:effectId/mark-unknown": {
     kind: "driver",
-    req: (w) => ({ path: `/v1/drivers/effects/${w.effectId}/mark-unknown`, body: { connectionId: w.a.connectionId, attempt: 1, reason: "lost" } }),
+    req: (w) => ({
+      path: `/v1/drivers/effects/${w.effectId}/mark-unknown`,
+      body: { connectionId: w.a.connectionId, attempt: 1, reason: "lost" },
+    }),
     right: (w) => w.a.token,
     rightStatus: 200,
     extra: [
       {
         name: "Driver B fencing A's effect",
         token: (w) => w.b.token,
-        req: (w) => ({ path: `/v1/drivers/effects/${w.effectId}/mark-unknown`, body: { connectionId: w.b.connectionId, attempt: 1, reason: "mine" } }),
+        req: (w) => ({
+          path: `/v1/drivers/effects/${w.effectId}/mark-unknown`,
+          body: { connectionId: w.b.connectionId, attempt: 1, reason: "mine" },
+        }),
         status: 404,
         code: "effect.not_found",
       },
@@ -275,14 +371,20 @@ const MATRIX: Record<string, Entry> = {
   },
   "POST /v1/drivers/effects/:effectId/deadline-missed": {
     kind: "driver_report",
-    req: (w) => ({ path: `/v1/drivers/effects/${w.effectId}/deadline-missed`, body: { connectionId: w.a.connectionId, attempt: 1, elapsedMs: 20_000 } }),
+    req: (w) => ({
+      path: `/v1/drivers/effects/${w.effectId}/deadline-missed`,
+      body: { connectionId: w.a.connectionId, attempt: 1, elapsedMs: 20_000 },
+    }),
     right: (w) => w.a.token,
     rightStatus: 200,
     extra: [
       {
         name: "Driver B reporting A's missed deadline",
         token: (w) => w.b.token,
-        req: (w) => ({ path: `/v1/drivers/effects/${w.effectId}/deadline-missed`, body: { connectionId: w.b.connectionId, attempt: 1, elapsedMs: 20_000 } }),
+        req: (w) => ({
+          path: `/v1/drivers/effects/${w.effectId}/deadline-missed`,
+          body: { connectionId: w.b.connectionId, attempt: 1, elapsedMs: 20_000 },
+        }),
         status: 404,
         code: "effect.not_found",
       },
@@ -304,19 +406,38 @@ const MATRIX: Record<string, Entry> = {
     ],
   },
   "GET /api/operator/effects": { kind: "operator", req: () => ({ path: E }), right: () => TEST_SECRETS.operatorToken, rightStatus: 200 },
-  "GET /api/operator/effects/:effectId": { kind: "operator", req: (w) => ({ path: `${E}/${w.effectId}` }), right: () => TEST_SECRETS.operatorToken, rightStatus: 200 },
+  "GET /api/operator/effects/:effectId": {
+    kind: "operator",
+    req: (w) => ({ path: `${E}/${w.effectId}` }),
+    right: () => TEST_SECRETS.operatorToken,
+    rightStatus: 200,
+  },
   // no adapter is bound: the operator passes the guard and gets the service's 409
-  "POST /api/operator/effects/:effectId/reconcile": { kind: "operator", req: (w) => ({ path: `${E}/${w.effectId}/reconcile`, body: audit }), right: () => TEST_SECRETS.operatorToken, rightStatus: 409 },
+  "POST /api/operator/effects/:effectId/reconcile": {
+    kind: "operator",
+    req: (w) => ({ path: `${E}/${w.effectId}/reconcile`, body: audit }),
+    right: () => TEST_SECRETS.operatorToken,
+    rightStatus: 409,
+  },
   "POST /api/operator/effects/:effectId/resolve": {
     kind: "operator",
     req: (w) => ({ path: `${E}/${w.effectId}/resolve`, body: { outcome: "not_executed", ...audit } }),
     right: () => TEST_SECRETS.operatorToken,
     prepare: async (w) => {
-      w.f.runtime.ledger.markUnknown(w.f.runtime.drivers.authenticate(w.a.token), w.effectId, { connectionId: w.a.connectionId, attempt: 1, reason: "lost" });
+      w.f.runtime.ledger.markUnknown(w.f.runtime.drivers.authenticate(w.a.token), w.effectId, {
+        connectionId: w.a.connectionId,
+        attempt: 1,
+        reason: "lost",
+      });
     },
     rightStatus: 200,
   },
-  "POST /api/operator/effects/:effectId/compensate": { kind: "operator", req: (w) => ({ path: `${E}/${w.effectId}/compensate`, body: audit }), right: () => TEST_SECRETS.operatorToken, rightStatus: 409 },
+  "POST /api/operator/effects/:effectId/compensate": {
+    kind: "operator",
+    req: (w) => ({ path: `${E}/${w.effectId}/compensate`, body: audit }),
+    right: () => TEST_SECRETS.operatorToken,
+    rightStatus: 409,
+  },
 };
 
 /** The refusals every route of a kind gets (besides its `extra` ones). */
@@ -327,24 +448,41 @@ function refusalsOf(entry: Entry): Refusal[] {
     { name: "an unknown secret", token: () => "not-a-configured-secret-0123456789", status: 401, code: "auth.invalid_token" },
     { name: "an unknown Driver token", token: () => FAKE_DRIVER_TOKEN, status: 401, code: "auth.invalid_token" },
   ];
-  const wrongKind = (name: string, token: (w: World) => string): Refusal => ({ name: `wrong kind: ${name}`, token, status: 403, code: "auth.forbidden" });
+  const wrongKind = (name: string, token: (w: World) => string): Refusal => ({
+    name: `wrong kind: ${name}`,
+    token,
+    status: 403,
+    code: "auth.forbidden",
+  });
   switch (entry.kind) {
     case "api_key":
     case "metrics":
-      out.push(wrongKind("a Driver token", (w) => w.a.token), wrongKind("the enrollment token", () => TEST_SECRETS.enrollmentToken));
+      out.push(
+        wrongKind("a Driver token", (w) => w.a.token),
+        wrongKind("the enrollment token", () => TEST_SECRETS.enrollmentToken),
+      );
       if (!entry.operatorToo) out.push(wrongKind("the operator token", () => TEST_SECRETS.operatorToken));
       out.push({ name: "wrong scope", token: () => entry.wrongScopeKey!, status: 403, code: "auth.scope" });
-      if (entry.ofDriverA) out.push({ name: "wrong Driver: a key restricted to B", token: () => B_ONLY_KEY, status: 403, code: "auth.forbidden" });
+      if (entry.ofDriverA)
+        out.push({ name: "wrong Driver: a key restricted to B", token: () => B_ONLY_KEY, status: 403, code: "auth.forbidden" });
       break;
     case "driver":
     case "driver_report":
-      out.push(wrongKind("an API key", () => TEST_SECRETS.adminKey), wrongKind("the enrollment token", () => TEST_SECRETS.enrollmentToken), wrongKind("the operator token", () => TEST_SECRETS.operatorToken));
+      out.push(
+        wrongKind("an API key", () => TEST_SECRETS.adminKey),
+        wrongKind("the enrollment token", () => TEST_SECRETS.enrollmentToken),
+        wrongKind("the operator token", () => TEST_SECRETS.operatorToken),
+      );
       break;
     case "registration":
       out.push(wrongKind("an API key", () => TEST_SECRETS.adminKey));
       break;
     case "operator":
-      out.push(wrongKind("an API key", () => TEST_SECRETS.adminKey), wrongKind("a Driver token", (w) => w.a.token), wrongKind("the enrollment token", () => TEST_SECRETS.enrollmentToken));
+      out.push(
+        wrongKind("an API key", () => TEST_SECRETS.adminKey),
+        wrongKind("a Driver token", (w) => w.a.token),
+        wrongKind("the enrollment token", () => TEST_SECRETS.enrollmentToken),
+      );
       break;
   }
   out.push({ name: "a Basic scheme", token: () => "BASIC", status: 401, code: "auth.missing_token" });
@@ -378,7 +516,9 @@ describe("auth matrix", () => {
   });
 
   it("mounts exactly the route table of @mosoo/contracts: every API_ROUTES entry is mounted, every mounted route but the console's pages is in the table", () => {
-    const table = Object.values(API_ROUTES).map((r) => `${r.method} ${r.path}`).sort();
+    const table = Object.values(API_ROUTES)
+      .map((r) => `${r.method} ${r.path}`)
+      .sort();
     const consolePages = ALL_ROUTES.filter((r) => isConsoleRoute(r) && !r.split(" ")[1]!.startsWith("/console/api/"));
     expect(table.filter((r) => !ALL_ROUTES.includes(r))).toEqual([]);
     expect(ALL_ROUTES.filter((r) => !consolePages.includes(r) && !table.includes(r))).toEqual([]);
@@ -387,7 +527,8 @@ describe("auth matrix", () => {
       if (r.auth.kind === "console_session") continue;
       const entry = MATRIX[`${r.method} ${r.path}`];
       expect({ route: `${r.method} ${r.path}`, kind: entry?.kind }).toEqual({ route: `${r.method} ${r.path}`, kind: r.auth.kind });
-      if (r.auth.kind === "api_key") expect(entry?.operatorToo === true, `${r.method} ${r.path} operatorToo`).toBe(r.auth.operatorToo === true);
+      if (r.auth.kind === "api_key")
+        expect(entry?.operatorToo === true, `${r.method} ${r.path} operatorToo`).toBe(r.auth.operatorToo === true);
     }
   });
 
@@ -400,10 +541,20 @@ describe("auth matrix", () => {
     for (const refusal of refusalsOf(entry!)) {
       const { path, body } = (refusal.req ?? entry!.req)(w);
       const token = refusal.token(w);
-      const authorization = token === "BASIC" ? `Basic ${Buffer.from(`u:${TEST_SECRETS.adminKey}`).toString("base64")}` : token === undefined ? undefined : `Bearer ${token}`;
+      const authorization =
+        token === "BASIC"
+          ? `Basic ${Buffer.from(`u:${TEST_SECRETS.adminKey}`).toString("base64")}`
+          : token === undefined
+            ? undefined
+            : `Bearer ${token}`;
       const before = dump(w);
       const answer = await send(w.app, method, path, body, authorization);
-      expect({ route, refusal: refusal.name, status: answer.status, code: answer.body?.error?.code }).toEqual({ route, refusal: refusal.name, status: refusal.status, code: refusal.code });
+      expect({ route, refusal: refusal.name, status: answer.status, code: answer.body?.error?.code }).toEqual({
+        route,
+        refusal: refusal.name,
+        status: refusal.status,
+        code: refusal.code,
+      });
       expect(JSON.stringify(answer.body)).not.toContain(TEST_SECRETS.adminKey);
       expect(dump(w), `${route}: ${refusal.name} changed a table`).toBe(before);
       cases += 1;

@@ -35,8 +35,13 @@ describe("bench regression gate: compareWithBaseline (pure, over numbers)", () =
   });
 
   it("prints one readable line per figure", () => {
-    const [c] = compareWithBaseline([{ key: "r", label: "recovery 10k on, ratio to the lookup bound", value: 4.2, unit: "x" }], byKey([fig("r", 3.3)]));
-    expect(describeComparison(c!)).toBe("bench.regression: recovery 10k on, ratio to the lookup bound: 4.20× vs baseline 3.30× (+27%, limit +20%)");
+    const [c] = compareWithBaseline(
+      [{ key: "r", label: "recovery 10k on, ratio to the lookup bound", value: 4.2, unit: "x" }],
+      byKey([fig("r", 3.3)]),
+    );
+    expect(describeComparison(c!)).toBe(
+      "bench.regression: recovery 10k on, ratio to the lookup bound: 4.20× vs baseline 3.30× (+27%, limit +20%)",
+    );
   });
 });
 

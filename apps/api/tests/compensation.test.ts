@@ -1,6 +1,13 @@
 import { afterEach, describe, expect, it } from "vitest";
 import { RuntimeError } from "../src/modules/ledger/domain/runtime-errors.js";
-import { connectDriver, type ConnectedDriver, createFixtureProviderWorld, executeNextCommand, type FixtureProviderWorld, reconnectDriver } from "./kit/index.js";
+import {
+  connectDriver,
+  type ConnectedDriver,
+  createFixtureProviderWorld,
+  executeNextCommand,
+  type FixtureProviderWorld,
+  reconnectDriver,
+} from "./kit/index.js";
 import { commandRow, effectRow, ledgerSnapshot, reconciliationRecords, runEvents } from "./helpers/reconciliation-db.js";
 
 let s: FixtureProviderWorld | undefined;
@@ -14,7 +21,11 @@ const AUDIT = { actor: "alice", reason: "the issue was a duplicate" };
 /** A Driver with a run whose createIssue succeeded through the ledger against the real fixture provider. */
 async function succeededIssue(setup: FixtureProviderWorld, driver: ConnectedDriver = connectDriver(setup.runtime)) {
   const { runId } = setup.runtime.runs.createRun({ driverInstanceId: driver.instance.id });
-  setup.runtime.runs.enqueueToolCall(runId, { serverId: "tracker", toolName: "createIssue", arguments: { title: "Disk full", body: "db-1" } });
+  setup.runtime.runs.enqueueToolCall(runId, {
+    serverId: "tracker",
+    toolName: "createIssue",
+    arguments: { title: "Disk full", body: "db-1" },
+  });
   const created = await executeNextCommand(setup, driver);
   expect(effectRow(setup.store, created.effectId).status).toBe("succeeded");
   return { ...created, runId, driver };
@@ -37,11 +48,26 @@ describe("compensation: an explicit, declared, operator-started write through th
     expect(queued).toMatchObject({ toolName: "closeIssue", driverInstanceId: original.driver.instance.id });
     expect(queued.idempotencyKey).not.toBe(original.idempotencyKey);
     const comp = effectRow(s.store, queued.compensationEffectId) as unknown as Record<string, unknown>;
-    expect(comp).toMatchObject({ status: "intent", compensates_effect_id: original.effectId, tool_name: "closeIssue", idempotency_key: queued.idempotencyKey });
-    expect(runEvents(s.store, original.runId, "tool_call.queued").at(-1)?.payload).toMatchObject({ effectId: queued.compensationEffectId, compensatesEffectId: original.effectId });
+    expect(comp).toMatchObject({
+      status: "intent",
+      compensates_effect_id: original.effectId,
+      tool_name: "closeIssue",
+      idempotency_key: queued.idempotencyKey,
+    });
+    expect(runEvents(s.store, original.runId, "tool_call.queued").at(-1)?.payload).toMatchObject({
+      effectId: queued.compensationEffectId,
+      compensatesEffectId: original.effectId,
+    });
     const shown = s.runtime.operator.show(original.effectId);
     expect(shown.operatorActions).toEqual([
-      expect.objectContaining({ action: "compensate", actor: "alice", outcome: "queued", statusBefore: "succeeded", statusAfter: "succeeded", compensationEffectId: queued.compensationEffectId }),
+      expect.objectContaining({
+        action: "compensate",
+        actor: "alice",
+        outcome: "queued",
+        statusBefore: "succeeded",
+        statusAfter: "succeeded",
+        compensationEffectId: queued.compensationEffectId,
+      }),
     ]);
     expect(shown.compensations.map((c) => c.id)).toEqual([queued.compensationEffectId]);
 
@@ -72,9 +98,19 @@ describe("compensation: an explicit, declared, operator-started write through th
     const env = await s.runtime.commands.nextCommand(restarted.instance, restarted.connectionId, 0);
     expect(env).toMatchObject({ commandId: queued.commandId, redelivery: true });
     const claim = await s.runtime.ledger.claim(restarted.instance, restarted.connectionId, queued.commandId);
-    expect(claim).toMatchObject({ kind: "completed", effectId: queued.compensationEffectId, result: { toolName: "closeIssue", outputText: "Closed issue #1" } });
-    expect(effectRow(s.store, queued.compensationEffectId)).toMatchObject({ status: "succeeded", resolution: "reconciled", attempt_count: 1 });
-    expect(reconciliationRecords(s.store, queued.compensationEffectId).map((r) => [r.trigger, r.outcome])).toEqual([["redelivery", "confirmed_succeeded"]]);
+    expect(claim).toMatchObject({
+      kind: "completed",
+      effectId: queued.compensationEffectId,
+      result: { toolName: "closeIssue", outputText: "Closed issue #1" },
+    });
+    expect(effectRow(s.store, queued.compensationEffectId)).toMatchObject({
+      status: "succeeded",
+      resolution: "reconciled",
+      attempt_count: 1,
+    });
+    expect(reconciliationRecords(s.store, queued.compensationEffectId).map((r) => [r.trigger, r.outcome])).toEqual([
+      ["redelivery", "confirmed_succeeded"],
+    ]);
     expect(s.provider.stats().writes[queued.idempotencyKey]).toBe(1); // closed once, never re-sent
   });
 
@@ -95,7 +131,10 @@ describe("compensation: an explicit, declared, operator-started write through th
     const first = await s.runtime.operator.compensate(original.effectId, AUDIT);
     // claimed (executing), then the Driver vanished before sending anything
     const env = await s.runtime.commands.nextCommand(original.driver.instance, original.driver.connectionId, 0);
-    s.runtime.commands.updateCommand(original.driver.instance, env!.commandId, { connectionId: original.driver.connectionId, status: "accepted" });
+    s.runtime.commands.updateCommand(original.driver.instance, env!.commandId, {
+      connectionId: original.driver.connectionId,
+      status: "accepted",
+    });
     expect((await s.runtime.ledger.claim(original.driver.instance, original.driver.connectionId, first.commandId)).kind).toBe("execute");
     await s.runtime.repair.finalize(original.driver.instance.id, "heartbeat_expired");
     expect(effectRow(s.store, first.compensationEffectId)).toMatchObject({ status: "not_executed", resolution: "reconciled" });
@@ -116,10 +155,16 @@ describe("compensation: an explicit, declared, operator-started write through th
     const original = await succeededIssue(setup);
     const before = ledgerSnapshot(setup.store);
     expect(await codeOf(setup.runtime.operator.compensate("01JDZZZZZZZZZZZZZZZZZZZZZZ", AUDIT))).toBe("effect.not_found");
-    expect(await codeOf(setup.runtime.operator.compensate(original.effectId, { ...AUDIT, driverInstanceId: "01JDZZZZZZZZZZZZZZZZZZZZZZ" }))).toBe("driver.not_found");
+    expect(
+      await codeOf(setup.runtime.operator.compensate(original.effectId, { ...AUDIT, driverInstanceId: "01JDZZZZZZZZZZZZZZZZZZZZZZ" })),
+    ).toBe("driver.not_found");
 
     // an unknown effect (a crashed createIssue) is not compensable
-    setup.runtime.runs.enqueueToolCall(original.runId, { serverId: "tracker", toolName: "createIssue", arguments: { title: "second", body: "" } });
+    setup.runtime.runs.enqueueToolCall(original.runId, {
+      serverId: "tracker",
+      toolName: "createIssue",
+      arguments: { title: "second", body: "" },
+    });
     const pending = await executeNextCommand(setup, original.driver, { crashAfterCall: true });
     const afterPending = ledgerSnapshot(setup.store);
     expect(await codeOf(setup.runtime.operator.compensate(pending.effectId, AUDIT))).toBe("effect.not_succeeded");
@@ -166,12 +211,25 @@ describe("compensation: an explicit, declared, operator-started write through th
     const driver = connectDriver(setup.runtime);
     const { runId } = setup.runtime.runs.createRun({ driverInstanceId: driver.instance.id });
     // claimed, never sent to the provider, fenced; then an operator (wrongly) resolves it succeeded
-    const call = setup.runtime.runs.enqueueToolCall(runId, { serverId: "tracker", toolName: "createIssue", arguments: { title: "never sent", body: "" } });
+    const call = setup.runtime.runs.enqueueToolCall(runId, {
+      serverId: "tracker",
+      toolName: "createIssue",
+      arguments: { title: "never sent", body: "" },
+    });
     await setup.runtime.commands.nextCommand(driver.instance, driver.connectionId, 0);
     setup.runtime.commands.updateCommand(driver.instance, call.commandId, { connectionId: driver.connectionId, status: "accepted" });
     expect((await setup.runtime.ledger.claim(driver.instance, driver.connectionId, call.commandId)).kind).toBe("execute");
-    setup.runtime.ledger.markUnknown(driver.instance, call.effectId, { connectionId: driver.connectionId, attempt: 1, reason: "transport closed" });
-    setup.runtime.operator.resolve(call.effectId, { outcome: "succeeded", result: { content: [{ type: "text", text: "Created issue #9" }] }, actor: "bob", reason: "I think it happened" });
+    setup.runtime.ledger.markUnknown(driver.instance, call.effectId, {
+      connectionId: driver.connectionId,
+      attempt: 1,
+      reason: "transport closed",
+    });
+    setup.runtime.operator.resolve(call.effectId, {
+      outcome: "succeeded",
+      result: { content: [{ type: "text", text: "Created issue #9" }] },
+      actor: "bob",
+      reason: "I think it happened",
+    });
     const before = ledgerSnapshot(setup.store);
     expect(await codeOf(setup.runtime.operator.compensate(call.effectId, AUDIT))).toBe("compensation.plan_failed");
     expect(ledgerSnapshot(setup.store)).toEqual(before);
@@ -221,8 +279,19 @@ describe("compensation: an explicit, declared, operator-started write through th
     const copy = sql.prepare("SELECT * FROM external_tool_effects WHERE id = ?").get(first.compensationEffectId) as Record<string, unknown>;
     const insert = () =>
       sql
-        .prepare(`INSERT INTO external_tool_effects (${Object.keys(copy).join(", ")}) VALUES (${Object.keys(copy).map(() => "?").join(", ")})`)
-        .run(...Object.values({ ...copy, id: "01JDZZZZZZZZZZZZZZZZZZZZZZ", command_id: original.commandId, idempotency_key: "01JDZZZZZZZZZZZZZZZZZZZZZY" }));
+        .prepare(
+          `INSERT INTO external_tool_effects (${Object.keys(copy).join(", ")}) VALUES (${Object.keys(copy)
+            .map(() => "?")
+            .join(", ")})`,
+        )
+        .run(
+          ...Object.values({
+            ...copy,
+            id: "01JDZZZZZZZZZZZZZZZZZZZZZZ",
+            command_id: original.commandId,
+            idempotency_key: "01JDZZZZZZZZZZZZZZZZZZZZZY",
+          }),
+        );
     expect(insert).toThrow(/UNIQUE constraint failed/);
   });
 
@@ -235,8 +304,11 @@ describe("compensation: an explicit, declared, operator-started write through th
     await executeNextCommand(setup, other);
     await setup.runtime.repair.finalize(other.instance.id, "driver_request");
     setup.runtime.runs.purgeDriver(other.instance.id);
-    expect(setup.store.sqlite.prepare("SELECT count(*) AS n FROM external_tool_effects WHERE id = ?").get(comp.compensationEffectId)).toEqual({ n: 0 });
-    expect(setup.runtime.operator.show(original.effectId).operatorActions).toEqual([expect.objectContaining({ action: "compensate", compensationEffectId: comp.compensationEffectId })]);
+    expect(
+      setup.store.sqlite.prepare("SELECT count(*) AS n FROM external_tool_effects WHERE id = ?").get(comp.compensationEffectId),
+    ).toEqual({ n: 0 });
+    expect(setup.runtime.operator.show(original.effectId).operatorActions).toEqual([
+      expect.objectContaining({ action: "compensate", compensationEffectId: comp.compensationEffectId }),
+    ]);
   });
 });
-

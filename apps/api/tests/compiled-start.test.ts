@@ -23,7 +23,10 @@ beforeAll(() => {
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
 /** Runs `node dist/main.js` (no loader) with `env` until it exits, or until stdout matches `until` (then it asks `/health` and stops it). */
-function runCompiledApi(env: Record<string, string>, until?: RegExp): Promise<{ code: number | null; stdout: string; stderr: string; health?: number }> {
+function runCompiledApi(
+  env: Record<string, string>,
+  until?: RegExp,
+): Promise<{ code: number | null; stdout: string; stderr: string; health?: number }> {
   return new Promise((resolve) => {
     const child = spawn(process.execPath, ["dist/main.js"], {
       cwd: API_DIR,
@@ -54,10 +57,13 @@ function runCompiledApi(env: Record<string, string>, until?: RegExp): Promise<{ 
 
 describe("compiled start (node dist/main.js, no TypeScript loader)", () => {
   it("builds the API's entries, the adapter worker and the bench's", () => {
-    for (const f of ["main.js", "run-benchmarks.main.js", "scenario.main.js", "seed-unknown.main.js"]) expect(existsSync(join(API_DIR, "dist", f)), f).toBe(true);
+    for (const f of ["main.js", "run-benchmarks.main.js", "scenario.main.js", "seed-unknown.main.js"])
+      expect(existsSync(join(API_DIR, "dist", f)), f).toBe(true);
     // the worker under a content-hashed name (older ones stay for APIs still running), and the API's bundle names one that exists
     const dist = join(API_DIR, "dist");
-    const bundles = readdirSync(dist).filter((f) => f.endsWith(".js") && !f.startsWith("adapter-worker-")).map((f) => readFileSync(join(dist, f), "utf8"));
+    const bundles = readdirSync(dist)
+      .filter((f) => f.endsWith(".js") && !f.startsWith("adapter-worker-"))
+      .map((f) => readFileSync(join(dist, f), "utf8"));
     const named = new Set(bundles.flatMap((text) => [...text.matchAll(/"(adapter-worker-[A-Z0-9]+\.js)"/g)].map((m) => m[1]!)));
     expect(named.size).toBeGreaterThanOrEqual(1);
     for (const file of named) expect(existsSync(join(dist, file)), file).toBe(true);
@@ -73,10 +79,23 @@ describe("compiled start (node dist/main.js, no TypeScript loader)", () => {
     const bindings = join(dir, "bindings.json");
     writeFileSync(
       bindings,
-      JSON.stringify({ bindings: { tracker: { package: { module: "@mosoo/fixture-adapter", export: "fixtureIssueTrackerAdapterFactory" }, options: { url: "http://127.0.0.1:9/mcp" }, tools: ["createIssue"] } } }),
+      JSON.stringify({
+        bindings: {
+          tracker: {
+            package: { module: "@mosoo/fixture-adapter", export: "fixtureIssueTrackerAdapterFactory" },
+            options: { url: "http://127.0.0.1:9/mcp" },
+            tools: ["createIssue"],
+          },
+        },
+      }),
     );
     const r = await runCompiledApi(
-      { MOSOO_DB_FILE: join(dir, "api.db"), MOSOO_EFFECT_RECONCILIATION: "on", MOSOO_RECONCILIATION_BINDINGS_FILE: bindings, MOSOO_LOG_LEVEL: "info" },
+      {
+        MOSOO_DB_FILE: join(dir, "api.db"),
+        MOSOO_EFFECT_RECONCILIATION: "on",
+        MOSOO_RECONCILIATION_BINDINGS_FILE: bindings,
+        MOSOO_LOG_LEVEL: "info",
+      },
       /api\.listening/,
     );
     expect(r.stderr).toBe("");

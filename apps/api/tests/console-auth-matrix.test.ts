@@ -45,9 +45,24 @@ const CONSOLE: Record<string, ConsoleEntry> = {
   "GET /console/api/stats": { kind: "api", path: () => "/console/api/stats", rightStatus: 200 },
   "GET /console/api/events": { kind: "api", path: () => "/console/api/events", rightStatus: 200 },
   // no adapter is bound and the effect is `executing`: the session passes and the service refuses (409)
-  "POST /console/api/effects/:effectId/reconcile": { kind: "api", path: (e) => `/console/api/effects/${e}/reconcile`, body: audit, rightStatus: 409 },
-  "POST /console/api/effects/:effectId/resolve": { kind: "api", path: (e) => `/console/api/effects/${e}/resolve`, body: { outcome: "not_executed", ...audit }, rightStatus: 409 },
-  "POST /console/api/effects/:effectId/compensate": { kind: "api", path: (e) => `/console/api/effects/${e}/compensate`, body: audit, rightStatus: 409 },
+  "POST /console/api/effects/:effectId/reconcile": {
+    kind: "api",
+    path: (e) => `/console/api/effects/${e}/reconcile`,
+    body: audit,
+    rightStatus: 409,
+  },
+  "POST /console/api/effects/:effectId/resolve": {
+    kind: "api",
+    path: (e) => `/console/api/effects/${e}/resolve`,
+    body: { outcome: "not_executed", ...audit },
+    rightStatus: 409,
+  },
+  "POST /console/api/effects/:effectId/compensate": {
+    kind: "api",
+    path: (e) => `/console/api/effects/${e}/compensate`,
+    body: audit,
+    rightStatus: 409,
+  },
 };
 
 let f: TestWorld | undefined;
@@ -88,15 +103,24 @@ async function send(app: Hono, method: string, path: string, entry: ConsoleEntry
   const form = path === "/console/session" || path === "/console/sign-out";
   const init: RequestInit = { method, headers: { origin: ORIGIN, ...headers }, ...(signal ? { signal } : {}) };
   if (method === "POST") {
-    init.headers = { ...(init.headers as Record<string, string>), "content-type": form ? "application/x-www-form-urlencoded" : "application/json" };
-    init.body = form ? new URLSearchParams(path === "/console/session" ? { actor: "mallory", token: "not-the-operator-token" } : {}).toString() : JSON.stringify(entry.body ?? {});
+    init.headers = {
+      ...(init.headers as Record<string, string>),
+      "content-type": form ? "application/x-www-form-urlencoded" : "application/json",
+    };
+    init.body = form
+      ? new URLSearchParams(path === "/console/session" ? { actor: "mallory", token: "not-the-operator-token" } : {}).toString()
+      : JSON.stringify(entry.body ?? {});
   }
   return app.request(`${ORIGIN}${path}`, init);
 }
 
 const probe = createTestWorld();
 const CONSOLE_ROUTES = [
-  ...new Set(buildHttpApp(probe.runtime, TEST_AUTH).routes.filter((r) => r.method !== "ALL" && r.path.startsWith("/console")).map((r) => `${r.method} ${r.path}`)),
+  ...new Set(
+    buildHttpApp(probe.runtime, TEST_AUTH)
+      .routes.filter((r) => r.method !== "ALL" && r.path.startsWith("/console"))
+      .map((r) => `${r.method} ${r.path}`),
+  ),
 ].sort();
 probe.close();
 let cases = 0;
@@ -128,10 +152,20 @@ describe("console auth matrix", () => {
         const before = dump();
         const res = await send(w.app, method, path, entry, headers);
         if (entry.kind === "page") {
-          expect({ route, name, status: res.status, location: res.headers.get("location") }).toEqual({ route, name, status: 303, location: "/console/sign-in" });
+          expect({ route, name, status: res.status, location: res.headers.get("location") }).toEqual({
+            route,
+            name,
+            status: 303,
+            location: "/console/sign-in",
+          });
         } else {
           const body = (await res.json()) as { error?: { code?: string } };
-          expect({ route, name, status: res.status, code: body.error?.code }).toEqual({ route, name, status: 401, code: "auth.session_required" });
+          expect({ route, name, status: res.status, code: body.error?.code }).toEqual({
+            route,
+            name,
+            status: 401,
+            code: "auth.session_required",
+          });
         }
         expect(dump(), `${route}: ${name} changed a table`).toBe(before);
         cases += 1;
@@ -140,7 +174,11 @@ describe("console auth matrix", () => {
         const { cookie } = await signIn(w.app);
         const before = dump();
         const res = await send(w.app, method, path, entry, { cookie });
-        expect({ route, name: "a session without its CSRF token", status: res.status }).toEqual({ route, name: "a session without its CSRF token", status: 403 });
+        expect({ route, name: "a session without its CSRF token", status: res.status }).toEqual({
+          route,
+          name: "a session without its CSRF token",
+          status: 403,
+        });
         expect(dump()).toBe(before);
         cases += 1;
       }

@@ -30,7 +30,11 @@ async function unknownEffect(opts: { serverId?: string; toolName?: string; args?
   if (opts.commit) {
     // The provider committed, then the response was lost: fenced without the inline lookup of a redelivery.
     await commitAtProvider(fx, call);
-    fx.runtime.ledger.markUnknown(call.driver.instance, call.effectId, { connectionId: call.driver.connectionId, attempt: 1, reason: "transport closed" });
+    fx.runtime.ledger.markUnknown(call.driver.instance, call.effectId, {
+      connectionId: call.driver.connectionId,
+      attempt: 1,
+      reason: "transport closed",
+    });
     return call;
   }
   const restarted = reconnectDriver(fx.runtime, call.driver);
@@ -53,7 +57,8 @@ async function operatorTab(): Promise<Page> {
 const text = (page: Page, selector: string) => page.$eval(selector, (el) => el.textContent ?? "");
 
 beforeAll(async () => {
-  if (!consoleAssetsBuilt() || consoleAssetsStale()) throw new Error("the console's assets are missing or older than packages/operator-console/web: run npm run build:console");
+  if (!consoleAssetsBuilt() || consoleAssetsStale())
+    throw new Error("the console's assets are missing or older than packages/operator-console/web: run npm run build:console");
   fx = createDoubleWorld();
   // Unbound server "mail": only a manual resolution can settle these.
   seeded.manual = await unknownEffect({ serverId: "mail", toolName: "sendMail", args: { to: "ops@example.com", subject: XSS_TEXT } });
@@ -62,7 +67,9 @@ beforeAll(async () => {
   seeded.xss = await unknownEffect({ serverId: "mail", toolName: XSS_TOOL, args: { title: XSS_TEXT } });
   seeded.attention = await unknownEffect({ serverId: "mail", toolName: "sendMail" });
   // Seeded directly: reaching the lookup bound takes many lookups; the console only reads this column.
-  fx.store.sqlite.prepare("UPDATE external_tool_effects SET operator_attention = 'lookup_bound_reached' WHERE id = ?").run(seeded.attention.effectId);
+  fx.store.sqlite
+    .prepare("UPDATE external_tool_effects SET operator_attention = 'lookup_bound_reached' WHERE id = ?")
+    .run(seeded.attention.effectId);
   // Bound to the provider double, which committed the write: "look up now" can prove it.
   seeded.lookup = await unknownEffect({ commit: true });
   // One lookup already recorded for the outcome chart: a redelivered write the provider never saw is
@@ -91,8 +98,19 @@ describe("operator console in a real browser", { timeout: 60_000 }, () => {
     await screenshot(page, "sign-in");
     const probes = await page.evaluate(async (id: string) => {
       const get = (p: string) => fetch(p).then((r) => r.status);
-      const post = (p: string) => fetch(p, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ outcome: "not_executed", reason: "x" }) }).then((r) => r.status);
-      return [await get("/console/api/effects"), await get(`/console/api/effects/${id}`), await get("/console/api/events"), await get("/console/assets/console.js"), await post(`/console/api/effects/${id}/resolve`)];
+      const post = (p: string) =>
+        fetch(p, {
+          method: "POST",
+          headers: { "content-type": "application/json" },
+          body: JSON.stringify({ outcome: "not_executed", reason: "x" }),
+        }).then((r) => r.status);
+      return [
+        await get("/console/api/effects"),
+        await get(`/console/api/effects/${id}`),
+        await get("/console/api/events"),
+        await get("/console/assets/console.js"),
+        await post(`/console/api/effects/${id}/resolve`),
+      ];
     }, seeded.manual.effectId);
     expect(probes).toEqual([401, 401, 401, 401, 401]);
     await signIn(page, api.url, "mallory", "not-the-operator-token");
@@ -124,7 +142,11 @@ describe("operator console in a real browser", { timeout: 60_000 }, () => {
     await page.select("select[name=attention]", "lookup_bound_reached");
     await page.keyboard.press("Tab");
     await page.keyboard.press("Enter");
-    await page.waitForFunction((id: string) => document.querySelectorAll("tbody tr").length === 1 && !!document.querySelector(`tr[data-effect-id="${id}"]`), WAIT, seeded.attention.effectId);
+    await page.waitForFunction(
+      (id: string) => document.querySelectorAll("tbody tr").length === 1 && !!document.querySelector(`tr[data-effect-id="${id}"]`),
+      WAIT,
+      seeded.attention.effectId,
+    );
     expect(new URL(page.url()).search).toBe("?attention=lookup_bound_reached");
     await page.browserContext().close();
   });
@@ -176,7 +198,10 @@ describe("operator console in a real browser", { timeout: 60_000 }, () => {
     await page.waitForSelector("dialog[open] #confirm-result", WAIT);
     expect(await text(page, "#confirm-what")).toContain(`Effect ${seeded.manual.effectId} (sendMail on mail) is marked succeeded`);
     await page.$eval("#confirm-result", (el) => ((el as unknown as { value: string }).value = ""));
-    await page.type("#confirm-result", JSON.stringify({ content: [{ type: "text", text: `sent ${"<script>window.__xss='resolved'</script>"}` }] }));
+    await page.type(
+      "#confirm-result",
+      JSON.stringify({ content: [{ type: "text", text: `sent ${"<script>window.__xss='resolved'</script>"}` }] }),
+    );
     await page.type("#confirm-op", "msg-4411");
     await page.type("#confirm-reason", "found the mail in the provider's sent folder");
     await screenshot(page, "confirm-resolve");
@@ -192,7 +217,9 @@ describe("operator console in a real browser", { timeout: 60_000 }, () => {
     // The other operator's list drops the effect by itself (server-sent event), in the same document.
     await lister.waitForFunction((id: string) => !document.querySelector(`tr[data-effect-id="${id}"]`), WAIT, seeded.manual.effectId);
     expect(await lister.evaluate(() => (window as unknown as { __sameDocument?: boolean }).__sameDocument)).toBe(true);
-    expect(fx.runtime.operator.show(seeded.manual.effectId).operatorActions).toMatchObject([{ action: "resolve", actor: "alice", outcome: "succeeded" }]);
+    expect(fx.runtime.operator.show(seeded.manual.effectId).operatorActions).toMatchObject([
+      { action: "resolve", actor: "alice", outcome: "succeeded" },
+    ]);
     await lister.browserContext().close();
     await page.browserContext().close();
   });
@@ -270,11 +297,12 @@ describe("operator console in a real browser", { timeout: 60_000 }, () => {
     const page = await operatorTab();
     await signIn(page, api.url, "alice", TOKEN);
     await page.waitForSelector("tbody tr a", WAIT);
-    const unlabelled = await page.evaluate(() =>
-      [...document.querySelectorAll("input:not([type=hidden]), select, textarea, button")].filter((el: any) => {
-        const c = el as { labels?: { length: number }; getAttribute(n: string): string | null };
-        return !(c.labels?.length || c.getAttribute("aria-label") || (el.tagName === "BUTTON" && el.textContent?.trim()));
-      }).length,
+    const unlabelled = await page.evaluate(
+      () =>
+        [...document.querySelectorAll("input:not([type=hidden]), select, textarea, button")].filter((el: any) => {
+          const c = el as { labels?: { length: number }; getAttribute(n: string): string | null };
+          return !(c.labels?.length || c.getAttribute("aria-label") || (el.tagName === "BUTTON" && el.textContent?.trim()));
+        }).length,
     );
     expect(unlabelled).toBe(0);
     // Tab to the first effect link and open it with Enter.

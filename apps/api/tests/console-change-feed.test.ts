@@ -10,7 +10,11 @@ describe("the console's change feed", () => {
     let marker = "a";
     let unknown = 3;
     let now = 1_000;
-    const feed = new EffectChangeFeed({ changeMarker: () => marker, unknownTotal: () => unknown, nowMs: () => now }, pino({ level: "silent" }), HOUR);
+    const feed = new EffectChangeFeed(
+      { changeMarker: () => marker, unknownTotal: () => unknown, nowMs: () => now },
+      pino({ level: "silent" }),
+      HOUR,
+    );
     const seen: string[] = [];
     const off = feed.subscribe((m) => seen.push(m));
     expect(feed.unknownSeries()).toEqual([{ atMs: 1_000, count: 3 }]);

@@ -24,7 +24,11 @@ function consoleClient(fx: DoubleWorld, opts: { operatorToken?: string | undefin
   const app = buildHttpApp(fx.runtime, { operatorToken: opts.operatorToken });
   const request = (path: string, init: RequestInit = {}) => app.request(`${ORIGIN}${path}`, init);
   const signIn = (body: Record<string, string>, headers: Record<string, string> = { origin: ORIGIN }) =>
-    request("/console/session", { method: "POST", headers: { "content-type": "application/x-www-form-urlencoded", ...headers }, body: new URLSearchParams(body).toString() });
+    request("/console/session", {
+      method: "POST",
+      headers: { "content-type": "application/x-www-form-urlencoded", ...headers },
+      body: new URLSearchParams(body).toString(),
+    });
   return { request, signIn };
 }
 
@@ -42,7 +46,13 @@ describe("operator console over HTTP", () => {
   it("is 404 on every path when no operator token is configured", async () => {
     f = createDoubleWorld();
     const c = consoleClient(f, { operatorToken: undefined });
-    for (const path of ["/console", "/console/sign-in", "/console/effects/01JDZZZZZZZZZZZZZZZZZZZZZZ", "/console/api/effects", "/console/assets/console.js"]) {
+    for (const path of [
+      "/console",
+      "/console/sign-in",
+      "/console/effects/01JDZZZZZZZZZZZZZZZZZZZZZZ",
+      "/console/api/effects",
+      "/console/assets/console.js",
+    ]) {
       const res = await c.request(path);
       expect(res.status).toBe(404);
       expect(await res.text()).toContain("operator console is off");
@@ -113,18 +123,38 @@ describe("operator console over HTTP", () => {
     const c = consoleClient(fx);
     const before = ledgerSnapshot(fx.store);
     const resolve = (headers: Record<string, string>, body: unknown = { outcome: "not_executed", reason: "checked" }) =>
-      c.request(`/console/api/effects/${call.effectId}/resolve`, { method: "POST", headers: { origin: ORIGIN, ...headers }, body: typeof body === "string" ? body : JSON.stringify(body) });
+      c.request(`/console/api/effects/${call.effectId}/resolve`, {
+        method: "POST",
+        headers: { origin: ORIGIN, ...headers },
+        body: typeof body === "string" ? body : JSON.stringify(body),
+      });
     const code = async (res: Response) => ({ status: res.status, code: ((await res.json()) as { error: { code: string } }).error.code });
 
     expect(await code(await c.request("/console/api/effects"))).toEqual({ status: 401, code: "auth.session_required" });
-    expect(await code(await c.request("/console/api/effects", { headers: { cookie: "mosoo_console_session=forged" } }))).toEqual({ status: 401, code: "auth.session_required" });
+    expect(await code(await c.request("/console/api/effects", { headers: { cookie: "mosoo_console_session=forged" } }))).toEqual({
+      status: 401,
+      code: "auth.session_required",
+    });
     expect(await code(await resolve({ "content-type": "application/json" }))).toEqual({ status: 401, code: "auth.session_required" });
 
     const { cookie, csrf } = await session(c);
     expect(await code(await resolve({ cookie, "content-type": "application/json" }))).toEqual({ status: 403, code: "auth.csrf_rejected" });
-    expect(await code(await resolve({ cookie, "content-type": "application/json", "x-csrf-token": "wrong" }))).toEqual({ status: 403, code: "auth.csrf_rejected" });
-    expect(await code(await resolve({ cookie, "content-type": "text/plain", "x-csrf-token": csrf }))).toEqual({ status: 415, code: "request.unsupported_media_type" });
-    expect(await code(await resolve({ cookie, "content-type": "application/json", "x-csrf-token": csrf }, { outcome: "not_executed", reason: "x", actor: "someone-else" }))).toEqual({
+    expect(await code(await resolve({ cookie, "content-type": "application/json", "x-csrf-token": "wrong" }))).toEqual({
+      status: 403,
+      code: "auth.csrf_rejected",
+    });
+    expect(await code(await resolve({ cookie, "content-type": "text/plain", "x-csrf-token": csrf }))).toEqual({
+      status: 415,
+      code: "request.unsupported_media_type",
+    });
+    expect(
+      await code(
+        await resolve(
+          { cookie, "content-type": "application/json", "x-csrf-token": csrf },
+          { outcome: "not_executed", reason: "x", actor: "someone-else" },
+        ),
+      ),
+    ).toEqual({
       status: 400,
       code: "request.invalid",
     });
@@ -133,9 +163,14 @@ describe("operator console over HTTP", () => {
     // The same request with the token goes through the operator service, audited under the session's actor.
     const res = await resolve({ cookie, "content-type": "application/json", "x-csrf-token": csrf });
     expect(res.status).toBe(200);
-    expect(fx.runtime.operator.show(call.effectId).operatorActions).toMatchObject([{ action: "resolve", actor: "alice", outcome: "not_executed", reason: "checked" }]);
+    expect(fx.runtime.operator.show(call.effectId).operatorActions).toMatchObject([
+      { action: "resolve", actor: "alice", outcome: "not_executed", reason: "checked" },
+    ]);
     // A second resolution is the service's conflict, as JSON.
-    expect(await code(await resolve({ cookie, "content-type": "application/json", "x-csrf-token": csrf }))).toEqual({ status: 409, code: "effect.not_unknown" });
+    expect(await code(await resolve({ cookie, "content-type": "application/json", "x-csrf-token": csrf }))).toEqual({
+      status: 409,
+      code: "effect.not_unknown",
+    });
   });
 
   it("lists with the attention filter, counts by reason, and serves stats; the API responses carry the CSP too", async () => {
@@ -150,9 +185,18 @@ describe("operator console over HTTP", () => {
     expect(list.headers.get("content-security-policy")).toContain("default-src 'none'");
     expect(((await list.json()) as { effects: Array<{ id: string }> }).effects.map((e) => e.id)).toEqual([b.effectId]);
     expect((await c.request("/console/api/effects?attention=bogus", { headers: { cookie } })).status).toBe(400);
-    const stats = (await (await c.request("/console/api/stats", { headers: { cookie } })).json()) as { unknownTotal: number; byAttention: unknown[]; unknownSeries: Array<{ count: number }> };
+    const stats = (await (await c.request("/console/api/stats", { headers: { cookie } })).json()) as {
+      unknownTotal: number;
+      byAttention: unknown[];
+      unknownSeries: Array<{ count: number }>;
+    };
     expect(stats.unknownTotal).toBe(2);
-    expect(stats.byAttention).toEqual(expect.arrayContaining([{ reason: "key_conflict", count: 1 }, { reason: null, count: 1 }]));
+    expect(stats.byAttention).toEqual(
+      expect.arrayContaining([
+        { reason: "key_conflict", count: 1 },
+        { reason: null, count: 1 },
+      ]),
+    );
     expect(stats.unknownSeries.at(-1)?.count).toBe(2);
     expect(a.effectId).not.toBe(b.effectId);
   });
@@ -167,7 +211,11 @@ describe("operator console over HTTP", () => {
 
     const { cookie, csrf } = await session(c);
     const out = (body: Record<string, string>) =>
-      c.request("/console/sign-out", { method: "POST", headers: { cookie, origin: ORIGIN, "content-type": "application/x-www-form-urlencoded" }, body: new URLSearchParams(body).toString() });
+      c.request("/console/sign-out", {
+        method: "POST",
+        headers: { cookie, origin: ORIGIN, "content-type": "application/x-www-form-urlencoded" },
+        body: new URLSearchParams(body).toString(),
+      });
     expect((await out({})).status).toBe(403);
     expect((await c.request("/console/api/session", { headers: { cookie } })).status).toBe(200);
     const done = await out({ csrf });

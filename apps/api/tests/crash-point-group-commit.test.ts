@@ -17,7 +17,12 @@ import { join } from "node:path";
 import pino from "pino";
 import { afterEach, describe, expect, it } from "vitest";
 import type { ReconciliationAdapter } from "@mosoo/effect-reconciliation";
-import { createManualClock, createProviderDouble, createProviderDoubleAdapter, type ProviderDouble } from "@mosoo/effect-reconciliation/testing";
+import {
+  createManualClock,
+  createProviderDouble,
+  createProviderDoubleAdapter,
+  type ProviderDouble,
+} from "@mosoo/effect-reconciliation/testing";
 import { observeDurableWrites, openStore, type Store } from "../src/platform/db/database.js";
 import { createRuntime, type Runtime } from "../src/composition-root.js";
 import type { ReconciliationSettings } from "../src/modules/reconciliation/application/reconciliation-settings.js";
@@ -84,7 +89,13 @@ function boot(lab: Omit<Lab, "store" | "runtime" | "injector"> & Partial<Lab>): 
     maxLookups: 8,
     groupCommit: { maxBatch: N, windowMs: lab.windowMs },
   };
-  const runtime = createRuntime({ db: store.db, logger: pino({ level: "silent" }), heartbeatTtlMs: 3_600_000, clock: { nowMs: () => lab.clock.now() }, reconciliation: settings });
+  const runtime = createRuntime({
+    db: store.db,
+    logger: pino({ level: "silent" }),
+    heartbeatTtlMs: 3_600_000,
+    clock: { nowMs: () => lab.clock.now() },
+    reconciliation: settings,
+  });
   runtime.reconciler.releaseStaleLeases();
   return Object.assign(full, { store, runtime, injector });
 }
@@ -136,11 +147,21 @@ async function executingWrites(lab: Lab): Promise<{ driver: ConnectedDriver; run
 /** Whether one outcome is there (all of it) or not (none of it); throws on a part of one. */
 function outcomeOf(lab: Lab, runId: string, call: Call): "settled" | "absent" {
   const effect = effectRow(lab.store, call.effectId);
-  const records = reconciliationRecords(lab.store, call.effectId).filter((r) => r.outcome !== "superseded" && r.reason_code !== "lookup_interrupted");
+  const records = reconciliationRecords(lab.store, call.effectId).filter(
+    (r) => r.outcome !== "superseded" && r.reason_code !== "lookup_interrupted",
+  );
   const command = commandRow(lab.store, call.commandId);
   const reconciledEvents = runEvents(lab.store, runId, "effect.reconciled").filter((e) => e.payload["effectId"] === call.effectId);
-  const commandEvents = runEvents(lab.store, runId).filter((e) => (e.type === "tool_call.completed" || e.type === "tool_call.failed") && e.payload["commandId"] === call.commandId);
-  const parts = [effect.status !== "unknown", records.length === 1, command.status === "completed" || command.status === "failed", reconciledEvents.length === 1, commandEvents.length === 1];
+  const commandEvents = runEvents(lab.store, runId).filter(
+    (e) => (e.type === "tool_call.completed" || e.type === "tool_call.failed") && e.payload["commandId"] === call.commandId,
+  );
+  const parts = [
+    effect.status !== "unknown",
+    records.length === 1,
+    command.status === "completed" || command.status === "failed",
+    reconciledEvents.length === 1,
+    commandEvents.length === 1,
+  ];
   if (parts.every(Boolean)) {
     expect(effect.status).toBe(call.committedAtProvider ? "succeeded" : "not_executed");
     expect(command.status).toBe(call.committedAtProvider ? "completed" : "failed");
@@ -154,28 +175,31 @@ function outcomeOf(lab: Lab, runId: string, call: Call): "settled" | "absent" {
 }
 
 describe("group commit: a crash inside a batch leaves all or none of the batch (crash-point matrix)", () => {
-  it.each(["before_commit", "after_commit"] as const)("crash %s of the batch's transaction, then the repair resumes after a restart", async (phase) => {
-    const lab = newLab();
-    const { driver, runId, calls } = await executingWrites(lab);
-    // the next durable write after the last lookup answered is the batch of all N outcomes
-    lab.onAnswer = () => {
-      if (lab.answers === N) lab.injector.arm({ atWrite: lab.injector.writes + 1, phase });
-    };
-    const finalized = await lab.runtime.repair.finalize(driver.instance.id, "operator").then(
-      () => null,
-      (err: unknown) => err,
-    );
-    expect(isSimulatedCrash(finalized)).toBe(true);
-    restart(lab);
-    const seen = calls.map((c) => outcomeOf(lab, runId, c));
-    expect(new Set(seen)).toEqual(new Set([phase === "before_commit" ? "absent" : "settled"]));
-    // recovery: the instance is still `finalizing`; once the interrupted lookups are due again
-    // (backoff after `lookup_interrupted`), the repair runs again and settles everything whole
-    lab.clock.advance(1_000);
-    await lab.runtime.repair.finalize(driver.instance.id, "operator");
-    expect(calls.map((c) => outcomeOf(lab, runId, c))).toEqual(calls.map(() => "settled"));
-    expect(runEvents(lab.store, runId, "run.failed")).toHaveLength(1);
-  });
+  it.each(["before_commit", "after_commit"] as const)(
+    "crash %s of the batch's transaction, then the repair resumes after a restart",
+    async (phase) => {
+      const lab = newLab();
+      const { driver, runId, calls } = await executingWrites(lab);
+      // the next durable write after the last lookup answered is the batch of all N outcomes
+      lab.onAnswer = () => {
+        if (lab.answers === N) lab.injector.arm({ atWrite: lab.injector.writes + 1, phase });
+      };
+      const finalized = await lab.runtime.repair.finalize(driver.instance.id, "operator").then(
+        () => null,
+        (err: unknown) => err,
+      );
+      expect(isSimulatedCrash(finalized)).toBe(true);
+      restart(lab);
+      const seen = calls.map((c) => outcomeOf(lab, runId, c));
+      expect(new Set(seen)).toEqual(new Set([phase === "before_commit" ? "absent" : "settled"]));
+      // recovery: the instance is still `finalizing`; once the interrupted lookups are due again
+      // (backoff after `lookup_interrupted`), the repair runs again and settles everything whole
+      lab.clock.advance(1_000);
+      await lab.runtime.repair.finalize(driver.instance.id, "operator");
+      expect(calls.map((c) => outcomeOf(lab, runId, c))).toEqual(calls.map(() => "settled"));
+      expect(runEvents(lab.store, runId, "run.failed")).toHaveLength(1);
+    },
+  );
 });
 
 describe("group commit: one batch, each outcome whole", () => {
@@ -188,7 +212,13 @@ describe("group commit: one batch, each outcome whole", () => {
     const summary = await lab.runtime.repair.finalize(driver.instance.id, "operator");
     expect(calls.map((c) => outcomeOf(lab, runId, c))).toEqual(calls.map(() => "settled"));
     // every command counted once: half completed (the provider committed), half failed (not executed)
-    expect(summary).toMatchObject({ effectsFenced: N, effectsReconciled: N, commandsCompleted: N / 2, commandsFailed: N / 2, runsFailed: 1 });
+    expect(summary).toMatchObject({
+      effectsFenced: N,
+      effectsReconciled: N,
+      commandsCompleted: N / 2,
+      commandsFailed: N / 2,
+      runsFailed: 1,
+    });
     // fence+settle, lease batches, ONE outcome batch (after all N answers), run failed
     expect(commits.filter((answersSoFar) => answersSoFar === N)).toHaveLength(2);
     expect(writes).toBe(commits.length);
@@ -202,7 +232,8 @@ describe("group commit: one batch, each outcome whole", () => {
     // While the batch fills, another writer changes the loser's row (a concurrent reconciler or
     // operator would; here its version moves on): its outcome's compare-and-set must lose.
     lab.onAnswer = (request) => {
-      if (request.idempotencyKey === loser.key) lab.store.sqlite.prepare("UPDATE external_tool_effects SET version = version + 1 WHERE id = ?").run(loser.effectId);
+      if (request.idempotencyKey === loser.key)
+        lab.store.sqlite.prepare("UPDATE external_tool_effects SET version = version + 1 WHERE id = ?").run(loser.effectId);
     };
     const before = () => effectRow(lab.store, loser.effectId);
     const summary = await lab.runtime.repair.finalize(driver.instance.id, "operator");
@@ -223,7 +254,8 @@ describe("group commit: one batch, each outcome whole", () => {
     const lab = newLab();
     const { runId, calls } = await executingWrites(lab);
     // fence every effect (no repair): unknown effects for the reconciler
-    for (const c of calls) lab.store.sqlite.prepare("UPDATE external_tool_effects SET status = 'unknown', version = version + 1 WHERE id = ?").run(c.effectId);
+    for (const c of calls)
+      lab.store.sqlite.prepare("UPDATE external_tool_effects SET status = 'unknown', version = version + 1 WHERE id = ?").run(c.effectId);
     const failing = calls[2]!;
     const commits: number[] = [];
     observeDurableWrites(lab.store.db, { beforeCommit: () => undefined, afterCommit: () => void commits.push(lab.answers) });
@@ -240,7 +272,12 @@ describe("group commit: one batch, each outcome whole", () => {
       onError: (err, effectId) => void errors.push([effectId, err instanceof Error ? err.message : String(err)]),
     });
     expect(errors).toEqual([[failing.effectId, "settle failed for this outcome"]]);
-    expect(results.map(([id]) => id).sort()).toEqual(calls.filter((c) => c !== failing).map((c) => c.effectId).sort());
+    expect(results.map(([id]) => id).sort()).toEqual(
+      calls
+        .filter((c) => c !== failing)
+        .map((c) => c.effectId)
+        .sort(),
+    );
     for (const c of calls) {
       const effect = effectRow(lab.store, c.effectId);
       if (c === failing) {

@@ -16,7 +16,17 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { NOOP_LOGGER, type AdapterHost } from "@mosoo/effect-reconciliation";
 import { createIsolatedAdapterHost } from "../src/modules/reconciliation/infrastructure/isolated-adapter-host.js";
 import { effectRepository } from "../src/modules/ledger/infrastructure/effect.repository.js";
-import { BEHAVIOURS, CrashLab, HEARTBEAT_TTL_MS, PROFILES, crashing, type Behaviour, type CrashPoint, type ProviderProfile, type RecoveryMode } from "./helpers/crash-lab.js";
+import {
+  BEHAVIOURS,
+  CrashLab,
+  HEARTBEAT_TTL_MS,
+  PROFILES,
+  crashing,
+  type Behaviour,
+  type CrashPoint,
+  type ProviderProfile,
+  type RecoveryMode,
+} from "./helpers/crash-lab.js";
 import { checkLab, labEffect } from "./helpers/crash-lab-checks.js";
 
 type Row = CrashPoint | "two_reconcilers" | "stalled_executor";
@@ -59,7 +69,16 @@ async function runCase(row: Row, profile: ProviderProfile, behaviour: Behaviour,
     tally.runs += 1;
     if (seen.crash) tally.crashesFired += 1;
     tally.final.set(final, (tally.final.get(final) ?? 0) + 1);
-    return { lab, violations, effect, final, seen, sends: lab.facts.sends.get(key) ?? 0, commits: lab.facts.commits.get(key) ?? 0, lookups: lab.facts.lookups };
+    return {
+      lab,
+      violations,
+      effect,
+      final,
+      seen,
+      sends: lab.facts.sends.get(key) ?? 0,
+      commits: lab.facts.commits.get(key) ?? 0,
+      lookups: lab.facts.lookups,
+    };
   } finally {
     lab.dispose();
   }
@@ -67,7 +86,9 @@ async function runCase(row: Row, profile: ProviderProfile, behaviour: Behaviour,
 
 afterAll(() => {
   console.log(
-    `crash-point matrix: ${tally.cases} cases (${tally.runs} runs incl. both recovery modes), ${tally.crashesFired} crashes fired, ${tally.kLoopRuns} k-th write loop runs; final states: ${[...tally.final]
+    `crash-point matrix: ${tally.cases} cases (${tally.runs} runs incl. both recovery modes), ${tally.crashesFired} crashes fired, ${tally.kLoopRuns} k-th write loop runs; final states: ${[
+      ...tally.final,
+    ]
       .map(([k, n]) => `${k}=${n}`)
       .join(", ")}`,
   );
@@ -85,7 +106,14 @@ describe("crash-point matrix (9 rows × 3 provider profiles × 6 behaviours, bot
       const lookupProfile = profile !== "neither";
       expect(r.sends, label).toBeLessThanOrEqual(1);
       // late_commit: the flow's provider call times out and lands later; only the invariants apply
-      if (behaviour === "late_commit" && row !== "before_intent" && row !== "after_claim" && row !== "two_reconcilers" && row !== "stalled_executor") continue;
+      if (
+        behaviour === "late_commit" &&
+        row !== "before_intent" &&
+        row !== "after_claim" &&
+        row !== "two_reconcilers" &&
+        row !== "stalled_executor"
+      )
+        continue;
       switch (row) {
         case "before_intent":
           expect(r.seen.crash, label).toBeTruthy();
@@ -116,7 +144,8 @@ describe("crash-point matrix (9 rows × 3 provider profiles × 6 behaviours, bot
         case "reconcile_after_lookup_before_persist":
           expect(r.sends, label).toBe(1);
           // answers without real-time delay reach the crash point for sure (slow_ok may time out under load)
-          if (lookupProfile && (behaviour === "ok" || behaviour === "throw" || behaviour === "malformed")) expect(r.seen.crash, label).toBeTruthy();
+          if (lookupProfile && (behaviour === "ok" || behaviour === "throw" || behaviour === "malformed"))
+            expect(r.seen.crash, label).toBeTruthy();
           if (behaviour !== "late_commit") expect(r.final, label).toBe(lookupProfile ? "succeeded/reconciled" : "unknown");
           break;
         case "two_reconcilers": {
@@ -136,7 +165,9 @@ describe("crash-point matrix (9 rows × 3 provider profiles × 6 behaviours, bot
 });
 
 describe("crash at the k-th durable write, k = 1, 2, … until the flow completes", () => {
-  const LOOPS = PROFILES.flatMap((profile) => (["before_commit", "after_commit"] as const).flatMap((phase) => MODES.map((mode) => ({ profile, phase, mode }))));
+  const LOOPS = PROFILES.flatMap((profile) =>
+    (["before_commit", "after_commit"] as const).flatMap((phase) => MODES.map((mode) => ({ profile, phase, mode }))),
+  );
   it.each(LOOPS)("$profile / $phase / $mode", async ({ profile, phase, mode }) => {
     let completedAt = 0;
     for (let k = 1; k <= 60 && completedAt === 0; k++) {
@@ -194,7 +225,13 @@ describe("crash-point matrix, adapter misbehaves (real worker isolation, both re
   let host: AdapterHost;
   const terminations: string[] = [];
   beforeAll(() => {
-    host = createIsolatedAdapterHost({ heapMb: 32, maxThreads: 1, bindTimeoutMs: 60_000, logger: NOOP_LOGGER, onTermination: (id, reason) => terminations.push(`${id}:${reason}`) });
+    host = createIsolatedAdapterHost({
+      heapMb: 32,
+      maxThreads: 1,
+      bindTimeoutMs: 60_000,
+      logger: NOOP_LOGGER,
+      onTermination: (id, reason) => terminations.push(`${id}:${reason}`),
+    });
   });
   afterAll(() => host.close());
 
@@ -229,12 +266,21 @@ describe("crash-point matrix, adapter misbehaves (real worker isolation, both re
         if (reason === "lookup_timeout") expect(turns, label).toBeGreaterThan(1);
         const effect = labEffect(lab)!;
         expect({ status: effect.status, resolution: effect.resolution }, label).toEqual({ status: "unknown", resolution: null });
-        const records = lab.store.sqlite.prepare("SELECT outcome, reason_code FROM effect_reconciliations WHERE effect_id = ? ORDER BY id").all(effect.id) as Array<{ outcome: string; reason_code: string | null }>;
-        expect(records.filter((r) => r.outcome.startsWith("confirmed")), label).toEqual([]);
+        const records = lab.store.sqlite
+          .prepare("SELECT outcome, reason_code FROM effect_reconciliations WHERE effect_id = ? ORDER BY id")
+          .all(effect.id) as Array<{ outcome: string; reason_code: string | null }>;
+        expect(
+          records.filter((r) => r.outcome.startsWith("confirmed")),
+          label,
+        ).toEqual([]);
         expect(records, label).toContainEqual({ outcome: "still_unknown", reason_code: reason });
-        const { lookup_count } = lab.store.sqlite.prepare("SELECT lookup_count FROM external_tool_effects WHERE id = ?").get(effect.id) as { lookup_count: number };
+        const { lookup_count } = lab.store.sqlite.prepare("SELECT lookup_count FROM external_tool_effects WHERE id = ?").get(effect.id) as {
+          lookup_count: number;
+        };
         expect(lookup_count, label).toBeGreaterThanOrEqual(1);
-        const command = lab.store.sqlite.prepare("SELECT status, error_json FROM driver_commands WHERE id = ?").get(lab.facts.commandId) as { status: string; error_json: string | null };
+        const command = lab.store.sqlite
+          .prepare("SELECT status, error_json FROM driver_commands WHERE id = ?")
+          .get(lab.facts.commandId) as { status: string; error_json: string | null };
         expect(command.error_json ?? "", label).not.toContain("not_executed");
       } finally {
         lab.dispose();
@@ -255,10 +301,16 @@ describe("crash-point matrix, adapter misbehaves (real worker isolation, both re
         await lab.runtime.sweep.sweepOnce(); // finalization repair, then the sweep's further lookups
         lab.clock.advance(10_000);
       }
-      const effect = lab.store.sqlite.prepare("SELECT status, lookup_count, operator_attention FROM external_tool_effects WHERE id = ?").get(lab.facts.effectId) as Record<string, unknown>;
+      const effect = lab.store.sqlite
+        .prepare("SELECT status, lookup_count, operator_attention FROM external_tool_effects WHERE id = ?")
+        .get(lab.facts.effectId) as Record<string, unknown>;
       expect(effect).toEqual({ status: "unknown", lookup_count: 3, operator_attention: "adapter_crashed" });
       expect(lab.facts.lookups).toBe(3); // no lookup after the bound
-      const reasons = (lab.store.sqlite.prepare("SELECT reason_code FROM effect_reconciliations WHERE effect_id = ? ORDER BY id").all(lab.facts.effectId) as Array<{ reason_code: string }>).map((r) => r.reason_code);
+      const reasons = (
+        lab.store.sqlite
+          .prepare("SELECT reason_code FROM effect_reconciliations WHERE effect_id = ? ORDER BY id")
+          .all(lab.facts.effectId) as Array<{ reason_code: string }>
+      ).map((r) => r.reason_code);
       expect(reasons).toEqual(["adapter_crashed", "adapter_crashed", "adapter_crashed"]);
     } finally {
       lab.dispose();
@@ -273,12 +325,20 @@ describe("crash-point matrix, adapter misbehaves (real worker isolation, both re
       const effectId = await lab.toUnknownEffect();
       const leased = lab.runtime.reconciler.leaseBatch([effectRepository.findById(lab.store.db, effectId)!], "sweep");
       expect(leased[0]).toHaveProperty("owner"); // the lease is taken: the adapter would run now
-      const counted = lab.store.sqlite.prepare("SELECT lookup_count, lease_owner IS NOT NULL AS leased FROM external_tool_effects WHERE id = ?").get(effectId);
+      const counted = lab.store.sqlite
+        .prepare("SELECT lookup_count, lease_owner IS NOT NULL AS leased FROM external_tool_effects WHERE id = ?")
+        .get(effectId);
       expect(counted).toEqual({ lookup_count: 1, leased: 1 });
       lab.crash("the API process died while the adapter ran"); // restart on the same file: stale leases released
-      const after = lab.store.sqlite.prepare("SELECT status, lookup_count, lease_owner, next_lookup_at_ms IS NOT NULL AS scheduled FROM external_tool_effects WHERE id = ?").get(effectId);
+      const after = lab.store.sqlite
+        .prepare(
+          "SELECT status, lookup_count, lease_owner, next_lookup_at_ms IS NOT NULL AS scheduled FROM external_tool_effects WHERE id = ?",
+        )
+        .get(effectId);
       expect(after).toEqual({ status: "unknown", lookup_count: 1, lease_owner: null, scheduled: 1 });
-      expect(lab.store.sqlite.prepare("SELECT outcome, reason_code FROM effect_reconciliations WHERE effect_id = ?").all(effectId)).toEqual([{ outcome: "still_unknown", reason_code: "lookup_interrupted" }]);
+      expect(lab.store.sqlite.prepare("SELECT outcome, reason_code FROM effect_reconciliations WHERE effect_id = ?").all(effectId)).toEqual(
+        [{ outcome: "still_unknown", reason_code: "lookup_interrupted" }],
+      );
     } finally {
       lab.dispose();
     }

@@ -1,6 +1,17 @@
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { RuntimeError } from "../src/modules/ledger/domain/runtime-errors.js";
-import { buildRuntime, connectDriver, createFixtureProviderWorld, createTestWorld, enqueueCreateIssue, type FixtureProviderWorld, issueResult, reconnectDriver, type TestWorld, waitFor } from "./kit/index.js";
+import {
+  buildRuntime,
+  connectDriver,
+  createFixtureProviderWorld,
+  createTestWorld,
+  enqueueCreateIssue,
+  type FixtureProviderWorld,
+  issueResult,
+  reconnectDriver,
+  type TestWorld,
+  waitFor,
+} from "./kit/index.js";
 
 let f: TestWorld;
 beforeEach(() => {
@@ -13,7 +24,9 @@ async function deliverAcceptClaim(driver: ReturnType<typeof connectDriver>) {
   const env = await f.runtime.commands.nextCommand(driver.instance, driver.connectionId, 0);
   expect(env).not.toBeNull();
   if (env!.status !== "accepted") {
-    expect(f.runtime.commands.updateCommand(driver.instance, env!.commandId, { connectionId: driver.connectionId, status: "accepted" }).outcome).toBe("applied");
+    expect(
+      f.runtime.commands.updateCommand(driver.instance, env!.commandId, { connectionId: driver.connectionId, status: "accepted" }).outcome,
+    ).toBe("applied");
   }
   return { env: env!, claim: await f.runtime.ledger.claim(driver.instance, driver.connectionId, env!.commandId) };
 }
@@ -47,8 +60,15 @@ describe("finalization repair", () => {
     const view = runView(call.runId);
     expect(view.run.status).toBe("failed");
     // DESIGN §3 rule 14: the fenced write is unknown, so neither the command nor the run invites a resend
-    expect(view.run.error).toMatchObject({ code: "external_effect.unknown", retryable: false, details: { effectIds: [call.effectId], driverInstanceId: driver.instance.id } });
-    expect(view.commands[0]).toMatchObject({ status: "failed", error: { code: "external_effect.unknown", retryable: false, details: { effectId: call.effectId, effectIds: [call.effectId] } } });
+    expect(view.run.error).toMatchObject({
+      code: "external_effect.unknown",
+      retryable: false,
+      details: { effectIds: [call.effectId], driverInstanceId: driver.instance.id },
+    });
+    expect(view.commands[0]).toMatchObject({
+      status: "failed",
+      error: { code: "external_effect.unknown", retryable: false, details: { effectId: call.effectId, effectIds: [call.effectId] } },
+    });
     const terminal = terminalEvents(call.runId);
     expect(terminal).toHaveLength(1);
     expect(terminal[0]!.type).toBe("run.failed");
@@ -92,7 +112,9 @@ describe("finalization repair", () => {
     const effect = runView(call.runId).effects[0]!;
     expect(effect.status).toBe("unknown");
     expect(effect.attemptCount).toBe(1);
-    expect(effect.attempts).toEqual([expect.objectContaining({ attempt: 1, status: "unknown", unknownReason: "redelivered_while_executing" })]);
+    expect(effect.attempts).toEqual([
+      expect.objectContaining({ attempt: 1, status: "unknown", unknownReason: "redelivered_while_executing" }),
+    ]);
 
     // rule 3: unknown never becomes executing again, however often it is claimed
     const third = await f.runtime.ledger.claim(restarted.instance, restarted.connectionId, call.commandId);
@@ -125,7 +147,10 @@ describe("finalization repair", () => {
     expect(e1.details).toEqual({ effectIds: [call.effectId] });
     expectRuntimeError(() => f.runtime.runs.deleteSession(call.sessionId), "effect.fence_retained");
     expectRuntimeError(() => f.runtime.runs.purgeDriver(driver.instance.id), "effect.fence_retained");
-    expectRuntimeError(() => f.runtime.drivers.register({ name: "again", driverInstanceId: driver.instance.id }, { kind: "operator" }), "effect.fence_retained");
+    expectRuntimeError(
+      () => f.runtime.drivers.register({ name: "again", driverInstanceId: driver.instance.id }, { kind: "operator" }),
+      "effect.fence_retained",
+    );
     await f.runtime.sweep.sweepOnce();
 
     const effect = runView(call.runId).effects[0]!;
@@ -141,16 +166,29 @@ describe("finalization repair", () => {
     const call = enqueueCreateIssue(f.runtime, driver);
     const { claim } = await deliverAcceptClaim(driver);
     if (claim.kind !== "execute") throw new Error("expected execute");
-    const done = f.runtime.ledger.complete(driver.instance, call.effectId, { connectionId: driver.connectionId, attempt: 1, result: issueResult(), receipt: { "io.mosoo/provider-operation-id": "iss_1" } });
+    const done = f.runtime.ledger.complete(driver.instance, call.effectId, {
+      connectionId: driver.connectionId,
+      attempt: 1,
+      result: issueResult(),
+      receipt: { "io.mosoo/provider-operation-id": "iss_1" },
+    });
     expect(done).toEqual({ outcome: "applied", status: "succeeded" });
     // the Driver dies before its terminal update; a new process reconnects
     const restarted = reconnectDriver(f.runtime, driver);
     const { claim: again } = await deliverAcceptClaim(restarted);
     expect(again).toEqual({ kind: "completed", effectId: call.effectId, result: issueResult() });
-    const upd = f.runtime.commands.updateCommand(restarted.instance, call.commandId, { connectionId: restarted.connectionId, status: "completed", result: issueResult() });
+    const upd = f.runtime.commands.updateCommand(restarted.instance, call.commandId, {
+      connectionId: restarted.connectionId,
+      status: "completed",
+      result: issueResult(),
+    });
     expect(upd.outcome).toBe("applied");
     const view = runView(call.runId);
-    expect(view.effects[0]).toMatchObject({ status: "succeeded", attemptCount: 1, providerReceipt: { "io.mosoo/provider-operation-id": "iss_1" } });
+    expect(view.effects[0]).toMatchObject({
+      status: "succeeded",
+      attemptCount: 1,
+      providerReceipt: { "io.mosoo/provider-operation-id": "iss_1" },
+    });
     expect(view.commands[0]).toMatchObject({ status: "completed", result: issueResult() });
   });
 
@@ -158,7 +196,12 @@ describe("finalization repair", () => {
     const driver = connectDriver(f.runtime);
     const call = enqueueCreateIssue(f.runtime, driver);
     await deliverAcceptClaim(driver);
-    f.runtime.ledger.complete(driver.instance, call.effectId, { connectionId: driver.connectionId, attempt: 1, result: issueResult(), receipt: null });
+    f.runtime.ledger.complete(driver.instance, call.effectId, {
+      connectionId: driver.connectionId,
+      attempt: 1,
+      result: issueResult(),
+      receipt: null,
+    });
     const summary = await f.runtime.repair.finalize(driver.instance.id, "heartbeat_expired");
     expect(summary).toMatchObject({ commandsCompleted: 1, commandsFailed: 0, effectsFenced: 0 });
     const view = runView(call.runId);
@@ -179,8 +222,14 @@ describe("finalization repair", () => {
     expect((await f.runtime.sweep.sweepOnce()).driversFinalized).toBe(1);
     const view = runView(call.runId);
     expect(view.effects[0]!.status).toBe("unknown");
-    expect(view.commands[0]).toMatchObject({ status: "failed", error: { code: "external_effect.unknown", retryable: false, details: { effectIds: [call.effectId] } } });
-    expect(view.run).toMatchObject({ status: "failed", error: { code: "external_effect.unknown", retryable: false, details: { effectIds: [call.effectId] } } });
+    expect(view.commands[0]).toMatchObject({
+      status: "failed",
+      error: { code: "external_effect.unknown", retryable: false, details: { effectIds: [call.effectId] } },
+    });
+    expect(view.run).toMatchObject({
+      status: "failed",
+      error: { code: "external_effect.unknown", retryable: false, details: { effectIds: [call.effectId] } },
+    });
     expect(terminalEvents(call.runId)).toHaveLength(1);
   });
 
@@ -215,9 +264,17 @@ describe("ledger guards", () => {
     const call = enqueueCreateIssue(f.runtime, driver);
     await deliverAcceptClaim(driver);
     const restarted = reconnectDriver(f.runtime, driver);
-    expectRuntimeError(() => f.runtime.commands.updateCommand(driver.instance, call.commandId, { connectionId: driver.connectionId, status: "accepted" }), "driver.connection_superseded");
+    expectRuntimeError(
+      () => f.runtime.commands.updateCommand(driver.instance, call.commandId, { connectionId: driver.connectionId, status: "accepted" }),
+      "driver.connection_superseded",
+    );
     await deliverAcceptClaim(restarted); // fences
-    const late = f.runtime.ledger.complete(driver.instance, call.effectId, { connectionId: driver.connectionId, attempt: 1, result: issueResult(), receipt: null });
+    const late = f.runtime.ledger.complete(driver.instance, call.effectId, {
+      connectionId: driver.connectionId,
+      attempt: 1,
+      result: issueResult(),
+      receipt: null,
+    });
     expect(late).toMatchObject({ outcome: "rejected", status: "unknown" });
     expect(runView(call.runId).effects[0]!.status).toBe("unknown");
   });
@@ -227,7 +284,12 @@ describe("ledger guards", () => {
     const call = enqueueCreateIssue(f.runtime, driver);
     await deliverAcceptClaim(driver);
     reconnectDriver(f.runtime, driver);
-    const late = f.runtime.ledger.complete(driver.instance, call.effectId, { connectionId: driver.connectionId, attempt: 1, result: issueResult(), receipt: null });
+    const late = f.runtime.ledger.complete(driver.instance, call.effectId, {
+      connectionId: driver.connectionId,
+      attempt: 1,
+      result: issueResult(),
+      receipt: null,
+    });
     expect(late).toEqual({ outcome: "applied", status: "succeeded" });
   });
 
@@ -235,17 +297,42 @@ describe("ledger guards", () => {
     const driver = connectDriver(f.runtime);
     const call = enqueueCreateIssue(f.runtime, driver);
     await deliverAcceptClaim(driver);
-    const early = f.runtime.commands.updateCommand(driver.instance, call.commandId, { connectionId: driver.connectionId, status: "completed", result: issueResult() });
+    const early = f.runtime.commands.updateCommand(driver.instance, call.commandId, {
+      connectionId: driver.connectionId,
+      status: "completed",
+      result: issueResult(),
+    });
     expect(early.outcome).toBe("rejected");
     expect(runView(call.runId).commands[0]!.status).toBe("accepted");
-    f.runtime.ledger.complete(driver.instance, call.effectId, { connectionId: driver.connectionId, attempt: 1, result: issueResult(), receipt: null });
-    const dup = f.runtime.ledger.complete(driver.instance, call.effectId, { connectionId: driver.connectionId, attempt: 1, result: issueResult(), receipt: null });
+    f.runtime.ledger.complete(driver.instance, call.effectId, {
+      connectionId: driver.connectionId,
+      attempt: 1,
+      result: issueResult(),
+      receipt: null,
+    });
+    const dup = f.runtime.ledger.complete(driver.instance, call.effectId, {
+      connectionId: driver.connectionId,
+      attempt: 1,
+      result: issueResult(),
+      receipt: null,
+    });
     expect(dup.outcome).toBe("duplicate");
-    const ok = f.runtime.commands.updateCommand(driver.instance, call.commandId, { connectionId: driver.connectionId, status: "completed", result: issueResult() });
+    const ok = f.runtime.commands.updateCommand(driver.instance, call.commandId, {
+      connectionId: driver.connectionId,
+      status: "completed",
+      result: issueResult(),
+    });
     expect(ok.outcome).toBe("applied");
-    const again = f.runtime.commands.updateCommand(driver.instance, call.commandId, { connectionId: driver.connectionId, status: "completed", result: issueResult() });
+    const again = f.runtime.commands.updateCommand(driver.instance, call.commandId, {
+      connectionId: driver.connectionId,
+      status: "completed",
+      result: issueResult(),
+    });
     expect(again.outcome).toBe("duplicate");
-    const back = f.runtime.commands.updateCommand(driver.instance, call.commandId, { connectionId: driver.connectionId, status: "accepted" });
+    const back = f.runtime.commands.updateCommand(driver.instance, call.commandId, {
+      connectionId: driver.connectionId,
+      status: "accepted",
+    });
     expect(back).toMatchObject({ outcome: "rejected", status: "completed" });
   });
 
@@ -268,14 +355,22 @@ describe("ledger guards", () => {
     const driver = connectDriver(f.runtime);
     const call = enqueueCreateIssue(f.runtime, driver);
     await deliverAcceptClaim(driver);
-    f.runtime.ledger.markUnknown(driver.instance, call.effectId, { connectionId: driver.connectionId, attempt: 1, reason: "transport closed" });
+    f.runtime.ledger.markUnknown(driver.instance, call.effectId, {
+      connectionId: driver.connectionId,
+      attempt: 1,
+      reason: "transport closed",
+    });
     const res = f.runtime.commands.updateCommand(driver.instance, call.commandId, {
       connectionId: driver.connectionId,
       status: "failed",
       error: { code: "mcp.tool_call_failed", message: "retry me", retryable: true, details: {} },
     });
     expect(res.outcome).toBe("applied");
-    expect(runView(call.runId).commands[0]!.error).toMatchObject({ code: "external_effect.unknown", retryable: false, details: { effectId: call.effectId, reportedError: "mcp.tool_call_failed" } });
+    expect(runView(call.runId).commands[0]!.error).toMatchObject({
+      code: "external_effect.unknown",
+      retryable: false,
+      details: { effectId: call.effectId, reportedError: "mcp.tool_call_failed" },
+    });
   });
 
   it("does not expire heartbeats missed while the API itself was down (grace of one TTL after startup)", async () => {
@@ -300,8 +395,14 @@ describe("ledger guards", () => {
     const call = enqueueCreateIssue(f.runtime, a);
     expect(await f.runtime.commands.nextCommand(b.instance, b.connectionId, 0)).toBeNull();
     await expect(f.runtime.ledger.claim(b.instance, b.connectionId, call.commandId)).rejects.toMatchObject({ code: "command.not_found" });
-    expectRuntimeError(() => f.runtime.commands.updateCommand(b.instance, call.commandId, { connectionId: b.connectionId, status: "accepted" }), "command.not_found");
-    expectRuntimeError(() => f.runtime.ledger.markUnknown(b.instance, call.effectId, { connectionId: b.connectionId, attempt: 1, reason: "x" }), "effect.not_found");
+    expectRuntimeError(
+      () => f.runtime.commands.updateCommand(b.instance, call.commandId, { connectionId: b.connectionId, status: "accepted" }),
+      "command.not_found",
+    );
+    expectRuntimeError(
+      () => f.runtime.ledger.markUnknown(b.instance, call.effectId, { connectionId: b.connectionId, attempt: 1, reason: "x" }),
+      "effect.not_found",
+    );
     expect(runView(call.runId).effects[0]!.status).toBe("intent");
   });
 
@@ -309,7 +410,12 @@ describe("ledger guards", () => {
     const driver = connectDriver(f.runtime);
     const call = enqueueCreateIssue(f.runtime, driver);
     await deliverAcceptClaim(driver);
-    f.runtime.ledger.complete(driver.instance, call.effectId, { connectionId: driver.connectionId, attempt: 1, result: issueResult(), receipt: null });
+    f.runtime.ledger.complete(driver.instance, call.effectId, {
+      connectionId: driver.connectionId,
+      attempt: 1,
+      result: issueResult(),
+      receipt: null,
+    });
     f.runtime.runs.deleteRun(call.runId);
     expectRuntimeError(() => f.runtime.runs.getRunView(call.runId), "run.not_found");
   });
@@ -323,7 +429,8 @@ describe("reconciliation through the fixture adapter (MOSOO_EFFECT_RECONCILIATIO
   async function claimNext(driver: ReturnType<typeof connectDriver>) {
     const env = await s.runtime.commands.nextCommand(driver.instance, driver.connectionId, 0);
     if (!env) throw new Error("expected a command");
-    if (env.status !== "accepted") s.runtime.commands.updateCommand(driver.instance, env.commandId, { connectionId: driver.connectionId, status: "accepted" });
+    if (env.status !== "accepted")
+      s.runtime.commands.updateCommand(driver.instance, env.commandId, { connectionId: driver.connectionId, status: "accepted" });
     return { env, claim: await s.runtime.ledger.claim(driver.instance, driver.connectionId, env.commandId) };
   }
 
@@ -343,19 +450,35 @@ describe("reconciliation through the fixture adapter (MOSOO_EFFECT_RECONCILIATIO
     const { driver, call } = await commitWithLostResponse();
     const restarted = reconnectDriver(s.runtime, driver);
     const { claim } = await claimNext(restarted);
-    expect(claim).toMatchObject({ kind: "completed", effectId: call.effectId, result: { outputText: `Created issue #1: ${args.title}`, serverId: "tracker", toolName: "createIssue" } });
+    expect(claim).toMatchObject({
+      kind: "completed",
+      effectId: call.effectId,
+      result: { outputText: `Created issue #1: ${args.title}`, serverId: "tracker", toolName: "createIssue" },
+    });
 
     const before = s.runtime.runs.getRunView(call.runId);
     const effect = before.effects[0]!;
     expect(effect).toMatchObject({ status: "succeeded", resolution: "reconciled", attemptCount: 1 });
-    expect(effect.reconciliationReceipt).toMatchObject({ requestFingerprint: effect.requestFingerprint, providerOperationId: expect.any(String) });
+    expect(effect.reconciliationReceipt).toMatchObject({
+      requestFingerprint: effect.requestFingerprint,
+      providerOperationId: expect.any(String),
+    });
     expect(effect.reconciliations).toHaveLength(1);
-    expect(effect.reconciliations[0]).toMatchObject({ trigger: "redelivery", outcome: "confirmed_succeeded", adapterId: "fixture-issue-tracker", adapterVersion: "1.1.0" });
+    expect(effect.reconciliations[0]).toMatchObject({
+      trigger: "redelivery",
+      outcome: "confirmed_succeeded",
+      adapterId: "fixture-issue-tracker",
+      adapterVersion: "1.1.0",
+    });
     // nothing terminal yet: the receipt and the result are committed before the Driver's terminal update
     expect(before.commands[0]!.status).toBe("accepted");
 
     if (claim.kind !== "completed") throw new Error("expected completed");
-    const upd = s.runtime.commands.updateCommand(restarted.instance, call.commandId, { connectionId: restarted.connectionId, status: "completed", result: claim.result });
+    const upd = s.runtime.commands.updateCommand(restarted.instance, call.commandId, {
+      connectionId: restarted.connectionId,
+      status: "completed",
+      result: claim.result,
+    });
     expect(upd.outcome).toBe("applied");
     const after = s.runtime.runs.getRunView(call.runId);
     const reconciled = after.events.find((e) => e.type === "effect.reconciled")!;
@@ -402,7 +525,11 @@ describe("reconciliation through the fixture adapter (MOSOO_EFFECT_RECONCILIATIO
     expect(summary).toMatchObject({ effectsReconciled: 1, commandsFailed: 1 });
     const view = s.runtime.runs.getRunView(call.runId);
     expect(view.effects[0]).toMatchObject({ status: "not_executed", resolution: "reconciled" });
-    expect(view.commands[0]!.error).toMatchObject({ code: "external_effect.not_executed", retryable: true, details: { effectId: call.effectId } });
+    expect(view.commands[0]!.error).toMatchObject({
+      code: "external_effect.not_executed",
+      retryable: true,
+      details: { effectId: call.effectId },
+    });
     // the delayed commit lands after the fence and is refused
     const late = (await inFlight) as { isError?: boolean; content: Array<{ text: string }> };
     expect(late.isError).toBe(true);
@@ -470,7 +597,11 @@ describe("reconciliation through the fixture adapter (MOSOO_EFFECT_RECONCILIATIO
     expect(summary).toMatchObject({ effectsFenced: 1, effectsReconciled: 0 });
     const view = s.runtime.runs.getRunView(runId);
     expect(view.effects[0]).toMatchObject({ status: "unknown", lookupCount: 0, reconciliations: [] });
-    expect(view.commands[0]!.error).toMatchObject({ code: "external_effect.unknown", retryable: false, details: { effectIds: [call.effectId] } });
+    expect(view.commands[0]!.error).toMatchObject({
+      code: "external_effect.unknown",
+      retryable: false,
+      details: { effectIds: [call.effectId] },
+    });
     expect(view.run.error).toMatchObject({ code: "external_effect.unknown", retryable: false, details: { effectIds: [call.effectId] } });
     expect(s.provider.stats().lookups[call.idempotencyKey] ?? 0).toBe(0);
   });

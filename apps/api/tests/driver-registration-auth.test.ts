@@ -36,9 +36,18 @@ function setup(opts: { perMinute?: number; unconnectedTtlMs?: number; heartbeatT
 describe("Driver registration", () => {
   it("needs the enrollment token (or the operator token) for a new instance", async () => {
     const s = setup();
-    expect(await s.call("POST", "/v1/drivers/register", { name: "d" })).toMatchObject({ status: 401, body: { error: { code: "auth.missing_token" } } });
-    expect(await s.call("POST", "/v1/drivers/register", { name: "d" }, "wrong-enrollment-token-0123456789")).toMatchObject({ status: 401, body: { error: { code: "auth.invalid_token" } } });
-    expect(await s.call("POST", "/v1/drivers/register", { name: "d" }, TEST_SECRETS.adminKey)).toMatchObject({ status: 403, body: { error: { code: "auth.forbidden" } } });
+    expect(await s.call("POST", "/v1/drivers/register", { name: "d" })).toMatchObject({
+      status: 401,
+      body: { error: { code: "auth.missing_token" } },
+    });
+    expect(await s.call("POST", "/v1/drivers/register", { name: "d" }, "wrong-enrollment-token-0123456789")).toMatchObject({
+      status: 401,
+      body: { error: { code: "auth.invalid_token" } },
+    });
+    expect(await s.call("POST", "/v1/drivers/register", { name: "d" }, TEST_SECRETS.adminKey)).toMatchObject({
+      status: 403,
+      body: { error: { code: "auth.forbidden" } },
+    });
     expect(s.count()).toBe(0);
     expect(await s.call("POST", "/v1/drivers/register", { name: "d" }, TEST_SECRETS.enrollmentToken)).toMatchObject({ status: 201 });
     expect(await s.call("POST", "/v1/drivers/register", { name: "d" }, TEST_SECRETS.operatorToken)).toMatchObject({ status: 201 });
@@ -55,23 +64,45 @@ describe("Driver registration", () => {
     const takeover = { name: "attacker", driverInstanceId: victim.driverInstanceId };
     // issue 10 finding 2: no proof used to be needed
     expect(await s.call("POST", "/v1/drivers/register", takeover)).toMatchObject({ status: 401 });
-    expect(await s.call("POST", "/v1/drivers/register", takeover, TEST_SECRETS.enrollmentToken)).toMatchObject({ status: 403, body: { error: { code: "auth.forbidden" } } });
-    expect(await s.call("POST", "/v1/drivers/register", takeover, other.driverToken)).toMatchObject({ status: 403, body: { error: { code: "auth.forbidden" } } });
+    expect(await s.call("POST", "/v1/drivers/register", takeover, TEST_SECRETS.enrollmentToken)).toMatchObject({
+      status: 403,
+      body: { error: { code: "auth.forbidden" } },
+    });
+    expect(await s.call("POST", "/v1/drivers/register", takeover, other.driverToken)).toMatchObject({
+      status: 403,
+      body: { error: { code: "auth.forbidden" } },
+    });
     expect(JSON.stringify(row())).toBe(before);
     // its own (finalized) token re-registers it, and that old token is revoked
-    const again = await s.call("POST", "/v1/drivers/register", { name: "victim", driverInstanceId: victim.driverInstanceId }, victim.driverToken);
+    const again = await s.call(
+      "POST",
+      "/v1/drivers/register",
+      { name: "victim", driverInstanceId: victim.driverInstanceId },
+      victim.driverToken,
+    );
     expect(again).toMatchObject({ status: 201, body: { driverInstanceId: victim.driverInstanceId } });
     expect(again.body.driverToken).not.toBe(victim.driverToken);
-    expect(await s.call("POST", "/v1/drivers/connect", undefined, victim.driverToken)).toMatchObject({ status: 401, body: { error: { code: "auth.invalid_token" } } });
+    expect(await s.call("POST", "/v1/drivers/connect", undefined, victim.driverToken)).toMatchObject({
+      status: 401,
+      body: { error: { code: "auth.invalid_token" } },
+    });
     expect(await s.call("POST", "/v1/drivers/connect", undefined, again.body.driverToken)).toMatchObject({ status: 200 });
     // the operator may re-register a finalized instance too
     await s.runtime.repair.finalize(victim.driverInstanceId, "driver_request");
-    expect(await s.call("POST", "/v1/drivers/register", { name: "victim", driverInstanceId: victim.driverInstanceId }, TEST_SECRETS.operatorToken)).toMatchObject({ status: 201 });
+    expect(
+      await s.call(
+        "POST",
+        "/v1/drivers/register",
+        { name: "victim", driverInstanceId: victim.driverInstanceId },
+        TEST_SECRETS.operatorToken,
+      ),
+    ).toMatchObject({ status: 201 });
   });
 
   it("rate-limits registrations per client: 429 request.rate_limited with Retry-After, nothing written", async () => {
     const s = setup({ perMinute: 3 });
-    for (let i = 0; i < 3; i++) expect((await s.call("POST", "/v1/drivers/register", { name: `d${i}` }, TEST_SECRETS.enrollmentToken)).status).toBe(201);
+    for (let i = 0; i < 3; i++)
+      expect((await s.call("POST", "/v1/drivers/register", { name: `d${i}` }, TEST_SECRETS.enrollmentToken)).status).toBe(201);
     const limited = await s.call("POST", "/v1/drivers/register", { name: "d4" }, TEST_SECRETS.enrollmentToken);
     expect(limited).toMatchObject({ status: 429, body: { error: { code: "request.rate_limited" } } });
     const retryAfter = Number(limited.headers.get("retry-after"));
@@ -79,7 +110,10 @@ describe("Driver registration", () => {
     // the operator token is an accepted registration too: same budget
     expect((await s.call("POST", "/v1/drivers/register", { name: "d5" }, TEST_SECRETS.operatorToken)).status).toBe(429);
     // refused attempts have their own budget: a guess is still checked (401), not spent by the accepted ones
-    expect(await s.call("POST", "/v1/drivers/register", { name: "d6" }, "guess-0123456789abcdef")).toMatchObject({ status: 401, body: { error: { code: "auth.invalid_token" } } });
+    expect(await s.call("POST", "/v1/drivers/register", { name: "d6" }, "guess-0123456789abcdef")).toMatchObject({
+      status: 401,
+      body: { error: { code: "auth.invalid_token" } },
+    });
     expect(s.count()).toBe(3);
     // the other routes are not limited
     expect((await s.call("GET", "/health", undefined)).status).toBe(200);
@@ -110,7 +144,11 @@ describe("Driver registration", () => {
   it("purges registrations that never connected once the TTL has passed (manual clock); connected ones and ones with runs stay", async () => {
     // heartbeats outlive the test's clock moves: only never-connected registrations are in question
     const s = setup({ unconnectedTtlMs: 60_000, heartbeatTtlMs: 600_000 });
-    const reg = async (name: string) => (await s.call("POST", "/v1/drivers/register", { name }, TEST_SECRETS.enrollmentToken)).body as { driverInstanceId: string; driverToken: string };
+    const reg = async (name: string) =>
+      (await s.call("POST", "/v1/drivers/register", { name }, TEST_SECRETS.enrollmentToken)).body as {
+        driverInstanceId: string;
+        driverToken: string;
+      };
     const idle = await reg("idle");
     const live = await reg("live");
     const live2 = await reg("live-2");

@@ -41,8 +41,16 @@ async function storeWithUnknownEffect() {
 async function cli(args: string[], env: Record<string, string> = ON): Promise<{ code: number; out: string; err: string }> {
   let out = "";
   let err = "";
-  const program = buildEffectsCli((t) => (out += t), { ...env } as NodeJS.ProcessEnv, () => Date.UTC(2026, 10, 29, 13));
-  program.configureOutput({ writeOut: (t) => (out += t), writeErr: (t) => (err += t), outputError: (t, w) => w(`mosoo-effects: ${t.trim()}\n`) });
+  const program = buildEffectsCli(
+    (t) => (out += t),
+    { ...env } as NodeJS.ProcessEnv,
+    () => Date.UTC(2026, 10, 29, 13),
+  );
+  program.configureOutput({
+    writeOut: (t) => (out += t),
+    writeErr: (t) => (err += t),
+    outputError: (t, w) => w(`mosoo-effects: ${t.trim()}\n`),
+  });
   try {
     await program.parseAsync(["node", "mosoo-effects", ...args]);
     return { code: 0, out, err };
@@ -67,13 +75,38 @@ describe("mosoo-effects CLI on a store file (--db)", () => {
 
     const show = await cli(["--db", dbFile, "show", call.effectId]);
     expect(show.code).toBe(0);
-    for (const section of ["attempts:", "lookups:", "operator actions:", "compensations:", call.idempotencyKey, "redelivered_while_executing"]) expect(show.out).toContain(section);
+    for (const section of [
+      "attempts:",
+      "lookups:",
+      "operator actions:",
+      "compensations:",
+      call.idempotencyKey,
+      "redelivered_while_executing",
+    ])
+      expect(show.out).toContain(section);
 
-    const resolved = await cli(["--db", dbFile, "resolve", call.effectId, "--outcome", "succeeded", "--output-text", "Created issue #3", "--provider-operation-id", "ISS-3", "--actor", "alice", "--reason", "found it"]);
+    const resolved = await cli([
+      "--db",
+      dbFile,
+      "resolve",
+      call.effectId,
+      "--outcome",
+      "succeeded",
+      "--output-text",
+      "Created issue #3",
+      "--provider-operation-id",
+      "ISS-3",
+      "--actor",
+      "alice",
+      "--reason",
+      "found it",
+    ]);
     expect(resolved).toMatchObject({ code: 0, out: `effect ${call.effectId} is succeeded (resolution operator)\n` });
     const history = JSON.parse((await cli(["--db", dbFile, "--json", "show", call.effectId])).out);
     expect(history).toMatchObject({ status: "succeeded", resolution: "operator", result: { outputText: "Created issue #3" } });
-    expect(history.operatorActions).toEqual([expect.objectContaining({ actor: "alice", action: "resolve", receipt: expect.objectContaining({ providerOperationId: "ISS-3" }) })]);
+    expect(history.operatorActions).toEqual([
+      expect.objectContaining({ actor: "alice", action: "resolve", receipt: expect.objectContaining({ providerOperationId: "ISS-3" }) }),
+    ]);
   });
 
   it("says the feature is off (exit 1, one line) when MOSOO_EFFECT_RECONCILIATION is not on, changing nothing", async () => {
@@ -98,7 +131,10 @@ describe("mosoo-effects CLI on a store file (--db)", () => {
     ["a result that is not JSON", ["resolve", "X", "--outcome", "succeeded", "--result-json", "{", "--actor", "a", "--reason", "r"]],
     ["an unknown command", ["undo"]],
     ["a malformed effect id", ["show", "not-an-id"]],
-    ["--is-error with --result-json", ["resolve", "X", "--outcome", "succeeded", "--result-json", '{"content":[]}', "--is-error", "--actor", "a", "--reason", "r"]],
+    [
+      "--is-error with --result-json",
+      ["resolve", "X", "--outcome", "succeeded", "--result-json", '{"content":[]}', "--is-error", "--actor", "a", "--reason", "r"],
+    ],
     ["an API URL that is not http(s)", ["--api-url", "notaurl", "list"]],
   ])("exits 2 on %s and changes nothing", async (_label, args) => {
     const { dbFile, call } = await storeWithUnknownEffect();
@@ -135,15 +171,46 @@ describe("mosoo-effects refuses bad input at the boundary (issue 10)", () => {
     const snapshot = () => JSON.stringify(sqlite.prepare("SELECT * FROM external_tool_effects ORDER BY rowid").all());
     const before = snapshot();
     for (const limit of ["0x10", "1e2", "+5", " 5"]) expect((await cli(["--db", dbFile, "list", "--limit", limit])).code).toBe(2);
-    const actor = await cli(["--db", dbFile, "resolve", call.effectId, "--outcome", "not_executed", "--actor", "alice\u202e", "--reason", "checked"]);
-    expect(actor).toMatchObject({ code: 2, err: expect.stringMatching(/^mosoo-effects: request\.invalid: actor: must not contain control or bidi characters\n$/) });
-    const reason = await cli(["--db", dbFile, "resolve", call.effectId, "--outcome", "not_executed", "--actor", "alice", "--reason", "checked\ud800"]);
-    expect(reason).toMatchObject({ code: 2, err: expect.stringMatching(/^mosoo-effects: request\.invalid: reason: must be well-formed UTF-16/) });
+    const actor = await cli([
+      "--db",
+      dbFile,
+      "resolve",
+      call.effectId,
+      "--outcome",
+      "not_executed",
+      "--actor",
+      "alice\u202e",
+      "--reason",
+      "checked",
+    ]);
+    expect(actor).toMatchObject({
+      code: 2,
+      err: expect.stringMatching(/^mosoo-effects: request\.invalid: actor: must not contain control or bidi characters\n$/),
+    });
+    const reason = await cli([
+      "--db",
+      dbFile,
+      "resolve",
+      call.effectId,
+      "--outcome",
+      "not_executed",
+      "--actor",
+      "alice",
+      "--reason",
+      "checked\ud800",
+    ]);
+    expect(reason).toMatchObject({
+      code: 2,
+      err: expect.stringMatching(/^mosoo-effects: request\.invalid: reason: must be well-formed UTF-16/),
+    });
     expect(snapshot()).toBe(before);
     sqlite.close();
     const fifo = join(dir!, "store.fifo");
     execFileSync("mkfifo", [fifo]);
-    expect(await cli(["--db", fifo, "list"])).toMatchObject({ code: 2, err: expect.stringMatching(/^mosoo-effects: config\.invalid: MOSOO_DB_FILE: is not a regular file/) });
+    expect(await cli(["--db", fifo, "list"])).toMatchObject({
+      code: 2,
+      err: expect.stringMatching(/^mosoo-effects: config\.invalid: MOSOO_DB_FILE: is not a regular file/),
+    });
   });
 });
 
@@ -157,7 +224,11 @@ describe("mosoo-effects as a process", () => {
 
   it("talks to a running API over HTTP with the token; exits 2 with one line on bad input and 1 on a refusal", async () => {
     dir = mkdtempSync(join(tmpdir(), "mosoo-cli-"));
-    const api = await startApi(loadApiConfig({ MOSOO_DB_FILE: join(dir, "api.db"), MOSOO_PORT: "0", MOSOO_OPERATOR_TOKEN: TOKEN, ...ON }), pino({ level: "silent" }), { sweep: false });
+    const api = await startApi(
+      loadApiConfig({ MOSOO_DB_FILE: join(dir, "api.db"), MOSOO_PORT: "0", MOSOO_OPERATOR_TOKEN: TOKEN, ...ON }),
+      pino({ level: "silent" }),
+      { sweep: false },
+    );
     try {
       const ok = await spawnCli(["--api-url", api.url, "--json", "list"], { MOSOO_OPERATOR_TOKEN: TOKEN });
       expect(ok.code).toBe(0);

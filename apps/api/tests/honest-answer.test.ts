@@ -7,7 +7,19 @@
  */
 import { afterEach, describe, expect, it } from "vitest";
 import { effectUnknownError, RunErrorSchema, type RunError } from "@mosoo/contracts";
-import { commitAtProvider, connectDriver, createDoubleWorld, deliverAcceptClaim, type DispatchedCall, dispatchWrite, type DoubleWorld, type DoubleWorldOptions, finalizeDriver, issueArgs, reconnectDriver } from "./kit/index.js";
+import {
+  commitAtProvider,
+  connectDriver,
+  createDoubleWorld,
+  deliverAcceptClaim,
+  type DispatchedCall,
+  dispatchWrite,
+  type DoubleWorld,
+  type DoubleWorldOptions,
+  finalizeDriver,
+  issueArgs,
+  reconnectDriver,
+} from "./kit/index.js";
 import { commandRow, effectRow, runEvents } from "./helpers/reconciliation-db.js";
 
 let fx: DoubleWorld | undefined;
@@ -31,7 +43,10 @@ function setup(opts: DoubleWorldOptions): DoubleWorld {
 }
 
 function runRow(f: DoubleWorld, runId: string): { status: string; error: RunError | null } {
-  const row = f.store.sqlite.prepare("SELECT status, error_json FROM session_runs WHERE id = ?").get(runId) as { status: string; error_json: string | null };
+  const row = f.store.sqlite.prepare("SELECT status, error_json FROM session_runs WHERE id = ?").get(runId) as {
+    status: string;
+    error_json: string | null;
+  };
   return { status: row.status, error: row.error_json ? (JSON.parse(row.error_json) as RunError) : null };
 }
 
@@ -55,7 +70,11 @@ async function restartAndReport(f: DoubleWorld, call: DispatchedCall, error: Run
   const { commandId, claim } = await deliverAcceptClaim(f.runtime, restarted);
   expect(commandId).toBe(call.commandId);
   expect(claim).toEqual({ kind: "unknown", effectId: call.effectId });
-  const update = f.runtime.commands.updateCommand(restarted.instance, call.commandId, { connectionId: restarted.connectionId, status: "failed", error });
+  const update = f.runtime.commands.updateCommand(restarted.instance, call.commandId, {
+    connectionId: restarted.connectionId,
+    status: "failed",
+    error,
+  });
   expect(update.outcome).toBe("applied");
   return restarted;
 }
@@ -119,7 +138,11 @@ describe("rule 14: one honest answer for the command and the run, on every path"
     const first = await lostResponse(f);
     // the first write is fenced by a restart and its command failed; the turn goes on with a second write
     const restarted = await restartAndReport(f, first, effectUnknownError(first.effectId));
-    const second = f.runtime.runs.enqueueToolCall(first.runId, { serverId: "tracker", toolName: "createIssue", arguments: issueArgs("second") });
+    const second = f.runtime.runs.enqueueToolCall(first.runId, {
+      serverId: "tracker",
+      toolName: "createIssue",
+      arguments: issueArgs("second"),
+    });
     expect((await deliverAcceptClaim(f.runtime, restarted)).claim.kind).toBe("execute");
     await f.runtime.repair.finalize(restarted.instance.id, "driver_request");
     expectUnknownAnswer(commandRow(f.store, second.commandId).error, [second.effectId]);
@@ -133,7 +156,11 @@ describe("rule 14: the resend wording only where no effect is unknown", () => {
     const driver = reconnectDriver(f.runtime, (await dispatchWrite(f)).driver);
     // the first write was claimed (executing); queue a second one that no claim ever reaches
     const { runId } = f.store.sqlite.prepare("SELECT id AS runId FROM session_runs WHERE status = 'active'").get() as { runId: string };
-    const queued = f.runtime.runs.enqueueToolCall(runId, { serverId: "tracker", toolName: "createIssue", arguments: issueArgs("never sent") });
+    const queued = f.runtime.runs.enqueueToolCall(runId, {
+      serverId: "tracker",
+      toolName: "createIssue",
+      arguments: issueArgs("never sent"),
+    });
     await f.runtime.repair.finalize(driver.instance.id, "driver_request");
     expect(commandRow(f.store, queued.commandId).error).toMatchObject({ code: "driver.command_driver_terminal", retryable: false });
     // the first write is unknown, so the run still must not invite a resend
@@ -146,7 +173,11 @@ describe("rule 14: the resend wording only where no effect is unknown", () => {
     const { runId } = f.runtime.runs.createRun({ driverInstanceId: driver.instance.id });
     const queued = f.runtime.runs.enqueueToolCall(runId, { serverId: "tracker", toolName: "createIssue", arguments: issueArgs() });
     await f.runtime.repair.finalize(driver.instance.id, "driver_request");
-    expect(commandRow(f.store, queued.commandId).error).toMatchObject({ code: "driver.command_driver_terminal", retryable: false, details: { effectId: queued.effectId, effectStatus: "intent" } });
+    expect(commandRow(f.store, queued.commandId).error).toMatchObject({
+      code: "driver.command_driver_terminal",
+      retryable: false,
+      details: { effectId: queued.effectId, effectStatus: "intent" },
+    });
     expect(runRow(f, runId).error).toMatchObject({ code: "runtime.turn_interrupted", retryable: true });
   });
 

@@ -31,18 +31,49 @@ describe("HTTP surface", () => {
     const d = await registerAndConnect();
     const run = await call("POST", "/v1/runs", { driverInstanceId: d.id });
     expect(run.status).toBe(201);
-    const tc = await call("POST", `/v1/runs/${run.body.runId}/tool-calls`, { serverId: "tracker", toolName: "createIssue", arguments: { title: "a", body: "b" }, requestId: "r" });
+    const tc = await call("POST", `/v1/runs/${run.body.runId}/tool-calls`, {
+      serverId: "tracker",
+      toolName: "createIssue",
+      arguments: { title: "a", body: "b" },
+      requestId: "r",
+    });
     expect(tc.status).toBe(201);
     const next = await call("GET", `/v1/drivers/commands/next?connectionId=${d.connectionId}&waitMs=0`, undefined, d.token);
-    expect(next.body.command).toMatchObject({ commandId: tc.body.commandId, status: "queued", redelivery: false, payload: { toolName: "createIssue" } });
+    expect(next.body.command).toMatchObject({
+      commandId: tc.body.commandId,
+      status: "queued",
+      redelivery: false,
+      payload: { toolName: "createIssue" },
+    });
     const claim = await call("POST", "/v1/drivers/effects/claim", { connectionId: d.connectionId, commandId: tc.body.commandId }, d.token);
-    expect(claim.body).toEqual({ kind: "execute", effectId: tc.body.effectId, attempt: 1, idempotencyKey: tc.body.idempotencyKey, sendWithinMs: 10_000 });
+    expect(claim.body).toEqual({
+      kind: "execute",
+      effectId: tc.body.effectId,
+      attempt: 1,
+      idempotencyKey: tc.body.idempotencyKey,
+      sendWithinMs: 10_000,
+    });
     const result = { outputText: "ok", requestId: "r", serverId: "tracker", toolName: "createIssue" };
-    const wrong = await call("POST", `/v1/drivers/effects/${tc.body.effectId}/complete`, { connectionId: d.connectionId, attempt: 1, result: { ...result, toolName: "deleteIssue" }, receipt: null }, d.token);
+    const wrong = await call(
+      "POST",
+      `/v1/drivers/effects/${tc.body.effectId}/complete`,
+      { connectionId: d.connectionId, attempt: 1, result: { ...result, toolName: "deleteIssue" }, receipt: null },
+      d.token,
+    );
     expect(wrong).toMatchObject({ status: 400, body: { error: { code: "request.invalid" } } });
-    const done = await call("POST", `/v1/drivers/effects/${tc.body.effectId}/complete`, { connectionId: d.connectionId, attempt: 1, result, receipt: null }, d.token);
+    const done = await call(
+      "POST",
+      `/v1/drivers/effects/${tc.body.effectId}/complete`,
+      { connectionId: d.connectionId, attempt: 1, result, receipt: null },
+      d.token,
+    );
     expect(done.body).toEqual({ outcome: "applied", status: "succeeded" });
-    const upd = await call("POST", `/v1/drivers/commands/${tc.body.commandId}/update`, { connectionId: d.connectionId, status: "completed", result }, d.token);
+    const upd = await call(
+      "POST",
+      `/v1/drivers/commands/${tc.body.commandId}/update`,
+      { connectionId: d.connectionId, status: "completed", result },
+      d.token,
+    );
     expect(upd.body).toEqual({ outcome: "applied", status: "completed" });
     const view = await call("GET", `/v1/runs/${run.body.runId}`);
     expect(view.body.commands[0].status).toBe("completed");
@@ -77,7 +108,11 @@ describe("HTTP surface", () => {
   it("rejects bad tool calls and changes nothing", async () => {
     const d = await registerAndConnect();
     const run = await call("POST", "/v1/runs", { driverInstanceId: d.id });
-    for (const body of [{ serverId: "bad id!", toolName: "x", arguments: {} }, { serverId: "s", toolName: "", arguments: {} }, { serverId: "s", toolName: "x", arguments: [] }]) {
+    for (const body of [
+      { serverId: "bad id!", toolName: "x", arguments: {} },
+      { serverId: "s", toolName: "", arguments: {} },
+      { serverId: "s", toolName: "x", arguments: [] },
+    ]) {
       const res = await call("POST", `/v1/runs/${run.body.runId}/tool-calls`, body);
       expect(res.status).toBe(400);
       expect(res.body.error.code).toBe("request.invalid");
@@ -102,7 +137,13 @@ describe("HTTP surface: retries and edge input", () => {
   it("makes an enqueue with a client toolCallId idempotent: a retry returns the first, other arguments conflict", async () => {
     const d = await registerAndConnect();
     const run = await call("POST", "/v1/runs", { driverInstanceId: d.id });
-    const body = { serverId: "tracker", toolName: "createIssue", arguments: { title: "a", body: "b" }, toolCallId: "call-1", requestId: "req-1" };
+    const body = {
+      serverId: "tracker",
+      toolName: "createIssue",
+      arguments: { title: "a", body: "b" },
+      toolCallId: "call-1",
+      requestId: "req-1",
+    };
     const first = await call("POST", `/v1/runs/${run.body.runId}/tool-calls`, body);
     expect(first.status).toBe(201);
     expect(first.body.replayed).toBe(false);
@@ -110,7 +151,10 @@ describe("HTTP surface: retries and edge input", () => {
     expect(retry.status).toBe(200);
     expect(retry.body).toEqual({ ...first.body, replayed: true });
     const other = await call("POST", `/v1/runs/${run.body.runId}/tool-calls`, { ...body, arguments: { title: "other", body: "b" } });
-    expect(other).toMatchObject({ status: 409, body: { error: { code: "tool_call.conflict", details: { effectId: first.body.effectId } } } });
+    expect(other).toMatchObject({
+      status: 409,
+      body: { error: { code: "tool_call.conflict", details: { effectId: first.body.effectId } } },
+    });
     const view = await call("GET", `/v1/runs/${run.body.runId}`);
     expect(view.body.effects).toHaveLength(1);
     expect(view.body.commands).toHaveLength(1);

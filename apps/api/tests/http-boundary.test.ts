@@ -58,11 +58,15 @@ async function start(level = "silent") {
 /** One request on `agent`-less keep-alive HTTP/1.1 (node:http), resolving status, headers and body. */
 function send(url: string, method: string, body?: string): Promise<{ status: number; headers: Record<string, unknown>; body: string }> {
   return new Promise((resolve, reject) => {
-    const req = httpRequest(url, { method, headers: { ...headersFor(url), connection: "keep-alive", ...(body ? { "content-length": Buffer.byteLength(body) } : {}) } }, (res) => {
-      let text = "";
-      res.on("data", (d: Buffer) => (text += d.toString()));
-      res.on("end", () => resolve({ status: res.statusCode ?? 0, headers: res.headers, body: text }));
-    });
+    const req = httpRequest(
+      url,
+      { method, headers: { ...headersFor(url), connection: "keep-alive", ...(body ? { "content-length": Buffer.byteLength(body) } : {}) } },
+      (res) => {
+        let text = "";
+        res.on("data", (d: Buffer) => (text += d.toString()));
+        res.on("end", () => resolve({ status: res.statusCode ?? 0, headers: res.headers, body: text }));
+      },
+    );
     req.on("error", reject);
     req.end(body);
   });
@@ -72,12 +76,20 @@ describe("413 closes the connection cleanly", () => {
   it("answers request.too_large with Connection: close, and the client's next request works", async () => {
     const { api } = await start();
     const big = JSON.stringify({ name: "x".repeat(MAX_BODY_BYTES + 1) });
-    const tooLarge = await fetch(`${api.url}/v1/drivers/register`, { method: "POST", headers: headersFor("/v1/drivers/register"), body: big });
+    const tooLarge = await fetch(`${api.url}/v1/drivers/register`, {
+      method: "POST",
+      headers: headersFor("/v1/drivers/register"),
+      body: big,
+    });
     expect(tooLarge.status).toBe(413);
     expect(tooLarge.headers.get("connection")).toBe("close");
     expect(((await tooLarge.json()) as any).error.code).toBe("request.too_large");
     // the same client (fetch's keep-alive pool) sends its next request: a new connection, answered
-    const next = await fetch(`${api.url}/v1/drivers/register`, { method: "POST", headers: headersFor("/v1/drivers/register"), body: JSON.stringify({ name: "after-413" }) });
+    const next = await fetch(`${api.url}/v1/drivers/register`, {
+      method: "POST",
+      headers: headersFor("/v1/drivers/register"),
+      body: JSON.stringify({ name: "after-413" }),
+    });
     expect(next.status).toBe(201);
     // and over plain node:http with keep-alive
     const raw = await send(`${api.url}/v1/drivers/register`, "POST", big);
@@ -90,12 +102,23 @@ describe("413 closes the connection cleanly", () => {
 describe("deep JSON over real HTTP", () => {
   it("is a typed 400, never a 500, and the API keeps serving", async () => {
     const { api } = await start();
-    const reg = (await (await fetch(`${api.url}/v1/drivers/register`, { method: "POST", headers: headersFor("/v1/drivers/register"), body: '{"name":"d"}' })).json()) as any;
-    const run = (await (await fetch(`${api.url}/v1/runs`, { method: "POST", headers: headersFor("/v1/runs"), body: JSON.stringify({ driverInstanceId: reg.driverInstanceId }) })).json()) as any;
+    const reg = (await (
+      await fetch(`${api.url}/v1/drivers/register`, { method: "POST", headers: headersFor("/v1/drivers/register"), body: '{"name":"d"}' })
+    ).json()) as any;
+    const run = (await (
+      await fetch(`${api.url}/v1/runs`, {
+        method: "POST",
+        headers: headersFor("/v1/runs"),
+        body: JSON.stringify({ driverInstanceId: reg.driverInstanceId }),
+      })
+    ).json()) as any;
     const deep = `{"serverId":"tracker","toolName":"createIssue","arguments":{"a":${"[".repeat(50_000)}${"]".repeat(50_000)}}}`;
     const res = await fetch(`${api.url}/v1/runs/${run.runId}/tool-calls`, { method: "POST", headers: headersFor("/v1/runs/"), body: deep });
     expect(res.status).toBe(400);
-    expect(((await res.json()) as any).error).toMatchObject({ code: "request.invalid", message: expect.stringMatching(/nested deeper than 400 levels/) });
+    expect(((await res.json()) as any).error).toMatchObject({
+      code: "request.invalid",
+      message: expect.stringMatching(/nested deeper than 400 levels/),
+    });
     expect((await fetch(`${api.url}/health`)).status).toBe(200);
   }, 60_000);
 });
@@ -123,8 +146,15 @@ describe("logs", () => {
     const info = await start("info");
     const body = (path: string, o: unknown) => ({ method: "POST", headers: headersFor(path), body: JSON.stringify(o) });
     const reg = (await (await fetch(`${info.api.url}/v1/drivers/register`, body("/v1/drivers/register", { name: "d" }))).json()) as any;
-    const run = (await (await fetch(`${info.api.url}/v1/runs`, body("/v1/runs", { driverInstanceId: reg.driverInstanceId }))).json()) as any;
-    const queued = (await (await fetch(`${info.api.url}/v1/runs/${run.runId}/tool-calls`, body("/v1/runs", { serverId: "tracker", toolName: "createIssue", arguments: {} }))).json()) as any;
+    const run = (await (
+      await fetch(`${info.api.url}/v1/runs`, body("/v1/runs", { driverInstanceId: reg.driverInstanceId }))
+    ).json()) as any;
+    const queued = (await (
+      await fetch(
+        `${info.api.url}/v1/runs/${run.runId}/tool-calls`,
+        body("/v1/runs", { serverId: "tracker", toolName: "createIssue", arguments: {} }),
+      )
+    ).json()) as any;
     expect(info.lines.some((l) => l["msg"] === "effect.intent_recorded")).toBe(true);
     expect(JSON.stringify(info.lines)).not.toContain(queued.idempotencyKey);
     await api!.close();
@@ -133,8 +163,15 @@ describe("logs", () => {
 
     const debug = await start("debug");
     const reg2 = (await (await fetch(`${debug.api.url}/v1/drivers/register`, body("/v1/drivers/register", { name: "d" }))).json()) as any;
-    const run2 = (await (await fetch(`${debug.api.url}/v1/runs`, body("/v1/runs", { driverInstanceId: reg2.driverInstanceId }))).json()) as any;
-    const queued2 = (await (await fetch(`${debug.api.url}/v1/runs/${run2.runId}/tool-calls`, body("/v1/runs", { serverId: "tracker", toolName: "createIssue", arguments: {} }))).json()) as any;
+    const run2 = (await (
+      await fetch(`${debug.api.url}/v1/runs`, body("/v1/runs", { driverInstanceId: reg2.driverInstanceId }))
+    ).json()) as any;
+    const queued2 = (await (
+      await fetch(
+        `${debug.api.url}/v1/runs/${run2.runId}/tool-calls`,
+        body("/v1/runs", { serverId: "tracker", toolName: "createIssue", arguments: {} }),
+      )
+    ).json()) as any;
     expect(debug.lines.find((l) => l["msg"] === "effect.intent_key")).toMatchObject({ level: 20, idempotencyKey: queued2.idempotencyKey });
   }, 60_000);
 });

@@ -61,15 +61,23 @@ describe("tests/kit", () => {
     const world = createDoubleWorld({ dbFile: join(temp.dir, "api.db") });
     fx = world;
     const call = await dispatchWrite(world);
-    world.runtime.ledger.markUnknown(call.driver.instance, call.effectId, { connectionId: call.driver.connectionId, attempt: 1, reason: "transport closed" });
+    world.runtime.ledger.markUnknown(call.driver.instance, call.effectId, {
+      connectionId: call.driver.connectionId,
+      attempt: 1,
+      reason: "transport closed",
+    });
     // the API dies mid-lookup: its lease stays on the row
-    world.store.sqlite.prepare("UPDATE external_tool_effects SET lease_owner = 'dead-api', lease_expires_at_ms = ? WHERE id = ?").run(START_MS + 3_600_000, call.effectId);
+    world.store.sqlite
+      .prepare("UPDATE external_tool_effects SET lease_owner = 'dead-api', lease_expires_at_ms = ? WHERE id = ?")
+      .run(START_MS + 3_600_000, call.effectId);
     const before = { runtime: world.runtime, store: world.store };
     world.restart();
     expect(world.runtime).not.toBe(before.runtime);
     expect(world.store).not.toBe(before.store);
     expect(effectRow(world.store, call.effectId)).toMatchObject({ status: "unknown", lease_owner: null, lease_expires_at_ms: null });
-    expect(reconciliationRecords(world.store, call.effectId).map((r) => [r.trigger, r.outcome, r.reason_code])).toEqual([["sweep", "still_unknown", "lookup_interrupted"]]);
+    expect(reconciliationRecords(world.store, call.effectId).map((r) => [r.trigger, r.outcome, r.reason_code])).toEqual([
+      ["sweep", "still_unknown", "lookup_interrupted"],
+    ]);
     expect(world.lookups).toHaveLength(0);
   });
 

@@ -42,7 +42,11 @@ const PATH = process.env.LEDGER_MODEL_PATH;
 /** `[index, seed, runs]` of each chunk; a replay (PATH set) is one chunk with the given seed. */
 const CHUNKS: Array<[number, number, number]> = PATH
   ? [[0, SEED, NUM_RUNS]]
-  : Array.from({ length: Math.ceil(NUM_RUNS / RUNS_PER_CHUNK) }, (_, i) => [i, (SEED + i) | 0, Math.min(RUNS_PER_CHUNK, NUM_RUNS - i * RUNS_PER_CHUNK)]);
+  : Array.from({ length: Math.ceil(NUM_RUNS / RUNS_PER_CHUNK) }, (_, i) => [
+      i,
+      (SEED + i) | 0,
+      Math.min(RUNS_PER_CHUNK, NUM_RUNS - i * RUNS_PER_CHUNK),
+    ]);
 
 afterAll(() => {
   removeMigratedTemplate();
@@ -50,19 +54,23 @@ afterAll(() => {
 });
 
 describe("effect ledger model (reconciliation on, provider double bound as tracker)", () => {
-  it.each(CHUNKS)(`keeps I1–I4, I7, I10 after every command and I2 after quiescence (${NUM_RUNS} runs in ${CHUNKS.length} chunk(s): chunk %i, seed %i, %i runs)`, async (_index, seed, runs) => {
-    console.log(
-      `ledger model: seed ${seed}${PATH ? `, path ${PATH}` : ""}, ${runs} runs (replay this chunk: LEDGER_MODEL_SEED=${seed} LEDGER_MODEL_RUNS=${runs} [LEDGER_MODEL_PATH=<path from the failure>])`,
-    );
-    const before = figures.runs;
-    await fc.assert(ledgerProperty(EXPLORING_OPTIONS), {
-      numRuns: runs,
-      seed,
-      includeErrorInReport: true, // the violated invariant and its trace appear in the failure message
-      ...(PATH ? { path: PATH, endOnFailure: true } : {}),
-    });
-    expect(figures.runs - before).toBeGreaterThanOrEqual(PATH ? 1 : runs);
-  }, CHUNK_TIMEOUT_MS);
+  it.each(CHUNKS)(
+    `keeps I1–I4, I7, I10 after every command and I2 after quiescence (${NUM_RUNS} runs in ${CHUNKS.length} chunk(s): chunk %i, seed %i, %i runs)`,
+    async (_index, seed, runs) => {
+      console.log(
+        `ledger model: seed ${seed}${PATH ? `, path ${PATH}` : ""}, ${runs} runs (replay this chunk: LEDGER_MODEL_SEED=${seed} LEDGER_MODEL_RUNS=${runs} [LEDGER_MODEL_PATH=<path from the failure>])`,
+      );
+      const before = figures.runs;
+      await fc.assert(ledgerProperty(EXPLORING_OPTIONS), {
+        numRuns: runs,
+        seed,
+        includeErrorInReport: true, // the violated invariant and its trace appear in the failure message
+        ...(PATH ? { path: PATH, endOnFailure: true } : {}),
+      });
+      expect(figures.runs - before).toBeGreaterThanOrEqual(PATH ? 1 : runs);
+    },
+    CHUNK_TIMEOUT_MS,
+  );
 
   /*
    * BUG 1, found by this test and fixed in 3346b17 (run.service.ts refuses an enqueue while the
@@ -82,7 +90,11 @@ describe("effect ledger model (reconciliation on, provider double bound as track
    *   finalization-repair.service.ts finalize settled, awaited the lookups, then failed the run.
    */
   it("BUG 1 regression: enqueue during finalization leaves a command without a terminal receipt (seed 101, path 81:3:5:4:5:3)", async () => {
-    await fc.assert(ledgerProperty({ raceEnqueue: true, finalizationSettlesCommand: false, operator: false, replayPath: "AHBAAFTd:qC" }), { seed: 101, path: "81:3:5:4:5:3", endOnFailure: true });
+    await fc.assert(ledgerProperty({ raceEnqueue: true, finalizationSettlesCommand: false, operator: false, replayPath: "AHBAAFTd:qC" }), {
+      seed: 101,
+      path: "81:3:5:4:5:3",
+      endOnFailure: true,
+    });
   });
 
   /*
@@ -105,6 +117,10 @@ describe("effect ledger model (reconciliation on, provider double bound as track
    *   returns every `finalizing` instance, also one whose repair is running.
    */
   it("BUG 2 regression: a concurrent repair fails a command external_effect.unknown that finalization then confirms (seed 101, path 565:0:3:2:5:5:3:5)", async () => {
-    await fc.assert(ledgerProperty({ raceEnqueue: false, finalizationSettlesCommand: true, operator: false, replayPath: "ABHMa:V" }), { seed: 101, path: "565:0:3:2:5:5:3:5", endOnFailure: true });
+    await fc.assert(ledgerProperty({ raceEnqueue: false, finalizationSettlesCommand: true, operator: false, replayPath: "ABHMa:V" }), {
+      seed: 101,
+      path: "565:0:3:2:5:5:3:5",
+      endOnFailure: true,
+    });
   });
 });

@@ -21,7 +21,14 @@ describe("long-poll heap", () => {
       ["--expose-gc", "--import", "tsx", "tests/helpers/long-poll-heap.main.ts", String(POLLS), "5000"],
       { cwd: API_DIR, maxBuffer: 1024 * 1024 },
     );
-    const figures = JSON.parse(stdout.trim().split("\n").at(-1) ?? "{}") as { polls: number; heapBefore: number; heapAfter: number; growth: number; bytesPerPoll: number; seconds: number };
+    const figures = JSON.parse(stdout.trim().split("\n").at(-1) ?? "{}") as {
+      polls: number;
+      heapBefore: number;
+      heapAfter: number;
+      growth: number;
+      bytesPerPoll: number;
+      seconds: number;
+    };
     console.log(
       `long-poll heap after GC: ${(figures.heapBefore / 1e6).toFixed(2)} MB before, ${(figures.heapAfter / 1e6).toFixed(2)} MB after ${figures.polls} polls ` +
         `(growth ${figures.growth} B, ${figures.bytesPerPoll.toFixed(2)} B/poll, ${figures.seconds.toFixed(1)} s)`,

@@ -13,7 +13,15 @@ import { CommanderError } from "commander";
 import { afterEach, describe, expect, it } from "vitest";
 import { buildEffectsCli, CliFailure } from "../src/adapters/cli/effects-cli.js";
 import type { Runtime } from "../src/composition-root.js";
-import { buildHttpApp, commitAtProvider, createDoubleWorld, dispatchWrite, type DoubleWorld, type DoubleWorldOptions, reconnectDriver } from "./kit/index.js";
+import {
+  buildHttpApp,
+  commitAtProvider,
+  createDoubleWorld,
+  dispatchWrite,
+  type DoubleWorld,
+  type DoubleWorldOptions,
+  reconnectDriver,
+} from "./kit/index.js";
 import { effectRow, ledgerSnapshot } from "./helpers/reconciliation-db.js";
 
 const TOKEN = "operator-token-0123456789";
@@ -50,8 +58,16 @@ function http(runtime: Runtime) {
 async function cli(args: string[]): Promise<{ code: number; out: string; err: string }> {
   let out = "";
   let err = "";
-  const program = buildEffectsCli((t) => (out += t), { MOSOO_EFFECT_RECONCILIATION: "on" } as NodeJS.ProcessEnv, () => Date.UTC(2026, 10, 29, 13));
-  program.configureOutput({ writeOut: (t) => (out += t), writeErr: (t) => (err += t), outputError: (t, w) => w(`mosoo-effects: ${t.trim()}\n`) });
+  const program = buildEffectsCli(
+    (t) => (out += t),
+    { MOSOO_EFFECT_RECONCILIATION: "on" } as NodeJS.ProcessEnv,
+    () => Date.UTC(2026, 10, 29, 13),
+  );
+  program.configureOutput({
+    writeOut: (t) => (out += t),
+    writeErr: (t) => (err += t),
+    outputError: (t, w) => w(`mosoo-effects: ${t.trim()}\n`),
+  });
   try {
     await program.parseAsync(["node", "mosoo-effects", ...args]);
     return { code: 0, out, err };
@@ -78,15 +94,24 @@ function gateLookups(fx: DoubleWorld): () => void {
 async function unknownWrite(fx: DoubleWorld, committed: boolean) {
   const call = await dispatchWrite(fx);
   if (committed) await commitAtProvider(fx, call);
-  fx.runtime.ledger.markUnknown(call.driver.instance, call.effectId, { connectionId: call.driver.connectionId, attempt: 1, reason: "transport closed" });
+  fx.runtime.ledger.markUnknown(call.driver.instance, call.effectId, {
+    connectionId: call.driver.connectionId,
+    attempt: 1,
+    reason: "transport closed",
+  });
   return call;
 }
 
 /** The effect's `request_id` (the Driver's result must name it). */
-const requestIdOf = (fx: DoubleWorld, effectId: string) => (fx.store.sqlite.prepare("SELECT request_id FROM external_tool_effects WHERE id = ?").get(effectId) as { request_id: string }).request_id;
+const requestIdOf = (fx: DoubleWorld, effectId: string) =>
+  (fx.store.sqlite.prepare("SELECT request_id FROM external_tool_effects WHERE id = ?").get(effectId) as { request_id: string }).request_id;
 
 const refusals = (fx: DoubleWorld) =>
-  fx.store.sqlite.prepare("SELECT effect_id, action, actor, reason, outcome, message, effect_status, created_at_ms FROM effect_operator_refusals ORDER BY id").all() as Array<Record<string, unknown>>;
+  fx.store.sqlite
+    .prepare(
+      "SELECT effect_id, action, actor, reason, outcome, message, effect_status, created_at_ms FROM effect_operator_refusals ORDER BY id",
+    )
+    .all() as Array<Record<string, unknown>>;
 
 describe("contradicted_by_provider: a lookup contradicts how the effect was settled", () => {
   it("operator said not_executed, the provider has the write: attention raised, status kept, visible in list and show", async () => {
@@ -98,14 +123,24 @@ describe("contradicted_by_provider: a lookup contradicts how the effect was sett
     const versionAfterResolve = effectRow(fx.store, call.effectId).version;
     open();
     expect((await sweeping).kind).toBe("superseded");
-    expect(effectRow(fx.store, call.effectId)).toMatchObject({ status: "not_executed", resolution: "operator", operator_attention: "contradicted_by_provider", version: versionAfterResolve + 1 });
+    expect(effectRow(fx.store, call.effectId)).toMatchObject({
+      status: "not_executed",
+      resolution: "operator",
+      operator_attention: "contradicted_by_provider",
+      version: versionAfterResolve + 1,
+    });
 
     const op = http(fx.runtime);
     const listed = await op("GET", `${E}?attention=contradicted_by_provider`);
-    expect(listed.body.effects).toEqual([expect.objectContaining({ id: call.effectId, status: "not_executed", operatorAttention: "contradicted_by_provider" })]);
+    expect(listed.body.effects).toEqual([
+      expect.objectContaining({ id: call.effectId, status: "not_executed", operatorAttention: "contradicted_by_provider" }),
+    ]);
     expect((await op("GET", E)).body.effects).toEqual([]); // the default list is still the unknown ones
     expect((await op("GET", `${E}?status=not_executed`)).body.effects[0]).toMatchObject({ operatorAttention: "contradicted_by_provider" });
-    expect((await op("GET", `${E}/${call.effectId}`)).body).toMatchObject({ operatorAttention: "contradicted_by_provider", reconciliations: [expect.objectContaining({ outcome: "superseded", error: "the lost lookup answered confirmed_succeeded" })] });
+    expect((await op("GET", `${E}/${call.effectId}`)).body).toMatchObject({
+      operatorAttention: "contradicted_by_provider",
+      reconciliations: [expect.objectContaining({ outcome: "superseded", error: "the lost lookup answered confirmed_succeeded" })],
+    });
     expect(await op("GET", `${E}?attention=bored`)).toMatchObject({ status: 400, body: { error: { code: "request.invalid" } } });
   });
 
@@ -114,10 +149,19 @@ describe("contradicted_by_provider: a lookup contradicts how the effect was sett
     const call = await unknownWrite(fx, false);
     const open = gateLookups(fx);
     const sweeping = fx.runtime.reconciler.reconcile(call.effectId, "sweep");
-    fx.runtime.operator.resolve(call.effectId, { outcome: "succeeded", result: { content: [{ type: "text", text: "Created issue #1" }] }, actor: "bob", reason: "I think it went through" });
+    fx.runtime.operator.resolve(call.effectId, {
+      outcome: "succeeded",
+      result: { content: [{ type: "text", text: "Created issue #1" }] },
+      actor: "bob",
+      reason: "I think it went through",
+    });
     open();
     expect((await sweeping).kind).toBe("superseded");
-    expect(effectRow(fx.store, call.effectId)).toMatchObject({ status: "succeeded", resolution: "operator", operator_attention: "contradicted_by_provider" });
+    expect(effectRow(fx.store, call.effectId)).toMatchObject({
+      status: "succeeded",
+      resolution: "operator",
+      operator_attention: "contradicted_by_provider",
+    });
   });
 
   it("an agreeing lookup that lost the race raises nothing", async () => {
@@ -125,7 +169,11 @@ describe("contradicted_by_provider: a lookup contradicts how the effect was sett
     const call = await unknownWrite(fx, true);
     const open = gateLookups(fx);
     const sweeping = fx.runtime.reconciler.reconcile(call.effectId, "sweep");
-    fx.runtime.operator.resolve(call.effectId, { outcome: "succeeded", result: { content: [{ type: "text", text: "Created issue #1" }] }, ...ok });
+    fx.runtime.operator.resolve(call.effectId, {
+      outcome: "succeeded",
+      result: { content: [{ type: "text", text: "Created issue #1" }] },
+      ...ok,
+    });
     open();
     expect((await sweeping).kind).toBe("superseded");
     expect(effectRow(fx.store, call.effectId).operator_attention).toBeNull();
@@ -134,7 +182,11 @@ describe("contradicted_by_provider: a lookup contradicts how the effect was sett
   it("the store refuses contradicted_by_provider on an effect that is not settled (CHECK)", async () => {
     const fx = setup();
     const call = await unknownWrite(fx, false);
-    expect(() => fx.store.sqlite.prepare("UPDATE external_tool_effects SET operator_attention = 'contradicted_by_provider' WHERE id = ?").run(call.effectId)).toThrow(/CHECK constraint failed/);
+    expect(() =>
+      fx.store.sqlite
+        .prepare("UPDATE external_tool_effects SET operator_attention = 'contradicted_by_provider' WHERE id = ?")
+        .run(call.effectId),
+    ).toThrow(/CHECK constraint failed/);
   });
 });
 
@@ -150,7 +202,8 @@ describe("refused operator actions are audited and change nothing else", () => {
       ["compensate", `${E}/${running.effectId}/compensate`, ok, 409, "effect.not_succeeded"],
       ["resolve", `${E}/${MISSING}/resolve`, { outcome: "not_executed", ...ok }, 404, "effect.not_found"],
     ];
-    for (const [, path, body, status, code] of cases) expect(await op("POST", path, body)).toMatchObject({ status, body: { error: { code } } });
+    for (const [, path, body, status, code] of cases)
+      expect(await op("POST", path, body)).toMatchObject({ status, body: { error: { code } } });
     expect(ledgerSnapshot(fx.store)).toEqual(before);
     const rows = refusals(fx);
     expect(rows.map((r) => [r["action"], r["effect_id"], r["outcome"], r["effect_status"]])).toEqual([
@@ -159,7 +212,13 @@ describe("refused operator actions are audited and change nothing else", () => {
       ["compensate", running.effectId, "effect.not_succeeded", "executing"],
       ["resolve", MISSING, "effect.not_found", null],
     ]);
-    for (const r of rows) expect(r).toMatchObject({ actor: "alice", reason: "checked the tracker", created_at_ms: fx.clock.now(), message: expect.any(String) });
+    for (const r of rows)
+      expect(r).toMatchObject({
+        actor: "alice",
+        reason: "checked the tracker",
+        created_at_ms: fx.clock.now(),
+        message: expect.any(String),
+      });
     expect((await op("GET", `${E}/${running.effectId}`)).body.refusedActions).toEqual([
       expect.objectContaining({ action: "resolve", actor: "alice", outcome: "effect.not_unknown", effectStatus: "executing" }),
       expect.objectContaining({ action: "lookup", outcome: "effect.not_reconcilable" }),
@@ -177,15 +236,27 @@ describe("refused operator actions are audited and change nothing else", () => {
       receipt: null,
     });
     const before = ledgerSnapshot(fx.store);
-    await expect(fx.runtime.operator.compensate(call.effectId, { actor: "carol", reason: "customer asked for an undo" })).rejects.toMatchObject({ code: "compensation.not_declared" });
+    await expect(
+      fx.runtime.operator.compensate(call.effectId, { actor: "carol", reason: "customer asked for an undo" }),
+    ).rejects.toMatchObject({ code: "compensation.not_declared" });
     expect(ledgerSnapshot(fx.store)).toEqual(before);
-    expect(refusals(fx)).toEqual([expect.objectContaining({ action: "compensate", actor: "carol", outcome: "compensation.not_declared", effect_status: "succeeded", reason: "customer asked for an undo" })]);
+    expect(refusals(fx)).toEqual([
+      expect.objectContaining({
+        action: "compensate",
+        actor: "carol",
+        outcome: "compensation.not_declared",
+        effect_status: "succeeded",
+        reason: "customer asked for an undo",
+      }),
+    ]);
   });
 
   it("a malformed request is refused before the service (no actor to audit): no refusal row", async () => {
     const fx = setup({ bind: false });
     const running = await dispatchWrite(fx);
-    expect(await http(fx.runtime)("POST", `${E}/${running.effectId}/resolve`, { outcome: "not_executed", reason: "no actor" })).toMatchObject({ status: 400 });
+    expect(
+      await http(fx.runtime)("POST", `${E}/${running.effectId}/resolve`, { outcome: "not_executed", reason: "no actor" }),
+    ).toMatchObject({ status: 400 });
     expect(refusals(fx)).toEqual([]);
   });
 });
@@ -198,13 +269,23 @@ describe("a succeeded effect whose provider result is an error is marked as such
     fx.runtime.ledger.complete(failing.driver.instance, failing.effectId, {
       connectionId: failing.driver.connectionId,
       attempt: 1,
-      result: { outputText: "issue_tracker_readonly: try later", isError: true, requestId: requestId(failing.effectId), serverId: "tracker", toolName: "createIssue" },
+      result: {
+        outputText: "issue_tracker_readonly: try later",
+        isError: true,
+        requestId: requestId(failing.effectId),
+        serverId: "tracker",
+        toolName: "createIssue",
+      },
       receipt: null,
     });
     const op = http(fx.runtime);
     const listed = await op("GET", `${E}?status=succeeded`);
     expect(listed.body.effects).toEqual([expect.objectContaining({ id: failing.effectId, status: "succeeded", toolError: true })]);
-    expect((await op("GET", `${E}/${failing.effectId}`)).body).toMatchObject({ status: "succeeded", toolError: true, result: { isError: true } });
+    expect((await op("GET", `${E}/${failing.effectId}`)).body).toMatchObject({
+      status: "succeeded",
+      toolError: true,
+      result: { isError: true },
+    });
   });
 
   it("the CLI table says `succeeded (tool error)` and --json has toolError: true; a plain success is not marked", async () => {
@@ -222,12 +303,49 @@ describe("a succeeded effect whose provider result is an error is marked as such
     fx.close();
     f = undefined;
     const [failed, plain] = ids as [string, string];
-    expect((await cli(["--db", dbFile, "resolve", failed, "--outcome", "succeeded", "--output-text", "issue_tracker_readonly", "--is-error", "--actor", "alice", "--reason", "the tracker refused it"])).code).toBe(0);
-    expect((await cli(["--db", dbFile, "resolve", plain, "--outcome", "succeeded", "--output-text", "Created issue #2", "--actor", "alice", "--reason", "found it"])).code).toBe(0);
+    expect(
+      (
+        await cli([
+          "--db",
+          dbFile,
+          "resolve",
+          failed,
+          "--outcome",
+          "succeeded",
+          "--output-text",
+          "issue_tracker_readonly",
+          "--is-error",
+          "--actor",
+          "alice",
+          "--reason",
+          "the tracker refused it",
+        ])
+      ).code,
+    ).toBe(0);
+    expect(
+      (
+        await cli([
+          "--db",
+          dbFile,
+          "resolve",
+          plain,
+          "--outcome",
+          "succeeded",
+          "--output-text",
+          "Created issue #2",
+          "--actor",
+          "alice",
+          "--reason",
+          "found it",
+        ])
+      ).code,
+    ).toBe(0);
     const table = await cli(["--db", dbFile, "list", "--status", "succeeded"]);
     expect(table.out).toMatch(new RegExp(`${failed} │ succeeded \\(tool error\\) │`));
     expect(table.out).toMatch(new RegExp(`${plain} │ succeeded\\s+│`));
-    const json = JSON.parse((await cli(["--db", dbFile, "--json", "list", "--status", "succeeded"])).out) as { effects: Array<{ id: string; toolError: boolean }> };
+    const json = JSON.parse((await cli(["--db", dbFile, "--json", "list", "--status", "succeeded"])).out) as {
+      effects: Array<{ id: string; toolError: boolean }>;
+    };
     expect(Object.fromEntries(json.effects.map((e) => [e.id, e.toolError]))).toEqual({ [failed]: true, [plain]: false });
     expect((await cli(["--db", dbFile, "show", failed])).out).toMatch(/status\s+│ succeeded \(tool error\)/);
     expect(JSON.parse((await cli(["--db", dbFile, "--json", "show", failed])).out)).toMatchObject({ toolError: true });

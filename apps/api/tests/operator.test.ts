@@ -1,6 +1,14 @@
 import { afterEach, describe, expect, it } from "vitest";
 import type { Runtime } from "../src/composition-root.js";
-import { buildHttpApp, commitAtProvider, connectDriver, createDoubleWorld, dispatchWrite, type DoubleWorld, reconnectDriver } from "./kit/index.js";
+import {
+  buildHttpApp,
+  commitAtProvider,
+  connectDriver,
+  createDoubleWorld,
+  dispatchWrite,
+  type DoubleWorld,
+  reconnectDriver,
+} from "./kit/index.js";
 import { effectRow, ledgerSnapshot, reconciliationRecords } from "./helpers/reconciliation-db.js";
 
 const TOKEN = "operator-token-0123456789";
@@ -29,7 +37,11 @@ async function committedUnknownWithGatedLookup() {
   const fx = f;
   const call = await dispatchWrite(fx);
   await commitAtProvider(fx, call);
-  fx.runtime.ledger.markUnknown(call.driver.instance, call.effectId, { connectionId: call.driver.connectionId, attempt: 1, reason: "transport closed" });
+  fx.runtime.ledger.markUnknown(call.driver.instance, call.effectId, {
+    connectionId: call.driver.connectionId,
+    attempt: 1,
+    reason: "transport closed",
+  });
   let open!: () => void;
   const gate = new Promise<void>((resolve) => (open = resolve));
   const inner = fx.adapter.lookup.bind(fx.adapter);
@@ -69,16 +81,25 @@ describe("operator routes: gating", () => {
       ["POST", `${E}/${call.effectId}/compensate`, ok],
     ] as const) {
       expect(await http(f.runtime)(method, path, body)).toMatchObject({ status: 404, body: { error: { code: "feature.disabled" } } });
-      expect(await http(f.runtime, { token: "" })(method, path, body)).toMatchObject({ status: 401, body: { error: { code: "auth.missing_token" } } });
+      expect(await http(f.runtime, { token: "" })(method, path, body)).toMatchObject({
+        status: 401,
+        body: { error: { code: "auth.missing_token" } },
+      });
     }
     expect(ledgerSnapshot(f.store)).toEqual(before);
   });
 
   it("without a configured token answers 403; a missing token 401 auth.missing_token; a wrong one 401 auth.invalid_token", async () => {
     f = createDoubleWorld({ bind: false });
-    expect(await http(f.runtime, { configured: undefined })("GET", E)).toMatchObject({ status: 403, body: { error: { code: "auth.operator_disabled" } } });
+    expect(await http(f.runtime, { configured: undefined })("GET", E)).toMatchObject({
+      status: 403,
+      body: { error: { code: "auth.operator_disabled" } },
+    });
     expect(await http(f.runtime, { token: "" })("GET", E)).toMatchObject({ status: 401, body: { error: { code: "auth.missing_token" } } });
-    expect(await http(f.runtime, { token: "wrong-token-0123456789" })("GET", E)).toMatchObject({ status: 401, body: { error: { code: "auth.invalid_token" } } });
+    expect(await http(f.runtime, { token: "wrong-token-0123456789" })("GET", E)).toMatchObject({
+      status: 401,
+      body: { error: { code: "auth.invalid_token" } },
+    });
     expect(await http(f.runtime, { token: TOKEN.toUpperCase() })("GET", E)).toMatchObject({ status: 401 });
   });
 });
@@ -138,7 +159,11 @@ describe("operator routes: resolve by hand", () => {
     const call = await unknownEffect(f);
     const body = {
       outcome: "succeeded",
-      result: { content: [{ type: "text", text: "Created issue #7" }], structuredContent: { number: 7 }, _meta: { "io.mosoo/provider-operation-id": "ISS-7" } },
+      result: {
+        content: [{ type: "text", text: "Created issue #7" }],
+        structuredContent: { number: 7 },
+        _meta: { "io.mosoo/provider-operation-id": "ISS-7" },
+      },
       receipt: { providerOperationId: "ISS-7", observedAt: "2026-11-29T12:00:00.000Z", detail: { url: "https://tracker.example/7" } },
       actor: "bob",
       reason: "found #7 in the tracker",
@@ -152,7 +177,14 @@ describe("operator routes: resolve by hand", () => {
     const shown = f.runtime.operator.show(call.effectId);
     expect(shown.providerReceipt).toEqual({ "io.mosoo/provider-operation-id": "ISS-7" });
     expect(shown.operatorActions).toEqual([
-      expect.objectContaining({ action: "resolve", actor: "bob", outcome: "succeeded", statusBefore: "unknown", statusAfter: "succeeded", receipt: body.receipt }),
+      expect.objectContaining({
+        action: "resolve",
+        actor: "bob",
+        outcome: "succeeded",
+        statusBefore: "unknown",
+        statusAfter: "succeeded",
+        receipt: body.receipt,
+      }),
     ]);
     expect(f.runtime.runs.getRunView(call.runId).events.map((e) => e.type)).toContain("effect.resolved");
   });
@@ -161,11 +193,20 @@ describe("operator routes: resolve by hand", () => {
     f = createDoubleWorld({ bind: false });
     const call = await unknownEffect(f);
     const op = http(f.runtime);
-    expect(await op("POST", `${E}/${call.effectId}/resolve`, { outcome: "not_executed", ...ok })).toMatchObject({ status: 200, body: { status: "not_executed", resolution: "operator" } });
+    expect(await op("POST", `${E}/${call.effectId}/resolve`, { outcome: "not_executed", ...ok })).toMatchObject({
+      status: 200,
+      body: { status: "not_executed", resolution: "operator" },
+    });
     const before = ledgerSnapshot(f.store);
-    expect(await op("POST", `${E}/${call.effectId}/resolve`, { outcome: "not_executed", ...ok })).toMatchObject({ status: 409, body: { error: { code: "effect.not_unknown" } } });
+    expect(await op("POST", `${E}/${call.effectId}/resolve`, { outcome: "not_executed", ...ok })).toMatchObject({
+      status: 409,
+      body: { error: { code: "effect.not_unknown" } },
+    });
     expect(ledgerSnapshot(f.store)).toEqual(before);
-    expect(await f.runtime.ledger.claim(call.restarted.instance, call.restarted.connectionId, call.commandId)).toEqual({ kind: "not_executed", effectId: call.effectId });
+    expect(await f.runtime.ledger.claim(call.restarted.instance, call.restarted.connectionId, call.commandId)).toEqual({
+      kind: "not_executed",
+      effectId: call.effectId,
+    });
     f.runtime.runs.deleteRun(call.runId); // the fence is gone
   });
 
@@ -175,11 +216,36 @@ describe("operator routes: resolve by hand", () => {
     ["a NUL in the reason", { outcome: "not_executed", actor: "a", reason: "r\u0000" }, 400, "request.invalid"],
     ["an unknown outcome", { outcome: "maybe", ...ok }, 400, "request.invalid"],
     ["succeeded without a result", { outcome: "succeeded", ...ok }, 400, "request.invalid"],
-    ["a result that is not an MCP tool result", { outcome: "succeeded", result: { content: "Created issue #7" }, ...ok }, 400, "request.invalid"],
-    ["a content block of an unknown type", { outcome: "succeeded", result: { content: [{ type: "hologram" }] }, ...ok }, 400, "request.invalid"],
-    ["an oversized result", { outcome: "succeeded", result: { content: [{ type: "text", text: "x".repeat(1024 * 1024 + 1) }] }, ...ok }, 400, "request.invalid"],
-    ["an oversized receipt", { outcome: "succeeded", result: { content: [] }, receipt: { detail: { blob: "x".repeat(5000) } }, ...ok }, 400, "request.invalid"],
-    ["a receipt with unknown keys", { outcome: "succeeded", result: { content: [] }, receipt: { trustMe: true }, ...ok }, 400, "request.invalid"],
+    [
+      "a result that is not an MCP tool result",
+      { outcome: "succeeded", result: { content: "Created issue #7" }, ...ok },
+      400,
+      "request.invalid",
+    ],
+    [
+      "a content block of an unknown type",
+      { outcome: "succeeded", result: { content: [{ type: "hologram" }] }, ...ok },
+      400,
+      "request.invalid",
+    ],
+    [
+      "an oversized result",
+      { outcome: "succeeded", result: { content: [{ type: "text", text: "x".repeat(1024 * 1024 + 1) }] }, ...ok },
+      400,
+      "request.invalid",
+    ],
+    [
+      "an oversized receipt",
+      { outcome: "succeeded", result: { content: [] }, receipt: { detail: { blob: "x".repeat(5000) } }, ...ok },
+      400,
+      "request.invalid",
+    ],
+    [
+      "a receipt with unknown keys",
+      { outcome: "succeeded", result: { content: [] }, receipt: { trustMe: true }, ...ok },
+      400,
+      "request.invalid",
+    ],
     ["not_executed with a result", { outcome: "not_executed", result: { content: [] }, ...ok }, 400, "request.invalid"],
     ["a body that is not JSON", "{oops", 400, "request.invalid"],
   ])("refuses %s with %i %s, changing nothing", async (_label, body, status, code) => {
@@ -195,8 +261,14 @@ describe("operator routes: resolve by hand", () => {
     const call = await dispatchWrite(f); // executing, not unknown
     const before = ledgerSnapshot(f.store);
     const op = http(f.runtime);
-    expect(await op("POST", `${E}/${MISSING}/resolve`, { outcome: "not_executed", ...ok })).toMatchObject({ status: 404, body: { error: { code: "effect.not_found" } } });
-    expect(await op("POST", `${E}/${call.effectId}/resolve`, { outcome: "not_executed", ...ok })).toMatchObject({ status: 409, body: { error: { code: "effect.not_unknown" } } });
+    expect(await op("POST", `${E}/${MISSING}/resolve`, { outcome: "not_executed", ...ok })).toMatchObject({
+      status: 404,
+      body: { error: { code: "effect.not_found" } },
+    });
+    expect(await op("POST", `${E}/${call.effectId}/resolve`, { outcome: "not_executed", ...ok })).toMatchObject({
+      status: 409,
+      body: { error: { code: "effect.not_unknown" } },
+    });
     expect(ledgerSnapshot(f.store)).toEqual(before);
   });
 });
@@ -206,12 +278,25 @@ describe("operator routes: reconcile now", () => {
     f = createDoubleWorld();
     const call = await dispatchWrite(f);
     await commitAtProvider(f, call);
-    f.runtime.ledger.markUnknown(call.driver.instance, call.effectId, { connectionId: call.driver.connectionId, attempt: 1, reason: "transport closed" });
+    f.runtime.ledger.markUnknown(call.driver.instance, call.effectId, {
+      connectionId: call.driver.connectionId,
+      attempt: 1,
+      reason: "transport closed",
+    });
     const res = await http(f.runtime)("POST", `${E}/${call.effectId}/reconcile`, { actor: "alice", reason: "customer asked" });
-    expect(res).toMatchObject({ status: 200, body: { outcome: "confirmed_succeeded", effect: { status: "succeeded", resolution: "reconciled" } } });
+    expect(res).toMatchObject({
+      status: 200,
+      body: { outcome: "confirmed_succeeded", effect: { status: "succeeded", resolution: "reconciled" } },
+    });
     expect(reconciliationRecords(f.store, call.effectId).map((r) => r.trigger)).toEqual(["operator"]);
     expect(f.runtime.operator.show(call.effectId).operatorActions).toEqual([
-      expect.objectContaining({ action: "lookup", actor: "alice", outcome: "confirmed_succeeded", statusBefore: "unknown", statusAfter: "succeeded" }),
+      expect.objectContaining({
+        action: "lookup",
+        actor: "alice",
+        outcome: "confirmed_succeeded",
+        statusBefore: "unknown",
+        statusAfter: "succeeded",
+      }),
     ]);
   });
 
@@ -221,9 +306,18 @@ describe("operator routes: reconcile now", () => {
     const running = await dispatchWrite(f, { driver: connectDriver(f.runtime, "driver-b") });
     const before = ledgerSnapshot(f.store);
     const op = http(f.runtime);
-    expect(await op("POST", `${E}/${call.effectId}/reconcile`, ok)).toMatchObject({ status: 409, body: { error: { code: "effect.not_reconcilable" } } });
-    expect(await op("POST", `${E}/${running.effectId}/reconcile`, ok)).toMatchObject({ status: 409, body: { error: { code: "effect.not_reconcilable" } } });
-    expect(await op("POST", `${E}/${call.effectId}/reconcile`, { reason: "r" })).toMatchObject({ status: 400, body: { error: { code: "request.invalid" } } });
+    expect(await op("POST", `${E}/${call.effectId}/reconcile`, ok)).toMatchObject({
+      status: 409,
+      body: { error: { code: "effect.not_reconcilable" } },
+    });
+    expect(await op("POST", `${E}/${running.effectId}/reconcile`, ok)).toMatchObject({
+      status: 409,
+      body: { error: { code: "effect.not_reconcilable" } },
+    });
+    expect(await op("POST", `${E}/${call.effectId}/reconcile`, { reason: "r" })).toMatchObject({
+      status: 400,
+      body: { error: { code: "request.invalid" } },
+    });
     expect(await op("POST", `${E}/${MISSING}/reconcile`, ok)).toMatchObject({ status: 404, body: { error: { code: "effect.not_found" } } });
     expect(ledgerSnapshot(f.store)).toEqual(before);
   });
@@ -234,7 +328,9 @@ describe("operator routes: reconcile now", () => {
     const byOperator = await fx.runtime.operator.reconcile(call.effectId, ok);
     expect(byOperator.outcome).toBe("superseded");
     // it changed nothing, so its audit row says unknown -> unknown whatever happens next
-    expect(fx.runtime.operator.show(call.effectId).operatorActions).toEqual([expect.objectContaining({ action: "lookup", outcome: "superseded", statusBefore: "unknown", statusAfter: "unknown" })]);
+    expect(fx.runtime.operator.show(call.effectId).operatorActions).toEqual([
+      expect.objectContaining({ action: "lookup", outcome: "superseded", statusBefore: "unknown", statusAfter: "unknown" }),
+    ]);
     open();
     expect((await sweeping).kind).toBe("confirmed_succeeded");
     expect(reconciliationRecords(fx.store, call.effectId).map((r) => [r.trigger, r.outcome])).toEqual([
@@ -252,9 +348,13 @@ describe("operator resolve racing a reconciler", () => {
     open();
     expect((await sweeping).kind).toBe("superseded");
     expect(effectRow(fx.store, call.effectId)).toMatchObject({ status: "not_executed", resolution: "operator", lease_owner: null });
-    expect(reconciliationRecords(fx.store, call.effectId).map((r) => [r.outcome, r.reason_code, r.error])).toEqual([["superseded", "cas_lost", "the lost lookup answered confirmed_succeeded"]]);
+    expect(reconciliationRecords(fx.store, call.effectId).map((r) => [r.outcome, r.reason_code, r.error])).toEqual([
+      ["superseded", "cas_lost", "the lost lookup answered confirmed_succeeded"],
+    ]);
     // the operator's own audit row says what it changed
-    expect(fx.runtime.operator.show(call.effectId).operatorActions).toEqual([expect.objectContaining({ action: "resolve", statusBefore: "unknown", statusAfter: "not_executed" })]);
+    expect(fx.runtime.operator.show(call.effectId).operatorActions).toEqual([
+      expect.objectContaining({ action: "resolve", statusBefore: "unknown", statusAfter: "not_executed" }),
+    ]);
   });
 
   it("the reconciler commits first: the operator's resolution is refused (409) and changes nothing", async () => {
@@ -262,10 +362,18 @@ describe("operator resolve racing a reconciler", () => {
     const fx = f;
     const call = await dispatchWrite(fx);
     await commitAtProvider(fx, call);
-    fx.runtime.ledger.markUnknown(call.driver.instance, call.effectId, { connectionId: call.driver.connectionId, attempt: 1, reason: "transport closed" });
+    fx.runtime.ledger.markUnknown(call.driver.instance, call.effectId, {
+      connectionId: call.driver.connectionId,
+      attempt: 1,
+      reason: "transport closed",
+    });
     expect((await fx.runtime.reconciler.reconcile(call.effectId, "sweep")).kind).toBe("confirmed_succeeded");
     const before = ledgerSnapshot(fx.store);
-    const res = await http(fx.runtime)("POST", `${E}/${call.effectId}/resolve`, { outcome: "not_executed", actor: "alice", reason: "late" });
+    const res = await http(fx.runtime)("POST", `${E}/${call.effectId}/resolve`, {
+      outcome: "not_executed",
+      actor: "alice",
+      reason: "late",
+    });
     expect(res).toMatchObject({ status: 409, body: { error: { code: "effect.not_unknown" } } });
     expect(ledgerSnapshot(fx.store)).toEqual(before);
     expect(effectRow(fx.store, call.effectId)).toMatchObject({ status: "succeeded", resolution: "reconciled" });

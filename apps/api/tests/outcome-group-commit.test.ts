@@ -15,7 +15,10 @@ function open(): { store: Store; commits: number[]; rows: () => number[] } {
   store.sqlite.exec("CREATE TABLE t (v INTEGER NOT NULL UNIQUE)");
   const commits: number[] = [];
   const s = store;
-  observeDurableWrites(s.db, { beforeCommit: () => undefined, afterCommit: () => void commits.push((s.sqlite.prepare("SELECT count(*) AS n FROM t").get() as { n: number }).n) });
+  observeDurableWrites(s.db, {
+    beforeCommit: () => undefined,
+    afterCommit: () => void commits.push((s.sqlite.prepare("SELECT count(*) AS n FROM t").get() as { n: number }).n),
+  });
   return { store: s, commits, rows: () => (s.sqlite.prepare("SELECT v FROM t ORDER BY v").all() as Array<{ v: number }>).map((r) => r.v) };
 }
 

@@ -115,7 +115,10 @@ describe("loadApiConfig: reconciliation variables", () => {
   });
 
   it("refuses a backoff cap below the first delay, naming MOSOO_LOOKUP_BACKOFF_MAX_MS", async () => {
-    await configError(() => loadApiConfig({ MOSOO_LOOKUP_BACKOFF_INITIAL_MS: "5000", MOSOO_LOOKUP_BACKOFF_MAX_MS: "4999" }), "MOSOO_LOOKUP_BACKOFF_MAX_MS");
+    await configError(
+      () => loadApiConfig({ MOSOO_LOOKUP_BACKOFF_INITIAL_MS: "5000", MOSOO_LOOKUP_BACKOFF_MAX_MS: "4999" }),
+      "MOSOO_LOOKUP_BACKOFF_MAX_MS",
+    );
   });
 });
 
@@ -145,13 +148,22 @@ describe("bindings file (adapters bound through the real isolated worker host)",
     return path;
   }
   const configWith = (bindingsFile: string | undefined, enabled = "on") =>
-    loadApiConfig({ MOSOO_EFFECT_RECONCILIATION: enabled, ...(bindingsFile ? { [BINDINGS_VAR]: bindingsFile } : {}), MOSOO_LOOKUP_TIMEOUT_MS: "300" });
+    loadApiConfig({
+      MOSOO_EFFECT_RECONCILIATION: enabled,
+      ...(bindingsFile ? { [BINDINGS_VAR]: bindingsFile } : {}),
+      MOSOO_LOOKUP_TIMEOUT_MS: "300",
+    });
 
   it("a package binding loads @mosoo/fixture-adapter from the API's dependencies (in the worker), with its provenance", async () => {
     const bindings = await loadBindings(file(TRACKER_BINDING), host);
     expect([...bindings.keys()]).toEqual(["tracker"]);
     const info = bindings.get("tracker")!;
-    expect(info.adapter.declaration).toMatchObject({ id: "fixture-issue-tracker", tools: ["createIssue", "closeIssue"], compensations: { createIssue: { toolName: "closeIssue" } }, keyFencing: { kind: "lookup_fences_key" } });
+    expect(info.adapter.declaration).toMatchObject({
+      id: "fixture-issue-tracker",
+      tools: ["createIssue", "closeIssue"],
+      compensations: { createIssue: { toolName: "closeIssue" } },
+      keyFencing: { kind: "lookup_fences_key" },
+    });
     expect(typeof info.adapter.lookup).toBe("function");
     expect(info.provenance).toMatchObject({ source: FIXTURE_PACKAGE, packageName: "@mosoo/fixture-adapter", packageVersion: "1.1.0" });
     expect(info.provenance.declarationHash).toMatch(/^sha256:[0-9a-f]{64}$/);
@@ -159,7 +171,10 @@ describe("bindings file (adapters bound through the real isolated worker host)",
   });
 
   it("tools narrows a binding: only the named tools are covered, compensations across the cut are dropped", async () => {
-    const bindings = await loadBindings(file({ bindings: { tracker: { ...TRACKER_BINDING.bindings.tracker, tools: ["createIssue"] } } }), host);
+    const bindings = await loadBindings(
+      file({ bindings: { tracker: { ...TRACKER_BINDING.bindings.tracker, tools: ["createIssue"] } } }),
+      host,
+    );
     const info = bindings.get("tracker")!;
     expect(info.adapter.declaration.tools).toEqual(["createIssue"]);
     expect(info.adapter.declaration.compensations).toBeUndefined();
@@ -168,46 +183,117 @@ describe("bindings file (adapters bound through the real isolated worker host)",
 
   it("resolveReconciliationSettings: settings from the config, bindings resolved; a built-in id maps to its source", async () => {
     const builtIns = { "fixture-issue-tracker": FIXTURE_PACKAGE };
-    const settings = await resolveReconciliationSettings(configWith(file({ bindings: { tracker: { adapterId: "fixture-issue-tracker", options: { url: "http://127.0.0.1:1/mcp" } } } })), host, { builtIns });
-    expect(settings).toMatchObject({ enabled: true, lookupTimeoutMs: 300, concurrency: 4, maxLookups: 8, backoff: { initialMs: 1_000, maxMs: 300_000, factor: 2 } });
+    const settings = await resolveReconciliationSettings(
+      configWith(file({ bindings: { tracker: { adapterId: "fixture-issue-tracker", options: { url: "http://127.0.0.1:1/mcp" } } } })),
+      host,
+      { builtIns },
+    );
+    expect(settings).toMatchObject({
+      enabled: true,
+      lookupTimeoutMs: 300,
+      concurrency: 4,
+      maxLookups: 8,
+      backoff: { initialMs: 1_000, maxMs: 300_000, factor: 2 },
+    });
     expect(settings.leaseMs).toBeGreaterThan(settings.lookupTimeoutMs);
     expect(settings.bindings.get("tracker")!.declaration.id).toBe("fixture-issue-tracker");
     expect(Object.isFrozen(settings.bindings.get("tracker")!.declaration)).toBe(true);
-    expect(settings.boundAdapters!.get("tracker")!.provenance).toMatchObject({ source: FIXTURE_PACKAGE, packageName: "@mosoo/fixture-adapter" });
+    expect(settings.boundAdapters!.get("tracker")!.provenance).toMatchObject({
+      source: FIXTURE_PACKAGE,
+      packageName: "@mosoo/fixture-adapter",
+    });
   });
 
   it("a binding's package may be a module path relative to the bindings file", async () => {
     const fixture = new URL("./fixtures/adapters/misbehaving.adapter.ts", import.meta.url).pathname;
-    const bindings = await loadBindings(file({ bindings: { tracker: { package: { module: fixture, export: "mutatesInputAdapterFactory" } } } }), host);
+    const bindings = await loadBindings(
+      file({ bindings: { tracker: { package: { module: fixture, export: "mutatesInputAdapterFactory" } } } }),
+      host,
+    );
     expect(bindings.get("tracker")!.adapter.declaration.id).toBe("mutates-input");
     expect(bindings.get("tracker")!.provenance.packageName).toBe("@mosoo/api");
   });
 
   it("without a bindings file: no bindings; with the flag off the file is still validated", async () => {
     expect((await resolveReconciliationSettings(configWith(undefined), host)).bindings.size).toBe(0);
-    await asyncConfigError(() => resolveReconciliationSettings(configWith(file({ bindings: { tracker: { adapterId: "nope" } } }), "off"), host), BINDINGS_VAR);
+    await asyncConfigError(
+      () => resolveReconciliationSettings(configWith(file({ bindings: { tracker: { adapterId: "nope" } } }), "off"), host),
+      BINDINGS_VAR,
+    );
   });
 
   it.each<[string, unknown, RegExp]>([
-    ["unknown adapter id", { bindings: { tracker: { adapterId: "github-issues", options: {} } } }, /bindings\.tracker: adapter\.unknown_id/],
-    ["unknown package", { bindings: { tracker: { package: { module: "@acme/not-installed-adapter", export: "factory" } } } }, /bindings\.tracker: adapter\.package_not_found: .*@acme\/not-installed-adapter/],
-    ["export missing", { bindings: { tracker: { package: { module: "@mosoo/fixture-adapter", export: "noSuchFactory" } } } }, /bindings\.tracker: adapter\.export_missing: .*noSuchFactory/],
-    ["export not a factory", { bindings: { tracker: { package: { module: "@mosoo/fixture-adapter", export: "FixtureIssueTrackerOptionsSchema" } } } }, /adapter\.export_missing/],
-    ["tool not declared", { bindings: { tracker: { ...TRACKER_BINDING.bindings.tracker, tools: ["createIssue", "deleteIssue"] } } }, /bindings\.tracker: binding\.tool_not_declared: tool "deleteIssue" is not declared by adapter "fixture-issue-tracker"/],
-    ["a tool listed twice (issue 16 review)", { bindings: { tracker: { ...TRACKER_BINDING.bindings.tracker, tools: ["createIssue", "closeIssue", "createIssue"] } } }, /: bindings\.tracker\.tools: tool "createIssue" is listed twice; name each tool once$/],
-    ["both adapterId and package", { bindings: { tracker: { adapterId: "mcp-convention", package: FIXTURE_PACKAGE } } }, /exactly one of adapterId/],
-    ["bad options (not a url)", { bindings: { tracker: { package: FIXTURE_PACKAGE, options: { url: "not a url" } } } }, /bindings\.tracker: adapter\.invalid_options/],
+    [
+      "unknown adapter id",
+      { bindings: { tracker: { adapterId: "github-issues", options: {} } } },
+      /bindings\.tracker: adapter\.unknown_id/,
+    ],
+    [
+      "unknown package",
+      { bindings: { tracker: { package: { module: "@acme/not-installed-adapter", export: "factory" } } } },
+      /bindings\.tracker: adapter\.package_not_found: .*@acme\/not-installed-adapter/,
+    ],
+    [
+      "export missing",
+      { bindings: { tracker: { package: { module: "@mosoo/fixture-adapter", export: "noSuchFactory" } } } },
+      /bindings\.tracker: adapter\.export_missing: .*noSuchFactory/,
+    ],
+    [
+      "export not a factory",
+      { bindings: { tracker: { package: { module: "@mosoo/fixture-adapter", export: "FixtureIssueTrackerOptionsSchema" } } } },
+      /adapter\.export_missing/,
+    ],
+    [
+      "tool not declared",
+      { bindings: { tracker: { ...TRACKER_BINDING.bindings.tracker, tools: ["createIssue", "deleteIssue"] } } },
+      /bindings\.tracker: binding\.tool_not_declared: tool "deleteIssue" is not declared by adapter "fixture-issue-tracker"/,
+    ],
+    [
+      "a tool listed twice (issue 16 review)",
+      { bindings: { tracker: { ...TRACKER_BINDING.bindings.tracker, tools: ["createIssue", "closeIssue", "createIssue"] } } },
+      /: bindings\.tracker\.tools: tool "createIssue" is listed twice; name each tool once$/,
+    ],
+    [
+      "both adapterId and package",
+      { bindings: { tracker: { adapterId: "mcp-convention", package: FIXTURE_PACKAGE } } },
+      /exactly one of adapterId/,
+    ],
+    [
+      "bad options (not a url)",
+      { bindings: { tracker: { package: FIXTURE_PACKAGE, options: { url: "not a url" } } } },
+      /bindings\.tracker: adapter\.invalid_options/,
+    ],
     ["missing options", { bindings: { tracker: { package: FIXTURE_PACKAGE } } }, /adapter\.invalid_options/],
-    ["unknown option key", { bindings: { tracker: { package: FIXTURE_PACKAGE, options: { url: "http://127.0.0.1:1/mcp", token: "x" } } } }, /adapter\.invalid_options/],
-    ["convention provider unreachable", { bindings: { tracker: { adapterId: "mcp-convention", options: { url: "http://127.0.0.1:1/mcp" } } } }, /bindings\.tracker: adapter\.invalid_options: adapter "mcp-convention" could not discover/],
+    [
+      "unknown option key",
+      { bindings: { tracker: { package: FIXTURE_PACKAGE, options: { url: "http://127.0.0.1:1/mcp", token: "x" } } } },
+      /adapter\.invalid_options/,
+    ],
+    [
+      "convention provider unreachable",
+      { bindings: { tracker: { adapterId: "mcp-convention", options: { url: "http://127.0.0.1:1/mcp" } } } },
+      /bindings\.tracker: adapter\.invalid_options: adapter "mcp-convention" could not discover/,
+    ],
     ["bad JSON", "{ bindings: ", /cannot read JSON/],
     ["unknown top-level key", { ...TRACKER_BINDING, retries: 3 }, /retries/],
     ["unknown key in a binding", { bindings: { tracker: { package: FIXTURE_PACKAGE, opts: {} } } }, /opts/],
-    ["bad server id", { bindings: { "no spaces": { package: FIXTURE_PACKAGE, options: { url: "http://127.0.0.1:1/mcp" } } } }, /bindings\.no spaces: /],
+    [
+      "bad server id",
+      { bindings: { "no spaces": { package: FIXTURE_PACKAGE, options: { url: "http://127.0.0.1:1/mcp" } } } },
+      /bindings\.no spaces: /,
+    ],
     ["no bindings object", { tracker: { package: FIXTURE_PACKAGE } }, /: bindings: /],
     ["the old field name source", { bindings: { tracker: { source: FIXTURE_PACKAGE } } }, /source/],
-    ["a package module that does not exist", { bindings: { tracker: { package: { module: "/nonexistent/adapter.ts", export: "f" } } } }, /bindings\.tracker: adapter\.package_not_found/],
-    ["a package module that is a device", { bindings: { tracker: { package: { module: "/dev/zero", export: "f" } } } }, /bindings\.tracker: adapter\.package_not_found: .*not a regular file/],
+    [
+      "a package module that does not exist",
+      { bindings: { tracker: { package: { module: "/nonexistent/adapter.ts", export: "f" } } } },
+      /bindings\.tracker: adapter\.package_not_found/,
+    ],
+    [
+      "a package module that is a device",
+      { bindings: { tracker: { package: { module: "/dev/zero", export: "f" } } } },
+      /bindings\.tracker: adapter\.package_not_found: .*not a regular file/,
+    ],
   ])("%s → ConfigError naming the variable, one line", async (_name, content, detail) => {
     const path = file(content);
     expect(await asyncConfigError(() => loadBindings(path, host), BINDINGS_VAR)).toMatch(detail);
@@ -215,14 +301,24 @@ describe("bindings file (adapters bound through the real isolated worker host)",
   });
 
   it("a package whose declaration is invalid → adapter.invalid_declaration, one line", async () => {
-    const mod = moduleFile(`export const factory = { declaration: { id: "Bad Id", version: "1", tools: [], retentionWindowMs: -1, keyFencing: { kind: "maybe" } }, create() { return {}; } };\n`);
-    const message = await asyncConfigError(() => loadBindings(file({ bindings: { tracker: { package: { module: mod, export: "factory" } } } }), host), BINDINGS_VAR);
+    const mod = moduleFile(
+      `export const factory = { declaration: { id: "Bad Id", version: "1", tools: [], retentionWindowMs: -1, keyFencing: { kind: "maybe" } }, create() { return {}; } };\n`,
+    );
+    const message = await asyncConfigError(
+      () => loadBindings(file({ bindings: { tracker: { package: { module: mod, export: "factory" } } } }), host),
+      BINDINGS_VAR,
+    );
     expect(message).toMatch(/bindings\.tracker: adapter\.invalid_declaration: /);
   });
 
   it("a package module that throws while loading → adapter.load_failed, one line", async () => {
     const mod = moduleFile(`throw new Error("boom at import");\n`);
-    expect(await asyncConfigError(() => loadBindings(file({ bindings: { tracker: { package: { module: mod, export: "factory" } } } }), host), BINDINGS_VAR)).toMatch(/adapter\.load_failed: .*boom at import/);
+    expect(
+      await asyncConfigError(
+        () => loadBindings(file({ bindings: { tracker: { package: { module: mod, export: "factory" } } } }), host),
+        BINDINGS_VAR,
+      ),
+    ).toMatch(/adapter\.load_failed: .*boom at import/);
   });
 
   it("a missing file → ConfigError naming the variable, one line", async () => {
@@ -251,7 +347,13 @@ describe("the API process refuses a bad binding at startup with one config.inval
     writeFileSync(bindingsFile, JSON.stringify({ bindings: { tracker: bindings } }));
     return promisify(execFile)(process.execPath, ["--import", "tsx", "src/main.ts"], {
       cwd: API_DIR,
-      env: { ...process.env, MOSOO_DB_FILE: join(dir, "api.db"), MOSOO_PORT: "0", MOSOO_EFFECT_RECONCILIATION: "on", [BINDINGS_VAR]: bindingsFile },
+      env: {
+        ...process.env,
+        MOSOO_DB_FILE: join(dir, "api.db"),
+        MOSOO_PORT: "0",
+        MOSOO_EFFECT_RECONCILIATION: "on",
+        [BINDINGS_VAR]: bindingsFile,
+      },
       timeout: START_TIMEOUT_MS,
     }).then(
       () => ({ code: 0, stderr: "" }),
@@ -260,41 +362,79 @@ describe("the API process refuses a bad binding at startup with one config.inval
   };
 
   it.each([
-    ["a module whose import never finishes (top-level await on a promise that never settles)", "await new Promise(() => {});\nexport const factory = {};\n"],
-    ["a factory whose create() spins synchronously", "const declaration = { id: 'hangs', version: '1.0.0', tools: ['createIssue'], retentionWindowMs: 1000, keyFencing: { kind: 'lookup_fences_key' } };\nexport const factory = { declaration, create() { for (;;) {} } };\n"],
-  ])("%s: refused within MOSOO_ADAPTER_LOAD_TIMEOUT_MS with one line naming the adapter and the bound, exit 2 (issue 16 review: it took ~33 s and said 'The task has been aborted')", async (_name, source) => {
-    const mod = join(dir, "hangs.mjs");
-    writeFileSync(mod, source);
-    const bindingsFile = join(dir, "bindings.json");
-    writeFileSync(bindingsFile, JSON.stringify({ bindings: { tracker: { package: { module: mod, export: "factory" } } } }));
-    const { code: exit, stderr } = await promisify(execFile)(process.execPath, ["--import", "tsx", "src/main.ts"], {
-      cwd: API_DIR,
-      env: { ...process.env, MOSOO_DB_FILE: join(dir, "api.db"), MOSOO_PORT: "0", MOSOO_EFFECT_RECONCILIATION: "on", [BINDINGS_VAR]: bindingsFile, MOSOO_ADAPTER_LOAD_TIMEOUT_MS: "3000" },
-      timeout: 60_000,
-    }).then(
-      () => ({ code: 0, stderr: "" }),
-      (e: { code: number; stderr: string }) => ({ code: e.code, stderr: e.stderr }),
-    );
-    expect(exit).toBe(2);
-    expect(stderr).toBe(`config.invalid: ${BINDINGS_VAR}: bindings.tracker: adapter.load_failed: adapter ${mod}#factory did not load and build within 3000 ms (MOSOO_ADAPTER_LOAD_TIMEOUT_MS): its module import or create() hangs; the worker was terminated\n`);
-  }, 70_000);
+    [
+      "a module whose import never finishes (top-level await on a promise that never settles)",
+      "await new Promise(() => {});\nexport const factory = {};\n",
+    ],
+    [
+      "a factory whose create() spins synchronously",
+      "const declaration = { id: 'hangs', version: '1.0.0', tools: ['createIssue'], retentionWindowMs: 1000, keyFencing: { kind: 'lookup_fences_key' } };\nexport const factory = { declaration, create() { for (;;) {} } };\n",
+    ],
+  ])(
+    "%s: refused within MOSOO_ADAPTER_LOAD_TIMEOUT_MS with one line naming the adapter and the bound, exit 2 (issue 16 review: it took ~33 s and said 'The task has been aborted')",
+    async (_name, source) => {
+      const mod = join(dir, "hangs.mjs");
+      writeFileSync(mod, source);
+      const bindingsFile = join(dir, "bindings.json");
+      writeFileSync(bindingsFile, JSON.stringify({ bindings: { tracker: { package: { module: mod, export: "factory" } } } }));
+      const { code: exit, stderr } = await promisify(execFile)(process.execPath, ["--import", "tsx", "src/main.ts"], {
+        cwd: API_DIR,
+        env: {
+          ...process.env,
+          MOSOO_DB_FILE: join(dir, "api.db"),
+          MOSOO_PORT: "0",
+          MOSOO_EFFECT_RECONCILIATION: "on",
+          [BINDINGS_VAR]: bindingsFile,
+          MOSOO_ADAPTER_LOAD_TIMEOUT_MS: "3000",
+        },
+        timeout: 60_000,
+      }).then(
+        () => ({ code: 0, stderr: "" }),
+        (e: { code: number; stderr: string }) => ({ code: e.code, stderr: e.stderr }),
+      );
+      expect(exit).toBe(2);
+      expect(stderr).toBe(
+        `config.invalid: ${BINDINGS_VAR}: bindings.tracker: adapter.load_failed: adapter ${mod}#factory did not load and build within 3000 ms (MOSOO_ADAPTER_LOAD_TIMEOUT_MS): its module import or create() hangs; the worker was terminated\n`,
+      );
+    },
+    70_000,
+  );
 
   it.each<[string, () => unknown, RegExp]>([
     ["unknown package", () => ({ package: { module: "@acme/not-installed-adapter", export: "factory" } }), /adapter\.package_not_found/],
-    ["export missing", () => ({ package: { ...FIXTURE_PACKAGE, export: "noSuchFactory" }, options: { url: "http://127.0.0.1:1/mcp" } }), /adapter\.export_missing/],
-    ["declaration invalid", () => {
-      const mod = join(dir, "bad.mjs");
-      writeFileSync(mod, `export const factory = { declaration: { id: "x", version: "1.0.0", tools: ["a"], retentionWindowMs: 0, keyFencing: { kind: "lookup_fences_key" } }, create() { return {}; } };\n`);
-      return { package: { module: mod, export: "factory" } };
-    }, /adapter\.invalid_declaration/],
-    ["tool not declared", () => ({ package: FIXTURE_PACKAGE, options: { url: "http://127.0.0.1:1/mcp" }, tools: ["deleteIssue"] }), /binding\.tool_not_declared/],
-  ])("%s", async (_name, binding, code) => {
-    const { code: exit, stderr } = await start(binding());
-    expect(exit, `the API did not exit within ${START_TIMEOUT_MS} ms (killed)`).not.toBeNull();
-    expect(exit).toBe(2);
-    const lines = stderr.trim().split("\n");
-    expect(lines).toHaveLength(1);
-    expect(lines[0]).toMatch(new RegExp(`^config\\.invalid: ${BINDINGS_VAR}: bindings\\.tracker: `));
-    expect(lines[0]).toMatch(code);
-  }, START_TIMEOUT_MS + 30_000);
+    [
+      "export missing",
+      () => ({ package: { ...FIXTURE_PACKAGE, export: "noSuchFactory" }, options: { url: "http://127.0.0.1:1/mcp" } }),
+      /adapter\.export_missing/,
+    ],
+    [
+      "declaration invalid",
+      () => {
+        const mod = join(dir, "bad.mjs");
+        writeFileSync(
+          mod,
+          `export const factory = { declaration: { id: "x", version: "1.0.0", tools: ["a"], retentionWindowMs: 0, keyFencing: { kind: "lookup_fences_key" } }, create() { return {}; } };\n`,
+        );
+        return { package: { module: mod, export: "factory" } };
+      },
+      /adapter\.invalid_declaration/,
+    ],
+    [
+      "tool not declared",
+      () => ({ package: FIXTURE_PACKAGE, options: { url: "http://127.0.0.1:1/mcp" }, tools: ["deleteIssue"] }),
+      /binding\.tool_not_declared/,
+    ],
+  ])(
+    "%s",
+    async (_name, binding, code) => {
+      const { code: exit, stderr } = await start(binding());
+      expect(exit, `the API did not exit within ${START_TIMEOUT_MS} ms (killed)`).not.toBeNull();
+      expect(exit).toBe(2);
+      const lines = stderr.trim().split("\n");
+      expect(lines).toHaveLength(1);
+      expect(lines[0]).toMatch(new RegExp(`^config\\.invalid: ${BINDINGS_VAR}: bindings\\.tracker: `));
+      expect(lines[0]).toMatch(code);
+    },
+    START_TIMEOUT_MS + 30_000,
+  );
 });

@@ -1,7 +1,29 @@
 import { afterEach, describe, expect, it } from "vitest";
 import type { AdapterFault } from "@mosoo/effect-reconciliation/testing";
-import { commitAtProvider, connectDriver, createDoubleWorld, createTestWorld, deliverAcceptClaim, type DispatchedCall, dispatchWrite, type DoubleWorld, type DoubleWorldOptions, enqueueCreateIssue, finalizeDriver, reconnectDriver, redeliverAndClaim, until } from "./kit/index.js";
-import { commandRow, effectRow, expectReconciled, expectStillUnknown, reconciliationRecords, runEvents } from "./helpers/reconciliation-db.js";
+import {
+  commitAtProvider,
+  connectDriver,
+  createDoubleWorld,
+  createTestWorld,
+  deliverAcceptClaim,
+  type DispatchedCall,
+  dispatchWrite,
+  type DoubleWorld,
+  type DoubleWorldOptions,
+  enqueueCreateIssue,
+  finalizeDriver,
+  reconnectDriver,
+  redeliverAndClaim,
+  until,
+} from "./kit/index.js";
+import {
+  commandRow,
+  effectRow,
+  expectReconciled,
+  expectStillUnknown,
+  reconciliationRecords,
+  runEvents,
+} from "./helpers/reconciliation-db.js";
 
 let fx: DoubleWorld | undefined;
 afterEach(() => {
@@ -22,7 +44,10 @@ function expectCommandFailedUnknown(f: DoubleWorld, call: DispatchedCall, nextLo
   const types = runEvents(f.store, call.runId).map((e) => e.type);
   expect(types.indexOf("effect.reconciled")).toBeGreaterThan(-1);
   expect(types.indexOf("effect.reconciled")).toBeLessThan(types.indexOf("tool_call.failed"));
-  expect(runEvents(f.store, call.runId, "effect.reconciled")[0]!.payload).toMatchObject({ outcome: "still_unknown", effectStatus: "unknown" });
+  expect(runEvents(f.store, call.runId, "effect.reconciled")[0]!.payload).toMatchObject({
+    outcome: "still_unknown",
+    effectStatus: "unknown",
+  });
 }
 
 describe("confirmed outcomes (the adapter is honest)", () => {
@@ -46,7 +71,11 @@ describe("confirmed outcomes (the adapter is honest)", () => {
     const call = await dispatchWrite(f);
     await commitAtProvider(f, call);
     const claim = await redeliverAndClaim(f, call);
-    expect(claim).toMatchObject({ kind: "completed", effectId: call.effectId, result: { outputText: expect.stringMatching(/^created op_/), toolName: "createIssue" } });
+    expect(claim).toMatchObject({
+      kind: "completed",
+      effectId: call.effectId,
+      result: { outputText: expect.stringMatching(/^created op_/), toolName: "createIssue" },
+    });
     expectReconciled(f.store, call.runId, call.effectId, "succeeded");
     expect(reconciliationRecords(f.store, call.effectId)[0]!.trigger).toBe("redelivery");
     expect(f.double.writeCount(call.idempotencyKey)).toBe(1);
@@ -57,7 +86,10 @@ describe("confirmed outcomes (the adapter is honest)", () => {
     const call = await dispatchWrite(f);
     await finalizeDriver(f, call);
     expectReconciled(f.store, call.runId, call.effectId, "not_executed");
-    expect(commandRow(f.store, call.commandId).error).toMatchObject({ code: "external_effect.not_executed", details: { effectId: call.effectId } });
+    expect(commandRow(f.store, call.commandId).error).toMatchObject({
+      code: "external_effect.not_executed",
+      details: { effectId: call.effectId },
+    });
     expect(await f.double.commit(call.idempotencyKey, call.args)).toEqual({ status: "refused", reason: "fenced" });
   });
 });
@@ -120,7 +152,12 @@ describe("DESIGN §5: a misbehaving adapter never changes the effect (finalizati
     f.double.setFaults({ adapterFault: "rejects" }); // whatever a further lookup would say
     await f.runtime.repair.finalize(call.driver.instance.id, "heartbeat_expired");
     expect(f.lookups).toHaveLength(1);
-    expect(effectRow(f.store, call.effectId)).toMatchObject({ status: "unknown", operator_attention: "key_conflict", next_lookup_at_ms: null, lookup_count: 1 });
+    expect(effectRow(f.store, call.effectId)).toMatchObject({
+      status: "unknown",
+      operator_attention: "key_conflict",
+      next_lookup_at_ms: null,
+      lookup_count: 1,
+    });
     expect(commandRow(f.store, call.commandId).error).toMatchObject({ code: "external_effect.unknown" });
   });
 
@@ -173,7 +210,12 @@ describe("DESIGN §5: a misbehaving adapter never changes the effect (finalizati
     expect(f.lookups).toHaveLength(0);
     expect(reconciliationRecords(f.store, call.effectId)).toEqual([]);
     expect(commandRow(f.store, call.commandId).error).toMatchObject({ code: "external_effect.unknown" });
-    expect(effectRow(f.store, call.effectId)).toMatchObject({ status: "unknown", lease_owner: null, next_lookup_at_ms: null, lookup_count: 0 });
+    expect(effectRow(f.store, call.effectId)).toMatchObject({
+      status: "unknown",
+      lease_owner: null,
+      next_lookup_at_ms: null,
+      lookup_count: 0,
+    });
   });
 });
 
@@ -204,14 +246,23 @@ describe("DESIGN §3 rule 4 / §6: no eligible adapter, or the flag off → exac
     } else {
       await finalizeDriver(f, call);
       // DESIGN §3 rule 14: unbound or flag off, the answer is still external_effect.unknown (never a resend)
-      expect(commandRow(f.store, call.commandId).error).toMatchObject({ code: "external_effect.unknown", retryable: false, details: { effectId: call.effectId, effectIds: [call.effectId] } });
+      expect(commandRow(f.store, call.commandId).error).toMatchObject({
+        code: "external_effect.unknown",
+        retryable: false,
+        details: { effectId: call.effectId, effectIds: [call.effectId] },
+      });
     }
     f.clock.advance(3_600_000);
     expect(await f.runtime.sweep.sweepOnce()).toMatchObject({ effectsLookedUp: 0 });
     expect(f.lookups).toHaveLength(0);
     expect(f.double.lookupCount(call.idempotencyKey)).toBe(0);
     expect(reconciliationRecords(f.store, call.effectId)).toEqual([]);
-    expect(effectRow(f.store, call.effectId)).toMatchObject({ status: "unknown", lookup_count: 0, next_lookup_at_ms: null, operator_attention: null });
+    expect(effectRow(f.store, call.effectId)).toMatchObject({
+      status: "unknown",
+      lookup_count: 0,
+      next_lookup_at_ms: null,
+      operator_attention: null,
+    });
     expect(runEvents(f.store, call.runId, "effect.reconciled")).toEqual([]);
     return call;
   }
@@ -224,25 +275,28 @@ describe("DESIGN §3 rule 4 / §6: no eligible adapter, or the flag off → exac
     await runPath(setup(), path, { toolName: "closeIssue" });
   });
 
-  it.each(paths)("flag off with a binding (%s): same events as a runtime without reconciliation; an operator trigger is ineligible", async (path) => {
-    const f = setup({ enabled: false });
-    const call = await runPath(f, path);
-    expect(await f.runtime.reconciler.reconcile(call.effectId, "operator")).toMatchObject({ kind: "ineligible", reasonCode: "flag_off" });
-    expect(f.lookups).toHaveLength(0);
+  it.each(paths)(
+    "flag off with a binding (%s): same events as a runtime without reconciliation; an operator trigger is ineligible",
+    async (path) => {
+      const f = setup({ enabled: false });
+      const call = await runPath(f, path);
+      expect(await f.runtime.reconciler.reconcile(call.effectId, "operator")).toMatchObject({ kind: "ineligible", reasonCode: "flag_off" });
+      expect(f.lookups).toHaveLength(0);
 
-    const base = createTestWorld();
-    try {
-      const driver = connectDriver(base.runtime);
-      const b = enqueueCreateIssue(base.runtime, driver);
-      await deliverAcceptClaim(base.runtime, driver);
-      if (path === "redelivery") await deliverAcceptClaim(base.runtime, reconnectDriver(base.runtime, driver));
-      else await base.runtime.repair.finalize(driver.instance.id, "driver_request");
-      const baseTypes = base.runtime.runs.getRunView(b.runId).events.map((e) => e.type);
-      expect(runEvents(f.store, call.runId).map((e) => e.type)).toEqual(baseTypes);
-    } finally {
-      base.close();
-    }
-  });
+      const base = createTestWorld();
+      try {
+        const driver = connectDriver(base.runtime);
+        const b = enqueueCreateIssue(base.runtime, driver);
+        await deliverAcceptClaim(base.runtime, driver);
+        if (path === "redelivery") await deliverAcceptClaim(base.runtime, reconnectDriver(base.runtime, driver));
+        else await base.runtime.repair.finalize(driver.instance.id, "driver_request");
+        const baseTypes = base.runtime.runs.getRunView(b.runId).events.map((e) => e.type);
+        expect(runEvents(f.store, call.runId).map((e) => e.type)).toEqual(baseTypes);
+      } finally {
+        base.close();
+      }
+    },
+  );
 });
 
 describe("DESIGN §3 rule 7: CAS lost while the lookup is in flight → superseded, nothing else changes", () => {
@@ -264,7 +318,12 @@ describe("DESIGN §3 rule 7: CAS lost while the lookup is in flight → supersed
     const records = reconciliationRecords(f.store, call.effectId);
     expect(records).toHaveLength(1);
     // the lost answer is kept as evidence in the record, never applied
-    expect(records[0]).toMatchObject({ outcome: "superseded", reason_code: "cas_lost", trigger: "redelivery", error: "the lost lookup answered confirmed_succeeded" });
+    expect(records[0]).toMatchObject({
+      outcome: "superseded",
+      reason_code: "cas_lost",
+      trigger: "redelivery",
+      error: "the lost lookup answered confirmed_succeeded",
+    });
     expect(JSON.parse(records[0]!.receipt_json!)).toMatchObject({ observedAt: expect.any(String) });
     expect(records[0]!.result_json).not.toBeNull();
     // the loser only releases its own lease
@@ -288,6 +347,9 @@ describe("DESIGN §3 rule 7: CAS lost while the lookup is in flight → supersed
     // the loser only releases its own lease
     expect(effectRow(f.store, call.effectId)).toEqual({ ...before, lease_owner: null, lease_expires_at_ms: null });
     expect(runEvents(f.store, call.runId, "effect.reconciled")).toEqual([]);
-    expect(commandRow(f.store, call.commandId).error).toMatchObject({ code: "external_effect.not_executed", details: { resolution: "operator" } });
+    expect(commandRow(f.store, call.commandId).error).toMatchObject({
+      code: "external_effect.not_executed",
+      details: { resolution: "operator" },
+    });
   });
 });

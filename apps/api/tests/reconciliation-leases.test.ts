@@ -21,7 +21,11 @@ afterEach(() => {
 async function unknownEffect(f: DoubleWorld) {
   const call = await dispatchWrite(f);
   await commitAtProvider(f, call);
-  f.runtime.ledger.markUnknown(call.driver.instance, call.effectId, { connectionId: call.driver.connectionId, attempt: 1, reason: "transport closed" });
+  f.runtime.ledger.markUnknown(call.driver.instance, call.effectId, {
+    connectionId: call.driver.connectionId,
+    attempt: 1,
+    reason: "transport closed",
+  });
   expect(effectRow(f.store, call.effectId).status).toBe("unknown");
   return call;
 }
@@ -37,7 +41,13 @@ describe("DESIGN §3 rule 6: the outcome and what the caller settles commit in O
       }),
     ).rejects.toThrow("command write failed");
     const after = effectRow(fx.store, call.effectId);
-    expect(after).toMatchObject({ status: "unknown", resolution: null, lookup_count: 0, lease_owner: null, reconciliation_receipt_json: null });
+    expect(after).toMatchObject({
+      status: "unknown",
+      resolution: null,
+      lookup_count: 0,
+      lease_owner: null,
+      reconciliation_receipt_json: null,
+    });
     expect(after.version).toBe(before.version + 1); // only the lease was taken (and released)
     expect(reconciliationRecords(fx.store, call.effectId)).toEqual([]);
     expect(runEvents(fx.store, call.runId, "effect.reconciled")).toEqual([]);
@@ -79,7 +89,9 @@ describe("leases", () => {
     fx = createDoubleWorld({ dbFile });
     const call = await unknownEffect(fx);
     // the API died mid-lookup: its lease is still on the row
-    fx.store.sqlite.prepare("UPDATE external_tool_effects SET lease_owner = 'dead-api', lease_expires_at_ms = ? WHERE id = ?").run(Date.now() + 3_600_000, call.effectId);
+    fx.store.sqlite
+      .prepare("UPDATE external_tool_effects SET lease_owner = 'dead-api', lease_expires_at_ms = ? WHERE id = ?")
+      .run(Date.now() + 3_600_000, call.effectId);
     fx.close();
     fx = undefined;
     const api = await startApi(loadApiConfig({ MOSOO_DB_FILE: dbFile, MOSOO_PORT: "0" }), pino({ level: "silent" }), { sweep: false });

@@ -42,9 +42,14 @@ describe("reconciler shutdown: outcomes of lookups the host's close rejected", {
       if (other) setTimeout(() => other!.exec("ROLLBACK"), 100);
       await drained;
       // checked at once, as close() would close the store now
-      const records = lab.store.sqlite.prepare("SELECT outcome, reason_code FROM effect_reconciliations WHERE effect_id = ?").all(effectId) as Array<{ outcome: string; reason_code: string | null }>;
+      const records = lab.store.sqlite
+        .prepare("SELECT outcome, reason_code FROM effect_reconciliations WHERE effect_id = ?")
+        .all(effectId) as Array<{ outcome: string; reason_code: string | null }>;
       expect(records).toEqual([{ outcome: "still_unknown", reason_code: "adapter_crashed" }]);
-      const row = lab.store.sqlite.prepare("SELECT status, lease_owner FROM external_tool_effects WHERE id = ?").get(effectId) as { status: string; lease_owner: string | null };
+      const row = lab.store.sqlite.prepare("SELECT status, lease_owner FROM external_tool_effects WHERE id = ?").get(effectId) as {
+        status: string;
+        lease_owner: string | null;
+      };
       expect(row).toEqual({ status: "unknown", lease_owner: null });
       await expect(lookup).resolves.toMatchObject({ kind: "still_unknown" });
     } finally {
@@ -54,7 +59,9 @@ describe("reconciler shutdown: outcomes of lookups the host's close rejected", {
     }
   }
 
-  it("host closed mid-lookup, then drain(): the outcome is committed and the lease released before the store could close", () => lookUpThenClose(false));
+  it("host closed mid-lookup, then drain(): the outcome is committed and the lease released before the store could close", () =>
+    lookUpThenClose(false));
 
-  it("the same while another connection holds the store's write lock: drain() waits for the commit's busy retries", () => lookUpThenClose(true));
+  it("the same while another connection holds the store's write lock: drain() waits for the commit's busy retries", () =>
+    lookUpThenClose(true));
 });

@@ -4,7 +4,19 @@ import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { SWEEP_PAGE } from "../src/modules/reconciliation/application/reconciliation-sweep.service.js";
 import { RuntimeError } from "../src/modules/ledger/domain/runtime-errors.js";
-import { buildHttpApp, commitAtProvider, createDoubleWorld, deliverAcceptClaim, type DispatchedCall, dispatchWrite, type DoubleWorld, type DoubleWorldOptions, finalizeDriver, issueArgs, START_MS } from "./kit/index.js";
+import {
+  buildHttpApp,
+  commitAtProvider,
+  createDoubleWorld,
+  deliverAcceptClaim,
+  type DispatchedCall,
+  dispatchWrite,
+  type DoubleWorld,
+  type DoubleWorldOptions,
+  finalizeDriver,
+  issueArgs,
+  START_MS,
+} from "./kit/index.js";
 import { commandRow, effectRow, expectReconciled, reconciliationRecords } from "./helpers/reconciliation-db.js";
 
 const fixtures: DoubleWorld[] = [];
@@ -62,7 +74,9 @@ describe("reconciliation sweep: backoff, bound, restart", () => {
   });
 
   it("honours an adapter's retry-after when it is later than the backoff", async () => {
-    const f = setup({ double: { faults: { answerOverride: () => ({ outcome: "still_unknown", reasonCode: "rate_limited", retryAfterMs: 45_000 }) } } });
+    const f = setup({
+      double: { faults: { answerOverride: () => ({ outcome: "still_unknown", reasonCode: "rate_limited", retryAfterMs: 45_000 }) } },
+    });
     const call = await dispatchWrite(f);
     await finalizeDriver(f, call);
     expect(effectRow(f.store, call.effectId)).toMatchObject({ next_lookup_at_ms: START_MS + 45_000, operator_attention: null });
@@ -106,7 +120,9 @@ describe("reconciliation sweep: backoff, bound, restart", () => {
     const f = setup();
     const call = await unknownAfterFailedLookup(f);
     const dueAt = effectRow(f.store, call.effectId).next_lookup_at_ms!;
-    f.store.sqlite.prepare("UPDATE external_tool_effects SET lease_owner = 'crashed', lease_expires_at_ms = ? WHERE id = ?").run(dueAt + 5_000, call.effectId);
+    f.store.sqlite
+      .prepare("UPDATE external_tool_effects SET lease_owner = 'crashed', lease_expires_at_ms = ? WHERE id = ?")
+      .run(dueAt + 5_000, call.effectId);
     f.double.setFaults({ adapterFault: "none" });
     f.clock.advance(dueAt - f.clock.now());
     expect(await f.runtime.sweep.sweepOnce()).toMatchObject({ effectsLookedUp: 0 });
@@ -116,24 +132,28 @@ describe("reconciliation sweep: backoff, bound, restart", () => {
     expectReconciled(f.store, call.runId, call.effectId, "not_executed");
   });
 
-  it.each([SWEEP_PAGE - 1, SWEEP_PAGE])("a due effect is looked up behind %i older unknown effects that have no adapter", async (unbound) => {
-    const f = setup();
-    // older unknown effects on an unbound server: the baseline fence, never looked up, never resolved
-    const { driver, runId } = await dispatchWrite(f, { serverId: "wiki", args: issueArgs("unbound 0") });
-    for (let i = 1; i < unbound; i++) {
-      f.runtime.runs.enqueueToolCall(runId, { serverId: "wiki", toolName: "createIssue", arguments: issueArgs(`unbound ${i}`) });
-      expect((await deliverAcceptClaim(f.runtime, driver)).claim.kind).toBe("execute");
-    }
-    await f.runtime.repair.finalize(driver.instance.id, "driver_request");
-    f.clock.advance(1);
-    const call = await unknownAfterFailedLookup(f);
-    f.double.setFaults({ adapterFault: "none" });
-    f.clock.advance(1_000);
-    const report = await f.runtime.sweep.sweepOnce();
-    expect(f.lookups).toHaveLength(2);
-    expect(report).toMatchObject({ effectsLookedUp: 1, effectsResolved: 1 });
-    expect(effectRow(f.store, call.effectId).status).toBe("not_executed");
-  }, 30_000); // 256 effects through the Driver protocol: over vitest's 5 s default on a loaded 2-core machine
+  it.each([SWEEP_PAGE - 1, SWEEP_PAGE])(
+    "a due effect is looked up behind %i older unknown effects that have no adapter",
+    async (unbound) => {
+      const f = setup();
+      // older unknown effects on an unbound server: the baseline fence, never looked up, never resolved
+      const { driver, runId } = await dispatchWrite(f, { serverId: "wiki", args: issueArgs("unbound 0") });
+      for (let i = 1; i < unbound; i++) {
+        f.runtime.runs.enqueueToolCall(runId, { serverId: "wiki", toolName: "createIssue", arguments: issueArgs(`unbound ${i}`) });
+        expect((await deliverAcceptClaim(f.runtime, driver)).claim.kind).toBe("execute");
+      }
+      await f.runtime.repair.finalize(driver.instance.id, "driver_request");
+      f.clock.advance(1);
+      const call = await unknownAfterFailedLookup(f);
+      f.double.setFaults({ adapterFault: "none" });
+      f.clock.advance(1_000);
+      const report = await f.runtime.sweep.sweepOnce();
+      expect(f.lookups).toHaveLength(2);
+      expect(report).toMatchObject({ effectsLookedUp: 1, effectsResolved: 1 });
+      expect(effectRow(f.store, call.effectId).status).toBe("not_executed");
+    },
+    30_000,
+  ); // 256 effects through the Driver protocol: over vitest's 5 s default on a loaded 2-core machine
 });
 
 describe("reconciliation sweep: streaming", () => {
@@ -182,7 +202,10 @@ describe("racing reconcilers and metrics", () => {
     f.double.setFaults({ adapterFault: "none" });
     await commitAtProvider(f, call);
     f.clock.advance(1_000); // the sweep only looks up when the next lookup is due
-    const results = await Promise.all([f.runtime.reconciler.reconcile(call.effectId, "sweep"), f.runtime.reconciler.reconcile(call.effectId, "operator")]);
+    const results = await Promise.all([
+      f.runtime.reconciler.reconcile(call.effectId, "sweep"),
+      f.runtime.reconciler.reconcile(call.effectId, "operator"),
+    ]);
     expect(results.map((r) => r.kind).sort()).toEqual(["confirmed_succeeded", "superseded"]);
     const records = reconciliationRecords(f.store, call.effectId).slice(1);
     expect(records.map((r) => r.outcome).sort()).toEqual(["confirmed_succeeded", "superseded"]);

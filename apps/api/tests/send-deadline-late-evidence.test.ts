@@ -1,7 +1,18 @@
 import { afterEach, describe, expect, it } from "vitest";
 import { fingerprintArguments, type EffectLateResultRequest } from "@mosoo/contracts";
 import { requestJson } from "./helpers/http-call.js";
-import { buildHttpApp, commitAtProvider, createDoubleWorld, deliverAcceptClaim, type DispatchedCall, dispatchWrite, type DoubleWorld, finalizeDriver, reconnectDriver, redeliverAndClaim } from "./kit/index.js";
+import {
+  buildHttpApp,
+  commitAtProvider,
+  createDoubleWorld,
+  deliverAcceptClaim,
+  type DispatchedCall,
+  dispatchWrite,
+  type DoubleWorld,
+  finalizeDriver,
+  reconnectDriver,
+  redeliverAndClaim,
+} from "./kit/index.js";
 import { commandRow, effectRow, reconciliationRecords, runEvents } from "./helpers/reconciliation-db.js";
 
 // docs/DESIGN.md §3 rule 12 (send-by deadline) and rule 13 (late evidence), on the API's side.
@@ -13,7 +24,9 @@ afterEach(() => fx?.close());
 const MAX_IN_FLIGHT = { kind: "max_in_flight", maxInFlightMs: 2_000 } as const;
 
 function attemptRow(f: DoubleWorld, effectId: string, attempt = 1) {
-  return f.store.sqlite.prepare("SELECT * FROM external_tool_effect_attempts WHERE effect_id = ? AND attempt = ?").get(effectId, attempt) as {
+  return f.store.sqlite
+    .prepare("SELECT * FROM external_tool_effect_attempts WHERE effect_id = ? AND attempt = ?")
+    .get(effectId, attempt) as {
     status: string;
     unknown_reason: string | null;
     late_result_json: string | null;
@@ -22,7 +35,9 @@ function attemptRow(f: DoubleWorld, effectId: string, attempt = 1) {
 }
 
 function requestIdOf(call: DispatchedCall): string {
-  const row = fx!.store.sqlite.prepare("SELECT request_id FROM external_tool_effects WHERE id = ?").get(call.effectId) as { request_id: string };
+  const row = fx!.store.sqlite.prepare("SELECT request_id FROM external_tool_effects WHERE id = ?").get(call.effectId) as {
+    request_id: string;
+  };
   return row.request_id;
 }
 
@@ -43,7 +58,9 @@ describe("send-by deadline: the claim carries it and the in-flight window covers
   it("stores the deadline with the dispatch and answers it in the execute claim", async () => {
     fx = createDoubleWorld({ sendDeadlineMs: 5_000, double: { keyFencing: MAX_IN_FLIGHT } });
     const call = await dispatchWrite(fx, { sendWithinMs: 5_000 });
-    expect(fx.store.sqlite.prepare("SELECT send_within_ms FROM external_tool_effects WHERE id = ?").get(call.effectId)).toEqual({ send_within_ms: 5_000 });
+    expect(fx.store.sqlite.prepare("SELECT send_within_ms FROM external_tool_effects WHERE id = ?").get(call.effectId)).toEqual({
+      send_within_ms: 5_000,
+    });
   });
 
   it("a fence-less provider's 'not found' is no proof before claim + deadline + maxInFlight; a send just before the deadline is found", async () => {
@@ -84,19 +101,44 @@ describe("missed deadline report (rule 12): proof that nothing was sent", () => 
   it("settles an executing effect not_executed (deadline_missed) and fails the command not_executed, retryable, in one transaction", async () => {
     fx = createDoubleWorld({ double: { keyFencing: MAX_IN_FLIGHT } });
     const call = await dispatchWrite(fx);
-    const answer = fx.runtime.ledger.deadlineMissed(call.driver.instance, call.effectId, { connectionId: call.driver.connectionId, attempt: 1, elapsedMs: 12_000 });
+    const answer = fx.runtime.ledger.deadlineMissed(call.driver.instance, call.effectId, {
+      connectionId: call.driver.connectionId,
+      attempt: 1,
+      elapsedMs: 12_000,
+    });
     expect(answer).toEqual({ outcome: "applied", status: "not_executed" });
-    expect(effectRow(fx.store, call.effectId)).toMatchObject({ status: "not_executed", resolution: "deadline_missed", next_lookup_at_ms: null, operator_attention: null });
+    expect(effectRow(fx.store, call.effectId)).toMatchObject({
+      status: "not_executed",
+      resolution: "deadline_missed",
+      next_lookup_at_ms: null,
+      operator_attention: null,
+    });
     expect(attemptRow(fx, call.effectId)).toMatchObject({ status: "not_sent" });
     expect(attemptRow(fx, call.effectId).unknown_reason).toMatch(/^deadline_missed: .*12000 ms.*10000 ms/);
-    expect(commandRow(fx.store, call.commandId)).toMatchObject({ status: "failed", error: { code: "external_effect.not_executed", details: { effectId: call.effectId, resolution: "deadline_missed" } } });
+    expect(commandRow(fx.store, call.commandId)).toMatchObject({
+      status: "failed",
+      error: { code: "external_effect.not_executed", details: { effectId: call.effectId, resolution: "deadline_missed" } },
+    });
     expect((commandRow(fx.store, call.commandId).error as unknown as { retryable: boolean }).retryable).toBe(true);
     expect(runEvents(fx.store, call.runId, "effect.resolved").map((e) => e.payload)).toEqual([
-      { effectId: call.effectId, commandId: call.commandId, attempt: 1, resolution: "deadline_missed", effectStatus: "not_executed", elapsedMs: 12_000 },
+      {
+        effectId: call.effectId,
+        commandId: call.commandId,
+        attempt: 1,
+        resolution: "deadline_missed",
+        effectStatus: "not_executed",
+        elapsedMs: 12_000,
+      },
     ]);
     // The same report again changes nothing.
     const version = effectRow(fx.store, call.effectId).version;
-    expect(fx.runtime.ledger.deadlineMissed(call.driver.instance, call.effectId, { connectionId: call.driver.connectionId, attempt: 1, elapsedMs: 12_000 })).toEqual({
+    expect(
+      fx.runtime.ledger.deadlineMissed(call.driver.instance, call.effectId, {
+        connectionId: call.driver.connectionId,
+        attempt: 1,
+        elapsedMs: 12_000,
+      }),
+    ).toEqual({
       outcome: "duplicate",
       status: "not_executed",
     });
@@ -108,7 +150,11 @@ describe("missed deadline report (rule 12): proof that nothing was sent", () => 
     const call = await dispatchWrite(fx);
     expect((await redeliverAndClaim(fx, call)).kind).toBe("unknown");
     expect(effectRow(fx.store, call.effectId).status).toBe("unknown");
-    const answer = fx.runtime.ledger.deadlineMissed(call.driver.instance, call.effectId, { connectionId: call.driver.connectionId, attempt: 1, elapsedMs: 30_000 });
+    const answer = fx.runtime.ledger.deadlineMissed(call.driver.instance, call.effectId, {
+      connectionId: call.driver.connectionId,
+      attempt: 1,
+      elapsedMs: 30_000,
+    });
     expect(answer).toEqual({ outcome: "applied", status: "not_executed" });
     expect(effectRow(fx.store, call.effectId)).toMatchObject({ status: "not_executed", resolution: "deadline_missed" });
     expect(commandRow(fx.store, call.commandId)).toMatchObject({ status: "failed", error: { code: "external_effect.not_executed" } });
@@ -117,14 +163,27 @@ describe("missed deadline report (rule 12): proof that nothing was sent", () => 
   it("refuses a report for another attempt or a succeeded effect, and changes nothing", async () => {
     fx = createDoubleWorld({ double: { keyFencing: MAX_IN_FLIGHT } });
     const call = await dispatchWrite(fx);
-    const other = fx.runtime.ledger.deadlineMissed(call.driver.instance, call.effectId, { connectionId: call.driver.connectionId, attempt: 2, elapsedMs: 1 });
+    const other = fx.runtime.ledger.deadlineMissed(call.driver.instance, call.effectId, {
+      connectionId: call.driver.connectionId,
+      attempt: 2,
+      elapsedMs: 1,
+    });
     expect(other).toMatchObject({ outcome: "rejected", status: "executing" });
-    fx.runtime.ledger.complete(call.driver.instance, call.effectId, { connectionId: call.driver.connectionId, attempt: 1, result: lateEvidence(call).result, receipt: null });
+    fx.runtime.ledger.complete(call.driver.instance, call.effectId, {
+      connectionId: call.driver.connectionId,
+      attempt: 1,
+      result: lateEvidence(call).result,
+      receipt: null,
+    });
     const before = effectRow(fx.store, call.effectId);
     // The Driver reported attempt 1's result: it sent, so a missed deadline about it is refused outright.
-    expect(() => fx!.runtime.ledger.deadlineMissed(call.driver.instance, call.effectId, { connectionId: call.driver.connectionId, attempt: 1, elapsedMs: 1 })).toThrow(
-      expect.objectContaining({ code: "effect.attempt_sent" }),
-    );
+    expect(() =>
+      fx!.runtime.ledger.deadlineMissed(call.driver.instance, call.effectId, {
+        connectionId: call.driver.connectionId,
+        attempt: 1,
+        elapsedMs: 1,
+      }),
+    ).toThrow(expect.objectContaining({ code: "effect.attempt_sent" }));
     expect(effectRow(fx.store, call.effectId)).toEqual(before);
   });
 
@@ -134,7 +193,11 @@ describe("missed deadline report (rule 12): proof that nothing was sent", () => 
     const before = effectRow(fx.store, call.effectId);
     const sendWithinMs = (before as unknown as { send_within_ms: number }).send_within_ms;
     expect(sendWithinMs).toBeGreaterThan(0);
-    const inside = fx.runtime.ledger.deadlineMissed(call.driver.instance, call.effectId, { connectionId: call.driver.connectionId, attempt: 1, elapsedMs: sendWithinMs - 1 });
+    const inside = fx.runtime.ledger.deadlineMissed(call.driver.instance, call.effectId, {
+      connectionId: call.driver.connectionId,
+      attempt: 1,
+      elapsedMs: sendWithinMs - 1,
+    });
     expect(inside).toMatchObject({ outcome: "rejected", status: "executing" });
     expect(effectRow(fx.store, call.effectId)).toEqual(before);
   });
@@ -149,7 +212,11 @@ describe("missed deadline report (rule 12): proof that nothing was sent", () => 
     expect(effectRow(fx.store, call.effectId).lease_owner).not.toBeNull();
     // The finalized Driver can no longer authenticate; its instance row as read before stands in for
     // a report that was already in flight.
-    const answer = fx.runtime.ledger.deadlineMissed(call.driver.instance, call.effectId, { connectionId: call.driver.connectionId, attempt: 1, elapsedMs: 11_000 });
+    const answer = fx.runtime.ledger.deadlineMissed(call.driver.instance, call.effectId, {
+      connectionId: call.driver.connectionId,
+      attempt: 1,
+      elapsedMs: 11_000,
+    });
     expect(answer).toEqual({ outcome: "applied", status: "not_executed" });
     expect(effectRow(fx.store, call.effectId)).toMatchObject({ status: "not_executed", resolution: "deadline_missed", lease_owner: null });
     // The lookup now answers; its commit loses the compare-and-set and changes nothing.
@@ -166,13 +233,23 @@ describe("late evidence (rule 13)", () => {
     const call = await dispatchWrite(fx);
     expect((await redeliverAndClaim(fx, call)).kind).toBe("unknown");
     // The old call's result arrives: complete is refused (fenced) ...
-    const refused = fx.runtime.ledger.complete(call.driver.instance, call.effectId, { connectionId: call.driver.connectionId, attempt: 1, result: lateEvidence(call).result, receipt: null });
+    const refused = fx.runtime.ledger.complete(call.driver.instance, call.effectId, {
+      connectionId: call.driver.connectionId,
+      attempt: 1,
+      result: lateEvidence(call).result,
+      receipt: null,
+    });
     expect(refused).toMatchObject({ outcome: "rejected", status: "unknown" });
     // ... and is reported as evidence.
     const answer = fx.runtime.ledger.lateResult(call.driver.instance, call.effectId, lateEvidence(call));
     expect(answer).toEqual({ outcome: "applied", status: "succeeded" });
     const row = effectRow(fx.store, call.effectId);
-    expect(row).toMatchObject({ status: "succeeded", resolution: "reported_late", provider_receipt_json: JSON.stringify({ "io.example/op": "op_1" }), operator_attention: null });
+    expect(row).toMatchObject({
+      status: "succeeded",
+      resolution: "reported_late",
+      provider_receipt_json: JSON.stringify({ "io.example/op": "op_1" }),
+      operator_attention: null,
+    });
     expect(JSON.parse(row.result_json ?? "null")).toEqual(lateEvidence(call).result);
     expect(attemptRow(fx, call.effectId)).toMatchObject({ status: "succeeded" });
     expect(attemptRow(fx, call.effectId).late_result_json).not.toBeNull();
@@ -180,7 +257,10 @@ describe("late evidence (rule 13)", () => {
     expect(runEvents(fx.store, call.runId, "effect.resolved").map((e) => e.payload["resolution"])).toEqual(["reported_late"]);
     expect(fx.double.totalWriteCount()).toBe(0); // the API never calls the provider for evidence
     // The same evidence again: duplicate, nothing changes.
-    expect(fx.runtime.ledger.lateResult(call.driver.instance, call.effectId, lateEvidence(call))).toEqual({ outcome: "duplicate", status: "succeeded" });
+    expect(fx.runtime.ledger.lateResult(call.driver.instance, call.effectId, lateEvidence(call))).toEqual({
+      outcome: "duplicate",
+      status: "succeeded",
+    });
   });
 
   it("refuses evidence whose key, tool or fingerprint is not the effect's, and changes nothing", async () => {
@@ -188,10 +268,22 @@ describe("late evidence (rule 13)", () => {
     const call = await dispatchWrite(fx);
     await redeliverAndClaim(fx, call);
     const before = effectRow(fx.store, call.effectId);
-    for (const bad of [{ requestFingerprint: fingerprintArguments({ other: true }) }, { idempotencyKey: call.effectId === call.idempotencyKey ? "01ARZ3NDEKTSV4RRFFQ69G5FAV" : call.effectId }]) {
-      expect(fx.runtime.ledger.lateResult(call.driver.instance, call.effectId, lateEvidence(call, bad))).toMatchObject({ outcome: "rejected", status: "unknown" });
+    for (const bad of [
+      { requestFingerprint: fingerprintArguments({ other: true }) },
+      { idempotencyKey: call.effectId === call.idempotencyKey ? "01ARZ3NDEKTSV4RRFFQ69G5FAV" : call.effectId },
+    ]) {
+      expect(fx.runtime.ledger.lateResult(call.driver.instance, call.effectId, lateEvidence(call, bad))).toMatchObject({
+        outcome: "rejected",
+        status: "unknown",
+      });
     }
-    expect(() => fx!.runtime.ledger.lateResult(call.driver.instance, call.effectId, lateEvidence(call, { result: { ...lateEvidence(call).result, toolName: "deleteIssue" } }))).toThrow(/request.invalid|names/);
+    expect(() =>
+      fx!.runtime.ledger.lateResult(
+        call.driver.instance,
+        call.effectId,
+        lateEvidence(call, { result: { ...lateEvidence(call).result, toolName: "deleteIssue" } }),
+      ),
+    ).toThrow(/request.invalid|names/);
     expect(effectRow(fx.store, call.effectId)).toEqual(before);
     expect(attemptRow(fx, call.effectId).late_result_json).toBeNull();
   });
@@ -200,12 +292,21 @@ describe("late evidence (rule 13)", () => {
     fx = createDoubleWorld({ bind: false }); // flag on (the operator surface), no adapter: nothing reconciles inline
     const call = await dispatchWrite(fx);
     await redeliverAndClaim(fx, call);
-    fx.runtime.ledger.deadlineMissed(call.driver.instance, call.effectId, { connectionId: call.driver.connectionId, attempt: 1, elapsedMs: 20_000 });
+    fx.runtime.ledger.deadlineMissed(call.driver.instance, call.effectId, {
+      connectionId: call.driver.connectionId,
+      attempt: 1,
+      elapsedMs: 20_000,
+    });
     expect(effectRow(fx.store, call.effectId).status).toBe("not_executed");
     const answer = fx.runtime.ledger.lateResult(call.driver.instance, call.effectId, lateEvidence(call));
     expect(answer).toMatchObject({ outcome: "rejected", status: "not_executed" });
     expect(answer.reason).toMatch(/^late_evidence_contradiction/);
-    expect(effectRow(fx.store, call.effectId)).toMatchObject({ status: "not_executed", resolution: "deadline_missed", operator_attention: "late_evidence_contradiction", result_json: null });
+    expect(effectRow(fx.store, call.effectId)).toMatchObject({
+      status: "not_executed",
+      resolution: "deadline_missed",
+      operator_attention: "late_evidence_contradiction",
+      result_json: null,
+    });
     expect(attemptRow(fx, call.effectId).late_result_json).toBe(JSON.stringify(lateEvidence(call).result));
     // visible to an operator in list and show
     const listed = fx.runtime.operator.list({ status: "not_executed", limit: 10 });
@@ -217,9 +318,16 @@ describe("late evidence (rule 13)", () => {
     fx = createDoubleWorld({ enabled: false });
     const call = await dispatchWrite(fx);
     await redeliverAndClaim(fx, call);
-    fx.runtime.ledger.deadlineMissed(call.driver.instance, call.effectId, { connectionId: call.driver.connectionId, attempt: 1, elapsedMs: 20_000 });
+    fx.runtime.ledger.deadlineMissed(call.driver.instance, call.effectId, {
+      connectionId: call.driver.connectionId,
+      attempt: 1,
+      elapsedMs: 20_000,
+    });
     const refused = lateEvidence(call, { result: { ...lateEvidence(call).result, outputText: "idempotency_key_fenced", isError: true } });
-    expect(fx.runtime.ledger.lateResult(call.driver.instance, call.effectId, refused)).toMatchObject({ outcome: "rejected", status: "not_executed" });
+    expect(fx.runtime.ledger.lateResult(call.driver.instance, call.effectId, refused)).toMatchObject({
+      outcome: "rejected",
+      status: "not_executed",
+    });
     expect(effectRow(fx.store, call.effectId)).toMatchObject({ status: "not_executed", operator_attention: null });
     expect(attemptRow(fx, call.effectId).late_result_json).toContain("idempotency_key_fenced");
   });
@@ -230,7 +338,10 @@ describe("late evidence (rule 13)", () => {
     await redeliverAndClaim(fx, call);
     fx.runtime.ledger.lateResult(call.driver.instance, call.effectId, lateEvidence(call));
     const other = lateEvidence(call, { result: { ...lateEvidence(call).result, outputText: "created op_2" } });
-    expect(fx.runtime.ledger.lateResult(call.driver.instance, call.effectId, other)).toMatchObject({ outcome: "rejected", status: "succeeded" });
+    expect(fx.runtime.ledger.lateResult(call.driver.instance, call.effectId, other)).toMatchObject({
+      outcome: "rejected",
+      status: "succeeded",
+    });
     const row = effectRow(fx.store, call.effectId);
     expect(row).toMatchObject({ status: "succeeded", resolution: "reported_late", operator_attention: "late_evidence_contradiction" });
     expect(JSON.parse(row.result_json ?? "null")).toMatchObject({ outputText: "created op_1" });
@@ -243,12 +354,30 @@ describe("HTTP: the two Driver routes", () => {
     const app = buildHttpApp(fx.runtime);
     const call = await dispatchWrite(fx);
     const token = call.driver.token;
-    const bad = await requestJson(app, "POST", `/v1/drivers/effects/${call.effectId}/deadline-missed`, { connectionId: call.driver.connectionId, attempt: 1, elapsedMs: -5 }, token);
+    const bad = await requestJson(
+      app,
+      "POST",
+      `/v1/drivers/effects/${call.effectId}/deadline-missed`,
+      { connectionId: call.driver.connectionId, attempt: 1, elapsedMs: -5 },
+      token,
+    );
     expect(bad).toMatchObject({ status: 400, body: { error: { code: "request.invalid" } } });
     expect(effectRow(fx.store, call.effectId).status).toBe("executing");
-    const badLate = await requestJson(app, "POST", `/v1/drivers/effects/${call.effectId}/late-result`, { ...lateEvidence(call), requestFingerprint: "nope" }, token);
+    const badLate = await requestJson(
+      app,
+      "POST",
+      `/v1/drivers/effects/${call.effectId}/late-result`,
+      { ...lateEvidence(call), requestFingerprint: "nope" },
+      token,
+    );
     expect(badLate).toMatchObject({ status: 400, body: { error: { code: "request.invalid" } } });
-    const ok = await requestJson(app, "POST", `/v1/drivers/effects/${call.effectId}/deadline-missed`, { connectionId: call.driver.connectionId, attempt: 1, elapsedMs: 15_000 }, token);
+    const ok = await requestJson(
+      app,
+      "POST",
+      `/v1/drivers/effects/${call.effectId}/deadline-missed`,
+      { connectionId: call.driver.connectionId, attempt: 1, elapsedMs: 15_000 },
+      token,
+    );
     expect(ok).toEqual({ status: 200, body: { outcome: "applied", status: "not_executed" } });
   });
 });
@@ -261,7 +390,13 @@ describe("HTTP: evidence from a Driver whose instance was finalized while its ca
     await finalizeDriver(fx, call); // heartbeat expiry or its own finalize: the executing effect is fenced
     expect(effectRow(fx.store, call.effectId).status).toBe("unknown");
     const token = call.driver.token;
-    const complete = await requestJson(app, "POST", `/v1/drivers/effects/${call.effectId}/complete`, { connectionId: call.driver.connectionId, attempt: 1, result: lateEvidence(call).result, receipt: null }, token);
+    const complete = await requestJson(
+      app,
+      "POST",
+      `/v1/drivers/effects/${call.effectId}/complete`,
+      { connectionId: call.driver.connectionId, attempt: 1, result: lateEvidence(call).result, receipt: null },
+      token,
+    );
     expect(complete).toEqual({ status: 200, body: { outcome: "rejected", status: "unknown", reason: expect.any(String) } });
     const late = await requestJson(app, "POST", `/v1/drivers/effects/${call.effectId}/late-result`, lateEvidence(call), token);
     expect(late).toEqual({ status: 200, body: { outcome: "applied", status: "succeeded" } });
@@ -269,7 +404,13 @@ describe("HTTP: evidence from a Driver whose instance was finalized while its ca
     // only the reports about its own past attempts are taken: the protocol itself is closed to it
     const heartbeat = await requestJson(app, "POST", "/v1/drivers/heartbeat", { connectionId: call.driver.connectionId }, token);
     expect(heartbeat).toMatchObject({ status: 409, body: { error: { code: "driver.finalized" } } });
-    const update = await requestJson(app, "POST", `/v1/drivers/commands/${call.commandId}/update`, { connectionId: call.driver.connectionId, status: "accepted" }, token);
+    const update = await requestJson(
+      app,
+      "POST",
+      `/v1/drivers/commands/${call.commandId}/update`,
+      { connectionId: call.driver.connectionId, status: "accepted" },
+      token,
+    );
     expect(update).toMatchObject({ status: 409, body: { error: { code: "driver.finalized" } } });
   });
 
@@ -278,7 +419,13 @@ describe("HTTP: evidence from a Driver whose instance was finalized while its ca
     const app = buildHttpApp(fx.runtime);
     const call = await dispatchWrite(fx);
     await finalizeDriver(fx, call);
-    const missed = await requestJson(app, "POST", `/v1/drivers/effects/${call.effectId}/deadline-missed`, { connectionId: call.driver.connectionId, attempt: 1, elapsedMs: 15_000 }, call.driver.token);
+    const missed = await requestJson(
+      app,
+      "POST",
+      `/v1/drivers/effects/${call.effectId}/deadline-missed`,
+      { connectionId: call.driver.connectionId, attempt: 1, elapsedMs: 15_000 },
+      call.driver.token,
+    );
     expect(missed).toEqual({ status: 200, body: { outcome: "applied", status: "not_executed" } });
     expect(effectRow(fx.store, call.effectId)).toMatchObject({ status: "not_executed", resolution: "deadline_missed" });
   });
@@ -289,19 +436,29 @@ describe("HTTP: evidence from a Driver whose instance was finalized while its ca
     const call = await dispatchWrite(fx);
     await finalizeDriver(fx, call);
     const other = "01JDZZZZZZZZZZZZZZZZZZZZZZ";
-    const late = await requestJson(app, "POST", `/v1/drivers/effects/${call.effectId}/late-result`, { ...lateEvidence(call), connectionId: other }, call.driver.token);
+    const late = await requestJson(
+      app,
+      "POST",
+      `/v1/drivers/effects/${call.effectId}/late-result`,
+      { ...lateEvidence(call), connectionId: other },
+      call.driver.token,
+    );
     expect(late.status).toBe(409);
     expect(effectRow(fx.store, call.effectId)).toMatchObject({ status: "unknown", resolution: null });
   });
 });
-
 
 // docs/DESIGN.md §3 rules 12-13: a missed deadline proves non-execution only because nothing was
 // sent, and evidence about an attempt comes from the connection that made it. A report against the
 // ledger's own evidence is a typed 409 that writes nothing.
 describe("HTTP: a deadline-missed report against the ledger's evidence is refused", () => {
   function snapshot(f: DoubleWorld, call: DispatchedCall) {
-    return { effect: effectRow(f.store, call.effectId), attempt: attemptRow(f, call.effectId), command: commandRow(f.store, call.commandId), events: runEvents(f.store, call.runId).length };
+    return {
+      effect: effectRow(f.store, call.effectId),
+      attempt: attemptRow(f, call.effectId),
+      command: commandRow(f.store, call.commandId),
+      events: runEvents(f.store, call.runId).length,
+    };
   }
 
   it("after the Driver marked the attempt unknown (it sent or tried to send): 409 effect.attempt_sent, nothing written", async () => {
@@ -309,10 +466,22 @@ describe("HTTP: a deadline-missed report against the ledger's evidence is refuse
     const app = buildHttpApp(fx.runtime);
     const call = await dispatchWrite(fx);
     const token = call.driver.token;
-    const marked = await requestJson(app, "POST", `/v1/drivers/effects/${call.effectId}/mark-unknown`, { connectionId: call.driver.connectionId, attempt: 1, reason: "mcp_call_failed: socket hang up" }, token);
+    const marked = await requestJson(
+      app,
+      "POST",
+      `/v1/drivers/effects/${call.effectId}/mark-unknown`,
+      { connectionId: call.driver.connectionId, attempt: 1, reason: "mcp_call_failed: socket hang up" },
+      token,
+    );
     expect(marked).toEqual({ status: 200, body: { outcome: "applied", status: "unknown" } });
     const before = snapshot(fx, call);
-    const missed = await requestJson(app, "POST", `/v1/drivers/effects/${call.effectId}/deadline-missed`, { connectionId: call.driver.connectionId, attempt: 1, elapsedMs: 15_000 }, token);
+    const missed = await requestJson(
+      app,
+      "POST",
+      `/v1/drivers/effects/${call.effectId}/deadline-missed`,
+      { connectionId: call.driver.connectionId, attempt: 1, elapsedMs: 15_000 },
+      token,
+    );
     expect(missed).toMatchObject({ status: 409, body: { error: { code: "effect.attempt_sent" } } });
     expect(snapshot(fx, call)).toEqual(before);
     expect(before.effect).toMatchObject({ status: "unknown", resolution: null });
@@ -322,12 +491,20 @@ describe("HTTP: a deadline-missed report against the ledger's evidence is refuse
     fx = createDoubleWorld({ enabled: false });
     const call = await dispatchWrite(fx);
     expect((await redeliverAndClaim(fx, call)).kind).toBe("unknown");
-    const marked = fx.runtime.ledger.markUnknown(call.driver.instance, call.effectId, { connectionId: call.driver.connectionId, attempt: 1, reason: "mcp_call_failed: socket hang up" });
+    const marked = fx.runtime.ledger.markUnknown(call.driver.instance, call.effectId, {
+      connectionId: call.driver.connectionId,
+      attempt: 1,
+      reason: "mcp_call_failed: socket hang up",
+    });
     expect(marked).toMatchObject({ outcome: "duplicate", status: "unknown" }); // already fenced: nothing changes but the send evidence
     const before = snapshot(fx, call);
-    expect(() => fx!.runtime.ledger.deadlineMissed(call.driver.instance, call.effectId, { connectionId: call.driver.connectionId, attempt: 1, elapsedMs: 30_000 })).toThrow(
-      expect.objectContaining({ code: "effect.attempt_sent" }),
-    );
+    expect(() =>
+      fx!.runtime.ledger.deadlineMissed(call.driver.instance, call.effectId, {
+        connectionId: call.driver.connectionId,
+        attempt: 1,
+        elapsedMs: 30_000,
+      }),
+    ).toThrow(expect.objectContaining({ code: "effect.attempt_sent" }));
     expect(snapshot(fx, call)).toEqual(before);
   });
 
@@ -335,12 +512,21 @@ describe("HTTP: a deadline-missed report against the ledger's evidence is refuse
     fx = createDoubleWorld({ enabled: false });
     const call = await dispatchWrite(fx);
     await finalizeDriver(fx, call);
-    const complete = fx.runtime.ledger.complete(call.driver.instance, call.effectId, { connectionId: call.driver.connectionId, attempt: 1, result: lateEvidence(call).result, receipt: null });
+    const complete = fx.runtime.ledger.complete(call.driver.instance, call.effectId, {
+      connectionId: call.driver.connectionId,
+      attempt: 1,
+      result: lateEvidence(call).result,
+      receipt: null,
+    });
     expect(complete).toMatchObject({ outcome: "rejected", status: "unknown" });
     const before = snapshot(fx, call);
-    expect(() => fx!.runtime.ledger.deadlineMissed(call.driver.instance, call.effectId, { connectionId: call.driver.connectionId, attempt: 1, elapsedMs: 30_000 })).toThrow(
-      expect.objectContaining({ code: "effect.attempt_sent" }),
-    );
+    expect(() =>
+      fx!.runtime.ledger.deadlineMissed(call.driver.instance, call.effectId, {
+        connectionId: call.driver.connectionId,
+        attempt: 1,
+        elapsedMs: 30_000,
+      }),
+    ).toThrow(expect.objectContaining({ code: "effect.attempt_sent" }));
     expect(snapshot(fx, call)).toEqual(before);
   });
 
@@ -351,11 +537,23 @@ describe("HTTP: a deadline-missed report against the ledger's evidence is refuse
     const c2 = reconnectDriver(fx.runtime, call.driver);
     expect((await deliverAcceptClaim(fx.runtime, c2)).claim.kind).toBe("unknown"); // C2's redelivered claim fenced C1's attempt 1
     const before = snapshot(fx, call);
-    const missed = await requestJson(app, "POST", `/v1/drivers/effects/${call.effectId}/deadline-missed`, { connectionId: c2.connectionId, attempt: 1, elapsedMs: 30_000 }, c2.token);
+    const missed = await requestJson(
+      app,
+      "POST",
+      `/v1/drivers/effects/${call.effectId}/deadline-missed`,
+      { connectionId: c2.connectionId, attempt: 1, elapsedMs: 30_000 },
+      c2.token,
+    );
     expect(missed).toMatchObject({ status: 409, body: { error: { code: "effect.not_attempt_connection" } } });
     expect(snapshot(fx, call)).toEqual(before);
     // The connection that made the attempt (superseded since) may still report it: it sent nothing.
-    const own = await requestJson(app, "POST", `/v1/drivers/effects/${call.effectId}/deadline-missed`, { connectionId: call.driver.connectionId, attempt: 1, elapsedMs: 30_000 }, call.driver.token);
+    const own = await requestJson(
+      app,
+      "POST",
+      `/v1/drivers/effects/${call.effectId}/deadline-missed`,
+      { connectionId: call.driver.connectionId, attempt: 1, elapsedMs: 30_000 },
+      call.driver.token,
+    );
     expect(own).toEqual({ status: 200, body: { outcome: "applied", status: "not_executed" } });
   });
 });

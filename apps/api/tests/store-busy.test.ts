@@ -69,12 +69,15 @@ describe("a store locked by another process", () => {
   it("keeps /health fast, answers an enqueue 503 store.busy with Retry-After, then works again with nothing half-written", async () => {
     dir = mkdtempSync(join(tmpdir(), "mosoo-busy-"));
     const dbFile = join(dir, "api.db");
-    api = await startApi(loadApiConfig({
+    api = await startApi(
+      loadApiConfig({
         MOSOO_DB_FILE: dbFile,
         MOSOO_PORT: "0",
         MOSOO_SWEEP_INTERVAL_MS: "100",
         ...TEST_CREDENTIALS_ENV,
-      }), pino({ level: "silent" }));
+      }),
+      pino({ level: "silent" }),
+    );
     const reg = await post(`${api.url}/v1/drivers/register`, { name: "busy" });
     const conn = await post(`${api.url}/v1/drivers/connect`, {}, reg.body.driverToken);
     const run = await post(`${api.url}/v1/runs`, { driverInstanceId: reg.body.driverInstanceId });
@@ -113,7 +116,9 @@ describe("a store locked by another process", () => {
     const t0 = performance.now();
     const refused = await post(`${api.url}/v1/runs/${run.body.runId}/tool-calls`, toolCall);
     const enqueueMs = performance.now() - t0;
-    const poll = await fetch(`${api.url}/v1/drivers/commands/next?connectionId=${conn.body.connectionId}&waitMs=0`, { headers: { authorization: `Bearer ${reg.body.driverToken}` } });
+    const poll = await fetch(`${api.url}/v1/drivers/commands/next?connectionId=${conn.body.connectionId}&waitMs=0`, {
+      headers: { authorization: `Bearer ${reg.body.driverToken}` },
+    });
     const heartbeat = await post(`${api.url}/v1/drivers/heartbeat`, { connectionId: conn.body.connectionId }, reg.body.driverToken);
     const answeredWhileLocked = performance.now() - lockedAt < HOLD_MS;
     await released$;
@@ -127,7 +132,11 @@ describe("a store locked by another process", () => {
         `long-poll ${poll.status}, heartbeat ${heartbeat.status} ${heartbeat.body?.error?.code ?? ""}`,
     );
     expect(answeredWhileLocked).toBe(true);
-    expect({ status: refused.status, code: refused.body.error.code, retryAfter: refused.retryAfter }).toEqual({ status: 503, code: "store.busy", retryAfter: "1" });
+    expect({ status: refused.status, code: refused.body.error.code, retryAfter: refused.retryAfter }).toEqual({
+      status: 503,
+      code: "store.busy",
+      retryAfter: "1",
+    });
     expect(poll.status).toBe(503);
     expect(heartbeat.status).toBe(503);
     expect(sorted.length).toBeGreaterThan(10);

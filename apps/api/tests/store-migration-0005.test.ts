@@ -24,7 +24,9 @@ beforeEach(() => {
   const sqlite = new Database(file);
   sqlite.pragma("foreign_keys = OFF");
   migrate(drizzle(sqlite), { migrationsFolder: migrationsFolderUpTo(dir, 4) });
-  const audit = sqlite.prepare("INSERT INTO effect_operator_actions (id, effect_id, action, actor, reason, outcome, created_at_ms) VALUES (?, ?, ?, 'alice', 'r', ?, ?)");
+  const audit = sqlite.prepare(
+    "INSERT INTO effect_operator_actions (id, effect_id, action, actor, reason, outcome, created_at_ms) VALUES (?, ?, ?, 'alice', 'r', ?, ?)",
+  );
   audit.run(newUlid(T0), ids.unknownEffectId, "lookup", "still_unknown", T0);
   audit.run(newUlid(T0), ids.unknownEffectId, "lookup", "confirmed_not_executed", T0);
   audit.run(newUlid(T0), ids.succeededEffectId, "resolve", "succeeded", T0);
@@ -39,20 +41,51 @@ afterEach(() => {
 describe("store migration 0005 (compensation link, audit status before/after)", () => {
   it("keeps every audit row and backfills status before (unknown) and after (from the recorded outcome)", () => {
     store = openStore(file);
-    const rows = store.sqlite.prepare("SELECT action, outcome, status_before, status_after, receipt_json, compensation_effect_id FROM effect_operator_actions ORDER BY id").all();
+    const rows = store.sqlite
+      .prepare(
+        "SELECT action, outcome, status_before, status_after, receipt_json, compensation_effect_id FROM effect_operator_actions ORDER BY id",
+      )
+      .all();
     expect(rows).toEqual([
-      { action: "lookup", outcome: "still_unknown", status_before: "unknown", status_after: "unknown", receipt_json: null, compensation_effect_id: null },
-      { action: "lookup", outcome: "confirmed_not_executed", status_before: "unknown", status_after: "not_executed", receipt_json: null, compensation_effect_id: null },
-      { action: "resolve", outcome: "succeeded", status_before: "unknown", status_after: "succeeded", receipt_json: null, compensation_effect_id: null },
+      {
+        action: "lookup",
+        outcome: "still_unknown",
+        status_before: "unknown",
+        status_after: "unknown",
+        receipt_json: null,
+        compensation_effect_id: null,
+      },
+      {
+        action: "lookup",
+        outcome: "confirmed_not_executed",
+        status_before: "unknown",
+        status_after: "not_executed",
+        receipt_json: null,
+        compensation_effect_id: null,
+      },
+      {
+        action: "resolve",
+        outcome: "succeeded",
+        status_before: "unknown",
+        status_after: "succeeded",
+        receipt_json: null,
+        compensation_effect_id: null,
+      },
     ]);
-    expect(store.sqlite.prepare("SELECT compensates_effect_id FROM external_tool_effects WHERE id = ?").get(ids.succeededEffectId)).toEqual({ compensates_effect_id: null });
+    expect(store.sqlite.prepare("SELECT compensates_effect_id FROM external_tool_effects WHERE id = ?").get(ids.succeededEffectId)).toEqual(
+      { compensates_effect_id: null },
+    );
   });
 
   it("the new rules hold in the database (after 0007): only a compensate row names a compensation, statuses are checked, one compensation in flight per effect", () => {
     store = openStore(file);
     const db = store.sqlite;
     const insertAction = (action: string, statusAfter: string, compensationId: string | null) =>
-      db.prepare("INSERT INTO effect_operator_actions (id, effect_id, action, actor, reason, outcome, status_before, status_after, compensation_effect_id, created_at_ms) VALUES (?, ?, ?, 'a', 'r', 'x', 'succeeded', ?, ?, 1)").run(newUlid(), ids.succeededEffectId, action, statusAfter, compensationId);
+      db
+        .prepare(
+          "INSERT INTO effect_operator_actions (id, effect_id, action, actor, reason, outcome, status_before, status_after, compensation_effect_id, created_at_ms) VALUES (?, ?, ?, 'a', 'r', 'x', 'succeeded', ?, ?, 1)",
+        )
+        .run(newUlid(), ids.succeededEffectId, action, statusAfter, compensationId);
     expect(() => insertAction("lookup", "succeeded", ids.unknownEffectId)).toThrow(/CHECK constraint failed/); // only a compensate row names a compensation
     expect(() => insertAction("lookup", "lost", null)).toThrow(/CHECK constraint failed/);
     expect(() => insertAction("undo", "succeeded", null)).toThrow(/CHECK constraint failed/);
@@ -61,11 +94,15 @@ describe("store migration 0005 (compensation link, audit status before/after)", 
     link.run(ids.succeededEffectId, ids.unknownEffectId);
     const cmd = newUlid();
     const comp = newUlid();
-    db.prepare("INSERT INTO driver_commands (id, driver_instance_id, run_id, seq, type, status, payload_json, created_at_ms, updated_at_ms) VALUES (?, ?, ?, 3, 'mcp.execute', 'queued', '{}', 1, 1)").run(cmd, ids.driverId, ids.runId);
+    db.prepare(
+      "INSERT INTO driver_commands (id, driver_instance_id, run_id, seq, type, status, payload_json, created_at_ms, updated_at_ms) VALUES (?, ?, ?, 3, 'mcp.execute', 'queued', '{}', 1, 1)",
+    ).run(cmd, ids.driverId, ids.runId);
     const insertComp = () =>
-      db.prepare(
-        "INSERT INTO external_tool_effects (id, command_id, run_id, driver_instance_id, server_id, tool_name, tool_call_id, request_id, arguments_json, idempotency_key, request_fingerprint, status, attempt_count, compensates_effect_id, created_at_ms, updated_at_ms) VALUES (?, ?, ?, ?, 'tracker', 'closeIssue', 'tc', 'rq', '{}', ?, ?, 'executing', 1, ?, 1, 1)",
-      ).run(comp, cmd, ids.runId, ids.driverId, newUlid(), "0".repeat(64), ids.succeededEffectId);
+      db
+        .prepare(
+          "INSERT INTO external_tool_effects (id, command_id, run_id, driver_instance_id, server_id, tool_name, tool_call_id, request_id, arguments_json, idempotency_key, request_fingerprint, status, attempt_count, compensates_effect_id, created_at_ms, updated_at_ms) VALUES (?, ?, ?, ?, 'tracker', 'closeIssue', 'tc', 'rq', '{}', ?, ?, 'executing', 1, ?, 1, 1)",
+        )
+        .run(comp, cmd, ids.runId, ids.driverId, newUlid(), "0".repeat(64), ids.succeededEffectId);
     expect(insertComp).toThrow(/UNIQUE constraint failed/);
     // once the first is confirmed not executed, another may exist
     db.prepare("UPDATE external_tool_effects SET status = 'not_executed', resolution = 'operator' WHERE id = ?").run(ids.unknownEffectId);
@@ -75,6 +112,8 @@ describe("store migration 0005 (compensation link, audit status before/after)", 
   it("the fence trigger survives: an unknown effect still cannot be deleted", () => {
     store = openStore(file);
     expect(() => store!.sqlite.prepare("DELETE FROM external_tool_effects WHERE id = ?").run(ids.unknownEffectId)).toThrow();
-    expect(store.sqlite.prepare("SELECT status FROM external_tool_effects WHERE id = ?").get(ids.unknownEffectId)).toEqual({ status: "unknown" });
+    expect(store.sqlite.prepare("SELECT status FROM external_tool_effects WHERE id = ?").get(ids.unknownEffectId)).toEqual({
+      status: "unknown",
+    });
   });
 });

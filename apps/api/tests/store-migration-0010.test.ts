@@ -31,19 +31,26 @@ describe("store migration 0010 (audit rows without foreign keys)", () => {
     const sqlite = new Database(file);
     sqlite.pragma("foreign_keys = OFF");
     migrate(drizzle(sqlite), { migrationsFolder: migrationsFolderUpTo(dir, 7) });
-    const effect = sqlite.prepare("SELECT run_id, driver_instance_id FROM external_tool_effects WHERE id = ?").get(ids.succeededEffectId) as { run_id: string; driver_instance_id: string };
+    const effect = sqlite
+      .prepare("SELECT run_id, driver_instance_id FROM external_tool_effects WHERE id = ?")
+      .get(ids.succeededEffectId) as { run_id: string; driver_instance_id: string };
     const auditId = newUlid(T0);
     sqlite
-      .prepare("INSERT INTO effect_operator_actions (id, effect_id, action, actor, reason, outcome, status_before, status_after, created_at_ms) VALUES (?, ?, 'resolve', 'alice', 'r', 'succeeded', 'unknown', 'succeeded', ?)")
+      .prepare(
+        "INSERT INTO effect_operator_actions (id, effect_id, action, actor, reason, outcome, status_before, status_after, created_at_ms) VALUES (?, ?, 'resolve', 'alice', 'r', 'succeeded', 'unknown', 'succeeded', ?)",
+      )
       .run(auditId, ids.succeededEffectId, T0);
     // an audit row whose effect is already gone (written with foreign keys off): kept, with null ids
     sqlite
-      .prepare("INSERT INTO effect_operator_actions (id, effect_id, action, actor, reason, outcome, status_before, status_after, created_at_ms) VALUES (?, '01JDZZZZZZZZZZZZZZZZZZZZZZ', 'lookup', 'bob', 'r', 'still_unknown', 'unknown', 'unknown', ?)")
+      .prepare(
+        "INSERT INTO effect_operator_actions (id, effect_id, action, actor, reason, outcome, status_before, status_after, created_at_ms) VALUES (?, '01JDZZZZZZZZZZZZZZZZZZZZZZ', 'lookup', 'bob', 'r', 'still_unknown', 'unknown', 'unknown', ?)",
+      )
       .run(newUlid(T0 + 1), T0);
     sqlite.close();
 
     store = openStore(file);
-    const rows = () => store!.sqlite.prepare("SELECT effect_id, run_id, driver_instance_id, actor FROM effect_operator_actions ORDER BY id").all();
+    const rows = () =>
+      store!.sqlite.prepare("SELECT effect_id, run_id, driver_instance_id, actor FROM effect_operator_actions ORDER BY id").all();
     expect(rows()).toEqual([
       { effect_id: ids.succeededEffectId, run_id: effect.run_id, driver_instance_id: effect.driver_instance_id, actor: "alice" },
       { effect_id: "01JDZZZZZZZZZZZZZZZZZZZZZZ", run_id: null, driver_instance_id: null, actor: "bob" },
@@ -51,7 +58,9 @@ describe("store migration 0010 (audit rows without foreign keys)", () => {
     expect(store.sqlite.prepare("PRAGMA foreign_key_list(effect_operator_actions)").all()).toEqual([]);
     // (the legacy run also holds an unknown effect, so the run itself keeps its fence)
     store.sqlite.prepare("DELETE FROM driver_commands WHERE id = ?").run(ids.succeededCommandId);
-    expect(store.sqlite.prepare("SELECT count(*) AS n FROM external_tool_effects WHERE id = ?").get(ids.succeededEffectId)).toEqual({ n: 0 });
+    expect(store.sqlite.prepare("SELECT count(*) AS n FROM external_tool_effects WHERE id = ?").get(ids.succeededEffectId)).toEqual({
+      n: 0,
+    });
     expect(rows()).toHaveLength(2);
   });
 });

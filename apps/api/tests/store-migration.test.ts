@@ -10,7 +10,8 @@ import { createDoubleWorld, START_MS } from "./kit/index.js";
 import { effectRow, expectReconciled, reconciliationRecords } from "./helpers/reconciliation-db.js";
 
 /** Every migration of the journal (0000 … latest) must have been applied. */
-const MIGRATION_COUNT = (JSON.parse(readFileSync(join(MIGRATIONS_FOLDER, "meta", "_journal.json"), "utf8")) as { entries: unknown[] }).entries.length;
+const MIGRATION_COUNT = (JSON.parse(readFileSync(join(MIGRATIONS_FOLDER, "meta", "_journal.json"), "utf8")) as { entries: unknown[] })
+  .entries.length;
 
 const T0 = START_MS - 3_600_000;
 let dir: string;
@@ -68,7 +69,15 @@ describe("store migration 0002 (effect reconciliation) on a #412 store", () => {
       operator_attention: null,
       lease_owner: null,
     });
-    expect(effectRow(store, ids.unknownEffectId)).toMatchObject({ status: "unknown", resolution: null, version: 0, attempt_count: 1, lookup_count: 0, next_lookup_at_ms: null, lease_owner: null });
+    expect(effectRow(store, ids.unknownEffectId)).toMatchObject({
+      status: "unknown",
+      resolution: null,
+      version: 0,
+      attempt_count: 1,
+      lookup_count: 0,
+      next_lookup_at_ms: null,
+      lease_owner: null,
+    });
     expect(store.sqlite.pragma("foreign_key_check")).toEqual([]);
     expect(store.sqlite.pragma("foreign_keys", { simple: true })).toBe(1);
     expect(store.sqlite.pragma("integrity_check", { simple: true })).toBe("ok");
@@ -76,15 +85,21 @@ describe("store migration 0002 (effect reconciliation) on a #412 store", () => {
 
   it("the fence trigger survives the table rebuild: an unknown effect cannot be deleted, directly or by cascade", () => {
     const store = upgrade();
-    const triggers = store.sqlite.prepare("SELECT name FROM sqlite_master WHERE type = 'trigger' AND tbl_name = 'external_tool_effects'").all();
+    const triggers = store.sqlite
+      .prepare("SELECT name FROM sqlite_master WHERE type = 'trigger' AND tbl_name = 'external_tool_effects'")
+      .all();
     expect(triggers).toEqual([{ name: "external_tool_effects_fence_retained" }]);
-    expect(() => store.sqlite.prepare("DELETE FROM external_tool_effects WHERE id = ?").run(ids.unknownEffectId)).toThrow(/effect\.fence_retained/);
+    expect(() => store.sqlite.prepare("DELETE FROM external_tool_effects WHERE id = ?").run(ids.unknownEffectId)).toThrow(
+      /effect\.fence_retained/,
+    );
     expect(() => store.sqlite.prepare("DELETE FROM session_runs WHERE id = ?").run(ids.runId)).toThrow(/effect\.fence_retained/);
     expect(() => store.sqlite.prepare("DELETE FROM driver_instances WHERE id = ?").run(ids.driverId)).toThrow(/effect\.fence_retained/);
     expect(dumpLegacyRows(store.sqlite, legacyColumns)).toEqual(before);
     // a settled effect may go, its attempts with it (the cascade still works after the rebuild)
     store.sqlite.prepare("DELETE FROM external_tool_effects WHERE id = ?").run(ids.succeededEffectId);
-    expect(store.sqlite.prepare("SELECT count(*) AS n FROM external_tool_effect_attempts WHERE effect_id = ?").get(ids.succeededEffectId)).toEqual({ n: 0 });
+    expect(
+      store.sqlite.prepare("SELECT count(*) AS n FROM external_tool_effect_attempts WHERE effect_id = ?").get(ids.succeededEffectId),
+    ).toEqual({ n: 0 });
   });
 
   it("the new CHECKs and the partial unique index hold", () => {
@@ -95,9 +110,18 @@ describe("store migration 0002 (effect reconciliation) on a #412 store", () => {
     expect(() => setStatus("not_executed", null)).toThrow(/CHECK constraint failed/);
     expect(() => setStatus("unknown", "operator")).toThrow(/CHECK constraint failed/);
     expect(() => setStatus("not_executed", "guessed")).toThrow(/CHECK constraint failed/);
-    expect(() => db.prepare("UPDATE external_tool_effects SET lease_owner = 'x' WHERE id = ?").run(ids.unknownEffectId)).toThrow(/CHECK constraint failed/);
-    expect(() => db.prepare("UPDATE external_tool_effects SET operator_attention = 'bored' WHERE id = ?").run(ids.unknownEffectId)).toThrow(/CHECK constraint failed/);
-    expect(effectRow(store, ids.unknownEffectId)).toMatchObject({ status: "unknown", resolution: null, lease_owner: null, operator_attention: null });
+    expect(() => db.prepare("UPDATE external_tool_effects SET lease_owner = 'x' WHERE id = ?").run(ids.unknownEffectId)).toThrow(
+      /CHECK constraint failed/,
+    );
+    expect(() => db.prepare("UPDATE external_tool_effects SET operator_attention = 'bored' WHERE id = ?").run(ids.unknownEffectId)).toThrow(
+      /CHECK constraint failed/,
+    );
+    expect(effectRow(store, ids.unknownEffectId)).toMatchObject({
+      status: "unknown",
+      resolution: null,
+      lease_owner: null,
+      operator_attention: null,
+    });
 
     const record = db.prepare(
       "INSERT INTO effect_reconciliations (id, effect_id, adapter_id, adapter_version, trigger, outcome, reason_code, receipt_json, result_json, started_at_ms, finished_at_ms) VALUES (?, ?, 'a', '1.0.0', 'sweep', ?, ?, ?, ?, 1, 2)",
@@ -106,10 +130,18 @@ describe("store migration 0002 (effect reconciliation) on a #412 store", () => {
     record.run(newUlid(), ids.unknownEffectId, "still_unknown", "adapter_error", null, null);
     record.run(newUlid(), ids.unknownEffectId, "still_unknown", "lookup_timeout", null, null);
     record.run(newUlid(), ids.unknownEffectId, "confirmed_not_executed", null, receipt, null);
-    expect(() => record.run(newUlid(), ids.unknownEffectId, "confirmed_succeeded", null, receipt, "{}")).toThrow(/UNIQUE constraint failed/);
-    expect(() => record.run(newUlid(), ids.unknownEffectId, "confirmed_not_executed", null, receipt, null)).toThrow(/UNIQUE constraint failed/);
-    expect(() => record.run(newUlid(), ids.succeededEffectId, "confirmed_succeeded", null, receipt, null)).toThrow(/CHECK constraint failed/);
-    expect(() => record.run(newUlid(), ids.succeededEffectId, "confirmed_not_executed", null, null, null)).toThrow(/CHECK constraint failed/);
+    expect(() => record.run(newUlid(), ids.unknownEffectId, "confirmed_succeeded", null, receipt, "{}")).toThrow(
+      /UNIQUE constraint failed/,
+    );
+    expect(() => record.run(newUlid(), ids.unknownEffectId, "confirmed_not_executed", null, receipt, null)).toThrow(
+      /UNIQUE constraint failed/,
+    );
+    expect(() => record.run(newUlid(), ids.succeededEffectId, "confirmed_succeeded", null, receipt, null)).toThrow(
+      /CHECK constraint failed/,
+    );
+    expect(() => record.run(newUlid(), ids.succeededEffectId, "confirmed_not_executed", null, null, null)).toThrow(
+      /CHECK constraint failed/,
+    );
     expect(() => record.run(newUlid(), newUlid(), "still_unknown", "adapter_error", null, null)).toThrow(/FOREIGN KEY constraint failed/);
     expect(reconciliationRecords(store, ids.unknownEffectId)).toHaveLength(3);
   });

@@ -71,7 +71,9 @@ export function isRetryableApiError(error: unknown): boolean {
  */
 export function isConnectionLostError(error: unknown): boolean {
   if (!(error instanceof ApiRequestError)) return false;
-  return error.status === 401 || (error.status === 409 && (error.code === "driver.connection_superseded" || error.code === "driver.finalized"));
+  return (
+    error.status === 401 || (error.status === 409 && (error.code === "driver.connection_superseded" || error.code === "driver.finalized"))
+  );
 }
 
 /** True for 409 `driver.finalized`: the instance in the state file was finalized and can never connect again. */
@@ -127,7 +129,11 @@ export interface DriverCallOptions {
  * note in the table).
  */
 export interface DriverApi {
-  call<N extends DriverRouteName>(name: N, input: RouteInput<DriverRoute<N>>, options?: DriverCallOptions): Promise<RouteOutput<DriverRoute<N>>>;
+  call<N extends DriverRouteName>(
+    name: N,
+    input: RouteInput<DriverRoute<N>>,
+    options?: DriverCallOptions,
+  ): Promise<RouteOutput<DriverRoute<N>>>;
 }
 
 /** The calls a command handler makes (what its tests fake): the same typed call. */
@@ -181,7 +187,11 @@ export class DriverApiClient implements DriverApi {
    * `idempotent`) are retried on {@link isRetryableApiError} failures. A long-poll (`waitMs` in the
    * query) gets `waitMs` more than the per-request timeout.
    */
-  async call<N extends DriverRouteName>(name: N, input: RouteInput<DriverRoute<N>>, options: DriverCallOptions = {}): Promise<RouteOutput<DriverRoute<N>>> {
+  async call<N extends DriverRouteName>(
+    name: N,
+    input: RouteInput<DriverRoute<N>>,
+    options: DriverCallOptions = {},
+  ): Promise<RouteOutput<DriverRoute<N>>> {
     const route: ApiRoute = DRIVER_API[name];
     const { params, query, body } = input as { params?: Record<string, string>; query?: Record<string, unknown>; body?: unknown };
     const checkedQuery = route.query ? (checkRequest(route.query, query) as Record<string, unknown>) : undefined;
@@ -212,7 +222,13 @@ export class DriverApiClient implements DriverApi {
       onFailedAttempt: ({ error, attemptNumber, retriesLeft }) => {
         if (!isRetryableApiError(error) || retriesLeft === 0) return;
         this.options.logger?.warn(
-          { route: spec.route, attemptNumber, retriesLeft, errorCode: (error as ApiRequestError | ApiUnavailableError).code, err: error.message },
+          {
+            route: spec.route,
+            attemptNumber,
+            retriesLeft,
+            errorCode: (error as ApiRequestError | ApiUnavailableError).code,
+            err: error.message,
+          },
           "api.retry",
         );
       },

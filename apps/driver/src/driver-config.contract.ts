@@ -8,7 +8,10 @@ import { z } from "zod";
  * without a word; `constructor`/`prototype` would be found by a plain lookup on any object.
  */
 const notReservedKey = <T extends z.ZodType<string>>(schema: T) =>
-  schema.refine((k) => !FORBIDDEN_JSON_KEYS.has(k), "__proto__, constructor and prototype are reserved by JavaScript objects and cannot name a config entry");
+  schema.refine(
+    (k) => !FORBIDDEN_JSON_KEYS.has(k),
+    "__proto__, constructor and prototype are reserved by JavaScript objects and cannot name a config entry",
+  );
 
 /** A header or environment variable name: non-empty, not a {@link notReservedKey} name. */
 const RecordKeySchema = notReservedKey(z.string().min(1));
@@ -104,7 +107,11 @@ export const DriverOptionsSchema = z.strictObject({
   name: z.string().min(1).max(100),
   stateFile: z.string().min(1),
   mcpConfigFile: z.string().min(1),
-  toolTimeoutMs: z.number().int().positive().max(24 * 60 * 60 * 1000),
+  toolTimeoutMs: z
+    .number()
+    .int()
+    .positive()
+    .max(24 * 60 * 60 * 1000),
   pollWaitMs: z.number().int().min(0).max(30_000).default(DEFAULT_POLL_WAIT_MS),
   logLevel: z.enum(LOG_LEVELS).default("info"),
   finalizeOnExit: z.boolean().default(false),

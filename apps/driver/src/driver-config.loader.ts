@@ -46,7 +46,10 @@ export function parseMcpConfig(text: string, source: string): McpConfig {
   // The shared JSON rules first (contracts' findJsonProblem): zod's records skip a "__proto__" key
   // silently, so a server or header named so would vanish; a lone surrogate could never be sent.
   const problem = findJsonProblem(json);
-  if (problem) throw new DriverConfigError(`MCP config ${source} is invalid: ${formatJsonProblem(problem)} (__proto__, constructor and prototype are reserved by JavaScript objects; text must be well-formed UTF-16)`);
+  if (problem)
+    throw new DriverConfigError(
+      `MCP config ${source} is invalid: ${formatJsonProblem(problem)} (__proto__, constructor and prototype are reserved by JavaScript objects; text must be well-formed UTF-16)`,
+    );
   const parsed = McpConfigSchema.safeParse(json);
   if (!parsed.success) throw new DriverConfigError(`MCP config ${source} is invalid: ${formatZodIssues(parsed.error)}`);
   return parsed.data;

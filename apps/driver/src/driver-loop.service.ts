@@ -106,7 +106,12 @@ export class DriverLoop {
       if (error instanceof DriverConfigError) throw error;
       if (isConnectionLostError(error)) return this.lostReason((error as ApiRequestError).status, (error as ApiRequestError).code);
       const code = (error as { code?: unknown }).code;
-      const reason = { kind: "startup_failed", code: typeof code === "string" ? code : "driver.startup_failed", message: (error as Error).message, exitCode: 1 } as const;
+      const reason = {
+        kind: "startup_failed",
+        code: typeof code === "string" ? code : "driver.startup_failed",
+        message: (error as Error).message,
+        exitCode: 1,
+      } as const;
       this.log.error({ errorCode: reason.code, err: reason.message }, "driver.startup_failed");
       return reason;
     }
@@ -146,7 +151,11 @@ export class DriverLoop {
     const connected = await api.call("connect", {});
     this.connectionId = connected.connectionId;
     this.log.info(
-      { connectionId: connected.connectionId, pendingCommandCount: connected.pendingCommandCount, heartbeatTtlMs: connected.heartbeatTtlMs },
+      {
+        connectionId: connected.connectionId,
+        pendingCommandCount: connected.pendingCommandCount,
+        heartbeatTtlMs: connected.heartbeatTtlMs,
+      },
       "driver.connected",
     );
     this.scheduleHeartbeat(api, connected.heartbeatTtlMs);
@@ -192,7 +201,8 @@ export class DriverLoop {
           this.markLost((error as ApiRequestError).status, (error as ApiRequestError).code);
           break;
         }
-        if (!needsReconnect) this.log.warn({ errorCode: (error as { code?: unknown }).code, err: (error as Error).message, delayMs }, "poll.failed");
+        if (!needsReconnect)
+          this.log.warn({ errorCode: (error as { code?: unknown }).code, err: (error as Error).message, delayMs }, "poll.failed");
         await sleep(delayMs, signal);
         delayMs = Math.min(delayMs * 2, backoff.max);
       }

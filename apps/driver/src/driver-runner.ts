@@ -13,7 +13,17 @@ import { McpConnections } from "./mcp-connections.js";
 export function createDriverLogger(level: LogLevel, destination?: DestinationStream): Logger {
   // Logs never carry credentials (docs/DESIGN.md §10): the Driver's token and any header it might log.
   const redact = {
-    paths: ["authorization", "driverToken", "token", "*.authorization", "*.driverToken", "*.token", "headers.authorization", "*.headers.authorization", "*.*.token"],
+    paths: [
+      "authorization",
+      "driverToken",
+      "token",
+      "*.authorization",
+      "*.driverToken",
+      "*.token",
+      "headers.authorization",
+      "*.headers.authorization",
+      "*.*.token",
+    ],
     censor: "[redacted]",
   };
   const options = { level, base: { service: "mosoo-driver" }, timestamp: pino.stdTimeFunctions.isoTime, redact };

@@ -32,7 +32,13 @@ export type {
 export { DriverConfigError, formatZodIssues, loadMcpConfigFile, parseMcpConfig } from "./driver-config.loader.js";
 export { DRIVER_STATE_FILE_MODE, DriverStateRepository } from "./driver-state.repository.js";
 export { createMcpTransport, McpConnections, McpServerUnavailableError, placeIdempotencyKey } from "./mcp-connections.js";
-export type { McpConnectionsOptions, McpToolCallOptions, McpToolCaller, McpToolCallRequest, McpTransportFactory } from "./mcp-connections.js";
+export type {
+  McpConnectionsOptions,
+  McpToolCallOptions,
+  McpToolCaller,
+  McpToolCallRequest,
+  McpTransportFactory,
+} from "./mcp-connections.js";
 export { handleMcpExecuteCommand, MAX_OUTPUT_TEXT_LENGTH, MAX_RECEIPT_BYTES, serverUnavailableError } from "./mcp-execute.handler.js";
 export type { McpExecuteHandlerDeps, McpExecuteOutcome } from "./mcp-execute.handler.js";
 export { DriverLoop } from "./driver-loop.service.js";

@@ -56,9 +56,18 @@ function buildProgram(): Command {
     .description("Mosoo Driver: pulls mcp.execute commands from the Mosoo API and calls the tools on your MCP servers, once per claim.")
     .requiredOption("--api-url <url>", "base URL of the Mosoo API (required), e.g. http://127.0.0.1:8787")
     .requiredOption("--mcp-config <file>", "JSON file that names the MCP servers, by serverId (required; format below)")
-    .option("--name <name>", "Driver instance name, sent when registering a new instance (1-100 chars)", `driver-${hostname()}`.slice(0, 100))
+    .option(
+      "--name <name>",
+      "Driver instance name, sent when registering a new instance (1-100 chars)",
+      `driver-${hostname()}`.slice(0, 100),
+    )
     .option("--state-file <path>", "where the Driver identity (instance id + token) is kept", "./var/driver-state.json")
-    .option("--tool-timeout-ms <ms>", "timeout of one MCP tool call in ms; on expiry the effect is fenced as unknown", parsePositiveInt, DEFAULT_TOOL_TIMEOUT_MS)
+    .option(
+      "--tool-timeout-ms <ms>",
+      "timeout of one MCP tool call in ms; on expiry the effect is fenced as unknown",
+      parsePositiveInt,
+      DEFAULT_TOOL_TIMEOUT_MS,
+    )
     .addOption(new Option("--log-level <level>", "minimum log level").choices(LOG_LEVELS).default("info"))
     .option("--finalize-on-exit", "on SIGTERM/SIGINT also POST finalize (the instance is gone for good) and delete the state file", false)
     .addHelpText("after", HELP_AFTER)
@@ -96,7 +105,8 @@ async function main(): Promise<void> {
   const options = parsed.data;
   const logger = createDriverLogger(options.logLevel);
   const unknownEnv = unknownMosooEnvNames(process.env);
-  if (unknownEnv.length > 0) logger.warn({ names: unknownEnv }, `config.unknown_variables: no Mosoo program reads ${unknownEnv.join(", ")} (a typo?)`);
+  if (unknownEnv.length > 0)
+    logger.warn({ names: unknownEnv }, `config.unknown_variables: no Mosoo program reads ${unknownEnv.join(", ")} (a typo?)`);
 
   let driver;
   try {

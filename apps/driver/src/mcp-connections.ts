@@ -90,7 +90,10 @@ export interface McpConnectionsOptions {
  */
 export function createMcpTransport(_serverId: string, config: McpServerConfig): Transport {
   if (config.type === "http") {
-    return new StreamableHTTPClientTransport(new URL(config.url), config.headers ? { requestInit: { headers: config.headers } } : undefined);
+    return new StreamableHTTPClientTransport(
+      new URL(config.url),
+      config.headers ? { requestInit: { headers: config.headers } } : undefined,
+    );
   }
   return new StdioClientTransport({
     command: config.command,
@@ -155,7 +158,9 @@ export class McpConnections implements McpToolCaller {
   private client(serverId: string): Promise<Client> {
     const config = this.hasServer(serverId) ? this.config.servers[serverId] : undefined;
     if (!config) {
-      return Promise.reject(new McpServerUnavailableError(serverId, "not_configured", `MCP server ${serverId} is not in the Driver's MCP config`));
+      return Promise.reject(
+        new McpServerUnavailableError(serverId, "not_configured", `MCP server ${serverId} is not in the Driver's MCP config`),
+      );
     }
     const existing = this.clients.get(serverId);
     if (existing) return existing;
@@ -174,7 +179,11 @@ export class McpConnections implements McpToolCaller {
       await client.connect(transport, { timeout: this.connectTimeoutMs });
     } catch (error) {
       await client.close().catch(() => undefined);
-      throw new McpServerUnavailableError(serverId, "connect_failed", `cannot connect to MCP server ${serverId}: ${(error as Error).message}`);
+      throw new McpServerUnavailableError(
+        serverId,
+        "connect_failed",
+        `cannot connect to MCP server ${serverId}: ${(error as Error).message}`,
+      );
     }
     const current = this.clients.get(serverId);
     client.onclose = () => {
@@ -192,7 +201,11 @@ export class McpConnections implements McpToolCaller {
  * copy of the agent's `args` (overriding an agent value of that name). The request fingerprint is
  * computed by the API over the agent's own arguments, never over these.
  */
-export function placeIdempotencyKey(placement: KeyPlacement, args: Record<string, unknown>, idempotencyKey: string): Pick<McpToolCallRequest, "arguments" | "_meta"> {
+export function placeIdempotencyKey(
+  placement: KeyPlacement,
+  args: Record<string, unknown>,
+  idempotencyKey: string,
+): Pick<McpToolCallRequest, "arguments" | "_meta"> {
   return placement.in === "meta"
     ? { arguments: args, _meta: { [placement.name]: idempotencyKey } }
     : { arguments: { ...args, [placement.name]: idempotencyKey }, _meta: {} };

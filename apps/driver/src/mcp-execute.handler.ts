@@ -89,7 +89,15 @@ export async function handleMcpExecuteCommand(envelope: DriverCommandEnvelope, d
   const { commandId, payload } = envelope;
   const log = deps.logger.child({ commandId, effectId: null });
   log.info(
-    { seq: envelope.seq, runId: envelope.runId, status: envelope.status, redelivery: envelope.redelivery, serverId: payload.serverId, toolName: payload.toolName, toolCallId: payload.toolCallId },
+    {
+      seq: envelope.seq,
+      runId: envelope.runId,
+      status: envelope.status,
+      redelivery: envelope.redelivery,
+      serverId: payload.serverId,
+      toolName: payload.toolName,
+      toolCallId: payload.toolCallId,
+    },
     "command.received",
   );
 
@@ -114,7 +122,12 @@ export async function handleMcpExecuteCommand(envelope: DriverCommandEnvelope, d
         ? error
         : new McpServerUnavailableError(payload.serverId, "connect_failed", (error as Error).message);
     log.warn({ serverId: payload.serverId, reason: unavailable.reason, err: unavailable.message }, "mcp.server_unavailable");
-    const runError = serverUnavailableError(payload.serverId, unavailable.reason, unavailable.message, unavailable.reason === "connect_failed");
+    const runError = serverUnavailableError(
+      payload.serverId,
+      unavailable.reason,
+      unavailable.message,
+      unavailable.reason === "connect_failed",
+    );
     return fail(deps, log, commandId, null, runError);
   }
   const args = JSON.parse(payload.argumentsJson) as Record<string, unknown>;
@@ -223,16 +236,31 @@ export async function handleMcpExecuteCommand(envelope: DriverCommandEnvelope, d
     // evidence, not a replay (docs/DESIGN.md §3 rule 13). The ledger settles or flags it.
     stored = await api.call("effectLateResult", {
       params: { effectId },
-      body: { connectionId, attempt, idempotencyKey, toolName: payload.toolName, requestFingerprint: fingerprintArguments(args), result, receipt },
+      body: {
+        connectionId,
+        attempt,
+        idempotencyKey,
+        toolName: payload.toolName,
+        requestFingerprint: fingerprintArguments(args),
+        result,
+        receipt,
+      },
     });
     effectLog.info({ attempt, outcome: stored.outcome, effectStatus: stored.status, reason: stored.reason }, "effect.late_result_reported");
     if (stored.status === "succeeded" && stored.outcome !== "rejected") return complete(deps, effectLog, commandId, effectId, result);
     // We hold a real provider result the ledger did not take (a contradiction it flagged for an
     // operator): never tell the agent it may resend (docs/DESIGN.md §3 rule 14).
-    return fail(deps, effectLog, commandId, effectId, effectUnknownError(effectId, { effectStatus: stored.status, reason: truncate(stored.reason ?? "late result not taken", 500) }));
+    return fail(
+      deps,
+      effectLog,
+      commandId,
+      effectId,
+      effectUnknownError(effectId, { effectStatus: stored.status, reason: truncate(stored.reason ?? "late result not taken", 500) }),
+    );
   }
   // The ledger did not take our result (e.g. the effect was fenced meanwhile): it decides.
-  const runError = stored.status === "not_executed" ? effectNotExecutedError(effectId) : effectUnknownError(effectId, { effectStatus: stored.status });
+  const runError =
+    stored.status === "not_executed" ? effectNotExecutedError(effectId) : effectUnknownError(effectId, { effectStatus: stored.status });
   return fail(deps, effectLog, commandId, effectId, runError);
 }
 
@@ -244,7 +272,10 @@ async function markUnknownAndFail(
   attempt: number,
   reason: string,
 ): Promise<McpExecuteOutcome> {
-  const marked = await deps.api.call("effectMarkUnknown", { params: { effectId }, body: { connectionId: deps.connectionId, attempt, reason: truncate(reason, 500) } });
+  const marked = await deps.api.call("effectMarkUnknown", {
+    params: { effectId },
+    body: { connectionId: deps.connectionId, attempt, reason: truncate(reason, 500) },
+  });
   log.warn({ attempt, outcome: marked.outcome, effectStatus: marked.status }, "effect.marked_unknown");
   const runError =
     marked.status === "not_executed" ? effectNotExecutedError(effectId) : effectUnknownError(effectId, { reason: truncate(reason, 500) });

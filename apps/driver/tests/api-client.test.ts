@@ -27,7 +27,10 @@ describe("DriverApiClient", () => {
   it("registers with the enrollment token, then sends its own bearer token and validates responses", async () => {
     const client = new DriverApiClient({ apiUrl: api.url, retry: FAST_RETRY, enrollmentToken: "enrollment-token-0123456789" });
     const registered = await client.call("register", { body: { name: "driver-test" } });
-    expect(api.requestsOf("register")[0]).toMatchObject({ body: { name: "driver-test" }, authorization: "Bearer enrollment-token-0123456789" });
+    expect(api.requestsOf("register")[0]).toMatchObject({
+      body: { name: "driver-test" },
+      authorization: "Bearer enrollment-token-0123456789",
+    });
     const authed = client.withDriverToken(registered.driverToken);
     const connected = await authed.call("connect", {});
     expect(connected.driverInstanceId).toBe(registered.driverInstanceId);
@@ -84,7 +87,10 @@ describe("DriverApiClient", () => {
   it("maps a non-JSON error body to code http.<status>", async () => {
     const { client, connectionId } = await connectedClient();
     api.failNext("heartbeat", { status: 418, body: "teapot" });
-    await expect(client.call("heartbeat", { body: { connectionId: connectionId } })).rejects.toMatchObject({ status: 418, code: "http.418" });
+    await expect(client.call("heartbeat", { body: { connectionId: connectionId } })).rejects.toMatchObject({
+      status: 418,
+      code: "http.418",
+    });
   });
 
   it("refuses a response that does not match the contract", async () => {
@@ -98,7 +104,9 @@ describe("DriverApiClient", () => {
 
   it("refuses to send a request that does not match the contract", async () => {
     const { client, connectionId } = await connectedClient();
-    await expect(client.call("effectMarkUnknown", { params: { effectId: newUlid() }, body: { connectionId, attempt: 0, reason: "x" } })).rejects.toMatchObject({
+    await expect(
+      client.call("effectMarkUnknown", { params: { effectId: newUlid() }, body: { connectionId, attempt: 0, reason: "x" } }),
+    ).rejects.toMatchObject({
       direction: "request",
     });
     expect(api.requestsOf("effectMarkUnknown")).toHaveLength(0);

@@ -27,7 +27,10 @@ interface Run {
  */
 function runCli(args: string[], onStdout?: (text: string, kill: (signal: NodeJS.Signals) => void) => void): Promise<Run> {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, ["--import", "tsx", "src/main.ts", ...args], { cwd: DRIVER_DIR, stdio: ["ignore", "pipe", "pipe"] });
+    const child = spawn(process.execPath, ["--import", "tsx", "src/main.ts", ...args], {
+      cwd: DRIVER_DIR,
+      stdio: ["ignore", "pipe", "pipe"],
+    });
     let stdout = "";
     let stderr = "";
     child.stdout.on("data", (chunk: Buffer) => {
@@ -46,40 +49,64 @@ beforeEach(async () => {
 });
 
 describe("mosoo-driver CLI: bad input", () => {
-  it("exits 2 with one line on stderr when --api-url is missing", async () => {
-    const run = await runCli(["--mcp-config", "x.json"]);
-    expect(run.code).toBe(2);
-    expect(run.stderr.trimEnd().split("\n")).toHaveLength(1);
-    expect(run.stderr).toMatch(/required option '--api-url <url>' not specified/);
-    expect(run.stderr).not.toMatch(/\bat .*\.ts:\d+/); // no stack trace
-  }, CLI_TIMEOUT_MS);
+  it(
+    "exits 2 with one line on stderr when --api-url is missing",
+    async () => {
+      const run = await runCli(["--mcp-config", "x.json"]);
+      expect(run.code).toBe(2);
+      expect(run.stderr.trimEnd().split("\n")).toHaveLength(1);
+      expect(run.stderr).toMatch(/required option '--api-url <url>' not specified/);
+      expect(run.stderr).not.toMatch(/\bat .*\.ts:\d+/); // no stack trace
+    },
+    CLI_TIMEOUT_MS,
+  );
 
-  it("exits 2 with one line when the MCP config is invalid", async () => {
-    const config = join(dir, "mcp.json");
-    await writeFile(config, JSON.stringify({ servers: { issues: { type: "http", url: "not a url" } } }));
-    const run = await runCli(["--api-url", "http://127.0.0.1:1", "--mcp-config", config]);
-    expect(run.code).toBe(2);
-    expect(run.stderr.trimEnd().split("\n")).toHaveLength(1);
-    expect(run.stderr).toMatch(/servers\.issues\.url/);
-  }, CLI_TIMEOUT_MS);
+  it(
+    "exits 2 with one line when the MCP config is invalid",
+    async () => {
+      const config = join(dir, "mcp.json");
+      await writeFile(config, JSON.stringify({ servers: { issues: { type: "http", url: "not a url" } } }));
+      const run = await runCli(["--api-url", "http://127.0.0.1:1", "--mcp-config", config]);
+      expect(run.code).toBe(2);
+      expect(run.stderr.trimEnd().split("\n")).toHaveLength(1);
+      expect(run.stderr).toMatch(/servers\.issues\.url/);
+    },
+    CLI_TIMEOUT_MS,
+  );
 
-  it("exits 2 on a non-numeric --tool-timeout-ms", async () => {
-    const run = await runCli(["--api-url", "http://127.0.0.1:1", "--mcp-config", "x.json", "--tool-timeout-ms", "soon"]);
-    expect(run.code).toBe(2);
-    expect(run.stderr).toMatch(/--tool-timeout-ms/);
-    expect(run.stderr.trimEnd().split("\n")).toHaveLength(1);
-  }, CLI_TIMEOUT_MS);
+  it(
+    "exits 2 on a non-numeric --tool-timeout-ms",
+    async () => {
+      const run = await runCli(["--api-url", "http://127.0.0.1:1", "--mcp-config", "x.json", "--tool-timeout-ms", "soon"]);
+      expect(run.code).toBe(2);
+      expect(run.stderr).toMatch(/--tool-timeout-ms/);
+      expect(run.stderr.trimEnd().split("\n")).toHaveLength(1);
+    },
+    CLI_TIMEOUT_MS,
+  );
 
-  it("--help explains every flag with its default and shows an example", async () => {
-    const run = await runCli(["--help"]);
-    expect(run.code).toBe(0);
-    for (const flag of ["--api-url", "--name", "--state-file", "--mcp-config", "--tool-timeout-ms", "--log-level", "--finalize-on-exit"]) {
-      expect(run.stdout).toContain(flag);
-    }
-    expect(run.stdout).toContain('default: "./var/driver-state.json"');
-    expect(run.stdout).toContain("default: 60000");
-    expect(run.stdout).toMatch(/Example:\n\s+mosoo-driver --api-url/);
-  }, CLI_TIMEOUT_MS);
+  it(
+    "--help explains every flag with its default and shows an example",
+    async () => {
+      const run = await runCli(["--help"]);
+      expect(run.code).toBe(0);
+      for (const flag of [
+        "--api-url",
+        "--name",
+        "--state-file",
+        "--mcp-config",
+        "--tool-timeout-ms",
+        "--log-level",
+        "--finalize-on-exit",
+      ]) {
+        expect(run.stdout).toContain(flag);
+      }
+      expect(run.stdout).toContain('default: "./var/driver-state.json"');
+      expect(run.stdout).toContain("default: 60000");
+      expect(run.stdout).toMatch(/Example:\n\s+mosoo-driver --api-url/);
+    },
+    CLI_TIMEOUT_MS,
+  );
 });
 
 describe("mosoo-driver CLI: running", () => {
@@ -92,48 +119,66 @@ describe("mosoo-driver CLI: running", () => {
     await api.stop();
   });
 
-  it("connects, logs driver.connected as JSON, and on SIGTERM stops with exit 0 without finalizing", async () => {
-    const config = join(dir, "mcp.json");
-    await writeFile(config, JSON.stringify({ servers: {} }));
-    let signalled = false;
-    const run = await runCli(["--api-url", api.url, "--mcp-config", config, "--state-file", join(dir, "state.json")], (text, kill) => {
-      if (!signalled && text.includes('"driver.connected"')) {
-        signalled = true;
-        kill("SIGTERM");
-      }
-    });
-    expect(run.code).toBe(0);
-    const messages = run.stdout.trim().split("\n").map((line) => (JSON.parse(line) as { msg: string }).msg);
-    expect(messages).toEqual(expect.arrayContaining(["driver.registered", "driver.connected", "driver.stopping", "driver.stopped"]));
-    expect(api.requestsOf("finalize")).toHaveLength(0);
-  }, CLI_TIMEOUT_MS);
-
-  it("with --finalize-on-exit, SIGTERM finalizes", async () => {
-    const config = join(dir, "mcp.json");
-    await writeFile(config, JSON.stringify({ servers: {} }));
-    let signalled = false;
-    const run = await runCli(
-      ["--api-url", api.url, "--mcp-config", config, "--state-file", join(dir, "state.json"), "--finalize-on-exit"],
-      (text, kill) => {
+  it(
+    "connects, logs driver.connected as JSON, and on SIGTERM stops with exit 0 without finalizing",
+    async () => {
+      const config = join(dir, "mcp.json");
+      await writeFile(config, JSON.stringify({ servers: {} }));
+      let signalled = false;
+      const run = await runCli(["--api-url", api.url, "--mcp-config", config, "--state-file", join(dir, "state.json")], (text, kill) => {
         if (!signalled && text.includes('"driver.connected"')) {
           signalled = true;
           kill("SIGTERM");
         }
-      },
-    );
-    expect(run.code).toBe(0);
-    expect(api.requestsOf("finalize")).toHaveLength(1);
-    expect(run.stdout).toContain('"driver.finalized"');
-  }, CLI_TIMEOUT_MS);
+      });
+      expect(run.code).toBe(0);
+      const messages = run.stdout
+        .trim()
+        .split("\n")
+        .map((line) => (JSON.parse(line) as { msg: string }).msg);
+      expect(messages).toEqual(expect.arrayContaining(["driver.registered", "driver.connected", "driver.stopping", "driver.stopped"]));
+      expect(api.requestsOf("finalize")).toHaveLength(0);
+    },
+    CLI_TIMEOUT_MS,
+  );
 
-  it("exits 1 when the API refuses the stored token (401)", async () => {
-    const config = join(dir, "mcp.json");
-    await writeFile(config, JSON.stringify({ servers: {} }));
-    const state = join(dir, "state.json");
-    const driverInstanceId = "01JAAAAAAAAAAAAAAAAAAAAAAA";
-    await writeFile(state, JSON.stringify({ apiUrl: api.url, driverInstanceId, driverToken: `mdt_${driverInstanceId}_${"x".repeat(40)}` }));
-    const run = await runCli(["--api-url", api.url, "--mcp-config", config, "--state-file", state]);
-    expect(run.code).toBe(1);
-    expect(run.stdout).toContain('"driver.connection_lost"');
-  }, CLI_TIMEOUT_MS);
+  it(
+    "with --finalize-on-exit, SIGTERM finalizes",
+    async () => {
+      const config = join(dir, "mcp.json");
+      await writeFile(config, JSON.stringify({ servers: {} }));
+      let signalled = false;
+      const run = await runCli(
+        ["--api-url", api.url, "--mcp-config", config, "--state-file", join(dir, "state.json"), "--finalize-on-exit"],
+        (text, kill) => {
+          if (!signalled && text.includes('"driver.connected"')) {
+            signalled = true;
+            kill("SIGTERM");
+          }
+        },
+      );
+      expect(run.code).toBe(0);
+      expect(api.requestsOf("finalize")).toHaveLength(1);
+      expect(run.stdout).toContain('"driver.finalized"');
+    },
+    CLI_TIMEOUT_MS,
+  );
+
+  it(
+    "exits 1 when the API refuses the stored token (401)",
+    async () => {
+      const config = join(dir, "mcp.json");
+      await writeFile(config, JSON.stringify({ servers: {} }));
+      const state = join(dir, "state.json");
+      const driverInstanceId = "01JAAAAAAAAAAAAAAAAAAAAAAA";
+      await writeFile(
+        state,
+        JSON.stringify({ apiUrl: api.url, driverInstanceId, driverToken: `mdt_${driverInstanceId}_${"x".repeat(40)}` }),
+      );
+      const run = await runCli(["--api-url", api.url, "--mcp-config", config, "--state-file", state]);
+      expect(run.code).toBe(1);
+      expect(run.stdout).toContain('"driver.connection_lost"');
+    },
+    CLI_TIMEOUT_MS,
+  );
 });

@@ -49,7 +49,10 @@ describe("MCP config validation", () => {
   });
 
   it("refuses a server id outside [A-Za-z0-9_.-]", () => {
-    expectConfigError(() => parseMcpConfig(JSON.stringify({ servers: { "bad id": { type: "stdio", command: "x" } } }), "m"), /serverId must be/);
+    expectConfigError(
+      () => parseMcpConfig(JSON.stringify({ servers: { "bad id": { type: "stdio", command: "x" } } }), "m"),
+      /serverId must be/,
+    );
   });
 
   // JSON.parse keeps "__proto__" as an own key, but copying it into a parsed object sets the
@@ -57,7 +60,12 @@ describe("MCP config validation", () => {
   // would be found by a plain lookup on any object. All three are refused by name.
   it.each(["__proto__", "constructor", "prototype"])("refuses the server id %s instead of dropping it", (id) => {
     const text = `{"servers":{"${id}":{"type":"http","url":"http://127.0.0.1:1/mcp"},"ok":{"type":"stdio","command":"x"}}}`;
-    expectConfigError(() => parseMcpConfig(text, "m"), new RegExp(`^MCP config m is invalid: servers\\.${id}: the key "${id}" is not allowed \\(__proto__, constructor and prototype are reserved`));
+    expectConfigError(
+      () => parseMcpConfig(text, "m"),
+      new RegExp(
+        `^MCP config m is invalid: servers\\.${id}: the key "${id}" is not allowed \\(__proto__, constructor and prototype are reserved`,
+      ),
+    );
     // the contract refuses them too (for a config built without JSON.parse)
     if (id !== "__proto__") expect(McpConfigSchema.safeParse({ servers: { [id]: { type: "stdio", command: "x" } } }).success).toBe(false);
   });

@@ -85,8 +85,16 @@ describe("DriverLoop", () => {
     expect(api.requestsOf("finalize")).toHaveLength(0);
 
     const connected = lines.find((l) => l["msg"] === "driver.connected");
-    expect(connected).toMatchObject({ connectionId: api.currentConnectionId, pendingCommandCount: 1, driverInstanceId: state?.driverInstanceId });
-    expect(lines.find((l) => l["msg"] === "command.terminal")).toMatchObject({ commandId: envelope.commandId, effectId: claim.effectId, driverInstanceId: state?.driverInstanceId });
+    expect(connected).toMatchObject({
+      connectionId: api.currentConnectionId,
+      pendingCommandCount: 1,
+      driverInstanceId: state?.driverInstanceId,
+    });
+    expect(lines.find((l) => l["msg"] === "command.terminal")).toMatchObject({
+      commandId: envelope.commandId,
+      effectId: claim.effectId,
+      driverInstanceId: state?.driverInstanceId,
+    });
   });
 
   it("reconnects with an existing state file without registering again", async () => {
@@ -185,7 +193,10 @@ describe("DriverLoop", () => {
     loop.stop("SIGTERM");
     await running;
     expect(recorder.calls).toHaveLength(1);
-    expect(api.requestsOf("commandUpdate").at(-1)?.body).toMatchObject({ status: "failed", error: { code: "external_effect.unknown", details: { effectId: claim.effectId } } });
+    expect(api.requestsOf("commandUpdate").at(-1)?.body).toMatchObject({
+      status: "failed",
+      error: { code: "external_effect.unknown", details: { effectId: claim.effectId } },
+    });
     expect(api.requestsOf("commandUpdate").at(-1)?.body).toMatchObject({ connectionId: api.currentConnectionId });
   });
 

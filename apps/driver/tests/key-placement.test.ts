@@ -12,8 +12,14 @@ describe("idempotency key placement per MCP server", () => {
     const key = newUlid();
     const args = Object.freeze({ title: "t", amount: 3 });
     expect(placeIdempotencyKey(DEFAULT_KEY_PLACEMENT, args, key)).toEqual({ arguments: args, _meta: { "io.mosoo/idempotency-key": key } });
-    expect(placeIdempotencyKey({ in: "meta", name: "idempotency-key" }, args, key)).toEqual({ arguments: args, _meta: { "idempotency-key": key } });
-    expect(placeIdempotencyKey({ in: "argument", name: "idempotency_key" }, args, key)).toEqual({ arguments: { title: "t", amount: 3, idempotency_key: key }, _meta: {} });
+    expect(placeIdempotencyKey({ in: "meta", name: "idempotency-key" }, args, key)).toEqual({
+      arguments: args,
+      _meta: { "idempotency-key": key },
+    });
+    expect(placeIdempotencyKey({ in: "argument", name: "idempotency_key" }, args, key)).toEqual({
+      arguments: { title: "t", amount: 3, idempotency_key: key },
+      _meta: {},
+    });
     expect(args).toEqual({ title: "t", amount: 3 });
   });
 
@@ -36,13 +42,16 @@ describe("idempotency key placement per MCP server", () => {
 
   it("refuses a placement that is not meta or argument, or has no name", () => {
     for (const idempotencyKey of [{ in: "header", name: "x" }, { in: "argument" }, { in: "meta", name: "" }]) {
-      expect(() => parseMcpConfig(JSON.stringify({ servers: { s: { type: "http", url: "http://127.0.0.1:1/mcp", idempotencyKey } } }), "mcp.json")).toThrow(DriverConfigError);
+      expect(() =>
+        parseMcpConfig(JSON.stringify({ servers: { s: { type: "http", url: "http://127.0.0.1:1/mcp", idempotencyKey } } }), "mcp.json"),
+      ).toThrow(DriverConfigError);
     }
   });
 });
 
 describe("key placement names and argument clashes (issue 16 review)", () => {
-  const config = (idempotencyKey: unknown) => JSON.stringify({ servers: { s: { type: "http", url: "http://127.0.0.1:1/mcp", idempotencyKey } } });
+  const config = (idempotencyKey: unknown) =>
+    JSON.stringify({ servers: { s: { type: "http", url: "http://127.0.0.1:1/mcp", idempotencyKey } } });
   const refusal = (idempotencyKey: unknown): string => {
     try {
       parseMcpConfig(config(idempotencyKey), "mcp.json");
@@ -66,7 +75,9 @@ describe("key placement names and argument clashes (issue 16 review)", () => {
     ["argument", "a lone low surrogate", "idempotency_key\udc00"],
   ])("refuses a %s name with %s (not well-formed UTF-16), as the API's input rules do", (where, _what, name) => {
     expect(refusal({ in: where, name })).toMatch(/no lone surrogates/);
-    expect(KeyPlacementSchema.safeParse({ in: where, name }).error?.issues[0]?.message).toMatch(/^a key placement name must be well-formed UTF-16/);
+    expect(KeyPlacementSchema.safeParse({ in: where, name }).error?.issues[0]?.message).toMatch(
+      /^a key placement name must be well-formed UTF-16/,
+    );
   });
 
   it("refuses _meta.progressToken: MCP reserves it for progress notifications", () => {
@@ -93,12 +104,27 @@ describe("key placement names and argument clashes (issue 16 review)", () => {
     const events: string[] = [];
     const api = new RecordingApi(events);
     const recorder = new ToolRecorder(events);
-    const mcpConfig = parseMcpConfig(JSON.stringify({ servers: { issues: { type: "http", url: "http://127.0.0.1:9/mcp", idempotencyKey: { in: "argument", name: "title" } } } }), "mcp.json");
+    const mcpConfig = parseMcpConfig(
+      JSON.stringify({
+        servers: { issues: { type: "http", url: "http://127.0.0.1:9/mcp", idempotencyKey: { in: "argument", name: "title" } } },
+      }),
+      "mcp.json",
+    );
     const mcp = new McpConnections(mcpConfig, { createTransport: inMemoryTransportFactory(recorder) });
     try {
       const { logger } = captureLogger();
-      const outcome = await handleMcpExecuteCommand(mcpExecuteEnvelope(), { api, mcp, connectionId: newUlid(), logger, toolTimeoutMs: 2_000 });
-      expect(outcome).toMatchObject({ status: "failed", effectId: null, error: { code: "mcp.server_unavailable", retryable: false, details: { serverId: "issues", reason: "key_argument_conflict" } } });
+      const outcome = await handleMcpExecuteCommand(mcpExecuteEnvelope(), {
+        api,
+        mcp,
+        connectionId: newUlid(),
+        logger,
+        toolTimeoutMs: 2_000,
+      });
+      expect(outcome).toMatchObject({
+        status: "failed",
+        effectId: null,
+        error: { code: "mcp.server_unavailable", retryable: false, details: { serverId: "issues", reason: "key_argument_conflict" } },
+      });
       expect(outcome.status === "failed" && outcome.error.message).toContain('already has an argument "title"');
       expect(recorder.calls).toHaveLength(0);
       expect(events).toEqual(["api:commandUpdate:accepted", "api:commandUpdate:failed"]);

@@ -20,7 +20,11 @@ describe("McpConnections", () => {
       const mcp = new McpConnections({ servers: { issues: { type: "http", url: server.url } } });
       open.push(mcp);
       const key = newUlid();
-      const first = await mcp.callTool("issues", { name: "create_issue", arguments: { title: "a" }, _meta: { [IDEMPOTENCY_KEY_META]: key } }, { timeoutMs: 5_000 });
+      const first = await mcp.callTool(
+        "issues",
+        { name: "create_issue", arguments: { title: "a" }, _meta: { [IDEMPOTENCY_KEY_META]: key } },
+        { timeoutMs: 5_000 },
+      );
       await mcp.callTool("issues", { name: "create_issue", arguments: { title: "b" }, _meta: {} }, { timeoutMs: 5_000 });
       expect(first).toMatchObject({ content: [{ type: "text", text: "created a" }], _meta: { "io.fixture/operation-id": "op-1" } });
       expect(recorder.calls.map((c) => c.meta?.[IDEMPOTENCY_KEY_META])).toEqual([key, undefined]);
@@ -35,7 +39,11 @@ describe("McpConnections", () => {
     });
     open.push(mcp);
     const key = newUlid();
-    const result = (await mcp.callTool("local", { name: "echo_meta", arguments: { title: "t" }, _meta: { [IDEMPOTENCY_KEY_META]: key } }, { timeoutMs: 20_000 })) as {
+    const result = (await mcp.callTool(
+      "local",
+      { name: "echo_meta", arguments: { title: "t" }, _meta: { [IDEMPOTENCY_KEY_META]: key } },
+      { timeoutMs: 20_000 },
+    )) as {
       content: { text: string }[];
     };
     expect(JSON.parse(result.content[0]?.text ?? "{}")).toEqual({ title: "t", meta: { [IDEMPOTENCY_KEY_META]: key }, env: "on" });

@@ -54,7 +54,13 @@ async function runWithCrashAt(k: number, behaviour: Behaviour) {
   };
   let threw: unknown = null;
   try {
-    await handleMcpExecuteCommand(mcpExecuteEnvelope(), { api: wrapped, mcp, connectionId: "conn-1", logger: pino({ level: "silent" }), toolTimeoutMs: 1_000 });
+    await handleMcpExecuteCommand(mcpExecuteEnvelope(), {
+      api: wrapped,
+      mcp,
+      connectionId: "conn-1",
+      logger: pino({ level: "silent" }),
+      toolTimeoutMs: 1_000,
+    });
   } catch (error) {
     threw = error;
   }

@@ -26,7 +26,14 @@ function harness(sendWithinMs: number) {
   open.push(mcp);
   const { logger, lines } = captureLogger();
   const clock = { nowMs: 1_000 };
-  const deps: McpExecuteHandlerDeps = { api, mcp, connectionId: newUlid(), logger, toolTimeoutMs: 2_000, monotonicNowMs: () => clock.nowMs };
+  const deps: McpExecuteHandlerDeps = {
+    api,
+    mcp,
+    connectionId: newUlid(),
+    logger,
+    toolTimeoutMs: 2_000,
+    monotonicNowMs: () => clock.nowMs,
+  };
   return { api, recorder, events, lines, clock, deps };
 }
 
@@ -55,7 +62,11 @@ describe("Driver: send-by deadline of an execute claim (docs/DESIGN.md §3 rule 
     expect(report?.body).toEqual({ connectionId: h.deps.connectionId, attempt: 1, elapsedMs: 12_000 });
     expect(h.api.callsOf("commandUpdate").at(-1)?.body).toMatchObject({
       status: "failed",
-      error: { code: "external_effect.not_executed", retryable: true, details: { effectId: h.api.effectId, reason: "send_deadline_missed" } },
+      error: {
+        code: "external_effect.not_executed",
+        retryable: true,
+        details: { effectId: h.api.effectId, reason: "send_deadline_missed" },
+      },
     });
     expect(outcome.status).toBe("failed");
     expect(h.lines.some((l) => l["msg"] === "effect.send_deadline_missed")).toBe(true);
@@ -78,16 +89,25 @@ describe("Driver: send-by deadline of an execute claim (docs/DESIGN.md §3 rule 
 
     expect(h.recorder.calls).toHaveLength(0);
     expect(h.api.callsOf("effectDeadlineMissed")).toHaveLength(1);
-    expect(h.api.callsOf("commandUpdate").at(-1)?.body).toMatchObject({ status: "failed", error: { code: "external_effect.not_executed", retryable: true } });
+    expect(h.api.callsOf("commandUpdate").at(-1)?.body).toMatchObject({
+      status: "failed",
+      error: { code: "external_effect.not_executed", retryable: true },
+    });
     expect(outcome.status).toBe("failed");
   });
 
   it("McpConnections.callTool refuses to send when maySend answers false once the client is ready", async () => {
     const h = harness(5_000);
     const real = h.deps.mcp as McpConnections;
-    await expect(real.callTool("issues", { name: "create_issue", arguments: { title: "t" }, _meta: {} }, { timeoutMs: 2_000, maySend: () => false })).rejects.toBeInstanceOf(SendRefusedError);
+    await expect(
+      real.callTool("issues", { name: "create_issue", arguments: { title: "t" }, _meta: {} }, { timeoutMs: 2_000, maySend: () => false }),
+    ).rejects.toBeInstanceOf(SendRefusedError);
     expect(h.recorder.calls).toHaveLength(0);
-    await real.callTool("issues", { name: "create_issue", arguments: { title: "t" }, _meta: {} }, { timeoutMs: 2_000, maySend: () => true });
+    await real.callTool(
+      "issues",
+      { name: "create_issue", arguments: { title: "t" }, _meta: {} },
+      { timeoutMs: 2_000, maySend: () => true },
+    );
     expect(h.recorder.calls).toHaveLength(1);
   });
 
@@ -107,7 +127,9 @@ describe("Driver: send-by deadline of an execute claim (docs/DESIGN.md §3 rule 
     await handleMcpExecuteCommand(mcpExecuteEnvelope(), inTime.deps);
     expect(inTime.recorder.calls).toHaveLength(1);
     const claim = inTime.api.claim;
-    expect(claim.kind === "execute" && inTime.recorder.calls[0]?.meta?.[IDEMPOTENCY_KEY_META]).toBe(claim.kind === "execute" ? claim.idempotencyKey : "");
+    expect(claim.kind === "execute" && inTime.recorder.calls[0]?.meta?.[IDEMPOTENCY_KEY_META]).toBe(
+      claim.kind === "execute" ? claim.idempotencyKey : "",
+    );
     expect(inTime.api.callsOf("effectDeadlineMissed")).toHaveLength(0);
     expect(inTime.api.callsOf("commandUpdate").at(-1)?.body.status).toBe("completed");
   });
@@ -120,7 +142,10 @@ describe("Driver: send-by deadline of an execute claim (docs/DESIGN.md §3 rule 
     h.api.deadlineMissedAnswer = async () => ({ outcome: "rejected", status: "succeeded", reason: "effect is succeeded" });
     await handleMcpExecuteCommand(mcpExecuteEnvelope(), h.deps);
     expect(h.recorder.calls).toHaveLength(0);
-    expect(h.api.callsOf("commandUpdate").at(-1)?.body).toMatchObject({ status: "failed", error: { code: "external_effect.unknown", retryable: false } });
+    expect(h.api.callsOf("commandUpdate").at(-1)?.body).toMatchObject({
+      status: "failed",
+      error: { code: "external_effect.unknown", retryable: false },
+    });
   });
 });
 
@@ -132,7 +157,14 @@ describe("Driver: late evidence (docs/DESIGN.md §3 rule 13)", () => {
     const outcome = await handleMcpExecuteCommand(mcpExecuteEnvelope({ args }), h.deps);
 
     expect(h.recorder.calls).toHaveLength(1);
-    expect(h.events).toEqual(["api:commandUpdate:accepted", "api:effectClaim", "tool:create_issue", "api:effectComplete", "api:effectLateResult", "api:commandUpdate:completed"]);
+    expect(h.events).toEqual([
+      "api:commandUpdate:accepted",
+      "api:effectClaim",
+      "tool:create_issue",
+      "api:effectComplete",
+      "api:effectLateResult",
+      "api:commandUpdate:completed",
+    ]);
     const [late] = h.api.callsOf("effectLateResult");
     const claim = h.api.claim;
     if (claim.kind !== "execute") throw new Error("fixture claim must be execute");
@@ -149,7 +181,11 @@ describe("Driver: late evidence (docs/DESIGN.md §3 rule 13)", () => {
   it("a contradiction (the ledger keeps another confirmed outcome) fails the command unknown, never not_executed: the write happened", async () => {
     const h = harness(10_000);
     h.api.completeAnswer = async () => ({ outcome: "rejected", status: "not_executed", reason: "effect is not_executed" });
-    h.api.lateResultAnswer = async () => ({ outcome: "rejected", status: "not_executed", reason: "late_evidence_contradiction: the effect was settled not_executed" });
+    h.api.lateResultAnswer = async () => ({
+      outcome: "rejected",
+      status: "not_executed",
+      reason: "late_evidence_contradiction: the effect was settled not_executed",
+    });
     await handleMcpExecuteCommand(mcpExecuteEnvelope(), h.deps);
     expect(h.recorder.calls).toHaveLength(1);
     expect(h.api.callsOf("commandUpdate").at(-1)?.body).toMatchObject({

@@ -107,7 +107,10 @@ describe("handleMcpExecuteCommand: execute claim", () => {
     expect(mark?.body.attempt).toBe(1);
     expect(mark?.body.reason).toMatch(/^mcp_call_failed: .*timed out/i);
     const failed = h.api.callsOf("commandUpdate").at(-1)?.body;
-    expect(failed).toMatchObject({ status: "failed", error: { code: "external_effect.unknown", retryable: false, details: { effectId: h.api.effectId } } });
+    expect(failed).toMatchObject({
+      status: "failed",
+      error: { code: "external_effect.unknown", retryable: false, details: { effectId: h.api.effectId } },
+    });
     expect(outcome.status).toBe("failed");
   });
 
@@ -127,7 +130,9 @@ describe("handleMcpExecuteCommand: execute claim", () => {
     expect(h.api.callsOf("effectLateResult")).toHaveLength(1);
     expect(h.recorder.calls).toHaveLength(1);
     expect(h.api.callsOf("commandUpdate").map((c) => c.body.status)).toEqual(["accepted", "failed"]);
-    expect(h.api.callsOf("commandUpdate").at(-1)?.body).toMatchObject({ error: { code: "external_effect.unknown", details: { effectId: h.api.effectId } } });
+    expect(h.api.callsOf("commandUpdate").at(-1)?.body).toMatchObject({
+      error: { code: "external_effect.unknown", details: { effectId: h.api.effectId } },
+    });
   });
 
   it("marks the effect unknown when the API refuses the result with a 4xx", async () => {
@@ -159,7 +164,9 @@ describe("handleMcpExecuteCommand: claims that must not call the provider", () =
     const outcome = await handleMcpExecuteCommand(mcpExecuteEnvelope({ status: "accepted", redelivery: true }), h.deps);
     expect(h.recorder.calls).toHaveLength(0);
     expect(h.api.callsOf("effectComplete")).toHaveLength(0);
-    expect(h.api.callsOf("commandUpdate").map((c) => c.body)).toEqual([{ connectionId: h.deps.connectionId, status: "completed", result: stored }]);
+    expect(h.api.callsOf("commandUpdate").map((c) => c.body)).toEqual([
+      { connectionId: h.deps.connectionId, status: "completed", result: stored },
+    ]);
     expect(outcome).toMatchObject({ status: "completed", result: stored });
   });
 

@@ -11,21 +11,57 @@ const effectId = z.object({ effectId: UlidSchema });
 const operatorBody = z.record(z.string(), z.unknown());
 /** The operator list's query, as the clients send it (strings); the API checks it against `OperatorListQuerySchema`. */
 const operatorQuery = z.record(z.string(), z.string());
-const OPERATOR_NOTE = "the body/query is checked by the API's operator contract (OperatorListQuerySchema, Operator*RequestSchema), which needs the adapter package's limits";
+const OPERATOR_NOTE =
+  "the body/query is checked by the API's operator contract (OperatorListQuerySchema, Operator*RequestSchema), which needs the adapter package's limits";
 
 /** `POST /api/operator/effects/:effectId/<action>`: an operator action on one effect, with `{actor, reason, ...}`. */
 const operatorAction = <const P extends string>(path: P, errors: readonly string[], status: readonly number[]) =>
-  defineRoute({ method: "POST", path, params: effectId, body: operatorBody, status, auth: { kind: "operator" }, errors, idempotent: false, note: OPERATOR_NOTE });
+  defineRoute({
+    method: "POST",
+    path,
+    params: effectId,
+    body: operatorBody,
+    status,
+    auth: { kind: "operator" },
+    errors,
+    idempotent: false,
+    note: OPERATOR_NOTE,
+  });
 
 /** The operator routes (docs/DESIGN.md §7), behind the operator token, while `MOSOO_EFFECT_RECONCILIATION` is on. */
 export const OPERATOR_API = {
-  operatorList: defineRoute({ method: "GET", path: "/api/operator/effects", query: operatorQuery, status: [200], auth: { kind: "operator" }, errors: [], idempotent: true, note: OPERATOR_NOTE }),
-  operatorShow: defineRoute({ method: "GET", path: "/api/operator/effects/:effectId", params: effectId, status: [200], auth: { kind: "operator" }, errors: ["effect.not_found"], idempotent: true }),
+  operatorList: defineRoute({
+    method: "GET",
+    path: "/api/operator/effects",
+    query: operatorQuery,
+    status: [200],
+    auth: { kind: "operator" },
+    errors: [],
+    idempotent: true,
+    note: OPERATOR_NOTE,
+  }),
+  operatorShow: defineRoute({
+    method: "GET",
+    path: "/api/operator/effects/:effectId",
+    params: effectId,
+    status: [200],
+    auth: { kind: "operator" },
+    errors: ["effect.not_found"],
+    idempotent: true,
+  }),
   operatorReconcile: operatorAction("/api/operator/effects/:effectId/reconcile", ["effect.not_found", "effect.not_reconcilable"], [200]),
   operatorResolve: operatorAction("/api/operator/effects/:effectId/resolve", ["effect.not_found", "effect.not_unknown"], [200]),
   operatorCompensate: operatorAction(
     "/api/operator/effects/:effectId/compensate",
-    ["effect.not_found", "effect.not_succeeded", "compensation.not_declared", "compensation.exists", "compensation.plan_failed", "compensation.driver_unavailable", "driver.not_found"],
+    [
+      "effect.not_found",
+      "effect.not_succeeded",
+      "compensation.not_declared",
+      "compensation.exists",
+      "compensation.plan_failed",
+      "compensation.driver_unavailable",
+      "driver.not_found",
+    ],
     [202],
   ),
 } as const satisfies Record<string, ApiRoute>;
@@ -36,9 +72,32 @@ export const OPERATOR_API = {
  * session's is used). The console's pages, assets and form posts are not JSON routes and are not here.
  */
 export const CONSOLE_API = {
-  consoleSession: defineRoute({ method: "GET", path: "/console/api/session", status: [200], auth: { kind: "console_session" }, errors: [], idempotent: true }),
-  consoleList: defineRoute({ method: "GET", path: "/console/api/effects", query: operatorQuery, status: [200], auth: { kind: "console_session" }, errors: [], idempotent: true, note: OPERATOR_NOTE }),
-  consoleStats: defineRoute({ method: "GET", path: "/console/api/stats", status: [200], auth: { kind: "console_session" }, errors: [], idempotent: true }),
+  consoleSession: defineRoute({
+    method: "GET",
+    path: "/console/api/session",
+    status: [200],
+    auth: { kind: "console_session" },
+    errors: [],
+    idempotent: true,
+  }),
+  consoleList: defineRoute({
+    method: "GET",
+    path: "/console/api/effects",
+    query: operatorQuery,
+    status: [200],
+    auth: { kind: "console_session" },
+    errors: [],
+    idempotent: true,
+    note: OPERATOR_NOTE,
+  }),
+  consoleStats: defineRoute({
+    method: "GET",
+    path: "/console/api/stats",
+    status: [200],
+    auth: { kind: "console_session" },
+    errors: [],
+    idempotent: true,
+  }),
   consoleEvents: defineRoute({
     method: "GET",
     path: "/console/api/events",
@@ -48,7 +107,15 @@ export const CONSOLE_API = {
     idempotent: true,
     note: "server-sent events (text/event-stream): ready, then change or ping",
   }),
-  consoleShow: defineRoute({ method: "GET", path: "/console/api/effects/:effectId", params: effectId, status: [200], auth: { kind: "console_session" }, errors: ["effect.not_found"], idempotent: true }),
+  consoleShow: defineRoute({
+    method: "GET",
+    path: "/console/api/effects/:effectId",
+    params: effectId,
+    status: [200],
+    auth: { kind: "console_session" },
+    errors: ["effect.not_found"],
+    idempotent: true,
+  }),
   consoleReconcile: defineRoute({
     method: "POST",
     path: "/console/api/effects/:effectId/reconcile",
@@ -86,8 +153,24 @@ export const CONSOLE_API = {
 
 /** The API's own routes: liveness and Prometheus metrics (text, not JSON). */
 export const SYSTEM_API = {
-  health: defineRoute({ method: "GET", path: "/health", response: z.object({ status: z.literal("ok") }), status: [200], auth: { kind: "public" }, errors: [], idempotent: true }),
-  metrics: defineRoute({ method: "GET", path: "/metrics", status: [200], auth: { kind: "metrics" }, errors: [], idempotent: true, note: "Prometheus text format" }),
+  health: defineRoute({
+    method: "GET",
+    path: "/health",
+    response: z.object({ status: z.literal("ok") }),
+    status: [200],
+    auth: { kind: "public" },
+    errors: [],
+    idempotent: true,
+  }),
+  metrics: defineRoute({
+    method: "GET",
+    path: "/metrics",
+    status: [200],
+    auth: { kind: "metrics" },
+    errors: [],
+    idempotent: true,
+    note: "Prometheus text format",
+  }),
 } as const satisfies Record<string, ApiRoute>;
 
 /**

@@ -314,10 +314,12 @@ export const DRIVER_API = {
   }),
   effectComplete: effectReport("/v1/drivers/effects/:effectId/complete", EffectCompleteRequestSchema, { kind: "driver_report" }),
   effectMarkUnknown: effectReport("/v1/drivers/effects/:effectId/mark-unknown", EffectMarkUnknownRequestSchema),
-  effectDeadlineMissed: effectReport("/v1/drivers/effects/:effectId/deadline-missed", EffectDeadlineMissedRequestSchema, { kind: "driver_report" }, [
-    "effect.not_attempt_connection",
-    "effect.attempt_sent",
-  ]),
+  effectDeadlineMissed: effectReport(
+    "/v1/drivers/effects/:effectId/deadline-missed",
+    EffectDeadlineMissedRequestSchema,
+    { kind: "driver_report" },
+    ["effect.not_attempt_connection", "effect.attempt_sent"],
+  ),
   effectLateResult: effectReport("/v1/drivers/effects/:effectId/late-result", EffectLateResultRequestSchema, { kind: "driver_report" }),
 } as const satisfies Record<string, ApiRoute>;
 /** The name of a Driver-protocol route ({@link DRIVER_API}). */

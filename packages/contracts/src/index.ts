@@ -42,19 +42,24 @@ export {
   DRIVER_INSTANCE_STATUSES,
   DriverInstanceStatusSchema,
 } from "./statuses.contract.js";
-export type {
-  CommandStatus,
-  EffectStatus,
-  EffectResolution,
-  AttemptStatus,
-  RunStatus,
-  DriverInstanceStatus,
-} from "./statuses.contract.js";
+export type { CommandStatus, EffectStatus, EffectResolution, AttemptStatus, RunStatus, DriverInstanceStatus } from "./statuses.contract.js";
 export { MAX_PROVIDER_RECEIPT_BYTES, MAX_ARGUMENTS_BYTES } from "./limits.contract.js";
 export { RUN_EVENT_TYPES, TERMINAL_RUN_EVENT_TYPES } from "./run-events.contract.js";
 export type { RunEventType } from "./run-events.contract.js";
-export { RECONCILIATION_TRIGGERS, RECONCILIATION_OUTCOMES, OPERATOR_ATTENTION_REASONS, OPERATOR_ACTIONS, OPERATOR_REFUSAL_CODES } from "./reconciliation-records.contract.js";
-export type { ReconciliationTrigger, ReconciliationOutcome, OperatorAttentionReason, OperatorAction, OperatorRefusalCode } from "./reconciliation-records.contract.js";
+export {
+  RECONCILIATION_TRIGGERS,
+  RECONCILIATION_OUTCOMES,
+  OPERATOR_ATTENTION_REASONS,
+  OPERATOR_ACTIONS,
+  OPERATOR_REFUSAL_CODES,
+} from "./reconciliation-records.contract.js";
+export type {
+  ReconciliationTrigger,
+  ReconciliationOutcome,
+  OperatorAttentionReason,
+  OperatorAction,
+  OperatorRefusalCode,
+} from "./reconciliation-records.contract.js";
 export { EffectClaimSchema, SendWithinMsSchema, sendDeadlinePassed } from "./effect-claim.contract.js";
 export type { EffectClaim } from "./effect-claim.contract.js";
 export { ApiErrorBodySchema } from "./api-error.contract.js";
@@ -136,7 +141,14 @@ export {
   strictDecimalString,
 } from "./input-safety.contract.js";
 export type { JsonProblem } from "./input-safety.contract.js";
-export { ApiEnvSchema, CliEnvSchema, DriverEnvSchema, ToolingEnvSchema, KNOWN_MOSOO_ENV_NAMES, unknownMosooEnvNames } from "./env.contract.js";
+export {
+  ApiEnvSchema,
+  CliEnvSchema,
+  DriverEnvSchema,
+  ToolingEnvSchema,
+  KNOWN_MOSOO_ENV_NAMES,
+  unknownMosooEnvNames,
+} from "./env.contract.js";
 export { MAX_BODY_BYTES, AUTH_ERRORS, defineRoute, routePath, routeQueryString, matchRoute } from "./route-table.contract.js";
 export type { ApiRoute, RouteAuth, RouteMethod, RouteInput, RouteOutput, RouteBody } from "./route-table.contract.js";
 export { API_ROUTES, RUN_API, DRIVER_API, OPERATOR_API, CONSOLE_API, SYSTEM_API } from "./api-routes.contract.js";

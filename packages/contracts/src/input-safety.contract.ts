@@ -63,7 +63,8 @@ export function hasFormatCharacter(s: string): boolean {
 /** The message of an identifier that holds a control or bidi character (see {@link identifierSchema}). */
 export const CONTROL_OR_BIDI_MESSAGE = "must not contain control or bidi characters";
 /** The message of an identifier that holds another Unicode format character (see {@link identifierSchema}). */
-export const FORMAT_CHARACTER_MESSAGE = "must not contain invisible format characters (Unicode category Cf, e.g. U+200B, U+2060, U+FEFF, U+00AD)";
+export const FORMAT_CHARACTER_MESSAGE =
+  "must not contain invisible format characters (Unicode category Cf, e.g. U+200B, U+2060, U+FEFF, U+00AD)";
 
 /**
  * The first reason `s` is not acceptable as the characters of an identifier, or `null`: not

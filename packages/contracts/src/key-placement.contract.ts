@@ -28,9 +28,15 @@ export const KeyPlacementNameSchema = z
   .min(1)
   .max(128)
   .refine(isWellFormedText, "a key placement name must be well-formed UTF-16 (no lone surrogates)")
-  .refine((n) => !/[\p{Cc}\p{Cf}\p{Zl}\p{Zp}]/u.test(n), "a key placement name may not contain control or invisible format characters (e.g. bidi overrides such as U+202E)")
+  .refine(
+    (n) => !/[\p{Cc}\p{Cf}\p{Zl}\p{Zp}]/u.test(n),
+    "a key placement name may not contain control or invisible format characters (e.g. bidi overrides such as U+202E)",
+  )
   .refine((n) => n.trim() === n, "a key placement name may not start or end with whitespace")
-  .refine((n) => !RESERVED_PLACEMENT_NAMES.has(n), "__proto__, constructor and prototype are reserved by JavaScript objects and cannot name the key's place");
+  .refine(
+    (n) => !RESERVED_PLACEMENT_NAMES.has(n),
+    "__proto__, constructor and prototype are reserved by JavaScript objects and cannot name the key's place",
+  );
 
 /**
  * Where an MCP server wants the idempotency key of a write (docs/DESIGN.md §4; issue 15 item 5):

@@ -104,8 +104,7 @@ export function toMcpExecuteCommandResult(
   const texts = toolResult.content
     .filter((block): block is { type: "text"; text: string } => block.type === "text" && typeof block["text"] === "string")
     .map((block) => block.text);
-  const outputText =
-    texts.length > 0 ? texts.join("\n") : toolResult.structuredContent ? JSON.stringify(toolResult.structuredContent) : "";
+  const outputText = texts.length > 0 ? texts.join("\n") : toolResult.structuredContent ? JSON.stringify(toolResult.structuredContent) : "";
   return {
     outputText,
     requestId: command.requestId,

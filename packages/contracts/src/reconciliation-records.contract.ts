@@ -29,7 +29,14 @@ export type ReconciliationOutcome = (typeof RECONCILIATION_OUTCOMES)[number];
  * changed by either: the operator decides (nothing infers a rollback).
  * The DB CHECK `external_tool_effects_attention_check` lists the same values.
  */
-export const OPERATOR_ATTENTION_REASONS = ["key_conflict", "retention_expired", "lookup_bound_reached", "adapter_crashed", "late_evidence_contradiction", "contradicted_by_provider"] as const;
+export const OPERATOR_ATTENTION_REASONS = [
+  "key_conflict",
+  "retention_expired",
+  "lookup_bound_reached",
+  "adapter_crashed",
+  "late_evidence_contradiction",
+  "contradicted_by_provider",
+] as const;
 /** See {@link OPERATOR_ATTENTION_REASONS}. */
 export type OperatorAttentionReason = (typeof OPERATOR_ATTENTION_REASONS)[number];
 

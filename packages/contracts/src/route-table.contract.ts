@@ -74,7 +74,9 @@ export interface ApiRoute {
 }
 
 /** Declares one route of the table, keeping its literal types (`bodyLimitBytes` defaults to {@link MAX_BODY_BYTES}). */
-export function defineRoute<const R extends Omit<ApiRoute, "bodyLimitBytes"> & { bodyLimitBytes?: number }>(route: R): R & { bodyLimitBytes: number } {
+export function defineRoute<const R extends Omit<ApiRoute, "bodyLimitBytes"> & { bodyLimitBytes?: number }>(
+  route: R,
+): R & { bodyLimitBytes: number } {
   return { ...route, bodyLimitBytes: route.bodyLimitBytes ?? MAX_BODY_BYTES };
 }
 
@@ -82,7 +84,9 @@ type SchemaInput<S> = S extends z.ZodType ? z.input<S> : never;
 type SchemaOutput<S> = S extends z.ZodType ? z.output<S> : never;
 
 /** What a client passes to call route `R`: `params` when it has path parameters, `query`, `body` when it takes them. */
-export type RouteInput<R extends ApiRoute> = (R["params"] extends z.ZodType ? { params: SchemaInput<R["params"]> } : { params?: undefined }) &
+export type RouteInput<R extends ApiRoute> = (R["params"] extends z.ZodType
+  ? { params: SchemaInput<R["params"]> }
+  : { params?: undefined }) &
   (R["query"] extends z.ZodType ? { query: SchemaInput<R["query"]> } : { query?: undefined }) &
   (R["body"] extends z.ZodType ? { body: SchemaInput<R["body"]> } : { body?: undefined });
 
@@ -90,7 +94,11 @@ export type RouteInput<R extends ApiRoute> = (R["params"] extends z.ZodType ? { 
 export type RouteBody<R extends ApiRoute> = R["body"] extends z.ZodType ? SchemaOutput<R["body"]> : undefined;
 
 /** The parsed 2xx answer of route `R` (`undefined` for a 204, `unknown` when the table does not describe it). */
-export type RouteOutput<R extends ApiRoute> = R["response"] extends z.ZodType ? SchemaOutput<R["response"]> : R["response"] extends null ? undefined : unknown;
+export type RouteOutput<R extends ApiRoute> = R["response"] extends z.ZodType
+  ? SchemaOutput<R["response"]>
+  : R["response"] extends null
+    ? undefined
+    : unknown;
 
 /**
  * The path of `route` with every `:name` replaced by `params[name]`, percent-encoded

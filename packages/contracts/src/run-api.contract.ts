@@ -84,7 +84,15 @@ export const RUN_API = {
     idempotent: false,
     note: "200 when a retry with the same toolCallId replays the first enqueue (replayed: true)",
   }),
-  getRun: defineRoute({ method: "GET", path: "/v1/runs/:runId", params: runId, status: [200], auth: { kind: "api_key", scope: "runs:read" }, errors: ["run.not_found"], idempotent: true }),
+  getRun: defineRoute({
+    method: "GET",
+    path: "/v1/runs/:runId",
+    params: runId,
+    status: [200],
+    auth: { kind: "api_key", scope: "runs:read" },
+    errors: ["run.not_found"],
+    idempotent: true,
+  }),
   listRunEvents: defineRoute({
     method: "GET",
     path: "/v1/runs/:runId/events",

@@ -50,7 +50,11 @@ export const RunErrorSchema = z
     if (e.code !== "external_effect.unknown") return;
     if (e.retryable) ctx.addIssue({ code: "custom", path: ["retryable"], message: "external_effect.unknown is never retryable" });
     if (!UnknownEffectIdsSchema.safeParse(e.details["effectIds"]).success) {
-      ctx.addIssue({ code: "custom", path: ["details", "effectIds"], message: "external_effect.unknown names its effects in details.effectIds (non-empty)" });
+      ctx.addIssue({
+        code: "custom",
+        path: ["details", "effectIds"],
+        message: "external_effect.unknown names its effects in details.effectIds (non-empty)",
+      });
     }
   });
 /** See {@link RunErrorSchema}. */
@@ -120,7 +124,8 @@ export function runEffectsUnknownError(effectIds: readonly string[], details: Re
 export function effectNotExecutedError(effectId: string, details: Record<string, unknown> = {}): RunError {
   return {
     code: "external_effect.not_executed",
-    message: "This tool call never took effect: the provider confirmed it, or the Driver never sent it. It may be sent again as a new tool call.",
+    message:
+      "This tool call never took effect: the provider confirmed it, or the Driver never sent it. It may be sent again as a new tool call.",
     retryable: true,
     details: { ...details, effectId },
   };

@@ -70,5 +70,17 @@ export type DriverInstanceStatus = z.infer<typeof DriverInstanceStatusSchema>;
 // reads every list through this entry point, `@mosoo/contracts/statuses`).
 export { RUN_EVENT_TYPES, TERMINAL_RUN_EVENT_TYPES } from "./run-events.contract.js";
 export type { RunEventType } from "./run-events.contract.js";
-export { RECONCILIATION_TRIGGERS, RECONCILIATION_OUTCOMES, OPERATOR_ATTENTION_REASONS, OPERATOR_ACTIONS, OPERATOR_REFUSAL_CODES } from "./reconciliation-records.contract.js";
-export type { ReconciliationTrigger, ReconciliationOutcome, OperatorAttentionReason, OperatorAction, OperatorRefusalCode } from "./reconciliation-records.contract.js";
+export {
+  RECONCILIATION_TRIGGERS,
+  RECONCILIATION_OUTCOMES,
+  OPERATOR_ATTENTION_REASONS,
+  OPERATOR_ACTIONS,
+  OPERATOR_REFUSAL_CODES,
+} from "./reconciliation-records.contract.js";
+export type {
+  ReconciliationTrigger,
+  ReconciliationOutcome,
+  OperatorAttentionReason,
+  OperatorAction,
+  OperatorRefusalCode,
+} from "./reconciliation-records.contract.js";

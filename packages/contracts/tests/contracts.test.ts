@@ -32,8 +32,14 @@ describe("request fingerprint (RFC 8785 + sha-256)", () => {
 
 describe("McpExecuteCommandResult from an MCP tool result", () => {
   it("joins text blocks, keeps isError, and falls back to structuredContent", () => {
-    expect(toMcpExecuteCommandResult({ content: [{ type: "text", text: "a" }, { type: "image" }, { type: "text", text: "b" }] }, command)).toEqual({ ...command, outputText: "a\nb" });
-    expect(toMcpExecuteCommandResult({ content: [{ type: "text", text: "no" }], isError: true }, command)).toEqual({ ...command, outputText: "no", isError: true });
+    expect(
+      toMcpExecuteCommandResult({ content: [{ type: "text", text: "a" }, { type: "image" }, { type: "text", text: "b" }] }, command),
+    ).toEqual({ ...command, outputText: "a\nb" });
+    expect(toMcpExecuteCommandResult({ content: [{ type: "text", text: "no" }], isError: true }, command)).toEqual({
+      ...command,
+      outputText: "no",
+      isError: true,
+    });
     expect(toMcpExecuteCommandResult({ content: [], structuredContent: { id: 7 } }, command).outputText).toBe('{"id":7}');
   });
 });
@@ -58,11 +64,17 @@ describe("schemas", () => {
   it("discriminates the claim union and refuses an unknown kind", () => {
     const effectId = newUlid();
     expect(EffectClaimSchema.parse({ kind: "not_executed", effectId })).toEqual({ kind: "not_executed", effectId });
-    expect(EffectClaimSchema.safeParse({ kind: "execute", effectId, attempt: 0, idempotencyKey: newUlid(), sendWithinMs: 1_000 }).success).toBe(false);
+    expect(
+      EffectClaimSchema.safeParse({ kind: "execute", effectId, attempt: 0, idempotencyKey: newUlid(), sendWithinMs: 1_000 }).success,
+    ).toBe(false);
     // an execute claim always carries its send-by deadline (docs/DESIGN.md §3 rule 12): positive whole ms
-    expect(EffectClaimSchema.safeParse({ kind: "execute", effectId, attempt: 1, idempotencyKey: newUlid(), sendWithinMs: 1_000 }).success).toBe(true);
+    expect(
+      EffectClaimSchema.safeParse({ kind: "execute", effectId, attempt: 1, idempotencyKey: newUlid(), sendWithinMs: 1_000 }).success,
+    ).toBe(true);
     for (const sendWithinMs of [undefined, 0, -1, 1.5]) {
-      expect(EffectClaimSchema.safeParse({ kind: "execute", effectId, attempt: 1, idempotencyKey: newUlid(), sendWithinMs }).success).toBe(false);
+      expect(EffectClaimSchema.safeParse({ kind: "execute", effectId, attempt: 1, idempotencyKey: newUlid(), sendWithinMs }).success).toBe(
+        false,
+      );
     }
     expect(EffectClaimSchema.safeParse({ kind: "retry", effectId }).success).toBe(false);
   });
@@ -78,9 +90,16 @@ describe("schemas", () => {
 describe("RunError: one honest answer for an unknown effect (docs/DESIGN.md §3 rule 14)", () => {
   const id = "01ARZ3NDEKTSV4RRFFQ69G5FAV";
   it("effectUnknownError and runEffectsUnknownError are not retryable, name the effects, and pass the schema", () => {
-    expect(RunErrorSchema.parse(effectUnknownError(id))).toMatchObject({ code: "external_effect.unknown", retryable: false, details: { effectId: id, effectIds: [id] } });
+    expect(RunErrorSchema.parse(effectUnknownError(id))).toMatchObject({
+      code: "external_effect.unknown",
+      retryable: false,
+      details: { effectId: id, effectIds: [id] },
+    });
     const run = runEffectsUnknownError([id, "01ARZ3NDEKTSV4RRFFQ69G5FAW"], { driverInstanceId: "d" });
-    expect(RunErrorSchema.parse(run)).toMatchObject({ retryable: false, details: { effectIds: [id, "01ARZ3NDEKTSV4RRFFQ69G5FAW"], driverInstanceId: "d" } });
+    expect(RunErrorSchema.parse(run)).toMatchObject({
+      retryable: false,
+      details: { effectIds: [id, "01ARZ3NDEKTSV4RRFFQ69G5FAW"], driverInstanceId: "d" },
+    });
     expect(run.message).not.toMatch(/resend/i);
     expect(() => runEffectsUnknownError([])).toThrow();
   });

@@ -44,7 +44,10 @@ describe("findJsonProblem (iterative, docs/DESIGN.md §10)", () => {
   });
 
   it("names the path of a forbidden key or a lone surrogate", () => {
-    expect(findJsonProblem(JSON.parse('{"a":[{"b":{"__proto__":1}}]}'))).toEqual({ path: "a.0.b.__proto__", message: 'the key "__proto__" is not allowed' });
+    expect(findJsonProblem(JSON.parse('{"a":[{"b":{"__proto__":1}}]}'))).toEqual({
+      path: "a.0.b.__proto__",
+      message: 'the key "__proto__" is not allowed',
+    });
     expect(findJsonProblem({ a: { b: "x\ud800" } })).toEqual({ path: "a.b", message: "must be well-formed UTF-16 (no lone surrogates)" });
     expect(findJsonProblem({ ok: "emoji 😀 is a valid pair" })).toBeNull();
   });
@@ -110,13 +113,16 @@ describe("issue 10: raw bytes must be valid UTF-8 (decodeUtf8Strict)", () => {
 
 describe("issue 10: identifiers refuse Unicode format characters (Cf)", () => {
   const FORMAT = ["\u00ad", "\u200b", "\u200c", "\u200d", "\u2060", "\u2062", "\ufeff", "\u180e", "\u{E0041}", "\u{E0001}"];
-  it.each(FORMAT.map((ch) => [`U+${ch.codePointAt(0)!.toString(16).toUpperCase().padStart(4, "0")}`, ch]))("refuses %s inside a tool name, with its own message", (_name, ch) => {
-    expect(hasFormatCharacter(`create${ch}Issue`)).toBe(true);
-    const parsed = ToolNameSchema.safeParse(`create${ch}Issue`);
-    expect(parsed.success).toBe(false);
-    expect(parsed.error?.issues.map((i) => i.message)).toEqual([FORMAT_CHARACTER_MESSAGE]);
-    expect(identifierCharsProblem(`${ch}x`)).toBe(FORMAT_CHARACTER_MESSAGE);
-  });
+  it.each(FORMAT.map((ch) => [`U+${ch.codePointAt(0)!.toString(16).toUpperCase().padStart(4, "0")}`, ch]))(
+    "refuses %s inside a tool name, with its own message",
+    (_name, ch) => {
+      expect(hasFormatCharacter(`create${ch}Issue`)).toBe(true);
+      const parsed = ToolNameSchema.safeParse(`create${ch}Issue`);
+      expect(parsed.success).toBe(false);
+      expect(parsed.error?.issues.map((i) => i.message)).toEqual([FORMAT_CHARACTER_MESSAGE]);
+      expect(identifierCharsProblem(`${ch}x`)).toBe(FORMAT_CHARACTER_MESSAGE);
+    },
+  );
   it("still names a bidi character as a bidi character (reported first)", () => {
     expect(ToolNameSchema.safeParse("a\u202eb").error?.issues[0]?.message).toBe("must not contain control or bidi characters");
     expect(identifierCharsProblem("a\u2066b")).toBe("must not contain control or bidi characters");
@@ -126,7 +132,9 @@ describe("issue 10: identifiers refuse Unicode format characters (Cf)", () => {
     for (const id of ["createIssue", "créer_ticket", "作成", "issues/create", "a-b.c"]) expect(identifierCharsProblem(id)).toBeNull();
     expect(hasFormatCharacter("createIssue")).toBe(false);
     // U+200D joins an emoji in an argument or an output text: text, not an identifier
-    expect(McpExecuteCommandResultSchema.safeParse({ outputText: "👩\u200d💻", requestId: "r", serverId: "s", toolName: "t" }).success).toBe(true);
+    expect(
+      McpExecuteCommandResultSchema.safeParse({ outputText: "👩\u200d💻", requestId: "r", serverId: "s", toolName: "t" }).success,
+    ).toBe(true);
   });
 });
 
@@ -134,7 +142,14 @@ describe("issue 10: request bodies are strict (an unknown field is refused and n
   const ULID = "01JDZZZZZZZZZZZZZZZZZZZZZZ";
   const result = { outputText: "ok", requestId: "r", serverId: "tracker", toolName: "createIssue" };
   const error = { code: "mcp.tool_call_failed", message: "x", retryable: true, details: {} };
-  const cases: Array<[string, { safeParse: (v: unknown) => { success: boolean; error?: { issues: Array<{ message: string; path: PropertyKey[] }> } } }, Record<string, unknown>, string[]]> = [
+  const cases: Array<
+    [
+      string,
+      { safeParse: (v: unknown) => { success: boolean; error?: { issues: Array<{ message: string; path: PropertyKey[] }> } } },
+      Record<string, unknown>,
+      string[],
+    ]
+  > = [
     ["create run", CreateRunRequestSchema, { driverInstanceId: ULID }, []],
     ["enqueue tool call", EnqueueToolCallRequestSchema, { serverId: "tracker", toolName: "createIssue", arguments: {} }, []],
     ["register", RegisterDriverRequestSchema, { name: "driver-a" }, []],
@@ -146,19 +161,35 @@ describe("issue 10: request bodies are strict (an unknown field is refused and n
     ["complete (result)", EffectCompleteRequestSchema, { connectionId: ULID, attempt: 1, result, receipt: null }, ["result"]],
     ["mark-unknown", EffectMarkUnknownRequestSchema, { connectionId: ULID, attempt: 1, reason: "lost" }, []],
     ["deadline-missed", EffectDeadlineMissedRequestSchema, { connectionId: ULID, attempt: 1, elapsedMs: 3 }, []],
-    ["late-result (result)", EffectLateResultRequestSchema, { connectionId: ULID, attempt: 1, idempotencyKey: ULID, toolName: "createIssue", requestFingerprint: "0".repeat(64), result, receipt: null }, ["result"]],
+    [
+      "late-result (result)",
+      EffectLateResultRequestSchema,
+      {
+        connectionId: ULID,
+        attempt: 1,
+        idempotencyKey: ULID,
+        toolName: "createIssue",
+        requestFingerprint: "0".repeat(64),
+        result,
+        receipt: null,
+      },
+      ["result"],
+    ],
   ];
-  it.each(cases)("%s: accepts the exact body, refuses an extra field at the top and in each nested object", (_name, schema, body, nested) => {
-    expect(schema.safeParse(body).success).toBe(true);
-    const top = schema.safeParse({ ...body, extra: 1 });
-    expect(top.success).toBe(false);
-    expect(top.error?.issues[0]).toMatchObject({ path: [], message: 'Unrecognized key: "extra"' });
-    for (const key of nested) {
-      const inner = schema.safeParse({ ...body, [key]: { ...(body[key] as object), extra: 1 } });
-      expect(inner.success).toBe(false);
-      expect(inner.error?.issues[0]).toMatchObject({ path: [key], message: 'Unrecognized key: "extra"' });
-    }
-  });
+  it.each(cases)(
+    "%s: accepts the exact body, refuses an extra field at the top and in each nested object",
+    (_name, schema, body, nested) => {
+      expect(schema.safeParse(body).success).toBe(true);
+      const top = schema.safeParse({ ...body, extra: 1 });
+      expect(top.success).toBe(false);
+      expect(top.error?.issues[0]).toMatchObject({ path: [], message: 'Unrecognized key: "extra"' });
+      for (const key of nested) {
+        const inner = schema.safeParse({ ...body, [key]: { ...(body[key] as object), extra: 1 } });
+        expect(inner.success).toBe(false);
+        expect(inner.error?.issues[0]).toMatchObject({ path: [key], message: 'Unrecognized key: "extra"' });
+      }
+    },
+  );
   it("keeps the loose result schema for what the runtime reads back (an API answer, a stored result)", () => {
     expect(McpExecuteCommandResultSchema.safeParse({ ...result, extra: 1 }).success).toBe(true);
   });

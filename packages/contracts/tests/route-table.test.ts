@@ -35,7 +35,10 @@ describe("the route table", () => {
   });
 
   it("matches a concrete request back to its route (used by test fakes)", () => {
-    expect(matchRoute(API_ROUTES, "POST", "/v1/drivers/effects/E1/deadline-missed")).toMatchObject({ name: "effectDeadlineMissed", params: { effectId: "E1" } });
+    expect(matchRoute(API_ROUTES, "POST", "/v1/drivers/effects/E1/deadline-missed")).toMatchObject({
+      name: "effectDeadlineMissed",
+      params: { effectId: "E1" },
+    });
     expect(matchRoute(API_ROUTES, "get", "/v1/drivers/commands/next")?.name).toBe("nextCommand");
     expect(matchRoute(API_ROUTES, "DELETE", "/v1/drivers/D1")?.name).toBe("purgeDriver");
     expect(matchRoute(API_ROUTES, "POST", "/v1/drivers/D1")).toBeUndefined();

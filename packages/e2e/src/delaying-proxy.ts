@@ -81,7 +81,11 @@ export async function startDelayingProxy(targetUrl: string, rules: DelayRule[]):
     const forwardedAtMs = Date.now();
     let upstream: Response;
     try {
-      upstream = await fetch(targetUrl + incoming.pathname + incoming.search, { method: c.req.method, headers: copyHeaders(c.req.raw.headers), ...(body ? { body } : {}) });
+      upstream = await fetch(targetUrl + incoming.pathname + incoming.search, {
+        method: c.req.method,
+        headers: copyHeaders(c.req.raw.headers),
+        ...(body ? { body } : {}),
+      });
     } catch (error) {
       return c.json({ error: { code: "proxy.upstream_unreachable", message: (error as Error).message } }, 502);
     }

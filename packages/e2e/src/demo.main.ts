@@ -48,8 +48,12 @@ async function main(): Promise<void> {
       console.log(JSON.stringify({ scenario: scenario.name, error: err instanceof Error ? err.message.split("\n")[0] : String(err) }));
     }
   }
-  console.log(failed === 0 ? `\nall ${selected.length} scenarios held their invariants` : `\n${failed} of ${selected.length} scenarios failed`);
-  console.log(`the stores are kept under ${base}; inspect one with, e.g.:\n  MOSOO_EFFECT_RECONCILIATION=on npm run effects -- --db var/demo/driver-crash-after-commit/api.db list`);
+  console.log(
+    failed === 0 ? `\nall ${selected.length} scenarios held their invariants` : `\n${failed} of ${selected.length} scenarios failed`,
+  );
+  console.log(
+    `the stores are kept under ${base}; inspect one with, e.g.:\n  MOSOO_EFFECT_RECONCILIATION=on npm run effects -- --db var/demo/driver-crash-after-commit/api.db list`,
+  );
   process.exit(failed === 0 ? 0 : 1);
 }
 

@@ -20,7 +20,13 @@ async function json(res: Response, what: string): Promise<unknown> {
 /** A run as `GET /v1/runs/:id` shows it (the fields the scenarios read). */
 export interface RunViewBody {
   run: { status: string; error: { code: string; retryable: boolean; details?: Record<string, unknown> } | null };
-  commands: Array<{ id: string; status: string; error: { code: string; retryable: boolean; details?: Record<string, unknown> } | null; result: { outputText: string } | null; terminalAtMs: number | null }>;
+  commands: Array<{
+    id: string;
+    status: string;
+    error: { code: string; retryable: boolean; details?: Record<string, unknown> } | null;
+    result: { outputText: string } | null;
+    terminalAtMs: number | null;
+  }>;
   effects: Array<{
     id: string;
     status: string;
@@ -29,7 +35,14 @@ export interface RunViewBody {
     attemptCount: number;
     providerReceipt: unknown;
     result: unknown;
-    reconciliations: Array<{ outcome: string; reasonCode: string | null; trigger: string; adapterId: string; adapterVersion: string; adapterPackage: string | null }>;
+    reconciliations: Array<{
+      outcome: string;
+      reasonCode: string | null;
+      trigger: string;
+      adapterId: string;
+      adapterVersion: string;
+      adapterPackage: string | null;
+    }>;
   }>;
   events: Array<{ seq: number; type: string; terminal: boolean; payload: Record<string, unknown> }>;
 }
@@ -99,7 +112,14 @@ export class ProviderControlClient {
   }
 
   async setFaults(faults: Record<string, unknown>): Promise<void> {
-    await json(await fetch(`${this.controlUrl}/faults`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(faults) }), "provider faults");
+    await json(
+      await fetch(`${this.controlUrl}/faults`, {
+        method: "POST",
+        headers: { "content-type": "application/json" },
+        body: JSON.stringify(faults),
+      }),
+      "provider faults",
+    );
   }
 
   async release(): Promise<void> {

@@ -1,7 +1,15 @@
 export { workspaceRoot, entryPoints } from "./workspace-paths.js";
 export { ManagedProcess } from "./managed-process.js";
 export type { ManagedProcessOptions, ProcessLine } from "./managed-process.js";
-export { startProviderProcess, startApiProcess, startDriverProcess, writeMcpConfig, READY_TIMEOUT_MS, newStackCredentials, credentialsEnv } from "./stack.js";
+export {
+  startProviderProcess,
+  startApiProcess,
+  startDriverProcess,
+  writeMcpConfig,
+  READY_TIMEOUT_MS,
+  newStackCredentials,
+  credentialsEnv,
+} from "./stack.js";
 export type { ProviderProcess, ApiProcess, DriverProcess, StackCredentials } from "./stack.js";
 export { RunApiClient, ProviderControlClient, pollUntil } from "./http-clients.js";
 export type { RunViewBody, ProviderStats } from "./http-clients.js";

@@ -62,7 +62,11 @@ export class ManagedProcess {
    * Resolves with the first JSON line (already seen or to come) that matches `predicate`.
    * @throws Error `e2e.timeout` after `timeoutMs` (ms), or `e2e.process_exited` if the process ends first; both include the last lines seen.
    */
-  async waitForLine(predicate: (json: Record<string, unknown>) => boolean, timeoutMs: number, what: string): Promise<Record<string, unknown>> {
+  async waitForLine(
+    predicate: (json: Record<string, unknown>) => boolean,
+    timeoutMs: number,
+    what: string,
+  ): Promise<Record<string, unknown>> {
     const deadline = Date.now() + timeoutMs;
     let ended = false;
     void this.exited.then(() => (ended = true));
@@ -71,7 +75,8 @@ export class ManagedProcess {
       if (hit?.json) return hit.json;
       if (ended) throw new Error(`e2e.process_exited: ${this.opts.name} ended before ${what}; last lines:\n${this.tail()}`);
       const left = deadline - Date.now();
-      if (left <= 0) throw new Error(`e2e.timeout: ${this.opts.name} did not log ${what} within ${timeoutMs} ms; last lines:\n${this.tail()}`);
+      if (left <= 0)
+        throw new Error(`e2e.timeout: ${this.opts.name} did not log ${what} within ${timeoutMs} ms; last lines:\n${this.tail()}`);
       await new Promise<void>((resolve) => {
         const t = setTimeout(resolve, Math.min(left, 250));
         this.waiters.push(() => {
@@ -84,7 +89,10 @@ export class ManagedProcess {
 
   /** The last `n` output lines, for error messages. */
   tail(n = 15): string {
-    return this.lines.slice(-n).map((l) => `  [${this.opts.name}] ${l.raw}`).join("\n");
+    return this.lines
+      .slice(-n)
+      .map((l) => `  [${this.opts.name}] ${l.raw}`)
+      .join("\n");
   }
 
   /** Sends `signal` and waits until the process is gone. */

@@ -18,7 +18,10 @@ export const READY_TIMEOUT_MS = 180_000;
  */
 export const FIXTURE_ADAPTER_PACKAGE = { module: "@mosoo/fixture-adapter", export: "fixtureIssueTrackerAdapterFactory" } as const;
 /** The same package's variant for the provider WITHOUT a fence (`max_in_flight` 2 s; the send-by deadline test). */
-export const FIXTURE_MAX_IN_FLIGHT_ADAPTER_PACKAGE = { module: "@mosoo/fixture-adapter", export: "fixtureIssueTrackerMaxInFlightAdapterFactory" } as const;
+export const FIXTURE_MAX_IN_FLIGHT_ADAPTER_PACKAGE = {
+  module: "@mosoo/fixture-adapter",
+  export: "fixtureIssueTrackerMaxInFlightAdapterFactory",
+} as const;
 
 /** A started fixture MCP provider: its MCP endpoint `url`, its `controlUrl`, and the process. */
 export interface ProviderProcess {
@@ -34,7 +37,12 @@ export interface ProviderProcess {
  */
 export async function startProviderProcess(dbFile: string, flags: string[] = []): Promise<ProviderProcess> {
   const e = entryPoints();
-  const proc = new ManagedProcess({ name: "provider", command: e.node, args: [...e.nodeArgs, e.provider.main, "--port", "0", "--db", dbFile, ...flags], cwd: e.provider.cwd });
+  const proc = new ManagedProcess({
+    name: "provider",
+    command: e.node,
+    args: [...e.nodeArgs, e.provider.main, "--port", "0", "--db", dbFile, ...flags],
+    cwd: e.provider.cwd,
+  });
   const ready = await proc.waitForLine((j) => j["event"] === "ready", READY_TIMEOUT_MS, "its ready line");
   return { proc, url: String(ready["url"]), controlUrl: String(ready["controlUrl"]) };
 }
@@ -76,7 +84,11 @@ export interface ApiProcess {
  * accepting `credentials` (default: fresh random ones, see {@link newStackCredentials}).
  * `env` adds MOSOO_* variables (e.g. a short `MOSOO_HEARTBEAT_TTL_MS`).
  */
-export async function startApiProcess(dbFile: string, env: Record<string, string> = {}, credentials: StackCredentials = newStackCredentials()): Promise<ApiProcess> {
+export async function startApiProcess(
+  dbFile: string,
+  env: Record<string, string> = {},
+  credentials: StackCredentials = newStackCredentials(),
+): Promise<ApiProcess> {
   const e = entryPoints();
   const proc = new ManagedProcess({
     name: "api",
@@ -103,7 +115,12 @@ export interface DriverProcess {
 export function writeMcpConfig(dir: string, servers: Record<string, string>, keyPlacement: Record<string, KeyPlacement> = {}): string {
   const file = join(dir, "mcp-servers.json");
   const config = {
-    servers: Object.fromEntries(Object.entries(servers).map(([id, url]) => [id, { type: "http", url, ...(keyPlacement[id] ? { idempotencyKey: keyPlacement[id] } : {}) }])),
+    servers: Object.fromEntries(
+      Object.entries(servers).map(([id, url]) => [
+        id,
+        { type: "http", url, ...(keyPlacement[id] ? { idempotencyKey: keyPlacement[id] } : {}) },
+      ]),
+    ),
   };
   writeFileSync(file, JSON.stringify(config, null, 2));
   return file;
@@ -115,7 +132,14 @@ export function writeMcpConfig(dir: string, servers: Record<string, string>, key
  * `stateFile` as an earlier Driver it reconnects as the same Driver instance (a restart). With
  * `finalizeOnExit`, a SIGTERM makes it finalize its instance (the run ends) before it exits.
  */
-export async function startDriverProcess(opts: { apiUrl: string; stateFile: string; mcpConfigFile: string; name: string; enrollmentToken: string; finalizeOnExit?: boolean }): Promise<DriverProcess> {
+export async function startDriverProcess(opts: {
+  apiUrl: string;
+  stateFile: string;
+  mcpConfigFile: string;
+  name: string;
+  enrollmentToken: string;
+  finalizeOnExit?: boolean;
+}): Promise<DriverProcess> {
   const e = entryPoints();
   const proc = new ManagedProcess({
     name: opts.name,

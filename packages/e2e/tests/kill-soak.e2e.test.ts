@@ -10,16 +10,63 @@ afterAll(() => dirs.forEach((d) => rmSync(d, { recursive: true, force: true })))
 
 const ok = { outputText: "created issue 1" };
 /** The classification of soak-counts.ts, one row per class (ledger effect vs provider truth). */
-const CLASSES: Array<[string, Parameters<typeof classifyEffect>[0], Parameters<typeof classifyEffect>[1], ReturnType<typeof classifyEffect>]> = [
-  ["succeeded with the provider's output", { id: "e", idempotencyKey: "k", status: "succeeded", resolution: "provider_result", resultJson: JSON.stringify(ok) }, { commits: 1, createCalls: 1, outputText: ok.outputText }, "exactlyOnce"],
-  ["succeeded with another output", { id: "e", idempotencyKey: "k", status: "succeeded", resolution: "reconciled", resultJson: JSON.stringify({ outputText: "other" }) }, { commits: 1, createCalls: 1, outputText: ok.outputText }, "lost"],
-  ["succeeded without a commit", { id: "e", idempotencyKey: "k", status: "succeeded", resolution: "provider_result", resultJson: JSON.stringify(ok) }, { commits: 0, createCalls: 1, outputText: null }, "phantom"],
-  ["not_executed, no commit", { id: "e", idempotencyKey: "k", status: "not_executed", resolution: "reconciled", resultJson: null }, { commits: 0, createCalls: 1, outputText: null }, "notExecuted"],
-  ["not_executed but committed", { id: "e", idempotencyKey: "k", status: "not_executed", resolution: "reconciled", resultJson: null }, { commits: 1, createCalls: 1, outputText: ok.outputText }, "lost"],
-  ["two create calls for one key", { id: "e", idempotencyKey: "k", status: "succeeded", resolution: "provider_result", resultJson: JSON.stringify(ok) }, { commits: 1, createCalls: 2, outputText: ok.outputText }, "duplicated"],
-  ["intent, never sent", { id: "e", idempotencyKey: "k", status: "intent", resolution: null, resultJson: null }, { commits: 0, createCalls: 0, outputText: null }, "neverDispatched"],
-  ["still unknown", { id: "e", idempotencyKey: "k", status: "unknown", resolution: null, resultJson: null }, { commits: 1, createCalls: 1, outputText: ok.outputText }, "unknown"],
-  ["still executing", { id: "e", idempotencyKey: "k", status: "executing", resolution: null, resultJson: null }, { commits: 0, createCalls: 1, outputText: null }, "stuck"],
+const CLASSES: Array<
+  [string, Parameters<typeof classifyEffect>[0], Parameters<typeof classifyEffect>[1], ReturnType<typeof classifyEffect>]
+> = [
+  [
+    "succeeded with the provider's output",
+    { id: "e", idempotencyKey: "k", status: "succeeded", resolution: "provider_result", resultJson: JSON.stringify(ok) },
+    { commits: 1, createCalls: 1, outputText: ok.outputText },
+    "exactlyOnce",
+  ],
+  [
+    "succeeded with another output",
+    { id: "e", idempotencyKey: "k", status: "succeeded", resolution: "reconciled", resultJson: JSON.stringify({ outputText: "other" }) },
+    { commits: 1, createCalls: 1, outputText: ok.outputText },
+    "lost",
+  ],
+  [
+    "succeeded without a commit",
+    { id: "e", idempotencyKey: "k", status: "succeeded", resolution: "provider_result", resultJson: JSON.stringify(ok) },
+    { commits: 0, createCalls: 1, outputText: null },
+    "phantom",
+  ],
+  [
+    "not_executed, no commit",
+    { id: "e", idempotencyKey: "k", status: "not_executed", resolution: "reconciled", resultJson: null },
+    { commits: 0, createCalls: 1, outputText: null },
+    "notExecuted",
+  ],
+  [
+    "not_executed but committed",
+    { id: "e", idempotencyKey: "k", status: "not_executed", resolution: "reconciled", resultJson: null },
+    { commits: 1, createCalls: 1, outputText: ok.outputText },
+    "lost",
+  ],
+  [
+    "two create calls for one key",
+    { id: "e", idempotencyKey: "k", status: "succeeded", resolution: "provider_result", resultJson: JSON.stringify(ok) },
+    { commits: 1, createCalls: 2, outputText: ok.outputText },
+    "duplicated",
+  ],
+  [
+    "intent, never sent",
+    { id: "e", idempotencyKey: "k", status: "intent", resolution: null, resultJson: null },
+    { commits: 0, createCalls: 0, outputText: null },
+    "neverDispatched",
+  ],
+  [
+    "still unknown",
+    { id: "e", idempotencyKey: "k", status: "unknown", resolution: null, resultJson: null },
+    { commits: 1, createCalls: 1, outputText: ok.outputText },
+    "unknown",
+  ],
+  [
+    "still executing",
+    { id: "e", idempotencyKey: "k", status: "executing", resolution: null, resultJson: null },
+    { commits: 0, createCalls: 1, outputText: null },
+    "stuck",
+  ],
 ];
 
 describe("kill soak", () => {

@@ -37,24 +37,48 @@ describe("real processes: late evidence after a redelivery fenced the effect whi
     dirs.push(workDir);
     const provider = await startProviderProcess(join(workDir, "provider.db"), ["--hold-response-after-commit"]);
     procs.push(provider.proc);
-    const api = await startApiProcess(join(workDir, "api.db"), { MOSOO_EFFECT_RECONCILIATION: "off", MOSOO_HEARTBEAT_TTL_MS: "300000", MOSOO_SWEEP_INTERVAL_MS: "250" });
+    const api = await startApiProcess(join(workDir, "api.db"), {
+      MOSOO_EFFECT_RECONCILIATION: "off",
+      MOSOO_HEARTBEAT_TTL_MS: "300000",
+      MOSOO_SWEEP_INTERVAL_MS: "250",
+    });
     procs.push(api.proc);
     const mcpConfigFile = writeMcpConfig(workDir, { tracker: provider.url });
     const stateFile = join(workDir, "driver-state.json");
-    const driverA = await startDriverProcess({ apiUrl: api.url, stateFile, mcpConfigFile, name: "driver-a", enrollmentToken: api.credentials.enrollmentToken });
+    const driverA = await startDriverProcess({
+      apiUrl: api.url,
+      stateFile,
+      mcpConfigFile,
+      name: "driver-a",
+      enrollmentToken: api.credentials.enrollmentToken,
+    });
     procs.push(driverA.proc);
 
     const runs = new RunApiClient(api.url, api.credentials.apiKey);
     const control = new ProviderControlClient(provider.controlUrl);
     const { runId } = await runs.createRun(driverA.driverInstanceId);
-    const call = await runs.enqueueToolCall(runId, { serverId: "tracker", toolName: "createIssue", arguments: { title: "Disk full on db-1", body: "seen at 03:12" } });
+    const call = await runs.enqueueToolCall(runId, {
+      serverId: "tracker",
+      toolName: "createIssue",
+      arguments: { title: "Disk full on db-1", body: "seen at 03:12" },
+    });
 
     // 1. The provider committed the write; its response is held, so Driver A's call is in flight.
-    await pollUntil(async () => ((await control.stats()).writes[call.idempotencyKey] === 1 ? true : undefined), WAIT_MS, "the provider commits");
+    await pollUntil(
+      async () => ((await control.stats()).writes[call.idempotencyKey] === 1 ? true : undefined),
+      WAIT_MS,
+      "the provider commits",
+    );
 
     // 2. A second process of the same instance connects: the command is redelivered to it, and its
     //    claim fences the executing effect `unknown` (it never calls the provider).
-    const driverB = await startDriverProcess({ apiUrl: api.url, stateFile, mcpConfigFile, name: "driver-b", enrollmentToken: api.credentials.enrollmentToken });
+    const driverB = await startDriverProcess({
+      apiUrl: api.url,
+      stateFile,
+      mcpConfigFile,
+      name: "driver-b",
+      enrollmentToken: api.credentials.enrollmentToken,
+    });
     procs.push(driverB.proc);
     expect(driverB.driverInstanceId).toBe(driverA.driverInstanceId);
     expect(driverB.connectionId).not.toBe(driverA.connectionId);
@@ -78,16 +102,26 @@ describe("real processes: late evidence after a redelivery fenced the effect whi
     expect(refusedComplete).toMatchObject({ outcome: "rejected", effectStatus: "unknown" });
 
     // 4. The ledger: succeeded with the provider's real result, resolution reported_late; one write, one call.
-    const view = await pollUntil(async () => {
-      const v = await runs.getRun(runId);
-      return v.effects[0]?.status === "succeeded" ? v : undefined;
-    }, WAIT_MS, "the effect settles");
+    const view = await pollUntil(
+      async () => {
+        const v = await runs.getRun(runId);
+        return v.effects[0]?.status === "succeeded" ? v : undefined;
+      },
+      WAIT_MS,
+      "the effect settles",
+    );
     const effect = view.effects[0]!;
-    expect({ status: effect.status, resolution: effect.resolution, attemptCount: effect.attemptCount }).toEqual({ status: "succeeded", resolution: "reported_late", attemptCount: 1 });
+    expect({ status: effect.status, resolution: effect.resolution, attemptCount: effect.attemptCount }).toEqual({
+      status: "succeeded",
+      resolution: "reported_late",
+      attemptCount: 1,
+    });
     expect(JSON.stringify(effect.result)).toContain("Disk full on db-1");
     expect(effect.reconciliations).toEqual([]); // no lookup: the Driver's evidence settled it
     const resolved = view.events.filter((e) => e.type === "effect.resolved");
-    expect(resolved.map((e) => e.payload)).toEqual([expect.objectContaining({ effectId: call.effectId, resolution: "reported_late", effectStatus: "succeeded" })]);
+    expect(resolved.map((e) => e.payload)).toEqual([
+      expect.objectContaining({ effectId: call.effectId, resolution: "reported_late", effectStatus: "succeeded" }),
+    ]);
     // The command had already ended (rule 14: unknown, not retryable); the evidence does not reopen it.
     expect(view.commands[0]!.error).toMatchObject({ code: "external_effect.unknown", retryable: false });
     const stats = await control.stats();
@@ -105,26 +139,46 @@ describe("real processes: late evidence after the instance was finalized while t
     dirs.push(workDir);
     const provider = await startProviderProcess(join(workDir, "provider.db"), ["--hold-response-after-commit"]);
     procs.push(provider.proc);
-    const api = await startApiProcess(join(workDir, "api.db"), { MOSOO_EFFECT_RECONCILIATION: "off", MOSOO_HEARTBEAT_TTL_MS: "2000", MOSOO_SWEEP_INTERVAL_MS: "250" });
+    const api = await startApiProcess(join(workDir, "api.db"), {
+      MOSOO_EFFECT_RECONCILIATION: "off",
+      MOSOO_HEARTBEAT_TTL_MS: "2000",
+      MOSOO_SWEEP_INTERVAL_MS: "250",
+    });
     procs.push(api.proc);
     // Heartbeats pass until the write is in flight; from then on they are held, so the TTL expires (an event, not a race).
     let holdHeartbeats = false;
     let releaseHeld = (): void => {};
     const held = new Promise<void>((resolve) => (releaseHeld = resolve));
-    const proxy = await startDelayingProxy(api.url, [{ method: "POST", path: DRIVER_API.heartbeat.path, gate: () => (holdHeartbeats ? held : Promise.resolve()) }]);
+    const proxy = await startDelayingProxy(api.url, [
+      { method: "POST", path: DRIVER_API.heartbeat.path, gate: () => (holdHeartbeats ? held : Promise.resolve()) },
+    ]);
     closers.push(async () => {
       releaseHeld();
       await proxy.close();
     });
     const mcpConfigFile = writeMcpConfig(workDir, { tracker: provider.url });
-    const driver = await startDriverProcess({ apiUrl: proxy.url, stateFile: join(workDir, "driver-state.json"), mcpConfigFile, name: "driver-a", enrollmentToken: api.credentials.enrollmentToken });
+    const driver = await startDriverProcess({
+      apiUrl: proxy.url,
+      stateFile: join(workDir, "driver-state.json"),
+      mcpConfigFile,
+      name: "driver-a",
+      enrollmentToken: api.credentials.enrollmentToken,
+    });
     procs.push(driver.proc);
 
     const runs = new RunApiClient(api.url, api.credentials.apiKey);
     const control = new ProviderControlClient(provider.controlUrl);
     const { runId } = await runs.createRun(driver.driverInstanceId);
-    const call = await runs.enqueueToolCall(runId, { serverId: "tracker", toolName: "createIssue", arguments: { title: "Disk full on db-1", body: "seen at 03:12" } });
-    await pollUntil(async () => ((await control.stats()).writes[call.idempotencyKey] === 1 ? true : undefined), WAIT_MS, "the provider commits");
+    const call = await runs.enqueueToolCall(runId, {
+      serverId: "tracker",
+      toolName: "createIssue",
+      arguments: { title: "Disk full on db-1", body: "seen at 03:12" },
+    });
+    await pollUntil(
+      async () => ((await control.stats()).writes[call.idempotencyKey] === 1 ? true : undefined),
+      WAIT_MS,
+      "the provider commits",
+    );
 
     // 1. The write is in flight (response held); now the heartbeats stop reaching the API: the sweep finalizes the instance.
     holdHeartbeats = true;
@@ -143,11 +197,18 @@ describe("real processes: late evidence after the instance was finalized while t
     await control.release();
     const reported = await driver.proc.waitForLine((j) => j["msg"] === "effect.late_result_reported", WAIT_MS, "the late evidence report");
     expect(reported).toMatchObject({ outcome: "applied", effectStatus: "succeeded", attempt: 1 });
-    const view = await pollUntil(async () => {
-      const v = await runs.getRun(runId);
-      return v.effects[0]?.status === "succeeded" ? v : undefined;
-    }, WAIT_MS, "the effect settles");
-    expect({ status: view.effects[0]!.status, resolution: view.effects[0]!.resolution }).toEqual({ status: "succeeded", resolution: "reported_late" });
+    const view = await pollUntil(
+      async () => {
+        const v = await runs.getRun(runId);
+        return v.effects[0]?.status === "succeeded" ? v : undefined;
+      },
+      WAIT_MS,
+      "the effect settles",
+    );
+    expect({ status: view.effects[0]!.status, resolution: view.effects[0]!.resolution }).toEqual({
+      status: "succeeded",
+      resolution: "reported_late",
+    });
     expect(JSON.stringify(view.effects[0]!.result)).toContain("Disk full on db-1");
     const stats = await control.stats();
     expect(stats.writes[call.idempotencyKey]).toBe(1);

@@ -6,7 +6,13 @@ import { afterAll, describe, expect, it } from "vitest";
 import { startDelayingProxy, type DelayingProxy } from "../src/delaying-proxy.js";
 import { pollUntil, ProviderControlClient, RunApiClient } from "../src/http-clients.js";
 import type { ManagedProcess } from "../src/managed-process.js";
-import { FIXTURE_MAX_IN_FLIGHT_ADAPTER_PACKAGE, startApiProcess, startDriverProcess, startProviderProcess, writeMcpConfig } from "../src/stack.js";
+import {
+  FIXTURE_MAX_IN_FLIGHT_ADAPTER_PACKAGE,
+  startApiProcess,
+  startDriverProcess,
+  startProviderProcess,
+  writeMcpConfig,
+} from "../src/stack.js";
 
 // Issue 16 repro 3 on real processes (docs/DESIGN.md §3 rule 12): a provider WITHOUT a fence, an adapter
 // declaring keyFencing {max_in_flight, 2000 ms}, reconciliation on, and a proxy between Driver and API
@@ -47,7 +53,10 @@ describe("real processes: issue 16 repro 3, a claim answer held past the send-by
     const provider = await startProviderProcess(join(workDir, "provider.db")); // no --fence-on-lookup-miss: no fence
     procs.push(provider.proc);
     const bindingsFile = join(workDir, "bindings.json");
-    writeFileSync(bindingsFile, JSON.stringify({ bindings: { tracker: { package: FIXTURE_MAX_IN_FLIGHT_ADAPTER_PACKAGE, options: { url: provider.url } } } }));
+    writeFileSync(
+      bindingsFile,
+      JSON.stringify({ bindings: { tracker: { package: FIXTURE_MAX_IN_FLIGHT_ADAPTER_PACKAGE, options: { url: provider.url } } } }),
+    );
     const api = await startApiProcess(join(workDir, "api.db"), {
       MOSOO_EFFECT_RECONCILIATION: "on",
       MOSOO_RECONCILIATION_BINDINGS_FILE: bindingsFile,
@@ -60,16 +69,30 @@ describe("real processes: issue 16 repro 3, a claim answer held past the send-by
       { method: "POST", path: DRIVER_API.effectClaim.path, holdAnswerMs: CLAIM_ANSWER_HOLD_MS },
       { method: "POST", path: DRIVER_API.heartbeat.path, delayRequestMs: HEARTBEAT_DELAY_MS, after: DRIVER_API.effectClaim.path },
     ]);
-    const driver = await startDriverProcess({ apiUrl: proxy.url, stateFile: join(workDir, "driver-state.json"), mcpConfigFile: writeMcpConfig(workDir, { tracker: provider.url }), name: "slow-link", enrollmentToken: api.credentials.enrollmentToken });
+    const driver = await startDriverProcess({
+      apiUrl: proxy.url,
+      stateFile: join(workDir, "driver-state.json"),
+      mcpConfigFile: writeMcpConfig(workDir, { tracker: provider.url }),
+      name: "slow-link",
+      enrollmentToken: api.credentials.enrollmentToken,
+    });
     procs.push(driver.proc);
 
     const runs = new RunApiClient(api.url, api.credentials.apiKey);
     const control = new ProviderControlClient(provider.controlUrl);
     const { runId } = await runs.createRun(driver.driverInstanceId);
-    const call = await runs.enqueueToolCall(runId, { serverId: "tracker", toolName: "createIssue", arguments: { title: "Disk full on db-1", body: "seen at 03:12" } });
+    const call = await runs.enqueueToolCall(runId, {
+      serverId: "tracker",
+      toolName: "createIssue",
+      arguments: { title: "Disk full on db-1", body: "seen at 03:12" },
+    });
 
     // 1. The held claim answer reaches the Driver, which then decides (send or not): wait for that decision.
-    const decision = await driver.proc.waitForLine((j) => j["msg"] === "effect.send_deadline_missed" || j["msg"] === "tool.called", WAIT_MS, "the Driver's send decision");
+    const decision = await driver.proc.waitForLine(
+      (j) => j["msg"] === "effect.send_deadline_missed" || j["msg"] === "tool.called",
+      WAIT_MS,
+      "the Driver's send decision",
+    );
     expect(decision["msg"]).toBe("effect.send_deadline_missed");
     expect(Number(decision["elapsedMs"])).toBeGreaterThanOrEqual(CLAIM_ANSWER_HOLD_MS);
     // 2. The effect settles (by the sweep's lookup after claim + deadline + maxInFlight, or by the Driver's report).

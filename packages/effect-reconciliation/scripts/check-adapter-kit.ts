@@ -6,7 +6,16 @@
  * Options: `--only <bug>` (repeatable), `--json` (one JSON line at the end), `--verbose` (every failing case of every mode).
  */
 import { parseArgs } from "node:util";
-import { createPlantedBugAdapter, createProbeAdapter, createProbeProvider, judgeAdapter, PLANTED_BUGS, PROBE_MODES, type KitReport, type PlantedBug } from "../src/testing/index.js";
+import {
+  createPlantedBugAdapter,
+  createProbeAdapter,
+  createProbeProvider,
+  judgeAdapter,
+  PLANTED_BUGS,
+  PROBE_MODES,
+  type KitReport,
+  type PlantedBug,
+} from "../src/testing/index.js";
 import type { ReconciliationAdapter } from "../src/index.js";
 
 type Build = (provider: ReturnType<typeof createProbeProvider>) => ReconciliationAdapter;
@@ -31,7 +40,10 @@ function firstFailure(reports: KitReport[]): { mode: string; case: string; line:
 async function main(): Promise<number> {
   let values: { only?: string[]; json?: boolean; verbose?: boolean };
   try {
-    ({ values } = parseArgs({ options: { only: { type: "string", multiple: true }, json: { type: "boolean" }, verbose: { type: "boolean" } }, strict: true }));
+    ({ values } = parseArgs({
+      options: { only: { type: "string", multiple: true }, json: { type: "boolean" }, verbose: { type: "boolean" } },
+      strict: true,
+    }));
   } catch (error) {
     process.stderr.write(`check-adapter-kit: ${error instanceof Error ? error.message : String(error)}\n`);
     return 2;
@@ -45,7 +57,9 @@ async function main(): Promise<number> {
 
   const reference = await judgeEveryMode("probe-reference", (p) => createProbeAdapter(p));
   const referenceOk = reference.every((r) => r.passed);
-  console.log(`reference adapter: ${referenceOk ? "passes every mode" : "FAILS"} (${reference.map((r) => `${r.provider}: ${r.passed ? "pass" : "fail"}`).join("; ")})`);
+  console.log(
+    `reference adapter: ${referenceOk ? "passes every mode" : "FAILS"} (${reference.map((r) => `${r.provider}: ${r.passed ? "pass" : "fail"}`).join("; ")})`,
+  );
   if (!referenceOk) {
     const f = firstFailure(reference);
     console.log(`  the kit wrongly fails the reference adapter: [${f?.mode}] ${f?.case}: ${f?.line}`);
@@ -59,19 +73,27 @@ async function main(): Promise<number> {
     rows.push({ bug, caught: f !== undefined, ...(f ?? {}) });
     console.log(`${bug.padEnd(34)} ${(f ? "yes" : "NO").padEnd(7)} ${f ? `${f.mode}: ${f.case}` : "-"}`);
     if (f) console.log(`${"".padEnd(42)} ${f.line.slice(0, 150)}`);
-    if (values.verbose) for (const r of reports) for (const c of r.cases) if (c.status === "failed") console.log(`${"".padEnd(42)} [${r.provider}] ${c.case}: ${c.failures[0]!.slice(0, 120)}`);
+    if (values.verbose)
+      for (const r of reports)
+        for (const c of r.cases)
+          if (c.status === "failed") console.log(`${"".padEnd(42)} [${r.provider}] ${c.case}: ${c.failures[0]!.slice(0, 120)}`);
   }
   const slipped = rows.filter((r) => !r.caught).map((r) => r.bug);
   console.log("");
-  console.log(slipped.length === 0 ? `all ${rows.length} planted bugs caught` : `${slipped.length} of ${rows.length} planted bugs slipped through: ${slipped.join(", ")}`);
-  if (values.json) console.log(JSON.stringify({ referencePasses: referenceOk, caught: rows.length - slipped.length, planted: rows.length, slipped }));
+  console.log(
+    slipped.length === 0
+      ? `all ${rows.length} planted bugs caught`
+      : `${slipped.length} of ${rows.length} planted bugs slipped through: ${slipped.join(", ")}`,
+  );
+  if (values.json)
+    console.log(JSON.stringify({ referencePasses: referenceOk, caught: rows.length - slipped.length, planted: rows.length, slipped }));
   return referenceOk && slipped.length === 0 ? 0 : 1;
 }
 
 main().then(
   (code) => process.exit(code),
   (error: unknown) => {
-    process.stderr.write(`check-adapter-kit: ${error instanceof Error ? error.stack ?? error.message : String(error)}\n`);
+    process.stderr.write(`check-adapter-kit: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`);
     process.exit(1);
   },
 );

@@ -18,14 +18,21 @@ export interface ToolCoverage {
  * `tools` the adapter is returned as is.
  * @throws ReconciliationError `binding.tool_not_declared` when `tools` names a tool the adapter does not declare.
  */
-export function narrowAdapter(adapter: ReconciliationAdapter, tools: readonly string[] | undefined): { adapter: ReconciliationAdapter; coverage: ToolCoverage } {
+export function narrowAdapter(
+  adapter: ReconciliationAdapter,
+  tools: readonly string[] | undefined,
+): { adapter: ReconciliationAdapter; coverage: ToolCoverage } {
   const declared = adapter.declaration.tools;
   if (tools === undefined) return { adapter, coverage: { covered: [...declared], notCovered: [] } };
   for (const tool of tools) {
     if (!declared.includes(tool)) {
-      throw new ReconciliationError("binding.tool_not_declared", `tool "${tool}" is not declared by adapter "${adapter.declaration.id}" (it declares ${declared.join(", ")})`, {
-        details: { adapterId: adapter.declaration.id, toolName: tool },
-      });
+      throw new ReconciliationError(
+        "binding.tool_not_declared",
+        `tool "${tool}" is not declared by adapter "${adapter.declaration.id}" (it declares ${declared.join(", ")})`,
+        {
+          details: { adapterId: adapter.declaration.id, toolName: tool },
+        },
+      );
     }
   }
   const covered = declared.filter((t) => tools.includes(t));

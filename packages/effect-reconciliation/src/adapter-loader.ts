@@ -48,9 +48,13 @@ export async function loadAdapterModule(source: AdapterSource, resolveFrom: stri
     if (!stat.isFile()) throw new Error(`${resolved} is not a regular file`);
     if (stat.size > MAX_ADAPTER_MODULE_BYTES) throw new Error(`${resolved} is ${stat.size} bytes, larger than ${MAX_ADAPTER_MODULE_BYTES}`);
   } catch (error) {
-    throw new ReconciliationError("adapter.package_not_found", `adapter package "${source.module}" is not installed: ${summarizeError(error)}`, {
-      details: { module: source.module },
-    });
+    throw new ReconciliationError(
+      "adapter.package_not_found",
+      `adapter package "${source.module}" is not installed: ${summarizeError(error)}`,
+      {
+        details: { module: source.module },
+      },
+    );
   }
   let namespace: Record<string, unknown>;
   try {
@@ -63,9 +67,19 @@ export async function loadAdapterModule(source: AdapterSource, resolveFrom: stri
   }
   const candidate = Object.hasOwn(namespace, source.export) ? namespace[source.export] : undefined;
   const pkg = nearestPackage(resolved);
-  const loaded = (factory: LoadedAdapterModule["factory"]): LoadedAdapterModule => ({ source: { ...source }, factory, packageName: pkg?.name ?? null, packageVersion: pkg?.version ?? null });
+  const loaded = (factory: LoadedAdapterModule["factory"]): LoadedAdapterModule => ({
+    source: { ...source },
+    factory,
+    packageName: pkg?.name ?? null,
+    packageVersion: pkg?.version ?? null,
+  });
   if (isDiscovering(candidate)) return loaded(candidate);
-  if (typeof candidate !== "object" || candidate === null || !("declaration" in candidate) || typeof (candidate as { create?: unknown }).create !== "function") {
+  if (
+    typeof candidate !== "object" ||
+    candidate === null ||
+    !("declaration" in candidate) ||
+    typeof (candidate as { create?: unknown }).create !== "function"
+  ) {
     throw new ReconciliationError(
       "adapter.export_missing",
       `"${source.module}" has no adapter factory export "${source.export}" (an object with declaration and create(options))`,
@@ -84,7 +98,12 @@ export async function loadAdapterModule(source: AdapterSource, resolveFrom: stri
  * @throws ReconciliationError `adapter.invalid_options`, `adapter.invalid_declaration`,
  *   `binding.tool_not_declared`; a discovery failure as `adapter.invalid_options` with its message.
  */
-export async function instantiateBinding(loaded: LoadedAdapterModule, options: unknown, tools: readonly string[] | undefined, signal: AbortSignal): Promise<InstantiatedBinding> {
+export async function instantiateBinding(
+  loaded: LoadedAdapterModule,
+  options: unknown,
+  tools: readonly string[] | undefined,
+  signal: AbortSignal,
+): Promise<InstantiatedBinding> {
   let adapter: ReconciliationAdapter;
   if ("kind" in loaded.factory && loaded.factory.kind === "discovering") {
     const f = loaded.factory;
@@ -92,12 +111,21 @@ export async function instantiateBinding(loaded: LoadedAdapterModule, options: u
     try {
       discovered = await f.discover(options, { signal });
     } catch (error) {
-      throw new ReconciliationError("adapter.invalid_options", `adapter "${f.id}" could not discover its provider: ${summarizeError(error)}`, { details: { adapterId: f.id }, cause: error });
+      throw new ReconciliationError(
+        "adapter.invalid_options",
+        `adapter "${f.id}" could not discover its provider: ${summarizeError(error)}`,
+        { details: { adapterId: f.id }, cause: error },
+      );
     }
     const registry = createAdapterRegistry();
     registry.register({ declaration: discovered.declaration, create: () => discovered });
     adapter = registry.instantiate(discovered.declaration.id);
-    if (adapter.declaration.id !== f.id) throw new ReconciliationError("adapter.invalid_declaration", `adapter "${f.id}" discovered a declaration with id "${adapter.declaration.id}"`, { details: { adapterId: f.id } });
+    if (adapter.declaration.id !== f.id)
+      throw new ReconciliationError(
+        "adapter.invalid_declaration",
+        `adapter "${f.id}" discovered a declaration with id "${adapter.declaration.id}"`,
+        { details: { adapterId: f.id } },
+      );
   } else {
     const registry = createAdapterRegistry();
     const factory = loaded.factory as ReconciliationAdapterFactory;
@@ -108,12 +136,23 @@ export async function instantiateBinding(loaded: LoadedAdapterModule, options: u
   return {
     adapter: narrowed.adapter,
     coverage: narrowed.coverage,
-    provenance: { source: loaded.source, packageName: loaded.packageName, packageVersion: loaded.packageVersion, declarationHash: declarationHash(narrowed.adapter.declaration) },
+    provenance: {
+      source: loaded.source,
+      packageName: loaded.packageName,
+      packageVersion: loaded.packageVersion,
+      declarationHash: declarationHash(narrowed.adapter.declaration),
+    },
   };
 }
 
 function isDiscovering(value: unknown): value is DiscoveringAdapterFactory {
-  return typeof value === "object" && value !== null && (value as { kind?: unknown }).kind === "discovering" && typeof (value as { discover?: unknown }).discover === "function" && typeof (value as { id?: unknown }).id === "string";
+  return (
+    typeof value === "object" &&
+    value !== null &&
+    (value as { kind?: unknown }).kind === "discovering" &&
+    typeof (value as { discover?: unknown }).discover === "function" &&
+    typeof (value as { id?: unknown }).id === "string"
+  );
 }
 function nearestPackage(file: string): { name: string | null; version: string | null } | undefined {
   let dir = dirname(file);

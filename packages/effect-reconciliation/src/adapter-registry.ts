@@ -68,17 +68,26 @@ export function createAdapterRegistry(): AdapterRegistry {
 
   return {
     register(factory: ReconciliationAdapterFactory): AdapterDeclaration {
-      if (closed) throw new ReconciliationError("registry.closed", "the adapter registry is closed: register adapters before the host starts");
+      if (closed)
+        throw new ReconciliationError("registry.closed", "the adapter registry is closed: register adapters before the host starts");
       const declaration = parseDeclaration(factory?.declaration, "adapter declaration");
       if (typeof factory.create !== "function") {
-        throw new ReconciliationError("adapter.invalid_declaration", `adapter factory "${declaration.id}" has no create(options) function`, {
-          details: { adapterId: declaration.id },
-        });
+        throw new ReconciliationError(
+          "adapter.invalid_declaration",
+          `adapter factory "${declaration.id}" has no create(options) function`,
+          {
+            details: { adapterId: declaration.id },
+          },
+        );
       }
       if (factories.has(declaration.id)) {
-        throw new ReconciliationError("adapter.duplicate_id", `a reconciliation adapter with id "${declaration.id}" is already registered`, {
-          details: { adapterId: declaration.id },
-        });
+        throw new ReconciliationError(
+          "adapter.duplicate_id",
+          `a reconciliation adapter with id "${declaration.id}" is already registered`,
+          {
+            details: { adapterId: declaration.id },
+          },
+        );
       }
       const create = factory.create.bind(factory);
       factories.set(declaration.id, Object.freeze({ declaration, create }));
@@ -95,10 +104,14 @@ export function createAdapterRegistry(): AdapterRegistry {
         built = factory.create(options);
       } catch (error) {
         if (ReconciliationError.is(error)) throw error;
-        throw new ReconciliationError("adapter.invalid_options", `invalid options for reconciliation adapter "${id}": ${summarizeError(error)}`, {
-          details: { adapterId: id },
-          cause: error,
-        });
+        throw new ReconciliationError(
+          "adapter.invalid_options",
+          `invalid options for reconciliation adapter "${id}": ${summarizeError(error)}`,
+          {
+            details: { adapterId: id },
+            cause: error,
+          },
+        );
       }
       return checkBuiltAdapter(built, factory.declaration);
     },
@@ -153,7 +166,9 @@ function parseDeclaration(value: unknown, what: string): AdapterDeclaration {
 function checkBuiltAdapter(built: unknown, expected: AdapterDeclaration): ReconciliationAdapter {
   const id = expected.id;
   const fail = (message: string): never => {
-    throw new ReconciliationError("adapter.invalid_declaration", `reconciliation adapter "${id}": ${message}`, { details: { adapterId: id } });
+    throw new ReconciliationError("adapter.invalid_declaration", `reconciliation adapter "${id}": ${message}`, {
+      details: { adapterId: id },
+    });
   };
   if (typeof built !== "object" || built === null) return fail("create(options) did not return an adapter object");
   const adapter = built as ReconciliationAdapter;
@@ -172,7 +187,10 @@ function checkBuiltAdapter(built: unknown, expected: AdapterDeclaration): Reconc
     declaration,
     lookup: (request: LookupRequest, context: LookupContext): Promise<unknown> => adapter.lookup(request, context),
     ...(compensates
-      ? { planCompensation: (request: CompensationPlanRequest, context: LookupContext): Promise<unknown> => adapter.planCompensation!(request, context) }
+      ? {
+          planCompensation: (request: CompensationPlanRequest, context: LookupContext): Promise<unknown> =>
+            adapter.planCompensation!(request, context),
+        }
       : {}),
   });
 }

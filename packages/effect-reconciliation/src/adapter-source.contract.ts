@@ -45,7 +45,10 @@ export class AdapterCrashedError extends Error {
   /** Brand for {@link AdapterCrashedError.is}. */
   readonly [CRASH_BRAND] = true;
   /** @param reason how the worker ended; @param message one line naming it. */
-  constructor(readonly reason: Exclude<AdapterTerminationReason, "timeout">, message: string) {
+  constructor(
+    readonly reason: Exclude<AdapterTerminationReason, "timeout">,
+    message: string,
+  ) {
     super(message);
   }
   /** True for an {@link AdapterCrashedError} of any loaded copy of this package. */

@@ -60,24 +60,31 @@ export type CompensationDeclaration = z.infer<typeof CompensationDeclarationSche
  * A strict object: unknown keys are refused. Options are not part of it: a factory receives them
  * at construction time (see `ReconciliationAdapterFactory`).
  */
-export const AdapterDeclarationSchema = z.strictObject({
-  id: AdapterIdSchema,
-  version: AdapterVersionSchema,
-  tools: z
-    .array(ToolNameSchema)
-    .min(1, "an adapter declares at least one tool")
-    .refine((tools) => new Set(tools).size === tools.length, "tools must not repeat"),
-  retentionWindowMs: z.number().int().positive(),
-  keyFencing: KeyFencingSchema,
-  compensations: z.record(ToolNameSchema, CompensationDeclarationSchema).optional(),
-}).superRefine((d, ctx) => {
-  for (const [tool, c] of Object.entries(d.compensations ?? {})) {
-    if (c.toolName === tool) ctx.addIssue({ code: "custom", path: ["compensations", tool], message: `a tool cannot compensate itself (${tool})` });
-    if (!d.tools.includes(c.toolName)) {
-      ctx.addIssue({ code: "custom", path: ["compensations", tool, "toolName"], message: `compensating tool ${c.toolName} must be one of the adapter's lookup tools, so an interrupted compensation can be reconciled` });
+export const AdapterDeclarationSchema = z
+  .strictObject({
+    id: AdapterIdSchema,
+    version: AdapterVersionSchema,
+    tools: z
+      .array(ToolNameSchema)
+      .min(1, "an adapter declares at least one tool")
+      .refine((tools) => new Set(tools).size === tools.length, "tools must not repeat"),
+    retentionWindowMs: z.number().int().positive(),
+    keyFencing: KeyFencingSchema,
+    compensations: z.record(ToolNameSchema, CompensationDeclarationSchema).optional(),
+  })
+  .superRefine((d, ctx) => {
+    for (const [tool, c] of Object.entries(d.compensations ?? {})) {
+      if (c.toolName === tool)
+        ctx.addIssue({ code: "custom", path: ["compensations", tool], message: `a tool cannot compensate itself (${tool})` });
+      if (!d.tools.includes(c.toolName)) {
+        ctx.addIssue({
+          code: "custom",
+          path: ["compensations", tool, "toolName"],
+          message: `compensating tool ${c.toolName} must be one of the adapter's lookup tools, so an interrupted compensation can be reconciled`,
+        });
+      }
     }
-  }
-});
+  });
 /** See {@link AdapterDeclarationSchema}. */
 export type AdapterDeclaration = z.infer<typeof AdapterDeclarationSchema>;
 
@@ -177,7 +184,6 @@ export interface ReconciliationAdapterFactory {
   readonly declaration: AdapterDeclaration;
   create(options: unknown): ReconciliationAdapter;
 }
-
 
 /**
  * A factory whose declaration depends on what the provider advertises (the zero-code convention

@@ -45,16 +45,23 @@ export async function planCompensation(input: PlanCompensationInput): Promise<Co
   const { adapter, request } = input;
   const ref: AdapterRef = { id: adapter.declaration.id, version: adapter.declaration.version };
   const declared = adapter.declaration.compensations?.[request.toolName];
-  const refuse = (code: CompensationRefusalCode, message: string): CompensationPlanDecision => ({ kind: "refused", code, message, adapter: ref });
+  const refuse = (code: CompensationRefusalCode, message: string): CompensationPlanDecision => ({
+    kind: "refused",
+    code,
+    message,
+    adapter: ref,
+  });
   if (!declared || typeof adapter.planCompensation !== "function") {
     return refuse("compensation.not_declared", `adapter ${ref.id}@${ref.version} declares no compensating action for ${request.toolName}`);
   }
   const logger = safeLogger(input.logger, { adapterId: ref.id, effectId: request.effectId });
   const run = await runBoundedAdapterCall((context) => adapter.planCompensation!(request, context), logger, input.timeoutMs, input.signal);
-  if (run.kind === "timed_out" || run.kind === "cancelled") return refuse("compensation.plan_failed", `planCompensation did not answer within ${input.timeoutMs} ms`);
+  if (run.kind === "timed_out" || run.kind === "cancelled")
+    return refuse("compensation.plan_failed", `planCompensation did not answer within ${input.timeoutMs} ms`);
   if (run.kind === "threw") return refuse("compensation.plan_failed", `planCompensation failed: ${summarizeError(run.error)}`);
   const parsed = CompensationPlanSchema.safeParse(run.value);
-  if (!parsed.success) return refuse("compensation.plan_failed", `planCompensation answered an invalid plan: ${summarizeError(parsed.error)}`);
+  if (!parsed.success)
+    return refuse("compensation.plan_failed", `planCompensation answered an invalid plan: ${summarizeError(parsed.error)}`);
   const size = jsonByteLength(parsed.data.arguments);
   if (size === null || size > MAX_COMPENSATION_ARGUMENTS_BYTES) {
     return refuse("compensation.plan_failed", `planned arguments are not JSON or exceed ${MAX_COMPENSATION_ARGUMENTS_BYTES} bytes`);

@@ -99,4 +99,3 @@ export function judgeOutcome(
   }
   return { decision: "confirmed_not_executed", receipt, adapter };
 }
-

@@ -42,7 +42,13 @@ export type {
 } from "./adapter.contract.js";
 export { planCompensation, MAX_COMPENSATION_ARGUMENTS_BYTES } from "./compensation-planner.js";
 export type { CompensationPlanDecision, CompensationRefusalCode, PlanCompensationInput } from "./compensation-planner.js";
-export { MAX_RECEIPT_BYTES, MAX_RESULT_BYTES, MAX_PROVIDER_OPERATION_ID_LENGTH, ReceiptSchema, BoundedMcpToolResultSchema } from "./receipt.contract.js";
+export {
+  MAX_RECEIPT_BYTES,
+  MAX_RESULT_BYTES,
+  MAX_PROVIDER_OPERATION_ID_LENGTH,
+  ReceiptSchema,
+  BoundedMcpToolResultSchema,
+} from "./receipt.contract.js";
 export type { Receipt } from "./receipt.contract.js";
 export {
   REASON_CODE_PATTERN,
@@ -100,7 +106,11 @@ export { narrowAdapter } from "./adapter-coverage.js";
 export type { ToolCoverage } from "./adapter-coverage.js";
 export { confirmedSucceeded, confirmedNotExecuted, stillUnknown } from "./lookup-outcome.builders.js";
 export type { ReceiptInput } from "./lookup-outcome.builders.js";
-export { IDEMPOTENCY_CONVENTION_META, IdempotencyConventionSchema, ConventionLookupAnswerSchema } from "./idempotency-convention.contract.js";
+export {
+  IDEMPOTENCY_CONVENTION_META,
+  IdempotencyConventionSchema,
+  ConventionLookupAnswerSchema,
+} from "./idempotency-convention.contract.js";
 export type { IdempotencyConvention, ConventionLookupAnswer } from "./idempotency-convention.contract.js";
 /** The request fingerprint the runtime compares against (README "Fingerprint format"); re-exported from `@mosoo/contracts`. */
 export { fingerprintArguments, REQUEST_FINGERPRINT_PATTERN, KeyPlacementSchema, DEFAULT_KEY_PLACEMENT } from "@mosoo/contracts";

@@ -11,7 +11,13 @@ export type ReceiptInput = Omit<Receipt, "observedAt"> & { observedAt?: string }
  * `receipt` (put the provider's recorded request fingerprint in it whenever it has one, docs/DESIGN.md §5).
  */
 export function confirmedSucceeded(request: LookupRequest, result: McpToolResult, receipt: ReceiptInput = {}): LookupOutcomeInput {
-  return { outcome: "confirmed_succeeded", toolName: request.toolName, idempotencyKey: request.idempotencyKey, result, receipt: { observedAt: new Date().toISOString(), ...receipt } };
+  return {
+    outcome: "confirmed_succeeded",
+    toolName: request.toolName,
+    idempotencyKey: request.idempotencyKey,
+    result,
+    receipt: { observedAt: new Date().toISOString(), ...receipt },
+  };
 }
 
 /**
@@ -21,7 +27,12 @@ export function confirmedSucceeded(request: LookupRequest, result: McpToolResult
  * `lastDispatchedAtMs + maxInFlightMs`, `in_flight_window`). Never while the provider says "pending".
  */
 export function confirmedNotExecuted(request: LookupRequest, receipt: ReceiptInput = {}): LookupOutcomeInput {
-  return { outcome: "confirmed_not_executed", toolName: request.toolName, idempotencyKey: request.idempotencyKey, receipt: { observedAt: new Date().toISOString(), ...receipt } };
+  return {
+    outcome: "confirmed_not_executed",
+    toolName: request.toolName,
+    idempotencyKey: request.idempotencyKey,
+    receipt: { observedAt: new Date().toISOString(), ...receipt },
+  };
 }
 
 /** `still_unknown` with an adapter reason code (`^[a-z][a-z0-9_]{0,63}$`) and an optional `retryAfterMs` (ms). */

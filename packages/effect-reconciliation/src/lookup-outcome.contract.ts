@@ -12,7 +12,10 @@ export const REASON_CODE_PATTERN = /^[a-z][a-z0-9_]{0,63}$/;
  * which side chose its code (`reasonSource`), so an adapter reusing a runtime code's spelling is
  * still told apart.
  */
-export const AdapterReasonCodeSchema = z.string().regex(REASON_CODE_PATTERN, "reason code must match ^[a-z][a-z0-9_]{0,63}$").brand<"AdapterReasonCode">();
+export const AdapterReasonCodeSchema = z
+  .string()
+  .regex(REASON_CODE_PATTERN, "reason code must match ^[a-z][a-z0-9_]{0,63}$")
+  .brand<"AdapterReasonCode">();
 /** See {@link AdapterReasonCodeSchema}. */
 export type AdapterReasonCode = z.infer<typeof AdapterReasonCodeSchema>;
 

@@ -3,10 +3,7 @@ import { AdapterCrashedError } from "./adapter-source.contract.js";
 
 /** @internal How one adapter call ended, before its answer is validated. */
 export type LookupRun =
-  | { kind: "answered"; value: unknown }
-  | { kind: "threw"; error: unknown }
-  | { kind: "timed_out" }
-  | { kind: "cancelled" };
+  { kind: "answered"; value: unknown } | { kind: "threw"; error: unknown } | { kind: "timed_out" } | { kind: "cancelled" };
 
 /**
  * @internal Calls `adapter.lookup` once with a signal that aborts after `timeoutMs` ms (or when

@@ -44,13 +44,15 @@ export function evaluateEligibility(effect: unknown, declaration: unknown, serve
   } catch (error) {
     return { eligible: false, reasonCode: "invalid_input", error: `effect: ${summarizeError(error)}` };
   }
-  if (!parsedEffect.success) return { eligible: false, reasonCode: "invalid_input", error: `effect: ${summarizeError(parsedEffect.error)}` };
+  if (!parsedEffect.success)
+    return { eligible: false, reasonCode: "invalid_input", error: `effect: ${summarizeError(parsedEffect.error)}` };
   try {
     parsedDeclaration = AdapterDeclarationSchema.safeParse(declaration);
   } catch (error) {
     return { eligible: false, reasonCode: "invalid_declaration", error: summarizeError(error) };
   }
-  if (!parsedDeclaration.success) return { eligible: false, reasonCode: "invalid_declaration", error: summarizeError(parsedDeclaration.error) };
+  if (!parsedDeclaration.success)
+    return { eligible: false, reasonCode: "invalid_declaration", error: summarizeError(parsedDeclaration.error) };
 
   const e = parsedEffect.data;
   const d = parsedDeclaration.data;

@@ -6,7 +6,13 @@ import { summarizeError } from "./error-message.js";
 import { judgeOutcome } from "./fail-closed-checks.js";
 import { LookupOutcomeSchema, type LookupOutcome } from "./lookup-outcome.contract.js";
 import { runLookup } from "./lookup-runner.js";
-import type { AdapterRef, IneligibleDecision, ReconcileDecision, RuntimeReasonCode, RuntimeStillUnknownDecision } from "./reconcile-decision.contract.js";
+import type {
+  AdapterRef,
+  IneligibleDecision,
+  ReconcileDecision,
+  RuntimeReasonCode,
+  RuntimeStillUnknownDecision,
+} from "./reconcile-decision.contract.js";
 import { evaluateEligibility } from "./reconcile-eligibility.js";
 import type { ReconcilableEffect } from "./reconcilable-effect.contract.js";
 
@@ -90,7 +96,10 @@ export async function askAdapter(input: ReconcileEffectInput): Promise<LookupAns
     return await askUnsafe(input);
   } catch (error) {
     // Only reachable through a bug of this package: stay fail-closed rather than reject.
-    return { kind: "ineligible", decision: { decision: "ineligible", reasonCode: "invalid_input", error: `reconcile step failed: ${summarizeError(error)}` } };
+    return {
+      kind: "ineligible",
+      decision: { decision: "ineligible", reasonCode: "invalid_input", error: `reconcile step failed: ${summarizeError(error)}` },
+    };
   }
 }
 
@@ -111,7 +120,14 @@ export function judgeLookupAnswer(answer: LookupAnswer, effect: ReconcilableEffe
         ? { decision: "ineligible", reasonCode: eligibility.reasonCode }
         : { decision: "ineligible", reasonCode: eligibility.reasonCode, error: eligibility.error };
     }
-    return judgeOutcome(answer.outcome, eligibility.request, eligibility.declaration, answer.nowMs, answer.timeoutMs, eligibility.sendWithinMs);
+    return judgeOutcome(
+      answer.outcome,
+      eligibility.request,
+      eligibility.declaration,
+      answer.nowMs,
+      answer.timeoutMs,
+      eligibility.sendWithinMs,
+    );
   } catch (error) {
     return refused(ref, "invalid_adapter_output", `answer could not be judged: ${summarizeError(error)}`);
   }
@@ -121,9 +137,18 @@ async function askUnsafe(input: ReconcileEffectInput): Promise<LookupAnswer> {
   const { effect, binding, nowMs, timeoutMs, signal } = input;
   const hostLogger = input.logger ?? NOOP_LOGGER;
   const ineligible = (decision: IneligibleDecision): LookupAnswer => ({ kind: "ineligible", decision });
-  if (!NowMsSchema.safeParse(nowMs).success) return ineligible({ decision: "ineligible", reasonCode: "invalid_input", error: `nowMs must be a non-negative integer (ms since the epoch)` });
+  if (!NowMsSchema.safeParse(nowMs).success)
+    return ineligible({
+      decision: "ineligible",
+      reasonCode: "invalid_input",
+      error: `nowMs must be a non-negative integer (ms since the epoch)`,
+    });
   if (!TimeoutMsSchema.safeParse(timeoutMs).success) {
-    return ineligible({ decision: "ineligible", reasonCode: "invalid_input", error: `timeoutMs must be an integer from 1 to ${MAX_LOOKUP_TIMEOUT_MS}` });
+    return ineligible({
+      decision: "ineligible",
+      reasonCode: "invalid_input",
+      error: `timeoutMs must be an integer from 1 to ${MAX_LOOKUP_TIMEOUT_MS}`,
+    });
   }
   let adapter: ReconciliationAdapter;
   let declaration: unknown;
@@ -150,8 +175,10 @@ async function askUnsafe(input: ReconcileEffectInput): Promise<LookupAnswer> {
 
   const run = await runLookup(adapter, structuredClone(request), log, timeoutMs, signal);
   let answer: LookupAnswer;
-  if (run.kind === "timed_out") answer = { kind: "refused", decision: refused(ref, "lookup_timeout", `lookup did not settle within ${timeoutMs} ms`) };
-  else if (run.kind === "cancelled") answer = { kind: "refused", decision: refused(ref, "lookup_cancelled", "the caller's signal aborted the lookup") };
+  if (run.kind === "timed_out")
+    answer = { kind: "refused", decision: refused(ref, "lookup_timeout", `lookup did not settle within ${timeoutMs} ms`) };
+  else if (run.kind === "cancelled")
+    answer = { kind: "refused", decision: refused(ref, "lookup_cancelled", "the caller's signal aborted the lookup") };
   else if (run.kind === "threw") {
     answer = AdapterCrashedError.is(run.error)
       ? { kind: "refused", decision: refused(ref, "adapter_crashed", `${run.error.reason}: ${summarizeError(run.error)}`) }
@@ -160,13 +187,19 @@ async function askUnsafe(input: ReconcileEffectInput): Promise<LookupAnswer> {
         : { kind: "refused", decision: refused(ref, "adapter_error", summarizeError(run.error)) };
   } else {
     const parsed = parseAnswer(run.value, ref);
-    answer = "outcome" in parsed ? { kind: "answered", outcome: parsed.outcome, serverId: String(serverId), declaration: parsedDeclaration, nowMs, timeoutMs } : { kind: "refused", decision: parsed };
+    answer =
+      "outcome" in parsed
+        ? { kind: "answered", outcome: parsed.outcome, serverId: String(serverId), declaration: parsedDeclaration, nowMs, timeoutMs }
+        : { kind: "refused", decision: parsed };
   }
 
   if (answer.kind === "refused") {
     log.warn({ reasonCode: answer.decision.reasonCode, error: answer.decision.error }, "reconcile lookup refused");
   } else if (answer.kind === "answered") {
-    log.info({ outcome: answer.outcome.outcome, ...(answer.outcome.outcome === "still_unknown" ? { reasonCode: answer.outcome.reasonCode } : {}) }, "reconcile lookup answered");
+    log.info(
+      { outcome: answer.outcome.outcome, ...(answer.outcome.outcome === "still_unknown" ? { reasonCode: answer.outcome.reasonCode } : {}) },
+      "reconcile lookup answered",
+    );
   }
   return answer;
 }
@@ -175,7 +208,9 @@ function parseAnswer(value: unknown, ref: AdapterRef): { outcome: LookupOutcome 
   try {
     const parsed = LookupOutcomeSchema.safeParse(value);
     // zod returns new objects for parsed values: the outcome is detached from the adapter's.
-    return parsed.success ? { outcome: structuredClone(parsed.data) } : refused(ref, "invalid_adapter_output", summarizeError(parsed.error));
+    return parsed.success
+      ? { outcome: structuredClone(parsed.data) }
+      : refused(ref, "invalid_adapter_output", summarizeError(parsed.error));
   } catch (error) {
     // Hostile values: throwing getters, proxies, recursion deep enough to overflow the stack.
     return refused(ref, "invalid_adapter_output", `answer could not be read: ${summarizeError(error)}`);

@@ -24,16 +24,30 @@ describe("the kit catches planted bugs by ground truth (the full set: npm run ch
     ["wrong_declared_retention", "short_retention", "declaration_matches_provider"],
     ["pending_answered_not_executed", "pending", "pending_never_not_executed"],
     ["wrong_max_in_flight", "in_flight", "declaration_matches_provider"],
-  ])("%s in mode %s fails %s", async (bug, mode, caseName) => {
-    const provider = createProbeProvider(mode);
-    const report = await judgeAdapter({ name: bug, provider, createAdapter: () => createPlantedBugAdapter(bug, provider), timeoutMs: 1_000 });
-    expect(report.passed).toBe(false);
-    expect(report.cases.find((c) => c.case === caseName)?.status).toBe("failed");
-  }, 60_000);
+  ])(
+    "%s in mode %s fails %s",
+    async (bug, mode, caseName) => {
+      const provider = createProbeProvider(mode);
+      const report = await judgeAdapter({
+        name: bug,
+        provider,
+        createAdapter: () => createPlantedBugAdapter(bug, provider),
+        timeoutMs: 1_000,
+      });
+      expect(report.passed).toBe(false);
+      expect(report.cases.find((c) => c.case === caseName)?.status).toBe("failed");
+    },
+    60_000,
+  );
 
   it("retrying until success does not hide a wrong answer: a lagging provider and a 1 ms in-flight declaration fail committed_keys_are_confirmed", async () => {
     const provider = createProbeProvider("in_flight");
-    const report = await judgeAdapter({ name: "lagging", provider, createAdapter: () => createProbeAdapter(provider, { keyFencing: { kind: "max_in_flight", maxInFlightMs: 1 } }), timeoutMs: 1_000 });
+    const report = await judgeAdapter({
+      name: "lagging",
+      provider,
+      createAdapter: () => createProbeAdapter(provider, { keyFencing: { kind: "max_in_flight", maxInFlightMs: 1 } }),
+      timeoutMs: 1_000,
+    });
     const committed = report.cases.find((c) => c.case === "committed_keys_are_confirmed")!;
     expect(committed.status).toBe("failed");
     expect(committed.failures[0]).toMatch(/decided confirmed_not_executed .* but the write committed/);
@@ -60,12 +74,23 @@ describe("the kit catches planted bugs by ground truth (the full set: npm run ch
 
 describe("equivalentToolResults (the kit's result comparison)", () => {
   it("JSON text in a text block compares by value: key order does not matter", () => {
-    expect(equivalentToolResults({ content: [{ type: "text", text: '{"a":1,"b":[1,2]}' }] }, { content: [{ type: "text", text: '{ "b": [1, 2], "a": 1 }' }] })).toBe(true);
-    expect(equivalentToolResults({ structuredContent: { a: 1, b: 2 }, content: [] }, { content: [], structuredContent: { b: 2, a: 1 } })).toBe(true);
+    expect(
+      equivalentToolResults(
+        { content: [{ type: "text", text: '{"a":1,"b":[1,2]}' }] },
+        { content: [{ type: "text", text: '{ "b": [1, 2], "a": 1 }' }] },
+      ),
+    ).toBe(true);
+    expect(
+      equivalentToolResults({ structuredContent: { a: 1, b: 2 }, content: [] }, { content: [], structuredContent: { b: 2, a: 1 } }),
+    ).toBe(true);
   });
   it("everything else is strict: other text, other values, block order, isError", () => {
-    expect(equivalentToolResults({ content: [{ type: "text", text: "Created #1" }] }, { content: [{ type: "text", text: "Created  #1" }] })).toBe(false);
-    expect(equivalentToolResults({ content: [{ type: "text", text: '{"a":1}' }] }, { content: [{ type: "text", text: '{"a":2}' }] })).toBe(false);
+    expect(
+      equivalentToolResults({ content: [{ type: "text", text: "Created #1" }] }, { content: [{ type: "text", text: "Created  #1" }] }),
+    ).toBe(false);
+    expect(equivalentToolResults({ content: [{ type: "text", text: '{"a":1}' }] }, { content: [{ type: "text", text: '{"a":2}' }] })).toBe(
+      false,
+    );
     expect(equivalentToolResults({ content: [], isError: true }, { content: [] })).toBe(false);
   });
 });

@@ -19,14 +19,22 @@ describe("contract constants (DESIGN §4: typed and bounded)", () => {
 
 describe("ReceiptSchema", () => {
   it("accepts the documented fields, with a UTC or an offset date-time", () => {
-    const receipt = { providerOperationId: "op-1", observedAt: "2026-03-01T10:00:00+02:00", requestFingerprint: ARGS_FINGERPRINT, detail: { a: [1, "b", null] } };
+    const receipt = {
+      providerOperationId: "op-1",
+      observedAt: "2026-03-01T10:00:00+02:00",
+      requestFingerprint: ARGS_FINGERPRINT,
+      detail: { a: [1, "b", null] },
+    };
     expect(ReceiptSchema.parse(receipt)).toEqual(receipt);
     expect(ReceiptSchema.safeParse({ observedAt: observedAt() }).success).toBe(true);
   });
 
   it(`bounds providerOperationId at ${MAX_PROVIDER_OPERATION_ID_LENGTH} characters`, () => {
     const at = ReceiptSchema.safeParse({ observedAt: observedAt(), providerOperationId: "o".repeat(MAX_PROVIDER_OPERATION_ID_LENGTH) });
-    const over = ReceiptSchema.safeParse({ observedAt: observedAt(), providerOperationId: "o".repeat(MAX_PROVIDER_OPERATION_ID_LENGTH + 1) });
+    const over = ReceiptSchema.safeParse({
+      observedAt: observedAt(),
+      providerOperationId: "o".repeat(MAX_PROVIDER_OPERATION_ID_LENGTH + 1),
+    });
     expect([at.success, over.success]).toEqual([true, false]);
   });
 
@@ -60,7 +68,9 @@ describe("LookupOutcomeSchema", () => {
 describe("AdapterDeclarationSchema", () => {
   it("accepts both fencing kinds and semver versions with pre-release and build parts", () => {
     expect(AdapterDeclarationSchema.safeParse(makeDeclaration({ version: "2.0.0-rc.1+build.5" })).success).toBe(true);
-    expect(AdapterDeclarationSchema.safeParse(makeDeclaration({ keyFencing: { kind: "max_in_flight", maxInFlightMs: 300_000 } })).success).toBe(true);
+    expect(
+      AdapterDeclarationSchema.safeParse(makeDeclaration({ keyFencing: { kind: "max_in_flight", maxInFlightMs: 300_000 } })).success,
+    ).toBe(true);
   });
 
   it("refuses an id longer than 64 characters or starting with a symbol", () => {

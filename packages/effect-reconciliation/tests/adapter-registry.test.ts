@@ -69,9 +69,21 @@ describe("createAdapterRegistry", () => {
     ["max_in_flight without maxInFlightMs", makeDeclaration({ keyFencing: { kind: "max_in_flight" } as never })],
     ["an unknown fencing kind", makeDeclaration({ keyFencing: { kind: "trust_me" } as never })],
     ["an unknown key", { ...makeDeclaration(), optionsSchema: {} }],
-    ["a compensation without a description", makeDeclaration({ tools: ["create_issue", "close_issue"], compensations: { create_issue: { toolName: "close_issue", description: "" } } })],
-    ["a compensating tool it cannot look up", makeDeclaration({ compensations: { create_issue: { toolName: "close_issue", description: "Close it." } } })],
-    ["a tool that compensates itself", makeDeclaration({ compensations: { create_issue: { toolName: "create_issue", description: "Undo." } } })],
+    [
+      "a compensation without a description",
+      makeDeclaration({
+        tools: ["create_issue", "close_issue"],
+        compensations: { create_issue: { toolName: "close_issue", description: "" } },
+      }),
+    ],
+    [
+      "a compensating tool it cannot look up",
+      makeDeclaration({ compensations: { create_issue: { toolName: "close_issue", description: "Close it." } } }),
+    ],
+    [
+      "a tool that compensates itself",
+      makeDeclaration({ compensations: { create_issue: { toolName: "create_issue", description: "Undo." } } }),
+    ],
     ["no declaration at all", undefined],
   ])("refuses a declaration with %s: adapter.invalid_declaration, nothing registered", (_label, declaration) => {
     const registry = createAdapterRegistry();
@@ -89,12 +101,18 @@ describe("createAdapterRegistry", () => {
     });
     expect(registry.register(issuesFactory(declaration)).compensations).toEqual(declaration.compensations);
     // issuesFactory builds an adapter without planCompensation: refused at instantiate time
-    expect(codeOf(() => registry.instantiate("issues-adapter", { baseUrl: "https://x.example", token: "t" }))).toBe("adapter.invalid_declaration");
+    expect(codeOf(() => registry.instantiate("issues-adapter", { baseUrl: "https://x.example", token: "t" }))).toBe(
+      "adapter.invalid_declaration",
+    );
 
     const withPlan = createAdapterRegistry();
     withPlan.register({
       declaration,
-      create: () => ({ declaration, lookup: () => Promise.resolve(null), planCompensation: () => Promise.resolve({ arguments: { issueId: "1" } }) }),
+      create: () => ({
+        declaration,
+        lookup: () => Promise.resolve(null),
+        planCompensation: () => Promise.resolve({ arguments: { issueId: "1" } }),
+      }),
     });
     const adapter = withPlan.instantiate("issues-adapter");
     await expect(adapter.planCompensation!({} as never, {} as never)).resolves.toEqual({ arguments: { issueId: "1" } });
@@ -144,7 +162,12 @@ describe("createAdapterRegistry", () => {
 
   it("a factory that throws something else is also adapter.invalid_options", () => {
     const registry = createAdapterRegistry();
-    registry.register({ declaration: makeDeclaration(), create: () => { throw new Error("missing credentials file"); } });
+    registry.register({
+      declaration: makeDeclaration(),
+      create: () => {
+        throw new Error("missing credentials file");
+      },
+    });
     expect(codeOf(() => registry.instantiate("issues-adapter", {}))).toBe("adapter.invalid_options");
   });
 

@@ -1,5 +1,11 @@
 import { describe, expect, it } from "vitest";
-import { NOOP_LOGGER, planCompensation, MAX_COMPENSATION_ARGUMENTS_BYTES, type CompensationPlanRequest, type ReconciliationAdapter } from "../src/index.ts";
+import {
+  NOOP_LOGGER,
+  planCompensation,
+  MAX_COMPENSATION_ARGUMENTS_BYTES,
+  type CompensationPlanRequest,
+  type ReconciliationAdapter,
+} from "../src/index.ts";
 import { makeDeclaration } from "./reconcile-fixtures.ts";
 
 const declaration = makeDeclaration({
@@ -16,7 +22,9 @@ const request: CompensationPlanRequest = {
   result: { outputText: "Created issue #1" },
 };
 
-function adapterPlanning(plan: (r: CompensationPlanRequest, ctx: { signal: AbortSignal }) => Promise<unknown>): ReconciliationAdapter & { calls: number } {
+function adapterPlanning(
+  plan: (r: CompensationPlanRequest, ctx: { signal: AbortSignal }) => Promise<unknown>,
+): ReconciliationAdapter & { calls: number } {
   const adapter = {
     declaration,
     calls: 0,
@@ -33,19 +41,32 @@ describe("planCompensation (fail-closed)", () => {
   it("plans the declared compensating tool with the adapter's validated arguments", async () => {
     const adapter = adapterPlanning((r) => Promise.resolve({ arguments: { issueKey: r.idempotencyKey } }));
     const decision = await planCompensation({ adapter, request, timeoutMs: 1_000, logger: NOOP_LOGGER });
-    expect(decision).toEqual({ kind: "planned", toolName: "close_issue", arguments: { issueKey: request.idempotencyKey }, adapter: { id: declaration.id, version: declaration.version } });
+    expect(decision).toEqual({
+      kind: "planned",
+      toolName: "close_issue",
+      arguments: { issueKey: request.idempotencyKey },
+      adapter: { id: declaration.id, version: declaration.version },
+    });
   });
 
   it("refuses an undeclared tool without calling the adapter (compensation.not_declared)", async () => {
     const adapter = adapterPlanning(() => Promise.resolve({ arguments: {} }));
-    const decision = await planCompensation({ adapter, request: { ...request, toolName: "close_issue" }, timeoutMs: 1_000, logger: NOOP_LOGGER });
+    const decision = await planCompensation({
+      adapter,
+      request: { ...request, toolName: "close_issue" },
+      timeoutMs: 1_000,
+      logger: NOOP_LOGGER,
+    });
     expect(decision).toMatchObject({ kind: "refused", code: "compensation.not_declared" });
     expect(adapter.calls).toBe(0);
   });
 
   it("refuses an adapter that declares the compensation but has no planCompensation", async () => {
     const adapter: ReconciliationAdapter = { declaration, lookup: () => Promise.resolve(null) };
-    expect(await planCompensation({ adapter, request, timeoutMs: 1_000, logger: NOOP_LOGGER })).toMatchObject({ kind: "refused", code: "compensation.not_declared" });
+    expect(await planCompensation({ adapter, request, timeoutMs: 1_000, logger: NOOP_LOGGER })).toMatchObject({
+      kind: "refused",
+      code: "compensation.not_declared",
+    });
   });
 
   it.each<[string, (r: CompensationPlanRequest, ctx: { signal: AbortSignal }) => Promise<unknown>]>([
@@ -61,7 +82,12 @@ describe("planCompensation (fail-closed)", () => {
   });
 
   it("the tool the adapter plans for is always the declared one, whatever the adapter returns", async () => {
-    const decision = await planCompensation({ adapter: adapterPlanning(() => Promise.resolve({ arguments: { toolName: "x" } })), request, timeoutMs: 1_000, logger: NOOP_LOGGER });
+    const decision = await planCompensation({
+      adapter: adapterPlanning(() => Promise.resolve({ arguments: { toolName: "x" } })),
+      request,
+      timeoutMs: 1_000,
+      logger: NOOP_LOGGER,
+    });
     expect(decision).toMatchObject({ kind: "planned", toolName: "close_issue" });
   });
 });

@@ -39,7 +39,9 @@ describe("provider double: idempotency and counting", () => {
     const conflict = await double.commit(key, { title: "Other" });
     expect(first).toMatchObject({ status: "committed", replayed: false });
     expect(replay).toMatchObject({ status: "committed", replayed: true });
-    expect(replay.status === "committed" && first.status === "committed" && replay.result).toEqual(first.status === "committed" && first.result);
+    expect(replay.status === "committed" && first.status === "committed" && replay.result).toEqual(
+      first.status === "committed" && first.result,
+    );
     expect(conflict).toEqual({ status: "conflict", recordedFingerprint: fingerprintArguments(ARGS) });
     expect(double.writeCount(key)).toBe(1);
     expect(double.totalWriteCount()).toBe(1);
@@ -98,7 +100,11 @@ describe("provider double: fault knobs", () => {
 
   it("lookup lag: lookups answer not found for lookupLagMs after a commit", async () => {
     const clock = createManualClock();
-    const double = createProviderDouble({ clock, keyFencing: { kind: "max_in_flight", maxInFlightMs: 60_000 }, faults: { lookupLagMs: 2000 } });
+    const double = createProviderDouble({
+      clock,
+      keyFencing: { kind: "max_in_flight", maxInFlightMs: 60_000 },
+      faults: { lookupLagMs: 2000 },
+    });
     const key = newUlid();
     await double.commit(key, ARGS);
     clock.advance(1999);
@@ -128,7 +134,11 @@ describe("the runtime over the provider double: scenarios of research/reliabilit
     await double.commit(key, ARGS, { loseResponse: true }).catch(() => undefined);
     clock.advance(1000);
     const decision = await reconcile(double, effectOf(double, key, dispatchedAtMs));
-    expect(decision).toMatchObject({ decision: "confirmed_succeeded", result: double.record(key)?.result, receipt: { providerOperationId: "op_1" } });
+    expect(decision).toMatchObject({
+      decision: "confirmed_succeeded",
+      result: double.record(key)?.result,
+      receipt: { providerOperationId: "op_1" },
+    });
     expect(double.writeCount(key)).toBe(1);
   });
 
@@ -154,7 +164,11 @@ describe("the runtime over the provider double: scenarios of research/reliabilit
     const late = double.commit(key, ARGS, { delayMs: 20_000 });
     clock.advance(1000);
     const early = await reconcile(double, effectOf(double, key, dispatchedAtMs));
-    expect(early).toMatchObject({ decision: "still_unknown", reasonCode: "in_flight_window", nextLookupNotBeforeMs: dispatchedAtMs + 30_000 });
+    expect(early).toMatchObject({
+      decision: "still_unknown",
+      reasonCode: "in_flight_window",
+      nextLookupNotBeforeMs: dispatchedAtMs + 30_000,
+    });
     clock.advance(29_000);
     await late;
     const later = await reconcile(double, effectOf(double, key, dispatchedAtMs));
@@ -164,7 +178,11 @@ describe("the runtime over the provider double: scenarios of research/reliabilit
 
   it("lookup lag covered by the declared in-flight time: the lagging 'not found' is refused", async () => {
     const clock = createManualClock();
-    const double = createProviderDouble({ clock, keyFencing: { kind: "max_in_flight", maxInFlightMs: 5000 }, faults: { lookupLagMs: 3000 } });
+    const double = createProviderDouble({
+      clock,
+      keyFencing: { kind: "max_in_flight", maxInFlightMs: 5000 },
+      faults: { lookupLagMs: 3000 },
+    });
     const key = newUlid();
     const dispatchedAtMs = clock.now();
     await double.commit(key, ARGS);
@@ -204,18 +222,29 @@ describe("the runtime over the provider double: scenarios of research/reliabilit
     const controller = new AbortController();
     const key = newUlid();
     const { effectId: _e, ...rest } = effectOf(double, key, double.clock.now());
-    const pending = adapter.lookup({ effectId: newUlid(), ...rest, firstDispatchedAtMs: 0, lastDispatchedAtMs: 0 }, {
-      signal: controller.signal,
-      logger: { debug() {}, info() {}, warn() {}, error() {} },
-    });
+    const pending = adapter.lookup(
+      { effectId: newUlid(), ...rest, firstDispatchedAtMs: 0, lastDispatchedAtMs: 0 },
+      {
+        signal: controller.signal,
+        logger: { debug() {}, info() {}, warn() {}, error() {} },
+      },
+    );
     controller.abort(new Error("stop"));
     await expect(pending).rejects.toThrow("stop");
     expect(double.lookupCount(key)).toBe(0);
   });
 
   it("answerOverride makes the adapter return any value verbatim", async () => {
-    const double = createProviderDouble({ clock: createManualClock(), faults: { answerOverride: () => ({ outcome: "still_unknown", reasonCode: "maintenance", retryAfterMs: 5 }) } });
+    const double = createProviderDouble({
+      clock: createManualClock(),
+      faults: { answerOverride: () => ({ outcome: "still_unknown", reasonCode: "maintenance", retryAfterMs: 5 }) },
+    });
     const decision = await reconcile(double, effectOf(double, newUlid(), double.clock.now()));
-    expect(decision).toMatchObject({ decision: "still_unknown", reasonSource: "adapter", reasonCode: "maintenance", nextLookupNotBeforeMs: double.clock.now() + 5 });
+    expect(decision).toMatchObject({
+      decision: "still_unknown",
+      reasonSource: "adapter",
+      reasonCode: "maintenance",
+      nextLookupNotBeforeMs: double.clock.now() + 5,
+    });
   });
 });

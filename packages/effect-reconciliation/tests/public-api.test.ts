@@ -21,13 +21,32 @@ describe("public surface", () => {
   });
 
   it("the package imports no app, database or HTTP library (DESIGN §2); only the ./mcp subpath uses the MCP SDK client", () => {
-    const importsOf = (files: string[]) => files.flatMap((file) => [...readFileSync(file, "utf8").matchAll(/from\s+"([^"]+)"/g)].map((m) => m[1] ?? ""));
+    const importsOf = (files: string[]) =>
+      files.flatMap((file) => [...readFileSync(file, "utf8").matchAll(/from\s+"([^"]+)"/g)].map((m) => m[1] ?? ""));
     const external = (files: string[]) => [...new Set(importsOf(files).filter((specifier) => !specifier.startsWith(".")))].sort();
     const mcpDir = join(SRC, "mcp");
     const core = sourceFiles(SRC).filter((file) => !file.startsWith(mcpDir));
-    expect(external(core)).toEqual(["@mosoo/contracts", "canonicalize", "node:buffer", "node:crypto", "node:fs", "node:module", "node:path", "node:url", "node:util", "vitest", "zod"]);
+    expect(external(core)).toEqual([
+      "@mosoo/contracts",
+      "canonicalize",
+      "node:buffer",
+      "node:crypto",
+      "node:fs",
+      "node:module",
+      "node:path",
+      "node:url",
+      "node:util",
+      "vitest",
+      "zod",
+    ]);
     // p-retry: a network-level failure of a lookup (a read) is retried (mcp-lookup.ts)
-    expect(external(sourceFiles(mcpDir))).toEqual(["@modelcontextprotocol/sdk/client/index.js", "@modelcontextprotocol/sdk/client/streamableHttp.js", "@modelcontextprotocol/sdk/types.js", "p-retry", "zod"]);
+    expect(external(sourceFiles(mcpDir))).toEqual([
+      "@modelcontextprotocol/sdk/client/index.js",
+      "@modelcontextprotocol/sdk/client/streamableHttp.js",
+      "@modelcontextprotocol/sdk/types.js",
+      "p-retry",
+      "zod",
+    ]);
   });
 
   it("the root entry exports exactly the documented runtime values", () => {

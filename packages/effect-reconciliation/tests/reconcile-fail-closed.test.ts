@@ -29,7 +29,12 @@ describe("DESIGN §5 row 1: throws, rejects, or exceeds the lookup timeout → s
       throw new Error("socket hang up\n    at connect (net.js:1:1)");
     });
     const d = stillUnknown(await reconcileEffect({ effect, binding: { serverId: SERVER_ID, adapter }, nowMs: NOW, timeoutMs: TIMEOUT_MS }));
-    expect(d).toMatchObject({ reasonSource: "runtime", reasonCode: "adapter_error", operatorAttention: false, adapter: { id: "issues-adapter", version: "1.2.0" } });
+    expect(d).toMatchObject({
+      reasonSource: "runtime",
+      reasonCode: "adapter_error",
+      operatorAttention: false,
+      adapter: { id: "issues-adapter", version: "1.2.0" },
+    });
     expect(d.error).toContain("socket hang up");
     expect(d.error).not.toMatch(/\n/);
     expect(calls).toHaveLength(1);
@@ -55,7 +60,8 @@ describe("DESIGN §5 row 1: throws, rejects, or exceeds the lookup timeout → s
   it("an adapter that honours the signal by rejecting with an AbortError counts as lookup_timeout, not adapter_error", async () => {
     const effect = makeEffect();
     const { adapter } = scriptedAdapter(
-      (_request, { signal }) => new Promise((_resolve, reject) => signal.addEventListener("abort", () => reject(signal.reason), { once: true })),
+      (_request, { signal }) =>
+        new Promise((_resolve, reject) => signal.addEventListener("abort", () => reject(signal.reason), { once: true })),
     );
     const d = stillUnknown(await reconcileEffect({ effect, binding: { serverId: SERVER_ID, adapter }, nowMs: NOW, timeoutMs: 20 }));
     expect(d.reasonCode).toBe("lookup_timeout");
@@ -79,7 +85,13 @@ describe("DESIGN §5 row 1: throws, rejects, or exceeds the lookup timeout → s
       return new Promise(() => {});
     });
     const d = stillUnknown(
-      await reconcileEffect({ effect, binding: { serverId: SERVER_ID, adapter }, nowMs: NOW, timeoutMs: 60_000, signal: controller.signal }),
+      await reconcileEffect({
+        effect,
+        binding: { serverId: SERVER_ID, adapter },
+        nowMs: NOW,
+        timeoutMs: 60_000,
+        signal: controller.signal,
+      }),
     );
     expect(d.reasonCode).toBe("lookup_cancelled");
   });
@@ -94,8 +106,14 @@ describe("DESIGN §5 row 2: output fails schema validation, or receipt over the 
     ["an unknown outcome", { outcome: "probably_fine", toolName: effect.toolName, idempotencyKey: effect.idempotencyKey }],
     ["a success without a result", { ...succeededAnswer(effect), result: undefined }],
     ["a success without a receipt", { ...succeededAnswer(effect), receipt: undefined }],
-    ["a misspelled receipt field", { ...succeededAnswer(effect), receipt: { observedAt: observedAt(), requestFingerPrint: OTHER_FINGERPRINT } }],
-    ["an uppercase fingerprint", { ...succeededAnswer(effect), receipt: { observedAt: observedAt(), requestFingerprint: OTHER_FINGERPRINT.toUpperCase() } }],
+    [
+      "a misspelled receipt field",
+      { ...succeededAnswer(effect), receipt: { observedAt: observedAt(), requestFingerPrint: OTHER_FINGERPRINT } },
+    ],
+    [
+      "an uppercase fingerprint",
+      { ...succeededAnswer(effect), receipt: { observedAt: observedAt(), requestFingerprint: OTHER_FINGERPRINT.toUpperCase() } },
+    ],
     ["a non-ISO observedAt", { ...notExecutedAnswer(effect), receipt: { observedAt: "yesterday" } }],
     ["a still_unknown with a bad reason code", { outcome: "still_unknown", reasonCode: "Rate Limited" }],
     ["a still_unknown with a negative retryAfterMs", { outcome: "still_unknown", reasonCode: "rate_limited", retryAfterMs: -5 }],
@@ -140,7 +158,9 @@ describe("DESIGN §5 row 2: output fails schema validation, or receipt over the 
     ];
     for (const answer of hostile) {
       const { adapter } = scriptedAdapter(() => Promise.resolve(answer));
-      const d = stillUnknown(await reconcileEffect({ effect, binding: { serverId: SERVER_ID, adapter }, nowMs: NOW, timeoutMs: TIMEOUT_MS }));
+      const d = stillUnknown(
+        await reconcileEffect({ effect, binding: { serverId: SERVER_ID, adapter }, nowMs: NOW, timeoutMs: TIMEOUT_MS }),
+      );
       expect(d.reasonCode).toBe("invalid_adapter_output");
     }
   });
@@ -209,7 +229,12 @@ describe("DESIGN §5 row 4: confirmed_not_executed once the retention window has
     const effect = makeEffect();
     const { adapter } = scriptedAdapter(() => Promise.resolve(notExecutedAnswer(effect)), declaration);
     const d = stillUnknown(
-      await reconcileEffect({ effect, binding: { serverId: SERVER_ID, adapter }, nowMs: T0 + retentionWindowMs + 1, timeoutMs: TIMEOUT_MS }),
+      await reconcileEffect({
+        effect,
+        binding: { serverId: SERVER_ID, adapter },
+        nowMs: T0 + retentionWindowMs + 1,
+        timeoutMs: TIMEOUT_MS,
+      }),
     );
     expect(d).toMatchObject({ reasonCode: "retention_expired", operatorAttention: true });
   });
@@ -227,14 +252,24 @@ describe("DESIGN §5 row 4: confirmed_not_executed once the retention window has
   it("the window starts at the first dispatch: a recent re-dispatch does not make an old key remembered again", async () => {
     const effect = makeEffect({ firstDispatchedAtMs: T0, lastDispatchedAtMs: T0 + retentionWindowMs });
     const { adapter } = scriptedAdapter(() => Promise.resolve(notExecutedAnswer(effect)), declaration);
-    const d = await reconcileEffect({ effect, binding: { serverId: SERVER_ID, adapter }, nowMs: T0 + retentionWindowMs + 10, timeoutMs: TIMEOUT_MS });
+    const d = await reconcileEffect({
+      effect,
+      binding: { serverId: SERVER_ID, adapter },
+      nowMs: T0 + retentionWindowMs + 10,
+      timeoutMs: TIMEOUT_MS,
+    });
     expect(stillUnknown(d).reasonCode).toBe("retention_expired");
   });
 
   it("does not apply to confirmed_succeeded (a remembered write is still proof)", async () => {
     const effect = makeEffect();
     const { adapter } = scriptedAdapter(() => Promise.resolve(succeededAnswer(effect)), declaration);
-    const d = await reconcileEffect({ effect, binding: { serverId: SERVER_ID, adapter }, nowMs: T0 + 10 * retentionWindowMs, timeoutMs: TIMEOUT_MS });
+    const d = await reconcileEffect({
+      effect,
+      binding: { serverId: SERVER_ID, adapter },
+      nowMs: T0 + 10 * retentionWindowMs,
+      timeoutMs: TIMEOUT_MS,
+    });
     expect(d.decision).toBe("confirmed_succeeded");
   });
 });
@@ -246,7 +281,9 @@ describe("DESIGN §5 row 5: not_executed without a fence inside the maximum in-f
   it("refused, and the next lookup is scheduled at lastDispatchedAtMs + maxInFlightMs", async () => {
     const effect = makeEffect({ firstDispatchedAtMs: T0 - 5000, lastDispatchedAtMs: T0 });
     const { adapter } = scriptedAdapter(() => Promise.resolve(notExecutedAnswer(effect)), unfenced);
-    const d = stillUnknown(await reconcileEffect({ effect, binding: { serverId: SERVER_ID, adapter }, nowMs: T0 + 1000, timeoutMs: TIMEOUT_MS }));
+    const d = stillUnknown(
+      await reconcileEffect({ effect, binding: { serverId: SERVER_ID, adapter }, nowMs: T0 + 1000, timeoutMs: TIMEOUT_MS }),
+    );
     expect(d).toMatchObject({ reasonSource: "runtime", reasonCode: "in_flight_window", operatorAttention: false });
     expect(d.nextLookupNotBeforeMs).toBe(T0 + maxInFlightMs);
   });
@@ -254,15 +291,28 @@ describe("DESIGN §5 row 5: not_executed without a fence inside the maximum in-f
   it("accepted from lastDispatchedAtMs + maxInFlightMs on", async () => {
     const effect = makeEffect();
     const { adapter } = scriptedAdapter(() => Promise.resolve(notExecutedAnswer(effect)), unfenced);
-    const before = await reconcileEffect({ effect, binding: { serverId: SERVER_ID, adapter }, nowMs: T0 + maxInFlightMs - 1, timeoutMs: TIMEOUT_MS });
-    const at = await reconcileEffect({ effect, binding: { serverId: SERVER_ID, adapter }, nowMs: T0 + maxInFlightMs, timeoutMs: TIMEOUT_MS });
+    const before = await reconcileEffect({
+      effect,
+      binding: { serverId: SERVER_ID, adapter },
+      nowMs: T0 + maxInFlightMs - 1,
+      timeoutMs: TIMEOUT_MS,
+    });
+    const at = await reconcileEffect({
+      effect,
+      binding: { serverId: SERVER_ID, adapter },
+      nowMs: T0 + maxInFlightMs,
+      timeoutMs: TIMEOUT_MS,
+    });
     expect(stillUnknown(before).reasonCode).toBe("in_flight_window");
     expect(at).toMatchObject({ decision: "confirmed_not_executed", adapter: { id: "issues-adapter", version: "1.2.0" } });
   });
 
   it("a fenced provider's not_executed right after the dispatch is accepted (the fence is the proof)", async () => {
     const effect = makeEffect();
-    const { adapter } = scriptedAdapter(() => Promise.resolve(notExecutedAnswer(effect)), makeDeclaration({ keyFencing: { kind: "lookup_fences_key" } }));
+    const { adapter } = scriptedAdapter(
+      () => Promise.resolve(notExecutedAnswer(effect)),
+      makeDeclaration({ keyFencing: { kind: "lookup_fences_key" } }),
+    );
     const d = await reconcileEffect({ effect, binding: { serverId: SERVER_ID, adapter }, nowMs: T0 + 1, timeoutMs: TIMEOUT_MS });
     expect(d.decision).toBe("confirmed_not_executed");
   });
@@ -294,7 +344,9 @@ describe("DESIGN §5 row 6: answers for a tool it did not declare, or another ef
 describe("the adapter's own still_unknown", () => {
   it("passes its reason code through, with nextLookupNotBeforeMs = nowMs + retryAfterMs", async () => {
     const effect = makeEffect();
-    const { adapter } = scriptedAdapter(() => Promise.resolve({ outcome: "still_unknown", reasonCode: "rate_limited", retryAfterMs: 45_000 }));
+    const { adapter } = scriptedAdapter(() =>
+      Promise.resolve({ outcome: "still_unknown", reasonCode: "rate_limited", retryAfterMs: 45_000 }),
+    );
     const d = stillUnknown(await reconcileEffect({ effect, binding: { serverId: SERVER_ID, adapter }, nowMs: NOW, timeoutMs: TIMEOUT_MS }));
     expect(d).toEqual({
       decision: "still_unknown",
@@ -321,7 +373,12 @@ describe("validated confirmations", () => {
     const answer = succeededAnswer(effect) as Extract<ReturnType<typeof succeededAnswer>, { outcome: "confirmed_succeeded" }>;
     const { adapter, calls } = scriptedAdapter(() => Promise.resolve(answer));
     const d = await reconcileEffect({ effect, binding: { serverId: SERVER_ID, adapter }, nowMs: NOW, timeoutMs: TIMEOUT_MS });
-    expect(d).toEqual({ decision: "confirmed_succeeded", result: answer.result, receipt: answer.receipt, adapter: { id: "issues-adapter", version: "1.2.0" } });
+    expect(d).toEqual({
+      decision: "confirmed_succeeded",
+      result: answer.result,
+      receipt: answer.receipt,
+      adapter: { id: "issues-adapter", version: "1.2.0" },
+    });
     if (d.decision !== "confirmed_succeeded") return;
     expect(d.result).not.toBe(answer.result);
     expect(d.receipt).not.toBe(answer.receipt);
@@ -357,8 +414,17 @@ describe("validated confirmations", () => {
       logger.error({ step: "read" }, "boom");
       return Promise.resolve(notExecutedAnswer(effect));
     });
-    const d = await reconcileEffect({ effect, binding: { serverId: SERVER_ID, adapter }, nowMs: NOW, timeoutMs: TIMEOUT_MS, logger: throwing });
+    const d = await reconcileEffect({
+      effect,
+      binding: { serverId: SERVER_ID, adapter },
+      nowMs: NOW,
+      timeoutMs: TIMEOUT_MS,
+      logger: throwing,
+    });
     expect(d.decision).toBe("confirmed_not_executed");
-    expect(entries).toContainEqual({ fields: { step: "read", adapterId: "issues-adapter", adapterVersion: "1.2.0", effectId: effect.effectId }, message: "looking up" });
+    expect(entries).toContainEqual({
+      fields: { step: "read", adapterId: "issues-adapter", adapterVersion: "1.2.0", effectId: effect.effectId },
+      message: "looking up",
+    });
   });
 });

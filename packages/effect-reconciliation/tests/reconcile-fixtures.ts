@@ -67,7 +67,12 @@ export function succeededAnswer(effect: ReconcilableEffect, overrides: Record<st
     toolName: effect.toolName,
     idempotencyKey: effect.idempotencyKey,
     result: { content: [{ type: "text", text: "created issue #7" }], structuredContent: { number: 7 } },
-    receipt: { providerOperationId: "issue-7", observedAt: observedAt(), requestFingerprint: effect.requestFingerprint, detail: { number: 7 } },
+    receipt: {
+      providerOperationId: "issue-7",
+      observedAt: observedAt(),
+      requestFingerprint: effect.requestFingerprint,
+      detail: { number: 7 },
+    },
     ...overrides,
   } as LookupOutcomeInput;
 }

@@ -3,7 +3,17 @@ import { newUlid } from "@mosoo/contracts";
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { LookupOutcomeSchema, MAX_RECEIPT_BYTES, reconcileEffect, type KeyFencing } from "../src/index.ts";
-import { ARGS_FINGERPRINT, OTHER_FINGERPRINT, SERVER_ID, T0, TOOL, makeDeclaration, makeEffect, observedAt, scriptedAdapter } from "./reconcile-fixtures.ts";
+import {
+  ARGS_FINGERPRINT,
+  OTHER_FINGERPRINT,
+  SERVER_ID,
+  T0,
+  TOOL,
+  makeDeclaration,
+  makeEffect,
+  observedAt,
+  scriptedAdapter,
+} from "./reconcile-fixtures.ts";
 
 const effect = makeEffect();
 const OTHER_KEY = newUlid();
@@ -15,16 +25,25 @@ function mostly<T>(valid: fc.Arbitrary<T>, ...wrong: Array<fc.Arbitrary<unknown>
 const absent = fc.constant(undefined);
 
 const receiptArb = mostly(
-  fc.record(
-    {
-      providerOperationId: mostly(fc.string({ minLength: 1, maxLength: 10 }), fc.constant(""), fc.constant("x".repeat(300))),
-      observedAt: mostly(fc.constant(observedAt()), fc.constant("not a date"), absent),
-      requestFingerprint: mostly(fc.constantFrom(ARGS_FINGERPRINT, undefined), fc.constantFrom(OTHER_FINGERPRINT, ARGS_FINGERPRINT.toUpperCase(), "abc")),
-      detail: mostly(fc.dictionary(fc.string({ maxLength: 5 }), fc.jsonValue({ maxDepth: 2 })), fc.constant({ pad: "p".repeat(MAX_RECEIPT_BYTES) }), fc.constant([1])),
-      stray: mostly(absent, fc.string()),
-    },
-    { requiredKeys: ["providerOperationId", "observedAt", "requestFingerprint", "detail", "stray"] },
-  ).map((receipt) => Object.fromEntries(Object.entries(receipt).filter(([, v]) => v !== undefined))),
+  fc
+    .record(
+      {
+        providerOperationId: mostly(fc.string({ minLength: 1, maxLength: 10 }), fc.constant(""), fc.constant("x".repeat(300))),
+        observedAt: mostly(fc.constant(observedAt()), fc.constant("not a date"), absent),
+        requestFingerprint: mostly(
+          fc.constantFrom(ARGS_FINGERPRINT, undefined),
+          fc.constantFrom(OTHER_FINGERPRINT, ARGS_FINGERPRINT.toUpperCase(), "abc"),
+        ),
+        detail: mostly(
+          fc.dictionary(fc.string({ maxLength: 5 }), fc.jsonValue({ maxDepth: 2 })),
+          fc.constant({ pad: "p".repeat(MAX_RECEIPT_BYTES) }),
+          fc.constant([1]),
+        ),
+        stray: mostly(absent, fc.string()),
+      },
+      { requiredKeys: ["providerOperationId", "observedAt", "requestFingerprint", "detail", "stray"] },
+    )
+    .map((receipt) => Object.fromEntries(Object.entries(receipt).filter(([, v]) => v !== undefined))),
   fc.jsonValue({ maxDepth: 2 }),
   fc.record({ observedAt: fc.constant(observedAt()), stray: fc.string() }),
 );
@@ -64,7 +83,11 @@ const shapedAnswerArb = fc
     return Object.fromEntries(Object.entries(answer).filter(([k, v]) => wanted.includes(k) && v !== undefined));
   });
 
-const answerArb = fc.oneof({ weight: 1, arbitrary: fc.jsonValue() }, { weight: 1, arbitrary: fc.anything() }, { weight: 6, arbitrary: shapedAnswerArb });
+const answerArb = fc.oneof(
+  { weight: 1, arbitrary: fc.jsonValue() },
+  { weight: 1, arbitrary: fc.anything() },
+  { weight: 6, arbitrary: shapedAnswerArb },
+);
 
 /** Times are drawn relative to the windows, so that every boundary is near. */
 const scenarioArb = fc
@@ -104,41 +127,56 @@ function expectedDecision(
   if (a.outcome === "confirmed_succeeded") return "confirmed_succeeded";
   if (times.now + s.timeoutMs - times.first > s.retentionWindowMs) return "still_unknown";
   // a request may leave the Driver up to sendWithinMs after the claim, and commit up to maxInFlightMs after that
-  if (s.keyFencing.kind === "max_in_flight" && times.now < times.last + (s.sendWithinMs ?? 0) + s.keyFencing.maxInFlightMs) return "still_unknown";
+  if (s.keyFencing.kind === "max_in_flight" && times.now < times.last + (s.sendWithinMs ?? 0) + s.keyFencing.maxInFlightMs)
+    return "still_unknown";
   return "confirmed_not_executed";
 }
 
 describe("property: an adapter's answer is data, not proof (DESIGN §3 rule 5, §5)", () => {
   // 2,000 runs: on a loaded 2-core machine this takes longer than vitest's 5 s default (no timing is asserted)
-  it("for any answer, the decision is confirmed_* exactly when the answer validates and passes every check", { timeout: 120_000 }, async () => {
-    const seen = { confirmed_succeeded: 0, confirmed_not_executed: 0, still_unknown: 0 };
-    await fc.assert(
-      fc.asyncProperty(scenarioArb, async (s) => {
-        const last = T0;
-        const first = T0 - s.firstToLastMs;
-        const nowMs = last + s.nowAfterLastMs;
-        const target = { ...effect, firstDispatchedAtMs: first, lastDispatchedAtMs: last, ...(s.sendWithinMs === undefined ? {} : { sendWithinMs: s.sendWithinMs }) };
-        const declaration = makeDeclaration({ retentionWindowMs: s.retentionWindowMs, keyFencing: s.keyFencing });
-        const { adapter } = scriptedAdapter(() => Promise.resolve(s.answer), declaration);
-        const decision = await reconcileEffect({ effect: target, binding: { serverId: SERVER_ID, adapter }, nowMs, timeoutMs: s.timeoutMs });
+  it(
+    "for any answer, the decision is confirmed_* exactly when the answer validates and passes every check",
+    { timeout: 120_000 },
+    async () => {
+      const seen = { confirmed_succeeded: 0, confirmed_not_executed: 0, still_unknown: 0 };
+      await fc.assert(
+        fc.asyncProperty(scenarioArb, async (s) => {
+          const last = T0;
+          const first = T0 - s.firstToLastMs;
+          const nowMs = last + s.nowAfterLastMs;
+          const target = {
+            ...effect,
+            firstDispatchedAtMs: first,
+            lastDispatchedAtMs: last,
+            ...(s.sendWithinMs === undefined ? {} : { sendWithinMs: s.sendWithinMs }),
+          };
+          const declaration = makeDeclaration({ retentionWindowMs: s.retentionWindowMs, keyFencing: s.keyFencing });
+          const { adapter } = scriptedAdapter(() => Promise.resolve(s.answer), declaration);
+          const decision = await reconcileEffect({
+            effect: target,
+            binding: { serverId: SERVER_ID, adapter },
+            nowMs,
+            timeoutMs: s.timeoutMs,
+          });
 
-        expect(decision.decision).toBe(expectedDecision(s.answer, s, { first, last, now: nowMs }));
-        if (decision.decision !== "ineligible") seen[decision.decision] += 1;
-        if (decision.decision === "confirmed_succeeded" || decision.decision === "confirmed_not_executed") {
-          // Checked without the schema under test: the receipt is bounded and names no other request.
-          expect(Buffer.byteLength(JSON.stringify(decision.receipt))).toBeLessThanOrEqual(MAX_RECEIPT_BYTES);
-          expect([undefined, effect.requestFingerprint]).toContain(decision.receipt.requestFingerprint);
-          const answer = s.answer as { toolName?: unknown; idempotencyKey?: unknown; receipt?: unknown };
-          expect(answer.toolName).toBe(effect.toolName);
-          expect(answer.idempotencyKey).toBe(effect.idempotencyKey);
-          expect(decision.receipt).toEqual(JSON.parse(JSON.stringify(answer.receipt)));
-        }
-      }),
-      { numRuns: 2000 },
-    );
-    // The generator must reach every branch, or the property proves little.
-    expect(seen.confirmed_succeeded).toBeGreaterThan(0);
-    expect(seen.confirmed_not_executed).toBeGreaterThan(0);
-    expect(seen.still_unknown).toBeGreaterThan(0);
-  }); // 2000 runs; each request and answer is structured-cloned (the adapter holds a copy)
+          expect(decision.decision).toBe(expectedDecision(s.answer, s, { first, last, now: nowMs }));
+          if (decision.decision !== "ineligible") seen[decision.decision] += 1;
+          if (decision.decision === "confirmed_succeeded" || decision.decision === "confirmed_not_executed") {
+            // Checked without the schema under test: the receipt is bounded and names no other request.
+            expect(Buffer.byteLength(JSON.stringify(decision.receipt))).toBeLessThanOrEqual(MAX_RECEIPT_BYTES);
+            expect([undefined, effect.requestFingerprint]).toContain(decision.receipt.requestFingerprint);
+            const answer = s.answer as { toolName?: unknown; idempotencyKey?: unknown; receipt?: unknown };
+            expect(answer.toolName).toBe(effect.toolName);
+            expect(answer.idempotencyKey).toBe(effect.idempotencyKey);
+            expect(decision.receipt).toEqual(JSON.parse(JSON.stringify(answer.receipt)));
+          }
+        }),
+        { numRuns: 2000 },
+      );
+      // The generator must reach every branch, or the property proves little.
+      expect(seen.confirmed_succeeded).toBeGreaterThan(0);
+      expect(seen.confirmed_not_executed).toBeGreaterThan(0);
+      expect(seen.still_unknown).toBeGreaterThan(0);
+    },
+  ); // 2000 runs; each request and answer is structured-cloned (the adapter holds a copy)
 });

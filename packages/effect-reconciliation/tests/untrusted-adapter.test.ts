@@ -1,6 +1,15 @@
 import { describe, expect, it } from "vitest";
 import { AdapterAnswerRefusedError, AdapterCrashedError, askAdapter, judgeLookupAnswer, reconcileEffect } from "../src/index.ts";
-import { HOUR_MS, SERVER_ID, T0, TIMEOUT_MS, makeDeclaration, makeEffect, notExecutedAnswer, scriptedAdapter } from "./reconcile-fixtures.ts";
+import {
+  HOUR_MS,
+  SERVER_ID,
+  T0,
+  TIMEOUT_MS,
+  makeDeclaration,
+  makeEffect,
+  notExecutedAnswer,
+  scriptedAdapter,
+} from "./reconcile-fixtures.ts";
 
 /** A provider without a fence: a not_executed answer within an hour of the last dispatch proves nothing. */
 const UNFENCED = makeDeclaration({ keyFencing: { kind: "max_in_flight", maxInFlightMs: HOUR_MS } });
@@ -15,7 +24,12 @@ describe("adapters are untrusted code (DESIGN §4, §5; issue 16)", () => {
       return Promise.resolve(notExecutedAnswer(effect));
     }, UNFENCED);
     const d = await reconcileEffect({ effect, binding: { serverId: SERVER_ID, adapter }, nowMs: NOW, timeoutMs: TIMEOUT_MS });
-    expect(d).toMatchObject({ decision: "still_unknown", reasonSource: "runtime", reasonCode: "in_flight_window", nextLookupNotBeforeMs: T0 + HOUR_MS });
+    expect(d).toMatchObject({
+      decision: "still_unknown",
+      reasonSource: "runtime",
+      reasonCode: "in_flight_window",
+      nextLookupNotBeforeMs: T0 + HOUR_MS,
+    });
     expect(calls[0]!.request.lastDispatchedAtMs).toBe(0); // it did mutate its copy
     expect(effect.lastDispatchedAtMs).toBe(T0); // never the runtime's
   });
@@ -39,7 +53,12 @@ describe("adapters are untrusted code (DESIGN §4, §5; issue 16)", () => {
     const effect = makeEffect();
     const { adapter } = scriptedAdapter(() => Promise.reject(new AdapterCrashedError(reason, message)), UNFENCED);
     const d = await reconcileEffect({ effect, binding: { serverId: SERVER_ID, adapter }, nowMs: NOW, timeoutMs: TIMEOUT_MS });
-    expect(d).toMatchObject({ decision: "still_unknown", reasonSource: "runtime", reasonCode: "adapter_crashed", operatorAttention: false });
+    expect(d).toMatchObject({
+      decision: "still_unknown",
+      reasonSource: "runtime",
+      reasonCode: "adapter_crashed",
+      operatorAttention: false,
+    });
     expect((d as { error: string }).error).toContain(reason);
   });
 
@@ -48,7 +67,12 @@ describe("adapters are untrusted code (DESIGN §4, §5; issue 16)", () => {
     const reason = "the answer is larger than the 1114112-character bound on an adapter answer";
     const { adapter } = scriptedAdapter(() => Promise.reject(new AdapterAnswerRefusedError(reason)), UNFENCED);
     const d = await reconcileEffect({ effect, binding: { serverId: SERVER_ID, adapter }, nowMs: NOW, timeoutMs: TIMEOUT_MS });
-    expect(d).toMatchObject({ decision: "still_unknown", reasonSource: "runtime", reasonCode: "invalid_adapter_output", operatorAttention: false });
+    expect(d).toMatchObject({
+      decision: "still_unknown",
+      reasonSource: "runtime",
+      reasonCode: "invalid_adapter_output",
+      operatorAttention: false,
+    });
     expect((d as { error: string }).error).toBe(`AdapterAnswerRefusedError: ${reason}`);
   });
 
@@ -59,9 +83,20 @@ describe("adapters are untrusted code (DESIGN §4, §5; issue 16)", () => {
     const caller = new AbortController();
     const { adapter } = scriptedAdapter(() => {
       queueMicrotask(() => queueMicrotask(() => caller.abort(new Error("the lookup bound"))));
-      return Promise.reject(new AdapterCrashedError("out_of_memory", "adapter worker out_of_memory: Worker terminated due to reaching memory limit: JS heap out of memory"));
+      return Promise.reject(
+        new AdapterCrashedError(
+          "out_of_memory",
+          "adapter worker out_of_memory: Worker terminated due to reaching memory limit: JS heap out of memory",
+        ),
+      );
     }, UNFENCED);
-    const d = await reconcileEffect({ effect, binding: { serverId: SERVER_ID, adapter }, nowMs: NOW, timeoutMs: TIMEOUT_MS, signal: caller.signal });
+    const d = await reconcileEffect({
+      effect,
+      binding: { serverId: SERVER_ID, adapter },
+      nowMs: NOW,
+      timeoutMs: TIMEOUT_MS,
+      signal: caller.signal,
+    });
     expect(caller.signal.aborted).toBe(true);
     expect(d).toMatchObject({ decision: "still_unknown", reasonSource: "runtime", reasonCode: "adapter_crashed" });
     expect((d as { error: string }).error).toMatch(/^out_of_memory: /);
@@ -70,6 +105,8 @@ describe("adapters are untrusted code (DESIGN §4, §5; issue 16)", () => {
   it("a plain rejection is still adapter_error", async () => {
     const effect = makeEffect();
     const { adapter } = scriptedAdapter(() => Promise.reject(new Error("503")), UNFENCED);
-    expect(await reconcileEffect({ effect, binding: { serverId: SERVER_ID, adapter }, nowMs: NOW, timeoutMs: TIMEOUT_MS })).toMatchObject({ reasonCode: "adapter_error" });
+    expect(await reconcileEffect({ effect, binding: { serverId: SERVER_ID, adapter }, nowMs: NOW, timeoutMs: TIMEOUT_MS })).toMatchObject({
+      reasonCode: "adapter_error",
+    });
   });
 });

@@ -1,9 +1,18 @@
 import { z } from "zod";
-import { confirmedNotExecuted, ConventionLookupAnswerSchema, stillUnknown, type LookupContext, type LookupRequest, type ReconciliationAdapterFactory } from "@mosoo/effect-reconciliation";
+import {
+  confirmedNotExecuted,
+  ConventionLookupAnswerSchema,
+  stillUnknown,
+  type LookupContext,
+  type LookupRequest,
+  type ReconciliationAdapterFactory,
+} from "@mosoo/effect-reconciliation";
 import { callLookupTool } from "@mosoo/effect-reconciliation/mcp";
 
 /** Options (the binding's `options`): `url`, the provider's MCP endpoint (Streamable HTTP) serving `getOperation`. */
-export const FixtureIssueTrackerOptionsSchema = z.strictObject({ url: z.url({ protocol: /^https?$/, error: "url must be an http(s) MCP endpoint" }) });
+export const FixtureIssueTrackerOptionsSchema = z.strictObject({
+  url: z.url({ protocol: /^https?$/, error: "url must be an http(s) MCP endpoint" }),
+});
 /** See {@link FixtureIssueTrackerOptionsSchema}. */
 export type FixtureIssueTrackerOptions = z.infer<typeof FixtureIssueTrackerOptionsSchema>;
 
@@ -18,7 +27,9 @@ const DECLARATION = {
   tools: ["createIssue", "closeIssue"],
   retentionWindowMs: 30 * 24 * 60 * 60 * 1000,
   keyFencing: { kind: "lookup_fences_key" as const },
-  compensations: { createIssue: { toolName: "closeIssue", description: "Close the issue this createIssue created (found by its idempotency key)." } },
+  compensations: {
+    createIssue: { toolName: "closeIssue", description: "Close the issue this createIssue created (found by its idempotency key)." },
+  },
 };
 
 /** `getOperation(key)`; its answer has the shape of the convention's lookup answer. @throws on a tool error or a malformed answer. */
@@ -30,13 +41,30 @@ const getOperation = (o: FixtureIssueTrackerOptions, key: string, signal: AbortS
  * a fenced miss → `confirmed_not_executed`; an unfenced miss → `still_unknown` `not_found_unfenced`
  * (the plain-miss rule for `lookup_fences_key`, README of `@mosoo/effect-reconciliation`).
  */
-async function lookup(o: FixtureIssueTrackerOptions, request: LookupRequest, { signal }: LookupContext, trustUnfencedMiss = false): Promise<unknown> {
+async function lookup(
+  o: FixtureIssueTrackerOptions,
+  request: LookupRequest,
+  { signal }: LookupContext,
+  trustUnfencedMiss = false,
+): Promise<unknown> {
   const answer = await getOperation(o, request.idempotencyKey, signal);
   if (answer.found) {
-    const receipt = { observedAt: new Date().toISOString(), providerOperationId: answer.operationId, requestFingerprint: answer.requestFingerprint };
-    return { outcome: "confirmed_succeeded", toolName: answer.toolName, idempotencyKey: answer.idempotencyKey, result: answer.result, receipt };
+    const receipt = {
+      observedAt: new Date().toISOString(),
+      providerOperationId: answer.operationId,
+      requestFingerprint: answer.requestFingerprint,
+    };
+    return {
+      outcome: "confirmed_succeeded",
+      toolName: answer.toolName,
+      idempotencyKey: answer.idempotencyKey,
+      result: answer.result,
+      receipt,
+    };
   }
-  return answer.fenced || trustUnfencedMiss ? confirmedNotExecuted(request, { detail: { fenced: true } }) : stillUnknown("not_found_unfenced");
+  return answer.fenced || trustUnfencedMiss
+    ? confirmedNotExecuted(request, { detail: { fenced: true } })
+    : stillUnknown("not_found_unfenced");
 }
 
 /** The factory (fenced misses only), exported for bindings as `{"module": "@mosoo/fixture-adapter", "export": "fixtureIssueTrackerAdapterFactory"}`. */
@@ -51,22 +79,30 @@ export const FIXTURE_MAX_IN_FLIGHT_MS = 2_000;
  * after claim + send-by deadline + 2 s (docs/DESIGN.md §3 rule 12). Export `fixtureIssueTrackerMaxInFlightAdapterFactory`.
  */
 export const fixtureIssueTrackerMaxInFlightAdapterFactory: ReconciliationAdapterFactory = factory(
-  { ...DECLARATION, id: "fixture-issue-tracker-max-in-flight", keyFencing: { kind: "max_in_flight" as const, maxInFlightMs: FIXTURE_MAX_IN_FLIGHT_MS } },
+  {
+    ...DECLARATION,
+    id: "fixture-issue-tracker-max-in-flight",
+    keyFencing: { kind: "max_in_flight" as const, maxInFlightMs: FIXTURE_MAX_IN_FLIGHT_MS },
+  },
   true,
 );
 
 function factory(declaration: ReconciliationAdapterFactory["declaration"], trustUnfencedMiss: boolean): ReconciliationAdapterFactory {
-  return { declaration, create(options: unknown) {
-    const o = FixtureIssueTrackerOptionsSchema.parse(options);
-    return {
-      declaration,
-      lookup: (request, context) => lookup(o, request, context, trustUnfencedMiss),
-      // The issue a createIssue made, found by its key (read-only for a committed key), closed by closeIssue.
-      async planCompensation(request, { signal }) {
-        const answer = await getOperation(o, request.idempotencyKey, signal);
-        if (!answer.found || answer.toolName !== "createIssue") throw new Error(`no createIssue recorded under key ${request.idempotencyKey}: nothing to close`);
-        return { arguments: { issueId: answer.operationId, reason: `compensates effect ${request.effectId}` } };
-      },
-    };
-  } };
+  return {
+    declaration,
+    create(options: unknown) {
+      const o = FixtureIssueTrackerOptionsSchema.parse(options);
+      return {
+        declaration,
+        lookup: (request, context) => lookup(o, request, context, trustUnfencedMiss),
+        // The issue a createIssue made, found by its key (read-only for a committed key), closed by closeIssue.
+        async planCompensation(request, { signal }) {
+          const answer = await getOperation(o, request.idempotencyKey, signal);
+          if (!answer.found || answer.toolName !== "createIssue")
+            throw new Error(`no createIssue recorded under key ${request.idempotencyKey}: nothing to close`);
+          return { arguments: { issueId: answer.operationId, reason: `compensates effect ${request.effectId}` } };
+        },
+      };
+    },
+  };
 }

@@ -30,7 +30,9 @@ describe("the idempotency convention", () => {
   it("the fixture provider advertises a valid convention on both write tools, none on the lookup tool", async () => {
     const handle = await start({ fenceOnLookupMiss: true, advertiseIdempotency: true });
     const tools = await listMcpTools(handle.url, AbortSignal.timeout(5_000));
-    const advertised = Object.fromEntries(tools.map((t) => [t.name, (t._meta as Record<string, unknown> | undefined)?.[IDEMPOTENCY_CONVENTION_META]]));
+    const advertised = Object.fromEntries(
+      tools.map((t) => [t.name, (t._meta as Record<string, unknown> | undefined)?.[IDEMPOTENCY_CONVENTION_META]]),
+    );
     expect(Object.keys(advertised).sort()).toEqual(["closeIssue", "createIssue", "getOperation"]);
     expect(advertised["getOperation"]).toBeUndefined();
     expect(IdempotencyConventionSchema.parse(advertised["createIssue"])).toEqual({
@@ -46,8 +48,18 @@ describe("the idempotency convention", () => {
   it("the generic adapter discovers the declaration from tools/list and passes the kit on the real provider", async () => {
     const handle = await start({ fenceOnLookupMiss: true, advertiseIdempotency: true });
     const adapter = await conventionAdapterFactory.discover({ url: handle.url }, { signal: AbortSignal.timeout(5_000) });
-    expect(adapter.declaration).toEqual({ id: "mcp-convention", version: "1.0.0", tools: ["createIssue", "closeIssue"], retentionWindowMs: 2_592_000_000, keyFencing: { kind: "lookup_fences_key" } });
-    const report = await judgeAdapter({ name: "mcp-convention", provider: fixtureKitProvider(handle, "fixture provider (advertising)"), createAdapter: () => adapter });
+    expect(adapter.declaration).toEqual({
+      id: "mcp-convention",
+      version: "1.0.0",
+      tools: ["createIssue", "closeIssue"],
+      retentionWindowMs: 2_592_000_000,
+      keyFencing: { kind: "lookup_fences_key" },
+    });
+    const report = await judgeAdapter({
+      name: "mcp-convention",
+      provider: fixtureKitProvider(handle, "fixture provider (advertising)"),
+      createAdapter: () => adapter,
+    });
     expect(report.cases.filter((c) => c.status === "failed")).toEqual([]);
   }, 120_000);
 
@@ -59,17 +71,30 @@ describe("the idempotency convention", () => {
 
   it("a provider that advertises nothing cannot be bound: discovery rejects, the binding is refused", async () => {
     const handle = await start({ fenceOnLookupMiss: true });
-    await expect(conventionAdapterFactory.discover({ url: handle.url }, { signal: AbortSignal.timeout(5_000) })).rejects.toThrow(/advertises/);
-    const loaded = await loadAdapterModule({ module: "@mosoo/effect-reconciliation/mcp", export: "conventionAdapterFactory" }, import.meta.filename);
-    await expect(instantiateBinding(loaded, { url: handle.url }, undefined, AbortSignal.timeout(5_000))).rejects.toMatchObject({ code: "adapter.invalid_options" });
+    await expect(conventionAdapterFactory.discover({ url: handle.url }, { signal: AbortSignal.timeout(5_000) })).rejects.toThrow(
+      /advertises/,
+    );
+    const loaded = await loadAdapterModule(
+      { module: "@mosoo/effect-reconciliation/mcp", export: "conventionAdapterFactory" },
+      import.meta.filename,
+    );
+    await expect(instantiateBinding(loaded, { url: handle.url }, undefined, AbortSignal.timeout(5_000))).rejects.toMatchObject({
+      code: "adapter.invalid_options",
+    });
   });
 
   it("loads as a built-in source, narrows to the binding's tools, and records a declaration hash", async () => {
     const handle = await start({ fenceOnLookupMiss: true, advertiseIdempotency: true });
-    const loaded = await loadAdapterModule({ module: "@mosoo/effect-reconciliation/mcp", export: "conventionAdapterFactory" }, import.meta.filename);
+    const loaded = await loadAdapterModule(
+      { module: "@mosoo/effect-reconciliation/mcp", export: "conventionAdapterFactory" },
+      import.meta.filename,
+    );
     const bound = await instantiateBinding(loaded, { url: handle.url }, ["createIssue"], AbortSignal.timeout(5_000));
     expect(bound.coverage).toEqual({ covered: ["createIssue"], notCovered: ["closeIssue"] });
-    expect(bound.provenance).toMatchObject({ packageName: "@mosoo/effect-reconciliation", declarationHash: expect.stringMatching(/^sha256:/) });
+    expect(bound.provenance).toMatchObject({
+      packageName: "@mosoo/effect-reconciliation",
+      declarationHash: expect.stringMatching(/^sha256:/),
+    });
   });
 });
 
@@ -86,10 +111,13 @@ async function resettingFront(target: string, resets: number): Promise<{ url: st
       req.socket.destroy();
       return;
     }
-    const forward = httpRequest({ host: upstream.hostname, port: upstream.port, path: req.url, method: req.method, headers: req.headers }, (up) => {
-      res.writeHead(up.statusCode ?? 502, up.headers);
-      up.pipe(res);
-    });
+    const forward = httpRequest(
+      { host: upstream.hostname, port: upstream.port, path: req.url, method: req.method, headers: req.headers },
+      (up) => {
+        res.writeHead(up.statusCode ?? 502, up.headers);
+        up.pipe(res);
+      },
+    );
     req.pipe(forward);
   });
   await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));

@@ -17,8 +17,20 @@ beforeAll(async () => {
   dir = mkdtempSync(join(tmpdir(), "mosoo-conformance-"));
   handle = await startFixtureProvider({ dbFile: join(dir, "provider.db"), fenceOnLookupMiss: true });
   const provider = fixtureKitProvider(handle, "fixture provider (--fence-on-lookup-miss)");
-  report = await judgeAdapter({ name: "fixture-issue-tracker", provider, serverId: "tracker", createAdapter: () => fixtureIssueTrackerAdapterFactory.create({ url: handle.url }) });
-  console.log(JSON.stringify({ kit: report.name, provider: report.provider, measurements: report.measurements, cases: Object.fromEntries(report.cases.map((c) => [c.case, c.status])) }));
+  report = await judgeAdapter({
+    name: "fixture-issue-tracker",
+    provider,
+    serverId: "tracker",
+    createAdapter: () => fixtureIssueTrackerAdapterFactory.create({ url: handle.url }),
+  });
+  console.log(
+    JSON.stringify({
+      kit: report.name,
+      provider: report.provider,
+      measurements: report.measurements,
+      cases: Object.fromEntries(report.cases.map((c) => [c.case, c.status])),
+    }),
+  );
 }, 120_000);
 afterAll(async () => {
   await handle.close();
@@ -41,7 +53,11 @@ describe("the same adapter bound to a provider that does NOT fence on a miss", (
     const d = mkdtempSync(join(tmpdir(), "mosoo-conformance-unfenced-"));
     const unfenced = await startFixtureProvider({ dbFile: join(d, "provider.db"), fenceOnLookupMiss: false });
     try {
-      const r = await judgeAdapter({ name: "fixture-issue-tracker", provider: fixtureKitProvider(unfenced, "fixture provider (no fence)"), createAdapter: () => fixtureIssueTrackerAdapterFactory.create({ url: unfenced.url }) });
+      const r = await judgeAdapter({
+        name: "fixture-issue-tracker",
+        provider: fixtureKitProvider(unfenced, "fixture provider (no fence)"),
+        createAdapter: () => fixtureIssueTrackerAdapterFactory.create({ url: unfenced.url }),
+      });
       expect(r.passed).toBe(false);
       expect(r.cases.find((c) => c.case === "declaration_matches_provider")?.failures.join(" ")).toMatch(/a miss does not fence/);
     } finally {

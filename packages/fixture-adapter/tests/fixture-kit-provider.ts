@@ -5,7 +5,13 @@ import type { KitProvider } from "@mosoo/effect-reconciliation/testing";
 import type { FixtureProviderHandle } from "@mosoo/fixture-provider";
 
 /** Calls `tool` on the fixture provider with the key placed as `placement` says (no key when empty). */
-async function callFixtureTool(handle: FixtureProviderHandle, tool: string, key: string, args: Record<string, unknown>, placement: KeyPlacement = { in: "meta", name: IDEMPOTENCY_KEY_META }) {
+async function callFixtureTool(
+  handle: FixtureProviderHandle,
+  tool: string,
+  key: string,
+  args: Record<string, unknown>,
+  placement: KeyPlacement = { in: "meta", name: IDEMPOTENCY_KEY_META },
+) {
   const client = new Client({ name: "conformance", version: "1.0.0" });
   await client.connect(new StreamableHTTPClientTransport(new URL(handle.url)));
   try {
@@ -30,7 +36,9 @@ export function fixtureKitProvider(handle: FixtureProviderHandle, name: string, 
       if (options.delayMs) handle.setFaults({ delayBeforeCommitMs: options.delayMs });
       try {
         const result = await callFixtureTool(handle, tool, key, args, placement);
-        return result.isError ? { status: "refused", reason: JSON.stringify(result.content).slice(0, 120) } : { status: "committed", result };
+        return result.isError
+          ? { status: "refused", reason: JSON.stringify(result.content).slice(0, 120) }
+          : { status: "committed", result };
       } finally {
         if (options.delayMs) handle.setFaults({ delayBeforeCommitMs: 0 });
       }

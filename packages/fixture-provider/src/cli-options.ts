@@ -47,15 +47,25 @@ export function buildFixtureCli(): Command {
     .addOption(new Option("--host <host>", "interface to listen on").choices(["127.0.0.1"]).default("127.0.0.1"))
     .option("--stdio", "serve MCP over stdin/stdout instead of HTTP (no control API)", false)
     .option("--fence-on-lookup-miss", "a getOperation miss fences the key forever (a tombstone)", false)
-    .option("--advertise-idempotency", 'advertise the zero-code convention in tools/list (_meta["io.mosoo/idempotency"]: lookup tool, retention, fencing, key placement)', false)
-    .addOption(new Option("--key-argument <name>", "read the idempotency key from this tool argument instead of _meta").conflicts("keyMeta"))
+    .option(
+      "--advertise-idempotency",
+      'advertise the zero-code convention in tools/list (_meta["io.mosoo/idempotency"]: lookup tool, retention, fencing, key placement)',
+      false,
+    )
+    .addOption(
+      new Option("--key-argument <name>", "read the idempotency key from this tool argument instead of _meta").conflicts("keyMeta"),
+    )
     .addOption(new Option("--key-meta <name>", 'read the idempotency key from this _meta name (default "io.mosoo/idempotency-key")'))
     .addOption(
       new Option("--delay-before-commit-ms <n>", "wait this many ms between receiving createIssue and its commit (a late commit)")
         .argParser(integerIn(0, MAX_DELAY_BEFORE_COMMIT_MS))
         .default(0),
     )
-    .option("--hold-before-commit", "hold each createIssue call before its commit until POST /control/release (then it commits, or is refused if fenced)", false)
+    .option(
+      "--hold-before-commit",
+      "hold each createIssue call before its commit until POST /control/release (then it commits, or is refused if fenced)",
+      false,
+    )
     .option("--hold-response-after-commit", "hold each createIssue response after its commit until POST /control/release", false)
     .option("--exit-after-commit", "SIGKILL this process right after a createIssue commits, before answering", false)
     .option("--fail-before-commit", "answer createIssue with provider_unavailable and write nothing", false)

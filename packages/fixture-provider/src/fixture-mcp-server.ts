@@ -2,7 +2,13 @@ import { McpServer } from "@modelcontextprotocol/sdk/server/mcp.js";
 import { z } from "zod";
 import { MAX_DELAY_BEFORE_COMMIT_MS } from "./fixture-faults.contract.js";
 import { CLOSE_ISSUE_TOOL, CloseIssueArgsSchema, ClosedIssueSchema } from "./close-issue.contract.js";
-import { CREATE_ISSUE_TOOL, CreateIssueArgsSchema, CreatedIssueSchema, GET_OPERATION_TOOL, MAX_IDEMPOTENCY_KEY_LENGTH } from "./create-issue.contract.js";
+import {
+  CREATE_ISSUE_TOOL,
+  CreateIssueArgsSchema,
+  CreatedIssueSchema,
+  GET_OPERATION_TOOL,
+  MAX_IDEMPOTENCY_KEY_LENGTH,
+} from "./create-issue.contract.js";
 import type { FixtureProviderService } from "./fixture-provider.service.js";
 import { GetOperationArgsSchema } from "./get-operation.contract.js";
 
@@ -22,8 +28,12 @@ export function createFixtureMcpServer(provider: FixtureProviderService): McpSer
   // With the key as an argument, the tools accept it next to their own arguments.
   // (Typed as the tool's own schema: the service strips the key argument before it reads the rest.)
   const withKey = <T extends z.ZodObject>(schema: T): T =>
-    placement.in === "argument" ? (schema.extend({ [placement.name]: z.string().min(1).max(MAX_IDEMPOTENCY_KEY_LENGTH).optional() }) as unknown as T) : schema;
-  const advertised = provider.advertiseIdempotency ? { _meta: { [IDEMPOTENCY_CONVENTION_META]: fixtureIdempotencyAdvertisement(provider) } } : {};
+    placement.in === "argument"
+      ? (schema.extend({ [placement.name]: z.string().min(1).max(MAX_IDEMPOTENCY_KEY_LENGTH).optional() }) as unknown as T)
+      : schema;
+  const advertised = provider.advertiseIdempotency
+    ? { _meta: { [IDEMPOTENCY_CONVENTION_META]: fixtureIdempotencyAdvertisement(provider) } }
+    : {};
   server.registerTool(
     CREATE_ISSUE_TOOL,
     {
@@ -83,7 +93,9 @@ export function fixtureIdempotencyAdvertisement(provider: Pick<FixtureProviderSe
     lookupTool: GET_OPERATION_TOOL,
     lookupKeyArgument: "idempotencyKey",
     retentionMs: 30 * 24 * 60 * 60 * 1000,
-    fencing: provider.fenceOnLookupMiss ? { kind: "lookup_fences_key" } : { kind: "max_in_flight", maxInFlightMs: MAX_DELAY_BEFORE_COMMIT_MS + 5_000 },
+    fencing: provider.fenceOnLookupMiss
+      ? { kind: "lookup_fences_key" }
+      : { kind: "max_in_flight", maxInFlightMs: MAX_DELAY_BEFORE_COMMIT_MS + 5_000 },
     keyPlacement: provider.keyPlacement,
   };
 }

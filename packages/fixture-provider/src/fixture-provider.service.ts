@@ -3,7 +3,12 @@ import { DEFAULT_KEY_PLACEMENT, fingerprintArguments, type KeyPlacement } from "
 import type { CallToolResult } from "@modelcontextprotocol/sdk/types.js";
 import { pino, type Logger } from "pino";
 import { CLOSE_ISSUE_TOOL, type CloseIssueArgs } from "./close-issue.contract.js";
-import { CREATE_ISSUE_TOOL, MAX_IDEMPOTENCY_KEY_LENGTH, PROVIDER_OPERATION_ID_META, type CreateIssueArgs } from "./create-issue.contract.js";
+import {
+  CREATE_ISSUE_TOOL,
+  MAX_IDEMPOTENCY_KEY_LENGTH,
+  PROVIDER_OPERATION_ID_META,
+  type CreateIssueArgs,
+} from "./create-issue.contract.js";
 import { DEFAULT_FIXTURE_FAULTS, FixtureFaultsPatchSchema, type FixtureFaults } from "./fixture-faults.contract.js";
 import type { FixtureStats } from "./fixture-stats.contract.js";
 import type { GetOperationAnswer } from "./get-operation.contract.js";
@@ -75,7 +80,9 @@ export class FixtureProviderService {
    */
   async createIssue(input: CreateIssueArgs, meta: Record<string, unknown> | undefined): Promise<CallToolResult> {
     const [args, key] = this.splitKey(input, meta);
-    return this.runWrite(CREATE_ISSUE_TOOL, key, (key) => this.store.commitCreateIssue({ idempotencyKey: key, args, requestFingerprint: fingerprintArguments(args) }));
+    return this.runWrite(CREATE_ISSUE_TOOL, key, (key) =>
+      this.store.commitCreateIssue({ idempotencyKey: key, args, requestFingerprint: fingerprintArguments(args) }),
+    );
   }
 
   /**
@@ -86,7 +93,9 @@ export class FixtureProviderService {
    */
   async closeIssue(input: CloseIssueArgs, meta: Record<string, unknown> | undefined): Promise<CallToolResult> {
     const [args, key] = this.splitKey(input, meta);
-    return this.runWrite(CLOSE_ISSUE_TOOL, key, (key) => this.store.commitCloseIssue({ idempotencyKey: key, args, requestFingerprint: fingerprintArguments(args) }));
+    return this.runWrite(CLOSE_ISSUE_TOOL, key, (key) =>
+      this.store.commitCloseIssue({ idempotencyKey: key, args, requestFingerprint: fingerprintArguments(args) }),
+    );
   }
 
   /** Reads the key where {@link keyPlacement} says and returns the arguments without it (the fingerprinted ones). */
@@ -124,7 +133,8 @@ export class FixtureProviderService {
     if (faults.holdBeforeCommit && !this.shutdown.signal.aborted) {
       log.info("holding the call before its commit until release");
       await new Promise<void>((resolve) => this.held.add(resolve));
-      if (this.shutdown.signal.aborted) return toolError("provider_unavailable", "the provider shut down before the commit; nothing was written");
+      if (this.shutdown.signal.aborted)
+        return toolError("provider_unavailable", "the provider shut down before the commit; nothing was written");
       log.info("released: committing now");
     }
     const outcome = commit(key);
@@ -137,11 +147,17 @@ export class FixtureProviderService {
         );
       case "fenced":
         log.info("commit refused: key fenced");
-        return toolError("idempotency_key_fenced", `key ${key} was fenced at ${outcome.fencedAt} and can never commit; nothing was written`);
+        return toolError(
+          "idempotency_key_fenced",
+          `key ${key} was fenced at ${outcome.fencedAt} and can never commit; nothing was written`,
+        );
       case "issue_not_found":
         return toolError("issue_not_found", "no such issue; nothing was written");
       case "issue_already_closed":
-        return toolError("issue_already_closed", `the issue was already closed at ${outcome.closedAt} under another key; nothing was written`);
+        return toolError(
+          "issue_already_closed",
+          `the issue was already closed at ${outcome.closedAt} under another key; nothing was written`,
+        );
       case "replayed":
         log.info("replayed the recorded write");
         return outcome.result;
@@ -235,10 +251,7 @@ export class FixtureProviderService {
  * again if the service cannot be built (e.g. invalid faults), so nothing is left open.
  * @throws when the database cannot be opened or the options are invalid (ZodError for faults).
  */
-export function openFixtureProviderService(
-  dbFile: string,
-  options: Omit<FixtureProviderServiceOptions, "store">,
-): FixtureProviderService {
+export function openFixtureProviderService(dbFile: string, options: Omit<FixtureProviderServiceOptions, "store">): FixtureProviderService {
   const store = IssueStore.open(dbFile);
   try {
     return new FixtureProviderService({ store, ...options });
@@ -247,4 +260,3 @@ export function openFixtureProviderService(
     throw error;
   }
 }
-

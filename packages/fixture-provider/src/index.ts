@@ -10,7 +10,12 @@ export { startFixtureProvider } from "./fixture-http-server.js";
 export type { StartFixtureProviderOptions, FixtureProviderHandle } from "./fixture-http-server.js";
 export { startFixtureProviderStdio } from "./fixture-stdio-server.js";
 export type { StartFixtureProviderStdioOptions, FixtureProviderStdioHandle } from "./fixture-stdio-server.js";
-export { createFixtureMcpServer, FIXTURE_SERVER_INFO, IDEMPOTENCY_CONVENTION_META, fixtureIdempotencyAdvertisement } from "./fixture-mcp-server.js";
+export {
+  createFixtureMcpServer,
+  FIXTURE_SERVER_INFO,
+  IDEMPOTENCY_CONVENTION_META,
+  fixtureIdempotencyAdvertisement,
+} from "./fixture-mcp-server.js";
 export { FixtureProviderService, openFixtureProviderService } from "./fixture-provider.service.js";
 export type { FixtureProviderServiceOptions, ExitAfterCommitMode } from "./fixture-provider.service.js";
 export { IssueStore } from "./issue-store.repository.js";

@@ -91,27 +91,26 @@ export class IssueStore {
    * taken inside the transaction.
    */
   commitCreateIssue(input: CommitCreateIssueInput): CommitOutcome {
-    return this.db.transaction((): CommitOutcome => {
-      const settled = this.replayConflictOrFence("createIssue", input, parseResult);
-      if (settled) return settled;
+    return this.db
+      .transaction((): CommitOutcome => {
+        const settled = this.replayConflictOrFence("createIssue", input, parseResult);
+        if (settled) return settled;
 
-      const committedAt = new Date().toISOString();
-      const issueId = newUlid();
-      const inserted = this.db
-        .prepare("INSERT INTO issues (issue_id, idempotency_key, title, body, created_at) VALUES (?, ?, ?, ?, ?)")
-        .run(issueId, input.idempotencyKey, input.args.title, input.args.body, committedAt);
-      const result = buildCreateIssueResult(
-        { issueId, number: Number(inserted.lastInsertRowid), title: input.args.title },
-        committedAt,
-      );
-      this.db
-        .prepare(
-          `INSERT INTO operations (idempotency_key, tool_name, operation_id, request_fingerprint, committed_at, result_json)
+        const committedAt = new Date().toISOString();
+        const issueId = newUlid();
+        const inserted = this.db
+          .prepare("INSERT INTO issues (issue_id, idempotency_key, title, body, created_at) VALUES (?, ?, ?, ?, ?)")
+          .run(issueId, input.idempotencyKey, input.args.title, input.args.body, committedAt);
+        const result = buildCreateIssueResult({ issueId, number: Number(inserted.lastInsertRowid), title: input.args.title }, committedAt);
+        this.db
+          .prepare(
+            `INSERT INTO operations (idempotency_key, tool_name, operation_id, request_fingerprint, committed_at, result_json)
            VALUES (?, 'createIssue', ?, ?, ?, ?)`,
-        )
-        .run(input.idempotencyKey, issueId, input.requestFingerprint, committedAt, JSON.stringify(result));
-      return { kind: "committed", result };
-    }).immediate();
+          )
+          .run(input.idempotencyKey, issueId, input.requestFingerprint, committedAt, JSON.stringify(result));
+        return { kind: "committed", result };
+      })
+      .immediate();
   }
 
   /**
@@ -121,24 +120,36 @@ export class IssueStore {
    * records the closure (its own id, the reason, the time) → `committed`.
    */
   commitCloseIssue(input: CommitCloseIssueInput): CommitOutcome<CloseIssueToolResult> {
-    return this.db.transaction((): CommitOutcome<CloseIssueToolResult> => {
-      const settled = this.replayConflictOrFence("closeIssue", input, parseCloseResult);
-      if (settled) return settled;
-      const issue = this.db.prepare<[string], { number: number }>("SELECT number FROM issues WHERE issue_id = ?").get(input.args.issueId);
-      if (!issue) return { kind: "issue_not_found" };
-      const closed = this.db.prepare<[string], { committed_at: string }>("SELECT committed_at FROM issue_closures WHERE issue_id = ?").get(input.args.issueId);
-      if (closed) return { kind: "issue_already_closed", closedAt: closed.committed_at };
-      const committedAt = new Date().toISOString();
-      const closureId = newUlid();
-      const result = buildCloseIssueResult({ issueId: input.args.issueId, number: issue.number, closureId }, committedAt);
-      this.db
-        .prepare(
-          `INSERT INTO issue_closures (issue_id, closure_id, idempotency_key, request_fingerprint, reason, committed_at, result_json)
+    return this.db
+      .transaction((): CommitOutcome<CloseIssueToolResult> => {
+        const settled = this.replayConflictOrFence("closeIssue", input, parseCloseResult);
+        if (settled) return settled;
+        const issue = this.db.prepare<[string], { number: number }>("SELECT number FROM issues WHERE issue_id = ?").get(input.args.issueId);
+        if (!issue) return { kind: "issue_not_found" };
+        const closed = this.db
+          .prepare<[string], { committed_at: string }>("SELECT committed_at FROM issue_closures WHERE issue_id = ?")
+          .get(input.args.issueId);
+        if (closed) return { kind: "issue_already_closed", closedAt: closed.committed_at };
+        const committedAt = new Date().toISOString();
+        const closureId = newUlid();
+        const result = buildCloseIssueResult({ issueId: input.args.issueId, number: issue.number, closureId }, committedAt);
+        this.db
+          .prepare(
+            `INSERT INTO issue_closures (issue_id, closure_id, idempotency_key, request_fingerprint, reason, committed_at, result_json)
            VALUES (?, ?, ?, ?, ?, ?, ?)`,
-        )
-        .run(input.args.issueId, closureId, input.idempotencyKey, input.requestFingerprint, input.args.reason ?? "", committedAt, JSON.stringify(result));
-      return { kind: "committed", result };
-    }).immediate();
+          )
+          .run(
+            input.args.issueId,
+            closureId,
+            input.idempotencyKey,
+            input.requestFingerprint,
+            input.args.reason ?? "",
+            committedAt,
+            JSON.stringify(result),
+          );
+        return { kind: "committed", result };
+      })
+      .immediate();
   }
 
   /**
@@ -147,38 +158,48 @@ export class IssueStore {
    * the same transaction (so no later commit can land) and reports `fenced: true`. Never creates an issue.
    */
   lookupOperation(idempotencyKey: string, options: { fenceOnMiss: boolean }): GetOperationAnswer {
-    return this.db.transaction((): GetOperationAnswer => {
-      this.bump(idempotencyKey, "lookup");
-      const recorded = this.findOperation(idempotencyKey);
-      if (recorded) {
-        const common = {
-          found: true as const,
-          idempotencyKey,
-          operationId: recorded.operation_id,
-          requestFingerprint: recorded.request_fingerprint,
-          committedAt: recorded.committed_at,
-        };
-        return recorded.tool_name === "createIssue"
-          ? { ...common, toolName: "createIssue", result: parseResult(recorded.result_json) }
-          : { ...common, toolName: "closeIssue", result: parseCloseResult(recorded.result_json) };
-      }
-      const observedAt = new Date().toISOString();
-      let fenced = this.db.prepare("SELECT 1 FROM fences WHERE idempotency_key = ?").get(idempotencyKey) !== undefined;
-      if (!fenced && options.fenceOnMiss) {
-        this.db.prepare("INSERT INTO fences (idempotency_key, fenced_at) VALUES (?, ?)").run(idempotencyKey, observedAt);
-        fenced = true;
-      }
-      return { found: false, idempotencyKey, fenced, observedAt };
-    }).immediate();
+    return this.db
+      .transaction((): GetOperationAnswer => {
+        this.bump(idempotencyKey, "lookup");
+        const recorded = this.findOperation(idempotencyKey);
+        if (recorded) {
+          const common = {
+            found: true as const,
+            idempotencyKey,
+            operationId: recorded.operation_id,
+            requestFingerprint: recorded.request_fingerprint,
+            committedAt: recorded.committed_at,
+          };
+          return recorded.tool_name === "createIssue"
+            ? { ...common, toolName: "createIssue", result: parseResult(recorded.result_json) }
+            : { ...common, toolName: "closeIssue", result: parseCloseResult(recorded.result_json) };
+        }
+        const observedAt = new Date().toISOString();
+        let fenced = this.db.prepare("SELECT 1 FROM fences WHERE idempotency_key = ?").get(idempotencyKey) !== undefined;
+        if (!fenced && options.fenceOnMiss) {
+          this.db.prepare("INSERT INTO fences (idempotency_key, fenced_at) VALUES (?, ?)").run(idempotencyKey, observedAt);
+          fenced = true;
+        }
+        return { found: false, idempotencyKey, fenced, observedAt };
+      })
+      .immediate();
   }
 
   /**
    * What the provider really holds for `idempotencyKey`, read without side effects (no lookup counted,
    * no fence written): the ground truth a conformance kit judges adapter answers against.
    */
-  peek(idempotencyKey: string): { state: "committed"; toolName: string; requestFingerprint: string; result: unknown } | { state: "absent"; fenced: boolean } {
+  peek(
+    idempotencyKey: string,
+  ): { state: "committed"; toolName: string; requestFingerprint: string; result: unknown } | { state: "absent"; fenced: boolean } {
     const recorded = this.findOperation(idempotencyKey);
-    if (recorded) return { state: "committed", toolName: recorded.tool_name, requestFingerprint: recorded.request_fingerprint, result: JSON.parse(recorded.result_json) };
+    if (recorded)
+      return {
+        state: "committed",
+        toolName: recorded.tool_name,
+        requestFingerprint: recorded.request_fingerprint,
+        result: JSON.parse(recorded.result_json),
+      };
     return { state: "absent", fenced: this.findFence(idempotencyKey) !== undefined };
   }
 

@@ -40,9 +40,7 @@ async function main(): Promise<void> {
   } else {
     const handle = await startFixtureProvider({ ...common, port: options.port, host: options.host });
     close = handle.close;
-    process.stdout.write(
-      `${JSON.stringify({ event: "ready", url: handle.url, controlUrl: handle.controlUrl, pid: process.pid })}\n`,
-    );
+    process.stdout.write(`${JSON.stringify({ event: "ready", url: handle.url, controlUrl: handle.controlUrl, pid: process.pid })}\n`);
   }
 
   let stopping = false;

@@ -128,9 +128,7 @@ describe("fault switches and the control API", () => {
   it("exitAfterCommit in-process drops the response: the write commits and the call never answers", async () => {
     await start({ faults: { exitAfterCommit: true } });
     const key = newUlid();
-    await expect(callCreateIssue(client, { title: "dropped", body: "b" }, key, { timeout: 500 })).rejects.toThrow(
-      /timed out/i,
-    );
+    await expect(callCreateIssue(client, { title: "dropped", body: "b" }, key, { timeout: 500 })).rejects.toThrow(/timed out/i);
     expect(provider.stats().writes).toEqual({ [key]: 1 });
     const answer = GetOperationAnswerSchema.parse((await callGetOperation(client, key)).structuredContent);
     expect(answer.found).toBe(true);

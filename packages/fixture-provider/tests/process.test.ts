@@ -4,18 +4,10 @@ import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js"
 import { fingerprintArguments, newUlid } from "@mosoo/contracts";
 import { describe, expect, it } from "vitest";
 import { CreateIssueToolResultSchema, GetOperationAnswerSchema, IssueStore } from "../src/index.js";
-import {
-  PACKAGE_DIR,
-  callCreateIssue,
-  callGetOperation,
-  connectHttp,
-  firstText,
-  resolveTsx,
-  spawnMain,
-  tempDbFile,
-} from "./helpers.js";
+import { PACKAGE_DIR, callCreateIssue, callGetOperation, connectHttp, firstText, resolveTsx, spawnMain, tempDbFile } from "./helpers.js";
 
-const READY_LINE = /^\{"event":"ready","url":"http:\/\/127\.0\.0\.1:(\d+)\/mcp","controlUrl":"http:\/\/127\.0\.0\.1:\1\/control","pid":\d+\}$/;
+const READY_LINE =
+  /^\{"event":"ready","url":"http:\/\/127\.0\.0\.1:(\d+)\/mcp","controlUrl":"http:\/\/127\.0\.0\.1:\1\/control","pid":\d+\}$/;
 
 function isAlive(pid: number): boolean {
   try {

@@ -10,7 +10,11 @@ export const consoleAssetsDir: string = fileURLToPath(new URL("../dist", import.
 
 /** True when the built assets are present (the install's `prepare` step ran). */
 export function consoleAssetsBuilt(): boolean {
-  return existsSync(`${consoleAssetsDir}/index.html`) && existsSync(`${consoleAssetsDir}/assets/console.js`) && existsSync(`${consoleAssetsDir}/assets/console.css`);
+  return (
+    existsSync(`${consoleAssetsDir}/index.html`) &&
+    existsSync(`${consoleAssetsDir}/assets/console.js`) &&
+    existsSync(`${consoleAssetsDir}/assets/console.css`)
+  );
 }
 
 /** The browser sources the assets are built from (`web/`). */

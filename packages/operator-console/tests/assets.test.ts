@@ -17,7 +17,9 @@ describe("operator console assets", () => {
   it("render every string as text: no source file of the app writes HTML", () => {
     for (const file of readdirSync(consoleSourceDir).filter((f) => f.endsWith(".ts"))) {
       const source = readFileSync(`${consoleSourceDir}/${file}`, "utf8");
-      expect(source, file).not.toMatch(/dangerouslySetInnerHTML|innerHTML|outerHTML|insertAdjacentHTML|document\.write|eval\(|new Function/);
+      expect(source, file).not.toMatch(
+        /dangerouslySetInnerHTML|innerHTML|outerHTML|insertAdjacentHTML|document\.write|eval\(|new Function/,
+      );
     }
   });
 });

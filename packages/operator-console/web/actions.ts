@@ -53,34 +53,50 @@ export function ActionsPanel({ effect, onDone }: { effect: EffectDetail; onDone:
     ${notice ? html`<p class="notice" role="status" data-testid="notice">${notice}</p>` : null}
     ${!canAct ? html`<p>No operator action applies to a ${effect.status} effect.</p>` : null}
     <div class="action-buttons">
-      ${effect.status === "unknown"
-        ? html`<button type="button" onClick=${() => setPending({ action: "lookup", snapshot: effect })}>${TITLES.lookup}</button>
-            <button type="button" onClick=${() => setPending({ action: "succeeded", snapshot: effect })}>${TITLES.succeeded}…</button>
-            <button type="button" onClick=${() => setPending({ action: "not_executed", snapshot: effect })}>${TITLES.not_executed}…</button>`
-        : null}
+      ${
+        effect.status === "unknown"
+          ? html`<button type="button" onClick=${() => setPending({ action: "lookup", snapshot: effect })}>${TITLES.lookup}</button>
+              <button type="button" onClick=${() => setPending({ action: "succeeded", snapshot: effect })}>${TITLES.succeeded}…</button>
+              <button type="button" onClick=${() => setPending({ action: "not_executed", snapshot: effect })}>
+                ${TITLES.not_executed}…
+              </button>`
+          : null
+      }
       ${effect.status === "succeeded" ? html`<button type="button" onClick=${() => setPending({ action: "compensate", snapshot: effect })}>${TITLES.compensate}…</button>` : null}
     </div>
-    ${pending
-      ? html`<${ConfirmDialog}
-          action=${pending.action}
-          effect=${pending.snapshot}
-          current=${effect}
-          onClose=${(message: string | null) => {
-            setPending(null);
-            if (message) {
-              setNotice(message);
-              onDone();
-            }
-          }}
-        />`
-      : null}
+    ${
+      pending
+        ? html`<${ConfirmDialog}
+            action=${pending.action}
+            effect=${pending.snapshot}
+            current=${effect}
+            onClose=${(message: string | null) => {
+              setPending(null);
+              if (message) {
+                setNotice(message);
+                onDone();
+              }
+            }}
+          />`
+        : null
+    }
   </section>`;
 }
 
 const DEFAULT_RESULT = JSON.stringify({ content: [{ type: "text", text: "" }] }, null, 2);
 
 /** The confirmation: the consequence, the inputs the action needs (reason; result and operation id for `succeeded`), Confirm / Cancel. */
-function ConfirmDialog({ action, effect, current, onClose }: { action: Action; effect: EffectDetail; current: EffectDetail; onClose: (message: string | null) => void }) {
+function ConfirmDialog({
+  action,
+  effect,
+  current,
+  onClose,
+}: {
+  action: Action;
+  effect: EffectDetail;
+  current: EffectDetail;
+  onClose: (message: string | null) => void;
+}) {
   const ref = useRef<HTMLDialogElement>(null);
   const [error, setError] = useState<string | null>(null);
   const [busy, setBusy] = useState(false);
@@ -114,7 +130,12 @@ function ConfirmDialog({ action, effect, current, onClose }: { action: Action; e
       }
       const operationId = String(form.get("operationId") ?? "").trim();
       path = `/console/api/effects/${effect.id}/resolve`;
-      body = { outcome: "succeeded", result, reason, ...(operationId ? { receipt: { providerOperationId: operationId, observedAt: new Date().toISOString() } } : {}) };
+      body = {
+        outcome: "succeeded",
+        result,
+        reason,
+        ...(operationId ? { receipt: { providerOperationId: operationId, observedAt: new Date().toISOString() } } : {}),
+      };
     }
     setBusy(true);
     const r = await api<{ outcome?: string; status?: string; effect?: { status: string } | null }>("POST", path, body);
@@ -136,17 +157,26 @@ function ConfirmDialog({ action, effect, current, onClose }: { action: Action; e
   };
 
   const changed = current.version !== effect.version || current.status !== effect.status;
-  return html`<dialog ref=${ref} class="confirm" aria-labelledby="confirm-h" aria-describedby="confirm-what" onClose=${() => onClose(null)} data-testid="confirm">
+  return html`<dialog
+    ref=${ref}
+    class="confirm"
+    aria-labelledby="confirm-h"
+    aria-describedby="confirm-what"
+    onClose=${() => onClose(null)}
+    data-testid="confirm"
+  >
     <form onSubmit=${submit}>
       <h2 id="confirm-h">${TITLES[action]}: effect <span class="mono">${effect.id}</span></h2>
       <p id="confirm-what">${consequence(action, effect)}</p>
       ${changed ? html`<p class="warning" role="status">This effect changed while this dialog was open: it is now ${current.status}.</p>` : null}
-      ${action === "succeeded"
-        ? html`<label for="confirm-result">Verified result (the MCP tool result the provider returned, JSON)</label>
-            <textarea id="confirm-result" name="result" rows="6" required defaultValue=${DEFAULT_RESULT}></textarea>
-            <label for="confirm-op">Provider operation id (from the provider, optional)</label>
-            <input id="confirm-op" name="operationId" autocomplete="off" />`
-        : null}
+      ${
+        action === "succeeded"
+          ? html`<label for="confirm-result">Verified result (the MCP tool result the provider returned, JSON)</label>
+              <textarea id="confirm-result" name="result" rows="6" required defaultValue=${DEFAULT_RESULT}></textarea>
+              <label for="confirm-op">Provider operation id (from the provider, optional)</label>
+              <input id="confirm-op" name="operationId" autocomplete="off" />`
+          : null
+      }
       <label for="confirm-reason">Reason (recorded in the audit trail)</label>
       <textarea id="confirm-reason" name="reason" rows="2" required></textarea>
       ${error ? html`<p class="error" role="alert" data-testid="confirm-error">${error}</p>` : null}

@@ -23,8 +23,14 @@ export function UnknownOverTimeChart({ series }: { series: Array<{ atMs: number;
   d += `H${W - PAD}`;
   const last = series.at(-1)!;
   return html`<figure class="chart" data-testid="chart-unknown">
-    <figcaption>Unknown effects over time (${series.length} ${series.length === 1 ? "sample" : "samples"} since the API started; now ${last.count})</figcaption>
-    <svg viewBox=${`0 0 ${W} ${H}`} role="img" aria-label=${`Unknown effects over time: from ${series[0]!.count} at ${when(t0)} to ${last.count} at ${when(last.atMs)}, at most ${max}`}>
+    <figcaption>
+      Unknown effects over time (${series.length} ${series.length === 1 ? "sample" : "samples"} since the API started; now ${last.count})
+    </figcaption>
+    <svg
+      viewBox=${`0 0 ${W} ${H}`}
+      role="img"
+      aria-label=${`Unknown effects over time: from ${series[0]!.count} at ${when(t0)} to ${last.count} at ${when(last.atMs)}, at most ${max}`}
+    >
       <line x1=${PAD} y1=${H - PAD} x2=${W - PAD} y2=${H - PAD} class="axis" />
       <line x1=${PAD} y1=${PAD} x2=${PAD} y2=${H - PAD} class="axis" />
       <text x=${PAD - 6} y=${y(max) + 4} text-anchor="end" class="tick">${max}</text>
@@ -46,7 +52,11 @@ export function LookupOutcomeChart({ rows }: { rows: Array<{ outcome: string; re
   const h = rows.length * rowH + 10;
   return html`<figure class="chart" data-testid="chart-lookups">
     <figcaption>Lookup outcomes by reason</figcaption>
-    <svg viewBox=${`0 0 ${width} ${h}`} role="img" aria-label=${rows.map((r) => `${r.outcome}${r.reasonCode ? ` (${r.reasonCode})` : ""}: ${r.count}`).join("; ")}>
+    <svg
+      viewBox=${`0 0 ${width} ${h}`}
+      role="img"
+      aria-label=${rows.map((r) => `${r.outcome}${r.reasonCode ? ` (${r.reasonCode})` : ""}: ${r.count}`).join("; ")}
+    >
       ${rows.map((r, i) => {
         const barW = ((width - labelW - 40) * r.count) / max;
         const yy = 5 + i * rowH;

@@ -24,7 +24,10 @@ function timeline(e: EffectDetail): TimelineEntry[] {
     body: html`<h3>Intent written</h3>
       <p>${e.serverId} · ${e.toolName} · idempotency key <span class="mono">${e.idempotencyKey}</span></p>
       <p>Request fingerprint <span class="mono">${e.requestFingerprint}</span></p>
-      <details><summary>Arguments</summary><pre data-testid="arguments">${json(e.arguments)}</pre></details>`,
+      <details>
+        <summary>Arguments</summary>
+        <pre data-testid="arguments">${json(e.arguments)}</pre>
+      </details>`,
   });
   for (const a of e.attempts) {
     items.push({
@@ -42,9 +45,19 @@ function timeline(e: EffectDetail): TimelineEntry[] {
       kind: "lookup",
       key: `lookup-${l.id}`,
       body: html`<h3>Lookup (${l.trigger}): ${l.outcome}${l.reasonCode ? ` · ${l.reasonCode}` : ""}</h3>
-        <p>Adapter ${l.adapterId}@${l.adapterVersion}; finished ${when(l.finishedAtMs)}${l.nextLookupAtMs ? `; next lookup ${when(l.nextLookupAtMs)}` : ""}</p>
+        <p>
+          Adapter ${l.adapterId}@${l.adapterVersion}; finished
+          ${when(l.finishedAtMs)}${l.nextLookupAtMs ? `; next lookup ${when(l.nextLookupAtMs)}` : ""}
+        </p>
         ${l.error ? html`<p>Error: ${l.error}</p>` : null}
-        ${l.receipt ? html`<details><summary>Receipt</summary><pre>${json(l.receipt)}</pre></details>` : null}`,
+        ${
+          l.receipt
+            ? html`<details>
+                <summary>Receipt</summary>
+                <pre>${json(l.receipt)}</pre>
+              </details>`
+            : null
+        }`,
     });
   }
   for (const a of e.operatorActions) {
@@ -55,7 +68,14 @@ function timeline(e: EffectDetail): TimelineEntry[] {
       body: html`<h3>Operator ${a.action} by ${a.actor}: ${a.outcome}</h3>
         <p>${a.statusBefore} → ${a.statusAfter}</p>
         <p>Reason: ${a.reason}</p>
-        ${a.receipt ? html`<details open><summary>Receipt the operator supplied</summary><pre>${json(a.receipt)}</pre></details>` : null}
+        ${
+          a.receipt
+            ? html`<details open>
+                <summary>Receipt the operator supplied</summary>
+                <pre>${json(a.receipt)}</pre>
+              </details>`
+            : null
+        }
         ${a.compensationEffectId ? html`<p>Compensation <a href=${`/console/effects/${a.compensationEffectId}`} onClick=${(ev: MouseEvent) => navigate(`/console/effects/${a.compensationEffectId}`, ev)}>${a.compensationEffectId}</a></p>` : null}`,
     });
   }
@@ -64,7 +84,11 @@ function timeline(e: EffectDetail): TimelineEntry[] {
       atMs: c.createdAtMs,
       kind: "compensation",
       key: `comp-${c.id}`,
-      body: html`<h3>Compensation <a href=${`/console/effects/${c.id}`} onClick=${(ev: MouseEvent) => navigate(`/console/effects/${c.id}`, ev)}>${c.id}</a>: ${c.status}</h3>
+      body: html`<h3>
+          Compensation
+          <a href=${`/console/effects/${c.id}`} onClick=${(ev: MouseEvent) => navigate(`/console/effects/${c.id}`, ev)}>${c.id}</a>:
+          ${c.status}
+        </h3>
         <p>${c.serverId} · ${c.toolName}</p>`,
     });
   }
@@ -88,7 +112,10 @@ function timeline(e: EffectDetail): TimelineEntry[] {
         ${e.run.error ? html`<pre>${json(e.run.error)}</pre>` : null}`,
     });
   }
-  return items.map((item, i) => ({ item, i })).sort((a, b) => a.item.atMs - b.item.atMs || a.i - b.i).map(({ item }) => item);
+  return items
+    .map((item, i) => ({ item, i }))
+    .sort((a, b) => a.item.atMs - b.item.atMs || a.i - b.i)
+    .map(({ item }) => item);
 }
 
 /** One effect: its current state, its timeline, and the operator's actions (reloaded on every live update). */
@@ -106,27 +133,76 @@ export function EffectPage({ effectId, changeSeq }: { effectId: string; changeSe
     });
   }, [effectId, changeSeq, reloadSeq]);
 
-  if (error) return html`<p class="error" role="alert">${error}</p><p><a href="/console" onClick=${(e: MouseEvent) => navigate("/console", e)}>Back to the list</a></p>`;
+  if (error)
+    return html`<p class="error" role="alert">${error}</p>
+      <p><a href="/console" onClick=${(e: MouseEvent) => navigate("/console", e)}>Back to the list</a></p>`;
   if (!effect || effect.id !== effectId) return html`<p role="status">Loading effect ${effectId}…</p>`;
   return html`
     <p><a href="/console" onClick=${(e: MouseEvent) => navigate("/console", e)}>← Unknown effects</a></p>
     <h1>Effect <span class="mono">${effect.id}</span></h1>
     <dl class="facts" data-testid="facts">
-      <div><dt>Status</dt><dd><span class=${`badge badge-${effect.status}`} data-testid="status">${effect.status}</span>${effect.resolution ? ` (resolution: ${effect.resolution})` : ""}</dd></div>
-      <div><dt>Server · tool</dt><dd>${effect.serverId} · <span data-testid="tool">${effect.toolName}</span></dd></div>
-      <div><dt>Run</dt><dd class="mono">${effect.runId}</dd></div>
-      <div><dt>Driver instance</dt><dd class="mono">${effect.driverInstanceId}</dd></div>
-      <div><dt>Attention</dt><dd>${effect.operatorAttention ? ATTENTION_LABELS[effect.operatorAttention] ?? effect.operatorAttention : "—"}</dd></div>
-      <div><dt>Lookups</dt><dd>${effect.lookupCount}; next ${when(effect.nextLookupAtMs)}</dd></div>
-      ${effect.compensatesEffectId
-        ? html`<div><dt>Compensates</dt><dd><a href=${`/console/effects/${effect.compensatesEffectId}`} onClick=${(ev: MouseEvent) => navigate(`/console/effects/${effect.compensatesEffectId}`, ev)}>${effect.compensatesEffectId}</a></dd></div>`
-        : null}
+      <div>
+        <dt>Status</dt>
+        <dd>
+          <span class=${`badge badge-${effect.status}`} data-testid="status">${effect.status}</span
+          >${effect.resolution ? ` (resolution: ${effect.resolution})` : ""}
+        </dd>
+      </div>
+      <div>
+        <dt>Server · tool</dt>
+        <dd>${effect.serverId} · <span data-testid="tool">${effect.toolName}</span></dd>
+      </div>
+      <div>
+        <dt>Run</dt>
+        <dd class="mono">${effect.runId}</dd>
+      </div>
+      <div>
+        <dt>Driver instance</dt>
+        <dd class="mono">${effect.driverInstanceId}</dd>
+      </div>
+      <div>
+        <dt>Attention</dt>
+        <dd>${effect.operatorAttention ? (ATTENTION_LABELS[effect.operatorAttention] ?? effect.operatorAttention) : "—"}</dd>
+      </div>
+      <div>
+        <dt>Lookups</dt>
+        <dd>${effect.lookupCount}; next ${when(effect.nextLookupAtMs)}</dd>
+      </div>
+      ${
+        effect.compensatesEffectId
+          ? html`<div>
+              <dt>Compensates</dt>
+              <dd>
+                <a
+                  href=${`/console/effects/${effect.compensatesEffectId}`}
+                  onClick=${(ev: MouseEvent) => navigate(`/console/effects/${effect.compensatesEffectId}`, ev)}
+                  >${effect.compensatesEffectId}</a
+                >
+              </dd>
+            </div>`
+          : null
+      }
     </dl>
-    ${effect.result !== null
-      ? html`<section aria-labelledby="result-h"><h2 id="result-h">Result</h2><pre data-testid="result">${json(effect.result)}</pre>
-          ${effect.providerReceipt ? html`<h3>Provider receipt</h3><pre data-testid="provider-receipt">${json(effect.providerReceipt)}</pre>` : null}
-          ${effect.reconciliationReceipt ? html`<h3>Reconciliation receipt</h3><pre>${json(effect.reconciliationReceipt)}</pre>` : null}</section>`
-      : null}
+    ${
+      effect.result !== null
+        ? html`<section aria-labelledby="result-h">
+            <h2 id="result-h">Result</h2>
+            <pre data-testid="result">${json(effect.result)}</pre>
+            ${
+              effect.providerReceipt
+                ? html`<h3>Provider receipt</h3>
+                    <pre data-testid="provider-receipt">${json(effect.providerReceipt)}</pre>`
+                : null
+            }
+            ${
+              effect.reconciliationReceipt
+                ? html`<h3>Reconciliation receipt</h3>
+                    <pre>${json(effect.reconciliationReceipt)}</pre>`
+                : null
+            }
+          </section>`
+        : null
+    }
     <${ActionsPanel} effect=${effect} onDone=${() => setReloadSeq((n) => n + 1)} />
     <section aria-labelledby="timeline-h">
       <h2 id="timeline-h">Timeline</h2>

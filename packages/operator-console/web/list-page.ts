@@ -66,15 +66,19 @@ export function ListPage({ search, changeSeq }: { search: string; changeSeq: num
 
   return html`
     <h1>Unknown effects</h1>
-    <p class="lede">Writes whose outcome nobody knows yet. They are fenced: nothing retries them. Open one to read its history and settle it.</p>
+    <p class="lede">
+      Writes whose outcome nobody knows yet. They are fenced: nothing retries them. Open one to read its history and settle it.
+    </p>
     <section aria-labelledby="counts-h" class="counts">
       <h2 id="counts-h">Counts by attention reason</h2>
-      ${stats
-        ? html`<ul class="count-list" data-testid="counts">
-            <li><span class="count-n">${stats.unknownTotal}</span> unknown in all</li>
-            ${stats.byAttention.map((b) => html`<li><span class="count-n">${b.count}</span> ${b.reason ?? "waiting for lookups (no attention reason)"}</li>`)}
-          </ul>`
-        : html`<p>Loading counts…</p>`}
+      ${
+        stats
+          ? html`<ul class="count-list" data-testid="counts">
+              <li><span class="count-n">${stats.unknownTotal}</span> unknown in all</li>
+              ${stats.byAttention.map((b) => html`<li><span class="count-n">${b.count}</span> ${b.reason ?? "waiting for lookups (no attention reason)"}</li>`)}
+            </ul>`
+          : html`<p>Loading counts…</p>`
+      }
     </section>
     <form class="filters" onSubmit=${onFilter} aria-labelledby="filters-h">
       <h2 id="filters-h">Filters</h2>
@@ -102,32 +106,50 @@ export function ListPage({ search, changeSeq }: { search: string; changeSeq: num
     ${error ? html`<p class="error" role="alert">${error}</p>` : null}
     <section aria-labelledby="list-h">
       <h2 id="list-h">Effects${params.get("cursor") ? " (later page)" : ""}</h2>
-      ${page === null
-        ? html`<p>Loading…</p>`
-        : page.effects.length === 0
-          ? html`<p data-testid="empty">No unknown effect${filtered ? " matches these filters" : ""}.</p>`
-          : html`<div class="table-wrap">
-              <table data-testid="effects">
-                <caption class="visually-hidden">Unknown effects, newest first</caption>
-                <thead>
-                  <tr><th scope="col">Effect</th><th scope="col">Server</th><th scope="col">Tool</th><th scope="col">Run</th><th scope="col">Age</th><th scope="col">Attention</th><th scope="col">Lookups</th><th scope="col">Next lookup</th></tr>
-                </thead>
-                <tbody>
-                  ${page.effects.map(
-                    (e) => html`<tr data-effect-id=${e.id}>
-                      <td><a href=${`/console/effects/${e.id}`} onClick=${(ev: MouseEvent) => navigate(`/console/effects/${e.id}`, ev)}>${e.id}</a></td>
-                      <td>${e.serverId}</td>
-                      <td>${e.toolName}</td>
-                      <td class="mono">${e.runId}</td>
-                      <td>${age(now - e.createdAtMs)}</td>
-                      <td>${e.operatorAttention ?? "—"}</td>
-                      <td>${e.lookupCount}</td>
-                      <td>${when(e.nextLookupAtMs)}</td>
-                    </tr>`,
-                  )}
-                </tbody>
-              </table>
-            </div>`}
+      ${
+        page === null
+          ? html`<p>Loading…</p>`
+          : page.effects.length === 0
+            ? html`<p data-testid="empty">No unknown effect${filtered ? " matches these filters" : ""}.</p>`
+            : html`<div class="table-wrap">
+                <table data-testid="effects">
+                  <caption class="visually-hidden">
+                    Unknown effects, newest first
+                  </caption>
+                  <thead>
+                    <tr>
+                      <th scope="col">Effect</th>
+                      <th scope="col">Server</th>
+                      <th scope="col">Tool</th>
+                      <th scope="col">Run</th>
+                      <th scope="col">Age</th>
+                      <th scope="col">Attention</th>
+                      <th scope="col">Lookups</th>
+                      <th scope="col">Next lookup</th>
+                    </tr>
+                  </thead>
+                  <tbody>
+                    ${page.effects.map(
+                      (e) =>
+                        html`<tr data-effect-id=${e.id}>
+                          <td>
+                            <a href=${`/console/effects/${e.id}`} onClick=${(ev: MouseEvent) => navigate(`/console/effects/${e.id}`, ev)}
+                              >${e.id}</a
+                            >
+                          </td>
+                          <td>${e.serverId}</td>
+                          <td>${e.toolName}</td>
+                          <td class="mono">${e.runId}</td>
+                          <td>${age(now - e.createdAtMs)}</td>
+                          <td>${e.operatorAttention ?? "—"}</td>
+                          <td>${e.lookupCount}</td>
+                          <td>${when(e.nextLookupAtMs)}</td>
+                        </tr>`,
+                    )}
+                  </tbody>
+                </table>
+              </div>`
+      }
       <nav class="pager" aria-label="Pages">
         ${params.get("cursor") ? html`<a href=${withCursor(null)} onClick=${(e: MouseEvent) => navigate(withCursor(null), e)}>First page</a>` : null}
         ${page?.nextCursor ? html`<a href=${withCursor(page.nextCursor)} onClick=${(e: MouseEvent) => navigate(withCursor(page.nextCursor), e)}>Next page</a>` : null}

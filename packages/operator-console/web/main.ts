@@ -40,7 +40,8 @@ function App() {
   }, []);
 
   useEffect(() => {
-    document.title = route.page === "effect" ? `Effect ${route.effectId} · Mosoo operator console` : "Unknown effects · Mosoo operator console";
+    document.title =
+      route.page === "effect" ? `Effect ${route.effectId} · Mosoo operator console` : "Unknown effects · Mosoo operator console";
   }, [route]);
 
   if (!session) return html`<p class="loading" role="status">Loading the operator console…</p>`;
@@ -55,9 +56,11 @@ function App() {
       </form>
     </header>
     <main id="main">
-      ${route.page === "effect"
-        ? html`<${EffectPage} effectId=${route.effectId} changeSeq=${changeSeq} />`
-        : html`<${ListPage} search=${route.search} changeSeq=${changeSeq} />`}
+      ${
+        route.page === "effect"
+          ? html`<${EffectPage} effectId=${route.effectId} changeSeq=${changeSeq} />`
+          : html`<${ListPage} search=${route.search} changeSeq=${changeSeq} />`
+      }
     </main>
   `;
 }

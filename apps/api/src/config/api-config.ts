@@ -80,7 +80,12 @@ export interface ApiConfig {
  * enrollment as an API key). Names the variables, never the secret.
  * @throws ConfigError `config.invalid: <variable>: ... reuses the secret of <other variable> ...`.
  */
-function checkSecretsDistinct(apiKeys: ApiKey[], fromFile: ReadonlySet<string>, operatorToken: string | undefined, enrollmentToken: string | undefined): void {
+function checkSecretsDistinct(
+  apiKeys: ApiKey[],
+  fromFile: ReadonlySet<string>,
+  operatorToken: string | undefined,
+  enrollmentToken: string | undefined,
+): void {
   const others: Array<[string, string | undefined]> = [
     ["MOSOO_OPERATOR_TOKEN", operatorToken],
     ["MOSOO_DRIVER_ENROLLMENT_TOKEN", enrollmentToken],
@@ -89,12 +94,16 @@ function checkSecretsDistinct(apiKeys: ApiKey[], fromFile: ReadonlySet<string>, 
     for (const [name, secret] of others) {
       if (secret !== undefined && key.secret === secret) {
         const source = fromFile.has(key.name) ? "MOSOO_API_KEYS_FILE" : "MOSOO_API_KEYS";
-        throw new ConfigError(`config.invalid: ${source}: key ${key.name} reuses the secret of ${name}; every credential needs its own secret`);
+        throw new ConfigError(
+          `config.invalid: ${source}: key ${key.name} reuses the secret of ${name}; every credential needs its own secret`,
+        );
       }
     }
   }
   if (operatorToken !== undefined && operatorToken === enrollmentToken) {
-    throw new ConfigError("config.invalid: MOSOO_DRIVER_ENROLLMENT_TOKEN: reuses the secret of MOSOO_OPERATOR_TOKEN; every credential needs its own secret");
+    throw new ConfigError(
+      "config.invalid: MOSOO_DRIVER_ENROLLMENT_TOKEN: reuses the secret of MOSOO_OPERATOR_TOKEN; every credential needs its own secret",
+    );
   }
 }
 
@@ -125,7 +134,9 @@ export function loadApiConfig(env: Record<string, string | undefined>): ApiConfi
   // package folder and record the caller's folder in INIT_CWD).
   const base = env["INIT_CWD"] ?? process.cwd();
   if (c.MOSOO_LOOKUP_BACKOFF_MAX_MS < c.MOSOO_LOOKUP_BACKOFF_INITIAL_MS) {
-    throw new ConfigError(`config.invalid: MOSOO_LOOKUP_BACKOFF_MAX_MS: must be >= MOSOO_LOOKUP_BACKOFF_INITIAL_MS (${c.MOSOO_LOOKUP_BACKOFF_INITIAL_MS})`);
+    throw new ConfigError(
+      `config.invalid: MOSOO_LOOKUP_BACKOFF_MAX_MS: must be >= MOSOO_LOOKUP_BACKOFF_INITIAL_MS (${c.MOSOO_LOOKUP_BACKOFF_INITIAL_MS})`,
+    );
   }
   const apiKeys: ApiKey[] = [];
   const fileKeyNames = new Set<string>();
@@ -138,7 +149,8 @@ export function loadApiConfig(env: Record<string, string | undefined>): ApiConfi
     const fromFile = readApiKeysFile(resolve(base, c.MOSOO_API_KEYS_FILE));
     if ("error" in fromFile) throw new ConfigError(`config.invalid: MOSOO_API_KEYS_FILE: ${fromFile.error}`);
     for (const k of fromFile.keys) {
-      if (apiKeys.some((e) => e.name === k.name)) throw new ConfigError(`config.invalid: MOSOO_API_KEYS_FILE: key ${k.name} is also in MOSOO_API_KEYS`);
+      if (apiKeys.some((e) => e.name === k.name))
+        throw new ConfigError(`config.invalid: MOSOO_API_KEYS_FILE: key ${k.name} is also in MOSOO_API_KEYS`);
       apiKeys.push(k);
       fileKeyNames.add(k.name);
     }
@@ -146,7 +158,9 @@ export function loadApiConfig(env: Record<string, string | undefined>): ApiConfi
   checkSecretsDistinct(apiKeys, fileKeyNames, c.MOSOO_OPERATOR_TOKEN, c.MOSOO_DRIVER_ENROLLMENT_TOKEN);
   // Fail closed (docs/DESIGN.md §10): a port other machines can reach is never served without run API keys.
   if (!isLoopbackHost(c.MOSOO_HOST) && apiKeys.length === 0) {
-    throw new ConfigError(`config.invalid: MOSOO_HOST: ${c.MOSOO_HOST} is not a loopback address; set MOSOO_API_KEYS or MOSOO_API_KEYS_FILE before binding to it`);
+    throw new ConfigError(
+      `config.invalid: MOSOO_HOST: ${c.MOSOO_HOST} is not a loopback address; set MOSOO_API_KEYS or MOSOO_API_KEYS_FILE before binding to it`,
+    );
   }
   return {
     dbFile: c.MOSOO_DB_FILE === ":memory:" ? c.MOSOO_DB_FILE : resolve(base, c.MOSOO_DB_FILE),
@@ -169,7 +183,11 @@ export function loadApiConfig(env: Record<string, string | undefined>): ApiConfi
       bindingsFile: c.MOSOO_RECONCILIATION_BINDINGS_FILE === undefined ? undefined : resolve(base, c.MOSOO_RECONCILIATION_BINDINGS_FILE),
       lookupTimeoutMs: c.MOSOO_LOOKUP_TIMEOUT_MS,
       concurrency: c.MOSOO_RECONCILIATION_CONCURRENCY,
-      backoff: { initialMs: c.MOSOO_LOOKUP_BACKOFF_INITIAL_MS, maxMs: c.MOSOO_LOOKUP_BACKOFF_MAX_MS, factor: c.MOSOO_LOOKUP_BACKOFF_FACTOR },
+      backoff: {
+        initialMs: c.MOSOO_LOOKUP_BACKOFF_INITIAL_MS,
+        maxMs: c.MOSOO_LOOKUP_BACKOFF_MAX_MS,
+        factor: c.MOSOO_LOOKUP_BACKOFF_FACTOR,
+      },
       maxLookups: c.MOSOO_MAX_LOOKUPS,
       groupCommit: { maxBatch: c.MOSOO_GROUP_COMMIT_MAX, windowMs: c.MOSOO_GROUP_COMMIT_WINDOW_MS },
       adapterHeapMb: c.MOSOO_ADAPTER_HEAP_MB,

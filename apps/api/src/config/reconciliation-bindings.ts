@@ -1,7 +1,14 @@
 import { dirname, resolve } from "node:path";
 import { z } from "zod";
 import { ServerIdSchema, ToolNameSchema } from "@mosoo/contracts";
-import { AdapterSourceSchema, ReconciliationError, type AdapterHost, type AdapterSource, type InstantiatedBinding, type ReconciliationAdapter } from "@mosoo/effect-reconciliation";
+import {
+  AdapterSourceSchema,
+  ReconciliationError,
+  type AdapterHost,
+  type AdapterSource,
+  type InstantiatedBinding,
+  type ReconciliationAdapter,
+} from "@mosoo/effect-reconciliation";
 import { BUILT_IN_ADAPTER_SOURCES } from "../adapters/reconciliation/builtin-adapters.js";
 import { ConfigError, type ApiConfig } from "./api-config.js";
 import { readBindingsFileText } from "./startup-checks.js";
@@ -30,7 +37,10 @@ const BindingSchema = z
       })
       .optional(),
   })
-  .refine((b) => (b.adapterId === undefined) !== (b.package === undefined), "name exactly one of adapterId (a built-in) or package ({module, export})");
+  .refine(
+    (b) => (b.adapterId === undefined) !== (b.package === undefined),
+    "name exactly one of adapterId (a built-in) or package ({module, export})",
+  );
 /** See {@link BindingSchema}. */
 type Binding = z.infer<typeof BindingSchema>;
 
@@ -65,7 +75,8 @@ type BindingInstantiator = (spec: BindingSpec, discoveryTimeoutMs: number) => Pr
 
 /** The {@link BindingInstantiator} of an {@link AdapterHost}: `host.bind(source, options, {tools, discoveryTimeoutMs})`. */
 function hostInstantiator(host: AdapterHost): BindingInstantiator {
-  return (spec, discoveryTimeoutMs) => host.bind(spec.source, spec.options, { ...(spec.tools ? { tools: spec.tools } : {}), discoveryTimeoutMs });
+  return (spec, discoveryTimeoutMs) =>
+    host.bind(spec.source, spec.options, { ...(spec.tools ? { tools: spec.tools } : {}), discoveryTimeoutMs });
 }
 
 const VAR = "MOSOO_RECONCILIATION_BINDINGS_FILE";
@@ -90,13 +101,19 @@ export interface BindingsLoadOptions {
  *   that crashed or hung while building (`adapter.load_failed`), an invalid declaration, invalid
  *   options, or a tool the adapter does not declare (`binding.tool_not_declared`).
  */
-export async function loadBindings(file: string, host: AdapterHost, opts: BindingsLoadOptions = {}): Promise<Map<string, BoundAdapterInfo>> {
+export async function loadBindings(
+  file: string,
+  host: AdapterHost,
+  opts: BindingsLoadOptions = {},
+): Promise<Map<string, BoundAdapterInfo>> {
   const text = readBindingsFileText(file);
   let raw: unknown;
   try {
     raw = JSON.parse(text);
   } catch (err) {
-    throw new ConfigError(`config.invalid: ${VAR}: cannot read JSON from ${file}: ${err instanceof Error ? err.message.split("\n")[0] : String(err)}`);
+    throw new ConfigError(
+      `config.invalid: ${VAR}: cannot read JSON from ${file}: ${err instanceof Error ? err.message.split("\n")[0] : String(err)}`,
+    );
   }
   const parsed = BindingsFileSchema.safeParse(raw);
   if (!parsed.success) {
@@ -122,7 +139,9 @@ export async function loadBindings(file: string, host: AdapterHost, opts: Bindin
 function sourceOf(binding: Binding, file: string, builtIns: Readonly<Record<string, AdapterSource>>): AdapterSource {
   if (binding.package) {
     const m = binding.package.module;
-    return m.startsWith("./") || m.startsWith("../") ? { module: resolve(dirname(file), m), export: binding.package.export } : binding.package;
+    return m.startsWith("./") || m.startsWith("../")
+      ? { module: resolve(dirname(file), m), export: binding.package.export }
+      : binding.package;
   }
   const id = binding.adapterId!;
   const source = Object.hasOwn(builtIns, id) ? builtIns[id] : undefined;
@@ -142,9 +161,15 @@ function sourceOf(binding: Binding, file: string, builtIns: Readonly<Record<stri
  * waits until the flag is turned on). Discovery is bounded by the lookup timeout.
  * @throws ConfigError as {@link loadBindings}.
  */
-export async function resolveReconciliationSettings(config: ApiConfig, host: AdapterHost, opts: BindingsLoadOptions = {}): Promise<ReconciliationSettings> {
+export async function resolveReconciliationSettings(
+  config: ApiConfig,
+  host: AdapterHost,
+  opts: BindingsLoadOptions = {},
+): Promise<ReconciliationSettings> {
   const r = config.reconciliation;
-  const infos = r.bindingsFile ? await loadBindings(r.bindingsFile, host, { discoveryTimeoutMs: r.lookupTimeoutMs, ...opts }) : new Map<string, BoundAdapterInfo>();
+  const infos = r.bindingsFile
+    ? await loadBindings(r.bindingsFile, host, { discoveryTimeoutMs: r.lookupTimeoutMs, ...opts })
+    : new Map<string, BoundAdapterInfo>();
   const bindings = new Map<string, ReconciliationAdapter>([...infos].map(([serverId, info]) => [serverId, info.adapter]));
   return {
     enabled: r.enabled,

@@ -23,7 +23,14 @@ export const LOG_REDACT_PATHS: readonly string[] = (() => {
     "clientSecret",
     "password",
   ];
-  const headerPaths = ["req.headers.authorization", "req.headers.cookie", 'headers.authorization', "headers.cookie", 'req.headers["x-api-key"]', 'headers["x-api-key"]'];
+  const headerPaths = [
+    "req.headers.authorization",
+    "req.headers.cookie",
+    "headers.authorization",
+    "headers.cookie",
+    'req.headers["x-api-key"]',
+    'headers["x-api-key"]',
+  ];
   return [...headerPaths, ...names, ...names.map((n) => `*.${n}`), ...names.map((n) => `*.*.${n}`)];
 })();
 

@@ -29,7 +29,13 @@ const CHROMIUM_FLAGS = [
 export async function launchBrowser(): Promise<{ browser: Browser; close(): Promise<void> }> {
   const executablePath = await chromium.executablePath();
   const userDataDir = mkdtempSync(join(tmpdir(), "mosoo-console-profile-"));
-  const browser = await puppeteer.launch({ executablePath, headless: true, args: CHROMIUM_FLAGS, userDataDir, defaultViewport: { width: 1280, height: 900 } });
+  const browser = await puppeteer.launch({
+    executablePath,
+    headless: true,
+    args: CHROMIUM_FLAGS,
+    userDataDir,
+    defaultViewport: { width: 1280, height: 900 },
+  });
   return {
     browser,
     async close() {
@@ -40,7 +46,11 @@ export async function launchBrowser(): Promise<{ browser: Browser; close(): Prom
 }
 
 /** The API's HTTP app over `runtime`, served on 127.0.0.1 (a free port), with fast live-update polling for tests. */
-export async function serveConsoleApi(runtime: Runtime, operatorToken: string | undefined, pollMs = 100): Promise<{ url: string; close(): Promise<void> }> {
+export async function serveConsoleApi(
+  runtime: Runtime,
+  operatorToken: string | undefined,
+  pollMs = 100,
+): Promise<{ url: string; close(): Promise<void> }> {
   const app = buildHttpApp(runtime, { operatorToken, console: { pollMs } });
   const server: ServerType = await new Promise((resolve) => {
     const s = serve({ fetch: app.fetch, hostname: "127.0.0.1", port: 0 }, () => resolve(s));

@@ -6,7 +6,6 @@
 import type { CrashLab } from "./crash-lab.js";
 import { EFFECT_STEPS, TERMINAL_COMMAND } from "./lifecycle-oracle.js";
 
-
 /**
  * Installs a persistent (in the test's own file) audit of every effect status change, so the
  * transitions made by every "process" across crashes are checked. Idempotent (each boot calls it).
@@ -95,7 +94,10 @@ export async function checkLab(lab: CrashLab): Promise<string[]> {
     if (!record && e.status === "unknown" && lab.profile !== "neither" && !e.operator_attention) {
       v.push("unknown after quiescence with a provider that can be asked and no operator attention (I10)");
     }
-    const cmd = sql.prepare("SELECT status, result_json FROM driver_commands WHERE id = ?").get(e.command_id) as { status: string; result_json: string | null };
+    const cmd = sql.prepare("SELECT status, result_json FROM driver_commands WHERE id = ?").get(e.command_id) as {
+      status: string;
+      result_json: string | null;
+    };
     if (!TERMINAL_COMMAND.has(cmd.status)) v.push(`command ${cmd.status} without a terminal receipt after quiescence (I10)`);
     if (cmd.status === "completed" && (e.status !== "succeeded" || cmd.result_json !== e.result_json)) {
       v.push(`command completed while its effect is ${e.status} / another result (rule 6: no terminal state before the result commits)`);

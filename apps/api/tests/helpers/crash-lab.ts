@@ -18,7 +18,17 @@ import {
 } from "@mosoo/contracts";
 import type { ReconciliationAdapter } from "@mosoo/effect-reconciliation";
 import { createProviderDouble, createProviderDoubleAdapter, type ProviderDouble } from "@mosoo/effect-reconciliation/testing";
-import { START_MS, createManualClock, createTempDir, createTestWorld, type ManualClock, type ReconciliationSettings, type Runtime, type Store, type TestWorld } from "../kit/index.js";
+import {
+  START_MS,
+  createManualClock,
+  createTempDir,
+  createTestWorld,
+  type ManualClock,
+  type ReconciliationSettings,
+  type Runtime,
+  type Store,
+  type TestWorld,
+} from "../kit/index.js";
 import { CrashInjector, SimulatedCrash, isSimulatedCrash, type CrashPlan } from "./crash-injector.js";
 import { installLabAudit } from "./crash-lab-checks.js";
 
@@ -125,7 +135,8 @@ export class CrashLab {
     this.double = createProviderDouble({
       clock: this.clock,
       toolName: TOOL,
-      keyFencing: profile === "dedupe_lookup" ? { kind: "lookup_fences_key" } : { kind: "max_in_flight", maxInFlightMs: LAB_MAX_IN_FLIGHT_MS },
+      keyFencing:
+        profile === "dedupe_lookup" ? { kind: "lookup_fences_key" } : { kind: "max_in_flight", maxInFlightMs: LAB_MAX_IN_FLIGHT_MS },
     });
     this.world = createTestWorld({
       dbFile: this.file,
@@ -156,20 +167,20 @@ export class CrashLab {
           },
         }
       : {
-      declaration: inner.declaration,
-      lookup: async (request, context) => {
-        this.facts.lookups += 1;
-        if (this.gate) await this.gate();
-        try {
-          return await this.faultyLookup(() => inner.lookup(request, context));
-        } finally {
-          if (this.crashAfterLookup) {
-            this.crashAfterLookup = false;
-            this.injector.armNext();
-          }
-        }
-      },
-    };
+          declaration: inner.declaration,
+          lookup: async (request, context) => {
+            this.facts.lookups += 1;
+            if (this.gate) await this.gate();
+            try {
+              return await this.faultyLookup(() => inner.lookup(request, context));
+            } finally {
+              if (this.crashAfterLookup) {
+                this.crashAfterLookup = false;
+                this.injector.armNext();
+              }
+            }
+          },
+        };
     const settings: ReconciliationSettings = {
       enabled: true,
       bindings: new Map(this.profile === "neither" ? [] : [[SERVER, adapter]]),
@@ -248,9 +259,16 @@ export class CrashLab {
    */
   async runFlow(at?: CrashPoint): Promise<void> {
     if (at === "before_intent") this.injector.armNext();
-    const call = this.runtime.runs.enqueueToolCall(this.runId!, { serverId: SERVER, toolName: TOOL, arguments: { title: "Disk full" }, requestId: "req-1" });
+    const call = this.runtime.runs.enqueueToolCall(this.runId!, {
+      serverId: SERVER,
+      toolName: TOOL,
+      arguments: { title: "Disk full" },
+      requestId: "req-1",
+    });
     this.facts.commandId = call.commandId;
-    const eff = this.store.sqlite.prepare("SELECT id, idempotency_key FROM external_tool_effects WHERE command_id = ?").get(call.commandId) as { id: string; idempotency_key: string };
+    const eff = this.store.sqlite
+      .prepare("SELECT id, idempotency_key FROM external_tool_effects WHERE command_id = ?")
+      .get(call.commandId) as { id: string; idempotency_key: string };
     this.facts.effectId = eff.id;
     this.facts.key = eff.idempotency_key;
     this.point("after_intent", at);
@@ -283,20 +301,36 @@ export class CrashLab {
     const payload = env.payload;
     switch (claim.kind) {
       case "completed":
-        this.runtime.commands.updateCommand(instance(), env.commandId, { connectionId: d.connectionId, status: "completed", result: claim.result });
+        this.runtime.commands.updateCommand(instance(), env.commandId, {
+          connectionId: d.connectionId,
+          status: "completed",
+          result: claim.result,
+        });
         return;
       case "unknown":
-        this.runtime.commands.updateCommand(instance(), env.commandId, { connectionId: d.connectionId, status: "failed", error: effectUnknownError(claim.effectId) });
+        this.runtime.commands.updateCommand(instance(), env.commandId, {
+          connectionId: d.connectionId,
+          status: "failed",
+          error: effectUnknownError(claim.effectId),
+        });
         return;
       case "not_executed":
-        this.runtime.commands.updateCommand(instance(), env.commandId, { connectionId: d.connectionId, status: "failed", error: effectNotExecutedError(claim.effectId) });
+        this.runtime.commands.updateCommand(instance(), env.commandId, {
+          connectionId: d.connectionId,
+          status: "failed",
+          error: effectNotExecutedError(claim.effectId),
+        });
         return;
       case "execute":
         break;
     }
     this.point("after_claim", at);
     const args = JSON.parse(payload.argumentsJson) as Record<string, unknown>;
-    const sent = this.send(claim.idempotencyKey, args, at === "reconcile_after_lookup_before_persist" ? "lost" : this.behaviour === "late_commit" ? "late" : "now");
+    const sent = this.send(
+      claim.idempotencyKey,
+      args,
+      at === "reconcile_after_lookup_before_persist" ? "lost" : this.behaviour === "late_commit" ? "late" : "now",
+    );
     if (at === "after_provider_commit_before_response") {
       await sent.catch(() => undefined);
       throw new SimulatedCrash(at);
@@ -306,8 +340,16 @@ export class CrashLab {
       tool = await sent;
     } catch {
       // the transport broke or the call timed out: fate unknown
-      this.runtime.ledger.markUnknown(instance(), claim.effectId, { connectionId: d.connectionId, attempt: claim.attempt, reason: "mcp_call_failed: lab" });
-      this.runtime.commands.updateCommand(instance(), env.commandId, { connectionId: d.connectionId, status: "failed", error: effectUnknownError(claim.effectId) });
+      this.runtime.ledger.markUnknown(instance(), claim.effectId, {
+        connectionId: d.connectionId,
+        attempt: claim.attempt,
+        reason: "mcp_call_failed: lab",
+      });
+      this.runtime.commands.updateCommand(instance(), env.commandId, {
+        connectionId: d.connectionId,
+        status: "failed",
+        error: effectUnknownError(claim.effectId),
+      });
       if (at === "reconcile_after_lookup_before_persist") {
         this.crashAfterLookup = true;
         await this.runtime.reconciler.reconcile(claim.effectId, "sweep");
@@ -316,7 +358,12 @@ export class CrashLab {
     }
     this.point("after_response_before_persist", at);
     const result: McpExecuteCommandResult = toMcpExecuteCommandResult(tool, payload);
-    this.runtime.ledger.complete(instance(), claim.effectId, { connectionId: d.connectionId, attempt: claim.attempt, result, receipt: tool._meta ?? null });
+    this.runtime.ledger.complete(instance(), claim.effectId, {
+      connectionId: d.connectionId,
+      attempt: claim.attempt,
+      result,
+      receipt: tool._meta ?? null,
+    });
     this.point("after_persist_before_receipt", at);
     this.runtime.commands.updateCommand(instance(), env.commandId, { connectionId: d.connectionId, status: "completed", result });
   }
@@ -338,11 +385,14 @@ export class CrashLab {
       void this.double.commit(key, args, { delayMs: LATE_COMMIT_MS }).then(record, () => undefined);
       return Promise.reject(new Error("tools/call timed out"));
     }
-    return this.double.commit(key, args).then(record).then((r) => {
-      if (mode === "lost") throw new Error("response lost");
-      if (r.status !== "committed") throw new Error(`provider ${r.status}`);
-      return r.result;
-    });
+    return this.double
+      .commit(key, args)
+      .then(record)
+      .then((r) => {
+        if (mode === "lost") throw new Error("response lost");
+        if (r.status !== "committed") throw new Error(`provider ${r.status}`);
+        return r.result;
+      });
   }
 
   /**
@@ -351,8 +401,15 @@ export class CrashLab {
    * the command. Returns the effect id.
    */
   async toUnknownEffect(): Promise<string> {
-    const call = this.runtime.runs.enqueueToolCall(this.runId!, { serverId: SERVER, toolName: TOOL, arguments: { title: "Disk full" }, requestId: "req-1" });
-    const eff = this.store.sqlite.prepare("SELECT id, idempotency_key FROM external_tool_effects WHERE command_id = ?").get(call.commandId) as { id: string; idempotency_key: string };
+    const call = this.runtime.runs.enqueueToolCall(this.runId!, {
+      serverId: SERVER,
+      toolName: TOOL,
+      arguments: { title: "Disk full" },
+      requestId: "req-1",
+    });
+    const eff = this.store.sqlite
+      .prepare("SELECT id, idempotency_key FROM external_tool_effects WHERE command_id = ?")
+      .get(call.commandId) as { id: string; idempotency_key: string };
     Object.assign(this.facts, { effectId: eff.id, commandId: call.commandId, key: eff.idempotency_key });
     const env = (await this.deliver())!;
     const d = this.driver!;
@@ -360,9 +417,19 @@ export class CrashLab {
     this.runtime.commands.updateCommand(instance, env.commandId, { connectionId: d.connectionId, status: "accepted" });
     const claim = await this.runtime.ledger.claim(instance, d.connectionId, env.commandId);
     if (claim.kind !== "execute") throw new Error(`expected execute, got ${claim.kind}`);
-    await this.send(claim.idempotencyKey, { title: "Disk full" }, this.behaviour === "late_commit" ? "late" : "lost").catch(() => undefined);
-    this.runtime.ledger.markUnknown(instance, claim.effectId, { connectionId: d.connectionId, attempt: claim.attempt, reason: "mcp_call_failed: lab" });
-    this.runtime.commands.updateCommand(instance, env.commandId, { connectionId: d.connectionId, status: "failed", error: effectUnknownError(claim.effectId) });
+    await this.send(claim.idempotencyKey, { title: "Disk full" }, this.behaviour === "late_commit" ? "late" : "lost").catch(
+      () => undefined,
+    );
+    this.runtime.ledger.markUnknown(instance, claim.effectId, {
+      connectionId: d.connectionId,
+      attempt: claim.attempt,
+      reason: "mcp_call_failed: lab",
+    });
+    this.runtime.commands.updateCommand(instance, env.commandId, {
+      connectionId: d.connectionId,
+      status: "failed",
+      error: effectUnknownError(claim.effectId),
+    });
     return claim.effectId;
   }
 
@@ -391,8 +458,15 @@ export class CrashLab {
    * Returns the stale report's answer (`rejected`/`superseded`/an error code) and the terminal update's.
    */
   async stalledExecutor(): Promise<{ complete: string; update: string }> {
-    const call = this.runtime.runs.enqueueToolCall(this.runId!, { serverId: SERVER, toolName: TOOL, arguments: { title: "Disk full" }, requestId: "req-1" });
-    const eff = this.store.sqlite.prepare("SELECT id, idempotency_key FROM external_tool_effects WHERE command_id = ?").get(call.commandId) as { id: string; idempotency_key: string };
+    const call = this.runtime.runs.enqueueToolCall(this.runId!, {
+      serverId: SERVER,
+      toolName: TOOL,
+      arguments: { title: "Disk full" },
+      requestId: "req-1",
+    });
+    const eff = this.store.sqlite
+      .prepare("SELECT id, idempotency_key FROM external_tool_effects WHERE command_id = ?")
+      .get(call.commandId) as { id: string; idempotency_key: string };
     Object.assign(this.facts, { effectId: eff.id, commandId: call.commandId, key: eff.idempotency_key });
     const env = (await this.deliver())!;
     const zombie = { ...this.driver! };
@@ -412,14 +486,27 @@ export class CrashLab {
     const inst = this.runtime.drivers.authenticate(zombie.token);
     try {
       complete = tool
-        ? this.runtime.ledger.complete(inst, claim.effectId, { connectionId: zombie.connectionId, attempt: claim.attempt, result: toMcpExecuteCommandResult(tool, env.payload), receipt: null }).outcome
-        : this.runtime.ledger.markUnknown(inst, claim.effectId, { connectionId: zombie.connectionId, attempt: claim.attempt, reason: "late" }).outcome;
+        ? this.runtime.ledger.complete(inst, claim.effectId, {
+            connectionId: zombie.connectionId,
+            attempt: claim.attempt,
+            result: toMcpExecuteCommandResult(tool, env.payload),
+            receipt: null,
+          }).outcome
+        : this.runtime.ledger.markUnknown(inst, claim.effectId, {
+            connectionId: zombie.connectionId,
+            attempt: claim.attempt,
+            reason: "late",
+          }).outcome;
     } catch (e) {
       complete = code(e);
     }
     let update: string;
     try {
-      update = this.runtime.commands.updateCommand(inst, env.commandId, { connectionId: zombie.connectionId, status: "failed", error: effectUnknownError(claim.effectId) }).outcome;
+      update = this.runtime.commands.updateCommand(inst, env.commandId, {
+        connectionId: zombie.connectionId,
+        status: "failed",
+        error: effectUnknownError(claim.effectId),
+      }).outcome;
     } catch (e) {
       update = code(e);
     }

@@ -6,7 +6,13 @@ import { API_ROUTES, matchRoute } from "@mosoo/contracts";
  * send malformed JSON), with `Authorization: Bearer <token>` when given. Resolves to the HTTP
  * status and the parsed JSON body (`null` for an empty body, `{raw}` for a body that is not JSON).
  */
-export async function requestJson(app: Hono, method: string, path: string, body?: unknown, token?: string): Promise<{ status: number; body: any }> {
+export async function requestJson(
+  app: Hono,
+  method: string,
+  path: string,
+  body?: unknown,
+  token?: string,
+): Promise<{ status: number; body: any }> {
   const res = await app.request(path, {
     method,
     headers: { "content-type": "application/json", ...(token ? { authorization: `Bearer ${token}` } : {}) },

@@ -30,11 +30,19 @@ import { RaceCmd, type RaceOp } from "./ledger-model/race-command.js";
 import { FinalizeCmd, SweepCmd } from "./ledger-model/reconciliation-commands.js";
 import type { Cmd } from "./ledger-model/steps.js";
 
-
 // ---------------------------------------------------------------------------------------------
 // Arbitraries
 
-const FAULTS: AdapterFault[] = ["none", "throws", "rejects", "garbage", "hangs_ignoring_signal", "wrong_key", "conflicting_fingerprint", "oversized_receipt"];
+const FAULTS: AdapterFault[] = [
+  "none",
+  "throws",
+  "rejects",
+  "garbage",
+  "hangs_ignoring_signal",
+  "wrong_key",
+  "conflicting_fingerprint",
+  "oversized_receipt",
+];
 
 /**
  * The weighted command arbitraries. `raceEnqueue` lets race commands enqueue a tool call
@@ -42,12 +50,18 @@ const FAULTS: AdapterFault[] = ["none", "throws", "rejects", "garbage", "hangs_i
  * enqueue-during-finalization bug was found (see the pinned regression in the test file).
  */
 export function commandArbitraries(opts: { raceEnqueue: boolean; operator?: boolean; apiCrash?: boolean }): Array<fc.Arbitrary<Cmd>> {
-  const enqueueArb = fc.constantFrom<ToolKind>("bound", "bound", "bound", "bound", "unbound_server", "undeclared_tool").map((k) => new EnqueueCmd(k));
+  const enqueueArb = fc
+    .constantFrom<ToolKind>("bound", "bound", "bound", "bound", "unbound_server", "undeclared_tool")
+    .map((k) => new EnqueueCmd(k));
   // the Driver accepts what it receives, except now and then (it crashed right after receiving)
   const deliverArb = fc.nat(5).map((n) => new DeliverCmd(n !== 0));
   const claimArb = fc.nat(7).map((p) => new ClaimCmd(p));
   const executeArb = fc
-    .record({ pick: fc.nat(7), delay: fc.oneof({ weight: 3, arbitrary: fc.constant(0) }, { weight: 1, arbitrary: fc.integer({ min: 1, max: 20_000 }) }), lose: fc.boolean() })
+    .record({
+      pick: fc.nat(7),
+      delay: fc.oneof({ weight: 3, arbitrary: fc.constant(0) }, { weight: 1, arbitrary: fc.integer({ min: 1, max: 20_000 }) }),
+      lose: fc.boolean(),
+    })
     .map((r) => new ProviderExecuteCmd(r.pick, r.delay, r.lose));
   const reportArb = fc.record({ pick: fc.nat(7), complete: fc.boolean() }).map((r) => new ReportCmd(r.pick, r.complete));
   const updateArb = fc
@@ -58,7 +72,11 @@ export function commandArbitraries(opts: { raceEnqueue: boolean; operator?: bool
   // a slow Driver: the claim answer is held past any window (deadline + maxInFlight + lag), or just around the deadline
   const slowTurnArb = fc
     .record({
-      hold: fc.oneof(fc.integer({ min: 8_000, max: SEND_DEADLINE_MS - 1 }), fc.integer({ min: SEND_DEADLINE_MS, max: 11_000 }), fc.integer({ min: 25_000, max: 70_000 })),
+      hold: fc.oneof(
+        fc.integer({ min: 8_000, max: SEND_DEADLINE_MS - 1 }),
+        fc.integer({ min: SEND_DEADLINE_MS, max: 11_000 }),
+        fc.integer({ min: 25_000, max: 70_000 }),
+      ),
       heartbeat: fc.boolean(),
       sendDelay: fc.integer({ min: 0, max: 3_000 }),
       thenLost: fc.boolean(),
@@ -73,7 +91,10 @@ export function commandArbitraries(opts: { raceEnqueue: boolean; operator?: bool
   const sweepArb = fc.constant(null).map(() => new SweepCmd());
   const faultArb = fc
     .record({
-      adapterFault: fc.oneof({ weight: 3, arbitrary: fc.constant<AdapterFault>("none") }, { weight: 4, arbitrary: fc.constantFrom(...FAULTS) }),
+      adapterFault: fc.oneof(
+        { weight: 3, arbitrary: fc.constant<AdapterFault>("none") },
+        { weight: 4, arbitrary: fc.constantFrom(...FAULTS) },
+      ),
       lag: fc.boolean(),
       slow: fc.nat(3).map((n) => n === 0),
     })
@@ -91,7 +112,15 @@ export function commandArbitraries(opts: { raceEnqueue: boolean; operator?: bool
       finalize: fc.nat(3).map((n) => n === 0),
       enqueue: fc.nat(2).map((n) => opts.raceEnqueue && n === 0),
     })
-    .map((r) => new RaceCmd(r.s, r.pick, [...r.core, ...(r.finalize ? (["finalize"] as const) : []), ...(r.enqueue ? (["enqueue"] as const) : [])], false));
+    .map(
+      (r) =>
+        new RaceCmd(
+          r.s,
+          r.pick,
+          [...r.core, ...(r.finalize ? (["finalize"] as const) : []), ...(r.enqueue ? (["enqueue"] as const) : [])],
+          false,
+        ),
+    );
   // R2: a reconciler's lookup outlives its lease, a second reconciler takes the expired lease; any
   // extra operation (a redelivery claim, a Driver report, finalization, a sweep) joins the race.
   const zombieArb = fc
@@ -102,7 +131,15 @@ export function commandArbitraries(opts: { raceEnqueue: boolean; operator?: bool
       second: fc.constantFrom<RaceOp>("reconcile_sweep", "reconcile_operator", "claim", "sweep"),
       extra: fc.option(fc.constantFrom<RaceOp>("report", "claim", "finalize", "sweep"), { nil: undefined }),
     })
-    .map((r) => new RaceCmd(r.s, r.pick, [r.first, "lease_expiry", r.second, ...(r.extra && r.extra !== r.first && r.extra !== r.second ? [r.extra] : [])], true));
+    .map(
+      (r) =>
+        new RaceCmd(
+          r.s,
+          r.pick,
+          [r.first, "lease_expiry", r.second, ...(r.extra && r.extra !== r.first && r.extra !== r.second ? [r.extra] : [])],
+          true,
+        ),
+    );
   const weighted: Array<[number, fc.Arbitrary<Cmd>]> = [
     [2, enqueueArb],
     [3, deliverArb],
@@ -134,7 +171,12 @@ export function commandArbitraries(opts: { raceEnqueue: boolean; operator?: bool
     ]);
   }
   if (opts.operator) {
-    weighted.push([1, fc.record({ pick: fc.nat(7), action: fc.constantFrom<"lookup" | "resolve">("lookup", "resolve") }).map((r) => new OperatorCmd(r.pick, r.action))]);
+    weighted.push([
+      1,
+      fc
+        .record({ pick: fc.nat(7), action: fc.constantFrom<"lookup" | "resolve">("lookup", "resolve") })
+        .map((r) => new OperatorCmd(r.pick, r.action)),
+    ]);
   }
   return weighted.flatMap(([n, arb]) => Array.from({ length: n }, () => arb));
 }

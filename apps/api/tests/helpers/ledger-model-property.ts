@@ -35,7 +35,12 @@ export interface LedgerPropertyOptions {
 }
 
 /** The exploring configuration: every command kind, races, operator actions and API crashes. */
-export const EXPLORING_OPTIONS: LedgerPropertyOptions = { raceEnqueue: true, finalizationSettlesCommand: true, operator: true, apiCrash: true };
+export const EXPLORING_OPTIONS: LedgerPropertyOptions = {
+  raceEnqueue: true,
+  finalizationSettlesCommand: true,
+  operator: true,
+  apiCrash: true,
+};
 
 /** The async property (one run = one world, a command sequence, then quiescence). Counts runs in `figures.runs`. */
 export function ledgerProperty(opts: LedgerPropertyOptions) {
@@ -63,7 +68,11 @@ export function ledgerProperty(opts: LedgerPropertyOptions) {
 
 /** The figures the property collected (runs incl. shrinking and replays, commands, claims, final effects…), as printable lines. */
 export function figuresReport(): string {
-  const fmt = (m: Map<string, number>) => [...m].sort((a, b) => b[1] - a[1]).map(([k, v]) => `${k}=${v}`).join(", ");
+  const fmt = (m: Map<string, number>) =>
+    [...m]
+      .sort((a, b) => b[1] - a[1])
+      .map(([k, v]) => `${k}=${v}`)
+      .join(", ");
   return [
     `ledger model: ${figures.runs} runs (incl. shrinking/replays), ${figures.transitionsChecked} row changes audited, ${figures.providerWrites} provider writes, ${figures.lateCommitProbes} late-commit probes, ${figures.raceOps} race ops, ${figures.apiRestarts} API restarts (${figures.apiCrashes} at a durable write)`,
     `  commands: ${fmt(figures.commands)}`,

@@ -50,8 +50,7 @@ export const SEND_DEADLINE_MS = 10_000;
  *   the claim request), so nothing becomes visible after claim + sendWithinMs + maxInFlightMs.
  */
 export type Profile =
-  | { fencing: "lookup_fences_key" }
-  | { fencing: "max_in_flight"; maxInFlightMs: number; lagMs: number; maxDelayMs: number };
+  { fencing: "lookup_fences_key" } | { fencing: "max_in_flight"; maxInFlightMs: number; lagMs: number; maxDelayMs: number };
 
 /** Adapter faults that still answer honestly (the double's knobs), versus lying/broken adapters. */
 export type FaultSetting = { adapterFault: AdapterFault; lag: boolean; slow: boolean };
@@ -200,7 +199,10 @@ export interface CheckOptions {
 
 export function createWorld(profile: Profile, checks: CheckOptions = { finalizationSettlesCommand: true }): World {
   const clock = createManualClock(START_MS);
-  const keyFencing = profile.fencing === "lookup_fences_key" ? ({ kind: "lookup_fences_key" } as const) : ({ kind: "max_in_flight", maxInFlightMs: profile.maxInFlightMs } as const);
+  const keyFencing =
+    profile.fencing === "lookup_fences_key"
+      ? ({ kind: "lookup_fences_key" } as const)
+      : ({ kind: "max_in_flight", maxInFlightMs: profile.maxInFlightMs } as const);
   const double = createProviderDouble({ clock, toolName: WRITE_TOOL, keyFencing });
   const unboundProvider = createProviderDouble({ clock, toolName: "sendEmail" });
   const inner = createProviderDoubleAdapter(double);
@@ -209,12 +211,13 @@ export function createWorld(profile: Profile, checks: CheckOptions = { finalizat
     declaration: inner.declaration,
     lookup(request, context) {
       const row = world.store.sqlite.prepare("SELECT status, lease_owner FROM external_tool_effects WHERE id = ?").get(request.effectId) as
-        | { status: string; lease_owner: string | null }
-        | undefined;
+        { status: string; lease_owner: string | null } | undefined;
       world.lookups.push({ request, effectStatus: row?.status, leaseOwner: row?.lease_owner });
       // Rule 4 and the lease: a lookup happens only for an `unknown` effect whose lease is held.
       if (row?.status !== "unknown" || row.lease_owner === null) {
-        world.violations.push(`lookup of effect ${request.effectId} while it is ${row?.status ?? "missing"} (lease ${row?.lease_owner ?? "none"})`);
+        world.violations.push(
+          `lookup of effect ${request.effectId} while it is ${row?.status ?? "missing"} (lease ${row?.lease_owner ?? "none"})`,
+        );
       }
       const gate = world.gate;
       if (!gate) return inner.lookup(request, context);
@@ -353,9 +356,11 @@ interface RecordDb {
 }
 
 const effects = (w: World) => w.store.sqlite.prepare("SELECT * FROM external_tool_effects ORDER BY id").all() as EffectDb[];
-export const effectById = (w: World, id: string) => w.store.sqlite.prepare("SELECT * FROM external_tool_effects WHERE id = ?").get(id) as EffectDb | undefined;
+export const effectById = (w: World, id: string) =>
+  w.store.sqlite.prepare("SELECT * FROM external_tool_effects WHERE id = ?").get(id) as EffectDb | undefined;
 const commands = (w: World) => w.store.sqlite.prepare("SELECT * FROM driver_commands ORDER BY id").all() as CommandDb[];
-export const commandById = (w: World, id: string) => w.store.sqlite.prepare("SELECT * FROM driver_commands WHERE id = ?").get(id) as CommandDb | undefined;
+export const commandById = (w: World, id: string) =>
+  w.store.sqlite.prepare("SELECT * FROM driver_commands WHERE id = ?").get(id) as CommandDb | undefined;
 const records = (w: World) => w.store.sqlite.prepare("SELECT * FROM effect_reconciliations ORDER BY id").all() as RecordDb[];
 export const runStatus = (w: World, runId: string) =>
   (w.store.sqlite.prepare("SELECT status FROM session_runs WHERE id = ?").get(runId) as { status: string } | undefined)?.status;
@@ -420,7 +425,8 @@ export async function checkInvariants(w: World, m: Model, where: string): Promis
     m.seenRecords.add(r.id);
     const expected = FAULT_REASONS[m.fault.adapterFault];
     if (r.outcome === "confirmed_succeeded" || r.outcome === "confirmed_not_executed") {
-      if (dishonest) fail(w, where, `record ${r.id} of effect ${r.effect_id} is ${r.outcome} while the adapter fault is ${m.fault.adapterFault} (I7)`);
+      if (dishonest)
+        fail(w, where, `record ${r.id} of effect ${r.effect_id} is ${r.outcome} while the adapter fault is ${m.fault.adapterFault} (I7)`);
     } else if (
       r.outcome === "still_unknown" &&
       expected &&
@@ -429,7 +435,11 @@ export async function checkInvariants(w: World, m: Model, where: string): Promis
       // a lookup the API process died in (recorded at the next start, whatever the adapter would have answered; DESIGN §4)
       r.reason_code !== "lookup_interrupted"
     ) {
-      fail(w, where, `record ${r.id}: fault ${m.fault.adapterFault} gave still_unknown/${r.reason_code}, expected ${expected.join("|")} (DESIGN §5)`);
+      fail(
+        w,
+        where,
+        `record ${r.id}: fault ${m.fault.adapterFault} gave still_unknown/${r.reason_code}, expected ${expected.join("|")} (DESIGN §5)`,
+      );
     }
   }
 
@@ -440,7 +450,9 @@ export async function checkInvariants(w: World, m: Model, where: string): Promis
     const writes = provider.writeCount(e.idempotency_key);
     const sends = m.sends.get(e.idempotency_key) ?? 0;
     const execClaims = m.executeClaims.get(e.id) ?? 0;
-    const attempts = (w.store.sqlite.prepare("SELECT count(*) AS n FROM external_tool_effect_attempts WHERE effect_id = ?").get(e.id) as { n: number }).n;
+    const attempts = (
+      w.store.sqlite.prepare("SELECT count(*) AS n FROM external_tool_effect_attempts WHERE effect_id = ?").get(e.id) as { n: number }
+    ).n;
     const cmd = cmds.get(e.command_id);
     if (!cmd) fail(w, where, `effect ${e.id} has no command`);
     const effRecs = recsByEffect.get(e.id) ?? [];
@@ -448,7 +460,11 @@ export async function checkInvariants(w: World, m: Model, where: string): Promis
 
     // I1 at most once.
     if (e.attempt_count > 1 || attempts > 1 || execClaims > 1) {
-      fail(w, where, `effect ${e.id}: attempt_count ${e.attempt_count}, ${attempts} attempt rows, ${execClaims} execute claims (I1: at most one dispatch)`);
+      fail(
+        w,
+        where,
+        `effect ${e.id}: attempt_count ${e.attempt_count}, ${attempts} attempt rows, ${execClaims} execute claims (I1: at most one dispatch)`,
+      );
     }
     if (writes > 1) fail(w, where, `key ${e.idempotency_key}: ${writes} provider writes (I1)`);
     if (sends > execClaims) fail(w, where, `key ${e.idempotency_key}: ${sends} provider sends after ${execClaims} execute claims (I1)`);
@@ -461,22 +477,33 @@ export async function checkInvariants(w: World, m: Model, where: string): Promis
 
     // Settled effects and their evidence (I3, I7).
     if (confirmed.length > 1) fail(w, where, `effect ${e.id}: ${confirmed.length} confirmed reconciliation records (I4)`);
-    if (!call.bound && effRecs.length > 0) fail(w, where, `effect ${e.id} on ${e.server_id}/${e.tool_name} has reconciliation records but no eligible adapter (rule 4)`);
+    if (!call.bound && effRecs.length > 0)
+      fail(w, where, `effect ${e.id} on ${e.server_id}/${e.tool_name} has reconciliation records but no eligible adapter (rule 4)`);
     // The issue-16 invariant, after EVERY step: no effect is not_executed while the provider holds a
     // commit for its key (whatever the resolution: reconciled, operator, deadline_missed).
     if (e.status === "not_executed" && writes > 0) {
-      fail(w, where, `effect ${e.id} is not_executed (${e.resolution}) while the provider holds a commit for key ${e.idempotency_key} (phantom non-execution)`);
+      fail(
+        w,
+        where,
+        `effect ${e.id} is not_executed (${e.resolution}) while the provider holds a commit for key ${e.idempotency_key} (phantom non-execution)`,
+      );
     }
     if (e.status === "succeeded") {
-      if (writes !== 1) fail(w, where, `effect ${e.id} succeeded (${e.resolution}) but the provider wrote its key ${writes} times (I3 phantom success)`);
+      if (writes !== 1)
+        fail(w, where, `effect ${e.id} succeeded (${e.resolution}) but the provider wrote its key ${writes} times (I3 phantom success)`);
       const result = JSON.parse(e.result_json ?? "null") as { outputText?: string } | null;
       const answered = m.committed.get(e.idempotency_key);
       if ((e.resolution === "provider_result" || e.resolution === "reported_late") && result?.outputText !== `created ${answered}`) {
-        fail(w, where, `effect ${e.id} succeeded with ${e.result_json}, but the provider answered the Driver ${answered ?? "nothing"} (I3)`);
+        fail(
+          w,
+          where,
+          `effect ${e.id} succeeded with ${e.result_json}, but the provider answered the Driver ${answered ?? "nothing"} (I3)`,
+        );
       }
       if (call.bound) {
         const exp = expectedResultOf(w, e);
-        if (!exp || result?.outputText !== exp.outputText) fail(w, where, `effect ${e.id} succeeded with ${e.result_json}, provider holds ${exp?.outputText ?? "nothing"} (I3 result hash)`);
+        if (!exp || result?.outputText !== exp.outputText)
+          fail(w, where, `effect ${e.id} succeeded with ${e.result_json}, provider holds ${exp?.outputText ?? "nothing"} (I3 result hash)`);
       }
       if (e.resolution === "reconciled") {
         if (!e.reconciliation_receipt_json) fail(w, where, `effect ${e.id} succeeded/reconciled without a receipt (I7)`);
@@ -486,10 +513,16 @@ export async function checkInvariants(w: World, m: Model, where: string): Promis
         }
         const receipt = JSON.parse(e.reconciliation_receipt_json) as { providerOperationId?: string };
         const exp = expectedResultOf(w, e);
-        if (receipt.providerOperationId !== exp?.record.operationId) fail(w, where, `effect ${e.id}: receipt names ${receipt.providerOperationId}, provider holds ${exp?.record.operationId} (I3)`);
+        if (receipt.providerOperationId !== exp?.record.operationId)
+          fail(w, where, `effect ${e.id}: receipt names ${receipt.providerOperationId}, provider holds ${exp?.record.operationId} (I3)`);
       } else if (e.resolution === "operator") {
         const rec = provider.record(e.idempotency_key);
-        if (!rec || result?.outputText !== `created ${rec.operationId}`) fail(w, where, `effect ${e.id} resolved succeeded by the operator with ${e.result_json}, provider holds ${rec?.operationId ?? "nothing"} (I3)`);
+        if (!rec || result?.outputText !== `created ${rec.operationId}`)
+          fail(
+            w,
+            where,
+            `effect ${e.id} resolved succeeded by the operator with ${e.result_json}, provider holds ${rec?.operationId ?? "nothing"} (I3)`,
+          );
       } else if (e.resolution !== "provider_result" && e.resolution !== "reported_late") {
         fail(w, where, `effect ${e.id} succeeded with resolution ${e.resolution}`);
       }
@@ -504,19 +537,22 @@ export async function checkInvariants(w: World, m: Model, where: string): Promis
         fail(w, where, `effect ${e.id} is not_executed/deadline_missed but no claim of the model Driver missed its deadline`);
       }
     } else if (e.status === "not_executed") {
-      if (e.resolution !== "reconciled" || !e.reconciliation_receipt_json) fail(w, where, `effect ${e.id} not_executed with resolution ${e.resolution}, receipt ${e.reconciliation_receipt_json} (I7)`);
+      if (e.resolution !== "reconciled" || !e.reconciliation_receipt_json)
+        fail(w, where, `effect ${e.id} not_executed with resolution ${e.resolution}, receipt ${e.reconciliation_receipt_json} (I7)`);
       const rec = confirmed[0];
       if (!rec || rec.outcome !== "confirmed_not_executed" || rec.receipt_json !== e.reconciliation_receipt_json) {
         fail(w, where, `effect ${e.id} not_executed without a matching confirmed_not_executed record (I7/I8)`);
       }
       if (writes !== 0) fail(w, where, `effect ${e.id} is not_executed but the provider committed its key (I3 phantom non-execution)`);
       if (w.profile.fencing === "lookup_fences_key") {
-        if (!w.double.isFenced(e.idempotency_key)) fail(w, where, `effect ${e.id} is not_executed but its key is not fenced at the provider (I3)`);
+        if (!w.double.isFenced(e.idempotency_key))
+          fail(w, where, `effect ${e.id} is not_executed but its key is not fenced at the provider (I3)`);
         if (!m.probed.has(e.id)) {
           m.probed.add(e.id);
           figures.lateCommitProbes += 1;
           const late = await w.double.commit(e.idempotency_key, call.args);
-          if (late.status !== "refused") fail(w, where, `a late commit of not_executed effect ${e.id} was ${JSON.stringify(late)}, expected refused (I3)`);
+          if (late.status !== "refused")
+            fail(w, where, `a late commit of not_executed effect ${e.id} was ${JSON.stringify(late)}, expected refused (I3)`);
         }
       }
     } else {
@@ -531,21 +567,34 @@ export async function checkInvariants(w: World, m: Model, where: string): Promis
     const finalConfirm = confirmed.find((r) => r.trigger === "finalization");
     if (finalConfirm && w.checks.finalizationSettlesCommand) {
       const code = cmd.error_json ? (JSON.parse(cmd.error_json) as { code?: string }).code : undefined;
-      const matches = finalConfirm.outcome === "confirmed_succeeded" ? cmd.status === "completed" : cmd.status === "failed" && code === "external_effect.not_executed";
+      const matches =
+        finalConfirm.outcome === "confirmed_succeeded"
+          ? cmd.status === "completed"
+          : cmd.status === "failed" && code === "external_effect.not_executed";
       if (!matches) {
-        fail(w, where, `effect ${e.id} was ${finalConfirm.outcome} by finalization repair, but its command is ${cmd.status}${code ? `/${code}` : ""} (rule 6: outcome and command terminal state in one transaction)`);
+        fail(
+          w,
+          where,
+          `effect ${e.id} was ${finalConfirm.outcome} by finalization repair, but its command is ${cmd.status}${code ? `/${code}` : ""} (rule 6: outcome and command terminal state in one transaction)`,
+        );
       }
     }
 
     // Commands vs effects.
     if (cmd.status === "completed") {
       if (e.status !== "succeeded") fail(w, where, `command ${cmd.id} completed while its effect is ${e.status}`);
-      if (cmd.result_json !== e.result_json) fail(w, where, `command ${cmd.id} completed with ${cmd.result_json}, effect holds ${e.result_json}`);
+      if (cmd.result_json !== e.result_json)
+        fail(w, where, `command ${cmd.id} completed with ${cmd.result_json}, effect holds ${e.result_json}`);
     }
-    if (TERMINAL_COMMAND.has(cmd.status) && e.status === "executing") fail(w, where, `command ${cmd.id} is ${cmd.status} while its effect is executing`);
+    if (TERMINAL_COMMAND.has(cmd.status) && e.status === "executing")
+      fail(w, where, `command ${cmd.id} is ${cmd.status} while its effect is executing`);
     // Rule 14: a command that ended while its effect is unknown says so (an effect never becomes unknown after its command ended).
     if (cmd.status === "failed" && e.status === "unknown" && !isHonestUnknownAnswer(cmd.error_json, [e.id])) {
-      fail(w, where, `command ${cmd.id} failed ${cmd.error_json} while its effect ${e.id} is unknown (rule 14: external_effect.unknown, not retryable, naming it)`);
+      fail(
+        w,
+        where,
+        `command ${cmd.id} failed ${cmd.error_json} while its effect ${e.id} is unknown (rule 14: external_effect.unknown, not retryable, naming it)`,
+      );
     }
     if (e.status === "executing" && driverStatus(w, e.driver_instance_id) === "finalized") {
       fail(w, where, `effect ${e.id} is executing behind finalized Driver ${e.driver_instance_id} (rule 10)`);
@@ -553,7 +602,10 @@ export async function checkInvariants(w: World, m: Model, where: string): Promis
   }
 
   // Rule 14: a run that ended while effects of its turn are unknown says so, naming them (the model queues no compensations).
-  for (const run of w.store.sqlite.prepare("SELECT id, error_json FROM session_runs WHERE status = 'failed'").all() as Array<{ id: string; error_json: string }>) {
+  for (const run of w.store.sqlite.prepare("SELECT id, error_json FROM session_runs WHERE status = 'failed'").all() as Array<{
+    id: string;
+    error_json: string;
+  }>) {
     const unknownIds = effs.filter((e) => e.run_id === run.id && e.status === "unknown").map((e) => e.id);
     if (unknownIds.length > 0 && !isHonestUnknownAnswer(run.error_json, unknownIds)) {
       fail(w, where, `run ${run.id} failed ${run.error_json} while its effects ${unknownIds.join(", ")} are unknown (rule 14)`);
@@ -561,7 +613,9 @@ export async function checkInvariants(w: World, m: Model, where: string): Promis
   }
 
   // Runs: at most one terminal event; a failed run leaves no command without a terminal receipt.
-  const terminalEvents = w.store.sqlite.prepare("SELECT run_id, count(*) AS n FROM run_events WHERE terminal = 1 GROUP BY run_id HAVING n > 1").all();
+  const terminalEvents = w.store.sqlite
+    .prepare("SELECT run_id, count(*) AS n FROM run_events WHERE terminal = 1 GROUP BY run_id HAVING n > 1")
+    .all();
   if (terminalEvents.length > 0) fail(w, where, `runs with more than one terminal event: ${JSON.stringify(terminalEvents)} (I4)`);
   const orphans = w.store.sqlite
     .prepare(
@@ -571,7 +625,11 @@ export async function checkInvariants(w: World, m: Model, where: string): Promis
     )
     .all();
   if (orphans.length > 0) {
-    fail(w, where, `commands without a terminal receipt on a failed run / finalized Driver (rule 10, finalization step 2): ${JSON.stringify(orphans)}`);
+    fail(
+      w,
+      where,
+      `commands without a terminal receipt on a failed run / finalized Driver (rule 10, finalization step 2): ${JSON.stringify(orphans)}`,
+    );
   }
 }
 
@@ -579,18 +637,26 @@ export async function checkInvariants(w: World, m: Model, where: string): Promis
 function isHonestUnknownAnswer(errorJson: string | null, effectIds: string[]): boolean {
   const err = errorJson ? (JSON.parse(errorJson) as { code?: string; retryable?: boolean; details?: { effectIds?: unknown } }) : null;
   const named = err?.details?.effectIds;
-  return err?.code === "external_effect.unknown" && err.retryable === false && Array.isArray(named) && effectIds.every((id) => named.includes(id));
+  return (
+    err?.code === "external_effect.unknown" &&
+    err.retryable === false &&
+    Array.isArray(named) &&
+    effectIds.every((id) => named.includes(id))
+  );
 }
 
 /** Every single row change since the last check is a legal step (I4). */
 function checkAudit(w: World, where: string): void {
-  const effRows = w.store.sqlite.prepare("SELECT * FROM audit_effect WHERE seq > ? ORDER BY seq").all(w.auditCursor.effects) as Array<Record<string, string | number | null> & { seq: number }>;
+  const effRows = w.store.sqlite.prepare("SELECT * FROM audit_effect WHERE seq > ? ORDER BY seq").all(w.auditCursor.effects) as Array<
+    Record<string, string | number | null> & { seq: number }
+  >;
   for (const a of effRows) {
     w.auditCursor.effects = a.seq;
     figures.transitionsChecked += 1;
     const id = String(a.id);
     if (a.op === "insert") {
-      if (a.new_status !== "intent" || a.new_attempts !== 0) fail(w, where, `effect ${id} inserted as ${a.new_status} with ${a.new_attempts} attempts`);
+      if (a.new_status !== "intent" || a.new_attempts !== 0)
+        fail(w, where, `effect ${id} inserted as ${a.new_status} with ${a.new_attempts} attempts`);
       continue;
     }
     if (a.op === "delete") fail(w, where, `effect ${id} was deleted while ${a.old_status}`);
@@ -598,11 +664,21 @@ function checkAudit(w: World, where: string): void {
     const to = String(a.new_status);
     if (from !== to && !EFFECT_STEPS[from]?.includes(to)) fail(w, where, `effect ${id}: illegal transition ${from} → ${to} (I4)`);
     if (Number(a.new_version) < Number(a.old_version)) fail(w, where, `effect ${id}: version ${a.old_version} → ${a.new_version} (I4)`);
-    if (from !== to && Number(a.new_version) <= Number(a.old_version)) fail(w, where, `effect ${id}: ${from} → ${to} without a version bump (rule 7)`);
+    if (from !== to && Number(a.new_version) <= Number(a.old_version))
+      fail(w, where, `effect ${id}: ${from} → ${to} without a version bump (rule 7)`);
     if (Number(a.new_attempts) > 1) fail(w, where, `effect ${id}: attempt ${a.new_attempts} (I1: unknown never re-dispatches)`);
     // R1/rule 7: a live lease is never taken over; only its owner (or expiry) ends it.
-    if (a.old_lease_owner !== null && a.new_lease_owner !== null && a.old_lease_owner !== a.new_lease_owner && Number(a.old_lease_exp) >= Number(a.at_ms)) {
-      fail(w, where, `effect ${id}: lease of ${a.old_lease_owner} (live until ${a.old_lease_exp}) taken over by ${a.new_lease_owner} at ${a.at_ms} (R1)`);
+    if (
+      a.old_lease_owner !== null &&
+      a.new_lease_owner !== null &&
+      a.old_lease_owner !== a.new_lease_owner &&
+      Number(a.old_lease_exp) >= Number(a.at_ms)
+    ) {
+      fail(
+        w,
+        where,
+        `effect ${id}: lease of ${a.old_lease_owner} (live until ${a.old_lease_exp}) taken over by ${a.new_lease_owner} at ${a.at_ms} (R1)`,
+      );
     }
     if (from !== to && a.old_lease_owner !== null && Number(a.old_lease_exp) >= Number(a.at_ms) && a.new_lease_owner !== null) {
       fail(w, where, `effect ${id}: ${from} → ${to} left lease ${a.new_lease_owner} in place`);
@@ -614,7 +690,9 @@ function checkAudit(w: World, where: string): void {
       }
     }
   }
-  const cmdRows = w.store.sqlite.prepare("SELECT * FROM audit_command WHERE seq > ? ORDER BY seq").all(w.auditCursor.commands) as Array<Record<string, string | number | null> & { seq: number }>;
+  const cmdRows = w.store.sqlite.prepare("SELECT * FROM audit_command WHERE seq > ? ORDER BY seq").all(w.auditCursor.commands) as Array<
+    Record<string, string | number | null> & { seq: number }
+  >;
   for (const a of cmdRows) {
     w.auditCursor.commands = a.seq;
     figures.transitionsChecked += 1;
@@ -654,15 +732,24 @@ export async function quiesce(w: World, m: Model): Promise<void> {
   }
   for (const e of effects(w)) {
     const call = m.calls.find((c) => c.effectId === e.id)!;
-    bump(figures.effects, `${call.bound ? "bound" : "unbound"}:${e.status}${e.resolution ? `/${e.resolution}` : ""}${e.operator_attention ? `/${e.operator_attention}` : ""}`);
+    bump(
+      figures.effects,
+      `${call.bound ? "bound" : "unbound"}:${e.status}${e.resolution ? `/${e.resolution}` : ""}${e.operator_attention ? `/${e.operator_attention}` : ""}`,
+    );
     if (e.status === "executing") fail(w, "quiescence", `effect ${e.id} is still executing after every Driver was finalized (I10)`);
     const committed = call.bound && w.double.writeCount(e.idempotency_key) > 0;
     if (call.bound && e.status === "unknown" && e.operator_attention === null) {
-      fail(w, "quiescence", `bound effect ${e.id} (key committed: ${committed}) is still unknown with no operator attention after quiescence (I2/I10); lookups ${e.lookup_count}, next ${e.next_lookup_at_ms}`);
+      fail(
+        w,
+        "quiescence",
+        `bound effect ${e.id} (key committed: ${committed}) is still unknown with no operator attention after quiescence (I2/I10); lookups ${e.lookup_count}, next ${e.next_lookup_at_ms}`,
+      );
     }
-    if (committed && e.status !== "succeeded" && e.operator_attention === null) fail(w, "quiescence", `committed key of effect ${e.id} ended ${e.status} (I2)`);
+    if (committed && e.status !== "succeeded" && e.operator_attention === null)
+      fail(w, "quiescence", `committed key of effect ${e.id} ended ${e.status} (I2)`);
   }
   for (const r of records(w)) bump(figures.records, `${r.trigger}:${r.outcome}${r.reason_code ? `/${r.reason_code}` : ""}`);
   const open = commands(w).filter((c) => !TERMINAL_COMMAND.has(c.status));
-  if (open.length > 0) fail(w, "quiescence", `commands without a terminal receipt after quiescence: ${open.map((c) => `${c.id}:${c.status}`).join(", ")}`);
+  if (open.length > 0)
+    fail(w, "quiescence", `commands without a terminal receipt after quiescence: ${open.map((c) => `${c.id}:${c.status}`).join(", ")}`);
 }

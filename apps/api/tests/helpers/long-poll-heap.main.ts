@@ -45,4 +45,6 @@ for (let i = 0; i < polls; i += 1) await pollOnce();
 const seconds = (performance.now() - startedAt) / 1000;
 const after = await heapAfterGc();
 f.close();
-process.stdout.write(`${JSON.stringify({ polls, warmup, heapBefore: before, heapAfter: after, growth: after - before, bytesPerPoll: (after - before) / polls, seconds })}\n`);
+process.stdout.write(
+  `${JSON.stringify({ polls, warmup, heapBefore: before, heapAfter: after, growth: after - before, bytesPerPoll: (after - before) / polls, seconds })}\n`,
+);

@@ -19,5 +19,6 @@ export async function operatorLookup(runtime: Runtime, effectId: string): Promis
  */
 export function operatorResolve(runtime: Runtime, effectId: string, outcome: { succeeded: McpToolResult } | "not_executed"): string {
   if (outcome === "not_executed") return runtime.operator.resolve(effectId, { outcome: "not_executed", ...AUDIT }).status;
-  return runtime.operator.resolve(effectId, { outcome: "succeeded", result: outcome.succeeded as Record<string, unknown>, ...AUDIT }).status;
+  return runtime.operator.resolve(effectId, { outcome: "succeeded", result: outcome.succeeded as Record<string, unknown>, ...AUDIT })
+    .status;
 }

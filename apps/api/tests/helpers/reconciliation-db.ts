@@ -47,17 +47,28 @@ export function reconciliationRecords(store: Store, effectId: string): RecordDbR
   return store.sqlite.prepare("SELECT * FROM effect_reconciliations WHERE effect_id = ? ORDER BY id").all(effectId) as RecordDbRow[];
 }
 
-export function commandRow(store: Store, commandId: string): { status: string; error: { code: string; details: Record<string, unknown> } | null; result: unknown } {
+export function commandRow(
+  store: Store,
+  commandId: string,
+): { status: string; error: { code: string; details: Record<string, unknown> } | null; result: unknown } {
   const row = store.sqlite.prepare("SELECT status, error_json, result_json FROM driver_commands WHERE id = ?").get(commandId) as
-    | { status: string; error_json: string | null; result_json: string | null }
-    | undefined;
+    { status: string; error_json: string | null; result_json: string | null } | undefined;
   if (!row) throw new Error(`no command ${commandId}`);
-  return { status: row.status, error: row.error_json ? JSON.parse(row.error_json) : null, result: row.result_json ? JSON.parse(row.result_json) : null };
+  return {
+    status: row.status,
+    error: row.error_json ? JSON.parse(row.error_json) : null,
+    result: row.result_json ? JSON.parse(row.result_json) : null,
+  };
 }
 
 export function runEvents(store: Store, runId: string, type?: string): Array<{ type: string; payload: Record<string, unknown> }> {
-  const rows = store.sqlite.prepare("SELECT type, payload_json FROM run_events WHERE run_id = ? ORDER BY seq").all(runId) as Array<{ type: string; payload_json: string }>;
-  return rows.filter((r) => type === undefined || r.type === type).map((r) => ({ type: r.type, payload: JSON.parse(r.payload_json) as Record<string, unknown> }));
+  const rows = store.sqlite.prepare("SELECT type, payload_json FROM run_events WHERE run_id = ? ORDER BY seq").all(runId) as Array<{
+    type: string;
+    payload_json: string;
+  }>;
+  return rows
+    .filter((r) => type === undefined || r.type === type)
+    .map((r) => ({ type: r.type, payload: JSON.parse(r.payload_json) as Record<string, unknown> }));
 }
 
 /**
@@ -67,10 +78,24 @@ export function runEvents(store: Store, runId: string, type?: string): Array<{ t
  */
 export function expectStillUnknown(store: Store, effectId: string, reasonCode: string, trigger: string): EffectDbRow {
   const effect = effectRow(store, effectId);
-  expect(effect).toMatchObject({ status: "unknown", resolution: null, result_json: null, reconciliation_receipt_json: null, lease_owner: null, lookup_count: 1 });
+  expect(effect).toMatchObject({
+    status: "unknown",
+    resolution: null,
+    result_json: null,
+    reconciliation_receipt_json: null,
+    lease_owner: null,
+    lookup_count: 1,
+  });
   const records = reconciliationRecords(store, effectId);
   expect(records).toHaveLength(1);
-  expect(records[0]).toMatchObject({ outcome: "still_unknown", reason_code: reasonCode, trigger, adapter_id: "provider-double", adapter_version: "1.0.0", result_json: null });
+  expect(records[0]).toMatchObject({
+    outcome: "still_unknown",
+    reason_code: reasonCode,
+    trigger,
+    adapter_id: "provider-double",
+    adapter_version: "1.0.0",
+    result_json: null,
+  });
   expect(records[0]!.next_lookup_at_ms).toBe(effect.next_lookup_at_ms);
   return effect;
 }
@@ -117,8 +142,12 @@ export function ledgerSnapshot(store: Store): unknown {
  * changed nothing (the "byte-identical tables" check of the bad-input catalogue and auth matrices).
  */
 export function dumpAllTables(sqlite: Store["sqlite"], except: readonly string[] = []): string {
-  const tables = (sqlite.prepare("SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' AND name NOT LIKE '__drizzle%' ORDER BY name").all() as Array<{ name: string }>).filter(
-    ({ name }) => !except.includes(name),
-  );
+  const tables = (
+    sqlite
+      .prepare(
+        "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' AND name NOT LIKE '__drizzle%' ORDER BY name",
+      )
+      .all() as Array<{ name: string }>
+  ).filter(({ name }) => !except.includes(name));
   return JSON.stringify(tables.map(({ name }) => [name, sqlite.prepare(`SELECT * FROM "${name}" ORDER BY rowid`).all()]));
 }

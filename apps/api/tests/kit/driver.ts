@@ -38,7 +38,12 @@ export function reconnectDriver(runtime: Runtime, driver: ConnectedDriver): Conn
 /** Creates a run on `driver` and enqueues one `createIssue` tool call on server `tracker` (request id `req-1`). */
 export function enqueueCreateIssue(runtime: Runtime, driver: ConnectedDriver, title = "Disk full on db-1") {
   const { runId, sessionId } = runtime.runs.createRun({ driverInstanceId: driver.instance.id });
-  const call = runtime.runs.enqueueToolCall(runId, { serverId: "tracker", toolName: "createIssue", arguments: { title, body: "seen at 03:12" }, requestId: "req-1" });
+  const call = runtime.runs.enqueueToolCall(runId, {
+    serverId: "tracker",
+    toolName: "createIssue",
+    arguments: { title, body: "seen at 03:12" },
+    requestId: "req-1",
+  });
   return { runId, sessionId, ...call };
 }
 
@@ -69,7 +74,9 @@ export async function deliverAcceptClaim(runtime: Runtime, driver: ConnectedDriv
   const env = await runtime.commands.nextCommand(driver.instance, driver.connectionId, 0);
   if (!env) throw new Error("no command was delivered");
   if (env.status !== "accepted") {
-    expect(runtime.commands.updateCommand(driver.instance, env.commandId, { connectionId: driver.connectionId, status: "accepted" }).outcome).toBe("applied");
+    expect(
+      runtime.commands.updateCommand(driver.instance, env.commandId, { connectionId: driver.connectionId, status: "accepted" }).outcome,
+    ).toBe("applied");
   }
   return { commandId: env.commandId, claim: await runtime.ledger.claim(driver.instance, driver.connectionId, env.commandId) };
 }
@@ -88,10 +95,29 @@ export async function dispatchWrite(
   const driver = opts.driver ?? connectDriver(runtime);
   const args = opts.args ?? issueArgs();
   const { runId, sessionId } = runtime.runs.createRun({ driverInstanceId: driver.instance.id });
-  const call = runtime.runs.enqueueToolCall(runId, { serverId: opts.serverId ?? BOUND_SERVER, toolName: opts.toolName ?? WRITE_TOOL, arguments: args });
+  const call = runtime.runs.enqueueToolCall(runId, {
+    serverId: opts.serverId ?? BOUND_SERVER,
+    toolName: opts.toolName ?? WRITE_TOOL,
+    arguments: args,
+  });
   const { claim } = await deliverAcceptClaim(runtime, driver);
-  expect(claim).toEqual({ kind: "execute", effectId: call.effectId, attempt: 1, idempotencyKey: call.idempotencyKey, sendWithinMs: opts.sendWithinMs ?? 10_000 });
-  return { driver, runId, sessionId, commandId: call.commandId, effectId: call.effectId, idempotencyKey: call.idempotencyKey, args, dispatchedAtMs: fx.clock.now() };
+  expect(claim).toEqual({
+    kind: "execute",
+    effectId: call.effectId,
+    attempt: 1,
+    idempotencyKey: call.idempotencyKey,
+    sendWithinMs: opts.sendWithinMs ?? 10_000,
+  });
+  return {
+    driver,
+    runId,
+    sessionId,
+    commandId: call.commandId,
+    effectId: call.effectId,
+    idempotencyKey: call.idempotencyKey,
+    args,
+    dispatchedAtMs: fx.clock.now(),
+  };
 }
 
 /** Driver loss for good: explicit finalization repair (fences, reconciles eligible effects, settles commands). */

@@ -40,7 +40,11 @@ export async function createFixtureProviderWorld(opts: {
   faults?: Parameters<typeof startFixtureProvider>[0]["faults"];
 }): Promise<FixtureProviderWorld> {
   const temp = createTempDir("mosoo-fixture-");
-  const provider = await startFixtureProvider({ dbFile: join(temp.dir, "provider.db"), fenceOnLookupMiss: opts.fenceOnLookupMiss ?? true, ...(opts.faults ? { faults: opts.faults } : {}) });
+  const provider = await startFixtureProvider({
+    dbFile: join(temp.dir, "provider.db"),
+    fenceOnLookupMiss: opts.fenceOnLookupMiss ?? true,
+    ...(opts.faults ? { faults: opts.faults } : {}),
+  });
   const adapter = fixtureIssueTrackerAdapterFactory.create({ url: provider.url });
   const settings: ReconciliationSettings = {
     ...RECONCILIATION_OFF,
@@ -87,7 +91,11 @@ export interface ExecutedCommand {
  * completes the effect and sends the terminal update, in that order (both asserted `applied`).
  * @throws Error when nothing is delivered or the claim is not `execute`.
  */
-export async function executeNextCommand(s: FixtureProviderWorld, driver: ConnectedDriver, opts: { crashAfterCall?: boolean } = {}): Promise<ExecutedCommand> {
+export async function executeNextCommand(
+  s: FixtureProviderWorld,
+  driver: ConnectedDriver,
+  opts: { crashAfterCall?: boolean } = {},
+): Promise<ExecutedCommand> {
   const { runtime } = s;
   const env = await runtime.commands.nextCommand(driver.instance, driver.connectionId, 0);
   if (!env) throw new Error("no command was delivered");
@@ -97,10 +105,25 @@ export async function executeNextCommand(s: FixtureProviderWorld, driver: Connec
   const args = JSON.parse(env.payload.argumentsJson) as Record<string, unknown>;
   const toolResult = await s.callTool(env.payload.toolName, claim.idempotencyKey, args);
   const result = toMcpExecuteCommandResult(toolResult as never, env.payload);
-  const executed = { commandId: env.commandId, effectId: claim.effectId, idempotencyKey: claim.idempotencyKey, toolName: env.payload.toolName, args, result };
+  const executed = {
+    commandId: env.commandId,
+    effectId: claim.effectId,
+    idempotencyKey: claim.idempotencyKey,
+    toolName: env.payload.toolName,
+    args,
+    result,
+  };
   if (opts.crashAfterCall) return executed;
-  const completed = runtime.ledger.complete(driver.instance, claim.effectId, { connectionId: driver.connectionId, attempt: claim.attempt, result, receipt: toolResult._meta ?? null });
+  const completed = runtime.ledger.complete(driver.instance, claim.effectId, {
+    connectionId: driver.connectionId,
+    attempt: claim.attempt,
+    result,
+    receipt: toolResult._meta ?? null,
+  });
   expect(completed.outcome).toBe("applied");
-  expect(runtime.commands.updateCommand(driver.instance, env.commandId, { connectionId: driver.connectionId, status: "completed", result }).outcome).toBe("applied");
+  expect(
+    runtime.commands.updateCommand(driver.instance, env.commandId, { connectionId: driver.connectionId, status: "completed", result })
+      .outcome,
+  ).toBe("applied");
   return executed;
 }

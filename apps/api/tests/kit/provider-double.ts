@@ -4,7 +4,12 @@
  */
 import { expect } from "vitest";
 import type { AdapterDeclaration, LookupRequest, ReconciliationAdapter } from "@mosoo/effect-reconciliation";
-import { createProviderDouble, createProviderDoubleAdapter, type ProviderDouble, type ProviderDoubleOptions } from "@mosoo/effect-reconciliation/testing";
+import {
+  createProviderDouble,
+  createProviderDoubleAdapter,
+  type ProviderDouble,
+  type ProviderDoubleOptions,
+} from "@mosoo/effect-reconciliation/testing";
 import type { LookupBackoff } from "../../src/modules/reconciliation/domain/lookup-schedule.js";
 import { createManualClock } from "./clock.js";
 import { BOUND_SERVER, WRITE_TOOL, type DispatchedCall } from "./driver.js";

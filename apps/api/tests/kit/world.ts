@@ -48,7 +48,11 @@ export interface TestWorld {
 }
 
 /** Builds a runtime the way the API does, on `store` and `clock`, with a silent logger. */
-export function buildRuntime(store: Store, clock: ManualClock, opts: Omit<TestWorldOptions, "dbFile" | "clock" | "startMs" | "onStoreOpened"> = {}): Runtime {
+export function buildRuntime(
+  store: Store,
+  clock: ManualClock,
+  opts: Omit<TestWorldOptions, "dbFile" | "clock" | "startMs" | "onStoreOpened"> = {},
+): Runtime {
   return createRuntime({
     db: store.db,
     logger: pino({ level: "silent" }),

@@ -92,7 +92,12 @@ export class FakeDriverApi {
     if (!instance) return error(401, "auth.invalid_token", "unknown driver token");
     if (route === "connect") {
       this.currentConnectionId = newUlid();
-      return ok({ driverInstanceId: instance, connectionId: this.currentConnectionId, heartbeatTtlMs: this.heartbeatTtlMs, pendingCommandCount: this.queue.length });
+      return ok({
+        driverInstanceId: instance,
+        connectionId: this.currentConnectionId,
+        heartbeatTtlMs: this.heartbeatTtlMs,
+        pendingCommandCount: this.queue.length,
+      });
     }
     const connectionId = route === "nextCommand" ? url.searchParams.get("connectionId") : body?.["connectionId"];
     if (connectionId !== this.currentConnectionId) return error(409, "driver.connection_superseded", "a newer connection exists");
@@ -110,7 +115,13 @@ export class FakeDriverApi {
         return ok({ outcome: "applied", status: body?.["status"] });
       case "effectClaim": {
         const commandId = String(body?.["commandId"]);
-        const claim = this.claims.get(commandId) ?? { kind: "execute", effectId: newUlid(), attempt: 1, idempotencyKey: newUlid(), sendWithinMs: 10_000 };
+        const claim = this.claims.get(commandId) ?? {
+          kind: "execute",
+          effectId: newUlid(),
+          attempt: 1,
+          idempotencyKey: newUlid(),
+          sendWithinMs: 10_000,
+        };
         this.claims.set(commandId, claim);
         return ok(claim);
       }

@@ -109,7 +109,13 @@ export class RecordingApi implements DriverCommandApi {
 
 /** An `mcp.execute` envelope as the API delivers it. */
 export function mcpExecuteEnvelope(
-  overrides: { status?: DriverCommandEnvelope["status"]; redelivery?: boolean; serverId?: string; toolName?: string; args?: Record<string, unknown> } = {},
+  overrides: {
+    status?: DriverCommandEnvelope["status"];
+    redelivery?: boolean;
+    serverId?: string;
+    toolName?: string;
+    args?: Record<string, unknown>;
+  } = {},
 ): DriverCommandEnvelope {
   const commandId = newUlid();
   return {

@@ -53,7 +53,10 @@ function createRecordingMcpServer(recorder: ToolRecorder): McpServer {
   // A hostile provider: text with a lone surrogate, a receipt with a key the API refuses (issue 10).
   server.registerTool("odd_issue", { inputSchema: { title: z.string() } }, async (args, extra) => {
     record("odd_issue", args, extra._meta);
-    return { content: [{ type: "text", text: `created ${args.title} \ud800` }], _meta: JSON.parse('{"constructor":{"x":1}}') as Record<string, unknown> };
+    return {
+      content: [{ type: "text", text: `created ${args.title} \ud800` }],
+      _meta: JSON.parse('{"constructor":{"x":1}}') as Record<string, unknown>,
+    };
   });
   server.registerTool("slow_issue", { inputSchema: { title: z.string() } }, async (args, extra) => {
     record("slow_issue", args, extra._meta);

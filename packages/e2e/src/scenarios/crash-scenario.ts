@@ -92,7 +92,9 @@ export async function runCrashScenario(spec: CrashScenarioSpec, opts: ScenarioOp
     timeline(`provider up at ${provider.url} (${providerFlags.join(" ")})`);
 
     const bindingsFile = join(workDir, "bindings.json");
-    const binding = convention ? { adapterId: "mcp-convention", options: { url: provider.url } } : { package: FIXTURE_ADAPTER_PACKAGE, options: { url: provider.url } };
+    const binding = convention
+      ? { adapterId: "mcp-convention", options: { url: provider.url } }
+      : { package: FIXTURE_ADAPTER_PACKAGE, options: { url: provider.url } };
     writeFileSync(bindingsFile, JSON.stringify({ bindings: spec.adapter === "none" ? {} : { tracker: binding } }, null, 2));
     const api = await startApiProcess(join(workDir, "api.db"), {
       MOSOO_EFFECT_RECONCILIATION: spec.reconciliation,
@@ -105,23 +107,45 @@ export async function runCrashScenario(spec: CrashScenarioSpec, opts: ScenarioOp
       `API up at ${api.url}, MOSOO_EFFECT_RECONCILIATION=${spec.reconciliation}, ${spec.adapter === "none" ? "tracker unbound (the bindings file binds no server)" : `tracker bound to ${convention ? "the built-in mcp-convention adapter (read from the provider's tools/list)" : `the package ${FIXTURE_ADAPTER_PACKAGE.module}`}`}`,
     );
 
-    const mcpConfigFile = writeMcpConfig(workDir, { tracker: provider.url }, spec.keyArgument ? { tracker: { in: "argument", name: spec.keyArgument } } : {});
+    const mcpConfigFile = writeMcpConfig(
+      workDir,
+      { tracker: provider.url },
+      spec.keyArgument ? { tracker: { in: "argument", name: spec.keyArgument } } : {},
+    );
     const stateFile = join(workDir, "driver-state.json");
-    const driverA = await startDriverProcess({ apiUrl: api.url, stateFile, mcpConfigFile, name: "driver-a", enrollmentToken: api.credentials.enrollmentToken });
+    const driverA = await startDriverProcess({
+      apiUrl: api.url,
+      stateFile,
+      mcpConfigFile,
+      name: "driver-a",
+      enrollmentToken: api.credentials.enrollmentToken,
+    });
     procs.push(driverA.proc);
     timeline(`Driver A connected as instance ${driverA.driverInstanceId}`);
 
     const runs = new RunApiClient(api.url, api.credentials.apiKey);
     const control = new ProviderControlClient(provider.controlUrl);
     const { runId } = await runs.createRun(driverA.driverInstanceId);
-    const call = await runs.enqueueToolCall(runId, { serverId: "tracker", toolName: "createIssue", arguments: { title: "Disk full on db-1", body: "seen at 03:12" } });
+    const call = await runs.enqueueToolCall(runId, {
+      serverId: "tracker",
+      toolName: "createIssue",
+      arguments: { title: "Disk full on db-1", body: "seen at 03:12" },
+    });
     timeline(`queued createIssue (effect ${call.effectId}, idempotency key ${call.idempotencyKey})`);
 
     if (spec.crashPoint === "after_commit") {
-      await pollUntil(async () => ((await control.stats()).writes[call.idempotencyKey] === 1 ? true : undefined), STEP_TIMEOUT_MS, "the provider commits");
+      await pollUntil(
+        async () => ((await control.stats()).writes[call.idempotencyKey] === 1 ? true : undefined),
+        STEP_TIMEOUT_MS,
+        "the provider commits",
+      );
       timeline("provider committed the write; its response is held (lost)");
     } else {
-      await pollUntil(async () => ((await control.stats()).createCalls[call.idempotencyKey] === 1 ? true : undefined), STEP_TIMEOUT_MS, "the call reaches the provider");
+      await pollUntil(
+        async () => ((await control.stats()).createCalls[call.idempotencyKey] === 1 ? true : undefined),
+        STEP_TIMEOUT_MS,
+        "the call reaches the provider",
+      );
       timeline("provider received the call and holds it before its commit");
     }
     await driverA.proc.kill("SIGKILL");
@@ -138,35 +162,49 @@ export async function runCrashScenario(spec: CrashScenarioSpec, opts: ScenarioOp
         finalizeOnExit: spec.endRunAfterRestart === true,
       });
       procs.push(driverB.proc);
-      timeline(`Driver B reconnected as the same instance (heartbeat TTL ${HEARTBEAT_TTL_MS.restart} ms: no finalization can overtake it); the command is redelivered`);
+      timeline(
+        `Driver B reconnected as the same instance (heartbeat TTL ${HEARTBEAT_TTL_MS.restart} ms: no finalization can overtake it); the command is redelivered`,
+      );
     } else {
       timeline(`no Driver comes back; waiting for the sweep to find the expired heartbeat (TTL ${HEARTBEAT_TTL_MS.finalization} ms)`);
     }
 
-    let view: RunViewBody = await pollUntil(async () => {
-      const v = await runs.getRun(runId);
-      return v.commands[0]?.terminalAtMs ? v : undefined;
-    }, STEP_TIMEOUT_MS, "the command ends");
+    let view: RunViewBody = await pollUntil(
+      async () => {
+        const v = await runs.getRun(runId);
+        return v.commands[0]?.terminalAtMs ? v : undefined;
+      },
+      STEP_TIMEOUT_MS,
+      "the command ends",
+    );
     if (driverB && spec.endRunAfterRestart) {
       await driverB.proc.kill("SIGTERM");
       timeline("Driver B stopped with --finalize-on-exit: it finalized its instance, so the run ends");
-      view = await pollUntil(async () => {
-        const v = await runs.getRun(runId);
-        return v.run.status !== "active" ? v : undefined;
-      }, STEP_TIMEOUT_MS, "the run ends");
+      view = await pollUntil(
+        async () => {
+          const v = await runs.getRun(runId);
+          return v.run.status !== "active" ? v : undefined;
+        },
+        STEP_TIMEOUT_MS,
+        "the run ends",
+      );
     }
     const effect = view.effects[0];
     const command = view.commands[0];
     for (const r of effect?.reconciliations ?? []) timeline(`lookup (${r.trigger}): ${r.outcome}${r.reasonCode ? ` ${r.reasonCode}` : ""}`);
     const answer = (e: ErrorBody) => (e ? ` ${e.code} (retryable ${e.retryable})` : "");
-    timeline(`command ${command?.status}${answer(command?.error)}; effect ${effect?.status}${effect?.resolution ? ` (${effect.resolution})` : ""}; run ${view.run.status}${answer(view.run.error)}`);
+    timeline(
+      `command ${command?.status}${answer(command?.error)}; effect ${effect?.status}${effect?.resolution ? ` (${effect.resolution})` : ""}; run ${view.run.status}${answer(view.run.error)}`,
+    );
 
     let lateWrite: string | undefined;
     if (spec.crashPoint === "before_commit") {
       // The runtime has decided; only now may the held call try to commit (an event, not a timer).
       await control.release();
       const after = await provider.proc.waitForLine(
-        (j) => j["idempotencyKey"] === call.idempotencyKey && (j["msg"] === "commit refused: key fenced" || j["msg"] === "createIssue committed"),
+        (j) =>
+          j["idempotencyKey"] === call.idempotencyKey &&
+          (j["msg"] === "commit refused: key fenced" || j["msg"] === "createIssue committed"),
         STEP_TIMEOUT_MS,
         "the released commit's outcome",
       );
@@ -188,7 +226,12 @@ export async function runCrashScenario(spec: CrashScenarioSpec, opts: ScenarioOp
       runError: view.run.error?.code ?? null,
       runRetryable: view.run.error?.retryable ?? null,
       ...(lateWrite ? { lateWrite } : {}),
-      ...(effect?.reconciliations[0] ? { adapter: `${effect.reconciliations[0].adapterId}@${effect.reconciliations[0].adapterVersion}`, adapterPackage: effect.reconciliations[0].adapterPackage } : {}),
+      ...(effect?.reconciliations[0]
+        ? {
+            adapter: `${effect.reconciliations[0].adapterId}@${effect.reconciliations[0].adapterVersion}`,
+            adapterPackage: effect.reconciliations[0].adapterPackage,
+          }
+        : {}),
     };
     const failures: string[] = [];
     for (const [key, want] of Object.entries(spec.expect)) {
@@ -199,13 +242,24 @@ export async function runCrashScenario(spec: CrashScenarioSpec, opts: ScenarioOp
     expectInvariant(failures, view.events.filter((e) => e.terminal).length <= 1, "a run has at most one terminal event");
     if (lateWrite) expectInvariant(failures, lateWrite === "refused", "a late commit after a confirmed non-execution must be refused");
     // docs/DESIGN.md §3 rule 14: an answer given while the write is unknown never invites a resend and names the effect
-    for (const [who, error] of [["command", command?.error], ["run", view.run.error]] as const) {
+    for (const [who, error] of [
+      ["command", command?.error],
+      ["run", view.run.error],
+    ] as const) {
       if (error?.code === "external_effect.unknown") {
         expectInvariant(failures, error.retryable === false, `the ${who}'s external_effect.unknown must not be retryable`);
-        expectInvariant(failures, namesEffect(error, call.effectId), `the ${who}'s external_effect.unknown must name effect ${call.effectId} in details.effectIds`);
+        expectInvariant(
+          failures,
+          namesEffect(error, call.effectId),
+          `the ${who}'s external_effect.unknown must name effect ${call.effectId} in details.effectIds`,
+        );
       }
       if (effect?.status === "unknown" && error) {
-        expectInvariant(failures, error.code === "external_effect.unknown", `the ${who} ended while its effect is unknown: its error must be external_effect.unknown, was ${error.code}`);
+        expectInvariant(
+          failures,
+          error.code === "external_effect.unknown",
+          `the ${who} ended while its effect is unknown: its error must be external_effect.unknown, was ${error.code}`,
+        );
       }
     }
     return { failures, line };

@@ -74,13 +74,13 @@ class HealthProbe {
     })();
   }
   private async ask(api: ApiProcess): Promise<void> {
-          try {
-            const res = await fetch(api.url + SYSTEM_API.health.path, { signal: AbortSignal.timeout(5_000) });
-            if (res.status === 200) this.ok += 1;
-            else this.failed.push(`HTTP ${res.status}`);
-          } catch (error) {
-            this.failed.push(error instanceof Error ? error.message : String(error));
-          }
+    try {
+      const res = await fetch(api.url + SYSTEM_API.health.path, { signal: AbortSignal.timeout(5_000) });
+      if (res.status === 200) this.ok += 1;
+      else this.failed.push(`HTTP ${res.status}`);
+    } catch (error) {
+      this.failed.push(error instanceof Error ? error.message : String(error));
+    }
   }
   async stop(): Promise<void> {
     this.stopped = true;
@@ -99,7 +99,10 @@ export async function runHostileAdapterScenario(spec: HostileAdapterSpec, opts: 
     const provider = await startProviderProcess(join(workDir, "provider.db"), ["--fence-on-lookup-miss", "--hold-response-after-commit"]);
     procs.push(provider.proc);
     const bindingsFile = join(workDir, "bindings.json");
-    writeFileSync(bindingsFile, JSON.stringify({ bindings: { tracker: { package: { module: misbehavingAdapterModule(), export: spec.exportName } } } }, null, 2));
+    writeFileSync(
+      bindingsFile,
+      JSON.stringify({ bindings: { tracker: { package: { module: misbehavingAdapterModule(), export: spec.exportName } } } }, null, 2),
+    );
     const apiEnv = {
       MOSOO_EFFECT_RECONCILIATION: "on",
       MOSOO_RECONCILIATION_BINDINGS_FILE: bindingsFile,
@@ -117,35 +120,70 @@ export async function runHostileAdapterScenario(spec: HostileAdapterSpec, opts: 
 
     const mcpConfigFile = writeMcpConfig(workDir, { tracker: provider.url });
     const stateFile = join(workDir, "driver-state.json");
-    const driver = await startDriverProcess({ apiUrl: current.url, stateFile, mcpConfigFile, name: "driver-a", enrollmentToken: current.credentials.enrollmentToken });
+    const driver = await startDriverProcess({
+      apiUrl: current.url,
+      stateFile,
+      mcpConfigFile,
+      name: "driver-a",
+      enrollmentToken: current.credentials.enrollmentToken,
+    });
     procs.push(driver.proc);
     const runs = new RunApiClient(current.url, current.credentials.apiKey);
     const control = new ProviderControlClient(provider.controlUrl);
     const { runId } = await runs.createRun(driver.driverInstanceId);
-    const call = await runs.enqueueToolCall(runId, { serverId: "tracker", toolName: "createIssue", arguments: { title: "Disk full on db-1", body: "seen at 03:12" } });
-    await pollUntil(async () => ((await control.stats()).writes[call.idempotencyKey] === 1 ? true : undefined), STEP_TIMEOUT_MS, "the provider commits");
+    const call = await runs.enqueueToolCall(runId, {
+      serverId: "tracker",
+      toolName: "createIssue",
+      arguments: { title: "Disk full on db-1", body: "seen at 03:12" },
+    });
+    await pollUntil(
+      async () => ((await control.stats()).writes[call.idempotencyKey] === 1 ? true : undefined),
+      STEP_TIMEOUT_MS,
+      "the provider commits",
+    );
     timeline("provider committed the write; its response is held (lost)");
     await driver.proc.kill("SIGKILL");
     if (spec.recovery === "driver_restart") {
-      const driverB = await startDriverProcess({ apiUrl: current.url, stateFile, mcpConfigFile, name: "driver-b", enrollmentToken: current.credentials.enrollmentToken });
+      const driverB = await startDriverProcess({
+        apiUrl: current.url,
+        stateFile,
+        mcpConfigFile,
+        name: "driver-b",
+        enrollmentToken: current.credentials.enrollmentToken,
+      });
       procs.push(driverB.proc);
-      timeline("Driver killed with SIGKILL; a new Driver reconnected as the same instance: the redelivered claim looks the effect up inline through the hostile adapter");
+      timeline(
+        "Driver killed with SIGKILL; a new Driver reconnected as the same instance: the redelivered claim looks the effect up inline through the hostile adapter",
+      );
     } else {
       timeline("Driver killed with SIGKILL; waiting for finalization repair to look the effect up through the hostile adapter");
     }
 
     const lookedUp = async (api: ApiProcess, n: number): Promise<RunViewBody> =>
-      pollUntil(async () => {
-        const v = await new RunApiClient(api.url, api.credentials.apiKey).getRun(runId);
-        return v.commands[0]?.terminalAtMs && (v.effects[0]?.reconciliations.length ?? 0) >= n ? v : undefined;
-      }, STEP_TIMEOUT_MS, `${n} lookup(s) recorded`);
+      pollUntil(
+        async () => {
+          const v = await new RunApiClient(api.url, api.credentials.apiKey).getRun(runId);
+          return v.commands[0]?.terminalAtMs && (v.effects[0]?.reconciliations.length ?? 0) >= n ? v : undefined;
+        },
+        STEP_TIMEOUT_MS,
+        `${n} lookup(s) recorded`,
+      );
     let view = await lookedUp(current, 1);
     const first = view.effects[0]!.reconciliations[0]!;
-    timeline(`lookup (${first.trigger}): ${first.outcome} ${first.reasonCode ?? ""}; effect ${view.effects[0]!.status}; command ${view.commands[0]!.status} ${view.commands[0]!.error?.code ?? ""}`);
-    expectInvariant(failures, first.outcome === "still_unknown" && first.reasonCode === spec.reasonCode, `the first lookup must be still_unknown/${spec.reasonCode}, was ${first.outcome}/${first.reasonCode}`);
+    timeline(
+      `lookup (${first.trigger}): ${first.outcome} ${first.reasonCode ?? ""}; effect ${view.effects[0]!.status}; command ${view.commands[0]!.status} ${view.commands[0]!.error?.code ?? ""}`,
+    );
+    expectInvariant(
+      failures,
+      first.outcome === "still_unknown" && first.reasonCode === spec.reasonCode,
+      `the first lookup must be still_unknown/${spec.reasonCode}, was ${first.outcome}/${first.reasonCode}`,
+    );
 
     if (spec.restartApi) {
-      const exitedOnItsOwn = await Promise.race([current.proc.exited.then(() => true), new Promise<boolean>((r) => setTimeout(() => r(false), 50))]);
+      const exitedOnItsOwn = await Promise.race([
+        current.proc.exited.then(() => true),
+        new Promise<boolean>((r) => setTimeout(() => r(false), 50)),
+      ]);
       expectInvariant(failures, !exitedOnItsOwn, "the first API must still be running before it is stopped");
       await probe.pause();
       await current.proc.kill("SIGTERM");
@@ -156,10 +194,17 @@ export async function runHostileAdapterScenario(spec: HostileAdapterSpec, opts: 
       view = await lookedUp(current, 2);
       const second = view.effects[0]!.reconciliations[1]!;
       timeline(`lookup (${second.trigger}): ${second.outcome} ${second.reasonCode ?? ""}`);
-      expectInvariant(failures, second.outcome === "still_unknown" && second.reasonCode === spec.reasonCode, `the lookup after the restart must be still_unknown/${spec.reasonCode}, was ${second.outcome}/${second.reasonCode}`);
+      expectInvariant(
+        failures,
+        second.outcome === "still_unknown" && second.reasonCode === spec.reasonCode,
+        `the lookup after the restart must be still_unknown/${spec.reasonCode}, was ${second.outcome}/${second.reasonCode}`,
+      );
     }
     await probe.stop();
-    const apiExitedOnItsOwn = await Promise.race([current!.proc.exited.then(() => true), new Promise<boolean>((r) => setTimeout(() => r(false), 50))]);
+    const apiExitedOnItsOwn = await Promise.race([
+      current!.proc.exited.then(() => true),
+      new Promise<boolean>((r) => setTimeout(() => r(false), 50)),
+    ]);
     const effect = view.effects[0]!;
     const command = view.commands[0]!;
     const stats = await control.stats();
@@ -179,11 +224,28 @@ export async function runHostileAdapterScenario(spec: HostileAdapterSpec, opts: 
     };
     timeline(`/health answered 200 ${probe.ok} times, failed ${probe.failed.length} times, while the adapter misbehaved`);
     expectInvariant(failures, !apiExitedOnItsOwn, "the API process must still be running");
-    expectInvariant(failures, probe.failed.length === 0, `every /health request must answer 200; failures: ${probe.failed.slice(0, 3).join("; ")}`);
+    expectInvariant(
+      failures,
+      probe.failed.length === 0,
+      `every /health request must answer 200; failures: ${probe.failed.slice(0, 3).join("; ")}`,
+    );
     expectInvariant(failures, probe.ok > 0, "/health must have been asked");
-    expectInvariant(failures, effect.status === "unknown" && effect.resolution === null, `the effect must stay unknown, was ${effect.status}/${effect.resolution}`);
-    expectInvariant(failures, command.error?.code !== "external_effect.not_executed", "the command must not say the write was not executed");
-    if (spec.reasonCode === "adapter_crashed") expectInvariant(failures, terminations.some((l) => /reason="(crashed|exited|out_of_memory)"/.test(l)), "GET /metrics must count the crashed adapter worker");
+    expectInvariant(
+      failures,
+      effect.status === "unknown" && effect.resolution === null,
+      `the effect must stay unknown, was ${effect.status}/${effect.resolution}`,
+    );
+    expectInvariant(
+      failures,
+      command.error?.code !== "external_effect.not_executed",
+      "the command must not say the write was not executed",
+    );
+    if (spec.reasonCode === "adapter_crashed")
+      expectInvariant(
+        failures,
+        terminations.some((l) => /reason="(crashed|exited|out_of_memory)"/.test(l)),
+        "GET /metrics must count the crashed adapter worker",
+      );
     return { failures, line };
   } finally {
     await probe.stop();

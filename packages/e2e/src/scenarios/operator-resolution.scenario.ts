@@ -72,21 +72,47 @@ export async function runOperatorResolutionScenario(opts: ScenarioOptions): Prom
     timeline(`provider up at ${provider.url}; API up at ${api.url} with reconciliation on, but no adapter bound to tracker`);
     const mcpConfigFile = writeMcpConfig(workDir, { tracker: provider.url });
     const stateFile = join(workDir, "driver-state.json");
-    const driverA = await startDriverProcess({ apiUrl: api.url, stateFile, mcpConfigFile, name: "driver-a", enrollmentToken: api.credentials.enrollmentToken });
+    const driverA = await startDriverProcess({
+      apiUrl: api.url,
+      stateFile,
+      mcpConfigFile,
+      name: "driver-a",
+      enrollmentToken: api.credentials.enrollmentToken,
+    });
     procs.push(driverA.proc);
 
     const runs = new RunApiClient(api.url, api.credentials.apiKey);
     const control = new ProviderControlClient(provider.controlUrl);
     const { runId } = await runs.createRun(driverA.driverInstanceId);
-    const call = await runs.enqueueToolCall(runId, { serverId: "tracker", toolName: "createIssue", arguments: { title: "Disk full on db-1", body: "seen at 03:12" } });
+    const call = await runs.enqueueToolCall(runId, {
+      serverId: "tracker",
+      toolName: "createIssue",
+      arguments: { title: "Disk full on db-1", body: "seen at 03:12" },
+    });
     timeline(`queued createIssue (effect ${call.effectId}, idempotency key ${call.idempotencyKey})`);
-    await pollUntil(async () => ((await control.stats()).writes[call.idempotencyKey] === 1 ? true : undefined), STEP_TIMEOUT_MS, "the provider commits");
+    await pollUntil(
+      async () => ((await control.stats()).writes[call.idempotencyKey] === 1 ? true : undefined),
+      STEP_TIMEOUT_MS,
+      "the provider commits",
+    );
     await driverA.proc.kill("SIGKILL");
     timeline("the provider committed; Driver A was killed with SIGKILL before the result was stored");
-    const driverB = await startDriverProcess({ apiUrl: api.url, stateFile, mcpConfigFile, name: "driver-b", enrollmentToken: api.credentials.enrollmentToken });
+    const driverB = await startDriverProcess({
+      apiUrl: api.url,
+      stateFile,
+      mcpConfigFile,
+      name: "driver-b",
+      enrollmentToken: api.credentials.enrollmentToken,
+    });
     procs.push(driverB.proc);
-    await pollUntil(async () => ((await runs.getRun(runId)).commands[0]?.terminalAtMs ? true : undefined), STEP_TIMEOUT_MS, "the command ends");
-    timeline("Driver B reconnected; its claim fenced the effect unknown (no adapter can prove it): the command failed external_effect.unknown");
+    await pollUntil(
+      async () => ((await runs.getRun(runId)).commands[0]?.terminalAtMs ? true : undefined),
+      STEP_TIMEOUT_MS,
+      "the command ends",
+    );
+    timeline(
+      "Driver B reconnected; its claim fenced the effect unknown (no adapter can prove it): the command failed external_effect.unknown",
+    );
 
     const listed = await effectsCli(api.url, api.credentials.operatorToken, ["list"], timeline);
     await effectsCli(api.url, api.credentials.operatorToken, ["show", call.effectId], timeline);
@@ -97,13 +123,33 @@ export async function runOperatorResolutionScenario(opts: ScenarioOptions): Prom
     await effectsCli(
       api.url,
       api.credentials.operatorToken,
-      ["resolve", call.effectId, "--outcome", "succeeded", "--output-text", outputText, "--provider-operation-id", found.operationId, "--actor", "demo-operator", "--reason", "issue found in the tracker under the effect's key"],
+      [
+        "resolve",
+        call.effectId,
+        "--outcome",
+        "succeeded",
+        "--output-text",
+        outputText,
+        "--provider-operation-id",
+        found.operationId,
+        "--actor",
+        "demo-operator",
+        "--reason",
+        "issue found in the tracker under the effect's key",
+      ],
       timeline,
     );
 
     const view = await runs.getRun(runId);
     const effect = view.effects[0];
-    const history = JSON.parse(await effectsCli(api.url, api.credentials.operatorToken, ["--json", "show", call.effectId], () => {})) as { operatorActions: Array<{ actor: string; statusBefore: string; statusAfter: string; receipt: { providerOperationId?: string } | null }> };
+    const history = JSON.parse(await effectsCli(api.url, api.credentials.operatorToken, ["--json", "show", call.effectId], () => {})) as {
+      operatorActions: Array<{
+        actor: string;
+        statusBefore: string;
+        statusAfter: string;
+        receipt: { providerOperationId?: string } | null;
+      }>;
+    };
     const stats = await control.stats();
     const line = {
       scenario: OPERATOR_RESOLUTION_SCENARIO,
@@ -117,9 +163,21 @@ export async function runOperatorResolutionScenario(opts: ScenarioOptions): Prom
     };
     const failures: string[] = [];
     expectInvariant(failures, listed.includes(call.effectId), "the CLI must list the fenced effect");
-    expectInvariant(failures, line.providerWrites === 1 && line.providerCalls === 1, `the provider must have run once (writes ${line.providerWrites}, calls ${line.providerCalls})`);
-    expectInvariant(failures, line.effectStatus === "succeeded" && line.resolution === "operator", `the effect must end succeeded (operator), was ${line.effectStatus} (${line.resolution})`);
-    expectInvariant(failures, history.operatorActions.length === 1 && history.operatorActions[0]?.receipt?.providerOperationId === found.operationId, "one audit row carrying the provider's id");
+    expectInvariant(
+      failures,
+      line.providerWrites === 1 && line.providerCalls === 1,
+      `the provider must have run once (writes ${line.providerWrites}, calls ${line.providerCalls})`,
+    );
+    expectInvariant(
+      failures,
+      line.effectStatus === "succeeded" && line.resolution === "operator",
+      `the effect must end succeeded (operator), was ${line.effectStatus} (${line.resolution})`,
+    );
+    expectInvariant(
+      failures,
+      history.operatorActions.length === 1 && history.operatorActions[0]?.receipt?.providerOperationId === found.operationId,
+      "one audit row carrying the provider's id",
+    );
     expectInvariant(failures, view.events.filter((e) => e.terminal).length <= 1, "a run has at most one terminal event");
     return { failures, line };
   } finally {

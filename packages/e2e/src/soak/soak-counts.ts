@@ -74,7 +74,18 @@ export function classifyEffect(e: LedgerEffect, p: ProviderTruth): SoakClass {
 
 /** Counts a run's effects. Pure. */
 export function countSoak(effects: LedgerEffect[], truth: (key: string) => ProviderTruth): SoakCounts {
-  const counts: SoakCounts = { effects: 0, exactlyOnce: 0, reconciled: 0, notExecuted: 0, neverDispatched: 0, unknown: 0, stuck: 0, lost: 0, duplicated: 0, phantom: 0 };
+  const counts: SoakCounts = {
+    effects: 0,
+    exactlyOnce: 0,
+    reconciled: 0,
+    notExecuted: 0,
+    neverDispatched: 0,
+    unknown: 0,
+    stuck: 0,
+    lost: 0,
+    duplicated: 0,
+    phantom: 0,
+  };
   for (const e of effects) {
     counts.effects += 1;
     counts[classifyEffect(e, truth(e.idempotencyKey))] += 1;

@@ -14,7 +14,17 @@ import getPort from "get-port";
 import { ProviderControlClient, RunApiClient } from "../http-clients.js";
 import { ManagedProcess } from "../managed-process.js";
 import { entryPoints } from "../workspace-paths.js";
-import { credentialsEnv, FIXTURE_ADAPTER_PACKAGE, newStackCredentials, READY_TIMEOUT_MS, startDriverProcess, startProviderProcess, writeMcpConfig, type DriverProcess, type ProviderProcess } from "../stack.js";
+import {
+  credentialsEnv,
+  FIXTURE_ADAPTER_PACKAGE,
+  newStackCredentials,
+  READY_TIMEOUT_MS,
+  startDriverProcess,
+  startProviderProcess,
+  writeMcpConfig,
+  type DriverProcess,
+  type ProviderProcess,
+} from "../stack.js";
 import { countSoak, type LedgerEffect, type ProviderTruth, type SoakCounts } from "./soak-counts.js";
 
 /** Options of {@link runSoak}: `kills` (Driver SIGKILLs), `seed`, `drivers` (processes), `apiKillRatio` (0–1: rounds that also kill the API), `workDir`. */
@@ -77,7 +87,10 @@ export async function runSoak(opts: SoakOptions): Promise<SoakReport> {
   const provider: ProviderProcess = await startProviderProcess(providerDb, ["--fence-on-lookup-miss", "--log-level", "warn"]);
   const control = new ProviderControlClient(provider.controlUrl);
   const bindingsFile = join(opts.workDir, "bindings.json");
-  writeFileSync(bindingsFile, JSON.stringify({ bindings: { tracker: { package: FIXTURE_ADAPTER_PACKAGE, options: { url: provider.url } } } }));
+  writeFileSync(
+    bindingsFile,
+    JSON.stringify({ bindings: { tracker: { package: FIXTURE_ADAPTER_PACKAGE, options: { url: provider.url } } } }),
+  );
   const port = await getPort({ host: "127.0.0.1" });
   const apiUrl = `http://127.0.0.1:${port}`;
   // one set of fresh secrets for the whole soak: the API restarts with the same ones
@@ -111,14 +124,26 @@ export async function runSoak(opts: SoakOptions): Promise<SoakReport> {
   };
   await startApi();
   const mcpConfigFile = writeMcpConfig(opts.workDir, { tracker: provider.url });
-  const slots: Slot[] = Array.from({ length: opts.drivers }, (_, i) => ({ name: `soak-driver-${i}`, stateFile: join(opts.workDir, `driver-${i}.json`), proc: null, instanceId: null, runId: null }));
+  const slots: Slot[] = Array.from({ length: opts.drivers }, (_, i) => ({
+    name: `soak-driver-${i}`,
+    stateFile: join(opts.workDir, `driver-${i}.json`),
+    proc: null,
+    instanceId: null,
+    runId: null,
+  }));
   let finalizations = 0;
 
   /** (Re)starts a Driver: the same state file reconnects the same instance; a finalized one exits 1 and registers anew on the next start. */
   const startDriver = async (slot: Slot) => {
     for (let attempt = 1; ; attempt++) {
       try {
-        const d = await startDriverProcess({ apiUrl, stateFile: slot.stateFile, mcpConfigFile, name: slot.name, enrollmentToken: credentials.enrollmentToken });
+        const d = await startDriverProcess({
+          apiUrl,
+          stateFile: slot.stateFile,
+          mcpConfigFile,
+          name: slot.name,
+          enrollmentToken: credentials.enrollmentToken,
+        });
         d.proc.lines.length = 0;
         if (slot.instanceId && slot.instanceId !== d.driverInstanceId) {
           finalizations += 1;
@@ -151,7 +176,11 @@ export async function runSoak(opts: SoakOptions): Promise<SoakReport> {
     for (let j = 0; j < n; j++) {
       try {
         if (!slot.runId) slot.runId = (await runs.createRun(slot.instanceId!)).runId;
-        await runs.enqueueToolCall(slot.runId, { serverId: "tracker", toolName: "createIssue", arguments: { title: `soak ${enqueued}`, body: `seed ${opts.seed}` } });
+        await runs.enqueueToolCall(slot.runId, {
+          serverId: "tracker",
+          toolName: "createIssue",
+          arguments: { title: `soak ${enqueued}`, body: `seed ${opts.seed}` },
+        });
         enqueued += 1;
       } catch {
         slot.runId = null; // the run ended (its Driver was finalized) or the API is restarting
@@ -183,7 +212,9 @@ export async function runSoak(opts: SoakOptions): Promise<SoakReport> {
     await startDriver(victim);
     watch(victim);
     if (driverKills % 10 === 0 || driverKills === opts.kills) {
-      opts.log(`soak: ${driverKills}/${opts.kills} Driver kills, ${apiKills} API kills, ${enqueued} tool calls, ${finalizations} Driver instances replaced, ${Math.round((Date.now() - started) / 1000)} s`);
+      opts.log(
+        `soak: ${driverKills}/${opts.kills} Driver kills, ${apiKills} API kills, ${enqueued} tool calls, ${finalizations} Driver instances replaced, ${Math.round((Date.now() - started) / 1000)} s`,
+      );
     }
   }
 
@@ -221,9 +252,17 @@ export async function runSoak(opts: SoakOptions): Promise<SoakReport> {
   if (api) await (api as ManagedProcess).kill("SIGTERM");
   await provider.proc.kill("SIGTERM");
 
-  const effects = (ledger.prepare("SELECT id, idempotency_key, status, resolution, result_json FROM external_tool_effects").all() as Array<Record<string, string | null>>).map(
-    (r): LedgerEffect => ({ id: String(r.id), idempotencyKey: String(r.idempotency_key), status: String(r.status), resolution: r.resolution ?? null, resultJson: r.result_json ?? null }),
-  );
+  const effects = (
+    ledger.prepare("SELECT id, idempotency_key, status, resolution, result_json FROM external_tool_effects").all() as Array<
+      Record<string, string | null>
+    >
+  ).map((r): LedgerEffect => ({
+    id: String(r.id),
+    idempotencyKey: String(r.idempotency_key),
+    status: String(r.status),
+    resolution: r.resolution ?? null,
+    resultJson: r.result_json ?? null,
+  }));
   ledger.close();
   const truthDb = new Database(providerDb, { readonly: true });
   const commitsOf = truthDb.prepare("SELECT count(*) AS n FROM issues WHERE idempotency_key = ?");
@@ -235,7 +274,12 @@ export async function runSoak(opts: SoakOptions): Promise<SoakReport> {
     return {
       commits: (commitsOf.get(key) as { n: number }).n,
       createCalls: (callsOf.get(key) as { count: number } | undefined)?.count ?? 0,
-      outputText: result ? content.filter((c) => c.type === "text" && typeof c.text === "string").map((c) => c.text).join("\n") : null,
+      outputText: result
+        ? content
+            .filter((c) => c.type === "text" && typeof c.text === "string")
+            .map((c) => c.text)
+            .join("\n")
+        : null,
     };
   };
   const counts = countSoak(effects, truth);

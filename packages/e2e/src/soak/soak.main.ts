@@ -25,7 +25,9 @@ function ratio(value: string) {
 }
 
 const program = new Command("soak")
-  .description("SIGKILL Drivers (and sometimes the API) at random moments, restart them, let recovery finish, compare the ledger with the provider")
+  .description(
+    "SIGKILL Drivers (and sometimes the API) at random moments, restart them, let recovery finish, compare the ledger with the provider",
+  )
   .option("--kills <n>", "Driver SIGKILLs", intIn(1, 100_000), 20)
   .option("--seed <n>", "seed of the random schedule (default: random, printed)", intIn(0, 2 ** 31 - 1))
   .option("--drivers <n>", "Driver processes", intIn(1, 8), 2)
@@ -42,7 +44,14 @@ const seed = o.seed ?? Math.floor(Math.random() * 2 ** 31);
 const workDir = mkdtempSync(join(tmpdir(), "mosoo-soak-"));
 console.log(`soak: seed ${seed}, ${o.kills} kills, ${o.drivers} Drivers, API kill ratio ${o.apiKillRatio}, work dir ${workDir}`);
 try {
-  const report = await runSoak({ kills: o.kills, seed, drivers: o.drivers, apiKillRatio: o.apiKillRatio, workDir, log: (l) => console.log(l) });
+  const report = await runSoak({
+    kills: o.kills,
+    seed,
+    drivers: o.drivers,
+    apiKillRatio: o.apiKillRatio,
+    workDir,
+    log: (l) => console.log(l),
+  });
   console.log(JSON.stringify({ seed, ...report.counts }));
   console.log(
     `soak: ${report.driverKills} Driver kills, ${report.apiKills} API kills, ${report.finalizations} Driver instances replaced after finalization, ${report.enqueued} tool calls, wall ${(report.wallMs / 1000).toFixed(1)} s`,

@@ -1,6 +1,18 @@
 import { z } from "zod";
-import type { AdapterDeclaration, DiscoveringAdapterFactory, KeyFencing, LookupContext, LookupRequest, ReconciliationAdapter } from "../adapter.contract.js";
-import { ConventionLookupAnswerSchema, IDEMPOTENCY_CONVENTION_META, IdempotencyConventionSchema, type IdempotencyConvention } from "../idempotency-convention.contract.js";
+import type {
+  AdapterDeclaration,
+  DiscoveringAdapterFactory,
+  KeyFencing,
+  LookupContext,
+  LookupRequest,
+  ReconciliationAdapter,
+} from "../adapter.contract.js";
+import {
+  ConventionLookupAnswerSchema,
+  IDEMPOTENCY_CONVENTION_META,
+  IdempotencyConventionSchema,
+  type IdempotencyConvention,
+} from "../idempotency-convention.contract.js";
 import { confirmedNotExecuted, stillUnknown } from "../lookup-outcome.builders.js";
 import { callLookupTool, listMcpTools } from "./mcp-lookup.js";
 
@@ -8,7 +20,9 @@ import { callLookupTool, listMcpTools } from "./mcp-lookup.js";
 export const CONVENTION_ADAPTER_ID = "mcp-convention";
 
 /** Options of the convention adapter: `url`, the provider's MCP endpoint (Streamable HTTP). */
-export const ConventionAdapterOptionsSchema = z.strictObject({ url: z.url({ protocol: /^https?$/, error: "url must be an http(s) MCP endpoint" }) });
+export const ConventionAdapterOptionsSchema = z.strictObject({
+  url: z.url({ protocol: /^https?$/, error: "url must be an http(s) MCP endpoint" }),
+});
 
 /**
  * Reads `tools/list` and keeps every tool whose `_meta["io.mosoo/idempotency"]` passes
@@ -32,8 +46,15 @@ export async function discoverConvention(url: string, signal: AbortSignal): Prom
 export function conventionDeclaration(advertised: ReadonlyMap<string, IdempotencyConvention>): AdapterDeclaration {
   const all = [...advertised.values()];
   const unfenced = all.flatMap((c) => (c.fencing.kind === "max_in_flight" ? [c.fencing.maxInFlightMs] : []));
-  const keyFencing: KeyFencing = unfenced.length === 0 ? { kind: "lookup_fences_key" } : { kind: "max_in_flight", maxInFlightMs: Math.max(...unfenced) };
-  return { id: CONVENTION_ADAPTER_ID, version: "1.0.0", tools: [...advertised.keys()], retentionWindowMs: Math.min(...all.map((c) => c.retentionMs)), keyFencing };
+  const keyFencing: KeyFencing =
+    unfenced.length === 0 ? { kind: "lookup_fences_key" } : { kind: "max_in_flight", maxInFlightMs: Math.max(...unfenced) };
+  return {
+    id: CONVENTION_ADAPTER_ID,
+    version: "1.0.0",
+    tools: [...advertised.keys()],
+    retentionWindowMs: Math.min(...all.map((c) => c.retentionMs)),
+    keyFencing,
+  };
 }
 
 /**
@@ -43,17 +64,39 @@ export function conventionDeclaration(advertised: ReadonlyMap<string, Idempotenc
  * `confirmed_not_executed` only when the tool advertises `max_in_flight` (the runtime refuses it
  * inside that window), else `still_unknown` `not_found_unfenced`.
  */
-async function conventionLookup(url: string, advertised: ReadonlyMap<string, IdempotencyConvention>, request: LookupRequest, { signal }: LookupContext): Promise<unknown> {
+async function conventionLookup(
+  url: string,
+  advertised: ReadonlyMap<string, IdempotencyConvention>,
+  request: LookupRequest,
+  { signal }: LookupContext,
+): Promise<unknown> {
   const convention = advertised.get(request.toolName);
   if (!convention) return stillUnknown("unsupported_tool");
-  const answer = await callLookupTool(url, convention.lookupTool, { [convention.lookupKeyArgument]: request.idempotencyKey }, ConventionLookupAnswerSchema, signal);
+  const answer = await callLookupTool(
+    url,
+    convention.lookupTool,
+    { [convention.lookupKeyArgument]: request.idempotencyKey },
+    ConventionLookupAnswerSchema,
+    signal,
+  );
   if (answer.found) {
-    const receipt = { observedAt: new Date().toISOString(), ...(answer.operationId ? { providerOperationId: answer.operationId } : {}), ...(answer.requestFingerprint ? { requestFingerprint: answer.requestFingerprint } : {}) };
-    return { outcome: "confirmed_succeeded", toolName: answer.toolName, idempotencyKey: answer.idempotencyKey, result: answer.result, receipt };
+    const receipt = {
+      observedAt: new Date().toISOString(),
+      ...(answer.operationId ? { providerOperationId: answer.operationId } : {}),
+      ...(answer.requestFingerprint ? { requestFingerprint: answer.requestFingerprint } : {}),
+    };
+    return {
+      outcome: "confirmed_succeeded",
+      toolName: answer.toolName,
+      idempotencyKey: answer.idempotencyKey,
+      result: answer.result,
+      receipt,
+    };
   }
   if (answer.pending) return stillUnknown("pending");
   if (answer.idempotencyKey !== request.idempotencyKey) return stillUnknown("answer_for_another_key");
-  if (answer.fenced || convention.fencing.kind === "max_in_flight") return confirmedNotExecuted(request, { detail: { fenced: answer.fenced } });
+  if (answer.fenced || convention.fencing.kind === "max_in_flight")
+    return confirmedNotExecuted(request, { detail: { fenced: answer.fenced } });
   return stillUnknown("not_found_unfenced");
 }
 
@@ -70,6 +113,9 @@ export const conventionAdapterFactory: DiscoveringAdapterFactory = {
     const { url } = ConventionAdapterOptionsSchema.parse(options);
     const advertised = await discoverConvention(url, signal);
     if (advertised.size === 0) throw new Error(`no tool at ${url} advertises _meta["${IDEMPOTENCY_CONVENTION_META}"]`);
-    return { declaration: conventionDeclaration(advertised), lookup: (request, context) => conventionLookup(url, advertised, request, context) };
+    return {
+      declaration: conventionDeclaration(advertised),
+      lookup: (request, context) => conventionLookup(url, advertised, request, context),
+    };
   },
 };

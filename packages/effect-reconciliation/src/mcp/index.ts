@@ -6,4 +6,10 @@
  * @module
  */
 export { callLookupTool, withMcpClient, listMcpTools } from "./mcp-lookup.js";
-export { CONVENTION_ADAPTER_ID, ConventionAdapterOptionsSchema, conventionAdapterFactory, conventionDeclaration, discoverConvention } from "./convention-adapter.js";
+export {
+  CONVENTION_ADAPTER_ID,
+  ConventionAdapterOptionsSchema,
+  conventionAdapterFactory,
+  conventionDeclaration,
+  discoverConvention,
+} from "./convention-adapter.js";

@@ -33,7 +33,13 @@ export async function withMcpClient<T>(url: string, signal: AbortSignal, work: (
     }
   };
   // p-retry retries network TypeErrors (`fetch failed`) and no other TypeError; nothing else is retried.
-  return pRetry(attempt, { retries: NETWORK_RETRIES, minTimeout: 50, maxTimeout: 200, signal, shouldRetry: ({ error }) => error instanceof TypeError });
+  return pRetry(attempt, {
+    retries: NETWORK_RETRIES,
+    minTimeout: 50,
+    maxTimeout: 200,
+    signal,
+    shouldRetry: ({ error }) => error instanceof TypeError,
+  });
 }
 
 /**
@@ -42,12 +48,19 @@ export async function withMcpClient<T>(url: string, signal: AbortSignal, work: (
  * @throws Error on a tool error (`isError`), or a `ZodError` when the answer fails `schema`.
  * @example const answer = await callLookupTool(url, "getOperation", { idempotencyKey: request.idempotencyKey }, AnswerSchema, signal);
  */
-export async function callLookupTool<S extends z.ZodType>(url: string, tool: string, args: Record<string, unknown>, schema: S, signal: AbortSignal): Promise<z.infer<S>> {
+export async function callLookupTool<S extends z.ZodType>(
+  url: string,
+  tool: string,
+  args: Record<string, unknown>,
+  schema: S,
+  signal: AbortSignal,
+): Promise<z.infer<S>> {
   return withMcpClient(url, signal, async (client) => {
     const res = await client.callTool({ name: tool, arguments: args }, undefined, { signal });
     if (res.isError) throw new Error(`${tool} answered a tool error: ${JSON.stringify(res.content).slice(0, 200)}`);
     const first = Array.isArray(res.content) ? (res.content[0] as { type?: string; text?: string } | undefined) : undefined;
-    const payload = res.structuredContent ?? (first?.type === "text" && typeof first.text === "string" ? JSON.parse(first.text) : undefined);
+    const payload =
+      res.structuredContent ?? (first?.type === "text" && typeof first.text === "string" ? JSON.parse(first.text) : undefined);
     return schema.parse(payload);
   });
 }

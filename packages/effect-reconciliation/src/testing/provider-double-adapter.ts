@@ -20,7 +20,10 @@ export const PROVIDER_DOUBLE_ADAPTER_ID = "provider-double";
  * decides what that proves, docs/DESIGN.md §5). A tool it does not serve gets `still_unknown`
  * `unsupported_tool`. `faults.adapterFault` / `faults.answerOverride` make it misbehave.
  */
-export function createProviderDoubleAdapter(double: ProviderDouble, declarationOverrides: Partial<AdapterDeclaration> = {}): ReconciliationAdapter {
+export function createProviderDoubleAdapter(
+  double: ProviderDouble,
+  declarationOverrides: Partial<AdapterDeclaration> = {},
+): ReconciliationAdapter {
   const declaration: AdapterDeclaration = {
     id: PROVIDER_DOUBLE_ADAPTER_ID,
     version: "1.0.0",
@@ -45,7 +48,8 @@ export function createProviderDoubleAdapter(double: ProviderDouble, declarationO
 async function answer(double: ProviderDouble, request: LookupRequest, { signal, logger }: LookupContext): Promise<unknown> {
   signal.throwIfAborted();
   if (double.faults.lookupDelayMs > 0) await sleep(double, double.faults.lookupDelayMs, signal);
-  if (request.toolName !== double.toolName) return { outcome: "still_unknown", reasonCode: "unsupported_tool" } satisfies LookupOutcomeInput;
+  if (request.toolName !== double.toolName)
+    return { outcome: "still_unknown", reasonCode: "unsupported_tool" } satisfies LookupOutcomeInput;
 
   const seen = double.lookup(request.idempotencyKey);
   const observedAt = new Date(double.clock.now()).toISOString();

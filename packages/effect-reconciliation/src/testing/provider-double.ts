@@ -168,13 +168,21 @@ export function createProviderDouble(options: ProviderDoubleOptions = {}): Provi
         : { status: "conflict", recordedFingerprint: existing.requestFingerprint };
     }
     if (fenced.has(key)) return { status: "refused", reason: "fenced" };
-    if (keyFencing.kind === "max_in_flight" && clock.now() - sentAtMs > keyFencing.maxInFlightMs) return { status: "refused", reason: "stale" };
+    if (keyFencing.kind === "max_in_flight" && clock.now() - sentAtMs > keyFencing.maxInFlightMs)
+      return { status: "refused", reason: "stale" };
     const operationId = `op_${++operationSeq}`;
     const result: McpToolResult = {
       content: [{ type: "text", text: `created ${operationId}` }],
       structuredContent: { operationId, arguments: structuredClone(args) },
     };
-    records.set(key, { idempotencyKey: key, arguments: structuredClone(args), requestFingerprint: fingerprint, operationId, result, committedAtMs: clock.now() });
+    records.set(key, {
+      idempotencyKey: key,
+      arguments: structuredClone(args),
+      requestFingerprint: fingerprint,
+      operationId,
+      result,
+      committedAtMs: clock.now(),
+    });
     writes.set(key, (writes.get(key) ?? 0) + 1);
     return { status: "committed", replayed: false, operationId, result: structuredClone(result) };
   };

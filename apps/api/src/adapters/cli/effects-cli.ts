@@ -30,7 +30,8 @@ const pageSize = (value: string): string => {
 };
 const duration = (value: string): string => {
   const parsed = ms(value as ms.StringValue);
-  if (typeof parsed !== "number" || !Number.isFinite(parsed) || parsed < 0) throw new InvalidArgumentError('must be a duration such as 30s, 15m, 2h or 7d');
+  if (typeof parsed !== "number" || !Number.isFinite(parsed) || parsed < 0)
+    throw new InvalidArgumentError("must be a duration such as 30s, 15m, 2h or 7d");
   return String(Math.round(parsed));
 };
 const httpUrl = (value: string): string => {
@@ -40,16 +41,19 @@ const httpUrl = (value: string): string => {
   } catch {
     throw new InvalidArgumentError("must be an http(s) URL such as http://127.0.0.1:8787");
   }
-  if (url.protocol !== "http:" && url.protocol !== "https:") throw new InvalidArgumentError("must be an http(s) URL such as http://127.0.0.1:8787");
+  if (url.protocol !== "http:" && url.protocol !== "https:")
+    throw new InvalidArgumentError("must be an http(s) URL such as http://127.0.0.1:8787");
   return value;
 };
-const json = (what: string) => (value: string): unknown => {
-  try {
-    return JSON.parse(value) as unknown;
-  } catch {
-    throw new InvalidArgumentError(`${what} must be JSON`);
-  }
-};
+const json =
+  (what: string) =>
+  (value: string): unknown => {
+    try {
+      return JSON.parse(value) as unknown;
+    } catch {
+      throw new InvalidArgumentError(`${what} must be JSON`);
+    }
+  };
 
 interface GlobalOptions {
   db?: string;
@@ -78,14 +82,23 @@ async function openClient(g: GlobalOptions, env: NodeJS.ProcessEnv): Promise<Ope
  * `compensate`, each with `--help`, over the operator service (docs/DESIGN.md §7). Output is a table or a
  * line by default, JSON with `--json`; `write` receives stdout text. Errors become {@link CliFailure}.
  */
-export function buildEffectsCli(write: (text: string) => void, env: NodeJS.ProcessEnv = process.env, nowMs: () => number = Date.now): Command {
+export function buildEffectsCli(
+  write: (text: string) => void,
+  env: NodeJS.ProcessEnv = process.env,
+  nowMs: () => number = Date.now,
+): Command {
   const program = new Command("mosoo-effects")
     .description(
       "Operate on external tool effects: list the stuck ones, show one effect's whole history, reconcile now, resolve by hand, or compensate.\n" +
         "Needs MOSOO_EFFECT_RECONCILIATION=on (in the API's environment, or in this one with --db).",
     )
     .addOption(new Option("--db <file>", "work on this SQLite store in-process (same flag and bindings env vars as the API)"))
-    .addOption(new Option("--api-url <url>", "base URL of a running API (used unless --db is given)").env("MOSOO_API_URL").default("http://127.0.0.1:8787").argParser(httpUrl))
+    .addOption(
+      new Option("--api-url <url>", "base URL of a running API (used unless --db is given)")
+        .env("MOSOO_API_URL")
+        .default("http://127.0.0.1:8787")
+        .argParser(httpUrl),
+    )
     .addOption(new Option("--token <token>", "operator token, the API's MOSOO_OPERATOR_TOKEN").env("MOSOO_OPERATOR_TOKEN"))
     .option("--json", "print the service's JSON instead of tables")
     .addHelpText(
@@ -96,16 +109,25 @@ export function buildEffectsCli(write: (text: string) => void, env: NodeJS.Proce
         "  npm run effects -- --db var/demo/fenced-resolved-by-operator/api.db list",
         "  npm run effects -- list --status unknown --server tracker --older-than 15m",
         "  npm run effects -- show 01J...",
-        "  npm run effects -- reconcile 01J... --actor alice --reason \"provider was down\"",
-        "  npm run effects -- resolve 01J... --outcome succeeded --output-text \"Created issue #7\" --provider-operation-id 01J... --actor alice --reason \"found it in the tracker\"",
-        "  npm run effects -- compensate 01J... --actor alice --reason \"duplicate issue\"",
+        '  npm run effects -- reconcile 01J... --actor alice --reason "provider was down"',
+        '  npm run effects -- resolve 01J... --outcome succeeded --output-text "Created issue #7" --provider-operation-id 01J... --actor alice --reason "found it in the tracker"',
+        '  npm run effects -- compensate 01J... --actor alice --reason "duplicate issue"',
         "",
         "Exit codes: 0 done, 1 refused by the service or the API unreachable (one line: code and message), 2 bad input.",
         "With --db, a compensation is queued in the store; a Driver polling a running API picks it up at its next poll (up to ~25 s).",
       ].join("\n"),
     )
     .exitOverride()
-    .configureOutput({ writeOut: write, outputError: (text, out) => out(`mosoo-effects: ${text.replace(/^error: /, "").replace(/\s*\n\s*/g, " ").trim()}\n`) });
+    .configureOutput({
+      writeOut: write,
+      outputError: (text, out) =>
+        out(
+          `mosoo-effects: ${text
+            .replace(/^error: /, "")
+            .replace(/\s*\n\s*/g, " ")
+            .trim()}\n`,
+        ),
+    });
   const g = () => program.opts<GlobalOptions>();
   const run = async (fn: (client: OperatorClient) => Promise<unknown>, render: (answer: Record<string, unknown>) => string) => {
     const client = await openClient(g(), env);
@@ -113,70 +135,132 @@ export function buildEffectsCli(write: (text: string) => void, env: NodeJS.Proce
       const answer = (await fn(client)) as Record<string, unknown>;
       write(`${g().json ? JSON.stringify(answer, null, 2) : render(answer)}\n`);
     } catch (err) {
-      if (err instanceof OperatorClientError) throw new CliFailure(err.code === "request.invalid" ? EXIT.badInput : EXIT.refused, `${err.code}: ${err.message}`);
+      if (err instanceof OperatorClientError)
+        throw new CliFailure(err.code === "request.invalid" ? EXIT.badInput : EXIT.refused, `${err.code}: ${err.message}`);
       throw err;
     } finally {
       await client.close();
     }
   };
   const audit = (cmd: Command) =>
-    cmd.requiredOption("--actor <name>", "who acts (recorded in the audit trail)", nonBlank).requiredOption("--reason <text>", "why (recorded in the audit trail)", nonBlank);
+    cmd
+      .requiredOption("--actor <name>", "who acts (recorded in the audit trail)", nonBlank)
+      .requiredOption("--reason <text>", "why (recorded in the audit trail)", nonBlank);
 
   program
     .command("list")
     .description("list effects, newest first (default: the unknown ones; with --attention and no --status: every status)")
-    .addOption(new Option("--status <status>", "effect status (default unknown)").choices(["unknown", "executing", "intent", "succeeded", "not_executed"]))
-    .addOption(new Option("--attention <reason>", "only effects waiting for an operator for this reason").choices([...OPERATOR_ATTENTION_REASONS]))
+    .addOption(
+      new Option("--status <status>", "effect status (default unknown)").choices([
+        "unknown",
+        "executing",
+        "intent",
+        "succeeded",
+        "not_executed",
+      ]),
+    )
+    .addOption(
+      new Option("--attention <reason>", "only effects waiting for an operator for this reason").choices([...OPERATOR_ATTENTION_REASONS]),
+    )
     .option("--server <serverId>", "only this MCP server", nonBlank)
     .option("--tool <toolName>", "only this tool", nonBlank)
     .option("--run <runId>", "only this run", nonBlank)
     .option("--older-than <duration>", "only effects created at least this long ago (30s, 15m, 2h, 7d)", duration)
     .option("--limit <n>", "page size, 1-500", pageSize, "50")
     .option("--cursor <effectId>", "continue after this effect (printed at the end of the previous page)")
-    .action(async (o: { status?: string; attention?: string; server?: string; tool?: string; run?: string; olderThan?: string; limit: string; cursor?: string }) => {
-      const query: Record<string, string> = { limit: o.limit };
-      if (o.status) query["status"] = o.status;
-      if (o.attention) query["attention"] = o.attention;
-      if (o.server) query["serverId"] = o.server;
-      if (o.tool) query["toolName"] = o.tool;
-      if (o.run) query["runId"] = o.run;
-      if (o.olderThan) query["minAgeMs"] = o.olderThan;
-      if (o.cursor) query["cursor"] = o.cursor;
-      await run((c) => c.list(query), (a) => renderList(a as never, nowMs()));
-    });
+    .action(
+      async (o: {
+        status?: string;
+        attention?: string;
+        server?: string;
+        tool?: string;
+        run?: string;
+        olderThan?: string;
+        limit: string;
+        cursor?: string;
+      }) => {
+        const query: Record<string, string> = { limit: o.limit };
+        if (o.status) query["status"] = o.status;
+        if (o.attention) query["attention"] = o.attention;
+        if (o.server) query["serverId"] = o.server;
+        if (o.tool) query["toolName"] = o.tool;
+        if (o.run) query["runId"] = o.run;
+        if (o.olderThan) query["minAgeMs"] = o.olderThan;
+        if (o.cursor) query["cursor"] = o.cursor;
+        await run(
+          (c) => c.list(query),
+          (a) => renderList(a as never, nowMs()),
+        );
+      },
+    );
   program
     .command("show")
     .description("one effect's whole history: command, attempts, lookups with receipts, operator actions, compensations")
     .argument("<effectId>")
     .action(async (id: string) => run((c) => c.show(id), renderShow));
-  audit(program.command("reconcile").description("look an unknown effect up now through its bound adapter (the same path as the sweep)").argument("<effectId>")).action(
-    async (id: string, o: { actor: string; reason: string }) => run((c) => c.reconcile(id, { actor: o.actor, reason: o.reason }), renderReconcile),
+  audit(
+    program
+      .command("reconcile")
+      .description("look an unknown effect up now through its bound adapter (the same path as the sweep)")
+      .argument("<effectId>"),
+  ).action(async (id: string, o: { actor: string; reason: string }) =>
+    run((c) => c.reconcile(id, { actor: o.actor, reason: o.reason }), renderReconcile),
   );
   audit(
     program
       .command("resolve")
       .description("resolve an unknown effect by hand: succeeded (with the tool result you verified) or not_executed")
       .argument("<effectId>")
-      .addOption(new Option("--outcome <outcome>", "what happened at the provider").choices(["succeeded", "not_executed"]).makeOptionMandatory())
+      .addOption(
+        new Option("--outcome <outcome>", "what happened at the provider").choices(["succeeded", "not_executed"]).makeOptionMandatory(),
+      )
       .option("--output-text <text>", "succeeded: the tool's text output (shorthand for a one-text-block MCP result)")
       .option("--result-json <json>", "succeeded: the full MCP tool result as JSON", json("--result-json"))
       .option("--is-error", "succeeded: the tool answered an error result (with --output-text)")
       .option("--provider-operation-id <id>", "succeeded: the provider's id of the write (stored as the receipt)")
-      .option("--receipt-json <json>", "succeeded: the whole receipt as JSON {providerOperationId?, observedAt?, detail?}", json("--receipt-json")),
-  ).action(async (id: string, o: { outcome: string; outputText?: string; resultJson?: unknown; isError?: boolean; providerOperationId?: string; receiptJson?: unknown; actor: string; reason: string }) => {
-    let body: Record<string, unknown> = { outcome: o.outcome, actor: o.actor, reason: o.reason };
-    if (o.outcome === "succeeded") {
-      if ((o.outputText === undefined) === (o.resultJson === undefined)) throw new CliFailure(EXIT.badInput, "--outcome succeeded needs exactly one of --output-text or --result-json");
-      if (o.isError && o.resultJson !== undefined) throw new CliFailure(EXIT.badInput, "--is-error goes with --output-text; with --result-json put isError in the result");
-      if (o.providerOperationId !== undefined && o.receiptJson !== undefined) throw new CliFailure(EXIT.badInput, "pass --provider-operation-id or --receipt-json, not both");
-      const result = o.resultJson ?? { content: [{ type: "text", text: o.outputText }], ...(o.isError ? { isError: true } : {}) };
-      const receipt = o.receiptJson ?? (o.providerOperationId ? { providerOperationId: o.providerOperationId, observedAt: new Date(nowMs()).toISOString() } : undefined);
-      body = { ...body, result, ...(receipt === undefined ? {} : { receipt }) };
-    } else if (o.outputText !== undefined || o.resultJson !== undefined || o.providerOperationId !== undefined || o.receiptJson !== undefined) {
-      throw new CliFailure(EXIT.badInput, "--outcome not_executed takes no result or receipt");
-    }
-    await run((c) => c.resolve(id, body), renderResolve);
-  });
+      .option(
+        "--receipt-json <json>",
+        "succeeded: the whole receipt as JSON {providerOperationId?, observedAt?, detail?}",
+        json("--receipt-json"),
+      ),
+  ).action(
+    async (
+      id: string,
+      o: {
+        outcome: string;
+        outputText?: string;
+        resultJson?: unknown;
+        isError?: boolean;
+        providerOperationId?: string;
+        receiptJson?: unknown;
+        actor: string;
+        reason: string;
+      },
+    ) => {
+      let body: Record<string, unknown> = { outcome: o.outcome, actor: o.actor, reason: o.reason };
+      if (o.outcome === "succeeded") {
+        if ((o.outputText === undefined) === (o.resultJson === undefined))
+          throw new CliFailure(EXIT.badInput, "--outcome succeeded needs exactly one of --output-text or --result-json");
+        if (o.isError && o.resultJson !== undefined)
+          throw new CliFailure(EXIT.badInput, "--is-error goes with --output-text; with --result-json put isError in the result");
+        if (o.providerOperationId !== undefined && o.receiptJson !== undefined)
+          throw new CliFailure(EXIT.badInput, "pass --provider-operation-id or --receipt-json, not both");
+        const result = o.resultJson ?? { content: [{ type: "text", text: o.outputText }], ...(o.isError ? { isError: true } : {}) };
+        const receipt =
+          o.receiptJson ??
+          (o.providerOperationId ? { providerOperationId: o.providerOperationId, observedAt: new Date(nowMs()).toISOString() } : undefined);
+        body = { ...body, result, ...(receipt === undefined ? {} : { receipt }) };
+      } else if (
+        o.outputText !== undefined ||
+        o.resultJson !== undefined ||
+        o.providerOperationId !== undefined ||
+        o.receiptJson !== undefined
+      ) {
+        throw new CliFailure(EXIT.badInput, "--outcome not_executed takes no result or receipt");
+      }
+      await run((c) => c.resolve(id, body), renderResolve);
+    },
+  );
   audit(
     program
       .command("compensate")
@@ -184,7 +268,10 @@ export function buildEffectsCli(write: (text: string) => void, env: NodeJS.Proce
       .argument("<effectId>")
       .option("--driver <driverInstanceId>", "queue it to this live Driver instance (default: the effect's own, if still live)"),
   ).action(async (id: string, o: { driver?: string; actor: string; reason: string }) =>
-    run((c) => c.compensate(id, { actor: o.actor, reason: o.reason, ...(o.driver ? { driverInstanceId: o.driver } : {}) }), renderCompensate),
+    run(
+      (c) => c.compensate(id, { actor: o.actor, reason: o.reason, ...(o.driver ? { driverInstanceId: o.driver } : {}) }),
+      renderCompensate,
+    ),
   );
   return program;
 }

@@ -4,7 +4,8 @@ import ms from "ms";
 type Row = Record<string, unknown>;
 
 /** Control characters (NUL, ESC, …) are shown as escapes, never written raw to the terminal. */
-const printable = (text: string): string => text.replace(/[\u0000-\u0008\u000b-\u001f\u007f-\u009f]/g, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, "0")}`);
+const printable = (text: string): string =>
+  text.replace(/[\u0000-\u0008\u000b-\u001f\u007f-\u009f]/g, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, "0")}`);
 const str = (v: unknown): string => printable(v === null || v === undefined ? "-" : typeof v === "string" ? v : JSON.stringify(v));
 const when = (msSinceEpoch: unknown): string => (typeof msSinceEpoch === "number" ? new Date(msSinceEpoch).toISOString() : "-");
 const age = (createdAtMs: unknown, nowMs: number): string => (typeof createdAtMs === "number" ? ms(Math.max(0, nowMs - createdAtMs)) : "-");
@@ -26,7 +27,17 @@ export function renderList(page: { effects: Row[]; nextCursor: string | null }, 
   if (page.effects.length === 0) return "no effects match";
   const out = table(
     ["effect", "status", "server", "tool", "run", "age", "lookups", "attention", "compensates"],
-    page.effects.map((e) => [e["id"], statusCell(e), e["serverId"], e["toolName"], e["runId"], age(e["createdAtMs"], nowMs), e["lookupCount"], e["operatorAttention"], e["compensatesEffectId"]]),
+    page.effects.map((e) => [
+      e["id"],
+      statusCell(e),
+      e["serverId"],
+      e["toolName"],
+      e["runId"],
+      age(e["createdAtMs"], nowMs),
+      e["lookupCount"],
+      e["operatorAttention"],
+      e["compensatesEffectId"],
+    ]),
   );
   return page.nextCursor ? `${out}\nmore: add --cursor ${page.nextCursor}` : out;
 }
@@ -50,7 +61,12 @@ export function renderShow(e: Row): string {
     ["operator attention", e["operatorAttention"]],
     ["lookups / next lookup", `${str(e["lookupCount"])} / ${when(e["nextLookupAtMs"])}`],
     ["lookup", e["noLookupReason"] ?? "covered by its server's adapter"],
-    ["command", command ? `${str(command["id"])} ${str(command["status"])}${command["error"] ? ` ${str((command["error"] as Row)["code"])}` : ""}` : "-"],
+    [
+      "command",
+      command
+        ? `${str(command["id"])} ${str(command["status"])}${command["error"] ? ` ${str((command["error"] as Row)["code"])}` : ""}`
+        : "-",
+    ],
     ["result", e["result"] ? str((e["result"] as Row)["outputText"]) : "-"],
     ["reconciliation receipt", e["reconciliationReceipt"]],
   ];
@@ -60,30 +76,69 @@ export function renderShow(e: Row): string {
   const sections = [
     kv.toString(),
     "attempts:",
-    list("attempts").length === 0 ? "  none" : table(["attempt", "status", "connection", "started", "finished", "unknown reason"], list("attempts").map((a) => [a["attempt"], a["status"], a["connectionId"], when(a["startedAtMs"]), when(a["finishedAtMs"]), a["unknownReason"]])),
+    list("attempts").length === 0
+      ? "  none"
+      : table(
+          ["attempt", "status", "connection", "started", "finished", "unknown reason"],
+          list("attempts").map((a) => [
+            a["attempt"],
+            a["status"],
+            a["connectionId"],
+            when(a["startedAtMs"]),
+            when(a["finishedAtMs"]),
+            a["unknownReason"],
+          ]),
+        ),
     "lookups:",
     list("reconciliations").length === 0
       ? "  none"
       : table(
           ["at", "trigger", "adapter", "outcome", "reason", "provider operation"],
-          list("reconciliations").map((r) => [when(r["startedAtMs"]), r["trigger"], `${str(r["adapterId"])}@${str(r["adapterVersion"])}${r["adapterPackage"] ? ` (${str(r["adapterPackage"])}@${str(r["adapterPackageVersion"])})` : ""}`, r["outcome"], r["reasonCode"], (r["receipt"] as Row | null)?.["providerOperationId"]]),
+          list("reconciliations").map((r) => [
+            when(r["startedAtMs"]),
+            r["trigger"],
+            `${str(r["adapterId"])}@${str(r["adapterVersion"])}${r["adapterPackage"] ? ` (${str(r["adapterPackage"])}@${str(r["adapterPackageVersion"])})` : ""}`,
+            r["outcome"],
+            r["reasonCode"],
+            (r["receipt"] as Row | null)?.["providerOperationId"],
+          ]),
         ),
     "operator actions:",
     list("operatorActions").length === 0
       ? "  none"
       : table(
           ["at", "actor", "action", "before → after", "outcome", "reason", "receipt"],
-          list("operatorActions").map((a) => [when(a["createdAtMs"]), a["actor"], a["action"], `${str(a["statusBefore"])} → ${str(a["statusAfter"])}`, a["outcome"], a["reason"], a["receipt"]]),
+          list("operatorActions").map((a) => [
+            when(a["createdAtMs"]),
+            a["actor"],
+            a["action"],
+            `${str(a["statusBefore"])} → ${str(a["statusAfter"])}`,
+            a["outcome"],
+            a["reason"],
+            a["receipt"],
+          ]),
         ),
     "refused operator actions:",
     list("refusedActions").length === 0
       ? "  none"
       : table(
           ["at", "actor", "action", "refused", "status then", "reason"],
-          list("refusedActions").map((a) => [when(a["createdAtMs"]), a["actor"], a["action"], a["outcome"], a["effectStatus"], a["reason"]]),
+          list("refusedActions").map((a) => [
+            when(a["createdAtMs"]),
+            a["actor"],
+            a["action"],
+            a["outcome"],
+            a["effectStatus"],
+            a["reason"],
+          ]),
         ),
     "compensations:",
-    list("compensations").length === 0 ? "  none" : table(["effect", "status", "tool", "Driver instance"], list("compensations").map((c) => [c["id"], c["status"], c["toolName"], c["driverInstanceId"]])),
+    list("compensations").length === 0
+      ? "  none"
+      : table(
+          ["effect", "status", "tool", "Driver instance"],
+          list("compensations").map((c) => [c["id"], c["status"], c["toolName"], c["driverInstanceId"]]),
+        ),
   ];
   return sections.join("\n");
 }

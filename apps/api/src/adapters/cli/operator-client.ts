@@ -93,7 +93,9 @@ function assertMosooStore(file: string): void {
   try {
     const db = new Database(file, { readonly: true, fileMustExist: true });
     try {
-      const tables = db.prepare("SELECT name FROM sqlite_master WHERE type = 'table' AND name IN ('__drizzle_migrations', 'external_tool_effects')").all();
+      const tables = db
+        .prepare("SELECT name FROM sqlite_master WHERE type = 'table' AND name IN ('__drizzle_migrations', 'external_tool_effects')")
+        .all();
       isStore = tables.length === 2;
     } finally {
       db.close();
@@ -101,7 +103,11 @@ function assertMosooStore(file: string): void {
   } catch {
     isStore = false;
   }
-  if (!isStore) throw new OperatorClientError("store.not_mosoo", `${file} is not a Mosoo store (no external_tool_effects table); pass the API's MOSOO_DB_FILE`);
+  if (!isStore)
+    throw new OperatorClientError(
+      "store.not_mosoo",
+      `${file} is not a Mosoo store (no external_tool_effects table); pass the API's MOSOO_DB_FILE`,
+    );
 }
 
 /**
@@ -134,7 +140,12 @@ export async function localOperatorClient(config: ApiConfig): Promise<OperatorCl
     throw err;
   }
   const store = openStore(config.dbFile);
-  const runtime = createRuntime({ db: store.db, logger: pino({ level: "silent" }), heartbeatTtlMs: config.heartbeatTtlMs, reconciliation: settings });
+  const runtime = createRuntime({
+    db: store.db,
+    logger: pino({ level: "silent" }),
+    heartbeatTtlMs: config.heartbeatTtlMs,
+    reconciliation: settings,
+  });
   const op = runtime.operator;
   const wrap = async <T>(fn: () => T | Promise<T>): Promise<T> => {
     try {

@@ -30,9 +30,12 @@ export function driverRoutes(runtime: Runtime, guard: CredentialGuard, limit: Re
     mountRoute(app, route, guard.forRoute(route.auth), retryingWhenBusy(handler));
   const { ledger } = runtime;
 
-  mountRoute(app, DRIVER_API.register, [limit.around(guard.registration())], retryingWhenBusy(async (c, req) =>
-    req.json(runtime.drivers.register(await req.body(), authorityOf(c.get("principal")))),
-  ));
+  mountRoute(
+    app,
+    DRIVER_API.register,
+    [limit.around(guard.registration())],
+    retryingWhenBusy(async (c, req) => req.json(runtime.drivers.register(await req.body(), authorityOf(c.get("principal"))))),
+  );
   on(DRIVER_API.connect, (c, req) => req.json(runtime.drivers.connect(c.get("driver"))));
   on(DRIVER_API.heartbeat, async (c, req) => req.json(runtime.drivers.heartbeat(c.get("driver"), (await req.body()).connectionId)));
   // the body (the Driver's connectionId) is not read: the calling instance is finalized
@@ -50,8 +53,12 @@ export function driverRoutes(runtime: Runtime, guard: CredentialGuard, limit: Re
     return req.json(await ledger.claim(c.get("driver"), body.connectionId, body.commandId));
   });
   on(DRIVER_API.effectComplete, async (c, req) => req.json(ledger.complete(c.get("driver"), req.param("effectId"), await req.body())));
-  on(DRIVER_API.effectMarkUnknown, async (c, req) => req.json(ledger.markUnknown(c.get("driver"), req.param("effectId"), await req.body())));
-  on(DRIVER_API.effectDeadlineMissed, async (c, req) => req.json(ledger.deadlineMissed(c.get("driver"), req.param("effectId"), await req.body())));
+  on(DRIVER_API.effectMarkUnknown, async (c, req) =>
+    req.json(ledger.markUnknown(c.get("driver"), req.param("effectId"), await req.body())),
+  );
+  on(DRIVER_API.effectDeadlineMissed, async (c, req) =>
+    req.json(ledger.deadlineMissed(c.get("driver"), req.param("effectId"), await req.body())),
+  );
   on(DRIVER_API.effectLateResult, async (c, req) => req.json(ledger.lateResult(c.get("driver"), req.param("effectId"), await req.body())));
   return app;
 }

@@ -74,7 +74,9 @@ export function toErrorResponse(err: unknown, c: Context, logger: Logger, storeB
   if (isStoreBusy(err)) {
     storeBusy?.noteBusy();
     logger.warn({ path: c.req.path, method: c.req.method }, "http.store_busy");
-    const body: ApiErrorBody = { error: { code: "store.busy", message: "the store is busy (locked by another connection); retry after 1 s" } };
+    const body: ApiErrorBody = {
+      error: { code: "store.busy", message: "the store is busy (locked by another connection); retry after 1 s" },
+    };
     return c.json(body, 503, { "retry-after": String(STORE_BUSY_RETRY_AFTER_S) });
   }
   logger.error({ err, path: c.req.path }, "http.internal_error");

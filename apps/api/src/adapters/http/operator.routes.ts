@@ -27,7 +27,8 @@ import { retryingWhenBusy } from "./store-retry.js";
 export function operatorRoutes(runtime: Runtime, guard: CredentialGuard): Hono<AuthEnv> {
   const app = new Hono<AuthEnv>();
   app.use("/api/operator/*", async (c, next) => {
-    if (!guard.operatorConfigured) throw new RuntimeError("auth.operator_disabled", "the operator routes are off: set MOSOO_OPERATOR_TOKEN");
+    if (!guard.operatorConfigured)
+      throw new RuntimeError("auth.operator_disabled", "the operator routes are off: set MOSOO_OPERATOR_TOKEN");
     return next();
   });
   app.use("/api/operator/*", guard.operatorOnly());

@@ -73,7 +73,9 @@ async function overBudget(limiter: RateLimiterMemory, key: string): Promise<numb
 }
 
 function tooMany(c: Context, retryAfter: number, what: string): Response {
-  const body: ApiErrorBody = { error: { code: "request.rate_limited", message: `too many ${what} from this address; retry after ${retryAfter} s` } };
+  const body: ApiErrorBody = {
+    error: { code: "request.rate_limited", message: `too many ${what} from this address; retry after ${retryAfter} s` },
+  };
   return c.json(body, 429, { "retry-after": String(retryAfter) });
 }
 

@@ -52,13 +52,21 @@ function requestOf<E extends Env, R extends ApiRoute>(c: Context<E>, route: R): 
  * API's global {@link MAX_BODY_BYTES} gets its own `bodyLimit` (413 `request.too_large`, connection
  * closed, as the global one); every route of the table today takes the global limit.
  */
-export function mountRoute<E extends Env, R extends ApiRoute>(app: Hono<E>, route: R, middleware: ReadonlyArray<MiddlewareHandler<E>>, handler: RouteHandler<E, R>): void {
+export function mountRoute<E extends Env, R extends ApiRoute>(
+  app: Hono<E>,
+  route: R,
+  middleware: ReadonlyArray<MiddlewareHandler<E>>,
+  handler: RouteHandler<E, R>,
+): void {
   const limit: MiddlewareHandler<E>[] =
     route.bodyLimitBytes < MAX_BODY_BYTES
       ? [
           bodyLimit({
             maxSize: route.bodyLimitBytes,
-            onError: (c) => c.json({ error: { code: "request.too_large", message: `the body exceeds ${route.bodyLimitBytes} bytes` } }, 413, { connection: "close" }),
+            onError: (c) =>
+              c.json({ error: { code: "request.too_large", message: `the body exceeds ${route.bodyLimitBytes} bytes` } }, 413, {
+                connection: "close",
+              }),
           }),
         ]
       : [];

@@ -19,8 +19,11 @@ export function runRoutes(runtime: Runtime, guard: CredentialGuard): Hono<AuthEn
     assertDriversAllowed(c.get("principal"), runtime.runs.driversOfRun(c.req.param("runId") ?? ""));
     await next();
   };
-  const on = <R extends (typeof RUN_API)[keyof typeof RUN_API]>(route: R, handler: RouteHandler<AuthEnv, R>, after: MiddlewareHandler<AuthEnv>[] = []) =>
-    mountRoute(app, route, [...guard.forRoute(route.auth), ...after], retryingWhenBusy(handler));
+  const on = <R extends (typeof RUN_API)[keyof typeof RUN_API]>(
+    route: R,
+    handler: RouteHandler<AuthEnv, R>,
+    after: MiddlewareHandler<AuthEnv>[] = [],
+  ) => mountRoute(app, route, [...guard.forRoute(route.auth), ...after], retryingWhenBusy(handler));
   const { runs } = runtime;
 
   on(RUN_API.createRun, async (c, req) => {
@@ -28,19 +31,31 @@ export function runRoutes(runtime: Runtime, guard: CredentialGuard): Hono<AuthEn
     assertDriversAllowed(c.get("principal"), [body.driverInstanceId]);
     return req.json(runs.createRun(body));
   });
-  on(RUN_API.enqueueToolCall, async (_c, req) => {
-    const res = runs.enqueueToolCall(req.param("runId"), await req.body());
-    return req.json(res, res.replayed ? 200 : 201);
-  }, [ofRun]);
+  on(
+    RUN_API.enqueueToolCall,
+    async (_c, req) => {
+      const res = runs.enqueueToolCall(req.param("runId"), await req.body());
+      return req.json(res, res.replayed ? 200 : 201);
+    },
+    [ofRun],
+  );
   on(RUN_API.getRun, (_c, req) => req.json(runs.getRunView(req.param("runId"))), [ofRun]);
-  on(RUN_API.listRunEvents, (_c, req) => {
-    const q = req.query();
-    return req.json({ events: runs.listEvents(req.param("runId"), q.afterSeq) });
-  }, [ofRun]);
-  on(RUN_API.deleteRun, (c, req) => {
-    runs.deleteRun(req.param("runId"));
-    return c.body(null, 204);
-  }, [ofRun]);
+  on(
+    RUN_API.listRunEvents,
+    (_c, req) => {
+      const q = req.query();
+      return req.json({ events: runs.listEvents(req.param("runId"), q.afterSeq) });
+    },
+    [ofRun],
+  );
+  on(
+    RUN_API.deleteRun,
+    (c, req) => {
+      runs.deleteRun(req.param("runId"));
+      return c.body(null, 204);
+    },
+    [ofRun],
+  );
   on(RUN_API.deleteSession, (c, req) => {
     const sessionId = req.param("sessionId");
     assertDriversAllowed(c.get("principal"), runs.driversOfSession(sessionId));

@@ -10,6 +10,8 @@ import { retryWhenBusy } from "../../platform/db/store-busy.js";
  * body is parsed once (hono caches it), so a retry sees the same request. Any further arguments (a
  * table route's `RouteRequest`) are passed through.
  */
-export function retryingWhenBusy<C extends Context, A extends unknown[]>(handler: (c: C, ...rest: A) => Response | Promise<Response>): (c: C, ...rest: A) => Promise<Response> {
+export function retryingWhenBusy<C extends Context, A extends unknown[]>(
+  handler: (c: C, ...rest: A) => Response | Promise<Response>,
+): (c: C, ...rest: A) => Promise<Response> {
   return (c, ...rest) => retryWhenBusy(() => handler(c, ...rest));
 }

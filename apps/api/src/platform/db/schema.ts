@@ -54,8 +54,12 @@ export const sessionRuns = sqliteTable(
   "session_runs",
   {
     id: text("id").primaryKey(),
-    sessionId: text("session_id").notNull().references(() => sessions.id, { onDelete: "cascade" }),
-    driverInstanceId: text("driver_instance_id").notNull().references(() => driverInstances.id, { onDelete: "cascade" }),
+    sessionId: text("session_id")
+      .notNull()
+      .references(() => sessions.id, { onDelete: "cascade" }),
+    driverInstanceId: text("driver_instance_id")
+      .notNull()
+      .references(() => driverInstances.id, { onDelete: "cascade" }),
     status: text("status", { enum: RUN_STATUSES }).notNull(),
     errorJson: text("error_json"),
     createdAtMs: integer("created_at_ms").notNull(),
@@ -64,7 +68,9 @@ export const sessionRuns = sqliteTable(
   (t) => [
     check("session_runs_status_check", oneOf("status", RUN_STATUSES)),
     check("session_runs_error_check", sql`status <> 'failed' OR error_json IS NOT NULL`),
-    uniqueIndex("session_runs_one_active_per_driver").on(t.driverInstanceId).where(sql`status = 'active'`),
+    uniqueIndex("session_runs_one_active_per_driver")
+      .on(t.driverInstanceId)
+      .where(sql`status = 'active'`),
     index("session_runs_session_idx").on(t.sessionId),
   ],
 );
@@ -74,8 +80,12 @@ export const driverCommands = sqliteTable(
   "driver_commands",
   {
     id: text("id").primaryKey(),
-    driverInstanceId: text("driver_instance_id").notNull().references(() => driverInstances.id, { onDelete: "cascade" }),
-    runId: text("run_id").notNull().references(() => sessionRuns.id, { onDelete: "cascade" }),
+    driverInstanceId: text("driver_instance_id")
+      .notNull()
+      .references(() => driverInstances.id, { onDelete: "cascade" }),
+    runId: text("run_id")
+      .notNull()
+      .references(() => sessionRuns.id, { onDelete: "cascade" }),
     seq: integer("seq").notNull(),
     type: text("type", { enum: ["mcp.execute"] }).notNull(),
     status: text("status", { enum: COMMAND_STATUSES }).notNull(),
@@ -112,9 +122,15 @@ export const externalToolEffects = sqliteTable(
   "external_tool_effects",
   {
     id: text("id").primaryKey(),
-    commandId: text("command_id").notNull().references(() => driverCommands.id, { onDelete: "cascade" }),
-    runId: text("run_id").notNull().references(() => sessionRuns.id, { onDelete: "cascade" }),
-    driverInstanceId: text("driver_instance_id").notNull().references(() => driverInstances.id, { onDelete: "cascade" }),
+    commandId: text("command_id")
+      .notNull()
+      .references(() => driverCommands.id, { onDelete: "cascade" }),
+    runId: text("run_id")
+      .notNull()
+      .references(() => sessionRuns.id, { onDelete: "cascade" }),
+    driverInstanceId: text("driver_instance_id")
+      .notNull()
+      .references(() => driverInstances.id, { onDelete: "cascade" }),
     serverId: text("server_id").notNull(),
     toolName: text("tool_name").notNull(),
     toolCallId: text("tool_call_id").notNull(),
@@ -169,12 +185,21 @@ export const externalToolEffects = sqliteTable(
     check("external_tool_effects_resolution_check", sql`resolution IS NULL OR ${oneOf("resolution", EFFECT_RESOLUTIONS)}`),
     check("external_tool_effects_resolved_check", sql`(status IN ('succeeded', 'not_executed')) = (resolution IS NOT NULL)`),
     // A missed deadline proves non-execution; late evidence proves a success: never the other way round.
-    check("external_tool_effects_resolution_status_check", sql`(resolution <> 'deadline_missed' OR status = 'not_executed') AND (resolution <> 'reported_late' OR status = 'succeeded')`),
+    check(
+      "external_tool_effects_resolution_status_check",
+      sql`(resolution <> 'deadline_missed' OR status = 'not_executed') AND (resolution <> 'reported_late' OR status = 'succeeded')`,
+    ),
     check("external_tool_effects_send_within_check", sql`send_within_ms IS NULL OR send_within_ms > 0`),
     check("external_tool_effects_lease_check", sql`(lease_owner IS NULL) = (lease_expires_at_ms IS NULL)`),
-    check("external_tool_effects_attention_check", sql`operator_attention IS NULL OR ${oneOf("operator_attention", OPERATOR_ATTENTION_REASONS)}`),
+    check(
+      "external_tool_effects_attention_check",
+      sql`operator_attention IS NULL OR ${oneOf("operator_attention", OPERATOR_ATTENTION_REASONS)}`,
+    ),
     // contradicted_by_provider only on a settled effect: a lookup contradicted the outcome it was settled with
-    check("external_tool_effects_contradiction_check", sql`operator_attention IS NOT 'contradicted_by_provider' OR status IN ('succeeded', 'not_executed')`),
+    check(
+      "external_tool_effects_contradiction_check",
+      sql`operator_attention IS NOT 'contradicted_by_provider' OR status IN ('succeeded', 'not_executed')`,
+    ),
     check("external_tool_effects_key_check", sql`length(idempotency_key) = 26`),
     check("external_tool_effects_fingerprint_check", sql`length(request_fingerprint) = 64`),
     check("external_tool_effects_attempt_check", sql`(status = 'intent') = (attempt_count = 0)`),
@@ -197,7 +222,9 @@ export const externalToolEffects = sqliteTable(
     // At most one compensation of an effect in flight (dispatched, not settled) at a time: a second
     // one can never be claimed while another may still write. The service also refuses one that would
     // follow a compensation that undid the effect, or one still queued and deliverable.
-    uniqueIndex("external_tool_effects_one_compensation_in_flight").on(t.compensatesEffectId).where(sql`compensates_effect_id IS NOT NULL AND status IN ('executing', 'unknown')`),
+    uniqueIndex("external_tool_effects_one_compensation_in_flight")
+      .on(t.compensatesEffectId)
+      .where(sql`compensates_effect_id IS NOT NULL AND status IN ('executing', 'unknown')`),
   ],
 );
 
@@ -205,7 +232,9 @@ export const externalToolEffects = sqliteTable(
 export const externalToolEffectAttempts = sqliteTable(
   "external_tool_effect_attempts",
   {
-    effectId: text("effect_id").notNull().references(() => externalToolEffects.id, { onDelete: "cascade" }),
+    effectId: text("effect_id")
+      .notNull()
+      .references(() => externalToolEffects.id, { onDelete: "cascade" }),
     attempt: integer("attempt").notNull(),
     status: text("status", { enum: ATTEMPT_STATUSES }).notNull(),
     connectionId: text("connection_id").notNull(),
@@ -242,7 +271,9 @@ export const runEvents = sqliteTable(
   "run_events",
   {
     id: text("id").primaryKey(),
-    runId: text("run_id").notNull().references(() => sessionRuns.id, { onDelete: "cascade" }),
+    runId: text("run_id")
+      .notNull()
+      .references(() => sessionRuns.id, { onDelete: "cascade" }),
     seq: integer("seq").notNull(),
     type: text("type", { enum: RUN_EVENT_TYPES }).notNull(),
     terminal: integer("terminal", { mode: "boolean" }).notNull(),
@@ -253,7 +284,9 @@ export const runEvents = sqliteTable(
     check("run_events_type_check", oneOf("type", RUN_EVENT_TYPES)),
     check("run_events_terminal_check", sql`terminal = (type IN ('run.failed', 'run.completed'))`),
     uniqueIndex("run_events_run_seq").on(t.runId, t.seq),
-    uniqueIndex("run_events_one_terminal").on(t.runId).where(sql`terminal = 1`),
+    uniqueIndex("run_events_one_terminal")
+      .on(t.runId)
+      .where(sql`terminal = 1`),
   ],
 );
 
@@ -268,7 +301,9 @@ export const effectReconciliations = sqliteTable(
   "effect_reconciliations",
   {
     id: text("id").primaryKey(),
-    effectId: text("effect_id").notNull().references(() => externalToolEffects.id, { onDelete: "cascade" }),
+    effectId: text("effect_id")
+      .notNull()
+      .references(() => externalToolEffects.id, { onDelete: "cascade" }),
     adapterId: text("adapter_id").notNull(),
     adapterVersion: text("adapter_version").notNull(),
     /** The adapter's package name (from its package.json), when it was loaded from a package (docs/DESIGN.md §4). */
@@ -290,10 +325,15 @@ export const effectReconciliations = sqliteTable(
   (t) => [
     check("effect_reconciliations_trigger_check", oneOf("trigger", RECONCILIATION_TRIGGERS)),
     check("effect_reconciliations_outcome_check", oneOf("outcome", RECONCILIATION_OUTCOMES)),
-    check("effect_reconciliations_receipt_check", sql`outcome NOT IN ('confirmed_succeeded', 'confirmed_not_executed') OR receipt_json IS NOT NULL`),
+    check(
+      "effect_reconciliations_receipt_check",
+      sql`outcome NOT IN ('confirmed_succeeded', 'confirmed_not_executed') OR receipt_json IS NOT NULL`,
+    ),
     check("effect_reconciliations_result_check", sql`outcome <> 'confirmed_succeeded' OR result_json IS NOT NULL`),
     index("effect_reconciliations_effect_idx").on(t.effectId),
-    uniqueIndex("effect_reconciliations_one_confirmed").on(t.effectId).where(sql`outcome IN ('confirmed_succeeded', 'confirmed_not_executed')`),
+    uniqueIndex("effect_reconciliations_one_confirmed")
+      .on(t.effectId)
+      .where(sql`outcome IN ('confirmed_succeeded', 'confirmed_not_executed')`),
   ],
 );
 

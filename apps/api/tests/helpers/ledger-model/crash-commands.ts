@@ -4,13 +4,7 @@
  */
 import { RuntimeError } from "../../../src/modules/ledger/domain/runtime-errors.js";
 import { isSimulatedCrash } from "../crash-injector.js";
-import {
-  commandById,
-  effectById,
-  figures,
-  type Model,
-  type World,
-} from "../ledger-model-world.js";
+import { commandById, effectById, figures, type Model, type World } from "../ledger-model-world.js";
 import { callOfCommand, recordClaim } from "./driver-actions.js";
 import { step, trace, type Cmd } from "./steps.js";
 
@@ -51,7 +45,9 @@ export class ApiCrashCmd implements Cmd {
             break;
           }
           case "claim": {
-            const open = d ? d.inbox.filter((id) => !["completed", "failed", "expired", "cancelled"].includes(commandById(w, id)?.status ?? "")) : [];
+            const open = d
+              ? d.inbox.filter((id) => !["completed", "failed", "expired", "cancelled"].includes(commandById(w, id)?.status ?? ""))
+              : [];
             const commandId = open[this.pick % Math.max(1, open.length)];
             if (d && commandId) {
               const call = callOfCommand(m, commandId);

@@ -3,12 +3,7 @@
  * enqueue a tool call, receive and accept commands, claim effects and record the answers, send a
  * write to the provider, report an attempt (complete / markUnknown / lateResult / deadlineMissed).
  */
-import {
-  fingerprintArguments,
-  toMcpExecuteCommandResult,
-  type EffectClaim,
-  type McpToolResult,
-} from "@mosoo/contracts";
+import { fingerprintArguments, toMcpExecuteCommandResult, type EffectClaim, type McpToolResult } from "@mosoo/contracts";
 import { ProviderResponseLostError } from "@mosoo/effect-reconciliation/testing";
 import { RuntimeError } from "../../../src/modules/ledger/domain/runtime-errors.js";
 import {
@@ -43,7 +38,10 @@ export function ensureDriver(w: World, sameInstance = false): DriverRec {
     let token: string | undefined;
     if (d && sameInstance) {
       try {
-        token = w.runtime.drivers.register({ name: "model-driver", driverInstanceId: d.instance.id }, { kind: "instance", driverInstanceId: d.instance.id }).driverToken;
+        token = w.runtime.drivers.register(
+          { name: "model-driver", driverInstanceId: d.instance.id },
+          { kind: "instance", driverInstanceId: d.instance.id },
+        ).driverToken;
         trace(w, `  re-registered instance ${d.instance.id.slice(-6)}`);
       } catch (err) {
         if (!(err instanceof RuntimeError)) throw err;
@@ -125,22 +123,30 @@ export function recordClaim(
   m.claims.push(rec);
   bump(figures.claims, claim.kind);
   trace(w, `  claim#${rec.idx} call#${call.idx} → ${claim.kind}${claim.kind === "execute" ? ` attempt ${claim.attempt}` : ""}`);
-  if (claim.effectId !== call.effectId) throw new Error(`claim for call#${call.idx} names effect ${claim.effectId}, expected ${call.effectId}`);
+  if (claim.effectId !== call.effectId)
+    throw new Error(`claim for call#${call.idx} names effect ${claim.effectId}, expected ${call.effectId}`);
   if (claim.kind === "execute") {
     m.executeClaims.set(call.effectId, (m.executeClaims.get(call.effectId) ?? 0) + 1);
-    if (claim.idempotencyKey !== call.key || claim.attempt !== 1) throw new Error(`execute claim ${JSON.stringify(claim)} for call#${call.idx} (key ${call.key}): I1`);
+    if (claim.idempotencyKey !== call.key || claim.attempt !== 1)
+      throw new Error(`execute claim ${JSON.stringify(claim)} for call#${call.idx} (key ${call.key}): I1`);
   }
   if (!strict) return rec;
   const e = effectById(w, call.effectId)!;
   const ok =
     claim.kind === "execute"
-      ? e.status === "executing" && e.attempt_count === 1 && runStatus(w, call.runId) === "active" && !["completed", "failed"].includes(commandById(w, call.commandId)!.status)
+      ? e.status === "executing" &&
+        e.attempt_count === 1 &&
+        runStatus(w, call.runId) === "active" &&
+        !["completed", "failed"].includes(commandById(w, call.commandId)!.status)
       : claim.kind === "completed"
         ? e.status === "succeeded" && canon(claim.result) === canon(JSON.parse(e.result_json!))
         : claim.kind === "not_executed"
           ? e.status === "not_executed"
           : e.status === "unknown";
-  if (!ok) throw new Error(`claim answer ${JSON.stringify(claim)} disagrees with the ledger: effect ${e.status}/${e.resolution}, run ${runStatus(w, call.runId)}`);
+  if (!ok)
+    throw new Error(
+      `claim answer ${JSON.stringify(claim)} disagrees with the ledger: effect ${e.status}/${e.resolution}, run ${runStatus(w, call.runId)}`,
+    );
   return rec;
 }
 
@@ -179,10 +185,15 @@ export async function reportAttempt(w: World, m: Model, c: ClaimRec, preferCompl
         }),
       );
       if (late?.outcome === "applied" || (late?.outcome === "duplicate" && late.status === "succeeded")) c.completedResult = result;
-      trace(w, `  lateResult claim#${c.idx} → ${late ? `${late.outcome}/${late.status}${late.reason ? ` (${late.reason})` : ""}` : "error"}`);
+      trace(
+        w,
+        `  lateResult claim#${c.idx} → ${late ? `${late.outcome}/${late.status}${late.reason ? ` (${late.reason})` : ""}` : "error"}`,
+      );
     }
   } else {
-    const res = await guard(w, "markUnknown", () => w.runtime.ledger.markUnknown(c.instance, effectId, { connectionId: c.connectionId, attempt, reason: "mcp_transport_closed" }));
+    const res = await guard(w, "markUnknown", () =>
+      w.runtime.ledger.markUnknown(c.instance, effectId, { connectionId: c.connectionId, attempt, reason: "mcp_transport_closed" }),
+    );
     trace(w, `  markUnknown claim#${c.idx} → ${res ? `${res.outcome}/${res.status}` : "error"}`);
   }
 }
@@ -197,7 +208,9 @@ export async function deliverNext(w: World, m: Model, d: ReturnType<typeof ensur
   if (!d.inbox.includes(env.commandId)) d.inbox.push(env.commandId);
   trace(w, `  delivered call#${callOfCommand(m, env.commandId).idx} (was ${env.status}, redelivery ${env.redelivery})`);
   if (accept && env.status !== "accepted") {
-    const res = await guard(w, "accept", () => w.runtime.commands.updateCommand(d.instance, env.commandId, { connectionId: d.connectionId, status: "accepted" }));
+    const res = await guard(w, "accept", () =>
+      w.runtime.commands.updateCommand(d.instance, env.commandId, { connectionId: d.connectionId, status: "accepted" }),
+    );
     trace(w, `  accept → ${res?.outcome}`);
   }
   return env.commandId;
@@ -231,7 +244,10 @@ export async function sendToProvider(w: World, m: Model, c: ClaimRec, requestedD
     } else {
       w.violations.push(`provider commit failed unexpectedly: ${String(outcome.error)}`);
     }
-    trace(w, `  provider settled claim#${c.idx} key ${call.key.slice(-6)}: ${c.send.kind === "answered" ? c.send.write.status : c.send.kind}`);
+    trace(
+      w,
+      `  provider settled claim#${c.idx} key ${call.key.slice(-6)}: ${c.send.kind === "answered" ? c.send.write.status : c.send.kind}`,
+    );
   };
   const p = provider.commit(call.key, call.args, { delayMs, loseResponse }).then(
     (write) => settle({ write }),
@@ -247,6 +263,8 @@ export async function reportDeadlineMissed(w: World, c: ClaimRec): Promise<void>
   c.send = { kind: "deadline_missed" };
   const elapsedMs = w.clock.now() - c.atMs;
   const { effectId, attempt } = c.claim;
-  const res = await guard(w, "deadlineMissed", () => w.runtime.ledger.deadlineMissed(c.instance, effectId, { connectionId: c.connectionId, attempt, elapsedMs }));
+  const res = await guard(w, "deadlineMissed", () =>
+    w.runtime.ledger.deadlineMissed(c.instance, effectId, { connectionId: c.connectionId, attempt, elapsedMs }),
+  );
   trace(w, `  claim#${c.idx}: send-by deadline missed after ${elapsedMs}ms → ${res ? `${res.outcome}/${res.status}` : "error"}`);
 }

@@ -3,19 +3,8 @@
  * (the claim answer held in the network), a report of an attempt, a terminal command update
  * (honest or a lie), and a Driver process restart.
  */
-import {
-  effectNotExecutedError,
-  effectUnknownError,
-  sendDeadlinePassed,
-  type CommandUpdateRequest,
-} from "@mosoo/contracts";
-import {
-  commandById,
-  flush,
-  type DriverRec,
-  type Model,
-  type World,
-} from "../ledger-model-world.js";
+import { effectNotExecutedError, effectUnknownError, sendDeadlinePassed, type CommandUpdateRequest } from "@mosoo/contracts";
+import { commandById, flush, type DriverRec, type Model, type World } from "../ledger-model-world.js";
 import {
   TERMINAL,
   callOfCommand,
@@ -131,7 +120,8 @@ export class SlowDriverTurnCmd implements Cmd {
       ensureDriver(w);
     });
   }
-  toString = () => `slowDriverTurn(hold=${this.holdMs}ms${this.heartbeat ? ", heartbeat" : ""}, sendDelay=${this.sendDelayMs}${this.thenLost ? ", then lost" : ""})`;
+  toString = () =>
+    `slowDriverTurn(hold=${this.holdMs}ms${this.heartbeat ? ", heartbeat" : ""}, sendDelay=${this.sendDelayMs}${this.thenLost ? ", then lost" : ""})`;
 }
 
 export class ReportCmd implements Cmd {
@@ -171,7 +161,11 @@ export class CommandUpdateCmd implements Cmd {
       const last = mine[mine.length - 1];
       let req: CommandUpdateRequest;
       if (this.variant === "lie") {
-        req = { connectionId: d.connectionId, status: "completed", result: { outputText: "made up", requestId: call.requestId, serverId: call.serverId, toolName: call.toolName } };
+        req = {
+          connectionId: d.connectionId,
+          status: "completed",
+          result: { outputText: "made up", requestId: call.requestId, serverId: call.serverId, toolName: call.toolName },
+        };
       } else if (last?.claim.kind === "completed") {
         req = { connectionId: d.connectionId, status: "completed", result: last.claim.result };
       } else if (last?.claim.kind === "execute" && last.completedResult) {
@@ -186,11 +180,19 @@ export class CommandUpdateCmd implements Cmd {
         req = {
           connectionId: d.connectionId,
           status: "failed",
-          error: { code: last ? "mcp.tool_call_failed" : "mcp.server_unavailable", message: "the Driver gave up", retryable: true, details: {} },
+          error: {
+            code: last ? "mcp.tool_call_failed" : "mcp.server_unavailable",
+            message: "the Driver gave up",
+            retryable: true,
+            details: {},
+          },
         };
       }
       const res = await guard(w, "updateCommand", () => w.runtime.commands.updateCommand(d.instance, commandId, req));
-      trace(w, `  update call#${call.idx} ${req.status}${req.status === "failed" ? `/${req.error.code}` : ""} → ${res ? `${res.outcome}/${res.status}` : "error"}`);
+      trace(
+        w,
+        `  update call#${call.idx} ${req.status}${req.status === "failed" ? `/${req.error.code}` : ""} → ${res ? `${res.outcome}/${res.status}` : "error"}`,
+      );
     });
   }
   toString = () => `commandUpdate(${this.pick}, ${this.variant})`;

@@ -3,12 +3,7 @@
  * honestly (through helpers/operator-actions.ts).
  */
 import { operatorLookup, operatorResolve } from "../operator-actions.js";
-import {
-  effectById,
-  type CallRec,
-  type Model,
-  type World,
-} from "../ledger-model-world.js";
+import { effectById, type CallRec, type Model, type World } from "../ledger-model-world.js";
 import { guard, step, trace, type Cmd } from "./steps.js";
 
 /**
@@ -36,7 +31,9 @@ export class OperatorCmd implements Cmd {
       const unknown = m.calls.filter((c) => effectById(w, c.effectId)?.status === "unknown");
       if (unknown.length === 0) return;
       const call = unknown[this.pick % unknown.length]!;
-      const out = await guard(w, `operator ${this.action}`, () => (this.action === "lookup" ? operatorLookup(w.runtime, call.effectId) : honestResolve(w, call)));
+      const out = await guard(w, `operator ${this.action}`, () =>
+        this.action === "lookup" ? operatorLookup(w.runtime, call.effectId) : honestResolve(w, call),
+      );
       trace(w, `  operator ${this.action} call#${call.idx} → ${out ?? "refused"}`);
     });
   }

@@ -3,12 +3,7 @@
  * late, maybe losing the response), the adapter's faults change, the clock moves.
  */
 import { sendDeadlinePassed } from "@mosoo/contracts";
-import {
-  flush,
-  type FaultSetting,
-  type Model,
-  type World,
-} from "../ledger-model-world.js";
+import { flush, type FaultSetting, type Model, type World } from "../ledger-model-world.js";
 import { reportDeadlineMissed, sendToProvider } from "./driver-actions.js";
 import { guard, step, type Cmd } from "./steps.js";
 

@@ -5,19 +5,23 @@
  */
 import fc from "fast-check";
 import { operatorLookup } from "../operator-actions.js";
-import {
-  LEASE_MS,
-  effectById,
-  figures,
-  flush,
-  type Model,
-  type World,
-} from "../ledger-model-world.js";
+import { LEASE_MS, effectById, figures, flush, type Model, type World } from "../ledger-model-world.js";
 import { enqueue, recordClaim, reportAttempt } from "./driver-actions.js";
 import { honestResolve } from "./operator-commands.js";
 import { guard, step, trace, type Cmd } from "./steps.js";
 
-const RACE_OPS = ["reconcile_sweep", "reconcile_operator", "claim", "report", "finalize", "sweep", "lease_expiry", "enqueue", "operator_resolve", "operator_lookup"] as const;
+const RACE_OPS = [
+  "reconcile_sweep",
+  "reconcile_operator",
+  "claim",
+  "report",
+  "finalize",
+  "sweep",
+  "lease_expiry",
+  "enqueue",
+  "operator_resolve",
+  "operator_lookup",
+] as const;
 export type RaceOp = (typeof RACE_OPS)[number];
 
 /**
@@ -79,7 +83,10 @@ export class RaceCmd implements Cmd {
         switch (op) {
           case "reconcile_sweep":
           case "reconcile_operator":
-            start(op, async () => (await w.runtime.reconciler.reconcile(call.effectId, op === "reconcile_sweep" ? "sweep" : "operator")).kind);
+            start(
+              op,
+              async () => (await w.runtime.reconciler.reconcile(call.effectId, op === "reconcile_sweep" ? "sweep" : "operator")).kind,
+            );
             break;
           case "claim":
             if (d && d.inbox.includes(call.commandId)) {
@@ -125,7 +132,13 @@ export class RaceCmd implements Cmd {
         for (const r of settled) if (r.status === "rejected") throw r.reason;
       } finally {
         w.gate = null;
-        trace(w, `  schedule: ${s.report().map((r) => `${r.label}:${r.status}`).join(" → ")}`);
+        trace(
+          w,
+          `  schedule: ${s
+            .report()
+            .map((r) => `${r.label}:${r.status}`)
+            .join(" → ")}`,
+        );
       }
       await flush();
     });

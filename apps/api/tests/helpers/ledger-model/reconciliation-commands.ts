@@ -2,10 +2,7 @@
  * Reconciliation-side commands of the ledger model: finalization of the current Driver and a
  * sweep. The concurrent interleavings live in race-command.ts.
  */
-import {
-  type Model,
-  type World,
-} from "../ledger-model-world.js";
+import { type Model, type World } from "../ledger-model-world.js";
 import { ensureDriver } from "./driver-actions.js";
 import { guard, step, trace, type Cmd } from "./steps.js";
 

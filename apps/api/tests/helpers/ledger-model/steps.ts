@@ -5,14 +5,7 @@
  */
 import type fc from "fast-check";
 import { RuntimeError } from "../../../src/modules/ledger/domain/runtime-errors.js";
-import {
-  START_MS,
-  bump,
-  checkInvariants,
-  figures,
-  type Model,
-  type World,
-} from "../ledger-model-world.js";
+import { START_MS, bump, checkInvariants, figures, type Model, type World } from "../ledger-model-world.js";
 
 /** A model command: it reads and updates the {@link Model} and drives the real system in the {@link World}. */
 export type Cmd = fc.AsyncCommand<Model, World>;

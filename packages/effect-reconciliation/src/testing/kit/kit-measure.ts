@@ -74,14 +74,21 @@ export async function measureProvider(
 
   const f = declaration.keyFencing;
   if (f.kind === "max_in_flight" && f.maxInFlightMs < lookupLagMs) {
-    failures.push(`declares maxInFlightMs ${f.maxInFlightMs}, but the provider's lookup lagged ${lookupLagMs} ms behind a commit: a committed write could be decided not_executed`);
+    failures.push(
+      `declares maxInFlightMs ${f.maxInFlightMs}, but the provider's lookup lagged ${lookupLagMs} ms behind a commit: a committed write could be decided not_executed`,
+    );
   }
-  if (f.kind === "lookup_fences_key" && !missFences) failures.push("declares lookup_fences_key, but a write sent after a lookup missed its key committed: a miss does not fence");
+  if (f.kind === "lookup_fences_key" && !missFences)
+    failures.push("declares lookup_fences_key, but a write sent after a lookup missed its key committed: a miss does not fence");
   if (f.kind === "lookup_fences_key" && firstLookupMissed) {
-    failures.push(`declares lookup_fences_key, but a lookup right after a commit missed it (lag up to ${lookupLagMs} ms): a miss can "fence" a committed key`);
+    failures.push(
+      `declares lookup_fences_key, but a lookup right after a commit missed it (lag up to ${lookupLagMs} ms): a miss can "fence" a committed key`,
+    );
   }
   if (rememberedMs !== null && declaration.retentionWindowMs > rememberedMs) {
-    failures.push(`declares retentionWindowMs ${declaration.retentionWindowMs}, but the provider forgot a committed key after about ${rememberedMs} ms`);
+    failures.push(
+      `declares retentionWindowMs ${declaration.retentionWindowMs}, but the provider forgot a committed key after about ${rememberedMs} ms`,
+    );
   }
   return { measurements: { lookupLagMs, firstLookupMissed, missFences, rememberedMs, probeHorizonMs: horizonMs }, failures };
 }

@@ -100,7 +100,8 @@ export async function judgeAdapter(options: KitOptions): Promise<KitReport> {
 
   const write = async (tool: string, key: string, args: Record<string, unknown>, opts?: { delayMs?: number }): Promise<KitWriteResult> => {
     const written = await provider.write(tool, key, args, opts);
-    if (written.status === "committed") ledger.set(key, { toolName: tool, fingerprint: fingerprintArguments(args), result: written.result });
+    if (written.status === "committed")
+      ledger.set(key, { toolName: tool, fingerprint: fingerprintArguments(args), result: written.result });
     return written;
   };
 
@@ -110,7 +111,10 @@ export async function judgeAdapter(options: KitOptions): Promise<KitReport> {
     adapter = await options.createAdapter();
     const parsed = AdapterDeclarationSchema.safeParse(adapter.declaration);
     if (!parsed.success || typeof adapter.lookup !== "function") {
-      fail("declaration_is_valid", parsed.success ? "the adapter has no lookup function" : `invalid declaration: ${parsed.error.issues[0]?.message ?? "invalid"}`);
+      fail(
+        "declaration_is_valid",
+        parsed.success ? "the adapter has no lookup function" : `invalid declaration: ${parsed.error.issues[0]?.message ?? "invalid"}`,
+      );
       return report();
     }
     const declaration = parsed.data;
@@ -119,7 +123,11 @@ export async function judgeAdapter(options: KitOptions): Promise<KitReport> {
       fail("declaration_is_valid", `the adapter declares none of the provider's tools (${provider.tools.join(", ")})`);
       return report();
     }
-    if (tools.length < provider.tools.length) notes.set("committed_keys_are_confirmed", `not declared, not exercised: ${provider.tools.filter((t) => !tools.includes(t)).join(", ")}`);
+    if (tools.length < provider.tools.length)
+      notes.set(
+        "committed_keys_are_confirmed",
+        `not declared, not exercised: ${provider.tools.filter((t) => !tools.includes(t)).join(", ")}`,
+      );
 
     const guarded: ReconciliationAdapter = {
       declaration: adapter.declaration,
@@ -129,7 +137,8 @@ export async function judgeAdapter(options: KitOptions): Promise<KitReport> {
         try {
           return await caller(adapter, handed, context);
         } finally {
-          if (!isDeepStrictEqual(handed, original)) fail("input_not_mutated", `the adapter changed the request it was handed (key ${original.idempotencyKey})`);
+          if (!isDeepStrictEqual(handed, original))
+            fail("input_not_mutated", `the adapter changed the request it was handed (key ${original.idempotencyKey})`);
         }
       },
     };
@@ -145,9 +154,23 @@ export async function judgeAdapter(options: KitOptions): Promise<KitReport> {
     const settleMs = options.settleMs ?? (measurements?.lookupLagMs ?? 0) + 1_500;
     const inFlightMs = declaration.keyFencing.kind === "max_in_flight" ? declaration.keyFencing.maxInFlightMs : 0;
 
-    const decide = (tool: string, key: string, fingerprint: string, dispatchedAtMs: number, timeout = timeoutMs): Promise<ReconcileDecision> =>
+    const decide = (
+      tool: string,
+      key: string,
+      fingerprint: string,
+      dispatchedAtMs: number,
+      timeout = timeoutMs,
+    ): Promise<ReconcileDecision> =>
       reconcileEffect({
-        effect: { effectId: newUlid(), serverId, toolName: tool, idempotencyKey: key, requestFingerprint: fingerprint, firstDispatchedAtMs: dispatchedAtMs, lastDispatchedAtMs: dispatchedAtMs },
+        effect: {
+          effectId: newUlid(),
+          serverId,
+          toolName: tool,
+          idempotencyKey: key,
+          requestFingerprint: fingerprint,
+          firstDispatchedAtMs: dispatchedAtMs,
+          lastDispatchedAtMs: dispatchedAtMs,
+        },
         binding: { serverId, adapter: guarded },
         nowMs: Date.now(),
         timeoutMs: timeout,
@@ -155,29 +178,54 @@ export async function judgeAdapter(options: KitOptions): Promise<KitReport> {
       });
 
     /** Judges one decision against the ground truth; returns it for the caller's loop. */
-    const judge = async (c: KitCaseName, tool: string, key: string, fingerprint: string, decision: ReconcileDecision): Promise<ReconcileDecision> => {
+    const judge = async (
+      c: KitCaseName,
+      tool: string,
+      key: string,
+      fingerprint: string,
+      decision: ReconcileDecision,
+    ): Promise<ReconcileDecision> => {
       const truth = await provider.truth(key);
-      const known = ledger.get(key) ?? (truth.state === "committed" ? { toolName: truth.toolName, fingerprint: truth.requestFingerprint, result: truth.result } : undefined);
+      const known =
+        ledger.get(key) ??
+        (truth.state === "committed"
+          ? { toolName: truth.toolName, fingerprint: truth.requestFingerprint, result: truth.result }
+          : undefined);
       const where = `(${tool}, key ${key})`;
       if (decision.decision === "confirmed_succeeded") {
         if (!known) fail(c, `decided confirmed_succeeded ${where}, but the provider holds no write under that key`);
         else if (known.toolName !== tool) fail(c, `decided confirmed_succeeded ${where}, but the key holds a write of ${known.toolName}`);
-        else if (known.fingerprint !== fingerprint) fail(c, `decided confirmed_succeeded ${where}, but the provider recorded another request (fingerprint ${known.fingerprint.slice(0, 12)}…): a key_conflict was missed`);
-        else if (!equivalentToolResults(decision.result, known.result)) fail(c, `decided confirmed_succeeded ${where} with a result that is not the one the provider returned`);
+        else if (known.fingerprint !== fingerprint)
+          fail(
+            c,
+            `decided confirmed_succeeded ${where}, but the provider recorded another request (fingerprint ${known.fingerprint.slice(0, 12)}…): a key_conflict was missed`,
+          );
+        else if (!equivalentToolResults(decision.result, known.result))
+          fail(c, `decided confirmed_succeeded ${where} with a result that is not the one the provider returned`);
       } else if (decision.decision === "confirmed_not_executed") {
         if (known) fail(c, `decided confirmed_not_executed ${where}, but the write committed`);
         else if (truth.state === "pending") fail(c, `decided confirmed_not_executed ${where} while the provider still holds it pending`);
       } else if (decision.decision === "still_unknown" && decision.reasonSource === "runtime") {
         if (["invalid_adapter_output", "answer_mismatch", "adapter_error"].includes(decision.reasonCode)) {
-          fail(c, `the runtime refused the adapter's answer ${where}: ${decision.reasonCode}${decision.error ? ` (${decision.error.slice(0, 160)})` : ""}`);
+          fail(
+            c,
+            `the runtime refused the adapter's answer ${where}: ${decision.reasonCode}${decision.error ? ` (${decision.error.slice(0, 160)})` : ""}`,
+          );
         }
-        if (decision.reasonCode === "key_conflict" && known && known.fingerprint === fingerprint) fail(c, `reported key_conflict ${where}, but the provider recorded exactly this request`);
+        if (decision.reasonCode === "key_conflict" && known && known.fingerprint === fingerprint)
+          fail(c, `reported key_conflict ${where}, but the provider recorded exactly this request`);
       }
       return decision;
     };
 
     /** Looks a committed key up until confirmed (every answer judged); fails when it never is. */
-    const settleCommitted = async (c: KitCaseName, tool: string, key: string, fingerprint: string, dispatchedAtMs: number): Promise<void> => {
+    const settleCommitted = async (
+      c: KitCaseName,
+      tool: string,
+      key: string,
+      fingerprint: string,
+      dispatchedAtMs: number,
+    ): Promise<void> => {
       if (failed(c)) return; // one wrong answer already failed the case
       const deadline = Date.now() + settleMs;
       let d = await judge(c, tool, key, fingerprint, await decide(tool, key, fingerprint, dispatchedAtMs));
@@ -185,7 +233,8 @@ export async function judgeAdapter(options: KitOptions): Promise<KitReport> {
         await sleep(40);
         d = await judge(c, tool, key, fingerprint, await decide(tool, key, fingerprint, dispatchedAtMs));
       }
-      if (d.decision !== "confirmed_succeeded" && !failed(c)) fail(c, `a committed write (${tool}, key ${key}) was never confirmed within ${settleMs} ms; last decision ${describe(d)}`);
+      if (d.decision !== "confirmed_succeeded" && !failed(c))
+        fail(c, `a committed write (${tool}, key ${key}) was never confirmed within ${settleMs} ms; last decision ${describe(d)}`);
     };
 
     // --- committed keys: several tools, argument sets and keys
@@ -228,14 +277,24 @@ export async function judgeAdapter(options: KitOptions): Promise<KitReport> {
         if (d.decision === "confirmed_succeeded") break;
         if (!conflict) await sleep(40);
       }
-      if (!conflict) fail("conflicting_request_not_confirmed", `a request with other arguments under a committed key was never reported key_conflict (put the provider's recorded fingerprint in the receipt)`);
+      if (!conflict)
+        fail(
+          "conflicting_request_not_confirmed",
+          `a request with other arguments under a committed key was never reported key_conflict (put the provider's recorded fingerprint in the receipt)`,
+        );
     }
 
     // --- keys never used
     for (let i = 0; i < 3; i += 1) {
       const tool = tools[i % tools.length]!;
       const key = newUlid();
-      await judge("never_used_keys_not_succeeded", tool, key, fingerprintArguments(provider.argumentSets(tool)[0]!), await decide(tool, key, fingerprintArguments(provider.argumentSets(tool)[0]!), Date.now() - inFlightMs - 1));
+      await judge(
+        "never_used_keys_not_succeeded",
+        tool,
+        key,
+        fingerprintArguments(provider.argumentSets(tool)[0]!),
+        await decide(tool, key, fingerprintArguments(provider.argumentSets(tool)[0]!), Date.now() - inFlightMs - 1),
+      );
     }
 
     // --- a late commit while lookups run
@@ -264,7 +323,8 @@ export async function judgeAdapter(options: KitOptions): Promise<KitReport> {
         await sleep(40);
       }
       const written = await writing;
-      if (written.status === "committed" && notExecuted.length > 0) fail(c, `decided confirmed_not_executed while the write (${tool}, key ${key}) was in flight; it committed afterwards`);
+      if (written.status === "committed" && notExecuted.length > 0)
+        fail(c, `decided confirmed_not_executed while the write (${tool}, key ${key}) was in flight; it committed afterwards`);
       if (written.status === "committed") await settleCommitted(c, tool, key, fingerprint, at);
     }
 
@@ -280,15 +340,27 @@ export async function judgeAdapter(options: KitOptions): Promise<KitReport> {
       const slowed = provider.setLookupDelay !== undefined;
       if (slowed) await provider.setLookupDelay!(400);
       const signal = slowed ? AbortSignal.timeout(50) : AbortSignal.abort(new Error("aborted by the kit"));
-      const request: LookupRequest = { effectId: newUlid(), serverId, toolName: tool, idempotencyKey: key, requestFingerprint: fingerprintArguments(args), firstDispatchedAtMs: at, lastDispatchedAtMs: at };
+      const request: LookupRequest = {
+        effectId: newUlid(),
+        serverId,
+        toolName: tool,
+        idempotencyKey: key,
+        requestFingerprint: fingerprintArguments(args),
+        firstDispatchedAtMs: at,
+        lastDispatchedAtMs: at,
+      };
       const answer = await Promise.race([
-        guarded.lookup(request, { signal, logger: NOOP_LOGGER }).then((v) => ({ v }), () => ({ v: "rejected" as unknown })),
+        guarded.lookup(request, { signal, logger: NOOP_LOGGER }).then(
+          (v) => ({ v }),
+          () => ({ v: "rejected" as unknown }),
+        ),
         sleep(1_500).then(() => ({ v: "hung" as unknown })),
       ]);
       if (slowed) await provider.setLookupDelay!(0);
       const outcome = (answer.v as { outcome?: unknown } | null)?.outcome;
       if (answer.v === "hung") fail(c, "the lookup did not settle within 1.5 s after its signal aborted");
-      else if (outcome === "confirmed_succeeded" || outcome === "confirmed_not_executed") fail(c, `answered ${String(outcome)} after its signal aborted (it could not have asked the provider)`);
+      else if (outcome === "confirmed_succeeded" || outcome === "confirmed_not_executed")
+        fail(c, `answered ${String(outcome)} after its signal aborted (it could not have asked the provider)`);
     }
 
     // --- the provider's lookup API is down: nothing may be confirmed (a failed lookup proves nothing)
@@ -307,7 +379,10 @@ export async function judgeAdapter(options: KitOptions): Promise<KitReport> {
           for (const key of [committedKey, neverUsedKey]) {
             const d = await decide(tool, key, fingerprintArguments(args), at - inFlightMs - 1);
             if (d.decision === "confirmed_succeeded" || d.decision === "confirmed_not_executed") {
-              fail(c, `decided ${d.decision} (${tool}, key ${key}) while the provider's lookup API was down: a failed lookup proves nothing (throw, or answer still_unknown)`);
+              fail(
+                c,
+                `decided ${d.decision} (${tool}, key ${key}) while the provider's lookup API was down: a failed lookup proves nothing (throw, or answer still_unknown)`,
+              );
             }
           }
         } finally {
@@ -334,7 +409,9 @@ export async function judgeAdapter(options: KitOptions): Promise<KitReport> {
       const lines = [...new Set(failures.get(c)!)];
       const note = notes.get(c);
       if (lines.length > 0) return { case: c, status: "failed", failures: lines, ...(note ? { note } : {}) };
-      return note && (c === "late_commit_never_not_executed" || c === "pending_never_not_executed") ? { case: c, status: "not_applicable", failures: [], note } : { case: c, status: "passed", failures: [], ...(note ? { note } : {}) };
+      return note && (c === "late_commit_never_not_executed" || c === "pending_never_not_executed")
+        ? { case: c, status: "not_applicable", failures: [], note }
+        : { case: c, status: "passed", failures: [], ...(note ? { note } : {}) };
     });
     return { name: options.name, provider: provider.name, passed: cases.every((c) => c.status !== "failed"), cases, measurements };
   }

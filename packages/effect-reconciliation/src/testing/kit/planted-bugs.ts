@@ -46,7 +46,10 @@ export type PlantedBug = (typeof PLANTED_BUGS)[number];
 export function createPlantedBugAdapter(bug: PlantedBug, provider: ProbeProvider): ReconciliationAdapter {
   const reference = createProbeAdapter(provider);
   const declaration = probeDeclaration(provider);
-  const withLookup = (lookup: (request: LookupRequest, context: LookupContext) => Promise<unknown>, d = declaration): ReconciliationAdapter => ({ declaration: d, lookup });
+  const withLookup = (
+    lookup: (request: LookupRequest, context: LookupContext) => Promise<unknown>,
+    d = declaration,
+  ): ReconciliationAdapter => ({ declaration: d, lookup });
   switch (bug) {
     case "plain_miss_not_executed_unfenced": {
       const d = { ...declaration, keyFencing: { kind: "lookup_fences_key" as const } };
@@ -104,7 +107,10 @@ export function createPlantedBugAdapter(bug: PlantedBug, provider: ProbeProvider
       return createProbeAdapter(provider, { retentionWindowMs: 24 * 60 * 60 * 1000 });
     case "wrong_max_in_flight": {
       const d = { ...declaration, keyFencing: { kind: "max_in_flight" as const, maxInFlightMs: 1 } };
-      return withLookup(async (request, { signal }) => mapProbeAnswer(await provider.lookupByKey(request.idempotencyKey, signal), request, d), d);
+      return withLookup(
+        async (request, { signal }) => mapProbeAnswer(await provider.lookupByKey(request.idempotencyKey, signal), request, d),
+        d,
+      );
     }
     case "pending_answered_not_executed":
       return withLookup(async (request, { signal }) => {

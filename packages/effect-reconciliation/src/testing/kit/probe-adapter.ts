@@ -13,7 +13,9 @@ export function probeDeclaration(provider: ProbeProvider): AdapterDeclaration {
     version: "1.0.0",
     tools: [...PROBE_TOOLS],
     retentionWindowMs: s.retentionMs,
-    keyFencing: s.fences ? { kind: "lookup_fences_key" } : { kind: "max_in_flight", maxInFlightMs: (s.maxInFlightMs ?? 0) + s.lookupLagMs + IN_FLIGHT_MARGIN_MS },
+    keyFencing: s.fences
+      ? { kind: "lookup_fences_key" }
+      : { kind: "max_in_flight", maxInFlightMs: (s.maxInFlightMs ?? 0) + s.lookupLagMs + IN_FLIGHT_MARGIN_MS },
   };
 }
 
@@ -29,11 +31,16 @@ export function mapProbeAnswer(answer: ProbeLookupAnswer, request: LookupRequest
       toolName: answer.toolName,
       idempotencyKey: answer.idempotencyKey,
       result: answer.result,
-      receipt: { observedAt: new Date().toISOString(), providerOperationId: answer.operationId, requestFingerprint: answer.requestFingerprint },
+      receipt: {
+        observedAt: new Date().toISOString(),
+        providerOperationId: answer.operationId,
+        requestFingerprint: answer.requestFingerprint,
+      },
     };
   }
   if (answer.status === "pending") return stillUnknown("pending", 50);
-  if (answer.fenced || declaration.keyFencing.kind === "max_in_flight") return confirmedNotExecuted(request, { detail: { fenced: answer.fenced } });
+  if (answer.fenced || declaration.keyFencing.kind === "max_in_flight")
+    return confirmedNotExecuted(request, { detail: { fenced: answer.fenced } });
   return stillUnknown("not_found_unfenced");
 }
 

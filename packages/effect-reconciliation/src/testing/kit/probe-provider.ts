@@ -40,7 +40,14 @@ export const PROBE_TOOLS = ["create_ticket", "refund_payment"] as const;
  * `{status: "pending", idempotencyKey}` | `{status: "not_found", idempotencyKey, fenced}`.
  */
 export type ProbeLookupAnswer =
-  | { status: "committed"; toolName: string; idempotencyKey: string; requestFingerprint: string; operationId: string; result: McpToolResult }
+  | {
+      status: "committed";
+      toolName: string;
+      idempotencyKey: string;
+      requestFingerprint: string;
+      operationId: string;
+      result: McpToolResult;
+    }
   | { status: "pending"; idempotencyKey: string }
   | { status: "not_found"; idempotencyKey: string; fenced: boolean };
 
@@ -86,12 +93,18 @@ export function createProbeProvider(mode: ProbeMode): ProbeProvider {
   const apply = (toolName: string, key: string, args: Record<string, unknown>, sentAtMs: number): KitWriteResult => {
     const fingerprint = fingerprintArguments(args);
     const existing = current(key);
-    if (existing) return existing.requestFingerprint === fingerprint && existing.toolName === toolName ? { status: "committed", result: structuredClone(existing.result) } : { status: "refused", reason: "conflict" };
+    if (existing)
+      return existing.requestFingerprint === fingerprint && existing.toolName === toolName
+        ? { status: "committed", result: structuredClone(existing.result) }
+        : { status: "refused", reason: "conflict" };
     if (fenced.has(key)) return { status: "refused", reason: "fenced" };
     if (settings.maxInFlightMs !== null && now() - sentAtMs > settings.maxInFlightMs) return { status: "refused", reason: "stale" };
     const operationId = `op_${++seq}`;
     // JSON text with a fixed key order, as a real provider would print it.
-    const result: McpToolResult = { content: [{ type: "text", text: JSON.stringify({ operationId, toolName, arguments: args }) }], structuredContent: { operationId, arguments: structuredClone(args) } };
+    const result: McpToolResult = {
+      content: [{ type: "text", text: JSON.stringify({ operationId, toolName, arguments: args }) }],
+      structuredContent: { operationId, arguments: structuredClone(args) },
+    };
     records.set(key, { toolName, requestFingerprint: fingerprint, operationId, result, committedAtMs: now() });
     latestKey = key;
     return { status: "committed", result: structuredClone(result) };
@@ -114,7 +127,14 @@ export function createProbeProvider(mode: ProbeMode): ProbeProvider {
   const answerFor = (key: string): ProbeLookupAnswer => {
     const r = current(key);
     if (r && now() - r.committedAtMs >= settings.lookupLagMs) {
-      return { status: "committed", toolName: r.toolName, idempotencyKey: key, requestFingerprint: r.requestFingerprint, operationId: r.operationId, result: structuredClone(r.result) };
+      return {
+        status: "committed",
+        toolName: r.toolName,
+        idempotencyKey: key,
+        requestFingerprint: r.requestFingerprint,
+        operationId: r.operationId,
+        result: structuredClone(r.result),
+      };
     }
     if (pending.has(key)) return { status: "pending", idempotencyKey: key };
     if (settings.fences && !r) fenced.add(key);
@@ -146,7 +166,8 @@ export function createProbeProvider(mode: ProbeMode): ProbeProvider {
     },
     async truth(key): Promise<ProviderTruth> {
       const r = current(key);
-      if (r) return { state: "committed", toolName: r.toolName, requestFingerprint: r.requestFingerprint, result: structuredClone(r.result) };
+      if (r)
+        return { state: "committed", toolName: r.toolName, requestFingerprint: r.requestFingerprint, result: structuredClone(r.result) };
       if (pending.has(key)) return { state: "pending" };
       return { state: "absent", fenced: fenced.has(key) };
     },

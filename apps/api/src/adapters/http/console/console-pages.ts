@@ -6,17 +6,17 @@ const CSS = "/console/assets/console.css";
 
 function page(title: string, body: HtmlEscapedString | Promise<HtmlEscapedString>) {
   return html`<!doctype html>
-<html lang="en">
-  <head>
-    <meta charset="utf-8" />
-    <meta name="viewport" content="width=device-width, initial-scale=1" />
-    <title>${title} · Mosoo operator console</title>
-    <link rel="stylesheet" href="${CSS}" />
-  </head>
-  <body>
-    <main class="signin">${body}</main>
-  </body>
-</html>`;
+    <html lang="en">
+      <head>
+        <meta charset="utf-8" />
+        <meta name="viewport" content="width=device-width, initial-scale=1" />
+        <title>${title} · Mosoo operator console</title>
+        <link rel="stylesheet" href="${CSS}" />
+      </head>
+      <body>
+        <main class="signin">${body}</main>
+      </body>
+    </html>`;
 }
 
 /**
@@ -45,7 +45,11 @@ export function featureOffPage() {
   return page(
     "Feature off",
     html`<h1>Mosoo operator console</h1>
-      <p class="off" role="status"><strong>Feature off.</strong> Effect reconciliation is off on this API (<code>MOSOO_EFFECT_RECONCILIATION</code>), and with it the operator surface: there is nothing to list or settle here. Unknown effects stay fenced (the baseline); use <code>MOSOO_EFFECT_RECONCILIATION=on</code> to turn it on.</p>`,
+      <p class="off" role="status">
+        <strong>Feature off.</strong> Effect reconciliation is off on this API (<code>MOSOO_EFFECT_RECONCILIATION</code>), and with it the
+        operator surface: there is nothing to list or settle here. Unknown effects stay fenced (the baseline); use
+        <code>MOSOO_EFFECT_RECONCILIATION=on</code> to turn it on.
+      </p>`,
   );
 }
 

@@ -100,7 +100,8 @@ export function consoleRoutes(runtime: Runtime, logger: Logger, opts: ConsoleOpt
   shutdown.addEventListener("abort", () => feed.close(), { once: true });
 
   app.onError((err, c) => {
-    if (err instanceof HTTPException && err.status === 403) return refuse(c, 403, "auth.csrf_rejected", "cross-site request refused (Origin / Sec-Fetch-Site)");
+    if (err instanceof HTTPException && err.status === 403)
+      return refuse(c, 403, "auth.csrf_rejected", "cross-site request refused (Origin / Sec-Fetch-Site)");
     return toErrorResponse(err, c, logger, runtime.ctx.storeBusy);
   });
 
@@ -129,7 +130,8 @@ export function consoleRoutes(runtime: Runtime, logger: Logger, opts: ConsoleOpt
     const form: Record<string, unknown> = await c.req.parseBody().catch(() => ({}));
     const parsed = SignInSchema.safeParse(form);
     const actor = typeof form.actor === "string" ? form.actor.slice(0, 200) : "";
-    if (!parsed.success) return c.html(signInPage({ error: `Sign-in refused: ${parsed.error.issues[0]?.message ?? "invalid form"}.`, actor }), 400);
+    if (!parsed.success)
+      return c.html(signInPage({ error: `Sign-in refused: ${parsed.error.issues[0]?.message ?? "invalid form"}.`, actor }), 400);
     if (!secretsEqual(parsed.data.token, opts.operatorToken!)) {
       logger.warn({ actor: parsed.data.actor }, "console.sign_in_refused");
       return c.html(signInPage({ error: "Sign-in refused: the operator token is not valid.", actor }), 401);
@@ -151,7 +153,8 @@ export function consoleRoutes(runtime: Runtime, logger: Logger, opts: ConsoleOpt
     const form: Record<string, unknown> = await c.req.parseBody().catch(() => ({}));
     const given = typeof form.csrf === "string" ? form.csrf : (c.req.header(CSRF_HEADER) ?? "");
     if (session) {
-      if (!secretsEqual(given, session.csrfToken)) return refuse(c, 403, "auth.csrf_rejected", "the CSRF token of this session is missing or wrong");
+      if (!secretsEqual(given, session.csrfToken))
+        return refuse(c, 403, "auth.csrf_rejected", "the CSRF token of this session is missing or wrong");
       sessions.delete(session.id);
       logger.info({ actor: session.actor }, "console.signed_out");
     }
@@ -182,8 +185,10 @@ export function consoleRoutes(runtime: Runtime, logger: Logger, opts: ConsoleOpt
     const session = sessionOf(c);
     if (!session) return refuse(c, 401, "auth.session_required", "sign in at /console/sign-in");
     if (c.req.method !== "GET" && c.req.method !== "HEAD") {
-      if (!secretsEqual(c.req.header(CSRF_HEADER) ?? "", session.csrfToken)) return refuse(c, 403, "auth.csrf_rejected", `send this session's CSRF token in ${CSRF_HEADER}`);
-      if (!/^application\/json\b/i.test(c.req.header("content-type") ?? "")) return refuse(c, 415, "request.unsupported_media_type", "the body must be application/json");
+      if (!secretsEqual(c.req.header(CSRF_HEADER) ?? "", session.csrfToken))
+        return refuse(c, 403, "auth.csrf_rejected", `send this session's CSRF token in ${CSRF_HEADER}`);
+      if (!/^application\/json\b/i.test(c.req.header("content-type") ?? ""))
+        return refuse(c, 415, "request.unsupported_media_type", "the body must be application/json");
     }
     c.set("session", session);
     return next();
@@ -192,7 +197,8 @@ export function consoleRoutes(runtime: Runtime, logger: Logger, opts: ConsoleOpt
   /** The body, with the session's actor as the actor (a body may not name one). */
   const withActor = async <S extends z.ZodType>(c: Context<Env>, schema: S): Promise<z.infer<S>> => {
     const body = await readJson(c, z.record(z.string(), z.unknown()));
-    if ("actor" in body) parseOrThrow(z.object({ actor: z.never({ error: "the actor is the signed-in operator; do not send one" }) }), body);
+    if ("actor" in body)
+      parseOrThrow(z.object({ actor: z.never({ error: "the actor is the signed-in operator; do not send one" }) }), body);
     return parseOrThrow(schema, { ...body, actor: c.get("session").actor });
   };
 

@@ -31,7 +31,10 @@ export function secretsEqual(given: string, expected: string): boolean {
 export class ConsoleSessions {
   private readonly sessions = new LRUCache<string, ConsoleSession>({ max: MAX_CONSOLE_SESSIONS });
 
-  constructor(private readonly clock: Clock, private readonly ttlMs: number = CONSOLE_SESSION_TTL_MS) {}
+  constructor(
+    private readonly clock: Clock,
+    private readonly ttlMs: number = CONSOLE_SESSION_TTL_MS,
+  ) {}
 
   /** Starts a session for `actor` (already authenticated by the caller). */
   create(actor: string): ConsoleSession {

@@ -44,7 +44,12 @@ export class CommandQueueService {
    * per poll, issue 10).
    * @throws RuntimeError `driver.connection_superseded`.
    */
-  async nextCommand(instance: DriverInstanceRow, connectionId: string, waitMs: number, signal?: AbortSignal): Promise<DriverCommandEnvelope | null> {
+  async nextCommand(
+    instance: DriverInstanceRow,
+    connectionId: string,
+    waitMs: number,
+    signal?: AbortSignal,
+  ): Promise<DriverCommandEnvelope | null> {
     const deadline = this.ctx.clock.nowMs() + waitMs;
     const shutdown = this.ctx.shutdown.signal;
     for (;;) {
@@ -101,7 +106,8 @@ export class CommandQueueService {
       const cmd = commandRepository.findOwned(tx, commandId, instance.id);
       if (!cmd) throw new RuntimeError("command.not_found", `no command ${commandId} for this Driver instance`);
       const decision = decideCommandTransition(cmd.status, req.status);
-      if (decision.outcome !== "applied") return { outcome: decision.outcome, status: cmd.status, ...(decision.reason ? { reason: decision.reason } : {}) };
+      if (decision.outcome !== "applied")
+        return { outcome: decision.outcome, status: cmd.status, ...(decision.reason ? { reason: decision.reason } : {}) };
       const effect = effectRepository.findByCommand(tx, cmd.id);
       effectId = effect?.id;
       let resultJson: string | undefined;
@@ -113,7 +119,11 @@ export class CommandQueueService {
         resultJson = effect?.resultJson ?? JSON.stringify(req.result);
       } else if (req.status === "failed") {
         if (effect?.status === "succeeded") {
-          return { outcome: "rejected", status: cmd.status, reason: `effect ${effect.id} already succeeded; send completed with the stored result` };
+          return {
+            outcome: "rejected",
+            status: cmd.status,
+            reason: `effect ${effect.id} already succeeded; send completed with the stored result`,
+          };
         }
         let error = req.error;
         if (effect?.status === "executing") {
@@ -140,7 +150,11 @@ export class CommandQueueService {
           tx,
           cmd.runId,
           req.status === "completed" ? "tool_call.completed" : "tool_call.failed",
-          { commandId: cmd.id, effectId: effect?.id ?? null, ...(errorJson ? { error: JSON.parse(errorJson) as unknown } : { result: JSON.parse(resultJson ?? "null") as unknown }) },
+          {
+            commandId: cmd.id,
+            effectId: effect?.id ?? null,
+            ...(errorJson ? { error: JSON.parse(errorJson) as unknown } : { result: JSON.parse(resultJson ?? "null") as unknown }),
+          },
           now,
         );
       }

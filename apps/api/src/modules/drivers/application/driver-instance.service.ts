@@ -46,14 +46,22 @@ export class DriverInstanceService {
     // Identity takeover (issue 10, finding 2): only the instance itself or an operator may reuse an id.
     const allowed =
       authority.kind === "operator" ||
-      (req.driverInstanceId === undefined ? authority.kind === "enrollment" : authority.kind === "instance" && authority.driverInstanceId === req.driverInstanceId);
+      (req.driverInstanceId === undefined
+        ? authority.kind === "enrollment"
+        : authority.kind === "instance" && authority.driverInstanceId === req.driverInstanceId);
     if (!allowed) throw new RuntimeError("auth.forbidden", "this credential may not register this Driver instance");
     const now = this.ctx.clock.nowMs();
     const id = req.driverInstanceId ?? newUlid(now);
     const driverToken = `mdt_${id}_${randomBytes(32).toString("base64url")}`;
     writeTransaction(this.ctx.db, (tx) => {
       if (!req.driverInstanceId) {
-        driverInstanceRepository.insert(tx, { id, name: req.name, status: "registered", tokenHash: hashToken(driverToken), registeredAtMs: now });
+        driverInstanceRepository.insert(tx, {
+          id,
+          name: req.name,
+          status: "registered",
+          tokenHash: hashToken(driverToken),
+          registeredAtMs: now,
+        });
         return;
       }
       const existing = driverInstanceRepository.findById(tx, id);
@@ -61,13 +69,20 @@ export class DriverInstanceService {
       // Only an instance whose finalization repair already ran may be re-registered (docs/DESIGN.md §3
       // rule 10): a live instance's run and commands are never handed over without that repair.
       if (existing.status !== "finalized") {
-        throw new RuntimeError("driver.not_finalized", `Driver instance ${id} is ${existing.status}; it must be finalized before it is re-registered`);
+        throw new RuntimeError(
+          "driver.not_finalized",
+          `Driver instance ${id} is ${existing.status}; it must be finalized before it is re-registered`,
+        );
       }
       const fenced = effectRepository.listFenced(tx, { driverInstanceId: id });
       if (fenced.length > 0) {
-        throw new RuntimeError("effect.fence_retained", `Driver instance ${id} has ${fenced.length} executing or unknown effects; resolve them before re-registering`, {
-          effectIds: fenced.map((e) => e.id),
-        });
+        throw new RuntimeError(
+          "effect.fence_retained",
+          `Driver instance ${id} has ${fenced.length} executing or unknown effects; resolve them before re-registering`,
+          {
+            effectIds: fenced.map((e) => e.id),
+          },
+        );
       }
       driverInstanceRepository.updateIfStatus(tx, id, ["finalized"], {
         name: req.name,

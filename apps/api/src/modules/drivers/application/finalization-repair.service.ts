@@ -1,10 +1,5 @@
 import { writeTransaction } from "../../../platform/db/database.js";
-import {
-  commandDriverTerminalError,
-  runEffectsUnknownError,
-  turnInterruptedError,
-  type FinalizationSummary,
-} from "@mosoo/contracts";
+import { commandDriverTerminalError, runEffectsUnknownError, turnInterruptedError, type FinalizationSummary } from "@mosoo/contracts";
 import { settleCommandFromEffect, failCommand } from "../../ledger/application/command-settlement.js";
 import { isConfirmed, type EffectReconciliationPort, type ReconcileResult } from "../../ledger/application/effect-reconciliation.port.js";
 import type { EffectRow } from "../../ledger/infrastructure/effect.repository.js";
@@ -93,7 +88,10 @@ export class FinalizationRepairService {
       const instance = driverInstanceRepository.findById(tx, driverInstanceId);
       if (!instance) throw new RuntimeError("driver.not_found", `no Driver instance ${driverInstanceId}`);
       if (instance.status === "finalized") return null;
-      driverInstanceRepository.updateIfStatus(tx, driverInstanceId, ["registered", "connected", "finalizing"], { status: "finalizing", connectionId: null });
+      driverInstanceRepository.updateIfStatus(tx, driverInstanceId, ["registered", "connected", "finalizing"], {
+        status: "finalizing",
+        connectionId: null,
+      });
       for (const eff of effectRepository.listOfDriverInStatus(tx, driverInstanceId, ["executing"])) {
         if (fenceExecutingEffect(tx, eff, "driver_finalized", now)) {
           summary.effectsFenced += 1;
@@ -138,7 +136,8 @@ export class FinalizationRepairService {
     // once that transaction committed (`counted`, after each commit below).
     const settledIn = new Map<string, "completed" | "failed">();
     const settle = (tx: DbHandle, effect: EffectRow) => {
-      if (settleCommandFromEffect(tx, effect, this.ctx.clock.nowMs())) settledIn.set(effect.id, effect.status === "succeeded" ? "completed" : "failed");
+      if (settleCommandFromEffect(tx, effect, this.ctx.clock.nowMs()))
+        settledIn.set(effect.id, effect.status === "succeeded" ? "completed" : "failed");
       else settledIn.delete(effect.id);
     };
     // An outcome that committed ran its settle last in the committed transaction; a lost or
@@ -185,7 +184,16 @@ export class FinalizationRepairService {
       // Commands queued while the repair ran (the run was still active) end here, before the run does.
       for (const cmd of commandRepository.listNonTerminalOfDriver(tx, driverInstanceId)) {
         const eff = effectRepository.findByCommand(tx, cmd.id);
-        const settled = eff && eff.status !== "intent" ? settleCommandFromEffect(tx, eff, now) : failCommand(tx, cmd, commandDriverTerminalError(eff ? { effectId: eff.id, effectStatus: eff.status } : {}), now, eff?.id ?? null);
+        const settled =
+          eff && eff.status !== "intent"
+            ? settleCommandFromEffect(tx, eff, now)
+            : failCommand(
+                tx,
+                cmd,
+                commandDriverTerminalError(eff ? { effectId: eff.id, effectStatus: eff.status } : {}),
+                now,
+                eff?.id ?? null,
+              );
         if (settled) {
           if (eff?.status === "succeeded") summary.commandsCompleted += 1;
           else summary.commandsFailed += 1;
@@ -194,8 +202,12 @@ export class FinalizationRepairService {
       const run = runRepository.findActiveRunOfDriver(tx, driverInstanceId);
       if (run) {
         // docs/DESIGN.md §3 rule 14: while a write of the turn is unknown, the run must not invite a resend
-        const unknownIds = effectRepository.listFenced(tx, { runId: run.id }).map((e) => e.id).sort();
-        const error = unknownIds.length > 0 ? runEffectsUnknownError(unknownIds, { driverInstanceId }) : turnInterruptedError({ driverInstanceId });
+        const unknownIds = effectRepository
+          .listFenced(tx, { runId: run.id })
+          .map((e) => e.id)
+          .sort();
+        const error =
+          unknownIds.length > 0 ? runEffectsUnknownError(unknownIds, { driverInstanceId }) : turnInterruptedError({ driverInstanceId });
         if (runRepository.transitionRun(tx, run.id, "active", "failed", now, JSON.stringify(error))) {
           runRepository.appendEvent(tx, run.id, "run.failed", { error }, now);
           summary.runsFailed += 1;

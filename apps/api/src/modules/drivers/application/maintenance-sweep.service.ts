@@ -99,7 +99,9 @@ export class MaintenanceSweepService {
       }
     }
     try {
-      report.driversPurged = writeTransaction(this.ctx.db, (tx) => driverInstanceRepository.purgeNeverConnected(tx, now - this.ctx.settings.driverUnconnectedTtlMs));
+      report.driversPurged = writeTransaction(this.ctx.db, (tx) =>
+        driverInstanceRepository.purgeNeverConnected(tx, now - this.ctx.settings.driverUnconnectedTtlMs),
+      );
       if (report.driversPurged > 0) this.ctx.logger.info({ count: report.driversPurged }, "sweep.drivers_purged");
     } catch (err) {
       this.ctx.logger.error({ err: String(err) }, "sweep.purge_failed");

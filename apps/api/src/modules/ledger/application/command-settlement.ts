@@ -13,13 +13,20 @@ import { runRepository } from "../infrastructure/run.repository.js";
  */
 function completeCommandFromEffect(tx: DbHandle, cmd: CommandRow, resultJson: string, nowMs: number, effectId: string): boolean {
   if (!commandRepository.transition(tx, cmd.id, cmd.status, "completed", nowMs, { terminal: true, resultJson })) return false;
-  runRepository.appendEvent(tx, cmd.runId, "tool_call.completed", { commandId: cmd.id, effectId, result: JSON.parse(resultJson) as unknown }, nowMs);
+  runRepository.appendEvent(
+    tx,
+    cmd.runId,
+    "tool_call.completed",
+    { commandId: cmd.id, effectId, result: JSON.parse(resultJson) as unknown },
+    nowMs,
+  );
   return true;
 }
 
 /** Fails a non-terminal command with `error` (compare-and-set) and records `tool_call.failed`. */
 export function failCommand(tx: DbHandle, cmd: CommandRow, error: object, nowMs: number, effectId: string | null): boolean {
-  if (!commandRepository.transition(tx, cmd.id, cmd.status, "failed", nowMs, { terminal: true, errorJson: JSON.stringify(error) })) return false;
+  if (!commandRepository.transition(tx, cmd.id, cmd.status, "failed", nowMs, { terminal: true, errorJson: JSON.stringify(error) }))
+    return false;
   runRepository.appendEvent(tx, cmd.runId, "tool_call.failed", { commandId: cmd.id, effectId, error }, nowMs);
   return true;
 }
@@ -41,7 +48,13 @@ export function settleCommandFromEffect(tx: DbHandle, effect: EffectRow, nowMs: 
     case "not_executed":
       return failCommand(tx, cmd, effectNotExecutedError(effect.id, { resolution: effect.resolution }), nowMs, effect.id);
     case "unknown":
-      return failCommand(tx, cmd, effectUnknownError(effect.id, { lookupCount: effect.lookupCount, nextLookupAtMs: effect.nextLookupAtMs }), nowMs, effect.id);
+      return failCommand(
+        tx,
+        cmd,
+        effectUnknownError(effect.id, { lookupCount: effect.lookupCount, nextLookupAtMs: effect.nextLookupAtMs }),
+        nowMs,
+        effect.id,
+      );
     default:
       return failCommand(tx, cmd, commandDriverTerminalError({ effectId: effect.id, effectStatus: effect.status }), nowMs, effect.id);
   }

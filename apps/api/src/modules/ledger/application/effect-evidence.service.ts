@@ -1,5 +1,10 @@
 import { isDeepStrictEqual } from "node:util";
-import { MAX_PROVIDER_RECEIPT_BYTES, type EffectDeadlineMissedRequest, type EffectLateResultRequest, type EffectTransitionResponse } from "@mosoo/contracts";
+import {
+  MAX_PROVIDER_RECEIPT_BYTES,
+  type EffectDeadlineMissedRequest,
+  type EffectLateResultRequest,
+  type EffectTransitionResponse,
+} from "@mosoo/contracts";
 import { writeTransaction } from "../../../platform/db/database.js";
 import { decideDeadlineMissed, decideLateEvidence, settleTransition } from "../domain/effect-lifecycle.machine.js";
 import { RuntimeError } from "../domain/runtime-errors.js";
@@ -20,7 +25,13 @@ export const DEFAULT_SEND_DEADLINE_MS = 10_000;
  * since) or from the instance's current connection.
  * @throws RuntimeError `effect.not_found`, `driver.connection_superseded`.
  */
-function loadReported(tx: DbHandle, instance: DriverInstanceRow, effectId: string, connectionId: string, attempt: number): { eff: EffectRow; attemptRow: AttemptRow | undefined } {
+function loadReported(
+  tx: DbHandle,
+  instance: DriverInstanceRow,
+  effectId: string,
+  connectionId: string,
+  attempt: number,
+): { eff: EffectRow; attemptRow: AttemptRow | undefined } {
   const eff = effectRepository.findOwned(tx, effectId, instance.id);
   if (!eff) throw new RuntimeError("effect.not_found", `no effect ${effectId} for this Driver instance`);
   const attemptRow = effectRepository.listAttempts(tx, eff.id).find((a) => a.attempt === attempt);
@@ -40,10 +51,18 @@ function loadReported(tx: DbHandle, instance: DriverInstanceRow, effectId: strin
 function assertNothingSent(attemptRow: AttemptRow | undefined, connectionId: string): void {
   if (!attemptRow) return;
   if (attemptRow.connectionId !== connectionId) {
-    throw new RuntimeError("effect.not_attempt_connection", `attempt ${attemptRow.attempt} was made by another connection; only it can say it sent nothing`, { attempt: attemptRow.attempt });
+    throw new RuntimeError(
+      "effect.not_attempt_connection",
+      `attempt ${attemptRow.attempt} was made by another connection; only it can say it sent nothing`,
+      { attempt: attemptRow.attempt },
+    );
   }
   if (attemptRow.sendReportedAtMs !== null) {
-    throw new RuntimeError("effect.attempt_sent", `attempt ${attemptRow.attempt} was already reported sent or failed mid-send; a missed deadline proves nothing`, { attempt: attemptRow.attempt });
+    throw new RuntimeError(
+      "effect.attempt_sent",
+      `attempt ${attemptRow.attempt} was already reported sent or failed mid-send; a missed deadline proves nothing`,
+      { attempt: attemptRow.attempt },
+    );
   }
 }
 
@@ -62,24 +81,47 @@ const NO_LEASE = { leaseOwner: null, leaseExpiresAtMs: null } as const;
  * @throws RuntimeError `effect.not_found`, `driver.connection_superseded`, `effect.not_attempt_connection`,
  *   `effect.attempt_sent`.
  */
-export function reportDeadlineMissed(ctx: RuntimeContext, instance: DriverInstanceRow, effectId: string, req: EffectDeadlineMissedRequest): EffectTransitionResponse {
+export function reportDeadlineMissed(
+  ctx: RuntimeContext,
+  instance: DriverInstanceRow,
+  effectId: string,
+  req: EffectDeadlineMissedRequest,
+): EffectTransitionResponse {
   const now = ctx.clock.nowMs();
   const res = writeTransaction(ctx.db, (tx): EffectTransitionResponse & { commandId: string; from: string } => {
     const { eff, attemptRow } = loadReported(tx, instance, effectId, req.connectionId, req.attempt);
     assertNothingSent(attemptRow, req.connectionId);
     const decision = decideDeadlineMissed(eff, req);
     const base = { commandId: eff.commandId, from: eff.status };
-    if (decision.outcome !== "applied") return { ...base, outcome: decision.outcome, status: eff.status, ...(decision.reason ? { reason: decision.reason } : {}) };
+    if (decision.outcome !== "applied")
+      return { ...base, outcome: decision.outcome, status: eff.status, ...(decision.reason ? { reason: decision.reason } : {}) };
     const set = { ...settleTransition(eff, "not_executed", "deadline_missed"), ...NO_LEASE, updatedAtMs: now };
-    if (!effectRepository.updateIfCurrent(tx, eff, set)) return { ...base, outcome: "rejected", status: eff.status, reason: "the effect changed concurrently" };
+    if (!effectRepository.updateIfCurrent(tx, eff, set))
+      return { ...base, outcome: "rejected", status: eff.status, reason: "the effect changed concurrently" };
     const reason = `deadline_missed: the claim's answer was read ${req.elapsedMs} ms after the claim request, past its ${eff.sendWithinMs ?? "unrecorded"} ms send-by deadline`;
     effectRepository.updateAttempt(tx, eff.id, req.attempt, { status: "not_sent", unknownReason: reason, finishedAtMs: now });
-    runRepository.appendEvent(tx, eff.runId, "effect.resolved", { effectId: eff.id, commandId: eff.commandId, attempt: req.attempt, resolution: "deadline_missed", effectStatus: "not_executed", elapsedMs: req.elapsedMs }, now);
+    runRepository.appendEvent(
+      tx,
+      eff.runId,
+      "effect.resolved",
+      {
+        effectId: eff.id,
+        commandId: eff.commandId,
+        attempt: req.attempt,
+        resolution: "deadline_missed",
+        effectStatus: "not_executed",
+        elapsedMs: req.elapsedMs,
+      },
+      now,
+    );
     settleCommandFromEffect(tx, { ...eff, ...set, version: eff.version + 1 }, now);
     return { ...base, outcome: "applied", status: "not_executed" };
   });
   const { commandId, from, ...answer } = res;
-  ctx.logger.info({ driverInstanceId: instance.id, effectId, commandId, attempt: req.attempt, elapsedMs: req.elapsedMs, from, ...answer }, "effect.deadline_missed");
+  ctx.logger.info(
+    { driverInstanceId: instance.id, effectId, commandId, attempt: req.attempt, elapsedMs: req.elapsedMs, from, ...answer },
+    "effect.deadline_missed",
+  );
   return answer;
 }
 
@@ -98,7 +140,12 @@ export function reportDeadlineMissed(ctx: RuntimeContext, instance: DriverInstan
  * @throws RuntimeError `effect.not_found`, `driver.connection_superseded`, `request.invalid`
  *   (receipt over 16 KiB, or a result naming another server/tool/request than the effect).
  */
-export function reportLateResult(ctx: RuntimeContext, instance: DriverInstanceRow, effectId: string, req: EffectLateResultRequest): EffectTransitionResponse {
+export function reportLateResult(
+  ctx: RuntimeContext,
+  instance: DriverInstanceRow,
+  effectId: string,
+  req: EffectLateResultRequest,
+): EffectTransitionResponse {
   const receiptJson = req.receipt === null ? null : JSON.stringify(req.receipt);
   if (receiptJson !== null && Buffer.byteLength(receiptJson) > MAX_PROVIDER_RECEIPT_BYTES) {
     throw new RuntimeError("request.invalid", `receipt exceeds ${MAX_PROVIDER_RECEIPT_BYTES} bytes`);
@@ -109,26 +156,48 @@ export function reportLateResult(ctx: RuntimeContext, instance: DriverInstanceRo
     const { eff, attemptRow } = loadReported(tx, instance, effectId, req.connectionId, req.attempt);
     const r = req.result;
     if (r.serverId !== eff.serverId || r.toolName !== eff.toolName || r.requestId !== eff.requestId) {
-      throw new RuntimeError("request.invalid", `the result names ${r.serverId}/${r.toolName}/${r.requestId}, the effect is ${eff.serverId}/${eff.toolName}/${eff.requestId}`);
+      throw new RuntimeError(
+        "request.invalid",
+        `the result names ${r.serverId}/${r.toolName}/${r.requestId}, the effect is ${eff.serverId}/${eff.toolName}/${eff.requestId}`,
+      );
     }
-    const matches = req.idempotencyKey === eff.idempotencyKey && req.toolName === eff.toolName && req.requestFingerprint === eff.requestFingerprint;
+    const matches =
+      req.idempotencyKey === eff.idempotencyKey && req.toolName === eff.toolName && req.requestFingerprint === eff.requestFingerprint;
     const sameResult = eff.resultJson !== null && isDeepStrictEqual(JSON.parse(eff.resultJson), JSON.parse(resultJson));
     const { action, reason } = decideLateEvidence(eff, { attempt: req.attempt, matches, sameResult, isError: req.result.isError === true });
     const base = { commandId: eff.commandId, action };
     if (action === "rejected") return { ...base, outcome: "rejected", status: eff.status, ...(reason ? { reason } : {}) };
     if (attemptRow && attemptRow.lateResultJson === null) {
-      effectRepository.updateAttempt(tx, eff.id, req.attempt, { lateResultJson: resultJson, lateReportedAtMs: now, providerReceiptJson: attemptRow.providerReceiptJson ?? receiptJson });
+      effectRepository.updateAttempt(tx, eff.id, req.attempt, {
+        lateResultJson: resultJson,
+        lateReportedAtMs: now,
+        providerReceiptJson: attemptRow.providerReceiptJson ?? receiptJson,
+      });
     }
     if (action === "duplicate") return { ...base, outcome: "duplicate", status: eff.status };
     if (action === "kept") return { ...base, outcome: "rejected", status: eff.status, reason: reason ?? "evidence kept" };
     if (action === "contradiction") {
-      if (eff.operatorAttention !== "late_evidence_contradiction") effectRepository.updateIfCurrent(tx, eff, { operatorAttention: "late_evidence_contradiction", updatedAtMs: now });
+      if (eff.operatorAttention !== "late_evidence_contradiction")
+        effectRepository.updateIfCurrent(tx, eff, { operatorAttention: "late_evidence_contradiction", updatedAtMs: now });
       return { ...base, outcome: "rejected", status: eff.status, reason: `late_evidence_contradiction: ${reason ?? ""}` };
     }
-    const set = { ...settleTransition(eff, "succeeded", "reported_late"), resultJson, providerReceiptJson: receiptJson, ...NO_LEASE, updatedAtMs: now };
-    if (!effectRepository.updateIfCurrent(tx, eff, set)) return { ...base, outcome: "rejected", status: eff.status, reason: "the effect changed concurrently" };
+    const set = {
+      ...settleTransition(eff, "succeeded", "reported_late"),
+      resultJson,
+      providerReceiptJson: receiptJson,
+      ...NO_LEASE,
+      updatedAtMs: now,
+    };
+    if (!effectRepository.updateIfCurrent(tx, eff, set))
+      return { ...base, outcome: "rejected", status: eff.status, reason: "the effect changed concurrently" };
     effectRepository.updateAttempt(tx, eff.id, req.attempt, { status: "succeeded", finishedAtMs: attemptRow?.finishedAtMs ?? now });
-    runRepository.appendEvent(tx, eff.runId, "effect.resolved", { effectId: eff.id, commandId: eff.commandId, attempt: req.attempt, resolution: "reported_late", effectStatus: "succeeded" }, now);
+    runRepository.appendEvent(
+      tx,
+      eff.runId,
+      "effect.resolved",
+      { effectId: eff.id, commandId: eff.commandId, attempt: req.attempt, resolution: "reported_late", effectStatus: "succeeded" },
+      now,
+    );
     settleCommandFromEffect(tx, { ...eff, ...set, version: eff.version + 1 }, now);
     return { ...base, outcome: "applied", status: "succeeded" };
   });

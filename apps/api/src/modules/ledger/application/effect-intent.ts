@@ -85,7 +85,13 @@ export function recordIntent(tx: DbHandle, input: IntentInput): RecordedIntent {
     tx,
     input.runId,
     "tool_call.queued",
-    { commandId, effectId, serverId: input.serverId, toolName: input.toolName, ...(input.compensatesEffectId ? { compensatesEffectId: input.compensatesEffectId } : {}) },
+    {
+      commandId,
+      effectId,
+      serverId: input.serverId,
+      toolName: input.toolName,
+      ...(input.compensatesEffectId ? { compensatesEffectId: input.compensatesEffectId } : {}),
+    },
     now,
   );
   return { commandId, effectId, idempotencyKey, seq };

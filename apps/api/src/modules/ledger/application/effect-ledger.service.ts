@@ -26,7 +26,11 @@ import type { EffectReconciliationPort } from "./effect-reconciliation.port.js";
 function claimFromSettledEffect(effect: EffectRow): EffectClaim {
   switch (effect.status) {
     case "succeeded":
-      return { kind: "completed", effectId: effect.id, result: McpExecuteCommandResultSchema.parse(JSON.parse(effect.resultJson ?? "null")) };
+      return {
+        kind: "completed",
+        effectId: effect.id,
+        result: McpExecuteCommandResultSchema.parse(JSON.parse(effect.resultJson ?? "null")),
+      };
     case "not_executed":
       return { kind: "not_executed", effectId: effect.id };
     default:
@@ -39,9 +43,16 @@ function claimFromSettledEffect(effect: EffectRow): EffectClaim {
  * `effect.fenced` on the run. Returns false when the effect was no longer `executing`.
  */
 export function fenceExecutingEffect(tx: DbHandle, effect: EffectRow, reason: string, nowMs: number): boolean {
-  if (effect.status !== "executing" || !effectRepository.updateIfCurrent(tx, effect, { status: "unknown", updatedAtMs: nowMs })) return false;
+  if (effect.status !== "executing" || !effectRepository.updateIfCurrent(tx, effect, { status: "unknown", updatedAtMs: nowMs }))
+    return false;
   effectRepository.updateAttempt(tx, effect.id, effect.attemptCount, { status: "unknown", unknownReason: reason, finishedAtMs: nowMs });
-  runRepository.appendEvent(tx, effect.runId, "effect.fenced", { effectId: effect.id, commandId: effect.commandId, attempt: effect.attemptCount, reason }, nowMs);
+  runRepository.appendEvent(
+    tx,
+    effect.runId,
+    "effect.fenced",
+    { effectId: effect.id, commandId: effect.commandId, attempt: effect.attemptCount, reason },
+    nowMs,
+  );
   return true;
 }
 
@@ -82,7 +93,8 @@ export class EffectLedgerService {
       if (!eff) throw new RuntimeError("effect.not_found", `command ${commandId} has no effect`);
       const action = decideClaim(eff.status);
       if (action === "dispatch") {
-        if (isTerminalCommandStatus(cmd.status)) throw new RuntimeError("command.terminal", `command ${commandId} is ${cmd.status}; its effect is never dispatched`);
+        if (isTerminalCommandStatus(cmd.status))
+          throw new RuntimeError("command.terminal", `command ${commandId} is ${cmd.status}; its effect is never dispatched`);
         const attempt = eff.attemptCount + 1;
         const sendWithinMs = this.ctx.settings.sendDeadlineMs ?? DEFAULT_SEND_DEADLINE_MS;
         const ok = effectRepository.updateIfCurrent(tx, eff, {
@@ -95,7 +107,11 @@ export class EffectLedgerService {
         });
         if (!ok) throw new RuntimeError("effect.not_found", `effect ${eff.id} changed concurrently; claim again`);
         effectRepository.insertAttempt(tx, { effectId: eff.id, attempt, status: "executing", connectionId, startedAtMs: now });
-        return { claim: { kind: "execute", effectId: eff.id, attempt, idempotencyKey: eff.idempotencyKey, sendWithinMs } as EffectClaim, fenced: false, effect: eff };
+        return {
+          claim: { kind: "execute", effectId: eff.id, attempt, idempotencyKey: eff.idempotencyKey, sendWithinMs } as EffectClaim,
+          fenced: false,
+          effect: eff,
+        };
       }
       if (action === "fence") {
         fenceExecutingEffect(tx, eff, "redelivered_while_executing", now);
@@ -104,7 +120,14 @@ export class EffectLedgerService {
       return { claim: claimFromSettledEffect(eff), fenced: false, effect: eff };
     });
     this.ctx.logger.info(
-      { driverInstanceId: instance.id, commandId, effectId: effect.id, claim: claim.kind, fenced, ...(claim.kind === "execute" ? { attempt: claim.attempt } : {}) },
+      {
+        driverInstanceId: instance.id,
+        commandId,
+        effectId: effect.id,
+        claim: claim.kind,
+        fenced,
+        ...(claim.kind === "execute" ? { attempt: claim.attempt } : {}),
+      },
       "effect.claimed",
     );
     if (claim.kind !== "unknown" || !this.reconciler) return claim;
@@ -118,7 +141,10 @@ export class EffectLedgerService {
       result = { kind: "superseded", effect: after };
     }
     const settled = result.effect ? claimFromSettledEffect(result.effect) : claim;
-    this.ctx.logger.info({ driverInstanceId: instance.id, commandId, effectId: effect.id, reconcile: result.kind, claim: settled.kind }, "effect.claim_reconciled");
+    this.ctx.logger.info(
+      { driverInstanceId: instance.id, commandId, effectId: effect.id, reconcile: result.kind, claim: settled.kind },
+      "effect.claim_reconciled",
+    );
     return settled;
   }
 
@@ -140,7 +166,10 @@ export class EffectLedgerService {
     return this.report(instance, effectId, req.connectionId, req.attempt, "succeeded", (tx, eff, now) => {
       const r = req.result;
       if (r.serverId !== eff.serverId || r.toolName !== eff.toolName || r.requestId !== eff.requestId) {
-        throw new RuntimeError("request.invalid", `the result names ${r.serverId}/${r.toolName}/${r.requestId}, the effect is ${eff.serverId}/${eff.toolName}/${eff.requestId}`);
+        throw new RuntimeError(
+          "request.invalid",
+          `the result names ${r.serverId}/${r.toolName}/${r.requestId}, the effect is ${eff.serverId}/${eff.toolName}/${eff.requestId}`,
+        );
       }
       effectRepository.updateIfCurrent(tx, eff, {
         status: "succeeded",
@@ -203,16 +232,25 @@ export class EffectLedgerService {
       if (attemptRow?.connectionId !== connectionId) assertCurrentConnection(current, connectionId);
       // The Driver says it sent (or tried to): kept whatever the outcome, so a later missed-deadline
       // report about this attempt is refused (docs/DESIGN.md §3 rule 12; `effect.attempt_sent`).
-      if (attemptRow && attemptRow.sendReportedAtMs === null) effectRepository.updateAttempt(tx, eff.id, attempt, { sendReportedAtMs: now });
+      if (attemptRow && attemptRow.sendReportedAtMs === null)
+        effectRepository.updateAttempt(tx, eff.id, attempt, { sendReportedAtMs: now });
       const decision = decideAttemptReport(eff, { attempt, to });
       if (decision.outcome !== "applied") {
-        return { outcome: decision.outcome, status: eff.status, commandId: eff.commandId, ...(decision.reason ? { reason: decision.reason } : {}) };
+        return {
+          outcome: decision.outcome,
+          status: eff.status,
+          commandId: eff.commandId,
+          ...(decision.reason ? { reason: decision.reason } : {}),
+        };
       }
       apply(tx, eff, now);
       return { outcome: "applied", status: to, commandId: eff.commandId };
     });
     const { commandId, ...answer } = res;
-    this.ctx.logger.info({ driverInstanceId: instance.id, effectId, commandId, attempt, requested: to, ...answer }, to === "succeeded" ? "effect.completed" : "effect.marked_unknown");
+    this.ctx.logger.info(
+      { driverInstanceId: instance.id, effectId, commandId, attempt, requested: to, ...answer },
+      to === "succeeded" ? "effect.completed" : "effect.marked_unknown",
+    );
     return answer;
   }
 }

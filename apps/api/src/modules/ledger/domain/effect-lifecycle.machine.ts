@@ -63,7 +63,10 @@ export function decideDeadlineMissed(
   if (current.status === "executing" || current.status === "unknown") {
     // A report that says the answer came inside the deadline proves nothing: the Driver may have sent.
     if (current.sendWithinMs !== null && report.elapsedMs < current.sendWithinMs) {
-      return { outcome: "rejected", reason: `elapsedMs ${report.elapsedMs} is within the ${current.sendWithinMs} ms send-by deadline: not a missed deadline` };
+      return {
+        outcome: "rejected",
+        reason: `elapsedMs ${report.elapsedMs} is within the ${current.sendWithinMs} ms send-by deadline: not a missed deadline`,
+      };
     }
     return { outcome: "applied" };
   }
@@ -91,7 +94,8 @@ export function decideLateEvidence(
   current: { status: EffectStatus; attemptCount: number },
   report: { attempt: number; matches: boolean; sameResult: boolean; isError: boolean },
 ): { action: LateEvidenceAction; reason?: string } {
-  if (!report.matches) return { action: "rejected", reason: "the evidence's idempotency key, tool or request fingerprint is not the effect's" };
+  if (!report.matches)
+    return { action: "rejected", reason: "the evidence's idempotency key, tool or request fingerprint is not the effect's" };
   if (report.attempt !== current.attemptCount) {
     return { action: "rejected", reason: `attempt ${report.attempt} is not the current attempt ${current.attemptCount}` };
   }

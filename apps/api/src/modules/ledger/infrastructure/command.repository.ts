@@ -28,7 +28,13 @@ export const commandRepository = {
   },
   /** The row with this id, or undefined. */
   findById(db: DbHandle, id: string): CommandRow | undefined {
-    return preparedQuery(db, "command.findById", (h) => h.select().from(driverCommands).where(eq(driverCommands.id, sql.placeholder("id"))).prepare()).get({ id });
+    return preparedQuery(db, "command.findById", (h) =>
+      h
+        .select()
+        .from(driverCommands)
+        .where(eq(driverCommands.id, sql.placeholder("id")))
+        .prepare(),
+    ).get({ id });
   },
   /** A command only if it belongs to `driverInstanceId` (a Driver never sees another instance's commands). */
   findOwned(db: DbHandle, id: string, driverInstanceId: string): CommandRow | undefined {

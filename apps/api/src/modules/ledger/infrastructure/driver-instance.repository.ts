@@ -15,7 +15,13 @@ export const driverInstanceRepository = {
   },
   /** The row with this id, or undefined. */
   findById(db: DbHandle, id: string): DriverInstanceRow | undefined {
-    return preparedQuery(db, "driver.findById", (h) => h.select().from(driverInstances).where(eq(driverInstances.id, sql.placeholder("id"))).prepare()).get({ id });
+    return preparedQuery(db, "driver.findById", (h) =>
+      h
+        .select()
+        .from(driverInstances)
+        .where(eq(driverInstances.id, sql.placeholder("id")))
+        .prepare(),
+    ).get({ id });
   },
   /** Sets fields when the row is still in one of `fromStatuses`; returns true when it changed. */
   updateIfStatus(
@@ -49,7 +55,11 @@ export const driverInstanceRepository = {
         or(
           eq(driverInstances.status, "finalizing"),
           and(eq(driverInstances.status, "connected"), lt(driverInstances.lastHeartbeatAtMs, cutoffMs)),
-          and(eq(driverInstances.status, "registered"), isNull(driverInstances.lastHeartbeatAtMs), lt(driverInstances.registeredAtMs, cutoffMs)),
+          and(
+            eq(driverInstances.status, "registered"),
+            isNull(driverInstances.lastHeartbeatAtMs),
+            lt(driverInstances.registeredAtMs, cutoffMs),
+          ),
         ),
       )
       .all();

@@ -42,7 +42,13 @@ export const reconciliationRepository = {
    * row as written (`RETURNING`, no second read); undefined means another reconciler or an operator
    * got there first (record `superseded`).
    */
-  commitOutcome(db: DbHandle, effectId: string, version: number, owner: string, set: Partial<typeof externalToolEffects.$inferInsert>): typeof externalToolEffects.$inferSelect | undefined {
+  commitOutcome(
+    db: DbHandle,
+    effectId: string,
+    version: number,
+    owner: string,
+    set: Partial<typeof externalToolEffects.$inferInsert>,
+  ): typeof externalToolEffects.$inferSelect | undefined {
     // One prepared statement per shape of `set` (the columns an outcome writes; a handful of shapes).
     const columns = (Object.keys(set) as Array<keyof typeof set>).filter((k) => set[k] !== undefined).sort();
     const query = preparedQuery(db, `reconciliation.commitOutcome:${columns.join(",")}`, (h) =>
@@ -77,7 +83,11 @@ export const reconciliationRepository = {
   releaseLease(db: DbHandle, effectId: string, owner: string, uncount = false): boolean {
     const res = db
       .update(externalToolEffects)
-      .set({ leaseOwner: null, leaseExpiresAtMs: null, ...(uncount ? { lookupCount: sql`max(${externalToolEffects.lookupCount} - 1, 0)` } : {}) })
+      .set({
+        leaseOwner: null,
+        leaseExpiresAtMs: null,
+        ...(uncount ? { lookupCount: sql`max(${externalToolEffects.lookupCount} - 1, 0)` } : {}),
+      })
       .where(and(eq(externalToolEffects.id, effectId), eq(externalToolEffects.leaseOwner, owner)))
       .run();
     return res.changes > 0;
@@ -87,7 +97,11 @@ export const reconciliationRepository = {
    * belongs to a process that died mid-lookup). Returns how many were released.
    */
   releaseAllLeases(db: DbHandle): number {
-    return db.update(externalToolEffects).set({ leaseOwner: null, leaseExpiresAtMs: null }).where(isNotNull(externalToolEffects.leaseOwner)).run().changes;
+    return db
+      .update(externalToolEffects)
+      .set({ leaseOwner: null, leaseExpiresAtMs: null })
+      .where(isNotNull(externalToolEffects.leaseOwner))
+      .run().changes;
   },
   /** Every effect that holds a lease (at API startup: lookups a dead process left unfinished). */
   listLeased(db: DbHandle) {
@@ -108,7 +122,12 @@ export const reconciliationRepository = {
   },
   /** The reconciliation records of an effect, oldest first. */
   listRecords(db: DbHandle, effectId: string): ReconciliationRow[] {
-    return db.select().from(effectReconciliations).where(eq(effectReconciliations.effectId, effectId)).orderBy(asc(effectReconciliations.id)).all();
+    return db
+      .select()
+      .from(effectReconciliations)
+      .where(eq(effectReconciliations.effectId, effectId))
+      .orderBy(asc(effectReconciliations.id))
+      .all();
   },
   /**
    * `unknown` effects of the `eligible` (server, tools) pairs whose next lookup is due at `nowMs`
@@ -117,9 +136,17 @@ export const reconciliationRepository = {
    * every due effect with `afterId` = the last id of the previous page, holding one page at a time).
    * Effects no adapter can look up are excluded in SQL, so they can never crowd out due ones.
    */
-  listDue(db: DbHandle, nowMs: number, limit: number, eligible: ReadonlyArray<{ serverId: string; tools: readonly string[] }>, afterId?: string) {
+  listDue(
+    db: DbHandle,
+    nowMs: number,
+    limit: number,
+    eligible: ReadonlyArray<{ serverId: string; tools: readonly string[] }>,
+    afterId?: string,
+  ) {
     if (eligible.length === 0) return [];
-    const bound = or(...eligible.map((e) => and(eq(externalToolEffects.serverId, e.serverId), inArray(externalToolEffects.toolName, [...e.tools]))));
+    const bound = or(
+      ...eligible.map((e) => and(eq(externalToolEffects.serverId, e.serverId), inArray(externalToolEffects.toolName, [...e.tools]))),
+    );
     return db
       .select()
       .from(externalToolEffects)
@@ -129,7 +156,10 @@ export const reconciliationRepository = {
           afterId === undefined ? undefined : gt(externalToolEffects.id, afterId),
           bound,
           isNull(externalToolEffects.operatorAttention),
-          or(lte(externalToolEffects.nextLookupAtMs, nowMs), and(isNull(externalToolEffects.nextLookupAtMs), eq(externalToolEffects.lookupCount, 0))),
+          or(
+            lte(externalToolEffects.nextLookupAtMs, nowMs),
+            and(isNull(externalToolEffects.nextLookupAtMs), eq(externalToolEffects.lookupCount, 0)),
+          ),
           or(isNull(externalToolEffects.leaseOwner), lt(externalToolEffects.leaseExpiresAtMs, nowMs)),
         ),
       )

@@ -18,7 +18,11 @@ export const effectRepository = {
   /** The row with this id, or undefined. */
   findById(db: DbHandle, id: string): EffectRow | undefined {
     return preparedQuery(db, "effect.findById", (h) =>
-      h.select().from(externalToolEffects).where(eq(externalToolEffects.id, sql.placeholder("id"))).prepare(),
+      h
+        .select()
+        .from(externalToolEffects)
+        .where(eq(externalToolEffects.id, sql.placeholder("id")))
+        .prepare(),
     ).get({ id });
   },
   /** The row only if it belongs to `driverInstanceId` (a Driver never sees another instance's rows), or undefined. */
@@ -27,7 +31,12 @@ export const effectRepository = {
       h
         .select()
         .from(externalToolEffects)
-        .where(and(eq(externalToolEffects.id, sql.placeholder("id")), eq(externalToolEffects.driverInstanceId, sql.placeholder("driverInstanceId"))))
+        .where(
+          and(
+            eq(externalToolEffects.id, sql.placeholder("id")),
+            eq(externalToolEffects.driverInstanceId, sql.placeholder("driverInstanceId")),
+          ),
+        )
         .prepare(),
     ).get({ id, driverInstanceId });
   },
@@ -42,7 +51,11 @@ export const effectRepository = {
   /** The effect of command `commandId`, or undefined. */
   findByCommand(db: DbHandle, commandId: string): EffectRow | undefined {
     return preparedQuery(db, "effect.findByCommand", (h) =>
-      h.select().from(externalToolEffects).where(eq(externalToolEffects.commandId, sql.placeholder("commandId"))).prepare(),
+      h
+        .select()
+        .from(externalToolEffects)
+        .where(eq(externalToolEffects.commandId, sql.placeholder("commandId")))
+        .prepare(),
     ).get({ commandId });
   },
   /** Every row of run `runId`, oldest first. */
@@ -67,13 +80,21 @@ export const effectRepository = {
       .select({ effect: externalToolEffects })
       .from(externalToolEffects)
       .innerJoin(driverCommands, eq(driverCommands.id, externalToolEffects.commandId))
-      .where(and(eq(driverCommands.driverInstanceId, driverInstanceId), inArray(driverCommands.status, ["queued", "delivered", "accepted"])))
+      .where(
+        and(eq(driverCommands.driverInstanceId, driverInstanceId), inArray(driverCommands.status, ["queued", "delivered", "accepted"])),
+      )
       .all();
     return new Map(rows.map((r) => [r.effect.commandId, r.effect]));
   },
   /** Effects in `status`, oldest first, at most `limit`. */
   listInStatus(db: DbHandle, status: EffectStatus, limit: number): EffectRow[] {
-    return db.select().from(externalToolEffects).where(eq(externalToolEffects.status, status)).orderBy(asc(externalToolEffects.id)).limit(limit).all();
+    return db
+      .select()
+      .from(externalToolEffects)
+      .where(eq(externalToolEffects.status, status))
+      .orderBy(asc(externalToolEffects.id))
+      .limit(limit)
+      .all();
   },
   /** Effects that hold a fence (`executing`/`unknown`) among those matching one column. */
   listFenced(db: DbHandle, by: { runId?: string; driverInstanceId?: string; runIds?: string[] }): EffectRow[] {
@@ -90,11 +111,21 @@ export const effectRepository = {
    * only while the row still has the `status` and `version` the caller read. True when it changed;
    * false means the effect changed meanwhile and nothing was written.
    */
-  updateIfCurrent(db: DbHandle, current: Pick<EffectRow, "id" | "status" | "version">, set: Partial<typeof externalToolEffects.$inferInsert>): boolean {
+  updateIfCurrent(
+    db: DbHandle,
+    current: Pick<EffectRow, "id" | "status" | "version">,
+    set: Partial<typeof externalToolEffects.$inferInsert>,
+  ): boolean {
     const res = db
       .update(externalToolEffects)
       .set({ ...set, version: sql`${externalToolEffects.version} + 1` })
-      .where(and(eq(externalToolEffects.id, current.id), eq(externalToolEffects.status, current.status), eq(externalToolEffects.version, current.version)))
+      .where(
+        and(
+          eq(externalToolEffects.id, current.id),
+          eq(externalToolEffects.status, current.status),
+          eq(externalToolEffects.version, current.version),
+        ),
+      )
       .run();
     return res.changes > 0;
   },

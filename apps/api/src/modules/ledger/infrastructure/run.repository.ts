@@ -31,7 +31,13 @@ export const runRepository = {
   },
   /** The run with this id, or undefined. */
   findRun(db: DbHandle, id: string): RunRow | undefined {
-    return preparedQuery(db, "run.findRun", (h) => h.select().from(sessionRuns).where(eq(sessionRuns.id, sql.placeholder("id"))).prepare()).get({ id });
+    return preparedQuery(db, "run.findRun", (h) =>
+      h
+        .select()
+        .from(sessionRuns)
+        .where(eq(sessionRuns.id, sql.placeholder("id")))
+        .prepare(),
+    ).get({ id });
   },
   /** The runs of a session. */
   listRunsOfSession(db: DbHandle, sessionId: string): RunRow[] {

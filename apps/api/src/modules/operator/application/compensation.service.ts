@@ -80,7 +80,10 @@ export class CompensationService {
     this.assertNotCompensated(this.ctx.db, original);
     const adapter = this.settings.enabled ? this.settings.bindings.get(original.serverId) : undefined;
     if (!adapter?.declaration.compensations?.[original.toolName]) {
-      throw new RuntimeError("compensation.not_declared", `no adapter bound to server ${original.serverId} declares a compensating action for ${original.toolName}`);
+      throw new RuntimeError(
+        "compensation.not_declared",
+        `no adapter bound to server ${original.serverId} declares a compensating action for ${original.toolName}`,
+      );
     }
     const result = McpExecuteCommandResultSchema.parse(JSON.parse(original.resultJson ?? "null"));
     const plan = await planCompensation({
@@ -102,11 +105,24 @@ export class CompensationService {
     try {
       requestFingerprint = fingerprintArguments(plan.arguments);
     } catch (err) {
-      throw new RuntimeError("compensation.plan_failed", `planned arguments are not canonical JSON (${err instanceof Error ? err.message : String(err)})`);
+      throw new RuntimeError(
+        "compensation.plan_failed",
+        `planned arguments are not canonical JSON (${err instanceof Error ? err.message : String(err)})`,
+      );
     }
     const now = this.ctx.clock.nowMs();
     const queued = this.queue(original.id, req, plan.toolName, argumentsJson, requestFingerprint, now);
-    this.ctx.logger.info({ effectId, compensationEffectId: queued.compensationEffectId, commandId: queued.commandId, driverInstanceId: queued.driverInstanceId, actor: req.actor, toolName: plan.toolName }, "operator.compensation_queued");
+    this.ctx.logger.info(
+      {
+        effectId,
+        compensationEffectId: queued.compensationEffectId,
+        commandId: queued.commandId,
+        driverInstanceId: queued.driverInstanceId,
+        actor: req.actor,
+        toolName: plan.toolName,
+      },
+      "operator.compensation_queued",
+    );
     this.ctx.notifier.notify(queued.driverInstanceId);
     return queued;
   }
@@ -121,11 +137,21 @@ export class CompensationService {
     const blocking = blockingCompensation(db, effect.id);
     if (blocking) {
       const what = blocking.status === "succeeded" ? "was already compensated by" : "has a compensation in flight:";
-      throw new RuntimeError("compensation.exists", `effect ${effect.id} ${what} ${blocking.id} (${blocking.status})`, { compensationEffectId: blocking.id, status: blocking.status });
+      throw new RuntimeError("compensation.exists", `effect ${effect.id} ${what} ${blocking.id} (${blocking.status})`, {
+        compensationEffectId: blocking.id,
+        status: blocking.status,
+      });
     }
   }
 
-  private queue(effectId: string, req: OperatorCompensateRequest, toolName: string, argumentsJson: string, requestFingerprint: string, now: number): QueuedCompensation {
+  private queue(
+    effectId: string,
+    req: OperatorCompensateRequest,
+    toolName: string,
+    argumentsJson: string,
+    requestFingerprint: string,
+    now: number,
+  ): QueuedCompensation {
     try {
       return writeTransaction(this.ctx.db, (tx) => {
         // Re-read inside the transaction: the effect and the Driver may have changed while the adapter planned.
@@ -137,7 +163,11 @@ export class CompensationService {
         const driver = driverInstanceRepository.findById(tx, driverInstanceId);
         if (!driver) throw new RuntimeError("driver.not_found", `no Driver instance ${driverInstanceId}`);
         if (driver.status === "finalizing" || driver.status === "finalized") {
-          throw new RuntimeError("compensation.driver_unavailable", `Driver instance ${driverInstanceId} is ${driver.status}; pass the id of a live Driver whose MCP config has server ${original.serverId}`, { driverInstanceId });
+          throw new RuntimeError(
+            "compensation.driver_unavailable",
+            `Driver instance ${driverInstanceId} is ${driver.status}; pass the id of a live Driver whose MCP config has server ${original.serverId}`,
+            { driverInstanceId },
+          );
         }
         const recorded = recordIntent(tx, {
           runId: original.runId,
@@ -164,10 +194,17 @@ export class CompensationService {
           compensationEffectId: recorded.effectId,
           createdAtMs: now,
         });
-        return { compensationEffectId: recorded.effectId, commandId: recorded.commandId, idempotencyKey: recorded.idempotencyKey, driverInstanceId, toolName };
+        return {
+          compensationEffectId: recorded.effectId,
+          commandId: recorded.commandId,
+          idempotencyKey: recorded.idempotencyKey,
+          driverInstanceId,
+          toolName,
+        };
       });
     } catch (err) {
-      if (isUniqueViolation(err)) throw new RuntimeError("compensation.exists", `effect ${effectId} got a compensation meanwhile; read it again`);
+      if (isUniqueViolation(err))
+        throw new RuntimeError("compensation.exists", `effect ${effectId} got a compensation meanwhile; read it again`);
       throw err;
     }
   }

@@ -1,5 +1,14 @@
 import { CallToolResultSchema } from "@modelcontextprotocol/sdk/types.js";
-import { EFFECT_STATUSES, identifierCharsProblem, identifierSchema, ServerIdSchema, strictIntegerInput, textSchema, ToolNameSchema, UlidSchema } from "@mosoo/contracts";
+import {
+  EFFECT_STATUSES,
+  identifierCharsProblem,
+  identifierSchema,
+  ServerIdSchema,
+  strictIntegerInput,
+  textSchema,
+  ToolNameSchema,
+  UlidSchema,
+} from "@mosoo/contracts";
 import { MAX_RECEIPT_BYTES, MAX_RESULT_BYTES } from "@mosoo/effect-reconciliation";
 import { OPERATOR_ATTENTION_REASONS } from "@mosoo/contracts";
 import { z } from "zod";
@@ -62,16 +71,17 @@ export type OperatorReconcileRequest = z.infer<typeof OperatorReconcileRequestSc
  * 2025-06-18, "Tools › Tool Result"), at most 1 MiB of JSON. This is what the operator verified
  * the provider answered.
  */
-const OperatorToolResultSchema = z
-  .record(z.string(), z.unknown())
-  .superRefine((value, ctx) => {
-    const parsed = CallToolResultSchema.safeParse(value);
-    if (!parsed.success) {
-      const issue = parsed.error.issues[0];
-      ctx.addIssue({ code: "custom", message: `not an MCP tool result: ${issue ? `${issue.path.join(".") || "result"}: ${issue.message}` : "invalid"}` });
-    }
-    if (jsonBytes(value) > MAX_RESULT_BYTES) ctx.addIssue({ code: "custom", message: `larger than ${MAX_RESULT_BYTES} bytes` });
-  });
+const OperatorToolResultSchema = z.record(z.string(), z.unknown()).superRefine((value, ctx) => {
+  const parsed = CallToolResultSchema.safeParse(value);
+  if (!parsed.success) {
+    const issue = parsed.error.issues[0];
+    ctx.addIssue({
+      code: "custom",
+      message: `not an MCP tool result: ${issue ? `${issue.path.join(".") || "result"}: ${issue.message}` : "invalid"}`,
+    });
+  }
+  if (jsonBytes(value) > MAX_RESULT_BYTES) ctx.addIssue({ code: "custom", message: `larger than ${MAX_RESULT_BYTES} bytes` });
+});
 
 /**
  * "It happened, here is the ID": the provider receipt an operator attaches to a manual `succeeded`
@@ -92,7 +102,12 @@ const OperatorReceiptSchema = z
  * optionally its receipt), or as `not_executed`.
  */
 export const OperatorResolveRequestSchema = z.discriminatedUnion("outcome", [
-  z.strictObject({ outcome: z.literal("succeeded"), result: OperatorToolResultSchema, receipt: OperatorReceiptSchema.optional(), ...Audit }),
+  z.strictObject({
+    outcome: z.literal("succeeded"),
+    result: OperatorToolResultSchema,
+    receipt: OperatorReceiptSchema.optional(),
+    ...Audit,
+  }),
   z.strictObject({ outcome: z.literal("not_executed"), ...Audit }),
 ]);
 /** See {@link OperatorResolveRequestSchema}. */

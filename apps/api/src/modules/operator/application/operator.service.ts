@@ -1,5 +1,12 @@
 import { settleTransition } from "../../ledger/domain/effect-lifecycle.machine.js";
-import { newUlid, toMcpExecuteCommandResult, McpExecuteCommandResultSchema, McpToolResultSchema, UlidSchema, type McpExecuteCommandResult } from "@mosoo/contracts";
+import {
+  newUlid,
+  toMcpExecuteCommandResult,
+  McpExecuteCommandResultSchema,
+  McpToolResultSchema,
+  UlidSchema,
+  type McpExecuteCommandResult,
+} from "@mosoo/contracts";
 import { parseJsonColumn } from "../../../platform/db/json-column.js";
 import { writeTransaction } from "../../../platform/db/database.js";
 import type { RuntimeContext } from "../../ledger/application/runtime-context.js";
@@ -15,7 +22,12 @@ import { operatorQueryRepository } from "../infrastructure/operator-query.reposi
 import { reconciliationRepository } from "../../ledger/infrastructure/effect-reconciliation.repository.js";
 import type { CompensationService, QueuedCompensation } from "./compensation.service.js";
 import type { EffectReconciler } from "../../reconciliation/application/effect-reconciler.service.js";
-import type { OperatorCompensateRequest, OperatorListQuery, OperatorReconcileRequest, OperatorResolveRequest } from "./operator.contract.js";
+import type {
+  OperatorCompensateRequest,
+  OperatorListQuery,
+  OperatorReconcileRequest,
+  OperatorResolveRequest,
+} from "./operator.contract.js";
 
 /** The audited outcome of a committed operator lookup, from the effect as committed. */
 function lookupOutcomeOf(effect: EffectRow): string {
@@ -100,7 +112,11 @@ export class OperatorService {
 
   /** @throws RuntimeError `feature.disabled` (404) when reconciliation is off. */
   assertEnabled(): void {
-    if (!this.enabled) throw new RuntimeError("feature.disabled", "the operator surface is part of effect reconciliation, which is off: set MOSOO_EFFECT_RECONCILIATION=on");
+    if (!this.enabled)
+      throw new RuntimeError(
+        "feature.disabled",
+        "the operator surface is part of effect reconciliation, which is off: set MOSOO_EFFECT_RECONCILIATION=on",
+      );
   }
 
   /**
@@ -152,8 +168,12 @@ export class OperatorService {
       command: cmd ? { id: cmd.id, status: cmd.status, error: parse(cmd.errorJson), updatedAtMs: cmd.updatedAtMs } : null,
       run: run ? { id: run.id, status: run.status, error: parse(run.errorJson), updatedAtMs: run.updatedAtMs } : null,
       attempts: effectRepository.listAttempts(db, e.id),
-      reconciliations: reconciliationRepository.listRecords(db, e.id).map((r) => ({ ...r, receiptJson: undefined, receipt: parse(r.receiptJson) })),
-      operatorActions: operatorActionRepository.listByEffect(db, e.id).map((a) => ({ ...a, receiptJson: undefined, receipt: parse(a.receiptJson) })),
+      reconciliations: reconciliationRepository
+        .listRecords(db, e.id)
+        .map((r) => ({ ...r, receiptJson: undefined, receipt: parse(r.receiptJson) })),
+      operatorActions: operatorActionRepository
+        .listByEffect(db, e.id)
+        .map((a) => ({ ...a, receiptJson: undefined, receipt: parse(a.receiptJson) })),
       refusedActions: operatorRefusalRepository.listByEffect(db, e.id),
       compensations: operatorQueryRepository.listCompensations(db, e.id).map(summary),
     };
@@ -212,20 +232,38 @@ export class OperatorService {
     const e = effectRepository.findById(this.ctx.db, effectId);
     if (!e) throw new RuntimeError("effect.not_found", `no effect ${effectId}`);
     if (e.status !== "unknown" || !this.reconciler.adapterFor(e)) {
-      throw new RuntimeError("effect.not_reconcilable", `effect ${effectId} is ${e.status}${e.status === "unknown" ? " and no adapter is bound for its server and tool (or MOSOO_EFFECT_RECONCILIATION is off)" : ""}`);
+      throw new RuntimeError(
+        "effect.not_reconcilable",
+        `effect ${effectId} is ${e.status}${e.status === "unknown" ? " and no adapter is bound for its server and tool (or MOSOO_EFFECT_RECONCILIATION is off)" : ""}`,
+      );
     }
     // The audit row commits in the same transaction as a committed outcome; a lookup that changed
     // nothing (superseded, ineligible) is audited on its own.
     let audited = false;
     const audit = (db: DbHandle, outcome: string, statusAfter: EffectRow["status"]) => {
       const now = this.ctx.clock.nowMs();
-      operatorActionRepository.insert(db, { id: newUlid(now), effectId, runId: e.runId, driverInstanceId: e.driverInstanceId, action: "lookup", actor: req.actor, reason: req.reason, outcome, statusBefore: e.status, statusAfter, createdAtMs: now });
+      operatorActionRepository.insert(db, {
+        id: newUlid(now),
+        effectId,
+        runId: e.runId,
+        driverInstanceId: e.driverInstanceId,
+        action: "lookup",
+        actor: req.actor,
+        reason: req.reason,
+        outcome,
+        statusBefore: e.status,
+        statusAfter,
+        createdAtMs: now,
+      });
       audited = true;
     };
     const result = await this.reconciler.reconcile(effectId, "operator", (tx, after) => audit(tx, lookupOutcomeOf(after), after.status));
     // It changed nothing (superseded, ineligible): before and after are the same, whatever another actor did meanwhile.
     if (!audited) audit(this.ctx.db, result.kind, e.status);
-    this.ctx.logger.info({ effectId, commandId: e.commandId, driverInstanceId: e.driverInstanceId, actor: req.actor, outcome: result.kind }, "operator.lookup");
+    this.ctx.logger.info(
+      { effectId, commandId: e.commandId, driverInstanceId: e.driverInstanceId, actor: req.actor, outcome: result.kind },
+      "operator.lookup",
+    );
     return { outcome: result.kind, effect: result.effect ? summary(result.effect) : null };
   }
 
@@ -252,12 +290,15 @@ export class OperatorService {
     const after = writeTransaction(this.ctx.db, (tx) => {
       const e = effectRepository.findById(tx, effectId);
       if (!e) throw new RuntimeError("effect.not_found", `no effect ${effectId}`);
-      if (e.status !== "unknown") throw new RuntimeError("effect.not_unknown", `effect ${effectId} is ${e.status}; only an unknown effect is resolved by hand`);
+      if (e.status !== "unknown")
+        throw new RuntimeError("effect.not_unknown", `effect ${effectId} is ${e.status}; only an unknown effect is resolved by hand`);
       const toolResult = req.outcome === "succeeded" ? McpToolResultSchema.parse(req.result) : null;
       const result: McpExecuteCommandResult | null = toolResult ? toMcpExecuteCommandResult(toolResult, e) : null;
       const changed = effectRepository.updateIfCurrent(tx, e, {
         ...settleTransition(e, req.outcome, "operator"),
-        ...(result ? { resultJson: JSON.stringify(result), providerReceiptJson: toolResult?._meta ? JSON.stringify(toolResult._meta) : null } : {}),
+        ...(result
+          ? { resultJson: JSON.stringify(result), providerReceiptJson: toolResult?._meta ? JSON.stringify(toolResult._meta) : null }
+          : {}),
         leaseOwner: null,
         leaseExpiresAtMs: null,
         updatedAtMs: now,
@@ -277,10 +318,19 @@ export class OperatorService {
         receiptJson: req.outcome === "succeeded" && req.receipt ? JSON.stringify(req.receipt) : null,
         createdAtMs: now,
       });
-      runRepository.appendEvent(tx, e.runId, "effect.resolved", { effectId, commandId: e.commandId, outcome: req.outcome, resolution: "operator", actor: req.actor }, now);
+      runRepository.appendEvent(
+        tx,
+        e.runId,
+        "effect.resolved",
+        { effectId, commandId: e.commandId, outcome: req.outcome, resolution: "operator", actor: req.actor },
+        now,
+      );
       return effectRepository.findById(tx, effectId)!;
     });
-    this.ctx.logger.info({ effectId, commandId: after.commandId, driverInstanceId: after.driverInstanceId, actor: req.actor, outcome: req.outcome }, "operator.resolved");
+    this.ctx.logger.info(
+      { effectId, commandId: after.commandId, driverInstanceId: after.driverInstanceId, actor: req.actor, outcome: req.outcome },
+      "operator.resolved",
+    );
     return summary(after);
   }
 

@@ -13,6 +13,11 @@ export const operatorActionRepository = {
   },
   /** The actions on an effect, oldest first. */
   listByEffect(db: DbHandle, effectId: string): OperatorActionRow[] {
-    return db.select().from(effectOperatorActions).where(eq(effectOperatorActions.effectId, effectId)).orderBy(asc(effectOperatorActions.id)).all();
+    return db
+      .select()
+      .from(effectOperatorActions)
+      .where(eq(effectOperatorActions.effectId, effectId))
+      .orderBy(asc(effectOperatorActions.id))
+      .all();
   },
 };

@@ -38,11 +38,22 @@ export const operatorQueryRepository = {
     if (filter.runId !== undefined) conds.push(eq(t.runId, filter.runId));
     if (filter.createdAtMostMs !== undefined) conds.push(lte(t.createdAtMs, filter.createdAtMostMs));
     if (filter.beforeId !== undefined) conds.push(lt(t.id, filter.beforeId));
-    return db.select().from(t).where(and(...conds)).orderBy(desc(t.id)).limit(filter.limit).all();
+    return db
+      .select()
+      .from(t)
+      .where(and(...conds))
+      .orderBy(desc(t.id))
+      .limit(filter.limit)
+      .all();
   },
   /** The compensations of `effectId` (effects whose `compensates_effect_id` is it), oldest first. */
   listCompensations(db: DbHandle, effectId: string): EffectRow[] {
-    return db.select().from(externalToolEffects).where(eq(externalToolEffects.compensatesEffectId, effectId)).orderBy(externalToolEffects.id).all();
+    return db
+      .select()
+      .from(externalToolEffects)
+      .where(eq(externalToolEffects.compensatesEffectId, effectId))
+      .orderBy(externalToolEffects.id)
+      .all();
   },
   /** How many `unknown` effects there are, by operator attention reason (null: none yet), most first. Range over the (status, id) index. */
   countUnknownByAttention(db: DbHandle): Array<{ reason: OperatorAttentionReason | null; count: number }> {

@@ -13,6 +13,11 @@ export const operatorRefusalRepository = {
   },
   /** The refused actions on an effect id, oldest first. */
   listByEffect(db: DbHandle, effectId: string): OperatorRefusalRow[] {
-    return db.select().from(effectOperatorRefusals).where(eq(effectOperatorRefusals.effectId, effectId)).orderBy(asc(effectOperatorRefusals.id)).all();
+    return db
+      .select()
+      .from(effectOperatorRefusals)
+      .where(eq(effectOperatorRefusals.effectId, effectId))
+      .orderBy(asc(effectOperatorRefusals.id))
+      .all();
   },
 };

@@ -16,7 +16,8 @@ export function noLookupReason(settings: ReconciliationSettings, serverId: strin
   if (!adapter) return `no binding for server ${serverId}`;
   if (adapter.declaration.tools.includes(toolName)) return null;
   const info = settings.boundAdapters?.get(serverId);
-  if (info?.coverage.notCovered.includes(toolName)) return `no lookup: tool ${toolName} not covered by the binding of ${serverId} (its "tools" leave it out)`;
+  if (info?.coverage.notCovered.includes(toolName))
+    return `no lookup: tool ${toolName} not covered by the binding of ${serverId} (its "tools" leave it out)`;
   return `no lookup: tool ${toolName} not declared by adapter ${adapter.declaration.id}`;
 }
 
@@ -40,11 +41,17 @@ export interface BindingReportLine {
  * (the adapter's tools left out by the binding, and tools of effects in the store it does not declare).
  * @param seen distinct (server, tool) pairs of the store's effects.
  */
-export function bindingReport(settings: ReconciliationSettings, seen: ReadonlyArray<{ serverId: string; toolName: string }>): BindingReportLine[] {
+export function bindingReport(
+  settings: ReconciliationSettings,
+  seen: ReadonlyArray<{ serverId: string; toolName: string }>,
+): BindingReportLine[] {
   const force = { ...settings, enabled: true };
   return [...settings.bindings].map(([serverId, adapter]) => {
     const info = settings.boundAdapters?.get(serverId);
-    const candidates = new Set([...(info?.coverage.notCovered ?? []), ...seen.filter((s) => s.serverId === serverId).map((s) => s.toolName)]);
+    const candidates = new Set([
+      ...(info?.coverage.notCovered ?? []),
+      ...seen.filter((s) => s.serverId === serverId).map((s) => s.toolName),
+    ]);
     const notCovered = [...candidates]
       .filter((t) => !adapter.declaration.tools.includes(t))
       .sort()

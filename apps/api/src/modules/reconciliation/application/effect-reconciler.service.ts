@@ -3,7 +3,12 @@ import { newUlid, type ReconciliationTrigger } from "@mosoo/contracts";
 import { askAdapter, type ReconciliationAdapter } from "@mosoo/effect-reconciliation";
 import { writeTransaction } from "../../../platform/db/database.js";
 import { BACKGROUND_BUSY_RETRY, isStoreBusy, retryWhenBusy } from "../../../platform/db/store-busy.js";
-import type { EffectReconciliationPort, ReconcileManyOptions, ReconcileResult, SettleInTransaction } from "../../ledger/application/effect-reconciliation.port.js";
+import type {
+  EffectReconciliationPort,
+  ReconcileManyOptions,
+  ReconcileResult,
+  SettleInTransaction,
+} from "../../ledger/application/effect-reconciliation.port.js";
 import type { RuntimeContext } from "../../ledger/application/runtime-context.js";
 import { reconciliationRepository } from "../../ledger/infrastructure/effect-reconciliation.repository.js";
 import { effectRepository, type EffectRow } from "../../ledger/infrastructure/effect.repository.js";
@@ -92,7 +97,16 @@ export class EffectReconciler implements EffectReconciliationPort {
     const { adapter, effect } = admitted;
     const owner = newUlid();
     const startedAtMs = this.ctx.clock.nowMs();
-    if (!reconciliationRepository.acquireLease(this.ctx.db, effect.id, effect.version, owner, startedAtMs, startedAtMs + this.settings.leaseMs)) {
+    if (
+      !reconciliationRepository.acquireLease(
+        this.ctx.db,
+        effect.id,
+        effect.version,
+        owner,
+        startedAtMs,
+        startedAtMs + this.settings.leaseMs,
+      )
+    ) {
       this.writer.recordSuperseded(effect, adapterRefOf(adapter), trigger, startedAtMs, "lease_held");
       return { kind: "superseded", effect: effectRepository.findById(this.ctx.db, effect.id) };
     }
@@ -108,7 +122,10 @@ export class EffectReconciler implements EffectReconciliationPort {
    * record is written, as for a single lease). Only leases are
    * batched: every outcome still commits in its own transaction ({@link reconcileLeased}).
    */
-  leaseBatch(effects: readonly EffectRow[], trigger: ReconciliationTrigger): Array<LeasedEffect | Exclude<ReconcileResult, { kind: "confirmed_succeeded" | "confirmed_not_executed" | "still_unknown" }>> {
+  leaseBatch(
+    effects: readonly EffectRow[],
+    trigger: ReconciliationTrigger,
+  ): Array<LeasedEffect | Exclude<ReconcileResult, { kind: "confirmed_succeeded" | "confirmed_not_executed" | "still_unknown" }>> {
     const startedAtMs = this.ctx.clock.nowMs();
     const lost: Array<{ effect: EffectRow; adapter: ReconciliationAdapter }> = [];
     const out = writeTransaction(this.ctx.db, (tx) =>
@@ -117,7 +134,9 @@ export class EffectReconciler implements EffectReconciliationPort {
         if ("kind" in admitted) return admitted;
         const { adapter, effect } = admitted;
         const owner = newUlid(startedAtMs);
-        if (!reconciliationRepository.acquireLease(tx, effect.id, effect.version, owner, startedAtMs, startedAtMs + this.settings.leaseMs)) {
+        if (
+          !reconciliationRepository.acquireLease(tx, effect.id, effect.version, owner, startedAtMs, startedAtMs + this.settings.leaseMs)
+        ) {
           // The row changed since the caller read it: if it may no longer be looked up (resolved,
           // rescheduled, flagged), say why, as reconcile would on a fresh read; else another reconciler holds it.
           const current = this.admission.admit(effectRepository.findById(tx, effect.id), trigger);
@@ -130,7 +149,11 @@ export class EffectReconciler implements EffectReconciliationPort {
     );
     for (const { effect, adapter } of lost) this.writer.recordSuperseded(effect, adapterRefOf(adapter), trigger, startedAtMs, "lease_held");
     // a lost lease answers with the effect as it is now, as reconcile does
-    return out.map((r) => ("kind" in r && r.kind === "superseded" ? { kind: "superseded" as const, effect: effectRepository.findById(this.ctx.db, r.effect.id) } : r));
+    return out.map((r) =>
+      "kind" in r && r.kind === "superseded"
+        ? { kind: "superseded" as const, effect: effectRepository.findById(this.ctx.db, r.effect.id) }
+        : r,
+    );
   }
 
   /** Gives back leases taken by {@link leaseBatch} that will not be used, and their counted lookups (one transaction; nothing else changes). */
@@ -161,10 +184,19 @@ export class EffectReconciler implements EffectReconciliationPort {
   }
 
   /** The body of {@link reconcileLeased} (tracked there for {@link drain}). */
-  private async lookUpAndCommit(leased: LeasedEffect, trigger: ReconciliationTrigger, settle?: SettleInTransaction): Promise<ReconcileResult> {
+  private async lookUpAndCommit(
+    leased: LeasedEffect,
+    trigger: ReconciliationTrigger,
+    settle?: SettleInTransaction,
+  ): Promise<ReconcileResult> {
     const { effect, adapter, owner, leasedVersion, startedAtMs } = leased;
     const adapterRef = adapterRefOf(adapter);
-    const logger = this.ctx.logger.child({ effectId: effect.id, commandId: effect.commandId, driverInstanceId: effect.driverInstanceId, adapterId: adapterRef.id });
+    const logger = this.ctx.logger.child({
+      effectId: effect.id,
+      commandId: effect.commandId,
+      driverInstanceId: effect.driverInstanceId,
+      adapterId: adapterRef.id,
+    });
     const answer = await askAdapter({
       effect: toReconcilable(effect),
       binding: { serverId: effect.serverId, adapter },
@@ -175,7 +207,10 @@ export class EffectReconciler implements EffectReconciliationPort {
     try {
       // The adapter's answer is in memory: a store locked by another connection is waited for
       // asynchronously (the event loop stays free) rather than losing the answer to `store.busy`.
-      return await retryWhenBusy(() => this.writer.commit(effect, leasedVersion, owner, adapterRef, trigger, startedAtMs, answer, settle), BACKGROUND_BUSY_RETRY);
+      return await retryWhenBusy(
+        () => this.writer.commit(effect, leasedVersion, owner, adapterRef, trigger, startedAtMs, answer, settle),
+        BACKGROUND_BUSY_RETRY,
+      );
     } catch (err) {
       // The outcome's transaction rolled back (nothing of it was written): give the lease back, and
       // its count, so the effect is due again as before (a counted lookup with no schedule would
@@ -238,9 +273,11 @@ export class EffectReconciler implements EffectReconciliationPort {
     };
     try {
       for (const item of leased()) {
-        queue.add(() => run(item)).catch((error: unknown) => {
-          failure ??= { error };
-        });
+        queue
+          .add(() => run(item))
+          .catch((error: unknown) => {
+            failure ??= { error };
+          });
         await queue.onSizeLessThan(1);
         if (failure) break;
       }

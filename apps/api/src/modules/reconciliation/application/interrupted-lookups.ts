@@ -21,7 +21,13 @@ export function recordInterruptedLookups(ctx: RuntimeContext, settings: Reconcil
     for (const row of reconciliationRepository.listLeased(tx)) {
       const adapter = settings.bindings.get(row.serverId);
       if (row.status !== "unknown" || !adapter || row.leaseOwner === null) continue;
-      const schedule = scheduleNextLookup({ lookupCount: row.lookupCount, maxLookups: settings.maxLookups, nowMs: now, backoff: settings.backoff, attention: null });
+      const schedule = scheduleNextLookup({
+        lookupCount: row.lookupCount,
+        maxLookups: settings.maxLookups,
+        nowMs: now,
+        backoff: settings.backoff,
+        attention: null,
+      });
       const after = reconciliationRepository.commitOutcome(tx, row.id, row.version, row.leaseOwner, { ...schedule, updatedAtMs: now });
       if (!after) continue;
       const { id, version } = adapter.declaration;

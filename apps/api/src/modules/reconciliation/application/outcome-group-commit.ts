@@ -55,8 +55,10 @@ export class OutcomeGroupCommit {
     private readonly db: Db,
     private readonly settings: GroupCommitSettings = DEFAULT_GROUP_COMMIT,
   ) {
-    if (!Number.isInteger(settings.maxBatch) || settings.maxBatch < 1) throw new RangeError(`group commit maxBatch must be an integer ≥ 1 (got ${settings.maxBatch})`);
-    if (!Number.isInteger(settings.windowMs) || settings.windowMs < 0) throw new RangeError(`group commit windowMs must be an integer ≥ 0 (got ${settings.windowMs})`);
+    if (!Number.isInteger(settings.maxBatch) || settings.maxBatch < 1)
+      throw new RangeError(`group commit maxBatch must be an integer ≥ 1 (got ${settings.maxBatch})`);
+    if (!Number.isInteger(settings.windowMs) || settings.windowMs < 0)
+      throw new RangeError(`group commit windowMs must be an integer ≥ 0 (got ${settings.windowMs})`);
   }
 
   /** Outcome writes queued and not yet committed (for tests and shutdown). */

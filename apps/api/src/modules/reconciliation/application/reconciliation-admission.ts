@@ -58,7 +58,10 @@ export class ReconciliationAdmission {
    * `flag_off`, `no_binding`, the eligibility check's reason code, or a schedule blocker; an operator
    * trigger is never held back by the schedule), or its adapter.
    */
-  admit(effect: EffectRow | undefined, trigger: ReconciliationTrigger): { adapter: ReconciliationAdapter; effect: EffectRow } | Extract<ReconcileResult, { kind: "ineligible" }> {
+  admit(
+    effect: EffectRow | undefined,
+    trigger: ReconciliationTrigger,
+  ): { adapter: ReconciliationAdapter; effect: EffectRow } | Extract<ReconcileResult, { kind: "ineligible" }> {
     if (!effect || effect.status !== "unknown") return { kind: "ineligible", reasonCode: "not_unknown", effect };
     const adapter = this.adapterFor(effect);
     if (!adapter) return { kind: "ineligible", reasonCode: this.settings.enabled ? "no_binding" : "flag_off", effect };

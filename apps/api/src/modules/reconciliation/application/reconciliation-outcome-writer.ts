@@ -1,4 +1,10 @@
-import { McpToolResultSchema, newUlid, toMcpExecuteCommandResult, type OperatorAttentionReason, type ReconciliationTrigger } from "@mosoo/contracts";
+import {
+  McpToolResultSchema,
+  newUlid,
+  toMcpExecuteCommandResult,
+  type OperatorAttentionReason,
+  type ReconciliationTrigger,
+} from "@mosoo/contracts";
 import { judgeLookupAnswer, type LookupAnswer, type ReconcileDecision, type ReconciliationAdapter } from "@mosoo/effect-reconciliation";
 import { writeTransaction } from "../../../platform/db/database.js";
 import { DEFAULT_GROUP_COMMIT, OutcomeGroupCommit } from "./outcome-group-commit.js";
@@ -108,7 +114,8 @@ export class ReconciliationOutcomeWriter {
       return { kind: "superseded", effect: effectRepository.findById(this.ctx.db, effect.id) };
     }
     const outcome = (decision as Exclude<ReconcileDecision, { decision: "ineligible" }>).decision;
-    const reasonCode = outcome === "still_unknown" ? (decision as Extract<ReconcileDecision, { decision: "still_unknown" }>).reasonCode : null;
+    const reasonCode =
+      outcome === "still_unknown" ? (decision as Extract<ReconcileDecision, { decision: "still_unknown" }>).reasonCode : null;
     this.metrics.record(adapterRef.id, outcome, reasonCode);
     const fields = {
       effectId: effect.id,
@@ -133,7 +140,11 @@ export class ReconciliationOutcomeWriter {
   /** The bound adapter's package, package version and declaration hash (docs/DESIGN.md §4), recorded with every lookup. */
   private provenanceColumns(serverId: string) {
     const p = this.settings.boundAdapters?.get(serverId)?.provenance;
-    return { adapterPackage: p?.packageName ?? null, adapterPackageVersion: p?.packageVersion ?? null, adapterDeclarationHash: p?.declarationHash ?? null };
+    return {
+      adapterPackage: p?.packageName ?? null,
+      adapterPackageVersion: p?.packageVersion ?? null,
+      adapterDeclarationHash: p?.declarationHash ?? null,
+    };
   }
 
   private outcomeColumns(effect: EffectRow, decision: Exclude<ReconcileDecision, { decision: "ineligible" }>, now: number) {
@@ -155,7 +166,10 @@ export class ReconciliationOutcomeWriter {
         };
       case "still_unknown": {
         // `effect` is the row read in the outcome's transaction: its lookup_count already counts this lookup.
-        const crashedAtBound = decision.reasonSource === "runtime" && decision.reasonCode === "adapter_crashed" && effect.lookupCount >= this.settings.maxLookups;
+        const crashedAtBound =
+          decision.reasonSource === "runtime" &&
+          decision.reasonCode === "adapter_crashed" &&
+          effect.lookupCount >= this.settings.maxLookups;
         const attention: OperatorAttentionReason | null =
           decision.reasonSource === "runtime" && (decision.reasonCode === "key_conflict" || decision.reasonCode === "retention_expired")
             ? decision.reasonCode
@@ -207,7 +221,9 @@ export class ReconciliationOutcomeWriter {
         reasonCode,
         receiptJson: evidence && "receipt" in evidence && evidence.receipt ? JSON.stringify(evidence.receipt) : null,
         resultJson: evidence?.decision === "confirmed_succeeded" ? JSON.stringify(evidence.result) : null,
-        error: evidence ? `the lost lookup answered ${evidence.decision}${evidence.decision === "still_unknown" ? ` (${evidence.reasonCode})` : ""}` : null,
+        error: evidence
+          ? `the lost lookup answered ${evidence.decision}${evidence.decision === "still_unknown" ? ` (${evidence.reasonCode})` : ""}`
+          : null,
         startedAtMs,
         finishedAtMs: now,
       });
@@ -219,20 +235,38 @@ export class ReconciliationOutcomeWriter {
       return settled;
     });
     this.metrics.recordSuperseded(adapterRef.id, reasonCode);
-    this.ctx.logger.info({ effectId: effect.id, commandId: effect.commandId, driverInstanceId: effect.driverInstanceId, adapterId: adapterRef.id, trigger, reasonCode }, "reconciliation.superseded");
+    this.ctx.logger.info(
+      {
+        effectId: effect.id,
+        commandId: effect.commandId,
+        driverInstanceId: effect.driverInstanceId,
+        adapterId: adapterRef.id,
+        trigger,
+        reasonCode,
+      },
+      "reconciliation.superseded",
+    );
     if (contradicted) {
       this.ctx.logger.warn(
-        { effectId: effect.id, effectStatus: contradicted.status, resolution: contradicted.resolution, lookup: evidence?.decision, adapterId: adapterRef.id, operatorAttention: "contradicted_by_provider" },
+        {
+          effectId: effect.id,
+          effectStatus: contradicted.status,
+          resolution: contradicted.resolution,
+          lookup: evidence?.decision,
+          adapterId: adapterRef.id,
+          operatorAttention: "contradicted_by_provider",
+        },
         "reconciliation.contradicts_settled_effect",
       );
     }
   }
 }
 
-
 /** True when a lookup's confirmed answer contradicts a settled status (`succeeded` vs `confirmed_not_executed`, or the reverse). */
 function contradictsSettled(decision: ReconcileDecision["decision"] | undefined, status: EffectRow["status"]): boolean {
-  return (decision === "confirmed_succeeded" && status === "not_executed") || (decision === "confirmed_not_executed" && status === "succeeded");
+  return (
+    (decision === "confirmed_succeeded" && status === "not_executed") || (decision === "confirmed_not_executed" && status === "succeeded")
+  );
 }
 
 /** The adapter's id and version, recorded with every outcome. */
@@ -244,9 +278,19 @@ export function adapterRefOf(adapter: ReconciliationAdapter): { id: string; vers
  * The answer judged against `row` (a row read from the store). An effect that is no longer eligible
  * for the answer's binding cannot be settled by it: `still_unknown` (`answer_mismatch`).
  */
-function judgedAgainst(answer: Exclude<LookupAnswer, { kind: "ineligible" }>, row: EffectRow): Exclude<ReconcileDecision, { decision: "ineligible" }> {
+function judgedAgainst(
+  answer: Exclude<LookupAnswer, { kind: "ineligible" }>,
+  row: EffectRow,
+): Exclude<ReconcileDecision, { decision: "ineligible" }> {
   const judged = judgeLookupAnswer(answer, toReconcilable(row));
   if (judged.decision !== "ineligible") return judged;
   const adapter = answer.kind === "answered" ? { id: answer.declaration.id, version: answer.declaration.version } : answer.decision.adapter;
-  return { decision: "still_unknown", reasonSource: "runtime", reasonCode: "answer_mismatch", adapter, operatorAttention: false, error: `the stored effect is no longer eligible (${judged.reasonCode})` };
+  return {
+    decision: "still_unknown",
+    reasonSource: "runtime",
+    reasonCode: "answer_mismatch",
+    adapter,
+    operatorAttention: false,
+    error: `the stored effect is no longer eligible (${judged.reasonCode})`,
+  };
 }

@@ -9,7 +9,8 @@ export interface LookupBackoff {
 }
 
 /** When the next automatic lookup is due, or why none is scheduled (an operator must act). */
-export type LookupSchedule = { nextLookupAtMs: number; operatorAttention: null } | { nextLookupAtMs: null; operatorAttention: OperatorAttentionReason };
+export type LookupSchedule =
+  { nextLookupAtMs: number; operatorAttention: null } | { nextLookupAtMs: null; operatorAttention: OperatorAttentionReason };
 
 /**
  * Schedules the next lookup after a `still_unknown` answer (pure; docs/DESIGN.md §6.3 and

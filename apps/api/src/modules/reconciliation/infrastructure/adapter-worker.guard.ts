@@ -62,7 +62,8 @@ export function installAdapterGuard(): void {
   for (const key of ["kill", "_kill", "binding", "_linkedBinding", "dlopen"]) lockFunction(process, key, `process.${key}`);
   lockClass(require("node:worker_threads") as object, "Worker", "worker_threads.Worker");
   const childProcess = require("node:child_process") as object;
-  for (const key of ["spawn", "spawnSync", "exec", "execSync", "execFile", "execFileSync", "fork"]) lockFunction(childProcess, key, `child_process.${key}`);
+  for (const key of ["spawn", "spawnSync", "exec", "execSync", "execFile", "execFileSync", "fork"])
+    lockFunction(childProcess, key, `child_process.${key}`);
   lockClass(childProcess, "ChildProcess", "child_process.ChildProcess");
   lockFunction(require("node:module") as object, "register", "module.register");
   // both loaded before either is patched (inspector/promises builds on inspector's Session)

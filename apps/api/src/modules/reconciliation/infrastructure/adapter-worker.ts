@@ -30,7 +30,14 @@ const REBUILD_DISCOVERY_MS = 30_000;
  */
 export type AdapterWorkerTask =
   | { op: "bind"; source: AdapterSource; options: unknown; tools: string[] | undefined; timeoutMs: number }
-  | { op: "lookup" | "planCompensation"; source: AdapterSource; options: unknown; tools: string[] | undefined; request: unknown; timeoutMs: number };
+  | {
+      op: "lookup" | "planCompensation";
+      source: AdapterSource;
+      options: unknown;
+      tools: string[] | undefined;
+      request: unknown;
+      timeoutMs: number;
+    };
 
 /** One log entry an adapter wrote during a call, replayed by the host on its own logger. */
 interface AdapterWorkerLog {
@@ -77,7 +84,8 @@ function build(source: AdapterSource, options: unknown, tools: string[] | undefi
   const key = JSON.stringify([source.module, source.export, options ?? null, tools ?? null]);
   const cached = adapters.get(key);
   if (cached) return cached;
-  const built = (async () => instantiateBinding(await loadAdapterModule(source, API_PACKAGE_JSON), options, tools, AbortSignal.timeout(timeoutMs)))();
+  const built = (async () =>
+    instantiateBinding(await loadAdapterModule(source, API_PACKAGE_JSON), options, tools, AbortSignal.timeout(timeoutMs)))();
   adapters.set(key, built);
   built.catch(() => adapters.delete(key));
   return built;
@@ -127,7 +135,11 @@ function tryJsonText(value: unknown, limit: number): { ok: true; text: string | 
   try {
     return { ok: true, text: boundedStringify(value, limit) };
   } catch (error) {
-    if (error instanceof OverBound) return { ok: false, reason: `the answer is larger than the ${limit}-character bound on an adapter answer (a result, a receipt and 64 Ki of slack)` };
+    if (error instanceof OverBound)
+      return {
+        ok: false,
+        reason: `the answer is larger than the ${limit}-character bound on an adapter answer (a result, a receipt and 64 Ki of slack)`,
+      };
     return { ok: false, reason: `the answer is not JSON: ${oneLine(error)}` };
   }
 }
@@ -149,7 +161,11 @@ function bufferLogger(logs: AdapterWorkerLog[]): AdapterLogger {
   const at = (level: AdapterWorkerLog["level"]) => (fields: Record<string, unknown>, message: string) => {
     if (logs.length >= MAX_LOGS_PER_CALL) return;
     const copy = jsonCopy(fields, MAX_LOG_FIELDS_UNITS);
-    logs.push({ level, fields: typeof copy === "object" && copy !== null ? (copy as Record<string, unknown>) : {}, message: oneLine(message) });
+    logs.push({
+      level,
+      fields: typeof copy === "object" && copy !== null ? (copy as Record<string, unknown>) : {},
+      message: oneLine(message),
+    });
   };
   return { debug: at("debug"), info: at("info"), warn: at("warn"), error: at("error") };
 }

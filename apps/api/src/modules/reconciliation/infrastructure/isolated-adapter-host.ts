@@ -36,7 +36,10 @@ declare const MOSOO_ADAPTER_WORKER_FILE: string | undefined;
  * workers do not inherit a loader).
  */
 const WORKER_FILE = pathToFileURL(
-  entryFile(new URL("./adapter-worker.bootstrap.mjs", import.meta.url), typeof MOSOO_ADAPTER_WORKER_FILE === "string" ? MOSOO_ADAPTER_WORKER_FILE : "adapter-worker.js").path,
+  entryFile(
+    new URL("./adapter-worker.bootstrap.mjs", import.meta.url),
+    typeof MOSOO_ADAPTER_WORKER_FILE === "string" ? MOSOO_ADAPTER_WORKER_FILE : "adapter-worker.js",
+  ).path,
 ).href;
 
 /** What a worker reports besides the declaration, checked before the host believes it. */
@@ -146,20 +149,59 @@ export function createIsolatedAdapterHost(opts: IsolatedAdapterHostOptions): Ada
         if (bound.aborted) {
           // A module import or create() that never ends (a hang, a synchronous loop): the worker is terminated at the bound.
           const setting = opts.bindTimeoutSetting ? ` (${opts.bindTimeoutSetting})` : "";
-          return fail(new ReconciliationError("adapter.load_failed", `adapter ${source.module}#${source.export} did not load and build within ${opts.bindTimeoutMs} ms${setting}: its module import or create() hangs; the worker was terminated`, { details, cause: error }));
+          return fail(
+            new ReconciliationError(
+              "adapter.load_failed",
+              `adapter ${source.module}#${source.export} did not load and build within ${opts.bindTimeoutMs} ms${setting}: its module import or create() hangs; the worker was terminated`,
+              { details, cause: error },
+            ),
+          );
         }
-        return fail(new ReconciliationError("adapter.load_failed", `adapter ${source.module}#${source.export} could not be built: ${oneLine(error)}`, { details, cause: error }));
+        return fail(
+          new ReconciliationError(
+            "adapter.load_failed",
+            `adapter ${source.module}#${source.export} could not be built: ${oneLine(error)}`,
+            { details, cause: error },
+          ),
+        );
       }
       if (reply.kind === "refused") return fail(new ReconciliationError(reply.code, reply.message, { details }));
-      if (reply.kind !== "bound") return fail(new ReconciliationError("adapter.load_failed", `adapter ${source.module}#${source.export}: unexpected worker reply`, { details }));
+      if (reply.kind !== "bound")
+        return fail(
+          new ReconciliationError("adapter.load_failed", `adapter ${source.module}#${source.export}: unexpected worker reply`, { details }),
+        );
       const parsed = AdapterDeclarationSchema.safeParse(reply.declaration);
-      if (!parsed.success) return fail(new ReconciliationError("adapter.invalid_declaration", `adapter ${source.module}#${source.export}: ${parsed.error.message.split("\n")[0]}`, { details }));
-      const report = BoundReportSchema.safeParse({ coverage: reply.coverage, packageName: reply.packageName, packageVersion: reply.packageVersion });
-      if (!report.success) return fail(new ReconciliationError("adapter.load_failed", `adapter ${source.module}#${source.export}: the worker's binding report is malformed`, { details }));
+      if (!parsed.success)
+        return fail(
+          new ReconciliationError(
+            "adapter.invalid_declaration",
+            `adapter ${source.module}#${source.export}: ${parsed.error.message.split("\n")[0]}`,
+            { details },
+          ),
+        );
+      const report = BoundReportSchema.safeParse({
+        coverage: reply.coverage,
+        packageName: reply.packageName,
+        packageVersion: reply.packageVersion,
+      });
+      if (!report.success)
+        return fail(
+          new ReconciliationError(
+            "adapter.load_failed",
+            `adapter ${source.module}#${source.export}: the worker's binding report is malformed`,
+            { details },
+          ),
+        );
       const declaration: AdapterDeclaration = deepFreeze(parsed.data);
       // The covered tools are exactly the (narrowed) declaration's tools; a worker that says otherwise is not believed.
       if (JSON.stringify(report.data.coverage.covered) !== JSON.stringify(declaration.tools)) {
-        return fail(new ReconciliationError("adapter.load_failed", `adapter ${source.module}#${source.export}: the worker's coverage disagrees with its declaration`, { details }));
+        return fail(
+          new ReconciliationError(
+            "adapter.load_failed",
+            `adapter ${source.module}#${source.export}: the worker's coverage disagrees with its declaration`,
+            { details },
+          ),
+        );
       }
       label.current = declaration.id;
       const run = async (op: "lookup" | "planCompensation", request: unknown, context: LookupContext): Promise<unknown> => {
@@ -167,7 +209,8 @@ export function createIsolatedAdapterHost(opts: IsolatedAdapterHostOptions): Ada
         // adapter's own signal in the worker is therefore never the bound (it never fires first).
         const timeoutMs = 2_147_483_647;
         const reply = await call(pool, declaration.id, { op, source, options, tools: toolList, request, timeoutMs }, context.signal);
-        if (reply.kind === "answered" || reply.kind === "threw" || reply.kind === "unanswerable") for (const log of reply.logs) replay(context.logger, log);
+        if (reply.kind === "answered" || reply.kind === "threw" || reply.kind === "unanswerable")
+          for (const log of reply.logs) replay(context.logger, log);
         if (reply.kind === "threw") throw new Error(reply.error);
         // recorded as invalid_adapter_output with this reason (the size bound), not as a schema message
         if (reply.kind === "unanswerable") throw new AdapterAnswerRefusedError(reply.reason);
@@ -178,12 +221,19 @@ export function createIsolatedAdapterHost(opts: IsolatedAdapterHostOptions): Ada
       const handle: ReconciliationAdapter = {
         declaration,
         lookup: (request: LookupRequest, context: LookupContext) => run("lookup", request, context),
-        ...(reply.plansCompensation ? { planCompensation: (request: CompensationPlanRequest, context: LookupContext) => run("planCompensation", request, context) } : {}),
+        ...(reply.plansCompensation
+          ? { planCompensation: (request: CompensationPlanRequest, context: LookupContext) => run("planCompensation", request, context) }
+          : {}),
       };
       return {
         adapter: Object.freeze(handle),
         coverage: report.data.coverage,
-        provenance: { source: { ...source }, packageName: report.data.packageName, packageVersion: report.data.packageVersion, declarationHash: declarationHash(declaration) },
+        provenance: {
+          source: { ...source },
+          packageName: report.data.packageName,
+          packageVersion: report.data.packageVersion,
+          declarationHash: declarationHash(declaration),
+        },
       };
     },
 
@@ -208,7 +258,10 @@ function classify(error: unknown): AdapterTerminationReason {
   return "crashed";
 }
 
-function replay(logger: AdapterLogger, log: { level: "debug" | "info" | "warn" | "error"; fields: Record<string, unknown>; message: string }): void {
+function replay(
+  logger: AdapterLogger,
+  log: { level: "debug" | "info" | "warn" | "error"; fields: Record<string, unknown>; message: string },
+): void {
   try {
     logger[log.level](log.fields, log.message);
   } catch {

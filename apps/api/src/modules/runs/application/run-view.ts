@@ -13,7 +13,15 @@ export type RunView = ReturnType<typeof toRunView>;
 /** Builds the {@link RunView} of `run` (reads only). */
 export function toRunView(db: DbHandle, run: RunRow) {
   return {
-    run: { id: run.id, sessionId: run.sessionId, driverInstanceId: run.driverInstanceId, status: run.status, error: parse(run.errorJson), createdAtMs: run.createdAtMs, updatedAtMs: run.updatedAtMs },
+    run: {
+      id: run.id,
+      sessionId: run.sessionId,
+      driverInstanceId: run.driverInstanceId,
+      status: run.status,
+      error: parse(run.errorJson),
+      createdAtMs: run.createdAtMs,
+      updatedAtMs: run.updatedAtMs,
+    },
     commands: commandRepository.listByRun(db, run.id).map((c) => ({
       id: c.id,
       seq: c.seq,
@@ -69,6 +77,8 @@ export function toRunView(db: DbHandle, run: RunRow) {
         nextLookupAtMs: r.nextLookupAtMs,
       })),
     })),
-    events: runRepository.listEvents(db, run.id, 0).map((ev) => ({ seq: ev.seq, type: ev.type, terminal: ev.terminal, payload: parse(ev.payloadJson) })),
+    events: runRepository
+      .listEvents(db, run.id, 0)
+      .map((ev) => ({ seq: ev.seq, type: ev.type, terminal: ev.terminal, payload: parse(ev.payloadJson) })),
   };
 }

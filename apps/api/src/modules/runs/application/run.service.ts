@@ -31,21 +31,36 @@ function replayEnqueue(
   driverInstanceId: string,
 ): EnqueueToolCallResponse & { driverInstanceId: string } {
   if (existing.serverId !== req.serverId || existing.toolName !== req.toolName || existing.requestFingerprint !== requestFingerprint) {
-    throw new RuntimeError("tool_call.conflict", `tool call ${existing.toolCallId} was already queued with another server, tool or arguments`, {
-      effectId: existing.id,
-    });
+    throw new RuntimeError(
+      "tool_call.conflict",
+      `tool call ${existing.toolCallId} was already queued with another server, tool or arguments`,
+      {
+        effectId: existing.id,
+      },
+    );
   }
   const cmd = commandRepository.findById(tx, existing.commandId);
-  return { commandId: existing.commandId, effectId: existing.id, idempotencyKey: existing.idempotencyKey, seq: cmd?.seq ?? 0, replayed: true, driverInstanceId };
+  return {
+    commandId: existing.commandId,
+    effectId: existing.id,
+    idempotencyKey: existing.idempotencyKey,
+    seq: cmd?.seq ?? 0,
+    replayed: true,
+    driverInstanceId,
+  };
 }
 
 /** Refuses a delete while any of `effects` holds a fence. @throws RuntimeError `effect.fence_retained`. */
 function refuseIfFenced(db: DbHandle, by: Parameters<typeof effectRepository.listFenced>[1], what: string): void {
   const fenced = effectRepository.listFenced(db, by);
   if (fenced.length > 0) {
-    throw new RuntimeError("effect.fence_retained", `${what} has ${fenced.length} executing or unknown effects; they must be resolved first`, {
-      effectIds: fenced.map((e) => e.id),
-    });
+    throw new RuntimeError(
+      "effect.fence_retained",
+      `${what} has ${fenced.length} executing or unknown effects; they must be resolved first`,
+      {
+        effectIds: fenced.map((e) => e.id),
+      },
+    );
   }
 }
 
@@ -77,8 +92,18 @@ export class RunService {
         runRepository.insertSession(tx, sessionId, now);
       }
       const active = runRepository.findActiveRunOfDriver(tx, driver.id);
-      if (active) throw new RuntimeError("run.driver_busy", `Driver instance ${driver.id} already holds active run ${active.id}`, { runId: active.id });
-      runRepository.insertRun(tx, { id: runId, sessionId, driverInstanceId: driver.id, status: "active", createdAtMs: now, updatedAtMs: now });
+      if (active)
+        throw new RuntimeError("run.driver_busy", `Driver instance ${driver.id} already holds active run ${active.id}`, {
+          runId: active.id,
+        });
+      runRepository.insertRun(tx, {
+        id: runId,
+        sessionId,
+        driverInstanceId: driver.id,
+        status: "active",
+        createdAtMs: now,
+        updatedAtMs: now,
+      });
       runRepository.appendEvent(tx, runId, "run.created", { driverInstanceId: driver.id, sessionId }, now);
     });
     this.ctx.logger.info({ runId, sessionId, driverInstanceId: req.driverInstanceId }, "run.created");
@@ -102,7 +127,10 @@ export class RunService {
       requestFingerprint = fingerprintArguments(req.arguments);
     } catch (err) {
       // RFC 8785 has no form for non-finite numbers (1e400 parses as Infinity): refuse, never store a lossy copy.
-      throw new RuntimeError("request.invalid", `arguments must be plain JSON with finite numbers (${err instanceof Error ? err.message : String(err)})`);
+      throw new RuntimeError(
+        "request.invalid",
+        `arguments must be plain JSON with finite numbers (${err instanceof Error ? err.message : String(err)})`,
+      );
     }
     const now = this.ctx.clock.nowMs();
     const res = writeTransaction(this.ctx.db, (tx): EnqueueToolCallResponse & { driverInstanceId: string } => {
@@ -112,11 +140,16 @@ export class RunService {
         const existing = effectRepository.findByClientToolCall(tx, runId, req.toolCallId);
         if (existing) return replayEnqueue(tx, existing, req, requestFingerprint, run.driverInstanceId);
       }
-      if (run.status !== "active") throw new RuntimeError("run.not_active", `run ${runId} is ${run.status}; no tool call was queued`, { runStatus: run.status });
+      if (run.status !== "active")
+        throw new RuntimeError("run.not_active", `run ${runId} is ${run.status}; no tool call was queued`, { runStatus: run.status });
       const driver = driverInstanceRepository.findById(tx, run.driverInstanceId);
       if (driver?.status === "finalizing" || driver?.status === "finalized") {
         // the run's Driver is being repaired: the run is about to fail, queue nothing for it
-        throw new RuntimeError("run.not_active", `run ${runId} is ending: its Driver instance is ${driver.status}; no tool call was queued`, { driverStatus: driver.status });
+        throw new RuntimeError(
+          "run.not_active",
+          `run ${runId} is ending: its Driver instance is ${driver.status}; no tool call was queued`,
+          { driverStatus: driver.status },
+        );
       }
       const recorded = recordIntent(tx, {
         runId,
@@ -132,7 +165,10 @@ export class RunService {
       return { ...recorded, replayed: false, driverInstanceId: run.driverInstanceId };
     });
     const { driverInstanceId, ...answer } = res;
-    this.ctx.logger.info({ runId, commandId: answer.commandId, effectId: answer.effectId, driverInstanceId, seq: answer.seq, replayed: answer.replayed }, answer.replayed ? "effect.intent_replayed" : "effect.intent_recorded");
+    this.ctx.logger.info(
+      { runId, commandId: answer.commandId, effectId: answer.effectId, driverInstanceId, seq: answer.seq, replayed: answer.replayed },
+      answer.replayed ? "effect.intent_replayed" : "effect.intent_recorded",
+    );
     // Idempotency keys only at debug (docs/DESIGN.md §10): a key lets its holder ask a provider about a write.
     this.ctx.logger.debug({ effectId: answer.effectId, idempotencyKey: answer.idempotencyKey }, "effect.intent_key");
     if (!answer.replayed) this.ctx.notifier.notify(driverInstanceId);
@@ -201,7 +237,8 @@ export class RunService {
       const driver = driverInstanceRepository.findById(tx, driverInstanceId);
       if (!driver) throw new RuntimeError("driver.not_found", `no Driver instance ${driverInstanceId}`);
       refuseIfFenced(tx, { driverInstanceId }, `Driver instance ${driverInstanceId}`);
-      if (driver.status !== "finalized") throw new RuntimeError("driver.not_finalized", `Driver instance ${driverInstanceId} is ${driver.status}; finalize it first`);
+      if (driver.status !== "finalized")
+        throw new RuntimeError("driver.not_finalized", `Driver instance ${driverInstanceId} is ${driver.status}; finalize it first`);
       driverInstanceRepository.delete(tx, driverInstanceId);
     });
     this.ctx.logger.info({ driverInstanceId }, "driver.purged");
