@@ -34,11 +34,11 @@ const knipFailed = knip.status !== 0;
 console.log(knipFailed ? "knip: FAILED" : "knip: ok");
 
 // prettier (.prettierrc.json, .prettierignore): every code and JSON file as `prettier --write .` leaves it.
-// It names each unformatted file; `npx prettier --write <file>` (or `.`) fixes them.
+// It names each unformatted file; `npm run format` fixes them.
 console.log("> prettier --check . (formatting)");
 const prettier = spawnSync(bin("prettier"), ["--check", ".", "--log-level", "warn"], { stdio: "inherit" });
 const formattingFailed = prettier.status !== 0;
-console.log(formattingFailed ? "formatting: FAILED (run: node_modules/.bin/prettier --write .)" : "formatting: ok");
+console.log(formattingFailed ? "formatting: FAILED (run: npm run format)" : "formatting: ok");
 
 const vitest = spawnSync(
   bin("vitest"),
