@@ -1,6 +1,6 @@
 /**
  * The single list of vitest test projects. vitest 4 does not read this file by itself
- * (TOOLCHAIN.md), so the root `vitest.config.ts` imports it and passes it as `test.projects`.
+ * (it only reads `test.projects`), so the root `vitest.config.ts` imports it and passes it as `test.projects`.
  */
 export const testProjects: string[] = [
   "packages/contracts",

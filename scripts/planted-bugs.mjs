@@ -121,7 +121,7 @@ for (const bug of BUGS.filter((b) => !args.only || b.id === args.only)) {
   if (hits !== 1) {
     console.error(`planted-bugs: ${bug.id}: the text to patch occurs ${hits} times in ${bug.file}; update the bug`);
     allCaught = false;
-    rows.push({ id: bug.id, caught: false, detail: "patch does not apply" });
+    rows.push({ id: bug.id, caught: false, notPlanted: true, detail: "patch does not apply" });
     continue;
   }
   writeFileSync(path, original.replace(bug.find, bug.replace));
@@ -154,7 +154,7 @@ for (const bug of BUGS.filter((b) => !args.only || b.id === args.only)) {
       const msg = failed.flatMap((a) => a.failureMessages).join("\n");
       const runs = /failed after (\d+) tests?/.exec(msg)?.[1];
       const firstLine = /Got error: ([^\n]+)/.exec(msg)?.[1] ?? /(InvariantViolation[^\n]*)/.exec(msg)?.[1] ?? msg.split("\n")[0];
-      found.push(`model property failed after ${runs ?? "?"} of 1000 runs (seed ${seed}): ${firstLine.slice(0, 160)}`);
+      found.push(`model property failed after ${runs ?? "?"} runs of a 250-run chunk (base seed ${seed}): ${firstLine.slice(0, 160)}`);
     } else if (name.startsWith("crash-point")) {
       const total = file.assertionResults.length;
       const example = failed[0]
@@ -180,5 +180,8 @@ for (const bug of BUGS.filter((b) => !args.only || b.id === args.only)) {
 }
 rmSync(work, { recursive: true, force: true });
 console.log("\nplanted bugs:");
-for (const r of rows) console.log(`  ${r.caught ? "caught    " : "NOT CAUGHT"}  ${r.id}`);
+for (const r of rows)
+  console.log(
+    `  ${r.caught ? "caught     " : r.notPlanted ? "NOT PLANTED" : "NOT CAUGHT "}  ${r.id}${r.notPlanted ? " (its patch no longer matches the code: update the bug)" : ""}`,
+  );
 process.exit(allCaught ? 0 : 1);

@@ -112,6 +112,8 @@ const program = new Command("verify:model")
   .option("--stall-after <duration>", "declare a run stalled when it does not finish within this long", duration, 300_000)
   .option("--progress-every <duration>", "period of the progress line", duration, 10_000)
   .addOption(new Option("--json-lines", "machine-readable progress and result lines (used by --workers)").hideHelp())
+  // Bad input is exit 2 (exit 1 is reserved for a counterexample); --help and --version stay 0.
+  .exitOverride((err) => process.exit(err.exitCode === 0 ? 0 : 2))
   .parse();
 const opts = program.opts<Options>();
 if (opts.path !== undefined && opts.seed === undefined)
