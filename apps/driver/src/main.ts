@@ -21,7 +21,9 @@ MCP config file (--mcp-config), validated at startup:
   {"servers": {
      "issues": {"type": "http", "url": "http://127.0.0.1:3917/mcp", "headers": {"authorization": "Bearer …"}},
      "files":  {"type": "stdio", "command": "node", "args": ["server.js"], "env": {"KEY": "v"}, "cwd": "/srv"}}}
-  ("headers", "env" and "cwd" are optional.)
+  ("headers", "env" and "cwd" are optional.) Each server may also name where it takes the effect's
+  idempotency key: "idempotencyKey": {"in": "meta" | "argument", "name": "<name>"} (default: the
+  "_meta" key io.mosoo/idempotency-key; see README.md, "The Driver").
 
 State file (--state-file): {apiUrl, driverInstanceId, driverToken}, written atomically, mode 0600.
   Absent: the Driver registers a new instance and writes it. Present: it reconnects as that
