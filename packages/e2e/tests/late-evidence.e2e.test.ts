@@ -54,21 +54,8 @@ describe("real processes: late evidence after a redelivery fenced the effect whi
     });
     procs.push(driverA.proc);
 
-    const runs = new RunApiClient(api.url, api.credentials.apiKey);
-    const control = new ProviderControlClient(provider.controlUrl);
-    const { runId } = await runs.createRun(driverA.driverInstanceId);
-    const call = await runs.enqueueToolCall(runId, {
-      serverId: "tracker",
-      toolName: "createIssue",
-      arguments: { title: "Disk full on db-1", body: "seen at 03:12" },
-    });
-
     // 1. The provider committed the write; its response is held, so Driver A's call is in flight.
-    await pollUntil(
-      async () => ((await control.stats()).writes[call.idempotencyKey] === 1 ? true : undefined),
-      WAIT_MS,
-      "the provider commits",
-    );
+    const { runs, control, runId, call } = await enqueueCommittedWrite(api, provider, driverA.driverInstanceId);
 
     // 2. A second process of the same instance connects: the command is redelivered to it, and its
     //    claim fences the executing effect `unknown` (it never calls the provider).
@@ -166,19 +153,7 @@ describe("real processes: late evidence after the instance was finalized while t
     });
     procs.push(driver.proc);
 
-    const runs = new RunApiClient(api.url, api.credentials.apiKey);
-    const control = new ProviderControlClient(provider.controlUrl);
-    const { runId } = await runs.createRun(driver.driverInstanceId);
-    const call = await runs.enqueueToolCall(runId, {
-      serverId: "tracker",
-      toolName: "createIssue",
-      arguments: { title: "Disk full on db-1", body: "seen at 03:12" },
-    });
-    await pollUntil(
-      async () => ((await control.stats()).writes[call.idempotencyKey] === 1 ? true : undefined),
-      WAIT_MS,
-      "the provider commits",
-    );
+    const { runs, control, runId, call } = await enqueueCommittedWrite(api, provider, driver.driverInstanceId);
 
     // 1. The write is in flight (response held); now the heartbeats stop reaching the API: the sweep finalizes the instance.
     holdHeartbeats = true;
@@ -219,3 +194,29 @@ describe("real processes: late evidence after the instance was finalized while t
     expect((await fetch(`${api.url}/health`)).status).toBe(200);
   }, 150_000);
 });
+
+/**
+ * Starts a run for `driverInstanceId`, enqueues one `createIssue` write on server `tracker`, and
+ * waits (up to WAIT_MS) until the provider has committed it under its idempotency key: its response
+ * is held by the provider, so the Driver's call is in flight. Returns the clients and the call.
+ */
+async function enqueueCommittedWrite(
+  api: { url: string; credentials: { apiKey: string } },
+  provider: { controlUrl: string },
+  driverInstanceId: string,
+) {
+  const runs = new RunApiClient(api.url, api.credentials.apiKey);
+  const control = new ProviderControlClient(provider.controlUrl);
+  const { runId } = await runs.createRun(driverInstanceId);
+  const call = await runs.enqueueToolCall(runId, {
+    serverId: "tracker",
+    toolName: "createIssue",
+    arguments: { title: "Disk full on db-1", body: "seen at 03:12" },
+  });
+  await pollUntil(
+    async () => ((await control.stats()).writes[call.idempotencyKey] === 1 ? true : undefined),
+    WAIT_MS,
+    "the provider commits",
+  );
+  return { runs, control, runId, call };
+}
