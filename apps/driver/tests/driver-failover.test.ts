@@ -6,7 +6,7 @@ import type { DriverOptions } from "../src/driver-config.contract.js";
 import type { DriverLoop } from "../src/driver-loop.service.js";
 import { DriverStateRepository } from "../src/driver-state.repository.js";
 import { createDriver } from "../src/driver-runner.js";
-import { FakeDriverApi, FakeLedgerState, type FakeApiRequest } from "./helpers/fake-driver-api.js";
+import { error, FakeDriverApi, FakeLedgerState, type FakeApiRequest } from "./helpers/fake-driver-api.js";
 import { captureLogger } from "./helpers/log-capture.js";
 import { mcpExecuteEnvelope } from "./helpers/recording-api.js";
 import { startHttpMcpServer, ToolRecorder } from "./helpers/recording-mcp-server.js";
@@ -151,6 +151,32 @@ describe("DriverLoop with two API instances", () => {
     expect(api2.requestsOf("nextCommand").every((r) => connectionOf(r) === state.currentConnectionId)).toBe(true);
     expect(recorder.calls).toHaveLength(1);
     expect(lines.find((l) => l["msg"] === "poll.answer_may_be_lost")).toMatchObject({ connectionId: firstConnection, apiUrl: api1.url });
+  });
+
+  it("a heartbeat refused as superseded while its own reconnect is in flight does not stop the Driver", async () => {
+    state.heartbeatTtlMs = 60; // a heartbeat every 20 ms
+    const { loop, lines } = await driver({ pollWaitMs: 30_000 });
+    // A reconnect: the first poll's answer is lost with the instance (api1 dies mid-poll).
+    let connects = 0;
+    const supersededBeatSeen = () =>
+      lines.some((l) => l["msg"] === "heartbeat.failed" && l["errorCode"] === "driver.connection_superseded");
+    api2.beforeAnswer = async (route) => {
+      if (route !== "connect" || ++connects > 1) return;
+      // The API has superseded the old connection: its next heartbeat is refused before this answer leaves.
+      api2.failNext("heartbeat", error(409, "driver.connection_superseded", "a newer connection exists"));
+      await until(supersededBeatSeen);
+    };
+    const running = loop.run();
+    await until(() => api1.requestsOf("nextCommand").length === 1 && api1.requestsOf("heartbeat").length > 0);
+    await api1.stop();
+    await until(() => api2.requestsOf("nextCommand").length > 0);
+    const beats = api2.requestsOf("heartbeat").length;
+    await until(() => api2.requestsOf("heartbeat").length >= beats + 2); // the new connection's heartbeats
+    loop.stop("SIGTERM");
+    expect(await running).toMatchObject({ kind: "stopped", exitCode: 0 });
+    expect(supersededBeatSeen()).toBe(true);
+    expect(lines.some((l) => l["msg"] === "driver.connection_lost")).toBe(false);
+    expect(connectionOf(api2.requestsOf("heartbeat").at(-1))).toBe(state.currentConnectionId);
   });
 
   it("accepts a state file written against any of its URLs, and refuses one of another deployment", async () => {

@@ -72,6 +72,9 @@ export class FakeDriverApi {
     this.state.heartbeatTtlMs = ms;
   }
 
+  /** Awaited before each request is answered (after it is recorded): a test holds an answer until an event. */
+  beforeAnswer: ((route: string) => Promise<void>) | null = null;
+
   /** The next request of `route` stops this fake at `point` instead of answering. */
   killOn(route: string, point: KillPoint): void {
     this.kills.set(route, point);
@@ -130,6 +133,7 @@ export class FakeDriverApi {
       body,
       authorization: req.headers.authorization,
     });
+    await this.beforeAnswer?.(route);
     const kill = this.kills.get(route);
     if (kill) this.kills.delete(route);
     if (kill === "before_apply") return this.stop();
