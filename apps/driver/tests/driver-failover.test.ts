@@ -194,6 +194,28 @@ describe("DriverLoop with two API instances", () => {
     await expect(other.loop.run()).rejects.toThrow(/belongs to http:\/\/127\.0\.0\.1:1, not to any of /);
   });
 
+  it("every URL dead mid-run: poll.failed lines with backoff, and when one instance is back the Driver goes on as the same instance", async () => {
+    const { loop, lines } = await driver({ pollWaitMs: 30_000 });
+    const running = loop.run();
+    await until(() => api1.requestsOf("nextCommand").length === 1);
+    const port2 = Number(new URL(api2.url).port);
+    await api2.stop();
+    await api1.stop(); // the poll in flight is cut: the Driver must reconnect, and nothing answers
+    await until(() => lines.filter((l) => l["msg"] === "poll.failed").length >= 2);
+    await api2.start(port2);
+    await until(() => api2.requestsOf("nextCommand").length > 0);
+    state.queue.push(mcpExecuteEnvelope());
+    await until(() => api2.requestsOf("commandUpdate").length === 2);
+    loop.stop("SIGTERM");
+    expect(await running).toMatchObject({ kind: "stopped", exitCode: 0 });
+    expect([...api1.requests, ...api2.requests].filter((r) => r.route === "register")).toHaveLength(1);
+    expect(api2.requestsOf("connect")).toHaveLength(1);
+    expect(recorder.calls).toHaveLength(1);
+    const failed = lines.filter((l) => l["msg"] === "poll.failed");
+    expect(failed[0]).toMatchObject({ errorCode: "api.unreachable" });
+    expect(String(failed[0]?.["err"])).toMatch(/^POST connect failed on 2 API URLs: /);
+  });
+
   it("every URL dead at startup: the bounded retries run on each URL, then one startup_failed line naming both, exit 1", async () => {
     const seeded = api1.seedInstance();
     await new DriverStateRepository(stateFile).save({ apiUrl: api1.url, ...seeded });
