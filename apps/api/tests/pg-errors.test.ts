@@ -5,7 +5,7 @@
 import { eq, sql } from "drizzle-orm";
 import pg from "pg";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { useTestDatabase, type TestDatabase } from "@mosoo/test-postgres";
+import { TEST_DATABASE_URL_ENV, useTestDatabase, type TestDatabase } from "@mosoo/test-postgres";
 import { migratePostgres, openPostgres, type PostgresHandle } from "../src/platform/db/postgres/migrate-postgres.js";
 import {
   classifyPgError,
@@ -168,6 +168,14 @@ describe("PostgreSQL errors mapped by SQLSTATE", () => {
 });
 
 describe("migrations on a shared database", () => {
+  it("runs on the test run's one server, started by the api project's globalSetup (MOSOO_TEST_DATABASE_URL)", () => {
+    const shared = process.env[TEST_DATABASE_URL_ENV];
+    expect(shared).toMatch(/^postgres:\/\//);
+    const here = new URL(database.url);
+    const server = new URL(shared ?? "");
+    expect(`${here.hostname}:${here.port}`).toBe(`${server.hostname}:${server.port}`);
+  });
+
   it("three instances migrating one fresh database at once all succeed, and each migration is applied once", async () => {
     const fresh = await useTestDatabase("pg_migrate_race");
     try {
