@@ -44,6 +44,7 @@ export async function createTestDatabase(adminUrl: string, prefix = "t"): Promis
   };
 }
 
+/** Runs `fn` on a fresh connection to `adminUrl`, closed afterwards. */
 async function withAdmin<T>(adminUrl: string, fn: (client: pg.Client) => Promise<T>): Promise<T> {
   const client = new pg.Client({ connectionString: adminUrl, application_name: "mosoo-test-postgres" });
   await client.connect();
