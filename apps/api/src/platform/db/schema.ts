@@ -211,7 +211,12 @@ export const externalToolEffects = sqliteTable(
     check("external_tool_effects_result_check", sql`status <> 'succeeded' OR result_json IS NOT NULL`),
     uniqueIndex("external_tool_effects_command_unique").on(t.commandId),
     uniqueIndex("external_tool_effects_key_unique").on(t.idempotencyKey),
-    index("external_tool_effects_driver_status_idx").on(t.driverInstanceId, t.status),
+    // The effects of a Driver instance: the ON DELETE CASCADE from driver_instances (and the purge's),
+    // the fence check before a re-registration or a purge (`driver_instance_id = ? AND status IN
+    // ('executing','unknown')`, filtered on the rows). It was (driver_instance_id, status) until issue 13:
+    // the status column served only those two rare checks but cost an index write on every status
+    // change (claim, complete, fence, outcome: 2 of a lifecycle's 28 WAL pages).
+    index("external_tool_effects_driver_idx").on(t.driverInstanceId),
     // No index of its own on run_id (migration 0013 drops external_tool_effects_run_idx): the unique
     // (run_id, client_tool_call_id) index below serves every run_id lookup by its prefix (the run view,
     // listFenced by run, the ON DELETE CASCADE from session_runs; EXPLAIN QUERY PLAN in README "Performance").
