@@ -326,9 +326,9 @@ export async function runIndexWorkload(capture: SqlCapture): Promise<void> {
     try {
       effectId = await ledgerPaths(capture, fx, app);
       capture.step("API restart on the same file (stale leases released)");
-      fx.restart();
+      await fx.restart();
     } finally {
-      fx.close();
+      await fx.close();
     }
     await compensationPath(capture);
     await startupAndCli(capture, dbFile, temp.dir, effectId);
