@@ -221,6 +221,9 @@ async function ledgerPaths(capture: SqlCapture, fx: DoubleWorld, app: HttpApp): 
   await expectStatus(op("GET", `${E}?status=unknown`), 200, "operator list by status");
   await expectStatus(op("GET", `${E}?status=succeeded&serverId=tracker&toolName=createIssue&minAgeMs=0`), 200, "operator list filtered");
   await expectStatus(op("GET", `${E}?runId=${run.runId}`), 200, "operator list by run");
+  for (const filter of ["serverId=tracker", "toolName=createIssue", "minAgeMs=0", "attention=lookup_bound_reached"]) {
+    await expectStatus(op("GET", `${E}?${filter}`), 200, `operator list ${filter}`);
+  }
   await expectStatus(op("GET", `${E}/${unbound.effectId}`), 200, "operator show");
   await fx.runtime.operator.stats();
   await fx.runtime.operator.changeMarker();
@@ -238,6 +241,12 @@ async function ledgerPaths(capture: SqlCapture, fx: DoubleWorld, app: HttpApp): 
   await commit(fx, executing.idempotencyKey, argsF);
   await p.enqueue(runF.runId, { title: "o", body: "p" });
   await expectStatus(call("POST", "/v1/drivers/finalize", { connectionId: df.connectionId }, df.token), 200, "finalize");
+
+  capture.step("re-registration of a finalized instance");
+  const dr = await p.driver("d-reregister");
+  await expectStatus(call("POST", "/v1/drivers/finalize", { connectionId: dr.connectionId }, dr.token), 200, "finalize to re-register");
+  const again = { name: "d-reregistered", driverInstanceId: dr.id };
+  await expectStatus(call("POST", "/v1/drivers/register", again, dr.token), 201, "re-register with its own token");
 
   capture.step("deletes: run, session, Driver, and a refused one");
   const fenced = await p.enqueue(run.runId, { title: "q", body: "r" });

@@ -6,6 +6,7 @@
  * `prepare` once when it installs its statement cache). Production code never loads this file.
  */
 import { basename } from "node:path";
+import { fileURLToPath } from "node:url";
 import Database from "better-sqlite3";
 
 /** One distinct SQL text the runtime prepared, with where: `sources` (`<file> <function>`), `steps` (the workload steps that ran it). */
@@ -26,10 +27,12 @@ export interface SqlCapture {
 }
 
 /** Statements that are not the runtime's queries: schema changes, pragmas, transaction control, the migrator's bookkeeping. */
-const NOT_A_QUERY = /^\s*(CREATE|DROP|ALTER|PRAGMA|BEGIN|COMMIT|END|ROLLBACK|SAVEPOINT|RELEASE|ANALYZE|VACUUM|EXPLAIN)\b/i;
+const NOT_A_QUERY = /^(?:\s|--[^\n]*\n)*(CREATE|DROP|ALTER|PRAGMA|BEGIN|COMMIT|END|ROLLBACK|SAVEPOINT|RELEASE|ANALYZE|VACUUM|EXPLAIN)\b/i;
 
 /** The runtime's source folder, as it appears in stack frames (`/apps/api/src/`). */
 const RUNTIME_SRC = /[\\/]apps[\\/]api[\\/]src[\\/]/;
+/** This module's own frames (the wrapper around `prepare`). */
+const THIS_FILE = basename(fileURLToPath(import.meta.url));
 /** Frames of the store plumbing (statement cache, prepared-query memo, migrations): skipped to reach the caller. */
 const PLUMBING = /[\\/]platform[\\/]db[\\/]/;
 
@@ -46,7 +49,11 @@ function runtimeCaller(stack: string | undefined): string | undefined {
     const m = /^\s*at (?:async )?(?:(.+?) \()?(.+?):\d+:\d+\)?$/.exec(line);
     if (!m) continue;
     const file = m[2]!;
-    if (!RUNTIME_SRC.test(file) || PLUMBING.test(file) || /node_modules/.test(file)) continue;
+    // the migrator (drizzle's, under openStore) runs the migrations' SQL: not a query of the runtime
+    if (/migrator/.test(file)) return undefined;
+    if (PLUMBING.test(file) || /node_modules|^node:/.test(file) || file.endsWith(THIS_FILE)) continue;
+    // the nearest caller is a test's own code (a callback handed to the runtime): not the runtime's SQL
+    if (!RUNTIME_SRC.test(file)) return first;
     const name = basename(file).replace(/\.(ts|js|mts)$/, "");
     if (first !== undefined && name !== first) break;
     first = name;

@@ -234,6 +234,12 @@ export const externalToolEffects = sqliteTable(
     index("external_tool_effects_compensates_idx")
       .on(t.compensatesEffectId)
       .where(sql`compensates_effect_id IS NOT NULL`),
+    // The operator's list by attention reason (`operator_attention = ? ORDER BY id DESC`, any status: the
+    // console's "waiting for an operator"): without it that list walked every effect newest first. Partial:
+    // only the effects an operator must look at have an entry, so no lifecycle step writes it (issue 13).
+    index("external_tool_effects_attention_idx")
+      .on(t.operatorAttention, t.id)
+      .where(sql`operator_attention IS NOT NULL`),
     // At most one compensation of an effect in flight (dispatched, not settled) at a time: a second
     // one can never be claimed while another may still write. The service also refuses one that would
     // follow a compensation that undid the effect, or one still queued and deliverable.
