@@ -208,6 +208,17 @@ async function ledgerPaths(capture: SqlCapture, fx: DoubleWorld, app: HttpApp): 
   fx.clock.advance(5_000);
   await fx.runtime.sweep.sweepOnce();
 
+  capture.step("lookups that cannot tell (the adapter throws) and that conflict (another fingerprint)");
+  const ninth = await p.enqueue(run.runId, { title: "y", body: "z" });
+  const c9 = (await p.deliverClaim(d2, ninth.commandId)).claim;
+  await p.report(d2, ninth.effectId, "mark-unknown", { attempt: c9.attempt, reason: "transport broke" });
+  for (const adapterFault of ["throws", "conflicting_fingerprint"] as const) {
+    fx.double.setFaults({ adapterFault });
+    fx.clock.advance(10_000);
+    await fx.runtime.sweep.sweepOnce();
+  }
+  fx.double.setFaults({ adapterFault: "none" });
+
   capture.step("operator: list, show, stats, change feed, reconcile, resolve, a refused action");
   const unbound = await p.enqueue(run.runId, { to: "ops" }, { serverId: "mailer", toolName: "sendMail" });
   const c7 = (await p.deliverClaim(d2, unbound.commandId)).claim;
