@@ -5,8 +5,7 @@ import type { Logger } from "pino";
 import { ConfigError, type ApiConfig } from "./config/api-config.js";
 import { checkDbFilePath } from "./config/startup-checks.js";
 import { createHttpApp } from "./adapters/http/app.js";
-import { openStore, type Store } from "./platform/db/database.js";
-import { STARTUP_BUSY_TIMEOUT_MS, STORE_BUSY_TIMEOUT_MS } from "./platform/db/store-busy.js";
+import { openSqliteStore, type SqliteStore } from "./platform/db/sqlite/sqlite-store.js";
 import type { Clock } from "./platform/clock.js";
 import { createRuntime, type Runtime } from "./composition-root.js";
 import { resolveReconciliationSettings } from "./config/reconciliation-bindings.js";
@@ -23,7 +22,7 @@ const SHUTDOWN_GRACE_MS = 3_000;
 export interface RunningApi {
   url: string;
   runtime: Runtime;
-  store: Store;
+  store: SqliteStore;
   /** Stops the sweep, ends long-polls, lets in-flight requests finish (at most {@link SHUTDOWN_GRACE_MS}), closes the store. */
   close(): Promise<void>;
 }
@@ -61,10 +60,10 @@ export async function startApi(
     },
   });
   let reconciliation;
-  let store: Store;
+  let store: SqliteStore;
   try {
     reconciliation = await resolveReconciliationSettings(config, adapterHost, opts.builtIns ? { builtIns: opts.builtIns } : {});
-    store = openStore(config.dbFile);
+    store = openSqliteStore(config.dbFile);
   } catch (err) {
     await adapterHost.close();
     const code = (err as { code?: unknown }).code;
@@ -76,7 +75,7 @@ export async function startApi(
     throw err;
   }
   const runtime = createRuntime({
-    db: store.db,
+    store,
     logger,
     heartbeatTtlMs: config.heartbeatTtlMs,
     sendDeadlineMs: config.sendDeadlineMs,
@@ -86,11 +85,9 @@ export async function startApi(
     ...(opts.clock ? { clock: opts.clock } : {}),
   });
   // One API process per store: leases found now were left by a process that died mid-lookup.
-  // Nothing is served yet, so this one write may wait for a lock as long as the migrations did.
-  store.sqlite.pragma(`busy_timeout = ${STARTUP_BUSY_TIMEOUT_MS}`);
-  runtime.reconciler.releaseStaleLeases();
-  store.sqlite.pragma(`busy_timeout = ${STORE_BUSY_TIMEOUT_MS}`);
-  reportBindings(reconciliation, store.db, logger);
+  // Nothing is served yet, so this one write may wait for a lock as long as the migrations did (a startup transaction).
+  await runtime.reconciler.releaseStaleLeases();
+  await reportBindings(reconciliation, store, logger);
   if (reconciliation.enabled && reconciliation.bindings.size === 0) {
     logger.warn(
       "MOSOO_EFFECT_RECONCILIATION=on but no server is bound (MOSOO_RECONCILIATION_BINDINGS_FILE): every unknown effect keeps the baseline fence",
@@ -135,7 +132,7 @@ export async function startApi(
       // their outcomes are submitted after that: wait for every lookup under way, then commit what
       // waits for a group commit's window (else lost, and misrecorded lookup_interrupted at restart)
       await runtime.reconciler.drain();
-      store.close();
+      await store.close();
     },
   };
 }
