@@ -1,0 +1,150 @@
+// The PostgreSQL store on the real server, where several pooled connections matter (PGlite has one):
+// concurrent units of work are isolated, a real deadlock is retried to a clean end, a connection lost
+// before COMMIT is retried and one lost during COMMIT is reported as store.commit_unknown, an
+// exhausted pool answers store.busy, and close() waits for the work in progress.
+import { sql } from "drizzle-orm";
+import pg from "pg";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { StoreBusyError } from "../src/platform/db/store-busy.js";
+import { StoreCommitUnknownError } from "../src/platform/db/postgres/pg-unit-of-work.js";
+import { execSql, gate, insertSession, openPostgresTarget, sessionIds, type PgStoreTarget } from "./helpers/pg-store-targets.js";
+
+describe("the PostgreSQL store's pool on the real server", () => {
+  let t: PgStoreTarget & { url: string };
+  beforeAll(async () => {
+    t = await openPostgresTarget("pg_pool", { poolSize: 4 });
+  }, 120_000);
+  afterAll(async () => {
+    await t?.close();
+  });
+
+  it("two concurrent transactions never see each other's uncommitted rows; a read sees only committed ones", async () => {
+    const aWrote = gate();
+    const bLooked = gate();
+    const a = t.store.transaction(async (tx) => {
+      await insertSession(tx, "iso-a");
+      aWrote.open();
+      await bLooked.promise;
+      return (await execSql(tx, sql`SELECT id FROM sessions WHERE id LIKE 'iso-%' ORDER BY id`)).map((r) => r.id);
+    });
+    await aWrote.promise;
+    const seenByB = await t.store.transaction(async (tx) => {
+      await insertSession(tx, "iso-b");
+      return (await execSql(tx, sql`SELECT id FROM sessions WHERE id LIKE 'iso-%' ORDER BY id`)).map((r) => r.id);
+    });
+    const seenByRead = await sessionIds(t.store, "iso-");
+    bLooked.open();
+    const seenByA = await a;
+    expect(seenByB).toEqual(["iso-b"]);
+    expect(seenByRead).toEqual(["iso-b"]);
+    expect(seenByA).toEqual(["iso-a", "iso-b"]); // READ COMMITTED: B had committed by then
+    expect(await sessionIds(t.store, "iso-")).toEqual(["iso-a", "iso-b"]);
+  });
+
+  it("a real deadlock between two units of work: the server aborts one (40P01), it runs again, both commit", async () => {
+    await t.store.transaction(async (tx) => {
+      await insertSession(tx, "dl-1", 0);
+      await insertSession(tx, "dl-2", 0);
+    });
+    const aLocked = gate();
+    const bLocked = gate();
+    let attempts = 0;
+    const bump = (tx: Parameters<Parameters<typeof t.store.transaction>[0]>[0], id: string) =>
+      execSql(tx, sql`UPDATE sessions SET created_at_ms = created_at_ms + 1 WHERE id = ${id}`);
+    const a = t.store.transaction(async (tx) => {
+      attempts += 1;
+      await bump(tx, "dl-1");
+      aLocked.open();
+      await bLocked.promise;
+      await bump(tx, "dl-2");
+    });
+    const b = t.store.transaction(async (tx) => {
+      attempts += 1;
+      await bump(tx, "dl-2");
+      bLocked.open();
+      await aLocked.promise;
+      await bump(tx, "dl-1");
+    });
+    await Promise.all([a, b]);
+    expect(attempts).toBe(3);
+    const rows = await t.store.read((tx) => execSql(tx, sql`SELECT id, created_at_ms AS n FROM sessions WHERE id LIKE 'dl-%' ORDER BY id`));
+    expect(rows).toEqual([
+      { id: "dl-1", n: 2 },
+      { id: "dl-2", n: 2 },
+    ]);
+  });
+
+  it("a connection lost before COMMIT (the server ended the session): the unit of work runs again on a new connection, committed once", async () => {
+    let attempts = 0;
+    await t.store.transaction(async (tx) => {
+      attempts += 1;
+      await insertSession(tx, `lost-before-${attempts}`);
+      if (attempts === 1) await execSql(tx, sql`SELECT pg_terminate_backend(pg_backend_pid())`);
+    });
+    expect(attempts).toBe(2);
+    expect(await sessionIds(t.store, "lost-before-")).toEqual(["lost-before-2"]);
+  });
+
+  it("a connection lost during COMMIT is store.commit_unknown, never retried blindly", async () => {
+    // A deferred constraint trigger runs inside COMMIT; this one ends its own session there.
+    await t.store.transaction(async (tx) => {
+      await execSql(tx, sql`CREATE TABLE commit_killer (id int)`);
+      await execSql(
+        tx,
+        sql.raw(
+          "CREATE FUNCTION kill_at_commit() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN PERFORM pg_terminate_backend(pg_backend_pid()); PERFORM pg_sleep(5); RETURN NULL; END $$",
+        ),
+      );
+      await execSql(
+        tx,
+        sql`CREATE CONSTRAINT TRIGGER kill_at_commit AFTER INSERT ON commit_killer DEFERRABLE INITIALLY DEFERRED FOR EACH ROW EXECUTE FUNCTION kill_at_commit()`,
+      );
+    });
+    let attempts = 0;
+    const err = await t.store
+      .transaction(async (tx) => {
+        attempts += 1;
+        await insertSession(tx, "lost-during");
+        await execSql(tx, sql`INSERT INTO commit_killer VALUES (1)`);
+      })
+      .catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(StoreCommitUnknownError);
+    expect((err as StoreCommitUnknownError).code).toBe("store.commit_unknown");
+    expect(attempts).toBe(1);
+    // Here the server had not committed (the session died inside COMMIT's trigger): reading again is how a caller finds out.
+    expect(await sessionIds(t.store, "lost-during")).toEqual([]);
+    // The pool discarded the dead connection: the store goes on serving.
+    await t.store.transaction((tx) => insertSession(tx, "after-loss"));
+    expect(await sessionIds(t.store, "after-loss")).toEqual(["after-loss"]);
+  });
+
+  it("an exhausted pool answers store.busy within the acquire timeout; close() waits for the work in progress", async () => {
+    const small = await openPostgresTarget("pg_pool_small", { poolSize: 1, acquireTimeoutMs: 200 });
+    const release = gate();
+    const started = gate();
+    const holder = small.store.transaction(async (tx) => {
+      await insertSession(tx, "held");
+      started.open();
+      await release.promise;
+      return "held";
+    });
+    await started.promise;
+    const err = await small.store.transaction((tx) => insertSession(tx, "starved")).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(StoreBusyError);
+    expect((err as StoreBusyError).code).toBe("store.busy");
+
+    const closing = small.store.close();
+    const refused = await small.store.transaction((tx) => insertSession(tx, "too-late")).catch((e: unknown) => e);
+    expect((refused as Error).message).toMatch(/^store\.closed/);
+    release.open();
+    expect(await holder).toBe("held");
+    await closing;
+    // The held unit of work committed before the pool ended.
+    const client = new pg.Client({ connectionString: small.url });
+    await client.connect();
+    const held = await client.query("SELECT id FROM sessions WHERE id IN ('held', 'starved', 'too-late')");
+    await client.end();
+    expect(held.rows).toEqual([{ id: "held" }]);
+    await small.close();
+  });
+});
