@@ -1,7 +1,7 @@
 // The PostgreSQL store on the real server, where several pooled connections matter (PGlite has one):
 // concurrent units of work are isolated, a real deadlock is retried to a clean end, a connection lost
-// before COMMIT is retried and one lost during COMMIT is reported as store.commit_unknown, an
-// exhausted pool answers store.busy, and close() waits for the work in progress.
+// before COMMIT is retried and one lost during COMMIT is reported as store.commit_unknown, a lock wait
+// past lock_timeout and an exhausted pool answer store.busy, and close() waits for the work in progress.
 import { sql } from "drizzle-orm";
 import pg from "pg";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -116,6 +116,36 @@ describe("the PostgreSQL store's pool on the real server", () => {
     // The pool discarded the dead connection: the store goes on serving.
     await t.store.transaction((tx) => insertSession(tx, "after-loss"));
     expect(await sessionIds(t.store, "after-loss")).toEqual(["after-loss"]);
+  });
+
+  it("a row lock held past lock_timeout answers store.busy at once (55P03, not retried, nothing written)", async () => {
+    const short = await openPostgresTarget("pg_pool_lock", { poolSize: 2, lockTimeoutMs: 200 });
+    try {
+      await short.store.transaction((tx) => insertSession(tx, "locked", 0));
+      const locked = gate();
+      const release = gate();
+      const holder = short.store.transaction(async (tx) => {
+        await execSql(tx, sql`UPDATE sessions SET created_at_ms = 1 WHERE id = 'locked'`);
+        locked.open();
+        await release.promise;
+      });
+      await locked.promise;
+      let attempts = 0;
+      const err = await short.store
+        .transaction(async (tx) => {
+          attempts += 1;
+          await insertSession(tx, "waiter");
+          await execSql(tx, sql`UPDATE sessions SET created_at_ms = 2 WHERE id = 'locked'`);
+        })
+        .catch((e: unknown) => e);
+      release.open();
+      await holder;
+      expect(err).toBeInstanceOf(StoreBusyError);
+      expect(attempts).toBe(1);
+      expect(await sessionIds(short.store, "waiter")).toEqual([]);
+    } finally {
+      await short.close();
+    }
   });
 
   it("an exhausted pool answers store.busy within the acquire timeout; close() waits for the work in progress", async () => {

@@ -1,7 +1,8 @@
 // The PostgreSQL stores behind the async store port (docs/DESIGN.md §11), on PGlite and on the real
-// server: all-or-nothing units of work, the durable-write observer at the same two points as on
-// SQLite, the nested-call refusal, unique violations by SQLSTATE, whole-unit retries after 40001 /
-// 40P01, read-only reads and 64-bit millisecond times as numbers.
+// server, held to the embedded SQLite store's behaviour where the port defines it (all-or-nothing
+// units of work, the durable-write observer at the same two points, the nested-call refusal, unique
+// violations), then the PostgreSQL specifics: SQLSTATE 23505, whole-unit retries after 40001 /
+// 40P01, an aborted transaction never half-committed, read-only reads, 64-bit times as numbers.
 import { sql } from "drizzle-orm";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { StoreBusyError } from "../src/platform/db/store-busy.js";
@@ -12,26 +13,40 @@ import {
   insertSession,
   openPgliteTarget,
   openPostgresTarget,
+  openSqliteTarget,
   raiseSqlState,
   sessionCreatedAt,
   sessionIds,
   type PgStoreTarget,
 } from "./helpers/pg-store-targets.js";
 
-const TARGETS: [string, () => Promise<PgStoreTarget>][] = [
+const ALL_TARGETS: [PgStoreTarget["name"], () => Promise<PgStoreTarget>][] = [
+  ["sqlite", openSqliteTarget],
   ["pglite", openPgliteTarget],
   ["postgres", () => openPostgresTarget("pg_store")],
 ];
+const PG_TARGETS = ALL_TARGETS.filter(([name]) => name !== "sqlite");
 
-describe.each(TARGETS)("the PostgreSQL store on %s", (_name, open) => {
+/** Each store is opened once for the file (PGlite takes seconds to start) and closed at the end. */
+const opened = new Map<string, Promise<PgStoreTarget>>();
+function target(name: string, open: () => Promise<PgStoreTarget>): Promise<PgStoreTarget> {
+  let t = opened.get(name);
+  if (!t) {
+    t = open();
+    opened.set(name, t);
+  }
+  return t;
+}
+afterAll(async () => {
+  for (const t of opened.values()) await (await t).close();
+});
+
+describe.each(ALL_TARGETS)("the store port's unit of work on %s", (name, open) => {
   let t: PgStoreTarget;
   // PGlite compiles PostgreSQL's WASM and migrates at start: seconds on a shared machine (a bound for a hang, not a timing assertion).
   beforeAll(async () => {
-    t = await open();
+    t = await target(name, open);
   }, 120_000);
-  afterAll(async () => {
-    await t?.close();
-  });
 
   it("commits a unit of work as a whole and returns fn's value", async () => {
     const out = await t.store.transaction(async (tx) => {
@@ -110,20 +125,48 @@ describe.each(TARGETS)("the PostgreSQL store on %s", (_name, open) => {
     expect(await sessionIds(t.store, "nested-")).toEqual(["nested-outer"]);
   });
 
-  it("tells a unique violation by SQLSTATE 23505, not by message", async () => {
-    await t.store.transaction((tx) => insertSession(tx, "dup"));
-    const err = await t.store.transaction((tx) => insertSession(tx, "dup")).catch((e: unknown) => e);
+  it("tells a unique-index violation from other constraint failures", async () => {
+    const run = (id: string) => ({
+      id,
+      sessionId: "u-s",
+      driverInstanceId: "u-d",
+      status: "active" as const,
+      createdAtMs: 1,
+      updatedAtMs: 1,
+    });
+    await t.store.transaction(async (tx) => {
+      await insertSession(tx, "u-s");
+      await tx.db
+        .insert(tx.tables.driverInstances)
+        .values({ id: "u-d", name: "n", status: "connected", tokenHash: "h", registeredAtMs: 1 });
+      await tx.db.insert(tx.tables.sessionRuns).values(run("u-r1"));
+    });
+    // session_runs_one_active_per_driver: a second active run of one Driver instance.
+    const err = await t.store.transaction((tx) => tx.db.insert(tx.tables.sessionRuns).values(run("u-r2"))).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(Error);
     expect(t.store.isUniqueViolation(err)).toBe(true);
     const fk = await t.store
-      .transaction((tx) =>
-        tx.db
-          .insert(tx.tables.sessionRuns)
-          .values({ id: "r", sessionId: "missing", driverInstanceId: "missing", status: "active", createdAtMs: 1, updatedAtMs: 1 }),
-      )
+      .transaction((tx) => tx.db.insert(tx.tables.sessionRuns).values({ ...run("u-r3"), sessionId: "missing", status: "completed" }))
       .catch((e: unknown) => e);
     expect(fk).toBeInstanceOf(Error);
     expect(t.store.isUniqueViolation(fk)).toBe(false);
+  });
+});
+
+describe.each(PG_TARGETS)("the PostgreSQL specifics on %s", (name, open) => {
+  let t: PgStoreTarget;
+  beforeAll(async () => {
+    t = await target(name, open);
+  }, 120_000);
+
+  it("decides a unique violation by SQLSTATE 23505 (primary keys included), never by message text", async () => {
+    // SQLite's store answers false for a duplicate primary key (SQLITE_CONSTRAINT_PRIMARYKEY); PostgreSQL reports both as 23505.
+    await t.store.transaction((tx) => insertSession(tx, "pk-dup"));
+    const pk = await t.store.transaction((tx) => insertSession(tx, "pk-dup")).catch((e: unknown) => e);
+    expect(t.store.isUniqueViolation(pk)).toBe(true);
     expect(t.store.isUniqueViolation({ code: "23505" })).toBe(true);
+    expect(t.store.isUniqueViolation(new Error("wrapped", { cause: { code: "23505" } }))).toBe(true);
+    expect(t.store.isUniqueViolation({ code: "23503" })).toBe(false);
     expect(t.store.isUniqueViolation(new Error("duplicate key value violates unique constraint"))).toBe(false);
   });
 

@@ -1,17 +1,24 @@
 // The two PostgreSQL stores the store-level tests run on: PGlite (in-process) and the real server of
 // the test run (@mosoo/test-postgres: one fresh database per file), behind the port's `Store`, plus
 // the raw SQL the tests need (a DO block, a count) through the unit of work's own connection.
-import { eq, sql, type SQL } from "drizzle-orm";
+import { asc, eq, like, sql, type SQL } from "drizzle-orm";
 import { useTestDatabase } from "@mosoo/test-postgres";
 import type { Store, StoreTx } from "../../src/platform/db/store.port.js";
 import { openPgliteStore } from "../../src/platform/db/postgres/pglite-store.js";
+import { openStore } from "../../src/platform/db/store-factory.js";
 import { openPostgresStore, type PostgresStoreOptions } from "../../src/platform/db/postgres/postgres-store.js";
 
 /** An open store and how to end it (the real server's database is dropped too). */
 export interface PgStoreTarget {
-  name: "pglite" | "postgres";
+  name: "sqlite" | "pglite" | "postgres";
   store: Store;
   close(): Promise<void>;
+}
+
+/** Opens the embedded SQLite store (in memory) through the store factory, to hold the PostgreSQL stores to its behaviour. */
+export async function openSqliteTarget(): Promise<PgStoreTarget> {
+  const store = await openStore({ kind: "sqlite", file: ":memory:" });
+  return { name: "sqlite", store, close: () => store.close() };
 }
 
 /** Opens the PGlite store (migrated, in memory). */
@@ -46,11 +53,16 @@ export async function insertSession(tx: StoreTx, id: string, createdAtMs = 1): P
   await tx.db.insert(tx.tables.sessions).values({ id, createdAtMs });
 }
 
-/** The ids of the `sessions` rows whose id starts with `prefix`, sorted, as a committed read sees them. */
+/** The ids of the `sessions` rows whose id starts with `prefix`, sorted, as a committed read sees them (query builder: every store). */
 export async function sessionIds(store: Store, prefix: string): Promise<string[]> {
   return store.read(async (tx) => {
-    const rows = await execSql(tx, sql`SELECT id FROM sessions WHERE id LIKE ${prefix + "%"} ORDER BY id`);
-    return rows.map((r) => String(r.id));
+    const s = tx.tables.sessions;
+    const rows = await tx.db
+      .select({ id: s.id })
+      .from(s)
+      .where(like(s.id, `${prefix}%`))
+      .orderBy(asc(s.id));
+    return rows.map((r) => r.id);
   });
 }
 

@@ -8,7 +8,7 @@ import {
   type StoreTx,
   type TransactionOptions,
 } from "../store.port.js";
-import { classifyPgError } from "./pg-errors.js";
+import { classifyPgError, isPgUniqueViolation } from "./pg-errors.js";
 
 /**
  * The unit of work shared by the two PostgreSQL stores (`postgres-store.ts` on a `pg` pool,
@@ -34,25 +34,25 @@ import { classifyPgError } from "./pg-errors.js";
  * What READ COMMITTED does not give, a consistent snapshot across several statements, no write
  * depends on: a read that decides a write is re-checked by that write's CAS.
  */
-export const BEGIN_WRITE = "BEGIN ISOLATION LEVEL READ COMMITTED READ WRITE";
+const BEGIN_WRITE = "BEGIN ISOLATION LEVEL READ COMMITTED READ WRITE";
 /**
  * `Store.read` runs in a READ ONLY transaction at REPEATABLE READ: its statements share one snapshot
  * of committed rows (a list and its count agree), it never sees an uncommitted row of any other
  * transaction, a write in it fails (SQLSTATE 25006), and a read-only transaction never gets a
  * serialization failure. It takes no row locks, so it never blocks a writer.
  */
-export const BEGIN_READ = "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY";
+const BEGIN_READ = "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY";
 
 /**
  * Retries of ONE unit of work that PostgreSQL rolled back for concurrency (40001
- * serialization_failure, 40P01 deadlock_detected, 55P03 lock_not_available) or whose connection was
- * lost before COMMIT was sent: 4 more attempts, 5 → 80 ms apart with jitter (two writers that
+ * serialization_failure, 40P01 deadlock_detected) or whose connection was lost before COMMIT was
+ * sent (55P03 lock_not_available is answered `StoreBusyError` at once: it already waited): 4 more attempts, 5 → 80 ms apart with jitter (two writers that
  * deadlocked must not retry in lock step). Nothing of the failed attempt was committed, so `fn`
  * runs again from the start on a fresh transaction. When they run out: `StoreBusyError` (503).
  */
-export const PG_CONFLICT_RETRY = { retries: 4, minTimeout: 5, factor: 2, maxTimeout: 80, randomize: true } as const;
+const PG_CONFLICT_RETRY = { retries: 4, minTimeout: 5, factor: 2, maxTimeout: 80, randomize: true } as const;
 /** Retries at startup (`{startup: true}`: migrations and startup work, nothing served yet): more patient. */
-export const PG_STARTUP_CONFLICT_RETRY = { retries: 8, minTimeout: 20, factor: 2, maxTimeout: 1_000, randomize: true } as const;
+const PG_STARTUP_CONFLICT_RETRY = { retries: 8, minTimeout: 20, factor: 2, maxTimeout: 1_000, randomize: true } as const;
 
 /**
  * The connection was lost while COMMIT was in flight: PostgreSQL may or may not have committed the
@@ -105,7 +105,7 @@ const SERVER_GONE_SQLSTATES = new Set(["57P01", "57P02", "57P03"]);
  * server ended the session), or `pg`'s own "Connection terminated" / "not queryable" errors, which
  * carry no code (the only test here that reads a message).
  */
-export function isConnectionLoss(err: unknown): boolean {
+function isConnectionLoss(err: unknown): boolean {
   for (let e: unknown = err, depth = 0; e && typeof e === "object" && depth < 5; e = (e as { cause?: unknown }).cause, depth += 1) {
     const code = (e as { code?: unknown }).code;
     if (typeof code === "string" && (CONNECTION_ERROR_CODES.has(code) || SERVER_GONE_SQLSTATES.has(code) || /^08[0-9A-Z]{3}$/.test(code)))
@@ -114,11 +114,6 @@ export function isConnectionLoss(err: unknown): boolean {
     if (typeof message === "string" && /^Connection terminated|is not queryable|Client was closed/.test(message)) return true;
   }
   return false;
-}
-
-/** True for SQLSTATE 23505 (unique_violation) anywhere in `err`'s cause chain; never decided by message text. */
-export function isPgUniqueViolationError(err: unknown): boolean {
-  return classifyPgError(err)?.kind === "unique_violation";
 }
 
 /** One connection of a unit of work, as the two drivers offer it. */
@@ -169,11 +164,12 @@ export abstract class PgUnitOfWork implements Pick<Store, "transaction" | "read"
    * `fn`'s work and before COMMIT (a throw rolls back), `afterCommit` once COMMIT returned;
    * `noteCommit()` between them, as on SQLite.
    *
-   * `fn` MAY RUN MORE THAN ONCE: after 40001 / 40P01 / 55P03, or a connection lost before COMMIT was
+   * `fn` MAY RUN MORE THAN ONCE: after 40001 / 40P01, or a connection lost before COMMIT was
    * sent, the whole unit of work runs again on a new transaction ({@link PG_CONFLICT_RETRY}); so
    * `fn` must have no effect outside `tx` (no delivery, no in-memory state) until it returns.
    * @throws StoreNestedTransactionError `store.nested_transaction` when called inside a unit of work of this store.
-   * @throws StoreBusyError `store.busy` (nothing written) when no connection came in time or the retries ran out.
+   * @throws StoreBusyError `store.busy` (nothing written) when no connection came in time, a row lock
+   *   wait ran past `lock_timeout` (55P03), or the retries ran out.
    * @throws StoreCommitUnknownError `store.commit_unknown` when the connection was lost during COMMIT.
    * @throws StoreTransactionAbortedError `store.transaction_aborted` when `fn` swallowed a failed statement.
    */
@@ -205,7 +201,7 @@ export abstract class PgUnitOfWork implements Pick<Store, "transaction" | "read"
 
   /** True for SQLSTATE 23505 (unique_violation), also when drizzle wrapped the driver's error in a `cause`. */
   isUniqueViolation(err: unknown): boolean {
-    return isPgUniqueViolationError(err);
+    return isPgUniqueViolation(err);
   }
 
   /** See `Store.observeDurableWrites`. Test-only. */
@@ -259,7 +255,13 @@ export abstract class PgUnitOfWork implements Pick<Store, "transaction" | "read"
         broken = true;
       }
       this.source.release(conn, broken);
-      if (classifyPgError(err)?.kind === "retryable") throw retryableBusy(err);
+      const failure = classifyPgError(err);
+      if (failure?.kind === "retryable") {
+        // 55P03: the statement already waited lock_timeout for a row lock; running it again here would
+        // multiply that wait inside one request, so it is answered store.busy at once (nothing written).
+        if (failure.sqlstate === LOCK_NOT_AVAILABLE) throw new StoreBusyError(false, { cause: err });
+        throw retryableBusy(err);
+      }
       if ((err as { code?: unknown } | null)?.code === PG_SQLSTATE_IN_FAILED_TX) throw new StoreTransactionAbortedError();
       throw err;
     }
@@ -274,3 +276,5 @@ export abstract class PgUnitOfWork implements Pick<Store, "transaction" | "read"
 
 /** 25P02 in_failed_sql_transaction: a statement sent after an earlier one of the same transaction failed (PGlite's answer to the probe). */
 const PG_SQLSTATE_IN_FAILED_TX = "25P02";
+/** 55P03 lock_not_available: `lock_timeout` ran out waiting for a row or table lock. */
+const LOCK_NOT_AVAILABLE = "55P03";

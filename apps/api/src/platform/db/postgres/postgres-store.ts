@@ -15,21 +15,22 @@ import * as pgSchema from "./schema.pg.js";
  * instance + migrations and operators ≤ the server's `max_connections` (100 by default) minus its
  * reserved slots; e.g. 3 instances × 10 = 30 leaves room on a default server.
  */
-export const DEFAULT_POOL_SIZE = 10;
+const DEFAULT_POOL_SIZE = 10;
 /** How long (ms) a unit of work waits for a free pooled connection (or a new one to open) before `StoreBusyError` (503). */
-export const DEFAULT_ACQUIRE_TIMEOUT_MS = 2_000;
+const DEFAULT_ACQUIRE_TIMEOUT_MS = 2_000;
 /**
  * `lock_timeout` (ms) of every pooled connection: a statement that waits longer for a row or table
- * lock fails with 55P03, and the unit of work is retried (`PG_CONFLICT_RETRY`) then answered 503. A
- * CAS waits for its row only as long as the other writer's transaction lasts, normally milliseconds.
+ * lock fails with 55P03 and the unit of work answers `StoreBusyError` (503, nothing written; not
+ * retried inside the store, it already waited). A CAS waits for its row only as long as the other
+ * writer's transaction lasts, normally milliseconds.
  */
-export const DEFAULT_LOCK_TIMEOUT_MS = 5_000;
+const DEFAULT_LOCK_TIMEOUT_MS = 2_000;
 /**
  * `idle_in_transaction_session_timeout` (ms): the server ends a session that sits inside a
  * transaction this long without a statement (a stuck unit of work), releasing its row locks; the
  * unit of work then fails with a connection loss (before COMMIT: retried; nothing was committed).
  */
-export const DEFAULT_IDLE_IN_TRANSACTION_TIMEOUT_MS = 60_000;
+const DEFAULT_IDLE_IN_TRANSACTION_TIMEOUT_MS = 60_000;
 
 /** Options of {@link openPostgresStore}; every field optional. */
 export interface PostgresStoreOptions {
@@ -64,7 +65,7 @@ interface PooledConnection extends PgConnection {
  * The PostgreSQL store (docs/DESIGN.md §11, `MOSOO_DATABASE_URL`): any number of API instances on
  * one database. A `pg` pool; each unit of work takes ONE pooled connection for its whole life
  * (`PgUnitOfWork`: READ COMMITTED writes, REPEATABLE READ READ ONLY reads, whole-unit retry on
- * 40001/40P01/55P03 and on a connection lost before COMMIT, `store.commit_unknown` when lost during
+ * 40001/40P01 and on a connection lost before COMMIT, 55P03 (`lock_timeout`) and an exhausted pool as `store.busy`, `store.commit_unknown` when lost during
  * it). Concurrent units of work run on different connections, so one never sees another's
  * uncommitted rows. Queries go through `drizzle-orm/node-postgres` with the PostgreSQL schema
  * (`schema.pg.ts`), which has the table and column names of `schema.ts`.
