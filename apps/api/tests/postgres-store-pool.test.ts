@@ -6,6 +6,7 @@ import { sql } from "drizzle-orm";
 import pg from "pg";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { StoreBusyError } from "../src/platform/db/store-busy.js";
+import type { StoreTx } from "../src/platform/db/store.port.js";
 import { StoreCommitUnknownError } from "../src/platform/db/postgres/pg-unit-of-work.js";
 import { execSql, gate, insertSession, openPostgresTarget, sessionIds, type PgStoreTarget } from "./helpers/pg-store-targets.js";
 
@@ -72,6 +73,54 @@ describe("the PostgreSQL store's pool on the real server", () => {
       { id: "dl-1", n: 2 },
       { id: "dl-2", n: 2 },
     ]);
+  });
+
+  it("two units of work that compute the same next seq: the second fails on the (run, seq) index, runs again and takes the next number", async () => {
+    await t.store.transaction(async (tx) => {
+      await insertSession(tx, "seq-s");
+      await tx.db
+        .insert(tx.tables.driverInstances)
+        .values({ id: "seq-d", name: "n", status: "connected", tokenHash: "h", registeredAtMs: 1 });
+      await tx.db
+        .insert(tx.tables.sessionRuns)
+        .values({ id: "seq-r", sessionId: "seq-s", driverInstanceId: "seq-d", status: "active", createdAtMs: 1, updatedAtMs: 1 });
+    });
+    const nextSeq = async (tx: StoreTx) =>
+      Number((await execSql(tx, sql`SELECT coalesce(max(seq), 0) + 1 AS n FROM run_events WHERE run_id = 'seq-r'`))[0]?.n);
+    const append = (tx: StoreTx, id: string, seq: number) =>
+      tx.db
+        .insert(tx.tables.runEvents)
+        .values({ id, runId: "seq-r", seq, type: "run.created", terminal: false, payloadJson: "{}", createdAtMs: 1 });
+    const bRead = gate();
+    const aCommitted = gate();
+    let bAttempts = 0;
+    const b = t.store.transaction(async (tx) => {
+      bAttempts += 1;
+      const seq = await nextSeq(tx);
+      bRead.open();
+      await aCommitted.promise;
+      await append(tx, "seq-b", seq);
+    });
+    await bRead.promise;
+    await t.store.transaction(async (tx) => append(tx, "seq-a", await nextSeq(tx)));
+    aCommitted.open();
+    await b;
+    expect(bAttempts).toBe(2);
+    const rows = await t.store.read((tx) => execSql(tx, sql`SELECT id, seq FROM run_events WHERE run_id = 'seq-r' ORDER BY seq`));
+    expect(rows).toEqual([
+      { id: "seq-a", seq: 1 },
+      { id: "seq-b", seq: 2 },
+    ]);
+    // A unique violation on any other index is a refusal, never retried.
+    let dupAttempts = 0;
+    const dup = await t.store
+      .transaction(async (tx) => {
+        dupAttempts += 1;
+        await insertSession(tx, "seq-s");
+      })
+      .catch((e: unknown) => e);
+    expect(t.store.isUniqueViolation(dup)).toBe(true);
+    expect(dupAttempts).toBe(1);
   });
 
   it("a connection lost before COMMIT (the server ended the session): the unit of work runs again on a new connection, committed once", async () => {

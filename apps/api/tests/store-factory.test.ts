@@ -2,7 +2,9 @@
 // set; bad values are refused at startup in one line that never echoes the URL (it may carry a password).
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { useTestDatabase, type TestDatabase } from "@mosoo/test-postgres";
-import { loadApiConfig } from "../src/config/api-config.js";
+import pino from "pino";
+import { ConfigError, loadApiConfig } from "../src/config/api-config.js";
+import { startApi } from "../src/server.js";
 import { openStore, storeConfigFrom } from "../src/platform/db/store-factory.js";
 
 describe("the store configuration", () => {
@@ -48,6 +50,16 @@ describe("the store configuration", () => {
     expect(() => loadApiConfig({ MOSOO_DATABASE_POOL_SIZE: "5" })).toThrow(
       /^config\.invalid: MOSOO_DATABASE_POOL_SIZE: only applies to a PostgreSQL store/,
     );
+  });
+});
+
+describe("the API startup", () => {
+  it("refuses MOSOO_DATABASE_URL instead of silently serving the SQLite file (until it opens its store through openStore)", async () => {
+    const config = loadApiConfig({ MOSOO_DB_FILE: ":memory:", MOSOO_DATABASE_URL: "postgres://u:pw@127.0.0.1:1/mosoo" });
+    const err = await startApi(config, pino({ level: "silent" }), { sweep: false }).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(ConfigError);
+    expect((err as Error).message).toMatch(/^config\.invalid: MOSOO_DATABASE_URL: /);
+    expect((err as Error).message).not.toContain("pw@");
   });
 });
 

@@ -26,6 +26,7 @@ export interface StartPostgresOptions {
 export interface RunningPostgres {
   /** `postgres://postgres:<password>@127.0.0.1:<port>/postgres`: the superuser on the maintenance database. */
   url: string;
+  /** The TCP port on 127.0.0.1. */
   port: number;
   /** The data folder (`<os temp folder>/mosoo-pg-…`); removed by {@link RunningPostgres.stop}. */
   dataDir: string;
@@ -116,6 +117,7 @@ function stopAllOnExit(): void {
   });
 }
 
+/** `-c name=value` flags for `postgres`, one pair per setting. */
 function settingsFlags(settings: Record<string, string | number | boolean>): string[] {
   return Object.entries(settings).flatMap(([name, value]) => ["-c", `${name}=${String(value)}`]);
 }
@@ -201,5 +203,7 @@ export async function startPostgres(options: StartPostgresOptions = {}): Promise
     return server;
   }
   removeFolder();
-  throw new Error(`test-postgres: the server did not start: ${lastError instanceof Error ? lastError.message : String(lastError ?? "no reason given")}`);
+  throw new Error(
+    `test-postgres: the server did not start: ${lastError instanceof Error ? lastError.message : String(lastError ?? "no reason given")}`,
+  );
 }

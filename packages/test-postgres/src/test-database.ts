@@ -24,7 +24,11 @@ export function withDatabase(url: string, database: string): string {
  * @throws Error (the `pg` error) when the server is unreachable or refuses.
  */
 export async function createTestDatabase(adminUrl: string, prefix = "t"): Promise<TestDatabase> {
-  const clean = prefix.toLowerCase().replace(/[^a-z0-9_]/g, "_").slice(0, 20) || "t";
+  const clean =
+    prefix
+      .toLowerCase()
+      .replace(/[^a-z0-9_]/g, "_")
+      .slice(0, 20) || "t";
   const name = `${clean}_${Date.now().toString(36)}_${Math.random().toString(36).slice(2, 8)}`;
   await withAdmin(adminUrl, (client) => client.query(`CREATE DATABASE ${client.escapeIdentifier(name)}`));
   let dropped: Promise<void> | undefined;
@@ -32,14 +36,15 @@ export async function createTestDatabase(adminUrl: string, prefix = "t"): Promis
     name,
     url: withDatabase(adminUrl, name),
     drop: () => {
-      dropped ??= withAdmin(adminUrl, (client) => client.query(`DROP DATABASE IF EXISTS ${client.escapeIdentifier(name)} WITH (FORCE)`)).then(
-        () => undefined,
-      );
+      dropped ??= withAdmin(adminUrl, (client) =>
+        client.query(`DROP DATABASE IF EXISTS ${client.escapeIdentifier(name)} WITH (FORCE)`),
+      ).then(() => undefined);
       return dropped;
     },
   };
 }
 
+/** Runs `fn` on a fresh connection to `adminUrl`, closed afterwards. */
 async function withAdmin<T>(adminUrl: string, fn: (client: pg.Client) => Promise<T>): Promise<T> {
   const client = new pg.Client({ connectionString: adminUrl, application_name: "mosoo-test-postgres" });
   await client.connect();

@@ -13,7 +13,7 @@ export const PG_MIGRATIONS_FOLDER = join(dirname(fileURLToPath(import.meta.url))
  * instances starting at once on one database migrate one after another: the first applies the
  * migrations, the others then find nothing to do (docs/DESIGN.md §11).
  */
-export const MIGRATION_ADVISORY_LOCK_KEY = "7236837504215040012";
+const MIGRATION_ADVISORY_LOCK_KEY = "7236837504215040012";
 
 /** Parses PostgreSQL `int8` text to a JS number, refusing (RangeError, which fails the query) a value a number cannot hold exactly. */
 function parseInt8(value: string): number {
@@ -93,7 +93,8 @@ export async function openPostgres(connectionString: string, options: OpenPostgr
     max: options.maxConnections ?? 10,
     application_name: options.applicationName ?? "mosoo-api",
   });
-  const onIdleError = options.onIdleConnectionError ?? ((err: Error) => process.emitWarning(`PostgreSQL idle connection failed: ${err.message}`));
+  const onIdleError =
+    options.onIdleConnectionError ?? ((err: Error) => process.emitWarning(`PostgreSQL idle connection failed: ${err.message}`));
   pool.on("error", onIdleError);
   const db = drizzle({ client: pool, schema });
   return { db, pool, close: () => pool.end() };

@@ -24,9 +24,9 @@ export const PG_SQLSTATE = {
 } as const;
 
 /** The fence trigger and the constraint name its error carries (migration `drizzle-pg/0001_fence-retained-trigger.sql`). */
-export const FENCE_TRIGGER_NAME = "external_tool_effects_fence_retained";
+const FENCE_TRIGGER_NAME = "external_tool_effects_fence_retained";
 /** The message of the fence trigger's error: the same text as SQLite's `RAISE(ABORT, 'effect.fence_retained')`. */
-export const FENCE_RETAINED_MESSAGE = "effect.fence_retained";
+const FENCE_RETAINED_MESSAGE = "effect.fence_retained";
 
 /** The SQLSTATEs after which the whole transaction may simply run again (nothing of it was committed). */
 const RETRYABLE = new Set<string>([PG_SQLSTATE.serializationFailure, PG_SQLSTATE.deadlockDetected, PG_SQLSTATE.lockNotAvailable]);

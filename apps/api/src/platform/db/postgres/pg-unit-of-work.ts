@@ -24,12 +24,12 @@ import { classifyPgError, isPgUniqueViolation } from "./pg-errors.js";
  *   (docs/DESIGN.md §3 rule 7). Under READ COMMITTED an UPDATE that finds its row locked by a
  *   concurrent writer waits for it, then re-evaluates its WHERE on the NEWEST committed version
  *   (EvalPlanQual): the loser matches 0 rows and records `superseded`; two writers never both win;
- * - counters (`attempt_count + 1`, `version + 1`) are computed inside the UPDATE that holds the row
- *   lock, never read-then-written;
- * - sequence numbers (a command's `seq`, a run event's `seq`) come from a row lock taken first
- *   (`SELECT … FOR UPDATE` on the parent row, or an UPDATE of a counter on it), so two transactions
- *   appending to one run are serialised on that row; the unique index on (parent, seq) is the
- *   backstop: a duplicate is a 23505 failure, never a silent second row;
+ * - counters (`attempt_count`, `version`) are written by that same CAS, so a value computed from a
+ *   stale read never lands;
+ * - sequence numbers (a command's `seq`, a run event's `seq`) are `max(seq) + 1` inside the
+ *   inserting unit of work; the unique index on (parent, seq) refuses a second row with the same
+ *   value (23505; the insert waits for the other writer's commit first) and the unit of work is run
+ *   again (`SEQUENCE_INDEXES`), so a duplicate is never committed and nothing is lost;
  * - the one-compensation-in-flight rule and idempotency keys are partial unique indexes.
  * What READ COMMITTED does not give, a consistent snapshot across several statements, no write
  * depends on: a read that decides a write is re-checked by that write's CAS.
@@ -164,7 +164,8 @@ export abstract class PgUnitOfWork implements Pick<Store, "transaction" | "read"
    * `fn`'s work and before COMMIT (a throw rolls back), `afterCommit` once COMMIT returned;
    * `noteCommit()` between them, as on SQLite.
    *
-   * `fn` MAY RUN MORE THAN ONCE: after 40001 / 40P01, or a connection lost before COMMIT was
+   * `fn` MAY RUN MORE THAN ONCE: after 40001 / 40P01, a 23505 on a sequence index
+   * (`SEQUENCE_INDEXES`), or a connection lost before COMMIT was
    * sent, the whole unit of work runs again on a new transaction ({@link PG_CONFLICT_RETRY}); so
    * `fn` must have no effect outside `tx` (no delivery, no in-memory state) until it returns.
    * @throws StoreNestedTransactionError `store.nested_transaction` when called inside a unit of work of this store.
@@ -256,6 +257,8 @@ export abstract class PgUnitOfWork implements Pick<Store, "transaction" | "read"
       }
       this.source.release(conn, broken);
       const failure = classifyPgError(err);
+      if (failure?.kind === "unique_violation" && failure.constraint !== undefined && SEQUENCE_INDEXES.has(failure.constraint))
+        throw retryableBusy(err);
       if (failure?.kind === "retryable") {
         // 55P03: the statement already waited lock_timeout for a row lock; running it again here would
         // multiply that wait inside one request, so it is answered store.busy at once (nothing written).
@@ -276,5 +279,15 @@ export abstract class PgUnitOfWork implements Pick<Store, "transaction" | "read"
 
 /** 25P02 in_failed_sql_transaction: a statement sent after an earlier one of the same transaction failed (PGlite's answer to the probe). */
 const PG_SQLSTATE_IN_FAILED_TX = "25P02";
+/**
+ * The unique indexes on (parent, seq) of the two per-parent sequences: a driver command's `seq` per
+ * Driver instance and a run event's `seq` per run. Their next value is `max(seq) + 1` computed inside
+ * the inserting unit of work; two concurrent units of work on one parent may compute the same value,
+ * and the second insert then fails on this index (23505, waiting first for the other to commit). The
+ * failed unit of work wrote nothing, so it runs again and reads the new maximum: sequence numbers
+ * stay gapless and unique without serialising all writers (docs/DESIGN.md §11). A 23505 on any other
+ * index is a real refusal and is never retried.
+ */
+const SEQUENCE_INDEXES: ReadonlySet<string> = new Set(["driver_commands_instance_seq", "run_events_run_seq"]);
 /** 55P03 lock_not_available: `lock_timeout` ran out waiting for a row or table lock. */
 const LOCK_NOT_AVAILABLE = "55P03";
