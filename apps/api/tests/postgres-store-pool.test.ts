@@ -7,7 +7,7 @@ import pg from "pg";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { StoreBusyError } from "../src/platform/db/store-busy.js";
 import type { StoreTx } from "../src/platform/db/store.port.js";
-import { StoreCommitUnknownError } from "../src/platform/db/postgres/pg-unit-of-work.js";
+import { StoreCommitUnknownError } from "../src/platform/db/store-errors.js";
 import { execSql, gate, insertSession, openPostgresTarget, sessionIds, type PgStoreTarget } from "./helpers/pg-store-targets.js";
 
 describe("the PostgreSQL store's pool on the real server", () => {

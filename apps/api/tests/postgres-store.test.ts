@@ -7,7 +7,7 @@ import { sql } from "drizzle-orm";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { StoreBusyError } from "../src/platform/db/store-busy.js";
 import { StoreNestedTransactionError } from "../src/platform/db/store.port.js";
-import { StoreTransactionAbortedError } from "../src/platform/db/postgres/pg-unit-of-work.js";
+import { StoreTransactionAbortedError } from "../src/platform/db/store-errors.js";
 import {
   execSql,
   insertSession,
