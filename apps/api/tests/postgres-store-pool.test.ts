@@ -1,5 +1,6 @@
 // The PostgreSQL store on the real server, where several pooled connections matter (PGlite has one):
-// concurrent units of work are isolated, a real deadlock is retried to a clean end, a connection lost
+// concurrent units of work are isolated, a CAS that waited for the winner changes nothing, a real
+// deadlock is retried to a clean end, a connection lost
 // before COMMIT is retried and one lost during COMMIT is reported as store.commit_unknown, a lock wait
 // past lock_timeout and an exhausted pool answer store.busy, and close() waits for the work in progress.
 import { sql } from "drizzle-orm";
@@ -40,6 +41,37 @@ describe("the PostgreSQL store's pool on the real server", () => {
     expect(seenByRead).toEqual(["iso-b"]);
     expect(seenByA).toEqual(["iso-a", "iso-b"]); // READ COMMITTED: B had committed by then
     expect(await sessionIds(t.store, "iso-")).toEqual(["iso-a", "iso-b"]);
+  });
+
+  it("READ COMMITTED compare-and-set: a writer that waited for the winner's row lock re-checks the newest row and changes nothing", async () => {
+    await t.store.transaction((tx) => insertSession(tx, "cas", 0));
+    const cas = (tx: StoreTx) =>
+      execSql(tx, sql`UPDATE sessions SET created_at_ms = created_at_ms + 1 WHERE id = 'cas' AND created_at_ms = 0 RETURNING id`);
+    const aUpdated = gate();
+    const release = gate();
+    const a = t.store.transaction(async (tx) => {
+      const won = await cas(tx);
+      aUpdated.open();
+      await release.promise;
+      return won.length;
+    });
+    await aUpdated.promise;
+    const b = t.store.transaction(async (tx) => (await cas(tx)).length);
+    // Wait (polling, generous deadline) until B is really blocked on A's row lock, then let A commit.
+    const deadline = Date.now() + 30_000;
+    for (;;) {
+      const waiting = await t.store.read((tx) =>
+        execSql(tx, sql`SELECT count(*) AS n FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'`),
+      );
+      if (waiting[0]?.n === 1) break;
+      if (Date.now() > deadline) throw new Error("B never waited for A's row lock");
+      await new Promise((r) => setTimeout(r, 20));
+    }
+    release.open();
+    expect(await a).toBe(1);
+    expect(await b).toBe(0);
+    const rows = await t.store.read((tx) => execSql(tx, sql`SELECT created_at_ms AS n FROM sessions WHERE id = 'cas'`));
+    expect(rows).toEqual([{ n: 1 }]);
   });
 
   it("a real deadlock between two units of work: the server aborts one (40P01), it runs again, both commit", async () => {
