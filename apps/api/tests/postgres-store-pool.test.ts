@@ -1,8 +1,9 @@
 // The PostgreSQL store on the real server, where several pooled connections matter (PGlite has one):
 // concurrent units of work are isolated, a CAS that waited for the winner changes nothing, a real
-// deadlock is retried to a clean end, a connection lost
-// before COMMIT is retried and one lost during COMMIT is reported as store.commit_unknown, a lock wait
-// past lock_timeout and an exhausted pool answer store.busy, and close() waits for the work in progress.
+// deadlock is retried to a clean end, two units of work computing the same seq both commit with
+// distinct numbers, a connection lost before COMMIT is retried and one lost during COMMIT is reported
+// as store.commit_unknown, a lock wait past lock_timeout and an exhausted pool answer store.busy, and
+// close() waits for the work in progress.
 import { sql } from "drizzle-orm";
 import pg from "pg";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
