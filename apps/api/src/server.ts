@@ -36,7 +36,7 @@ export interface RunningApi {
  * binding's source (package names from the API's dependencies), builds and narrows it, and reports
  * its coverage and provenance (logged at startup, `reportBindings`). `builtIns` maps adapter ids to
  * adapter sources (default: the built-in adapters).
- * @throws ConfigError on an invalid bindings file or an unusable store path (`checkDbFilePath`; a file
+ * @throws ConfigError on an invalid bindings file, `MOSOO_DATABASE_URL` set (not served by this build yet), or an unusable store path (`checkDbFilePath`; a file
  *   that is not a SQLite database); Error when the store cannot be migrated
  *   or the port cannot be bound.
  */
@@ -45,6 +45,11 @@ export async function startApi(
   logger: Logger,
   opts: { clock?: Clock; sweep?: boolean; builtIns?: Readonly<Record<string, AdapterSource>> } = {},
 ): Promise<RunningApi> {
+  // Fail closed: the PostgreSQL store (platform/db/postgres, store-factory.ts) needs the services on the async
+  // store port; until this startup opens its store through `openStore`, a URL is refused rather than ignored.
+  if (config.databaseUrl !== undefined) {
+    throw new ConfigError("config.invalid: MOSOO_DATABASE_URL: this build serves only the SQLite store (MOSOO_DB_FILE); unset it");
+  }
   checkDbFilePath(config.dbFile);
   const metricsRegistry = new Registry();
   const workerMetrics = new AdapterWorkerMetrics(metricsRegistry);
