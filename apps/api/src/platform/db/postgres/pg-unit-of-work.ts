@@ -1,5 +1,5 @@
-import { AsyncLocalStorage } from "node:async_hooks";
 import pRetry from "p-retry";
+import { isInUnitOfWork, runInUnitOfWork } from "../unit-of-work-scope.js";
 import { noteCommit, StoreBusyError } from "../store-busy.js";
 import {
   StoreNestedTransactionError,
@@ -110,7 +110,6 @@ function retryableBusy(cause: unknown): StoreBusyError {
  * nested-call refusal and `close` bookkeeping. A store class extends it with its connection source.
  */
 export abstract class PgUnitOfWork implements Pick<Store, "transaction" | "read" | "isUniqueViolation" | "observeDurableWrites"> {
-  private readonly inUnit = new AsyncLocalStorage<PgUnitOfWork>();
   private readonly inFlight = new Set<Promise<unknown>>();
   private observer: DurableWriteObserver | null = null;
   /** Set by {@link beginClose}: new units of work are refused with `store.closed`. */
@@ -177,7 +176,7 @@ export abstract class PgUnitOfWork implements Pick<Store, "transaction" | "read"
   }
 
   private refuseNested(): void {
-    if (this.inUnit.getStore() === this) throw new StoreNestedTransactionError();
+    if (isInUnitOfWork(this)) throw new StoreNestedTransactionError();
   }
 
   private track<T>(work: () => Promise<T>): Promise<T> {
@@ -195,7 +194,7 @@ export abstract class PgUnitOfWork implements Pick<Store, "transaction" | "read"
     let out: T;
     try {
       await conn.query(begin);
-      out = await this.inUnit.run(this, () => fn(conn.handle));
+      out = await runInUnitOfWork(this, () => fn(conn.handle));
       if (conn.brokenBy) throw conn.brokenBy;
       if (write) this.observer?.beforeCommit();
       if (this.source.probeBeforeCommit) await conn.query("SELECT 1");

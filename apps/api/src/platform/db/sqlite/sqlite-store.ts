@@ -1,4 +1,3 @@
-import { AsyncLocalStorage } from "node:async_hooks";
 import { mkdirSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -17,6 +16,7 @@ import {
   type TransactionOptions,
 } from "../store.port.js";
 import { cachePreparedStatements } from "./statement-cache.js";
+import { isInUnitOfWork, runInUnitOfWork } from "../unit-of-work-scope.js";
 
 /** The folder of drizzle-kit SQLite migrations (`apps/api/drizzle`). */
 export const MIGRATIONS_FOLDER = join(dirname(fileURLToPath(import.meta.url)), "../../../../drizzle");
@@ -27,7 +27,7 @@ export type SqliteDb = BetterSQLite3Database<typeof schema>;
 /**
  * Options of {@link openSqliteStore}. `detectNestedTransactions` (default true): a transaction or
  * read started inside a transaction of the same store is refused at once with
- * `StoreNestedTransactionError` (tracked with an `AsyncLocalStorage`); when false, such a call
+ * `StoreNestedTransactionError` (tracked with the process's one `AsyncLocalStorage`, `unit-of-work-scope.ts`); when false, such a call
  * waits on the store's own mutex forever (a deadlock), so turn it off only where that cost matters
  * and the code is known not to nest.
  */
@@ -61,7 +61,7 @@ export interface SqliteStoreOptions {
 export class SqliteStore implements Store {
   readonly dialect = "sqlite" as const;
   private readonly mutex = new Mutex();
-  private readonly inTransaction: AsyncLocalStorage<SqliteStore> | undefined;
+  private readonly detectNested: boolean;
   private readonly preparedQueries = new Map<string, unknown>();
   private readonly handle: StoreTx;
   private observer: DurableWriteObserver | null = null;
@@ -81,7 +81,7 @@ export class SqliteStore implements Store {
     this.begin = sqlite.prepare("BEGIN IMMEDIATE");
     this.commit = sqlite.prepare("COMMIT");
     this.rollback = sqlite.prepare("ROLLBACK");
-    this.inTransaction = opts.detectNestedTransactions === false ? undefined : new AsyncLocalStorage<SqliteStore>();
+    this.detectNested = opts.detectNestedTransactions !== false;
     const query = db as unknown as QueryDb;
     this.handle = {
       db: query,
@@ -112,7 +112,7 @@ export class SqliteStore implements Store {
       }
       let out: T;
       try {
-        out = await (this.inTransaction ? this.inTransaction.run(this, () => fn(this.handle)) : fn(this.handle));
+        out = await (this.detectNested ? runInUnitOfWork(this, () => fn(this.handle)) : fn(this.handle));
         this.observer?.beforeCommit();
         this.commit.run();
       } catch (err) {
@@ -130,7 +130,7 @@ export class SqliteStore implements Store {
     this.refuseNested();
     return this.mutex.runExclusive(async () => {
       this.assertOpen();
-      return this.inTransaction ? this.inTransaction.run(this, () => fn(this.handle)) : fn(this.handle);
+      return this.detectNested ? runInUnitOfWork(this, () => fn(this.handle)) : fn(this.handle);
     });
   }
 
@@ -172,7 +172,7 @@ export class SqliteStore implements Store {
   }
 
   private refuseNested(): void {
-    if (this.inTransaction?.getStore() === this) throw new StoreNestedTransactionError();
+    if (this.detectNested && isInUnitOfWork(this)) throw new StoreNestedTransactionError();
   }
 
   private assertOpen(): void {
