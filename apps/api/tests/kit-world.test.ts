@@ -84,6 +84,6 @@ describe("tests/kit", () => {
   it("refuses restart() of an in-memory world", async () => {
     const world = createTestWorld();
     fx = world;
-    await expect(await world.restart()).rejects.toThrow("restart() needs a file-backed world (dbFile)");
+    await expect(world.restart()).rejects.toThrow("restart() needs a file-backed world (dbFile)");
   });
 });

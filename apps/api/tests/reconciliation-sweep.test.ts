@@ -104,7 +104,7 @@ describe("reconciliation sweep: backoff, bound, restart", () => {
   it("a later confirmed outcome resolves an effect whose command is already terminal and lifts the fence", async () => {
     const f = setup();
     const call = await unknownAfterFailedLookup(f);
-    await expect(await f.runtime.runs.deleteRun(call.runId)).rejects.toThrow(RuntimeError);
+    await expect(f.runtime.runs.deleteRun(call.runId)).rejects.toThrow(RuntimeError);
     f.double.setFaults({ adapterFault: "none" });
     await commitAtProvider(f, call);
     f.clock.advance(1_000);
@@ -112,7 +112,7 @@ describe("reconciliation sweep: backoff, bound, restart", () => {
     expectReconciled(f.store, call.runId, call.effectId, "succeeded");
     expect(commandRow(f.store, call.commandId)).toMatchObject({ status: "failed", error: { code: "external_effect.unknown" } });
     await f.runtime.runs.deleteRun(call.runId);
-    await expect(await f.runtime.runs.getRunView(call.runId)).rejects.toThrow(/no run/);
+    await expect(f.runtime.runs.getRunView(call.runId)).rejects.toThrow(/no run/);
     expect(f.store.sqlite.prepare("SELECT count(*) AS n FROM external_tool_effects").get()).toEqual({ n: 0 });
   });
 
