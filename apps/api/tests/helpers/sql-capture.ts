@@ -60,7 +60,7 @@ const FRAME = /^\s*at (?:async )?(?:(.+?) \()?(.+?):\d+:\d+\)?$/;
 /** The repository function a statement runs under: its name, or null when test code called it (its SQL is not the runtime's). */
 const scope = new AsyncLocalStorage<string | null>();
 
-/** A stack of `depth` frames at most, without this module's own frame. */
+/** The current stack, `depth` frames at most (this module's frames included: callers skip them). */
 function stackOf(depth: number): string {
   const limit = Error.stackTraceLimit;
   Error.stackTraceLimit = depth;
