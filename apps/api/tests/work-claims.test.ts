@@ -1,0 +1,138 @@
+// Work claims in the store (docs/DESIGN.md §11): one atomic statement per operation, so at most one
+// live holder per (kind, key) on SQLite (two connections to one file: two processes' worth of state)
+// and on a real PostgreSQL server (concurrent claims from separate pool connections).
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { newUlid } from "@mosoo/contracts";
+import { drizzle } from "drizzle-orm/node-postgres";
+import pg from "pg";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { openStore, type Store } from "../src/platform/db/database.js";
+import { workClaims } from "../src/platform/db/schema.js";
+import { WORK_CLAIMS_PG_DDL, workClaimsPg } from "../src/platform/db/postgres/work-claims.pg.js";
+import { workClaimRepository as claims, type WorkClaimTx } from "../src/modules/drivers/infrastructure/work-claim.repository.js";
+import { startTestPostgres, type TestPostgres } from "./helpers/throwaway-postgres.js";
+
+interface Backend {
+  /** `n` handles on ONE store (separate connections). */
+  handles: WorkClaimTx[];
+}
+
+const T0 = 1_800_000_000_000;
+const TTL = 10_000;
+const instanceA = newUlid(T0);
+const instanceB = newUlid(T0 + 1);
+
+function claimOf(holder: string, instanceId: string, nowMs: number, key = "D1") {
+  return { kind: "driver_finalization" as const, key, holder, instanceId, nowMs, ttlMs: TTL };
+}
+
+function suite(name: string, open: () => Promise<Backend>, close: () => Promise<void>) {
+  describe(`work claims on ${name}`, () => {
+    let b: Backend;
+    beforeAll(async () => {
+      b = await open();
+    }, 120_000);
+    afterAll(close, 60_000);
+
+    it("one live holder per (kind, key): a second holder is refused until the claim expires, then takes it over", async () => {
+      const [a, other] = b.handles as [WorkClaimTx, WorkClaimTx];
+      const key = newUlid(T0);
+      const h1 = newUlid(T0);
+      const h2 = newUlid(T0);
+      expect(await claims.claim(a, claimOf(h1, instanceA, T0, key))).toBe(true);
+      expect(await claims.claim(other, claimOf(h2, instanceB, T0 + 1, key))).toBe(false);
+      expect(await claims.claim(other, claimOf(h2, instanceB, T0 + TTL - 1, key))).toBe(false);
+      expect((await claims.find(other, "driver_finalization", key))?.holder).toBe(h1);
+      // at expires_at_ms the claim is expired: the other instance takes it over
+      expect(await claims.claim(other, claimOf(h2, instanceB, T0 + TTL, key))).toBe(true);
+      const row = await claims.find(a, "driver_finalization", key);
+      expect(row).toMatchObject({ holder: h2, holderInstanceId: instanceB, claimedAtMs: T0 + TTL, expiresAtMs: T0 + 2 * TTL });
+      // the old holder can neither renew nor release it any more
+      expect(await claims.renew(a, "driver_finalization", key, h1, T0 + TTL + 1, TTL)).toBe(false);
+      expect(await claims.release(a, "driver_finalization", key, h1)).toBe(false);
+      expect((await claims.find(a, "driver_finalization", key))?.holder).toBe(h2);
+    });
+
+    it("renew extends the holder's claim (also after expiry when nobody took it); release frees it for the next claimer", async () => {
+      const [a, other] = b.handles as [WorkClaimTx, WorkClaimTx];
+      const key = newUlid(T0);
+      const h1 = newUlid(T0);
+      const h2 = newUlid(T0);
+      expect(await claims.claim(a, claimOf(h1, instanceA, T0, key))).toBe(true);
+      expect(await claims.renew(a, "driver_finalization", key, h1, T0 + TTL + 5, TTL)).toBe(true);
+      expect(await claims.claim(other, claimOf(h2, instanceB, T0 + TTL + 6, key))).toBe(false);
+      // a re-claim by the same holder token is a renewal
+      expect(await claims.claim(a, claimOf(h1, instanceA, T0 + TTL + 7, key))).toBe(true);
+      expect(await claims.release(a, "driver_finalization", key, h1)).toBe(true);
+      expect(await claims.find(a, "driver_finalization", key)).toBeUndefined();
+      expect(await claims.claim(other, claimOf(h2, instanceB, T0 + TTL + 8, key))).toBe(true);
+    });
+
+    it("keys and kinds are independent", async () => {
+      const [a, other] = b.handles as [WorkClaimTx, WorkClaimTx];
+      const k1 = newUlid(T0);
+      const k2 = newUlid(T0);
+      expect(await claims.claim(a, claimOf(newUlid(T0), instanceA, T0, k1))).toBe(true);
+      expect(await claims.claim(other, claimOf(newUlid(T0), instanceB, T0, k2))).toBe(true);
+      expect(await claims.claim(other, { ...claimOf(newUlid(T0), instanceB, T0, k1), kind: "maintenance_sweep" })).toBe(true);
+    });
+
+    it("of 12 concurrent claims from different holders and connections, exactly one wins", async () => {
+      const key = newUlid(T0);
+      const holders = Array.from({ length: 12 }, () => newUlid(T0));
+      const results = await Promise.all(
+        holders.map((h, i) => claims.claim(b.handles[i % b.handles.length]!, claimOf(h, i % 2 ? instanceA : instanceB, T0, key))),
+      );
+      expect(results.filter(Boolean)).toHaveLength(1);
+      const winner = holders[results.indexOf(true)];
+      expect((await claims.find(b.handles[0]!, "driver_finalization", key))?.holder).toBe(winner);
+    });
+
+    it("the table refuses a kind outside the union and a claim that expires before it starts (CHECK)", async () => {
+      const a = b.handles[0]!;
+      await expect(
+        claims.claim(a, { ...claimOf(newUlid(T0), instanceA, T0, newUlid(T0)), kind: "other" as "maintenance_sweep" }),
+      ).rejects.toThrow();
+      await expect(claims.claim(a, { ...claimOf(newUlid(T0), instanceA, T0, newUlid(T0)), ttlMs: 0 })).rejects.toThrow();
+    });
+  });
+}
+
+// SQLite: two connections to one file (two API processes' worth of state), the migrations applied.
+let dir: string | undefined;
+let sqliteStores: Store[] = [];
+suite(
+  "SQLite (two connections, one file)",
+  async () => {
+    dir = mkdtempSync(join(tmpdir(), "mosoo-work-claims-"));
+    sqliteStores = [openStore(join(dir, "store.db")), openStore(join(dir, "store.db"))];
+    return { handles: sqliteStores.map((s) => ({ db: s.db, tables: { workClaims } }) as unknown as WorkClaimTx) };
+  },
+  async () => {
+    for (const s of sqliteStores) s.close();
+    if (dir) rmSync(dir, { recursive: true, force: true });
+  },
+);
+
+// PostgreSQL: a real server; 4 pools of 3 connections (four API instances).
+let server: TestPostgres | undefined;
+let pools: pg.Pool[] = [];
+suite(
+  "PostgreSQL (real server, four pools)",
+  async () => {
+    server = await startTestPostgres();
+    pools = Array.from({ length: 4 }, () => new pg.Pool({ connectionString: server!.url, max: 3 }));
+    // an idle client that the server's shutdown reaches after end() reports 57P01: not a test failure
+    for (const p of pools) p.on("error", () => undefined);
+    await pools[0]!.query(WORK_CLAIMS_PG_DDL);
+    return {
+      handles: pools.map((pool) => ({ db: drizzle(pool), tables: { workClaims: workClaimsPg } }) as unknown as WorkClaimTx),
+    };
+  },
+  async () => {
+    await Promise.all(pools.map((p) => p.end()));
+    await server?.stop();
+  },
+);
