@@ -12,6 +12,7 @@ import { openStore, type Store } from "../src/platform/db/database.js";
 import { workClaims } from "../src/platform/db/schema.js";
 import { WORK_CLAIMS_PG_DDL, workClaimsPg } from "../src/platform/db/postgres/work-claims.pg.js";
 import { workClaimRepository as claims, type WorkClaimTx } from "../src/modules/drivers/infrastructure/work-claim.repository.js";
+import { WorkClaimService } from "../src/modules/drivers/application/work-claim.service.js";
 import { startTestPostgres, type TestPostgres } from "./helpers/throwaway-postgres.js";
 
 interface Backend {
@@ -136,3 +137,78 @@ suite(
     await server?.stop();
   },
 );
+
+describe("WorkClaimService (two API instances on one SQLite file)", () => {
+  let svcDir: string;
+  let stores: Store[];
+  let clock: { now: number; nowMs(): number };
+  const logger = { warn: () => undefined };
+  const timing = { ttlMs: 10_000, renewEveryMs: 20 };
+
+  function service(i: number, instanceId: string) {
+    const handle = { db: stores[i]!.db, tables: { workClaims } } as unknown as WorkClaimTx;
+    return new WorkClaimService({ instanceId, clock, logger, unitOfWork: (fn) => fn(handle) }, timing);
+  }
+
+  beforeAll(() => {
+    svcDir = mkdtempSync(join(tmpdir(), "mosoo-work-claim-svc-"));
+    stores = [openStore(join(svcDir, "store.db")), openStore(join(svcDir, "store.db"))];
+    clock = { now: T0, nowMs: () => clock.now };
+  });
+  afterAll(() => {
+    for (const s of stores) s.close();
+    rmSync(svcDir, { recursive: true, force: true });
+  });
+
+  it("runs the work on one instance only; the other is refused while it runs and may run it afterwards; the claim is released", async () => {
+    const a = service(0, instanceA);
+    const b = service(1, instanceB);
+    let inside!: () => void;
+    const started = new Promise<void>((r) => (inside = r));
+    let finish!: () => void;
+    const gate = new Promise<void>((r) => (finish = r));
+    const runA = a.runClaimed("driver_finalization", "D-svc", async () => {
+      inside();
+      await gate;
+      return "A";
+    });
+    await started;
+    expect(await b.runClaimed("driver_finalization", "D-svc", async () => "B")).toEqual({ claimed: false });
+    // a second run on the SAME instance is a different holder: refused too
+    expect(await a.runClaimed("driver_finalization", "D-svc", async () => "A2")).toEqual({ claimed: false });
+    expect(await b.liveHolder("driver_finalization", "D-svc")).toBe(instanceA);
+    finish();
+    expect(await runA).toEqual({ claimed: true, value: "A" });
+    expect(await b.liveHolder("driver_finalization", "D-svc")).toBeUndefined();
+    expect(await b.runClaimed("driver_finalization", "D-svc", async () => "B")).toEqual({ claimed: true, value: "B" });
+  });
+
+  it("a dead holder's claim blocks the work until it expires; then another instance takes it over", async () => {
+    const b = service(1, instanceB);
+    const dead = { db: stores[0]!.db, tables: { workClaims } } as unknown as WorkClaimTx;
+    expect(await claims.claim(dead, { ...claimOf(newUlid(T0), instanceA, clock.now, "D-dead"), ttlMs: timing.ttlMs })).toBe(true);
+    expect(await b.runClaimed("driver_finalization", "D-dead", async () => "B")).toEqual({ claimed: false });
+    clock.now += timing.ttlMs;
+    expect(await b.runClaimed("driver_finalization", "D-dead", async () => "B")).toEqual({ claimed: true, value: "B" });
+  });
+
+  it("a holder that stalled past its TTL and was taken over sees its signal abort at the next renewal", async () => {
+    const a = service(0, instanceA);
+    const other = { db: stores[1]!.db, tables: { workClaims } } as unknown as WorkClaimTx;
+    let inside!: () => void;
+    const started = new Promise<void>((r) => (inside = r));
+    const runA = a.runClaimed("driver_finalization", "D-stall", (signal) => {
+      inside();
+      return new Promise<string>((resolve) => signal.addEventListener("abort", () => resolve("stopped"), { once: true }));
+    });
+    await started;
+    // A's claim expired without a renewal in between (the clock jumped). No renewal tick (a timer, a
+    // macrotask) can run between this line and the takeover below: the SQLite statement runs within microtasks.
+    clock.now += timing.ttlMs;
+    const takeover = newUlid(clock.now);
+    expect(await claims.claim(other, { ...claimOf(takeover, instanceB, clock.now, "D-stall"), ttlMs: timing.ttlMs })).toBe(true);
+    expect(await runA).toEqual({ claimed: true, value: "stopped" });
+    // A's release did not touch B's claim
+    expect((await claims.find(other, "driver_finalization", "D-stall"))?.holder).toBe(takeover);
+  });
+});
