@@ -142,9 +142,10 @@ module.exports = {
     {
       name: "no-test-package-in-production",
       severity: "error",
-      comment: "Production code never imports a test package (the fixture provider, the e2e harness) nor a tests/ folder.",
-      from: { path: "^(apps/[^/]+/src|packages/[^/]+/src)/", pathNot: "^packages/(fixture-provider|e2e)/" },
-      to: { path: ["^packages/(fixture-provider|e2e)/", "^(apps|packages)/[^/]+/tests/"] },
+      comment:
+        "Production code never imports a test package (the fixture provider, the e2e harness, the throwaway PostgreSQL server) nor a tests/ folder.",
+      from: { path: "^(apps/[^/]+/src|packages/[^/]+/src)/", pathNot: "^packages/(fixture-provider|e2e|test-postgres)/" },
+      to: { path: ["^packages/(fixture-provider|e2e|test-postgres)/", "^(apps|packages)/[^/]+/tests/"] },
     },
     {
       name: "no-unresolvable",

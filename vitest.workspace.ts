@@ -11,4 +11,5 @@ export const testProjects: string[] = [
   "apps/api",
   "apps/driver",
   "packages/e2e",
+  "packages/test-postgres",
 ];

@@ -9,7 +9,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { InProcessWakeups } from "../src/platform/wakeups/in-process-wakeups.js";
 import { PgCommandWakeups } from "../src/platform/db/postgres/pg-command-wakeups.js";
 import type { CommandWakeups } from "../src/platform/wakeups/command-wakeups.port.js";
-import { startTestPostgres, type TestPostgres } from "./helpers/throwaway-postgres.js";
+import { useTestDatabase, type TestDatabase } from "@mosoo/test-postgres";
 
 const LONG = 600_000;
 
@@ -55,14 +55,14 @@ describe("in-process wake-ups", () => {
 });
 
 describe("PostgreSQL LISTEN/NOTIFY wake-ups (real server, two instances)", () => {
-  let server: TestPostgres;
+  let server: TestDatabase;
   let pool: pg.Pool;
   let admin: pg.Pool;
   let instanceA: PgCommandWakeups;
   let instanceB: PgCommandWakeups;
 
   beforeAll(async () => {
-    server = await startTestPostgres();
+    server = await useTestDatabase("wakeups");
     pool = new pg.Pool({ connectionString: server.url, max: 4 });
     admin = new pg.Pool({ connectionString: server.url, max: 1 });
     for (const p of [pool, admin]) p.on("error", () => undefined);
@@ -79,7 +79,7 @@ describe("PostgreSQL LISTEN/NOTIFY wake-ups (real server, two instances)", () =>
   afterAll(async () => {
     await Promise.all([instanceA?.close(), instanceB?.close()]);
     await Promise.all([pool?.end(), admin?.end()]);
-    await server?.stop();
+    await server?.drop();
   }, 60_000);
 
   /** pg_notify outside any transaction (autocommit): delivered at once; resolves when `id`'s waiter on `on` woke. */

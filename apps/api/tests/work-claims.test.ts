@@ -10,10 +10,11 @@ import pg from "pg";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { openStore, type Store } from "../src/platform/db/database.js";
 import { workClaims } from "../src/platform/db/schema.js";
-import { WORK_CLAIMS_PG_DDL, workClaimsPg } from "../src/platform/db/postgres/work-claims.pg.js";
+import { workClaims as workClaimsPg } from "../src/platform/db/postgres/schema.pg.js";
+import { migratePostgres } from "../src/platform/db/postgres/migrate-postgres.js";
 import { workClaimRepository as claims, type WorkClaimTx } from "../src/modules/drivers/infrastructure/work-claim.repository.js";
 import { WorkClaimService } from "../src/modules/drivers/application/work-claim.service.js";
-import { startTestPostgres, type TestPostgres } from "./helpers/throwaway-postgres.js";
+import { useTestDatabase, type TestDatabase } from "@mosoo/test-postgres";
 
 interface Backend {
   /** `n` handles on ONE store (separate connections). */
@@ -117,24 +118,24 @@ suite(
   },
 );
 
-// PostgreSQL: a real server; 4 pools of 3 connections (four API instances).
-let server: TestPostgres | undefined;
+// PostgreSQL: a real server (the PostgreSQL migrations applied); 4 pools of 3 connections (four API instances).
+let server: TestDatabase | undefined;
 let pools: pg.Pool[] = [];
 suite(
   "PostgreSQL (real server, four pools)",
   async () => {
-    server = await startTestPostgres();
+    server = await useTestDatabase("work_claims");
+    await migratePostgres(server.url);
     pools = Array.from({ length: 4 }, () => new pg.Pool({ connectionString: server!.url, max: 3 }));
     // an idle client that the server's shutdown reaches after end() reports 57P01: not a test failure
     for (const p of pools) p.on("error", () => undefined);
-    await pools[0]!.query(WORK_CLAIMS_PG_DDL);
     return {
       handles: pools.map((pool) => ({ db: drizzle(pool), tables: { workClaims: workClaimsPg } }) as unknown as WorkClaimTx),
     };
   },
   async () => {
     await Promise.all(pools.map((p) => p.end()));
-    await server?.stop();
+    await server?.drop();
   },
 );
 

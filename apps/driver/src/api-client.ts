@@ -1,5 +1,4 @@
 import {
-  ApiErrorBodySchema,
   DRIVER_API,
   findJsonProblem,
   formatJsonProblem,
@@ -13,73 +12,17 @@ import {
 import pRetry from "p-retry";
 import type { Logger } from "pino";
 import type { z } from "zod";
+import { ApiEndpointPool } from "./api-endpoints.js";
+import {
+  ApiContractError,
+  ApiRequestError,
+  ApiUnavailableError,
+  deliveryOfFetchFailure,
+  describeFetchError,
+  isRetryableApiError,
+  toApiRequestError,
+} from "./api-errors.js";
 import { formatZodIssues } from "./driver-config.loader.js";
-
-/**
- * The API answered with a 4xx/5xx. `status` is the HTTP status; `code` the stable error code from
- * the body `{error: {code, message, details?}}` (e.g. `driver.connection_superseded`,
- * `auth.invalid_token`), or `http.<status>` when the body is not of that shape.
- */
-export class ApiRequestError extends Error {
-  override readonly name = "ApiRequestError";
-  constructor(
-    readonly status: number,
-    readonly code: string,
-    message: string,
-    readonly details?: Record<string, unknown>,
-  ) {
-    super(message);
-  }
-}
-
-/** The API could not be reached (connection refused/reset, DNS, or the per-request timeout). Code `api.unreachable`. */
-export class ApiUnavailableError extends Error {
-  override readonly name = "ApiUnavailableError";
-  /** Stable error code. */
-  readonly code = "api.unreachable";
-}
-
-/**
- * A request or response did not match the Driver protocol's zod schemas (`direction` tells which).
- * Code `api.contract_violation`. Never retried: repeating it gives the same answer.
- */
-export class ApiContractError extends Error {
-  override readonly name = "ApiContractError";
-  /** Stable error code. */
-  readonly code = "api.contract_violation";
-  constructor(
-    readonly direction: "request" | "response",
-    message: string,
-  ) {
-    super(message);
-  }
-}
-
-/**
- * True for failures that are worth another attempt of an idempotent request: the API was
- * unreachable, or it answered 5xx. A 4xx is the API's considered answer and is never retried.
- */
-export function isRetryableApiError(error: unknown): boolean {
-  if (error instanceof ApiUnavailableError) return true;
-  return error instanceof ApiRequestError && error.status >= 500;
-}
-
-/**
- * True when this process has lost its connection for good and must stop: 401 (token revoked or
- * unknown), 409 `driver.connection_superseded` (a newer connection of the same instance exists) or
- * 409 `driver.finalized` (the API finalized the instance, e.g. after its heartbeat expired).
- */
-export function isConnectionLostError(error: unknown): boolean {
-  if (!(error instanceof ApiRequestError)) return false;
-  return (
-    error.status === 401 || (error.status === 409 && (error.code === "driver.connection_superseded" || error.code === "driver.finalized"))
-  );
-}
-
-/** True for 409 `driver.finalized`: the instance in the state file was finalized and can never connect again. */
-export function isInstanceFinalizedError(error: unknown): boolean {
-  return error instanceof ApiRequestError && error.status === 409 && error.code === "driver.finalized";
-}
 
 /** Bounded exponential backoff of retried API requests (p-retry). Delays in ms. */
 export interface ApiRetryOptions {
@@ -96,8 +39,13 @@ export const DEFAULT_API_RETRY: ApiRetryOptions = { retries: 4, minTimeoutMs: 25
 
 /** Options of {@link DriverApiClient}. */
 export interface DriverApiClientOptions {
-  /** Base URL of the API, e.g. `http://127.0.0.1:8787` (a path prefix is kept). */
-  apiUrl: string;
+  /**
+   * Base URLs of the API instances (one deployment on one shared database, docs/DESIGN.md §11), in
+   * order of preference, e.g. `["http://10.0.0.1:8787", "http://10.0.0.2:8787"]`; at least one. A
+   * path prefix is kept, trailing slashes are dropped. See {@link ApiEndpointPool} for the
+   * fail-over policy (sticky until failure).
+   */
+  apiUrls: readonly string[];
   /** Bearer token for every route but `register`. */
   driverToken?: string | undefined;
   /** Bearer token of `register`: the API's `MOSOO_DRIVER_ENROLLMENT_TOKEN` (docs/DESIGN.md §10); without it the API answers 401. */
@@ -106,18 +54,29 @@ export interface DriverApiClientOptions {
   retry?: Partial<ApiRetryOptions> | undefined;
   /** Timeout of one HTTP attempt in ms (the long-poll adds its `waitMs`); default 30 000. */
   requestTimeoutMs?: number | undefined;
-  /** Logs retries at `warn` (message `api.retry`). */
+  /** Logs retries at `warn` (`api.retry`), switches of API URL at `warn` (`api.failover`), resends at `debug` (`api.resend`). */
   logger?: Logger | undefined;
   /** The fetch implementation (default: global `fetch`). */
   fetch?: typeof fetch | undefined;
+  /** The pool to share (clients of one process share one; {@link DriverApiClient.withDriverToken} passes it on; `apiUrls` is then ignored). Default: a new pool of `apiUrls`. */
+  endpoints?: ApiEndpointPool | undefined;
 }
 
 /** The table entry of Driver-protocol route `N` (`DRIVER_API` of `@mosoo/contracts`). */
 export type DriverRoute<N extends DriverRouteName> = (typeof DRIVER_API)[N];
 
-/** Options of one call: `signal` aborts it (and its retries); the abort reason is rethrown as is. */
+/**
+ * Options of one call:
+ * - `signal` aborts it (and its retries); the abort reason is rethrown as is;
+ * - `resendAfter` narrows the route's resend rule for this call: after an attempt failed with
+ *   `api.unreachable`, the request is sent again (to the next URL, or in a later round) only if the
+ *   route allows it (see {@link DriverApiClient}) AND `resendAfter(failure)` is true; otherwise the
+ *   call rejects with that failure. The Driver loop passes `(f) => f.delivery === "not_sent"` for the
+ *   long-poll, whose lost answer a blind resend would not recover.
+ */
 export interface DriverCallOptions {
   signal?: AbortSignal | undefined;
+  resendAfter?: ((failure: ApiUnavailableError) => boolean) | undefined;
 }
 
 /**
@@ -147,45 +106,67 @@ interface RequestSpec<S extends z.ZodType> {
   responseSchema: S;
   /** Which bearer token the request carries: the Driver's own (`true`) or the enrollment token. */
   auth: true | "enrollment";
-  retry: boolean;
+  /** The route table's `idempotent`: resent after any retryable failure, on the next URL after `api.unreachable`. */
+  idempotent: boolean;
   timeoutMs?: number;
   signal?: AbortSignal | undefined;
+  resendAfter?: ((failure: ApiUnavailableError) => boolean) | undefined;
 }
 
 const DEFAULT_REQUEST_TIMEOUT_MS = 30_000;
 
 /**
- * A typed HTTP client of the Driver protocol over `fetch`. Every request body is checked against
- * the contracts' zod schema before it is sent and every response is validated on arrival
- * (mismatch → {@link ApiContractError}). Non-2xx answers become {@link ApiRequestError};
- * network failures and timeouts {@link ApiUnavailableError}. Idempotent calls are retried with
- * p-retry on {@link isRetryableApiError} failures only.
+ * A typed HTTP client of the Driver protocol over `fetch`, over one or several API instances. Every
+ * request body is checked against the contracts' zod schema before it is sent and every response is
+ * validated on arrival (mismatch → {@link ApiContractError}). Non-2xx answers become
+ * {@link ApiRequestError}; network failures and timeouts {@link ApiUnavailableError}.
+ *
+ * Retries and fail-over (docs/DESIGN.md §10, §11; the per-route table is in the Driver's README):
+ * - one **round** sends the request to the current URL of the shared {@link ApiEndpointPool} and, on
+ *   `api.unreachable`, at once (no delay) to each other URL not yet tried in this round; the pool's
+ *   current URL moves on with it (sticky until failure). A 4xx, a 5xx or a contract error ends the
+ *   round (a 5xx comes from a live instance: no fail-over);
+ * - an **idempotent** route (the table's `idempotent`: every Driver route but `register`) is resent in
+ *   the round whatever the failure, and p-retry repeats whole rounds with bounded exponential
+ *   backoff ({@link ApiRetryOptions}) on {@link isRetryableApiError} failures: with one URL this is
+ *   exactly the earlier single-URL behaviour;
+ * - a **non-idempotent** route (`register`) has one round and no backoff retry; in the round it is
+ *   sent to the next URL only after a failure that proves the request never left
+ *   (`delivery: "not_sent"`: connection refused, DNS); after an ambiguous one (reset, timeout) it is
+ *   not resent anywhere, since the first instance may have registered it;
+ * - a call's `resendAfter` ({@link DriverCallOptions}) can only narrow these rules (the long-poll).
  */
 export class DriverApiClient implements DriverApi {
-  private readonly baseUrl: string;
   private readonly retryOptions: ApiRetryOptions;
   private readonly requestTimeoutMs: number;
   private readonly fetchImpl: typeof fetch;
+  private readonly endpoints: ApiEndpointPool;
 
   constructor(private readonly options: DriverApiClientOptions) {
-    this.baseUrl = options.apiUrl.replace(/\/+$/, "");
+    this.endpoints = options.endpoints ?? new ApiEndpointPool(options.apiUrls, options.logger);
     this.retryOptions = { ...DEFAULT_API_RETRY, ...options.retry };
     this.requestTimeoutMs = options.requestTimeoutMs ?? DEFAULT_REQUEST_TIMEOUT_MS;
     this.fetchImpl = options.fetch ?? fetch;
   }
 
-  /** A copy of this client that authenticates with `driverToken`. */
+  /** The API base URL requests go to now (the pool's current URL). */
+  get currentApiUrl(): string {
+    return this.endpoints.current;
+  }
+
+  /** A copy of this client that authenticates with `driverToken`, sharing this client's API URL pool. */
   withDriverToken(driverToken: string): DriverApiClient {
-    return new DriverApiClient({ ...this.options, driverToken });
+    return new DriverApiClient({ ...this.options, driverToken, endpoints: this.endpoints });
   }
 
   /**
    * Sends Driver-protocol route `name` of the table: its body (and query) checked against the table's
    * schemas first ({@link ApiContractError} `request`, nothing sent), the path parameters
    * percent-encoded, the enrollment token on `register` and the Driver's own token elsewhere, and
-   * the answer checked against the table's response schema. Idempotent routes (the table's
-   * `idempotent`) are retried on {@link isRetryableApiError} failures. A long-poll (`waitMs` in the
-   * query) gets `waitMs` more than the per-request timeout.
+   * the answer checked against the table's response schema. Retried and failed over as the class
+   * doc says. A long-poll (`waitMs` in the query) gets `waitMs` more than the per-request timeout.
+   * @throws ApiUnavailableError (`api.unreachable`) when no URL answered (after the retries, if any);
+   *   ApiRequestError for a non-2xx answer; ApiContractError for a request or answer off the contract.
    */
   async call<N extends DriverRouteName>(
     name: N,
@@ -203,24 +184,27 @@ export class DriverApiClient implements DriverApi {
       ...(route.body ? { body: checkRequest(route.body, body) } : {}),
       responseSchema: route.response as z.ZodType,
       auth: route.auth.kind === "registration" ? "enrollment" : true,
-      retry: route.idempotent,
+      idempotent: route.idempotent,
       ...(waitMs > 0 ? { timeoutMs: waitMs + this.requestTimeoutMs } : {}),
       signal: options.signal,
+      resendAfter: options.resendAfter,
     }) as Promise<RouteOutput<DriverRoute<N>>>;
   }
 
   private async request<S extends z.ZodType>(spec: RequestSpec<S>): Promise<z.output<S>> {
-    if (!spec.retry) return this.attempt(spec);
+    if (!spec.idempotent) return this.round(spec);
     const { retries, minTimeoutMs, maxTimeoutMs } = this.retryOptions;
-    return pRetry(() => this.attempt(spec), {
+    const retryable = (error: Error): boolean =>
+      isRetryableApiError(error) && (!(error instanceof ApiUnavailableError) || mayResend(spec, error));
+    return pRetry(() => this.round(spec), {
       retries,
       minTimeout: minTimeoutMs,
       maxTimeout: maxTimeoutMs,
       randomize: true,
       signal: spec.signal,
-      shouldRetry: ({ error }) => isRetryableApiError(error),
+      shouldRetry: ({ error }) => retryable(error),
       onFailedAttempt: ({ error, attemptNumber, retriesLeft }) => {
-        if (!isRetryableApiError(error) || retriesLeft === 0) return;
+        if (!retryable(error) || retriesLeft === 0) return;
         this.options.logger?.warn(
           {
             route: spec.route,
@@ -235,7 +219,30 @@ export class DriverApiClient implements DriverApi {
     });
   }
 
-  private async attempt<S extends z.ZodType>(spec: RequestSpec<S>): Promise<z.output<S>> {
+  /**
+   * One fail-over round (see the class doc): the current URL first, then every other URL once, as
+   * long as attempts fail with `api.unreachable` and the route may be resent.
+   * @throws ApiUnavailableError naming every URL tried when none answered.
+   */
+  private async round<S extends z.ZodType>(spec: RequestSpec<S>): Promise<z.output<S>> {
+    const tried = new Set<string>();
+    const failures: ApiUnavailableError[] = [];
+    for (let url = this.endpoints.nextUntried(tried); url !== undefined; url = this.endpoints.nextUntried(tried)) {
+      if (failures.length > 0) this.options.logger?.debug({ route: spec.route, apiUrl: url, attempt: failures.length + 1 }, "api.resend");
+      tried.add(url);
+      try {
+        return await this.attempt(spec, url);
+      } catch (error) {
+        if (!(error instanceof ApiUnavailableError)) throw error;
+        failures.push(error);
+        this.endpoints.reportUnreachable(url, spec.route, error);
+        if (!mayResend(spec, error)) break;
+      }
+    }
+    throw summarize(spec, failures);
+  }
+
+  private async attempt<S extends z.ZodType>(spec: RequestSpec<S>, baseUrl: string): Promise<z.output<S>> {
     const headers: Record<string, string> = { accept: "application/json" };
     if (spec.body !== undefined) headers["content-type"] = "application/json";
     if (spec.auth === "enrollment") {
@@ -249,7 +256,7 @@ export class DriverApiClient implements DriverApi {
     let status: number;
     let text: string;
     try {
-      const response = await this.fetchImpl(`${this.baseUrl}${spec.path}`, {
+      const response = await this.fetchImpl(`${baseUrl}${spec.path}`, {
         method: spec.method,
         headers,
         body: spec.body === undefined ? null : JSON.stringify(spec.body),
@@ -260,7 +267,12 @@ export class DriverApiClient implements DriverApi {
     } catch (error) {
       if (spec.signal?.aborted) throw spec.signal.reason ?? error;
       const reason = timeout.aborted ? "timed out" : describeFetchError(error);
-      throw new ApiUnavailableError(`${spec.method} ${spec.route} failed: ${reason}`, { cause: error });
+      throw new ApiUnavailableError(`${spec.method} ${spec.route} failed on ${baseUrl}: ${reason}`, {
+        cause: error,
+        delivery: deliveryOfFetchFailure(error, timeout.aborted),
+        apiUrl: baseUrl,
+        reason,
+      });
     }
     if (status < 200 || status > 299) throw toApiRequestError(status, text, spec.route);
     let json: unknown;
@@ -276,6 +288,32 @@ export class DriverApiClient implements DriverApi {
 }
 
 /**
+ * Whether a request may be sent again after `failure`: an idempotent route after any unreachable
+ * failure, another (`register`) only when the request provably never left (`not_sent`; docs/DESIGN.md
+ * §10: a repeat could mint a second instance); and never when the call's own `resendAfter` says no.
+ */
+function mayResend(spec: Pick<RequestSpec<z.ZodType>, "idempotent" | "resendAfter">, failure: ApiUnavailableError): boolean {
+  if (!spec.idempotent && failure.delivery !== "not_sent") return false;
+  return spec.resendAfter?.(failure) ?? true;
+}
+
+/**
+ * The error of a round in which no URL answered: the one failure itself, or one error naming every
+ * URL tried with its reason (`delivery` `not_sent` only when no attempt may have been delivered).
+ */
+function summarize(spec: Pick<RequestSpec<z.ZodType>, "method" | "route">, failures: ApiUnavailableError[]): ApiUnavailableError {
+  const last = failures.at(-1) as ApiUnavailableError;
+  if (failures.length === 1) return last;
+  const reasons = failures.map((f) => `${f.apiUrl ?? "?"}: ${f.reason}`).join("; ");
+  return new ApiUnavailableError(`${spec.method} ${spec.route} failed on ${failures.length} API URLs: ${reasons}`, {
+    cause: last,
+    delivery: failures.every((f) => f.delivery === "not_sent") ? "not_sent" : "unknown",
+    apiUrl: last.apiUrl,
+    reason: reasons,
+  });
+}
+
+/**
  * Checks an outgoing body against the shared JSON rules (`findJsonProblem`: depth, forbidden keys,
  * well-formed strings; docs/DESIGN.md §10) and then its contract schema, so the Driver never sends what
  * the API would refuse. @throws ApiContractError (`request`).
@@ -286,23 +324,4 @@ function checkRequest<S extends z.ZodType>(schema: S, body: unknown): z.output<S
   const parsed = schema.safeParse(body);
   if (!parsed.success) throw new ApiContractError("request", `request is invalid: ${formatZodIssues(parsed.error)}`);
   return parsed.data;
-}
-
-function toApiRequestError(status: number, text: string, route: string): ApiRequestError {
-  let json: unknown;
-  try {
-    json = JSON.parse(text);
-  } catch {
-    json = undefined;
-  }
-  const body = ApiErrorBodySchema.safeParse(json);
-  if (body.success) return new ApiRequestError(status, body.data.error.code, body.data.error.message, body.data.error.details);
-  return new ApiRequestError(status, `http.${status}`, `${route} answered HTTP ${status}`);
-}
-
-function describeFetchError(error: unknown): string {
-  if (!(error instanceof Error)) return String(error);
-  const cause = (error as Error & { cause?: unknown }).cause;
-  const causeCode = cause && typeof cause === "object" && "code" in cause ? String((cause as { code: unknown }).code) : undefined;
-  return causeCode ? `${error.message} (${causeCode})` : error.message;
 }

@@ -19,6 +19,51 @@ const RecordKeySchema = notReservedKey(z.string().min(1));
 /** An `http:` or `https:` URL. */
 const HttpUrlSchema = z.url({ protocol: /^https?$/, error: "expected an http:// or https:// URL" });
 
+/** Most API URLs one Driver accepts (instances of one deployment; a bound, not a tuning knob). */
+export const MAX_API_URLS = 16;
+
+/**
+ * A base URL of the Mosoo API: an `http://` or `https://` URL without credentials (`user:pass@`:
+ * `fetch` refuses such a URL, and the Driver authenticates with its bearer token), query or fragment
+ * (paths are appended to it). Normalized by WHATWG URL parsing (host lower-cased, default port
+ * dropped) without trailing `/`, so `HTTP://Api:80/` and `http://api` are the same URL. A path prefix
+ * is kept (`http://gw/mosoo`).
+ */
+export const ApiUrlSchema = HttpUrlSchema.refine(
+  (url) => !URL.canParse(url) || (new URL(url).username === "" && new URL(url).password === ""),
+  "may not contain credentials (user:password@); the Driver authenticates with its own token",
+)
+  .refine(
+    (url) => !URL.canParse(url) || (new URL(url).search === "" && new URL(url).hash === ""),
+    "may not have a query (?…) or fragment (#…): it is a base URL the request paths are appended to",
+  )
+  .transform(normalizeApiUrl);
+
+/**
+ * The canonical form of an API base URL (see {@link ApiUrlSchema}): WHATWG-serialized, without
+ * trailing `/`. A string that does not parse as a URL is returned without its trailing slashes.
+ */
+export function normalizeApiUrl(url: string): string {
+  return (URL.canParse(url) ? new URL(url).href : url).replace(/\/+$/, "");
+}
+
+/**
+ * The Driver's API URLs, in order of preference: every entry an {@link ApiUrlSchema}, 1 to
+ * {@link MAX_API_URLS} of them, none listed twice (after normalization). They must all be instances
+ * of ONE API deployment sharing one database (docs/DESIGN.md §11): the Driver keeps its instance,
+ * token and connection when it moves from one to the next (sticky until failure; see the Driver's
+ * README, "Several API URLs").
+ */
+export const ApiUrlListSchema = z
+  .array(ApiUrlSchema)
+  .min(1, "at least one API URL is needed")
+  .max(MAX_API_URLS, `at most ${MAX_API_URLS} API URLs`)
+  .superRefine((urls, ctx) => {
+    urls.forEach((url, i) => {
+      if (urls.indexOf(url) !== i) ctx.addIssue({ code: "custom", path: [i], message: `the same URL as entry ${urls.indexOf(url) + 1}` });
+    });
+  });
+
 /**
  * An MCP server reached over Streamable HTTP, e.g. `{"type": "http", "url": "http://127.0.0.1:3917/mcp"}`.
  * `headers` (optional) are sent with every request to the server (for example an `Authorization` header);
@@ -72,7 +117,9 @@ export type McpConfig = z.infer<typeof McpConfigSchema>;
 
 /**
  * The Driver's state file (`--state-file <path>`): the identity the API issued on `register`.
- * Written atomically with mode 0600 because `driverToken` is a bearer secret.
+ * Written atomically with mode 0600 because `driverToken` is a bearer secret. `apiUrl` is the first
+ * API URL the Driver had when it registered; on a restart the file is accepted when `apiUrl` is one of
+ * the configured API URLs (compared by {@link normalizeApiUrl}), since all of them reach one database.
  */
 export const DriverStateSchema = z.strictObject({
   apiUrl: HttpUrlSchema,
@@ -94,7 +141,8 @@ export const DEFAULT_POLL_WAIT_MS = 25_000;
 
 /**
  * The Driver's resolved options, after CLI parsing (see `src/main.ts`).
- * - `apiUrl`: base URL of the API (http/https), e.g. `http://127.0.0.1:8787`;
+ * - `apiUrls`: base URLs of the API instances, in order of preference ({@link ApiUrlListSchema}),
+ *   e.g. `["http://127.0.0.1:8787"]`;
  * - `name`: Driver instance name sent on `register` (1–100 chars);
  * - `stateFile`: path of the state file; `mcpConfigFile`: path of the MCP config file;
  * - `toolTimeoutMs`: per `tools/call` timeout in ms; `pollWaitMs`: long-poll wait in ms (0–30 000);
@@ -103,7 +151,7 @@ export const DEFAULT_POLL_WAIT_MS = 25_000;
  *   name), sent on `register` only (docs/DESIGN.md §10); at least 16 characters.
  */
 export const DriverOptionsSchema = z.strictObject({
-  apiUrl: HttpUrlSchema,
+  apiUrls: ApiUrlListSchema,
   name: z.string().min(1).max(100),
   stateFile: z.string().min(1),
   mcpConfigFile: z.string().min(1),

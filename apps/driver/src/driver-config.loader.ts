@@ -1,7 +1,7 @@
 import { readFile } from "node:fs/promises";
 import { findJsonProblem, formatJsonProblem } from "@mosoo/contracts";
 import type { z } from "zod";
-import { McpConfigSchema, type McpConfig } from "./driver-config.contract.js";
+import { ApiUrlListSchema, McpConfigSchema, type McpConfig } from "./driver-config.contract.js";
 
 /**
  * Bad input to the Driver (a flag, the MCP config file, the state file). `code` is always
@@ -69,4 +69,45 @@ export async function loadMcpConfigFile(filePath: string): Promise<McpConfig> {
     throw new DriverConfigError(`cannot read MCP config ${filePath}: ${code}`);
   }
   return parseMcpConfig(text, filePath);
+}
+
+/** Where the Driver's API URLs may come from (see {@link resolveApiUrls}). */
+export interface ApiUrlSources {
+  /** The values of every `--api-url` flag, in order (empty when none was given). */
+  flags: readonly string[];
+  /** The process environment (`MOSOO_API_URLS`, `MOSOO_API_URL` are read). */
+  env: Record<string, string | undefined>;
+}
+
+/**
+ * The Driver's API URLs (docs/DESIGN.md §11: instances of one deployment), from the first source that
+ * is set: the `--api-url` flags (repeatable), else `MOSOO_API_URLS`, else `MOSOO_API_URL` (an empty
+ * variable counts as unset). Every source is a comma-separated list (one URL is a list of one);
+ * entries are trimmed, then checked by `ApiUrlListSchema` (http/https, no credentials, query or
+ * fragment, 1 to 16 URLs, none twice) and normalized.
+ * @returns the URLs in order and the name of the source they came from.
+ * @throws DriverConfigError (`config.invalid`) with one line naming the source and the entry, e.g.
+ *   `MOSOO_API_URLS: entry 2 is empty (a stray comma?)` or `--api-url: entry 1: expected an http:// or https:// URL`
+ *   (never the URL itself: it could carry a credential); also when no source is set.
+ */
+export function resolveApiUrls(sources: ApiUrlSources): { urls: string[]; source: string } {
+  const fromEnv = (name: string): { source: string; text: readonly string[] } | null => {
+    const value = sources.env[name];
+    return value ? { source: name, text: [value] } : null;
+  };
+  const chosen =
+    sources.flags.length > 0 ? { source: "--api-url", text: sources.flags } : (fromEnv("MOSOO_API_URLS") ?? fromEnv("MOSOO_API_URL"));
+  if (!chosen)
+    throw new DriverConfigError("no API URL: give --api-url <url> (repeatable) or set MOSOO_API_URLS (comma-separated) or MOSOO_API_URL");
+  const entries = chosen.text.flatMap((text) => text.split(",")).map((entry) => entry.trim());
+  const empty = entries.findIndex((entry) => entry === "");
+  if (empty >= 0) throw new DriverConfigError(`${chosen.source}: entry ${empty + 1} is empty (a stray comma?)`);
+  const parsed = ApiUrlListSchema.safeParse(entries);
+  if (!parsed.success) {
+    const problems = parsed.error.issues.map((issue) =>
+      typeof issue.path[0] === "number" ? `entry ${issue.path[0] + 1} of ${entries.length}: ${issue.message}` : issue.message,
+    );
+    throw new DriverConfigError(`${chosen.source}: ${problems.join("; ")}`);
+  }
+  return { urls: parsed.data, source: chosen.source };
 }

@@ -1,7 +1,8 @@
 import type { ConnectDriverResponse } from "@mosoo/contracts";
 import type { Logger } from "pino";
-import { isConnectionLostError, isInstanceFinalizedError, type ApiRequestError, type DriverApi } from "./api-client.js";
-import type { DriverState } from "./driver-config.contract.js";
+import type { DriverApi } from "./api-client.js";
+import { ApiUnavailableError, isConnectionLostError, isInstanceFinalizedError, type ApiRequestError } from "./api-errors.js";
+import { normalizeApiUrl, type DriverState } from "./driver-config.contract.js";
 import { DriverConfigError } from "./driver-config.loader.js";
 import type { DriverStateRepository } from "./driver-state.repository.js";
 import { handleMcpExecuteCommand } from "./mcp-execute.handler.js";
@@ -29,8 +30,11 @@ export interface DriverLoopOptions {
   mcp: McpToolCaller & { closeAll?: () => Promise<void> };
   /** Base logger (pino). */
   logger: Logger;
-  /** The API base URL (stored in, and checked against, the state file). */
-  apiUrl: string;
+  /**
+   * The API base URLs (instances of one deployment, docs/DESIGN.md §11). A new registration stores
+   * the first in the state file; a state file is accepted when its URL is one of them.
+   */
+  apiUrls: readonly string[];
   /** Name sent on `register`. */
   name: string;
   /** Per tool call timeout, ms. */
@@ -48,6 +52,17 @@ export interface DriverLoopOptions {
  * `heartbeatTtlMs / 3`, and the long-poll of commands, each handled to its terminal update one at
  * a time, in order. A non-fatal API failure while handling a command triggers a reconnect, so the
  * API redelivers every command without a terminal receipt (docs/DESIGN.md §3 rule 11).
+ *
+ * Several API URLs: the client moves to the next URL when one is unreachable and goes on with the
+ * same instance, token and connection (the database is shared, docs/DESIGN.md §11), so heartbeats,
+ * a re-issued long-poll and the reports of the command in hand simply land on the next instance.
+ * One exception, the long-poll: the API hands a command out once per connection, so a poll whose
+ * answer may have been lost (connection reset or timeout: the API may have marked a command
+ * delivered in an answer that never arrived) is not resent blind. The loop reconnects instead, on
+ * the next URL, after its usual backoff (`poll.answer_may_be_lost`), and the API redelivers every
+ * command without a terminal receipt (§3 rule 11). That is safe exactly there: between two commands
+ * the Driver holds no attempt, so the new connection supersedes nothing in flight. A poll that
+ * provably never left (connection refused) is simply re-issued on the next URL, same connection.
  */
 export class DriverLoop {
   private readonly stopController = new AbortController();
@@ -57,6 +72,8 @@ export class DriverLoop {
   private heartbeatTimer: NodeJS.Timeout | null = null;
   private heartbeatIntervalMs = 0;
   private heartbeatGeneration = 0;
+  /** `connect` requests of ours in flight (a heartbeat superseded by one of them is not a lost connection). */
+  private connectsInFlight = 0;
   private log: Logger;
 
   constructor(private readonly options: DriverLoopOptions) {
@@ -128,18 +145,19 @@ export class DriverLoop {
   }
 
   private async identity(forceNew: boolean): Promise<DriverState> {
-    const { stateRepository, apiUrl, name } = this.options;
+    const { stateRepository, apiUrls, name } = this.options;
     const existing = forceNew ? null : await stateRepository.load();
     if (existing) {
-      if (normalizeUrl(existing.apiUrl) !== normalizeUrl(apiUrl)) {
+      if (!apiUrls.some((url) => normalizeApiUrl(url) === normalizeApiUrl(existing.apiUrl))) {
         throw new DriverConfigError(
-          `state file ${stateRepository.filePath} belongs to ${existing.apiUrl}, not ${apiUrl}; use another --state-file`,
+          `state file ${stateRepository.filePath} belongs to ${existing.apiUrl}, not to ${apiUrls.length === 1 ? apiUrls[0] : `any of ${apiUrls.join(", ")}`}; use another --state-file`,
         );
       }
       this.log = this.options.logger.child({ driverInstanceId: existing.driverInstanceId });
       return existing;
     }
     const registered = await this.options.apiFor(undefined).call("register", { body: { name } });
+    const apiUrl = normalizeApiUrl(apiUrls[0] as string);
     const state: DriverState = { apiUrl, driverInstanceId: registered.driverInstanceId, driverToken: registered.driverToken };
     await stateRepository.save(state);
     this.log = this.options.logger.child({ driverInstanceId: state.driverInstanceId });
@@ -148,7 +166,13 @@ export class DriverLoop {
   }
 
   private async connect(api: DriverApi): Promise<ConnectDriverResponse> {
-    const connected = await api.call("connect", {});
+    let connected: ConnectDriverResponse;
+    this.connectsInFlight += 1;
+    try {
+      connected = await api.call("connect", {});
+    } finally {
+      this.connectsInFlight -= 1;
+    }
     this.connectionId = connected.connectionId;
     this.log.info(
       {
@@ -168,15 +192,23 @@ export class DriverLoop {
     let delayMs = backoff.min;
     let needsReconnect = false;
     while (!signal.aborted && !this.lost) {
+      let step: "connect" | "poll" | "command" = "connect";
       try {
         if (needsReconnect) {
           await this.connect(api);
           needsReconnect = false;
         }
         const connectionId = this.connectionId as string;
-        const { command } = await api.call("nextCommand", { query: { connectionId, waitMs: this.options.pollWaitMs } }, { signal });
+        step = "poll";
+        // A poll is resent (to the next URL) only when it provably never left; see the class doc.
+        const { command } = await api.call(
+          "nextCommand",
+          { query: { connectionId, waitMs: this.options.pollWaitMs } },
+          { signal, resendAfter: (failure) => failure.delivery === "not_sent" },
+        );
         delayMs = backoff.min;
         if (!command) continue;
+        step = "command";
         try {
           // The stop signal is deliberately not passed on: a started command runs to its terminal update.
           await handleMcpExecuteCommand(command, {
@@ -201,8 +233,12 @@ export class DriverLoop {
           this.markLost((error as ApiRequestError).status, (error as ApiRequestError).code);
           break;
         }
-        if (!needsReconnect)
-          this.log.warn({ errorCode: (error as { code?: unknown }).code, err: (error as Error).message, delayMs }, "poll.failed");
+        const failure = { errorCode: (error as { code?: unknown }).code, err: (error as Error).message, delayMs };
+        if (step === "poll" && error instanceof ApiUnavailableError && error.delivery !== "not_sent") {
+          // The API may have marked a command delivered on this connection in an answer we never got.
+          this.log.warn({ connectionId: this.connectionId, apiUrl: error.apiUrl, ...failure }, "poll.answer_may_be_lost");
+          needsReconnect = true;
+        } else if (step !== "command") this.log.warn(failure, "poll.failed");
         await sleep(delayMs, signal);
         delayMs = Math.min(delayMs * 2, backoff.max);
       }
@@ -223,7 +259,8 @@ export class DriverLoop {
         this.log.debug({ connectionId, heartbeatTtlMs: beat.heartbeatTtlMs }, "heartbeat.sent");
       } catch (error) {
         if (connectionId !== this.connectionId) return; // an older connection of ours, replaced by a reconnect
-        if (isConnectionLostError(error)) {
+        // Our own reconnect may have superseded this connection before its answer arrived: not a loss.
+        if (isConnectionLostError(error) && this.connectsInFlight === 0) {
           this.markLost((error as ApiRequestError).status, (error as ApiRequestError).code);
           this.stopController.abort(new Error("connection lost"));
           return;
@@ -263,10 +300,6 @@ export class DriverLoop {
       return false;
     }
   }
-}
-
-function normalizeUrl(url: string): string {
-  return url.replace(/\/+$/, "");
 }
 
 function sleep(ms: number, signal: AbortSignal): Promise<void> {

@@ -41,19 +41,24 @@ export interface CreateDriverExtras {
 }
 
 /**
- * Wires a {@link DriverLoop} from resolved options: API client (fetch + p-retry), state file
- * repository, lazily connected MCP clients.
+ * Wires a {@link DriverLoop} from resolved options: API client (fetch + p-retry, fail-over over
+ * `options.apiUrls`), state file repository, lazily connected MCP clients.
  * @throws DriverConfigError (`config.invalid`) when the MCP config file cannot be read or is invalid.
  */
 export async function createDriver(options: DriverOptions, logger: Logger, extras: CreateDriverExtras = {}): Promise<DriverLoop> {
   const mcpConfig = extras.mcpConfig ?? (await loadMcpConfigFile(options.mcpConfigFile));
-  const client = new DriverApiClient({ apiUrl: options.apiUrl, logger, retry: extras.apiRetry, enrollmentToken: options.enrollmentToken });
+  const client = new DriverApiClient({
+    apiUrls: options.apiUrls,
+    logger,
+    retry: extras.apiRetry,
+    enrollmentToken: options.enrollmentToken,
+  });
   return new DriverLoop({
     apiFor: (token) => (token ? client.withDriverToken(token) : client),
     stateRepository: new DriverStateRepository(options.stateFile),
     mcp: new McpConnections(mcpConfig, { logger }),
     logger,
-    apiUrl: options.apiUrl,
+    apiUrls: options.apiUrls,
     name: options.name,
     toolTimeoutMs: options.toolTimeoutMs,
     pollWaitMs: options.pollWaitMs,

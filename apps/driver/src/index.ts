@@ -1,15 +1,20 @@
+export { DEFAULT_API_RETRY, DriverApiClient } from "./api-client.js";
+export { ApiEndpointPool } from "./api-endpoints.js";
 export {
   ApiContractError,
   ApiRequestError,
   ApiUnavailableError,
-  DEFAULT_API_RETRY,
-  DriverApiClient,
   isConnectionLostError,
   isInstanceFinalizedError,
   isRetryableApiError,
-} from "./api-client.js";
+} from "./api-errors.js";
+export type { ApiDelivery, ApiUnavailableErrorOptions } from "./api-errors.js";
 export type { ApiRetryOptions, DriverApi, DriverApiClientOptions, DriverCallOptions, DriverCommandApi, DriverRoute } from "./api-client.js";
 export {
+  ApiUrlListSchema,
+  ApiUrlSchema,
+  MAX_API_URLS,
+  normalizeApiUrl,
   DEFAULT_POLL_WAIT_MS,
   DEFAULT_TOOL_TIMEOUT_MS,
   DriverOptionsSchema,
@@ -29,7 +34,8 @@ export type {
   McpServerConfig,
   McpStdioServerConfig,
 } from "./driver-config.contract.js";
-export { DriverConfigError, formatZodIssues, loadMcpConfigFile, parseMcpConfig } from "./driver-config.loader.js";
+export { DriverConfigError, formatZodIssues, loadMcpConfigFile, parseMcpConfig, resolveApiUrls } from "./driver-config.loader.js";
+export type { ApiUrlSources } from "./driver-config.loader.js";
 export { DRIVER_STATE_FILE_MODE, DriverStateRepository } from "./driver-state.repository.js";
 export { createMcpTransport, McpConnections, McpServerUnavailableError, placeIdempotencyKey } from "./mcp-connections.js";
 export type {

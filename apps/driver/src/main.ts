@@ -6,7 +6,7 @@ import { resolve } from "node:path";
 import { hostname } from "node:os";
 import { Command, CommanderError, InvalidArgumentError, Option } from "commander";
 import { DEFAULT_POLL_WAIT_MS, DEFAULT_TOOL_TIMEOUT_MS, DriverOptionsSchema, LOG_LEVELS } from "./driver-config.contract.js";
-import { DriverConfigError, formatZodIssues } from "./driver-config.loader.js";
+import { DriverConfigError, formatZodIssues, resolveApiUrls } from "./driver-config.loader.js";
 import { createDriver, createDriverLogger } from "./driver-runner.js";
 import { unknownMosooEnvNames } from "@mosoo/contracts";
 
@@ -17,6 +17,13 @@ Example:
   mosoo-driver --api-url http://127.0.0.1:8787 --mcp-config ./mcp-servers.json \\
     --state-file ./var/driver-state.json --tool-timeout-ms 30000
 
+API URLs: --api-url may be repeated (or take a comma-separated list); without it the Driver reads
+  MOSOO_API_URLS (comma-separated), else MOSOO_API_URL. Several URLs must be instances of ONE API
+  deployment sharing one database (PostgreSQL). The Driver uses the first, and when one cannot be
+  reached (connection refused/reset, timeout) moves to the next and stays there (sticky until
+  failure), keeping its instance, token and connection. Each switch is logged as api.failover
+  (fromUrl, toUrl). http/https only; no user:password@, query or fragment; at most 16; none twice.
+
 MCP config file (--mcp-config), validated at startup:
   {"servers": {
      "issues": {"type": "http", "url": "http://127.0.0.1:3917/mcp", "headers": {"authorization": "Bearer …"}},
@@ -26,25 +33,31 @@ MCP config file (--mcp-config), validated at startup:
   "_meta" key io.mosoo/idempotency-key; see README.md, "The Driver").
 
 State file (--state-file): {apiUrl, driverInstanceId, driverToken}, written atomically, mode 0600.
-  Absent: the Driver registers a new instance and writes it. Present: it reconnects as that
-  instance (after a crash, just start again with the same file: the API redelivers every command
-  that has no terminal receipt).
+  Absent: the Driver registers a new instance and writes it (apiUrl: the first API URL). Present:
+  it reconnects as that instance (after a crash, just start again with the same file: the API
+  redelivers every command that has no terminal receipt); its apiUrl must be one of the API URLs.
 
 Environment: MOSOO_DRIVER_ENROLLMENT_TOKEN, the API's enrollment token, is sent when the Driver
   registers a new instance (no state file yet); once registered it uses its own token from the
-  state file.
+  state file. MOSOO_API_URLS / MOSOO_API_URL: see API URLs above.
 
 Signals: SIGTERM/SIGINT stop polling and let the command in hand finish; a second signal exits at
   once (130). A graceful stop does NOT finalize the instance unless --finalize-on-exit is given.
 
 Exit codes: 0 graceful stop; 1 connection lost (401, or superseded by a newer connection) or startup
-  failure; 2 bad input (missing flag, unreadable/invalid config or state file).
+  failure (e.g. no API URL answered); 2 bad input (missing flag or API URL, a bad API URL list,
+  unreadable/invalid config or state file).
 
 Logs: pino JSON lines on stdout.`;
 
 function parsePositiveInt(value: string): number {
   if (!/^\d+$/.test(value) || Number(value) <= 0) throw new InvalidArgumentError("expected a positive integer (milliseconds)");
   return Number(value);
+}
+
+/** commander's collector of a repeatable option: every value, in order. */
+function collect(value: string, previous: string[] | undefined): string[] {
+  return [...(previous ?? []), value];
 }
 
 function badInput(message: string): never {
@@ -56,7 +69,11 @@ function buildProgram(): Command {
   return new Command()
     .name("mosoo-driver")
     .description("Mosoo Driver: pulls mcp.execute commands from the Mosoo API and calls the tools on your MCP servers, once per claim.")
-    .requiredOption("--api-url <url>", "base URL of the Mosoo API (required), e.g. http://127.0.0.1:8787")
+    .option(
+      "--api-url <url>",
+      "base URL of the Mosoo API, e.g. http://127.0.0.1:8787; repeat it (or comma-separate) for several instances of one deployment (default: MOSOO_API_URLS, else MOSOO_API_URL)",
+      collect,
+    )
     .requiredOption("--mcp-config <file>", "JSON file that names the MCP servers, by serverId (required; format below)")
     .option(
       "--name <name>",
@@ -91,8 +108,15 @@ async function main(): Promise<void> {
   // package folder, and record the caller's folder in INIT_CWD.
   const base = process.env["INIT_CWD"] ?? process.cwd();
   const fromCaller = (value: unknown) => (typeof value === "string" && value !== "" ? resolve(base, value) : value);
+  let apiUrls: string[];
+  try {
+    apiUrls = resolveApiUrls({ flags: (raw["apiUrl"] as string[] | undefined) ?? [], env: process.env }).urls;
+  } catch (error) {
+    if (error instanceof DriverConfigError) badInput(error.message);
+    throw error;
+  }
   const parsed = DriverOptionsSchema.safeParse({
-    apiUrl: raw["apiUrl"],
+    apiUrls,
     name: raw["name"],
     stateFile: fromCaller(raw["stateFile"]),
     mcpConfigFile: fromCaller(raw["mcpConfig"]),

@@ -16,7 +16,8 @@ import {
   MAX_PROVIDER_RECEIPT_BYTES,
 } from "@mosoo/contracts";
 import type { Logger } from "pino";
-import { ApiRequestError, isConnectionLostError, isRetryableApiError, type DriverCommandApi } from "./api-client.js";
+import type { DriverCommandApi } from "./api-client.js";
+import { ApiRequestError, isConnectionLostError, isRetryableApiError } from "./api-errors.js";
 import { McpServerUnavailableError, placeIdempotencyKey, SendRefusedError, type McpToolCaller } from "./mcp-connections.js";
 
 /** Largest `outputText` the contracts accept (1 MiB, in UTF-16 code units as zod counts them). */

@@ -2,7 +2,8 @@ import { createServer } from "node:http";
 import type { AddressInfo } from "node:net";
 import { newUlid } from "@mosoo/contracts";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { ApiContractError, ApiRequestError, ApiUnavailableError, DriverApiClient, isConnectionLostError } from "../src/api-client.js";
+import { DriverApiClient } from "../src/api-client.js";
+import { ApiContractError, ApiRequestError, ApiUnavailableError, isConnectionLostError } from "../src/api-errors.js";
 import { error, FakeDriverApi } from "./helpers/fake-driver-api.js";
 
 const FAST_RETRY = { retries: 2, minTimeoutMs: 1, maxTimeoutMs: 5 };
@@ -18,14 +19,14 @@ afterEach(async () => {
 
 async function connectedClient(): Promise<{ client: DriverApiClient; connectionId: string; token: string }> {
   const { driverToken } = api.seedInstance();
-  const client = new DriverApiClient({ apiUrl: `${api.url}/`, driverToken, retry: FAST_RETRY });
+  const client = new DriverApiClient({ apiUrls: [`${api.url}/`], driverToken, retry: FAST_RETRY });
   const { connectionId } = await client.call("connect", {});
   return { client, connectionId, token: driverToken };
 }
 
 describe("DriverApiClient", () => {
   it("registers with the enrollment token, then sends its own bearer token and validates responses", async () => {
-    const client = new DriverApiClient({ apiUrl: api.url, retry: FAST_RETRY, enrollmentToken: "enrollment-token-0123456789" });
+    const client = new DriverApiClient({ apiUrls: [api.url], retry: FAST_RETRY, enrollmentToken: "enrollment-token-0123456789" });
     const registered = await client.call("register", { body: { name: "driver-test" } });
     expect(api.requestsOf("register")[0]).toMatchObject({
       body: { name: "driver-test" },
@@ -38,7 +39,7 @@ describe("DriverApiClient", () => {
   });
 
   it("registers without an Authorization header when no enrollment token is configured (the API then answers 401)", async () => {
-    const client = new DriverApiClient({ apiUrl: api.url, retry: FAST_RETRY });
+    const client = new DriverApiClient({ apiUrls: [api.url], retry: FAST_RETRY });
     await client.call("register", { body: { name: "driver-test" } });
     expect(api.requestsOf("register")[0]).toMatchObject({ authorization: undefined });
   });
@@ -78,7 +79,7 @@ describe("DriverApiClient", () => {
   });
 
   it("does not retry register (a repeat would mint another instance)", async () => {
-    const client = new DriverApiClient({ apiUrl: api.url, retry: FAST_RETRY });
+    const client = new DriverApiClient({ apiUrls: [api.url], retry: FAST_RETRY });
     api.failNext("register", error(503, "server.unavailable", "busy"));
     await expect(client.call("register", { body: { name: "x" } })).rejects.toMatchObject({ status: 503 });
     expect(api.requestsOf("register")).toHaveLength(1);
@@ -118,7 +119,7 @@ describe("DriverApiClient", () => {
     const port = (closed.address() as AddressInfo).port;
     await new Promise<void>((resolve) => closed.close(() => resolve()));
     const { driverToken } = api.seedInstance();
-    const client = new DriverApiClient({ apiUrl: `http://127.0.0.1:${port}`, driverToken, retry: FAST_RETRY });
+    const client = new DriverApiClient({ apiUrls: [`http://127.0.0.1:${port}`], driverToken, retry: FAST_RETRY });
     const failure = await client.call("heartbeat", { body: { connectionId: newUlid() } }).catch((e: unknown) => e);
     expect(failure).toBeInstanceOf(ApiUnavailableError);
     expect((failure as ApiUnavailableError).message).toMatch(/ECONNREFUSED/);

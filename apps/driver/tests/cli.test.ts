@@ -25,11 +25,18 @@ interface Run {
  * child 30 ms to acknowledge the relayed signal over IPC before it SIGKILLs it and exits 143, a timer race
  * a starved child loses on a loaded machine (seen: exit 143 instead of 0 at a load average of 18).
  */
-function runCli(args: string[], onStdout?: (text: string, kill: (signal: NodeJS.Signals) => void) => void): Promise<Run> {
+function runCli(
+  args: string[],
+  onStdout?: (text: string, kill: (signal: NodeJS.Signals) => void) => void,
+  env: Record<string, string> = {},
+): Promise<Run> {
+  // The API URL variables of the caller's shell must not leak into a test (they are a source of URLs).
+  const { MOSOO_API_URLS: _urls, MOSOO_API_URL: _url, ...inherited } = process.env;
   return new Promise((resolve, reject) => {
     const child = spawn(process.execPath, ["--import", "tsx", "src/main.ts", ...args], {
       cwd: DRIVER_DIR,
       stdio: ["ignore", "pipe", "pipe"],
+      env: { ...inherited, ...env },
     });
     let stdout = "";
     let stderr = "";
@@ -50,13 +57,23 @@ beforeEach(async () => {
 
 describe("mosoo-driver CLI: bad input", () => {
   it(
-    "exits 2 with one line on stderr when --api-url is missing",
+    "exits 2 with one line on stderr when no API URL is given (no --api-url, MOSOO_API_URLS or MOSOO_API_URL)",
     async () => {
       const run = await runCli(["--mcp-config", "x.json"]);
       expect(run.code).toBe(2);
       expect(run.stderr.trimEnd().split("\n")).toHaveLength(1);
-      expect(run.stderr).toMatch(/required option '--api-url <url>' not specified/);
+      expect(run.stderr).toMatch(/^mosoo-driver: no API URL: give --api-url <url> \(repeatable\) or set MOSOO_API_URLS/);
       expect(run.stderr).not.toMatch(/\bat .*\.ts:\d+/); // no stack trace
+    },
+    CLI_TIMEOUT_MS,
+  );
+
+  it(
+    "exits 2 with one line naming the entry when MOSOO_API_URLS is a bad list",
+    async () => {
+      const run = await runCli(["--mcp-config", "x.json"], undefined, { MOSOO_API_URLS: "http://127.0.0.1:1,,http://127.0.0.1:2" });
+      expect(run.code).toBe(2);
+      expect(run.stderr).toBe("mosoo-driver: MOSOO_API_URLS: entry 2 is empty (a stray comma?)\n");
     },
     CLI_TIMEOUT_MS,
   );
@@ -104,6 +121,8 @@ describe("mosoo-driver CLI: bad input", () => {
       expect(run.stdout).toContain('default: "./var/driver-state.json"');
       expect(run.stdout).toContain("default: 60000");
       expect(run.stdout).toMatch(/Example:\n\s+mosoo-driver --api-url/);
+      expect(run.stdout).toContain("MOSOO_API_URLS");
+      expect(run.stdout).toMatch(/sticky until\s+failure/);
     },
     CLI_TIMEOUT_MS,
   );
@@ -138,6 +157,37 @@ describe("mosoo-driver CLI: running", () => {
         .map((line) => (JSON.parse(line) as { msg: string }).msg);
       expect(messages).toEqual(expect.arrayContaining(["driver.registered", "driver.connected", "driver.stopping", "driver.stopped"]));
       expect(api.requestsOf("finalize")).toHaveLength(0);
+    },
+    CLI_TIMEOUT_MS,
+  );
+
+  it(
+    "takes its URLs from MOSOO_API_URLS: a dead first URL, registers and connects on the second, logs api.failover",
+    async () => {
+      const config = join(dir, "mcp.json");
+      await writeFile(config, JSON.stringify({ servers: {} }));
+      const dead = new FakeDriverApi();
+      const deadUrl = await dead.start();
+      await dead.stop();
+      let signalled = false;
+      const run = await runCli(
+        ["--mcp-config", config, "--state-file", join(dir, "state.json")],
+        (text, kill) => {
+          if (!signalled && text.includes('"driver.connected"')) {
+            signalled = true;
+            kill("SIGTERM");
+          }
+        },
+        { MOSOO_API_URLS: `${deadUrl},${api.url}` },
+      );
+      expect(run.code).toBe(0);
+      const lines = run.stdout
+        .trim()
+        .split("\n")
+        .map((line) => JSON.parse(line) as Record<string, unknown>);
+      expect(lines.find((l) => l["msg"] === "api.failover")).toMatchObject({ route: "register", fromUrl: deadUrl, toUrl: api.url });
+      expect(api.requestsOf("register")).toHaveLength(1);
+      expect(api.requestsOf("connect")).toHaveLength(1);
     },
     CLI_TIMEOUT_MS,
   );

@@ -3,7 +3,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { McpConfigSchema } from "../src/driver-config.contract.js";
-import { DriverConfigError, loadMcpConfigFile, parseMcpConfig } from "../src/driver-config.loader.js";
+import { DriverConfigError, loadMcpConfigFile, parseMcpConfig, resolveApiUrls } from "../src/driver-config.loader.js";
 
 function expectConfigError(fn: () => unknown, pattern: RegExp): void {
   try {
@@ -94,5 +94,54 @@ describe("MCP config validation", () => {
     const file = join(dir, "mcp.json");
     await writeFile(file, JSON.stringify({ servers: { issues: { type: "http", url: "https://mcp.example.com/mcp" } } }));
     await expect(loadMcpConfigFile(file)).resolves.toEqual({ servers: { issues: { type: "http", url: "https://mcp.example.com/mcp" } } });
+  });
+});
+
+describe("API URLs (--api-url, MOSOO_API_URLS, MOSOO_API_URL)", () => {
+  const resolve = (flags: string[], env: Record<string, string | undefined> = {}) => resolveApiUrls({ flags, env });
+
+  it("takes repeated flags in order, normalized (trailing slash, case, default port), and comma-separated entries", () => {
+    expect(resolve(["http://10.0.0.1:8787/", "HTTP://API-2.Example:80"])).toEqual({
+      urls: ["http://10.0.0.1:8787", "http://api-2.example"],
+      source: "--api-url",
+    });
+    expect(resolve(["http://a:1, http://b:2"]).urls).toEqual(["http://a:1", "http://b:2"]);
+    expect(resolve(["https://gw.example/mosoo/"]).urls).toEqual(["https://gw.example/mosoo"]);
+  });
+
+  it("reads MOSOO_API_URLS, else MOSOO_API_URL, when no flag is given; a flag wins over both; an empty variable is unset", () => {
+    const env = { MOSOO_API_URLS: "http://a:1,http://b:2", MOSOO_API_URL: "http://c:3" };
+    expect(resolve([], env)).toEqual({ urls: ["http://a:1", "http://b:2"], source: "MOSOO_API_URLS" });
+    expect(resolve([], { MOSOO_API_URL: "http://c:3" })).toEqual({ urls: ["http://c:3"], source: "MOSOO_API_URL" });
+    expect(resolve([], { MOSOO_API_URLS: "", MOSOO_API_URL: "http://c:3" }).source).toBe("MOSOO_API_URL");
+    expect(resolve(["http://d:4"], env)).toEqual({ urls: ["http://d:4"], source: "--api-url" });
+  });
+
+  it("refuses a missing list with one line naming every way to give one", () => {
+    expectConfigError(() => resolve([], {}), /^no API URL: give --api-url <url> \(repeatable\) or set MOSOO_API_URLS .* or MOSOO_API_URL$/);
+  });
+
+  it.each([
+    ["http://a:1,,http://b:2", /^MOSOO_API_URLS: entry 2 is empty \(a stray comma\?\)$/],
+    ["http://a:1,", /^MOSOO_API_URLS: entry 2 is empty/],
+    ["http://a:1,ftp://b", /^MOSOO_API_URLS: entry 2 of 2: expected an http:\/\/ or https:\/\/ URL$/],
+    ["not a url", /^MOSOO_API_URLS: entry 1 of 1: expected an http/],
+    ["http://user:secret@a:1", /^MOSOO_API_URLS: entry 1 of 1: may not contain credentials/],
+    ["http://a:1/?x=1", /^MOSOO_API_URLS: entry 1 of 1: may not have a query/],
+    ["http://a:1/#top", /^MOSOO_API_URLS: entry 1 of 1: may not have a query \(\?…\) or fragment/],
+    ["http://a:1,http://A:1/", /^MOSOO_API_URLS: entry 2 of 2: the same URL as entry 1$/],
+  ])("refuses MOSOO_API_URLS=%j with one line naming the entry", (list, pattern) => {
+    expectConfigError(() => resolve([], { MOSOO_API_URLS: list }), pattern);
+  });
+
+  it("never echoes an entry (it could carry a credential) and bounds the list", () => {
+    try {
+      resolve(["http://user:hunter2-secret@a:1"]);
+      throw new Error("expected a DriverConfigError");
+    } catch (error) {
+      expect((error as Error).message).not.toContain("hunter2");
+    }
+    const many = Array.from({ length: 17 }, (_, i) => `http://h${i}:1`);
+    expectConfigError(() => resolve(many), /^--api-url: at most 16 API URLs$/);
   });
 });

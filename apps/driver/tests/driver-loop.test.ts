@@ -33,7 +33,7 @@ afterEach(async () => {
 async function driver(overrides: Partial<DriverOptions> = {}): Promise<{ loop: DriverLoop; lines: Record<string, unknown>[] }> {
   const { logger, lines } = captureLogger();
   const options: DriverOptions = {
-    apiUrl: api.url,
+    apiUrls: [api.url],
     name: "driver-test",
     stateFile,
     mcpConfigFile: "(inline)",

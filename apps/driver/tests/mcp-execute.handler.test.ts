@@ -1,6 +1,6 @@
 import { IDEMPOTENCY_KEY_META, newUlid } from "@mosoo/contracts";
 import { afterEach, describe, expect, it } from "vitest";
-import { ApiRequestError, ApiUnavailableError } from "../src/api-client.js";
+import { ApiRequestError, ApiUnavailableError } from "../src/api-errors.js";
 import type { McpConfig } from "../src/driver-config.contract.js";
 import { handleMcpExecuteCommand, type McpExecuteHandlerDeps } from "../src/mcp-execute.handler.js";
 import { McpConnections } from "../src/mcp-connections.js";

@@ -70,15 +70,26 @@ export const CliEnvSchema = z.object({
   MOSOO_OPERATOR_TOKEN: z.string().optional(),
 });
 
-/** Variables the Driver reads (otherwise it is configured by command-line options): `MOSOO_DRIVER_ENROLLMENT_TOKEN`, the token it registers with. */
+/**
+ * Variables the Driver reads (otherwise it is configured by command-line options):
+ * `MOSOO_DRIVER_ENROLLMENT_TOKEN`, the token it registers with; `MOSOO_API_URLS` (comma-separated) and
+ * `MOSOO_API_URL`, its API URLs when no `--api-url` is given (the Driver validates them itself).
+ */
 export const DriverEnvSchema = z.object({
   MOSOO_DRIVER_ENROLLMENT_TOKEN: z.string().optional(),
+  MOSOO_API_URLS: z.string().optional(),
+  MOSOO_API_URL: z.string().optional(),
 });
 
-/** Variables of the repository's own scripts: `MOSOO_BENCH_QUICK=1`, `MOSOO_BENCH_CPU_PROF=1` (`npm run bench`). */
+/**
+ * Variables of the repository's own scripts: `MOSOO_BENCH_QUICK=1`, `MOSOO_BENCH_CPU_PROF=1` (`npm run bench`);
+ * `MOSOO_TEST_DATABASE_URL`, the PostgreSQL server the tests use (set by the api tests' globalSetup, which
+ * starts a throwaway one, and inherited by every process a test spawns; set it yourself to use your own).
+ */
 export const ToolingEnvSchema = z.object({
   MOSOO_BENCH_QUICK: z.string().optional(),
   MOSOO_BENCH_CPU_PROF: z.string().optional(),
+  MOSOO_TEST_DATABASE_URL: z.string().optional(),
 });
 
 /** Every `MOSOO_*` name some Mosoo program reads: the keys of the schemas above. */

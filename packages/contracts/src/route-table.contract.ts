@@ -1,3 +1,4 @@
+import { compile, match, type MatchFunction, type PathFunction } from "path-to-regexp";
 import type { z } from "zod";
 
 /** Largest request body the API accepts on any route, in bytes (4 MiB); larger ones get 413 `request.too_large` (docs/DESIGN.md §10). */
@@ -100,17 +101,26 @@ export type RouteOutput<R extends ApiRoute> = R["response"] extends z.ZodType
     ? undefined
     : unknown;
 
+/** Compiled path builders per route path (path-to-regexp's `compile`), built once per path text. */
+const compiledPaths = new Map<string, PathFunction<Record<string, string>>>();
+
 /**
  * The path of `route` with every `:name` replaced by `params[name]`, percent-encoded
- * (`encodeURIComponent`; an empty value stays an empty segment, so the API answers it, never another route).
- * @throws Error `route.param_missing` when a parameter of the path has no value in `params`.
+ * (`encodeURIComponent`), built by path-to-regexp's `compile` (the same `:name` syntax hono mounts).
+ * @throws Error `route.param_missing` when a parameter of the path has no value, or an empty one, in
+ *   `params` (nothing is sent: an empty segment would address another resource than the caller meant).
  */
 export function routePath(route: Pick<ApiRoute, "path">, params: Record<string, string> = {}): string {
-  return route.path.replace(/:([A-Za-z][A-Za-z0-9]*)/g, (_m, name: string) => {
-    const value = params[name];
-    if (value === undefined) throw new Error(`route.param_missing: ${route.path} needs ${name}`);
-    return encodeURIComponent(value);
-  });
+  let toPath = compiledPaths.get(route.path);
+  if (!toPath) {
+    toPath = compile<Record<string, string>>(route.path, { encode: encodeURIComponent });
+    compiledPaths.set(route.path, toPath);
+  }
+  try {
+    return toPath(params);
+  } catch (err) {
+    throw new Error(`route.param_missing: ${route.path}: ${(err as Error).message}`, { cause: err });
+  }
 }
 
 /**
@@ -125,10 +135,13 @@ export function routeQueryString(query: Record<string, unknown> | undefined): st
   return text ? `?${text}` : "";
 }
 
+/** Compiled path matchers per route path (path-to-regexp's `match`, strict: no trailing slash, case-sensitive like hono). */
+const pathMatchers = new Map<string, MatchFunction<Partial<Record<string, string | string[]>>>>();
+
 /**
  * Finds the route of `table` that answers `method pathname` (a path with real values, no query), with
- * its decoded path parameters; `undefined` when none does. Used by test fakes and helpers that are
- * handed a raw request, so that they name no path themselves.
+ * its decoded path parameters (path-to-regexp's `match`, `decodeURIComponent`); `undefined` when none
+ * does. Used by test fakes and helpers that are handed a raw request, so that they name no path themselves.
  */
 export function matchRoute<T extends Record<string, ApiRoute>>(
   table: T,
@@ -137,17 +150,20 @@ export function matchRoute<T extends Record<string, ApiRoute>>(
 ): { name: keyof T & string; route: T[keyof T]; params: Record<string, string> } | undefined {
   for (const [name, route] of Object.entries(table)) {
     if (route.method !== method.toUpperCase()) continue;
-    const names: string[] = [];
-    const pattern = route.path.replace(/[.*+?^${}()|[\]\\]/g, "\\$&").replace(/:([A-Za-z][A-Za-z0-9]*)/g, (_m, n: string) => {
-      names.push(n);
-      return "([^/]*)";
-    });
-    const m = new RegExp(`^${pattern}$`).exec(pathname);
-    if (!m) continue;
+    let matcher = pathMatchers.get(route.path);
+    if (!matcher) {
+      matcher = match(route.path, { decode: decodeURIComponent, trailing: false, sensitive: true });
+      pathMatchers.set(route.path, matcher);
+    }
+    let found: ReturnType<typeof matcher>;
+    try {
+      found = matcher(pathname);
+    } catch {
+      continue; // a malformed percent-escape matches no route
+    }
+    if (!found) continue;
     const params: Record<string, string> = {};
-    names.forEach((n, i) => {
-      params[n] = decodeURIComponent(m[i + 1] ?? "");
-    });
+    for (const [key, value] of Object.entries(found.params)) if (typeof value === "string") params[key] = value;
     return { name, route: route as T[keyof T], params };
   }
   return undefined;

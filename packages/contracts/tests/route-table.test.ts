@@ -28,7 +28,7 @@ describe("the route table", () => {
   it("builds paths with percent-encoded parameters and refuses a missing one", () => {
     expect(routePath(DRIVER_API.effectComplete, { effectId: "01J" })).toBe("/v1/drivers/effects/01J/complete");
     expect(routePath(DRIVER_API.commandUpdate, { commandId: "a/b?c" })).toBe("/v1/drivers/commands/a%2Fb%3Fc/update");
-    expect(routePath(DRIVER_API.commandUpdate, { commandId: "" })).toBe("/v1/drivers/commands//update");
+    expect(() => routePath(DRIVER_API.commandUpdate, { commandId: "" })).toThrow(/route.param_missing/);
     expect(() => routePath(DRIVER_API.commandUpdate, {})).toThrow(/route.param_missing/);
     expect(routeQueryString({ connectionId: "C", waitMs: 5, cursor: undefined })).toBe("?connectionId=C&waitMs=5");
     expect(routeQueryString({})).toBe("");
@@ -42,5 +42,9 @@ describe("the route table", () => {
     expect(matchRoute(API_ROUTES, "get", "/v1/drivers/commands/next")?.name).toBe("nextCommand");
     expect(matchRoute(API_ROUTES, "DELETE", "/v1/drivers/D1")?.name).toBe("purgeDriver");
     expect(matchRoute(API_ROUTES, "POST", "/v1/drivers/D1")).toBeUndefined();
+    // decoded parameters; strict like hono: no trailing slash, no malformed escape
+    expect(matchRoute(API_ROUTES, "POST", "/v1/drivers/commands/a%2Fb%3Fc/update")?.params).toEqual({ commandId: "a/b?c" });
+    expect(matchRoute(API_ROUTES, "GET", "/v1/drivers/commands/next/")).toBeUndefined();
+    expect(matchRoute(API_ROUTES, "POST", "/v1/drivers/commands/%E0%A4%A/update")).toBeUndefined();
   });
 });

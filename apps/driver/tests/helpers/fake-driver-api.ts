@@ -15,20 +15,75 @@ export interface FakeApiRequest {
 type Answer = { status: number; body: unknown };
 
 /**
- * A small in-memory stand-in for the API's Driver routes over real HTTP on 127.0.0.1 (a test
- * double of the boundary: it answers in the contracts' shapes and records every request).
- * `failNext(route, answers)` scripts the next answers of a route (e.g. 503s, a 409).
+ * What the fake's "database" holds: shared by every {@link FakeDriverApi} built on it, as N API
+ * instances share one PostgreSQL (docs/DESIGN.md §11): an instance, its token and its connection are
+ * valid on each of them, and an effect completed through one is completed for all.
  */
-export class FakeDriverApi {
-  readonly requests: FakeApiRequest[] = [];
+export class FakeLedgerState {
   readonly queue: DriverCommandEnvelope[] = [];
   readonly claims = new Map<string, EffectClaim>();
   readonly tokens = new Map<string, string>();
+  /** Effects whose `complete` was applied (a repeat answers `duplicate`). */
+  readonly completedEffects = new Set<string>();
   currentConnectionId: string | null = null;
   heartbeatTtlMs = 30_000;
+}
+
+/**
+ * When a scripted kill ({@link FakeDriverApi.killOn}) stops the fake: before the request is applied,
+ * after it (the answer is lost), or once it answered: the fake stops listening, then answers with
+ * `connection: close`, so the client's next request needs a new connection and is refused.
+ */
+export type KillPoint = "before_apply" | "after_apply" | "after_answer";
+
+/**
+ * A small in-memory stand-in for the API's Driver routes over real HTTP on 127.0.0.1 (a test
+ * double of the boundary: it answers in the contracts' shapes and records every request).
+ * `failNext(route, answers)` scripts the next answers of a route (e.g. 503s, a 409);
+ * `killOn(route, point)` makes the next request of a route stop the whole fake (every open
+ * connection destroyed, no answer): an API instance SIGKILLed mid-call. Two fakes built on one
+ * {@link FakeLedgerState} are two API instances of one deployment.
+ */
+export class FakeDriverApi {
+  readonly requests: FakeApiRequest[] = [];
   url = "";
   private readonly scripted = new Map<string, Answer[]>();
+  private readonly kills = new Map<string, KillPoint>();
   private server: Server | null = null;
+
+  constructor(readonly state: FakeLedgerState = new FakeLedgerState()) {}
+
+  get queue(): DriverCommandEnvelope[] {
+    return this.state.queue;
+  }
+  get claims(): Map<string, EffectClaim> {
+    return this.state.claims;
+  }
+  get tokens(): Map<string, string> {
+    return this.state.tokens;
+  }
+  get currentConnectionId(): string | null {
+    return this.state.currentConnectionId;
+  }
+  get heartbeatTtlMs(): number {
+    return this.state.heartbeatTtlMs;
+  }
+  set heartbeatTtlMs(ms: number) {
+    this.state.heartbeatTtlMs = ms;
+  }
+
+  /** Awaited before each request is answered (after it is recorded): a test holds an answer until an event. */
+  beforeAnswer: ((route: string) => Promise<void>) | null = null;
+
+  /** The next request of `route` stops this fake at `point` instead of answering. */
+  killOn(route: string, point: KillPoint): void {
+    this.kills.set(route, point);
+  }
+
+  /** True while the fake listens. */
+  get running(): boolean {
+    return this.server !== null;
+  }
 
   /** Queues scripted answers for the next requests to `route` (a `DRIVER_API` route name). */
   failNext(route: string, ...answers: Answer[]): void {
@@ -48,9 +103,10 @@ export class FakeDriverApi {
     return this.requests.filter((r) => r.route === route);
   }
 
-  async start(): Promise<string> {
+  /** Listens on 127.0.0.1 (`port`: a given one, e.g. to come back on the port of an earlier run; default a free one). */
+  async start(port = 0): Promise<string> {
     this.server = createServer((req, res) => void this.handle(req, res));
-    await new Promise<void>((resolve) => this.server?.listen(0, "127.0.0.1", resolve));
+    await new Promise<void>((resolve) => this.server?.listen(port, "127.0.0.1", resolve));
     this.url = `http://127.0.0.1:${(this.server.address() as AddressInfo).port}`;
     return this.url;
   }
@@ -77,9 +133,23 @@ export class FakeDriverApi {
       body,
       authorization: req.headers.authorization,
     });
+    await this.beforeAnswer?.(route);
+    const kill = this.kills.get(route);
+    if (kill) this.kills.delete(route);
+    if (kill === "before_apply") return this.stop();
     const scripted = this.scripted.get(route)?.shift();
     const answer = scripted ?? (await this.answer(route, url, body as Record<string, unknown> | undefined, req.headers.authorization));
+    if (kill === "after_apply") return this.stop();
     if (res.destroyed) return;
+    if (kill === "after_answer") {
+      // Stop listening first (new connections are refused), then answer on this connection and let it
+      // close gracefully after the answer (`connection: close`): the answer arrives whole.
+      const server = this.server;
+      this.server = null;
+      server?.close();
+      res.writeHead(answer.status, { "content-type": "application/json", connection: "close" }).end(JSON.stringify(answer.body));
+      return;
+    }
     res.writeHead(answer.status, { "content-type": "application/json" }).end(JSON.stringify(answer.body));
   }
 
@@ -91,10 +161,10 @@ export class FakeDriverApi {
     const instance = this.tokens.get((auth ?? "").replace(/^Bearer /, ""));
     if (!instance) return error(401, "auth.invalid_token", "unknown driver token");
     if (route === "connect") {
-      this.currentConnectionId = newUlid();
+      this.state.currentConnectionId = newUlid();
       return ok({
         driverInstanceId: instance,
-        connectionId: this.currentConnectionId,
+        connectionId: this.state.currentConnectionId,
         heartbeatTtlMs: this.heartbeatTtlMs,
         pendingCommandCount: this.queue.length,
       });
@@ -108,7 +178,9 @@ export class FakeDriverApi {
         return ok({ effectsFenced: 0, commandsCompleted: 0, commandsFailed: 0, runsFailed: 0, effectsReconciled: 0 });
       case "nextCommand": {
         const deadline = Date.now() + Number(url.searchParams.get("waitMs") ?? 0);
-        while (this.queue.length === 0 && Date.now() < deadline && this.currentConnectionId === connectionId) await sleep(10);
+        while (this.queue.length === 0 && Date.now() < deadline && this.currentConnectionId === connectionId && this.running)
+          await sleep(10);
+        if (!this.running) return ok({ command: null }); // killed meanwhile: nothing is taken from the queue
         return ok({ command: this.queue.shift() ?? null });
       }
       case "commandUpdate":
@@ -125,8 +197,12 @@ export class FakeDriverApi {
         this.claims.set(commandId, claim);
         return ok(claim);
       }
-      case "effectComplete":
+      case "effectComplete": {
+        const effectId = url.pathname.split("/").at(-2) ?? "";
+        if (this.state.completedEffects.has(effectId)) return ok({ outcome: "duplicate", status: "succeeded" });
+        this.state.completedEffects.add(effectId);
         return ok({ outcome: "applied", status: "succeeded" });
+      }
       case "effectMarkUnknown":
         return ok({ outcome: "applied", status: "unknown" });
       default:

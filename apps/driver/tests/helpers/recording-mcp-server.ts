@@ -20,6 +20,8 @@ export interface ReceivedCall {
  */
 export class ToolRecorder {
   readonly calls: ReceivedCall[] = [];
+  /** When set, `create_issue` awaits it after recording the call and before answering (a test acts while the provider holds the call). */
+  hold: ((tool: string) => Promise<void>) | null = null;
   constructor(readonly events: string[] = []) {}
   callsOf(tool: string): ReceivedCall[] {
     return this.calls.filter((c) => c.tool === tool);
@@ -41,6 +43,7 @@ function createRecordingMcpServer(recorder: ToolRecorder): McpServer {
   };
   server.registerTool("create_issue", { inputSchema: { title: z.string() } }, async (args, extra) => {
     record("create_issue", args, extra._meta);
+    await recorder.hold?.("create_issue");
     return {
       content: [{ type: "text", text: `created ${args.title}` }],
       _meta: { "io.fixture/operation-id": `op-${recorder.calls.length}` },

@@ -1,0 +1,101 @@
+import { dirname, join } from "node:path";
+import { fileURLToPath } from "node:url";
+import pg from "pg";
+import { drizzle, type NodePgDatabase } from "drizzle-orm/node-postgres";
+import { migrate } from "drizzle-orm/node-postgres/migrator";
+import * as schema from "./schema.pg.js";
+
+/** The folder of drizzle-kit migrations for the PostgreSQL dialect (`apps/api/drizzle-pg`, config `drizzle.pg.config.ts`). */
+export const PG_MIGRATIONS_FOLDER = join(dirname(fileURLToPath(import.meta.url)), "../../../../drizzle-pg");
+
+/**
+ * The session-level advisory lock (a 64-bit key, `pg_advisory_lock`) held while migrating, so N API
+ * instances starting at once on one database migrate one after another: the first applies the
+ * migrations, the others then find nothing to do (docs/DESIGN.md §11).
+ */
+const MIGRATION_ADVISORY_LOCK_KEY = "7236837504215040012";
+
+/** Parses PostgreSQL `int8` text to a JS number, refusing (RangeError, which fails the query) a value a number cannot hold exactly. */
+function parseInt8(value: string): number {
+  const n = Number(value);
+  if (!Number.isSafeInteger(n)) throw new RangeError(`int8 value ${value} is outside the exact range of a JS number`);
+  return n;
+}
+
+/**
+ * Makes `pg` parse `int8` (`bigint` columns, and what `count(*)` and `max(<bigint>)` return) to a JS
+ * `number` instead of its default string, so raw `sql` reads give the same shapes as on SQLite. It
+ * has to be `pg`'s process-wide parser table: drizzle's node-postgres session passes its own per-query
+ * `types` that fall back to that table, so a pool-level `types` option would never be consulted.
+ * A value outside ±(2^53 − 1) fails the query with a `RangeError` instead of silently losing digits
+ * (no column of this schema holds one: times are ms, good until the year 285616). `numeric` (what
+ * `sum(<bigint>)` returns) stays a string: cast it (`::bigint`) or use drizzle's `.mapWith(Number)`.
+ * Idempotent; called by {@link migratePostgres} and {@link openPostgres}.
+ */
+function installPgTypeParsers(): void {
+  pg.types.setTypeParser(pg.types.builtins.INT8, parseInt8);
+}
+
+/** A drizzle handle on PostgreSQL typed with the PostgreSQL schema (`schema.pg.ts`). */
+export type PgDb = NodePgDatabase<typeof schema>;
+
+/**
+ * Applies every migration of {@link PG_MIGRATIONS_FOLDER} to the database at `connectionString`
+ * (drizzle's node-postgres migrator: each pending migration in one transaction, recorded in
+ * `drizzle.__drizzle_migrations`), on one dedicated connection that holds
+ * {@link MIGRATION_ADVISORY_LOCK_KEY} throughout (released when the connection closes, even on a crash).
+ * Idempotent: a database already at the newest migration is left as it is.
+ * @throws Error (the `pg` error) when the server is unreachable, the credentials are refused or a migration fails (nothing of that migration is kept).
+ */
+export async function migratePostgres(connectionString: string): Promise<void> {
+  installPgTypeParsers();
+  const client = new pg.Client({ connectionString, application_name: "mosoo-migrate" });
+  await client.connect();
+  try {
+    await client.query("SELECT pg_advisory_lock($1::bigint)", [MIGRATION_ADVISORY_LOCK_KEY]);
+    await migrate(drizzle({ client, schema }), { migrationsFolder: PG_MIGRATIONS_FOLDER });
+  } finally {
+    await client.end();
+  }
+}
+
+/** Options of {@link openPostgres}. */
+export interface OpenPostgresOptions {
+  /** Most connections the pool opens (default 10). Each API instance holds at most this many. */
+  maxConnections?: number;
+  /** `application_name` of the connections (shows in `pg_stat_activity`; default `mosoo-api`). */
+  applicationName?: string;
+  /**
+   * Called when an idle pooled connection fails (the server restarted, the network dropped): the pool
+   * discards it and opens a new one on demand. Without a listener `pg` would crash the process.
+   * Default: a process warning.
+   */
+  onIdleConnectionError?: (err: Error) => void;
+}
+
+/** An open PostgreSQL store: the drizzle handle, its pool, and `close()` (ends every connection). */
+export interface PostgresHandle {
+  db: PgDb;
+  pool: pg.Pool;
+  close(): Promise<void>;
+}
+
+/**
+ * Migrates ({@link migratePostgres}) and opens a connection pool on `connectionString`
+ * (`postgres://user:password@host:port/database`), with {@link installPgTypeParsers}. The caller owns the
+ * handle and must `close()` it. Isolation is the server's default (READ COMMITTED) unless a transaction asks for more.
+ * @throws Error (the `pg` error) when migrating fails; nothing is left open then.
+ */
+export async function openPostgres(connectionString: string, options: OpenPostgresOptions = {}): Promise<PostgresHandle> {
+  await migratePostgres(connectionString);
+  const pool = new pg.Pool({
+    connectionString,
+    max: options.maxConnections ?? 10,
+    application_name: options.applicationName ?? "mosoo-api",
+  });
+  const onIdleError =
+    options.onIdleConnectionError ?? ((err: Error) => process.emitWarning(`PostgreSQL idle connection failed: ${err.message}`));
+  pool.on("error", onIdleError);
+  const db = drizzle({ client: pool, schema });
+  return { db, pool, close: () => pool.end() };
+}
