@@ -72,6 +72,11 @@ export const sessionRuns = sqliteTable(
     uniqueIndex("session_runs_one_active_per_driver")
       .on(t.driverInstanceId)
       .where(sql`status = 'active'`),
+    // The Driver's active run (`driver_instance_id = ? AND status = ?`, at run creation and in the
+    // finalization repair), the never-connected purge's "has no run" and the ON DELETE CASCADE from
+    // driver_instances: the partial unique index above cannot serve them (a bound status never proves
+    // `status = 'active'`), so each read every run (issue 13; docs/ARCHITECTURE.md "Indexes").
+    index("session_runs_driver_status_idx").on(t.driverInstanceId, t.status),
     index("session_runs_session_idx").on(t.sessionId),
   ],
 );
@@ -207,7 +212,12 @@ export const externalToolEffects = sqliteTable(
     check("external_tool_effects_result_check", sql`status <> 'succeeded' OR result_json IS NOT NULL`),
     uniqueIndex("external_tool_effects_command_unique").on(t.commandId),
     uniqueIndex("external_tool_effects_key_unique").on(t.idempotencyKey),
-    index("external_tool_effects_driver_status_idx").on(t.driverInstanceId, t.status),
+    // The effects of a Driver instance: the ON DELETE CASCADE from driver_instances (and the purge's),
+    // the fence check before a re-registration or a purge (`driver_instance_id = ? AND status IN
+    // ('executing','unknown')`, filtered on the rows). It was (driver_instance_id, status) until issue 13:
+    // the status column served only those two rare checks but cost an index write on every status
+    // change (claim, complete, fence, outcome: 2 of a lifecycle's 28 WAL pages).
+    index("external_tool_effects_driver_idx").on(t.driverInstanceId),
     // No index of its own on run_id (migration 0013 drops external_tool_effects_run_idx): the unique
     // (run_id, client_tool_call_id) index below serves every run_id lookup by its prefix (the run view,
     // listFenced by run, the ON DELETE CASCADE from session_runs; EXPLAIN QUERY PLAN in README "Performance").
@@ -219,7 +229,18 @@ export const externalToolEffects = sqliteTable(
     // A retried enqueue of the same client tool call (same run, same client toolCallId) finds the first
     // effect and never writes twice. NULL (a generated toolCallId, or a row older than this rule) never collides.
     uniqueIndex("external_tool_effects_run_client_tool_call_unique").on(t.runId, t.clientToolCallId),
-    index("external_tool_effects_compensates_idx").on(t.compensatesEffectId),
+    // The compensations of an effect (the operator's `show`) and the self-referencing ON DELETE CASCADE:
+    // only compensations have the column set, so the index holds only them (partial): an ordinary
+    // enqueue writes no entry (issue 13; `compensates_effect_id = ?` implies IS NOT NULL, so both plans use it).
+    index("external_tool_effects_compensates_idx")
+      .on(t.compensatesEffectId)
+      .where(sql`compensates_effect_id IS NOT NULL`),
+    // The operator's list by attention reason (`operator_attention = ? ORDER BY id DESC`, any status: the
+    // console's "waiting for an operator"): without it that list walked every effect newest first. Partial:
+    // only the effects an operator must look at have an entry, so no lifecycle step writes it (issue 13).
+    index("external_tool_effects_attention_idx")
+      .on(t.operatorAttention, t.id)
+      .where(sql`operator_attention IS NOT NULL`),
     // At most one compensation of an effect in flight (dispatched, not settled) at a time: a second
     // one can never be claimed while another may still write. The service also refuses one that would
     // follow a compensation that undid the effect, or one still queued and deliverable.
@@ -379,8 +400,9 @@ export const effectOperatorActions = sqliteTable(
     check("effect_operator_actions_compensation_check", sql`action = 'compensate' OR compensation_effect_id IS NULL`),
     check("effect_operator_actions_actor_check", sql`length(actor) BETWEEN 1 AND 200`),
     check("effect_operator_actions_reason_check", sql`length(reason) BETWEEN 1 AND 2000`),
+    // The actions on an effect (`show`). No index on run_id: no query reads the audit by run (issue 13
+    // dropped effect_operator_actions_run_idx; docs/ARCHITECTURE.md "Indexes").
     index("effect_operator_actions_effect_idx").on(t.effectId),
-    index("effect_operator_actions_run_idx").on(t.runId),
   ],
 );
 

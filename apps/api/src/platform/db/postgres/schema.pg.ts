@@ -88,6 +88,7 @@ export const sessionRuns = pgTable(
     uniqueIndex("session_runs_one_active_per_driver")
       .on(t.driverInstanceId)
       .where(sql`status = 'active'`),
+    index("session_runs_driver_status_idx").on(t.driverInstanceId, t.status),
     index("session_runs_session_idx").on(t.sessionId),
   ],
 );
@@ -200,11 +201,16 @@ export const externalToolEffects = pgTable(
     check("external_tool_effects_result_check", sql`status <> 'succeeded' OR result_json IS NOT NULL`),
     uniqueIndex("external_tool_effects_command_unique").on(t.commandId),
     uniqueIndex("external_tool_effects_key_unique").on(t.idempotencyKey),
-    index("external_tool_effects_driver_status_idx").on(t.driverInstanceId, t.status),
+    index("external_tool_effects_driver_idx").on(t.driverInstanceId),
     index("external_tool_effects_status_id_idx").on(t.status, t.id),
     // NULLs never collide in a PostgreSQL unique index either (NULLS DISTINCT is the default), as on SQLite.
     uniqueIndex("external_tool_effects_run_client_tool_call_unique").on(t.runId, t.clientToolCallId),
-    index("external_tool_effects_compensates_idx").on(t.compensatesEffectId),
+    index("external_tool_effects_compensates_idx")
+      .on(t.compensatesEffectId)
+      .where(sql`compensates_effect_id IS NOT NULL`),
+    index("external_tool_effects_attention_idx")
+      .on(t.operatorAttention, t.id)
+      .where(sql`operator_attention IS NOT NULL`),
     uniqueIndex("external_tool_effects_one_compensation_in_flight")
       .on(t.compensatesEffectId)
       .where(sql`compensates_effect_id IS NOT NULL AND status IN ('executing', 'unknown')`),
@@ -326,7 +332,6 @@ export const effectOperatorActions = pgTable(
     check("effect_operator_actions_actor_check", sql`length(actor) BETWEEN 1 AND 200`),
     check("effect_operator_actions_reason_check", sql`length(reason) BETWEEN 1 AND 2000`),
     index("effect_operator_actions_effect_idx").on(t.effectId),
-    index("effect_operator_actions_run_idx").on(t.runId),
   ],
 );
 
