@@ -133,6 +133,22 @@ module.exports = {
       to: { path: "node_modules/(better-sqlite3|drizzle-orm|hono|@hono)/" },
     },
     {
+      name: "sqlite-driver-only-in-sqlite-store",
+      severity: "error",
+      comment:
+        "Only the SQLite store implementation (apps/api/src/platform/db/sqlite/) knows its driver: services and repositories use the async store port (platform/db/store.port.ts; docs/DESIGN.md §11).",
+      from: { path: "^apps/api/src/", pathNot: "^apps/api/src/platform/db/sqlite/" },
+      to: { path: "node_modules/(better-sqlite3|@types/better-sqlite3|drizzle-orm/better-sqlite3)/" },
+    },
+    {
+      name: "postgres-driver-only-in-postgres-store",
+      severity: "error",
+      comment:
+        "Only the PostgreSQL store implementation (apps/api/src/platform/db/postgres/) knows its drivers (pg, drizzle-orm/node-postgres, PGlite): services and repositories use the async store port.",
+      from: { path: "^apps/api/src/", pathNot: "^apps/api/src/platform/db/postgres/" },
+      to: { path: "node_modules/(pg|@types/pg|drizzle-orm/node-postgres|drizzle-orm/pglite|@electric-sql/pglite)/" },
+    },
+    {
       name: "apps-are-separate",
       severity: "error",
       comment: "An app never imports another app (the API and the Driver share only packages/contracts).",
@@ -157,7 +173,8 @@ module.exports = {
   ],
   options: {
     doNotFollow: { path: "node_modules" },
-    exclude: { path: ["node_modules", "/dist/", "\\.d\\.ts$", "/var/"] },
+    // node_modules stay in the graph as leaves (doNotFollow), so rules on third-party imports (the store drivers) can see them
+    exclude: { path: ["/dist/", "^(apps|packages)/.*\\.d\\.ts$", "/var/"] },
     tsPreCompilationDeps: true,
     tsConfig: { fileName: "tsconfig.json" },
     enhancedResolveOptions: {

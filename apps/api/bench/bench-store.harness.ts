@@ -5,33 +5,32 @@ import { join } from "node:path";
 import type Database from "better-sqlite3";
 import pino from "pino";
 import { newUlid } from "@mosoo/contracts";
-import { openStore, type Store } from "../src/platform/db/database.js";
+import { openSqliteStore, type SqliteStore as Store } from "../src/platform/db/sqlite/sqlite-store.js";
 import { createRuntime, type Runtime } from "../src/composition-root.js";
 import { RECONCILIATION_OFF } from "../src/modules/reconciliation/application/reconciliation-settings.js";
 import { BENCH_BOUND_SERVER, BENCH_TOOL, createFixedLatencyAdapter } from "./fixed-latency.adapter.js";
 import type { GroupCommitSettings } from "../src/modules/reconciliation/application/outcome-group-commit.js";
 
 /** A file-backed store in a fresh temp folder (WAL, synchronous=FULL, as in production) and how to drop it. */
-export interface BenchStore extends Store {
+export type BenchStore = Store & {
   /** The SQLite file's path. */
   file: string;
   /** Closes the store and deletes its folder. */
   dispose(): void;
-}
+};
 
-/** Opens and migrates a fresh file-backed store under the OS temp folder, through the real {@link openStore}. */
+/** Opens and migrates a fresh file-backed store under the OS temp folder, through the real {@link openSqliteStore}. */
 export function openBenchStore(): BenchStore {
   const dir = mkdtempSync(join(tmpdir(), "mosoo-bench-"));
   const file = join(dir, "bench.db");
-  const store = openStore(file);
-  return {
-    ...store,
+  const store = openSqliteStore(file);
+  return Object.assign(store, {
     file,
     dispose: () => {
-      store.close();
+      store.closeNow();
       rmSync(dir, { recursive: true, force: true });
     },
-  };
+  });
 }
 
 /**
@@ -53,7 +52,7 @@ export interface BenchRuntimeOptions {
  */
 export function createBenchRuntime(store: Store, opts: BenchRuntimeOptions): Runtime {
   return createRuntime({
-    db: store.db,
+    store,
     logger: pino({ level: "silent" }),
     heartbeatTtlMs: 60_000,
     reconciliation: {

@@ -90,14 +90,14 @@ export async function runRepair(opts: RepairOptions): Promise<RepairResult> {
     let reconciled = 0;
     let eventsOk = true;
     for (let round = 1; round <= opts.rounds; round++) {
-      const { driverToken } = runtime.drivers.register({ name: `repair-${round}` }, { kind: "enrollment" });
-      const { connectionId } = runtime.drivers.connect(runtime.drivers.authenticate(driverToken));
-      const instance = runtime.drivers.authenticate(driverToken);
-      const { runId } = runtime.runs.createRun({ driverInstanceId: instance.id });
+      const { driverToken } = await runtime.drivers.register({ name: `repair-${round}` }, { kind: "enrollment" });
+      const { connectionId } = await runtime.drivers.connect(await runtime.drivers.authenticate(driverToken));
+      const instance = await runtime.drivers.authenticate(driverToken);
+      const { runId } = await runtime.runs.createRun({ driverInstanceId: instance.id });
       progress(`repair: round ${round}/${opts.rounds}, putting ${opts.commands} effects in flight`);
       for (let i = 0; i < opts.commands; i++) {
         const serverId = i % 2 === 0 ? BENCH_BOUND_SERVER : "unbound";
-        const call = runtime.runs.enqueueToolCall(runId, { serverId, toolName: BENCH_TOOL, arguments: { i } });
+        const call = await runtime.runs.enqueueToolCall(runId, { serverId, toolName: BENCH_TOOL, arguments: { i } });
         await runtime.commands.nextCommand(instance, connectionId, 0);
         const claim = await runtime.ledger.claim(instance, connectionId, call.commandId);
         if (claim.kind !== "execute") throw new Error(`expected an execute claim, got ${claim.kind}`);

@@ -97,16 +97,16 @@ function floorLifecycle(store: BenchStore) {
  * and claim (the queue, not the ledger: it is excluded from the timed window, measured with
  * `performance.now()` and handed to tinybench as `overriddenDuration`).
  */
-function ledgerLifecycle(runtime: Runtime) {
-  const { driverToken } = runtime.drivers.register({ name: "bench" }, { kind: "enrollment" });
-  const { connectionId } = runtime.drivers.connect(runtime.drivers.authenticate(driverToken));
-  const instance = runtime.drivers.authenticate(driverToken);
-  const { runId } = runtime.runs.createRun({ driverInstanceId: instance.id });
+async function ledgerLifecycle(runtime: Runtime) {
+  const { driverToken } = await runtime.drivers.register({ name: "bench" }, { kind: "enrollment" });
+  const { connectionId } = await runtime.drivers.connect(await runtime.drivers.authenticate(driverToken));
+  const instance = await runtime.drivers.authenticate(driverToken);
+  const { runId } = await runtime.runs.createRun({ driverInstanceId: instance.id });
   const result = { outputText: "ok", requestId: "r", serverId: BENCH_BOUND_SERVER, toolName: BENCH_TOOL };
   let n = 0;
   return async (): Promise<{ overriddenDuration: number }> => {
     const t0 = performance.now();
-    const call = runtime.runs.enqueueToolCall(runId, {
+    const call = await runtime.runs.enqueueToolCall(runId, {
       serverId: BENCH_BOUND_SERVER,
       toolName: BENCH_TOOL,
       arguments: { n: n++ },
@@ -117,8 +117,8 @@ function ledgerLifecycle(runtime: Runtime) {
     const t2 = performance.now();
     const claim = await runtime.ledger.claim(instance, connectionId, call.commandId);
     if (claim.kind !== "execute") throw new Error(`expected an execute claim, got ${claim.kind}`);
-    runtime.ledger.complete(instance, call.effectId, { connectionId, attempt: claim.attempt, result, receipt: null });
-    const update = runtime.commands.updateCommand(instance, call.commandId, { connectionId, status: "completed", result });
+    await runtime.ledger.complete(instance, call.effectId, { connectionId, attempt: claim.attempt, result, receipt: null });
+    const update = await runtime.commands.updateCommand(instance, call.commandId, { connectionId, status: "completed", result });
     if (update.outcome !== "applied") throw new Error(`terminal update ${update.outcome}`);
     const t3 = performance.now();
     return { overriddenDuration: t1 - t0 + (t3 - t2) };
@@ -153,8 +153,8 @@ export async function runLedgerCost(opts: LedgerCostOptions): Promise<LedgerCost
   const store = openBenchStore();
   try {
     const floor = floorLifecycle(store);
-    const off = ledgerLifecycle(createBenchRuntime(store, { reconciliation: false, lookupLatencyMs: 10, concurrency: 64 }));
-    const on = ledgerLifecycle(createBenchRuntime(store, { reconciliation: true, lookupLatencyMs: 10, concurrency: 64 }));
+    const off = await ledgerLifecycle(createBenchRuntime(store, { reconciliation: false, lookupLatencyMs: 10, concurrency: 64 }));
+    const on = await ledgerLifecycle(createBenchRuntime(store, { reconciliation: true, lookupLatencyMs: 10, concurrency: 64 }));
     const points: LedgerCostPoint[] = [];
     let seeded = 0;
     for (const size of opts.sizes) {

@@ -2,7 +2,7 @@ import { spawnSync } from "node:child_process";
 import { mkdtempSync, rmSync, statSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { openStore } from "../src/platform/db/database.js";
+import { openSqliteStore } from "../src/platform/db/sqlite/sqlite-store.js";
 import { entryFile } from "../src/platform/compiled-entry.js";
 import { DEFAULT_GROUP_COMMIT } from "../src/modules/reconciliation/application/outcome-group-commit.js";
 import { createBenchRuntime, installDbTimeMeter, measureBareCommitUs, peakRssBytes, progress } from "./bench-store.harness.js";
@@ -65,7 +65,7 @@ export async function runRecovery(opts: RecoveryOptions): Promise<RecoveryResult
       stdio: ["ignore", "inherit", "inherit"],
     });
     if (seeded.status !== 0) throw new Error(`seeding failed with status ${seeded.status}`);
-    const store = openStore(file);
+    const store = openSqliteStore(file);
     const bareBefore = measureBareCommitUs(store.sqlite);
     const meter = installDbTimeMeter(store.sqlite);
     const runtime = createBenchRuntime(store, {
@@ -105,7 +105,7 @@ export async function runRecovery(opts: RecoveryOptions): Promise<RecoveryResult
     const counts = meter.counts();
     const resolved = opts.effects - (countUnknown.get() as number);
     const bareAfter = measureBareCommitUs(store.sqlite);
-    store.close();
+    store.closeNow();
     return {
       effects: opts.effects,
       reconciliation: opts.reconciliation,

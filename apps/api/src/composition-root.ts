@@ -6,7 +6,7 @@ import { OperatorService } from "./modules/operator/application/operator.service
 import { CompensationService } from "./modules/operator/application/compensation.service.js";
 import { RECONCILIATION_OFF, type ReconciliationSettings } from "./modules/reconciliation/application/reconciliation-settings.js";
 import { ReconciliationMetrics } from "./modules/reconciliation/infrastructure/reconciliation-metrics.js";
-import type { Db } from "./platform/db/database.js";
+import type { Store } from "./platform/db/store.port.js";
 import { systemClock, type Clock } from "./platform/clock.js";
 import { CommandNotifier } from "./modules/ledger/infrastructure/command-notifier.js";
 import { CommandQueueService } from "./modules/drivers/application/command-queue.service.js";
@@ -35,7 +35,7 @@ export interface Runtime {
 }
 
 /**
- * Options of {@link createRuntime}: the store, a logger, `heartbeatTtlMs` (ms), `sendDeadlineMs`
+ * Options of {@link createRuntime}: the store (any implementation of the async store port), a logger, `heartbeatTtlMs` (ms), `sendDeadlineMs`
  * (ms, the claims' send-by deadline, default 10 000; docs/DESIGN.md §3 rule 12), `driverUnconnectedTtlMs`
  * (ms, default {@link DEFAULT_DRIVER_UNCONNECTED_TTL_MS}), an optional clock (tests), the
  * reconciliation settings (default: off, the #412 baseline; `bindings` hold adapter handles: in
@@ -43,7 +43,7 @@ export interface Runtime {
  * adapter objects) and an optional metrics registry.
  */
 export interface CreateRuntimeOptions {
-  db: Db;
+  store: Store;
   logger: Logger;
   heartbeatTtlMs: number;
   sendDeadlineMs?: number;
@@ -66,7 +66,7 @@ const DEFAULT_DRIVER_UNCONNECTED_TTL_MS = 3_600_000;
 export function createRuntime(opts: CreateRuntimeOptions): Runtime {
   const clock = opts.clock ?? systemClock;
   const ctx: RuntimeContext = {
-    db: opts.db,
+    store: opts.store,
     clock,
     logger: opts.logger,
     notifier: new CommandNotifier(),

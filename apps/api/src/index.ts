@@ -6,7 +6,9 @@ export { API_KEY_SCOPES, ApiKeySchema, ApiKeysFileSchema, parseApiKeysEnv } from
 export type { ApiKey, ApiKeyScope } from "./config/api-keys.contract.js";
 export { createRuntime } from "./composition-root.js";
 export type { Runtime, CreateRuntimeOptions } from "./composition-root.js";
-export { openStore, MIGRATIONS_FOLDER } from "./platform/db/database.js";
-export type { Store, Db } from "./platform/db/database.js";
+export { openSqliteStore, MIGRATIONS_FOLDER } from "./platform/db/sqlite/sqlite-store.js";
+export type { SqliteStore } from "./platform/db/sqlite/sqlite-store.js";
+export { StoreNestedTransactionError } from "./platform/db/store.port.js";
+export type { Store, StoreTx, QueryDb, StoreTables, DurableWriteObserver, TransactionOptions } from "./platform/db/store.port.js";
 export { RuntimeError, RUNTIME_ERROR_STATUS } from "./modules/ledger/domain/runtime-errors.js";
 export type { RuntimeErrorCode } from "./modules/ledger/domain/runtime-errors.js";

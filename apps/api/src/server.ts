@@ -5,8 +5,7 @@ import type { Logger } from "pino";
 import { ConfigError, type ApiConfig } from "./config/api-config.js";
 import { checkDbFilePath } from "./config/startup-checks.js";
 import { createHttpApp } from "./adapters/http/app.js";
-import { openStore, type Store } from "./platform/db/database.js";
-import { STARTUP_BUSY_TIMEOUT_MS, STORE_BUSY_TIMEOUT_MS } from "./platform/db/store-busy.js";
+import { openSqliteStore, type SqliteStore } from "./platform/db/sqlite/sqlite-store.js";
 import type { Clock } from "./platform/clock.js";
 import { createRuntime, type Runtime } from "./composition-root.js";
 import { resolveReconciliationSettings } from "./config/reconciliation-bindings.js";
@@ -23,7 +22,7 @@ const SHUTDOWN_GRACE_MS = 3_000;
 export interface RunningApi {
   url: string;
   runtime: Runtime;
-  store: Store;
+  store: SqliteStore;
   /** Stops the sweep, ends long-polls, lets in-flight requests finish (at most {@link SHUTDOWN_GRACE_MS}), closes the store. */
   close(): Promise<void>;
 }
@@ -37,7 +36,7 @@ export interface RunningApi {
  * binding's source (package names from the API's dependencies), builds and narrows it, and reports
  * its coverage and provenance (logged at startup, `reportBindings`). `builtIns` maps adapter ids to
  * adapter sources (default: the built-in adapters).
- * @throws ConfigError on an invalid bindings file or an unusable store path (`checkDbFilePath`; a file
+ * @throws ConfigError on an invalid bindings file, `MOSOO_DATABASE_URL` set (not served by this build yet), or an unusable store path (`checkDbFilePath`; a file
  *   that is not a SQLite database); Error when the store cannot be migrated
  *   or the port cannot be bound.
  */
@@ -46,6 +45,11 @@ export async function startApi(
   logger: Logger,
   opts: { clock?: Clock; sweep?: boolean; builtIns?: Readonly<Record<string, AdapterSource>> } = {},
 ): Promise<RunningApi> {
+  // Fail closed: the PostgreSQL store (platform/db/postgres, store-factory.ts) needs the services on the async
+  // store port; until this startup opens its store through `openStore`, a URL is refused rather than ignored.
+  if (config.databaseUrl !== undefined) {
+    throw new ConfigError("config.invalid: MOSOO_DATABASE_URL: this build serves only the SQLite store (MOSOO_DB_FILE); unset it");
+  }
   checkDbFilePath(config.dbFile);
   const metricsRegistry = new Registry();
   const workerMetrics = new AdapterWorkerMetrics(metricsRegistry);
@@ -61,10 +65,10 @@ export async function startApi(
     },
   });
   let reconciliation;
-  let store: Store;
+  let store: SqliteStore;
   try {
     reconciliation = await resolveReconciliationSettings(config, adapterHost, opts.builtIns ? { builtIns: opts.builtIns } : {});
-    store = openStore(config.dbFile);
+    store = openSqliteStore(config.dbFile);
   } catch (err) {
     await adapterHost.close();
     const code = (err as { code?: unknown }).code;
@@ -76,7 +80,7 @@ export async function startApi(
     throw err;
   }
   const runtime = createRuntime({
-    db: store.db,
+    store,
     logger,
     heartbeatTtlMs: config.heartbeatTtlMs,
     sendDeadlineMs: config.sendDeadlineMs,
@@ -86,11 +90,9 @@ export async function startApi(
     ...(opts.clock ? { clock: opts.clock } : {}),
   });
   // One API process per store: leases found now were left by a process that died mid-lookup.
-  // Nothing is served yet, so this one write may wait for a lock as long as the migrations did.
-  store.sqlite.pragma(`busy_timeout = ${STARTUP_BUSY_TIMEOUT_MS}`);
-  runtime.reconciler.releaseStaleLeases();
-  store.sqlite.pragma(`busy_timeout = ${STORE_BUSY_TIMEOUT_MS}`);
-  reportBindings(reconciliation, store.db, logger);
+  // Nothing is served yet, so this one write may wait for a lock as long as the migrations did (a startup transaction).
+  await runtime.reconciler.releaseStaleLeases();
+  await reportBindings(reconciliation, store, logger);
   if (reconciliation.enabled && reconciliation.bindings.size === 0) {
     logger.warn(
       "MOSOO_EFFECT_RECONCILIATION=on but no server is bound (MOSOO_RECONCILIATION_BINDINGS_FILE): every unknown effect keeps the baseline fence",
@@ -135,7 +137,7 @@ export async function startApi(
       // their outcomes are submitted after that: wait for every lookup under way, then commit what
       // waits for a group commit's window (else lost, and misrecorded lookup_interrupted at restart)
       await runtime.reconciler.drain();
-      store.close();
+      await store.close();
     },
   };
 }

@@ -22,7 +22,7 @@ afterEach(() => {
 /** An effect fenced `unknown` on `serverId`/`toolName` (claimed, then redelivered to a reconnected Driver with the flag's lookup). */
 async function unknownEffect(fx: DoubleWorld, opts: { serverId?: string; toolName?: string } = {}) {
   const call = await dispatchWrite(fx, opts);
-  const restarted = reconnectDriver(fx.runtime, call.driver);
+  const restarted = await reconnectDriver(fx.runtime, call.driver);
   await fx.runtime.commands.nextCommand(restarted.instance, restarted.connectionId, 0);
   await fx.runtime.ledger.claim(restarted.instance, restarted.connectionId, call.commandId);
   return call;
@@ -34,11 +34,11 @@ describe("why an effect gets no lookup (effects show)", () => {
     const undeclared = await unknownEffect(f, { toolName: "deleteIssue" });
     const unbound = await unknownEffect(f, { serverId: "mailer", toolName: "sendMail" });
     const covered = await unknownEffect(f);
-    expect(f.runtime.operator.show(undeclared.effectId).noLookupReason).toBe(
+    expect((await f.runtime.operator.show(undeclared.effectId)).noLookupReason).toBe(
       "no lookup: tool deleteIssue not declared by adapter provider-double",
     );
-    expect(f.runtime.operator.show(unbound.effectId).noLookupReason).toBe("no binding for server mailer");
-    expect(f.runtime.operator.show(covered.effectId).noLookupReason).toBeNull();
+    expect((await f.runtime.operator.show(unbound.effectId)).noLookupReason).toBe("no binding for server mailer");
+    expect((await f.runtime.operator.show(covered.effectId)).noLookupReason).toBeNull();
     expect(noLookupReason({ ...f.settings, enabled: false }, "tracker", "createIssue")).toBe("flag off");
   });
 
@@ -95,7 +95,7 @@ describe("provenance of every lookup", () => {
     ]);
     const call = await dispatchWrite(f);
     await commitAtProvider(f, call);
-    const restarted = reconnectDriver(f.runtime, call.driver);
+    const restarted = await reconnectDriver(f.runtime, call.driver);
     await f.runtime.commands.nextCommand(restarted.instance, restarted.connectionId, 0);
     expect((await f.runtime.ledger.claim(restarted.instance, restarted.connectionId, call.commandId)).kind).toBe("completed");
     const [record] = reconciliationRecords(f.store, call.effectId) as unknown as Array<Record<string, unknown>>;
@@ -105,7 +105,7 @@ describe("provenance of every lookup", () => {
       adapter_package_version: "2.3.4",
       adapter_declaration_hash: hash,
     });
-    const shown = f.runtime.operator.show(call.effectId).reconciliations[0]!;
+    const shown = (await f.runtime.operator.show(call.effectId)).reconciliations[0]!;
     expect(shown).toMatchObject({ adapterPackage: "@acme/tracker-adapter", adapterPackageVersion: "2.3.4", adapterDeclarationHash: hash });
   });
 });

@@ -42,7 +42,7 @@ describe("the isolated host's refusals, as recorded on the effect", { timeout: 1
     const { adapter } = await host.bind({ module: MISBEHAVING, export: exportName }, undefined);
     const lab = new CrashLab("lookup_only", "ok", { adapter, lookupTimeoutMs: LOOKUP_TIMEOUT_MS });
     try {
-      lab.setup();
+      await lab.setup();
       const effectId = await lab.toUnknownEffect();
       await lab.runtime.reconciler.reconcile(effectId, "sweep");
       const { status } = lab.store.sqlite.prepare("SELECT status FROM external_tool_effects WHERE id = ?").get(effectId) as {

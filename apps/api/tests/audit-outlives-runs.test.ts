@@ -15,10 +15,10 @@ afterEach(() => {
 /** An effect fenced `unknown` and then resolved `not_executed` by an operator: one audit row, the fence lifted. */
 async function resolvedByOperator(fx: DoubleWorld) {
   const call = await dispatchWrite(fx);
-  const restarted = reconnectDriver(fx.runtime, call.driver);
+  const restarted = await reconnectDriver(fx.runtime, call.driver);
   await fx.runtime.commands.nextCommand(restarted.instance, restarted.connectionId, 0);
   expect((await fx.runtime.ledger.claim(restarted.instance, restarted.connectionId, call.commandId)).kind).toBe("unknown");
-  fx.runtime.operator.resolve(call.effectId, { outcome: "not_executed", actor: "alice", reason: "checked the tracker" });
+  await fx.runtime.operator.resolve(call.effectId, { outcome: "not_executed", actor: "alice", reason: "checked the tracker" });
   return call;
 }
 
@@ -42,11 +42,11 @@ describe("audit rows outlive runs", () => {
       },
     ];
     expect(auditRows(f)).toEqual(expected);
-    if (what === "run") f.runtime.runs.deleteRun(call.runId);
-    if (what === "session") f.runtime.runs.deleteSession(call.sessionId);
+    if (what === "run") await f.runtime.runs.deleteRun(call.runId);
+    if (what === "session") await f.runtime.runs.deleteSession(call.sessionId);
     if (what === "driver") {
       await f.runtime.repair.finalize(call.driver.instance.id, "driver_request");
-      f.runtime.runs.purgeDriver(call.driver.instance.id);
+      await f.runtime.runs.purgeDriver(call.driver.instance.id);
     }
     expect(f.store.sqlite.prepare("SELECT count(*) AS n FROM external_tool_effects WHERE id = ?").get(call.effectId)).toEqual({ n: 0 });
     expect(auditRows(f)).toEqual(expected);

@@ -65,12 +65,12 @@ async function send(app: Hono, method: string, path: string, body: unknown, auth
 async function buildWorld(): Promise<World> {
   const f = createTestWorld({ reconciliation: { ...RECONCILIATION_OFF, enabled: true } });
   const bearer = (t: string) => `Bearer ${t}`;
-  const driver = (name: string): Driver => {
-    const d = connectDriver(f.runtime, name);
+  const driver = async (name: string): Promise<Driver> => {
+    const d = await connectDriver(f.runtime, name);
     return { token: d.token, id: d.instance.id, connectionId: d.connectionId };
   };
-  const a = driver("driver-a");
-  const b = driver("driver-b");
+  const a = await driver("driver-a");
+  const b = await driver("driver-b");
   const app = buildHttpApp(f.runtime, authWithBOnly(b.id));
   const run = await send(app, "POST", "/v1/runs", { driverInstanceId: a.id }, bearer(TEST_SECRETS.adminKey));
   const tc = await send(
@@ -424,7 +424,7 @@ const MATRIX: Record<string, Entry> = {
     req: (w) => ({ path: `${E}/${w.effectId}/resolve`, body: { outcome: "not_executed", ...audit } }),
     right: () => TEST_SECRETS.operatorToken,
     prepare: async (w) => {
-      w.f.runtime.ledger.markUnknown(w.f.runtime.drivers.authenticate(w.a.token), w.effectId, {
+      await w.f.runtime.ledger.markUnknown(await w.f.runtime.drivers.authenticate(w.a.token), w.effectId, {
         connectionId: w.a.connectionId,
         attempt: 1,
         reason: "lost",

@@ -832,6 +832,10 @@ const BAD_CONFIG: Array<[string, Record<string, string>, string]> = [
   ["sweep interval with a fraction", { MOSOO_SWEEP_INTERVAL_MS: "2000.5" }, "MOSOO_SWEEP_INTERVAL_MS"],
   ["backoff factor in hexadecimal", { MOSOO_LOOKUP_BACKOFF_FACTOR: "0x2" }, "MOSOO_LOOKUP_BACKOFF_FACTOR"],
   ["max lookups in binary", { MOSOO_MAX_LOOKUPS: "0b11" }, "MOSOO_MAX_LOOKUPS"],
+  // issue 12: the PostgreSQL store's variables (the URL itself is never echoed: store-factory.test.ts)
+  ["database URL of another database kind", { MOSOO_DATABASE_URL: "mysql://u:p@h/db" }, "MOSOO_DATABASE_URL"],
+  ["pool size zero", { MOSOO_DATABASE_URL: "postgres://h/db", MOSOO_DATABASE_POOL_SIZE: "0" }, "MOSOO_DATABASE_POOL_SIZE"],
+  ["pool size without a database URL", { MOSOO_DATABASE_POOL_SIZE: "5" }, "MOSOO_DATABASE_POOL_SIZE"],
 ];
 
 describe("strict integers in the environment: plain decimal values still load", () => {

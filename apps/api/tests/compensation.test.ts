@@ -19,9 +19,10 @@ afterEach(async () => {
 const AUDIT = { actor: "alice", reason: "the issue was a duplicate" };
 
 /** A Driver with a run whose createIssue succeeded through the ledger against the real fixture provider. */
-async function succeededIssue(setup: FixtureProviderWorld, driver: ConnectedDriver = connectDriver(setup.runtime)) {
-  const { runId } = setup.runtime.runs.createRun({ driverInstanceId: driver.instance.id });
-  setup.runtime.runs.enqueueToolCall(runId, {
+async function succeededIssue(setup: FixtureProviderWorld, given?: ConnectedDriver) {
+  const driver = given ?? (await connectDriver(setup.runtime));
+  const { runId } = await setup.runtime.runs.createRun({ driverInstanceId: driver.instance.id });
+  await setup.runtime.runs.enqueueToolCall(runId, {
     serverId: "tracker",
     toolName: "createIssue",
     arguments: { title: "Disk full", body: "db-1" },
@@ -58,7 +59,7 @@ describe("compensation: an explicit, declared, operator-started write through th
       effectId: queued.compensationEffectId,
       compensatesEffectId: original.effectId,
     });
-    const shown = s.runtime.operator.show(original.effectId);
+    const shown = await s.runtime.operator.show(original.effectId);
     expect(shown.operatorActions).toEqual([
       expect.objectContaining({
         action: "compensate",
@@ -94,7 +95,7 @@ describe("compensation: an explicit, declared, operator-started write through th
 
     // The Driver restarts (same instance): redelivery; the claim fences the effect unknown and the
     // bound adapter looks the closeIssue key up inline: confirmed, the stored closeIssue result comes back.
-    const restarted = reconnectDriver(s.runtime, original.driver);
+    const restarted = await reconnectDriver(s.runtime, original.driver);
     const env = await s.runtime.commands.nextCommand(restarted.instance, restarted.connectionId, 0);
     expect(env).toMatchObject({ commandId: queued.commandId, redelivery: true });
     const claim = await s.runtime.ledger.claim(restarted.instance, restarted.connectionId, queued.commandId);
@@ -131,7 +132,7 @@ describe("compensation: an explicit, declared, operator-started write through th
     const first = await s.runtime.operator.compensate(original.effectId, AUDIT);
     // claimed (executing), then the Driver vanished before sending anything
     const env = await s.runtime.commands.nextCommand(original.driver.instance, original.driver.connectionId, 0);
-    s.runtime.commands.updateCommand(original.driver.instance, env!.commandId, {
+    await s.runtime.commands.updateCommand(original.driver.instance, env!.commandId, {
       connectionId: original.driver.connectionId,
       status: "accepted",
     });
@@ -139,7 +140,7 @@ describe("compensation: an explicit, declared, operator-started write through th
     await s.runtime.repair.finalize(original.driver.instance.id, "heartbeat_expired");
     expect(effectRow(s.store, first.compensationEffectId)).toMatchObject({ status: "not_executed", resolution: "reconciled" });
 
-    const other = connectDriver(s.runtime, "driver-b");
+    const other = await connectDriver(s.runtime, "driver-b");
     const second = await s.runtime.operator.compensate(original.effectId, { ...AUDIT, driverInstanceId: other.instance.id });
     expect(second.compensationEffectId).not.toBe(first.compensationEffectId);
     expect(second.driverInstanceId).toBe(other.instance.id);
@@ -160,7 +161,7 @@ describe("compensation: an explicit, declared, operator-started write through th
     ).toBe("driver.not_found");
 
     // an unknown effect (a crashed createIssue) is not compensable
-    setup.runtime.runs.enqueueToolCall(original.runId, {
+    await setup.runtime.runs.enqueueToolCall(original.runId, {
       serverId: "tracker",
       toolName: "createIssue",
       arguments: { title: "second", body: "" },
@@ -208,23 +209,23 @@ describe("compensation: an explicit, declared, operator-started write through th
   it("a planning failure (the provider has no record of the write) refuses with compensation.plan_failed", async () => {
     s = await createFixtureProviderWorld({ mode: "bound", fenceOnLookupMiss: false });
     const setup = s;
-    const driver = connectDriver(setup.runtime);
-    const { runId } = setup.runtime.runs.createRun({ driverInstanceId: driver.instance.id });
+    const driver = await connectDriver(setup.runtime);
+    const { runId } = await setup.runtime.runs.createRun({ driverInstanceId: driver.instance.id });
     // claimed, never sent to the provider, fenced; then an operator (wrongly) resolves it succeeded
-    const call = setup.runtime.runs.enqueueToolCall(runId, {
+    const call = await setup.runtime.runs.enqueueToolCall(runId, {
       serverId: "tracker",
       toolName: "createIssue",
       arguments: { title: "never sent", body: "" },
     });
     await setup.runtime.commands.nextCommand(driver.instance, driver.connectionId, 0);
-    setup.runtime.commands.updateCommand(driver.instance, call.commandId, { connectionId: driver.connectionId, status: "accepted" });
+    await setup.runtime.commands.updateCommand(driver.instance, call.commandId, { connectionId: driver.connectionId, status: "accepted" });
     expect((await setup.runtime.ledger.claim(driver.instance, driver.connectionId, call.commandId)).kind).toBe("execute");
-    setup.runtime.ledger.markUnknown(driver.instance, call.effectId, {
+    await setup.runtime.ledger.markUnknown(driver.instance, call.effectId, {
       connectionId: driver.connectionId,
       attempt: 1,
       reason: "transport closed",
     });
-    setup.runtime.operator.resolve(call.effectId, {
+    await setup.runtime.operator.resolve(call.effectId, {
       outcome: "succeeded",
       result: { content: [{ type: "text", text: "Created issue #9" }] },
       actor: "bob",
@@ -262,7 +263,7 @@ describe("compensation: an explicit, declared, operator-started write through th
     await setup.runtime.repair.finalize(original.driver.instance.id, "heartbeat_expired");
     expect(effectRow(setup.store, stranded.compensationEffectId).status).toBe("intent");
     expect(commandRow(setup.store, stranded.commandId).status).toBe("failed");
-    const other = connectDriver(setup.runtime, "driver-b");
+    const other = await connectDriver(setup.runtime, "driver-b");
     const again = await setup.runtime.operator.compensate(original.effectId, { ...AUDIT, driverInstanceId: other.instance.id });
     await executeNextCommand(setup, other);
     expect(effectRow(setup.store, again.compensationEffectId).status).toBe("succeeded");
@@ -299,15 +300,15 @@ describe("compensation: an explicit, declared, operator-started write through th
     s = await createFixtureProviderWorld({ mode: "bound" });
     const setup = s;
     const original = await succeededIssue(setup);
-    const other = connectDriver(setup.runtime, "driver-b");
+    const other = await connectDriver(setup.runtime, "driver-b");
     const comp = await setup.runtime.operator.compensate(original.effectId, { ...AUDIT, driverInstanceId: other.instance.id });
     await executeNextCommand(setup, other);
     await setup.runtime.repair.finalize(other.instance.id, "driver_request");
-    setup.runtime.runs.purgeDriver(other.instance.id);
+    await setup.runtime.runs.purgeDriver(other.instance.id);
     expect(
       setup.store.sqlite.prepare("SELECT count(*) AS n FROM external_tool_effects WHERE id = ?").get(comp.compensationEffectId),
     ).toEqual({ n: 0 });
-    expect(setup.runtime.operator.show(original.effectId).operatorActions).toEqual([
+    expect((await setup.runtime.operator.show(original.effectId)).operatorActions).toEqual([
       expect.objectContaining({ action: "compensate", compensationEffectId: comp.compensationEffectId }),
     ]);
   });

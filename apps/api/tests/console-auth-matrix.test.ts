@@ -74,10 +74,10 @@ afterEach(() => {
 /** A world with Driver A, a run and one claimed (`executing`) effect, and the app with every credential kind configured. */
 async function buildWorld(): Promise<{ app: Hono; effectId: string; driverToken: string }> {
   f = createTestWorld({ reconciliation: { ...RECONCILIATION_OFF, enabled: true } });
-  const a = connectDriver(f.runtime, "driver-a");
+  const a = await connectDriver(f.runtime, "driver-a");
   const app = buildHttpApp(f.runtime, TEST_AUTH);
-  const run = f.runtime.runs.createRun({ driverInstanceId: a.instance.id });
-  const tc = f.runtime.runs.enqueueToolCall(run.runId, { serverId: "tracker", toolName: "createIssue", arguments: { title: "t" } });
+  const run = await f.runtime.runs.createRun({ driverInstanceId: a.instance.id });
+  const tc = await f.runtime.runs.enqueueToolCall(run.runId, { serverId: "tracker", toolName: "createIssue", arguments: { title: "t" } });
   await f.runtime.commands.nextCommand(a.instance, a.connectionId, 0);
   expect((await f.runtime.ledger.claim(a.instance, a.connectionId, tc.commandId)).kind).toBe("execute");
   return { app, effectId: tc.effectId, driverToken: a.token };

@@ -30,14 +30,14 @@ async function unknownEffect(opts: { serverId?: string; toolName?: string; args?
   if (opts.commit) {
     // The provider committed, then the response was lost: fenced without the inline lookup of a redelivery.
     await commitAtProvider(fx, call);
-    fx.runtime.ledger.markUnknown(call.driver.instance, call.effectId, {
+    await fx.runtime.ledger.markUnknown(call.driver.instance, call.effectId, {
       connectionId: call.driver.connectionId,
       attempt: 1,
       reason: "transport closed",
     });
     return call;
   }
-  const restarted = reconnectDriver(fx.runtime, call.driver);
+  const restarted = await reconnectDriver(fx.runtime, call.driver);
   await fx.runtime.commands.nextCommand(restarted.instance, restarted.connectionId, 0);
   expect((await fx.runtime.ledger.claim(restarted.instance, restarted.connectionId, call.commandId)).kind).toBe("unknown");
   return call;
@@ -75,7 +75,7 @@ beforeAll(async () => {
   // One lookup already recorded for the outcome chart: a redelivered write the provider never saw is
   // looked up inline, and the provider fences its key (confirmed not executed).
   const neverSent = await dispatchWrite(fx);
-  const restarted = reconnectDriver(fx.runtime, neverSent.driver);
+  const restarted = await reconnectDriver(fx.runtime, neverSent.driver);
   await fx.runtime.commands.nextCommand(restarted.instance, restarted.connectionId, 0);
   expect((await fx.runtime.ledger.claim(restarted.instance, restarted.connectionId, neverSent.commandId)).kind).toBe("not_executed");
   api = await serveConsoleApi(fx.runtime, TOKEN);
@@ -119,7 +119,7 @@ describe("operator console in a real browser", { timeout: 60_000 }, () => {
     expect(await page.cookies()).toEqual([]);
     await page.goto(`${api.url}/console`);
     expect(new URL(page.url()).pathname).toBe("/console/sign-in");
-    expect(fx.runtime.operator.show(seeded.manual.effectId).status).toBe("unknown");
+    expect((await fx.runtime.operator.show(seeded.manual.effectId)).status).toBe("unknown");
     await page.browserContext().close();
   });
 
@@ -179,7 +179,7 @@ describe("operator console in a real browser", { timeout: 60_000 }, () => {
     expect(after).toMatch(/Lookup \(operator\): confirmed_succeeded/);
     expect(after).toContain("Operator lookup by alice: confirmed_succeeded");
     await screenshot(page, "effect-timeline");
-    expect(fx.runtime.operator.show(seeded.lookup.effectId)).toMatchObject({ status: "succeeded", resolution: "reconciled" });
+    expect(await fx.runtime.operator.show(seeded.lookup.effectId)).toMatchObject({ status: "succeeded", resolution: "reconciled" });
     await page.browserContext().close();
   });
 
@@ -217,7 +217,7 @@ describe("operator console in a real browser", { timeout: 60_000 }, () => {
     // The other operator's list drops the effect by itself (server-sent event), in the same document.
     await lister.waitForFunction((id: string) => !document.querySelector(`tr[data-effect-id="${id}"]`), WAIT, seeded.manual.effectId);
     expect(await lister.evaluate(() => (window as unknown as { __sameDocument?: boolean }).__sameDocument)).toBe(true);
-    expect(fx.runtime.operator.show(seeded.manual.effectId).operatorActions).toMatchObject([
+    expect((await fx.runtime.operator.show(seeded.manual.effectId)).operatorActions).toMatchObject([
       { action: "resolve", actor: "alice", outcome: "succeeded" },
     ]);
     await lister.browserContext().close();
@@ -252,7 +252,7 @@ describe("operator console in a real browser", { timeout: 60_000 }, () => {
     expect(message).toContain("effect.not_unknown");
     expect(await stale.$("dialog[open] button[type=submit]")).toBeNull();
     await screenshot(stale, "conflict");
-    const shown = fx.runtime.operator.show(seeded.stale.effectId);
+    const shown = await fx.runtime.operator.show(seeded.stale.effectId);
     expect(shown).toMatchObject({ status: "succeeded", resolution: "operator" });
     expect(shown.operatorActions.map((a) => a.actor)).toEqual(["alice"]);
     await stale.browserContext().close();

@@ -14,7 +14,7 @@ afterEach(() => {
 
 async function unknownEffect(fx: DoubleWorld) {
   const call = await dispatchWrite(fx, { serverId: "mail", toolName: "sendMail" });
-  const restarted = reconnectDriver(fx.runtime, call.driver);
+  const restarted = await reconnectDriver(fx.runtime, call.driver);
   await fx.runtime.commands.nextCommand(restarted.instance, restarted.connectionId, 0);
   expect((await fx.runtime.ledger.claim(restarted.instance, restarted.connectionId, call.commandId)).kind).toBe("unknown");
   return call;
@@ -163,7 +163,7 @@ describe("operator console over HTTP", () => {
     // The same request with the token goes through the operator service, audited under the session's actor.
     const res = await resolve({ cookie, "content-type": "application/json", "x-csrf-token": csrf });
     expect(res.status).toBe(200);
-    expect(fx.runtime.operator.show(call.effectId).operatorActions).toMatchObject([
+    expect((await fx.runtime.operator.show(call.effectId)).operatorActions).toMatchObject([
       { action: "resolve", actor: "alice", outcome: "not_executed", reason: "checked" },
     ]);
     // A second resolution is the service's conflict, as JSON.

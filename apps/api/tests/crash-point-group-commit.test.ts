@@ -23,7 +23,7 @@ import {
   createProviderDoubleAdapter,
   type ProviderDouble,
 } from "@mosoo/effect-reconciliation/testing";
-import { observeDurableWrites, openStore, type Store } from "../src/platform/db/database.js";
+import { openSqliteStore, type SqliteStore as Store } from "../src/platform/db/sqlite/sqlite-store.js";
 import { createRuntime, type Runtime } from "../src/composition-root.js";
 import type { ReconciliationSettings } from "../src/modules/reconciliation/application/reconciliation-settings.js";
 import { effectRepository } from "../src/modules/ledger/infrastructure/effect.repository.js";
@@ -56,7 +56,7 @@ const labs: Lab[] = [];
 afterEach(() => {
   for (const lab of labs.splice(0)) {
     try {
-      lab.store.close();
+      lab.store.closeNow();
     } catch {
       // already closed
     }
@@ -64,8 +64,8 @@ afterEach(() => {
   }
 });
 
-function boot(lab: Omit<Lab, "store" | "runtime" | "injector"> & Partial<Lab>): Lab {
-  const store = openStore(lab.file);
+async function boot(lab: Omit<Lab, "store" | "runtime" | "injector"> & Partial<Lab>): Promise<Lab> {
+  const store = openSqliteStore(lab.file);
   const injector = new CrashInjector();
   injector.attach(store);
   const inner = createProviderDoubleAdapter(lab.double);
@@ -90,34 +90,34 @@ function boot(lab: Omit<Lab, "store" | "runtime" | "injector"> & Partial<Lab>): 
     groupCommit: { maxBatch: N, windowMs: lab.windowMs },
   };
   const runtime = createRuntime({
-    db: store.db,
+    store,
     logger: pino({ level: "silent" }),
     heartbeatTtlMs: 3_600_000,
     clock: { nowMs: () => lab.clock.now() },
     reconciliation: settings,
   });
-  runtime.reconciler.releaseStaleLeases();
+  await runtime.reconciler.releaseStaleLeases();
   return Object.assign(full, { store, runtime, injector });
 }
 
-function newLab(windowMs = 60_000): Lab {
+async function newLab(windowMs = 60_000): Promise<Lab> {
   const dir = mkdtempSync(join(tmpdir(), "mosoo-group-commit-"));
   const clock = createManualClock(Date.UTC(2026, 10, 30, 12, 0, 0));
   const double = createProviderDouble({ clock, toolName: TOOL, keyFencing: { kind: "lookup_fences_key" } });
-  const lab = boot({ dir, file: join(dir, "mosoo.db"), clock, double, onAnswer: null, answers: 0, windowMs });
+  const lab = await boot({ dir, file: join(dir, "mosoo.db"), clock, double, onAnswer: null, answers: 0, windowMs });
   labs.push(lab);
   return lab;
 }
 
 /** The process died (memory gone, file kept); a new one starts on the same file. */
-function restart(lab: Lab): void {
+async function restart(lab: Lab): Promise<void> {
   try {
-    lab.store.close();
+    lab.store.closeNow();
   } catch {
     // already closed
   }
   lab.onAnswer = null;
-  boot(lab);
+  await boot(lab);
 }
 
 interface Call {
@@ -129,12 +129,12 @@ interface Call {
 
 /** One Driver, one run, N claimed (executing) writes; the provider committed every other one. */
 async function executingWrites(lab: Lab): Promise<{ driver: ConnectedDriver; runId: string; calls: Call[] }> {
-  const driver = connectDriver(lab.runtime);
-  const { runId } = lab.runtime.runs.createRun({ driverInstanceId: driver.instance.id });
+  const driver = await connectDriver(lab.runtime);
+  const { runId } = await lab.runtime.runs.createRun({ driverInstanceId: driver.instance.id });
   const calls: Call[] = [];
   for (let i = 0; i < N; i++) {
     const args = issueArgs(`issue ${i}`);
-    const call = lab.runtime.runs.enqueueToolCall(runId, { serverId: SERVER, toolName: TOOL, arguments: args });
+    const call = await lab.runtime.runs.enqueueToolCall(runId, { serverId: SERVER, toolName: TOOL, arguments: args });
     const { claim } = await deliverAcceptClaim(lab.runtime, driver);
     expect(claim.kind).toBe("execute");
     const committedAtProvider = i % 2 === 0;
@@ -178,7 +178,7 @@ describe("group commit: a crash inside a batch leaves all or none of the batch (
   it.each(["before_commit", "after_commit"] as const)(
     "crash %s of the batch's transaction, then the repair resumes after a restart",
     async (phase) => {
-      const lab = newLab();
+      const lab = await newLab();
       const { driver, runId, calls } = await executingWrites(lab);
       // the next durable write after the last lookup answered is the batch of all N outcomes
       lab.onAnswer = () => {
@@ -189,7 +189,7 @@ describe("group commit: a crash inside a batch leaves all or none of the batch (
         (err: unknown) => err,
       );
       expect(isSimulatedCrash(finalized)).toBe(true);
-      restart(lab);
+      await restart(lab);
       const seen = calls.map((c) => outcomeOf(lab, runId, c));
       expect(new Set(seen)).toEqual(new Set([phase === "before_commit" ? "absent" : "settled"]));
       // recovery: the instance is still `finalizing`; once the interrupted lookups are due again
@@ -204,11 +204,11 @@ describe("group commit: a crash inside a batch leaves all or none of the batch (
 
 describe("group commit: one batch, each outcome whole", () => {
   it("commits all N outcomes of a repair in one transaction", async () => {
-    const lab = newLab();
+    const lab = await newLab();
     const { driver, runId, calls } = await executingWrites(lab);
     const commits: number[] = [];
     let writes = 0;
-    observeDurableWrites(lab.store.db, { beforeCommit: () => void (writes += 1), afterCommit: () => void commits.push(lab.answers) });
+    lab.store.observeDurableWrites({ beforeCommit: () => void (writes += 1), afterCommit: () => void commits.push(lab.answers) });
     const summary = await lab.runtime.repair.finalize(driver.instance.id, "operator");
     expect(calls.map((c) => outcomeOf(lab, runId, c))).toEqual(calls.map(() => "settled"));
     // every command counted once: half completed (the provider committed), half failed (not executed)
@@ -226,7 +226,7 @@ describe("group commit: one batch, each outcome whole", () => {
 
   it("a compare-and-set loser inside a batch records superseded and changes nothing; the others commit", async () => {
     // window 0: the repair looks a lost effect up once more, alone, after the batch
-    const lab = newLab(0);
+    const lab = await newLab(0);
     const { driver, runId, calls } = await executingWrites(lab);
     const loser = calls[1]!;
     // While the batch fills, another writer changes the loser's row (a concurrent reconciler or
@@ -251,21 +251,23 @@ describe("group commit: one batch, each outcome whole", () => {
   });
 
   it("a batch whose transaction fails is retried alone, outcome by outcome: only the failing one is lost to its own error", async () => {
-    const lab = newLab();
+    const lab = await newLab();
     const { runId, calls } = await executingWrites(lab);
     // fence every effect (no repair): unknown effects for the reconciler
     for (const c of calls)
       lab.store.sqlite.prepare("UPDATE external_tool_effects SET status = 'unknown', version = version + 1 WHERE id = ?").run(c.effectId);
     const failing = calls[2]!;
     const commits: number[] = [];
-    observeDurableWrites(lab.store.db, { beforeCommit: () => undefined, afterCommit: () => void commits.push(lab.answers) });
+    lab.store.observeDurableWrites({ beforeCommit: () => undefined, afterCommit: () => void commits.push(lab.answers) });
     const errors: Array<[string | undefined, string]> = [];
     const results: Array<[string | undefined, string]> = [];
-    const source = calls.map((c) => effectRepository.findById(lab.store.db, c.effectId)!)[Symbol.iterator]();
+    const rows = [];
+    for (const c of calls) rows.push((await lab.store.read((tx) => effectRepository.findById(tx, c.effectId)))!);
+    const source = rows[Symbol.iterator]();
     await lab.runtime.reconciler.reconcileMany(source, {
       trigger: "sweep",
       concurrency: N,
-      settle: (_tx, effect) => {
+      settle: async (_tx, effect) => {
         if (effect.id === failing.effectId) throw new Error("settle failed for this outcome");
       },
       onResult: (result, effectId) => void results.push([effectId, result.kind]),
@@ -289,7 +291,8 @@ describe("group commit: one batch, each outcome whole", () => {
       }
     }
     expect(runEvents(lab.store, runId, "effect.reconciled")).toHaveLength(N - 1);
-    // after every answer: the batch rolled back (no commit), then each outcome alone: N - 1 commits
-    expect(commits.filter((answersSoFar) => answersSoFar === N)).toHaveLength(N - 1);
+    // after every answer: the batch rolled back (no commit), then each outcome alone: N - 1 commits, and the
+    // failed outcome's lease given back (its own store transaction: every write goes through the store port now)
+    expect(commits.filter((answersSoFar) => answersSoFar === N)).toHaveLength(N - 1 + 1);
   });
 });

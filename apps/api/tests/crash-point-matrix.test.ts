@@ -50,7 +50,7 @@ async function runCase(row: Row, profile: ProviderProfile, behaviour: Behaviour,
   const lab = new CrashLab(profile, behaviour);
   const seen: Record<string, unknown> = {};
   try {
-    lab.setup();
+    await lab.setup();
     if (row === "two_reconcilers") {
       const effectId = await lab.toUnknownEffect();
       Object.assign(seen, await lab.twoReconcilers(effectId));
@@ -173,7 +173,7 @@ describe("crash at the k-th durable write, k = 1, 2, … until the flow complete
     for (let k = 1; k <= 60 && completedAt === 0; k++) {
       const lab = new CrashLab(profile, "ok");
       try {
-        lab.setup();
+        await lab.setup();
         lab.armWrite({ atWrite: k, phase });
         const crash = await crashing(lab, () => lab.runFlow());
         tally.kLoopRuns += 1;
@@ -241,7 +241,7 @@ describe("crash-point matrix, adapter misbehaves (real worker isolation, both re
       const lab = new CrashLab("lookup_only", "ok", { adapter, lookupTimeoutMs: HOSTILE_LOOKUP_TIMEOUT_MS });
       const label = `${exportName}/${mode}`;
       try {
-        lab.setup();
+        await lab.setup();
         expect(await crashing(lab, () => lab.runFlow("after_provider_commit_before_response")), label).toBeTruthy();
         expect(lab.facts.commits.get(lab.facts.key!), label).toBe(1); // the write really committed
         // Event-loop liveness: a setImmediate chain turns once per loop iteration; it keeps turning
@@ -294,7 +294,7 @@ describe("crash-point matrix, adapter misbehaves (real worker isolation, both re
     const { adapter } = await host.bind({ module: MISBEHAVING, export: "processExitAdapterFactory" }, undefined);
     const lab = new CrashLab("lookup_only", "ok", { adapter, lookupTimeoutMs: HOSTILE_LOOKUP_TIMEOUT_MS, maxLookups: 3 });
     try {
-      lab.setup();
+      await lab.setup();
       await crashing(lab, () => lab.runFlow("after_provider_commit_before_response"));
       lab.clock.advance(HEARTBEAT_TTL_MS + 1);
       for (let i = 0; i < 6; i++) {
@@ -321,15 +321,16 @@ describe("crash-point matrix, adapter misbehaves (real worker isolation, both re
     const { adapter } = await host.bind({ module: MISBEHAVING, export: "neverSettlesAdapterFactory" }, undefined);
     const lab = new CrashLab("lookup_only", "ok", { adapter, lookupTimeoutMs: HOSTILE_LOOKUP_TIMEOUT_MS });
     try {
-      lab.setup();
+      await lab.setup();
       const effectId = await lab.toUnknownEffect();
-      const leased = lab.runtime.reconciler.leaseBatch([effectRepository.findById(lab.store.db, effectId)!], "sweep");
+      const row = await lab.store.read((tx) => effectRepository.findById(tx, effectId));
+      const leased = await lab.runtime.reconciler.leaseBatch([row!], "sweep");
       expect(leased[0]).toHaveProperty("owner"); // the lease is taken: the adapter would run now
       const counted = lab.store.sqlite
         .prepare("SELECT lookup_count, lease_owner IS NOT NULL AS leased FROM external_tool_effects WHERE id = ?")
         .get(effectId);
       expect(counted).toEqual({ lookup_count: 1, leased: 1 });
-      lab.crash("the API process died while the adapter ran"); // restart on the same file: stale leases released
+      await lab.crash("the API process died while the adapter ran"); // restart on the same file: stale leases released
       const after = lab.store.sqlite
         .prepare(
           "SELECT status, lookup_count, lease_owner, next_lookup_at_ms IS NOT NULL AS scheduled FROM external_tool_effects WHERE id = ?",

@@ -10,8 +10,8 @@ import { TEST_AUTH, TEST_SECRETS } from "./helpers/http-call.js";
 import { buildHttpApp, createTestWorld, type Store } from "./kit/index.js";
 
 let store: Store | undefined;
-afterEach(() => {
-  store?.close();
+afterEach(async () => {
+  await store?.close();
   store = undefined;
 });
 

@@ -31,7 +31,7 @@ async function storeWithUnknownEffect() {
   const dbFile = join(dir, "api.db");
   f = createDoubleWorld({ bind: false, dbFile });
   const call = await dispatchWrite(f);
-  const restarted = reconnectDriver(f.runtime, call.driver);
+  const restarted = await reconnectDriver(f.runtime, call.driver);
   await f.runtime.commands.nextCommand(restarted.instance, restarted.connectionId, 0);
   await f.runtime.ledger.claim(restarted.instance, restarted.connectionId, call.commandId);
   return { dbFile, call };

@@ -66,11 +66,11 @@ async function lostResponse(f: DoubleWorld): Promise<DispatchedCall> {
 
 /** The same Driver instance restarts; the command is redelivered, claimed (fenced `unknown`) and reported failed with `error`. */
 async function restartAndReport(f: DoubleWorld, call: DispatchedCall, error: RunError) {
-  const restarted = reconnectDriver(f.runtime, call.driver);
+  const restarted = await reconnectDriver(f.runtime, call.driver);
   const { commandId, claim } = await deliverAcceptClaim(f.runtime, restarted);
   expect(commandId).toBe(call.commandId);
   expect(claim).toEqual({ kind: "unknown", effectId: call.effectId });
-  const update = f.runtime.commands.updateCommand(restarted.instance, call.commandId, {
+  const update = await f.runtime.commands.updateCommand(restarted.instance, call.commandId, {
     connectionId: restarted.connectionId,
     status: "failed",
     error,
@@ -138,7 +138,7 @@ describe("rule 14: one honest answer for the command and the run, on every path"
     const first = await lostResponse(f);
     // the first write is fenced by a restart and its command failed; the turn goes on with a second write
     const restarted = await restartAndReport(f, first, effectUnknownError(first.effectId));
-    const second = f.runtime.runs.enqueueToolCall(first.runId, {
+    const second = await f.runtime.runs.enqueueToolCall(first.runId, {
       serverId: "tracker",
       toolName: "createIssue",
       arguments: issueArgs("second"),
@@ -153,10 +153,10 @@ describe("rule 14: one honest answer for the command and the run, on every path"
 describe("rule 14: the resend wording only where no effect is unknown", () => {
   it("a command never dispatched (intent) ends driver.command_driver_terminal; the run runtime.turn_interrupted", async () => {
     const f = setup({ enabled: false });
-    const driver = reconnectDriver(f.runtime, (await dispatchWrite(f)).driver);
+    const driver = await reconnectDriver(f.runtime, (await dispatchWrite(f)).driver);
     // the first write was claimed (executing); queue a second one that no claim ever reaches
     const { runId } = f.store.sqlite.prepare("SELECT id AS runId FROM session_runs WHERE status = 'active'").get() as { runId: string };
-    const queued = f.runtime.runs.enqueueToolCall(runId, {
+    const queued = await f.runtime.runs.enqueueToolCall(runId, {
       serverId: "tracker",
       toolName: "createIssue",
       arguments: issueArgs("never sent"),
@@ -169,9 +169,9 @@ describe("rule 14: the resend wording only where no effect is unknown", () => {
 
   it("a run whose effects are all settled or never dispatched ends runtime.turn_interrupted (retryable)", async () => {
     const f = setup({ enabled: false });
-    const driver = connectDriver(f.runtime);
-    const { runId } = f.runtime.runs.createRun({ driverInstanceId: driver.instance.id });
-    const queued = f.runtime.runs.enqueueToolCall(runId, { serverId: "tracker", toolName: "createIssue", arguments: issueArgs() });
+    const driver = await connectDriver(f.runtime);
+    const { runId } = await f.runtime.runs.createRun({ driverInstanceId: driver.instance.id });
+    const queued = await f.runtime.runs.enqueueToolCall(runId, { serverId: "tracker", toolName: "createIssue", arguments: issueArgs() });
     await f.runtime.repair.finalize(driver.instance.id, "driver_request");
     expect(commandRow(f.store, queued.commandId).error).toMatchObject({
       code: "driver.command_driver_terminal",

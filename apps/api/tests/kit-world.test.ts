@@ -61,7 +61,7 @@ describe("tests/kit", () => {
     const world = createDoubleWorld({ dbFile: join(temp.dir, "api.db") });
     fx = world;
     const call = await dispatchWrite(world);
-    world.runtime.ledger.markUnknown(call.driver.instance, call.effectId, {
+    await world.runtime.ledger.markUnknown(call.driver.instance, call.effectId, {
       connectionId: call.driver.connectionId,
       attempt: 1,
       reason: "transport closed",
@@ -71,7 +71,7 @@ describe("tests/kit", () => {
       .prepare("UPDATE external_tool_effects SET lease_owner = 'dead-api', lease_expires_at_ms = ? WHERE id = ?")
       .run(START_MS + 3_600_000, call.effectId);
     const before = { runtime: world.runtime, store: world.store };
-    world.restart();
+    await world.restart();
     expect(world.runtime).not.toBe(before.runtime);
     expect(world.store).not.toBe(before.store);
     expect(effectRow(world.store, call.effectId)).toMatchObject({ status: "unknown", lease_owner: null, lease_expires_at_ms: null });
@@ -81,9 +81,9 @@ describe("tests/kit", () => {
     expect(world.lookups).toHaveLength(0);
   });
 
-  it("refuses restart() of an in-memory world", () => {
+  it("refuses restart() of an in-memory world", async () => {
     const world = createTestWorld();
     fx = world;
-    expect(() => world.restart()).toThrow("restart() needs a file-backed world (dbFile)");
+    await expect(await world.restart()).rejects.toThrow("restart() needs a file-backed world (dbFile)");
   });
 });

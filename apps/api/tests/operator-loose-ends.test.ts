@@ -21,6 +21,7 @@ import {
   type DoubleWorld,
   type DoubleWorldOptions,
   reconnectDriver,
+  until,
 } from "./kit/index.js";
 import { effectRow, ledgerSnapshot } from "./helpers/reconciliation-db.js";
 
@@ -94,7 +95,7 @@ function gateLookups(fx: DoubleWorld): () => void {
 async function unknownWrite(fx: DoubleWorld, committed: boolean) {
   const call = await dispatchWrite(fx);
   if (committed) await commitAtProvider(fx, call);
-  fx.runtime.ledger.markUnknown(call.driver.instance, call.effectId, {
+  await fx.runtime.ledger.markUnknown(call.driver.instance, call.effectId, {
     connectionId: call.driver.connectionId,
     attempt: 1,
     reason: "transport closed",
@@ -119,7 +120,8 @@ describe("contradicted_by_provider: a lookup contradicts how the effect was sett
     const call = await unknownWrite(fx, true);
     const open = gateLookups(fx);
     const sweeping = fx.runtime.reconciler.reconcile(call.effectId, "sweep");
-    fx.runtime.operator.resolve(call.effectId, { outcome: "not_executed", actor: "alice", reason: "nothing in the tracker" });
+    await until(() => effectRow(fx.store, call.effectId).lease_owner !== null); // its lease is taken: the lookup waits at the gate
+    await fx.runtime.operator.resolve(call.effectId, { outcome: "not_executed", actor: "alice", reason: "nothing in the tracker" });
     const versionAfterResolve = effectRow(fx.store, call.effectId).version;
     open();
     expect((await sweeping).kind).toBe("superseded");
@@ -149,7 +151,8 @@ describe("contradicted_by_provider: a lookup contradicts how the effect was sett
     const call = await unknownWrite(fx, false);
     const open = gateLookups(fx);
     const sweeping = fx.runtime.reconciler.reconcile(call.effectId, "sweep");
-    fx.runtime.operator.resolve(call.effectId, {
+    await until(() => effectRow(fx.store, call.effectId).lease_owner !== null); // its lease is taken: the lookup waits at the gate
+    await fx.runtime.operator.resolve(call.effectId, {
       outcome: "succeeded",
       result: { content: [{ type: "text", text: "Created issue #1" }] },
       actor: "bob",
@@ -169,7 +172,8 @@ describe("contradicted_by_provider: a lookup contradicts how the effect was sett
     const call = await unknownWrite(fx, true);
     const open = gateLookups(fx);
     const sweeping = fx.runtime.reconciler.reconcile(call.effectId, "sweep");
-    fx.runtime.operator.resolve(call.effectId, {
+    await until(() => effectRow(fx.store, call.effectId).lease_owner !== null); // its lease is taken: the lookup waits at the gate
+    await fx.runtime.operator.resolve(call.effectId, {
       outcome: "succeeded",
       result: { content: [{ type: "text", text: "Created issue #1" }] },
       ...ok,
@@ -229,7 +233,7 @@ describe("refused operator actions are audited and change nothing else", () => {
   it("a compensation no adapter declares is refused and audited (compensation.not_declared)", async () => {
     const fx = setup({ bind: false });
     const call = await dispatchWrite(fx);
-    fx.runtime.ledger.complete(call.driver.instance, call.effectId, {
+    await fx.runtime.ledger.complete(call.driver.instance, call.effectId, {
       connectionId: call.driver.connectionId,
       attempt: 1,
       result: { outputText: "Created issue #1", requestId: requestIdOf(fx, call.effectId), serverId: "tracker", toolName: "createIssue" },
@@ -266,7 +270,7 @@ describe("a succeeded effect whose provider result is an error is marked as such
     const fx = setup({ bind: false });
     const failing = await dispatchWrite(fx);
     const requestId = (id: string) => requestIdOf(fx, id);
-    fx.runtime.ledger.complete(failing.driver.instance, failing.effectId, {
+    await fx.runtime.ledger.complete(failing.driver.instance, failing.effectId, {
       connectionId: failing.driver.connectionId,
       attempt: 1,
       result: {
@@ -295,7 +299,7 @@ describe("a succeeded effect whose provider result is an error is marked as such
     const ids: string[] = [];
     for (let i = 0; i < 2; i++) {
       const call = await dispatchWrite(fx);
-      const restarted = reconnectDriver(fx.runtime, call.driver);
+      const restarted = await reconnectDriver(fx.runtime, call.driver);
       await fx.runtime.commands.nextCommand(restarted.instance, restarted.connectionId, 0);
       await fx.runtime.ledger.claim(restarted.instance, restarted.connectionId, call.commandId);
       ids.push(call.effectId);

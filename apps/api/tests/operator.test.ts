@@ -8,6 +8,7 @@ import {
   dispatchWrite,
   type DoubleWorld,
   reconnectDriver,
+  until,
 } from "./kit/index.js";
 import { effectRow, ledgerSnapshot, reconciliationRecords } from "./helpers/reconciliation-db.js";
 
@@ -22,7 +23,7 @@ afterEach(() => {
 /** One effect fenced `unknown`: claimed, then its Driver reconnected and the redelivered claim fenced it. */
 async function unknownEffect(fx: DoubleWorld, opts: { serverId?: string; toolName?: string } = {}) {
   const call = await dispatchWrite(fx, opts);
-  const restarted = reconnectDriver(fx.runtime, call.driver);
+  const restarted = await reconnectDriver(fx.runtime, call.driver);
   await fx.runtime.commands.nextCommand(restarted.instance, restarted.connectionId, 0);
   expect((await fx.runtime.ledger.claim(restarted.instance, restarted.connectionId, call.commandId)).kind).toBe("unknown");
   return { ...call, restarted };
@@ -37,7 +38,7 @@ async function committedUnknownWithGatedLookup() {
   const fx = f;
   const call = await dispatchWrite(fx);
   await commitAtProvider(fx, call);
-  fx.runtime.ledger.markUnknown(call.driver.instance, call.effectId, {
+  await fx.runtime.ledger.markUnknown(call.driver.instance, call.effectId, {
     connectionId: call.driver.connectionId,
     attempt: 1,
     reason: "transport closed",
@@ -174,7 +175,7 @@ describe("operator routes: resolve by hand", () => {
       kind: "completed",
       result: { outputText: "Created issue #7", serverId: "tracker", toolName: "createIssue" },
     });
-    const shown = f.runtime.operator.show(call.effectId);
+    const shown = await f.runtime.operator.show(call.effectId);
     expect(shown.providerReceipt).toEqual({ "io.mosoo/provider-operation-id": "ISS-7" });
     expect(shown.operatorActions).toEqual([
       expect.objectContaining({
@@ -186,7 +187,7 @@ describe("operator routes: resolve by hand", () => {
         receipt: body.receipt,
       }),
     ]);
-    expect(f.runtime.runs.getRunView(call.runId).events.map((e) => e.type)).toContain("effect.resolved");
+    expect((await f.runtime.runs.getRunView(call.runId)).events.map((e) => e.type)).toContain("effect.resolved");
   });
 
   it("resolves not_executed, lifts the fence, and refuses a second resolution (409 effect.not_unknown) changing nothing", async () => {
@@ -207,7 +208,7 @@ describe("operator routes: resolve by hand", () => {
       kind: "not_executed",
       effectId: call.effectId,
     });
-    f.runtime.runs.deleteRun(call.runId); // the fence is gone
+    await f.runtime.runs.deleteRun(call.runId); // the fence is gone
   });
 
   it.each<[string, unknown, number, string]>([
@@ -278,7 +279,7 @@ describe("operator routes: reconcile now", () => {
     f = createDoubleWorld();
     const call = await dispatchWrite(f);
     await commitAtProvider(f, call);
-    f.runtime.ledger.markUnknown(call.driver.instance, call.effectId, {
+    await f.runtime.ledger.markUnknown(call.driver.instance, call.effectId, {
       connectionId: call.driver.connectionId,
       attempt: 1,
       reason: "transport closed",
@@ -289,7 +290,7 @@ describe("operator routes: reconcile now", () => {
       body: { outcome: "confirmed_succeeded", effect: { status: "succeeded", resolution: "reconciled" } },
     });
     expect(reconciliationRecords(f.store, call.effectId).map((r) => r.trigger)).toEqual(["operator"]);
-    expect(f.runtime.operator.show(call.effectId).operatorActions).toEqual([
+    expect((await f.runtime.operator.show(call.effectId)).operatorActions).toEqual([
       expect.objectContaining({
         action: "lookup",
         actor: "alice",
@@ -303,7 +304,7 @@ describe("operator routes: reconcile now", () => {
   it("refuses an effect without a bound adapter and one that is not unknown (409 effect.not_reconcilable), and a missing actor (400)", async () => {
     f = createDoubleWorld({ bind: false });
     const call = await unknownEffect(f);
-    const running = await dispatchWrite(f, { driver: connectDriver(f.runtime, "driver-b") });
+    const running = await dispatchWrite(f, { driver: await connectDriver(f.runtime, "driver-b") });
     const before = ledgerSnapshot(f.store);
     const op = http(f.runtime);
     expect(await op("POST", `${E}/${call.effectId}/reconcile`, ok)).toMatchObject({
@@ -325,10 +326,11 @@ describe("operator routes: reconcile now", () => {
   it("respects the lease: a lookup already running wins, the operator's records superseded", async () => {
     const { fx, call, open } = await committedUnknownWithGatedLookup();
     const sweeping = fx.runtime.reconciler.reconcile(call.effectId, "sweep");
+    await until(() => effectRow(fx.store, call.effectId).lease_owner !== null); // its lease is taken: the lookup waits at the gate
     const byOperator = await fx.runtime.operator.reconcile(call.effectId, ok);
     expect(byOperator.outcome).toBe("superseded");
     // it changed nothing, so its audit row says unknown -> unknown whatever happens next
-    expect(fx.runtime.operator.show(call.effectId).operatorActions).toEqual([
+    expect((await fx.runtime.operator.show(call.effectId)).operatorActions).toEqual([
       expect.objectContaining({ action: "lookup", outcome: "superseded", statusBefore: "unknown", statusAfter: "unknown" }),
     ]);
     open();
@@ -344,7 +346,8 @@ describe("operator resolve racing a reconciler", () => {
   it("the operator commits first: exactly one outcome, the reconciler records superseded", async () => {
     const { fx, call, open } = await committedUnknownWithGatedLookup();
     const sweeping = fx.runtime.reconciler.reconcile(call.effectId, "sweep");
-    fx.runtime.operator.resolve(call.effectId, { outcome: "not_executed", actor: "alice", reason: "override" });
+    await until(() => effectRow(fx.store, call.effectId).lease_owner !== null); // its lease is taken: the lookup waits at the gate
+    await fx.runtime.operator.resolve(call.effectId, { outcome: "not_executed", actor: "alice", reason: "override" });
     open();
     expect((await sweeping).kind).toBe("superseded");
     expect(effectRow(fx.store, call.effectId)).toMatchObject({ status: "not_executed", resolution: "operator", lease_owner: null });
@@ -352,7 +355,7 @@ describe("operator resolve racing a reconciler", () => {
       ["superseded", "cas_lost", "the lost lookup answered confirmed_succeeded"],
     ]);
     // the operator's own audit row says what it changed
-    expect(fx.runtime.operator.show(call.effectId).operatorActions).toEqual([
+    expect((await fx.runtime.operator.show(call.effectId)).operatorActions).toEqual([
       expect.objectContaining({ action: "resolve", statusBefore: "unknown", statusAfter: "not_executed" }),
     ]);
   });
@@ -362,7 +365,7 @@ describe("operator resolve racing a reconciler", () => {
     const fx = f;
     const call = await dispatchWrite(fx);
     await commitAtProvider(fx, call);
-    fx.runtime.ledger.markUnknown(call.driver.instance, call.effectId, {
+    await fx.runtime.ledger.markUnknown(call.driver.instance, call.effectId, {
       connectionId: call.driver.connectionId,
       attempt: 1,
       reason: "transport closed",

@@ -4,25 +4,25 @@
  * after its transaction committed, and a failed batch is retried outcome by outcome.
  */
 import { afterEach, describe, expect, it } from "vitest";
-import { observeDurableWrites, openStore, type Store } from "../src/platform/db/database.js";
+import { openSqliteStore, type SqliteStore as Store } from "../src/platform/db/sqlite/sqlite-store.js";
 import { OutcomeGroupCommit } from "../src/modules/reconciliation/application/outcome-group-commit.js";
 
 let store: Store | undefined;
-afterEach(() => store?.close());
+afterEach(() => store?.closeNow());
 
 function open(): { store: Store; commits: number[]; rows: () => number[] } {
-  store = openStore(":memory:");
+  store = openSqliteStore(":memory:");
   store.sqlite.exec("CREATE TABLE t (v INTEGER NOT NULL UNIQUE)");
   const commits: number[] = [];
   const s = store;
-  observeDurableWrites(s.db, {
+  s.observeDurableWrites({
     beforeCommit: () => undefined,
     afterCommit: () => void commits.push((s.sqlite.prepare("SELECT count(*) AS n FROM t").get() as { n: number }).n),
   });
   return { store: s, commits, rows: () => (s.sqlite.prepare("SELECT v FROM t ORDER BY v").all() as Array<{ v: number }>).map((r) => r.v) };
 }
 
-const insert = (s: Store, v: number) => (tx: Parameters<Parameters<OutcomeGroupCommit["submit"]>[0]>[0]) => {
+const insert = (s: Store, v: number) => async (tx: Parameters<Parameters<OutcomeGroupCommit["submit"]>[0]>[0]) => {
   void tx;
   s.sqlite.prepare("INSERT INTO t (v) VALUES (?)").run(v);
   return v;
@@ -31,7 +31,7 @@ const insert = (s: Store, v: number) => (tx: Parameters<Parameters<OutcomeGroupC
 describe("OutcomeGroupCommit", () => {
   it("commits a full batch at once (count) in ONE transaction, and settles nothing before it", async () => {
     const { store: s, commits, rows } = open();
-    const gc = new OutcomeGroupCommit(s.db, { maxBatch: 3, windowMs: 60_000 });
+    const gc = new OutcomeGroupCommit(s, { maxBatch: 3, windowMs: 60_000 });
     const settled: number[] = [];
     const a = gc.submit(insert(s, 1)).then((v) => settled.push(v));
     const b = gc.submit(insert(s, 2)).then((v) => settled.push(v));
@@ -40,21 +40,21 @@ describe("OutcomeGroupCommit", () => {
     expect(settled).toEqual([]);
     expect(gc.pending).toBe(2);
     const c = gc.submit(insert(s, 3)).then((v) => settled.push(v));
-    expect(commits).toEqual([3]); // the third filled the batch: one commit of all three
     await Promise.all([a, b, c]);
+    expect(commits).toEqual([3]); // the third filled the batch: one commit of all three
     expect(settled.sort()).toEqual([1, 2, 3]);
   });
 
   it("window 0: everything queued in the same event-loop turn shares one transaction", async () => {
     const { store: s, commits } = open();
-    const gc = new OutcomeGroupCommit(s.db, { maxBatch: 64, windowMs: 0 });
+    const gc = new OutcomeGroupCommit(s, { maxBatch: 64, windowMs: 0 });
     await Promise.all([1, 2, 3, 4].map((v) => gc.submit(insert(s, v))));
     expect(commits).toEqual([4]);
   });
 
   it("a failing batch rolls back whole, then each outcome is retried alone: only the failing one rejects", async () => {
     const { store: s, commits, rows } = open();
-    const gc = new OutcomeGroupCommit(s.db, { maxBatch: 3, windowMs: 60_000 });
+    const gc = new OutcomeGroupCommit(s, { maxBatch: 3, windowMs: 60_000 });
     const results = await Promise.allSettled([gc.submit(insert(s, 1)), gc.submit(insert(s, 1)), gc.submit(insert(s, 2))]);
     expect(results.map((r) => r.status)).toEqual(["fulfilled", "rejected", "fulfilled"]);
     expect(rows()).toEqual([1, 2]);
@@ -63,15 +63,15 @@ describe("OutcomeGroupCommit", () => {
 
   it("maxBatch 1 commits every outcome alone at once (the behaviour before group commit)", async () => {
     const { store: s, commits } = open();
-    const gc = new OutcomeGroupCommit(s.db, { maxBatch: 1, windowMs: 0 });
+    const gc = new OutcomeGroupCommit(s, { maxBatch: 1, windowMs: 0 });
     const p = gc.submit(insert(s, 7));
-    expect(commits).toEqual([1]);
     expect(await p).toBe(7);
+    expect(commits).toEqual([1]);
   });
 
   it("refuses settings out of range", () => {
     const { store: s } = open();
-    expect(() => new OutcomeGroupCommit(s.db, { maxBatch: 0, windowMs: 0 })).toThrow(RangeError);
-    expect(() => new OutcomeGroupCommit(s.db, { maxBatch: 2, windowMs: -1 })).toThrow(RangeError);
+    expect(() => new OutcomeGroupCommit(s, { maxBatch: 0, windowMs: 0 })).toThrow(RangeError);
+    expect(() => new OutcomeGroupCommit(s, { maxBatch: 2, windowMs: -1 })).toThrow(RangeError);
   });
 });

@@ -285,12 +285,12 @@ describe("DESIGN §3 rule 4 / §6: no eligible adapter, or the flag off → exac
 
       const base = createTestWorld();
       try {
-        const driver = connectDriver(base.runtime);
-        const b = enqueueCreateIssue(base.runtime, driver);
+        const driver = await connectDriver(base.runtime);
+        const b = await enqueueCreateIssue(base.runtime, driver);
         await deliverAcceptClaim(base.runtime, driver);
-        if (path === "redelivery") await deliverAcceptClaim(base.runtime, reconnectDriver(base.runtime, driver));
+        if (path === "redelivery") await deliverAcceptClaim(base.runtime, await reconnectDriver(base.runtime, driver));
         else await base.runtime.repair.finalize(driver.instance.id, "driver_request");
-        const baseTypes = base.runtime.runs.getRunView(b.runId).events.map((e) => e.type);
+        const baseTypes = (await base.runtime.runs.getRunView(b.runId)).events.map((e) => e.type);
         expect(runEvents(f.store, call.runId).map((e) => e.type)).toEqual(baseTypes);
       } finally {
         base.close();

@@ -5,7 +5,7 @@ import pino from "pino";
 import { afterEach, describe, expect, it } from "vitest";
 import { loadApiConfig } from "../src/config/api-config.js";
 import { startApi } from "../src/server.js";
-import { openStore } from "../src/platform/db/database.js";
+import { openSqliteStore } from "../src/platform/db/sqlite/sqlite-store.js";
 import { commitAtProvider, createDoubleWorld, deliverAcceptClaim, dispatchWrite, type DoubleWorld, reconnectDriver } from "./kit/index.js";
 import { effectRow, reconciliationRecords, runEvents } from "./helpers/reconciliation-db.js";
 
@@ -21,7 +21,7 @@ afterEach(() => {
 async function unknownEffect(f: DoubleWorld) {
   const call = await dispatchWrite(f);
   await commitAtProvider(f, call);
-  f.runtime.ledger.markUnknown(call.driver.instance, call.effectId, {
+  await f.runtime.ledger.markUnknown(call.driver.instance, call.effectId, {
     connectionId: call.driver.connectionId,
     attempt: 1,
     reason: "transport closed",
@@ -69,7 +69,7 @@ describe("leases", () => {
       return inner(req, ctx);
     };
     const sweep = f.runtime.reconciler.reconcile(call.effectId, "sweep"); // holds the lease, waits at the gate
-    const restarted = reconnectDriver(f.runtime, call.driver);
+    const restarted = await reconnectDriver(f.runtime, call.driver);
     const claiming = deliverAcceptClaim(f.runtime, restarted);
     await new Promise((r) => setTimeout(r, 100));
     open();
@@ -100,8 +100,8 @@ describe("leases", () => {
     } finally {
       await api.close();
     }
-    const reopened = openStore(dbFile);
+    const reopened = openSqliteStore(dbFile);
     expect(effectRow(reopened, call.effectId)).toMatchObject({ status: "unknown", lease_owner: null, lease_expires_at_ms: null });
-    reopened.close();
+    reopened.closeNow();
   });
 });

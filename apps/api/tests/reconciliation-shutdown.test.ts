@@ -25,7 +25,7 @@ describe("reconciler shutdown: outcomes of lookups the host's close rejected", {
     const lab = new CrashLab("lookup_only", "ok", { adapter, lookupTimeoutMs: 60_000 });
     let other: Database.Database | undefined;
     try {
-      lab.setup();
+      await lab.setup();
       const effectId = await lab.toUnknownEffect();
       const lookup = lab.runtime.reconciler.reconcile(effectId, "sweep");
       // the lookup is running in a worker once the adapter was asked (polled, generous deadline)

@@ -104,15 +104,15 @@ describe("reconciliation sweep: backoff, bound, restart", () => {
   it("a later confirmed outcome resolves an effect whose command is already terminal and lifts the fence", async () => {
     const f = setup();
     const call = await unknownAfterFailedLookup(f);
-    expect(() => f.runtime.runs.deleteRun(call.runId)).toThrow(RuntimeError);
+    await expect(await f.runtime.runs.deleteRun(call.runId)).rejects.toThrow(RuntimeError);
     f.double.setFaults({ adapterFault: "none" });
     await commitAtProvider(f, call);
     f.clock.advance(1_000);
     expect(await f.runtime.sweep.sweepOnce()).toMatchObject({ effectsLookedUp: 1, effectsResolved: 1 });
     expectReconciled(f.store, call.runId, call.effectId, "succeeded");
     expect(commandRow(f.store, call.commandId)).toMatchObject({ status: "failed", error: { code: "external_effect.unknown" } });
-    f.runtime.runs.deleteRun(call.runId);
-    expect(() => f.runtime.runs.getRunView(call.runId)).toThrow(/no run/);
+    await f.runtime.runs.deleteRun(call.runId);
+    await expect(await f.runtime.runs.getRunView(call.runId)).rejects.toThrow(/no run/);
     expect(f.store.sqlite.prepare("SELECT count(*) AS n FROM external_tool_effects").get()).toEqual({ n: 0 });
   });
 
@@ -139,7 +139,7 @@ describe("reconciliation sweep: backoff, bound, restart", () => {
       // older unknown effects on an unbound server: the baseline fence, never looked up, never resolved
       const { driver, runId } = await dispatchWrite(f, { serverId: "wiki", args: issueArgs("unbound 0") });
       for (let i = 1; i < unbound; i++) {
-        f.runtime.runs.enqueueToolCall(runId, { serverId: "wiki", toolName: "createIssue", arguments: issueArgs(`unbound ${i}`) });
+        await f.runtime.runs.enqueueToolCall(runId, { serverId: "wiki", toolName: "createIssue", arguments: issueArgs(`unbound ${i}`) });
         expect((await deliverAcceptClaim(f.runtime, driver)).claim.kind).toBe("execute");
       }
       await f.runtime.repair.finalize(driver.instance.id, "driver_request");
@@ -163,7 +163,11 @@ describe("reconciliation sweep: streaming", () => {
     const first = await dispatchWrite(f);
     const total = SWEEP_PAGE + 5;
     for (let i = 1; i < total; i++) {
-      f.runtime.runs.enqueueToolCall(first.runId, { serverId: "tracker", toolName: "createIssue", arguments: issueArgs(`streamed ${i}`) });
+      await f.runtime.runs.enqueueToolCall(first.runId, {
+        serverId: "tracker",
+        toolName: "createIssue",
+        arguments: issueArgs(`streamed ${i}`),
+      });
       expect((await deliverAcceptClaim(f.runtime, first.driver)).claim.kind).toBe("execute");
     }
     await finalizeDriver(f, first); // every first lookup fails: all unknown, next lookup due after the backoff

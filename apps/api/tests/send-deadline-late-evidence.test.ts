@@ -101,7 +101,7 @@ describe("missed deadline report (rule 12): proof that nothing was sent", () => 
   it("settles an executing effect not_executed (deadline_missed) and fails the command not_executed, retryable, in one transaction", async () => {
     fx = createDoubleWorld({ double: { keyFencing: MAX_IN_FLIGHT } });
     const call = await dispatchWrite(fx);
-    const answer = fx.runtime.ledger.deadlineMissed(call.driver.instance, call.effectId, {
+    const answer = await fx.runtime.ledger.deadlineMissed(call.driver.instance, call.effectId, {
       connectionId: call.driver.connectionId,
       attempt: 1,
       elapsedMs: 12_000,
@@ -133,7 +133,7 @@ describe("missed deadline report (rule 12): proof that nothing was sent", () => 
     // The same report again changes nothing.
     const version = effectRow(fx.store, call.effectId).version;
     expect(
-      fx.runtime.ledger.deadlineMissed(call.driver.instance, call.effectId, {
+      await fx.runtime.ledger.deadlineMissed(call.driver.instance, call.effectId, {
         connectionId: call.driver.connectionId,
         attempt: 1,
         elapsedMs: 12_000,
@@ -150,7 +150,7 @@ describe("missed deadline report (rule 12): proof that nothing was sent", () => 
     const call = await dispatchWrite(fx);
     expect((await redeliverAndClaim(fx, call)).kind).toBe("unknown");
     expect(effectRow(fx.store, call.effectId).status).toBe("unknown");
-    const answer = fx.runtime.ledger.deadlineMissed(call.driver.instance, call.effectId, {
+    const answer = await fx.runtime.ledger.deadlineMissed(call.driver.instance, call.effectId, {
       connectionId: call.driver.connectionId,
       attempt: 1,
       elapsedMs: 30_000,
@@ -163,13 +163,13 @@ describe("missed deadline report (rule 12): proof that nothing was sent", () => 
   it("refuses a report for another attempt or a succeeded effect, and changes nothing", async () => {
     fx = createDoubleWorld({ double: { keyFencing: MAX_IN_FLIGHT } });
     const call = await dispatchWrite(fx);
-    const other = fx.runtime.ledger.deadlineMissed(call.driver.instance, call.effectId, {
+    const other = await fx.runtime.ledger.deadlineMissed(call.driver.instance, call.effectId, {
       connectionId: call.driver.connectionId,
       attempt: 2,
       elapsedMs: 1,
     });
     expect(other).toMatchObject({ outcome: "rejected", status: "executing" });
-    fx.runtime.ledger.complete(call.driver.instance, call.effectId, {
+    await fx.runtime.ledger.complete(call.driver.instance, call.effectId, {
       connectionId: call.driver.connectionId,
       attempt: 1,
       result: lateEvidence(call).result,
@@ -177,13 +177,13 @@ describe("missed deadline report (rule 12): proof that nothing was sent", () => 
     });
     const before = effectRow(fx.store, call.effectId);
     // The Driver reported attempt 1's result: it sent, so a missed deadline about it is refused outright.
-    expect(() =>
-      fx!.runtime.ledger.deadlineMissed(call.driver.instance, call.effectId, {
+    await expect(
+      await fx!.runtime.ledger.deadlineMissed(call.driver.instance, call.effectId, {
         connectionId: call.driver.connectionId,
         attempt: 1,
         elapsedMs: 1,
       }),
-    ).toThrow(expect.objectContaining({ code: "effect.attempt_sent" }));
+    ).rejects.toThrow(expect.objectContaining({ code: "effect.attempt_sent" }));
     expect(effectRow(fx.store, call.effectId)).toEqual(before);
   });
 
@@ -193,7 +193,7 @@ describe("missed deadline report (rule 12): proof that nothing was sent", () => 
     const before = effectRow(fx.store, call.effectId);
     const sendWithinMs = (before as unknown as { send_within_ms: number }).send_within_ms;
     expect(sendWithinMs).toBeGreaterThan(0);
-    const inside = fx.runtime.ledger.deadlineMissed(call.driver.instance, call.effectId, {
+    const inside = await fx.runtime.ledger.deadlineMissed(call.driver.instance, call.effectId, {
       connectionId: call.driver.connectionId,
       attempt: 1,
       elapsedMs: sendWithinMs - 1,
@@ -212,7 +212,7 @@ describe("missed deadline report (rule 12): proof that nothing was sent", () => 
     expect(effectRow(fx.store, call.effectId).lease_owner).not.toBeNull();
     // The finalized Driver can no longer authenticate; its instance row as read before stands in for
     // a report that was already in flight.
-    const answer = fx.runtime.ledger.deadlineMissed(call.driver.instance, call.effectId, {
+    const answer = await fx.runtime.ledger.deadlineMissed(call.driver.instance, call.effectId, {
       connectionId: call.driver.connectionId,
       attempt: 1,
       elapsedMs: 11_000,
@@ -233,7 +233,7 @@ describe("late evidence (rule 13)", () => {
     const call = await dispatchWrite(fx);
     expect((await redeliverAndClaim(fx, call)).kind).toBe("unknown");
     // The old call's result arrives: complete is refused (fenced) ...
-    const refused = fx.runtime.ledger.complete(call.driver.instance, call.effectId, {
+    const refused = await fx.runtime.ledger.complete(call.driver.instance, call.effectId, {
       connectionId: call.driver.connectionId,
       attempt: 1,
       result: lateEvidence(call).result,
@@ -241,7 +241,7 @@ describe("late evidence (rule 13)", () => {
     });
     expect(refused).toMatchObject({ outcome: "rejected", status: "unknown" });
     // ... and is reported as evidence.
-    const answer = fx.runtime.ledger.lateResult(call.driver.instance, call.effectId, lateEvidence(call));
+    const answer = await fx.runtime.ledger.lateResult(call.driver.instance, call.effectId, lateEvidence(call));
     expect(answer).toEqual({ outcome: "applied", status: "succeeded" });
     const row = effectRow(fx.store, call.effectId);
     expect(row).toMatchObject({
@@ -257,7 +257,7 @@ describe("late evidence (rule 13)", () => {
     expect(runEvents(fx.store, call.runId, "effect.resolved").map((e) => e.payload["resolution"])).toEqual(["reported_late"]);
     expect(fx.double.totalWriteCount()).toBe(0); // the API never calls the provider for evidence
     // The same evidence again: duplicate, nothing changes.
-    expect(fx.runtime.ledger.lateResult(call.driver.instance, call.effectId, lateEvidence(call))).toEqual({
+    expect(await fx.runtime.ledger.lateResult(call.driver.instance, call.effectId, lateEvidence(call))).toEqual({
       outcome: "duplicate",
       status: "succeeded",
     });
@@ -272,18 +272,18 @@ describe("late evidence (rule 13)", () => {
       { requestFingerprint: fingerprintArguments({ other: true }) },
       { idempotencyKey: call.effectId === call.idempotencyKey ? "01ARZ3NDEKTSV4RRFFQ69G5FAV" : call.effectId },
     ]) {
-      expect(fx.runtime.ledger.lateResult(call.driver.instance, call.effectId, lateEvidence(call, bad))).toMatchObject({
+      expect(await fx.runtime.ledger.lateResult(call.driver.instance, call.effectId, lateEvidence(call, bad))).toMatchObject({
         outcome: "rejected",
         status: "unknown",
       });
     }
-    expect(() =>
-      fx!.runtime.ledger.lateResult(
+    await expect(
+      await fx!.runtime.ledger.lateResult(
         call.driver.instance,
         call.effectId,
         lateEvidence(call, { result: { ...lateEvidence(call).result, toolName: "deleteIssue" } }),
       ),
-    ).toThrow(/request.invalid|names/);
+    ).rejects.toThrow(/request.invalid|names/);
     expect(effectRow(fx.store, call.effectId)).toEqual(before);
     expect(attemptRow(fx, call.effectId).late_result_json).toBeNull();
   });
@@ -292,13 +292,13 @@ describe("late evidence (rule 13)", () => {
     fx = createDoubleWorld({ bind: false }); // flag on (the operator surface), no adapter: nothing reconciles inline
     const call = await dispatchWrite(fx);
     await redeliverAndClaim(fx, call);
-    fx.runtime.ledger.deadlineMissed(call.driver.instance, call.effectId, {
+    await fx.runtime.ledger.deadlineMissed(call.driver.instance, call.effectId, {
       connectionId: call.driver.connectionId,
       attempt: 1,
       elapsedMs: 20_000,
     });
     expect(effectRow(fx.store, call.effectId).status).toBe("not_executed");
-    const answer = fx.runtime.ledger.lateResult(call.driver.instance, call.effectId, lateEvidence(call));
+    const answer = await fx.runtime.ledger.lateResult(call.driver.instance, call.effectId, lateEvidence(call));
     expect(answer).toMatchObject({ outcome: "rejected", status: "not_executed" });
     expect(answer.reason).toMatch(/^late_evidence_contradiction/);
     expect(effectRow(fx.store, call.effectId)).toMatchObject({
@@ -309,22 +309,22 @@ describe("late evidence (rule 13)", () => {
     });
     expect(attemptRow(fx, call.effectId).late_result_json).toBe(JSON.stringify(lateEvidence(call).result));
     // visible to an operator in list and show
-    const listed = fx.runtime.operator.list({ status: "not_executed", limit: 10 });
+    const listed = await fx.runtime.operator.list({ status: "not_executed", limit: 10 });
     expect(JSON.stringify(listed)).toContain("late_evidence_contradiction");
-    expect(JSON.stringify(fx.runtime.operator.show(call.effectId))).toContain("late_evidence_contradiction");
+    expect(JSON.stringify(await fx.runtime.operator.show(call.effectId))).toContain("late_evidence_contradiction");
   });
 
   it("a tool-error result about a not_executed effect (e.g. a fenced key refused) is kept as evidence but is no contradiction", async () => {
     fx = createDoubleWorld({ enabled: false });
     const call = await dispatchWrite(fx);
     await redeliverAndClaim(fx, call);
-    fx.runtime.ledger.deadlineMissed(call.driver.instance, call.effectId, {
+    await fx.runtime.ledger.deadlineMissed(call.driver.instance, call.effectId, {
       connectionId: call.driver.connectionId,
       attempt: 1,
       elapsedMs: 20_000,
     });
     const refused = lateEvidence(call, { result: { ...lateEvidence(call).result, outputText: "idempotency_key_fenced", isError: true } });
-    expect(fx.runtime.ledger.lateResult(call.driver.instance, call.effectId, refused)).toMatchObject({
+    expect(await fx.runtime.ledger.lateResult(call.driver.instance, call.effectId, refused)).toMatchObject({
       outcome: "rejected",
       status: "not_executed",
     });
@@ -336,9 +336,9 @@ describe("late evidence (rule 13)", () => {
     fx = createDoubleWorld({ enabled: false });
     const call = await dispatchWrite(fx);
     await redeliverAndClaim(fx, call);
-    fx.runtime.ledger.lateResult(call.driver.instance, call.effectId, lateEvidence(call));
+    await fx.runtime.ledger.lateResult(call.driver.instance, call.effectId, lateEvidence(call));
     const other = lateEvidence(call, { result: { ...lateEvidence(call).result, outputText: "created op_2" } });
-    expect(fx.runtime.ledger.lateResult(call.driver.instance, call.effectId, other)).toMatchObject({
+    expect(await fx.runtime.ledger.lateResult(call.driver.instance, call.effectId, other)).toMatchObject({
       outcome: "rejected",
       status: "succeeded",
     });
@@ -491,20 +491,20 @@ describe("HTTP: a deadline-missed report against the ledger's evidence is refuse
     fx = createDoubleWorld({ enabled: false });
     const call = await dispatchWrite(fx);
     expect((await redeliverAndClaim(fx, call)).kind).toBe("unknown");
-    const marked = fx.runtime.ledger.markUnknown(call.driver.instance, call.effectId, {
+    const marked = await fx.runtime.ledger.markUnknown(call.driver.instance, call.effectId, {
       connectionId: call.driver.connectionId,
       attempt: 1,
       reason: "mcp_call_failed: socket hang up",
     });
     expect(marked).toMatchObject({ outcome: "duplicate", status: "unknown" }); // already fenced: nothing changes but the send evidence
     const before = snapshot(fx, call);
-    expect(() =>
-      fx!.runtime.ledger.deadlineMissed(call.driver.instance, call.effectId, {
+    await expect(
+      await fx!.runtime.ledger.deadlineMissed(call.driver.instance, call.effectId, {
         connectionId: call.driver.connectionId,
         attempt: 1,
         elapsedMs: 30_000,
       }),
-    ).toThrow(expect.objectContaining({ code: "effect.attempt_sent" }));
+    ).rejects.toThrow(expect.objectContaining({ code: "effect.attempt_sent" }));
     expect(snapshot(fx, call)).toEqual(before);
   });
 
@@ -512,7 +512,7 @@ describe("HTTP: a deadline-missed report against the ledger's evidence is refuse
     fx = createDoubleWorld({ enabled: false });
     const call = await dispatchWrite(fx);
     await finalizeDriver(fx, call);
-    const complete = fx.runtime.ledger.complete(call.driver.instance, call.effectId, {
+    const complete = await fx.runtime.ledger.complete(call.driver.instance, call.effectId, {
       connectionId: call.driver.connectionId,
       attempt: 1,
       result: lateEvidence(call).result,
@@ -520,13 +520,13 @@ describe("HTTP: a deadline-missed report against the ledger's evidence is refuse
     });
     expect(complete).toMatchObject({ outcome: "rejected", status: "unknown" });
     const before = snapshot(fx, call);
-    expect(() =>
-      fx!.runtime.ledger.deadlineMissed(call.driver.instance, call.effectId, {
+    await expect(
+      await fx!.runtime.ledger.deadlineMissed(call.driver.instance, call.effectId, {
         connectionId: call.driver.connectionId,
         attempt: 1,
         elapsedMs: 30_000,
       }),
-    ).toThrow(expect.objectContaining({ code: "effect.attempt_sent" }));
+    ).rejects.toThrow(expect.objectContaining({ code: "effect.attempt_sent" }));
     expect(snapshot(fx, call)).toEqual(before);
   });
 
@@ -534,7 +534,7 @@ describe("HTTP: a deadline-missed report against the ledger's evidence is refuse
     fx = createDoubleWorld({ enabled: false });
     const app = buildHttpApp(fx.runtime);
     const call = await dispatchWrite(fx);
-    const c2 = reconnectDriver(fx.runtime, call.driver);
+    const c2 = await reconnectDriver(fx.runtime, call.driver);
     expect((await deliverAcceptClaim(fx.runtime, c2)).claim.kind).toBe("unknown"); // C2's redelivered claim fenced C1's attempt 1
     const before = snapshot(fx, call);
     const missed = await requestJson(

@@ -42,7 +42,7 @@ function unlockStore(): void {
 }
 
 /** A heartbeat over the HTTP app (in process), with the Driver's own token. */
-async function heartbeat(app: HttpApp, driver: ReturnType<typeof connectDriver>) {
+async function heartbeat(app: HttpApp, driver: Awaited<ReturnType<typeof connectDriver>>) {
   const res = await app.request("/v1/drivers/heartbeat", {
     method: "POST",
     headers: { "content-type": "application/json", authorization: `Bearer ${driver.token}` },
@@ -51,16 +51,16 @@ async function heartbeat(app: HttpApp, driver: ReturnType<typeof connectDriver>)
   return { status: res.status, body: (await res.json()) as { error?: { code: string } } };
 }
 
-const runStatus = (runId: string) => f.runtime.runs.getRunView(runId).run.status;
-const driverStatus = (driver: ReturnType<typeof connectDriver>) =>
+const runStatus = async (runId: string) => (await f.runtime.runs.getRunView(runId)).run.status;
+const driverStatus = (driver: Awaited<ReturnType<typeof connectDriver>>) =>
   (f.store.sqlite.prepare("SELECT status FROM driver_instances WHERE id = ?").get(driver.instance.id) as { status: string }).status;
 
 describe("heartbeats refused because the API's own store is busy", () => {
   it("do not count against the Driver: no expiry until a full TTL after the store was last busy", async () => {
     const app = buildHttpApp(f.runtime, TEST_AUTH);
     f.clock.advance(TTL_MS); // past the startup grace
-    const driver = connectDriver(f.runtime);
-    const call = enqueueCreateIssue(f.runtime, driver);
+    const driver = await connectDriver(f.runtime);
+    const call = await enqueueCreateIssue(f.runtime, driver);
     expect((await heartbeat(app, driver)).status).toBe(200);
 
     lockStore();
@@ -79,7 +79,7 @@ describe("heartbeats refused because the API's own store is busy", () => {
     expect((await heartbeat(app, driver)).status).toBe(200);
     f.clock.advance(TTL_MS - 1);
     expect((await f.runtime.sweep.sweepOnce()).driversFinalized).toBe(0);
-    expect(runStatus(call.runId)).not.toBe("failed");
+    expect(await runStatus(call.runId)).not.toBe("failed");
     expect(driverStatus(driver)).toBe("connected");
 
     // a Driver that really stops heartbeating is still finalized, one TTL after its last heartbeat
@@ -90,14 +90,14 @@ describe("heartbeats refused because the API's own store is busy", () => {
 
   it("without a busy store, the same silence of more than a TTL finalizes the Driver (the rule still bites)", async () => {
     f.clock.advance(TTL_MS);
-    const driver = connectDriver(f.runtime);
+    const driver = await connectDriver(f.runtime);
     f.clock.advance(TTL_MS + 1_000);
     expect((await f.runtime.sweep.sweepOnce()).driversFinalized).toBe(1);
   });
 
   it("a sweep pass that itself found the store busy extends the grace too", async () => {
     f.clock.advance(TTL_MS);
-    const driver = connectDriver(f.runtime);
+    const driver = await connectDriver(f.runtime);
     f.clock.advance(TTL_MS + 1_000); // already silent for more than a TTL when the lock is taken
     lockStore();
     expect((await f.runtime.sweep.sweepOnce()).driversFinalized).toBe(0); // store.busy: the pass ends early

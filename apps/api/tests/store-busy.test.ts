@@ -18,7 +18,7 @@ import { afterEach, describe, expect, it } from "vitest";
 import { loadApiConfig } from "../src/config/api-config.js";
 import { startApi, type RunningApi } from "../src/server.js";
 import { retryWhenBusy, StoreBusyError } from "../src/platform/db/store-busy.js";
-import { openStore, writeTransaction } from "../src/platform/db/database.js";
+import { openSqliteStore } from "../src/platform/db/sqlite/sqlite-store.js";
 import { sql } from "drizzle-orm";
 import { dumpAllTables } from "./helpers/reconciliation-db.js";
 import { defaultCredential, TEST_CREDENTIALS_ENV } from "./helpers/http-call.js";
@@ -172,18 +172,18 @@ describe("retryWhenBusy", () => {
     await expect(never).rejects.toBeInstanceOf(StoreBusyError);
     expect(attempts).toBe(4); // 1 + 3 retries: at most 4 × the 20 ms busy timeout of synchronous waiting
 
-    const store = openStore(":memory:");
+    const store = openSqliteStore(":memory:");
     try {
       attempts = 0;
-      const afterCommit = retryWhenBusy(() => {
+      const afterCommit = retryWhenBusy(async () => {
         attempts += 1;
-        writeTransaction(store.db, (tx) => tx.run(sql`CREATE TABLE IF NOT EXISTS t (x)`));
+        await store.transaction(async (tx) => void (await tx.db.run(sql`CREATE TABLE IF NOT EXISTS t (x)`)));
         throw busy(); // a later transaction of the same operation found the store busy
       });
       await expect(afterCommit).rejects.toMatchObject({ code: "store.busy", afterCommit: true });
       expect(attempts).toBe(1);
     } finally {
-      store.close();
+      store.closeNow();
     }
   });
 });

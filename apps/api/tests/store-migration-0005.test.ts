@@ -6,7 +6,7 @@ import { drizzle } from "drizzle-orm/better-sqlite3";
 import { migrate } from "drizzle-orm/better-sqlite3/migrator";
 import { newUlid } from "@mosoo/contracts";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { openStore, type Store } from "../src/platform/db/database.js";
+import { openSqliteStore, type SqliteStore as Store } from "../src/platform/db/sqlite/sqlite-store.js";
 import { createLegacyStore, migrationsFolderUpTo, type LegacyIds } from "./helpers/reconciliation-legacy-store.js";
 import { START_MS } from "./kit/index.js";
 
@@ -33,14 +33,14 @@ beforeEach(() => {
   sqlite.close();
 });
 afterEach(() => {
-  store?.close();
+  store?.closeNow();
   store = undefined;
   rmSync(dir, { recursive: true, force: true });
 });
 
 describe("store migration 0005 (compensation link, audit status before/after)", () => {
   it("keeps every audit row and backfills status before (unknown) and after (from the recorded outcome)", () => {
-    store = openStore(file);
+    store = openSqliteStore(file);
     const rows = store.sqlite
       .prepare(
         "SELECT action, outcome, status_before, status_after, receipt_json, compensation_effect_id FROM effect_operator_actions ORDER BY id",
@@ -78,7 +78,7 @@ describe("store migration 0005 (compensation link, audit status before/after)", 
   });
 
   it("the new rules hold in the database (after 0007): only a compensate row names a compensation, statuses are checked, one compensation in flight per effect", () => {
-    store = openStore(file);
+    store = openSqliteStore(file);
     const db = store.sqlite;
     const insertAction = (action: string, statusAfter: string, compensationId: string | null) =>
       db
@@ -110,7 +110,7 @@ describe("store migration 0005 (compensation link, audit status before/after)", 
   });
 
   it("the fence trigger survives: an unknown effect still cannot be deleted", () => {
-    store = openStore(file);
+    store = openSqliteStore(file);
     expect(() => store!.sqlite.prepare("DELETE FROM external_tool_effects WHERE id = ?").run(ids.unknownEffectId)).toThrow();
     expect(store.sqlite.prepare("SELECT status FROM external_tool_effects WHERE id = ?").get(ids.unknownEffectId)).toEqual({
       status: "unknown",

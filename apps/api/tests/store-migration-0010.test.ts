@@ -10,7 +10,7 @@ import { drizzle } from "drizzle-orm/better-sqlite3";
 import { migrate } from "drizzle-orm/better-sqlite3/migrator";
 import { newUlid } from "@mosoo/contracts";
 import { afterEach, describe, expect, it } from "vitest";
-import { openStore, type Store } from "../src/platform/db/database.js";
+import { openSqliteStore, type SqliteStore as Store } from "../src/platform/db/sqlite/sqlite-store.js";
 import { createLegacyStore, migrationsFolderUpTo } from "./helpers/reconciliation-legacy-store.js";
 import { START_MS } from "./kit/index.js";
 
@@ -18,7 +18,7 @@ const T0 = START_MS - 3_600_000;
 let dir: string | undefined;
 let store: Store | undefined;
 afterEach(() => {
-  store?.close();
+  store?.closeNow();
   store = undefined;
   if (dir) rmSync(dir, { recursive: true, force: true });
 });
@@ -48,7 +48,7 @@ describe("store migration 0010 (audit rows without foreign keys)", () => {
       .run(newUlid(T0 + 1), T0);
     sqlite.close();
 
-    store = openStore(file);
+    store = openSqliteStore(file);
     const rows = () =>
       store!.sqlite.prepare("SELECT effect_id, run_id, driver_instance_id, actor FROM effect_operator_actions ORDER BY id").all();
     expect(rows()).toEqual([

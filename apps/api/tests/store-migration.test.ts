@@ -4,7 +4,7 @@ import { join } from "node:path";
 import Database from "better-sqlite3";
 import { newUlid } from "@mosoo/contracts";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { MIGRATIONS_FOLDER, openStore, type Store } from "../src/platform/db/database.js";
+import { MIGRATIONS_FOLDER, openSqliteStore, type SqliteStore as Store } from "../src/platform/db/sqlite/sqlite-store.js";
 import { columnsOf, createLegacyStore, dumpLegacyRows, type LegacyIds } from "./helpers/reconciliation-legacy-store.js";
 import { createDoubleWorld, START_MS } from "./kit/index.js";
 import { effectRow, expectReconciled, reconciliationRecords } from "./helpers/reconciliation-db.js";
@@ -19,7 +19,7 @@ let file: string;
 let ids: LegacyIds;
 let before: Record<string, unknown[]>;
 let legacyColumns: Record<string, string[]>;
-const opened: Array<{ close(): void }> = [];
+const opened: Array<{ close(): unknown }> = [];
 
 beforeEach(() => {
   dir = mkdtempSync(join(tmpdir(), "mosoo-migrate-"));
@@ -30,12 +30,12 @@ beforeEach(() => {
   before = dumpLegacyRows(legacy, legacyColumns);
   legacy.close();
 });
-afterEach(() => {
-  for (const s of opened.splice(0)) s.close();
+afterEach(async () => {
+  for (const s of opened.splice(0)) await s.close();
   rmSync(dir, { recursive: true, force: true });
 });
 function upgrade(): Store {
-  const store = openStore(file);
+  const store = openSqliteStore(file);
   opened.push(store);
   return store;
 }
@@ -147,12 +147,12 @@ describe("store migration 0002 (effect reconciliation) on a #412 store", () => {
   });
 
   it("reopening an upgraded store changes nothing; the upgraded unknown effect is reconciled by the sweep", async () => {
-    upgrade().close();
+    await upgrade().close();
     opened.splice(0);
     const again = upgrade();
     expect(again.sqlite.prepare("SELECT count(*) AS n FROM __drizzle_migrations").get()).toEqual({ n: MIGRATION_COUNT });
     expect(dumpLegacyRows(again.sqlite, legacyColumns)).toEqual(before);
-    again.close();
+    await again.close();
     opened.splice(0);
 
     const fx = createDoubleWorld({ dbFile: file });

@@ -26,8 +26,23 @@ const bearerSecretString = () =>
     .min(16, "must be at least 16 characters (spaces do not count)")
     .refine((s) => !/[\s\p{Cc}]/u.test(s), "may not contain whitespace or control characters (a bearer credential is one token)");
 
+/**
+ * A PostgreSQL connection URL (`postgres://` or `postgresql://user:password@host:port/database`,
+ * query options such as `sslmode` allowed) that `URL` can parse. Refused otherwise at startup with
+ * `config.invalid: MOSOO_DATABASE_URL: ...`; the URL itself is never echoed (it may carry a password).
+ */
+const postgresUrlString = () =>
+  z
+    .string()
+    .trim()
+    .refine((s) => /^postgres(ql)?:\/\//.test(s) && URL.canParse(s), "must be a postgres:// or postgresql:// URL");
+
 export const ApiEnvSchema = z.object({
   MOSOO_DB_FILE: z.string().min(1).default("./var/mosoo.db"),
+  // docs/DESIGN.md §11: set, the store is this PostgreSQL database (any number of API instances) instead of the SQLite file.
+  MOSOO_DATABASE_URL: postgresUrlString().optional(),
+  // Connections of this instance's PostgreSQL pool (default 10; sizing rule in the API's postgres-store.ts and README).
+  MOSOO_DATABASE_POOL_SIZE: strictIntegerString(1, 1_000).optional(),
   MOSOO_HOST: z.string().min(1).default("127.0.0.1"),
   MOSOO_PORT: strictIntegerString(0, 65535).default(8787),
   MOSOO_HEARTBEAT_TTL_MS: strictIntegerString(500, 3_600_000).default(15_000),

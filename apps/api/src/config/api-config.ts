@@ -40,6 +40,13 @@ export function isLoopbackHost(host: string): boolean {
 /** The parsed configuration: `dbFile` path, `host`, `port` (0 = any free port), times in ms, `logLevel`. */
 export interface ApiConfig {
   dbFile: string;
+  /**
+   * `MOSOO_DATABASE_URL`: when set, the store is this PostgreSQL database instead of `dbFile`
+   * (docs/DESIGN.md §11; `storeConfigFrom` in platform/db/store-factory.ts decides). Never logged.
+   */
+  databaseUrl: string | undefined;
+  /** `MOSOO_DATABASE_POOL_SIZE`: connections of the PostgreSQL pool of this process (undefined: the store's default, 10). */
+  databasePoolSize: number | undefined;
   host: string;
   port: number;
   heartbeatTtlMs: number;
@@ -126,7 +133,8 @@ export function loadApiConfig(env: Record<string, string | undefined>): ApiConfi
   if (!parsed.success) {
     const issue = parsed.error.issues[0];
     const name = String(issue?.path[0] ?? "environment");
-    const got = name.endsWith("_TOKEN") || name === "MOSOO_API_KEYS" ? "" : ` (got ${JSON.stringify(env[name])})`; // never echo a secret
+    const secret = name.endsWith("_TOKEN") || name === "MOSOO_API_KEYS" || name === "MOSOO_DATABASE_URL"; // a database URL may carry a password
+    const got = secret ? "" : ` (got ${JSON.stringify(env[name])})`; // never echo a secret
     throw new ConfigError(`config.invalid: ${name}: ${issue?.message ?? "invalid value"}${got}`);
   }
   const c = parsed.data;
@@ -136,6 +144,11 @@ export function loadApiConfig(env: Record<string, string | undefined>): ApiConfi
   if (c.MOSOO_LOOKUP_BACKOFF_MAX_MS < c.MOSOO_LOOKUP_BACKOFF_INITIAL_MS) {
     throw new ConfigError(
       `config.invalid: MOSOO_LOOKUP_BACKOFF_MAX_MS: must be >= MOSOO_LOOKUP_BACKOFF_INITIAL_MS (${c.MOSOO_LOOKUP_BACKOFF_INITIAL_MS})`,
+    );
+  }
+  if (c.MOSOO_DATABASE_POOL_SIZE !== undefined && c.MOSOO_DATABASE_URL === undefined) {
+    throw new ConfigError(
+      "config.invalid: MOSOO_DATABASE_POOL_SIZE: only applies to a PostgreSQL store; set MOSOO_DATABASE_URL too, or unset it",
     );
   }
   const apiKeys: ApiKey[] = [];
@@ -164,6 +177,8 @@ export function loadApiConfig(env: Record<string, string | undefined>): ApiConfi
   }
   return {
     dbFile: c.MOSOO_DB_FILE === ":memory:" ? c.MOSOO_DB_FILE : resolve(base, c.MOSOO_DB_FILE),
+    databaseUrl: c.MOSOO_DATABASE_URL,
+    databasePoolSize: c.MOSOO_DATABASE_POOL_SIZE,
     host: c.MOSOO_HOST,
     port: c.MOSOO_PORT,
     heartbeatTtlMs: c.MOSOO_HEARTBEAT_TTL_MS,

@@ -1,12 +1,13 @@
 /**
  * Crash injection at durable writes (issue 5, SQLite's `writecrash.test` idea): counts every durable
  * write of one store and throws {@link SimulatedCrash} at a chosen one. A durable write is one
- * `writeTransaction` (seen through the `observeDurableWrites` seam of `src/platform/db/database.ts`)
- * or one autocommit INSERT/UPDATE/DELETE statement outside a transaction (lease take/release,
- * reconciliation records, heartbeats: wrapped here at `prepare`). After a crash the store is dead:
+ * `Store.transaction` (seen through the store port's `observeDurableWrites` seam, implemented by
+ * `src/platform/db/sqlite/sqlite-store.ts`; every write of the services is one, lease take/release
+ * and heartbeats included) or one autocommit INSERT/UPDATE/DELETE statement a test runs outside a
+ * transaction on the raw connection (wrapped here at `prepare`). After a crash the store is dead:
  * every later write on it throws {@link SimulatedCrash} too, as nothing runs in a killed process.
  */
-import { observeDurableWrites, type Store } from "../../src/platform/db/database.js";
+import type { Store } from "../kit/store.js";
 
 /** The error a simulated process death throws; `writeIndex` is the 1-based durable write it hit (0 for a named point). */
 export class SimulatedCrash extends Error {
@@ -60,7 +61,7 @@ export class CrashInjector {
 
   /** Wraps `store` (call right after `openStore`; migrations are not counted). */
   attach(store: Store): void {
-    observeDurableWrites(store.db, {
+    store.observeDurableWrites({
       beforeCommit: () => this.before(),
       afterCommit: () => this.after(),
     });

@@ -151,7 +151,6 @@ export class CrashLab {
       },
     });
     this.runtime = this.world.runtime;
-    this.runtime.reconciler.releaseStaleLeases();
   }
 
   /** The reconciliation settings of every "API process" of the lab: `tracker` bound (unless profile `neither`) to the counting, faulty adapter. */
@@ -211,11 +210,11 @@ export class CrashLab {
   }
 
   /** The process died: its memory is gone, the file stays. The Driver's state file (token) survives. */
-  crash(reason: string): void {
+  async crash(reason: string): Promise<void> {
     this.facts.crashes.push(reason);
     this.crashAfterLookup = false;
     this.injector.crashed ??= new SimulatedCrash(reason);
-    this.world.restart(); // closes the store, opens the file in a new runtime, releases stale leases
+    await this.world.restart(); // closes the store, opens the file in a new runtime, releases stale leases
     this.runtime = this.world.runtime;
     if (this.driver) this.driver = { ...this.driver, connectionId: "" };
   }
@@ -223,7 +222,7 @@ export class CrashLab {
   /** Removes the temp dir (the store must be closed). */
   dispose(): void {
     try {
-      this.store.close();
+      this.store.closeNow();
     } catch {
       // already closed
     }
@@ -233,13 +232,14 @@ export class CrashLab {
   // -------------------------------------------------------------------------------------------
   // The flow
 
-  /** Registers, connects the Driver and creates its run (before any crash is armed). */
-  setup(): void {
-    const { driverToken } = this.runtime.drivers.register({ name: "lab-driver" }, { kind: "enrollment" });
-    const instance = this.runtime.drivers.authenticate(driverToken);
-    const { connectionId } = this.runtime.drivers.connect(instance);
+  /** Releases stale leases as the API does at startup, then registers, connects the Driver and creates its run (before any crash is armed). */
+  async setup(): Promise<void> {
+    await this.runtime.reconciler.releaseStaleLeases();
+    const { driverToken } = await this.runtime.drivers.register({ name: "lab-driver" }, { kind: "enrollment" });
+    const instance = await this.runtime.drivers.authenticate(driverToken);
+    const { connectionId } = await this.runtime.drivers.connect(instance);
     this.driver = { token: driverToken, instanceId: instance.id, connectionId };
-    this.runId = this.runtime.runs.createRun({ driverInstanceId: instance.id }).runId;
+    this.runId = (await this.runtime.runs.createRun({ driverInstanceId: instance.id })).runId;
   }
 
   /** Arms a crash at the k-th durable write from now. */
@@ -259,7 +259,7 @@ export class CrashLab {
    */
   async runFlow(at?: CrashPoint): Promise<void> {
     if (at === "before_intent") this.injector.armNext();
-    const call = this.runtime.runs.enqueueToolCall(this.runId!, {
+    const call = await this.runtime.runs.enqueueToolCall(this.runId!, {
       serverId: SERVER,
       toolName: TOOL,
       arguments: { title: "Disk full" },
@@ -280,7 +280,7 @@ export class CrashLab {
   /** Delivers the next command on the Driver's connection (null when none). */
   async deliver(): Promise<DriverCommandEnvelope | null> {
     const d = this.driver!;
-    return this.runtime.commands.nextCommand(this.runtime.drivers.authenticate(d.token), d.connectionId, 0);
+    return this.runtime.commands.nextCommand(await this.runtime.drivers.authenticate(d.token), d.connectionId, 0);
   }
 
   /** The Driver's handling of one command (mirrors apps/driver `handleMcpExecuteCommand`). */
@@ -288,10 +288,13 @@ export class CrashLab {
     const d = this.driver!;
     const instance = () => this.runtime.drivers.authenticate(d.token);
     if (env.status === "queued" || env.status === "delivered") {
-      const acc = this.runtime.commands.updateCommand(instance(), env.commandId, { connectionId: d.connectionId, status: "accepted" });
+      const acc = await this.runtime.commands.updateCommand(await instance(), env.commandId, {
+        connectionId: d.connectionId,
+        status: "accepted",
+      });
       if (acc.outcome === "rejected") return;
     } else if (env.status !== "accepted") return;
-    const claim = await this.runtime.ledger.claim(instance(), d.connectionId, env.commandId);
+    const claim = await this.runtime.ledger.claim(await instance(), d.connectionId, env.commandId);
     await this.afterClaim(env, claim, at);
   }
 
@@ -301,21 +304,21 @@ export class CrashLab {
     const payload = env.payload;
     switch (claim.kind) {
       case "completed":
-        this.runtime.commands.updateCommand(instance(), env.commandId, {
+        await this.runtime.commands.updateCommand(await instance(), env.commandId, {
           connectionId: d.connectionId,
           status: "completed",
           result: claim.result,
         });
         return;
       case "unknown":
-        this.runtime.commands.updateCommand(instance(), env.commandId, {
+        await this.runtime.commands.updateCommand(await instance(), env.commandId, {
           connectionId: d.connectionId,
           status: "failed",
           error: effectUnknownError(claim.effectId),
         });
         return;
       case "not_executed":
-        this.runtime.commands.updateCommand(instance(), env.commandId, {
+        await this.runtime.commands.updateCommand(await instance(), env.commandId, {
           connectionId: d.connectionId,
           status: "failed",
           error: effectNotExecutedError(claim.effectId),
@@ -340,12 +343,12 @@ export class CrashLab {
       tool = await sent;
     } catch {
       // the transport broke or the call timed out: fate unknown
-      this.runtime.ledger.markUnknown(instance(), claim.effectId, {
+      await this.runtime.ledger.markUnknown(await instance(), claim.effectId, {
         connectionId: d.connectionId,
         attempt: claim.attempt,
         reason: "mcp_call_failed: lab",
       });
-      this.runtime.commands.updateCommand(instance(), env.commandId, {
+      await this.runtime.commands.updateCommand(await instance(), env.commandId, {
         connectionId: d.connectionId,
         status: "failed",
         error: effectUnknownError(claim.effectId),
@@ -358,14 +361,18 @@ export class CrashLab {
     }
     this.point("after_response_before_persist", at);
     const result: McpExecuteCommandResult = toMcpExecuteCommandResult(tool, payload);
-    this.runtime.ledger.complete(instance(), claim.effectId, {
+    await this.runtime.ledger.complete(await instance(), claim.effectId, {
       connectionId: d.connectionId,
       attempt: claim.attempt,
       result,
       receipt: tool._meta ?? null,
     });
     this.point("after_persist_before_receipt", at);
-    this.runtime.commands.updateCommand(instance(), env.commandId, { connectionId: d.connectionId, status: "completed", result });
+    await this.runtime.commands.updateCommand(await instance(), env.commandId, {
+      connectionId: d.connectionId,
+      status: "completed",
+      result,
+    });
   }
 
   /**
@@ -401,7 +408,7 @@ export class CrashLab {
    * the command. Returns the effect id.
    */
   async toUnknownEffect(): Promise<string> {
-    const call = this.runtime.runs.enqueueToolCall(this.runId!, {
+    const call = await this.runtime.runs.enqueueToolCall(this.runId!, {
       serverId: SERVER,
       toolName: TOOL,
       arguments: { title: "Disk full" },
@@ -413,19 +420,19 @@ export class CrashLab {
     Object.assign(this.facts, { effectId: eff.id, commandId: call.commandId, key: eff.idempotency_key });
     const env = (await this.deliver())!;
     const d = this.driver!;
-    const instance = this.runtime.drivers.authenticate(d.token);
-    this.runtime.commands.updateCommand(instance, env.commandId, { connectionId: d.connectionId, status: "accepted" });
+    const instance = await this.runtime.drivers.authenticate(d.token);
+    await this.runtime.commands.updateCommand(instance, env.commandId, { connectionId: d.connectionId, status: "accepted" });
     const claim = await this.runtime.ledger.claim(instance, d.connectionId, env.commandId);
     if (claim.kind !== "execute") throw new Error(`expected execute, got ${claim.kind}`);
     await this.send(claim.idempotencyKey, { title: "Disk full" }, this.behaviour === "late_commit" ? "late" : "lost").catch(
       () => undefined,
     );
-    this.runtime.ledger.markUnknown(instance, claim.effectId, {
+    await this.runtime.ledger.markUnknown(instance, claim.effectId, {
       connectionId: d.connectionId,
       attempt: claim.attempt,
       reason: "mcp_call_failed: lab",
     });
-    this.runtime.commands.updateCommand(instance, env.commandId, {
+    await this.runtime.commands.updateCommand(instance, env.commandId, {
       connectionId: d.connectionId,
       status: "failed",
       error: effectUnknownError(claim.effectId),
@@ -458,7 +465,7 @@ export class CrashLab {
    * Returns the stale report's answer (`rejected`/`superseded`/an error code) and the terminal update's.
    */
   async stalledExecutor(): Promise<{ complete: string; update: string }> {
-    const call = this.runtime.runs.enqueueToolCall(this.runId!, {
+    const call = await this.runtime.runs.enqueueToolCall(this.runId!, {
       serverId: SERVER,
       toolName: TOOL,
       arguments: { title: "Disk full" },
@@ -470,8 +477,8 @@ export class CrashLab {
     Object.assign(this.facts, { effectId: eff.id, commandId: call.commandId, key: eff.idempotency_key });
     const env = (await this.deliver())!;
     const zombie = { ...this.driver! };
-    const zInstance = this.runtime.drivers.authenticate(zombie.token);
-    this.runtime.commands.updateCommand(zInstance, env.commandId, { connectionId: zombie.connectionId, status: "accepted" });
+    const zInstance = await this.runtime.drivers.authenticate(zombie.token);
+    await this.runtime.commands.updateCommand(zInstance, env.commandId, { connectionId: zombie.connectionId, status: "accepted" });
     const claim = await this.runtime.ledger.claim(zInstance, zombie.connectionId, env.commandId);
     if (claim.kind !== "execute") throw new Error(`expected execute, got ${claim.kind}`);
     await this.reconnectAndDrain(); // the restarted Driver: redelivery fences (and looks up)
@@ -483,30 +490,36 @@ export class CrashLab {
       tool = null;
     }
     let complete = "not_sent";
-    const inst = this.runtime.drivers.authenticate(zombie.token);
+    const inst = await this.runtime.drivers.authenticate(zombie.token);
     try {
       complete = tool
-        ? this.runtime.ledger.complete(inst, claim.effectId, {
-            connectionId: zombie.connectionId,
-            attempt: claim.attempt,
-            result: toMcpExecuteCommandResult(tool, env.payload),
-            receipt: null,
-          }).outcome
-        : this.runtime.ledger.markUnknown(inst, claim.effectId, {
-            connectionId: zombie.connectionId,
-            attempt: claim.attempt,
-            reason: "late",
-          }).outcome;
+        ? (
+            await this.runtime.ledger.complete(inst, claim.effectId, {
+              connectionId: zombie.connectionId,
+              attempt: claim.attempt,
+              result: toMcpExecuteCommandResult(tool, env.payload),
+              receipt: null,
+            })
+          ).outcome
+        : (
+            await this.runtime.ledger.markUnknown(inst, claim.effectId, {
+              connectionId: zombie.connectionId,
+              attempt: claim.attempt,
+              reason: "late",
+            })
+          ).outcome;
     } catch (e) {
       complete = code(e);
     }
     let update: string;
     try {
-      update = this.runtime.commands.updateCommand(inst, env.commandId, {
-        connectionId: zombie.connectionId,
-        status: "failed",
-        error: effectUnknownError(claim.effectId),
-      }).outcome;
+      update = (
+        await this.runtime.commands.updateCommand(inst, env.commandId, {
+          connectionId: zombie.connectionId,
+          status: "failed",
+          error: effectUnknownError(claim.effectId),
+        })
+      ).outcome;
     } catch (e) {
       update = code(e);
     }
@@ -521,8 +534,8 @@ export class CrashLab {
     const d = this.driver;
     if (!d) return;
     try {
-      const instance = this.runtime.drivers.authenticate(d.token);
-      const { connectionId } = this.runtime.drivers.connect(instance);
+      const instance = await this.runtime.drivers.authenticate(d.token);
+      const { connectionId } = await this.runtime.drivers.connect(instance);
       this.driver = { ...d, connectionId };
     } catch {
       this.driver = null; // finalized: it would register anew with no commands
@@ -579,7 +592,7 @@ export async function crashing(lab: CrashLab, fn: () => Promise<void>): Promise<
     return null;
   } catch (error) {
     if (!isSimulatedCrash(error)) throw error;
-    lab.crash(error.message);
+    await lab.crash(error.message);
     return error.message;
   }
 }

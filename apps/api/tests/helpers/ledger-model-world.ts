@@ -184,7 +184,7 @@ export interface World {
   /** Counts durable writes of the current store and crashes at a planned one (ApiCrashCmd). */
   injector: CrashInjector;
   /** The API process died: close the store, open the same file in a new runtime (stale leases released). */
-  restart(): void;
+  restart(): Promise<void>;
   close(): void;
 }
 
@@ -268,10 +268,10 @@ export function createWorld(profile: Profile, checks: CheckOptions = { finalizat
     trace: [],
     auditCursor: { effects: 0, commands: 0 },
     checks,
-    restart: () => {
+    restart: async () => {
       // the store is closed, the same file opened in a new runtime, and (what server.ts does at
       // startup) the leases of the dead process are released
-      tw.restart();
+      await tw.restart();
       Object.assign(world, { store: tw.store, runtime: tw.runtime, injector });
     },
     close: () => {

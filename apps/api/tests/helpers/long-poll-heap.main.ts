@@ -18,14 +18,15 @@ const warmup = Number(process.argv[3] ?? 5_000);
 
 const f = createTestWorld();
 const { runtime } = f;
-const { driverToken } = runtime.drivers.register({ name: "heap" }, { kind: "enrollment" });
-const instance = runtime.drivers.authenticate(driverToken);
-const { connectionId } = runtime.drivers.connect(instance);
+const { driverToken } = await runtime.drivers.register({ name: "heap" }, { kind: "enrollment" });
+const instance = await runtime.drivers.authenticate(driverToken);
+const { connectionId } = await runtime.drivers.connect(instance);
 
 async function pollOnce(): Promise<void> {
   const request = new AbortController();
-  // nextCommand runs synchronously up to its first wait: the poll is now waiting on the notifier
   const answer = runtime.commands.nextCommand(instance, connectionId, 30_000, request.signal);
+  // its first delivery attempt (one store transaction) ends within this turn: the poll is now waiting on the notifier
+  await new Promise((resolve) => setImmediate(resolve));
   request.abort(); // the Driver went away (or its request timed out)
   if ((await answer) !== null) throw new Error("no command was queued; the poll must answer null");
 }

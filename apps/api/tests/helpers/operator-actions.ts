@@ -17,8 +17,13 @@ export async function operatorLookup(runtime: Runtime, effectId: string): Promis
  * provider's MCP tool result (`succeeded`) or that the write did not happen (`not_executed`).
  * Returns the effect's status after; throws RuntimeError `effect.not_found` / `effect.not_unknown`.
  */
-export function operatorResolve(runtime: Runtime, effectId: string, outcome: { succeeded: McpToolResult } | "not_executed"): string {
-  if (outcome === "not_executed") return runtime.operator.resolve(effectId, { outcome: "not_executed", ...AUDIT }).status;
-  return runtime.operator.resolve(effectId, { outcome: "succeeded", result: outcome.succeeded as Record<string, unknown>, ...AUDIT })
-    .status;
+export async function operatorResolve(
+  runtime: Runtime,
+  effectId: string,
+  outcome: { succeeded: McpToolResult } | "not_executed",
+): Promise<string> {
+  if (outcome === "not_executed") return (await runtime.operator.resolve(effectId, { outcome: "not_executed", ...AUDIT })).status;
+  return (
+    await runtime.operator.resolve(effectId, { outcome: "succeeded", result: outcome.succeeded as Record<string, unknown>, ...AUDIT })
+  ).status;
 }

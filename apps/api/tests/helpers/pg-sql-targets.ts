@@ -4,7 +4,7 @@
 // Each is migrated by its own migrator from its own migrations folder.
 import pg from "pg";
 import { useTestDatabase } from "@mosoo/test-postgres";
-import { openStore } from "../../src/platform/db/database.js";
+import { openSqliteStore } from "../../src/platform/db/sqlite/sqlite-store.js";
 import { openPglite } from "../../src/platform/db/postgres/migrate-pglite.js";
 import { migratePostgres } from "../../src/platform/db/postgres/migrate-postgres.js";
 import { classifyPgError } from "../../src/platform/db/postgres/pg-errors.js";
@@ -52,7 +52,7 @@ function pgOutcome(err: unknown): SqlOutcome {
 
 /** A fresh in-memory SQLite store (the production migrations, foreign keys on). */
 export async function openSqliteTarget(): Promise<SqlTarget> {
-  const store = openStore(":memory:");
+  const store = openSqliteStore(":memory:");
   return {
     name: "sqlite",
     exec: async (sql) => void store.sqlite.exec(sql),

@@ -1,5 +1,5 @@
 import { expect } from "vitest";
-import type { Store } from "../../src/platform/db/database.js";
+import type { SqliteStore as Store } from "../../src/platform/db/sqlite/sqlite-store.js";
 
 /** An `external_tool_effects` row as stored (snake_case columns). */
 export interface EffectDbRow {

@@ -4,7 +4,7 @@ import Database from "better-sqlite3";
 import { drizzle } from "drizzle-orm/better-sqlite3";
 import { migrate } from "drizzle-orm/better-sqlite3/migrator";
 import { fingerprintArguments, newUlid } from "@mosoo/contracts";
-import { MIGRATIONS_FOLDER } from "../../src/platform/db/database.js";
+import { MIGRATIONS_FOLDER } from "../../src/platform/db/sqlite/sqlite-store.js";
 
 /** The tables every pre-reconciliation (#412) store has, in dependency order. */
 const LEGACY_TABLES = [

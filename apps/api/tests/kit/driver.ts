@@ -21,24 +21,24 @@ export interface ConnectedDriver {
 }
 
 /** Registers (with an enrollment credential) and connects a Driver instance named `name`. */
-export function connectDriver(runtime: Runtime, name = "driver-a"): ConnectedDriver {
-  const { driverToken } = runtime.drivers.register({ name }, { kind: "enrollment" });
-  const instance = runtime.drivers.authenticate(driverToken);
-  const { connectionId } = runtime.drivers.connect(instance);
-  return { instance: runtime.drivers.authenticate(driverToken), token: driverToken, connectionId };
+export async function connectDriver(runtime: Runtime, name = "driver-a"): Promise<ConnectedDriver> {
+  const { driverToken } = await runtime.drivers.register({ name }, { kind: "enrollment" });
+  const instance = await runtime.drivers.authenticate(driverToken);
+  const { connectionId } = await runtime.drivers.connect(instance);
+  return { instance: await runtime.drivers.authenticate(driverToken), token: driverToken, connectionId };
 }
 
 /** Reconnects the same instance (a restarted Driver process): a new connection id. */
-export function reconnectDriver(runtime: Runtime, driver: ConnectedDriver): ConnectedDriver {
-  const instance = runtime.drivers.authenticate(driver.token);
-  const { connectionId } = runtime.drivers.connect(instance);
-  return { instance: runtime.drivers.authenticate(driver.token), token: driver.token, connectionId };
+export async function reconnectDriver(runtime: Runtime, driver: ConnectedDriver): Promise<ConnectedDriver> {
+  const instance = await runtime.drivers.authenticate(driver.token);
+  const { connectionId } = await runtime.drivers.connect(instance);
+  return { instance: await runtime.drivers.authenticate(driver.token), token: driver.token, connectionId };
 }
 
 /** Creates a run on `driver` and enqueues one `createIssue` tool call on server `tracker` (request id `req-1`). */
-export function enqueueCreateIssue(runtime: Runtime, driver: ConnectedDriver, title = "Disk full on db-1") {
-  const { runId, sessionId } = runtime.runs.createRun({ driverInstanceId: driver.instance.id });
-  const call = runtime.runs.enqueueToolCall(runId, {
+export async function enqueueCreateIssue(runtime: Runtime, driver: ConnectedDriver, title = "Disk full on db-1") {
+  const { runId, sessionId } = await runtime.runs.createRun({ driverInstanceId: driver.instance.id });
+  const call = await runtime.runs.enqueueToolCall(runId, {
     serverId: "tracker",
     toolName: "createIssue",
     arguments: { title, body: "seen at 03:12" },
@@ -75,7 +75,8 @@ export async function deliverAcceptClaim(runtime: Runtime, driver: ConnectedDriv
   if (!env) throw new Error("no command was delivered");
   if (env.status !== "accepted") {
     expect(
-      runtime.commands.updateCommand(driver.instance, env.commandId, { connectionId: driver.connectionId, status: "accepted" }).outcome,
+      (await runtime.commands.updateCommand(driver.instance, env.commandId, { connectionId: driver.connectionId, status: "accepted" }))
+        .outcome,
     ).toBe("applied");
   }
   return { commandId: env.commandId, claim: await runtime.ledger.claim(driver.instance, driver.connectionId, env.commandId) };
@@ -92,10 +93,10 @@ export async function dispatchWrite(
   opts: { serverId?: string; toolName?: string; args?: Record<string, unknown>; driver?: ConnectedDriver; sendWithinMs?: number } = {},
 ): Promise<DispatchedCall> {
   const { runtime } = fx;
-  const driver = opts.driver ?? connectDriver(runtime);
+  const driver = opts.driver ?? (await connectDriver(runtime));
   const args = opts.args ?? issueArgs();
-  const { runId, sessionId } = runtime.runs.createRun({ driverInstanceId: driver.instance.id });
-  const call = runtime.runs.enqueueToolCall(runId, {
+  const { runId, sessionId } = await runtime.runs.createRun({ driverInstanceId: driver.instance.id });
+  const call = await runtime.runs.enqueueToolCall(runId, {
     serverId: opts.serverId ?? BOUND_SERVER,
     toolName: opts.toolName ?? WRITE_TOOL,
     arguments: args,
@@ -127,7 +128,7 @@ export function finalizeDriver(fx: { runtime: Runtime }, call: DispatchedCall) {
 
 /** The same Driver instance restarts (new connection); the command is redelivered (asserted) and claimed again. */
 export async function redeliverAndClaim(fx: { runtime: Runtime }, call: DispatchedCall): Promise<EffectClaim> {
-  const restarted = reconnectDriver(fx.runtime, call.driver);
+  const restarted = await reconnectDriver(fx.runtime, call.driver);
   const { commandId, claim } = await deliverAcceptClaim(fx.runtime, restarted);
   expect(commandId).toBe(call.commandId);
   return claim;

@@ -68,7 +68,7 @@ export async function createFixtureProviderWorld(opts: {
       provider.release();
       await Promise.all(clients.map((c) => c.close().catch(() => undefined)));
       await provider.close();
-      world.store.close();
+      world.store.closeNow();
       temp.remove();
     },
   });
@@ -99,7 +99,7 @@ export async function executeNextCommand(
   const { runtime } = s;
   const env = await runtime.commands.nextCommand(driver.instance, driver.connectionId, 0);
   if (!env) throw new Error("no command was delivered");
-  runtime.commands.updateCommand(driver.instance, env.commandId, { connectionId: driver.connectionId, status: "accepted" });
+  await runtime.commands.updateCommand(driver.instance, env.commandId, { connectionId: driver.connectionId, status: "accepted" });
   const claim = await runtime.ledger.claim(driver.instance, driver.connectionId, env.commandId);
   if (claim.kind !== "execute") throw new Error(`expected an execute claim, got ${claim.kind}`);
   const args = JSON.parse(env.payload.argumentsJson) as Record<string, unknown>;
@@ -114,7 +114,7 @@ export async function executeNextCommand(
     result,
   };
   if (opts.crashAfterCall) return executed;
-  const completed = runtime.ledger.complete(driver.instance, claim.effectId, {
+  const completed = await runtime.ledger.complete(driver.instance, claim.effectId, {
     connectionId: driver.connectionId,
     attempt: claim.attempt,
     result,
@@ -122,8 +122,13 @@ export async function executeNextCommand(
   });
   expect(completed.outcome).toBe("applied");
   expect(
-    runtime.commands.updateCommand(driver.instance, env.commandId, { connectionId: driver.connectionId, status: "completed", result })
-      .outcome,
+    (
+      await runtime.commands.updateCommand(driver.instance, env.commandId, {
+        connectionId: driver.connectionId,
+        status: "completed",
+        result,
+      })
+    ).outcome,
   ).toBe("applied");
   return executed;
 }

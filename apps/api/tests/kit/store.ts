@@ -6,13 +6,14 @@
 import { copyFileSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { openStore, type Store } from "../../src/platform/db/database.js";
+import { openSqliteStore, type SqliteStore } from "../../src/platform/db/sqlite/sqlite-store.js";
 
-export type { Store };
+/** The store the tests use: the SQLite implementation of the store port (its raw `sqlite` handle for fixtures and checks). */
+export type Store = SqliteStore;
 
 /** Opens and migrates a store on `file` (default `:memory:`), as the API does at startup. */
 export function openTestStore(file = ":memory:"): Store {
-  return openStore(file);
+  return openSqliteStore(file);
 }
 
 /** A temp folder the test owns; `remove()` deletes it with everything in it. */
@@ -33,9 +34,9 @@ let templateDir: string | null = null;
 function migratedTemplate(): string {
   if (!templateDir) {
     templateDir = mkdtempSync(join(tmpdir(), "ledger-model-template-"));
-    const s = openStore(join(templateDir, "template.db"));
+    const s = openSqliteStore(join(templateDir, "template.db"));
     s.sqlite.pragma("journal_mode = DELETE");
-    s.close();
+    s.closeNow();
   }
   return join(templateDir, "template.db");
 }

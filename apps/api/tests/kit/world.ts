@@ -36,14 +36,14 @@ export interface TestWorldOptions {
 /**
  * A runtime on a migrated store with a manual clock. `store` and `runtime` are replaced by
  * `restart()`: the "API process" dies (the store is closed; its memory is gone), a new one opens
- * the same file and, as `server.ts` does at startup, releases the dead process's leases (throws
- * Error on an in-memory world). `close()` closes the store.
+ * the same file and, as `server.ts` does at startup, releases the dead process's leases (rejects
+ * with Error on an in-memory world). `close()` closes the store at once (`closeNow`, as a process exit would).
  */
 export interface TestWorld {
   store: Store;
   runtime: Runtime;
   clock: ManualClock;
-  restart(): void;
+  restart(): Promise<void>;
   close(): void;
 }
 
@@ -54,7 +54,7 @@ export function buildRuntime(
   opts: Omit<TestWorldOptions, "dbFile" | "clock" | "startMs" | "onStoreOpened"> = {},
 ): Runtime {
   return createRuntime({
-    db: store.db,
+    store,
     logger: pino({ level: "silent" }),
     heartbeatTtlMs: opts.heartbeatTtlMs ?? 10_000,
     ...(opts.driverUnconnectedTtlMs === undefined ? {} : { driverUnconnectedTtlMs: opts.driverUnconnectedTtlMs }),
@@ -76,17 +76,17 @@ export function createTestWorld(opts: TestWorldOptions = {}): TestWorld {
   const world: TestWorld = {
     ...boot(),
     clock,
-    restart() {
+    async restart() {
       if (file === ":memory:") throw new Error("restart() needs a file-backed world (dbFile)");
       try {
-        world.store.close();
+        world.store.closeNow();
       } catch {
         // already closed
       }
       Object.assign(world, boot());
-      world.runtime.reconciler.releaseStaleLeases();
+      await world.runtime.reconciler.releaseStaleLeases();
     },
-    close: () => world.store.close(),
+    close: () => world.store.closeNow(),
   };
   return world;
 }

@@ -1,5 +1,4 @@
 import { existsSync } from "node:fs";
-import Database from "better-sqlite3";
 import pino from "pino";
 import { OPERATOR_API, routePath, routeQueryString, UlidSchema, type ApiRoute } from "@mosoo/contracts";
 import { retryWhenBusy, StoreBusyError } from "../../platform/db/store-busy.js";
@@ -7,7 +6,8 @@ import { checkDbFilePath } from "../../config/startup-checks.js";
 import type { ApiConfig } from "../../config/api-config.js";
 import { resolveReconciliationSettings } from "../../config/reconciliation-bindings.js";
 import { createIsolatedAdapterHost } from "../../modules/reconciliation/infrastructure/isolated-adapter-host.js";
-import { openStore } from "../../platform/db/database.js";
+import { openSqliteStore } from "../../platform/db/sqlite/sqlite-store.js";
+import { isMosooSqliteStoreFile } from "../../platform/db/sqlite/sqlite-store-file.js";
 import { createRuntime } from "../../composition-root.js";
 import { RuntimeError } from "../../modules/ledger/domain/runtime-errors.js";
 import {
@@ -89,21 +89,7 @@ export function httpOperatorClient(apiUrl: string, token: string): OperatorClien
  * @throws OperatorClientError `store.not_mosoo`.
  */
 function assertMosooStore(file: string): void {
-  let isStore = false;
-  try {
-    const db = new Database(file, { readonly: true, fileMustExist: true });
-    try {
-      const tables = db
-        .prepare("SELECT name FROM sqlite_master WHERE type = 'table' AND name IN ('__drizzle_migrations', 'external_tool_effects')")
-        .all();
-      isStore = tables.length === 2;
-    } finally {
-      db.close();
-    }
-  } catch {
-    isStore = false;
-  }
-  if (!isStore)
+  if (!isMosooSqliteStoreFile(file))
     throw new OperatorClientError(
       "store.not_mosoo",
       `${file} is not a Mosoo store (no external_tool_effects table); pass the API's MOSOO_DB_FILE`,
@@ -112,6 +98,7 @@ function assertMosooStore(file: string): void {
 
 /**
  * The operator service in this process, on the SQLite store at `config.dbFile` (which must exist),
+ * opened through the async store port (`openSqliteStore`; the service sees only `Store`),
  * with the reconciliation settings of `config` (the same environment variables as the API, so the
  * same flag and adapter bindings). Safe next to a running API on the same file (every write is a
  * `BEGIN IMMEDIATE` compare-and-set); a queued compensation is picked up at the Driver's next poll.
@@ -139,9 +126,9 @@ export async function localOperatorClient(config: ApiConfig): Promise<OperatorCl
     await host.close();
     throw err;
   }
-  const store = openStore(config.dbFile);
+  const store = openSqliteStore(config.dbFile);
   const runtime = createRuntime({
-    db: store.db,
+    store,
     logger: pino({ level: "silent" }),
     heartbeatTtlMs: config.heartbeatTtlMs,
     reconciliation: settings,
@@ -164,7 +151,7 @@ export async function localOperatorClient(config: ApiConfig): Promise<OperatorCl
     compensate: (id, body) => wrap(() => op.compensate(parseOrThrow(UlidSchema, id), parseOrThrow(OperatorCompensateRequestSchema, body))),
     close: async () => {
       await host.close();
-      store.close();
+      await store.close();
     },
   };
 }

@@ -79,7 +79,7 @@ export class CredentialGuard {
   }
 
   /** The principal of `token`, or undefined when it matches no configured secret and no Driver instance. */
-  identify(token: string): Principal | undefined {
+  async identify(token: string): Promise<Principal | undefined> {
     const given = digest(token);
     let found: Principal | undefined;
     // Compare against every secret (no early exit), so the time does not depend on which one matched.
@@ -90,20 +90,20 @@ export class CredentialGuard {
     }
     if (found) return found;
     if (!DriverTokenSchema.safeParse(token).success) return undefined;
-    const instance = this.runtime.drivers.verifyToken(token);
+    const instance = await this.runtime.drivers.verifyToken(token);
     return instance ? { kind: "driver", instance } : undefined;
   }
 
   /** Authenticates the request's bearer credential. @throws RuntimeError `auth.missing_token`, `auth.invalid_token` (401). */
-  private principalOf(header: string | undefined): Principal {
-    const principal = this.identify(readBearer(header));
+  private async principalOf(header: string | undefined): Promise<Principal> {
+    const principal = await this.identify(readBearer(header));
     if (!principal) throw new RuntimeError("auth.invalid_token", "the credential is not valid");
     return principal;
   }
 
   private guard(check: (p: Principal) => void): MiddlewareHandler<AuthEnv> {
     return createMiddleware<AuthEnv>(async (c, next) => {
-      const principal = this.principalOf(c.req.header("authorization"));
+      const principal = await this.principalOf(c.req.header("authorization"));
       check(principal);
       c.set("principal", principal);
       if (principal.kind === "driver") c.set("driver", principal.instance);

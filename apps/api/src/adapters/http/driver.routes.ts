@@ -34,10 +34,10 @@ export function driverRoutes(runtime: Runtime, guard: CredentialGuard, limit: Re
     app,
     DRIVER_API.register,
     [limit.around(guard.registration())],
-    retryingWhenBusy(async (c, req) => req.json(runtime.drivers.register(await req.body(), authorityOf(c.get("principal"))))),
+    retryingWhenBusy(async (c, req) => req.json(await runtime.drivers.register(await req.body(), authorityOf(c.get("principal"))))),
   );
-  on(DRIVER_API.connect, (c, req) => req.json(runtime.drivers.connect(c.get("driver"))));
-  on(DRIVER_API.heartbeat, async (c, req) => req.json(runtime.drivers.heartbeat(c.get("driver"), (await req.body()).connectionId)));
+  on(DRIVER_API.connect, async (c, req) => req.json(await runtime.drivers.connect(c.get("driver"))));
+  on(DRIVER_API.heartbeat, async (c, req) => req.json(await runtime.drivers.heartbeat(c.get("driver"), (await req.body()).connectionId)));
   // the body (the Driver's connectionId) is not read: the calling instance is finalized
   on(DRIVER_API.finalize, async (c, req) => req.json(await runtime.repair.finalize(c.get("driver").id, "driver_request")));
   on(DRIVER_API.nextCommand, async (c, req) => {
@@ -46,19 +46,23 @@ export function driverRoutes(runtime: Runtime, guard: CredentialGuard, limit: Re
   });
   on(DRIVER_API.commandUpdate, async (c, req) => {
     const commandId = req.param("commandId");
-    return req.json(runtime.commands.updateCommand(c.get("driver"), commandId, await req.body()));
+    return req.json(await runtime.commands.updateCommand(c.get("driver"), commandId, await req.body()));
   });
   on(DRIVER_API.effectClaim, async (c, req) => {
     const body = await req.body();
     return req.json(await ledger.claim(c.get("driver"), body.connectionId, body.commandId));
   });
-  on(DRIVER_API.effectComplete, async (c, req) => req.json(ledger.complete(c.get("driver"), req.param("effectId"), await req.body())));
+  on(DRIVER_API.effectComplete, async (c, req) =>
+    req.json(await ledger.complete(c.get("driver"), req.param("effectId"), await req.body())),
+  );
   on(DRIVER_API.effectMarkUnknown, async (c, req) =>
-    req.json(ledger.markUnknown(c.get("driver"), req.param("effectId"), await req.body())),
+    req.json(await ledger.markUnknown(c.get("driver"), req.param("effectId"), await req.body())),
   );
   on(DRIVER_API.effectDeadlineMissed, async (c, req) =>
-    req.json(ledger.deadlineMissed(c.get("driver"), req.param("effectId"), await req.body())),
+    req.json(await ledger.deadlineMissed(c.get("driver"), req.param("effectId"), await req.body())),
   );
-  on(DRIVER_API.effectLateResult, async (c, req) => req.json(ledger.lateResult(c.get("driver"), req.param("effectId"), await req.body())));
+  on(DRIVER_API.effectLateResult, async (c, req) =>
+    req.json(await ledger.lateResult(c.get("driver"), req.param("effectId"), await req.body())),
+  );
   return app;
 }

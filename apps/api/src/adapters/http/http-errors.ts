@@ -5,6 +5,7 @@ import type { z } from "zod";
 import { decodeUtf8Strict, findJsonProblem, formatJsonProblem, INVALID_UTF8_MESSAGE, type ApiErrorBody } from "@mosoo/contracts";
 import { RuntimeError } from "../../modules/ledger/domain/runtime-errors.js";
 import { isStoreBusy, STORE_BUSY_RETRY_AFTER_S } from "../../platform/db/store-busy.js";
+import { StoreCommitUnknownError } from "../../platform/db/store-errors.js";
 import type { StoreBusyWatch } from "../../platform/db/store-busy-watch.js";
 
 /** Formats the first zod issue as one line: `path: message`. */
@@ -63,8 +64,10 @@ export async function readJson<S extends z.ZodType>(c: Context, schema: S): Prom
  * Maps any error to `{error: {code, message, details?}}`: a RuntimeError keeps its code and 4xx
  * status; a busy store answers 503 `store.busy` with `Retry-After: 1` (nothing was written) and is
  * noted in `storeBusy` (the maintenance sweep then gives Drivers a full heartbeat TTL after it: their
- * heartbeats may have been refused the same way); anything else is logged and answered 500
- * `internal` without a stack.
+ * heartbeats may have been refused the same way); a connection lost during COMMIT answers 503
+ * `store.commit_unknown` with `Retry-After: 1` (the write may or may not have landed: the client
+ * repeats the request, which every write's compare-and-set makes safe; see `StoreCommitUnknownError`);
+ * anything else is logged and answered 500 `internal` without a stack.
  */
 export function toErrorResponse(err: unknown, c: Context, logger: Logger, storeBusy?: StoreBusyWatch): Response {
   if (err instanceof RuntimeError) {
@@ -78,6 +81,11 @@ export function toErrorResponse(err: unknown, c: Context, logger: Logger, storeB
       error: { code: "store.busy", message: "the store is busy (locked by another connection); retry after 1 s" },
     };
     return c.json(body, 503, { "retry-after": String(STORE_BUSY_RETRY_AFTER_S) });
+  }
+  if (err instanceof StoreCommitUnknownError) {
+    logger.warn({ path: c.req.path, method: c.req.method }, "http.store_commit_unknown");
+    const body: ApiErrorBody = { error: { code: err.code, message: err.message } };
+    return c.json(body, 503, { "retry-after": String(err.retryAfterSeconds) });
   }
   logger.error({ err, path: c.req.path }, "http.internal_error");
   const body: ApiErrorBody = { error: { code: "internal", message: "internal error; see the API log" } };

@@ -39,15 +39,15 @@ export function operatorRoutes(runtime: Runtime, guard: CredentialGuard): Hono<A
   const on = <R extends (typeof OPERATOR_API)[keyof typeof OPERATOR_API]>(route: R, handler: RouteHandler<AuthEnv, R>) =>
     mountRoute(app, route, guard.forRoute(route.auth), retryingWhenBusy(handler));
   const { operator } = runtime;
-  on(OPERATOR_API.operatorList, (_c, req) => req.json(operator.list(req.query(OperatorListQuerySchema))));
-  on(OPERATOR_API.operatorShow, (_c, req) => req.json(operator.show(req.param("effectId"))));
+  on(OPERATOR_API.operatorList, async (_c, req) => req.json(await operator.list(req.query(OperatorListQuerySchema))));
+  on(OPERATOR_API.operatorShow, async (_c, req) => req.json(await operator.show(req.param("effectId"))));
   on(OPERATOR_API.operatorReconcile, async (_c, req) => {
     const effectId = req.param("effectId");
     return req.json(await operator.reconcile(effectId, await req.body(OperatorReconcileRequestSchema)));
   });
   on(OPERATOR_API.operatorResolve, async (_c, req) => {
     const effectId = req.param("effectId");
-    return req.json(operator.resolve(effectId, await req.body(OperatorResolveRequestSchema)));
+    return req.json(await operator.resolve(effectId, await req.body(OperatorResolveRequestSchema)));
   });
   on(OPERATOR_API.operatorCompensate, async (_c, req) => {
     const effectId = req.param("effectId");

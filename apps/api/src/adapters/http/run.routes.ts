@@ -16,7 +16,7 @@ export function runRoutes(runtime: Runtime, guard: CredentialGuard): Hono<AuthEn
   const app = new Hono<AuthEnv>();
   /** After the guard: a key restricted to other Drivers than the run's is refused before anything is parsed. */
   const ofRun: MiddlewareHandler<AuthEnv> = async (c, next) => {
-    assertDriversAllowed(c.get("principal"), runtime.runs.driversOfRun(c.req.param("runId") ?? ""));
+    assertDriversAllowed(c.get("principal"), await runtime.runs.driversOfRun(c.req.param("runId") ?? ""));
     await next();
   };
   const on = <R extends (typeof RUN_API)[keyof typeof RUN_API]>(
@@ -29,43 +29,43 @@ export function runRoutes(runtime: Runtime, guard: CredentialGuard): Hono<AuthEn
   on(RUN_API.createRun, async (c, req) => {
     const body = await req.body();
     assertDriversAllowed(c.get("principal"), [body.driverInstanceId]);
-    return req.json(runs.createRun(body));
+    return req.json(await runs.createRun(body));
   });
   on(
     RUN_API.enqueueToolCall,
     async (_c, req) => {
-      const res = runs.enqueueToolCall(req.param("runId"), await req.body());
+      const res = await runs.enqueueToolCall(req.param("runId"), await req.body());
       return req.json(res, res.replayed ? 200 : 201);
     },
     [ofRun],
   );
-  on(RUN_API.getRun, (_c, req) => req.json(runs.getRunView(req.param("runId"))), [ofRun]);
+  on(RUN_API.getRun, async (_c, req) => req.json(await runs.getRunView(req.param("runId"))), [ofRun]);
   on(
     RUN_API.listRunEvents,
-    (_c, req) => {
+    async (_c, req) => {
       const q = req.query();
-      return req.json({ events: runs.listEvents(req.param("runId"), q.afterSeq) });
+      return req.json({ events: await runs.listEvents(req.param("runId"), q.afterSeq) });
     },
     [ofRun],
   );
   on(
     RUN_API.deleteRun,
-    (c, req) => {
-      runs.deleteRun(req.param("runId"));
+    async (c, req) => {
+      await runs.deleteRun(req.param("runId"));
       return c.body(null, 204);
     },
     [ofRun],
   );
-  on(RUN_API.deleteSession, (c, req) => {
+  on(RUN_API.deleteSession, async (c, req) => {
     const sessionId = req.param("sessionId");
-    assertDriversAllowed(c.get("principal"), runs.driversOfSession(sessionId));
-    runs.deleteSession(sessionId);
+    assertDriversAllowed(c.get("principal"), await runs.driversOfSession(sessionId));
+    await runs.deleteSession(sessionId);
     return c.body(null, 204);
   });
-  on(RUN_API.purgeDriver, (c, req) => {
+  on(RUN_API.purgeDriver, async (c, req) => {
     const driverInstanceId = req.param("driverInstanceId");
     assertDriversAllowed(c.get("principal"), [driverInstanceId]);
-    runs.purgeDriver(driverInstanceId);
+    await runs.purgeDriver(driverInstanceId);
     return c.body(null, 204);
   });
   return app;

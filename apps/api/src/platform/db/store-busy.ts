@@ -55,7 +55,7 @@ export function isStoreBusy(err: unknown): boolean {
 }
 
 /**
- * Commits made through `writeTransaction` since the process started. {@link retryWhenBusy} compares
+ * Commits made through `Store.transaction` (any store implementation) since the process started. {@link retryWhenBusy} compares
  * it before and after an attempt: a change means a transaction committed meanwhile, so the attempt
  * is not run again. A commit of a concurrent operation counts too, which only makes a retry less
  * likely (never a repeat of committed work); and while another process holds the write lock, no
@@ -64,7 +64,7 @@ export function isStoreBusy(err: unknown): boolean {
  */
 let commitCount = 0;
 
-/** Called by `writeTransaction` after each commit. */
+/** Called by each store implementation after each commit of `Store.transaction`. */
 export function noteCommit(): void {
   commitCount += 1;
 }

@@ -67,7 +67,7 @@ export class ApiCrashCmd implements Cmd {
       figures.apiRestarts += 1;
       if (crashed) figures.apiCrashes += 1;
       trace(w, `  API ${crashed ? crashed.message : "stopped (no crash point reached)"}; restarted on the same file`);
-      w.restart();
+      await w.restart();
     });
   }
   toString = () => `apiCrash(${this.op}, write +${this.k} ${this.phase})`;

@@ -31,16 +31,18 @@ import { canon, guard, trace } from "./steps.js";
  * `sameInstance` a re-registration of the same instance id when rule 9 allows it) once finalized,
  * plus an active run on it.
  */
-export function ensureDriver(w: World, sameInstance = false): DriverRec {
+export async function ensureDriver(w: World, sameInstance = false): Promise<DriverRec> {
   const d = w.driver;
   const status = d ? driverStatus(w, d.instance.id) : undefined;
   if (!d || status === "finalized" || status === "finalizing") {
     let token: string | undefined;
     if (d && sameInstance) {
       try {
-        token = w.runtime.drivers.register(
-          { name: "model-driver", driverInstanceId: d.instance.id },
-          { kind: "instance", driverInstanceId: d.instance.id },
+        token = (
+          await w.runtime.drivers.register(
+            { name: "model-driver", driverInstanceId: d.instance.id },
+            { kind: "instance", driverInstanceId: d.instance.id },
+          )
         ).driverToken;
         trace(w, `  re-registered instance ${d.instance.id.slice(-6)}`);
       } catch (err) {
@@ -49,15 +51,15 @@ export function ensureDriver(w: World, sameInstance = false): DriverRec {
         trace(w, `  re-register refused: ${err.code}`);
       }
     }
-    token ??= w.runtime.drivers.register({ name: "model-driver" }, { kind: "enrollment" }).driverToken;
-    const { connectionId } = w.runtime.drivers.connect(w.runtime.drivers.authenticate(token));
-    w.driver = { instance: w.runtime.drivers.authenticate(token), token, connectionId, inbox: [] };
+    token ??= (await w.runtime.drivers.register({ name: "model-driver" }, { kind: "enrollment" })).driverToken;
+    const { connectionId } = await w.runtime.drivers.connect(await w.runtime.drivers.authenticate(token));
+    w.driver = { instance: await w.runtime.drivers.authenticate(token), token, connectionId, inbox: [] };
     w.runId = null;
     trace(w, `  driver ${w.driver.instance.id.slice(-6)} connected ${connectionId.slice(-6)}`);
   }
   const driver = w.driver!;
   if (!w.runId || runStatus(w, w.runId) !== "active") {
-    w.runId = w.runtime.runs.createRun({ driverInstanceId: driver.instance.id }).runId;
+    w.runId = (await w.runtime.runs.createRun({ driverInstanceId: driver.instance.id })).runId;
     trace(w, `  run ${w.runId.slice(-6)} created`);
   }
   return driver;
@@ -70,12 +72,12 @@ const TOOLS: Record<ToolKind, { serverId: string; toolName: string }> = {
   undeclared_tool: { serverId: BOUND_SERVER, toolName: "closeIssue" },
 };
 
-export function enqueue(w: World, m: Model, kind: ToolKind, runId: string, driverInstanceId: string): CallRec {
+export async function enqueue(w: World, m: Model, kind: ToolKind, runId: string, driverInstanceId: string): Promise<CallRec> {
   const idx = m.calls.length;
   const { serverId, toolName } = TOOLS[kind];
   const args = { title: `issue ${idx}`, body: "seen at 03:12", n: idx };
   const requestId = `req-${idx}`;
-  const res = w.runtime.runs.enqueueToolCall(runId, { serverId, toolName, arguments: args, requestId });
+  const res = await w.runtime.runs.enqueueToolCall(runId, { serverId, toolName, arguments: args, requestId });
   const call: CallRec = {
     idx,
     runId,
@@ -202,7 +204,12 @@ export async function reportAttempt(w: World, m: Model, c: ClaimRec, preferCompl
  * The Driver receives its next command (into its inbox) and, with `accept`, accepts it. Returns the
  * command id, or undefined when nothing was delivered.
  */
-export async function deliverNext(w: World, m: Model, d: ReturnType<typeof ensureDriver>, accept: boolean): Promise<string | undefined> {
+export async function deliverNext(
+  w: World,
+  m: Model,
+  d: Awaited<ReturnType<typeof ensureDriver>>,
+  accept: boolean,
+): Promise<string | undefined> {
   const env = await guard(w, "nextCommand", () => w.runtime.commands.nextCommand(d.instance, d.connectionId, 0));
   if (!env) return undefined;
   if (!d.inbox.includes(env.commandId)) d.inbox.push(env.commandId);

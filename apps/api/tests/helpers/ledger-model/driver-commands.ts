@@ -26,7 +26,7 @@ export class EnqueueCmd implements Cmd {
   check = () => true;
   async run(m: Model, w: World) {
     await step(w, m, this.toString(), async () => {
-      const d = ensureDriver(w);
+      const d = await ensureDriver(w);
       await guard(w, "enqueue", () => enqueue(w, m, this.kind, w.runId!, d.instance.id));
     });
   }
@@ -38,7 +38,7 @@ export class DeliverCmd implements Cmd {
   check = () => true;
   async run(m: Model, w: World) {
     await step(w, m, this.toString(), async () => {
-      await deliverNext(w, m, ensureDriver(w), this.accept);
+      await deliverNext(w, m, await ensureDriver(w), this.accept);
     });
   }
   toString = () => `deliver(${this.accept ? "accept" : "no-accept"})`;
@@ -64,7 +64,7 @@ export class DriverTurnCmd implements Cmd {
   check = () => true;
   async run(m: Model, w: World) {
     await step(w, m, this.toString(), async () => {
-      const d = ensureDriver(w);
+      const d = await ensureDriver(w);
       const commandId = await deliverNext(w, m, d, true);
       if (commandId) await claimOne(w, m, d, commandId);
     });
@@ -91,7 +91,7 @@ export class SlowDriverTurnCmd implements Cmd {
   check = () => true;
   async run(m: Model, w: World) {
     await step(w, m, this.toString(), async () => {
-      const d = ensureDriver(w);
+      const d = await ensureDriver(w);
       const commandId = await deliverNext(w, m, d, true);
       if (!commandId) return;
       const call = callOfCommand(m, commandId);
@@ -117,7 +117,7 @@ export class SlowDriverTurnCmd implements Cmd {
         await flush();
         await guard(w, "sweep", () => w.runtime.sweep.sweepOnce());
       }
-      ensureDriver(w);
+      await ensureDriver(w);
     });
   }
   toString = () =>
@@ -205,18 +205,18 @@ export class CrashReconnectCmd implements Cmd {
     await step(w, m, this.toString(), async () => {
       const d = w.driver;
       if (!d) {
-        ensureDriver(w);
+        await ensureDriver(w);
         return;
       }
-      const fresh = await guard(w, "reconnect", () => {
-        const { connectionId } = w.runtime.drivers.connect(w.runtime.drivers.authenticate(d.token));
-        return { instance: w.runtime.drivers.authenticate(d.token), token: d.token, connectionId, inbox: [] } satisfies DriverRec;
+      const fresh = await guard(w, "reconnect", async () => {
+        const { connectionId } = await w.runtime.drivers.connect(await w.runtime.drivers.authenticate(d.token));
+        return { instance: await w.runtime.drivers.authenticate(d.token), token: d.token, connectionId, inbox: [] } satisfies DriverRec;
       });
       if (fresh) {
         w.driver = fresh;
         trace(w, `  reconnected ${fresh.connectionId.slice(-6)}`);
       } else {
-        ensureDriver(w);
+        await ensureDriver(w);
       }
     });
   }

@@ -11,12 +11,12 @@ import { guard, step, trace, type Cmd } from "./steps.js";
  * provider's result when it committed, else (after fencing the key at the provider, so that no
  * late write can land) `not_executed`. Goes through helpers/operator-actions.ts.
  */
-export function honestResolve(w: World, call: CallRec): string {
+export async function honestResolve(w: World, call: CallRec): Promise<string> {
   const provider = call.bound ? w.double : w.unboundProvider;
   const record = provider.record(call.key);
-  if (record) return operatorResolve(w.runtime, call.effectId, { succeeded: record.result });
+  if (record) return await operatorResolve(w.runtime, call.effectId, { succeeded: record.result });
   provider.fence(call.key);
-  return operatorResolve(w.runtime, call.effectId, "not_executed");
+  return await operatorResolve(w.runtime, call.effectId, "not_executed");
 }
 
 /** The operator looks an `unknown` effect up now, or resolves it by hand ({@link honestResolve}). */
@@ -31,8 +31,8 @@ export class OperatorCmd implements Cmd {
       const unknown = m.calls.filter((c) => effectById(w, c.effectId)?.status === "unknown");
       if (unknown.length === 0) return;
       const call = unknown[this.pick % unknown.length]!;
-      const out = await guard(w, `operator ${this.action}`, () =>
-        this.action === "lookup" ? operatorLookup(w.runtime, call.effectId) : honestResolve(w, call),
+      const out = await guard(w, `operator ${this.action}`, async () =>
+        this.action === "lookup" ? operatorLookup(w.runtime, call.effectId) : await honestResolve(w, call),
       );
       trace(w, `  operator ${this.action} call#${call.idx} → ${out ?? "refused"}`);
     });

@@ -122,7 +122,7 @@ export class RaceCmd implements Cmd {
             break;
           case "enqueue": {
             const runId = w.runId;
-            if (d && runId) start(op, () => enqueue(w, m, "bound", runId, d.instance.id).idx);
+            if (d && runId) start(op, async () => (await enqueue(w, m, "bound", runId, d.instance.id)).idx);
             break;
           }
         }

@@ -19,7 +19,7 @@ export class FinalizeCmd implements Cmd {
         const summary = await guard(w, "finalize", () => w.runtime.repair.finalize(d.instance.id, this.trigger));
         trace(w, `  finalized ${d.instance.id.slice(-6)}: ${JSON.stringify(summary)}`);
       }
-      ensureDriver(w, this.sameInstance);
+      await ensureDriver(w, this.sameInstance);
     });
   }
   toString = () => `finalize(${this.trigger}${this.sameInstance ? ", re-register same instance" : ""})`;

@@ -207,16 +207,18 @@ export function consoleRoutes(runtime: Runtime, logger: Logger, opts: ConsoleOpt
     const s = c.get("session");
     return c.json({ actor: s.actor, csrfToken: s.csrfToken, expiresAtMs: s.expiresAtMs });
   });
-  mountRoute(app, CONSOLE_API.consoleList, [], (_c, req) => req.json(operator.list(req.query(OperatorListQuerySchema))));
-  mountRoute(app, CONSOLE_API.consoleStats, [], (_c, req) => req.json({ ...operator.stats(), unknownSeries: feed.unknownSeries() }));
-  mountRoute(app, CONSOLE_API.consoleShow, [], (_c, req) => req.json(operator.show(req.param("effectId"))));
+  mountRoute(app, CONSOLE_API.consoleList, [], async (_c, req) => req.json(await operator.list(req.query(OperatorListQuerySchema))));
+  mountRoute(app, CONSOLE_API.consoleStats, [], async (_c, req) =>
+    req.json({ ...(await operator.stats()), unknownSeries: await feed.unknownSeries() }),
+  );
+  mountRoute(app, CONSOLE_API.consoleShow, [], async (_c, req) => req.json(await operator.show(req.param("effectId"))));
   mountRoute(app, CONSOLE_API.consoleReconcile, [], async (c, req) => {
     const effectId = req.param("effectId");
     return req.json(await operator.reconcile(effectId, await withActor(c, OperatorReconcileRequestSchema)));
   });
   mountRoute(app, CONSOLE_API.consoleResolve, [], async (c, req) => {
     const effectId = req.param("effectId");
-    return req.json(operator.resolve(effectId, await withActor(c, OperatorResolveRequestSchema)));
+    return req.json(await operator.resolve(effectId, await withActor(c, OperatorResolveRequestSchema)));
   });
   mountRoute(app, CONSOLE_API.consoleCompensate, [], async (c, req) => {
     const effectId = req.param("effectId");

@@ -5,10 +5,10 @@ export const DEFAULT_CHANGE_POLL_MS = 1_000;
 /** At most this many samples of the unknown-effect count are kept (oldest dropped first). */
 export const MAX_UNKNOWN_SAMPLES = 500;
 
-/** What the feed reads from the operator service: a change marker and the number of unknown effects. */
+/** What the feed reads from the operator service: a change marker and the number of unknown effects (store reads), and the clock (ms). */
 export interface ChangeSource {
-  changeMarker(): string;
-  unknownTotal(): number;
+  changeMarker(): Promise<string>;
+  unknownTotal(): Promise<number>;
   nowMs(): number;
 }
 
@@ -33,6 +33,8 @@ export class EffectChangeFeed {
   private marker: string | undefined;
   private timer: NodeJS.Timeout | undefined;
   private closed = false;
+  /** The check in progress: a timer tick while one still reads joins it instead of reading twice. */
+  private checking: Promise<void> | undefined;
 
   constructor(
     private readonly source: ChangeSource,
@@ -45,8 +47,8 @@ export class EffectChangeFeed {
     if (this.closed) return () => {};
     this.listeners.add(listener);
     if (!this.timer) {
-      this.check();
-      this.timer = setInterval(() => this.check(), this.pollMs);
+      void this.check();
+      this.timer = setInterval(() => void this.check(), this.pollMs);
       this.timer.unref();
     }
     return () => {
@@ -56,16 +58,26 @@ export class EffectChangeFeed {
   }
 
   /** The samples taken so far (oldest first); takes one now if there is none yet. */
-  unknownSeries(): UnknownSample[] {
-    if (this.samples.length === 0) this.sample();
+  async unknownSeries(): Promise<UnknownSample[]> {
+    if (this.samples.length === 0) await this.sample();
     return [...this.samples];
   }
 
-  /** Compares the marker with the last one seen; on a change samples and notifies. Never throws. */
-  check(): void {
+  /**
+   * Compares the marker with the last one seen; on a change samples and notifies. Never rejects.
+   * A call while another check still reads shares that check.
+   */
+  check(): Promise<void> {
+    this.checking ??= this.checkOnce().finally(() => {
+      this.checking = undefined;
+    });
+    return this.checking;
+  }
+
+  private async checkOnce(): Promise<void> {
     let next: string;
     try {
-      next = this.source.changeMarker();
+      next = await this.source.changeMarker();
     } catch (err) {
       this.logger.warn({ err }, "console.change_feed_failed");
       return;
@@ -73,14 +85,14 @@ export class EffectChangeFeed {
     if (next === this.marker) return;
     const first = this.marker === undefined;
     this.marker = next;
-    this.sample();
+    await this.sample();
     if (first) return;
     for (const l of [...this.listeners]) l(next);
   }
 
-  private sample(): void {
+  private async sample(): Promise<void> {
     try {
-      const count = this.source.unknownTotal();
+      const count = await this.source.unknownTotal();
       const atMs = this.source.nowMs();
       const last = this.samples.at(-1);
       if (last && last.count === count && last.atMs === atMs) return;

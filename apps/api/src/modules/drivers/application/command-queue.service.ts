@@ -1,4 +1,3 @@
-import { writeTransaction } from "../../../platform/db/database.js";
 import {
   McpExecuteCommandSchema,
   effectNotExecutedError,
@@ -53,7 +52,7 @@ export class CommandQueueService {
     const deadline = this.ctx.clock.nowMs() + waitMs;
     const shutdown = this.ctx.shutdown.signal;
     for (;;) {
-      const envelope = this.tryDeliver(instance.id, connectionId);
+      const envelope = await this.tryDeliver(instance.id, connectionId);
       if (envelope) return envelope;
       const remaining = deadline - this.ctx.clock.nowMs();
       if (remaining <= 0 || shutdown.aborted || signal?.aborted) return null;
@@ -64,13 +63,13 @@ export class CommandQueueService {
     }
   }
 
-  private tryDeliver(driverInstanceId: string, connectionId: string): DriverCommandEnvelope | null {
+  private async tryDeliver(driverInstanceId: string, connectionId: string): Promise<DriverCommandEnvelope | null> {
     const now = this.ctx.clock.nowMs();
-    return writeTransaction(this.ctx.db, (tx) => {
-      assertCurrentConnection(driverInstanceRepository.findById(tx, driverInstanceId), connectionId);
-      const cmd = commandRepository.findUndeliveredOnConnection(tx, driverInstanceId, connectionId);
+    return this.ctx.store.transaction(async (tx) => {
+      assertCurrentConnection(await driverInstanceRepository.findById(tx, driverInstanceId), connectionId);
+      const cmd = await commandRepository.findUndeliveredOnConnection(tx, driverInstanceId, connectionId);
       if (!cmd) return null;
-      commandRepository.markDelivered(tx, cmd.id, cmd.status, connectionId, now);
+      await commandRepository.markDelivered(tx, cmd.id, cmd.status, connectionId, now);
       this.ctx.logger.info(
         { driverInstanceId, commandId: cmd.id, seq: cmd.seq, status: cmd.status, redelivery: cmd.deliveryCount > 0 },
         "command.delivered",
@@ -98,17 +97,17 @@ export class CommandQueueService {
    * `not_executed` one it is `external_effect.not_executed`, whatever the Driver sent.
    * @throws RuntimeError `driver.connection_superseded`, `command.not_found` (also for another instance's command).
    */
-  updateCommand(instance: DriverInstanceRow, commandId: string, req: CommandUpdateRequest): CommandUpdateResponse {
+  async updateCommand(instance: DriverInstanceRow, commandId: string, req: CommandUpdateRequest): Promise<CommandUpdateResponse> {
     const now = this.ctx.clock.nowMs();
     let effectId: string | undefined;
-    const res = writeTransaction(this.ctx.db, (tx): CommandUpdateResponse => {
-      assertCurrentConnection(driverInstanceRepository.findById(tx, instance.id), req.connectionId);
-      const cmd = commandRepository.findOwned(tx, commandId, instance.id);
+    const res = await this.ctx.store.transaction(async (tx): Promise<CommandUpdateResponse> => {
+      assertCurrentConnection(await driverInstanceRepository.findById(tx, instance.id), req.connectionId);
+      const cmd = await commandRepository.findOwned(tx, commandId, instance.id);
       if (!cmd) throw new RuntimeError("command.not_found", `no command ${commandId} for this Driver instance`);
       const decision = decideCommandTransition(cmd.status, req.status);
       if (decision.outcome !== "applied")
         return { outcome: decision.outcome, status: cmd.status, ...(decision.reason ? { reason: decision.reason } : {}) };
-      const effect = effectRepository.findByCommand(tx, cmd.id);
+      const effect = await effectRepository.findByCommand(tx, cmd.id);
       effectId = effect?.id;
       let resultJson: string | undefined;
       let errorJson: string | undefined;
@@ -127,7 +126,7 @@ export class CommandQueueService {
         }
         let error = req.error;
         if (effect?.status === "executing") {
-          fenceExecutingEffect(tx, effect, "command_failed_while_executing", now);
+          await fenceExecutingEffect(tx, effect, "command_failed_while_executing", now);
           error = effectUnknownError(effect.id, { reportedError: req.error.code });
         } else if (effect?.status === "unknown") {
           // the ledger, not the Driver, says what a fenced effect means (docs/DESIGN.md §3 rule 14):
@@ -139,14 +138,14 @@ export class CommandQueueService {
         errorJson = JSON.stringify(error);
       }
       const terminal = isTerminalCommandStatus(req.status);
-      const changed = commandRepository.transition(tx, cmd.id, cmd.status, req.status, now, {
+      const changed = await commandRepository.transition(tx, cmd.id, cmd.status, req.status, now, {
         terminal,
         ...(resultJson !== undefined ? { resultJson } : {}),
         ...(errorJson !== undefined ? { errorJson } : {}),
       });
       if (!changed) return { outcome: "rejected", status: cmd.status, reason: "command changed concurrently" };
       if (terminal) {
-        runRepository.appendEvent(
+        await runRepository.appendEvent(
           tx,
           cmd.runId,
           req.status === "completed" ? "tool_call.completed" : "tool_call.failed",

@@ -1,4 +1,3 @@
-import { writeTransaction } from "../../../platform/db/database.js";
 import { createHash, randomBytes, timingSafeEqual } from "node:crypto";
 import {
   DriverTokenSchema,
@@ -42,7 +41,7 @@ export class DriverInstanceService {
    *   instance that was not finalized), `effect.fence_retained` (re-register while any of its effects
    *   is `executing`/`unknown`, docs/DESIGN.md §3 rule 9).
    */
-  register(req: RegisterDriverRequest, authority: RegistrationAuthority): RegisterDriverResponse {
+  async register(req: RegisterDriverRequest, authority: RegistrationAuthority): Promise<RegisterDriverResponse> {
     // Identity takeover (issue 10, finding 2): only the instance itself or an operator may reuse an id.
     const allowed =
       authority.kind === "operator" ||
@@ -53,9 +52,9 @@ export class DriverInstanceService {
     const now = this.ctx.clock.nowMs();
     const id = req.driverInstanceId ?? newUlid(now);
     const driverToken = `mdt_${id}_${randomBytes(32).toString("base64url")}`;
-    writeTransaction(this.ctx.db, (tx) => {
+    await this.ctx.store.transaction(async (tx) => {
       if (!req.driverInstanceId) {
-        driverInstanceRepository.insert(tx, {
+        await driverInstanceRepository.insert(tx, {
           id,
           name: req.name,
           status: "registered",
@@ -64,7 +63,7 @@ export class DriverInstanceService {
         });
         return;
       }
-      const existing = driverInstanceRepository.findById(tx, id);
+      const existing = await driverInstanceRepository.findById(tx, id);
       if (!existing) throw new RuntimeError("driver.not_found", `no Driver instance ${id}`);
       // Only an instance whose finalization repair already ran may be re-registered (docs/DESIGN.md §3
       // rule 10): a live instance's run and commands are never handed over without that repair.
@@ -74,7 +73,7 @@ export class DriverInstanceService {
           `Driver instance ${id} is ${existing.status}; it must be finalized before it is re-registered`,
         );
       }
-      const fenced = effectRepository.listFenced(tx, { driverInstanceId: id });
+      const fenced = await effectRepository.listFenced(tx, { driverInstanceId: id });
       if (fenced.length > 0) {
         throw new RuntimeError(
           "effect.fence_retained",
@@ -84,7 +83,7 @@ export class DriverInstanceService {
           },
         );
       }
-      driverInstanceRepository.updateIfStatus(tx, id, ["finalized"], {
+      await driverInstanceRepository.updateIfStatus(tx, id, ["finalized"], {
         name: req.name,
         status: "registered",
         tokenHash: hashToken(driverToken),
@@ -102,9 +101,9 @@ export class DriverInstanceService {
    * The instance whose stored token hash matches `token` (constant-time compare), whatever its
    * status, or undefined (malformed, unknown or revoked token). Reads only.
    */
-  verifyToken(token: string): DriverInstanceRow | undefined {
+  async verifyToken(token: string): Promise<DriverInstanceRow | undefined> {
     if (!DriverTokenSchema.safeParse(token).success) return undefined;
-    const instance = driverInstanceRepository.findById(this.ctx.db, token.slice(4, 30));
+    const instance = await this.ctx.store.read((tx) => driverInstanceRepository.findById(tx, token.slice(4, 30)));
     const expected = Buffer.from(instance?.tokenHash ?? "0".repeat(64), "hex");
     const given = Buffer.from(hashToken(token), "hex");
     return instance && timingSafeEqual(expected, given) ? instance : undefined;
@@ -114,11 +113,11 @@ export class DriverInstanceService {
    * Resolves a bearer token to its instance.
    * @throws RuntimeError `auth.invalid_token` (malformed, unknown or revoked), `driver.finalized`.
    */
-  authenticate(token: string): DriverInstanceRow {
+  async authenticate(token: string): Promise<DriverInstanceRow> {
     const parsed = DriverTokenSchema.safeParse(token);
     if (!parsed.success) throw new RuntimeError("auth.invalid_token", "the Driver token is malformed");
     const id = token.slice(4, 30);
-    const instance = driverInstanceRepository.findById(this.ctx.db, id);
+    const instance = await this.ctx.store.read((tx) => driverInstanceRepository.findById(tx, id));
     const expected = Buffer.from(instance?.tokenHash ?? "0".repeat(64), "hex");
     const given = Buffer.from(hashToken(token), "hex");
     if (!instance || !timingSafeEqual(expected, given)) throw new RuntimeError("auth.invalid_token", "the Driver token is not valid");
@@ -133,17 +132,17 @@ export class DriverInstanceService {
    * Every command without a terminal receipt will be delivered again on it (docs/DESIGN.md §3 rule 11).
    * @throws RuntimeError `driver.finalized` when the instance was finalized meanwhile.
    */
-  connect(instance: DriverInstanceRow): ConnectDriverResponse {
+  async connect(instance: DriverInstanceRow): Promise<ConnectDriverResponse> {
     const now = this.ctx.clock.nowMs();
     const connectionId = newUlid(now);
-    const pending = writeTransaction(this.ctx.db, (tx) => {
-      const ok = driverInstanceRepository.updateIfStatus(tx, instance.id, ["registered", "connected"], {
+    const pending = await this.ctx.store.transaction(async (tx) => {
+      const ok = await driverInstanceRepository.updateIfStatus(tx, instance.id, ["registered", "connected"], {
         status: "connected",
         connectionId,
         lastHeartbeatAtMs: now,
       });
       if (!ok) throw new RuntimeError("driver.finalized", `Driver instance ${instance.id} was finalized; register again`);
-      return commandRepository.listNonTerminalOfDriver(tx, instance.id).length;
+      return (await commandRepository.listNonTerminalOfDriver(tx, instance.id)).length;
     });
     this.ctx.logger.info({ driverInstanceId: instance.id, connectionId, pendingCommandCount: pending }, "driver.connected");
     this.ctx.notifier.notify(instance.id);
@@ -154,8 +153,9 @@ export class DriverInstanceService {
    * Records a heartbeat of the current connection.
    * @throws RuntimeError `driver.connection_superseded` when `connectionId` is not the current one.
    */
-  heartbeat(instance: DriverInstanceRow, connectionId: string): { heartbeatTtlMs: number } {
-    if (!driverInstanceRepository.touchHeartbeat(this.ctx.db, instance.id, connectionId, this.ctx.clock.nowMs())) {
+  async heartbeat(instance: DriverInstanceRow, connectionId: string): Promise<{ heartbeatTtlMs: number }> {
+    const now = this.ctx.clock.nowMs();
+    if (!(await this.ctx.store.transaction((tx) => driverInstanceRepository.touchHeartbeat(tx, instance.id, connectionId, now)))) {
       throw new RuntimeError("driver.connection_superseded", "this connection is no longer current; reconnect", { connectionId });
     }
     return { heartbeatTtlMs: this.ctx.settings.heartbeatTtlMs };

@@ -1,4 +1,3 @@
-import { writeTransaction } from "../../../platform/db/database.js";
 import { commandDriverTerminalError, runEffectsUnknownError, turnInterruptedError, type FinalizationSummary } from "@mosoo/contracts";
 import { settleCommandFromEffect, failCommand } from "../../ledger/application/command-settlement.js";
 import { isConfirmed, type EffectReconciliationPort, type ReconcileResult } from "../../ledger/application/effect-reconciliation.port.js";
@@ -8,7 +7,7 @@ import { commandRepository } from "../../ledger/infrastructure/command.repositor
 import { driverInstanceRepository } from "../../ledger/infrastructure/driver-instance.repository.js";
 import { effectRepository } from "../../ledger/infrastructure/effect.repository.js";
 import { runRepository } from "../../ledger/infrastructure/run.repository.js";
-import type { DbHandle } from "../../ledger/infrastructure/db-handle.js";
+import type { StoreTx } from "../../../platform/db/store.port.js";
 import { fenceExecutingEffect } from "../../ledger/application/effect-ledger.service.js";
 import type { RuntimeContext } from "../../ledger/application/runtime-context.js";
 
@@ -72,35 +71,35 @@ export class FinalizationRepairService {
 
   private async repairOnce(driverInstanceId: string, trigger: FinalizationTrigger): Promise<FinalizationSummary> {
     const summary = emptyFinalizationSummary();
-    const deferred = this.fenceAndSettle(driverInstanceId, summary);
+    const deferred = await this.fenceAndSettle(driverInstanceId, summary);
     if (deferred === null) return summary;
     await this.reconcileDeferred(deferred, summary);
-    this.failActiveRunAndClose(driverInstanceId, summary);
+    await this.failActiveRunAndClose(driverInstanceId, summary);
     this.ctx.logger.info({ driverInstanceId, trigger, ...summary }, "driver.finalized");
     return summary;
   }
 
   /** Steps 1–2; returns the effects left for reconciliation (rows as fenced), or null when already finalized. */
-  private fenceAndSettle(driverInstanceId: string, summary: FinalizationSummary): EffectRow[] | null {
+  private async fenceAndSettle(driverInstanceId: string, summary: FinalizationSummary): Promise<EffectRow[] | null> {
     const now = this.ctx.clock.nowMs();
     const deferred: EffectRow[] = [];
-    return writeTransaction(this.ctx.db, (tx) => {
-      const instance = driverInstanceRepository.findById(tx, driverInstanceId);
+    return this.ctx.store.transaction(async (tx) => {
+      const instance = await driverInstanceRepository.findById(tx, driverInstanceId);
       if (!instance) throw new RuntimeError("driver.not_found", `no Driver instance ${driverInstanceId}`);
       if (instance.status === "finalized") return null;
-      driverInstanceRepository.updateIfStatus(tx, driverInstanceId, ["registered", "connected", "finalizing"], {
+      await driverInstanceRepository.updateIfStatus(tx, driverInstanceId, ["registered", "connected", "finalizing"], {
         status: "finalizing",
         connectionId: null,
       });
-      for (const eff of effectRepository.listOfDriverInStatus(tx, driverInstanceId, ["executing"])) {
-        if (fenceExecutingEffect(tx, eff, "driver_finalized", now)) {
+      for (const eff of await effectRepository.listOfDriverInStatus(tx, driverInstanceId, ["executing"])) {
+        if (await fenceExecutingEffect(tx, eff, "driver_finalized", now)) {
           summary.effectsFenced += 1;
           this.ctx.logger.warn({ driverInstanceId, effectId: eff.id, commandId: eff.commandId }, "effect.fenced");
         }
       }
       // every effect of the commands to settle in one query (after fencing), not one query per command
-      const effects = effectRepository.mapByNonTerminalCommandOfDriver(tx, driverInstanceId);
-      for (const cmd of commandRepository.listNonTerminalOfDriver(tx, driverInstanceId)) {
+      const effects = await effectRepository.mapByNonTerminalCommandOfDriver(tx, driverInstanceId);
+      for (const cmd of await commandRepository.listNonTerminalOfDriver(tx, driverInstanceId)) {
         const eff = effects.get(cmd.id);
         if (eff?.status === "unknown" && this.reconciler?.isDue(eff, now)) {
           deferred.push(eff);
@@ -109,14 +108,14 @@ export class FinalizationRepairService {
         if (eff?.status === "succeeded" || eff?.status === "not_executed" || eff?.status === "unknown") {
           // unknown here: no eligible adapter (flag off, unbound, undeclared tool) or not due (waits
           // for its next lookup or an operator): failed external_effect.unknown, never a resend
-          if (settleCommandFromEffect(tx, eff, now)) {
+          if (await settleCommandFromEffect(tx, eff, now)) {
             if (eff.status === "succeeded") summary.commandsCompleted += 1;
             else summary.commandsFailed += 1;
           }
         } else {
           // never dispatched (intent) or no effect: the Driver ended before the command did
           const error = commandDriverTerminalError(eff ? { effectId: eff.id, effectStatus: eff.status } : {});
-          if (failCommand(tx, cmd, error, now, eff?.id ?? null)) summary.commandsFailed += 1;
+          if (await failCommand(tx, cmd, error, now, eff?.id ?? null)) summary.commandsFailed += 1;
         }
         this.ctx.logger.info({ driverInstanceId, commandId: cmd.id, effectId: eff?.id, effectStatus: eff?.status }, "command.repaired");
       }
@@ -135,8 +134,8 @@ export class FinalizationRepairService {
     // alone (outcome-group-commit.ts): it notes what it did per effect, and the note is counted only
     // once that transaction committed (`counted`, after each commit below).
     const settledIn = new Map<string, "completed" | "failed">();
-    const settle = (tx: DbHandle, effect: EffectRow) => {
-      if (settleCommandFromEffect(tx, effect, this.ctx.clock.nowMs()))
+    const settle = async (tx: StoreTx, effect: EffectRow): Promise<void> => {
+      if (await settleCommandFromEffect(tx, effect, this.ctx.clock.nowMs()))
         settledIn.set(effect.id, effect.status === "succeeded" ? "completed" : "failed");
       else settledIn.delete(effect.id);
     };
@@ -168,9 +167,9 @@ export class FinalizationRepairService {
         }
         if (result.kind === "ineligible" || result.kind === "superseded") {
           // End the command from whatever the effect is now (a no-op when a settle already ran).
-          writeTransaction(this.ctx.db, (tx) => {
-            const effect = effectRepository.findById(tx, effectId);
-            if (effect) settle(tx, effect);
+          await this.ctx.store.transaction(async (tx) => {
+            const effect = await effectRepository.findById(tx, effectId);
+            if (effect) await settle(tx, effect);
           });
           counted(effectId);
         }
@@ -178,16 +177,16 @@ export class FinalizationRepairService {
     });
   }
 
-  private failActiveRunAndClose(driverInstanceId: string, summary: FinalizationSummary): void {
+  private async failActiveRunAndClose(driverInstanceId: string, summary: FinalizationSummary): Promise<void> {
     const now = this.ctx.clock.nowMs();
-    writeTransaction(this.ctx.db, (tx) => {
+    await this.ctx.store.transaction(async (tx) => {
       // Commands queued while the repair ran (the run was still active) end here, before the run does.
-      for (const cmd of commandRepository.listNonTerminalOfDriver(tx, driverInstanceId)) {
-        const eff = effectRepository.findByCommand(tx, cmd.id);
+      for (const cmd of await commandRepository.listNonTerminalOfDriver(tx, driverInstanceId)) {
+        const eff = await effectRepository.findByCommand(tx, cmd.id);
         const settled =
           eff && eff.status !== "intent"
-            ? settleCommandFromEffect(tx, eff, now)
-            : failCommand(
+            ? await settleCommandFromEffect(tx, eff, now)
+            : await failCommand(
                 tx,
                 cmd,
                 commandDriverTerminalError(eff ? { effectId: eff.id, effectStatus: eff.status } : {}),
@@ -199,21 +198,18 @@ export class FinalizationRepairService {
           else summary.commandsFailed += 1;
         }
       }
-      const run = runRepository.findActiveRunOfDriver(tx, driverInstanceId);
+      const run = await runRepository.findActiveRunOfDriver(tx, driverInstanceId);
       if (run) {
         // docs/DESIGN.md §3 rule 14: while a write of the turn is unknown, the run must not invite a resend
-        const unknownIds = effectRepository
-          .listFenced(tx, { runId: run.id })
-          .map((e) => e.id)
-          .sort();
+        const unknownIds = (await effectRepository.listFenced(tx, { runId: run.id })).map((e) => e.id).sort();
         const error =
           unknownIds.length > 0 ? runEffectsUnknownError(unknownIds, { driverInstanceId }) : turnInterruptedError({ driverInstanceId });
-        if (runRepository.transitionRun(tx, run.id, "active", "failed", now, JSON.stringify(error))) {
-          runRepository.appendEvent(tx, run.id, "run.failed", { error }, now);
+        if (await runRepository.transitionRun(tx, run.id, "active", "failed", now, JSON.stringify(error))) {
+          await runRepository.appendEvent(tx, run.id, "run.failed", { error }, now);
           summary.runsFailed += 1;
         }
       }
-      driverInstanceRepository.updateIfStatus(tx, driverInstanceId, ["finalizing"], { status: "finalized", finalizedAtMs: now });
+      await driverInstanceRepository.updateIfStatus(tx, driverInstanceId, ["finalizing"], { status: "finalized", finalizedAtMs: now });
     });
   }
 }

@@ -1,5 +1,4 @@
 import { BACKGROUND_BUSY_RETRY, isStoreBusy, retryWhenBusy } from "../../../platform/db/store-busy.js";
-import { writeTransaction } from "../../../platform/db/database.js";
 import { driverInstanceRepository } from "../../ledger/infrastructure/driver-instance.repository.js";
 import type { FinalizationRepairService } from "./finalization-repair.service.js";
 import type { RuntimeContext } from "../../ledger/application/runtime-context.js";
@@ -89,7 +88,7 @@ export class MaintenanceSweepService {
     const graceFrom = Math.max(this.startedAtMs, this.ctx.storeBusy.lastBusyAtMs() ?? Number.MIN_SAFE_INTEGER);
     const cutoff = now - graceFrom >= ttl ? now - ttl : Number.MIN_SAFE_INTEGER;
     const report: SweepReport = { driversFinalized: 0, driversPurged: 0, effectsLookedUp: 0, effectsResolved: 0 };
-    for (const instance of driverInstanceRepository.listExpired(this.ctx.db, cutoff)) {
+    for (const instance of await this.ctx.store.read((tx) => driverInstanceRepository.listExpired(tx, cutoff))) {
       try {
         await retryWhenBusy(() => this.repair.finalize(instance.id, "heartbeat_expired"), BACKGROUND_BUSY_RETRY);
         report.driversFinalized += 1;
@@ -99,7 +98,7 @@ export class MaintenanceSweepService {
       }
     }
     try {
-      report.driversPurged = writeTransaction(this.ctx.db, (tx) =>
+      report.driversPurged = await this.ctx.store.transaction((tx) =>
         driverInstanceRepository.purgeNeverConnected(tx, now - this.ctx.settings.driverUnconnectedTtlMs),
       );
       if (report.driversPurged > 0) this.ctx.logger.info({ count: report.driversPurged }, "sweep.drivers_purged");

@@ -1,6 +1,6 @@
 import { commandDriverTerminalError, effectNotExecutedError, effectUnknownError } from "@mosoo/contracts";
 import { commandRepository, type CommandRow } from "../infrastructure/command.repository.js";
-import type { DbHandle } from "../infrastructure/db-handle.js";
+import type { StoreTx } from "../../../platform/db/store.port.js";
 import type { EffectRow } from "../infrastructure/effect.repository.js";
 import { runRepository } from "../infrastructure/run.repository.js";
 
@@ -11,9 +11,15 @@ import { runRepository } from "../infrastructure/run.repository.js";
  * Completes a non-terminal command with its effect's stored result (compare-and-set) and records
  * `tool_call.completed`. Returns false when the command changed meanwhile.
  */
-function completeCommandFromEffect(tx: DbHandle, cmd: CommandRow, resultJson: string, nowMs: number, effectId: string): boolean {
-  if (!commandRepository.transition(tx, cmd.id, cmd.status, "completed", nowMs, { terminal: true, resultJson })) return false;
-  runRepository.appendEvent(
+async function completeCommandFromEffect(
+  tx: StoreTx,
+  cmd: CommandRow,
+  resultJson: string,
+  nowMs: number,
+  effectId: string,
+): Promise<boolean> {
+  if (!(await commandRepository.transition(tx, cmd.id, cmd.status, "completed", nowMs, { terminal: true, resultJson }))) return false;
+  await runRepository.appendEvent(
     tx,
     cmd.runId,
     "tool_call.completed",
@@ -24,10 +30,10 @@ function completeCommandFromEffect(tx: DbHandle, cmd: CommandRow, resultJson: st
 }
 
 /** Fails a non-terminal command with `error` (compare-and-set) and records `tool_call.failed`. */
-export function failCommand(tx: DbHandle, cmd: CommandRow, error: object, nowMs: number, effectId: string | null): boolean {
-  if (!commandRepository.transition(tx, cmd.id, cmd.status, "failed", nowMs, { terminal: true, errorJson: JSON.stringify(error) }))
+export async function failCommand(tx: StoreTx, cmd: CommandRow, error: object, nowMs: number, effectId: string | null): Promise<boolean> {
+  if (!(await commandRepository.transition(tx, cmd.id, cmd.status, "failed", nowMs, { terminal: true, errorJson: JSON.stringify(error) })))
     return false;
-  runRepository.appendEvent(tx, cmd.runId, "tool_call.failed", { commandId: cmd.id, effectId, error }, nowMs);
+  await runRepository.appendEvent(tx, cmd.runId, "tool_call.failed", { commandId: cmd.id, effectId, error }, nowMs);
   return true;
 }
 
@@ -39,16 +45,16 @@ export function failCommand(tx: DbHandle, cmd: CommandRow, error: object, nowMs:
  * anything else (never dispatched) → failed `driver.command_driver_terminal`. Used by the repair
  * and inside a reconciliation outcome's transaction.
  */
-export function settleCommandFromEffect(tx: DbHandle, effect: EffectRow, nowMs: number): boolean {
-  const cmd = commandRepository.findById(tx, effect.commandId);
+export async function settleCommandFromEffect(tx: StoreTx, effect: EffectRow, nowMs: number): Promise<boolean> {
+  const cmd = await commandRepository.findById(tx, effect.commandId);
   if (!cmd || ["completed", "failed", "expired", "cancelled"].includes(cmd.status)) return false;
   switch (effect.status) {
     case "succeeded":
-      return completeCommandFromEffect(tx, cmd, effect.resultJson ?? "null", nowMs, effect.id);
+      return await completeCommandFromEffect(tx, cmd, effect.resultJson ?? "null", nowMs, effect.id);
     case "not_executed":
-      return failCommand(tx, cmd, effectNotExecutedError(effect.id, { resolution: effect.resolution }), nowMs, effect.id);
+      return await failCommand(tx, cmd, effectNotExecutedError(effect.id, { resolution: effect.resolution }), nowMs, effect.id);
     case "unknown":
-      return failCommand(
+      return await failCommand(
         tx,
         cmd,
         effectUnknownError(effect.id, { lookupCount: effect.lookupCount, nextLookupAtMs: effect.nextLookupAtMs }),
@@ -56,6 +62,6 @@ export function settleCommandFromEffect(tx: DbHandle, effect: EffectRow, nowMs: 
         effect.id,
       );
     default:
-      return failCommand(tx, cmd, commandDriverTerminalError({ effectId: effect.id, effectStatus: effect.status }), nowMs, effect.id);
+      return await failCommand(tx, cmd, commandDriverTerminalError({ effectId: effect.id, effectStatus: effect.status }), nowMs, effect.id);
   }
 }

@@ -5,13 +5,12 @@ import {
   type EffectLateResultRequest,
   type EffectTransitionResponse,
 } from "@mosoo/contracts";
-import { writeTransaction } from "../../../platform/db/database.js";
 import { decideDeadlineMissed, decideLateEvidence, settleTransition } from "../domain/effect-lifecycle.machine.js";
 import { RuntimeError } from "../domain/runtime-errors.js";
 import { driverInstanceRepository, type DriverInstanceRow } from "../infrastructure/driver-instance.repository.js";
 import { effectRepository, type AttemptRow, type EffectRow } from "../infrastructure/effect.repository.js";
 import { runRepository } from "../infrastructure/run.repository.js";
-import type { DbHandle } from "../infrastructure/db-handle.js";
+import type { StoreTx } from "../../../platform/db/store.port.js";
 import { assertCurrentConnection } from "./connection-fence.js";
 import { settleCommandFromEffect } from "./command-settlement.js";
 import type { RuntimeContext } from "./runtime-context.js";
@@ -25,17 +24,18 @@ export const DEFAULT_SEND_DEADLINE_MS = 10_000;
  * since) or from the instance's current connection.
  * @throws RuntimeError `effect.not_found`, `driver.connection_superseded`.
  */
-function loadReported(
-  tx: DbHandle,
+async function loadReported(
+  tx: StoreTx,
   instance: DriverInstanceRow,
   effectId: string,
   connectionId: string,
   attempt: number,
-): { eff: EffectRow; attemptRow: AttemptRow | undefined } {
-  const eff = effectRepository.findOwned(tx, effectId, instance.id);
+): Promise<{ eff: EffectRow; attemptRow: AttemptRow | undefined }> {
+  const eff = await effectRepository.findOwned(tx, effectId, instance.id);
   if (!eff) throw new RuntimeError("effect.not_found", `no effect ${effectId} for this Driver instance`);
-  const attemptRow = effectRepository.listAttempts(tx, eff.id).find((a) => a.attempt === attempt);
-  if (attemptRow?.connectionId !== connectionId) assertCurrentConnection(driverInstanceRepository.findById(tx, instance.id), connectionId);
+  const attemptRow = (await effectRepository.listAttempts(tx, eff.id)).find((a) => a.attempt === attempt);
+  if (attemptRow?.connectionId !== connectionId)
+    assertCurrentConnection(await driverInstanceRepository.findById(tx, instance.id), connectionId);
   return { eff, attemptRow };
 }
 
@@ -81,26 +81,26 @@ const NO_LEASE = { leaseOwner: null, leaseExpiresAtMs: null } as const;
  * @throws RuntimeError `effect.not_found`, `driver.connection_superseded`, `effect.not_attempt_connection`,
  *   `effect.attempt_sent`.
  */
-export function reportDeadlineMissed(
+export async function reportDeadlineMissed(
   ctx: RuntimeContext,
   instance: DriverInstanceRow,
   effectId: string,
   req: EffectDeadlineMissedRequest,
-): EffectTransitionResponse {
+): Promise<EffectTransitionResponse> {
   const now = ctx.clock.nowMs();
-  const res = writeTransaction(ctx.db, (tx): EffectTransitionResponse & { commandId: string; from: string } => {
-    const { eff, attemptRow } = loadReported(tx, instance, effectId, req.connectionId, req.attempt);
+  const res = await ctx.store.transaction(async (tx): Promise<EffectTransitionResponse & { commandId: string; from: string }> => {
+    const { eff, attemptRow } = await loadReported(tx, instance, effectId, req.connectionId, req.attempt);
     assertNothingSent(attemptRow, req.connectionId);
     const decision = decideDeadlineMissed(eff, req);
     const base = { commandId: eff.commandId, from: eff.status };
     if (decision.outcome !== "applied")
       return { ...base, outcome: decision.outcome, status: eff.status, ...(decision.reason ? { reason: decision.reason } : {}) };
     const set = { ...settleTransition(eff, "not_executed", "deadline_missed"), ...NO_LEASE, updatedAtMs: now };
-    if (!effectRepository.updateIfCurrent(tx, eff, set))
+    if (!(await effectRepository.updateIfCurrent(tx, eff, set)))
       return { ...base, outcome: "rejected", status: eff.status, reason: "the effect changed concurrently" };
     const reason = `deadline_missed: the claim's answer was read ${req.elapsedMs} ms after the claim request, past its ${eff.sendWithinMs ?? "unrecorded"} ms send-by deadline`;
-    effectRepository.updateAttempt(tx, eff.id, req.attempt, { status: "not_sent", unknownReason: reason, finishedAtMs: now });
-    runRepository.appendEvent(
+    await effectRepository.updateAttempt(tx, eff.id, req.attempt, { status: "not_sent", unknownReason: reason, finishedAtMs: now });
+    await runRepository.appendEvent(
       tx,
       eff.runId,
       "effect.resolved",
@@ -114,7 +114,7 @@ export function reportDeadlineMissed(
       },
       now,
     );
-    settleCommandFromEffect(tx, { ...eff, ...set, version: eff.version + 1 }, now);
+    await settleCommandFromEffect(tx, { ...eff, ...set, version: eff.version + 1 }, now);
     return { ...base, outcome: "applied", status: "not_executed" };
   });
   const { commandId, from, ...answer } = res;
@@ -140,20 +140,20 @@ export function reportDeadlineMissed(
  * @throws RuntimeError `effect.not_found`, `driver.connection_superseded`, `request.invalid`
  *   (receipt over 16 KiB, or a result naming another server/tool/request than the effect).
  */
-export function reportLateResult(
+export async function reportLateResult(
   ctx: RuntimeContext,
   instance: DriverInstanceRow,
   effectId: string,
   req: EffectLateResultRequest,
-): EffectTransitionResponse {
+): Promise<EffectTransitionResponse> {
   const receiptJson = req.receipt === null ? null : JSON.stringify(req.receipt);
   if (receiptJson !== null && Buffer.byteLength(receiptJson) > MAX_PROVIDER_RECEIPT_BYTES) {
     throw new RuntimeError("request.invalid", `receipt exceeds ${MAX_PROVIDER_RECEIPT_BYTES} bytes`);
   }
   const now = ctx.clock.nowMs();
   const resultJson = JSON.stringify(req.result);
-  const res = writeTransaction(ctx.db, (tx): EffectTransitionResponse & { commandId: string; action: string } => {
-    const { eff, attemptRow } = loadReported(tx, instance, effectId, req.connectionId, req.attempt);
+  const res = await ctx.store.transaction(async (tx): Promise<EffectTransitionResponse & { commandId: string; action: string }> => {
+    const { eff, attemptRow } = await loadReported(tx, instance, effectId, req.connectionId, req.attempt);
     const r = req.result;
     if (r.serverId !== eff.serverId || r.toolName !== eff.toolName || r.requestId !== eff.requestId) {
       throw new RuntimeError(
@@ -168,7 +168,7 @@ export function reportLateResult(
     const base = { commandId: eff.commandId, action };
     if (action === "rejected") return { ...base, outcome: "rejected", status: eff.status, ...(reason ? { reason } : {}) };
     if (attemptRow && attemptRow.lateResultJson === null) {
-      effectRepository.updateAttempt(tx, eff.id, req.attempt, {
+      await effectRepository.updateAttempt(tx, eff.id, req.attempt, {
         lateResultJson: resultJson,
         lateReportedAtMs: now,
         providerReceiptJson: attemptRow.providerReceiptJson ?? receiptJson,
@@ -178,7 +178,7 @@ export function reportLateResult(
     if (action === "kept") return { ...base, outcome: "rejected", status: eff.status, reason: reason ?? "evidence kept" };
     if (action === "contradiction") {
       if (eff.operatorAttention !== "late_evidence_contradiction")
-        effectRepository.updateIfCurrent(tx, eff, { operatorAttention: "late_evidence_contradiction", updatedAtMs: now });
+        await effectRepository.updateIfCurrent(tx, eff, { operatorAttention: "late_evidence_contradiction", updatedAtMs: now });
       return { ...base, outcome: "rejected", status: eff.status, reason: `late_evidence_contradiction: ${reason ?? ""}` };
     }
     const set = {
@@ -188,17 +188,17 @@ export function reportLateResult(
       ...NO_LEASE,
       updatedAtMs: now,
     };
-    if (!effectRepository.updateIfCurrent(tx, eff, set))
+    if (!(await effectRepository.updateIfCurrent(tx, eff, set)))
       return { ...base, outcome: "rejected", status: eff.status, reason: "the effect changed concurrently" };
-    effectRepository.updateAttempt(tx, eff.id, req.attempt, { status: "succeeded", finishedAtMs: attemptRow?.finishedAtMs ?? now });
-    runRepository.appendEvent(
+    await effectRepository.updateAttempt(tx, eff.id, req.attempt, { status: "succeeded", finishedAtMs: attemptRow?.finishedAtMs ?? now });
+    await runRepository.appendEvent(
       tx,
       eff.runId,
       "effect.resolved",
       { effectId: eff.id, commandId: eff.commandId, attempt: req.attempt, resolution: "reported_late", effectStatus: "succeeded" },
       now,
     );
-    settleCommandFromEffect(tx, { ...eff, ...set, version: eff.version + 1 }, now);
+    await settleCommandFromEffect(tx, { ...eff, ...set, version: eff.version + 1 }, now);
     return { ...base, outcome: "applied", status: "succeeded" };
   });
   const { commandId, action, ...answer } = res;

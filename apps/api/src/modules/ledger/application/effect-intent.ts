@@ -2,7 +2,7 @@ import { newUlid, type McpExecuteCommand } from "@mosoo/contracts";
 import { commandRepository } from "../infrastructure/command.repository.js";
 import { effectRepository } from "../infrastructure/effect.repository.js";
 import { runRepository } from "../infrastructure/run.repository.js";
-import type { DbHandle } from "../infrastructure/db-handle.js";
+import type { StoreTx } from "../../../platform/db/store.port.js";
 
 /**
  * One `mcp.execute` to record: the run it belongs to, the Driver instance that will execute it,
@@ -38,7 +38,7 @@ export interface RecordedIntent {
  * the commit. Throws the store's constraint error when a unique rule is broken (e.g. a second live
  * compensation of one effect), which rolls the whole transaction back.
  */
-export function recordIntent(tx: DbHandle, input: IntentInput): RecordedIntent {
+export async function recordIntent(tx: StoreTx, input: IntentInput): Promise<RecordedIntent> {
   const now = input.nowMs;
   const commandId = newUlid(now);
   const effectId = newUlid(now);
@@ -51,8 +51,8 @@ export function recordIntent(tx: DbHandle, input: IntentInput): RecordedIntent {
     toolName: input.toolName,
     argumentsJson: input.argumentsJson,
   };
-  const seq = commandRepository.nextSeq(tx, input.driverInstanceId);
-  commandRepository.insert(tx, {
+  const seq = await commandRepository.nextSeq(tx, input.driverInstanceId);
+  await commandRepository.insert(tx, {
     id: commandId,
     driverInstanceId: input.driverInstanceId,
     runId: input.runId,
@@ -63,7 +63,7 @@ export function recordIntent(tx: DbHandle, input: IntentInput): RecordedIntent {
     createdAtMs: now,
     updatedAtMs: now,
   });
-  effectRepository.insert(tx, {
+  await effectRepository.insert(tx, {
     id: effectId,
     commandId,
     runId: input.runId,
@@ -81,7 +81,7 @@ export function recordIntent(tx: DbHandle, input: IntentInput): RecordedIntent {
     createdAtMs: now,
     updatedAtMs: now,
   });
-  runRepository.appendEvent(
+  await runRepository.appendEvent(
     tx,
     input.runId,
     "tool_call.queued",

@@ -1,4 +1,3 @@
-import { writeTransaction } from "../../../platform/db/database.js";
 import {
   McpExecuteCommandResultSchema,
   type EffectClaim,
@@ -16,7 +15,7 @@ import { commandRepository } from "../infrastructure/command.repository.js";
 import { driverInstanceRepository, type DriverInstanceRow } from "../infrastructure/driver-instance.repository.js";
 import { effectRepository, type EffectRow } from "../infrastructure/effect.repository.js";
 import { runRepository } from "../infrastructure/run.repository.js";
-import type { DbHandle } from "../infrastructure/db-handle.js";
+import type { StoreTx } from "../../../platform/db/store.port.js";
 import { assertCurrentConnection } from "./connection-fence.js";
 import { DEFAULT_SEND_DEADLINE_MS, reportDeadlineMissed, reportLateResult } from "./effect-evidence.service.js";
 import type { RuntimeContext } from "./runtime-context.js";
@@ -42,11 +41,15 @@ function claimFromSettledEffect(effect: EffectRow): EffectClaim {
  * Marks an `executing` effect `unknown` (compare-and-set) with its current attempt, and records
  * `effect.fenced` on the run. Returns false when the effect was no longer `executing`.
  */
-export function fenceExecutingEffect(tx: DbHandle, effect: EffectRow, reason: string, nowMs: number): boolean {
-  if (effect.status !== "executing" || !effectRepository.updateIfCurrent(tx, effect, { status: "unknown", updatedAtMs: nowMs }))
+export async function fenceExecutingEffect(tx: StoreTx, effect: EffectRow, reason: string, nowMs: number): Promise<boolean> {
+  if (effect.status !== "executing" || !(await effectRepository.updateIfCurrent(tx, effect, { status: "unknown", updatedAtMs: nowMs })))
     return false;
-  effectRepository.updateAttempt(tx, effect.id, effect.attemptCount, { status: "unknown", unknownReason: reason, finishedAtMs: nowMs });
-  runRepository.appendEvent(
+  await effectRepository.updateAttempt(tx, effect.id, effect.attemptCount, {
+    status: "unknown",
+    unknownReason: reason,
+    finishedAtMs: nowMs,
+  });
+  await runRepository.appendEvent(
     tx,
     effect.runId,
     "effect.fenced",
@@ -85,11 +88,11 @@ export class EffectLedgerService {
    */
   async claim(instance: DriverInstanceRow, connectionId: string, commandId: string): Promise<EffectClaim> {
     const now = this.ctx.clock.nowMs();
-    const { claim, fenced, effect } = writeTransaction(this.ctx.db, (tx) => {
-      assertCurrentConnection(driverInstanceRepository.findById(tx, instance.id), connectionId);
-      const cmd = commandRepository.findOwned(tx, commandId, instance.id);
+    const { claim, fenced, effect } = await this.ctx.store.transaction(async (tx) => {
+      assertCurrentConnection(await driverInstanceRepository.findById(tx, instance.id), connectionId);
+      const cmd = await commandRepository.findOwned(tx, commandId, instance.id);
       if (!cmd) throw new RuntimeError("command.not_found", `no command ${commandId} for this Driver instance`);
-      const eff = effectRepository.findByCommand(tx, cmd.id);
+      const eff = await effectRepository.findByCommand(tx, cmd.id);
       if (!eff) throw new RuntimeError("effect.not_found", `command ${commandId} has no effect`);
       const action = decideClaim(eff.status);
       if (action === "dispatch") {
@@ -97,7 +100,7 @@ export class EffectLedgerService {
           throw new RuntimeError("command.terminal", `command ${commandId} is ${cmd.status}; its effect is never dispatched`);
         const attempt = eff.attemptCount + 1;
         const sendWithinMs = this.ctx.settings.sendDeadlineMs ?? DEFAULT_SEND_DEADLINE_MS;
-        const ok = effectRepository.updateIfCurrent(tx, eff, {
+        const ok = await effectRepository.updateIfCurrent(tx, eff, {
           sendWithinMs,
           status: "executing",
           attemptCount: attempt,
@@ -106,7 +109,7 @@ export class EffectLedgerService {
           updatedAtMs: now,
         });
         if (!ok) throw new RuntimeError("effect.not_found", `effect ${eff.id} changed concurrently; claim again`);
-        effectRepository.insertAttempt(tx, { effectId: eff.id, attempt, status: "executing", connectionId, startedAtMs: now });
+        await effectRepository.insertAttempt(tx, { effectId: eff.id, attempt, status: "executing", connectionId, startedAtMs: now });
         return {
           claim: { kind: "execute", effectId: eff.id, attempt, idempotencyKey: eff.idempotencyKey, sendWithinMs } as EffectClaim,
           fenced: false,
@@ -114,7 +117,7 @@ export class EffectLedgerService {
         };
       }
       if (action === "fence") {
-        fenceExecutingEffect(tx, eff, "redelivered_while_executing", now);
+        await fenceExecutingEffect(tx, eff, "redelivered_while_executing", now);
         return { claim: { kind: "unknown", effectId: eff.id } as EffectClaim, fenced: true, effect: eff };
       }
       return { claim: claimFromSettledEffect(eff), fenced: false, effect: eff };
@@ -131,7 +134,7 @@ export class EffectLedgerService {
       "effect.claimed",
     );
     if (claim.kind !== "unknown" || !this.reconciler) return claim;
-    const current = effectRepository.findById(this.ctx.db, effect.id);
+    const current = await this.ctx.store.read((tx) => effectRepository.findById(tx, effect.id));
     if (!current || !this.reconciler.isDue(current, this.ctx.clock.nowMs())) return claim;
     let result = await this.reconciler.reconcile(effect.id, "redelivery");
     if (result.kind === "superseded") {
@@ -158,12 +161,12 @@ export class EffectLedgerService {
    *   or a result whose serverId/toolName/requestId is not the effect's),
    *   `driver.connection_superseded` (neither the current connection nor the attempt's own).
    */
-  complete(instance: DriverInstanceRow, effectId: string, req: EffectCompleteRequest): EffectTransitionResponse {
+  async complete(instance: DriverInstanceRow, effectId: string, req: EffectCompleteRequest): Promise<EffectTransitionResponse> {
     const receiptJson = req.receipt === null ? null : JSON.stringify(req.receipt);
     if (receiptJson !== null && Buffer.byteLength(receiptJson) > MAX_PROVIDER_RECEIPT_BYTES) {
       throw new RuntimeError("request.invalid", `receipt exceeds ${MAX_PROVIDER_RECEIPT_BYTES} bytes`);
     }
-    return this.report(instance, effectId, req.connectionId, req.attempt, "succeeded", (tx, eff, now) => {
+    return await this.report(instance, effectId, req.connectionId, req.attempt, "succeeded", async (tx, eff, now) => {
       const r = req.result;
       if (r.serverId !== eff.serverId || r.toolName !== eff.toolName || r.requestId !== eff.requestId) {
         throw new RuntimeError(
@@ -171,14 +174,18 @@ export class EffectLedgerService {
           `the result names ${r.serverId}/${r.toolName}/${r.requestId}, the effect is ${eff.serverId}/${eff.toolName}/${eff.requestId}`,
         );
       }
-      effectRepository.updateIfCurrent(tx, eff, {
+      await effectRepository.updateIfCurrent(tx, eff, {
         status: "succeeded",
         resolution: "provider_result",
         resultJson: JSON.stringify(req.result),
         providerReceiptJson: receiptJson,
         updatedAtMs: now,
       });
-      effectRepository.updateAttempt(tx, eff.id, req.attempt, { status: "succeeded", providerReceiptJson: receiptJson, finishedAtMs: now });
+      await effectRepository.updateAttempt(tx, eff.id, req.attempt, {
+        status: "succeeded",
+        providerReceiptJson: receiptJson,
+        finishedAtMs: now,
+      });
     });
   }
 
@@ -188,9 +195,9 @@ export class EffectLedgerService {
    * `sendReportedAtMs` whatever the outcome (the call was sent or failed mid-send).
    * @throws RuntimeError `effect.not_found`, `driver.connection_superseded`.
    */
-  markUnknown(instance: DriverInstanceRow, effectId: string, req: EffectMarkUnknownRequest): EffectTransitionResponse {
-    return this.report(instance, effectId, req.connectionId, req.attempt, "unknown", (tx, eff, now) => {
-      fenceExecutingEffect(tx, eff, req.reason, now);
+  async markUnknown(instance: DriverInstanceRow, effectId: string, req: EffectMarkUnknownRequest): Promise<EffectTransitionResponse> {
+    return await this.report(instance, effectId, req.connectionId, req.attempt, "unknown", async (tx, eff, now) => {
+      await fenceExecutingEffect(tx, eff, req.reason, now);
     });
   }
 
@@ -201,8 +208,8 @@ export class EffectLedgerService {
    * @throws RuntimeError `effect.not_found`, `driver.connection_superseded`, `effect.not_attempt_connection`
    *   (not the connection that made the attempt), `effect.attempt_sent` (the Driver reported it sent).
    */
-  deadlineMissed(instance: DriverInstanceRow, effectId: string, req: EffectDeadlineMissedRequest): EffectTransitionResponse {
-    return reportDeadlineMissed(this.ctx, instance, effectId, req);
+  async deadlineMissed(instance: DriverInstanceRow, effectId: string, req: EffectDeadlineMissedRequest): Promise<EffectTransitionResponse> {
+    return await reportDeadlineMissed(this.ctx, instance, effectId, req);
   }
 
   /**
@@ -211,29 +218,29 @@ export class EffectLedgerService {
    * fingerprint match; flags a contradiction with a confirmed outcome. See `reportLateResult`.
    * @throws RuntimeError `effect.not_found`, `driver.connection_superseded`, `request.invalid`.
    */
-  lateResult(instance: DriverInstanceRow, effectId: string, req: EffectLateResultRequest): EffectTransitionResponse {
-    return reportLateResult(this.ctx, instance, effectId, req);
+  async lateResult(instance: DriverInstanceRow, effectId: string, req: EffectLateResultRequest): Promise<EffectTransitionResponse> {
+    return await reportLateResult(this.ctx, instance, effectId, req);
   }
 
-  private report(
+  private async report(
     instance: DriverInstanceRow,
     effectId: string,
     connectionId: string,
     attempt: number,
     to: "succeeded" | "unknown",
-    apply: (tx: DbHandle, eff: EffectRow, nowMs: number) => void,
-  ): EffectTransitionResponse {
+    apply: (tx: StoreTx, eff: EffectRow, nowMs: number) => Promise<void>,
+  ): Promise<EffectTransitionResponse> {
     const now = this.ctx.clock.nowMs();
-    const res = writeTransaction(this.ctx.db, (tx): EffectTransitionResponse & { commandId?: string } => {
-      const eff = effectRepository.findOwned(tx, effectId, instance.id);
+    const res = await this.ctx.store.transaction(async (tx): Promise<EffectTransitionResponse & { commandId?: string }> => {
+      const eff = await effectRepository.findOwned(tx, effectId, instance.id);
       if (!eff) throw new RuntimeError("effect.not_found", `no effect ${effectId} for this Driver instance`);
-      const attemptRow = effectRepository.listAttempts(tx, eff.id).find((a) => a.attempt === attempt);
-      const current = driverInstanceRepository.findById(tx, instance.id);
+      const attemptRow = (await effectRepository.listAttempts(tx, eff.id)).find((a) => a.attempt === attempt);
+      const current = await driverInstanceRepository.findById(tx, instance.id);
       if (attemptRow?.connectionId !== connectionId) assertCurrentConnection(current, connectionId);
       // The Driver says it sent (or tried to): kept whatever the outcome, so a later missed-deadline
       // report about this attempt is refused (docs/DESIGN.md §3 rule 12; `effect.attempt_sent`).
       if (attemptRow && attemptRow.sendReportedAtMs === null)
-        effectRepository.updateAttempt(tx, eff.id, attempt, { sendReportedAtMs: now });
+        await effectRepository.updateAttempt(tx, eff.id, attempt, { sendReportedAtMs: now });
       const decision = decideAttemptReport(eff, { attempt, to });
       if (decision.outcome !== "applied") {
         return {
@@ -243,7 +250,7 @@ export class EffectLedgerService {
           ...(decision.reason ? { reason: decision.reason } : {}),
         };
       }
-      apply(tx, eff, now);
+      await apply(tx, eff, now);
       return { outcome: "applied", status: to, commandId: eff.commandId };
     });
     const { commandId, ...answer } = res;

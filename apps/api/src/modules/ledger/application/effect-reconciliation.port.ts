@@ -1,5 +1,5 @@
 import type { ReconciliationTrigger } from "@mosoo/contracts";
-import type { DbHandle } from "../infrastructure/db-handle.js";
+import type { StoreTx } from "../../../platform/db/store.port.js";
 import type { EffectRow } from "../infrastructure/effect.repository.js";
 
 /**
@@ -25,7 +25,7 @@ export function isConfirmed(result: ReconcileResult): boolean {
  * `settleCommandFromEffect`, so that outcome, receipt, result, record, command and run event commit
  * together (docs/DESIGN.md §3 rule 6).
  */
-export type SettleInTransaction = (tx: DbHandle, effect: EffectRow) => void;
+export type SettleInTransaction = (tx: StoreTx, effect: EffectRow) => Promise<void>;
 
 /**
  * Options of {@link EffectReconciliationPort.reconcileMany}: the `trigger` recorded with each outcome,
@@ -54,8 +54,8 @@ export interface EffectReconciliationPort {
   isDue(effect: EffectRow, nowMs: number): boolean;
   /** One lookup of `effectId` for `trigger`, outcome committed (`settle` runs in its transaction). Never throws for adapter misbehaviour; a database error propagates. */
   reconcile(effectId: string, trigger: ReconciliationTrigger, settle?: SettleInTransaction): Promise<ReconcileResult>;
-  /** Reconciles every effect `source` yields, `opts.concurrency` at a time; see {@link ReconcileManyOptions}. */
-  reconcileMany(source: Iterator<EffectRow>, opts: ReconcileManyOptions): Promise<void>;
+  /** Reconciles every effect `source` yields (a sync or async iterator, pulled lazily), `opts.concurrency` at a time; see {@link ReconcileManyOptions}. */
+  reconcileMany(source: Iterator<EffectRow> | AsyncIterator<EffectRow>, opts: ReconcileManyOptions): Promise<void>;
   /** Waits (at most `maxWaitMs` ms) until no live lease is held on the effect; returns the row as it is then. */
   awaitLease(effectId: string, maxWaitMs: number): Promise<EffectRow | undefined>;
 }

@@ -1,11 +1,11 @@
 import type { Logger } from "pino";
-import type { Db } from "../../../platform/db/database.js";
+import type { Store } from "../../../platform/db/store.port.js";
 import type { Clock } from "../../../platform/clock.js";
 import type { CommandNotifier } from "../infrastructure/command-notifier.js";
 import type { StoreBusyWatch } from "../../../platform/db/store-busy-watch.js";
 
 /**
- * What every runtime service shares: the store, the clock, the logger, the long-poll notifier
+ * What every runtime service shares: the store (the async store port, docs/DESIGN.md §11), the clock, the logger, the long-poll notifier
  * the runtime settings (`heartbeatTtlMs`: a Driver whose last heartbeat is older is finalized by the
  * sweep; `sendDeadlineMs`: the send-by deadline of an `execute` claim, default 10 000 ms, docs/DESIGN.md §3
  * rule 12; `driverUnconnectedTtlMs`: a registration that never connected is purged by the sweep this
@@ -14,7 +14,7 @@ import type { StoreBusyWatch } from "../../../platform/db/store-busy-watch.js";
  */
 export interface RuntimeContext {
   shutdown: AbortController;
-  db: Db;
+  store: Store;
   clock: Clock;
   logger: Logger;
   notifier: CommandNotifier;

@@ -1,108 +1,114 @@
 import { and, asc, desc, eq, inArray, isNull, ne, or, sql } from "drizzle-orm";
 import type { CommandStatus } from "@mosoo/contracts";
-import { driverCommands } from "../../../platform/db/schema.js";
-import { preparedQuery } from "../../../platform/db/prepared-query.js";
-import type { DbHandle } from "./db-handle.js";
+import type { driverCommands } from "../../../platform/db/schema.js";
+import { firstRow } from "../../../platform/db/rows.js";
+import type { StoreTx } from "../../../platform/db/store.port.js";
 
 /** A Driver command row. */
 export type CommandRow = typeof driverCommands.$inferSelect;
 
 const NON_TERMINAL: CommandStatus[] = ["queued", "delivered", "accepted"];
 
-/** Reads and compare-and-set writes of `driver_commands`. */
+/** Reads and compare-and-set writes of `driver_commands` (dialect-neutral: docs/ARCHITECTURE.md). */
 export const commandRepository = {
   /** The next per-instance sequence number (1-based). Call inside the inserting transaction. */
-  nextSeq(db: DbHandle, driverInstanceId: string): number {
-    const last = db
-      .select({ seq: driverCommands.seq })
-      .from(driverCommands)
-      .where(eq(driverCommands.driverInstanceId, driverInstanceId))
-      .orderBy(desc(driverCommands.seq))
-      .limit(1)
-      .get();
+  async nextSeq(tx: StoreTx, driverInstanceId: string): Promise<number> {
+    const c = tx.tables.driverCommands;
+    const last = firstRow(
+      await tx.db.select({ seq: c.seq }).from(c).where(eq(c.driverInstanceId, driverInstanceId)).orderBy(desc(c.seq)).limit(1),
+    );
     return (last?.seq ?? 0) + 1;
   },
   /** Inserts one row (throws on a constraint violation: CHECK, unique, foreign key). */
-  insert(db: DbHandle, row: typeof driverCommands.$inferInsert): void {
-    db.insert(driverCommands).values(row).run();
+  async insert(tx: StoreTx, row: typeof driverCommands.$inferInsert): Promise<void> {
+    await tx.db.insert(tx.tables.driverCommands).values(row);
   },
   /** The row with this id, or undefined. */
-  findById(db: DbHandle, id: string): CommandRow | undefined {
-    return preparedQuery(db, "command.findById", (h) =>
-      h
+  async findById(tx: StoreTx, id: string): Promise<CommandRow | undefined> {
+    const q = tx.prepared("command.findById", (db) => {
+      const c = tx.tables.driverCommands;
+      return db
         .select()
-        .from(driverCommands)
-        .where(eq(driverCommands.id, sql.placeholder("id")))
-        .prepare(),
-    ).get({ id });
+        .from(c)
+        .where(eq(c.id, sql.placeholder("id")))
+        .prepare();
+    });
+    return firstRow(await q.execute({ id }));
   },
   /** A command only if it belongs to `driverInstanceId` (a Driver never sees another instance's commands). */
-  findOwned(db: DbHandle, id: string, driverInstanceId: string): CommandRow | undefined {
-    return preparedQuery(db, "command.findOwned", (h) =>
-      h
+  async findOwned(tx: StoreTx, id: string, driverInstanceId: string): Promise<CommandRow | undefined> {
+    const q = tx.prepared("command.findOwned", (db) => {
+      const c = tx.tables.driverCommands;
+      return db
         .select()
-        .from(driverCommands)
-        .where(and(eq(driverCommands.id, sql.placeholder("id")), eq(driverCommands.driverInstanceId, sql.placeholder("driverInstanceId"))))
-        .prepare(),
-    ).get({ id, driverInstanceId });
+        .from(c)
+        .where(and(eq(c.id, sql.placeholder("id")), eq(c.driverInstanceId, sql.placeholder("driverInstanceId"))))
+        .prepare();
+    });
+    return firstRow(await q.execute({ id, driverInstanceId }));
   },
   /** Every row of run `runId`, oldest first. */
-  listByRun(db: DbHandle, runId: string): CommandRow[] {
-    return db.select().from(driverCommands).where(eq(driverCommands.runId, runId)).orderBy(asc(driverCommands.seq)).all();
+  async listByRun(tx: StoreTx, runId: string): Promise<CommandRow[]> {
+    const c = tx.tables.driverCommands;
+    return tx.db.select().from(c).where(eq(c.runId, runId)).orderBy(asc(c.seq));
   },
   /** Commands of the instance without a terminal receipt (`queued`, `delivered`, `accepted`), in `seq` order. */
-  listNonTerminalOfDriver(db: DbHandle, driverInstanceId: string): CommandRow[] {
-    return db
+  async listNonTerminalOfDriver(tx: StoreTx, driverInstanceId: string): Promise<CommandRow[]> {
+    const c = tx.tables.driverCommands;
+    return tx.db
       .select()
-      .from(driverCommands)
-      .where(and(eq(driverCommands.driverInstanceId, driverInstanceId), inArray(driverCommands.status, NON_TERMINAL)))
-      .orderBy(asc(driverCommands.seq))
-      .all();
+      .from(c)
+      .where(and(eq(c.driverInstanceId, driverInstanceId), inArray(c.status, NON_TERMINAL)))
+      .orderBy(asc(c.seq));
   },
   /** The lowest-seq non-terminal command not yet delivered on `connectionId` (docs/DESIGN.md §3 rule 11). */
-  findUndeliveredOnConnection(db: DbHandle, driverInstanceId: string, connectionId: string): CommandRow | undefined {
-    return db
-      .select()
-      .from(driverCommands)
-      .where(
-        and(
-          eq(driverCommands.driverInstanceId, driverInstanceId),
-          inArray(driverCommands.status, NON_TERMINAL),
-          or(isNull(driverCommands.deliveredConnectionId), ne(driverCommands.deliveredConnectionId, connectionId)),
-        ),
-      )
-      .orderBy(asc(driverCommands.seq))
-      .limit(1)
-      .get();
+  async findUndeliveredOnConnection(tx: StoreTx, driverInstanceId: string, connectionId: string): Promise<CommandRow | undefined> {
+    const c = tx.tables.driverCommands;
+    return firstRow(
+      await tx.db
+        .select()
+        .from(c)
+        .where(
+          and(
+            eq(c.driverInstanceId, driverInstanceId),
+            inArray(c.status, NON_TERMINAL),
+            or(isNull(c.deliveredConnectionId), ne(c.deliveredConnectionId, connectionId)),
+          ),
+        )
+        .orderBy(asc(c.seq))
+        .limit(1),
+    );
   },
   /** Records delivery on `connectionId` (and `queued → delivered`) if the command is still `fromStatus`. */
-  markDelivered(db: DbHandle, id: string, fromStatus: CommandStatus, connectionId: string, nowMs: number): boolean {
-    const res = db
-      .update(driverCommands)
+  async markDelivered(tx: StoreTx, id: string, fromStatus: CommandStatus, connectionId: string, nowMs: number): Promise<boolean> {
+    const c = tx.tables.driverCommands;
+    const rows = await tx.db
+      .update(c)
       .set({
         status: fromStatus === "queued" ? "delivered" : fromStatus,
         deliveredConnectionId: connectionId,
-        deliveryCount: sql`${driverCommands.deliveryCount} + 1`,
+        deliveryCount: sql`${c.deliveryCount} + 1`,
         updatedAtMs: nowMs,
       })
-      .where(and(eq(driverCommands.id, id), eq(driverCommands.status, fromStatus)))
-      .run();
-    return res.changes > 0;
+      .where(and(eq(c.id, id), eq(c.status, fromStatus)))
+      .returning({ id: c.id });
+    return rows.length > 0;
   },
   /**
    * Compare-and-set of a command's status: changes the row only while it is still `from`.
    * Terminal targets set `terminal_at_ms`. Returns true when it changed.
    */
-  transition(
-    db: DbHandle,
+  async transition(
+    tx: StoreTx,
     id: string,
     from: CommandStatus,
     to: CommandStatus,
     nowMs: number,
     extra: { resultJson?: string; errorJson?: string; terminal: boolean },
-  ): boolean {
-    const res = db
-      .update(driverCommands)
+  ): Promise<boolean> {
+    const c = tx.tables.driverCommands;
+    const rows = await tx.db
+      .update(c)
       .set({
         status: to,
         updatedAtMs: nowMs,
@@ -110,8 +116,8 @@ export const commandRepository = {
         ...(extra.resultJson !== undefined ? { resultJson: extra.resultJson } : {}),
         ...(extra.errorJson !== undefined ? { errorJson: extra.errorJson } : {}),
       })
-      .where(and(eq(driverCommands.id, id), eq(driverCommands.status, from)))
-      .run();
-    return res.changes > 0;
+      .where(and(eq(c.id, id), eq(c.status, from)))
+      .returning({ id: c.id });
+    return rows.length > 0;
   },
 };

@@ -1,12 +1,11 @@
 import { and, asc, eq, gt, inArray, isNotNull, isNull, lt, lte, or, sql } from "drizzle-orm";
-import { effectReconciliations, externalToolEffects } from "../../../platform/db/schema.js";
-import { preparedQuery } from "../../../platform/db/prepared-query.js";
-import type { DbHandle } from "./db-handle.js";
+import type { effectReconciliations, externalToolEffects } from "../../../platform/db/schema.js";
+import type { StoreTx } from "../../../platform/db/store.port.js";
 
 /** A reconciliation record row. */
 export type ReconciliationRow = typeof effectReconciliations.$inferSelect;
 
-/** Reads and compare-and-set writes of reconciliation state (effect lease, outcome) and records. */
+/** Reads and compare-and-set writes of reconciliation state (effect lease, outcome) and records (dialect-neutral: docs/ARCHITECTURE.md). */
 export const reconciliationRepository = {
   /**
    * Takes the effect's lease for `owner` until `expiresAtMs` (ms) as a compare-and-set on
@@ -15,8 +14,9 @@ export const reconciliationRepository = {
    * before the adapter runs, so a lookup that never ends (the process died) still counts against
    * the bound (docs/DESIGN.md §4). True when taken.
    */
-  acquireLease(db: DbHandle, effectId: string, version: number, owner: string, nowMs: number, expiresAtMs: number): boolean {
-    const res = db
+  async acquireLease(tx: StoreTx, effectId: string, version: number, owner: string, nowMs: number, expiresAtMs: number): Promise<boolean> {
+    const externalToolEffects = tx.tables.externalToolEffects;
+    const rows = await tx.db
       .update(externalToolEffects)
       .set({
         leaseOwner: owner,
@@ -32,8 +32,8 @@ export const reconciliationRepository = {
           or(isNull(externalToolEffects.leaseOwner), lt(externalToolEffects.leaseExpiresAtMs, nowMs)),
         ),
       )
-      .run();
-    return res.changes > 0;
+      .returning({ id: externalToolEffects.id });
+    return rows.length > 0;
   },
   /**
    * Writes the outcome of a lookup as a compare-and-set on (status `unknown`, `version`, lease
@@ -42,16 +42,17 @@ export const reconciliationRepository = {
    * row as written (`RETURNING`, no second read); undefined means another reconciler or an operator
    * got there first (record `superseded`).
    */
-  commitOutcome(
-    db: DbHandle,
+  async commitOutcome(
+    tx: StoreTx,
     effectId: string,
     version: number,
     owner: string,
     set: Partial<typeof externalToolEffects.$inferInsert>,
-  ): typeof externalToolEffects.$inferSelect | undefined {
+  ): Promise<typeof externalToolEffects.$inferSelect | undefined> {
     // One prepared statement per shape of `set` (the columns an outcome writes; a handful of shapes).
     const columns = (Object.keys(set) as Array<keyof typeof set>).filter((k) => set[k] !== undefined).sort();
-    const query = preparedQuery(db, `reconciliation.commitOutcome:${columns.join(",")}`, (h) =>
+    const externalToolEffects = tx.tables.externalToolEffects;
+    const query = tx.prepared(`reconciliation.commitOutcome:${columns.join(",")}`, (h) =>
       h
         .update(externalToolEffects)
         .set({
@@ -71,7 +72,8 @@ export const reconciliationRepository = {
         .returning()
         .prepare(),
     );
-    return query.get({ effectId, version, owner, ...Object.fromEntries(columns.map((c) => [`set_${c}`, set[c]])) });
+    const rows = await query.execute({ effectId, version, owner, ...Object.fromEntries(columns.map((c) => [`set_${c}`, set[c]])) });
+    return rows[0];
   },
   /**
    * Releases `owner`'s lease without an outcome (the outcome's compare-and-set was lost, or its
@@ -80,54 +82,60 @@ export const reconciliationRepository = {
    * leaving the effect as it was) the lookup counted by {@link acquireLease} is taken back. Changes only the lease columns and the count (not the
    * version: nothing about the effect changed). True when this owner still held it.
    */
-  releaseLease(db: DbHandle, effectId: string, owner: string, uncount = false): boolean {
-    const res = db
+  async releaseLease(tx: StoreTx, effectId: string, owner: string, uncount = false): Promise<boolean> {
+    const externalToolEffects = tx.tables.externalToolEffects;
+    const count = externalToolEffects.lookupCount;
+    const rows = await tx.db
       .update(externalToolEffects)
       .set({
         leaseOwner: null,
         leaseExpiresAtMs: null,
-        ...(uncount ? { lookupCount: sql`max(${externalToolEffects.lookupCount} - 1, 0)` } : {}),
+        // CASE, not SQLite's scalar max(a, b): both dialects accept it
+        ...(uncount ? { lookupCount: sql`CASE WHEN ${count} > 0 THEN ${count} - 1 ELSE 0 END` } : {}),
       })
       .where(and(eq(externalToolEffects.id, effectId), eq(externalToolEffects.leaseOwner, owner)))
-      .run();
-    return res.changes > 0;
+      .returning({ id: externalToolEffects.id });
+    return rows.length > 0;
   },
   /**
    * Releases every lease (at API startup: one API process owns a store, so every lease found then
    * belongs to a process that died mid-lookup). Returns how many were released.
    */
-  releaseAllLeases(db: DbHandle): number {
-    return db
+  async releaseAllLeases(tx: StoreTx): Promise<number> {
+    const externalToolEffects = tx.tables.externalToolEffects;
+    const rows = await tx.db
       .update(externalToolEffects)
       .set({ leaseOwner: null, leaseExpiresAtMs: null })
       .where(isNotNull(externalToolEffects.leaseOwner))
-      .run().changes;
+      .returning({ id: externalToolEffects.id });
+    return rows.length;
   },
   /** Every effect that holds a lease (at API startup: lookups a dead process left unfinished). */
-  listLeased(db: DbHandle) {
-    return db.select().from(externalToolEffects).where(isNotNull(externalToolEffects.leaseOwner)).all();
+  async listLeased(tx: StoreTx): Promise<Array<typeof externalToolEffects.$inferSelect>> {
+    const externalToolEffects = tx.tables.externalToolEffects;
+    return tx.db.select().from(externalToolEffects).where(isNotNull(externalToolEffects.leaseOwner));
   },
   /** Inserts one reconciliation record (a second confirmed record for an effect violates a partial unique index). */
-  insertRecord(db: DbHandle, row: typeof effectReconciliations.$inferInsert): void {
-    db.insert(effectReconciliations).values(row).run();
+  async insertRecord(tx: StoreTx, row: typeof effectReconciliations.$inferInsert): Promise<void> {
+    await tx.db.insert(tx.tables.effectReconciliations).values(row);
   },
   /** The distinct tool names the store holds effects of, for each of `serverIds` (the startup report). */
-  toolsSeenOn(db: DbHandle, serverIds: readonly string[]): Array<{ serverId: string; toolName: string }> {
+  async toolsSeenOn(tx: StoreTx, serverIds: readonly string[]): Promise<Array<{ serverId: string; toolName: string }>> {
     if (serverIds.length === 0) return [];
-    return db
+    const externalToolEffects = tx.tables.externalToolEffects;
+    return tx.db
       .selectDistinct({ serverId: externalToolEffects.serverId, toolName: externalToolEffects.toolName })
       .from(externalToolEffects)
-      .where(inArray(externalToolEffects.serverId, [...serverIds]))
-      .all();
+      .where(inArray(externalToolEffects.serverId, [...serverIds]));
   },
   /** The reconciliation records of an effect, oldest first. */
-  listRecords(db: DbHandle, effectId: string): ReconciliationRow[] {
-    return db
+  async listRecords(tx: StoreTx, effectId: string): Promise<ReconciliationRow[]> {
+    const effectReconciliations = tx.tables.effectReconciliations;
+    return tx.db
       .select()
       .from(effectReconciliations)
       .where(eq(effectReconciliations.effectId, effectId))
-      .orderBy(asc(effectReconciliations.id))
-      .all();
+      .orderBy(asc(effectReconciliations.id));
   },
   /**
    * `unknown` effects of the `eligible` (server, tools) pairs whose next lookup is due at `nowMs`
@@ -136,18 +144,19 @@ export const reconciliationRepository = {
    * every due effect with `afterId` = the last id of the previous page, holding one page at a time).
    * Effects no adapter can look up are excluded in SQL, so they can never crowd out due ones.
    */
-  listDue(
-    db: DbHandle,
+  async listDue(
+    tx: StoreTx,
     nowMs: number,
     limit: number,
     eligible: ReadonlyArray<{ serverId: string; tools: readonly string[] }>,
     afterId?: string,
-  ) {
+  ): Promise<Array<typeof externalToolEffects.$inferSelect>> {
     if (eligible.length === 0) return [];
+    const externalToolEffects = tx.tables.externalToolEffects;
     const bound = or(
       ...eligible.map((e) => and(eq(externalToolEffects.serverId, e.serverId), inArray(externalToolEffects.toolName, [...e.tools]))),
     );
-    return db
+    return tx.db
       .select()
       .from(externalToolEffects)
       .where(
@@ -164,7 +173,6 @@ export const reconciliationRepository = {
         ),
       )
       .orderBy(asc(externalToolEffects.id))
-      .limit(limit)
-      .all();
+      .limit(limit);
   },
 };

@@ -1,96 +1,109 @@
 import { and, asc, eq, gt, sql } from "drizzle-orm";
 import { newUlid, type RunStatus } from "@mosoo/contracts";
-import { runEvents, sessionRuns, sessions } from "../../../platform/db/schema.js";
+import type { runEvents, sessionRuns, sessions } from "../../../platform/db/schema.js";
 import type { RunEventType } from "@mosoo/contracts";
 import { TERMINAL_RUN_EVENT_TYPES } from "@mosoo/contracts";
-import { preparedQuery } from "../../../platform/db/prepared-query.js";
-import type { DbHandle } from "./db-handle.js";
+import { firstRow } from "../../../platform/db/rows.js";
+import type { StoreTx } from "../../../platform/db/store.port.js";
 
 /** A session run row. */
 export type RunRow = typeof sessionRuns.$inferSelect;
 /** A run event row. */
 export type RunEventRow = typeof runEvents.$inferSelect;
+/** A session row. */
+export type SessionRow = typeof sessions.$inferSelect;
 
-/** Reads and writes of `sessions`, `session_runs` and `run_events`. */
+/** Reads and writes of `sessions`, `session_runs` and `run_events` (dialect-neutral: docs/ARCHITECTURE.md). */
 export const runRepository = {
   /** Inserts a session created at `nowMs` (ms). */
-  insertSession(db: DbHandle, id: string, nowMs: number): void {
-    db.insert(sessions).values({ id, createdAtMs: nowMs }).run();
+  async insertSession(tx: StoreTx, id: string, nowMs: number): Promise<void> {
+    await tx.db.insert(tx.tables.sessions).values({ id, createdAtMs: nowMs });
   },
   /** The session with this id, or undefined. */
-  findSession(db: DbHandle, id: string) {
-    return db.select().from(sessions).where(eq(sessions.id, id)).get();
+  async findSession(tx: StoreTx, id: string): Promise<SessionRow | undefined> {
+    const s = tx.tables.sessions;
+    return firstRow(await tx.db.select().from(s).where(eq(s.id, id)).limit(1));
   },
   /** Deletes a session; its runs and their rows go by cascade unless the fence trigger refuses. */
-  deleteSession(db: DbHandle, id: string): void {
-    db.delete(sessions).where(eq(sessions.id, id)).run();
+  async deleteSession(tx: StoreTx, id: string): Promise<void> {
+    const s = tx.tables.sessions;
+    await tx.db.delete(s).where(eq(s.id, id));
   },
   /** Inserts a run (a second active run of one Driver instance violates a unique index and throws). */
-  insertRun(db: DbHandle, row: typeof sessionRuns.$inferInsert): void {
-    db.insert(sessionRuns).values(row).run();
+  async insertRun(tx: StoreTx, row: typeof sessionRuns.$inferInsert): Promise<void> {
+    await tx.db.insert(tx.tables.sessionRuns).values(row);
   },
   /** The run with this id, or undefined. */
-  findRun(db: DbHandle, id: string): RunRow | undefined {
-    return preparedQuery(db, "run.findRun", (h) =>
-      h
+  async findRun(tx: StoreTx, id: string): Promise<RunRow | undefined> {
+    const q = tx.prepared("run.findRun", (db) => {
+      const r = tx.tables.sessionRuns;
+      return db
         .select()
-        .from(sessionRuns)
-        .where(eq(sessionRuns.id, sql.placeholder("id")))
-        .prepare(),
-    ).get({ id });
+        .from(r)
+        .where(eq(r.id, sql.placeholder("id")))
+        .prepare();
+    });
+    return firstRow(await q.execute({ id }));
   },
   /** The runs of a session. */
-  listRunsOfSession(db: DbHandle, sessionId: string): RunRow[] {
-    return db.select().from(sessionRuns).where(eq(sessionRuns.sessionId, sessionId)).all();
+  async listRunsOfSession(tx: StoreTx, sessionId: string): Promise<RunRow[]> {
+    const r = tx.tables.sessionRuns;
+    return tx.db.select().from(r).where(eq(r.sessionId, sessionId));
   },
   /** The instance's active run (at most one, by a partial unique index), or undefined. */
-  findActiveRunOfDriver(db: DbHandle, driverInstanceId: string): RunRow | undefined {
-    return db
-      .select()
-      .from(sessionRuns)
-      .where(and(eq(sessionRuns.driverInstanceId, driverInstanceId), eq(sessionRuns.status, "active")))
-      .get();
+  async findActiveRunOfDriver(tx: StoreTx, driverInstanceId: string): Promise<RunRow | undefined> {
+    const r = tx.tables.sessionRuns;
+    return firstRow(
+      await tx.db
+        .select()
+        .from(r)
+        .where(and(eq(r.driverInstanceId, driverInstanceId), eq(r.status, "active")))
+        .limit(1),
+    );
   },
   /** Compare-and-set of a run's status; true when it changed. */
-  transitionRun(db: DbHandle, id: string, from: RunStatus, to: RunStatus, nowMs: number, errorJson?: string): boolean {
-    const res = db
-      .update(sessionRuns)
+  async transitionRun(tx: StoreTx, id: string, from: RunStatus, to: RunStatus, nowMs: number, errorJson?: string): Promise<boolean> {
+    const r = tx.tables.sessionRuns;
+    const rows = await tx.db
+      .update(r)
       .set({ status: to, updatedAtMs: nowMs, ...(errorJson !== undefined ? { errorJson } : {}) })
-      .where(and(eq(sessionRuns.id, id), eq(sessionRuns.status, from)))
-      .run();
-    return res.changes > 0;
+      .where(and(eq(r.id, id), eq(r.status, from)))
+      .returning({ id: r.id });
+    return rows.length > 0;
   },
   /** Deletes a run; its commands, effects and events go by cascade unless the fence trigger refuses. */
-  deleteRun(db: DbHandle, id: string): void {
-    db.delete(sessionRuns).where(eq(sessionRuns.id, id)).run();
+  async deleteRun(tx: StoreTx, id: string): Promise<void> {
+    const r = tx.tables.sessionRuns;
+    await tx.db.delete(r).where(eq(r.id, id));
   },
   /**
    * Appends one event to a run's stream with the next `seq` (1-based), computed in the same
    * INSERT statement (one statement, not a read then a write; callers hold the write transaction).
    * A second terminal event for a run violates the `run_events_one_terminal` unique index and throws.
    */
-  appendEvent(db: DbHandle, runId: string, type: RunEventType, payload: Record<string, unknown>, nowMs: number): RunEventRow {
-    return db
-      .insert(runEvents)
+  async appendEvent(tx: StoreTx, runId: string, type: RunEventType, payload: Record<string, unknown>, nowMs: number): Promise<RunEventRow> {
+    const e = tx.tables.runEvents;
+    const rows = await tx.db
+      .insert(e)
       .values({
         id: newUlid(nowMs),
         runId,
-        seq: sql`(SELECT coalesce(max(${runEvents.seq}), 0) + 1 FROM ${runEvents} WHERE ${runEvents.runId} = ${runId})`,
+        seq: sql`(SELECT coalesce(max(${e.seq}), 0) + 1 FROM ${e} WHERE ${e.runId} = ${runId})`,
         type,
         terminal: TERMINAL_RUN_EVENT_TYPES.includes(type),
         payloadJson: JSON.stringify(payload),
         createdAtMs: nowMs,
       })
-      .returning()
-      .get();
+      .returning();
+    return rows[0]!;
   },
   /** Events of a run with `seq > afterSeq`, in order. */
-  listEvents(db: DbHandle, runId: string, afterSeq: number): RunEventRow[] {
-    return db
+  async listEvents(tx: StoreTx, runId: string, afterSeq: number): Promise<RunEventRow[]> {
+    const e = tx.tables.runEvents;
+    return tx.db
       .select()
-      .from(runEvents)
-      .where(and(eq(runEvents.runId, runId), gt(runEvents.seq, afterSeq)))
-      .orderBy(asc(runEvents.seq))
-      .all();
+      .from(e)
+      .where(and(eq(e.runId, runId), gt(e.seq, afterSeq)))
+      .orderBy(asc(e.seq));
   },
 };

@@ -1,12 +1,11 @@
 import { fingerprintArguments, McpExecuteCommandResultSchema, newUlid } from "@mosoo/contracts";
 import { planCompensation } from "@mosoo/effect-reconciliation";
-import { writeTransaction } from "../../../platform/db/database.js";
 import { recordIntent } from "../../ledger/application/effect-intent.js";
 import type { RuntimeContext } from "../../ledger/application/runtime-context.js";
 import { RuntimeError } from "../../ledger/domain/runtime-errors.js";
 import { isTerminalCommandStatus } from "../../ledger/domain/command-lifecycle.machine.js";
 import { commandRepository } from "../../ledger/infrastructure/command.repository.js";
-import type { DbHandle } from "../../ledger/infrastructure/db-handle.js";
+import type { StoreTx } from "../../../platform/db/store.port.js";
 import { driverInstanceRepository } from "../../ledger/infrastructure/driver-instance.repository.js";
 import { effectRepository, type EffectRow } from "../../ledger/infrastructure/effect.repository.js";
 import { operatorActionRepository } from "../infrastructure/operator-action.repository.js";
@@ -23,11 +22,6 @@ export interface QueuedCompensation {
   toolName: string;
 }
 
-/** True for a SQLite unique-constraint failure (here: a second compensation of one effect in flight). */
-function isUniqueViolation(err: unknown): boolean {
-  return typeof err === "object" && err !== null && (err as { code?: unknown }).code === "SQLITE_CONSTRAINT_UNIQUE";
-}
-
 /**
  * The compensation of `effectId` that blocks another one, if any (docs/DESIGN.md §3 rule 8: never two
  * undo writes for one effect): one that may still write or may have written (`executing`,
@@ -36,16 +30,17 @@ function isUniqueViolation(err: unknown): boolean {
  * whose command ended before any claim (it can never be dispatched: the claim refuses a terminal
  * command), and one the provider answered with an error result do not block.
  */
-function blockingCompensation(db: DbHandle, effectId: string): EffectRow | undefined {
-  return operatorQueryRepository.listCompensations(db, effectId).find((c) => {
-    if (c.status === "executing" || c.status === "unknown") return true;
+async function blockingCompensation(tx: StoreTx, effectId: string): Promise<EffectRow | undefined> {
+  for (const c of await operatorQueryRepository.listCompensations(tx, effectId)) {
+    if (c.status === "executing" || c.status === "unknown") return c;
     if (c.status === "intent") {
-      const cmd = commandRepository.findById(db, c.commandId);
-      return cmd !== undefined && !isTerminalCommandStatus(cmd.status);
+      const cmd = await commandRepository.findById(tx, c.commandId);
+      if (cmd !== undefined && !isTerminalCommandStatus(cmd.status)) return c;
     }
-    if (c.status === "succeeded") return McpExecuteCommandResultSchema.safeParse(JSON.parse(c.resultJson ?? "null")).data?.isError !== true;
-    return false;
-  });
+    if (c.status === "succeeded" && McpExecuteCommandResultSchema.safeParse(JSON.parse(c.resultJson ?? "null")).data?.isError !== true)
+      return c;
+  }
+  return undefined;
 }
 
 /**
@@ -74,10 +69,13 @@ export class CompensationService {
    *   `compensation.driver_unavailable` (409: the target Driver instance is finalizing or finalized).
    */
   async compensate(effectId: string, req: OperatorCompensateRequest): Promise<QueuedCompensation> {
-    const original = effectRepository.findById(this.ctx.db, effectId);
-    if (!original) throw new RuntimeError("effect.not_found", `no effect ${effectId}`);
-    this.assertCompensable(original);
-    this.assertNotCompensated(this.ctx.db, original);
+    const original = await this.ctx.store.read(async (tx) => {
+      const row = await effectRepository.findById(tx, effectId);
+      if (!row) throw new RuntimeError("effect.not_found", `no effect ${effectId}`);
+      this.assertCompensable(row);
+      await this.assertNotCompensated(tx, row);
+      return row;
+    });
     const adapter = this.settings.enabled ? this.settings.bindings.get(original.serverId) : undefined;
     if (!adapter?.declaration.compensations?.[original.toolName]) {
       throw new RuntimeError(
@@ -111,7 +109,7 @@ export class CompensationService {
       );
     }
     const now = this.ctx.clock.nowMs();
-    const queued = this.queue(original.id, req, plan.toolName, argumentsJson, requestFingerprint, now);
+    const queued = await this.queue(original.id, req, plan.toolName, argumentsJson, requestFingerprint, now);
     this.ctx.logger.info(
       {
         effectId,
@@ -133,8 +131,8 @@ export class CompensationService {
     }
   }
 
-  private assertNotCompensated(db: DbHandle, effect: EffectRow): void {
-    const blocking = blockingCompensation(db, effect.id);
+  private async assertNotCompensated(tx: StoreTx, effect: EffectRow): Promise<void> {
+    const blocking = await blockingCompensation(tx, effect.id);
     if (blocking) {
       const what = blocking.status === "succeeded" ? "was already compensated by" : "has a compensation in flight:";
       throw new RuntimeError("compensation.exists", `effect ${effect.id} ${what} ${blocking.id} (${blocking.status})`, {
@@ -144,23 +142,23 @@ export class CompensationService {
     }
   }
 
-  private queue(
+  private async queue(
     effectId: string,
     req: OperatorCompensateRequest,
     toolName: string,
     argumentsJson: string,
     requestFingerprint: string,
     now: number,
-  ): QueuedCompensation {
+  ): Promise<QueuedCompensation> {
     try {
-      return writeTransaction(this.ctx.db, (tx) => {
+      return await this.ctx.store.transaction(async (tx) => {
         // Re-read inside the transaction: the effect and the Driver may have changed while the adapter planned.
-        const original = effectRepository.findById(tx, effectId);
+        const original = await effectRepository.findById(tx, effectId);
         if (!original) throw new RuntimeError("effect.not_found", `no effect ${effectId}`);
         this.assertCompensable(original);
-        this.assertNotCompensated(tx, original);
+        await this.assertNotCompensated(tx, original);
         const driverInstanceId = req.driverInstanceId ?? original.driverInstanceId;
-        const driver = driverInstanceRepository.findById(tx, driverInstanceId);
+        const driver = await driverInstanceRepository.findById(tx, driverInstanceId);
         if (!driver) throw new RuntimeError("driver.not_found", `no Driver instance ${driverInstanceId}`);
         if (driver.status === "finalizing" || driver.status === "finalized") {
           throw new RuntimeError(
@@ -169,7 +167,7 @@ export class CompensationService {
             { driverInstanceId },
           );
         }
-        const recorded = recordIntent(tx, {
+        const recorded = await recordIntent(tx, {
           runId: original.runId,
           driverInstanceId,
           serverId: original.serverId,
@@ -180,7 +178,7 @@ export class CompensationService {
           compensatesEffectId: original.id,
           nowMs: now,
         });
-        operatorActionRepository.insert(tx, {
+        await operatorActionRepository.insert(tx, {
           id: newUlid(now),
           effectId: original.id,
           runId: original.runId,
@@ -203,7 +201,8 @@ export class CompensationService {
         };
       });
     } catch (err) {
-      if (isUniqueViolation(err))
+      // a unique violation here: a second compensation of one effect in flight
+      if (this.ctx.store.isUniqueViolation(err))
         throw new RuntimeError("compensation.exists", `effect ${effectId} got a compensation meanwhile; read it again`);
       throw err;
     }

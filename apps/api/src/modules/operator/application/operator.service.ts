@@ -8,9 +8,8 @@ import {
   type McpExecuteCommandResult,
 } from "@mosoo/contracts";
 import { parseJsonColumn } from "../../../platform/db/json-column.js";
-import { writeTransaction } from "../../../platform/db/database.js";
 import type { RuntimeContext } from "../../ledger/application/runtime-context.js";
-import type { DbHandle } from "../../ledger/infrastructure/db-handle.js";
+import type { StoreTx } from "../../../platform/db/store.port.js";
 import { RuntimeError } from "../../ledger/domain/runtime-errors.js";
 import { commandRepository } from "../../ledger/infrastructure/command.repository.js";
 import { effectRepository, type EffectRow } from "../../ledger/infrastructure/effect.repository.js";
@@ -123,9 +122,9 @@ export class OperatorService {
    * One page of effects matching `query` (see `OperatorListQuerySchema`), newest first.
    * @throws RuntimeError `feature.disabled`.
    */
-  list(query: OperatorListQuery): EffectPage {
+  async list(query: OperatorListQuery): Promise<EffectPage> {
     this.assertEnabled();
-    const rows = operatorQueryRepository.listEffects(this.ctx.db, {
+    const filter = {
       // without a status: `unknown`, unless an attention reason is asked for (then every status:
       // `contradicted_by_provider` is only ever on settled effects)
       status: query.status ?? (query.attention === undefined ? "unknown" : undefined),
@@ -136,7 +135,8 @@ export class OperatorService {
       createdAtMostMs: query.minAgeMs === undefined ? undefined : this.ctx.clock.nowMs() - query.minAgeMs,
       beforeId: query.cursor,
       limit: query.limit + 1,
-    });
+    };
+    const rows = await this.ctx.store.read((tx) => operatorQueryRepository.listEffects(tx, filter));
     const page = rows.slice(0, query.limit);
     return { effects: page.map(summary), nextCursor: rows.length > query.limit ? (page.at(-1)?.id ?? null) : null };
   }
@@ -149,13 +149,21 @@ export class OperatorService {
    * actions (`refusedActions`: actor, action, refusal code as `outcome`, reason, time) and compensations.
    * @throws RuntimeError `feature.disabled`, `effect.not_found`.
    */
-  show(effectId: string) {
+  async show(effectId: string) {
     this.assertEnabled();
-    const db = this.ctx.db;
-    const e = effectRepository.findById(db, effectId);
+    return this.ctx.store.read((tx) => this.showIn(tx, effectId));
+  }
+
+  private async showIn(tx: StoreTx, effectId: string) {
+    const e = await effectRepository.findById(tx, effectId);
     if (!e) throw new RuntimeError("effect.not_found", `no effect ${effectId}`);
-    const cmd = commandRepository.findById(db, e.commandId);
-    const run = runRepository.findRun(db, e.runId);
+    const cmd = await commandRepository.findById(tx, e.commandId);
+    const run = await runRepository.findRun(tx, e.runId);
+    const attempts = await effectRepository.listAttempts(tx, e.id);
+    const records = await reconciliationRepository.listRecords(tx, e.id);
+    const actions = await operatorActionRepository.listByEffect(tx, e.id);
+    const refusedActions = await operatorRefusalRepository.listByEffect(tx, e.id);
+    const compensations = await operatorQueryRepository.listCompensations(tx, e.id);
     return {
       ...summary(e),
       requestFingerprint: e.requestFingerprint,
@@ -167,15 +175,11 @@ export class OperatorService {
       reconciliationReceipt: parse(e.reconciliationReceiptJson),
       command: cmd ? { id: cmd.id, status: cmd.status, error: parse(cmd.errorJson), updatedAtMs: cmd.updatedAtMs } : null,
       run: run ? { id: run.id, status: run.status, error: parse(run.errorJson), updatedAtMs: run.updatedAtMs } : null,
-      attempts: effectRepository.listAttempts(db, e.id),
-      reconciliations: reconciliationRepository
-        .listRecords(db, e.id)
-        .map((r) => ({ ...r, receiptJson: undefined, receipt: parse(r.receiptJson) })),
-      operatorActions: operatorActionRepository
-        .listByEffect(db, e.id)
-        .map((a) => ({ ...a, receiptJson: undefined, receipt: parse(a.receiptJson) })),
-      refusedActions: operatorRefusalRepository.listByEffect(db, e.id),
-      compensations: operatorQueryRepository.listCompensations(db, e.id).map(summary),
+      attempts,
+      reconciliations: records.map((r) => ({ ...r, receiptJson: undefined, receipt: parse(r.receiptJson) })),
+      operatorActions: actions.map((a) => ({ ...a, receiptJson: undefined, receipt: parse(a.receiptJson) })),
+      refusedActions,
+      compensations: compensations.map(summary),
     };
   }
 
@@ -185,31 +189,29 @@ export class OperatorService {
    * reason code.
    * @throws RuntimeError `feature.disabled`.
    */
-  stats(): OperatorStats {
+  async stats(): Promise<OperatorStats> {
     this.assertEnabled();
-    const byAttention = operatorQueryRepository.countUnknownByAttention(this.ctx.db);
-    return {
-      unknownTotal: sumCounts(byAttention),
-      byAttention,
-      lookupOutcomes: operatorQueryRepository.countLookupOutcomes(this.ctx.db),
-    };
+    return this.ctx.store.read(async (tx) => {
+      const byAttention = await operatorQueryRepository.countUnknownByAttention(tx);
+      return { unknownTotal: sumCounts(byAttention), byAttention, lookupOutcomes: await operatorQueryRepository.countLookupOutcomes(tx) };
+    });
   }
 
   /**
    * How many effects are `unknown` now (a range count over the (status, id) index).
    * @throws RuntimeError `feature.disabled`.
    */
-  unknownTotal(): number {
+  async unknownTotal(): Promise<number> {
     this.assertEnabled();
-    return sumCounts(operatorQueryRepository.countUnknownByAttention(this.ctx.db));
+    return sumCounts(await this.ctx.store.read((tx) => operatorQueryRepository.countUnknownByAttention(tx)));
   }
 
   /**
    * A string that changes whenever any effect changes (a new intent, attempt outcome, lookup,
    * settlement or operator action): what the console's live updates poll. Readable with the flag off.
    */
-  changeMarker(): string {
-    return operatorQueryRepository.changeMarker(this.ctx.db);
+  async changeMarker(): Promise<string> {
+    return this.ctx.store.read((tx) => operatorQueryRepository.changeMarker(tx));
   }
 
   /**
@@ -224,12 +226,12 @@ export class OperatorService {
     try {
       return await this.reconcileNow(effectId, req);
     } catch (err) {
-      throw this.auditRefusal("lookup", effectId, req, err);
+      throw await this.auditRefusal("lookup", effectId, req, err);
     }
   }
 
   private async reconcileNow(effectId: string, req: OperatorReconcileRequest) {
-    const e = effectRepository.findById(this.ctx.db, effectId);
+    const e = await this.ctx.store.read((tx) => effectRepository.findById(tx, effectId));
     if (!e) throw new RuntimeError("effect.not_found", `no effect ${effectId}`);
     if (e.status !== "unknown" || !this.reconciler.adapterFor(e)) {
       throw new RuntimeError(
@@ -240,9 +242,9 @@ export class OperatorService {
     // The audit row commits in the same transaction as a committed outcome; a lookup that changed
     // nothing (superseded, ineligible) is audited on its own.
     let audited = false;
-    const audit = (db: DbHandle, outcome: string, statusAfter: EffectRow["status"]) => {
+    const audit = async (tx: StoreTx, outcome: string, statusAfter: EffectRow["status"]): Promise<void> => {
       const now = this.ctx.clock.nowMs();
-      operatorActionRepository.insert(db, {
+      await operatorActionRepository.insert(tx, {
         id: newUlid(now),
         effectId,
         runId: e.runId,
@@ -259,7 +261,7 @@ export class OperatorService {
     };
     const result = await this.reconciler.reconcile(effectId, "operator", (tx, after) => audit(tx, lookupOutcomeOf(after), after.status));
     // It changed nothing (superseded, ineligible): before and after are the same, whatever another actor did meanwhile.
-    if (!audited) audit(this.ctx.db, result.kind, e.status);
+    if (!audited) await this.ctx.store.transaction((tx) => audit(tx, result.kind, e.status));
     this.ctx.logger.info(
       { effectId, commandId: e.commandId, driverInstanceId: e.driverInstanceId, actor: req.actor, outcome: result.kind },
       "operator.lookup",
@@ -276,25 +278,25 @@ export class OperatorService {
    * @throws RuntimeError `feature.disabled`; `effect.not_found`; `effect.not_unknown` (409: only an
    *   `unknown` effect is resolved by hand; a concurrent change wins and this changes nothing).
    */
-  resolve(effectId: string, req: OperatorResolveRequest) {
+  async resolve(effectId: string, req: OperatorResolveRequest) {
     this.assertEnabled();
     try {
-      return this.resolveNow(effectId, req);
+      return await this.resolveNow(effectId, req);
     } catch (err) {
-      throw this.auditRefusal("resolve", effectId, req, err);
+      throw await this.auditRefusal("resolve", effectId, req, err);
     }
   }
 
-  private resolveNow(effectId: string, req: OperatorResolveRequest) {
+  private async resolveNow(effectId: string, req: OperatorResolveRequest) {
     const now = this.ctx.clock.nowMs();
-    const after = writeTransaction(this.ctx.db, (tx) => {
-      const e = effectRepository.findById(tx, effectId);
+    const after = await this.ctx.store.transaction(async (tx) => {
+      const e = await effectRepository.findById(tx, effectId);
       if (!e) throw new RuntimeError("effect.not_found", `no effect ${effectId}`);
       if (e.status !== "unknown")
         throw new RuntimeError("effect.not_unknown", `effect ${effectId} is ${e.status}; only an unknown effect is resolved by hand`);
       const toolResult = req.outcome === "succeeded" ? McpToolResultSchema.parse(req.result) : null;
       const result: McpExecuteCommandResult | null = toolResult ? toMcpExecuteCommandResult(toolResult, e) : null;
-      const changed = effectRepository.updateIfCurrent(tx, e, {
+      const changed = await effectRepository.updateIfCurrent(tx, e, {
         ...settleTransition(e, req.outcome, "operator"),
         ...(result
           ? { resultJson: JSON.stringify(result), providerReceiptJson: toolResult?._meta ? JSON.stringify(toolResult._meta) : null }
@@ -304,7 +306,7 @@ export class OperatorService {
         updatedAtMs: now,
       });
       if (!changed) throw new RuntimeError("effect.not_unknown", `effect ${effectId} changed meanwhile; read it again`);
-      operatorActionRepository.insert(tx, {
+      await operatorActionRepository.insert(tx, {
         id: newUlid(now),
         effectId,
         runId: e.runId,
@@ -318,14 +320,14 @@ export class OperatorService {
         receiptJson: req.outcome === "succeeded" && req.receipt ? JSON.stringify(req.receipt) : null,
         createdAtMs: now,
       });
-      runRepository.appendEvent(
+      await runRepository.appendEvent(
         tx,
         e.runId,
         "effect.resolved",
         { effectId, commandId: e.commandId, outcome: req.outcome, resolution: "operator", actor: req.actor },
         now,
       );
-      return effectRepository.findById(tx, effectId)!;
+      return (await effectRepository.findById(tx, effectId))!;
     });
     this.ctx.logger.info(
       { effectId, commandId: after.commandId, driverInstanceId: after.driverInstanceId, actor: req.actor, outcome: req.outcome },
@@ -344,7 +346,7 @@ export class OperatorService {
     try {
       return await this.compensations.compensate(effectId, req);
     } catch (err) {
-      throw this.auditRefusal("compensate", effectId, req, err);
+      throw await this.auditRefusal("compensate", effectId, req, err);
     }
   }
 
@@ -356,13 +358,18 @@ export class OperatorService {
    * rolled back: no ledger state changes. A failure to write the row is logged, never hides the
    * refusal. Returns `err`, for the caller to rethrow.
    */
-  private auditRefusal(action: OperatorAction, effectId: string, req: { actor: string; reason: string }, err: unknown): unknown {
+  private async auditRefusal(
+    action: OperatorAction,
+    effectId: string,
+    req: { actor: string; reason: string },
+    err: unknown,
+  ): Promise<unknown> {
     if (!(err instanceof RuntimeError) || !isRefusalCode(err.code) || !UlidSchema.safeParse(effectId).success) return err;
     const code = err.code;
     try {
       const now = this.ctx.clock.nowMs();
-      writeTransaction(this.ctx.db, (tx) => {
-        operatorRefusalRepository.insert(tx, {
+      await this.ctx.store.transaction(async (tx) => {
+        await operatorRefusalRepository.insert(tx, {
           id: newUlid(now),
           effectId,
           action,
@@ -370,7 +377,7 @@ export class OperatorService {
           reason: req.reason,
           outcome: code,
           message: err.message.slice(0, 2000) || code,
-          effectStatus: effectRepository.findById(tx, effectId)?.status ?? null,
+          effectStatus: (await effectRepository.findById(tx, effectId))?.status ?? null,
           createdAtMs: now,
         });
       });

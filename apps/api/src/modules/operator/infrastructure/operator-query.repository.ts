@@ -1,8 +1,7 @@
 import { and, count, desc, eq, lt, lte, max, sql, type SQL } from "drizzle-orm";
 import type { EffectStatus } from "@mosoo/contracts";
 import type { OperatorAttentionReason } from "@mosoo/contracts";
-import { effectOperatorActions, effectReconciliations, externalToolEffects, runEvents } from "../../../platform/db/schema.js";
-import type { DbHandle } from "../../ledger/infrastructure/db-handle.js";
+import type { StoreTx } from "../../../platform/db/store.port.js";
 import type { EffectRow } from "../../ledger/infrastructure/effect.repository.js";
 
 /**
@@ -22,14 +21,14 @@ export interface EffectListFilter {
   limit: number;
 }
 
-/** The operator's read queries over `external_tool_effects` (keyset-paginated, newest first). */
+/** The operator's read queries over `external_tool_effects` (keyset-paginated, newest first; dialect-neutral). */
 export const operatorQueryRepository = {
   /**
    * Effects matching `filter`, newest first (ids are monotonic ULIDs, so id order is creation
    * order), at most `filter.limit`. Uses `external_tool_effects_status_id_idx` (status, id): a range scan in id order (migration 0006).
    */
-  listEffects(db: DbHandle, filter: EffectListFilter): EffectRow[] {
-    const t = externalToolEffects;
+  async listEffects(tx: StoreTx, filter: EffectListFilter): Promise<EffectRow[]> {
+    const t = tx.tables.externalToolEffects;
     const conds: SQL[] = [];
     if (filter.status !== undefined) conds.push(eq(t.status, filter.status));
     if (filter.attention !== undefined) conds.push(eq(t.operatorAttention, filter.attention));
@@ -38,58 +37,52 @@ export const operatorQueryRepository = {
     if (filter.runId !== undefined) conds.push(eq(t.runId, filter.runId));
     if (filter.createdAtMostMs !== undefined) conds.push(lte(t.createdAtMs, filter.createdAtMostMs));
     if (filter.beforeId !== undefined) conds.push(lt(t.id, filter.beforeId));
-    return db
+    return tx.db
       .select()
       .from(t)
       .where(and(...conds))
       .orderBy(desc(t.id))
-      .limit(filter.limit)
-      .all();
+      .limit(filter.limit);
   },
   /** The compensations of `effectId` (effects whose `compensates_effect_id` is it), oldest first. */
-  listCompensations(db: DbHandle, effectId: string): EffectRow[] {
-    return db
-      .select()
-      .from(externalToolEffects)
-      .where(eq(externalToolEffects.compensatesEffectId, effectId))
-      .orderBy(externalToolEffects.id)
-      .all();
+  async listCompensations(tx: StoreTx, effectId: string): Promise<EffectRow[]> {
+    const t = tx.tables.externalToolEffects;
+    return tx.db.select().from(t).where(eq(t.compensatesEffectId, effectId)).orderBy(t.id);
   },
   /** How many `unknown` effects there are, by operator attention reason (null: none yet), most first. Range over the (status, id) index. */
-  countUnknownByAttention(db: DbHandle): Array<{ reason: OperatorAttentionReason | null; count: number }> {
-    const t = externalToolEffects;
-    return db
+  async countUnknownByAttention(tx: StoreTx): Promise<Array<{ reason: OperatorAttentionReason | null; count: number }>> {
+    const t = tx.tables.externalToolEffects;
+    return tx.db
       .select({ reason: t.operatorAttention, count: count() })
       .from(t)
       .where(eq(t.status, "unknown"))
       .groupBy(t.operatorAttention)
-      .orderBy(desc(count()))
-      .all();
+      .orderBy(desc(count()));
   },
   /** How many lookups ended with each (outcome, reason code), most first: every recorded lookup (a full scan of `effect_reconciliations`). */
-  countLookupOutcomes(db: DbHandle): Array<{ outcome: string; reasonCode: string | null; count: number }> {
-    const t = effectReconciliations;
-    return db
+  async countLookupOutcomes(tx: StoreTx): Promise<Array<{ outcome: string; reasonCode: string | null; count: number }>> {
+    const t = tx.tables.effectReconciliations;
+    return tx.db
       .select({ outcome: t.outcome, reasonCode: t.reasonCode, count: count() })
       .from(t)
       .groupBy(t.outcome, t.reasonCode)
-      .orderBy(desc(count()), t.outcome)
-      .all();
+      .orderBy(desc(count()), t.outcome);
   },
   /**
    * A marker that changes whenever an effect changes: the largest id (monotonic ULIDs) of the run
    * events (every effect transition appends one: intent, fence, settlement), the lookups and the
    * operator actions. Three primary-key maxima: cheap enough to poll.
    */
-  changeMarker(db: DbHandle): string {
-    const row = db
+  async changeMarker(tx: StoreTx): Promise<string> {
+    const { runEvents, effectReconciliations, effectOperatorActions } = tx.tables;
+    const rows = await tx.db
       .select({
         ev: sql<string | null>`(SELECT ${max(runEvents.id)} FROM ${runEvents})`,
         rec: sql<string | null>`(SELECT ${max(effectReconciliations.id)} FROM ${effectReconciliations})`,
         act: sql<string | null>`(SELECT ${max(effectOperatorActions.id)} FROM ${effectOperatorActions})`,
       })
-      .from(sql`(SELECT 1)`)
-      .get();
+      .from(sql`(SELECT 1) AS one`);
+    const row = rows[0];
     return `${row?.ev ?? "-"}/${row?.rec ?? "-"}/${row?.act ?? "-"}`;
   },
 };

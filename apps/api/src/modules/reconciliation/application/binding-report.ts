@@ -1,5 +1,5 @@
 import type { Logger } from "pino";
-import type { DbHandle } from "../../ledger/infrastructure/db-handle.js";
+import type { Store } from "../../../platform/db/store.port.js";
 import { reconciliationRepository } from "../../ledger/infrastructure/effect-reconciliation.repository.js";
 import type { ReconciliationSettings } from "./reconciliation-settings.js";
 
@@ -74,8 +74,8 @@ export function bindingReport(
  * id and version, package name, version and declaration hash, `covered` tools and `notCovered` ones
  * with their reason. A server with uncovered tools logs at warn.
  */
-export function reportBindings(settings: ReconciliationSettings, db: DbHandle, logger: Logger): void {
-  const seen = reconciliationRepository.toolsSeenOn(db, [...settings.bindings.keys()]);
+export async function reportBindings(settings: ReconciliationSettings, store: Store, logger: Logger): Promise<void> {
+  const seen = await store.read((tx) => reconciliationRepository.toolsSeenOn(tx, [...settings.bindings.keys()]));
   for (const line of bindingReport(settings, seen)) {
     if (line.notCovered.length > 0) logger.warn(line, "reconciliation.binding");
     else logger.info(line, "reconciliation.binding");

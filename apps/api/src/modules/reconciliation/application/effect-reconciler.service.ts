@@ -1,7 +1,6 @@
 import PQueue from "p-queue";
 import { newUlid, type ReconciliationTrigger } from "@mosoo/contracts";
 import { askAdapter, type ReconciliationAdapter } from "@mosoo/effect-reconciliation";
-import { writeTransaction } from "../../../platform/db/database.js";
 import { BACKGROUND_BUSY_RETRY, isStoreBusy, retryWhenBusy } from "../../../platform/db/store-busy.js";
 import type {
   EffectReconciliationPort,
@@ -31,6 +30,10 @@ export interface LeasedEffect {
   startedAtMs: number;
 }
 
+/** What {@link EffectReconciler.leaseBatch} answers per effect: a lease, or why no lookup will be made. */
+export type LeasedOrNot =
+  LeasedEffect | Exclude<ReconcileResult, { kind: "confirmed_succeeded" | "confirmed_not_executed" | "still_unknown" }>;
+
 /**
  * Reconciles `unknown` effects through their server's adapter (docs/DESIGN.md §3 rules 4–7, §5, §6);
  * the ledger's {@link EffectReconciliationPort}. Split by job: {@link ReconciliationAdmission} says
@@ -55,8 +58,8 @@ export class EffectReconciler implements EffectReconciliationPort {
   }
 
   /** Commits every outcome waiting for its group commit's window now (call before closing the store). */
-  flushOutcomes(): void {
-    this.writer.flushOutcomes();
+  async flushOutcomes(): Promise<void> {
+    return await this.writer.flushOutcomes();
   }
 
   /**
@@ -68,7 +71,7 @@ export class EffectReconciler implements EffectReconciliationPort {
    */
   async drain(): Promise<void> {
     while (this.inFlight.size > 0) await Promise.allSettled([...this.inFlight]);
-    this.flushOutcomes();
+    await this.flushOutcomes();
   }
 
   /** The adapter bound to the effect's server when reconciliation is on and the adapter declares the tool; else null. */
@@ -92,23 +95,17 @@ export class EffectReconciler implements EffectReconciliationPort {
    * (the reconcile step turns it into `still_unknown`); a database error propagates.
    */
   async reconcile(effectId: string, trigger: ReconciliationTrigger, settle?: SettleInTransaction): Promise<ReconcileResult> {
-    const admitted = this.admission.admit(effectRepository.findById(this.ctx.db, effectId), trigger);
+    const admitted = this.admission.admit(await this.ctx.store.read((tx) => effectRepository.findById(tx, effectId)), trigger);
     if ("kind" in admitted) return admitted;
     const { adapter, effect } = admitted;
     const owner = newUlid();
     const startedAtMs = this.ctx.clock.nowMs();
-    if (
-      !reconciliationRepository.acquireLease(
-        this.ctx.db,
-        effect.id,
-        effect.version,
-        owner,
-        startedAtMs,
-        startedAtMs + this.settings.leaseMs,
-      )
-    ) {
-      this.writer.recordSuperseded(effect, adapterRefOf(adapter), trigger, startedAtMs, "lease_held");
-      return { kind: "superseded", effect: effectRepository.findById(this.ctx.db, effect.id) };
+    const leased = await this.ctx.store.transaction((tx) =>
+      reconciliationRepository.acquireLease(tx, effect.id, effect.version, owner, startedAtMs, startedAtMs + this.settings.leaseMs),
+    );
+    if (!leased) {
+      await this.writer.recordSuperseded(effect, adapterRefOf(adapter), trigger, startedAtMs, "lease_held");
+      return { kind: "superseded", effect: await this.ctx.store.read((tx) => effectRepository.findById(tx, effect.id)) };
     }
     return this.reconcileLeased({ effect, adapter, owner, leasedVersion: effect.version + 1, startedAtMs }, trigger, settle);
   }
@@ -122,45 +119,63 @@ export class EffectReconciler implements EffectReconciliationPort {
    * record is written, as for a single lease). Only leases are
    * batched: every outcome still commits in its own transaction ({@link reconcileLeased}).
    */
-  leaseBatch(
-    effects: readonly EffectRow[],
-    trigger: ReconciliationTrigger,
-  ): Array<LeasedEffect | Exclude<ReconcileResult, { kind: "confirmed_succeeded" | "confirmed_not_executed" | "still_unknown" }>> {
+  async leaseBatch(effects: readonly EffectRow[], trigger: ReconciliationTrigger): Promise<Array<LeasedOrNot>> {
     const startedAtMs = this.ctx.clock.nowMs();
     const lost: Array<{ effect: EffectRow; adapter: ReconciliationAdapter }> = [];
-    const out = writeTransaction(this.ctx.db, (tx) =>
-      effects.map((row) => {
+    const out = await this.ctx.store.transaction(async (tx) => {
+      const rows: LeasedOrNot[] = [];
+      for (const row of effects) {
         const admitted = this.admission.admit(row, trigger);
-        if ("kind" in admitted) return admitted;
+        if ("kind" in admitted) {
+          rows.push(admitted);
+          continue;
+        }
         const { adapter, effect } = admitted;
         const owner = newUlid(startedAtMs);
         if (
-          !reconciliationRepository.acquireLease(tx, effect.id, effect.version, owner, startedAtMs, startedAtMs + this.settings.leaseMs)
+          !(await reconciliationRepository.acquireLease(
+            tx,
+            effect.id,
+            effect.version,
+            owner,
+            startedAtMs,
+            startedAtMs + this.settings.leaseMs,
+          ))
         ) {
           // The row changed since the caller read it: if it may no longer be looked up (resolved,
           // rescheduled, flagged), say why, as reconcile would on a fresh read; else another reconciler holds it.
-          const current = this.admission.admit(effectRepository.findById(tx, effect.id), trigger);
-          if ("kind" in current) return current;
+          const current = this.admission.admit(await effectRepository.findById(tx, effect.id), trigger);
+          if ("kind" in current) {
+            rows.push(current);
+            continue;
+          }
           lost.push(admitted);
-          return { kind: "superseded" as const, effect };
+          rows.push({ kind: "superseded" as const, effect });
+          continue;
         }
-        return { effect, adapter, owner, leasedVersion: effect.version + 1, startedAtMs } satisfies LeasedEffect;
-      }),
-    );
-    for (const { effect, adapter } of lost) this.writer.recordSuperseded(effect, adapterRefOf(adapter), trigger, startedAtMs, "lease_held");
+        rows.push({ effect, adapter, owner, leasedVersion: effect.version + 1, startedAtMs } satisfies LeasedEffect);
+      }
+      return rows;
+    });
+    for (const { effect, adapter } of lost)
+      await this.writer.recordSuperseded(effect, adapterRefOf(adapter), trigger, startedAtMs, "lease_held");
     // a lost lease answers with the effect as it is now, as reconcile does
-    return out.map((r) =>
-      "kind" in r && r.kind === "superseded"
-        ? { kind: "superseded" as const, effect: effectRepository.findById(this.ctx.db, r.effect.id) }
-        : r,
-    );
+    const answers: LeasedOrNot[] = [];
+    for (const r of out) {
+      answers.push(
+        "kind" in r && r.kind === "superseded"
+          ? { kind: "superseded" as const, effect: await this.ctx.store.read((tx) => effectRepository.findById(tx, r.effect!.id)) }
+          : r,
+      );
+    }
+    return answers;
   }
 
   /** Gives back leases taken by {@link leaseBatch} that will not be used, and their counted lookups (one transaction; nothing else changes). */
-  releaseLeases(leased: readonly LeasedEffect[]): void {
+  async releaseLeases(leased: readonly LeasedEffect[]): Promise<void> {
     if (leased.length === 0) return;
-    writeTransaction(this.ctx.db, (tx) => {
-      for (const l of leased) reconciliationRepository.releaseLease(tx, l.effect.id, l.owner, true);
+    await this.ctx.store.transaction(async (tx) => {
+      for (const l of leased) await reconciliationRepository.releaseLease(tx, l.effect.id, l.owner, true);
     });
   }
 
@@ -217,7 +232,7 @@ export class EffectReconciler implements EffectReconciliationPort {
       // never be due to the sweep). If the store is still locked, the lease expires by itself and
       // the sweep looks the effect up again.
       try {
-        reconciliationRepository.releaseLease(this.ctx.db, effect.id, owner, true);
+        await this.ctx.store.transaction((tx) => reconciliationRepository.releaseLease(tx, effect.id, owner, true));
       } catch (releaseErr) {
         if (!isStoreBusy(releaseErr)) throw releaseErr;
       }
@@ -234,23 +249,23 @@ export class EffectReconciler implements EffectReconciliationPort {
    * An error of one effect goes to `onError` (then the others continue), or, without `onError`,
    * rejects the returned promise.
    */
-  async reconcileMany(source: Iterator<EffectRow>, opts: ReconcileManyOptions): Promise<void> {
+  async reconcileMany(source: Iterator<EffectRow> | AsyncIterator<EffectRow>, opts: ReconcileManyOptions): Promise<void> {
     const batchSize = Math.max(1, Math.ceil(opts.concurrency / 4));
-    const buffer: ReturnType<EffectReconciler["leaseBatch"]> = [];
+    const buffer: LeasedOrNot[] = [];
     const shouldStart = opts.shouldStart ?? (() => true);
     const leaseBatch = (rows: EffectRow[]) => this.leaseBatch(rows, opts.trigger);
     // Pulled lazily, one item whenever a lookup slot is free: the next page of rows is read
     // and leased (one transaction per batch) only when the buffered leases are used up.
-    function* leased(): Generator<(typeof buffer)[number]> {
+    async function* leased(): AsyncGenerator<LeasedOrNot> {
       while (shouldStart()) {
         if (buffer.length === 0) {
           const rows: EffectRow[] = [];
-          for (let next = source.next(); !next.done; next = source.next()) {
+          for (let next = await source.next(); !next.done; next = await source.next()) {
             rows.push(next.value);
             if (rows.length >= batchSize) break;
           }
           if (rows.length === 0) return;
-          buffer.push(...leaseBatch(rows));
+          buffer.push(...(await leaseBatch(rows)));
         }
         const item = buffer.shift();
         if (item) yield item;
@@ -260,7 +275,7 @@ export class EffectReconciler implements EffectReconciliationPort {
     // most `concurrency` lookups run and one waits; rows stream through in pages, never all at once.
     const queue = new PQueue({ concurrency: Math.max(1, opts.concurrency) });
     let failure: { error: unknown } | undefined;
-    const run = async (item: (typeof buffer)[number]): Promise<void> => {
+    const run = async (item: LeasedOrNot): Promise<void> => {
       const isLeased = "owner" in item;
       const effectId = isLeased ? item.effect.id : item.effect?.id;
       try {
@@ -272,7 +287,7 @@ export class EffectReconciler implements EffectReconciliationPort {
       }
     };
     try {
-      for (const item of leased()) {
+      for await (const item of leased()) {
         queue
           .add(() => run(item))
           .catch((error: unknown) => {
@@ -283,7 +298,7 @@ export class EffectReconciler implements EffectReconciliationPort {
       }
       await queue.onIdle();
     } finally {
-      this.releaseLeases(buffer.splice(0).filter((b): b is LeasedEffect => "owner" in b));
+      await this.releaseLeases(buffer.splice(0).filter((b): b is LeasedEffect => "owner" in b));
     }
     if (failure) throw failure.error;
   }
@@ -295,7 +310,7 @@ export class EffectReconciler implements EffectReconciliationPort {
   async awaitLease(effectId: string, maxWaitMs: number): Promise<EffectRow | undefined> {
     const deadline = Date.now() + maxWaitMs;
     for (;;) {
-      const effect = effectRepository.findById(this.ctx.db, effectId);
+      const effect = await this.ctx.store.read((tx) => effectRepository.findById(tx, effectId));
       const held = effect?.leaseOwner != null && (effect.leaseExpiresAtMs ?? 0) > this.ctx.clock.nowMs();
       if (!held || Date.now() >= deadline) return effect;
       await new Promise((resolve) => setTimeout(resolve, 25));
@@ -307,8 +322,8 @@ export class EffectReconciler implements EffectReconciliationPort {
    * records each such lookup as `lookup_interrupted` (see {@link recordInterruptedLookups}).
    * Returns how many leases were released.
    */
-  releaseStaleLeases(): number {
-    const n = recordInterruptedLookups(this.ctx, this.settings, this.metrics);
+  async releaseStaleLeases(): Promise<number> {
+    const n = await recordInterruptedLookups(this.ctx, this.settings, this.metrics);
     if (n > 0) this.ctx.logger.warn({ released: n }, "reconciliation.stale_leases_released");
     return n;
   }

@@ -1,4 +1,4 @@
-import { writeTransaction, type Db, type Tx } from "../../../platform/db/database.js";
+import type { Store, StoreTx } from "../../../platform/db/store.port.js";
 
 /**
  * Group commit of reconciliation outcomes (issue 13; docs/DESIGN.md §3 rule 6: several outcomes MAY
@@ -7,7 +7,7 @@ import { writeTransaction, type Db, type Tx } from "../../../platform/db/databas
  *   before group commit); a queue that reaches it is committed at once;
  * - `windowMs`: how long (ms) the first queued outcome waits for others before the queue is
  *   committed; 0 = at the end of the current event-loop turn (`setImmediate`): every outcome that
- *   became ready meanwhile, e.g. while the previous batch's fsync blocked the thread, shares it.
+ *   became ready meanwhile, e.g. while the previous batch's commit held the store, shares it.
  * Config: `MOSOO_GROUP_COMMIT_MAX`, `MOSOO_GROUP_COMMIT_WINDOW_MS` (README "Configuration").
  */
 export interface GroupCommitSettings {
@@ -19,12 +19,12 @@ export interface GroupCommitSettings {
 export const DEFAULT_GROUP_COMMIT: GroupCommitSettings = { maxBatch: 64, windowMs: 2 };
 
 /**
- * One outcome's writes: a synchronous function run inside a transaction that must leave the store
- * as it found it or write the WHOLE outcome (a compare-and-set loser writes nothing and returns its
- * verdict). It may run twice: once in a batch that then fails (rolled back, nothing of it kept) and
- * once alone; its return value is only delivered from the run that committed.
+ * One outcome's writes: an async function run inside a transaction (it awaits only the store) that
+ * must leave the store as it found it or write the WHOLE outcome (a compare-and-set loser writes
+ * nothing and returns its verdict). It may run twice: once in a batch that then fails (rolled back,
+ * nothing of it kept) and once alone; its return value is only delivered from the run that committed.
  */
-export type OutcomeWrite<T> = (tx: Tx) => T;
+export type OutcomeWrite<T> = (tx: StoreTx) => Promise<T>;
 
 interface Pending {
   write: OutcomeWrite<unknown>;
@@ -39,20 +39,20 @@ interface Pending {
  * nothing of its outcome before the commit. If the batch's transaction fails (a write throws, the
  * store is busy, the commit fails), the batch rolls back as a whole and each write is retried ALONE
  * in its own transaction: its own result or error goes to its own caller, and no outcome is lost to
- * another's failure. Synchronous SQLite (better-sqlite3): a batch never interleaves with another
- * transaction of this process.
+ * another's failure. A batch is one `Store.transaction`: it never interleaves with another
+ * transaction (the store's unit of work), and the writes of one batch run one after another.
  */
 export class OutcomeGroupCommit {
   private queue: Pending[] = [];
   private scheduled: { cancel: () => void } | null = null;
 
   /**
-   * @param db the store the outcomes are written to
+   * @param store the store the outcomes are written to
    * @param settings batch size and window ({@link GroupCommitSettings})
    * @throws RangeError when `maxBatch` < 1 or `windowMs` < 0 (or either is not an integer)
    */
   constructor(
-    private readonly db: Db,
+    private readonly store: Store,
     private readonly settings: GroupCommitSettings = DEFAULT_GROUP_COMMIT,
   ) {
     if (!Number.isInteger(settings.maxBatch) || settings.maxBatch < 1)
@@ -69,62 +69,66 @@ export class OutcomeGroupCommit {
   /**
    * Queues `write` and resolves with its return value once the transaction that ran it committed;
    * rejects with the error of its own run alone (see the class). With `maxBatch` 1 the write commits
-   * alone at once (synchronously inside this call), exactly as before group commit.
+   * alone at once (its own transaction, started inside this call), exactly as before group commit.
    */
   submit<T>(write: OutcomeWrite<T>): Promise<T> {
-    if (this.settings.maxBatch === 1) {
-      try {
-        return Promise.resolve(writeTransaction(this.db, write));
-      } catch (err) {
-        return Promise.reject(err);
-      }
-    }
+    if (this.settings.maxBatch === 1) return this.store.transaction(write);
     return new Promise<T>((resolve, reject) => {
       this.queue.push({ write, resolve: resolve as (value: unknown) => void, reject });
-      if (this.queue.length >= this.settings.maxBatch) this.flush();
+      if (this.queue.length >= this.settings.maxBatch) void this.flush();
       else this.schedule();
     });
   }
 
-  /** Commits everything queued now (the batches of at most `maxBatch`), without waiting for the window. */
-  flush(): void {
+  /**
+   * Commits everything queued now (the batches of at most `maxBatch`), without waiting for the
+   * window; resolves once every batch taken here has committed or failed (each write's own promise
+   * says which). Never rejects.
+   */
+  async flush(): Promise<void> {
     this.scheduled?.cancel();
     this.scheduled = null;
-    while (this.queue.length > 0) this.commitBatch(this.queue.splice(0, this.settings.maxBatch));
+    const batches: Array<Promise<void>> = [];
+    while (this.queue.length > 0) batches.push(this.commitBatch(this.queue.splice(0, this.settings.maxBatch)));
+    await Promise.all(batches);
   }
 
   private schedule(): void {
     if (this.scheduled) return;
     if (this.settings.windowMs === 0) {
-      const handle = setImmediate(() => this.flush());
+      const handle = setImmediate(() => void this.flush());
       this.scheduled = { cancel: () => clearImmediate(handle) };
     } else {
-      const handle = setTimeout(() => this.flush(), this.settings.windowMs);
+      const handle = setTimeout(() => void this.flush(), this.settings.windowMs);
       this.scheduled = { cancel: () => clearTimeout(handle) };
     }
   }
 
-  private commitBatch(batch: Pending[]): void {
+  private async commitBatch(batch: Pending[]): Promise<void> {
     if (batch.length === 1) {
-      this.commitAlone(batch[0]!);
+      await this.commitAlone(batch[0]!);
       return;
     }
     let results: unknown[];
     try {
-      results = writeTransaction(this.db, (tx) => batch.map((p) => p.write(tx)));
+      results = await this.store.transaction(async (tx) => {
+        const out: unknown[] = [];
+        for (const p of batch) out.push(await p.write(tx));
+        return out;
+      });
     } catch {
       // The whole batch rolled back: nothing of any outcome in it was written. Each is retried
       // alone, so one outcome's failure (or a busy store) never costs another its commit.
-      for (const p of batch) this.commitAlone(p);
+      for (const p of batch) await this.commitAlone(p);
       return;
     }
     batch.forEach((p, i) => p.resolve(results[i]));
   }
 
-  private commitAlone(p: Pending): void {
+  private async commitAlone(p: Pending): Promise<void> {
     let result: unknown;
     try {
-      result = writeTransaction(this.db, p.write);
+      result = await this.store.transaction(p.write);
     } catch (err) {
       p.reject(err);
       return;

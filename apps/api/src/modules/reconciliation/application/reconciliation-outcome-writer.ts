@@ -6,7 +6,6 @@ import {
   type ReconciliationTrigger,
 } from "@mosoo/contracts";
 import { judgeLookupAnswer, type LookupAnswer, type ReconcileDecision, type ReconciliationAdapter } from "@mosoo/effect-reconciliation";
-import { writeTransaction } from "../../../platform/db/database.js";
 import { DEFAULT_GROUP_COMMIT, OutcomeGroupCommit } from "./outcome-group-commit.js";
 import type { ReconcileResult, SettleInTransaction } from "../../ledger/application/effect-reconciliation.port.js";
 import type { RuntimeContext } from "../../ledger/application/runtime-context.js";
@@ -35,12 +34,12 @@ export class ReconciliationOutcomeWriter {
     private readonly settings: ReconciliationSettings,
     private readonly metrics: ReconciliationMetrics,
   ) {
-    this.outcomes = new OutcomeGroupCommit(ctx.db, settings.groupCommit ?? DEFAULT_GROUP_COMMIT);
+    this.outcomes = new OutcomeGroupCommit(ctx.store, settings.groupCommit ?? DEFAULT_GROUP_COMMIT);
   }
 
-  /** Commits every outcome waiting for its group commit's window now (call before closing the store). */
-  flushOutcomes(): void {
-    this.outcomes.flush();
+  /** Commits every outcome waiting for its group commit's window now (call before closing the store); resolves once they committed or failed. */
+  async flushOutcomes(): Promise<void> {
+    return await this.outcomes.flush();
   }
 
   /**
@@ -63,25 +62,28 @@ export class ReconciliationOutcomeWriter {
     const now = this.ctx.clock.nowMs();
     if (answer.kind === "ineligible") {
       // The reconcile step made no lookup (e.g. invalid input): release the lease and its count.
-      reconciliationRepository.releaseLease(this.ctx.db, effect.id, owner, true);
-      return { kind: "ineligible", reasonCode: answer.decision.reasonCode, effect: effectRepository.findById(this.ctx.db, effect.id) };
+      const after = await this.ctx.store.transaction(async (tx) => {
+        await reconciliationRepository.releaseLease(tx, effect.id, owner, true);
+        return effectRepository.findById(tx, effect.id);
+      });
+      return { kind: "ineligible", reasonCode: answer.decision.reasonCode, effect: after };
     }
     let decision: Exclude<ReconcileDecision, { decision: "ineligible" }> | undefined;
     // Group commit: this outcome's writes run whole inside a batch's transaction (or alone, if the
     // batch failed); the promise settles after that commit, so nothing below runs before it.
-    const committed = await this.outcomes.submit((tx) => {
+    const committed = await this.outcomes.submit(async (tx) => {
       decision = undefined;
       // Judged here, against the effect as stored now, inside the transaction that persists the
       // outcome (docs/DESIGN.md §4): the adapter never held this row, only a copy of its lookup request.
-      const current = effectRepository.findById(tx, effect.id);
+      const current = await effectRepository.findById(tx, effect.id);
       if (!current || current.status !== "unknown" || current.version !== leasedVersion || current.leaseOwner !== owner) return null;
       decision = judgedAgainst(answer, current);
       const outcome = decision.decision;
       const reasonCode = decision.decision === "still_unknown" ? decision.reasonCode : null;
       const set = this.outcomeColumns(current, decision, now);
-      const after = reconciliationRepository.commitOutcome(tx, effect.id, leasedVersion, owner, set);
+      const after = await reconciliationRepository.commitOutcome(tx, effect.id, leasedVersion, owner, set);
       if (!after) return null;
-      reconciliationRepository.insertRecord(tx, {
+      await reconciliationRepository.insertRecord(tx, {
         id: newUlid(now),
         effectId: effect.id,
         adapterId: adapterRef.id,
@@ -97,21 +99,21 @@ export class ReconciliationOutcomeWriter {
         finishedAtMs: now,
         nextLookupAtMs: after.nextLookupAtMs,
       });
-      runRepository.appendEvent(
+      await runRepository.appendEvent(
         tx,
         effect.runId,
         "effect.reconciled",
         { effectId: effect.id, commandId: effect.commandId, outcome, reasonCode, trigger, adapter: adapterRef, effectStatus: after.status },
         now,
       );
-      settle?.(tx, after);
+      await settle?.(tx, after);
       return after;
     });
     if (!committed || !decision) {
-      reconciliationRepository.releaseLease(this.ctx.db, effect.id, owner);
+      await this.ctx.store.transaction((tx) => reconciliationRepository.releaseLease(tx, effect.id, owner));
       // Evidence only (never written to the effect): the answer judged against the row as leased.
-      this.recordSuperseded(effect, adapterRef, trigger, startedAtMs, "cas_lost", judgedAgainst(answer, effect));
-      return { kind: "superseded", effect: effectRepository.findById(this.ctx.db, effect.id) };
+      await this.recordSuperseded(effect, adapterRef, trigger, startedAtMs, "cas_lost", judgedAgainst(answer, effect));
+      return { kind: "superseded", effect: await this.ctx.store.read((tx) => effectRepository.findById(tx, effect.id)) };
     }
     const outcome = (decision as Exclude<ReconcileDecision, { decision: "ineligible" }>).decision;
     const reasonCode =
@@ -199,18 +201,18 @@ export class ReconciliationOutcomeWriter {
    * on status and version; the status and outcome are never changed: the operator decides), and is
    * logged at warn as `reconciliation.contradicts_settled_effect`.
    */
-  recordSuperseded(
+  async recordSuperseded(
     effect: EffectRow,
     adapterRef: { id: string; version: string },
     trigger: ReconciliationTrigger,
     startedAtMs: number,
     reasonCode: string,
     lost?: ReconcileDecision,
-  ): void {
+  ): Promise<void> {
     const now = this.ctx.clock.nowMs();
     const evidence = lost && lost.decision !== "ineligible" ? lost : undefined;
-    const contradicted = writeTransaction(this.ctx.db, (tx) => {
-      reconciliationRepository.insertRecord(tx, {
+    const contradicted = await this.ctx.store.transaction(async (tx) => {
+      await reconciliationRepository.insertRecord(tx, {
         id: newUlid(now),
         effectId: effect.id,
         adapterId: adapterRef.id,
@@ -227,10 +229,10 @@ export class ReconciliationOutcomeWriter {
         startedAtMs,
         finishedAtMs: now,
       });
-      const settled = evidence ? effectRepository.findById(tx, effect.id) : undefined;
+      const settled = evidence ? await effectRepository.findById(tx, effect.id) : undefined;
       if (!settled || !contradictsSettled(evidence?.decision, settled.status)) return undefined;
       if (settled.operatorAttention !== "contradicted_by_provider") {
-        effectRepository.updateIfCurrent(tx, settled, { operatorAttention: "contradicted_by_provider", updatedAtMs: now });
+        await effectRepository.updateIfCurrent(tx, settled, { operatorAttention: "contradicted_by_provider", updatedAtMs: now });
       }
       return settled;
     });

@@ -65,12 +65,13 @@ export class ReconciliationSweep {
     return report;
   }
 
-  /** The effects due at `nowMs`, oldest first, read one page at a time (synchronous; the workers share it). */
-  private *dueEffects(nowMs: number): Generator<EffectRow, void, undefined> {
+  /** The effects due at `nowMs`, oldest first, read one page at a time (each page one store read; the workers share the iterator). */
+  private async *dueEffects(nowMs: number): AsyncGenerator<EffectRow, void, undefined> {
     const eligible = [...this.settings.bindings].map(([serverId, adapter]) => ({ serverId, tools: adapter.declaration.tools }));
     let afterId: string | undefined;
     for (;;) {
-      const page = reconciliationRepository.listDue(this.ctx.db, nowMs, SWEEP_PAGE, eligible, afterId);
+      const from = afterId;
+      const page = await this.ctx.store.read((tx) => reconciliationRepository.listDue(tx, nowMs, SWEEP_PAGE, eligible, from));
       for (const effect of page) if (this.reconciler.isDue(effect, nowMs)) yield effect;
       if (page.length < SWEEP_PAGE) return;
       afterId = page.at(-1)!.id;

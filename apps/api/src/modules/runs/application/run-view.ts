@@ -1,4 +1,4 @@
-import type { DbHandle } from "../../ledger/infrastructure/db-handle.js";
+import type { StoreTx } from "../../../platform/db/store.port.js";
 import { parseJsonColumn } from "../../../platform/db/json-column.js";
 import { commandRepository } from "../../ledger/infrastructure/command.repository.js";
 import { effectRepository } from "../../ledger/infrastructure/effect.repository.js";
@@ -8,10 +8,20 @@ import { reconciliationRepository } from "../../ledger/infrastructure/effect-rec
 const parse = parseJsonColumn;
 
 /** A run as the run API shows it: the run, its commands, its effects with attempts and reconciliation records, and its events. Times in ms. */
-export type RunView = ReturnType<typeof toRunView>;
+export type RunView = Awaited<ReturnType<typeof toRunView>>;
 
-/** Builds the {@link RunView} of `run` (reads only). */
-export function toRunView(db: DbHandle, run: RunRow) {
+/** Builds the {@link RunView} of `run` (reads only, through `tx`). */
+export async function toRunView(tx: StoreTx, run: RunRow) {
+  const commands = await commandRepository.listByRun(tx, run.id);
+  const effects = [];
+  for (const e of await effectRepository.listByRun(tx, run.id)) {
+    effects.push({
+      e,
+      attempts: await effectRepository.listAttempts(tx, e.id),
+      records: await reconciliationRepository.listRecords(tx, e.id),
+    });
+  }
+  const events = await runRepository.listEvents(tx, run.id, 0);
   return {
     run: {
       id: run.id,
@@ -22,7 +32,7 @@ export function toRunView(db: DbHandle, run: RunRow) {
       createdAtMs: run.createdAtMs,
       updatedAtMs: run.updatedAtMs,
     },
-    commands: commandRepository.listByRun(db, run.id).map((c) => ({
+    commands: commands.map((c) => ({
       id: c.id,
       seq: c.seq,
       type: c.type,
@@ -33,7 +43,7 @@ export function toRunView(db: DbHandle, run: RunRow) {
       deliveryCount: c.deliveryCount,
       terminalAtMs: c.terminalAtMs,
     })),
-    effects: effectRepository.listByRun(db, run.id).map((e) => ({
+    effects: effects.map(({ e, attempts, records }) => ({
       id: e.id,
       commandId: e.commandId,
       serverId: e.serverId,
@@ -51,7 +61,7 @@ export function toRunView(db: DbHandle, run: RunRow) {
       updatedAtMs: e.updatedAtMs,
       result: parse(e.resultJson),
       providerReceipt: parse(e.providerReceiptJson),
-      attempts: effectRepository.listAttempts(db, e.id).map((a) => ({
+      attempts: attempts.map((a) => ({
         attempt: a.attempt,
         status: a.status,
         connectionId: a.connectionId,
@@ -59,7 +69,7 @@ export function toRunView(db: DbHandle, run: RunRow) {
         startedAtMs: a.startedAtMs,
         finishedAtMs: a.finishedAtMs,
       })),
-      reconciliations: reconciliationRepository.listRecords(db, e.id).map((r) => ({
+      reconciliations: records.map((r) => ({
         id: r.id,
         adapterId: r.adapterId,
         adapterVersion: r.adapterVersion,
@@ -77,8 +87,6 @@ export function toRunView(db: DbHandle, run: RunRow) {
         nextLookupAtMs: r.nextLookupAtMs,
       })),
     })),
-    events: runRepository
-      .listEvents(db, run.id, 0)
-      .map((ev) => ({ seq: ev.seq, type: ev.type, terminal: ev.terminal, payload: parse(ev.payloadJson) })),
+    events: events.map((ev) => ({ seq: ev.seq, type: ev.type, terminal: ev.terminal, payload: parse(ev.payloadJson) })),
   };
 }

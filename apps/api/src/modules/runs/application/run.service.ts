@@ -1,4 +1,3 @@
-import { writeTransaction } from "../../../platform/db/database.js";
 import {
   fingerprintArguments,
   newUlid,
@@ -13,7 +12,7 @@ import { commandRepository } from "../../ledger/infrastructure/command.repositor
 import { driverInstanceRepository } from "../../ledger/infrastructure/driver-instance.repository.js";
 import { effectRepository, type EffectRow } from "../../ledger/infrastructure/effect.repository.js";
 import { runRepository } from "../../ledger/infrastructure/run.repository.js";
-import type { DbHandle } from "../../ledger/infrastructure/db-handle.js";
+import type { StoreTx } from "../../../platform/db/store.port.js";
 import type { RuntimeContext } from "../../ledger/application/runtime-context.js";
 import { toRunView, type RunView } from "./run-view.js";
 import { recordIntent } from "../../ledger/application/effect-intent.js";
@@ -23,13 +22,13 @@ import { recordIntent } from "../../ledger/application/effect-intent.js";
  * server, tool or arguments differ (Stripe-style idempotency: same key, different request = conflict).
  * @throws RuntimeError `tool_call.conflict`.
  */
-function replayEnqueue(
-  tx: DbHandle,
+async function replayEnqueue(
+  tx: StoreTx,
   existing: EffectRow,
   req: EnqueueToolCallRequest,
   requestFingerprint: string,
   driverInstanceId: string,
-): EnqueueToolCallResponse & { driverInstanceId: string } {
+): Promise<EnqueueToolCallResponse & { driverInstanceId: string }> {
   if (existing.serverId !== req.serverId || existing.toolName !== req.toolName || existing.requestFingerprint !== requestFingerprint) {
     throw new RuntimeError(
       "tool_call.conflict",
@@ -39,7 +38,7 @@ function replayEnqueue(
       },
     );
   }
-  const cmd = commandRepository.findById(tx, existing.commandId);
+  const cmd = await commandRepository.findById(tx, existing.commandId);
   return {
     commandId: existing.commandId,
     effectId: existing.id,
@@ -51,8 +50,8 @@ function replayEnqueue(
 }
 
 /** Refuses a delete while any of `effects` holds a fence. @throws RuntimeError `effect.fence_retained`. */
-function refuseIfFenced(db: DbHandle, by: Parameters<typeof effectRepository.listFenced>[1], what: string): void {
-  const fenced = effectRepository.listFenced(db, by);
+async function refuseIfFenced(tx: StoreTx, by: Parameters<typeof effectRepository.listFenced>[1], what: string): Promise<void> {
+  const fenced = await effectRepository.listFenced(tx, by);
   if (fenced.length > 0) {
     throw new RuntimeError(
       "effect.fence_retained",
@@ -76,27 +75,28 @@ export class RunService {
    * Creates a run (and a session when `sessionId` is absent) leased to `driverInstanceId`.
    * @throws RuntimeError `driver.not_found`, `driver.finalized`, `session.not_found`, `run.driver_busy`.
    */
-  createRun(req: CreateRunRequest): CreateRunResponse {
+  async createRun(req: CreateRunRequest): Promise<CreateRunResponse> {
     const now = this.ctx.clock.nowMs();
     const runId = newUlid(now);
     const sessionId = req.sessionId ?? newUlid(now);
-    writeTransaction(this.ctx.db, (tx) => {
-      const driver = driverInstanceRepository.findById(tx, req.driverInstanceId);
+    await this.ctx.store.transaction(async (tx) => {
+      const driver = await driverInstanceRepository.findById(tx, req.driverInstanceId);
       if (!driver) throw new RuntimeError("driver.not_found", `no Driver instance ${req.driverInstanceId}`);
       if (driver.status === "finalized" || driver.status === "finalizing") {
         throw new RuntimeError("driver.finalized", `Driver instance ${driver.id} was finalized`);
       }
       if (req.sessionId) {
-        if (!runRepository.findSession(tx, req.sessionId)) throw new RuntimeError("session.not_found", `no session ${req.sessionId}`);
+        if (!(await runRepository.findSession(tx, req.sessionId)))
+          throw new RuntimeError("session.not_found", `no session ${req.sessionId}`);
       } else {
-        runRepository.insertSession(tx, sessionId, now);
+        await runRepository.insertSession(tx, sessionId, now);
       }
-      const active = runRepository.findActiveRunOfDriver(tx, driver.id);
+      const active = await runRepository.findActiveRunOfDriver(tx, driver.id);
       if (active)
         throw new RuntimeError("run.driver_busy", `Driver instance ${driver.id} already holds active run ${active.id}`, {
           runId: active.id,
         });
-      runRepository.insertRun(tx, {
+      await runRepository.insertRun(tx, {
         id: runId,
         sessionId,
         driverInstanceId: driver.id,
@@ -104,7 +104,7 @@ export class RunService {
         createdAtMs: now,
         updatedAtMs: now,
       });
-      runRepository.appendEvent(tx, runId, "run.created", { driverInstanceId: driver.id, sessionId }, now);
+      await runRepository.appendEvent(tx, runId, "run.created", { driverInstanceId: driver.id, sessionId }, now);
     });
     this.ctx.logger.info({ runId, sessionId, driverInstanceId: req.driverInstanceId }, "run.created");
     return { runId, sessionId };
@@ -117,7 +117,7 @@ export class RunService {
    * @throws RuntimeError `run.not_found`, `run.not_active` (nothing queued), `request.invalid` (arguments
    *   over {@link MAX_ARGUMENTS_BYTES} or not canonicalizable, e.g. a non-finite number), `tool_call.conflict`.
    */
-  enqueueToolCall(runId: string, req: EnqueueToolCallRequest): EnqueueToolCallResponse {
+  async enqueueToolCall(runId: string, req: EnqueueToolCallRequest): Promise<EnqueueToolCallResponse> {
     const argumentsJson = JSON.stringify(req.arguments);
     if (Buffer.byteLength(argumentsJson) > MAX_ARGUMENTS_BYTES) {
       throw new RuntimeError("request.invalid", `arguments exceed ${MAX_ARGUMENTS_BYTES} bytes`);
@@ -133,16 +133,16 @@ export class RunService {
       );
     }
     const now = this.ctx.clock.nowMs();
-    const res = writeTransaction(this.ctx.db, (tx): EnqueueToolCallResponse & { driverInstanceId: string } => {
-      const run = runRepository.findRun(tx, runId);
+    const res = await this.ctx.store.transaction(async (tx): Promise<EnqueueToolCallResponse & { driverInstanceId: string }> => {
+      const run = await runRepository.findRun(tx, runId);
       if (!run) throw new RuntimeError("run.not_found", `no run ${runId}`);
       if (req.toolCallId) {
-        const existing = effectRepository.findByClientToolCall(tx, runId, req.toolCallId);
-        if (existing) return replayEnqueue(tx, existing, req, requestFingerprint, run.driverInstanceId);
+        const existing = await effectRepository.findByClientToolCall(tx, runId, req.toolCallId);
+        if (existing) return await replayEnqueue(tx, existing, req, requestFingerprint, run.driverInstanceId);
       }
       if (run.status !== "active")
         throw new RuntimeError("run.not_active", `run ${runId} is ${run.status}; no tool call was queued`, { runStatus: run.status });
-      const driver = driverInstanceRepository.findById(tx, run.driverInstanceId);
+      const driver = await driverInstanceRepository.findById(tx, run.driverInstanceId);
       if (driver?.status === "finalizing" || driver?.status === "finalized") {
         // the run's Driver is being repaired: the run is about to fail, queue nothing for it
         throw new RuntimeError(
@@ -151,7 +151,7 @@ export class RunService {
           { driverStatus: driver.status },
         );
       }
-      const recorded = recordIntent(tx, {
+      const recorded = await recordIntent(tx, {
         runId,
         driverInstanceId: run.driverInstanceId,
         serverId: req.serverId,
@@ -176,17 +176,21 @@ export class RunService {
   }
 
   /** The run with its commands, effects (with attempts) and events. @throws RuntimeError `run.not_found`. */
-  getRunView(runId: string): RunView {
-    const db = this.ctx.db;
-    const run = runRepository.findRun(db, runId);
-    if (!run) throw new RuntimeError("run.not_found", `no run ${runId}`);
-    return toRunView(db, run);
+  async getRunView(runId: string): Promise<RunView> {
+    return this.ctx.store.read(async (tx) => {
+      const run = await runRepository.findRun(tx, runId);
+      if (!run) throw new RuntimeError("run.not_found", `no run ${runId}`);
+      return toRunView(tx, run);
+    });
   }
 
   /** Events of a run with `seq > afterSeq`, in order (the replayable stream). @throws RuntimeError `run.not_found`. */
-  listEvents(runId: string, afterSeq: number) {
-    if (!runRepository.findRun(this.ctx.db, runId)) throw new RuntimeError("run.not_found", `no run ${runId}`);
-    return runRepository.listEvents(this.ctx.db, runId, afterSeq).map((e) => ({
+  async listEvents(runId: string, afterSeq: number) {
+    const events = await this.ctx.store.read(async (tx) => {
+      if (!(await runRepository.findRun(tx, runId))) throw new RuntimeError("run.not_found", `no run ${runId}`);
+      return runRepository.listEvents(tx, runId, afterSeq);
+    });
+    return events.map((e) => ({
       seq: e.seq,
       id: e.id,
       type: e.type,
@@ -197,33 +201,34 @@ export class RunService {
   }
 
   /** The Driver instance of run `runId` (empty when there is no such run); a read, for the HTTP layer's key restriction. */
-  driversOfRun(runId: string): string[] {
-    const run = runRepository.findRun(this.ctx.db, runId);
+  async driversOfRun(runId: string): Promise<string[]> {
+    const run = await this.ctx.store.read((tx) => runRepository.findRun(tx, runId));
     return run ? [run.driverInstanceId] : [];
   }
 
   /** The Driver instances of the runs of session `sessionId` (empty when none); a read. */
-  driversOfSession(sessionId: string): string[] {
-    return [...new Set(runRepository.listRunsOfSession(this.ctx.db, sessionId).map((r) => r.driverInstanceId))];
+  async driversOfSession(sessionId: string): Promise<string[]> {
+    const runs = await this.ctx.store.read((tx) => runRepository.listRunsOfSession(tx, sessionId));
+    return [...new Set(runs.map((r) => r.driverInstanceId))];
   }
 
   /** Deletes a run with its commands, effects and events. @throws RuntimeError `run.not_found`, `effect.fence_retained`. */
-  deleteRun(runId: string): void {
-    writeTransaction(this.ctx.db, (tx) => {
-      if (!runRepository.findRun(tx, runId)) throw new RuntimeError("run.not_found", `no run ${runId}`);
-      refuseIfFenced(tx, { runId }, `run ${runId}`);
-      runRepository.deleteRun(tx, runId);
+  async deleteRun(runId: string): Promise<void> {
+    await this.ctx.store.transaction(async (tx) => {
+      if (!(await runRepository.findRun(tx, runId))) throw new RuntimeError("run.not_found", `no run ${runId}`);
+      await refuseIfFenced(tx, { runId }, `run ${runId}`);
+      await runRepository.deleteRun(tx, runId);
     });
     this.ctx.logger.info({ runId }, "run.deleted");
   }
 
   /** Deletes a session and all its runs. @throws RuntimeError `session.not_found`, `effect.fence_retained`. */
-  deleteSession(sessionId: string): void {
-    writeTransaction(this.ctx.db, (tx) => {
-      if (!runRepository.findSession(tx, sessionId)) throw new RuntimeError("session.not_found", `no session ${sessionId}`);
-      const runIds = runRepository.listRunsOfSession(tx, sessionId).map((r) => r.id);
-      refuseIfFenced(tx, { runIds }, `session ${sessionId}`);
-      runRepository.deleteSession(tx, sessionId);
+  async deleteSession(sessionId: string): Promise<void> {
+    await this.ctx.store.transaction(async (tx) => {
+      if (!(await runRepository.findSession(tx, sessionId))) throw new RuntimeError("session.not_found", `no session ${sessionId}`);
+      const runIds = (await runRepository.listRunsOfSession(tx, sessionId)).map((r) => r.id);
+      await refuseIfFenced(tx, { runIds }, `session ${sessionId}`);
+      await runRepository.deleteSession(tx, sessionId);
     });
     this.ctx.logger.info({ sessionId }, "session.deleted");
   }
@@ -232,14 +237,14 @@ export class RunService {
    * Purges a finalized Driver instance with its runs, commands and effects (expiry cleanup).
    * @throws RuntimeError `driver.not_found`, `driver.not_finalized`, `effect.fence_retained`.
    */
-  purgeDriver(driverInstanceId: string): void {
-    writeTransaction(this.ctx.db, (tx) => {
-      const driver = driverInstanceRepository.findById(tx, driverInstanceId);
+  async purgeDriver(driverInstanceId: string): Promise<void> {
+    await this.ctx.store.transaction(async (tx) => {
+      const driver = await driverInstanceRepository.findById(tx, driverInstanceId);
       if (!driver) throw new RuntimeError("driver.not_found", `no Driver instance ${driverInstanceId}`);
-      refuseIfFenced(tx, { driverInstanceId }, `Driver instance ${driverInstanceId}`);
+      await refuseIfFenced(tx, { driverInstanceId }, `Driver instance ${driverInstanceId}`);
       if (driver.status !== "finalized")
         throw new RuntimeError("driver.not_finalized", `Driver instance ${driverInstanceId} is ${driver.status}; finalize it first`);
-      driverInstanceRepository.delete(tx, driverInstanceId);
+      await driverInstanceRepository.delete(tx, driverInstanceId);
     });
     this.ctx.logger.info({ driverInstanceId }, "driver.purged");
   }

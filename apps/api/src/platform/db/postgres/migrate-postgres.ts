@@ -32,7 +32,7 @@ function parseInt8(value: string): number {
  * `sum(<bigint>)` returns) stays a string: cast it (`::bigint`) or use drizzle's `.mapWith(Number)`.
  * Idempotent; called by {@link migratePostgres} and {@link openPostgres}.
  */
-function installPgTypeParsers(): void {
+export function installPgTypeParsers(): void {
   pg.types.setTypeParser(pg.types.builtins.INT8, parseInt8);
 }
 

@@ -1,0 +1,100 @@
+import type { BaseSQLiteDatabase } from "drizzle-orm/sqlite-core";
+import type * as schema from "./schema.js";
+
+/**
+ * The async store port (docs/DESIGN.md §11): what every application service sees of the database.
+ * A store implementation (embedded SQLite under `platform/db/sqlite/`, PostgreSQL under
+ * `platform/db/postgres/`) is the only code that knows its driver; services and repositories use
+ * only this file's types. Concurrency is expressed as compare-and-set on (status, version) in the
+ * repositories, never as "the database serialises writers".
+ */
+
+/**
+ * The drizzle query builder a repository writes its queries with. Typed against the SQLite schema
+ * (`schema.ts`); the PostgreSQL store hands its own `drizzle-orm/node-postgres` builder, cast to
+ * this type, with a schema of the same table and column names. Repositories therefore use only
+ * awaited query builders (`.returning()`, `(await q.limit(1))[0]`, never `.run()/.get()/.all()`)
+ * and raw `sql` accepted by both dialects (docs/ARCHITECTURE.md "Dialect-neutral repositories").
+ */
+export type QueryDb = BaseSQLiteDatabase<"async", unknown, typeof schema>;
+
+/** The tables of the store's dialect, by their `schema.ts` export names (typed as the SQLite tables). */
+export type StoreTables = typeof schema;
+
+/**
+ * One unit of work handed to {@link Store.transaction} or {@link Store.read}: the query builder,
+ * the tables, and a cache of prepared queries. Valid only until the callback's promise settles;
+ * a repository method takes it as its first argument.
+ */
+export interface StoreTx {
+  /** The query builder of this unit of work (inside a transaction: its connection). */
+  readonly db: QueryDb;
+  /** The tables to query (use these, never `schema.ts` imports, so the PostgreSQL store can reuse the code). */
+  readonly tables: StoreTables;
+  /**
+   * The prepared query named `name`, built with `build(db)` (a query of a fixed shape whose values
+   * are `sql.placeholder`s, ending in `.prepare()`; `db` is THIS unit of work's builder) and reused
+   * as long as it runs on the same connection (the SQLite store: once per store): building the SQL
+   * of a query costs more than running a one-row read. Run it with `.execute(values)` (rows).
+   */
+  prepared<Q>(name: string, build: (db: QueryDb) => Q): Q;
+}
+
+/**
+ * Test seam (crash-safety verification, issue 5): sees each {@link Store.transaction} at its durable
+ * boundary. `beforeCommit` runs inside the transaction after its work (a throw rolls the whole
+ * transaction back, as a crash before COMMIT would); `afterCommit` runs once it is durable (a throw
+ * there is a crash after COMMIT: the write stands, the caller never sees its result). Production
+ * code never installs one.
+ */
+export interface DurableWriteObserver {
+  beforeCommit(): void;
+  afterCommit(): void;
+}
+
+/** Options of one {@link Store.transaction}. */
+export interface TransactionOptions {
+  /**
+   * Startup work (nothing is served yet): the transaction may wait for another connection's lock as
+   * long as the migrations did (SQLite: 5000 ms instead of the serving 20 ms). Default false.
+   */
+  startup?: boolean;
+}
+
+/**
+ * An open store.
+ * - {@link transaction}: ONE write unit of work, all or nothing: `fn`'s writes commit together
+ *   (durably) when its promise resolves, and roll back when it rejects (the error is rethrown).
+ *   A call made from inside another transaction of the same store is refused with
+ *   {@link StoreNestedTransactionError} (`store.nested_transaction`), never joined and never
+ *   left waiting on itself. When another process holds the store's write lock past the bounded
+ *   wait it rejects with `StoreBusyError` (`store.busy`, nothing written; see `store-busy.ts`).
+ * - {@link read}: reads (no writes) outside a write transaction; they never see another
+ *   transaction's uncommitted rows (each implementation says how). A read from inside a
+ *   transaction is refused like a nested transaction: read through the transaction's `tx`.
+ * - {@link isUniqueViolation}: true when an error thrown by a query is the store's unique-constraint
+ *   violation, primary key included (SQLite `SQLITE_CONSTRAINT_UNIQUE`/`_PRIMARYKEY`, PostgreSQL SQLSTATE 23505).
+ * - {@link observeDurableWrites}: installs (`null`: removes) the {@link DurableWriteObserver}. Test-only.
+ * - {@link close}: waits for the unit of work in progress, then closes the connections.
+ */
+export interface Store {
+  readonly dialect: "sqlite" | "postgres";
+  transaction<T>(fn: (tx: StoreTx) => Promise<T>, opts?: TransactionOptions): Promise<T>;
+  read<T>(fn: (tx: StoreTx) => Promise<T>): Promise<T>;
+  isUniqueViolation(err: unknown): boolean;
+  observeDurableWrites(observer: DurableWriteObserver | null): void;
+  close(): Promise<void>;
+}
+
+/**
+ * A {@link Store.transaction} (or {@link Store.read}) was called from inside a transaction of the same
+ * store: the inner call would wait for the unit of work its own caller holds. Code
+ * `store.nested_transaction`; a programming error (pass the `tx` down instead), never retried.
+ */
+export class StoreNestedTransactionError extends Error {
+  override readonly name = "StoreNestedTransactionError";
+  readonly code = "store.nested_transaction";
+  constructor() {
+    super("store.nested_transaction: a store transaction or read was started inside a transaction of the same store; pass its tx instead");
+  }
+}
