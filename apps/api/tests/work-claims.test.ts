@@ -8,17 +8,18 @@ import { newUlid } from "@mosoo/contracts";
 import { drizzle } from "drizzle-orm/node-postgres";
 import pg from "pg";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { openStore, type Store } from "../src/platform/db/database.js";
+import { openSqliteStore, type SqliteStore as Store } from "../src/platform/db/sqlite/sqlite-store.js";
+import type { StoreTx } from "../src/platform/db/store.port.js";
 import { workClaims } from "../src/platform/db/schema.js";
 import { workClaims as workClaimsPg } from "../src/platform/db/postgres/schema.pg.js";
 import { migratePostgres } from "../src/platform/db/postgres/migrate-postgres.js";
-import { workClaimRepository as claims, type WorkClaimTx } from "../src/modules/drivers/infrastructure/work-claim.repository.js";
+import { workClaimRepository as claims } from "../src/modules/drivers/infrastructure/work-claim.repository.js";
 import { WorkClaimService } from "../src/modules/drivers/application/work-claim.service.js";
 import { useTestDatabase, type TestDatabase } from "@mosoo/test-postgres";
 
 interface Backend {
   /** `n` handles on ONE store (separate connections). */
-  handles: WorkClaimTx[];
+  handles: StoreTx[];
 }
 
 const T0 = 1_800_000_000_000;
@@ -39,7 +40,7 @@ function suite(name: string, open: () => Promise<Backend>, close: () => Promise<
     afterAll(close, 60_000);
 
     it("one live holder per (kind, key): a second holder is refused until the claim expires, then takes it over", async () => {
-      const [a, other] = b.handles as [WorkClaimTx, WorkClaimTx];
+      const [a, other] = b.handles as [StoreTx, StoreTx];
       const key = newUlid(T0);
       const h1 = newUlid(T0);
       const h2 = newUlid(T0);
@@ -58,7 +59,7 @@ function suite(name: string, open: () => Promise<Backend>, close: () => Promise<
     });
 
     it("renew extends the holder's claim (also after expiry when nobody took it); release frees it for the next claimer", async () => {
-      const [a, other] = b.handles as [WorkClaimTx, WorkClaimTx];
+      const [a, other] = b.handles as [StoreTx, StoreTx];
       const key = newUlid(T0);
       const h1 = newUlid(T0);
       const h2 = newUlid(T0);
@@ -73,7 +74,7 @@ function suite(name: string, open: () => Promise<Backend>, close: () => Promise<
     });
 
     it("keys and kinds are independent", async () => {
-      const [a, other] = b.handles as [WorkClaimTx, WorkClaimTx];
+      const [a, other] = b.handles as [StoreTx, StoreTx];
       const k1 = newUlid(T0);
       const k2 = newUlid(T0);
       expect(await claims.claim(a, claimOf(newUlid(T0), instanceA, T0, k1))).toBe(true);
@@ -109,11 +110,11 @@ suite(
   "SQLite (two connections, one file)",
   async () => {
     dir = mkdtempSync(join(tmpdir(), "mosoo-work-claims-"));
-    sqliteStores = [openStore(join(dir, "store.db")), openStore(join(dir, "store.db"))];
-    return { handles: sqliteStores.map((s) => ({ db: s.db, tables: { workClaims } }) as unknown as WorkClaimTx) };
+    sqliteStores = [openSqliteStore(join(dir, "store.db")), openSqliteStore(join(dir, "store.db"))];
+    return { handles: sqliteStores.map((s) => ({ db: s.db, tables: { workClaims } }) as unknown as StoreTx) };
   },
   async () => {
-    for (const s of sqliteStores) s.close();
+    for (const s of sqliteStores) s.closeNow();
     if (dir) rmSync(dir, { recursive: true, force: true });
   },
 );
@@ -130,7 +131,7 @@ suite(
     // an idle client that the server's shutdown reaches after end() reports 57P01: not a test failure
     for (const p of pools) p.on("error", () => undefined);
     return {
-      handles: pools.map((pool) => ({ db: drizzle(pool), tables: { workClaims: workClaimsPg } }) as unknown as WorkClaimTx),
+      handles: pools.map((pool) => ({ db: drizzle(pool), tables: { workClaims: workClaimsPg } }) as unknown as StoreTx),
     };
   },
   async () => {
@@ -147,17 +148,17 @@ describe("WorkClaimService (two API instances on one SQLite file)", () => {
   const timing = { ttlMs: 10_000, renewEveryMs: 20 };
 
   function service(i: number, instanceId: string) {
-    const handle = { db: stores[i]!.db, tables: { workClaims } } as unknown as WorkClaimTx;
+    const handle = { db: stores[i]!.db, tables: { workClaims } } as unknown as StoreTx;
     return new WorkClaimService({ instanceId, clock, logger, unitOfWork: (fn) => fn(handle) }, timing);
   }
 
   beforeAll(() => {
     svcDir = mkdtempSync(join(tmpdir(), "mosoo-work-claim-svc-"));
-    stores = [openStore(join(svcDir, "store.db")), openStore(join(svcDir, "store.db"))];
+    stores = [openSqliteStore(join(svcDir, "store.db")), openSqliteStore(join(svcDir, "store.db"))];
     clock = { now: T0, nowMs: () => clock.now };
   });
   afterAll(() => {
-    for (const s of stores) s.close();
+    for (const s of stores) s.closeNow();
     rmSync(svcDir, { recursive: true, force: true });
   });
 
@@ -186,7 +187,7 @@ describe("WorkClaimService (two API instances on one SQLite file)", () => {
 
   it("a dead holder's claim blocks the work until it expires; then another instance takes it over", async () => {
     const b = service(1, instanceB);
-    const dead = { db: stores[0]!.db, tables: { workClaims } } as unknown as WorkClaimTx;
+    const dead = { db: stores[0]!.db, tables: { workClaims } } as unknown as StoreTx;
     expect(await claims.claim(dead, { ...claimOf(newUlid(T0), instanceA, clock.now, "D-dead"), ttlMs: timing.ttlMs })).toBe(true);
     expect(await b.runClaimed("driver_finalization", "D-dead", async () => "B")).toEqual({ claimed: false });
     clock.now += timing.ttlMs;
@@ -195,7 +196,7 @@ describe("WorkClaimService (two API instances on one SQLite file)", () => {
 
   it("a holder that stalled past its TTL and was taken over sees its signal abort at the next renewal", async () => {
     const a = service(0, instanceA);
-    const other = { db: stores[1]!.db, tables: { workClaims } } as unknown as WorkClaimTx;
+    const other = { db: stores[1]!.db, tables: { workClaims } } as unknown as StoreTx;
     let inside!: () => void;
     const started = new Promise<void>((r) => (inside = r));
     const runA = a.runClaimed("driver_finalization", "D-stall", (signal) => {

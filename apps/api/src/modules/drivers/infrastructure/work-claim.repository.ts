@@ -1,22 +1,10 @@
 import { and, eq, lte, or } from "drizzle-orm";
-import type { BaseSQLiteDatabase } from "drizzle-orm/sqlite-core";
 import type { WorkClaimKind } from "@mosoo/contracts/statuses";
 import type { workClaims } from "../../../platform/db/schema.js";
+import type { StoreTx } from "../../../platform/db/store.port.js";
 
 /** A `work_claims` row. Times in ms since the epoch (the claimer's clock). */
 export type WorkClaimRow = typeof workClaims.$inferSelect;
-
-/**
- * What a work-claim query runs on: a drizzle query builder (the SQLite one, or the PostgreSQL
- * `node-postgres` one cast to this type, with a `work_claims` table of the same column names) and the
- * `work_claims` table of that dialect. Only awaited query builders are used (`.returning()`), so the
- * same code runs on both dialects.
- */
-export interface WorkClaimTx {
-  // the schema generic differs per store; only `work_claims` is queried
-  readonly db: BaseSQLiteDatabase<"sync" | "async", unknown, Record<string, unknown>>;
-  readonly tables: { readonly workClaims: typeof workClaims };
-}
 
 /** One claim attempt: who (`holder`, a fresh ULID per claim; `instanceId`, the API instance), what, when (ms) and for how long (ms, > 0). */
 interface ClaimRequest {
@@ -48,7 +36,7 @@ export const workClaimRepository = {
    * live. One statement: `INSERT … ON CONFLICT (kind, key) DO UPDATE SET … WHERE expires_at_ms <= now
    * OR holder = me RETURNING holder`. True when `holder` now holds it.
    */
-  async claim(tx: WorkClaimTx, req: ClaimRequest): Promise<boolean> {
+  async claim(tx: StoreTx, req: ClaimRequest): Promise<boolean> {
     const w = tx.tables.workClaims;
     const row = {
       kind: req.kind,
@@ -74,7 +62,7 @@ export const workClaimRepository = {
    * expired meanwhile but nobody took it over: nobody else did the work); false when it was taken
    * over or released (the caller must stop the work).
    */
-  async renew(tx: WorkClaimTx, kind: WorkClaimKind, key: string, holder: string, nowMs: number, ttlMs: number): Promise<boolean> {
+  async renew(tx: StoreTx, kind: WorkClaimKind, key: string, holder: string, nowMs: number, ttlMs: number): Promise<boolean> {
     const w = tx.tables.workClaims;
     const rows = await tx.db
       .update(w)
@@ -84,7 +72,7 @@ export const workClaimRepository = {
     return rows.length > 0;
   },
   /** Deletes `holder`'s claim (the work is done). True when it still held it; another holder's claim is never touched. */
-  async release(tx: WorkClaimTx, kind: WorkClaimKind, key: string, holder: string): Promise<boolean> {
+  async release(tx: StoreTx, kind: WorkClaimKind, key: string, holder: string): Promise<boolean> {
     const w = tx.tables.workClaims;
     const rows = await tx.db
       .delete(w)
@@ -93,7 +81,7 @@ export const workClaimRepository = {
     return rows.length > 0;
   },
   /** The row of (kind, key), live or expired, or undefined. */
-  async find(tx: WorkClaimTx, kind: WorkClaimKind, key: string): Promise<WorkClaimRow | undefined> {
+  async find(tx: StoreTx, kind: WorkClaimKind, key: string): Promise<WorkClaimRow | undefined> {
     const w = tx.tables.workClaims;
     const rows = await tx.db
       .select()
