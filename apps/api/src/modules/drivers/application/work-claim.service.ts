@@ -6,7 +6,7 @@ import type { StoreTx } from "../../../platform/db/store.port.js";
 import { workClaimRepository } from "../infrastructure/work-claim.repository.js";
 
 /** Runs `fn` as one unit of work of the store (its transaction) and resolves with its result. */
-export type ClaimUnitOfWork = <T>(fn: (tx: StoreTx) => Promise<T>) => Promise<T>;
+type ClaimUnitOfWork = <T>(fn: (tx: StoreTx) => Promise<T>) => Promise<T>;
 
 /** What {@link WorkClaimService} needs: this API instance's id (a ULID), the clock, the store's unit of work, a logger. */
 export interface WorkClaimDeps {

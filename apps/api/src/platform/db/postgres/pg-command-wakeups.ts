@@ -7,7 +7,7 @@ import type { CommandWakeups, WakeupTx } from "../../wakeups/command-wakeups.por
 import { InProcessWakeups } from "../../wakeups/in-process-wakeups.js";
 
 /** The one channel every API instance LISTENs on; the payload is the Driver instance id (a ULID, far below the 8000-byte payload limit). */
-export const COMMAND_WAKEUP_CHANNEL = "mosoo_command_queued";
+const COMMAND_WAKEUP_CHANNEL = "mosoo_command_queued";
 
 /** Options of {@link PgCommandWakeups}. */
 export interface PgCommandWakeupsOptions {
