@@ -89,9 +89,10 @@ export async function startApi(
     metricsRegistry,
     ...(opts.clock ? { clock: opts.clock } : {}),
   });
-  // One API process per store: leases found now were left by a process that died mid-lookup.
-  // Nothing is served yet, so this one write may wait for a lock as long as the migrations did (a startup transaction).
-  await runtime.reconciler.releaseStaleLeases();
+  // Leases expire (docs/DESIGN.md §11): only leases that EXPIRED are ended here (their lookups recorded
+  // `lookup_interrupted`); a live one may belong to another API instance on the same store, and the
+  // sweep ends it once it expired. Nothing is served yet, so this may wait for a lock as the migrations did.
+  await runtime.reconciler.endExpiredLeases({ startup: true });
   await reportBindings(reconciliation, store, logger);
   if (reconciliation.enabled && reconciliation.bindings.size === 0) {
     logger.warn(

@@ -116,7 +116,7 @@ describe("reconciliation sweep: backoff, bound, restart", () => {
     expect(f.store.sqlite.prepare("SELECT count(*) AS n FROM external_tool_effects").get()).toEqual({ n: 0 });
   });
 
-  it("a lease left by a crashed reconciler blocks the sweep until it expires, then the effect is looked up", async () => {
+  it("a lease left by a crashed reconciler blocks the sweep until it expires; then it is recorded lookup_interrupted and looked up after the backoff", async () => {
     const f = setup();
     const call = await unknownAfterFailedLookup(f);
     const dueAt = effectRow(f.store, call.effectId).next_lookup_at_ms!;
@@ -128,6 +128,12 @@ describe("reconciliation sweep: backoff, bound, restart", () => {
     expect(await f.runtime.sweep.sweepOnce()).toMatchObject({ effectsLookedUp: 0 });
     expect(f.lookups).toHaveLength(1);
     f.clock.advance(5_001);
+    expect(await f.runtime.sweep.sweepOnce()).toMatchObject({ effectsLookedUp: 0 });
+    expect(reconciliationRecords(f.store, call.effectId).at(-1)).toMatchObject({
+      outcome: "still_unknown",
+      reason_code: "lookup_interrupted",
+    });
+    f.clock.advance(effectRow(f.store, call.effectId).next_lookup_at_ms! - f.clock.now());
     expect(await f.runtime.sweep.sweepOnce()).toMatchObject({ effectsLookedUp: 1, effectsResolved: 1 });
     expectReconciled(f.store, call.runId, call.effectId, "not_executed");
   });

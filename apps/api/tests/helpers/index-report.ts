@@ -39,12 +39,6 @@ export const CONSTRAINT_ONLY: Readonly<Record<string, string>> = {
 export const ALLOWED_SCANS: ReadonlyArray<{ table: string; sql: RegExp; why: string }> = [
   {
     table: "external_tool_effects",
-    // listLeased (`select … where "lease_owner" is not null`) and releaseAllLeases (`update … where "lease_owner" is not null returning "id"`, the count of leases released)
-    sql: /"lease_owner" is not null(?: returning "id")?$/,
-    why: "once per API start: the leases a dead process left, listed then released (a partial index on `lease_owner` would cost a write on every lease taken and released by the recovery path)",
-  },
-  {
-    table: "external_tool_effects",
     sql: /^select distinct "server_id", "tool_name" from "external_tool_effects"/,
     why: "once per API start: the binding report's tools seen per bound server",
   },

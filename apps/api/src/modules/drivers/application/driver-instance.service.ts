@@ -144,10 +144,12 @@ export class DriverInstanceService {
         lastHeartbeatAtMs: now,
       });
       if (!ok) throw new RuntimeError("driver.finalized", `Driver instance ${instance.id} was finalized; register again`);
+      // wakes the superseded connection's long-poll, on whichever API instance holds it (docs/DESIGN.md §11)
+      await this.ctx.notifier.notifyInTransaction(tx, instance.id);
       return (await commandRepository.listNonTerminalOfDriver(tx, instance.id)).length;
     });
     this.ctx.logger.info({ driverInstanceId: instance.id, connectionId, pendingCommandCount: pending }, "driver.connected");
-    this.ctx.notifier.notify(instance.id);
+    this.ctx.notifier.notifyCommitted(instance.id);
     return { driverInstanceId: instance.id, connectionId, heartbeatTtlMs: this.ctx.settings.heartbeatTtlMs, pendingCommandCount: pending };
   }
 
