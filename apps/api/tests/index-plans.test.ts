@@ -19,7 +19,7 @@ let indexes: SchemaIndex[];
 let planned: PlannedStatement[];
 
 beforeAll(async () => {
-  const capture = startSqlCapture();
+  const capture = await startSqlCapture();
   try {
     await runIndexWorkload(capture);
   } finally {
