@@ -50,7 +50,7 @@ function emptyFinalizationSummary(): FinalizationSummary {
  * instance took over) stops before its next step; every step is a compare-and-set, so nothing is done twice.
  */
 export class FinalizationRepairService {
-  private readonly inFlight = new Map<string, Promise<FinalizationSummary>>();
+  private readonly inFlight = new Map<string, Promise<FinalizationSummary | null>>();
 
   constructor(
     private readonly ctx: RuntimeContext,
@@ -67,6 +67,25 @@ export class FinalizationRepairService {
    * @throws RuntimeError `driver.not_found`.
    */
   async finalize(driverInstanceId: string, trigger: FinalizationTrigger): Promise<FinalizationSummary> {
+    return (await this.finalizeUnless(driverInstanceId, trigger, undefined)) ?? emptyFinalizationSummary();
+  }
+
+  /**
+   * The sweep's finalization of a Driver whose heartbeat expired: like {@link finalize}, but judged
+   * again inside the repair's first transaction: when the instance heartbeated after `cutoffMs` (ms
+   * since the epoch) since the sweep listed it (the heartbeat committed between the sweep's read and
+   * this repair), nothing changes and the result is null (a live Driver is never finalized).
+   * @throws RuntimeError `driver.not_found`.
+   */
+  async finalizeExpired(driverInstanceId: string, cutoffMs: number): Promise<FinalizationSummary | null> {
+    return this.finalizeUnless(driverInstanceId, "heartbeat_expired", cutoffMs);
+  }
+
+  private async finalizeUnless(
+    driverInstanceId: string,
+    trigger: FinalizationTrigger,
+    heartbeatCutoffMs: number | undefined,
+  ): Promise<FinalizationSummary | null> {
     // Single flight per instance: a Driver's own finalize and the sweep must not repair it twice at
     // once (the second would settle commands from effects the first is still reconciling).
     const running = this.inFlight.get(driverInstanceId);
@@ -75,7 +94,9 @@ export class FinalizationRepairService {
       return emptyFinalizationSummary();
     }
     const run = this.claims
-      .runClaimed("driver_finalization", driverInstanceId, (claimLost) => this.repairOnce(driverInstanceId, trigger, claimLost))
+      .runClaimed("driver_finalization", driverInstanceId, (claimLost) =>
+        this.repairOnce(driverInstanceId, trigger, claimLost, heartbeatCutoffMs),
+      )
       .then((r) => {
         if (r.claimed) return r.value;
         this.ctx.logger.info({ driverInstanceId, trigger }, "driver.finalization_claimed_elsewhere: another API instance is repairing it");
@@ -86,10 +107,25 @@ export class FinalizationRepairService {
     return run;
   }
 
-  private async repairOnce(driverInstanceId: string, trigger: FinalizationTrigger, claimLost: AbortSignal): Promise<FinalizationSummary> {
+  private async repairOnce(
+    driverInstanceId: string,
+    trigger: FinalizationTrigger,
+    claimLost: AbortSignal,
+    heartbeatCutoffMs: number | undefined,
+  ): Promise<FinalizationSummary | null> {
     const summary = emptyFinalizationSummary();
-    const deferred = await this.fenceAndSettle(driverInstanceId, summary);
-    if (deferred === null) return summary;
+    const first = await this.fenceAndSettle(driverInstanceId, heartbeatCutoffMs);
+    if (first.kind === "alive") {
+      this.ctx.logger.info({ driverInstanceId, trigger }, "driver.finalization_skipped: it heartbeated after the sweep listed it");
+      return null;
+    }
+    if (first.kind === "finalized") return summary;
+    Object.assign(summary, first.counts);
+    for (const line of first.logs) {
+      if (line.level === "warn") this.ctx.logger.warn(line.fields, line.msg);
+      else this.ctx.logger.info(line.fields, line.msg);
+    }
+    const deferred = first.deferred;
     if (!claimLost.aborted) await this.reconcileDeferred(deferred, summary);
     if (claimLost.aborted) {
       // Another instance took the claim over: it resumes the `finalizing` Driver from the store.
@@ -104,14 +140,41 @@ export class FinalizationRepairService {
     return summary;
   }
 
-  /** Steps 1–2; returns the effects left for reconciliation (rows as fenced), or null when already finalized. */
-  private async fenceAndSettle(driverInstanceId: string, summary: FinalizationSummary): Promise<EffectRow[] | null> {
+  /**
+   * Steps 1–2, one transaction. Returns the effects left for reconciliation (rows as fenced), the
+   * counts and the log lines of what it changed (logged by the caller after the commit, and built
+   * inside the callback, so a unit of work that runs again — PostgreSQL retries it whole after a
+   * serialization failure — counts and logs once); `finalized` when it already was; `alive` when
+   * `heartbeatCutoffMs` is given and the instance heartbeated after it (nothing changed).
+   */
+  private async fenceAndSettle(
+    driverInstanceId: string,
+    heartbeatCutoffMs: number | undefined,
+  ): Promise<
+    | { kind: "finalized" }
+    | { kind: "alive" }
+    | {
+        kind: "repairing";
+        deferred: EffectRow[];
+        counts: FinalizationSummary;
+        logs: { level: "info" | "warn"; fields: Record<string, unknown>; msg: string }[];
+      }
+  > {
     const now = this.ctx.clock.nowMs();
-    const deferred: EffectRow[] = [];
     return this.ctx.store.transaction(async (tx) => {
+      const deferred: EffectRow[] = [];
+      const summary = emptyFinalizationSummary();
+      const logs: { level: "info" | "warn"; fields: Record<string, unknown>; msg: string }[] = [];
       const instance = await driverInstanceRepository.findById(tx, driverInstanceId);
       if (!instance) throw new RuntimeError("driver.not_found", `no Driver instance ${driverInstanceId}`);
-      if (instance.status === "finalized") return null;
+      if (instance.status === "finalized") return { kind: "finalized" as const };
+      if (
+        heartbeatCutoffMs !== undefined &&
+        instance.status !== "finalizing" &&
+        instance.lastHeartbeatAtMs !== null &&
+        instance.lastHeartbeatAtMs > heartbeatCutoffMs
+      )
+        return { kind: "alive" as const };
       await driverInstanceRepository.updateIfStatus(tx, driverInstanceId, ["registered", "connected", "finalizing"], {
         status: "finalizing",
         connectionId: null,
@@ -119,7 +182,7 @@ export class FinalizationRepairService {
       for (const eff of await effectRepository.listOfDriverInStatus(tx, driverInstanceId, ["executing"])) {
         if (await fenceExecutingEffect(tx, eff, "driver_finalized", now)) {
           summary.effectsFenced += 1;
-          this.ctx.logger.warn({ driverInstanceId, effectId: eff.id, commandId: eff.commandId }, "effect.fenced");
+          logs.push({ level: "warn", fields: { driverInstanceId, effectId: eff.id, commandId: eff.commandId }, msg: "effect.fenced" });
         }
       }
       // every effect of the commands to settle in one query (after fencing), not one query per command
@@ -142,9 +205,13 @@ export class FinalizationRepairService {
           const error = commandDriverTerminalError(eff ? { effectId: eff.id, effectStatus: eff.status } : {});
           if (await failCommand(tx, cmd, error, now, eff?.id ?? null)) summary.commandsFailed += 1;
         }
-        this.ctx.logger.info({ driverInstanceId, commandId: cmd.id, effectId: eff?.id, effectStatus: eff?.status }, "command.repaired");
+        logs.push({
+          level: "info",
+          fields: { driverInstanceId, commandId: cmd.id, effectId: eff?.id, effectStatus: eff?.status },
+          msg: "command.repaired",
+        });
       }
-      return deferred;
+      return { kind: "repairing" as const, deferred, counts: summary, logs };
     });
   }
 

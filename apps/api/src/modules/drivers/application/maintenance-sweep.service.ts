@@ -99,8 +99,9 @@ export class MaintenanceSweepService {
     const report: SweepReport = { driversFinalized: 0, driversPurged: 0, effectsLookedUp: 0, effectsResolved: 0 };
     for (const instance of await this.ctx.store.read((tx) => driverInstanceRepository.listExpired(tx, cutoff))) {
       try {
-        await retryWhenBusy(() => this.repair.finalize(instance.id, "heartbeat_expired"), BACKGROUND_BUSY_RETRY);
-        report.driversFinalized += 1;
+        // judged again inside the repair: a heartbeat that committed since the read above keeps it alive
+        if (await retryWhenBusy(() => this.repair.finalizeExpired(instance.id, cutoff), BACKGROUND_BUSY_RETRY))
+          report.driversFinalized += 1;
       } catch (err) {
         if (isStoreBusy(err)) throw err; // the whole store is locked: stop here, the next pass resumes
         this.ctx.logger.error({ driverInstanceId: instance.id, err: String(err) }, "sweep.finalize_failed");

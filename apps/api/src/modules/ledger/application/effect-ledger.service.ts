@@ -11,6 +11,7 @@ import {
 import { decideAttemptReport, decideClaim } from "../domain/effect-lifecycle.machine.js";
 import { isTerminalCommandStatus } from "../domain/command-lifecycle.machine.js";
 import { RuntimeError } from "../domain/runtime-errors.js";
+import { StoreBusyError } from "../../../platform/db/store-busy.js";
 import { commandRepository } from "../infrastructure/command.repository.js";
 import { driverInstanceRepository, type DriverInstanceRow } from "../infrastructure/driver-instance.repository.js";
 import { effectRepository, type EffectRow } from "../infrastructure/effect.repository.js";
@@ -174,18 +175,20 @@ export class EffectLedgerService {
           `the result names ${r.serverId}/${r.toolName}/${r.requestId}, the effect is ${eff.serverId}/${eff.toolName}/${eff.requestId}`,
         );
       }
-      await effectRepository.updateIfCurrent(tx, eff, {
+      const stored = await effectRepository.updateIfCurrent(tx, eff, {
         status: "succeeded",
         resolution: "provider_result",
         resultJson: JSON.stringify(req.result),
         providerReceiptJson: receiptJson,
         updatedAtMs: now,
       });
+      if (!stored) return false; // the effect changed meanwhile (e.g. fenced): judged again on the new row
       await effectRepository.updateAttempt(tx, eff.id, req.attempt, {
         status: "succeeded",
         providerReceiptJson: receiptJson,
         finishedAtMs: now,
       });
+      return true;
     });
   }
 
@@ -196,9 +199,9 @@ export class EffectLedgerService {
    * @throws RuntimeError `effect.not_found`, `driver.connection_superseded`.
    */
   async markUnknown(instance: DriverInstanceRow, effectId: string, req: EffectMarkUnknownRequest): Promise<EffectTransitionResponse> {
-    return await this.report(instance, effectId, req.connectionId, req.attempt, "unknown", async (tx, eff, now) => {
-      await fenceExecutingEffect(tx, eff, req.reason, now);
-    });
+    return await this.report(instance, effectId, req.connectionId, req.attempt, "unknown", (tx, eff, now) =>
+      fenceExecutingEffect(tx, eff, req.reason, now),
+    );
   }
 
   /**
@@ -228,30 +231,38 @@ export class EffectLedgerService {
     connectionId: string,
     attempt: number,
     to: "succeeded" | "unknown",
-    apply: (tx: StoreTx, eff: EffectRow, nowMs: number) => Promise<void>,
+    apply: (tx: StoreTx, eff: EffectRow, nowMs: number) => Promise<boolean>,
   ): Promise<EffectTransitionResponse> {
     const now = this.ctx.clock.nowMs();
     const res = await this.ctx.store.transaction(async (tx): Promise<EffectTransitionResponse & { commandId?: string }> => {
-      const eff = await effectRepository.findOwned(tx, effectId, instance.id);
-      if (!eff) throw new RuntimeError("effect.not_found", `no effect ${effectId} for this Driver instance`);
-      const attemptRow = (await effectRepository.listAttempts(tx, eff.id)).find((a) => a.attempt === attempt);
-      const current = await driverInstanceRepository.findById(tx, instance.id);
-      if (attemptRow?.connectionId !== connectionId) assertCurrentConnection(current, connectionId);
-      // The Driver says it sent (or tried to): kept whatever the outcome, so a later missed-deadline
-      // report about this attempt is refused (docs/DESIGN.md §3 rule 12; `effect.attempt_sent`).
-      if (attemptRow && attemptRow.sendReportedAtMs === null)
-        await effectRepository.updateAttempt(tx, eff.id, attempt, { sendReportedAtMs: now });
-      const decision = decideAttemptReport(eff, { attempt, to });
-      if (decision.outcome !== "applied") {
-        return {
-          outcome: decision.outcome,
-          status: eff.status,
-          commandId: eff.commandId,
-          ...(decision.reason ? { reason: decision.reason } : {}),
-        };
+      // `apply` is a compare-and-set on the row read here. When it loses (another unit of work changed
+      // the effect after this read and committed first: a fence by a redelivery or a repair; on
+      // PostgreSQL's READ COMMITTED the UPDATE then matches nothing), the report is judged again on the
+      // row as it is now: a fenced effect answers `rejected` (the Driver keeps the result as late
+      // evidence, rule 13), never `applied` for a write that was not stored. A third loss in a row
+      // answers 503 `store.busy` with nothing written (the report is idempotent: the Driver retries).
+      for (let round = 1; ; round += 1) {
+        const eff = await effectRepository.findOwned(tx, effectId, instance.id);
+        if (!eff) throw new RuntimeError("effect.not_found", `no effect ${effectId} for this Driver instance`);
+        const attemptRow = (await effectRepository.listAttempts(tx, eff.id)).find((a) => a.attempt === attempt);
+        const current = await driverInstanceRepository.findById(tx, instance.id);
+        if (attemptRow?.connectionId !== connectionId) assertCurrentConnection(current, connectionId);
+        // The Driver says it sent (or tried to): kept whatever the outcome, so a later missed-deadline
+        // report about this attempt is refused (docs/DESIGN.md §3 rule 12; `effect.attempt_sent`).
+        if (attemptRow && attemptRow.sendReportedAtMs === null)
+          await effectRepository.updateAttempt(tx, eff.id, attempt, { sendReportedAtMs: now });
+        const decision = decideAttemptReport(eff, { attempt, to });
+        if (decision.outcome !== "applied") {
+          return {
+            outcome: decision.outcome,
+            status: eff.status,
+            commandId: eff.commandId,
+            ...(decision.reason ? { reason: decision.reason } : {}),
+          };
+        }
+        if (await apply(tx, eff, now)) return { outcome: "applied", status: to, commandId: eff.commandId };
+        if (round === 3) throw new StoreBusyError();
       }
-      await apply(tx, eff, now);
-      return { outcome: "applied", status: to, commandId: eff.commandId };
     });
     const { commandId, ...answer } = res;
     this.ctx.logger.info(
