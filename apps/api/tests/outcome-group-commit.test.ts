@@ -6,6 +6,7 @@
 import { afterEach, describe, expect, it } from "vitest";
 import { openSqliteStore, type SqliteStore as Store } from "../src/platform/db/sqlite/sqlite-store.js";
 import { OutcomeGroupCommit } from "../src/modules/reconciliation/application/outcome-group-commit.js";
+import { StoreCommitUnknownError } from "../src/platform/db/store-errors.js";
 
 let store: Store | undefined;
 afterEach(() => store?.closeNow());
@@ -73,5 +74,32 @@ describe("OutcomeGroupCommit", () => {
     const { store: s } = open();
     expect(() => new OutcomeGroupCommit(s, { maxBatch: 0, windowMs: 0 })).toThrow(RangeError);
     expect(() => new OutcomeGroupCommit(s, { maxBatch: 2, windowMs: -1 })).toThrow(RangeError);
+  });
+
+  it("store.commit_unknown on the batch's COMMIT reaches every caller and no write is retried alone", async () => {
+    const { store: s, rows } = open();
+    let transactions = 0;
+    const runs: number[] = [];
+    // A store whose COMMIT lands but whose connection dies before the answer (PostgreSQL): the batch did commit.
+    const lossy = Object.create(s) as Store;
+    lossy.transaction = async <T>(fn: Parameters<Store["transaction"]>[0]): Promise<T> => {
+      transactions += 1;
+      await s.transaction(fn);
+      throw new StoreCommitUnknownError();
+    };
+    const gc = new OutcomeGroupCommit(lossy, { maxBatch: 3, windowMs: 60_000 });
+    const write = (v: number) => async (tx: Parameters<Parameters<OutcomeGroupCommit["submit"]>[0]>[0]) => {
+      runs.push(v);
+      return insert(s, v)(tx);
+    };
+    const results = await Promise.allSettled([gc.submit(write(1)), gc.submit(write(2)), gc.submit(write(3))]);
+    for (const r of results) {
+      expect(r.status).toBe("rejected");
+      expect((r as PromiseRejectedResult).reason).toBeInstanceOf(StoreCommitUnknownError);
+      expect((r as PromiseRejectedResult).reason).toMatchObject({ code: "store.commit_unknown" });
+    }
+    expect(transactions).toBe(1); // the batch only: none retried alone
+    expect(runs).toEqual([1, 2, 3]);
+    expect(rows()).toEqual([1, 2, 3]); // it did commit; the callers replay and read it
   });
 });

@@ -307,5 +307,48 @@ describe.each(TARGETS)("constraints the database enforces on %s", (_name, open) 
         await target.exec("ROLLBACK");
       }
     });
+
+    // TRUNCATE skips row triggers; the statement trigger of drizzle-pg/0004 refuses it on the effects table
+    // and on every table whose CASCADE truncation empties it. SQLite has no TRUNCATE (a `DELETE FROM` without
+    // WHERE fires the row trigger, covered by the cascade scenarios above), so these run on PostgreSQL only.
+    const TRUNCATES = [
+      "TRUNCATE external_tool_effects CASCADE",
+      "TRUNCATE driver_instances CASCADE",
+      "TRUNCATE driver_commands CASCADE",
+      "TRUNCATE session_runs CASCADE",
+      "TRUNCATE sessions CASCADE",
+    ];
+    it.each(TRUNCATES.flatMap((t) => [[t, "executing"] as const, [t, "unknown"] as const]))(
+      "refuses %s while an effect is %s (fence_retained, the row trigger's error)",
+      async (statement, status) => {
+        await target.exec("BEGIN");
+        try {
+          await target.exec(SEED + effect("e1", status));
+          const err = await target.exec(statement).then(
+            () => undefined,
+            (e: unknown) => e,
+          );
+          expect(err).toMatchObject({
+            message: "effect.fence_retained",
+            code: "23001",
+            constraint: "external_tool_effects_fence_retained",
+          });
+          expect(target.outcomeOf(err)).toMatchObject(fence);
+        } finally {
+          await target.exec("ROLLBACK");
+        }
+      },
+    );
+
+    it("allows TRUNCATE … CASCADE when no effect is executing or unknown", async () => {
+      await target.exec("BEGIN");
+      try {
+        await target.exec(SEED + effect("e1", "intent"));
+        await target.exec("TRUNCATE driver_instances CASCADE");
+        expect(await target.rows("SELECT id FROM external_tool_effects")).toEqual([]);
+      } finally {
+        await target.exec("ROLLBACK");
+      }
+    });
   }
 });

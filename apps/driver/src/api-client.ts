@@ -69,14 +69,16 @@ export type DriverRoute<N extends DriverRouteName> = (typeof DRIVER_API)[N];
  * Options of one call:
  * - `signal` aborts it (and its retries); the abort reason is rethrown as is;
  * - `resendAfter` narrows the route's resend rule for this call: after an attempt failed with
- *   `api.unreachable`, the request is sent again (to the next URL, or in a later round) only if the
- *   route allows it (see {@link DriverApiClient}) AND `resendAfter(failure)` is true; otherwise the
- *   call rejects with that failure. The Driver loop passes `(f) => f.delivery === "not_sent"` for the
- *   long-poll, whose lost answer a blind resend would not recover.
+ *   `api.unreachable` or a 5xx answer (an {@link ApiRequestError} of status ≥ 500: the API may have
+ *   applied the request before the error, e.g. 503 `store.commit_unknown`, a gateway's 502/504), the
+ *   request is sent again (to the next URL, or in a later round) only if the route allows it (see
+ *   {@link DriverApiClient}) AND `resendAfter(failure)` is true; otherwise the call rejects with that
+ *   failure. The Driver loop passes `(f) => f instanceof ApiUnavailableError && f.delivery === "not_sent"`
+ *   for the long-poll, whose lost answer a blind resend would not recover.
  */
 export interface DriverCallOptions {
   signal?: AbortSignal | undefined;
-  resendAfter?: ((failure: ApiUnavailableError) => boolean) | undefined;
+  resendAfter?: ((failure: ApiUnavailableError | ApiRequestError) => boolean) | undefined;
 }
 
 /**
@@ -110,7 +112,7 @@ interface RequestSpec<S extends z.ZodType> {
   idempotent: boolean;
   timeoutMs?: number;
   signal?: AbortSignal | undefined;
-  resendAfter?: ((failure: ApiUnavailableError) => boolean) | undefined;
+  resendAfter?: ((failure: ApiUnavailableError | ApiRequestError) => boolean) | undefined;
 }
 
 const DEFAULT_REQUEST_TIMEOUT_MS = 30_000;
@@ -134,7 +136,8 @@ const DEFAULT_REQUEST_TIMEOUT_MS = 30_000;
  *   sent to the next URL only after a failure that proves the request never left
  *   (`delivery: "not_sent"`: connection refused, DNS); after an ambiguous one (reset, timeout) it is
  *   not resent anywhere, since the first instance may have registered it;
- * - a call's `resendAfter` ({@link DriverCallOptions}) can only narrow these rules (the long-poll).
+ * - a call's `resendAfter` ({@link DriverCallOptions}) can only narrow these rules, after `api.unreachable`
+ *   and after a 5xx alike (the long-poll: never resent after a 5xx, whose answer may be lost).
  */
 export class DriverApiClient implements DriverApi {
   private readonly retryOptions: ApiRetryOptions;
@@ -195,7 +198,8 @@ export class DriverApiClient implements DriverApi {
     if (!spec.idempotent) return this.round(spec);
     const { retries, minTimeoutMs, maxTimeoutMs } = this.retryOptions;
     const retryable = (error: Error): boolean =>
-      isRetryableApiError(error) && (!(error instanceof ApiUnavailableError) || mayResend(spec, error));
+      isRetryableApiError(error) &&
+      (error instanceof ApiUnavailableError ? mayResend(spec, error) : (spec.resendAfter?.(error as ApiRequestError) ?? true));
     return pRetry(() => this.round(spec), {
       retries,
       minTimeout: minTimeoutMs,

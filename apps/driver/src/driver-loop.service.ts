@@ -1,7 +1,7 @@
 import type { ConnectDriverResponse } from "@mosoo/contracts";
 import type { Logger } from "pino";
 import type { DriverApi } from "./api-client.js";
-import { ApiUnavailableError, isConnectionLostError, isInstanceFinalizedError, type ApiRequestError } from "./api-errors.js";
+import { ApiRequestError, ApiUnavailableError, isConnectionLostError, isInstanceFinalizedError } from "./api-errors.js";
 import { normalizeApiUrl, type DriverState } from "./driver-config.contract.js";
 import { DriverConfigError } from "./driver-config.loader.js";
 import type { DriverStateRepository } from "./driver-state.repository.js";
@@ -57,8 +57,9 @@ export interface DriverLoopOptions {
  * same instance, token and connection (the database is shared, docs/DESIGN.md §11), so heartbeats,
  * a re-issued long-poll and the reports of the command in hand simply land on the next instance.
  * One exception, the long-poll: the API hands a command out once per connection, so a poll whose
- * answer may have been lost (connection reset or timeout: the API may have marked a command
- * delivered in an answer that never arrived) is not resent blind. The loop reconnects instead, on
+ * answer may have been lost (connection reset or timeout, or a 5xx such as 503 `store.commit_unknown`
+ * or a gateway's 502/504: the API may have marked a command delivered in an answer that never
+ * arrived) is not resent blind. The loop reconnects instead, on
  * the next URL, after its usual backoff (`poll.answer_may_be_lost`), and the API redelivers every
  * command without a terminal receipt (§3 rule 11). That is safe exactly there: between two commands
  * the Driver holds no attempt, so the new connection supersedes nothing in flight. A poll that
@@ -221,11 +222,11 @@ export class DriverLoop {
         }
         const connectionId = this.connectionId as string;
         step = "poll";
-        // A poll is resent (to the next URL) only when it provably never left; see the class doc.
+        // A poll is resent (to the next URL) only when it provably never left, never after a 5xx; see the class doc.
         const { command } = await api.call(
           "nextCommand",
           { query: { connectionId, waitMs: this.options.pollWaitMs } },
-          { signal, resendAfter: (failure) => failure.delivery === "not_sent" },
+          { signal, resendAfter: (failure) => failure instanceof ApiUnavailableError && failure.delivery === "not_sent" },
         );
         delayMs = backoff.min;
         if (!command) continue;
@@ -255,9 +256,17 @@ export class DriverLoop {
           break;
         }
         const failure = { errorCode: (error as { code?: unknown }).code, err: (error as Error).message, delayMs };
-        if (step === "poll" && error instanceof ApiUnavailableError && error.delivery !== "not_sent") {
-          // The API may have marked a command delivered on this connection in an answer we never got.
-          this.log.warn({ connectionId: this.connectionId, apiUrl: error.apiUrl, ...failure }, "poll.answer_may_be_lost");
+        if (
+          step === "poll" &&
+          ((error instanceof ApiUnavailableError && error.delivery !== "not_sent") ||
+            (error instanceof ApiRequestError && error.status >= 500))
+        ) {
+          // The API may have marked a command delivered on this connection in an answer we never got
+          // (lost with the connection, or behind a 5xx such as 503 `store.commit_unknown` or a gateway's 502/504).
+          this.log.warn(
+            { connectionId: this.connectionId, apiUrl: error instanceof ApiUnavailableError ? error.apiUrl : null, ...failure },
+            "poll.answer_may_be_lost",
+          );
           needsReconnect = true;
         } else if (step !== "command") this.log.warn(failure, "poll.failed");
         await sleep(delayMs, signal);

@@ -124,7 +124,11 @@ describe("DriverApiClient with several API URLs", () => {
     const { connectionId } = await client.call("connect", {});
     api1.killOn("nextCommand", "before_apply");
     const failure = await client
-      .call("nextCommand", { query: { connectionId, waitMs: 20 } }, { resendAfter: (f) => f.delivery === "not_sent" })
+      .call(
+        "nextCommand",
+        { query: { connectionId, waitMs: 20 } },
+        { resendAfter: (f) => f instanceof ApiUnavailableError && f.delivery === "not_sent" },
+      )
       .catch((e: unknown) => e);
     expect(failure).toMatchObject({ code: "api.unreachable", delivery: "unknown" });
     expect(api2.requestsOf("nextCommand")).toHaveLength(0);

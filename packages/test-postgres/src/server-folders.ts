@@ -1,5 +1,5 @@
 import { spawn, spawnSync } from "node:child_process";
-import { readdirSync, readFileSync } from "node:fs";
+import { lstatSync, readdirSync, readFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -43,7 +43,10 @@ export function startWatchdog(ownerFile: string, pollMs = 1_000): void {
  * Removes the servers that crashed test runs left behind (a stale-folder cleanup, run by every
  * `startPostgres`): for each owner file in the OS temp folder whose owner process is gone, runs the
  * watchdog once, synchronously (stop the server if it still runs, remove its folder). Folders of
- * live owners (another test run, another user) are left alone. Returns how many it removed.
+ * live owners (another test run, another user) are left alone. The temp folder is world-writable, so
+ * an owner file of another user is skipped here, and the watchdog refuses any owner file whose dataDir
+ * is not exactly its own `<tmp>/mosoo-pg-<id>` folder (no symlink) and signals a pid only when it is a
+ * postgres postmaster of that folder (watchdog.mjs header). Returns how many it removed.
  */
 export function cleanStaleServers(): number {
   let removed = 0;
@@ -52,6 +55,8 @@ export function cleanStaleServers(): number {
     const ownerFile = join(tmpdir(), name);
     let owner: OwnerFile;
     try {
+      const st = lstatSync(ownerFile);
+      if (!st.isFile() || (typeof process.getuid === "function" && st.uid !== process.getuid())) continue; // not ours
       owner = OwnerFileSchema.parse(JSON.parse(readFileSync(ownerFile, "utf8")));
     } catch {
       continue; // being written right now, or not ours

@@ -1,3 +1,4 @@
+import { StoreCommitUnknownError } from "../../../platform/db/store-errors.js";
 import type { Store, StoreTx } from "../../../platform/db/store.port.js";
 
 /**
@@ -39,7 +40,9 @@ interface Pending {
  * nothing of its outcome before the commit. If the batch's transaction fails (a write throws, the
  * store is busy, the commit fails), the batch rolls back as a whole and each write is retried ALONE
  * in its own transaction: its own result or error goes to its own caller, and no outcome is lost to
- * another's failure. A batch is one `Store.transaction`: it never interleaves with another
+ * another's failure. One exception: `StoreCommitUnknownError` (`store.commit_unknown`, the
+ * connection died during COMMIT) says the batch may have committed, so nothing is retried: every
+ * write of the batch rejects with that error (each caller reads the store again, store-errors.ts). A batch is one `Store.transaction`: it never interleaves with another
  * transaction (the store's unit of work), and the writes of one batch run one after another.
  */
 export class OutcomeGroupCommit {
@@ -68,7 +71,8 @@ export class OutcomeGroupCommit {
 
   /**
    * Queues `write` and resolves with its return value once the transaction that ran it committed;
-   * rejects with the error of its own run alone (see the class). With `maxBatch` 1 the write commits
+   * rejects with the error of its own run alone, or with the batch's `StoreCommitUnknownError`
+   * (`store.commit_unknown`: whether it committed is unknown; see the class). With `maxBatch` 1 the write commits
    * alone at once (its own transaction, started inside this call), exactly as before group commit.
    */
   submit<T>(write: OutcomeWrite<T>): Promise<T> {
@@ -116,7 +120,14 @@ export class OutcomeGroupCommit {
         for (const p of batch) out.push(await p.write(tx));
         return out;
       });
-    } catch {
+    } catch (err) {
+      if (err instanceof StoreCommitUnknownError) {
+        // The connection died during COMMIT: the batch may have committed whole. A retry alone would
+        // lose its CAS to its own first run and hide that; every caller gets the unknown instead and
+        // replays its operation as a whole (store-errors.ts; docs/DESIGN.md §11).
+        for (const p of batch) p.reject(err);
+        return;
+      }
       // The whole batch rolled back: nothing of any outcome in it was written. Each is retried
       // alone, so one outcome's failure (or a busy store) never costs another its commit.
       for (const p of batch) await this.commitAlone(p);
