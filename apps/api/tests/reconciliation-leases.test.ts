@@ -5,7 +5,7 @@ import pino from "pino";
 import { afterEach, describe, expect, it } from "vitest";
 import { loadApiConfig } from "../src/config/api-config.js";
 import { startApi } from "../src/server.js";
-import { openSqliteStore } from "../src/platform/db/sqlite/sqlite-store.js";
+import { openSqliteStore, type SqliteStore } from "../src/platform/db/sqlite/sqlite-store.js";
 import { commitAtProvider, createDoubleWorld, deliverAcceptClaim, dispatchWrite, type DoubleWorld, reconnectDriver } from "./kit/index.js";
 import { effectRow, reconciliationRecords, runEvents } from "./helpers/reconciliation-db.js";
 
@@ -96,7 +96,7 @@ describe("leases", () => {
     fx = undefined;
     const api = await startApi(loadApiConfig({ MOSOO_DB_FILE: dbFile, MOSOO_PORT: "0" }), pino({ level: "silent" }), { sweep: false });
     try {
-      expect(effectRow(api.store, call.effectId).lease_owner).toBeNull();
+      expect(effectRow(api.store as SqliteStore, call.effectId).lease_owner).toBeNull(); // MOSOO_DB_FILE: the SQLite store
     } finally {
       await api.close();
     }
