@@ -4,13 +4,15 @@ export type { ManagedProcessOptions, ProcessLine } from "./managed-process.js";
 export {
   startProviderProcess,
   startApiProcess,
+  startApiInstances,
+  storeEnv,
   startDriverProcess,
   writeMcpConfig,
   READY_TIMEOUT_MS,
   newStackCredentials,
   credentialsEnv,
 } from "./stack.js";
-export type { ProviderProcess, ApiProcess, DriverProcess, StackCredentials } from "./stack.js";
+export type { ProviderProcess, ApiProcess, ApiStoreLocation, DriverProcess, StackCredentials } from "./stack.js";
 export { RunApiClient, ProviderControlClient, pollUntil } from "./http-clients.js";
 export type { RunViewBody, ProviderStats } from "./http-clients.js";
 export { runCrashScenario } from "./scenarios/crash-scenario.js";
