@@ -20,3 +20,4 @@ export type { CrashScenarioSpec } from "./scenarios/crash-scenario.js";
 export { CRASH_SCENARIOS } from "./scenarios/crash-scenarios.js";
 export type { ScenarioResult, ScenarioOptions, Timeline } from "./scenarios/scenario.types.js";
 export { runOperatorResolutionScenario, OPERATOR_RESOLUTION_SCENARIO } from "./scenarios/operator-resolution.scenario.js";
+export { runScaleOutScenario, SCALE_OUT_SCENARIO } from "./scenarios/scale-out.scenario.js";
