@@ -8,7 +8,10 @@ import { RECONCILIATION_OFF, type ReconciliationSettings } from "./modules/recon
 import { ReconciliationMetrics } from "./modules/reconciliation/infrastructure/reconciliation-metrics.js";
 import type { Store } from "./platform/db/store.port.js";
 import { systemClock, type Clock } from "./platform/clock.js";
-import { CommandNotifier } from "./modules/ledger/infrastructure/command-notifier.js";
+import { newUlid } from "@mosoo/contracts";
+import type { CommandWakeups } from "./platform/wakeups/command-wakeups.port.js";
+import { InProcessWakeups } from "./platform/wakeups/in-process-wakeups.js";
+import { DEFAULT_WORK_CLAIM_TIMING, WorkClaimService, type WorkClaimTiming } from "./modules/drivers/application/work-claim.service.js";
 import { CommandQueueService } from "./modules/drivers/application/command-queue.service.js";
 import { DriverInstanceService } from "./modules/drivers/application/driver-instance.service.js";
 import { EffectLedgerService } from "./modules/ledger/application/effect-ledger.service.js";
@@ -52,6 +55,15 @@ export interface CreateRuntimeOptions {
   reconciliation?: ReconciliationSettings;
   /** The prom-client registry for `GET /metrics` (default: a new one); the host may have registered its own metrics on it. */
   metricsRegistry?: Registry;
+  /**
+   * The long-poll wake-ups (default: in-process, for the embedded SQLite store's one API process); on
+   * PostgreSQL the host passes a started `PgCommandWakeups` so wake-ups cross instances (docs/DESIGN.md §11).
+   */
+  wakeups?: CommandWakeups;
+  /** This API instance's id (a ULID; default a fresh one): the holder of its work claims. */
+  instanceId?: string;
+  /** TTL and renewal period (ms) of the work claims (default {@link DEFAULT_WORK_CLAIM_TIMING}: 30 s, renewed every 10 s). */
+  workClaimTiming?: WorkClaimTiming;
 }
 
 /** How long (ms) a Driver registration that never connected is kept before the sweep purges it: 1 hour. */
@@ -61,7 +73,11 @@ const DEFAULT_DRIVER_UNCONNECTED_TTL_MS = 3_600_000;
  * The composition root: the one place that knows every module (docs/ARCHITECTURE.md). It builds
  * each service on one store and wires the ports: the reconciler (reconciliation module) becomes the
  * ledger's and the drivers' `EffectReconciliationPort`, the reconciliation sweep the drivers'
- * `ReconciliationSweepPort`, both absent when reconciliation is off.
+ * `ReconciliationSweepPort`, both absent when reconciliation is off. Several runtimes may share one
+ * store (several API instances, docs/DESIGN.md §11): each has its own `instanceId`, claims a Driver's
+ * repair and a sweep pass in the store (`work_claims`) and takes over a reconciliation lease only
+ * once it expired; give them cross-instance `wakeups` (PostgreSQL) so a command queued through one
+ * wakes a long-poll held on another.
  */
 export function createRuntime(opts: CreateRuntimeOptions): Runtime {
   const clock = opts.clock ?? systemClock;
@@ -69,7 +85,8 @@ export function createRuntime(opts: CreateRuntimeOptions): Runtime {
     store: opts.store,
     clock,
     logger: opts.logger,
-    notifier: new CommandNotifier(),
+    instanceId: opts.instanceId ?? newUlid(clock.nowMs()),
+    notifier: opts.wakeups ?? new InProcessWakeups(),
     storeBusy: new StoreBusyWatch(clock),
     shutdown: new AbortController(),
     settings: {
@@ -82,7 +99,12 @@ export function createRuntime(opts: CreateRuntimeOptions): Runtime {
   const metricsRegistry = opts.metricsRegistry ?? new Registry();
   const reconciler = new EffectReconciler(ctx, settings, new ReconciliationMetrics(metricsRegistry));
   const active = settings.enabled ? reconciler : undefined;
-  const repair = new FinalizationRepairService(ctx, active, settings.concurrency, settings.leaseMs);
+  // Work two API instances on one store must never do at once (a Driver's repair, a sweep pass) is claimed in the store.
+  const claims = new WorkClaimService(
+    { instanceId: ctx.instanceId, clock, logger: opts.logger, unitOfWork: (fn) => opts.store.transaction(fn) },
+    opts.workClaimTiming ?? DEFAULT_WORK_CLAIM_TIMING,
+  );
+  const repair = new FinalizationRepairService(ctx, claims, active, settings.concurrency, settings.leaseMs);
   return {
     ctx,
     drivers: new DriverInstanceService(ctx),
@@ -90,7 +112,7 @@ export function createRuntime(opts: CreateRuntimeOptions): Runtime {
     commands: new CommandQueueService(ctx),
     ledger: new EffectLedgerService(ctx, active, settings.lookupTimeoutMs),
     repair,
-    sweep: new MaintenanceSweepService(ctx, repair, active ? new ReconciliationSweep(ctx, reconciler, settings) : undefined),
+    sweep: new MaintenanceSweepService(ctx, repair, claims, active ? new ReconciliationSweep(ctx, reconciler, settings) : undefined),
     reconciler,
     operator: new OperatorService(ctx, reconciler, new CompensationService(ctx, settings), settings.enabled),
     metricsRegistry,

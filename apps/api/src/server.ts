@@ -6,6 +6,7 @@ import type { ApiConfig } from "./config/api-config.js";
 import { openApiStore } from "./config/open-api-store.js";
 import { createHttpApp } from "./adapters/http/app.js";
 import type { Store } from "./platform/db/store.port.js";
+import { PgCommandWakeups } from "./platform/db/postgres/pg-command-wakeups.js";
 import type { Clock } from "./platform/clock.js";
 import { createRuntime, type Runtime } from "./composition-root.js";
 import { resolveReconciliationSettings } from "./config/reconciliation-bindings.js";
@@ -69,8 +70,23 @@ export async function startApi(
     await adapterHost.close();
     throw err;
   }
+  // Several instances on one PostgreSQL database: a command queued through one wakes the long-polls of
+  // every other (LISTEN/NOTIFY, one listener connection per instance; docs/DESIGN.md §11). Listening
+  // before serving, so no long-poll starts without it. SQLite: one process, in-process wake-ups.
+  let wakeups: PgCommandWakeups | undefined;
+  if (store.dialect === "postgres" && config.databaseUrl !== undefined) {
+    wakeups = new PgCommandWakeups({ connectionString: config.databaseUrl, applicationName: "mosoo-command-wakeups" });
+    try {
+      await wakeups.start();
+    } catch (err) {
+      await adapterHost.close();
+      await store.close();
+      throw err;
+    }
+  }
   const runtime = createRuntime({
     store,
+    ...(wakeups ? { wakeups } : {}),
     logger,
     heartbeatTtlMs: config.heartbeatTtlMs,
     sendDeadlineMs: config.sendDeadlineMs,
@@ -79,9 +95,10 @@ export async function startApi(
     metricsRegistry,
     ...(opts.clock ? { clock: opts.clock } : {}),
   });
-  // One API process per store: leases found now were left by a process that died mid-lookup.
-  // Nothing is served yet, so this one write may wait for a lock as long as the migrations did (a startup transaction).
-  await runtime.reconciler.releaseStaleLeases();
+  // Leases expire (docs/DESIGN.md §11): only leases that EXPIRED are ended here (their lookups recorded
+  // `lookup_interrupted`); a live one may belong to another API instance on the same store, and the
+  // sweep ends it once it expired. Nothing is served yet, so this may wait for a lock as the migrations did.
+  await runtime.reconciler.endExpiredLeases({ startup: true });
   await reportBindings(reconciliation, store, logger);
   if (reconciliation.enabled && reconciliation.bindings.size === 0) {
     logger.warn(
@@ -128,6 +145,7 @@ export async function startApi(
       // their outcomes are submitted after that: wait for every lookup under way, then commit what
       // waits for a group commit's window (else lost, and misrecorded lookup_interrupted at restart)
       await runtime.reconciler.drain();
+      await wakeups?.close();
       await store.close();
     },
   };

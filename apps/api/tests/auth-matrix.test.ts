@@ -290,6 +290,7 @@ const MATRIX: Record<string, Entry> = {
     extra: [{ name: "Driver B heartbeating A's connection", token: (w) => w.b.token, status: 409, code: "driver.connection_superseded" }],
   },
   "POST /v1/drivers/finalize": { kind: "driver", req: () => ({ path: "/v1/drivers/finalize" }), right: (w) => w.a.token, rightStatus: 200 },
+  "GET /v1/drivers/self": { kind: "driver", req: () => ({ path: "/v1/drivers/self" }), right: (w) => w.a.token, rightStatus: 200 },
   "GET /v1/drivers/commands/next": {
     kind: "driver",
     req: (w) => ({ path: `/v1/drivers/commands/next?connectionId=${w.a.connectionId}&waitMs=0` }),

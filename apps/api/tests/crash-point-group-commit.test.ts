@@ -96,7 +96,7 @@ async function boot(lab: Omit<Lab, "store" | "runtime" | "injector"> & Partial<L
     clock: { nowMs: () => lab.clock.now() },
     reconciliation: settings,
   });
-  await runtime.reconciler.releaseStaleLeases();
+  await runtime.reconciler.endExpiredLeases({ startup: true });
   return Object.assign(full, { store, runtime, injector });
 }
 
@@ -192,9 +192,10 @@ describe("group commit: a crash inside a batch leaves all or none of the batch (
       await restart(lab);
       const seen = calls.map((c) => outcomeOf(lab, runId, c));
       expect(new Set(seen)).toEqual(new Set([phase === "before_commit" ? "absent" : "settled"]));
-      // recovery: the instance is still `finalizing`; once the interrupted lookups are due again
-      // (backoff after `lookup_interrupted`), the repair runs again and settles everything whole
-      lab.clock.advance(1_000);
+      // recovery: the instance is still `finalizing`; once the dead process's repair claim and
+      // reconciliation leases expired (30 s: nothing releases them at startup, docs/DESIGN.md §11), the
+      // repair runs again and settles everything whole
+      lab.clock.advance(30_001);
       await lab.runtime.repair.finalize(driver.instance.id, "operator");
       expect(calls.map((c) => outcomeOf(lab, runId, c))).toEqual(calls.map(() => "settled"));
       expect(runEvents(lab.store, runId, "run.failed")).toHaveLength(1);
@@ -219,8 +220,8 @@ describe("group commit: one batch, each outcome whole", () => {
       commandsFailed: N / 2,
       runsFailed: 1,
     });
-    // fence+settle, lease batches, ONE outcome batch (after all N answers), run failed
-    expect(commits.filter((answersSoFar) => answersSoFar === N)).toHaveLength(2);
+    // repair claim, fence+settle, lease batches, ONE outcome batch (after all N answers), run failed, claim released
+    expect(commits.filter((answersSoFar) => answersSoFar === N)).toHaveLength(3);
     expect(writes).toBe(commits.length);
   });
 

@@ -317,7 +317,7 @@ describe("crash-point matrix, adapter misbehaves (real worker isolation, both re
     }
   });
 
-  it("an API process that dies mid-lookup: the lookup was counted before the adapter ran, and the next start records it (lookup_interrupted)", async () => {
+  it("an API process that dies mid-lookup: the lookup was counted before the adapter ran; once its lease expired the sweep records it (lookup_interrupted)", async () => {
     const { adapter } = await host.bind({ module: MISBEHAVING, export: "neverSettlesAdapterFactory" }, undefined);
     const lab = new CrashLab("lookup_only", "ok", { adapter, lookupTimeoutMs: HOSTILE_LOOKUP_TIMEOUT_MS });
     try {
@@ -330,7 +330,15 @@ describe("crash-point matrix, adapter misbehaves (real worker isolation, both re
         .prepare("SELECT lookup_count, lease_owner IS NOT NULL AS leased FROM external_tool_effects WHERE id = ?")
         .get(effectId);
       expect(counted).toEqual({ lookup_count: 1, leased: 1 });
-      await lab.crash("the API process died while the adapter ran"); // restart on the same file: stale leases released
+      await lab.crash("the API process died while the adapter ran"); // restart on the same file
+      // the lease is still live: nothing at startup touches it (it could be another API instance's)
+      expect(
+        lab.store.sqlite.prepare("SELECT lease_owner IS NOT NULL AS leased FROM external_tool_effects WHERE id = ?").get(effectId),
+      ).toEqual({
+        leased: 1,
+      });
+      lab.clock.advance(30_001); // the lease (30 s) expired: what every sweep pass does first
+      await lab.runtime.reconciler.endExpiredLeases();
       const after = lab.store.sqlite
         .prepare(
           "SELECT status, lookup_count, lease_owner, next_lookup_at_ms IS NOT NULL AS scheduled FROM external_tool_effects WHERE id = ?",

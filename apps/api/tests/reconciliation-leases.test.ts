@@ -5,7 +5,7 @@ import pino from "pino";
 import { afterEach, describe, expect, it } from "vitest";
 import { loadApiConfig } from "../src/config/api-config.js";
 import { startApi } from "../src/server.js";
-import { openSqliteStore, type SqliteStore } from "../src/platform/db/sqlite/sqlite-store.js";
+import { openSqliteStore } from "../src/platform/db/sqlite/sqlite-store.js";
 import { commitAtProvider, createDoubleWorld, deliverAcceptClaim, dispatchWrite, type DoubleWorld, reconnectDriver } from "./kit/index.js";
 import { effectRow, reconciliationRecords, runEvents } from "./helpers/reconciliation-db.js";
 
@@ -82,26 +82,28 @@ describe("leases", () => {
     ]);
   });
 
-  it("a restarted API releases the leases its dead predecessor left, so the effect is looked up again at once", async () => {
+  it("a starting API ends only EXPIRED leases (lookup_interrupted) and never a live one, which may be another instance's (DESIGN §11)", async () => {
     const dir = mkdtempSync(join(tmpdir(), "mosoo-lease-"));
     dirs.push(dir);
     const dbFile = join(dir, "api.db");
     fx = createDoubleWorld({ dbFile });
-    const call = await unknownEffect(fx);
-    // the API died mid-lookup: its lease is still on the row
-    fx.store.sqlite
-      .prepare("UPDATE external_tool_effects SET lease_owner = 'dead-api', lease_expires_at_ms = ? WHERE id = ?")
-      .run(Date.now() + 3_600_000, call.effectId);
+    const expired = await unknownEffect(fx);
+    const live = await unknownEffect(fx);
+    // an API died mid-lookup a while ago (its lease expired); another is looking the second effect up right now
+    const setLease = fx.store.sqlite.prepare("UPDATE external_tool_effects SET lease_owner = ?, lease_expires_at_ms = ? WHERE id = ?");
+    setLease.run("dead-api", Date.now() - 1, expired.effectId);
+    setLease.run("live-api", Date.now() + 3_600_000, live.effectId);
     fx.close();
     fx = undefined;
     const api = await startApi(loadApiConfig({ MOSOO_DB_FILE: dbFile, MOSOO_PORT: "0" }), pino({ level: "silent" }), { sweep: false });
-    try {
-      expect(effectRow(api.store as SqliteStore, call.effectId).lease_owner).toBeNull(); // MOSOO_DB_FILE: the SQLite store
-    } finally {
-      await api.close();
-    }
+    await api.close();
     const reopened = openSqliteStore(dbFile);
-    expect(effectRow(reopened, call.effectId)).toMatchObject({ status: "unknown", lease_owner: null, lease_expires_at_ms: null });
-    reopened.closeNow();
+    try {
+      expect(effectRow(reopened, expired.effectId)).toMatchObject({ status: "unknown", lease_owner: null, lease_expires_at_ms: null });
+      expect(effectRow(reopened, live.effectId)).toMatchObject({ status: "unknown", lease_owner: "live-api" });
+      expect(reconciliationRecords(reopened, live.effectId)).toEqual([]);
+    } finally {
+      reopened.closeNow();
+    }
   });
 });

@@ -104,7 +104,7 @@ describe("reconciliation sweep: backoff, bound, restart", () => {
   it("a later confirmed outcome resolves an effect whose command is already terminal and lifts the fence", async () => {
     const f = setup();
     const call = await unknownAfterFailedLookup(f);
-    await expect(await f.runtime.runs.deleteRun(call.runId)).rejects.toThrow(RuntimeError);
+    await expect(f.runtime.runs.deleteRun(call.runId)).rejects.toThrow(RuntimeError);
     f.double.setFaults({ adapterFault: "none" });
     await commitAtProvider(f, call);
     f.clock.advance(1_000);
@@ -112,11 +112,11 @@ describe("reconciliation sweep: backoff, bound, restart", () => {
     expectReconciled(f.store, call.runId, call.effectId, "succeeded");
     expect(commandRow(f.store, call.commandId)).toMatchObject({ status: "failed", error: { code: "external_effect.unknown" } });
     await f.runtime.runs.deleteRun(call.runId);
-    await expect(await f.runtime.runs.getRunView(call.runId)).rejects.toThrow(/no run/);
+    await expect(f.runtime.runs.getRunView(call.runId)).rejects.toThrow(/no run/);
     expect(f.store.sqlite.prepare("SELECT count(*) AS n FROM external_tool_effects").get()).toEqual({ n: 0 });
   });
 
-  it("a lease left by a crashed reconciler blocks the sweep until it expires, then the effect is looked up", async () => {
+  it("a lease left by a crashed reconciler blocks the sweep until it expires; then it is recorded lookup_interrupted and looked up after the backoff", async () => {
     const f = setup();
     const call = await unknownAfterFailedLookup(f);
     const dueAt = effectRow(f.store, call.effectId).next_lookup_at_ms!;
@@ -128,6 +128,12 @@ describe("reconciliation sweep: backoff, bound, restart", () => {
     expect(await f.runtime.sweep.sweepOnce()).toMatchObject({ effectsLookedUp: 0 });
     expect(f.lookups).toHaveLength(1);
     f.clock.advance(5_001);
+    expect(await f.runtime.sweep.sweepOnce()).toMatchObject({ effectsLookedUp: 0 });
+    expect(reconciliationRecords(f.store, call.effectId).at(-1)).toMatchObject({
+      outcome: "still_unknown",
+      reason_code: "lookup_interrupted",
+    });
+    f.clock.advance(effectRow(f.store, call.effectId).next_lookup_at_ms! - f.clock.now());
     expect(await f.runtime.sweep.sweepOnce()).toMatchObject({ effectsLookedUp: 1, effectsResolved: 1 });
     expectReconciled(f.store, call.runId, call.effectId, "not_executed");
   });

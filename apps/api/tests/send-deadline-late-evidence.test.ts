@@ -178,7 +178,7 @@ describe("missed deadline report (rule 12): proof that nothing was sent", () => 
     const before = effectRow(fx.store, call.effectId);
     // The Driver reported attempt 1's result: it sent, so a missed deadline about it is refused outright.
     await expect(
-      await fx!.runtime.ledger.deadlineMissed(call.driver.instance, call.effectId, {
+      fx!.runtime.ledger.deadlineMissed(call.driver.instance, call.effectId, {
         connectionId: call.driver.connectionId,
         attempt: 1,
         elapsedMs: 1,
@@ -278,7 +278,7 @@ describe("late evidence (rule 13)", () => {
       });
     }
     await expect(
-      await fx!.runtime.ledger.lateResult(
+      fx!.runtime.ledger.lateResult(
         call.driver.instance,
         call.effectId,
         lateEvidence(call, { result: { ...lateEvidence(call).result, toolName: "deleteIssue" } }),
@@ -499,7 +499,7 @@ describe("HTTP: a deadline-missed report against the ledger's evidence is refuse
     expect(marked).toMatchObject({ outcome: "duplicate", status: "unknown" }); // already fenced: nothing changes but the send evidence
     const before = snapshot(fx, call);
     await expect(
-      await fx!.runtime.ledger.deadlineMissed(call.driver.instance, call.effectId, {
+      fx!.runtime.ledger.deadlineMissed(call.driver.instance, call.effectId, {
         connectionId: call.driver.connectionId,
         attempt: 1,
         elapsedMs: 30_000,
@@ -521,7 +521,7 @@ describe("HTTP: a deadline-missed report against the ledger's evidence is refuse
     expect(complete).toMatchObject({ outcome: "rejected", status: "unknown" });
     const before = snapshot(fx, call);
     await expect(
-      await fx!.runtime.ledger.deadlineMissed(call.driver.instance, call.effectId, {
+      fx!.runtime.ledger.deadlineMissed(call.driver.instance, call.effectId, {
         connectionId: call.driver.connectionId,
         attempt: 1,
         elapsedMs: 30_000,

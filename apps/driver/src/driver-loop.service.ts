@@ -133,6 +133,7 @@ export class DriverLoop {
       return reason;
     }
 
+    await this.reportFencedEffects(api);
     await this.pollLoop(api);
 
     this.clearHeartbeat();
@@ -163,6 +164,26 @@ export class DriverLoop {
     this.log = this.options.logger.child({ driverInstanceId: state.driverInstanceId });
     this.log.info({ name, stateFile: stateRepository.filePath }, "driver.registered");
     return state;
+  }
+
+  /**
+   * At startup, asks the API for its view of this instance (`GET /v1/drivers/self`) and, when some of
+   * its effects are `executing` or `unknown` (fenced: never sent again; settled only by reconciliation,
+   * late evidence or an operator, docs/DESIGN.md §3 rules 9 and 13), logs `driver.fenced_effects` with
+   * their counts, so whoever restarts a crashed Driver sees what it left in doubt. Informational: a
+   * failure is logged (`driver.self_unavailable`) and the Driver goes on.
+   */
+  private async reportFencedEffects(api: DriverApi): Promise<void> {
+    try {
+      const self = await api.call("self", {});
+      if (self.effects.executing + self.effects.unknown > 0)
+        this.log.warn(
+          { executing: self.effects.executing, unknown: self.effects.unknown, pendingCommandCount: self.pendingCommandCount },
+          "driver.fenced_effects",
+        );
+    } catch (error) {
+      this.log.debug({ err: (error as Error).message }, "driver.self_unavailable");
+    }
   }
 
   private async connect(api: DriverApi): Promise<ConnectDriverResponse> {

@@ -80,7 +80,7 @@ describe("DriverLoop", () => {
     expect(recorder.calls).toHaveLength(1);
     expect(recorder.calls[0]?.meta?.[IDEMPOTENCY_KEY_META]).toBe(claim.idempotencyKey);
     const order = api.requests.map((r) => r.route).filter((r) => !["nextCommand", "heartbeat"].includes(r));
-    expect(order).toEqual(["register", "connect", "commandUpdate", "effectClaim", "effectComplete", "commandUpdate"]);
+    expect(order).toEqual(["register", "connect", "self", "commandUpdate", "effectClaim", "effectComplete", "commandUpdate"]);
     expect(api.requestsOf("commandUpdate").map((r) => (r.body as { status: string }).status)).toEqual(["accepted", "completed"]);
     expect(api.requestsOf("finalize")).toHaveLength(0);
 
@@ -95,6 +95,27 @@ describe("DriverLoop", () => {
       effectId: claim.effectId,
       driverInstanceId: state?.driverInstanceId,
     });
+  });
+
+  it("logs driver.fenced_effects at startup when the API says effects of this instance are executing or unknown", async () => {
+    api.selfEffects = { executing: 1, unknown: 2 };
+    const { loop, lines } = await driver();
+    const running = loop.run();
+    await until(() => lines.some((l) => l["msg"] === "driver.fenced_effects"));
+    loop.stop("SIGTERM");
+    await running;
+    expect(lines.find((l) => l["msg"] === "driver.fenced_effects")).toMatchObject({ executing: 1, unknown: 2, pendingCommandCount: 0 });
+  });
+
+  it("says nothing of fenced effects when there are none, and goes on when the API cannot answer self", async () => {
+    api.failNext("self", error(503, "store.busy", "busy"), error(503, "store.busy", "busy")); // the client retries a 5xx once here
+    const { loop, lines } = await driver();
+    const running = loop.run();
+    await until(() => api.requestsOf("nextCommand").length > 0);
+    loop.stop("SIGTERM");
+    expect(await running).toMatchObject({ kind: "stopped", exitCode: 0 });
+    expect(lines.some((l) => l["msg"] === "driver.fenced_effects")).toBe(false);
+    expect(lines.some((l) => l["msg"] === "driver.self_unavailable")).toBe(true);
   });
 
   it("reconnects with an existing state file without registering again", async () => {

@@ -4,7 +4,7 @@ import { McpExecuteCommandResultRequestSchema, McpExecuteCommandSchema, ToolName
 import { REQUEST_FINGERPRINT_PATTERN } from "./request-fingerprint.js";
 import { RunErrorSchema } from "./run-error.contract.js";
 import { identifierSchema, safeJsonObjectSchema, strictIntegerInput, textSchema } from "./input-safety.contract.js";
-import { CommandStatusSchema, EffectStatusSchema } from "./statuses.contract.js";
+import { CommandStatusSchema, DriverInstanceStatusSchema, EffectStatusSchema } from "./statuses.contract.js";
 import { EffectClaimSchema } from "./effect-claim.contract.js";
 import { defineRoute, type ApiRoute, type RouteBody } from "./route-table.contract.js";
 
@@ -62,6 +62,26 @@ export type ConnectionRequest = z.infer<typeof ConnectionRequestSchema>;
 export const HeartbeatResponseSchema = z.object({ heartbeatTtlMs: z.number().int().positive() });
 /** See {@link HeartbeatResponseSchema}. */
 export type HeartbeatResponse = z.infer<typeof HeartbeatResponseSchema>;
+
+/**
+ * The API's view of the calling Driver instance (`GET /v1/drivers/self`, `mosoo-driver --status`):
+ * its status, its current connection (null before the first connect), its last heartbeat and when the
+ * sweep would finalize it without another (`heartbeatExpiresAtMs` = last heartbeat + `heartbeatTtlMs`,
+ * ms since the epoch; null before the first connect), how many of its effects are `executing` and
+ * `unknown` (the ones fenced until reconciled or resolved, docs/DESIGN.md §3 rule 9) and how many of its
+ * commands have no terminal receipt yet (redelivered on its next connection, rule 11).
+ */
+const DriverSelfResponseSchema = z.object({
+  driverInstanceId: UlidSchema,
+  name: z.string(),
+  status: DriverInstanceStatusSchema,
+  connectionId: UlidSchema.nullable(),
+  lastHeartbeatAtMs: z.number().int().nonnegative().nullable(),
+  heartbeatTtlMs: z.number().int().positive(),
+  heartbeatExpiresAtMs: z.number().int().nonnegative().nullable(),
+  effects: z.object({ executing: z.number().int().nonnegative(), unknown: z.number().int().nonnegative() }),
+  pendingCommandCount: z.number().int().nonnegative(),
+});
 
 /**
  * Query of the long-poll for the next command: waits up to `waitMs` (0–30 000 ms, a strict decimal
@@ -278,6 +298,16 @@ export const DRIVER_API = {
     errors: [],
     idempotent: true,
     note: "the API finalizes the calling instance and does not read the body (the Driver sends its connectionId)",
+  }),
+  self: defineRoute({
+    method: "GET",
+    path: "/v1/drivers/self",
+    response: DriverSelfResponseSchema,
+    status: [200],
+    auth: { kind: "driver" },
+    errors: [],
+    idempotent: true,
+    note: "a read: changes nothing; a finalized instance is answered 409 driver.finalized by its credential",
   }),
   nextCommand: defineRoute({
     method: "GET",

@@ -66,6 +66,16 @@ export const DriverInstanceStatusSchema = z.enum(DRIVER_INSTANCE_STATUSES);
 /** See {@link DRIVER_INSTANCE_STATUSES}. */
 export type DriverInstanceStatus = z.infer<typeof DriverInstanceStatusSchema>;
 
+/**
+ * Kinds of work an API instance claims in the store before doing it, so that two instances sharing one
+ * store never do the same work at once (docs/DESIGN.md §11; table `work_claims`, primary key (kind, key)):
+ * - `driver_finalization`: the finalization repair of one Driver instance (key: its id);
+ * - `maintenance_sweep`: one pass of the maintenance sweep (key: `pass`, a single key for the store).
+ */
+export const WORK_CLAIM_KINDS = ["driver_finalization", "maintenance_sweep"] as const;
+/** See {@link WORK_CLAIM_KINDS}. */
+export type WorkClaimKind = (typeof WORK_CLAIM_KINDS)[number];
+
 // The other persisted lists the store's CHECK constraints are built from (apps/api/src/platform/db/schema.ts
 // reads every list through this entry point, `@mosoo/contracts/statuses`).
 export { RUN_EVENT_TYPES, TERMINAL_RUN_EVENT_TYPES } from "./run-events.contract.js";

@@ -2,8 +2,8 @@
  * The crash lab of `crash-point-matrix.test.ts` (issue 5): one tool call driven step by step through
  * the Driver protocol against a real runtime on a FILE-backed SQLite store, with a provider double
  * that outlives every crash (it is another process). A crash abandons the in-memory runtime and the
- * model Driver's memory, closes the store and opens the same file in a new runtime (stale leases
- * released, as `server.ts` does at startup); recovery is then driven by a reconnecting Driver
+ * model Driver's memory, closes the store and opens the same file in a new runtime (expired leases
+ * ended, as `server.ts` does at startup); recovery is then driven by a reconnecting Driver
  * (redelivery) or by the Driver's heartbeat expiring (sweep → finalization repair), then quiescence.
  */
 import { join } from "node:path";
@@ -214,7 +214,7 @@ export class CrashLab {
     this.facts.crashes.push(reason);
     this.crashAfterLookup = false;
     this.injector.crashed ??= new SimulatedCrash(reason);
-    await this.world.restart(); // closes the store, opens the file in a new runtime, releases stale leases
+    await this.world.restart(); // closes the store, opens the file in a new runtime, ends expired leases
     this.runtime = this.world.runtime;
     if (this.driver) this.driver = { ...this.driver, connectionId: "" };
   }
@@ -232,9 +232,9 @@ export class CrashLab {
   // -------------------------------------------------------------------------------------------
   // The flow
 
-  /** Releases stale leases as the API does at startup, then registers, connects the Driver and creates its run (before any crash is armed). */
+  /** Ends expired leases as the API does at startup, then registers, connects the Driver and creates its run (before any crash is armed). */
   async setup(): Promise<void> {
-    await this.runtime.reconciler.releaseStaleLeases();
+    await this.runtime.reconciler.endExpiredLeases({ startup: true });
     const { driverToken } = await this.runtime.drivers.register({ name: "lab-driver" }, { kind: "enrollment" });
     const instance = await this.runtime.drivers.authenticate(driverToken);
     const { connectionId } = await this.runtime.drivers.connect(instance);

@@ -39,11 +39,6 @@ export const CONSTRAINT_ONLY: Readonly<Record<string, string>> = {
 export const ALLOWED_SCANS: ReadonlyArray<{ table: string; sql: RegExp; why: string }> = [
   {
     table: "external_tool_effects",
-    sql: /"lease_owner" is not null$/,
-    why: "once per API start: the leases a dead process left (a partial index on `lease_owner` would cost a write on every lease taken and released by the recovery path)",
-  },
-  {
-    table: "external_tool_effects",
     sql: /^select distinct "server_id", "tool_name" from "external_tool_effects"/,
     why: "once per API start: the binding report's tools seen per bound server",
   },

@@ -9,7 +9,7 @@
  * (fence, inline lookup); sweep lookups; operator list/show/stats/change feed, reconcile, resolve, a
  * refused action; compensation against the real fixture provider; Driver finalization repair;
  * heartbeat expiry; deletes of a run, a session and a Driver (and a refused one); the purge of
- * never-connected registrations; an API restart (stale leases, binding report); the effects CLI on
+ * never-connected registrations; an API restart (expired leases, binding report); the effects CLI on
  * the store file. Test-only.
  */
 import { writeFileSync } from "node:fs";
@@ -297,9 +297,9 @@ async function compensationPath(capture: SqlCapture): Promise<void> {
   }
 }
 
-/** An API process started on the store file (`startApi`: stale leases, binding report), then the effects CLI on the file. */
+/** An API process started on the store file (`startApi`: expired leases, binding report), then the effects CLI on the file. */
 async function startupAndCli(capture: SqlCapture, dbFile: string, dir: string, effectId: string): Promise<void> {
-  capture.step("API startup: stale leases, binding report");
+  capture.step("API startup: expired leases, binding report");
   const bindings = join(dir, "bindings.json");
   writeFileSync(
     bindings,
@@ -345,7 +345,7 @@ export async function runIndexWorkload(capture: SqlCapture): Promise<void> {
     let effectId: string;
     try {
       effectId = await ledgerPaths(capture, fx, app);
-      capture.step("API restart on the same file (stale leases released)");
+      capture.step("API restart on the same file (expired leases ended)");
       await fx.restart();
     } finally {
       await fx.close();

@@ -183,7 +183,7 @@ export interface World {
   checks: CheckOptions;
   /** Counts durable writes of the current store and crashes at a planned one (ApiCrashCmd). */
   injector: CrashInjector;
-  /** The API process died: close the store, open the same file in a new runtime (stale leases released). */
+  /** The API process died: close the store, open the same file in a new runtime (expired leases ended). */
   restart(): Promise<void>;
   close(): void;
 }
@@ -270,7 +270,7 @@ export function createWorld(profile: Profile, checks: CheckOptions = { finalizat
     checks,
     restart: async () => {
       // the store is closed, the same file opened in a new runtime, and (what server.ts does at
-      // startup) the leases of the dead process are released
+      // startup) the leases that expired are ended (a live one is left to expire, docs/DESIGN.md §11)
       await tw.restart();
       Object.assign(world, { store: tw.store, runtime: tw.runtime, injector });
     },

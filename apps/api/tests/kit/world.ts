@@ -36,7 +36,7 @@ export interface TestWorldOptions {
 /**
  * A runtime on a migrated store with a manual clock. `store` and `runtime` are replaced by
  * `restart()`: the "API process" dies (the store is closed; its memory is gone), a new one opens
- * the same file and, as `server.ts` does at startup, releases the dead process's leases (rejects
+ * the same file and, as `server.ts` does at startup, ends the leases that expired (a live one is left to expire: docs/DESIGN.md §11) (rejects
  * with Error on an in-memory world). `close()` closes the store at once (`closeNow`, as a process exit would).
  */
 export interface TestWorld {
@@ -84,7 +84,7 @@ export function createTestWorld(opts: TestWorldOptions = {}): TestWorld {
         // already closed
       }
       Object.assign(world, boot());
-      await world.runtime.reconciler.releaseStaleLeases();
+      await world.runtime.reconciler.endExpiredLeases({ startup: true });
     },
     close: () => world.store.closeNow(),
   };

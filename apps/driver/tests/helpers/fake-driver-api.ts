@@ -85,6 +85,9 @@ export class FakeDriverApi {
     return this.server !== null;
   }
 
+  /** The `executing`/`unknown` effect counts `self` answers (the API's view of the instance). */
+  selfEffects = { executing: 0, unknown: 0 };
+
   /** Queues scripted answers for the next requests to `route` (a `DRIVER_API` route name). */
   failNext(route: string, ...answers: Answer[]): void {
     this.scripted.set(route, [...(this.scripted.get(route) ?? []), ...answers]);
@@ -169,6 +172,18 @@ export class FakeDriverApi {
         pendingCommandCount: this.queue.length,
       });
     }
+    if (route === "self")
+      return ok({
+        driverInstanceId: instance,
+        name: "driver-test",
+        status: "connected",
+        connectionId: this.state.currentConnectionId,
+        lastHeartbeatAtMs: null,
+        heartbeatTtlMs: this.heartbeatTtlMs,
+        heartbeatExpiresAtMs: null,
+        effects: this.selfEffects,
+        pendingCommandCount: this.queue.length,
+      });
     const connectionId = route === "nextCommand" ? url.searchParams.get("connectionId") : body?.["connectionId"];
     if (connectionId !== this.currentConnectionId) return error(409, "driver.connection_superseded", "a newer connection exists");
     switch (route) {

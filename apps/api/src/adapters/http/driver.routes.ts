@@ -40,6 +40,7 @@ export function driverRoutes(runtime: Runtime, guard: CredentialGuard, limit: Re
   on(DRIVER_API.heartbeat, async (c, req) => req.json(await runtime.drivers.heartbeat(c.get("driver"), (await req.body()).connectionId)));
   // the body (the Driver's connectionId) is not read: the calling instance is finalized
   on(DRIVER_API.finalize, async (c, req) => req.json(await runtime.repair.finalize(c.get("driver").id, "driver_request")));
+  on(DRIVER_API.self, async (c, req) => req.json(await runtime.drivers.describe(c.get("driver"))));
   on(DRIVER_API.nextCommand, async (c, req) => {
     const q = req.query();
     return req.json({ command: await runtime.commands.nextCommand(c.get("driver"), q.connectionId, q.waitMs, c.req.raw.signal) });

@@ -13,6 +13,7 @@ import {
   RECONCILIATION_TRIGGERS,
   RUN_EVENT_TYPES,
   RUN_STATUSES,
+  WORK_CLAIM_KINDS,
 } from "@mosoo/contracts/statuses";
 
 /** `col IN ('a','b',...)` for a CHECK constraint built from one of the contracts' status lists. */
@@ -435,5 +436,34 @@ export const effectOperatorRefusals = sqliteTable(
     check("effect_operator_refusals_reason_check", sql`length(reason) BETWEEN 1 AND 2000`),
     check("effect_operator_refusals_message_check", sql`length(message) BETWEEN 1 AND 2000`),
     index("effect_operator_refusals_effect_idx").on(t.effectId),
+  ],
+);
+
+/**
+ * Work claimed by one API instance (docs/DESIGN.md §11: several API instances on one store never do
+ * the same work at once). At most ONE row per (kind, key) — the primary key — so at most one live
+ * holder: a claim is taken with one atomic `INSERT … ON CONFLICT (kind, key) DO UPDATE … WHERE the row
+ * expired OR it is the caller's own … RETURNING` (work-claim.repository.ts), renewed while the work
+ * runs, and deleted when it ends; a holder that died loses its claim at `expires_at_ms` (ms since the
+ * epoch, the claimer's clock). `holder` is a fresh token per claim (a second claim of the same
+ * instance is a different holder); `holder_instance_id` names the API instance (diagnostics). `kind`
+ * is one of {@link WORK_CLAIM_KINDS}.
+ */
+export const workClaims = sqliteTable(
+  "work_claims",
+  {
+    kind: text("kind", { enum: WORK_CLAIM_KINDS }).notNull(),
+    key: text("key").notNull(),
+    holder: text("holder").notNull(),
+    holderInstanceId: text("holder_instance_id").notNull(),
+    claimedAtMs: integer("claimed_at_ms").notNull(),
+    expiresAtMs: integer("expires_at_ms").notNull(),
+  },
+  (t) => [
+    primaryKey({ columns: [t.kind, t.key] }),
+    check("work_claims_kind_check", oneOf("kind", WORK_CLAIM_KINDS)),
+    check("work_claims_key_check", sql`length(key) BETWEEN 1 AND 200`),
+    check("work_claims_holder_check", sql`length(holder) = 26 AND length(holder_instance_id) = 26`),
+    check("work_claims_expiry_check", sql`expires_at_ms > claimed_at_ms`),
   ],
 );

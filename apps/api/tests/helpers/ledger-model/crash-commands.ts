@@ -15,7 +15,7 @@ export type CrashOp = "none" | "sweep" | "finalize" | "reconcile" | "claim";
  * The API process dies at its k-th durable write from now (before or after that write commits)
  * while running `op` (a sweep, finalization of the current Driver, a reconcile of an unknown
  * effect, a redelivery claim), or simply between commands (`none`, or when `op` ends before write
- * k); a new API process opens the same file (stale leases released). The Driver, the provider and
+ * k); a new API process opens the same file (expired leases ended). The Driver, the provider and
  * the clock live on.
  */
 export class ApiCrashCmd implements Cmd {

@@ -52,11 +52,25 @@ export class CommandQueueService {
     const deadline = this.ctx.clock.nowMs() + waitMs;
     const shutdown = this.ctx.shutdown.signal;
     for (;;) {
-      const envelope = await this.tryDeliver(instance.id, connectionId);
-      if (envelope) return envelope;
+      // The wait listens BEFORE the store is read: a command queued (and its wake-up sent, possibly
+      // by another API instance) between this read and the wait is not waited out. `stop` ends the
+      // wait (and removes its listeners) when it is not needed.
+      const stop = new AbortController();
+      const waitMs = Math.max(0, deadline - this.ctx.clock.nowMs());
+      const woken = this.ctx.notifier.wait(instance.id, waitMs, signal ? [stop.signal, signal, shutdown] : [stop.signal, shutdown]);
+      let envelope: DriverCommandEnvelope | null;
+      try {
+        envelope = await this.tryDeliver(instance.id, connectionId);
+      } catch (err) {
+        stop.abort();
+        throw err;
+      }
       const remaining = deadline - this.ctx.clock.nowMs();
-      if (remaining <= 0 || shutdown.aborted || signal?.aborted) return null;
-      await this.ctx.notifier.wait(instance.id, remaining, signal ? [signal, shutdown] : [shutdown]);
+      if (envelope || remaining <= 0 || shutdown.aborted || signal?.aborted) {
+        stop.abort();
+        return envelope;
+      }
+      await woken;
       // A request that ended meanwhile (the Driver went away) is not handed a command: nobody would
       // read the answer, and the command would count as delivered on this connection.
       if (shutdown.aborted || signal?.aborted) return null;

@@ -2,6 +2,8 @@ import { createHash, randomBytes, timingSafeEqual } from "node:crypto";
 import {
   DriverTokenSchema,
   newUlid,
+  type DRIVER_API,
+  type RouteOutput,
   type ConnectDriverResponse,
   type RegisterDriverRequest,
   type RegisterDriverResponse,
@@ -142,10 +144,12 @@ export class DriverInstanceService {
         lastHeartbeatAtMs: now,
       });
       if (!ok) throw new RuntimeError("driver.finalized", `Driver instance ${instance.id} was finalized; register again`);
+      // wakes the superseded connection's long-poll, on whichever API instance holds it (docs/DESIGN.md §11)
+      await this.ctx.notifier.notifyInTransaction(tx, instance.id);
       return (await commandRepository.listNonTerminalOfDriver(tx, instance.id)).length;
     });
     this.ctx.logger.info({ driverInstanceId: instance.id, connectionId, pendingCommandCount: pending }, "driver.connected");
-    this.ctx.notifier.notify(instance.id);
+    this.ctx.notifier.notifyCommitted(instance.id);
     return { driverInstanceId: instance.id, connectionId, heartbeatTtlMs: this.ctx.settings.heartbeatTtlMs, pendingCommandCount: pending };
   }
 
@@ -159,5 +163,35 @@ export class DriverInstanceService {
       throw new RuntimeError("driver.connection_superseded", "this connection is no longer current; reconnect", { connectionId });
     }
     return { heartbeatTtlMs: this.ctx.settings.heartbeatTtlMs };
+  }
+
+  /**
+   * The API's view of `instance` (`GET /v1/drivers/self`; shape: `DRIVER_API.self.response`): status,
+   * current connection, last heartbeat and its expiry (ms since the epoch; the sweep finalizes the
+   * instance after it), its `executing` and `unknown` effects (fenced until settled, docs/DESIGN.md §3
+   * rule 9) and its commands without a terminal receipt. A read: changes nothing.
+   * @throws RuntimeError `driver.not_found` when the instance was deleted meanwhile.
+   */
+  async describe(instance: DriverInstanceRow): Promise<RouteOutput<typeof DRIVER_API.self>> {
+    return this.ctx.store.read(async (tx) => {
+      const row = await driverInstanceRepository.findById(tx, instance.id);
+      if (!row) throw new RuntimeError("driver.not_found", `no Driver instance ${instance.id}`);
+      const fenced = await effectRepository.listOfDriverInStatus(tx, row.id, ["executing", "unknown"]);
+      const ttl = this.ctx.settings.heartbeatTtlMs;
+      return {
+        driverInstanceId: row.id,
+        name: row.name,
+        status: row.status,
+        connectionId: row.connectionId,
+        lastHeartbeatAtMs: row.lastHeartbeatAtMs,
+        heartbeatTtlMs: ttl,
+        heartbeatExpiresAtMs: row.lastHeartbeatAtMs === null ? null : row.lastHeartbeatAtMs + ttl,
+        effects: {
+          executing: fenced.filter((e) => e.status === "executing").length,
+          unknown: fenced.filter((e) => e.status === "unknown").length,
+        },
+        pendingCommandCount: (await commandRepository.listNonTerminalOfDriver(tx, row.id)).length,
+      };
+    });
   }
 }

@@ -10,6 +10,7 @@ import { runRepository } from "../../ledger/infrastructure/run.repository.js";
 import type { StoreTx } from "../../../platform/db/store.port.js";
 import { fenceExecutingEffect } from "../../ledger/application/effect-ledger.service.js";
 import type { RuntimeContext } from "../../ledger/application/runtime-context.js";
+import type { WorkClaimService } from "./work-claim.service.js";
 
 /** Why a Driver instance is being finalized: its own request, the sweep (heartbeat expired), or an operator. */
 export type FinalizationTrigger = "driver_request" | "heartbeat_expired" | "operator";
@@ -39,12 +40,21 @@ function emptyFinalizationSummary(): FinalizationSummary {
  *    ("please resend", retryable) only when none is (docs/DESIGN.md §3 rule 14).
  * Idempotent: a second run changes nothing more and reports zeros. Crash-safe: the instance stays
  * `finalizing` until the last step commits, and the sweep resumes such instances.
+ *
+ * Single flight across API instances (docs/DESIGN.md §11): a repair runs only under the store claim
+ * `driver_finalization` / <Driver instance id> (`work_claims`), so two instances sharing one store
+ * never repair the same Driver at once; within one instance a second caller also waits for the
+ * repair in flight. A caller that finds another instance's claim live gets zeros at once (that
+ * instance finishes the repair; if it dies, its claim expires and the sweep of any instance resumes
+ * the `finalizing` Driver). A holder that loses its claim (it stalled past the claim's TTL and another
+ * instance took over) stops before its next step; every step is a compare-and-set, so nothing is done twice.
  */
 export class FinalizationRepairService {
   private readonly inFlight = new Map<string, Promise<FinalizationSummary>>();
 
   constructor(
     private readonly ctx: RuntimeContext,
+    private readonly claims: WorkClaimService,
     private readonly reconciler?: EffectReconciliationPort,
     private readonly concurrency = 4,
     /** How long (ms) to wait for another reconciler's lease on an effect before settling its command. */
@@ -53,7 +63,7 @@ export class FinalizationRepairService {
 
   /**
    * Runs the repair for `driverInstanceId`.
-   * @returns counts of what changed (all zero when it was already finalized).
+   * @returns counts of what changed (all zero when it was already finalized, or another API instance is repairing it).
    * @throws RuntimeError `driver.not_found`.
    */
   async finalize(driverInstanceId: string, trigger: FinalizationTrigger): Promise<FinalizationSummary> {
@@ -64,16 +74,31 @@ export class FinalizationRepairService {
       await running.catch(() => undefined);
       return emptyFinalizationSummary();
     }
-    const run = this.repairOnce(driverInstanceId, trigger).finally(() => this.inFlight.delete(driverInstanceId));
+    const run = this.claims
+      .runClaimed("driver_finalization", driverInstanceId, (claimLost) => this.repairOnce(driverInstanceId, trigger, claimLost))
+      .then((r) => {
+        if (r.claimed) return r.value;
+        this.ctx.logger.info({ driverInstanceId, trigger }, "driver.finalization_claimed_elsewhere: another API instance is repairing it");
+        return emptyFinalizationSummary();
+      })
+      .finally(() => this.inFlight.delete(driverInstanceId));
     this.inFlight.set(driverInstanceId, run);
     return run;
   }
 
-  private async repairOnce(driverInstanceId: string, trigger: FinalizationTrigger): Promise<FinalizationSummary> {
+  private async repairOnce(driverInstanceId: string, trigger: FinalizationTrigger, claimLost: AbortSignal): Promise<FinalizationSummary> {
     const summary = emptyFinalizationSummary();
     const deferred = await this.fenceAndSettle(driverInstanceId, summary);
     if (deferred === null) return summary;
-    await this.reconcileDeferred(deferred, summary);
+    if (!claimLost.aborted) await this.reconcileDeferred(deferred, summary);
+    if (claimLost.aborted) {
+      // Another instance took the claim over: it resumes the `finalizing` Driver from the store.
+      this.ctx.logger.warn(
+        { driverInstanceId, trigger, ...summary },
+        "driver.finalization_claim_lost: stopped; another API instance resumes it",
+      );
+      return summary;
+    }
     await this.failActiveRunAndClose(driverInstanceId, summary);
     this.ctx.logger.info({ driverInstanceId, trigger, ...summary }, "driver.finalized");
     return summary;

@@ -1,6 +1,7 @@
 import { BACKGROUND_BUSY_RETRY, isStoreBusy, retryWhenBusy } from "../../../platform/db/store-busy.js";
 import { driverInstanceRepository } from "../../ledger/infrastructure/driver-instance.repository.js";
 import type { FinalizationRepairService } from "./finalization-repair.service.js";
+import type { WorkClaimService } from "./work-claim.service.js";
 import type { RuntimeContext } from "../../ledger/application/runtime-context.js";
 
 /**
@@ -37,6 +38,12 @@ export interface SweepReport {
  * store busy (`ctx.storeBusy`: a `503 store.busy` answer, or a pass ended on `store.busy`), so a lock
  * held by another process longer than the TTL (a backup) does not finalize Drivers whose heartbeats
  * the API itself refused. A Driver that really died meanwhile is finalized up to one TTL later.
+ *
+ * Several API instances on one store (docs/DESIGN.md §11): any instance may run a pass, one at a time:
+ * a pass runs only under the store claim `maintenance_sweep` / `pass` (`work_claims`); an instance
+ * whose timer fires while another's pass runs skips that tick (its report is all zeros). A pass's
+ * repairs are each claimed per Driver as well, and its lookups take per-effect leases, so even two
+ * passes at once would not repair one Driver twice or look one effect up twice.
  */
 export class MaintenanceSweepService {
   private timer: NodeJS.Timeout | undefined;
@@ -47,13 +54,14 @@ export class MaintenanceSweepService {
   constructor(
     private readonly ctx: RuntimeContext,
     private readonly repair: FinalizationRepairService,
+    private readonly claims: WorkClaimService,
     private readonly reconciliationSweep?: ReconciliationSweepPort,
   ) {
     this.startedAtMs = ctx.clock.nowMs();
   }
 
   /**
-   * One pass. Concurrent calls share the pass in flight. Errors of one Driver are logged and do not
+   * One pass (skipped, all zeros, while another API instance's pass holds the sweep claim). Concurrent calls share the pass in flight. Errors of one Driver are logged and do not
    * stop the pass. A store locked by another connection (`store.busy`, after the asynchronous
    * retries of `retryWhenBusy`) only ends the pass early with a warning: the next pass tries again,
    * and nothing is lost (every step is its own transaction and the repair resumes a half-done
@@ -68,7 +76,8 @@ export class MaintenanceSweepService {
 
   private async guardedPass(): Promise<SweepReport> {
     try {
-      return await this.pass();
+      const claimed = await this.claims.runClaimed("maintenance_sweep", "pass", () => this.pass());
+      return claimed.claimed ? claimed.value : { driversFinalized: 0, driversPurged: 0, effectsLookedUp: 0, effectsResolved: 0 };
     } catch (err) {
       if (isStoreBusy(err)) {
         this.ctx.storeBusy.noteBusy();

@@ -1,11 +1,13 @@
 import type { Logger } from "pino";
 import type { Store } from "../../../platform/db/store.port.js";
 import type { Clock } from "../../../platform/clock.js";
-import type { CommandNotifier } from "../infrastructure/command-notifier.js";
+import type { CommandWakeups } from "../../../platform/wakeups/command-wakeups.port.js";
 import type { StoreBusyWatch } from "../../../platform/db/store-busy-watch.js";
 
 /**
- * What every runtime service shares: the store (the async store port, docs/DESIGN.md §11), the clock, the logger, the long-poll notifier
+ * What every runtime service shares: the store (the async store port, docs/DESIGN.md §11), the clock, the logger,
+ * `instanceId` (this API instance's ULID, fresh per process: it names the holder of its work claims),
+ * the long-poll wake-ups (`notifier`: in-process on SQLite, LISTEN/NOTIFY across instances on PostgreSQL),
  * the runtime settings (`heartbeatTtlMs`: a Driver whose last heartbeat is older is finalized by the
  * sweep; `sendDeadlineMs`: the send-by deadline of an `execute` claim, default 10 000 ms, docs/DESIGN.md §3
  * rule 12; `driverUnconnectedTtlMs`: a registration that never connected is purged by the sweep this
@@ -17,7 +19,8 @@ export interface RuntimeContext {
   store: Store;
   clock: Clock;
   logger: Logger;
-  notifier: CommandNotifier;
+  instanceId: string;
+  notifier: CommandWakeups;
   storeBusy: StoreBusyWatch;
   settings: { heartbeatTtlMs: number; sendDeadlineMs?: number; driverUnconnectedTtlMs: number };
 }

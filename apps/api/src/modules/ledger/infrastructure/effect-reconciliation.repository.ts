@@ -98,22 +98,44 @@ export const reconciliationRepository = {
     return rows.length > 0;
   },
   /**
-   * Releases every lease (at API startup: one API process owns a store, so every lease found then
-   * belongs to a process that died mid-lookup). Returns how many were released.
+   * Releases `owner`'s lease on the effect if it is still held and EXPIRED at `nowMs` (`lease_expires_at_ms
+   * < nowMs`, the same rule by which {@link acquireLease} takes a lease over). A live lease (another API
+   * instance is looking the effect up) is never touched. True when released.
    */
-  async releaseAllLeases(tx: StoreTx): Promise<number> {
+  async releaseExpiredLease(tx: StoreTx, effectId: string, owner: string, nowMs: number): Promise<boolean> {
     const externalToolEffects = tx.tables.externalToolEffects;
     const rows = await tx.db
       .update(externalToolEffects)
       .set({ leaseOwner: null, leaseExpiresAtMs: null })
-      .where(isNotNull(externalToolEffects.leaseOwner))
+      .where(
+        and(
+          eq(externalToolEffects.id, effectId),
+          eq(externalToolEffects.leaseOwner, owner),
+          lt(externalToolEffects.leaseExpiresAtMs, nowMs),
+        ),
+      )
       .returning({ id: externalToolEffects.id });
-    return rows.length;
+    return rows.length > 0;
   },
-  /** Every effect that holds a lease (at API startup: lookups a dead process left unfinished). */
-  async listLeased(tx: StoreTx): Promise<Array<typeof externalToolEffects.$inferSelect>> {
+  /**
+   * The `unknown` effects whose lease EXPIRED at `nowMs` without an outcome (the lookup's process died or
+   * stalled past the lease), at most `limit`, oldest first. Live leases are not listed.
+   */
+  async listExpiredLeases(tx: StoreTx, nowMs: number, limit: number): Promise<Array<typeof externalToolEffects.$inferSelect>> {
     const externalToolEffects = tx.tables.externalToolEffects;
-    return tx.db.select().from(externalToolEffects).where(isNotNull(externalToolEffects.leaseOwner));
+    return tx.db
+      .select()
+      .from(externalToolEffects)
+      .where(
+        and(
+          // leases are taken on `unknown` effects only (acquireLease): the (status, id) index serves this
+          eq(externalToolEffects.status, "unknown"),
+          isNotNull(externalToolEffects.leaseOwner),
+          lt(externalToolEffects.leaseExpiresAtMs, nowMs),
+        ),
+      )
+      .orderBy(asc(externalToolEffects.id))
+      .limit(limit);
   },
   /** Inserts one reconciliation record (a second confirmed record for an effect violates a partial unique index). */
   async insertRecord(tx: StoreTx, row: typeof effectReconciliations.$inferInsert): Promise<void> {

@@ -121,7 +121,7 @@ export class CompensationService {
       },
       "operator.compensation_queued",
     );
-    this.ctx.notifier.notify(queued.driverInstanceId);
+    this.ctx.notifier.notifyCommitted(queued.driverInstanceId);
     return queued;
   }
 
@@ -192,6 +192,8 @@ export class CompensationService {
           compensationEffectId: recorded.effectId,
           createdAtMs: now,
         });
+        // the Driver's long-poll wakes when this commits, on whichever API instance holds it (docs/DESIGN.md §11)
+        await this.ctx.notifier.notifyInTransaction(tx, driverInstanceId);
         return {
           compensationEffectId: recorded.effectId,
           commandId: recorded.commandId,

@@ -1,4 +1,5 @@
 import PQueue from "p-queue";
+import type { TransactionOptions } from "../../../platform/db/store.port.js";
 import { newUlid, type ReconciliationTrigger } from "@mosoo/contracts";
 import { askAdapter, type ReconciliationAdapter } from "@mosoo/effect-reconciliation";
 import { BACKGROUND_BUSY_RETRY, isStoreBusy, retryWhenBusy } from "../../../platform/db/store-busy.js";
@@ -318,13 +319,14 @@ export class EffectReconciler implements EffectReconciliationPort {
   }
 
   /**
-   * Releases leases left by a dead API process (call once at startup; one API process per store) and
-   * records each such lookup as `lookup_interrupted` (see {@link recordInterruptedLookups}).
-   * Returns how many leases were released.
+   * Ends the reconciliation leases that EXPIRED without an outcome (their API process died or stalled)
+   * and records each such lookup as `lookup_interrupted` (see {@link recordInterruptedLookups}); a live
+   * lease, held by this or another API instance, is never touched (docs/DESIGN.md §11). Called at
+   * startup (`{ startup: true }`) and by every reconciliation sweep pass. Returns how many were ended.
    */
-  async releaseStaleLeases(): Promise<number> {
-    const n = await recordInterruptedLookups(this.ctx, this.settings, this.metrics);
-    if (n > 0) this.ctx.logger.warn({ released: n }, "reconciliation.stale_leases_released");
+  async endExpiredLeases(opts: TransactionOptions = {}): Promise<number> {
+    const n = await recordInterruptedLookups(this.ctx, this.settings, this.metrics, opts);
+    if (n > 0) this.ctx.logger.warn({ ended: n }, "reconciliation.expired_leases_ended");
     return n;
   }
 }

@@ -1,31 +1,48 @@
 import { newUlid } from "@mosoo/contracts";
 import type { RuntimeContext } from "../../ledger/application/runtime-context.js";
+import type { TransactionOptions } from "../../../platform/db/store.port.js";
 import { scheduleNextLookup } from "../domain/lookup-schedule.js";
 import { reconciliationRepository } from "../../ledger/infrastructure/effect-reconciliation.repository.js";
 import type { ReconciliationMetrics } from "../infrastructure/reconciliation-metrics.js";
 import type { ReconciliationSettings } from "./reconciliation-settings.js";
 
+/** Expired leases handled per transaction (a large backlog is worked through in several). */
+const EXPIRED_LEASES_PER_TRANSACTION = 256;
+
 /**
- * At API startup (one API process per store), in ONE transaction: every effect still holding a
- * lease was being looked up by a process that died. Its lookup had been recorded as started, and
- * counted, when the lease was taken (docs/DESIGN.md §4), so for a bound `unknown` effect it is recorded as
- * `still_unknown` / `lookup_interrupted` (trigger `sweep`) and its next lookup scheduled by the usual
- * backoff — or operator attention `lookup_bound_reached` at the bound: a process that dies at every
- * lookup ends at the operator, never in a restart loop. Then every lease is released.
- * @returns how many leases were released.
+ * Lookups whose lease EXPIRED without an outcome (docs/DESIGN.md §11: leases expire; nothing releases
+ * another instance's lease at startup): the process that took the lease died (or stalled past
+ * `leaseMs`, longer than any lookup may run). Run by the sweep of any API instance (and once at
+ * startup); a live lease, one whose holder may still be looking the effect up, is never touched.
+ * Each such lookup had been recorded as started, and counted, when the lease was taken (docs/DESIGN.md
+ * §4), so for a bound `unknown` effect it is recorded as `still_unknown` / `lookup_interrupted`
+ * (trigger `sweep`) and its next lookup scheduled by the usual backoff — or operator attention
+ * `lookup_bound_reached` at the bound: a process that dies at every lookup ends at the operator, never
+ * in a restart loop. Each write is a compare-and-set on (version, lease owner), so two instances doing
+ * this at once record each interruption once; an expired lease of an effect no adapter is bound to
+ * any more is only released. Works in transactions of at most {@link EXPIRED_LEASES_PER_TRANSACTION} effects.
+ * `opts`: the transactions' options (`{ startup: true }` at API startup).
+ * @returns how many expired leases were ended.
  */
 export async function recordInterruptedLookups(
   ctx: RuntimeContext,
   settings: ReconciliationSettings,
   metrics: ReconciliationMetrics,
+  opts: TransactionOptions = {},
 ): Promise<number> {
   const now = ctx.clock.nowMs();
-  // Startup work: nothing is served yet, so this one write may wait for a lock as long as the migrations did.
-  return ctx.store.transaction(
-    async (tx) => {
-      for (const row of await reconciliationRepository.listLeased(tx)) {
+  let ended = 0;
+  for (;;) {
+    const { seen, done } = await ctx.store.transaction(async (tx) => {
+      const rows = await reconciliationRepository.listExpiredLeases(tx, now, EXPIRED_LEASES_PER_TRANSACTION);
+      let done = 0;
+      for (const row of rows) {
         const adapter = settings.bindings.get(row.serverId);
-        if (row.status !== "unknown" || !adapter || row.leaseOwner === null) continue;
+        if (row.leaseOwner === null) continue;
+        if (!adapter) {
+          if (await reconciliationRepository.releaseExpiredLease(tx, row.id, row.leaseOwner, now)) done += 1;
+          continue;
+        }
         const schedule = scheduleNextLookup({
           lookupCount: row.lookupCount,
           maxLookups: settings.maxLookups,
@@ -38,6 +55,7 @@ export async function recordInterruptedLookups(
           updatedAtMs: now,
         });
         if (!after) continue;
+        done += 1;
         const { id, version } = adapter.declaration;
         await reconciliationRepository.insertRecord(tx, {
           id: newUlid(now),
@@ -49,15 +67,17 @@ export async function recordInterruptedLookups(
           reasonCode: "lookup_interrupted",
           receiptJson: null,
           resultJson: null,
-          error: "the API process stopped while this lookup ran",
+          error: "the lookup's lease expired without an outcome (its API process stopped or stalled)",
           startedAtMs: row.updatedAtMs,
           finishedAtMs: now,
           nextLookupAtMs: after.nextLookupAtMs,
         });
         metrics.record(id, "still_unknown", "lookup_interrupted");
       }
-      return reconciliationRepository.releaseAllLeases(tx);
-    },
-    { startup: true },
-  );
+      return { seen: rows.length, done };
+    }, opts);
+    ended += done;
+    // a page where nothing could be ended (another instance got there first) is not read again
+    if (seen < EXPIRED_LEASES_PER_TRANSACTION || done === 0) return ended;
+  }
 }

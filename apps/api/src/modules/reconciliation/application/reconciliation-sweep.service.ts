@@ -50,6 +50,9 @@ export class ReconciliationSweep {
   async sweepOnce(): Promise<ReconciliationSweepReport> {
     const report: ReconciliationSweepReport = { lookedUp: 0, resolved: 0 };
     if (!this.settings.enabled) return report;
+    // Lookups whose lease expired without an outcome (a dead or stalled API instance): recorded
+    // `lookup_interrupted` and scheduled again, so they become due like any other (docs/DESIGN.md §11).
+    await this.reconciler.endExpiredLeases();
     const now = this.ctx.clock.nowMs();
     const stopAtMs = now + SWEEP_PASS_BUDGET_MS;
     await this.reconciler.reconcileMany(this.dueEffects(now), {

@@ -162,6 +162,8 @@ export class RunService {
         requestFingerprint,
         nowMs: now,
       });
+      // the Driver's long-poll wakes when this commits, on whichever API instance holds it (docs/DESIGN.md §11)
+      await this.ctx.notifier.notifyInTransaction(tx, run.driverInstanceId);
       return { ...recorded, replayed: false, driverInstanceId: run.driverInstanceId };
     });
     const { driverInstanceId, ...answer } = res;
@@ -171,7 +173,7 @@ export class RunService {
     );
     // Idempotency keys only at debug (docs/DESIGN.md §10): a key lets its holder ask a provider about a write.
     this.ctx.logger.debug({ effectId: answer.effectId, idempotencyKey: answer.idempotencyKey }, "effect.intent_key");
-    if (!answer.replayed) this.ctx.notifier.notify(driverInstanceId);
+    if (!answer.replayed) this.ctx.notifier.notifyCommitted(driverInstanceId);
     return answer;
   }
 

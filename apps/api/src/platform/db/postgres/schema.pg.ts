@@ -13,6 +13,7 @@ import {
   RECONCILIATION_TRIGGERS,
   RUN_EVENT_TYPES,
   RUN_STATUSES,
+  WORK_CLAIM_KINDS,
 } from "@mosoo/contracts/statuses";
 
 /** `col IN ('a','b',...)` for a CHECK constraint built from one of the contracts' status lists (same text as the SQLite schema's). */
@@ -357,5 +358,25 @@ export const effectOperatorRefusals = pgTable(
     check("effect_operator_refusals_reason_check", sql`length(reason) BETWEEN 1 AND 2000`),
     check("effect_operator_refusals_message_check", sql`length(message) BETWEEN 1 AND 2000`),
     index("effect_operator_refusals_effect_idx").on(t.effectId),
+  ],
+);
+
+/** Work claimed by one API instance: the twin of `../schema.ts` `workClaims` (one live holder per (kind, key); docs/DESIGN.md §11). */
+export const workClaims = pgTable(
+  "work_claims",
+  {
+    kind: text("kind", { enum: WORK_CLAIM_KINDS }).notNull(),
+    key: text("key").notNull(),
+    holder: text("holder").notNull(),
+    holderInstanceId: text("holder_instance_id").notNull(),
+    claimedAtMs: ms("claimed_at_ms").notNull(),
+    expiresAtMs: ms("expires_at_ms").notNull(),
+  },
+  (t) => [
+    primaryKey({ columns: [t.kind, t.key] }),
+    check("work_claims_kind_check", oneOf("kind", WORK_CLAIM_KINDS)),
+    check("work_claims_key_check", sql`length(key) BETWEEN 1 AND 200`),
+    check("work_claims_holder_check", sql`length(holder) = 26 AND length(holder_instance_id) = 26`),
+    check("work_claims_expiry_check", sql`expires_at_ms > claimed_at_ms`),
   ],
 );
