@@ -12,7 +12,9 @@ async function main(): Promise<void> {
   if (process.argv.includes("--help") || process.argv.includes("-h")) {
     process.stdout.write(
       "mosoo-api: the Mosoo control plane (run API, Driver protocol, effect ledger).\n" +
-        "Configured by environment variables (see README.md, 'Configuration'): MOSOO_DB_FILE, MOSOO_HOST,\n" +
+        "Configured by environment variables (see README.md, 'Configuration'): MOSOO_DB_FILE (the embedded SQLite store,\n" +
+        "the default) or MOSOO_DATABASE_URL (a PostgreSQL store, postgres://...; several API instances may share it)\n" +
+        "with MOSOO_DATABASE_POOL_SIZE (connections per instance, default 10), MOSOO_HOST,\n" +
         "MOSOO_PORT, MOSOO_HEARTBEAT_TTL_MS, MOSOO_SWEEP_INTERVAL_MS, MOSOO_LOG_LEVEL, and for the opt-in\n" +
         "reconciliation of unknown effects MOSOO_EFFECT_RECONCILIATION (off|on), MOSOO_RECONCILIATION_BINDINGS_FILE,\n" +
         "MOSOO_LOOKUP_TIMEOUT_MS, MOSOO_RECONCILIATION_CONCURRENCY, MOSOO_LOOKUP_BACKOFF_INITIAL_MS,\n" +
@@ -29,7 +31,7 @@ async function main(): Promise<void> {
   let config;
   try {
     config = loadApiConfig(process.env);
-    checkDbFilePath(config.dbFile);
+    if (config.databaseUrl === undefined) checkDbFilePath(config.dbFile);
     if (config.reconciliation.bindingsFile) readBindingsFileText(config.reconciliation.bindingsFile);
   } catch (err) {
     if (err instanceof ConfigError) {

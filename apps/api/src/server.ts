@@ -2,10 +2,11 @@ import type { Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { serve, type ServerType } from "@hono/node-server";
 import type { Logger } from "pino";
-import { ConfigError, type ApiConfig } from "./config/api-config.js";
-import { checkDbFilePath } from "./config/startup-checks.js";
+import type { ApiConfig } from "./config/api-config.js";
+import { openApiStore } from "./config/open-api-store.js";
 import { createHttpApp } from "./adapters/http/app.js";
-import { openSqliteStore, type SqliteStore } from "./platform/db/sqlite/sqlite-store.js";
+import type { Store } from "./platform/db/store.port.js";
+import { PgCommandWakeups } from "./platform/db/postgres/pg-command-wakeups.js";
 import type { Clock } from "./platform/clock.js";
 import { createRuntime, type Runtime } from "./composition-root.js";
 import { resolveReconciliationSettings } from "./config/reconciliation-bindings.js";
@@ -18,17 +19,18 @@ import { reportBindings } from "./modules/reconciliation/application/binding-rep
 /** How long (ms) `close()` lets in-flight requests finish before it closes every connection. */
 const SHUTDOWN_GRACE_MS = 3_000;
 
-/** A running API: its base URL (`http://host:port`), the runtime, the store, and `close()`. */
+/** A running API: its base URL (`http://host:port`), the runtime, the store (SQLite or PostgreSQL, `store.dialect`), and `close()`. */
 export interface RunningApi {
   url: string;
   runtime: Runtime;
-  store: SqliteStore;
+  store: Store;
   /** Stops the sweep, ends long-polls, lets in-flight requests finish (at most {@link SHUTDOWN_GRACE_MS}), closes the store. */
   close(): Promise<void>;
 }
 
 /**
- * Opens and migrates the store, wires the runtime, serves HTTP on `config.host:config.port`
+ * Opens and migrates the store (`openApiStore`: PostgreSQL at `MOSOO_DATABASE_URL` when set, else the
+ * SQLite file `MOSOO_DB_FILE`; docs/DESIGN.md §11), wires the runtime, serves HTTP on `config.host:config.port`
  * (0 = a free port) and starts the maintenance sweep. Every bound adapter runs in the isolated
  * adapter host (worker threads with a `MOSOO_ADAPTER_HEAP_MB` heap limit, terminated at the lookup
  * timeout; docs/DESIGN.md §4 "Adapters are untrusted code"): there is no in-process option here.
@@ -36,8 +38,9 @@ export interface RunningApi {
  * binding's source (package names from the API's dependencies), builds and narrows it, and reports
  * its coverage and provenance (logged at startup, `reportBindings`). `builtIns` maps adapter ids to
  * adapter sources (default: the built-in adapters).
- * @throws ConfigError on an invalid bindings file, `MOSOO_DATABASE_URL` set (not served by this build yet), or an unusable store path (`checkDbFilePath`; a file
- *   that is not a SQLite database); Error when the store cannot be migrated
+ * @throws ConfigError on an invalid bindings file, an unusable store path (`checkDbFilePath`; a file
+ *   that is not a SQLite database), or a PostgreSQL store that cannot be opened or migrated (one line,
+ *   the URL never echoed; see `openApiStore`); Error when the SQLite store cannot be migrated
  *   or the port cannot be bound.
  */
 export async function startApi(
@@ -45,12 +48,6 @@ export async function startApi(
   logger: Logger,
   opts: { clock?: Clock; sweep?: boolean; builtIns?: Readonly<Record<string, AdapterSource>> } = {},
 ): Promise<RunningApi> {
-  // Fail closed: the PostgreSQL store (platform/db/postgres, store-factory.ts) needs the services on the async
-  // store port; until this startup opens its store through `openStore`, a URL is refused rather than ignored.
-  if (config.databaseUrl !== undefined) {
-    throw new ConfigError("config.invalid: MOSOO_DATABASE_URL: this build serves only the SQLite store (MOSOO_DB_FILE); unset it");
-  }
-  checkDbFilePath(config.dbFile);
   const metricsRegistry = new Registry();
   const workerMetrics = new AdapterWorkerMetrics(metricsRegistry);
   const adapterHost = createIsolatedAdapterHost({
@@ -65,22 +62,31 @@ export async function startApi(
     },
   });
   let reconciliation;
-  let store: SqliteStore;
+  let store: Store;
   try {
     reconciliation = await resolveReconciliationSettings(config, adapterHost, opts.builtIns ? { builtIns: opts.builtIns } : {});
-    store = openSqliteStore(config.dbFile);
+    store = await openApiStore(config);
   } catch (err) {
     await adapterHost.close();
-    const code = (err as { code?: unknown }).code;
-    if (code === "SQLITE_NOTADB" || code === "SQLITE_CANTOPEN" || code === "SQLITE_READONLY") {
-      throw new ConfigError(
-        `config.invalid: MOSOO_DB_FILE: cannot open the store: ${(err as Error).message.split("\n")[0]} (${config.dbFile})`,
-      );
-    }
     throw err;
+  }
+  // Several instances on one PostgreSQL database: a command queued through one wakes the long-polls of
+  // every other (LISTEN/NOTIFY, one listener connection per instance; docs/DESIGN.md §11). Listening
+  // before serving, so no long-poll starts without it. SQLite: one process, in-process wake-ups.
+  let wakeups: PgCommandWakeups | undefined;
+  if (store.dialect === "postgres" && config.databaseUrl !== undefined) {
+    wakeups = new PgCommandWakeups({ connectionString: config.databaseUrl, applicationName: "mosoo-command-wakeups" });
+    try {
+      await wakeups.start();
+    } catch (err) {
+      await adapterHost.close();
+      await store.close();
+      throw err;
+    }
   }
   const runtime = createRuntime({
     store,
+    ...(wakeups ? { wakeups } : {}),
     logger,
     heartbeatTtlMs: config.heartbeatTtlMs,
     sendDeadlineMs: config.sendDeadlineMs,
@@ -113,7 +119,8 @@ export async function startApi(
   logger.info(
     {
       url,
-      dbFile: config.dbFile,
+      store: store.dialect,
+      ...(store.dialect === "sqlite" ? { dbFile: config.dbFile } : {}),
       reconciliation: reconciliation.enabled ? "on" : "off",
       boundServers: [...reconciliation.bindings.keys()],
     },
@@ -138,6 +145,7 @@ export async function startApi(
       // their outcomes are submitted after that: wait for every lookup under way, then commit what
       // waits for a group commit's window (else lost, and misrecorded lookup_interrupted at restart)
       await runtime.reconciler.drain();
+      await wakeups?.close();
       await store.close();
     },
   };

@@ -18,7 +18,7 @@ import { afterEach, describe, expect, it } from "vitest";
 import { loadApiConfig } from "../src/config/api-config.js";
 import { startApi, type RunningApi } from "../src/server.js";
 import { retryWhenBusy, StoreBusyError } from "../src/platform/db/store-busy.js";
-import { openSqliteStore } from "../src/platform/db/sqlite/sqlite-store.js";
+import { openSqliteStore, type SqliteStore } from "../src/platform/db/sqlite/sqlite-store.js";
 import { sql } from "drizzle-orm";
 import { dumpAllTables } from "./helpers/reconciliation-db.js";
 import { defaultCredential, TEST_CREDENTIALS_ENV } from "./helpers/http-call.js";
@@ -83,7 +83,7 @@ describe("a store locked by another process", () => {
     const run = await post(`${api.url}/v1/runs`, { driverInstanceId: reg.body.driverInstanceId });
     expect(run.status).toBe(201);
     const toolCall = { serverId: "tracker", toolName: "createIssue", arguments: { title: "t" } };
-    const sqlite = api.store.sqlite;
+    const sqlite = (api.store as SqliteStore).sqlite; // MOSOO_DB_FILE: the SQLite store
     const dump = () => dumpAllTables(sqlite);
     const before = dump();
 

@@ -6,6 +6,7 @@ import pino from "pino";
 import { ConfigError, loadApiConfig } from "../src/config/api-config.js";
 import { startApi } from "../src/server.js";
 import { openStore, storeConfigFrom } from "../src/platform/db/store-factory.js";
+import { redactDatabaseUrl } from "../src/config/open-api-store.js";
 
 describe("the store configuration", () => {
   it("is the SQLite file unless MOSOO_DATABASE_URL is set", () => {
@@ -54,12 +55,18 @@ describe("the store configuration", () => {
 });
 
 describe("the API startup", () => {
-  it("refuses MOSOO_DATABASE_URL instead of silently serving the SQLite file (until it opens its store through openStore)", async () => {
-    const config = loadApiConfig({ MOSOO_DB_FILE: ":memory:", MOSOO_DATABASE_URL: "postgres://u:pw@127.0.0.1:1/mosoo" });
+  it("refuses an unreachable PostgreSQL store in one config.invalid line that never echoes the URL or its password", async () => {
+    const config = loadApiConfig({ MOSOO_DB_FILE: ":memory:", MOSOO_DATABASE_URL: "postgres://u:pw-hunter2@127.0.0.1:1/mosoo" });
     const err = await startApi(config, pino({ level: "silent" }), { sweep: false }).catch((e: unknown) => e);
     expect(err).toBeInstanceOf(ConfigError);
-    expect((err as Error).message).toMatch(/^config\.invalid: MOSOO_DATABASE_URL: /);
-    expect((err as Error).message).not.toContain("pw@");
+    expect((err as Error).message).toMatch(/^config\.invalid: MOSOO_DATABASE_URL: cannot open the PostgreSQL store: .*ECONNREFUSED/);
+    expect((err as Error).message).not.toContain("hunter2");
+    expect((err as Error).message).not.toContain("\n");
+  });
+
+  it("redacts the URL and its password from a driver message", () => {
+    const url = "postgres://mosoo:s%40cret@db.internal:5432/mosoo";
+    expect(redactDatabaseUrl(`failed at ${url}: password s@cret refused`, url)).toBe("failed at ***: password *** refused");
   });
 });
 
@@ -86,6 +93,34 @@ describe("openStore", () => {
     } finally {
       await pg.close();
     }
+  });
+
+  it("serves the API on the PostgreSQL store of MOSOO_DATABASE_URL (migrated at open)", async () => {
+    const api = await startApi(
+      loadApiConfig({ MOSOO_DATABASE_URL: database.url, MOSOO_DATABASE_POOL_SIZE: "3", MOSOO_PORT: "0" }),
+      pino({ level: "silent" }),
+      {
+        sweep: false,
+      },
+    );
+    try {
+      expect(api.store.dialect).toBe("postgres");
+      const res = await fetch(`${api.url}/health`);
+      expect(res.status).toBe(200);
+    } finally {
+      await api.close();
+    }
+  });
+
+  it("refuses a database that does not exist in one line without the password", async () => {
+    const missing = new URL(database.url);
+    missing.pathname = "/no_such_database_here";
+    const err = await startApi(loadApiConfig({ MOSOO_DATABASE_URL: missing.toString(), MOSOO_PORT: "0" }), pino({ level: "silent" }), {
+      sweep: false,
+    }).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(ConfigError);
+    expect((err as Error).message).toMatch(/^config\.invalid: MOSOO_DATABASE_URL: cannot open the PostgreSQL store: .*does not exist/);
+    if (missing.password) expect((err as Error).message).not.toContain(missing.password);
   });
 
   it("fails to open (nothing left open) when the server refuses the database", async () => {

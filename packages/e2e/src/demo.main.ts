@@ -4,17 +4,21 @@ import { workspaceRoot } from "./workspace-paths.js";
 import { runCrashScenario } from "./scenarios/crash-scenario.js";
 import { CRASH_SCENARIOS } from "./scenarios/crash-scenarios.js";
 import { OPERATOR_RESOLUTION_SCENARIO, runOperatorResolutionScenario } from "./scenarios/operator-resolution.scenario.js";
+import { runScaleOutScenario, SCALE_OUT_SCENARIO } from "./scenarios/scale-out.scenario.js";
 import type { ScenarioOptions, ScenarioResult } from "./scenarios/scenario.types.js";
 
 /** The demo's scenarios, in order. */
 const SCENARIOS: Array<{ name: string; run: (o: ScenarioOptions) => Promise<ScenarioResult> }> = [
   ...CRASH_SCENARIOS.map((spec) => ({ name: spec.name, run: (o: ScenarioOptions) => runCrashScenario(spec, o) })),
   { name: OPERATOR_RESOLUTION_SCENARIO, run: runOperatorResolutionScenario },
+  // the only scenario on PostgreSQL: it starts (and stops) its own throwaway server; the others stay on embedded SQLite
+  { name: SCALE_OUT_SCENARIO, run: runScaleOutScenario },
 ];
 
 /**
  * `npm run demo`: starts the fixture provider, the API (embedded SQLite under
- * `./var/demo/<scenario>/`, replaced on every run and kept afterwards for `npm run effects -- --db ...`)
+ * `./var/demo/<scenario>/`, replaced on every run and kept afterwards for `npm run effects -- --db ...`;
+ * `scale-out-api-instance-killed` alone runs two API instances on a throwaway PostgreSQL server it starts and stops)
  * and Driver processes for each scenario, prints a readable timeline, and ends each scenario with
  * one JSON line. Exits 0 only when every scenario's invariants held.
  */

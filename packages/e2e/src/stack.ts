@@ -80,25 +80,61 @@ export interface ApiProcess {
 }
 
 /**
- * Starts the API (`apps/api/src/main.ts`) on a free loopback port with its store at `dbFile`,
- * accepting `credentials` (default: fresh random ones, see {@link newStackCredentials}).
- * `env` adds MOSOO_* variables (e.g. a short `MOSOO_HEARTBEAT_TTL_MS`).
+ * Where an API process keeps its ledger: a SQLite file path (`MOSOO_DB_FILE`, one API process per
+ * file) or `{ databaseUrl }`, a PostgreSQL database (`MOSOO_DATABASE_URL`; any number of API
+ * processes may share it, docs/DESIGN.md §11) with an optional `poolSize` (`MOSOO_DATABASE_POOL_SIZE`).
+ */
+export type ApiStoreLocation = string | { databaseUrl: string; poolSize?: number };
+
+/** The store variables of an API process for `store` (see {@link ApiStoreLocation}). */
+export function storeEnv(store: ApiStoreLocation): Record<string, string> {
+  if (typeof store === "string") return { MOSOO_DB_FILE: store };
+  return {
+    MOSOO_DATABASE_URL: store.databaseUrl,
+    ...(store.poolSize !== undefined ? { MOSOO_DATABASE_POOL_SIZE: String(store.poolSize) } : {}),
+  };
+}
+
+/**
+ * Starts the API (`apps/api/src/main.ts`) with its store at `store` (a SQLite file path, or
+ * `{ databaseUrl }` for PostgreSQL), accepting `credentials` (default: fresh random ones, see
+ * {@link newStackCredentials}). `env` adds MOSOO_* variables (e.g. a short `MOSOO_HEARTBEAT_TTL_MS`,
+ * or `MOSOO_PORT` for a fixed port; default a free one). `name` labels its log lines (default `api`).
+ * @throws Error `e2e.timeout` / `e2e.process_exited` when it does not print `api.listening`.
  */
 export async function startApiProcess(
-  dbFile: string,
+  store: ApiStoreLocation,
   env: Record<string, string> = {},
   credentials: StackCredentials = newStackCredentials(),
+  name = "api",
 ): Promise<ApiProcess> {
   const e = entryPoints();
   const proc = new ManagedProcess({
-    name: "api",
+    name,
     command: e.node,
     args: [...e.nodeArgs, e.api.main],
     cwd: e.api.cwd,
-    env: { MOSOO_DB_FILE: dbFile, MOSOO_PORT: "0", MOSOO_LOG_LEVEL: "info", ...credentialsEnv(credentials), ...env },
+    env: { ...storeEnv(store), MOSOO_PORT: "0", MOSOO_LOG_LEVEL: "info", ...credentialsEnv(credentials), ...env },
   });
   const ready = await proc.waitForLine((j) => j["msg"] === "api.listening", READY_TIMEOUT_MS, "api.listening");
   return { proc, url: String(ready["url"]), credentials };
+}
+
+/**
+ * Starts `count` API processes (`api-0`, `api-1`, ...) on ONE PostgreSQL database, one after the
+ * other (the first one migrates; the others find the schema current), all accepting the same
+ * `credentials`, each on its own free port. `env` as for {@link startApiProcess}.
+ * @throws Error as {@link startApiProcess}; the instances already started keep running (the caller kills them).
+ */
+export async function startApiInstances(
+  store: { databaseUrl: string; poolSize?: number },
+  count: number,
+  env: Record<string, string> = {},
+  credentials: StackCredentials = newStackCredentials(),
+  started: ApiProcess[] = [],
+): Promise<ApiProcess[]> {
+  for (let i = 0; i < count; i++) started.push(await startApiProcess(store, env, credentials, `api-${i}`));
+  return started;
 }
 
 /** A started Driver: the process and the Driver instance id it connected as. */
@@ -127,13 +163,14 @@ export function writeMcpConfig(dir: string, servers: Record<string, string>, key
 }
 
 /**
- * Starts a Driver process (`apps/driver/src/main.ts`) against `apiUrl`, with the API's
+ * Starts a Driver process (`apps/driver/src/main.ts`) against `apiUrl` (one URL, or several API
+ * instances on one store: one `--api-url` each, in order; the Driver fails over between them), with the API's
  * `enrollmentToken` in its environment (MOSOO_DRIVER_ENROLLMENT_TOKEN). With the same
  * `stateFile` as an earlier Driver it reconnects as the same Driver instance (a restart). With
  * `finalizeOnExit`, a SIGTERM makes it finalize its instance (the run ends) before it exits.
  */
 export async function startDriverProcess(opts: {
-  apiUrl: string;
+  apiUrl: string | readonly string[];
   stateFile: string;
   mcpConfigFile: string;
   name: string;
@@ -147,7 +184,8 @@ export async function startDriverProcess(opts: {
     args: [
       ...e.nodeArgs,
       e.driver.main,
-      ...["--api-url", opts.apiUrl, "--state-file", opts.stateFile, "--mcp-config", opts.mcpConfigFile, "--name", opts.name],
+      ...(typeof opts.apiUrl === "string" ? [opts.apiUrl] : opts.apiUrl).flatMap((url) => ["--api-url", url]),
+      ...["--state-file", opts.stateFile, "--mcp-config", opts.mcpConfigFile, "--name", opts.name],
       ...(opts.finalizeOnExit ? ["--finalize-on-exit"] : []),
     ],
     cwd: e.driver.cwd,

@@ -1,16 +1,19 @@
 /**
- * The real-process kill soak (issue 5 item 4): the fixture provider (fences a key on a lookup
- * miss), the API with reconciliation on (file-backed SQLite: WAL, synchronous=FULL, a fixed port so
- * Drivers find it again after a restart) and several Driver processes. Each round enqueues a few
- * tool calls, then SIGKILLs one Driver (and sometimes the API) at a random moment, restarts it
- * (at once: redelivery; or after the heartbeat TTL: finalization repair), and goes on. At the end
- * every process is restarted, recovery is awaited, everything stops, and the ledger file is
- * compared with the provider's file ({@link countSoak}).
+ * The real-process kill soak (issue 5 item 4, issue 12 item 5): the fixture provider (fences a key on a
+ * lookup miss), the API with reconciliation on, and several Driver processes. The store is the
+ * embedded SQLite file (WAL, synchronous=FULL; one API instance) or, with `store: "postgres"`, a
+ * throwaway PostgreSQL server the soak starts itself (`@mosoo/test-postgres`, fsync ON) and stops at
+ * the end, shared by `apiInstances` API processes (docs/DESIGN.md §11). Each instance keeps a fixed
+ * port so Drivers (given every instance's URL, they fail over) find it again after a restart. Each
+ * round enqueues a few tool calls (on a random instance), then SIGKILLs one Driver (and sometimes one
+ * API instance) at a random moment, restarts it (at once: redelivery; or after the heartbeat TTL:
+ * finalization repair), and goes on. At the end every process is restarted, recovery is awaited,
+ * everything stops, and the ledger is compared with the provider's file ({@link countSoak}).
  */
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
-import Database from "better-sqlite3";
 import getPort from "get-port";
+import { startPostgres, type RunningPostgres } from "@mosoo/test-postgres";
 import { ProviderControlClient, RunApiClient } from "../http-clients.js";
 import { ManagedProcess } from "../managed-process.js";
 import { entryPoints } from "../workspace-paths.js";
@@ -21,19 +24,30 @@ import {
   READY_TIMEOUT_MS,
   startDriverProcess,
   startProviderProcess,
+  storeEnv,
   writeMcpConfig,
   type DriverProcess,
   type ProviderProcess,
 } from "../stack.js";
-import { countSoak, type LedgerEffect, type ProviderTruth, type SoakCounts } from "./soak-counts.js";
+import { countSoak, type SoakCounts } from "./soak-counts.js";
+import { openLedgerReader, openProviderTruth, type LedgerReader } from "./soak-ledger.js";
 
-/** Options of {@link runSoak}: `kills` (Driver SIGKILLs), `seed`, `drivers` (processes), `apiKillRatio` (0–1: rounds that also kill the API), `workDir`. */
+/** Which store the soak's API runs on: the embedded SQLite file, or a throwaway PostgreSQL server. */
+export type SoakStore = "sqlite" | "postgres";
+
+/**
+ * Options of {@link runSoak}: `kills` (Driver SIGKILLs), `seed`, `drivers` (processes), `apiKillRatio`
+ * (0–1: rounds that also kill one API instance), `workDir`, `store` (default `sqlite`), `apiInstances`
+ * (API processes on the store, default 1; above 1 only with `postgres`, docs/DESIGN.md §11).
+ */
 export interface SoakOptions {
   kills: number;
   seed: number;
   drivers: number;
   apiKillRatio: number;
   workDir: string;
+  store?: SoakStore;
+  apiInstances?: number;
   /** Progress lines. */
   log: (line: string) => void;
 }
@@ -76,9 +90,30 @@ interface Slot {
   runId: string | null;
 }
 
-/** Runs the soak; see the module comment. */
+/**
+ * Runs the soak; see the module comment.
+ * @throws Error `soak.instances_need_postgres` when `apiInstances` > 1 on SQLite (one API process per
+ *   SQLite file); the errors of a process that does not start (`e2e.timeout`, `e2e.process_exited`).
+ */
 export async function runSoak(opts: SoakOptions): Promise<SoakReport> {
+  const storeKind = opts.store ?? "sqlite";
+  const instanceCount = opts.apiInstances ?? 1;
+  if (instanceCount > 1 && storeKind !== "postgres")
+    throw new Error("soak.instances_need_postgres: --api-instances above 1 needs --store postgres (one API process per SQLite file)");
   const started = Date.now();
+  let pgServer: RunningPostgres | null = null;
+  try {
+    if (storeKind === "postgres") {
+      pgServer = await startPostgres({ fsync: true, settings: { max_connections: 200 } });
+      opts.log(`soak: PostgreSQL started (fsync on) in ${(pgServer.startMs / 1000).toFixed(1)} s`);
+    }
+    return await soak(opts, instanceCount, pgServer, started);
+  } finally {
+    await pgServer?.stop();
+  }
+}
+
+async function soak(opts: SoakOptions, instanceCount: number, pgServer: RunningPostgres | null, started: number): Promise<SoakReport> {
   const random = rng(opts.seed);
   const pick = <T>(xs: readonly T[]): T => xs[Math.floor(random() * xs.length)]!;
   const e = entryPoints();
@@ -91,21 +126,23 @@ export async function runSoak(opts: SoakOptions): Promise<SoakReport> {
     bindingsFile,
     JSON.stringify({ bindings: { tracker: { package: FIXTURE_ADAPTER_PACKAGE, options: { url: provider.url } } } }),
   );
-  const port = await getPort({ host: "127.0.0.1" });
-  const apiUrl = `http://127.0.0.1:${port}`;
-  // one set of fresh secrets for the whole soak: the API restarts with the same ones
+  const ports: number[] = [];
+  for (let i = 0; i < instanceCount; i++) ports.push(await getPort({ host: "127.0.0.1", exclude: ports }));
+  const apiUrls = ports.map((port) => `http://127.0.0.1:${port}`);
+  const store = pgServer ? { databaseUrl: pgServer.url, poolSize: 5 } : apiDb;
+  // one set of fresh secrets for the whole soak: every instance, and every restart, accepts the same ones
   const credentials = newStackCredentials();
-  const runs = new RunApiClient(apiUrl, credentials.apiKey);
-  let api: ManagedProcess | null = null;
-  const startApi = async () => {
+  const runClients = apiUrls.map((url) => new RunApiClient(url, credentials.apiKey));
+  const apis: Array<ManagedProcess | null> = apiUrls.map(() => null);
+  const startApi = async (i: number) => {
     const proc = new ManagedProcess({
-      name: "api",
+      name: `api-${i}`,
       command: e.node,
       args: [...e.nodeArgs, e.api.main],
       cwd: e.api.cwd,
       env: {
-        MOSOO_DB_FILE: apiDb,
-        MOSOO_PORT: String(port),
+        ...storeEnv(store),
+        MOSOO_PORT: String(ports[i]),
         MOSOO_LOG_LEVEL: "info",
         MOSOO_EFFECT_RECONCILIATION: "on",
         MOSOO_RECONCILIATION_BINDINGS_FILE: bindingsFile,
@@ -120,9 +157,9 @@ export async function runSoak(opts: SoakOptions): Promise<SoakReport> {
     });
     await proc.waitForLine((j) => j["msg"] === "api.listening", READY_TIMEOUT_MS, "api.listening");
     proc.lines.length = 0; // the soak keeps no API log history in memory
-    api = proc;
+    apis[i] = proc;
   };
-  await startApi();
+  for (let i = 0; i < instanceCount; i++) await startApi(i);
   const mcpConfigFile = writeMcpConfig(opts.workDir, { tracker: provider.url });
   const slots: Slot[] = Array.from({ length: opts.drivers }, (_, i) => ({
     name: `soak-driver-${i}`,
@@ -138,7 +175,7 @@ export async function runSoak(opts: SoakOptions): Promise<SoakReport> {
     for (let attempt = 1; ; attempt++) {
       try {
         const d = await startDriverProcess({
-          apiUrl,
+          apiUrl: apiUrls,
           stateFile: slot.stateFile,
           mcpConfigFile,
           name: slot.name,
@@ -174,6 +211,7 @@ export async function runSoak(opts: SoakOptions): Promise<SoakReport> {
   let apiKills = 0;
   const enqueue = async (slot: Slot, n: number) => {
     for (let j = 0; j < n; j++) {
+      const runs = pick(runClients); // any instance: one store, one ledger
       try {
         if (!slot.runId) slot.runId = (await runs.createRun(slot.instanceId!)).runId;
         await runs.enqueueToolCall(slot.runId, {
@@ -202,12 +240,13 @@ export async function runSoak(opts: SoakOptions): Promise<SoakReport> {
     const killApi = random() < opts.apiKillRatio;
     await victim.proc?.proc.kill("SIGKILL");
     driverKills += 1;
-    if (killApi && api) {
-      await (api as ManagedProcess).kill("SIGKILL");
+    const apiVictim = Math.floor(random() * instanceCount);
+    if (killApi && apis[apiVictim]) {
+      await apis[apiVictim].kill("SIGKILL");
       apiKills += 1;
     }
     const late = random() < 0.3;
-    if (killApi) await startApi();
+    if (killApi) await startApi(apiVictim);
     if (late) await sleep(HEARTBEAT_TTL_MS + 700); // the sweep finalizes the dead Driver before it comes back
     await startDriver(victim);
     watch(victim);
@@ -226,63 +265,29 @@ export async function runSoak(opts: SoakOptions): Promise<SoakReport> {
       watch(slot);
     }
   }
-  const ledger = new Database(apiDb, { readonly: true });
-  const pending = () =>
-    (
-      ledger
-        .prepare(
-          `SELECT (SELECT count(*) FROM driver_commands WHERE status IN ('queued','delivered','accepted'))
-                + (SELECT count(*) FROM external_tool_effects WHERE status = 'executing')
-                + (SELECT count(*) FROM external_tool_effects WHERE status = 'unknown' AND next_lookup_at_ms IS NOT NULL AND operator_attention IS NULL) AS n`,
-        )
-        .get() as { n: number }
-    ).n;
+  const ledger: LedgerReader = await openLedgerReader(pgServer ? { databaseUrl: pgServer.url } : apiDb);
+  const pending = () => ledger.pending();
   let recovered = false;
   // A bound for a hang, not a timing assertion: recovery takes seconds on a quiet machine, far more at a load average of 15–20.
   const deadline = Date.now() + RECOVERY_TIMEOUT_MS;
   while (Date.now() < deadline) {
-    if (pending() === 0) {
+    if ((await pending()) === 0) {
       recovered = true;
       break;
     }
     await sleep(250);
   }
-  opts.log(`soak: recovery ${recovered ? "finished" : `did NOT finish within ${RECOVERY_TIMEOUT_MS / 1000} s`} (${pending()} pending)`);
+  opts.log(
+    `soak: recovery ${recovered ? "finished" : `did NOT finish within ${RECOVERY_TIMEOUT_MS / 1000} s`} (${await pending()} pending)`,
+  );
   for (const slot of slots) await slot.proc?.proc.kill("SIGTERM");
-  if (api) await (api as ManagedProcess).kill("SIGTERM");
+  for (const api of apis) await api?.kill("SIGTERM");
   await provider.proc.kill("SIGTERM");
 
-  const effects = (
-    ledger.prepare("SELECT id, idempotency_key, status, resolution, result_json FROM external_tool_effects").all() as Array<
-      Record<string, string | null>
-    >
-  ).map((r): LedgerEffect => ({
-    id: String(r.id),
-    idempotencyKey: String(r.idempotency_key),
-    status: String(r.status),
-    resolution: r.resolution ?? null,
-    resultJson: r.result_json ?? null,
-  }));
-  ledger.close();
-  const truthDb = new Database(providerDb, { readonly: true });
-  const commitsOf = truthDb.prepare("SELECT count(*) AS n FROM issues WHERE idempotency_key = ?");
-  const callsOf = truthDb.prepare("SELECT count FROM call_counts WHERE idempotency_key = ? AND kind = 'create'");
-  const resultOf = truthDb.prepare("SELECT result_json FROM operations WHERE idempotency_key = ?");
-  const truth = (key: string): ProviderTruth => {
-    const result = resultOf.get(key) as { result_json: string } | undefined;
-    const content = result ? ((JSON.parse(result.result_json) as { content?: Array<{ type: string; text?: string }> }).content ?? []) : [];
-    return {
-      commits: (commitsOf.get(key) as { n: number }).n,
-      createCalls: (callsOf.get(key) as { count: number } | undefined)?.count ?? 0,
-      outputText: result
-        ? content
-            .filter((c) => c.type === "text" && typeof c.text === "string")
-            .map((c) => c.text)
-            .join("\n")
-        : null,
-    };
-  };
-  const counts = countSoak(effects, truth);
-  truthDb.close();
+  const effects = await ledger.effects();
+  await ledger.close();
+  const truth = openProviderTruth(providerDb);
+  const counts = countSoak(effects, truth.of);
+  truth.close();
   return { counts, driverKills, apiKills, finalizations, enqueued, wallMs: Date.now() - started, recovered };
 }

@@ -57,23 +57,35 @@ const json =
 
 interface GlobalOptions {
   db?: string;
+  databaseUrl?: string;
   apiUrl: string;
   token?: string;
   json?: boolean;
 }
 
-/** Opens the client the global options ask for: in-process on `--db`, else the API at `--api-url`. */
+/**
+ * Opens the client the global options ask for: in-process on `--db` (SQLite) or `--database-url`
+ * (PostgreSQL; also `MOSOO_DATABASE_URL`), else the API at `--api-url`. Both store flags at once: bad input.
+ */
 async function openClient(g: GlobalOptions, env: NodeJS.ProcessEnv): Promise<OperatorClient> {
-  if (g.db !== undefined) {
+  if (g.db !== undefined && g.databaseUrl !== undefined)
+    throw new CliFailure(EXIT.badInput, "--db and --database-url (or MOSOO_DATABASE_URL) name two stores: pass one");
+  if (g.db !== undefined || g.databaseUrl !== undefined) {
+    const store =
+      g.databaseUrl !== undefined ? { MOSOO_DATABASE_URL: g.databaseUrl } : { MOSOO_DB_FILE: g.db, MOSOO_DATABASE_URL: undefined };
     try {
-      return await localOperatorClient(loadApiConfig({ ...env, MOSOO_DB_FILE: g.db }));
+      return await localOperatorClient(loadApiConfig({ ...env, ...store }));
     } catch (err) {
       if (err instanceof ConfigError) throw new CliFailure(EXIT.badInput, err.message);
       if (err instanceof OperatorClientError) throw new CliFailure(EXIT.refused, `${err.code}: ${err.message}`);
       throw err;
     }
   }
-  if (!g.token) throw new CliFailure(EXIT.badInput, "no operator token: pass --token or set MOSOO_OPERATOR_TOKEN (or use --db <file>)");
+  if (!g.token)
+    throw new CliFailure(
+      EXIT.badInput,
+      "no operator token: pass --token or set MOSOO_OPERATOR_TOKEN (or use --db <file> / --database-url <url>)",
+    );
   return httpOperatorClient(g.apiUrl, g.token);
 }
 
@@ -90,11 +102,17 @@ export function buildEffectsCli(
   const program = new Command("mosoo-effects")
     .description(
       "Operate on external tool effects: list the stuck ones, show one effect's whole history, reconcile now, resolve by hand, or compensate.\n" +
-        "Needs MOSOO_EFFECT_RECONCILIATION=on (in the API's environment, or in this one with --db).",
+        "Needs MOSOO_EFFECT_RECONCILIATION=on (in the API's environment, or in this one with --db / --database-url).",
     )
     .addOption(new Option("--db <file>", "work on this SQLite store in-process (same flag and bindings env vars as the API)"))
     .addOption(
-      new Option("--api-url <url>", "base URL of a running API (used unless --db is given)")
+      new Option(
+        "--database-url <url>",
+        "work on this PostgreSQL store in-process (postgres://...; the API's MOSOO_DATABASE_URL, already migrated by it)",
+      ).env("MOSOO_DATABASE_URL"),
+    )
+    .addOption(
+      new Option("--api-url <url>", "base URL of a running API (used unless --db or --database-url is given)")
         .env("MOSOO_API_URL")
         .default("http://127.0.0.1:8787")
         .argParser(httpUrl),
@@ -107,6 +125,7 @@ export function buildEffectsCli(
         "",
         "Examples:",
         "  npm run effects -- --db var/demo/fenced-resolved-by-operator/api.db list",
+        "  npm run effects -- --database-url postgres://mosoo@db.internal:5432/mosoo list   (or MOSOO_DATABASE_URL=...)",
         "  npm run effects -- list --status unknown --server tracker --older-than 15m",
         "  npm run effects -- show 01J...",
         '  npm run effects -- reconcile 01J... --actor alice --reason "provider was down"',
@@ -114,7 +133,7 @@ export function buildEffectsCli(
         '  npm run effects -- compensate 01J... --actor alice --reason "duplicate issue"',
         "",
         "Exit codes: 0 done, 1 refused by the service or the API unreachable (one line: code and message), 2 bad input.",
-        "With --db, a compensation is queued in the store; a Driver polling a running API picks it up at its next poll (up to ~25 s).",
+        "With --db or --database-url, a compensation is queued in the store; a Driver polling a running API picks it up at its next poll (up to ~25 s).",
       ].join("\n"),
     )
     .exitOverride()

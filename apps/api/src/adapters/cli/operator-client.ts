@@ -3,10 +3,11 @@ import pino from "pino";
 import { OPERATOR_API, routePath, routeQueryString, UlidSchema, type ApiRoute } from "@mosoo/contracts";
 import { retryWhenBusy, StoreBusyError } from "../../platform/db/store-busy.js";
 import { checkDbFilePath } from "../../config/startup-checks.js";
+import { openApiStore } from "../../config/open-api-store.js";
+import type { Store } from "../../platform/db/store.port.js";
 import type { ApiConfig } from "../../config/api-config.js";
 import { resolveReconciliationSettings } from "../../config/reconciliation-bindings.js";
 import { createIsolatedAdapterHost } from "../../modules/reconciliation/infrastructure/isolated-adapter-host.js";
-import { openSqliteStore } from "../../platform/db/sqlite/sqlite-store.js";
 import { isMosooSqliteStoreFile } from "../../platform/db/sqlite/sqlite-store-file.js";
 import { createRuntime } from "../../composition-root.js";
 import { RuntimeError } from "../../modules/ledger/domain/runtime-errors.js";
@@ -97,21 +98,42 @@ function assertMosooStore(file: string): void {
 }
 
 /**
- * The operator service in this process, on the SQLite store at `config.dbFile` (which must exist),
- * opened through the async store port (`openSqliteStore`; the service sees only `Store`),
+ * Refuses a PostgreSQL database without the Mosoo schema (the operator CLI never migrates: a wrong
+ * `--database-url` must not grow Mosoo tables). Closes `store` before it throws.
+ * @throws OperatorClientError `store.not_mosoo`.
+ */
+async function assertMosooDatabase(store: Store): Promise<void> {
+  try {
+    await store.read(async (tx) => tx.db.select({ id: tx.tables.externalToolEffects.id }).from(tx.tables.externalToolEffects).limit(1));
+  } catch {
+    await store.close();
+    throw new OperatorClientError(
+      "store.not_mosoo",
+      "the database at --database-url is not a Mosoo store (no external_tool_effects table); pass the API's MOSOO_DATABASE_URL",
+    );
+  }
+}
+
+/**
+ * The operator service in this process, on the store the configuration names (`openApiStore`): the
+ * SQLite file `config.dbFile` (which must exist), or the PostgreSQL database `config.databaseUrl`
+ * (already migrated by the API; this client does not migrate), through the async store port (the service sees only `Store`),
  * with the reconciliation settings of `config` (the same environment variables as the API, so the
  * same flag and adapter bindings). Safe next to a running API on the same file (every write is a
  * `BEGIN IMMEDIATE` compare-and-set); a queued compensation is picked up at the Driver's next poll.
  * Adapters run in the isolated adapter host (worker threads), as in the API; `close()` ends it.
  * @throws ConfigError `config.invalid: MOSOO_DB_FILE: ...` when the path is not a usable store file
- *   (`checkDbFilePath`: a FIFO, a directory, under /proc, not SQLite);
+ *   (`checkDbFilePath`: a FIFO, a directory, under /proc, not SQLite); `config.invalid: MOSOO_DATABASE_URL: ...`
+ *   when the PostgreSQL server cannot be reached or refuses (the URL never echoed);
  *   OperatorClientError `store.not_found` when the file does not exist, `store.not_mosoo` when it
  *   is not a Mosoo store; the service's codes (and `request.invalid` for a malformed id) from each method.
  */
 export async function localOperatorClient(config: ApiConfig): Promise<OperatorClient> {
-  if (!existsSync(config.dbFile)) throw new OperatorClientError("store.not_found", `no database at ${config.dbFile}`);
-  checkDbFilePath(config.dbFile); // a FIFO, a directory, /proc...: one line, never a hang (issue 10)
-  assertMosooStore(config.dbFile);
+  if (config.databaseUrl === undefined) {
+    if (!existsSync(config.dbFile)) throw new OperatorClientError("store.not_found", `no database at ${config.dbFile}`);
+    checkDbFilePath(config.dbFile); // a FIFO, a directory, /proc...: one line, never a hang (issue 10)
+    assertMosooStore(config.dbFile);
+  }
   const host = createIsolatedAdapterHost({
     heapMb: config.reconciliation.adapterHeapMb,
     maxThreads: config.reconciliation.concurrency,
@@ -126,7 +148,14 @@ export async function localOperatorClient(config: ApiConfig): Promise<OperatorCl
     await host.close();
     throw err;
   }
-  const store = openSqliteStore(config.dbFile);
+  let store: Store;
+  try {
+    store = await openApiStore(config, { migrate: false });
+    if (store.dialect === "postgres") await assertMosooDatabase(store);
+  } catch (err) {
+    await host.close();
+    throw err;
+  }
   const runtime = createRuntime({
     store,
     logger: pino({ level: "silent" }),

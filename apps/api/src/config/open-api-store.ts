@@ -1,0 +1,66 @@
+import type { ApiConfig } from "./api-config.js";
+import { ConfigError } from "./api-config.js";
+import { checkDbFilePath } from "./startup-checks.js";
+import { openStore, storeConfigFrom } from "../platform/db/store-factory.js";
+import type { Store } from "../platform/db/store.port.js";
+
+/** SQLite open failures that are the operator's store path, not a defect (better-sqlite3 error codes). */
+const SQLITE_PATH_CODES = new Set(["SQLITE_NOTADB", "SQLITE_CANTOPEN", "SQLITE_READONLY"]);
+
+/**
+ * `text` with the URL `url` and its password replaced by `***`: a driver message must never echo a
+ * credential (docs/DESIGN.md §10). Pure.
+ */
+export function redactDatabaseUrl(text: string, url: string): string {
+  let out = text.split(url).join("***");
+  try {
+    const password = decodeURIComponent(new URL(url).password);
+    if (password.length > 0) out = out.split(password).join("***");
+  } catch {
+    // not parseable: the config contract already refused it; nothing more to hide
+  }
+  return out;
+}
+
+/**
+ * Opens (and migrates) the store the API's configuration names (docs/DESIGN.md §11, `storeConfigFrom`):
+ * the PostgreSQL database at `MOSOO_DATABASE_URL` (pool `MOSOO_DATABASE_POOL_SIZE`) when it is set,
+ * else the embedded SQLite file `MOSOO_DB_FILE` (checked first with `checkDbFilePath`). The API startup
+ * and the operator CLI (`--db` / `--database-url`) both open their store here. `migrate: false` skips the
+ * PostgreSQL migrations (the operator CLI: it must not create a schema in a wrong database). The caller must `close()` it.
+ * @throws ConfigError `config.invalid: MOSOO_DB_FILE: ...` for an unusable SQLite path (a FIFO, a
+ *   directory, not a SQLite database, read-only); `config.invalid: MOSOO_DATABASE_URL: cannot open the
+ *   PostgreSQL store: <first line of the driver's error>` when the server is unreachable, refuses the
+ *   credentials or the database, or a migration fails; the URL and its password are never echoed.
+ *   Other errors (a failed SQLite migration) are rethrown unchanged.
+ */
+export async function openApiStore(
+  config: Pick<ApiConfig, "dbFile" | "databaseUrl" | "databasePoolSize">,
+  opts: { migrate?: boolean } = {},
+): Promise<Store> {
+  const resolved = storeConfigFrom(config);
+  const storeConfig = resolved.kind === "postgres" && opts.migrate === false ? { ...resolved, migrate: false } : resolved;
+  if (storeConfig.kind === "sqlite") {
+    checkDbFilePath(storeConfig.file);
+    try {
+      return await openStore(storeConfig);
+    } catch (err) {
+      const code = (err as { code?: unknown }).code;
+      if (typeof code === "string" && SQLITE_PATH_CODES.has(code)) {
+        throw new ConfigError(
+          `config.invalid: MOSOO_DB_FILE: cannot open the store: ${(err as Error).message.split("\n")[0]} (${storeConfig.file})`,
+        );
+      }
+      throw err;
+    }
+  }
+  try {
+    return await openStore(storeConfig);
+  } catch (err) {
+    const message = err instanceof Error ? err.message : String(err);
+    const code = (err as { code?: unknown }).code;
+    const detail = redactDatabaseUrl(message.split("\n")[0] || String(code ?? "unknown error"), storeConfig.url);
+    const suffix = typeof code === "string" && !detail.includes(code) ? ` (${code})` : "";
+    throw new ConfigError(`config.invalid: MOSOO_DATABASE_URL: cannot open the PostgreSQL store: ${detail}${suffix}`, { cause: err });
+  }
+}

@@ -1,0 +1,137 @@
+import { writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { startPostgres, type RunningPostgres } from "@mosoo/test-postgres";
+import { pollUntil, ProviderControlClient, RunApiClient } from "../http-clients.js";
+import type { ManagedProcess } from "../managed-process.js";
+import {
+  FIXTURE_ADAPTER_PACKAGE,
+  startApiInstances,
+  startDriverProcess,
+  startProviderProcess,
+  writeMcpConfig,
+  type ApiProcess,
+} from "../stack.js";
+import { expectInvariant, type ScenarioOptions, type ScenarioResult } from "./scenario.types.js";
+
+/** The demo name of {@link runScaleOutScenario}. */
+export const SCALE_OUT_SCENARIO = "scale-out-api-instance-killed";
+
+/** Bound (ms) of each wait: a bound for a hang, not a timing assertion (the shared machine is slow). */
+const STEP_TIMEOUT_MS = 120_000;
+
+/**
+ * Two API instances on one PostgreSQL database (docs/DESIGN.md §11), the Driver given both URLs. The
+ * provider commits the write and HOLDS its response (`--hold-response-after-commit`), so the call is
+ * in flight; then the instance the Driver talks to (the first URL) is SIGKILLed. Only after the kill
+ * is the response released: the Driver fails over to the other instance and reports the result there
+ * (settled), or the effect was fenced meanwhile and a lookup by key settles it (reconciled). Either
+ * way: exactly one provider write, the effect succeeded, one terminal event of the tool call. Each
+ * step waits for an observable event (provider counters, a process exit, the run view); no timer
+ * decides the order. The scenario starts its own throwaway PostgreSQL server and stops it.
+ */
+export async function runScaleOutScenario(opts: ScenarioOptions): Promise<ScenarioResult> {
+  const { workDir, timeline } = opts;
+  const procs: ManagedProcess[] = [];
+  let server: RunningPostgres | null = null;
+  try {
+    server = await startPostgres({ fsync: false });
+    timeline(`throwaway PostgreSQL up on port ${server.port} (started in ${server.startMs} ms)`);
+    const provider = await startProviderProcess(join(workDir, "provider.db"), ["--fence-on-lookup-miss", "--hold-response-after-commit"]);
+    procs.push(provider.proc);
+    const bindingsFile = join(workDir, "bindings.json");
+    writeFileSync(
+      bindingsFile,
+      JSON.stringify({ bindings: { tracker: { package: FIXTURE_ADAPTER_PACKAGE, options: { url: provider.url } } } }),
+    );
+    const apis: ApiProcess[] = [];
+    try {
+      await startApiInstances(
+        { databaseUrl: server.url, poolSize: 4 },
+        2,
+        {
+          MOSOO_EFFECT_RECONCILIATION: "on",
+          MOSOO_RECONCILIATION_BINDINGS_FILE: bindingsFile,
+          MOSOO_SWEEP_INTERVAL_MS: "250",
+          MOSOO_LOOKUP_BACKOFF_INITIAL_MS: "200",
+          // far above the scenario: no finalization intervenes
+          MOSOO_HEARTBEAT_TTL_MS: "300000",
+        },
+        undefined,
+        apis,
+      );
+    } finally {
+      procs.push(...apis.map((a) => a.proc));
+    }
+    const [apiA, apiB] = apis as [ApiProcess, ApiProcess];
+    timeline(`API instances up on one PostgreSQL database: A ${apiA.url}, B ${apiB.url}`);
+    const driver = await startDriverProcess({
+      apiUrl: [apiA.url, apiB.url],
+      stateFile: join(workDir, "driver-state.json"),
+      mcpConfigFile: writeMcpConfig(workDir, { tracker: provider.url }),
+      name: "driver",
+      enrollmentToken: apiA.credentials.enrollmentToken,
+    });
+    procs.push(driver.proc);
+    const runs = new RunApiClient(apiB.url, apiB.credentials.apiKey);
+    const control = new ProviderControlClient(provider.controlUrl);
+    const { runId } = await runs.createRun(driver.driverInstanceId);
+    const call = await runs.enqueueToolCall(runId, {
+      serverId: "tracker",
+      toolName: "createIssue",
+      arguments: { title: "Disk full on db-1", body: "seen at 03:12" },
+    });
+    timeline(`queued createIssue on B (effect ${call.effectId}); the Driver polls A`);
+    await pollUntil(
+      async () => ((await control.stats()).writes[call.idempotencyKey] === 1 ? true : undefined),
+      STEP_TIMEOUT_MS,
+      "the provider commits",
+    );
+    await apiA.proc.kill("SIGKILL");
+    timeline("the provider committed and holds its response; API instance A was killed with SIGKILL mid-call");
+    await control.release();
+    timeline("the provider's response is released: the Driver must report it to B");
+    const view = await pollUntil(
+      async () => {
+        const v = await runs.getRun(runId);
+        return v.effects[0]?.status === "succeeded" && v.commands[0]?.terminalAtMs ? v : undefined;
+      },
+      STEP_TIMEOUT_MS,
+      "the effect settles on B",
+    );
+    const effect = view.effects[0];
+    const stats = await control.stats();
+    const terminalEvents = view.events.filter((e) => e.type === "tool_call.completed" || e.type === "tool_call.failed").length;
+    const line = {
+      scenario: SCALE_OUT_SCENARIO,
+      store: "postgres",
+      apiInstances: 2,
+      apiInstancesKilled: 1,
+      providerWrites: stats.writes[call.idempotencyKey] ?? 0,
+      providerCalls: stats.createCalls[call.idempotencyKey] ?? 0,
+      lookups: stats.lookups[call.idempotencyKey] ?? 0,
+      effectStatus: effect?.status,
+      resolution: effect?.resolution ?? null,
+      fenced: view.events.some((e) => e.type === "effect.fenced"),
+      commandStatus: view.commands[0]?.status,
+      terminalEvents,
+    };
+    timeline(`settled: ${line.effectStatus} (${line.resolution})${line.fenced ? ", after a fence" : ""}`);
+    const failures: string[] = [];
+    expectInvariant(
+      failures,
+      line.providerWrites === 1 && line.providerCalls === 1,
+      `the provider must have run once (writes ${line.providerWrites}, calls ${line.providerCalls})`,
+    );
+    expectInvariant(
+      failures,
+      line.effectStatus === "succeeded" && ["provider_result", "reported_late", "reconciled"].includes(String(line.resolution)),
+      `the effect must end succeeded (settled, or fenced then reconciled), was ${line.effectStatus} (${line.resolution})`,
+    );
+    expectInvariant(failures, terminalEvents === 1, `the tool call must have one terminal event, had ${terminalEvents}`);
+    expectInvariant(failures, view.events.filter((e) => e.terminal).length <= 1, "a run has at most one terminal event");
+    return { failures, line };
+  } finally {
+    await Promise.all(procs.map((p) => p.kill("SIGTERM")));
+    await server?.stop();
+  }
+}

@@ -1,0 +1,78 @@
+/**
+ * The soak's read-only views of the two sides it compares (issue 5 item 4, issue 12 item 5): the
+ * API's ledger (the SQLite file, or the PostgreSQL database of `--store postgres`; the same table and
+ * column names in both dialects, docs/DESIGN.md §11) and the fixture provider's SQLite file.
+ */
+import Database from "better-sqlite3";
+import pg from "pg";
+import type { LedgerEffect, ProviderTruth } from "./soak-counts.js";
+
+/** Reads the ledger after (and while) the soak ran. */
+export interface LedgerReader {
+  /** Commands without a terminal receipt + effects `executing` + effects `unknown` still due for a lookup (no operator attention). */
+  pending(): Promise<number>;
+  /** Every effect (`external_tool_effects`): id, key, status, resolution, stored result JSON. */
+  effects(): Promise<LedgerEffect[]>;
+  close(): Promise<void>;
+}
+
+const PENDING_SQL = `SELECT (SELECT count(*) FROM driver_commands WHERE status IN ('queued','delivered','accepted'))
+  + (SELECT count(*) FROM external_tool_effects WHERE status = 'executing')
+  + (SELECT count(*) FROM external_tool_effects WHERE status = 'unknown' AND next_lookup_at_ms IS NOT NULL AND operator_attention IS NULL) AS n`;
+const EFFECTS_SQL = "SELECT id, idempotency_key, status, resolution, result_json FROM external_tool_effects";
+
+function toEffect(r: Record<string, unknown>): LedgerEffect {
+  const text = (v: unknown) => (v === null || v === undefined ? null : typeof v === "string" ? v : JSON.stringify(v));
+  return {
+    id: String(r["id"]),
+    idempotencyKey: String(r["idempotency_key"]),
+    status: String(r["status"]),
+    resolution: text(r["resolution"]),
+    resultJson: text(r["result_json"]),
+  };
+}
+
+/**
+ * Opens the ledger at `store`: a SQLite file path (read-only), or `{ databaseUrl }` (one `pg` client).
+ * @throws Error when the file or the server cannot be opened.
+ */
+export async function openLedgerReader(store: string | { databaseUrl: string }): Promise<LedgerReader> {
+  if (typeof store === "string") {
+    const db = new Database(store, { readonly: true });
+    return {
+      pending: async () => (db.prepare(PENDING_SQL).get() as { n: number }).n,
+      effects: async () => (db.prepare(EFFECTS_SQL).all() as Array<Record<string, unknown>>).map(toEffect),
+      close: async () => void db.close(),
+    };
+  }
+  const client = new pg.Client({ connectionString: store.databaseUrl, application_name: "mosoo-soak" });
+  await client.connect();
+  return {
+    pending: async () => Number((await client.query<{ n: string | number }>(PENDING_SQL)).rows[0]!.n),
+    effects: async () => (await client.query<Record<string, unknown>>(EFFECTS_SQL)).rows.map(toEffect),
+    close: () => client.end(),
+  };
+}
+
+/** The provider's ground truth per idempotency key, from its SQLite file (read-only); `close()` it. */
+export function openProviderTruth(providerDb: string): { of: (key: string) => ProviderTruth; close: () => void } {
+  const truthDb = new Database(providerDb, { readonly: true });
+  const commitsOf = truthDb.prepare("SELECT count(*) AS n FROM issues WHERE idempotency_key = ?");
+  const callsOf = truthDb.prepare("SELECT count FROM call_counts WHERE idempotency_key = ? AND kind = 'create'");
+  const resultOf = truthDb.prepare("SELECT result_json FROM operations WHERE idempotency_key = ?");
+  const of = (key: string): ProviderTruth => {
+    const result = resultOf.get(key) as { result_json: string } | undefined;
+    const content = result ? ((JSON.parse(result.result_json) as { content?: Array<{ type: string; text?: string }> }).content ?? []) : [];
+    return {
+      commits: (commitsOf.get(key) as { n: number }).n,
+      createCalls: (callsOf.get(key) as { count: number } | undefined)?.count ?? 0,
+      outputText: result
+        ? content
+            .filter((c) => c.type === "text" && typeof c.text === "string")
+            .map((c) => c.text)
+            .join("\n")
+        : null,
+    };
+  };
+  return { of, close: () => truthDb.close() };
+}
