@@ -153,6 +153,29 @@ describe("DriverLoop with two API instances", () => {
     expect(lines.find((l) => l["msg"] === "poll.answer_may_be_lost")).toMatchObject({ connectionId: firstConnection, apiUrl: api1.url });
   });
 
+  it("a long-poll answered 503 store.commit_unknown (its delivery may have committed) is not resent on that connection: the Driver reconnects", async () => {
+    const { loop, lines } = await driver({ pollWaitMs: 50 });
+    api1.failNext("nextCommand", error(503, "store.commit_unknown", "the database connection was lost during COMMIT"));
+    const running = loop.run();
+    await until(() => lines.some((l) => l["msg"] === "poll.answer_may_be_lost"));
+    const firstConnection = connectionOf(api1.requestsOf("nextCommand")[0]);
+    await until(() => api1.requestsOf("connect").length + api2.requestsOf("connect").length >= 2);
+    state.queue.push(mcpExecuteEnvelope());
+    await until(
+      () => recorder.calls.length === 1 && [...api1.requestsOf("commandUpdate"), ...api2.requestsOf("commandUpdate")].length === 2,
+    );
+    loop.stop("SIGTERM");
+    expect(await running).toMatchObject({ kind: "stopped", exitCode: 0 });
+
+    const polls = [...api1.requestsOf("nextCommand"), ...api2.requestsOf("nextCommand")];
+    expect(polls.filter((r) => connectionOf(r) === firstConnection)).toHaveLength(1); // the 503'd poll only: never resent
+    expect(state.currentConnectionId).not.toBe(firstConnection);
+    expect(lines.find((l) => l["msg"] === "poll.answer_may_be_lost")).toMatchObject({
+      connectionId: firstConnection,
+      errorCode: "store.commit_unknown",
+    });
+  });
+
   it("a heartbeat refused as superseded while its own reconnect is in flight does not stop the Driver", async () => {
     state.heartbeatTtlMs = 60; // a heartbeat every 20 ms
     const { loop, lines } = await driver({ pollWaitMs: 30_000 });
