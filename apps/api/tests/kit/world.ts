@@ -7,6 +7,7 @@ import pino from "pino";
 import { createRuntime, type Runtime } from "../../src/composition-root.js";
 import type { ReconciliationSettings } from "../../src/modules/reconciliation/application/reconciliation-settings.js";
 import { createManualClock, type ManualClock } from "./clock.js";
+import type { Store as AnyStore } from "../../src/platform/db/store.port.js";
 import { openTestStore, type Store } from "./store.js";
 
 export type { Runtime, ReconciliationSettings };
@@ -49,7 +50,7 @@ export interface TestWorld {
 
 /** Builds a runtime the way the API does, on `store` and `clock`, with a silent logger. */
 export function buildRuntime(
-  store: Store,
+  store: AnyStore,
   clock: ManualClock,
   opts: Omit<TestWorldOptions, "dbFile" | "clock" | "startMs" | "onStoreOpened"> = {},
 ): Runtime {
