@@ -8,6 +8,8 @@ import { MIGRATIONS_FOLDER, openSqliteStore, type SqliteStore as Store } from ".
 import { columnsOf, createLegacyStore, dumpLegacyRows, type LegacyIds } from "./helpers/reconciliation-legacy-store.js";
 import { createDoubleWorld, START_MS } from "./kit/index.js";
 import { effectRow, expectReconciled, reconciliationRecords } from "./helpers/reconciliation-db.js";
+import { commandRepository } from "../src/modules/ledger/infrastructure/command.repository.js";
+import { runRepository } from "../src/modules/ledger/infrastructure/run.repository.js";
 
 /** Every migration of the journal (0000 … latest) must have been applied. */
 const MIGRATION_COUNT = (JSON.parse(readFileSync(join(MIGRATIONS_FOLDER, "meta", "_journal.json"), "utf8")) as { entries: unknown[] })
@@ -161,5 +163,18 @@ describe("store migration 0002 (effect reconciliation) on a #412 store", () => {
     expect(fx.lookups.map((r) => r.idempotencyKey)).toEqual([ids.unknownKey]);
     expectReconciled(fx.store, ids.runId, ids.unknownEffectId, "not_executed");
     expect(effectRow(fx.store, ids.succeededEffectId)).toMatchObject({ status: "succeeded", resolution: "provider_result", version: 0 });
+  });
+});
+
+describe("migration 0017: sequence counters", () => {
+  it("backfills each instance's and run's counter from the rows already numbered, so numbering continues after them", async () => {
+    const store = upgrade();
+    expect(store.sqlite.prepare("SELECT last_command_seq AS n FROM driver_instances WHERE id = ?").get(ids.driverId)).toEqual({ n: 2 });
+    expect(store.sqlite.prepare("SELECT last_event_seq AS n FROM session_runs WHERE id = ?").get(ids.runId)).toEqual({ n: 5 });
+    const next = await store.transaction(async (tx) => ({
+      command: await commandRepository.nextSeq(tx, ids.driverId),
+      event: (await runRepository.appendEvent(tx, ids.runId, "tool_call.queued", {}, START_MS)).seq,
+    }));
+    expect(next).toEqual({ command: 3, event: 6 });
   });
 });

@@ -9,6 +9,7 @@ import { afterEach, describe, expect, it } from "vitest";
 import { runRepository } from "../src/modules/ledger/infrastructure/run.repository.js";
 import { StoreNestedTransactionError } from "../src/platform/db/store.port.js";
 import { openTestStore, type Store } from "./kit/store.js";
+import { connectDriver, createTestWorld } from "./kit/index.js";
 
 let store: Store | undefined;
 afterEach(() => store?.closeNow());
@@ -128,5 +129,25 @@ describe("the SQLite store behind the async store port", () => {
     await s.close();
     await expect(s.read(async () => undefined)).rejects.toThrow(/store\.closed/);
     store = undefined;
+  });
+});
+
+describe("sequence numbers from counters (docs/DESIGN.md §11: no read-then-write)", () => {
+  it("concurrent enqueues on one run get distinct, gap-free command and run-event numbers", async () => {
+    const world = createTestWorld();
+    try {
+      const driver = await connectDriver(world.runtime);
+      const { runId } = await world.runtime.runs.createRun({ driverInstanceId: driver.instance.id });
+      const calls = await Promise.all(
+        [1, 2, 3, 4].map((n) =>
+          world.runtime.runs.enqueueToolCall(runId, { serverId: "tracker", toolName: "createIssue", arguments: { n } }),
+        ),
+      );
+      expect(calls.map((c) => c.seq).sort()).toEqual([1, 2, 3, 4]);
+      const events = await world.runtime.runs.listEvents(runId, 0);
+      expect(events.map((e) => e.seq)).toEqual([1, 2, 3, 4, 5]); // run.created + 4 tool_call.queued
+    } finally {
+      world.close();
+    }
   });
 });

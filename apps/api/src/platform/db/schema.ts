@@ -43,6 +43,12 @@ export const driverInstances = sqliteTable(
     lastHeartbeatAtMs: integer("last_heartbeat_at_ms"),
     registeredAtMs: integer("registered_at_ms").notNull(),
     finalizedAtMs: integer("finalized_at_ms"),
+    /**
+     * The `seq` of the instance's latest command (0: none yet). The next command's `seq` comes from
+     * bumping it with `UPDATE … SET last_command_seq = last_command_seq + 1 … RETURNING` in the
+     * inserting transaction: a row lock in PostgreSQL, never a read-then-write (docs/DESIGN.md §11).
+     */
+    lastCommandSeq: integer("last_command_seq").notNull().default(0),
   },
   (t) => [
     check("driver_instances_status_check", oneOf("status", DRIVER_INSTANCE_STATUSES)),
@@ -65,6 +71,11 @@ export const sessionRuns = sqliteTable(
     errorJson: text("error_json"),
     createdAtMs: integer("created_at_ms").notNull(),
     updatedAtMs: integer("updated_at_ms").notNull(),
+    /**
+     * The `seq` of the run's latest event (0: none yet); the next event's `seq` comes from bumping it
+     * with `UPDATE … RETURNING` in the appending transaction (docs/DESIGN.md §11: no read-then-write).
+     */
+    lastEventSeq: integer("last_event_seq").notNull().default(0),
   },
   (t) => [
     check("session_runs_status_check", oneOf("status", RUN_STATUSES)),

@@ -1,4 +1,4 @@
-import { and, asc, desc, eq, inArray, isNull, ne, or, sql } from "drizzle-orm";
+import { and, asc, eq, inArray, isNull, ne, or, sql } from "drizzle-orm";
 import type { CommandStatus } from "@mosoo/contracts";
 import type { driverCommands } from "../../../platform/db/schema.js";
 import { firstRow } from "../../../platform/db/rows.js";
@@ -11,13 +11,22 @@ const NON_TERMINAL: CommandStatus[] = ["queued", "delivered", "accepted"];
 
 /** Reads and compare-and-set writes of `driver_commands` (dialect-neutral: docs/ARCHITECTURE.md). */
 export const commandRepository = {
-  /** The next per-instance sequence number (1-based). Call inside the inserting transaction. */
+  /**
+   * The next per-instance sequence number (1-based), taken by bumping the instance's
+   * `last_command_seq` (`UPDATE … RETURNING`: atomic in both dialects, a row lock in PostgreSQL, so two
+   * writers never get the same `seq`; docs/DESIGN.md §11). Call inside the inserting transaction.
+   * @throws Error when the Driver instance does not exist.
+   */
   async nextSeq(tx: StoreTx, driverInstanceId: string): Promise<number> {
-    const c = tx.tables.driverCommands;
-    const last = firstRow(
-      await tx.db.select({ seq: c.seq }).from(c).where(eq(c.driverInstanceId, driverInstanceId)).orderBy(desc(c.seq)).limit(1),
-    );
-    return (last?.seq ?? 0) + 1;
+    const d = tx.tables.driverInstances;
+    const rows = await tx.db
+      .update(d)
+      .set({ lastCommandSeq: sql`${d.lastCommandSeq} + 1` })
+      .where(eq(d.id, driverInstanceId))
+      .returning({ seq: d.lastCommandSeq });
+    const seq = rows[0]?.seq;
+    if (seq === undefined) throw new Error(`no Driver instance ${driverInstanceId} to number a command of`);
+    return seq;
   },
   /** Inserts one row (throws on a constraint violation: CHECK, unique, foreign key). */
   async insert(tx: StoreTx, row: typeof driverCommands.$inferInsert): Promise<void> {

@@ -77,18 +77,26 @@ export const runRepository = {
     await tx.db.delete(r).where(eq(r.id, id));
   },
   /**
-   * Appends one event to a run's stream with the next `seq` (1-based), computed in the same
-   * INSERT statement (one statement, not a read then a write; callers hold the write transaction).
-   * A second terminal event for a run violates the `run_events_one_terminal` unique index and throws.
+   * Appends one event to a run's stream with the next `seq` (1-based), taken by bumping the run's
+   * `last_event_seq` (`UPDATE … RETURNING`: atomic in both dialects, a row lock in PostgreSQL; never
+   * a read-then-write, docs/DESIGN.md §11), in the caller's transaction. A second terminal event for
+   * a run violates the `run_events_one_terminal` unique index and throws; so does a missing run.
    */
   async appendEvent(tx: StoreTx, runId: string, type: RunEventType, payload: Record<string, unknown>, nowMs: number): Promise<RunEventRow> {
-    const e = tx.tables.runEvents;
+    const { runEvents: e, sessionRuns: r } = tx.tables;
+    const bumped = await tx.db
+      .update(r)
+      .set({ lastEventSeq: sql`${r.lastEventSeq} + 1` })
+      .where(eq(r.id, runId))
+      .returning({ seq: r.lastEventSeq });
+    const seq = bumped[0]?.seq;
+    if (seq === undefined) throw new Error(`no run ${runId} to append an event to`);
     const rows = await tx.db
       .insert(e)
       .values({
         id: newUlid(nowMs),
         runId,
-        seq: sql`(SELECT coalesce(max(${e.seq}), 0) + 1 FROM ${e} WHERE ${e.runId} = ${runId})`,
+        seq,
         type,
         terminal: TERMINAL_RUN_EVENT_TYPES.includes(type),
         payloadJson: JSON.stringify(payload),

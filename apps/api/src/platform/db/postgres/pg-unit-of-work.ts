@@ -27,10 +27,12 @@ import { classifyPgError, isPgUniqueViolation } from "./pg-errors.js";
  *   (EvalPlanQual): the loser matches 0 rows and records `superseded`; two writers never both win;
  * - counters (`attempt_count`, `version`) are written by that same CAS, so a value computed from a
  *   stale read never lands;
- * - sequence numbers (a command's `seq`, a run event's `seq`) are `max(seq) + 1` inside the
- *   inserting unit of work; the unique index on (parent, seq) refuses a second row with the same
- *   value (23505; the insert waits for the other writer's commit first) and the unit of work is run
- *   again (`SEQUENCE_INDEXES`), so a duplicate is never committed and nothing is lost;
+ * - sequence numbers (a command's `seq`, a run event's `seq`) come from a counter column on the
+ *   parent row (`driver_instances.last_command_seq`, `session_runs.last_event_seq`) bumped with
+ *   `UPDATE … RETURNING` inside the inserting unit of work: the row lock serialises writers of one
+ *   parent, so two never get the same value. The unique index on (parent, seq) stays as the last
+ *   guard; should it ever refuse a row (23505), the unit of work is run again (`SEQUENCE_INDEXES`),
+ *   so a duplicate is never committed and nothing is lost;
  * - the one-compensation-in-flight rule and idempotency keys are partial unique indexes.
  * What READ COMMITTED does not give, a consistent snapshot across several statements, no write
  * depends on: a read that decides a write is re-checked by that write's CAS.
@@ -240,12 +242,10 @@ export abstract class PgUnitOfWork implements Pick<Store, "transaction" | "read"
 const PG_SQLSTATE_IN_FAILED_TX = "25P02";
 /**
  * The unique indexes on (parent, seq) of the two per-parent sequences: a driver command's `seq` per
- * Driver instance and a run event's `seq` per run. Their next value is `max(seq) + 1` computed inside
- * the inserting unit of work; two concurrent units of work on one parent may compute the same value,
- * and the second insert then fails on this index (23505, waiting first for the other to commit). The
- * failed unit of work wrote nothing, so it runs again and reads the new maximum: sequence numbers
- * stay gapless and unique without serialising all writers (docs/DESIGN.md §11). A 23505 on any other
- * index is a real refusal and is never retried.
+ * Driver instance and a run event's `seq` per run. Their next value comes from the parent row's
+ * counter (`UPDATE … RETURNING`, a row lock), so this index should never refuse a row; it is kept as
+ * a fallback: a unit of work refused by it wrote nothing and runs again with a fresh counter value
+ * (docs/DESIGN.md §11). A 23505 on any other index is a real refusal and is never retried.
  */
 const SEQUENCE_INDEXES: ReadonlySet<string> = new Set(["driver_commands_instance_seq", "run_events_run_seq"]);
 /** 55P03 lock_not_available: `lock_timeout` ran out waiting for a row or table lock. */

@@ -59,6 +59,8 @@ export const driverInstances = pgTable(
     lastHeartbeatAtMs: ms("last_heartbeat_at_ms"),
     registeredAtMs: ms("registered_at_ms").notNull(),
     finalizedAtMs: ms("finalized_at_ms"),
+    /** The `seq` of the instance's latest command (0: none yet); bumped with `UPDATE … RETURNING` (schema.ts, DESIGN §11). */
+    lastCommandSeq: integer("last_command_seq").notNull().default(0),
   },
   () => [
     check("driver_instances_status_check", oneOf("status", DRIVER_INSTANCE_STATUSES)),
@@ -81,6 +83,8 @@ export const sessionRuns = pgTable(
     errorJson: text("error_json"),
     createdAtMs: ms("created_at_ms").notNull(),
     updatedAtMs: ms("updated_at_ms").notNull(),
+    /** The `seq` of the run's latest event (0: none yet); bumped with `UPDATE … RETURNING` (schema.ts, DESIGN §11). */
+    lastEventSeq: integer("last_event_seq").notNull().default(0),
   },
   (t) => [
     check("session_runs_status_check", oneOf("status", RUN_STATUSES)),
