@@ -26,7 +26,7 @@ export class StoreSchemaNewerError extends Error {
 }
 
 /** Newest `when` (ms) of a drizzle-kit migration folder's `meta/_journal.json`. @throws Error when the journal is missing or has no entry. */
-export function newestJournalMs(migrationsFolder: string): number {
+function newestJournalMs(migrationsFolder: string): number {
   const journal = JSON.parse(readFileSync(join(migrationsFolder, "meta", "_journal.json"), "utf8")) as { entries: Array<{ when: number }> };
   const newest = Math.max(...journal.entries.map((e) => e.when));
   if (!Number.isFinite(newest)) throw new Error(`no migration in ${migrationsFolder}`);
