@@ -65,7 +65,10 @@ export async function startApi(
   let store: Store;
   try {
     reconciliation = await resolveReconciliationSettings(config, adapterHost, opts.builtIns ? { builtIns: opts.builtIns } : {});
-    store = await openApiStore(config);
+    store = await openApiStore(config, {
+      onIdleConnectionError: (err) =>
+        logger.warn({ cause: { code: (err as { code?: unknown }).code, message: err.message } }, "store.connection_lost"),
+    });
   } catch (err) {
     await adapterHost.close();
     throw err;

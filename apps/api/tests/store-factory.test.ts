@@ -56,7 +56,7 @@ describe("the store configuration", () => {
 
 describe("the API startup", () => {
   it("refuses an unreachable PostgreSQL store in one config.invalid line that never echoes the URL or its password", async () => {
-    const config = loadApiConfig({ MOSOO_DB_FILE: ":memory:", MOSOO_DATABASE_URL: "postgres://u:pw-hunter2@127.0.0.1:1/mosoo" });
+    const config = loadApiConfig({ MOSOO_DATABASE_URL: "postgres://u:pw-hunter2@127.0.0.1:1/mosoo" });
     const err = await startApi(config, pino({ level: "silent" }), { sweep: false }).catch((e: unknown) => e);
     expect(err).toBeInstanceOf(ConfigError);
     expect((err as Error).message).toMatch(/^config\.invalid: MOSOO_DATABASE_URL: cannot open the PostgreSQL store: .*ECONNREFUSED/);

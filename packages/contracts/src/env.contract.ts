@@ -26,16 +26,36 @@ const bearerSecretString = () =>
     .min(16, "must be at least 16 characters (spaces do not count)")
     .refine((s) => !/[\s\p{Cc}]/u.test(s), "may not contain whitespace or control characters (a bearer credential is one token)");
 
+/** The `sslmode` values node-postgres (pg-connection-string 2.x) understands; any other is refused rather than ignored. */
+const PG_SSL_MODES = ["disable", "prefer", "require", "verify-ca", "verify-full", "no-verify"] as const;
+
 /**
  * A PostgreSQL connection URL (`postgres://` or `postgresql://user:password@host:port/database`,
- * query options such as `sslmode` allowed) that `URL` can parse. Refused otherwise at startup with
- * `config.invalid: MOSOO_DATABASE_URL: ...`; the URL itself is never echoed (it may carry a password).
+ * query options such as `sslmode` allowed) that `URL` can parse, with a port in 1–65535 and an
+ * `sslmode` (when given) of {@link PG_SSL_MODES}. Refused otherwise at startup with
+ * `config.invalid: MOSOO_DATABASE_URL: ...` naming the part that is wrong; the URL itself is never
+ * echoed (it may carry a password).
  */
 const postgresUrlString = () =>
   z
     .string()
     .trim()
-    .refine((s) => /^postgres(ql)?:\/\//.test(s) && URL.canParse(s), "must be a postgres:// or postgresql:// URL");
+    .superRefine((s, ctx) => {
+      const scheme = /^postgres(ql)?:\/\/([^/?#]*)/.exec(s);
+      if (!scheme) return void ctx.addIssue({ code: "custom", message: "must be a postgres:// or postgresql:// URL" });
+      const port = /:(\d+)$/.exec(scheme[2]!.replace(/^.*@/, ""))?.[1];
+      if (port !== undefined && (Number(port) < 1 || Number(port) > 65_535)) {
+        return void ctx.addIssue({ code: "custom", message: `the port must be 1-65535 (got ${port})` });
+      }
+      if (!URL.canParse(s)) return void ctx.addIssue({ code: "custom", message: "must be a postgres:// or postgresql:// URL" });
+      const sslmode = new URL(s).searchParams.get("sslmode");
+      if (sslmode !== null && !(PG_SSL_MODES as readonly string[]).includes(sslmode)) {
+        ctx.addIssue({
+          code: "custom",
+          message: `sslmode must be one of ${PG_SSL_MODES.join(", ")} (got ${JSON.stringify(sslmode.slice(0, 40))})`,
+        });
+      }
+    });
 
 export const ApiEnvSchema = z.object({
   MOSOO_DB_FILE: z.string().min(1).default("./var/mosoo.db"),

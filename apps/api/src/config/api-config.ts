@@ -125,7 +125,8 @@ export class ConfigError extends Error {
  * Reads the keys file (`MOSOO_API_KEYS_FILE`) when set.
  * @throws ConfigError on the first invalid variable (secrets are never echoed), a keys file that
  *   cannot be read or fails its schema, an empty `MOSOO_API_KEYS` entry, a secret shared by two
- *   credential kinds (API key, operator token, enrollment token), or a non-loopback `MOSOO_HOST` without any API key (docs/DESIGN.md §10).
+ *   credential kinds (API key, operator token, enrollment token), a non-loopback `MOSOO_HOST` without any API key (docs/DESIGN.md §10),
+ *   `MOSOO_DB_FILE` and `MOSOO_DATABASE_URL` both set, or `MOSOO_DATABASE_POOL_SIZE` without `MOSOO_DATABASE_URL`.
  */
 export function loadApiConfig(env: Record<string, string | undefined>): ApiConfig {
   const present = Object.fromEntries(Object.entries(env).filter(([k, v]) => k.startsWith("MOSOO_") && v !== ""));
@@ -144,6 +145,11 @@ export function loadApiConfig(env: Record<string, string | undefined>): ApiConfi
   if (c.MOSOO_LOOKUP_BACKOFF_MAX_MS < c.MOSOO_LOOKUP_BACKOFF_INITIAL_MS) {
     throw new ConfigError(
       `config.invalid: MOSOO_LOOKUP_BACKOFF_MAX_MS: must be >= MOSOO_LOOKUP_BACKOFF_INITIAL_MS (${c.MOSOO_LOOKUP_BACKOFF_INITIAL_MS})`,
+    );
+  }
+  if (c.MOSOO_DATABASE_URL !== undefined && present["MOSOO_DB_FILE"] !== undefined) {
+    throw new ConfigError(
+      "config.invalid: MOSOO_DB_FILE: names a SQLite store while MOSOO_DATABASE_URL names a PostgreSQL one; set only one of them",
     );
   }
   if (c.MOSOO_DATABASE_POOL_SIZE !== undefined && c.MOSOO_DATABASE_URL === undefined) {

@@ -3,19 +3,29 @@ import { ConfigError } from "./api-config.js";
 import { checkDbFilePath } from "./startup-checks.js";
 import { openStore, storeConfigFrom } from "../platform/db/store-factory.js";
 import type { Store } from "../platform/db/store.port.js";
+import { StoreSchemaNewerError } from "../platform/db/schema-version.js";
 
 /** SQLite open failures that are the operator's store path, not a defect (better-sqlite3 error codes). */
 const SQLITE_PATH_CODES = new Set(["SQLITE_NOTADB", "SQLITE_CANTOPEN", "SQLITE_READONLY"]);
 
 /**
- * `text` with the URL `url` and its password replaced by `***`: a driver message must never echo a
- * credential (docs/DESIGN.md §10). Pure.
+ * `text` with the URL `url`, the user-info of any URL in it (`scheme://user:password@` → `scheme://***@`)
+ * and the URL's password as a whole token replaced by `***`: a driver message must never echo a
+ * credential (docs/DESIGN.md §10). The password is replaced only where it stands alone (not inside a
+ * longer word), so a short password does not garble the server's message ("authentication" stays
+ * whole for the password `e`) nor give itself away by where the stars land. Pure.
  */
 export function redactDatabaseUrl(text: string, url: string): string {
-  let out = text.split(url).join("***");
+  let out = text
+    .split(url)
+    .join("***")
+    .replace(/:\/\/[^\s/@]*@/g, "://***@");
   try {
     const password = decodeURIComponent(new URL(url).password);
-    if (password.length > 0) out = out.split(password).join("***");
+    if (password.length > 0) {
+      const escaped = password.replace(/[.*+?^${}()|[\]\\]/g, "\\$&");
+      out = out.replace(new RegExp(`(?<![\\p{L}\\p{N}_])${escaped}(?![\\p{L}\\p{N}_])`, "gu"), "***");
+    }
   } catch {
     // not parseable: the config contract already refused it; nothing more to hide
   }
@@ -27,25 +37,36 @@ export function redactDatabaseUrl(text: string, url: string): string {
  * the PostgreSQL database at `MOSOO_DATABASE_URL` (pool `MOSOO_DATABASE_POOL_SIZE`) when it is set,
  * else the embedded SQLite file `MOSOO_DB_FILE` (checked first with `checkDbFilePath`). The API startup
  * and the operator CLI (`--db` / `--database-url`) both open their store here. `migrate: false` skips the
- * PostgreSQL migrations (the operator CLI: it must not create a schema in a wrong database). The caller must `close()` it.
+ * PostgreSQL migrations (the operator CLI: it must not create a schema in a wrong database);
+ * `onIdleConnectionError` receives a pooled PostgreSQL connection's failure while idle (the API logs it). The caller must `close()` it.
  * @throws ConfigError `config.invalid: MOSOO_DB_FILE: ...` for an unusable SQLite path (a FIFO, a
- *   directory, not a SQLite database, read-only); `config.invalid: MOSOO_DATABASE_URL: cannot open the
+ *   directory, not a SQLite database, read-only, or migrated by a newer build: `store.schema_newer`);
+ *   `config.invalid: MOSOO_DATABASE_URL: cannot open the
  *   PostgreSQL store: <first line of the driver's error>` when the server is unreachable, refuses the
  *   credentials or the database, or a migration fails; the URL and its password are never echoed.
  *   Other errors (a failed SQLite migration) are rethrown unchanged.
  */
 export async function openApiStore(
   config: Pick<ApiConfig, "dbFile" | "databaseUrl" | "databasePoolSize">,
-  opts: { migrate?: boolean } = {},
+  opts: { migrate?: boolean; onIdleConnectionError?: (err: Error) => void } = {},
 ): Promise<Store> {
   const resolved = storeConfigFrom(config);
-  const storeConfig = resolved.kind === "postgres" && opts.migrate === false ? { ...resolved, migrate: false } : resolved;
+  const storeConfig =
+    resolved.kind === "postgres"
+      ? {
+          ...resolved,
+          ...(opts.migrate === false ? { migrate: false } : {}),
+          ...(opts.onIdleConnectionError ? { onIdleConnectionError: opts.onIdleConnectionError } : {}),
+        }
+      : resolved;
   if (storeConfig.kind === "sqlite") {
     checkDbFilePath(storeConfig.file);
     try {
       return await openStore(storeConfig);
     } catch (err) {
       const code = (err as { code?: unknown }).code;
+      if (err instanceof StoreSchemaNewerError)
+        throw new ConfigError(`config.invalid: MOSOO_DB_FILE: ${err.message} (${storeConfig.file})`);
       if (typeof code === "string" && SQLITE_PATH_CODES.has(code)) {
         throw new ConfigError(
           `config.invalid: MOSOO_DB_FILE: cannot open the store: ${(err as Error).message.split("\n")[0]} (${storeConfig.file})`,

@@ -4,7 +4,7 @@ import type { Logger } from "pino";
 import type { z } from "zod";
 import { decodeUtf8Strict, findJsonProblem, formatJsonProblem, INVALID_UTF8_MESSAGE, type ApiErrorBody } from "@mosoo/contracts";
 import { RuntimeError } from "../../modules/ledger/domain/runtime-errors.js";
-import { isStoreBusy, STORE_BUSY_RETRY_AFTER_S } from "../../platform/db/store-busy.js";
+import { isStoreBusy, STORE_BUSY_MESSAGE, STORE_BUSY_RETRY_AFTER_S, storeBusyCause } from "../../platform/db/store-busy.js";
 import { StoreCommitUnknownError } from "../../platform/db/store-errors.js";
 import type { StoreBusyWatch } from "../../platform/db/store-busy-watch.js";
 
@@ -76,10 +76,8 @@ export function toErrorResponse(err: unknown, c: Context, logger: Logger, storeB
   }
   if (isStoreBusy(err)) {
     storeBusy?.noteBusy();
-    logger.warn({ path: c.req.path, method: c.req.method }, "http.store_busy");
-    const body: ApiErrorBody = {
-      error: { code: "store.busy", message: "the store is busy (locked by another connection); retry after 1 s" },
-    };
+    logger.warn({ path: c.req.path, method: c.req.method, cause: storeBusyCause(err) }, "http.store_busy");
+    const body: ApiErrorBody = { error: { code: "store.busy", message: STORE_BUSY_MESSAGE } };
     return c.json(body, 503, { "retry-after": String(STORE_BUSY_RETRY_AFTER_S) });
   }
   if (err instanceof StoreCommitUnknownError) {

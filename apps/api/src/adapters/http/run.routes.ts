@@ -2,6 +2,7 @@ import { Hono, type MiddlewareHandler } from "hono";
 import { RUN_API } from "@mosoo/contracts";
 import type { Runtime } from "../../composition-root.js";
 import { assertDriversAllowed, type AuthEnv, type CredentialGuard } from "./credential-guard.js";
+import { parseOrThrow } from "./http-errors.js";
 import { mountRoute, type RouteHandler } from "./route-mount.js";
 import { retryingWhenBusy } from "./store-retry.js";
 
@@ -14,9 +15,14 @@ import { retryingWhenBusy } from "./store-retry.js";
  */
 export function runRoutes(runtime: Runtime, guard: CredentialGuard): Hono<AuthEnv> {
   const app = new Hono<AuthEnv>();
-  /** After the guard: a key restricted to other Drivers than the run's is refused before anything is parsed. */
+  /**
+   * After the guard: the path's run id is checked against its schema (400 `request.invalid`: no store
+   * read with an id that is not one, e.g. a NUL byte PostgreSQL refuses), then a key restricted to other
+   * Drivers than the run's is refused (403 `auth.forbidden`) before the body is parsed.
+   */
   const ofRun: MiddlewareHandler<AuthEnv> = async (c, next) => {
-    assertDriversAllowed(c.get("principal"), await runtime.runs.driversOfRun(c.req.param("runId") ?? ""));
+    const { runId } = parseOrThrow(RUN_API.getRun.params, { runId: c.req.param("runId") });
+    assertDriversAllowed(c.get("principal"), await runtime.runs.driversOfRun(runId));
     await next();
   };
   const on = <R extends (typeof RUN_API)[keyof typeof RUN_API]>(

@@ -37,8 +37,34 @@ export class StoreBusyError extends Error {
     readonly afterCommit = false,
     options?: { cause?: unknown },
   ) {
-    super("the store is busy (locked by another connection); retry after 1 s", options);
+    super(STORE_BUSY_MESSAGE, options);
   }
+}
+
+/**
+ * The message of every `store.busy` answer. It names all the causes, because the client cannot act on
+ * which one it was: SQLite's write lock held by another connection, a full PostgreSQL pool, a lock
+ * wait past `lock_timeout`, or a database that cannot be reached. The cause is in the API log
+ * ({@link storeBusyCause}).
+ */
+export const STORE_BUSY_MESSAGE = "the store is busy or unreachable (locked, out of connections, or the database is down); retry after 1 s";
+
+/**
+ * What made an operation fail as `store.busy`, for the log line an operator reads: the innermost error
+ * of `err`'s `cause` chain that is not a {@link StoreBusyError} (a driver error such as
+ * `ECONNREFUSED`, PostgreSQL 53300 "too many clients", 57P01 "terminating connection", 55P03, or
+ * `SQLITE_BUSY`), as `{code, message}` (message's first line, at most 300 characters). Undefined when
+ * there is no such cause. Pure.
+ */
+export function storeBusyCause(err: unknown): { code?: string; message: string } | undefined {
+  let found: unknown;
+  for (let e: unknown = err, depth = 0; e && depth < 8; e = (e as { cause?: unknown }).cause, depth += 1) {
+    if (!(e instanceof StoreBusyError)) found = e;
+  }
+  if (found === undefined) return undefined;
+  const code = (found as { code?: unknown }).code;
+  const message = (found instanceof Error ? found.message : String(found)).split("\n")[0]!.slice(0, 300);
+  return { ...(typeof code === "string" ? { code } : {}), message };
 }
 
 /**

@@ -10,7 +10,15 @@ import { openPostgresStore } from "./postgres/postgres-store.js";
  *   (the schema is managed by a deploy step).
  */
 export type StoreConfig =
-  { kind: "sqlite"; file: string } | { kind: "postgres"; url: string; poolSize?: number | undefined; migrate?: boolean | undefined };
+  | { kind: "sqlite"; file: string }
+  | {
+      kind: "postgres";
+      url: string;
+      poolSize?: number | undefined;
+      migrate?: boolean | undefined;
+      /** Called when an idle pooled connection fails (the server restarted, the network dropped); default: a process warning. */
+      onIdleConnectionError?: ((err: Error) => void) | undefined;
+    };
 
 /** The settings {@link storeConfigFrom} reads: the parsed `MOSOO_DB_FILE`, `MOSOO_DATABASE_URL` and `MOSOO_DATABASE_POOL_SIZE`. */
 export interface StoreSettings {
@@ -40,5 +48,6 @@ export async function openStore(config: StoreConfig): Promise<Store> {
   return openPostgresStore(config.url, {
     ...(config.poolSize !== undefined ? { poolSize: config.poolSize } : {}),
     ...(config.migrate !== undefined ? { migrate: config.migrate } : {}),
+    ...(config.onIdleConnectionError !== undefined ? { onIdleConnectionError: config.onIdleConnectionError } : {}),
   });
 }

@@ -1,4 +1,4 @@
-import { BACKGROUND_BUSY_RETRY, isStoreBusy, retryWhenBusy } from "../../../platform/db/store-busy.js";
+import { BACKGROUND_BUSY_RETRY, isStoreBusy, retryWhenBusy, storeBusyCause } from "../../../platform/db/store-busy.js";
 import { driverInstanceRepository } from "../../ledger/infrastructure/driver-instance.repository.js";
 import type { FinalizationRepairService } from "./finalization-repair.service.js";
 import type { WorkClaimService } from "./work-claim.service.js";
@@ -81,7 +81,10 @@ export class MaintenanceSweepService {
     } catch (err) {
       if (isStoreBusy(err)) {
         this.ctx.storeBusy.noteBusy();
-        this.ctx.logger.warn("sweep.store_busy: the store is locked by another connection; the next pass tries again");
+        this.ctx.logger.warn(
+          { cause: storeBusyCause(err) },
+          "sweep.store_busy: the store is locked, out of connections or unreachable; the next pass tries again",
+        );
       } else this.ctx.logger.error({ err: String(err) }, "sweep.failed");
       return { driversFinalized: 0, driversPurged: 0, effectsLookedUp: 0, effectsResolved: 0 };
     }

@@ -4,6 +4,7 @@ import pg from "pg";
 import { drizzle, type NodePgDatabase } from "drizzle-orm/node-postgres";
 import { migrate } from "drizzle-orm/node-postgres/migrator";
 import * as schema from "./schema.pg.js";
+import { assertSchemaNotNewer } from "../schema-version.js";
 
 /** The folder of drizzle-kit migrations for the PostgreSQL dialect (`apps/api/drizzle-pg`, config `drizzle.pg.config.ts`). */
 export const PG_MIGRATIONS_FOLDER = join(dirname(fileURLToPath(import.meta.url)), "../../../../drizzle-pg");
@@ -45,7 +46,8 @@ export type PgDb = NodePgDatabase<typeof schema>;
  * `drizzle.__drizzle_migrations`), on one dedicated connection that holds
  * {@link MIGRATION_ADVISORY_LOCK_KEY} throughout (released when the connection closes, even on a crash).
  * Idempotent: a database already at the newest migration is left as it is.
- * @throws Error (the `pg` error) when the server is unreachable, the credentials are refused or a migration fails (nothing of that migration is kept).
+ * @throws Error (the `pg` error) when the server is unreachable, the credentials are refused or a migration fails (nothing of that migration is kept);
+ *   `StoreSchemaNewerError` (`store.schema_newer`) when a newer build migrated the database.
  */
 export async function migratePostgres(connectionString: string): Promise<void> {
   installPgTypeParsers();
@@ -54,6 +56,9 @@ export async function migratePostgres(connectionString: string): Promise<void> {
   try {
     await client.query("SELECT pg_advisory_lock($1::bigint)", [MIGRATION_ADVISORY_LOCK_KEY]);
     await migrate(drizzle({ client, schema }), { migrationsFolder: PG_MIGRATIONS_FOLDER });
+
+    const applied = await client.query<{ ms: string | null }>("SELECT max(created_at)::text AS ms FROM drizzle.__drizzle_migrations");
+    assertSchemaNotNewer(applied.rows[0]?.ms == null ? null : Number(applied.rows[0].ms), PG_MIGRATIONS_FOLDER);
   } finally {
     await client.end();
   }

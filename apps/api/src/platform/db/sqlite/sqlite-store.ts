@@ -5,6 +5,7 @@ import Database from "better-sqlite3";
 import { Mutex } from "async-mutex";
 import { drizzle, type BetterSQLite3Database } from "drizzle-orm/better-sqlite3";
 import { migrate } from "drizzle-orm/better-sqlite3/migrator";
+import { assertSchemaNotNewer } from "../schema-version.js";
 import * as schema from "../schema.js";
 import { isStoreBusy, noteCommit, StoreBusyError, STARTUP_BUSY_TIMEOUT_MS, STORE_BUSY_TIMEOUT_MS } from "../store-busy.js";
 import {
@@ -190,7 +191,8 @@ export class SqliteStore implements Store {
  * under foreign keys ON would cascade-delete child rows; after migrating, `foreign_key_check` must
  * be empty or this throws `Error("store.foreign_key_violation ...")`.
  * @throws Error when the file cannot be opened (better-sqlite3's `SQLITE_NOTADB`, `SQLITE_CANTOPEN`,
- *   `SQLITE_READONLY` codes) or a migration fails (startup must stop).
+ *   `SQLITE_READONLY` codes) or a migration fails (startup must stop); `StoreSchemaNewerError`
+ *   (`store.schema_newer`) when a newer build migrated the file.
  */
 export function openSqliteStore(file: string, opts: SqliteStoreOptions = {}): SqliteStore {
   if (file !== ":memory:") mkdirSync(dirname(file), { recursive: true });
@@ -202,6 +204,8 @@ export function openSqliteStore(file: string, opts: SqliteStoreOptions = {}): Sq
   const db = drizzle(sqlite, { schema });
   try {
     migrate(db, { migrationsFolder: MIGRATIONS_FOLDER });
+    const applied = sqlite.prepare("SELECT max(created_at) AS ms FROM __drizzle_migrations").get() as { ms: number | null };
+    assertSchemaNotNewer(applied.ms === null ? null : Number(applied.ms), MIGRATIONS_FOLDER);
   } catch (err) {
     sqlite.close();
     throw err;

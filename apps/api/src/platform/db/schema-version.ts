@@ -1,0 +1,44 @@
+import { readFileSync } from "node:fs";
+import { join } from "node:path";
+
+/**
+ * The database was migrated by a newer build than this one: its newest applied migration (drizzle's
+ * `__drizzle_migrations.created_at`, the migration folder's timestamp in ms) is later than the newest
+ * migration this build ships. drizzle's migrator would silently apply nothing, and this build would
+ * then run against columns, constraints and triggers it does not know (a rollback, or an old instance
+ * restarted beside upgraded ones on one PostgreSQL database). Code `store.schema_newer`; startup must
+ * stop (the API maps it to `config.invalid`). Nothing was written.
+ */
+export class StoreSchemaNewerError extends Error {
+  override readonly name = "StoreSchemaNewerError";
+  readonly code = "store.schema_newer";
+  constructor(
+    /** Newest migration time (ms) recorded in the database. */
+    readonly appliedMs: number,
+    /** Newest migration time (ms) of this build's migration folder. */
+    readonly knownMs: number,
+  ) {
+    super(
+      `store.schema_newer: the database was migrated by a newer build (its newest migration is from ${new Date(appliedMs).toISOString()}, ` +
+        `this build's newest from ${new Date(knownMs).toISOString()}); run that newer build, or restore a backup taken before the upgrade`,
+    );
+  }
+}
+
+/** Newest `when` (ms) of a drizzle-kit migration folder's `meta/_journal.json`. @throws Error when the journal is missing or has no entry. */
+function newestJournalMs(migrationsFolder: string): number {
+  const journal = JSON.parse(readFileSync(join(migrationsFolder, "meta", "_journal.json"), "utf8")) as { entries: Array<{ when: number }> };
+  const newest = Math.max(...journal.entries.map((e) => e.when));
+  if (!Number.isFinite(newest)) throw new Error(`no migration in ${migrationsFolder}`);
+  return newest;
+}
+
+/**
+ * Throws {@link StoreSchemaNewerError} when `appliedMs` (the database's newest recorded migration, null
+ * when none) is later than the newest migration of `migrationsFolder`. Call it after migrating.
+ */
+export function assertSchemaNotNewer(appliedMs: number | null, migrationsFolder: string): void {
+  if (appliedMs === null) return;
+  const knownMs = newestJournalMs(migrationsFolder);
+  if (appliedMs > knownMs) throw new StoreSchemaNewerError(appliedMs, knownMs);
+}
