@@ -52,14 +52,16 @@ export const runRepository = {
   },
   /** The instance's active run (at most one, by a partial unique index), or undefined. */
   async findActiveRunOfDriver(tx: StoreTx, driverInstanceId: string): Promise<RunRow | undefined> {
-    const r = tx.tables.sessionRuns;
-    return firstRow(
-      await tx.db
+    const q = tx.prepared("run.findActiveRunOfDriver", (db) => {
+      const r = tx.tables.sessionRuns;
+      return db
         .select()
         .from(r)
-        .where(and(eq(r.driverInstanceId, driverInstanceId), eq(r.status, "active")))
-        .limit(1),
-    );
+        .where(and(eq(r.driverInstanceId, sql.placeholder("driverInstanceId")), eq(r.status, "active")))
+        .limit(1)
+        .prepare();
+    });
+    return firstRow(await q.execute({ driverInstanceId }));
   },
   /** Compare-and-set of a run's status; true when it changed. */
   async transitionRun(tx: StoreTx, id: string, from: RunStatus, to: RunStatus, nowMs: number, errorJson?: string): Promise<boolean> {
