@@ -3,6 +3,7 @@ import type { CommandStatus } from "@mosoo/contracts";
 import type { driverCommands } from "../../../platform/db/schema.js";
 import { firstRow } from "../../../platform/db/rows.js";
 import type { StoreTx } from "../../../platform/db/store.port.js";
+import { argumentsFor, placeholdersFor, shapeOf } from "../../../platform/db/prepared-shapes.js";
 
 /** A Driver command row. */
 export type CommandRow = typeof driverCommands.$inferSelect;
@@ -18,19 +19,30 @@ export const commandRepository = {
    * @throws Error when the Driver instance does not exist.
    */
   async nextSeq(tx: StoreTx, driverInstanceId: string): Promise<number> {
-    const d = tx.tables.driverInstances;
-    const rows = await tx.db
-      .update(d)
-      .set({ lastCommandSeq: sql`${d.lastCommandSeq} + 1` })
-      .where(eq(d.id, driverInstanceId))
-      .returning({ seq: d.lastCommandSeq });
+    const q = tx.prepared("command.nextSeq", (db) => {
+      const d = tx.tables.driverInstances;
+      return db
+        .update(d)
+        .set({ lastCommandSeq: sql`${d.lastCommandSeq} + 1` })
+        .where(eq(d.id, sql.placeholder("driverInstanceId")))
+        .returning({ seq: d.lastCommandSeq })
+        .prepare();
+    });
+    const rows = await q.execute({ driverInstanceId });
     const seq = rows[0]?.seq;
     if (seq === undefined) throw new Error(`no Driver instance ${driverInstanceId} to number a command of`);
     return seq;
   },
   /** Inserts one row (throws on a constraint violation: CHECK, unique, foreign key). */
   async insert(tx: StoreTx, row: typeof driverCommands.$inferInsert): Promise<void> {
-    await tx.db.insert(tx.tables.driverCommands).values(row);
+    const shape = shapeOf(row);
+    const q = tx.prepared(`command.insert:${shape.join(",")}`, (db) =>
+      db
+        .insert(tx.tables.driverCommands)
+        .values(placeholdersFor(shape) as unknown as typeof driverCommands.$inferInsert)
+        .prepare(),
+    );
+    await q.execute(argumentsFor(shape, row));
   },
   /** The row with this id, or undefined. */
   async findById(tx: StoreTx, id: string): Promise<CommandRow | undefined> {
@@ -90,17 +102,25 @@ export const commandRepository = {
   },
   /** Records delivery on `connectionId` (and `queued → delivered`) if the command is still `fromStatus`. */
   async markDelivered(tx: StoreTx, id: string, fromStatus: CommandStatus, connectionId: string, nowMs: number): Promise<boolean> {
-    const c = tx.tables.driverCommands;
-    const rows = await tx.db
-      .update(c)
-      .set({
-        status: fromStatus === "queued" ? "delivered" : fromStatus,
-        deliveredConnectionId: connectionId,
-        deliveryCount: sql`${c.deliveryCount} + 1`,
-        updatedAtMs: nowMs,
-      })
-      .where(and(eq(c.id, id), eq(c.status, fromStatus)))
-      .returning({ id: c.id });
+    const q = tx.prepared("command.markDelivered", (db) => {
+      const c = tx.tables.driverCommands;
+      return db
+        .update(c)
+        .set({
+          ...placeholdersFor(["status", "deliveredConnectionId", "updatedAtMs"]),
+          deliveryCount: sql`${c.deliveryCount} + 1`,
+        })
+        .where(and(eq(c.id, sql.placeholder("id")), eq(c.status, sql.placeholder("fromStatus"))))
+        .returning({ id: c.id })
+        .prepare();
+    });
+    const rows = await q.execute({
+      id,
+      fromStatus,
+      status: fromStatus === "queued" ? "delivered" : fromStatus,
+      deliveredConnectionId: connectionId,
+      updatedAtMs: nowMs,
+    });
     return rows.length > 0;
   },
   /**
@@ -115,18 +135,24 @@ export const commandRepository = {
     nowMs: number,
     extra: { resultJson?: string; errorJson?: string; terminal: boolean },
   ): Promise<boolean> {
-    const c = tx.tables.driverCommands;
-    const rows = await tx.db
-      .update(c)
-      .set({
-        status: to,
-        updatedAtMs: nowMs,
-        ...(extra.terminal ? { terminalAtMs: nowMs } : {}),
-        ...(extra.resultJson !== undefined ? { resultJson: extra.resultJson } : {}),
-        ...(extra.errorJson !== undefined ? { errorJson: extra.errorJson } : {}),
-      })
-      .where(and(eq(c.id, id), eq(c.status, from)))
-      .returning({ id: c.id });
+    const set = {
+      status: to,
+      updatedAtMs: nowMs,
+      terminalAtMs: extra.terminal ? nowMs : undefined,
+      resultJson: extra.resultJson,
+      errorJson: extra.errorJson,
+    };
+    const shape = shapeOf(set);
+    const q = tx.prepared(`command.transition:${shape.join(",")}`, (db) => {
+      const c = tx.tables.driverCommands;
+      return db
+        .update(c)
+        .set(placeholdersFor(shape, "set_"))
+        .where(and(eq(c.id, sql.placeholder("id")), eq(c.status, sql.placeholder("from"))))
+        .returning({ id: c.id })
+        .prepare();
+    });
+    const rows = await q.execute({ ...argumentsFor(shape, set, "set_"), id, from });
     return rows.length > 0;
   },
 };

@@ -1,6 +1,7 @@
 import { and, asc, eq, gt, inArray, isNotNull, isNull, lt, lte, or, sql } from "drizzle-orm";
 import type { effectReconciliations, externalToolEffects } from "../../../platform/db/schema.js";
 import type { StoreTx } from "../../../platform/db/store.port.js";
+import { argumentsFor, placeholdersFor, shapeOf } from "../../../platform/db/prepared-shapes.js";
 
 /** A reconciliation record row. */
 export type ReconciliationRow = typeof effectReconciliations.$inferSelect;
@@ -15,24 +16,27 @@ export const reconciliationRepository = {
    * the bound (docs/DESIGN.md §4). True when taken.
    */
   async acquireLease(tx: StoreTx, effectId: string, version: number, owner: string, nowMs: number, expiresAtMs: number): Promise<boolean> {
-    const externalToolEffects = tx.tables.externalToolEffects;
-    const rows = await tx.db
-      .update(externalToolEffects)
-      .set({
-        leaseOwner: owner,
-        leaseExpiresAtMs: expiresAtMs,
-        lookupCount: sql`${externalToolEffects.lookupCount} + 1`,
-        version: sql`${externalToolEffects.version} + 1`,
-      })
-      .where(
-        and(
-          eq(externalToolEffects.id, effectId),
-          eq(externalToolEffects.status, "unknown"),
-          eq(externalToolEffects.version, version),
-          or(isNull(externalToolEffects.leaseOwner), lt(externalToolEffects.leaseExpiresAtMs, nowMs)),
-        ),
-      )
-      .returning({ id: externalToolEffects.id });
+    const q = tx.prepared("reconciliation.acquireLease", (db) => {
+      const externalToolEffects = tx.tables.externalToolEffects;
+      return db
+        .update(externalToolEffects)
+        .set({
+          ...placeholdersFor(["leaseOwner", "leaseExpiresAtMs"]),
+          lookupCount: sql`${externalToolEffects.lookupCount} + 1`,
+          version: sql`${externalToolEffects.version} + 1`,
+        })
+        .where(
+          and(
+            eq(externalToolEffects.id, sql.placeholder("effectId")),
+            eq(externalToolEffects.status, "unknown"),
+            eq(externalToolEffects.version, sql.placeholder("version")),
+            or(isNull(externalToolEffects.leaseOwner), lt(externalToolEffects.leaseExpiresAtMs, sql.placeholder("nowMs"))),
+          ),
+        )
+        .returning({ id: externalToolEffects.id })
+        .prepare();
+    });
+    const rows = await q.execute({ effectId, version, nowMs, leaseOwner: owner, leaseExpiresAtMs: expiresAtMs });
     return rows.length > 0;
   },
   /**
@@ -83,18 +87,22 @@ export const reconciliationRepository = {
    * version: nothing about the effect changed). True when this owner still held it.
    */
   async releaseLease(tx: StoreTx, effectId: string, owner: string, uncount = false): Promise<boolean> {
-    const externalToolEffects = tx.tables.externalToolEffects;
-    const count = externalToolEffects.lookupCount;
-    const rows = await tx.db
-      .update(externalToolEffects)
-      .set({
-        leaseOwner: null,
-        leaseExpiresAtMs: null,
-        // CASE, not SQLite's scalar max(a, b): both dialects accept it
-        ...(uncount ? { lookupCount: sql`CASE WHEN ${count} > 0 THEN ${count} - 1 ELSE 0 END` } : {}),
-      })
-      .where(and(eq(externalToolEffects.id, effectId), eq(externalToolEffects.leaseOwner, owner)))
-      .returning({ id: externalToolEffects.id });
+    const q = tx.prepared(`reconciliation.releaseLease:${uncount ? "uncount" : "keep"}`, (db) => {
+      const externalToolEffects = tx.tables.externalToolEffects;
+      const count = externalToolEffects.lookupCount;
+      return db
+        .update(externalToolEffects)
+        .set({
+          leaseOwner: null,
+          leaseExpiresAtMs: null,
+          // CASE, not SQLite's scalar max(a, b): both dialects accept it
+          ...(uncount ? { lookupCount: sql`CASE WHEN ${count} > 0 THEN ${count} - 1 ELSE 0 END` } : {}),
+        })
+        .where(and(eq(externalToolEffects.id, sql.placeholder("effectId")), eq(externalToolEffects.leaseOwner, sql.placeholder("owner"))))
+        .returning({ id: externalToolEffects.id })
+        .prepare();
+    });
+    const rows = await q.execute({ effectId, owner });
     return rows.length > 0;
   },
   /**
@@ -139,7 +147,14 @@ export const reconciliationRepository = {
   },
   /** Inserts one reconciliation record (a second confirmed record for an effect violates a partial unique index). */
   async insertRecord(tx: StoreTx, row: typeof effectReconciliations.$inferInsert): Promise<void> {
-    await tx.db.insert(tx.tables.effectReconciliations).values(row);
+    const shape = shapeOf(row);
+    const q = tx.prepared(`reconciliation.insertRecord:${shape.join(",")}`, (db) =>
+      db
+        .insert(tx.tables.effectReconciliations)
+        .values(placeholdersFor(shape) as unknown as typeof effectReconciliations.$inferInsert)
+        .prepare(),
+    );
+    await q.execute(argumentsFor(shape, row));
   },
   /** The distinct tool names the store holds effects of, for each of `serverIds` (the startup report). */
   async toolsSeenOn(tx: StoreTx, serverIds: readonly string[]): Promise<Array<{ serverId: string; toolName: string }>> {

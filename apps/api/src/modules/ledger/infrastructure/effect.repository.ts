@@ -3,6 +3,7 @@ import type { EffectStatus } from "@mosoo/contracts";
 import type { externalToolEffectAttempts, externalToolEffects } from "../../../platform/db/schema.js";
 import { firstRow } from "../../../platform/db/rows.js";
 import type { StoreTx } from "../../../platform/db/store.port.js";
+import { argumentsFor, placeholdersFor, shapeOf } from "../../../platform/db/prepared-shapes.js";
 
 /** An external tool effect row. */
 export type EffectRow = typeof externalToolEffects.$inferSelect;
@@ -13,7 +14,14 @@ export type AttemptRow = typeof externalToolEffectAttempts.$inferSelect;
 export const effectRepository = {
   /** Inserts one row (throws on a constraint violation: CHECK, unique, foreign key). */
   async insert(tx: StoreTx, row: typeof externalToolEffects.$inferInsert): Promise<void> {
-    await tx.db.insert(tx.tables.externalToolEffects).values(row);
+    const shape = shapeOf(row);
+    const q = tx.prepared(`effect.insert:${shape.join(",")}`, (db) =>
+      db
+        .insert(tx.tables.externalToolEffects)
+        .values(placeholdersFor(shape) as unknown as typeof externalToolEffects.$inferInsert)
+        .prepare(),
+    );
+    await q.execute(argumentsFor(shape, row));
   },
   /** The row with this id, or undefined. */
   async findById(tx: StoreTx, id: string): Promise<EffectRow | undefined> {
@@ -41,14 +49,16 @@ export const effectRepository = {
   },
   /** The effect enqueued with the client's `toolCallId` in run `runId` (unique), or undefined. */
   async findByClientToolCall(tx: StoreTx, runId: string, toolCallId: string): Promise<EffectRow | undefined> {
-    const e = tx.tables.externalToolEffects;
-    return firstRow(
-      await tx.db
+    const q = tx.prepared("effect.findByClientToolCall", (db) => {
+      const e = tx.tables.externalToolEffects;
+      return db
         .select()
         .from(e)
-        .where(and(eq(e.runId, runId), eq(e.clientToolCallId, toolCallId)))
-        .limit(1),
-    );
+        .where(and(eq(e.runId, sql.placeholder("runId")), eq(e.clientToolCallId, sql.placeholder("toolCallId"))))
+        .limit(1)
+        .prepare();
+    });
+    return firstRow(await q.execute({ runId, toolCallId }));
   },
   /** The effect of command `commandId`, or undefined. */
   async findByCommand(tx: StoreTx, commandId: string): Promise<EffectRow | undefined> {
@@ -115,17 +125,29 @@ export const effectRepository = {
     current: Pick<EffectRow, "id" | "status" | "version">,
     set: Partial<typeof externalToolEffects.$inferInsert>,
   ): Promise<boolean> {
-    const e = tx.tables.externalToolEffects;
-    const rows = await tx.db
-      .update(e)
-      .set({ ...set, version: sql`${e.version} + 1` })
-      .where(and(eq(e.id, current.id), eq(e.status, current.status), eq(e.version, current.version)))
-      .returning({ id: e.id });
+    const shape = shapeOf(set);
+    const q = tx.prepared(`effect.updateIfCurrent:${shape.join(",")}`, (db) => {
+      const e = tx.tables.externalToolEffects;
+      return db
+        .update(e)
+        .set({ ...placeholdersFor(shape, "set_"), version: sql`${e.version} + 1` })
+        .where(and(eq(e.id, sql.placeholder("id")), eq(e.status, sql.placeholder("status")), eq(e.version, sql.placeholder("version"))))
+        .returning({ id: e.id })
+        .prepare();
+    });
+    const rows = await q.execute({ ...argumentsFor(shape, set, "set_"), id: current.id, status: current.status, version: current.version });
     return rows.length > 0;
   },
   /** Inserts one attempt row (`(effect_id, attempt)` is unique). */
   async insertAttempt(tx: StoreTx, row: typeof externalToolEffectAttempts.$inferInsert): Promise<void> {
-    await tx.db.insert(tx.tables.externalToolEffectAttempts).values(row);
+    const shape = shapeOf(row);
+    const q = tx.prepared(`effect.insertAttempt:${shape.join(",")}`, (db) =>
+      db
+        .insert(tx.tables.externalToolEffectAttempts)
+        .values(placeholdersFor(shape) as unknown as typeof externalToolEffectAttempts.$inferInsert)
+        .prepare(),
+    );
+    await q.execute(argumentsFor(shape, row));
   },
   /** Updates attempt `attempt` of effect `effectId`. */
   async updateAttempt(
@@ -134,11 +156,16 @@ export const effectRepository = {
     attempt: number,
     set: Partial<typeof externalToolEffectAttempts.$inferInsert>,
   ): Promise<void> {
-    const a = tx.tables.externalToolEffectAttempts;
-    await tx.db
-      .update(a)
-      .set(set)
-      .where(and(eq(a.effectId, effectId), eq(a.attempt, attempt)));
+    const shape = shapeOf(set);
+    const q = tx.prepared(`effect.updateAttempt:${shape.join(",")}`, (db) => {
+      const a = tx.tables.externalToolEffectAttempts;
+      return db
+        .update(a)
+        .set(placeholdersFor(shape, "set_"))
+        .where(and(eq(a.effectId, sql.placeholder("effectId")), eq(a.attempt, sql.placeholder("attempt"))))
+        .prepare();
+    });
+    await q.execute({ ...argumentsFor(shape, set, "set_"), effectId, attempt });
   },
   /** The attempts of an effect, in attempt order. */
   async listAttempts(tx: StoreTx, effectId: string): Promise<AttemptRow[]> {

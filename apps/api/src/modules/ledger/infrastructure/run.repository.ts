@@ -52,14 +52,16 @@ export const runRepository = {
   },
   /** The instance's active run (at most one, by a partial unique index), or undefined. */
   async findActiveRunOfDriver(tx: StoreTx, driverInstanceId: string): Promise<RunRow | undefined> {
-    const r = tx.tables.sessionRuns;
-    return firstRow(
-      await tx.db
+    const q = tx.prepared("run.findActiveRunOfDriver", (db) => {
+      const r = tx.tables.sessionRuns;
+      return db
         .select()
         .from(r)
-        .where(and(eq(r.driverInstanceId, driverInstanceId), eq(r.status, "active")))
-        .limit(1),
-    );
+        .where(and(eq(r.driverInstanceId, sql.placeholder("driverInstanceId")), eq(r.status, "active")))
+        .limit(1)
+        .prepare();
+    });
+    return firstRow(await q.execute({ driverInstanceId }));
   },
   /** Compare-and-set of a run's status; true when it changed. */
   async transitionRun(tx: StoreTx, id: string, from: RunStatus, to: RunStatus, nowMs: number, errorJson?: string): Promise<boolean> {
@@ -83,26 +85,41 @@ export const runRepository = {
    * a run violates the `run_events_one_terminal` unique index and throws; so does a missing run.
    */
   async appendEvent(tx: StoreTx, runId: string, type: RunEventType, payload: Record<string, unknown>, nowMs: number): Promise<RunEventRow> {
-    const { runEvents: e, sessionRuns: r } = tx.tables;
-    const bumped = await tx.db
-      .update(r)
-      .set({ lastEventSeq: sql`${r.lastEventSeq} + 1` })
-      .where(eq(r.id, runId))
-      .returning({ seq: r.lastEventSeq });
-    const seq = bumped[0]?.seq;
+    const bump = tx.prepared("run.bumpEventSeq", (db) => {
+      const r = tx.tables.sessionRuns;
+      return db
+        .update(r)
+        .set({ lastEventSeq: sql`${r.lastEventSeq} + 1` })
+        .where(eq(r.id, sql.placeholder("runId")))
+        .returning({ seq: r.lastEventSeq })
+        .prepare();
+    });
+    const seq = (await bump.execute({ runId }))[0]?.seq;
     if (seq === undefined) throw new Error(`no run ${runId} to append an event to`);
-    const rows = await tx.db
-      .insert(e)
-      .values({
-        id: newUlid(nowMs),
-        runId,
-        seq,
-        type,
-        terminal: TERMINAL_RUN_EVENT_TYPES.includes(type),
-        payloadJson: JSON.stringify(payload),
-        createdAtMs: nowMs,
-      })
-      .returning();
+    const insert = tx.prepared("run.insertEvent", (db) =>
+      db
+        .insert(tx.tables.runEvents)
+        .values({
+          id: sql.placeholder("id"),
+          runId: sql.placeholder("runId"),
+          seq: sql.placeholder("seq"),
+          type: sql.placeholder("type"),
+          terminal: sql.placeholder("terminal"),
+          payloadJson: sql.placeholder("payloadJson"),
+          createdAtMs: sql.placeholder("createdAtMs"),
+        })
+        .returning()
+        .prepare(),
+    );
+    const rows = await insert.execute({
+      id: newUlid(nowMs),
+      runId,
+      seq,
+      type,
+      terminal: TERMINAL_RUN_EVENT_TYPES.includes(type),
+      payloadJson: JSON.stringify(payload),
+      createdAtMs: nowMs,
+    });
     return rows[0]!;
   },
   /** Events of a run with `seq > afterSeq`, in order. */

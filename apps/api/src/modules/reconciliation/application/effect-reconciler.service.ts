@@ -244,14 +244,15 @@ export class EffectReconciler implements EffectReconciliationPort {
   /**
    * Reconciles every effect `source` yields (rows; pulled lazily, so a caller can stream pages),
    * `opts.concurrency` lookups at a time (p-queue), as {@link reconcileLeased}: leases are taken in batches
-   * ({@link leaseBatch}, a quarter of the concurrency per transaction) and each outcome commits in
-   * its own transaction. `onResult` runs after each effect (its outcome already committed);
+   * ({@link leaseBatch}, up to `concurrency` per transaction: outcomes are group-committed, so lookup
+   * slots free up in bursts of a batch, which one lease transaction refills) and each outcome is
+   * committed whole through the group commit. `onResult` runs after each effect (its outcome already committed);
    * `shouldStart` returning false stops starting new lookups (leases taken but unused are released).
    * An error of one effect goes to `onError` (then the others continue), or, without `onError`,
    * rejects the returned promise.
    */
   async reconcileMany(source: Iterator<EffectRow> | AsyncIterator<EffectRow>, opts: ReconcileManyOptions): Promise<void> {
-    const batchSize = Math.max(1, Math.ceil(opts.concurrency / 4));
+    const batchSize = Math.max(1, opts.concurrency);
     const buffer: LeasedOrNot[] = [];
     const shouldStart = opts.shouldStart ?? (() => true);
     const leaseBatch = (rows: EffectRow[]) => this.leaseBatch(rows, opts.trigger);

@@ -1,0 +1,31 @@
+import { sql, type Placeholder } from "drizzle-orm";
+
+/**
+ * Helpers for prepared writes whose column list varies with the caller's values (an INSERT of the
+ * columns a row sets, an UPDATE of the columns a `set` holds): one prepared query per SHAPE (the
+ * sorted names of the columns given a value), cached by the store under `name:shape`
+ * (`StoreTx.prepared`, docs/ARCHITECTURE.md). A handful of shapes exist per call site, so the cache
+ * stays small; building a query's SQL with drizzle costs far more than running a one-row write
+ * (issue 13, README "Performance").
+ */
+
+/** The keys of `values` whose value is not `undefined`, sorted (a column left `undefined` keeps its default, as drizzle's `.values()`/`.set()` do). */
+export function shapeOf(values: object): string[] {
+  const keys: string[] = [];
+  for (const [k, v] of Object.entries(values)) if (v !== undefined) keys.push(k);
+  return keys.sort();
+}
+
+/** `{ [key]: sql.placeholder(prefix + key) }` for each of `keys` (the values of a prepared `.values()` or `.set()`). */
+export function placeholdersFor(keys: readonly string[], prefix = ""): Record<string, Placeholder<string>> {
+  const out: Record<string, Placeholder<string>> = {};
+  for (const k of keys) out[k] = sql.placeholder(prefix + k);
+  return out;
+}
+
+/** `{ [prefix + key]: values[key] }` for each of `keys`: the arguments of a query built with {@link placeholdersFor}. */
+export function argumentsFor(keys: readonly string[], values: object, prefix = ""): Record<string, unknown> {
+  const out: Record<string, unknown> = {};
+  for (const k of keys) out[prefix + k] = (values as Record<string, unknown>)[k];
+  return out;
+}
