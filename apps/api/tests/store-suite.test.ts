@@ -202,25 +202,28 @@ describe.each(STORE_KINDS)("shared store suite on %s", (kind: StoreKind) => {
     const b = await connectDriver(f.runtime, "driver-b");
     const { runId } = await f.runtime.runs.createRun({ driverInstanceId: a.instance.id });
     const { runId: runB } = await f.runtime.runs.createRun({ driverInstanceId: b.instance.id });
-    const calls = await Promise.all([
-      ...Array.from({ length: 8 }, (_, i) =>
-        f.runtime.runs.enqueueToolCall(runId, { serverId: "tracker", toolName: "createIssue", arguments: { i } }),
-      ),
-      ...Array.from({ length: 8 }, (_, i) =>
-        f.runtime.runs.enqueueToolCall(runB, { serverId: "tracker", toolName: "createIssue", arguments: { i } }),
-      ),
-    ]);
-    expect(new Set(calls.map((c) => c.commandId)).size).toBe(16);
+    const enqueue = (run: string, i: number) =>
+      f.runtime.runs.enqueueToolCall(run, { serverId: "tracker", toolName: "createIssue", arguments: { i } });
+    const jobs = [...Array.from({ length: 8 }, (_, i) => [runId, i] as const), ...Array.from({ length: 8 }, (_, i) => [runB, i] as const)];
+    const settled = await Promise.allSettled(jobs.map(([run, i]) => enqueue(run, i)));
+    // SQLite serialises writers: every append succeeds. On PostgreSQL `seq` is max + 1 inside the unit of
+    // work; two appends on one parent may pick the same value and the unique index refuses the second,
+    // which is run again a bounded number of times (pg-unit-of-work.ts) and then answered store.busy
+    // with NOTHING written. A refused append is retried by its caller (here: once the burst is over).
+    const refused = settled.flatMap((r, k) => (r.status === "rejected" ? [k] : []));
+    if (kind === "sqlite") expect(refused).toEqual([]);
+    for (const k of refused) expect((settled[k] as PromiseRejectedResult).reason).toMatchObject({ code: "store.busy" });
+    for (const k of refused) await enqueue(jobs[k]![0], jobs[k]![1]);
     for (const run of [runId, runB]) {
       const seqs = (await eventsOf(f.store, run)).map((e) => e.seq);
       expect(seqs.length).toBeGreaterThanOrEqual(8);
       expect(seqs).toEqual(seqs.map((_, i) => i + 1));
     }
     for (const d of [a, b]) {
-      const seqs = (await commandsOfDriver(f.store, d.instance.id)).map((c) => c.seq);
-      expect(seqs.length).toBe(8);
-      expect(new Set(seqs).size).toBe(8);
-      expect(seqs).toEqual([...seqs].sort((x, y) => x - y));
+      const commands = await commandsOfDriver(f.store, d.instance.id);
+      expect(commands.map((c) => c.seq)).toEqual([1, 2, 3, 4, 5, 6, 7, 8]);
+      const args = commands.map((c) => (JSON.parse(JSON.parse(c.payloadJson).argumentsJson) as { i: number }).i);
+      expect([...args].sort((x, y) => x - y)).toEqual([0, 1, 2, 3, 4, 5, 6, 7]); // each append exactly once
     }
   });
 
