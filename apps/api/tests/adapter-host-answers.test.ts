@@ -45,15 +45,15 @@ describe("the isolated host's refusals, as recorded on the effect", { timeout: 1
       await lab.setup();
       const effectId = await lab.toUnknownEffect();
       await lab.runtime.reconciler.reconcile(effectId, "sweep");
-      const { status } = lab.store.sqlite.prepare("SELECT status FROM external_tool_effects WHERE id = ?").get(effectId) as {
+      const { status } = lab.sqlite.prepare("SELECT status FROM external_tool_effects WHERE id = ?").get(effectId) as {
         status: string;
       };
-      const records = lab.store.sqlite
+      const records = lab.sqlite
         .prepare("SELECT outcome, reason_code, error FROM effect_reconciliations WHERE effect_id = ? ORDER BY id")
         .all(effectId) as Array<{ outcome: string; reason_code: string | null; error: string | null }>;
       return { status, records };
     } finally {
-      lab.dispose();
+      await lab.dispose();
     }
   }
 

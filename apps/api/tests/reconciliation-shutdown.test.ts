@@ -42,11 +42,11 @@ describe("reconciler shutdown: outcomes of lookups the host's close rejected", {
       if (other) setTimeout(() => other!.exec("ROLLBACK"), 100);
       await drained;
       // checked at once, as close() would close the store now
-      const records = lab.store.sqlite
+      const records = lab.sqlite
         .prepare("SELECT outcome, reason_code FROM effect_reconciliations WHERE effect_id = ?")
         .all(effectId) as Array<{ outcome: string; reason_code: string | null }>;
       expect(records).toEqual([{ outcome: "still_unknown", reason_code: "adapter_crashed" }]);
-      const row = lab.store.sqlite.prepare("SELECT status, lease_owner FROM external_tool_effects WHERE id = ?").get(effectId) as {
+      const row = lab.sqlite.prepare("SELECT status, lease_owner FROM external_tool_effects WHERE id = ?").get(effectId) as {
         status: string;
         lease_owner: string | null;
       };
@@ -54,7 +54,7 @@ describe("reconciler shutdown: outcomes of lookups the host's close rejected", {
       await expect(lookup).resolves.toMatchObject({ kind: "still_unknown" });
     } finally {
       other?.close();
-      lab.dispose();
+      await lab.dispose();
       await host.close();
     }
   }

@@ -119,12 +119,14 @@ export const DriverEnvSchema = z.object({
 /**
  * Variables of the repository's own scripts: `MOSOO_BENCH_QUICK=1`, `MOSOO_BENCH_CPU_PROF=1` (`npm run bench`);
  * `MOSOO_TEST_DATABASE_URL`, the PostgreSQL server the tests use (set by the api tests' globalSetup, which
- * starts a throwaway one, and inherited by every process a test spawns; set it yourself to use your own).
+ * starts a throwaway one, and inherited by every process a test spawns; set it yourself to use your own);
+ * `MOSOO_CRASH_MATRIX_FULL=1`, the whole crash-point matrix on PostgreSQL too (`npm run test:crash-matrix:pg`).
  */
 export const ToolingEnvSchema = z.object({
   MOSOO_BENCH_QUICK: z.string().optional(),
   MOSOO_BENCH_CPU_PROF: z.string().optional(),
   MOSOO_TEST_DATABASE_URL: z.string().optional(),
+  MOSOO_CRASH_MATRIX_FULL: z.string().optional(),
 });
 
 /** Every `MOSOO_*` name some Mosoo program reads: the keys of the schemas above. */

@@ -3,6 +3,8 @@
  * ledger (raw SQL on the file) against the provider double's ground truth and the lab's record of
  * sends and commits. Each returns human-readable violations; an empty list is a pass.
  */
+import { eq, sql, type SQL } from "drizzle-orm";
+import type { Store as PortStore, StoreTx } from "../../src/platform/db/store.port.js";
 import type { CrashLab } from "./crash-lab.js";
 import { EFFECT_STEPS, TERMINAL_COMMAND } from "./lifecycle-oracle.js";
 
@@ -11,7 +13,7 @@ import { EFFECT_STEPS, TERMINAL_COMMAND } from "./lifecycle-oracle.js";
  * transitions made by every "process" across crashes are checked. Idempotent (each boot calls it).
  */
 export function installLabAudit(lab: CrashLab): void {
-  lab.store.sqlite.exec(`
+  lab.sqlite.exec(`
     CREATE TABLE IF NOT EXISTS lab_audit_effect (seq INTEGER PRIMARY KEY AUTOINCREMENT, id TEXT, old_status TEXT, new_status TEXT,
       old_version INTEGER, new_version INTEGER, old_attempts INTEGER, new_attempts INTEGER);
     CREATE TRIGGER IF NOT EXISTS lab_audit_effect_update AFTER UPDATE ON external_tool_effects BEGIN
@@ -22,6 +24,49 @@ export function installLabAudit(lab: CrashLab): void {
       INSERT INTO lab_audit_effect (id, old_status, new_status) VALUES (OLD.id, OLD.status, 'DELETED');
     END;
   `);
+}
+
+/** Raw SQL on a PostgreSQL unit of work's connection (both PostgreSQL drizzle builders have `execute`). */
+async function execPg(tx: StoreTx, query: SQL): Promise<Record<string, unknown>[]> {
+  const db = tx.db as unknown as { execute(q: SQL): Promise<{ rows: Record<string, unknown>[] }> };
+  return (await db.execute(query)).rows;
+}
+
+/** The PostgreSQL form of {@link installLabAudit}: the same audit table, filled by a plpgsql row trigger. Idempotent. */
+export async function installLabAuditPg(store: PortStore): Promise<void> {
+  await store.transaction(async (tx) => {
+    await execPg(
+      tx,
+      sql.raw(`
+      CREATE TABLE IF NOT EXISTS lab_audit_effect (seq BIGSERIAL PRIMARY KEY, id TEXT, old_status TEXT, new_status TEXT,
+        old_version BIGINT, new_version BIGINT, old_attempts BIGINT, new_attempts BIGINT);
+      CREATE OR REPLACE FUNCTION lab_audit_effect_fn() RETURNS trigger LANGUAGE plpgsql AS $$
+      BEGIN
+        IF TG_OP = 'DELETE' THEN
+          INSERT INTO lab_audit_effect (id, old_status, new_status) VALUES (OLD.id, OLD.status, 'DELETED');
+          RETURN OLD;
+        END IF;
+        INSERT INTO lab_audit_effect (id, old_status, new_status, old_version, new_version, old_attempts, new_attempts)
+          VALUES (NEW.id, OLD.status, NEW.status, OLD.version, NEW.version, OLD.attempt_count, NEW.attempt_count);
+        RETURN NEW;
+      END $$;
+      CREATE OR REPLACE TRIGGER lab_audit_effect_update AFTER UPDATE OR DELETE ON external_tool_effects
+        FOR EACH ROW EXECUTE FUNCTION lab_audit_effect_fn();
+    `),
+    );
+  });
+}
+
+/** Empties the PostgreSQL lab audit (a new lab on a reused database). */
+export async function resetLabAuditPg(store: PortStore): Promise<void> {
+  await store.transaction((tx) => execPg(tx, sql.raw("TRUNCATE lab_audit_effect RESTART IDENTITY")));
+}
+
+/** The lab audit rows in order, from either store. */
+async function labAudit(lab: CrashLab): Promise<Array<Record<string, unknown>>> {
+  if (lab.store.dialect === "sqlite")
+    return lab.sqlite.prepare("SELECT * FROM lab_audit_effect ORDER BY seq").all() as Array<Record<string, unknown>>;
+  return lab.store.read((tx) => execPg(tx, sql.raw("SELECT * FROM lab_audit_effect ORDER BY seq")));
 }
 
 interface EffectRow {
@@ -36,9 +81,25 @@ interface EffectRow {
   attempt_count: number;
 }
 
+/** Every effect of the lab, read through the port (either store), in the snake_case shape the checks use. */
+async function labEffects(lab: CrashLab): Promise<EffectRow[]> {
+  const rows = await lab.store.read((tx) => tx.db.select().from(tx.tables.externalToolEffects));
+  return rows.map((r) => ({
+    id: r.id,
+    command_id: r.commandId,
+    idempotency_key: r.idempotencyKey,
+    status: r.status,
+    resolution: r.resolution,
+    result_json: r.resultJson,
+    reconciliation_receipt_json: r.reconciliationReceiptJson,
+    operator_attention: r.operatorAttention,
+    attempt_count: Number(r.attemptCount),
+  }));
+}
+
 /** The final ledger state of the lab's one effect (undefined when no intent was written). */
-export function labEffect(lab: CrashLab): EffectRow | undefined {
-  return lab.store.sqlite.prepare("SELECT * FROM external_tool_effects").get() as EffectRow | undefined;
+export async function labEffect(lab: CrashLab): Promise<EffectRow | undefined> {
+  return (await labEffects(lab))[0];
 }
 
 /**
@@ -54,9 +115,8 @@ export function labEffect(lab: CrashLab): EffectRow | undefined {
  */
 export async function checkLab(lab: CrashLab): Promise<string[]> {
   const v: string[] = [];
-  const sql = lab.store.sqlite;
-  const effects = sql.prepare("SELECT * FROM external_tool_effects").all() as EffectRow[];
-  for (const a of sql.prepare("SELECT * FROM lab_audit_effect ORDER BY seq").all() as Array<Record<string, string | number | null>>) {
+  const effects = await labEffects(lab);
+  for (const a of await labAudit(lab)) {
     const from = String(a.old_status);
     const to = String(a.new_status);
     if (to === "DELETED") v.push(`effect ${a.id} deleted while ${from}`);
@@ -94,10 +154,11 @@ export async function checkLab(lab: CrashLab): Promise<string[]> {
     if (!record && e.status === "unknown" && lab.profile !== "neither" && !e.operator_attention) {
       v.push("unknown after quiescence with a provider that can be asked and no operator attention (I10)");
     }
-    const cmd = sql.prepare("SELECT status, result_json FROM driver_commands WHERE id = ?").get(e.command_id) as {
-      status: string;
-      result_json: string | null;
-    };
+    const cmd = await lab.store.read(async (tx) => {
+      const t = tx.tables.driverCommands;
+      const row = (await tx.db.select({ status: t.status, resultJson: t.resultJson }).from(t).where(eq(t.id, e.command_id)))[0]!;
+      return { status: row.status, result_json: row.resultJson };
+    });
     if (!TERMINAL_COMMAND.has(cmd.status)) v.push(`command ${cmd.status} without a terminal receipt after quiescence (I10)`);
     if (cmd.status === "completed" && (e.status !== "succeeded" || cmd.result_json !== e.result_json)) {
       v.push(`command completed while its effect is ${e.status} / another result (rule 6: no terminal state before the result commits)`);

@@ -18,19 +18,24 @@ import {
 } from "@mosoo/contracts";
 import type { ReconciliationAdapter } from "@mosoo/effect-reconciliation";
 import { createProviderDouble, createProviderDoubleAdapter, type ProviderDouble } from "@mosoo/effect-reconciliation/testing";
+import { eq } from "drizzle-orm";
 import {
   START_MS,
+  buildRuntime,
   createManualClock,
   createTempDir,
   createTestWorld,
+  truncatePgStore,
   type ManualClock,
   type ReconciliationSettings,
   type Runtime,
   type Store,
   type TestWorld,
 } from "../kit/index.js";
+import type { Store as PortStore } from "../../src/platform/db/store.port.js";
+import { openPostgresStore } from "../../src/platform/db/postgres/postgres-store.js";
 import { CrashInjector, SimulatedCrash, isSimulatedCrash, type CrashPlan } from "./crash-injector.js";
-import { installLabAudit } from "./crash-lab-checks.js";
+import { installLabAudit, installLabAuditPg, resetLabAuditPg } from "./crash-lab-checks.js";
 
 const SERVER = "tracker";
 const TOOL = "createIssue";
@@ -96,21 +101,39 @@ export interface FlowFacts {
   results: Map<string, McpToolResult>;
   /** Adapter lookups made. */
   lookups: number;
+  /** The most lookups of the lab's adapter in progress at the same time (a lease admits one per effect). */
+  maxConcurrentLookups: number;
   /** Named points and write indexes at which a crash fired. */
   crashes: string[];
 }
 
-/** One lab: a temp dir with the SQLite file, the surviving provider double and clock, the current "API process". */
+/**
+ * Where a lab's ledger lives: a SQLite file in the lab's temp dir (default), or a database of a real
+ * PostgreSQL server (`url`), shared by the labs of one test file one after the other: each lab
+ * empties it (TRUNCATE) in `setup()`, and each "API process" is a new `PostgresStore` (its own pool)
+ * on that database.
+ */
+export type LabStore = { kind: "sqlite" } | { kind: "postgres"; url: string };
+
+/** One lab: the ledger (a SQLite file in a temp dir, or a PostgreSQL database), the surviving provider double and clock, the current "API process". */
 export class CrashLab {
   private readonly temp = createTempDir("mosoo-crash-");
   readonly dir = this.temp.dir;
   readonly file = join(this.dir, "mosoo.db");
   readonly clock: ManualClock = createManualClock(START_MS);
   readonly double: ProviderDouble;
-  readonly facts: FlowFacts = { sends: new Map(), commits: new Map(), results: new Map(), lookups: 0, crashes: [] };
-  /** The test world on {@link file}: its `restart()` is this lab's "new API process". */
-  private readonly world: TestWorld;
-  store!: Store;
+  readonly facts: FlowFacts = {
+    sends: new Map(),
+    commits: new Map(),
+    results: new Map(),
+    lookups: 0,
+    maxConcurrentLookups: 0,
+    crashes: [],
+  };
+  /** SQLite: the test world on {@link file}: its `restart()` is this lab's "new API process" (null on PostgreSQL). */
+  private readonly world: TestWorld | null = null;
+  /** The current "API process"'s store (any kind; {@link sqlite} for the SQLite handle). */
+  store!: PortStore;
   runtime!: Runtime;
   injector!: CrashInjector;
   driver: LabDriver | null = null;
@@ -120,6 +143,8 @@ export class CrashLab {
   /** Arms the injector for the next durable write once an adapter lookup answered (crash point C6). */
   crashAfterLookup = false;
   faultsOn = true;
+  /** Lookups of the lab's adapter in progress now (see {@link FlowFacts.maxConcurrentLookups}). */
+  private lookupsInProgress = 0;
 
   /**
    * @param options.adapter a ready adapter handle bound in place of the provider double's adapter
@@ -130,7 +155,7 @@ export class CrashLab {
   constructor(
     readonly profile: ProviderProfile,
     readonly behaviour: Behaviour,
-    readonly options: { adapter?: ReconciliationAdapter; lookupTimeoutMs?: number; maxLookups?: number } = {},
+    readonly options: { adapter?: ReconciliationAdapter; lookupTimeoutMs?: number; maxLookups?: number; store?: LabStore } = {},
   ) {
     this.double = createProviderDouble({
       clock: this.clock,
@@ -138,6 +163,7 @@ export class CrashLab {
       keyFencing:
         profile === "dedupe_lookup" ? { kind: "lookup_fences_key" } : { kind: "max_in_flight", maxInFlightMs: LAB_MAX_IN_FLIGHT_MS },
     });
+    if (options.store?.kind === "postgres") return; // booted in setup() (opening is async)
     this.world = createTestWorld({
       dbFile: this.file,
       clock: this.clock,
@@ -151,6 +177,32 @@ export class CrashLab {
       },
     });
     this.runtime = this.world.runtime;
+  }
+
+  /** The raw SQLite handle of the current store. @throws Error on a PostgreSQL lab. */
+  get sqlite(): Store["sqlite"] {
+    if (this.store.dialect !== "sqlite") throw new Error("this lab runs on PostgreSQL: no raw SQLite handle");
+    return (this.store as Store).sqlite;
+  }
+
+  /** PostgreSQL: opens a new "API process" on the lab's database (store, audit trigger, injector, runtime). */
+  private async bootPg(url: string): Promise<void> {
+    const store = await openPostgresStore(url);
+    this.store = store;
+    await installLabAuditPg(store);
+    this.injector = new CrashInjector();
+    this.injector.attach(store);
+    this.runtime = buildRuntime(store, this.clock, { heartbeatTtlMs: HEARTBEAT_TTL_MS, reconciliation: this.settings() });
+  }
+
+  /** The effect written for command `commandId` (its id and idempotency key), read through the port. @throws Error when absent. */
+  async effectOfCommand(commandId: string): Promise<{ id: string; idempotency_key: string }> {
+    const row = await this.store.read(async (tx) => {
+      const t = tx.tables.externalToolEffects;
+      return (await tx.db.select({ id: t.id, key: t.idempotencyKey }).from(t).where(eq(t.commandId, commandId)))[0];
+    });
+    if (!row) throw new Error(`no effect for command ${commandId}`);
+    return { id: row.id, idempotency_key: row.key };
   }
 
   /** The reconciliation settings of every "API process" of the lab: `tracker` bound (unless profile `neither`) to the counting, faulty adapter. */
@@ -169,10 +221,20 @@ export class CrashLab {
           declaration: inner.declaration,
           lookup: async (request, context) => {
             this.facts.lookups += 1;
+            // lookups in progress at once (a lookup ends when it settles or the runtime aborts it at its bound)
+            this.lookupsInProgress += 1;
+            this.facts.maxConcurrentLookups = Math.max(this.facts.maxConcurrentLookups, this.lookupsInProgress);
+            let ended = false;
+            const end = () => {
+              if (!ended) this.lookupsInProgress -= 1;
+              ended = true;
+            };
+            context.signal.addEventListener("abort", end, { once: true });
             if (this.gate) await this.gate();
             try {
               return await this.faultyLookup(() => inner.lookup(request, context));
             } finally {
+              end();
               if (this.crashAfterLookup) {
                 this.crashAfterLookup = false;
                 this.injector.armNext();
@@ -214,15 +276,23 @@ export class CrashLab {
     this.facts.crashes.push(reason);
     this.crashAfterLookup = false;
     this.injector.crashed ??= new SimulatedCrash(reason);
-    await this.world.restart(); // closes the store, opens the file in a new runtime, ends expired leases
-    this.runtime = this.world.runtime;
+    if (this.world) {
+      await this.world.restart(); // closes the store, opens the file in a new runtime, ends expired leases
+      this.runtime = this.world.runtime;
+    } else {
+      const url = (this.options.store as { url: string }).url;
+      await this.store.close(); // the dead process's pool: its connections end (an open transaction would roll back)
+      await this.bootPg(url);
+      await this.runtime.reconciler.endExpiredLeases({ startup: true }); // as server.ts does at startup
+    }
     if (this.driver) this.driver = { ...this.driver, connectionId: "" };
   }
 
-  /** Removes the temp dir (the store must be closed). */
-  dispose(): void {
+  /** Closes the store (SQLite at once; PostgreSQL: its pool, the database stays for the next lab) and removes the temp dir. */
+  async dispose(): Promise<void> {
     try {
-      this.store.closeNow();
+      if (this.world) (this.store as Store).closeNow();
+      else await this.store?.close();
     } catch {
       // already closed
     }
@@ -234,6 +304,11 @@ export class CrashLab {
 
   /** Ends expired leases as the API does at startup, then registers, connects the Driver and creates its run (before any crash is armed). */
   async setup(): Promise<void> {
+    if (this.options.store?.kind === "postgres") {
+      await this.bootPg(this.options.store.url);
+      await truncatePgStore(this.store);
+      await resetLabAuditPg(this.store);
+    }
     await this.runtime.reconciler.endExpiredLeases({ startup: true });
     const { driverToken } = await this.runtime.drivers.register({ name: "lab-driver" }, { kind: "enrollment" });
     const instance = await this.runtime.drivers.authenticate(driverToken);
@@ -266,9 +341,7 @@ export class CrashLab {
       requestId: "req-1",
     });
     this.facts.commandId = call.commandId;
-    const eff = this.store.sqlite
-      .prepare("SELECT id, idempotency_key FROM external_tool_effects WHERE command_id = ?")
-      .get(call.commandId) as { id: string; idempotency_key: string };
+    const eff = await this.effectOfCommand(call.commandId);
     this.facts.effectId = eff.id;
     this.facts.key = eff.idempotency_key;
     this.point("after_intent", at);
@@ -414,9 +487,7 @@ export class CrashLab {
       arguments: { title: "Disk full" },
       requestId: "req-1",
     });
-    const eff = this.store.sqlite
-      .prepare("SELECT id, idempotency_key FROM external_tool_effects WHERE command_id = ?")
-      .get(call.commandId) as { id: string; idempotency_key: string };
+    const eff = await this.effectOfCommand(call.commandId);
     Object.assign(this.facts, { effectId: eff.id, commandId: call.commandId, key: eff.idempotency_key });
     const env = (await this.deliver())!;
     const d = this.driver!;
@@ -444,18 +515,25 @@ export class CrashLab {
    * R1: two reconcilers (sweep and operator triggers) start on one `unknown` effect; lookups are
    * held until both started. Returns both results' kinds and the lookups they made.
    */
-  async twoReconcilers(effectId: string): Promise<{ kinds: string[]; lookups: number }> {
+  async twoReconcilers(effectId: string): Promise<{ kinds: string[]; lookups: number; concurrentLookups: number }> {
     let release: () => void = () => {};
     const held = new Promise<void>((resolve) => (release = resolve));
     this.gate = () => held;
     const before = this.facts.lookups;
     const a = this.runtime.reconciler.reconcile(effectId, "sweep");
     const b = this.runtime.reconciler.reconcile(effectId, "operator");
-    await this.flush();
+    // Hold the gate until one reconciler is inside its lookup (it holds the lease) and the other has
+    // answered: on a real PostgreSQL server the two lease transactions take round trips, so a fixed
+    // number of event-loop turns is not enough. Polled with a generous real-time deadline.
+    const deadline = Date.now() + 20_000;
+    if (this.profile !== "neither") {
+      while (this.facts.lookups === before && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 5));
+      if (this.facts.lookups > before) await Promise.race([a, b]);
+    } else await this.flush();
     release();
     const results = await Promise.all([a, b]);
     this.gate = null;
-    return { kinds: results.map((r) => r.kind), lookups: this.facts.lookups - before };
+    return { kinds: results.map((r) => r.kind), lookups: this.facts.lookups - before, concurrentLookups: this.facts.maxConcurrentLookups };
   }
 
   /**
@@ -471,9 +549,7 @@ export class CrashLab {
       arguments: { title: "Disk full" },
       requestId: "req-1",
     });
-    const eff = this.store.sqlite
-      .prepare("SELECT id, idempotency_key FROM external_tool_effects WHERE command_id = ?")
-      .get(call.commandId) as { id: string; idempotency_key: string };
+    const eff = await this.effectOfCommand(call.commandId);
     Object.assign(this.facts, { effectId: eff.id, commandId: call.commandId, key: eff.idempotency_key });
     const env = (await this.deliver())!;
     const zombie = { ...this.driver! };

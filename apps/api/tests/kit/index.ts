@@ -10,10 +10,18 @@ export {
   createTempDir,
   /** @public documented in README.md (the store part) though no test imports it yet */
   openTestStore,
+  openStoreOfKind,
   removeMigratedTemplate,
+  STORE_KINDS,
+  truncatePgStore,
 } from "./store.js";
-export type { Store, TempDir } from "./store.js";
-export { buildRuntime, createTestWorld } from "./world.js";
+export type { OpenedStore, Store, StoreKind, TempDir } from "./store.js";
+export {
+  buildRuntime,
+  createTestWorld,
+  /** @public documented in README.md (the store part): a world on any store; suites use openDoubleWorld so far */
+  openTestWorld,
+} from "./world.js";
 export type { ReconciliationSettings, Runtime, TestWorld } from "./world.js";
 export {
   connectDriver,
@@ -27,8 +35,8 @@ export {
   redeliverAndClaim,
 } from "./driver.js";
 export type { ConnectedDriver, DispatchedCall } from "./driver.js";
-export { commitAtProvider, createDoubleWorld } from "./provider-double.js";
-export type { DoubleWorld, DoubleWorldOptions } from "./provider-double.js";
+export { commitAtProvider, createDoubleWorld, openDoubleWorld } from "./provider-double.js";
+export type { AnyStoreDoubleWorld, DoubleWorld, DoubleWorldOptions } from "./provider-double.js";
 export { createFixtureProviderWorld, executeNextCommand } from "./fixture-provider.js";
 export type { FixtureProviderWorld } from "./fixture-provider.js";
 export { buildHttpApp } from "./http.js";

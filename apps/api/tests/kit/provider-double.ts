@@ -13,7 +13,14 @@ import {
 import type { LookupBackoff } from "../../src/modules/reconciliation/domain/lookup-schedule.js";
 import { createManualClock } from "./clock.js";
 import { BOUND_SERVER, WRITE_TOOL, type DispatchedCall } from "./driver.js";
-import { createTestWorld, type ReconciliationSettings, type TestWorld } from "./world.js";
+import {
+  createTestWorld,
+  openTestWorld,
+  type AnyStoreWorld,
+  type AnyStoreWorldOptions,
+  type ReconciliationSettings,
+  type TestWorld,
+} from "./world.js";
 
 /** Default lookup backoff of these tests (ms). */
 const TEST_BACKOFF: LookupBackoff = { initialMs: 1_000, maxMs: 8_000, factor: 2 };
@@ -66,8 +73,8 @@ function recordingAdapter(inner: ReconciliationAdapter, lookups: LookupRequest[]
   };
 }
 
-/** Creates a {@link DoubleWorld}. */
-export function createDoubleWorld(opts: DoubleWorldOptions = {}): DoubleWorld {
+/** The clock, provider double, recording adapter and reconciliation settings of a double world (shared by both constructors). */
+function doubleParts(opts: DoubleWorldOptions) {
   const clock = createManualClock(opts.startMs);
   const double = createProviderDouble({ ...opts.double, clock, toolName: WRITE_TOOL });
   const lookups: LookupRequest[] = [];
@@ -81,14 +88,41 @@ export function createDoubleWorld(opts: DoubleWorldOptions = {}): DoubleWorld {
     backoff: opts.backoff ?? TEST_BACKOFF,
     maxLookups: opts.maxLookups ?? 8,
   };
-  const world = createTestWorld({
+  const runtimeOpts = {
     clock,
     heartbeatTtlMs: opts.heartbeatTtlMs ?? 3_600_000,
     reconciliation: settings,
-    ...(opts.dbFile === undefined ? {} : { dbFile: opts.dbFile }),
     ...(opts.sendDeadlineMs === undefined ? {} : { sendDeadlineMs: opts.sendDeadlineMs }),
+  };
+  return { double, adapter, settings, lookups, runtimeOpts };
+}
+
+/** Creates a {@link DoubleWorld} (SQLite). */
+export function createDoubleWorld(opts: DoubleWorldOptions = {}): DoubleWorld {
+  const { runtimeOpts, ...parts } = doubleParts(opts);
+  const world = createTestWorld({ ...runtimeOpts, ...(opts.dbFile === undefined ? {} : { dbFile: opts.dbFile }) });
+  return Object.assign(world, parts);
+}
+
+/** A {@link DoubleWorld} on a store of any kind ({@link openTestWorld}): same provider double, same settings. */
+export interface AnyStoreDoubleWorld extends AnyStoreWorld {
+  double: ProviderDouble;
+  adapter: ReconciliationAdapter;
+  settings: ReconciliationSettings;
+  lookups: LookupRequest[];
+}
+
+/** Opens an {@link AnyStoreDoubleWorld} on `store` (a kind to open fresh, or an open store the caller owns); `dbFile` is ignored. */
+export async function openDoubleWorld(
+  opts: Omit<DoubleWorldOptions, "dbFile"> & Pick<AnyStoreWorldOptions, "store" | "prefix"> = {},
+): Promise<AnyStoreDoubleWorld> {
+  const { runtimeOpts, ...parts } = doubleParts(opts);
+  const world = await openTestWorld({
+    ...runtimeOpts,
+    ...(opts.store === undefined ? {} : { store: opts.store }),
+    ...(opts.prefix === undefined ? {} : { prefix: opts.prefix }),
   });
-  return Object.assign(world, { double, adapter, settings, lookups });
+  return Object.assign(world, parts);
 }
 
 /** The provider receives the write under the effect's key with the same arguments (it commits; asserted). */

@@ -7,8 +7,7 @@ import pino from "pino";
 import { createRuntime, type Runtime } from "../../src/composition-root.js";
 import type { ReconciliationSettings } from "../../src/modules/reconciliation/application/reconciliation-settings.js";
 import { createManualClock, type ManualClock } from "./clock.js";
-import type { Store as AnyStore } from "../../src/platform/db/store.port.js";
-import { openTestStore, type Store } from "./store.js";
+import { openStoreOfKind, openTestStore, type OpenedStore, type PortStore, type Store, type StoreKind } from "./store.js";
 
 export type { Runtime, ReconciliationSettings };
 
@@ -50,7 +49,7 @@ export interface TestWorld {
 
 /** Builds a runtime the way the API does, on `store` and `clock`, with a silent logger. */
 export function buildRuntime(
-  store: AnyStore,
+  store: PortStore,
   clock: ManualClock,
   opts: Omit<TestWorldOptions, "dbFile" | "clock" | "startMs" | "onStoreOpened"> = {},
 ): Runtime {
@@ -90,4 +89,40 @@ export function createTestWorld(opts: TestWorldOptions = {}): TestWorld {
     close: () => world.store.closeNow(),
   };
   return world;
+}
+
+/**
+ * Options of {@link openTestWorld}: those of {@link createTestWorld} except the SQLite-only ones
+ * (`dbFile`, `onStoreOpened`), plus `store`: the kind of store to open fresh (default "sqlite"; each
+ * PostgreSQL world gets its own database, `prefix` names it), or an open store the caller owns
+ * (reused between tests, e.g. emptied with `truncatePgStore`; `close()` leaves it open).
+ */
+export interface AnyStoreWorldOptions extends Omit<TestWorldOptions, "dbFile" | "onStoreOpened"> {
+  store?: StoreKind | OpenedStore;
+  prefix?: string;
+}
+
+/** A runtime on a store of any kind behind the port (no raw handle: read rows through `store.read`). `close()` ends the store when the world opened it. */
+export interface AnyStoreWorld {
+  kind: StoreKind;
+  store: PortStore;
+  runtime: Runtime;
+  clock: ManualClock;
+  close(): Promise<void>;
+}
+
+/** Opens an {@link AnyStoreWorld}: the same runtime as {@link createTestWorld}, on SQLite, PGlite or the real PostgreSQL server. */
+export async function openTestWorld(opts: AnyStoreWorldOptions = {}): Promise<AnyStoreWorld> {
+  const given = typeof opts.store === "object" ? opts.store : undefined;
+  const opened = given ?? (await openStoreOfKind(typeof opts.store === "string" ? opts.store : "sqlite", opts.prefix));
+  const clock = opts.clock ?? createManualClock(opts.startMs);
+  return {
+    kind: opened.kind,
+    store: opened.store,
+    runtime: buildRuntime(opened.store, clock, opts),
+    clock,
+    close: async () => {
+      if (!given) await opened.close();
+    },
+  };
 }
