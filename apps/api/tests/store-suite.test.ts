@@ -220,10 +220,10 @@ describe.each(STORE_KINDS)("shared store suite on %s", (kind: StoreKind) => {
       f.runtime.runs.enqueueToolCall(run, { serverId: "tracker", toolName: "createIssue", arguments: { i } });
     const jobs = [...Array.from({ length: 8 }, (_, i) => [runId, i] as const), ...Array.from({ length: 8 }, (_, i) => [runB, i] as const)];
     const settled = await Promise.allSettled(jobs.map(([run, i]) => enqueue(run, i)));
-    // SQLite serialises writers: every append succeeds. On PostgreSQL `seq` is max + 1 inside the unit of
-    // work; two appends on one parent may pick the same value and the unique index refuses the second,
-    // which is run again a bounded number of times (pg-unit-of-work.ts) and then answered store.busy
-    // with NOTHING written. A refused append is retried by its caller (here: once the burst is over).
+    // SQLite serialises writers: every append succeeds. On PostgreSQL `seq` comes from the parent row's
+    // counter (`UPDATE … RETURNING`, migration 0005): the row lock orders the appends of one parent, so
+    // none collides; one that waits past `lock_timeout` (2 s, a very loaded machine) is answered
+    // store.busy with NOTHING written, and its caller retries it (here: once the burst is over).
     const refused = settled.flatMap((r, k) => (r.status === "rejected" ? [k] : []));
     if (kind === "sqlite") expect(refused).toEqual([]);
     for (const k of refused) expect((settled[k] as PromiseRejectedResult).reason).toMatchObject({ code: "store.busy" });
