@@ -41,8 +41,8 @@ function logged(w: TestWorld, level: "info" | "warn") {
 
 describe("command delivery (markDelivered)", () => {
   it("a delivery whose compare-and-set lost hands nothing out and logs nothing; the command's new state decides", async () => {
-    world = createTestWorld();
-    const w = world;
+    const w = createTestWorld();
+    world = w;
     const driver = await connectDriver(w.runtime);
     const { commandId } = await enqueueCreateIssue(w.runtime, driver);
     const infos = logged(w, "info");
@@ -60,8 +60,8 @@ describe("command delivery (markDelivered)", () => {
   });
 
   it("F9: a delivery rolled back at its commit logs nothing; the delivery that commits logs command.delivered once", async () => {
-    world = createTestWorld();
-    const w = world;
+    const w = createTestWorld();
+    world = w;
     const driver = await connectDriver(w.runtime);
     const { commandId } = await enqueueCreateIssue(w.runtime, driver);
     const infos = logged(w, "info");
@@ -84,8 +84,8 @@ describe("command delivery (markDelivered)", () => {
 
 describe("Driver re-register", () => {
   it("a re-register whose compare-and-set lost fails driver.not_finalized and hands out no token", async () => {
-    world = createTestWorld();
-    const w = world;
+    const w = createTestWorld();
+    world = w;
     const driver = await connectDriver(w.runtime);
     await w.runtime.repair.finalize(driver.instance.id, "driver_request");
     const real = driverInstanceRepository.updateIfStatus.bind(driverInstanceRepository);
@@ -118,8 +118,8 @@ function loseFirstFlagWrite(attention: string) {
 
 describe("attention flags", () => {
   it("reconciliation outcome writer: a lost contradicted_by_provider CAS is read again and the flag is raised, logged once", async () => {
-    world = createDoubleWorld();
-    const fx = world;
+    const fx = createDoubleWorld();
+    world = fx;
     const call = await dispatchWrite(fx);
     await commitAtProvider(fx, call);
     await fx.runtime.ledger.markUnknown(call.driver.instance, call.effectId, {
@@ -147,8 +147,8 @@ describe("attention flags", () => {
   });
 
   it("late evidence: a lost late_evidence_contradiction CAS is answered 'changed concurrently', not as a raised flag", async () => {
-    world = createDoubleWorld({ bind: false });
-    const fx = world;
+    const fx = createDoubleWorld({ bind: false });
+    world = fx;
     const call = await dispatchWrite(fx);
     await redeliverAndClaim(fx, call);
     await fx.runtime.ledger.deadlineMissed(call.driver.instance, call.effectId, {
