@@ -20,6 +20,7 @@ import {
   dispatchWrite,
   type DoubleWorld,
   enqueueCreateIssue,
+  gateLookups,
   redeliverAndClaim,
   type TestWorld,
   until,
@@ -127,14 +128,7 @@ describe("attention flags", () => {
       attempt: 1,
       reason: "transport closed",
     });
-    // the lookup waits at a gate while an operator settles the effect the other way
-    let open!: () => void;
-    const gate = new Promise<void>((resolve) => (open = resolve));
-    const inner = fx.adapter.lookup.bind(fx.adapter);
-    fx.adapter.lookup = async (req, ctx) => {
-      await gate;
-      return inner(req, ctx);
-    };
+    const open = gateLookups(fx); // the lookup waits at a gate while an operator settles the effect the other way
     const sweeping = fx.runtime.reconciler.reconcile(call.effectId, "sweep");
     await until(() => effectRow(fx.store, call.effectId).lease_owner !== null);
     await fx.runtime.operator.resolve(call.effectId, { outcome: "not_executed", actor: "alice", reason: "nothing in the tracker" });

@@ -27,7 +27,7 @@ export {
   redeliverAndClaim,
 } from "./driver.js";
 export type { ConnectedDriver, DispatchedCall } from "./driver.js";
-export { commitAtProvider, createDoubleWorld } from "./provider-double.js";
+export { commitAtProvider, createDoubleWorld, gateLookups } from "./provider-double.js";
 export type { DoubleWorld, DoubleWorldOptions } from "./provider-double.js";
 export { createFixtureProviderWorld, executeNextCommand } from "./fixture-provider.js";
 export type { FixtureProviderWorld } from "./fixture-provider.js";
