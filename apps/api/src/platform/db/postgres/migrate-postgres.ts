@@ -40,7 +40,7 @@ export function installPgTypeParsers(): void {
 export type PgDb = NodePgDatabase<typeof schema>;
 
 /** How long (ms) {@link migratePostgres} waits for its connection (TCP, TLS, startup and authentication) by default. */
-export const MIGRATION_CONNECT_TIMEOUT_MS = 10_000;
+const MIGRATION_CONNECT_TIMEOUT_MS = 10_000;
 
 /**
  * {@link migratePostgres} got no connection within its connect timeout (a server that accepts TCP but
