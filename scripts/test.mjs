@@ -57,6 +57,9 @@ try {
 } catch {
   failed += 1;
 }
+// vitest can fail with no failed test in its report (an unhandled error, a crashed worker, a signal): count it
+// as one failed test so that the line CI reads never says "0 failed" for a run that exits non-zero.
+if (vitest.status !== 0 && failed === 0) failed += 1;
 // The type-check, the dependency rules, knip and the formatting check count as one test each so that none can fail silently.
 for (const checkFailed of [typecheckFailed, dependencyRulesFailed, knipFailed, formattingFailed]) {
   if (checkFailed) failed += 1;

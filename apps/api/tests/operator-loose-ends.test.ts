@@ -20,6 +20,7 @@ import {
   dispatchWrite,
   type DoubleWorld,
   type DoubleWorldOptions,
+  gateLookups,
   reconnectDriver,
   until,
 } from "./kit/index.js";
@@ -77,18 +78,6 @@ async function cli(args: string[]): Promise<{ code: number; out: string; err: st
     if (e instanceof CliFailure) return { code: e.exitCode, out, err: `mosoo-effects: ${e.message}\n` };
     throw e;
   }
-}
-
-/** Makes the bound adapter's lookups wait until `open()` (a lookup started now holds the lease meanwhile). */
-function gateLookups(fx: DoubleWorld): () => void {
-  let open!: () => void;
-  const gate = new Promise<void>((resolve) => (open = resolve));
-  const inner = fx.adapter.lookup.bind(fx.adapter);
-  fx.adapter.lookup = async (req, ctx) => {
-    await gate;
-    return inner(req, ctx);
-  };
-  return open;
 }
 
 /** A write whose response was lost (`unknown`); `committed` says whether the provider double has it. */

@@ -7,6 +7,7 @@ import {
   createDoubleWorld,
   dispatchWrite,
   type DoubleWorld,
+  gateLookups,
   reconnectDriver,
   until,
 } from "./kit/index.js";
@@ -43,14 +44,7 @@ async function committedUnknownWithGatedLookup() {
     attempt: 1,
     reason: "transport closed",
   });
-  let open!: () => void;
-  const gate = new Promise<void>((resolve) => (open = resolve));
-  const inner = fx.adapter.lookup.bind(fx.adapter);
-  fx.adapter.lookup = async (req, ctx) => {
-    await gate;
-    return inner(req, ctx);
-  };
-  return { fx, call, open };
+  return { fx, call, open: gateLookups(fx) };
 }
 
 function http(runtime: Runtime, opts: { token?: string; configured?: string | undefined } = {}) {

@@ -117,8 +117,8 @@ export type McpConfig = z.infer<typeof McpConfigSchema>;
 
 /**
  * The Driver's state file (`--state-file <path>`): the identity the API issued on `register`.
- * Written atomically with mode 0600 because `driverToken` is a bearer secret. `apiUrl` is the first
- * API URL the Driver had when it registered; on a restart the file is accepted when `apiUrl` is one of
+ * Written atomically with mode 0600 because `driverToken` is a bearer secret. `apiUrl` is the API URL
+ * the Driver registered with (after a fail-over at registration, not the first configured one); on a restart the file is accepted when `apiUrl` is one of
  * the configured API URLs (compared by {@link normalizeApiUrl}), since all of them reach one database.
  */
 export const DriverStateSchema = z.strictObject({

@@ -32,9 +32,16 @@ export interface DriverLoopOptions {
   logger: Logger;
   /**
    * The API base URLs (instances of one deployment, docs/DESIGN.md §11). A new registration stores
-   * the first in the state file; a state file is accepted when its URL is one of them.
+   * the one it registered with ({@link currentApiUrl}) in the state file; a state file is accepted when
+   * its URL is one of them.
    */
   apiUrls: readonly string[];
+  /**
+   * The API base URL requests go to now (the client's fail-over pool: sticky until failure, so right
+   * after `register` answered it is the URL that answered; nothing else is in flight then). Default:
+   * the first of {@link apiUrls}.
+   */
+  currentApiUrl?: (() => string) | undefined;
   /** Name sent on `register`. */
   name: string;
   /** Per tool call timeout, ms. */
@@ -159,7 +166,8 @@ export class DriverLoop {
       return existing;
     }
     const registered = await this.options.apiFor(undefined).call("register", { body: { name } });
-    const apiUrl = normalizeApiUrl(apiUrls[0] as string);
+    // the URL that answered `register` (after a fail-over, not the first configured one)
+    const apiUrl = normalizeApiUrl(this.options.currentApiUrl?.() ?? (apiUrls[0] as string));
     const state: DriverState = { apiUrl, driverInstanceId: registered.driverInstanceId, driverToken: registered.driverToken };
     await stateRepository.save(state);
     this.log = this.options.logger.child({ driverInstanceId: state.driverInstanceId });

@@ -59,6 +59,7 @@ export async function createDriver(options: DriverOptions, logger: Logger, extra
     mcp: new McpConnections(mcpConfig, { logger }),
     logger,
     apiUrls: options.apiUrls,
+    currentApiUrl: () => client.currentApiUrl,
     name: options.name,
     toolTimeoutMs: options.toolTimeoutMs,
     pollWaitMs: options.pollWaitMs,

@@ -217,6 +217,17 @@ describe("DriverLoop with two API instances", () => {
     await expect(other.loop.run()).rejects.toThrow(/belongs to http:\/\/127\.0\.0\.1:1, not to any of /);
   });
 
+  it("a registration that failed over records the URL it registered with in the state file, not the first URL", async () => {
+    await api1.stop(); // connection refused: the register provably never left, so it goes to the second URL
+    const { loop } = await driver();
+    const running = loop.run();
+    await until(() => api2.requestsOf("nextCommand").length > 0);
+    loop.stop("SIGINT");
+    await running;
+    expect(api2.requestsOf("register")).toHaveLength(1);
+    expect(await new DriverStateRepository(stateFile).load()).toMatchObject({ apiUrl: api2.url });
+  });
+
   it("every URL dead mid-run: poll.failed lines with backoff, and when one instance is back the Driver goes on as the same instance", async () => {
     const { loop, lines } = await driver({ pollWaitMs: 30_000 });
     const running = loop.run();

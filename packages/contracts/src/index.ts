@@ -41,25 +41,30 @@ export {
   RunStatusSchema,
   DRIVER_INSTANCE_STATUSES,
   DriverInstanceStatusSchema,
-} from "./statuses.contract.js";
-export type { CommandStatus, EffectStatus, EffectResolution, AttemptStatus, RunStatus, DriverInstanceStatus } from "./statuses.contract.js";
-export { MAX_PROVIDER_RECEIPT_BYTES, MAX_ARGUMENTS_BYTES } from "./limits.contract.js";
-export { RUN_EVENT_TYPES, TERMINAL_RUN_EVENT_TYPES } from "./run-events.contract.js";
-export type { RunEventType } from "./run-events.contract.js";
-export {
+  // the run-event and reconciliation-record lists, which statuses.contract.ts re-exports for the store's CHECKs
+  RUN_EVENT_TYPES,
+  TERMINAL_RUN_EVENT_TYPES,
   RECONCILIATION_TRIGGERS,
   RECONCILIATION_OUTCOMES,
   OPERATOR_ATTENTION_REASONS,
   OPERATOR_ACTIONS,
   OPERATOR_REFUSAL_CODES,
-} from "./reconciliation-records.contract.js";
+} from "./statuses.contract.js";
 export type {
+  CommandStatus,
+  EffectStatus,
+  EffectResolution,
+  AttemptStatus,
+  RunStatus,
+  DriverInstanceStatus,
+  RunEventType,
   ReconciliationTrigger,
   ReconciliationOutcome,
   OperatorAttentionReason,
   OperatorAction,
   OperatorRefusalCode,
-} from "./reconciliation-records.contract.js";
+} from "./statuses.contract.js";
+export { MAX_PROVIDER_RECEIPT_BYTES, MAX_ARGUMENTS_BYTES } from "./limits.contract.js";
 export { EffectClaimSchema, SendWithinMsSchema, sendDeadlinePassed } from "./effect-claim.contract.js";
 export type { EffectClaim } from "./effect-claim.contract.js";
 export { ApiErrorBodySchema } from "./api-error.contract.js";

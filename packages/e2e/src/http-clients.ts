@@ -140,3 +140,48 @@ export async function pollUntil<T>(check: () => Promise<T | undefined>, timeoutM
     await new Promise((r) => setTimeout(r, 100));
   }
 }
+
+/** One `createIssue` queued by {@link enqueueCreateIssue}: the clients that drive it, its run and its call. */
+export interface QueuedCreateIssue {
+  runs: RunApiClient;
+  control: ProviderControlClient;
+  runId: string;
+  call: EnqueueToolCallResponse;
+}
+
+/**
+ * The write every scenario makes: creates a run for Driver instance `driverInstanceId` on the API at
+ * `api.url` (with its run API key) and queues one `createIssue` on server `tracker` ("Disk full on
+ * db-1"). Returns the run API client, the provider's control client, the run id and the queued call.
+ * @throws Error `e2e.http_error` when the API refuses either request.
+ */
+export async function enqueueCreateIssue(
+  api: { url: string; credentials: { apiKey: string } },
+  provider: { controlUrl: string },
+  driverInstanceId: string,
+): Promise<QueuedCreateIssue> {
+  const runs = new RunApiClient(api.url, api.credentials.apiKey);
+  const control = new ProviderControlClient(provider.controlUrl);
+  const { runId } = await runs.createRun(driverInstanceId);
+  const call = await runs.enqueueToolCall(runId, {
+    serverId: "tracker",
+    toolName: "createIssue",
+    arguments: { title: "Disk full on db-1", body: "seen at 03:12" },
+  });
+  return { runs, control, runId, call };
+}
+
+/**
+ * Waits until the provider counted the call with `idempotencyKey` once in `counter` (`writes`: it
+ * committed the write; `createCalls`: the call reached it), polling its control API.
+ * @throws Error `e2e.timeout: <what>` after `timeoutMs` (ms).
+ */
+export async function waitForProviderCount(
+  control: ProviderControlClient,
+  counter: "writes" | "createCalls",
+  idempotencyKey: string,
+  timeoutMs: number,
+  what: string,
+): Promise<void> {
+  await pollUntil(async () => ((await control.stats())[counter][idempotencyKey] === 1 ? true : undefined), timeoutMs, what);
+}

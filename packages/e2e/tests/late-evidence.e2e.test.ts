@@ -4,7 +4,7 @@ import { join } from "node:path";
 import { DRIVER_API } from "@mosoo/contracts";
 import { afterAll, describe, expect, it } from "vitest";
 import { startDelayingProxy } from "../src/delaying-proxy.js";
-import { pollUntil, ProviderControlClient, RunApiClient } from "../src/http-clients.js";
+import { pollUntil, enqueueCreateIssue, waitForProviderCount } from "../src/http-clients.js";
 import type { ManagedProcess } from "../src/managed-process.js";
 import { startApiProcess, startDriverProcess, startProviderProcess, writeMcpConfig } from "../src/stack.js";
 
@@ -205,18 +205,7 @@ async function enqueueCommittedWrite(
   provider: { controlUrl: string },
   driverInstanceId: string,
 ) {
-  const runs = new RunApiClient(api.url, api.credentials.apiKey);
-  const control = new ProviderControlClient(provider.controlUrl);
-  const { runId } = await runs.createRun(driverInstanceId);
-  const call = await runs.enqueueToolCall(runId, {
-    serverId: "tracker",
-    toolName: "createIssue",
-    arguments: { title: "Disk full on db-1", body: "seen at 03:12" },
-  });
-  await pollUntil(
-    async () => ((await control.stats()).writes[call.idempotencyKey] === 1 ? true : undefined),
-    WAIT_MS,
-    "the provider commits",
-  );
-  return { runs, control, runId, call };
+  const queued = await enqueueCreateIssue(api, provider, driverInstanceId);
+  await waitForProviderCount(queued.control, "writes", queued.call.idempotencyKey, WAIT_MS, "the provider commits");
+  return queued;
 }

@@ -4,7 +4,7 @@ import { join } from "node:path";
 import { DRIVER_API } from "@mosoo/contracts";
 import { afterAll, describe, expect, it } from "vitest";
 import { startDelayingProxy, type DelayingProxy } from "../src/delaying-proxy.js";
-import { pollUntil, ProviderControlClient, RunApiClient } from "../src/http-clients.js";
+import { pollUntil, enqueueCreateIssue } from "../src/http-clients.js";
 import type { ManagedProcess } from "../src/managed-process.js";
 import {
   FIXTURE_MAX_IN_FLIGHT_ADAPTER_PACKAGE,
@@ -78,14 +78,7 @@ describe("real processes: issue 16 repro 3, a claim answer held past the send-by
     });
     procs.push(driver.proc);
 
-    const runs = new RunApiClient(api.url, api.credentials.apiKey);
-    const control = new ProviderControlClient(provider.controlUrl);
-    const { runId } = await runs.createRun(driver.driverInstanceId);
-    const call = await runs.enqueueToolCall(runId, {
-      serverId: "tracker",
-      toolName: "createIssue",
-      arguments: { title: "Disk full on db-1", body: "seen at 03:12" },
-    });
+    const { runs, control, runId, call } = await enqueueCreateIssue(api, provider, driver.driverInstanceId);
 
     // 1. The held claim answer reaches the Driver, which then decides (send or not): wait for that decision.
     const decision = await driver.proc.waitForLine(

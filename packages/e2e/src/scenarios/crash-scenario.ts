@@ -1,6 +1,6 @@
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { pollUntil, ProviderControlClient, RunApiClient, type RunViewBody } from "../http-clients.js";
+import { pollUntil, type RunViewBody, enqueueCreateIssue, waitForProviderCount } from "../http-clients.js";
 import { FIXTURE_ADAPTER_PACKAGE, startApiProcess, startDriverProcess, startProviderProcess, writeMcpConfig } from "../stack.js";
 import type { ManagedProcess } from "../managed-process.js";
 import { expectInvariant, type ScenarioOptions, type ScenarioResult } from "./scenario.types.js";
@@ -123,29 +123,14 @@ export async function runCrashScenario(spec: CrashScenarioSpec, opts: ScenarioOp
     procs.push(driverA.proc);
     timeline(`Driver A connected as instance ${driverA.driverInstanceId}`);
 
-    const runs = new RunApiClient(api.url, api.credentials.apiKey);
-    const control = new ProviderControlClient(provider.controlUrl);
-    const { runId } = await runs.createRun(driverA.driverInstanceId);
-    const call = await runs.enqueueToolCall(runId, {
-      serverId: "tracker",
-      toolName: "createIssue",
-      arguments: { title: "Disk full on db-1", body: "seen at 03:12" },
-    });
+    const { runs, control, runId, call } = await enqueueCreateIssue(api, provider, driverA.driverInstanceId);
     timeline(`queued createIssue (effect ${call.effectId}, idempotency key ${call.idempotencyKey})`);
 
     if (spec.crashPoint === "after_commit") {
-      await pollUntil(
-        async () => ((await control.stats()).writes[call.idempotencyKey] === 1 ? true : undefined),
-        STEP_TIMEOUT_MS,
-        "the provider commits",
-      );
+      await waitForProviderCount(control, "writes", call.idempotencyKey, STEP_TIMEOUT_MS, "the provider commits");
       timeline("provider committed the write; its response is held (lost)");
     } else {
-      await pollUntil(
-        async () => ((await control.stats()).createCalls[call.idempotencyKey] === 1 ? true : undefined),
-        STEP_TIMEOUT_MS,
-        "the call reaches the provider",
-      );
+      await waitForProviderCount(control, "createCalls", call.idempotencyKey, STEP_TIMEOUT_MS, "the call reaches the provider");
       timeline("provider received the call and holds it before its commit");
     }
     await driverA.proc.kill("SIGKILL");

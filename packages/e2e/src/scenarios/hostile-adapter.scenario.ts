@@ -1,7 +1,7 @@
 import { SYSTEM_API } from "@mosoo/contracts";
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { pollUntil, ProviderControlClient, RunApiClient, type RunViewBody } from "../http-clients.js";
+import { pollUntil, RunApiClient, type RunViewBody, enqueueCreateIssue, waitForProviderCount } from "../http-clients.js";
 import { startApiProcess, startDriverProcess, startProviderProcess, writeMcpConfig, type ApiProcess } from "../stack.js";
 import type { ManagedProcess } from "../managed-process.js";
 import { workspaceRoot } from "../workspace-paths.js";
@@ -128,19 +128,8 @@ export async function runHostileAdapterScenario(spec: HostileAdapterSpec, opts: 
       enrollmentToken: current.credentials.enrollmentToken,
     });
     procs.push(driver.proc);
-    const runs = new RunApiClient(current.url, current.credentials.apiKey);
-    const control = new ProviderControlClient(provider.controlUrl);
-    const { runId } = await runs.createRun(driver.driverInstanceId);
-    const call = await runs.enqueueToolCall(runId, {
-      serverId: "tracker",
-      toolName: "createIssue",
-      arguments: { title: "Disk full on db-1", body: "seen at 03:12" },
-    });
-    await pollUntil(
-      async () => ((await control.stats()).writes[call.idempotencyKey] === 1 ? true : undefined),
-      STEP_TIMEOUT_MS,
-      "the provider commits",
-    );
+    const { control, runId, call } = await enqueueCreateIssue(current, provider, driver.driverInstanceId);
+    await waitForProviderCount(control, "writes", call.idempotencyKey, STEP_TIMEOUT_MS, "the provider commits");
     timeline("provider committed the write; its response is held (lost)");
     await driver.proc.kill("SIGKILL");
     if (spec.recovery === "driver_restart") {

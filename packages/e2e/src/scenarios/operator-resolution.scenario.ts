@@ -4,7 +4,7 @@ import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import { GET_OPERATION_TOOL, GetOperationAnswerSchema } from "@mosoo/fixture-provider";
 import { execa } from "execa";
-import { pollUntil, ProviderControlClient, RunApiClient } from "../http-clients.js";
+import { pollUntil, enqueueCreateIssue, waitForProviderCount } from "../http-clients.js";
 import type { ManagedProcess } from "../managed-process.js";
 import { startApiProcess, startDriverProcess, startProviderProcess, writeMcpConfig } from "../stack.js";
 import { entryPoints } from "../workspace-paths.js";
@@ -81,20 +81,9 @@ export async function runOperatorResolutionScenario(opts: ScenarioOptions): Prom
     });
     procs.push(driverA.proc);
 
-    const runs = new RunApiClient(api.url, api.credentials.apiKey);
-    const control = new ProviderControlClient(provider.controlUrl);
-    const { runId } = await runs.createRun(driverA.driverInstanceId);
-    const call = await runs.enqueueToolCall(runId, {
-      serverId: "tracker",
-      toolName: "createIssue",
-      arguments: { title: "Disk full on db-1", body: "seen at 03:12" },
-    });
+    const { runs, control, runId, call } = await enqueueCreateIssue(api, provider, driverA.driverInstanceId);
     timeline(`queued createIssue (effect ${call.effectId}, idempotency key ${call.idempotencyKey})`);
-    await pollUntil(
-      async () => ((await control.stats()).writes[call.idempotencyKey] === 1 ? true : undefined),
-      STEP_TIMEOUT_MS,
-      "the provider commits",
-    );
+    await waitForProviderCount(control, "writes", call.idempotencyKey, STEP_TIMEOUT_MS, "the provider commits");
     await driverA.proc.kill("SIGKILL");
     timeline("the provider committed; Driver A was killed with SIGKILL before the result was stored");
     const driverB = await startDriverProcess({

@@ -1,7 +1,7 @@
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { startPostgres, type RunningPostgres } from "@mosoo/test-postgres";
-import { pollUntil, ProviderControlClient, RunApiClient } from "../http-clients.js";
+import { pollUntil, enqueueCreateIssue, waitForProviderCount } from "../http-clients.js";
 import type { ManagedProcess } from "../managed-process.js";
 import {
   FIXTURE_ADAPTER_PACKAGE,
@@ -72,20 +72,9 @@ export async function runScaleOutScenario(opts: ScenarioOptions): Promise<Scenar
       enrollmentToken: apiA.credentials.enrollmentToken,
     });
     procs.push(driver.proc);
-    const runs = new RunApiClient(apiB.url, apiB.credentials.apiKey);
-    const control = new ProviderControlClient(provider.controlUrl);
-    const { runId } = await runs.createRun(driver.driverInstanceId);
-    const call = await runs.enqueueToolCall(runId, {
-      serverId: "tracker",
-      toolName: "createIssue",
-      arguments: { title: "Disk full on db-1", body: "seen at 03:12" },
-    });
+    const { runs, control, runId, call } = await enqueueCreateIssue(apiB, provider, driver.driverInstanceId);
     timeline(`queued createIssue on B (effect ${call.effectId}); the Driver polls A`);
-    await pollUntil(
-      async () => ((await control.stats()).writes[call.idempotencyKey] === 1 ? true : undefined),
-      STEP_TIMEOUT_MS,
-      "the provider commits",
-    );
+    await waitForProviderCount(control, "writes", call.idempotencyKey, STEP_TIMEOUT_MS, "the provider commits");
     await apiA.proc.kill("SIGKILL");
     timeline("the provider committed and holds its response; API instance A was killed with SIGKILL mid-call");
     await control.release();

@@ -14,14 +14,15 @@ import {
   type IdempotencyConvention,
 } from "../idempotency-convention.contract.js";
 import { confirmedNotExecuted, stillUnknown } from "../lookup-outcome.builders.js";
+import { McpEndpointUrlSchema } from "./mcp-endpoint-url.js";
 import { callLookupTool, listMcpTools } from "./mcp-lookup.js";
 
 /** The built-in id of the generic convention adapter, as named in a bindings file (`"adapterId": "mcp-convention"`). */
 export const CONVENTION_ADAPTER_ID = "mcp-convention";
 
-/** Options of the convention adapter: `url`, the provider's MCP endpoint (Streamable HTTP). */
+/** Options of the convention adapter: `url`, the provider's MCP endpoint (Streamable HTTP; {@link McpEndpointUrlSchema}: no fetch-forbidden port). */
 export const ConventionAdapterOptionsSchema = z.strictObject({
-  url: z.url({ protocol: /^https?$/, error: "url must be an http(s) MCP endpoint" }),
+  url: McpEndpointUrlSchema,
 });
 
 /**

@@ -28,6 +28,9 @@ function unknownErrorDetails(reported: RunError): Record<string, unknown> {
   return rest;
 }
 
+/** {@link CommandQueueService} internal: a delivery whose compare-and-set lost (the command changed after it was read). */
+const DELIVERY_LOST = Symbol("delivery lost");
+
 /**
  * The per-instance command queue: delivery (long-poll, redelivery on every new connection) and
  * status updates, each a compare-and-set with a typed outcome.
@@ -58,12 +61,16 @@ export class CommandQueueService {
       const stop = new AbortController();
       const waitMs = Math.max(0, deadline - this.ctx.clock.nowMs());
       const woken = this.ctx.notifier.wait(instance.id, waitMs, signal ? [stop.signal, signal, shutdown] : [stop.signal, shutdown]);
-      let envelope: DriverCommandEnvelope | null;
+      let envelope: DriverCommandEnvelope | null | typeof DELIVERY_LOST;
       try {
         envelope = await this.tryDeliver(instance.id, connectionId);
       } catch (err) {
         stop.abort();
         throw err;
+      }
+      if (envelope === DELIVERY_LOST) {
+        stop.abort();
+        continue; // the command changed under the read: read again (its new state decides)
       }
       const remaining = deadline - this.ctx.clock.nowMs();
       if (envelope || remaining <= 0 || shutdown.aborted || signal?.aborted) {
@@ -77,17 +84,20 @@ export class CommandQueueService {
     }
   }
 
-  private async tryDeliver(driverInstanceId: string, connectionId: string): Promise<DriverCommandEnvelope | null> {
+  /**
+   * One delivery attempt: the lowest-seq undelivered command, marked delivered on `connectionId` by a
+   * compare-and-set on the status just read. `null`: nothing to deliver; {@link DELIVERY_LOST}: the command
+   * changed between the read and the compare-and-set (e.g. settled by a repair on another API instance), so it
+   * is not handed out and the caller reads again. `command.delivered` is logged only once the delivery
+   * committed (a rolled-back or retried unit of work logs nothing).
+   */
+  private async tryDeliver(driverInstanceId: string, connectionId: string): Promise<DriverCommandEnvelope | null | typeof DELIVERY_LOST> {
     const now = this.ctx.clock.nowMs();
-    return this.ctx.store.transaction(async (tx) => {
+    const envelope = await this.ctx.store.transaction(async (tx): Promise<DriverCommandEnvelope | null | typeof DELIVERY_LOST> => {
       assertCurrentConnection(await driverInstanceRepository.findById(tx, driverInstanceId), connectionId);
       const cmd = await commandRepository.findUndeliveredOnConnection(tx, driverInstanceId, connectionId);
       if (!cmd) return null;
-      await commandRepository.markDelivered(tx, cmd.id, cmd.status, connectionId, now);
-      this.ctx.logger.info(
-        { driverInstanceId, commandId: cmd.id, seq: cmd.seq, status: cmd.status, redelivery: cmd.deliveryCount > 0 },
-        "command.delivered",
-      );
+      if (!(await commandRepository.markDelivered(tx, cmd.id, cmd.status, connectionId, now))) return DELIVERY_LOST;
       return {
         commandId: cmd.id,
         seq: cmd.seq,
@@ -98,6 +108,11 @@ export class CommandQueueService {
         payload: McpExecuteCommandSchema.parse(JSON.parse(cmd.payloadJson)),
       };
     });
+    if (envelope !== null && envelope !== DELIVERY_LOST) {
+      const { commandId, seq, status, redelivery } = envelope;
+      this.ctx.logger.info({ driverInstanceId, commandId, seq, status, redelivery }, "command.delivered");
+    }
+    return envelope;
   }
 
   /**

@@ -40,7 +40,7 @@ export class DriverInstanceService {
    * proof `authority` gives (see {@link RegistrationAuthority}).
    * @throws RuntimeError `auth.forbidden` (403: the enrollment token re-registering an existing id, an
    *   instance token registering another or a new instance), `driver.not_found` (unknown id), `driver.not_finalized` (re-register of an
-   *   instance that was not finalized), `effect.fence_retained` (re-register while any of its effects
+   *   instance that was not finalized, also when a concurrent re-register won the compare-and-set), `effect.fence_retained` (re-register while any of its effects
    *   is `executing`/`unknown`, docs/DESIGN.md §3 rule 9).
    */
   async register(req: RegisterDriverRequest, authority: RegistrationAuthority): Promise<RegisterDriverResponse> {
@@ -85,7 +85,7 @@ export class DriverInstanceService {
           },
         );
       }
-      await driverInstanceRepository.updateIfStatus(tx, id, ["finalized"], {
+      const reregistered = await driverInstanceRepository.updateIfStatus(tx, id, ["finalized"], {
         name: req.name,
         status: "registered",
         tokenHash: hashToken(driverToken),
@@ -94,6 +94,10 @@ export class DriverInstanceService {
         registeredAtMs: now,
         finalizedAtMs: null,
       });
+      // Lost compare-and-set: a concurrent re-register (e.g. on another API instance) won; this token was never stored.
+      if (!reregistered) {
+        throw new RuntimeError("driver.not_finalized", `Driver instance ${id} was re-registered concurrently; it is no longer finalized`);
+      }
     });
     this.ctx.logger.info({ driverInstanceId: id, reregistered: Boolean(req.driverInstanceId) }, "driver.registered");
     return { driverInstanceId: id, driverToken };

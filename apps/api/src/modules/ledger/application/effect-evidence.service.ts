@@ -177,8 +177,18 @@ export async function reportLateResult(
     if (action === "duplicate") return { ...base, outcome: "duplicate", status: eff.status };
     if (action === "kept") return { ...base, outcome: "rejected", status: eff.status, reason: reason ?? "evidence kept" };
     if (action === "contradiction") {
-      if (eff.operatorAttention !== "late_evidence_contradiction")
-        await effectRepository.updateIfCurrent(tx, eff, { operatorAttention: "late_evidence_contradiction", updatedAtMs: now });
+      // A lost compare-and-set raised no flag: answered as the settle below answers it (the Driver may report again).
+      if (
+        eff.operatorAttention !== "late_evidence_contradiction" &&
+        !(await effectRepository.updateIfCurrent(tx, eff, { operatorAttention: "late_evidence_contradiction", updatedAtMs: now }))
+      )
+        return {
+          ...base,
+          action: "changed_concurrently",
+          outcome: "rejected",
+          status: eff.status,
+          reason: "the effect changed concurrently",
+        };
       return { ...base, outcome: "rejected", status: eff.status, reason: `late_evidence_contradiction: ${reason ?? ""}` };
     }
     const set = {

@@ -8,6 +8,7 @@ import {
 import { judgeLookupAnswer, type LookupAnswer, type ReconcileDecision, type ReconciliationAdapter } from "@mosoo/effect-reconciliation";
 import { DEFAULT_GROUP_COMMIT, OutcomeGroupCommit } from "./outcome-group-commit.js";
 import type { ReconcileResult, SettleInTransaction } from "../../ledger/application/effect-reconciliation.port.js";
+import type { StoreTx } from "../../../platform/db/store.port.js";
 import type { RuntimeContext } from "../../ledger/application/runtime-context.js";
 import { settleTransition } from "../../ledger/domain/effect-lifecycle.machine.js";
 import { reconciliationRepository } from "../../ledger/infrastructure/effect-reconciliation.repository.js";
@@ -199,7 +200,9 @@ export class ReconciliationOutcomeWriter {
    * confirms non-execution after it was settled `succeeded`) raises operator attention
    * `contradicted_by_provider` on the settled effect, in the record's transaction (a compare-and-set
    * on status and version; the status and outcome are never changed: the operator decides), and is
-   * logged at warn as `reconciliation.contradicts_settled_effect`.
+   * logged at warn as `reconciliation.contradicts_settled_effect` only once that flag is written.
+   * @throws Error `reconciliation.flag_contended` when the flag's compare-and-set lost {@link FLAG_TRIES}
+   *   times in a row (nothing of this call is committed), and any database error.
    */
   async recordSuperseded(
     effect: EffectRow,
@@ -229,12 +232,7 @@ export class ReconciliationOutcomeWriter {
         startedAtMs,
         finishedAtMs: now,
       });
-      const settled = evidence ? await effectRepository.findById(tx, effect.id) : undefined;
-      if (!settled || !contradictsSettled(evidence?.decision, settled.status)) return undefined;
-      if (settled.operatorAttention !== "contradicted_by_provider") {
-        await effectRepository.updateIfCurrent(tx, settled, { operatorAttention: "contradicted_by_provider", updatedAtMs: now });
-      }
-      return settled;
+      return evidence ? flagContradiction(tx, effect.id, evidence.decision, now) : undefined;
     });
     this.metrics.recordSuperseded(adapterRef.id, reasonCode);
     this.ctx.logger.info(
@@ -262,6 +260,34 @@ export class ReconciliationOutcomeWriter {
       );
     }
   }
+}
+
+/** How many times the `contradicted_by_provider` compare-and-set is tried (re-reading the effect after each loss). */
+const FLAG_TRIES = 3;
+
+/**
+ * Raises `contradicted_by_provider` on effect `effectId` when `decision` contradicts its settled status,
+ * by a compare-and-set on (status, version); a lost compare-and-set (another writer changed the effect
+ * in between) re-reads the effect and judges again. Returns the effect as flagged, or undefined when it
+ * does not (or no longer) contradict.
+ * @throws Error with `code` `reconciliation.flag_contended` after {@link FLAG_TRIES} lost compare-and-sets.
+ */
+async function flagContradiction(
+  tx: StoreTx,
+  effectId: string,
+  decision: ReconcileDecision["decision"],
+  nowMs: number,
+): Promise<EffectRow | undefined> {
+  for (let attempt = 0; attempt < FLAG_TRIES; attempt += 1) {
+    const settled = await effectRepository.findById(tx, effectId);
+    if (!settled || !contradictsSettled(decision, settled.status)) return undefined;
+    if (settled.operatorAttention === "contradicted_by_provider") return settled;
+    const set = { operatorAttention: "contradicted_by_provider" as const, updatedAtMs: nowMs };
+    if (await effectRepository.updateIfCurrent(tx, settled, set)) return { ...settled, ...set, version: settled.version + 1 };
+  }
+  throw Object.assign(new Error(`reconciliation.flag_contended: effect ${effectId} kept changing while its contradiction was flagged`), {
+    code: "reconciliation.flag_contended",
+  });
 }
 
 /** True when a lookup's confirmed answer contradicts a settled status (`succeeded` vs `confirmed_not_executed`, or the reverse). */

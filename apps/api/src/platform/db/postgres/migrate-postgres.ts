@@ -40,23 +40,68 @@ export function installPgTypeParsers(): void {
 /** A drizzle handle on PostgreSQL typed with the PostgreSQL schema (`schema.pg.ts`). */
 export type PgDb = NodePgDatabase<typeof schema>;
 
+/** How long (ms) {@link migratePostgres} waits for its connection (TCP, TLS, startup and authentication) by default. */
+const MIGRATION_CONNECT_TIMEOUT_MS = 10_000;
+
+/**
+ * {@link migratePostgres} got no connection within its connect timeout (a server that accepts TCP but
+ * never answers, a firewall dropping packets, a host that is down). Code `store.connect_timeout`;
+ * `target` is `host:port/database` (never the credentials), `timeoutMs` the timeout that expired.
+ */
+export class PgConnectTimeoutError extends Error {
+  override readonly name = "PgConnectTimeoutError";
+  readonly code = "store.connect_timeout";
+  constructor(
+    readonly target: string,
+    readonly timeoutMs: number,
+    options?: ErrorOptions,
+  ) {
+    super(`store.connect_timeout: no PostgreSQL connection to ${target} within ${timeoutMs} ms`, options);
+  }
+}
+
+/** `host:port/database` of a connection string, without user or password (for error messages). */
+function describeTarget(connectionString: string): string {
+  try {
+    const u = new URL(connectionString);
+    return `${u.hostname}:${u.port || "5432"}${u.pathname}`;
+  } catch {
+    return "(unparsable connection string)";
+  }
+}
+
+/** Options of {@link migratePostgres}. */
+export interface MigratePostgresOptions {
+  /** How long (ms) to wait for the connection; default {@link MIGRATION_CONNECT_TIMEOUT_MS}. */
+  connectTimeoutMs?: number;
+}
+
 /**
  * Applies every migration of {@link PG_MIGRATIONS_FOLDER} to the database at `connectionString`
  * (drizzle's node-postgres migrator: each pending migration in one transaction, recorded in
  * `drizzle.__drizzle_migrations`), on one dedicated connection that holds
  * {@link MIGRATION_ADVISORY_LOCK_KEY} throughout (released when the connection closes, even on a crash).
+ * The connection must be made within `connectTimeoutMs` (pg's `connectionTimeoutMillis`).
  * Idempotent: a database already at the newest migration is left as it is.
- * @throws Error (the `pg` error) when the server is unreachable, the credentials are refused or a migration fails (nothing of that migration is kept);
+ * @throws PgConnectTimeoutError (`store.connect_timeout`) when no connection was made in time; Error (the
+ *   `pg` error) when the server refuses the connection or the credentials, or a migration fails (nothing of that migration is kept);
  *   `StoreSchemaNewerError` (`store.schema_newer`) when a newer build migrated the database.
  */
-export async function migratePostgres(connectionString: string): Promise<void> {
+export async function migratePostgres(connectionString: string, options: MigratePostgresOptions = {}): Promise<void> {
   installPgTypeParsers();
-  const client = new pg.Client({ connectionString, application_name: "mosoo-migrate" });
-  await client.connect();
+  const timeoutMs = options.connectTimeoutMs ?? MIGRATION_CONNECT_TIMEOUT_MS;
+  const client = new pg.Client({ connectionString, application_name: "mosoo-migrate", connectionTimeoutMillis: timeoutMs });
+  try {
+    await client.connect();
+  } catch (err) {
+    // pg (8.x) fails a connect whose `connectionTimeoutMillis` expired with exactly this message.
+    if (err instanceof Error && err.message === "timeout expired")
+      throw new PgConnectTimeoutError(describeTarget(connectionString), timeoutMs, { cause: err });
+    throw err;
+  }
   try {
     await client.query("SELECT pg_advisory_lock($1::bigint)", [MIGRATION_ADVISORY_LOCK_KEY]);
     await migrate(drizzle({ client, schema }), { migrationsFolder: PG_MIGRATIONS_FOLDER });
-
     const applied = await client.query<{ ms: string | null }>("SELECT max(created_at)::text AS ms FROM drizzle.__drizzle_migrations");
     assertSchemaNotNewer(applied.rows[0]?.ms == null ? null : Number(applied.rows[0].ms), PG_MIGRATIONS_FOLDER);
   } finally {

@@ -165,7 +165,8 @@ function newConnection(client: pg.PoolClient): PooledConnection {
  * numbers, as on SQLite), migrates unless `migrate: false` (`migratePostgres`, under an advisory
  * lock), opens a pool of `poolSize` connections with `lock_timeout` and
  * `idle_in_transaction_session_timeout` set, and checks one connection. The caller must `close()` it.
- * @throws Error (the `pg` error) when the server is unreachable, the credentials are refused or a
+ * @throws PgConnectTimeoutError (`store.connect_timeout`) when the migration's connection is not made in
+ *   time; Error (the `pg` error) when the server is unreachable, the credentials are refused or a
  *   migration fails; nothing is left open then.
  */
 export async function openPostgresStore(url: string, opts: PostgresStoreOptions = {}): Promise<PostgresStore> {
