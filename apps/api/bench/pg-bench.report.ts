@@ -129,7 +129,17 @@ export function pgRecoveryRows(runs: readonly PgRecoveryResult[]): RowsAndFigure
       measured: `${median(walls).toFixed(0)} ms (${Math.min(...walls).toFixed(0)}–${Math.max(...walls).toFixed(0)}, n=${rs.length})`,
       floorOrBound: `bound ${first.boundMs.toFixed(0)} ms`,
       ratio: `${ratio.toFixed(2)}×`,
-      other: `lookups per instance ${rs.map((r) => r.perInstance.map((i) => i.lookedUp).join("+")).join(" / ")}, superseded ${rs.map((r) => r.superseded).join("/")}, resolved ${rs.map((r) => r.resolved).join("/")}, ${rs.map((r) => fmtLoad(r.loadAverage)).join(", ")}`,
+      other: `lookups per instance ${rs.map((r) => r.perInstance.map((i) => i.lookedUp).join("+")).join(" / ")}, superseded ${rs
+        .map(
+          (r) =>
+            r.superseded +
+            (r.superseded > 0
+              ? ` (${Object.entries(r.supersededReasons)
+                  .map(([k, v]) => `${k} ${v}`)
+                  .join(", ")})`
+              : ""),
+        )
+        .join("/")}, resolved ${rs.map((r) => r.resolved).join("/")}, ${rs.map((r) => fmtLoad(r.loadAverage)).join(", ")}`,
       target: "n/a",
       met: "n/a",
     });

@@ -40,7 +40,8 @@ export interface PgRecoveryInstanceResult {
  * - `boundMs`: N × lookup latency / (concurrency × instances) (ms): all instances' lookup slots busy;
  * - `resolved`: effects no longer `unknown` afterwards (must be all);
  * - `lookupsRecorded`: reconciliation records that are not `superseded` (must equal `effects`: no effect looked up twice);
- * - `superseded`: `superseded` records (reconcilers that lost a race; 0 when the instances claimed disjoint work);
+ * - `superseded`: `superseded` records (reconcilers that lost a race; 0 when the instances claimed disjoint work),
+ *   and `supersededReasons` (count by reason code, e.g. a lease that expired under load and was taken over);
  * - `perInstance`: each instance's report; `loadAverage`: the 1-minute load average before and after (null where unknown).
  */
 export interface PgRecoveryResult {
@@ -53,6 +54,7 @@ export interface PgRecoveryResult {
   resolved: number;
   lookupsRecorded: number;
   superseded: number;
+  supersededReasons: Record<string, number>;
   perInstance: PgRecoveryInstanceResult[];
   loadAverage: { before: number | null; after: number | null };
 }
@@ -68,14 +70,19 @@ export interface PgRecoveryInstanceOptions {
 /** The messages between the scenario and its instance processes (over the child's IPC channel). */
 type InstanceMessage = { type: "ready" } | { type: "go" } | { type: "done"; lookedUp: number };
 
+/** How long (ms) an instance whose pass looked nothing up waits before its next pass while effects are still `unknown`. */
+const IDLE_PASS_DELAY_MS = 20;
+
 const CHILD = entryFile(new URL("./scenario.main.ts", import.meta.url), "scenario.main.js");
 
 /**
  * One API instance (run in its own process by `scenario.main.ts pg-recovery-instance`): opens the
  * PostgreSQL store (no migration: the scenario migrated), builds the real runtime with the
  * fixed-latency adapter bound and reconciliation on, says `ready`, waits for `go`, then runs the
- * real maintenance sweep (`runtime.sweep.sweepOnce()`) pass after pass until a pass looks nothing up
- * (what is left is due nowhere or leased by another instance), says `done` and closes the store.
+ * real maintenance sweep (`runtime.sweep.sweepOnce()`) pass after pass, as the API's sweep timer would
+ * with a short interval: a pass that looked nothing up (what was due is leased by other instances) is
+ * followed, {@link IDLE_PASS_DELAY_MS} later, by another, until no effect is `unknown` any more
+ * (leases of a dead instance would expire and become due again). Then it says `done` and closes the store.
  */
 export async function runPgRecoveryInstance(opts: PgRecoveryInstanceOptions): Promise<PgRecoveryInstanceResult> {
   const send = (m: InstanceMessage) => process.send?.(m);
@@ -93,11 +100,15 @@ export async function runPgRecoveryInstance(opts: PgRecoveryInstanceOptions): Pr
     const t0 = performance.now();
     let passes = 0;
     let lookedUp = 0;
+    const unknownLeft = async () =>
+      Number((await store.pool.query("SELECT count(*) AS n FROM external_tool_effects WHERE status = 'unknown'")).rows[0].n);
     for (;;) {
       passes += 1;
       const report = await runtime.sweep.sweepOnce();
       lookedUp += report.effectsLookedUp;
-      if (report.effectsLookedUp === 0) break;
+      if (report.effectsLookedUp > 0) continue;
+      if ((await unknownLeft()) === 0) break;
+      await new Promise((resolve) => setTimeout(resolve, IDLE_PASS_DELAY_MS));
     }
     const wallMs = performance.now() - t0;
     send({ type: "done", lookedUp });
@@ -192,10 +203,12 @@ export async function runPgRecovery(opts: PgRecoveryOptions): Promise<PgRecovery
     const codes = await Promise.all(exited);
     if (codes.some((c) => c !== 0)) throw new Error(`an instance process exited with ${codes.join("/")}`);
     const perInstance = outFiles.map((f) => JSON.parse(readFileSync(f, "utf8")) as PgRecoveryInstanceResult);
-    const records = await admin.query<{ outcome: string; n: string }>(
-      "SELECT outcome, count(*) AS n FROM effect_reconciliations GROUP BY outcome",
+    const records = await admin.query<{ outcome: string; reason: string | null; n: string }>(
+      "SELECT outcome, reason_code AS reason, count(*) AS n FROM effect_reconciliations GROUP BY outcome, reason_code",
     );
-    const superseded = Number(records.rows.find((r) => r.outcome === "superseded")?.n ?? 0);
+    const supersededRows = records.rows.filter((r) => r.outcome === "superseded");
+    const superseded = supersededRows.reduce((s, r) => s + Number(r.n), 0);
+    const supersededReasons = Object.fromEntries(supersededRows.map((r) => [r.reason ?? "none", Number(r.n)]));
     const lookupsRecorded = records.rows.reduce((s, r) => s + Number(r.n), 0) - superseded;
     return {
       effects: opts.effects,
@@ -207,6 +220,7 @@ export async function runPgRecovery(opts: PgRecoveryOptions): Promise<PgRecovery
       resolved: opts.effects - (await countUnknown()),
       lookupsRecorded,
       superseded,
+      supersededReasons,
       perInstance,
       loadAverage: { before, after },
     };

@@ -46,7 +46,7 @@ import type { RecoveryResult } from "./recovery-throughput.scenario.js";
 import type { RepairResult } from "./finalization-repair.scenario.js";
 import type { PgLedgerCostResult } from "./pg-ledger-cost.scenario.js";
 import type { PgRecoveryResult } from "./pg-recovery.scenario.js";
-import { openBenchPostgres, type BenchPostgres } from "./pg-bench.harness.js";
+import { loadAverage, openBenchPostgres, type BenchPostgres } from "./pg-bench.harness.js";
 import {
   BENCH_STORES,
   fmtK,
@@ -73,6 +73,8 @@ interface BenchOptions {
   baseline: string;
   tolerance: number;
   groupCommitMax: number | undefined;
+  /** Unknown effects of the PostgreSQL recovery rows (`--pg-effects`, default 10 000). */
+  pgEffects: number;
   /** Which stores' rows (`--store`). */
   store: BenchStoreChoice;
   /** The PostgreSQL server of the PostgreSQL rows (`--database-url`, else `MOSOO_DATABASE_URL`); undefined: a throwaway one is started. */
@@ -105,6 +107,12 @@ function parseOptions(argv: string[]): BenchOptions {
             throw new InvalidArgumentError((err as Error).message);
           }
         }),
+    )
+    .addOption(
+      new Option("--pg-effects <n>", "unknown effects of the PostgreSQL recovery rows (default 10000; QUICK 2000)").argParser((v) => {
+        if (!/^[1-9]\d{2,6}$/.test(v)) throw new InvalidArgumentError("must be an integer from 100 to 9999999");
+        return Number(v);
+      }),
     )
     .option(
       "--database-url <url>",
@@ -148,6 +156,7 @@ function parseOptions(argv: string[]): BenchOptions {
     groupCommitMax?: number;
     store: BenchStoreChoice;
     databaseUrl?: string;
+    pgEffects?: number;
   }>();
   return {
     only: o.only ?? [...SCENARIOS],
@@ -157,6 +166,7 @@ function parseOptions(argv: string[]): BenchOptions {
     tolerance: o.tolerance,
     groupCommitMax: o.groupCommitMax,
     store: o.store,
+    pgEffects: o.pgEffects ?? (QUICK ? 2_000 : 10_000),
     databaseUrl: o.databaseUrl ?? (process.env.MOSOO_DATABASE_URL || undefined),
   };
 }
@@ -428,9 +438,9 @@ async function main(opts: BenchOptions): Promise<number> {
           for (const instances of [1, 3])
             pgRecovery.push(
               await child<PgRecoveryResult>(
-                `postgres recovery ${fmtK(small)}, ${instances} API instance(s) (${round}/${pgRounds})`,
+                `postgres recovery ${fmtK(opts.pgEffects)}, ${instances} API instance(s) (${round}/${pgRounds})`,
                 "pg-recovery",
-                { ...base, adminUrl: server.adminUrl, effects: small, instances },
+                { ...base, adminUrl: server.adminUrl, effects: opts.pgEffects, instances },
               ),
             );
         const part = pgRecoveryRows(pgRecovery);
@@ -464,7 +474,7 @@ async function main(opts: BenchOptions): Promise<number> {
   ].join("\n");
   console.log(`\n${table}\n`);
   console.log(
-    `bench wall time ${wallSeconds.toFixed(0)} s on ${cpus().length} × ${cpus()[0]?.model ?? "?"}, Node ${process.version}${QUICK ? " (QUICK: not comparable)" : ""}`,
+    `bench wall time ${wallSeconds.toFixed(0)} s on ${cpus().length} × ${cpus()[0]?.model ?? "?"}, Node ${process.version}, load average at the end ${loadAverage()?.join(" ") ?? "n/a"}${QUICK ? " (QUICK: not comparable)" : ""}`,
   );
   for (const p of profiles) {
     console.log(`\ncpu profile, ${p.label}: top self time`);

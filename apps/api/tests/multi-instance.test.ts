@@ -22,7 +22,7 @@ import {
 } from "./kit/index.js";
 import { effectRow, reconciliationRecords, runEvents } from "./helpers/reconciliation-db.js";
 import { effectRepository } from "../src/modules/ledger/infrastructure/effect.repository.js";
-import { LEASED_ELSEWHERE } from "../src/modules/reconciliation/application/effect-reconciler.service.js";
+import { LEASED_ELSEWHERE, type LeasedEffect } from "../src/modules/reconciliation/application/effect-reconciler.service.js";
 
 const HEARTBEAT_TTL_MS = 3_600_000;
 const LEASE_MS = 30_000;
@@ -140,6 +140,20 @@ describe("two API instances on one store", () => {
     gate.release();
     expect(await held).toMatchObject({ kind: "confirmed_succeeded" });
     expect(gate.arrivals()).toBe(1);
+  });
+
+  it("a sweep leases at the current version an effect whose lease another instance took and gave back since the sweep read it", async () => {
+    const { a, b } = twoInstances();
+    const call = await unknownEffect(a);
+    const staleRow = (await b.runtime.ctx.store.read((tx) => effectRepository.findById(tx, call.effectId)))!;
+    // A leases it and gives the lease back unused (the end of a pass): no lease, version moved on
+    const [taken] = await a.runtime.reconciler.leaseBatch([staleRow], "sweep");
+    expect(taken).toHaveProperty("owner");
+    await a.runtime.reconciler.releaseLeases([taken as LeasedEffect]);
+    const [leased] = await retryWhenBusy(() => b.runtime.reconciler.leaseBatch([staleRow], "sweep"), BACKGROUND_BUSY_RETRY);
+    expect(leased).toMatchObject({ leasedVersion: staleRow.version + 2 });
+    expect(effectRow(a.store, call.effectId).lease_owner).toBe((leased as { owner: string }).owner);
+    expect(reconciliationRecords(a.store, call.effectId)).toEqual([]);
   });
 
   it("a live lease is not taken over (not at startup, not by the sweep); an expired one is, recorded lookup_interrupted", async () => {
