@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { parseStoreChoice, pgLedgerRows, pgRecoveryRows, scalingRatio } from "../bench/pg-bench.report.js";
+import { isBaselineFigure, parseStoreChoice, pgLedgerRows, pgRecoveryRows, scalingRatio } from "../bench/pg-bench.report.js";
 import type { LatencyStats } from "../bench/ledger-cost.scenario.js";
 import type { PgRecoveryResult } from "../bench/pg-recovery.scenario.js";
 
@@ -90,5 +90,14 @@ describe("pgLedgerRows", () => {
     ]);
     expect(rows.map((r) => r.met)).toEqual(["yes", "no", "yes", "no"]);
     expect(rows[0]!.other).toContain("load n/a");
+  });
+});
+
+describe("isBaselineFigure", () => {
+  it("keeps the SQLite figures in the committed baseline and leaves the PostgreSQL ones (pg.…) out", () => {
+    expect(isBaselineFigure("ledger.on@10k.ratio")).toBe(true);
+    expect(isBaselineFigure("recovery.on@100k.peakRssMb")).toBe(true);
+    expect(isBaselineFigure("pg.ledger.on@10k.ratio")).toBe(false);
+    expect(isBaselineFigure("pg.recovery.scaling3of1@3k.ratio")).toBe(false);
   });
 });
