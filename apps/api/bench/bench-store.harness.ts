@@ -7,6 +7,7 @@ import pino from "pino";
 import { newUlid } from "@mosoo/contracts";
 import { openSqliteStore, type SqliteStore as Store } from "../src/platform/db/sqlite/sqlite-store.js";
 import { createRuntime, type Runtime } from "../src/composition-root.js";
+import type { Store as AnyStore } from "../src/platform/db/store.port.js";
 import { RECONCILIATION_OFF } from "../src/modules/reconciliation/application/reconciliation-settings.js";
 import { BENCH_BOUND_SERVER, BENCH_TOOL, createFixedLatencyAdapter } from "./fixed-latency.adapter.js";
 import type { GroupCommitSettings } from "../src/modules/reconciliation/application/outcome-group-commit.js";
@@ -46,11 +47,11 @@ export interface BenchRuntimeOptions {
 }
 
 /**
- * The real runtime (`createRuntime`) on `store`, silent logger, with server {@link BENCH_BOUND_SERVER}
+ * The real runtime (`createRuntime`) on `store` (SQLite or PostgreSQL), silent logger, with server {@link BENCH_BOUND_SERVER}
  * bound to a fixed-latency adapter when reconciliation is on (the binding exists either way; the
  * flag alone decides). Lookup timeout 5000 ms, lease 15000 ms, as the API's defaults.
  */
-export function createBenchRuntime(store: Store, opts: BenchRuntimeOptions): Runtime {
+export function createBenchRuntime(store: AnyStore, opts: BenchRuntimeOptions): Runtime {
   return createRuntime({
     store,
     logger: pino({ level: "silent" }),

@@ -18,7 +18,7 @@ export interface LatencyStats {
 }
 
 /** One table size of the ledger scenario: existing effects (count) and the three measured tasks. */
-interface LedgerCostPoint {
+export interface LedgerCostPoint {
   /** Effects (and floor rows) in the table before measuring. */
   existingEffects: number;
   /** Four bare single-row better-sqlite3 transactions (prepared statements) on an equivalent table in the same file. */
@@ -97,7 +97,7 @@ function floorLifecycle(store: BenchStore) {
  * and claim (the queue, not the ledger: it is excluded from the timed window, measured with
  * `performance.now()` and handed to tinybench as `overriddenDuration`).
  */
-async function ledgerLifecycle(runtime: Runtime) {
+export async function ledgerLifecycle(runtime: Runtime): Promise<() => Promise<{ overriddenDuration: number }>> {
   const { driverToken } = await runtime.drivers.register({ name: "bench" }, { kind: "enrollment" });
   const { connectionId } = await runtime.drivers.connect(await runtime.drivers.authenticate(driverToken));
   const instance = await runtime.drivers.authenticate(driverToken);
@@ -144,6 +144,46 @@ function stats(tasks: Array<Task | undefined>): LatencyStats {
   };
 }
 
+/** The three timed tasks of one ledger measurement: the floor's lifecycle and the ledger's with the flag off and on. */
+export interface LedgerTasks {
+  floor: () => unknown;
+  off: () => Promise<{ overriddenDuration: number }>;
+  on: () => Promise<{ overriddenDuration: number }>;
+}
+
+/**
+ * The measuring loop both stores share: for each of `opts.sizes` (ascending) grows the tables to that
+ * many existing effects (`grow(from, to)`: seeding, not timed), then runs `opts.rounds` tinybench
+ * rounds of the three tasks one after another and summarises each task over the rounds.
+ */
+export async function measureLedgerPoints(
+  label: string,
+  opts: LedgerCostOptions,
+  tasks: LedgerTasks,
+  grow: (from: number, to: number) => Promise<void>,
+): Promise<LedgerCostPoint[]> {
+  const points: LedgerCostPoint[] = [];
+  let seeded = 0;
+  for (const size of opts.sizes) {
+    if (size > seeded) {
+      progress(`${label}: seeding to ${size} existing effects`);
+      await grow(seeded, size);
+      seeded = size;
+    }
+    progress(`${label}: measuring at ${size} existing effects (${opts.rounds} rounds × 3 tasks × ${opts.timeMs} ms)`);
+    const benches: Bench[] = [];
+    for (let round = 0; round < opts.rounds; round++) {
+      const bench = new Bench({ time: opts.timeMs, warmupTime: 200, warmupIterations: 20 });
+      bench.add("floor", tasks.floor).add("ledger-off", tasks.off).add("ledger-on", tasks.on);
+      await bench.run();
+      benches.push(bench);
+    }
+    const of = (name: string) => stats(benches.map((b) => b.getTask(name)));
+    points.push({ existingEffects: size, floor: of("floor"), ledgerOff: of("ledger-off"), ledgerOn: of("ledger-on") });
+  }
+  return points;
+}
+
 /**
  * Scenario 1: ledger cost per lifecycle against its floor, at each of `opts.sizes` existing
  * effects (sizes ascending; the table grows by seeding `succeeded` effects of other Drivers and
@@ -155,30 +195,11 @@ export async function runLedgerCost(opts: LedgerCostOptions): Promise<LedgerCost
     const floor = floorLifecycle(store);
     const off = await ledgerLifecycle(createBenchRuntime(store, { reconciliation: false, lookupLatencyMs: 10, concurrency: 64 }));
     const on = await ledgerLifecycle(createBenchRuntime(store, { reconciliation: true, lookupLatencyMs: 10, concurrency: 64 }));
-    const points: LedgerCostPoint[] = [];
-    let seeded = 0;
-    for (const size of opts.sizes) {
-      if (size > seeded) {
-        progress(`ledger: seeding to ${size} existing effects`);
-        seedEffects(store.sqlite, { count: size - seeded, status: "succeeded", serverId: "seeded" });
-        floor.seed(size - seeded);
-        seeded = size;
-        store.sqlite.pragma("wal_checkpoint(TRUNCATE)");
-      }
-      progress(`ledger: measuring at ${size} existing effects (${opts.rounds} rounds × 3 tasks × ${opts.timeMs} ms)`);
-      const benches: Bench[] = [];
-      for (let round = 0; round < opts.rounds; round++) {
-        const bench = new Bench({ time: opts.timeMs, warmupTime: 200, warmupIterations: 20 });
-        bench
-          .add("floor", () => floor.run())
-          .add("ledger-off", off)
-          .add("ledger-on", on);
-        await bench.run();
-        benches.push(bench);
-      }
-      const of = (name: string) => stats(benches.map((b) => b.getTask(name)));
-      points.push({ existingEffects: size, floor: of("floor"), ledgerOff: of("ledger-off"), ledgerOn: of("ledger-on") });
-    }
+    const points = await measureLedgerPoints("ledger", opts, { floor: () => floor.run(), off, on }, async (from, to) => {
+      seedEffects(store.sqlite, { count: to - from, status: "succeeded", serverId: "seeded" });
+      floor.seed(to - from);
+      store.sqlite.pragma("wal_checkpoint(TRUNCATE)");
+    });
     return { points };
   } finally {
     store.dispose();

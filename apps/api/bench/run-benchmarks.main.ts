@@ -16,6 +16,13 @@
  * figures into that file), `--baseline <file>` (another baseline file), `--group-commit-max <n>`
  * (outcomes per transaction in the recovery and repair scenarios; 1 = each alone, as before group
  * commit: the "before" side of a comparison; not with `--check`/`--write-baseline`). See `baseline-check.ts`.
+ *
+ * `--store sqlite|postgres|all` (default `all`): which stores' rows. The PostgreSQL rows (issue 12
+ * point 8, issue 13) run `ledger` (against a floor of bare `pg` transactions) and `recovery` (10k
+ * unknown effects with 1 and with 3 API instance processes, alternating, 2 rounds; the scaling ratio)
+ * on the server at `--database-url` / `MOSOO_DATABASE_URL` (a role allowed to CREATE DATABASE), or
+ * else on a throwaway durable server started here from `@mosoo/test-postgres` and stopped at the end.
+ * `recovery-100k` and `repair` are SQLite rows only.
  */
 import { spawn } from "node:child_process";
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from "node:fs";
@@ -37,6 +44,20 @@ import {
 import type { LedgerCostResult, LatencyStats } from "./ledger-cost.scenario.js";
 import type { RecoveryResult } from "./recovery-throughput.scenario.js";
 import type { RepairResult } from "./finalization-repair.scenario.js";
+import type { PgLedgerCostResult } from "./pg-ledger-cost.scenario.js";
+import type { PgRecoveryResult } from "./pg-recovery.scenario.js";
+import { loadAverage, openBenchPostgres, type BenchPostgres } from "./pg-bench.harness.js";
+import {
+  BENCH_STORES,
+  fmtK,
+  isBaselineFigure,
+  parseStoreChoice,
+  pgLedgerRows,
+  pgRecoveryRows,
+  PG_TARGETS,
+  type BenchRow as Row,
+  type BenchStoreChoice,
+} from "./pg-bench.report.js";
 
 const REPO_ROOT = fileURLToPath(new URL("../../../", import.meta.url));
 /** The committed baseline of the regression gate (`--check`, `--write-baseline`). */
@@ -53,6 +74,12 @@ interface BenchOptions {
   baseline: string;
   tolerance: number;
   groupCommitMax: number | undefined;
+  /** Unknown effects of the PostgreSQL recovery rows (`--pg-effects`, default 10 000). */
+  pgEffects: number;
+  /** Which stores' rows (`--store`). */
+  store: BenchStoreChoice;
+  /** The PostgreSQL server of the PostgreSQL rows (`--database-url`, else `MOSOO_DATABASE_URL`); undefined: a throwaway one is started. */
+  databaseUrl: string | undefined;
 }
 
 /** Parses the command line (commander); a bad option prints one line and exits 2. */
@@ -70,6 +97,27 @@ function parseOptions(argv: string[]): BenchOptions {
           throw new InvalidArgumentError(`unknown scenario ${bad.join(", ") || "(none)"}; one of ${SCENARIOS.join(", ")}`);
         return names as ScenarioName[];
       }),
+    )
+    .addOption(
+      new Option("--store <store>", `which stores' rows: ${BENCH_STORES.join(", ")} (PostgreSQL: ledger and recovery)`)
+        .default("all")
+        .argParser((v) => {
+          try {
+            return parseStoreChoice(v);
+          } catch (err) {
+            throw new InvalidArgumentError((err as Error).message);
+          }
+        }),
+    )
+    .addOption(
+      new Option("--pg-effects <n>", "unknown effects of the PostgreSQL recovery rows (default 10000; QUICK 2000)").argParser((v) => {
+        if (!/^[1-9]\d{2,6}$/.test(v)) throw new InvalidArgumentError("must be an integer from 100 to 9999999");
+        return Number(v);
+      }),
+    )
+    .option(
+      "--database-url <url>",
+      "PostgreSQL server of the PostgreSQL rows (a role allowed to CREATE DATABASE; default MOSOO_DATABASE_URL, else a throwaway server)",
     )
     .option("--check", "compare this run's figures with the baseline; exit 1 on a regression beyond the tolerance", false)
     .option("--write-baseline", "merge this run's figures into the baseline file", false)
@@ -107,6 +155,9 @@ function parseOptions(argv: string[]): BenchOptions {
     baseline: string;
     tolerance: number;
     groupCommitMax?: number;
+    store: BenchStoreChoice;
+    databaseUrl?: string;
+    pgEffects?: number;
   }>();
   return {
     only: o.only ?? [...SCENARIOS],
@@ -115,6 +166,9 @@ function parseOptions(argv: string[]): BenchOptions {
     baseline: o.baseline,
     tolerance: o.tolerance,
     groupCommitMax: o.groupCommitMax,
+    store: o.store,
+    pgEffects: o.pgEffects ?? (QUICK ? 2_000 : 10_000),
+    databaseUrl: o.databaseUrl ?? (process.env.MOSOO_DATABASE_URL || undefined),
   };
 }
 
@@ -137,18 +191,6 @@ const PROFILE_DIR = join(REPO_ROOT, "var", "bench", "profiles", STAMP);
 
 /** Targets of issue 13 (SQLite part): ledger ≤ 1.8× its floor, recovery ≤ 1.2× its bound, 100k peak RSS < 150 MB, repair p95 ≤ bound + 150 ms. */
 const TARGETS = { ledgerRatio: 1.8, recoveryRatio: 1.2, recoveryRssBytes: 150 * 1024 * 1024, repairP95OverBoundMs: 150 };
-
-/** One printed row: what, flag, measured figure, its floor or bound, ratio, other figures, target, met. */
-interface Row {
-  scenario: string;
-  flag: "on" | "off";
-  measured: string;
-  floorOrBound: string;
-  ratio: string;
-  other: string;
-  target: string;
-  met: "yes" | "no" | "n/a";
-}
 
 const tmp = mkdtempSync(join(tmpdir(), "mosoo-bench-results-"));
 let childSeq = 0;
@@ -189,13 +231,15 @@ async function child<T>(label: string, scenario: string, options: object): Promi
 const fmtUs = (s: LatencyStats) => `${s.medianUs.toFixed(0)} µs (rounds ${s.roundMediansUs.join("/")})`;
 const fmtMb = (bytes: number) => `${(bytes / 1024 / 1024).toFixed(0)} MB`;
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor((xs.length - 1) / 2)]!;
-const fmtK = (n: number) => (n >= 1000 ? `${n / 1000}k` : String(n));
 
 async function main(opts: BenchOptions): Promise<number> {
   const started = performance.now();
   const rows: Row[] = [];
   const figures: BenchFigure[] = [];
-  const runs = (name: ScenarioName) => opts.only.includes(name);
+  const sqlite = opts.store !== "postgres";
+  const postgres = opts.store !== "sqlite";
+  const runs = (name: ScenarioName) => sqlite && opts.only.includes(name);
+  const runsPg = (name: ScenarioName) => postgres && opts.only.includes(name);
   if (opts.groupCommitMax !== undefined && (opts.check || opts.writeBaseline)) {
     process.stderr.write(
       "bench.invalid: --group-commit-max is for side-by-side comparisons; its figures are never checked against or written to the baseline\n",
@@ -364,6 +408,53 @@ async function main(opts: BenchOptions): Promise<number> {
     });
   }
 
+  // 4. PostgreSQL rows: the ledger against a bare `pg` floor, and recovery with 1 and 3 API instances.
+  let pgLedger: PgLedgerCostResult | undefined;
+  const pgRecovery: PgRecoveryResult[] = [];
+  let pgServer: { source: BenchPostgres["source"]; startMs: number | undefined } | undefined;
+  if (runsPg("ledger") || runsPg("recovery")) {
+    console.error(
+      opts.databaseUrl
+        ? "▶ postgres: the server at --database-url / MOSOO_DATABASE_URL"
+        : "▶ postgres: starting a throwaway durable server",
+    );
+    const server = await openBenchPostgres(opts.databaseUrl);
+    pgServer = { source: server.source, startMs: server.startMs };
+    if (server.startMs !== undefined) console.error(`  started in ${(server.startMs / 1000).toFixed(1)} s`);
+    try {
+      if (runsPg("ledger")) {
+        pgLedger = await child<PgLedgerCostResult>("postgres ledger cost per lifecycle", "pg-ledger", {
+          adminUrl: server.adminUrl,
+          sizes: QUICK ? [0, 10_000] : [0, 10_000, 100_000],
+          timeMs: QUICK ? 300 : 700,
+          rounds: 3,
+        });
+        const part = pgLedgerRows(pgLedger);
+        rows.push(...part.rows);
+        figures.push(...part.figures);
+      }
+      if (runsPg("recovery")) {
+        const pgRounds = QUICK ? 1 : 2;
+        for (let round = 1; round <= pgRounds; round++)
+          for (const instances of [1, 3])
+            pgRecovery.push(
+              await child<PgRecoveryResult>(
+                `postgres recovery ${fmtK(opts.pgEffects)}, ${instances} API instance(s) (${round}/${pgRounds})`,
+                "pg-recovery",
+                { ...base, adminUrl: server.adminUrl, effects: opts.pgEffects, instances },
+              ),
+            );
+        const part = pgRecoveryRows(pgRecovery);
+        rows.push(...part.rows);
+        figures.push(...part.figures);
+      }
+    } finally {
+      await server.stop();
+    }
+  } else if (postgres && opts.store === "postgres") {
+    console.error(`bench.note: no PostgreSQL row among --only ${opts.only.join(",")} (PostgreSQL rows: ledger, recovery)`);
+  }
+
   const wallSeconds = (performance.now() - started) / 1000;
   const header: Row = {
     scenario: "scenario",
@@ -384,7 +475,7 @@ async function main(opts: BenchOptions): Promise<number> {
   ].join("\n");
   console.log(`\n${table}\n`);
   console.log(
-    `bench wall time ${wallSeconds.toFixed(0)} s on ${cpus().length} × ${cpus()[0]?.model ?? "?"}, Node ${process.version}${QUICK ? " (QUICK: not comparable)" : ""}`,
+    `bench wall time ${wallSeconds.toFixed(0)} s on ${cpus().length} × ${cpus()[0]?.model ?? "?"}, Node ${process.version}, load average at the end ${loadAverage()?.join(" ") ?? "n/a"}${QUICK ? " (QUICK: not comparable)" : ""}`,
   );
   for (const p of profiles) {
     console.log(`\ncpu profile, ${p.label}: top self time`);
@@ -400,11 +491,13 @@ async function main(opts: BenchOptions): Promise<number> {
       quick: QUICK,
       node: process.version,
       cpus: cpus().length,
-      targets: TARGETS,
+      targets: { ...TARGETS, postgres: PG_TARGETS },
+      store: opts.store,
+      postgresServer: pgServer ?? null,
       table,
       rows,
       figures,
-      results: { ledger, recoveryOn, recoveryOff, recoveryLargeOn, repair },
+      results: { ledger, recoveryOn, recoveryOff, recoveryLargeOn, repair, pgLedger, pgRecovery },
       profiles,
     },
     null,
@@ -429,9 +522,12 @@ async function main(opts: BenchOptions): Promise<number> {
     if (regressed > 0) exitCode = 1;
   }
   if (opts.writeBaseline) {
-    const merged = mergeBaseline(readBaseline(opts.baseline), figures, { measuredAt: new Date().toISOString(), machine, quick: QUICK });
+    const kept = figures.filter((f) => isBaselineFigure(f.key));
+    const merged = mergeBaseline(readBaseline(opts.baseline), kept, { measuredAt: new Date().toISOString(), machine, quick: QUICK });
     writeFileSync(opts.baseline, `${JSON.stringify(merged, null, 2)}\n`);
-    console.log(`baseline: ${figures.length} figures written to ${opts.baseline}`);
+    console.log(
+      `baseline: ${kept.length} figures written to ${opts.baseline}${kept.length < figures.length ? ` (${figures.length - kept.length} PostgreSQL figures not: too noisy to gate)` : ""}`,
+    );
   }
   return exitCode;
 }

@@ -2,12 +2,16 @@
  * `node dist/scenario.main.js` (compiled) or `node --import tsx scenario.main.ts <scenario> <optionsJson> <outFile>`: runs ONE bench scenario
  * in this process (so its peak RSS and heap are its own) and writes its result as JSON to
  * `outFile`. Scenarios: `ledger` ({@link runLedgerCost}), `recovery` ({@link runRecovery}),
- * `repair` ({@link runRepair}). Progress goes to stderr.
+ * `repair` ({@link runRepair}); on PostgreSQL `pg-ledger` ({@link runPgLedgerCost}), `pg-recovery`
+ * ({@link runPgRecovery}) and `pg-recovery-instance` (one API instance of it, {@link runPgRecoveryInstance},
+ * started by `pg-recovery` with an IPC channel). Progress goes to stderr.
  */
 import { writeFileSync } from "node:fs";
 import { runLedgerCost, type LedgerCostOptions } from "./ledger-cost.scenario.js";
 import { runRecovery, type RecoveryOptions } from "./recovery-throughput.scenario.js";
 import { runRepair, type RepairOptions } from "./finalization-repair.scenario.js";
+import { runPgLedgerCost, type PgLedgerCostOptions } from "./pg-ledger-cost.scenario.js";
+import { runPgRecovery, runPgRecoveryInstance, type PgRecoveryInstanceOptions, type PgRecoveryOptions } from "./pg-recovery.scenario.js";
 
 const [scenario, optionsJson, outFile] = process.argv.slice(2);
 if (!scenario || !optionsJson || !outFile) throw new Error("usage: scenario.main.ts <scenario> <optionsJson> <outFile>");
@@ -23,7 +27,18 @@ switch (scenario) {
   case "repair":
     result = await runRepair(options as RepairOptions);
     break;
+  case "pg-ledger":
+    result = await runPgLedgerCost(options as PgLedgerCostOptions);
+    break;
+  case "pg-recovery":
+    result = await runPgRecovery(options as PgRecoveryOptions);
+    break;
+  case "pg-recovery-instance":
+    result = await runPgRecoveryInstance(options as PgRecoveryInstanceOptions);
+    break;
   default:
     throw new Error(`unknown scenario ${scenario}`);
 }
 writeFileSync(outFile, JSON.stringify(result));
+// an instance process of `pg-recovery` holds an IPC channel open: close it so the process can exit
+if (process.connected) process.disconnect();

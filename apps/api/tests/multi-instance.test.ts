@@ -1,8 +1,9 @@
 // Several API instances on ONE store (docs/DESIGN.md §11): two runtimes on one SQLite file (two
 // processes' worth of state: separate connections, separate memory, one manual clock and one provider
-// double). A Driver's repair is claimed in the store, so two instances never repair it at once; any
-// instance may run the sweep, one pass at a time; a reconciliation lease is taken over only once it
-// expired; no effect is looked up twice. Store-busy answers between the two connections are retried
+// double). A Driver's repair is claimed in the store, so two instances never repair it at once; the
+// sweep's Driver part runs on one instance at a time while its reconciliation part runs on every
+// instance at once, sharing the backlog through per-effect leases; a reconciliation lease is taken over
+// only once it expired; no effect is looked up twice. Store-busy answers between the two connections are retried
 // (as the sweep and the HTTP edge do).
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
@@ -20,6 +21,8 @@ import {
   type TempDir,
 } from "./kit/index.js";
 import { effectRow, reconciliationRecords, runEvents } from "./helpers/reconciliation-db.js";
+import { effectRepository } from "../src/modules/ledger/infrastructure/effect.repository.js";
+import { LEASED_ELSEWHERE, type LeasedEffect } from "../src/modules/reconciliation/application/effect-reconciler.service.js";
 
 const HEARTBEAT_TTL_MS = 3_600_000;
 const LEASE_MS = 30_000;
@@ -106,19 +109,51 @@ describe("two API instances on one store", () => {
     expect(b.store.sqlite.prepare("SELECT count(*) AS n FROM work_claims").get()).toEqual({ n: 0 });
   });
 
-  it("any instance may run the sweep, one pass at a time; every due effect is looked up exactly once", async () => {
+  it("both instances sweep the same backlog at once; every due effect is looked up exactly once, no superseded record", async () => {
     const { a, b } = twoInstances();
     const calls = [];
     for (let i = 0; i < 4; i += 1) calls.push(await unknownEffect(a));
     const effects = calls.map((c) => c.effectId);
     const settled = () => effects.every((id) => effectRow(a.store, id).status === "succeeded");
-    for (let pass = 0; pass < 20 && !settled(); pass += 1) {
-      const [ra, rb] = await Promise.all([a.runtime.sweep.sweepOnce(), b.runtime.sweep.sweepOnce()]);
-      // at most one of two concurrent passes ran (the other found the sweep claim held, or the store busy)
-      expect(ra.effectsLookedUp === 0 || rb.effectsLookedUp === 0).toBe(true);
-    }
+    for (let pass = 0; pass < 20 && !settled(); pass += 1) await Promise.all([a.runtime.sweep.sweepOnce(), b.runtime.sweep.sweepOnce()]);
     expect(settled()).toBe(true);
+    // one adapter double serves both instances: each key reached it once
     expect(a.lookups.map((l) => l.idempotencyKey).sort()).toEqual(calls.map((c) => c.idempotencyKey).sort());
+    for (const id of effects) expect(reconciliationRecords(a.store, id).map((r) => r.outcome)).toEqual(["confirmed_succeeded"]);
+  });
+
+  it("a sweep skips an effect another instance leased after the sweep read it (nothing written); other triggers record superseded", async () => {
+    const { a, b } = twoInstances();
+    const call = await unknownEffect(a);
+    const staleRow = await b.runtime.ctx.store.read((tx) => effectRepository.findById(tx, call.effectId));
+    const gate = gateLookups(a);
+    const held = a.runtime.reconciler.reconcile(call.effectId, "sweep"); // A leases it; its lookup waits at the gate
+    await gate.reached;
+    const [skipped] = await retryWhenBusy(() => b.runtime.reconciler.leaseBatch([staleRow!], "sweep"), BACKGROUND_BUSY_RETRY);
+    expect(skipped).toMatchObject({ kind: "ineligible", reasonCode: LEASED_ELSEWHERE });
+    expect(reconciliationRecords(a.store, call.effectId)).toEqual([]);
+    const [lost] = await retryWhenBusy(() => b.runtime.reconciler.leaseBatch([staleRow!], "finalization"), BACKGROUND_BUSY_RETRY);
+    expect(lost).toMatchObject({ kind: "superseded" });
+    expect(reconciliationRecords(a.store, call.effectId).map((r) => [r.trigger, r.outcome, r.reason_code])).toEqual([
+      ["finalization", "superseded", "lease_held"],
+    ]);
+    gate.release();
+    expect(await held).toMatchObject({ kind: "confirmed_succeeded" });
+    expect(gate.arrivals()).toBe(1);
+  });
+
+  it("a sweep leases at the current version an effect whose lease another instance took and gave back since the sweep read it", async () => {
+    const { a, b } = twoInstances();
+    const call = await unknownEffect(a);
+    const staleRow = (await b.runtime.ctx.store.read((tx) => effectRepository.findById(tx, call.effectId)))!;
+    // A leases it and gives the lease back unused (the end of a pass): no lease, version moved on
+    const [taken] = await a.runtime.reconciler.leaseBatch([staleRow], "sweep");
+    expect(taken).toHaveProperty("owner");
+    await a.runtime.reconciler.releaseLeases([taken as LeasedEffect]);
+    const [leased] = await retryWhenBusy(() => b.runtime.reconciler.leaseBatch([staleRow], "sweep"), BACKGROUND_BUSY_RETRY);
+    expect(leased).toMatchObject({ leasedVersion: staleRow.version + 2 });
+    expect(effectRow(a.store, call.effectId).lease_owner).toBe((leased as { owner: string }).owner);
+    expect(reconciliationRecords(a.store, call.effectId)).toEqual([]);
   });
 
   it("a live lease is not taken over (not at startup, not by the sweep); an expired one is, recorded lookup_interrupted", async () => {

@@ -39,11 +39,13 @@ export interface SweepReport {
  * held by another process longer than the TTL (a backup) does not finalize Drivers whose heartbeats
  * the API itself refused. A Driver that really died meanwhile is finalized up to one TTL later.
  *
- * Several API instances on one store (docs/DESIGN.md §11): any instance may run a pass, one at a time:
- * a pass runs only under the store claim `maintenance_sweep` / `pass` (`work_claims`); an instance
- * whose timer fires while another's pass runs skips that tick (its report is all zeros). A pass's
- * repairs are each claimed per Driver as well, and its lookups take per-effect leases, so even two
- * passes at once would not repair one Driver twice or look one effect up twice.
+ * Several API instances on one store (docs/DESIGN.md §11): any instance may run a pass. The Driver part
+ * (expiry, finalization repair, purge) runs one at a time: only under the store claim
+ * `maintenance_sweep` / `pass` (`work_claims`); an instance whose timer fires while another's Driver
+ * part runs skips it. The reconciliation part runs on every instance at once, OUTSIDE that claim: its
+ * lookups take per-effect leases (a compare-and-set; an effect leased by another instance is skipped),
+ * so N instances share a backlog of due effects, each with its own lookup concurrency, and no effect is
+ * looked up twice. A pass's repairs are each claimed per Driver as well.
  */
 export class MaintenanceSweepService {
   private timer: NodeJS.Timeout | undefined;
@@ -75,9 +77,17 @@ export class MaintenanceSweepService {
   }
 
   private async guardedPass(): Promise<SweepReport> {
+    const report: SweepReport = { driversFinalized: 0, driversPurged: 0, effectsLookedUp: 0, effectsResolved: 0 };
     try {
-      const claimed = await this.claims.runClaimed("maintenance_sweep", "pass", () => this.pass());
-      return claimed.claimed ? claimed.value : { driversFinalized: 0, driversPurged: 0, effectsLookedUp: 0, effectsResolved: 0 };
+      const claimed = await this.claims.runClaimed("maintenance_sweep", "pass", () => this.driverPass());
+      if (claimed.claimed) Object.assign(report, claimed.value);
+      // not claimed: another instance runs the Driver part; the reconciliation part below is shared (see the class)
+      if (this.reconciliationSweep) {
+        const r = await this.reconciliationSweep.sweepOnce();
+        report.effectsLookedUp = r.lookedUp;
+        report.effectsResolved = r.resolved;
+      }
+      return report;
     } catch (err) {
       if (isStoreBusy(err)) {
         this.ctx.storeBusy.noteBusy();
@@ -86,11 +96,12 @@ export class MaintenanceSweepService {
           "sweep.store_busy: the store is locked, out of connections or unreachable; the next pass tries again",
         );
       } else this.ctx.logger.error({ err: String(err) }, "sweep.failed");
-      return { driversFinalized: 0, driversPurged: 0, effectsLookedUp: 0, effectsResolved: 0 };
+      return report;
     }
   }
 
-  private async pass(): Promise<SweepReport> {
+  /** The Driver part of a pass (expired heartbeats, finalization repair, purge), run under the sweep claim. */
+  private async driverPass(): Promise<Pick<SweepReport, "driversFinalized" | "driversPurged">> {
     // A Driver cannot heartbeat an API that is down, nor one whose store is locked (its heartbeats
     // answer 503 store.busy): until this process has been up for one TTL, and until one TTL has
     // passed since the store was last busy, only half-done finalizations are resumed and no
@@ -99,7 +110,7 @@ export class MaintenanceSweepService {
     const ttl = this.ctx.settings.heartbeatTtlMs;
     const graceFrom = Math.max(this.startedAtMs, this.ctx.storeBusy.lastBusyAtMs() ?? Number.MIN_SAFE_INTEGER);
     const cutoff = now - graceFrom >= ttl ? now - ttl : Number.MIN_SAFE_INTEGER;
-    const report: SweepReport = { driversFinalized: 0, driversPurged: 0, effectsLookedUp: 0, effectsResolved: 0 };
+    const report = { driversFinalized: 0, driversPurged: 0 };
     for (const instance of await this.ctx.store.read((tx) => driverInstanceRepository.listExpired(tx, cutoff))) {
       try {
         // judged again inside the repair: a heartbeat that committed since the read above keeps it alive
@@ -117,11 +128,6 @@ export class MaintenanceSweepService {
       if (report.driversPurged > 0) this.ctx.logger.info({ count: report.driversPurged }, "sweep.drivers_purged");
     } catch (err) {
       this.ctx.logger.error({ err: String(err) }, "sweep.purge_failed");
-    }
-    if (this.reconciliationSweep) {
-      const r = await this.reconciliationSweep.sweepOnce();
-      report.effectsLookedUp = r.lookedUp;
-      report.effectsResolved = r.resolved;
     }
     return report;
   }

@@ -31,6 +31,18 @@ export interface LeasedEffect {
   startedAtMs: number;
 }
 
+/**
+ * The `ineligible` reason {@link EffectReconciler.leaseBatch} gives, for the `sweep` trigger only, to an
+ * effect that another reconciler (another API instance's sweep) leased between the sweep's page read
+ * and its lease: skipped, nothing written.
+ */
+export const LEASED_ELSEWHERE = "leased_elsewhere";
+
+/** True when `effect` carries a lease that has not expired at `nowMs` (ms): the condition `listDue` and `acquireLease` exclude. */
+function hasLiveLease(effect: EffectRow, nowMs: number): boolean {
+  return effect.leaseOwner !== null && effect.leaseExpiresAtMs !== null && effect.leaseExpiresAtMs >= nowMs;
+}
+
 /** What {@link EffectReconciler.leaseBatch} answers per effect: a lease, or why no lookup will be made. */
 export type LeasedOrNot =
   LeasedEffect | Exclude<ReconcileResult, { kind: "confirmed_succeeded" | "confirmed_not_executed" | "still_unknown" }>;
@@ -117,7 +129,11 @@ export class EffectReconciler implements EffectReconciliationPort {
    * Returns, per input in order, the {@link LeasedEffect} or why no lookup will be made: `ineligible`
    * (checked on the row, as {@link reconcile} does, and again on the current row when the row
    * changed since the caller read it) or `superseded` (another reconciler holds it: a `superseded`
-   * record is written, as for a single lease). Only leases are
+   * record is written, as for a single lease). For the `sweep` trigger (several API instances sweep the
+   * same backlog at once, docs/DESIGN.md §11) a lost compare-and-set is never `superseded`: an effect
+   * with no lease whose version merely moved is leased at its current version, and one another
+   * reconciler holds (or took meanwhile) is `ineligible` with reason {@link LEASED_ELSEWHERE}, nothing
+   * written. Only leases are
    * batched: every outcome still commits in its own transaction ({@link reconcileLeased}).
    */
   async leaseBatch(effects: readonly EffectRow[], trigger: ReconciliationTrigger): Promise<Array<LeasedOrNot>> {
@@ -145,9 +161,41 @@ export class EffectReconciler implements EffectReconciliationPort {
         ) {
           // The row changed since the caller read it: if it may no longer be looked up (resolved,
           // rescheduled, flagged), say why, as reconcile would on a fresh read; else another reconciler holds it.
-          const current = this.admission.admit(await effectRepository.findById(tx, effect.id), trigger);
+          const currentRow = await effectRepository.findById(tx, effect.id);
+          const current = this.admission.admit(currentRow, trigger);
           if ("kind" in current) {
             rows.push(current);
+            continue;
+          }
+          if (trigger === "sweep") {
+            // Several API instances sweep one backlog (docs/DESIGN.md §11). No lease on the current row:
+            // only its version moved since the page read (another instance leased it, then gave the unused
+            // lease back at the end of its pass), so the lease is taken on the current row. A live lease:
+            // another instance's sweep leased it after this one read its page; the sweep's own read would no
+            // longer list it (`listDue` skips live leases), so it is skipped and no `superseded` record is
+            // written (no lookup raced).
+            const row = current.effect;
+            if (
+              !hasLiveLease(row, startedAtMs) &&
+              (await reconciliationRepository.acquireLease(
+                tx,
+                row.id,
+                row.version,
+                owner,
+                startedAtMs,
+                startedAtMs + this.settings.leaseMs,
+              ))
+            ) {
+              rows.push({
+                effect: row,
+                adapter: current.adapter,
+                owner,
+                leasedVersion: row.version + 1,
+                startedAtMs,
+              } satisfies LeasedEffect);
+              continue;
+            }
+            rows.push({ kind: "ineligible", reasonCode: LEASED_ELSEWHERE, effect: row });
             continue;
           }
           lost.push(admitted);

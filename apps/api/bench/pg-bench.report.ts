@@ -1,0 +1,184 @@
+import type { BenchFigure } from "./baseline-check.js";
+import type { LatencyStats } from "./ledger-cost.scenario.js";
+import type { PgLedgerCostResult } from "./pg-ledger-cost.scenario.js";
+import type { PgRecoveryResult } from "./pg-recovery.scenario.js";
+
+/**
+ * The bench's PostgreSQL rows (README "Performance"): the `--store` option and the pure functions
+ * that turn the PostgreSQL scenarios' results into table rows and gated figures (unit-tested in
+ * `tests/bench-pg-report.test.ts`; no timing is asserted there).
+ */
+
+/** Which stores' rows `npm run bench` measures (`--store`; default `all`). */
+export const BENCH_STORES = ["sqlite", "postgres", "all"] as const;
+/** See {@link BENCH_STORES}. */
+export type BenchStoreChoice = (typeof BENCH_STORES)[number];
+
+/**
+ * Parses `--store <sqlite|postgres|all>` (case-sensitive, surrounding blanks ignored).
+ * @throws RangeError `unknown store X; one of sqlite, postgres, all` for anything else.
+ */
+export function parseStoreChoice(value: string): BenchStoreChoice {
+  const v = value.trim();
+  if ((BENCH_STORES as readonly string[]).includes(v)) return v as BenchStoreChoice;
+  throw new RangeError(`unknown store ${JSON.stringify(value)}; one of ${BENCH_STORES.join(", ")}`);
+}
+
+/**
+ * Whether a figure goes into the committed baseline (`--write-baseline`): the SQLite figures only.
+ * The PostgreSQL figures (keys `pg.…`) moved by 2× and more between runs on the shared 2-core machine
+ * (README "Performance", PostgreSQL rows), too much for a 20% gate; `--check` skips any key the
+ * baseline lacks, so they are printed but never gated.
+ */
+export function isBaselineFigure(key: string): boolean {
+  return !key.startsWith("pg.");
+}
+
+/** Targets of issue 13 for PostgreSQL: ledger ≤ 2× a bare `pg` transaction floor; recovery with 3 API instances ≤ 0.45× the time of 1. */
+export const PG_TARGETS = { ledgerRatio: 2, scalingRatio: 0.45 } as const;
+
+/** One printed row of the bench table: what, flag, measured figure, its floor or bound, ratio, other figures, target, met. */
+export interface BenchRow {
+  scenario: string;
+  flag: "on" | "off";
+  measured: string;
+  floorOrBound: string;
+  ratio: string;
+  other: string;
+  target: string;
+  met: "yes" | "no" | "n/a";
+}
+
+/** Rows and gated figures of one part of the table. */
+export interface RowsAndFigures {
+  rows: BenchRow[];
+  figures: BenchFigure[];
+}
+
+const median = (xs: readonly number[]): number => [...xs].sort((a, b) => a - b)[Math.floor((xs.length - 1) / 2)]!;
+/** `10000` → `10k`, `500` → `500`. */
+export const fmtK = (n: number): string => (n >= 1000 ? `${n / 1000}k` : String(n));
+const fmtUs = (s: LatencyStats) => `${s.medianUs.toFixed(0)} µs (rounds ${s.roundMediansUs.join("/")})`;
+const fmtLoad = (l: { before: number | null; after: number | null }) =>
+  l.before === null || l.after === null ? "load n/a" : `load ${l.before.toFixed(2)}→${l.after.toFixed(2)}`;
+
+/**
+ * The ledger rows on PostgreSQL: per flag and table size, the lifecycle's median against the bare
+ * `pg` floor's (ratio = ledger / floor), with figures `pg.ledger.<flag>@<size>.ratio` (lower is better).
+ */
+export function pgLedgerRows(result: PgLedgerCostResult): RowsAndFigures {
+  const rows: BenchRow[] = [];
+  const figures: BenchFigure[] = [];
+  for (const flag of ["on", "off"] as const) {
+    for (const p of result.points) {
+      const s = flag === "on" ? p.ledgerOn : p.ledgerOff;
+      const ratio = s.medianUs / p.floor.medianUs;
+      figures.push({
+        key: `pg.ledger.${flag}@${fmtK(p.existingEffects)}.ratio`,
+        label: `PostgreSQL ledger ${flag} @ ${fmtK(p.existingEffects)} effects, ratio to the bare pg floor`,
+        value: ratio,
+        unit: "x",
+      });
+      rows.push({
+        scenario: `1 PostgreSQL ledger, µs/lifecycle @ ${fmtK(p.existingEffects)} effects`,
+        flag,
+        measured: fmtUs(s),
+        floorOrBound: `pg floor ${fmtUs(p.floor)}`,
+        ratio: `${ratio.toFixed(2)}×`,
+        other: `MAD ${s.madUs.toFixed(0)} µs, p99 ${s.p99Us.toFixed(0)} µs, n=${s.samples}, ${fmtLoad(result.loadAverage)}`,
+        target: `≤ ${PG_TARGETS.ledgerRatio}×`,
+        met: ratio <= PG_TARGETS.ledgerRatio ? "yes" : "no",
+      });
+    }
+  }
+  return { rows, figures };
+}
+
+/**
+ * The scaling of recovery with API instances: `ratio` = median wall time with `instances` /
+ * median wall time with one (lower is better; 1/instances would be perfect), and the ratio of each
+ * round (the i-th run with `instances` against the i-th with one; rounds alternate 1, N, 1, N).
+ * @throws RangeError when either side has no run, or a wall time is not positive.
+ */
+export function scalingRatio(oneWallMs: readonly number[], manyWallMs: readonly number[]): { ratio: number; perRound: number[] } {
+  if (oneWallMs.length === 0 || manyWallMs.length === 0) throw new RangeError("scaling ratio: a side has no run");
+  if ([...oneWallMs, ...manyWallMs].some((w) => !(w > 0))) throw new RangeError("scaling ratio: wall times must be positive");
+  const rounds = Math.min(oneWallMs.length, manyWallMs.length);
+  return {
+    ratio: median(manyWallMs) / median(oneWallMs),
+    perRound: Array.from({ length: rounds }, (_, i) => manyWallMs[i]! / oneWallMs[i]!),
+  };
+}
+
+/**
+ * The recovery rows on PostgreSQL: one row per instance count (median wall time against its lookup
+ * bound, with the range, the superseded count and the load) and one for the scaling ratio
+ * time(N)/time(1) against the target, with figures `pg.recovery.<n>x@<size>.ratio` (wall / bound) and
+ * `pg.recovery.scaling<n>of1@<size>.ratio`. A row is `met` only when every run resolved every effect
+ * and recorded exactly one lookup per effect.
+ */
+export function pgRecoveryRows(runs: readonly PgRecoveryResult[]): RowsAndFigures {
+  const rows: BenchRow[] = [];
+  const figures: BenchFigure[] = [];
+  const counts = [...new Set(runs.map((r) => r.instances))].sort((a, b) => a - b);
+  const complete = (rs: readonly PgRecoveryResult[]) => rs.every((r) => r.resolved === r.effects && r.lookupsRecorded === r.effects);
+  for (const n of counts) {
+    const rs = runs.filter((r) => r.instances === n);
+    const first = rs[0]!;
+    const walls = rs.map((r) => r.wallMs);
+    const ratio = median(walls) / first.boundMs;
+    figures.push({
+      key: `pg.recovery.${n}x@${fmtK(first.effects)}.ratio`,
+      label: `PostgreSQL recovery ${fmtK(first.effects)} with ${n} API instance(s), ratio to the lookup bound`,
+      value: ratio,
+      unit: "x",
+    });
+    rows.push({
+      scenario: `2 PostgreSQL recovery, ${fmtK(first.effects)} unknown, ${n} API instance(s) × c=${first.concurrency}`,
+      flag: "on",
+      measured: `${median(walls).toFixed(0)} ms (${Math.min(...walls).toFixed(0)}–${Math.max(...walls).toFixed(0)}, n=${rs.length})`,
+      floorOrBound: `bound ${first.boundMs.toFixed(0)} ms`,
+      ratio: `${ratio.toFixed(2)}×`,
+      other: `lookups per instance ${rs.map((r) => r.perInstance.map((i) => i.lookedUp).join("+")).join(" / ")}, superseded ${rs
+        .map(
+          (r) =>
+            r.superseded +
+            (r.superseded > 0
+              ? ` (${Object.entries(r.supersededReasons)
+                  .map(([k, v]) => `${k} ${v}`)
+                  .join(", ")})`
+              : ""),
+        )
+        .join("/")}, resolved ${rs.map((r) => r.resolved).join("/")}, ${rs.map((r) => fmtLoad(r.loadAverage)).join(", ")}`,
+      target: "n/a",
+      met: "n/a",
+    });
+  }
+  const one = runs.filter((r) => r.instances === 1);
+  for (const n of counts.filter((c) => c > 1)) {
+    const many = runs.filter((r) => r.instances === n);
+    if (one.length === 0) continue;
+    const s = scalingRatio(
+      one.map((r) => r.wallMs),
+      many.map((r) => r.wallMs),
+    );
+    const effects = one[0]!.effects;
+    figures.push({
+      key: `pg.recovery.scaling${n}of1@${fmtK(effects)}.ratio`,
+      label: `PostgreSQL recovery ${fmtK(effects)}, time with ${n} API instances over time with 1`,
+      value: s.ratio,
+      unit: "x",
+    });
+    rows.push({
+      scenario: `2 PostgreSQL recovery scaling, ${fmtK(effects)} unknown: time(${n} instances) / time(1)`,
+      flag: "on",
+      measured: `${median(many.map((r) => r.wallMs)).toFixed(0)} ms / ${median(one.map((r) => r.wallMs)).toFixed(0)} ms`,
+      floorOrBound: `ideal ${(1 / n).toFixed(2)}×`,
+      ratio: `${s.ratio.toFixed(2)}×`,
+      other: `per round ${s.perRound.map((r) => `${r.toFixed(2)}×`).join("/")}`,
+      target: n === 3 ? `≤ ${PG_TARGETS.scalingRatio}×` : "n/a",
+      met: n !== 3 ? "n/a" : s.ratio <= PG_TARGETS.scalingRatio && complete(one) && complete(many) ? "yes" : "no",
+    });
+  }
+  return { rows, figures };
+}

@@ -1,0 +1,233 @@
+import { spawn, type ChildProcess } from "node:child_process";
+import { mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import pg from "pg";
+import { entryFile } from "../src/platform/compiled-entry.js";
+import { openPostgresStore } from "../src/platform/db/postgres/postgres-store.js";
+import { DEFAULT_GROUP_COMMIT } from "../src/modules/reconciliation/application/outcome-group-commit.js";
+import { createBenchRuntime, peakRssBytes, progress } from "./bench-store.harness.js";
+import { createBenchDatabase, loadAverage, seedEffectsPg } from "./pg-bench.harness.js";
+
+/**
+ * Options of {@link runPgRecovery}: the server's `adminUrl` (a fresh database is created on it),
+ * `effects` unknown effects to recover, the bound adapter's `lookupLatencyMs` (ms), `concurrency`
+ * (lookups at once PER instance), `instances` (API processes on the one database), `groupCommitMax`
+ * (outcomes per transaction at most; default the API's), `effectsPerRun` (the backlog is spread over
+ * effects / effectsPerRun runs; default 10; see `seedEffectsPg` for why one run would serialise it).
+ */
+export interface PgRecoveryOptions {
+  adminUrl: string;
+  effects: number;
+  lookupLatencyMs: number;
+  concurrency: number;
+  instances: number;
+  groupCommitMax?: number;
+  effectsPerRun?: number;
+}
+
+/** What one API instance process reports ({@link runPgRecoveryInstance}): lookups its passes committed, passes, its own wall time (ms) and peak RSS (bytes). */
+export interface PgRecoveryInstanceResult {
+  lookedUp: number;
+  passes: number;
+  wallMs: number;
+  peakRssBytes: number;
+}
+
+/**
+ * Result of one PostgreSQL recovery run:
+ * - `wallMs`: from the moment every instance was told to start until the last one found nothing due (ms);
+ * - `boundMs`: N × lookup latency / (concurrency × instances) (ms): all instances' lookup slots busy;
+ * - `resolved`: effects no longer `unknown` afterwards (must be all);
+ * - `lookupsRecorded`: reconciliation records that are not `superseded` (must equal `effects`: no effect looked up twice);
+ * - `superseded`: `superseded` records (reconcilers that lost a race; 0 when the instances claimed disjoint work),
+ *   and `supersededReasons` (count by reason code, e.g. a lease that expired under load and was taken over);
+ * - `perInstance`: each instance's report; `loadAverage`: the 1-minute load average before and after (null where unknown).
+ */
+export interface PgRecoveryResult {
+  effects: number;
+  instances: number;
+  concurrency: number;
+  lookupLatencyMs: number;
+  wallMs: number;
+  boundMs: number;
+  resolved: number;
+  lookupsRecorded: number;
+  superseded: number;
+  supersededReasons: Record<string, number>;
+  perInstance: PgRecoveryInstanceResult[];
+  loadAverage: { before: number | null; after: number | null };
+}
+
+/** Options of one instance process: the scenario's database `url`, and the runtime's settings (see {@link PgRecoveryOptions}). */
+export interface PgRecoveryInstanceOptions {
+  url: string;
+  lookupLatencyMs: number;
+  concurrency: number;
+  groupCommitMax?: number;
+}
+
+/** The messages between the scenario and its instance processes (over the child's IPC channel). */
+type InstanceMessage = { type: "ready" } | { type: "go" } | { type: "done"; lookedUp: number };
+
+/** How long (ms) an instance whose pass looked nothing up waits before its next pass while effects are still `unknown`. */
+const IDLE_PASS_DELAY_MS = 20;
+
+const CHILD = entryFile(new URL("./scenario.main.ts", import.meta.url), "scenario.main.js");
+
+/**
+ * One API instance (run in its own process by `scenario.main.ts pg-recovery-instance`): opens the
+ * PostgreSQL store (no migration: the scenario migrated), builds the real runtime with the
+ * fixed-latency adapter bound and reconciliation on, says `ready`, waits for `go`, then runs the
+ * real maintenance sweep (`runtime.sweep.sweepOnce()`) pass after pass, as the API's sweep timer would
+ * with a short interval: a pass that looked nothing up (what was due is leased by other instances) is
+ * followed, {@link IDLE_PASS_DELAY_MS} later, by another, until no effect is `unknown` any more
+ * (leases of a dead instance would expire and become due again). Then it says `done` and closes the store.
+ */
+export async function runPgRecoveryInstance(opts: PgRecoveryInstanceOptions): Promise<PgRecoveryInstanceResult> {
+  const send = (m: InstanceMessage) => process.send?.(m);
+  const store = await openPostgresStore(opts.url, { migrate: false, applicationName: `mosoo-bench-api-${process.pid}` });
+  try {
+    const runtime = createBenchRuntime(store, {
+      reconciliation: true,
+      lookupLatencyMs: opts.lookupLatencyMs,
+      concurrency: opts.concurrency,
+      ...(opts.groupCommitMax === undefined ? {} : { groupCommit: { ...DEFAULT_GROUP_COMMIT, maxBatch: opts.groupCommitMax } }),
+    });
+    const go = new Promise<void>((resolve) => process.once("message", () => resolve()));
+    send({ type: "ready" });
+    await go;
+    const t0 = performance.now();
+    let passes = 0;
+    let lookedUp = 0;
+    const unknownLeft = async () =>
+      Number((await store.pool.query("SELECT count(*) AS n FROM external_tool_effects WHERE status = 'unknown'")).rows[0].n);
+    for (;;) {
+      passes += 1;
+      const report = await runtime.sweep.sweepOnce();
+      lookedUp += report.effectsLookedUp;
+      if (report.effectsLookedUp > 0) continue;
+      if ((await unknownLeft()) === 0) break;
+      await new Promise((resolve) => setTimeout(resolve, IDLE_PASS_DELAY_MS));
+    }
+    const wallMs = performance.now() - t0;
+    send({ type: "done", lookedUp });
+    return { lookedUp, passes, wallMs, peakRssBytes: peakRssBytes() };
+  } finally {
+    await store.close();
+  }
+}
+
+/** Waits for `message` of type `type` from `child`; rejects when the child exits first. */
+function nextMessage(child: ChildProcess, type: InstanceMessage["type"]): Promise<InstanceMessage> {
+  return new Promise((resolve, reject) => {
+    const onMessage = (m: InstanceMessage) => {
+      if (m.type !== type) return;
+      child.off("message", onMessage);
+      child.off("exit", onExit);
+      resolve(m);
+    };
+    const onExit = (code: number | null) => reject(new Error(`instance process exited with ${code} before "${type}"`));
+    child.on("message", onMessage);
+    child.once("exit", onExit);
+  });
+}
+
+/**
+ * Scenario 2 on PostgreSQL: `effects` `unknown` effects seeded into a fresh database, recovered by
+ * `instances` API processes at once (each {@link runPgRecoveryInstance}, its own pool, reconciler
+ * and concurrency), which share the backlog through the per-effect reconciliation leases. Process
+ * start-up and the store's opening are outside the timed window (every instance says `ready` first).
+ */
+export async function runPgRecovery(opts: PgRecoveryOptions): Promise<PgRecoveryResult> {
+  const db = await createBenchDatabase(opts.adminUrl, "bench_recovery");
+  const dir = mkdtempSync(join(tmpdir(), "mosoo-bench-pg-recovery-"));
+  const children: ChildProcess[] = [];
+  const admin = new pg.Pool({ connectionString: db.url, max: 1, application_name: "mosoo-bench-check" });
+  try {
+    const store = await openPostgresStore(db.url, { applicationName: "mosoo-bench-seed" });
+    try {
+      progress(`pg recovery: seeding ${opts.effects} unknown effects`);
+      await seedEffectsPg(store.pool, {
+        count: opts.effects,
+        status: "unknown",
+        runs: Math.ceil(opts.effects / (opts.effectsPerRun ?? 10)),
+      });
+    } finally {
+      await store.close();
+    }
+    progress(`pg recovery: starting ${opts.instances} API instance process(es)`);
+    const outFiles: string[] = [];
+    for (let i = 0; i < opts.instances; i++) {
+      const out = join(dir, `instance-${i}.json`);
+      outFiles.push(out);
+      const instanceOpts: PgRecoveryInstanceOptions = {
+        url: db.url,
+        lookupLatencyMs: opts.lookupLatencyMs,
+        concurrency: opts.concurrency,
+        ...(opts.groupCommitMax === undefined ? {} : { groupCommitMax: opts.groupCommitMax }),
+      };
+      children.push(
+        spawn(process.execPath, [...CHILD.nodeArgs, CHILD.path, "pg-recovery-instance", JSON.stringify(instanceOpts), out], {
+          stdio: ["ignore", "inherit", "inherit", "ipc"],
+        }),
+      );
+    }
+    await Promise.all(children.map((c) => nextMessage(c, "ready")));
+    const exited = children.map(
+      (c) => new Promise<number | null>((resolve) => (c.exitCode !== null ? resolve(c.exitCode) : c.once("exit", (code) => resolve(code)))),
+    );
+    const countUnknown = async () =>
+      Number((await admin.query("SELECT count(*) AS n FROM external_tool_effects WHERE status = 'unknown'")).rows[0].n);
+    progress(
+      `pg recovery: recovering ${opts.effects} effects with ${opts.instances} instance(s) × concurrency ${opts.concurrency}, lookup ${opts.lookupLatencyMs} ms`,
+    );
+    const before = loadAverage()?.[0] ?? null;
+    const t0 = performance.now();
+    const done = children.map((c) => nextMessage(c, "done").then(() => performance.now()));
+    for (const c of children) c.send({ type: "go" } satisfies InstanceMessage);
+    const ticker = setInterval(() => {
+      void countUnknown().then(
+        (n) => progress(`pg recovery: ${opts.effects - n} resolved after ${Math.round(performance.now() - t0)} ms`),
+        () => undefined,
+      );
+    }, 3_000);
+    let doneAt: number[];
+    try {
+      doneAt = await Promise.all(done);
+    } finally {
+      clearInterval(ticker);
+    }
+    const wallMs = Math.max(...doneAt) - t0;
+    const after = loadAverage()?.[0] ?? null;
+    const codes = await Promise.all(exited);
+    if (codes.some((c) => c !== 0)) throw new Error(`an instance process exited with ${codes.join("/")}`);
+    const perInstance = outFiles.map((f) => JSON.parse(readFileSync(f, "utf8")) as PgRecoveryInstanceResult);
+    const records = await admin.query<{ outcome: string; reason: string | null; n: string }>(
+      "SELECT outcome, reason_code AS reason, count(*) AS n FROM effect_reconciliations GROUP BY outcome, reason_code",
+    );
+    const supersededRows = records.rows.filter((r) => r.outcome === "superseded");
+    const superseded = supersededRows.reduce((s, r) => s + Number(r.n), 0);
+    const supersededReasons = Object.fromEntries(supersededRows.map((r) => [r.reason ?? "none", Number(r.n)]));
+    const lookupsRecorded = records.rows.reduce((s, r) => s + Number(r.n), 0) - superseded;
+    return {
+      effects: opts.effects,
+      instances: opts.instances,
+      concurrency: opts.concurrency,
+      lookupLatencyMs: opts.lookupLatencyMs,
+      wallMs,
+      boundMs: (opts.effects * opts.lookupLatencyMs) / (opts.concurrency * opts.instances),
+      resolved: opts.effects - (await countUnknown()),
+      lookupsRecorded,
+      superseded,
+      supersededReasons,
+      perInstance,
+      loadAverage: { before, after },
+    };
+  } finally {
+    for (const c of children) if (c.exitCode === null && c.signalCode === null) c.kill("SIGKILL");
+    await admin.end().catch(() => undefined);
+    rmSync(dir, { recursive: true, force: true });
+    await db.drop();
+  }
+}

@@ -1,0 +1,103 @@
+import { describe, expect, it } from "vitest";
+import { isBaselineFigure, parseStoreChoice, pgLedgerRows, pgRecoveryRows, scalingRatio } from "../bench/pg-bench.report.js";
+import type { LatencyStats } from "../bench/ledger-cost.scenario.js";
+import type { PgRecoveryResult } from "../bench/pg-recovery.scenario.js";
+
+// The bench's PostgreSQL rows (README "Performance"): option parsing and the ratios, over made-up
+// numbers. Nothing here measures or asserts a timing.
+
+const stats = (medianUs: number): LatencyStats => ({ medianUs, roundMediansUs: [medianUs], madUs: 1, p99Us: medianUs * 2, samples: 10 });
+
+const recovery = (instances: number, wallMs: number, over: Partial<PgRecoveryResult> = {}): PgRecoveryResult => ({
+  effects: 3000,
+  instances,
+  concurrency: 64,
+  lookupLatencyMs: 10,
+  wallMs,
+  boundMs: (3000 * 10) / (64 * instances),
+  resolved: 3000,
+  lookupsRecorded: 3000,
+  superseded: 0,
+  supersededReasons: {},
+  perInstance: Array.from({ length: instances }, () => ({ lookedUp: 3000 / instances, passes: 1, wallMs, peakRssBytes: 1 })),
+  loadAverage: { before: 1, after: 2 },
+  ...over,
+});
+
+describe("bench --store", () => {
+  it("accepts sqlite, postgres and all (blanks trimmed) and refuses anything else with the list", () => {
+    expect(parseStoreChoice("sqlite")).toBe("sqlite");
+    expect(parseStoreChoice(" postgres ")).toBe("postgres");
+    expect(parseStoreChoice("all")).toBe("all");
+    for (const bad of ["", "pg", "Postgres", "sqlite,postgres"])
+      expect(() => parseStoreChoice(bad)).toThrow(/one of sqlite, postgres, all/);
+  });
+});
+
+describe("scalingRatio: time with N instances over time with 1", () => {
+  it("is the ratio of the medians, with each round's own ratio", () => {
+    const s = scalingRatio([1000, 1200, 1100], [400, 900, 500]);
+    expect(s.ratio).toBeCloseTo(500 / 1100, 10);
+    expect(s.perRound).toEqual([0.4, 0.75, 500 / 1100]);
+  });
+
+  it("pairs rounds up to the shorter side and refuses an empty side or a non-positive time", () => {
+    expect(scalingRatio([1000, 2000], [500]).perRound).toEqual([0.5]);
+    expect(() => scalingRatio([], [1])).toThrow(RangeError);
+    expect(() => scalingRatio([1000], [0])).toThrow(RangeError);
+    expect(() => scalingRatio([Number.NaN], [1])).toThrow(RangeError);
+  });
+});
+
+describe("pgRecoveryRows", () => {
+  it("reports each instance count against its bound and the scaling against the 0.45× target", () => {
+    const { rows, figures } = pgRecoveryRows([recovery(1, 10_000), recovery(3, 4_000), recovery(1, 12_000), recovery(3, 5_000)]);
+    const byKey = Object.fromEntries(figures.map((f) => [f.key, f.value]));
+    expect(Object.keys(byKey)).toEqual(["pg.recovery.1x@3k.ratio", "pg.recovery.3x@3k.ratio", "pg.recovery.scaling3of1@3k.ratio"]);
+    expect(byKey["pg.recovery.1x@3k.ratio"]).toBeCloseTo(10_000 / 468.75, 10); // lower median of 10 000 and 12 000
+    expect(byKey["pg.recovery.3x@3k.ratio"]).toBeCloseTo(4_000 / 156.25, 10);
+    expect(byKey["pg.recovery.scaling3of1@3k.ratio"]).toBeCloseTo(0.4, 10);
+    expect(rows.at(-1)).toMatchObject({ ratio: "0.40×", target: "≤ 0.45×", met: "yes", other: "per round 0.40×/0.42×" });
+  });
+
+  it("is not met above the target, nor when a run left an effect unknown or recorded a lookup twice", () => {
+    expect(pgRecoveryRows([recovery(1, 10_000), recovery(3, 5_000)]).rows.at(-1)!.met).toBe("no");
+    expect(pgRecoveryRows([recovery(1, 10_000), recovery(3, 3_000, { resolved: 2999 })]).rows.at(-1)!.met).toBe("no");
+    expect(pgRecoveryRows([recovery(1, 10_000, { lookupsRecorded: 3001 }), recovery(3, 3_000)]).rows.at(-1)!.met).toBe("no");
+  });
+
+  it("without a one-instance run there is no scaling row", () => {
+    const { rows, figures } = pgRecoveryRows([recovery(3, 5_000)]);
+    expect(rows).toHaveLength(1);
+    expect(figures.map((f) => f.key)).toEqual(["pg.recovery.3x@3k.ratio"]);
+  });
+});
+
+describe("pgLedgerRows", () => {
+  it("gives ledger / floor per flag and size, met at or below 2×", () => {
+    const { rows, figures } = pgLedgerRows({
+      points: [
+        { existingEffects: 0, floor: stats(1000), ledgerOff: stats(1900), ledgerOn: stats(2000) },
+        { existingEffects: 10_000, floor: stats(1000), ledgerOff: stats(2100), ledgerOn: stats(2500) },
+      ],
+      loadAverage: { before: null, after: null },
+    });
+    expect(figures.map((f) => [f.key, f.value])).toEqual([
+      ["pg.ledger.on@0.ratio", 2],
+      ["pg.ledger.on@10k.ratio", 2.5],
+      ["pg.ledger.off@0.ratio", 1.9],
+      ["pg.ledger.off@10k.ratio", 2.1],
+    ]);
+    expect(rows.map((r) => r.met)).toEqual(["yes", "no", "yes", "no"]);
+    expect(rows[0]!.other).toContain("load n/a");
+  });
+});
+
+describe("isBaselineFigure", () => {
+  it("keeps the SQLite figures in the committed baseline and leaves the PostgreSQL ones (pg.…) out", () => {
+    expect(isBaselineFigure("ledger.on@10k.ratio")).toBe(true);
+    expect(isBaselineFigure("recovery.on@100k.peakRssMb")).toBe(true);
+    expect(isBaselineFigure("pg.ledger.on@10k.ratio")).toBe(false);
+    expect(isBaselineFigure("pg.recovery.scaling3of1@3k.ratio")).toBe(false);
+  });
+});
