@@ -165,7 +165,7 @@ export function seedEffects(sqlite: Database.Database, opts: SeedEffectsOptions)
 export interface DbTimeMeter {
   /** ms spent in SQLite since {@link installDbTimeMeter} (or the last reset). */
   totalMs(): number;
-  /** Statement calls (every `run/get/all`, BEGIN and COMMIT included) and committed transactions (explicit or autocommit writes outside one) since then. */
+  /** Statement calls (every `run/get/all`, BEGIN and COMMIT included) and committed transactions (the store's COMMIT statements, or `sqlite.transaction` calls) since then. */
   counts(): { statements: number; commits: number };
   /**
    * The `n` costliest statements by SQL text: `ms` in all and `calls`; the bucket
@@ -211,7 +211,9 @@ export function installDbTimeMeter(sqlite: Database.Database): DbTimeMeter {
         depth -= 1;
         if (outer) total += ms;
         if (!isTx) statements += 1;
-        if (outer && (isTx || !(this as { reader?: boolean }).reader)) commits += 1;
+        // A commit: an outermost better-sqlite3 transaction, or the store's own COMMIT statement (the
+        // async store runs BEGIN IMMEDIATE … COMMIT as statements, so BEGIN and writes inside are not commits).
+        if (outer && (isTx || /^\s*COMMIT\b/i.test(this.source ?? ""))) commits += 1;
         if (isTx) {
           add(TX, ms - (nestedInTx - nestedBefore));
           nestedInTx = nestedBefore;
@@ -249,32 +251,13 @@ export function installDbTimeMeter(sqlite: Database.Database): DbTimeMeter {
 }
 
 /**
- * Calls `onCommit(performance.now())` right after every outermost transaction made through
- * `sqlite.transaction` (hence every drizzle `db.transaction`) has committed: the moment its writes
- * became visible to readers. Install before the runtime starts its first transaction.
+ * Calls `onCommit(performance.now())` right after every unit of work of `store` has committed (the
+ * store's durable-write seam, `Store.observeDurableWrites`: `afterCommit` runs once COMMIT returned,
+ * still inside the store's mutex): the moment its writes became visible to readers. Replaces any
+ * observer installed before. Install before the measured work.
  */
-export function installCommitObserver(sqlite: Database.Database, onCommit: (atMs: number) => void): void {
-  let depth = 0;
-  const observed = (fn: (...args: unknown[]) => unknown) =>
-    function sqliteTransactionObserved(this: unknown, ...args: unknown[]): unknown {
-      depth += 1;
-      let ok = false;
-      try {
-        const r = fn.apply(this, args);
-        ok = true;
-        return r;
-      } finally {
-        depth -= 1;
-        if (ok && depth === 0) onCommit(performance.now());
-      }
-    };
-  const originalTransaction = sqlite.transaction.bind(sqlite);
-  (sqlite as { transaction: unknown }).transaction = (fn: (...args: unknown[]) => unknown) => {
-    const tx = originalTransaction(fn) as unknown as Record<string, (...args: unknown[]) => unknown> & ((...args: unknown[]) => unknown);
-    const wrapped = observed(tx) as typeof tx;
-    for (const v of ["deferred", "immediate", "exclusive"]) wrapped[v] = observed(tx[v]!);
-    return wrapped;
-  };
+export function installCommitObserver(store: Pick<Store, "observeDurableWrites">, onCommit: (atMs: number) => void): void {
+  store.observeDurableWrites({ beforeCommit: () => undefined, afterCommit: () => onCommit(performance.now()) });
 }
 
 /**

@@ -64,7 +64,7 @@ export async function runRepair(opts: RepairOptions): Promise<RepairResult> {
     let observedRunId = "";
     const commits: Array<{ atMs: number; maxSeq: number }> = [];
     const maxSeq = store.sqlite.prepare("SELECT max(seq) FROM run_events WHERE run_id = ?").pluck();
-    installCommitObserver(store.sqlite, (atMs) => {
+    installCommitObserver(store, (atMs) => {
       if (observedRunId) commits.push({ atMs, maxSeq: (maxSeq.get(observedRunId) as number | null) ?? 0 });
     });
     const runtime = createBenchRuntime(store, {
