@@ -8,6 +8,7 @@
  * every later write on it throws {@link SimulatedCrash} too, as nothing runs in a killed process.
  */
 import type { Store } from "../kit/store.js";
+import type { Store as PortStore } from "../../src/platform/db/store.port.js";
 
 /** The error a simulated process death throws; `writeIndex` is the 1-based durable write it hit (0 for a named point). */
 export class SimulatedCrash extends Error {
@@ -59,13 +60,18 @@ export class CrashInjector {
     this.plan = null;
   }
 
-  /** Wraps `store` (call right after `openStore`; migrations are not counted). */
-  attach(store: Store): void {
+  /**
+   * Wraps `store` (call right after `openStore`; migrations are not counted). On a PostgreSQL store
+   * only the port's seam is observed (tests run no raw autocommit writes there), and a dead store's
+   * reads are not refused: the lab restarts at once after a crash.
+   */
+  attach(store: PortStore): void {
     store.observeDurableWrites({
       beforeCommit: () => this.before(),
       afterCommit: () => this.after(),
     });
-    const sqlite = store.sqlite;
+    if (store.dialect !== "sqlite") return;
+    const sqlite = (store as Store).sqlite;
     const prepare = sqlite.prepare.bind(sqlite);
     sqlite.prepare = ((source: string) => {
       if (this.crashed) throw this.crashed; // a dead process runs nothing, reads included

@@ -12,6 +12,7 @@
 import fc from "fast-check";
 import { commandArbitraries } from "./ledger-model-commands.js";
 import { createWorld, figures, newModel, quiesce, type Profile } from "./ledger-model-world.js";
+import type { ModelStoreTarget } from "./ledger-model/model-store.js";
 
 /** The provider profiles the property draws from: a provider whose lookup fences the key, and one with a max in-flight time. */
 const profileArb: fc.Arbitrary<Profile> = fc.constantFrom<Profile>(
@@ -32,6 +33,8 @@ export interface LedgerPropertyOptions {
   apiCrash?: boolean;
   /** fast-check's `replayPath` of a counterexample (printed next to it), to replay it exactly. */
   replayPath?: string;
+  /** Where the worlds live (helpers/ledger-model/model-store.ts `openModelTarget`); default a SQLite file per world. */
+  store?: ModelStoreTarget;
 }
 
 /** The exploring configuration: every command kind, races, operator actions and API crashes. */
@@ -52,7 +55,7 @@ export function ledgerProperty(opts: LedgerPropertyOptions) {
       ...(opts.replayPath ? { replayPath: opts.replayPath } : {}),
     }),
     async (profile, cmds) => {
-      const world = createWorld(profile, { finalizationSettlesCommand: opts.finalizationSettlesCommand });
+      const world = await createWorld(profile, { finalizationSettlesCommand: opts.finalizationSettlesCommand }, opts.store);
       const model = newModel();
       try {
         figures.runs += 1;
@@ -60,7 +63,7 @@ export function ledgerProperty(opts: LedgerPropertyOptions) {
         await quiesce(world, model);
         figures.providerWrites += world.double.totalWriteCount() + world.unboundProvider.totalWriteCount();
       } finally {
-        world.close();
+        await world.close();
       }
     },
   );
