@@ -125,7 +125,8 @@ const program = new Command("verify:model")
   .addOption(
     new Option(
       "--store <kind>",
-      "where the worlds live: sqlite (a file per world), pglite (in-process PostgreSQL), postgres (a real server)",
+      "where the worlds live: sqlite (a file per world), pglite (in-process PostgreSQL), postgres (a real server: a throwaway one " +
+        "started and stopped here, unless --database-url / MOSOO_DATABASE_URL names one)",
     )
       .choices(MODEL_STORE_KINDS)
       .default("sqlite"),

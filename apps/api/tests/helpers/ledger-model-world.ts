@@ -503,6 +503,14 @@ export async function checkInvariants(w: World, m: Model, where: string): Promis
   const effs = await effects(w);
   const cmds = new Map((await commands(w)).map((c) => [c.id, c]));
   const recs = await records(w);
+  // attempt rows per effect, in one read (one query instead of one per effect: a round trip each on PostgreSQL)
+  const attemptsByEffect = new Map(
+    (
+      await w.rows.all<{ effect_id: string; n: number }>(
+        "SELECT effect_id, count(*) AS n FROM external_tool_effect_attempts GROUP BY effect_id",
+      )
+    ).map((r) => [r.effect_id, Number(r.n)]),
+  );
   const recsByEffect = new Map<string, RecordDb[]>();
   for (const r of recs) recsByEffect.set(r.effect_id, [...(recsByEffect.get(r.effect_id) ?? []), r]);
   const callsByEffect = new Map(m.calls.map((c) => [c.effectId, c]));
@@ -539,9 +547,7 @@ export async function checkInvariants(w: World, m: Model, where: string): Promis
     const writes = provider.writeCount(e.idempotency_key);
     const sends = m.sends.get(e.idempotency_key) ?? 0;
     const execClaims = m.executeClaims.get(e.id) ?? 0;
-    const attempts = Number(
-      (await w.rows.get<{ n: number }>("SELECT count(*) AS n FROM external_tool_effect_attempts WHERE effect_id = ?", e.id))?.n,
-    );
+    const attempts = attemptsByEffect.get(e.id) ?? 0;
     const cmd = cmds.get(e.command_id);
     if (!cmd) fail(w, where, `effect ${e.id} has no command`);
     const effRecs = recsByEffect.get(e.id) ?? [];
