@@ -5,7 +5,7 @@
  */
 import fc from "fast-check";
 import { figures, removeMigratedTemplate } from "../tests/helpers/ledger-model-world.js";
-import { EXPLORING_OPTIONS, figuresReport, ledgerProperty } from "../tests/helpers/ledger-model-property.js";
+import { EXPLORING_OPTIONS, figuresReport, ledgerProperty, runsSettled } from "../tests/helpers/ledger-model-property.js";
 import type { ModelStoreTarget } from "../tests/helpers/ledger-model/model-store.js";
 
 /**
@@ -105,7 +105,10 @@ export async function runShard(opts: ShardOptions): Promise<ShardOutcome> {
             report,
           };
         }
-        if (details.interrupted) return { kind: "timed_out", runs: details.numRuns, seed: opts.seed, elapsedMs };
+        if (details.interrupted) {
+          await runsSettled(); // the run the time limit cut off still holds its world (and, on PostgreSQL, connections)
+          return { kind: "timed_out", runs: details.numRuns, seed: opts.seed, elapsedMs };
+        }
         return { kind: "passed", runs: details.numRuns, seed: opts.seed, elapsedMs };
       });
     return await Promise.race([check, stall]);

@@ -45,6 +45,21 @@ export const EXPLORING_OPTIONS: LedgerPropertyOptions = {
   apiCrash: true,
 };
 
+/** The run in progress (its world, commands, quiescence and close), or a settled promise. */
+let running: Promise<unknown> = Promise.resolve();
+
+/**
+ * Resolves once the run in progress (if any) has ended, its world closed; never rejects. A time limit
+ * (`interruptAfterTimeLimit`) ends `fc.check` without waiting for that run: wait for it before
+ * closing the store target the worlds live on.
+ */
+export function runsSettled(): Promise<void> {
+  return running.then(
+    () => undefined,
+    () => undefined,
+  );
+}
+
 /** The async property (one run = one world, a command sequence, then quiescence). Counts runs in `figures.runs`. */
 export function ledgerProperty(opts: LedgerPropertyOptions) {
   return fc.asyncProperty(
@@ -54,17 +69,21 @@ export function ledgerProperty(opts: LedgerPropertyOptions) {
       size: "max",
       ...(opts.replayPath ? { replayPath: opts.replayPath } : {}),
     }),
-    async (profile, cmds) => {
-      const world = await createWorld(profile, { finalizationSettlesCommand: opts.finalizationSettlesCommand }, opts.store);
-      const model = newModel();
-      try {
-        figures.runs += 1;
-        await fc.asyncModelRun(() => ({ model, real: world }), cmds);
-        await quiesce(world, model);
-        figures.providerWrites += world.double.totalWriteCount() + world.unboundProvider.totalWriteCount();
-      } finally {
-        await world.close();
-      }
+    (profile, cmds) => {
+      const run = (async () => {
+        const world = await createWorld(profile, { finalizationSettlesCommand: opts.finalizationSettlesCommand }, opts.store);
+        const model = newModel();
+        try {
+          figures.runs += 1;
+          await fc.asyncModelRun(() => ({ model, real: world }), cmds);
+          await quiesce(world, model);
+          figures.providerWrites += world.double.totalWriteCount() + world.unboundProvider.totalWriteCount();
+        } finally {
+          await world.close();
+        }
+      })();
+      running = run;
+      return run;
     },
   );
 }
