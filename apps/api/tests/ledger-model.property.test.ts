@@ -2,7 +2,8 @@
  * Model-based property test of the effect ledger with reconciliation ON (docs/DESIGN.md §3, §5, §6;
  * research/reliability.md "Proposed test plan": I1–I4, I7, I8, I10, crash points C1–C6, R1, R2).
  *
- * A real runtime on a file-backed SQLite store (API crashes reopen it), the provider double bound as `tracker`, a model
+ * A real runtime on a file-backed SQLite store (API crashes reopen it; then the same property on the
+ * real PostgreSQL server of the test run, below), the provider double bound as `tracker`, a model
  * Driver, provider, operator and clock driven by `fc.commands` + `fc.asyncModelRun`; race commands
  * interleave two reconcilers, a redelivery claim, Driver reports, finalization, the sweep, a lease
  * expiry and an enqueue under `fc.scheduler`. Every invariant is checked after every command on

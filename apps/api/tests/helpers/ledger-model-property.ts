@@ -1,11 +1,12 @@
 /**
  * The ledger model property (docs/DESIGN.md §3, §5, §6), shared by the vitest file
- * `tests/ledger-model.property.test.ts` (1,000 runs in `npm test`, plus the pinned regressions)
+ * `tests/ledger-model.property.test.ts` (1,000 runs on SQLite and 75 on the real PostgreSQL server in
+ * `npm test`, plus the pinned regressions)
  * and the offline runner `scripts/model-runs.ts` (`npm run verify:model`: any number of runs,
  * no per-test timeout, progress, shards). No vitest import here, so it runs in a plain Node process.
  *
- * A real runtime on a file-backed SQLite store (API crashes reopen it), the provider double bound as
- * `tracker`, a model Driver, provider, operator and clock driven by `fc.commands` +
+ * A real runtime on a file-backed SQLite store (API crashes reopen it), or on PGlite or a real
+ * PostgreSQL server (`LedgerPropertyOptions.store`), the provider double bound as `tracker`, a model Driver, provider, operator and clock driven by `fc.commands` +
  * `fc.asyncModelRun`; every invariant is checked after every command (see ledger-model-world.ts and
  * ledger-model-commands.ts), then quiescence checks I2/I10. A failure throws the violated invariant.
  */

@@ -1,6 +1,7 @@
 /**
  * The system under test of `ledger-model.property.test.ts`: a real runtime (reconciliation ON) on a
- * file-backed SQLite store (an API restart reopens it), the provider double bound as server `tracker` (tool `createIssue`), a second
+ * file-backed SQLite store (an API restart reopens it; the default), or on PGlite or a real PostgreSQL
+ * server (helpers/ledger-model/model-store.ts: an API restart opens a new store on the same database), the provider double bound as server `tracker` (tool `createIssue`), a second
  * provider double for writes no adapter may look up, one manual clock for everything, and a model
  * Driver. Test-only audit triggers log every status change of effects and commands, so each single
  * transition (also the intermediate ones inside one service call) is checked, not only end states.
