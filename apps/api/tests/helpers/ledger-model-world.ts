@@ -46,6 +46,13 @@ export const WRITE_TOOL = "createIssue";
 export { START_MS };
 /** Real-time bound of one lookup (ms): a hanging adapter costs this much wall time. */
 const LOOKUP_TIMEOUT_MS = 50;
+/**
+ * The same bound on a PostgreSQL target (ms): there the adapter wrapper first reads the effect row
+ * (one unit of work on the server, a few ms, far more on a loaded machine) inside the lookup's time, and
+ * a read slower than the bound would turn an adapter's own answer (e.g. `adapter_error`) into
+ * `lookup_timeout`, a false counterexample. A hanging adapter costs this much wall time there.
+ */
+const PG_LOOKUP_TIMEOUT_MS = 250;
 export const LEASE_MS = 30_000;
 const HEARTBEAT_TTL_MS = 60_000;
 const MAX_LOOKUPS = 8;
@@ -258,7 +265,7 @@ export async function createWorld(
   const settings: ReconciliationSettings = {
     enabled: true,
     bindings: new Map([[BOUND_SERVER, adapter]]),
-    lookupTimeoutMs: LOOKUP_TIMEOUT_MS,
+    lookupTimeoutMs: target.kind === "sqlite" ? LOOKUP_TIMEOUT_MS : PG_LOOKUP_TIMEOUT_MS,
     leaseMs: LEASE_MS,
     concurrency: 4,
     backoff: { initialMs: 1_000, maxMs: 8_000, factor: 2 },
