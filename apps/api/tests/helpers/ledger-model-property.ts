@@ -1,6 +1,6 @@
 /**
  * The ledger model property (docs/DESIGN.md §3, §5, §6), shared by the vitest file
- * `tests/ledger-model.property.test.ts` (1,000 runs on SQLite and 100 on the real PostgreSQL server in
+ * `tests/ledger-model.property.test.ts` (1,000 runs on SQLite and 80 on the real PostgreSQL server in
  * `npm test`, plus the pinned regressions)
  * and the offline runner `scripts/model-runs.ts` (`npm run verify:model`: any number of runs,
  * no per-test timeout, progress, shards). No vitest import here, so it runs in a plain Node process.
