@@ -1,9 +1,16 @@
 /**
- * `npm run verify:model -- --runs N [--seed S] [--workers W | --shard i/n] [--time-limit 2h]`: the
- * exploring ledger model property (tests/helpers/ledger-model-property.ts) run offline, outside
+ * `npm run verify:model -- --runs N [--seed S] [--workers W | --shard i/n] [--time-limit 2h] [--store sqlite|pglite|postgres
+ * [--database-url URL]]`: the exploring ledger model property (tests/helpers/ledger-model-property.ts) run offline, outside
  * vitest: no per-test timeout, a progress line (runs done, rate, ETA) every `--progress-every`, and
  * the runs split by seed across processes (`--workers W` here, or `--shard i/n` on several machines:
  * shard i runs its share of the runs with seed S + i - 1), with one combined summary.
+ *
+ * `--store` (default `sqlite`: a SQLite file per world) runs the worlds on PGlite or on a real
+ * PostgreSQL server (docs/DESIGN.md §11): `postgres` creates a throwaway database `ledger_model_…` on
+ * the server of `--database-url` (else `MOSOO_DATABASE_URL`; a role that may CREATE DATABASE; the
+ * database in the URL is not touched) and drops it at the end, or, with neither, starts a throwaway
+ * server itself (@mosoo/test-postgres) and stops it. With `--workers`, each worker has its own
+ * database on one server.
  *
  * Exit codes (a timeout is never reported as a counterexample):
  * - 0 every run held every invariant;
@@ -20,7 +27,9 @@ import { createInterface } from "node:readline";
 import { fileURLToPath } from "node:url";
 import { Command, InvalidArgumentError, Option } from "commander";
 import ms from "ms";
+import { startPostgres } from "@mosoo/test-postgres";
 import { figuresReport, runShard, type ShardOutcome } from "./model-shard.js";
+import { MODEL_STORE_KINDS, openModelTarget, type ModelStoreKind } from "../tests/helpers/ledger-model/model-store.js";
 
 /** Prefix of the machine-readable lines a worker prints (`--json-lines`) for its parent. */
 const LINE = "verify-model:";
@@ -92,6 +101,8 @@ interface Options {
   stallAfter: number;
   progressEvery: number;
   jsonLines: boolean;
+  store: ModelStoreKind;
+  databaseUrl?: string;
 }
 
 const program = new Command("verify:model")
@@ -111,6 +122,20 @@ const program = new Command("verify:model")
   )
   .option("--stall-after <duration>", "declare a run stalled when it does not finish within this long", duration, 300_000)
   .option("--progress-every <duration>", "period of the progress line", duration, 10_000)
+  .addOption(
+    new Option(
+      "--store <kind>",
+      "where the worlds live: sqlite (a file per world), pglite (in-process PostgreSQL), postgres (a real server: a throwaway one " +
+        "started and stopped here, unless --database-url / MOSOO_DATABASE_URL names one)",
+    )
+      .choices(MODEL_STORE_KINDS)
+      .default("sqlite"),
+  )
+  .option(
+    "--database-url <url>",
+    "with --store postgres: a server URL (role allowed to CREATE DATABASE; default MOSOO_DATABASE_URL) on which a throwaway " +
+      "database ledger_model_… is created and dropped; with neither, a throwaway server is started and stopped",
+  )
   .addOption(new Option("--json-lines", "machine-readable progress and result lines (used by --workers)").hideHelp())
   // Bad input is exit 2 (exit 1 is reserved for a counterexample); --help and --version stay 0.
   .exitOverride((err) => process.exit(err.exitCode === 0 ? 0 : 2))
@@ -123,6 +148,9 @@ if (opts.replayPath !== undefined && opts.path === undefined)
 if (opts.path !== undefined && (opts.workers > 1 || opts.shard))
   program.error("verify:model: --path replays in one process: drop --workers and --shard", { exitCode: 2 });
 if (opts.workers > 1 && opts.shard) program.error("verify:model: use either --workers or --shard", { exitCode: 2 });
+if (opts.databaseUrl !== undefined && opts.store !== "postgres")
+  program.error("verify:model: --database-url goes with --store postgres", { exitCode: 2 });
+if (opts.store === "postgres") opts.databaseUrl ??= process.env.MOSOO_DATABASE_URL || undefined;
 const seed = opts.seed ?? (Date.now() ^ Math.floor(Math.random() * 0x7fffffff)) | 0;
 
 if (opts.workers > 1) {
@@ -137,15 +165,17 @@ async function runOne(o: Options, baseSeed: number): Promise<number> {
   const label = o.shard ? `shard ${o.shard.index}/${o.shard.count}: ` : "";
   const startedAt = Date.now();
   const say = (text: string) => (o.jsonLines ? undefined : console.log(`verify:model: ${label}${text}`));
+  const opened = await openModelTarget(o.store, { serverUrl: o.databaseUrl });
   say(
-    `${plan.runs} runs, seed ${plan.seed}${o.shard ? ` (base seed ${baseSeed})` : ""}${o.path ? `, path ${o.path}` : ""}${o.timeLimit ? `, time limit ${ms(o.timeLimit)}` : ""}`,
+    `${plan.runs} runs, store ${opened.label}, seed ${plan.seed}${o.shard ? ` (base seed ${baseSeed})` : ""}${o.path ? `, path ${o.path}` : ""}${o.timeLimit ? `, time limit ${ms(o.timeLimit)}` : ""}`,
   );
   let latest = 0;
   process.once("SIGINT", () => {
     say(`INTERRUPTED after ${progressText(latest, plan.runs, Date.now() - startedAt)} (no counterexample in the runs finished so far)`);
-    process.exit(130);
+    void opened.close().finally(() => process.exit(130));
   });
   const outcome = await runShard({
+    store: opened.target,
     runs: plan.runs,
     seed: plan.seed,
     path: o.path,
@@ -159,10 +189,11 @@ async function runOne(o: Options, baseSeed: number): Promise<number> {
       else say(progressText(n, plan.runs, Date.now() - startedAt));
     },
   });
+  await opened.close();
   if (outcome.kind === "counterexample") console.log(outcome.report);
   console.log(figuresReport());
   if (o.jsonLines) console.log(`${LINE}${JSON.stringify({ type: "result", outcome })}`);
-  else say(describe(outcome, ""));
+  else say(describe(outcome, `store ${o.store}, `));
   return EXIT[outcome.kind];
 }
 
@@ -173,9 +204,20 @@ async function runOne(o: Options, baseSeed: number): Promise<number> {
  * stalled, else 5 if a worker died without a result, else 3 if one timed out, else 0.
  */
 async function runWorkers(o: Options, baseSeed: number): Promise<number> {
+  // --store postgres without a server: ONE throwaway server for all workers (each creates its own database on it)
+  const server = o.store === "postgres" && !o.databaseUrl ? await startPostgres({ fsync: false }) : null;
+  try {
+    return await runWorkerProcesses(server ? { ...o, databaseUrl: server.url } : o, baseSeed);
+  } finally {
+    await server?.stop();
+  }
+}
+
+/** {@link runWorkers} once the store's server (if any) is known. */
+async function runWorkerProcesses(o: Options, baseSeed: number): Promise<number> {
   const startedAt = Date.now();
   console.log(
-    `verify:model: ${o.runs} runs over ${o.workers} worker processes, base seed ${baseSeed} (shard i uses seed ${baseSeed} + i - 1)${o.timeLimit ? `, time limit ${ms(o.timeLimit)}` : ""}`,
+    `verify:model: ${o.runs} runs over ${o.workers} worker processes, store ${o.store}, base seed ${baseSeed} (shard i uses seed ${baseSeed} + i - 1)${o.timeLimit ? `, time limit ${ms(o.timeLimit)}` : ""}`,
   );
   const done = new Array<number>(o.workers).fill(0);
   const outcomes = new Array<ShardOutcome | undefined>(o.workers);
@@ -193,6 +235,8 @@ async function runWorkers(o: Options, baseSeed: number): Promise<number> {
       `${o.progressEvery}ms`,
     ],
     ...(o.timeLimit ? ["--time-limit", `${o.timeLimit}ms`] : []),
+    ...["--store", o.store],
+    ...(o.databaseUrl ? ["--database-url", o.databaseUrl] : []),
   ];
   const progress = setInterval(() => {
     const total = done.reduce((a, b) => a + b, 0);

@@ -5,7 +5,8 @@
  */
 import fc from "fast-check";
 import { figures, removeMigratedTemplate } from "../tests/helpers/ledger-model-world.js";
-import { EXPLORING_OPTIONS, figuresReport, ledgerProperty } from "../tests/helpers/ledger-model-property.js";
+import { EXPLORING_OPTIONS, figuresReport, ledgerProperty, runsSettled } from "../tests/helpers/ledger-model-property.js";
+import type { ModelStoreTarget } from "../tests/helpers/ledger-model/model-store.js";
 
 /**
  * How a shard ended:
@@ -41,6 +42,8 @@ export interface ShardOptions {
   stallMs: number;
   progressEveryMs: number;
   onProgress: (runsStarted: number) => void;
+  /** Where the worlds live (opened by the caller, `openModelTarget`); default a SQLite file per world. */
+  store?: ModelStoreTarget | undefined;
 }
 
 /**
@@ -73,13 +76,20 @@ export async function runShard(opts: ShardOptions): Promise<ShardOutcome> {
   );
   try {
     const check = fc
-      .check(ledgerProperty({ ...EXPLORING_OPTIONS, ...(opts.replayPath ? { replayPath: opts.replayPath } : {}) }), {
-        numRuns: opts.runs,
-        seed: opts.seed,
-        includeErrorInReport: true,
-        ...(opts.path ? { path: opts.path, endOnFailure: true } : {}),
-        ...(opts.timeLimitMs !== undefined ? { interruptAfterTimeLimit: opts.timeLimitMs, markInterruptAsFailure: false } : {}),
-      })
+      .check(
+        ledgerProperty({
+          ...EXPLORING_OPTIONS,
+          ...(opts.replayPath ? { replayPath: opts.replayPath } : {}),
+          ...(opts.store ? { store: opts.store } : {}),
+        }),
+        {
+          numRuns: opts.runs,
+          seed: opts.seed,
+          includeErrorInReport: true,
+          ...(opts.path ? { path: opts.path, endOnFailure: true } : {}),
+          ...(opts.timeLimitMs !== undefined ? { interruptAfterTimeLimit: opts.timeLimitMs, markInterruptAsFailure: false } : {}),
+        },
+      )
       .then(async (details): Promise<ShardOutcome> => {
         const elapsedMs = Date.now() - startedAt;
         if (details.failed) {
@@ -95,7 +105,10 @@ export async function runShard(opts: ShardOptions): Promise<ShardOutcome> {
             report,
           };
         }
-        if (details.interrupted) return { kind: "timed_out", runs: details.numRuns, seed: opts.seed, elapsedMs };
+        if (details.interrupted) {
+          await runsSettled(); // the run the time limit cut off still holds its world (and, on PostgreSQL, connections)
+          return { kind: "timed_out", runs: details.numRuns, seed: opts.seed, elapsedMs };
+        }
         return { kind: "passed", runs: details.numRuns, seed: opts.seed, elapsedMs };
       });
     return await Promise.race([check, stall]);

@@ -1,17 +1,19 @@
 /**
  * The ledger model property (docs/DESIGN.md §3, §5, §6), shared by the vitest file
- * `tests/ledger-model.property.test.ts` (1,000 runs in `npm test`, plus the pinned regressions)
+ * `tests/ledger-model.property.test.ts` (1,000 runs on SQLite and 80 on the real PostgreSQL server in
+ * `npm test`, plus the pinned regressions)
  * and the offline runner `scripts/model-runs.ts` (`npm run verify:model`: any number of runs,
  * no per-test timeout, progress, shards). No vitest import here, so it runs in a plain Node process.
  *
- * A real runtime on a file-backed SQLite store (API crashes reopen it), the provider double bound as
- * `tracker`, a model Driver, provider, operator and clock driven by `fc.commands` +
+ * A real runtime on a file-backed SQLite store (API crashes reopen it), or on PGlite or a real
+ * PostgreSQL server (`LedgerPropertyOptions.store`), the provider double bound as `tracker`, a model Driver, provider, operator and clock driven by `fc.commands` +
  * `fc.asyncModelRun`; every invariant is checked after every command (see ledger-model-world.ts and
  * ledger-model-commands.ts), then quiescence checks I2/I10. A failure throws the violated invariant.
  */
 import fc from "fast-check";
 import { commandArbitraries } from "./ledger-model-commands.js";
 import { createWorld, figures, newModel, quiesce, type Profile } from "./ledger-model-world.js";
+import type { ModelStoreTarget } from "./ledger-model/model-store.js";
 
 /** The provider profiles the property draws from: a provider whose lookup fences the key, and one with a max in-flight time. */
 const profileArb: fc.Arbitrary<Profile> = fc.constantFrom<Profile>(
@@ -32,6 +34,8 @@ export interface LedgerPropertyOptions {
   apiCrash?: boolean;
   /** fast-check's `replayPath` of a counterexample (printed next to it), to replay it exactly. */
   replayPath?: string;
+  /** Where the worlds live (helpers/ledger-model/model-store.ts `openModelTarget`); default a SQLite file per world. */
+  store?: ModelStoreTarget;
 }
 
 /** The exploring configuration: every command kind, races, operator actions and API crashes. */
@@ -42,6 +46,21 @@ export const EXPLORING_OPTIONS: LedgerPropertyOptions = {
   apiCrash: true,
 };
 
+/** The run in progress (its world, commands, quiescence and close), or a settled promise. */
+let running: Promise<unknown> = Promise.resolve();
+
+/**
+ * Resolves once the run in progress (if any) has ended, its world closed; never rejects. A time limit
+ * (`interruptAfterTimeLimit`) ends `fc.check` without waiting for that run: wait for it before
+ * closing the store target the worlds live on.
+ */
+export function runsSettled(): Promise<void> {
+  return running.then(
+    () => undefined,
+    () => undefined,
+  );
+}
+
 /** The async property (one run = one world, a command sequence, then quiescence). Counts runs in `figures.runs`. */
 export function ledgerProperty(opts: LedgerPropertyOptions) {
   return fc.asyncProperty(
@@ -51,17 +70,21 @@ export function ledgerProperty(opts: LedgerPropertyOptions) {
       size: "max",
       ...(opts.replayPath ? { replayPath: opts.replayPath } : {}),
     }),
-    async (profile, cmds) => {
-      const world = createWorld(profile, { finalizationSettlesCommand: opts.finalizationSettlesCommand });
-      const model = newModel();
-      try {
-        figures.runs += 1;
-        await fc.asyncModelRun(() => ({ model, real: world }), cmds);
-        await quiesce(world, model);
-        figures.providerWrites += world.double.totalWriteCount() + world.unboundProvider.totalWriteCount();
-      } finally {
-        world.close();
-      }
+    (profile, cmds) => {
+      const run = (async () => {
+        const world = await createWorld(profile, { finalizationSettlesCommand: opts.finalizationSettlesCommand }, opts.store);
+        const model = newModel();
+        try {
+          figures.runs += 1;
+          await fc.asyncModelRun(() => ({ model, real: world }), cmds);
+          await quiesce(world, model);
+          figures.providerWrites += world.double.totalWriteCount() + world.unboundProvider.totalWriteCount();
+        } finally {
+          await world.close();
+        }
+      })();
+      running = run;
+      return run;
     },
   );
 }

@@ -1,6 +1,7 @@
 /**
  * The system under test of `ledger-model.property.test.ts`: a real runtime (reconciliation ON) on a
- * file-backed SQLite store (an API restart reopens it), the provider double bound as server `tracker` (tool `createIssue`), a second
+ * file-backed SQLite store (an API restart reopens it; the default), or on PGlite or a real PostgreSQL
+ * server (helpers/ledger-model/model-store.ts: an API restart opens a new store on the same database), the provider double bound as server `tracker` (tool `createIssue`), a second
  * provider double for writes no adapter may look up, one manual clock for everything, and a model
  * Driver. Test-only audit triggers log every status change of effects and commands, so each single
  * transition (also the intermediate ones inside one service call) is checked, not only end states.
@@ -19,6 +20,7 @@ import {
 import { CrashInjector } from "./crash-injector.js";
 import {
   START_MS,
+  buildRuntime,
   copyMigratedStoreFile,
   createManualClock,
   createTestWorld,
@@ -28,12 +30,29 @@ import {
   type Store,
 } from "../kit/index.js";
 import type { DriverInstanceRow } from "../../src/modules/ledger/infrastructure/driver-instance.repository.js";
+import type { Store as PortStore } from "../../src/platform/db/store.port.js";
+import {
+  clockStampedStore,
+  closePgWorldStore,
+  openPgWorldStore,
+  pgRows,
+  sqliteRows,
+  type ModelRows,
+  type ModelStoreTarget,
+} from "./ledger-model/model-store.js";
 
 export const BOUND_SERVER = "tracker";
 export const WRITE_TOOL = "createIssue";
 export { START_MS };
 /** Real-time bound of one lookup (ms): a hanging adapter costs this much wall time. */
 const LOOKUP_TIMEOUT_MS = 50;
+/**
+ * The same bound on a PostgreSQL target (ms): there the adapter wrapper first reads the effect row
+ * (one unit of work on the server, a few ms, far more on a loaded machine) inside the lookup's time, and
+ * a read slower than the bound would turn an adapter's own answer (e.g. `adapter_error`) into
+ * `lookup_timeout`, a false counterexample. A hanging adapter costs this much wall time there.
+ */
+const PG_LOOKUP_TIMEOUT_MS = 250;
 export const LEASE_MS = 30_000;
 const HEARTBEAT_TTL_MS = 60_000;
 const MAX_LOOKUPS = 8;
@@ -163,7 +182,8 @@ export function bump(map: Map<string, number>, key: string, by = 1): void {
 
 export interface World {
   profile: Profile;
-  store: Store;
+  /** The current "API process"'s store, raw (on PostgreSQL the runtime gets a clock-stamping wrapper of it). */
+  store: PortStore;
   runtime: Runtime;
   clock: ManualClock;
   double: ProviderDouble;
@@ -183,9 +203,12 @@ export interface World {
   checks: CheckOptions;
   /** Counts durable writes of the current store and crashes at a planned one (ApiCrashCmd). */
   injector: CrashInjector;
-  /** The API process died: close the store, open the same file in a new runtime (expired leases ended). */
+  /** Raw SQL reads of the checks on the current store (helpers/ledger-model/model-store.ts). */
+  rows: ModelRows;
+  /** The API process died: close the store, open the same file (database) in a new runtime (expired leases ended). */
   restart(): Promise<void>;
-  close(): void;
+  /** Ends the world (its SQLite file removed; a PostgreSQL target stays for the next world). */
+  close(): Promise<void>;
 }
 
 /**
@@ -197,7 +220,15 @@ export interface CheckOptions {
   finalizationSettlesCommand: boolean;
 }
 
-export function createWorld(profile: Profile, checks: CheckOptions = { finalizationSettlesCommand: true }): World {
+/**
+ * A new world on `target` (default: a SQLite file of its own; see helpers/ledger-model/model-store.ts
+ * for PGlite and the real PostgreSQL server, which are emptied first). Call {@link World.close} after.
+ */
+export async function createWorld(
+  profile: Profile,
+  checks: CheckOptions = { finalizationSettlesCommand: true },
+  target: ModelStoreTarget = { kind: "sqlite" },
+): Promise<World> {
   const clock = createManualClock(START_MS);
   const keyFencing =
     profile.fencing === "lookup_fences_key"
@@ -207,53 +238,40 @@ export function createWorld(profile: Profile, checks: CheckOptions = { finalizat
   const unboundProvider = createProviderDouble({ clock, toolName: "sendEmail" });
   const inner = createProviderDoubleAdapter(double);
   const world = {} as World;
+  const LEASE_ROW = "SELECT status, lease_owner FROM external_tool_effects WHERE id = ?";
+  type LeaseRow = { status: string; lease_owner: string | null } | undefined;
   const adapter: ReconciliationAdapter = {
     declaration: inner.declaration,
     lookup(request, context) {
-      const row = world.store.sqlite.prepare("SELECT status, lease_owner FROM external_tool_effects WHERE id = ?").get(request.effectId) as
-        { status: string; lease_owner: string | null } | undefined;
-      world.lookups.push({ request, effectStatus: row?.status, leaseOwner: row?.lease_owner });
-      // Rule 4 and the lease: a lookup happens only for an `unknown` effect whose lease is held.
-      if (row?.status !== "unknown" || row.lease_owner === null) {
-        world.violations.push(
-          `lookup of effect ${request.effectId} while it is ${row?.status ?? "missing"} (lease ${row?.lease_owner ?? "none"})`,
-        );
-      }
-      const gate = world.gate;
-      if (!gate) return inner.lookup(request, context);
-      return gate(`lookup ${request.effectId.slice(-6)}`).then(() => inner.lookup(request, context));
+      const look = (row: LeaseRow) => {
+        world.lookups.push({ request, effectStatus: row?.status, leaseOwner: row?.lease_owner });
+        // Rule 4 and the lease: a lookup happens only for an `unknown` effect whose lease is held.
+        if (row?.status !== "unknown" || row.lease_owner === null) {
+          world.violations.push(
+            `lookup of effect ${request.effectId} while it is ${row?.status ?? "missing"} (lease ${row?.lease_owner ?? "none"})`,
+          );
+        }
+        const gate = world.gate;
+        if (!gate) return inner.lookup(request, context);
+        return gate(`lookup ${request.effectId.slice(-6)}`).then(() => inner.lookup(request, context));
+      };
+      // SQLite reads the row synchronously (as before the PostgreSQL stores); a PostgreSQL store answers a read later
+      const sync = world.rows.sync;
+      return sync
+        ? look(sync.get<LeaseRow>(LEASE_ROW, request.effectId))
+        : world.rows.get<LeaseRow>(LEASE_ROW, request.effectId).then(look);
     },
   };
   const settings: ReconciliationSettings = {
     enabled: true,
     bindings: new Map([[BOUND_SERVER, adapter]]),
-    lookupTimeoutMs: LOOKUP_TIMEOUT_MS,
+    lookupTimeoutMs: target.kind === "sqlite" ? LOOKUP_TIMEOUT_MS : PG_LOOKUP_TIMEOUT_MS,
     leaseMs: LEASE_MS,
     concurrency: 4,
     backoff: { initialMs: 1_000, maxMs: 8_000, factor: 2 },
     maxLookups: MAX_LOOKUPS,
   };
-  // A file-backed store (a copy of a migrated template), so an "API process" can die and a new
-  // one open the same file (ApiCrashCmd). synchronous=OFF only for speed: a simulated crash never
-  // loses what the OS already holds.
-  const temp = copyMigratedStoreFile("ledger-model-", "ledger.db");
-  let injector!: CrashInjector;
-  const tw = createTestWorld({
-    dbFile: temp.file,
-    clock,
-    heartbeatTtlMs: HEARTBEAT_TTL_MS,
-    sendDeadlineMs: SEND_DEADLINE_MS,
-    reconciliation: settings,
-    onStoreOpened: (store) => {
-      store.sqlite.pragma("synchronous = OFF");
-      // The audit triggers stamp each row change with the manual clock (test-only SQL function).
-      store.sqlite.function("ledger_model_now", { deterministic: false }, () => clock.now());
-      installAudit(store);
-      injector = new CrashInjector();
-      injector.attach(store);
-    },
-  });
-  Object.assign(world, { store: tw.store, runtime: tw.runtime, injector });
+  const runtimeOptions = { heartbeatTtlMs: HEARTBEAT_TTL_MS, sendDeadlineMs: SEND_DEADLINE_MS, reconciliation: settings };
   Object.assign(world, {
     profile,
     clock,
@@ -268,18 +286,99 @@ export function createWorld(profile: Profile, checks: CheckOptions = { finalizat
     trace: [],
     auditCursor: { effects: 0, commands: 0 },
     checks,
+  } satisfies Omit<World, "store" | "runtime" | "injector" | "rows" | "restart" | "close">);
+  if (target.kind === "sqlite") Object.assign(world, createSqliteProcess(clock, runtimeOptions, world));
+  else Object.assign(world, await createPgProcess(target, clock, runtimeOptions, world));
+  return world;
+}
+
+type RuntimeOptions = Parameters<typeof buildRuntime>[2];
+
+/** The "API process" parts of a world on its own SQLite file: store, runtime, injector, rows, restart, close. */
+function createSqliteProcess(
+  clock: ManualClock,
+  runtimeOptions: RuntimeOptions,
+  world: World,
+): Pick<World, "store" | "runtime" | "injector" | "rows" | "restart" | "close"> {
+  // A file-backed store (a copy of a migrated template), so an "API process" can die and a new
+  // one open the same file (ApiCrashCmd). synchronous=OFF only for speed: a simulated crash never
+  // loses what the OS already holds.
+  const temp = copyMigratedStoreFile("ledger-model-", "ledger.db");
+  let injector!: CrashInjector;
+  const tw = createTestWorld({
+    dbFile: temp.file,
+    clock,
+    ...runtimeOptions,
+    onStoreOpened: (store) => {
+      store.sqlite.pragma("synchronous = OFF");
+      // The audit triggers stamp each row change with the manual clock (test-only SQL function).
+      store.sqlite.function("ledger_model_now", { deterministic: false }, () => clock.now());
+      installAudit(store);
+      injector = new CrashInjector();
+      injector.attach(store);
+    },
+  });
+  return {
+    store: tw.store,
+    runtime: tw.runtime,
+    injector,
+    rows: sqliteRows(() => tw.store),
     restart: async () => {
       // the store is closed, the same file opened in a new runtime, and (what server.ts does at
       // startup) the leases that expired are ended (a live one is left to expire, docs/DESIGN.md §11)
       await tw.restart();
       Object.assign(world, { store: tw.store, runtime: tw.runtime, injector });
     },
-    close: () => {
+    close: async () => {
       tw.close();
       temp.remove();
     },
-  } satisfies Omit<World, "store" | "runtime" | "injector">);
-  return world;
+  };
+}
+
+/**
+ * The "API process" parts of a world on a PostgreSQL target (emptied first): the runtime gets a
+ * clock-stamping store that is refused once this process crashed or was replaced; a restart opens a
+ * new store on the same database (PGlite: the same one), a new injector and runtime, and ends the
+ * expired leases as at startup.
+ */
+async function createPgProcess(
+  target: Exclude<ModelStoreTarget, { kind: "sqlite" }>,
+  clock: ManualClock,
+  runtimeOptions: RuntimeOptions,
+  world: World,
+): Promise<Pick<World, "store" | "runtime" | "injector" | "rows" | "restart" | "close">> {
+  const boot = async (reset: boolean) => {
+    const store = await openPgWorldStore(target, reset);
+    const injector = new CrashInjector();
+    injector.attach(store);
+    let replaced: Error | null = null;
+    const runtimeStore = clockStampedStore(
+      store,
+      () => clock.now(),
+      () => injector.crashed ?? replaced,
+    );
+    const runtime = buildRuntime(runtimeStore, clock, runtimeOptions);
+    const end = async () => {
+      replaced = new Error("this API process was replaced (restart)");
+      await closePgWorldStore(target, store);
+    };
+    return { store, runtime, injector, end };
+  };
+  let current = await boot(true);
+  return {
+    store: current.store,
+    runtime: current.runtime,
+    injector: current.injector,
+    rows: pgRows(() => world.store),
+    restart: async () => {
+      await current.end();
+      current = await boot(false);
+      Object.assign(world, { store: current.store, runtime: current.runtime, injector: current.injector });
+      await current.runtime.reconciler.endExpiredLeases({ startup: true });
+    },
+    close: () => current.end(),
+  };
 }
 
 /** Removes the migrated template the worlds copy (call in `afterAll`); kept here for model-shard.ts and the property test. */
@@ -355,17 +454,15 @@ interface RecordDb {
   result_json: string | null;
 }
 
-const effects = (w: World) => w.store.sqlite.prepare("SELECT * FROM external_tool_effects ORDER BY id").all() as EffectDb[];
-export const effectById = (w: World, id: string) =>
-  w.store.sqlite.prepare("SELECT * FROM external_tool_effects WHERE id = ?").get(id) as EffectDb | undefined;
-const commands = (w: World) => w.store.sqlite.prepare("SELECT * FROM driver_commands ORDER BY id").all() as CommandDb[];
-export const commandById = (w: World, id: string) =>
-  w.store.sqlite.prepare("SELECT * FROM driver_commands WHERE id = ?").get(id) as CommandDb | undefined;
-const records = (w: World) => w.store.sqlite.prepare("SELECT * FROM effect_reconciliations ORDER BY id").all() as RecordDb[];
-export const runStatus = (w: World, runId: string) =>
-  (w.store.sqlite.prepare("SELECT status FROM session_runs WHERE id = ?").get(runId) as { status: string } | undefined)?.status;
-export const driverStatus = (w: World, id: string) =>
-  (w.store.sqlite.prepare("SELECT status FROM driver_instances WHERE id = ?").get(id) as { status: string } | undefined)?.status;
+const effects = (w: World) => w.rows.all<EffectDb>("SELECT * FROM external_tool_effects ORDER BY id");
+export const effectById = (w: World, id: string) => w.rows.get<EffectDb>("SELECT * FROM external_tool_effects WHERE id = ?", id);
+const commands = (w: World) => w.rows.all<CommandDb>("SELECT * FROM driver_commands ORDER BY id");
+export const commandById = (w: World, id: string) => w.rows.get<CommandDb>("SELECT * FROM driver_commands WHERE id = ?", id);
+const records = (w: World) => w.rows.all<RecordDb>("SELECT * FROM effect_reconciliations ORDER BY id");
+export const runStatus = async (w: World, runId: string) =>
+  (await w.rows.get<{ status: string }>("SELECT status FROM session_runs WHERE id = ?", runId))?.status;
+export const driverStatus = async (w: World, id: string) =>
+  (await w.rows.get<{ status: string }>("SELECT status FROM driver_instances WHERE id = ?", id))?.status;
 
 // ---------------------------------------------------------------------------------------------
 // Invariants
@@ -410,10 +507,18 @@ function expectedResultOf(w: World, e: EffectDb) {
  */
 export async function checkInvariants(w: World, m: Model, where: string): Promise<void> {
   if (w.violations.length > 0) fail(w, where, w.violations.join("; "));
-  checkAudit(w, where);
-  const effs = effects(w);
-  const cmds = new Map(commands(w).map((c) => [c.id, c]));
-  const recs = records(w);
+  await checkAudit(w, where);
+  const effs = await effects(w);
+  const cmds = new Map((await commands(w)).map((c) => [c.id, c]));
+  const recs = await records(w);
+  // attempt rows per effect, in one read (one query instead of one per effect: a round trip each on PostgreSQL)
+  const attemptsByEffect = new Map(
+    (
+      await w.rows.all<{ effect_id: string; n: number }>(
+        "SELECT effect_id, count(*) AS n FROM external_tool_effect_attempts GROUP BY effect_id",
+      )
+    ).map((r) => [r.effect_id, Number(r.n)]),
+  );
   const recsByEffect = new Map<string, RecordDb[]>();
   for (const r of recs) recsByEffect.set(r.effect_id, [...(recsByEffect.get(r.effect_id) ?? []), r]);
   const callsByEffect = new Map(m.calls.map((c) => [c.effectId, c]));
@@ -450,9 +555,7 @@ export async function checkInvariants(w: World, m: Model, where: string): Promis
     const writes = provider.writeCount(e.idempotency_key);
     const sends = m.sends.get(e.idempotency_key) ?? 0;
     const execClaims = m.executeClaims.get(e.id) ?? 0;
-    const attempts = (
-      w.store.sqlite.prepare("SELECT count(*) AS n FROM external_tool_effect_attempts WHERE effect_id = ?").get(e.id) as { n: number }
-    ).n;
+    const attempts = attemptsByEffect.get(e.id) ?? 0;
     const cmd = cmds.get(e.command_id);
     if (!cmd) fail(w, where, `effect ${e.id} has no command`);
     const effRecs = recsByEffect.get(e.id) ?? [];
@@ -596,16 +699,15 @@ export async function checkInvariants(w: World, m: Model, where: string): Promis
         `command ${cmd.id} failed ${cmd.error_json} while its effect ${e.id} is unknown (rule 14: external_effect.unknown, not retryable, naming it)`,
       );
     }
-    if (e.status === "executing" && driverStatus(w, e.driver_instance_id) === "finalized") {
+    if (e.status === "executing" && (await driverStatus(w, e.driver_instance_id)) === "finalized") {
       fail(w, where, `effect ${e.id} is executing behind finalized Driver ${e.driver_instance_id} (rule 10)`);
     }
   }
 
   // Rule 14: a run that ended while effects of its turn are unknown says so, naming them (the model queues no compensations).
-  for (const run of w.store.sqlite.prepare("SELECT id, error_json FROM session_runs WHERE status = 'failed'").all() as Array<{
-    id: string;
-    error_json: string;
-  }>) {
+  for (const run of await w.rows.all<{ id: string; error_json: string }>(
+    "SELECT id, error_json FROM session_runs WHERE status = 'failed'",
+  )) {
     const unknownIds = effs.filter((e) => e.run_id === run.id && e.status === "unknown").map((e) => e.id);
     if (unknownIds.length > 0 && !isHonestUnknownAnswer(run.error_json, unknownIds)) {
       fail(w, where, `run ${run.id} failed ${run.error_json} while its effects ${unknownIds.join(", ")} are unknown (rule 14)`);
@@ -613,17 +715,16 @@ export async function checkInvariants(w: World, m: Model, where: string): Promis
   }
 
   // Runs: at most one terminal event; a failed run leaves no command without a terminal receipt.
-  const terminalEvents = w.store.sqlite
-    .prepare("SELECT run_id, count(*) AS n FROM run_events WHERE terminal = 1 GROUP BY run_id HAVING n > 1")
-    .all();
+  // `WHERE terminal`: SQLite stores 0/1, PostgreSQL a boolean
+  const terminalEvents = await w.rows.all(
+    "SELECT run_id, count(*) AS n FROM run_events WHERE terminal GROUP BY run_id HAVING count(*) > 1",
+  );
   if (terminalEvents.length > 0) fail(w, where, `runs with more than one terminal event: ${JSON.stringify(terminalEvents)} (I4)`);
-  const orphans = w.store.sqlite
-    .prepare(
-      `SELECT c.id, c.status, r.status AS run_status, d.status AS driver_status FROM driver_commands c
+  const orphans = await w.rows.all(
+    `SELECT c.id, c.status, r.status AS run_status, d.status AS driver_status FROM driver_commands c
        JOIN session_runs r ON r.id = c.run_id JOIN driver_instances d ON d.id = c.driver_instance_id
        WHERE c.status IN ('queued','delivered','accepted') AND (r.status <> 'active' OR d.status = 'finalized')`,
-    )
-    .all();
+  );
   if (orphans.length > 0) {
     fail(
       w,
@@ -646,10 +747,9 @@ function isHonestUnknownAnswer(errorJson: string | null, effectIds: string[]): b
 }
 
 /** Every single row change since the last check is a legal step (I4). */
-function checkAudit(w: World, where: string): void {
-  const effRows = w.store.sqlite.prepare("SELECT * FROM audit_effect WHERE seq > ? ORDER BY seq").all(w.auditCursor.effects) as Array<
-    Record<string, string | number | null> & { seq: number }
-  >;
+async function checkAudit(w: World, where: string): Promise<void> {
+  type AuditRow = Record<string, string | number | null> & { seq: number };
+  const effRows = await w.rows.all<AuditRow>("SELECT * FROM audit_effect WHERE seq > ? ORDER BY seq", w.auditCursor.effects);
   for (const a of effRows) {
     w.auditCursor.effects = a.seq;
     figures.transitionsChecked += 1;
@@ -660,6 +760,8 @@ function checkAudit(w: World, where: string): void {
       continue;
     }
     if (a.op === "delete") fail(w, where, `effect ${id} was deleted while ${a.old_status}`);
+    // every change is stamped with the model clock (PostgreSQL: by the runtime's clock-stamping store; a NULL is a write that bypassed it)
+    if (a.at_ms === null) fail(w, where, `effect ${id}: a row change without the model clock (a write outside the runtime's store)`);
     const from = String(a.old_status);
     const to = String(a.new_status);
     if (from !== to && !EFFECT_STEPS[from]?.includes(to)) fail(w, where, `effect ${id}: illegal transition ${from} → ${to} (I4)`);
@@ -690,9 +792,7 @@ function checkAudit(w: World, where: string): void {
       }
     }
   }
-  const cmdRows = w.store.sqlite.prepare("SELECT * FROM audit_command WHERE seq > ? ORDER BY seq").all(w.auditCursor.commands) as Array<
-    Record<string, string | number | null> & { seq: number }
-  >;
+  const cmdRows = await w.rows.all<AuditRow>("SELECT * FROM audit_command WHERE seq > ? ORDER BY seq", w.auditCursor.commands);
   for (const a of cmdRows) {
     w.auditCursor.commands = a.seq;
     figures.transitionsChecked += 1;
@@ -730,7 +830,7 @@ export async function quiesce(w: World, m: Model): Promise<void> {
     await w.runtime.sweep.sweepOnce();
     await checkInvariants(w, m, `quiescence#${i}`);
   }
-  for (const e of effects(w)) {
+  for (const e of await effects(w)) {
     const call = m.calls.find((c) => c.effectId === e.id)!;
     bump(
       figures.effects,
@@ -748,8 +848,8 @@ export async function quiesce(w: World, m: Model): Promise<void> {
     if (committed && e.status !== "succeeded" && e.operator_attention === null)
       fail(w, "quiescence", `committed key of effect ${e.id} ended ${e.status} (I2)`);
   }
-  for (const r of records(w)) bump(figures.records, `${r.trigger}:${r.outcome}${r.reason_code ? `/${r.reason_code}` : ""}`);
-  const open = commands(w).filter((c) => !TERMINAL_COMMAND.has(c.status));
+  for (const r of await records(w)) bump(figures.records, `${r.trigger}:${r.outcome}${r.reason_code ? `/${r.reason_code}` : ""}`);
+  const open = (await commands(w)).filter((c) => !TERMINAL_COMMAND.has(c.status));
   if (open.length > 0)
     fail(w, "quiescence", `commands without a terminal receipt after quiescence: ${open.map((c) => `${c.id}:${c.status}`).join(", ")}`);
 }

@@ -6,7 +6,7 @@ import { RuntimeError } from "../../../src/modules/ledger/domain/runtime-errors.
 import { isSimulatedCrash } from "../crash-injector.js";
 import { commandById, effectById, figures, type Model, type World } from "../ledger-model-world.js";
 import { callOfCommand, recordClaim } from "./driver-actions.js";
-import { step, trace, type Cmd } from "./steps.js";
+import { filterAsync, step, trace, type Cmd } from "./steps.js";
 
 /** What runs while the API process is armed to die (ApiCrashCmd). */
 export type CrashOp = "none" | "sweep" | "finalize" | "reconcile" | "claim";
@@ -39,20 +39,23 @@ export class ApiCrashCmd implements Cmd {
             if (d) await w.runtime.repair.finalize(d.instance.id, "operator");
             break;
           case "reconcile": {
-            const unknown = m.calls.filter((c) => c.bound && effectById(w, c.effectId)?.status === "unknown");
+            const unknown = await filterAsync(m.calls, async (c) => c.bound && (await effectById(w, c.effectId))?.status === "unknown");
             const call = unknown[this.pick % Math.max(1, unknown.length)];
             if (call) await w.runtime.reconciler.reconcile(call.effectId, "sweep");
             break;
           }
           case "claim": {
             const open = d
-              ? d.inbox.filter((id) => !["completed", "failed", "expired", "cancelled"].includes(commandById(w, id)?.status ?? ""))
+              ? await filterAsync(
+                  d.inbox,
+                  async (id) => !["completed", "failed", "expired", "cancelled"].includes((await commandById(w, id))?.status ?? ""),
+                )
               : [];
             const commandId = open[this.pick % Math.max(1, open.length)];
             if (d && commandId) {
               const call = callOfCommand(m, commandId);
               const claim = await w.runtime.ledger.claim(d.instance, d.connectionId, commandId);
-              recordClaim(w, m, call, d, claim, false);
+              recordClaim(w, m, call, d, claim);
             }
             break;
           }

@@ -33,7 +33,7 @@ import { canon, guard, trace } from "./steps.js";
  */
 export async function ensureDriver(w: World, sameInstance = false): Promise<DriverRec> {
   const d = w.driver;
-  const status = d ? driverStatus(w, d.instance.id) : undefined;
+  const status = d ? await driverStatus(w, d.instance.id) : undefined;
   if (!d || status === "finalized" || status === "finalizing") {
     let token: string | undefined;
     if (d && sameInstance) {
@@ -58,7 +58,7 @@ export async function ensureDriver(w: World, sameInstance = false): Promise<Driv
     trace(w, `  driver ${w.driver.instance.id.slice(-6)} connected ${connectionId.slice(-6)}`);
   }
   const driver = w.driver!;
-  if (!w.runId || runStatus(w, w.runId) !== "active") {
+  if (!w.runId || (await runStatus(w, w.runId)) !== "active") {
     w.runId = (await w.runtime.runs.createRun({ driverInstanceId: driver.instance.id })).runId;
     trace(w, `  run ${w.runId.slice(-6)} created`);
   }
@@ -102,14 +102,13 @@ export function callOfCommand(m: Model, commandId: string): CallRec {
   return call;
 }
 
-/** Records a claim answer; with `strict` (no concurrent work) checks it against the ledger. */
+/** Records a claim answer (see {@link checkClaimAgainstLedger} for the check when no concurrent work runs). */
 export function recordClaim(
   w: World,
   m: Model,
   call: CallRec,
   d: { instance: DriverRec["instance"]; connectionId: string },
   claim: EffectClaim,
-  strict: boolean,
   sentAtMs = w.clock.now(),
 ): ClaimRec {
   const rec: ClaimRec = {
@@ -132,14 +131,18 @@ export function recordClaim(
     if (claim.idempotencyKey !== call.key || claim.attempt !== 1)
       throw new Error(`execute claim ${JSON.stringify(claim)} for call#${call.idx} (key ${call.key}): I1`);
   }
-  if (!strict) return rec;
-  const e = effectById(w, call.effectId)!;
+  return rec;
+}
+
+/** Checks a claim answer against the ledger (only when no concurrent work runs: the answer must match the rows now). */
+async function checkClaimAgainstLedger(w: World, call: CallRec, claim: EffectClaim): Promise<void> {
+  const e = (await effectById(w, call.effectId))!;
   const ok =
     claim.kind === "execute"
       ? e.status === "executing" &&
         e.attempt_count === 1 &&
-        runStatus(w, call.runId) === "active" &&
-        !["completed", "failed"].includes(commandById(w, call.commandId)!.status)
+        (await runStatus(w, call.runId)) === "active" &&
+        !["completed", "failed"].includes((await commandById(w, call.commandId))!.status)
       : claim.kind === "completed"
         ? e.status === "succeeded" && canon(claim.result) === canon(JSON.parse(e.result_json!))
         : claim.kind === "not_executed"
@@ -147,9 +150,8 @@ export function recordClaim(
           : e.status === "unknown";
   if (!ok)
     throw new Error(
-      `claim answer ${JSON.stringify(claim)} disagrees with the ledger: effect ${e.status}/${e.resolution}, run ${runStatus(w, call.runId)}`,
+      `claim answer ${JSON.stringify(claim)} disagrees with the ledger: effect ${e.status}/${e.resolution}, run ${await runStatus(w, call.runId)}`,
     );
-  return rec;
 }
 
 export function driverResult(call: CallRec, result: McpToolResult) {
@@ -228,7 +230,10 @@ export const TERMINAL = new Set(["completed", "failed", "expired", "cancelled"])
 export async function claimOne(w: World, m: Model, d: DriverRec, commandId: string): Promise<ClaimRec | undefined> {
   const call = callOfCommand(m, commandId);
   const claim = await guard(w, "claim", () => w.runtime.ledger.claim(d.instance, d.connectionId, commandId));
-  return claim ? recordClaim(w, m, call, d, claim, true) : undefined;
+  if (!claim) return undefined;
+  const rec = recordClaim(w, m, call, d, claim);
+  await checkClaimAgainstLedger(w, call, claim);
+  return rec;
 }
 
 /** The model Driver sends claim `c`'s write to the provider (applied `delayMs` later, maybe losing the response). */

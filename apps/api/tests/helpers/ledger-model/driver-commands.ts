@@ -19,7 +19,7 @@ import {
   sendToProvider,
   type ToolKind,
 } from "./driver-actions.js";
-import { guard, step, trace, type Cmd } from "./steps.js";
+import { filterAsync, guard, step, trace, type Cmd } from "./steps.js";
 
 export class EnqueueCmd implements Cmd {
   constructor(readonly kind: ToolKind) {}
@@ -51,7 +51,7 @@ export class ClaimCmd implements Cmd {
     await step(w, m, this.toString(), async () => {
       const d = w.driver;
       // The Driver claims what it received on this connection and has not finished.
-      const open = d ? d.inbox.filter((id) => !TERMINAL.has(commandById(w, id)!.status)) : [];
+      const open = d ? await filterAsync(d.inbox, async (id) => !TERMINAL.has((await commandById(w, id))!.status)) : [];
       if (!d || open.length === 0) return;
       await claimOne(w, m, d, open[this.pick % open.length]!);
     });
@@ -102,7 +102,7 @@ export class SlowDriverTurnCmd implements Cmd {
       await flush();
       if (this.heartbeat) await guard(w, "heartbeat", () => w.runtime.drivers.heartbeat(d.instance, d.connectionId));
       await guard(w, "sweep", () => w.runtime.sweep.sweepOnce());
-      const c = recordClaim(w, m, call, d, claim, false, sentAtMs);
+      const c = recordClaim(w, m, call, d, claim, sentAtMs);
       if (c.claim.kind !== "execute") return;
       if (sendDeadlinePassed(c.atMs, w.clock.now(), c.claim.sendWithinMs)) {
         await reportDeadlineMissed(w, c);

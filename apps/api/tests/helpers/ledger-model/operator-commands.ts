@@ -4,7 +4,7 @@
  */
 import { operatorLookup, operatorResolve } from "../operator-actions.js";
 import { effectById, type CallRec, type Model, type World } from "../ledger-model-world.js";
-import { guard, step, trace, type Cmd } from "./steps.js";
+import { filterAsync, guard, step, trace, type Cmd } from "./steps.js";
 
 /**
  * An honest operator settles an `unknown` effect with what the provider holds for its key: the
@@ -28,7 +28,7 @@ export class OperatorCmd implements Cmd {
   check = (m: Readonly<Model>) => m.calls.length > 0;
   async run(m: Model, w: World) {
     await step(w, m, this.toString(), async () => {
-      const unknown = m.calls.filter((c) => effectById(w, c.effectId)?.status === "unknown");
+      const unknown = await filterAsync(m.calls, async (c) => (await effectById(w, c.effectId))?.status === "unknown");
       if (unknown.length === 0) return;
       const call = unknown[this.pick % unknown.length]!;
       const out = await guard(w, `operator ${this.action}`, async () =>

@@ -48,13 +48,13 @@ export class RaceCmd implements Cmd {
   }
   async run(m: Model, w: World) {
     await step(w, m, `race(${this.ordered ? "ordered " : ""}${this.ops.join(",")})`, async () => {
-      const rows = m.calls.map((c) => ({ c, e: effectById(w, c.effectId)! }));
+      const rows = await Promise.all(m.calls.map(async (c) => ({ c, e: (await effectById(w, c.effectId))! })));
       const unknown = rows.filter((r) => r.c.bound && r.e.status === "unknown");
       const executing = rows.filter((r) => r.e.status === "executing");
       const pool = unknown.length > 0 ? unknown : executing;
       if (pool.length === 0) return;
       const { c: call } = pool[this.pick % pool.length]!;
-      trace(w, `  race on call#${call.idx} (${effectById(w, call.effectId)!.status})`);
+      trace(w, `  race on call#${call.idx} (${(await effectById(w, call.effectId))!.status})`);
       const s = this.s;
       w.gate = (label) => s.schedule(Promise.resolve(label), label).then(() => undefined);
       const d = w.driver;
@@ -92,7 +92,7 @@ export class RaceCmd implements Cmd {
             if (d && d.inbox.includes(call.commandId)) {
               start(op, async () => {
                 const claim = await w.runtime.ledger.claim(d.instance, d.connectionId, call.commandId);
-                recordClaim(w, m, call, d, claim, false);
+                recordClaim(w, m, call, d, claim);
                 return claim.kind;
               });
             }

@@ -37,6 +37,13 @@ export async function step(w: World, m: Model, label: string, body: () => Promis
   await checkInvariants(w, m, label);
 }
 
+/** The items of `items` for which `keep` resolves true, in order (one at a time: reads of one store). */
+export async function filterAsync<T>(items: readonly T[], keep: (item: T) => Promise<boolean>): Promise<T[]> {
+  const out: T[] = [];
+  for (const item of items) if (await keep(item)) out.push(item);
+  return out;
+}
+
 export function canon(v: unknown): string {
   if (v === null || typeof v !== "object") return JSON.stringify(v);
   if (Array.isArray(v)) return `[${v.map(canon).join(",")}]`;
