@@ -121,7 +121,7 @@ describe("the startup report", () => {
         bindings: {
           tracker: {
             package: { module: "@mosoo/fixture-adapter", export: "fixtureIssueTrackerAdapterFactory" },
-            options: { url: "http://127.0.0.1:1/mcp" },
+            options: { url: "http://127.0.0.1:2/mcp" },
             tools: ["createIssue"],
           },
         },

@@ -12,7 +12,7 @@ import { loadBindings, resolveReconciliationSettings } from "../src/config/recon
 
 const BINDINGS_VAR = "MOSOO_RECONCILIATION_BINDINGS_FILE";
 const FIXTURE_PACKAGE = { module: "@mosoo/fixture-adapter", export: "fixtureIssueTrackerAdapterFactory" };
-const TRACKER_BINDING = { bindings: { tracker: { package: FIXTURE_PACKAGE, options: { url: "http://127.0.0.1:1/mcp" } } } };
+const TRACKER_BINDING = { bindings: { tracker: { package: FIXTURE_PACKAGE, options: { url: "http://127.0.0.1:2/mcp" } } } };
 
 /** Runs `fn`, expects a one-line ConfigError naming `variable`, returns its message. */
 async function configError(fn: () => unknown, variable: string): Promise<string> {
@@ -184,7 +184,7 @@ describe("bindings file (adapters bound through the real isolated worker host)",
   it("resolveReconciliationSettings: settings from the config, bindings resolved; a built-in id maps to its source", async () => {
     const builtIns = { "fixture-issue-tracker": FIXTURE_PACKAGE };
     const settings = await resolveReconciliationSettings(
-      configWith(file({ bindings: { tracker: { adapterId: "fixture-issue-tracker", options: { url: "http://127.0.0.1:1/mcp" } } } })),
+      configWith(file({ bindings: { tracker: { adapterId: "fixture-issue-tracker", options: { url: "http://127.0.0.1:2/mcp" } } } })),
       host,
       { builtIns },
     );
@@ -266,12 +266,12 @@ describe("bindings file (adapters bound through the real isolated worker host)",
     ["missing options", { bindings: { tracker: { package: FIXTURE_PACKAGE } } }, /adapter\.invalid_options/],
     [
       "unknown option key",
-      { bindings: { tracker: { package: FIXTURE_PACKAGE, options: { url: "http://127.0.0.1:1/mcp", token: "x" } } } },
+      { bindings: { tracker: { package: FIXTURE_PACKAGE, options: { url: "http://127.0.0.1:2/mcp", token: "x" } } } },
       /adapter\.invalid_options/,
     ],
     [
       "convention provider unreachable",
-      { bindings: { tracker: { adapterId: "mcp-convention", options: { url: "http://127.0.0.1:1/mcp" } } } },
+      { bindings: { tracker: { adapterId: "mcp-convention", options: { url: "http://127.0.0.1:2/mcp" } } } },
       /bindings\.tracker: adapter\.invalid_options: adapter "mcp-convention" could not discover/,
     ],
     ["bad JSON", "{ bindings: ", /cannot read JSON/],
@@ -279,7 +279,7 @@ describe("bindings file (adapters bound through the real isolated worker host)",
     ["unknown key in a binding", { bindings: { tracker: { package: FIXTURE_PACKAGE, opts: {} } } }, /opts/],
     [
       "bad server id",
-      { bindings: { "no spaces": { package: FIXTURE_PACKAGE, options: { url: "http://127.0.0.1:1/mcp" } } } },
+      { bindings: { "no spaces": { package: FIXTURE_PACKAGE, options: { url: "http://127.0.0.1:2/mcp" } } } },
       /bindings\.no spaces: /,
     ],
     ["no bindings object", { tracker: { package: FIXTURE_PACKAGE } }, /: bindings: /],
@@ -404,7 +404,7 @@ describe("the API process refuses a bad binding at startup with one config.inval
     ["unknown package", () => ({ package: { module: "@acme/not-installed-adapter", export: "factory" } }), /adapter\.package_not_found/],
     [
       "export missing",
-      () => ({ package: { ...FIXTURE_PACKAGE, export: "noSuchFactory" }, options: { url: "http://127.0.0.1:1/mcp" } }),
+      () => ({ package: { ...FIXTURE_PACKAGE, export: "noSuchFactory" }, options: { url: "http://127.0.0.1:2/mcp" } }),
       /adapter\.export_missing/,
     ],
     [
@@ -421,7 +421,7 @@ describe("the API process refuses a bad binding at startup with one config.inval
     ],
     [
       "tool not declared",
-      () => ({ package: FIXTURE_PACKAGE, options: { url: "http://127.0.0.1:1/mcp" }, tools: ["deleteIssue"] }),
+      () => ({ package: FIXTURE_PACKAGE, options: { url: "http://127.0.0.1:2/mcp" }, tools: ["deleteIssue"] }),
       /binding\.tool_not_declared/,
     ],
   ])(

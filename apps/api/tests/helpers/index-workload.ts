@@ -307,7 +307,7 @@ async function startupAndCli(capture: SqlCapture, dbFile: string, dir: string, e
       bindings: {
         tracker: {
           package: { module: "@mosoo/fixture-adapter", export: "fixtureIssueTrackerAdapterFactory" },
-          options: { url: "http://127.0.0.1:1/mcp" },
+          options: { url: "http://127.0.0.1:2/mcp" },
           tools: ["createIssue"],
         },
       },
