@@ -83,7 +83,7 @@ describe("compiled start (node dist/main.js, no TypeScript loader)", () => {
         bindings: {
           tracker: {
             package: { module: "@mosoo/fixture-adapter", export: "fixtureIssueTrackerAdapterFactory" },
-            options: { url: "http://127.0.0.1:9/mcp" },
+            options: { url: "http://127.0.0.1:2/mcp" },
             tools: ["createIssue"],
           },
         },
