@@ -5,6 +5,7 @@ import { newUlid } from "@mosoo/contracts";
 import { createTestDatabase, startPostgres, type TestDatabase } from "@mosoo/test-postgres";
 import { BENCH_BOUND_SERVER, BENCH_TOOL } from "./fixed-latency.adapter.js";
 import type { SeedEffectsOptions } from "./bench-store.harness.js";
+import { storeOpenFailureLine } from "../src/config/open-api-store.js";
 
 /**
  * The PostgreSQL server the bench's PostgreSQL rows run on (README "Performance"): `adminUrl` (a role
@@ -28,13 +29,34 @@ export interface BenchPostgres {
 const BENCH_SERVER_SETTINGS = { shared_buffers: "128MB", max_connections: 100 } as const;
 
 /**
+ * The operator's PostgreSQL server (`--database-url` / `MOSOO_DATABASE_URL`) cannot be used for the
+ * PostgreSQL rows: unreachable, credentials refused, no right to CREATE DATABASE, or a connect timeout.
+ * The message is one line with the URL and password redacted; the bench exits 2.
+ */
+export class BenchPostgresUnavailableError extends Error {
+  override readonly name = "BenchPostgresUnavailableError";
+  constructor(reason: string, options?: { cause?: unknown }) {
+    super(`cannot use the PostgreSQL server of --database-url / MOSOO_DATABASE_URL: ${reason}`, options);
+  }
+}
+
+/**
  * The server of {@link BenchPostgres}: the operator's `databaseUrl` when given, else a throwaway
  * durable server started here (initdb in a temp folder, a free port on 127.0.0.1; stopped by `stop()`,
  * or by the watchdog of `@mosoo/test-postgres` when this process dies).
  * @throws Error when the throwaway server does not start (`test-postgres: the server did not start: …`).
  */
 export async function openBenchPostgres(databaseUrl: string | undefined): Promise<BenchPostgres> {
-  if (databaseUrl !== undefined) return { adminUrl: databaseUrl, source: "operator", startMs: undefined, stop: async () => undefined };
+  if (databaseUrl !== undefined) {
+    // Checked here, before any scenario child starts: a server that refuses the connection, the
+    // credentials or CREATE DATABASE is one line from the parent, not a child's stack.
+    try {
+      await (await createBenchDatabase(databaseUrl, "bench_probe")).drop();
+    } catch (err) {
+      throw new BenchPostgresUnavailableError(storeOpenFailureLine(err, databaseUrl), { cause: err });
+    }
+    return { adminUrl: databaseUrl, source: "operator", startMs: undefined, stop: async () => undefined };
+  }
   const server = await startPostgres({ fsync: true, settings: BENCH_SERVER_SETTINGS });
   return { adminUrl: server.url, source: "started", startMs: server.startMs, stop: () => server.stop() };
 }

@@ -46,7 +46,8 @@ import type { RecoveryResult } from "./recovery-throughput.scenario.js";
 import type { RepairResult } from "./finalization-repair.scenario.js";
 import type { PgLedgerCostResult } from "./pg-ledger-cost.scenario.js";
 import type { PgRecoveryResult } from "./pg-recovery.scenario.js";
-import { loadAverage, openBenchPostgres, type BenchPostgres } from "./pg-bench.harness.js";
+import { BenchPostgresUnavailableError, loadAverage, openBenchPostgres, type BenchPostgres } from "./pg-bench.harness.js";
+import { databaseUrlProblem, redactDatabaseUrl } from "../src/config/open-api-store.js";
 import {
   BENCH_STORES,
   fmtK,
@@ -159,6 +160,15 @@ function parseOptions(argv: string[]): BenchOptions {
     databaseUrl?: string;
     pgEffects?: number;
   }>();
+  const databaseUrl = o.databaseUrl ?? (process.env.MOSOO_DATABASE_URL || undefined);
+  const refuse = (line: string): never => {
+    process.stderr.write(`${line}\n`);
+    process.exit(2);
+  };
+  if (o.databaseUrl !== undefined && o.store === "sqlite")
+    refuse("bench: --database-url names the PostgreSQL server of the PostgreSQL rows; drop it with --store sqlite");
+  const urlProblem = databaseUrl === undefined ? undefined : databaseUrlProblem(databaseUrl);
+  if (urlProblem) refuse(`bench: --database-url / MOSOO_DATABASE_URL: ${urlProblem}`);
   return {
     only: o.only ?? [...SCENARIOS],
     check: o.check,
@@ -168,7 +178,7 @@ function parseOptions(argv: string[]): BenchOptions {
     groupCommitMax: o.groupCommitMax,
     store: o.store,
     pgEffects: o.pgEffects ?? (QUICK ? 2_000 : 10_000),
-    databaseUrl: o.databaseUrl ?? (process.env.MOSOO_DATABASE_URL || undefined),
+    databaseUrl,
   };
 }
 
@@ -536,6 +546,17 @@ const options = parseOptions(process.argv.slice(2));
 let exitCode = 1;
 try {
   exitCode = await main(options);
+} catch (err) {
+  // One line, never a stack: a server the PostgreSQL rows cannot use is bad input (2), anything else a failed bench (1).
+  if (err instanceof BenchPostgresUnavailableError) {
+    process.stderr.write(`bench: ${err.message}\n`);
+    exitCode = 2;
+  } else {
+    process.stderr.write(
+      `bench.failed: ${redactDatabaseUrl((err instanceof Error ? err.message : String(err)).split("\n")[0]!, options.databaseUrl ?? "")}\n`,
+    );
+    exitCode = 1;
+  }
 } finally {
   rmSync(tmp, { recursive: true, force: true });
 }

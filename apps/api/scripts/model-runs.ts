@@ -29,6 +29,7 @@ import { Command, InvalidArgumentError, Option } from "commander";
 import ms from "ms";
 import { startPostgres } from "@mosoo/test-postgres";
 import { figuresReport, runShard, type ShardOutcome } from "./model-shard.js";
+import { databaseUrlProblem, storeOpenFailureLine } from "../src/config/open-api-store.js";
 import { MODEL_STORE_KINDS, openModelTarget, type ModelStoreKind } from "../tests/helpers/ledger-model/model-store.js";
 
 /** Prefix of the machine-readable lines a worker prints (`--json-lines`) for its parent. */
@@ -151,6 +152,8 @@ if (opts.workers > 1 && opts.shard) program.error("verify:model: use either --wo
 if (opts.databaseUrl !== undefined && opts.store !== "postgres")
   program.error("verify:model: --database-url goes with --store postgres", { exitCode: 2 });
 if (opts.store === "postgres") opts.databaseUrl ??= process.env.MOSOO_DATABASE_URL || undefined;
+const urlProblem = opts.databaseUrl === undefined ? undefined : databaseUrlProblem(opts.databaseUrl);
+if (urlProblem) program.error(`verify:model: --database-url: ${urlProblem}`, { exitCode: 2 });
 const seed = opts.seed ?? (Date.now() ^ Math.floor(Math.random() * 0x7fffffff)) | 0;
 
 if (opts.workers > 1) {
@@ -159,13 +162,28 @@ if (opts.workers > 1) {
   process.exit(await runOne(opts, seed));
 }
 
+/**
+ * Runs `open` (opening the store of the worlds, or starting the throwaway server); when it fails (a
+ * server that refuses the connection, the credentials or CREATE DATABASE, a timeout), prints one line
+ * `verify:model: cannot open the PostgreSQL store: <reason>` (the URL and password redacted) and exits
+ * 2: bad input, not a counterexample.
+ */
+async function openOrExit<T>(open: () => Promise<T>, url: string | undefined): Promise<T> {
+  try {
+    return await open();
+  } catch (err) {
+    console.error(`verify:model: cannot open the PostgreSQL store: ${storeOpenFailureLine(err, url ?? "")}`);
+    process.exit(2);
+  }
+}
+
 /** This process runs one shard (all the runs, or `--shard i/n`'s share), printing progress and one summary. */
 async function runOne(o: Options, baseSeed: number): Promise<number> {
   const plan = o.shard ? shardPlan(o.runs, baseSeed, o.shard.index, o.shard.count) : { seed: baseSeed, runs: o.runs };
   const label = o.shard ? `shard ${o.shard.index}/${o.shard.count}: ` : "";
   const startedAt = Date.now();
   const say = (text: string) => (o.jsonLines ? undefined : console.log(`verify:model: ${label}${text}`));
-  const opened = await openModelTarget(o.store, { serverUrl: o.databaseUrl });
+  const opened = await openOrExit(() => openModelTarget(o.store, { serverUrl: o.databaseUrl }), o.databaseUrl);
   say(
     `${plan.runs} runs, store ${opened.label}, seed ${plan.seed}${o.shard ? ` (base seed ${baseSeed})` : ""}${o.path ? `, path ${o.path}` : ""}${o.timeLimit ? `, time limit ${ms(o.timeLimit)}` : ""}`,
   );
@@ -205,7 +223,7 @@ async function runOne(o: Options, baseSeed: number): Promise<number> {
  */
 async function runWorkers(o: Options, baseSeed: number): Promise<number> {
   // --store postgres without a server: ONE throwaway server for all workers (each creates its own database on it)
-  const server = o.store === "postgres" && !o.databaseUrl ? await startPostgres({ fsync: false }) : null;
+  const server = o.store === "postgres" && !o.databaseUrl ? await openOrExit(() => startPostgres({ fsync: false }), undefined) : null;
   try {
     return await runWorkerProcesses(server ? { ...o, databaseUrl: server.url } : o, baseSeed);
   } finally {

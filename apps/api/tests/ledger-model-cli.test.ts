@@ -33,4 +33,15 @@ describe("verify:model --store", () => {
     expect(r.status).toBe(2);
     expect(r.stderr.trim()).toBe("verify:model: --database-url goes with --store postgres");
   });
+
+  it("refuses a server it cannot use, or a URL that is not one, in one line with exit 2 and no stack or password", () => {
+    const refused = verifyModel("--store", "postgres", "--database-url", "postgres://u:pw-hunter2@127.0.0.1:2/x", "--runs", "1");
+    expect(refused.status).toBe(2);
+    expect(refused.stderr.trim().split("\n")).toHaveLength(1);
+    expect(refused.stderr).toMatch(/^verify:model: cannot open the PostgreSQL store: .*ECONNREFUSED/);
+    const badPort = verifyModel("--store", "postgres", "--database-url", "postgres://u:pw-hunter2@127.0.0.1:70000/x", "--runs", "1");
+    expect(badPort.status).toBe(2);
+    expect(badPort.stderr.trim()).toBe("verify:model: --database-url: the port must be 1-65535 (got 70000)");
+    for (const r of [refused, badPort]) expect(r.stderr + r.stdout).not.toMatch(/hunter2|\n\s+at /);
+  });
 });

@@ -10,7 +10,7 @@ import { Hono } from "hono";
 import pg from "pg";
 import { useTestDatabase } from "@mosoo/test-postgres";
 import { ConfigError, loadApiConfig } from "../src/config/api-config.js";
-import { openApiStore, redactDatabaseUrl } from "../src/config/open-api-store.js";
+import { databaseUrlProblem, openApiStore, redactDatabaseUrl, storeOpenFailureLine } from "../src/config/open-api-store.js";
 import { toErrorResponse } from "../src/adapters/http/http-errors.js";
 import { StoreBusyError } from "../src/platform/db/store-busy.js";
 import { migratePostgres } from "../src/platform/db/postgres/migrate-postgres.js";
@@ -34,6 +34,19 @@ describe("redacting a database URL from a driver message", () => {
     expect(redactDatabaseUrl(`cannot reach ${url}`, url)).toBe("cannot reach ***");
     expect(redactDatabaseUrl("retrying postgresql://admin:other-secret@db:5432/x", url)).toBe("retrying postgresql://***@db:5432/x");
     expect(redactDatabaseUrl("the password e was refused", url)).toBe("the password *** was refused");
+  });
+});
+
+describe("checking a --database-url flag (verify:model, the bench)", () => {
+  it("names what is wrong with a URL without echoing it, and a driver failure in one redacted line", () => {
+    expect(databaseUrlProblem("postgres://u:p@h:5432/db")).toBeUndefined();
+    expect(databaseUrlProblem("")).toBe("is empty");
+    expect(databaseUrlProblem("mysql://u:hunter2hunter2@h/db")).toBe("must be a postgres:// or postgresql:// URL");
+    const url = "postgres://u:hunter2hunter2@h:5432/db";
+    const refused = Object.assign(new Error(`connect ECONNREFUSED for ${url}\n    at stack`), { code: "ECONNREFUSED" });
+    expect(storeOpenFailureLine(refused, url)).toBe("connect ECONNREFUSED for ***");
+    expect(storeOpenFailureLine(Object.assign(new Error("too many clients"), { code: "53300" }), url)).toBe("too many clients (53300)");
+    expect(redactDatabaseUrl("no URL given here", "")).toBe("no URL given here");
   });
 });
 
@@ -94,6 +107,10 @@ describe("a database migrated by a newer build", () => {
     await expect(openApiStore({ dbFile: ":memory:", databaseUrl: database.url, databasePoolSize: undefined })).rejects.toThrow(
       /^config\.invalid: MOSOO_DATABASE_URL: cannot open the PostgreSQL store: store\.schema_newer: /,
     );
+    // the operator CLI opens without migrating, and is refused the same way
+    await expect(
+      openApiStore({ dbFile: ":memory:", databaseUrl: database.url, databasePoolSize: undefined }, { migrate: false }),
+    ).rejects.toThrow(/store\.schema_newer: /);
   }, 120_000);
 });
 

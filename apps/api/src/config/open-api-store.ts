@@ -1,4 +1,5 @@
 import type { ApiConfig } from "./api-config.js";
+import { ApiEnvSchema } from "@mosoo/contracts";
 import { ConfigError } from "./api-config.js";
 import { checkDbFilePath } from "./startup-checks.js";
 import { openStore, storeConfigFrom } from "../platform/db/store-factory.js";
@@ -16,10 +17,7 @@ const SQLITE_PATH_CODES = new Set(["SQLITE_NOTADB", "SQLITE_CANTOPEN", "SQLITE_R
  * whole for the password `e`) nor give itself away by where the stars land. Pure.
  */
 export function redactDatabaseUrl(text: string, url: string): string {
-  let out = text
-    .split(url)
-    .join("***")
-    .replace(/:\/\/[^\s/@]*@/g, "://***@");
+  let out = (url === "" ? text : text.split(url).join("***")).replace(/:\/\/[^\s/@]*@/g, "://***@");
   try {
     const password = decodeURIComponent(new URL(url).password);
     if (password.length > 0) {
@@ -78,10 +76,35 @@ export async function openApiStore(
   try {
     return await openStore(storeConfig);
   } catch (err) {
-    const message = err instanceof Error ? err.message : String(err);
-    const code = (err as { code?: unknown }).code;
-    const detail = redactDatabaseUrl(message.split("\n")[0] || String(code ?? "unknown error"), storeConfig.url);
-    const suffix = typeof code === "string" && !detail.includes(code) ? ` (${code})` : "";
-    throw new ConfigError(`config.invalid: MOSOO_DATABASE_URL: cannot open the PostgreSQL store: ${detail}${suffix}`, { cause: err });
+    throw new ConfigError(
+      `config.invalid: MOSOO_DATABASE_URL: cannot open the PostgreSQL store: ${storeOpenFailureLine(err, storeConfig.url)}`,
+      {
+        cause: err,
+      },
+    );
   }
+}
+
+/**
+ * Why `url` is not a usable PostgreSQL URL under the `MOSOO_DATABASE_URL` rules of the env contract
+ * (`postgres://` or `postgresql://`, parseable, port 1–65535, a known `sslmode`; an empty string is
+ * refused too), or undefined when it is one. The message never contains the URL. Pure. Used by the
+ * programs that take a `--database-url` flag (`verify:model`, the bench) to refuse it in one line.
+ */
+export function databaseUrlProblem(url: string): string | undefined {
+  if (url.trim() === "") return "is empty";
+  const parsed = ApiEnvSchema.shape.MOSOO_DATABASE_URL.safeParse(url);
+  return parsed.success ? undefined : (parsed.error.issues[0]?.message ?? "is not a PostgreSQL URL");
+}
+
+/**
+ * One line saying why the PostgreSQL server at `url` could not be opened or used: the error's first
+ * line, with its `code` (a SQLSTATE, `ECONNREFUSED`, `store.connect_timeout`) when the line lacks it,
+ * the URL and its password redacted ({@link redactDatabaseUrl}). Pure.
+ */
+export function storeOpenFailureLine(err: unknown, url: string): string {
+  const message = err instanceof Error ? err.message : String(err);
+  const code = (err as { code?: unknown }).code;
+  const detail = redactDatabaseUrl(message.split("\n")[0] || String(code ?? "unknown error"), url);
+  return typeof code === "string" && !detail.includes(code) ? `${detail} (${code})` : detail;
 }

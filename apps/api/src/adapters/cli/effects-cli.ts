@@ -70,6 +70,8 @@ interface GlobalOptions {
 async function openClient(g: GlobalOptions, env: NodeJS.ProcessEnv): Promise<OperatorClient> {
   if (g.db !== undefined && g.databaseUrl !== undefined)
     throw new CliFailure(EXIT.badInput, "--db and --database-url (or MOSOO_DATABASE_URL) name two stores: pass one");
+  if (g.databaseUrl !== undefined && g.databaseUrl.trim() === "")
+    throw new CliFailure(EXIT.badInput, "--database-url is empty (was MOSOO_DATABASE_URL set only for another command?)");
   if (g.db !== undefined || g.databaseUrl !== undefined) {
     const store =
       g.databaseUrl !== undefined ? { MOSOO_DATABASE_URL: g.databaseUrl } : { MOSOO_DB_FILE: g.db, MOSOO_DATABASE_URL: undefined };

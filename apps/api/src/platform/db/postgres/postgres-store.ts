@@ -2,7 +2,8 @@ import pg from "pg";
 import { drizzle } from "drizzle-orm/node-postgres";
 import { StoreBusyError } from "../store-busy.js";
 import type { QueryDb, Store, StoreTables, StoreTx } from "../store.port.js";
-import { installPgTypeParsers, migratePostgres } from "./migrate-postgres.js";
+import { installPgTypeParsers, migratePostgres, PG_MIGRATIONS_FOLDER } from "./migrate-postgres.js";
+import { assertSchemaNotNewer } from "../schema-version.js";
 import { PgUnitOfWork, type PgConnection, type PgConnectionSource } from "./pg-unit-of-work.js";
 import * as pgSchema from "./schema.pg.js";
 
@@ -165,7 +166,8 @@ function newConnection(client: pg.PoolClient): PooledConnection {
  * numbers, as on SQLite), migrates unless `migrate: false` (`migratePostgres`, under an advisory
  * lock), opens a pool of `poolSize` connections with `lock_timeout` and
  * `idle_in_transaction_session_timeout` set, and checks one connection. The caller must `close()` it.
- * @throws PgConnectTimeoutError (`store.connect_timeout`) when the migration's connection is not made in
+ * @throws StoreSchemaNewerError (`store.schema_newer`) when a newer build migrated the database (with or without `migrate`);
+ *   PgConnectTimeoutError (`store.connect_timeout`) when the migration's connection is not made in
  *   time; Error (the `pg` error) when the server is unreachable, the credentials are refused or a
  *   migration fails; nothing is left open then.
  */
@@ -186,6 +188,13 @@ export async function openPostgresStore(url: string, opts: PostgresStoreOptions 
   );
   try {
     await pool.query("SELECT 1");
+    // Not migrated here (a deploy step or the API does it): still refuse a schema a newer build wrote.
+    if (opts.migrate === false) {
+      const applied = await pool.query<{ ms: string | null }>(
+        "SELECT CASE WHEN to_regclass('drizzle.__drizzle_migrations') IS NULL THEN NULL ELSE (SELECT max(created_at)::text FROM drizzle.__drizzle_migrations) END AS ms",
+      );
+      assertSchemaNotNewer(applied.rows[0]?.ms == null ? null : Number(applied.rows[0].ms), PG_MIGRATIONS_FOLDER);
+    }
   } catch (err) {
     await pool.end().catch(() => undefined);
     throw err;
