@@ -251,16 +251,6 @@ export function installDbTimeMeter(sqlite: Database.Database): DbTimeMeter {
 }
 
 /**
- * Calls `onCommit(performance.now())` right after every unit of work of `store` has committed (the
- * store's durable-write seam, `Store.observeDurableWrites`: `afterCommit` runs once COMMIT returned,
- * still inside the store's mutex): the moment its writes became visible to readers. Replaces any
- * observer installed before. Install before the measured work.
- */
-export function installCommitObserver(store: Pick<Store, "observeDurableWrites">, onCommit: (atMs: number) => void): void {
-  store.observeDurableWrites({ beforeCommit: () => undefined, afterCommit: () => onCommit(performance.now()) });
-}
-
-/**
  * Median time (µs) of `n` bare single-row write transactions (`BEGIN IMMEDIATE`, one prepared
  * INSERT into a scratch table in the same file, COMMIT with its fsync): the cost of one durable
  * commit on this disk right now, measured in the same run as the figure it explains.

@@ -1,6 +1,6 @@
 import { BENCH_BOUND_SERVER, BENCH_TOOL } from "./fixed-latency.adapter.js";
 import { DEFAULT_GROUP_COMMIT } from "../src/modules/reconciliation/application/outcome-group-commit.js";
-import { createBenchRuntime, installCommitObserver, openBenchStore, progress } from "./bench-store.harness.js";
+import { createBenchRuntime, openBenchStore, progress } from "./bench-store.harness.js";
 
 /** Options: `commands` executing effects per Driver (half bound, half unbound), the bound adapter's `lookupLatencyMs` (ms), `concurrency`, the flag, and `rounds` (one new Driver each). */
 export interface RepairOptions {
@@ -64,8 +64,12 @@ export async function runRepair(opts: RepairOptions): Promise<RepairResult> {
     let observedRunId = "";
     const commits: Array<{ atMs: number; maxSeq: number }> = [];
     const maxSeq = store.sqlite.prepare("SELECT max(seq) FROM run_events WHERE run_id = ?").pluck();
-    installCommitObserver(store, (atMs) => {
-      if (observedRunId) commits.push({ atMs, maxSeq: (maxSeq.get(observedRunId) as number | null) ?? 0 });
+    // The store's durable-write seam: `afterCommit` runs once COMMIT returned (inside the store's mutex).
+    store.observeDurableWrites({
+      beforeCommit: () => undefined,
+      afterCommit: () => {
+        if (observedRunId) commits.push({ atMs: performance.now(), maxSeq: (maxSeq.get(observedRunId) as number | null) ?? 0 });
+      },
     });
     const runtime = createBenchRuntime(store, {
       reconciliation: opts.reconciliation,

@@ -102,8 +102,7 @@ export async function migratePostgres(connectionString: string, options: Migrate
   try {
     await client.query("SELECT pg_advisory_lock($1::bigint)", [MIGRATION_ADVISORY_LOCK_KEY]);
     await migrate(drizzle({ client, schema }), { migrationsFolder: PG_MIGRATIONS_FOLDER });
-    const applied = await client.query<{ ms: string | null }>("SELECT max(created_at)::text AS ms FROM drizzle.__drizzle_migrations");
-    assertSchemaNotNewer(applied.rows[0]?.ms == null ? null : Number(applied.rows[0].ms), PG_MIGRATIONS_FOLDER);
+    await assertPgSchemaNotNewer(client);
   } finally {
     await client.end();
   }
@@ -148,4 +147,18 @@ export async function openPostgres(connectionString: string, options: OpenPostgr
   pool.on("error", onIdleError);
   const db = drizzle({ client: pool, schema });
   return { db, pool, close: () => pool.end() };
+}
+
+/**
+ * Refuses a database a newer build migrated: reads the newest migration time drizzle recorded
+ * (`drizzle.__drizzle_migrations.created_at`, ms; none when that table does not exist yet) through
+ * `db` (a client or a pool) and compares it with this build's {@link PG_MIGRATIONS_FOLDER}.
+ * @throws StoreSchemaNewerError (`store.schema_newer`); the `pg` error when the query fails.
+ */
+export async function assertPgSchemaNotNewer(db: Pick<pg.ClientBase, "query">): Promise<void> {
+  const applied = await db.query<{ ms: string | null }>(
+    "SELECT CASE WHEN to_regclass('drizzle.__drizzle_migrations') IS NULL THEN NULL ELSE (SELECT max(created_at)::text FROM drizzle.__drizzle_migrations) END AS ms",
+  );
+  const ms = applied.rows[0]?.ms;
+  assertSchemaNotNewer(ms == null ? null : Number(ms), PG_MIGRATIONS_FOLDER);
 }

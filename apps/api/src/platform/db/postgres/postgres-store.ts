@@ -2,8 +2,7 @@ import pg from "pg";
 import { drizzle } from "drizzle-orm/node-postgres";
 import { StoreBusyError } from "../store-busy.js";
 import type { QueryDb, Store, StoreTables, StoreTx } from "../store.port.js";
-import { installPgTypeParsers, migratePostgres, PG_MIGRATIONS_FOLDER } from "./migrate-postgres.js";
-import { assertSchemaNotNewer } from "../schema-version.js";
+import { assertPgSchemaNotNewer, installPgTypeParsers, migratePostgres } from "./migrate-postgres.js";
 import { PgUnitOfWork, type PgConnection, type PgConnectionSource } from "./pg-unit-of-work.js";
 import * as pgSchema from "./schema.pg.js";
 
@@ -189,12 +188,7 @@ export async function openPostgresStore(url: string, opts: PostgresStoreOptions 
   try {
     await pool.query("SELECT 1");
     // Not migrated here (a deploy step or the API does it): still refuse a schema a newer build wrote.
-    if (opts.migrate === false) {
-      const applied = await pool.query<{ ms: string | null }>(
-        "SELECT CASE WHEN to_regclass('drizzle.__drizzle_migrations') IS NULL THEN NULL ELSE (SELECT max(created_at)::text FROM drizzle.__drizzle_migrations) END AS ms",
-      );
-      assertSchemaNotNewer(applied.rows[0]?.ms == null ? null : Number(applied.rows[0].ms), PG_MIGRATIONS_FOLDER);
-    }
+    if (opts.migrate === false) await assertPgSchemaNotNewer(pool);
   } catch (err) {
     await pool.end().catch(() => undefined);
     throw err;
