@@ -108,10 +108,11 @@ export async function startApi(
       "MOSOO_EFFECT_RECONCILIATION=on but no server is bound (MOSOO_RECONCILIATION_BINDINGS_FILE): every unknown effect keeps the baseline fence",
     );
   }
-  const app = createHttpApp(runtime, logger, { operatorToken: config.operatorToken, ...config.auth });
+  const app = createHttpApp(runtime, logger, config.auth);
   if (config.auth.apiKeys.length === 0) logger.warn("no API keys (MOSOO_API_KEYS, MOSOO_API_KEYS_FILE): the run API refuses every request");
-  if (!config.auth.driverEnrollmentToken && !config.operatorToken)
-    logger.warn("no MOSOO_DRIVER_ENROLLMENT_TOKEN (or MOSOO_OPERATOR_TOKEN): no Driver can register");
+  if (!config.auth.driverEnrollmentToken && !config.auth.operators.configured)
+    logger.warn("no MOSOO_DRIVER_ENROLLMENT_TOKEN (or operator credential): no Driver can register");
+  if (config.auth.operators.configured) logger.info({ operators: config.auth.operators.names }, "operator credentials loaded");
   const server: ServerType = await new Promise((resolve, reject) => {
     const s = serve({ fetch: app.fetch, hostname: config.host, port: config.port }, () => resolve(s));
     s.once("error", reject);

@@ -178,7 +178,8 @@ describe("API keys in the config", () => {
   });
 
   it("still ignores whitespace around a token (e.g. a trailing newline from a secrets file)", () => {
-    expect(loadApiConfig({ MOSOO_OPERATOR_TOKEN: `  op-${SECRET}\n` }).operatorToken).toBe(`op-${SECRET}`);
+    const operators = loadApiConfig({ MOSOO_OPERATOR_TOKEN: `  op-${SECRET}\n` }).auth.operators;
+    expect(operators.identify(`op-${SECRET}`)?.name).toBe("operator");
   });
 
   it.each([

@@ -4,7 +4,7 @@
  * plain ids (no foreign key) with the run and Driver instance copied in.
  */
 import { afterEach, describe, expect, it } from "vitest";
-import { createDoubleWorld, dispatchWrite, type DoubleWorld, reconnectDriver } from "./kit/index.js";
+import { createDoubleWorld, dispatchWrite, type DoubleWorld, reconnectDriver, operatorNamed } from "./kit/index.js";
 
 let f: DoubleWorld | undefined;
 afterEach(() => {
@@ -18,7 +18,7 @@ async function resolvedByOperator(fx: DoubleWorld) {
   const restarted = await reconnectDriver(fx.runtime, call.driver);
   await fx.runtime.commands.nextCommand(restarted.instance, restarted.connectionId, 0);
   expect((await fx.runtime.ledger.claim(restarted.instance, restarted.connectionId, call.commandId)).kind).toBe("unknown");
-  await fx.runtime.operator.resolve(call.effectId, { outcome: "not_executed", actor: "alice", reason: "checked the tracker" });
+  await fx.runtime.operator.resolve(call.effectId, { outcome: "not_executed", reason: "checked the tracker" }, operatorNamed("alice"));
   return call;
 }
 

@@ -24,6 +24,7 @@ import {
   redeliverAndClaim,
   type TestWorld,
   until,
+  operatorNamed,
 } from "./kit/index.js";
 import { commandRow, effectRow } from "./helpers/reconciliation-db.js";
 
@@ -131,7 +132,7 @@ describe("attention flags", () => {
     const open = gateLookups(fx); // the lookup waits at a gate while an operator settles the effect the other way
     const sweeping = fx.runtime.reconciler.reconcile(call.effectId, "sweep");
     await until(() => effectRow(fx.store, call.effectId).lease_owner !== null);
-    await fx.runtime.operator.resolve(call.effectId, { outcome: "not_executed", actor: "alice", reason: "nothing in the tracker" });
+    await fx.runtime.operator.resolve(call.effectId, { outcome: "not_executed", reason: "nothing in the tracker" }, operatorNamed("alice"));
     const warns = logged(fx, "warn");
     loseFirstFlagWrite("contradicted_by_provider");
     open();

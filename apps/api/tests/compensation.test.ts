@@ -7,6 +7,7 @@ import {
   executeNextCommand,
   type FixtureProviderWorld,
   reconnectDriver,
+  operatorNamed,
 } from "./kit/index.js";
 import { commandRow, effectRow, ledgerSnapshot, reconciliationRecords, runEvents } from "./helpers/reconciliation-db.js";
 
@@ -16,7 +17,7 @@ afterEach(async () => {
   s = undefined;
 });
 
-const AUDIT = { actor: "alice", reason: "the issue was a duplicate" };
+const AUDIT = { reason: "the issue was a duplicate" };
 
 /** A Driver with a run whose createIssue succeeded through the ledger against the real fixture provider. */
 async function succeededIssue(setup: FixtureProviderWorld, given?: ConnectedDriver) {
@@ -45,7 +46,7 @@ describe("compensation: an explicit, declared, operator-started write through th
   it("queues closeIssue as a new effect with its own key, linked to the original, audited; the Driver runs it once", async () => {
     s = await createFixtureProviderWorld({ mode: "bound" });
     const original = await succeededIssue(s);
-    const queued = await s.runtime.operator.compensate(original.effectId, AUDIT);
+    const queued = await s.runtime.operator.compensate(original.effectId, AUDIT, operatorNamed("alice"));
     expect(queued).toMatchObject({ toolName: "closeIssue", driverInstanceId: original.driver.instance.id });
     expect(queued.idempotencyKey).not.toBe(original.idempotencyKey);
     const comp = effectRow(s.store, queued.compensationEffectId) as unknown as Record<string, unknown>;
@@ -81,13 +82,13 @@ describe("compensation: an explicit, declared, operator-started write through th
     // the original is untouched: compensation never rewrites history
     expect(effectRow(s.store, original.effectId)).toMatchObject({ status: "succeeded", resolution: "provider_result" });
     // one live compensation per effect
-    expect(await codeOf(s.runtime.operator.compensate(original.effectId, AUDIT))).toBe("compensation.exists");
+    expect(await codeOf(s.runtime.operator.compensate(original.effectId, AUDIT, operatorNamed("alice")))).toBe("compensation.exists");
   });
 
   it("an interrupted compensation (the Driver dies after the provider closed the issue) ends unknown, then is reconciled by lookup", async () => {
     s = await createFixtureProviderWorld({ mode: "bound" });
     const original = await succeededIssue(s);
-    const queued = await s.runtime.operator.compensate(original.effectId, AUDIT);
+    const queued = await s.runtime.operator.compensate(original.effectId, AUDIT, operatorNamed("alice"));
     const crashed = await executeNextCommand(s, original.driver, { crashAfterCall: true });
     expect(crashed.effectId).toBe(queued.compensationEffectId);
     expect(s.provider.stats().writes[queued.idempotencyKey]).toBe(1);
@@ -118,7 +119,7 @@ describe("compensation: an explicit, declared, operator-started write through th
   it("an interrupted compensation whose Driver is gone for good is reconciled by finalization repair", async () => {
     s = await createFixtureProviderWorld({ mode: "bound" });
     const original = await succeededIssue(s);
-    const queued = await s.runtime.operator.compensate(original.effectId, AUDIT);
+    const queued = await s.runtime.operator.compensate(original.effectId, AUDIT, operatorNamed("alice"));
     await executeNextCommand(s, original.driver, { crashAfterCall: true });
     const summary = await s.runtime.repair.finalize(original.driver.instance.id, "operator");
     expect(summary).toMatchObject({ effectsFenced: 1, effectsReconciled: 1, commandsCompleted: 1 });
@@ -129,7 +130,7 @@ describe("compensation: an explicit, declared, operator-started write through th
   it("a compensation the provider never received is confirmed not executed by lookup, and another may then be requested", async () => {
     s = await createFixtureProviderWorld({ mode: "bound", fenceOnLookupMiss: true });
     const original = await succeededIssue(s);
-    const first = await s.runtime.operator.compensate(original.effectId, AUDIT);
+    const first = await s.runtime.operator.compensate(original.effectId, AUDIT, operatorNamed("alice"));
     // claimed (executing), then the Driver vanished before sending anything
     const env = await s.runtime.commands.nextCommand(original.driver.instance, original.driver.connectionId, 0);
     await s.runtime.commands.updateCommand(original.driver.instance, env!.commandId, {
@@ -141,7 +142,11 @@ describe("compensation: an explicit, declared, operator-started write through th
     expect(effectRow(s.store, first.compensationEffectId)).toMatchObject({ status: "not_executed", resolution: "reconciled" });
 
     const other = await connectDriver(s.runtime, "driver-b");
-    const second = await s.runtime.operator.compensate(original.effectId, { ...AUDIT, driverInstanceId: other.instance.id });
+    const second = await s.runtime.operator.compensate(
+      original.effectId,
+      { ...AUDIT, driverInstanceId: other.instance.id },
+      operatorNamed("alice"),
+    );
     expect(second.compensationEffectId).not.toBe(first.compensationEffectId);
     expect(second.driverInstanceId).toBe(other.instance.id);
     await executeNextCommand(s, other);
@@ -155,9 +160,17 @@ describe("compensation: an explicit, declared, operator-started write through th
     const setup = s;
     const original = await succeededIssue(setup);
     const before = ledgerSnapshot(setup.store);
-    expect(await codeOf(setup.runtime.operator.compensate("01JDZZZZZZZZZZZZZZZZZZZZZZ", AUDIT))).toBe("effect.not_found");
+    expect(await codeOf(setup.runtime.operator.compensate("01JDZZZZZZZZZZZZZZZZZZZZZZ", AUDIT, operatorNamed("alice")))).toBe(
+      "effect.not_found",
+    );
     expect(
-      await codeOf(setup.runtime.operator.compensate(original.effectId, { ...AUDIT, driverInstanceId: "01JDZZZZZZZZZZZZZZZZZZZZZZ" })),
+      await codeOf(
+        setup.runtime.operator.compensate(
+          original.effectId,
+          { ...AUDIT, driverInstanceId: "01JDZZZZZZZZZZZZZZZZZZZZZZ" },
+          operatorNamed("alice"),
+        ),
+      ),
     ).toBe("driver.not_found");
 
     // an unknown effect (a crashed createIssue) is not compensable
@@ -168,17 +181,19 @@ describe("compensation: an explicit, declared, operator-started write through th
     });
     const pending = await executeNextCommand(setup, original.driver, { crashAfterCall: true });
     const afterPending = ledgerSnapshot(setup.store);
-    expect(await codeOf(setup.runtime.operator.compensate(pending.effectId, AUDIT))).toBe("effect.not_succeeded");
+    expect(await codeOf(setup.runtime.operator.compensate(pending.effectId, AUDIT, operatorNamed("alice")))).toBe("effect.not_succeeded");
 
     expect(ledgerSnapshot(setup.store)).toEqual(afterPending);
 
     // a succeeded compensation (closeIssue) has no compensation of its own: the adapter declares none
-    const comp = await setup.runtime.operator.compensate(original.effectId, AUDIT);
+    const comp = await setup.runtime.operator.compensate(original.effectId, AUDIT, operatorNamed("alice"));
     await executeNextCommand(setup, original.driver);
     expect(effectRow(setup.store, comp.compensationEffectId).status).toBe("succeeded");
     const afterComp = ledgerSnapshot(setup.store);
     expect(afterComp).not.toEqual(before);
-    expect(await codeOf(setup.runtime.operator.compensate(comp.compensationEffectId, AUDIT))).toBe("compensation.not_declared");
+    expect(await codeOf(setup.runtime.operator.compensate(comp.compensationEffectId, AUDIT, operatorNamed("alice")))).toBe(
+      "compensation.not_declared",
+    );
     expect(ledgerSnapshot(setup.store)).toEqual(afterComp);
   });
 
@@ -188,7 +203,9 @@ describe("compensation: an explicit, declared, operator-started write through th
     const original = await succeededIssue(setup);
     await setup.runtime.repair.finalize(original.driver.instance.id, "operator");
     const before = ledgerSnapshot(setup.store);
-    expect(await codeOf(setup.runtime.operator.compensate(original.effectId, AUDIT))).toBe("compensation.driver_unavailable");
+    expect(await codeOf(setup.runtime.operator.compensate(original.effectId, AUDIT, operatorNamed("alice")))).toBe(
+      "compensation.driver_unavailable",
+    );
     expect(ledgerSnapshot(setup.store)).toEqual(before);
     expect(setup.provider.stats().lookups[original.idempotencyKey]).toBe(1); // planning read the provider once, wrote nothing
   });
@@ -197,12 +214,12 @@ describe("compensation: an explicit, declared, operator-started write through th
     s = await createFixtureProviderWorld({ mode: "no_binding" });
     const original = await succeededIssue(s);
     const before = ledgerSnapshot(s.store);
-    expect(await codeOf(s.runtime.operator.compensate(original.effectId, AUDIT))).toBe("compensation.not_declared");
+    expect(await codeOf(s.runtime.operator.compensate(original.effectId, AUDIT, operatorNamed("alice")))).toBe("compensation.not_declared");
     expect(ledgerSnapshot(s.store)).toEqual(before);
     await s.dispose();
     s = await createFixtureProviderWorld({ mode: "flag_off" });
     const off = await succeededIssue(s);
-    expect(await codeOf(s.runtime.operator.compensate(off.effectId, AUDIT))).toBe("feature.disabled");
+    expect(await codeOf(s.runtime.operator.compensate(off.effectId, AUDIT, operatorNamed("alice")))).toBe("feature.disabled");
     expect(s.provider.stats().lookups).toEqual({});
   });
 
@@ -225,14 +242,17 @@ describe("compensation: an explicit, declared, operator-started write through th
       attempt: 1,
       reason: "transport closed",
     });
-    await setup.runtime.operator.resolve(call.effectId, {
-      outcome: "succeeded",
-      result: { content: [{ type: "text", text: "Created issue #9" }] },
-      actor: "bob",
-      reason: "I think it happened",
-    });
+    await setup.runtime.operator.resolve(
+      call.effectId,
+      {
+        outcome: "succeeded",
+        result: { content: [{ type: "text", text: "Created issue #9" }] },
+        reason: "I think it happened",
+      },
+      operatorNamed("bob"),
+    );
     const before = ledgerSnapshot(setup.store);
-    expect(await codeOf(setup.runtime.operator.compensate(call.effectId, AUDIT))).toBe("compensation.plan_failed");
+    expect(await codeOf(setup.runtime.operator.compensate(call.effectId, AUDIT, operatorNamed("alice")))).toBe("compensation.plan_failed");
     expect(ledgerSnapshot(setup.store)).toEqual(before);
     expect(setup.provider.stats().writes).toEqual({});
   });
@@ -242,29 +262,37 @@ describe("compensation: an explicit, declared, operator-started write through th
     const setup = s;
     const original = await succeededIssue(setup);
     setup.provider.setFaults({ failBeforeCommit: true });
-    const failed = await setup.runtime.operator.compensate(original.effectId, AUDIT);
+    const failed = await setup.runtime.operator.compensate(original.effectId, AUDIT, operatorNamed("alice"));
     const ran = await executeNextCommand(setup, original.driver);
     expect(ran.result).toMatchObject({ isError: true, outputText: expect.stringMatching(/^provider_unavailable: /) });
     expect(effectRow(setup.store, failed.compensationEffectId).status).toBe("succeeded"); // the provider answered: an error result
     setup.provider.setFaults({ failBeforeCommit: false });
-    const retry = await setup.runtime.operator.compensate(original.effectId, { ...AUDIT, reason: "retry after the provider recovered" });
+    const retry = await setup.runtime.operator.compensate(
+      original.effectId,
+      { ...AUDIT, reason: "retry after the provider recovered" },
+      operatorNamed("alice"),
+    );
     await executeNextCommand(setup, original.driver);
     expect(effectRow(setup.store, retry.compensationEffectId).status).toBe("succeeded");
     expect(setup.provider.stats().writes[retry.idempotencyKey]).toBe(1);
     // now it is undone: a third request is refused
-    expect(await codeOf(setup.runtime.operator.compensate(original.effectId, AUDIT))).toBe("compensation.exists");
+    expect(await codeOf(setup.runtime.operator.compensate(original.effectId, AUDIT, operatorNamed("alice")))).toBe("compensation.exists");
   });
 
   it("a compensation whose command ended before any claim (its Driver died) does not block another", async () => {
     s = await createFixtureProviderWorld({ mode: "bound" });
     const setup = s;
     const original = await succeededIssue(setup);
-    const stranded = await setup.runtime.operator.compensate(original.effectId, AUDIT);
+    const stranded = await setup.runtime.operator.compensate(original.effectId, AUDIT, operatorNamed("alice"));
     await setup.runtime.repair.finalize(original.driver.instance.id, "heartbeat_expired");
     expect(effectRow(setup.store, stranded.compensationEffectId).status).toBe("intent");
     expect(commandRow(setup.store, stranded.commandId).status).toBe("failed");
     const other = await connectDriver(setup.runtime, "driver-b");
-    const again = await setup.runtime.operator.compensate(original.effectId, { ...AUDIT, driverInstanceId: other.instance.id });
+    const again = await setup.runtime.operator.compensate(
+      original.effectId,
+      { ...AUDIT, driverInstanceId: other.instance.id },
+      operatorNamed("alice"),
+    );
     await executeNextCommand(setup, other);
     expect(effectRow(setup.store, again.compensationEffectId).status).toBe("succeeded");
     expect(setup.provider.stats().writes[stranded.idempotencyKey]).toBeUndefined();
@@ -274,7 +302,7 @@ describe("compensation: an explicit, declared, operator-started write through th
     s = await createFixtureProviderWorld({ mode: "bound" });
     const setup = s;
     const original = await succeededIssue(setup);
-    const first = await setup.runtime.operator.compensate(original.effectId, AUDIT);
+    const first = await setup.runtime.operator.compensate(original.effectId, AUDIT, operatorNamed("alice"));
     await executeNextCommand(setup, original.driver, { crashAfterCall: true }); // first is executing
     const sql = setup.store.sqlite;
     const copy = sql.prepare("SELECT * FROM external_tool_effects WHERE id = ?").get(first.compensationEffectId) as Record<string, unknown>;
@@ -301,7 +329,11 @@ describe("compensation: an explicit, declared, operator-started write through th
     const setup = s;
     const original = await succeededIssue(setup);
     const other = await connectDriver(setup.runtime, "driver-b");
-    const comp = await setup.runtime.operator.compensate(original.effectId, { ...AUDIT, driverInstanceId: other.instance.id });
+    const comp = await setup.runtime.operator.compensate(
+      original.effectId,
+      { ...AUDIT, driverInstanceId: other.instance.id },
+      operatorNamed("alice"),
+    );
     await executeNextCommand(setup, other);
     await setup.runtime.repair.finalize(other.instance.id, "driver_request");
     await setup.runtime.runs.purgeDriver(other.instance.id);

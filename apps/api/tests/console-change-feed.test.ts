@@ -1,7 +1,7 @@
 import pino from "pino";
 import { describe, expect, it } from "vitest";
 import { EffectChangeFeed, MAX_UNKNOWN_SAMPLES } from "../src/modules/console/application/effect-change-feed.service.js";
-import { createDoubleWorld, dispatchWrite, reconnectDriver } from "./kit/index.js";
+import { createDoubleWorld, dispatchWrite, reconnectDriver, operatorNamed } from "./kit/index.js";
 
 const HOUR = 3_600_000; // the feed's own timer never fires in these tests: they call check() themselves
 
@@ -77,7 +77,7 @@ describe("the console's change feed", () => {
       const m2 = await fx.runtime.operator.changeMarker();
       expect(m2).not.toBe(m1);
       expect((await fx.runtime.operator.stats()).unknownTotal).toBe(1);
-      await fx.runtime.operator.resolve(call.effectId, { outcome: "not_executed", actor: "alice", reason: "checked" });
+      await fx.runtime.operator.resolve(call.effectId, { outcome: "not_executed", reason: "checked" }, operatorNamed("alice"));
       expect(await fx.runtime.operator.changeMarker()).not.toBe(m2);
       expect((await fx.runtime.operator.stats()).unknownTotal).toBe(0);
     } finally {

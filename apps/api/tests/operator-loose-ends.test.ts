@@ -23,13 +23,14 @@ import {
   gateLookups,
   reconnectDriver,
   until,
+  operatorNamed,
 } from "./kit/index.js";
 import { effectRow, ledgerSnapshot } from "./helpers/reconciliation-db.js";
 
 const TOKEN = "operator-token-0123456789";
 const E = "/api/operator/effects";
 const MISSING = "01JDZZZZZZZZZZZZZZZZZZZZZZ";
-const ok = { actor: "alice", reason: "checked the tracker" };
+const ok = { reason: "checked the tracker" };
 let f: DoubleWorld | undefined;
 let dir: string | undefined;
 afterEach(() => {
@@ -110,7 +111,7 @@ describe("contradicted_by_provider: a lookup contradicts how the effect was sett
     const open = gateLookups(fx);
     const sweeping = fx.runtime.reconciler.reconcile(call.effectId, "sweep");
     await until(() => effectRow(fx.store, call.effectId).lease_owner !== null); // its lease is taken: the lookup waits at the gate
-    await fx.runtime.operator.resolve(call.effectId, { outcome: "not_executed", actor: "alice", reason: "nothing in the tracker" });
+    await fx.runtime.operator.resolve(call.effectId, { outcome: "not_executed", reason: "nothing in the tracker" }, operatorNamed("alice"));
     const versionAfterResolve = effectRow(fx.store, call.effectId).version;
     open();
     expect((await sweeping).kind).toBe("superseded");
@@ -141,12 +142,15 @@ describe("contradicted_by_provider: a lookup contradicts how the effect was sett
     const open = gateLookups(fx);
     const sweeping = fx.runtime.reconciler.reconcile(call.effectId, "sweep");
     await until(() => effectRow(fx.store, call.effectId).lease_owner !== null); // its lease is taken: the lookup waits at the gate
-    await fx.runtime.operator.resolve(call.effectId, {
-      outcome: "succeeded",
-      result: { content: [{ type: "text", text: "Created issue #1" }] },
-      actor: "bob",
-      reason: "I think it went through",
-    });
+    await fx.runtime.operator.resolve(
+      call.effectId,
+      {
+        outcome: "succeeded",
+        result: { content: [{ type: "text", text: "Created issue #1" }] },
+        reason: "I think it went through",
+      },
+      operatorNamed("bob"),
+    );
     open();
     expect((await sweeping).kind).toBe("superseded");
     expect(effectRow(fx.store, call.effectId)).toMatchObject({
@@ -162,11 +166,15 @@ describe("contradicted_by_provider: a lookup contradicts how the effect was sett
     const open = gateLookups(fx);
     const sweeping = fx.runtime.reconciler.reconcile(call.effectId, "sweep");
     await until(() => effectRow(fx.store, call.effectId).lease_owner !== null); // its lease is taken: the lookup waits at the gate
-    await fx.runtime.operator.resolve(call.effectId, {
-      outcome: "succeeded",
-      result: { content: [{ type: "text", text: "Created issue #1" }] },
-      ...ok,
-    });
+    await fx.runtime.operator.resolve(
+      call.effectId,
+      {
+        outcome: "succeeded",
+        result: { content: [{ type: "text", text: "Created issue #1" }] },
+        ...ok,
+      },
+      operatorNamed("alice"),
+    );
     open();
     expect((await sweeping).kind).toBe("superseded");
     expect(effectRow(fx.store, call.effectId).operator_attention).toBeNull();
@@ -230,7 +238,7 @@ describe("refused operator actions are audited and change nothing else", () => {
     });
     const before = ledgerSnapshot(fx.store);
     await expect(
-      fx.runtime.operator.compensate(call.effectId, { actor: "carol", reason: "customer asked for an undo" }),
+      fx.runtime.operator.compensate(call.effectId, { reason: "customer asked for an undo" }, operatorNamed("carol")),
     ).rejects.toMatchObject({ code: "compensation.not_declared" });
     expect(ledgerSnapshot(fx.store)).toEqual(before);
     expect(refusals(fx)).toEqual([

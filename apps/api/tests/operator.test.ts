@@ -10,6 +10,7 @@ import {
   gateLookups,
   reconnectDriver,
   until,
+  operatorNamed,
 } from "./kit/index.js";
 import { effectRow, ledgerSnapshot, reconciliationRecords } from "./helpers/reconciliation-db.js";
 
@@ -61,7 +62,7 @@ function http(runtime: Runtime, opts: { token?: string; configured?: string | un
 }
 
 const E = "/api/operator/effects";
-const ok = { actor: "alice", reason: "checked the tracker" };
+const ok = { reason: "checked the tracker" };
 
 describe("operator routes: gating", () => {
   it("with MOSOO_EFFECT_RECONCILIATION off every route answers 404 feature.disabled to the operator, 401 without a token", async () => {
@@ -321,7 +322,7 @@ describe("operator routes: reconcile now", () => {
     const { fx, call, open } = await committedUnknownWithGatedLookup();
     const sweeping = fx.runtime.reconciler.reconcile(call.effectId, "sweep");
     await until(() => effectRow(fx.store, call.effectId).lease_owner !== null); // its lease is taken: the lookup waits at the gate
-    const byOperator = await fx.runtime.operator.reconcile(call.effectId, ok);
+    const byOperator = await fx.runtime.operator.reconcile(call.effectId, ok, operatorNamed("alice"));
     expect(byOperator.outcome).toBe("superseded");
     // it changed nothing, so its audit row says unknown -> unknown whatever happens next
     expect((await fx.runtime.operator.show(call.effectId)).operatorActions).toEqual([
@@ -341,7 +342,7 @@ describe("operator resolve racing a reconciler", () => {
     const { fx, call, open } = await committedUnknownWithGatedLookup();
     const sweeping = fx.runtime.reconciler.reconcile(call.effectId, "sweep");
     await until(() => effectRow(fx.store, call.effectId).lease_owner !== null); // its lease is taken: the lookup waits at the gate
-    await fx.runtime.operator.resolve(call.effectId, { outcome: "not_executed", actor: "alice", reason: "override" });
+    await fx.runtime.operator.resolve(call.effectId, { outcome: "not_executed", reason: "override" }, operatorNamed("alice"));
     open();
     expect((await sweeping).kind).toBe("superseded");
     expect(effectRow(fx.store, call.effectId)).toMatchObject({ status: "not_executed", resolution: "operator", lease_owner: null });

@@ -24,10 +24,11 @@ import {
   type DoubleWorldOptions,
   type OpenedStore,
   type StoreKind,
+  operatorNamed,
 } from "./kit/index.js";
 import { attemptsOf, commandOf, commandsOfDriver, effectOf, eventsOf, operatorActionsOf, reconciliationsOf } from "./helpers/store-rows.js";
 
-const AUDIT = { actor: "alice", reason: "checked the tracker" };
+const AUDIT = { reason: "checked the tracker" };
 
 /** The error code a rejected promise carries (RuntimeError code, else the store error's code, else its message). */
 async function failureOf(p: Promise<unknown>): Promise<string> {
@@ -281,13 +282,15 @@ describe.each(STORE_KINDS)("shared store suite on %s", (kind: StoreKind) => {
       attempt: 1,
       reason: "lost",
     });
-    await f.runtime.operator.resolve(call.effectId, { outcome: "not_executed", ...AUDIT });
+    await f.runtime.operator.resolve(call.effectId, { outcome: "not_executed", ...AUDIT }, operatorNamed("alice"));
     expect(await effectOf(f.store, call.effectId)).toMatchObject({ status: "not_executed", resolution: "operator" });
     const actions = await operatorActionsOf(f.store, call.effectId);
     expect(actions).toHaveLength(1);
     expect(actions[0]).toMatchObject({ action: "resolve", actor: "alice", statusBefore: "unknown", statusAfter: "not_executed" });
     expect(
-      await failureOf(f.runtime.operator.resolve(call.effectId, { outcome: "succeeded", result: { outputText: "x" }, ...AUDIT })),
+      await failureOf(
+        f.runtime.operator.resolve(call.effectId, { outcome: "succeeded", result: { outputText: "x" }, ...AUDIT }, operatorNamed("alice")),
+      ),
     ).not.toBe("no error");
     expect(await effectOf(f.store, call.effectId)).toMatchObject({ status: "not_executed" });
   });
@@ -313,12 +316,12 @@ describe.each(STORE_KINDS)("shared store suite on %s", (kind: StoreKind) => {
       result: await resultOf(f, call),
       receipt: null,
     });
-    const queued = await f.runtime.operator.compensate(call.effectId, AUDIT);
+    const queued = await f.runtime.operator.compensate(call.effectId, AUDIT, operatorNamed("alice"));
     expect(queued).toMatchObject({ toolName: "closeIssue", driverInstanceId: call.driver.instance.id });
     expect(await effectOf(f.store, queued.compensationEffectId)).toMatchObject({ status: "intent", compensatesEffectId: call.effectId });
     expect((await commandOf(f.store, queued.commandId))?.status).toBe("queued");
     expect((await operatorActionsOf(f.store, call.effectId)).map((a) => a.action)).toEqual(["compensate"]);
-    expect(await failureOf(f.runtime.operator.compensate(call.effectId, AUDIT))).toBe("compensation.exists");
+    expect(await failureOf(f.runtime.operator.compensate(call.effectId, AUDIT, operatorNamed("alice")))).toBe("compensation.exists");
     const next = await deliverAcceptClaim(f.runtime, call.driver);
     expect(next.claim).toMatchObject({ kind: "execute", effectId: queued.compensationEffectId });
   });
@@ -342,7 +345,7 @@ describe.each(STORE_KINDS)("shared store suite on %s", (kind: StoreKind) => {
       attempt: 1,
       reason: "lost",
     });
-    await f.runtime.operator.resolve(call.effectId, { outcome: "not_executed", ...AUDIT });
+    await f.runtime.operator.resolve(call.effectId, { outcome: "not_executed", ...AUDIT }, operatorNamed("alice"));
     await f.runtime.repair.finalize(call.driver.instance.id, "driver_request");
     await f.runtime.runs.purgeDriver(call.driver.instance.id);
     expect(await effectOf(f.store, call.effectId)).toBeUndefined();

@@ -86,7 +86,13 @@ export const ApiEnvSchema = z.object({
   MOSOO_ADAPTER_HEAP_MB: strictIntegerString(16, 4_096).default(64),
   // Bound on loading and building one bound adapter in its worker at startup (module import + create()).
   MOSOO_ADAPTER_LOAD_TIMEOUT_MS: strictIntegerString(1_000, 120_000).default(15_000),
+  // Operator credentials (docs/DESIGN.md §10): the token is one credential with every scope; the file holds named,
+  // scoped ones (see the API's operator-credentials.contract.ts); both may be set.
   MOSOO_OPERATOR_TOKEN: bearerSecretString().optional(),
+  MOSOO_OPERATOR_TOKEN_NAME: z.string().min(1).default("operator"),
+  MOSOO_OPERATOR_CREDENTIALS_FILE: z.string().min(1).optional(),
+  // Refused operator credentials (console sign-in, operator bearer) per client address per minute; past it, 429.
+  MOSOO_OPERATOR_AUTH_FAILURES: strictIntegerString(1, 100_000).default(10),
   // Credentials of the run API and of Driver registration (docs/DESIGN.md §10); see the API's api-keys.contract.ts.
   MOSOO_API_KEYS: z.string().optional(),
   MOSOO_API_KEYS_FILE: z.string().min(1).optional(),

@@ -64,6 +64,8 @@ export type {
   OperatorAction,
   OperatorRefusalCode,
 } from "./statuses.contract.js";
+export { OPERATOR_SCOPES } from "./reconciliation-records.contract.js";
+export type { OperatorScope } from "./reconciliation-records.contract.js";
 export { MAX_PROVIDER_RECEIPT_BYTES, MAX_ARGUMENTS_BYTES } from "./limits.contract.js";
 export { EffectClaimSchema, SendWithinMsSchema, sendDeadlinePassed } from "./effect-claim.contract.js";
 export type { EffectClaim } from "./effect-claim.contract.js";

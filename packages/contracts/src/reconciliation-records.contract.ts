@@ -49,6 +49,16 @@ export const OPERATOR_ACTIONS = ["lookup", "resolve", "compensate"] as const;
 export type OperatorAction = (typeof OPERATOR_ACTIONS)[number];
 
 /**
+ * What an operator credential may do (docs/DESIGN.md §7, §10): `read` lists and shows effects (and
+ * reads `/metrics`), `reconcile` asks for a lookup now, `resolve` settles an `unknown` effect by hand,
+ * `compensate` requests a declared compensation. A credential holding all four is a full operator
+ * (it may also delete runs, sessions and finalized Drivers, and register any Driver).
+ */
+export const OPERATOR_SCOPES = ["read", "reconcile", "resolve", "compensate"] as const;
+/** See {@link OPERATOR_SCOPES}. */
+export type OperatorScope = (typeof OPERATOR_SCOPES)[number];
+
+/**
  * Why the operator service refused an action (the stable error codes it throws, docs/DESIGN.md §9):
  * the refusal is audited in `effect_operator_refusals` with this code as its `outcome`.
  * The DB CHECK `effect_operator_refusals_outcome_check` lists the same values.
@@ -63,6 +73,8 @@ export const OPERATOR_REFUSAL_CODES = [
   "compensation.exists",
   "compensation.driver_unavailable",
   "driver.not_found",
+  // the operator credential lacks the action's scope (reconcile, resolve, compensate)
+  "auth.scope",
 ] as const;
 /** See {@link OPERATOR_REFUSAL_CODES}. */
 export type OperatorRefusalCode = (typeof OPERATOR_REFUSAL_CODES)[number];

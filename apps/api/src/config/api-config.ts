@@ -2,6 +2,8 @@ import { resolve } from "node:path";
 import { z } from "zod";
 import { ApiEnvSchema } from "@mosoo/contracts";
 import { parseApiKeysEnv, readApiKeysFile, type ApiKey } from "./api-keys.contract.js";
+import { loadOperatorCredentials } from "./operator-credentials.contract.js";
+import type { OperatorCredentials } from "../modules/operator/domain/operator-credential.js";
 export { unknownMosooEnvNames } from "@mosoo/contracts";
 
 /**
@@ -29,6 +31,16 @@ export interface AuthConfig {
   driverRegisterPerMinute: number;
   /** A Driver registration that never connected is purged by the maintenance sweep this long (ms) after registering. */
   driverUnconnectedTtlMs: number;
+  /**
+   * The operator credentials (`MOSOO_OPERATOR_TOKEN`, `MOSOO_OPERATOR_CREDENTIALS_FILE`), held as
+   * sha-256 digests; none configured: the operator routes answer 403 `auth.operator_disabled` and the console is off.
+   */
+  operators: OperatorCredentials;
+  /**
+   * Refused operator credentials (console sign-in, operator bearer) per client address per 60 s
+   * (`MOSOO_OPERATOR_AUTH_FAILURES`); past it such a refusal answers 429 `request.rate_limited`.
+   */
+  operatorAuthFailuresPerMinute: number;
 }
 
 /** True for a host name or address that only this machine can reach (127.0.0.0/8, ::1, localhost). */
@@ -58,10 +70,8 @@ export interface ApiConfig {
   sendDeadlineMs: number;
   sweepIntervalMs: number;
   logLevel: z.infer<typeof ApiConfigSchema>["MOSOO_LOG_LEVEL"];
-  /** Credentials of the run API, Driver registration and `/metrics`. */
+  /** Credentials of the run API, the operators, Driver registration and `/metrics`. */
   auth: AuthConfig;
-  /** Bearer token of the operator routes (`/api/operator/*`, only with reconciliation on); without it they answer 403 `auth.operator_disabled`. */
-  operatorToken: string | undefined;
   /** The opt-in reconciliation of unknown effects (docs/DESIGN.md §4–§6); `enabled: false` is exactly the #412 baseline. */
   reconciliation: {
     enabled: boolean;
@@ -81,20 +91,20 @@ export interface ApiConfig {
 }
 
 /**
- * Every credential kind has its own secret (docs/DESIGN.md §10): an API key whose secret is the
+ * Every credential kind has its own secret (docs/DESIGN.md §10): an API key whose secret is an
  * operator token or the enrollment token, or an operator token equal to the enrollment token, would
  * let a holder of one credential act as another kind (a run-API client as an operator, a Driver
- * enrollment as an API key). Names the variables, never the secret.
+ * enrollment as an API key). Names the variables (and credential names), never the secret.
  * @throws ConfigError `config.invalid: <variable>: ... reuses the secret of <other variable> ...`.
  */
 function checkSecretsDistinct(
   apiKeys: ApiKey[],
   fromFile: ReadonlySet<string>,
-  operatorToken: string | undefined,
+  operatorTokens: ReadonlyArray<{ token: string; source: string }>,
   enrollmentToken: string | undefined,
 ): void {
   const others: Array<[string, string | undefined]> = [
-    ["MOSOO_OPERATOR_TOKEN", operatorToken],
+    ...operatorTokens.map((o): [string, string] => [o.source, o.token]),
     ["MOSOO_DRIVER_ENROLLMENT_TOKEN", enrollmentToken],
   ];
   for (const key of apiKeys) {
@@ -107,9 +117,10 @@ function checkSecretsDistinct(
       }
     }
   }
-  if (operatorToken !== undefined && operatorToken === enrollmentToken) {
+  const operator = operatorTokens.find((o) => o.token === enrollmentToken);
+  if (operator !== undefined) {
     throw new ConfigError(
-      "config.invalid: MOSOO_DRIVER_ENROLLMENT_TOKEN: reuses the secret of MOSOO_OPERATOR_TOKEN; every credential needs its own secret",
+      `config.invalid: MOSOO_DRIVER_ENROLLMENT_TOKEN: reuses the secret of ${operator.source}; every credential needs its own secret`,
     );
   }
 }
@@ -122,9 +133,10 @@ export class ConfigError extends Error {
 /**
  * Parses the configuration from `env` (usually `process.env`); empty strings count as unset.
  * Relative file paths are resolved against `env.INIT_CWD` (the folder npm was run in) or the cwd.
- * Reads the keys file (`MOSOO_API_KEYS_FILE`) when set.
+ * Reads the keys file (`MOSOO_API_KEYS_FILE`) and the operator credentials file (`MOSOO_OPERATOR_CREDENTIALS_FILE`) when set.
  * @throws ConfigError on the first invalid variable (secrets are never echoed), a keys file that
- *   cannot be read or fails its schema, an empty `MOSOO_API_KEYS` entry, a secret shared by two
+ *   cannot be read or fails its schema, an empty `MOSOO_API_KEYS` entry, an operator credential that is
+ *   weak, malformed or duplicated (name or token; see `loadOperatorCredentials`), a secret shared by two
  *   credential kinds (API key, operator token, enrollment token), a non-loopback `MOSOO_HOST` without any API key (docs/DESIGN.md §10),
  *   `MOSOO_DB_FILE` and `MOSOO_DATABASE_URL` both set, or `MOSOO_DATABASE_POOL_SIZE` without `MOSOO_DATABASE_URL`.
  */
@@ -174,7 +186,13 @@ export function loadApiConfig(env: Record<string, string | undefined>): ApiConfi
       fileKeyNames.add(k.name);
     }
   }
-  checkSecretsDistinct(apiKeys, fileKeyNames, c.MOSOO_OPERATOR_TOKEN, c.MOSOO_DRIVER_ENROLLMENT_TOKEN);
+  const operators = loadOperatorCredentials({
+    token: c.MOSOO_OPERATOR_TOKEN,
+    tokenName: c.MOSOO_OPERATOR_TOKEN_NAME,
+    file: c.MOSOO_OPERATOR_CREDENTIALS_FILE === undefined ? undefined : resolve(base, c.MOSOO_OPERATOR_CREDENTIALS_FILE),
+  });
+  if ("error" in operators) throw new ConfigError(`config.invalid: ${operators.error}`);
+  checkSecretsDistinct(apiKeys, fileKeyNames, operators.tokens, c.MOSOO_DRIVER_ENROLLMENT_TOKEN);
   // Fail closed (docs/DESIGN.md §10): a port other machines can reach is never served without run API keys.
   if (!isLoopbackHost(c.MOSOO_HOST) && apiKeys.length === 0) {
     throw new ConfigError(
@@ -191,13 +209,14 @@ export function loadApiConfig(env: Record<string, string | undefined>): ApiConfi
     sendDeadlineMs: c.MOSOO_SEND_DEADLINE_MS,
     sweepIntervalMs: c.MOSOO_SWEEP_INTERVAL_MS,
     logLevel: c.MOSOO_LOG_LEVEL,
-    operatorToken: c.MOSOO_OPERATOR_TOKEN,
     auth: {
       apiKeys,
       driverEnrollmentToken: c.MOSOO_DRIVER_ENROLLMENT_TOKEN,
       metricsPublic: c.MOSOO_METRICS_PUBLIC === "on",
       driverRegisterPerMinute: c.MOSOO_DRIVER_REGISTER_RATE,
       driverUnconnectedTtlMs: c.MOSOO_DRIVER_UNCONNECTED_TTL_MS,
+      operators: operators.credentials,
+      operatorAuthFailuresPerMinute: c.MOSOO_OPERATOR_AUTH_FAILURES,
     },
     reconciliation: {
       enabled: c.MOSOO_EFFECT_RECONCILIATION === "on",

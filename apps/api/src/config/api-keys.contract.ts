@@ -65,7 +65,8 @@ function checkUnique(keys: ApiKey[], fail: (message: string) => void): void {
   }
 }
 
-function oneLine(error: z.ZodError): string {
+/** The first issue of a zod error as one line: `path: message` (never the rejected value). */
+export function firstIssueLine(error: z.ZodError): string {
   const issue = error.issues[0];
   if (!issue) return "invalid";
   return issue.path.length > 0 ? `${issue.path.join(".")}: ${issue.message}` : issue.message;
@@ -89,7 +90,7 @@ export function parseApiKeysEnv(value: string): { keys: ApiKey[] } | { error: st
     if (first < 0 || second < 0) return { error: `entry ${i + 1}: expected name:secret:scope+scope` };
     const candidate = { name: entry.slice(0, first), secret: entry.slice(first + 1, second), scopes: entry.slice(second + 1).split("+") };
     const parsed = ApiKeySchema.safeParse(candidate);
-    if (!parsed.success) return { error: `entry ${i + 1}: ${oneLine(parsed.error)}` };
+    if (!parsed.success) return { error: `entry ${i + 1}: ${firstIssueLine(parsed.error)}` };
     keys.push(parsed.data);
   }
   let dup: string | undefined;
@@ -98,26 +99,34 @@ export function parseApiKeysEnv(value: string): { keys: ApiKey[] } | { error: st
 }
 
 /**
- * Reads and validates the keys file (see {@link ApiKeysFileSchema}); at most 1 MiB.
- * @returns the keys, or a one-line reason (`cannot read ...: ENOENT`, `not valid JSON`, the first zod issue).
+ * Reads a JSON configuration file of at most 1 MiB (only a regular file: a FIFO or a device would block the read).
+ * @returns the parsed JSON, or a one-line reason (`cannot read ...: ENOENT`, `... is not a regular file`,
+ *   `... is larger than 1 MiB`, `... is not valid JSON`); never the file's content.
  */
-export function readApiKeysFile(path: string): { keys: ApiKey[] } | { error: string } {
+export function readJsonConfigFile(path: string): { json: unknown } | { error: string } {
   let text: string;
   try {
-    // a FIFO or a device would block the read: only a regular file is read
     if (!statSync(path).isFile()) return { error: `${path} is not a regular file` };
     text = readFileSync(path, "utf8");
   } catch (err) {
     return { error: `cannot read ${path}: ${(err as NodeJS.ErrnoException).code ?? "EIO"}` };
   }
   if (text.length > 1024 * 1024) return { error: `${path} is larger than 1 MiB` };
-  let json: unknown;
   try {
-    json = JSON.parse(text);
+    return { json: JSON.parse(text) as unknown };
   } catch {
     return { error: `${path} is not valid JSON` };
   }
-  const parsed = ApiKeysFileSchema.safeParse(json);
-  if (!parsed.success) return { error: `${path}: ${oneLine(parsed.error)}` };
+}
+
+/**
+ * Reads and validates the keys file (see {@link ApiKeysFileSchema}); at most 1 MiB.
+ * @returns the keys, or a one-line reason (`cannot read ...: ENOENT`, `not valid JSON`, the first zod issue).
+ */
+export function readApiKeysFile(path: string): { keys: ApiKey[] } | { error: string } {
+  const read = readJsonConfigFile(path);
+  if ("error" in read) return read;
+  const parsed = ApiKeysFileSchema.safeParse(read.json);
+  if (!parsed.success) return { error: `${path}: ${firstIssueLine(parsed.error)}` };
   return { keys: parsed.data.keys };
 }

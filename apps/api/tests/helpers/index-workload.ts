@@ -28,6 +28,7 @@ import {
   executeNextCommand,
   type DoubleWorld,
   type HttpApp,
+  operatorNamed,
 } from "../kit/index.js";
 import { defaultCredential, requestJson, TEST_AUTH, TEST_SECRETS } from "./http-call.js";
 import type { SqlCapture } from "./sql-capture.js";
@@ -121,7 +122,7 @@ function operatorCall(app: HttpApp): Call {
   return (method, path, body) => requestJson(app, method, path, body, TEST_SECRETS.operatorToken);
 }
 
-const AUDIT = { actor: "alice", reason: "index workload" };
+const AUDIT = { reason: "index workload" };
 
 /** The provider double commits the write under `key` (the Driver's call reached it; asserted). */
 async function commit(fx: DoubleWorld, key: string, args: Record<string, unknown>): Promise<void> {
@@ -289,7 +290,7 @@ async function compensationPath(capture: SqlCapture): Promise<void> {
     const { runId } = await s.runtime.runs.createRun({ driverInstanceId: driver.instance.id });
     await s.runtime.runs.enqueueToolCall(runId, { serverId: "tracker", toolName: "createIssue", arguments: { title: "u", body: "v" } });
     const created = await executeNextCommand(s, driver);
-    await s.runtime.operator.compensate(created.effectId, AUDIT);
+    await s.runtime.operator.compensate(created.effectId, AUDIT, operatorNamed("alice"));
     await executeNextCommand(s, driver);
     await s.runtime.operator.show(created.effectId);
   } finally {

@@ -1,3 +1,4 @@
+import { operatorNamed } from "../kit/index.js";
 /**
  * The one place where tests call the operator surface (`OperatorService`) as an operator would.
  * When the operator API changes, adapt these two functions, not the tests that use them.
@@ -5,11 +6,11 @@
 import type { McpToolResult } from "@mosoo/contracts";
 import type { Runtime } from "../../src/composition-root.js";
 
-const AUDIT = { actor: "model-operator", reason: "checked at the provider" };
+const AUDIT = { reason: "checked at the provider" };
 
 /** The operator triggers a lookup now. Resolves to the reconcile outcome kind; throws RuntimeError (`effect.not_found`, `effect.not_reconcilable`). */
 export async function operatorLookup(runtime: Runtime, effectId: string): Promise<string> {
-  return (await runtime.operator.reconcile(effectId, AUDIT)).outcome;
+  return (await runtime.operator.reconcile(effectId, AUDIT, operatorNamed("model-operator"))).outcome;
 }
 
 /**
@@ -22,8 +23,13 @@ export async function operatorResolve(
   effectId: string,
   outcome: { succeeded: McpToolResult } | "not_executed",
 ): Promise<string> {
-  if (outcome === "not_executed") return (await runtime.operator.resolve(effectId, { outcome: "not_executed", ...AUDIT })).status;
+  if (outcome === "not_executed")
+    return (await runtime.operator.resolve(effectId, { outcome: "not_executed", ...AUDIT }, operatorNamed("model-operator"))).status;
   return (
-    await runtime.operator.resolve(effectId, { outcome: "succeeded", result: outcome.succeeded as Record<string, unknown>, ...AUDIT })
+    await runtime.operator.resolve(
+      effectId,
+      { outcome: "succeeded", result: outcome.succeeded as Record<string, unknown>, ...AUDIT },
+      operatorNamed("model-operator"),
+    )
   ).status;
 }

@@ -76,7 +76,7 @@ async function openClient(g: GlobalOptions, env: NodeJS.ProcessEnv): Promise<Ope
     const store =
       g.databaseUrl !== undefined ? { MOSOO_DATABASE_URL: g.databaseUrl } : { MOSOO_DB_FILE: g.db, MOSOO_DATABASE_URL: undefined };
     try {
-      return await localOperatorClient(loadApiConfig({ ...env, ...store }));
+      return await localOperatorClient(loadApiConfig({ ...env, ...store }), g.token);
     } catch (err) {
       if (err instanceof ConfigError) throw new CliFailure(EXIT.badInput, err.message);
       if (err instanceof OperatorClientError) throw new CliFailure(EXIT.refused, `${err.code}: ${err.message}`);
@@ -119,7 +119,12 @@ export function buildEffectsCli(
         .default("http://127.0.0.1:8787")
         .argParser(httpUrl),
     )
-    .addOption(new Option("--token <token>", "operator token, the API's MOSOO_OPERATOR_TOKEN").env("MOSOO_OPERATOR_TOKEN"))
+    .addOption(
+      new Option(
+        "--token <token>",
+        "your operator token (MOSOO_OPERATOR_TOKEN or one of the operator credentials file); its credential's name is recorded as the actor",
+      ).env("MOSOO_OPERATOR_TOKEN"),
+    )
     .option("--json", "print the service's JSON instead of tables")
     .addHelpText(
       "after",
@@ -130,9 +135,14 @@ export function buildEffectsCli(
         "  npm run effects -- --database-url postgres://mosoo@db.internal:5432/mosoo list   (or MOSOO_DATABASE_URL=...)",
         "  npm run effects -- list --status unknown --server tracker --older-than 15m",
         "  npm run effects -- show 01J...",
-        '  npm run effects -- reconcile 01J... --actor alice --reason "provider was down"',
-        '  npm run effects -- resolve 01J... --outcome succeeded --output-text "Created issue #7" --provider-operation-id 01J... --actor alice --reason "found it in the tracker"',
-        '  npm run effects -- compensate 01J... --actor alice --reason "duplicate issue"',
+        '  npm run effects -- reconcile 01J... --reason "provider was down"',
+        '  npm run effects -- resolve 01J... --outcome succeeded --output-text "Created issue #7" --provider-operation-id 01J... --reason "found it in the tracker"',
+        '  npm run effects -- compensate 01J... --reason "duplicate issue"',
+        "",
+        "Who acts is the name of the operator credential whose token you pass (--token or MOSOO_OPERATOR_TOKEN), never a flag;",
+        "each action needs that credential's scope (reconcile, resolve, compensate; list and show need read).",
+        "With --db or --database-url, list and show need no token; an action needs a token of an operator credential",
+        "configured in this environment (the API's MOSOO_OPERATOR_TOKEN or MOSOO_OPERATOR_CREDENTIALS_FILE).",
         "",
         "Exit codes: 0 done, 1 refused by the service or the API unreachable (one line: code and message), 2 bad input.",
         "With --db or --database-url, a compensation is queued in the store; a Driver polling a running API picks it up at its next poll (up to ~25 s).",
@@ -165,8 +175,12 @@ export function buildEffectsCli(
   };
   const audit = (cmd: Command) =>
     cmd
-      .requiredOption("--actor <name>", "who acts (recorded in the audit trail)", nonBlank)
-      .requiredOption("--reason <text>", "why (recorded in the audit trail)", nonBlank);
+      .requiredOption("--reason <text>", "why (recorded in the audit trail with your credential's name)", nonBlank)
+      .addOption(
+        new Option("--actor <name>").hideHelp().argParser(() => {
+          throw new InvalidArgumentError("is gone: the actor is the name of the operator credential of --token; put notes in --reason");
+        }),
+      );
 
   program
     .command("list")
@@ -224,9 +238,7 @@ export function buildEffectsCli(
       .command("reconcile")
       .description("look an unknown effect up now through its bound adapter (the same path as the sweep)")
       .argument("<effectId>"),
-  ).action(async (id: string, o: { actor: string; reason: string }) =>
-    run((c) => c.reconcile(id, { actor: o.actor, reason: o.reason }), renderReconcile),
-  );
+  ).action(async (id: string, o: { reason: string }) => run((c) => c.reconcile(id, { reason: o.reason }), renderReconcile));
   audit(
     program
       .command("resolve")
@@ -254,11 +266,10 @@ export function buildEffectsCli(
         isError?: boolean;
         providerOperationId?: string;
         receiptJson?: unknown;
-        actor: string;
         reason: string;
       },
     ) => {
-      let body: Record<string, unknown> = { outcome: o.outcome, actor: o.actor, reason: o.reason };
+      let body: Record<string, unknown> = { outcome: o.outcome, reason: o.reason };
       if (o.outcome === "succeeded") {
         if ((o.outputText === undefined) === (o.resultJson === undefined))
           throw new CliFailure(EXIT.badInput, "--outcome succeeded needs exactly one of --output-text or --result-json");
@@ -288,11 +299,8 @@ export function buildEffectsCli(
       .description("run the compensating action the adapter declares for a succeeded effect, as a new effect with its own key")
       .argument("<effectId>")
       .option("--driver <driverInstanceId>", "queue it to this live Driver instance (default: the effect's own, if still live)"),
-  ).action(async (id: string, o: { driver?: string; actor: string; reason: string }) =>
-    run(
-      (c) => c.compensate(id, { actor: o.actor, reason: o.reason, ...(o.driver ? { driverInstanceId: o.driver } : {}) }),
-      renderCompensate,
-    ),
+  ).action(async (id: string, o: { driver?: string; reason: string }) =>
+    run((c) => c.compensate(id, { reason: o.reason, ...(o.driver ? { driverInstanceId: o.driver } : {}) }), renderCompensate),
   );
   return program;
 }

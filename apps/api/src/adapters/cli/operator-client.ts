@@ -18,6 +18,7 @@ import {
   OperatorResolveRequestSchema,
 } from "../../modules/operator/application/operator.contract.js";
 import { parseOrThrow } from "../http/http-errors.js";
+import type { OperatorIdentity } from "../../modules/operator/domain/operator-credential.js";
 
 /** A refusal from the operator service, wherever it ran: its stable `code` and a one-line `message`. */
 export class OperatorClientError extends Error {
@@ -121,14 +122,36 @@ async function assertMosooDatabase(store: Store): Promise<void> {
  * with the reconciliation settings of `config` (the same environment variables as the API, so the
  * same flag and adapter bindings). Safe next to a running API on the same file (every write is a
  * `BEGIN IMMEDIATE` compare-and-set); a queued compensation is picked up at the Driver's next poll.
+ * Reads (`list`, `show`) need no credential (whoever opens the store can read it); an action
+ * (`reconcile`, `resolve`, `compensate`) is taken as the operator credential of `token`, checked
+ * against the credentials `config` names (`MOSOO_OPERATOR_TOKEN`, `MOSOO_OPERATOR_CREDENTIALS_FILE`,
+ * the API's variables), whose name is the audit actor and whose scopes apply as over HTTP.
  * Adapters run in the isolated adapter host (worker threads), as in the API; `close()` ends it.
  * @throws ConfigError `config.invalid: MOSOO_DB_FILE: ...` when the path is not a usable store file
  *   (`checkDbFilePath`: a FIFO, a directory, under /proc, not SQLite); `config.invalid: MOSOO_DATABASE_URL: ...`
  *   when the PostgreSQL server cannot be reached or refuses (the URL never echoed);
  *   OperatorClientError `store.not_found` when the file does not exist, `store.not_mosoo` when it
- *   is not a Mosoo store; the service's codes (and `request.invalid` for a malformed id) from each method.
+ *   is not a Mosoo store, `auth.invalid_token` when `token` matches no configured operator credential;
+ *   from each action without `token` `auth.missing_token`; the service's codes (and `request.invalid`
+ *   for a malformed id) from each method.
  */
-export async function localOperatorClient(config: ApiConfig): Promise<OperatorClient> {
+export async function localOperatorClient(config: ApiConfig, token?: string): Promise<OperatorClient> {
+  let by: OperatorIdentity | undefined;
+  if (token !== undefined) {
+    by = config.auth.operators.identify(token);
+    if (!by)
+      throw new OperatorClientError(
+        "auth.invalid_token",
+        "the token matches no operator credential of this environment (MOSOO_OPERATOR_TOKEN, MOSOO_OPERATOR_CREDENTIALS_FILE)",
+      );
+  }
+  const operatorOf = (): OperatorIdentity => {
+    if (by) return by;
+    throw new OperatorClientError(
+      "auth.missing_token",
+      "an action is taken as an operator credential: pass --token (or set MOSOO_OPERATOR_TOKEN) with one configured in this environment",
+    );
+  };
   if (config.databaseUrl === undefined) {
     if (!existsSync(config.dbFile)) throw new OperatorClientError("store.not_found", `no database at ${config.dbFile}`);
     checkDbFilePath(config.dbFile); // a FIFO, a directory, /proc...: one line, never a hang (issue 10)
@@ -175,9 +198,11 @@ export async function localOperatorClient(config: ApiConfig): Promise<OperatorCl
   return {
     list: (query) => wrap(() => op.list(parseOrThrow(OperatorListQuerySchema, query))),
     show: (id) => wrap(() => op.show(parseOrThrow(UlidSchema, id))),
-    reconcile: (id, body) => wrap(() => op.reconcile(parseOrThrow(UlidSchema, id), parseOrThrow(OperatorReconcileRequestSchema, body))),
-    resolve: (id, body) => wrap(() => op.resolve(parseOrThrow(UlidSchema, id), parseOrThrow(OperatorResolveRequestSchema, body))),
-    compensate: (id, body) => wrap(() => op.compensate(parseOrThrow(UlidSchema, id), parseOrThrow(OperatorCompensateRequestSchema, body))),
+    reconcile: (id, body) =>
+      wrap(() => op.reconcile(parseOrThrow(UlidSchema, id), parseOrThrow(OperatorReconcileRequestSchema, body), operatorOf())),
+    resolve: (id, body) => wrap(() => op.resolve(parseOrThrow(UlidSchema, id), parseOrThrow(OperatorResolveRequestSchema, body), operatorOf())),
+    compensate: (id, body) =>
+      wrap(() => op.compensate(parseOrThrow(UlidSchema, id), parseOrThrow(OperatorCompensateRequestSchema, body), operatorOf())),
     close: async () => {
       await host.close();
       await store.close();

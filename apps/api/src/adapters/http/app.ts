@@ -3,7 +3,8 @@ import { bodyLimit } from "hono/body-limit";
 import type { Logger } from "pino";
 import { MAX_BODY_BYTES, SYSTEM_API } from "@mosoo/contracts";
 import type { Runtime } from "../../composition-root.js";
-import { CredentialGuard, type AuthEnv, type HttpAuthOptions } from "./credential-guard.js";
+import { CredentialGuard, operatorCredentialsOf, type AuthEnv, type HttpAuthOptions } from "./credential-guard.js";
+import { OperatorAuthBudget } from "./operator-auth-budget.js";
 import { driverRoutes } from "./driver.routes.js";
 import { RegistrationRateLimit } from "./registration-rate-limit.js";
 import { isJsonContentType, toErrorResponse } from "./http-errors.js";
@@ -20,8 +21,10 @@ export { MAX_BODY_BYTES };
 export interface HttpAppOptions extends HttpAuthOptions {
   /** Driver registrations per client address per minute (default 30). */
   driverRegisterPerMinute?: number | undefined;
-  /** The operator console's options but its token (it signs in with `operatorToken`). */
-  console?: Omit<ConsoleOptions, "operatorToken">;
+  /** Refused operator credentials per client address per minute (console sign-in and operator bearer; default 10). */
+  operatorAuthFailuresPerMinute?: number | undefined;
+  /** The operator console's options but its credentials (it signs in with the operator credentials) and budget. */
+  console?: Omit<ConsoleOptions, "operators" | "authBudget">;
 }
 
 /**
@@ -36,10 +39,10 @@ function hasBody(req: Request): boolean {
 
 /**
  * The API's HTTP application (hono), every JSON route mounted from `API_ROUTES` of `@mosoo/contracts`: `GET /health` (open), `GET /metrics` (Prometheus text; open only
- * with `metricsPublic`, else the operator token or a `metrics:read` key), the run API (API keys with
+ * with `metricsPublic`, else an operator credential with `read` or a `metrics:read` key), the run API (API keys with
  * scopes), the Driver protocol (enrollment token, then each instance's own token), and the operator
- * routes (operator token), and the operator console at `/console` (its own sign-in with the operator
- * token, session cookie and CSRF token; see `consoleRoutes`; `opts.console` tunes its live-update
+ * routes (named operator credentials with scopes), and the operator console at `/console` (its own sign-in with an operator
+ * token, session cookie and CSRF token; refused operator tokens spend {@link OperatorAuthBudget}; see `consoleRoutes`; `opts.console` tunes its live-update
  * polling). Credentials are checked by {@link CredentialGuard} (docs/DESIGN.md §10). Every
  * error answers `{error: {code, message}}` with a 4xx (503 `store.busy` with `Retry-After` when the
  * store is locked, noted in `runtime.ctx.storeBusy` for the sweep's heartbeat grace; 500 `internal` otherwise), never a stack. Bodies must be `application/json`
@@ -49,6 +52,7 @@ function hasBody(req: Request): boolean {
 export function createHttpApp(runtime: Runtime, logger: Logger, opts: HttpAppOptions = {}): Hono {
   const guard = new CredentialGuard(runtime, opts);
   const limit = new RegistrationRateLimit(opts.driverRegisterPerMinute ?? 30);
+  const operatorBudget = new OperatorAuthBudget(opts.operatorAuthFailuresPerMinute ?? 10, logger);
   const app = new Hono();
   app.onError((err, c) => toErrorResponse(err, c, logger, runtime.ctx.storeBusy));
   // docs/DESIGN.md §10: a body is JSON or it is refused (415) before any route sees it, including routes
@@ -79,8 +83,8 @@ export function createHttpApp(runtime: Runtime, logger: Logger, opts: HttpAppOpt
     c.text(await runtime.metricsRegistry.metrics(), 200, { "content-type": runtime.metricsRegistry.contentType }),
   );
   app.route("/", system);
-  app.route("/", operatorRoutes(runtime, guard));
-  app.route("/", consoleRoutes(runtime, logger, { ...opts.console, operatorToken: opts.operatorToken }).app);
+  app.route("/", operatorRoutes(runtime, guard, operatorBudget));
+  app.route("/", consoleRoutes(runtime, logger, { ...opts.console, operators: operatorCredentialsOf(opts), authBudget: operatorBudget }).app);
   app.route("/", runRoutes(runtime, guard));
   app.route("/", driverRoutes(runtime, guard, limit));
   return app;

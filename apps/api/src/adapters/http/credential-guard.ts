@@ -6,21 +6,33 @@ import type { ApiKey, ApiKeyScope } from "../../config/api-keys.contract.js";
 import { RuntimeError } from "../../modules/ledger/domain/runtime-errors.js";
 import type { Runtime } from "../../composition-root.js";
 import type { DriverInstanceRow } from "../../modules/drivers/application/driver-instance.service.js";
+import {
+  isFullOperator,
+  OperatorCredentials,
+  tokenDigest,
+  type OperatorIdentity,
+} from "../../modules/operator/domain/operator-credential.js";
+import { OPERATOR_SCOPES, type OperatorScope } from "@mosoo/contracts";
 
 /**
- * Who a bearer credential belongs to (docs/DESIGN.md §10): the operator (`MOSOO_OPERATOR_TOKEN`), an
- * API key of the run API (by name, with its scopes), the Driver enrollment token
+ * Who a bearer credential belongs to (docs/DESIGN.md §10): a named operator credential (its name
+ * and scopes: `MOSOO_OPERATOR_TOKEN` or the operator credentials file), an API key of the run API (by name, with its scopes), the Driver enrollment token
  * (`MOSOO_DRIVER_ENROLLMENT_TOKEN`), or one Driver instance (its own token, whatever its status).
  */
 export type Principal =
-  | { kind: "operator" }
+  | { kind: "operator"; operator: OperatorIdentity }
   | { kind: "api_key"; name: string; scopes: readonly ApiKeyScope[]; drivers: readonly string[] | undefined }
   | { kind: "enrollment" }
   | { kind: "driver"; instance: DriverInstanceRow };
 
 /** The credentials the HTTP layer accepts; secrets are held in memory only, as sha-256 digests. */
 export interface HttpAuthOptions {
-  /** `MOSOO_OPERATOR_TOKEN` (operator routes, deletes, `/metrics`, Driver re-registration). */
+  /** The named operator credentials (operator routes and console; a full operator also deletes and registers Drivers). */
+  operators?: OperatorCredentials | undefined;
+  /**
+   * Shorthand for one operator credential named `operator` with every scope (what `MOSOO_OPERATOR_TOKEN`
+   * alone configures); ignored when `operators` is given.
+   */
   operatorToken?: string | undefined;
   /** The run API's keys. */
   apiKeys?: readonly ApiKey[] | undefined;
@@ -34,6 +46,13 @@ export interface HttpAuthOptions {
 export type AuthEnv = { Variables: { principal: Principal; driver: DriverInstanceRow } };
 
 const digest = (s: string): Buffer => createHash("sha256").update(s, "utf8").digest();
+
+/** The operator credentials `opts` configures: `operators`, else `operatorToken` as `operator` with every scope, else none. */
+export function operatorCredentialsOf(opts: Pick<HttpAuthOptions, "operators" | "operatorToken">): OperatorCredentials {
+  if (opts.operators) return opts.operators;
+  if (!opts.operatorToken) return new OperatorCredentials([]);
+  return new OperatorCredentials([{ name: "operator", scopes: OPERATOR_SCOPES, tokenSha256: tokenDigest(opts.operatorToken) }]);
+}
 
 /**
  * Reads `Authorization: Bearer <token>`; the scheme is case-insensitive (`bearer`, `BEARER`), as
@@ -54,11 +73,12 @@ function readBearer(header: string | undefined): string {
  * - 401 `auth.missing_token`: no `Authorization: Bearer` credential;
  * - 401 `auth.invalid_token`: a credential that is none of the configured ones;
  * - 403 `auth.forbidden`: a valid credential of the wrong kind for the route (e.g. a Driver token on the run API);
- * - 403 `auth.scope`: an API key without the route's scope.
+ * - 403 `auth.scope`: an API key without the route's scope, or an operator credential without the
+ *   route's operator scope (`read` for `/metrics`; every scope for deletes and Driver registration).
  * No message says more than the code (which secret was compared, what the key may do).
  */
 export class CredentialGuard {
-  private readonly operator: Buffer | undefined;
+  private readonly operators: OperatorCredentials;
   private readonly enrollment: Buffer | undefined;
   private readonly keys: Array<{ key: ApiKey; hash: Buffer }>;
   private readonly metricsPublic: boolean;
@@ -67,23 +87,23 @@ export class CredentialGuard {
     private readonly runtime: Runtime,
     opts: HttpAuthOptions,
   ) {
-    this.operator = opts.operatorToken ? digest(opts.operatorToken) : undefined;
+    this.operators = operatorCredentialsOf(opts);
     this.enrollment = opts.driverEnrollmentToken ? digest(opts.driverEnrollmentToken) : undefined;
     this.keys = (opts.apiKeys ?? []).map((key) => ({ key, hash: digest(key.secret) }));
     this.metricsPublic = opts.metricsPublic === true;
   }
 
-  /** Whether the operator token is configured (the operator routes answer 403 `auth.operator_disabled` without it). */
+  /** Whether an operator credential is configured (the operator routes answer 403 `auth.operator_disabled` without one). */
   get operatorConfigured(): boolean {
-    return this.operator !== undefined;
+    return this.operators.configured;
   }
 
   /** The principal of `token`, or undefined when it matches no configured secret and no Driver instance. */
   async identify(token: string): Promise<Principal | undefined> {
     const given = digest(token);
-    let found: Principal | undefined;
     // Compare against every secret (no early exit), so the time does not depend on which one matched.
-    if (this.operator && timingSafeEqual(given, this.operator)) found = { kind: "operator" };
+    const operator = this.operators.identify(token);
+    let found: Principal | undefined = operator ? { kind: "operator", operator } : undefined;
     if (this.enrollment && timingSafeEqual(given, this.enrollment)) found ??= { kind: "enrollment" };
     for (const { key, hash } of this.keys) {
       if (timingSafeEqual(given, hash)) found ??= { kind: "api_key", name: key.name, scopes: key.scopes, drivers: key.drivers };
@@ -111,10 +131,13 @@ export class CredentialGuard {
     });
   }
 
-  /** The run API: an API key with `scope` (or, when `operatorToo`, the operator token). */
-  apiKey(scope: ApiKeyScope, operatorToo = false): MiddlewareHandler<AuthEnv> {
+  /**
+   * The run API: an API key with `scope`, or, when `operatorScope` is given, an operator credential
+   * with that operator scope (`full`: every scope).
+   */
+  apiKey(scope: ApiKeyScope, operatorScope?: OperatorScope | "full"): MiddlewareHandler<AuthEnv> {
     return this.guard((p) => {
-      if (operatorToo && p.kind === "operator") return;
+      if (operatorScope !== undefined && p.kind === "operator") return assertOperatorScope(p.operator, operatorScope);
       if (p.kind !== "api_key") throw forbidden();
       if (!p.scopes.includes(scope)) throw new RuntimeError("auth.scope", "the API key lacks the scope this route needs");
     });
@@ -149,16 +172,18 @@ export class CredentialGuard {
   }
 
   /**
-   * `POST /v1/drivers/register`: the enrollment token, the operator token, or a Driver instance's own
-   * token (which may only re-register that instance; the service checks which instance, docs/DESIGN.md §10).
+   * `POST /v1/drivers/register`: the enrollment token, a full operator credential (every scope), or a
+   * Driver instance's own token (which may only re-register that instance; the service checks which
+   * instance, docs/DESIGN.md §10).
    */
   registration(): MiddlewareHandler<AuthEnv> {
     return this.guard((p) => {
       if (p.kind === "api_key") throw forbidden();
+      if (p.kind === "operator") assertOperatorScope(p.operator, "full");
     });
   }
 
-  /** The operator routes: the operator token only. */
+  /** The operator routes: any operator credential (each route then checks its own scope). */
   operatorOnly(): MiddlewareHandler<AuthEnv> {
     return this.guard((p) => {
       if (p.kind !== "operator") throw forbidden();
@@ -181,7 +206,7 @@ export class CredentialGuard {
       case "metrics":
         return [this.metrics()];
       case "api_key":
-        return [this.apiKey(auth.scope, auth.operatorToo === true)];
+        return [this.apiKey(auth.scope, auth.operatorToo === true ? "full" : undefined)];
       case "registration":
         return [this.registration()];
       case "driver":
@@ -191,9 +216,9 @@ export class CredentialGuard {
     }
   }
 
-  /** `GET /metrics`: open with `MOSOO_METRICS_PUBLIC=on`; else the operator token or an API key with `metrics:read`. */
+  /** `GET /metrics`: open with `MOSOO_METRICS_PUBLIC=on`; else an operator credential with `read` or an API key with `metrics:read`. */
   metrics(): MiddlewareHandler<AuthEnv> {
-    const guarded = this.apiKey("metrics:read", true);
+    const guarded = this.apiKey("metrics:read", "read");
     return createMiddleware<AuthEnv>(async (c, next) => (this.metricsPublic ? next() : guarded(c, next)));
   }
 }
@@ -207,6 +232,12 @@ export function assertDriversAllowed(principal: Principal, driverInstanceIds: re
   if (principal.kind !== "api_key" || !principal.drivers) return;
   const allowed = principal.drivers;
   if (driverInstanceIds.some((id) => !allowed.includes(id))) throw forbidden();
+}
+
+/** @throws RuntimeError `auth.scope` (403) when `operator` lacks `scope` (`full`: any of the scopes). */
+function assertOperatorScope(operator: OperatorIdentity, scope: OperatorScope | "full"): void {
+  if (scope === "full" ? !isFullOperator(operator) : !operator.scopes.includes(scope))
+    throw new RuntimeError("auth.scope", "this operator credential lacks the scope this route needs");
 }
 
 function forbidden(): RuntimeError {

@@ -1,4 +1,4 @@
-import { Hono } from "hono";
+import { Hono, type Context } from "hono";
 import { OPERATOR_API } from "@mosoo/contracts";
 import { RuntimeError } from "../../modules/ledger/domain/runtime-errors.js";
 import type { Runtime } from "../../composition-root.js";
@@ -8,30 +8,47 @@ import {
   OperatorReconcileRequestSchema,
   OperatorResolveRequestSchema,
 } from "../../modules/operator/application/operator.contract.js";
+import type { OperatorIdentity } from "../../modules/operator/domain/operator-credential.js";
 import type { AuthEnv, CredentialGuard } from "./credential-guard.js";
+import type { OperatorAuthBudget } from "./operator-auth-budget.js";
 import { mountRoute, type RouteHandler } from "./route-mount.js";
 import { retryingWhenBusy } from "./store-retry.js";
 
+/** The operator credential that authenticated the request (set by the guard of `/api/operator/*`). */
+function operatorOf(c: Context<AuthEnv>): OperatorIdentity {
+  const p = c.get("principal");
+  if (p.kind !== "operator") throw new RuntimeError("auth.forbidden", "this credential may not use this route");
+  return p.operator;
+}
+
 /**
  * The operator routes (`OPERATOR_API` of `@mosoo/contracts`; docs/DESIGN.md §7) over `runtime.operator`, behind
- * `Authorization: Bearer <MOSOO_OPERATOR_TOKEN>` (compared in constant time; without a configured
- * token every route answers 403 `auth.operator_disabled`; any other credential 403 `auth.forbidden`),
- * and, once authenticated, only while `MOSOO_EFFECT_RECONCILIATION` is on (else 404 `feature.disabled`):
- * - `GET /api/operator/effects?status&attention&serverId&toolName&runId&minAgeMs&limit&cursor` → `{effects, nextCursor}` (each with `toolError`);
- * - `GET /api/operator/effects/:id` → the effect with its whole history;
- * - `POST /api/operator/effects/:id/reconcile {actor, reason}`;
- * - `POST /api/operator/effects/:id/resolve {outcome: "succeeded", result, receipt?, actor, reason} | {outcome: "not_executed", actor, reason}`;
- * - `POST /api/operator/effects/:id/compensate {actor, reason, driverInstanceId?}`.
- * Every refusal is a 4xx `{error: {code, message}}` and changes nothing.
+ * `Authorization: Bearer <operator token>` of a named operator credential (compared in constant time;
+ * without any configured credential every route answers 403 `auth.operator_disabled`; any other kind
+ * of credential 403 `auth.forbidden`; a token matching none 401 `auth.invalid_token`, or 429
+ * `request.rate_limited` past the failure budget, see {@link OperatorAuthBudget}), and, once
+ * authenticated, only while `MOSOO_EFFECT_RECONCILIATION` is on (else 404 `feature.disabled`).
+ * The audit `actor` of every action is the credential's name; a body carries only the `reason`
+ * (a body `actor` is refused: 400 `request.invalid`). Each route needs its scope (403 `auth.scope`
+ * otherwise; a refused action is audited under the credential's name):
+ * - `read`: `GET /api/operator/effects?status&attention&serverId&toolName&runId&minAgeMs&limit&cursor` → `{effects, nextCursor}` (each with `toolError`);
+ * - `read`: `GET /api/operator/effects/:id` → the effect with its whole history;
+ * - `reconcile`: `POST /api/operator/effects/:id/reconcile {reason}`;
+ * - `resolve`: `POST /api/operator/effects/:id/resolve {outcome: "succeeded", result, receipt?, reason} | {outcome: "not_executed", reason}`;
+ * - `compensate`: `POST /api/operator/effects/:id/compensate {reason, driverInstanceId?}`.
+ * Every refusal is a 4xx `{error: {code, message}}` and changes nothing but the refusal's audit row.
  */
-export function operatorRoutes(runtime: Runtime, guard: CredentialGuard): Hono<AuthEnv> {
+export function operatorRoutes(runtime: Runtime, guard: CredentialGuard, budget: OperatorAuthBudget): Hono<AuthEnv> {
   const app = new Hono<AuthEnv>();
   app.use("/api/operator/*", async (c, next) => {
     if (!guard.operatorConfigured)
-      throw new RuntimeError("auth.operator_disabled", "the operator routes are off: set MOSOO_OPERATOR_TOKEN");
+      throw new RuntimeError(
+        "auth.operator_disabled",
+        "the operator routes are off: set MOSOO_OPERATOR_TOKEN or MOSOO_OPERATOR_CREDENTIALS_FILE",
+      );
     return next();
   });
-  app.use("/api/operator/*", guard.operatorOnly());
+  app.use("/api/operator/*", budget.bearer(guard.operatorOnly()));
   app.use("/api/operator/*", async (_c, next) => {
     runtime.operator.assertEnabled();
     return next();
@@ -39,19 +56,26 @@ export function operatorRoutes(runtime: Runtime, guard: CredentialGuard): Hono<A
   const on = <R extends (typeof OPERATOR_API)[keyof typeof OPERATOR_API]>(route: R, handler: RouteHandler<AuthEnv, R>) =>
     mountRoute(app, route, guard.forRoute(route.auth), retryingWhenBusy(handler));
   const { operator } = runtime;
-  on(OPERATOR_API.operatorList, async (_c, req) => req.json(await operator.list(req.query(OperatorListQuerySchema))));
-  on(OPERATOR_API.operatorShow, async (_c, req) => req.json(await operator.show(req.param("effectId"))));
-  on(OPERATOR_API.operatorReconcile, async (_c, req) => {
-    const effectId = req.param("effectId");
-    return req.json(await operator.reconcile(effectId, await req.body(OperatorReconcileRequestSchema)));
+  const reader = (c: Context<AuthEnv>) => operator.assertMayRead(operatorOf(c));
+  on(OPERATOR_API.operatorList, async (c, req) => {
+    reader(c);
+    return req.json(await operator.list(req.query(OperatorListQuerySchema)));
   });
-  on(OPERATOR_API.operatorResolve, async (_c, req) => {
-    const effectId = req.param("effectId");
-    return req.json(await operator.resolve(effectId, await req.body(OperatorResolveRequestSchema)));
+  on(OPERATOR_API.operatorShow, async (c, req) => {
+    reader(c);
+    return req.json(await operator.show(req.param("effectId")));
   });
-  on(OPERATOR_API.operatorCompensate, async (_c, req) => {
+  on(OPERATOR_API.operatorReconcile, async (c, req) => {
     const effectId = req.param("effectId");
-    return req.json(await operator.compensate(effectId, await req.body(OperatorCompensateRequestSchema)));
+    return req.json(await operator.reconcile(effectId, await req.body(OperatorReconcileRequestSchema), operatorOf(c)));
+  });
+  on(OPERATOR_API.operatorResolve, async (c, req) => {
+    const effectId = req.param("effectId");
+    return req.json(await operator.resolve(effectId, await req.body(OperatorResolveRequestSchema), operatorOf(c)));
+  });
+  on(OPERATOR_API.operatorCompensate, async (c, req) => {
+    const effectId = req.param("effectId");
+    return req.json(await operator.compensate(effectId, await req.body(OperatorCompensateRequestSchema), operatorOf(c)));
   });
   return app;
 }

@@ -62,7 +62,7 @@ export class RegistrationRateLimit {
 }
 
 /** Spends one point of `key`; the seconds to wait (≥ 1) when the budget is spent, else `undefined`. */
-async function overBudget(limiter: RateLimiterMemory, key: string): Promise<number | undefined> {
+export async function overBudget(limiter: RateLimiterMemory, key: string): Promise<number | undefined> {
   try {
     await limiter.consume(key);
     return undefined;
@@ -72,7 +72,8 @@ async function overBudget(limiter: RateLimiterMemory, key: string): Promise<numb
   }
 }
 
-function tooMany(c: Context, retryAfter: number, what: string): Response {
+/** 429 `request.rate_limited` with `Retry-After: retryAfter` (whole seconds); `what` names what was too many. */
+export function tooMany(c: Context, retryAfter: number, what: string): Response {
   const body: ApiErrorBody = {
     error: { code: "request.rate_limited", message: `too many ${what} from this address; retry after ${retryAfter} s` },
   };
@@ -80,7 +81,7 @@ function tooMany(c: Context, retryAfter: number, what: string): Response {
 }
 
 /** The peer address of the request (@hono/node-server puts the Node request in `c.env.incoming`); `local` in-process. */
-function clientAddress(c: Context): string {
+export function clientAddress(c: Context): string {
   const incoming = (c.env as { incoming?: IncomingMessage } | undefined)?.incoming;
   return incoming?.socket?.remoteAddress ?? "local";
 }

@@ -20,19 +20,20 @@ function page(title: string, body: HtmlEscapedString | Promise<HtmlEscapedString
 }
 
 /**
- * The sign-in form (no script): the operator's name (recorded as the actor of every action) and
- * the operator token (`MOSOO_OPERATOR_TOKEN`). Every interpolated value is HTML-escaped by hono's
- * `html` helper. `error` is shown in an alert.
+ * The sign-in form (no script): an operator credential's token (`MOSOO_OPERATOR_TOKEN` or one of the
+ * operator credentials file); the credential's name is recorded as the actor of every action. Every
+ * interpolated value is HTML-escaped by hono's `html` helper. `error` is shown in an alert.
  */
-export function signInPage(opts: { error?: string; actor?: string } = {}) {
+export function signInPage(opts: { error?: string } = {}) {
   return page(
     "Sign in",
     html`<h1>Mosoo operator console</h1>
-      <p>Sign in with the operator token to find, read and settle unknown effects.</p>
+      <p>
+        Sign in with your operator token to find, read and settle unknown effects. Every action is recorded in the audit trail under
+        the name of the credential the token belongs to.
+      </p>
       ${opts.error ? html`<p class="error" role="alert">${opts.error}</p>` : ""}
       <form method="post" action="/console/session">
-        <label for="actor">Your name (recorded in the audit trail with every action)</label>
-        <input id="actor" name="actor" autocomplete="username" required maxlength="200" value="${opts.actor ?? ""}" />
         <label for="token">Operator token</label>
         <input id="token" name="token" type="password" autocomplete="current-password" required />
         <button type="submit" class="primary">Sign in</button>
@@ -62,5 +63,6 @@ export function notBuiltPage() {
   );
 }
 
-/** The console is off: no operator token is configured. Answered with 404 to every `/console` path. */
-export const CONSOLE_OFF_TEXT = "Not found: the operator console is off (MOSOO_OPERATOR_TOKEN is not set).";
+/** The console is off: no operator credential is configured. Answered with 404 to every `/console` path. */
+export const CONSOLE_OFF_TEXT =
+  "Not found: the operator console is off (neither MOSOO_OPERATOR_TOKEN nor MOSOO_OPERATOR_CREDENTIALS_FILE is set).";

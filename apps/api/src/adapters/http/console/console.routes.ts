@@ -11,13 +11,14 @@ import { CONSOLE_API } from "@mosoo/contracts";
 import { consoleAssetsBuilt, consoleAssetsDir } from "@mosoo/operator-console";
 import type { Runtime } from "../../../composition-root.js";
 import {
-  ActorSchema,
   OperatorCompensateRequestSchema,
   OperatorListQuerySchema,
   OperatorReconcileRequestSchema,
   OperatorResolveRequestSchema,
 } from "../../../modules/operator/application/operator.contract.js";
 import { ConsoleSessions, secretsEqual, type ConsoleSession } from "../../../modules/console/application/console-session.service.js";
+import type { OperatorCredentials, OperatorIdentity } from "../../../modules/operator/domain/operator-credential.js";
+import type { OperatorAuthBudget } from "../operator-auth-budget.js";
 import { DEFAULT_CHANGE_POLL_MS, EffectChangeFeed } from "../../../modules/console/application/effect-change-feed.service.js";
 import { parseOrThrow, readJson, toErrorResponse } from "../http-errors.js";
 import { mountRoute } from "../route-mount.js";
@@ -48,21 +49,25 @@ const CONSOLE_CSP = {
 
 /** Options of {@link consoleRoutes}. */
 export interface ConsoleOptions {
-  /** `MOSOO_OPERATOR_TOKEN`; without it every `/console` path answers 404. */
-  operatorToken: string | undefined;
+  /** The operator credentials a sign-in token is checked against; none configured: every `/console` path answers 404. */
+  operators: OperatorCredentials;
+  /** The failure budget a refused sign-in spends (shared with the operator routes' bearer). */
+  authBudget: OperatorAuthBudget;
   /** How often (ms) live updates poll the store's change marker while a console is open (default 1000). */
   pollMs?: number;
   /** Where the built assets are (default: `@mosoo/operator-console`'s `dist/`). */
   assetsDir?: string;
 }
 
+/** The sign-in form: the operator token only (who signs in is the credential's name; other form fields are ignored). */
 const SignInSchema = z.object({
-  // the same rules as every operator action's actor (no control, bidi or format characters)
-  actor: z.string().min(1, "give your name").pipe(ActorSchema),
-  token: z.string().min(1, "give the operator token").max(4096),
+  token: z.string().min(1, "give your operator token").max(4096, "an operator token is at most 512 characters"),
 });
 
 type Env = { Variables: { session: ConsoleSession } };
+
+/** The operator identity of a console session (its credential's name and scopes). */
+const identityOf = (s: ConsoleSession): OperatorIdentity => ({ name: s.actor, scopes: s.scopes });
 
 /** `{error: {code, message}}` with `status`: the console's own refusals (auth, CSRF, media type). */
 function refuse(c: Context, status: 401 | 403 | 415, code: string, message: string) {
@@ -72,16 +77,19 @@ function refuse(c: Context, status: 401 | 403 | 415, code: string, message: stri
 /**
  * The operator console (docs/DESIGN.md §7, §10), served by the API at `/console` over the same
  * operator service as `/api/operator/*` (`runtime.operator`):
- * - `GET /console/sign-in`, `POST /console/session {actor, token}` (form), `POST /console/sign-out {csrf}` (form);
+ * - `GET /console/sign-in`, `POST /console/session {token}` (form: an operator credential's token; the
+ *   session carries that credential's name and scopes; a refused token answers 401, or 429 with
+ *   `Retry-After` past the failure budget, {@link OperatorAuthBudget}), `POST /console/sign-out {csrf}` (form);
  * - `GET /console`, `GET /console/effects/:id`: the browser app (signed-out: a redirect to sign-in);
  * - `GET /console/assets/*`: the built assets (only the stylesheet without a session);
  * - `GET /console/api/session | effects | effects/:id | stats | events` (server-sent events), and
  *   `POST /console/api/effects/:id/reconcile | resolve | compensate` with `X-CSRF-Token`: the
- *   operator service's list, show, stats, reconcile, resolve and compensate, with the session's
- *   actor as the actor. Refusals: 401 `auth.session_required`, 403 `auth.csrf_rejected`,
+ *   operator service's list, show, stats, reconcile, resolve and compensate, as the session's
+ *   credential (its name is the audit actor; each action needs its scope, else 403 `auth.scope`,
+ *   audited). Refusals: 401 `auth.session_required`, 403 `auth.csrf_rejected`,
  *   415 `request.unsupported_media_type`, and every code the service throws (404 `feature.disabled`,
  *   409 `effect.not_unknown`, …), as `{error: {code, message}}`.
- * Without `operatorToken` every `/console` path is 404; with `MOSOO_EFFECT_RECONCILIATION` off the
+ * Without any operator credential every `/console` path is 404; with `MOSOO_EFFECT_RECONCILIATION` off the
  * pages say "feature off". Every response carries {@link CONSOLE_CSP} and `Cache-Control: no-store`.
  * Sessions are held in this process (see {@link ConsoleSessions}); `close()` ends live streams.
  */
@@ -106,7 +114,7 @@ export function consoleRoutes(runtime: Runtime, logger: Logger, opts: ConsoleOpt
   });
 
   const gate: MiddlewareHandler<Env> = async (c, next) => {
-    if (!opts.operatorToken) return c.text(CONSOLE_OFF_TEXT, 404);
+    if (!opts.operators.configured) return c.text(CONSOLE_OFF_TEXT, 404);
     await next();
     c.header("Cache-Control", "no-store");
   };
@@ -129,14 +137,17 @@ export function consoleRoutes(runtime: Runtime, logger: Logger, opts: ConsoleOpt
     if (!operator.enabled) return c.html(featureOffPage(), 404);
     const form: Record<string, unknown> = await c.req.parseBody().catch(() => ({}));
     const parsed = SignInSchema.safeParse(form);
-    const actor = typeof form.actor === "string" ? form.actor.slice(0, 200) : "";
-    if (!parsed.success)
-      return c.html(signInPage({ error: `Sign-in refused: ${parsed.error.issues[0]?.message ?? "invalid form"}.`, actor }), 400);
-    if (!secretsEqual(parsed.data.token, opts.operatorToken!)) {
-      logger.warn({ actor: parsed.data.actor }, "console.sign_in_refused");
-      return c.html(signInPage({ error: "Sign-in refused: the operator token is not valid.", actor }), 401);
+    if (!parsed.success) return c.html(signInPage({ error: `Sign-in refused: ${parsed.error.issues[0]?.message ?? "invalid form"}.` }), 400);
+    const identity = opts.operators.identify(parsed.data.token);
+    if (!identity) {
+      const wait = await opts.authBudget.refused(c, "console_sign_in");
+      if (wait !== undefined)
+        return c.html(signInPage({ error: `Sign-in refused: too many refused tokens from this address; retry after ${wait} s.` }), 429, {
+          "retry-after": String(wait),
+        });
+      return c.html(signInPage({ error: "Sign-in refused: the operator token is not valid." }), 401);
     }
-    const session = sessions.create(parsed.data.actor);
+    const session = sessions.create(identity);
     setCookie(c, CONSOLE_COOKIE, session.id, {
       httpOnly: true,
       sameSite: "Strict",
@@ -194,35 +205,37 @@ export function consoleRoutes(runtime: Runtime, logger: Logger, opts: ConsoleOpt
     return next();
   });
   app.use("/console/api/*", csrf());
-  /** The body, with the session's actor as the actor (a body may not name one). */
-  const withActor = async <S extends z.ZodType>(c: Context<Env>, schema: S): Promise<z.infer<S>> => {
-    const body = await readJson(c, z.record(z.string(), z.unknown()));
-    if ("actor" in body)
-      parseOrThrow(z.object({ actor: z.never({ error: "the actor is the signed-in operator; do not send one" }) }), body);
-    return parseOrThrow(schema, { ...body, actor: c.get("session").actor });
-  };
+  /** The session's credential, refused (403 `auth.scope`) unless it may read. */
+  const reader = (c: Context<Env>) => operator.assertMayRead(identityOf(c.get("session")));
 
   // the table's console routes (`CONSOLE_API`): guarded by the `/console/api/*` middleware above
   mountRoute(app, CONSOLE_API.consoleSession, [], (c) => {
     const s = c.get("session");
-    return c.json({ actor: s.actor, csrfToken: s.csrfToken, expiresAtMs: s.expiresAtMs });
+    return c.json({ actor: s.actor, scopes: s.scopes, csrfToken: s.csrfToken, expiresAtMs: s.expiresAtMs });
   });
-  mountRoute(app, CONSOLE_API.consoleList, [], async (_c, req) => req.json(await operator.list(req.query(OperatorListQuerySchema))));
-  mountRoute(app, CONSOLE_API.consoleStats, [], async (_c, req) =>
-    req.json({ ...(await operator.stats()), unknownSeries: await feed.unknownSeries() }),
-  );
-  mountRoute(app, CONSOLE_API.consoleShow, [], async (_c, req) => req.json(await operator.show(req.param("effectId"))));
+  mountRoute(app, CONSOLE_API.consoleList, [], async (c, req) => {
+    reader(c);
+    return req.json(await operator.list(req.query(OperatorListQuerySchema)));
+  });
+  mountRoute(app, CONSOLE_API.consoleStats, [], async (c, req) => {
+    reader(c);
+    return req.json({ ...(await operator.stats()), unknownSeries: await feed.unknownSeries() });
+  });
+  mountRoute(app, CONSOLE_API.consoleShow, [], async (c, req) => {
+    reader(c);
+    return req.json(await operator.show(req.param("effectId")));
+  });
   mountRoute(app, CONSOLE_API.consoleReconcile, [], async (c, req) => {
     const effectId = req.param("effectId");
-    return req.json(await operator.reconcile(effectId, await withActor(c, OperatorReconcileRequestSchema)));
+    return req.json(await operator.reconcile(effectId, await readJson(c, OperatorReconcileRequestSchema), identityOf(c.get("session"))));
   });
   mountRoute(app, CONSOLE_API.consoleResolve, [], async (c, req) => {
     const effectId = req.param("effectId");
-    return req.json(await operator.resolve(effectId, await withActor(c, OperatorResolveRequestSchema)));
+    return req.json(await operator.resolve(effectId, await readJson(c, OperatorResolveRequestSchema), identityOf(c.get("session"))));
   });
   mountRoute(app, CONSOLE_API.consoleCompensate, [], async (c, req) => {
     const effectId = req.param("effectId");
-    return req.json(await operator.compensate(effectId, await withActor(c, OperatorCompensateRequestSchema)));
+    return req.json(await operator.compensate(effectId, await readJson(c, OperatorCompensateRequestSchema), identityOf(c.get("session"))));
   });
   mountRoute(app, CONSOLE_API.consoleEvents, [], (c) => {
     operator.assertEnabled();

@@ -1,5 +1,6 @@
 import { createHash, randomBytes, timingSafeEqual } from "node:crypto";
 import { LRUCache } from "lru-cache";
+import type { OperatorScope } from "@mosoo/contracts";
 import type { Clock } from "../../../platform/clock.js";
 
 /** How long a console session lasts after sign-in (ms): 8 hours, then the operator signs in again. */
@@ -7,10 +8,15 @@ export const CONSOLE_SESSION_TTL_MS = 8 * 60 * 60 * 1000;
 /** At most this many live sessions are held; signing in past it drops the least recently used one. */
 const MAX_CONSOLE_SESSIONS = 1_000;
 
-/** One signed-in operator: `actor` (recorded in the audit trail), the per-session CSRF token, expiry (ms since the epoch). */
+/**
+ * One signed-in operator: `actor`, the name of the operator credential whose token opened the
+ * session (recorded in the audit trail with every action), that credential's `scopes`, the
+ * per-session CSRF token, expiry (ms since the epoch).
+ */
 export interface ConsoleSession {
   id: string;
   actor: string;
+  scopes: readonly OperatorScope[];
   csrfToken: string;
   expiresAtMs: number;
 }
@@ -36,11 +42,12 @@ export class ConsoleSessions {
     private readonly ttlMs: number = CONSOLE_SESSION_TTL_MS,
   ) {}
 
-  /** Starts a session for `actor` (already authenticated by the caller). */
-  create(actor: string): ConsoleSession {
+  /** Starts a session for the operator credential `by` (already authenticated by the caller). */
+  create(by: { name: string; scopes: readonly OperatorScope[] }): ConsoleSession {
     const session: ConsoleSession = {
       id: randomBytes(32).toString("base64url"),
-      actor,
+      actor: by.name,
+      scopes: [...by.scopes],
       csrfToken: randomBytes(32).toString("base64url"),
       expiresAtMs: this.clock.nowMs() + this.ttlMs,
     };

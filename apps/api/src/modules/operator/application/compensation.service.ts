@@ -59,8 +59,8 @@ export class CompensationService {
 
   /**
    * Plans (through the adapter, within the lookup timeout) and queues the compensation of
-   * `effectId`. The command, the effect's intent, the run event and the audit row commit in one
-   * transaction; a refusal writes nothing.
+   * `effectId` for `actor` (the operator credential's name, recorded in the audit row). The command,
+   * the effect's intent, the run event and the audit row commit in one transaction; a refusal writes nothing.
    * @throws RuntimeError `effect.not_found`; `effect.not_succeeded` (409); `compensation.not_declared`
    *   (409: no adapter bound, or it declares no compensation for the tool); `compensation.exists`
    *   (409: a compensation is in flight or already undid it, see {@link blockingCompensation};
@@ -68,7 +68,7 @@ export class CompensationService {
    *   `compensation.plan_failed` (409: the adapter could not plan it); `driver.not_found`;
    *   `compensation.driver_unavailable` (409: the target Driver instance is finalizing or finalized).
    */
-  async compensate(effectId: string, req: OperatorCompensateRequest): Promise<QueuedCompensation> {
+  async compensate(effectId: string, req: OperatorCompensateRequest, actor: string): Promise<QueuedCompensation> {
     const original = await this.ctx.store.read(async (tx) => {
       const row = await effectRepository.findById(tx, effectId);
       if (!row) throw new RuntimeError("effect.not_found", `no effect ${effectId}`);
@@ -109,14 +109,14 @@ export class CompensationService {
       );
     }
     const now = this.ctx.clock.nowMs();
-    const queued = await this.queue(original.id, req, plan.toolName, argumentsJson, requestFingerprint, now);
+    const queued = await this.queue(original.id, req, actor, plan.toolName, argumentsJson, requestFingerprint, now);
     this.ctx.logger.info(
       {
         effectId,
         compensationEffectId: queued.compensationEffectId,
         commandId: queued.commandId,
         driverInstanceId: queued.driverInstanceId,
-        actor: req.actor,
+        actor,
         toolName: plan.toolName,
       },
       "operator.compensation_queued",
@@ -145,6 +145,7 @@ export class CompensationService {
   private async queue(
     effectId: string,
     req: OperatorCompensateRequest,
+    actor: string,
     toolName: string,
     argumentsJson: string,
     requestFingerprint: string,
@@ -184,7 +185,7 @@ export class CompensationService {
           runId: original.runId,
           driverInstanceId: original.driverInstanceId,
           action: "compensate",
-          actor: req.actor,
+          actor,
           reason: req.reason,
           outcome: "queued",
           statusBefore: original.status,

@@ -1,8 +1,6 @@
 import { CallToolResultSchema } from "@modelcontextprotocol/sdk/types.js";
 import {
   EFFECT_STATUSES,
-  identifierCharsProblem,
-  identifierSchema,
   ServerIdSchema,
   strictIntegerInput,
   textSchema,
@@ -16,26 +14,14 @@ import { z } from "zod";
 const jsonBytes = (v: unknown) => Buffer.byteLength(JSON.stringify(v) ?? "", "utf8");
 
 /**
- * The characters of an identifier judged BEFORE trimming (`identifierCharsProblem`): `.trim()` strips
- * U+FEFF and line breaks, so judging only the trimmed text would silently drop a format or control
- * character instead of refusing it (issue 10).
- */
-const untrimmedIdentifier = z.string().superRefine((s, ctx) => {
-  const problem = identifierCharsProblem(s);
-  if (problem) ctx.addIssue({ code: "custom", message: problem });
-});
-
-/** An operator's name as recorded in the audit trail (see `Audit.actor`); the console's sign-in takes the same. */
-export const ActorSchema = untrimmedIdentifier.trim().pipe(identifierSchema(1, 200));
-
-/**
- * Who acts and why, both recorded in the audit trail: `actor` 1–200 characters, an identifier
- * (surrounding spaces trimmed; no control, bidi or other format characters anywhere, well-formed),
- * `reason` 1–2000 characters of text (trimmed; well-formed, no NUL). docs/DESIGN.md §10.
+ * Why the operator acts, recorded in the audit trail with the action: `reason` 1–2000 characters of
+ * text (trimmed; well-formed, no NUL). Who acts is never a field of the request: the audit `actor` is
+ * the name of the operator credential that authenticated it (docs/DESIGN.md §10), so a body that
+ * names an `actor` is refused (400 `request.invalid`) rather than silently overruled.
  */
 const Audit = {
-  actor: ActorSchema,
   reason: z.string().trim().pipe(textSchema(1, 2000)),
+  actor: z.never({ error: "the actor is the name of your operator credential; do not send one (put notes in reason)" }).optional(),
 };
 
 /**

@@ -21,6 +21,7 @@ import { operatorQueryRepository } from "../infrastructure/operator-query.reposi
 import { reconciliationRepository } from "../../ledger/infrastructure/effect-reconciliation.repository.js";
 import type { CompensationService, QueuedCompensation } from "./compensation.service.js";
 import type { EffectReconciler } from "../../reconciliation/application/effect-reconciler.service.js";
+import { requireOperatorScope, type OperatorIdentity } from "../domain/operator-credential.js";
 import type {
   OperatorCompensateRequest,
   OperatorListQuery,
@@ -94,7 +95,10 @@ export interface EffectPage {
  * The operator surface of the ledger (docs/DESIGN.md §7), one service behind both the HTTP routes and
  * the CLI, and only while `MOSOO_EFFECT_RECONCILIATION` is on: list effects, show one effect's
  * whole history, reconcile now, resolve an `unknown` effect by hand, and request a declared
- * compensation. Every action carried out is audited (actor, action, effect, status before and after,
+ * compensation. Each action is taken by an {@link OperatorIdentity} (the operator credential that
+ * authenticated it) and needs that action's scope (`reconcile`, `resolve`, `compensate`; reads
+ * `read`, checked by the callers with {@link assertMayRead}); the audit `actor` is the credential's
+ * name. Every action carried out is audited (actor, action, effect, status before and after,
  * reason, time) in `effect_operator_actions` in the same transaction as the change it records, and
  * every refused one in `effect_operator_refusals` (changing nothing else); a manual
  * resolution is a compare-and-set on (status, version), so it can race a reconciler safely (the
@@ -116,6 +120,20 @@ export class OperatorService {
         "feature.disabled",
         "the operator surface is part of effect reconciliation, which is off: set MOSOO_EFFECT_RECONCILIATION=on",
       );
+  }
+
+  /**
+   * Refuses a read (list, show, stats) by a credential without the `read` scope, with one warn line
+   * `operator.refused` under the credential's name (a read changes nothing, so no audit row).
+   * @throws RuntimeError `auth.scope` (403).
+   */
+  assertMayRead(by: OperatorIdentity): void {
+    try {
+      requireOperatorScope(by, "read");
+    } catch (err) {
+      this.ctx.logger.warn({ action: "read", actor: by.name, outcome: "auth.scope" }, "operator.refused");
+      throw err;
+    }
   }
 
   /**
@@ -218,19 +236,20 @@ export class OperatorService {
    * Looks the effect up once more now, through its bound adapter and the same path as the sweep
    * (the lease is respected: a lookup already running wins and this one records `superseded`;
    * the schedule and the lookup bound are ignored, never the fail-closed checks).
-   * @throws RuntimeError `feature.disabled`; `effect.not_found`; `effect.not_reconcilable` (409: not
-   *   `unknown`, or no adapter bound for its server and tool).
+   * @throws RuntimeError `feature.disabled`; `auth.scope` (403: `by` lacks `reconcile`); `effect.not_found`;
+   *   `effect.not_reconcilable` (409: not `unknown`, or no adapter bound for its server and tool).
    */
-  async reconcile(effectId: string, req: OperatorReconcileRequest) {
+  async reconcile(effectId: string, req: OperatorReconcileRequest, by: OperatorIdentity) {
     this.assertEnabled();
     try {
-      return await this.reconcileNow(effectId, req);
+      requireOperatorScope(by, "reconcile");
+      return await this.reconcileNow(effectId, req, by.name);
     } catch (err) {
-      throw await this.auditRefusal("lookup", effectId, req, err);
+      throw await this.auditRefusal("lookup", effectId, req.reason, by, err);
     }
   }
 
-  private async reconcileNow(effectId: string, req: OperatorReconcileRequest) {
+  private async reconcileNow(effectId: string, req: OperatorReconcileRequest, actor: string) {
     const e = await this.ctx.store.read((tx) => effectRepository.findById(tx, effectId));
     if (!e) throw new RuntimeError("effect.not_found", `no effect ${effectId}`);
     if (e.status !== "unknown" || !this.reconciler.adapterFor(e)) {
@@ -250,7 +269,7 @@ export class OperatorService {
         runId: e.runId,
         driverInstanceId: e.driverInstanceId,
         action: "lookup",
-        actor: req.actor,
+        actor,
         reason: req.reason,
         outcome,
         statusBefore: e.status,
@@ -263,7 +282,7 @@ export class OperatorService {
     // It changed nothing (superseded, ineligible): before and after are the same, whatever another actor did meanwhile.
     if (!audited) await this.ctx.store.transaction((tx) => audit(tx, result.kind, e.status));
     this.ctx.logger.info(
-      { effectId, commandId: e.commandId, driverInstanceId: e.driverInstanceId, actor: req.actor, outcome: result.kind },
+      { effectId, commandId: e.commandId, driverInstanceId: e.driverInstanceId, actor, outcome: result.kind },
       "operator.lookup",
     );
     return { outcome: result.kind, effect: result.effect ? summary(result.effect) : null };
@@ -275,19 +294,21 @@ export class OperatorService {
    * `effect.resolved` run event. A `succeeded` resolution stores the MCP tool result as the run
    * sees it (text blocks joined, as the Driver does) and its `_meta` as the provider receipt. The
    * fence is lifted; a command that is not terminal yet gets the settled answer at its next claim.
-   * @throws RuntimeError `feature.disabled`; `effect.not_found`; `effect.not_unknown` (409: only an
-   *   `unknown` effect is resolved by hand; a concurrent change wins and this changes nothing).
+   * @throws RuntimeError `feature.disabled`; `auth.scope` (403: `by` lacks `resolve`); `effect.not_found`;
+   *   `effect.not_unknown` (409: only an `unknown` effect is resolved by hand; a concurrent change
+   *   wins and this changes nothing).
    */
-  async resolve(effectId: string, req: OperatorResolveRequest) {
+  async resolve(effectId: string, req: OperatorResolveRequest, by: OperatorIdentity) {
     this.assertEnabled();
     try {
-      return await this.resolveNow(effectId, req);
+      requireOperatorScope(by, "resolve");
+      return await this.resolveNow(effectId, req, by.name);
     } catch (err) {
-      throw await this.auditRefusal("resolve", effectId, req, err);
+      throw await this.auditRefusal("resolve", effectId, req.reason, by, err);
     }
   }
 
-  private async resolveNow(effectId: string, req: OperatorResolveRequest) {
+  private async resolveNow(effectId: string, req: OperatorResolveRequest, actor: string) {
     const now = this.ctx.clock.nowMs();
     const after = await this.ctx.store.transaction(async (tx) => {
       const e = await effectRepository.findById(tx, effectId);
@@ -312,7 +333,7 @@ export class OperatorService {
         runId: e.runId,
         driverInstanceId: e.driverInstanceId,
         action: "resolve",
-        actor: req.actor,
+        actor,
         reason: req.reason,
         outcome: req.outcome,
         statusBefore: e.status,
@@ -324,13 +345,13 @@ export class OperatorService {
         tx,
         e.runId,
         "effect.resolved",
-        { effectId, commandId: e.commandId, outcome: req.outcome, resolution: "operator", actor: req.actor },
+        { effectId, commandId: e.commandId, outcome: req.outcome, resolution: "operator", actor },
         now,
       );
       return (await effectRepository.findById(tx, effectId))!;
     });
     this.ctx.logger.info(
-      { effectId, commandId: after.commandId, driverInstanceId: after.driverInstanceId, actor: req.actor, outcome: req.outcome },
+      { effectId, commandId: after.commandId, driverInstanceId: after.driverInstanceId, actor, outcome: req.outcome },
       "operator.resolved",
     );
     return summary(after);
@@ -339,21 +360,24 @@ export class OperatorService {
   /**
    * Requests the compensation the bound adapter declares for a `succeeded` effect's tool (see
    * `CompensationService.compensate` for the rules and the errors it throws).
-   * @throws RuntimeError `feature.disabled`, and every code of `CompensationService.compensate`.
+   * @throws RuntimeError `feature.disabled`, `auth.scope` (403: `by` lacks `compensate`), and every
+   *   code of `CompensationService.compensate`.
    */
-  async compensate(effectId: string, req: OperatorCompensateRequest): Promise<QueuedCompensation> {
+  async compensate(effectId: string, req: OperatorCompensateRequest, by: OperatorIdentity): Promise<QueuedCompensation> {
     this.assertEnabled();
     try {
-      return await this.compensations.compensate(effectId, req);
+      requireOperatorScope(by, "compensate");
+      return await this.compensations.compensate(effectId, req, by.name);
     } catch (err) {
-      throw await this.auditRefusal("compensate", effectId, req, err);
+      throw await this.auditRefusal("compensate", effectId, req.reason, by, err);
     }
   }
 
   /**
    * Audits a refused operator action (docs/DESIGN.md §7: refused ones included): when `err` is a
-   * refusal of the service ({@link OPERATOR_REFUSAL_CODES}) on a well-formed effect id, one row in
-   * `effect_operator_refusals` (actor, action, effect, the refusal code as `outcome`, its message,
+   * refusal of the service ({@link OPERATOR_REFUSAL_CODES}, a missing scope `auth.scope` included) on
+   * a well-formed effect id, one row in `effect_operator_refusals` (actor: `by`'s name; action, effect,
+   * the refusal code as `outcome`, its message,
    * the reason, the effect's status then, time), in its own transaction after the refused action
    * rolled back: no ledger state changes. A failure to write the row is logged, never hides the
    * refusal. Returns `err`, for the caller to rethrow.
@@ -361,7 +385,8 @@ export class OperatorService {
   private async auditRefusal(
     action: OperatorAction,
     effectId: string,
-    req: { actor: string; reason: string },
+    reason: string,
+    by: OperatorIdentity,
     err: unknown,
   ): Promise<unknown> {
     if (!(err instanceof RuntimeError) || !isRefusalCode(err.code) || !UlidSchema.safeParse(effectId).success) return err;
@@ -373,17 +398,17 @@ export class OperatorService {
           id: newUlid(now),
           effectId,
           action,
-          actor: req.actor,
-          reason: req.reason,
+          actor: by.name,
+          reason,
           outcome: code,
           message: err.message.slice(0, 2000) || code,
           effectStatus: (await effectRepository.findById(tx, effectId))?.status ?? null,
           createdAtMs: now,
         });
       });
-      this.ctx.logger.warn({ effectId, action, actor: req.actor, outcome: code }, "operator.refused");
+      this.ctx.logger.warn({ effectId, action, actor: by.name, outcome: code }, "operator.refused");
     } catch (auditErr) {
-      this.ctx.logger.error({ effectId, action, actor: req.actor, outcome: code, err: String(auditErr) }, "operator.refusal_audit_failed");
+      this.ctx.logger.error({ effectId, action, actor: by.name, outcome: code, err: String(auditErr) }, "operator.refusal_audit_failed");
     }
     return err;
   }
