@@ -140,7 +140,7 @@ interface Entry {
 }
 
 const E = "/api/operator/effects";
-const audit = { actor: "alice", reason: "checked" };
+const audit = { reason: "checked" };
 const result = { outputText: "ok", requestId: "r", serverId: "tracker", toolName: "createIssue" };
 /** A late-result report (late evidence) for the world's effect, sent on `connectionId`. */
 const lateResultBody = (w: World, connectionId: string) => ({

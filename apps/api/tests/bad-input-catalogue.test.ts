@@ -128,12 +128,7 @@ const failWith = (c: Ctx, error: Record<string, unknown>) =>
   );
 const resolveRaw = (c: Ctx, bodyJson: string) => raw("POST", `/api/operator/effects/${c.effectId}/resolve`, bodyJson, json, OPERATOR_TOKEN);
 const resolveAs = (c: Ctx, body: Record<string, unknown>) =>
-  call(
-    "POST",
-    `/api/operator/effects/${c.effectId}/resolve`,
-    { outcome: "not_executed", actor: "a", reason: "r", ...body },
-    OPERATOR_TOKEN,
-  );
+  call("POST", `/api/operator/effects/${c.effectId}/resolve`, { outcome: "not_executed", reason: "r", ...body }, OPERATOR_TOKEN);
 const RESULT_JSON = JSON.stringify(result);
 /**
  * `template` as UTF-8 bytes with every `<XX>` replaced by the raw byte 0xXX (e.g. `"<ff><fe>"`):
@@ -421,7 +416,7 @@ const CATALOGUE: BadInput[] = [
   {
     category: "invalid operator request",
     name: "resolve without the operator token",
-    send: (c) => call("POST", `/api/operator/effects/${c.effectId}/resolve`, { outcome: "not_executed", actor: "a", reason: "r" }),
+    send: (c) => call("POST", `/api/operator/effects/${c.effectId}/resolve`, { outcome: "not_executed", reason: "r" }),
     status: 401,
     code: "auth.missing_token",
   },
@@ -429,50 +424,49 @@ const CATALOGUE: BadInput[] = [
     category: "invalid operator request",
     name: "resolve with a wrong operator token",
     send: (c) =>
-      call(
-        "POST",
-        `/api/operator/effects/${c.effectId}/resolve`,
-        { outcome: "not_executed", actor: "a", reason: "r" },
-        "wrong-token-0123456789",
-      ),
+      call("POST", `/api/operator/effects/${c.effectId}/resolve`, { outcome: "not_executed", reason: "r" }, "wrong-token-0123456789"),
     status: 401,
     code: "auth.invalid_token",
   },
   {
     category: "invalid operator request",
-    name: "resolve with a blank actor",
+    name: "resolve naming an actor in the body (the actor is the credential's name)",
     send: (c) =>
-      call("POST", `/api/operator/effects/${c.effectId}/resolve`, { outcome: "not_executed", actor: "  ", reason: "r" }, op.authorization),
+      call(
+        "POST",
+        `/api/operator/effects/${c.effectId}/resolve`,
+        { outcome: "not_executed", actor: "trusted-admin", reason: "r" },
+        op.authorization,
+      ),
     status: 400,
     code: "request.invalid",
+    message: /actor is the name of your operator credential/,
   },
   {
     category: "invalid operator request",
     name: "resolve with an unknown outcome",
-    send: (c) =>
-      call("POST", `/api/operator/effects/${c.effectId}/resolve`, { outcome: "undo", actor: "a", reason: "r" }, op.authorization),
+    send: (c) => call("POST", `/api/operator/effects/${c.effectId}/resolve`, { outcome: "undo", reason: "r" }, op.authorization),
     status: 400,
     code: "request.invalid",
   },
   {
     category: "invalid operator request",
     name: "resolve an executing (not unknown) effect",
-    send: (c) =>
-      call("POST", `/api/operator/effects/${c.effectId}/resolve`, { outcome: "not_executed", actor: "a", reason: "r" }, op.authorization),
+    send: (c) => call("POST", `/api/operator/effects/${c.effectId}/resolve`, { outcome: "not_executed", reason: "r" }, op.authorization),
     status: 409,
     code: "effect.not_unknown",
   },
   {
     category: "invalid operator request",
     name: "lookup of an effect that does not exist",
-    send: () => call("POST", "/api/operator/effects/01JDZZZZZZZZZZZZZZZZZZZZZZ/reconcile", { actor: "a", reason: "r" }, op.authorization),
+    send: () => call("POST", "/api/operator/effects/01JDZZZZZZZZZZZZZZZZZZZZZZ/reconcile", { reason: "r" }, op.authorization),
     status: 404,
     code: "effect.not_found",
   },
   {
     category: "invalid operator request",
     name: "lookup of an effect no adapter is bound for",
-    send: (c) => call("POST", `/api/operator/effects/${c.effectId}/reconcile`, { actor: "a", reason: "r" }, op.authorization),
+    send: (c) => call("POST", `/api/operator/effects/${c.effectId}/reconcile`, { reason: "r" }, op.authorization),
     status: 409,
     code: "effect.not_reconcilable",
   },
@@ -485,7 +479,7 @@ const CATALOGUE: BadInput[] = [
     failRaw(c, `{"code":"mcp.tool_call_failed","message":"x","retryable":true,"details":${deepObject(5000)}}`),
   ),
   bad("nesting depth", "an operator's structuredContent nested 5,000 levels", (c) =>
-    resolveRaw(c, `{"outcome":"succeeded","actor":"a","reason":"r","result":{"content":[],"structuredContent":${deepObject(5000)}}}`),
+    resolveRaw(c, `{"outcome":"succeeded","reason":"r","result":{"content":[],"structuredContent":${deepObject(5000)}}}`),
   ),
   bad("nesting depth", "a claim body that is an array nested 200,000 levels", (c) =>
     raw("POST", "/v1/drivers/effects/claim", deepArray(200_000), json, c.a.token),
@@ -533,10 +527,6 @@ const CATALOGUE: BadInput[] = [
   bad("control or bidi character in an identifier", "a Driver name with an ESC control character", () =>
     call("POST", "/v1/drivers/register", { name: "driver\u001b[31m" }),
   ),
-  bad("control or bidi character in an identifier", "an operator actor with RIGHT-TO-LEFT OVERRIDE", (c) =>
-    resolveAs(c, { actor: "alice\u202e" }),
-  ),
-  bad("control or bidi character in an identifier", "an operator actor with BEL", (c) => resolveAs(c, { actor: "al\u0007ice" })),
   bad("control or bidi character in an identifier", "a listing filter toolName with RIGHT-TO-LEFT OVERRIDE", () =>
     listEffects("toolName=create%E2%80%AEIssue"),
   ),
@@ -561,7 +551,7 @@ const CATALOGUE: BadInput[] = [
     failRaw(c, '{"code":"mcp.tool_call_failed","message":"x","retryable":true,"details":{"constructor":1}}'),
   ),
   bad("forbidden key", "a prototype key in an operator's structuredContent", (c) =>
-    resolveRaw(c, '{"outcome":"succeeded","actor":"a","reason":"r","result":{"content":[],"structuredContent":{"prototype":{}}}}'),
+    resolveRaw(c, '{"outcome":"succeeded","reason":"r","result":{"content":[],"structuredContent":{"prototype":{}}}}'),
   ),
   bad("bounded error.details", "a failed update's error.details of 5 KiB", (c) => failWith(c, { details: { pad: "x".repeat(5 * 1024) } })),
   bad("bounded error.details", "a failed update's error.details of 3.5 MiB", (c) =>
@@ -605,7 +595,7 @@ const CATALOGUE: BadInput[] = [
       raw(
         "POST",
         `/api/operator/effects/${c.effectId}/resolve`,
-        '{"outcome":"not_executed","actor":"a","reason":"r"}',
+        '{"outcome":"not_executed","reason":"r"}',
         { "content-type": "text/plain;charset=utf-8" },
         OPERATOR_TOKEN,
       ),
@@ -692,12 +682,12 @@ const CATALOGUE: BadInput[] = [
     rawBytes(
       "POST",
       `/api/operator/effects/${c.effectId}/resolve`,
-      '{"outcome":"not_executed","actor":"a","reason":"checked <fe><ff>"}',
+      '{"outcome":"not_executed","reason":"checked <fe><ff>"}',
       OPERATOR_TOKEN,
     ),
   ),
-  bad("invalid UTF-8 body", "operator: a reconcile actor with a 4-byte lead (F5) past U+10FFFF", (c) =>
-    rawBytes("POST", `/api/operator/effects/${c.effectId}/reconcile`, '{"actor":"a<f5><80><80><80>","reason":"r"}', OPERATOR_TOKEN),
+  bad("invalid UTF-8 body", "operator: a reconcile reason with a 4-byte lead (F5) past U+10FFFF", (c) =>
+    rawBytes("POST", `/api/operator/effects/${c.effectId}/reconcile`, '{"reason":"a<f5><80><80><80>"}', OPERATOR_TOKEN),
   ),
   // (2) a field the contract does not define: refused, naming it, never ignored
   bad("unknown field", "run API: a tool call with an extra top-level field", (c) => enqueue(c, { extra: 1 })),
@@ -740,10 +730,10 @@ const CATALOGUE: BadInput[] = [
   bad("unknown field", "Driver protocol: a late-result with an extra field", (c) => lateResult(c, { extra: 1 })),
   bad("unknown field", "operator: a resolve with an extra field", (c) => resolveAs(c, { extra: 1 })),
   bad("unknown field", "operator: a reconcile with an extra field", (c) =>
-    call("POST", `/api/operator/effects/${c.effectId}/reconcile`, { actor: "a", reason: "r", extra: 1 }, OPERATOR_TOKEN),
+    call("POST", `/api/operator/effects/${c.effectId}/reconcile`, { reason: "r", extra: 1 }, OPERATOR_TOKEN),
   ),
   bad("unknown field", "operator: a compensate with an extra field", (c) =>
-    call("POST", `/api/operator/effects/${c.effectId}/compensate`, { actor: "a", reason: "r", extra: 1 }, OPERATOR_TOKEN),
+    call("POST", `/api/operator/effects/${c.effectId}/compensate`, { reason: "r", extra: 1 }, OPERATOR_TOKEN),
   ),
   // (3) invisible format characters (Unicode Cf) in identifiers, as control and bidi characters are
   bad("format character in an identifier", "run API: toolName with ZERO WIDTH SPACE (U+200B)", (c) =>
@@ -768,10 +758,6 @@ const CATALOGUE: BadInput[] = [
   bad("format character in an identifier", "Driver protocol: a late-result toolName with WORD JOINER", (c) =>
     lateResult(c, { toolName: "create\u2060Issue" }),
   ),
-  bad("format character in an identifier", "operator: an actor with ZERO WIDTH SPACE", (c) => resolveAs(c, { actor: "ali\u200bce" })),
-  bad("format character in an identifier", "operator: an actor ending in U+FEFF (judged before trimming, not trimmed away)", (c) =>
-    resolveAs(c, { actor: "alice\ufeff" }),
-  ),
   bad("format character in an identifier", "operator: a listing filter toolName with ZERO WIDTH SPACE", () =>
     listEffects("toolName=create%E2%80%8BIssue"),
   ),
@@ -789,7 +775,7 @@ describe("bad input catalogue: a typed error, nothing changed", () => {
     // DESIGN §7: a refusal by the operator service (a well-formed request) is audited, and only that row is added
     const refusals = f.store.sqlite.prepare("SELECT action, actor, outcome FROM effect_operator_refusals").all();
     const audited = row.category === "invalid operator request" && OPERATOR_REFUSAL_CODES.includes(row.code as never);
-    expect(refusals).toEqual(audited ? [expect.objectContaining({ actor: "a", outcome: row.code })] : []);
+    expect(refusals).toEqual(audited ? [expect.objectContaining({ outcome: row.code })] : []);
   });
 });
 

@@ -91,7 +91,7 @@ async function signIn(app: Hono): Promise<{ cookie: string; csrf: string }> {
   const res = await app.request(`${ORIGIN}/console/session`, {
     method: "POST",
     headers: { "content-type": "application/x-www-form-urlencoded", origin: ORIGIN },
-    body: new URLSearchParams({ actor: "alice", token: TEST_SECRETS.operatorToken }).toString(),
+    body: new URLSearchParams({ token: TEST_SECRETS.operatorToken }).toString(),
   });
   expect(res.status).toBe(303);
   const cookie = res.headers.get("set-cookie")!.split(";")[0]!;
@@ -108,7 +108,7 @@ async function send(app: Hono, method: string, path: string, entry: ConsoleEntry
       "content-type": form ? "application/x-www-form-urlencoded" : "application/json",
     };
     init.body = form
-      ? new URLSearchParams(path === "/console/session" ? { actor: "mallory", token: "not-the-operator-token" } : {}).toString()
+      ? new URLSearchParams(path === "/console/session" ? { token: "not-the-operator-token" } : {}).toString()
       : JSON.stringify(entry.body ?? {});
   }
   return app.request(`${ORIGIN}${path}`, init);

@@ -1,6 +1,6 @@
 import { afterEach, describe, expect, it } from "vitest";
 import { CONSOLE_SESSION_TTL_MS } from "../src/modules/console/application/console-session.service.js";
-import { buildHttpApp, createDoubleWorld, dispatchWrite, type DoubleWorld, reconnectDriver } from "./kit/index.js";
+import { buildHttpApp, createDoubleWorld, dispatchWrite, type DoubleWorld, operatorCredentials, reconnectDriver } from "./kit/index.js";
 import { ledgerSnapshot } from "./helpers/reconciliation-db.js";
 
 /** The console's HTTP surface without a browser: gating, cookie flags, CSRF, CSP, expiry, sign-out (docs/DESIGN.md §7, §10). */
@@ -20,8 +20,10 @@ async function unknownEffect(fx: DoubleWorld) {
   return call;
 }
 
+/** The console with one operator credential `alice` (TOKEN, every scope), or none when `operatorToken` is undefined. */
 function consoleClient(fx: DoubleWorld, opts: { operatorToken?: string | undefined } = { operatorToken: TOKEN }) {
-  const app = buildHttpApp(fx.runtime, { operatorToken: opts.operatorToken });
+  const operators = operatorCredentials(opts.operatorToken === undefined ? [] : [{ name: "alice", token: opts.operatorToken }]);
+  const app = buildHttpApp(fx.runtime, { operators });
   const request = (path: string, init: RequestInit = {}) => app.request(`${ORIGIN}${path}`, init);
   const signIn = (body: Record<string, string>, headers: Record<string, string> = { origin: ORIGIN }) =>
     request("/console/session", {
@@ -34,7 +36,7 @@ function consoleClient(fx: DoubleWorld, opts: { operatorToken?: string | undefin
 
 /** Signs in and returns the cookie header value and the session's CSRF token. */
 async function session(c: ReturnType<typeof consoleClient>) {
-  const res = await c.signIn({ actor: "alice", token: TOKEN });
+  const res = await c.signIn({ token: TOKEN });
   expect(res.status).toBe(303);
   const cookie = res.headers.get("set-cookie")!.split(";")[0]!;
   const info = (await (await c.request("/console/api/session", { headers: { cookie } })).json()) as { csrfToken: string; actor: string };
@@ -57,7 +59,7 @@ describe("operator console over HTTP", () => {
       expect(res.status).toBe(404);
       expect(await res.text()).toContain("operator console is off");
     }
-    expect((await c.signIn({ actor: "alice", token: "anything" })).status).toBe(404);
+    expect((await c.signIn({ token: "anything" })).status).toBe(404);
   });
 
   it("says 'feature off' when MOSOO_EFFECT_RECONCILIATION is off, and refuses to sign in", async () => {
@@ -85,23 +87,24 @@ describe("operator console over HTTP", () => {
     expect(csp).not.toContain("unsafe-inline");
     expect(form.headers.get("cache-control")).toBe("no-store");
 
-    const wrong = await c.signIn({ actor: "mallory", token: "not-the-token" });
+    const wrong = await c.signIn({ token: "not-the-token" });
     expect(wrong.status).toBe(401);
     expect(wrong.headers.get("set-cookie")).toBeNull();
     expect(await wrong.text()).toContain("the operator token is not valid");
-    const missing = await c.signIn({ actor: "mallory" });
+    const missing = await c.signIn({});
     expect(missing.status).toBe(400);
     expect(missing.headers.get("set-cookie")).toBeNull();
-    // The actor echoed back into the form is escaped.
+    // Nothing typed is echoed back (the form has no name field; a posted `actor` is ignored, never shown).
     const echoed = await (await c.signIn({ actor: `"><script>alert(1)</script>`, token: "x" })).text();
     expect(echoed).not.toContain("<script>alert(1)</script>");
-    expect(echoed).toContain("&lt;script&gt;");
+    expect(echoed).not.toContain("alert(1)");
     // A sign-in posted from another site is refused (hono csrf: Origin).
-    const crossSite = await c.signIn({ actor: "alice", token: TOKEN }, { origin: "http://evil.example" });
+    const crossSite = await c.signIn({ token: TOKEN }, { origin: "http://evil.example" });
     expect(crossSite.status).toBe(403);
     expect(crossSite.headers.get("set-cookie")).toBeNull();
 
-    const ok = await c.signIn({ actor: "alice", token: TOKEN });
+    // a posted `actor` does not name the session: the credential does
+    const ok = await c.signIn({ actor: "mallory", token: TOKEN });
     expect(ok.status).toBe(303);
     expect(ok.headers.get("location")).toBe("/console");
     const cookie = ok.headers.get("set-cookie")!;
@@ -160,7 +163,7 @@ describe("operator console over HTTP", () => {
     });
     expect(ledgerSnapshot(fx.store)).toEqual(before);
 
-    // The same request with the token goes through the operator service, audited under the session's actor.
+    // The same request with the token goes through the operator service, audited under the session's credential's name.
     const res = await resolve({ cookie, "content-type": "application/json", "x-csrf-token": csrf });
     expect(res.status).toBe(200);
     expect((await fx.runtime.operator.show(call.effectId)).operatorActions).toMatchObject([

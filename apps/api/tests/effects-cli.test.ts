@@ -15,7 +15,8 @@ import { effectRow, ledgerSnapshot } from "./helpers/reconciliation-db.js";
 
 const TOKEN = "operator-token-0123456789";
 const API_DIR = join(import.meta.dirname, "..");
-const ON = { MOSOO_EFFECT_RECONCILIATION: "on" };
+/** Reconciliation on, and one operator credential `alice` (TOKEN) that in-process actions (`--db`) are checked against. */
+const ON = { MOSOO_EFFECT_RECONCILIATION: "on", MOSOO_OPERATOR_TOKEN: TOKEN, MOSOO_OPERATOR_TOKEN_NAME: "alice" };
 let dir: string | undefined;
 let f: DoubleWorld | undefined;
 afterEach(() => {
@@ -96,8 +97,8 @@ describe("mosoo-effects CLI on a store file (--db)", () => {
       "Created issue #3",
       "--provider-operation-id",
       "ISS-3",
-      "--actor",
-      "alice",
+      "--token",
+      TOKEN,
       "--reason",
       "found it",
     ]);
@@ -114,7 +115,9 @@ describe("mosoo-effects CLI on a store file (--db)", () => {
     const before = ledgerSnapshot(f!.store);
     f!.close();
     f = undefined;
-    const r = await cli(["--db", dbFile, "resolve", call.effectId, "--outcome", "not_executed", "--actor", "a", "--reason", "b"], {});
+    const r = await cli(["--db", dbFile, "resolve", call.effectId, "--outcome", "not_executed", "--token", TOKEN, "--reason", "b"], {
+      MOSOO_OPERATOR_TOKEN: TOKEN,
+    });
     expect(r.code).toBe(1);
     expect(r.err).toMatch(/^mosoo-effects: feature\.disabled: .*MOSOO_EFFECT_RECONCILIATION=on\n$/);
     f = createDoubleWorld({ bind: false, dbFile });
@@ -125,15 +128,18 @@ describe("mosoo-effects CLI on a store file (--db)", () => {
     ["an unknown status", ["list", "--status", "lost"]],
     ["a bad duration", ["list", "--older-than", "soon"]],
     ["a page size of 0", ["list", "--limit", "0"]],
-    ["a blank actor", ["resolve", "X", "--outcome", "not_executed", "--actor", " ", "--reason", "r"]],
-    ["succeeded without output", ["resolve", "X", "--outcome", "succeeded", "--actor", "a", "--reason", "r"]],
-    ["not_executed with output", ["resolve", "X", "--outcome", "not_executed", "--output-text", "t", "--actor", "a", "--reason", "r"]],
-    ["a result that is not JSON", ["resolve", "X", "--outcome", "succeeded", "--result-json", "{", "--actor", "a", "--reason", "r"]],
+    [
+      "--actor (gone: the actor is the credential's name)",
+      ["resolve", "X", "--outcome", "not_executed", "--actor", "trusted-admin", "--reason", "r"],
+    ],
+    ["succeeded without output", ["resolve", "X", "--outcome", "succeeded", "--token", TOKEN, "--reason", "r"]],
+    ["not_executed with output", ["resolve", "X", "--outcome", "not_executed", "--output-text", "t", "--token", TOKEN, "--reason", "r"]],
+    ["a result that is not JSON", ["resolve", "X", "--outcome", "succeeded", "--result-json", "{", "--token", TOKEN, "--reason", "r"]],
     ["an unknown command", ["undo"]],
     ["a malformed effect id", ["show", "not-an-id"]],
     [
       "--is-error with --result-json",
-      ["resolve", "X", "--outcome", "succeeded", "--result-json", '{"content":[]}', "--is-error", "--actor", "a", "--reason", "r"],
+      ["resolve", "X", "--outcome", "succeeded", "--result-json", '{"content":[]}', "--is-error", "--token", TOKEN, "--reason", "r"],
     ],
     ["an API URL that is not http(s)", ["--api-url", "notaurl", "list"]],
   ])("exits 2 on %s and changes nothing", async (_label, args) => {
@@ -163,7 +169,7 @@ describe("mosoo-effects CLI on a store file (--db)", () => {
 });
 
 describe("mosoo-effects refuses bad input at the boundary (issue 10)", () => {
-  it("refuses a loose --limit, a control/bidi actor, a lone surrogate in the reason, and a FIFO as --db; nothing changes", async () => {
+  it("refuses a loose --limit, an --actor, a lone surrogate in the reason, and a FIFO as --db; nothing changes", async () => {
     const { dbFile, call } = await storeWithUnknownEffect();
     f!.close();
     f = undefined;
@@ -185,7 +191,7 @@ describe("mosoo-effects refuses bad input at the boundary (issue 10)", () => {
     ]);
     expect(actor).toMatchObject({
       code: 2,
-      err: expect.stringMatching(/^mosoo-effects: request\.invalid: actor: must not contain control or bidi characters\n$/),
+      err: expect.stringMatching(/^mosoo-effects: .*--actor.* is gone: the actor is the name of the operator credential/),
     });
     const reason = await cli([
       "--db",
@@ -194,8 +200,8 @@ describe("mosoo-effects refuses bad input at the boundary (issue 10)", () => {
       call.effectId,
       "--outcome",
       "not_executed",
-      "--actor",
-      "alice",
+      "--token",
+      TOKEN,
       "--reason",
       "checked\ud800",
     ]);
@@ -224,11 +230,9 @@ describe("mosoo-effects as a process", () => {
 
   it("talks to a running API over HTTP with the token; exits 2 with one line on bad input and 1 on a refusal", async () => {
     dir = mkdtempSync(join(tmpdir(), "mosoo-cli-"));
-    const api = await startApi(
-      loadApiConfig({ MOSOO_DB_FILE: join(dir, "api.db"), MOSOO_PORT: "0", MOSOO_OPERATOR_TOKEN: TOKEN, ...ON }),
-      pino({ level: "silent" }),
-      { sweep: false },
-    );
+    const api = await startApi(loadApiConfig({ MOSOO_DB_FILE: join(dir, "api.db"), MOSOO_PORT: "0", ...ON }), pino({ level: "silent" }), {
+      sweep: false,
+    });
     try {
       const ok = await spawnCli(["--api-url", api.url, "--json", "list"], { MOSOO_OPERATOR_TOKEN: TOKEN });
       expect(ok.code).toBe(0);

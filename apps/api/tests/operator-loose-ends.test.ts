@@ -23,6 +23,7 @@ import {
   gateLookups,
   reconnectDriver,
   until,
+  operatorCredentials,
   operatorNamed,
 } from "./kit/index.js";
 import { effectRow, ledgerSnapshot } from "./helpers/reconciliation-db.js";
@@ -46,7 +47,7 @@ function setup(opts: DoubleWorldOptions = {}): DoubleWorld {
 }
 
 function http(runtime: Runtime) {
-  const app = buildHttpApp(runtime, { operatorToken: TOKEN });
+  const app = buildHttpApp(runtime, { operators: operatorCredentials([{ name: "alice", token: TOKEN }]) });
   return async (method: string, path: string, body?: unknown) => {
     const res = await app.request(path, {
       method,
@@ -63,7 +64,8 @@ async function cli(args: string[]): Promise<{ code: number; out: string; err: st
   let err = "";
   const program = buildEffectsCli(
     (t) => (out += t),
-    { MOSOO_EFFECT_RECONCILIATION: "on" } as NodeJS.ProcessEnv,
+    // the in-process client checks --token against this environment's operator credentials (alice)
+    { MOSOO_EFFECT_RECONCILIATION: "on", MOSOO_OPERATOR_TOKEN: TOKEN, MOSOO_OPERATOR_TOKEN_NAME: "alice" } as NodeJS.ProcessEnv,
     () => Date.UTC(2026, 10, 29, 13),
   );
   program.configureOutput({
@@ -252,12 +254,10 @@ describe("refused operator actions are audited and change nothing else", () => {
     ]);
   });
 
-  it("a malformed request is refused before the service (no actor to audit): no refusal row", async () => {
+  it("a malformed request is refused before the service (no reason to audit): no refusal row", async () => {
     const fx = setup({ bind: false });
     const running = await dispatchWrite(fx);
-    expect(
-      await http(fx.runtime)("POST", `${E}/${running.effectId}/resolve`, { outcome: "not_executed", reason: "no actor" }),
-    ).toMatchObject({ status: 400 });
+    expect(await http(fx.runtime)("POST", `${E}/${running.effectId}/resolve`, { outcome: "not_executed" })).toMatchObject({ status: 400 });
     expect(refusals(fx)).toEqual([]);
   });
 });
@@ -316,8 +316,8 @@ describe("a succeeded effect whose provider result is an error is marked as such
           "--output-text",
           "issue_tracker_readonly",
           "--is-error",
-          "--actor",
-          "alice",
+          "--token",
+          TOKEN,
           "--reason",
           "the tracker refused it",
         ])
@@ -334,8 +334,8 @@ describe("a succeeded effect whose provider result is an error is marked as such
           "succeeded",
           "--output-text",
           "Created issue #2",
-          "--actor",
-          "alice",
+          "--token",
+          TOKEN,
           "--reason",
           "found it",
         ])

@@ -1,6 +1,7 @@
 import { afterEach, describe, expect, it } from "vitest";
 import type { Runtime } from "../src/composition-root.js";
 import {
+  operatorCredentials,
   buildHttpApp,
   commitAtProvider,
   connectDriver,
@@ -48,8 +49,15 @@ async function committedUnknownWithGatedLookup() {
   return { fx, call, open: gateLookups(fx) };
 }
 
+/** The operator credentials of these tests: `alice` (TOKEN) and `bob` (BOB_TOKEN), every scope. */
+const BOB_TOKEN = "operator-token-bob-0123456789";
+const CREDENTIALS = operatorCredentials([
+  { name: "alice", token: TOKEN },
+  { name: "bob", token: BOB_TOKEN },
+]);
+
 function http(runtime: Runtime, opts: { token?: string; configured?: string | undefined } = {}) {
-  const app = buildHttpApp(runtime, { operatorToken: "configured" in opts ? opts.configured : TOKEN });
+  const app = buildHttpApp(runtime, "configured" in opts ? { operatorToken: opts.configured } : { operators: CREDENTIALS });
   const token = opts.token ?? TOKEN;
   return async (method: string, path: string, body?: unknown) => {
     const res = await app.request(path, {
@@ -161,10 +169,10 @@ describe("operator routes: resolve by hand", () => {
         _meta: { "io.mosoo/provider-operation-id": "ISS-7" },
       },
       receipt: { providerOperationId: "ISS-7", observedAt: "2026-11-29T12:00:00.000Z", detail: { url: "https://tracker.example/7" } },
-      actor: "bob",
       reason: "found #7 in the tracker",
     };
-    const res = await http(f.runtime)("POST", `${E}/${call.effectId}/resolve`, body);
+    // the actor is the name of the credential that sent it (bob), no field of the body
+    const res = await http(f.runtime, { token: BOB_TOKEN })("POST", `${E}/${call.effectId}/resolve`, body);
     expect(res).toMatchObject({ status: 200, body: { status: "succeeded", resolution: "operator" } });
     expect(await f.runtime.ledger.claim(call.restarted.instance, call.restarted.connectionId, call.commandId)).toMatchObject({
       kind: "completed",
@@ -207,9 +215,14 @@ describe("operator routes: resolve by hand", () => {
   });
 
   it.each<[string, unknown, number, string]>([
-    ["a missing actor", { outcome: "not_executed", reason: "r" }, 400, "request.invalid"],
-    ["a blank actor", { outcome: "not_executed", actor: "  ", reason: "r" }, 400, "request.invalid"],
-    ["a NUL in the reason", { outcome: "not_executed", actor: "a", reason: "r\u0000" }, 400, "request.invalid"],
+    ["a missing reason", { outcome: "not_executed" }, 400, "request.invalid"],
+    [
+      "an actor in the body (the actor is the credential's name)",
+      { outcome: "not_executed", actor: "trusted-admin", reason: "r" },
+      400,
+      "request.invalid",
+    ],
+    ["a NUL in the reason", { outcome: "not_executed", reason: "r\u0000" }, 400, "request.invalid"],
     ["an unknown outcome", { outcome: "maybe", ...ok }, 400, "request.invalid"],
     ["succeeded without a result", { outcome: "succeeded", ...ok }, 400, "request.invalid"],
     [
@@ -279,7 +292,7 @@ describe("operator routes: reconcile now", () => {
       attempt: 1,
       reason: "transport closed",
     });
-    const res = await http(f.runtime)("POST", `${E}/${call.effectId}/reconcile`, { actor: "alice", reason: "customer asked" });
+    const res = await http(f.runtime)("POST", `${E}/${call.effectId}/reconcile`, { reason: "customer asked" });
     expect(res).toMatchObject({
       status: 200,
       body: { outcome: "confirmed_succeeded", effect: { status: "succeeded", resolution: "reconciled" } },
@@ -296,7 +309,7 @@ describe("operator routes: reconcile now", () => {
     ]);
   });
 
-  it("refuses an effect without a bound adapter and one that is not unknown (409 effect.not_reconcilable), and a missing actor (400)", async () => {
+  it("refuses an effect without a bound adapter and one that is not unknown (409 effect.not_reconcilable), and a body actor (400)", async () => {
     f = createDoubleWorld({ bind: false });
     const call = await unknownEffect(f);
     const running = await dispatchWrite(f, { driver: await connectDriver(f.runtime, "driver-b") });
@@ -310,7 +323,7 @@ describe("operator routes: reconcile now", () => {
       status: 409,
       body: { error: { code: "effect.not_reconcilable" } },
     });
-    expect(await op("POST", `${E}/${call.effectId}/reconcile`, { reason: "r" })).toMatchObject({
+    expect(await op("POST", `${E}/${call.effectId}/reconcile`, { actor: "trusted-admin", reason: "r" })).toMatchObject({
       status: 400,
       body: { error: { code: "request.invalid" } },
     });
@@ -369,7 +382,6 @@ describe("operator resolve racing a reconciler", () => {
     const before = ledgerSnapshot(fx.store);
     const res = await http(fx.runtime)("POST", `${E}/${call.effectId}/resolve`, {
       outcome: "not_executed",
-      actor: "alice",
       reason: "late",
     });
     expect(res).toMatchObject({ status: 409, body: { error: { code: "effect.not_unknown" } } });

@@ -20,7 +20,10 @@ const OperatorTokenSchema = z
   .min(16, "a token must be at least 16 characters")
   .max(512, "a token is at most 512 characters")
   .regex(/^[\x21-\x7e]+$/, "a token is printable ASCII without spaces")
-  .refine((t) => new Set(t).size >= MIN_DISTINCT_TOKEN_CHARS, `a token is too weak (fewer than ${MIN_DISTINCT_TOKEN_CHARS} distinct characters)`);
+  .refine(
+    (t) => new Set(t).size >= MIN_DISTINCT_TOKEN_CHARS,
+    `a token is too weak (fewer than ${MIN_DISTINCT_TOKEN_CHARS} distinct characters)`,
+  );
 
 /** One entry of the operator credentials file: `name`, `token`, `scopes` (at least one of `OPERATOR_SCOPES`, each once). */
 const OperatorCredentialEntrySchema = z.strictObject({
@@ -92,5 +95,11 @@ export function loadOperatorCredentials(
     byToken.set(e.token, e.name);
   }
   const credentials: OperatorCredential[] = entries.map((e) => ({ name: e.name, scopes: e.scopes, tokenSha256: tokenDigest(e.token) }));
-  return { credentials: new OperatorCredentials(credentials), tokens: entries.map((e) => ({ token: e.token, source: `${e.source} (${e.name})` })) };
+  return {
+    credentials: new OperatorCredentials(credentials),
+    tokens: entries.map((e) => ({
+      token: e.token,
+      source: e.source === "MOSOO_OPERATOR_TOKEN" ? e.source : `${e.source} (credential ${e.name})`,
+    })),
+  };
 }

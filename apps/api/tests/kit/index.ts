@@ -42,4 +42,4 @@ export type { FixtureProviderWorld } from "./fixture-provider.js";
 export { buildHttpApp } from "./http.js";
 export type { HttpApp } from "./http.js";
 export { until, waitFor } from "./wait.js";
-export { operatorNamed } from "./operator.js";
+export { operatorCredentials, operatorNamed } from "./operator.js";

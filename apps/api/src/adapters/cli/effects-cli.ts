@@ -176,11 +176,15 @@ export function buildEffectsCli(
   const audit = (cmd: Command) =>
     cmd
       .requiredOption("--reason <text>", "why (recorded in the audit trail with your credential's name)", nonBlank)
-      .addOption(
-        new Option("--actor <name>").hideHelp().argParser(() => {
-          throw new InvalidArgumentError("is gone: the actor is the name of the operator credential of --token; put notes in --reason");
-        }),
+      // gone: refused with one line by the preAction hook below, never silently ignored
+      .addOption(new Option("--actor <name>").hideHelp());
+  program.hook("preAction", (_program, action) => {
+    if (action.opts()["actor"] !== undefined)
+      throw new CliFailure(
+        EXIT.badInput,
+        "--actor is gone: the actor is the name of the operator credential whose token you pass (--token); put notes in --reason",
       );
+  });
 
   program
     .command("list")

@@ -200,7 +200,8 @@ export async function localOperatorClient(config: ApiConfig, token?: string): Pr
     show: (id) => wrap(() => op.show(parseOrThrow(UlidSchema, id))),
     reconcile: (id, body) =>
       wrap(() => op.reconcile(parseOrThrow(UlidSchema, id), parseOrThrow(OperatorReconcileRequestSchema, body), operatorOf())),
-    resolve: (id, body) => wrap(() => op.resolve(parseOrThrow(UlidSchema, id), parseOrThrow(OperatorResolveRequestSchema, body), operatorOf())),
+    resolve: (id, body) =>
+      wrap(() => op.resolve(parseOrThrow(UlidSchema, id), parseOrThrow(OperatorResolveRequestSchema, body), operatorOf())),
     compensate: (id, body) =>
       wrap(() => op.compensate(parseOrThrow(UlidSchema, id), parseOrThrow(OperatorCompensateRequestSchema, body), operatorOf())),
     close: async () => {

@@ -84,7 +84,10 @@ export function createHttpApp(runtime: Runtime, logger: Logger, opts: HttpAppOpt
   );
   app.route("/", system);
   app.route("/", operatorRoutes(runtime, guard, operatorBudget));
-  app.route("/", consoleRoutes(runtime, logger, { ...opts.console, operators: operatorCredentialsOf(opts), authBudget: operatorBudget }).app);
+  app.route(
+    "/",
+    consoleRoutes(runtime, logger, { ...opts.console, operators: operatorCredentialsOf(opts), authBudget: operatorBudget }).app,
+  );
   app.route("/", runRoutes(runtime, guard));
   app.route("/", driverRoutes(runtime, guard, limit));
   return app;

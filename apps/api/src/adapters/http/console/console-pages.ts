@@ -29,8 +29,8 @@ export function signInPage(opts: { error?: string } = {}) {
     "Sign in",
     html`<h1>Mosoo operator console</h1>
       <p>
-        Sign in with your operator token to find, read and settle unknown effects. Every action is recorded in the audit trail under
-        the name of the credential the token belongs to.
+        Sign in with your operator token to find, read and settle unknown effects. Every action is recorded in the audit trail under the
+        name of the credential the token belongs to.
       </p>
       ${opts.error ? html`<p class="error" role="alert">${opts.error}</p>` : ""}
       <form method="post" action="/console/session">

@@ -137,7 +137,8 @@ export function consoleRoutes(runtime: Runtime, logger: Logger, opts: ConsoleOpt
     if (!operator.enabled) return c.html(featureOffPage(), 404);
     const form: Record<string, unknown> = await c.req.parseBody().catch(() => ({}));
     const parsed = SignInSchema.safeParse(form);
-    if (!parsed.success) return c.html(signInPage({ error: `Sign-in refused: ${parsed.error.issues[0]?.message ?? "invalid form"}.` }), 400);
+    if (!parsed.success)
+      return c.html(signInPage({ error: `Sign-in refused: ${parsed.error.issues[0]?.message ?? "invalid form"}.` }), 400);
     const identity = opts.operators.identify(parsed.data.token);
     if (!identity) {
       const wait = await opts.authBudget.refused(c, "console_sign_in");

@@ -1,12 +1,5 @@
 import { CallToolResultSchema } from "@modelcontextprotocol/sdk/types.js";
-import {
-  EFFECT_STATUSES,
-  ServerIdSchema,
-  strictIntegerInput,
-  textSchema,
-  ToolNameSchema,
-  UlidSchema,
-} from "@mosoo/contracts";
+import { EFFECT_STATUSES, ServerIdSchema, strictIntegerInput, textSchema, ToolNameSchema, UlidSchema } from "@mosoo/contracts";
 import { MAX_RECEIPT_BYTES, MAX_RESULT_BYTES } from "@mosoo/effect-reconciliation";
 import { OPERATOR_ATTENTION_REASONS } from "@mosoo/contracts";
 import { z } from "zod";
