@@ -13,7 +13,12 @@ import { launchBrowser, screenshot, serveConsoleApi, signIn } from "./helpers/co
 declare const document: any;
 declare const window: any;
 
-const TOKEN = "operator-token-console-0123456789";
+/** One operator credential per name (every scope): the session, and so the audit actor, is the credential's. */
+const TOKENS = {
+  alice: "alice-token-console-0123456789",
+  bob: "bob-token-console-0123456789",
+  carol: "carol-token-console-0123456789",
+};
 const XSS_TOOL = `<img src=x onerror="window.__xss='tool'">createIssue<script>window.__xss='tool-script'</script>`;
 const XSS_TEXT = `<script>window.__xss='result'</script><img src=x onerror="window.__xss='img'">`;
 const WAIT = { timeout: 20_000 };
@@ -78,7 +83,7 @@ beforeAll(async () => {
   const restarted = await reconnectDriver(fx.runtime, neverSent.driver);
   await fx.runtime.commands.nextCommand(restarted.instance, restarted.connectionId, 0);
   expect((await fx.runtime.ledger.claim(restarted.instance, restarted.connectionId, neverSent.commandId)).kind).toBe("not_executed");
-  api = await serveConsoleApi(fx.runtime, TOKEN);
+  api = await serveConsoleApi(fx.runtime, TOKENS);
   chrome = await launchBrowser();
 }, 120_000);
 
@@ -113,7 +118,7 @@ describe("operator console in a real browser", { timeout: 60_000 }, () => {
       ];
     }, seeded.manual.effectId);
     expect(probes).toEqual([401, 401, 401, 401, 401]);
-    await signIn(page, api.url, "mallory", "not-the-operator-token");
+    await signIn(page, api.url, "not-the-operator-token");
     expect(new URL(page.url()).pathname).toBe("/console/session");
     expect(await text(page, "[role=alert]")).toContain("the operator token is not valid");
     expect(await page.cookies()).toEqual([]);
@@ -125,8 +130,12 @@ describe("operator console in a real browser", { timeout: 60_000 }, () => {
 
   it("signs in, lists the unknown effects with counts by reason, filters and charts", async () => {
     const page = await operatorTab();
-    await signIn(page, api.url, "alice", TOKEN);
+    await signIn(page, api.url, TOKENS.alice);
     expect(new URL(page.url()).pathname).toBe("/console");
+    // the header names the credential the token belongs to, and its scopes
+    await page.waitForSelector(".who-name", WAIT);
+    expect(await text(page, ".who-name")).toBe("alice");
+    expect(await text(page, ".who-scopes")).toBe("(read, reconcile, resolve, compensate)");
     const [cookie] = await page.cookies();
     expect(cookie).toMatchObject({ name: "mosoo_console_session", httpOnly: true, sameSite: "Strict", path: "/console" });
     await page.waitForSelector(`tr[data-effect-id="${seeded.manual.effectId}"]`, WAIT);
@@ -154,7 +163,7 @@ describe("operator console in a real browser", { timeout: 60_000 }, () => {
   it("opens an effect's timeline, looks it up now, and the adapter's proof settles it", async () => {
     fx.clock.advance(5 * 60_000); // the API's clock: the chart's samples get distinct times
     const page = await operatorTab();
-    await signIn(page, api.url, "alice", TOKEN);
+    await signIn(page, api.url, TOKENS.alice);
     await page.waitForSelector(`tr[data-effect-id="${seeded.lookup.effectId}"] a`, WAIT);
     await page.click(`tr[data-effect-id="${seeded.lookup.effectId}"] a`);
     await page.waitForSelector("[data-testid=timeline]", WAIT);
@@ -186,13 +195,15 @@ describe("operator console in a real browser", { timeout: 60_000 }, () => {
   it("resolves an effect as succeeded behind a confirmation; the audit row shows and another tab's list updates without a reload", async () => {
     fx.clock.advance(5 * 60_000); // the API's clock: the chart's samples get distinct times
     const lister = await operatorTab();
-    await signIn(lister, api.url, "bob", TOKEN);
+    await signIn(lister, api.url, TOKENS.bob);
+    await lister.waitForSelector(".who-name", WAIT);
+    expect(await text(lister, ".who-name")).toBe("bob");
     await lister.waitForSelector(`tr[data-effect-id="${seeded.manual.effectId}"]`, WAIT);
     await lister.waitForFunction(() => document.querySelector(".live")?.textContent?.includes("on"), WAIT);
     await lister.evaluate(() => ((window as unknown as { __sameDocument: boolean }).__sameDocument = true));
 
     const page = await operatorTab();
-    await signIn(page, api.url, "alice", TOKEN);
+    await signIn(page, api.url, TOKENS.alice);
     await page.goto(`${api.url}/console/effects/${seeded.manual.effectId}`);
     await (await page.waitForSelector("::-p-text(Resolve as succeeded)", WAIT))!.click();
     await page.waitForSelector("dialog[open] #confirm-result", WAIT);
@@ -227,14 +238,14 @@ describe("operator console in a real browser", { timeout: 60_000 }, () => {
   it("a second tab's stale resolution shows that someone else settled the effect first, and changes nothing", async () => {
     fx.clock.advance(5 * 60_000); // the API's clock: the chart's samples get distinct times
     const stale = await operatorTab();
-    await signIn(stale, api.url, "carol", TOKEN);
+    await signIn(stale, api.url, TOKENS.carol);
     await stale.goto(`${api.url}/console/effects/${seeded.stale.effectId}`);
     await (await stale.waitForSelector("::-p-text(Resolve as not executed)", WAIT))!.click();
     await stale.waitForSelector("dialog[open] #confirm-reason", WAIT);
     await stale.type("#confirm-reason", "the provider has no such mail");
 
     const first = await operatorTab();
-    await signIn(first, api.url, "alice", TOKEN);
+    await signIn(first, api.url, TOKENS.alice);
     await first.goto(`${api.url}/console/effects/${seeded.stale.effectId}`);
     await (await first.waitForSelector("::-p-text(Resolve as succeeded)", WAIT))!.click();
     await first.waitForSelector("dialog[open] #confirm-reason", WAIT);
@@ -262,7 +273,7 @@ describe("operator console in a real browser", { timeout: 60_000 }, () => {
   it("provider- and agent-supplied strings stay inert text (tool name, arguments, result): no script runs, no element is injected", async () => {
     fx.clock.advance(5 * 60_000); // the API's clock: the chart's samples get distinct times
     const page = await operatorTab();
-    await signIn(page, api.url, "alice", TOKEN);
+    await signIn(page, api.url, TOKENS.alice);
     await page.waitForSelector(`tr[data-effect-id="${seeded.xss.effectId}"]`, WAIT);
     expect(await text(page, `tr[data-effect-id="${seeded.xss.effectId}"]`)).toContain(XSS_TOOL);
     await page.goto(`${api.url}/console/effects/${seeded.xss.effectId}`);
@@ -295,7 +306,7 @@ describe("operator console in a real browser", { timeout: 60_000 }, () => {
 
   it("is keyboard-operable with labelled controls, and reflows at 200% zoom without horizontal scrolling", async () => {
     const page = await operatorTab();
-    await signIn(page, api.url, "alice", TOKEN);
+    await signIn(page, api.url, TOKENS.alice);
     await page.waitForSelector("tbody tr a", WAIT);
     const unlabelled = await page.evaluate(
       () =>
@@ -327,7 +338,7 @@ describe("operator console in a real browser", { timeout: 60_000 }, () => {
 
   it("signing out ends the session: the old cookie reaches nothing", async () => {
     const page = await operatorTab();
-    await signIn(page, api.url, "alice", TOKEN);
+    await signIn(page, api.url, TOKENS.alice);
     await page.waitForSelector("form.sign-out button", WAIT);
     const [cookie] = await page.cookies();
     await Promise.all([page.waitForNavigation(), page.click("form.sign-out button")]);

@@ -63,12 +63,16 @@ export function newStackCredentials(): StackCredentials {
   return { apiKey: `e2e_${secret()}`, enrollmentToken: `enr_${secret()}`, operatorToken: `op_${secret()}` };
 }
 
-/** The API's credential variables for `credentials`: MOSOO_API_KEYS (key `e2e`), MOSOO_DRIVER_ENROLLMENT_TOKEN, MOSOO_OPERATOR_TOKEN. */
+/**
+ * The API's credential variables for `credentials`: MOSOO_API_KEYS (key `e2e`), MOSOO_DRIVER_ENROLLMENT_TOKEN,
+ * MOSOO_OPERATOR_TOKEN (the operator credential named `demo-operator`: the actor of every operator action).
+ */
 export function credentialsEnv(credentials: StackCredentials): Record<string, string> {
   return {
     MOSOO_API_KEYS: `e2e:${credentials.apiKey}:runs:write+runs:read+runs:delete+metrics:read`,
     MOSOO_DRIVER_ENROLLMENT_TOKEN: credentials.enrollmentToken,
     MOSOO_OPERATOR_TOKEN: credentials.operatorToken,
+    MOSOO_OPERATOR_TOKEN_NAME: "demo-operator",
   };
 }
 

@@ -11,7 +11,7 @@ import type { SessionInfo } from "./types.js";
 type LiveState = "connecting" | "live" | "reconnecting";
 
 /**
- * The console shell: loads the session (actor and CSRF token), opens one server-sent event stream
+ * The console shell: loads the session (the credential's name and scopes, and the CSRF token), opens one server-sent event stream
  * (`/console/api/events`: a `change` event whenever effects change) and renders the page of the
  * current path. A change bumps `changeSeq`, which makes the page reload its data without a reload.
  */
@@ -49,7 +49,10 @@ function App() {
     <header class="top">
       <a class="brand" href="/console" onClick=${(e: MouseEvent) => navigate("/console", e)}>Mosoo operator console</a>
       <span class="live live-${live}" role="status" aria-live="polite">Live updates: ${live === "live" ? "on" : live}</span>
-      <span class="who">Signed in as <strong>${session.actor}</strong></span>
+      <span class="who" title="operator credential and its scopes"
+        >Signed in as <strong class="who-name">${session.actor}</strong>
+        <span class="who-scopes">(${session.scopes.join(", ")})</span></span
+      >
       <form method="post" action="/console/sign-out" class="sign-out">
         <input type="hidden" name="csrf" value=${session.csrfToken} />
         <button type="submit">Sign out</button>

@@ -86,9 +86,13 @@ export interface ConsoleStats {
   unknownSeries: Array<{ atMs: number; count: number }>;
 }
 
-/** The signed-in session as the console sees it. */
+/**
+ * The signed-in session as the console sees it: `actor` is the name of the operator credential whose
+ * token opened it (recorded with every action), `scopes` what that credential may do.
+ */
 export interface SessionInfo {
   actor: string;
+  scopes: Array<"read" | "reconcile" | "resolve" | "compensate">;
   csrfToken: string;
   expiresAtMs: number;
 }

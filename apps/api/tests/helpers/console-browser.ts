@@ -6,7 +6,7 @@ import { join } from "node:path";
 import { serve, type ServerType } from "@hono/node-server";
 import chromium from "@sparticuz/chromium";
 import puppeteer, { type Browser, type Page } from "puppeteer-core";
-import { buildHttpApp, type Runtime } from "../kit/index.js";
+import { buildHttpApp, operatorCredentials, type Runtime } from "../kit/index.js";
 
 /**
  * Flags for headless Chromium on this closed network (no background connections, no sandbox as
@@ -45,13 +45,17 @@ export async function launchBrowser(): Promise<{ browser: Browser; close(): Prom
   };
 }
 
-/** The API's HTTP app over `runtime`, served on 127.0.0.1 (a free port), with fast live-update polling for tests. */
+/**
+ * The API's HTTP app over `runtime`, served on 127.0.0.1 (a free port), with fast live-update polling
+ * for tests; `tokens` maps each operator credential's name to its token (every scope).
+ */
 export async function serveConsoleApi(
   runtime: Runtime,
-  operatorToken: string | undefined,
+  tokens: Record<string, string>,
   pollMs = 100,
 ): Promise<{ url: string; close(): Promise<void> }> {
-  const app = buildHttpApp(runtime, { operatorToken, console: { pollMs } });
+  const operators = operatorCredentials(Object.entries(tokens).map(([name, token]) => ({ name, token })));
+  const app = buildHttpApp(runtime, { operators, console: { pollMs } });
   const server: ServerType = await new Promise((resolve) => {
     const s = serve({ fetch: app.fetch, hostname: "127.0.0.1", port: 0 }, () => resolve(s));
   });
@@ -78,10 +82,9 @@ export async function screenshot(page: Page, name: string): Promise<string> {
   return path;
 }
 
-/** Signs in through the sign-in form as `actor` with `token`; resolves once the next page has loaded. */
-export async function signIn(page: Page, url: string, actor: string, token: string): Promise<void> {
+/** Signs in through the sign-in form with `token` (the session is its credential's); resolves once the next page has loaded. */
+export async function signIn(page: Page, url: string, token: string): Promise<void> {
   await page.goto(`${url}/console/sign-in`);
-  await page.locator("#actor").fill(actor);
   await page.locator("#token").fill(token);
   await Promise.all([page.waitForNavigation(), page.locator("button[type=submit]").click()]);
 }

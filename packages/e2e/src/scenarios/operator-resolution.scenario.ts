@@ -121,8 +121,6 @@ export async function runOperatorResolutionScenario(opts: ScenarioOptions): Prom
         outputText,
         "--provider-operation-id",
         found.operationId,
-        "--actor",
-        "demo-operator",
         "--reason",
         "issue found in the tracker under the effect's key",
       ],
