@@ -12,14 +12,14 @@ export type RouteMethod = "GET" | "POST" | "DELETE";
  * route runs; refusals are 401 `auth.missing_token` / `auth.invalid_token`, 403 `auth.forbidden` /
  * `auth.scope` (see {@link AUTH_ERRORS}):
  * - `public`: none (`GET /health`);
- * - `metrics`: an API key with `metrics:read` or the operator token (none with `MOSOO_METRICS_PUBLIC=on`);
- * - `api_key`: an API key with `scope` (and the operator token too when `operatorToo`);
- * - `registration`: the Driver enrollment token, the operator token, or a Driver's own token (re-registering itself);
+ * - `metrics`: an API key with `metrics:read` or an operator credential with `read` (none with `MOSOO_METRICS_PUBLIC=on`);
+ * - `api_key`: an API key with `scope` (and a full operator credential, every operator scope, when `operatorToo`);
+ * - `registration`: the Driver enrollment token, a full operator credential, or a Driver's own token (re-registering itself);
  * - `driver`: one Driver instance's own token (a finalized instance: 409 `driver.finalized`);
  * - `driver_report`: one Driver instance's own token, a finalized instance's too: its evidence about an
  *   attempt it made before it was finalized (`complete`, `deadline-missed`, `late-result`; docs/DESIGN.md
  *   §3 rules 12–13); the ledger takes it only from the connection that made the attempt;
- * - `operator`: the operator token (none configured: 403 `auth.operator_disabled`);
+ * - `operator`: a named operator credential; each route checks its scope (none configured: 403 `auth.operator_disabled`);
  * - `console_session`: the operator console's session cookie, and `X-CSRF-Token` on a POST.
  */
 export type RouteAuth =
