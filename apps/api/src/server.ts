@@ -108,7 +108,13 @@ export async function startApi(
       "MOSOO_EFFECT_RECONCILIATION=on but no server is bound (MOSOO_RECONCILIATION_BINDINGS_FILE): every unknown effect keeps the baseline fence",
     );
   }
-  const app = createHttpApp(runtime, logger, { operatorToken: config.operatorToken, ...config.auth });
+  // Readiness sees the adapter host from here (created above, closed only by `close()` below): its own internals are not probed.
+  let adapterHostClosed = false;
+  const app = createHttpApp(runtime, logger, {
+    operatorToken: config.operatorToken,
+    ...config.auth,
+    adapterHostUp: () => !adapterHostClosed,
+  });
   if (config.auth.apiKeys.length === 0) logger.warn("no API keys (MOSOO_API_KEYS, MOSOO_API_KEYS_FILE): the run API refuses every request");
   if (!config.auth.driverEnrollmentToken && !config.operatorToken)
     logger.warn("no MOSOO_DRIVER_ENROLLMENT_TOKEN (or MOSOO_OPERATOR_TOKEN): no Driver can register");
@@ -144,6 +150,7 @@ export async function startApi(
       force.unref();
       await closed;
       clearTimeout(force);
+      adapterHostClosed = true;
       await adapterHost.close(); // rejects the lookups still running in its workers
       // their outcomes are submitted after that: wait for every lookup under way, then commit what
       // waits for a group commit's window (else lost, and misrecorded lookup_interrupted at restart)

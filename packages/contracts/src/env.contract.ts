@@ -63,6 +63,8 @@ export const ApiEnvSchema = z.object({
   MOSOO_DATABASE_URL: postgresUrlString().optional(),
   // Connections of this instance's PostgreSQL pool (default 10; sizing rule in the API's postgres-store.ts and README).
   MOSOO_DATABASE_POOL_SIZE: strictIntegerString(1, 1_000).optional(),
+  // The PostgreSQL query bound in ms (statement_timeout; the client gives up 1 s later): past it a request answers 503 store.busy (default 5000).
+  MOSOO_DATABASE_QUERY_TIMEOUT_MS: strictIntegerString(100, 600_000).optional(),
   MOSOO_HOST: z.string().min(1).default("127.0.0.1"),
   MOSOO_PORT: strictIntegerString(0, 65535).default(8787),
   MOSOO_HEARTBEAT_TTL_MS: strictIntegerString(500, 3_600_000).default(15_000),

@@ -187,8 +187,10 @@ export class FakeDriverApi {
         pendingCommandCount: this.queue.length,
       });
     const connectionId = route === "nextCommand" ? url.searchParams.get("connectionId") : body?.["connectionId"];
-    const attemptReport = route === "effectComplete" && this.state.attemptConnections.get(url.pathname.split("/").at(-2) ?? "") === connectionId;
-    if (connectionId !== this.currentConnectionId && !attemptReport) return error(409, "driver.connection_superseded", "a newer connection exists");
+    const attemptReport =
+      route === "effectComplete" && this.state.attemptConnections.get(url.pathname.split("/").at(-2) ?? "") === connectionId;
+    if (connectionId !== this.currentConnectionId && !attemptReport)
+      return error(409, "driver.connection_superseded", "a newer connection exists");
     switch (route) {
       case "heartbeat":
         return ok({ heartbeatTtlMs: this.heartbeatTtlMs });
