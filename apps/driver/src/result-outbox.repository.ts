@@ -13,7 +13,7 @@ import { removeFileDurably, writeFileDurably } from "./durable-file.js";
  * the API accepts even after a newer connection superseded it) plus the effect and command it belongs
  * to and `recordedAtMs` (wall clock, ms since the Unix epoch, when it was written; for the log).
  */
-export const PendingResultSchema = EffectLateResultRequestSchema.extend({
+const PendingResultSchema = EffectLateResultRequestSchema.extend({
   effectId: UlidSchema,
   commandId: UlidSchema,
   recordedAtMs: z.number().int().nonnegative(),

@@ -7,7 +7,7 @@ import type { Store } from "../../platform/db/store.port.js";
  * store's own bounds end the query sooner (PostgreSQL: the query timeout; SQLite: the busy timeout);
  * this is the outer guard that keeps `/ready` answering whatever the driver does.
  */
-export const READINESS_STORE_BOUND_MS = 3_000;
+const READINESS_STORE_BOUND_MS = 3_000;
 
 /**
  * Checks, in this order and cheaply: the store answers one trivial query (the newest applied

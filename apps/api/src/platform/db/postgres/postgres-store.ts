@@ -41,7 +41,7 @@ const DEFAULT_LOCK_TIMEOUT_MS = 2_000;
  * waits for the store at most about: the acquire timeout (no free connection) or this bound + the
  * grace (a statement on a silent server), i.e. ≤ 6 s with the defaults.
  */
-export const DEFAULT_QUERY_TIMEOUT_MS = 5_000;
+const DEFAULT_QUERY_TIMEOUT_MS = 5_000;
 /** Added to the query bound for the client-side `query_timeout`, ms: a live server's own cancel (57014) comes first. */
 const QUERY_TIMEOUT_GRACE_MS = 1_000;
 /**
