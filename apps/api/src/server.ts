@@ -16,15 +16,35 @@ import { createIsolatedAdapterHost } from "./modules/reconciliation/infrastructu
 import { AdapterWorkerMetrics } from "./modules/reconciliation/infrastructure/reconciliation-metrics.js";
 import { reportBindings } from "./modules/reconciliation/application/binding-report.js";
 
-/** How long (ms) `close()` lets in-flight requests finish before it closes every connection. */
-const SHUTDOWN_GRACE_MS = 3_000;
+/**
+ * The answer to every request that arrives once `close()` began (the drain): 503 `api.shutting_down`
+ * with `Retry-After: 1` and `Connection: close`, so a client retries on another instance (or this one
+ * restarted) and a load balancer's `/ready` probe sees 503 at once. Nothing is written.
+ */
+function shuttingDown(): Response {
+  const body = {
+    error: {
+      code: "api.shutting_down",
+      message: "this API instance is shutting down; retry (another instance, or this one once restarted)",
+    },
+  };
+  return new Response(JSON.stringify(body), {
+    status: 503,
+    headers: { "content-type": "application/json", "retry-after": "1", connection: "close" },
+  });
+}
 
 /** A running API: its base URL (`http://host:port`), the runtime, the store (SQLite or PostgreSQL, `store.dialect`), and `close()`. */
 export interface RunningApi {
   url: string;
   runtime: Runtime;
   store: Store;
-  /** Stops the sweep, ends long-polls, lets in-flight requests finish (at most {@link SHUTDOWN_GRACE_MS}), closes the store. */
+  /**
+   * The drain (SIGTERM): refuses new requests at once ({@link shuttingDown}; `/ready` included), stops
+   * accepting connections, ends long-polls, stops the sweep, lets in-flight requests finish for at most
+   * `shutdownGraceMs` (ms, config) and then closes every connection (a request cut there never
+   * committed half: each unit of work is one transaction), drains the adapter host, closes the store.
+   */
   close(): Promise<void>;
 }
 
@@ -118,8 +138,12 @@ export async function startApi(
   if (config.auth.apiKeys.length === 0) logger.warn("no API keys (MOSOO_API_KEYS, MOSOO_API_KEYS_FILE): the run API refuses every request");
   if (!config.auth.driverEnrollmentToken && !config.operatorToken)
     logger.warn("no MOSOO_DRIVER_ENROLLMENT_TOKEN (or MOSOO_OPERATOR_TOKEN): no Driver can register");
+  let draining = false; // set by close(): every new request is refused from then on
   const server: ServerType = await new Promise((resolve, reject) => {
-    const s = serve({ fetch: app.fetch, hostname: config.host, port: config.port }, () => resolve(s));
+    const s = serve(
+      { fetch: (req, env) => (draining ? shuttingDown() : app.fetch(req, env)), hostname: config.host, port: config.port },
+      () => resolve(s),
+    );
     s.once("error", reject);
   });
   const { port } = server.address() as AddressInfo;
@@ -140,13 +164,14 @@ export async function startApi(
     runtime,
     store,
     async close() {
+      draining = true;
       runtime.ctx.shutdown.abort(); // long-polls answer {command: null} now
       await runtime.sweep.stop();
       const http = server as Server;
       const closed = new Promise<void>((resolve) => http.close(() => resolve()));
       http.closeIdleConnections();
       // Keep-alive Drivers reuse their sockets: after a grace period, cut whatever is still open.
-      const force = setTimeout(() => http.closeAllConnections(), SHUTDOWN_GRACE_MS);
+      const force = setTimeout(() => http.closeAllConnections(), config.shutdownGraceMs);
       force.unref();
       await closed;
       clearTimeout(force);

@@ -71,6 +71,8 @@ export const ApiEnvSchema = z.object({
   // docs/DESIGN.md §3 rule 12: the Driver sends tools/call at most this long after it sent the claim request.
   MOSOO_SEND_DEADLINE_MS: strictIntegerString(100, 600_000).default(10_000),
   MOSOO_SWEEP_INTERVAL_MS: strictIntegerString(100, 3_600_000).default(2_000),
+  // SIGTERM drain: in-flight requests may finish this long (ms) before every connection is closed.
+  MOSOO_SHUTDOWN_GRACE_MS: strictIntegerString(0, 600_000).default(10_000),
   MOSOO_LOG_LEVEL: z.enum(["fatal", "error", "warn", "info", "debug", "trace", "silent"]).default("info"),
   MOSOO_EFFECT_RECONCILIATION: z.enum(["off", "on"]).default("off"),
   MOSOO_RECONCILIATION_BINDINGS_FILE: z.string().min(1).optional(),

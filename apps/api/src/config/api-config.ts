@@ -59,6 +59,8 @@ export interface ApiConfig {
    */
   sendDeadlineMs: number;
   sweepIntervalMs: number;
+  /** On SIGTERM: how long (ms) in-flight requests may finish before every connection is closed (`MOSOO_SHUTDOWN_GRACE_MS`, default 10 000). */
+  shutdownGraceMs: number;
   logLevel: z.infer<typeof ApiConfigSchema>["MOSOO_LOG_LEVEL"];
   /** Credentials of the run API, Driver registration and `/metrics`. */
   auth: AuthConfig;
@@ -198,6 +200,7 @@ export function loadApiConfig(env: Record<string, string | undefined>): ApiConfi
     heartbeatTtlMs: c.MOSOO_HEARTBEAT_TTL_MS,
     sendDeadlineMs: c.MOSOO_SEND_DEADLINE_MS,
     sweepIntervalMs: c.MOSOO_SWEEP_INTERVAL_MS,
+    shutdownGraceMs: c.MOSOO_SHUTDOWN_GRACE_MS,
     logLevel: c.MOSOO_LOG_LEVEL,
     operatorToken: c.MOSOO_OPERATOR_TOKEN,
     auth: {
