@@ -1,5 +1,5 @@
 CREATE TABLE "store_liveness" (
-	"id" integer PRIMARY KEY NOT NULL,
+	"id" integer PRIMARY KEY DEFAULT 1 NOT NULL,
 	"last_seen_at_ms" bigint NOT NULL,
 	"last_outage_at_ms" bigint,
 	"last_outage_source" text,

@@ -62,6 +62,8 @@ export async function reportProviderResult(pending: PendingResult, deps: ResultR
   if ("code" in stored) return settle(pending, deps, { kind: "refused", via: "complete", ...stored });
   if (stored.outcome !== "rejected" || stored.status === "succeeded")
     return settle(pending, deps, { kind: "answered", via: "complete", answer: stored });
+  // the completion was refused because the effect was fenced meanwhile: say so, then report late evidence
+  deps.logger.info({ attempt, outcome: stored.outcome, effectStatus: stored.status }, "effect.completed");
   const { idempotencyKey, toolName, requestFingerprint } = pending;
   const late = { connectionId, attempt, idempotencyKey, toolName, requestFingerprint, result, receipt };
   const answer = await report(pending, deps, "late_result", () =>

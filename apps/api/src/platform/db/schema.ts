@@ -491,7 +491,7 @@ export const workClaims = sqliteTable(
 export const storeLiveness = sqliteTable(
   "store_liveness",
   {
-    id: integer("id").primaryKey(),
+    id: integer("id").primaryKey().default(1),
     lastSeenAtMs: integer("last_seen_at_ms").notNull(),
     lastOutageAtMs: integer("last_outage_at_ms"),
     lastOutageSource: text("last_outage_source", { enum: STORE_OUTAGE_SOURCES }),

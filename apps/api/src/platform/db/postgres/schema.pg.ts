@@ -390,7 +390,7 @@ export const workClaims = pgTable(
 export const storeLiveness = pgTable(
   "store_liveness",
   {
-    id: integer("id").primaryKey(),
+    id: integer("id").primaryKey().default(1),
     lastSeenAtMs: ms("last_seen_at_ms").notNull(),
     lastOutageAtMs: ms("last_outage_at_ms"),
     lastOutageSource: text("last_outage_source", { enum: STORE_OUTAGE_SOURCES }),
