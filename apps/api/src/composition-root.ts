@@ -81,13 +81,17 @@ const DEFAULT_DRIVER_UNCONNECTED_TTL_MS = 3_600_000;
  */
 export function createRuntime(opts: CreateRuntimeOptions): Runtime {
   const clock = opts.clock ?? systemClock;
+  const metricsRegistry = opts.metricsRegistry ?? new Registry();
+  const storeBusy = new StoreBusyWatch(clock, { logger: opts.logger, metricsRegistry });
+  // A store that can be unreachable (PostgreSQL) reports each unit of work's end: outages are logged once each and counted.
+  opts.store.watchAvailability?.(storeBusy);
   const ctx: RuntimeContext = {
     store: opts.store,
     clock,
     logger: opts.logger,
     instanceId: opts.instanceId ?? newUlid(clock.nowMs()),
     notifier: opts.wakeups ?? new InProcessWakeups(),
-    storeBusy: new StoreBusyWatch(clock),
+    storeBusy,
     shutdown: new AbortController(),
     settings: {
       heartbeatTtlMs: opts.heartbeatTtlMs,
@@ -96,7 +100,6 @@ export function createRuntime(opts: CreateRuntimeOptions): Runtime {
     },
   };
   const settings = opts.reconciliation ?? RECONCILIATION_OFF;
-  const metricsRegistry = opts.metricsRegistry ?? new Registry();
   const reconciler = new EffectReconciler(ctx, settings, new ReconciliationMetrics(metricsRegistry));
   const active = settings.enabled ? reconciler : undefined;
   // Work two API instances on one store must never do at once (a Driver's repair, a sweep pass) is claimed in the store.

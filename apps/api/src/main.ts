@@ -58,7 +58,16 @@ async function main(): Promise<void> {
   }
   const stop = () => {
     logger.info("api.stopping");
-    void api.close().then(() => process.exit(0));
+    api.close().then(
+      () => {
+        logger.info("api.stopped");
+        process.exit(0);
+      },
+      (err: unknown) => {
+        logger.error({ err: String(err) }, "api.stop_failed");
+        process.exit(1);
+      },
+    );
   };
   process.once("SIGINT", stop);
   process.once("SIGTERM", stop);

@@ -16,15 +16,35 @@ import { createIsolatedAdapterHost } from "./modules/reconciliation/infrastructu
 import { AdapterWorkerMetrics } from "./modules/reconciliation/infrastructure/reconciliation-metrics.js";
 import { reportBindings } from "./modules/reconciliation/application/binding-report.js";
 
-/** How long (ms) `close()` lets in-flight requests finish before it closes every connection. */
-const SHUTDOWN_GRACE_MS = 3_000;
+/**
+ * The answer to every request that arrives once `close()` began (the drain): 503 `api.shutting_down`
+ * with `Retry-After: 1` and `Connection: close`, so a client retries on another instance (or this one
+ * restarted) and a load balancer's `/ready` probe sees 503 at once. Nothing is written.
+ */
+function shuttingDown(): Response {
+  const body = {
+    error: {
+      code: "api.shutting_down",
+      message: "this API instance is shutting down; retry (another instance, or this one once restarted)",
+    },
+  };
+  return new Response(JSON.stringify(body), {
+    status: 503,
+    headers: { "content-type": "application/json", "retry-after": "1", connection: "close" },
+  });
+}
 
 /** A running API: its base URL (`http://host:port`), the runtime, the store (SQLite or PostgreSQL, `store.dialect`), and `close()`. */
 export interface RunningApi {
   url: string;
   runtime: Runtime;
   store: Store;
-  /** Stops the sweep, ends long-polls, lets in-flight requests finish (at most {@link SHUTDOWN_GRACE_MS}), closes the store. */
+  /**
+   * The drain (SIGTERM): refuses new requests at once ({@link shuttingDown}; `/ready` included), stops
+   * accepting connections, ends long-polls, stops the sweep, lets in-flight requests finish for at most
+   * `shutdownGraceMs` (ms, config) and then closes every connection (a request cut there never
+   * committed half: each unit of work is one transaction), drains the adapter host, closes the store.
+   */
   close(): Promise<void>;
 }
 
@@ -108,13 +128,19 @@ export async function startApi(
       "MOSOO_EFFECT_RECONCILIATION=on but no server is bound (MOSOO_RECONCILIATION_BINDINGS_FILE): every unknown effect keeps the baseline fence",
     );
   }
-  const app = createHttpApp(runtime, logger, config.auth);
+  // Readiness sees the adapter host from here (created above, closed only by `close()` below): its own internals are not probed.
+  let adapterHostClosed = false;
+  const app = createHttpApp(runtime, logger, { ...config.auth, adapterHostUp: () => !adapterHostClosed });
   if (config.auth.apiKeys.length === 0) logger.warn("no API keys (MOSOO_API_KEYS, MOSOO_API_KEYS_FILE): the run API refuses every request");
   if (!config.auth.driverEnrollmentToken && !config.auth.operators.configured)
     logger.warn("no MOSOO_DRIVER_ENROLLMENT_TOKEN (or operator credential): no Driver can register");
   if (config.auth.operators.configured) logger.info({ operators: config.auth.operators.names }, "operator credentials loaded");
+  let draining = false; // set by close(): every new request is refused from then on
   const server: ServerType = await new Promise((resolve, reject) => {
-    const s = serve({ fetch: app.fetch, hostname: config.host, port: config.port }, () => resolve(s));
+    const s = serve(
+      { fetch: (req, env) => (draining ? shuttingDown() : app.fetch(req, env)), hostname: config.host, port: config.port },
+      () => resolve(s),
+    );
     s.once("error", reject);
   });
   const { port } = server.address() as AddressInfo;
@@ -135,16 +161,18 @@ export async function startApi(
     runtime,
     store,
     async close() {
+      draining = true;
       runtime.ctx.shutdown.abort(); // long-polls answer {command: null} now
       await runtime.sweep.stop();
       const http = server as Server;
       const closed = new Promise<void>((resolve) => http.close(() => resolve()));
       http.closeIdleConnections();
       // Keep-alive Drivers reuse their sockets: after a grace period, cut whatever is still open.
-      const force = setTimeout(() => http.closeAllConnections(), SHUTDOWN_GRACE_MS);
+      const force = setTimeout(() => http.closeAllConnections(), config.shutdownGraceMs);
       force.unref();
       await closed;
       clearTimeout(force);
+      adapterHostClosed = true;
       await adapterHost.close(); // rejects the lookups still running in its workers
       // their outcomes are submitted after that: wait for every lookup under way, then commit what
       // waits for a group commit's window (else lost, and misrecorded lookup_interrupted at restart)

@@ -22,20 +22,40 @@ import {
   isRetryableApiError,
   toApiRequestError,
 } from "./api-errors.js";
+import { DEFAULT_API_RETRY_BUDGET_MS, DEFAULT_API_RETRY_MAX_DELAY_MS } from "./driver-config.contract.js";
 import { formatZodIssues } from "./driver-config.loader.js";
 
-/** Bounded exponential backoff of retried API requests (p-retry). Delays in ms. */
+/**
+ * The one retry policy of the Driver's idempotent API requests (p-retry): exponential backoff from
+ * `minTimeoutMs` doubling up to `maxTimeoutMs`, each delay randomized (jitter: × 1–2, then capped),
+ * until `retries` retries or `budgetMs` since the first attempt are spent, whichever comes first.
+ * Delays and budget in ms.
+ */
 export interface ApiRetryOptions {
-  /** Retries after the first attempt (so `retries + 1` attempts at most). */
+  /** Retries after the first attempt (so `retries + 1` attempts at most); `Infinity`: only the budget bounds them. */
   retries: number;
   /** Delay before the first retry, ms. */
   minTimeoutMs: number;
   /** Upper bound of one delay, ms. */
   maxTimeoutMs: number;
+  /**
+   * Time budget of one call's retries, ms, counted from its first attempt (p-retry's `maxRetryTime`):
+   * no retry starts after it. An attempt in flight is not cut short (its own timeout bounds it).
+   */
+  budgetMs: number;
 }
 
-/** Default retry policy: 5 attempts, 250 ms doubling up to 4 s (randomized). */
-export const DEFAULT_API_RETRY: ApiRetryOptions = { retries: 4, minTimeoutMs: 250, maxTimeoutMs: 4_000 };
+/**
+ * Default retry policy: retries for up to 30 s (enough to ride out an API restart or a short
+ * database failover), 250 ms doubling up to 5 s, randomized. A provider's result has its own,
+ * longer budget (`DEFAULT_RESULT_REPORT_BUDGET_MS`, see `result-report.service.ts`).
+ */
+export const DEFAULT_API_RETRY: ApiRetryOptions = {
+  retries: Number.POSITIVE_INFINITY,
+  minTimeoutMs: 250,
+  maxTimeoutMs: DEFAULT_API_RETRY_MAX_DELAY_MS,
+  budgetMs: DEFAULT_API_RETRY_BUDGET_MS,
+};
 
 /** Options of {@link DriverApiClient}. */
 export interface DriverApiClientOptions {
@@ -79,6 +99,12 @@ export type DriverRoute<N extends DriverRouteName> = (typeof DRIVER_API)[N];
 export interface DriverCallOptions {
   signal?: AbortSignal | undefined;
   resendAfter?: ((failure: ApiUnavailableError | ApiRequestError) => boolean) | undefined;
+  /**
+   * This call's retry budget in ms, instead of the policy's `budgetMs` (the backoff and jitter stay
+   * the policy's, and the retry count is then unbounded): a provider's result is reported for the
+   * Driver's result-report budget. Ignored on a non-idempotent route (never retried).
+   */
+  budgetMs?: number | undefined;
 }
 
 /**
@@ -113,6 +139,7 @@ interface RequestSpec<S extends z.ZodType> {
   timeoutMs?: number;
   signal?: AbortSignal | undefined;
   resendAfter?: ((failure: ApiUnavailableError | ApiRequestError) => boolean) | undefined;
+  budgetMs?: number | undefined;
 }
 
 const DEFAULT_REQUEST_TIMEOUT_MS = 30_000;
@@ -191,12 +218,15 @@ export class DriverApiClient implements DriverApi {
       ...(waitMs > 0 ? { timeoutMs: waitMs + this.requestTimeoutMs } : {}),
       signal: options.signal,
       resendAfter: options.resendAfter,
+      budgetMs: options.budgetMs,
     }) as Promise<RouteOutput<DriverRoute<N>>>;
   }
 
   private async request<S extends z.ZodType>(spec: RequestSpec<S>): Promise<z.output<S>> {
     if (!spec.idempotent) return this.round(spec);
-    const { retries, minTimeoutMs, maxTimeoutMs } = this.retryOptions;
+    const { minTimeoutMs, maxTimeoutMs } = this.retryOptions;
+    const retries = spec.budgetMs === undefined ? this.retryOptions.retries : Number.POSITIVE_INFINITY;
+    const budgetMs = spec.budgetMs ?? this.retryOptions.budgetMs;
     const retryable = (error: Error): boolean =>
       isRetryableApiError(error) &&
       (error instanceof ApiUnavailableError ? mayResend(spec, error) : (spec.resendAfter?.(error as ApiRequestError) ?? true));
@@ -204,6 +234,7 @@ export class DriverApiClient implements DriverApi {
       retries,
       minTimeout: minTimeoutMs,
       maxTimeout: maxTimeoutMs,
+      maxRetryTime: budgetMs,
       randomize: true,
       signal: spec.signal,
       shouldRetry: ({ error }) => retryable(error),

@@ -139,6 +139,13 @@ export const DEFAULT_TOOL_TIMEOUT_MS = 60_000;
 /** Default long-poll wait of `GET nextCommand`, in ms (the API caps it at 30 000). */
 export const DEFAULT_POLL_WAIT_MS = 25_000;
 
+/** Default `--api-retry-budget-ms`: how long one idempotent API request is retried, in ms (see `DEFAULT_API_RETRY`). */
+export const DEFAULT_API_RETRY_BUDGET_MS = 30_000;
+/** Default `--api-retry-max-delay-ms`: the longest delay between two retries of an API request, in ms (before jitter caps it). */
+export const DEFAULT_API_RETRY_MAX_DELAY_MS = 5_000;
+/** Largest accepted retry or report budget, ms (one day). */
+const MAX_BUDGET_MS = 24 * 60 * 60 * 1000;
+
 /**
  * The Driver's resolved options, after CLI parsing (see `src/main.ts`).
  * - `apiUrls`: base URLs of the API instances, in order of preference ({@link ApiUrlListSchema}),
@@ -148,7 +155,14 @@ export const DEFAULT_POLL_WAIT_MS = 25_000;
  * - `toolTimeoutMs`: per `tools/call` timeout in ms; `pollWaitMs`: long-poll wait in ms (0–30 000);
  * - `finalizeOnExit`: on SIGTERM/SIGINT, `POST finalize` (the instance is gone for good);
  * - `enrollmentToken`: the API's `MOSOO_DRIVER_ENROLLMENT_TOKEN` (from the Driver's environment, same
- *   name), sent on `register` only (docs/DESIGN.md §10); at least 16 characters.
+ *   name), sent on `register` only (docs/DESIGN.md §10); at least 16 characters;
+ * - `apiRetryBudgetMs` (ms, default {@link DEFAULT_API_RETRY_BUDGET_MS}) and `apiRetryMaxDelayMs` (ms,
+ *   default {@link DEFAULT_API_RETRY_MAX_DELAY_MS}): the one retry policy of every idempotent API
+ *   request (exponential backoff from 250 ms, randomized);
+ * - `resultReportBudgetMs` (ms, default `DEFAULT_RESULT_REPORT_BUDGET_MS` = 180 000, at least 1 000): how long a
+ *   provider's result (held in the outbox next to the state file) is reported to an API that cannot
+ *   take it; past it the result is given up (an error line naming the effect) and the effect is left
+ *   to the fence (docs/DESIGN.md §11). Optional in the type: absent means the default.
  */
 export const DriverOptionsSchema = z.strictObject({
   apiUrls: ApiUrlListSchema,
@@ -164,6 +178,9 @@ export const DriverOptionsSchema = z.strictObject({
   logLevel: z.enum(LOG_LEVELS).default("info"),
   finalizeOnExit: z.boolean().default(false),
   enrollmentToken: z.string().trim().min(16, "MOSOO_DRIVER_ENROLLMENT_TOKEN must be at least 16 characters").optional(),
+  apiRetryBudgetMs: z.number().int().min(0).max(MAX_BUDGET_MS).optional(),
+  apiRetryMaxDelayMs: z.number().int().min(1).max(MAX_BUDGET_MS).optional(),
+  resultReportBudgetMs: z.number().int().min(1_000).max(MAX_BUDGET_MS).optional(),
 });
 /** See {@link DriverOptionsSchema}. */
 export type DriverOptions = z.infer<typeof DriverOptionsSchema>;

@@ -7,6 +7,8 @@ import { DriverConfigError } from "./driver-config.loader.js";
 import type { DriverStateRepository } from "./driver-state.repository.js";
 import { handleMcpExecuteCommand } from "./mcp-execute.handler.js";
 import type { McpToolCaller } from "./mcp-connections.js";
+import type { ResultOutboxRepository } from "./result-outbox.repository.js";
+import { drainResultOutbox } from "./result-report.service.js";
 
 /** Why {@link DriverLoop.run} returned, and the process exit code that goes with it. */
 export type DriverStopReason =
@@ -26,6 +28,10 @@ export interface DriverLoopOptions {
   apiFor: (driverToken: string | undefined) => DriverApi;
   /** Where the Driver identity is kept. */
   stateRepository: DriverStateRepository;
+  /** Where provider results are held until the API answered them (next to the state file). */
+  outbox: ResultOutboxRepository;
+  /** How long one provider result is reported to an API that cannot take it, ms (default `DEFAULT_RESULT_REPORT_BUDGET_MS`). */
+  resultReportBudgetMs?: number | undefined;
   /** The MCP side; `closeAll` (if present) runs when the loop ends. */
   mcp: McpToolCaller & { closeAll?: () => Promise<void> };
   /** Base logger (pino). */
@@ -59,6 +65,13 @@ export interface DriverLoopOptions {
  * `heartbeatTtlMs / 3`, and the long-poll of commands, each handled to its terminal update one at
  * a time, in order. A non-fatal API failure while handling a command triggers a reconnect, so the
  * API redelivers every command without a terminal receipt (docs/DESIGN.md §3 rule 11).
+ *
+ * Provider results: each is written to the outbox before it is sent and reported until the API
+ * answered it (see `reportProviderResult`). At start, before it connects and pulls commands, the loop
+ * reports what the outbox holds (`drainResultOutbox`), with the identity of the state file and each
+ * attempt's own connection: a result the provider returned to a process that then died reaches the
+ * ledger as the completion of its attempt (or as late evidence if the effect was fenced meanwhile),
+ * so the command, redelivered, finds its effect `succeeded`.
  *
  * Several API URLs: the client moves to the next URL when one is unreachable and goes on with the
  * same instance, token and connection (the database is shared, docs/DESIGN.md §11), so heartbeats,
@@ -116,6 +129,7 @@ export class DriverLoop {
     try {
       state = await this.identity(false);
       api = this.options.apiFor(state.driverToken);
+      await drainResultOutbox({ api, outbox: this.options.outbox, logger: this.log, budgetMs: this.options.resultReportBudgetMs });
       try {
         await this.connect(api);
       } catch (error) {
@@ -247,6 +261,8 @@ export class DriverLoop {
             connectionId,
             logger: this.log,
             toolTimeoutMs: this.options.toolTimeoutMs,
+            outbox: this.options.outbox,
+            resultReportBudgetMs: this.options.resultReportBudgetMs,
           });
         } catch (error) {
           if (isConnectionLostError(error)) throw error;

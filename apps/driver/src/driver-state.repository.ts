@@ -1,16 +1,15 @@
-import { randomBytes } from "node:crypto";
-import { mkdir, open, readFile, rename, rm } from "node:fs/promises";
-import { dirname, basename, join } from "node:path";
+import { readFile } from "node:fs/promises";
 import { DriverStateSchema, type DriverState } from "./driver-config.contract.js";
 import { DriverConfigError, formatZodIssues } from "./driver-config.loader.js";
+import { removeFileDurably, writeFileDurably } from "./durable-file.js";
 
 /** File mode of the state file: owner read/write only (it holds a bearer token). */
 export const DRIVER_STATE_FILE_MODE = 0o600;
 
 /**
  * The Driver's identity on disk (`--state-file`): `{apiUrl, driverInstanceId, driverToken}` as JSON.
- * Writes are atomic (temporary file in the same directory, fsync, rename) with mode 0600, so a
- * crash never leaves a half-written token behind.
+ * Writes are atomic and durable (`writeFileDurably`: temporary file in the same directory, fsync,
+ * rename, fsync of the directory) with mode 0600, so a crash never leaves a half-written token behind.
  */
 export class DriverStateRepository {
   /** @param filePath path of the state file; its directory is created on the first save. */
@@ -47,25 +46,11 @@ export class DriverStateRepository {
    */
   async save(state: DriverState): Promise<void> {
     const valid = DriverStateSchema.parse(state);
-    const dir = dirname(this.filePath);
-    await mkdir(dir, { recursive: true, mode: 0o700 });
-    const tmp = join(dir, `.${basename(this.filePath)}.${process.pid}.${randomBytes(6).toString("hex")}.tmp`);
-    const handle = await open(tmp, "wx", DRIVER_STATE_FILE_MODE);
-    try {
-      await handle.chmod(DRIVER_STATE_FILE_MODE); // independent of the process umask
-      await handle.writeFile(`${JSON.stringify(valid, null, 2)}\n`, "utf8");
-      await handle.sync();
-    } catch (error) {
-      await handle.close();
-      await rm(tmp, { force: true });
-      throw error;
-    }
-    await handle.close();
-    await rename(tmp, this.filePath);
+    await writeFileDurably(this.filePath, `${JSON.stringify(valid, null, 2)}\n`, DRIVER_STATE_FILE_MODE);
   }
 
   /** Deletes the state file (after `finalize`: the instance is gone for good). Missing file is fine. */
   async remove(): Promise<void> {
-    await rm(this.filePath, { force: true });
+    await removeFileDurably(this.filePath);
   }
 }

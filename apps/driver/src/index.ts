@@ -37,6 +37,10 @@ export type {
 export { DriverConfigError, formatZodIssues, loadMcpConfigFile, parseMcpConfig, resolveApiUrls } from "./driver-config.loader.js";
 export type { ApiUrlSources } from "./driver-config.loader.js";
 export { DRIVER_STATE_FILE_MODE, DriverStateRepository } from "./driver-state.repository.js";
+export { ResultOutboxRepository } from "./result-outbox.repository.js";
+export type { PendingResult, UnreadableOutboxFile } from "./result-outbox.repository.js";
+export { DEFAULT_RESULT_REPORT_BUDGET_MS, drainResultOutbox, reportProviderResult } from "./result-report.service.js";
+export type { ResultReportDeps, ResultReportOutcome } from "./result-report.service.js";
 export { createMcpTransport, McpConnections, McpServerUnavailableError, placeIdempotencyKey } from "./mcp-connections.js";
 export type {
   McpConnectionsOptions,

@@ -5,9 +5,17 @@
 import { resolve } from "node:path";
 import { hostname } from "node:os";
 import { Command, CommanderError, InvalidArgumentError, Option } from "commander";
-import { DEFAULT_POLL_WAIT_MS, DEFAULT_TOOL_TIMEOUT_MS, DriverOptionsSchema, LOG_LEVELS } from "./driver-config.contract.js";
+import {
+  DEFAULT_API_RETRY_BUDGET_MS,
+  DEFAULT_API_RETRY_MAX_DELAY_MS,
+  DEFAULT_POLL_WAIT_MS,
+  DEFAULT_TOOL_TIMEOUT_MS,
+  DriverOptionsSchema,
+  LOG_LEVELS,
+} from "./driver-config.contract.js";
 import { DriverConfigError, formatZodIssues, resolveApiUrls } from "./driver-config.loader.js";
 import { createDriver, createDriverLogger } from "./driver-runner.js";
+import { DEFAULT_RESULT_REPORT_BUDGET_MS } from "./result-report.service.js";
 import { unknownMosooEnvNames } from "@mosoo/contracts";
 
 const EXIT_BAD_INPUT = 2;
@@ -41,6 +49,13 @@ Environment: MOSOO_DRIVER_ENROLLMENT_TOKEN, the API's enrollment token, is sent 
   registers a new instance (no state file yet); once registered it uses its own token from the
   state file. MOSOO_API_URLS / MOSOO_API_URL: see API URLs above.
 
+Provider results: a result the provider returned is written (fsynced) to <state file>.outbox/ before
+  it is sent, and reported until the API answers it, with backoff and jitter, for
+  --result-report-budget-ms (default 180000: a database failover fits in it); a restarted Driver
+  reports what the outbox holds before it pulls commands. Past the budget the result is given up
+  (error line effect.result_report_given_up naming the effect) and the effect is left to the fence.
+  Every other idempotent request is retried the same way for --api-retry-budget-ms (default 30000).
+
 Signals: SIGTERM/SIGINT stop polling and let the command in hand finish; a second signal exits at
   once (130). A graceful stop does NOT finalize the instance unless --finalize-on-exit is given.
 
@@ -52,6 +67,11 @@ Logs: pino JSON lines on stdout.`;
 
 function parsePositiveInt(value: string): number {
   if (!/^\d+$/.test(value) || Number(value) <= 0) throw new InvalidArgumentError("expected a positive integer (milliseconds)");
+  return Number(value);
+}
+
+function parseNonNegativeInt(value: string): number {
+  if (!/^\d+$/.test(value)) throw new InvalidArgumentError("expected a non-negative integer (milliseconds)");
   return Number(value);
 }
 
@@ -86,6 +106,24 @@ function buildProgram(): Command {
       "timeout of one MCP tool call in ms; on expiry the effect is fenced as unknown",
       parsePositiveInt,
       DEFAULT_TOOL_TIMEOUT_MS,
+    )
+    .option(
+      "--api-retry-budget-ms <ms>",
+      "how long one idempotent API request is retried (backoff with jitter) before it fails, ms",
+      parseNonNegativeInt,
+      DEFAULT_API_RETRY_BUDGET_MS,
+    )
+    .option(
+      "--api-retry-max-delay-ms <ms>",
+      "longest delay between two retries of an API request, ms",
+      parsePositiveInt,
+      DEFAULT_API_RETRY_MAX_DELAY_MS,
+    )
+    .option(
+      "--result-report-budget-ms <ms>",
+      "how long a provider's result is reported to an API that cannot take it before it is given up (and the effect left to the fence), ms; at least 1000",
+      parsePositiveInt,
+      DEFAULT_RESULT_REPORT_BUDGET_MS,
     )
     .addOption(new Option("--log-level <level>", "minimum log level").choices(LOG_LEVELS).default("info"))
     .option("--finalize-on-exit", "on SIGTERM/SIGINT also POST finalize (the instance is gone for good) and delete the state file", false)
@@ -124,6 +162,9 @@ async function main(): Promise<void> {
     pollWaitMs: DEFAULT_POLL_WAIT_MS,
     logLevel: raw["logLevel"],
     finalizeOnExit: raw["finalizeOnExit"] === true,
+    apiRetryBudgetMs: raw["apiRetryBudgetMs"],
+    apiRetryMaxDelayMs: raw["apiRetryMaxDelayMs"],
+    resultReportBudgetMs: raw["resultReportBudgetMs"],
     // a secret: from the environment, never a flag (flags show in `ps`)
     enrollmentToken: process.env["MOSOO_DRIVER_ENROLLMENT_TOKEN"] || undefined,
   });

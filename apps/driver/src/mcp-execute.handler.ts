@@ -17,8 +17,9 @@ import {
 } from "@mosoo/contracts";
 import type { Logger } from "pino";
 import type { DriverCommandApi } from "./api-client.js";
-import { ApiRequestError, isConnectionLostError, isRetryableApiError } from "./api-errors.js";
 import { McpServerUnavailableError, placeIdempotencyKey, SendRefusedError, type McpToolCaller } from "./mcp-connections.js";
+import type { PendingResult, ResultOutboxRepository } from "./result-outbox.repository.js";
+import { reportProviderResult } from "./result-report.service.js";
 
 /** Largest `outputText` the contracts accept (1 MiB, in UTF-16 code units as zod counts them). */
 export const MAX_OUTPUT_TEXT_LENGTH = 1024 * 1024;
@@ -42,6 +43,14 @@ export interface McpExecuteHandlerDeps {
    * send-by deadline from the moment the claim request was sent (docs/DESIGN.md §3 rule 12). Tests pass a fake.
    */
   monotonicNowMs?: () => number;
+  /**
+   * Where a provider's result is written (durably, fsynced) before it is reported, and kept until the
+   * API answered it (docs/DESIGN.md §11). The Driver loop always passes one; without it (unit tests of
+   * the ledger logic) the result is reported from memory only.
+   */
+  outbox?: ResultOutboxRepository | undefined;
+  /** How long a provider's result is reported to an API that cannot take it, ms (default `DEFAULT_RESULT_REPORT_BUDGET_MS`). */
+  resultReportBudgetMs?: number | undefined;
 }
 
 /**
@@ -76,14 +85,16 @@ export function serverUnavailableError(serverId: string, reason: string, message
  *    `effectDeadlineMissed` (the API settles the effect `not_executed`) then `failed`
  *    `external_effect.not_executed` (docs/DESIGN.md §3 rule 12). Otherwise one `tools/call` with
  *    the idempotency key where the server's config places it (default
- *    `_meta["io.mosoo/idempotency-key"]`, see `placeIdempotencyKey`), then `effectComplete` and only after it `commandUpdate completed`;
- *    if the ledger refuses the result because the effect was fenced meanwhile, the result is
- *    reported as late evidence (`effectLateResult`, docs/DESIGN.md §3 rule 13) and the command ends as
- *    the ledger then says. If the call throws, `effectMarkUnknown` then `failed`
+ *    `_meta["io.mosoo/idempotency-key"]`, see `placeIdempotencyKey`); its result is written to the
+ *    outbox (`deps.outbox`, fsynced) before it is sent, then reported by `reportProviderResult`
+ *    (`effectComplete`, retried for `deps.resultReportBudgetMs`; late evidence, `effectLateResult`,
+ *    docs/DESIGN.md §3 rule 13, when the effect was fenced meanwhile) and only after the API's answer
+ *    `commandUpdate completed`, or the command ends as the ledger then says. If the call throws, `effectMarkUnknown` then `failed`
  *    `external_effect.unknown`. `completed` / `unknown` / `not_executed` claims never call the provider.
  * The provider is called at most once per invocation and never retried.
  * @throws ApiRequestError / ApiUnavailableError / ApiContractError when the API cannot be told
- *   (the command is then left for redelivery after a reconnect; a fresh claim fences it as `unknown`).
+ *   (the command is then left for redelivery after a reconnect; a fresh claim fences it as `unknown`);
+ *   for a provider's result only once its report budget ran out (`effect.result_report_given_up`).
  */
 export async function handleMcpExecuteCommand(envelope: DriverCommandEnvelope, deps: McpExecuteHandlerDeps): Promise<McpExecuteOutcome> {
   const { api, mcp, connectionId } = deps;
@@ -218,35 +229,45 @@ export async function handleMcpExecuteCommand(envelope: DriverCommandEnvelope, d
     receipt = null;
   }
 
-  let stored;
+  // The provider answered: from here on its result must reach the ledger. It is written to the
+  // outbox (fsynced) BEFORE it is sent, and reported until the API answers it (docs/DESIGN.md §11).
+  const pending: PendingResult = {
+    effectId,
+    commandId,
+    connectionId,
+    attempt,
+    idempotencyKey,
+    toolName: payload.toolName,
+    requestFingerprint: fingerprintArguments(args),
+    result,
+    receipt,
+    recordedAtMs: Date.now(),
+  };
   try {
-    stored = await api.call("effectComplete", { params: { effectId }, body: { connectionId, attempt, result, receipt } });
+    await deps.outbox?.put(pending);
   } catch (error) {
-    // A 4xx that is not a lost connection: the API refused to store this result (and will refuse
-    // it again). The provider did run, but the ledger cannot say so: fence the effect.
-    if (error instanceof ApiRequestError && !isRetryableApiError(error) && !isConnectionLostError(error)) {
-      effectLog.error({ attempt, errorCode: error.code, status: error.status }, "effect.complete_refused");
-      return markUnknownAndFail(deps, effectLog, commandId, effectId, attempt, `effect_complete_refused: ${error.code}`);
-    }
-    throw error;
+    // Reporting from memory still beats not reporting; only a crash before the API answers loses it now.
+    effectLog.error({ attempt, err: (error as Error).message }, "outbox.write_failed");
   }
-  effectLog.info({ attempt, outcome: stored.outcome, effectStatus: stored.status }, "effect.completed");
-  if (stored.status === "succeeded") return complete(deps, effectLog, commandId, effectId, result);
-  if (stored.outcome === "rejected") {
-    // Fenced meanwhile (e.g. redelivered while the call was in flight): our result is real, so it is
-    // evidence, not a replay (docs/DESIGN.md §3 rule 13). The ledger settles or flags it.
-    stored = await api.call("effectLateResult", {
-      params: { effectId },
-      body: {
-        connectionId,
-        attempt,
-        idempotencyKey,
-        toolName: payload.toolName,
-        requestFingerprint: fingerprintArguments(args),
-        result,
-        receipt,
-      },
-    });
+  const report = await reportProviderResult(pending, {
+    api,
+    outbox: deps.outbox,
+    logger: effectLog,
+    budgetMs: deps.resultReportBudgetMs,
+  });
+  if (report.kind === "refused") {
+    // The API refused to store this result (and will refuse it again). The provider did run, but
+    // the ledger cannot say so: fence the effect (never tell the agent it may resend, §3 rule 14).
+    if (report.via === "complete")
+      return markUnknownAndFail(deps, effectLog, commandId, effectId, attempt, `effect_complete_refused: ${report.code}`);
+    return fail(deps, effectLog, commandId, effectId, effectUnknownError(effectId, { reason: `late result refused: ${report.code}` }));
+  }
+  const stored = report.answer;
+  if (report.via === "complete") effectLog.info({ attempt, outcome: stored.outcome, effectStatus: stored.status }, "effect.completed");
+  if (report.via === "complete" && stored.status === "succeeded") return complete(deps, effectLog, commandId, effectId, result);
+  if (report.via === "late_result") {
+    // Fenced meanwhile (e.g. redelivered while the call was in flight): our result is real, so it was
+    // reported as evidence, not a replay (docs/DESIGN.md §3 rule 13). The ledger settled or flagged it.
     effectLog.info({ attempt, outcome: stored.outcome, effectStatus: stored.status, reason: stored.reason }, "effect.late_result_reported");
     if (stored.status === "succeeded" && stored.outcome !== "rejected") return complete(deps, effectLog, commandId, effectId, result);
     // We hold a real provider result the ledger did not take (a contradiction it flagged for an

@@ -115,11 +115,16 @@ describe("mosoo-driver CLI: bad input", () => {
         "--tool-timeout-ms",
         "--log-level",
         "--finalize-on-exit",
+        "--api-retry-budget-ms",
+        "--api-retry-max-delay-ms",
+        "--result-report-budget-ms",
       ]) {
         expect(run.stdout).toContain(flag);
       }
-      expect(run.stdout).toContain('default: "./var/driver-state.json"');
-      expect(run.stdout).toContain("default: 60000");
+      const flat = run.stdout.replace(/\s+/g, " "); // commander wraps the descriptions to the terminal width
+      expect(flat).toContain('default: "./var/driver-state.json"');
+      expect(flat).toContain("default: 60000");
+      expect(flat).toContain("least 1000 (default: 180000)");
       expect(run.stdout).toMatch(/Example:\n\s+mosoo-driver --api-url/);
       expect(run.stdout).toContain("MOSOO_API_URLS");
       expect(run.stdout).toMatch(/sticky until\s+failure/);

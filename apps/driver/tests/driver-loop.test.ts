@@ -1,4 +1,4 @@
-import { mkdtemp, stat } from "node:fs/promises";
+import { mkdtemp, readdir, stat } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { IDEMPOTENCY_KEY_META } from "@mosoo/contracts";
@@ -196,18 +196,45 @@ describe("DriverLoop", () => {
     expect(await new DriverStateRepository(stateFile).load()).toBeNull();
   });
 
-  it("reconnects after the API fails mid-command, and the redelivered command is not executed twice", async () => {
+  it("keeps reporting a provider's result through API failures: it is stored, the command completes, no reconnect", async () => {
     const { loop, lines } = await driver();
     const envelope = mcpExecuteEnvelope();
     api.queue.push(envelope);
-    // effectComplete fails with 503 twice (both attempts): the result cannot be stored now.
-    api.failNext("effectComplete", error(503, "server.unavailable", "down"), error(503, "server.unavailable", "down"));
+    // More failures in a row than the ordinary retry policy of these tests allows (1 retry).
+    api.failNext("effectComplete", ...Array.from({ length: 4 }, () => error(503, "store.busy", "busy")));
+    const running = loop.run();
+    await until(() => api.requestsOf("commandUpdate").length === 2);
+    loop.stop("SIGTERM");
+    await running;
+    const claim = api.claims.get(envelope.commandId);
+    if (claim?.kind !== "execute") throw new Error("expected an execute claim");
+    expect(recorder.calls).toHaveLength(1);
+    expect(api.requestsOf("effectComplete")).toHaveLength(5);
+    expect(api.state.completedEffects.has(claim.effectId)).toBe(true);
+    expect(api.requestsOf("commandUpdate").at(-1)?.body).toMatchObject({ status: "completed" });
+    expect(api.requestsOf("connect")).toHaveLength(1);
+    expect(lines.some((l) => l["msg"] === "command.handling_failed")).toBe(false);
+    expect(await readdir(`${stateFile}.outbox`)).toEqual([]); // taken: the outbox entry is gone
+  });
+
+  it("past the result-report budget: one error line naming the effect, the entry removed, and the redelivered command fenced, never executed twice", async () => {
+    const { loop, lines } = await driver({ resultReportBudgetMs: 1_000 });
+    const envelope = mcpExecuteEnvelope();
+    api.queue.push(envelope);
+    api.beforeAnswer = async (route) => {
+      if (route === "effectComplete") api.failNext("effectComplete", error(503, "store.busy", "busy")); // refused every time
+    };
     const running = loop.run();
     await until(() => api.requestsOf("connect").length === 2);
-    expect(lines.some((l) => l["msg"] === "command.handling_failed" && l["commandId"] === envelope.commandId)).toBe(true);
-    // The API redelivers it on the new connection; its ledger now fences the executing effect.
+    api.beforeAnswer = null;
     const claim = api.claims.get(envelope.commandId);
     if (!claim) throw new Error("expected a claim");
+    const givenUp = lines.filter((l) => l["msg"] === "effect.result_report_given_up");
+    expect(givenUp).toHaveLength(1);
+    expect(givenUp[0]).toMatchObject({ level: 50, effectId: claim.effectId, budgetMs: 1_000, errorCode: "store.busy" });
+    expect(lines.some((l) => l["msg"] === "command.handling_failed" && l["commandId"] === envelope.commandId)).toBe(true);
+    expect(await readdir(`${stateFile}.outbox`)).toEqual([]);
+    // The API redelivers it on the new connection; its ledger now fences the executing effect.
     api.claims.set(envelope.commandId, { kind: "unknown", effectId: claim.effectId });
     api.queue.push({ ...envelope, status: "accepted", redelivery: true });
     await until(() => api.requestsOf("commandUpdate").length === 2);
@@ -217,8 +244,8 @@ describe("DriverLoop", () => {
     expect(api.requestsOf("commandUpdate").at(-1)?.body).toMatchObject({
       status: "failed",
       error: { code: "external_effect.unknown", details: { effectId: claim.effectId } },
+      connectionId: api.currentConnectionId,
     });
-    expect(api.requestsOf("commandUpdate").at(-1)?.body).toMatchObject({ connectionId: api.currentConnectionId });
   });
 
   it("reports startup_failed (exit 1) when the API is unreachable", async () => {

@@ -151,7 +151,25 @@ export const CONSOLE_API = {
   }),
 } as const satisfies Record<string, ApiRoute>;
 
-/** The API's own routes: liveness and Prometheus metrics (text, not JSON). */
+/**
+ * The answer of `GET /ready` (200 when `status` is `ready`, else 503 with the same body): each check
+ * by name. `store`: the store answered a trivial query within its bound (`ok`), did not in time
+ * (`timeout`) or failed (`unavailable`); `schema`: the database's newest migration is this build's
+ * (`current`), older (`behind`), newer (`newer`, another build migrated it), or `unknown` (no answer);
+ * `adapterHost`: the reconciliation adapter host is `up` or `closed`.
+ */
+export const ReadinessSchema = z.object({
+  status: z.enum(["ready", "not_ready"]),
+  checks: z.object({
+    store: z.enum(["ok", "timeout", "unavailable"]),
+    schema: z.enum(["current", "behind", "newer", "unknown"]),
+    adapterHost: z.enum(["up", "closed"]),
+  }),
+});
+/** See {@link ReadinessSchema}. */
+export type Readiness = z.infer<typeof ReadinessSchema>;
+
+/** The API's own routes: liveness, readiness and Prometheus metrics (text, not JSON). */
 export const SYSTEM_API = {
   health: defineRoute({
     method: "GET",
@@ -161,6 +179,17 @@ export const SYSTEM_API = {
     auth: { kind: "public" },
     errors: [],
     idempotent: true,
+    note: "liveness: the process answers; says nothing about the store",
+  }),
+  ready: defineRoute({
+    method: "GET",
+    path: "/ready",
+    response: ReadinessSchema,
+    status: [200],
+    auth: { kind: "public" },
+    errors: [],
+    idempotent: true,
+    note: "readiness: 200 when the store answers within its bound, the schema is current and the adapter host is up; else 503 with the same body naming the check that failed",
   }),
   metrics: defineRoute({
     method: "GET",

@@ -63,12 +63,16 @@ export const ApiEnvSchema = z.object({
   MOSOO_DATABASE_URL: postgresUrlString().optional(),
   // Connections of this instance's PostgreSQL pool (default 10; sizing rule in the API's postgres-store.ts and README).
   MOSOO_DATABASE_POOL_SIZE: strictIntegerString(1, 1_000).optional(),
+  // The PostgreSQL query bound in ms (statement_timeout; the client gives up 1 s later): past it a request answers 503 store.busy (default 5000).
+  MOSOO_DATABASE_QUERY_TIMEOUT_MS: strictIntegerString(100, 600_000).optional(),
   MOSOO_HOST: z.string().min(1).default("127.0.0.1"),
   MOSOO_PORT: strictIntegerString(0, 65535).default(8787),
   MOSOO_HEARTBEAT_TTL_MS: strictIntegerString(500, 3_600_000).default(15_000),
   // docs/DESIGN.md §3 rule 12: the Driver sends tools/call at most this long after it sent the claim request.
   MOSOO_SEND_DEADLINE_MS: strictIntegerString(100, 600_000).default(10_000),
   MOSOO_SWEEP_INTERVAL_MS: strictIntegerString(100, 3_600_000).default(2_000),
+  // SIGTERM drain: in-flight requests may finish this long (ms) before every connection is closed.
+  MOSOO_SHUTDOWN_GRACE_MS: strictIntegerString(0, 600_000).default(10_000),
   MOSOO_LOG_LEVEL: z.enum(["fatal", "error", "warn", "info", "debug", "trace", "silent"]).default("info"),
   MOSOO_EFFECT_RECONCILIATION: z.enum(["off", "on"]).default("off"),
   MOSOO_RECONCILIATION_BINDINGS_FILE: z.string().min(1).optional(),

@@ -158,6 +158,6 @@ export {
 } from "./env.contract.js";
 export { MAX_BODY_BYTES, AUTH_ERRORS, defineRoute, routePath, routeQueryString, matchRoute } from "./route-table.contract.js";
 export type { ApiRoute, RouteAuth, RouteMethod, RouteInput, RouteOutput, RouteBody } from "./route-table.contract.js";
-export { API_ROUTES, RUN_API, DRIVER_API, OPERATOR_API, CONSOLE_API, SYSTEM_API } from "./api-routes.contract.js";
-export type { ApiRouteName } from "./api-routes.contract.js";
+export { API_ROUTES, RUN_API, DRIVER_API, OPERATOR_API, CONSOLE_API, SYSTEM_API, ReadinessSchema } from "./api-routes.contract.js";
+export type { ApiRouteName, Readiness } from "./api-routes.contract.js";
 export type { DriverRouteName, DriverRequestBody } from "./driver-protocol.contract.js";

@@ -76,6 +76,18 @@ export const WORK_CLAIM_KINDS = ["driver_finalization", "maintenance_sweep"] as 
 /** See {@link WORK_CLAIM_KINDS}. */
 export type WorkClaimKind = (typeof WORK_CLAIM_KINDS)[number];
 
+/**
+ * How the store's last outage was recorded in `store_liveness` (docs/DESIGN.md §11, "Operating through
+ * store outages"):
+ * - `tick_gap`: the store's liveness record was not written for longer than the allowed gap (no API
+ *   instance could reach the store, or the store itself was frozen or down);
+ * - `instance_observed`: an API instance found the store unreachable or past its bound and recorded it
+ *   once the store answered again.
+ */
+export const STORE_OUTAGE_SOURCES = ["tick_gap", "instance_observed"] as const;
+/** See {@link STORE_OUTAGE_SOURCES}. */
+export type StoreOutageSource = (typeof STORE_OUTAGE_SOURCES)[number];
+
 // The other persisted lists the store's CHECK constraints are built from (apps/api/src/platform/db/schema.ts
 // reads every list through this entry point, `@mosoo/contracts/statuses`).
 export { RUN_EVENT_TYPES, TERMINAL_RUN_EVENT_TYPES } from "./run-events.contract.js";

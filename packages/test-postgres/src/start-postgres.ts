@@ -44,6 +44,13 @@ export interface RunningPostgres {
   startMs: number;
   /** Stops the server (fast shutdown), removes its folder and owner file. Idempotent. */
   stop(): Promise<void>;
+  /**
+   * Kills the server as a crash would (SIGQUIT: immediate shutdown, no checkpoint; every connection is
+   * cut) and waits until it is gone; the folder stays, so {@link RunningPostgres.restart} recovers it.
+   */
+  crash(): Promise<void>;
+  /** Starts the server again on the same folder and port (after {@link RunningPostgres.crash}); resolves once it accepts connections. */
+  restart(): Promise<void>;
 }
 
 /** Settings every throwaway server gets: loopback TCP only, no Unix socket, a modest memory footprint. */
@@ -190,7 +197,7 @@ export async function startPostgres(options: StartPostgresOptions = {}): Promise
       continue;
     }
     startWatchdog(ownerFile);
-    const pid = postmasterPid(dataDir);
+    let pid = postmasterPid(dataDir);
     let stopping: Promise<void> | undefined;
     const server: RunningPostgres = {
       url: `postgres://postgres:${password}@127.0.0.1:${port}/postgres`,
@@ -207,6 +214,13 @@ export async function startPostgres(options: StartPostgresOptions = {}): Promise
           }
         })();
         return stopping;
+      },
+      crash: async () => {
+        if (pid !== undefined && isAlive(pid)) await stopWithin(pg, pid, STOP_TIMEOUT_MS);
+      },
+      restart: async () => {
+        await pg.start();
+        pid = postmasterPid(dataDir);
       },
     };
     running.add(server);

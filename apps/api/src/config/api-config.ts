@@ -59,6 +59,8 @@ export interface ApiConfig {
   databaseUrl: string | undefined;
   /** `MOSOO_DATABASE_POOL_SIZE`: connections of the PostgreSQL pool of this process (undefined: the store's default, 10). */
   databasePoolSize: number | undefined;
+  /** `MOSOO_DATABASE_QUERY_TIMEOUT_MS`: the PostgreSQL query bound, ms (undefined: the store's default, 5 000). */
+  databaseQueryTimeoutMs?: number | undefined;
   host: string;
   port: number;
   heartbeatTtlMs: number;
@@ -69,6 +71,8 @@ export interface ApiConfig {
    */
   sendDeadlineMs: number;
   sweepIntervalMs: number;
+  /** On SIGTERM: how long (ms) in-flight requests may finish before every connection is closed (`MOSOO_SHUTDOWN_GRACE_MS`, default 10 000). */
+  shutdownGraceMs: number;
   logLevel: z.infer<typeof ApiConfigSchema>["MOSOO_LOG_LEVEL"];
   /** Credentials of the run API, the operators, Driver registration and `/metrics`. */
   auth: AuthConfig;
@@ -164,6 +168,11 @@ export function loadApiConfig(env: Record<string, string | undefined>): ApiConfi
       "config.invalid: MOSOO_DB_FILE: names a SQLite store while MOSOO_DATABASE_URL names a PostgreSQL one; set only one of them",
     );
   }
+  if (c.MOSOO_DATABASE_QUERY_TIMEOUT_MS !== undefined && c.MOSOO_DATABASE_URL === undefined) {
+    throw new ConfigError(
+      "config.invalid: MOSOO_DATABASE_QUERY_TIMEOUT_MS: only applies to a PostgreSQL store; set MOSOO_DATABASE_URL too, or unset it",
+    );
+  }
   if (c.MOSOO_DATABASE_POOL_SIZE !== undefined && c.MOSOO_DATABASE_URL === undefined) {
     throw new ConfigError(
       "config.invalid: MOSOO_DATABASE_POOL_SIZE: only applies to a PostgreSQL store; set MOSOO_DATABASE_URL too, or unset it",
@@ -203,11 +212,13 @@ export function loadApiConfig(env: Record<string, string | undefined>): ApiConfi
     dbFile: c.MOSOO_DB_FILE === ":memory:" ? c.MOSOO_DB_FILE : resolve(base, c.MOSOO_DB_FILE),
     databaseUrl: c.MOSOO_DATABASE_URL,
     databasePoolSize: c.MOSOO_DATABASE_POOL_SIZE,
+    databaseQueryTimeoutMs: c.MOSOO_DATABASE_QUERY_TIMEOUT_MS,
     host: c.MOSOO_HOST,
     port: c.MOSOO_PORT,
     heartbeatTtlMs: c.MOSOO_HEARTBEAT_TTL_MS,
     sendDeadlineMs: c.MOSOO_SEND_DEADLINE_MS,
     sweepIntervalMs: c.MOSOO_SWEEP_INTERVAL_MS,
+    shutdownGraceMs: c.MOSOO_SHUTDOWN_GRACE_MS,
     logLevel: c.MOSOO_LOG_LEVEL,
     auth: {
       apiKeys,

@@ -45,7 +45,7 @@ export function redactDatabaseUrl(text: string, url: string): string {
  *   Other errors (a failed SQLite migration) are rethrown unchanged.
  */
 export async function openApiStore(
-  config: Pick<ApiConfig, "dbFile" | "databaseUrl" | "databasePoolSize">,
+  config: Pick<ApiConfig, "dbFile" | "databaseUrl" | "databasePoolSize" | "databaseQueryTimeoutMs">,
   opts: { migrate?: boolean; onIdleConnectionError?: (err: Error) => void } = {},
 ): Promise<Store> {
   const resolved = storeConfigFrom(config);

@@ -25,6 +25,8 @@ export class FakeLedgerState {
   readonly tokens = new Map<string, string>();
   /** Effects whose `complete` was applied (a repeat answers `duplicate`). */
   readonly completedEffects = new Set<string>();
+  /** The connection that claimed each effect (by effect id): its reports are taken even after a newer connection superseded it, as the API does. */
+  readonly attemptConnections = new Map<string, string>();
   currentConnectionId: string | null = null;
   heartbeatTtlMs = 30_000;
 }
@@ -185,7 +187,10 @@ export class FakeDriverApi {
         pendingCommandCount: this.queue.length,
       });
     const connectionId = route === "nextCommand" ? url.searchParams.get("connectionId") : body?.["connectionId"];
-    if (connectionId !== this.currentConnectionId) return error(409, "driver.connection_superseded", "a newer connection exists");
+    const attemptReport =
+      route === "effectComplete" && this.state.attemptConnections.get(url.pathname.split("/").at(-2) ?? "") === connectionId;
+    if (connectionId !== this.currentConnectionId && !attemptReport)
+      return error(409, "driver.connection_superseded", "a newer connection exists");
     switch (route) {
       case "heartbeat":
         return ok({ heartbeatTtlMs: this.heartbeatTtlMs });
@@ -210,6 +215,7 @@ export class FakeDriverApi {
           sendWithinMs: 10_000,
         };
         this.claims.set(commandId, claim);
+        if (claim.kind === "execute") this.state.attemptConnections.set(claim.effectId, String(connectionId));
         return ok(claim);
       }
       case "effectComplete": {

@@ -11,6 +11,7 @@ import { isJsonContentType, toErrorResponse } from "./http-errors.js";
 import { RuntimeError } from "../../modules/ledger/domain/runtime-errors.js";
 import { runRoutes } from "./run.routes.js";
 import { mountRoute } from "./route-mount.js";
+import { checkReadiness } from "./readiness.js";
 import { operatorRoutes } from "./operator.routes.js";
 import { consoleRoutes, type ConsoleOptions } from "./console/console.routes.js";
 
@@ -23,6 +24,11 @@ export interface HttpAppOptions extends HttpAuthOptions {
   driverRegisterPerMinute?: number | undefined;
   /** Refused operator credentials per client address per minute (console sign-in and operator bearer; default 10). */
   operatorAuthFailuresPerMinute?: number | undefined;
+  /**
+   * Whether the reconciliation adapter host is up, for `GET /ready` (the server passes "created and
+   * not closed"). Default: always true (an app built without a host, in tests).
+   */
+  adapterHostUp?: (() => boolean) | undefined;
   /** The operator console's options but its credentials (it signs in with the operator credentials) and budget. */
   console?: Omit<ConsoleOptions, "operators" | "authBudget">;
 }
@@ -38,7 +44,7 @@ function hasBody(req: Request): boolean {
 }
 
 /**
- * The API's HTTP application (hono), every JSON route mounted from `API_ROUTES` of `@mosoo/contracts`: `GET /health` (open), `GET /metrics` (Prometheus text; open only
+ * The API's HTTP application (hono), every JSON route mounted from `API_ROUTES` of `@mosoo/contracts`: `GET /health` (liveness, open), `GET /ready` (readiness, open; see `checkReadiness`), `GET /metrics` (Prometheus text; open only
  * with `metricsPublic`, else an operator credential with `read` or a `metrics:read` key), the run API (API keys with
  * scopes), the Driver protocol (enrollment token, then each instance's own token), and the operator
  * routes (named operator credentials with scopes), and the operator console at `/console` (its own sign-in with an operator
@@ -79,6 +85,10 @@ export function createHttpApp(runtime: Runtime, logger: Logger, opts: HttpAppOpt
   app.notFound((c) => c.json({ error: { code: "route.not_found", message: `no route ${c.req.method} ${c.req.path}` } }, 404));
   const system = new Hono<AuthEnv>();
   mountRoute(system, SYSTEM_API.health, guard.forRoute(SYSTEM_API.health.auth), (_c, req) => req.json({ status: "ok" }));
+  mountRoute(system, SYSTEM_API.ready, guard.forRoute(SYSTEM_API.ready.auth), async (c) => {
+    const readiness = await checkReadiness(runtime.ctx.store, opts.adapterHostUp ?? (() => true));
+    return c.json(readiness, readiness.status === "ready" ? 200 : 503);
+  });
   mountRoute(system, SYSTEM_API.metrics, guard.forRoute(SYSTEM_API.metrics.auth), async (c) =>
     c.text(await runtime.metricsRegistry.metrics(), 200, { "content-type": runtime.metricsRegistry.contentType }),
   );

@@ -42,3 +42,13 @@ export function assertSchemaNotNewer(appliedMs: number | null, migrationsFolder:
   const knownMs = newestJournalMs(migrationsFolder);
   if (appliedMs > knownMs) throw new StoreSchemaNewerError(appliedMs, knownMs);
 }
+
+/** How a database's schema compares with this build's migrations: the same newest migration, older (not migrated yet), or newer (another build migrated it). */
+export type SchemaState = "current" | "behind" | "newer";
+
+/** Compares `appliedMs` (the database's newest recorded migration, null when none) with the newest migration of `migrationsFolder`. Pure but for reading the journal. */
+export function compareSchema(appliedMs: number | null, migrationsFolder: string): SchemaState {
+  const knownMs = newestJournalMs(migrationsFolder);
+  if (appliedMs === null || appliedMs < knownMs) return "behind";
+  return appliedMs > knownMs ? "newer" : "current";
+}

@@ -13,6 +13,7 @@ import {
   RECONCILIATION_TRIGGERS,
   RUN_EVENT_TYPES,
   RUN_STATUSES,
+  STORE_OUTAGE_SOURCES,
   WORK_CLAIM_KINDS,
 } from "@mosoo/contracts/statuses";
 
@@ -476,5 +477,31 @@ export const workClaims = sqliteTable(
     check("work_claims_key_check", sql`length(key) BETWEEN 1 AND 200`),
     check("work_claims_holder_check", sql`length(holder) = 26 AND length(holder_instance_id) = 26`),
     check("work_claims_expiry_check", sql`expires_at_ms > claimed_at_ms`),
+  ],
+);
+
+/**
+ * The store's liveness, one row (`id` 1) shared by every API instance (docs/DESIGN.md §11, "Operating
+ * through store outages"): `last_seen_at_ms`, the store's time (ms since the epoch) when an instance
+ * last wrote it (each instance does, every few seconds); `last_outage_at_ms` / `last_outage_source`,
+ * the store's time when an outage was last recorded (a gap in those writes, or an instance that found
+ * the store unreachable) and how. No instance judges a Driver's heartbeat silence within one heartbeat
+ * TTL of a recorded outage. Both outage columns are null together; an outage is never after the last write.
+ */
+export const storeLiveness = sqliteTable(
+  "store_liveness",
+  {
+    id: integer("id").primaryKey().default(1),
+    lastSeenAtMs: integer("last_seen_at_ms").notNull(),
+    lastOutageAtMs: integer("last_outage_at_ms"),
+    lastOutageSource: text("last_outage_source", { enum: STORE_OUTAGE_SOURCES }),
+  },
+  () => [
+    check("store_liveness_single_row_check", sql`id = 1`),
+    check("store_liveness_seen_check", sql`last_seen_at_ms >= 0`),
+    check(
+      "store_liveness_outage_check",
+      sql`(last_outage_at_ms IS NULL AND last_outage_source IS NULL) OR (last_outage_at_ms <= last_seen_at_ms AND ${oneOf("last_outage_source", STORE_OUTAGE_SOURCES)})`,
+    ),
   ],
 );

@@ -33,12 +33,27 @@ export class StoreBusyError extends Error {
   readonly code = "store.busy";
   readonly httpStatus = 503;
   readonly retryAfterSeconds = STORE_BUSY_RETRY_AFTER_S;
+  /**
+   * True when the operation already spent its whole bounded wait (a PostgreSQL statement or query
+   * timeout, a connection that did not come within the acquire timeout, a `lock_timeout`): it is
+   * answered at once, never retried by {@link retryWhenBusy}, so no request waits past the bound.
+   */
+  readonly waitedOut: boolean;
   constructor(
     readonly afterCommit = false,
-    options?: { cause?: unknown },
+    options?: { cause?: unknown; waitedOut?: boolean },
   ) {
-    super(STORE_BUSY_MESSAGE, options);
+    super(STORE_BUSY_MESSAGE, options?.cause === undefined ? undefined : { cause: options.cause });
+    this.waitedOut = options?.waitedOut ?? false;
   }
+}
+
+/** True when `err` or a `cause` of it is a {@link StoreBusyError} that already spent its bounded wait (`waitedOut`). */
+export function isStoreWaitedOut(err: unknown): boolean {
+  for (let e: unknown = err, depth = 0; e && depth < 8; e = (e as { cause?: unknown }).cause, depth += 1) {
+    if (e instanceof StoreBusyError && e.waitedOut) return true;
+  }
+  return false;
 }
 
 /**
@@ -100,7 +115,8 @@ export function noteCommit(): void {
  * it fails because the store is busy before any transaction committed (see `commitCount`), runs it again
  * after an asynchronous delay (p-retry; `policy` defaults to {@link REQUEST_BUSY_RETRY}). When the
  * retries run out, or a transaction of this operation had already committed, it rejects with
- * {@link StoreBusyError} (`afterCommit` says which). Other errors pass through untouched.
+ * {@link StoreBusyError} (`afterCommit` says which). A busy error that already waited its whole bound
+ * (`waitedOut`: a PostgreSQL timeout) is not run again. Other errors pass through untouched.
  */
 export async function retryWhenBusy<T>(
   fn: () => T | Promise<T>,
@@ -120,7 +136,7 @@ export async function retryWhenBusy<T>(
     {
       ...policy,
       randomize: false,
-      shouldRetry: ({ error }) => error instanceof StoreBusyError && !error.afterCommit,
+      shouldRetry: ({ error }) => error instanceof StoreBusyError && !error.afterCommit && !isStoreWaitedOut(error),
     },
   );
 }

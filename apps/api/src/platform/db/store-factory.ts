@@ -15,16 +15,19 @@ export type StoreConfig =
       kind: "postgres";
       url: string;
       poolSize?: number | undefined;
+      /** The query bound, ms (`MOSOO_DATABASE_QUERY_TIMEOUT_MS`; default `DEFAULT_QUERY_TIMEOUT_MS`, 5 000). */
+      queryTimeoutMs?: number | undefined;
       migrate?: boolean | undefined;
       /** Called when an idle pooled connection fails (the server restarted, the network dropped); default: a process warning. */
       onIdleConnectionError?: ((err: Error) => void) | undefined;
     };
 
-/** The settings {@link storeConfigFrom} reads: the parsed `MOSOO_DB_FILE`, `MOSOO_DATABASE_URL` and `MOSOO_DATABASE_POOL_SIZE`. */
+/** The settings {@link storeConfigFrom} reads: the parsed `MOSOO_DB_FILE`, `MOSOO_DATABASE_URL`, `MOSOO_DATABASE_POOL_SIZE` and `MOSOO_DATABASE_QUERY_TIMEOUT_MS`. */
 export interface StoreSettings {
   dbFile: string;
   databaseUrl?: string | undefined;
   databasePoolSize?: number | undefined;
+  databaseQueryTimeoutMs?: number | undefined;
 }
 
 /**
@@ -33,7 +36,13 @@ export interface StoreSettings {
  * (`--db <file>` / `--database-url <url>`) both resolve their store here.
  */
 export function storeConfigFrom(settings: StoreSettings): StoreConfig {
-  if (settings.databaseUrl !== undefined) return { kind: "postgres", url: settings.databaseUrl, poolSize: settings.databasePoolSize };
+  if (settings.databaseUrl !== undefined)
+    return {
+      kind: "postgres",
+      url: settings.databaseUrl,
+      poolSize: settings.databasePoolSize,
+      queryTimeoutMs: settings.databaseQueryTimeoutMs,
+    };
   return { kind: "sqlite", file: settings.dbFile };
 }
 
@@ -47,6 +56,7 @@ export async function openStore(config: StoreConfig): Promise<Store> {
   if (config.kind === "sqlite") return openSqliteStore(config.file);
   return openPostgresStore(config.url, {
     ...(config.poolSize !== undefined ? { poolSize: config.poolSize } : {}),
+    ...(config.queryTimeoutMs !== undefined ? { queryTimeoutMs: config.queryTimeoutMs } : {}),
     ...(config.migrate !== undefined ? { migrate: config.migrate } : {}),
     ...(config.onIdleConnectionError !== undefined ? { onIdleConnectionError: config.onIdleConnectionError } : {}),
   });

@@ -1,3 +1,4 @@
+import type { SchemaState } from "./schema-version.js";
 import type { BaseSQLiteDatabase } from "drizzle-orm/sqlite-core";
 import type * as schema from "./schema.js";
 
@@ -76,6 +77,11 @@ export interface TransactionOptions {
  *   violation, primary key included (SQLite `SQLITE_CONSTRAINT_UNIQUE`/`_PRIMARYKEY`, PostgreSQL SQLSTATE 23505).
  * - {@link observeDurableWrites}: installs (`null`: removes) the {@link DurableWriteObserver}. Test-only.
  * - {@link close}: waits for the unit of work in progress, then closes the connections.
+ * - {@link schemaState}: reads the newest applied migration (one trivial query, within the store's
+ *   bound) and compares it with this build's (`compareSchema`); for `GET /ready`. Rejects as a query does.
+ * - {@link watchAvailability} (PostgreSQL only: a store that can be unreachable): installs (`null`:
+ *   removes) the {@link StoreAvailabilityObserver} told of each unit of work's end. SQLite, a local
+ *   file, has no such state (its only wait is the busy timeout) and does not implement it.
  */
 export interface Store {
   readonly dialect: "sqlite" | "postgres";
@@ -84,6 +90,20 @@ export interface Store {
   isUniqueViolation(err: unknown): boolean;
   observeDurableWrites(observer: DurableWriteObserver | null): void;
   close(): Promise<void>;
+  watchAvailability?(observer: StoreAvailabilityObserver | null): void;
+  schemaState(): Promise<SchemaState>;
+}
+
+/**
+ * Told, by a store that can be unreachable, how each unit of work ended: `failed(cause)` when the
+ * database could not be reached or did not answer within its bound (a lost connection, SQLSTATE
+ * 57P01–57P03 / class 08 / 53300, a statement or query timeout, no connection within the acquire
+ * timeout), `succeeded()` when one committed or read. Called on every unit of work: must be cheap and
+ * must not throw.
+ */
+export interface StoreAvailabilityObserver {
+  failed(cause: unknown): void;
+  succeeded(): void;
 }
 
 /**

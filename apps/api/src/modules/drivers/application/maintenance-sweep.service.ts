@@ -1,5 +1,6 @@
 import { BACKGROUND_BUSY_RETRY, isStoreBusy, retryWhenBusy, storeBusyCause } from "../../../platform/db/store-busy.js";
 import { driverInstanceRepository } from "../../ledger/infrastructure/driver-instance.repository.js";
+import { storeLivenessRepository, type LivenessState } from "../infrastructure/store-liveness.repository.js";
 import type { FinalizationRepairService } from "./finalization-repair.service.js";
 import type { WorkClaimService } from "./work-claim.service.js";
 import type { RuntimeContext } from "../../ledger/application/runtime-context.js";
@@ -38,6 +39,14 @@ export interface SweepReport {
  * store busy (`ctx.storeBusy`: a `503 store.busy` answer, or a pass ended on `store.busy`), so a lock
  * held by another process longer than the TTL (a backup) does not finalize Drivers whose heartbeats
  * the API itself refused. A Driver that really died meanwhile is finalized up to one TTL later.
+ * Grace after a store outage seen by ANY instance (docs/DESIGN.md §11, "Operating through store
+ * outages"): every instance writes the store's liveness row (`store_liveness`) every
+ * {@link livenessTickMs} ms while its sweep timer runs, and once more at the start of each Driver part;
+ * a gap of more than half a heartbeat TTL between two writes (in the store's own time: nobody could
+ * write, or the store was frozen) and every outage an instance found itself are recorded there, in the
+ * store's time. No instance judges silence until one heartbeat TTL of the store's time has passed since
+ * the last recorded outage, so an instance whose own queries merely stalled does not finalize a Driver
+ * whose heartbeats the store could not take.
  *
  * Several API instances on one store (docs/DESIGN.md §11): any instance may run a pass. The Driver part
  * (expiry, finalization repair, purge) runs one at a time: only under the store claim
@@ -52,6 +61,10 @@ export class MaintenanceSweepService {
   private running: Promise<SweepReport> | undefined;
   /** When this API process started (ms): heartbeats missed while the API itself was down do not count. */
   private readonly startedAtMs: number;
+  /** The liveness row's timer (while {@link start}ed). */
+  private livenessTimer: NodeJS.Timeout | undefined;
+  /** The longest gap (ms) between two writes of the liveness row that is not an outage; undefined until {@link start}. */
+  private maxLivenessGapMs: number | undefined;
 
   constructor(
     private readonly ctx: RuntimeContext,
@@ -109,7 +122,11 @@ export class MaintenanceSweepService {
     const now = this.ctx.clock.nowMs();
     const ttl = this.ctx.settings.heartbeatTtlMs;
     const graceFrom = Math.max(this.startedAtMs, this.ctx.storeBusy.lastBusyAtMs() ?? Number.MIN_SAFE_INTEGER);
-    const cutoff = now - graceFrom >= ttl ? now - ttl : Number.MIN_SAFE_INTEGER;
+    // the store's record of outages seen by any instance, in the store's time (written AFTER `now` was
+    // read: a tick that waited for a frozen store sees the gap; one that ran before it only vouches for earlier silence)
+    const liveness = await this.tickLiveness();
+    const storeQuiet = liveness.lastOutageAtMs === null || liveness.nowMs - liveness.lastOutageAtMs >= ttl;
+    const cutoff = now - graceFrom >= ttl && storeQuiet ? now - ttl : Number.MIN_SAFE_INTEGER;
     const report = { driversFinalized: 0, driversPurged: 0 };
     for (const instance of await this.ctx.store.read((tx) => driverInstanceRepository.listExpired(tx, cutoff))) {
       try {
@@ -132,17 +149,59 @@ export class MaintenanceSweepService {
     return report;
   }
 
-  /** Runs {@link sweepOnce} every `intervalMs` (ms) until {@link stop}. The timer does not keep the process alive. */
-  start(intervalMs: number): void {
-    this.stop();
-    this.timer = setInterval(() => void this.sweepOnce(), intervalMs);
-    this.timer.unref();
+  /**
+   * Writes the store's liveness row once (see the class): this instance's last own sighting of an
+   * unavailable store as an outage, and (while the timer runs) a too-long gap since any instance's last write.
+   * @returns the store's time of the write and its last recorded outage. Rejects as a query does (`store.busy`).
+   */
+  private async tickLiveness(): Promise<LivenessState> {
+    const localNowMs = this.ctx.clock.nowMs();
+    const lastBusy = this.ctx.storeBusy.lastBusyAtMs();
+    return this.ctx.store.transaction((tx) =>
+      storeLivenessRepository.tick(tx, {
+        dialect: this.ctx.store.dialect,
+        localNowMs,
+        observedAgoMs: lastBusy === undefined ? undefined : Math.max(0, localNowMs - lastBusy),
+        maxGapMs: this.maxLivenessGapMs,
+      }),
+    );
   }
 
-  /** Stops the timer and waits for a pass in flight. */
+  /** How often (ms) a started sweep writes the liveness row: its interval, but at least 4 times per heartbeat TTL. */
+  livenessTickMs(intervalMs: number): number {
+    return Math.max(50, Math.min(intervalMs, Math.floor(this.ctx.settings.heartbeatTtlMs / 4)));
+  }
+
+  /**
+   * Runs {@link sweepOnce} every `intervalMs` (ms), and writes the store's liveness row every
+   * {@link livenessTickMs} ms (a gap over half a heartbeat TTL counts as an outage), until {@link stop}.
+   * The timers do not keep the process alive.
+   */
+  start(intervalMs: number): void {
+    void this.stop();
+    this.maxLivenessGapMs = Math.floor(this.ctx.settings.heartbeatTtlMs / 2);
+    this.timer = setInterval(() => void this.sweepOnce(), intervalMs);
+    this.timer.unref();
+    let ticking = false; // one write at a time: a store that does not answer gets no pile of them
+    this.livenessTimer = setInterval(() => {
+      if (ticking) return;
+      ticking = true;
+      this.tickLiveness()
+        .catch((err: unknown) => {
+          if (isStoreBusy(err)) this.ctx.storeBusy.noteBusy();
+          else this.ctx.logger.error({ err: String(err) }, "sweep.liveness_failed");
+        })
+        .finally(() => (ticking = false));
+    }, this.livenessTickMs(intervalMs));
+    this.livenessTimer.unref();
+  }
+
+  /** Stops the timers and waits for a pass in flight. */
   async stop(): Promise<void> {
     if (this.timer) clearInterval(this.timer);
+    if (this.livenessTimer) clearInterval(this.livenessTimer);
     this.timer = undefined;
+    this.livenessTimer = undefined;
     await this.running;
   }
 }

@@ -156,9 +156,16 @@ export async function openPostgres(connectionString: string, options: OpenPostgr
  * @throws StoreSchemaNewerError (`store.schema_newer`); the `pg` error when the query fails.
  */
 export async function assertPgSchemaNotNewer(db: Pick<pg.ClientBase, "query">): Promise<void> {
-  const applied = await db.query<{ ms: string | null }>(
-    "SELECT CASE WHEN to_regclass('drizzle.__drizzle_migrations') IS NULL THEN NULL ELSE (SELECT max(created_at)::text FROM drizzle.__drizzle_migrations) END AS ms",
-  );
+  assertSchemaNotNewer(await newestPgMigrationMs(db), PG_MIGRATIONS_FOLDER);
+}
+
+/** The SQL that reads the newest applied drizzle migration (ms as text; NULL when none or no migration table). */
+export const NEWEST_PG_MIGRATION_SQL =
+  "SELECT CASE WHEN to_regclass('drizzle.__drizzle_migrations') IS NULL THEN NULL ELSE (SELECT max(created_at)::text FROM drizzle.__drizzle_migrations) END AS ms";
+
+/** The newest applied migration of `db` (ms since the Unix epoch), null when none. @throws the `pg` error when the query fails. */
+export async function newestPgMigrationMs(db: Pick<pg.ClientBase, "query">): Promise<number | null> {
+  const applied = await db.query<{ ms: string | null }>(NEWEST_PG_MIGRATION_SQL);
   const ms = applied.rows[0]?.ms;
-  assertSchemaNotNewer(ms == null ? null : Number(ms), PG_MIGRATIONS_FOLDER);
+  return ms == null ? null : Number(ms);
 }

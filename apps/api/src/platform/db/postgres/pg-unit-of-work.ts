@@ -1,10 +1,11 @@
 import pRetry from "p-retry";
 import { isInUnitOfWork, runInUnitOfWork } from "../unit-of-work-scope.js";
-import { noteCommit, StoreBusyError } from "../store-busy.js";
+import { isStoreWaitedOut, noteCommit, StoreBusyError } from "../store-busy.js";
 import {
   StoreNestedTransactionError,
   type DurableWriteObserver,
   type Store,
+  type StoreAvailabilityObserver,
   type StoreTx,
   type TransactionOptions,
 } from "../store.port.js";
@@ -78,6 +79,34 @@ function isConnectionLoss(err: unknown): boolean {
   return false;
 }
 
+/** 57014 query_canceled: the server cancelled a statement past `statement_timeout`. */
+const QUERY_CANCELED = "57014";
+/** 53300 too_many_connections: the server has no connection slot left. */
+const TOO_MANY_CONNECTIONS = "53300";
+
+/**
+ * How a statement that outlived its bound failed: `client` when `pg`'s client-side `query_timeout`
+ * fired ("Query read timeout": the server did not answer at all, e.g. frozen; the connection is in
+ * an unknown protocol state and must be discarded), `server` for SQLSTATE 57014 (the server itself
+ * cancelled it at `statement_timeout`; the connection is fine), else undefined.
+ */
+function timeoutKind(err: unknown): "client" | "server" | undefined {
+  for (let e: unknown = err, depth = 0; e && typeof e === "object" && depth < 5; e = (e as { cause?: unknown }).cause, depth += 1) {
+    if ((e as { code?: unknown }).code === QUERY_CANCELED) return "server";
+    const message = (e as { message?: unknown }).message;
+    if (typeof message === "string" && message.startsWith("Query read timeout")) return "client";
+  }
+  return undefined;
+}
+
+/** True when `err` (an acquire failure) is the server refusing for want of connection slots (53300). */
+function isOutOfConnections(err: unknown): boolean {
+  for (let e: unknown = err, depth = 0; e && typeof e === "object" && depth < 5; e = (e as { cause?: unknown }).cause, depth += 1) {
+    if ((e as { code?: unknown }).code === TOO_MANY_CONNECTIONS) return true;
+  }
+  return false;
+}
+
 /** One connection of a unit of work, as the two drivers offer it. */
 export interface PgConnection {
   /** Runs one statement without parameters; resolves with its command tag when the driver reports one. */
@@ -114,6 +143,7 @@ function retryableBusy(cause: unknown): StoreBusyError {
 export abstract class PgUnitOfWork implements Pick<Store, "transaction" | "read" | "isUniqueViolation" | "observeDurableWrites"> {
   private readonly inFlight = new Set<Promise<unknown>>();
   private observer: DurableWriteObserver | null = null;
+  private availability: StoreAvailabilityObserver | null = null;
   /** Set by {@link beginClose}: new units of work are refused with `store.closed`. */
   protected closing = false;
 
@@ -171,6 +201,11 @@ export abstract class PgUnitOfWork implements Pick<Store, "transaction" | "read"
     this.observer = observer;
   }
 
+  /** See `Store.watchAvailability`. */
+  watchAvailability(observer: StoreAvailabilityObserver | null): void {
+    this.availability = observer;
+  }
+
   /** Refuses new units of work and waits until the ones in progress have settled. */
   protected async beginClose(): Promise<void> {
     this.closing = true;
@@ -191,7 +226,15 @@ export abstract class PgUnitOfWork implements Pick<Store, "transaction" | "read"
   }
 
   private async attempt<T>(begin: string, fn: (tx: StoreTx) => Promise<T>, write: boolean): Promise<T> {
-    const conn = await this.source.acquire();
+    let conn: PgConnection;
+    try {
+      conn = await this.source.acquire();
+    } catch (err) {
+      // No connection: the pool stayed full, or the server refused / did not answer the connect.
+      // Lock contention inside our own pool is not an outage; a refused or timed-out connect is.
+      if (isConnectionLoss(err) || isOutOfConnections(err) || isStoreWaitedOut(err)) this.availability?.failed(err);
+      throw err;
+    }
     let committing = false;
     let out: T;
     try {
@@ -205,9 +248,14 @@ export abstract class PgUnitOfWork implements Pick<Store, "transaction" | "read"
       if (done.command !== undefined && done.command !== "COMMIT") throw new StoreTransactionAbortedError();
     } catch (err) {
       const lost = isConnectionLoss(err) || (conn.brokenBy !== undefined && isConnectionLoss(conn.brokenBy));
-      if (lost) {
+      const timedOut = timeoutKind(err);
+      if (lost || timedOut === "client") {
+        // Gone, or silent past the query timeout (frozen): the connection is discarded, not rolled
+        // back (a ROLLBACK would wait behind the stuck statement); the server rolls back on its own.
         this.source.release(conn, true);
+        this.availability?.failed(err);
         if (committing && write) throw new StoreCommitUnknownError({ cause: err });
+        if (timedOut === "client") throw new StoreBusyError(false, { cause: err, waitedOut: true });
         throw retryableBusy(err);
       }
       let broken = false;
@@ -223,13 +271,18 @@ export abstract class PgUnitOfWork implements Pick<Store, "transaction" | "read"
       if (failure?.kind === "retryable") {
         // 55P03: the statement already waited lock_timeout for a row lock; running it again here would
         // multiply that wait inside one request, so it is answered store.busy at once (nothing written).
-        if (failure.sqlstate === LOCK_NOT_AVAILABLE) throw new StoreBusyError(false, { cause: err });
+        if (failure.sqlstate === LOCK_NOT_AVAILABLE) throw new StoreBusyError(false, { cause: err, waitedOut: true });
         throw retryableBusy(err);
       }
       if ((err as { code?: unknown } | null)?.code === PG_SQLSTATE_IN_FAILED_TX) throw new StoreTransactionAbortedError();
+      if (timedOut === "server") {
+        this.availability?.failed(err);
+        throw new StoreBusyError(false, { cause: err, waitedOut: true });
+      }
       throw err;
     }
     this.source.release(conn, false);
+    this.availability?.succeeded();
     if (write) {
       noteCommit();
       this.observer?.afterCommit();

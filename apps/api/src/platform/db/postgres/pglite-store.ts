@@ -1,3 +1,5 @@
+import { compareSchema, type SchemaState } from "../schema-version.js";
+import { NEWEST_PG_MIGRATION_SQL, PG_MIGRATIONS_FOLDER } from "./migrate-postgres.js";
 import { PGlite } from "@electric-sql/pglite";
 import { Mutex, type MutexInterface } from "async-mutex";
 import { drizzle } from "drizzle-orm/pglite";
@@ -67,6 +69,13 @@ export class PgliteStore extends PgUnitOfWork implements Store {
   }
 
   /** Waits for the units of work in progress (new ones are refused with `store.closed`), then closes PGlite. Idempotent. */
+  /** See `Store.schemaState`. */
+  async schemaState(): Promise<SchemaState> {
+    const res = await this.client.query<{ ms: string | null }>(NEWEST_PG_MIGRATION_SQL);
+    const ms = res.rows[0]?.ms;
+    return compareSchema(ms == null ? null : Number(ms), PG_MIGRATIONS_FOLDER);
+  }
+
   async close(): Promise<void> {
     this.closed ??= this.beginClose().then(() => this.client.close());
     return this.closed;

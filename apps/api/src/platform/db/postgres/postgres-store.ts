@@ -2,7 +2,14 @@ import pg from "pg";
 import { drizzle } from "drizzle-orm/node-postgres";
 import { StoreBusyError } from "../store-busy.js";
 import type { QueryDb, Store, StoreTables, StoreTx } from "../store.port.js";
-import { assertPgSchemaNotNewer, installPgTypeParsers, migratePostgres } from "./migrate-postgres.js";
+import { compareSchema, type SchemaState } from "../schema-version.js";
+import {
+  assertPgSchemaNotNewer,
+  installPgTypeParsers,
+  migratePostgres,
+  newestPgMigrationMs,
+  PG_MIGRATIONS_FOLDER,
+} from "./migrate-postgres.js";
 import { PgUnitOfWork, type PgConnection, type PgConnectionSource } from "./pg-unit-of-work.js";
 import * as pgSchema from "./schema.pg.js";
 
@@ -26,6 +33,24 @@ const DEFAULT_ACQUIRE_TIMEOUT_MS = 2_000;
  */
 const DEFAULT_LOCK_TIMEOUT_MS = 2_000;
 /**
+ * The query bound (ms, `MOSOO_DATABASE_QUERY_TIMEOUT_MS`): the server cancels a statement that runs
+ * longer (`statement_timeout`, SQLSTATE 57014), and the client gives up on one the server does not
+ * answer at all within this bound plus {@link QUERY_TIMEOUT_GRACE_MS} (`pg`'s `query_timeout`: a
+ * frozen or silently gone server; the connection is then discarded). Either way the unit of work
+ * answers `StoreBusyError` (`store.busy`, 503 with `Retry-After`) at once, not retried. So a request
+ * waits for the store at most about: the acquire timeout (no free connection) or this bound + the
+ * grace (a statement on a silent server), i.e. ≤ 6 s with the defaults.
+ */
+const DEFAULT_QUERY_TIMEOUT_MS = 5_000;
+/** Added to the query bound for the client-side `query_timeout`, ms: a live server's own cancel (57014) comes first. */
+const QUERY_TIMEOUT_GRACE_MS = 1_000;
+/**
+ * TCP keepalive of every pooled connection: the first probe after this many ms of silence (ms), so a
+ * peer that vanished without a FIN (a failed-over host, a dropped network) is noticed by the kernel
+ * instead of a socket that waits forever.
+ */
+const KEEPALIVE_INITIAL_DELAY_MS = 10_000;
+/**
  * `idle_in_transaction_session_timeout` (ms): the server ends a session that sits inside a
  * transaction this long without a statement (a stuck unit of work), releasing its row locks; the
  * unit of work then fails with a connection loss (before COMMIT: retried; nothing was committed).
@@ -40,6 +65,8 @@ export interface PostgresStoreOptions {
   acquireTimeoutMs?: number;
   /** See {@link DEFAULT_LOCK_TIMEOUT_MS}. */
   lockTimeoutMs?: number;
+  /** See {@link DEFAULT_QUERY_TIMEOUT_MS} (env `MOSOO_DATABASE_QUERY_TIMEOUT_MS`). */
+  queryTimeoutMs?: number;
   /** See {@link DEFAULT_IDLE_IN_TRANSACTION_TIMEOUT_MS}. */
   idleInTransactionTimeoutMs?: number;
   /**
@@ -96,6 +123,11 @@ export class PostgresStore extends PgUnitOfWork implements Store {
     return this.closed;
   }
 
+  /** See `Store.schemaState`: one query on a pooled connection, bounded by the pool's timeouts. */
+  async schemaState(): Promise<SchemaState> {
+    return compareSchema(await newestPgMigrationMs(this.pool), PG_MIGRATIONS_FOLDER);
+  }
+
   private async acquire(): Promise<PooledConnection> {
     let client: pg.PoolClient;
     try {
@@ -103,7 +135,8 @@ export class PostgresStore extends PgUnitOfWork implements Store {
     } catch (err) {
       // The pool stayed full for acquireTimeoutMs ("timeout exceeded when trying to connect"), or a
       // new connection could not be opened in time / at all: the store is busy or away, nothing ran.
-      throw new StoreBusyError(false, { cause: err });
+      // A timeout already spent the bound: answered at once, not retried.
+      throw new StoreBusyError(false, { cause: err, waitedOut: /timeout/i.test((err as Error).message ?? "") });
     }
     let conn = this.connections.get(client);
     if (!conn) {
@@ -163,8 +196,9 @@ function newConnection(client: pg.PoolClient): PooledConnection {
  * Opens the PostgreSQL store at `url` (`postgres://user:password@host:port/database`): makes `pg`
  * parse int8 to JS numbers (`installPgTypeParsers`: bigint ms columns and `count(*)` come back as
  * numbers, as on SQLite), migrates unless `migrate: false` (`migratePostgres`, under an advisory
- * lock), opens a pool of `poolSize` connections with `lock_timeout` and
- * `idle_in_transaction_session_timeout` set, and checks one connection. The caller must `close()` it.
+ * lock), opens a pool of `poolSize` connections with `lock_timeout`, `statement_timeout` and
+ * `idle_in_transaction_session_timeout` set, a client-side `query_timeout`, TCP keepalive and a
+ * connection timeout (the acquire timeout), and checks one connection. The caller must `close()` it.
  * @throws StoreSchemaNewerError (`store.schema_newer`) when a newer build migrated the database (with or without `migrate`);
  *   PgConnectTimeoutError (`store.connect_timeout`) when the migration's connection is not made in
  *   time; Error (the `pg` error) when the server is unreachable, the credentials are refused or a
@@ -173,8 +207,13 @@ function newConnection(client: pg.PoolClient): PooledConnection {
 export async function openPostgresStore(url: string, opts: PostgresStoreOptions = {}): Promise<PostgresStore> {
   installPgTypeParsers();
   if (opts.migrate ?? true) await migratePostgres(url);
+  const queryTimeoutMs = opts.queryTimeoutMs ?? DEFAULT_QUERY_TIMEOUT_MS;
   const pool = new pg.Pool({
     connectionString: url,
+    statement_timeout: queryTimeoutMs,
+    query_timeout: queryTimeoutMs + QUERY_TIMEOUT_GRACE_MS,
+    keepAlive: true,
+    keepAliveInitialDelayMillis: KEEPALIVE_INITIAL_DELAY_MS,
     max: opts.poolSize ?? DEFAULT_POOL_SIZE,
     connectionTimeoutMillis: opts.acquireTimeoutMs ?? DEFAULT_ACQUIRE_TIMEOUT_MS,
     lock_timeout: opts.lockTimeoutMs ?? DEFAULT_LOCK_TIMEOUT_MS,

@@ -13,6 +13,7 @@ import {
   RECONCILIATION_TRIGGERS,
   RUN_EVENT_TYPES,
   RUN_STATUSES,
+  STORE_OUTAGE_SOURCES,
   WORK_CLAIM_KINDS,
 } from "@mosoo/contracts/statuses";
 
@@ -382,5 +383,24 @@ export const workClaims = pgTable(
     check("work_claims_key_check", sql`length(key) BETWEEN 1 AND 200`),
     check("work_claims_holder_check", sql`length(holder) = 26 AND length(holder_instance_id) = 26`),
     check("work_claims_expiry_check", sql`expires_at_ms > claimed_at_ms`),
+  ],
+);
+
+/** The store's liveness, one row: the twin of `../schema.ts` `storeLiveness` (docs/DESIGN.md §11). */
+export const storeLiveness = pgTable(
+  "store_liveness",
+  {
+    id: integer("id").primaryKey().default(1),
+    lastSeenAtMs: ms("last_seen_at_ms").notNull(),
+    lastOutageAtMs: ms("last_outage_at_ms"),
+    lastOutageSource: text("last_outage_source", { enum: STORE_OUTAGE_SOURCES }),
+  },
+  () => [
+    check("store_liveness_single_row_check", sql`id = 1`),
+    check("store_liveness_seen_check", sql`last_seen_at_ms >= 0`),
+    check(
+      "store_liveness_outage_check",
+      sql`(last_outage_at_ms IS NULL AND last_outage_source IS NULL) OR (last_outage_at_ms <= last_seen_at_ms AND ${oneOf("last_outage_source", STORE_OUTAGE_SOURCES)})`,
+    ),
   ],
 );

@@ -5,7 +5,7 @@ import Database from "better-sqlite3";
 import { Mutex } from "async-mutex";
 import { drizzle, type BetterSQLite3Database } from "drizzle-orm/better-sqlite3";
 import { migrate } from "drizzle-orm/better-sqlite3/migrator";
-import { assertSchemaNotNewer } from "../schema-version.js";
+import { assertSchemaNotNewer, compareSchema, type SchemaState } from "../schema-version.js";
 import * as schema from "../schema.js";
 import { isStoreBusy, noteCommit, StoreBusyError, STARTUP_BUSY_TIMEOUT_MS, STORE_BUSY_TIMEOUT_MS } from "../store-busy.js";
 import {
@@ -154,6 +154,12 @@ export class SqliteStore implements Store {
   }
 
   /** Waits for the unit of work in progress (the mutex), then closes the connection. Idempotent. */
+  /** See `Store.schemaState`: one read of the migration table (within the busy timeout). */
+  async schemaState(): Promise<SchemaState> {
+    const applied = this.sqlite.prepare("SELECT max(created_at) AS ms FROM __drizzle_migrations").get() as { ms: number | null };
+    return compareSchema(applied.ms === null ? null : Number(applied.ms), MIGRATIONS_FOLDER);
+  }
+
   async close(): Promise<void> {
     await this.mutex.runExclusive(() => {
       if (this.closed) return;
