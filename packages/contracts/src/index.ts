@@ -4,6 +4,7 @@ export {
   RunErrorCodeSchema,
   RunErrorSchema,
   turnInterruptedError,
+  turnInterruptedAfterWritesError,
   commandDriverTerminalError,
   effectUnknownError,
   runEffectsUnknownError,
@@ -11,6 +12,14 @@ export {
   effectNotExecutedError,
 } from "./run-error.contract.js";
 export type { RunError, RunErrorCode } from "./run-error.contract.js";
+export {
+  TURN_TOOL_CALL_STATUSES,
+  TurnToolCallStatusSchema,
+  WRITTEN_TURN_STATUSES,
+  TurnToolCallSchema,
+  TurnAccountSchema,
+} from "./turn-account.contract.js";
+export type { TurnToolCallStatus, TurnToolCall, TurnAccount } from "./turn-account.contract.js";
 export {
   IDEMPOTENCY_KEY_META,
   ArgumentsJsonSchema,
