@@ -82,6 +82,13 @@ const BUGS = [
     find: "const inFlightUntilMs = request.lastDispatchedAtMs + sendWithinMs + declaration.keyFencing.maxInFlightMs;",
     replace: "const inFlightUntilMs = request.lastDispatchedAtMs + declaration.keyFencing.maxInFlightMs;",
   },
+  {
+    id: "run-error-without-turn-effects",
+    what: "the interrupted run's error is computed without the turn's effects: a turn whose write completed says 'please resend' (DESIGN §3 rules 14 and 16)",
+    file: "apps/api/src/modules/drivers/application/finalization-repair.service.ts",
+    find: "const error = turnInterruptedRunError(run.id, await readTurnToolCallFacts(tx, run.id), { driverInstanceId });",
+    replace: "const error = turnInterruptedRunError(run.id, [], { driverInstanceId });",
+  },
 ];
 if (args.only !== undefined && !BUGS.some((b) => b.id === args.only)) {
   badInput(`no planted bug "${args.only}"; one of: ${BUGS.map((b) => b.id).join(", ")}`);

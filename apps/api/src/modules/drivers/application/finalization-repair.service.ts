@@ -277,6 +277,11 @@ export class FinalizationRepairService {
   private async failActiveRunAndClose(driverInstanceId: string, summary: FinalizationSummary): Promise<void> {
     const now = this.ctx.clock.nowMs();
     await this.ctx.store.transaction(async (tx) => {
+      // First the Driver's row lock (a no-op write; PostgreSQL runs writes at READ COMMITTED): an enqueue
+      // takes the same lock (its command `seq`) before it writes, so one in flight commits before the
+      // reads below (which then see its command and effect: nothing is left queued on a failed run, and
+      // the account misses no tool call), and one that comes later sees `finalizing` and queues nothing.
+      await driverInstanceRepository.updateIfStatus(tx, driverInstanceId, ["finalizing"], { status: "finalizing" });
       // Commands queued while the repair ran (the run was still active) end here, before the run does.
       for (const cmd of await commandRepository.listNonTerminalOfDriver(tx, driverInstanceId)) {
         const eff = await effectRepository.findByCommand(tx, cmd.id);

@@ -162,6 +162,17 @@ export class RunService {
         requestFingerprint,
         nowMs: now,
       });
+      // Re-read under the locks recordIntent took (the Driver's row for the `seq`, the run's for the event):
+      // a finalization repair that committed meanwhile (PostgreSQL writes at READ COMMITTED) ended the
+      // run or is ending the Driver; nothing is queued then (rolled back), never a command on a failed run.
+      const [runNow, driverNow] = [
+        await runRepository.findRun(tx, runId),
+        await driverInstanceRepository.findById(tx, run.driverInstanceId),
+      ];
+      if (runNow?.status !== "active" || driverNow?.status === "finalizing" || driverNow?.status === "finalized")
+        throw new RuntimeError("run.not_active", `run ${runId} ended while the tool call was being queued; no tool call was queued`, {
+          runStatus: runNow?.status ?? null,
+        });
       // the Driver's long-poll wakes when this commits, on whichever API instance holds it (docs/DESIGN.md §11)
       await this.ctx.notifier.notifyInTransaction(tx, run.driverInstanceId);
       return { ...recorded, replayed: false, driverInstanceId: run.driverInstanceId };
