@@ -125,6 +125,7 @@ export {
   EnqueueToolCallRequestSchema,
   EnqueueToolCallResponseSchema,
   RunEventsQuerySchema,
+  ToolCallViewSchema,
 } from "./run-api.contract.js";
 export type {
   CreateRunRequest,
@@ -132,6 +133,7 @@ export type {
   EnqueueToolCallRequest,
   EnqueueToolCallResponse,
   RunEventsQuery,
+  ToolCallView,
 } from "./run-api.contract.js";
 export {
   MAX_JSON_DEPTH,

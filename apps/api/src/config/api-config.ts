@@ -56,6 +56,8 @@ export interface ApiConfig {
    * until the claim + this + the adapter's `maxInFlightMs`.
    */
   sendDeadlineMs: number;
+  /** `MOSOO_REPEAT_GUARD`: per guarded MCP server id, the repeat guard's window (ms; docs/DESIGN.md §3 rule 17). Empty: off. */
+  repeatGuard: ReadonlyMap<string, number>;
   sweepIntervalMs: number;
   logLevel: z.infer<typeof ApiConfigSchema>["MOSOO_LOG_LEVEL"];
   /** Credentials of the run API, Driver registration and `/metrics`. */
@@ -189,6 +191,7 @@ export function loadApiConfig(env: Record<string, string | undefined>): ApiConfi
     port: c.MOSOO_PORT,
     heartbeatTtlMs: c.MOSOO_HEARTBEAT_TTL_MS,
     sendDeadlineMs: c.MOSOO_SEND_DEADLINE_MS,
+    repeatGuard: new Map(Object.entries(c.MOSOO_REPEAT_GUARD)),
     sweepIntervalMs: c.MOSOO_SWEEP_INTERVAL_MS,
     logLevel: c.MOSOO_LOG_LEVEL,
     operatorToken: c.MOSOO_OPERATOR_TOKEN,
