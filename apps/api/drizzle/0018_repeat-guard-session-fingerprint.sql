@@ -1,3 +1,5 @@
+-- drizzle-kit generated; edited by hand where marked: the copy fills session_id from each effect's run (drizzle-kit
+-- selected the two new columns from the old table, which has neither), and the fence trigger is put back.
 PRAGMA foreign_keys=OFF;--> statement-breakpoint
 CREATE TABLE `__new_external_tool_effects` (
 	`id` text PRIMARY KEY NOT NULL,
@@ -51,7 +53,7 @@ CREATE TABLE `__new_external_tool_effects` (
 	CONSTRAINT "external_tool_effects_repeat_of_check" CHECK(repeat_of_effect_id IS NULL OR (length(repeat_of_effect_id) = 26 AND repeat_of_effect_id <> id))
 );
 --> statement-breakpoint
-INSERT INTO `__new_external_tool_effects`("id", "command_id", "run_id", "driver_instance_id", "server_id", "tool_name", "tool_call_id", "client_tool_call_id", "request_id", "arguments_json", "idempotency_key", "request_fingerprint", "status", "resolution", "version", "attempt_count", "result_json", "provider_receipt_json", "reconciliation_receipt_json", "lease_owner", "lease_expires_at_ms", "next_lookup_at_ms", "lookup_count", "operator_attention", "first_dispatched_at_ms", "last_dispatched_at_ms", "send_within_ms", "created_at_ms", "updated_at_ms", "compensates_effect_id", "session_id", "repeat_of_effect_id") SELECT "id", "command_id", "run_id", "driver_instance_id", "server_id", "tool_name", "tool_call_id", "client_tool_call_id", "request_id", "arguments_json", "idempotency_key", "request_fingerprint", "status", "resolution", "version", "attempt_count", "result_json", "provider_receipt_json", "reconciliation_receipt_json", "lease_owner", "lease_expires_at_ms", "next_lookup_at_ms", "lookup_count", "operator_attention", "first_dispatched_at_ms", "last_dispatched_at_ms", "send_within_ms", "created_at_ms", "updated_at_ms", "compensates_effect_id", "session_id", "repeat_of_effect_id" FROM `external_tool_effects`;--> statement-breakpoint
+INSERT INTO `__new_external_tool_effects`("id", "command_id", "run_id", "driver_instance_id", "server_id", "tool_name", "tool_call_id", "client_tool_call_id", "request_id", "arguments_json", "idempotency_key", "request_fingerprint", "status", "resolution", "version", "attempt_count", "result_json", "provider_receipt_json", "reconciliation_receipt_json", "lease_owner", "lease_expires_at_ms", "next_lookup_at_ms", "lookup_count", "operator_attention", "first_dispatched_at_ms", "last_dispatched_at_ms", "send_within_ms", "created_at_ms", "updated_at_ms", "compensates_effect_id", "session_id", "repeat_of_effect_id") SELECT "id", "command_id", "run_id", "driver_instance_id", "server_id", "tool_name", "tool_call_id", "client_tool_call_id", "request_id", "arguments_json", "idempotency_key", "request_fingerprint", "status", "resolution", "version", "attempt_count", "result_json", "provider_receipt_json", "reconciliation_receipt_json", "lease_owner", "lease_expires_at_ms", "next_lookup_at_ms", "lookup_count", "operator_attention", "first_dispatched_at_ms", "last_dispatched_at_ms", "send_within_ms", "created_at_ms", "updated_at_ms", "compensates_effect_id", (SELECT "session_id" FROM `session_runs` WHERE `session_runs`."id" = `external_tool_effects`."run_id"), NULL FROM `external_tool_effects`;--> statement-breakpoint
 DROP TABLE `external_tool_effects`;--> statement-breakpoint
 ALTER TABLE `__new_external_tool_effects` RENAME TO `external_tool_effects`;--> statement-breakpoint
 PRAGMA foreign_keys=ON;--> statement-breakpoint
@@ -71,6 +73,3 @@ WHEN OLD.`status` IN ('executing', 'unknown')
 BEGIN
   SELECT RAISE(ABORT, 'effect.fence_retained');
 END;
---> statement-breakpoint
--- Hand-written: existing effects get their run's session, so the repeat guard sees them too.
-UPDATE `external_tool_effects` SET `session_id` = (SELECT `session_id` FROM `session_runs` WHERE `session_runs`.`id` = `external_tool_effects`.`run_id`);
