@@ -6,6 +6,8 @@
 import { describe, expect, it } from "vitest";
 import { MAX_ERROR_DETAILS_BYTES, RunErrorSchema, TurnAccountSchema, newUlid, type EffectStatus } from "@mosoo/contracts";
 import { turnInterruptedRunError, turnToolCallStatus, type TurnToolCallFacts } from "../src/modules/ledger/domain/turn-account.js";
+import { defaultCredential, requestJson, TEST_AUTH } from "./helpers/http-call.js";
+import { buildHttpApp, connectDriver, createDoubleWorld, issueArgs } from "./kit/index.js";
 
 const RUN = newUlid();
 let seq = 0;
@@ -40,6 +42,14 @@ describe("turnToolCallStatus", () => {
     expect(turnToolCallStatus(call("intent"))).toBe("never_sent");
     expect(turnToolCallStatus(call("intent", { commandStatus: "queued", commandErrorCode: null }))).toBe("never_sent");
     expect(turnToolCallStatus(call("intent", { commandErrorCode: "mcp.server_unavailable" }))).toBe("failed");
+  });
+});
+
+describe("RunErrorSchema", () => {
+  it("refuses a retryable runtime.turn_interrupted_after_writes", () => {
+    const err = turnInterruptedRunError(RUN, [call("succeeded")]);
+    expect(RunErrorSchema.safeParse(err).success).toBe(true);
+    expect(RunErrorSchema.safeParse({ ...err, retryable: true }).success).toBe(false);
   });
 });
 
@@ -120,5 +130,48 @@ describe("turnInterruptedRunError", () => {
     expect(RunErrorSchema.safeParse(err).success).toBe(true);
     expect(err.details["effectIdsOmitted"]).toBe(240);
     expect(account(err).counts).toEqual({ unknown: 300 });
+  });
+});
+
+describe("GET /v1/runs/:runId/tool-calls/:toolCallId and the account of a finalized run over HTTP", () => {
+  it("answers what became of each tool call; 404 tool_call.not_found for another id; the run error's account names the same", async () => {
+    const f = createDoubleWorld({ enabled: false });
+    try {
+      const app = buildHttpApp(f.runtime, TEST_AUTH);
+      const get = (path: string) => requestJson(app, "GET", path, undefined, defaultCredential("GET", path));
+      const driver = await connectDriver(f.runtime);
+      const { runId } = await f.runtime.runs.createRun({ driverInstanceId: driver.instance.id });
+      const queued = await f.runtime.runs.enqueueToolCall(runId, {
+        serverId: "tracker",
+        toolName: "createIssue",
+        arguments: issueArgs(),
+        toolCallId: "tc-1",
+      });
+      await f.runtime.repair.finalize(driver.instance.id, "driver_request");
+      const one = await get(`/v1/runs/${runId}/tool-calls/tc-1`);
+      expect(one.status).toBe(200);
+      expect(one.body).toMatchObject({
+        runId,
+        toolCallId: "tc-1",
+        commandId: queued.commandId,
+        commandStatus: "failed",
+        effectId: queued.effectId,
+        effectStatus: "intent",
+        status: "never_sent",
+        result: null,
+        error: { code: "driver.command_driver_terminal" },
+        repeatOfEffectId: null,
+      });
+      const missing = await get(`/v1/runs/${runId}/tool-calls/tc-2`);
+      expect(missing).toMatchObject({ status: 404, body: { error: { code: "tool_call.not_found" } } });
+      const run = await get(`/v1/runs/${runId}`);
+      expect(run.body.run.error).toMatchObject({
+        code: "runtime.turn_interrupted",
+        retryable: true,
+        details: { account: { toolCalls: [{ toolCallId: "tc-1", effectId: queued.effectId, status: "never_sent" }] } },
+      });
+    } finally {
+      f.close();
+    }
   });
 });
