@@ -6,7 +6,7 @@
 // Usage: npm run check:planted-bugs [-- [--seed N] [--only <bug-id>]]
 // Exit code 0 when every bug was caught, 1 when one was not (or a patch no longer applies).
 import { spawnSync } from "node:child_process";
-import { mkdtempSync, readFileSync, writeFileSync, rmSync, cpSync } from "node:fs";
+import { chmodSync, mkdtempSync, readFileSync, writeFileSync, rmSync, cpSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, relative } from "node:path";
 import { parseArgs } from "node:util";
@@ -97,6 +97,9 @@ const root = process.cwd();
 const seed = Number(args.seed);
 const pnpm = ["--yes", "pnpm@12.21.0"];
 const work = mkdtempSync(join(tmpdir(), "mosoo-planted-"));
+// mkdtemp makes the folder 0700: the suite's throwaway PostgreSQL server runs as another OS user (the
+// `postgres` account when run as root) and must reach its binaries inside the copy's node_modules.
+chmodSync(work, 0o755);
 console.log(`> copying the workspace to ${work} (node_modules and .git excluded) and installing offline`);
 cpSync(root, work, {
   recursive: true,
