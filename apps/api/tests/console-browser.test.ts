@@ -162,7 +162,7 @@ describe("operator console in a real browser", { timeout: 60_000 }, () => {
     expect(await page.$(`tr[data-effect-id="${seeded.neverSent.effectId}"]`)).toBeNull();
     await page.select("select[name=status]", "any");
     await page.type("input[name=toolCallId]", toolCallId);
-    await page.click("button[type=submit]");
+    await page.click("form.filters button[type=submit]");
     await page.waitForFunction(
       (id: string) => document.querySelectorAll("tbody tr").length === 1 && !!document.querySelector(`tr[data-effect-id="${id}"]`),
       WAIT,
