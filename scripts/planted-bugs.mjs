@@ -6,7 +6,7 @@
 // Usage: npm run check:planted-bugs [-- [--seed N] [--only <bug-id>]]
 // Exit code 0 when every bug was caught, 1 when one was not (or a patch no longer applies).
 import { spawnSync } from "node:child_process";
-import { mkdtempSync, readFileSync, writeFileSync, rmSync, cpSync } from "node:fs";
+import { chmodSync, mkdtempSync, readFileSync, writeFileSync, rmSync, cpSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, relative } from "node:path";
 import { parseArgs } from "node:util";
@@ -82,6 +82,13 @@ const BUGS = [
     find: "const inFlightUntilMs = request.lastDispatchedAtMs + sendWithinMs + declaration.keyFencing.maxInFlightMs;",
     replace: "const inFlightUntilMs = request.lastDispatchedAtMs + declaration.keyFencing.maxInFlightMs;",
   },
+  {
+    id: "run-error-without-turn-effects",
+    what: "the interrupted run's error is computed without the turn's effects: a turn whose write completed says 'please resend' (DESIGN §3 rules 14 and 16)",
+    file: "apps/api/src/modules/drivers/application/finalization-repair.service.ts",
+    find: "const error = turnInterruptedRunError(run.id, await readTurnToolCallFacts(tx, run.id), { driverInstanceId });",
+    replace: "const error = turnInterruptedRunError(run.id, [], { driverInstanceId });",
+  },
 ];
 if (args.only !== undefined && !BUGS.some((b) => b.id === args.only)) {
   badInput(`no planted bug "${args.only}"; one of: ${BUGS.map((b) => b.id).join(", ")}`);
@@ -90,6 +97,9 @@ const root = process.cwd();
 const seed = Number(args.seed);
 const pnpm = ["--yes", "pnpm@12.21.0"];
 const work = mkdtempSync(join(tmpdir(), "mosoo-planted-"));
+// mkdtemp makes the folder 0700: the suite's throwaway PostgreSQL server runs as another OS user (the
+// `postgres` account when run as root) and must reach its binaries inside the copy's node_modules.
+chmodSync(work, 0o755);
 console.log(`> copying the workspace to ${work} (node_modules and .git excluded) and installing offline`);
 cpSync(root, work, {
   recursive: true,

@@ -1,5 +1,6 @@
 import type { Logger } from "pino";
 import { Registry } from "prom-client";
+import { RepeatGuardMetrics } from "./modules/runs/infrastructure/repeat-guard-metrics.js";
 import { EffectReconciler } from "./modules/reconciliation/application/effect-reconciler.service.js";
 import { ReconciliationSweep } from "./modules/reconciliation/application/reconciliation-sweep.service.js";
 import { OperatorService } from "./modules/operator/application/operator.service.js";
@@ -55,6 +56,8 @@ export interface CreateRuntimeOptions {
   reconciliation?: ReconciliationSettings;
   /** The prom-client registry for `GET /metrics` (default: a new one); the host may have registered its own metrics on it. */
   metricsRegistry?: Registry;
+  /** Per MCP server id, the repeat guard's window (ms; docs/DESIGN.md §3 rule 17); default: none, off for every server. */
+  repeatGuard?: ReadonlyMap<string, number>;
   /**
    * The long-poll wake-ups (default: in-process, for the embedded SQLite store's one API process); on
    * PostgreSQL the host passes a started `PgCommandWakeups` so wake-ups cross instances (docs/DESIGN.md §11).
@@ -111,7 +114,7 @@ export function createRuntime(opts: CreateRuntimeOptions): Runtime {
   return {
     ctx,
     drivers: new DriverInstanceService(ctx),
-    runs: new RunService(ctx),
+    runs: new RunService(ctx, opts.repeatGuard ?? new Map(), new RepeatGuardMetrics(metricsRegistry)),
     commands: new CommandQueueService(ctx),
     ledger: new EffectLedgerService(ctx, active, settings.lookupTimeoutMs),
     repair,

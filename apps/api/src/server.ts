@@ -113,6 +113,7 @@ export async function startApi(
     logger,
     heartbeatTtlMs: config.heartbeatTtlMs,
     sendDeadlineMs: config.sendDeadlineMs,
+    repeatGuard: config.repeatGuard,
     driverUnconnectedTtlMs: config.auth.driverUnconnectedTtlMs,
     reconciliation,
     metricsRegistry,

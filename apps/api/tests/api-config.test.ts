@@ -15,6 +15,11 @@ describe("API config", () => {
     ["MOSOO_PORT", "abc"],
     ["MOSOO_HEARTBEAT_TTL_MS", "10"],
     ["MOSOO_LOG_LEVEL", "loud"],
+    ["MOSOO_REPEAT_GUARD", "tracker"],
+    ["MOSOO_REPEAT_GUARD", "tracker=999"],
+    ["MOSOO_REPEAT_GUARD", "tracker=0x100000"],
+    ["MOSOO_REPEAT_GUARD", "tracker=60000,tracker=70000"],
+    ["MOSOO_REPEAT_GUARD", "bad server=60000"],
   ])("stops on %s=%s with one line naming the variable", (name, value) => {
     try {
       loadApiConfig({ [name]: value });
@@ -25,6 +30,17 @@ describe("API config", () => {
       expect(message.startsWith(`config.invalid: ${name}:`)).toBe(true);
       expect(message).not.toContain("\n");
     }
+  });
+});
+
+describe("the repeat guard's config", () => {
+  it("is off by default and parses serverId=windowMs pairs", () => {
+    expect(loadApiConfig({}).repeatGuard.size).toBe(0);
+    expect(loadApiConfig({ MOSOO_REPEAT_GUARD: "" }).repeatGuard.size).toBe(0);
+    expect([...loadApiConfig({ MOSOO_REPEAT_GUARD: "tracker=600000, payments=86400000" }).repeatGuard]).toEqual([
+      ["tracker", 600_000],
+      ["payments", 86_400_000],
+    ]);
   });
 });
 

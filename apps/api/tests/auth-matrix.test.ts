@@ -77,7 +77,7 @@ async function buildWorld(): Promise<World> {
     app,
     "POST",
     `/v1/runs/${run.body.runId}/tool-calls`,
-    { serverId: "tracker", toolName: "createIssue", arguments: { title: "t" }, requestId: "r" },
+    { serverId: "tracker", toolName: "createIssue", arguments: { title: "t" }, requestId: "r", toolCallId: "tc-matrix" },
     bearer(TEST_SECRETS.adminKey),
   );
   await send(app, "GET", `/v1/drivers/commands/next?connectionId=${a.connectionId}&waitMs=0`, undefined, bearer(a.token));
@@ -216,6 +216,14 @@ const MATRIX: Record<string, Entry> = {
     ofDriverA: true,
     wrongScopeKey: WRITER_KEY,
     req: (w) => ({ path: `/v1/runs/${w.runId}/events` }),
+    right: () => TEST_SECRETS.readerKey,
+    rightStatus: 200,
+  },
+  "GET /v1/runs/:runId/tool-calls/:toolCallId": {
+    kind: "api_key",
+    ofDriverA: true,
+    wrongScopeKey: WRITER_KEY,
+    req: (w) => ({ path: `/v1/runs/${w.runId}/tool-calls/tc-matrix` }),
     right: () => TEST_SECRETS.readerKey,
     rightStatus: 200,
   },

@@ -26,7 +26,7 @@ const WAIT = { timeout: 20_000 };
 let fx: DoubleWorld;
 let api: { url: string; close(): Promise<void> };
 let chrome: { browser: Browser; close(): Promise<void> };
-const seeded: Record<"manual" | "stale" | "lookup" | "xss" | "attention", DispatchedCall> = {} as never;
+const seeded: Record<"manual" | "stale" | "lookup" | "xss" | "attention" | "neverSent", DispatchedCall> = {} as never;
 const dialogs: string[] = [];
 
 /** A write fenced `unknown` the way production does it: claimed, then its Driver restarted and the redelivered claim fenced it. */
@@ -80,6 +80,7 @@ beforeAll(async () => {
   // One lookup already recorded for the outcome chart: a redelivered write the provider never saw is
   // looked up inline, and the provider fences its key (confirmed not executed).
   const neverSent = await dispatchWrite(fx);
+  seeded.neverSent = neverSent;
   const restarted = await reconnectDriver(fx.runtime, neverSent.driver);
   await fx.runtime.commands.nextCommand(restarted.instance, restarted.connectionId, 0);
   expect((await fx.runtime.ledger.claim(restarted.instance, restarted.connectionId, neverSent.commandId)).kind).toBe("not_executed");
@@ -157,6 +158,31 @@ describe("operator console in a real browser", { timeout: 60_000 }, () => {
       seeded.attention.effectId,
     );
     expect(new URL(page.url()).search).toBe("?attention=lookup_bound_reached");
+    await page.browserContext().close();
+  });
+
+  it("finds an effect of any status by its tool call id (status filter)", async () => {
+    const { toolCallId, status } = await fx.runtime.operator.show(seeded.neverSent.effectId);
+    expect(status).toBe("not_executed");
+    const page = await operatorTab();
+    await signIn(page, api.url, TOKENS.alice);
+    await page.waitForSelector(`tr[data-effect-id="${seeded.manual.effectId}"]`, WAIT);
+    // the default list (unknown only) does not show it
+    expect(await page.$(`tr[data-effect-id="${seeded.neverSent.effectId}"]`)).toBeNull();
+    await page.select("select[name=status]", "any");
+    await page.type("input[name=toolCallId]", toolCallId);
+    await page.click("form.filters button[type=submit]");
+    await page.waitForFunction(
+      (id: string) => document.querySelectorAll("tbody tr").length === 1 && !!document.querySelector(`tr[data-effect-id="${id}"]`),
+      WAIT,
+      seeded.neverSent.effectId,
+    );
+    expect(await text(page, "[data-testid=row-status]")).toBe("not_executed");
+    expect(new URL(page.url()).searchParams.get("toolCallId")).toBe(toolCallId);
+    // a status filter alone narrows the whole list
+    await page.goto(`${api.url}/console?status=not_executed`);
+    await page.waitForSelector(`tr[data-effect-id="${seeded.neverSent.effectId}"]`, WAIT);
+    expect(await page.$(`tr[data-effect-id="${seeded.manual.effectId}"]`)).toBeNull();
     await page.browserContext().close();
   });
 

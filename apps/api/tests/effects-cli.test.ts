@@ -110,6 +110,27 @@ describe("mosoo-effects CLI on a store file (--db)", () => {
     ]);
   });
 
+  it("finds an effect by tool call id, and lists every status of a run by default", async () => {
+    const { dbFile, call } = await storeWithUnknownEffect();
+    const toolCallId = (await f!.runtime.operator.show(call.effectId)).toolCallId;
+    // a second, settled-later effect of the same run would not be listed by the default `unknown` filter
+    const queued = await f!.runtime.runs.enqueueToolCall(call.runId, { serverId: "mail", toolName: "send", arguments: { to: "x" } });
+    f!.close();
+    f = undefined;
+    const byCall = JSON.parse((await cli(["--db", dbFile, "--json", "list", "--tool-call", toolCallId])).out);
+    expect(byCall.effects.map((e: { id: string }) => e.id)).toEqual([call.effectId]);
+    expect(byCall.effects[0]).toMatchObject({ toolCallId, status: "unknown" });
+    const byRun = JSON.parse((await cli(["--db", dbFile, "--json", "list", "--run", call.runId])).out);
+    expect(byRun.effects.map((e: { id: string; status: string }) => `${e.id}:${e.status}`)).toEqual([
+      `${queued.effectId}:intent`,
+      `${call.effectId}:unknown`,
+    ]);
+    const onlyUnknown = JSON.parse((await cli(["--db", dbFile, "--json", "list", "--run", call.runId, "--status", "unknown"])).out);
+    expect(onlyUnknown.effects.map((e: { id: string }) => e.id)).toEqual([call.effectId]);
+    const table = await cli(["--db", dbFile, "list", "--status", "any"]);
+    expect(table.out).toContain(toolCallId);
+  });
+
   it("says the feature is off (exit 1, one line) when MOSOO_EFFECT_RECONCILIATION is not on, changing nothing", async () => {
     const { dbFile, call } = await storeWithUnknownEffect();
     const before = ledgerSnapshot(f!.store);

@@ -3,7 +3,8 @@
  * or a run ends while one of its effects is `unknown`, its error is `external_effect.unknown`,
  * `retryable: false`, with the effect ids, on every path (redelivery to a restarted Driver,
  * finalization repair, heartbeat expiry found by the sweep), flag on or off, bound or not.
- * `driver.command_driver_terminal` / `runtime.turn_interrupted` remain only where no effect is unknown.
+ * `driver.command_driver_terminal` / `runtime.turn_interrupted` remain only where no effect is unknown, and
+ * the resend wording of `runtime.turn_interrupted` only where nothing of the turn was written (rule 16).
  */
 import { afterEach, describe, expect, it } from "vitest";
 import { effectUnknownError, RunErrorSchema, type RunError } from "@mosoo/contracts";
@@ -178,15 +179,27 @@ describe("rule 14: the resend wording only where no effect is unknown", () => {
       retryable: false,
       details: { effectId: queued.effectId, effectStatus: "intent" },
     });
-    expect(runRow(f, runId).error).toMatchObject({ code: "runtime.turn_interrupted", retryable: true });
+    expect(runRow(f, runId).error).toMatchObject({
+      code: "runtime.turn_interrupted",
+      retryable: true,
+      details: { account: { total: 1, toolCalls: [{ effectId: queued.effectId, status: "never_sent" }] } },
+    });
   });
 
-  it("finalization that reconciles the write (flag on, bound): command completed, run turn_interrupted", async () => {
+  it("finalization that reconciles the write (flag on, bound): command completed, run turn_interrupted_after_writes (rule 16)", async () => {
     const f = setup({});
     const call = await lostResponse(f);
     await finalizeDriver(f, call);
     expect(effectRow(f.store, call.effectId)).toMatchObject({ status: "succeeded", resolution: "reconciled" });
     expect(commandRow(f.store, call.commandId).status).toBe("completed");
-    expect(runRow(f, call.runId).error).toMatchObject({ code: "runtime.turn_interrupted", retryable: true });
+    const error = runRow(f, call.runId).error;
+    expect(error).toMatchObject({
+      code: "runtime.turn_interrupted_after_writes",
+      retryable: false,
+      details: { account: { total: 1, omitted: 0, toolCalls: [{ effectId: call.effectId, status: "succeeded" }] } },
+    });
+    expect(RunErrorSchema.safeParse(error).success).toBe(true);
+    expect(error?.message).not.toMatch(/resend your last request\./i);
+    expect(error?.message).toMatch(/must not be sent again/);
   });
 });

@@ -57,6 +57,41 @@ const postgresUrlString = () =>
       }
     });
 
+/** Bounds of a repeat guard window (ms): 1 s to 30 days. */
+const REPEAT_GUARD_WINDOW_MS = { min: 1_000, max: 30 * 86_400_000 } as const;
+
+/**
+ * `MOSOO_REPEAT_GUARD`: the MCP servers whose tool calls the repeat guard watches (docs/DESIGN.md §3 rule 17),
+ * each with its window in ms: `serverId=windowMs` pairs, comma-separated (`tracker=600000,payments=86400000`).
+ * Unset or empty: off for every server. A server id that is not one (1–64 of A–Z a–z 0–9 _ . -), a window
+ * that is not a strict integer within 1 000–2 592 000 000 ms, or a server named twice is refused.
+ */
+function repeatGuardString() {
+  return z.string().transform((text, ctx) => {
+    const windows: Record<string, number> = {};
+    for (const part of text
+      .split(",")
+      .map((p) => p.trim())
+      .filter((p) => p.length > 0)) {
+      const m = /^([A-Za-z0-9_.-]{1,64})=(\d{1,10})$/.exec(part);
+      const windowMs = m ? Number(m[2]) : NaN;
+      if (!m || windowMs < REPEAT_GUARD_WINDOW_MS.min || windowMs > REPEAT_GUARD_WINDOW_MS.max) {
+        ctx.addIssue({
+          code: "custom",
+          message: `each entry is serverId=windowMs with a window of ${REPEAT_GUARD_WINDOW_MS.min}-${REPEAT_GUARD_WINDOW_MS.max} ms (got ${JSON.stringify(part.slice(0, 80))})`,
+        });
+        return z.NEVER;
+      }
+      if (Object.hasOwn(windows, m[1]!)) {
+        ctx.addIssue({ code: "custom", message: `server ${m[1]} is named twice` });
+        return z.NEVER;
+      }
+      windows[m[1]!] = windowMs;
+    }
+    return windows;
+  });
+}
+
 export const ApiEnvSchema = z.object({
   MOSOO_DB_FILE: z.string().min(1).default("./var/mosoo.db"),
   // docs/DESIGN.md §11: set, the store is this PostgreSQL database (any number of API instances) instead of the SQLite file.
@@ -73,6 +108,8 @@ export const ApiEnvSchema = z.object({
   MOSOO_SWEEP_INTERVAL_MS: strictIntegerString(100, 3_600_000).default(2_000),
   // SIGTERM drain: in-flight requests may finish this long (ms) before every connection is closed.
   MOSOO_SHUTDOWN_GRACE_MS: strictIntegerString(0, 600_000).default(10_000),
+  // docs/DESIGN.md §3 rule 17: opt-in per MCP server, off by default (serverId=windowMs,...).
+  MOSOO_REPEAT_GUARD: repeatGuardString().default({}),
   MOSOO_LOG_LEVEL: z.enum(["fatal", "error", "warn", "info", "debug", "trace", "silent"]).default("info"),
   MOSOO_EFFECT_RECONCILIATION: z.enum(["off", "on"]).default("off"),
   MOSOO_RECONCILIATION_BINDINGS_FILE: z.string().min(1).optional(),

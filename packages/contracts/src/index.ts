@@ -4,6 +4,7 @@ export {
   RunErrorCodeSchema,
   RunErrorSchema,
   turnInterruptedError,
+  turnInterruptedAfterWritesError,
   commandDriverTerminalError,
   effectUnknownError,
   runEffectsUnknownError,
@@ -11,6 +12,14 @@ export {
   effectNotExecutedError,
 } from "./run-error.contract.js";
 export type { RunError, RunErrorCode } from "./run-error.contract.js";
+export {
+  TURN_TOOL_CALL_STATUSES,
+  TurnToolCallStatusSchema,
+  WRITTEN_TURN_STATUSES,
+  TurnToolCallSchema,
+  TurnAccountSchema,
+} from "./turn-account.contract.js";
+export type { TurnToolCallStatus, TurnToolCall, TurnAccount } from "./turn-account.contract.js";
 export {
   IDEMPOTENCY_KEY_META,
   ArgumentsJsonSchema,
@@ -118,6 +127,7 @@ export {
   EnqueueToolCallRequestSchema,
   EnqueueToolCallResponseSchema,
   RunEventsQuerySchema,
+  ToolCallViewSchema,
 } from "./run-api.contract.js";
 export type {
   CreateRunRequest,
@@ -125,6 +135,7 @@ export type {
   EnqueueToolCallRequest,
   EnqueueToolCallResponse,
   RunEventsQuery,
+  ToolCallView,
 } from "./run-api.contract.js";
 export {
   MAX_JSON_DEPTH,

@@ -1,6 +1,8 @@
 import { z } from "zod";
 import { UlidSchema } from "./ids.contract.js";
 import { CallIdSchema, ServerIdSchema, ToolNameSchema } from "./mcp-execute.contract.js";
+import { CommandStatusSchema, EffectResolutionSchema, EffectStatusSchema } from "./statuses.contract.js";
+import { TurnToolCallStatusSchema } from "./turn-account.contract.js";
 import { safeJsonObjectSchema, strictIntegerString } from "./input-safety.contract.js";
 import { defineRoute, type ApiRoute } from "./route-table.contract.js";
 
@@ -26,8 +28,12 @@ export type CreateRunResponse = z.infer<typeof CreateRunResponseSchema>;
  * `toolCallId` makes the request idempotent within the run: a retry with the same `toolCallId`
  * and the same server, tool and arguments returns the first enqueue (`replayed: true`, nothing new
  * is queued); with anything different it is refused (409 `tool_call.conflict`). Without it, every
- * request is a new tool call. Strict: any other top-level field is refused (400 `request.invalid`,
- * `Unrecognized key: "..."`), never ignored (issue 10).
+ * request is a new tool call. Repeat guard (docs/DESIGN.md §3 rule 17; opt-in per MCP server,
+ * `MOSOO_REPEAT_GUARD`): the same server, tool and arguments as a recent write of the same session is
+ * refused (409 `tool_call.repeat_refused`, `details` {effectId, status, toolCallId, windowMs}) unless
+ * `repeatOfEffectId` names that earlier effect (a deliberate repeat, recorded on the new effect; a
+ * `repeatOfEffectId` that names no such effect of the session: 409 `tool_call.repeat_invalid`).
+ * Strict: any other top-level field is refused (400 `request.invalid`, `Unrecognized key: "..."`), never ignored.
  */
 export const EnqueueToolCallRequestSchema = z.strictObject({
   serverId: ServerIdSchema,
@@ -35,6 +41,7 @@ export const EnqueueToolCallRequestSchema = z.strictObject({
   arguments: safeJsonObjectSchema(),
   toolCallId: CallIdSchema.optional(),
   requestId: CallIdSchema.optional(),
+  repeatOfEffectId: UlidSchema.optional(),
 });
 /** See {@link EnqueueToolCallRequestSchema}. */
 export type EnqueueToolCallRequest = z.infer<typeof EnqueueToolCallRequestSchema>;
@@ -56,6 +63,34 @@ export const RunEventsQuerySchema = z.object({ afterSeq: strictIntegerString(0, 
 export type RunEventsQuery = z.infer<typeof RunEventsQuerySchema>;
 
 const runId = z.object({ runId: UlidSchema });
+
+/**
+ * `GET /v1/runs/:runId/tool-calls/:toolCallId`: what became of one tool call of a run, found by its
+ * `toolCallId` (the one the agent sent, or the one the runtime generated and listed in the turn's
+ * account): its command (`commandStatus`), its effect (`effectStatus`, `resolution`), `status` as the
+ * turn's account names it (docs/DESIGN.md §3 rule 16), the stored `result` (an `McpExecuteCommandResult`,
+ * when it succeeded) or the command's `error` (a `RunError`, when it failed), and `repeatOfEffectId` when
+ * it was queued as a deliberate repeat of an earlier effect. Times in ms since the epoch.
+ */
+export const ToolCallViewSchema = z.object({
+  runId: UlidSchema,
+  toolCallId: CallIdSchema,
+  serverId: ServerIdSchema,
+  toolName: ToolNameSchema,
+  commandId: UlidSchema,
+  commandStatus: CommandStatusSchema,
+  effectId: UlidSchema,
+  effectStatus: EffectStatusSchema,
+  resolution: EffectResolutionSchema.nullable(),
+  status: TurnToolCallStatusSchema,
+  result: z.unknown().nullable(),
+  error: z.unknown().nullable(),
+  repeatOfEffectId: UlidSchema.nullable(),
+  createdAtMs: z.number().int(),
+  updatedAtMs: z.number().int(),
+});
+/** See {@link ToolCallViewSchema}. */
+export type ToolCallView = z.infer<typeof ToolCallViewSchema>;
 
 /**
  * The run API (docs/DESIGN.md §10): the agent side of the control plane, behind API keys with scopes.
@@ -80,7 +115,7 @@ export const RUN_API = {
     response: EnqueueToolCallResponseSchema,
     status: [201, 200],
     auth: { kind: "api_key", scope: "runs:write" },
-    errors: ["run.not_found", "run.not_active", "tool_call.conflict"],
+    errors: ["run.not_found", "run.not_active", "tool_call.conflict", "tool_call.repeat_refused", "tool_call.repeat_invalid"],
     idempotent: false,
     note: "200 when a retry with the same toolCallId replays the first enqueue (replayed: true)",
   }),
@@ -91,6 +126,16 @@ export const RUN_API = {
     status: [200],
     auth: { kind: "api_key", scope: "runs:read" },
     errors: ["run.not_found"],
+    idempotent: true,
+  }),
+  getToolCall: defineRoute({
+    method: "GET",
+    path: "/v1/runs/:runId/tool-calls/:toolCallId",
+    params: z.object({ runId: UlidSchema, toolCallId: CallIdSchema }),
+    response: ToolCallViewSchema,
+    status: [200],
+    auth: { kind: "api_key", scope: "runs:read" },
+    errors: ["run.not_found", "tool_call.not_found"],
     idempotent: true,
   }),
   listRunEvents: defineRoute({

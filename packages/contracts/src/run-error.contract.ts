@@ -11,8 +11,13 @@ import { MAX_ERROR_DETAILS_BYTES, safeJsonObjectSchema, textSchema } from "./inp
  *   will; the only answer that says the write may be sent again (as a NEW tool call; retryable).
  * - `driver.command_driver_terminal`: the Driver that held the command ended before it finished
  *   and no effect of the command is `unknown` (e.g. it was never dispatched); not retryable.
- * - `runtime.turn_interrupted`: the run's Driver ended mid-turn and no effect of the run is
- *   `unknown` (retryable by resending).
+ * - `runtime.turn_interrupted`: the run's Driver ended mid-turn and nothing of the turn was written
+ *   (no effect `succeeded`, `unknown` or `compensated`): retryable by resending the turn. Its
+ *   `details.account` lists the turn's tool calls (docs/DESIGN.md §3 rule 16).
+ * - `runtime.turn_interrupted_after_writes`: the run's Driver ended mid-turn after a write of the turn
+ *   completed (`succeeded` or `compensated`) and none is `unknown`: NOT retryable (resending the turn
+ *   would repeat the write); `details.account` lists every tool call and what became of it, and the
+ *   message tells the agent to continue from those results (docs/DESIGN.md §3 rule 16).
  * - `mcp.tool_call_failed`: the MCP call failed before the provider could run (retryable).
  * - `mcp.server_unavailable`: the Driver could not use the MCP server; nothing was dispatched.
  */
@@ -21,6 +26,7 @@ export const RunErrorCodeSchema = z.enum([
   "external_effect.not_executed",
   "driver.command_driver_terminal",
   "runtime.turn_interrupted",
+  "runtime.turn_interrupted_after_writes",
   "mcp.tool_call_failed",
   "mcp.server_unavailable",
 ]);
@@ -35,8 +41,9 @@ export const UnknownEffectIdsSchema = z.array(z.string().min(1).max(64)).min(1).
  * `details` is a small JSON object (for example `{effectId}`), at most {@link MAX_ERROR_DETAILS_BYTES}
  * bytes (4 KiB) of JSON, nested at most 400 levels; never a stack trace. `message` is 1–2000
  * characters of well-formed text without NUL.
- * Invariant (docs/DESIGN.md §3 rule 14): an `external_effect.unknown` error is `retryable: false` and
- * names its effects in `details.effectIds` (non-empty); anything else is refused by this schema.
+ * Invariant (docs/DESIGN.md §3 rules 14 and 16): an `external_effect.unknown` error is `retryable: false` and
+ * names its effects in `details.effectIds` (non-empty); a `runtime.turn_interrupted_after_writes` error is
+ * `retryable: false`; anything else is refused by this schema.
  * Strict: a field other than these four is refused, never dropped (issue 10).
  */
 export const RunErrorSchema = z
@@ -47,6 +54,8 @@ export const RunErrorSchema = z
     details: safeJsonObjectSchema({ maxBytes: MAX_ERROR_DETAILS_BYTES }),
   })
   .superRefine((e, ctx) => {
+    if (e.code === "runtime.turn_interrupted_after_writes" && e.retryable)
+      ctx.addIssue({ code: "custom", path: ["retryable"], message: "runtime.turn_interrupted_after_writes is never retryable" });
     if (e.code !== "external_effect.unknown") return;
     if (e.retryable) ctx.addIssue({ code: "custom", path: ["retryable"], message: "external_effect.unknown is never retryable" });
     if (!UnknownEffectIdsSchema.safeParse(e.details["effectIds"]).success) {
@@ -72,6 +81,16 @@ export function turnInterruptedError(details: Record<string, unknown> = {}): Run
     retryable: true,
     details,
   };
+}
+
+/**
+ * The run error for a run whose Driver ended mid-turn after a write of the turn completed and none is
+ * `unknown` (docs/DESIGN.md §3 rule 16): `runtime.turn_interrupted_after_writes`, `retryable: false`.
+ * `message` is the plain-words account (which writes completed and must not be repeated, which were
+ * never sent); `details` carries the account itself.
+ */
+export function turnInterruptedAfterWritesError(message: string, details: Record<string, unknown>): RunError {
+  return { code: "runtime.turn_interrupted_after_writes", message, retryable: false, details };
 }
 
 /**

@@ -9,6 +9,7 @@ import {
   type EnqueueToolCallResponse,
   type RouteInput,
   type RouteOutput,
+  type ToolCallView,
 } from "@mosoo/contracts";
 
 async function json(res: Response, what: string): Promise<unknown> {
@@ -77,8 +78,20 @@ export class RunApiClient {
     return (route.response ? route.response.parse(answer) : answer) as RouteOutput<R>;
   }
 
-  async createRun(driverInstanceId: string): Promise<CreateRunResponse> {
-    return this.call(RUN_API.createRun, { body: { driverInstanceId } }, "create run");
+  /** Creates a run for the Driver instance, in session `sessionId` when given (else a new session). */
+  async createRun(driverInstanceId: string, sessionId?: string): Promise<CreateRunResponse> {
+    return this.call(RUN_API.createRun, { body: { driverInstanceId, ...(sessionId ? { sessionId } : {}) } }, "create run");
+  }
+
+  /** Enqueues a tool call and returns the HTTP status with the parsed body, whatever the status (a refusal is an answer here). */
+  async tryEnqueueToolCall(runId: string, req: EnqueueToolCallRequest): Promise<{ status: number; body: Record<string, unknown> }> {
+    const res = await this.send(RUN_API.enqueueToolCall, { params: { runId }, body: req });
+    return { status: res.status, body: (await res.json()) as Record<string, unknown> };
+  }
+
+  /** What became of tool call `toolCallId` of run `runId` (`GET /v1/runs/:runId/tool-calls/:toolCallId`). */
+  async getToolCall(runId: string, toolCallId: string): Promise<ToolCallView> {
+    return this.call(RUN_API.getToolCall, { params: { runId, toolCallId } }, "get tool call");
   }
 
   async enqueueToolCall(runId: string, req: EnqueueToolCallRequest): Promise<EnqueueToolCallResponse> {
@@ -146,6 +159,7 @@ export interface QueuedCreateIssue {
   runs: RunApiClient;
   control: ProviderControlClient;
   runId: string;
+  sessionId: string;
   call: EnqueueToolCallResponse;
 }
 
@@ -162,13 +176,14 @@ export async function enqueueCreateIssue(
 ): Promise<QueuedCreateIssue> {
   const runs = new RunApiClient(api.url, api.credentials.apiKey);
   const control = new ProviderControlClient(provider.controlUrl);
-  const { runId } = await runs.createRun(driverInstanceId);
+  const { runId, sessionId } = await runs.createRun(driverInstanceId);
   const call = await runs.enqueueToolCall(runId, {
     serverId: "tracker",
     toolName: "createIssue",
     arguments: { title: "Disk full on db-1", body: "seen at 03:12" },
+    toolCallId: "tc-db-1",
   });
-  return { runs, control, runId, call };
+  return { runs, control, runId, sessionId, call };
 }
 
 /**

@@ -7,7 +7,18 @@ import { navigate } from "./router.js";
 import type { ConsoleStats, EffectPage } from "./types.js";
 
 /** The list's filters, kept in the page's query string (so a filtered view can be bookmarked). */
-const FILTERS = ["serverId", "toolName", "runId", "minAgeMs", "attention"] as const;
+const FILTERS = ["status", "serverId", "toolName", "toolCallId", "runId", "minAgeMs", "attention"] as const;
+
+/** The status filter's choices: empty is the service's default (unknown; every status with a run, tool call or attention filter). */
+const STATUS_OPTIONS: Array<[string, string]> = [
+  ["", "default (unknown; all for a run or tool call)"],
+  ["any", "any status"],
+  ["unknown", "unknown"],
+  ["executing", "executing"],
+  ["intent", "intent"],
+  ["succeeded", "succeeded"],
+  ["not_executed", "not_executed"],
+];
 
 const AGE_OPTIONS: Array<[string, string]> = [
   ["", "any age"],
@@ -18,7 +29,7 @@ const AGE_OPTIONS: Array<[string, string]> = [
 ];
 
 /**
- * The unknown-effect list: filters (server, tool, run, age, attention reason), counts by attention
+ * The effect list (unknown ones by default): filters (status, server, tool, tool call id, run, age, attention reason), counts by attention
  * reason, one page at a time with the service's cursor, the two charts. Reloads its data whenever
  * `changeSeq` moves (a live update).
  */
@@ -83,8 +94,15 @@ export function ListPage({ search, changeSeq }: { search: string; changeSeq: num
     <form class="filters" onSubmit=${onFilter} aria-labelledby="filters-h">
       <h2 id="filters-h">Filters</h2>
       <div class="filter-grid">
+        <label
+          >Status
+          <select name="status">
+            ${STATUS_OPTIONS.map(([v, label]) => html`<option value=${v} selected=${(params.get("status") ?? "") === v}>${label}</option>`)}
+          </select>
+        </label>
         <label>Server <input name="serverId" value=${params.get("serverId") ?? ""} autocomplete="off" /></label>
         <label>Tool <input name="toolName" value=${params.get("toolName") ?? ""} autocomplete="off" /></label>
+        <label>Tool call id <input name="toolCallId" value=${params.get("toolCallId") ?? ""} autocomplete="off" /></label>
         <label>Run id <input name="runId" value=${params.get("runId") ?? ""} autocomplete="off" /></label>
         <label
           >Age
@@ -110,17 +128,19 @@ export function ListPage({ search, changeSeq }: { search: string; changeSeq: num
         page === null
           ? html`<p>Loading…</p>`
           : page.effects.length === 0
-            ? html`<p data-testid="empty">No unknown effect${filtered ? " matches these filters" : ""}.</p>`
+            ? html`<p data-testid="empty">No ${filtered ? "effect matches these filters" : "unknown effect"}.</p>`
             : html`<div class="table-wrap">
                 <table data-testid="effects">
                   <caption class="visually-hidden">
-                    Unknown effects, newest first
+                    Effects, newest first
                   </caption>
                   <thead>
                     <tr>
                       <th scope="col">Effect</th>
+                      <th scope="col">Status</th>
                       <th scope="col">Server</th>
                       <th scope="col">Tool</th>
+                      <th scope="col">Tool call</th>
                       <th scope="col">Run</th>
                       <th scope="col">Age</th>
                       <th scope="col">Attention</th>
@@ -137,8 +157,10 @@ export function ListPage({ search, changeSeq }: { search: string; changeSeq: num
                               >${e.id}</a
                             >
                           </td>
+                          <td data-testid="row-status">${e.status}</td>
                           <td>${e.serverId}</td>
                           <td>${e.toolName}</td>
+                          <td class="mono">${e.toolCallId}</td>
                           <td class="mono">${e.runId}</td>
                           <td>${age(now - e.createdAtMs)}</td>
                           <td>${e.operatorAttention ?? "—"}</td>

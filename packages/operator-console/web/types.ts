@@ -8,6 +8,7 @@ interface EffectSummary {
   driverInstanceId: string;
   serverId: string;
   toolName: string;
+  toolCallId: string;
   idempotencyKey: string;
   status: string;
   resolution: string | null;

@@ -70,6 +70,8 @@ export interface ApiConfig {
    * until the claim + this + the adapter's `maxInFlightMs`.
    */
   sendDeadlineMs: number;
+  /** `MOSOO_REPEAT_GUARD`: per guarded MCP server id, the repeat guard's window (ms; docs/DESIGN.md §3 rule 17). Empty: off. */
+  repeatGuard: ReadonlyMap<string, number>;
   sweepIntervalMs: number;
   /** On SIGTERM: how long (ms) in-flight requests may finish before every connection is closed (`MOSOO_SHUTDOWN_GRACE_MS`, default 10 000). */
   shutdownGraceMs: number;
@@ -217,6 +219,7 @@ export function loadApiConfig(env: Record<string, string | undefined>): ApiConfi
     port: c.MOSOO_PORT,
     heartbeatTtlMs: c.MOSOO_HEARTBEAT_TTL_MS,
     sendDeadlineMs: c.MOSOO_SEND_DEADLINE_MS,
+    repeatGuard: new Map(Object.entries(c.MOSOO_REPEAT_GUARD)),
     sweepIntervalMs: c.MOSOO_SWEEP_INTERVAL_MS,
     shutdownGraceMs: c.MOSOO_SHUTDOWN_GRACE_MS,
     logLevel: c.MOSOO_LOG_LEVEL,

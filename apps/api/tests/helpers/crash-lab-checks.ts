@@ -7,6 +7,7 @@ import { eq, sql, type SQL } from "drizzle-orm";
 import type { Store as PortStore, StoreTx } from "../../src/platform/db/store.port.js";
 import type { CrashLab } from "./crash-lab.js";
 import { EFFECT_STEPS, TERMINAL_COMMAND } from "./lifecycle-oracle.js";
+import { checkTurnAccounts } from "./turn-account-check.js";
 
 /**
  * Installs a persistent (in the test's own file) audit of every effect status change, so the
@@ -111,7 +112,8 @@ export async function labEffect(lab: CrashLab): Promise<EffectRow | undefined> {
  *   without lookup it ends `succeeded` (result persisted before the crash) or fenced `unknown`;
  * - I4 only legal transitions (persistent audit), versions grow on each status change;
  * - I10 nothing `executing`; every command has a terminal receipt;
- * - rule 6 a `completed` command holds exactly its effect's stored result.
+ * - rule 6 a `completed` command holds exactly its effect's stored result;
+ * - rules 14 and 16 every failed run's error carries the turn's account, true to the ledger.
  */
 export async function checkLab(lab: CrashLab): Promise<string[]> {
   const v: string[] = [];
@@ -164,5 +166,36 @@ export async function checkLab(lab: CrashLab): Promise<string[]> {
       v.push(`command completed while its effect is ${e.status} / another result (rule 6: no terminal state before the result commits)`);
     }
   }
+  v.push(...(await labTurnAccountViolations(lab)));
   return v;
+}
+
+/** Rules 14 and 16 on the lab's store (either dialect): the failed runs' accounts against the ledger. */
+async function labTurnAccountViolations(lab: CrashLab): Promise<string[]> {
+  return lab.store.read(async (tx) => {
+    const { sessionRuns: r, externalToolEffects: e, driverCommands: c } = tx.tables;
+    const runs = await tx.db.select({ id: r.id, updatedAtMs: r.updatedAtMs, errorJson: r.errorJson }).from(r).where(eq(r.status, "failed"));
+    const effects = await tx.db
+      .select({
+        id: e.id,
+        runId: e.runId,
+        status: e.status,
+        toolCallId: e.toolCallId,
+        createdAtMs: e.createdAtMs,
+        compensatesEffectId: e.compensatesEffectId,
+        commandStatus: c.status,
+        commandErrorJson: c.errorJson,
+      })
+      .from(e)
+      .innerJoin(c, eq(c.id, e.commandId));
+    // every row ends its Driver (reconnect then finalize, or the sweep): the lab's run must have ended with an account
+    const ended = lab.runId === null || runs.some((x) => x.id === lab.runId);
+    return [
+      ...(ended ? [] : [`run ${lab.runId} did not end with a run error after recovery (rule 16 unchecked)`]),
+      ...checkTurnAccounts(
+        runs.map((x) => ({ ...x, updatedAtMs: Number(x.updatedAtMs) })),
+        effects.map((x) => ({ ...x, createdAtMs: Number(x.createdAtMs) })),
+      ),
+    ];
+  });
 }

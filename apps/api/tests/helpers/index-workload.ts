@@ -298,6 +298,27 @@ async function compensationPath(capture: SqlCapture): Promise<void> {
   }
 }
 
+/** The repeat guard (tracker guarded): a write, then the same request again in the same session (refused), then a deliberate repeat and a lookup by tool call. */
+async function repeatGuardPath(capture: SqlCapture): Promise<void> {
+  capture.step("repeat guard: refused repeat, deliberate repeat, lookup by tool call");
+  const fx = createDoubleWorld({ heartbeatTtlMs: 60_000, repeatGuard: new Map([["tracker", 60_000]]) });
+  try {
+    const driver = await connectDriver(fx.runtime);
+    const { runId } = await fx.runtime.runs.createRun({ driverInstanceId: driver.instance.id });
+    const req = { serverId: "tracker", toolName: "createIssue", arguments: { title: "g" } };
+    const first = await fx.runtime.runs.enqueueToolCall(runId, { ...req, toolCallId: "tc-g1" });
+    const refused = await fx.runtime.runs.enqueueToolCall(runId, req).then(
+      () => "went through",
+      (err: { code?: string }) => err.code,
+    );
+    if (refused !== "tool_call.repeat_refused") throw new Error(`repeat guard step: the repeat was ${refused}`);
+    await fx.runtime.runs.enqueueToolCall(runId, { ...req, toolCallId: "tc-g2", repeatOfEffectId: first.effectId });
+    await fx.runtime.runs.getToolCall(runId, "tc-g2");
+  } finally {
+    fx.close();
+  }
+}
+
 /** An API process started on the store file (`startApi`: expired leases, binding report), then the effects CLI on the file. */
 async function startupAndCli(capture: SqlCapture, dbFile: string, dir: string, effectId: string): Promise<void> {
   capture.step("API startup: expired leases, binding report");
@@ -352,6 +373,7 @@ export async function runIndexWorkload(capture: SqlCapture): Promise<void> {
       await fx.close();
     }
     await compensationPath(capture);
+    await repeatGuardPath(capture);
     await startupAndCli(capture, dbFile, temp.dir, effectId);
   } finally {
     temp.remove();

@@ -18,6 +18,7 @@ import {
   type ProviderWriteResult,
 } from "@mosoo/effect-reconciliation/testing";
 import { CrashInjector } from "./crash-injector.js";
+import { checkTurnAccounts } from "./turn-account-check.js";
 import {
   START_MS,
   buildRuntime,
@@ -435,6 +436,9 @@ export interface EffectDb extends EffectDbRow {
   tool_name: string;
   request_id: string;
   idempotency_key: string;
+  tool_call_id: string;
+  created_at_ms: number;
+  compensates_effect_id: string | null;
 }
 export interface CommandDb {
   id: string;
@@ -713,6 +717,26 @@ export async function checkInvariants(w: World, m: Model, where: string): Promis
       fail(w, where, `run ${run.id} failed ${run.error_json} while its effects ${unknownIds.join(", ")} are unknown (rule 14)`);
     }
   }
+
+  // Rules 14 and 16 after every step: each failed run's error carries the turn's account, true to the ledger.
+  const accountViolations = checkTurnAccounts(
+    (
+      await w.rows.all<{ id: string; updated_at_ms: number; error_json: string | null }>(
+        "SELECT id, updated_at_ms, error_json FROM session_runs WHERE status = 'failed'",
+      )
+    ).map((r) => ({ id: r.id, updatedAtMs: Number(r.updated_at_ms), errorJson: r.error_json })),
+    effs.map((e) => ({
+      id: e.id,
+      runId: e.run_id,
+      status: e.status,
+      toolCallId: e.tool_call_id,
+      createdAtMs: Number(e.created_at_ms),
+      compensatesEffectId: e.compensates_effect_id ?? null,
+      commandStatus: cmds.get(e.command_id)?.status ?? "missing",
+      commandErrorJson: cmds.get(e.command_id)?.error_json ?? null,
+    })),
+  );
+  if (accountViolations.length > 0) fail(w, where, accountViolations.join("; "));
 
   // Runs: at most one terminal event; a failed run leaves no command without a terminal receipt.
   // `WHERE terminal`: SQLite stores 0/1, PostgreSQL a boolean

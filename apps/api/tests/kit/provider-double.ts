@@ -48,6 +48,8 @@ export interface DoubleWorldOptions {
   maxLookups?: number;
   heartbeatTtlMs?: number;
   sendDeadlineMs?: number;
+  /** Per MCP server id, the repeat guard's window in ms (default: off). */
+  repeatGuard?: ReadonlyMap<string, number>;
 }
 
 /**
@@ -93,6 +95,7 @@ function doubleParts(opts: DoubleWorldOptions) {
     heartbeatTtlMs: opts.heartbeatTtlMs ?? 3_600_000,
     reconciliation: settings,
     ...(opts.sendDeadlineMs === undefined ? {} : { sendDeadlineMs: opts.sendDeadlineMs }),
+    ...(opts.repeatGuard === undefined ? {} : { repeatGuard: opts.repeatGuard }),
   };
   return { double, adapter, settings, lookups, runtimeOpts };
 }

@@ -30,6 +30,8 @@ export interface TestWorldOptions {
   sendDeadlineMs?: number;
   driverUnconnectedTtlMs?: number;
   reconciliation?: ReconciliationSettings;
+  /** Per MCP server id, the repeat guard's window in ms (default: off for every server). */
+  repeatGuard?: ReadonlyMap<string, number>;
   onStoreOpened?: (store: Store) => void;
 }
 
@@ -61,6 +63,7 @@ export function buildRuntime(
     ...(opts.sendDeadlineMs === undefined ? {} : { sendDeadlineMs: opts.sendDeadlineMs }),
     clock,
     ...(opts.reconciliation ? { reconciliation: opts.reconciliation } : {}),
+    ...(opts.repeatGuard ? { repeatGuard: opts.repeatGuard } : {}),
   });
 }
 

@@ -4,6 +4,7 @@ import { pollUntil, type RunViewBody, enqueueCreateIssue, waitForProviderCount }
 import { FIXTURE_ADAPTER_PACKAGE, startApiProcess, startDriverProcess, startProviderProcess, writeMcpConfig } from "../stack.js";
 import type { ManagedProcess } from "../managed-process.js";
 import { expectInvariant, type ScenarioOptions, type ScenarioResult } from "./scenario.types.js";
+import { accountOf, followUpTurn, SECOND_ISSUE, type TurnFollowUp } from "./turn-follow-up.js";
 
 /**
  * Time (ms) a scenario waits for a write to land, a Driver to be finalized or a command to end: a
@@ -34,6 +35,13 @@ const STEP_TIMEOUT_MS = 120_000;
  *   `none` (the bindings file binds no server: the flag is on but `tracker` is unbound);
  * - `keyArgument?`: the provider reads the idempotency key from this tool argument
  *   (`--key-argument`) and the Driver's MCP config says so (`idempotencyKey: {in: "argument", name}`);
+ * - `secondCall?`: a second `createIssue` is queued right after the first; the Driver handles one
+ *   command at a time and is blocked on the first, so the second is never sent before the crash;
+ * - `repeatGuard?`: the API guards `tracker` with the repeat guard (`MOSOO_REPEAT_GUARD=tracker=600000`);
+ * - `followUp?`: after the run ended, what the agent does next in a new run of the same session
+ *   (`resend_turn` or `follow_advice`, see `turn-follow-up.ts`); `expect.followUpAnswers` checks it.
+ * Every scenario whose run failed also checks docs/DESIGN.md §3 rule 16: the run error's account lists
+ * the write with its status, and it is retryable only when no write of the turn happened.
  */
 export interface CrashScenarioSpec {
   name: string;
@@ -44,6 +52,9 @@ export interface CrashScenarioSpec {
   adapter?: "package" | "convention" | "none";
   /** When set, the provider reads the key from this tool argument and the Driver's config places it there. */
   keyArgument?: string;
+  secondCall?: boolean;
+  repeatGuard?: boolean;
+  followUp?: TurnFollowUp;
   expect: {
     providerWrites: number;
     lookups: number;
@@ -55,6 +66,10 @@ export interface CrashScenarioSpec {
     runStatus: string;
     runError: string | null;
     runRetryable: boolean | null;
+    /** The run error's account, `toolCallId:status` per tool call (rule 16); checked when given. */
+    runAccount?: string[];
+    /** The follow-up's answers, `toolCallId → "status[ code]"`; checked (deep) when given. */
+    followUpAnswers?: Record<string, string>;
   };
 }
 
@@ -101,6 +116,7 @@ export async function runCrashScenario(spec: CrashScenarioSpec, opts: ScenarioOp
       MOSOO_RECONCILIATION_BINDINGS_FILE: bindingsFile,
       MOSOO_HEARTBEAT_TTL_MS: HEARTBEAT_TTL_MS[spec.recovery],
       MOSOO_SWEEP_INTERVAL_MS: "250",
+      ...(spec.repeatGuard ? { MOSOO_REPEAT_GUARD: "tracker=600000" } : {}),
     });
     procs.push(api.proc);
     timeline(
@@ -123,8 +139,12 @@ export async function runCrashScenario(spec: CrashScenarioSpec, opts: ScenarioOp
     procs.push(driverA.proc);
     timeline(`Driver A connected as instance ${driverA.driverInstanceId}`);
 
-    const { runs, control, runId, call } = await enqueueCreateIssue(api, provider, driverA.driverInstanceId);
+    const { runs, control, runId, sessionId, call } = await enqueueCreateIssue(api, provider, driverA.driverInstanceId);
     timeline(`queued createIssue (effect ${call.effectId}, idempotency key ${call.idempotencyKey})`);
+    if (spec.secondCall) {
+      const second = await runs.enqueueToolCall(runId, { serverId: "tracker", toolName: "createIssue", ...SECOND_ISSUE });
+      timeline(`queued a second createIssue (${SECOND_ISSUE.toolCallId}, effect ${second.effectId}); the Driver is busy with the first`);
+    }
 
     if (spec.crashPoint === "after_commit") {
       await waitForProviderCount(control, "writes", call.idempotencyKey, STEP_TIMEOUT_MS, "the provider commits");
@@ -162,6 +182,17 @@ export async function runCrashScenario(spec: CrashScenarioSpec, opts: ScenarioOp
       STEP_TIMEOUT_MS,
       "the command ends",
     );
+    if (spec.recovery === "finalization") {
+      // the repair ends the command, then the run (its account read in that last step)
+      view = await pollUntil(
+        async () => {
+          const v = await runs.getRun(runId);
+          return v.run.status !== "active" && v.commands.every((c) => c.terminalAtMs) ? v : undefined;
+        },
+        STEP_TIMEOUT_MS,
+        "the run ends",
+      );
+    }
     if (driverB && spec.endRunAfterRestart) {
       await driverB.proc.kill("SIGTERM");
       timeline("Driver B stopped with --finalize-on-exit: it finalized its instance, so the run ends");
@@ -196,6 +227,26 @@ export async function runCrashScenario(spec: CrashScenarioSpec, opts: ScenarioOp
       lateWrite = after["msg"] === "createIssue committed" ? "committed" : "refused";
       timeline(`the provider's held commit, released now, was ${lateWrite}`);
     }
+    const account = accountOf(view.run.error);
+    if (view.run.error)
+      timeline(
+        `run error: ${view.run.error.code} (retryable ${view.run.error.retryable}): ${(view.run.error as { message?: string }).message ?? ""}`,
+      );
+    const followUp = spec.followUp
+      ? await followUpTurn(spec.followUp, {
+          runs,
+          control,
+          apiUrl: api.url,
+          enrollmentToken: api.credentials.enrollmentToken,
+          mcpConfigFile,
+          workDir,
+          sessionId,
+          error: view.run.error,
+          timeline,
+          procs,
+          timeoutMs: STEP_TIMEOUT_MS,
+        })
+      : {};
     const stats = await control.stats();
     const line = {
       scenario: spec.name,
@@ -210,6 +261,9 @@ export async function runCrashScenario(spec: CrashScenarioSpec, opts: ScenarioOp
       runStatus: view.run.status,
       runError: view.run.error?.code ?? null,
       runRetryable: view.run.error?.retryable ?? null,
+      ...(view.run.error ? { runAccount: account.map((c) => `${c.toolCallId}:${c.status}`) } : {}),
+      providerWritesAll: Object.values(stats.writes).reduce((a, b) => a + b, 0),
+      ...followUp,
       ...(lateWrite ? { lateWrite } : {}),
       ...(effect?.reconciliations[0]
         ? {
@@ -221,7 +275,27 @@ export async function runCrashScenario(spec: CrashScenarioSpec, opts: ScenarioOp
     const failures: string[] = [];
     for (const [key, want] of Object.entries(spec.expect)) {
       const got = (line as Record<string, unknown>)[key];
-      expectInvariant(failures, got === want, `${key} must be ${JSON.stringify(want)}, was ${JSON.stringify(got)}`);
+      expectInvariant(
+        failures,
+        JSON.stringify(got) === JSON.stringify(want),
+        `${key} must be ${JSON.stringify(want)}, was ${JSON.stringify(got)}`,
+      );
+    }
+    // docs/DESIGN.md §3 rule 16: the run's account lists the write as the ledger has it; retryable only when nothing was written
+    if (view.run.status === "failed") {
+      const listed = account.find((c) => c.effectId === call.effectId);
+      const want = effect?.status === "executing" ? "unknown" : effect?.status === "intent" ? "never_sent" : effect?.status;
+      expectInvariant(
+        failures,
+        listed?.status === want,
+        `the run's account must list effect ${call.effectId} as ${want}, was ${listed?.status}`,
+      );
+      const written = account.some((c) => ["succeeded", "unknown", "compensated"].includes(c.status));
+      expectInvariant(
+        failures,
+        view.run.error?.retryable === !written,
+        `the run error is retryable only when nothing of the turn was written`,
+      );
     }
     expectInvariant(failures, line.providerCalls <= 1, `the provider must be called at most once for the key, was ${line.providerCalls}`);
     expectInvariant(failures, view.events.filter((e) => e.terminal).length <= 1, "a run has at most one terminal event");

@@ -77,8 +77,9 @@ export const CRASH_SCENARIOS: CrashScenarioSpec[] = [
       commandError: null,
       commandRetryable: null,
       runStatus: "failed",
-      runError: "runtime.turn_interrupted",
-      runRetryable: true,
+      runError: "runtime.turn_interrupted_after_writes",
+      runRetryable: false,
+      runAccount: ["tc-db-1:succeeded"],
     },
   },
   {
@@ -97,6 +98,7 @@ export const CRASH_SCENARIOS: CrashScenarioSpec[] = [
       runStatus: "failed",
       runError: "runtime.turn_interrupted",
       runRetryable: true,
+      runAccount: ["tc-db-1:not_executed"],
     },
   },
   {
@@ -117,4 +119,57 @@ export const CRASH_SCENARIOS: CrashScenarioSpec[] = [
       runRetryable: false,
     },
   },
+  {
+    // An interrupted turn whose write completed (reconciled in the repair); the agent resends its last
+    // request anyway: the repeat guard refuses it, naming the completed write, and the provider writes once.
+    name: "resend-refused-by-repeat-guard",
+    reconciliation: "on",
+    crashPoint: "after_commit",
+    recovery: "finalization",
+    repeatGuard: true,
+    followUp: "resend_turn",
+    expect: {
+      providerWrites: 1,
+      lookups: 1,
+      effectStatus: "succeeded",
+      resolution: "reconciled",
+      commandStatus: "completed",
+      commandError: null,
+      commandRetryable: null,
+      runStatus: "failed",
+      runError: "runtime.turn_interrupted_after_writes",
+      runRetryable: false,
+      runAccount: ["tc-db-1:succeeded"],
+      followUpAnswers: { "tc-db-1": "409 tool_call.repeat_refused" },
+    },
+  },
 ];
+
+/**
+ * Not in the demo (the real-process test runs it): a turn with one write reconciled in the repair and
+ * one command never sent; the agent follows the run error's account and sends again only the never-sent
+ * one; the completed write is not repeated (one provider write for its key, two in all).
+ */
+export const FOLLOW_ADVICE_SCENARIO: CrashScenarioSpec = {
+  name: "interrupted-turn-follow-advice",
+  reconciliation: "on",
+  crashPoint: "after_commit",
+  recovery: "finalization",
+  secondCall: true,
+  repeatGuard: true,
+  followUp: "follow_advice",
+  expect: {
+    providerWrites: 1,
+    lookups: 1,
+    effectStatus: "succeeded",
+    resolution: "reconciled",
+    commandStatus: "completed",
+    commandError: null,
+    commandRetryable: null,
+    runStatus: "failed",
+    runError: "runtime.turn_interrupted_after_writes",
+    runRetryable: false,
+    runAccount: ["tc-db-1:succeeded", "tc-db-2:never_sent"],
+    followUpAnswers: { "tc-db-2": "201" },
+  },
+};

@@ -188,15 +188,13 @@ export function buildEffectsCli(
 
   program
     .command("list")
-    .description("list effects, newest first (default: the unknown ones; with --attention and no --status: every status)")
+    .description(
+      "list effects, newest first (default: the unknown ones; with --run, --tool-call or --attention and no --status: every status)",
+    )
     .addOption(
-      new Option("--status <status>", "effect status (default unknown)").choices([
-        "unknown",
-        "executing",
-        "intent",
-        "succeeded",
-        "not_executed",
-      ]),
+      new Option("--status <status>", "effect status, or any (default unknown; every status with --run, --tool-call, --attention)").choices(
+        ["unknown", "executing", "intent", "succeeded", "not_executed", "any"],
+      ),
     )
     .addOption(
       new Option("--attention <reason>", "only effects waiting for an operator for this reason").choices([...OPERATOR_ATTENTION_REASONS]),
@@ -204,6 +202,7 @@ export function buildEffectsCli(
     .option("--server <serverId>", "only this MCP server", nonBlank)
     .option("--tool <toolName>", "only this tool", nonBlank)
     .option("--run <runId>", "only this run", nonBlank)
+    .option("--tool-call <toolCallId>", "only the effect of this tool call (the agent's toolCallId)", nonBlank)
     .option("--older-than <duration>", "only effects created at least this long ago (30s, 15m, 2h, 7d)", duration)
     .option("--limit <n>", "page size, 1-500", pageSize, "50")
     .option("--cursor <effectId>", "continue after this effect (printed at the end of the previous page)")
@@ -214,6 +213,7 @@ export function buildEffectsCli(
         server?: string;
         tool?: string;
         run?: string;
+        toolCall?: string;
         olderThan?: string;
         limit: string;
         cursor?: string;
@@ -224,6 +224,7 @@ export function buildEffectsCli(
         if (o.server) query["serverId"] = o.server;
         if (o.tool) query["toolName"] = o.tool;
         if (o.run) query["runId"] = o.run;
+        if (o.toolCall) query["toolCallId"] = o.toolCall;
         if (o.olderThan) query["minAgeMs"] = o.olderThan;
         if (o.cursor) query["cursor"] = o.cursor;
         await run(

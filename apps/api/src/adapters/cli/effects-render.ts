@@ -20,18 +20,19 @@ function table(head: string[], rows: unknown[][]): string {
 }
 
 /**
- * `effects list` as a table (id, status, server, tool, run, age, lookups, attention, compensates)
+ * `effects list` as a table (id, status, server, tool, tool call, run, age, lookups, attention, compensates)
  * plus a next-page hint; a tool-error success shows as `succeeded (tool error)`.
  */
 export function renderList(page: { effects: Row[]; nextCursor: string | null }, nowMs: number): string {
   if (page.effects.length === 0) return "no effects match";
   const out = table(
-    ["effect", "status", "server", "tool", "run", "age", "lookups", "attention", "compensates"],
+    ["effect", "status", "server", "tool", "tool call", "run", "age", "lookups", "attention", "compensates"],
     page.effects.map((e) => [
       e["id"],
       statusCell(e),
       e["serverId"],
       e["toolName"],
+      e["toolCallId"],
       e["runId"],
       age(e["createdAtMs"], nowMs),
       e["lookupCount"],
@@ -53,6 +54,7 @@ export function renderShow(e: Row): string {
     ["status", statusCell(e)],
     ["resolution", e["resolution"]],
     ["server / tool", `${str(e["serverId"])} / ${str(e["toolName"])}`],
+    ["tool call", e["toolCallId"]],
     ["run", e["runId"]],
     ["Driver instance", e["driverInstanceId"]],
     ["idempotency key", e["idempotencyKey"]],

@@ -46,6 +46,7 @@ export function runRoutes(runtime: Runtime, guard: CredentialGuard): Hono<AuthEn
     [ofRun],
   );
   on(RUN_API.getRun, async (_c, req) => req.json(await runs.getRunView(req.param("runId"))), [ofRun]);
+  on(RUN_API.getToolCall, async (_c, req) => req.json(await runs.getToolCall(req.param("runId"), req.param("toolCallId"))), [ofRun]);
   on(
     RUN_API.listRunEvents,
     async (_c, req) => {

@@ -197,6 +197,18 @@ export const externalToolEffects = sqliteTable(
      * (`executing` or `unknown`), by the partial unique index below.
      */
     compensatesEffectId: text("compensates_effect_id").references((): AnySQLiteColumn => externalToolEffects.id, { onDelete: "cascade" }),
+    /**
+     * The session of the effect's run, copied from it when the intent is written: the repeat guard
+     * (docs/DESIGN.md §3 rule 17) looks up (session, request fingerprint). Null only on rows written
+     * before the column existed whose run was gone when the migration filled it in.
+     */
+    sessionId: text("session_id"),
+    /**
+     * Set when the tool call was queued as a deliberate repeat (the enqueue named this earlier effect,
+     * past the repeat guard: docs/DESIGN.md §3 rule 17). A record, not a reference: the earlier effect
+     * may be deleted with its run later.
+     */
+    repeatOfEffectId: text("repeat_of_effect_id"),
   },
   (t) => [
     check("external_tool_effects_status_check", oneOf("status", EFFECT_STATUSES)),
@@ -222,6 +234,10 @@ export const externalToolEffects = sqliteTable(
     check("external_tool_effects_fingerprint_check", sql`length(request_fingerprint) = 64`),
     check("external_tool_effects_attempt_check", sql`(status = 'intent') = (attempt_count = 0)`),
     check("external_tool_effects_result_check", sql`status <> 'succeeded' OR result_json IS NOT NULL`),
+    check(
+      "external_tool_effects_repeat_of_check",
+      sql`repeat_of_effect_id IS NULL OR (length(repeat_of_effect_id) = 26 AND repeat_of_effect_id <> id)`,
+    ),
     uniqueIndex("external_tool_effects_command_unique").on(t.commandId),
     uniqueIndex("external_tool_effects_key_unique").on(t.idempotencyKey),
     // The effects of a Driver instance: the ON DELETE CASCADE from driver_instances (and the purge's),
@@ -241,6 +257,10 @@ export const externalToolEffects = sqliteTable(
     // A retried enqueue of the same client tool call (same run, same client toolCallId) finds the first
     // effect and never writes twice. NULL (a generated toolCallId, or a row older than this rule) never collides.
     uniqueIndex("external_tool_effects_run_client_tool_call_unique").on(t.runId, t.clientToolCallId),
+    // The repeat guard's lookup (docs/DESIGN.md §3 rule 17): the session's effects with one request
+    // fingerprint, an index range whatever the session's size. Both columns are written with the intent
+    // and never change, so no lifecycle step writes this index.
+    index("external_tool_effects_session_fingerprint_idx").on(t.sessionId, t.requestFingerprint),
     // The compensations of an effect (the operator's `show`) and the self-referencing ON DELETE CASCADE:
     // only compensations have the column set, so the index holds only them (partial): an ordinary
     // enqueue writes no entry (issue 13; `compensates_effect_id = ?` implies IS NOT NULL, so both plans use it).

@@ -1,4 +1,6 @@
-import { commandDriverTerminalError, runEffectsUnknownError, turnInterruptedError, type FinalizationSummary } from "@mosoo/contracts";
+import { commandDriverTerminalError, type FinalizationSummary } from "@mosoo/contracts";
+import { turnInterruptedRunError } from "../../ledger/domain/turn-account.js";
+import { readTurnToolCallFacts } from "../../ledger/application/turn-account-facts.js";
 import { settleCommandFromEffect, failCommand } from "../../ledger/application/command-settlement.js";
 import { isConfirmed, type EffectReconciliationPort, type ReconcileResult } from "../../ledger/application/effect-reconciliation.port.js";
 import type { EffectRow } from "../../ledger/infrastructure/effect.repository.js";
@@ -34,10 +36,13 @@ function emptyFinalizationSummary(): FinalizationSummary {
  *    the outcome, receipt, result, reconciliation record, the command's terminal state (`completed`,
  *    failed `external_effect.not_executed` or failed `external_effect.unknown`) and the run event;
  *    such commands are not ended in step 2, so nothing terminal is published before that commit;
- * 4. the instance's active run fails with exactly one terminal `run.failed` event: its error is
- *    `external_effect.unknown` (`retryable: false`, `details.effectIds` = the run's effects still
- *    `unknown` or `executing`) when any effect of the run is unknown, and `runtime.turn_interrupted`
- *    ("please resend", retryable) only when none is (docs/DESIGN.md §3 rule 14).
+ * 4. the instance's active run fails with exactly one terminal `run.failed` event whose error carries
+ *    the turn's account (every tool call of the run and what became of it, read from the ledger in the
+ *    same transaction: {@link turnInterruptedRunError}): `external_effect.unknown` (`retryable: false`,
+ *    `details.effectIds`) when any effect of the run is unknown, `runtime.turn_interrupted_after_writes`
+ *    (not retryable, "continue from these results") when a write of the turn completed, and
+ *    `runtime.turn_interrupted` ("please resend", retryable) only when nothing of the turn was written
+ *    (docs/DESIGN.md §3 rules 14 and 16).
  * Idempotent: a second run changes nothing more and reports zeros. Crash-safe: the instance stays
  * `finalizing` until the last step commits, and the sweep resumes such instances.
  *
@@ -272,6 +277,11 @@ export class FinalizationRepairService {
   private async failActiveRunAndClose(driverInstanceId: string, summary: FinalizationSummary): Promise<void> {
     const now = this.ctx.clock.nowMs();
     await this.ctx.store.transaction(async (tx) => {
+      // First the Driver's row lock (a no-op write; PostgreSQL runs writes at READ COMMITTED): an enqueue
+      // takes the same lock (its command `seq`) before it writes, so one in flight commits before the
+      // reads below (which then see its command and effect: nothing is left queued on a failed run, and
+      // the account misses no tool call), and one that comes later sees `finalizing` and queues nothing.
+      await driverInstanceRepository.updateIfStatus(tx, driverInstanceId, ["finalizing"], { status: "finalizing" });
       // Commands queued while the repair ran (the run was still active) end here, before the run does.
       for (const cmd of await commandRepository.listNonTerminalOfDriver(tx, driverInstanceId)) {
         const eff = await effectRepository.findByCommand(tx, cmd.id);
@@ -292,10 +302,9 @@ export class FinalizationRepairService {
       }
       const run = await runRepository.findActiveRunOfDriver(tx, driverInstanceId);
       if (run) {
-        // docs/DESIGN.md §3 rule 14: while a write of the turn is unknown, the run must not invite a resend
-        const unknownIds = (await effectRepository.listFenced(tx, { runId: run.id })).map((e) => e.id).sort();
-        const error =
-          unknownIds.length > 0 ? runEffectsUnknownError(unknownIds, { driverInstanceId }) : turnInterruptedError({ driverInstanceId });
+        // docs/DESIGN.md §3 rules 14 and 16: the turn's account, read from the ledger in this transaction;
+        // it invites a resend only when nothing of the turn was written
+        const error = turnInterruptedRunError(run.id, await readTurnToolCallFacts(tx, run.id), { driverInstanceId });
         if (await runRepository.transitionRun(tx, run.id, "active", "failed", now, JSON.stringify(error))) {
           await runRepository.appendEvent(tx, run.id, "run.failed", { error }, now);
           summary.runsFailed += 1;

@@ -8,7 +8,9 @@ import type { StoreTx } from "../../../platform/db/store.port.js";
  * One `mcp.execute` to record: the run it belongs to, the Driver instance that will execute it,
  * the MCP server and tool, the client's tool-call id (`null` when the runtime generates one), the
  * request id (generated when absent), the arguments (already size-checked) with their JSON and
- * RFC 8785 fingerprint (64 hex), and, for a compensation, the effect it undoes. `nowMs`: ms since the epoch.
+ * RFC 8785 fingerprint (64 hex), and, for a compensation, the effect it undoes. `sessionId`: the run's
+ * session (null only for a run written before effects carried it); `repeatOfEffectId`: the earlier effect
+ * this call deliberately repeats past the repeat guard (docs/DESIGN.md §3 rule 17). `nowMs`: ms since the epoch.
  */
 export interface IntentInput {
   runId: string;
@@ -20,6 +22,8 @@ export interface IntentInput {
   argumentsJson: string;
   requestFingerprint: string;
   compensatesEffectId?: string;
+  sessionId: string | null;
+  repeatOfEffectId?: string;
   nowMs: number;
 }
 
@@ -78,6 +82,8 @@ export async function recordIntent(tx: StoreTx, input: IntentInput): Promise<Rec
     requestFingerprint: input.requestFingerprint,
     status: "intent",
     ...(input.compensatesEffectId ? { compensatesEffectId: input.compensatesEffectId } : {}),
+    sessionId: input.sessionId,
+    ...(input.repeatOfEffectId ? { repeatOfEffectId: input.repeatOfEffectId } : {}),
     createdAtMs: now,
     updatedAtMs: now,
   });

@@ -24,6 +24,12 @@ export const RUNTIME_ERROR_STATUS = {
   "session.not_found": 404,
   "command.not_found": 404,
   "tool_call.conflict": 409,
+  /** No tool call with this `toolCallId` in the run. */
+  "tool_call.not_found": 404,
+  /** The repeat guard: the same request as a recent write of the same session (docs/DESIGN.md §3 rule 17). */
+  "tool_call.repeat_refused": 409,
+  /** `repeatOfEffectId` names no effect of the session with the same server, tool and arguments. */
+  "tool_call.repeat_invalid": 409,
   "command.terminal": 409,
   "effect.not_found": 404,
   "effect.not_settled": 409,

@@ -1,4 +1,4 @@
-import { and, asc, eq, inArray, sql } from "drizzle-orm";
+import { and, asc, desc, eq, gte, inArray, sql } from "drizzle-orm";
 import type { EffectStatus } from "@mosoo/contracts";
 import type { externalToolEffectAttempts, externalToolEffects } from "../../../platform/db/schema.js";
 import { firstRow } from "../../../platform/db/rows.js";
@@ -59,6 +59,58 @@ export const effectRepository = {
         .prepare();
     });
     return firstRow(await q.execute({ runId, toolCallId }));
+  },
+  /** The effect of run `runId` with tool call id `toolCallId` (the client's or the generated one; the first if two share it), or undefined. */
+  async findByRunToolCall(tx: StoreTx, runId: string, toolCallId: string): Promise<EffectRow | undefined> {
+    const e = tx.tables.externalToolEffects;
+    return firstRow(
+      await tx.db
+        .select()
+        .from(e)
+        .where(and(eq(e.runId, runId), eq(e.toolCallId, toolCallId)))
+        .orderBy(asc(e.id))
+        .limit(1),
+    );
+  },
+  /**
+   * The repeat guard's candidates (docs/DESIGN.md §3 rule 17): effects of session `sessionId` with request
+   * fingerprint `fingerprint` on `serverId`/`toolName`, created at or after `sinceMs` (ms since the
+   * epoch), newest first, at most `limit`, each with its command's status and whether a compensation of
+   * it succeeded. One range of `external_tool_effects_session_fingerprint_idx` (session_id, request_fingerprint).
+   */
+  async listSessionRepeats(
+    tx: StoreTx,
+    q: { sessionId: string; fingerprint: string; serverId: string; toolName: string; sinceMs: number; limit: number },
+  ): Promise<Array<{ effect: EffectRow; commandStatus: string; compensated: boolean }>> {
+    const { externalToolEffects: e, driverCommands: c } = tx.tables;
+    const rows = await tx.db
+      .select({ effect: e, commandStatus: c.status })
+      .from(e)
+      .innerJoin(c, eq(c.id, e.commandId))
+      .where(
+        and(
+          eq(e.sessionId, q.sessionId),
+          eq(e.requestFingerprint, q.fingerprint),
+          eq(e.serverId, q.serverId),
+          eq(e.toolName, q.toolName),
+          gte(e.createdAtMs, q.sinceMs),
+        ),
+      )
+      .orderBy(desc(e.id))
+      .limit(q.limit);
+    const out = [];
+    for (const r of rows) {
+      const compensations =
+        r.effect.status === "succeeded"
+          ? await tx.db
+              .select({ id: e.id })
+              .from(e)
+              .where(and(eq(e.compensatesEffectId, r.effect.id), eq(e.status, "succeeded")))
+              .limit(1)
+          : [];
+      out.push({ effect: r.effect, commandStatus: r.commandStatus, compensated: compensations.length > 0 });
+    }
+    return out;
   },
   /** The effect of command `commandId`, or undefined. */
   async findByCommand(tx: StoreTx, commandId: string): Promise<EffectRow | undefined> {

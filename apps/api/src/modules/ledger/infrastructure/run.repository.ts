@@ -63,6 +63,20 @@ export const runRepository = {
     });
     return firstRow(await q.execute({ driverInstanceId }));
   },
+  /**
+   * Takes session `id`'s row lock (a no-op write; PostgreSQL writes run at READ COMMITTED) so the
+   * repeat guard's check and the intent it writes are one step for that session: two identical
+   * enqueues in one session never both pass (docs/DESIGN.md §3 rule 17). False when there is no such session.
+   */
+  async lockSession(tx: StoreTx, id: string): Promise<boolean> {
+    const t = tx.tables.sessions;
+    const rows = await tx.db
+      .update(t)
+      .set({ createdAtMs: sql`${t.createdAtMs}` })
+      .where(eq(t.id, id))
+      .returning({ id: t.id });
+    return rows.length > 0;
+  },
   /** Compare-and-set of a run's status; true when it changed. */
   async transitionRun(tx: StoreTx, id: string, from: RunStatus, to: RunStatus, nowMs: number, errorJson?: string): Promise<boolean> {
     const r = tx.tables.sessionRuns;

@@ -177,6 +177,7 @@ export class CompensationService {
           argumentsJson,
           requestFingerprint,
           compensatesEffectId: original.id,
+          sessionId: original.sessionId,
           nowMs: now,
         });
         await operatorActionRepository.insert(tx, {

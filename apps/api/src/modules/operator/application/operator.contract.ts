@@ -1,5 +1,15 @@
 import { CallToolResultSchema } from "@modelcontextprotocol/sdk/types.js";
-import { EFFECT_STATUSES, ServerIdSchema, strictIntegerInput, textSchema, ToolNameSchema, UlidSchema } from "@mosoo/contracts";
+import {
+  CallIdSchema,
+  EFFECT_STATUSES,
+  identifierCharsProblem,
+  identifierSchema,
+  ServerIdSchema,
+  strictIntegerInput,
+  textSchema,
+  ToolNameSchema,
+  UlidSchema,
+} from "@mosoo/contracts";
 import { MAX_RECEIPT_BYTES, MAX_RESULT_BYTES } from "@mosoo/effect-reconciliation";
 import { OPERATOR_ATTENTION_REASONS } from "@mosoo/contracts";
 import { z } from "zod";
@@ -19,20 +29,22 @@ const Audit = {
 
 /**
  * `GET /api/operator/effects` (query string) and `effects list`: which effects to list, newest first.
- * - `status`: one effect status (default `unknown`, or every status when `attention` is given);
+ * - `status`: one effect status, or `any` (every status); default `unknown`, or every status when
+ *   `attention`, `runId` or `toolCallId` is given (a run's or a tool call's effects are read whole);
  * - `attention`: only effects waiting for an operator for this reason (e.g. `contradicted_by_provider`);
- * - `serverId`, `toolName`, `runId`: exact matches;
+ * - `serverId`, `toolName`, `runId`, `toolCallId` (the agent's tool call id, or the one the runtime generated): exact matches;
  * - `minAgeMs`: only effects created at least this long ago (ms, integer ≥ 0);
  * - `limit`: page size, 1–500 (default 50) (over HTTP `minAgeMs` and `limit` are strict decimal
  *   integers: `0x10`, `1e2`, `+5`, ` 5` are refused);
  * - `cursor`: the `nextCursor` of the previous page (an effect id): the page continues after it.
  */
 export const OperatorListQuerySchema = z.strictObject({
-  status: z.enum(EFFECT_STATUSES).optional(),
+  status: z.enum([...EFFECT_STATUSES, "any"]).optional(),
   attention: z.enum(OPERATOR_ATTENTION_REASONS).optional(),
   serverId: ServerIdSchema.optional(),
   toolName: ToolNameSchema.optional(),
   runId: UlidSchema.optional(),
+  toolCallId: CallIdSchema.optional(),
   minAgeMs: strictIntegerInput(0, Number.MAX_SAFE_INTEGER).optional(),
   limit: strictIntegerInput(1, 500).default(50),
   cursor: UlidSchema.optional(),

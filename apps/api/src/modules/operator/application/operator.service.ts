@@ -65,6 +65,7 @@ function summary(e: EffectRow) {
     driverInstanceId: e.driverInstanceId,
     serverId: e.serverId,
     toolName: e.toolName,
+    toolCallId: e.toolCallId,
     idempotencyKey: e.idempotencyKey,
     status: e.status,
     toolError: isToolErrorSuccess(e),
@@ -143,13 +144,18 @@ export class OperatorService {
   async list(query: OperatorListQuery): Promise<EffectPage> {
     this.assertEnabled();
     const filter = {
-      // without a status: `unknown`, unless an attention reason is asked for (then every status:
-      // `contradicted_by_provider` is only ever on settled effects)
-      status: query.status ?? (query.attention === undefined ? "unknown" : undefined),
+      // without a status: `unknown`, unless an attention reason (`contradicted_by_provider` is only
+      // ever on settled effects), a run or a tool call is asked for: then every status
+      status:
+        query.status === "any"
+          ? undefined
+          : (query.status ??
+            (query.attention === undefined && query.runId === undefined && query.toolCallId === undefined ? "unknown" : undefined)),
       attention: query.attention,
       serverId: query.serverId,
       toolName: query.toolName,
       runId: query.runId,
+      toolCallId: query.toolCallId,
       createdAtMostMs: query.minAgeMs === undefined ? undefined : this.ctx.clock.nowMs() - query.minAgeMs,
       beforeId: query.cursor,
       limit: query.limit + 1,

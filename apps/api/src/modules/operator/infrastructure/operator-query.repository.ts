@@ -7,7 +7,7 @@ import type { EffectRow } from "../../ledger/infrastructure/effect.repository.js
 /**
  * A filter of the operator's effect list: one `status` (or any, when undefined); an
  * `operator_attention` reason (`attention`); optional exact `serverId`, `toolName`,
- * `runId`; `createdAtMostMs` (ms since the epoch: only effects created at or before it);
+ * `runId`, `toolCallId`; `createdAtMostMs` (ms since the epoch: only effects created at or before it);
  * `beforeId` (keyset cursor: only ids below it); `limit` rows.
  */
 export interface EffectListFilter {
@@ -16,6 +16,7 @@ export interface EffectListFilter {
   serverId?: string | undefined;
   toolName?: string | undefined;
   runId?: string | undefined;
+  toolCallId?: string | undefined;
   createdAtMostMs?: number | undefined;
   beforeId?: string | undefined;
   limit: number;
@@ -35,6 +36,7 @@ export const operatorQueryRepository = {
     if (filter.serverId !== undefined) conds.push(eq(t.serverId, filter.serverId));
     if (filter.toolName !== undefined) conds.push(eq(t.toolName, filter.toolName));
     if (filter.runId !== undefined) conds.push(eq(t.runId, filter.runId));
+    if (filter.toolCallId !== undefined) conds.push(eq(t.toolCallId, filter.toolCallId));
     if (filter.createdAtMostMs !== undefined) conds.push(lte(t.createdAtMs, filter.createdAtMostMs));
     if (filter.beforeId !== undefined) conds.push(lt(t.id, filter.beforeId));
     return tx.db

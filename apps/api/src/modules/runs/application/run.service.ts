@@ -5,6 +5,7 @@ import {
   type CreateRunResponse,
   type EnqueueToolCallRequest,
   type EnqueueToolCallResponse,
+  type ToolCallView,
   MAX_ARGUMENTS_BYTES,
 } from "@mosoo/contracts";
 import { RuntimeError } from "../../ledger/domain/runtime-errors.js";
@@ -13,9 +14,13 @@ import { driverInstanceRepository } from "../../ledger/infrastructure/driver-ins
 import { effectRepository, type EffectRow } from "../../ledger/infrastructure/effect.repository.js";
 import { runRepository } from "../../ledger/infrastructure/run.repository.js";
 import type { StoreTx } from "../../../platform/db/store.port.js";
+import { parseJsonColumn } from "../../../platform/db/json-column.js";
 import type { RuntimeContext } from "../../ledger/application/runtime-context.js";
 import { toRunView, type RunView } from "./run-view.js";
 import { recordIntent } from "../../ledger/application/effect-intent.js";
+import { guardRepeat, type RepeatGuardWindows } from "./repeat-guard.js";
+import type { RepeatGuardMetrics } from "../infrastructure/repeat-guard-metrics.js";
+import { turnToolCallStatus } from "../../ledger/domain/turn-account.js";
 
 /**
  * Answers a retried enqueue (same run and `toolCallId`) with the first one, or refuses it when the
@@ -69,7 +74,15 @@ async function refuseIfFenced(tx: StoreTx, by: Parameters<typeof effectRepositor
  * sessions and Driver instances unless a fence is retained (rule 9).
  */
 export class RunService {
-  constructor(private readonly ctx: RuntimeContext) {}
+  /**
+   * @param repeatGuard per MCP server id, the repeat guard's window (ms; docs/DESIGN.md §3 rule 17); empty: off for every server.
+   * @param repeatMetrics the refusal counter (`mosoo_tool_call_repeat_refused_total`).
+   */
+  constructor(
+    private readonly ctx: RuntimeContext,
+    private readonly repeatGuard: RepeatGuardWindows = new Map(),
+    private readonly repeatMetrics?: RepeatGuardMetrics,
+  ) {}
 
   /**
    * Creates a run (and a session when `sessionId` is absent) leased to `driverInstanceId`.
@@ -133,7 +146,44 @@ export class RunService {
       );
     }
     const now = this.ctx.clock.nowMs();
-    const res = await this.ctx.store.transaction(async (tx): Promise<EnqueueToolCallResponse & { driverInstanceId: string }> => {
+    const res = await this.enqueueIn(runId, req, argumentsJson, requestFingerprint, now).catch((err: unknown) => {
+      if (err instanceof RuntimeError && err.code === "tool_call.repeat_refused") {
+        const d = err.details as { effectId?: string; status?: string; toolCallId?: string };
+        this.repeatMetrics?.refused.inc({ server: req.serverId, tool: req.toolName, earlier_status: String(d.status) });
+        this.ctx.logger.warn(
+          {
+            runId,
+            serverId: req.serverId,
+            toolName: req.toolName,
+            earlierEffectId: d.effectId,
+            earlierStatus: d.status,
+            earlierToolCallId: d.toolCallId,
+          },
+          "tool_call.repeat_refused",
+        );
+      }
+      throw err;
+    });
+    const { driverInstanceId, ...answer } = res;
+    this.ctx.logger.info(
+      { runId, commandId: answer.commandId, effectId: answer.effectId, driverInstanceId, seq: answer.seq, replayed: answer.replayed },
+      answer.replayed ? "effect.intent_replayed" : "effect.intent_recorded",
+    );
+    // Idempotency keys only at debug (docs/DESIGN.md §10): a key lets its holder ask a provider about a write.
+    this.ctx.logger.debug({ effectId: answer.effectId, idempotencyKey: answer.idempotencyKey }, "effect.intent_key");
+    if (!answer.replayed) this.ctx.notifier.notifyCommitted(driverInstanceId);
+    return answer;
+  }
+
+  /** The enqueue's one transaction (see {@link enqueueToolCall}). */
+  private async enqueueIn(
+    runId: string,
+    req: EnqueueToolCallRequest,
+    argumentsJson: string,
+    requestFingerprint: string,
+    now: number,
+  ): Promise<EnqueueToolCallResponse & { driverInstanceId: string }> {
+    return this.ctx.store.transaction(async (tx): Promise<EnqueueToolCallResponse & { driverInstanceId: string }> => {
       const run = await runRepository.findRun(tx, runId);
       if (!run) throw new RuntimeError("run.not_found", `no run ${runId}`);
       if (req.toolCallId) {
@@ -151,7 +201,21 @@ export class RunService {
           { driverStatus: driver.status },
         );
       }
+      const repeatOfEffectId = await guardRepeat(
+        tx,
+        {
+          sessionId: run.sessionId,
+          serverId: req.serverId,
+          toolName: req.toolName,
+          requestFingerprint,
+          repeatOfEffectId: req.repeatOfEffectId,
+          nowMs: now,
+        },
+        this.repeatGuard.get(req.serverId),
+      );
       const recorded = await recordIntent(tx, {
+        sessionId: run.sessionId,
+        ...(repeatOfEffectId ? { repeatOfEffectId } : {}),
         runId,
         driverInstanceId: run.driverInstanceId,
         serverId: req.serverId,
@@ -162,19 +226,67 @@ export class RunService {
         requestFingerprint,
         nowMs: now,
       });
+      // Re-read under the locks recordIntent took (the Driver's row for the `seq`, the run's for the event):
+      // a finalization repair that committed meanwhile (PostgreSQL writes at READ COMMITTED) ended the
+      // run or is ending the Driver; nothing is queued then (rolled back), never a command on a failed run.
+      const [runNow, driverNow] = [
+        await runRepository.findRun(tx, runId),
+        await driverInstanceRepository.findById(tx, run.driverInstanceId),
+      ];
+      if (runNow?.status !== "active" || driverNow?.status === "finalizing" || driverNow?.status === "finalized")
+        throw new RuntimeError("run.not_active", `run ${runId} ended while the tool call was being queued; no tool call was queued`, {
+          runStatus: runNow?.status ?? null,
+        });
       // the Driver's long-poll wakes when this commits, on whichever API instance holds it (docs/DESIGN.md §11)
       await this.ctx.notifier.notifyInTransaction(tx, run.driverInstanceId);
       return { ...recorded, replayed: false, driverInstanceId: run.driverInstanceId };
     });
-    const { driverInstanceId, ...answer } = res;
-    this.ctx.logger.info(
-      { runId, commandId: answer.commandId, effectId: answer.effectId, driverInstanceId, seq: answer.seq, replayed: answer.replayed },
-      answer.replayed ? "effect.intent_replayed" : "effect.intent_recorded",
-    );
-    // Idempotency keys only at debug (docs/DESIGN.md §10): a key lets its holder ask a provider about a write.
-    this.ctx.logger.debug({ effectId: answer.effectId, idempotencyKey: answer.idempotencyKey }, "effect.intent_key");
-    if (!answer.replayed) this.ctx.notifier.notifyCommitted(driverInstanceId);
-    return answer;
+  }
+
+  /**
+   * What became of tool call `toolCallId` of run `runId` (the agent's, or the generated one the turn's
+   * account lists): command and effect status, the stored result or the command's error.
+   * @throws RuntimeError `run.not_found`, `tool_call.not_found`.
+   */
+  async getToolCall(runId: string, toolCallId: string): Promise<ToolCallView> {
+    return this.ctx.store.read(async (tx) => {
+      if (!(await runRepository.findRun(tx, runId))) throw new RuntimeError("run.not_found", `no run ${runId}`);
+      const e = await effectRepository.findByRunToolCall(tx, runId, toolCallId);
+      if (!e) throw new RuntimeError("tool_call.not_found", `run ${runId} has no tool call ${toolCallId}`);
+      const cmd = await commandRepository.findById(tx, e.commandId);
+      const compensated =
+        e.status === "succeeded" &&
+        (await effectRepository.listByRun(tx, runId)).some((c) => c.compensatesEffectId === e.id && c.status === "succeeded");
+      const commandError = parseJsonColumn(cmd?.errorJson ?? null) as { code?: unknown } | null;
+      return {
+        runId,
+        toolCallId: e.toolCallId,
+        serverId: e.serverId,
+        toolName: e.toolName,
+        commandId: e.commandId,
+        commandStatus: cmd?.status ?? "queued",
+        effectId: e.id,
+        effectStatus: e.status,
+        resolution: e.resolution,
+        status: turnToolCallStatus({
+          seq: cmd?.seq ?? 0,
+          toolCallId: e.toolCallId,
+          serverId: e.serverId,
+          toolName: e.toolName,
+          effectId: e.id,
+          effectStatus: e.status,
+          commandStatus: cmd?.status ?? "queued",
+          commandErrorCode: typeof commandError?.code === "string" ? commandError.code : null,
+          compensated,
+          compensatesEffectId: e.compensatesEffectId,
+        }),
+        result: parseJsonColumn(e.resultJson),
+        error: commandError,
+        repeatOfEffectId: e.repeatOfEffectId,
+        createdAtMs: e.createdAtMs,
+        updatedAtMs: e.updatedAtMs,
+      };
+    });
   }
 
   /** The run with its commands, effects (with attempts) and events. @throws RuntimeError `run.not_found`. */

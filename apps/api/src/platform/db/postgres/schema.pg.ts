@@ -180,6 +180,18 @@ export const externalToolEffects = pgTable(
     createdAtMs: ms("created_at_ms").notNull(),
     updatedAtMs: ms("updated_at_ms").notNull(),
     compensatesEffectId: text("compensates_effect_id").references((): AnyPgColumn => externalToolEffects.id, { onDelete: "cascade" }),
+    /**
+     * The session of the effect's run, copied from it when the intent is written: the repeat guard
+     * (docs/DESIGN.md §3 rule 17) looks up (session, request fingerprint). Null only on rows written
+     * before the column existed whose run was gone when the migration filled it in.
+     */
+    sessionId: text("session_id"),
+    /**
+     * Set when the tool call was queued as a deliberate repeat (the enqueue named this earlier effect,
+     * past the repeat guard: docs/DESIGN.md §3 rule 17). A record, not a reference: the earlier effect
+     * may be deleted with its run later.
+     */
+    repeatOfEffectId: text("repeat_of_effect_id"),
   },
   (t) => [
     check("external_tool_effects_status_check", oneOf("status", EFFECT_STATUSES)),
@@ -204,12 +216,20 @@ export const externalToolEffects = pgTable(
     check("external_tool_effects_fingerprint_check", sql`length(request_fingerprint) = 64`),
     check("external_tool_effects_attempt_check", sql`(status = 'intent') = (attempt_count = 0)`),
     check("external_tool_effects_result_check", sql`status <> 'succeeded' OR result_json IS NOT NULL`),
+    check(
+      "external_tool_effects_repeat_of_check",
+      sql`repeat_of_effect_id IS NULL OR (length(repeat_of_effect_id) = 26 AND repeat_of_effect_id <> id)`,
+    ),
     uniqueIndex("external_tool_effects_command_unique").on(t.commandId),
     uniqueIndex("external_tool_effects_key_unique").on(t.idempotencyKey),
     index("external_tool_effects_driver_idx").on(t.driverInstanceId),
     index("external_tool_effects_status_id_idx").on(t.status, t.id),
     // NULLs never collide in a PostgreSQL unique index either (NULLS DISTINCT is the default), as on SQLite.
     uniqueIndex("external_tool_effects_run_client_tool_call_unique").on(t.runId, t.clientToolCallId),
+    // The repeat guard's lookup (docs/DESIGN.md §3 rule 17): the session's effects with one request
+    // fingerprint, an index range whatever the session's size. Both columns are written with the intent
+    // and never change, so no lifecycle step writes this index.
+    index("external_tool_effects_session_fingerprint_idx").on(t.sessionId, t.requestFingerprint),
     index("external_tool_effects_compensates_idx")
       .on(t.compensatesEffectId)
       .where(sql`compensates_effect_id IS NOT NULL`),
