@@ -33,7 +33,7 @@ function configError(env: Record<string, string>): string {
 function keysFile(content: string): string {
   dir ??= mkdtempSync(join(tmpdir(), "mosoo-keys-"));
   const file = join(dir, "keys.json");
-  writeFileSync(file, content);
+  writeFileSync(file, content, { mode: 0o600 });
   return file;
 }
 
