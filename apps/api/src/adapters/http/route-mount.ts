@@ -1,10 +1,10 @@
 import type { Context, Env, Hono, MiddlewareHandler } from "hono";
-import { bodyLimit } from "hono/body-limit";
 import type { ContentfulStatusCode } from "hono/utils/http-status";
 import type { z } from "zod";
 import { MAX_BODY_BYTES, type ApiRoute } from "@mosoo/contracts";
 import { RuntimeError } from "../../modules/ledger/domain/runtime-errors.js";
 import { parseOrThrow, readJson } from "./http-errors.js";
+import { requestBodyLimit } from "./request-body-limit.js";
 
 type ParamName<R extends ApiRoute> = R["params"] extends z.ZodObject<infer Shape> ? keyof Shape & string : never;
 type Parsed<S> = S extends z.ZodType ? z.output<S> : never;
@@ -69,8 +69,7 @@ function requestOf<E extends Env, R extends ApiRoute>(c: Context<E>, route: R): 
  * Mounts one route of the table (`API_ROUTES` of `@mosoo/contracts`) on `app`: its method and path
  * from the table, then `middleware` in order (the credential guard first: `CredentialGuard.forRoute`),
  * then `handler` with the route's {@link RouteRequest}. A route whose `bodyLimitBytes` is below the
- * API's global {@link MAX_BODY_BYTES} gets its own `bodyLimit` (413 `request.too_large`, connection
- * closed, as the global one); every route of the table today takes the global limit.
+ * API's global {@link MAX_BODY_BYTES} gets its own `requestBodyLimit` (413 `request.too_large`, as the global one); every route of the table today takes the global limit.
  */
 export function mountRoute<E extends Env, R extends ApiRoute>(
   app: Hono<E>,
@@ -78,18 +77,7 @@ export function mountRoute<E extends Env, R extends ApiRoute>(
   middleware: ReadonlyArray<MiddlewareHandler<E>>,
   handler: RouteHandler<E, R>,
 ): void {
-  const limit: MiddlewareHandler<E>[] =
-    route.bodyLimitBytes < MAX_BODY_BYTES
-      ? [
-          bodyLimit({
-            maxSize: route.bodyLimitBytes,
-            onError: (c) =>
-              c.json({ error: { code: "request.too_large", message: `the body exceeds ${route.bodyLimitBytes} bytes` } }, 413, {
-                connection: "close",
-              }),
-          }),
-        ]
-      : [];
+  const limit: MiddlewareHandler<E>[] = route.bodyLimitBytes < MAX_BODY_BYTES ? [requestBodyLimit<E>(route.bodyLimitBytes)] : [];
   const last: MiddlewareHandler<E> = async (c) => handler(c, requestOf(c, route));
   const handlers: MiddlewareHandler<E>[] = [...limit, ...middleware, last];
   app.on(route.method, route.path, ...(handlers as [MiddlewareHandler<E>]));
