@@ -110,6 +110,14 @@ describe("API keys in the config", () => {
     expect(message).not.toContain(SECRET);
   });
 
+  it.each(["__proto__", "constructor", "prototype"])('refuses a keys file with a "%s" key, as bodies do', (key) => {
+    const message = configError({
+      MOSOO_API_KEYS_FILE: keysFile(`{"keys": [{"name": "a", "secret": "${SECRET}", "scopes": ["runs:read"], "${key}": {}}]}`),
+    });
+    expect(message).toMatch(new RegExp(`^config\\.invalid: MOSOO_API_KEYS_FILE: .*: keys\\.0\\.${key}: the key "${key}" is not allowed$`));
+    expect(message).not.toContain(SECRET);
+  });
+
   it("refuses a keys file that is missing or not a regular file", () => {
     dir = mkdtempSync(join(tmpdir(), "mosoo-keys-"));
     expect(configError({ MOSOO_API_KEYS_FILE: join(dir, "absent.json") })).toMatch(
