@@ -16,6 +16,7 @@ import { MAX_BODY_BYTES } from "@mosoo/contracts";
 import { RECONCILIATION_OFF } from "../src/modules/reconciliation/application/reconciliation-settings.js";
 import { loadApiConfig } from "../src/config/api-config.js";
 import { startApi, type RunningApi } from "../src/server.js";
+import type { SqliteStore } from "../src/platform/db/sqlite/sqlite-store.js";
 import { requestJson, TEST_AUTH, TEST_CREDENTIALS_ENV, TEST_SECRETS } from "./helpers/http-call.js";
 import { dumpAllTables } from "./helpers/reconciliation-db.js";
 import { buildHttpApp, connectDriver, createTestWorld, type TestWorld } from "./kit/index.js";
@@ -218,12 +219,13 @@ describe("a body over the limit gets its 413 over a real socket", () => {
           sweep: false,
         },
       );
-      const before = dumpAllTables(api.store.sqlite);
+      const sqlite = (api.store as SqliteStore).sqlite; // MOSOO_DB_FILE: the SQLite store
+      const before = dumpAllTables(sqlite);
       for (let i = 0; i < 3; i++) {
         const res = await sendLarge(`${api.url}/v1/drivers/register`, MAX_BODY_BYTES + 1024 * 1024, chunked);
         expect(res).toEqual({ status: 413, code: "request.too_large", connection: "close" });
       }
-      expect(dumpAllTables(api.store.sqlite)).toBe(before);
+      expect(dumpAllTables(sqlite)).toBe(before);
     },
     60_000,
   );
