@@ -36,8 +36,9 @@ async function discardRest(reader: ReadableStreamDefaultReader<Uint8Array>, budg
 }
 
 /**
- * Hono middleware limiting a request body to `maxBytes` (docs/DESIGN.md §10). A body within the
- * limit is read into memory and handed on as the request's body. A larger one (declared by
+ * Hono middleware limiting a request body to `maxBytes` (docs/DESIGN.md §10). A body declared by
+ * `Content-Length` within the limit passes untouched; a chunked one is read into memory while it is
+ * counted and handed on as the request's body. A larger one (declared by
  * `Content-Length`, or counted while a chunked body streams in) is answered 413
  * `request.too_large` with `Connection: close`, but only after the rest of the body was read and
  * discarded (at most {@link MAX_DISCARD_BYTES}, at most {@link DISCARD_TIMEOUT_MS}): closing a
@@ -51,12 +52,14 @@ export function requestBodyLimit<E extends Env>(maxBytes: number): MiddlewareHan
   return async (c, next) => {
     const body = c.req.raw.body;
     if (!body) return next();
-    const declared = Number.parseInt(c.req.header("content-length") ?? "", 10);
-    const reader = body.getReader();
-    if (!c.req.raw.headers.has("transfer-encoding") && declared > maxBytes) {
-      await discardRest(reader, MAX_DISCARD_BYTES, DISCARD_TIMEOUT_MS);
+    const length = c.req.header("content-length");
+    if (length !== undefined && !c.req.raw.headers.has("transfer-encoding")) {
+      // The HTTP parser holds a body to its declared length: within the limit it streams on untouched.
+      if (!(Number.parseInt(length, 10) > maxBytes)) return next();
+      await discardRest(body.getReader(), MAX_DISCARD_BYTES, DISCARD_TIMEOUT_MS);
       return tooLarge(c);
     }
+    const reader = body.getReader();
     const chunks: Uint8Array[] = [];
     let size = 0;
     for (;;) {
