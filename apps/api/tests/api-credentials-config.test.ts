@@ -33,7 +33,7 @@ function configError(env: Record<string, string>): string {
 function keysFile(content: string): string {
   dir ??= mkdtempSync(join(tmpdir(), "mosoo-keys-"));
   const file = join(dir, "keys.json");
-  writeFileSync(file, content);
+  writeFileSync(file, content, { mode: 0o600 });
   return file;
 }
 
@@ -107,6 +107,14 @@ describe("API keys in the config", () => {
     const message = configError({ MOSOO_API_KEYS_FILE: keysFile(content) });
     expect(message).toMatch(/^config\.invalid: MOSOO_API_KEYS_FILE: /);
     expect(message).not.toContain("\n");
+    expect(message).not.toContain(SECRET);
+  });
+
+  it.each(["__proto__", "constructor", "prototype"])('refuses a keys file with a "%s" key, as bodies do', (key) => {
+    const message = configError({
+      MOSOO_API_KEYS_FILE: keysFile(`{"keys": [{"name": "a", "secret": "${SECRET}", "scopes": ["runs:read"], "${key}": {}}]}`),
+    });
+    expect(message).toMatch(new RegExp(`^config\\.invalid: MOSOO_API_KEYS_FILE: .*: keys\\.0\\.${key}: the key "${key}" is not allowed$`));
     expect(message).not.toContain(SECRET);
   });
 

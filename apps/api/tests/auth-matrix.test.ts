@@ -129,8 +129,10 @@ interface Entry {
   wrongScopeKey?: string;
   /** For routes where the operator token is also right (deletes, metrics). */
   operatorToo?: boolean;
-  /** The request is about Driver A's run or session: a key restricted to Driver B is the wrong Driver. */
+  /** The request is about Driver A's run or session: a key restricted to Driver B is the wrong Driver (404, as if it did not exist). */
   ofDriverA?: boolean;
+  /** The not-found code a wrong-Driver key gets (default `run.not_found`). */
+  notFoundCode?: "session.not_found";
   req: (w: World) => Req;
   right: (w: World) => string | undefined;
   prepare?: (w: World) => Promise<Partial<Req> | void>;
@@ -240,6 +242,7 @@ const MATRIX: Record<string, Entry> = {
   "DELETE /v1/sessions/:sessionId": {
     kind: "api_key",
     ofDriverA: true,
+    notFoundCode: "session.not_found",
     wrongScopeKey: WRITER_KEY,
     operatorToo: true,
     req: (w) => ({ path: `/v1/sessions/${w.sessionId}` }),
@@ -473,8 +476,14 @@ function refusalsOf(entry: Entry): Refusal[] {
       );
       if (!entry.operatorToo) out.push(wrongKind("the operator token", () => TEST_SECRETS.operatorToken));
       out.push({ name: "wrong scope", token: () => entry.wrongScopeKey!, status: 403, code: "auth.scope" });
+      // a run or session a restricted key may not reach answers as a missing one (no existence oracle)
       if (entry.ofDriverA)
-        out.push({ name: "wrong Driver: a key restricted to B", token: () => B_ONLY_KEY, status: 403, code: "auth.forbidden" });
+        out.push({
+          name: "wrong Driver: a key restricted to B",
+          token: () => B_ONLY_KEY,
+          status: 404,
+          code: entry.notFoundCode ?? "run.not_found",
+        });
       break;
     case "driver":
     case "driver_report":

@@ -222,7 +222,7 @@ describe("operator credentials in the configuration", () => {
   const file = (content: unknown) => {
     dir ??= mkdtempSync(join(tmpdir(), "mosoo-operators-"));
     const path = join(dir, "operators.json");
-    writeFileSync(path, typeof content === "string" ? content : JSON.stringify(content));
+    writeFileSync(path, typeof content === "string" ? content : JSON.stringify(content), { mode: 0o600 });
     return path;
   };
   const configError = (env: Record<string, string>): string => {
@@ -348,6 +348,7 @@ describe("the operator CLI in-process (--db) acts as a configured credential", (
           { name: "alice", token: ALICE, scopes: ["resolve"] },
         ],
       }),
+      { mode: 0o600 },
     );
     const env = { MOSOO_OPERATOR_CREDENTIALS_FILE: path };
     const resolve = (token?: string) =>

@@ -21,7 +21,7 @@ import { defineRoute, type ApiRoute, type RouteBody } from "./route-table.contra
  */
 
 /** A Driver's bearer token: `mdt_<driverInstanceId>_<secret>`. Only its sha-256 is stored. */
-export const DriverTokenSchema = z.string().regex(/^mdt_[0-9A-HJKMNP-TV-Z]{26}_[A-Za-z0-9_-]{32,128}$/, "malformed driver token");
+export const DriverTokenSchema = z.string().regex(/^mdt_[0-7][0-9A-HJKMNP-TV-Z]{25}_[A-Za-z0-9_-]{32,128}$/, "malformed driver token");
 
 /**
  * Register a Driver instance. Without `driverInstanceId` a new instance is created (with the

@@ -2,12 +2,18 @@ import { randomFillSync } from "node:crypto";
 import { monotonicFactory } from "ulid";
 import { z } from "zod";
 
+/** The text of a ULID, anchored: a first character `0`–`7` (128 bits in 26 base32 characters), then 25 of Crockford base32. */
+const ULID_PATTERN = /^[0-7][0-9A-HJKMNP-TV-Z]{25}$/;
+
 /**
- * A ULID: 26 characters of Crockford base32, time-ordered (https://github.com/ulid/spec).
+ * A ULID: 26 characters of Crockford base32 (upper case), time-ordered (https://github.com/ulid/spec).
+ * A ULID is 128 bits and 26 base32 characters hold 130, so the first character is at most `7`: the
+ * largest ULID is `7ZZZZZZZZZZZZZZZZZZZZZZZZZ` and anything above it (`8ZZZ…`) is refused, as the
+ * spec's decoders do (it would overflow the 48-bit time part).
  * Every id of the runtime (run, session, Driver instance, command, effect, idempotency key,
  * reconciliation record, run event) is one.
  */
-export const UlidSchema = z.string().regex(/^[0-9A-HJKMNP-TV-Z]{26}$/, "expected a 26-character ULID");
+export const UlidSchema = z.string().regex(ULID_PATTERN, "expected a 26-character ULID");
 /** A ULID string; see {@link UlidSchema}. */
 export type Ulid = z.infer<typeof UlidSchema>;
 

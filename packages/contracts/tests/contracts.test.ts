@@ -49,6 +49,11 @@ describe("schemas", () => {
     expect(UlidSchema.safeParse(newUlid()).success).toBe(true);
     expect(UlidSchema.safeParse("01JDZZZZZZZZZZZZZZZZZZZZZI").success).toBe(false); // I is not Crockford base32
     expect(UlidSchema.safeParse("short").success).toBe(false);
+    // 26 base32 characters hold 130 bits, a ULID 128: the first character is at most 7
+    expect(UlidSchema.safeParse("7ZZZZZZZZZZZZZZZZZZZZZZZZZ").success).toBe(true);
+    expect(UlidSchema.safeParse("8ZZZZZZZZZZZZZZZZZZZZZZZZZ").success).toBe(false);
+    expect(UlidSchema.safeParse("Z0000000000000000000000000").success).toBe(false);
+    expect(DriverTokenSchema.safeParse(`mdt_8ZZZZZZZZZZZZZZZZZZZZZZZZZ_${"x".repeat(43)}`).success).toBe(false);
   });
 
   it("keeps ULIDs minted in one millisecond in creation order", () => {

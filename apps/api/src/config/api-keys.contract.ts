@@ -1,6 +1,6 @@
 import { readFileSync, statSync } from "node:fs";
 import { z } from "zod";
-import { UlidSchema } from "@mosoo/contracts";
+import { findJsonProblem, formatJsonProblem, UlidSchema } from "@mosoo/contracts";
 
 /**
  * The scopes an API key may hold (docs/DESIGN.md §10):
@@ -99,24 +99,36 @@ export function parseApiKeysEnv(value: string): { keys: ApiKey[] } | { error: st
 }
 
 /**
- * Reads a JSON configuration file of at most 1 MiB (only a regular file: a FIFO or a device would block the read).
+ * Reads a JSON file of credentials (the keys file, the operator credentials file) of at most 1 MiB:
+ * only a regular file (a FIFO or a device would block the read), only one that neither group nor
+ * others may read or write (`mode & 0o077` is 0, as ssh demands of a private key: a secret readable
+ * by every local account is no secret; skipped on Windows, which has no such mode bits), and no
+ * `__proto__`, `constructor` or `prototype` key anywhere (`findJsonProblem` of `@mosoo/contracts`, the
+ * rule bodies follow: `JSON.parse` keeps such a key, but copying it into an object drops it silently).
  * @returns the parsed JSON, or a one-line reason (`cannot read ...: ENOENT`, `... is not a regular file`,
- *   `... is larger than 1 MiB`, `... is not valid JSON`); never the file's content.
+ *   `... is readable by group or others (mode 0644); chmod 600 it`, `... is larger than 1 MiB`,
+ *   `... is not valid JSON`, `...: keys.0: the key "__proto__" is not allowed`); never the file's content.
  */
 export function readJsonConfigFile(path: string): { json: unknown } | { error: string } {
   let text: string;
   try {
-    if (!statSync(path).isFile()) return { error: `${path} is not a regular file` };
+    const stat = statSync(path);
+    if (!stat.isFile()) return { error: `${path} is not a regular file` };
+    if (process.platform !== "win32" && (stat.mode & 0o077) !== 0)
+      return { error: `${path} is readable by group or others (mode ${(stat.mode & 0o777).toString(8).padStart(4, "0")}); chmod 600 it` };
     text = readFileSync(path, "utf8");
   } catch (err) {
     return { error: `cannot read ${path}: ${(err as NodeJS.ErrnoException).code ?? "EIO"}` };
   }
   if (text.length > 1024 * 1024) return { error: `${path} is larger than 1 MiB` };
+  let json: unknown;
   try {
-    return { json: JSON.parse(text) as unknown };
+    json = JSON.parse(text) as unknown;
   } catch {
     return { error: `${path} is not valid JSON` };
   }
+  const problem = findJsonProblem(json);
+  return problem ? { error: `${path}: ${formatJsonProblem(problem)}` } : { json };
 }
 
 /**

@@ -1,6 +1,6 @@
 import { dirname, resolve } from "node:path";
 import { z } from "zod";
-import { ServerIdSchema, ToolNameSchema } from "@mosoo/contracts";
+import { findJsonProblem, formatJsonProblem, ServerIdSchema, ToolNameSchema } from "@mosoo/contracts";
 import {
   AdapterSourceSchema,
   ReconciliationError,
@@ -95,7 +95,8 @@ export interface BindingsLoadOptions {
  * isolated worker host: the adapter is loaded and built in a worker, never on the caller's thread).
  * @throws ConfigError (one line `config.invalid: MOSOO_RECONCILIATION_BINDINGS_FILE: ...` naming the
  *   server and the code) when the file is unreadable, not a regular file, larger than 1 MiB
- *   (`readBindingsFileText`), not JSON, fails {@link BindingsFileSchema}, names an unknown built-in
+ *   (`readBindingsFileText`), not JSON, holds a `__proto__`, `constructor` or `prototype` key anywhere
+ *   (`findJsonProblem`, as request bodies), fails {@link BindingsFileSchema}, names an unknown built-in
  *   (`adapter.unknown_id`), a package that is not installed or fails to load
  *   (`adapter.package_not_found`), an export that is not a factory (`adapter.export_missing`), code
  *   that crashed or hung while building (`adapter.load_failed`), an invalid declaration, invalid
@@ -115,6 +116,10 @@ export async function loadBindings(
       `config.invalid: ${VAR}: cannot read JSON from ${file}: ${err instanceof Error ? err.message.split("\n")[0] : String(err)}`,
     );
   }
+  // JSON.parse keeps a "__proto__" key, but building the record drops it without a word: refuse it
+  // (and every key a request body may not carry) by the bodies' own rule.
+  const problem = findJsonProblem(raw);
+  if (problem) throw new ConfigError(`config.invalid: ${VAR}: ${formatJsonProblem(problem)}`);
   const parsed = BindingsFileSchema.safeParse(raw);
   if (!parsed.success) {
     const issue = parsed.error.issues[0];

@@ -1,5 +1,4 @@
 import { Hono } from "hono";
-import { bodyLimit } from "hono/body-limit";
 import type { Logger } from "pino";
 import { MAX_BODY_BYTES, SYSTEM_API } from "@mosoo/contracts";
 import type { Runtime } from "../../composition-root.js";
@@ -10,6 +9,7 @@ import { RegistrationRateLimit } from "./registration-rate-limit.js";
 import { isJsonContentType, toErrorResponse } from "./http-errors.js";
 import { RuntimeError } from "../../modules/ledger/domain/runtime-errors.js";
 import { runRoutes } from "./run.routes.js";
+import { requestBodyLimit } from "./request-body-limit.js";
 import { mountRoute } from "./route-mount.js";
 import { checkReadiness } from "./readiness.js";
 import { operatorRoutes } from "./operator.routes.js";
@@ -52,8 +52,8 @@ function hasBody(req: Request): boolean {
  * polling). Credentials are checked by {@link CredentialGuard} (docs/DESIGN.md §10). Every
  * error answers `{error: {code, message}}` with a 4xx (503 `store.busy` with `Retry-After` when the
  * store is locked, noted in `runtime.ctx.storeBusy` for the sweep's heartbeat grace; 500 `internal` otherwise), never a stack. Bodies must be `application/json`
- * (415 `request.unsupported_media_type`; the console's own form posts excepted) and at most {@link MAX_BODY_BYTES} (413 `request.too_large`,
- * connection closed); their content is checked by the shared rules of `@mosoo/contracts` (docs/DESIGN.md §10).
+ * (415 `request.unsupported_media_type`; the console's own form posts excepted) and at most {@link MAX_BODY_BYTES} (413 `request.too_large`
+ * after the rest of the body was discarded, up to a bound, then the connection closed: `requestBodyLimit`); their content is checked by the shared rules of `@mosoo/contracts` (docs/DESIGN.md §10).
  */
 export function createHttpApp(runtime: Runtime, logger: Logger, opts: HttpAppOptions = {}): Hono {
   const guard = new CredentialGuard(runtime, opts);
@@ -71,17 +71,11 @@ export function createHttpApp(runtime: Runtime, logger: Logger, opts: HttpAppOpt
     }
     return next();
   });
-  // Largest body any route needs is a Driver's result (1 MiB of output plus a 16 KiB receipt). The
-  // rest of an oversized body is never read, so the 413 closes the connection (`Connection: close`):
-  // the client then sends its next request on a new connection instead of a half-read one.
-  app.use(
-    "*",
-    bodyLimit({
-      maxSize: MAX_BODY_BYTES,
-      onError: (c) =>
-        c.json({ error: { code: "request.too_large", message: `the body exceeds ${MAX_BODY_BYTES} bytes` } }, 413, { connection: "close" }),
-    }),
-  );
+  // Largest body any route needs is a Driver's result (1 MiB of output plus a 16 KiB receipt). An
+  // oversized body is read and discarded (bounded) before its 413, which closes the connection
+  // (`Connection: close`): the client sees the answer instead of a reset, and sends its next request
+  // on a new connection.
+  app.use("*", requestBodyLimit(MAX_BODY_BYTES));
   app.notFound((c) => c.json({ error: { code: "route.not_found", message: `no route ${c.req.method} ${c.req.path}` } }, 404));
   const system = new Hono<AuthEnv>();
   mountRoute(system, SYSTEM_API.health, guard.forRoute(SYSTEM_API.health.auth), (_c, req) => req.json({ status: "ok" }));

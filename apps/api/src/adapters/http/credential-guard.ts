@@ -13,6 +13,7 @@ import {
   type OperatorIdentity,
 } from "../../modules/operator/domain/operator-credential.js";
 import { OPERATOR_SCOPES, type OperatorScope } from "@mosoo/contracts";
+import { UNRESTRICTED_CALLER, type RunCaller } from "../../modules/runs/domain/run-access.js";
 
 /**
  * Who a bearer credential belongs to (docs/DESIGN.md §10): a named operator credential (its name
@@ -224,14 +225,23 @@ export class CredentialGuard {
 }
 
 /**
- * Refuses an API key restricted to other Driver instances (`drivers` in the keys file). The operator
- * and unrestricted keys pass; `driverInstanceIds` empty (nothing found) passes, so the route answers its own 404.
+ * Refuses an API key restricted to other Driver instances (`drivers` in the keys file): creating a
+ * run on, or purging, a Driver it does not list. The operator and unrestricted keys pass. (Runs and
+ * sessions it may not reach answer 404 instead: `reachesRun`, `reachesSession`.)
  * @throws RuntimeError `auth.forbidden` (403).
  */
 export function assertDriversAllowed(principal: Principal, driverInstanceIds: readonly string[]): void {
   if (principal.kind !== "api_key" || !principal.drivers) return;
   const allowed = principal.drivers;
   if (driverInstanceIds.some((id) => !allowed.includes(id))) throw forbidden();
+}
+
+/**
+ * The run API's view of `principal` (docs/DESIGN.md §10): an API key by its name and Driver
+ * restriction (it owns the sessions it creates); anything else (an operator) reaches every run and session.
+ */
+export function callerOf(principal: Principal): RunCaller {
+  return principal.kind === "api_key" ? { keyName: principal.name, drivers: principal.drivers } : UNRESTRICTED_CALLER;
 }
 
 /** @throws RuntimeError `auth.scope` (403) when `operator` lacks `scope` (`full`: any of the scopes). */

@@ -1,7 +1,8 @@
 import { Hono, type MiddlewareHandler } from "hono";
 import { RUN_API } from "@mosoo/contracts";
 import type { Runtime } from "../../composition-root.js";
-import { assertDriversAllowed, type AuthEnv, type CredentialGuard } from "./credential-guard.js";
+import { reachesRun, runNotFound } from "../../modules/runs/domain/run-access.js";
+import { assertDriversAllowed, callerOf, type AuthEnv, type CredentialGuard } from "./credential-guard.js";
 import { parseOrThrow } from "./http-errors.js";
 import { mountRoute, type RouteHandler } from "./route-mount.js";
 import { retryingWhenBusy } from "./store-retry.js";
@@ -10,19 +11,22 @@ import { retryingWhenBusy } from "./store-retry.js";
  * The run API (`RUN_API` of `@mosoo/contracts`; docs/DESIGN.md §10), every route behind an API key
  * (`Authorization: Bearer <secret>`): create a run and enqueue a tool call (`runs:write`), read a run
  * and its events (`runs:read`), delete runs, sessions and finalized Drivers (`runs:delete`, or the
- * operator token). A key restricted to some Driver instances reaches only their runs (else 403
- * `auth.forbidden`, nothing written).
+ * operator token). A key restricted to some Driver instances creates runs only on them (else 403
+ * `auth.forbidden`) and reaches only their runs and the sessions it created: any other run or session
+ * answers exactly as a missing one (404 `run.not_found` / `session.not_found`), nothing written.
  */
 export function runRoutes(runtime: Runtime, guard: CredentialGuard): Hono<AuthEnv> {
   const app = new Hono<AuthEnv>();
   /**
    * After the guard: the path's run id is checked against its schema (400 `request.invalid`: no store
-   * read with an id that is not one, e.g. a NUL byte PostgreSQL refuses), then a key restricted to other
-   * Drivers than the run's is refused (403 `auth.forbidden`) before the body is parsed.
+   * read with an id that is not one, e.g. a NUL byte PostgreSQL refuses), then a run that does not exist
+   * and a run on a Driver the key is not restricted to are both refused with the same 404
+   * `run.not_found`, before the body is parsed (so no other answer tells them apart).
    */
   const ofRun: MiddlewareHandler<AuthEnv> = async (c, next) => {
     const { runId } = parseOrThrow(RUN_API.getRun.params, { runId: c.req.param("runId") });
-    assertDriversAllowed(c.get("principal"), await runtime.runs.driversOfRun(runId));
+    const [driverInstanceId] = await runtime.runs.driversOfRun(runId);
+    if (driverInstanceId === undefined || !reachesRun(callerOf(c.get("principal")), driverInstanceId)) throw runNotFound(runId);
     await next();
   };
   const on = <R extends (typeof RUN_API)[keyof typeof RUN_API]>(
@@ -35,7 +39,7 @@ export function runRoutes(runtime: Runtime, guard: CredentialGuard): Hono<AuthEn
   on(RUN_API.createRun, async (c, req) => {
     const body = await req.body();
     assertDriversAllowed(c.get("principal"), [body.driverInstanceId]);
-    return req.json(await runs.createRun(body));
+    return req.json(await runs.createRun(body, callerOf(c.get("principal"))));
   });
   on(
     RUN_API.enqueueToolCall,
@@ -64,9 +68,7 @@ export function runRoutes(runtime: Runtime, guard: CredentialGuard): Hono<AuthEn
     [ofRun],
   );
   on(RUN_API.deleteSession, async (c, req) => {
-    const sessionId = req.param("sessionId");
-    assertDriversAllowed(c.get("principal"), await runs.driversOfSession(sessionId));
-    await runs.deleteSession(sessionId);
+    await runs.deleteSession(req.param("sessionId"), callerOf(c.get("principal")));
     return c.body(null, 204);
   });
   on(RUN_API.purgeDriver, async (c, req) => {

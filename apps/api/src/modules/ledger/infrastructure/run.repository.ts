@@ -15,9 +15,9 @@ export type SessionRow = typeof sessions.$inferSelect;
 
 /** Reads and writes of `sessions`, `session_runs` and `run_events` (dialect-neutral: docs/ARCHITECTURE.md). */
 export const runRepository = {
-  /** Inserts a session created at `nowMs` (ms). */
-  async insertSession(tx: StoreTx, id: string, nowMs: number): Promise<void> {
-    await tx.db.insert(tx.tables.sessions).values({ id, createdAtMs: nowMs });
+  /** Inserts a session created at `nowMs` (ms) by the API key named `createdByKey` (null: not by a key). */
+  async insertSession(tx: StoreTx, id: string, nowMs: number, createdByKey: string | null = null): Promise<void> {
+    await tx.db.insert(tx.tables.sessions).values({ id, createdAtMs: nowMs, createdByKey });
   },
   /** The session with this id, or undefined. */
   async findSession(tx: StoreTx, id: string): Promise<SessionRow | undefined> {

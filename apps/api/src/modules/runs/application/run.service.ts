@@ -21,6 +21,7 @@ import { recordIntent } from "../../ledger/application/effect-intent.js";
 import { guardRepeat, type RepeatGuardWindows } from "./repeat-guard.js";
 import type { RepeatGuardMetrics } from "../infrastructure/repeat-guard-metrics.js";
 import { turnToolCallStatus } from "../../ledger/domain/turn-account.js";
+import { reachesRun, reachesSession, sessionNotFound, UNRESTRICTED_CALLER, type RunCaller } from "../domain/run-access.js";
 
 /**
  * Answers a retried enqueue (same run and `toolCallId`) with the first one, or refuses it when the
@@ -85,10 +86,13 @@ export class RunService {
   ) {}
 
   /**
-   * Creates a run (and a session when `sessionId` is absent) leased to `driverInstanceId`.
-   * @throws RuntimeError `driver.not_found`, `driver.finalized`, `session.not_found`, `run.driver_busy`.
+   * Creates a run (and a session owned by `caller.keyName` when `sessionId` is absent) leased to
+   * `driverInstanceId`. A caller restricted to some Drivers joins only a session it created: any other
+   * (another key's, or one created before owners were recorded) answers as a missing one.
+   * @throws RuntimeError `driver.not_found`, `driver.finalized`, `session.not_found` (missing or not
+   *   reachable by `caller`, the same answer), `run.driver_busy`.
    */
-  async createRun(req: CreateRunRequest): Promise<CreateRunResponse> {
+  async createRun(req: CreateRunRequest, caller: RunCaller = UNRESTRICTED_CALLER): Promise<CreateRunResponse> {
     const now = this.ctx.clock.nowMs();
     const runId = newUlid(now);
     const sessionId = req.sessionId ?? newUlid(now);
@@ -99,10 +103,10 @@ export class RunService {
         throw new RuntimeError("driver.finalized", `Driver instance ${driver.id} was finalized`);
       }
       if (req.sessionId) {
-        if (!(await runRepository.findSession(tx, req.sessionId)))
-          throw new RuntimeError("session.not_found", `no session ${req.sessionId}`);
+        const session = await runRepository.findSession(tx, req.sessionId);
+        if (!session || !reachesSession(caller, session.createdByKey)) throw sessionNotFound(req.sessionId);
       } else {
-        await runRepository.insertSession(tx, sessionId, now);
+        await runRepository.insertSession(tx, sessionId, now, caller.keyName);
       }
       const active = await runRepository.findActiveRunOfDriver(tx, driver.id);
       if (active)
@@ -320,12 +324,6 @@ export class RunService {
     return run ? [run.driverInstanceId] : [];
   }
 
-  /** The Driver instances of the runs of session `sessionId` (empty when none); a read. */
-  async driversOfSession(sessionId: string): Promise<string[]> {
-    const runs = await this.ctx.store.read((tx) => runRepository.listRunsOfSession(tx, sessionId));
-    return [...new Set(runs.map((r) => r.driverInstanceId))];
-  }
-
   /** Deletes a run with its commands, effects and events. @throws RuntimeError `run.not_found`, `effect.fence_retained`. */
   async deleteRun(runId: string): Promise<void> {
     await this.ctx.store.transaction(async (tx) => {
@@ -336,11 +334,18 @@ export class RunService {
     this.ctx.logger.info({ runId }, "run.deleted");
   }
 
-  /** Deletes a session and all its runs. @throws RuntimeError `session.not_found`, `effect.fence_retained`. */
-  async deleteSession(sessionId: string): Promise<void> {
+  /**
+   * Deletes a session and all its runs. A caller restricted to some Drivers deletes only a session it
+   * created whose runs are all on its Drivers; any other answers as a missing one.
+   * @throws RuntimeError `session.not_found` (missing or not reachable by `caller`, the same answer), `effect.fence_retained`.
+   */
+  async deleteSession(sessionId: string, caller: RunCaller = UNRESTRICTED_CALLER): Promise<void> {
     await this.ctx.store.transaction(async (tx) => {
-      if (!(await runRepository.findSession(tx, sessionId))) throw new RuntimeError("session.not_found", `no session ${sessionId}`);
-      const runIds = (await runRepository.listRunsOfSession(tx, sessionId)).map((r) => r.id);
+      const session = await runRepository.findSession(tx, sessionId);
+      if (!session || !reachesSession(caller, session.createdByKey)) throw sessionNotFound(sessionId);
+      const runs = await runRepository.listRunsOfSession(tx, sessionId);
+      if (!runs.every((r) => reachesRun(caller, r.driverInstanceId))) throw sessionNotFound(sessionId);
+      const runIds = runs.map((r) => r.id);
       await refuseIfFenced(tx, { runIds }, `session ${sessionId}`);
       await runRepository.deleteSession(tx, sessionId);
     });

@@ -43,9 +43,17 @@ function ms(name: string) {
  * The fence trigger (an `executing` or `unknown` effect is never deleted, docs/DESIGN.md §3 rule 9) is a
  * plpgsql function in a custom migration of `apps/api/drizzle-pg/`, not part of this file.
  */
+/**
+ * A session: the runs an agent groups together. `created_by_key` is the name of the API key that
+ * created it (the run API's `POST /v1/runs` without a `sessionId`); a key restricted to some Driver
+ * instances reaches only the sessions it created (docs/DESIGN.md §10). NULL for sessions created
+ * before the column existed: no restricted key reaches those (fail closed); unrestricted keys and
+ * operators still do.
+ */
 export const sessions = pgTable("sessions", {
   id: text("id").primaryKey(),
   createdAtMs: ms("created_at_ms").notNull(),
+  createdByKey: text("created_by_key"),
 });
 
 /** A Driver instance. Only the sha-256 of its bearer token is stored (`token_hash`). */
