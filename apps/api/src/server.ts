@@ -52,7 +52,8 @@ export async function startApi(
   const workerMetrics = new AdapterWorkerMetrics(metricsRegistry);
   const adapterHost = createIsolatedAdapterHost({
     heapMb: config.reconciliation.adapterHeapMb,
-    maxThreads: config.reconciliation.concurrency,
+    cpuLimitMs: config.reconciliation.adapterCpuMs,
+    maxProcesses: config.reconciliation.concurrency,
     bindTimeoutMs: config.reconciliation.adapterLoadTimeoutMs,
     bindTimeoutSetting: "MOSOO_ADAPTER_LOAD_TIMEOUT_MS",
     logger: logger.child({ component: "adapter-host" }),

@@ -68,7 +68,7 @@ const REFUSED = [
 describe("the adapter worker's deny-list (real worker isolation)", { timeout: 180_000 }, () => {
   let host: AdapterHost;
   beforeAll(() => {
-    host = createIsolatedAdapterHost({ heapMb: 32, maxThreads: 1, bindTimeoutMs: 60_000, logger: NOOP_LOGGER });
+    host = createIsolatedAdapterHost({ heapMb: 32, cpuLimitMs: 10_000, maxProcesses: 1, bindTimeoutMs: 60_000, logger: NOOP_LOGGER });
   });
   afterAll(() => host.close());
 

@@ -136,7 +136,8 @@ export async function localOperatorClient(config: ApiConfig): Promise<OperatorCl
   }
   const host = createIsolatedAdapterHost({
     heapMb: config.reconciliation.adapterHeapMb,
-    maxThreads: config.reconciliation.concurrency,
+    cpuLimitMs: config.reconciliation.adapterCpuMs,
+    maxProcesses: config.reconciliation.concurrency,
     bindTimeoutMs: config.reconciliation.adapterLoadTimeoutMs,
     bindTimeoutSetting: "MOSOO_ADAPTER_LOAD_TIMEOUT_MS",
     logger: pino({ level: "silent" }),
