@@ -15,7 +15,7 @@ const REPLY_FD = 3;
 /**
  * Serves the host (docs/DESIGN.md §4 "The sandbox is the operating system's"): reads one task per
  * line from stdin (`{"id": n, "task": AdapterWorkerTask}`), runs it with {@link runAdapterTask}
- * against `module` one at a time, and writes `{"id": n, "reply": AdapterWorkerReply}` as one line to
+ * against the adapter module (several at once, as they come), and writes `{"id": n, "reply": AdapterWorkerReply}` as one line to
  * fd 3. When stdin ends (the host closed it, or died) the process exits. `importAdapter` imports the
  * adapter module (bundled in); a throw there answers every task `refused` (`adapter.load_failed`);
  * `packageName` / `packageVersion` come from the host (it read the package before bundling).
@@ -32,9 +32,8 @@ export function serveAdapterTasks(importAdapter: () => Promise<Record<string, un
   );
   const replies = createWriteStream("", { fd: REPLY_FD });
   const lines = createInterface({ input: process.stdin, crlfDelay: Infinity });
-  let queue = Promise.resolve();
   lines.on("line", (line) => {
-    queue = queue.then(async () => {
+    void (async () => {
       const { id, task } = JSON.parse(line) as { id: number; task: AdapterWorkerTask };
       const module = await loading;
       const reply =
@@ -42,7 +41,7 @@ export function serveAdapterTasks(importAdapter: () => Promise<Record<string, un
           ? await runAdapterTask(module as SandboxedModule, task)
           : ({ kind: "refused", code: "adapter.load_failed", message: loadFailure(task, module) } as const);
       replies.write(`${JSON.stringify({ id, reply })}\n`);
-    });
+    })();
   });
   lines.on("close", () => process.exit(0));
 }

@@ -11,7 +11,7 @@ import { MAX_ANSWER_UNITS, MAX_LOG_FIELDS_UNITS, MAX_LOGS_PER_CALL } from "./ada
  * UTF-16 unit escaped to at most 6 bytes of JSON. A longer line kills the child (`crashed`).
  */
 const MAX_REPLY_LINE_BYTES = 6 * (MAX_ANSWER_UNITS + MAX_LOGS_PER_CALL * (MAX_LOG_FIELDS_UNITS + 1_024));
-/** Longest stdout/stderr line passed on (characters; the rest is cut) and most lines passed on per call. */
+/** Longest stdout/stderr line passed on (characters; the rest is cut) and most lines passed on per busy period (calls in flight without a pause). */
 const MAX_OUTPUT_LINE_CHARS = 500;
 const MAX_OUTPUT_LINES_PER_CALL = 50;
 /** How often (ms) the host reads a busy child's CPU time and resident memory from `/proc`. */
@@ -62,19 +62,29 @@ export function sandboxNodeArgs(opts: Pick<SandboxProcessOptions, "readable" | "
   ];
 }
 
+/** One call in flight in a child: how to settle it, its CPU time at the start (ms) and its CPU bound (ms). */
+interface PendingCall {
+  resolve: (reply: AdapterWorkerReply) => void;
+  reject: (error: SandboxCallFailed) => void;
+  startCpuMs: number | undefined;
+  cpuLimitMs: number;
+}
+
 /**
  * One child process (docs/DESIGN.md §4 "The sandbox is the operating system's"): spawned with
  * exactly `env`, under {@link sandboxNodeArgs}, stdin/stdout/stderr and a reply pipe (fd 3) all held
- * by the host. {@link call} runs one task at a time; the host kills it (SIGKILL) on the call's signal
- * (`timeout`), past the CPU-time or memory bound (`cpu_limit`, `out_of_memory`), or on a reply line
- * over its bound; `dead` is then true and the pool replaces it.
+ * by the host. {@link call} runs tasks, several at once (calls of ONE binding's adapter only); the
+ * host kills the process (SIGKILL) on a call's signal (that call: `timeout`), past a call's CPU-time
+ * bound (`cpu_limit`) or the memory bound (`out_of_memory`), or on a reply that breaks the protocol;
+ * every call in flight then rejects (the others as `crashed`, unless the cause was the whole
+ * process's), `dead` is true and the host replaces the process.
  */
 export class SandboxProcess {
   private readonly child: ChildProcess;
   private nextId = 1;
-  private pending: { id: number; resolve: (reply: AdapterWorkerReply) => void; reject: (error: SandboxCallFailed) => void } | undefined;
+  private readonly pending = new Map<number, PendingCall>();
+  private sampler: ReturnType<typeof setInterval> | undefined;
   private outputLines = 0;
-  private killedFor: AdapterTerminationReason | undefined;
   private exitInfo: string | undefined;
   private heapExhausted = false;
   /** True once the process exited or was killed. */
@@ -95,63 +105,89 @@ export class SandboxProcess {
     readLines(this.child.stdio[3] as Readable, MAX_REPLY_LINE_BYTES, (line, cut) => this.reply(line, cut));
   }
 
-  /** The child's process id (for measurements). */
-  get pid(): number | undefined {
-    return this.child.pid;
+  /** Calls in flight. */
+  get load(): number {
+    return this.pending.size;
   }
 
   /**
-   * Runs `task` in the child, at most `cpuLimitMs` of CPU time (ms, default the option's); resolves with its reply. Rejects with {@link SandboxCallFailed}
-   * (`timeout` when `signal` aborted, `cpu_limit`, `out_of_memory`, `exited`, `crashed`); the child is
-   * then dead. One call at a time.
+   * Runs `task` in the child, at most `cpuLimitMs` of the process's CPU time (ms, default the
+   * option's) while it runs; resolves with its reply. Rejects with {@link SandboxCallFailed}
+   * (`timeout` when `signal` aborted, `cpu_limit`, `out_of_memory`, `exited`, `crashed`); the child
+   * is then dead.
    */
   call(task: AdapterWorkerTask, signal: AbortSignal, cpuLimitMs = this.opts.cpuLimitMs): Promise<AdapterWorkerReply> {
     if (this.dead) return Promise.reject(new SandboxCallFailed("crashed", "the adapter process is gone"));
     const id = this.nextId++;
-    this.outputLines = 0;
-    const startCpu = this.cpuMs();
+    if (this.pending.size === 0) this.outputLines = 0;
     return new Promise<AdapterWorkerReply>((resolve, reject) => {
-      const onAbort = (): void => this.kill("timeout");
-      const sampler = setInterval(() => this.sample(startCpu, cpuLimitMs), SAMPLE_EVERY_MS);
-      const done = (): void => {
-        clearInterval(sampler);
+      const onAbort = (): void => this.kill("timeout", id);
+      const settle = (): void => {
         signal.removeEventListener("abort", onAbort);
-        this.pending = undefined;
+        this.pending.delete(id);
+        if (this.pending.size === 0 && this.sampler) {
+          clearInterval(this.sampler);
+          this.sampler = undefined;
+        }
       };
-      this.pending = {
-        id,
-        resolve: (reply) => (done(), resolve(reply)),
-        reject: (error) => (done(), reject(error)),
-      };
+      this.pending.set(id, {
+        resolve: (reply) => (settle(), resolve(reply)),
+        reject: (error) => (settle(), reject(error)),
+        startCpuMs: this.cpuMs(),
+        cpuLimitMs,
+      });
+      this.sampler ??= setInterval(() => this.sample(), SAMPLE_EVERY_MS);
       if (signal.aborted) return onAbort();
       signal.addEventListener("abort", onAbort, { once: true });
       this.child.stdin!.write(`${JSON.stringify({ id, task })}\n`);
     });
   }
 
-  /** Kills the child (SIGKILL) for `reason`; a pending call rejects with it. Idempotent. */
-  kill(reason: AdapterTerminationReason = "exited"): void {
+  /**
+   * Kills the child (SIGKILL) for `reason`; the call `callId` (when given) rejects with it, every
+   * other call in flight with `crashed` (or with `reason` when no call is named). Idempotent.
+   */
+  kill(reason: AdapterTerminationReason = "exited", callId?: number): void {
     if (this.dead) return;
-    this.killedFor ??= reason;
     this.child.kill("SIGKILL");
-    this.end(reason, "killed");
+    this.fail(reason, "killed", callId);
   }
 
-  private sample(startCpu: number | undefined, cpuLimitMs: number): void {
+  private sample(): void {
     const cpu = this.cpuMs();
-    if (startCpu !== undefined && cpu !== undefined && cpu - startCpu > cpuLimitMs) return this.kill("cpu_limit");
+    if (cpu !== undefined)
+      for (const [id, call] of this.pending)
+        if (call.startCpuMs !== undefined && cpu - call.startCpuMs > call.cpuLimitMs) return this.kill("cpu_limit", id);
     const rss = this.rssBytes();
     if (rss !== undefined && rss > this.opts.rssLimitBytes) this.kill("out_of_memory");
   }
 
   private end(reason: AdapterTerminationReason, info: string): void {
-    this.exitInfo ??= info;
-    if (this.dead && this.pending === undefined) return;
+    if (this.dead) return;
+    if (this.pending.size === 0) {
+      this.dead = true;
+      this.exitInfo = info;
+      return this.opts.onIdleDeath(this.heapExhausted ? "out_of_memory" : reason);
+    }
+    this.fail(reason, info, undefined);
+  }
+
+  private fail(reason: AdapterTerminationReason, info: string, callId: number | undefined): void {
     this.dead = true;
-    const why = this.killedFor ?? (this.heapExhausted ? "out_of_memory" : reason);
-    const pending = this.pending;
-    if (pending) pending.reject(new SandboxCallFailed(why, `adapter process ${why} (${this.exitInfo})`));
-    else if (this.killedFor === undefined) this.opts.onIdleDeath(why);
+    this.exitInfo ??= info;
+    const why = this.heapExhausted ? "out_of_memory" : reason;
+    for (const [id, call] of [...this.pending]) {
+      const own = callId === undefined || id === callId;
+      const failed = own ? why : "crashed";
+      call.reject(
+        new SandboxCallFailed(
+          failed,
+          own ? `adapter process ${why} (${this.exitInfo})` : `adapter process killed with another call (${why})`,
+        ),
+      );
+    }
+    if (this.sampler) clearInterval(this.sampler);
+    this.sampler = undefined;
   }
 
   private reply(line: string, cut: boolean): void {
@@ -163,9 +199,10 @@ export class SandboxProcess {
       return this.kill("crashed");
     }
     const { id, reply } = (parsed ?? {}) as { id?: unknown; reply?: unknown };
-    // a line that is not the answer to the pending call (adapter code writing to fd 3) breaks the protocol
-    if (this.pending === undefined || id !== this.pending.id || typeof reply !== "object" || reply === null) return this.kill("crashed");
-    this.pending.resolve(reply as AdapterWorkerReply);
+    const call = typeof id === "number" ? this.pending.get(id) : undefined;
+    // a line that answers no call in flight (adapter code writing to fd 3) breaks the protocol
+    if (call === undefined || typeof reply !== "object" || reply === null) return this.kill("crashed");
+    call.resolve(reply as AdapterWorkerReply);
   }
 
   private output(stream: "stdout" | "stderr", line: string): void {
@@ -173,7 +210,8 @@ export class SandboxProcess {
     if (stream === "stderr" && line.includes("JavaScript heap out of memory")) this.heapExhausted = true;
     this.outputLines += 1;
     if (this.outputLines <= MAX_OUTPUT_LINES_PER_CALL) this.opts.onOutput(stream, line);
-    else if (this.outputLines === MAX_OUTPUT_LINES_PER_CALL + 1) this.opts.onOutput(stream, "[further lines of this call dropped]");
+    else if (this.outputLines === MAX_OUTPUT_LINES_PER_CALL + 1)
+      this.opts.onOutput(stream, "[further lines dropped until the process is idle]");
   }
 
   /** CPU time (user + system, ms) of the child from `/proc/<pid>/stat`, or undefined where there is no `/proc`. */

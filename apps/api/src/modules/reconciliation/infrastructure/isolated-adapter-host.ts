@@ -1,8 +1,7 @@
 // The production adapter host: every adapter call runs in a sandboxed child process of a per-binding pool.
 import { mkdtempSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { availableParallelism, tmpdir } from "node:os";
 import { join } from "node:path";
-import { Pool } from "tarn";
 import { z } from "zod";
 import {
   AdapterAnswerRefusedError,
@@ -50,7 +49,9 @@ const ReplySchema = z.discriminatedUnion("kind", [
  * - `rssLimitMb` (optional): resident-memory bound of each process (MB, default `2 × heapMb + 64`;
  *   native buffers count, the heap flag alone does not bound them): past it the process is killed (`out_of_memory`);
  * - `cpuLimitMs`: CPU time one call may use (ms; `MOSOO_ADAPTER_CPU_MS`): past it the process is killed (`cpu_limit`);
- * - `maxProcesses`: processes per bound adapter at most (the reconciliation concurrency);
+ * - `maxProcesses`: processes per bound adapter at most; `callsPerProcess` (default 1): calls one
+ *   process serves at once (the API: the reconciliation concurrency spread over at most as many
+ *   processes as the machine has cores; every call of a process is the same binding's);
  * - `bindTimeoutMs`: bound (ms) on bundling, starting and building one adapter in `bind` (the API
  *   and the operator CLI take it from `MOSOO_ADAPTER_LOAD_TIMEOUT_MS`, default 15 000); past it the
  *   process is killed and `bind` refuses with `adapter.load_failed` naming the adapter and the bound;
@@ -63,10 +64,21 @@ export interface IsolatedAdapterHostOptions {
   rssLimitMb?: number;
   cpuLimitMs: number;
   maxProcesses: number;
+  callsPerProcess?: number;
   bindTimeoutMs: number;
   bindTimeoutSetting?: string;
   onTermination?: (adapterId: string, reason: AdapterTerminationReason) => void;
   logger: AdapterLogger;
+}
+
+/**
+ * How a binding's `concurrency` lookups at once are spread over processes: at most as many
+ * processes as the machine runs in parallel (`os.availableParallelism()`), each serving its share
+ * (`maxProcesses`, `callsPerProcess`; both at least 1).
+ */
+export function adapterProcessBudget(concurrency: number): { maxProcesses: number; callsPerProcess: number } {
+  const maxProcesses = Math.max(1, Math.min(concurrency, availableParallelism()));
+  return { maxProcesses, callsPerProcess: Math.max(1, Math.ceil(concurrency / maxProcesses)) };
 }
 
 /**
@@ -85,22 +97,24 @@ export interface IsolatedAdapterHostOptions {
  * would not copy back (over its bound, not JSON) rejects it with `AdapterAnswerRefusedError`. Every
  * reply is validated here before use; a process that breaks the protocol is killed.
  *
- * The pool is tarn's (knex's resource pool: min/max, validate-on-acquire, idle reaping) over
- * processes this module spawns itself: piscina and tinypool run threads or forward a child's stdout
- * to the parent's, and workerpool ends a process with SIGTERM, which adapter code can ignore.
+ * The processes of a binding are shared, several calls each ({@link ProcessPool}); that is why no
+ * pool library is used: resource pools (tarn, generic-pool) lend a resource to one borrower at a
+ * time (one process per concurrent lookup: 64 processes of ~50 MB for the default concurrency, and
+ * a recovery ~20× slower than the in-process bench on two cores, measured), and the process pools do not fit a hostile child:
+ * piscina runs threads, tinypool pipes a child's stdout into the parent's, and workerpool ends a
+ * process with SIGTERM, which adapter code can ignore.
  */
 export function createIsolatedAdapterHost(opts: IsolatedAdapterHostOptions): AdapterHost {
-  const pools: Array<Pool<SandboxProcess>> = [];
-  const children = new Set<SandboxProcess>();
+  const pools: ProcessPool[] = [];
   const dir = mkdtempSync(join(tmpdir(), "mosoo-adapters-"));
   const ownSecrets = hostSecrets();
   let bundles = 0;
   let closed = false;
 
   function newPool(label: { current: string }, bundle: AdapterBundle, env: Readonly<Record<string, string>>, redactor: Redactor) {
-    const pool = new Pool<SandboxProcess>({
-      create: () => {
-        const child: SandboxProcess = new SandboxProcess({
+    const pool = new ProcessPool(
+      () =>
+        new SandboxProcess({
           bundleFile: bundle.file,
           readable: bundle.readable,
           env,
@@ -113,27 +127,17 @@ export function createIsolatedAdapterHost(opts: IsolatedAdapterHostOptions): Ada
             opts.onTermination?.(label.current, reason);
             opts.logger.warn({ adapterId: label.current, reason }, "adapter.worker_died_idle");
           },
-        });
-        children.add(child);
-        return Promise.resolve(child);
-      },
-      destroy: (child) => {
-        children.delete(child);
-        child.kill();
-      },
-      validate: (child) => !child.dead,
-      min: 0,
-      max: Math.max(1, opts.maxProcesses),
-      idleTimeoutMillis: 60_000,
-      acquireTimeoutMillis: 2_147_483_647,
-    });
+        }),
+      Math.max(1, opts.maxProcesses),
+      Math.max(1, opts.callsPerProcess ?? 1),
+    );
     pools.push(pool);
     return pool;
   }
 
-  async function call(pool: Pool<SandboxProcess>, adapterId: string, task: AdapterWorkerTask, signal: AbortSignal, cpuLimitMs?: number) {
+  async function call(pool: ProcessPool, adapterId: string, task: AdapterWorkerTask, signal: AbortSignal, cpuLimitMs?: number) {
     if (closed) throw new Error("the adapter host is closed");
-    const child = await pool.acquire().promise;
+    const child = pool.pick();
     try {
       const raw = await child.call(task, signal, cpuLimitMs);
       const reply = ReplySchema.safeParse(raw);
@@ -149,8 +153,6 @@ export function createIsolatedAdapterHost(opts: IsolatedAdapterHostOptions): Ada
       // the call's bound killed the process: the caller's signal decides (lookup_timeout)
       if (error.reason === "timeout") throw Object.assign(new Error("the adapter call was aborted"), { name: "AbortError" });
       throw new AdapterCrashedError(error.reason, error.message);
-    } finally {
-      pool.release(child);
     }
   }
 
@@ -166,7 +168,7 @@ export function createIsolatedAdapterHost(opts: IsolatedAdapterHostOptions): Ada
       const fail = async (error: ReconciliationError): Promise<never> => {
         // a binding that failed keeps no process alive
         pools.splice(pools.indexOf(pool), 1);
-        await pool.destroy().catch(() => undefined);
+        pool.killAll();
         throw error;
       };
       const toolList = bindOpts.tools === undefined ? undefined : [...bindOpts.tools];
@@ -263,9 +265,8 @@ export function createIsolatedAdapterHost(opts: IsolatedAdapterHostOptions): Ada
     async close(): Promise<void> {
       if (closed) return;
       closed = true;
-      // calls in flight reject (adapter_crashed); tarn's destroy waits for used processes to come back
-      for (const child of children) child.kill("exited");
-      await Promise.allSettled(pools.map((pool) => pool.destroy()));
+      // calls in flight reject (adapter_crashed)
+      for (const pool of pools) pool.killAll();
       rmSync(dir, { recursive: true, force: true });
     },
   };
@@ -297,4 +298,33 @@ function deepFreeze<T>(value: T): T {
     for (const child of Object.values(value)) deepFreeze(child);
   }
   return value;
+}
+
+/**
+ * The processes of one binding: at most `max`, each serving up to `perProcess` calls at once.
+ * `pick()` answers the least-loaded live process, starting a new one (with `spawn`) while all are at
+ * capacity and fewer than `max` run; dead processes are dropped as they are found. `killAll()` kills
+ * every process (their calls in flight reject).
+ */
+class ProcessPool {
+  private readonly processes: SandboxProcess[] = [];
+  constructor(
+    private readonly spawn: () => SandboxProcess,
+    private readonly max: number,
+    private readonly perProcess: number,
+  ) {}
+
+  pick(): SandboxProcess {
+    for (let i = this.processes.length - 1; i >= 0; i--) if (this.processes[i]!.dead) this.processes.splice(i, 1);
+    let best: SandboxProcess | undefined;
+    for (const p of this.processes) if (best === undefined || p.load < best.load) best = p;
+    if (best !== undefined && (best.load < this.perProcess || this.processes.length >= this.max)) return best;
+    const fresh = this.spawn();
+    this.processes.push(fresh);
+    return fresh;
+  }
+
+  killAll(): void {
+    for (const p of this.processes.splice(0)) p.kill("exited");
+  }
 }
