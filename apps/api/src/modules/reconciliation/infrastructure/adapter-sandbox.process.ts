@@ -62,12 +62,16 @@ export function sandboxNodeArgs(opts: Pick<SandboxProcessOptions, "readable" | "
   ];
 }
 
-/** One call in flight in a child: how to settle it, its CPU time at the start (ms) and its CPU bound (ms). */
+/**
+ * One call in flight in a child: how to settle it, the process's CPU time at its start (ms), its CPU
+ * bound (ms) and the most calls the process served at once while it ran (its bound is shared).
+ */
 interface PendingCall {
   resolve: (reply: AdapterWorkerReply) => void;
   reject: (error: SandboxCallFailed) => void;
   startCpuMs: number | undefined;
   cpuLimitMs: number;
+  sharedBy: number;
 }
 
 /**
@@ -111,8 +115,9 @@ export class SandboxProcess {
   }
 
   /**
-   * Runs `task` in the child, at most `cpuLimitMs` of the process's CPU time (ms, default the
-   * option's) while it runs; resolves with its reply. Rejects with {@link SandboxCallFailed}
+   * Runs `task` in the child, at most `cpuLimitMs` of CPU time (ms, default the option's): the
+   * process's CPU time while the call runs, divided by the most calls it served at once meanwhile;
+   * resolves with its reply. Rejects with {@link SandboxCallFailed}
    * (`timeout` when `signal` aborted, `cpu_limit`, `out_of_memory`, `exited`, `crashed`); the child
    * is then dead.
    */
@@ -135,6 +140,7 @@ export class SandboxProcess {
         reject: (error) => (settle(), reject(error)),
         startCpuMs: this.cpuMs(),
         cpuLimitMs,
+        sharedBy: this.pending.size + 1,
       });
       this.sampler ??= setInterval(() => this.sample(), SAMPLE_EVERY_MS);
       if (signal.aborted) return onAbort();
@@ -155,9 +161,13 @@ export class SandboxProcess {
 
   private sample(): void {
     const cpu = this.cpuMs();
+    // the process's CPU time while a call ran, shared by the calls it served at once (a spinning call
+    // blocks the others, so its share grows at a core's speed; the wall-time bound ends it anyway)
     if (cpu !== undefined)
-      for (const [id, call] of this.pending)
-        if (call.startCpuMs !== undefined && cpu - call.startCpuMs > call.cpuLimitMs) return this.kill("cpu_limit", id);
+      for (const [id, call] of this.pending) {
+        call.sharedBy = Math.max(call.sharedBy, this.pending.size);
+        if (call.startCpuMs !== undefined && cpu - call.startCpuMs > call.cpuLimitMs * call.sharedBy) return this.kill("cpu_limit", id);
+      }
     const rss = this.rssBytes();
     if (rss !== undefined && rss > this.opts.rssLimitBytes) this.kill("out_of_memory");
   }

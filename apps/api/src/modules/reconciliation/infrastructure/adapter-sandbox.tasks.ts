@@ -37,7 +37,7 @@ export type AdapterWorkerTask =
     };
 
 /** One log entry an adapter wrote during a call, replayed (bounded, redacted) by the host on its own logger. */
-export interface AdapterWorkerLog {
+interface AdapterWorkerLog {
   level: "debug" | "info" | "warn" | "error";
   fields: Record<string, unknown>;
   message: string;
