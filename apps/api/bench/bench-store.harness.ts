@@ -305,7 +305,7 @@ export function progress(message: string): void {
   process.stderr.write(`  [${new Date().toISOString().slice(11, 19)}] ${message}\n`);
 }
 
-/** Resident memory (bytes) of each live child process of this process (Linux `/proc`; empty elsewhere): the sandboxed adapter processes. */
+/** Resident memory (bytes) of each live `node` child process of this process (Linux `/proc`; empty elsewhere): the sandboxed adapter processes. */
 export function childRssBytes(): number[] {
   let pids: string[];
   try {
@@ -318,7 +318,8 @@ export function childRssBytes(): number[] {
     try {
       const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
       const ppid = Number(stat.slice(stat.lastIndexOf(")") + 2).split(" ")[1]);
-      if (ppid !== process.pid) continue;
+      // node children only (esbuild's service process, which bundled the adapter, is another)
+      if (ppid !== process.pid || !stat.includes("(node)")) continue;
       out.push(Number(readFileSync(`/proc/${pid}/statm`, "utf8").split(" ")[1]) * 4096);
     } catch {
       // gone meanwhile
