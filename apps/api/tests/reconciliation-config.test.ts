@@ -281,6 +281,23 @@ describe("bindings file (adapters bound through the real isolated worker host)",
     ["unknown top-level key", { ...TRACKER_BINDING, retries: 3 }, /retries/],
     ["unknown key in a binding", { bindings: { tracker: { package: FIXTURE_PACKAGE, opts: {} } } }, /opts/],
     [
+      "an env name the runtime reads (NODE_OPTIONS could lift the sandbox's limits)",
+      { bindings: { tracker: { package: FIXTURE_PACKAGE, env: { NODE_OPTIONS: "--allow-fs-write=*" } } } },
+      /bindings\.tracker\.env\.NODE_OPTIONS: .*reserved/,
+    ],
+    [
+      "a lower-case env name",
+      { bindings: { tracker: { package: FIXTURE_PACKAGE, env: { token: "x" } } } },
+      /bindings\.tracker\.env\.token: /,
+    ],
+    [
+      "more than 32 env names",
+      {
+        bindings: { tracker: { package: FIXTURE_PACKAGE, env: Object.fromEntries(Array.from({ length: 33 }, (_, i) => [`V${i}`, "x"])) } },
+      },
+      /at most 32 env names/,
+    ],
+    [
       "bad server id",
       { bindings: { "no spaces": { package: FIXTURE_PACKAGE, options: { url: "http://127.0.0.1:2/mcp" } } } },
       /bindings\.no spaces: /,

@@ -8,6 +8,8 @@ const MIN_SECRET_CHARS = 6;
 const MAX_FIELD_CHARS = 500;
 const MAX_FIELDS = 32;
 const MAX_DEPTH = 4;
+/** Longest JSON of one entry's fields kept (characters). */
+const MAX_FIELDS_JSON_CHARS = 16 * 1024;
 
 /**
  * A redactor for adapter output (docs/DESIGN.md §4): `secrets` are values that must never appear in
@@ -15,18 +17,19 @@ const MAX_DEPTH = 4;
  * `text(s)` cuts `s` to `max` characters (default 500) and replaces each secret with `[redacted]`;
  * `fields(f)` copies a log-fields object at most 4 levels and 32 keys deep/wide, replacing values
  * under credential-like keys (`token`, `password`, `authorization`, `apiKey`, ...) and secrets in
- * strings, every string cut to 500 characters. Never throws.
+ * strings, every string cut to 500 characters, the whole at most 16 Ki characters of JSON (else
+ * `{omitted}`). Never throws.
  */
 export interface Redactor {
   text(value: string, max?: number): string;
   fields(value: unknown): Record<string, unknown>;
 }
 
-/** The values of the host's own environment variables that name a credential (token, key, secret, password, database URL). */
+/** The values of the host's own environment variables that name a credential (token, key, secret, password, database URL), also split on `,` and `:` (key lists). */
 export function hostSecrets(env: NodeJS.ProcessEnv = process.env): string[] {
   return Object.entries(env)
     .filter(([name, value]) => /TOKEN|KEY|SECRET|PASSWORD|DATABASE_URL/i.test(name) && typeof value === "string")
-    .flatMap(([, value]) => [value!, ...value!.split(",")])
+    .flatMap(([, value]) => [value!, ...value!.split(/[,:]/)])
     .map((value) => value.trim())
     .filter((value) => value.length >= MIN_SECRET_CHARS);
 }
@@ -54,7 +57,11 @@ export function createRedactor(secrets: readonly string[]): Redactor {
     fields(value: unknown): Record<string, unknown> {
       try {
         const out = copy(value, 0);
-        return typeof out === "object" && out !== null && !Array.isArray(out) ? (out as Record<string, unknown>) : {};
+        if (typeof out !== "object" || out === null || Array.isArray(out)) return {};
+        // the whole entry is bounded too (32 keys at 4 levels could still be large)
+        return JSON.stringify(out).length > MAX_FIELDS_JSON_CHARS
+          ? { omitted: "log fields over 16 Ki characters" }
+          : (out as Record<string, unknown>);
       } catch {
         return {};
       }
