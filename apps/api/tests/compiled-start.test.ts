@@ -1,8 +1,8 @@
 /**
  * Issue 13 "compiled start": `scripts/build.mjs` compiles the API (esbuild) and `node dist/main.js`
  * runs with no TypeScript loader: bad config still ends with one line and exit 2, and a served API
- * migrates its store, binds a TypeScript adapter package through the COMPILED adapter worker
- * (the adapter's sandboxed process runs a bundle the host builds, no loader) and answers `/health`.
+ * migrates its store, binds a TypeScript adapter package (the API bundles it for its sandboxed
+ * process, no loader anywhere) and answers `/health`.
  * No timing is asserted.
  */
 import { execFileSync, spawn } from "node:child_process";
@@ -67,7 +67,7 @@ describe("compiled start (node dist/main.js, no TypeScript loader)", () => {
     expect(r.stderr.trim().split("\n")).toEqual([expect.stringMatching(/^config\.invalid: MOSOO_PORT: /)]);
   });
 
-  it("migrates, binds a TypeScript adapter package in the compiled worker, and serves", async () => {
+  it("migrates, binds a TypeScript adapter package in a sandboxed process, and serves", async () => {
     const bindings = join(dir, "bindings.json");
     writeFileSync(
       bindings,

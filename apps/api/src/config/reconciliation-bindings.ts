@@ -23,16 +23,26 @@ import type { BoundAdapterInfo, ReconciliationSettings } from "../modules/reconc
  */
 const BindingEnvSchema = z
   .record(
-    z
-      .string()
-      .regex(/^[A-Z][A-Z0-9_]{0,63}$/, "an env name is upper-case letters, digits and _ (at most 64, starting with a letter)")
-      .refine((name) => !/^(MOSOO_|NODE_|LD_|UV_)/.test(name), "env names starting MOSOO_, NODE_, LD_ or UV_ are reserved"),
+    z.string(),
     z
       .string()
       .max(8_192)
       .refine((value) => !value.includes("\0"), "an env value holds no NUL character"),
   )
-  .refine((env) => Object.keys(env).length <= 32, "at most 32 env names per binding");
+  .superRefine((env, ctx) => {
+    const names = Object.keys(env);
+    if (names.length > 32) ctx.addIssue({ code: "custom", message: "at most 32 env names per binding" });
+    for (const name of names) {
+      if (!/^[A-Z][A-Z0-9_]{0,63}$/.test(name))
+        ctx.addIssue({
+          code: "custom",
+          path: [name],
+          message: "an env name is upper-case letters, digits and _ (at most 64, starting with a letter)",
+        });
+      else if (/^(MOSOO_|NODE_|LD_|UV_)/.test(name))
+        ctx.addIssue({ code: "custom", path: [name], message: "env names starting MOSOO_, NODE_, LD_ or UV_ are reserved" });
+    }
+  });
 
 /**
  * One server's binding (docs/DESIGN.md §4 "Adapters are installable"): exactly one of
