@@ -294,7 +294,9 @@ describe("crash-point matrix, adapter misbehaves (real worker isolation, both re
   beforeAll(() => {
     host = createIsolatedAdapterHost({
       heapMb: 32,
-      cpuLimitMs: 10_000,
+      // far above the lookup bound: the wall-time bound decides the spinning case (lookup_timeout) on a quiet
+      // machine too; the CPU-time bound has its own case in adapter-sandbox-hostile.test.ts
+      cpuLimitMs: 600_000,
       maxProcesses: 1,
       bindTimeoutMs: 60_000,
       logger: NOOP_LOGGER,
