@@ -149,7 +149,8 @@ describe("hostile adapters in the real sandbox", { timeout: 240_000 }, () => {
     const looked = sqlite.prepare("SELECT count(DISTINCT effect_id) FROM effect_reconciliations").pluck();
     while ((looked.get() as number) < cases.length && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 200));
     sqlite.close();
-  });
+    // the hook bundles and binds 17 adapters and waits for their lookups: far beyond the default 10 s hook bound on a busy machine
+  }, 240_000);
 
   afterAll(async () => {
     probing = false;
