@@ -5,13 +5,13 @@
 //
 // - The workspace packages (`@mosoo/*`) export TypeScript sources: they are bundled in.
 // - A third-party package the app itself depends on (found in `apps/<app>/node_modules`) stays an
-//   import (external): native better-sqlite3, piscina's worker files, pino, drizzle... are loaded
+//   import (external): native better-sqlite3, esbuild, pino, drizzle... are loaded
 //   from node_modules as before. One a workspace package alone depends on is bundled.
 // - `import.meta.url` in a source file is rewritten to that source file's own URL (relative to the
 //   output folder), so paths a module derives from its location (the migrations folder, the console
 //   assets, the API's package.json) stay the same compiled as under tsx.
 // - Every output file defines `MOSOO_DIST_URL` (its own folder's URL): code that must start a
-//   compiled sibling (the adapter worker thread, the bench's child processes) reads it through
+//   compiled sibling (the bench's child processes) reads it through
 //   `apps/api/src/platform/compiled-entry.ts`.
 import { existsSync, mkdirSync, readFileSync, renameSync, writeFileSync } from "node:fs";
 import { dirname, join, relative, resolve } from "node:path";
@@ -35,23 +35,6 @@ const APPS = {
     dir: join(ROOT, "apps", "driver"),
     entries: { main: "src/main.ts" },
   },
-};
-
-/**
- * Worker entries, built FIRST and alone (no shared chunks) under a content-hashed name
- * (`adapter-worker-<hash>.js`); the app's other entries get that name as the constant named by
- * `define` (e.g. `MOSOO_ADAPTER_WORKER_FILE`). So an API already running keeps starting the worker
- * it was built with, even after a rebuild wrote a new one beside it (old files stay in place).
- */
-const WORKERS = {
-  api: [
-    {
-      name: "adapter-worker",
-      source: "src/modules/reconciliation/infrastructure/adapter-worker.entry.ts",
-      define: "MOSOO_ADAPTER_WORKER_FILE",
-    },
-  ],
-  driver: [],
 };
 
 /** The package name of a bare import specifier (`@scope/name/sub` → `@scope/name`), or null for a relative, absolute or `node:` one. */
@@ -93,24 +76,11 @@ function appPlugin(appDir, outDir) {
 async function buildApp(name) {
   const app = APPS[name];
   const outDir = join(app.dir, "dist");
-  const define = {};
-  for (const worker of WORKERS[name]) {
-    const built = await esbuild.build({
-      ...commonOptions(app, outDir),
-      entryPoints: { [worker.name]: join(app.dir, worker.source) },
-      entryNames: "[name]-[hash]",
-      splitting: false,
-    });
-    writeOutputs(built.outputFiles);
-    const entry = built.outputFiles.find((f) => f.path.endsWith(".js"));
-    define[worker.define] = JSON.stringify(entry.path.slice(outDir.length + 1));
-  }
   const result = await esbuild.build({
     ...commonOptions(app, outDir),
     entryPoints: Object.fromEntries(Object.entries(app.entries).map(([out, src]) => [out, join(app.dir, src)])),
     splitting: true,
     chunkNames: "chunk-[hash]",
-    define,
   });
   writeOutputs(result.outputFiles);
 }

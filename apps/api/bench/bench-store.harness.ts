@@ -1,7 +1,9 @@
 import { createHash } from "node:crypto";
-import { mkdtempSync, rmSync } from "node:fs";
+import { mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { fileURLToPath } from "node:url";
+import { NOOP_LOGGER, type AdapterHost, type ReconciliationAdapter } from "@mosoo/effect-reconciliation";
 import type Database from "better-sqlite3";
 import pino from "pino";
 import { newUlid } from "@mosoo/contracts";
@@ -10,6 +12,7 @@ import { createRuntime, type Runtime } from "../src/composition-root.js";
 import type { Store as AnyStore } from "../src/platform/db/store.port.js";
 import { RECONCILIATION_OFF } from "../src/modules/reconciliation/application/reconciliation-settings.js";
 import { BENCH_BOUND_SERVER, BENCH_TOOL, createFixedLatencyAdapter } from "./fixed-latency.adapter.js";
+import { adapterProcessBudget, createIsolatedAdapterHost } from "../src/modules/reconciliation/infrastructure/isolated-adapter-host.js";
 import type { GroupCommitSettings } from "../src/modules/reconciliation/application/outcome-group-commit.js";
 
 /** A file-backed store in a fresh temp folder (WAL, synchronous=FULL, as in production) and how to drop it. */
@@ -44,6 +47,29 @@ export interface BenchRuntimeOptions {
   concurrency: number;
   /** Group commit of outcomes (default: the API's, `DEFAULT_GROUP_COMMIT`); `maxBatch: 1` commits each alone, as before issue 13. */
   groupCommit?: GroupCommitSettings;
+  /** The bound adapter (default: the fixed-latency adapter in this process); the recovery rows pass one bound through the sandboxing host. */
+  adapter?: ReconciliationAdapter;
+}
+
+/**
+ * The fixed-latency adapter bound through the API's sandboxing adapter host (`createIsolatedAdapterHost`,
+ * as `startApi` does): its lookups run in sandboxed child processes, spread as the API spreads them (`adapterProcessBudget`).
+ * Returns the bound adapter and the host (close it when done).
+ */
+export async function bindSandboxedBenchAdapter(
+  lookupLatencyMs: number,
+  concurrency: number,
+): Promise<{ adapter: ReconciliationAdapter; host: AdapterHost }> {
+  const host = createIsolatedAdapterHost({
+    heapMb: 64,
+    cpuLimitMs: 2_000,
+    ...adapterProcessBudget(concurrency),
+    bindTimeoutMs: 60_000,
+    logger: NOOP_LOGGER,
+  });
+  const source = { module: fileURLToPath(new URL("./fixed-latency.adapter.ts", import.meta.url)), export: "fixedLatencyAdapterFactory" };
+  const { adapter } = await host.bind(source, { latencyMs: lookupLatencyMs });
+  return { adapter, host };
 }
 
 /**
@@ -60,7 +86,7 @@ export function createBenchRuntime(store: AnyStore, opts: BenchRuntimeOptions): 
       ...RECONCILIATION_OFF,
       enabled: opts.reconciliation,
       concurrency: opts.concurrency,
-      bindings: new Map([[BENCH_BOUND_SERVER, createFixedLatencyAdapter(opts.lookupLatencyMs)]]),
+      bindings: new Map([[BENCH_BOUND_SERVER, opts.adapter ?? createFixedLatencyAdapter(opts.lookupLatencyMs)]]),
       ...(opts.groupCommit ? { groupCommit: opts.groupCommit } : {}),
     },
   });
@@ -277,4 +303,27 @@ export function peakRssBytes(): number {
 /** Writes one progress line to stderr (the parent shows it as is). */
 export function progress(message: string): void {
   process.stderr.write(`  [${new Date().toISOString().slice(11, 19)}] ${message}\n`);
+}
+
+/** Resident memory (bytes) of each live `node` child process of this process (Linux `/proc`; empty elsewhere): the sandboxed adapter processes. */
+export function childRssBytes(): number[] {
+  let pids: string[];
+  try {
+    pids = readdirSync("/proc").filter((name) => /^\d+$/.test(name));
+  } catch {
+    return [];
+  }
+  const out: number[] = [];
+  for (const pid of pids) {
+    try {
+      const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
+      const ppid = Number(stat.slice(stat.lastIndexOf(")") + 2).split(" ")[1]);
+      // node children only (esbuild's service process, which bundled the adapter, is another)
+      if (ppid !== process.pid || !stat.includes("(node)")) continue;
+      out.push(Number(readFileSync(`/proc/${pid}/statm`, "utf8").split(" ")[1]) * 4096);
+    } catch {
+      // gone meanwhile
+    }
+  }
+  return out;
 }

@@ -1,9 +1,32 @@
-import type { ReconciliationAdapter } from "@mosoo/effect-reconciliation";
+import type { AdapterDeclaration, ReconciliationAdapter, ReconciliationAdapterFactory } from "@mosoo/effect-reconciliation";
 
 /** The MCP server id the bench binds to {@link createFixedLatencyAdapter}; effects of other servers are unbound. */
 export const BENCH_BOUND_SERVER = "tracker";
 /** The one tool the bench adapter declares. */
 export const BENCH_TOOL = "create_issue";
+
+const DECLARATION: AdapterDeclaration = {
+  id: "bench-fixed-latency",
+  version: "1.0.0",
+  tools: [BENCH_TOOL],
+  retentionWindowMs: 24 * 60 * 60 * 1000,
+  keyFencing: { kind: "lookup_fences_key" },
+};
+
+/**
+ * {@link createFixedLatencyAdapter} as an installable factory (options `{latencyMs}`, a positive integer
+ * of ms), so that the recovery bench binds it through the API's sandboxing adapter host.
+ * @throws Error when `latencyMs` is not a positive integer.
+ */
+export const fixedLatencyAdapterFactory: ReconciliationAdapterFactory = {
+  declaration: DECLARATION,
+  create(options: unknown): ReconciliationAdapter {
+    const latencyMs = (options as { latencyMs?: unknown } | undefined)?.latencyMs;
+    if (typeof latencyMs !== "number" || !Number.isInteger(latencyMs) || latencyMs < 1)
+      throw new Error("latencyMs must be a positive integer");
+    return createFixedLatencyAdapter(latencyMs);
+  },
+};
 
 /**
  * A stateless reconciliation adapter whose every lookup takes `latencyMs` (ms, a `setTimeout`,
@@ -14,13 +37,7 @@ export const BENCH_TOOL = "create_issue";
  */
 export function createFixedLatencyAdapter(latencyMs: number): ReconciliationAdapter {
   return {
-    declaration: {
-      id: "bench-fixed-latency",
-      version: "1.0.0",
-      tools: [BENCH_TOOL],
-      retentionWindowMs: 24 * 60 * 60 * 1000,
-      keyFencing: { kind: "lookup_fences_key" },
-    },
+    declaration: DECLARATION,
     lookup(request, { signal }): Promise<unknown> {
       return new Promise((resolve, reject) => {
         const onAbort = (): void => {

@@ -5,7 +5,15 @@ import { join } from "node:path";
 import { openSqliteStore } from "../src/platform/db/sqlite/sqlite-store.js";
 import { entryFile } from "../src/platform/compiled-entry.js";
 import { DEFAULT_GROUP_COMMIT } from "../src/modules/reconciliation/application/outcome-group-commit.js";
-import { createBenchRuntime, installDbTimeMeter, measureBareCommitUs, peakRssBytes, progress } from "./bench-store.harness.js";
+import {
+  bindSandboxedBenchAdapter,
+  createBenchRuntime,
+  installDbTimeMeter,
+  measureBareCommitUs,
+  childRssBytes,
+  peakRssBytes,
+  progress,
+} from "./bench-store.harness.js";
 
 /** Options: `effects` unknown effects to recover, the bound adapter's `lookupLatencyMs` (ms), `concurrency`, and the flag. */
 export interface RecoveryOptions {
@@ -46,6 +54,9 @@ export interface RecoveryResult {
   bareCommitUs: { before: number; after: number };
   /** The costliest SQL statements of the run (ms in all, calls), see `DbTimeMeter.topStatements`. */
   topStatements: Array<{ sql: string; ms: number; calls: number }>;
+  /** Sandboxed adapter processes alive at the end of the run, and their median resident memory (bytes). */
+  adapterProcesses: number;
+  adapterRssMedianBytes: number;
 }
 
 const SEED_SCRIPT = entryFile(new URL("./seed-unknown.main.ts", import.meta.url), "seed-unknown.main.js");
@@ -68,7 +79,10 @@ export async function runRecovery(opts: RecoveryOptions): Promise<RecoveryResult
     const store = openSqliteStore(file);
     const bareBefore = measureBareCommitUs(store.sqlite);
     const meter = installDbTimeMeter(store.sqlite);
+    // lookups through the API's sandbox (child processes), warmed by the bind itself
+    const sandbox = opts.reconciliation ? await bindSandboxedBenchAdapter(opts.lookupLatencyMs, opts.concurrency) : undefined;
     const runtime = createBenchRuntime(store, {
+      ...(sandbox ? { adapter: sandbox.adapter } : {}),
       reconciliation: opts.reconciliation,
       lookupLatencyMs: opts.lookupLatencyMs,
       concurrency: opts.concurrency,
@@ -105,6 +119,8 @@ export async function runRecovery(opts: RecoveryOptions): Promise<RecoveryResult
     const counts = meter.counts();
     const resolved = opts.effects - (countUnknown.get() as number);
     const bareAfter = measureBareCommitUs(store.sqlite);
+    const adapterRss = childRssBytes();
+    await sandbox?.host.close();
     store.closeNow();
     return {
       effects: opts.effects,
@@ -121,6 +137,8 @@ export async function runRecovery(opts: RecoveryOptions): Promise<RecoveryResult
       statementsPerOutcome: resolved > 0 ? counts.statements / resolved : 0,
       bareCommitUs: { before: bareBefore, after: bareAfter },
       topStatements,
+      adapterProcesses: adapterRss.length,
+      adapterRssMedianBytes: adapterRss.length > 0 ? adapterRss.sort((a, b) => a - b)[Math.floor(adapterRss.length / 2)]! : 0,
     };
   } finally {
     rmSync(dir, { recursive: true, force: true });

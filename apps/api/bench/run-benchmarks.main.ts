@@ -349,7 +349,7 @@ async function main(opts: BenchOptions): Promise<number> {
       measured: `${median(walls).toFixed(0)} ms (${Math.min(...walls).toFixed(0)}–${Math.max(...walls).toFixed(0)}, n=${reps})`,
       floorOrBound: `bound ${recoveryOn[0]!.boundMs.toFixed(0)} ms`,
       ratio: `${smallRatio.toFixed(2)}×`,
-      other: `DB ${median(recoveryOn.map((r) => r.dbUsPerOutcome)).toFixed(0)} µs/outcome (${recoveryOn[0]!.commitsPerOutcome.toFixed(2)} commits, ${recoveryOn[0]!.statementsPerOutcome.toFixed(1)} statements; bare commit ${median(recoveryOn.map((r) => r.bareCommitUs.before)).toFixed(0)} µs), peak RSS ${fmtMb(median(recoveryOn.map((r) => r.peakRssBytes)))}, resolved ${recoveryOn.map((r) => r.resolved).join("/")}`,
+      other: `DB ${median(recoveryOn.map((r) => r.dbUsPerOutcome)).toFixed(0)} µs/outcome (${recoveryOn[0]!.commitsPerOutcome.toFixed(2)} commits, ${recoveryOn[0]!.statementsPerOutcome.toFixed(1)} statements; bare commit ${median(recoveryOn.map((r) => r.bareCommitUs.before)).toFixed(0)} µs), peak RSS ${fmtMb(median(recoveryOn.map((r) => r.peakRssBytes)))}, sandboxed adapter processes ${recoveryOn[0]!.adapterProcesses} × ${fmtMb(median(recoveryOn.map((r) => r.adapterRssMedianBytes)))} RSS each, resolved ${recoveryOn.map((r) => r.resolved).join("/")}`,
       target: `≤ ${TARGETS.recoveryRatio}×`,
       met: smallRatio <= TARGETS.recoveryRatio && recoveryOn.every((r) => r.resolved === r.effects) ? "yes" : "no",
     });

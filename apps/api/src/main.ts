@@ -19,7 +19,7 @@ async function main(): Promise<void> {
         "reconciliation of unknown effects MOSOO_EFFECT_RECONCILIATION (off|on), MOSOO_RECONCILIATION_BINDINGS_FILE,\n" +
         "MOSOO_LOOKUP_TIMEOUT_MS, MOSOO_RECONCILIATION_CONCURRENCY, MOSOO_LOOKUP_BACKOFF_INITIAL_MS,\n" +
         "MOSOO_LOOKUP_BACKOFF_MAX_MS, MOSOO_LOOKUP_BACKOFF_FACTOR, MOSOO_MAX_LOOKUPS, MOSOO_ADAPTER_HEAP_MB,\n" +
-        "MOSOO_ADAPTER_LOAD_TIMEOUT_MS, MOSOO_GROUP_COMMIT_MAX, MOSOO_GROUP_COMMIT_WINDOW_MS; the Driver's send-by\n" +
+        "MOSOO_ADAPTER_CPU_MS, MOSOO_ADAPTER_LOAD_TIMEOUT_MS, MOSOO_GROUP_COMMIT_MAX, MOSOO_GROUP_COMMIT_WINDOW_MS; the Driver's send-by\n" +
         "deadline on each claim: MOSOO_SEND_DEADLINE_MS;\n" +
         "MOSOO_OPERATOR_TOKEN enables the operator routes (see also: npm run effects -- --help).\n" +
         "Credentials (README.md, 'Credentials'): MOSOO_API_KEYS (name:secret:scope+scope,...) or MOSOO_API_KEYS_FILE\n" +

@@ -12,7 +12,7 @@ import { createRuntime, type Runtime } from "./composition-root.js";
 import { resolveReconciliationSettings } from "./config/reconciliation-bindings.js";
 import type { AdapterSource } from "@mosoo/effect-reconciliation";
 import { Registry } from "prom-client";
-import { createIsolatedAdapterHost } from "./modules/reconciliation/infrastructure/isolated-adapter-host.js";
+import { adapterProcessBudget, createIsolatedAdapterHost } from "./modules/reconciliation/infrastructure/isolated-adapter-host.js";
 import { AdapterWorkerMetrics } from "./modules/reconciliation/infrastructure/reconciliation-metrics.js";
 import { reportBindings } from "./modules/reconciliation/application/binding-report.js";
 
@@ -72,7 +72,8 @@ export async function startApi(
   const workerMetrics = new AdapterWorkerMetrics(metricsRegistry);
   const adapterHost = createIsolatedAdapterHost({
     heapMb: config.reconciliation.adapterHeapMb,
-    maxThreads: config.reconciliation.concurrency,
+    cpuLimitMs: config.reconciliation.adapterCpuMs,
+    ...adapterProcessBudget(config.reconciliation.concurrency),
     bindTimeoutMs: config.reconciliation.adapterLoadTimeoutMs,
     bindTimeoutSetting: "MOSOO_ADAPTER_LOAD_TIMEOUT_MS",
     logger: logger.child({ component: "adapter-host" }),

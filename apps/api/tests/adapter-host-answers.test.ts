@@ -1,7 +1,7 @@
 /**
  * What the isolated adapter host records when an adapter's answer or its worker goes wrong (issue 16
  * review findings; docs/DESIGN.md §4 "Adapters are untrusted code", §5), through the REAL host
- * (piscina worker threads, heap limit) and the real runtime (CrashLab, a real SQLite store):
+ * (sandboxed child processes, heap, memory and CPU limits) and the real runtime (CrashLab, a real SQLite store):
  * - an answer over the worker's size bound, or not JSON, is `invalid_adapter_output` and the
  *   reconciliation record's error names the bound (or why it is not JSON), not a schema message
  *   about a value that was never copied back; the bound applies to what is serialised (after
@@ -19,7 +19,7 @@ import { CrashLab } from "./helpers/crash-lab.js";
 const MISBEHAVING = fileURLToPath(new URL("./fixtures/adapters/misbehaving.adapter.ts", import.meta.url));
 /** The lookup bound of these cases (ms, real time): far above a worker's cold start and death on a busy machine. */
 const LOOKUP_TIMEOUT_MS = 20_000;
-/** The worker's answer bound (characters): a result, a receipt and 64 Ki of slack (adapter-worker.ts). */
+/** The worker's answer bound (characters): a result, a receipt and 64 Ki of slack (adapter-sandbox.tasks.ts). */
 const ANSWER_BOUND = MAX_RESULT_BYTES + MAX_RECEIPT_BYTES + 64 * 1024;
 
 describe("the isolated host's refusals, as recorded on the effect", { timeout: 120_000 }, () => {
@@ -28,7 +28,8 @@ describe("the isolated host's refusals, as recorded on the effect", { timeout: 1
   beforeAll(() => {
     host = createIsolatedAdapterHost({
       heapMb: 32,
-      maxThreads: 1,
+      cpuLimitMs: 10_000,
+      maxProcesses: 1,
       bindTimeoutMs: 60_000,
       logger: NOOP_LOGGER,
       onTermination: (id, reason) => terminations.push(`${id}:${reason}`),

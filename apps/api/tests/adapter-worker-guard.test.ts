@@ -1,8 +1,7 @@
 /**
- * The adapter worker's deny-list (docs/DESIGN.md §4 "Adapters are untrusted code"): an adapter runs in
- * a worker thread of the API's own process, so every route by which its code could end that process
- * (a signal to it, a thread or a child process or a loader thread the guard never runs in, an
- * inspector session on the main thread) is refused in the worker before any adapter code loads.
+ * The guard in the adapter's sandboxed process (docs/DESIGN.md §4 "The sandbox is the operating
+ * system's"): the permission model refuses child processes and workers, but not signals, so the guard
+ * (adapter-sandbox.guard.ts) refuses those routes, and the others it lists, before any adapter code loads.
  * Each case runs a hostile adapter (tests/fixtures/adapters/misbehaving.adapter.ts, routes found by a
  * hostile review) through the REAL isolated host: the call rejects with the guard's error (which the
  * runtime records as `adapter_error`, or `invalid_adapter_output` when the refusal happens in the
@@ -14,7 +13,7 @@ import { AdapterAnswerRefusedError, NOOP_LOGGER, type AdapterHost, type LookupRe
 import { createIsolatedAdapterHost } from "../src/modules/reconciliation/infrastructure/isolated-adapter-host.js";
 
 const MISBEHAVING = fileURLToPath(new URL("./fixtures/adapters/misbehaving.adapter.ts", import.meta.url));
-/** The lookup bound of these cases (ms, real time): far above a worker's cold start on a busy machine. */
+/** The lookup bound of these cases (ms, real time): far above a process's cold start on a busy machine. */
 const LOOKUP_TIMEOUT_MS = 20_000;
 
 const REQUEST = {
@@ -65,10 +64,10 @@ const REFUSED = [
   },
 ] as const;
 
-describe("the adapter worker's deny-list (real worker isolation)", { timeout: 180_000 }, () => {
+describe("the sandboxed process's guard (real sandbox)", { timeout: 180_000 }, () => {
   let host: AdapterHost;
   beforeAll(() => {
-    host = createIsolatedAdapterHost({ heapMb: 32, maxThreads: 1, bindTimeoutMs: 60_000, logger: NOOP_LOGGER });
+    host = createIsolatedAdapterHost({ heapMb: 32, cpuLimitMs: 10_000, maxProcesses: 1, bindTimeoutMs: 60_000, logger: NOOP_LOGGER });
   });
   afterAll(() => host.close());
 

@@ -261,7 +261,7 @@ describe.each(["sqlite", "postgres"] as const)("on %s", (kind) => {
  * The "adapter misbehaves" axis (issue 16 item 1; docs/DESIGN.md §4 "Adapters are untrusted code", §5):
  * the write commits at the provider, the API crashes before the answer is persisted, and recovery
  * looks the effect up through a hostile adapter module (tests/fixtures/adapters/misbehaving.adapter.ts)
- * running in the REAL isolated worker host (piscina, heap limit, termination at the lookup bound),
+ * running in the REAL isolated worker host (sandboxed child processes, heap limit, SIGKILL at the lookup bound),
  * on both paths: the restart path (the Driver reconnects; the redelivered claim reconciles inline)
  * and finalization repair (its heartbeat expires; the sweep repairs). For each: the effect stays
  * `unknown` with the right reason, nothing confirmed is recorded, the lookup is counted, and the
@@ -294,7 +294,10 @@ describe("crash-point matrix, adapter misbehaves (real worker isolation, both re
   beforeAll(() => {
     host = createIsolatedAdapterHost({
       heapMb: 32,
-      maxThreads: 1,
+      // far above the lookup bound: the wall-time bound decides the spinning case (lookup_timeout) on a quiet
+      // machine too; the CPU-time bound has its own case in adapter-sandbox-hostile.test.ts
+      cpuLimitMs: 600_000,
+      maxProcesses: 1,
       bindTimeoutMs: 60_000,
       logger: NOOP_LOGGER,
       onTermination: (id, reason) => terminations.push(`${id}:${reason}`),

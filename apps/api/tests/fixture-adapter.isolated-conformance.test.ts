@@ -23,7 +23,7 @@ let provenancePackage: string | null = null;
 beforeAll(async () => {
   dir = mkdtempSync(join(tmpdir(), "mosoo-isolated-conformance-"));
   handle = await startFixtureProvider({ dbFile: join(dir, "provider.db"), fenceOnLookupMiss: true });
-  host = createIsolatedAdapterHost({ heapMb: 64, maxThreads: 2, bindTimeoutMs: 60_000, logger: NOOP_LOGGER });
+  host = createIsolatedAdapterHost({ heapMb: 64, cpuLimitMs: 10_000, maxProcesses: 2, bindTimeoutMs: 60_000, logger: NOOP_LOGGER });
   report = await judgeAdapter({
     name: "fixture-issue-tracker (isolated)",
     provider: fixtureKitProvider(handle, "fixture provider (--fence-on-lookup-miss)"),

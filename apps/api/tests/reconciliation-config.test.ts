@@ -56,6 +56,7 @@ describe("loadApiConfig: reconciliation variables", () => {
       maxLookups: 8,
       groupCommit: { maxBatch: 64, windowMs: 2 },
       adapterHeapMb: 64,
+      adapterCpuMs: 2_000,
       adapterLoadTimeoutMs: 15_000,
     });
   });
@@ -71,6 +72,7 @@ describe("loadApiConfig: reconciliation variables", () => {
       MOSOO_LOOKUP_BACKOFF_FACTOR: "1.5",
       MOSOO_MAX_LOOKUPS: "",
       MOSOO_ADAPTER_HEAP_MB: "96",
+      MOSOO_ADAPTER_CPU_MS: "700",
       MOSOO_GROUP_COMMIT_MAX: "1",
       MOSOO_GROUP_COMMIT_WINDOW_MS: "0",
       MOSOO_ADAPTER_LOAD_TIMEOUT_MS: "4000",
@@ -84,6 +86,7 @@ describe("loadApiConfig: reconciliation variables", () => {
       maxLookups: 8,
       groupCommit: { maxBatch: 1, windowMs: 0 },
       adapterHeapMb: 96,
+      adapterCpuMs: 700,
       adapterLoadTimeoutMs: 4_000,
     });
     expect(loadApiConfig({ MOSOO_EFFECT_RECONCILIATION: "off" }).reconciliation.enabled).toBe(false);
@@ -128,7 +131,7 @@ describe("bindings file (adapters bound through the real isolated worker host)",
   let dir: string;
   let host: AdapterHost;
   beforeAll(() => {
-    host = createIsolatedAdapterHost({ heapMb: 64, maxThreads: 1, bindTimeoutMs: 60_000, logger: NOOP_LOGGER });
+    host = createIsolatedAdapterHost({ heapMb: 64, cpuLimitMs: 10_000, maxProcesses: 1, bindTimeoutMs: 60_000, logger: NOOP_LOGGER });
   });
   afterAll(() => host.close());
   beforeEach(() => {
@@ -278,6 +281,23 @@ describe("bindings file (adapters bound through the real isolated worker host)",
     ["unknown top-level key", { ...TRACKER_BINDING, retries: 3 }, /retries/],
     ["unknown key in a binding", { bindings: { tracker: { package: FIXTURE_PACKAGE, opts: {} } } }, /opts/],
     [
+      "an env name the runtime reads (NODE_OPTIONS could lift the sandbox's limits)",
+      { bindings: { tracker: { package: FIXTURE_PACKAGE, env: { NODE_OPTIONS: "--allow-fs-write=*" } } } },
+      /bindings\.tracker\.env\.NODE_OPTIONS: .*reserved/,
+    ],
+    [
+      "a lower-case env name",
+      { bindings: { tracker: { package: FIXTURE_PACKAGE, env: { token: "x" } } } },
+      /bindings\.tracker\.env\.token: /,
+    ],
+    [
+      "more than 32 env names",
+      {
+        bindings: { tracker: { package: FIXTURE_PACKAGE, env: Object.fromEntries(Array.from({ length: 33 }, (_, i) => [`V${i}`, "x"])) } },
+      },
+      /at most 32 env names/,
+    ],
+    [
       "bad server id",
       { bindings: { "no spaces": { package: FIXTURE_PACKAGE, options: { url: "http://127.0.0.1:2/mcp" } } } },
       /bindings\.no spaces: /,
@@ -394,7 +414,7 @@ describe("the API process refuses a bad binding at startup with one config.inval
       );
       expect(exit).toBe(2);
       expect(stderr).toBe(
-        `config.invalid: ${BINDINGS_VAR}: bindings.tracker: adapter.load_failed: adapter ${mod}#factory did not load and build within 3000 ms (MOSOO_ADAPTER_LOAD_TIMEOUT_MS): its module import or create() hangs; the worker was terminated\n`,
+        `config.invalid: ${BINDINGS_VAR}: bindings.tracker: adapter.load_failed: adapter ${mod}#factory did not load and build within 3000 ms (MOSOO_ADAPTER_LOAD_TIMEOUT_MS): its module import or create() hangs; the process was killed\n`,
       );
     },
     70_000,

@@ -4,7 +4,7 @@
  * lookup then submits its outcome to the group commit. `EffectReconciler.drain()` — what the API's
  * close() awaits after closing the host and before closing the store — must leave every such outcome
  * committed and its lease released, so that nothing is lost and then misrecorded `lookup_interrupted`
- * at the next start. Real host (piscina worker threads), real runtime (CrashLab, group commit on).
+ * at the next start. Real host (sandboxed child processes), real runtime (CrashLab, group commit on).
  * The second case holds the store's write lock (another connection, as a backup or `effects --db`
  * would) while the host closes: the outcome's commit then waits out the busy store asynchronously,
  * after the first flush — the window in which the old close() (flush once, close the store) lost it.
@@ -20,7 +20,7 @@ const MISBEHAVING = fileURLToPath(new URL("./fixtures/adapters/misbehaving.adapt
 
 describe("reconciler shutdown: outcomes of lookups the host's close rejected", { timeout: 120_000 }, () => {
   async function lookUpThenClose(lockStore: boolean): Promise<void> {
-    const host = createIsolatedAdapterHost({ heapMb: 32, maxThreads: 1, bindTimeoutMs: 60_000, logger: NOOP_LOGGER });
+    const host = createIsolatedAdapterHost({ heapMb: 32, cpuLimitMs: 10_000, maxProcesses: 1, bindTimeoutMs: 60_000, logger: NOOP_LOGGER });
     const { adapter } = await host.bind({ module: MISBEHAVING, export: "neverSettlesAdapterFactory" }, undefined);
     const lab = new CrashLab("lookup_only", "ok", { adapter, lookupTimeoutMs: 60_000 });
     let other: Database.Database | undefined;

@@ -28,17 +28,12 @@ export interface InstantiatedBinding {
 const MAX_ADAPTER_MODULE_BYTES = 16 * 1024 * 1024;
 
 /**
- * Loads an adapter factory from `source` (docs/DESIGN.md §4, "Adapters are installable"): resolves
- * `source.module` from the dependencies of the package that holds `resolveFrom` (a file path, e.g.
- * the host's `package.json`; an absolute `module` is used as is), imports it and takes the named
- * export: a {@link ReconciliationAdapterFactory} (`declaration` validated per
- * `AdapterDeclarationSchema`, `create` function) or a {@link DiscoveringAdapterFactory}. Reads the
- * package name and version from the nearest `package.json` of the resolved file.
- * @throws ReconciliationError `adapter.package_not_found` (cannot resolve), `adapter.load_failed`
- *   (resolved, but importing it threw: a missing dependency of its own, a throw at import),
- *   `adapter.export_missing` (no such export, or not a factory), `adapter.invalid_declaration`.
+ * The absolute path of the file `source.module` names: resolved from the dependencies of the package
+ * that holds `resolveFrom` (an absolute `module` is used as is), checked to be a regular file of at
+ * most 16 MiB (never a device, FIFO or directory).
+ * @throws ReconciliationError `adapter.package_not_found` (cannot resolve, or not such a file).
  */
-export async function loadAdapterModule(source: AdapterSource, resolveFrom: string): Promise<LoadedAdapterModule> {
+export function resolveAdapterModule(source: AdapterSource, resolveFrom: string): string {
   let resolved: string;
   try {
     resolved = isAbsolute(source.module) ? source.module : createRequire(resolveFrom).resolve(source.module);
@@ -56,6 +51,22 @@ export async function loadAdapterModule(source: AdapterSource, resolveFrom: stri
       },
     );
   }
+  return resolved;
+}
+
+/**
+ * Loads an adapter factory from `source` (docs/DESIGN.md §4, "Adapters are installable"): resolves
+ * `source.module` from the dependencies of the package that holds `resolveFrom` (a file path, e.g.
+ * the host's `package.json`; an absolute `module` is used as is), imports it and takes the named
+ * export: a {@link ReconciliationAdapterFactory} (`declaration` validated per
+ * `AdapterDeclarationSchema`, `create` function) or a {@link DiscoveringAdapterFactory}. Reads the
+ * package name and version from the nearest `package.json` of the resolved file.
+ * @throws ReconciliationError `adapter.package_not_found` (cannot resolve), `adapter.load_failed`
+ *   (resolved, but importing it threw: a missing dependency of its own, a throw at import),
+ *   `adapter.export_missing` (no such export, or not a factory), `adapter.invalid_declaration`.
+ */
+export async function loadAdapterModule(source: AdapterSource, resolveFrom: string): Promise<LoadedAdapterModule> {
+  const resolved = resolveAdapterModule(source, resolveFrom);
   let namespace: Record<string, unknown>;
   try {
     namespace = (await import(pathToFileURL(resolved).href)) as Record<string, unknown>;
@@ -65,8 +76,22 @@ export async function loadAdapterModule(source: AdapterSource, resolveFrom: stri
       details: { module: source.module },
     });
   }
+  return adapterModuleFromNamespace(namespace, source, nearestPackage(resolved));
+}
+
+/**
+ * The factory that `source.export` names in an already imported module `namespace` (the adapter
+ * sandbox imports the module itself, bundled), with the package `pkg` it came from (name and
+ * version, or `undefined` when unknown). The declaration is validated as a built-in's.
+ * @throws ReconciliationError `adapter.export_missing` (no factory under that export),
+ *   `adapter.invalid_declaration` (the factory's declaration fails the contract).
+ */
+export function adapterModuleFromNamespace(
+  namespace: Record<string, unknown>,
+  source: AdapterSource,
+  pkg: { name: string | null; version: string | null } | undefined,
+): LoadedAdapterModule {
   const candidate = Object.hasOwn(namespace, source.export) ? namespace[source.export] : undefined;
-  const pkg = nearestPackage(resolved);
   const loaded = (factory: LoadedAdapterModule["factory"]): LoadedAdapterModule => ({
     source: { ...source },
     factory,
@@ -154,7 +179,11 @@ function isDiscovering(value: unknown): value is DiscoveringAdapterFactory {
     typeof (value as { id?: unknown }).id === "string"
   );
 }
-function nearestPackage(file: string): { name: string | null; version: string | null } | undefined {
+/**
+ * The `name` and `version` of the nearest `package.json` above `file` (each `null` when absent or
+ * not a string), or `undefined` when there is none or it is not JSON.
+ */
+export function nearestPackage(file: string): { name: string | null; version: string | null } | undefined {
   let dir = dirname(file);
   for (;;) {
     const candidate = join(dir, "package.json");

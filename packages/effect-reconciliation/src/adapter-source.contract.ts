@@ -23,20 +23,21 @@ export type AdapterSource = z.infer<typeof AdapterSourceSchema>;
  * Why an adapter's host terminated the code that ran an adapter call (docs/DESIGN.md §5, "crashes, hangs,
  * exits, exhausts memory, leaves async errors behind"):
  * - `crashed`: an uncaught exception or unhandled rejection (e.g. a throwing timer, a floating
- *   rejected promise) ended the worker;
- * - `exited`: the adapter called `process.exit` (or its worker ended otherwise);
- * - `out_of_memory`: the worker reached its heap limit;
- * - `timeout`: the host terminated the worker because the call outlived its bound (or was cancelled).
+ *   rejected promise) ended the adapter's process, or it broke the host's protocol;
+ * - `exited`: the adapter called `process.exit` (or its process ended otherwise);
+ * - `out_of_memory`: the process reached its heap limit or its resident-memory bound (killed);
+ * - `cpu_limit`: the call used more CPU time than its bound (the process was killed);
+ * - `timeout`: the host killed the process because the call outlived its bound (or was cancelled).
  */
-export const ADAPTER_TERMINATION_REASONS = ["crashed", "exited", "out_of_memory", "timeout"] as const;
+export const ADAPTER_TERMINATION_REASONS = ["crashed", "exited", "out_of_memory", "cpu_limit", "timeout"] as const;
 /** See {@link ADAPTER_TERMINATION_REASONS}. */
 export type AdapterTerminationReason = (typeof ADAPTER_TERMINATION_REASONS)[number];
 
 const CRASH_BRAND = Symbol.for("@mosoo/effect-reconciliation/AdapterCrashedError");
 
 /**
- * Rejection of an isolated adapter call whose worker died under it (`reason` is `crashed`, `exited`
- * or `out_of_memory`): the reconcile step maps it to `still_unknown` / `adapter_crashed` (never to
+ * Rejection of an isolated adapter call whose process died under it or was killed past a limit
+ * (`reason` is `crashed`, `exited`, `out_of_memory` or `cpu_limit`): the reconcile step maps it to `still_unknown` / `adapter_crashed` (never to
  * `adapter_error`, which is an adapter that threw or rejected normally). `message` is one line.
  * Use {@link AdapterCrashedError.is} rather than `instanceof`.
  */

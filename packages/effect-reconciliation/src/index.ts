@@ -100,7 +100,13 @@ export type { AdapterHost, AdapterBindOptions } from "./adapter-host.contract.js
 export { NOOP_LOGGER } from "./adapter-logger.js";
 export { AdapterSourceSchema, declarationHash } from "./adapter-source.contract.js";
 export type { AdapterSource, AdapterProvenance } from "./adapter-source.contract.js";
-export { loadAdapterModule, instantiateBinding } from "./adapter-loader.js";
+export {
+  adapterModuleFromNamespace,
+  instantiateBinding,
+  loadAdapterModule,
+  nearestPackage,
+  resolveAdapterModule,
+} from "./adapter-loader.js";
 export type { LoadedAdapterModule, InstantiatedBinding } from "./adapter-loader.js";
 export { narrowAdapter } from "./adapter-coverage.js";
 export type { ToolCoverage } from "./adapter-coverage.js";

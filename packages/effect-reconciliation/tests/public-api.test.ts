@@ -91,6 +91,7 @@ describe("public surface", () => {
         "RuntimeReasonCodeSchema",
         "StillUnknownOutcomeSchema",
         "adapterFactoryOf",
+        "adapterModuleFromNamespace",
         "askAdapter",
         "judgeLookupAnswer",
         "checkEligibility",
@@ -104,8 +105,10 @@ describe("public surface", () => {
         "isEligible",
         "loadAdapterModule",
         "narrowAdapter",
+        "nearestPackage",
         "planCompensation",
         "reconcileEffect",
+        "resolveAdapterModule",
         "stillUnknown",
       ].sort(),
     );

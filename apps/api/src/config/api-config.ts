@@ -89,9 +89,11 @@ export interface ApiConfig {
     maxLookups: number;
     /** Group commit of outcomes: at most `maxBatch` per transaction, the first waiting at most `windowMs` (ms) for others (`MOSOO_GROUP_COMMIT_MAX`, `MOSOO_GROUP_COMMIT_WINDOW_MS`). */
     groupCommit: { maxBatch: number; windowMs: number };
-    /** Old-generation heap limit (MB) of each worker thread that runs adapter code (`MOSOO_ADAPTER_HEAP_MB`). */
+    /** Old-generation heap limit (MB) of each process that runs adapter code (`MOSOO_ADAPTER_HEAP_MB`). */
     adapterHeapMb: number;
-    /** Bound (ms) on loading and building one bound adapter in its worker at startup (`MOSOO_ADAPTER_LOAD_TIMEOUT_MS`). */
+    /** CPU time (ms) one adapter call may use before its process is killed (`MOSOO_ADAPTER_CPU_MS`). */
+    adapterCpuMs: number;
+    /** Bound (ms) on loading and building one bound adapter in its process at startup (`MOSOO_ADAPTER_LOAD_TIMEOUT_MS`). */
     adapterLoadTimeoutMs: number;
   };
 }
@@ -245,6 +247,7 @@ export function loadApiConfig(env: Record<string, string | undefined>): ApiConfi
       maxLookups: c.MOSOO_MAX_LOOKUPS,
       groupCommit: { maxBatch: c.MOSOO_GROUP_COMMIT_MAX, windowMs: c.MOSOO_GROUP_COMMIT_WINDOW_MS },
       adapterHeapMb: c.MOSOO_ADAPTER_HEAP_MB,
+      adapterCpuMs: c.MOSOO_ADAPTER_CPU_MS,
       adapterLoadTimeoutMs: c.MOSOO_ADAPTER_LOAD_TIMEOUT_MS,
     },
   };

@@ -15,19 +15,51 @@ import { readBindingsFileText } from "./startup-checks.js";
 import type { BoundAdapterInfo, ReconciliationSettings } from "../modules/reconciliation/application/reconciliation-settings.js";
 
 /**
+ * The environment an operator assigns to one binding's adapter processes (docs/DESIGN.md §4 "The
+ * sandbox is the operating system's"), e.g. `{"TRACKER_TOKEN": "..."}`: they start with these
+ * variables and no other. At most 32 names, each `^[A-Z][A-Z0-9_]{0,63}$` and not one the runtime
+ * or the dynamic loader reads (`MOSOO_*`, `NODE_*`, `LD_*`, `UV_*`: `NODE_OPTIONS` could lift the
+ * sandbox's limits); each value at most 8192 characters, no NUL.
+ */
+const BindingEnvSchema = z
+  .record(
+    z.string(),
+    z
+      .string()
+      .max(8_192)
+      .refine((value) => !value.includes("\0"), "an env value holds no NUL character"),
+  )
+  .superRefine((env, ctx) => {
+    const names = Object.keys(env);
+    if (names.length > 32) ctx.addIssue({ code: "custom", message: "at most 32 env names per binding" });
+    for (const name of names) {
+      if (!/^[A-Z][A-Z0-9_]{0,63}$/.test(name))
+        ctx.addIssue({
+          code: "custom",
+          path: [name],
+          message: "an env name is upper-case letters, digits and _ (at most 64, starting with a letter)",
+        });
+      else if (/^(MOSOO_|NODE_|LD_|UV_)/.test(name))
+        ctx.addIssue({ code: "custom", path: [name], message: "env names starting MOSOO_, NODE_, LD_ or UV_ are reserved" });
+    }
+  });
+
+/**
  * One server's binding (docs/DESIGN.md §4 "Adapters are installable"): exactly one of
  * - `adapterId`: a built-in adapter (`mcp-convention`, see `BUILT_IN_ADAPTER_SOURCES`), or
  * - `package`: an adapter source `{module, export}` ({@link AdapterSourceSchema}): an installed
  *   package resolved from the API's own dependencies (`pnpm --filter @mosoo/api add <package>`), an
  *   absolute path, or a path starting with `./` / `../` relative to the bindings file;
- * plus its `options` (validated by the adapter) and optionally `tools`, the tools it covers
- * (each must be declared by the adapter and named once; default: every declared tool).
+ * plus its `options` (validated by the adapter), optionally `tools`, the tools it covers
+ * (each must be declared by the adapter and named once; default: every declared tool), and
+ * optionally `env` ({@link BindingEnvSchema}): the whole environment of the adapter's processes.
  */
 const BindingSchema = z
   .strictObject({
     adapterId: z.string().min(1).optional(),
     package: AdapterSourceSchema.optional(),
     options: z.unknown().optional(),
+    env: BindingEnvSchema.optional(),
     tools: z
       .array(ToolNameSchema)
       .min(1)
@@ -51,21 +83,23 @@ type Binding = z.infer<typeof BindingSchema>;
  */
 const BindingsFileSchema = z.strictObject({ bindings: z.record(ServerIdSchema, BindingSchema) });
 
-/** What to bind on one server: the adapter's source, its options and the optional tool list. */
+/** What to bind on one server: the adapter's source, its options, the optional tool list and the environment of its processes. */
 interface BindingSpec {
   serverId: string;
   source: AdapterSource;
   options: unknown;
   tools: string[] | undefined;
+  env: Record<string, string> | undefined;
 }
 
 /**
  * THE ISOLATION SWAP POINT (docs/DESIGN.md §4 "Adapters are untrusted code"): builds one bound adapter
  * from its source. In production (`startApi`, the operator CLI's `--db` client) it is always
- * {@link hostInstantiator} over the isolated adapter host (`createIsolatedAdapterHost`): the worker
- * loads `spec.source` (package names resolved from the API's dependencies), instantiates it with
- * `spec.options`, narrows it to `spec.tools`, computes coverage and provenance and returns them;
- * the adapter's `lookup`/`planCompensation` then run in that worker. Only tests use an in-process
+ * {@link hostInstantiator} over the isolated adapter host (`createIsolatedAdapterHost`): a
+ * sandboxed process with exactly `spec.env` as its environment loads `spec.source` (package names
+ * resolved from the API's dependencies), instantiates it with `spec.options`, narrows it to
+ * `spec.tools`, computes coverage and returns it; the adapter's `lookup`/`planCompensation` then run
+ * in the binding's processes. Only tests use an in-process
  * host (`createInProcessAdapterHost` from `@mosoo/effect-reconciliation/testing`).
  * `discoveryTimeoutMs` bounds discovery (ms; the convention adapter's `tools/list`).
  * @throws ReconciliationError (`adapter.package_not_found`, `adapter.export_missing`, `adapter.load_failed`,
@@ -76,7 +110,11 @@ type BindingInstantiator = (spec: BindingSpec, discoveryTimeoutMs: number) => Pr
 /** The {@link BindingInstantiator} of an {@link AdapterHost}: `host.bind(source, options, {tools, discoveryTimeoutMs})`. */
 function hostInstantiator(host: AdapterHost): BindingInstantiator {
   return (spec, discoveryTimeoutMs) =>
-    host.bind(spec.source, spec.options, { ...(spec.tools ? { tools: spec.tools } : {}), discoveryTimeoutMs });
+    host.bind(spec.source, spec.options, {
+      ...(spec.tools ? { tools: spec.tools } : {}),
+      ...(spec.env ? { env: spec.env } : {}),
+      discoveryTimeoutMs,
+    });
 }
 
 const VAR = "MOSOO_RECONCILIATION_BINDINGS_FILE";
@@ -92,7 +130,7 @@ export interface BindingsLoadOptions {
 
 /**
  * Reads and validates the bindings file and binds each adapter through `host` (in production the
- * isolated worker host: the adapter is loaded and built in a worker, never on the caller's thread).
+ * sandboxing host: the adapter is loaded and built in a child process, never in the caller's process).
  * @throws ConfigError (one line `config.invalid: MOSOO_RECONCILIATION_BINDINGS_FILE: ...` naming the
  *   server and the code) when the file is unreadable, not a regular file, larger than 1 MiB
  *   (`readBindingsFileText`), not JSON, holds a `__proto__`, `constructor` or `prototype` key anywhere
@@ -131,7 +169,13 @@ export async function loadBindings(
   const bindings = new Map<string, BoundAdapterInfo>();
   for (const [serverId, binding] of Object.entries(parsed.data.bindings)) {
     try {
-      const spec: BindingSpec = { serverId, source: sourceOf(binding, file, builtIns), options: binding.options, tools: binding.tools };
+      const spec: BindingSpec = {
+        serverId,
+        source: sourceOf(binding, file, builtIns),
+        options: binding.options,
+        tools: binding.tools,
+        env: binding.env,
+      };
       bindings.set(serverId, { serverId, ...(await instantiate(spec, opts.discoveryTimeoutMs ?? 5_000)) });
     } catch (err) {
       const detail = ReconciliationError.is(err) ? `${err.code}: ${err.message}` : String(err);

@@ -25,7 +25,7 @@ function misbehavingAdapterModule(): string {
  * provider commits a `createIssue` write and holds its response, the Driver is SIGKILLed, and (see
  * {@link HostileAdapterSpec.recovery}) either no Driver comes back and the API's finalization repair, or a
  * restarted Driver's redelivered claim, looks the effect up through the hostile adapter
- * `exportName` (a factory of the misbehaving fixture module), run in the API's worker threads.
+ * `exportName` (a factory of the misbehaving fixture module), run in the API's sandboxed adapter processes.
  * With `restartApi` the API is then stopped and started again on the same store, and the sweep's
  * next lookups run through the same adapter. Throughout, `GET /health` is asked every
  * {@link HEALTH_PERIOD_MS} ms; every answer must be 200 and no API process may exit on its own.
@@ -115,7 +115,7 @@ export async function runHostileAdapterScenario(spec: HostileAdapterSpec, opts: 
     const apiDb = join(workDir, "api.db");
     current = await startApiProcess(apiDb, apiEnv);
     procs.push(current.proc);
-    timeline(`API up at ${current.url}; tracker bound to ${spec.exportName} (a hostile adapter module, run in worker threads)`);
+    timeline(`API up at ${current.url}; tracker bound to ${spec.exportName} (a hostile adapter module, run in sandboxed processes)`);
     probe.start();
 
     const mcpConfigFile = writeMcpConfig(workDir, { tracker: provider.url });
@@ -232,8 +232,8 @@ export async function runHostileAdapterScenario(spec: HostileAdapterSpec, opts: 
     if (spec.reasonCode === "adapter_crashed")
       expectInvariant(
         failures,
-        terminations.some((l) => /reason="(crashed|exited|out_of_memory)"/.test(l)),
-        "GET /metrics must count the crashed adapter worker",
+        terminations.some((l) => /reason="(crashed|exited|out_of_memory|cpu_limit)"/.test(l)),
+        "GET /metrics must count the crashed adapter process",
       );
     return { failures, line };
   } finally {

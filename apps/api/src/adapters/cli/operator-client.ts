@@ -7,7 +7,7 @@ import { openApiStore } from "../../config/open-api-store.js";
 import type { Store } from "../../platform/db/store.port.js";
 import type { ApiConfig } from "../../config/api-config.js";
 import { resolveReconciliationSettings } from "../../config/reconciliation-bindings.js";
-import { createIsolatedAdapterHost } from "../../modules/reconciliation/infrastructure/isolated-adapter-host.js";
+import { adapterProcessBudget, createIsolatedAdapterHost } from "../../modules/reconciliation/infrastructure/isolated-adapter-host.js";
 import { isMosooSqliteStoreFile } from "../../platform/db/sqlite/sqlite-store-file.js";
 import { createRuntime } from "../../composition-root.js";
 import { RuntimeError } from "../../modules/ledger/domain/runtime-errors.js";
@@ -159,7 +159,8 @@ export async function localOperatorClient(config: ApiConfig, token?: string): Pr
   }
   const host = createIsolatedAdapterHost({
     heapMb: config.reconciliation.adapterHeapMb,
-    maxThreads: config.reconciliation.concurrency,
+    cpuLimitMs: config.reconciliation.adapterCpuMs,
+    ...adapterProcessBudget(config.reconciliation.concurrency),
     bindTimeoutMs: config.reconciliation.adapterLoadTimeoutMs,
     bindTimeoutSetting: "MOSOO_ADAPTER_LOAD_TIMEOUT_MS",
     logger: pino({ level: "silent" }),

@@ -38,11 +38,12 @@ export class ReconciliationMetrics {
 }
 
 /**
- * Prometheus counter of adapter worker terminations (docs/DESIGN.md §4 "Adapters are untrusted code"):
- * `mosoo_adapter_worker_terminations_total{adapter, reason}`, one per adapter call whose worker was
- * terminated or died (`reason`: `timeout` — the host terminated it at the call's bound; `crashed` —
- * uncaught exception or floating rejection; `exited` — `process.exit`; `out_of_memory` — the heap
- * limit `MOSOO_ADAPTER_HEAP_MB`), and per worker found dead between calls. `adapter` is the
+ * Prometheus counter of adapter process terminations (docs/DESIGN.md §4 "Adapters are untrusted code"):
+ * `mosoo_adapter_worker_terminations_total{adapter, reason}` (the name kept from when adapters ran in
+ * worker threads), one per adapter call whose process was killed or died (`reason`: `timeout` — killed
+ * at the call's bound; `crashed` — uncaught exception, floating rejection, a broken reply, or killed
+ * with another call; `exited` — `process.exit`; `out_of_memory` — the heap limit `MOSOO_ADAPTER_HEAP_MB`
+ * or the resident-memory bound; `cpu_limit` — `MOSOO_ADAPTER_CPU_MS`), and per process found dead between calls. `adapter` is the
  * adapter id (the factory's export name while it is being built).
  */
 export class AdapterWorkerMetrics {
@@ -51,7 +52,7 @@ export class AdapterWorkerMetrics {
   constructor(registry: Registry) {
     this.terminations = new Counter({
       name: "mosoo_adapter_worker_terminations_total",
-      help: "Adapter worker threads terminated (timeout) or dead (crashed, exited, out_of_memory), by adapter and reason",
+      help: "Adapter processes killed (timeout, cpu_limit, out_of_memory) or dead (crashed, exited), by adapter and reason",
       labelNames: ["adapter", "reason"],
       registers: [registry],
     });

@@ -1,9 +1,9 @@
-import { fileURLToPath } from "node:url";
+// The tasks an adapter's sandboxed process runs (build, lookup, planCompensation) and their replies.
 import {
   MAX_RECEIPT_BYTES,
   MAX_RESULT_BYTES,
+  adapterModuleFromNamespace,
   instantiateBinding,
-  loadAdapterModule,
   ReconciliationError,
   type AdapterLogger,
   type AdapterSource,
@@ -12,21 +12,18 @@ import {
   type ReconciliationErrorCode,
 } from "@mosoo/effect-reconciliation";
 
-/** The API's own `package.json`: adapter packages resolve from its dependencies (docs/DESIGN.md §4 "Adapters are installable"). */
-const API_PACKAGE_JSON = fileURLToPath(new URL("../../../../package.json", import.meta.url));
-
-/** Bound (ms) of a discovery that a `lookup` task's fresh worker has to redo (the call's own bound terminates it earlier). */
+/** Bound (ms) of a discovery that a `lookup` task's fresh process has to redo (the call's own bound terminates it earlier). */
 const REBUILD_DISCOVERY_MS = 30_000;
 
 /**
- * One task of the adapter worker (the piscina worker entry below; docs/DESIGN.md §4 "Adapters are
- * untrusted code"). Every task names its adapter by `source` + `options` + `tools`, so any worker of
- * the pool (a fresh one after a crash included) can build it:
- * - `bind`: load the module (`loadAdapterModule`: package names resolve from the API's
- *   dependencies), build the adapter (`instantiateBinding`: `create(options)` or discovery bounded
- *   by `timeoutMs`, validated, narrowed to `tools`) and answer its declaration, coverage and provenance;
- * - `lookup` / `planCompensation`: call it with `request` (a structured copy made by the thread
- *   boundary) and a signal aborting after `timeoutMs` (ms).
+ * One task of an adapter's sandboxed process (docs/DESIGN.md §4 "Adapters are untrusted code"), sent
+ * by the host as one JSON line. Every task names its adapter by `source` + `options` + `tools`, so
+ * any process of the binding's pool (a fresh one after a kill included) can build it from the module
+ * its bundle imported (see {@link runAdapterTask}):
+ * - `bind`: build the adapter (`instantiateBinding`: `create(options)` or discovery bounded by
+ *   `timeoutMs`, validated, narrowed to `tools`) and answer its declaration, coverage and provenance;
+ * - `lookup` / `planCompensation`: call it with `request` (a JSON copy) and a signal aborting after
+ *   `timeoutMs` (ms).
  */
 export type AdapterWorkerTask =
   | { op: "bind"; source: AdapterSource; options: unknown; tools: string[] | undefined; timeoutMs: number }
@@ -39,7 +36,7 @@ export type AdapterWorkerTask =
       timeoutMs: number;
     };
 
-/** One log entry an adapter wrote during a call, replayed by the host on its own logger. */
+/** One log entry an adapter wrote during a call, replayed (bounded, redacted) by the host on its own logger. */
 interface AdapterWorkerLog {
   level: "debug" | "info" | "warn" | "error";
   fields: Record<string, unknown>;
@@ -47,13 +44,13 @@ interface AdapterWorkerLog {
 }
 
 /**
- * What the worker answers (a worker that dies answers nothing: the host sees the pool's rejection):
+ * What the process answers (a process that dies answers nothing: the host sees it exit):
  * - `bound`: the (narrowed) adapter's declaration (validated again by the host), whether it plans
  *   compensations, its tool coverage and its package name / version (the host hashes the declaration itself);
  * - `refused`: `bind` failed with a `ReconciliationError` code and one line;
- * - `answered`: the call's value as the JSON text the worker wrote once and measured (`null` for a
+ * - `answered`: the call's value as the JSON text the process wrote once and measured (`null` for a
  *   value JSON omits, e.g. `undefined`); the host parses it;
- * - `unanswerable`: the call answered a value the worker does not copy back: larger than
+ * - `unanswerable`: the call answered a value the process does not copy back: larger than
  *   {@link MAX_ANSWER_UNITS} (`reason` names the bound) or not JSON (`reason` says why);
  * - `threw`: the call threw or rejected (one line).
  */
@@ -65,7 +62,7 @@ export type AdapterWorkerReply =
   | { kind: "threw"; error: string; logs: AdapterWorkerLog[] };
 
 /** Most log entries kept per call (more are dropped). */
-const MAX_LOGS_PER_CALL = 100;
+export const MAX_LOGS_PER_CALL = 100;
 
 const adapters = new Map<string, Promise<InstantiatedBinding>>();
 
@@ -80,12 +77,30 @@ function oneLine(value: unknown): string {
   return line.length > 500 ? `${line.slice(0, 499)}…` : line;
 }
 
-function build(source: AdapterSource, options: unknown, tools: string[] | undefined, timeoutMs: number): Promise<InstantiatedBinding> {
+/** The adapter module the process's bundle imported, and the package it came from. */
+export interface SandboxedModule {
+  namespace: Record<string, unknown>;
+  packageName: string | null;
+  packageVersion: string | null;
+}
+
+function build(
+  module: SandboxedModule,
+  source: AdapterSource,
+  options: unknown,
+  tools: string[] | undefined,
+  timeoutMs: number,
+): Promise<InstantiatedBinding> {
   const key = JSON.stringify([source.module, source.export, options ?? null, tools ?? null]);
   const cached = adapters.get(key);
   if (cached) return cached;
   const built = (async () =>
-    instantiateBinding(await loadAdapterModule(source, API_PACKAGE_JSON), options, tools, AbortSignal.timeout(timeoutMs)))();
+    instantiateBinding(
+      adapterModuleFromNamespace(module.namespace, source, { name: module.packageName, version: module.packageVersion }),
+      options,
+      tools,
+      AbortSignal.timeout(timeoutMs),
+    ))();
   adapters.set(key, built);
   built.catch(() => adapters.delete(key));
   return built;
@@ -99,9 +114,9 @@ function build(source: AdapterSource, options: unknown, tools: string[] | undefi
  * adapter would otherwise be copied in the worker, and an allocation that fails there can abort the
  * whole process instead of the worker (V8 out-of-memory is fatal for a large string).
  */
-const MAX_ANSWER_UNITS = MAX_RESULT_BYTES + MAX_RECEIPT_BYTES + 64 * 1024;
+export const MAX_ANSWER_UNITS = MAX_RESULT_BYTES + MAX_RECEIPT_BYTES + 64 * 1024;
 /** Largest log-fields object copied back per log line (same measure). */
-const MAX_LOG_FIELDS_UNITS = 16 * 1024;
+export const MAX_LOG_FIELDS_UNITS = 16 * 1024;
 
 /** Thrown by {@link boundedStringify}'s replacer when the serialisation passes its bound. */
 class OverBound extends Error {}
@@ -144,14 +159,14 @@ function tryJsonText(value: unknown, limit: number): { ok: true; text: string | 
   }
 }
 
-/** {@link tryJsonText}, parsed back in the worker into a detached copy (`{ok: true, value}`); never throws. */
+/** {@link tryJsonText}, parsed back in the process into a detached copy (`{ok: true, value}`); never throws. */
 function tryJsonCopy(value: unknown, limit: number): { ok: true; value: unknown } | { ok: false; reason: string } {
   const copy = tryJsonText(value, limit);
   if (!copy.ok) return copy;
   return { ok: true, value: copy.text === undefined ? undefined : (JSON.parse(copy.text) as unknown) };
 }
 
-/** {@link tryJsonCopy} for what the worker reports itself (declaration, coverage, log fields): `{notJson: why}` when it cannot be copied, which no contract accepts. */
+/** {@link tryJsonCopy} for what the process reports itself (declaration, coverage, log fields): `{notJson: why}` when it cannot be copied, which no contract accepts. */
 function jsonCopy(value: unknown, limit = MAX_ANSWER_UNITS): unknown {
   const copy = tryJsonCopy(value, limit);
   return copy.ok ? copy.value : { notJson: copy.reason };
@@ -171,14 +186,15 @@ function bufferLogger(logs: AdapterWorkerLog[]): AdapterLogger {
 }
 
 /**
- * The piscina worker entry: runs one {@link AdapterWorkerTask}. Adapter throws and rejections are
- * answers (`threw`); only the death of the worker itself (an uncaught exception, a floating
- * rejection, `process.exit`, the heap limit, a termination on timeout) rejects the host's call.
+ * Runs one {@link AdapterWorkerTask} against `module` (the adapter module the sandbox bundle
+ * imported). Adapter throws and rejections are answers (`threw`); only the death of the process
+ * itself (an uncaught exception, a floating rejection, `process.exit`, a limit, a kill on timeout)
+ * leaves the host's call unanswered. Never throws.
  */
-export default async function runAdapterTask(task: AdapterWorkerTask): Promise<AdapterWorkerReply> {
+export async function runAdapterTask(module: SandboxedModule, task: AdapterWorkerTask): Promise<AdapterWorkerReply> {
   if (task.op === "bind") {
     try {
-      const built = await build(task.source, task.options, task.tools, task.timeoutMs);
+      const built = await build(module, task.source, task.options, task.tools, task.timeoutMs);
       return {
         kind: "bound",
         declaration: jsonCopy(built.adapter.declaration),
@@ -194,7 +210,7 @@ export default async function runAdapterTask(task: AdapterWorkerTask): Promise<A
   }
   const logs: AdapterWorkerLog[] = [];
   try {
-    const { adapter } = await build(task.source, task.options, task.tools, REBUILD_DISCOVERY_MS);
+    const { adapter } = await build(module, task.source, task.options, task.tools, REBUILD_DISCOVERY_MS);
     const context = { signal: AbortSignal.timeout(task.timeoutMs), logger: bufferLogger(logs) };
     const value =
       task.op === "lookup"

@@ -1,21 +1,18 @@
 /**
- * The adapter worker's deny-list (docs/DESIGN.md §4 "Adapters are untrusted code"), installed by the
- * worker's entries (`adapter-worker.bootstrap.mjs` under tsx, `adapter-worker.entry.ts` compiled)
- * after tsx is registered and BEFORE any adapter code loads. A worker thread shares the API's process,
- * so each of these would let adapter code end the API (or run code where no guard runs):
+ * The guard in an adapter's sandboxed process (docs/DESIGN.md §4 "The sandbox is the operating
+ * system's"), installed by the child program (`adapter-sandbox.child.ts`) BEFORE any adapter code
+ * loads. The permission model the process runs under already refuses file writes, reads outside the
+ * adapter's package, child processes, workers and native addons; it does not cover signals, so this
+ * guard closes those and a few other process-wide routes (defence in depth):
  * - signals: `process.kill`, `process._kill` (the binding `process.kill` calls);
- * - threads and processes the guard never runs in: `worker_threads.Worker`, `child_process`'s
- *   `spawn`/`exec`/`execFile`/`fork` (and `*Sync`) and its `ChildProcess` class, `module.register`
- *   (loader hooks run in a thread of their own), `inspector.Session`/`inspector.open` (a session
- *   connected to the main thread evaluates code there);
- * - native access: `process.binding`, `process._linkedBinding`, `process.dlopen` (native addons);
+ * - threads and processes: `worker_threads.Worker`, `child_process`'s `spawn`/`exec`/`execFile`/`fork`
+ *   (and `*Sync`) and its `ChildProcess` class, `module.register` (loader hooks run in a thread of
+ *   their own), `inspector.Session`/`inspector.open`;
+ * - native access: `process.binding`, `process._linkedBinding`, `process.dlopen`;
  * - process-wide V8 flags: `v8.setFlagsFromString`.
- * Each refused call throws `Error("<name> is not available to adapter code")`, which the host answers
- * as the call's error (recorded fail-closed: `still_unknown`). Module exports are replaced on the CJS
- * export objects and `syncBuiltinESMExports()` makes later ESM imports (`import { Worker } from
- * "node:worker_threads"`) see the same. This is a deny-list, not a sandbox: it closes the routes
- * above in this thread; it cannot confine native code or what the filesystem allows, and only OS-level
- * isolation (a separate user, a container) confines deliberately malicious code (README "Isolation").
+ * Each refused call throws `Error("<name> is not available to adapter code")`, which the adapter sees
+ * as any error. Module exports are replaced on the CJS export objects and `syncBuiltinESMExports()`
+ * makes later ESM imports see the same.
  */
 import { createRequire, syncBuiltinESMExports } from "node:module";
 
@@ -51,9 +48,8 @@ function lockClass(target: object, key: string, name: string): void {
 let installed = false;
 
 /**
- * Installs the deny-list above in the calling thread (idempotent). Call it in the adapter worker only,
- * after the TypeScript loader is registered (it refuses `module.register` afterwards) and before any
- * adapter module is imported. Throws nothing.
+ * Installs the guard above in the calling process (idempotent). Call it in the adapter's sandboxed
+ * process only, before any adapter module is imported. Throws nothing.
  */
 export function installAdapterGuard(): void {
   if (installed) return;

@@ -1,0 +1,277 @@
+// One sandboxed child process that runs an adapter's tasks, and how the host watches and kills it.
+import { spawn, type ChildProcess } from "node:child_process";
+import { readFileSync } from "node:fs";
+import type { Readable } from "node:stream";
+import type { AdapterTerminationReason } from "@mosoo/effect-reconciliation";
+import type { AdapterWorkerReply, AdapterWorkerTask } from "./adapter-sandbox.tasks.js";
+import { MAX_ANSWER_UNITS, MAX_LOG_FIELDS_UNITS, MAX_LOGS_PER_CALL } from "./adapter-sandbox.tasks.js";
+
+/**
+ * Longest reply line read from a child (bytes): an answer and its log entries at their bounds, each
+ * UTF-16 unit escaped to at most 6 bytes of JSON. A longer line kills the child (`crashed`).
+ */
+const MAX_REPLY_LINE_BYTES = 6 * (MAX_ANSWER_UNITS + MAX_LOGS_PER_CALL * (MAX_LOG_FIELDS_UNITS + 1_024));
+/** Longest stdout/stderr line passed on (characters; the rest is cut) and most lines passed on per busy period (calls in flight without a pause). */
+const MAX_OUTPUT_LINE_CHARS = 500;
+const MAX_OUTPUT_LINES_PER_CALL = 50;
+/** How often (ms) the host reads a busy child's CPU time and resident memory from `/proc`. */
+const SAMPLE_EVERY_MS = 50;
+/** Clock ticks per second of `/proc/<pid>/stat` times (`getconf CLK_TCK`, 100 on Linux) and the page size (bytes). */
+const CLOCK_TICKS_PER_SECOND = 100;
+const PAGE_BYTES = 4096;
+
+/**
+ * How to start a child: `bundleFile` (its program), `readable` (the only paths it may read),
+ * `env` (its whole environment), `packageInfo` (name/version handed to it), `heapMb` (V8 old-space
+ * limit, MB), `rssLimitBytes` (resident memory bound, bytes), `cpuLimitMs` (CPU time per call, ms),
+ * `onIdleDeath(reason)`, and `onOutput(stream, line)`, called with each stdout/stderr line (cut to 500 characters, at most
+ * 50 per call, the rest counted in one `[n lines dropped]` line).
+ */
+export interface SandboxProcessOptions {
+  bundleFile: string;
+  readable: readonly string[];
+  env: Readonly<Record<string, string>>;
+  packageInfo: { name: string | null; version: string | null };
+  heapMb: number;
+  rssLimitBytes: number;
+  cpuLimitMs: number;
+  onOutput: (stream: "stdout" | "stderr", line: string) => void;
+  /** Called once when the process dies while no call is running (a throwing timer left behind, `process.exit` from a timer). */
+  onIdleDeath: (reason: AdapterTerminationReason) => void;
+}
+
+/** A call's end when the child did not answer: how it ended and one line. */
+export class SandboxCallFailed extends Error {
+  /** @param reason the termination reason; @param message one line. */
+  constructor(
+    readonly reason: AdapterTerminationReason,
+    message: string,
+  ) {
+    super(message);
+  }
+}
+
+/** The node arguments of a sandboxed child (Node 20's permission model: reads only `readable`; no writes, child processes, workers, addons or WASI). */
+export function sandboxNodeArgs(opts: Pick<SandboxProcessOptions, "readable" | "heapMb">): string[] {
+  return [
+    "--experimental-permission",
+    ...opts.readable.map((path) => `--allow-fs-read=${path}`),
+    `--max-old-space-size=${opts.heapMb}`,
+    "--disable-warning=ExperimentalWarning",
+    "--disable-proto=delete",
+  ];
+}
+
+/**
+ * One call in flight in a child: how to settle it, the process's CPU time at its start (ms), its CPU
+ * bound (ms) and the most calls the process served at once while it ran (its bound is shared).
+ */
+interface PendingCall {
+  resolve: (reply: AdapterWorkerReply) => void;
+  reject: (error: SandboxCallFailed) => void;
+  startCpuMs: number | undefined;
+  cpuLimitMs: number;
+  sharedBy: number;
+}
+
+/**
+ * One child process (docs/DESIGN.md §4 "The sandbox is the operating system's"): spawned with
+ * exactly `env`, under {@link sandboxNodeArgs}, stdin/stdout/stderr and a reply pipe (fd 3) all held
+ * by the host. {@link call} runs tasks, several at once (calls of ONE binding's adapter only); the
+ * host kills the process (SIGKILL) on a call's signal (that call: `timeout`), past a call's CPU-time
+ * bound (`cpu_limit`) or the memory bound (`out_of_memory`), or on a reply that breaks the protocol;
+ * every call in flight then rejects (the others as `crashed`, unless the cause was the whole
+ * process's), `dead` is true and the host replaces the process.
+ */
+export class SandboxProcess {
+  private readonly child: ChildProcess;
+  private nextId = 1;
+  private readonly pending = new Map<number, PendingCall>();
+  private sampler: ReturnType<typeof setInterval> | undefined;
+  private outputLines = 0;
+  private exitInfo: string | undefined;
+  private heapExhausted = false;
+  /** True once the process exited or was killed. */
+  dead = false;
+
+  /** Spawns the child (it answers tasks once its bundle is loaded). */
+  constructor(private readonly opts: SandboxProcessOptions) {
+    this.child = spawn(process.execPath, [...sandboxNodeArgs(opts), opts.bundleFile, JSON.stringify(opts.packageInfo)], {
+      env: { ...opts.env },
+      stdio: ["pipe", "pipe", "pipe", "pipe"],
+      cwd: "/",
+    });
+    this.child.on("error", () => this.end("crashed", "the adapter process could not be started"));
+    this.child.on("exit", (code, signal) => this.end(code === 0 && signal === null ? "exited" : "crashed", `exit ${signal ?? code}`));
+    this.child.stdin?.on("error", () => undefined);
+    readLines(this.child.stdout!, MAX_OUTPUT_LINE_CHARS, (line) => this.output("stdout", line));
+    readLines(this.child.stderr!, MAX_OUTPUT_LINE_CHARS, (line) => this.output("stderr", line));
+    readLines(this.child.stdio[3] as Readable, MAX_REPLY_LINE_BYTES, (line, cut) => this.reply(line, cut));
+  }
+
+  /** Calls in flight. */
+  get load(): number {
+    return this.pending.size;
+  }
+
+  /**
+   * Runs `task` in the child, at most `cpuLimitMs` of CPU time (ms, default the option's): the
+   * process's CPU time while the call runs, divided by the most calls it served at once meanwhile;
+   * resolves with its reply. Rejects with {@link SandboxCallFailed}
+   * (`timeout` when `signal` aborted, `cpu_limit`, `out_of_memory`, `exited`, `crashed`); the child
+   * is then dead.
+   */
+  call(task: AdapterWorkerTask, signal: AbortSignal, cpuLimitMs = this.opts.cpuLimitMs): Promise<AdapterWorkerReply> {
+    if (this.dead) return Promise.reject(new SandboxCallFailed("crashed", "the adapter process is gone"));
+    const id = this.nextId++;
+    if (this.pending.size === 0) this.outputLines = 0;
+    return new Promise<AdapterWorkerReply>((resolve, reject) => {
+      const onAbort = (): void => this.kill("timeout", id);
+      const settle = (): void => {
+        signal.removeEventListener("abort", onAbort);
+        this.pending.delete(id);
+        if (this.pending.size === 0 && this.sampler) {
+          clearInterval(this.sampler);
+          this.sampler = undefined;
+        }
+      };
+      this.pending.set(id, {
+        resolve: (reply) => (settle(), resolve(reply)),
+        reject: (error) => (settle(), reject(error)),
+        startCpuMs: this.cpuMs(),
+        cpuLimitMs,
+        sharedBy: this.pending.size + 1,
+      });
+      this.sampler ??= setInterval(() => this.sample(), SAMPLE_EVERY_MS);
+      if (signal.aborted) return onAbort();
+      signal.addEventListener("abort", onAbort, { once: true });
+      this.child.stdin!.write(`${JSON.stringify({ id, task })}\n`);
+    });
+  }
+
+  /**
+   * Kills the child (SIGKILL) for `reason`; the call `callId` (when given) rejects with it, every
+   * other call in flight with `crashed` (or with `reason` when no call is named). Idempotent.
+   */
+  kill(reason: AdapterTerminationReason = "exited", callId?: number): void {
+    if (this.dead) return;
+    this.child.kill("SIGKILL");
+    this.fail(reason, "killed", callId);
+  }
+
+  private sample(): void {
+    const cpu = this.cpuMs();
+    // the process's CPU time while a call ran, shared by the calls it served at once (a spinning call
+    // blocks the others, so its share grows at a core's speed; the wall-time bound ends it anyway)
+    if (cpu !== undefined)
+      for (const [id, call] of this.pending) {
+        call.sharedBy = Math.max(call.sharedBy, this.pending.size);
+        if (call.startCpuMs !== undefined && cpu - call.startCpuMs > call.cpuLimitMs * call.sharedBy) return this.kill("cpu_limit", id);
+      }
+    const rss = this.rssBytes();
+    if (rss !== undefined && rss > this.opts.rssLimitBytes) this.kill("out_of_memory");
+  }
+
+  private end(reason: AdapterTerminationReason, info: string): void {
+    if (this.dead) return;
+    if (this.pending.size === 0) {
+      this.dead = true;
+      this.exitInfo = info;
+      return this.opts.onIdleDeath(this.heapExhausted ? "out_of_memory" : reason);
+    }
+    this.fail(reason, info, undefined);
+  }
+
+  private fail(reason: AdapterTerminationReason, info: string, callId: number | undefined): void {
+    this.dead = true;
+    this.exitInfo ??= info;
+    const why = this.heapExhausted ? "out_of_memory" : reason;
+    for (const [id, call] of [...this.pending]) {
+      const own = callId === undefined || id === callId;
+      const failed = own ? why : "crashed";
+      call.reject(
+        new SandboxCallFailed(
+          failed,
+          own ? `adapter process ${why} (${this.exitInfo})` : `adapter process killed with another call (${why})`,
+        ),
+      );
+    }
+    if (this.sampler) clearInterval(this.sampler);
+    this.sampler = undefined;
+  }
+
+  private reply(line: string, cut: boolean): void {
+    if (cut) return this.kill("crashed");
+    let parsed: unknown;
+    try {
+      parsed = JSON.parse(line);
+    } catch {
+      return this.kill("crashed");
+    }
+    const { id, reply } = (parsed ?? {}) as { id?: unknown; reply?: unknown };
+    const call = typeof id === "number" ? this.pending.get(id) : undefined;
+    // a line that answers no call in flight (adapter code writing to fd 3) breaks the protocol
+    if (call === undefined || typeof reply !== "object" || reply === null) return this.kill("crashed");
+    call.resolve(reply as AdapterWorkerReply);
+  }
+
+  private output(stream: "stdout" | "stderr", line: string): void {
+    // V8's own last words at the heap limit (only a label: it decides nothing but the reason's name)
+    if (stream === "stderr" && line.includes("JavaScript heap out of memory")) this.heapExhausted = true;
+    this.outputLines += 1;
+    if (this.outputLines <= MAX_OUTPUT_LINES_PER_CALL) this.opts.onOutput(stream, line);
+    else if (this.outputLines === MAX_OUTPUT_LINES_PER_CALL + 1)
+      this.opts.onOutput(stream, "[further lines dropped until the process is idle]");
+  }
+
+  /** CPU time (user + system, ms) of the child from `/proc/<pid>/stat`, or undefined where there is no `/proc`. */
+  private cpuMs(): number | undefined {
+    try {
+      const stat = readFileSync(`/proc/${this.child.pid}/stat`, "utf8");
+      const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+      return ((Number(fields[11]) + Number(fields[12])) * 1000) / CLOCK_TICKS_PER_SECOND;
+    } catch {
+      return undefined;
+    }
+  }
+
+  /** Resident memory (bytes) of the child from `/proc/<pid>/statm`, or undefined. */
+  rssBytes(): number | undefined {
+    try {
+      return Number(readFileSync(`/proc/${this.child.pid}/statm`, "utf8").split(" ")[1]) * PAGE_BYTES;
+    } catch {
+      return undefined;
+    }
+  }
+}
+
+/**
+ * Calls `onLine(line, cut)` for each `\n`-terminated line of `stream`; a line longer than `max`
+ * characters is passed cut to `max` with `cut = true`, and the rest of it is skipped (never buffered).
+ */
+function readLines(stream: Readable, max: number, onLine: (line: string, cut: boolean) => void): void {
+  stream.setEncoding("utf8");
+  let buffer = "";
+  let skipping = false;
+  stream.on("data", (chunk: string) => {
+    let start = 0;
+    for (;;) {
+      const nl = chunk.indexOf("\n", start);
+      const piece = chunk.slice(start, nl < 0 ? undefined : nl);
+      if (!skipping) {
+        buffer += piece;
+        if (buffer.length > max) {
+          onLine(buffer.slice(0, max), true);
+          buffer = "";
+          skipping = true;
+        }
+      }
+      if (nl < 0) break;
+      if (!skipping) onLine(buffer, false);
+      buffer = "";
+      skipping = false;
+      start = nl + 1;
+    }
+  });
+  stream.on("error", () => undefined);
+}
