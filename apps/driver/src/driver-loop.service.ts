@@ -259,7 +259,11 @@ export class DriverLoop {
           // One span per command (claim → MCP call → report), continuing the trace of the enqueue that made it.
           await withSpan(
             "driver.command",
-            { "mosoo.command.id": command.commandId, "mosoo.command.redelivery": command.redelivery, "mosoo.server.id": command.payload.serverId },
+            {
+              "mosoo.command.id": command.commandId,
+              "mosoo.command.redelivery": command.redelivery,
+              "mosoo.server.id": command.payload.serverId,
+            },
             async (span) => {
               const outcome = await handleMcpExecuteCommand(command, {
                 api,

@@ -195,7 +195,12 @@ export async function handleMcpExecuteCommand(envelope: DriverCommandEnvelope, d
   try {
     raw = await withSpan(
       "mcp.tools_call",
-      { "mcp.method.name": "tools/call", "gen_ai.tool.name": payload.toolName, "mosoo.server.id": payload.serverId, "mosoo.effect.attempt": attempt },
+      {
+        "mcp.method.name": "tools/call",
+        "gen_ai.tool.name": payload.toolName,
+        "mosoo.server.id": payload.serverId,
+        "mosoo.effect.attempt": attempt,
+      },
       () => {
         const placed = placeIdempotencyKey(placement, args, idempotencyKey);
         // The trace goes on to the MCP server as `_meta.traceparent` / `_meta.tracestate` (this span is

@@ -21,7 +21,12 @@ const KINDS = { internal: SpanKind.INTERNAL, server: SpanKind.SERVER, client: Sp
  * (they may carry a provider's or a user's data). `fn` receives the span to add attributes to.
  * Without tracing started this is a no-op span and costs a function call.
  */
-export async function withSpan<T>(name: string, attributes: Attributes, fn: (span: Span) => Promise<T>, opts: SpanOptions = {}): Promise<T> {
+export async function withSpan<T>(
+  name: string,
+  attributes: Attributes,
+  fn: (span: Span) => Promise<T>,
+  opts: SpanOptions = {},
+): Promise<T> {
   const tracer = trace.getTracer(TRACER_NAME);
   const parent = opts.parent ?? context.active();
   return tracer.startActiveSpan(name, { kind: KINDS[opts.kind ?? "internal"], attributes }, parent, async (span) => {

@@ -8,13 +8,16 @@ import type { Tracing } from "./tracing.js";
 
 /**
  * Registers a Node tracer provider named `serviceName` as the global one (with the W3C trace-context
- * propagator and the async-hooks context manager): `exporter` behind a `SimpleSpanProcessor` when
- * given (tests), else the OTLP/HTTP exporter behind a `BatchSpanProcessor` (both read their
- * `OTEL_EXPORTER_OTLP_*` / `OTEL_BSP_*` settings). `shutdown()` flushes, then unregisters the
+ * propagator and the async-hooks context manager): a span exporter behind a `SimpleSpanProcessor`
+ * (tests), or `{url}`: the OTLP/HTTP (JSON) exporter posting to that URL behind a `BatchSpanProcessor`
+ * (both read their other `OTEL_EXPORTER_OTLP_*` / `OTEL_BSP_*` settings from the environment). `shutdown()` flushes, then unregisters the
  * globals, so a later {@link startTracingSdk} in the same process starts clean.
  */
-export function startTracingSdk(serviceName: string, exporter: SpanExporter | undefined): Tracing {
-  const processor = exporter ? new SimpleSpanProcessor(exporter) : new BatchSpanProcessor(new OTLPTraceExporter());
+export function startTracingSdk(serviceName: string, exporter: SpanExporter | { url: string | undefined }): Tracing {
+  const processor =
+    "export" in exporter
+      ? new SimpleSpanProcessor(exporter)
+      : new BatchSpanProcessor(new OTLPTraceExporter(exporter.url !== undefined ? { url: exporter.url } : {}));
   const provider = new NodeTracerProvider({
     resource: resourceFromAttributes({ [ATTR_SERVICE_NAME]: serviceName }),
     spanProcessors: [processor],

@@ -35,6 +35,17 @@ export function configuredTracesEndpoint(env: NodeJS.ProcessEnv = process.env): 
   return endpoint ? endpoint : undefined;
 }
 
+/**
+ * The URL spans are posted to: `OTEL_EXPORTER_OTLP_TRACES_ENDPOINT` as given, else
+ * `OTEL_EXPORTER_OTLP_ENDPOINT` + `/v1/traces` (the specification's rule for the base endpoint).
+ */
+function tracesUrl(env: NodeJS.ProcessEnv): string | undefined {
+  const traces = env["OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"]?.trim();
+  if (traces) return traces;
+  const base = env["OTEL_EXPORTER_OTLP_ENDPOINT"]?.trim();
+  return base ? `${base.replace(/\/+$/, "")}/v1/traces` : undefined;
+}
+
 const DISABLED: Tracing = { enabled: false, shutdown: async () => undefined };
 
 /**
@@ -51,5 +62,5 @@ export async function startTracing(opts: StartTracingOptions): Promise<Tracing> 
   if (opts.exporter === undefined && configuredTracesEndpoint(env) === undefined) return DISABLED;
   const { startTracingSdk } = await import("./tracing-sdk.js");
   const serviceName = env["OTEL_SERVICE_NAME"]?.trim() || opts.serviceName;
-  return startTracingSdk(serviceName, opts.exporter);
+  return startTracingSdk(serviceName, opts.exporter ?? { url: tracesUrl(env) });
 }
