@@ -4,7 +4,7 @@ import { OTLPTraceExporter } from "@opentelemetry/exporter-trace-otlp-http";
 import { resourceFromAttributes } from "@opentelemetry/resources";
 import { BatchSpanProcessor, NodeTracerProvider, SimpleSpanProcessor, type SpanExporter } from "@opentelemetry/sdk-trace-node";
 import { ATTR_SERVICE_NAME } from "@opentelemetry/semantic-conventions";
-import type { Tracing } from "./tracing.js";
+import type { Tracing } from "./tracing-handle.js";
 
 /**
  * Registers a Node tracer provider named `serviceName` as the global one (with the W3C trace-context

@@ -1,13 +1,8 @@
 // Starts OpenTelemetry tracing for one process, only when an OTLP endpoint is configured.
 import type { SpanExporter } from "@opentelemetry/sdk-trace-node";
+import type { Tracing } from "./tracing-handle.js";
 
-/** A started (or deliberately not started) tracer of one process. */
-export interface Tracing {
-  /** True when the SDK runs and spans are exported; false: the API's no-op tracer (nothing recorded). */
-  readonly enabled: boolean;
-  /** Exports what is still buffered (bounded by the SDK's export timeout) and unregisters the SDK. Never throws. */
-  shutdown(): Promise<void>;
-}
+export type { Tracing };
 
 /** Options of {@link startTracing}. */
 export interface StartTracingOptions {
