@@ -4,6 +4,6 @@
 export interface Tracing {
   /** True when the SDK runs and spans are exported; false: the API's no-op tracer (nothing recorded). */
   readonly enabled: boolean;
-  /** Exports what is still buffered (bounded by the SDK's export timeout) and unregisters the SDK. Never throws. */
+  /** Exports what is still buffered (waiting at most 2000 ms) and unregisters the SDK. Never throws. */
   shutdown(): Promise<void>;
 }
