@@ -147,3 +147,6 @@ export const CONSOLE_API = {
   consoleResolve: consoleActions.resolve,
   consoleCompensate: consoleActions.compensate,
 } as const satisfies Record<string, ApiRoute>;
+
+/** The route table's input and answer types, for the browser console, which imports this file's types only. */
+export type { RouteInput, RouteOutput } from "./route-table.contract.js";
