@@ -1,4 +1,3 @@
-import { randomFillSync } from "node:crypto";
 import { monotonicFactory } from "ulid";
 import { z } from "zod";
 
@@ -17,20 +16,20 @@ export const UlidSchema = z.string().regex(ULID_PATTERN, "expected a 26-characte
 /** A ULID string; see {@link UlidSchema}. */
 export type Ulid = z.infer<typeof UlidSchema>;
 
-/** Bytes of crypto randomness drawn at once for {@link pooledRandom} (one `randomFillSync` per 4096 bytes instead of one per character). */
+/** Bytes of crypto randomness drawn at once for {@link pooledRandom} (one `getRandomValues` per 4096 bytes instead of one per character). */
 const RANDOM_POOL_BYTES = 4096;
 const pool = new Uint8Array(RANDOM_POOL_BYTES);
 let poolAt = RANDOM_POOL_BYTES;
 
 /**
  * The ULID library's PRNG contract (a fraction in [0, 1)) fed from a pool of cryptographically
- * random bytes (`crypto.randomFillSync`), each byte used once: the same source and distribution as
+ * random bytes (Web Crypto `crypto.getRandomValues`, global in Node and browsers), each byte used once: the same source and distribution as
  * the library's default (one `getRandomValues` of one byte per character), without a native call
  * per character (issue 13: 2% of the recovery's CPU profile went to it).
  */
 function pooledRandom(): number {
   if (poolAt >= RANDOM_POOL_BYTES) {
-    randomFillSync(pool);
+    globalThis.crypto.getRandomValues(pool);
     poolAt = 0;
   }
   return pool[poolAt++]! / 256;

@@ -83,7 +83,7 @@ export type {
 } from "./statuses.contract.js";
 export { OPERATOR_SCOPES } from "./reconciliation-records.contract.js";
 export type { OperatorScope } from "./reconciliation-records.contract.js";
-export { MAX_PROVIDER_RECEIPT_BYTES, MAX_ARGUMENTS_BYTES } from "./limits.contract.js";
+export { MAX_PROVIDER_RECEIPT_BYTES, MAX_ARGUMENTS_BYTES, MAX_RECEIPT_BYTES, MAX_RESULT_BYTES } from "./limits.contract.js";
 export { EffectClaimSchema, SendWithinMsSchema, sendDeadlinePassed } from "./effect-claim.contract.js";
 export type { EffectClaim } from "./effect-claim.contract.js";
 export { ApiErrorBodySchema } from "./api-error.contract.js";
@@ -180,3 +180,33 @@ export type { ApiRoute, RouteAuth, RouteMethod, RouteInput, RouteOutput, RouteBo
 export { API_ROUTES, RUN_API, DRIVER_API, OPERATOR_API, CONSOLE_API, SYSTEM_API, ReadinessSchema } from "./api-routes.contract.js";
 export type { ApiRouteName, Readiness } from "./api-routes.contract.js";
 export type { DriverRouteName, DriverRequestBody } from "./driver-protocol.contract.js";
+export {
+  OperatorListQuerySchema,
+  OperatorReconcileRequestSchema,
+  OperatorResolveRequestSchema,
+  OperatorCompensateRequestSchema,
+  OperatorEffectSummarySchema,
+  OperatorEffectPageSchema,
+  OperatorEffectDetailSchema,
+  OperatorReconcileAnswerSchema,
+  QueuedCompensationSchema,
+  OperatorStatsSchema,
+  ConsoleStatsSchema,
+  ConsoleSessionSchema,
+} from "./operator-api.contract.js";
+export type {
+  OperatorListQuery,
+  OperatorReconcileRequest,
+  OperatorResolveRequest,
+  OperatorCompensateRequest,
+  OperatorEffectSummary,
+  OperatorEffectPage,
+  OperatorEffectDetail,
+  OperatorReconcileAnswer,
+  QueuedCompensation,
+  OperatorStats,
+  ConsoleStats,
+  ConsoleSession,
+} from "./operator-api.contract.js";
+export { callRoute, RouteCallError } from "./route-client.js";
+export type { RouteCallOptions } from "./route-client.js";

@@ -47,10 +47,9 @@ export const AUTH_ERRORS: Record<RouteAuth["kind"], readonly string[]> = {
 /**
  * One route of the API, the single place its shape is written (docs/DESIGN.md §10): the hono server
  * mounts it (`apps/api/src/adapters/http/route-mount.ts`), and every client (the Driver, the operator
- * CLI, the e2e harness, the test helpers and fakes) builds its requests from it.
+ * CLI through `callRoute`, the console's types, the e2e harness, the test helpers and fakes) builds its requests from it.
  * - `path`: hono syntax, `:name` for a path parameter (each one a key of `params`);
- * - `params`, `query`, `body`: zod schemas of what the client sends (the API validates with the same
- *   ones, or, for the operator routes, with the API's stricter operator contract, see `bodyNote`);
+ * - `params`, `query`, `body`: zod schemas of what the client sends (the API validates with the same ones);
  * - `response`: the zod schema of a 2xx answer (`null`: no body, 204; absent: JSON not described here);
  * - `status`: the success status(es);
  * - `errors`: the route's own stable error codes (plus {@link AUTH_ERRORS} of its `auth`, plus

@@ -1,20 +1,9 @@
-import { McpToolResultSchema, REQUEST_FINGERPRINT_PATTERN } from "@mosoo/contracts";
+import { MAX_RECEIPT_BYTES, MAX_RESULT_BYTES, McpToolResultSchema, REQUEST_FINGERPRINT_PATTERN } from "@mosoo/contracts";
 import { z } from "zod";
 import { jsonByteLength } from "./json-size.js";
 
-/**
- * The largest receipt the runtime accepts: 4096 bytes of UTF-8 JSON (`JSON.stringify` of the whole
- * receipt). A receipt is evidence kept with the effect's history, so it is small and bounded
- * (docs/DESIGN.md §4: "A receipt is typed and bounded"). A larger one is `invalid_adapter_output` (§5).
- */
-export const MAX_RECEIPT_BYTES = 4096;
-
-/**
- * The largest provider result the runtime accepts in a `confirmed_succeeded` answer: 1 MiB
- * (1 048 576 bytes) of UTF-8 JSON, the same bound as `McpExecuteCommandResult.outputText` in
- * `@mosoo/contracts`. A larger one is `invalid_adapter_output` (docs/DESIGN.md §5).
- */
-export const MAX_RESULT_BYTES = 1024 * 1024;
+/** The receipt and result bounds live in `@mosoo/contracts` (the operator API checks them too); re-exported for adapter authors. */
+export { MAX_RECEIPT_BYTES, MAX_RESULT_BYTES };
 
 /** The longest `providerOperationId` in a receipt: 256 characters. */
 export const MAX_PROVIDER_OPERATION_ID_LENGTH = 256;

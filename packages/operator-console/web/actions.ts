@@ -1,6 +1,6 @@
 import { html } from "htm/preact";
 import { useEffect, useRef, useState } from "preact/hooks";
-import { api, type ApiFailure } from "./api.js";
+import { call, type ApiFailure, type ConsoleSent } from "./api.js";
 import type { EffectDetail } from "./types.js";
 
 /** The operator's four actions on an effect (docs/DESIGN.md §7). */
@@ -110,50 +110,50 @@ function ConfirmDialog({
     const form = new FormData(ev.currentTarget as HTMLFormElement);
     const reason = String(form.get("reason") ?? "").trim();
     if (!reason) return setError("Give a reason: it is recorded in the audit trail.");
-    let path: string;
-    let body: Record<string, unknown>;
+    const params = { effectId: effect.id };
+    let sent: Promise<{ ok: true; what: string } | ApiFailure>;
     if (action === "lookup") {
-      path = `/console/api/effects/${effect.id}/reconcile`;
-      body = { reason };
+      sent = call("consoleReconcile", { params, body: { reason } }).then((r) =>
+        r.ok ? { ok: true, what: `Lookup done: ${r.data.outcome}${r.data.effect ? `; the effect is ${r.data.effect.status}` : ""}.` } : r,
+      );
     } else if (action === "compensate") {
-      path = `/console/api/effects/${effect.id}/compensate`;
-      body = { reason };
-    } else if (action === "not_executed") {
-      path = `/console/api/effects/${effect.id}/resolve`;
-      body = { outcome: "not_executed", reason };
+      sent = call("consoleCompensate", { params, body: { reason } }).then((r) =>
+        r.ok ? { ok: true, what: `Compensation requested for effect ${effect.id}.` } : r,
+      );
     } else {
-      let result: unknown;
-      try {
-        result = JSON.parse(String(form.get("result") ?? ""));
-      } catch {
-        return setError("The result is not JSON: paste the MCP tool result the provider returned.");
+      let body: ConsoleSent<"consoleResolve", "body">;
+      if (action === "not_executed") body = { outcome: "not_executed", reason };
+      else {
+        let result: unknown;
+        try {
+          result = JSON.parse(String(form.get("result") ?? ""));
+        } catch {
+          return setError("The result is not JSON: paste the MCP tool result the provider returned.");
+        }
+        const operationId = String(form.get("operationId") ?? "").trim();
+        body = {
+          outcome: "succeeded",
+          // the operator's JSON as pasted: the API checks it is an MCP tool result (400 request.invalid otherwise)
+          result: result as Record<string, unknown>,
+          reason,
+          ...(operationId ? { receipt: { providerOperationId: operationId, observedAt: new Date().toISOString() } } : {}),
+        };
       }
-      const operationId = String(form.get("operationId") ?? "").trim();
-      path = `/console/api/effects/${effect.id}/resolve`;
-      body = {
-        outcome: "succeeded",
-        result,
-        reason,
-        ...(operationId ? { receipt: { providerOperationId: operationId, observedAt: new Date().toISOString() } } : {}),
-      };
+      sent = call("consoleResolve", { params, body }).then((r) =>
+        r.ok ? { ok: true, what: `Effect ${effect.id} resolved as ${action}.` } : r,
+      );
     }
     setBusy(true);
-    const r = await api<{ outcome?: string; status?: string; effect?: { status: string } | null }>("POST", path, body);
+    const r = await sent;
     setBusy(false);
     if (!r.ok) {
-      const now = await api<EffectDetail>("GET", `/console/api/effects/${effect.id}`);
+      const now = await call("consoleShow", { params });
       const message = explain(r, effect, now.ok ? now.data : null);
       setSettledElsewhere(message.startsWith("Someone else"));
       return setError(message);
     }
     ref.current?.close();
-    const what =
-      action === "lookup"
-        ? `Lookup done: ${r.data.outcome ?? "?"}${r.data.effect ? `; the effect is ${r.data.effect.status}` : ""}.`
-        : action === "compensate"
-          ? `Compensation requested for effect ${effect.id}.`
-          : `Effect ${effect.id} resolved as ${action}.`;
-    onClose(what);
+    onClose(r.what);
   };
 
   const changed = current.version !== effect.version || current.status !== effect.status;

@@ -1,6 +1,6 @@
 import { html } from "htm/preact";
 import { useEffect, useState } from "preact/hooks";
-import { api } from "./api.js";
+import { call } from "./api.js";
 import { ActionsPanel } from "./actions.js";
 import { ATTENTION_LABELS, json, when } from "./format.js";
 import { navigate } from "./router.js";
@@ -125,7 +125,7 @@ export function EffectPage({ effectId, changeSeq }: { effectId: string; changeSe
   const [reloadSeq, setReloadSeq] = useState(0);
 
   useEffect(() => {
-    void api<EffectDetail>("GET", `/console/api/effects/${effectId}`).then((r) => {
+    void call("consoleShow", { params: { effectId } }).then((r) => {
       if (r.ok) {
         setEffect(r.data);
         setError(null);

@@ -1,6 +1,6 @@
 import { html } from "htm/preact";
 import { useEffect, useState } from "preact/hooks";
-import { api } from "./api.js";
+import { call, type ConsoleSent } from "./api.js";
 import { LookupOutcomeChart, UnknownOverTimeChart } from "./charts.js";
 import { age, ATTENTION_LABELS, when } from "./format.js";
 import { navigate } from "./router.js";
@@ -47,14 +47,15 @@ export function ListPage({ search, changeSeq }: { search: string; changeSeq: num
       if (v) q.set(k, v);
     }
     q.set("limit", "25");
-    void api<EffectPage>("GET", `/console/api/effects?${q}`).then((r) => {
+    // the filters come from the page's URL, as typed: the API checks them (400 request.invalid shows as the error line)
+    void call("consoleList", { query: Object.fromEntries(q) as ConsoleSent<"consoleList", "query"> }).then((r) => {
       setNow(Date.now());
       if (r.ok) {
         setPage(r.data);
         setError(null);
       } else setError(`${r.code}: ${r.message}`);
     });
-    void api<ConsoleStats>("GET", "/console/api/stats").then((r) => r.ok && setStats(r.data));
+    void call("consoleStats", {}).then((r) => r.ok && setStats(r.data));
   }, [search, changeSeq]);
 
   const onFilter = (e: Event) => {

@@ -1,7 +1,7 @@
 import { render } from "preact";
 import { html } from "htm/preact";
 import { useEffect, useState } from "preact/hooks";
-import { api, setCsrfToken } from "./api.js";
+import { call, CONSOLE_ROUTES, setCsrfToken } from "./api.js";
 import { EffectPage } from "./effect-page.js";
 import { ListPage } from "./list-page.js";
 import { currentRoute, navigate, onRouteChange, type Route } from "./router.js";
@@ -22,14 +22,14 @@ function App() {
   const [live, setLive] = useState<LiveState>("connecting");
 
   useEffect(() => {
-    void api<SessionInfo>("GET", "/console/api/session").then((r) => {
+    void call("consoleSession", {}).then((r) => {
       if (r.ok) {
         setCsrfToken(r.data.csrfToken);
         setSession(r.data);
       }
     });
     const off = onRouteChange(setRoute);
-    const events = new EventSource("/console/api/events");
+    const events = new EventSource(CONSOLE_ROUTES.consoleEvents.path);
     events.addEventListener("open", () => setLive("live"));
     events.addEventListener("error", () => setLive("reconnecting"));
     events.addEventListener("change", () => setChangeSeq((n) => n + 1));

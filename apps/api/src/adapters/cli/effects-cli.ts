@@ -274,7 +274,8 @@ export function buildEffectsCli(
         reason: string;
       },
     ) => {
-      let body: Record<string, unknown> = { outcome: o.outcome, reason: o.reason };
+      // --result-json and --receipt-json are the user's JSON as typed: the service's schema checks them (400 request.invalid → exit 2)
+      let body: Parameters<OperatorClient["resolve"]>[1] = { outcome: "not_executed", reason: o.reason };
       if (o.outcome === "succeeded") {
         if ((o.outputText === undefined) === (o.resultJson === undefined))
           throw new CliFailure(EXIT.badInput, "--outcome succeeded needs exactly one of --output-text or --result-json");
@@ -286,7 +287,12 @@ export function buildEffectsCli(
         const receipt =
           o.receiptJson ??
           (o.providerOperationId ? { providerOperationId: o.providerOperationId, observedAt: new Date(nowMs()).toISOString() } : undefined);
-        body = { ...body, result, ...(receipt === undefined ? {} : { receipt }) };
+        body = {
+          outcome: "succeeded",
+          reason: o.reason,
+          result: result as Record<string, unknown>,
+          ...(receipt === undefined ? {} : { receipt: receipt as Record<string, unknown> }),
+        };
       } else if (
         o.outputText !== undefined ||
         o.resultJson !== undefined ||

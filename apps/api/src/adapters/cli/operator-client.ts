@@ -1,6 +1,17 @@
 import { existsSync } from "node:fs";
 import pino from "pino";
-import { OPERATOR_API, routePath, routeQueryString, UlidSchema, type ApiRoute } from "@mosoo/contracts";
+import {
+  callRoute,
+  OPERATOR_API,
+  OperatorCompensateRequestSchema,
+  OperatorListQuerySchema,
+  OperatorReconcileRequestSchema,
+  OperatorResolveRequestSchema,
+  RouteCallError,
+  UlidSchema,
+  type RouteInput,
+  type RouteOutput,
+} from "@mosoo/contracts";
 import { retryWhenBusy, StoreBusyError } from "../../platform/db/store-busy.js";
 import { checkDbFilePath } from "../../config/startup-checks.js";
 import { openApiStore } from "../../config/open-api-store.js";
@@ -11,12 +22,6 @@ import { adapterProcessBudget, createIsolatedAdapterHost } from "../../modules/r
 import { isMosooSqliteStoreFile } from "../../platform/db/sqlite/sqlite-store-file.js";
 import { createRuntime } from "../../composition-root.js";
 import { RuntimeError } from "../../modules/ledger/domain/runtime-errors.js";
-import {
-  OperatorCompensateRequestSchema,
-  OperatorListQuerySchema,
-  OperatorReconcileRequestSchema,
-  OperatorResolveRequestSchema,
-} from "../../modules/operator/application/operator.contract.js";
 import { parseOrThrow } from "../http/http-errors.js";
 import type { OperatorIdentity } from "../../modules/operator/domain/operator-credential.js";
 
@@ -30,57 +35,49 @@ export class OperatorClientError extends Error {
   }
 }
 
+type Routes = typeof OPERATOR_API;
+/** What the CLI sends for route `N` of `OPERATOR_API` (the request schemas' input types; checked by the API or, in-process, here). */
+type Sent<N extends keyof Routes, K extends "query" | "body"> = NonNullable<RouteInput<Routes[N]>[K]>;
+/** The answer of route `N` of `OPERATOR_API` (its response schema's type). */
+type Answer<N extends keyof Routes> = Promise<RouteOutput<Routes[N]>>;
+
 /**
- * The five operator actions (docs/DESIGN.md §7) as the CLI calls them, over HTTP or in-process; the
- * answers are the operator service's JSON as is. Bodies and queries are validated by the same zod
- * schemas either way. Every method rejects with {@link OperatorClientError} (`code`, `message`).
+ * The five operator actions (docs/DESIGN.md §7) as the CLI calls them, over HTTP or in-process,
+ * typed by the route table (`OPERATOR_API` of `@mosoo/contracts`): each takes its route's request
+ * and answers its route's response. Bodies and queries are validated by the same zod schemas either
+ * way. Every method rejects with {@link OperatorClientError} (`code`, `message`).
  */
 export interface OperatorClient {
-  list(query: Record<string, string>): Promise<unknown>;
-  show(effectId: string): Promise<unknown>;
-  reconcile(effectId: string, body: unknown): Promise<unknown>;
-  resolve(effectId: string, body: unknown): Promise<unknown>;
-  compensate(effectId: string, body: unknown): Promise<unknown>;
+  list(query: Sent<"operatorList", "query">): Answer<"operatorList">;
+  show(effectId: string): Answer<"operatorShow">;
+  reconcile(effectId: string, body: Sent<"operatorReconcile", "body">): Answer<"operatorReconcile">;
+  resolve(effectId: string, body: Sent<"operatorResolve", "body">): Answer<"operatorResolve">;
+  compensate(effectId: string, body: Sent<"operatorCompensate", "body">): Answer<"operatorCompensate">;
   close(): Promise<void>;
 }
 
 /**
- * The operator routes of a running API (`OPERATOR_API` of `@mosoo/contracts`: method and path of each
- * action) with `Authorization: Bearer <token>`; each request times out after 30 000 ms.
+ * The operator routes of a running API, called with the route table's typed client (`callRoute`:
+ * path from the entry, answer checked against its response schema) with `Authorization: Bearer
+ * <token>`; each request times out after 30 000 ms.
  * @throws (from each method) OperatorClientError with the API's error code, `api.unreachable`, or `api.invalid_answer`.
  */
 export function httpOperatorClient(apiUrl: string, token: string): OperatorClient {
-  const call = async (route: ApiRoute, input: { effectId?: string; query?: Record<string, string>; body?: unknown }): Promise<unknown> => {
-    const path = routePath(route, input.effectId === undefined ? {} : { effectId: input.effectId }) + routeQueryString(input.query);
-    let res: Response;
+  const options = { baseUrl: apiUrl, headers: { authorization: `Bearer ${token}` }, timeoutMs: 30_000 };
+  const call = async <N extends keyof Routes>(name: N, input: RouteInput<Routes[N]>): Answer<N> => {
     try {
-      res = await fetch(new URL(path, apiUrl), {
-        method: route.method,
-        headers: { authorization: `Bearer ${token}`, "content-type": "application/json" },
-        ...(input.body === undefined ? {} : { body: JSON.stringify(input.body) }),
-        signal: AbortSignal.timeout(30_000),
-      });
+      return await callRoute(OPERATOR_API[name], input, options);
     } catch (err) {
-      throw new OperatorClientError("api.unreachable", `${apiUrl}: ${err instanceof Error ? err.message : String(err)}`);
+      if (err instanceof RouteCallError) throw new OperatorClientError(err.code, err.message);
+      throw err;
     }
-    let json: unknown;
-    try {
-      json = JSON.parse(await res.text());
-    } catch {
-      throw new OperatorClientError("api.invalid_answer", `HTTP ${res.status} with a body that is not JSON`);
-    }
-    if (!res.ok) {
-      const e = (json as { error?: { code?: string; message?: string } }).error;
-      throw new OperatorClientError(e?.code ?? `http_${res.status}`, e?.message ?? "request failed");
-    }
-    return json;
   };
   return {
-    list: (query) => call(OPERATOR_API.operatorList, { query }),
-    show: (effectId) => call(OPERATOR_API.operatorShow, { effectId }),
-    reconcile: (effectId, body) => call(OPERATOR_API.operatorReconcile, { effectId, body }),
-    resolve: (effectId, body) => call(OPERATOR_API.operatorResolve, { effectId, body }),
-    compensate: (effectId, body) => call(OPERATOR_API.operatorCompensate, { effectId, body }),
+    list: (query) => call("operatorList", { query }),
+    show: (effectId) => call("operatorShow", { params: { effectId } }),
+    reconcile: (effectId, body) => call("operatorReconcile", { params: { effectId }, body }),
+    resolve: (effectId, body) => call("operatorResolve", { params: { effectId }, body }),
+    compensate: (effectId, body) => call("operatorCompensate", { params: { effectId }, body }),
     close: async () => {},
   };
 }

@@ -2,12 +2,6 @@ import { Hono, type Context } from "hono";
 import { OPERATOR_API } from "@mosoo/contracts";
 import { RuntimeError } from "../../modules/ledger/domain/runtime-errors.js";
 import type { Runtime } from "../../composition-root.js";
-import {
-  OperatorCompensateRequestSchema,
-  OperatorListQuerySchema,
-  OperatorReconcileRequestSchema,
-  OperatorResolveRequestSchema,
-} from "../../modules/operator/application/operator.contract.js";
 import type { OperatorIdentity } from "../../modules/operator/domain/operator-credential.js";
 import type { AuthEnv, CredentialGuard } from "./credential-guard.js";
 import type { OperatorAuthBudget } from "./operator-auth-budget.js";
@@ -59,7 +53,7 @@ export function operatorRoutes(runtime: Runtime, guard: CredentialGuard, budget:
   const reader = (c: Context<AuthEnv>) => operator.assertMayRead(operatorOf(c));
   on(OPERATOR_API.operatorList, async (c, req) => {
     reader(c);
-    return req.json(await operator.list(req.query(OperatorListQuerySchema)));
+    return req.json(await operator.list(req.query()));
   });
   on(OPERATOR_API.operatorShow, async (c, req) => {
     reader(c);
@@ -67,15 +61,15 @@ export function operatorRoutes(runtime: Runtime, guard: CredentialGuard, budget:
   });
   on(OPERATOR_API.operatorReconcile, async (c, req) => {
     const effectId = req.param("effectId");
-    return req.json(await operator.reconcile(effectId, await req.body(OperatorReconcileRequestSchema), operatorOf(c)));
+    return req.json(await operator.reconcile(effectId, await req.body(), operatorOf(c)));
   });
   on(OPERATOR_API.operatorResolve, async (c, req) => {
     const effectId = req.param("effectId");
-    return req.json(await operator.resolve(effectId, await req.body(OperatorResolveRequestSchema), operatorOf(c)));
+    return req.json(await operator.resolve(effectId, await req.body(), operatorOf(c)));
   });
   on(OPERATOR_API.operatorCompensate, async (c, req) => {
     const effectId = req.param("effectId");
-    return req.json(await operator.compensate(effectId, await req.body(OperatorCompensateRequestSchema), operatorOf(c)));
+    return req.json(await operator.compensate(effectId, await req.body(), operatorOf(c)));
   });
   return app;
 }

@@ -15,8 +15,7 @@ type RouteReply<R extends ApiRoute> = R["response"] extends z.ZodType ? z.input<
  * The request of one table route, as its handler reads it. Every part is parsed on demand, in the
  * order the handler asks (so the first refusal is the same as before the table existed), with the
  * API's own readers (`parseOrThrow`, `readJson`: shared JSON rules first, then the schema; strict
- * UTF-8; 415 without the JSON content type) and the table's schemas unless the handler passes a
- * stricter one (the operator routes: the API's operator contract).
+ * UTF-8; 415 without the JSON content type) and the table's schemas unless the handler passes another.
  */
 interface RouteRequest<R extends ApiRoute> {
   /** Path parameter `name`, checked against its schema in the table. @throws RuntimeError `request.invalid` (400). */

@@ -10,12 +10,6 @@ import { z } from "zod";
 import { CONSOLE_API } from "@mosoo/contracts";
 import { consoleAssetsBuilt, consoleAssetsDir } from "@mosoo/operator-console";
 import type { Runtime } from "../../../composition-root.js";
-import {
-  OperatorCompensateRequestSchema,
-  OperatorListQuerySchema,
-  OperatorReconcileRequestSchema,
-  OperatorResolveRequestSchema,
-} from "../../../modules/operator/application/operator.contract.js";
 import { ConsoleSessions, secretsEqual, type ConsoleSession } from "../../../modules/console/application/console-session.service.js";
 import type { OperatorCredentials, OperatorIdentity } from "../../../modules/operator/domain/operator-credential.js";
 import type { OperatorAuthBudget } from "../operator-auth-budget.js";
@@ -210,13 +204,13 @@ export function consoleRoutes(runtime: Runtime, logger: Logger, opts: ConsoleOpt
   const reader = (c: Context<Env>) => operator.assertMayRead(identityOf(c.get("session")));
 
   // the table's console routes (`CONSOLE_API`): guarded by the `/console/api/*` middleware above
-  mountRoute(app, CONSOLE_API.consoleSession, [], (c) => {
+  mountRoute(app, CONSOLE_API.consoleSession, [], (c, req) => {
     const s = c.get("session");
-    return c.json({ actor: s.actor, scopes: s.scopes, csrfToken: s.csrfToken, expiresAtMs: s.expiresAtMs });
+    return req.json({ actor: s.actor, scopes: s.scopes, csrfToken: s.csrfToken, expiresAtMs: s.expiresAtMs });
   });
   mountRoute(app, CONSOLE_API.consoleList, [], async (c, req) => {
     reader(c);
-    return req.json(await operator.list(req.query(OperatorListQuerySchema)));
+    return req.json(await operator.list(req.query()));
   });
   mountRoute(app, CONSOLE_API.consoleStats, [], async (c, req) => {
     reader(c);
@@ -228,15 +222,15 @@ export function consoleRoutes(runtime: Runtime, logger: Logger, opts: ConsoleOpt
   });
   mountRoute(app, CONSOLE_API.consoleReconcile, [], async (c, req) => {
     const effectId = req.param("effectId");
-    return req.json(await operator.reconcile(effectId, await readJson(c, OperatorReconcileRequestSchema), identityOf(c.get("session"))));
+    return req.json(await operator.reconcile(effectId, await req.body(), identityOf(c.get("session"))));
   });
   mountRoute(app, CONSOLE_API.consoleResolve, [], async (c, req) => {
     const effectId = req.param("effectId");
-    return req.json(await operator.resolve(effectId, await readJson(c, OperatorResolveRequestSchema), identityOf(c.get("session"))));
+    return req.json(await operator.resolve(effectId, await req.body(), identityOf(c.get("session"))));
   });
   mountRoute(app, CONSOLE_API.consoleCompensate, [], async (c, req) => {
     const effectId = req.param("effectId");
-    return req.json(await operator.compensate(effectId, await readJson(c, OperatorCompensateRequestSchema), identityOf(c.get("session"))));
+    return req.json(await operator.compensate(effectId, await req.body(), identityOf(c.get("session"))));
   });
   mountRoute(app, CONSOLE_API.consoleEvents, [], (c) => {
     operator.assertEnabled();

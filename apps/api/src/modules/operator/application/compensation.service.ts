@@ -10,17 +10,8 @@ import { driverInstanceRepository } from "../../ledger/infrastructure/driver-ins
 import { effectRepository, type EffectRow } from "../../ledger/infrastructure/effect.repository.js";
 import { operatorActionRepository } from "../infrastructure/operator-action.repository.js";
 import { operatorQueryRepository } from "../infrastructure/operator-query.repository.js";
-import type { OperatorCompensateRequest } from "./operator.contract.js";
+import type { OperatorCompensateRequest, QueuedCompensation } from "@mosoo/contracts";
 import type { ReconciliationSettings } from "../../reconciliation/application/reconciliation-settings.js";
-
-/** A queued compensation: the new effect, its command, and the Driver instance that will run it (ULIDs). */
-export interface QueuedCompensation {
-  compensationEffectId: string;
-  commandId: string;
-  idempotencyKey: string;
-  driverInstanceId: string;
-  toolName: string;
-}
 
 /**
  * The compensation of `effectId` that blocks another one, if any (docs/DESIGN.md §3 rule 8: never two

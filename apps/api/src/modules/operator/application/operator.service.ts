@@ -19,15 +19,21 @@ import { operatorRefusalRepository } from "../infrastructure/operator-refusal.re
 import { OPERATOR_REFUSAL_CODES, type OperatorAction, type OperatorRefusalCode } from "@mosoo/contracts";
 import { operatorQueryRepository } from "../infrastructure/operator-query.repository.js";
 import { reconciliationRepository } from "../../ledger/infrastructure/effect-reconciliation.repository.js";
-import type { CompensationService, QueuedCompensation } from "./compensation.service.js";
+import type { CompensationService } from "./compensation.service.js";
 import type { EffectReconciler } from "../../reconciliation/application/effect-reconciler.service.js";
 import { requireOperatorScope, type OperatorIdentity } from "../domain/operator-credential.js";
 import type {
   OperatorCompensateRequest,
+  OperatorEffectDetail,
+  OperatorEffectPage,
+  OperatorEffectSummary,
   OperatorListQuery,
+  OperatorReconcileAnswer,
   OperatorReconcileRequest,
   OperatorResolveRequest,
-} from "./operator.contract.js";
+  OperatorStats,
+  QueuedCompensation,
+} from "@mosoo/contracts";
 
 /** The audited outcome of a committed operator lookup, from the effect as committed. */
 function lookupOutcomeOf(effect: EffectRow): string {
@@ -57,7 +63,7 @@ const isRefusalCode = (code: string): code is OperatorRefusalCode => (OPERATOR_R
  * result is an MCP error result, see {@link isToolErrorSuccess}), why it waits, its lookup schedule
  * and times (ms since the epoch).
  */
-function summary(e: EffectRow) {
+function summary(e: EffectRow): OperatorEffectSummary {
   return {
     id: e.id,
     runId: e.runId,
@@ -77,19 +83,6 @@ function summary(e: EffectRow) {
     createdAtMs: e.createdAtMs,
     updatedAtMs: e.updatedAtMs,
   };
-}
-
-/** See {@link OperatorService.stats}. */
-export interface OperatorStats {
-  unknownTotal: number;
-  byAttention: Array<{ reason: string | null; count: number }>;
-  lookupOutcomes: Array<{ outcome: string; reasonCode: string | null; count: number }>;
-}
-
-/** One page of the operator's effect list, newest first; `nextCursor` continues it (null on the last page). */
-export interface EffectPage {
-  effects: ReturnType<typeof summary>[];
-  nextCursor: string | null;
 }
 
 /**
@@ -141,7 +134,7 @@ export class OperatorService {
    * One page of effects matching `query` (see `OperatorListQuerySchema`), newest first.
    * @throws RuntimeError `feature.disabled`.
    */
-  async list(query: OperatorListQuery): Promise<EffectPage> {
+  async list(query: OperatorListQuery): Promise<OperatorEffectPage> {
     this.assertEnabled();
     const filter = {
       // without a status: `unknown`, unless an attention reason (`contradicted_by_provider` is only
@@ -173,12 +166,12 @@ export class OperatorService {
    * actions (`refusedActions`: actor, action, refusal code as `outcome`, reason, time) and compensations.
    * @throws RuntimeError `feature.disabled`, `effect.not_found`.
    */
-  async show(effectId: string) {
+  async show(effectId: string): Promise<OperatorEffectDetail> {
     this.assertEnabled();
     return this.ctx.store.read((tx) => this.showIn(tx, effectId));
   }
 
-  private async showIn(tx: StoreTx, effectId: string) {
+  private async showIn(tx: StoreTx, effectId: string): Promise<OperatorEffectDetail> {
     const e = await effectRepository.findById(tx, effectId);
     if (!e) throw new RuntimeError("effect.not_found", `no effect ${effectId}`);
     const cmd = await commandRepository.findById(tx, e.commandId);
@@ -200,8 +193,8 @@ export class OperatorService {
       command: cmd ? { id: cmd.id, status: cmd.status, error: parse(cmd.errorJson), updatedAtMs: cmd.updatedAtMs } : null,
       run: run ? { id: run.id, status: run.status, error: parse(run.errorJson), updatedAtMs: run.updatedAtMs } : null,
       attempts,
-      reconciliations: records.map((r) => ({ ...r, receiptJson: undefined, receipt: parse(r.receiptJson) })),
-      operatorActions: actions.map((a) => ({ ...a, receiptJson: undefined, receipt: parse(a.receiptJson) })),
+      reconciliations: records.map(({ receiptJson, ...r }) => ({ ...r, receipt: parse(receiptJson) })),
+      operatorActions: actions.map(({ receiptJson, ...a }) => ({ ...a, receipt: parse(receiptJson) })),
       refusedActions,
       compensations: compensations.map(summary),
     };
@@ -245,7 +238,7 @@ export class OperatorService {
    * @throws RuntimeError `feature.disabled`; `auth.scope` (403: `by` lacks `reconcile`); `effect.not_found`;
    *   `effect.not_reconcilable` (409: not `unknown`, or no adapter bound for its server and tool).
    */
-  async reconcile(effectId: string, req: OperatorReconcileRequest, by: OperatorIdentity) {
+  async reconcile(effectId: string, req: OperatorReconcileRequest, by: OperatorIdentity): Promise<OperatorReconcileAnswer> {
     this.assertEnabled();
     try {
       requireOperatorScope(by, "reconcile");
@@ -255,7 +248,7 @@ export class OperatorService {
     }
   }
 
-  private async reconcileNow(effectId: string, req: OperatorReconcileRequest, actor: string) {
+  private async reconcileNow(effectId: string, req: OperatorReconcileRequest, actor: string): Promise<OperatorReconcileAnswer> {
     const e = await this.ctx.store.read((tx) => effectRepository.findById(tx, effectId));
     if (!e) throw new RuntimeError("effect.not_found", `no effect ${effectId}`);
     if (e.status !== "unknown" || !this.reconciler.adapterFor(e)) {
@@ -304,7 +297,7 @@ export class OperatorService {
    *   `effect.not_unknown` (409: only an `unknown` effect is resolved by hand; a concurrent change
    *   wins and this changes nothing).
    */
-  async resolve(effectId: string, req: OperatorResolveRequest, by: OperatorIdentity) {
+  async resolve(effectId: string, req: OperatorResolveRequest, by: OperatorIdentity): Promise<OperatorEffectSummary> {
     this.assertEnabled();
     try {
       requireOperatorScope(by, "resolve");
@@ -314,7 +307,7 @@ export class OperatorService {
     }
   }
 
-  private async resolveNow(effectId: string, req: OperatorResolveRequest, actor: string) {
+  private async resolveNow(effectId: string, req: OperatorResolveRequest, actor: string): Promise<OperatorEffectSummary> {
     const now = this.ctx.clock.nowMs();
     const after = await this.ctx.store.transaction(async (tx) => {
       const e = await effectRepository.findById(tx, effectId);

@@ -1,0 +1,75 @@
+/** A typed HTTP call of one route of the route table: path from the entry's template, answer checked against its response schema. */
+import type { z } from "zod";
+import { routePath, routeQueryString, type ApiRoute, type RouteInput, type RouteOutput } from "./route-table.contract.js";
+
+/**
+ * A refused or failed route call: the API's stable error `code` and `message` (`{error: {code,
+ * message}}`), or the client's own: `api.unreachable` (no answer, or none within the timeout),
+ * `api.invalid_answer` (not JSON, or not the route's response schema). `status`: the HTTP status (0 without an answer).
+ */
+export class RouteCallError extends Error {
+  constructor(
+    readonly code: string,
+    message: string,
+    readonly status: number,
+  ) {
+    super(message);
+  }
+}
+
+/** Where and how {@link callRoute} sends: the API's base URL, extra headers (e.g. `authorization`), a timeout in ms. */
+export interface RouteCallOptions {
+  baseUrl: string;
+  headers?: Record<string, string>;
+  timeoutMs: number;
+}
+
+/**
+ * Calls `route` with `input`: the path from the entry's template and `input.params`
+ * ({@link routePath}), the query string from `input.query`, `input.body` as JSON; answers the 2xx
+ * JSON checked against the route's `response` schema, returned as received (answer schemas
+ * transform nothing, so the server's key order is kept). The input is sent as given: the API checks it.
+ * @throws RouteCallError with the API's error code on a non-2xx answer (`http_<status>` when its
+ *   body names none), `api.unreachable`, `api.invalid_answer`.
+ */
+export async function callRoute<R extends ApiRoute>(route: R, input: RouteInput<R>, options: RouteCallOptions): Promise<RouteOutput<R>> {
+  const path =
+    routePath(route, input.params as Record<string, string> | undefined) + routeQueryString(input.query as Record<string, unknown>);
+  let res: Response;
+  try {
+    res = await fetch(new URL(path, options.baseUrl), {
+      method: route.method,
+      headers: { "content-type": "application/json", ...options.headers },
+      ...(input.body === undefined ? {} : { body: JSON.stringify(input.body) }),
+      signal: AbortSignal.timeout(options.timeoutMs),
+    });
+  } catch (err) {
+    throw new RouteCallError("api.unreachable", `${options.baseUrl}: ${err instanceof Error ? err.message : String(err)}`, 0);
+  }
+  let json: unknown;
+  try {
+    json = JSON.parse(await res.text());
+  } catch {
+    throw new RouteCallError("api.invalid_answer", `HTTP ${res.status} with a body that is not JSON`, res.status);
+  }
+  if (!res.ok) {
+    const e = (json as { error?: { code?: unknown; message?: unknown } } | null)?.error;
+    throw new RouteCallError(
+      typeof e?.code === "string" ? e.code : `http_${res.status}`,
+      typeof e?.message === "string" ? e.message : "request failed",
+      res.status,
+    );
+  }
+  if (route.response) {
+    const checked = (route.response as z.ZodType).safeParse(json);
+    if (!checked.success) {
+      const issue = checked.error.issues[0];
+      throw new RouteCallError(
+        "api.invalid_answer",
+        `${route.method} ${route.path} answered outside its contract${issue ? `: ${issue.path.join(".") || "body"}: ${issue.message}` : ""}`,
+        res.status,
+      );
+    }
+  }
+  return json as RouteOutput<R>;
+}
