@@ -325,9 +325,15 @@ async function soak(opts: SoakOptions, instanceCount: number, pgServer: RunningP
       apiKills += 1;
     }
     const late = random() < lateRatio;
-    if (killApi) await startApi(apiVictim);
-    if (late) await sleep(ttlMs + 700); // the sweep finalizes the dead Driver before it comes back
-    await startDriver(victim);
+    // the API instance and the Driver come back side by side (the Driver fails over to another instance
+    // meanwhile): a Driver waiting for an API restart first would overrun the TTL on a loaded machine
+    await Promise.all([
+      killApi ? startApi(apiVictim) : undefined,
+      (async () => {
+        if (late) await sleep(ttlMs + 700); // the sweep finalizes the dead Driver before it comes back
+        await startDriver(victim);
+      })(),
+    ]);
     if (driverKills % 10 === 0 || driverKills === opts.kills) {
       opts.log(
         `soak: ${driverKills}/${opts.kills} Driver kills, ${apiKills} API kills, ${applied.length}/${plan.length} database faults, ${enqueued} tool calls, ${sameInstanceRestarts} same-instance restarts, ${finalizations} Driver instances replaced, ${Math.round((Date.now() - started) / 1000)} s`,
