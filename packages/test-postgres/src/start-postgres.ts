@@ -1,5 +1,5 @@
 import { randomBytes } from "node:crypto";
-import { readFileSync, rmSync, writeFileSync } from "node:fs";
+import { readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { userInfo } from "node:os";
 import { join } from "node:path";
 import AsyncExitHook from "async-exit-hook";
@@ -51,6 +51,14 @@ export interface RunningPostgres {
   crash(): Promise<void>;
   /** Starts the server again on the same folder and port (after {@link RunningPostgres.crash}); resolves once it accepts connections. */
   restart(): Promise<void>;
+  /**
+   * Freezes the server as a stalled host would: SIGSTOP to the postmaster and every process it has
+   * forked (its backends and auxiliary processes). Connections stay open and hang; nothing is lost.
+   * Returns the pids it stopped; {@link RunningPostgres.resume} continues exactly those.
+   */
+  pause(): number[];
+  /** SIGCONT to the processes {@link RunningPostgres.pause} stopped (a pid that ended meanwhile is skipped). */
+  resume(): void;
 }
 
 /** Settings every throwaway server gets: loopback TCP only, no Unix socket, a modest memory footprint. */
@@ -107,6 +115,34 @@ async function stopWithin(pg: EmbeddedPostgres, pid: number, ms: number): Promis
     await Promise.race([stopped, timeout]);
   } finally {
     clearTimeout(timer);
+  }
+}
+
+/** The pids of the postmaster's children (backends, auxiliary processes), from `/proc/<pid>/stat`'s ppid field. */
+function childPids(parent: number): number[] {
+  const children: number[] = [];
+  for (const name of readdirSync("/proc")) {
+    if (!/^\d+$/.test(name)) continue;
+    try {
+      // /proc/<pid>/stat: "pid (comm) state ppid …"; comm may hold spaces or parentheses, so parse after the last ")".
+      const stat = readFileSync(`/proc/${name}/stat`, "utf8");
+      const ppid = Number(stat.slice(stat.lastIndexOf(")") + 2).split(" ")[1]);
+      if (ppid === parent) children.push(Number(name));
+    } catch {
+      // a process that ended while the folder was read
+    }
+  }
+  return children;
+}
+
+/** Sends `signal` to each pid; a process that ended meanwhile is skipped. */
+function signalEach(pids: readonly number[], signal: NodeJS.Signals): void {
+  for (const p of pids) {
+    try {
+      process.kill(p, signal);
+    } catch {
+      // already gone
+    }
   }
 }
 
@@ -199,6 +235,12 @@ export async function startPostgres(options: StartPostgresOptions = {}): Promise
     startWatchdog(ownerFile);
     let pid = postmasterPid(dataDir);
     let stopping: Promise<void> | undefined;
+    let paused: number[] = [];
+    const resumePaused = () => {
+      // children first: a continued postmaster must not find them stopped
+      signalEach([...paused.slice(1), ...paused.slice(0, 1)], "SIGCONT");
+      paused = [];
+    };
     const server: RunningPostgres = {
       url: `postgres://postgres:${password}@127.0.0.1:${port}/postgres`,
       port,
@@ -207,6 +249,7 @@ export async function startPostgres(options: StartPostgresOptions = {}): Promise
       stop: () => {
         stopping ??= (async () => {
           running.delete(server);
+          resumePaused(); // a stopped process would not act on the shutdown signal
           try {
             if (pid !== undefined && isAlive(pid)) await stopWithin(pg, pid, STOP_TIMEOUT_MS);
           } finally {
@@ -216,12 +259,22 @@ export async function startPostgres(options: StartPostgresOptions = {}): Promise
         return stopping;
       },
       crash: async () => {
+        resumePaused();
         if (pid !== undefined && isAlive(pid)) await stopWithin(pg, pid, STOP_TIMEOUT_MS);
       },
       restart: async () => {
         await pg.start();
         pid = postmasterPid(dataDir);
       },
+      pause: () => {
+        if (pid === undefined || !isAlive(pid)) return [];
+        // the postmaster first, so it forks no new backend while its children are collected and stopped
+        signalEach([pid], "SIGSTOP");
+        paused = [pid, ...childPids(pid)];
+        signalEach(paused.slice(1), "SIGSTOP");
+        return [...paused];
+      },
+      resume: () => resumePaused(),
     };
     running.add(server);
     return server;

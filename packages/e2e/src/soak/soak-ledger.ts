@@ -6,6 +6,7 @@
 import Database from "better-sqlite3";
 import pg from "pg";
 import type { LedgerEffect, ProviderTruth } from "./soak-counts.js";
+import type { LedgerAttempt } from "./soak-verdicts.js";
 
 /** Reads the ledger after (and while) the soak ran. */
 export interface LedgerReader {
@@ -13,6 +14,10 @@ export interface LedgerReader {
   pending(): Promise<number>;
   /** Every effect (`external_tool_effects`): id, key, status, resolution, stored result JSON. */
   effects(): Promise<LedgerEffect[]>;
+  /** Every attempt with its effect's key, Driver instance, status and resolution, ordered by effect and attempt. */
+  attempts(): Promise<LedgerAttempt[]>;
+  /** The finalized Driver instances: id and `finalized_at_ms` (ms since the epoch). */
+  finalizedDrivers(): Promise<Array<{ id: string; finalizedAtMs: number }>>;
   close(): Promise<void>;
 }
 
@@ -20,6 +25,28 @@ const PENDING_SQL = `SELECT (SELECT count(*) FROM driver_commands WHERE status I
   + (SELECT count(*) FROM external_tool_effects WHERE status = 'executing')
   + (SELECT count(*) FROM external_tool_effects WHERE status = 'unknown' AND next_lookup_at_ms IS NOT NULL AND operator_attention IS NULL) AS n`;
 const EFFECTS_SQL = "SELECT id, idempotency_key, status, resolution, result_json FROM external_tool_effects";
+
+const ATTEMPTS_SQL = `SELECT a.effect_id, e.idempotency_key, e.driver_instance_id, e.status AS effect_status, e.resolution AS effect_resolution,
+  a.status, a.started_at_ms, a.finished_at_ms
+  FROM external_tool_effect_attempts a JOIN external_tool_effects e ON e.id = a.effect_id ORDER BY a.effect_id, a.attempt`;
+const FINALIZED_SQL = "SELECT id, finalized_at_ms FROM driver_instances WHERE status = 'finalized'";
+
+function toAttempt(r: Record<string, unknown>): LedgerAttempt {
+  return {
+    effectId: String(r["effect_id"]),
+    idempotencyKey: String(r["idempotency_key"]),
+    driverInstanceId: String(r["driver_instance_id"]),
+    effectStatus: String(r["effect_status"]),
+    effectResolution: r["effect_resolution"] === null ? null : String(r["effect_resolution"]),
+    status: String(r["status"]),
+    startedAtMs: Number(r["started_at_ms"]),
+    finishedAtMs: r["finished_at_ms"] === null ? null : Number(r["finished_at_ms"]),
+  };
+}
+
+function toFinalized(r: Record<string, unknown>): { id: string; finalizedAtMs: number } {
+  return { id: String(r["id"]), finalizedAtMs: Number(r["finalized_at_ms"]) };
+}
 
 function toEffect(r: Record<string, unknown>): LedgerEffect {
   const text = (v: unknown) => (v === null || v === undefined ? null : typeof v === "string" ? v : JSON.stringify(v));
@@ -42,6 +69,8 @@ export async function openLedgerReader(store: string | { databaseUrl: string }):
     return {
       pending: async () => (db.prepare(PENDING_SQL).get() as { n: number }).n,
       effects: async () => (db.prepare(EFFECTS_SQL).all() as Array<Record<string, unknown>>).map(toEffect),
+      attempts: async () => (db.prepare(ATTEMPTS_SQL).all() as Array<Record<string, unknown>>).map(toAttempt),
+      finalizedDrivers: async () => (db.prepare(FINALIZED_SQL).all() as Array<Record<string, unknown>>).map(toFinalized),
       close: async () => void db.close(),
     };
   }
@@ -50,6 +79,8 @@ export async function openLedgerReader(store: string | { databaseUrl: string }):
   return {
     pending: async () => Number((await client.query<{ n: string | number }>(PENDING_SQL)).rows[0]!.n),
     effects: async () => (await client.query<Record<string, unknown>>(EFFECTS_SQL)).rows.map(toEffect),
+    attempts: async () => (await client.query<Record<string, unknown>>(ATTEMPTS_SQL)).rows.map(toAttempt),
+    finalizedDrivers: async () => (await client.query<Record<string, unknown>>(FINALIZED_SQL)).rows.map(toFinalized),
     close: () => client.end(),
   };
 }

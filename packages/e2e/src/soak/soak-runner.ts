@@ -6,9 +6,11 @@
  * the end, shared by `apiInstances` API processes (docs/DESIGN.md §11). Each instance keeps a fixed
  * port so Drivers (given every instance's URL, they fail over) find it again after a restart. Each
  * round enqueues a few tool calls (on a random instance), then SIGKILLs one Driver (and sometimes one
- * API instance) at a random moment, restarts it (at once: redelivery; or after the heartbeat TTL:
- * finalization repair), and goes on. At the end every process is restarted, recovery is awaited,
- * everything stops, and the ledger is compared with the provider's file ({@link countSoak}).
+ * API instance) at a random moment, restarts it (at once: redelivery of the same Driver instance; or,
+ * in a share of rounds, after the heartbeat TTL: finalization repair), and goes on. On PostgreSQL the
+ * soak can also fault the database itself (`dbFaults`, soak-faults.ts) while the rounds go on. At the
+ * end every process is restarted, recovery is awaited, everything stops, and the ledger is compared
+ * with the provider's file ({@link countSoak}) and with what the soak did (soak-verdicts.ts).
  */
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
@@ -30,7 +32,9 @@ import {
   type ProviderProcess,
 } from "../stack.js";
 import { countSoak, type SoakCounts } from "./soak-counts.js";
+import { applyDbFault, DB_FAULT_KINDS, planDbFaults, type AppliedDbFault, type DbFaultKind } from "./soak-faults.js";
 import { openLedgerReader, openProviderTruth, type LedgerReader } from "./soak-ledger.js";
+import { healthyFinalized, unknownCommitted, type DriverKill, type DriverLife } from "./soak-verdicts.js";
 
 /** Which store the soak's API runs on: the embedded SQLite file, or a throwaway PostgreSQL server. */
 export type SoakStore = "sqlite" | "postgres";
@@ -38,7 +42,11 @@ export type SoakStore = "sqlite" | "postgres";
 /**
  * Options of {@link runSoak}: `kills` (Driver SIGKILLs), `seed`, `drivers` (processes), `apiKillRatio`
  * (0–1: rounds that also kill one API instance), `workDir`, `store` (default `sqlite`), `apiInstances`
- * (API processes on the store, default 1; above 1 only with `postgres`, docs/DESIGN.md §11).
+ * (API processes on the store, default 1; above 1 only with `postgres`, docs/DESIGN.md §11),
+ * `heartbeatTtlMs` (the API's `MOSOO_HEARTBEAT_TTL_MS`, default {@link DEFAULT_SOAK_HEARTBEAT_TTL_MS}),
+ * `lateRestartRatio` (0–1: killed Drivers restarted only after the TTL, so they are finalized; default
+ * {@link DEFAULT_LATE_RESTART_RATIO}), `dbFaults` (database faults, default 0; above 0 only with
+ * `postgres`), `reconciliation` (the API's `MOSOO_EFFECT_RECONCILIATION`, default true).
  */
 export interface SoakOptions {
   kills: number;
@@ -48,25 +56,47 @@ export interface SoakOptions {
   workDir: string;
   store?: SoakStore;
   apiInstances?: number;
+  heartbeatTtlMs?: number;
+  lateRestartRatio?: number;
+  dbFaults?: number;
+  reconciliation?: boolean;
   /** Progress lines. */
   log: (line: string) => void;
 }
 
-/** What {@link runSoak} measured: the counts, the kills done, tool calls enqueued, wall time (ms). */
+/**
+ * What {@link runSoak} measured: the counts, the kills done, Driver restarts that came back as the same
+ * instance (`sameInstanceRestarts`) or were finalized and replaced by a new one (`finalizations`), the
+ * database faults applied by kind, the effects `unknown` whose provider committed with no kill to
+ * explain it and the healthy Drivers finalized (ids; both defined in soak-verdicts.ts, both must be
+ * empty), tool calls enqueued, wall time (ms).
+ */
 export interface SoakReport {
   counts: SoakCounts;
   driverKills: number;
   apiKills: number;
+  sameInstanceRestarts: number;
   finalizations: number;
+  faults: Record<DbFaultKind, number>;
+  unknownCommitted: string[];
+  healthyFinalized: string[];
   enqueued: number;
   wallMs: number;
   /** True when recovery finished (no command without a terminal receipt, no effect executing or due for a lookup). */
   recovered: boolean;
 }
 
-const HEARTBEAT_TTL_MS = 1_500;
+/**
+ * The soak's default heartbeat TTL (ms): long enough that a Driver restarted at once (a few seconds on a
+ * loaded machine) comes back as the same instance, as in production (the API's default is 15 000).
+ */
+export const DEFAULT_SOAK_HEARTBEAT_TTL_MS = 10_000;
+/** The default share of kills whose Driver is restarted only after the TTL (finalization repair). */
+export const DEFAULT_LATE_RESTART_RATIO = 0.1;
 /** Bound (ms) of the recovery wait (every command terminal, no effect executing or due for a lookup). */
-const RECOVERY_TIMEOUT_MS = 180_000;
+const RECOVERY_TIMEOUT_MS = 300_000;
+/** How many times a process start is tried (one second apart) before the soak gives up: a start may fall into a database fault. */
+const START_TRIES = 60;
 
 /** mulberry32: a small seeded PRNG in [0, 1). */
 function rng(seed: number): () => number {
@@ -88,18 +118,22 @@ interface Slot {
   proc: DriverProcess | null;
   instanceId: string | null;
   runId: string | null;
+  /** The life of its current process (see {@link DriverLife}). */
+  life: DriverLife | null;
 }
 
 /**
  * Runs the soak; see the module comment.
  * @throws Error `soak.instances_need_postgres` when `apiInstances` > 1 on SQLite (one API process per
- *   SQLite file); the errors of a process that does not start (`e2e.timeout`, `e2e.process_exited`).
+ *   SQLite file), `soak.db_faults_need_postgres` when `dbFaults` > 0 on SQLite; the errors of a process that does not start (`e2e.timeout`, `e2e.process_exited`).
  */
 export async function runSoak(opts: SoakOptions): Promise<SoakReport> {
   const storeKind = opts.store ?? "sqlite";
   const instanceCount = opts.apiInstances ?? 1;
   if (instanceCount > 1 && storeKind !== "postgres")
     throw new Error("soak.instances_need_postgres: --api-instances above 1 needs --store postgres (one API process per SQLite file)");
+  if ((opts.dbFaults ?? 0) > 0 && storeKind !== "postgres")
+    throw new Error("soak.db_faults_need_postgres: --db-faults needs --store postgres (the soak faults its own PostgreSQL server)");
   const started = Date.now();
   let pgServer: RunningPostgres | null = null;
   try {
@@ -116,6 +150,9 @@ export async function runSoak(opts: SoakOptions): Promise<SoakReport> {
 async function soak(opts: SoakOptions, instanceCount: number, pgServer: RunningPostgres | null, started: number): Promise<SoakReport> {
   const random = rng(opts.seed);
   const pick = <T>(xs: readonly T[]): T => xs[Math.floor(random() * xs.length)]!;
+  const ttlMs = opts.heartbeatTtlMs ?? DEFAULT_SOAK_HEARTBEAT_TTL_MS;
+  const lateRatio = opts.lateRestartRatio ?? DEFAULT_LATE_RESTART_RATIO;
+  const reconciliation = opts.reconciliation ?? true;
   const e = entryPoints();
   const apiDb = join(opts.workDir, "api.db");
   const providerDb = join(opts.workDir, "provider.db");
@@ -134,30 +171,41 @@ async function soak(opts: SoakOptions, instanceCount: number, pgServer: RunningP
   const credentials = newStackCredentials();
   const runClients = apiUrls.map((url) => new RunApiClient(url, credentials.apiKey));
   const apis: Array<ManagedProcess | null> = apiUrls.map(() => null);
+  /** (Re)starts API instance i; a start that falls into a database fault exits (config.invalid) and is tried again. */
   const startApi = async (i: number) => {
-    const proc = new ManagedProcess({
-      name: `api-${i}`,
-      command: e.node,
-      args: [...e.nodeArgs, e.api.main],
-      cwd: e.api.cwd,
-      env: {
-        ...storeEnv(store),
-        MOSOO_PORT: String(ports[i]),
-        MOSOO_LOG_LEVEL: "info",
-        MOSOO_EFFECT_RECONCILIATION: "on",
-        MOSOO_RECONCILIATION_BINDINGS_FILE: bindingsFile,
-        MOSOO_HEARTBEAT_TTL_MS: String(HEARTBEAT_TTL_MS),
-        MOSOO_SWEEP_INTERVAL_MS: "200",
-        MOSOO_LOOKUP_TIMEOUT_MS: "2000",
-        MOSOO_LOOKUP_BACKOFF_INITIAL_MS: "200",
-        MOSOO_LOOKUP_BACKOFF_MAX_MS: "2000",
-        MOSOO_MAX_LOOKUPS: "20",
-        ...credentialsEnv(credentials),
-      },
-    });
-    await proc.waitForLine((j) => j["msg"] === "api.listening", READY_TIMEOUT_MS, "api.listening");
-    proc.lines.length = 0; // the soak keeps no API log history in memory
-    apis[i] = proc;
+    for (let attempt = 1; ; attempt++) {
+      const proc = new ManagedProcess({
+        name: `api-${i}`,
+        command: e.node,
+        args: [...e.nodeArgs, e.api.main],
+        cwd: e.api.cwd,
+        env: {
+          ...storeEnv(store),
+          MOSOO_PORT: String(ports[i]),
+          MOSOO_LOG_LEVEL: "info",
+          MOSOO_EFFECT_RECONCILIATION: reconciliation ? "on" : "off",
+          ...(reconciliation ? { MOSOO_RECONCILIATION_BINDINGS_FILE: bindingsFile } : {}),
+          MOSOO_HEARTBEAT_TTL_MS: String(ttlMs),
+          MOSOO_SWEEP_INTERVAL_MS: "200",
+          MOSOO_LOOKUP_TIMEOUT_MS: "2000",
+          MOSOO_LOOKUP_BACKOFF_INITIAL_MS: "200",
+          MOSOO_LOOKUP_BACKOFF_MAX_MS: "2000",
+          MOSOO_MAX_LOOKUPS: "20",
+          ...credentialsEnv(credentials),
+        },
+      });
+      try {
+        await proc.waitForLine((j) => j["msg"] === "api.listening", READY_TIMEOUT_MS, "api.listening");
+      } catch (error) {
+        await proc.kill("SIGKILL");
+        if (attempt >= START_TRIES) throw error;
+        await sleep(1_000);
+        continue;
+      }
+      proc.lines.length = 0; // the soak keeps no API log history in memory
+      apis[i] = proc;
+      return;
+    }
   };
   for (let i = 0; i < instanceCount; i++) await startApi(i);
   const mcpConfigFile = writeMcpConfig(opts.workDir, { tracker: provider.url });
@@ -167,10 +215,17 @@ async function soak(opts: SoakOptions, instanceCount: number, pgServer: RunningP
     proc: null,
     instanceId: null,
     runId: null,
+    life: null,
   }));
   let finalizations = 0;
+  let sameInstanceRestarts = 0;
+  const lives: DriverLife[] = [];
+  const kills: DriverKill[] = [];
 
-  /** (Re)starts a Driver: the same state file reconnects the same instance; a finalized one exits 1 and registers anew on the next start. */
+  /**
+   * (Re)starts a Driver: the same state file reconnects the same instance (counted in
+   * `sameInstanceRestarts`); a finalized one exits 1 and registers anew on the next start (`finalizations`).
+   */
   const startDriver = async (slot: Slot) => {
     for (let attempt = 1; ; attempt++) {
       try {
@@ -185,26 +240,33 @@ async function soak(opts: SoakOptions, instanceCount: number, pgServer: RunningP
         if (slot.instanceId && slot.instanceId !== d.driverInstanceId) {
           finalizations += 1;
           slot.runId = null;
-        }
+        } else if (slot.instanceId) sameInstanceRestarts += 1;
         slot.proc = d;
         slot.instanceId = d.driverInstanceId;
+        const life: DriverLife = { instanceId: d.driverInstanceId, connectedAtMs: Date.now(), endedAtMs: null };
+        lives.push(life);
+        slot.life = life;
+        void d.proc.exited.then(() => {
+          exited.add(d.proc);
+          life.endedAtMs ??= Date.now();
+        });
         return;
       } catch (error) {
-        if (attempt >= 4) throw error;
-        await sleep(200);
+        if (attempt >= START_TRIES) throw error;
+        await sleep(1_000);
       }
     }
   };
-  const alive = (slot: Slot) => slot.proc !== null && slot.proc.proc.lines !== undefined && !exited.has(slot.proc.proc);
-  const exited = new WeakSet<ManagedProcess>();
-  const watch = (slot: Slot) => {
-    const p = slot.proc?.proc;
-    if (p) void p.exited.then(() => exited.add(p));
+  /** Kills (or stops) a slot's process; its life ends now, and a SIGKILL is recorded against its instance. */
+  const stopDriver = async (slot: Slot, signal: NodeJS.Signals) => {
+    if (!slot.proc) return;
+    if (slot.life && slot.life.endedAtMs === null) slot.life.endedAtMs = Date.now();
+    if (signal === "SIGKILL" && slot.instanceId) kills.push({ instanceId: slot.instanceId, atMs: Date.now() });
+    await slot.proc.proc.kill(signal);
   };
-  for (const slot of slots) {
-    await startDriver(slot);
-    watch(slot);
-  }
+  const exited = new WeakSet<ManagedProcess>();
+  const alive = (slot: Slot) => slot.proc !== null && !exited.has(slot.proc.proc);
+  for (const slot of slots) await startDriver(slot);
 
   let enqueued = 0;
   let driverKills = 0;
@@ -220,51 +282,70 @@ async function soak(opts: SoakOptions, instanceCount: number, pgServer: RunningP
           arguments: { title: `soak ${enqueued}`, body: `seed ${opts.seed}` },
         });
         enqueued += 1;
-      } catch {
-        slot.runId = null; // the run ended (its Driver was finalized) or the API is restarting
+      } catch (error) {
+        // the run ended (its Driver was finalized): a new one next time; any other failure (an API
+        // restarting, a database fault) leaves the run as it is
+        if (String(error).includes("run.not_active")) slot.runId = null;
       }
     }
   };
 
+  // Database faults: planned from the seed, started when their kill count is reached, one at a time, while the rounds go on.
+  const plan = pgServer && opts.dbFaults ? planDbFaults(opts.dbFaults, opts.kills, rng(opts.seed ^ 0x5eed)) : [];
+  const applied: AppliedDbFault[] = [];
+  let nextFault = 0;
+  let faultRunning: Promise<void> = Promise.resolve();
+  const startDueFault = async (force: boolean) => {
+    const fault = plan[nextFault];
+    if (!pgServer || !fault || (!force && fault.atKill > driverKills)) return;
+    await faultRunning;
+    nextFault += 1;
+    faultRunning = applyDbFault(pgServer, fault).then(
+      (a) => {
+        applied.push(a);
+        opts.log(`soak: database fault ${applied.length}/${plan.length}: ${a.kind}, ${a.detail}`);
+      },
+      (error: unknown) => opts.log(`soak: database fault ${fault.kind} failed: ${String(error)}`),
+    );
+  };
+
   for (let round = 1; driverKills < opts.kills; round++) {
-    for (const slot of slots) {
-      if (!alive(slot)) {
-        await startDriver(slot);
-        watch(slot);
-      }
-    }
+    await startDueFault(false);
+    for (const slot of slots) if (!alive(slot)) await startDriver(slot);
     await control.setFaults({ delayBeforeCommitMs: pick([0, 0, 0, 20, 80, 250]) }).catch(() => undefined);
     for (const slot of slots) await enqueue(slot, 1 + Math.floor(random() * 3));
     await sleep(Math.floor(random() * 300));
     const victim = pick(slots);
     const killApi = random() < opts.apiKillRatio;
-    await victim.proc?.proc.kill("SIGKILL");
+    await stopDriver(victim, "SIGKILL");
     driverKills += 1;
     const apiVictim = Math.floor(random() * instanceCount);
     if (killApi && apis[apiVictim]) {
       await apis[apiVictim].kill("SIGKILL");
       apiKills += 1;
     }
-    const late = random() < 0.3;
-    if (killApi) await startApi(apiVictim);
-    if (late) await sleep(HEARTBEAT_TTL_MS + 700); // the sweep finalizes the dead Driver before it comes back
-    await startDriver(victim);
-    watch(victim);
+    const late = random() < lateRatio;
+    // the API instance and the Driver come back side by side (the Driver fails over to another instance
+    // meanwhile): a Driver waiting for an API restart first would overrun the TTL on a loaded machine
+    await Promise.all([
+      killApi ? startApi(apiVictim) : undefined,
+      (async () => {
+        if (late) await sleep(ttlMs + 700); // the sweep finalizes the dead Driver before it comes back
+        await startDriver(victim);
+      })(),
+    ]);
     if (driverKills % 10 === 0 || driverKills === opts.kills) {
       opts.log(
-        `soak: ${driverKills}/${opts.kills} Driver kills, ${apiKills} API kills, ${enqueued} tool calls, ${finalizations} Driver instances replaced, ${Math.round((Date.now() - started) / 1000)} s`,
+        `soak: ${driverKills}/${opts.kills} Driver kills, ${apiKills} API kills, ${applied.length}/${plan.length} database faults, ${enqueued} tool calls, ${sameInstanceRestarts} same-instance restarts, ${finalizations} Driver instances replaced, ${Math.round((Date.now() - started) / 1000)} s`,
       );
     }
   }
+  while (nextFault < plan.length) await startDueFault(true);
+  await faultRunning;
 
   // Recovery: every Driver up, the provider answers at once, wait until the ledger is quiet.
   await control.setFaults({ delayBeforeCommitMs: 0 }).catch(() => undefined);
-  for (const slot of slots) {
-    if (!alive(slot)) {
-      await startDriver(slot);
-      watch(slot);
-    }
-  }
+  for (const slot of slots) if (!alive(slot)) await startDriver(slot);
   const ledger: LedgerReader = await openLedgerReader(pgServer ? { databaseUrl: pgServer.url } : apiDb);
   const pending = () => ledger.pending();
   let recovered = false;
@@ -280,14 +361,33 @@ async function soak(opts: SoakOptions, instanceCount: number, pgServer: RunningP
   opts.log(
     `soak: recovery ${recovered ? "finished" : `did NOT finish within ${RECOVERY_TIMEOUT_MS / 1000} s`} (${await pending()} pending)`,
   );
-  for (const slot of slots) await slot.proc?.proc.kill("SIGTERM");
+  for (const slot of slots) await stopDriver(slot, "SIGTERM");
   for (const api of apis) await api?.kill("SIGTERM");
   await provider.proc.kill("SIGTERM");
 
   const effects = await ledger.effects();
+  const attempts = await ledger.attempts();
+  const finalized = await ledger.finalizedDrivers();
   await ledger.close();
   const truth = openProviderTruth(providerDb);
   const counts = countSoak(effects, truth.of);
+  const unknownCommittedIds = unknownCommitted(attempts, truth.of, kills);
   truth.close();
-  return { counts, driverKills, apiKills, finalizations, enqueued, wallMs: Date.now() - started, recovered };
+  const faults = Object.fromEntries(DB_FAULT_KINDS.map((k) => [k, applied.filter((a) => a.kind === k).length])) as Record<
+    DbFaultKind,
+    number
+  >;
+  return {
+    counts,
+    driverKills,
+    apiKills,
+    sameInstanceRestarts,
+    finalizations,
+    faults,
+    unknownCommitted: unknownCommittedIds,
+    healthyFinalized: healthyFinalized(finalized, lives, ttlMs),
+    enqueued,
+    wallMs: Date.now() - started,
+    recovered,
+  };
 }

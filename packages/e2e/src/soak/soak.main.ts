@@ -1,17 +1,19 @@
 /**
  * `npm run soak -- --kills N [--seed S] [--drivers D] [--api-kill-ratio R] [--store sqlite|postgres]
- * [--api-instances N] [--keep]`: the real-process kill soak (see soak-runner.ts). Prints progress lines,
- * the seed, one JSON line of counts (soak-counts.ts defines each), and a final line
- * `soak: ok: lost 0, duplicated 0, phantom 0, stuck 0 (...)` (or `soak: FAILED: ...`). Exit code: 0 when
- * no effect is lost, duplicated, phantom or stuck and recovery finished; 1 otherwise; 2 on bad options
- * (one line; `--api-instances` above 1 needs `--store postgres`).
+ * [--api-instances N] [--db-faults N] [--heartbeat-ttl-ms MS] [--late-restart-ratio R]
+ * [--reconciliation on|off] [--keep]`: the real-process kill soak (see soak-runner.ts). Prints progress
+ * lines, the seed, one JSON line of counts (soak-counts.ts defines each), and a final line
+ * `soak: ok: lost 0, duplicated 0, phantom 0, stuck 0, unknown-but-committed 0, healthy Drivers finalized 0 (...)`
+ * (or `soak: FAILED: ...`; the last two are defined in soak-verdicts.ts). Exit code: 0 when all six are 0
+ * and recovery finished; 1 otherwise; 2 on bad options (one line; `--api-instances` above 1 and
+ * `--db-faults` need `--store postgres`).
  */
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { Command, InvalidArgumentError, Option } from "commander";
-import { soakFailed } from "./soak-counts.js";
-import { runSoak, type SoakStore } from "./soak-runner.js";
+import { soakTally, soakVerdictFailed } from "./soak-verdicts.js";
+import { DEFAULT_LATE_RESTART_RATIO, DEFAULT_SOAK_HEARTBEAT_TTL_MS, runSoak, type SoakStore } from "./soak-runner.js";
 
 function intIn(min: number, max: number) {
   return (value: string) => {
@@ -43,6 +45,20 @@ const program = new Command("soak")
       .default("sqlite"),
   )
   .option("--api-instances <n>", "API processes on the store (above 1 needs --store postgres)", intIn(1, 8), 1)
+  .option(
+    "--db-faults <n>",
+    "database faults spread over the run (pause 5-20 s, crash and restart, terminate the API's backends); needs --store postgres",
+    intIn(0, 10_000),
+    0,
+  )
+  .option("--heartbeat-ttl-ms <ms>", "the API's heartbeat TTL", intIn(1_000, 600_000), DEFAULT_SOAK_HEARTBEAT_TTL_MS)
+  .option("--late-restart-ratio <r>", "share of killed Drivers restarted only after the TTL (finalized)", ratio, DEFAULT_LATE_RESTART_RATIO)
+  .addOption(
+    new Option("--reconciliation <mode>", "the API's effect reconciliation (default: off with --db-faults, on without)").choices([
+      "on",
+      "off",
+    ]),
+  )
   .option("--keep", "keep the work folder (SQLite files) for inspection", false)
   .exitOverride();
 try {
@@ -57,16 +73,26 @@ const o = program.opts<{
   apiKillRatio: number;
   store: SoakStore;
   apiInstances: number;
+  dbFaults: number;
+  heartbeatTtlMs: number;
+  lateRestartRatio: number;
+  reconciliation?: "on" | "off";
   keep: boolean;
 }>();
 if (o.apiInstances > 1 && o.store !== "postgres") {
   console.error("soak: --api-instances above 1 needs --store postgres (one API process per SQLite file)");
   process.exit(2);
 }
+if (o.dbFaults > 0 && o.store !== "postgres") {
+  console.error("soak: --db-faults needs --store postgres (the soak faults its own PostgreSQL server; SQLite has no server to fault)");
+  process.exit(2);
+}
+// Off with database faults: a committed result must then reach the ledger through the Driver's outbox, not a lookup.
+const reconciliation = (o.reconciliation ?? (o.dbFaults > 0 ? "off" : "on")) === "on";
 const seed = o.seed ?? Math.floor(Math.random() * 2 ** 31);
 const workDir = mkdtempSync(join(tmpdir(), "mosoo-soak-"));
 console.log(
-  `soak: seed ${seed}, ${o.kills} kills, ${o.drivers} Drivers, store ${o.store}, ${o.apiInstances} API instance(s), API kill ratio ${o.apiKillRatio}, work dir ${workDir}`,
+  `soak: seed ${seed}, ${o.kills} kills, ${o.drivers} Drivers, store ${o.store}, ${o.apiInstances} API instance(s), API kill ratio ${o.apiKillRatio}, ${o.dbFaults} database faults, heartbeat TTL ${o.heartbeatTtlMs} ms, late restart ratio ${o.lateRestartRatio}, reconciliation ${reconciliation ? "on" : "off"}, work dir ${workDir}`,
 );
 try {
   const report = await runSoak({
@@ -76,20 +102,26 @@ try {
     apiKillRatio: o.apiKillRatio,
     store: o.store,
     apiInstances: o.apiInstances,
+    dbFaults: o.dbFaults,
+    heartbeatTtlMs: o.heartbeatTtlMs,
+    lateRestartRatio: o.lateRestartRatio,
+    reconciliation,
     workDir,
     log: (l) => console.log(l),
   });
   console.log(JSON.stringify({ seed, ...report.counts }));
+  if (report.unknownCommitted.length) console.log(`soak: unknown but committed: ${report.unknownCommitted.join(" ")}`);
+  if (report.healthyFinalized.length) console.log(`soak: healthy Drivers finalized: ${report.healthyFinalized.join(" ")}`);
+  const failed = soakVerdictFailed(report) || !report.recovered;
+  const f = report.faults;
   console.log(
-    `soak: ${report.driverKills} Driver kills, ${report.apiKills} API kills, ${report.finalizations} Driver instances replaced after finalization, ${report.enqueued} tool calls, wall ${(report.wallMs / 1000).toFixed(1)} s`,
-  );
-  const failed = soakFailed(report.counts) || !report.recovered;
-  const c = report.counts;
-  const tally = `lost ${c.lost}, duplicated ${c.duplicated}, phantom ${c.phantom}, stuck ${c.stuck}`;
-  console.log(
-    failed
-      ? `soak: FAILED: ${tally}${report.recovered ? "" : ", recovery unfinished"} (replay: --seed ${seed} --kills ${o.kills} --store ${o.store} --api-instances ${o.apiInstances})`
-      : `soak: ok: ${tally} (${c.effects} effects, store ${o.store}, ${o.apiInstances} API instance(s))`,
+    `soak: ${failed ? "FAILED" : "ok"}: ${soakTally(report)}${report.recovered ? "" : ", recovery unfinished"}` +
+      ` (${report.counts.effects} effects, ${report.counts.unknown} unknown, ${report.counts.reconciled} reconciled; store ${o.store}, ${o.apiInstances} API instance(s), reconciliation ${reconciliation ? "on" : "off"};` +
+      ` ${report.driverKills} Driver kills, ${report.apiKills} API kills; database faults ${f.pause + f.crash + f.terminate}: pause ${f.pause}, crash ${f.crash}, terminate ${f.terminate};` +
+      ` Driver restarts: ${report.sameInstanceRestarts} same instance, ${report.finalizations} finalized and replaced; ${report.enqueued} tool calls, wall ${(report.wallMs / 1000).toFixed(1)} s)` +
+      (failed
+        ? ` (replay: --seed ${seed} --kills ${o.kills} --drivers ${o.drivers} --store ${o.store} --api-instances ${o.apiInstances} --db-faults ${o.dbFaults} --heartbeat-ttl-ms ${o.heartbeatTtlMs} --late-restart-ratio ${o.lateRestartRatio} --reconciliation ${reconciliation ? "on" : "off"})`
+        : ""),
   );
   process.exitCode = failed ? 1 : 0;
 } finally {
