@@ -138,6 +138,50 @@ describe.each(["sqlite", "postgres"] as const)("repeat guard on %s", (kind) => {
     expect(view).toMatchObject({ effectId: again.effectId, repeatOfEffectId: call.effectId, status: "never_sent", effectStatus: "intent" });
   });
 
+  it("one named effect lets one deliberate repeat through: resending it, or ten at once, is refused naming the repeat", async () => {
+    const f = await world();
+    const { runId, call } = await afterInterruptedTurn(f);
+    const before = await effectCount(f);
+    const first = await f.runtime.runs.enqueueToolCall(runId, {
+      serverId: "tracker",
+      toolName: "createIssue",
+      arguments: call.args,
+      toolCallId: "tc-deliberate",
+      repeatOfEffectId: call.effectId,
+    });
+    const resend = await refusal(() =>
+      f.runtime.runs.enqueueToolCall(runId, {
+        serverId: "tracker",
+        toolName: "createIssue",
+        arguments: call.args,
+        toolCallId: "tc-deliberate-again",
+        repeatOfEffectId: call.effectId,
+      }),
+    );
+    expect(resend).toMatchObject({ code: "tool_call.repeat_refused", details: { effectId: first.effectId, toolCallId: "tc-deliberate" } });
+    const racing = await Promise.allSettled(
+      Array.from({ length: 10 }, (_, i) =>
+        f.runtime.runs.enqueueToolCall(runId, {
+          serverId: "tracker",
+          toolName: "createIssue",
+          arguments: call.args,
+          toolCallId: `tc-race-${i}`,
+          repeatOfEffectId: call.effectId,
+        }),
+      ),
+    );
+    expect(racing.every((r) => r.status === "rejected" && (r.reason as RuntimeError).code === "tool_call.repeat_refused")).toBe(true);
+    // naming the newest repeat lets exactly one more through
+    await f.runtime.runs.enqueueToolCall(runId, {
+      serverId: "tracker",
+      toolName: "createIssue",
+      arguments: call.args,
+      toolCallId: "tc-deliberate-2",
+      repeatOfEffectId: first.effectId,
+    });
+    expect(await effectCount(f)).toBe(before + 2);
+  });
+
   it("is off by default: the same request in the same session goes through", async () => {
     const f = await world(false);
     const { runId, call } = await afterInterruptedTurn(f);

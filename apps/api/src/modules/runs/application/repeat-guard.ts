@@ -27,36 +27,60 @@ export interface RepeatCheck {
  * Inside the enqueue's transaction, before the intent is written:
  * - `repeatOfEffectId` given: it must name an effect of the same session with the same server, tool and
  *   request fingerprint (else 409 `tool_call.repeat_invalid`, nothing written); the call goes through and
- *   the caller records the id on the new effect (a deliberate repeat), guarded server or not;
- * - else, when `windowMs` is set (the server is guarded): the session's row is locked (so two identical
+ *   the caller records the id on the new effect (a deliberate repeat). On a guarded server it must name
+ *   the NEWEST counting effect (below): one named effect lets exactly one repeat through, so a resent
+ *   deliberate repeat, or ten sent at once, is refused naming the repeat that already went through;
+ * - when `windowMs` is set (the server is guarded): the session's row is locked (so two identical
  *   enqueues never both pass: one effect), and the newest effect of the session with the same server,
  *   tool and fingerprint created less than `windowMs` ago that is `succeeded`, `unknown` (or `executing`),
- *   compensated, or still queued (`intent` with a live command) refuses the call:
+ *   compensated, or still queued (`intent` with a live command) refuses the call unless it is the named one:
  *   409 `tool_call.repeat_refused` with `details` {effectId, status, toolCallId, windowMs}.
  * A `not_executed` earlier effect, or one never sent whose command ended, does not count: it may be sent again.
  * @returns the id to record as `repeat_of_effect_id`, or undefined.
  * @throws RuntimeError `tool_call.repeat_refused`, `tool_call.repeat_invalid`.
  */
 export async function guardRepeat(tx: StoreTx, check: RepeatCheck, windowMs: number | undefined): Promise<string | undefined> {
-  if (check.repeatOfEffectId !== undefined) {
-    const named = await effectRepository.findById(tx, check.repeatOfEffectId);
-    if (
-      !named ||
-      named.sessionId !== check.sessionId ||
-      named.serverId !== check.serverId ||
-      named.toolName !== check.toolName ||
-      named.requestFingerprint !== check.requestFingerprint
-    ) {
-      throw new RuntimeError(
-        "tool_call.repeat_invalid",
-        `repeatOfEffectId ${check.repeatOfEffectId} names no effect of this session with the same server, tool and arguments; nothing was queued`,
-        { repeatOfEffectId: check.repeatOfEffectId },
-      );
-    }
-    return named.id;
-  }
-  if (windowMs === undefined) return undefined;
+  const named = check.repeatOfEffectId === undefined ? undefined : await namedRepeat(tx, check, check.repeatOfEffectId);
+  if (windowMs === undefined) return named;
   await runRepository.lockSession(tx, check.sessionId);
+  const newest = await newestCountingRepeat(tx, check, windowMs);
+  if (newest === null || newest.effect.id === named) return named;
+  const { effect, status } = newest;
+  throw new RuntimeError(
+    "tool_call.repeat_refused",
+    `this tool call repeats ${effect.toolName} on ${effect.serverId} with the same arguments as tool call ${effect.toolCallId} (effect ${effect.id}, ${status}) of this session; nothing was queued. To repeat it deliberately, send repeatOfEffectId: "${effect.id}"`,
+    { effectId: effect.id, status, toolCallId: effect.toolCallId, windowMs },
+  );
+}
+
+/**
+ * The effect `repeatOfEffectId` names, checked: same session, server, tool and request fingerprint.
+ * @returns its id. @throws RuntimeError `tool_call.repeat_invalid` (nothing written).
+ */
+async function namedRepeat(tx: StoreTx, check: RepeatCheck, repeatOfEffectId: string): Promise<string> {
+  const named = await effectRepository.findById(tx, repeatOfEffectId);
+  if (
+    !named ||
+    named.sessionId !== check.sessionId ||
+    named.serverId !== check.serverId ||
+    named.toolName !== check.toolName ||
+    named.requestFingerprint !== check.requestFingerprint
+  ) {
+    throw new RuntimeError(
+      "tool_call.repeat_invalid",
+      `repeatOfEffectId ${repeatOfEffectId} names no effect of this session with the same server, tool and arguments; nothing was queued`,
+      { repeatOfEffectId },
+    );
+  }
+  return named.id;
+}
+
+/** The newest effect inside the window that counts as a repeat (see {@link guardRepeat}) and its status, or null. */
+async function newestCountingRepeat(
+  tx: StoreTx,
+  check: RepeatCheck,
+  windowMs: number,
+): Promise<{ effect: { id: string; toolName: string; serverId: string; toolCallId: string }; status: EarlierStatus } | null> {
   const candidates = await effectRepository.listSessionRepeats(tx, {
     sessionId: check.sessionId,
     fingerprint: check.requestFingerprint,
@@ -71,19 +95,14 @@ export async function guardRepeat(tx: StoreTx, check: RepeatCheck, windowMs: num
         ? compensated
           ? "compensated"
           : "succeeded"
-        : effect.status === "unknown" || effect.status === "executing"
-          ? effect.status === "unknown"
-            ? "unknown"
-            : "in_flight"
-          : effect.status === "intent" && !["completed", "failed", "expired", "cancelled"].includes(commandStatus)
+        : effect.status === "unknown"
+          ? "unknown"
+          : effect.status === "executing"
             ? "in_flight"
-            : null;
-    if (status === null) continue;
-    throw new RuntimeError(
-      "tool_call.repeat_refused",
-      `this tool call repeats ${effect.toolName} on ${effect.serverId} with the same arguments as tool call ${effect.toolCallId} (effect ${effect.id}, ${status}) of this session; nothing was queued. To repeat it deliberately, send repeatOfEffectId: "${effect.id}"`,
-      { effectId: effect.id, status, toolCallId: effect.toolCallId, windowMs },
-    );
+            : effect.status === "intent" && !["completed", "failed", "expired", "cancelled"].includes(commandStatus)
+              ? "in_flight"
+              : null;
+    if (status !== null) return { effect, status };
   }
-  return undefined;
+  return null;
 }
