@@ -20,6 +20,9 @@ describe("API config", () => {
     ["MOSOO_REPEAT_GUARD", "tracker=0x100000"],
     ["MOSOO_REPEAT_GUARD", "tracker=60000,tracker=70000"],
     ["MOSOO_REPEAT_GUARD", "bad server=60000"],
+    ["MOSOO_REPEAT_GUARD", "tracker=600000,"],
+    ["MOSOO_REPEAT_GUARD", "__proto__=600000"],
+    ["MOSOO_REPEAT_GUARD", "constructor=600000"],
   ])("stops on %s=%s with one line naming the variable", (name, value) => {
     try {
       loadApiConfig({ [name]: value });

@@ -68,12 +68,18 @@ const REPEAT_GUARD_WINDOW_MS = { min: 1_000, max: 30 * 86_400_000 } as const;
  */
 function repeatGuardString() {
   return z.string().transform((text, ctx) => {
-    const windows: Record<string, number> = {};
-    for (const part of text
-      .split(",")
-      .map((p) => p.trim())
-      .filter((p) => p.length > 0)) {
+    const windows: Record<string, number> = Object.create(null) as Record<string, number>;
+    if (text.trim() === "") return windows;
+    for (const part of text.split(",").map((p) => p.trim())) {
+      if (part === "") {
+        ctx.addIssue({ code: "custom", message: "an empty entry (a stray comma) is not allowed" });
+        return z.NEVER;
+      }
       const m = /^([A-Za-z0-9_.-]{1,64})=(\d{1,10})$/.exec(part);
+      if (m && ["__proto__", "constructor", "prototype"].includes(m[1]!)) {
+        ctx.addIssue({ code: "custom", message: `the server id ${JSON.stringify(m[1])} is not allowed` });
+        return z.NEVER;
+      }
       const windowMs = m ? Number(m[2]) : NaN;
       if (!m || windowMs < REPEAT_GUARD_WINDOW_MS.min || windowMs > REPEAT_GUARD_WINDOW_MS.max) {
         ctx.addIssue({

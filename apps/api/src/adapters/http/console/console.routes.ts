@@ -55,7 +55,7 @@ export interface ConsoleOptions {
 
 /** The sign-in form: the operator token only (who signs in is the credential's name; other form fields are ignored). */
 const SignInSchema = z.object({
-  token: z.string().min(1, "give your operator token").max(4096, "an operator token is at most 512 characters"),
+  token: z.string().min(1, "give your operator token").max(512, "an operator token is at most 512 characters"),
 });
 
 type Env = { Variables: { session: ConsoleSession } };
