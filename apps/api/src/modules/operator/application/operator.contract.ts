@@ -10,7 +10,7 @@ import {
   ToolNameSchema,
   UlidSchema,
 } from "@mosoo/contracts";
-import { MAX_RECEIPT_BYTES, MAX_RESULT_BYTES } from "@mosoo/effect-reconciliation";
+import { MAX_RECEIPT_BYTES, MAX_RESULT_BYTES } from "@mosoo/effect-reconciliation/host";
 import { OPERATOR_ATTENTION_REASONS } from "@mosoo/contracts";
 import { z } from "zod";
 
