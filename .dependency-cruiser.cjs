@@ -133,6 +133,29 @@ module.exports = {
       to: { path: "node_modules/(better-sqlite3|drizzle-orm|hono|@hono)/" },
     },
     {
+      name: "effect-reconciliation-author-below-host",
+      severity: "error",
+      comment:
+        "packages/effect-reconciliation: the author's surface (src/author/, the package root) imports nothing of the host's machinery (src/host/) or the kit (src/testing/); the host imports nothing of the kit.",
+      from: { path: "^packages/effect-reconciliation/src/(author/|index\\.ts$)" },
+      to: { path: "^packages/effect-reconciliation/src/(host|testing)/" },
+    },
+    {
+      name: "effect-reconciliation-host-not-testing",
+      severity: "error",
+      comment: "packages/effect-reconciliation: the host's machinery (src/host/) imports nothing of the kit (src/testing/).",
+      from: { path: "^packages/effect-reconciliation/src/host/" },
+      to: { path: "^packages/effect-reconciliation/src/testing/" },
+    },
+    {
+      name: "adapter-packages-use-the-author-surface",
+      severity: "error",
+      comment:
+        "An adapter package's code imports only the root of @mosoo/effect-reconciliation (the author's surface), never its ./host machinery or its ./testing kit (tests may use the kit).",
+      from: { path: "^packages/[^/]+-adapter/src/" },
+      to: { path: "^packages/effect-reconciliation/src/(host|testing)/" },
+    },
+    {
       name: "sqlite-driver-only-in-sqlite-store",
       severity: "error",
       comment:

@@ -48,16 +48,16 @@ const BUGS = [
   {
     id: "lookup-timeout-as-not-executed",
     what: "a lookup that times out is taken as a confirmed non-execution (DESIGN §5 row 1)",
-    file: "packages/effect-reconciliation/src/reconcile.service.ts",
-    find: 'if (run.kind === "timed_out") answer = { kind: "refused", decision: refused(ref, "lookup_timeout", `lookup did not settle within ${timeoutMs} ms`) };',
+    file: "packages/effect-reconciliation/src/host/reconcile.service.ts",
+    find: 'if (run.kind === "timed_out")\n    answer = { kind: "refused", decision: refused(ref, "lookup_timeout", `lookup did not settle within ${timeoutMs} ms`) };',
     replace:
-      'if (run.kind === "timed_out") answer = { kind: "answered", outcome: { outcome: "confirmed_not_executed", toolName: request.toolName, idempotencyKey: request.idempotencyKey, receipt: { observedAt: new Date(nowMs).toISOString() } } as LookupOutcome, serverId: String(serverId), declaration: parsedDeclaration, nowMs, timeoutMs };',
+      'if (run.kind === "timed_out")\n    answer = { kind: "answered", outcome: { outcome: "confirmed_not_executed", toolName: request.toolName, idempotencyKey: request.idempotencyKey, receipt: { observedAt: new Date(nowMs).toISOString() } } as LookupOutcome, serverId: String(serverId), declaration: parsedDeclaration, nowMs, timeoutMs };',
   },
   {
     id: "unvalidated-adapter-output",
     what: "the adapter's answer is judged and persisted without schema validation (DESIGN §5 row 2)",
-    file: "packages/effect-reconciliation/src/reconcile.service.ts",
-    find: 'return parsed.success ? { outcome: structuredClone(parsed.data) } : refused(ref, "invalid_adapter_output", summarizeError(parsed.error));',
+    file: "packages/effect-reconciliation/src/host/reconcile.service.ts",
+    find: 'return parsed.success\n      ? { outcome: structuredClone(parsed.data) }\n      : refused(ref, "invalid_adapter_output", summarizeError(parsed.error));',
     replace: "return { outcome: (parsed.success ? parsed.data : value) as LookupOutcome };",
   },
   {
@@ -78,7 +78,7 @@ const BUGS = [
   {
     id: "window-ignores-send-deadline",
     what: "the in-flight window of a fence-less provider is counted from the claim alone, without the send-by deadline (DESIGN §3 rule 12, §5)",
-    file: "packages/effect-reconciliation/src/fail-closed-checks.ts",
+    file: "packages/effect-reconciliation/src/host/fail-closed-checks.ts",
     find: "const inFlightUntilMs = request.lastDispatchedAtMs + sendWithinMs + declaration.keyFencing.maxInFlightMs;",
     replace: "const inFlightUntilMs = request.lastDispatchedAtMs + declaration.keyFencing.maxInFlightMs;",
   },

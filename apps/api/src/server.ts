@@ -10,7 +10,7 @@ import { PgCommandWakeups } from "./platform/db/postgres/pg-command-wakeups.js";
 import type { Clock } from "./platform/clock.js";
 import { createRuntime, type Runtime } from "./composition-root.js";
 import { resolveReconciliationSettings } from "./config/reconciliation-bindings.js";
-import type { AdapterSource } from "@mosoo/effect-reconciliation";
+import type { AdapterSource } from "@mosoo/effect-reconciliation/host";
 import { Registry } from "prom-client";
 import { adapterProcessBudget, createIsolatedAdapterHost } from "./modules/reconciliation/infrastructure/isolated-adapter-host.js";
 import { AdapterWorkerMetrics } from "./modules/reconciliation/infrastructure/reconciliation-metrics.js";

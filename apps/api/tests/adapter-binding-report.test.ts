@@ -4,7 +4,7 @@ import { join } from "node:path";
 import { Writable } from "node:stream";
 import pino from "pino";
 import { afterEach, describe, expect, it } from "vitest";
-import { declarationHash } from "@mosoo/effect-reconciliation";
+import { declarationHash } from "@mosoo/effect-reconciliation/host";
 import { loadApiConfig } from "../src/config/api-config.js";
 import { startApi } from "../src/server.js";
 import { bindingReport, noLookupReason } from "../src/modules/reconciliation/application/binding-report.js";

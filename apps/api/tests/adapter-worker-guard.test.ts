@@ -9,7 +9,8 @@
  */
 import { fileURLToPath } from "node:url";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { AdapterAnswerRefusedError, NOOP_LOGGER, type AdapterHost, type LookupRequest } from "@mosoo/effect-reconciliation";
+import type { LookupRequest } from "@mosoo/effect-reconciliation";
+import { AdapterAnswerRefusedError, NOOP_LOGGER, type AdapterHost } from "@mosoo/effect-reconciliation/host";
 import { createIsolatedAdapterHost } from "../src/modules/reconciliation/infrastructure/isolated-adapter-host.js";
 
 const MISBEHAVING = fileURLToPath(new URL("./fixtures/adapters/misbehaving.adapter.ts", import.meta.url));

@@ -2,7 +2,7 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { NOOP_LOGGER, type AdapterHost } from "@mosoo/effect-reconciliation";
+import { NOOP_LOGGER, type AdapterHost } from "@mosoo/effect-reconciliation/host";
 import { judgeAdapter, type KitReport } from "@mosoo/effect-reconciliation/testing";
 import { startFixtureProvider, type FixtureProviderHandle } from "@mosoo/fixture-provider";
 import { createIsolatedAdapterHost } from "../src/modules/reconciliation/infrastructure/isolated-adapter-host.js";

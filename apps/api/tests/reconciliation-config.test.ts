@@ -5,7 +5,7 @@ import { execFile } from "node:child_process";
 import { fileURLToPath } from "node:url";
 import { promisify } from "node:util";
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from "vitest";
-import { NOOP_LOGGER, type AdapterHost } from "@mosoo/effect-reconciliation";
+import { NOOP_LOGGER, type AdapterHost } from "@mosoo/effect-reconciliation/host";
 import { createIsolatedAdapterHost } from "../src/modules/reconciliation/infrastructure/isolated-adapter-host.js";
 import { ConfigError, loadApiConfig } from "../src/config/api-config.js";
 import { loadBindings, resolveReconciliationSettings } from "../src/config/reconciliation-bindings.js";

@@ -12,7 +12,7 @@
 import { fileURLToPath } from "node:url";
 import Database from "better-sqlite3";
 import { describe, expect, it } from "vitest";
-import { NOOP_LOGGER } from "@mosoo/effect-reconciliation";
+import { NOOP_LOGGER } from "@mosoo/effect-reconciliation/host";
 import { createIsolatedAdapterHost } from "../src/modules/reconciliation/infrastructure/isolated-adapter-host.js";
 import { CrashLab } from "./helpers/crash-lab.js";
 

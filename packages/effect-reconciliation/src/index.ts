@@ -1,124 +1,62 @@
 /**
- * `@mosoo/effect-reconciliation`: the provider-specific reconciliation of `unknown` external tool
- * effects (docs/DESIGN.md §4–§6). Pure runtime-owned logic: no database, no HTTP, no app imports.
- *
- * - the adapter contract (`AdapterDeclarationSchema`, `ReconciliationAdapter`, `LookupOutcomeSchema`,
- *   `ReceiptSchema`);
- * - the registry of adapter factories (`createAdapterRegistry`), adapter sources (`AdapterSourceSchema`)
- *   and the port that runs adapter code (`AdapterHost`; an isolated host lives in the API);
- * - the reconcile step with its fail-closed checks (`reconcileEffect`, `checkEligibility`, `isEligible`);
- * - the fail-closed planning of a declared compensation (`planCompensation`);
- * - the conformance kit for adapter authors lives at the `./testing` subpath.
+ * `@mosoo/effect-reconciliation`: what a reconciliation adapter's author writes against (docs/DESIGN.md §4,
+ * the package README "Write an adapter"). An adapter package imports only this entry (and
+ * `@mosoo/effect-reconciliation/testing` from its tests). The host's machinery (registry, loader,
+ * reconcile step, fail-closed checks, the built-in convention adapter) is `@mosoo/effect-reconciliation/host`.
  *
  * @example
- * const registry = createAdapterRegistry();
- * registry.register(githubIssuesAdapterFactory);
- * registry.close();
- * const binding = { serverId: "github", adapter: registry.instantiate("github-issues", config.options) };
- * const decision = await reconcileEffect({ effect, binding, nowMs: Date.now(), timeoutMs: 5_000, logger });
+ * export const acmeAdapterFactory: ReconciliationAdapterFactory = {
+ *   declaration: DECLARATION,
+ *   create(options) {
+ *     const { url } = Options.parse(options); // Options = z.strictObject({ url: McpEndpointUrlSchema })
+ *     return {
+ *       declaration: DECLARATION,
+ *       async lookup(request, { signal }) {
+ *         const a = await callLookupTool(url, "getByKey", { key: request.idempotencyKey }, ConventionLookupAnswerSchema, signal);
+ *         if (a.found) return confirmedSucceeded(request, a.result, { requestFingerprint: a.requestFingerprint });
+ *         return a.fenced ? confirmedNotExecuted(request) : stillUnknown("not_found_unfenced");
+ *       },
+ *     };
+ *   },
+ * };
  * @module
  */
-export {
-  AdapterIdSchema,
-  AdapterVersionSchema,
-  KeyFencingSchema,
-  CompensationDeclarationSchema,
-  AdapterDeclarationSchema,
-  LookupRequestSchema,
-  CompensationPlanSchema,
-} from "./adapter.contract.js";
-export type {
-  KeyFencing,
-  CompensationDeclaration,
-  AdapterDeclaration,
-  LookupRequest,
-  AdapterLogger,
-  LookupContext,
-  ReconciliationAdapter,
-  ReconciliationAdapterFactory,
-  CompensationPlanRequest,
-  CompensationPlan,
-  DiscoveringAdapterFactory,
-} from "./adapter.contract.js";
-export { planCompensation, MAX_COMPENSATION_ARGUMENTS_BYTES } from "./compensation-planner.js";
-export type { CompensationPlanDecision, CompensationRefusalCode, PlanCompensationInput } from "./compensation-planner.js";
-export {
-  MAX_RECEIPT_BYTES,
-  MAX_RESULT_BYTES,
-  MAX_PROVIDER_OPERATION_ID_LENGTH,
-  ReceiptSchema,
-  BoundedMcpToolResultSchema,
-} from "./receipt.contract.js";
-export type { Receipt } from "./receipt.contract.js";
-export {
-  REASON_CODE_PATTERN,
-  AdapterReasonCodeSchema,
-  ConfirmedSucceededOutcomeSchema,
-  ConfirmedNotExecutedOutcomeSchema,
-  StillUnknownOutcomeSchema,
-  LookupOutcomeSchema,
-} from "./lookup-outcome.contract.js";
-export type {
-  AdapterReasonCode,
-  LookupOutcome,
-  LookupOutcomeInput,
-  ConfirmedSucceededOutcome,
-  ConfirmedNotExecutedOutcome,
-  StillUnknownOutcome,
-} from "./lookup-outcome.contract.js";
-export { ReconcilableEffectSchema } from "./reconcilable-effect.contract.js";
-export type { ReconcilableEffect } from "./reconcilable-effect.contract.js";
-export {
-  INELIGIBLE_REASON_CODES,
-  IneligibleReasonCodeSchema,
-  RUNTIME_REASON_CODES,
-  RuntimeReasonCodeSchema,
-} from "./reconcile-decision.contract.js";
-export type {
-  IneligibleReasonCode,
-  RuntimeReasonCode,
-  AdapterRef,
-  IneligibleDecision,
-  ConfirmedSucceededDecision,
-  ConfirmedNotExecutedDecision,
-  RuntimeStillUnknownDecision,
-  AdapterStillUnknownDecision,
-  StillUnknownDecision,
-  ReconcileDecision,
-} from "./reconcile-decision.contract.js";
-export { RECONCILIATION_ERROR_CODES, ReconciliationError } from "./reconciliation-errors.js";
-export type { ReconciliationErrorCode } from "./reconciliation-errors.js";
-export { createAdapterRegistry, adapterFactoryOf } from "./adapter-registry.js";
-export type { AdapterRegistry } from "./adapter-registry.js";
-export { checkEligibility, isEligible } from "./reconcile-eligibility.js";
-export type { EligibilityVerdict } from "./reconcile-eligibility.js";
-export { reconcileEffect, askAdapter, judgeLookupAnswer, MAX_LOOKUP_TIMEOUT_MS } from "./reconcile.service.js";
-export type { ReconcileBinding, ReconcileEffectInput, LookupAnswer } from "./reconcile.service.js";
-export { ADAPTER_TERMINATION_REASONS, AdapterAnswerRefusedError, AdapterCrashedError } from "./adapter-source.contract.js";
-export type { AdapterTerminationReason } from "./adapter-source.contract.js";
-export type { AdapterHost, AdapterBindOptions } from "./adapter-host.contract.js";
-export { NOOP_LOGGER } from "./adapter-logger.js";
-export { AdapterSourceSchema, declarationHash } from "./adapter-source.contract.js";
-export type { AdapterSource, AdapterProvenance } from "./adapter-source.contract.js";
-export {
-  adapterModuleFromNamespace,
-  instantiateBinding,
-  loadAdapterModule,
-  nearestPackage,
-  resolveAdapterModule,
-} from "./adapter-loader.js";
-export type { LoadedAdapterModule, InstantiatedBinding } from "./adapter-loader.js";
-export { narrowAdapter } from "./adapter-coverage.js";
-export type { ToolCoverage } from "./adapter-coverage.js";
-export { confirmedSucceeded, confirmedNotExecuted, stillUnknown } from "./lookup-outcome.builders.js";
-export type { ReceiptInput } from "./lookup-outcome.builders.js";
-export {
-  IDEMPOTENCY_CONVENTION_META,
-  IdempotencyConventionSchema,
-  ConventionLookupAnswerSchema,
-} from "./idempotency-convention.contract.js";
-export type { IdempotencyConvention, ConventionLookupAnswer } from "./idempotency-convention.contract.js";
-/** The request fingerprint the runtime compares against (README "Fingerprint format"); re-exported from `@mosoo/contracts`. */
-export { fingerprintArguments, REQUEST_FINGERPRINT_PATTERN, KeyPlacementSchema, DEFAULT_KEY_PLACEMENT } from "@mosoo/contracts";
-export type { KeyPlacement } from "@mosoo/contracts";
-export { equivalentToolResults } from "./tool-result-equivalence.js";
+
+/** The factory an adapter package exports: a static `declaration` plus `create(options)`. */
+export type { ReconciliationAdapterFactory } from "./author/adapter.contract.js";
+/** An adapter: its `declaration`, a read-only `lookup` by idempotency key, and `planCompensation?`. */
+export type { ReconciliationAdapter } from "./author/adapter.contract.js";
+/** What an adapter declares: id, version, tools, retention window (ms), key fencing, compensations. */
+export type { AdapterDeclaration } from "./author/adapter.contract.js";
+/** The question a lookup answers: effect, server, tool, idempotency key, fingerprint, dispatch times (ms). */
+export type { LookupRequest } from "./author/adapter.contract.js";
+/** A lookup's context: the abort `signal` (the runtime's timeout) and the `logger`. */
+export type { LookupContext } from "./author/adapter.contract.js";
+/** The structured logger an adapter receives (pino's argument order; a call never throws). */
+export type { AdapterLogger } from "./author/adapter.contract.js";
+/** What `planCompensation` receives: the `succeeded` effect to undo. */
+export type { CompensationPlanRequest } from "./author/adapter.contract.js";
+
+/** Builds a `confirmed_succeeded` answer that echoes the request's tool and key. */
+export { confirmedSucceeded } from "./author/lookup-outcome.builders.js";
+/** Builds a `confirmed_not_executed` answer (only under the README's plain-miss rule). */
+export { confirmedNotExecuted } from "./author/lookup-outcome.builders.js";
+/** Builds a `still_unknown` answer with an adapter reason code and an optional `retryAfterMs` (ms). */
+export { stillUnknown } from "./author/lookup-outcome.builders.js";
+/** A receipt as an adapter writes it (`observedAt` defaults to now; at most 4096 bytes as JSON). */
+export type { ReceiptInput } from "./author/lookup-outcome.builders.js";
+
+/** The `_meta` name under which a provider's tool advertises the idempotency convention. */
+export { IDEMPOTENCY_CONVENTION_META } from "./author/idempotency-convention.contract.js";
+/** The convention a provider advertises: lookup tool, key argument, retention (ms), fencing. */
+export { IdempotencyConventionSchema } from "./author/idempotency-convention.contract.js";
+/** What a convention lookup tool answers (`found: true` with the result, or `found: false` with `fenced`). */
+export { ConventionLookupAnswerSchema } from "./author/idempotency-convention.contract.js";
+
+/** The typed MCP lookup helper: calls a provider's lookup tool and parses its answer with a zod schema. */
+export { callLookupTool } from "./author/mcp-lookup.js";
+/** An adapter option naming a provider's MCP endpoint: http(s), no port `fetch` refuses. */
+export { McpEndpointUrlSchema } from "./author/mcp-endpoint-url.js";
+
+/** The request fingerprint the runtime compares against (README "Fingerprint format"); from `@mosoo/contracts`. */
+export { fingerprintArguments } from "@mosoo/contracts";

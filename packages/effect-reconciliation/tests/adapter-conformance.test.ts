@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { equivalentToolResults } from "../src/index.ts";
+import { equivalentToolResults } from "../src/host/index.ts";
 import {
   createPlantedBugAdapter,
   createProbeAdapter,

@@ -7,7 +7,7 @@ import {
   MAX_RECEIPT_BYTES,
   MAX_RESULT_BYTES,
   ReceiptSchema,
-} from "../src/index.ts";
+} from "../src/host/index.ts";
 import { ARGS_FINGERPRINT, T0, makeDeclaration, makeEffect, notExecutedAnswer, observedAt, succeededAnswer } from "./reconcile-fixtures.ts";
 
 describe("contract constants (DESIGN §4: typed and bounded)", () => {

@@ -1,14 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { z } from "zod";
-import {
-  ReconciliationError,
-  adapterFactoryOf,
-  createAdapterRegistry,
-  type AdapterDeclaration,
-  type ReconciliationAdapter,
-  type ReconciliationAdapterFactory,
-  type ReconciliationErrorCode,
-} from "../src/index.ts";
+import type { AdapterDeclaration, ReconciliationAdapter, ReconciliationAdapterFactory } from "../src/index.ts";
+import { ReconciliationError, adapterFactoryOf, createAdapterRegistry, type ReconciliationErrorCode } from "../src/host/index.ts";
 import { makeDeclaration } from "./reconcile-fixtures.ts";
 
 const OptionsSchema = z.strictObject({ baseUrl: z.url(), token: z.string().min(1) });

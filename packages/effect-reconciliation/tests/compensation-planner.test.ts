@@ -1,11 +1,6 @@
 import { describe, expect, it } from "vitest";
-import {
-  NOOP_LOGGER,
-  planCompensation,
-  MAX_COMPENSATION_ARGUMENTS_BYTES,
-  type CompensationPlanRequest,
-  type ReconciliationAdapter,
-} from "../src/index.ts";
+import type { CompensationPlanRequest, ReconciliationAdapter } from "../src/index.ts";
+import { NOOP_LOGGER, planCompensation, MAX_COMPENSATION_ARGUMENTS_BYTES } from "../src/host/index.ts";
 import { makeDeclaration } from "./reconcile-fixtures.ts";
 
 const declaration = makeDeclaration({

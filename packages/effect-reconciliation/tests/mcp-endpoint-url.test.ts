@@ -2,9 +2,9 @@
 // e.g. 6000, 6665-6669) is refused when the adapter's options are validated, with the stable code
 // `url.fetch_forbidden_port` inside `adapter.invalid_options`, not later by an opaque `fetch failed`.
 import { describe, expect, it } from "vitest";
-import { instantiateBinding, loadAdapterModule } from "../src/index.js";
-import { ConventionAdapterOptionsSchema } from "../src/mcp/convention-adapter.js";
-import { FETCH_BAD_PORTS, McpEndpointUrlSchema } from "../src/mcp/mcp-endpoint-url.js";
+import { instantiateBinding, loadAdapterModule } from "../src/host/index.js";
+import { ConventionAdapterOptionsSchema } from "../src/host/convention-adapter.js";
+import { FETCH_BAD_PORTS, McpEndpointUrlSchema } from "../src/author/mcp-endpoint-url.js";
 
 const urlOn = (port: number) => `http://127.0.0.1:${port}/mcp`;
 
@@ -44,7 +44,7 @@ describe("McpEndpointUrlSchema", () => {
   it("the convention adapter's binding is refused at validation: adapter.invalid_options naming url.fetch_forbidden_port", async () => {
     expect(ConventionAdapterOptionsSchema.safeParse({ url: urlOn(6667) }).success).toBe(false);
     const loaded = await loadAdapterModule(
-      { module: "@mosoo/effect-reconciliation/mcp", export: "conventionAdapterFactory" },
+      { module: "@mosoo/effect-reconciliation/host", export: "conventionAdapterFactory" },
       import.meta.filename,
     );
     await expect(instantiateBinding(loaded, { url: urlOn(6000) }, undefined, AbortSignal.timeout(5_000))).rejects.toMatchObject({

@@ -1,6 +1,6 @@
 import { fingerprintArguments, newUlid } from "@mosoo/contracts";
 import { describe, expect, it } from "vitest";
-import { reconcileEffect, type ReconcilableEffect } from "../src/index.ts";
+import { reconcileEffect, type ReconcilableEffect } from "../src/host/index.ts";
 import {
   ProviderResponseLostError,
   createManualClock,

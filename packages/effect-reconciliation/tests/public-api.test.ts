@@ -3,10 +3,11 @@ import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { describe, expect, it } from "vitest";
 import * as root from "../src/index.ts";
+import * as host from "../src/host/index.ts";
 import * as testing from "../src/testing/index.ts";
-import * as mcp from "../src/mcp/index.ts";
 
 const SRC = fileURLToPath(new URL("../src", import.meta.url));
+const PACKAGE_JSON = fileURLToPath(new URL("../package.json", import.meta.url));
 
 function sourceFiles(dir: string): string[] {
   return readdirSync(dir, { withFileTypes: true }).flatMap((entry) =>
@@ -14,19 +15,81 @@ function sourceFiles(dir: string): string[] {
   );
 }
 
+/** Every name an entry file exports (values and types), read from its `export { … }` / `export type { … }` statements. */
+function exportedNames(file: string): string[] {
+  const text = readFileSync(file, "utf8");
+  return [...text.matchAll(/^export\s+(?:type\s+)?\{([^}]*)\}/gm)]
+    .flatMap((m) => (m[1] ?? "").split(","))
+    .map(
+      (name) =>
+        name
+          .trim()
+          .split(/\s+as\s+/)
+          .pop() ?? "",
+    )
+    .filter((name) => name !== "")
+    .sort();
+}
+
+/** Relative specifiers each file under `dir` imports, resolved to the folder of `src/` they land in. */
+function foldersImportedFrom(dir: string): string[] {
+  const folders = sourceFiles(join(SRC, dir)).flatMap((file) =>
+    [...readFileSync(file, "utf8").matchAll(/from\s+"(\.[^"]+)"/g)].map((m) => {
+      const target = join(file, "..", m[1] ?? "");
+      return target.slice(SRC.length + 1).split("/")[0] ?? "";
+    }),
+  );
+  return [...new Set(folders)].sort();
+}
+
+/** The author's surface: what an adapter package imports from the package root, values and types. */
+const AUTHOR_SURFACE = [
+  // the adapter contract
+  "ReconciliationAdapterFactory",
+  "ReconciliationAdapter",
+  "AdapterDeclaration",
+  "LookupRequest",
+  "LookupContext",
+  "AdapterLogger",
+  "CompensationPlanRequest",
+  // answer and receipt builders
+  "confirmedSucceeded",
+  "confirmedNotExecuted",
+  "stillUnknown",
+  "ReceiptInput",
+  // the idempotency convention
+  "IDEMPOTENCY_CONVENTION_META",
+  "IdempotencyConventionSchema",
+  "ConventionLookupAnswerSchema",
+  // the MCP lookup helper
+  "callLookupTool",
+  "McpEndpointUrlSchema",
+  // the request fingerprint
+  "fingerprintArguments",
+];
+
 describe("public surface", () => {
   it("no source file uses `export *`", () => {
     const offenders = sourceFiles(SRC).filter((file) => /export\s+\*/.test(readFileSync(file, "utf8")));
     expect(offenders).toEqual([]);
   });
 
-  it("the package imports no app, database or HTTP library (DESIGN §2); only the ./mcp subpath uses the MCP SDK client", () => {
+  it("package.json exports exactly the root, ./host and ./testing", () => {
+    const pkg = JSON.parse(readFileSync(PACKAGE_JSON, "utf8")) as { exports: Record<string, { default: string }> };
+    expect(Object.fromEntries(Object.entries(pkg.exports).map(([entry, target]) => [entry, target.default]))).toEqual({
+      ".": "./src/index.ts",
+      "./host": "./src/host/index.ts",
+      "./testing": "./src/testing/index.ts",
+    });
+  });
+
+  it("the package imports no app, database or HTTP library (DESIGN §2); only the author's MCP lookup helper uses the MCP SDK client", () => {
     const importsOf = (files: string[]) =>
       files.flatMap((file) => [...readFileSync(file, "utf8").matchAll(/from\s+"([^"]+)"/g)].map((m) => m[1] ?? ""));
     const external = (files: string[]) => [...new Set(importsOf(files).filter((specifier) => !specifier.startsWith(".")))].sort();
-    const mcpDir = join(SRC, "mcp");
-    const core = sourceFiles(SRC).filter((file) => !file.startsWith(mcpDir));
-    expect(external(core)).toEqual([
+    const mcpLookup = join(SRC, "author", "mcp-lookup.ts");
+    const rest = sourceFiles(SRC).filter((file) => file !== mcpLookup);
+    expect(external(rest)).toEqual([
       "@mosoo/contracts",
       "canonicalize",
       "node:buffer",
@@ -40,7 +103,7 @@ describe("public surface", () => {
       "zod",
     ]);
     // p-retry: a network-level failure of a lookup (a read) is retried (mcp-lookup.ts)
-    expect(external(sourceFiles(mcpDir))).toEqual([
+    expect(external([mcpLookup])).toEqual([
       "@modelcontextprotocol/sdk/client/index.js",
       "@modelcontextprotocol/sdk/client/streamableHttp.js",
       "@modelcontextprotocol/sdk/types.js",
@@ -49,8 +112,30 @@ describe("public surface", () => {
     ]);
   });
 
-  it("the root entry exports exactly the documented runtime values", () => {
+  it("the author's files import nothing of the host or the kit; the host imports nothing of the kit", () => {
+    expect(foldersImportedFrom("author")).toEqual(["author"]);
+    expect(foldersImportedFrom("host")).toEqual(["author", "host"]);
+  });
+
+  it("the root exports exactly the author's surface (values and types), so it cannot grow by accident", () => {
+    expect(exportedNames(join(SRC, "index.ts"))).toEqual([...AUTHOR_SURFACE].sort());
     expect(Object.keys(root).sort()).toEqual(
+      [
+        "ConventionLookupAnswerSchema",
+        "IDEMPOTENCY_CONVENTION_META",
+        "IdempotencyConventionSchema",
+        "McpEndpointUrlSchema",
+        "callLookupTool",
+        "confirmedNotExecuted",
+        "confirmedSucceeded",
+        "fingerprintArguments",
+        "stillUnknown",
+      ].sort(),
+    );
+  });
+
+  it("the ./host entry exports the host's machinery and repeats none of the root's names", () => {
+    expect(Object.keys(host).sort()).toEqual(
       [
         "ADAPTER_TERMINATION_REASONS",
         "AdapterAnswerRefusedError",
@@ -61,18 +146,15 @@ describe("public surface", () => {
         "AdapterSourceSchema",
         "AdapterVersionSchema",
         "BoundedMcpToolResultSchema",
+        "CONVENTION_ADAPTER_ID",
         "CompensationDeclarationSchema",
         "CompensationPlanSchema",
         "ConfirmedNotExecutedOutcomeSchema",
         "ConfirmedSucceededOutcomeSchema",
-        "ConventionLookupAnswerSchema",
-        "DEFAULT_KEY_PLACEMENT",
-        "IDEMPOTENCY_CONVENTION_META",
+        "ConventionAdapterOptionsSchema",
         "INELIGIBLE_REASON_CODES",
-        "IdempotencyConventionSchema",
         "IneligibleReasonCodeSchema",
         "KeyFencingSchema",
-        "KeyPlacementSchema",
         "LookupOutcomeSchema",
         "LookupRequestSchema",
         "MAX_COMPENSATION_ARGUMENTS_BYTES",
@@ -83,7 +165,6 @@ describe("public surface", () => {
         "NOOP_LOGGER",
         "REASON_CODE_PATTERN",
         "RECONCILIATION_ERROR_CODES",
-        "REQUEST_FINGERPRINT_PATTERN",
         "RUNTIME_REASON_CODES",
         "ReceiptSchema",
         "ReconcilableEffectSchema",
@@ -93,25 +174,28 @@ describe("public surface", () => {
         "adapterFactoryOf",
         "adapterModuleFromNamespace",
         "askAdapter",
-        "judgeLookupAnswer",
         "checkEligibility",
-        "confirmedNotExecuted",
-        "confirmedSucceeded",
+        "conventionAdapterFactory",
+        "conventionDeclaration",
         "createAdapterRegistry",
         "declarationHash",
+        "discoverConvention",
         "equivalentToolResults",
-        "fingerprintArguments",
         "instantiateBinding",
         "isEligible",
+        "judgeLookupAnswer",
+        "listMcpTools",
         "loadAdapterModule",
         "narrowAdapter",
         "nearestPackage",
         "planCompensation",
         "reconcileEffect",
         "resolveAdapterModule",
-        "stillUnknown",
+        "withMcpClient",
       ].sort(),
     );
+    const rootNames = new Set(exportedNames(join(SRC, "index.ts")));
+    expect(exportedNames(join(SRC, "host", "index.ts")).filter((name) => rootNames.has(name))).toEqual([]);
   });
 
   it("the ./testing entry exports exactly the kit", () => {
@@ -141,25 +225,9 @@ describe("public surface", () => {
     );
   });
 
-  it("the ./mcp entry exports the MCP lookup helper and the convention adapter", () => {
-    expect(Object.keys(mcp).sort()).toEqual(
-      [
-        "CONVENTION_ADAPTER_ID",
-        "ConventionAdapterOptionsSchema",
-        "McpEndpointUrlSchema",
-        "callLookupTool",
-        "conventionAdapterFactory",
-        "conventionDeclaration",
-        "discoverConvention",
-        "listMcpTools",
-        "withMcpClient",
-      ].sort(),
-    );
-  });
-
   it("reason-code enums match their const arrays", () => {
-    expect(root.RuntimeReasonCodeSchema.options).toEqual([...root.RUNTIME_REASON_CODES]);
-    expect(root.IneligibleReasonCodeSchema.options).toEqual([...root.INELIGIBLE_REASON_CODES]);
-    expect(root.RUNTIME_REASON_CODES.every((code) => root.REASON_CODE_PATTERN.test(code))).toBe(true);
+    expect(host.RuntimeReasonCodeSchema.options).toEqual([...host.RUNTIME_REASON_CODES]);
+    expect(host.IneligibleReasonCodeSchema.options).toEqual([...host.INELIGIBLE_REASON_CODES]);
+    expect(host.RUNTIME_REASON_CODES.every((code) => host.REASON_CODE_PATTERN.test(code))).toBe(true);
   });
 });

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { checkEligibility, isEligible, reconcileEffect, type ReconcilableEffect } from "../src/index.ts";
+import { checkEligibility, isEligible, reconcileEffect, type ReconcilableEffect } from "../src/host/index.ts";
 import { SERVER_ID, T0, TIMEOUT_MS, makeDeclaration, makeEffect, notExecutedAnswer, scriptedAdapter } from "./reconcile-fixtures.ts";
 
 const NOW = T0 + 60_000;

@@ -1,6 +1,7 @@
 import { newUlid } from "@mosoo/contracts";
 import { describe, expect, it } from "vitest";
-import { MAX_RECEIPT_BYTES, MAX_RESULT_BYTES, reconcileEffect, type AdapterLogger, type ReconcileDecision } from "../src/index.ts";
+import type { AdapterLogger } from "../src/index.ts";
+import { MAX_RECEIPT_BYTES, MAX_RESULT_BYTES, reconcileEffect, type ReconcileDecision } from "../src/host/index.ts";
 import {
   HOUR_MS,
   OTHER_FINGERPRINT,

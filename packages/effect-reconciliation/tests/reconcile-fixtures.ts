@@ -1,12 +1,6 @@
 import { fingerprintArguments, newUlid } from "@mosoo/contracts";
-import type {
-  AdapterDeclaration,
-  LookupContext,
-  LookupOutcomeInput,
-  LookupRequest,
-  ReconcilableEffect,
-  ReconciliationAdapter,
-} from "../src/index.ts";
+import type { AdapterDeclaration, LookupContext, LookupRequest, ReconciliationAdapter } from "../src/index.ts";
+import type { LookupOutcomeInput, ReconcilableEffect } from "../src/host/index.ts";
 
 export const SERVER_ID = "issues";
 export const TOOL = "create_issue";

@@ -2,7 +2,7 @@ import { Buffer } from "node:buffer";
 import { newUlid } from "@mosoo/contracts";
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import { LookupOutcomeSchema, MAX_RECEIPT_BYTES, reconcileEffect, type KeyFencing } from "../src/index.ts";
+import { LookupOutcomeSchema, MAX_RECEIPT_BYTES, reconcileEffect, type KeyFencing } from "../src/host/index.ts";
 import {
   ARGS_FINGERPRINT,
   OTHER_FINGERPRINT,

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { AdapterAnswerRefusedError, AdapterCrashedError, askAdapter, judgeLookupAnswer, reconcileEffect } from "../src/index.ts";
+import { AdapterAnswerRefusedError, AdapterCrashedError, askAdapter, judgeLookupAnswer, reconcileEffect } from "../src/host/index.ts";
 import {
   HOUR_MS,
   SERVER_ID,

@@ -7,7 +7,7 @@ import {
   type LookupRequest,
   type ReconciliationAdapterFactory,
 } from "@mosoo/effect-reconciliation";
-import { callLookupTool, McpEndpointUrlSchema } from "@mosoo/effect-reconciliation/mcp";
+import { callLookupTool, McpEndpointUrlSchema } from "@mosoo/effect-reconciliation";
 
 /** Options (the binding's `options`): `url`, the provider's MCP endpoint (Streamable HTTP, no fetch-forbidden port) serving `getOperation`. */
 export const FixtureIssueTrackerOptionsSchema = z.strictObject({

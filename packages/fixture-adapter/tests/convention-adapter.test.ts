@@ -4,8 +4,8 @@ import type { AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
-import { IdempotencyConventionSchema, instantiateBinding, loadAdapterModule } from "@mosoo/effect-reconciliation";
-import { conventionAdapterFactory, listMcpTools } from "@mosoo/effect-reconciliation/mcp";
+import { IdempotencyConventionSchema } from "@mosoo/effect-reconciliation";
+import { conventionAdapterFactory, instantiateBinding, listMcpTools, loadAdapterModule } from "@mosoo/effect-reconciliation/host";
 import { judgeAdapter } from "@mosoo/effect-reconciliation/testing";
 import { IDEMPOTENCY_CONVENTION_META, startFixtureProvider, type FixtureProviderHandle } from "@mosoo/fixture-provider";
 import { fixtureKitProvider } from "./fixture-kit-provider.js";
@@ -75,7 +75,7 @@ describe("the idempotency convention", () => {
       /advertises/,
     );
     const loaded = await loadAdapterModule(
-      { module: "@mosoo/effect-reconciliation/mcp", export: "conventionAdapterFactory" },
+      { module: "@mosoo/effect-reconciliation/host", export: "conventionAdapterFactory" },
       import.meta.filename,
     );
     await expect(instantiateBinding(loaded, { url: handle.url }, undefined, AbortSignal.timeout(5_000))).rejects.toMatchObject({
@@ -86,7 +86,7 @@ describe("the idempotency convention", () => {
   it("loads as a built-in source, narrows to the binding's tools, and records a declaration hash", async () => {
     const handle = await start({ fenceOnLookupMiss: true, advertiseIdempotency: true });
     const loaded = await loadAdapterModule(
-      { module: "@mosoo/effect-reconciliation/mcp", export: "conventionAdapterFactory" },
+      { module: "@mosoo/effect-reconciliation/host", export: "conventionAdapterFactory" },
       import.meta.filename,
     );
     const bound = await instantiateBinding(loaded, { url: handle.url }, ["createIssue"], AbortSignal.timeout(5_000));

@@ -1,6 +1,6 @@
 // The fixture adapter's `url` option follows the adapter fetch policy: a port fetch refuses (WHATWG Fetch
 // "bad port", e.g. 6667) is refused when the binding is built, as `adapter.invalid_options`.
-import { createAdapterRegistry } from "@mosoo/effect-reconciliation";
+import { createAdapterRegistry } from "@mosoo/effect-reconciliation/host";
 import { describe, expect, it } from "vitest";
 import { fixtureIssueTrackerAdapterFactory } from "../src/index.js";
 

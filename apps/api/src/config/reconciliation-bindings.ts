@@ -1,14 +1,14 @@
 import { dirname, resolve } from "node:path";
 import { z } from "zod";
 import { findJsonProblem, formatJsonProblem, ServerIdSchema, ToolNameSchema } from "@mosoo/contracts";
+import type { ReconciliationAdapter } from "@mosoo/effect-reconciliation";
 import {
   AdapterSourceSchema,
   ReconciliationError,
   type AdapterHost,
   type AdapterSource,
   type InstantiatedBinding,
-  type ReconciliationAdapter,
-} from "@mosoo/effect-reconciliation";
+} from "@mosoo/effect-reconciliation/host";
 import { BUILT_IN_ADAPTER_SOURCES } from "../adapters/reconciliation/builtin-adapters.js";
 import { ConfigError, type ApiConfig } from "./api-config.js";
 import { readBindingsFileText } from "./startup-checks.js";

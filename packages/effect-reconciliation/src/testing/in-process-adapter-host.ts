@@ -1,6 +1,6 @@
-import type { AdapterBindOptions, AdapterHost } from "../adapter-host.contract.js";
-import type { AdapterSource } from "../adapter-source.contract.js";
-import { instantiateBinding, loadAdapterModule, type InstantiatedBinding } from "../adapter-loader.js";
+import type { AdapterBindOptions, AdapterHost } from "../host/adapter-host.contract.js";
+import type { AdapterSource } from "../host/adapter-source.contract.js";
+import { instantiateBinding, loadAdapterModule, type InstantiatedBinding } from "../host/adapter-loader.js";
 
 /**
  * An {@link AdapterHost} that loads and runs adapters IN THIS PROCESS (tests only; docs/DESIGN.md §4

@@ -1,7 +1,7 @@
 import { newUlid } from "@mosoo/contracts";
-import type { AdapterDeclaration, LookupContext, LookupRequest, ReconciliationAdapter } from "../adapter.contract.js";
-import type { LookupOutcomeInput } from "../lookup-outcome.contract.js";
-import { MAX_RECEIPT_BYTES, MAX_RESULT_BYTES } from "../receipt.contract.js";
+import type { AdapterDeclaration, LookupContext, LookupRequest, ReconciliationAdapter } from "../author/adapter.contract.js";
+import type { LookupOutcomeInput } from "../author/lookup-outcome.contract.js";
+import { MAX_RECEIPT_BYTES, MAX_RESULT_BYTES } from "../author/receipt.contract.js";
 import type { ProviderDouble } from "./provider-double.js";
 
 /** The id of the reference adapter over the provider double. */

@@ -1,5 +1,5 @@
 import { fingerprintArguments, type McpToolResult } from "@mosoo/contracts";
-import type { KeyFencing, LookupRequest } from "../adapter.contract.js";
+import type { KeyFencing, LookupRequest } from "../author/adapter.contract.js";
 import { systemClock, type DoubleClock } from "./double-clock.js";
 
 /**

@@ -1,5 +1,5 @@
 import { newUlid } from "@mosoo/contracts";
-import type { AdapterDeclaration } from "../../adapter.contract.js";
+import type { AdapterDeclaration } from "../../author/adapter.contract.js";
 import type { KitProvider, KitWriteResult } from "./kit-provider.contract.js";
 
 /**

@@ -1,10 +1,15 @@
 import { isDeepStrictEqual } from "node:util";
 import { fingerprintArguments, newUlid } from "@mosoo/contracts";
-import { AdapterDeclarationSchema, type LookupContext, type LookupRequest, type ReconciliationAdapter } from "../../adapter.contract.js";
-import { NOOP_LOGGER } from "../../adapter-logger.js";
-import type { ReconcileDecision } from "../../reconcile-decision.contract.js";
-import { reconcileEffect } from "../../reconcile.service.js";
-import { equivalentToolResults } from "../../tool-result-equivalence.js";
+import {
+  AdapterDeclarationSchema,
+  type LookupContext,
+  type LookupRequest,
+  type ReconciliationAdapter,
+} from "../../author/adapter.contract.js";
+import { NOOP_LOGGER } from "../../host/adapter-logger.js";
+import type { ReconcileDecision } from "../../host/reconcile-decision.contract.js";
+import { reconcileEffect } from "../../host/reconcile.service.js";
+import { equivalentToolResults } from "../../host/tool-result-equivalence.js";
 import type { KitProvider, KitWriteResult } from "./kit-provider.contract.js";
 import { measureProvider, type ProviderMeasurements } from "./kit-measure.js";
 

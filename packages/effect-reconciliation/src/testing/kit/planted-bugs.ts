@@ -1,6 +1,6 @@
-import { MAX_RECEIPT_BYTES } from "../../receipt.contract.js";
-import type { LookupContext, LookupRequest, ReconciliationAdapter } from "../../adapter.contract.js";
-import { confirmedNotExecuted } from "../../lookup-outcome.builders.js";
+import { MAX_RECEIPT_BYTES } from "../../author/receipt.contract.js";
+import type { LookupContext, LookupRequest, ReconciliationAdapter } from "../../author/adapter.contract.js";
+import { confirmedNotExecuted } from "../../author/lookup-outcome.builders.js";
 import { createProbeAdapter, mapProbeAnswer, probeDeclaration } from "./probe-adapter.js";
 import type { ProbeProvider } from "./probe-provider.js";
 

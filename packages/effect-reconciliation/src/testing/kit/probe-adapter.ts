@@ -1,5 +1,5 @@
-import type { AdapterDeclaration, LookupContext, LookupRequest, ReconciliationAdapter } from "../../adapter.contract.js";
-import { confirmedNotExecuted, stillUnknown } from "../../lookup-outcome.builders.js";
+import type { AdapterDeclaration, LookupContext, LookupRequest, ReconciliationAdapter } from "../../author/adapter.contract.js";
+import { confirmedNotExecuted, stillUnknown } from "../../author/lookup-outcome.builders.js";
 import { PROBE_TOOLS, type ProbeLookupAnswer, type ProbeProvider } from "./probe-provider.js";
 
 /** Margin (ms) the reference adapter adds to the provider's in-flight time and lag in its declaration. */

@@ -1,5 +1,5 @@
 import { fingerprintArguments, McpExecuteCommandResultSchema, newUlid } from "@mosoo/contracts";
-import { planCompensation } from "@mosoo/effect-reconciliation";
+import { planCompensation } from "@mosoo/effect-reconciliation/host";
 import { recordIntent } from "../../ledger/application/effect-intent.js";
 import type { RuntimeContext } from "../../ledger/application/runtime-context.js";
 import { RuntimeError } from "../../ledger/domain/runtime-errors.js";

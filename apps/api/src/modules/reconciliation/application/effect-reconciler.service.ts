@@ -1,7 +1,8 @@
 import PQueue from "p-queue";
 import type { TransactionOptions } from "../../../platform/db/store.port.js";
 import { newUlid, type ReconciliationTrigger } from "@mosoo/contracts";
-import { askAdapter, type ReconciliationAdapter } from "@mosoo/effect-reconciliation";
+import type { ReconciliationAdapter } from "@mosoo/effect-reconciliation";
+import { askAdapter } from "@mosoo/effect-reconciliation/host";
 import { withSpan } from "@mosoo/telemetry";
 import { BACKGROUND_BUSY_RETRY, isStoreBusy, retryWhenBusy } from "../../../platform/db/store-busy.js";
 import type {

@@ -1,5 +1,6 @@
 import type { ReconciliationTrigger } from "@mosoo/contracts";
-import { checkEligibility, type ReconciliationAdapter } from "@mosoo/effect-reconciliation";
+import type { ReconciliationAdapter } from "@mosoo/effect-reconciliation";
+import { checkEligibility } from "@mosoo/effect-reconciliation/host";
 import type { ReconcileResult } from "../../ledger/application/effect-reconciliation.port.js";
 import type { RuntimeContext } from "../../ledger/application/runtime-context.js";
 import type { EffectRow } from "../../ledger/infrastructure/effect.repository.js";

@@ -5,7 +5,8 @@ import {
   type OperatorAttentionReason,
   type ReconciliationTrigger,
 } from "@mosoo/contracts";
-import { judgeLookupAnswer, type LookupAnswer, type ReconcileDecision, type ReconciliationAdapter } from "@mosoo/effect-reconciliation";
+import type { ReconciliationAdapter } from "@mosoo/effect-reconciliation";
+import { judgeLookupAnswer, type LookupAnswer, type ReconcileDecision } from "@mosoo/effect-reconciliation/host";
 import { DEFAULT_GROUP_COMMIT, OutcomeGroupCommit } from "./outcome-group-commit.js";
 import type { ReconcileResult, SettleInTransaction } from "../../ledger/application/effect-reconciliation.port.js";
 import type { StoreTx } from "../../../platform/db/store.port.js";

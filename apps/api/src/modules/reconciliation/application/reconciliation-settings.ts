@@ -1,4 +1,5 @@
-import type { AdapterProvenance, ReconciliationAdapter, ToolCoverage } from "@mosoo/effect-reconciliation";
+import type { ReconciliationAdapter } from "@mosoo/effect-reconciliation";
+import type { AdapterProvenance, ToolCoverage } from "@mosoo/effect-reconciliation/host";
 import type { LookupBackoff } from "../domain/lookup-schedule.js";
 import type { GroupCommitSettings } from "./outcome-group-commit.js";
 

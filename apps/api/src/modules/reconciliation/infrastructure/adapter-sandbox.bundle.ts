@@ -3,7 +3,7 @@ import { chmodSync, realpathSync } from "node:fs";
 import { dirname, join, sep } from "node:path";
 import { fileURLToPath } from "node:url";
 import * as esbuild from "esbuild";
-import { nearestPackage, ReconciliationError, resolveAdapterModule, type AdapterSource } from "@mosoo/effect-reconciliation";
+import { nearestPackage, ReconciliationError, resolveAdapterModule, type AdapterSource } from "@mosoo/effect-reconciliation/host";
 
 /** The API's own `package.json`: adapter packages resolve from its dependencies (docs/DESIGN.md §4 "Adapters are installable"). */
 const API_PACKAGE_JSON = fileURLToPath(new URL("../../../../package.json", import.meta.url));

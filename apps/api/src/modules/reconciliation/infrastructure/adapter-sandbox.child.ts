@@ -1,7 +1,7 @@
 // The main program of an adapter's sandboxed child process (bundled per binding with the adapter module).
 import { createWriteStream } from "node:fs";
 import { createInterface } from "node:readline";
-import { ReconciliationError } from "@mosoo/effect-reconciliation";
+import { ReconciliationError } from "@mosoo/effect-reconciliation/host";
 import { installAdapterGuard } from "./adapter-sandbox.guard.js";
 import { runAdapterTask, type AdapterWorkerTask, type SandboxedModule } from "./adapter-sandbox.tasks.js";
 

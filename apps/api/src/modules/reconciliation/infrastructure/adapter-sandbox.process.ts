@@ -2,7 +2,7 @@
 import { spawn, type ChildProcess } from "node:child_process";
 import { readFileSync } from "node:fs";
 import type { Readable } from "node:stream";
-import type { AdapterTerminationReason } from "@mosoo/effect-reconciliation";
+import type { AdapterTerminationReason } from "@mosoo/effect-reconciliation/host";
 import type { AdapterWorkerReply, AdapterWorkerTask } from "./adapter-sandbox.tasks.js";
 import { MAX_ANSWER_UNITS, MAX_LOG_FIELDS_UNITS, MAX_LOGS_PER_CALL } from "./adapter-sandbox.tasks.js";
 

@@ -1,16 +1,15 @@
 // The tasks an adapter's sandboxed process runs (build, lookup, planCompensation) and their replies.
+import type { AdapterLogger, ReconciliationAdapter } from "@mosoo/effect-reconciliation";
 import {
   MAX_RECEIPT_BYTES,
   MAX_RESULT_BYTES,
   adapterModuleFromNamespace,
   instantiateBinding,
   ReconciliationError,
-  type AdapterLogger,
   type AdapterSource,
   type InstantiatedBinding,
-  type ReconciliationAdapter,
   type ReconciliationErrorCode,
-} from "@mosoo/effect-reconciliation";
+} from "@mosoo/effect-reconciliation/host";
 
 /** Bound (ms) of a discovery that a `lookup` task's fresh process has to redo (the call's own bound terminates it earlier). */
 const REBUILD_DISCOVERY_MS = 30_000;

@@ -3,6 +3,14 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { availableParallelism, tmpdir } from "node:os";
 import { join } from "node:path";
 import { z } from "zod";
+import type {
+  AdapterDeclaration,
+  AdapterLogger,
+  CompensationPlanRequest,
+  LookupContext,
+  LookupRequest,
+  ReconciliationAdapter,
+} from "@mosoo/effect-reconciliation";
 import {
   AdapterAnswerRefusedError,
   AdapterCrashedError,
@@ -12,17 +20,11 @@ import {
   ReconciliationError,
   type ReconciliationErrorCode,
   type AdapterBindOptions,
-  type AdapterDeclaration,
   type AdapterHost,
-  type AdapterLogger,
   type AdapterSource,
   type AdapterTerminationReason,
-  type CompensationPlanRequest,
   type InstantiatedBinding,
-  type LookupContext,
-  type LookupRequest,
-  type ReconciliationAdapter,
-} from "@mosoo/effect-reconciliation";
+} from "@mosoo/effect-reconciliation/host";
 import { bundleAdapter, type AdapterBundle } from "./adapter-sandbox.bundle.js";
 import { SandboxCallFailed, SandboxProcess } from "./adapter-sandbox.process.js";
 import { createRedactor, hostSecrets, type Redactor } from "./adapter-sandbox.redaction.js";

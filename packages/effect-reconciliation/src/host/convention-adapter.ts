@@ -6,16 +6,16 @@ import type {
   LookupContext,
   LookupRequest,
   ReconciliationAdapter,
-} from "../adapter.contract.js";
+} from "../author/adapter.contract.js";
 import {
   ConventionLookupAnswerSchema,
   IDEMPOTENCY_CONVENTION_META,
   IdempotencyConventionSchema,
   type IdempotencyConvention,
-} from "../idempotency-convention.contract.js";
-import { confirmedNotExecuted, stillUnknown } from "../lookup-outcome.builders.js";
-import { McpEndpointUrlSchema } from "./mcp-endpoint-url.js";
-import { callLookupTool, listMcpTools } from "./mcp-lookup.js";
+} from "../author/idempotency-convention.contract.js";
+import { confirmedNotExecuted, stillUnknown } from "../author/lookup-outcome.builders.js";
+import { McpEndpointUrlSchema } from "../author/mcp-endpoint-url.js";
+import { callLookupTool, listMcpTools } from "../author/mcp-lookup.js";
 
 /** The built-in id of the generic convention adapter, as named in a bindings file (`"adapterId": "mcp-convention"`). */
 export const CONVENTION_ADAPTER_ID = "mcp-convention";

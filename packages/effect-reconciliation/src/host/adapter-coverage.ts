@@ -1,4 +1,4 @@
-import type { LookupContext, LookupRequest, ReconciliationAdapter } from "./adapter.contract.js";
+import type { LookupContext, LookupRequest, ReconciliationAdapter } from "../author/adapter.contract.js";
 import { ReconciliationError } from "./reconciliation-errors.js";
 
 /**

@@ -1,4 +1,4 @@
-import type { AdapterLogger } from "./adapter.contract.js";
+import type { AdapterLogger } from "../author/adapter.contract.js";
 
 /** A logger that drops everything; the default of `reconcileEffect`. */
 export const NOOP_LOGGER: AdapterLogger = Object.freeze({

@@ -1,4 +1,4 @@
-import type { LookupContext, LookupRequest, ReconciliationAdapter } from "./adapter.contract.js";
+import type { LookupContext, LookupRequest, ReconciliationAdapter } from "../author/adapter.contract.js";
 import { AdapterCrashedError } from "./adapter-source.contract.js";
 
 /** @internal How one adapter call ended, before its answer is validated. */

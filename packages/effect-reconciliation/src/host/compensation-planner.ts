@@ -1,9 +1,9 @@
-import { CompensationPlanSchema, type CompensationPlanRequest, type ReconciliationAdapter } from "./adapter.contract.js";
+import { CompensationPlanSchema, type CompensationPlanRequest, type ReconciliationAdapter } from "../author/adapter.contract.js";
 import { safeLogger } from "./adapter-logger.js";
 import { summarizeError } from "./error-message.js";
-import { jsonByteLength } from "./json-size.js";
+import { jsonByteLength } from "../author/json-size.js";
 import { runBoundedAdapterCall } from "./lookup-runner.js";
-import type { AdapterLogger } from "./adapter.contract.js";
+import type { AdapterLogger } from "../author/adapter.contract.js";
 import type { AdapterRef } from "./reconcile-decision.contract.js";
 
 /** Largest compensation `arguments` accepted from an adapter, in bytes of JSON (the API's own enqueue limit). */

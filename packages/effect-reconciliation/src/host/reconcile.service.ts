@@ -1,10 +1,10 @@
 import { z } from "zod";
-import type { AdapterDeclaration, AdapterLogger, ReconciliationAdapter } from "./adapter.contract.js";
+import type { AdapterDeclaration, AdapterLogger, ReconciliationAdapter } from "../author/adapter.contract.js";
 import { AdapterAnswerRefusedError, AdapterCrashedError } from "./adapter-source.contract.js";
 import { NOOP_LOGGER, safeLogger } from "./adapter-logger.js";
 import { summarizeError } from "./error-message.js";
 import { judgeOutcome } from "./fail-closed-checks.js";
-import { LookupOutcomeSchema, type LookupOutcome } from "./lookup-outcome.contract.js";
+import { LookupOutcomeSchema, type LookupOutcome } from "../author/lookup-outcome.contract.js";
 import { runLookup } from "./lookup-runner.js";
 import type {
   AdapterRef,

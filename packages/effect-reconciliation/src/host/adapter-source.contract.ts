@@ -1,7 +1,7 @@
 import { createHash } from "node:crypto";
 import canonicalize from "canonicalize";
 import { z } from "zod";
-import type { AdapterDeclaration } from "./adapter.contract.js";
+import type { AdapterDeclaration } from "../author/adapter.contract.js";
 
 /**
  * Where an adapter's code lives (docs/DESIGN.md §4 "Adapters are installable", "Adapters are untrusted

@@ -1,7 +1,7 @@
 import type { McpToolResult } from "@mosoo/contracts";
 import { z } from "zod";
-import type { AdapterReasonCode } from "./lookup-outcome.contract.js";
-import type { Receipt } from "./receipt.contract.js";
+import type { AdapterReasonCode } from "../author/lookup-outcome.contract.js";
+import type { Receipt } from "../author/receipt.contract.js";
 
 /**
  * Why an effect was not looked up at all (no adapter call was made; docs/DESIGN.md §3 rule 4):

@@ -7,7 +7,7 @@ import {
   type LookupRequest,
   type ReconciliationAdapter,
   type ReconciliationAdapterFactory,
-} from "./adapter.contract.js";
+} from "../author/adapter.contract.js";
 import { summarizeError } from "./error-message.js";
 import { ReconciliationError } from "./reconciliation-errors.js";
 

@@ -2,7 +2,7 @@ import { existsSync, readFileSync, statSync } from "node:fs";
 import { createRequire } from "node:module";
 import { dirname, isAbsolute, join } from "node:path";
 import { pathToFileURL } from "node:url";
-import type { DiscoveringAdapterFactory, ReconciliationAdapter, ReconciliationAdapterFactory } from "./adapter.contract.js";
+import type { DiscoveringAdapterFactory, ReconciliationAdapter, ReconciliationAdapterFactory } from "../author/adapter.contract.js";
 import { narrowAdapter, type ToolCoverage } from "./adapter-coverage.js";
 import { createAdapterRegistry } from "./adapter-registry.js";
 import { declarationHash, type AdapterProvenance, type AdapterSource } from "./adapter-source.contract.js";

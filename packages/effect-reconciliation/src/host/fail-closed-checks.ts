@@ -1,7 +1,7 @@
-import type { AdapterDeclaration, LookupRequest } from "./adapter.contract.js";
+import type { AdapterDeclaration, LookupRequest } from "../author/adapter.contract.js";
 import { toOneLine } from "./error-message.js";
-import { jsonClone } from "./json-size.js";
-import type { LookupOutcome } from "./lookup-outcome.contract.js";
+import { jsonClone } from "../author/json-size.js";
+import type { LookupOutcome } from "../author/lookup-outcome.contract.js";
 import type { AdapterRef, ReconcileDecision, RuntimeReasonCode, RuntimeStillUnknownDecision } from "./reconcile-decision.contract.js";
 
 /**

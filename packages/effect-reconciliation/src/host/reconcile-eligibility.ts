@@ -1,4 +1,4 @@
-import { AdapterDeclarationSchema, type AdapterDeclaration, type LookupRequest } from "./adapter.contract.js";
+import { AdapterDeclarationSchema, type AdapterDeclaration, type LookupRequest } from "../author/adapter.contract.js";
 import { summarizeError } from "./error-message.js";
 import type { IneligibleReasonCode } from "./reconcile-decision.contract.js";
 import { ReconcilableEffectSchema, type ReconcilableEffect } from "./reconcilable-effect.contract.js";
