@@ -5,7 +5,7 @@ import { checkDbFilePath, readBindingsFileText } from "./config/startup-checks.j
  * Process entry of the API: config from the environment (see README), then serve until SIGINT/SIGTERM.
  * The configuration, the store path and the bindings file are checked before the rest of the API is
  * even loaded (a dynamic import), so a bad one ends the process within a second or two with one line
- * `config.invalid: ...` and exit code 2, never a hang (issue 10: a store under `/proc`, a FIFO).
+ * `config.invalid: ...` and exit code 2, never a hang (a store under `/proc`, a FIFO).
  * `MOSOO_*` names no Mosoo program reads are reported on one warning line.
  */
 async function main(): Promise<void> {

@@ -197,7 +197,7 @@ export class McpConnections implements McpToolCaller {
 
 /**
  * The `tools/call` arguments and `_meta` carrying `idempotencyKey` where `placement` says (docs/DESIGN.md
- * §4; issue 15 item 5): in `_meta[placement.name]`, or as the argument `placement.name` added to a
+ * §4): in `_meta[placement.name]`, or as the argument `placement.name` added to a
  * copy of the agent's `args` (overriding an agent value of that name). The request fingerprint is
  * computed by the API over the agent's own arguments, never over these.
  */

@@ -16,8 +16,8 @@ import { defineRoute, type ApiRoute, type RouteBody } from "./route-table.contra
  * own instance's commands and effects. Requests that carry `connectionId` are refused with
  * `driver.connection_superseded` (409) once a newer connection of the same instance exists.
  * Every request body schema here is strict (zod `strictObject`, nested `result` and `error` too): a
- * field the protocol does not define is refused with 400 `request.invalid` naming it, never ignored
- * (issue 10); the Driver checks what it sends against the same schemas. Methods, paths and credentials
+ * field the protocol does not define is refused with 400 `request.invalid` naming it, never ignored;
+ * the Driver checks what it sends against the same schemas. Methods, paths and credentials
  * of each route: {@link DRIVER_API} at the end of this file.
  */
 

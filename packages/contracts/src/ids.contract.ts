@@ -25,7 +25,7 @@ let poolAt = RANDOM_POOL_BYTES;
  * The ULID library's PRNG contract (a fraction in [0, 1)) fed from a pool of cryptographically
  * random bytes (Web Crypto `crypto.getRandomValues`, global in Node and browsers), each byte used once: the same source and distribution as
  * the library's default (one `getRandomValues` of one byte per character), without a native call
- * per character (issue 13: 2% of the recovery's CPU profile went to it).
+ * per character (2% of the recovery's CPU profile went to it).
  */
 function pooledRandom(): number {
   if (poolAt >= RANDOM_POOL_BYTES) {

@@ -36,7 +36,7 @@ export const ArgumentsJsonSchema = z
 export const ServerIdSchema = z.string().regex(/^[A-Za-z0-9_.-]{1,64}$/, "serverId must be 1-64 characters of A-Z a-z 0-9 _ . -");
 /**
  * An MCP tool name: 1–128 chars (MCP tool names are free strings; we bound them), well-formed
- * UTF-16, no control, bidi or other format (Unicode Cf) characters (docs/DESIGN.md §10, issue 10).
+ * UTF-16, no control, bidi or other format (Unicode Cf) characters (docs/DESIGN.md §10).
  */
 export const ToolNameSchema = identifierSchema(1, 128);
 /** A request id or tool call id of the agent's turn: 1–128 chars, an identifier (no control, bidi or other format characters; well-formed). */
@@ -74,7 +74,7 @@ export type McpExecuteCommandResult = z.infer<typeof McpExecuteCommandResultSche
 /**
  * {@link McpExecuteCommandResultSchema} as a Driver sends it (a command's `completed` update, an
  * effect's `complete` and `late-result`): strict, so a field the runtime does not know is refused
- * (400 `request.invalid`, `result: Unrecognized key: "..."`) instead of being dropped (issue 10).
+ * (400 `request.invalid`, `result: Unrecognized key: "..."`) instead of being dropped.
  * The loose schema stays for what the runtime reads back (stored results, the API's answers).
  */
 export const McpExecuteCommandResultRequestSchema = z.strictObject(McpExecuteCommandResultSchema.shape);

@@ -9,7 +9,7 @@ import { defineRoute, type ApiRoute } from "./route-table.contract.js";
 /**
  * Create a run leased to a Driver instance. Without `sessionId` a new session is created.
  * A Driver instance holds at most one active run (409 `run.driver_busy`). Strict: any other field
- * is refused (400 `request.invalid`, `Unrecognized key: "..."`), never ignored (issue 10).
+ * is refused (400 `request.invalid`, `Unrecognized key: "..."`), never ignored.
  */
 export const CreateRunRequestSchema = z.strictObject({ driverInstanceId: UlidSchema, sessionId: UlidSchema.optional() });
 /** See {@link CreateRunRequestSchema}. */

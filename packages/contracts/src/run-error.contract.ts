@@ -44,7 +44,7 @@ export const UnknownEffectIdsSchema = z.array(z.string().min(1).max(64)).min(1).
  * Invariant (docs/DESIGN.md §3 rules 14 and 16): an `external_effect.unknown` error is `retryable: false` and
  * names its effects in `details.effectIds` (non-empty); a `runtime.turn_interrupted_after_writes` error is
  * `retryable: false`; anything else is refused by this schema.
- * Strict: a field other than these four is refused, never dropped (issue 10).
+ * Strict: a field other than these four is refused, never dropped.
  */
 export const RunErrorSchema = z
   .strictObject({

@@ -58,7 +58,7 @@ function sleep(ms: number): Promise<void> {
 /**
  * A small HTTP forwarder (hono on @hono/node-server, upstream calls with Node's fetch) between a
  * Driver and the API, on 127.0.0.1 and a free port, that delays requests or holds answers per
- * {@link DelayRule} (the first matching rule applies; others pass through). Issue 16 repro 3:
+ * {@link DelayRule} (the first matching rule applies; others pass through). Used to
  * hold the claim's answer past the send-by deadline and, once the API has answered the claim
  * (`after`), delay heartbeats past the heartbeat TTL. An upstream that cannot be reached answers 502.
  */

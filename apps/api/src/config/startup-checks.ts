@@ -45,7 +45,7 @@ const firstLine = (err: unknown): string => (err instanceof Error ? err.message 
 
 /**
  * Refuses, before SQLite ever opens it, a store path the API could hang on or fail later with
- * (issue 10: `MOSOO_DB_FILE` under `/proc` spun at 100% CPU): a path under `/proc`, `/sys` or `/dev`
+ * (`MOSOO_DB_FILE` under `/proc` spun at 100% CPU): a path under `/proc`, `/sys` or `/dev`
  * (symlinks resolved), an existing path that is not a regular file (a directory, a FIFO, a device),
  * a file that cannot be read and written, a non-empty file without SQLite's header, or a folder that cannot be created or written. `:memory:`
  * is always fine. Synchronous and bounded (a few `stat`s; nothing that can block on a FIFO).

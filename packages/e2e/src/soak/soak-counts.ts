@@ -1,5 +1,5 @@
 /**
- * Classification of the kill soak (issue 5 item 4): per effect, the ledger (the API's SQLite file)
+ * Classification of the kill soak: per effect, the ledger (the API's SQLite file)
  * against the provider's ground truth (the fixture provider's SQLite file: its `issues`/`operations`
  * rows and its durable per-key `create` call counter).
  */

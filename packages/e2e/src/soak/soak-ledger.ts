@@ -1,5 +1,5 @@
 /**
- * The soak's read-only views of the two sides it compares (issue 5 item 4, issue 12 item 5): the
+ * The soak's read-only views of the two sides it compares: the
  * API's ledger (the SQLite file, or the PostgreSQL database of `--store postgres`; the same table and
  * column names in both dialects, docs/DESIGN.md §11) and the fixture provider's SQLite file.
  */

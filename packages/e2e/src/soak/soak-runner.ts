@@ -1,5 +1,5 @@
 /**
- * The real-process kill soak (issue 5 item 4, issue 12 item 5): the fixture provider (fences a key on a
+ * The real-process kill soak: the fixture provider (fences a key on a
  * lookup miss), the API with reconciliation on, and several Driver processes. The store is the
  * embedded SQLite file (WAL, synchronous=FULL; one API instance) or, with `store: "postgres"`, a
  * throwaway PostgreSQL server the soak starts itself (`@mosoo/test-postgres`, fsync ON) and stops at

@@ -151,7 +151,7 @@ export async function localOperatorClient(config: ApiConfig, token?: string): Pr
   };
   if (config.databaseUrl === undefined) {
     if (!existsSync(config.dbFile)) throw new OperatorClientError("store.not_found", `no database at ${config.dbFile}`);
-    checkDbFilePath(config.dbFile); // a FIFO, a directory, /proc...: one line, never a hang (issue 10)
+    checkDbFilePath(config.dbFile); // a FIFO, a directory, /proc...: one line, never a hang
     assertMosooStore(config.dbFile);
   }
   const host = createIsolatedAdapterHost({

@@ -39,7 +39,7 @@ export function isJsonContentType(header: string | undefined): boolean {
  * Reads and validates a JSON body: `Content-Type: application/json` is required (a `text/plain`
  * body is what a web page can send cross-origin without a preflight); the raw bytes are decoded
  * with a fatal UTF-8 decoder (`decodeUtf8Strict` of `@mosoo/contracts`: an invalid byte is refused,
- * never replaced by U+FFFD, issue 10), then parsed and checked with {@link parseOrThrow} (request
+ * never replaced by U+FFFD), then parsed and checked with {@link parseOrThrow} (request
  * schemas are strict, so an unknown field is refused too).
  * @throws RuntimeError `request.unsupported_media_type` (415) without the JSON content type;
  *   `request.invalid` (400) when the body is not valid UTF-8 (`the request body is not valid

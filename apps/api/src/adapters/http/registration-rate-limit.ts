@@ -7,7 +7,7 @@ import { RuntimeError } from "../../modules/ledger/domain/runtime-errors.js";
 import type { AuthEnv } from "./credential-guard.js";
 
 /**
- * The rate limit of `POST /v1/drivers/register` (issue 10 finding 3: a registration flood), with
+ * The rate limit of `POST /v1/drivers/register` (a registration flood), with
  * rate-limiter-flexible's in-memory limiters, per client address and in two separate budgets of
  * `perMinute` each per 60 s window:
  * - **refused**: attempts whose credential is refused (`auth.*`: missing, invalid, or of the wrong

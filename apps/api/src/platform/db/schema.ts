@@ -97,7 +97,7 @@ export const sessionRuns = sqliteTable(
     // The Driver's active run (`driver_instance_id = ? AND status = ?`, at run creation and in the
     // finalization repair), the never-connected purge's "has no run" and the ON DELETE CASCADE from
     // driver_instances: the partial unique index above cannot serve them (a bound status never proves
-    // `status = 'active'`), so each read every run (issue 13; docs/ARCHITECTURE.md "Indexes").
+    // `status = 'active'`), so each read every run (docs/ARCHITECTURE.md "Indexes").
     index("session_runs_driver_status_idx").on(t.driverInstanceId, t.status),
     index("session_runs_session_idx").on(t.sessionId),
   ],
@@ -264,7 +264,7 @@ export const externalToolEffects = sqliteTable(
     uniqueIndex("external_tool_effects_key_unique").on(t.idempotencyKey),
     // The effects of a Driver instance: the ON DELETE CASCADE from driver_instances (and the purge's),
     // the fence check before a re-registration or a purge (`driver_instance_id = ? AND status IN
-    // ('executing','unknown')`, filtered on the rows). It was (driver_instance_id, status) until issue 13:
+    // ('executing','unknown')`, filtered on the rows). It was once (driver_instance_id, status):
     // the status column served only those two rare checks but cost an index write on every status
     // change (claim, complete, fence, outcome: 2 of a lifecycle's 28 WAL pages).
     index("external_tool_effects_driver_idx").on(t.driverInstanceId),
@@ -285,13 +285,13 @@ export const externalToolEffects = sqliteTable(
     index("external_tool_effects_session_fingerprint_idx").on(t.sessionId, t.requestFingerprint),
     // The compensations of an effect (the operator's `show`) and the self-referencing ON DELETE CASCADE:
     // only compensations have the column set, so the index holds only them (partial): an ordinary
-    // enqueue writes no entry (issue 13; `compensates_effect_id = ?` implies IS NOT NULL, so both plans use it).
+    // enqueue writes no entry (`compensates_effect_id = ?` implies IS NOT NULL, so both plans use it).
     index("external_tool_effects_compensates_idx")
       .on(t.compensatesEffectId)
       .where(sql`compensates_effect_id IS NOT NULL`),
     // The operator's list by attention reason (`operator_attention = ? ORDER BY id DESC`, any status: the
     // console's "waiting for an operator"): without it that list walked every effect newest first. Partial:
-    // only the effects an operator must look at have an entry, so no lifecycle step writes it (issue 13).
+    // only the effects an operator must look at have an entry, so no lifecycle step writes it.
     index("external_tool_effects_attention_idx")
       .on(t.operatorAttention, t.id)
       .where(sql`operator_attention IS NOT NULL`),
@@ -454,8 +454,8 @@ export const effectOperatorActions = sqliteTable(
     check("effect_operator_actions_compensation_check", sql`action = 'compensate' OR compensation_effect_id IS NULL`),
     check("effect_operator_actions_actor_check", sql`length(actor) BETWEEN 1 AND 200`),
     check("effect_operator_actions_reason_check", sql`length(reason) BETWEEN 1 AND 2000`),
-    // The actions on an effect (`show`). No index on run_id: no query reads the audit by run (issue 13
-    // dropped effect_operator_actions_run_idx; docs/ARCHITECTURE.md "Indexes").
+    // The actions on an effect (`show`). No index on run_id: no query reads the audit by run (effect_operator_actions_run_idx
+    // was dropped; docs/ARCHITECTURE.md "Indexes").
     index("effect_operator_actions_effect_idx").on(t.effectId),
   ],
 );

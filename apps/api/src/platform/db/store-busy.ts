@@ -12,7 +12,7 @@ export const STARTUP_BUSY_TIMEOUT_MS = 5_000;
 /**
  * Asynchronous retries of a request whose transaction found the store busy: 4 attempts of at most
  * {@link STORE_BUSY_TIMEOUT_MS} each, so no request holds the event loop for more than ~80 ms of
- * lock waiting (issue 10: "no request waits more than ~100 ms of synchronous lock time"); the
+ * lock waiting ("no request waits more than ~100 ms of synchronous lock time"); the
  * delays between them (10, 20, 40 ms) leave the loop free.
  */
 const REQUEST_BUSY_RETRY = { retries: 3, minTimeout: 10, factor: 2, maxTimeout: 40 } as const;

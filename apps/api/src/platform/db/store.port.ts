@@ -42,7 +42,7 @@ export interface StoreTx {
 }
 
 /**
- * Test seam (crash-safety verification, issue 5): sees each {@link Store.transaction} at its durable
+ * Test seam (crash-safety verification): sees each {@link Store.transaction} at its durable
  * boundary. `beforeCommit` runs inside the transaction after its work (a throw rolls the whole
  * transaction back, as a crash before COMMIT would); `afterCommit` runs once it is durable (a throw
  * there is a crash after COMMIT: the write stands, the caller never sees its result). Production

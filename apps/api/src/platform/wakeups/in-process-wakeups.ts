@@ -43,7 +43,7 @@ export class InProcessWakeups implements CommandWakeups {
    * Every listener and the timer it adds are removed when it resolves, whichever way: nothing
    * outlives one wait. (Combining the signals with `AbortSignal.any` and a fresh
    * `AbortSignal.timeout` per wait kept each combination reachable from the long-lived shutdown
-   * signal on Node 20, and the heap after GC grew 110–200 bytes per long-poll: issue 10.)
+   * signal on Node 20, and the heap after GC grew 110–200 bytes per long-poll.)
    */
   wait(driverInstanceId: string, waitMs: number, signals: readonly AbortSignal[] = []): Promise<void> {
     if (signals.some((s) => s.aborted)) return Promise.resolve();

@@ -56,7 +56,7 @@ export class CommandQueueService {
    * on `connectionId`, waiting up to `waitMs` (ms) for one; `null` when none came, when `signal`
    * (the HTTP request's) aborts, or when the API is stopping. The wait adds one listener to each
    * signal and removes it when the poll ends (no `AbortSignal.any`: on Node 20 it leaked ~150 bytes
-   * per poll, issue 10).
+   * per poll).
    * @throws RuntimeError `driver.connection_superseded`.
    */
   async nextCommand(

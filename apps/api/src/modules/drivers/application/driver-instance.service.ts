@@ -44,7 +44,7 @@ export class DriverInstanceService {
    *   is `executing`/`unknown`, docs/DESIGN.md §3 rule 9).
    */
   async register(req: RegisterDriverRequest, authority: RegistrationAuthority): Promise<RegisterDriverResponse> {
-    // Identity takeover (issue 10, finding 2): only the instance itself or an operator may reuse an id.
+    // Identity takeover: only the instance itself or an operator may reuse an id.
     const allowed =
       authority.kind === "operator" ||
       (req.driverInstanceId === undefined

@@ -31,7 +31,7 @@ export interface SweepReport {
  * (or whose finalization was left half-done by a crash) goes through the same finalization repair
  * as an explicit finalize (docs/DESIGN.md §3 rule 10), so no effect stays `executing` behind a dead Driver.
  * Then it purges Driver registrations that never connected and have no run, once they are older than
- * `driverUnconnectedTtlMs` (issue 10: registrations are bounded).
+ * `driverUnconnectedTtlMs` (registrations are bounded).
  * With reconciliation on, the pass then looks up due `still_unknown` effects again (docs/DESIGN.md §6.3).
  * Grace after startup: no heartbeat expires before the API has been up for one heartbeat TTL, so
  * an API outage longer than the TTL does not finalize every healthy Driver. Grace after a busy store:

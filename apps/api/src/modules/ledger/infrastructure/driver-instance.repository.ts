@@ -66,7 +66,7 @@ export const driverInstanceRepository = {
   },
   /**
    * Deletes the instances that never connected (no connection id, no heartbeat), registered before
-   * `cutoffMs`, `registered` or `finalized`, with no run: nothing hangs on them (issue 10 finding 3).
+   * `cutoffMs`, `registered` or `finalized`, with no run: nothing hangs on them.
    * @returns how many rows were deleted.
    */
   async purgeNeverConnected(tx: StoreTx, cutoffMs: number): Promise<number> {

@@ -2,7 +2,7 @@ import { StoreCommitUnknownError } from "../../../platform/db/store-errors.js";
 import type { Store, StoreTx } from "../../../platform/db/store.port.js";
 
 /**
- * Group commit of reconciliation outcomes (issue 13; docs/DESIGN.md §3 rule 6: several outcomes MAY
+ * Group commit of reconciliation outcomes (docs/DESIGN.md §3 rule 6: several outcomes MAY
  * share one transaction, each whole inside it, nothing of any of them delivered before that commit):
  * - `maxBatch`: outcomes per transaction at most (1 = every outcome commits alone, the behaviour
  *   before group commit); a queue that reaches it is committed at once;

@@ -28,7 +28,7 @@ import type { ReconciliationSettings } from "./reconciliation-settings.js";
  * It never calls an adapter.
  */
 export class ReconciliationOutcomeWriter {
-  /** Outcomes are committed in groups (issue 13, docs/DESIGN.md §3 rule 6): see {@link OutcomeGroupCommit}. */
+  /** Outcomes are committed in groups (docs/DESIGN.md §3 rule 6): see {@link OutcomeGroupCommit}. */
   private readonly outcomes: OutcomeGroupCommit;
 
   constructor(

@@ -26,7 +26,7 @@ export async function migratePglite(db: PgliteDb): Promise<void> {
 /**
  * Starts PGlite (in memory when `dataDir` is omitted, else persisted in that folder), migrates it
  * ({@link migratePglite}) and returns the handle. For fast store-level tests only: one connection,
- * one process; it never stands in for the real server in multi-instance tests (issue 12).
+ * one process; it never stands in for the real server in multi-instance tests.
  * PGlite parses `int8` to a JS `number` when it fits exactly (as `installPgTypeParsers` makes `pg` do).
  * @throws Error when PGlite cannot start or a migration fails (the instance is closed then).
  */

@@ -14,7 +14,7 @@ import * as pgSchema from "./schema.pg.js";
  * server, for fast store-level tests. PGlite has ONE connection, so, as on SQLite, one async mutex
  * (`async-mutex`) serialises every unit of work, reads included: a read never runs while a
  * transaction is open on the connection, so it cannot see that transaction's uncommitted rows.
- * It never stands in for the real server where several connections matter (issue 12).
+ * It never stands in for the real server where several connections matter.
  *
  * `client` is the raw PGlite instance, for PGlite-only test code.
  */
