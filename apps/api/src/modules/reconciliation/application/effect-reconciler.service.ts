@@ -3,7 +3,6 @@ import type { TransactionOptions } from "../../../platform/db/store.port.js";
 import { newUlid, type ReconciliationTrigger } from "@mosoo/contracts";
 import type { ReconciliationAdapter } from "@mosoo/effect-reconciliation";
 import { askAdapter } from "@mosoo/effect-reconciliation/host";
-import { withSpan } from "@mosoo/telemetry";
 import { BACKGROUND_BUSY_RETRY, isStoreBusy, retryWhenBusy } from "../../../platform/db/store-busy.js";
 import type {
   EffectReconciliationPort,
@@ -263,22 +262,13 @@ export class EffectReconciler implements EffectReconciliationPort {
       driverInstanceId: effect.driverInstanceId,
       adapterId: adapterRef.id,
     });
-    // One span per adapter lookup (docs/OPERATIONS.md "Traces"): the adapter, the trigger, and how it answered.
-    const answer = await withSpan(
-      "reconciliation.lookup",
-      { "mosoo.adapter.id": adapterRef.id, "mosoo.reconciliation.trigger": trigger, "mosoo.server.id": effect.serverId },
-      async (span) => {
-        const got = await askAdapter({
-          effect: toReconcilable(effect),
-          binding: { serverId: effect.serverId, adapter },
-          nowMs: this.ctx.clock.nowMs(),
-          timeoutMs: this.settings.lookupTimeoutMs,
-          logger,
-        });
-        span.setAttribute("mosoo.reconciliation.answer", got.kind);
-        return got;
-      },
-    );
+    const answer = await askAdapter({
+      effect: toReconcilable(effect),
+      binding: { serverId: effect.serverId, adapter },
+      nowMs: this.ctx.clock.nowMs(),
+      timeoutMs: this.settings.lookupTimeoutMs,
+      logger,
+    });
     try {
       // The adapter's answer is in memory: a store locked by another connection is waited for
       // asynchronously (the event loop stays free) rather than losing the answer to `store.busy`.

@@ -18,7 +18,6 @@ import {
 } from "../store.port.js";
 import { cachePreparedStatements } from "./statement-cache.js";
 import { isInUnitOfWork, runInUnitOfWork } from "../unit-of-work-scope.js";
-import { traceUnitOfWork } from "../store-tracing.js";
 
 /** The folder of drizzle-kit SQLite migrations (`apps/api/drizzle`). */
 export const MIGRATIONS_FOLDER = join(dirname(fileURLToPath(import.meta.url)), "../../../../drizzle");
@@ -102,11 +101,6 @@ export class SqliteStore implements Store {
   /** See {@link Store.transaction} and the class comment. */
   async transaction<T>(fn: (tx: StoreTx) => Promise<T>, opts: TransactionOptions = {}): Promise<T> {
     this.refuseNested();
-    return traceUnitOfWork("transaction", "sqlite", () => this.transactionUntraced(fn, opts));
-  }
-
-  /** {@link transaction} inside its span. */
-  private async transactionUntraced<T>(fn: (tx: StoreTx) => Promise<T>, opts: TransactionOptions): Promise<T> {
     return this.mutex.runExclusive(async () => {
       this.assertOpen();
       if (opts.startup) this.sqlite.pragma(`busy_timeout = ${STARTUP_BUSY_TIMEOUT_MS}`);
@@ -135,12 +129,10 @@ export class SqliteStore implements Store {
   /** See {@link Store.read} and the class comment (reads take the mutex too; no BEGIN). */
   async read<T>(fn: (tx: StoreTx) => Promise<T>): Promise<T> {
     this.refuseNested();
-    return traceUnitOfWork("read", "sqlite", () =>
-      this.mutex.runExclusive(async () => {
-        this.assertOpen();
-        return this.detectNested ? runInUnitOfWork(this, () => fn(this.handle)) : fn(this.handle);
-      }),
-    );
+    return this.mutex.runExclusive(async () => {
+      this.assertOpen();
+      return this.detectNested ? runInUnitOfWork(this, () => fn(this.handle)) : fn(this.handle);
+    });
   }
 
   /**
