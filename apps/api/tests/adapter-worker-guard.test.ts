@@ -34,6 +34,21 @@ const REFUSED = [
     error: /process\._kill is not available to adapter code/,
   },
   {
+    name: "process._debugProcess(parent pid): the API's inspector",
+    exportName: "debugParentAdapterFactory",
+    error: /process\._debugProcess is not available to adapter code/,
+  },
+  {
+    name: "trace_events.createTracing (a log file written by native code)",
+    exportName: "traceEventsAdapterFactory",
+    error: /trace_events\.createTracing is not available to adapter code/,
+  },
+  {
+    name: "os.setPriority(parent pid)",
+    exportName: "setPriorityAdapterFactory",
+    error: /os\.setPriority is not available to adapter code/,
+  },
+  {
     name: "a nested Worker that SIGKILLs the process",
     exportName: "nestedWorkerAdapterFactory",
     error: /worker_threads\.Worker is not available to adapter code/,

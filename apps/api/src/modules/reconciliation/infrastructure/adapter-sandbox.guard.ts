@@ -4,7 +4,10 @@
  * loads. The permission model the process runs under already refuses file writes, reads outside the
  * adapter's package, child processes, workers and native addons; it does not cover signals, so this
  * guard closes those and a few other process-wide routes (defence in depth):
- * - signals: `process.kill`, `process._kill` (the binding `process.kill` calls);
+ * - signals: `process.kill`, `process._kill` (the binding `process.kill` calls), `process._debugProcess`
+ *   (it sends SIGUSR1, which opens another process's inspector), `os.setPriority`;
+ * - native writes the permission model does not see: `trace_events.createTracing` (its log file is
+ *   written by native code);
  * - threads and processes: `worker_threads.Worker`, `child_process`'s `spawn`/`exec`/`execFile`/`fork`
  *   (and `*Sync`) and its `ChildProcess` class, `module.register` (loader hooks run in a thread of
  *   their own), `inspector.Session`/`inspector.open`;
@@ -55,7 +58,10 @@ export function installAdapterGuard(): void {
   if (installed) return;
   installed = true;
   const require = createRequire(import.meta.url);
-  for (const key of ["kill", "_kill", "binding", "_linkedBinding", "dlopen"]) lockFunction(process, key, `process.${key}`);
+  for (const key of ["kill", "_kill", "_debugProcess", "_debugEnd", "binding", "_linkedBinding", "dlopen"])
+    if (key in process) lockFunction(process, key, `process.${key}`);
+  lockFunction(require("node:os") as object, "setPriority", "os.setPriority");
+  lockFunction(require("node:trace_events") as object, "createTracing", "trace_events.createTracing");
   lockClass(require("node:worker_threads") as object, "Worker", "worker_threads.Worker");
   const childProcess = require("node:child_process") as object;
   for (const key of ["spawn", "spawnSync", "exec", "execSync", "execFile", "execFileSync", "fork"])
