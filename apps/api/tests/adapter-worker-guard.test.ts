@@ -8,6 +8,7 @@
  * answer's `toJSON()`), and this process — the API's stand-in — is still running afterwards.
  */
 import { fileURLToPath } from "node:url";
+import type { AdapterTerminationReason } from "@mosoo/effect-reconciliation/host";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { LookupRequest } from "@mosoo/effect-reconciliation";
 import { AdapterAnswerRefusedError, NOOP_LOGGER, type AdapterHost } from "@mosoo/effect-reconciliation/host";
@@ -110,5 +111,36 @@ describe("the sandboxed process's guard (real sandbox)", { timeout: 180_000 }, (
       outcome: "still_unknown",
       reasonCode: "provider_lagging",
     });
+  });
+});
+
+describe("the sandbox's bounds hold while the process is idle (real sandbox)", { timeout: 180_000 }, () => {
+  it.each([
+    ["growsAfterAnswerAdapterFactory", "out_of_memory"],
+    ["spinsAfterAnswerAdapterFactory", "cpu_limit"],
+  ] as const)("%s: answers, then is killed while idle (%s), and the next call gets a fresh process", async (exportName, reason) => {
+    let killed: (reason: AdapterTerminationReason) => void = () => undefined;
+    const termination = new Promise<AdapterTerminationReason>((resolve) => (killed = resolve));
+    const host = createIsolatedAdapterHost({
+      heapMb: 32,
+      cpuLimitMs: 300,
+      maxProcesses: 1,
+      bindTimeoutMs: 60_000,
+      logger: NOOP_LOGGER,
+      onTermination: (_adapterId, why) => killed(why),
+    });
+    try {
+      const { adapter } = await host.bind({ module: MISBEHAVING, export: exportName }, undefined);
+      const first = await adapter.lookup(REQUEST, { signal: AbortSignal.timeout(LOOKUP_TIMEOUT_MS), logger: NOOP_LOGGER });
+      expect(first).toMatchObject({ outcome: "still_unknown" });
+      expect(await termination).toBe(reason);
+      await expect(adapter.lookup(REQUEST, { signal: AbortSignal.timeout(LOOKUP_TIMEOUT_MS), logger: NOOP_LOGGER })).resolves.toMatchObject(
+        {
+          outcome: "still_unknown",
+        },
+      );
+    } finally {
+      await host.close();
+    }
   });
 });

@@ -79,7 +79,10 @@ interface PendingCall {
  * exactly `env`, under {@link sandboxNodeArgs}, stdin/stdout/stderr and a reply pipe (fd 3) all held
  * by the host. {@link call} runs tasks, several at once (calls of ONE binding's adapter only); the
  * host kills the process (SIGKILL) on a call's signal (that call: `timeout`), past a call's CPU-time
- * bound (`cpu_limit`) or the memory bound (`out_of_memory`), or on a reply that breaks the protocol;
+ * bound (`cpu_limit`) or the memory bound (`out_of_memory`), or on a reply that breaks the protocol.
+ * The bounds hold while the process is idle too (sampled all its life): past the memory bound, or
+ * past one call's CPU bound of CPU time spent since its last call ended (work left running in a timer
+ * after it answered), an idle process is killed and reported through `onIdleDeath`;
  * every call in flight then rejects (the others as `crashed`, unless the cause was the whole
  * process's), `dead` is true and the host replaces the process.
  */
@@ -88,6 +91,8 @@ export class SandboxProcess {
   private nextId = 1;
   private readonly pending = new Map<number, PendingCall>();
   private sampler: ReturnType<typeof setInterval> | undefined;
+  /** The process's CPU time (ms) when its last call ended; undefined before its first call. */
+  private idleSinceCpuMs: number | undefined;
   private outputLines = 0;
   private exitInfo: string | undefined;
   private heapExhausted = false;
@@ -107,6 +112,8 @@ export class SandboxProcess {
     readLines(this.child.stdout!, MAX_OUTPUT_LINE_CHARS, (line) => this.output("stdout", line));
     readLines(this.child.stderr!, MAX_OUTPUT_LINE_CHARS, (line) => this.output("stderr", line));
     readLines(this.child.stdio[3] as Readable, MAX_REPLY_LINE_BYTES, (line, cut) => this.reply(line, cut));
+    this.sampler = setInterval(() => this.sample(), SAMPLE_EVERY_MS);
+    this.sampler.unref();
   }
 
   /** Calls in flight. */
@@ -130,10 +137,7 @@ export class SandboxProcess {
       const settle = (): void => {
         signal.removeEventListener("abort", onAbort);
         this.pending.delete(id);
-        if (this.pending.size === 0 && this.sampler) {
-          clearInterval(this.sampler);
-          this.sampler = undefined;
-        }
+        if (this.pending.size === 0) this.idleSinceCpuMs = this.cpuMs();
       };
       this.pending.set(id, {
         resolve: (reply) => (settle(), resolve(reply)),
@@ -142,7 +146,6 @@ export class SandboxProcess {
         cpuLimitMs,
         sharedBy: this.pending.size + 1,
       });
-      this.sampler ??= setInterval(() => this.sample(), SAMPLE_EVERY_MS);
       if (signal.aborted) return onAbort();
       signal.addEventListener("abort", onAbort, { once: true });
       this.child.stdin!.write(`${JSON.stringify({ id, task })}\n`);
@@ -160,7 +163,9 @@ export class SandboxProcess {
   }
 
   private sample(): void {
+    if (this.dead) return;
     const cpu = this.cpuMs();
+    if (this.pending.size === 0) return this.sampleIdle(cpu);
     // the process's CPU time while a call ran, shared by the calls it served at once (a spinning call
     // blocks the others, so its share grows at a core's speed; the wall-time bound ends it anyway)
     if (cpu !== undefined)
@@ -172,11 +177,26 @@ export class SandboxProcess {
     if (rss !== undefined && rss > this.opts.rssLimitBytes) this.kill("out_of_memory");
   }
 
+  /** The bounds of an idle process: memory, and CPU time since its last call ended (see the class). */
+  private sampleIdle(cpu: number | undefined): void {
+    const rss = this.rssBytes();
+    if (rss !== undefined && rss > this.opts.rssLimitBytes) return this.killIdle("out_of_memory");
+    if (cpu !== undefined && this.idleSinceCpuMs !== undefined && cpu - this.idleSinceCpuMs > this.opts.cpuLimitMs)
+      this.killIdle("cpu_limit");
+  }
+
+  private killIdle(reason: AdapterTerminationReason): void {
+    this.child.kill("SIGKILL");
+    this.end(reason, "killed while idle");
+  }
+
   private end(reason: AdapterTerminationReason, info: string): void {
     if (this.dead) return;
     if (this.pending.size === 0) {
       this.dead = true;
       this.exitInfo = info;
+      if (this.sampler) clearInterval(this.sampler);
+      this.sampler = undefined;
       return this.opts.onIdleDeath(this.heapExhausted ? "out_of_memory" : reason);
     }
     this.fail(reason, info, undefined);
