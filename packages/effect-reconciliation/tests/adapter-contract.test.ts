@@ -42,6 +42,12 @@ describe("ReceiptSchema", () => {
     expect(ReceiptSchema.safeParse({ observedAt: observedAt(), detail: [1, 2] }).success).toBe(false);
     expect(ReceiptSchema.safeParse({ observedAt: observedAt(), detail: { f: () => 1 } }).success).toBe(false);
     expect(ReceiptSchema.safeParse({ observedAt: observedAt(), receiptId: "x" }).success).toBe(false);
+    // a key a copy would drop silently (an own "__proto__", as JSON.parse makes it) is refused, nested or not
+    expect(ReceiptSchema.safeParse({ observedAt: observedAt(), detail: { "": JSON.parse('{"__proto__": 0}') } }).success).toBe(false);
+    expect(ReceiptSchema.safeParse({ observedAt: observedAt(), detail: JSON.parse('{"constructor": 1}') }).success).toBe(false);
+    expect(ReceiptSchema.parse({ observedAt: observedAt(), detail: { a: { b: [1, "x", null] } } }).detail).toEqual({
+      a: { b: [1, "x", null] },
+    });
   });
 });
 

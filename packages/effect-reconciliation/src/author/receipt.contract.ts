@@ -1,4 +1,11 @@
-import { MAX_RECEIPT_BYTES, MAX_RESULT_BYTES, McpToolResultSchema, REQUEST_FINGERPRINT_PATTERN } from "@mosoo/contracts";
+import {
+  findJsonProblem,
+  formatJsonProblem,
+  MAX_RECEIPT_BYTES,
+  MAX_RESULT_BYTES,
+  McpToolResultSchema,
+  REQUEST_FINGERPRINT_PATTERN,
+} from "@mosoo/contracts";
 import { z } from "zod";
 import { jsonByteLength } from "./json-size.js";
 
@@ -17,7 +24,9 @@ export const MAX_PROVIDER_OPERATION_ID_LENGTH = 256;
  * - `requestFingerprint?`: the fingerprint of the request the provider recorded under the key, 64
  *   lowercase hex (`REQUEST_FINGERPRINT_PATTERN`, sha-256 of the RFC 8785 canonical arguments);
  *   the runtime compares it with the effect's (`key_conflict`, docs/DESIGN.md §5);
- * - `detail?`: a small JSON object, opaque to the runtime, never proof of anything.
+ * - `detail?`: a small JSON object, opaque to the runtime, never proof of anything; a key a request
+ *   body may not hold either (`__proto__`, `constructor`, `prototype`) or nesting past the JSON depth
+ *   limit is refused, never silently dropped by the copy.
  *
  * The whole receipt serializes to at most {@link MAX_RECEIPT_BYTES} bytes.
  */
@@ -26,7 +35,14 @@ export const ReceiptSchema = z
     providerOperationId: z.string().min(1).max(MAX_PROVIDER_OPERATION_ID_LENGTH).optional(),
     observedAt: z.iso.datetime({ offset: true }),
     requestFingerprint: z.string().regex(REQUEST_FINGERPRINT_PATTERN, "expected 64 lowercase hex characters").optional(),
-    detail: z.record(z.string(), z.json()).optional(),
+    detail: z
+      .unknown()
+      .superRefine((value, ctx) => {
+        const problem = findJsonProblem(value);
+        if (problem) ctx.addIssue({ code: "custom", message: formatJsonProblem(problem) });
+      })
+      .pipe(z.record(z.string(), z.json()))
+      .optional(),
   })
   .superRefine((receipt, ctx) => {
     const bytes = jsonByteLength(receipt);
