@@ -192,7 +192,7 @@ export interface World {
   unboundProvider: ProviderDouble;
   settings: ReconciliationSettings;
   lookups: Array<{ request: LookupRequest; effectStatus: string | undefined; leaseOwner: string | null | undefined }>;
-  /** When set (race commands), every adapter lookup first waits for this gate (a scheduler task). */
+  /** When set (race commands), every adapter lookup, and every reconciler between its lease and its adapter call, first waits for this gate (a scheduler task). */
   gate: ((label: string) => Promise<void>) | null;
   driver: DriverRec | null;
   runId: string | null;
@@ -271,6 +271,9 @@ export async function createWorld(
     concurrency: 4,
     backoff: { initialMs: 1_000, maxMs: 8_000, factor: 2 },
     maxLookups: MAX_LOOKUPS,
+    // A race command's scheduler also decides what runs between a reconciler's lease commit and its
+    // adapter call (an operator's resolve, a lease expiry, a Driver's report, finalization).
+    beforeLookup: (effectId) => (world.gate ? world.gate(`leased ${effectId.slice(-6)}`) : Promise.resolve()),
   };
   const runtimeOptions = { heartbeatTtlMs: HEARTBEAT_TTL_MS, sendDeadlineMs: SEND_DEADLINE_MS, reconciliation: settings };
   Object.assign(world, {

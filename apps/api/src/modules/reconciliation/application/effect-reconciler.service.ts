@@ -39,6 +39,13 @@ export interface LeasedEffect {
  */
 export const LEASED_ELSEWHERE = "leased_elsewhere";
 
+/**
+ * The `ineligible` reason of a lookup given up before its adapter call because what was left of its
+ * lease no longer covered a whole lookup (the reconciler stalled between the lease and the call): the
+ * lease is given back uncounted and the adapter is not asked (docs/DESIGN.md §7).
+ */
+export const LEASE_LAPSED = "lease_lapsed";
+
 /** True when `effect` carries a lease that has not expired at `nowMs` (ms): the condition `listDue` and `acquireLease` exclude. */
 function hasLiveLease(effect: EffectRow, nowMs: number): boolean {
   return effect.leaseOwner !== null && effect.leaseExpiresAtMs !== null && effect.leaseExpiresAtMs >= nowMs;
@@ -262,6 +269,14 @@ export class EffectReconciler implements EffectReconciliationPort {
       driverInstanceId: effect.driverInstanceId,
       adapterId: adapterRef.id,
     });
+    if (this.settings.beforeLookup) await this.settings.beforeLookup(effect.id);
+    // The adapter is asked only under a lease that outlasts the whole lookup (docs/DESIGN.md §7): an
+    // operator may resolve the effect once its lease expired, so a lookup that could still run then
+    // is not started. Checked in the same synchronous step as the call (askAdapter calls the adapter
+    // before its first await), so nothing can come in between on this instance.
+    if (this.ctx.clock.nowMs() + this.settings.lookupTimeoutMs > startedAtMs + this.settings.leaseMs) {
+      return await this.giveUpLapsedLease(leased, logger);
+    }
     const answer = await askAdapter({
       effect: toReconcilable(effect),
       binding: { serverId: effect.serverId, adapter },
@@ -288,6 +303,26 @@ export class EffectReconciler implements EffectReconciliationPort {
       }
       throw err;
     }
+  }
+
+  /**
+   * A lease that no longer outlasts a lookup: given back uncounted (no adapter call was made; a
+   * no-op when another reconciler or an operator has changed the lease since), logged, and answered
+   * `ineligible` {@link LEASE_LAPSED} with the effect as it is now. A locked store leaves the lease to expire.
+   */
+  private async giveUpLapsedLease(leased: LeasedEffect, logger: RuntimeContext["logger"]): Promise<ReconcileResult> {
+    const { effect, owner, startedAtMs } = leased;
+    try {
+      await this.ctx.store.transaction((tx) => reconciliationRepository.releaseLease(tx, effect.id, owner, true));
+    } catch (err) {
+      if (!isStoreBusy(err)) throw err;
+    }
+    logger.warn({ leasedAtMs: startedAtMs, leaseMs: this.settings.leaseMs }, "reconciliation.lease_lapsed");
+    return {
+      kind: "ineligible",
+      reasonCode: LEASE_LAPSED,
+      effect: await this.ctx.store.read((tx) => effectRepository.findById(tx, effect.id)),
+    };
   }
 
   /**

@@ -15,7 +15,10 @@ import type { GroupCommitSettings } from "./outcome-group-commit.js";
  * - `lookupTimeoutMs`: bound of one lookup (ms); `leaseMs`: how long a reconciler holds an effect (ms, > lookup timeout);
  * - `concurrency`: lookups at once during finalization repair and the sweep;
  * - `backoff` and `maxLookups`: the schedule of further lookups, then an operator must act;
- * - `groupCommit?`: how outcomes share transactions (default `DEFAULT_GROUP_COMMIT`; see `outcome-group-commit.ts`).
+ * - `groupCommit?`: how outcomes share transactions (default `DEFAULT_GROUP_COMMIT`; see `outcome-group-commit.ts`);
+ * - `beforeLookup?`: test seam, awaited between a lease's commit and the check that the lease still
+ *   outlasts the lookup, right before the adapter call (the window in which an operator or a Driver's
+ *   evidence may change the effect); production code never sets it.
  */
 export interface ReconciliationSettings {
   enabled: boolean;
@@ -27,6 +30,7 @@ export interface ReconciliationSettings {
   backoff: LookupBackoff;
   maxLookups: number;
   groupCommit?: GroupCommitSettings;
+  beforeLookup?: (effectId: string) => Promise<void>;
 }
 
 /** Reconciliation switched off: the baseline fence, no bindings. */
