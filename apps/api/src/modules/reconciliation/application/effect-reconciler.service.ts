@@ -3,6 +3,7 @@ import type { TransactionOptions } from "../../../platform/db/store.port.js";
 import { newUlid, type ReconciliationTrigger } from "@mosoo/contracts";
 import type { ReconciliationAdapter } from "@mosoo/effect-reconciliation";
 import { askAdapter } from "@mosoo/effect-reconciliation/host";
+import { withSpan } from "@mosoo/telemetry";
 import { BACKGROUND_BUSY_RETRY, isStoreBusy, retryWhenBusy } from "../../../platform/db/store-busy.js";
 import type {
   EffectReconciliationPort,
@@ -277,13 +278,23 @@ export class EffectReconciler implements EffectReconciliationPort {
     if (this.ctx.clock.nowMs() + this.settings.lookupTimeoutMs > startedAtMs + this.settings.leaseMs) {
       return await this.giveUpLapsedLease(leased, logger);
     }
-    const answer = await askAdapter({
-      effect: toReconcilable(effect),
-      binding: { serverId: effect.serverId, adapter },
-      nowMs: this.ctx.clock.nowMs(),
-      timeoutMs: this.settings.lookupTimeoutMs,
-      logger,
-    });
+    // Still the same synchronous step (startActiveSpan calls its callback at once, askAdapter calls the
+    // adapter before its first await). One span per adapter lookup (docs/OPERATIONS.md "Traces"): the adapter, the trigger, and how it answered.
+    const answer = await withSpan(
+      "reconciliation.lookup",
+      { "mosoo.adapter.id": adapterRef.id, "mosoo.reconciliation.trigger": trigger, "mosoo.server.id": effect.serverId },
+      async (span) => {
+        const got = await askAdapter({
+          effect: toReconcilable(effect),
+          binding: { serverId: effect.serverId, adapter },
+          nowMs: this.ctx.clock.nowMs(),
+          timeoutMs: this.settings.lookupTimeoutMs,
+          logger,
+        });
+        span.setAttribute("mosoo.reconciliation.answer", got.kind);
+        return got;
+      },
+    );
     try {
       // The adapter's answer is in memory: a store locked by another connection is waited for
       // asynchronously (the event loop stays free) rather than losing the answer to `store.busy`.
