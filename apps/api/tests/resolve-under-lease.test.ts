@@ -18,6 +18,7 @@ import {
   type AnyStoreDoubleWorld,
   type Runtime,
 } from "./kit/index.js";
+import { LEASE_LAPSED } from "../src/modules/reconciliation/application/effect-reconciler.service.js";
 import { effectOf } from "./helpers/store-rows.js";
 import { eq } from "drizzle-orm";
 
@@ -159,7 +160,7 @@ describe.each(KINDS)("an operator's resolve and a reconciler's lease agree (%s)"
     );
     expect(resolved).toMatchObject({ status: "succeeded", resolution: "operator" });
     release();
-    expect(await reconciling).toMatchObject({ kind: "ineligible", reasonCode: "lease_lapsed" });
+    expect(await reconciling).toMatchObject({ kind: "ineligible", reasonCode: LEASE_LAPSED });
     expect(seen).toEqual([]); // the adapter was never asked about a settled effect
     const after = (await effectOf(w.store, effectId))!;
     // the lease was the operator's to clear (it had expired): the lookup it counted stays counted
@@ -178,7 +179,7 @@ describe.each(KINDS)("an operator's resolve and a reconciler's lease agree (%s)"
     // what is left of the lease no longer covers a whole lookup
     w.clock.advance(w.settings.leaseMs - w.settings.lookupTimeoutMs + 1);
     release();
-    expect(await reconciling).toMatchObject({ kind: "ineligible", reasonCode: "lease_lapsed" });
+    expect(await reconciling).toMatchObject({ kind: "ineligible", reasonCode: LEASE_LAPSED });
     expect(seen).toEqual([]);
     expect(await effectOf(w.store, effectId)).toMatchObject({
       status: "unknown",
