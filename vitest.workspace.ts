@@ -8,6 +8,7 @@ export const testProjects: string[] = [
   "packages/fixture-provider",
   "packages/operator-console",
   "packages/fixture-adapter",
+  "packages/telemetry",
   "apps/api",
   "apps/driver",
   "packages/e2e",

@@ -40,8 +40,16 @@ async function main(): Promise<void> {
     }
     throw err;
   }
-  const [{ createLogger }, { startApi }] = await Promise.all([import("./platform/logger.js"), import("./server.js")]);
+  const [{ createLogger }, { startApi }, { startTracing }] = await Promise.all([
+    import("./platform/logger.js"),
+    import("./server.js"),
+    import("@mosoo/telemetry"),
+  ]);
   const logger = createLogger(config.logLevel);
+  // OpenTelemetry traces (docs/OPERATIONS.md "Traces"): the SDK starts only when OTEL_EXPORTER_OTLP_ENDPOINT
+  // (or OTEL_EXPORTER_OTLP_TRACES_ENDPOINT) is set; otherwise every span is a no-op.
+  const tracing = await startTracing({ serviceName: "mosoo-api" });
+  if (tracing.enabled) logger.info("tracing.started");
   const unknown = unknownMosooEnvNames(process.env);
   if (unknown.length > 0)
     logger.warn({ names: unknown }, `config.unknown_variables: no Mosoo program reads ${unknown.join(", ")} (a typo?)`);
@@ -59,7 +67,8 @@ async function main(): Promise<void> {
   const stop = () => {
     logger.info("api.stopping");
     api.close().then(
-      () => {
+      async () => {
+        await tracing.shutdown();
         logger.info("api.stopped");
         process.exit(0);
       },

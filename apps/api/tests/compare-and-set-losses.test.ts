@@ -132,6 +132,7 @@ describe("attention flags", () => {
     const open = gateLookups(fx); // the lookup waits at a gate while an operator settles the effect the other way
     const sweeping = fx.runtime.reconciler.reconcile(call.effectId, "sweep");
     await until(() => effectRow(fx.store, call.effectId).lease_owner !== null);
+    fx.clock.advance(fx.settings.leaseMs + 1); // the lookup outlives its lease: only then may an operator resolve
     await fx.runtime.operator.resolve(call.effectId, { outcome: "not_executed", reason: "nothing in the tracker" }, operatorNamed("alice"));
     const warns = logged(fx, "warn");
     loseFirstFlagWrite("contradicted_by_provider");

@@ -113,6 +113,7 @@ describe("contradicted_by_provider: a lookup contradicts how the effect was sett
     const open = gateLookups(fx);
     const sweeping = fx.runtime.reconciler.reconcile(call.effectId, "sweep");
     await until(() => effectRow(fx.store, call.effectId).lease_owner !== null); // its lease is taken: the lookup waits at the gate
+    fx.clock.advance(fx.settings.leaseMs + 1); // the lookup outlives its lease: only then may an operator resolve
     await fx.runtime.operator.resolve(call.effectId, { outcome: "not_executed", reason: "nothing in the tracker" }, operatorNamed("alice"));
     const versionAfterResolve = effectRow(fx.store, call.effectId).version;
     open();
@@ -144,6 +145,7 @@ describe("contradicted_by_provider: a lookup contradicts how the effect was sett
     const open = gateLookups(fx);
     const sweeping = fx.runtime.reconciler.reconcile(call.effectId, "sweep");
     await until(() => effectRow(fx.store, call.effectId).lease_owner !== null); // its lease is taken: the lookup waits at the gate
+    fx.clock.advance(fx.settings.leaseMs + 1); // the lookup outlives its lease: only then may an operator resolve
     await fx.runtime.operator.resolve(
       call.effectId,
       {
@@ -168,6 +170,7 @@ describe("contradicted_by_provider: a lookup contradicts how the effect was sett
     const open = gateLookups(fx);
     const sweeping = fx.runtime.reconciler.reconcile(call.effectId, "sweep");
     await until(() => effectRow(fx.store, call.effectId).lease_owner !== null); // its lease is taken: the lookup waits at the gate
+    fx.clock.advance(fx.settings.leaseMs + 1); // the lookup outlives its lease: only then may an operator resolve
     await fx.runtime.operator.resolve(
       call.effectId,
       {

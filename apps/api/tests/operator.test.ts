@@ -351,10 +351,28 @@ describe("operator routes: reconcile now", () => {
 });
 
 describe("operator resolve racing a reconciler", () => {
-  it("the operator commits first: exactly one outcome, the reconciler records superseded", async () => {
+  it("a resolve during a lookup is refused (409 effect.lookup_in_progress) while its lease is live, changing nothing", async () => {
     const { fx, call, open } = await committedUnknownWithGatedLookup();
     const sweeping = fx.runtime.reconciler.reconcile(call.effectId, "sweep");
     await until(() => effectRow(fx.store, call.effectId).lease_owner !== null); // its lease is taken: the lookup waits at the gate
+    const before = ledgerSnapshot(fx.store);
+    const res = await http(fx.runtime)("POST", `${E}/${call.effectId}/resolve`, { outcome: "not_executed", reason: "override" });
+    expect(res).toMatchObject({
+      status: 409,
+      body: {
+        error: { code: "effect.lookup_in_progress", details: { leaseExpiresAtMs: effectRow(fx.store, call.effectId).lease_expires_at_ms } },
+      },
+    });
+    expect(ledgerSnapshot(fx.store)).toEqual(before);
+    open();
+    expect((await sweeping).kind).toBe("confirmed_succeeded");
+  });
+
+  it("the operator commits first (the lookup outlived its lease): exactly one outcome, the reconciler records superseded", async () => {
+    const { fx, call, open } = await committedUnknownWithGatedLookup();
+    const sweeping = fx.runtime.reconciler.reconcile(call.effectId, "sweep");
+    await until(() => effectRow(fx.store, call.effectId).lease_owner !== null); // its lease is taken: the lookup waits at the gate
+    fx.clock.advance(fx.settings.leaseMs + 1); // the lookup has outlived its lease: the operator may resolve
     await fx.runtime.operator.resolve(call.effectId, { outcome: "not_executed", reason: "override" }, operatorNamed("alice"));
     open();
     expect((await sweeping).kind).toBe("superseded");

@@ -10,6 +10,7 @@ import {
   type RouteOutput,
 } from "@mosoo/contracts";
 import pRetry from "p-retry";
+import { currentTraceContext } from "@mosoo/telemetry";
 import type { Logger } from "pino";
 import type { z } from "zod";
 import { ApiEndpointPool } from "./api-endpoints.js";
@@ -278,7 +279,8 @@ export class DriverApiClient implements DriverApi {
   }
 
   private async attempt<S extends z.ZodType>(spec: RequestSpec<S>, baseUrl: string): Promise<z.output<S>> {
-    const headers: Record<string, string> = { accept: "application/json" };
+    // When traced, the request continues the active trace (the command's) on the API: W3C headers.
+    const headers: Record<string, string> = { accept: "application/json", ...currentTraceContext() };
     if (spec.body !== undefined) headers["content-type"] = "application/json";
     if (spec.auth === "enrollment") {
       if (this.options.enrollmentToken) headers["authorization"] = `Bearer ${this.options.enrollmentToken}`;

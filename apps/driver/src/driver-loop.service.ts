@@ -6,6 +6,7 @@ import { normalizeApiUrl, type DriverState } from "./driver-config.contract.js";
 import { DriverConfigError } from "./driver-config.loader.js";
 import type { DriverStateRepository } from "./driver-state.repository.js";
 import { handleMcpExecuteCommand } from "./mcp-execute.handler.js";
+import { contextOfTraceContext, withSpan } from "@mosoo/telemetry";
 import type { McpToolCaller } from "./mcp-connections.js";
 import type { ResultOutboxRepository } from "./result-outbox.repository.js";
 import { drainResultOutbox } from "./result-report.service.js";
@@ -255,15 +256,28 @@ export class DriverLoop {
         step = "command";
         try {
           // The stop signal is deliberately not passed on: a started command runs to its terminal update.
-          await handleMcpExecuteCommand(command, {
-            api,
-            mcp: this.options.mcp,
-            connectionId,
-            logger: this.log,
-            toolTimeoutMs: this.options.toolTimeoutMs,
-            outbox: this.options.outbox,
-            resultReportBudgetMs: this.options.resultReportBudgetMs,
-          });
+          // One span per command (claim → MCP call → report), continuing the trace of the enqueue that made it.
+          await withSpan(
+            "driver.command",
+            {
+              "mosoo.command.id": command.commandId,
+              "mosoo.command.redelivery": command.redelivery,
+              "mosoo.server.id": command.payload.serverId,
+            },
+            async (span) => {
+              const outcome = await handleMcpExecuteCommand(command, {
+                api,
+                mcp: this.options.mcp,
+                connectionId,
+                logger: this.log,
+                toolTimeoutMs: this.options.toolTimeoutMs,
+                outbox: this.options.outbox,
+                resultReportBudgetMs: this.options.resultReportBudgetMs,
+              });
+              span.setAttribute("mosoo.command.outcome", outcome.status);
+            },
+            { parent: contextOfTraceContext(command.traceContext) },
+          );
         } catch (error) {
           if (isConnectionLostError(error)) throw error;
           this.log.error(

@@ -17,6 +17,7 @@ import { DriverConfigError, formatZodIssues, resolveApiUrls } from "./driver-con
 import { createDriver, createDriverLogger } from "./driver-runner.js";
 import { DEFAULT_RESULT_REPORT_BUDGET_MS } from "./result-report.service.js";
 import { unknownMosooEnvNames } from "@mosoo/contracts";
+import { startTracing } from "@mosoo/telemetry";
 
 const EXIT_BAD_INPUT = 2;
 
@@ -175,6 +176,11 @@ async function main(): Promise<void> {
   if (unknownEnv.length > 0)
     logger.warn({ names: unknownEnv }, `config.unknown_variables: no Mosoo program reads ${unknownEnv.join(", ")} (a typo?)`);
 
+  // OpenTelemetry traces (docs/OPERATIONS.md "Traces"): the SDK starts only when OTEL_EXPORTER_OTLP_ENDPOINT
+  // (or OTEL_EXPORTER_OTLP_TRACES_ENDPOINT) is set; otherwise every span is a no-op.
+  const tracing = await startTracing({ serviceName: "mosoo-driver" });
+  if (tracing.enabled) logger.info("tracing.started");
+
   let driver;
   try {
     driver = await createDriver(options, logger);
@@ -197,6 +203,7 @@ async function main(): Promise<void> {
 
   try {
     const reason = await driver.run();
+    await tracing.shutdown();
     process.exit(reason.exitCode);
   } catch (error) {
     if (error instanceof DriverConfigError) badInput(error.message);

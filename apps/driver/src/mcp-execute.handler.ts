@@ -16,6 +16,7 @@ import {
   MAX_PROVIDER_RECEIPT_BYTES,
 } from "@mosoo/contracts";
 import type { Logger } from "pino";
+import { currentTraceContext, withSpan } from "@mosoo/telemetry";
 import type { DriverCommandApi } from "./api-client.js";
 import { McpServerUnavailableError, placeIdempotencyKey, SendRefusedError, type McpToolCaller } from "./mcp-connections.js";
 import type { PendingResult, ResultOutboxRepository } from "./result-outbox.repository.js";
@@ -85,7 +86,8 @@ export function serverUnavailableError(serverId: string, reason: string, message
  *    `effectDeadlineMissed` (the API settles the effect `not_executed`) then `failed`
  *    `external_effect.not_executed` (docs/DESIGN.md §3 rule 12). Otherwise one `tools/call` with
  *    the idempotency key where the server's config places it (default
- *    `_meta["io.mosoo/idempotency-key"]`, see `placeIdempotencyKey`); its result is written to the
+ *    `_meta["io.mosoo/idempotency-key"]`, see `placeIdempotencyKey`) and, when traced, the trace context
+ *    in `_meta.traceparent` / `_meta.tracestate`; its result is written to the
  *    outbox (`deps.outbox`, fsynced) before it is sent, then reported by `reportProviderResult`
  *    (`effectComplete`, retried for `deps.resultReportBudgetMs`; late evidence, `effectLateResult`,
  *    docs/DESIGN.md §3 rule 13, when the effect was fenced meanwhile) and only after the API's answer
@@ -191,10 +193,26 @@ export async function handleMcpExecuteCommand(envelope: DriverCommandEnvelope, d
   const startedAt = performance.now();
   let raw: unknown;
   try {
-    raw = await mcp.callTool(
-      payload.serverId,
-      { name: payload.toolName, ...placeIdempotencyKey(placement, args, idempotencyKey) },
-      { timeoutMs: deps.toolTimeoutMs, maySend: () => !deadlinePassed() },
+    raw = await withSpan(
+      "mcp.tools_call",
+      {
+        "mcp.method.name": "tools/call",
+        "gen_ai.tool.name": payload.toolName,
+        "mosoo.server.id": payload.serverId,
+        "mosoo.effect.attempt": attempt,
+      },
+      () => {
+        const placed = placeIdempotencyKey(placement, args, idempotencyKey);
+        // The trace goes on to the MCP server as `_meta.traceparent` / `_meta.tracestate` (this span is
+        // its parent); the idempotency key is spread last, so a key placed under one of those names wins.
+        const _meta = { ...currentTraceContext(), ...placed._meta };
+        return mcp.callTool(
+          payload.serverId,
+          { name: payload.toolName, ...placed, _meta },
+          { timeoutMs: deps.toolTimeoutMs, maySend: () => !deadlinePassed() },
+        );
+      },
+      { kind: "client" },
     );
   } catch (error) {
     if (error instanceof SendRefusedError) return reportMissedDeadline();

@@ -6,6 +6,7 @@ import { RunErrorSchema } from "./run-error.contract.js";
 import { identifierSchema, safeJsonObjectSchema, strictIntegerInput, textSchema } from "./input-safety.contract.js";
 import { CommandStatusSchema, DriverInstanceStatusSchema, EffectStatusSchema } from "./statuses.contract.js";
 import { EffectClaimSchema } from "./effect-claim.contract.js";
+import { TraceContextSchema } from "./trace-context.contract.js";
 import { defineRoute, type ApiRoute, type RouteBody } from "./route-table.contract.js";
 
 /**
@@ -94,7 +95,11 @@ export const NextCommandQuerySchema = z.object({
 /** See {@link NextCommandQuerySchema}. */
 export type NextCommandQuery = z.infer<typeof NextCommandQuerySchema>;
 
-/** A command as delivered to a Driver. `redelivery` is true when an earlier connection already received it. */
+/**
+ * A command as delivered to a Driver. `redelivery` is true when an earlier connection already received it.
+ * `traceContext`: the W3C trace context of the request that enqueued it (stored with the command, so a
+ * redelivery carries it too), absent when that request was not traced; the Driver continues the trace.
+ */
 export const DriverCommandEnvelopeSchema = z.object({
   commandId: UlidSchema,
   seq: z.number().int().positive(),
@@ -103,6 +108,7 @@ export const DriverCommandEnvelopeSchema = z.object({
   status: CommandStatusSchema,
   redelivery: z.boolean(),
   payload: McpExecuteCommandSchema,
+  traceContext: TraceContextSchema.optional(),
 });
 /** See {@link DriverCommandEnvelopeSchema}. */
 export type DriverCommandEnvelope = z.infer<typeof DriverCommandEnvelopeSchema>;

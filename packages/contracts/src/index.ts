@@ -33,6 +33,14 @@ export {
   toMcpExecuteCommandResult,
 } from "./mcp-execute.contract.js";
 export type { McpExecuteCommand, McpExecuteCommandResult, McpToolResult } from "./mcp-execute.contract.js";
+export {
+  TraceContextSchema,
+  TraceparentSchema,
+  TracestateSchema,
+  TRACEPARENT_LENGTH,
+  MAX_TRACESTATE_LENGTH,
+} from "./trace-context.contract.js";
+export type { TraceContext } from "./trace-context.contract.js";
 export { fingerprintArguments, REQUEST_FINGERPRINT_PATTERN } from "./request-fingerprint.js";
 export { KeyPlacementSchema, KeyPlacementNameSchema, DEFAULT_KEY_PLACEMENT } from "./key-placement.contract.js";
 export type { KeyPlacement } from "./key-placement.contract.js";

@@ -30,7 +30,7 @@ const ACTIONS = {
     body: OperatorResolveRequestSchema,
     response: OperatorEffectSummarySchema,
     status: [200],
-    errors: ["effect.not_found", "effect.not_unknown"],
+    errors: ["effect.not_found", "effect.not_unknown", "effect.lookup_in_progress"],
   },
   compensate: {
     body: OperatorCompensateRequestSchema,

@@ -66,6 +66,8 @@ export type OperatorScope = (typeof OPERATOR_SCOPES)[number];
 export const OPERATOR_REFUSAL_CODES = [
   "effect.not_found",
   "effect.not_unknown",
+  // a reconciliation lookup holds the effect's lease (resolve refused until it ends or expires)
+  "effect.lookup_in_progress",
   "effect.not_reconcilable",
   "effect.not_succeeded",
   "compensation.not_declared",

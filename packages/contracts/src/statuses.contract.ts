@@ -106,3 +106,5 @@ export type {
   OperatorAction,
   OperatorRefusalCode,
 } from "./reconciliation-records.contract.js";
+// The bounds of a command's stored trace context (its CHECK constraints).
+export { TRACEPARENT_LENGTH, MAX_TRACESTATE_LENGTH } from "./trace-context.contract.js";

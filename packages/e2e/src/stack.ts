@@ -180,6 +180,8 @@ export async function startDriverProcess(opts: {
   name: string;
   enrollmentToken: string;
   finalizeOnExit?: boolean;
+  /** Extra environment variables (e.g. the `OTEL_*` ones that switch tracing on). */
+  env?: Record<string, string>;
 }): Promise<DriverProcess> {
   const e = entryPoints();
   const proc = new ManagedProcess({
@@ -193,7 +195,7 @@ export async function startDriverProcess(opts: {
       ...(opts.finalizeOnExit ? ["--finalize-on-exit"] : []),
     ],
     cwd: e.driver.cwd,
-    env: { MOSOO_DRIVER_ENROLLMENT_TOKEN: opts.enrollmentToken },
+    env: { ...opts.env, MOSOO_DRIVER_ENROLLMENT_TOKEN: opts.enrollmentToken },
   });
   const connected = await proc.waitForLine((j) => j["msg"] === "driver.connected", READY_TIMEOUT_MS, "driver.connected");
   return { proc, driverInstanceId: String(connected["driverInstanceId"]), connectionId: String(connected["connectionId"]) };

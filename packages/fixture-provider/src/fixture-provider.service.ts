@@ -15,6 +15,9 @@ import type { GetOperationAnswer } from "./get-operation.contract.js";
 import { IssueStore, type CommitOutcome } from "./issue-store.repository.js";
 import { toolError } from "./tool-result.js";
 
+/** A W3C trace-context `traceparent` (version 00: trace id, parent span id, flags, lowercase hex). */
+const TRACEPARENT = /^00-[0-9a-f]{32}-[0-9a-f]{16}-[0-9a-f]{2}$/;
+
 /**
  * What `exitAfterCommit` does right after a new write commits:
  * - `"drop-response"` (in-process use): the call never gets an answer (its promise never settles);
@@ -80,8 +83,11 @@ export class FixtureProviderService {
    */
   async createIssue(input: CreateIssueArgs, meta: Record<string, unknown> | undefined): Promise<CallToolResult> {
     const [args, key] = this.splitKey(input, meta);
-    return this.runWrite(CREATE_ISSUE_TOOL, key, (key) =>
-      this.store.commitCreateIssue({ idempotencyKey: key, args, requestFingerprint: fingerprintArguments(args) }),
+    return this.runWrite(
+      CREATE_ISSUE_TOOL,
+      key,
+      (key) => this.store.commitCreateIssue({ idempotencyKey: key, args, requestFingerprint: fingerprintArguments(args) }),
+      meta,
     );
   }
 
@@ -93,8 +99,11 @@ export class FixtureProviderService {
    */
   async closeIssue(input: CloseIssueArgs, meta: Record<string, unknown> | undefined): Promise<CallToolResult> {
     const [args, key] = this.splitKey(input, meta);
-    return this.runWrite(CLOSE_ISSUE_TOOL, key, (key) =>
-      this.store.commitCloseIssue({ idempotencyKey: key, args, requestFingerprint: fingerprintArguments(args) }),
+    return this.runWrite(
+      CLOSE_ISSUE_TOOL,
+      key,
+      (key) => this.store.commitCloseIssue({ idempotencyKey: key, args, requestFingerprint: fingerprintArguments(args) }),
+      meta,
     );
   }
 
@@ -105,8 +114,17 @@ export class FixtureProviderService {
     return [rest as A, key];
   }
 
-  /** The write path shared by both write tools: key checks, call count, faults, commit, after-commit faults. */
-  private async runWrite(tool: string, key: unknown, commit: (key: string) => CommitOutcome<CallToolResult>): Promise<CallToolResult> {
+  /**
+   * The write path shared by both write tools: key checks, call count, faults, commit, after-commit
+   * faults. Its log lines carry the caller's W3C `_meta.traceparent` when it sent a well-formed one
+   * (what a traced provider would continue).
+   */
+  private async runWrite(
+    tool: string,
+    key: unknown,
+    commit: (key: string) => CommitOutcome<CallToolResult>,
+    meta: Record<string, unknown> | undefined,
+  ): Promise<CallToolResult> {
     if (key === undefined || key === "") {
       const where = this.keyPlacement.in === "meta" ? `_meta["${this.keyPlacement.name}"]` : `the argument "${this.keyPlacement.name}"`;
       return toolError("idempotency_key_required", `send the idempotency key in ${where}`);
@@ -117,7 +135,12 @@ export class FixtureProviderService {
     if (this.shutdown.signal.aborted) return toolError("provider_unavailable", "the provider is shutting down");
     const faults = { ...this.currentFaults };
     this.store.recordCreateCall(key);
-    const log = this.logger.child({ idempotencyKey: key, tool });
+    const traceparent = meta?.["traceparent"];
+    const log = this.logger.child({
+      idempotencyKey: key,
+      tool,
+      ...(typeof traceparent === "string" && TRACEPARENT.test(traceparent) ? { traceparent } : {}),
+    });
     if (faults.failBeforeCommit) {
       log.info(`${tool} refused by the failBeforeCommit fault`);
       return toolError("provider_unavailable", "the provider is unavailable (failBeforeCommit fault); nothing was written");

@@ -246,7 +246,8 @@ export class CrashLab {
       enabled: true,
       bindings: new Map(this.profile === "neither" ? [] : [[SERVER, adapter]]),
       lookupTimeoutMs: this.options.lookupTimeoutMs ?? LAB_LOOKUP_TIMEOUT_MS,
-      leaseMs: 30_000,
+      // as the API derives it: the lookup bound plus 10 s (a lease must outlast a whole lookup)
+      leaseMs: Math.max(30_000, (this.options.lookupTimeoutMs ?? LAB_LOOKUP_TIMEOUT_MS) + 10_000),
       concurrency: 2,
       backoff: { initialMs: 1_000, maxMs: 8_000, factor: 2 },
       maxLookups: this.options.maxLookups ?? 50,

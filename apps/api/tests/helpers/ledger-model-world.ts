@@ -192,7 +192,7 @@ export interface World {
   unboundProvider: ProviderDouble;
   settings: ReconciliationSettings;
   lookups: Array<{ request: LookupRequest; effectStatus: string | undefined; leaseOwner: string | null | undefined }>;
-  /** When set (race commands), every adapter lookup first waits for this gate (a scheduler task). */
+  /** When set (race commands), every adapter lookup, and every reconciler between its lease and its adapter call, first waits for this gate (a scheduler task). */
   gate: ((label: string) => Promise<void>) | null;
   driver: DriverRec | null;
   runId: string | null;
@@ -239,15 +239,23 @@ export async function createWorld(
   const unboundProvider = createProviderDouble({ clock, toolName: "sendEmail" });
   const inner = createProviderDoubleAdapter(double);
   const world = {} as World;
-  const LEASE_ROW = "SELECT status, lease_owner FROM external_tool_effects WHERE id = ?";
-  type LeaseRow = { status: string; lease_owner: string | null } | undefined;
+  const LEASE_ROW = "SELECT status, resolution, lease_owner FROM external_tool_effects WHERE id = ?";
+  type LeaseRow = { status: string; resolution: string | null; lease_owner: string | null } | undefined;
+  /**
+   * Settled by the Driver's evidence (DESIGN §3 rules 12, 13): it settles the effect whoever holds the
+   * lease, so it may land between a reconciler's lease and its adapter call (DESIGN §7); the provider
+   * has already answered for that key, and the lookup's outcome loses its compare-and-set.
+   */
+  const EVIDENCE = new Set(["reported_late", "deadline_missed"]);
   const adapter: ReconciliationAdapter = {
     declaration: inner.declaration,
     lookup(request, context) {
       const look = (row: LeaseRow) => {
         world.lookups.push({ request, effectStatus: row?.status, leaseOwner: row?.lease_owner });
-        // Rule 4 and the lease: a lookup happens only for an `unknown` effect whose lease is held.
-        if (row?.status !== "unknown" || row.lease_owner === null) {
+        // Rule 4 and the lease: a lookup happens only for an `unknown` effect whose lease is held
+        // (never after an operator's or a reconciler's settlement), unless the Driver's evidence settled it meanwhile.
+        const evidenceRace = row !== undefined && row.status !== "unknown" && EVIDENCE.has(row.resolution ?? "");
+        if (!evidenceRace && (row?.status !== "unknown" || row.lease_owner === null)) {
           world.violations.push(
             `lookup of effect ${request.effectId} while it is ${row?.status ?? "missing"} (lease ${row?.lease_owner ?? "none"})`,
           );
@@ -271,6 +279,9 @@ export async function createWorld(
     concurrency: 4,
     backoff: { initialMs: 1_000, maxMs: 8_000, factor: 2 },
     maxLookups: MAX_LOOKUPS,
+    // A race command's scheduler also decides what runs between a reconciler's lease commit and its
+    // adapter call (an operator's resolve, a lease expiry, a Driver's report, finalization).
+    beforeLookup: (effectId) => (world.gate ? world.gate(`leased ${effectId.slice(-6)}`) : Promise.resolve()),
   };
   const runtimeOptions = { heartbeatTtlMs: HEARTBEAT_TTL_MS, sendDeadlineMs: SEND_DEADLINE_MS, reconciliation: settings };
   Object.assign(world, {

@@ -10,6 +10,8 @@ export interface FakeApiRequest {
   query: Record<string, string>;
   body: unknown;
   authorization: string | undefined;
+  /** The request's W3C `traceparent` header (the Driver sends one when traced). */
+  traceparent: string | undefined;
 }
 
 type Answer = { status: number; body: unknown };
@@ -137,6 +139,7 @@ export class FakeDriverApi {
       query: Object.fromEntries(url.searchParams),
       body,
       authorization: req.headers.authorization,
+      traceparent: typeof req.headers.traceparent === "string" ? req.headers.traceparent : undefined,
     });
     await this.beforeAnswer?.(route);
     const kill = this.kills.get(route);

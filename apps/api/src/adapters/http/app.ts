@@ -12,6 +12,7 @@ import { runRoutes } from "./run.routes.js";
 import { requestBodyLimit } from "./request-body-limit.js";
 import { mountRoute } from "./route-mount.js";
 import { checkReadiness } from "./readiness.js";
+import { traceRequests } from "./request-tracing.js";
 import { operatorRoutes } from "./operator.routes.js";
 import { consoleRoutes, type ConsoleOptions } from "./console/console.routes.js";
 
@@ -61,6 +62,7 @@ export function createHttpApp(runtime: Runtime, logger: Logger, opts: HttpAppOpt
   const operatorBudget = new OperatorAuthBudget(opts.operatorAuthFailuresPerMinute ?? 10, logger);
   const app = new Hono();
   app.onError((err, c) => toErrorResponse(err, c, logger, runtime.ctx.storeBusy));
+  app.use("*", traceRequests()); // one span per request (docs/OPERATIONS.md "Traces"); first, so it sees every answer
   // docs/DESIGN.md §10: a body is JSON or it is refused (415) before any route sees it, including routes
   // that ignore their body (a `text/plain` POST is what a web page can send cross-origin blind).
   // The console's sign-in and sign-out are HTML form posts, guarded by its session's CSRF token and

@@ -15,6 +15,8 @@ import {
   RUN_STATUSES,
   STORE_OUTAGE_SOURCES,
   WORK_CLAIM_KINDS,
+  TRACEPARENT_LENGTH,
+  MAX_TRACESTATE_LENGTH,
 } from "@mosoo/contracts/statuses";
 
 /** `col IN ('a','b',...)` for a CHECK constraint built from one of the contracts' status lists. */
@@ -101,7 +103,12 @@ export const sessionRuns = sqliteTable(
   ],
 );
 
-/** A command for one Driver instance, ordered by a per-instance `seq`. */
+/**
+ * A command for one Driver instance, ordered by a per-instance `seq`. `trace_parent` / `trace_state`:
+ * the W3C trace context of the request that enqueued it (null when it was not traced), delivered with
+ * it to the Driver; a version-00 `traceparent` is 55 characters, a `tracestate` at most 512 and only
+ * beside a `traceparent` (`TraceContextSchema` of `@mosoo/contracts`).
+ */
 export const driverCommands = sqliteTable(
   "driver_commands",
   {
@@ -123,9 +130,16 @@ export const driverCommands = sqliteTable(
     createdAtMs: integer("created_at_ms").notNull(),
     updatedAtMs: integer("updated_at_ms").notNull(),
     terminalAtMs: integer("terminal_at_ms"),
+    traceParent: text("trace_parent"),
+    traceState: text("trace_state"),
   },
   (t) => [
     check("driver_commands_status_check", oneOf("status", COMMAND_STATUSES)),
+    check("driver_commands_trace_parent_check", sql`trace_parent IS NULL OR length(trace_parent) = ${sql.raw(String(TRACEPARENT_LENGTH))}`),
+    check(
+      "driver_commands_trace_state_check",
+      sql`trace_state IS NULL OR (trace_parent IS NOT NULL AND length(trace_state) <= ${sql.raw(String(MAX_TRACESTATE_LENGTH))})`,
+    ),
     check("driver_commands_type_check", sql`type IN ('mcp.execute')`),
     check(
       "driver_commands_terminal_check",

@@ -1,5 +1,7 @@
 import {
   McpExecuteCommandSchema,
+  TraceContextSchema,
+  type TraceContext,
   effectNotExecutedError,
   effectUnknownError,
   type CommandUpdateRequest,
@@ -30,6 +32,17 @@ function unknownErrorDetails(reported: RunError): Record<string, unknown> {
 
 /** {@link CommandQueueService} internal: a delivery whose compare-and-set lost (the command changed after it was read). */
 const DELIVERY_LOST = Symbol("delivery lost");
+
+/**
+ * The envelope's `traceContext` from a command's stored columns: absent when the enqueue was not
+ * traced, or when the stored value does not pass `TraceContextSchema` (a trace is never a reason
+ * to hold a command back; the CHECKs make that rare).
+ */
+function storedTraceContext(traceParent: string | null, traceState: string | null): { traceContext?: TraceContext } {
+  if (traceParent === null) return {};
+  const parsed = TraceContextSchema.safeParse({ traceparent: traceParent, ...(traceState !== null ? { tracestate: traceState } : {}) });
+  return parsed.success ? { traceContext: parsed.data } : {};
+}
 
 /**
  * The per-instance command queue: delivery (long-poll, redelivery on every new connection) and
@@ -106,6 +119,7 @@ export class CommandQueueService {
         status: cmd.status,
         redelivery: cmd.deliveryCount > 0,
         payload: McpExecuteCommandSchema.parse(JSON.parse(cmd.payloadJson)),
+        ...storedTraceContext(cmd.traceParent, cmd.traceState),
       };
     });
     if (envelope !== null && envelope !== DELIVERY_LOST) {

@@ -1,4 +1,5 @@
 import { newUlid, type McpExecuteCommand } from "@mosoo/contracts";
+import { currentTraceContext } from "@mosoo/telemetry";
 import { commandRepository } from "../infrastructure/command.repository.js";
 import { effectRepository } from "../infrastructure/effect.repository.js";
 import { runRepository } from "../infrastructure/run.repository.js";
@@ -39,7 +40,8 @@ export interface RecordedIntent {
  * Writes, inside the caller's transaction, the command row, the effect's `intent` with its new
  * idempotency key, and the run's `tool_call.queued` event (docs/DESIGN.md §3 rule 1: no intent, no
  * command). The caller checks the run and the Driver instance first and notifies the Driver after
- * the commit. Throws the store's constraint error when a unique rule is broken (e.g. a second live
+ * the commit. The command keeps the active trace context (the enqueue request's, when traced), so the
+ * Driver's spans continue that trace. Throws the store's constraint error when a unique rule is broken (e.g. a second live
  * compensation of one effect), which rolls the whole transaction back.
  */
 export async function recordIntent(tx: StoreTx, input: IntentInput): Promise<RecordedIntent> {
@@ -56,6 +58,7 @@ export async function recordIntent(tx: StoreTx, input: IntentInput): Promise<Rec
     argumentsJson: input.argumentsJson,
   };
   const seq = await commandRepository.nextSeq(tx, input.driverInstanceId);
+  const trace = currentTraceContext();
   await commandRepository.insert(tx, {
     id: commandId,
     driverInstanceId: input.driverInstanceId,
@@ -64,6 +67,7 @@ export async function recordIntent(tx: StoreTx, input: IntentInput): Promise<Rec
     type: "mcp.execute",
     status: "queued",
     payloadJson: JSON.stringify(payload),
+    ...(trace ? { traceParent: trace.traceparent, traceState: trace.tracestate ?? null } : {}),
     createdAtMs: now,
     updatedAtMs: now,
   });

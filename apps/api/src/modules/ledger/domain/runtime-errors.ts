@@ -37,6 +37,11 @@ export const RUNTIME_ERROR_STATUS = {
   "effect.not_unknown": 409,
   "effect.not_reconcilable": 409,
   /**
+   * An operator's resolve of an effect under a live reconciliation lease (a lookup is under way):
+   * retry once the lookup ended or the lease expired (`details.leaseExpiresAtMs`) (docs/DESIGN.md §7).
+   */
+  "effect.lookup_in_progress": 409,
+  /**
    * A `deadline-missed` report about an attempt the Driver already reported as sent or failed
    * mid-send (`complete` / `mark-unknown`): a missed deadline proves nothing then (docs/DESIGN.md §3 rule 12).
    */

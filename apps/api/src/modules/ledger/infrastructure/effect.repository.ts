@@ -1,4 +1,4 @@
-import { and, asc, desc, eq, gte, inArray, sql } from "drizzle-orm";
+import { and, asc, desc, eq, gte, inArray, isNull, lt, or, sql } from "drizzle-orm";
 import type { EffectStatus } from "@mosoo/contracts";
 import type { externalToolEffectAttempts, externalToolEffects } from "../../../platform/db/schema.js";
 import { firstRow } from "../../../platform/db/rows.js";
@@ -188,6 +188,46 @@ export const effectRepository = {
         .prepare();
     });
     const rows = await q.execute({ ...argumentsFor(shape, set, "set_"), id: current.id, status: current.status, version: current.version });
+    return rows.length > 0;
+  },
+  /**
+   * {@link updateIfCurrent} that also requires that no live reconciliation lease is held at `nowMs`
+   * (ms): `lease_owner IS NULL OR lease_expires_at_ms < nowMs`, the same rule by which
+   * `reconciliationRepository.acquireLease` takes a lease over. An operator's resolve settles through
+   * it, so that it never lands between a reconciler's lease and its adapter call (docs/DESIGN.md §7).
+   * True when it changed; false means the effect changed meanwhile or a lookup holds its lease, and
+   * nothing was written.
+   */
+  async updateIfCurrentAndUnleased(
+    tx: StoreTx,
+    current: Pick<EffectRow, "id" | "status" | "version">,
+    set: Partial<typeof externalToolEffects.$inferInsert>,
+    nowMs: number,
+  ): Promise<boolean> {
+    const shape = shapeOf(set);
+    const q = tx.prepared(`effect.updateIfCurrentAndUnleased:${shape.join(",")}`, (db) => {
+      const e = tx.tables.externalToolEffects;
+      return db
+        .update(e)
+        .set({ ...placeholdersFor(shape, "set_"), version: sql`${e.version} + 1` })
+        .where(
+          and(
+            eq(e.id, sql.placeholder("id")),
+            eq(e.status, sql.placeholder("status")),
+            eq(e.version, sql.placeholder("version")),
+            or(isNull(e.leaseOwner), lt(e.leaseExpiresAtMs, sql.placeholder("nowMs"))),
+          ),
+        )
+        .returning({ id: e.id })
+        .prepare();
+    });
+    const rows = await q.execute({
+      ...argumentsFor(shape, set, "set_"),
+      id: current.id,
+      status: current.status,
+      version: current.version,
+      nowMs,
+    });
     return rows.length > 0;
   },
   /** Inserts one attempt row (`(effect_id, attempt)` is unique). */

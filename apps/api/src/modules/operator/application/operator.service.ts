@@ -56,6 +56,21 @@ function isToolErrorSuccess(e: Pick<EffectRow, "status" | "resultJson">): boolea
   return McpExecuteCommandResultSchema.safeParse(parse(e.resultJson)).data?.isError === true;
 }
 
+/**
+ * Refuses to settle `e` by hand while a reconciliation lease on it is live at `nowMs` (ms; live means
+ * `lease_expires_at_ms >= nowMs`, the complement of the takeover rule of `acquireLease`).
+ * @throws RuntimeError `effect.lookup_in_progress` (409) with `details.leaseExpiresAtMs` (ms) and
+ *   `details.retryAfterMs` (ms until the lease expires at the latest).
+ */
+function refuseUnderLiveLease(e: EffectRow, nowMs: number): void {
+  if (e.leaseOwner === null || e.leaseExpiresAtMs === null || e.leaseExpiresAtMs < nowMs) return;
+  throw new RuntimeError(
+    "effect.lookup_in_progress",
+    `effect ${e.id} is being looked up by a reconciler (lease until ${new Date(e.leaseExpiresAtMs).toISOString()}); ` +
+      `retry once the lookup has ended or the lease has expired, then read the effect again: the lookup may settle it`,
+    { leaseExpiresAtMs: e.leaseExpiresAtMs, retryAfterMs: e.leaseExpiresAtMs - nowMs + 1 },
+  );
+}
 const isRefusalCode = (code: string): code is OperatorRefusalCode => (OPERATOR_REFUSAL_CODES as readonly string[]).includes(code);
 
 /**
@@ -293,9 +308,12 @@ export class OperatorService {
    * `effect.resolved` run event. A `succeeded` resolution stores the MCP tool result as the run
    * sees it (text blocks joined, as the Driver does) and its `_meta` as the provider receipt. The
    * fence is lifted; a command that is not terminal yet gets the settled answer at its next claim.
+   * An effect under a live reconciliation lease is not resolved: the lookup under way may already
+   * be asking the provider, and it must never be asked about a settled effect (docs/DESIGN.md §7).
    * @throws RuntimeError `feature.disabled`; `auth.scope` (403: `by` lacks `resolve`); `effect.not_found`;
    *   `effect.not_unknown` (409: only an `unknown` effect is resolved by hand; a concurrent change
-   *   wins and this changes nothing).
+   *   wins and this changes nothing); `effect.lookup_in_progress` (409: a lookup holds the lease,
+   *   `details.leaseExpiresAtMs`; retry once it ended or the lease expired; nothing written).
    */
   async resolve(effectId: string, req: OperatorResolveRequest, by: OperatorIdentity): Promise<OperatorEffectSummary> {
     this.assertEnabled();
@@ -314,18 +332,30 @@ export class OperatorService {
       if (!e) throw new RuntimeError("effect.not_found", `no effect ${effectId}`);
       if (e.status !== "unknown")
         throw new RuntimeError("effect.not_unknown", `effect ${effectId} is ${e.status}; only an unknown effect is resolved by hand`);
+      refuseUnderLiveLease(e, now);
       const toolResult = req.outcome === "succeeded" ? McpToolResultSchema.parse(req.result) : null;
       const result: McpExecuteCommandResult | null = toolResult ? toMcpExecuteCommandResult(toolResult, e) : null;
-      const changed = await effectRepository.updateIfCurrent(tx, e, {
-        ...settleTransition(e, req.outcome, "operator"),
-        ...(result
-          ? { resultJson: JSON.stringify(result), providerReceiptJson: toolResult?._meta ? JSON.stringify(toolResult._meta) : null }
-          : {}),
-        leaseOwner: null,
-        leaseExpiresAtMs: null,
-        updatedAtMs: now,
-      });
-      if (!changed) throw new RuntimeError("effect.not_unknown", `effect ${effectId} changed meanwhile; read it again`);
+      // The store enforces what refuseUnderLiveLease said: a compare-and-set on (status, version) and on
+      // the lease columns (no live lease at `now`), so a lease taken since the read wins on either dialect.
+      const changed = await effectRepository.updateIfCurrentAndUnleased(
+        tx,
+        e,
+        {
+          ...settleTransition(e, req.outcome, "operator"),
+          ...(result
+            ? { resultJson: JSON.stringify(result), providerReceiptJson: toolResult?._meta ? JSON.stringify(toolResult._meta) : null }
+            : {}),
+          leaseOwner: null,
+          leaseExpiresAtMs: null,
+          updatedAtMs: now,
+        },
+        now,
+      );
+      if (!changed) {
+        const current = await effectRepository.findById(tx, effectId);
+        if (current?.status === "unknown") refuseUnderLiveLease(current, now);
+        throw new RuntimeError("effect.not_unknown", `effect ${effectId} changed meanwhile; read it again`);
+      }
       await operatorActionRepository.insert(tx, {
         id: newUlid(now),
         effectId,

@@ -3,6 +3,7 @@ import type { TransactionOptions } from "../../../platform/db/store.port.js";
 import { newUlid, type ReconciliationTrigger } from "@mosoo/contracts";
 import type { ReconciliationAdapter } from "@mosoo/effect-reconciliation";
 import { askAdapter } from "@mosoo/effect-reconciliation/host";
+import { withSpan } from "@mosoo/telemetry";
 import { BACKGROUND_BUSY_RETRY, isStoreBusy, retryWhenBusy } from "../../../platform/db/store-busy.js";
 import type {
   EffectReconciliationPort,
@@ -38,6 +39,13 @@ export interface LeasedEffect {
  * and its lease: skipped, nothing written.
  */
 export const LEASED_ELSEWHERE = "leased_elsewhere";
+
+/**
+ * The `ineligible` reason of a lookup given up before its adapter call because what was left of its
+ * lease no longer covered a whole lookup (the reconciler stalled between the lease and the call): the
+ * lease is given back uncounted and the adapter is not asked (docs/DESIGN.md §7).
+ */
+export const LEASE_LAPSED = "lease_lapsed";
 
 /** True when `effect` carries a lease that has not expired at `nowMs` (ms): the condition `listDue` and `acquireLease` exclude. */
 function hasLiveLease(effect: EffectRow, nowMs: number): boolean {
@@ -262,13 +270,31 @@ export class EffectReconciler implements EffectReconciliationPort {
       driverInstanceId: effect.driverInstanceId,
       adapterId: adapterRef.id,
     });
-    const answer = await askAdapter({
-      effect: toReconcilable(effect),
-      binding: { serverId: effect.serverId, adapter },
-      nowMs: this.ctx.clock.nowMs(),
-      timeoutMs: this.settings.lookupTimeoutMs,
-      logger,
-    });
+    if (this.settings.beforeLookup) await this.settings.beforeLookup(effect.id);
+    // The adapter is asked only under a lease that outlasts the whole lookup (docs/DESIGN.md §7): an
+    // operator may resolve the effect once its lease expired, so a lookup that could still run then
+    // is not started. Checked in the same synchronous step as the call (askAdapter calls the adapter
+    // before its first await), so nothing can come in between on this instance.
+    if (this.ctx.clock.nowMs() + this.settings.lookupTimeoutMs > startedAtMs + this.settings.leaseMs) {
+      return await this.giveUpLapsedLease(leased, logger);
+    }
+    // Still the same synchronous step (startActiveSpan calls its callback at once, askAdapter calls the
+    // adapter before its first await). One span per adapter lookup (docs/OPERATIONS.md "Traces"): the adapter, the trigger, and how it answered.
+    const answer = await withSpan(
+      "reconciliation.lookup",
+      { "mosoo.adapter.id": adapterRef.id, "mosoo.reconciliation.trigger": trigger, "mosoo.server.id": effect.serverId },
+      async (span) => {
+        const got = await askAdapter({
+          effect: toReconcilable(effect),
+          binding: { serverId: effect.serverId, adapter },
+          nowMs: this.ctx.clock.nowMs(),
+          timeoutMs: this.settings.lookupTimeoutMs,
+          logger,
+        });
+        span.setAttribute("mosoo.reconciliation.answer", got.kind);
+        return got;
+      },
+    );
     try {
       // The adapter's answer is in memory: a store locked by another connection is waited for
       // asynchronously (the event loop stays free) rather than losing the answer to `store.busy`.
@@ -288,6 +314,26 @@ export class EffectReconciler implements EffectReconciliationPort {
       }
       throw err;
     }
+  }
+
+  /**
+   * A lease that no longer outlasts a lookup: given back uncounted (no adapter call was made; a
+   * no-op when another reconciler or an operator has changed the lease since), logged, and answered
+   * `ineligible` {@link LEASE_LAPSED} with the effect as it is now. A locked store leaves the lease to expire.
+   */
+  private async giveUpLapsedLease(leased: LeasedEffect, logger: RuntimeContext["logger"]): Promise<ReconcileResult> {
+    const { effect, owner, startedAtMs } = leased;
+    try {
+      await this.ctx.store.transaction((tx) => reconciliationRepository.releaseLease(tx, effect.id, owner, true));
+    } catch (err) {
+      if (!isStoreBusy(err)) throw err;
+    }
+    logger.warn({ leasedAtMs: startedAtMs, leaseMs: this.settings.leaseMs }, "reconciliation.lease_lapsed");
+    return {
+      kind: "ineligible",
+      reasonCode: LEASE_LAPSED,
+      effect: await this.ctx.store.read((tx) => effectRepository.findById(tx, effect.id)),
+    };
   }
 
   /**

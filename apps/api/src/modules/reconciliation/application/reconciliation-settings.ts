@@ -12,10 +12,15 @@ import type { GroupCommitSettings } from "./outcome-group-commit.js";
  * - `boundAdapters?`: per bound server, where its adapter came from (recorded with every lookup and
  *   outcome, docs/DESIGN.md §4) and which tools it covers (startup report, `show`); absent for adapters
  *   a test binds directly;
- * - `lookupTimeoutMs`: bound of one lookup (ms); `leaseMs`: how long a reconciler holds an effect (ms, > lookup timeout);
+ * - `lookupTimeoutMs`: bound of one lookup (ms); `leaseMs`: how long a reconciler holds an effect (ms, more than
+ *   the lookup timeout: a lookup starts only while at least `lookupTimeoutMs` of its lease is left, so a lease
+ *   no longer than the bound makes every lookup give up `lease_lapsed`; the API uses the bound plus 10 s);
  * - `concurrency`: lookups at once during finalization repair and the sweep;
  * - `backoff` and `maxLookups`: the schedule of further lookups, then an operator must act;
- * - `groupCommit?`: how outcomes share transactions (default `DEFAULT_GROUP_COMMIT`; see `outcome-group-commit.ts`).
+ * - `groupCommit?`: how outcomes share transactions (default `DEFAULT_GROUP_COMMIT`; see `outcome-group-commit.ts`);
+ * - `beforeLookup?`: test seam, awaited between a lease's commit and the check that the lease still
+ *   outlasts the lookup, right before the adapter call (the window in which an operator or a Driver's
+ *   evidence may change the effect); production code never sets it.
  */
 export interface ReconciliationSettings {
   enabled: boolean;
@@ -27,6 +32,7 @@ export interface ReconciliationSettings {
   backoff: LookupBackoff;
   maxLookups: number;
   groupCommit?: GroupCommitSettings;
+  beforeLookup?: (effectId: string) => Promise<void>;
 }
 
 /** Reconciliation switched off: the baseline fence, no bindings. */

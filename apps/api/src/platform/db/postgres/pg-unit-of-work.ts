@@ -1,5 +1,6 @@
 import pRetry from "p-retry";
 import { isInUnitOfWork, runInUnitOfWork } from "../unit-of-work-scope.js";
+import { traceUnitOfWork } from "../store-tracing.js";
 import { isStoreWaitedOut, noteCommit, StoreBusyError } from "../store-busy.js";
 import {
   StoreNestedTransactionError,
@@ -168,11 +169,13 @@ export abstract class PgUnitOfWork implements Pick<Store, "transaction" | "read"
   async transaction<T>(fn: (tx: StoreTx) => Promise<T>, opts: TransactionOptions = {}): Promise<T> {
     this.refuseNested();
     const policy = opts.startup ? PG_STARTUP_CONFLICT_RETRY : PG_CONFLICT_RETRY;
-    return this.track(() =>
-      pRetry(() => this.attempt(BEGIN_WRITE, fn, true), {
-        ...policy,
-        shouldRetry: ({ error }) => retryable.has(error),
-      }),
+    return traceUnitOfWork("transaction", "postgres", () =>
+      this.track(() =>
+        pRetry(() => this.attempt(BEGIN_WRITE, fn, true), {
+          ...policy,
+          shouldRetry: ({ error }) => retryable.has(error),
+        }),
+      ),
     );
   }
 
@@ -183,11 +186,13 @@ export abstract class PgUnitOfWork implements Pick<Store, "transaction" | "read"
    */
   async read<T>(fn: (tx: StoreTx) => Promise<T>): Promise<T> {
     this.refuseNested();
-    return this.track(() =>
-      pRetry(() => this.attempt(BEGIN_READ, fn, false), {
-        ...PG_CONFLICT_RETRY,
-        shouldRetry: ({ error }) => retryable.has(error),
-      }),
+    return traceUnitOfWork("read", "postgres", () =>
+      this.track(() =>
+        pRetry(() => this.attempt(BEGIN_READ, fn, false), {
+          ...PG_CONFLICT_RETRY,
+          shouldRetry: ({ error }) => retryable.has(error),
+        }),
+      ),
     );
   }
 

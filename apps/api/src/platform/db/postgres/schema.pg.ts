@@ -15,6 +15,8 @@ import {
   RUN_STATUSES,
   STORE_OUTAGE_SOURCES,
   WORK_CLAIM_KINDS,
+  TRACEPARENT_LENGTH,
+  MAX_TRACESTATE_LENGTH,
 } from "@mosoo/contracts/statuses";
 
 /** `col IN ('a','b',...)` for a CHECK constraint built from one of the contracts' status lists (same text as the SQLite schema's). */
@@ -106,7 +108,12 @@ export const sessionRuns = pgTable(
   ],
 );
 
-/** A command for one Driver instance, ordered by a per-instance `seq`. */
+/**
+ * A command for one Driver instance, ordered by a per-instance `seq`. `trace_parent` / `trace_state`:
+ * the W3C trace context of the request that enqueued it (null when it was not traced), delivered with
+ * it to the Driver; a version-00 `traceparent` is 55 characters, a `tracestate` at most 512 and only
+ * beside a `traceparent` (`TraceContextSchema` of `@mosoo/contracts`).
+ */
 export const driverCommands = pgTable(
   "driver_commands",
   {
@@ -128,9 +135,16 @@ export const driverCommands = pgTable(
     createdAtMs: ms("created_at_ms").notNull(),
     updatedAtMs: ms("updated_at_ms").notNull(),
     terminalAtMs: ms("terminal_at_ms"),
+    traceParent: text("trace_parent"),
+    traceState: text("trace_state"),
   },
   (t) => [
     check("driver_commands_status_check", oneOf("status", COMMAND_STATUSES)),
+    check("driver_commands_trace_parent_check", sql`trace_parent IS NULL OR length(trace_parent) = ${sql.raw(String(TRACEPARENT_LENGTH))}`),
+    check(
+      "driver_commands_trace_state_check",
+      sql`trace_state IS NULL OR (trace_parent IS NOT NULL AND length(trace_state) <= ${sql.raw(String(MAX_TRACESTATE_LENGTH))})`,
+    ),
     check("driver_commands_type_check", sql`type IN ('mcp.execute')`),
     check(
       "driver_commands_terminal_check",

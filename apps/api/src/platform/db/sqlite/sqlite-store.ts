@@ -18,6 +18,7 @@ import {
 } from "../store.port.js";
 import { cachePreparedStatements } from "./statement-cache.js";
 import { isInUnitOfWork, runInUnitOfWork } from "../unit-of-work-scope.js";
+import { traceUnitOfWork } from "../store-tracing.js";
 
 /** The folder of drizzle-kit SQLite migrations (`apps/api/drizzle`). */
 export const MIGRATIONS_FOLDER = join(dirname(fileURLToPath(import.meta.url)), "../../../../drizzle");
@@ -101,6 +102,11 @@ export class SqliteStore implements Store {
   /** See {@link Store.transaction} and the class comment. */
   async transaction<T>(fn: (tx: StoreTx) => Promise<T>, opts: TransactionOptions = {}): Promise<T> {
     this.refuseNested();
+    return traceUnitOfWork("transaction", "sqlite", () => this.transactionUntraced(fn, opts));
+  }
+
+  /** {@link transaction} inside its span. */
+  private async transactionUntraced<T>(fn: (tx: StoreTx) => Promise<T>, opts: TransactionOptions): Promise<T> {
     return this.mutex.runExclusive(async () => {
       this.assertOpen();
       if (opts.startup) this.sqlite.pragma(`busy_timeout = ${STARTUP_BUSY_TIMEOUT_MS}`);
@@ -129,10 +135,12 @@ export class SqliteStore implements Store {
   /** See {@link Store.read} and the class comment (reads take the mutex too; no BEGIN). */
   async read<T>(fn: (tx: StoreTx) => Promise<T>): Promise<T> {
     this.refuseNested();
-    return this.mutex.runExclusive(async () => {
-      this.assertOpen();
-      return this.detectNested ? runInUnitOfWork(this, () => fn(this.handle)) : fn(this.handle);
-    });
+    return traceUnitOfWork("read", "sqlite", () =>
+      this.mutex.runExclusive(async () => {
+        this.assertOpen();
+        return this.detectNested ? runInUnitOfWork(this, () => fn(this.handle)) : fn(this.handle);
+      }),
+    );
   }
 
   /**

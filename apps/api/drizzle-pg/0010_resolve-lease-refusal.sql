@@ -1,0 +1,2 @@
+ALTER TABLE "effect_operator_refusals" DROP CONSTRAINT "effect_operator_refusals_outcome_check";--> statement-breakpoint
+ALTER TABLE "effect_operator_refusals" ADD CONSTRAINT "effect_operator_refusals_outcome_check" CHECK (outcome IN ('effect.not_found', 'effect.not_unknown', 'effect.lookup_in_progress', 'effect.not_reconcilable', 'effect.not_succeeded', 'compensation.not_declared', 'compensation.plan_failed', 'compensation.exists', 'compensation.driver_unavailable', 'driver.not_found', 'auth.scope'));
