@@ -170,6 +170,7 @@ async function finalizedDriver(w: World): Promise<Driver> {
 const MATRIX: Record<string, Entry> = {
   "GET /health": { kind: "public", req: () => ({ path: "/health" }), right: () => undefined, rightStatus: 200 },
   "GET /ready": { kind: "public", req: () => ({ path: "/ready" }), right: () => undefined, rightStatus: 200 },
+  "GET /openapi.json": { kind: "public", req: () => ({ path: "/openapi.json" }), right: () => undefined, rightStatus: 200 },
   "GET /metrics": {
     kind: "metrics",
     wrongScopeKey: TEST_SECRETS.readerKey,
