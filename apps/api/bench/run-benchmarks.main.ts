@@ -501,6 +501,8 @@ async function main(opts: BenchOptions): Promise<number> {
       quick: QUICK,
       node: process.version,
       cpus: cpus().length,
+      ...(cpus()[0]?.model ? { cpuModel: cpus()[0]!.model } : {}),
+      ...(loadAverage() ? { loadAverage: loadAverage() } : {}),
       targets: { ...TARGETS, postgres: PG_TARGETS },
       store: opts.store,
       postgresServer: pgServer ?? null,
