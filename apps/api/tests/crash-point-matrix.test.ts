@@ -1,5 +1,5 @@
 /**
- * Crash-point matrix (issue 5 item 2; research/reliability.md "Crash-point matrix" C0–C6, R1, R2).
+ * Crash-point matrix (research/reliability.md "Crash-point matrix" C0–C6, R1, R2).
  *
  * Each case drives one tool call through the Driver protocol against a real runtime on a
  * file-backed SQLite store (helpers/crash-lab.ts), crashes at a named point (the API process and
@@ -258,7 +258,7 @@ describe.each(["sqlite", "postgres"] as const)("on %s", (kind) => {
 });
 
 /**
- * The "adapter misbehaves" axis (issue 16 item 1; docs/DESIGN.md §4 "Adapters are untrusted code", §5):
+ * The "adapter misbehaves" axis (docs/DESIGN.md §4 "Adapters are untrusted code", §5):
  * the write commits at the provider, the API crashes before the answer is persisted, and recovery
  * looks the effect up through a hostile adapter module (tests/fixtures/adapters/misbehaving.adapter.ts)
  * running in the REAL isolated worker host (sandboxed child processes, heap limit, SIGKILL at the lookup bound),

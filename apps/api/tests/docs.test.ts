@@ -10,7 +10,12 @@ import { generatedDocs, REPO_ROOT } from "../scripts/docs/generated-docs.js";
 import { ERROR_NOTES } from "../scripts/docs/error-notes.js";
 import { errorCodeGroups } from "../scripts/docs/errors.doc.js";
 
-const DOCS = [join(REPO_ROOT, "README.md"), ...readdirSync(join(REPO_ROOT, "docs")).filter((f) => f.endsWith(".md")).map((f) => join(REPO_ROOT, "docs", f))];
+const DOCS = [
+  join(REPO_ROOT, "README.md"),
+  ...readdirSync(join(REPO_ROOT, "docs"))
+    .filter((f) => f.endsWith(".md"))
+    .map((f) => join(REPO_ROOT, "docs", f)),
+];
 
 /** GitHub's anchor of a heading: lower case, punctuation but `-` and `_` dropped, spaces to `-`. */
 function anchorOf(heading: string): string {
@@ -64,9 +69,12 @@ describe("README.md and docs/", () => {
     expect(broken).toEqual([]);
   });
 
-  it.each(DOCS.map((f) => [relative(REPO_ROOT, f), f] as const))("%s names no work item by number (history belongs in git)", (_name, file) => {
-    expect(readFileSync(file, "utf8").match(/\bissues?[ -]\d+/gi) ?? []).toEqual([]); // ("issue #1" is the fixture tracker's own output)
-  });
+  it.each(DOCS.map((f) => [relative(REPO_ROOT, f), f] as const))(
+    "%s names no work item by number (history belongs in git)",
+    (_name, file) => {
+      expect(readFileSync(file, "utf8").match(/\bissues?[ -]\d+/gi) ?? []).toEqual([]); // ("issue #1" is the fixture tracker's own output)
+    },
+  );
 
   it("the README is a ten-minute read (at most 250 lines) and names the two commands", () => {
     const readme = readFileSync(join(REPO_ROOT, "README.md"), "utf8");

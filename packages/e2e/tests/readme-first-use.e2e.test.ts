@@ -51,38 +51,34 @@ describe("the README's copy-paste blocks", () => {
     expect(blocks.length).toBeGreaterThan(0);
   });
 
-  it(
-    "the first real use runs as written: a tool call through the API, a Driver and the fixture provider ends completed",
-    async () => {
-      const env = {
-        ...process.env,
-        MOSOO_PORT: String(await freePort()),
-        TRACKER_PORT: String(await freePort()),
-        FIRST_USE: dir,
-      };
-      // the test's own variables must not leak into the user's block (a new user's shell has none of them)
-      for (const name of Object.keys(env)) if (name.startsWith("MOSOO_") && name !== "MOSOO_PORT") delete env[name];
-      const child = spawn("bash", ["-e", "-o", "pipefail", "-c", blocks.join("\n")], { cwd: REPO_ROOT, env, detached: true });
-      groups.push(child.pid!);
-      let out = "";
-      child.stdout.on("data", (chunk: Buffer) => (out += chunk.toString()));
-      child.stderr.on("data", (chunk: Buffer) => (out += chunk.toString()));
-      const code = await new Promise<number | null>((done) => child.on("exit", (c) => done(c)));
-      const logs = ["api.log", "tracker.log", "driver.log"].map((f) => {
-        try {
-          return `--- ${f}\n${readFileSync(join(dir, f), "utf8").slice(-2000)}`;
-        } catch {
-          return `--- ${f}: none`;
-        }
-      });
-      expect(code, `${out}\n${logs.join("\n")}`).toBe(0);
-      expect(out).toContain('"commandStatus":"completed"');
-      expect(out).toContain('"effectStatus":"succeeded"');
-      // the operator CLI's list (the block's last command) shows the same effect, settled, on a row of its table
-      const effectId = /"effectId":"([0-9A-Z]{26})","effectStatus":"succeeded"/.exec(out)?.[1];
-      const cliRow = out.split("\n").find((line) => effectId !== undefined && line.includes(effectId) && !line.includes('"'));
-      expect(cliRow, out).toMatch(/succeeded.*tracker.*createIssue.*tc-1/);
-    },
-    300_000,
-  );
+  it("the first real use runs as written: a tool call through the API, a Driver and the fixture provider ends completed", async () => {
+    const env: NodeJS.ProcessEnv = {
+      ...process.env,
+      MOSOO_PORT: String(await freePort()),
+      TRACKER_PORT: String(await freePort()),
+      FIRST_USE: dir,
+    };
+    // the test's own variables must not leak into the user's block (a new user's shell has none of them)
+    for (const name of Object.keys(env)) if (name.startsWith("MOSOO_") && name !== "MOSOO_PORT") delete env[name];
+    const child = spawn("bash", ["-e", "-o", "pipefail", "-c", blocks.join("\n")], { cwd: REPO_ROOT, env, detached: true });
+    groups.push(child.pid!);
+    let out = "";
+    child.stdout.on("data", (chunk: Buffer) => (out += chunk.toString()));
+    child.stderr.on("data", (chunk: Buffer) => (out += chunk.toString()));
+    const code = await new Promise<number | null>((done) => child.on("exit", (c) => done(c)));
+    const logs = ["api.log", "tracker.log", "driver.log"].map((f) => {
+      try {
+        return `--- ${f}\n${readFileSync(join(dir, f), "utf8").slice(-2000)}`;
+      } catch {
+        return `--- ${f}: none`;
+      }
+    });
+    expect(code, `${out}\n${logs.join("\n")}`).toBe(0);
+    expect(out).toContain('"commandStatus":"completed"');
+    expect(out).toContain('"effectStatus":"succeeded"');
+    // the operator CLI's list (the block's last command) shows the same effect, settled, on a row of its table
+    const effectId = /"effectId":"([0-9A-Z]{26})","effectStatus":"succeeded"/.exec(out)?.[1];
+    const cliRow = out.split("\n").find((line) => effectId !== undefined && line.includes(effectId) && !line.includes('"'));
+    expect(cliRow, out).toMatch(/succeeded.*tracker.*createIssue.*tc-1/);
+  }, 300_000);
 });

@@ -22,10 +22,10 @@ export const ENV_NOTES: Readonly<Record<string, { meaning: string; example?: str
       "send-by deadline of every `execute` claim (`sendWithinMs`, 100–600000; DESIGN §3 rule 12): the Driver never sends `tools/call` later than this after it sent the claim request, and a `max_in_flight` window runs until claim + this + `maxInFlightMs`. One value for all servers: comfortably above a normal claim round trip on a busy machine, small enough that a fence-less provider is settled soon",
   },
   MOSOO_SWEEP_INTERVAL_MS: { meaning: "how often the maintenance sweep runs" },
-  MOSOO_SHUTDOWN_GRACE_MS: { meaning: "on SIGTERM, how long in-flight requests may finish ([docs/OPERATIONS.md](OPERATIONS.md#shutdown))" },
+  MOSOO_SHUTDOWN_GRACE_MS: { meaning: "on SIGTERM, how long in-flight requests may finish ([OPERATIONS.md](OPERATIONS.md#shutdown))" },
   MOSOO_REPEAT_GUARD: {
     meaning:
-      "the repeat guard, opt-in per MCP server: `serverId=windowMs` pairs, comma-separated (`tracker=600000,payments=86400000`; windows 1000–2592000000 ms). A tool call with the same server, tool and arguments as an effect of the same session created less than the window ago that is `succeeded`, `unknown`, compensated or still in flight is refused `409 tool_call.repeat_refused` naming it, unless the request names it in `repeatOfEffectId` (see [docs/TURN-ACCOUNT.md](TURN-ACCOUNT.md))",
+      "the repeat guard, opt-in per MCP server: `serverId=windowMs` pairs, comma-separated (`tracker=600000,payments=86400000`; windows 1000–2592000000 ms). A tool call with the same server, tool and arguments as an effect of the same session created less than the window ago that is `succeeded`, `unknown`, compensated or still in flight is refused `409 tool_call.repeat_refused` naming it, unless the request names it in `repeatOfEffectId` (see [TURN-ACCOUNT.md](TURN-ACCOUNT.md))",
   },
   MOSOO_LOG_LEVEL: { meaning: "pino level: `fatal error warn info debug trace silent`" },
   MOSOO_EFFECT_RECONCILIATION: {
@@ -70,7 +70,7 @@ export const ENV_NOTES: Readonly<Record<string, { meaning: string; example?: str
   MOSOO_OPERATOR_TOKEN_NAME: { meaning: "the name of `MOSOO_OPERATOR_TOKEN`'s credential: the audit actor of its actions" },
   MOSOO_OPERATOR_CREDENTIALS_FILE: {
     meaning:
-      'JSON file of named, scoped operator credentials `{"credentials": [{"name", "token", "scopes": [...]}]}` (see [docs/OPERATORS.md](OPERATORS.md)); duplicates, weak tokens and unknown scopes are refused at start',
+      'JSON file of named, scoped operator credentials `{"credentials": [{"name", "token", "scopes": [...]}]}` (see [OPERATORS.md](OPERATORS.md)); duplicates, weak tokens and unknown scopes are refused at start',
   },
   MOSOO_OPERATOR_AUTH_FAILURES: {
     meaning:
@@ -102,7 +102,7 @@ export const ENV_NOTES: Readonly<Record<string, { meaning: string; example?: str
   },
   MOSOO_DATABASE_QUERY_TIMEOUT_MS: {
     meaning:
-      "`statement_timeout` (ms) of every pooled PostgreSQL connection; the client gives up 1 s later on a server that does not answer at all (frozen) and discards the connection; past it a request answers `503 store.busy` (default 5000; see [docs/OPERATIONS.md](OPERATIONS.md))",
+      "`statement_timeout` (ms) of every pooled PostgreSQL connection; the client gives up 1 s later on a server that does not answer at all (frozen) and discards the connection; past it a request answers `503 store.busy` (default 5000; see [OPERATIONS.md](OPERATIONS.md))",
   },
   MOSOO_BENCH_QUICK: { meaning: "(bench) `1`: `npm run bench` runs smaller sizes, a smoke test of the harness (figures not comparable)" },
   MOSOO_BENCH_CPU_PROF: {
