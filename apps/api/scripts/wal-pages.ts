@@ -5,7 +5,7 @@
  * (reconciliation off). Before each step the WAL is checkpointed and truncated (`wal_checkpoint(TRUNCATE)`),
  * so the WAL's size after it is that step's pages: (bytes − 32) / (24 + page size). Prints the mean
  * per step over `--lifecycles` (default 100) and their sum without the delivery (the figure the
- * README's Performance section quotes). Deterministic but for the odd B-tree page split; no timing.
+ * docs/performance-notes.md quotes). Deterministic but for the odd B-tree page split; no timing.
  */
 import { mkdtempSync, rmSync, statSync } from "node:fs";
 import { tmpdir } from "node:os";

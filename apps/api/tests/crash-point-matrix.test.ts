@@ -57,7 +57,7 @@ const tallies = new Map<Kind, { cases: number; runs: number; crashesFired: numbe
  * `MOSOO_CRASH_MATRIX_FULL=1` (`npm run test:crash-matrix:pg`) runs the whole matrix and every k-th
  * write loop on the real PostgreSQL server too. Without it (`npm test`) the PostgreSQL half is a FIXED
  * subset that still reaches every crash point at least once (the full half doubled the file's time,
- * README "Crash-safety verification"):
+ * docs/testing.md "Crash-safety verification"):
  * - matrix: every row (each named crash point C0–C6, two reconcilers, the stalled executor) with
  *   every provider profile, one behaviour each: row i (in {@link ROWS} order) with PROFILES[j] takes
  *   BEHAVIOURS[(i + j) mod 6], under both recovery modes: 27 of the 162 cases, each behaviour 4–5 times;
