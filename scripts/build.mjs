@@ -1,5 +1,5 @@
 // `node scripts/build.mjs [api] [driver]`: compiles the API's and the Driver's process entries to
-// plain JavaScript with esbuild (README "Performance": `npm start`, the Driver and the bench run
+// plain JavaScript with esbuild (docs/performance-notes.md "Compiled start": `npm start`, the Driver and the bench run
 // compiled code, no TypeScript loader in the main thread). Run lazily by those scripts before they
 // start (about half a second), so `dist/` never runs stale code; `dist/` is not committed.
 //

@@ -1,4 +1,4 @@
-// Planted-bug check (issue 5 item 5): shows that the crash-safety suite catches known bugs.
+// Planted-bug check: shows that the crash-safety suite catches known bugs.
 // For each bug it patches a TEMPORARY COPY of the workspace (never this checkout), runs the ledger
 // model property (1,000 runs, fixed seed) and the crash-point matrix there (or the bug's own suite,
 // e.g. the Driver's deadline tests for a Driver bug), and reports whether the
@@ -69,7 +69,7 @@ const BUGS = [
   },
   {
     id: "driver-skips-send-deadline",
-    what: "the Driver sends tools/call whenever the claim answer arrives, without checking the send-by deadline (DESIGN §3 rule 12, issue 16 repro 3)",
+    what: "the Driver sends tools/call whenever the claim answer arrives, without checking the send-by deadline (DESIGN §3 rule 12)",
     file: "apps/driver/src/mcp-execute.handler.ts",
     find: "const deadlinePassed = () => sendDeadlinePassed(claimSentAtMs, monotonicNowMs(), claim.sendWithinMs);",
     replace: "const deadlinePassed = () => false;",

@@ -10,7 +10,7 @@ import { z } from "zod";
  * comparable; absolute times are never gated.
  */
 
-/** Default tolerance: a figure more than 20% above its baseline is a regression (issue 13). */
+/** Default tolerance: a figure more than 20% above its baseline is a regression. */
 export const DEFAULT_TOLERANCE = 0.2;
 
 /**

@@ -46,7 +46,7 @@ export interface BenchRuntimeOptions {
   reconciliation: boolean;
   lookupLatencyMs: number;
   concurrency: number;
-  /** Group commit of outcomes (default: the API's, `DEFAULT_GROUP_COMMIT`); `maxBatch: 1` commits each alone, as before issue 13. */
+  /** Group commit of outcomes (default: the API's, `DEFAULT_GROUP_COMMIT`); `maxBatch: 1` commits each alone, as before group commit. */
   groupCommit?: GroupCommitSettings;
   /** The bound adapter (default: the fixed-latency adapter in this process); the recovery rows pass one bound through the sandboxing host. */
   adapter?: ReconciliationAdapter;

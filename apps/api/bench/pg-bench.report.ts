@@ -34,7 +34,7 @@ export function isBaselineFigure(key: string): boolean {
   return !key.startsWith("pg.");
 }
 
-/** Targets of issue 13 for PostgreSQL: ledger ≤ 2× a bare `pg` transaction floor; recovery with 3 API instances ≤ 0.45× the time of 1. */
+/** Targets for PostgreSQL: ledger ≤ 2× a bare `pg` transaction floor; recovery with 3 API instances ≤ 0.45× the time of 1. */
 export const PG_TARGETS = { ledgerRatio: 2, scalingRatio: 0.45 } as const;
 
 /** One printed row of the bench table: what, flag, measured figure, its floor or bound, ratio, other figures, target, met. */

@@ -1,5 +1,5 @@
 /**
- * `npm run bench`: runs every scenario of issue 6 in its own child process (ledger cost per tool
+ * `npm run bench`: runs every scenario in its own child process (ledger cost per tool
  * call, recovery throughput, finalization repair latency; each with reconciliation on and off),
  * prints one table (markdown) and writes the raw results and the table to
  * `<repo>/var/bench/<timestamp>.json` and `<repo>/var/bench/latest.json`.
@@ -17,8 +17,7 @@
  * (outcomes per transaction in the recovery and repair scenarios; 1 = each alone, as before group
  * commit: the "before" side of a comparison; not with `--check`/`--write-baseline`). See `baseline-check.ts`.
  *
- * `--store sqlite|postgres|all` (default `all`): which stores' rows. The PostgreSQL rows (issue 12
- * point 8, issue 13) run `ledger` (against a floor of bare `pg` transactions) and `recovery` (10k
+ * `--store sqlite|postgres|all` (default `all`): which stores' rows. The PostgreSQL rows run `ledger` (against a floor of bare `pg` transactions) and `recovery` (10k
  * unknown effects with 1 and with 3 API instance processes, alternating, 2 rounds; the scaling ratio)
  * on the server at `--database-url` / `MOSOO_DATABASE_URL` (a role allowed to CREATE DATABASE), or
  * else on a throwaway durable server started here from `@mosoo/test-postgres` and stopped at the end.
@@ -199,7 +198,7 @@ const PROFILE = process.env.MOSOO_BENCH_CPU_PROF === "1";
 const STAMP = new Date().toISOString().replace(/[:.]/g, "-");
 const PROFILE_DIR = join(REPO_ROOT, "var", "bench", "profiles", STAMP);
 
-/** Targets of issue 13 (SQLite part): ledger ≤ 1.8× its floor, recovery ≤ 1.2× its bound, 100k peak RSS < 150 MB, repair p95 ≤ bound + 150 ms. */
+/** Targets (SQLite part): ledger ≤ 1.8× its floor, recovery ≤ 1.2× its bound, 100k peak RSS < 150 MB, repair p95 ≤ bound + 150 ms. */
 const TARGETS = { ledgerRatio: 1.8, recoveryRatio: 1.2, recoveryRssBytes: 150 * 1024 * 1024, repairP95OverBoundMs: 150 };
 
 const tmp = mkdtempSync(join(tmpdir(), "mosoo-bench-results-"));
@@ -501,6 +500,8 @@ async function main(opts: BenchOptions): Promise<number> {
       quick: QUICK,
       node: process.version,
       cpus: cpus().length,
+      ...(cpus()[0]?.model ? { cpuModel: cpus()[0]!.model } : {}),
+      ...(loadAverage() ? { loadAverage: loadAverage() } : {}),
       targets: { ...TARGETS, postgres: PG_TARGETS },
       store: opts.store,
       postgresServer: pgServer ?? null,

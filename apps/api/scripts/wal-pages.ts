@@ -1,11 +1,11 @@
 /**
  * `npm run db:wal-pages` (in apps/api): how many WAL pages each step of one `mcp.execute` lifecycle
- * appends on a file-backed store (issue 13, "leaner writes"): enqueue (intent + command), delivery,
+ * appends on a file-backed store ("leaner writes"): enqueue (intent + command), delivery,
  * claim, complete, terminal `completed` update, through the real services of the test kit's world
  * (reconciliation off). Before each step the WAL is checkpointed and truncated (`wal_checkpoint(TRUNCATE)`),
  * so the WAL's size after it is that step's pages: (bytes − 32) / (24 + page size). Prints the mean
  * per step over `--lifecycles` (default 100) and their sum without the delivery (the figure the
- * README's Performance section quotes). Deterministic but for the odd B-tree page split; no timing.
+ * docs/performance-notes.md quotes). Deterministic but for the odd B-tree page split; no timing.
  */
 import { mkdtempSync, rmSync, statSync } from "node:fs";
 import { tmpdir } from "node:os";

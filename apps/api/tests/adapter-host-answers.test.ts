@@ -1,6 +1,6 @@
 /**
- * What the isolated adapter host records when an adapter's answer or its worker goes wrong (issue 16
- * review findings; docs/DESIGN.md §4 "Adapters are untrusted code", §5), through the REAL host
+ * What the isolated adapter host records when an adapter's answer or its worker goes wrong
+ * (docs/DESIGN.md §4 "Adapters are untrusted code", §5), through the REAL host
  * (sandboxed child processes, heap, memory and CPU limits) and the real runtime (CrashLab, a real SQLite store):
  * - an answer over the worker's size bound, or not JSON, is `invalid_adapter_output` and the
  *   reconciliation record's error names the bound (or why it is not JSON), not a schema message

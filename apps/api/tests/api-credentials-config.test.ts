@@ -1,5 +1,5 @@
 /**
- * Credentials in the API's config (docs/DESIGN.md §10, issue 10): `MOSOO_API_KEYS` and the keys file
+ * Credentials in the API's config (docs/DESIGN.md §10): `MOSOO_API_KEYS` and the keys file
  * (`MOSOO_API_KEYS_FILE`, zod-validated), secrets of at least 16 characters never echoed, and a
  * non-loopback `MOSOO_HOST` refused without API keys. Every refusal is one line `config.invalid: ...`
  * (the process prints it and exits 2, checked once against the real entry point below).
@@ -134,7 +134,7 @@ describe("API keys in the config", () => {
     ["an empty entry between two keys", `a:${SECRET}:runs:read,,b:x${SECRET}:runs:read`],
     ["a trailing comma", `a:${SECRET}:runs:read,`],
     ["a blank entry", `a:${SECRET}:runs:read, ,b:x${SECRET}:runs:read`],
-  ])("refuses MOSOO_API_KEYS with %s (issue 16 review: it was accepted as no keys)", (_what, value) => {
+  ])("refuses MOSOO_API_KEYS with %s (it was accepted as no keys)", (_what, value) => {
     const message = configError({ MOSOO_API_KEYS: value });
     expect(message).toMatch(/^config\.invalid: MOSOO_API_KEYS: entry \d+ is empty \(a stray comma\?\); expected name:secret:scope\+scope$/);
     expect(message).not.toContain(SECRET);

@@ -1,5 +1,5 @@
 /**
- * Audit rows outlive the runs they mention (docs/DESIGN.md §7; issue 10 finding 1: deleting a run used to
+ * Audit rows outlive the runs they mention (docs/DESIGN.md §7; deleting a run used to
  * delete its operator audit rows by cascade). Since migration 0008 `effect_operator_actions` holds
  * plain ids (no foreign key) with the run and Driver instance copied in.
  */

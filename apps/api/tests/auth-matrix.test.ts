@@ -1,5 +1,5 @@
 /**
- * The auth matrix (issue 10; docs/DESIGN.md §10): every route of the hono app, read from `app.routes`
+ * The auth matrix (docs/DESIGN.md §10): every route of the hono app, read from `app.routes`
  * so that a new route without an entry here fails the test, crossed with {no credential, an
  * invalid one, the wrong kind of credential, the wrong scope, the wrong Driver, the right one}.
  * Each refusal answers its status and stable code, and every table is byte-identical afterwards
@@ -170,6 +170,7 @@ async function finalizedDriver(w: World): Promise<Driver> {
 const MATRIX: Record<string, Entry> = {
   "GET /health": { kind: "public", req: () => ({ path: "/health" }), right: () => undefined, rightStatus: 200 },
   "GET /ready": { kind: "public", req: () => ({ path: "/ready" }), right: () => undefined, rightStatus: 200 },
+  "GET /openapi.json": { kind: "public", req: () => ({ path: "/openapi.json" }), right: () => undefined, rightStatus: 200 },
   "GET /metrics": {
     kind: "metrics",
     wrongScopeKey: TEST_SECRETS.readerKey,

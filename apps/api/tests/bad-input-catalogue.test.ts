@@ -1,5 +1,5 @@
 /**
- * Bad input catalogue (issue 5 item 6; docs/DESIGN.md §9): malformed Driver protocol messages, a Driver
+ * Bad input catalogue (docs/DESIGN.md §9): malformed Driver protocol messages, a Driver
  * touching another Driver's command or effect, oversized results and receipts, invalid operator
  * requests, invalid config. Each row is refused with its typed error (HTTP status + stable code)
  * and the store is byte-for-byte the same afterwards (every table dumped before and after).
@@ -167,7 +167,7 @@ const poll = (c: Ctx, waitMs: string) =>
   call("GET", `/v1/drivers/commands/next?connectionId=${c.a.connectionId}&waitMs=${waitMs}`, undefined, c.a.token);
 const events = (c: Ctx, afterSeq: string) => call("GET", `/v1/runs/${c.runId}/events?afterSeq=${afterSeq}`);
 const listEffects = (query: string) => call("GET", `/api/operator/effects?${query}`, undefined, OPERATOR_TOKEN);
-/** What the refusal's message must say for each issue-10 kind, so a row cannot pass for another reason. */
+/** What the refusal's message must say for each boundary-input kind, so a row cannot pass for another reason. */
 const MESSAGE_OF: Partial<Record<BadInput["category"], RegExp>> = {
   "nesting depth": /nested deeper than 400 levels/,
   "lone surrogate": /well-formed UTF-16/,
@@ -211,7 +211,7 @@ interface BadInput {
   send: (c: Ctx) => ReturnType<typeof call>;
   status: number;
   code: string;
-  /** What the message must say (issue-10 rows), so the row is refused for the reason it names. */
+  /** What the message must say (boundary-input rows), so the row is refused for the reason it names. */
   message?: RegExp;
 }
 
@@ -470,7 +470,7 @@ const CATALOGUE: BadInput[] = [
     status: 409,
     code: "effect.not_reconcilable",
   },
-  // ---- issue 10: input at the boundary (docs/DESIGN.md §10) ----
+  // ---- input at the boundary (docs/DESIGN.md §10) ----
   bad("nesting depth", "tool-call arguments nested 5,000 levels", (c) => enqueueRaw(c, deepObject(5000))),
   bad("nesting depth", "tool-call arguments nested 401 levels (one past the limit)", (c) => enqueueRaw(c, `{"x":${deepObject(400)}}`)),
   bad("nesting depth", "tool-call arguments holding arrays nested 100,000 levels", (c) => enqueueRaw(c, `{"x":${deepArray(100_000)}}`)),
@@ -648,7 +648,7 @@ const CATALOGUE: BadInput[] = [
     413,
     "request.too_large",
   ),
-  // ---- issue 10, second review: refused, never silently changed ----
+  // ---- refused, never silently changed ----
   // (1) raw bytes that are not UTF-8: refused by the fatal decoder, never stored as U+FFFD
   bad("invalid UTF-8 body", "run API: a tool call whose title is the raw bytes FF FE", (c) =>
     rawBytes("POST", enqueuePath(c), '{"serverId":"tracker","toolName":"createIssue","arguments":{"title":"<ff><fe>"}}'),
@@ -779,7 +779,7 @@ describe("bad input catalogue: a typed error, nothing changed", () => {
   });
 });
 
-describe("issue 10: the strict rules refuse only what is wrong", () => {
+describe("the strict rules refuse only what is wrong", () => {
   it("stores valid multi-byte UTF-8 exactly, keeps format characters in free text, and ignores a leading byte order mark", async () => {
     // "créer 作成 👩‍💻" as raw bytes (the emoji joins with U+200D: a format character is fine in an argument value)
     const title = "cr\u00e9er \u4f5c\u6210 \u{1F469}\u200d\u{1F4BB}";
@@ -810,7 +810,7 @@ const BAD_CONFIG: Array<[string, Record<string, string>, string]> = [
   ],
   ["operator token too short", { MOSOO_OPERATOR_TOKEN: "short" }, "MOSOO_OPERATOR_TOKEN"],
   ["lookup timeout above its bound", { MOSOO_LOOKUP_TIMEOUT_MS: "999999" }, "MOSOO_LOOKUP_TIMEOUT_MS"],
-  // issue 10: strict integers (Number() would accept every one of these; MOSOO_PORT=0x50 listened on port 80)
+  // strict integers (Number() would accept every one of these; MOSOO_PORT=0x50 listened on port 80)
   ["port in hexadecimal", { MOSOO_PORT: "0x50" }, "MOSOO_PORT"],
   ["port in exponent notation", { MOSOO_PORT: "1e2" }, "MOSOO_PORT"],
   ["port with a plus sign", { MOSOO_PORT: "+80" }, "MOSOO_PORT"],
@@ -818,7 +818,7 @@ const BAD_CONFIG: Array<[string, Record<string, string>, string]> = [
   ["sweep interval with a fraction", { MOSOO_SWEEP_INTERVAL_MS: "2000.5" }, "MOSOO_SWEEP_INTERVAL_MS"],
   ["backoff factor in hexadecimal", { MOSOO_LOOKUP_BACKOFF_FACTOR: "0x2" }, "MOSOO_LOOKUP_BACKOFF_FACTOR"],
   ["max lookups in binary", { MOSOO_MAX_LOOKUPS: "0b11" }, "MOSOO_MAX_LOOKUPS"],
-  // issue 12: the PostgreSQL store's variables (the URL itself is never echoed: store-factory.test.ts)
+  // the PostgreSQL store's variables (the URL itself is never echoed: store-factory.test.ts)
   ["database URL of another database kind", { MOSOO_DATABASE_URL: "mysql://u:p@h/db" }, "MOSOO_DATABASE_URL"],
   ["pool size zero", { MOSOO_DATABASE_URL: "postgres://h/db", MOSOO_DATABASE_POOL_SIZE: "0" }, "MOSOO_DATABASE_POOL_SIZE"],
   ["pool size without a database URL", { MOSOO_DATABASE_POOL_SIZE: "5" }, "MOSOO_DATABASE_POOL_SIZE"],

@@ -3,7 +3,7 @@ import { isBaselineFigure, parseStoreChoice, pgLedgerRows, pgRecoveryRows, scali
 import type { LatencyStats } from "../bench/ledger-cost.scenario.js";
 import type { PgRecoveryResult } from "../bench/pg-recovery.scenario.js";
 
-// The bench's PostgreSQL rows (README "Performance"): option parsing and the ratios, over made-up
+// The bench's PostgreSQL rows (docs/performance.md): option parsing and the ratios, over made-up
 // numbers. Nothing here measures or asserts a timing.
 
 const stats = (medianUs: number): LatencyStats => ({ medianUs, roundMediansUs: [medianUs], madUs: 1, p99Us: medianUs * 2, samples: 10 });

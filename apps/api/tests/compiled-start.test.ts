@@ -1,5 +1,5 @@
 /**
- * Issue 13 "compiled start": `scripts/build.mjs` compiles the API (esbuild) and `node dist/main.js`
+ * The compiled start: `scripts/build.mjs` compiles the API (esbuild) and `node dist/main.js`
  * runs with no TypeScript loader: bad config still ends with one line and exit 2, and a served API
  * migrates its store, binds a TypeScript adapter package (the API bundles it for its sandboxed
  * process, no loader anywhere) and answers `/health`.

@@ -1,5 +1,5 @@
 /**
- * Crash points of GROUP COMMIT (issue 13; docs/DESIGN.md §3 rule 6: several outcomes may share one
+ * Crash points of GROUP COMMIT (docs/DESIGN.md §3 rule 6: several outcomes may share one
  * transaction, each whole inside it). A Driver with several executing effects is finalized; the
  * finalization repair looks them up and their outcomes (effect, receipt, result, reconciliation
  * record, command terminal state, run events) commit in ONE batch, on a FILE-backed store:

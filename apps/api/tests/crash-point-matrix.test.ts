@@ -1,5 +1,5 @@
 /**
- * Crash-point matrix (issue 5 item 2; research/reliability.md "Crash-point matrix" C0–C6, R1, R2).
+ * Crash-point matrix (research/reliability.md "Crash-point matrix" C0–C6, R1, R2).
  *
  * Each case drives one tool call through the Driver protocol against a real runtime on a
  * file-backed SQLite store (helpers/crash-lab.ts), crashes at a named point (the API process and
@@ -57,7 +57,7 @@ const tallies = new Map<Kind, { cases: number; runs: number; crashesFired: numbe
  * `MOSOO_CRASH_MATRIX_FULL=1` (`npm run test:crash-matrix:pg`) runs the whole matrix and every k-th
  * write loop on the real PostgreSQL server too. Without it (`npm test`) the PostgreSQL half is a FIXED
  * subset that still reaches every crash point at least once (the full half doubled the file's time,
- * README "Crash-safety verification"):
+ * docs/testing.md "Crash-safety verification"):
  * - matrix: every row (each named crash point C0–C6, two reconcilers, the stalled executor) with
  *   every provider profile, one behaviour each: row i (in {@link ROWS} order) with PROFILES[j] takes
  *   BEHAVIOURS[(i + j) mod 6], under both recovery modes: 27 of the 162 cases, each behaviour 4–5 times;
@@ -258,7 +258,7 @@ describe.each(["sqlite", "postgres"] as const)("on %s", (kind) => {
 });
 
 /**
- * The "adapter misbehaves" axis (issue 16 item 1; docs/DESIGN.md §4 "Adapters are untrusted code", §5):
+ * The "adapter misbehaves" axis (docs/DESIGN.md §4 "Adapters are untrusted code", §5):
  * the write commits at the provider, the API crashes before the answer is persisted, and recovery
  * looks the effect up through a hostile adapter module (tests/fixtures/adapters/misbehaving.adapter.ts)
  * running in the REAL isolated worker host (sandboxed child processes, heap limit, SIGKILL at the lookup bound),

@@ -1,5 +1,5 @@
 /**
- * Driver registration under docs/DESIGN.md §10 (issue 10 findings 2 and 3): the enrollment token is
+ * Driver registration under docs/DESIGN.md §10: the enrollment token is
  * required; an existing instance id is re-registered only with its own token or the operator token
  * (no identity takeover); registrations are rate-limited (429 `request.rate_limited` with
  * `Retry-After`), refused credentials and accepted registrations in separate budgets; registrations that never connected are purged by the maintenance sweep after
@@ -62,7 +62,7 @@ describe("Driver registration", () => {
     const row = () => store!.sqlite.prepare("SELECT * FROM driver_instances WHERE id = ?").get(victim.driverInstanceId);
     const before = JSON.stringify(row());
     const takeover = { name: "attacker", driverInstanceId: victim.driverInstanceId };
-    // issue 10 finding 2: no proof used to be needed
+    // no proof used to be needed
     expect(await s.call("POST", "/v1/drivers/register", takeover)).toMatchObject({ status: 401 });
     expect(await s.call("POST", "/v1/drivers/register", takeover, TEST_SECRETS.enrollmentToken)).toMatchObject({
       status: 403,

@@ -189,7 +189,7 @@ describe("mosoo-effects CLI on a store file (--db)", () => {
   });
 });
 
-describe("mosoo-effects refuses bad input at the boundary (issue 10)", () => {
+describe("mosoo-effects refuses bad input at the boundary", () => {
   it("refuses a loose --limit, an --actor, a lone surrogate in the reason, and a FIFO as --db; nothing changes", async () => {
     const { dbFile, call } = await storeWithUnknownEffect();
     f!.close();

@@ -1,5 +1,5 @@
 /**
- * docs/DESIGN.md §3 rule 14 ("what the agent is told"), issue 16 item 3 / repro 4: whenever a command
+ * docs/DESIGN.md §3 rule 14 ("what the agent is told"): whenever a command
  * or a run ends while one of its effects is `unknown`, its error is `external_effect.unknown`,
  * `retryable: false`, with the effect ids, on every path (redelivery to a restarted Driver,
  * finalization repair, heartbeat expiry found by the sweep), flag on or off, bound or not.

@@ -175,7 +175,7 @@ describe("HTTP surface: retries and edge input", () => {
 
   it("refuses to re-register a Driver instance that was not finalized", async () => {
     const d = await registerAndConnect();
-    // the enrollment token never re-registers an existing id (issue 10: identity takeover)
+    // the enrollment token never re-registers an existing id (identity takeover)
     const res = await call("POST", "/v1/drivers/register", { name: "evil", driverInstanceId: d.id });
     expect(res).toMatchObject({ status: 403, body: { error: { code: "auth.forbidden" } } });
     // the operator may, but only once the instance was finalized

@@ -1,5 +1,5 @@
 /**
- * Issue 10 (docs/DESIGN.md §10), the protocol edges a hostile client on the same host tried, over real
+ * Input at the boundary (docs/DESIGN.md §10), the protocol edges a hostile client on the same host tried, over real
  * HTTP: a 413 closes the connection cleanly (the client's next request works on a new one); deep
  * JSON is a typed 400, never a 500; the logs carry no credential and no idempotency key at info.
  */

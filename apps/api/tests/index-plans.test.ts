@@ -1,5 +1,5 @@
 /**
- * Every index justified by a query plan that uses it (issue 13): the representative workload
+ * Every index justified by a query plan that uses it: the representative workload
  * (`helpers/index-workload.ts`, through HTTP and the services) runs under a statement capture;
  * each distinct statement, and each foreign-key action SQLite runs on a delete, gets its
  * `EXPLAIN QUERY PLAN` on a migrated store. With `INDEX_REPORT=write` (`npm run db:index-report`)

@@ -24,7 +24,7 @@ import { figures, removeMigratedTemplate } from "./helpers/ledger-model-world.js
 import { EXPLORING_OPTIONS, figuresReport, ledgerProperty } from "./helpers/ledger-model-property.js";
 import { openModelTarget, type OpenedModelTarget } from "./helpers/ledger-model/model-store.js";
 
-/** Runs of the exploring property (issue 5: 1,000 in `npm test`); `npm run verify:model -- --runs N` is the offline runner. */
+/** Runs of the exploring property (1,000 in `npm test`); `npm run verify:model -- --runs N` is the offline runner. */
 const NUM_RUNS = Number(process.env.LEDGER_MODEL_RUNS ?? 1000);
 /**
  * The runs are split into chunks of this many, each its own test with its own seed (SEED + chunk index)
@@ -128,8 +128,8 @@ describe("effect ledger model (reconciliation on, provider double bound as track
 });
 
 /**
- * Runs of the same exploring property on the real PostgreSQL server of the test run (issue 12 point 5:
- * the model-based test on PostgreSQL too; `npm run verify:model -- --store postgres --runs N` runs more).
+ * Runs of the same exploring property on the real PostgreSQL server of the test run (the
+ * model-based test on PostgreSQL too; `npm run verify:model -- --store postgres --runs N` runs more).
  * Chosen from measurements so it adds about 60 s or less on a quiet 2-core machine: 75 runs of this test
  * took 33.4 s (0.45 s per run, seed 626347902) and 100 runs 77.2 s (0.77 s per run, seed 1004219541), both
  * at a load average of 2–4 on the shared machine (SQLite's 250-run chunks took 16–21 s meanwhile); offline, ~0.75 s of CPU per run

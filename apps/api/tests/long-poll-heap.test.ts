@@ -1,5 +1,5 @@
 /**
- * Issue 10 item 4: the long-poll leaks nothing. Each poll used to build
+ * The long-poll leaks nothing. Each poll used to build
  * `AbortSignal.any([request, shutdown])` (and another with a timeout signal); on Node 20 the heap
  * after GC grew 110–200 bytes per poll. Here 50,000 polls run through the real command queue in a
  * child process started with `--expose-gc` (so the test does not depend on vitest's flags), and the

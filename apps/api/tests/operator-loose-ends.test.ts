@@ -1,5 +1,5 @@
 /**
- * Issue 16 item 5 (operator loose ends, docs/DESIGN.md §7):
+ * Operator loose ends (docs/DESIGN.md §7):
  * - a lookup that contradicts how an effect was settled raises operator attention
  *   `contradicted_by_provider` (status untouched), visible in list and show, over HTTP and the CLI;
  * - every refused operator action (compensate included) is audited in `effect_operator_refusals`,

@@ -1,5 +1,5 @@
 /**
- * OutcomeGroupCommit (issue 13, docs/DESIGN.md §3 rule 6) on a real SQLite store, no timing asserted:
+ * OutcomeGroupCommit (docs/DESIGN.md §3 rule 6) on a real SQLite store, no timing asserted:
  * a batch forms by count or at the end of the event-loop turn (window 0), its promises settle only
  * after its transaction committed, and a failed batch is retried outcome by outcome.
  */

@@ -1,5 +1,5 @@
 // Values written through drizzle's query builders with the PostgreSQL schema come back exactly as the
-// repositories expect them on SQLite (issue 12: 64-bit times, JSON bytes, booleans), on PGlite and on
+// repositories expect them on SQLite (64-bit times, JSON bytes, booleans), on PGlite and on
 // the real server, and the migrations are idempotent.
 import { readFileSync } from "node:fs";
 import { join } from "node:path";

@@ -1,4 +1,4 @@
-// Schema parity (issue 12, docs/DESIGN.md §11): the PostgreSQL schema (src/platform/db/postgres/schema.pg.ts)
+// Schema parity (docs/DESIGN.md §11): the PostgreSQL schema (src/platform/db/postgres/schema.pg.ts)
 // must describe the same tables as the SQLite schema (src/platform/db/schema.ts), because the same repository
 // code runs on both. A change to schema.ts that forgets the PostgreSQL side fails here (and then
 // `npm run db:generate:pg` in apps/api writes its migration).

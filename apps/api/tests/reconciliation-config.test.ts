@@ -252,7 +252,7 @@ describe("bindings file (adapters bound through the real isolated worker host)",
       /bindings\.tracker: binding\.tool_not_declared: tool "deleteIssue" is not declared by adapter "fixture-issue-tracker"/,
     ],
     [
-      "a tool listed twice (issue 16 review)",
+      "a tool listed twice",
       { bindings: { tracker: { ...TRACKER_BINDING.bindings.tracker, tools: ["createIssue", "closeIssue", "createIssue"] } } },
       /: bindings\.tracker\.tools: tool "createIssue" is listed twice; name each tool once$/,
     ],
@@ -391,7 +391,7 @@ describe("the API process refuses a bad binding at startup with one config.inval
       "const declaration = { id: 'hangs', version: '1.0.0', tools: ['createIssue'], retentionWindowMs: 1000, keyFencing: { kind: 'lookup_fences_key' } };\nexport const factory = { declaration, create() { for (;;) {} } };\n",
     ],
   ])(
-    "%s: refused within MOSOO_ADAPTER_LOAD_TIMEOUT_MS with one line naming the adapter and the bound, exit 2 (issue 16 review: it took ~33 s and said 'The task has been aborted')",
+    "%s: refused within MOSOO_ADAPTER_LOAD_TIMEOUT_MS with one line naming the adapter and the bound, exit 2 (it took ~33 s and said 'The task has been aborted')",
     async (_name, source) => {
       const mod = join(dir, "hangs.mjs");
       writeFileSync(mod, source);

@@ -1,5 +1,5 @@
 /**
- * Issue 10 item 5: startup never hangs. An unusable store path (under `/proc`, a directory, a
+ * Startup never hangs. An unusable store path (under `/proc`, a directory, a
  * FIFO, a path whose folder cannot be created, a file that is not a SQLite database) or a bindings
  * file that is not a regular file or is huge ends the real API process with ONE line
  * `config.invalid: ...` and exit code 2 (the target is within 2 s; the wall time, tsx start-up

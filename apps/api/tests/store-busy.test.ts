@@ -1,5 +1,5 @@
 /**
- * Issue 10 item 2 (docs/DESIGN.md §10): a store locked by another PROCESS (a backup, `effects --db`)
+ * A busy store (docs/DESIGN.md §10): a store locked by another PROCESS (a backup, `effects --db`)
  * answers a typed 503 `store.busy` with `Retry-After` within a short bounded wait that never blocks
  * the event loop for long. A child process holds SQLite's write lock (`BEGIN IMMEDIATE`) for 3 s
  * while the test measures `/health` over real HTTP and sends an enqueue; after the release

@@ -49,7 +49,7 @@ describe("idempotency key placement per MCP server", () => {
   });
 });
 
-describe("key placement names and argument clashes (issue 16 review)", () => {
+describe("key placement names and argument clashes", () => {
   const config = (idempotencyKey: unknown) =>
     JSON.stringify({ servers: { s: { type: "http", url: "http://127.0.0.1:1/mcp", idempotencyKey } } });
   const refusal = (idempotencyKey: unknown): string => {

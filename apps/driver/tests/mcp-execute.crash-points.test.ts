@@ -1,5 +1,5 @@
 /**
- * Crash points of the Driver's `mcp.execute` handler (issue 5 item 2, Driver side): through its two
+ * Crash points of the Driver's `mcp.execute` handler (Driver side): through its two
  * ports (`DriverCommandApi`, `McpToolCaller`), the k-th port call dies (throws, as a killed
  * connection or process would), for k = 1, 2, … until the handler finishes without reaching k, for
  * each provider-call behaviour. Whatever k: the provider is called at most once, no terminal

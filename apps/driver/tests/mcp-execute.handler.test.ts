@@ -86,7 +86,7 @@ describe("handleMcpExecuteCommand: execute claim", () => {
     expect(h.api.callsOf("commandUpdate").at(-1)?.body.status).toBe("completed");
   });
 
-  it("records a hostile provider's answer the API would refuse as it is (issue 10): lone surrogates become U+FFFD, a refused receipt is left out", async () => {
+  it("records a hostile provider's answer the API would refuse as it is: lone surrogates become U+FFFD, a refused receipt is left out", async () => {
     const h = harness();
     await handleMcpExecuteCommand(mcpExecuteEnvelope({ toolName: "odd_issue" }), h.deps);
     const [complete] = h.api.callsOf("effectComplete");

@@ -24,7 +24,7 @@ export const ReadinessSchema = z.object({
 /** See {@link ReadinessSchema}. */
 export type Readiness = z.infer<typeof ReadinessSchema>;
 
-/** The API's own routes: liveness, readiness and Prometheus metrics (text, not JSON). */
+/** The API's own routes: liveness, readiness, Prometheus metrics (text, not JSON) and the OpenAPI document. */
 export const SYSTEM_API = {
   health: defineRoute({
     method: "GET",
@@ -54,6 +54,16 @@ export const SYSTEM_API = {
     errors: [],
     idempotent: true,
     note: "Prometheus text format",
+  }),
+  openapi: defineRoute({
+    method: "GET",
+    path: "/openapi.json",
+    response: z.record(z.string(), z.unknown()),
+    status: [200],
+    auth: { kind: "public" },
+    errors: [],
+    idempotent: true,
+    note: "this document: the OpenAPI 3.1 description of every route of the table, open like /health (it holds no secret)",
   }),
 } as const satisfies Record<string, ApiRoute>;
 

@@ -210,3 +210,5 @@ export type {
 } from "./operator-api.contract.js";
 export { callRoute, RouteCallError } from "./route-client.js";
 export type { RouteCallOptions } from "./route-client.js";
+export { buildOpenApiDocument, COMMON_ROUTE_ERRORS } from "./openapi-document.js";
+export type { OpenApiOptions } from "./openapi-document.js";

@@ -86,7 +86,7 @@ describe("strict integers", () => {
   });
 });
 
-describe("issue 10: raw bytes must be valid UTF-8 (decodeUtf8Strict)", () => {
+describe("raw bytes must be valid UTF-8 (decodeUtf8Strict)", () => {
   it.each([
     ["a stray FF FE", [0x22, 0xff, 0xfe, 0x22]],
     ["a lone continuation byte", [0x61, 0x80]],
@@ -111,7 +111,7 @@ describe("issue 10: raw bytes must be valid UTF-8 (decodeUtf8Strict)", () => {
   });
 });
 
-describe("issue 10: identifiers refuse Unicode format characters (Cf)", () => {
+describe("identifiers refuse Unicode format characters (Cf)", () => {
   const FORMAT = ["\u00ad", "\u200b", "\u200c", "\u200d", "\u2060", "\u2062", "\ufeff", "\u180e", "\u{E0041}", "\u{E0001}"];
   it.each(FORMAT.map((ch) => [`U+${ch.codePointAt(0)!.toString(16).toUpperCase().padStart(4, "0")}`, ch]))(
     "refuses %s inside a tool name, with its own message",
@@ -138,7 +138,7 @@ describe("issue 10: identifiers refuse Unicode format characters (Cf)", () => {
   });
 });
 
-describe("issue 10: request bodies are strict (an unknown field is refused and named)", () => {
+describe("request bodies are strict (an unknown field is refused and named)", () => {
   const ULID = "01JDZZZZZZZZZZZZZZZZZZZZZZ";
   const result = { outputText: "ok", requestId: "r", serverId: "tracker", toolName: "createIssue" };
   const error = { code: "mcp.tool_call_failed", message: "x", retryable: true, details: {} };

@@ -82,7 +82,7 @@ describe("real processes: a provider that takes the idempotency key as a tool ar
   );
 });
 
-describe("real processes: issue 16 repro 4 with the flag on but the server unbound", () => {
+describe("real processes: a crash with the flag on but the server unbound", () => {
   it.each(["finalization", "restart"] as const)(
     "%s path: the command and the run say external_effect.unknown, not retryable, naming the effect (docs/DESIGN.md §3 rule 14)",
     async (recovery) => {

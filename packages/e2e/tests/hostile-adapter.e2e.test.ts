@@ -8,7 +8,7 @@ const dirs: string[] = [];
 afterAll(() => dirs.forEach((d) => rmSync(d, { recursive: true, force: true })));
 
 /**
- * Issue 16 repros 1 and 2 on real processes (docs/DESIGN.md §4 "Adapters are untrusted code"): a real API
+ * Hostile adapters on real processes (docs/DESIGN.md §4 "Adapters are untrusted code"): a real API
  * whose bindings file binds a hostile adapter module by `package: {module, export}`.
  */
 const SPECS: Array<[string, HostileAdapterSpec]> = [

@@ -8,7 +8,7 @@ import { pollUntil, enqueueCreateIssue, waitForProviderCount } from "../src/http
 import type { ManagedProcess } from "../src/managed-process.js";
 import { startApiProcess, startDriverProcess, startProviderProcess, writeMcpConfig } from "../src/stack.js";
 
-// Late evidence on real processes (docs/DESIGN.md §3 rule 13; issue 16 "a Driver that already holds the
+// Late evidence on real processes (docs/DESIGN.md §3 rule 13 "a Driver that already holds the
 // provider's real result throws it away when the effect was fenced meanwhile"). The provider commits
 // the write and HOLDS its response; while Driver A's call is in flight, Driver B starts on the same
 // state file (a second process of the same instance), so the API redelivers the command to B, whose

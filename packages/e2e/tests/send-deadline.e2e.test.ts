@@ -14,7 +14,7 @@ import {
   writeMcpConfig,
 } from "../src/stack.js";
 
-// Issue 16 repro 3 on real processes (docs/DESIGN.md §3 rule 12): a provider WITHOUT a fence, an adapter
+// on real processes (docs/DESIGN.md §3 rule 12): a provider WITHOUT a fence, an adapter
 // declaring keyFencing {max_in_flight, 2000 ms}, reconciliation on, and a proxy between Driver and API
 // that holds the claim's answer 20 s and, once the API has answered the claim, delays heartbeats past
 // the heartbeat TTL, so the API finalizes the Driver and fences the effect while the claim's answer is
@@ -46,7 +46,7 @@ const HEARTBEAT_DELAY_MS = 30_000;
 /** Generous bound (ms) of each wait: the outcome arrives in ~21 s on a quiet machine; nothing depends on how fast. */
 const WAIT_MS = 180_000;
 
-describe("real processes: issue 16 repro 3, a claim answer held past the send-by deadline", () => {
+describe("real processes: a claim answer held past the send-by deadline", () => {
   it("the Driver never sends tools/call after the deadline; the effect ends not_executed with 0 provider writes", async () => {
     const workDir = mkdtempSync(join(tmpdir(), "mosoo-e2e-send-deadline-"));
     dirs.push(workDir);

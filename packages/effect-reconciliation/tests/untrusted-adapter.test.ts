@@ -15,7 +15,7 @@ import {
 const UNFENCED = makeDeclaration({ keyFencing: { kind: "max_in_flight", maxInFlightMs: HOUR_MS } });
 const NOW = T0 + 60_000;
 
-describe("adapters are untrusted code (DESIGN §4, §5; issue 16)", () => {
+describe("adapters are untrusted code (DESIGN §4, §5)", () => {
   it("repro 1: an adapter that rewrites the dispatch times it was handed, then answers not_executed → in_flight_window", async () => {
     const effect = makeEffect();
     const { adapter, calls } = scriptedAdapter((request) => {

@@ -7,7 +7,7 @@ import type { OperatorCredentials } from "../modules/operator/domain/operator-cr
 export { unknownMosooEnvNames } from "@mosoo/contracts";
 
 /**
- * The API's configuration, read from the environment (see the README's config table). Every
+ * The API's configuration, read from the environment (docs/configuration.md, generated from the env contract). Every
  * variable is validated (integers strictly: `MOSOO_PORT=0x50` is refused); an invalid one stops
  * startup with one line naming it. The schema is `ApiEnvSchema` of `@mosoo/contracts`, next to the
  * Driver's and the CLI's, so each program knows every `MOSOO_*` name (unknown ones are reported at

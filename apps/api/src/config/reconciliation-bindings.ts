@@ -81,7 +81,7 @@ type Binding = z.infer<typeof BindingSchema>;
  * `{"bindings": {"tracker": {"package": {"module": "@mosoo/fixture-adapter", "export": "fixtureIssueTrackerAdapterFactory"}, "options": {"url": "http://127.0.0.1:4000/mcp"}}}}`.
  * A server without a binding keeps the baseline fence.
  */
-const BindingsFileSchema = z.strictObject({ bindings: z.record(ServerIdSchema, BindingSchema) });
+export const BindingsFileSchema = z.strictObject({ bindings: z.record(ServerIdSchema, BindingSchema) });
 
 /** What to bind on one server: the adapter's source, its options, the optional tool list and the environment of its processes. */
 interface BindingSpec {

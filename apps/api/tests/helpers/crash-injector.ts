@@ -1,5 +1,5 @@
 /**
- * Crash injection at durable writes (issue 5, SQLite's `writecrash.test` idea): counts every durable
+ * Crash injection at durable writes (SQLite's `writecrash.test` idea): counts every durable
  * write of one store and throws {@link SimulatedCrash} at a chosen one. A durable write is one
  * `Store.transaction` (seen through the store port's `observeDurableWrites` seam, implemented by
  * `src/platform/db/sqlite/sqlite-store.ts`; every write of the services is one, lease take/release

@@ -1,5 +1,5 @@
 /**
- * The checks of the crash lab (issue 5 invariants, research/reliability.md I1–I4, I7, I8, I10): the
+ * The checks of the crash lab (the crash-safety invariants, research/reliability.md I1–I4, I7, I8, I10): the
  * ledger (raw SQL on the file) against the provider double's ground truth and the lab's record of
  * sends and commits. Each returns human-readable violations; an empty list is a pass.
  */

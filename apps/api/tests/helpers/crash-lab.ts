@@ -1,5 +1,5 @@
 /**
- * The crash lab of `crash-point-matrix.test.ts` (issue 5): one tool call driven step by step through
+ * The crash lab of `crash-point-matrix.test.ts`: one tool call driven step by step through
  * the Driver protocol against a real runtime on a FILE-backed SQLite store, with a provider double
  * that outlives every crash (it is another process). A crash abandons the in-memory runtime and the
  * model Driver's memory, closes the store and opens the same file in a new runtime (expired leases
@@ -68,7 +68,7 @@ export const PROFILES: readonly ProviderProfile[] = ["dedupe_lookup", "lookup_on
 export type Behaviour = "ok" | "timeout" | "late_commit" | "throw" | "malformed" | "slow_ok";
 export const BEHAVIOURS: readonly Behaviour[] = ["ok", "timeout", "late_commit", "throw", "malformed", "slow_ok"];
 
-/** Named crash points of the flow (issue 5 item 2). */
+/** Named crash points of the flow. */
 export type CrashPoint =
   | "before_intent"
   | "after_intent"

@@ -1,5 +1,5 @@
 /**
- * Index justification (issue 13): `EXPLAIN QUERY PLAN` of every captured statement (see
+ * Index justification: `EXPLAIN QUERY PLAN` of every captured statement (see
  * `sql-capture.ts`), plus the lookups SQLite makes itself for each foreign key of a table the
  * workload deletes from; which index each plan uses; which statements scan a whole table; and the
  * Markdown table of docs/ARCHITECTURE.md "Indexes" (`npm run db:index-report`).

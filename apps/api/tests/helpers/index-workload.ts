@@ -1,5 +1,5 @@
 /**
- * The representative workload of the index justification (issue 13): every path of the effect
+ * The representative workload of the index justification: every path of the effect
  * lifecycle the runtime serves, driven through the HTTP app and the services of the test kit (never
  * a repository), so it keeps working when the store's internals change. What it runs, in steps
  * (each step's name is recorded with the statements it prepared):

@@ -597,7 +597,7 @@ export async function checkInvariants(w: World, m: Model, where: string): Promis
     if (confirmed.length > 1) fail(w, where, `effect ${e.id}: ${confirmed.length} confirmed reconciliation records (I4)`);
     if (!call.bound && effRecs.length > 0)
       fail(w, where, `effect ${e.id} on ${e.server_id}/${e.tool_name} has reconciliation records but no eligible adapter (rule 4)`);
-    // The issue-16 invariant, after EVERY step: no effect is not_executed while the provider holds a
+    // The late-commit invariant, after EVERY step: no effect is not_executed while the provider holds a
     // commit for its key (whatever the resolution: reconciled, operator, deadline_missed).
     if (e.status === "not_executed" && writes > 0) {
       fail(

@@ -1,5 +1,5 @@
 /**
- * Test-only statement capture (issue 13, index justification): records every distinct SQL text the
+ * Test-only statement capture (index justification): records every distinct SQL text the
  * runtime runs on any better-sqlite3 connection of this process while a capture is on, with the
  * repository function that ran it (`effect.repository.findById`). Production code never loads this
  * file, and nothing of production code knows about it.

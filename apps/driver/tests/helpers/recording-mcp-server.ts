@@ -53,7 +53,7 @@ function createRecordingMcpServer(recorder: ToolRecorder): McpServer {
     record("reject_issue", args, extra._meta);
     return { content: [{ type: "text", text: `title ${args.title} is taken` }], isError: true };
   });
-  // A hostile provider: text with a lone surrogate, a receipt with a key the API refuses (issue 10).
+  // A hostile provider: text with a lone surrogate, a receipt with a key the API refuses.
   server.registerTool("odd_issue", { inputSchema: { title: z.string() } }, async (args, extra) => {
     record("odd_issue", args, extra._meta);
     return {

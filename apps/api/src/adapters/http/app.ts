@@ -12,6 +12,7 @@ import { runRoutes } from "./run.routes.js";
 import { requestBodyLimit } from "./request-body-limit.js";
 import { mountRoute } from "./route-mount.js";
 import { checkReadiness } from "./readiness.js";
+import { openApiDocument } from "./openapi.js";
 import { traceRequests } from "./request-tracing.js";
 import { operatorRoutes } from "./operator.routes.js";
 import { consoleRoutes, type ConsoleOptions } from "./console/console.routes.js";
@@ -45,7 +46,7 @@ function hasBody(req: Request): boolean {
 }
 
 /**
- * The API's HTTP application (hono), every JSON route mounted from `API_ROUTES` of `@mosoo/contracts`: `GET /health` (liveness, open), `GET /ready` (readiness, open; see `checkReadiness`), `GET /metrics` (Prometheus text; open only
+ * The API's HTTP application (hono), every JSON route mounted from `API_ROUTES` of `@mosoo/contracts`: `GET /health` (liveness, open), `GET /ready` (readiness, open; see `checkReadiness`), `GET /openapi.json` (this table as OpenAPI 3.1, open), `GET /metrics` (Prometheus text; open only
  * with `metricsPublic`, else an operator credential with `read` or a `metrics:read` key), the run API (API keys with
  * scopes), the Driver protocol (enrollment token, then each instance's own token), and the operator
  * routes (named operator credentials with scopes), and the operator console at `/console` (its own sign-in with an operator
@@ -88,6 +89,7 @@ export function createHttpApp(runtime: Runtime, logger: Logger, opts: HttpAppOpt
   mountRoute(system, SYSTEM_API.metrics, guard.forRoute(SYSTEM_API.metrics.auth), async (c) =>
     c.text(await runtime.metricsRegistry.metrics(), 200, { "content-type": runtime.metricsRegistry.contentType }),
   );
+  mountRoute(system, SYSTEM_API.openapi, guard.forRoute(SYSTEM_API.openapi.auth), (_c, req) => req.json(openApiDocument()));
   app.route("/", system);
   app.route("/", operatorRoutes(runtime, guard, operatorBudget));
   app.route(

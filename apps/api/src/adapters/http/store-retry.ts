@@ -6,7 +6,7 @@ import { retryWhenBusy } from "../../platform/db/store-busy.js";
  * asynchronously (`retryWhenBusy`: at most ~80 ms of synchronous lock wait in all, the event loop
  * free in between) before the request is answered 503 `store.busy` with `Retry-After` (mapped by
  * `toErrorResponse`, which also notes the moment in the runtime's `StoreBusyWatch`: the maintenance
- * sweep then lets no heartbeat expire for one TTL, README "A busy store"). The handler runs again only when none of its transactions committed; the
+ * sweep then lets no heartbeat expire for one TTL, docs/http-api.md "Limits and input rules"). The handler runs again only when none of its transactions committed; the
  * body is parsed once (hono caches it), so a retry sees the same request. Any further arguments (a
  * table route's `RouteRequest`) are passed through.
  */

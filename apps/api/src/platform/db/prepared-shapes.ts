@@ -6,7 +6,7 @@ import { sql, type Placeholder } from "drizzle-orm";
  * sorted names of the columns given a value), cached by the store under `name:shape`
  * (`StoreTx.prepared`, docs/ARCHITECTURE.md). A handful of shapes exist per call site, so the cache
  * stays small; building a query's SQL with drizzle costs far more than running a one-row write
- * (README "Performance").
+ * (docs/performance-notes.md).
  */
 
 /** The keys of `values` whose value is not `undefined`, sorted (a column left `undefined` keeps its default, as drizzle's `.values()`/`.set()` do). */

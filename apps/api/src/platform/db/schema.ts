@@ -270,7 +270,7 @@ export const externalToolEffects = sqliteTable(
     index("external_tool_effects_driver_idx").on(t.driverInstanceId),
     // No index of its own on run_id (migration 0013 drops external_tool_effects_run_idx): the unique
     // (run_id, client_tool_call_id) index below serves every run_id lookup by its prefix (the run view,
-    // listFenced by run, the ON DELETE CASCADE from session_runs; EXPLAIN QUERY PLAN in README "Performance").
+    // listFenced by run, the ON DELETE CASCADE from session_runs; EXPLAIN QUERY PLAN in docs/performance-notes.md).
     // The sweep pages through due `unknown` effects in id order (keyset pagination, `id > ?`), and the
     // status listings are ordered by id: (status, id) makes each page a range scan instead of a sort
     // of every effect in that status. It replaces (status, next_lookup_at_ms) of 0002, which served

@@ -19,7 +19,7 @@ import { mountRoute } from "../route-mount.js";
 import { CONSOLE_OFF_TEXT, featureOffPage, notBuiltPage, signInPage } from "./console-pages.js";
 
 /** Name of the console's session cookie (HttpOnly, SameSite=Strict, Path=/console; Secure over https). */
-const CONSOLE_COOKIE = "mosoo_console_session";
+export const CONSOLE_COOKIE = "mosoo_console_session";
 /** Header that carries the per-session CSRF token on every state-changing console API request. */
 const CSRF_HEADER = "x-csrf-token";
 /** How long (ms) an idle server-sent event stream waits before it sends a keep-alive `ping` event. */

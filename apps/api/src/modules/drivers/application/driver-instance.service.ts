@@ -72,14 +72,14 @@ export class DriverInstanceService {
       if (existing.status !== "finalized") {
         throw new RuntimeError(
           "driver.not_finalized",
-          `Driver instance ${id} is ${existing.status}; it must be finalized before it is re-registered`,
+          `Driver instance ${id} is ${existing.status}; it must be finalized before it is re-registered: stop its process and let it finalize (or wait one MOSOO_HEARTBEAT_TTL_MS for the sweep), or register a new instance without driverInstanceId`,
         );
       }
       const fenced = await effectRepository.listFenced(tx, { driverInstanceId: id });
       if (fenced.length > 0) {
         throw new RuntimeError(
           "effect.fence_retained",
-          `Driver instance ${id} has ${fenced.length} executing or unknown effects; resolve them before re-registering`,
+          `Driver instance ${id} has ${fenced.length} executing or unknown effects; resolve them before re-registering: npm run effects -- show <effectId> for each of details.effectIds, then reconcile or resolve it`,
           {
             effectIds: fenced.map((e) => e.id),
           },

@@ -269,7 +269,11 @@ export class OperatorService {
     if (e.status !== "unknown" || !this.reconciler.adapterFor(e)) {
       throw new RuntimeError(
         "effect.not_reconcilable",
-        `effect ${effectId} is ${e.status}${e.status === "unknown" ? " and no adapter is bound for its server and tool (or MOSOO_EFFECT_RECONCILIATION is off)" : ""}`,
+        e.status === "unknown"
+          ? `effect ${effectId} is unknown and no adapter is bound for server ${e.serverId}, tool ${e.toolName} (or MOSOO_EFFECT_RECONCILIATION is off); ` +
+              `next: bind an adapter for ${e.serverId} in MOSOO_RECONCILIATION_BINDINGS_FILE and restart the API (docs/writing-an-adapter.md), ` +
+              `or check the provider yourself and settle it with resolve (npm run effects -- resolve ${effectId} --outcome succeeded|not_executed --reason "...")`
+          : `effect ${effectId} is ${e.status}; only an unknown effect is looked up`,
       );
     }
     // The audit row commits in the same transaction as a committed outcome; a lookup that changed
@@ -331,7 +335,10 @@ export class OperatorService {
       const e = await effectRepository.findById(tx, effectId);
       if (!e) throw new RuntimeError("effect.not_found", `no effect ${effectId}`);
       if (e.status !== "unknown")
-        throw new RuntimeError("effect.not_unknown", `effect ${effectId} is ${e.status}; only an unknown effect is resolved by hand`);
+        throw new RuntimeError(
+          "effect.not_unknown",
+          `effect ${effectId} is ${e.status}; only an unknown effect is resolved by hand (npm run effects -- show ${effectId} says what settled it)`,
+        );
       refuseUnderLiveLease(e, now);
       const toolResult = req.outcome === "succeeded" ? McpToolResultSchema.parse(req.result) : null;
       const result: McpExecuteCommandResult | null = toolResult ? toMcpExecuteCommandResult(toolResult, e) : null;

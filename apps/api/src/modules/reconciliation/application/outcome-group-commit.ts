@@ -9,7 +9,7 @@ import type { Store, StoreTx } from "../../../platform/db/store.port.js";
  * - `windowMs`: how long (ms) the first queued outcome waits for others before the queue is
  *   committed; 0 = at the end of the current event-loop turn (`setImmediate`): every outcome that
  *   became ready meanwhile, e.g. while the previous batch's commit held the store, shares it.
- * Config: `MOSOO_GROUP_COMMIT_MAX`, `MOSOO_GROUP_COMMIT_WINDOW_MS` (README "Configuration").
+ * Config: `MOSOO_GROUP_COMMIT_MAX`, `MOSOO_GROUP_COMMIT_WINDOW_MS` (docs/configuration.md).
  */
 export interface GroupCommitSettings {
   maxBatch: number;

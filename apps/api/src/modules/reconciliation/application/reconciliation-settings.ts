@@ -4,7 +4,7 @@ import type { LookupBackoff } from "../domain/lookup-schedule.js";
 import type { GroupCommitSettings } from "./outcome-group-commit.js";
 
 /**
- * Runtime settings of reconciliation (from config, see README "Reconciliation"):
+ * Runtime settings of reconciliation (from config, see docs/how-it-works.md):
  * - `enabled`: the `MOSOO_EFFECT_RECONCILIATION` flag; off means exactly the #412 baseline, no lookup ever;
  * - `bindings`: MCP server id → its adapter handle (servers without one keep the fence). In the API
  *   (`startApi`) and the operator CLI every handle comes from the isolated adapter host (worker

@@ -61,7 +61,7 @@ async function refuseIfFenced(tx: StoreTx, by: Parameters<typeof effectRepositor
   if (fenced.length > 0) {
     throw new RuntimeError(
       "effect.fence_retained",
-      `${what} has ${fenced.length} executing or unknown effects; they must be resolved first`,
+      `${what} has ${fenced.length} executing or unknown effects; they must be resolved first: npm run effects -- show <effectId> for each of details.effectIds, then reconcile or resolve it (docs/operating.md, "When an effect is unknown")`,
       {
         effectIds: fenced.map((e) => e.id),
       },
@@ -110,9 +110,13 @@ export class RunService {
       }
       const active = await runRepository.findActiveRunOfDriver(tx, driver.id);
       if (active)
-        throw new RuntimeError("run.driver_busy", `Driver instance ${driver.id} already holds active run ${active.id}`, {
-          runId: active.id,
-        });
+        throw new RuntimeError(
+          "run.driver_busy",
+          `Driver instance ${driver.id} already holds active run ${active.id}; queue tool calls on that run, or delete it (DELETE /v1/runs/${active.id}, scope runs:delete) before creating another`,
+          {
+            runId: active.id,
+          },
+        );
       await runRepository.insertRun(tx, {
         id: runId,
         sessionId,
@@ -195,7 +199,11 @@ export class RunService {
         if (existing) return await replayEnqueue(tx, existing, req, requestFingerprint, run.driverInstanceId);
       }
       if (run.status !== "active")
-        throw new RuntimeError("run.not_active", `run ${runId} is ${run.status}; no tool call was queued`, { runStatus: run.status });
+        throw new RuntimeError(
+          "run.not_active",
+          `run ${runId} is ${run.status}; no tool call was queued; create a new run (POST /v1/runs) to continue`,
+          { runStatus: run.status },
+        );
       const driver = await driverInstanceRepository.findById(tx, run.driverInstanceId);
       if (driver?.status === "finalizing" || driver?.status === "finalized") {
         // the run's Driver is being repaired: the run is about to fail, queue nothing for it

@@ -1,0 +1,85 @@
+/**
+ * The docs stay true: every generated doc (configuration, errors, performance, the OpenAPI document) is what
+ * `npm run docs:generate` writes now; every relative link of README.md and docs/*.md resolves to a file (and to a
+ * heading, when it names an anchor); no doc speaks of work items by number; the README stays a ten-minute read.
+ */
+import { existsSync, readdirSync, readFileSync } from "node:fs";
+import { dirname, join, relative, resolve } from "node:path";
+import { describe, expect, it } from "vitest";
+import { generatedDocs, REPO_ROOT } from "../scripts/docs/generated-docs.js";
+import { ERROR_NOTES } from "../scripts/docs/error-notes.js";
+import { errorCodeGroups } from "../scripts/docs/errors.doc.js";
+
+const DOCS = [
+  join(REPO_ROOT, "README.md"),
+  ...readdirSync(join(REPO_ROOT, "docs"))
+    .filter((f) => f.endsWith(".md"))
+    .map((f) => join(REPO_ROOT, "docs", f)),
+];
+
+/** GitHub's anchor of a heading: lower case, punctuation but `-` and `_` dropped, spaces to `-`. */
+function anchorOf(heading: string): string {
+  return heading
+    .trim()
+    .toLowerCase()
+    .replace(/[^\p{L}\p{N}_\- ]/gu, "")
+    .replace(/ /g, "-");
+}
+
+/** The anchors of a markdown file's headings (outside fenced blocks). */
+function anchorsOf(markdown: string): Set<string> {
+  const anchors = new Set<string>();
+  let fenced = false;
+  for (const line of markdown.split("\n")) {
+    if (line.startsWith("```")) fenced = !fenced;
+    const m = !fenced && /^#{1,6} (.*)$/.exec(line);
+    if (m) anchors.add(anchorOf(m[1]!));
+  }
+  return anchors;
+}
+
+describe("generated docs", () => {
+  it.each(generatedDocs().map((d) => [relative(REPO_ROOT, d.file), d] as const))("%s is fresh (npm run docs:generate)", (_name, doc) => {
+    expect(existsSync(doc.file), `${doc.file} is missing: run npm run docs:generate`).toBe(true);
+    expect(readFileSync(doc.file, "utf8") === doc.text, `${doc.file} is stale: run npm run docs:generate`).toBe(true);
+  });
+
+  it("errors.md has a hand-written next step for every code of the code lists, and none for a code no list holds", () => {
+    const codes = errorCodeGroups().flatMap((g) => g.codes.map((c) => c.code));
+    expect(codes.length).toBeGreaterThan(50);
+    for (const code of codes) expect(ERROR_NOTES[code]?.next, code).toMatch(/\S/);
+    expect(Object.keys(ERROR_NOTES).sort()).toEqual([...new Set(codes)].sort());
+  });
+});
+
+describe("README.md and docs/", () => {
+  it.each(DOCS.map((f) => [relative(REPO_ROOT, f), f] as const))("every relative link of %s resolves", (_name, file) => {
+    const text = readFileSync(file, "utf8").replace(/^```[\s\S]*?^```$/gm, "");
+    const broken: string[] = [];
+    for (const [, target] of text.matchAll(/\]\(([^)\s]+)\)/g)) {
+      if (/^[a-z]+:/i.test(target!)) continue; // http:, https:, mailto:
+      const [path, anchor] = target!.split("#") as [string, string | undefined];
+      const abs = path === "" ? file : resolve(dirname(file), path);
+      if (!existsSync(abs)) {
+        broken.push(`${target} (no file)`);
+        continue;
+      }
+      if (anchor && abs.endsWith(".md") && !anchorsOf(readFileSync(abs, "utf8")).has(anchor)) broken.push(`${target} (no heading)`);
+    }
+    expect(broken).toEqual([]);
+  });
+
+  it.each(DOCS.map((f) => [relative(REPO_ROOT, f), f] as const))(
+    "%s names no work item by number (history belongs in git)",
+    (_name, file) => {
+      expect(readFileSync(file, "utf8").match(/\bissues?[ -]\d+/gi) ?? []).toEqual([]); // ("issue #1" is the fixture tracker's own output)
+    },
+  );
+
+  it("the README is a ten-minute read (at most 250 lines) and names the two commands", () => {
+    const readme = readFileSync(join(REPO_ROOT, "README.md"), "utf8");
+    expect(readme.split("\n").length).toBeLessThanOrEqual(250);
+    expect(readme).toContain("npm run demo");
+    expect(readme).toContain("npm test");
+  });
+});

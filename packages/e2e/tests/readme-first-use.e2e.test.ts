@@ -1,0 +1,84 @@
+/**
+ * The README's copy-paste blocks run as a new user would run them: every fenced block whose info string is
+ * `bash run` is extracted from README.md and run with bash from the repository root, in its own process
+ * group, on free ports and in a temporary folder (`MOSOO_PORT`, `TRACKER_PORT`, `FIRST_USE`, which the block
+ * reads with defaults). The block waits on conditions (health answers, log lines), never on timers; the test
+ * bounds it only against a hang. Every process the block started is killed with its group afterwards.
+ */
+import { spawn } from "node:child_process";
+import { mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { createServer } from "node:net";
+import { tmpdir } from "node:os";
+import { join, resolve } from "node:path";
+import { afterAll, describe, expect, it } from "vitest";
+
+const REPO_ROOT = resolve(import.meta.dirname, "../../..");
+
+/** The fenced blocks of `markdown` whose info string is exactly `bash run`, in order. */
+function runnableBlocks(markdown: string): string[] {
+  return [...markdown.matchAll(/^```bash run\n([\s\S]*?)^```$/gm)].map((m) => m[1]!);
+}
+
+/** A TCP port on 127.0.0.1 that was free a moment ago (the OS picks it). */
+async function freePort(): Promise<number> {
+  return new Promise((done, fail) => {
+    const server = createServer();
+    server.once("error", fail);
+    server.listen(0, "127.0.0.1", () => {
+      const address = server.address();
+      server.close(() => done(typeof address === "object" && address ? address.port : 0));
+    });
+  });
+}
+
+const blocks = runnableBlocks(readFileSync(join(REPO_ROOT, "README.md"), "utf8"));
+const dir = mkdtempSync(join(tmpdir(), "mosoo-readme-"));
+const groups: number[] = [];
+
+afterAll(() => {
+  for (const pid of groups) {
+    try {
+      process.kill(-pid, "SIGKILL");
+    } catch {
+      // the group already ended
+    }
+  }
+  rmSync(dir, { recursive: true, force: true });
+});
+
+describe("the README's copy-paste blocks", () => {
+  it("has at least one block marked to run (the first real use)", () => {
+    expect(blocks.length).toBeGreaterThan(0);
+  });
+
+  it("the first real use runs as written: a tool call through the API, a Driver and the fixture provider ends completed", async () => {
+    const env: NodeJS.ProcessEnv = {
+      ...process.env,
+      MOSOO_PORT: String(await freePort()),
+      TRACKER_PORT: String(await freePort()),
+      FIRST_USE: dir,
+    };
+    // the test's own variables must not leak into the user's block (a new user's shell has none of them)
+    for (const name of Object.keys(env)) if (name.startsWith("MOSOO_") && name !== "MOSOO_PORT") delete env[name];
+    const child = spawn("bash", ["-e", "-o", "pipefail", "-c", blocks.join("\n")], { cwd: REPO_ROOT, env, detached: true });
+    groups.push(child.pid!);
+    let out = "";
+    child.stdout.on("data", (chunk: Buffer) => (out += chunk.toString()));
+    child.stderr.on("data", (chunk: Buffer) => (out += chunk.toString()));
+    const code = await new Promise<number | null>((done) => child.on("exit", (c) => done(c)));
+    const logs = ["api.log", "tracker.log", "driver.log"].map((f) => {
+      try {
+        return `--- ${f}\n${readFileSync(join(dir, f), "utf8").slice(-2000)}`;
+      } catch {
+        return `--- ${f}: none`;
+      }
+    });
+    expect(code, `${out}\n${logs.join("\n")}`).toBe(0);
+    expect(out).toContain('"commandStatus":"completed"');
+    expect(out).toContain('"effectStatus":"succeeded"');
+    // the operator CLI's list (the block's last command) shows the same effect, settled, on a row of its table
+    const effectId = /"effectId":"([0-9A-Z]{26})","effectStatus":"succeeded"/.exec(out)?.[1];
+    const cliRow = out.split("\n").find((line) => effectId !== undefined && line.includes(effectId) && !line.includes('"'));
+    expect(cliRow, out).toMatch(/succeeded.*tracker.*createIssue.*tc-1/);
+  }, 300_000);
+});
