@@ -38,7 +38,7 @@ export interface AdapterBundle {
  */
 export async function bundleAdapter(source: AdapterSource, dir: string, name: string): Promise<AdapterBundle> {
   const resolved = realpathSync(resolveAdapterModule(source, API_PACKAGE_JSON));
-  const scope = adapterPackageScope(source, resolved);
+  const scope = adapterPackageScope(source, resolved, dirname(API_PACKAGE_JSON));
   refuseOutsideSymlinks(source, scope);
   const file = join(dir, `${name}.mjs`);
   const entry = [

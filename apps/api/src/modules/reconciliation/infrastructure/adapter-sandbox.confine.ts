@@ -19,7 +19,10 @@ const DEPENDENCY_FIELDS = ["dependencies", "optionalDependencies", "peerDependen
  * `readable`, `root` first, then the real folder of every package `root`'s manifest declares in
  * `dependencies`, `optionalDependencies` or `peerDependencies`, found as Node finds it (the nearest
  * `node_modules/<name>` upwards), and theirs in turn (at most 5 000). A module named by path takes its
- * dependencies from the nearest `package.json` above it.
+ * dependencies from the nearest `package.json` above it. A dependency counts only when its folder
+ * holds a `package.json` of that name AND its real path lies in a `node_modules` folder or is the
+ * very folder the API itself loads that package from (a workspace package): a link the package ships
+ * in its own `node_modules` (a folder or git install keeps links) to some other folder is not one.
  */
 export interface AdapterPackageScope {
   root: string;
@@ -77,12 +80,19 @@ function findDependency(dir: string, name: string): string | undefined {
   }
 }
 
+/** Whether the real folder `dir` is package `name` installed as a dependency (see {@link AdapterPackageScope}). */
+function isPackage(dir: string, name: string, hostDir: string): boolean {
+  if (readManifest(dir)?.["name"] !== name) return false;
+  return dir.includes(`${sep}node_modules${sep}`) || findDependency(hostDir, name) === dir;
+}
+
 /**
- * The {@link AdapterPackageScope} of `source`, whose module file is `resolved` (a real path).
+ * The {@link AdapterPackageScope} of `source`, whose module file is `resolved` (a real path);
+ * `hostDir` is the API's own package folder (where it loads its dependencies from).
  * @throws ReconciliationError `adapter.bundle_outside_package` when the package folder would be the
  *   file system's root (everything would be inside it).
  */
-export function adapterPackageScope(source: AdapterSource, resolved: string): AdapterPackageScope {
+export function adapterPackageScope(source: AdapterSource, resolved: string, hostDir: string): AdapterPackageScope {
   const byPath = isAbsolute(source.module);
   const name = packageNameOf(source.module);
   const own = byPath ? undefined : nearestManifestDir(resolved, (manifest) => manifest["name"] === name);
@@ -104,7 +114,7 @@ export function adapterPackageScope(source: AdapterSource, resolved: string): Ad
       if (typeof deps !== "object" || deps === null) continue;
       for (const dep of Object.keys(deps)) {
         const found = findDependency(dir, dep);
-        if (found === undefined || seen.has(found)) continue;
+        if (found === undefined || seen.has(found) || !isPackage(found, dep, hostDir)) continue;
         seen.add(found);
         manifests.push(found);
         if (!readable.some((known) => inside(found, known))) readable.push(found);
