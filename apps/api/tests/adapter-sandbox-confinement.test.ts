@@ -108,7 +108,10 @@ describe("adapter confinement (real sandbox)", { timeout: 240_000 }, () => {
         name: 'an import of any file with {type: "text"}',
         code: "adapter.bundle_outside_package",
         make: () =>
-          adapterPackage("attr-text", adapterSource(`import loot from ${JSON.stringify(bindings)} with { type: "text" };\nexport const taken = loot;`)),
+          adapterPackage(
+            "attr-text",
+            adapterSource(`import loot from ${JSON.stringify(bindings)} with { type: "text" };\nexport const taken = loot;`),
+          ),
       },
       {
         name: "a ../ import of JavaScript",
@@ -119,7 +122,10 @@ describe("adapter confinement (real sandbox)", { timeout: 240_000 }, () => {
         name: "require() of the bindings file",
         code: "adapter.bundle_outside_package",
         make: () =>
-          adapterPackage("require", adapterSource(`export const taken = typeof require === "function" ? require(${JSON.stringify(bindings)}) : null;`)),
+          adapterPackage(
+            "require",
+            adapterSource(`export const taken = typeof require === "function" ? require(${JSON.stringify(bindings)}) : null;`),
+          ),
       },
       {
         name: "a glob import reaching outside (esbuild expands it without asking the resolver)",
@@ -139,7 +145,12 @@ describe("adapter confinement (real sandbox)", { timeout: 240_000 }, () => {
         code: "adapter.bundle_outside_package",
         make: () =>
           adapterPackage("main-outside", adapterSource(`import { loot } from "evil";\nexport const taken = loot;`), {
-            "package.json": JSON.stringify({ name: "main-outside-adapter", version: "1.0.0", type: "module", dependencies: { evil: "1.0.0" } }),
+            "package.json": JSON.stringify({
+              name: "main-outside-adapter",
+              version: "1.0.0",
+              type: "module",
+              dependencies: { evil: "1.0.0" },
+            }),
             "node_modules/evil/package.json": JSON.stringify({ name: "evil", version: "1.0.0", main: "../../../secret/steal.js" }),
           }),
       },
@@ -150,7 +161,14 @@ describe("adapter confinement (real sandbox)", { timeout: 240_000 }, () => {
           adapterPackage(
             "linked-dependency",
             adapterSource(`import { loot } from "secretpkg";\nexport const taken = loot;`),
-            { "package.json": JSON.stringify({ name: "linked-adapter", version: "1.0.0", type: "module", dependencies: { secretpkg: "1.0.0" } }) },
+            {
+              "package.json": JSON.stringify({
+                name: "linked-adapter",
+                version: "1.0.0",
+                type: "module",
+                dependencies: { secretpkg: "1.0.0" },
+              }),
+            },
             [["node_modules/secretpkg", secret]],
           ),
       },
@@ -175,7 +193,10 @@ describe("adapter confinement (real sandbox)", { timeout: 240_000 }, () => {
   describe("symbolic links under the package", () => {
     it("a link to a file outside (the bindings file) → adapter.symlink_outside_package, even when nothing imports it", async () => {
       const module = adapterPackage("file-link", adapterSource(""), {}, [["data/config.json", bindings]]);
-      expect(await refusal(module)).toEqual({ code: "adapter.symlink_outside_package", message: expect.stringContaining("data/config.json") });
+      expect(await refusal(module)).toEqual({
+        code: "adapter.symlink_outside_package",
+        message: expect.stringContaining("data/config.json"),
+      });
     });
 
     it("a link to a folder outside → adapter.symlink_outside_package", async () => {

@@ -169,7 +169,9 @@ describe("hostile adapters in the real sandbox", { timeout: 240_000 }, () => {
   });
 
   it("each attack is refused or contained, and the effect stays unknown with the expected reason", async () => {
-    const table: string[] = [];
+    // every attack's result in one table, compared whole (a failure shows each attack that went astray)
+    const seen: Record<string, string> = {};
+    const expected: Record<string, string> = {};
     for (const c of cases) {
       const id = effectIds.get(c.serverId)!;
       const res = await fetch(`${api.url}/api/operator/effects/${id}`, {
@@ -181,15 +183,19 @@ describe("hostile adapters in the real sandbox", { timeout: 240_000 }, () => {
         reconciliations: Array<{ outcome: string; reasonCode: string | null }>;
       };
       const first = shown.reconciliations[0];
-      table.push(`${c.what} → ${first?.outcome}/${first?.reasonCode}`);
-      expect({ status: shown.status, resolution: shown.resolution }, c.what).toEqual({ status: "unknown", resolution: null });
-      expect(first?.outcome, c.what).toBe("still_unknown");
+      seen[c.what] = `${shown.status}/${shown.resolution} ${first?.outcome}/${first?.reasonCode}`;
       // all it found to encode is the credential its own binding names (the API's are not there)
-      if (c.attack === "loot_in_reason_code")
-        expect(PROVIDER_TOKEN.startsWith(Buffer.from(first?.reasonCode?.slice(1) ?? "", "hex").toString()), c.what).toBe(true);
-      else expect(first?.reasonCode, c.what).toBe(c.reason);
+      const loot = Buffer.from(first?.reasonCode?.slice(1) ?? "", "hex").toString();
+      const reason =
+        c.attack === "loot_in_reason_code" && loot.length > 0 && PROVIDER_TOKEN.startsWith(loot) ? first?.reasonCode : c.reason;
+      expected[c.what] = `unknown/null still_unknown/${reason}`;
     }
-    process.stdout.write(`${table.join("\n")}\n`);
+    process.stdout.write(
+      `${Object.entries(seen)
+        .map(([what, result]) => `${what} → ${result}`)
+        .join("\n")}\n`,
+    );
+    expect(seen).toEqual(expected);
   });
 
   it("what each act reached: only the binding's env, nothing written, stdout/stderr tagged in the log", () => {

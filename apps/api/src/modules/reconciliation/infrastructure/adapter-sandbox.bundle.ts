@@ -76,7 +76,8 @@ export async function bundleAdapter(source: AdapterSource, dir: string, name: st
       throw new ReconciliationError("adapter.bundle_outside_package", `adapter package "${source.module}": ${refusal}`, {
         details: { module: source.module },
       });
-    const first = (error as { errors?: Array<{ text?: unknown }> }).errors?.[0]?.text ?? (error instanceof Error ? error.message : undefined);
+    const first =
+      (error as { errors?: Array<{ text?: unknown }> }).errors?.[0]?.text ?? (error instanceof Error ? error.message : undefined);
     throw new ReconciliationError(
       "adapter.load_failed",
       `adapter package "${source.module}" failed to load: ${typeof first === "string" ? first.split("\n")[0] : "it does not compile"}`,

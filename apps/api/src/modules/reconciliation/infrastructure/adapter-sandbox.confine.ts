@@ -220,10 +220,16 @@ export function confinementPlugin(
           return found;
         }
         if (!regularInScope(found.path))
-          return refuse(`"${args.path}" imported by ${where(args.importer)} is not a file of the adapter's package or of a dependency it declares`);
+          return refuse(
+            `"${args.path}" imported by ${where(args.importer)} is not a file of the adapter's package or of a dependency it declares`,
+          );
         return found;
       });
-      build.onLoad({ filter: /.*/, namespace: ENTRY_NAMESPACE }, () => ({ contents: entry.contents, resolveDir: entry.resolveDir, loader: "ts" }));
+      build.onLoad({ filter: /.*/, namespace: ENTRY_NAMESPACE }, () => ({
+        contents: entry.contents,
+        resolveDir: entry.resolveDir,
+        loader: "ts",
+      }));
       build.onLoad({ filter: /.*/, namespace: "file" }, (args) => {
         if (trusted.has(args.path) || regularInScope(args.path)) return undefined;
         return refuse(`${where(args.path)} would be bundled, but it is not a file of the adapter's package or of a dependency it declares`);
