@@ -93,7 +93,7 @@ describe("adapter confinement (real sandbox)", { timeout: 240_000 }, () => {
   }
 
   describe("bundling reads nothing outside the package and its declared dependencies", () => {
-    const cases: Array<{ name: string; code: string; make: () => string }> = [
+    const cases: Array<{ name: string; code: string; message?: RegExp; make: () => string }> = [
       {
         name: "an absolute import of the bindings file (JSON)",
         code: "adapter.bundle_outside_package",
@@ -131,6 +131,12 @@ describe("adapter confinement (real sandbox)", { timeout: 240_000 }, () => {
         name: "a glob import reaching outside (esbuild expands it without asking the resolver)",
         code: "adapter.bundle_outside_package",
         make: () => adapterPackage("glob", adapterSource("export const taken = (n) => import(`../secret/${n}.json`);")),
+      },
+      {
+        name: "a glob import climbing to / (refused before esbuild lists a folder: the message names the glob)",
+        code: "adapter.bundle_outside_package",
+        message: /glob import of "(\.\.\/)+…"/,
+        make: () => adapterPackage("glob-root", adapterSource(`export const taken = (n) => require("${"../".repeat(24)}" + n + ".json");`)),
       },
       {
         name: "a package found above the adapter's folder that its package.json does not declare",
@@ -182,9 +188,10 @@ describe("adapter confinement (real sandbox)", { timeout: 240_000 }, () => {
       },
     ];
 
-    it.each(cases)("$name → $code, nothing bound, the secret in no message", async ({ make, code }) => {
+    it.each(cases)("$name → $code, nothing bound, the secret in no message", async ({ make, code, message }) => {
       const refused = await refusal(make());
       expect(refused.code).toBe(code);
+      if (message) expect(refused.message).toMatch(message);
       expect(refused.message).not.toContain(SECRET);
       expect(refused.message.split("\n")).toHaveLength(1);
     });

@@ -162,6 +162,34 @@ export function refuseOutsideSymlinks(source: AdapterSource, scope: AdapterPacka
   walk(scope.root);
 }
 
+/** Files esbuild parses as JavaScript or TypeScript (the ones whose imports it may expand as globs). */
+const SCRIPT_FILE = /\.(?:[cm]?[jt]sx?)$/;
+/** An `import(` or `require(` call, then blanks and comments, then a template literal or a quoted string. */
+const DYNAMIC_IMPORT =
+  /\b(?:import|require)\s*\((?:\s|\/\*[\s\S]*?\*\/|\/\/[^\n]*\n)*(`(?:[^`\\$]|\\.|\$(?!\{))*(?:\$\{|`)|"(?:[^"\\]|\\.)*"\s*\+|'(?:[^'\\]|\\.)*'\s*\+)/g;
+
+/**
+ * The fixed folders of the glob imports in `source` (``import(`../x/${n}`)``, `require("./x/" + n)`):
+ * for each such call whose path is relative or absolute, the path up to the last `/` before the first
+ * substitution. esbuild lists every folder under it while bundling, before any file it finds reaches
+ * `onLoad`; checking the folder first keeps a glob climbing to `/` from listing the whole file system.
+ * A call this scan misses is still refused file by file when it loads.
+ */
+function globPrefixes(source: string): string[] {
+  const prefixes: string[] = [];
+  for (const match of source.matchAll(DYNAMIC_IMPORT)) {
+    const literal = match[1]!;
+    const quoted = literal.startsWith("`")
+      ? literal.slice(1).replace(/(?:\$\{|`)$/, "")
+      : literal.slice(1, literal.lastIndexOf(literal[0]!));
+    // a template literal with no substitution, or a package path, is not a glob
+    if (literal.startsWith("`") && literal.endsWith("`")) continue;
+    if (!/^(?:\.{1,2}\/|\/)/.test(quoted)) continue;
+    prefixes.push(quoted.slice(0, quoted.lastIndexOf("/") + 1) || "./");
+  }
+  return prefixes;
+}
+
 /** The namespace of the bundle's entry (the host's own program: what it imports is trusted). */
 const ENTRY_NAMESPACE = "mosoo-sandbox-entry";
 /** The `pluginData` marking a resolution the plugin asked esbuild for itself. */
@@ -231,8 +259,18 @@ export function confinementPlugin(
         loader: "ts",
       }));
       build.onLoad({ filter: /.*/, namespace: "file" }, (args) => {
-        if (trusted.has(args.path) || regularInScope(args.path)) return undefined;
-        return refuse(`${where(args.path)} would be bundled, but it is not a file of the adapter's package or of a dependency it declares`);
+        if (trusted.has(args.path)) return undefined;
+        if (!regularInScope(args.path))
+          return refuse(
+            `${where(args.path)} would be bundled, but it is not a file of the adapter's package or of a dependency it declares`,
+          );
+        if (!SCRIPT_FILE.test(args.path)) return undefined;
+        const outside = globPrefixes(readFileSync(args.path, "utf8")).find(
+          (prefix) => !withinScope(resolve(dirname(args.path), prefix), scope),
+        );
+        if (outside !== undefined)
+          return refuse(`${where(args.path)} has a glob import of "${outside}…", which reaches outside the adapter's package`);
+        return undefined;
       });
     },
   };
