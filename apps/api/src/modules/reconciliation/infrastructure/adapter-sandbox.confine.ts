@@ -202,7 +202,8 @@ const OWN_RESOLVE = Symbol("adapter-sandbox.confine");
  *   must resolve, after the real path is taken, to a regular file within the scope; a Node built-in
  *   stays a run-time import (the sandboxed process's permission model and guard judge it);
  * - each file loaded, however esbuild came to it (glob imports `import(\`./x/${n}\`)` never reach
- *   `onResolve`), must be within the scope or be a file the host's own program imports.
+ *   `onResolve`), must be within the scope or be a file the host's own program imports; an adapter
+ *   script whose glob import's fixed folder lies outside the scope is refused before esbuild lists it.
  * What the host's program imports (the child program and its dependencies) is trusted and marked so.
  * The first refusal is kept in `refusal()`: the build fails and the caller throws
  * `adapter.bundle_outside_package` with it. esbuild reads no `tsconfig.json` (the caller passes its own).

@@ -17,10 +17,9 @@ const MAX_OUTPUT_LINE_CHARS = 500;
 const MAX_OUTPUT_LINES_PER_CALL = 50;
 /** How often (ms) the host reads a busy child's CPU time and resident memory from `/proc`. */
 const SAMPLE_EVERY_MS = 50;
-/** Clock ticks per second of `/proc/<pid>/stat` times (`getconf CLK_TCK`, 100 on Linux) and the page size (bytes). */
+/** Clock ticks per second of `/proc/<pid>/stat` times (`getconf CLK_TCK`, 100 on Linux), the page size (bytes), random bytes of a reply token. */
 const CLOCK_TICKS_PER_SECOND = 100;
 const PAGE_BYTES = 4096;
-/** Random bytes of a process's reply token (written hex-encoded as its stdin's first line). */
 const REPLY_TOKEN_BYTES = 24;
 
 /**
@@ -103,8 +102,7 @@ export class SandboxProcess {
   private outputLines = 0;
   private exitInfo: string | undefined;
   private heapExhausted = false;
-  /** True once the reply pipe reached its end (no call can be answered any more). */
-  private replyClosed = false;
+  private replyClosed = false; // the reply pipe ended: no call can be answered any more
   /** True once the process exited or was killed. */
   dead = false;
 
@@ -124,10 +122,7 @@ export class SandboxProcess {
     const replies = this.child.stdio[3] as Readable;
     readLines(replies, this.replyPrefix.length + MAX_REPLY_LINE_BYTES, (line, cut) => this.reply(line, cut));
     // the child's end closed (it exits, or adapter code closed fd 3): no reply can come any more
-    replies.on("end", () => {
-      this.replyClosed = true;
-      if (this.pending.size > 0) this.kill("crashed");
-    });
+    replies.on("end", () => ((this.replyClosed = true), this.pending.size > 0 && this.kill("crashed")));
     this.sampler = setInterval(() => this.sample(), SAMPLE_EVERY_MS);
     this.sampler.unref();
   }
