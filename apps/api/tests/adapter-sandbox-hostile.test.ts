@@ -3,7 +3,9 @@
  * (`startApi`, SQLite store, HTTP, sweep) whose bindings file binds one server per attack to
  * tests/fixtures/sandbox/hostile.adapter.ts, each lookup doing ONE hostile thing through the REAL
  * sandbox (child processes, permission model, limits). This test process holds the API's secrets in
- * its own environment, as a deployed API would. For each attack: it is refused or contained, the
+ * its own environment, as a deployed API would. The attacks include reading the bindings file, a file
+ * beside the adapter module and the module itself (the process may read its bundle alone), and
+ * forging an answer on the reply pipe. For each attack: it is refused or contained, the
  * effect stays `unknown` with the expected reason, no secret of the API appears in any log line, any
  * stored row or any HTTP answer, and `/health` answers 200 throughout.
  */
@@ -22,6 +24,8 @@ import { seedEffects } from "../bench/bench-store.harness.js";
 import { sandboxNodeArgs } from "../src/modules/reconciliation/infrastructure/adapter-sandbox.process.js";
 
 const HOSTILE = fileURLToPath(new URL("./fixtures/sandbox/hostile.adapter.ts", import.meta.url));
+/** A data file beside the hostile module (in the folder a module named by path once made readable). */
+const SIBLING = fileURLToPath(new URL("./fixtures/sandbox/beside-the-adapter.json", import.meta.url));
 const API_DIR = fileURLToPath(new URL("..", import.meta.url));
 const SO = fileURLToPath(import.meta.resolve("better-sqlite3/build/Release/better_sqlite3.node"));
 
@@ -46,6 +50,9 @@ function attacks(dir: string, apiUrl: () => string) {
     { attack: "proc_environ", reason: "probe_refused", what: "reads /proc/self/environ" },
     { attack: "read_file", reason: "probe_refused", what: "reads the store file", target: join(dir, "api.db") },
     { attack: "read_file", reason: "probe_refused", what: "reads the API's files", target: join(API_DIR, "src", "server.ts") },
+    { attack: "read_file", reason: "probe_refused", what: "reads the bindings file", target: join(dir, "bindings.json") },
+    { attack: "read_file", reason: "probe_refused", what: "reads a file beside its own module", target: SIBLING },
+    { attack: "read_file", reason: "probe_refused", what: "reads its own module's source", target: HOSTILE },
     {
       attack: "write_file",
       reason: "probe_refused",
@@ -69,6 +76,7 @@ function attacks(dir: string, apiUrl: () => string) {
     { attack: "operator_api", reason: "probe_refused", what: "calls the operator API with every credential it finds", target: "" },
     { attack: "loot_in_reason_code", reason: "x<hex>", what: "encodes what it finds in reasonCode" },
     { attack: "long_reason_code", reason: "invalid_adapter_output", what: "answers a reasonCode that is not a short code" },
+    { attack: "forge_reply", reason: "adapter_crashed", what: "writes an answer for its own call on the reply pipe (fd 3)" },
   ].map((a, i) => ({ ...a, serverId: `h${i}-${a.attack.replace(/_/g, "-")}`, target: a.target === "" ? apiUrl() : a.target }));
 }
 
@@ -149,7 +157,7 @@ describe("hostile adapters in the real sandbox", { timeout: 240_000 }, () => {
     const looked = sqlite.prepare("SELECT count(DISTINCT effect_id) FROM effect_reconciliations").pluck();
     while ((looked.get() as number) < cases.length && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 200));
     sqlite.close();
-    // the hook bundles and binds 17 adapters and waits for their lookups: far beyond the default 10 s hook bound on a busy machine
+    // the hook bundles and binds 21 adapters and waits for their lookups: far beyond the default 10 s hook bound on a busy machine
   }, 240_000);
 
   afterAll(async () => {
@@ -161,7 +169,9 @@ describe("hostile adapters in the real sandbox", { timeout: 240_000 }, () => {
   });
 
   it("each attack is refused or contained, and the effect stays unknown with the expected reason", async () => {
-    const table: string[] = [];
+    // every attack's result in one table, compared whole (a failure shows each attack that went astray)
+    const seen: Record<string, string> = {};
+    const expected: Record<string, string> = {};
     for (const c of cases) {
       const id = effectIds.get(c.serverId)!;
       const res = await fetch(`${api.url}/api/operator/effects/${id}`, {
@@ -173,15 +183,19 @@ describe("hostile adapters in the real sandbox", { timeout: 240_000 }, () => {
         reconciliations: Array<{ outcome: string; reasonCode: string | null }>;
       };
       const first = shown.reconciliations[0];
-      table.push(`${c.what} → ${first?.outcome}/${first?.reasonCode}`);
-      expect({ status: shown.status, resolution: shown.resolution }, c.what).toEqual({ status: "unknown", resolution: null });
-      expect(first?.outcome, c.what).toBe("still_unknown");
+      seen[c.what] = `${shown.status}/${shown.resolution} ${first?.outcome}/${first?.reasonCode}`;
       // all it found to encode is the credential its own binding names (the API's are not there)
-      if (c.attack === "loot_in_reason_code")
-        expect(PROVIDER_TOKEN.startsWith(Buffer.from(first?.reasonCode?.slice(1) ?? "", "hex").toString()), c.what).toBe(true);
-      else expect(first?.reasonCode, c.what).toBe(c.reason);
+      const loot = Buffer.from(first?.reasonCode?.slice(1) ?? "", "hex").toString();
+      const reason =
+        c.attack === "loot_in_reason_code" && loot.length > 0 && PROVIDER_TOKEN.startsWith(loot) ? first?.reasonCode : c.reason;
+      expected[c.what] = `unknown/null still_unknown/${reason}`;
     }
-    process.stdout.write(`${table.join("\n")}\n`);
+    process.stdout.write(
+      `${Object.entries(seen)
+        .map(([what, result]) => `${what} → ${result}`)
+        .join("\n")}\n`,
+    );
+    expect(seen).toEqual(expected);
   });
 
   it("what each act reached: only the binding's env, nothing written, stdout/stderr tagged in the log", () => {

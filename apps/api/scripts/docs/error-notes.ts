@@ -293,6 +293,16 @@ export const ERROR_NOTES: Readonly<Record<string, ErrorNote>> = {
     meaning: "the adapter's code crashed or hung while it loaded in its process",
     next: "run the adapter's own tests; raise `MOSOO_ADAPTER_LOAD_TIMEOUT_MS` only if it is just slow",
   },
+  "adapter.bundle_outside_package": {
+    who: "the API at startup (bindings file)",
+    meaning: "the adapter's code imports a file outside its package and the dependencies its package.json declares; nothing was bound",
+    next: "move the file into the adapter's package, or declare the package it comes from as a dependency (docs/ADAPTER-SANDBOX.md)",
+  },
+  "adapter.symlink_outside_package": {
+    who: "the API at startup (bindings file)",
+    meaning: "the adapter's folder holds a link whose target lies outside the package and its dependencies; nothing was bound",
+    next: "install the adapter from a registry tarball, or replace the link with a copy of what it points at",
+  },
   "adapter.package_not_found": {
     who: "the API at startup (bindings file)",
     meaning: "the `package.module` is not installed for the API",

@@ -29,7 +29,8 @@ export interface AdapterBindOptions {
  * handle's calls then reject with {@link AdapterCrashedError} when the process dies or is killed
  * past a limit. An in-process host (`createInProcessAdapterHost` from `./testing`) is for tests only.
  * `bind` rejects with a `ReconciliationError` (`adapter.package_not_found`, `adapter.export_missing`,
- * `adapter.load_failed` (the building code crashed or timed out), `binding.tool_not_declared`, `adapter.invalid_options`, `adapter.invalid_declaration`, as `AdapterRegistry.instantiate`).
+ * `adapter.load_failed` (the building code crashed or timed out), `binding.tool_not_declared`, `adapter.invalid_options`, `adapter.invalid_declaration`, as `AdapterRegistry.instantiate`;
+ * a sandboxing host also `adapter.bundle_outside_package` and `adapter.symlink_outside_package`).
  * `close()` ends the host (idempotent); calls afterwards reject.
  */
 export interface AdapterHost {

@@ -25,6 +25,11 @@
  *   adapter factory (`{declaration, create}`). `details.module`, `details.export`.
  * - `binding.tool_not_declared`: a binding's `tools` names a tool the adapter does not declare.
  *   `details.adapterId`, `details.toolName`.
+ * - `adapter.bundle_outside_package`: bundling the adapter would read a file outside its own package
+ *   and the dependencies the package declares (an absolute or `../` import, a `paths`-like mapping,
+ *   a glob import, a device or FIFO). Nothing is bound. `details.module`.
+ * - `adapter.symlink_outside_package`: a symbolic link under the adapter's package folder points
+ *   outside it and outside the dependencies it declares. Nothing is bound. `details.module`.
  */
 export const RECONCILIATION_ERROR_CODES = [
   "adapter.invalid_declaration",
@@ -36,6 +41,8 @@ export const RECONCILIATION_ERROR_CODES = [
   "adapter.package_not_found",
   "adapter.export_missing",
   "binding.tool_not_declared",
+  "adapter.bundle_outside_package",
+  "adapter.symlink_outside_package",
 ] as const;
 
 /** One of {@link RECONCILIATION_ERROR_CODES}. */

@@ -1,5 +1,5 @@
 // The main program of an adapter's sandboxed child process (bundled per binding with the adapter module).
-import { createWriteStream } from "node:fs";
+import * as fs from "node:fs";
 import { createInterface } from "node:readline";
 import { ReconciliationError } from "@mosoo/effect-reconciliation/host";
 import { installAdapterGuard } from "./adapter-sandbox.guard.js";
@@ -11,12 +11,42 @@ installAdapterGuard();
 
 /** Fd of the reply channel (a pipe the host reads; stdout and stderr are the adapter's own). */
 const REPLY_FD = 3;
+/** Longest reply token read from stdin (characters). */
+const MAX_TOKEN_CHARS = 128;
+
+// Taken now, before adapter code can replace them: `fs`'s ES-module exports are live bindings that
+// `syncBuiltinESMExports()` would repoint at a patched `fs.writeSync`.
+const { readSync, writeSync } = fs;
+
+/**
+ * The reply token: the first line the host writes on stdin, read here byte by byte before any
+ * adapter code runs and kept only in this module's scope. Every reply line starts with it; a line the
+ * adapter writes on fd 3 itself cannot (it never sees the token), and the host kills a process that
+ * sends a line without it. Read into an unpooled buffer (a pooled one would leave the token in memory
+ * that `Buffer.allocUnsafe` hands to adapter code).
+ */
+const replyToken = ((): string => {
+  const byte = Buffer.alloc(1);
+  let token = "";
+  while (token.length < MAX_TOKEN_CHARS && readSync(0, byte, 0, 1, null) === 1 && byte[0] !== 0x0a) token += String.fromCharCode(byte[0]!);
+  return token;
+})();
+
+/**
+ * Writes `<token> <line>` to the reply channel: the string goes to `fs.writeSync` as it is (Node writes
+ * it from native code), never through a Buffer, a stream or any method adapter code could have
+ * replaced by then. The channel is a blocking pipe: the write is whole (a torn line is a protocol
+ * break the host answers by killing the process).
+ */
+function writeReply(line: string): void {
+  writeSync(REPLY_FD, `${replyToken} ${line}`);
+}
 
 /**
  * Serves the host (docs/DESIGN.md §4 "The sandbox is the operating system's"): reads one task per
  * line from stdin (`{"id": n, "task": AdapterWorkerTask}`), runs it with {@link runAdapterTask}
- * against the adapter module (several at once, as they come), and writes `{"id": n, "reply": AdapterWorkerReply}` as one line to
- * fd 3. When stdin ends (the host closed it, or died) the process exits. `importAdapter` imports the
+ * against the adapter module (several at once, as they come), and writes `<token> {"id": n, "reply": AdapterWorkerReply}`
+ * as one line to fd 3 (the token is stdin's first line, read before the adapter module is imported). When stdin ends (the host closed it, or died) the process exits. `importAdapter` imports the
  * adapter module (bundled in); a throw there answers every task `refused` (`adapter.load_failed`);
  * `packageName` / `packageVersion` come from the host (it read the package before bundling).
  */
@@ -30,7 +60,6 @@ export function serveAdapterTasks(importAdapter: () => Promise<Record<string, un
     }),
     (error: unknown) => error,
   );
-  const replies = createWriteStream("", { fd: REPLY_FD });
   const lines = createInterface({ input: process.stdin, crlfDelay: Infinity });
   lines.on("line", (line) => {
     void (async () => {
@@ -40,7 +69,7 @@ export function serveAdapterTasks(importAdapter: () => Promise<Record<string, un
         "namespace" in (module as object)
           ? await runAdapterTask(module as SandboxedModule, task)
           : ({ kind: "refused", code: "adapter.load_failed", message: loadFailure(task, module) } as const);
-      replies.write(`${JSON.stringify({ id, reply })}\n`);
+      writeReply(`${JSON.stringify({ id, reply })}\n`);
     })();
   });
   lines.on("close", () => process.exit(0));

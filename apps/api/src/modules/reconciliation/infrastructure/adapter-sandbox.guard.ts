@@ -12,7 +12,9 @@
  *   (and `*Sync`) and its `ChildProcess` class, `module.register` (loader hooks run in a thread of
  *   their own), `inspector.Session`/`inspector.open`;
  * - native access: `process.binding`, `process._linkedBinding`, `process.dlopen`;
- * - process-wide V8 flags: `v8.setFlagsFromString`.
+ * - process-wide V8 flags: `v8.setFlagsFromString`;
+ * - reading the process's own heap: `v8.getHeapSnapshot`, `v8.setHeapSnapshotNearHeapLimit` (a
+ *   snapshot holds every string of the process, the reply token of the child program included).
  * Each refused call throws `Error("<name> is not available to adapter code")`, which the adapter sees
  * as any error. Module exports are replaced on the CJS export objects and `syncBuiltinESMExports()`
  * makes later ESM imports see the same.
@@ -73,6 +75,7 @@ export function installAdapterGuard(): void {
     lockClass(inspector, "Session", "inspector.Session");
     lockFunction(inspector, "open", "inspector.open");
   }
-  lockFunction(require("node:v8") as object, "setFlagsFromString", "v8.setFlagsFromString");
+  const v8 = require("node:v8") as object;
+  for (const key of ["setFlagsFromString", "getHeapSnapshot", "setHeapSnapshotNearHeapLimit"]) lockFunction(v8, key, `v8.${key}`);
   syncBuiltinESMExports();
 }

@@ -1,5 +1,6 @@
 // One sandboxed child process that runs an adapter's tasks, and how the host watches and kills it.
 import { spawn, type ChildProcess } from "node:child_process";
+import { randomBytes } from "node:crypto";
 import { readFileSync } from "node:fs";
 import type { Readable } from "node:stream";
 import type { AdapterTerminationReason } from "@mosoo/effect-reconciliation/host";
@@ -16,9 +17,10 @@ const MAX_OUTPUT_LINE_CHARS = 500;
 const MAX_OUTPUT_LINES_PER_CALL = 50;
 /** How often (ms) the host reads a busy child's CPU time and resident memory from `/proc`. */
 const SAMPLE_EVERY_MS = 50;
-/** Clock ticks per second of `/proc/<pid>/stat` times (`getconf CLK_TCK`, 100 on Linux) and the page size (bytes). */
+/** Clock ticks per second of `/proc/<pid>/stat` times (`getconf CLK_TCK`, 100 on Linux), the page size (bytes), random bytes of a reply token. */
 const CLOCK_TICKS_PER_SECOND = 100;
 const PAGE_BYTES = 4096;
+const REPLY_TOKEN_BYTES = 24;
 
 /**
  * How to start a child: `bundleFile` (its program), `readable` (the only paths it may read),
@@ -77,7 +79,10 @@ interface PendingCall {
 /**
  * One child process (docs/DESIGN.md §4 "The sandbox is the operating system's"): spawned with
  * exactly `env`, under {@link sandboxNodeArgs}, stdin/stdout/stderr and a reply pipe (fd 3) all held
- * by the host. {@link call} runs tasks, several at once (calls of ONE binding's adapter only); the
+ * by the host. Its stdin's first line is a reply token (random, this process's own) that the child
+ * program reads before any adapter code runs; a reply line that does not start with it (adapter code
+ * writing on fd 3 itself), that answers no call in flight or that is not JSON kills the process
+ * (`crashed`), and so does the reply pipe closing. {@link call} runs tasks, several at once (calls of ONE binding's adapter only); the
  * host kills the process (SIGKILL) on a call's signal (that call: `timeout`), past a call's CPU-time
  * bound (`cpu_limit`) or the memory bound (`out_of_memory`), or on a reply that breaks the protocol.
  * The bounds hold while the process is idle too (sampled all its life): past the memory bound, or
@@ -88,6 +93,7 @@ interface PendingCall {
  */
 export class SandboxProcess {
   private readonly child: ChildProcess;
+  private readonly replyPrefix = `${randomBytes(REPLY_TOKEN_BYTES).toString("hex")} `;
   private nextId = 1;
   private readonly pending = new Map<number, PendingCall>();
   private sampler: ReturnType<typeof setInterval> | undefined;
@@ -96,6 +102,7 @@ export class SandboxProcess {
   private outputLines = 0;
   private exitInfo: string | undefined;
   private heapExhausted = false;
+  private replyClosed = false; // the reply pipe ended: no call can be answered any more
   /** True once the process exited or was killed. */
   dead = false;
 
@@ -109,9 +116,13 @@ export class SandboxProcess {
     this.child.on("error", () => this.end("crashed", "the adapter process could not be started"));
     this.child.on("exit", (code, signal) => this.end(code === 0 && signal === null ? "exited" : "crashed", `exit ${signal ?? code}`));
     this.child.stdin?.on("error", () => undefined);
+    this.child.stdin?.write(`${this.replyPrefix.trimEnd()}\n`);
     readLines(this.child.stdout!, MAX_OUTPUT_LINE_CHARS, (line) => this.output("stdout", line));
     readLines(this.child.stderr!, MAX_OUTPUT_LINE_CHARS, (line) => this.output("stderr", line));
-    readLines(this.child.stdio[3] as Readable, MAX_REPLY_LINE_BYTES, (line, cut) => this.reply(line, cut));
+    const replies = this.child.stdio[3] as Readable;
+    readLines(replies, this.replyPrefix.length + MAX_REPLY_LINE_BYTES, (line, cut) => this.reply(line, cut));
+    // the child's end closed (it exits, or adapter code closed fd 3): no reply can come any more
+    replies.on("end", () => ((this.replyClosed = true), this.pending.size > 0 && this.kill("crashed")));
     this.sampler = setInterval(() => this.sample(), SAMPLE_EVERY_MS);
     this.sampler.unref();
   }
@@ -129,6 +140,7 @@ export class SandboxProcess {
    * is then dead.
    */
   call(task: AdapterWorkerTask, signal: AbortSignal, cpuLimitMs = this.opts.cpuLimitMs): Promise<AdapterWorkerReply> {
+    if (this.replyClosed) this.kill("crashed");
     if (this.dead) return Promise.reject(new SandboxCallFailed("crashed", "the adapter process is gone"));
     const id = this.nextId++;
     if (this.pending.size === 0) this.outputLines = 0;
@@ -221,10 +233,11 @@ export class SandboxProcess {
   }
 
   private reply(line: string, cut: boolean): void {
-    if (cut) return this.kill("crashed");
+    // a line without this process's token was not written by the child program (adapter code forged it)
+    if (cut || !line.startsWith(this.replyPrefix)) return this.kill("crashed");
     let parsed: unknown;
     try {
-      parsed = JSON.parse(line);
+      parsed = JSON.parse(line.slice(this.replyPrefix.length));
     } catch {
       return this.kill("crashed");
     }

@@ -86,9 +86,10 @@ export function adapterProcessBudget(concurrency: number): { maxProcesses: numbe
 /**
  * The production {@link AdapterHost} (docs/DESIGN.md §4 "Adapters are untrusted code", "The sandbox
  * is the operating system's"; §5). `bind` bundles the adapter module with the child program
- * (`bundleAdapter`) and gives the binding a pool of child processes (`SandboxProcess`): each starts
- * with exactly the binding's `env` (nothing of the API's environment), under Node's permission model
- * (reads of its bundle and its own package only; no writes, child processes, workers or addons),
+ * (`bundleAdapter`: bundling reads only the adapter's package and the dependencies it declares) and
+ * gives the binding a pool of child processes (`SandboxProcess`): each starts with exactly the
+ * binding's `env` (nothing of the API's environment), under Node's permission model (reads of its
+ * bundle only; no writes, child processes, workers or addons),
  * with a heap limit, a resident-memory bound and a CPU-time bound per call, and stdio held by the
  * host. The host keeps only the validated, frozen declaration, the checked coverage and the
  * provenance (the package read before bundling, the declaration hash computed here). Every `lookup`
