@@ -98,6 +98,14 @@ module.exports = {
       to: { path: ["^apps/api/src/(adapters|config)/", "^apps/api/src/[^/]+\\.ts$"] },
     },
     {
+      name: "repositories-stay-in-their-module",
+      severity: "error",
+      comment:
+        "A module's repositories (infrastructure/*.repository.ts) are its own: another module reaches its tables only through its application services or a port (the ledger's repositories, the rows every ledger transaction writes, are the exception below every module).",
+      from: { path: "^apps/api/src/modules/([^/]+)/" },
+      to: { path: "^apps/api/src/modules/[^/]+/infrastructure/[^/]+[.]repository[.]ts$", pathNot: "^apps/api/src/modules/($1|ledger)/" },
+    },
+    {
       name: "http-goes-through-services",
       severity: "error",
       comment: "The HTTP adapter reaches the store only through a module's services (application/), never a repository (infrastructure/).",

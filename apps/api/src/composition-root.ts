@@ -2,6 +2,7 @@ import type { Logger } from "pino";
 import { Registry } from "prom-client";
 import { RepeatGuardMetrics } from "./modules/runs/infrastructure/repeat-guard-metrics.js";
 import { EffectReconciler } from "./modules/reconciliation/application/effect-reconciler.service.js";
+import { reconciliationRecordsService } from "./modules/reconciliation/application/reconciliation-records.service.js";
 import { ReconciliationSweep } from "./modules/reconciliation/application/reconciliation-sweep.service.js";
 import { OperatorService } from "./modules/operator/application/operator.service.js";
 import { CompensationService } from "./modules/operator/application/compensation.service.js";
@@ -114,7 +115,7 @@ export function createRuntime(opts: CreateRuntimeOptions): Runtime {
   return {
     ctx,
     drivers: new DriverInstanceService(ctx),
-    runs: new RunService(ctx, opts.repeatGuard ?? new Map(), new RepeatGuardMetrics(metricsRegistry)),
+    runs: new RunService(ctx, reconciliationRecordsService, opts.repeatGuard ?? new Map(), new RepeatGuardMetrics(metricsRegistry)),
     commands: new CommandQueueService(ctx),
     ledger: new EffectLedgerService(ctx, active, settings.lookupTimeoutMs),
     repair,

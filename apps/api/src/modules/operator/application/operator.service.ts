@@ -18,7 +18,7 @@ import { operatorActionRepository } from "../infrastructure/operator-action.repo
 import { operatorRefusalRepository } from "../infrastructure/operator-refusal.repository.js";
 import { OPERATOR_REFUSAL_CODES, type OperatorAction, type OperatorRefusalCode } from "@mosoo/contracts";
 import { operatorQueryRepository } from "../infrastructure/operator-query.repository.js";
-import { reconciliationRepository } from "../../ledger/infrastructure/effect-reconciliation.repository.js";
+import { reconciliationRecordsService } from "../../reconciliation/application/reconciliation-records.service.js";
 import type { CompensationService } from "./compensation.service.js";
 import type { EffectReconciler } from "../../reconciliation/application/effect-reconciler.service.js";
 import { requireOperatorScope, type OperatorIdentity } from "../domain/operator-credential.js";
@@ -177,7 +177,7 @@ export class OperatorService {
     const cmd = await commandRepository.findById(tx, e.commandId);
     const run = await runRepository.findRun(tx, e.runId);
     const attempts = await effectRepository.listAttempts(tx, e.id);
-    const records = await reconciliationRepository.listRecords(tx, e.id);
+    const records = await reconciliationRecordsService.listRecords(tx, e.id);
     const actions = await operatorActionRepository.listByEffect(tx, e.id);
     const refusedActions = await operatorRefusalRepository.listByEffect(tx, e.id);
     const compensations = await operatorQueryRepository.listCompensations(tx, e.id);

@@ -1,6 +1,6 @@
 import type { Logger } from "pino";
 import type { Store } from "../../../platform/db/store.port.js";
-import { reconciliationRepository } from "../../ledger/infrastructure/effect-reconciliation.repository.js";
+import { reconciliationRepository } from "../infrastructure/effect-reconciliation.repository.js";
 import type { ReconciliationSettings } from "./reconciliation-settings.js";
 
 /**

@@ -11,7 +11,7 @@ import type {
   SettleInTransaction,
 } from "../../ledger/application/effect-reconciliation.port.js";
 import type { RuntimeContext } from "../../ledger/application/runtime-context.js";
-import { reconciliationRepository } from "../../ledger/infrastructure/effect-reconciliation.repository.js";
+import { reconciliationRepository } from "../infrastructure/effect-reconciliation.repository.js";
 import { effectRepository, type EffectRow } from "../../ledger/infrastructure/effect.repository.js";
 import type { ReconciliationMetrics } from "../infrastructure/reconciliation-metrics.js";
 import { recordInterruptedLookups } from "./interrupted-lookups.js";

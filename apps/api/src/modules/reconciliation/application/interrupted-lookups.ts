@@ -2,7 +2,7 @@ import { newUlid } from "@mosoo/contracts";
 import type { RuntimeContext } from "../../ledger/application/runtime-context.js";
 import type { TransactionOptions } from "../../../platform/db/store.port.js";
 import { scheduleNextLookup } from "../domain/lookup-schedule.js";
-import { reconciliationRepository } from "../../ledger/infrastructure/effect-reconciliation.repository.js";
+import { reconciliationRepository } from "../infrastructure/effect-reconciliation.repository.js";
 import type { ReconciliationMetrics } from "../infrastructure/reconciliation-metrics.js";
 import type { ReconciliationSettings } from "./reconciliation-settings.js";
 

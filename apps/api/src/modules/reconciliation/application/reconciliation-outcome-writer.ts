@@ -12,7 +12,7 @@ import type { ReconcileResult, SettleInTransaction } from "../../ledger/applicat
 import type { StoreTx } from "../../../platform/db/store.port.js";
 import type { RuntimeContext } from "../../ledger/application/runtime-context.js";
 import { settleTransition } from "../../ledger/domain/effect-lifecycle.machine.js";
-import { reconciliationRepository } from "../../ledger/infrastructure/effect-reconciliation.repository.js";
+import { reconciliationRepository } from "../infrastructure/effect-reconciliation.repository.js";
 import { effectRepository, type EffectRow } from "../../ledger/infrastructure/effect.repository.js";
 import { runRepository } from "../../ledger/infrastructure/run.repository.js";
 import { scheduleNextLookup } from "../domain/lookup-schedule.js";

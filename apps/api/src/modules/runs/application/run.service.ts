@@ -17,6 +17,7 @@ import type { StoreTx } from "../../../platform/db/store.port.js";
 import { parseJsonColumn } from "../../../platform/db/json-column.js";
 import type { RuntimeContext } from "../../ledger/application/runtime-context.js";
 import { toRunView, type RunView } from "./run-view.js";
+import type { ReconciliationRecordsPort } from "./reconciliation-records.port.js";
 import { recordIntent } from "../../ledger/application/effect-intent.js";
 import { guardRepeat, type RepeatGuardWindows } from "./repeat-guard.js";
 import type { RepeatGuardMetrics } from "../infrastructure/repeat-guard-metrics.js";
@@ -81,6 +82,8 @@ export class RunService {
    */
   constructor(
     private readonly ctx: RuntimeContext,
+    /** The reconciliation records of an effect, for the run view (the reconciliation module's, wired by the composition root). */
+    private readonly reconciliationRecords: ReconciliationRecordsPort,
     private readonly repeatGuard: RepeatGuardWindows = new Map(),
     private readonly repeatMetrics?: RepeatGuardMetrics,
   ) {}
@@ -298,7 +301,7 @@ export class RunService {
     return this.ctx.store.read(async (tx) => {
       const run = await runRepository.findRun(tx, runId);
       if (!run) throw new RuntimeError("run.not_found", `no run ${runId}`);
-      return toRunView(tx, run);
+      return toRunView(tx, run, this.reconciliationRecords);
     });
   }
 
