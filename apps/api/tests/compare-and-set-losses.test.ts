@@ -7,8 +7,8 @@
  */
 import { commandDriverTerminalError, fingerprintArguments } from "@mosoo/contracts";
 import { afterEach, describe, expect, it, vi } from "vitest";
-import { failCommand } from "../src/modules/ledger/application/command-settlement.js";
-import { RuntimeError } from "../src/modules/ledger/domain/runtime-errors.js";
+import { failCommand } from "../src/modules/ledger/application/command-settlement.service.js";
+import { RuntimeError } from "../src/kernel/user-facing-error.js";
 import { commandRepository } from "../src/modules/ledger/infrastructure/command.repository.js";
 import { driverInstanceRepository } from "../src/modules/ledger/infrastructure/driver-instance.repository.js";
 import { effectRepository } from "../src/modules/ledger/infrastructure/effect.repository.js";

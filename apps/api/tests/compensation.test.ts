@@ -1,5 +1,5 @@
 import { afterEach, describe, expect, it } from "vitest";
-import { RuntimeError } from "../src/modules/ledger/domain/runtime-errors.js";
+import { RuntimeError } from "../src/kernel/user-facing-error.js";
 import {
   connectDriver,
   type ConnectedDriver,

@@ -25,7 +25,7 @@ import {
 } from "@mosoo/effect-reconciliation/testing";
 import { openSqliteStore, type SqliteStore as Store } from "../src/platform/db/sqlite/sqlite-store.js";
 import { createRuntime, type Runtime } from "../src/composition-root.js";
-import type { ReconciliationSettings } from "../src/modules/reconciliation/application/reconciliation-settings.js";
+import type { ReconciliationSettings } from "../src/modules/reconciliation/application/reconciliation-settings.config.js";
 import { effectRepository } from "../src/modules/ledger/infrastructure/effect.repository.js";
 import { CrashInjector, isSimulatedCrash } from "./helpers/crash-injector.js";
 import { connectDriver, deliverAcceptClaim, issueArgs, type ConnectedDriver } from "./kit/index.js";

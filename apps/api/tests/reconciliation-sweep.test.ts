@@ -3,7 +3,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { SWEEP_PAGE } from "../src/modules/reconciliation/application/reconciliation-sweep.service.js";
-import { RuntimeError } from "../src/modules/ledger/domain/runtime-errors.js";
+import { RuntimeError } from "../src/kernel/user-facing-error.js";
 import {
   buildHttpApp,
   commitAtProvider,

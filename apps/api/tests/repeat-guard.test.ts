@@ -6,7 +6,7 @@
  * two identical enqueues racing make one effect.
  */
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
-import { RuntimeError } from "../src/modules/ledger/domain/runtime-errors.js";
+import { RuntimeError } from "../src/kernel/user-facing-error.js";
 import {
   connectDriver,
   dispatchWrite,

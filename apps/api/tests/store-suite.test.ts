@@ -7,7 +7,7 @@
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { fingerprintArguments } from "@mosoo/contracts";
 import type { ReconciliationAdapter } from "@mosoo/effect-reconciliation";
-import { RuntimeError } from "../src/modules/ledger/domain/runtime-errors.js";
+import { RuntimeError } from "../src/kernel/user-facing-error.js";
 import {
   commitAtProvider,
   connectDriver,

@@ -5,7 +5,7 @@
  */
 import { fingerprintArguments, toMcpExecuteCommandResult, type EffectClaim, type McpToolResult } from "@mosoo/contracts";
 import { ProviderResponseLostError } from "@mosoo/effect-reconciliation/testing";
-import { RuntimeError } from "../../../src/modules/ledger/domain/runtime-errors.js";
+import { RuntimeError } from "../../../src/kernel/user-facing-error.js";
 import {
   BOUND_SERVER,
   WRITE_TOOL,

@@ -4,7 +4,7 @@
  * canonical JSON form for comparing results.
  */
 import type fc from "fast-check";
-import { RuntimeError } from "../../../src/modules/ledger/domain/runtime-errors.js";
+import { RuntimeError } from "../../../src/kernel/user-facing-error.js";
 import { START_MS, bump, checkInvariants, figures, type Model, type World } from "../ledger-model-world.js";
 
 /** A model command: it reads and updates the {@link Model} and drives the real system in the {@link World}. */

@@ -8,14 +8,14 @@ import {
   type RunError,
 } from "@mosoo/contracts";
 import { decideCommandTransition, isTerminalCommandStatus } from "../../ledger/domain/command-lifecycle.machine.js";
-import { RuntimeError } from "../../ledger/domain/runtime-errors.js";
+import { RuntimeError } from "../../../kernel/user-facing-error.js";
 import { commandRepository } from "../../ledger/infrastructure/command.repository.js";
 import { driverInstanceRepository, type DriverInstanceRow } from "../../ledger/infrastructure/driver-instance.repository.js";
 import { effectRepository } from "../../ledger/infrastructure/effect.repository.js";
 import { runRepository } from "../../ledger/infrastructure/run.repository.js";
-import { assertCurrentConnection } from "../../ledger/application/connection-fence.js";
+import { assertCurrentConnection } from "../../ledger/application/connection-fence.policy.js";
 import { fenceExecutingEffect } from "../../ledger/application/effect-ledger.service.js";
-import type { RuntimeContext } from "../../ledger/application/runtime-context.js";
+import type { RuntimeContext } from "../../../kernel/runtime-context.js";
 
 /**
  * The details kept from a Driver's error when the ledger answers `external_effect.unknown` for it:

@@ -8,11 +8,11 @@ import {
   type RegisterDriverRequest,
   type RegisterDriverResponse,
 } from "@mosoo/contracts";
-import { RuntimeError } from "../../ledger/domain/runtime-errors.js";
+import { RuntimeError } from "../../../kernel/user-facing-error.js";
 import { commandRepository } from "../../ledger/infrastructure/command.repository.js";
 import { driverInstanceRepository, type DriverInstanceRow } from "../../ledger/infrastructure/driver-instance.repository.js";
 import { effectRepository } from "../../ledger/infrastructure/effect.repository.js";
-import type { RuntimeContext } from "../../ledger/application/runtime-context.js";
+import type { RuntimeContext } from "../../../kernel/runtime-context.js";
 
 function hashToken(token: string): string {
   return createHash("sha256").update(token, "utf8").digest("hex");

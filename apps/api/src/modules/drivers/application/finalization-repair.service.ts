@@ -1,17 +1,17 @@
 import { commandDriverTerminalError, type FinalizationSummary } from "@mosoo/contracts";
 import { turnInterruptedRunError } from "../../ledger/domain/turn-account.js";
-import { readTurnToolCallFacts } from "../../ledger/application/turn-account-facts.js";
-import { settleCommandFromEffect, failCommand } from "../../ledger/application/command-settlement.js";
+import { readTurnToolCallFacts } from "../../ledger/application/turn-account-facts.query.js";
+import { settleCommandFromEffect, failCommand } from "../../ledger/application/command-settlement.service.js";
 import { isConfirmed, type EffectReconciliationPort, type ReconcileResult } from "../../ledger/application/effect-reconciliation.port.js";
 import type { EffectRow } from "../../ledger/infrastructure/effect.repository.js";
-import { RuntimeError } from "../../ledger/domain/runtime-errors.js";
+import { RuntimeError } from "../../../kernel/user-facing-error.js";
 import { commandRepository } from "../../ledger/infrastructure/command.repository.js";
 import { driverInstanceRepository } from "../../ledger/infrastructure/driver-instance.repository.js";
 import { effectRepository } from "../../ledger/infrastructure/effect.repository.js";
 import { runRepository } from "../../ledger/infrastructure/run.repository.js";
 import type { StoreTx } from "../../../platform/db/store.port.js";
 import { fenceExecutingEffect } from "../../ledger/application/effect-ledger.service.js";
-import type { RuntimeContext } from "../../ledger/application/runtime-context.js";
+import type { RuntimeContext } from "../../../kernel/runtime-context.js";
 import type { WorkClaimService } from "./work-claim.service.js";
 
 /** Why a Driver instance is being finalized: its own request, the sweep (heartbeat expired), or an operator. */
@@ -228,7 +228,7 @@ export class FinalizationRepairService {
     if (effects.length === 0 || !this.reconciler) return;
     const reconciler = this.reconciler;
     // A settle runs inside an outcome's transaction, which group commit may roll back and run again
-    // alone (outcome-group-commit.ts): it notes what it did per effect, and the note is counted only
+    // alone (outcome-group-commit.service.ts): it notes what it did per effect, and the note is counted only
     // once that transaction committed (`counted`, after each commit below).
     const settledIn = new Map<string, "completed" | "failed">();
     const settle = async (tx: StoreTx, effect: EffectRow): Promise<void> => {

@@ -6,14 +6,14 @@ import {
   type EffectTransitionResponse,
 } from "@mosoo/contracts";
 import { decideDeadlineMissed, decideLateEvidence, settleTransition } from "../domain/effect-lifecycle.machine.js";
-import { RuntimeError } from "../domain/runtime-errors.js";
+import { RuntimeError } from "../../../kernel/user-facing-error.js";
 import { driverInstanceRepository, type DriverInstanceRow } from "../infrastructure/driver-instance.repository.js";
 import { effectRepository, type AttemptRow, type EffectRow } from "../infrastructure/effect.repository.js";
 import { runRepository } from "../infrastructure/run.repository.js";
 import type { StoreTx } from "../../../platform/db/store.port.js";
-import { assertCurrentConnection } from "./connection-fence.js";
-import { settleCommandFromEffect } from "./command-settlement.js";
-import type { RuntimeContext } from "./runtime-context.js";
+import { assertCurrentConnection } from "./connection-fence.policy.js";
+import { settleCommandFromEffect } from "./command-settlement.service.js";
+import type { RuntimeContext } from "../../../kernel/runtime-context.js";
 
 /** Default send-by deadline of an `execute` claim (ms) when `MOSOO_SEND_DEADLINE_MS` is not set (docs/DESIGN.md §3 rule 12). */
 export const DEFAULT_SEND_DEADLINE_MS = 10_000;

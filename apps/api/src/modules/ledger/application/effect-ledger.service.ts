@@ -10,16 +10,16 @@ import {
 } from "@mosoo/contracts";
 import { decideAttemptReport, decideClaim } from "../domain/effect-lifecycle.machine.js";
 import { isTerminalCommandStatus } from "../domain/command-lifecycle.machine.js";
-import { RuntimeError } from "../domain/runtime-errors.js";
+import { RuntimeError } from "../../../kernel/user-facing-error.js";
 import { StoreBusyError } from "../../../platform/db/store-busy.js";
 import { commandRepository } from "../infrastructure/command.repository.js";
 import { driverInstanceRepository, type DriverInstanceRow } from "../infrastructure/driver-instance.repository.js";
 import { effectRepository, type EffectRow } from "../infrastructure/effect.repository.js";
 import { runRepository } from "../infrastructure/run.repository.js";
 import type { StoreTx } from "../../../platform/db/store.port.js";
-import { assertCurrentConnection } from "./connection-fence.js";
+import { assertCurrentConnection } from "./connection-fence.policy.js";
 import { DEFAULT_SEND_DEADLINE_MS, reportDeadlineMissed, reportLateResult } from "./effect-evidence.service.js";
-import type { RuntimeContext } from "./runtime-context.js";
+import type { RuntimeContext } from "../../../kernel/runtime-context.js";
 import type { EffectReconciliationPort } from "./effect-reconciliation.port.js";
 
 /** The claim answer for an effect already past dispatch (no status change). */

@@ -1,8 +1,8 @@
 import { fingerprintArguments, McpExecuteCommandResultSchema, newUlid } from "@mosoo/contracts";
 import { planCompensation } from "@mosoo/effect-reconciliation/host";
-import { recordIntent } from "../../ledger/application/effect-intent.js";
-import type { RuntimeContext } from "../../ledger/application/runtime-context.js";
-import { RuntimeError } from "../../ledger/domain/runtime-errors.js";
+import { recordIntent } from "../../ledger/application/effect-intent.service.js";
+import type { RuntimeContext } from "../../../kernel/runtime-context.js";
+import { RuntimeError } from "../../../kernel/user-facing-error.js";
 import { isTerminalCommandStatus } from "../../ledger/domain/command-lifecycle.machine.js";
 import { commandRepository } from "../../ledger/infrastructure/command.repository.js";
 import type { StoreTx } from "../../../platform/db/store.port.js";
@@ -11,7 +11,7 @@ import { effectRepository, type EffectRow } from "../../ledger/infrastructure/ef
 import { operatorActionRepository } from "../infrastructure/operator-action.repository.js";
 import { operatorQueryRepository } from "../infrastructure/operator-query.repository.js";
 import type { OperatorCompensateRequest, QueuedCompensation } from "@mosoo/contracts";
-import type { ReconciliationSettings } from "../../reconciliation/application/reconciliation-settings.js";
+import type { ReconciliationSettings } from "../../reconciliation/application/reconciliation-settings.config.js";
 
 /**
  * The compensation of `effectId` that blocks another one, if any (docs/DESIGN.md §3 rule 8: never two

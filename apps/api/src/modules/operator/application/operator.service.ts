@@ -8,9 +8,9 @@ import {
   type McpExecuteCommandResult,
 } from "@mosoo/contracts";
 import { parseJsonColumn } from "../../../platform/db/json-column.js";
-import type { RuntimeContext } from "../../ledger/application/runtime-context.js";
+import type { RuntimeContext } from "../../../kernel/runtime-context.js";
 import type { StoreTx } from "../../../platform/db/store.port.js";
-import { RuntimeError } from "../../ledger/domain/runtime-errors.js";
+import { RuntimeError } from "../../../kernel/user-facing-error.js";
 import { commandRepository } from "../../ledger/infrastructure/command.repository.js";
 import { effectRepository, type EffectRow } from "../../ledger/infrastructure/effect.repository.js";
 import { runRepository } from "../../ledger/infrastructure/run.repository.js";

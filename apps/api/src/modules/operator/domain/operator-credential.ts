@@ -1,7 +1,7 @@
 /** Named operator credentials (held as sha-256 digests only) and the identity an operator acts under. */
 import { createHash, timingSafeEqual } from "node:crypto";
 import { OPERATOR_SCOPES, type OperatorScope } from "@mosoo/contracts";
-import { RuntimeError } from "../../ledger/domain/runtime-errors.js";
+import { RuntimeError } from "../../../kernel/user-facing-error.js";
 
 /**
  * Who acts on the operator surface (docs/DESIGN.md §7, §10): the `name` of the credential that

@@ -10,14 +10,14 @@ import type {
   ReconcileResult,
   SettleInTransaction,
 } from "../../ledger/application/effect-reconciliation.port.js";
-import type { RuntimeContext } from "../../ledger/application/runtime-context.js";
+import type { RuntimeContext } from "../../../kernel/runtime-context.js";
 import { reconciliationRepository } from "../infrastructure/effect-reconciliation.repository.js";
 import { effectRepository, type EffectRow } from "../../ledger/infrastructure/effect.repository.js";
-import type { ReconciliationMetrics } from "../infrastructure/reconciliation-metrics.js";
-import { recordInterruptedLookups } from "./interrupted-lookups.js";
-import { ReconciliationAdmission, toReconcilable } from "./reconciliation-admission.js";
-import { adapterRefOf, ReconciliationOutcomeWriter } from "./reconciliation-outcome-writer.js";
-import type { ReconciliationSettings } from "./reconciliation-settings.js";
+import type { ReconciliationMetrics } from "../infrastructure/reconciliation.metrics.js";
+import { recordInterruptedLookups } from "./interrupted-lookups.service.js";
+import { ReconciliationAdmission, toReconcilable } from "./reconciliation-admission.policy.js";
+import { adapterRefOf, ReconciliationOutcomeWriter } from "./reconciliation-outcome-writer.service.js";
+import type { ReconciliationSettings } from "./reconciliation-settings.config.js";
 
 /**
  * An effect whose lease a reconciler holds: the row as read before the lease (`effect`), its bound

@@ -1,5 +1,5 @@
 // The port through which the run view reads an effect's reconciliation records (implemented by the reconciliation module).
-import type { effectReconciliations } from "../../../platform/db/schema.js";
+import type { effectReconciliations } from "../../../platform/db/sqlite/sqlite-schema.js";
 import type { StoreTx } from "../../../platform/db/store.port.js";
 
 /** A reconciliation record as stored (times in ms). */

@@ -8,19 +8,19 @@ import {
   type ToolCallView,
   MAX_ARGUMENTS_BYTES,
 } from "@mosoo/contracts";
-import { RuntimeError } from "../../ledger/domain/runtime-errors.js";
+import { RuntimeError } from "../../../kernel/user-facing-error.js";
 import { commandRepository } from "../../ledger/infrastructure/command.repository.js";
 import { driverInstanceRepository } from "../../ledger/infrastructure/driver-instance.repository.js";
 import { effectRepository, type EffectRow } from "../../ledger/infrastructure/effect.repository.js";
 import { runRepository } from "../../ledger/infrastructure/run.repository.js";
 import type { StoreTx } from "../../../platform/db/store.port.js";
 import { parseJsonColumn } from "../../../platform/db/json-column.js";
-import type { RuntimeContext } from "../../ledger/application/runtime-context.js";
-import { toRunView, type RunView } from "./run-view.js";
+import type { RuntimeContext } from "../../../kernel/runtime-context.js";
+import { toRunView, type RunView } from "./run-view.query.js";
 import type { ReconciliationRecordsPort } from "./reconciliation-records.port.js";
-import { recordIntent } from "../../ledger/application/effect-intent.js";
-import { guardRepeat, type RepeatGuardWindows } from "./repeat-guard.js";
-import type { RepeatGuardMetrics } from "../infrastructure/repeat-guard-metrics.js";
+import { recordIntent } from "../../ledger/application/effect-intent.service.js";
+import { guardRepeat, type RepeatGuardWindows } from "./repeat-guard.policy.js";
+import type { RepeatGuardMetrics } from "../infrastructure/repeat-guard.metrics.js";
 import { turnToolCallStatus } from "../../ledger/domain/turn-account.js";
 import { reachesRun, reachesSession, sessionNotFound, UNRESTRICTED_CALLER, type RunCaller } from "../domain/run-access.js";
 

@@ -1,5 +1,5 @@
 /** Which runs and sessions a caller of the run API reaches, and the one not-found answer for the rest (docs/DESIGN.md §10). */
-import { RuntimeError } from "../../ledger/domain/runtime-errors.js";
+import { RuntimeError } from "../../../kernel/user-facing-error.js";
 
 /**
  * Who calls the run API, as far as object-level access goes: the API key's name (recorded as the

@@ -2,7 +2,7 @@ import type { Context, Env, Hono, MiddlewareHandler } from "hono";
 import type { ContentfulStatusCode } from "hono/utils/http-status";
 import type { z } from "zod";
 import { MAX_BODY_BYTES, type ApiRoute } from "@mosoo/contracts";
-import { RuntimeError } from "../../modules/ledger/domain/runtime-errors.js";
+import { RuntimeError } from "../../kernel/user-facing-error.js";
 import { parseOrThrow, readJson } from "./http-errors.js";
 import { requestBodyLimit } from "./request-body-limit.js";
 

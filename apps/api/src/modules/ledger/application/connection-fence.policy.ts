@@ -1,4 +1,4 @@
-import { RuntimeError } from "../domain/runtime-errors.js";
+import { RuntimeError } from "../../../kernel/user-facing-error.js";
 import type { DriverInstanceRow } from "../infrastructure/driver-instance.repository.js";
 
 /**

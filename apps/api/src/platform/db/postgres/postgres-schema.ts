@@ -31,9 +31,9 @@ function ms(name: string) {
 }
 
 /**
- * The PostgreSQL twin of the control-plane schema `../schema.ts` (docs/DESIGN.md §11): the same
+ * The PostgreSQL twin of the control-plane schema `../sqlite/sqlite-schema.ts` (docs/DESIGN.md §11): the same
  * tables, column names, TypeScript types, CHECK constraints (same names), foreign keys, indexes and
- * partial unique indexes, so the repositories (written against `../schema.ts`) run unchanged on
+ * partial unique indexes, so the repositories (written against `../sqlite/sqlite-schema.ts`) run unchanged on
  * either dialect. Dialect translations, each checked by `apps/api/tests/pg-schema-parity.test.ts`:
  * - `*_ms` columns are `bigint` (64-bit) read as `number`; counters, `seq`, `version` stay `integer`.
  * - `run_events.terminal` is a real `boolean` (SQLite stores 0/1 behind `mode: "boolean"`), so its
@@ -68,7 +68,7 @@ export const driverInstances = pgTable(
     lastHeartbeatAtMs: ms("last_heartbeat_at_ms"),
     registeredAtMs: ms("registered_at_ms").notNull(),
     finalizedAtMs: ms("finalized_at_ms"),
-    /** The `seq` of the instance's latest command (0: none yet); bumped with `UPDATE … RETURNING` (schema.ts, DESIGN §11). */
+    /** The `seq` of the instance's latest command (0: none yet); bumped with `UPDATE … RETURNING` (sqlite-schema.ts, DESIGN §11). */
     lastCommandSeq: integer("last_command_seq").notNull().default(0),
   },
   () => [
@@ -92,7 +92,7 @@ export const sessionRuns = pgTable(
     errorJson: text("error_json"),
     createdAtMs: ms("created_at_ms").notNull(),
     updatedAtMs: ms("updated_at_ms").notNull(),
-    /** The `seq` of the run's latest event (0: none yet); bumped with `UPDATE … RETURNING` (schema.ts, DESIGN §11). */
+    /** The `seq` of the run's latest event (0: none yet); bumped with `UPDATE … RETURNING` (sqlite-schema.ts, DESIGN §11). */
     lastEventSeq: integer("last_event_seq").notNull().default(0),
   },
   (t) => [
@@ -145,7 +145,7 @@ export const driverCommands = pgTable(
 
 /**
  * One external tool effect per `mcp.execute` command (docs/DESIGN.md §3); the columns' meaning is
- * documented on the SQLite twin (`externalToolEffects` in `../schema.ts`). A delete of an
+ * documented on the SQLite twin (`externalToolEffects` in `../sqlite/sqlite-schema.ts`). A delete of an
  * `executing` or `unknown` effect (directly or by a cascade) is refused by the trigger
  * `external_tool_effects_fence_retained` (custom migration in `apps/api/drizzle-pg/`).
  */
@@ -394,7 +394,7 @@ export const effectOperatorRefusals = pgTable(
   ],
 );
 
-/** Work claimed by one API instance: the twin of `../schema.ts` `workClaims` (one live holder per (kind, key); docs/DESIGN.md §11). */
+/** Work claimed by one API instance: the twin of `../sqlite/sqlite-schema.ts` `workClaims` (one live holder per (kind, key); docs/DESIGN.md §11). */
 export const workClaims = pgTable(
   "work_claims",
   {
@@ -414,7 +414,7 @@ export const workClaims = pgTable(
   ],
 );
 
-/** The store's liveness, one row: the twin of `../schema.ts` `storeLiveness` (docs/DESIGN.md §11). */
+/** The store's liveness, one row: the twin of `../sqlite/sqlite-schema.ts` `storeLiveness` (docs/DESIGN.md §11). */
 export const storeLiveness = pgTable(
   "store_liveness",
   {

@@ -1,7 +1,7 @@
 import type { ReconciliationAdapter } from "@mosoo/effect-reconciliation";
 import type { AdapterProvenance, ToolCoverage } from "@mosoo/effect-reconciliation/host";
 import type { LookupBackoff } from "../domain/lookup-schedule.js";
-import type { GroupCommitSettings } from "./outcome-group-commit.js";
+import type { GroupCommitSettings } from "./outcome-group-commit.service.js";
 
 /**
  * Runtime settings of reconciliation (from config, see README "Reconciliation"):
@@ -15,7 +15,7 @@ import type { GroupCommitSettings } from "./outcome-group-commit.js";
  * - `lookupTimeoutMs`: bound of one lookup (ms); `leaseMs`: how long a reconciler holds an effect (ms, > lookup timeout);
  * - `concurrency`: lookups at once during finalization repair and the sweep;
  * - `backoff` and `maxLookups`: the schedule of further lookups, then an operator must act;
- * - `groupCommit?`: how outcomes share transactions (default `DEFAULT_GROUP_COMMIT`; see `outcome-group-commit.ts`).
+ * - `groupCommit?`: how outcomes share transactions (default `DEFAULT_GROUP_COMMIT`; see `outcome-group-commit.service.ts`).
  */
 export interface ReconciliationSettings {
   enabled: boolean;

@@ -3,7 +3,7 @@ import type { MiddlewareHandler } from "hono";
 import { createMiddleware } from "hono/factory";
 import { DriverTokenSchema, type RouteAuth } from "@mosoo/contracts";
 import type { ApiKey, ApiKeyScope } from "../../config/api-keys.contract.js";
-import { RuntimeError } from "../../modules/ledger/domain/runtime-errors.js";
+import { RuntimeError } from "../../kernel/user-facing-error.js";
 import type { Runtime } from "../../composition-root.js";
 import type { DriverInstanceRow } from "../../modules/drivers/application/driver-instance.service.js";
 import {

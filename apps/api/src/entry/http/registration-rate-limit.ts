@@ -3,7 +3,7 @@ import type { Context, MiddlewareHandler } from "hono";
 import { createMiddleware } from "hono/factory";
 import { RateLimiterMemory, RateLimiterRes } from "rate-limiter-flexible";
 import type { ApiErrorBody } from "@mosoo/contracts";
-import { RuntimeError } from "../../modules/ledger/domain/runtime-errors.js";
+import { RuntimeError } from "../../kernel/user-facing-error.js";
 import type { AuthEnv } from "./credential-guard.js";
 
 /**

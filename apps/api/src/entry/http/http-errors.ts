@@ -3,7 +3,7 @@ import type { ContentfulStatusCode } from "hono/utils/http-status";
 import type { Logger } from "pino";
 import type { z } from "zod";
 import { decodeUtf8Strict, findJsonProblem, formatJsonProblem, INVALID_UTF8_MESSAGE, type ApiErrorBody } from "@mosoo/contracts";
-import { RuntimeError } from "../../modules/ledger/domain/runtime-errors.js";
+import { RuntimeError } from "../../kernel/user-facing-error.js";
 import { isStoreBusy, STORE_BUSY_MESSAGE, STORE_BUSY_RETRY_AFTER_S, storeBusyCause } from "../../platform/db/store-busy.js";
 import { StoreCommitUnknownError } from "../../platform/db/store-errors.js";
 import type { StoreBusyWatch } from "../../platform/db/store-busy-watch.js";

@@ -14,14 +14,14 @@ import {
 } from "@mosoo/contracts";
 import { retryWhenBusy, StoreBusyError } from "../../platform/db/store-busy.js";
 import { checkDbFilePath } from "../../config/startup-checks.js";
-import { openApiStore } from "../../config/open-api-store.js";
+import { openApiStore } from "../../config/configured-store.js";
 import type { Store } from "../../platform/db/store.port.js";
 import type { ApiConfig } from "../../config/api-config.js";
 import { resolveReconciliationSettings } from "../../config/reconciliation-bindings.js";
-import { adapterProcessBudget, createIsolatedAdapterHost } from "../../modules/reconciliation/infrastructure/isolated-adapter-host.js";
+import { adapterProcessBudget, createIsolatedAdapterHost } from "../../modules/reconciliation/infrastructure/adapter-sandbox.host.js";
 import { isMosooSqliteStoreFile } from "../../platform/db/sqlite/sqlite-store-file.js";
 import { createRuntime } from "../../composition-root.js";
-import { RuntimeError } from "../../modules/ledger/domain/runtime-errors.js";
+import { RuntimeError } from "../../kernel/user-facing-error.js";
 import { parseOrThrow } from "../http/http-errors.js";
 import type { OperatorIdentity } from "../../modules/operator/domain/operator-credential.js";
 

@@ -7,18 +7,18 @@ import {
 } from "@mosoo/contracts";
 import type { ReconciliationAdapter } from "@mosoo/effect-reconciliation";
 import { judgeLookupAnswer, type LookupAnswer, type ReconcileDecision } from "@mosoo/effect-reconciliation/host";
-import { DEFAULT_GROUP_COMMIT, OutcomeGroupCommit } from "./outcome-group-commit.js";
+import { DEFAULT_GROUP_COMMIT, OutcomeGroupCommit } from "./outcome-group-commit.service.js";
 import type { ReconcileResult, SettleInTransaction } from "../../ledger/application/effect-reconciliation.port.js";
 import type { StoreTx } from "../../../platform/db/store.port.js";
-import type { RuntimeContext } from "../../ledger/application/runtime-context.js";
+import type { RuntimeContext } from "../../../kernel/runtime-context.js";
 import { settleTransition } from "../../ledger/domain/effect-lifecycle.machine.js";
 import { reconciliationRepository } from "../infrastructure/effect-reconciliation.repository.js";
 import { effectRepository, type EffectRow } from "../../ledger/infrastructure/effect.repository.js";
 import { runRepository } from "../../ledger/infrastructure/run.repository.js";
 import { scheduleNextLookup } from "../domain/lookup-schedule.js";
-import type { ReconciliationMetrics } from "../infrastructure/reconciliation-metrics.js";
-import { toReconcilable } from "./reconciliation-admission.js";
-import type { ReconciliationSettings } from "./reconciliation-settings.js";
+import type { ReconciliationMetrics } from "../infrastructure/reconciliation.metrics.js";
+import { toReconcilable } from "./reconciliation-admission.policy.js";
+import type { ReconciliationSettings } from "./reconciliation-settings.config.js";
 
 /**
  * The reconciler's outcome writer (docs/DESIGN.md §3 rules 5–7, §4): writes a lookup's validated

@@ -7,7 +7,7 @@ import { OperatorAuthBudget } from "./operator-auth-budget.js";
 import { driverRoutes } from "./driver.routes.js";
 import { RegistrationRateLimit } from "./registration-rate-limit.js";
 import { isJsonContentType, toErrorResponse } from "./http-errors.js";
-import { RuntimeError } from "../../modules/ledger/domain/runtime-errors.js";
+import { RuntimeError } from "../../kernel/user-facing-error.js";
 import { runRoutes } from "./run.routes.js";
 import { requestBodyLimit } from "./request-body-limit.js";
 import { mountRoute } from "./route-mount.js";

@@ -1,5 +1,5 @@
 // The repeat guard (docs/DESIGN.md §3 rule 17): refuses a tool call that repeats a recent write of the same session.
-import { RuntimeError } from "../../ledger/domain/runtime-errors.js";
+import { RuntimeError } from "../../../kernel/user-facing-error.js";
 import { effectRepository } from "../../ledger/infrastructure/effect.repository.js";
 import { runRepository } from "../../ledger/infrastructure/run.repository.js";
 import type { StoreTx } from "../../../platform/db/store.port.js";

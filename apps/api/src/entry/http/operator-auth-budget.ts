@@ -3,7 +3,7 @@ import type { Context, MiddlewareHandler } from "hono";
 import { createMiddleware } from "hono/factory";
 import type { Logger } from "pino";
 import { RateLimiterMemory } from "rate-limiter-flexible";
-import { RuntimeError } from "../../modules/ledger/domain/runtime-errors.js";
+import { RuntimeError } from "../../kernel/user-facing-error.js";
 import type { AuthEnv } from "./credential-guard.js";
 import { clientAddress, overBudget, tooMany } from "./registration-rate-limit.js";
 

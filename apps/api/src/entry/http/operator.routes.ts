@@ -1,6 +1,6 @@
 import { Hono, type Context } from "hono";
 import { OPERATOR_API } from "@mosoo/contracts";
-import { RuntimeError } from "../../modules/ledger/domain/runtime-errors.js";
+import { RuntimeError } from "../../kernel/user-facing-error.js";
 import type { Runtime } from "../../composition-root.js";
 import type { OperatorIdentity } from "../../modules/operator/domain/operator-credential.js";
 import type { AuthEnv, CredentialGuard } from "./credential-guard.js";
