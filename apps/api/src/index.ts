@@ -19,5 +19,5 @@ export { StoreCommitUnknownError, StoreTransactionAbortedError } from "./platfor
 export { StoreBusyError } from "./platform/db/store-busy.js";
 export { openApiStore, redactDatabaseUrl } from "./config/configured-store.js";
 export type { Store, StoreTx, QueryDb, StoreTables, DurableWriteObserver, TransactionOptions } from "./platform/db/store.port.js";
-export { RuntimeError, RUNTIME_ERROR_STATUS } from "./kernel/user-facing-error.js";
-export type { RuntimeErrorCode } from "./kernel/user-facing-error.js";
+export { UserFacingError, USER_FACING_ERROR_STATUS } from "./kernel/user-facing-error.js";
+export type { UserFacingErrorCode } from "./kernel/user-facing-error.js";

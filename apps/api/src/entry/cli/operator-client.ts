@@ -21,7 +21,7 @@ import { resolveReconciliationSettings } from "../../config/reconciliation-bindi
 import { adapterProcessBudget, createIsolatedAdapterHost } from "../../modules/reconciliation/infrastructure/adapter-sandbox.host.js";
 import { isMosooSqliteStoreFile } from "../../platform/db/sqlite/sqlite-store-file.js";
 import { createRuntime } from "../../composition-root.js";
-import { RuntimeError } from "../../kernel/user-facing-error.js";
+import { UserFacingError } from "../../kernel/user-facing-error.js";
 import { parseOrThrow } from "../http/http-errors.js";
 import type { OperatorIdentity } from "../../modules/operator/domain/operator-credential.js";
 
@@ -189,7 +189,7 @@ export async function localOperatorClient(config: ApiConfig, token?: string): Pr
       // A store locked by the API (or a backup) is waited for briefly and asynchronously, then refused `store.busy`.
       return await retryWhenBusy(fn);
     } catch (err) {
-      if (err instanceof RuntimeError || err instanceof StoreBusyError) throw new OperatorClientError(err.code, err.message);
+      if (err instanceof UserFacingError || err instanceof StoreBusyError) throw new OperatorClientError(err.code, err.message);
       throw err;
     }
   };

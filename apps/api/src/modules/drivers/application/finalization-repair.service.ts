@@ -4,7 +4,7 @@ import { readTurnToolCallFacts } from "../../ledger/application/turn-account-fac
 import { settleCommandFromEffect, failCommand } from "../../ledger/application/command-settlement.service.js";
 import { isConfirmed, type EffectReconciliationPort, type ReconcileResult } from "../../ledger/application/effect-reconciliation.port.js";
 import type { EffectRow } from "../../ledger/infrastructure/effect.repository.js";
-import { RuntimeError } from "../../../kernel/user-facing-error.js";
+import { UserFacingError } from "../../../kernel/user-facing-error.js";
 import { commandRepository } from "../../ledger/infrastructure/command.repository.js";
 import { driverInstanceRepository } from "../../ledger/infrastructure/driver-instance.repository.js";
 import { effectRepository } from "../../ledger/infrastructure/effect.repository.js";
@@ -69,7 +69,7 @@ export class FinalizationRepairService {
   /**
    * Runs the repair for `driverInstanceId`.
    * @returns counts of what changed (all zero when it was already finalized, or another API instance is repairing it).
-   * @throws RuntimeError `driver.not_found`.
+   * @throws UserFacingError `driver.not_found`.
    */
   async finalize(driverInstanceId: string, trigger: FinalizationTrigger): Promise<FinalizationSummary> {
     return (await this.finalizeUnless(driverInstanceId, trigger, undefined)) ?? emptyFinalizationSummary();
@@ -80,7 +80,7 @@ export class FinalizationRepairService {
    * again inside the repair's first transaction: when the instance heartbeated after `cutoffMs` (ms
    * since the epoch) since the sweep listed it (the heartbeat committed between the sweep's read and
    * this repair), nothing changes and the result is null (a live Driver is never finalized).
-   * @throws RuntimeError `driver.not_found`.
+   * @throws UserFacingError `driver.not_found`.
    */
   async finalizeExpired(driverInstanceId: string, cutoffMs: number): Promise<FinalizationSummary | null> {
     return this.finalizeUnless(driverInstanceId, "heartbeat_expired", cutoffMs);
@@ -171,7 +171,7 @@ export class FinalizationRepairService {
       const summary = emptyFinalizationSummary();
       const logs: { level: "info" | "warn"; fields: Record<string, unknown>; msg: string }[] = [];
       const instance = await driverInstanceRepository.findById(tx, driverInstanceId);
-      if (!instance) throw new RuntimeError("driver.not_found", `no Driver instance ${driverInstanceId}`);
+      if (!instance) throw new UserFacingError("driver.not_found", `no Driver instance ${driverInstanceId}`);
       if (instance.status === "finalized") return { kind: "finalized" as const };
       if (
         heartbeatCutoffMs !== undefined &&

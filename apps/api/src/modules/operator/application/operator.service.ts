@@ -10,7 +10,7 @@ import {
 import { parseJsonColumn } from "../../../platform/db/json-column.js";
 import type { RuntimeContext } from "../../../kernel/runtime-context.js";
 import type { StoreTx } from "../../../platform/db/store.port.js";
-import { RuntimeError } from "../../../kernel/user-facing-error.js";
+import { UserFacingError } from "../../../kernel/user-facing-error.js";
 import { commandRepository } from "../../ledger/infrastructure/command.repository.js";
 import { effectRepository, type EffectRow } from "../../ledger/infrastructure/effect.repository.js";
 import { runRepository } from "../../ledger/infrastructure/run.repository.js";
@@ -107,10 +107,10 @@ export class OperatorService {
     readonly enabled: boolean,
   ) {}
 
-  /** @throws RuntimeError `feature.disabled` (404) when reconciliation is off. */
+  /** @throws UserFacingError `feature.disabled` (404) when reconciliation is off. */
   assertEnabled(): void {
     if (!this.enabled)
-      throw new RuntimeError(
+      throw new UserFacingError(
         "feature.disabled",
         "the operator surface is part of effect reconciliation, which is off: set MOSOO_EFFECT_RECONCILIATION=on",
       );
@@ -119,7 +119,7 @@ export class OperatorService {
   /**
    * Refuses a read (list, show, stats) by a credential without the `read` scope, with one warn line
    * `operator.refused` under the credential's name (a read changes nothing, so no audit row).
-   * @throws RuntimeError `auth.scope` (403).
+   * @throws UserFacingError `auth.scope` (403).
    */
   assertMayRead(by: OperatorIdentity): void {
     try {
@@ -132,7 +132,7 @@ export class OperatorService {
 
   /**
    * One page of effects matching `query` (see `OperatorListQuerySchema`), newest first.
-   * @throws RuntimeError `feature.disabled`.
+   * @throws UserFacingError `feature.disabled`.
    */
   async list(query: OperatorListQuery): Promise<OperatorEffectPage> {
     this.assertEnabled();
@@ -164,7 +164,7 @@ export class OperatorService {
    * declaration hash), why it gets no lookup (`noLookupReason`, null when its server's adapter
    * covers its tool), operator actions (with any receipt an operator supplied), refused operator
    * actions (`refusedActions`: actor, action, refusal code as `outcome`, reason, time) and compensations.
-   * @throws RuntimeError `feature.disabled`, `effect.not_found`.
+   * @throws UserFacingError `feature.disabled`, `effect.not_found`.
    */
   async show(effectId: string): Promise<OperatorEffectDetail> {
     this.assertEnabled();
@@ -173,7 +173,7 @@ export class OperatorService {
 
   private async showIn(tx: StoreTx, effectId: string): Promise<OperatorEffectDetail> {
     const e = await effectRepository.findById(tx, effectId);
-    if (!e) throw new RuntimeError("effect.not_found", `no effect ${effectId}`);
+    if (!e) throw new UserFacingError("effect.not_found", `no effect ${effectId}`);
     const cmd = await commandRepository.findById(tx, e.commandId);
     const run = await runRepository.findRun(tx, e.runId);
     const attempts = await effectRepository.listAttempts(tx, e.id);
@@ -204,7 +204,7 @@ export class OperatorService {
    * Counts for an operator's overview: `unknownTotal`, the `unknown` effects by attention reason
    * (`reason` null: no reason yet, lookups continue) and every recorded lookup by outcome and
    * reason code.
-   * @throws RuntimeError `feature.disabled`.
+   * @throws UserFacingError `feature.disabled`.
    */
   async stats(): Promise<OperatorStats> {
     this.assertEnabled();
@@ -216,7 +216,7 @@ export class OperatorService {
 
   /**
    * How many effects are `unknown` now (a range count over the (status, id) index).
-   * @throws RuntimeError `feature.disabled`.
+   * @throws UserFacingError `feature.disabled`.
    */
   async unknownTotal(): Promise<number> {
     this.assertEnabled();
@@ -235,7 +235,7 @@ export class OperatorService {
    * Looks the effect up once more now, through its bound adapter and the same path as the sweep
    * (the lease is respected: a lookup already running wins and this one records `superseded`;
    * the schedule and the lookup bound are ignored, never the fail-closed checks).
-   * @throws RuntimeError `feature.disabled`; `auth.scope` (403: `by` lacks `reconcile`); `effect.not_found`;
+   * @throws UserFacingError `feature.disabled`; `auth.scope` (403: `by` lacks `reconcile`); `effect.not_found`;
    *   `effect.not_reconcilable` (409: not `unknown`, or no adapter bound for its server and tool).
    */
   async reconcile(effectId: string, req: OperatorReconcileRequest, by: OperatorIdentity): Promise<OperatorReconcileAnswer> {
@@ -250,9 +250,9 @@ export class OperatorService {
 
   private async reconcileNow(effectId: string, req: OperatorReconcileRequest, actor: string): Promise<OperatorReconcileAnswer> {
     const e = await this.ctx.store.read((tx) => effectRepository.findById(tx, effectId));
-    if (!e) throw new RuntimeError("effect.not_found", `no effect ${effectId}`);
+    if (!e) throw new UserFacingError("effect.not_found", `no effect ${effectId}`);
     if (e.status !== "unknown" || !this.reconciler.adapterFor(e)) {
-      throw new RuntimeError(
+      throw new UserFacingError(
         "effect.not_reconcilable",
         `effect ${effectId} is ${e.status}${e.status === "unknown" ? " and no adapter is bound for its server and tool (or MOSOO_EFFECT_RECONCILIATION is off)" : ""}`,
       );
@@ -293,7 +293,7 @@ export class OperatorService {
    * `effect.resolved` run event. A `succeeded` resolution stores the MCP tool result as the run
    * sees it (text blocks joined, as the Driver does) and its `_meta` as the provider receipt. The
    * fence is lifted; a command that is not terminal yet gets the settled answer at its next claim.
-   * @throws RuntimeError `feature.disabled`; `auth.scope` (403: `by` lacks `resolve`); `effect.not_found`;
+   * @throws UserFacingError `feature.disabled`; `auth.scope` (403: `by` lacks `resolve`); `effect.not_found`;
    *   `effect.not_unknown` (409: only an `unknown` effect is resolved by hand; a concurrent change
    *   wins and this changes nothing).
    */
@@ -311,9 +311,9 @@ export class OperatorService {
     const now = this.ctx.clock.nowMs();
     const after = await this.ctx.store.transaction(async (tx) => {
       const e = await effectRepository.findById(tx, effectId);
-      if (!e) throw new RuntimeError("effect.not_found", `no effect ${effectId}`);
+      if (!e) throw new UserFacingError("effect.not_found", `no effect ${effectId}`);
       if (e.status !== "unknown")
-        throw new RuntimeError("effect.not_unknown", `effect ${effectId} is ${e.status}; only an unknown effect is resolved by hand`);
+        throw new UserFacingError("effect.not_unknown", `effect ${effectId} is ${e.status}; only an unknown effect is resolved by hand`);
       const toolResult = req.outcome === "succeeded" ? McpToolResultSchema.parse(req.result) : null;
       const result: McpExecuteCommandResult | null = toolResult ? toMcpExecuteCommandResult(toolResult, e) : null;
       const changed = await effectRepository.updateIfCurrent(tx, e, {
@@ -325,7 +325,7 @@ export class OperatorService {
         leaseExpiresAtMs: null,
         updatedAtMs: now,
       });
-      if (!changed) throw new RuntimeError("effect.not_unknown", `effect ${effectId} changed meanwhile; read it again`);
+      if (!changed) throw new UserFacingError("effect.not_unknown", `effect ${effectId} changed meanwhile; read it again`);
       await operatorActionRepository.insert(tx, {
         id: newUlid(now),
         effectId,
@@ -359,7 +359,7 @@ export class OperatorService {
   /**
    * Requests the compensation the bound adapter declares for a `succeeded` effect's tool (see
    * `CompensationService.compensate` for the rules and the errors it throws).
-   * @throws RuntimeError `feature.disabled`, `auth.scope` (403: `by` lacks `compensate`), and every
+   * @throws UserFacingError `feature.disabled`, `auth.scope` (403: `by` lacks `compensate`), and every
    *   code of `CompensationService.compensate`.
    */
   async compensate(effectId: string, req: OperatorCompensateRequest, by: OperatorIdentity): Promise<QueuedCompensation> {
@@ -388,7 +388,7 @@ export class OperatorService {
     by: OperatorIdentity,
     err: unknown,
   ): Promise<unknown> {
-    if (!(err instanceof RuntimeError) || !isRefusalCode(err.code) || !UlidSchema.safeParse(effectId).success) return err;
+    if (!(err instanceof UserFacingError) || !isRefusalCode(err.code) || !UlidSchema.safeParse(effectId).success) return err;
     const code = err.code;
     try {
       const now = this.ctx.clock.nowMs();
