@@ -268,7 +268,8 @@ describe("group commit: one batch, each outcome whole", () => {
     await lab.runtime.reconciler.reconcileMany(source, {
       trigger: "sweep",
       concurrency: N,
-      settle: async (_tx, effect) => {
+      settleCommand: true,
+      alsoWrite: async (_tx, effect) => {
         if (effect.id === failing.effectId) throw new Error("settle failed for this outcome");
       },
       onResult: (result, effectId) => void results.push([effectId, result.kind]),

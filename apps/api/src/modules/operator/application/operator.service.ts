@@ -277,7 +277,9 @@ export class OperatorService {
       });
       audited = true;
     };
-    const result = await this.reconciler.reconcile(effectId, "operator", (tx, after) => audit(tx, lookupOutcomeOf(after), after.status));
+    const result = await this.reconciler.reconcile(effectId, "operator", {
+      alsoWrite: (tx, after) => audit(tx, lookupOutcomeOf(after), after.status),
+    });
     // It changed nothing (superseded, ineligible): before and after are the same, whatever another actor did meanwhile.
     if (!audited) await this.ctx.store.transaction((tx) => audit(tx, result.kind, e.status));
     this.ctx.logger.info(
