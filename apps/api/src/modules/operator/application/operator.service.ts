@@ -1,12 +1,5 @@
 import { settleTransition } from "../../ledger/domain/effect-lifecycle.machine.js";
-import {
-  newUlid,
-  toMcpExecuteCommandResult,
-  McpExecuteCommandResultSchema,
-  McpToolResultSchema,
-  UlidSchema,
-  type McpExecuteCommandResult,
-} from "@mosoo/contracts";
+import { newUlid, toMcpExecuteCommandResult, McpToolResultSchema, UlidSchema, type McpExecuteCommandResult } from "@mosoo/contracts";
 import { parseJsonColumn } from "../../../platform/db/json-column.js";
 import type { RuntimeContext } from "../../../kernel/runtime-context.js";
 import type { StoreTx } from "../../../platform/db/store.port.js";
@@ -20,6 +13,7 @@ import { OPERATOR_REFUSAL_CODES, type OperatorAction, type OperatorRefusalCode }
 import { operatorQueryRepository } from "../infrastructure/operator-query.repository.js";
 import { reconciliationRecordsService } from "../../reconciliation/application/reconciliation-records.service.js";
 import type { CompensationService } from "./compensation.service.js";
+import { toEffectSummary } from "./operator-effect-summary.query.js";
 import type { EffectReconciler } from "../../reconciliation/application/effect-reconciler.service.js";
 import { requireOperatorScope, type OperatorIdentity } from "../domain/operator-credential.js";
 import type {
@@ -45,45 +39,7 @@ function lookupOutcomeOf(effect: EffectRow): string {
 const parse = parseJsonColumn;
 const sumCounts = (rows: Array<{ count: number }>) => rows.reduce((n, r) => n + r.count, 0);
 
-/**
- * True for a `succeeded` effect whose stored result is an MCP error result (`isError: true`): the
- * provider answered, but the tool reported a failure (e.g. a business refusal). It is still a
- * settled write outcome (never replayed), shown as `succeeded (tool error)` so it does not pass for
- * a plain success.
- */
-function isToolErrorSuccess(e: Pick<EffectRow, "status" | "resultJson">): boolean {
-  if (e.status !== "succeeded" || e.resultJson === null) return false;
-  return McpExecuteCommandResultSchema.safeParse(parse(e.resultJson)).data?.isError === true;
-}
-
 const isRefusalCode = (code: string): code is OperatorRefusalCode => (OPERATOR_REFUSAL_CODES as readonly string[]).includes(code);
-
-/**
- * An effect as the operator sees it in a list: status, `toolError` (a `succeeded` effect whose
- * result is an MCP error result, see {@link isToolErrorSuccess}), why it waits, its lookup schedule
- * and times (ms since the epoch).
- */
-function summary(e: EffectRow): OperatorEffectSummary {
-  return {
-    id: e.id,
-    runId: e.runId,
-    commandId: e.commandId,
-    driverInstanceId: e.driverInstanceId,
-    serverId: e.serverId,
-    toolName: e.toolName,
-    toolCallId: e.toolCallId,
-    idempotencyKey: e.idempotencyKey,
-    status: e.status,
-    toolError: isToolErrorSuccess(e),
-    resolution: e.resolution,
-    operatorAttention: e.operatorAttention,
-    lookupCount: e.lookupCount,
-    nextLookupAtMs: e.nextLookupAtMs,
-    compensatesEffectId: e.compensatesEffectId,
-    createdAtMs: e.createdAtMs,
-    updatedAtMs: e.updatedAtMs,
-  };
-}
 
 /**
  * The operator surface of the ledger (docs/DESIGN.md §7), one service behind both the HTTP routes and
@@ -155,7 +111,7 @@ export class OperatorService {
     };
     const rows = await this.ctx.store.read((tx) => operatorQueryRepository.listEffects(tx, filter));
     const page = rows.slice(0, query.limit);
-    return { effects: page.map(summary), nextCursor: rows.length > query.limit ? (page.at(-1)?.id ?? null) : null };
+    return { effects: page.map(toEffectSummary), nextCursor: rows.length > query.limit ? (page.at(-1)?.id ?? null) : null };
   }
 
   /**
@@ -182,7 +138,7 @@ export class OperatorService {
     const refusedActions = await operatorRefusalRepository.listByEffect(tx, e.id);
     const compensations = await operatorQueryRepository.listCompensations(tx, e.id);
     return {
-      ...summary(e),
+      ...toEffectSummary(e),
       requestFingerprint: e.requestFingerprint,
       version: e.version,
       arguments: parse(e.argumentsJson),
@@ -196,7 +152,7 @@ export class OperatorService {
       reconciliations: records.map(({ receiptJson, ...r }) => ({ ...r, receipt: parse(receiptJson) })),
       operatorActions: actions.map(({ receiptJson, ...a }) => ({ ...a, receipt: parse(receiptJson) })),
       refusedActions,
-      compensations: compensations.map(summary),
+      compensations: compensations.map(toEffectSummary),
     };
   }
 
@@ -286,7 +242,7 @@ export class OperatorService {
       { effectId, commandId: e.commandId, driverInstanceId: e.driverInstanceId, actor, outcome: result.kind },
       "operator.lookup",
     );
-    return { outcome: result.kind, effect: result.effect ? summary(result.effect) : null };
+    return { outcome: result.kind, effect: result.effect ? toEffectSummary(result.effect) : null };
   }
 
   /**
@@ -355,7 +311,7 @@ export class OperatorService {
       { effectId, commandId: after.commandId, driverInstanceId: after.driverInstanceId, actor, outcome: req.outcome },
       "operator.resolved",
     );
-    return summary(after);
+    return toEffectSummary(after);
   }
 
   /**
