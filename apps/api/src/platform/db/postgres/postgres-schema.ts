@@ -1,3 +1,4 @@
+// The PostgreSQL schema of the control plane (drizzle-orm), the twin of sqlite/sqlite-schema.ts; drizzle-kit generates apps/api/drizzle-pg from it.
 import { sql } from "drizzle-orm";
 import { bigint, boolean, check, index, integer, pgTable, primaryKey, text, uniqueIndex, type AnyPgColumn } from "drizzle-orm/pg-core";
 import {
@@ -6,29 +7,16 @@ import {
   DRIVER_INSTANCE_STATUSES,
   EFFECT_RESOLUTIONS,
   EFFECT_STATUSES,
-  OPERATOR_ACTIONS,
   OPERATOR_ATTENTION_REASONS,
-  OPERATOR_REFUSAL_CODES,
   RECONCILIATION_OUTCOMES,
   RECONCILIATION_TRIGGERS,
   RUN_EVENT_TYPES,
   RUN_STATUSES,
-  STORE_OUTAGE_SOURCES,
-  WORK_CLAIM_KINDS,
 } from "@mosoo/contracts/statuses";
+import { oneOf, ms } from "./postgres-schema.columns.js";
 
-/** `col IN ('a','b',...)` for a CHECK constraint built from one of the contracts' status lists (same text as the SQLite schema's). */
-function oneOf(column: string, values: readonly string[]) {
-  return sql.raw(`${column} IN (${values.map((v) => `'${v}'`).join(", ")})`);
-}
-
-/**
- * A time or duration in milliseconds: PostgreSQL `bigint` (64-bit; `integer` is 32-bit there and
- * would overflow in 1970 + 24.8 days), read and written as a JS `number` (exact up to 2^53 ms).
- */
-function ms(name: string) {
-  return bigint(name, { mode: "number" });
-}
+export * from "./postgres-schema.operator-audit.js";
+export * from "./postgres-schema.coordination.js";
 
 /**
  * The PostgreSQL twin of the control-plane schema `../sqlite/sqlite-schema.ts` (docs/DESIGN.md §11): the same
@@ -336,99 +324,5 @@ export const effectReconciliations = pgTable(
     uniqueIndex("effect_reconciliations_one_confirmed")
       .on(t.effectId)
       .where(sql`outcome IN ('confirmed_succeeded', 'confirmed_not_executed')`),
-  ],
-);
-
-/** The append-only audit trail of operator actions on effects (docs/DESIGN.md §7); no foreign keys, as on SQLite. */
-export const effectOperatorActions = pgTable(
-  "effect_operator_actions",
-  {
-    id: text("id").primaryKey(),
-    effectId: text("effect_id").notNull(),
-    runId: text("run_id"),
-    driverInstanceId: text("driver_instance_id"),
-    action: text("action", { enum: OPERATOR_ACTIONS }).notNull(),
-    actor: text("actor").notNull(),
-    reason: text("reason").notNull(),
-    outcome: text("outcome").notNull(),
-    statusBefore: text("status_before", { enum: EFFECT_STATUSES }).notNull(),
-    statusAfter: text("status_after", { enum: EFFECT_STATUSES }).notNull(),
-    receiptJson: text("receipt_json"),
-    compensationEffectId: text("compensation_effect_id"),
-    createdAtMs: ms("created_at_ms").notNull(),
-  },
-  (t) => [
-    check("effect_operator_actions_action_check", oneOf("action", OPERATOR_ACTIONS)),
-    check("effect_operator_actions_status_before_check", oneOf("status_before", EFFECT_STATUSES)),
-    check("effect_operator_actions_status_after_check", oneOf("status_after", EFFECT_STATUSES)),
-    check("effect_operator_actions_compensation_check", sql`action = 'compensate' OR compensation_effect_id IS NULL`),
-    check("effect_operator_actions_actor_check", sql`length(actor) BETWEEN 1 AND 200`),
-    check("effect_operator_actions_reason_check", sql`length(reason) BETWEEN 1 AND 2000`),
-    index("effect_operator_actions_effect_idx").on(t.effectId),
-  ],
-);
-
-/** Refused operator actions (docs/DESIGN.md §7), append-only; see the SQLite twin for each column. */
-export const effectOperatorRefusals = pgTable(
-  "effect_operator_refusals",
-  {
-    id: text("id").primaryKey(),
-    effectId: text("effect_id").notNull(),
-    action: text("action", { enum: OPERATOR_ACTIONS }).notNull(),
-    actor: text("actor").notNull(),
-    reason: text("reason").notNull(),
-    outcome: text("outcome", { enum: OPERATOR_REFUSAL_CODES }).notNull(),
-    message: text("message").notNull(),
-    effectStatus: text("effect_status", { enum: EFFECT_STATUSES }),
-    createdAtMs: ms("created_at_ms").notNull(),
-  },
-  (t) => [
-    check("effect_operator_refusals_effect_check", sql`length(effect_id) = 26`),
-    check("effect_operator_refusals_action_check", oneOf("action", OPERATOR_ACTIONS)),
-    check("effect_operator_refusals_outcome_check", oneOf("outcome", OPERATOR_REFUSAL_CODES)),
-    check("effect_operator_refusals_status_check", sql`effect_status IS NULL OR ${oneOf("effect_status", EFFECT_STATUSES)}`),
-    check("effect_operator_refusals_actor_check", sql`length(actor) BETWEEN 1 AND 200`),
-    check("effect_operator_refusals_reason_check", sql`length(reason) BETWEEN 1 AND 2000`),
-    check("effect_operator_refusals_message_check", sql`length(message) BETWEEN 1 AND 2000`),
-    index("effect_operator_refusals_effect_idx").on(t.effectId),
-  ],
-);
-
-/** Work claimed by one API instance: the twin of `../sqlite/sqlite-schema.ts` `workClaims` (one live holder per (kind, key); docs/DESIGN.md §11). */
-export const workClaims = pgTable(
-  "work_claims",
-  {
-    kind: text("kind", { enum: WORK_CLAIM_KINDS }).notNull(),
-    key: text("key").notNull(),
-    holder: text("holder").notNull(),
-    holderInstanceId: text("holder_instance_id").notNull(),
-    claimedAtMs: ms("claimed_at_ms").notNull(),
-    expiresAtMs: ms("expires_at_ms").notNull(),
-  },
-  (t) => [
-    primaryKey({ columns: [t.kind, t.key] }),
-    check("work_claims_kind_check", oneOf("kind", WORK_CLAIM_KINDS)),
-    check("work_claims_key_check", sql`length(key) BETWEEN 1 AND 200`),
-    check("work_claims_holder_check", sql`length(holder) = 26 AND length(holder_instance_id) = 26`),
-    check("work_claims_expiry_check", sql`expires_at_ms > claimed_at_ms`),
-  ],
-);
-
-/** The store's liveness, one row: the twin of `../sqlite/sqlite-schema.ts` `storeLiveness` (docs/DESIGN.md §11). */
-export const storeLiveness = pgTable(
-  "store_liveness",
-  {
-    id: integer("id").primaryKey().default(1),
-    lastSeenAtMs: ms("last_seen_at_ms").notNull(),
-    lastOutageAtMs: ms("last_outage_at_ms"),
-    lastOutageSource: text("last_outage_source", { enum: STORE_OUTAGE_SOURCES }),
-  },
-  () => [
-    check("store_liveness_single_row_check", sql`id = 1`),
-    check("store_liveness_seen_check", sql`last_seen_at_ms >= 0`),
-    check(
-      "store_liveness_outage_check",
-      sql`(last_outage_at_ms IS NULL AND last_outage_source IS NULL) OR (last_outage_at_ms <= last_seen_at_ms AND ${oneOf("last_outage_source", STORE_OUTAGE_SOURCES)})`,
-    ),
   ],
 );

@@ -1,3 +1,4 @@
+// The SQLite schema of the control plane (drizzle-orm): every table, its CHECKs and indexes; drizzle-kit generates apps/api/drizzle from it.
 import { sql } from "drizzle-orm";
 import { check, index, integer, primaryKey, sqliteTable, text, uniqueIndex, type AnySQLiteColumn } from "drizzle-orm/sqlite-core";
 import {
@@ -6,21 +7,16 @@ import {
   DRIVER_INSTANCE_STATUSES,
   EFFECT_RESOLUTIONS,
   EFFECT_STATUSES,
-  OPERATOR_ACTIONS,
   OPERATOR_ATTENTION_REASONS,
-  OPERATOR_REFUSAL_CODES,
   RECONCILIATION_OUTCOMES,
   RECONCILIATION_TRIGGERS,
   RUN_EVENT_TYPES,
   RUN_STATUSES,
-  STORE_OUTAGE_SOURCES,
-  WORK_CLAIM_KINDS,
 } from "@mosoo/contracts/statuses";
+import { oneOf } from "./sqlite-schema.columns.js";
 
-/** `col IN ('a','b',...)` for a CHECK constraint built from one of the contracts' status lists. */
-function oneOf(column: string, values: readonly string[]) {
-  return sql.raw(`${column} IN (${values.map((v) => `'${v}'`).join(", ")})`);
-}
+export * from "./sqlite-schema.operator-audit.js";
+export * from "./sqlite-schema.coordination.js";
 
 /**
  * Database schema of the control plane (drizzle-orm, SQLite). Every status column is
@@ -396,140 +392,5 @@ export const effectReconciliations = sqliteTable(
     uniqueIndex("effect_reconciliations_one_confirmed")
       .on(t.effectId)
       .where(sql`outcome IN ('confirmed_succeeded', 'confirmed_not_executed')`),
-  ],
-);
-
-/**
- * The audit trail of operator actions on effects (docs/DESIGN.md §7): who (`actor`) did what
- * (`action`: a lookup, a manual resolution, a compensation request), why (`reason`), what came of
- * it (`outcome`), the effect's status before and after (`status_before`, `status_after`), the
- * receipt an operator supplied with a manual resolution, and the compensation effect it created.
- * Each row commits in the same transaction as the change it records. Append-only.
- * Audit rows outlive the runs they mention (docs/DESIGN.md §7): no id here is a foreign key, so deleting a
- * run, a session or a Driver never deletes (or rewrites) an audit row; `run_id` and
- * `driver_instance_id` are copied from the effect when the row is written (null only on rows
- * written before migration 0008 whose effect was already gone).
- */
-export const effectOperatorActions = sqliteTable(
-  "effect_operator_actions",
-  {
-    id: text("id").primaryKey(),
-    effectId: text("effect_id").notNull(),
-    /** The effect's run (denormalised: the run may be deleted later; the row stays). */
-    runId: text("run_id"),
-    /** The effect's Driver instance (denormalised, like `run_id`). */
-    driverInstanceId: text("driver_instance_id"),
-    action: text("action", { enum: OPERATOR_ACTIONS }).notNull(),
-    actor: text("actor").notNull(),
-    reason: text("reason").notNull(),
-    outcome: text("outcome").notNull(),
-    statusBefore: text("status_before", { enum: EFFECT_STATUSES }).notNull(),
-    statusAfter: text("status_after", { enum: EFFECT_STATUSES }).notNull(),
-    /** The provider receipt an operator supplied with a manual `succeeded` resolution (JSON, at most 4096 bytes). */
-    receiptJson: text("receipt_json"),
-    /** The compensation effect a `compensate` action created (a plain id: it stays when that effect is deleted). */
-    compensationEffectId: text("compensation_effect_id"),
-    createdAtMs: integer("created_at_ms").notNull(),
-  },
-  (t) => [
-    check("effect_operator_actions_action_check", oneOf("action", OPERATOR_ACTIONS)),
-    check("effect_operator_actions_status_before_check", oneOf("status_before", EFFECT_STATUSES)),
-    check("effect_operator_actions_status_after_check", oneOf("status_after", EFFECT_STATUSES)),
-    // Only a compensate row names a compensation (rows from before migration 0008 whose compensation's
-    // Driver was purged lost that link by SET NULL, so a compensate row may also have none).
-    check("effect_operator_actions_compensation_check", sql`action = 'compensate' OR compensation_effect_id IS NULL`),
-    check("effect_operator_actions_actor_check", sql`length(actor) BETWEEN 1 AND 200`),
-    check("effect_operator_actions_reason_check", sql`length(reason) BETWEEN 1 AND 2000`),
-    // The actions on an effect (`show`). No index on run_id: no query reads the audit by run (effect_operator_actions_run_idx
-    // was dropped; docs/ARCHITECTURE.md "Indexes").
-    index("effect_operator_actions_effect_idx").on(t.effectId),
-  ],
-);
-
-/**
- * Refused operator actions (docs/DESIGN.md §7: every action, refused ones included, is audited): who
- * (`actor`) asked for what (`action`) on which effect (`effect_id`: as given; no foreign key, so a
- * refusal for an id that does not exist, or of an effect deleted later, is kept), why (`reason`),
- * the refusal code (`outcome`, one of {@link OPERATOR_REFUSAL_CODES}) and message, the effect's status
- * at the time (null when there was no such effect), and when. Written in its own transaction after
- * the refused action rolled back: it changes no ledger state. Append-only.
- */
-export const effectOperatorRefusals = sqliteTable(
-  "effect_operator_refusals",
-  {
-    id: text("id").primaryKey(),
-    effectId: text("effect_id").notNull(),
-    action: text("action", { enum: OPERATOR_ACTIONS }).notNull(),
-    actor: text("actor").notNull(),
-    reason: text("reason").notNull(),
-    outcome: text("outcome", { enum: OPERATOR_REFUSAL_CODES }).notNull(),
-    message: text("message").notNull(),
-    effectStatus: text("effect_status", { enum: EFFECT_STATUSES }),
-    createdAtMs: integer("created_at_ms").notNull(),
-  },
-  (t) => [
-    check("effect_operator_refusals_effect_check", sql`length(effect_id) = 26`),
-    check("effect_operator_refusals_action_check", oneOf("action", OPERATOR_ACTIONS)),
-    check("effect_operator_refusals_outcome_check", oneOf("outcome", OPERATOR_REFUSAL_CODES)),
-    check("effect_operator_refusals_status_check", sql`effect_status IS NULL OR ${oneOf("effect_status", EFFECT_STATUSES)}`),
-    check("effect_operator_refusals_actor_check", sql`length(actor) BETWEEN 1 AND 200`),
-    check("effect_operator_refusals_reason_check", sql`length(reason) BETWEEN 1 AND 2000`),
-    check("effect_operator_refusals_message_check", sql`length(message) BETWEEN 1 AND 2000`),
-    index("effect_operator_refusals_effect_idx").on(t.effectId),
-  ],
-);
-
-/**
- * Work claimed by one API instance (docs/DESIGN.md §11: several API instances on one store never do
- * the same work at once). At most ONE row per (kind, key) — the primary key — so at most one live
- * holder: a claim is taken with one atomic `INSERT … ON CONFLICT (kind, key) DO UPDATE … WHERE the row
- * expired OR it is the caller's own … RETURNING` (work-claim.repository.ts), renewed while the work
- * runs, and deleted when it ends; a holder that died loses its claim at `expires_at_ms` (ms since the
- * epoch, the claimer's clock). `holder` is a fresh token per claim (a second claim of the same
- * instance is a different holder); `holder_instance_id` names the API instance (diagnostics). `kind`
- * is one of {@link WORK_CLAIM_KINDS}.
- */
-export const workClaims = sqliteTable(
-  "work_claims",
-  {
-    kind: text("kind", { enum: WORK_CLAIM_KINDS }).notNull(),
-    key: text("key").notNull(),
-    holder: text("holder").notNull(),
-    holderInstanceId: text("holder_instance_id").notNull(),
-    claimedAtMs: integer("claimed_at_ms").notNull(),
-    expiresAtMs: integer("expires_at_ms").notNull(),
-  },
-  (t) => [
-    primaryKey({ columns: [t.kind, t.key] }),
-    check("work_claims_kind_check", oneOf("kind", WORK_CLAIM_KINDS)),
-    check("work_claims_key_check", sql`length(key) BETWEEN 1 AND 200`),
-    check("work_claims_holder_check", sql`length(holder) = 26 AND length(holder_instance_id) = 26`),
-    check("work_claims_expiry_check", sql`expires_at_ms > claimed_at_ms`),
-  ],
-);
-
-/**
- * The store's liveness, one row (`id` 1) shared by every API instance (docs/DESIGN.md §11, "Operating
- * through store outages"): `last_seen_at_ms`, the store's time (ms since the epoch) when an instance
- * last wrote it (each instance does, every few seconds); `last_outage_at_ms` / `last_outage_source`,
- * the store's time when an outage was last recorded (a gap in those writes, or an instance that found
- * the store unreachable) and how. No instance judges a Driver's heartbeat silence within one heartbeat
- * TTL of a recorded outage. Both outage columns are null together; an outage is never after the last write.
- */
-export const storeLiveness = sqliteTable(
-  "store_liveness",
-  {
-    id: integer("id").primaryKey().default(1),
-    lastSeenAtMs: integer("last_seen_at_ms").notNull(),
-    lastOutageAtMs: integer("last_outage_at_ms"),
-    lastOutageSource: text("last_outage_source", { enum: STORE_OUTAGE_SOURCES }),
-  },
-  () => [
-    check("store_liveness_single_row_check", sql`id = 1`),
-    check("store_liveness_seen_check", sql`last_seen_at_ms >= 0`),
-    check(
-      "store_liveness_outage_check",
-      sql`(last_outage_at_ms IS NULL AND last_outage_source IS NULL) OR (last_outage_at_ms <= last_seen_at_ms AND ${oneOf("last_outage_source", STORE_OUTAGE_SOURCES)})`,
-    ),
   ],
 );
