@@ -9,8 +9,10 @@
 //                               and the drivers' ReconciliationSweepPort; wired by the composition root)
 //   operator                    operator actions, compensation, their audit
 //   console                     the operator console's sessions and change feed
-// A module imports only modules below it. apps/api/src/composition-root.ts, the HTTP/CLI adapters,
-// config and the entry points sit on top.
+// A module imports only modules below it. Below every module: apps/api/src/kernel/ (the user-facing
+// error type, the RuntimeContext) and apps/api/src/platform/ (store, clock, logger, wake-ups).
+// apps/api/src/composition-root.ts, the HTTP/CLI entry points (apps/api/src/entry/), config and the
+// process entry files sit on top.
 
 /** `^apps/api/src/modules/<name>/` for each name given. */
 const modules = (...names) => `^apps/api/src/modules/(${names.join("|")})/`;
@@ -36,12 +38,14 @@ module.exports = {
     {
       name: "domain-imports-no-layer",
       severity: "error",
-      comment: "A module's domain/ is pure: it imports no application/ or infrastructure/ code, no platform, no adapter, no config.",
+      comment:
+        "A module's domain/ is pure: it imports no application/ or infrastructure/ code, no platform, no entry point, no config, and of the kernel only the error type.",
       from: { path: "^apps/api/src/modules/[^/]+/domain/" },
       to: {
         path: [
           "^apps/api/src/modules/[^/]+/(application|infrastructure)/",
-          "^apps/api/src/(platform|adapters|config)/",
+          "^apps/api/src/(platform|entry|config)/",
+          "^apps/api/src/kernel/(?!user-facing-error[.]ts$)",
           "^apps/api/src/[^/]+\\.ts$",
         ],
       },
@@ -93,23 +97,42 @@ module.exports = {
     {
       name: "modules-import-no-top",
       severity: "error",
-      comment: "Modules never import what sits on top of them: the composition root, the HTTP/CLI adapters, config, the entry points.",
+      comment:
+        "Modules never import what sits on top of them: the composition root, the HTTP/CLI entry points, config, the process entry files.",
       from: { path: "^apps/api/src/modules/" },
-      to: { path: ["^apps/api/src/(adapters|config)/", "^apps/api/src/[^/]+\\.ts$"] },
+      to: { path: ["^apps/api/src/(entry|config)/", "^apps/api/src/[^/]+\\.ts$"] },
+    },
+    {
+      name: "kernel-below-modules",
+      severity: "error",
+      comment:
+        "The kernel (the user-facing error type, the RuntimeContext every service takes) sits below every module: it imports no module, entry point, config or process entry file.",
+      from: { path: "^apps/api/src/kernel/" },
+      to: { path: ["^apps/api/src/(modules|entry|config)/", "^apps/api/src/[^/]+\\.ts$"] },
+    },
+    {
+      name: "repositories-stay-in-their-module",
+      severity: "error",
+      comment:
+        "A module's repositories (infrastructure/*.repository.ts) are its own: another module reaches its tables only through its application services or a port (the ledger's repositories, the rows every ledger transaction writes, are the exception below every module).",
+      from: { path: "^apps/api/src/modules/([^/]+)/" },
+      to: { path: "^apps/api/src/modules/[^/]+/infrastructure/[^/]+[.]repository[.]ts$", pathNot: "^apps/api/src/modules/($1|ledger)/" },
     },
     {
       name: "http-goes-through-services",
       severity: "error",
-      comment: "The HTTP adapter reaches the store only through a module's services (application/), never a repository (infrastructure/).",
-      from: { path: "^apps/api/src/adapters/http/" },
+      comment:
+        "The HTTP entry points reach the store only through a module's services (application/), never a repository (infrastructure/).",
+      from: { path: "^apps/api/src/entry/http/" },
       to: { path: "^apps/api/src/modules/[^/]+/infrastructure/" },
     },
     {
       name: "platform-imports-no-module",
       severity: "error",
-      comment: "The platform (store, clock, logger) is below every module: the schema takes its status lists from @mosoo/contracts.",
+      comment:
+        "The platform (store, clock, logger) is below the kernel and every module: the schemas take their status lists from @mosoo/contracts.",
       from: { path: "^apps/api/src/platform/" },
-      to: { path: ["^apps/api/src/(modules|adapters|config)/", "^apps/api/src/[^/]+\\.ts$"] },
+      to: { path: ["^apps/api/src/(kernel|modules|entry|config)/", "^apps/api/src/[^/]+\\.ts$"] },
     },
     {
       name: "packages-never-import-apps",

@@ -1,3 +1,3 @@
 import { defineConfig } from "drizzle-kit";
 
-export default defineConfig({ dialect: "sqlite", schema: "./src/platform/db/schema.ts", out: "./drizzle" });
+export default defineConfig({ dialect: "sqlite", schema: "./src/platform/db/sqlite/sqlite-schema.ts", out: "./drizzle" });

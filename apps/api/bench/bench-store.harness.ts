@@ -11,10 +11,10 @@ import { newUlid } from "@mosoo/contracts";
 import { openSqliteStore, type SqliteStore as Store } from "../src/platform/db/sqlite/sqlite-store.js";
 import { createRuntime, type Runtime } from "../src/composition-root.js";
 import type { Store as AnyStore } from "../src/platform/db/store.port.js";
-import { RECONCILIATION_OFF } from "../src/modules/reconciliation/application/reconciliation-settings.js";
+import { RECONCILIATION_OFF } from "../src/modules/reconciliation/application/reconciliation-settings.config.js";
 import { BENCH_BOUND_SERVER, BENCH_TOOL, createFixedLatencyAdapter } from "./fixed-latency.adapter.js";
-import { adapterProcessBudget, createIsolatedAdapterHost } from "../src/modules/reconciliation/infrastructure/isolated-adapter-host.js";
-import type { GroupCommitSettings } from "../src/modules/reconciliation/application/outcome-group-commit.js";
+import { adapterProcessBudget, createIsolatedAdapterHost } from "../src/modules/reconciliation/infrastructure/adapter-sandbox.host.js";
+import type { GroupCommitSettings } from "../src/modules/reconciliation/application/outcome-group-commit.service.js";
 
 /** A file-backed store in a fresh temp folder (WAL, synchronous=FULL, as in production) and how to drop it. */
 export type BenchStore = Store & {

@@ -5,7 +5,7 @@ import { newUlid } from "@mosoo/contracts";
 import { createTestDatabase, startPostgres, type TestDatabase } from "@mosoo/test-postgres";
 import { BENCH_BOUND_SERVER, BENCH_TOOL } from "./fixed-latency.adapter.js";
 import type { SeedEffectsOptions } from "./bench-store.harness.js";
-import { storeOpenFailureLine } from "../src/config/open-api-store.js";
+import { storeOpenFailureLine } from "../src/config/configured-store.js";
 
 /**
  * The PostgreSQL server the bench's PostgreSQL rows run on (README "Performance"): `adminUrl` (a role

@@ -5,7 +5,7 @@ import { join } from "node:path";
 import pg from "pg";
 import { entryFile } from "../src/platform/compiled-entry.js";
 import { openPostgresStore } from "../src/platform/db/postgres/postgres-store.js";
-import { DEFAULT_GROUP_COMMIT } from "../src/modules/reconciliation/application/outcome-group-commit.js";
+import { DEFAULT_GROUP_COMMIT } from "../src/modules/reconciliation/application/outcome-group-commit.service.js";
 import { createBenchRuntime, peakRssBytes, progress } from "./bench-store.harness.js";
 import { createBenchDatabase, loadAverage, seedEffectsPg } from "./pg-bench.harness.js";
 

@@ -4,7 +4,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { openSqliteStore } from "../src/platform/db/sqlite/sqlite-store.js";
 import { entryFile } from "../src/platform/compiled-entry.js";
-import { DEFAULT_GROUP_COMMIT } from "../src/modules/reconciliation/application/outcome-group-commit.js";
+import { DEFAULT_GROUP_COMMIT } from "../src/modules/reconciliation/application/outcome-group-commit.service.js";
 import {
   bindSandboxedBenchAdapter,
   createBenchRuntime,

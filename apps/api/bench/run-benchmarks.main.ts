@@ -46,7 +46,7 @@ import type { RepairResult } from "./finalization-repair.scenario.js";
 import type { PgLedgerCostResult } from "./pg-ledger-cost.scenario.js";
 import type { PgRecoveryResult } from "./pg-recovery.scenario.js";
 import { BenchPostgresUnavailableError, loadAverage, openBenchPostgres, type BenchPostgres } from "./pg-bench.harness.js";
-import { databaseUrlProblem, redactDatabaseUrl } from "../src/config/open-api-store.js";
+import { databaseUrlProblem, redactDatabaseUrl } from "../src/config/configured-store.js";
 import {
   BENCH_STORES,
   fmtK,

@@ -29,7 +29,7 @@ import { Command, InvalidArgumentError, Option } from "commander";
 import ms from "ms";
 import { startPostgres } from "@mosoo/test-postgres";
 import { figuresReport, runShard, type ShardOutcome } from "./model-shard.js";
-import { databaseUrlProblem, storeOpenFailureLine } from "../src/config/open-api-store.js";
+import { databaseUrlProblem, storeOpenFailureLine } from "../src/config/configured-store.js";
 import { MODEL_STORE_KINDS, openModelTarget, type ModelStoreKind } from "../tests/helpers/ledger-model/model-store.js";
 
 /** Prefix of the machine-readable lines a worker prints (`--json-lines`) for its parent. */

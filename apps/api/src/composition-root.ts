@@ -1,12 +1,13 @@
 import type { Logger } from "pino";
 import { Registry } from "prom-client";
-import { RepeatGuardMetrics } from "./modules/runs/infrastructure/repeat-guard-metrics.js";
+import { RepeatGuardMetrics } from "./modules/runs/infrastructure/repeat-guard.metrics.js";
 import { EffectReconciler } from "./modules/reconciliation/application/effect-reconciler.service.js";
+import { reconciliationRecordsService } from "./modules/reconciliation/application/reconciliation-records.service.js";
 import { ReconciliationSweep } from "./modules/reconciliation/application/reconciliation-sweep.service.js";
 import { OperatorService } from "./modules/operator/application/operator.service.js";
 import { CompensationService } from "./modules/operator/application/compensation.service.js";
-import { RECONCILIATION_OFF, type ReconciliationSettings } from "./modules/reconciliation/application/reconciliation-settings.js";
-import { ReconciliationMetrics } from "./modules/reconciliation/infrastructure/reconciliation-metrics.js";
+import { RECONCILIATION_OFF, type ReconciliationSettings } from "./modules/reconciliation/application/reconciliation-settings.config.js";
+import { ReconciliationMetrics } from "./modules/reconciliation/infrastructure/reconciliation.metrics.js";
 import type { Store } from "./platform/db/store.port.js";
 import { systemClock, type Clock } from "./platform/clock.js";
 import { newUlid } from "@mosoo/contracts";
@@ -18,7 +19,7 @@ import { DriverInstanceService } from "./modules/drivers/application/driver-inst
 import { EffectLedgerService } from "./modules/ledger/application/effect-ledger.service.js";
 import { FinalizationRepairService } from "./modules/drivers/application/finalization-repair.service.js";
 import { MaintenanceSweepService } from "./modules/drivers/application/maintenance-sweep.service.js";
-import type { RuntimeContext } from "./modules/ledger/application/runtime-context.js";
+import type { RuntimeContext } from "./kernel/runtime-context.js";
 import { RunService } from "./modules/runs/application/run.service.js";
 import { StoreBusyWatch } from "./platform/db/store-busy-watch.js";
 
@@ -114,7 +115,7 @@ export function createRuntime(opts: CreateRuntimeOptions): Runtime {
   return {
     ctx,
     drivers: new DriverInstanceService(ctx),
-    runs: new RunService(ctx, opts.repeatGuard ?? new Map(), new RepeatGuardMetrics(metricsRegistry)),
+    runs: new RunService(ctx, reconciliationRecordsService, opts.repeatGuard ?? new Map(), new RepeatGuardMetrics(metricsRegistry)),
     commands: new CommandQueueService(ctx),
     ledger: new EffectLedgerService(ctx, active, settings.lookupTimeoutMs),
     repair,

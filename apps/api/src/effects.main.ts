@@ -5,7 +5,7 @@
  */
 import { CommanderError } from "commander";
 import { unknownMosooEnvNames } from "@mosoo/contracts";
-import { buildEffectsCli, CliFailure, EXIT } from "./adapters/cli/effects-cli.js";
+import { buildEffectsCli, CliFailure, EXIT } from "./entry/cli/effects-cli.js";
 
 async function main(): Promise<void> {
   // A reader that stops early (`| head`) closes the pipe: end quietly, as other CLIs do.

@@ -3,8 +3,8 @@ import type { AddressInfo } from "node:net";
 import { serve, type ServerType } from "@hono/node-server";
 import type { Logger } from "pino";
 import type { ApiConfig } from "./config/api-config.js";
-import { openApiStore } from "./config/open-api-store.js";
-import { createHttpApp } from "./adapters/http/app.js";
+import { openApiStore } from "./config/configured-store.js";
+import { createHttpApp } from "./entry/http/app.js";
 import type { Store } from "./platform/db/store.port.js";
 import { PgCommandWakeups } from "./platform/db/postgres/pg-command-wakeups.js";
 import type { Clock } from "./platform/clock.js";
@@ -12,9 +12,9 @@ import { createRuntime, type Runtime } from "./composition-root.js";
 import { resolveReconciliationSettings } from "./config/reconciliation-bindings.js";
 import type { AdapterSource } from "@mosoo/effect-reconciliation/host";
 import { Registry } from "prom-client";
-import { adapterProcessBudget, createIsolatedAdapterHost } from "./modules/reconciliation/infrastructure/isolated-adapter-host.js";
-import { AdapterWorkerMetrics } from "./modules/reconciliation/infrastructure/reconciliation-metrics.js";
-import { reportBindings } from "./modules/reconciliation/application/binding-report.js";
+import { adapterProcessBudget, createIsolatedAdapterHost } from "./modules/reconciliation/infrastructure/adapter-sandbox.host.js";
+import { AdapterWorkerMetrics } from "./modules/reconciliation/infrastructure/reconciliation.metrics.js";
+import { reportBindings } from "./modules/reconciliation/application/binding-report.service.js";
 
 /**
  * The answer to every request that arrives once `close()` began (the drain): 503 `api.shutting_down`

@@ -7,7 +7,7 @@ import { afterEach, describe, expect, it } from "vitest";
 import { declarationHash } from "@mosoo/effect-reconciliation/host";
 import { loadApiConfig } from "../src/config/api-config.js";
 import { startApi } from "../src/server.js";
-import { bindingReport, noLookupReason } from "../src/modules/reconciliation/application/binding-report.js";
+import { bindingReport, noLookupReason } from "../src/modules/reconciliation/application/binding-report.service.js";
 import { commitAtProvider, createDoubleWorld, dispatchWrite, type DoubleWorld, reconnectDriver } from "./kit/index.js";
 import { reconciliationRecords } from "./helpers/reconciliation-db.js";
 

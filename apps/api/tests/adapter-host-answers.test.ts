@@ -13,7 +13,7 @@
 import { fileURLToPath } from "node:url";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { MAX_RECEIPT_BYTES, MAX_RESULT_BYTES, NOOP_LOGGER, type AdapterHost } from "@mosoo/effect-reconciliation/host";
-import { createIsolatedAdapterHost } from "../src/modules/reconciliation/infrastructure/isolated-adapter-host.js";
+import { createIsolatedAdapterHost } from "../src/modules/reconciliation/infrastructure/adapter-sandbox.host.js";
 import { CrashLab } from "./helpers/crash-lab.js";
 
 const MISBEHAVING = fileURLToPath(new URL("./fixtures/adapters/misbehaving.adapter.ts", import.meta.url));

@@ -18,7 +18,7 @@ import { dirname, join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { LookupRequest } from "@mosoo/effect-reconciliation";
 import { AdapterCrashedError, NOOP_LOGGER, type AdapterHost } from "@mosoo/effect-reconciliation/host";
-import { createIsolatedAdapterHost } from "../src/modules/reconciliation/infrastructure/isolated-adapter-host.js";
+import { createIsolatedAdapterHost } from "../src/modules/reconciliation/infrastructure/adapter-sandbox.host.js";
 
 /** The credential in the bindings file beside the adapters: it must never reach a bundle or a message. */
 const SECRET = "confined-provider-secret-7c1d9e3a5b";

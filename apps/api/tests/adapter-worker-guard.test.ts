@@ -12,7 +12,7 @@ import type { AdapterTerminationReason } from "@mosoo/effect-reconciliation/host
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { LookupRequest } from "@mosoo/effect-reconciliation";
 import { AdapterAnswerRefusedError, NOOP_LOGGER, type AdapterHost } from "@mosoo/effect-reconciliation/host";
-import { createIsolatedAdapterHost } from "../src/modules/reconciliation/infrastructure/isolated-adapter-host.js";
+import { createIsolatedAdapterHost } from "../src/modules/reconciliation/infrastructure/adapter-sandbox.host.js";
 
 const MISBEHAVING = fileURLToPath(new URL("./fixtures/adapters/misbehaving.adapter.ts", import.meta.url));
 /** The lookup bound of these cases (ms, real time): far above a process's cold start on a busy machine. */

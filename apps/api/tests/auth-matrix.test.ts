@@ -9,7 +9,7 @@
 import { afterEach, describe, expect, it } from "vitest";
 import type { Hono } from "hono";
 import { API_ROUTES, type ApiRoute } from "@mosoo/contracts";
-import { RECONCILIATION_OFF } from "../src/modules/reconciliation/application/reconciliation-settings.js";
+import { RECONCILIATION_OFF } from "../src/modules/reconciliation/application/reconciliation-settings.config.js";
 import { TEST_AUTH, TEST_SECRETS } from "./helpers/http-call.js";
 import { buildHttpApp, connectDriver, createTestWorld, type TestWorld } from "./kit/index.js";
 import { dumpAllTables } from "./helpers/reconciliation-db.js";

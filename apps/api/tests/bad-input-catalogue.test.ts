@@ -8,7 +8,7 @@ import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { ApiConfigSchema, ConfigError, loadApiConfig, unknownMosooEnvNames } from "../src/config/api-config.js";
 import { buildHttpApp, createTestWorld, type HttpApp, type TestWorld } from "./kit/index.js";
 import { defaultCredential, requestJson, TEST_AUTH } from "./helpers/http-call.js";
-import { RECONCILIATION_OFF } from "../src/modules/reconciliation/application/reconciliation-settings.js";
+import { RECONCILIATION_OFF } from "../src/modules/reconciliation/application/reconciliation-settings.config.js";
 import { OPERATOR_REFUSAL_CODES } from "@mosoo/contracts";
 import { dumpAllTables } from "./helpers/reconciliation-db.js";
 

@@ -7,8 +7,8 @@
  */
 import { commandDriverTerminalError, fingerprintArguments } from "@mosoo/contracts";
 import { afterEach, describe, expect, it, vi } from "vitest";
-import { failCommand } from "../src/modules/ledger/application/command-settlement.js";
-import { RuntimeError } from "../src/modules/ledger/domain/runtime-errors.js";
+import { failCommand } from "../src/modules/ledger/application/command-settlement.service.js";
+import { UserFacingError } from "../src/kernel/user-facing-error.js";
 import { commandRepository } from "../src/modules/ledger/infrastructure/command.repository.js";
 import { driverInstanceRepository } from "../src/modules/ledger/infrastructure/driver-instance.repository.js";
 import { effectRepository } from "../src/modules/ledger/infrastructure/effect.repository.js";
@@ -99,7 +99,7 @@ describe("Driver re-register", () => {
     const row = () => w.store.sqlite.prepare("SELECT * FROM driver_instances WHERE id = ?").get(driver.instance.id);
     const before = row();
     const lost = w.runtime.drivers.register({ name: "loser", driverInstanceId: driver.instance.id }, { kind: "operator" });
-    await expect(lost).rejects.toBeInstanceOf(RuntimeError);
+    await expect(lost).rejects.toBeInstanceOf(UserFacingError);
     await expect(lost).rejects.toMatchObject({ code: "driver.not_finalized" });
     // no token was handed out and nothing was written (the simulated winner shared this unit of work, so it rolled back too)
     expect(row()).toEqual(before);

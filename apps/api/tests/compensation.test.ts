@@ -1,5 +1,5 @@
 import { afterEach, describe, expect, it } from "vitest";
-import { RuntimeError } from "../src/modules/ledger/domain/runtime-errors.js";
+import { UserFacingError } from "../src/kernel/user-facing-error.js";
 import {
   connectDriver,
   type ConnectedDriver,
@@ -38,7 +38,7 @@ async function codeOf(p: Promise<unknown>): Promise<string> {
     await p;
     return "no error";
   } catch (err) {
-    return err instanceof RuntimeError ? err.code : `other: ${String(err)}`;
+    return err instanceof UserFacingError ? err.code : `other: ${String(err)}`;
   }
 }
 

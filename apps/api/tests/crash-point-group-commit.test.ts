@@ -25,7 +25,7 @@ import {
 } from "@mosoo/effect-reconciliation/testing";
 import { openSqliteStore, type SqliteStore as Store } from "../src/platform/db/sqlite/sqlite-store.js";
 import { createRuntime, type Runtime } from "../src/composition-root.js";
-import type { ReconciliationSettings } from "../src/modules/reconciliation/application/reconciliation-settings.js";
+import type { ReconciliationSettings } from "../src/modules/reconciliation/application/reconciliation-settings.config.js";
 import { effectRepository } from "../src/modules/ledger/infrastructure/effect.repository.js";
 import { CrashInjector, isSimulatedCrash } from "./helpers/crash-injector.js";
 import { connectDriver, deliverAcceptClaim, issueArgs, type ConnectedDriver } from "./kit/index.js";
@@ -268,7 +268,8 @@ describe("group commit: one batch, each outcome whole", () => {
     await lab.runtime.reconciler.reconcileMany(source, {
       trigger: "sweep",
       concurrency: N,
-      settle: async (_tx, effect) => {
+      settleCommand: true,
+      alsoWrite: async (_tx, effect) => {
         if (effect.id === failing.effectId) throw new Error("settle failed for this outcome");
       },
       onResult: (result, effectId) => void results.push([effectId, result.kind]),

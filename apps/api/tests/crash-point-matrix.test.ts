@@ -17,7 +17,7 @@ import { fileURLToPath } from "node:url";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { useTestDatabase, type TestDatabase } from "@mosoo/test-postgres";
 import { NOOP_LOGGER, type AdapterHost } from "@mosoo/effect-reconciliation/host";
-import { createIsolatedAdapterHost } from "../src/modules/reconciliation/infrastructure/isolated-adapter-host.js";
+import { createIsolatedAdapterHost } from "../src/modules/reconciliation/infrastructure/adapter-sandbox.host.js";
 import { effectRepository } from "../src/modules/ledger/infrastructure/effect.repository.js";
 import {
   BEHAVIOURS,

@@ -1,5 +1,5 @@
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { RuntimeError } from "../src/modules/ledger/domain/runtime-errors.js";
+import { UserFacingError } from "../src/kernel/user-facing-error.js";
 import {
   buildRuntime,
   connectDriver,
@@ -35,15 +35,15 @@ async function deliverAcceptClaim(driver: Awaited<ReturnType<typeof connectDrive
 const runView = (runId: string) => f.runtime.runs.getRunView(runId);
 const terminalEvents = async (runId: string) => (await runView(runId)).events.filter((e) => e.terminal);
 
-async function expectRuntimeError(fn: () => unknown, code: string) {
+async function expectUserFacingError(fn: () => unknown, code: string) {
   try {
     await fn();
   } catch (err) {
-    expect(err).toBeInstanceOf(RuntimeError);
-    expect((err as RuntimeError).code).toBe(code);
-    return err as RuntimeError;
+    expect(err).toBeInstanceOf(UserFacingError);
+    expect((err as UserFacingError).code).toBe(code);
+    return err as UserFacingError;
   }
-  throw new Error(`expected RuntimeError ${code}, nothing was thrown`);
+  throw new Error(`expected UserFacingError ${code}, nothing was thrown`);
 }
 
 describe("finalization repair", () => {
@@ -84,7 +84,7 @@ describe("finalization repair", () => {
     const { runId } = await enqueueCreateIssue(f.runtime, driver);
     await f.runtime.repair.finalize(driver.instance.id, "operator");
     const before = await runView(runId);
-    const err = await expectRuntimeError(
+    const err = await expectUserFacingError(
       () => f.runtime.runs.enqueueToolCall(runId, { serverId: "tracker", toolName: "createIssue", arguments: { title: "x", body: "y" } }),
       "run.not_active",
     );
@@ -132,7 +132,7 @@ describe("finalization repair", () => {
     expect(effect.status).toBe("unknown");
     expect(effect.attempts[0]).toMatchObject({ status: "unknown", unknownReason: "driver_finalized" });
     // the finalized Driver cannot reach the ledger any more
-    await expectRuntimeError(() => f.runtime.drivers.authenticate(driver.token), "driver.finalized");
+    await expectUserFacingError(() => f.runtime.drivers.authenticate(driver.token), "driver.finalized");
   });
 
   it("keeps an unknown effect through maintenance, run/session deletion, purge and re-registration", async () => {
@@ -144,11 +144,11 @@ describe("finalization repair", () => {
     expect(report.driversFinalized).toBe(1);
     expect((await runView(call.runId)).effects[0]!.status).toBe("unknown");
 
-    const e1 = await expectRuntimeError(() => f.runtime.runs.deleteRun(call.runId), "effect.fence_retained");
+    const e1 = await expectUserFacingError(() => f.runtime.runs.deleteRun(call.runId), "effect.fence_retained");
     expect(e1.details).toEqual({ effectIds: [call.effectId] });
-    await expectRuntimeError(() => f.runtime.runs.deleteSession(call.sessionId), "effect.fence_retained");
-    await expectRuntimeError(() => f.runtime.runs.purgeDriver(driver.instance.id), "effect.fence_retained");
-    await expectRuntimeError(
+    await expectUserFacingError(() => f.runtime.runs.deleteSession(call.sessionId), "effect.fence_retained");
+    await expectUserFacingError(() => f.runtime.runs.purgeDriver(driver.instance.id), "effect.fence_retained");
+    await expectUserFacingError(
       () => f.runtime.drivers.register({ name: "again", driverInstanceId: driver.instance.id }, { kind: "operator" }),
       "effect.fence_retained",
     );
@@ -265,7 +265,7 @@ describe("ledger guards", () => {
     const call = await enqueueCreateIssue(f.runtime, driver);
     await deliverAcceptClaim(driver);
     const restarted = await reconnectDriver(f.runtime, driver);
-    await expectRuntimeError(
+    await expectUserFacingError(
       () => f.runtime.commands.updateCommand(driver.instance, call.commandId, { connectionId: driver.connectionId, status: "accepted" }),
       "driver.connection_superseded",
     );
@@ -396,11 +396,11 @@ describe("ledger guards", () => {
     const call = await enqueueCreateIssue(f.runtime, a);
     expect(await f.runtime.commands.nextCommand(b.instance, b.connectionId, 0)).toBeNull();
     await expect(f.runtime.ledger.claim(b.instance, b.connectionId, call.commandId)).rejects.toMatchObject({ code: "command.not_found" });
-    await expectRuntimeError(
+    await expectUserFacingError(
       () => f.runtime.commands.updateCommand(b.instance, call.commandId, { connectionId: b.connectionId, status: "accepted" }),
       "command.not_found",
     );
-    await expectRuntimeError(
+    await expectUserFacingError(
       () => f.runtime.ledger.markUnknown(b.instance, call.effectId, { connectionId: b.connectionId, attempt: 1, reason: "x" }),
       "effect.not_found",
     );
@@ -418,7 +418,7 @@ describe("ledger guards", () => {
       receipt: null,
     });
     await f.runtime.runs.deleteRun(call.runId);
-    await expectRuntimeError(() => f.runtime.runs.getRunView(call.runId), "run.not_found");
+    await expectUserFacingError(() => f.runtime.runs.getRunView(call.runId), "run.not_found");
   });
 });
 

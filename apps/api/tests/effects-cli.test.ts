@@ -7,7 +7,7 @@ import Database from "better-sqlite3";
 import { CommanderError } from "commander";
 import pino from "pino";
 import { afterEach, describe, expect, it } from "vitest";
-import { buildEffectsCli, CliFailure } from "../src/adapters/cli/effects-cli.js";
+import { buildEffectsCli, CliFailure } from "../src/entry/cli/effects-cli.js";
 import { loadApiConfig } from "../src/config/api-config.js";
 import { startApi } from "../src/server.js";
 import { createDoubleWorld, dispatchWrite, type DoubleWorld, reconnectDriver } from "./kit/index.js";

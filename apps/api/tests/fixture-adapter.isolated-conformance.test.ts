@@ -5,7 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { NOOP_LOGGER, type AdapterHost } from "@mosoo/effect-reconciliation/host";
 import { judgeAdapter, type KitReport } from "@mosoo/effect-reconciliation/testing";
 import { startFixtureProvider, type FixtureProviderHandle } from "@mosoo/fixture-provider";
-import { createIsolatedAdapterHost } from "../src/modules/reconciliation/infrastructure/isolated-adapter-host.js";
+import { createIsolatedAdapterHost } from "../src/modules/reconciliation/infrastructure/adapter-sandbox.host.js";
 // The kit's provider view of the fixture provider lives with the fixture adapter's own tests.
 import { fixtureKitProvider } from "../../../packages/fixture-adapter/tests/fixture-kit-provider.js";
 

@@ -13,7 +13,7 @@ import { join } from "node:path";
 import pino from "pino";
 import { afterEach, describe, expect, it } from "vitest";
 import { MAX_BODY_BYTES } from "@mosoo/contracts";
-import { RECONCILIATION_OFF } from "../src/modules/reconciliation/application/reconciliation-settings.js";
+import { RECONCILIATION_OFF } from "../src/modules/reconciliation/application/reconciliation-settings.config.js";
 import { loadApiConfig } from "../src/config/api-config.js";
 import { startApi, type RunningApi } from "../src/server.js";
 import type { SqliteStore } from "../src/platform/db/sqlite/sqlite-store.js";

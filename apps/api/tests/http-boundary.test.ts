@@ -13,7 +13,7 @@ import { afterEach, describe, expect, it } from "vitest";
 import { loadApiConfig } from "../src/config/api-config.js";
 import { startApi, type RunningApi } from "../src/server.js";
 import { LOG_REDACT_PATHS } from "../src/platform/logger.js";
-import { MAX_BODY_BYTES } from "../src/adapters/http/app.js";
+import { MAX_BODY_BYTES } from "../src/entry/http/app.js";
 import { defaultCredential, TEST_CREDENTIALS_ENV, TEST_SECRETS } from "./helpers/http-call.js";
 
 let dir: string | undefined;

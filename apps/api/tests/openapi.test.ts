@@ -9,7 +9,7 @@ import { join } from "node:path";
 import { compileErrors, validate } from "@readme/openapi-parser";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { API_ROUTES, type ApiRoute } from "@mosoo/contracts";
-import { RECONCILIATION_OFF } from "../src/modules/reconciliation/application/reconciliation-settings.js";
+import { RECONCILIATION_OFF } from "../src/modules/reconciliation/application/reconciliation-settings.config.js";
 import { REPO_ROOT, openApiText } from "../scripts/docs/generated-docs.js";
 import { TEST_AUTH, TEST_SECRETS } from "./helpers/http-call.js";
 import { buildHttpApp, connectDriver, createTestWorld, type HttpApp, type TestWorld } from "./kit/index.js";

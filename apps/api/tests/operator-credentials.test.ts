@@ -7,7 +7,7 @@ import { promisify } from "node:util";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { ConfigError, loadApiConfig } from "../src/config/api-config.js";
 import { OperatorCredentials, tokenDigest } from "../src/modules/operator/domain/operator-credential.js";
-import { buildEffectsCli, CliFailure } from "../src/adapters/cli/effects-cli.js";
+import { buildEffectsCli, CliFailure } from "../src/entry/cli/effects-cli.js";
 import { buildHttpApp, createDoubleWorld, dispatchWrite, type DoubleWorld, operatorCredentials, reconnectDriver } from "./kit/index.js";
 import { ledgerSnapshot } from "./helpers/reconciliation-db.js";
 

@@ -5,7 +5,7 @@
  */
 import { afterEach, describe, expect, it } from "vitest";
 import { openSqliteStore, type SqliteStore as Store } from "../src/platform/db/sqlite/sqlite-store.js";
-import { OutcomeGroupCommit } from "../src/modules/reconciliation/application/outcome-group-commit.js";
+import { OutcomeGroupCommit } from "../src/modules/reconciliation/application/outcome-group-commit.service.js";
 import { StoreCommitUnknownError } from "../src/platform/db/store-errors.js";
 
 let store: Store | undefined;

@@ -14,7 +14,7 @@ import {
   PG_SQLSTATE,
   toStoreError,
 } from "../src/platform/db/postgres/pg-errors.js";
-import * as pgSchema from "../src/platform/db/postgres/schema.pg.js";
+import * as pgSchema from "../src/platform/db/postgres/postgres-schema.js";
 import { retryWhenBusy, StoreBusyError } from "../src/platform/db/store-busy.js";
 
 let database: TestDatabase;

@@ -8,7 +8,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { useTestDatabase, type TestDatabase } from "@mosoo/test-postgres";
 import { migratePglite, openPglite } from "../src/platform/db/postgres/migrate-pglite.js";
 import { migratePostgres, openPostgres, PG_MIGRATIONS_FOLDER, type PgDb } from "../src/platform/db/postgres/migrate-postgres.js";
-import * as pgSchema from "../src/platform/db/postgres/schema.pg.js";
+import * as pgSchema from "../src/platform/db/postgres/postgres-schema.js";
 
 /** The drizzle handle both drivers give (node-postgres and PGlite share the pg-core query API). */
 type AnyPgDb = Pick<PgDb, "select" | "insert" | "update" | "delete" | "execute" | "transaction">;

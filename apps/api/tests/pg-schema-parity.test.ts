@@ -1,13 +1,13 @@
-// Schema parity (docs/DESIGN.md §11): the PostgreSQL schema (src/platform/db/postgres/schema.pg.ts)
-// must describe the same tables as the SQLite schema (src/platform/db/schema.ts), because the same repository
-// code runs on both. A change to schema.ts that forgets the PostgreSQL side fails here (and then
+// Schema parity (docs/DESIGN.md §11): the PostgreSQL schema (src/platform/db/postgres/postgres-schema.ts)
+// must describe the same tables as the SQLite schema (src/platform/db/sqlite/sqlite-schema.ts), because the same repository
+// code runs on both. A change to sqlite-schema.ts that forgets the PostgreSQL side fails here (and then
 // `npm run db:generate:pg` in apps/api writes its migration).
 import { is, type InferInsertModel, type InferSelectModel, type SQL } from "drizzle-orm";
 import { getTableConfig as getPgTableConfig, PgDialect, PgTable } from "drizzle-orm/pg-core";
 import { getTableConfig as getSqliteTableConfig, SQLiteSyncDialect, SQLiteTable } from "drizzle-orm/sqlite-core";
 import { describe, expect, expectTypeOf, it } from "vitest";
-import * as pgSchema from "../src/platform/db/postgres/schema.pg.js";
-import * as sqliteSchema from "../src/platform/db/schema.js";
+import * as pgSchema from "../src/platform/db/postgres/postgres-schema.js";
+import * as sqliteSchema from "../src/platform/db/sqlite/sqlite-schema.js";
 
 const sqliteDialect = new SQLiteSyncDialect();
 const pgDialect = new PgDialect();

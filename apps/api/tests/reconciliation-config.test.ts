@@ -6,7 +6,7 @@ import { fileURLToPath } from "node:url";
 import { promisify } from "node:util";
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { NOOP_LOGGER, type AdapterHost } from "@mosoo/effect-reconciliation/host";
-import { createIsolatedAdapterHost } from "../src/modules/reconciliation/infrastructure/isolated-adapter-host.js";
+import { createIsolatedAdapterHost } from "../src/modules/reconciliation/infrastructure/adapter-sandbox.host.js";
 import { ConfigError, loadApiConfig } from "../src/config/api-config.js";
 import { loadBindings, resolveReconciliationSettings } from "../src/config/reconciliation-bindings.js";
 

@@ -36,8 +36,11 @@ describe("DESIGN §3 rule 6: the outcome and what the caller settles commit in O
     const call = await unknownEffect(fx);
     const before = effectRow(fx.store, call.effectId);
     await expect(
-      fx.runtime.reconciler.reconcile(call.effectId, "finalization", () => {
-        throw new Error("command write failed");
+      fx.runtime.reconciler.reconcile(call.effectId, "finalization", {
+        settleCommand: true,
+        alsoWrite: () => {
+          throw new Error("command write failed");
+        },
       }),
     ).rejects.toThrow("command write failed");
     const after = effectRow(fx.store, call.effectId);

@@ -3,7 +3,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { SWEEP_PAGE } from "../src/modules/reconciliation/application/reconciliation-sweep.service.js";
-import { RuntimeError } from "../src/modules/ledger/domain/runtime-errors.js";
+import { UserFacingError } from "../src/kernel/user-facing-error.js";
 import {
   buildHttpApp,
   commitAtProvider,
@@ -104,7 +104,7 @@ describe("reconciliation sweep: backoff, bound, restart", () => {
   it("a later confirmed outcome resolves an effect whose command is already terminal and lifts the fence", async () => {
     const f = setup();
     const call = await unknownAfterFailedLookup(f);
-    await expect(f.runtime.runs.deleteRun(call.runId)).rejects.toThrow(RuntimeError);
+    await expect(f.runtime.runs.deleteRun(call.runId)).rejects.toThrow(UserFacingError);
     f.double.setFaults({ adapterFault: "none" });
     await commitAtProvider(f, call);
     f.clock.advance(1_000);

@@ -6,7 +6,7 @@
  * two identical enqueues racing make one effect.
  */
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
-import { RuntimeError } from "../src/modules/ledger/domain/runtime-errors.js";
+import { UserFacingError } from "../src/kernel/user-facing-error.js";
 import {
   connectDriver,
   dispatchWrite,
@@ -21,12 +21,12 @@ import {
 
 const WINDOW_MS = 60_000;
 
-/** The RuntimeError `fn` rejects with (fails the test when it resolves). */
-async function refusal(fn: () => Promise<unknown>): Promise<RuntimeError> {
+/** The UserFacingError `fn` rejects with (fails the test when it resolves). */
+async function refusal(fn: () => Promise<unknown>): Promise<UserFacingError> {
   try {
     await fn();
   } catch (err) {
-    if (err instanceof RuntimeError) return err;
+    if (err instanceof UserFacingError) return err;
     throw err;
   }
   throw new Error("expected a refusal, the call went through");
@@ -170,7 +170,7 @@ describe.each(["sqlite", "postgres"] as const)("repeat guard on %s", (kind) => {
         }),
       ),
     );
-    expect(racing.every((r) => r.status === "rejected" && (r.reason as RuntimeError).code === "tool_call.repeat_refused")).toBe(true);
+    expect(racing.every((r) => r.status === "rejected" && (r.reason as UserFacingError).code === "tool_call.repeat_refused")).toBe(true);
     // naming the newest repeat lets exactly one more through
     await f.runtime.runs.enqueueToolCall(runId, {
       serverId: "tracker",

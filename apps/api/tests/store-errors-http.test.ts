@@ -5,7 +5,7 @@ import { Hono } from "hono";
 import pino from "pino";
 import { describe, expect, it } from "vitest";
 import { ApiErrorBodySchema } from "@mosoo/contracts";
-import { toErrorResponse } from "../src/adapters/http/http-errors.js";
+import { toErrorResponse } from "../src/entry/http/http-errors.js";
 import { StoreBusyError } from "../src/platform/db/store-busy.js";
 import { StoreCommitUnknownError, StoreTransactionAbortedError } from "../src/platform/db/store-errors.js";
 

@@ -6,7 +6,7 @@ import pino from "pino";
 import { ConfigError, loadApiConfig } from "../src/config/api-config.js";
 import { startApi } from "../src/server.js";
 import { openStore, storeConfigFrom } from "../src/platform/db/store-factory.js";
-import { redactDatabaseUrl } from "../src/config/open-api-store.js";
+import { redactDatabaseUrl } from "../src/config/configured-store.js";
 
 describe("the store configuration", () => {
   it("is the SQLite file unless MOSOO_DATABASE_URL is set", () => {

@@ -14,7 +14,7 @@ import type { Hono } from "hono";
 import { eq } from "drizzle-orm";
 import { pino } from "pino";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { createHttpApp } from "../src/adapters/http/app.js";
+import { createHttpApp } from "../src/entry/http/app.js";
 import { createRuntime, type Runtime } from "../src/composition-root.js";
 import { driverInstanceRepository } from "../src/modules/ledger/infrastructure/driver-instance.repository.js";
 import { openPostgresStore, type PostgresStore } from "../src/platform/db/postgres/postgres-store.js";

@@ -9,7 +9,7 @@ import { Writable } from "node:stream";
 import { startPostgres, type RunningPostgres } from "@mosoo/test-postgres";
 import { pino } from "pino";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { createHttpApp } from "../src/adapters/http/app.js";
+import { createHttpApp } from "../src/entry/http/app.js";
 import { createRuntime } from "../src/composition-root.js";
 import { openPostgresStore, type PostgresStore } from "../src/platform/db/postgres/postgres-store.js";
 

@@ -7,7 +7,7 @@
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { fingerprintArguments } from "@mosoo/contracts";
 import type { ReconciliationAdapter } from "@mosoo/effect-reconciliation";
-import { RuntimeError } from "../src/modules/ledger/domain/runtime-errors.js";
+import { UserFacingError } from "../src/kernel/user-facing-error.js";
 import {
   commitAtProvider,
   connectDriver,
@@ -30,13 +30,13 @@ import { attemptsOf, commandOf, commandsOfDriver, effectOf, eventsOf, operatorAc
 
 const AUDIT = { reason: "checked the tracker" };
 
-/** The error code a rejected promise carries (RuntimeError code, else the store error's code, else its message). */
+/** The error code a rejected promise carries (UserFacingError code, else the store error's code, else its message). */
 async function failureOf(p: Promise<unknown>): Promise<string> {
   try {
     await p;
     return "no error";
   } catch (err) {
-    if (err instanceof RuntimeError) return err.code;
+    if (err instanceof UserFacingError) return err.code;
     const code = (err as { code?: unknown }).code;
     return typeof code === "string" ? code : String(err);
   }
@@ -180,7 +180,7 @@ describe.each(STORE_KINDS)("shared store suite on %s", (kind: StoreKind) => {
       const executes = settled.filter((s) => s.status === "fulfilled" && s.value.kind === "execute");
       expect(executes.length).toBe(1);
       for (const s of settled) {
-        if (s.status === "rejected") expect(s.reason).toBeInstanceOf(RuntimeError);
+        if (s.status === "rejected") expect(s.reason).toBeInstanceOf(UserFacingError);
       }
       expect((await attemptsOf(f.store, call.effectId)).length).toBe(1);
       expect((await effectOf(f.store, call.effectId))?.attemptCount).toBe(1);

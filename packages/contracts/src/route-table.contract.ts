@@ -46,7 +46,7 @@ export const AUTH_ERRORS: Record<RouteAuth["kind"], readonly string[]> = {
 
 /**
  * One route of the API, the single place its shape is written (docs/DESIGN.md §10): the hono server
- * mounts it (`apps/api/src/adapters/http/route-mount.ts`), and every client (the Driver, the operator
+ * mounts it (`apps/api/src/entry/http/route-mount.ts`), and every client (the Driver, the operator
  * CLI through `callRoute`, the console's types, the e2e harness, the test helpers and fakes) builds its requests from it.
  * - `path`: hono syntax, `:name` for a path parameter (each one a key of `params`);
  * - `params`, `query`, `body`: zod schemas of what the client sends (the API validates with the same ones);

@@ -88,7 +88,7 @@ export const STORE_OUTAGE_SOURCES = ["tick_gap", "instance_observed"] as const;
 /** See {@link STORE_OUTAGE_SOURCES}. */
 export type StoreOutageSource = (typeof STORE_OUTAGE_SOURCES)[number];
 
-// The other persisted lists the store's CHECK constraints are built from (apps/api/src/platform/db/schema.ts
+// The other persisted lists the store's CHECK constraints are built from (apps/api/src/platform/db/sqlite/sqlite-schema.ts
 // reads every list through this entry point, `@mosoo/contracts/statuses`).
 export { RUN_EVENT_TYPES, TERMINAL_RUN_EVENT_TYPES } from "./run-events.contract.js";
 export type { RunEventType } from "./run-events.contract.js";

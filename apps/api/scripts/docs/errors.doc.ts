@@ -1,7 +1,7 @@
 /** Renders docs/errors.md from the code lists (HTTP answers, command and run errors, adapter registry codes) and the notes of error-notes.ts. */
 import { RunErrorCodeSchema } from "@mosoo/contracts";
 import { RECONCILIATION_ERROR_CODES } from "@mosoo/effect-reconciliation/host";
-import { HTTP_ERROR_STATUS } from "../../src/adapters/http/openapi.js";
+import { HTTP_ERROR_STATUS } from "../../src/entry/http/openapi.js";
 import { ERROR_NOTES, STARTUP_CODES } from "./error-notes.js";
 
 /** Every stable code by group: the group's title, and its codes with the HTTP status where there is one. */

@@ -2,7 +2,7 @@
 import { readFileSync, writeFileSync } from "node:fs";
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
-import { openApiDocument } from "../../src/adapters/http/openapi.js";
+import { openApiDocument } from "../../src/entry/http/openapi.js";
 import { renderConfiguration } from "./configuration.doc.js";
 import { renderErrors } from "./errors.doc.js";
 import { PublishedRunSchema, renderPerformance } from "./performance.doc.js";

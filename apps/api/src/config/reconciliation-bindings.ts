@@ -9,10 +9,10 @@ import {
   type AdapterSource,
   type InstantiatedBinding,
 } from "@mosoo/effect-reconciliation/host";
-import { BUILT_IN_ADAPTER_SOURCES } from "../adapters/reconciliation/builtin-adapters.js";
+import { BUILT_IN_ADAPTER_SOURCES } from "../modules/reconciliation/infrastructure/builtin-adapters.js";
 import { ConfigError, type ApiConfig } from "./api-config.js";
 import { readBindingsFileText } from "./startup-checks.js";
-import type { BoundAdapterInfo, ReconciliationSettings } from "../modules/reconciliation/application/reconciliation-settings.js";
+import type { BoundAdapterInfo, ReconciliationSettings } from "../modules/reconciliation/application/reconciliation-settings.config.js";
 
 /**
  * The environment an operator assigns to one binding's adapter processes (docs/DESIGN.md §4 "The

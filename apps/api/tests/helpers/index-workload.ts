@@ -16,7 +16,7 @@ import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import pino from "pino";
 import { fingerprintArguments } from "@mosoo/contracts";
-import { buildEffectsCli } from "../../src/adapters/cli/effects-cli.js";
+import { buildEffectsCli } from "../../src/entry/cli/effects-cli.js";
 import { loadApiConfig } from "../../src/config/api-config.js";
 import { startApi } from "../../src/server.js";
 import {

@@ -8,7 +8,7 @@ import type { Runtime } from "../../src/composition-root.js";
 
 const AUDIT = { reason: "checked at the provider" };
 
-/** The operator triggers a lookup now. Resolves to the reconcile outcome kind; throws RuntimeError (`effect.not_found`, `effect.not_reconcilable`). */
+/** The operator triggers a lookup now. Resolves to the reconcile outcome kind; throws UserFacingError (`effect.not_found`, `effect.not_reconcilable`). */
 export async function operatorLookup(runtime: Runtime, effectId: string): Promise<string> {
   return (await runtime.operator.reconcile(effectId, AUDIT, operatorNamed("model-operator"))).outcome;
 }
@@ -16,7 +16,7 @@ export async function operatorLookup(runtime: Runtime, effectId: string): Promis
 /**
  * The operator settles an `unknown` effect by hand with what they verified at the provider: the
  * provider's MCP tool result (`succeeded`) or that the write did not happen (`not_executed`).
- * Returns the effect's status after; throws RuntimeError `effect.not_found` / `effect.not_unknown`.
+ * Returns the effect's status after; throws UserFacingError `effect.not_found` / `effect.not_unknown`.
  */
 export async function operatorResolve(
   runtime: Runtime,

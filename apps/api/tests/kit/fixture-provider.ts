@@ -11,7 +11,7 @@ import type { CallToolResult } from "@modelcontextprotocol/sdk/types.js";
 import { IDEMPOTENCY_KEY_META, toMcpExecuteCommandResult, type McpExecuteCommandResult } from "@mosoo/contracts";
 import { fixtureIssueTrackerAdapterFactory } from "@mosoo/fixture-adapter";
 import { startFixtureProvider, type FixtureProviderHandle } from "@mosoo/fixture-provider";
-import { RECONCILIATION_OFF } from "../../src/modules/reconciliation/application/reconciliation-settings.js";
+import { RECONCILIATION_OFF } from "../../src/modules/reconciliation/application/reconciliation-settings.config.js";
 import { createManualClock } from "./clock.js";
 import type { ConnectedDriver } from "./driver.js";
 import { createTempDir } from "./store.js";

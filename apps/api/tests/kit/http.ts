@@ -1,6 +1,6 @@
 /** The API's HTTP app (hono) on a test world's runtime, with a silent logger; call it with `app.request(...)`. */
 import pino from "pino";
-import { createHttpApp, type HttpAppOptions } from "../../src/adapters/http/app.js";
+import { createHttpApp, type HttpAppOptions } from "../../src/entry/http/app.js";
 import type { Runtime } from "./world.js";
 
 /** The hono app the API serves, on `runtime`, with `opts` (credentials, operator token, console). */

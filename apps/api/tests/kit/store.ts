@@ -12,7 +12,7 @@ import { useTestDatabase } from "@mosoo/test-postgres";
 import { openSqliteStore, type SqliteStore } from "../../src/platform/db/sqlite/sqlite-store.js";
 import { openPgliteStore } from "../../src/platform/db/postgres/pglite-store.js";
 import { openPostgresStore } from "../../src/platform/db/postgres/postgres-store.js";
-import * as pgSchema from "../../src/platform/db/postgres/schema.pg.js";
+import * as pgSchema from "../../src/platform/db/postgres/postgres-schema.js";
 import type { Store as PortStore } from "../../src/platform/db/store.port.js";
 
 export type { PortStore };

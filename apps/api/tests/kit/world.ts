@@ -5,7 +5,7 @@
  */
 import pino from "pino";
 import { createRuntime, type Runtime } from "../../src/composition-root.js";
-import type { ReconciliationSettings } from "../../src/modules/reconciliation/application/reconciliation-settings.js";
+import type { ReconciliationSettings } from "../../src/modules/reconciliation/application/reconciliation-settings.config.js";
 import { createManualClock, type ManualClock } from "./clock.js";
 import { openStoreOfKind, openTestStore, type OpenedStore, type PortStore, type Store, type StoreKind } from "./store.js";
 

@@ -1,6 +1,6 @@
 import type { SchemaState } from "./schema-version.js";
 import type { BaseSQLiteDatabase } from "drizzle-orm/sqlite-core";
-import type * as schema from "./schema.js";
+import type * as schema from "./sqlite/sqlite-schema.js";
 
 /**
  * The async store port (docs/DESIGN.md §11): what every application service sees of the database.
@@ -12,14 +12,14 @@ import type * as schema from "./schema.js";
 
 /**
  * The drizzle query builder a repository writes its queries with. Typed against the SQLite schema
- * (`schema.ts`); the PostgreSQL store hands its own `drizzle-orm/node-postgres` builder, cast to
+ * (`sqlite/sqlite-schema.ts`); the PostgreSQL store hands its own `drizzle-orm/node-postgres` builder, cast to
  * this type, with a schema of the same table and column names. Repositories therefore use only
  * awaited query builders (`.returning()`, `(await q.limit(1))[0]`, never `.run()/.get()/.all()`)
  * and raw `sql` accepted by both dialects (docs/ARCHITECTURE.md "Dialect-neutral repositories").
  */
 export type QueryDb = BaseSQLiteDatabase<"async", unknown, typeof schema>;
 
-/** The tables of the store's dialect, by their `schema.ts` export names (typed as the SQLite tables). */
+/** The tables of the store's dialect, by their `sqlite/sqlite-schema.ts` export names (typed as the SQLite tables). */
 export type StoreTables = typeof schema;
 
 /**
@@ -30,7 +30,7 @@ export type StoreTables = typeof schema;
 export interface StoreTx {
   /** The query builder of this unit of work (inside a transaction: its connection). */
   readonly db: QueryDb;
-  /** The tables to query (use these, never `schema.ts` imports, so the PostgreSQL store can reuse the code). */
+  /** The tables to query (use these, never `sqlite/sqlite-schema.ts` imports, so the PostgreSQL store can reuse the code). */
   readonly tables: StoreTables;
   /**
    * The prepared query named `name`, built with `build(db)` (a query of a fixed shape whose values

@@ -2,7 +2,7 @@
  * The API-process crash command of the ledger model: the process dies at a planned durable write
  * while it runs an operation, and a new process opens the same file.
  */
-import { RuntimeError } from "../../../src/modules/ledger/domain/runtime-errors.js";
+import { UserFacingError } from "../../../src/kernel/user-facing-error.js";
 import { isSimulatedCrash } from "../crash-injector.js";
 import { commandById, effectById, figures, type Model, type World } from "../ledger-model-world.js";
 import { callOfCommand, recordClaim } from "./driver-actions.js";
@@ -63,7 +63,7 @@ export class ApiCrashCmd implements Cmd {
             break;
         }
       } catch (err) {
-        if (!isSimulatedCrash(err) && !(err instanceof RuntimeError)) throw err;
+        if (!isSimulatedCrash(err) && !(err instanceof UserFacingError)) throw err;
       }
       const crashed = w.injector.crashed;
       w.injector.disarm();

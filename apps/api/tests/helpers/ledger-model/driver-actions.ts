@@ -5,7 +5,7 @@
  */
 import { fingerprintArguments, toMcpExecuteCommandResult, type EffectClaim, type McpToolResult } from "@mosoo/contracts";
 import { ProviderResponseLostError } from "@mosoo/effect-reconciliation/testing";
-import { RuntimeError } from "../../../src/modules/ledger/domain/runtime-errors.js";
+import { UserFacingError } from "../../../src/kernel/user-facing-error.js";
 import {
   BOUND_SERVER,
   WRITE_TOOL,
@@ -46,7 +46,7 @@ export async function ensureDriver(w: World, sameInstance = false): Promise<Driv
         ).driverToken;
         trace(w, `  re-registered instance ${d.instance.id.slice(-6)}`);
       } catch (err) {
-        if (!(err instanceof RuntimeError)) throw err;
+        if (!(err instanceof UserFacingError)) throw err;
         bump(figures.runtimeErrors, err.code);
         trace(w, `  re-register refused: ${err.code}`);
       }

@@ -16,7 +16,7 @@ import { createTestDatabase, useTestDatabase } from "@mosoo/test-postgres";
 import type { Store as PortStore, StoreTx } from "../../../src/platform/db/store.port.js";
 import { PgliteStore, openPgliteStore } from "../../../src/platform/db/postgres/pglite-store.js";
 import { openPostgresStore } from "../../../src/platform/db/postgres/postgres-store.js";
-import * as pgSchema from "../../../src/platform/db/postgres/schema.pg.js";
+import * as pgSchema from "../../../src/platform/db/postgres/postgres-schema.js";
 import type { Store as SqliteTestStore } from "../../kit/index.js";
 
 /** The stores the model runs on (`npm run verify:model -- --store <kind>`). */

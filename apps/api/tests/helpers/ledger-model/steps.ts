@@ -1,10 +1,10 @@
 /**
  * The frame every ledger model command runs in: {@link step} (count, trace, run, then check every
- * invariant), {@link guard} (a typed RuntimeError is an allowed answer), the run trace and a
+ * invariant), {@link guard} (a typed UserFacingError is an allowed answer), the run trace and a
  * canonical JSON form for comparing results.
  */
 import type fc from "fast-check";
-import { RuntimeError } from "../../../src/modules/ledger/domain/runtime-errors.js";
+import { UserFacingError } from "../../../src/kernel/user-facing-error.js";
 import { START_MS, bump, checkInvariants, figures, type Model, type World } from "../ledger-model-world.js";
 
 /** A model command: it reads and updates the {@link Model} and drives the real system in the {@link World}. */
@@ -14,14 +14,14 @@ export function trace(w: World, line: string): void {
   w.trace.push(`t+${w.clock.now() - START_MS}ms ${line}`);
 }
 
-/** Runs `fn`; a typed RuntimeError is an allowed answer (counted), anything else fails the property. */
+/** Runs `fn`; a typed UserFacingError is an allowed answer (counted), anything else fails the property. */
 export async function guard<T>(w: World, label: string, fn: () => T | Promise<T>): Promise<T | undefined> {
   try {
     return await fn();
   } catch (err) {
-    if (err instanceof RuntimeError) {
+    if (err instanceof UserFacingError) {
       bump(figures.runtimeErrors, err.code);
-      trace(w, `  ${label} → RuntimeError ${err.code}`);
+      trace(w, `  ${label} → UserFacingError ${err.code}`);
       return undefined;
     }
     trace(w, `  ${label} → THREW ${String(err)}`);

@@ -9,9 +9,9 @@ import {
 import { NOOP_LOGGER } from "../../host/adapter-logger.js";
 import type { ReconcileDecision } from "../../host/reconcile-decision.contract.js";
 import { reconcileEffect } from "../../host/reconcile.service.js";
-import { equivalentToolResults } from "../../host/tool-result-equivalence.js";
 import type { KitProvider, KitWriteResult } from "./kit-provider.contract.js";
 import { measureProvider, type ProviderMeasurements } from "./kit-measure.js";
+import { describeDecision, wrongDecisionLines } from "./kit-verdict.js";
 
 /**
  * The kit's cases (README "The conformance kit"). Every decision is judged against what the
@@ -196,30 +196,7 @@ export async function judgeAdapter(options: KitOptions): Promise<KitReport> {
         (truth.state === "committed"
           ? { toolName: truth.toolName, fingerprint: truth.requestFingerprint, result: truth.result }
           : undefined);
-      const where = `(${tool}, key ${key})`;
-      if (decision.decision === "confirmed_succeeded") {
-        if (!known) fail(c, `decided confirmed_succeeded ${where}, but the provider holds no write under that key`);
-        else if (known.toolName !== tool) fail(c, `decided confirmed_succeeded ${where}, but the key holds a write of ${known.toolName}`);
-        else if (known.fingerprint !== fingerprint)
-          fail(
-            c,
-            `decided confirmed_succeeded ${where}, but the provider recorded another request (fingerprint ${known.fingerprint.slice(0, 12)}…): a key_conflict was missed`,
-          );
-        else if (!equivalentToolResults(decision.result, known.result))
-          fail(c, `decided confirmed_succeeded ${where} with a result that is not the one the provider returned`);
-      } else if (decision.decision === "confirmed_not_executed") {
-        if (known) fail(c, `decided confirmed_not_executed ${where}, but the write committed`);
-        else if (truth.state === "pending") fail(c, `decided confirmed_not_executed ${where} while the provider still holds it pending`);
-      } else if (decision.decision === "still_unknown" && decision.reasonSource === "runtime") {
-        if (["invalid_adapter_output", "answer_mismatch", "adapter_error"].includes(decision.reasonCode)) {
-          fail(
-            c,
-            `the runtime refused the adapter's answer ${where}: ${decision.reasonCode}${decision.error ? ` (${decision.error.slice(0, 160)})` : ""}`,
-          );
-        }
-        if (decision.reasonCode === "key_conflict" && known && known.fingerprint === fingerprint)
-          fail(c, `reported key_conflict ${where}, but the provider recorded exactly this request`);
-      }
+      for (const line of wrongDecisionLines({ decision, tool, key, fingerprint, known, pending: truth.state === "pending" })) fail(c, line);
       return decision;
     };
 
@@ -239,7 +216,7 @@ export async function judgeAdapter(options: KitOptions): Promise<KitReport> {
         d = await judge(c, tool, key, fingerprint, await decide(tool, key, fingerprint, dispatchedAtMs));
       }
       if (d.decision !== "confirmed_succeeded" && !failed(c))
-        fail(c, `a committed write (${tool}, key ${key}) was never confirmed within ${settleMs} ms; last decision ${describe(d)}`);
+        fail(c, `a committed write (${tool}, key ${key}) was never confirmed within ${settleMs} ms; last decision ${describeDecision(d)}`);
     };
 
     // --- committed keys: several tools, argument sets and keys
@@ -420,8 +397,4 @@ export async function judgeAdapter(options: KitOptions): Promise<KitReport> {
     });
     return { name: options.name, provider: provider.name, passed: cases.every((c) => c.status !== "failed"), cases, measurements };
   }
-}
-
-function describe(d: ReconcileDecision): string {
-  return d.decision === "still_unknown" || d.decision === "ineligible" ? `${d.decision} (${d.reasonCode})` : d.decision;
 }

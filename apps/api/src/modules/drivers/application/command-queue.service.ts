@@ -10,14 +10,14 @@ import {
   type RunError,
 } from "@mosoo/contracts";
 import { decideCommandTransition, isTerminalCommandStatus } from "../../ledger/domain/command-lifecycle.machine.js";
-import { RuntimeError } from "../../ledger/domain/runtime-errors.js";
+import { UserFacingError } from "../../../kernel/user-facing-error.js";
 import { commandRepository } from "../../ledger/infrastructure/command.repository.js";
 import { driverInstanceRepository, type DriverInstanceRow } from "../../ledger/infrastructure/driver-instance.repository.js";
 import { effectRepository } from "../../ledger/infrastructure/effect.repository.js";
 import { runRepository } from "../../ledger/infrastructure/run.repository.js";
-import { assertCurrentConnection } from "../../ledger/application/connection-fence.js";
+import { assertCurrentConnection } from "../../ledger/application/connection-fence.policy.js";
 import { fenceExecutingEffect } from "../../ledger/application/effect-ledger.service.js";
-import type { RuntimeContext } from "../../ledger/application/runtime-context.js";
+import type { RuntimeContext } from "../../../kernel/runtime-context.js";
 
 /**
  * The details kept from a Driver's error when the ledger answers `external_effect.unknown` for it:
@@ -57,7 +57,7 @@ export class CommandQueueService {
    * (the HTTP request's) aborts, or when the API is stopping. The wait adds one listener to each
    * signal and removes it when the poll ends (no `AbortSignal.any`: on Node 20 it leaked ~150 bytes
    * per poll).
-   * @throws RuntimeError `driver.connection_superseded`.
+   * @throws UserFacingError `driver.connection_superseded`.
    */
   async nextCommand(
     instance: DriverInstanceRow,
@@ -138,7 +138,7 @@ export class CommandQueueService {
    * the ledger's `external_effect.unknown` for that effect (`retryable: false`, `details.effectIds`,
    * docs/DESIGN.md §3 rule 14; the Driver's own details are kept, its effect ids are not), and on a
    * `not_executed` one it is `external_effect.not_executed`, whatever the Driver sent.
-   * @throws RuntimeError `driver.connection_superseded`, `command.not_found` (also for another instance's command).
+   * @throws UserFacingError `driver.connection_superseded`, `command.not_found` (also for another instance's command).
    */
   async updateCommand(instance: DriverInstanceRow, commandId: string, req: CommandUpdateRequest): Promise<CommandUpdateResponse> {
     const now = this.ctx.clock.nowMs();
@@ -146,7 +146,7 @@ export class CommandQueueService {
     const res = await this.ctx.store.transaction(async (tx): Promise<CommandUpdateResponse> => {
       assertCurrentConnection(await driverInstanceRepository.findById(tx, instance.id), req.connectionId);
       const cmd = await commandRepository.findOwned(tx, commandId, instance.id);
-      if (!cmd) throw new RuntimeError("command.not_found", `no command ${commandId} for this Driver instance`);
+      if (!cmd) throw new UserFacingError("command.not_found", `no command ${commandId} for this Driver instance`);
       const decision = decideCommandTransition(cmd.status, req.status);
       if (decision.outcome !== "applied")
         return { outcome: decision.outcome, status: cmd.status, ...(decision.reason ? { reason: decision.reason } : {}) };

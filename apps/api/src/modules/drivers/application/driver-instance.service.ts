@@ -8,11 +8,11 @@ import {
   type RegisterDriverRequest,
   type RegisterDriverResponse,
 } from "@mosoo/contracts";
-import { RuntimeError } from "../../ledger/domain/runtime-errors.js";
+import { UserFacingError } from "../../../kernel/user-facing-error.js";
 import { commandRepository } from "../../ledger/infrastructure/command.repository.js";
 import { driverInstanceRepository, type DriverInstanceRow } from "../../ledger/infrastructure/driver-instance.repository.js";
 import { effectRepository } from "../../ledger/infrastructure/effect.repository.js";
-import type { RuntimeContext } from "../../ledger/application/runtime-context.js";
+import type { RuntimeContext } from "../../../kernel/runtime-context.js";
 
 function hashToken(token: string): string {
   return createHash("sha256").update(token, "utf8").digest("hex");
@@ -38,7 +38,7 @@ export class DriverInstanceService {
   /**
    * Registers a new instance, or re-registers `driverInstanceId` (revoking its old token), on the
    * proof `authority` gives (see {@link RegistrationAuthority}).
-   * @throws RuntimeError `auth.forbidden` (403: the enrollment token re-registering an existing id, an
+   * @throws UserFacingError `auth.forbidden` (403: the enrollment token re-registering an existing id, an
    *   instance token registering another or a new instance), `driver.not_found` (unknown id), `driver.not_finalized` (re-register of an
    *   instance that was not finalized, also when a concurrent re-register won the compare-and-set), `effect.fence_retained` (re-register while any of its effects
    *   is `executing`/`unknown`, docs/DESIGN.md §3 rule 9).
@@ -50,7 +50,7 @@ export class DriverInstanceService {
       (req.driverInstanceId === undefined
         ? authority.kind === "enrollment"
         : authority.kind === "instance" && authority.driverInstanceId === req.driverInstanceId);
-    if (!allowed) throw new RuntimeError("auth.forbidden", "this credential may not register this Driver instance");
+    if (!allowed) throw new UserFacingError("auth.forbidden", "this credential may not register this Driver instance");
     const now = this.ctx.clock.nowMs();
     const id = req.driverInstanceId ?? newUlid(now);
     const driverToken = `mdt_${id}_${randomBytes(32).toString("base64url")}`;
@@ -66,18 +66,18 @@ export class DriverInstanceService {
         return;
       }
       const existing = await driverInstanceRepository.findById(tx, id);
-      if (!existing) throw new RuntimeError("driver.not_found", `no Driver instance ${id}`);
+      if (!existing) throw new UserFacingError("driver.not_found", `no Driver instance ${id}`);
       // Only an instance whose finalization repair already ran may be re-registered (docs/DESIGN.md §3
       // rule 10): a live instance's run and commands are never handed over without that repair.
       if (existing.status !== "finalized") {
-        throw new RuntimeError(
+        throw new UserFacingError(
           "driver.not_finalized",
           `Driver instance ${id} is ${existing.status}; it must be finalized before it is re-registered: stop its process and let it finalize (or wait one MOSOO_HEARTBEAT_TTL_MS for the sweep), or register a new instance without driverInstanceId`,
         );
       }
       const fenced = await effectRepository.listFenced(tx, { driverInstanceId: id });
       if (fenced.length > 0) {
-        throw new RuntimeError(
+        throw new UserFacingError(
           "effect.fence_retained",
           `Driver instance ${id} has ${fenced.length} executing or unknown effects; resolve them before re-registering: npm run effects -- show <effectId> for each of details.effectIds, then reconcile or resolve it`,
           {
@@ -96,7 +96,10 @@ export class DriverInstanceService {
       });
       // Lost compare-and-set: a concurrent re-register (e.g. on another API instance) won; this token was never stored.
       if (!reregistered) {
-        throw new RuntimeError("driver.not_finalized", `Driver instance ${id} was re-registered concurrently; it is no longer finalized`);
+        throw new UserFacingError(
+          "driver.not_finalized",
+          `Driver instance ${id} was re-registered concurrently; it is no longer finalized`,
+        );
       }
     });
     this.ctx.logger.info({ driverInstanceId: id, reregistered: Boolean(req.driverInstanceId) }, "driver.registered");
@@ -117,18 +120,18 @@ export class DriverInstanceService {
 
   /**
    * Resolves a bearer token to its instance.
-   * @throws RuntimeError `auth.invalid_token` (malformed, unknown or revoked), `driver.finalized`.
+   * @throws UserFacingError `auth.invalid_token` (malformed, unknown or revoked), `driver.finalized`.
    */
   async authenticate(token: string): Promise<DriverInstanceRow> {
     const parsed = DriverTokenSchema.safeParse(token);
-    if (!parsed.success) throw new RuntimeError("auth.invalid_token", "the Driver token is malformed");
+    if (!parsed.success) throw new UserFacingError("auth.invalid_token", "the Driver token is malformed");
     const id = token.slice(4, 30);
     const instance = await this.ctx.store.read((tx) => driverInstanceRepository.findById(tx, id));
     const expected = Buffer.from(instance?.tokenHash ?? "0".repeat(64), "hex");
     const given = Buffer.from(hashToken(token), "hex");
-    if (!instance || !timingSafeEqual(expected, given)) throw new RuntimeError("auth.invalid_token", "the Driver token is not valid");
+    if (!instance || !timingSafeEqual(expected, given)) throw new UserFacingError("auth.invalid_token", "the Driver token is not valid");
     if (instance.status === "finalized" || instance.status === "finalizing") {
-      throw new RuntimeError("driver.finalized", `Driver instance ${id} was finalized; register again`);
+      throw new UserFacingError("driver.finalized", `Driver instance ${id} was finalized; register again`);
     }
     return instance;
   }
@@ -136,7 +139,7 @@ export class DriverInstanceService {
   /**
    * Opens a new connection for the instance; earlier connections are superseded from now on.
    * Every command without a terminal receipt will be delivered again on it (docs/DESIGN.md §3 rule 11).
-   * @throws RuntimeError `driver.finalized` when the instance was finalized meanwhile.
+   * @throws UserFacingError `driver.finalized` when the instance was finalized meanwhile.
    */
   async connect(instance: DriverInstanceRow): Promise<ConnectDriverResponse> {
     const now = this.ctx.clock.nowMs();
@@ -147,7 +150,7 @@ export class DriverInstanceService {
         connectionId,
         lastHeartbeatAtMs: now,
       });
-      if (!ok) throw new RuntimeError("driver.finalized", `Driver instance ${instance.id} was finalized; register again`);
+      if (!ok) throw new UserFacingError("driver.finalized", `Driver instance ${instance.id} was finalized; register again`);
       // wakes the superseded connection's long-poll, on whichever API instance holds it (docs/DESIGN.md §11)
       await this.ctx.notifier.notifyInTransaction(tx, instance.id);
       return (await commandRepository.listNonTerminalOfDriver(tx, instance.id)).length;
@@ -159,12 +162,12 @@ export class DriverInstanceService {
 
   /**
    * Records a heartbeat of the current connection.
-   * @throws RuntimeError `driver.connection_superseded` when `connectionId` is not the current one.
+   * @throws UserFacingError `driver.connection_superseded` when `connectionId` is not the current one.
    */
   async heartbeat(instance: DriverInstanceRow, connectionId: string): Promise<{ heartbeatTtlMs: number }> {
     const now = this.ctx.clock.nowMs();
     if (!(await this.ctx.store.transaction((tx) => driverInstanceRepository.touchHeartbeat(tx, instance.id, connectionId, now)))) {
-      throw new RuntimeError("driver.connection_superseded", "this connection is no longer current; reconnect", { connectionId });
+      throw new UserFacingError("driver.connection_superseded", "this connection is no longer current; reconnect", { connectionId });
     }
     return { heartbeatTtlMs: this.ctx.settings.heartbeatTtlMs };
   }
@@ -174,12 +177,12 @@ export class DriverInstanceService {
    * current connection, last heartbeat and its expiry (ms since the epoch; the sweep finalizes the
    * instance after it), its `executing` and `unknown` effects (fenced until settled, docs/DESIGN.md §3
    * rule 9) and its commands without a terminal receipt. A read: changes nothing.
-   * @throws RuntimeError `driver.not_found` when the instance was deleted meanwhile.
+   * @throws UserFacingError `driver.not_found` when the instance was deleted meanwhile.
    */
   async describe(instance: DriverInstanceRow): Promise<RouteOutput<typeof DRIVER_API.self>> {
     return this.ctx.store.read(async (tx) => {
       const row = await driverInstanceRepository.findById(tx, instance.id);
-      if (!row) throw new RuntimeError("driver.not_found", `no Driver instance ${instance.id}`);
+      if (!row) throw new UserFacingError("driver.not_found", `no Driver instance ${instance.id}`);
       const fenced = await effectRepository.listOfDriverInStatus(tx, row.id, ["executing", "unknown"]);
       const ttl = this.ctx.settings.heartbeatTtlMs;
       return {

@@ -1,21 +1,37 @@
 import { commandDriverTerminalError, type FinalizationSummary } from "@mosoo/contracts";
 import { turnInterruptedRunError } from "../../ledger/domain/turn-account.js";
-import { readTurnToolCallFacts } from "../../ledger/application/turn-account-facts.js";
-import { settleCommandFromEffect, failCommand } from "../../ledger/application/command-settlement.js";
-import { isConfirmed, type EffectReconciliationPort, type ReconcileResult } from "../../ledger/application/effect-reconciliation.port.js";
+import { readTurnToolCallFacts } from "../../ledger/application/turn-account-facts.query.js";
+import { settleCommandFromEffect, failCommand } from "../../ledger/application/command-settlement.service.js";
+import {
+  isConfirmed,
+  type CommandSettlement,
+  type EffectReconciliationPort,
+  type ReconcileResult,
+} from "../../ledger/application/effect-reconciliation.port.js";
 import type { EffectRow } from "../../ledger/infrastructure/effect.repository.js";
-import { RuntimeError } from "../../ledger/domain/runtime-errors.js";
+import { UserFacingError } from "../../../kernel/user-facing-error.js";
 import { commandRepository } from "../../ledger/infrastructure/command.repository.js";
 import { driverInstanceRepository } from "../../ledger/infrastructure/driver-instance.repository.js";
 import { effectRepository } from "../../ledger/infrastructure/effect.repository.js";
 import { runRepository } from "../../ledger/infrastructure/run.repository.js";
-import type { StoreTx } from "../../../platform/db/store.port.js";
 import { fenceExecutingEffect } from "../../ledger/application/effect-ledger.service.js";
-import type { RuntimeContext } from "../../ledger/application/runtime-context.js";
+import type { RuntimeContext } from "../../../kernel/runtime-context.js";
 import type { WorkClaimService } from "./work-claim.service.js";
 
 /** Why a Driver instance is being finalized: its own request, the sweep (heartbeat expired), or an operator. */
 export type FinalizationTrigger = "driver_request" | "heartbeat_expired" | "operator";
+
+/** Adds a command the repair ended (`completed` or `failed`; null: none) to `summary`. */
+function countSettlement(summary: FinalizationSummary, settled: CommandSettlement): void {
+  if (settled === "completed") summary.commandsCompleted += 1;
+  else if (settled === "failed") summary.commandsFailed += 1;
+}
+
+/** Adds one lookup's result to `summary`: the command its outcome's transaction ended, and a confirmed outcome. */
+function countLookup(summary: FinalizationSummary, result: ReconcileResult): void {
+  if ("commandSettled" in result) countSettlement(summary, result.commandSettled);
+  if (isConfirmed(result)) summary.effectsReconciled += 1;
+}
 
 /** A summary with every count at zero. */
 function emptyFinalizationSummary(): FinalizationSummary {
@@ -69,7 +85,7 @@ export class FinalizationRepairService {
   /**
    * Runs the repair for `driverInstanceId`.
    * @returns counts of what changed (all zero when it was already finalized, or another API instance is repairing it).
-   * @throws RuntimeError `driver.not_found`.
+   * @throws UserFacingError `driver.not_found`.
    */
   async finalize(driverInstanceId: string, trigger: FinalizationTrigger): Promise<FinalizationSummary> {
     return (await this.finalizeUnless(driverInstanceId, trigger, undefined)) ?? emptyFinalizationSummary();
@@ -80,7 +96,7 @@ export class FinalizationRepairService {
    * again inside the repair's first transaction: when the instance heartbeated after `cutoffMs` (ms
    * since the epoch) since the sweep listed it (the heartbeat committed between the sweep's read and
    * this repair), nothing changes and the result is null (a live Driver is never finalized).
-   * @throws RuntimeError `driver.not_found`.
+   * @throws UserFacingError `driver.not_found`.
    */
   async finalizeExpired(driverInstanceId: string, cutoffMs: number): Promise<FinalizationSummary | null> {
     return this.finalizeUnless(driverInstanceId, "heartbeat_expired", cutoffMs);
@@ -171,7 +187,7 @@ export class FinalizationRepairService {
       const summary = emptyFinalizationSummary();
       const logs: { level: "info" | "warn"; fields: Record<string, unknown>; msg: string }[] = [];
       const instance = await driverInstanceRepository.findById(tx, driverInstanceId);
-      if (!instance) throw new RuntimeError("driver.not_found", `no Driver instance ${driverInstanceId}`);
+      if (!instance) throw new UserFacingError("driver.not_found", `no Driver instance ${driverInstanceId}`);
       if (instance.status === "finalized") return { kind: "finalized" as const };
       if (
         heartbeatCutoffMs !== undefined &&
@@ -222,56 +238,58 @@ export class FinalizationRepairService {
 
   /**
    * Step 3: reconcile the deferred effects, `concurrency` lookups at a time (the reconciler's worker
-   * pool; leases taken in small batches), each outcome committed with its command's terminal state.
+   * pool; leases taken in small batches). Each outcome commits with its command's terminal state
+   * (`settleCommand`); the result says what that transaction did, and {@link followUpLookup} counts it.
    */
   private async reconcileDeferred(effects: EffectRow[], summary: FinalizationSummary): Promise<void> {
-    if (effects.length === 0 || !this.reconciler) return;
     const reconciler = this.reconciler;
-    // A settle runs inside an outcome's transaction, which group commit may roll back and run again
-    // alone (outcome-group-commit.ts): it notes what it did per effect, and the note is counted only
-    // once that transaction committed (`counted`, after each commit below).
-    const settledIn = new Map<string, "completed" | "failed">();
-    const settle = async (tx: StoreTx, effect: EffectRow): Promise<void> => {
-      if (await settleCommandFromEffect(tx, effect, this.ctx.clock.nowMs()))
-        settledIn.set(effect.id, effect.status === "succeeded" ? "completed" : "failed");
-      else settledIn.delete(effect.id);
-    };
-    // An outcome that committed ran its settle last in the committed transaction; a lost or
-    // ineligible one committed no settle (a note from a rolled-back batch is dropped).
-    const counted = (effectId: string, result?: ReconcileResult) => {
-      const note = result?.kind === "superseded" || result?.kind === "ineligible" ? undefined : settledIn.get(effectId);
-      settledIn.delete(effectId);
-      if (note === "completed") summary.commandsCompleted += 1;
-      else if (note === "failed") summary.commandsFailed += 1;
-    };
+    if (effects.length === 0 || !reconciler) return;
     await reconciler.reconcileMany(effects.values(), {
       trigger: "finalization",
       concurrency: this.concurrency,
-      settle,
+      settleCommand: true,
       onResult: async (result, effectId) => {
-        if (effectId === undefined) return;
-        counted(effectId, result);
-        if (isConfirmed(result)) summary.effectsReconciled += 1;
-        if (result.kind === "superseded") {
-          // Another reconciler holds the effect: wait for its lease to end (its outcome commits
-          // first); if it is still unknown and due (e.g. the other lease simply expired), look it up once more.
-          const now = await reconciler.awaitLease(effectId, this.leaseWaitMs);
-          if (now && reconciler.isDue(now, this.ctx.clock.nowMs())) {
-            const again = await reconciler.reconcile(effectId, "finalization", settle);
-            counted(effectId, again);
-            if (isConfirmed(again)) summary.effectsReconciled += 1;
-          }
-        }
-        if (result.kind === "ineligible" || result.kind === "superseded") {
-          // End the command from whatever the effect is now (a no-op when a settle already ran).
-          await this.ctx.store.transaction(async (tx) => {
-            const effect = await effectRepository.findById(tx, effectId);
-            if (effect) await settle(tx, effect);
-          });
-          counted(effectId);
-        }
+        if (effectId !== undefined) await this.followUpLookup(reconciler, effectId, result, summary);
       },
     });
+  }
+
+  /**
+   * After one deferred lookup (its outcome committed): counts it; a `superseded` one waits for the
+   * other reconciler's lease and may look the effect up once more ({@link lookUpAgainAfterLease});
+   * an effect no lookup of ours settled (`ineligible`, `superseded`) ends its command from the
+   * effect as it is now ({@link settleCommandAsEffectIs}; a no-op when a lookup already did).
+   */
+  private async followUpLookup(
+    reconciler: EffectReconciliationPort,
+    effectId: string,
+    result: ReconcileResult,
+    summary: FinalizationSummary,
+  ): Promise<void> {
+    countLookup(summary, result);
+    if (result.kind === "superseded") await this.lookUpAgainAfterLease(reconciler, effectId, summary);
+    if (result.kind === "ineligible" || result.kind === "superseded") await this.settleCommandAsEffectIs(effectId, summary);
+  }
+
+  /**
+   * Another reconciler held the effect: waits (at most `leaseWaitMs`) for its lease to end (its
+   * outcome commits first); if the effect is still unknown and due (e.g. the other lease simply
+   * expired), looks it up once more, its command settled in the outcome's transaction.
+   */
+  private async lookUpAgainAfterLease(reconciler: EffectReconciliationPort, effectId: string, summary: FinalizationSummary): Promise<void> {
+    const now = await reconciler.awaitLease(effectId, this.leaseWaitMs);
+    if (now && reconciler.isDue(now, this.ctx.clock.nowMs()))
+      countLookup(summary, await reconciler.reconcile(effectId, "finalization", { settleCommand: true }));
+  }
+
+  /** Ends the effect's command from the effect as it is now, in a transaction of its own (a no-op when it already ended). */
+  private async settleCommandAsEffectIs(effectId: string, summary: FinalizationSummary): Promise<void> {
+    const settled = await this.ctx.store.transaction(async (tx): Promise<CommandSettlement> => {
+      const effect = await effectRepository.findById(tx, effectId);
+      if (!effect || !(await settleCommandFromEffect(tx, effect, this.ctx.clock.nowMs()))) return null;
+      return effect.status === "succeeded" ? "completed" : "failed";
+    });
+    countSettlement(summary, settled);
   }
 
   private async failActiveRunAndClose(driverInstanceId: string, summary: FinalizationSummary): Promise<void> {

@@ -3,7 +3,7 @@ import { driverInstanceRepository } from "../../ledger/infrastructure/driver-ins
 import { storeLivenessRepository, type LivenessState } from "../infrastructure/store-liveness.repository.js";
 import type { FinalizationRepairService } from "./finalization-repair.service.js";
 import type { WorkClaimService } from "./work-claim.service.js";
-import type { RuntimeContext } from "../../ledger/application/runtime-context.js";
+import type { RuntimeContext } from "../../../kernel/runtime-context.js";
 
 /**
  * The port through which the sweep looks up due `still_unknown` effects again (docs/DESIGN.md §6.3):

@@ -1,6 +1,6 @@
 import { and, eq, lte, or } from "drizzle-orm";
 import type { WorkClaimKind } from "@mosoo/contracts/statuses";
-import type { workClaims } from "../../../platform/db/schema.js";
+import type { workClaims } from "../../../platform/db/sqlite/sqlite-schema.js";
 import type { StoreTx } from "../../../platform/db/store.port.js";
 
 /** A `work_claims` row. Times in ms since the epoch (the claimer's clock). */

@@ -6,14 +6,14 @@ import {
   type EffectTransitionResponse,
 } from "@mosoo/contracts";
 import { decideDeadlineMissed, decideLateEvidence, settleTransition } from "../domain/effect-lifecycle.machine.js";
-import { RuntimeError } from "../domain/runtime-errors.js";
+import { UserFacingError } from "../../../kernel/user-facing-error.js";
 import { driverInstanceRepository, type DriverInstanceRow } from "../infrastructure/driver-instance.repository.js";
 import { effectRepository, type AttemptRow, type EffectRow } from "../infrastructure/effect.repository.js";
 import { runRepository } from "../infrastructure/run.repository.js";
 import type { StoreTx } from "../../../platform/db/store.port.js";
-import { assertCurrentConnection } from "./connection-fence.js";
-import { settleCommandFromEffect } from "./command-settlement.js";
-import type { RuntimeContext } from "./runtime-context.js";
+import { assertCurrentConnection } from "./connection-fence.policy.js";
+import { settleCommandFromEffect } from "./command-settlement.service.js";
+import type { RuntimeContext } from "../../../kernel/runtime-context.js";
 
 /** Default send-by deadline of an `execute` claim (ms) when `MOSOO_SEND_DEADLINE_MS` is not set (docs/DESIGN.md §3 rule 12). */
 export const DEFAULT_SEND_DEADLINE_MS = 10_000;
@@ -22,7 +22,7 @@ export const DEFAULT_SEND_DEADLINE_MS = 10_000;
  * Reads the effect and the reported attempt inside `tx`, with the same acceptance rule as a
  * completion: the report must come from the connection that made the attempt (even if superseded
  * since) or from the instance's current connection.
- * @throws RuntimeError `effect.not_found`, `driver.connection_superseded`.
+ * @throws UserFacingError `effect.not_found`, `driver.connection_superseded`.
  */
 async function loadReported(
   tx: StoreTx,
@@ -32,7 +32,7 @@ async function loadReported(
   attempt: number,
 ): Promise<{ eff: EffectRow; attemptRow: AttemptRow | undefined }> {
   const eff = await effectRepository.findOwned(tx, effectId, instance.id);
-  if (!eff) throw new RuntimeError("effect.not_found", `no effect ${effectId} for this Driver instance`);
+  if (!eff) throw new UserFacingError("effect.not_found", `no effect ${effectId} for this Driver instance`);
   const attemptRow = (await effectRepository.listAttempts(tx, eff.id)).find((a) => a.attempt === attempt);
   if (attemptRow?.connectionId !== connectionId)
     assertCurrentConnection(await driverInstanceRepository.findById(tx, instance.id), connectionId);
@@ -44,21 +44,21 @@ async function loadReported(
  * rules 12, 13): only the connection that made the attempt knows whether it sent, and a missed
  * deadline proves non-execution only if the Driver never said it sent. No row (an attempt that
  * was never made) is left to {@link decideDeadlineMissed}, which rejects it.
- * @throws RuntimeError `effect.not_attempt_connection` (`connectionId` is not the attempt's, e.g. a
+ * @throws UserFacingError `effect.not_attempt_connection` (`connectionId` is not the attempt's, e.g. a
  *   later connection of the same instance), `effect.attempt_sent` (a `complete` or `mark-unknown`
  *   about the attempt was received: `sendReportedAtMs` is set).
  */
 function assertNothingSent(attemptRow: AttemptRow | undefined, connectionId: string): void {
   if (!attemptRow) return;
   if (attemptRow.connectionId !== connectionId) {
-    throw new RuntimeError(
+    throw new UserFacingError(
       "effect.not_attempt_connection",
       `attempt ${attemptRow.attempt} was made by another connection; only it can say it sent nothing`,
       { attempt: attemptRow.attempt },
     );
   }
   if (attemptRow.sendReportedAtMs !== null) {
-    throw new RuntimeError(
+    throw new UserFacingError(
       "effect.attempt_sent",
       `attempt ${attemptRow.attempt} was already reported sent or failed mid-send; a missed deadline proves nothing`,
       { attempt: attemptRow.attempt },
@@ -78,7 +78,7 @@ const NO_LEASE = { leaseOwner: null, leaseExpiresAtMs: null } as const;
  * `external_effect.not_executed` (retryable as a new tool call). A CAS loss answers `rejected`.
  * Taken only from the connection that made the attempt, and only if the Driver never reported the
  * attempt sent (see {@link assertNothingSent}); a refusal writes nothing.
- * @throws RuntimeError `effect.not_found`, `driver.connection_superseded`, `effect.not_attempt_connection`,
+ * @throws UserFacingError `effect.not_found`, `driver.connection_superseded`, `effect.not_attempt_connection`,
  *   `effect.attempt_sent`.
  */
 export async function reportDeadlineMissed(
@@ -137,7 +137,7 @@ export async function reportDeadlineMissed(
  * - `kept`: a tool-error result about a `not_executed` effect (no contradiction): answered `rejected`, no flag;
  * - `contradiction`: nothing is overridden; the effect is flagged `late_evidence_contradiction`
  *   (operator attention, visible in `effects list` / `show`) and the answer is `rejected` with why.
- * @throws RuntimeError `effect.not_found`, `driver.connection_superseded`, `request.invalid`
+ * @throws UserFacingError `effect.not_found`, `driver.connection_superseded`, `request.invalid`
  *   (receipt over 16 KiB, or a result naming another server/tool/request than the effect).
  */
 export async function reportLateResult(
@@ -148,7 +148,7 @@ export async function reportLateResult(
 ): Promise<EffectTransitionResponse> {
   const receiptJson = req.receipt === null ? null : JSON.stringify(req.receipt);
   if (receiptJson !== null && Buffer.byteLength(receiptJson) > MAX_PROVIDER_RECEIPT_BYTES) {
-    throw new RuntimeError("request.invalid", `receipt exceeds ${MAX_PROVIDER_RECEIPT_BYTES} bytes`);
+    throw new UserFacingError("request.invalid", `receipt exceeds ${MAX_PROVIDER_RECEIPT_BYTES} bytes`);
   }
   const now = ctx.clock.nowMs();
   const resultJson = JSON.stringify(req.result);
@@ -156,7 +156,7 @@ export async function reportLateResult(
     const { eff, attemptRow } = await loadReported(tx, instance, effectId, req.connectionId, req.attempt);
     const r = req.result;
     if (r.serverId !== eff.serverId || r.toolName !== eff.toolName || r.requestId !== eff.requestId) {
-      throw new RuntimeError(
+      throw new UserFacingError(
         "request.invalid",
         `the result names ${r.serverId}/${r.toolName}/${r.requestId}, the effect is ${eff.serverId}/${eff.toolName}/${eff.requestId}`,
       );

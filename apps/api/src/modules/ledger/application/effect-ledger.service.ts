@@ -10,16 +10,16 @@ import {
 } from "@mosoo/contracts";
 import { decideAttemptReport, decideClaim } from "../domain/effect-lifecycle.machine.js";
 import { isTerminalCommandStatus } from "../domain/command-lifecycle.machine.js";
-import { RuntimeError } from "../domain/runtime-errors.js";
+import { UserFacingError } from "../../../kernel/user-facing-error.js";
 import { StoreBusyError } from "../../../platform/db/store-busy.js";
 import { commandRepository } from "../infrastructure/command.repository.js";
 import { driverInstanceRepository, type DriverInstanceRow } from "../infrastructure/driver-instance.repository.js";
 import { effectRepository, type EffectRow } from "../infrastructure/effect.repository.js";
 import { runRepository } from "../infrastructure/run.repository.js";
 import type { StoreTx } from "../../../platform/db/store.port.js";
-import { assertCurrentConnection } from "./connection-fence.js";
+import { assertCurrentConnection } from "./connection-fence.policy.js";
 import { DEFAULT_SEND_DEADLINE_MS, reportDeadlineMissed, reportLateResult } from "./effect-evidence.service.js";
-import type { RuntimeContext } from "./runtime-context.js";
+import type { RuntimeContext } from "../../../kernel/runtime-context.js";
 import type { EffectReconciliationPort } from "./effect-reconciliation.port.js";
 
 /** The claim answer for an effect already past dispatch (no status change). */
@@ -84,7 +84,7 @@ export class EffectLedgerService {
    * is reconciled inline first (within the lookup timeout; docs/DESIGN.md §6.1): a confirmed success
    * answers `completed` with the provider's result, a confirmed non-execution `not_executed`; the
    * outcome and its receipt are committed before this returns, so before any terminal update.
-   * @throws RuntimeError `driver.connection_superseded`, `command.not_found`, `effect.not_found`,
+   * @throws UserFacingError `driver.connection_superseded`, `command.not_found`, `effect.not_found`,
    *   `command.terminal` (an `intent` effect of a terminal command is never dispatched).
    */
   async claim(instance: DriverInstanceRow, connectionId: string, commandId: string): Promise<EffectClaim> {
@@ -92,13 +92,13 @@ export class EffectLedgerService {
     const { claim, fenced, effect } = await this.ctx.store.transaction(async (tx) => {
       assertCurrentConnection(await driverInstanceRepository.findById(tx, instance.id), connectionId);
       const cmd = await commandRepository.findOwned(tx, commandId, instance.id);
-      if (!cmd) throw new RuntimeError("command.not_found", `no command ${commandId} for this Driver instance`);
+      if (!cmd) throw new UserFacingError("command.not_found", `no command ${commandId} for this Driver instance`);
       const eff = await effectRepository.findByCommand(tx, cmd.id);
-      if (!eff) throw new RuntimeError("effect.not_found", `command ${commandId} has no effect`);
+      if (!eff) throw new UserFacingError("effect.not_found", `command ${commandId} has no effect`);
       const action = decideClaim(eff.status);
       if (action === "dispatch") {
         if (isTerminalCommandStatus(cmd.status))
-          throw new RuntimeError("command.terminal", `command ${commandId} is ${cmd.status}; its effect is never dispatched`);
+          throw new UserFacingError("command.terminal", `command ${commandId} is ${cmd.status}; its effect is never dispatched`);
         const attempt = eff.attemptCount + 1;
         const sendWithinMs = this.ctx.settings.sendDeadlineMs ?? DEFAULT_SEND_DEADLINE_MS;
         const ok = await effectRepository.updateIfCurrent(tx, eff, {
@@ -109,7 +109,7 @@ export class EffectLedgerService {
           lastDispatchedAtMs: now,
           updatedAtMs: now,
         });
-        if (!ok) throw new RuntimeError("effect.not_found", `effect ${eff.id} changed concurrently; claim again`);
+        if (!ok) throw new UserFacingError("effect.not_found", `effect ${eff.id} changed concurrently; claim again`);
         await effectRepository.insertAttempt(tx, { effectId: eff.id, attempt, status: "executing", connectionId, startedAtMs: now });
         return {
           claim: { kind: "execute", effectId: eff.id, attempt, idempotencyKey: eff.idempotencyKey, sendWithinMs } as EffectClaim,
@@ -158,19 +158,19 @@ export class EffectLedgerService {
    * since, as long as the effect is still `executing` at that attempt: the result is real. A report
    * on a fenced effect or an older attempt is `rejected` and changes nothing but the attempt's
    * `sendReportedAtMs` (the Driver said it sent; a later `deadline-missed` is refused).
-   * @throws RuntimeError `effect.not_found`, `request.invalid` (receipt over {@link MAX_PROVIDER_RECEIPT_BYTES},
+   * @throws UserFacingError `effect.not_found`, `request.invalid` (receipt over {@link MAX_PROVIDER_RECEIPT_BYTES},
    *   or a result whose serverId/toolName/requestId is not the effect's),
    *   `driver.connection_superseded` (neither the current connection nor the attempt's own).
    */
   async complete(instance: DriverInstanceRow, effectId: string, req: EffectCompleteRequest): Promise<EffectTransitionResponse> {
     const receiptJson = req.receipt === null ? null : JSON.stringify(req.receipt);
     if (receiptJson !== null && Buffer.byteLength(receiptJson) > MAX_PROVIDER_RECEIPT_BYTES) {
-      throw new RuntimeError("request.invalid", `receipt exceeds ${MAX_PROVIDER_RECEIPT_BYTES} bytes`);
+      throw new UserFacingError("request.invalid", `receipt exceeds ${MAX_PROVIDER_RECEIPT_BYTES} bytes`);
     }
     return await this.report(instance, effectId, req.connectionId, req.attempt, "succeeded", async (tx, eff, now) => {
       const r = req.result;
       if (r.serverId !== eff.serverId || r.toolName !== eff.toolName || r.requestId !== eff.requestId) {
-        throw new RuntimeError(
+        throw new UserFacingError(
           "request.invalid",
           `the result names ${r.serverId}/${r.toolName}/${r.requestId}, the effect is ${eff.serverId}/${eff.toolName}/${eff.requestId}`,
         );
@@ -196,7 +196,7 @@ export class EffectLedgerService {
    * The Driver lost track of attempt `attempt` (e.g. the MCP transport broke mid-call):
    * `executing → unknown`. Same acceptance rules as {@link complete}, and it too sets the attempt's
    * `sendReportedAtMs` whatever the outcome (the call was sent or failed mid-send).
-   * @throws RuntimeError `effect.not_found`, `driver.connection_superseded`.
+   * @throws UserFacingError `effect.not_found`, `driver.connection_superseded`.
    */
   async markUnknown(instance: DriverInstanceRow, effectId: string, req: EffectMarkUnknownRequest): Promise<EffectTransitionResponse> {
     return await this.report(instance, effectId, req.connectionId, req.attempt, "unknown", (tx, eff, now) =>
@@ -208,7 +208,7 @@ export class EffectLedgerService {
    * The Driver missed the send-by deadline of attempt `req.attempt` and sent nothing (docs/DESIGN.md §3
    * rule 12): settles the effect `not_executed` (resolution `deadline_missed`) and fails a
    * non-terminal command `external_effect.not_executed`, in one transaction. See `reportDeadlineMissed`.
-   * @throws RuntimeError `effect.not_found`, `driver.connection_superseded`, `effect.not_attempt_connection`
+   * @throws UserFacingError `effect.not_found`, `driver.connection_superseded`, `effect.not_attempt_connection`
    *   (not the connection that made the attempt), `effect.attempt_sent` (the Driver reported it sent).
    */
   async deadlineMissed(instance: DriverInstanceRow, effectId: string, req: EffectDeadlineMissedRequest): Promise<EffectTransitionResponse> {
@@ -219,7 +219,7 @@ export class EffectLedgerService {
    * Late evidence (docs/DESIGN.md §3 rule 13): the provider's real result after the effect was fenced.
    * Settles an `unknown` effect `succeeded` (resolution `reported_late`) when key, tool and
    * fingerprint match; flags a contradiction with a confirmed outcome. See `reportLateResult`.
-   * @throws RuntimeError `effect.not_found`, `driver.connection_superseded`, `request.invalid`.
+   * @throws UserFacingError `effect.not_found`, `driver.connection_superseded`, `request.invalid`.
    */
   async lateResult(instance: DriverInstanceRow, effectId: string, req: EffectLateResultRequest): Promise<EffectTransitionResponse> {
     return await reportLateResult(this.ctx, instance, effectId, req);
@@ -243,7 +243,7 @@ export class EffectLedgerService {
       // answers 503 `store.busy` with nothing written (the report is idempotent: the Driver retries).
       for (let round = 1; ; round += 1) {
         const eff = await effectRepository.findOwned(tx, effectId, instance.id);
-        if (!eff) throw new RuntimeError("effect.not_found", `no effect ${effectId} for this Driver instance`);
+        if (!eff) throw new UserFacingError("effect.not_found", `no effect ${effectId} for this Driver instance`);
         const attemptRow = (await effectRepository.listAttempts(tx, eff.id)).find((a) => a.attempt === attempt);
         const current = await driverInstanceRepository.findById(tx, instance.id);
         if (attemptRow?.connectionId !== connectionId) assertCurrentConnection(current, connectionId);

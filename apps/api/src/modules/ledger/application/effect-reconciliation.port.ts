@@ -3,16 +3,29 @@ import type { StoreTx } from "../../../platform/db/store.port.js";
 import type { EffectRow } from "../infrastructure/effect.repository.js";
 
 /**
+ * What an outcome's transaction did to the effect's command when the caller asked it to settle the
+ * command ({@link ReconcileOptions.settleCommand}): `completed` (the effect `succeeded`), `failed`
+ * (`not_executed` or still `unknown`), or null (not asked, or the command was already terminal).
+ */
+export type CommandSettlement = "completed" | "failed" | null;
+
+/**
  * What one reconciliation of an effect did:
  * - `ineligible`: no lookup was made (flag off, no binding, undeclared tool, not `unknown`, bound reached…);
  * - `superseded`: another reconciler held the lease or won the compare-and-set; nothing changed but a `superseded` record;
- * - `confirmed_succeeded` / `confirmed_not_executed` / `still_unknown`: the outcome committed.
+ * - `confirmed_succeeded` / `confirmed_not_executed` / `still_unknown`: the outcome committed, with
+ *   `commandSettled`, what the same transaction did to the effect's command.
  * `effect` is the row after the call.
  */
 export type ReconcileResult =
   | { kind: "ineligible"; reasonCode: string; effect: EffectRow | undefined }
   | { kind: "superseded"; effect: EffectRow | undefined }
-  | { kind: "confirmed_succeeded" | "confirmed_not_executed" | "still_unknown"; reasonCode: string | null; effect: EffectRow };
+  | {
+      kind: "confirmed_succeeded" | "confirmed_not_executed" | "still_unknown";
+      reasonCode: string | null;
+      effect: EffectRow;
+      commandSettled: CommandSettlement;
+    };
 
 /** True when the lookup confirmed an outcome (`confirmed_succeeded` or `confirmed_not_executed`) and committed it. */
 export function isConfirmed(result: ReconcileResult): boolean {
@@ -20,23 +33,29 @@ export function isConfirmed(result: ReconcileResult): boolean {
 }
 
 /**
- * Called inside the outcome's transaction with the effect as committed: the place where a caller
- * (finalization repair) writes the command's terminal state through the ledger's
- * `settleCommandFromEffect`, so that outcome, receipt, result, record, command and run event commit
- * together (docs/DESIGN.md §3 rule 6).
+ * Options of one reconciliation. `settleCommand`: the outcome's transaction also ends the effect's
+ * command from the effect as committed (the ledger's `settleCommandFromEffect`), so outcome, receipt,
+ * result, record, command and run event commit together (docs/DESIGN.md §3 rule 6); the result's
+ * `commandSettled` says what it did. Finalization repair asks for it; a redelivered claim does not.
  */
-export type SettleInTransaction = (tx: StoreTx, effect: EffectRow) => Promise<void>;
+export interface ReconcileOptions {
+  settleCommand?: boolean;
+  /**
+   * The caller's own writes in the outcome's transaction (the operator's audit row), handed the effect
+   * as committed; it runs after the command's settlement, and a throw rolls the whole outcome back.
+   */
+  alsoWrite?: (tx: StoreTx, effect: EffectRow) => Promise<void>;
+}
 
 /**
  * Options of {@link EffectReconciliationPort.reconcileMany}: the `trigger` recorded with each outcome,
- * `concurrency` (lookups at once), `settle` (runs in each outcome's transaction),
- * `onResult(result, effectId)` after each effect, `shouldStart()` (false: start no more lookups),
+ * `concurrency` (lookups at once), `settleCommand` (as in {@link ReconcileOptions}, for every effect),
+ * `onResult(result, effectId)` after each effect (its outcome already committed), `shouldStart()` (false: start no more lookups),
  * `onError(err, effectId)` (an effect's database error; without it the error rejects).
  */
-export interface ReconcileManyOptions {
+export interface ReconcileManyOptions extends ReconcileOptions {
   trigger: ReconciliationTrigger;
   concurrency: number;
-  settle?: SettleInTransaction;
   onResult: (result: ReconcileResult, effectId: string | undefined) => void | Promise<void>;
   shouldStart?: () => boolean;
   onError?: (err: unknown, effectId: string | undefined) => void;
@@ -52,8 +71,8 @@ export interface ReconcileManyOptions {
 export interface EffectReconciliationPort {
   /** True when an automatic lookup may run now: `unknown`, bound, and not held back (operator attention, lookup bound, not due yet). `nowMs` in ms. */
   isDue(effect: EffectRow, nowMs: number): boolean;
-  /** One lookup of `effectId` for `trigger`, outcome committed (`settle` runs in its transaction). Never throws for adapter misbehaviour; a database error propagates. */
-  reconcile(effectId: string, trigger: ReconciliationTrigger, settle?: SettleInTransaction): Promise<ReconcileResult>;
+  /** One lookup of `effectId` for `trigger`, outcome committed (with the command when `opts.settleCommand`). Never throws for adapter misbehaviour; a database error propagates. */
+  reconcile(effectId: string, trigger: ReconciliationTrigger, opts?: ReconcileOptions): Promise<ReconcileResult>;
   /** Reconciles every effect `source` yields (a sync or async iterator, pulled lazily), `opts.concurrency` at a time; see {@link ReconcileManyOptions}. */
   reconcileMany(source: Iterator<EffectRow> | AsyncIterator<EffectRow>, opts: ReconcileManyOptions): Promise<void>;
   /** Waits (at most `maxWaitMs` ms) until no live lease is held on the effect; returns the row as it is then. */

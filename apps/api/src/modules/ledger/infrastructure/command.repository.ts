@@ -1,6 +1,6 @@
 import { and, asc, eq, inArray, isNull, ne, or, sql } from "drizzle-orm";
 import type { CommandStatus } from "@mosoo/contracts";
-import type { driverCommands } from "../../../platform/db/schema.js";
+import type { driverCommands } from "../../../platform/db/sqlite/sqlite-schema.js";
 import { firstRow } from "../../../platform/db/rows.js";
 import type { StoreTx } from "../../../platform/db/store.port.js";
 import { argumentsFor, placeholdersFor, shapeOf } from "../../../platform/db/prepared-shapes.js";

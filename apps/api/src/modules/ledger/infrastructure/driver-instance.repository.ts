@@ -1,6 +1,6 @@
 import { and, eq, inArray, lt, or, isNull, sql } from "drizzle-orm";
 import type { DriverInstanceStatus } from "@mosoo/contracts";
-import type { driverInstances } from "../../../platform/db/schema.js";
+import type { driverInstances } from "../../../platform/db/sqlite/sqlite-schema.js";
 import { firstRow } from "../../../platform/db/rows.js";
 import type { StoreTx } from "../../../platform/db/store.port.js";
 

@@ -1,6 +1,6 @@
 import { and, asc, desc, eq, gte, inArray, isNull, lt, or, sql } from "drizzle-orm";
 import type { EffectStatus } from "@mosoo/contracts";
-import type { externalToolEffectAttempts, externalToolEffects } from "../../../platform/db/schema.js";
+import type { externalToolEffectAttempts, externalToolEffects } from "../../../platform/db/sqlite/sqlite-schema.js";
 import { firstRow } from "../../../platform/db/rows.js";
 import type { StoreTx } from "../../../platform/db/store.port.js";
 import { argumentsFor, placeholdersFor, shapeOf } from "../../../platform/db/prepared-shapes.js";

@@ -1,6 +1,6 @@
 import { and, asc, eq, gt, sql } from "drizzle-orm";
 import { newUlid, type RunStatus } from "@mosoo/contracts";
-import type { runEvents, sessionRuns, sessions } from "../../../platform/db/schema.js";
+import type { runEvents, sessionRuns, sessions } from "../../../platform/db/sqlite/sqlite-schema.js";
 import type { RunEventType } from "@mosoo/contracts";
 import { TERMINAL_RUN_EVENT_TYPES } from "@mosoo/contracts";
 import { firstRow } from "../../../platform/db/rows.js";

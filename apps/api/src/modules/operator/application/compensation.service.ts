@@ -1,8 +1,8 @@
 import { fingerprintArguments, McpExecuteCommandResultSchema, newUlid } from "@mosoo/contracts";
 import { planCompensation } from "@mosoo/effect-reconciliation/host";
-import { recordIntent } from "../../ledger/application/effect-intent.js";
-import type { RuntimeContext } from "../../ledger/application/runtime-context.js";
-import { RuntimeError } from "../../ledger/domain/runtime-errors.js";
+import { recordIntent } from "../../ledger/application/effect-intent.service.js";
+import type { RuntimeContext } from "../../../kernel/runtime-context.js";
+import { UserFacingError } from "../../../kernel/user-facing-error.js";
 import { isTerminalCommandStatus } from "../../ledger/domain/command-lifecycle.machine.js";
 import { commandRepository } from "../../ledger/infrastructure/command.repository.js";
 import type { StoreTx } from "../../../platform/db/store.port.js";
@@ -11,7 +11,7 @@ import { effectRepository, type EffectRow } from "../../ledger/infrastructure/ef
 import { operatorActionRepository } from "../infrastructure/operator-action.repository.js";
 import { operatorQueryRepository } from "../infrastructure/operator-query.repository.js";
 import type { OperatorCompensateRequest, QueuedCompensation } from "@mosoo/contracts";
-import type { ReconciliationSettings } from "../../reconciliation/application/reconciliation-settings.js";
+import type { ReconciliationSettings } from "../../reconciliation/application/reconciliation-settings.config.js";
 
 /**
  * The compensation of `effectId` that blocks another one, if any (docs/DESIGN.md §3 rule 8: never two
@@ -52,7 +52,7 @@ export class CompensationService {
    * Plans (through the adapter, within the lookup timeout) and queues the compensation of
    * `effectId` for `actor` (the operator credential's name, recorded in the audit row). The command,
    * the effect's intent, the run event and the audit row commit in one transaction; a refusal writes nothing.
-   * @throws RuntimeError `effect.not_found`; `effect.not_succeeded` (409); `compensation.not_declared`
+   * @throws UserFacingError `effect.not_found`; `effect.not_succeeded` (409); `compensation.not_declared`
    *   (409: no adapter bound, or it declares no compensation for the tool); `compensation.exists`
    *   (409: a compensation is in flight or already undid it, see {@link blockingCompensation};
    *   `details.compensationEffectId`, `details.status`);
@@ -62,14 +62,14 @@ export class CompensationService {
   async compensate(effectId: string, req: OperatorCompensateRequest, actor: string): Promise<QueuedCompensation> {
     const original = await this.ctx.store.read(async (tx) => {
       const row = await effectRepository.findById(tx, effectId);
-      if (!row) throw new RuntimeError("effect.not_found", `no effect ${effectId}`);
+      if (!row) throw new UserFacingError("effect.not_found", `no effect ${effectId}`);
       this.assertCompensable(row);
       await this.assertNotCompensated(tx, row);
       return row;
     });
     const adapter = this.settings.enabled ? this.settings.bindings.get(original.serverId) : undefined;
     if (!adapter?.declaration.compensations?.[original.toolName]) {
-      throw new RuntimeError(
+      throw new UserFacingError(
         "compensation.not_declared",
         `no adapter bound to server ${original.serverId} declares a compensating action for ${original.toolName}`,
       );
@@ -88,13 +88,13 @@ export class CompensationService {
       timeoutMs: this.settings.lookupTimeoutMs,
       logger: this.ctx.logger.child({ effectId: original.id }),
     });
-    if (plan.kind === "refused") throw new RuntimeError(plan.code, plan.message, { adapterId: plan.adapter.id });
+    if (plan.kind === "refused") throw new UserFacingError(plan.code, plan.message, { adapterId: plan.adapter.id });
     const argumentsJson = JSON.stringify(plan.arguments);
     let requestFingerprint: string;
     try {
       requestFingerprint = fingerprintArguments(plan.arguments);
     } catch (err) {
-      throw new RuntimeError(
+      throw new UserFacingError(
         "compensation.plan_failed",
         `planned arguments are not canonical JSON (${err instanceof Error ? err.message : String(err)})`,
       );
@@ -118,7 +118,10 @@ export class CompensationService {
 
   private assertCompensable(effect: EffectRow): void {
     if (effect.status !== "succeeded") {
-      throw new RuntimeError("effect.not_succeeded", `effect ${effect.id} is ${effect.status}; only a succeeded effect can be compensated`);
+      throw new UserFacingError(
+        "effect.not_succeeded",
+        `effect ${effect.id} is ${effect.status}; only a succeeded effect can be compensated`,
+      );
     }
   }
 
@@ -126,7 +129,7 @@ export class CompensationService {
     const blocking = await blockingCompensation(tx, effect.id);
     if (blocking) {
       const what = blocking.status === "succeeded" ? "was already compensated by" : "has a compensation in flight:";
-      throw new RuntimeError("compensation.exists", `effect ${effect.id} ${what} ${blocking.id} (${blocking.status})`, {
+      throw new UserFacingError("compensation.exists", `effect ${effect.id} ${what} ${blocking.id} (${blocking.status})`, {
         compensationEffectId: blocking.id,
         status: blocking.status,
       });
@@ -146,14 +149,14 @@ export class CompensationService {
       return await this.ctx.store.transaction(async (tx) => {
         // Re-read inside the transaction: the effect and the Driver may have changed while the adapter planned.
         const original = await effectRepository.findById(tx, effectId);
-        if (!original) throw new RuntimeError("effect.not_found", `no effect ${effectId}`);
+        if (!original) throw new UserFacingError("effect.not_found", `no effect ${effectId}`);
         this.assertCompensable(original);
         await this.assertNotCompensated(tx, original);
         const driverInstanceId = req.driverInstanceId ?? original.driverInstanceId;
         const driver = await driverInstanceRepository.findById(tx, driverInstanceId);
-        if (!driver) throw new RuntimeError("driver.not_found", `no Driver instance ${driverInstanceId}`);
+        if (!driver) throw new UserFacingError("driver.not_found", `no Driver instance ${driverInstanceId}`);
         if (driver.status === "finalizing" || driver.status === "finalized") {
-          throw new RuntimeError(
+          throw new UserFacingError(
             "compensation.driver_unavailable",
             `Driver instance ${driverInstanceId} is ${driver.status}; pass the id of a live Driver whose MCP config has server ${original.serverId}`,
             { driverInstanceId },
@@ -198,7 +201,7 @@ export class CompensationService {
     } catch (err) {
       // a unique violation here: a second compensation of one effect in flight
       if (this.ctx.store.isUniqueViolation(err))
-        throw new RuntimeError("compensation.exists", `effect ${effectId} got a compensation meanwhile; read it again`);
+        throw new UserFacingError("compensation.exists", `effect ${effectId} got a compensation meanwhile; read it again`);
       throw err;
     }
   }

@@ -1,16 +1,9 @@
 import { settleTransition } from "../../ledger/domain/effect-lifecycle.machine.js";
-import {
-  newUlid,
-  toMcpExecuteCommandResult,
-  McpExecuteCommandResultSchema,
-  McpToolResultSchema,
-  UlidSchema,
-  type McpExecuteCommandResult,
-} from "@mosoo/contracts";
+import { newUlid, toMcpExecuteCommandResult, McpToolResultSchema, UlidSchema, type McpExecuteCommandResult } from "@mosoo/contracts";
 import { parseJsonColumn } from "../../../platform/db/json-column.js";
-import type { RuntimeContext } from "../../ledger/application/runtime-context.js";
+import type { RuntimeContext } from "../../../kernel/runtime-context.js";
 import type { StoreTx } from "../../../platform/db/store.port.js";
-import { RuntimeError } from "../../ledger/domain/runtime-errors.js";
+import { UserFacingError } from "../../../kernel/user-facing-error.js";
 import { commandRepository } from "../../ledger/infrastructure/command.repository.js";
 import { effectRepository, type EffectRow } from "../../ledger/infrastructure/effect.repository.js";
 import { runRepository } from "../../ledger/infrastructure/run.repository.js";
@@ -18,8 +11,9 @@ import { operatorActionRepository } from "../infrastructure/operator-action.repo
 import { operatorRefusalRepository } from "../infrastructure/operator-refusal.repository.js";
 import { OPERATOR_REFUSAL_CODES, type OperatorAction, type OperatorRefusalCode } from "@mosoo/contracts";
 import { operatorQueryRepository } from "../infrastructure/operator-query.repository.js";
-import { reconciliationRepository } from "../../ledger/infrastructure/effect-reconciliation.repository.js";
+import { reconciliationRecordsService } from "../../reconciliation/application/reconciliation-records.service.js";
 import type { CompensationService } from "./compensation.service.js";
+import { toEffectSummary } from "./operator-effect-summary.query.js";
 import type { EffectReconciler } from "../../reconciliation/application/effect-reconciler.service.js";
 import { requireOperatorScope, type OperatorIdentity } from "../domain/operator-credential.js";
 import type {
@@ -46,25 +40,14 @@ const parse = parseJsonColumn;
 const sumCounts = (rows: Array<{ count: number }>) => rows.reduce((n, r) => n + r.count, 0);
 
 /**
- * True for a `succeeded` effect whose stored result is an MCP error result (`isError: true`): the
- * provider answered, but the tool reported a failure (e.g. a business refusal). It is still a
- * settled write outcome (never replayed), shown as `succeeded (tool error)` so it does not pass for
- * a plain success.
- */
-function isToolErrorSuccess(e: Pick<EffectRow, "status" | "resultJson">): boolean {
-  if (e.status !== "succeeded" || e.resultJson === null) return false;
-  return McpExecuteCommandResultSchema.safeParse(parse(e.resultJson)).data?.isError === true;
-}
-
-/**
  * Refuses to settle `e` by hand while a reconciliation lease on it is live at `nowMs` (ms; live means
  * `lease_expires_at_ms >= nowMs`, the complement of the takeover rule of `acquireLease`).
- * @throws RuntimeError `effect.lookup_in_progress` (409) with `details.leaseExpiresAtMs` (ms) and
+ * @throws UserFacingError `effect.lookup_in_progress` (409) with `details.leaseExpiresAtMs` (ms) and
  *   `details.retryAfterMs` (ms until the lease expires at the latest).
  */
 function refuseUnderLiveLease(e: EffectRow, nowMs: number): void {
   if (e.leaseOwner === null || e.leaseExpiresAtMs === null || e.leaseExpiresAtMs < nowMs) return;
-  throw new RuntimeError(
+  throw new UserFacingError(
     "effect.lookup_in_progress",
     `effect ${e.id} is being looked up by a reconciler (lease until ${new Date(e.leaseExpiresAtMs).toISOString()}); ` +
       `retry once the lookup has ended or the lease has expired, then read the effect again: the lookup may settle it`,
@@ -72,33 +55,6 @@ function refuseUnderLiveLease(e: EffectRow, nowMs: number): void {
   );
 }
 const isRefusalCode = (code: string): code is OperatorRefusalCode => (OPERATOR_REFUSAL_CODES as readonly string[]).includes(code);
-
-/**
- * An effect as the operator sees it in a list: status, `toolError` (a `succeeded` effect whose
- * result is an MCP error result, see {@link isToolErrorSuccess}), why it waits, its lookup schedule
- * and times (ms since the epoch).
- */
-function summary(e: EffectRow): OperatorEffectSummary {
-  return {
-    id: e.id,
-    runId: e.runId,
-    commandId: e.commandId,
-    driverInstanceId: e.driverInstanceId,
-    serverId: e.serverId,
-    toolName: e.toolName,
-    toolCallId: e.toolCallId,
-    idempotencyKey: e.idempotencyKey,
-    status: e.status,
-    toolError: isToolErrorSuccess(e),
-    resolution: e.resolution,
-    operatorAttention: e.operatorAttention,
-    lookupCount: e.lookupCount,
-    nextLookupAtMs: e.nextLookupAtMs,
-    compensatesEffectId: e.compensatesEffectId,
-    createdAtMs: e.createdAtMs,
-    updatedAtMs: e.updatedAtMs,
-  };
-}
 
 /**
  * The operator surface of the ledger (docs/DESIGN.md §7), one service behind both the HTTP routes and
@@ -122,10 +78,10 @@ export class OperatorService {
     readonly enabled: boolean,
   ) {}
 
-  /** @throws RuntimeError `feature.disabled` (404) when reconciliation is off. */
+  /** @throws UserFacingError `feature.disabled` (404) when reconciliation is off. */
   assertEnabled(): void {
     if (!this.enabled)
-      throw new RuntimeError(
+      throw new UserFacingError(
         "feature.disabled",
         "the operator surface is part of effect reconciliation, which is off: set MOSOO_EFFECT_RECONCILIATION=on",
       );
@@ -134,7 +90,7 @@ export class OperatorService {
   /**
    * Refuses a read (list, show, stats) by a credential without the `read` scope, with one warn line
    * `operator.refused` under the credential's name (a read changes nothing, so no audit row).
-   * @throws RuntimeError `auth.scope` (403).
+   * @throws UserFacingError `auth.scope` (403).
    */
   assertMayRead(by: OperatorIdentity): void {
     try {
@@ -147,7 +103,7 @@ export class OperatorService {
 
   /**
    * One page of effects matching `query` (see `OperatorListQuerySchema`), newest first.
-   * @throws RuntimeError `feature.disabled`.
+   * @throws UserFacingError `feature.disabled`.
    */
   async list(query: OperatorListQuery): Promise<OperatorEffectPage> {
     this.assertEnabled();
@@ -170,7 +126,7 @@ export class OperatorService {
     };
     const rows = await this.ctx.store.read((tx) => operatorQueryRepository.listEffects(tx, filter));
     const page = rows.slice(0, query.limit);
-    return { effects: page.map(summary), nextCursor: rows.length > query.limit ? (page.at(-1)?.id ?? null) : null };
+    return { effects: page.map(toEffectSummary), nextCursor: rows.length > query.limit ? (page.at(-1)?.id ?? null) : null };
   }
 
   /**
@@ -179,7 +135,7 @@ export class OperatorService {
    * declaration hash), why it gets no lookup (`noLookupReason`, null when its server's adapter
    * covers its tool), operator actions (with any receipt an operator supplied), refused operator
    * actions (`refusedActions`: actor, action, refusal code as `outcome`, reason, time) and compensations.
-   * @throws RuntimeError `feature.disabled`, `effect.not_found`.
+   * @throws UserFacingError `feature.disabled`, `effect.not_found`.
    */
   async show(effectId: string): Promise<OperatorEffectDetail> {
     this.assertEnabled();
@@ -188,16 +144,16 @@ export class OperatorService {
 
   private async showIn(tx: StoreTx, effectId: string): Promise<OperatorEffectDetail> {
     const e = await effectRepository.findById(tx, effectId);
-    if (!e) throw new RuntimeError("effect.not_found", `no effect ${effectId}`);
+    if (!e) throw new UserFacingError("effect.not_found", `no effect ${effectId}`);
     const cmd = await commandRepository.findById(tx, e.commandId);
     const run = await runRepository.findRun(tx, e.runId);
     const attempts = await effectRepository.listAttempts(tx, e.id);
-    const records = await reconciliationRepository.listRecords(tx, e.id);
+    const records = await reconciliationRecordsService.listRecords(tx, e.id);
     const actions = await operatorActionRepository.listByEffect(tx, e.id);
     const refusedActions = await operatorRefusalRepository.listByEffect(tx, e.id);
     const compensations = await operatorQueryRepository.listCompensations(tx, e.id);
     return {
-      ...summary(e),
+      ...toEffectSummary(e),
       requestFingerprint: e.requestFingerprint,
       version: e.version,
       arguments: parse(e.argumentsJson),
@@ -211,7 +167,7 @@ export class OperatorService {
       reconciliations: records.map(({ receiptJson, ...r }) => ({ ...r, receipt: parse(receiptJson) })),
       operatorActions: actions.map(({ receiptJson, ...a }) => ({ ...a, receipt: parse(receiptJson) })),
       refusedActions,
-      compensations: compensations.map(summary),
+      compensations: compensations.map(toEffectSummary),
     };
   }
 
@@ -219,7 +175,7 @@ export class OperatorService {
    * Counts for an operator's overview: `unknownTotal`, the `unknown` effects by attention reason
    * (`reason` null: no reason yet, lookups continue) and every recorded lookup by outcome and
    * reason code.
-   * @throws RuntimeError `feature.disabled`.
+   * @throws UserFacingError `feature.disabled`.
    */
   async stats(): Promise<OperatorStats> {
     this.assertEnabled();
@@ -231,7 +187,7 @@ export class OperatorService {
 
   /**
    * How many effects are `unknown` now (a range count over the (status, id) index).
-   * @throws RuntimeError `feature.disabled`.
+   * @throws UserFacingError `feature.disabled`.
    */
   async unknownTotal(): Promise<number> {
     this.assertEnabled();
@@ -250,7 +206,7 @@ export class OperatorService {
    * Looks the effect up once more now, through its bound adapter and the same path as the sweep
    * (the lease is respected: a lookup already running wins and this one records `superseded`;
    * the schedule and the lookup bound are ignored, never the fail-closed checks).
-   * @throws RuntimeError `feature.disabled`; `auth.scope` (403: `by` lacks `reconcile`); `effect.not_found`;
+   * @throws UserFacingError `feature.disabled`; `auth.scope` (403: `by` lacks `reconcile`); `effect.not_found`;
    *   `effect.not_reconcilable` (409: not `unknown`, or no adapter bound for its server and tool).
    */
   async reconcile(effectId: string, req: OperatorReconcileRequest, by: OperatorIdentity): Promise<OperatorReconcileAnswer> {
@@ -265,9 +221,9 @@ export class OperatorService {
 
   private async reconcileNow(effectId: string, req: OperatorReconcileRequest, actor: string): Promise<OperatorReconcileAnswer> {
     const e = await this.ctx.store.read((tx) => effectRepository.findById(tx, effectId));
-    if (!e) throw new RuntimeError("effect.not_found", `no effect ${effectId}`);
+    if (!e) throw new UserFacingError("effect.not_found", `no effect ${effectId}`);
     if (e.status !== "unknown" || !this.reconciler.adapterFor(e)) {
-      throw new RuntimeError(
+      throw new UserFacingError(
         "effect.not_reconcilable",
         e.status === "unknown"
           ? `effect ${effectId} is unknown and no adapter is bound for server ${e.serverId}, tool ${e.toolName} (or MOSOO_EFFECT_RECONCILIATION is off); ` +
@@ -296,14 +252,16 @@ export class OperatorService {
       });
       audited = true;
     };
-    const result = await this.reconciler.reconcile(effectId, "operator", (tx, after) => audit(tx, lookupOutcomeOf(after), after.status));
+    const result = await this.reconciler.reconcile(effectId, "operator", {
+      alsoWrite: (tx, after) => audit(tx, lookupOutcomeOf(after), after.status),
+    });
     // It changed nothing (superseded, ineligible): before and after are the same, whatever another actor did meanwhile.
     if (!audited) await this.ctx.store.transaction((tx) => audit(tx, result.kind, e.status));
     this.ctx.logger.info(
       { effectId, commandId: e.commandId, driverInstanceId: e.driverInstanceId, actor, outcome: result.kind },
       "operator.lookup",
     );
-    return { outcome: result.kind, effect: result.effect ? summary(result.effect) : null };
+    return { outcome: result.kind, effect: result.effect ? toEffectSummary(result.effect) : null };
   }
 
   /**
@@ -314,7 +272,7 @@ export class OperatorService {
    * fence is lifted; a command that is not terminal yet gets the settled answer at its next claim.
    * An effect under a live reconciliation lease is not resolved: the lookup under way may already
    * be asking the provider, and it must never be asked about a settled effect (docs/DESIGN.md §7).
-   * @throws RuntimeError `feature.disabled`; `auth.scope` (403: `by` lacks `resolve`); `effect.not_found`;
+   * @throws UserFacingError `feature.disabled`; `auth.scope` (403: `by` lacks `resolve`); `effect.not_found`;
    *   `effect.not_unknown` (409: only an `unknown` effect is resolved by hand; a concurrent change
    *   wins and this changes nothing); `effect.lookup_in_progress` (409: a lookup holds the lease,
    *   `details.leaseExpiresAtMs`; retry once it ended or the lease expired; nothing written).
@@ -333,9 +291,9 @@ export class OperatorService {
     const now = this.ctx.clock.nowMs();
     const after = await this.ctx.store.transaction(async (tx) => {
       const e = await effectRepository.findById(tx, effectId);
-      if (!e) throw new RuntimeError("effect.not_found", `no effect ${effectId}`);
+      if (!e) throw new UserFacingError("effect.not_found", `no effect ${effectId}`);
       if (e.status !== "unknown")
-        throw new RuntimeError(
+        throw new UserFacingError(
           "effect.not_unknown",
           `effect ${effectId} is ${e.status}; only an unknown effect is resolved by hand (npm run effects -- show ${effectId} says what settled it)`,
         );
@@ -361,7 +319,7 @@ export class OperatorService {
       if (!changed) {
         const current = await effectRepository.findById(tx, effectId);
         if (current?.status === "unknown") refuseUnderLiveLease(current, now);
-        throw new RuntimeError("effect.not_unknown", `effect ${effectId} changed meanwhile; read it again`);
+        throw new UserFacingError("effect.not_unknown", `effect ${effectId} changed meanwhile; read it again`);
       }
       await operatorActionRepository.insert(tx, {
         id: newUlid(now),
@@ -390,13 +348,13 @@ export class OperatorService {
       { effectId, commandId: after.commandId, driverInstanceId: after.driverInstanceId, actor, outcome: req.outcome },
       "operator.resolved",
     );
-    return summary(after);
+    return toEffectSummary(after);
   }
 
   /**
    * Requests the compensation the bound adapter declares for a `succeeded` effect's tool (see
    * `CompensationService.compensate` for the rules and the errors it throws).
-   * @throws RuntimeError `feature.disabled`, `auth.scope` (403: `by` lacks `compensate`), and every
+   * @throws UserFacingError `feature.disabled`, `auth.scope` (403: `by` lacks `compensate`), and every
    *   code of `CompensationService.compensate`.
    */
   async compensate(effectId: string, req: OperatorCompensateRequest, by: OperatorIdentity): Promise<QueuedCompensation> {
@@ -425,7 +383,7 @@ export class OperatorService {
     by: OperatorIdentity,
     err: unknown,
   ): Promise<unknown> {
-    if (!(err instanceof RuntimeError) || !isRefusalCode(err.code) || !UlidSchema.safeParse(effectId).success) return err;
+    if (!(err instanceof UserFacingError) || !isRefusalCode(err.code) || !UlidSchema.safeParse(effectId).success) return err;
     const code = err.code;
     try {
       const now = this.ctx.clock.nowMs();

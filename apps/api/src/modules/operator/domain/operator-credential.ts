@@ -1,7 +1,7 @@
 /** Named operator credentials (held as sha-256 digests only) and the identity an operator acts under. */
 import { createHash, timingSafeEqual } from "node:crypto";
 import { OPERATOR_SCOPES, type OperatorScope } from "@mosoo/contracts";
-import { RuntimeError } from "../../ledger/domain/runtime-errors.js";
+import { UserFacingError } from "../../../kernel/user-facing-error.js";
 
 /**
  * Who acts on the operator surface (docs/DESIGN.md §7, §10): the `name` of the credential that
@@ -64,9 +64,9 @@ export function isFullOperator(identity: OperatorIdentity): boolean {
 
 /**
  * Refuses an operator action the credential has no scope for.
- * @throws RuntimeError `auth.scope` (403), naming the scope (never the token).
+ * @throws UserFacingError `auth.scope` (403), naming the scope (never the token).
  */
 export function requireOperatorScope(identity: OperatorIdentity, scope: OperatorScope): void {
   if (!identity.scopes.includes(scope))
-    throw new RuntimeError("auth.scope", `the operator credential ${identity.name} lacks the ${scope} scope`);
+    throw new UserFacingError("auth.scope", `the operator credential ${identity.name} lacks the ${scope} scope`);
 }

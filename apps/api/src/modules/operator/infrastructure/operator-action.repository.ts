@@ -1,5 +1,5 @@
 import { asc, eq } from "drizzle-orm";
-import type { effectOperatorActions } from "../../../platform/db/schema.js";
+import type { effectOperatorActions } from "../../../platform/db/sqlite/sqlite-schema.js";
 import type { StoreTx } from "../../../platform/db/store.port.js";
 
 /** An operator action row. */

@@ -1,5 +1,5 @@
 import { asc, eq } from "drizzle-orm";
-import type { effectOperatorRefusals } from "../../../platform/db/schema.js";
+import type { effectOperatorRefusals } from "../../../platform/db/sqlite/sqlite-schema.js";
 import type { StoreTx } from "../../../platform/db/store.port.js";
 
 /** A refused operator action row (`effect_operator_refusals`). */

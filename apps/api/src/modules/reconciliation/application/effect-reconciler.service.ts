@@ -9,16 +9,16 @@ import type {
   EffectReconciliationPort,
   ReconcileManyOptions,
   ReconcileResult,
-  SettleInTransaction,
+  ReconcileOptions,
 } from "../../ledger/application/effect-reconciliation.port.js";
-import type { RuntimeContext } from "../../ledger/application/runtime-context.js";
-import { reconciliationRepository } from "../../ledger/infrastructure/effect-reconciliation.repository.js";
+import type { RuntimeContext } from "../../../kernel/runtime-context.js";
+import { reconciliationRepository } from "../infrastructure/effect-reconciliation.repository.js";
 import { effectRepository, type EffectRow } from "../../ledger/infrastructure/effect.repository.js";
-import type { ReconciliationMetrics } from "../infrastructure/reconciliation-metrics.js";
-import { recordInterruptedLookups } from "./interrupted-lookups.js";
-import { ReconciliationAdmission, toReconcilable } from "./reconciliation-admission.js";
-import { adapterRefOf, ReconciliationOutcomeWriter } from "./reconciliation-outcome-writer.js";
-import type { ReconciliationSettings } from "./reconciliation-settings.js";
+import type { ReconciliationMetrics } from "../infrastructure/reconciliation.metrics.js";
+import { recordInterruptedLookups } from "./interrupted-lookups.service.js";
+import { ReconciliationAdmission, toReconcilable } from "./reconciliation-admission.policy.js";
+import { adapterRefOf, ReconciliationOutcomeWriter } from "./reconciliation-outcome-writer.service.js";
+import type { ReconciliationSettings } from "./reconciliation-settings.config.js";
 
 /**
  * An effect whose lease a reconciler holds: the row as read before the lease (`effect`), its bound
@@ -113,10 +113,10 @@ export class EffectReconciler implements EffectReconciliationPort {
 
   /**
    * One lookup of effect `effectId` for `trigger`, with the outcome committed as described on the
-   * class. `settle` runs inside the outcome's transaction. Never throws for adapter misbehaviour
+   * class. With `opts.settleCommand` the outcome's transaction also ends the effect's command. Never throws for adapter misbehaviour
    * (the reconcile step turns it into `still_unknown`); a database error propagates.
    */
-  async reconcile(effectId: string, trigger: ReconciliationTrigger, settle?: SettleInTransaction): Promise<ReconcileResult> {
+  async reconcile(effectId: string, trigger: ReconciliationTrigger, opts: ReconcileOptions = {}): Promise<ReconcileResult> {
     const admitted = this.admission.admit(await this.ctx.store.read((tx) => effectRepository.findById(tx, effectId)), trigger);
     if ("kind" in admitted) return admitted;
     const { adapter, effect } = admitted;
@@ -129,7 +129,7 @@ export class EffectReconciler implements EffectReconciliationPort {
       await this.writer.recordSuperseded(effect, adapterRefOf(adapter), trigger, startedAtMs, "lease_held");
       return { kind: "superseded", effect: await this.ctx.store.read((tx) => effectRepository.findById(tx, effect.id)) };
     }
-    return this.reconcileLeased({ effect, adapter, owner, leasedVersion: effect.version + 1, startedAtMs }, trigger, settle);
+    return this.reconcileLeased({ effect, adapter, owner, leasedVersion: effect.version + 1, startedAtMs }, trigger, opts);
   }
 
   /**
@@ -240,14 +240,14 @@ export class EffectReconciler implements EffectReconciliationPort {
   /**
    * The lookup of an effect whose lease this reconciler holds (the lease took count of it before
    * the adapter runs), and the outcome's commit (one transaction, compare-and-set on the leased
-   * version and owner; `settle` runs inside it). The adapter's answer is judged inside that
+   * version and owner; with `opts.settleCommand` the command's terminal state commits in it too). The adapter's answer is judged inside that
    * transaction against the effect as read there (docs/DESIGN.md §4): nothing the adapter was handed is
    * ever read back. A busy store is waited for asynchronously (`retryWhenBusy`, background policy)
    * before the commit gives up; if the commit throws, the lease is given back with its count (or
    * left to expire while the store is locked) and the error propagates.
    */
-  async reconcileLeased(leased: LeasedEffect, trigger: ReconciliationTrigger, settle?: SettleInTransaction): Promise<ReconcileResult> {
-    const running = this.lookUpAndCommit(leased, trigger, settle);
+  async reconcileLeased(leased: LeasedEffect, trigger: ReconciliationTrigger, opts: ReconcileOptions = {}): Promise<ReconcileResult> {
+    const running = this.lookUpAndCommit(leased, trigger, opts);
     this.inFlight.add(running);
     try {
       return await running;
@@ -257,11 +257,7 @@ export class EffectReconciler implements EffectReconciliationPort {
   }
 
   /** The body of {@link reconcileLeased} (tracked there for {@link drain}). */
-  private async lookUpAndCommit(
-    leased: LeasedEffect,
-    trigger: ReconciliationTrigger,
-    settle?: SettleInTransaction,
-  ): Promise<ReconcileResult> {
+  private async lookUpAndCommit(leased: LeasedEffect, trigger: ReconciliationTrigger, opts: ReconcileOptions): Promise<ReconcileResult> {
     const { effect, adapter, owner, leasedVersion, startedAtMs } = leased;
     const adapterRef = adapterRefOf(adapter);
     const logger = this.ctx.logger.child({
@@ -299,7 +295,18 @@ export class EffectReconciler implements EffectReconciliationPort {
       // The adapter's answer is in memory: a store locked by another connection is waited for
       // asynchronously (the event loop stays free) rather than losing the answer to `store.busy`.
       return await retryWhenBusy(
-        () => this.writer.commit(effect, leasedVersion, owner, adapterRef, trigger, startedAtMs, answer, settle),
+        () =>
+          this.writer.commit({
+            effect,
+            leasedVersion,
+            owner,
+            adapterRef,
+            trigger,
+            startedAtMs,
+            answer,
+            settleCommand: opts.settleCommand ?? false,
+            alsoWrite: opts.alsoWrite,
+          }),
         BACKGROUND_BUSY_RETRY,
       );
     } catch (err) {
@@ -376,7 +383,7 @@ export class EffectReconciler implements EffectReconciliationPort {
       const isLeased = "owner" in item;
       const effectId = isLeased ? item.effect.id : item.effect?.id;
       try {
-        const result = isLeased ? await this.reconcileLeased(item, opts.trigger, opts.settle) : item;
+        const result = isLeased ? await this.reconcileLeased(item, opts.trigger, opts) : item;
         await opts.onResult(result, effectId);
       } catch (err) {
         if (!opts.onError) throw err;

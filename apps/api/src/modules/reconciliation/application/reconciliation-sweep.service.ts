@@ -1,9 +1,9 @@
-import type { RuntimeContext } from "../../ledger/application/runtime-context.js";
+import type { RuntimeContext } from "../../../kernel/runtime-context.js";
 import type { EffectRow } from "../../ledger/infrastructure/effect.repository.js";
-import { reconciliationRepository } from "../../ledger/infrastructure/effect-reconciliation.repository.js";
+import { reconciliationRepository } from "../infrastructure/effect-reconciliation.repository.js";
 import { isConfirmed } from "../../ledger/application/effect-reconciliation.port.js";
 import type { EffectReconciler } from "./effect-reconciler.service.js";
-import type { ReconciliationSettings } from "./reconciliation-settings.js";
+import type { ReconciliationSettings } from "./reconciliation-settings.config.js";
 
 /**
  * Due effects read per page. A pass pages through the due effects by id (keyset pagination) and

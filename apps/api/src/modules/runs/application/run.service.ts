@@ -8,25 +8,26 @@ import {
   type ToolCallView,
   MAX_ARGUMENTS_BYTES,
 } from "@mosoo/contracts";
-import { RuntimeError } from "../../ledger/domain/runtime-errors.js";
+import { UserFacingError } from "../../../kernel/user-facing-error.js";
 import { commandRepository } from "../../ledger/infrastructure/command.repository.js";
 import { driverInstanceRepository } from "../../ledger/infrastructure/driver-instance.repository.js";
 import { effectRepository, type EffectRow } from "../../ledger/infrastructure/effect.repository.js";
 import { runRepository } from "../../ledger/infrastructure/run.repository.js";
 import type { StoreTx } from "../../../platform/db/store.port.js";
 import { parseJsonColumn } from "../../../platform/db/json-column.js";
-import type { RuntimeContext } from "../../ledger/application/runtime-context.js";
-import { toRunView, type RunView } from "./run-view.js";
-import { recordIntent } from "../../ledger/application/effect-intent.js";
-import { guardRepeat, type RepeatGuardWindows } from "./repeat-guard.js";
-import type { RepeatGuardMetrics } from "../infrastructure/repeat-guard-metrics.js";
+import type { RuntimeContext } from "../../../kernel/runtime-context.js";
+import { toRunView, type RunView } from "./run-view.query.js";
+import type { ReconciliationRecordsPort } from "./reconciliation-records.port.js";
+import { recordIntent } from "../../ledger/application/effect-intent.service.js";
+import { guardRepeat, type RepeatGuardWindows } from "./repeat-guard.policy.js";
+import type { RepeatGuardMetrics } from "../infrastructure/repeat-guard.metrics.js";
 import { turnToolCallStatus } from "../../ledger/domain/turn-account.js";
 import { reachesRun, reachesSession, sessionNotFound, UNRESTRICTED_CALLER, type RunCaller } from "../domain/run-access.js";
 
 /**
  * Answers a retried enqueue (same run and `toolCallId`) with the first one, or refuses it when the
  * server, tool or arguments differ (Stripe-style idempotency: same key, different request = conflict).
- * @throws RuntimeError `tool_call.conflict`.
+ * @throws UserFacingError `tool_call.conflict`.
  */
 async function replayEnqueue(
   tx: StoreTx,
@@ -36,7 +37,7 @@ async function replayEnqueue(
   driverInstanceId: string,
 ): Promise<EnqueueToolCallResponse & { driverInstanceId: string }> {
   if (existing.serverId !== req.serverId || existing.toolName !== req.toolName || existing.requestFingerprint !== requestFingerprint) {
-    throw new RuntimeError(
+    throw new UserFacingError(
       "tool_call.conflict",
       `tool call ${existing.toolCallId} was already queued with another server, tool or arguments`,
       {
@@ -55,11 +56,11 @@ async function replayEnqueue(
   };
 }
 
-/** Refuses a delete while any of `effects` holds a fence. @throws RuntimeError `effect.fence_retained`. */
+/** Refuses a delete while any of `effects` holds a fence. @throws UserFacingError `effect.fence_retained`. */
 async function refuseIfFenced(tx: StoreTx, by: Parameters<typeof effectRepository.listFenced>[1], what: string): Promise<void> {
   const fenced = await effectRepository.listFenced(tx, by);
   if (fenced.length > 0) {
-    throw new RuntimeError(
+    throw new UserFacingError(
       "effect.fence_retained",
       `${what} has ${fenced.length} executing or unknown effects; they must be resolved first: npm run effects -- show <effectId> for each of details.effectIds, then reconcile or resolve it (docs/operating.md, "When an effect is unknown")`,
       {
@@ -81,6 +82,8 @@ export class RunService {
    */
   constructor(
     private readonly ctx: RuntimeContext,
+    /** The reconciliation records of an effect, for the run view (the reconciliation module's, wired by the composition root). */
+    private readonly reconciliationRecords: ReconciliationRecordsPort,
     private readonly repeatGuard: RepeatGuardWindows = new Map(),
     private readonly repeatMetrics?: RepeatGuardMetrics,
   ) {}
@@ -89,7 +92,7 @@ export class RunService {
    * Creates a run (and a session owned by `caller.keyName` when `sessionId` is absent) leased to
    * `driverInstanceId`. A caller restricted to some Drivers joins only a session it created: any other
    * (another key's, or one created before owners were recorded) answers as a missing one.
-   * @throws RuntimeError `driver.not_found`, `driver.finalized`, `session.not_found` (missing or not
+   * @throws UserFacingError `driver.not_found`, `driver.finalized`, `session.not_found` (missing or not
    *   reachable by `caller`, the same answer), `run.driver_busy`.
    */
   async createRun(req: CreateRunRequest, caller: RunCaller = UNRESTRICTED_CALLER): Promise<CreateRunResponse> {
@@ -98,9 +101,9 @@ export class RunService {
     const sessionId = req.sessionId ?? newUlid(now);
     await this.ctx.store.transaction(async (tx) => {
       const driver = await driverInstanceRepository.findById(tx, req.driverInstanceId);
-      if (!driver) throw new RuntimeError("driver.not_found", `no Driver instance ${req.driverInstanceId}`);
+      if (!driver) throw new UserFacingError("driver.not_found", `no Driver instance ${req.driverInstanceId}`);
       if (driver.status === "finalized" || driver.status === "finalizing") {
-        throw new RuntimeError("driver.finalized", `Driver instance ${driver.id} was finalized`);
+        throw new UserFacingError("driver.finalized", `Driver instance ${driver.id} was finalized`);
       }
       if (req.sessionId) {
         const session = await runRepository.findSession(tx, req.sessionId);
@@ -110,7 +113,7 @@ export class RunService {
       }
       const active = await runRepository.findActiveRunOfDriver(tx, driver.id);
       if (active)
-        throw new RuntimeError(
+        throw new UserFacingError(
           "run.driver_busy",
           `Driver instance ${driver.id} already holds active run ${active.id}; queue tool calls on that run, or delete it (DELETE /v1/runs/${active.id}, scope runs:delete) before creating another`,
           {
@@ -135,27 +138,27 @@ export class RunService {
    * Enqueues one `mcp.execute` on an active run: the command row and the effect's intent (with
    * its idempotency key and request fingerprint) commit together or not at all.
    * A retry with the same `toolCallId` returns the first enqueue (`replayed: true`) or is refused.
-   * @throws RuntimeError `run.not_found`, `run.not_active` (nothing queued), `request.invalid` (arguments
+   * @throws UserFacingError `run.not_found`, `run.not_active` (nothing queued), `request.invalid` (arguments
    *   over {@link MAX_ARGUMENTS_BYTES} or not canonicalizable, e.g. a non-finite number), `tool_call.conflict`.
    */
   async enqueueToolCall(runId: string, req: EnqueueToolCallRequest): Promise<EnqueueToolCallResponse> {
     const argumentsJson = JSON.stringify(req.arguments);
     if (Buffer.byteLength(argumentsJson) > MAX_ARGUMENTS_BYTES) {
-      throw new RuntimeError("request.invalid", `arguments exceed ${MAX_ARGUMENTS_BYTES} bytes`);
+      throw new UserFacingError("request.invalid", `arguments exceed ${MAX_ARGUMENTS_BYTES} bytes`);
     }
     let requestFingerprint: string;
     try {
       requestFingerprint = fingerprintArguments(req.arguments);
     } catch (err) {
       // RFC 8785 has no form for non-finite numbers (1e400 parses as Infinity): refuse, never store a lossy copy.
-      throw new RuntimeError(
+      throw new UserFacingError(
         "request.invalid",
         `arguments must be plain JSON with finite numbers (${err instanceof Error ? err.message : String(err)})`,
       );
     }
     const now = this.ctx.clock.nowMs();
     const res = await this.enqueueIn(runId, req, argumentsJson, requestFingerprint, now).catch((err: unknown) => {
-      if (err instanceof RuntimeError && err.code === "tool_call.repeat_refused") {
+      if (err instanceof UserFacingError && err.code === "tool_call.repeat_refused") {
         const d = err.details as { effectId?: string; status?: string; toolCallId?: string };
         this.repeatMetrics?.refused.inc({ server: req.serverId, tool: req.toolName, earlier_status: String(d.status) });
         this.ctx.logger.warn(
@@ -193,13 +196,13 @@ export class RunService {
   ): Promise<EnqueueToolCallResponse & { driverInstanceId: string }> {
     return this.ctx.store.transaction(async (tx): Promise<EnqueueToolCallResponse & { driverInstanceId: string }> => {
       const run = await runRepository.findRun(tx, runId);
-      if (!run) throw new RuntimeError("run.not_found", `no run ${runId}`);
+      if (!run) throw new UserFacingError("run.not_found", `no run ${runId}`);
       if (req.toolCallId) {
         const existing = await effectRepository.findByClientToolCall(tx, runId, req.toolCallId);
         if (existing) return await replayEnqueue(tx, existing, req, requestFingerprint, run.driverInstanceId);
       }
       if (run.status !== "active")
-        throw new RuntimeError(
+        throw new UserFacingError(
           "run.not_active",
           `run ${runId} is ${run.status}; no tool call was queued; create a new run (POST /v1/runs) to continue`,
           { runStatus: run.status },
@@ -207,7 +210,7 @@ export class RunService {
       const driver = await driverInstanceRepository.findById(tx, run.driverInstanceId);
       if (driver?.status === "finalizing" || driver?.status === "finalized") {
         // the run's Driver is being repaired: the run is about to fail, queue nothing for it
-        throw new RuntimeError(
+        throw new UserFacingError(
           "run.not_active",
           `run ${runId} is ending: its Driver instance is ${driver.status}; no tool call was queued`,
           { driverStatus: driver.status },
@@ -246,7 +249,7 @@ export class RunService {
         await driverInstanceRepository.findById(tx, run.driverInstanceId),
       ];
       if (runNow?.status !== "active" || driverNow?.status === "finalizing" || driverNow?.status === "finalized")
-        throw new RuntimeError("run.not_active", `run ${runId} ended while the tool call was being queued; no tool call was queued`, {
+        throw new UserFacingError("run.not_active", `run ${runId} ended while the tool call was being queued; no tool call was queued`, {
           runStatus: runNow?.status ?? null,
         });
       // the Driver's long-poll wakes when this commits, on whichever API instance holds it (docs/DESIGN.md §11)
@@ -258,13 +261,13 @@ export class RunService {
   /**
    * What became of tool call `toolCallId` of run `runId` (the agent's, or the generated one the turn's
    * account lists): command and effect status, the stored result or the command's error.
-   * @throws RuntimeError `run.not_found`, `tool_call.not_found`.
+   * @throws UserFacingError `run.not_found`, `tool_call.not_found`.
    */
   async getToolCall(runId: string, toolCallId: string): Promise<ToolCallView> {
     return this.ctx.store.read(async (tx) => {
-      if (!(await runRepository.findRun(tx, runId))) throw new RuntimeError("run.not_found", `no run ${runId}`);
+      if (!(await runRepository.findRun(tx, runId))) throw new UserFacingError("run.not_found", `no run ${runId}`);
       const e = await effectRepository.findByRunToolCall(tx, runId, toolCallId);
-      if (!e) throw new RuntimeError("tool_call.not_found", `run ${runId} has no tool call ${toolCallId}`);
+      if (!e) throw new UserFacingError("tool_call.not_found", `run ${runId} has no tool call ${toolCallId}`);
       const cmd = await commandRepository.findById(tx, e.commandId);
       const compensated =
         e.status === "succeeded" &&
@@ -301,19 +304,19 @@ export class RunService {
     });
   }
 
-  /** The run with its commands, effects (with attempts) and events. @throws RuntimeError `run.not_found`. */
+  /** The run with its commands, effects (with attempts) and events. @throws UserFacingError `run.not_found`. */
   async getRunView(runId: string): Promise<RunView> {
     return this.ctx.store.read(async (tx) => {
       const run = await runRepository.findRun(tx, runId);
-      if (!run) throw new RuntimeError("run.not_found", `no run ${runId}`);
-      return toRunView(tx, run);
+      if (!run) throw new UserFacingError("run.not_found", `no run ${runId}`);
+      return toRunView(tx, run, this.reconciliationRecords);
     });
   }
 
-  /** Events of a run with `seq > afterSeq`, in order (the replayable stream). @throws RuntimeError `run.not_found`. */
+  /** Events of a run with `seq > afterSeq`, in order (the replayable stream). @throws UserFacingError `run.not_found`. */
   async listEvents(runId: string, afterSeq: number) {
     const events = await this.ctx.store.read(async (tx) => {
-      if (!(await runRepository.findRun(tx, runId))) throw new RuntimeError("run.not_found", `no run ${runId}`);
+      if (!(await runRepository.findRun(tx, runId))) throw new UserFacingError("run.not_found", `no run ${runId}`);
       return runRepository.listEvents(tx, runId, afterSeq);
     });
     return events.map((e) => ({
@@ -332,10 +335,10 @@ export class RunService {
     return run ? [run.driverInstanceId] : [];
   }
 
-  /** Deletes a run with its commands, effects and events. @throws RuntimeError `run.not_found`, `effect.fence_retained`. */
+  /** Deletes a run with its commands, effects and events. @throws UserFacingError `run.not_found`, `effect.fence_retained`. */
   async deleteRun(runId: string): Promise<void> {
     await this.ctx.store.transaction(async (tx) => {
-      if (!(await runRepository.findRun(tx, runId))) throw new RuntimeError("run.not_found", `no run ${runId}`);
+      if (!(await runRepository.findRun(tx, runId))) throw new UserFacingError("run.not_found", `no run ${runId}`);
       await refuseIfFenced(tx, { runId }, `run ${runId}`);
       await runRepository.deleteRun(tx, runId);
     });
@@ -345,7 +348,7 @@ export class RunService {
   /**
    * Deletes a session and all its runs. A caller restricted to some Drivers deletes only a session it
    * created whose runs are all on its Drivers; any other answers as a missing one.
-   * @throws RuntimeError `session.not_found` (missing or not reachable by `caller`, the same answer), `effect.fence_retained`.
+   * @throws UserFacingError `session.not_found` (missing or not reachable by `caller`, the same answer), `effect.fence_retained`.
    */
   async deleteSession(sessionId: string, caller: RunCaller = UNRESTRICTED_CALLER): Promise<void> {
     await this.ctx.store.transaction(async (tx) => {
@@ -362,15 +365,15 @@ export class RunService {
 
   /**
    * Purges a finalized Driver instance with its runs, commands and effects (expiry cleanup).
-   * @throws RuntimeError `driver.not_found`, `driver.not_finalized`, `effect.fence_retained`.
+   * @throws UserFacingError `driver.not_found`, `driver.not_finalized`, `effect.fence_retained`.
    */
   async purgeDriver(driverInstanceId: string): Promise<void> {
     await this.ctx.store.transaction(async (tx) => {
       const driver = await driverInstanceRepository.findById(tx, driverInstanceId);
-      if (!driver) throw new RuntimeError("driver.not_found", `no Driver instance ${driverInstanceId}`);
+      if (!driver) throw new UserFacingError("driver.not_found", `no Driver instance ${driverInstanceId}`);
       await refuseIfFenced(tx, { driverInstanceId }, `Driver instance ${driverInstanceId}`);
       if (driver.status !== "finalized")
-        throw new RuntimeError("driver.not_finalized", `Driver instance ${driverInstanceId} is ${driver.status}; finalize it first`);
+        throw new UserFacingError("driver.not_finalized", `Driver instance ${driverInstanceId} is ${driver.status}; finalize it first`);
       await driverInstanceRepository.delete(tx, driverInstanceId);
     });
     this.ctx.logger.info({ driverInstanceId }, "driver.purged");

@@ -1,5 +1,5 @@
 /** Which runs and sessions a caller of the run API reaches, and the one not-found answer for the rest (docs/DESIGN.md §10). */
-import { RuntimeError } from "../../ledger/domain/runtime-errors.js";
+import { UserFacingError } from "../../../kernel/user-facing-error.js";
 
 /**
  * Who calls the run API, as far as object-level access goes: the API key's name (recorded as the
@@ -32,11 +32,11 @@ export function reachesSession(caller: RunCaller, createdByKey: string | null): 
  * The refusal for a run that does not exist and for one the caller may not reach, identical in
  * status (404), code and message, so a restricted key cannot tell them apart (no existence oracle).
  */
-export function runNotFound(runId: string): RuntimeError {
-  return new RuntimeError("run.not_found", `no run ${runId}`);
+export function runNotFound(runId: string): UserFacingError {
+  return new UserFacingError("run.not_found", `no run ${runId}`);
 }
 
 /** The refusal for a session that does not exist and for one the caller may not reach (404 `session.not_found`), identical for both. */
-export function sessionNotFound(sessionId: string): RuntimeError {
-  return new RuntimeError("session.not_found", `no session ${sessionId}`);
+export function sessionNotFound(sessionId: string): UserFacingError {
+  return new UserFacingError("session.not_found", `no session ${sessionId}`);
 }

@@ -2,7 +2,7 @@ import { PGlite } from "@electric-sql/pglite";
 import { drizzle, type PgliteDatabase } from "drizzle-orm/pglite";
 import { migrate } from "drizzle-orm/pglite/migrator";
 import { PG_MIGRATIONS_FOLDER } from "./migrate-postgres.js";
-import * as schema from "./schema.pg.js";
+import * as schema from "./postgres-schema.js";
 
 /** A drizzle handle on PGlite (PostgreSQL in WASM, in-process) typed with the PostgreSQL schema. */
 export type PgliteDb = PgliteDatabase<typeof schema>;

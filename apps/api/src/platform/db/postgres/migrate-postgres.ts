@@ -3,7 +3,7 @@ import { fileURLToPath } from "node:url";
 import pg from "pg";
 import { drizzle, type NodePgDatabase } from "drizzle-orm/node-postgres";
 import { migrate } from "drizzle-orm/node-postgres/migrator";
-import * as schema from "./schema.pg.js";
+import * as schema from "./postgres-schema.js";
 import { assertSchemaNotNewer } from "../schema-version.js";
 
 /** The folder of drizzle-kit migrations for the PostgreSQL dialect (`apps/api/drizzle-pg`, config `drizzle.pg.config.ts`). */
@@ -37,7 +37,7 @@ export function installPgTypeParsers(): void {
   pg.types.setTypeParser(pg.types.builtins.INT8, parseInt8);
 }
 
-/** A drizzle handle on PostgreSQL typed with the PostgreSQL schema (`schema.pg.ts`). */
+/** A drizzle handle on PostgreSQL typed with the PostgreSQL schema (`postgres-schema.ts`). */
 export type PgDb = NodePgDatabase<typeof schema>;
 
 /** How long (ms) {@link migratePostgres} waits for its connection (TCP, TLS, startup and authentication) by default. */

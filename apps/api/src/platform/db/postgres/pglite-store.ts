@@ -6,7 +6,7 @@ import { drizzle } from "drizzle-orm/pglite";
 import type { QueryDb, Store, StoreTables, StoreTx } from "../store.port.js";
 import { migratePglite } from "./migrate-pglite.js";
 import { PgUnitOfWork, type PgConnection, type PgConnectionSource } from "./pg-unit-of-work.js";
-import * as pgSchema from "./schema.pg.js";
+import * as pgSchema from "./postgres-schema.js";
 
 /**
  * The PostgreSQL store on PGlite (PostgreSQL compiled to WASM, in this process): the same SQL, the

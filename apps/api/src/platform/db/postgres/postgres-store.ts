@@ -11,7 +11,7 @@ import {
   PG_MIGRATIONS_FOLDER,
 } from "./migrate-postgres.js";
 import { PgUnitOfWork, type PgConnection, type PgConnectionSource } from "./pg-unit-of-work.js";
-import * as pgSchema from "./schema.pg.js";
+import * as pgSchema from "./postgres-schema.js";
 
 /**
  * Default size of the connection pool of ONE API instance (`MOSOO_DATABASE_POOL_SIZE`). A unit of
@@ -95,7 +95,7 @@ interface PooledConnection extends PgConnection {
  * 40001/40P01 and on a connection lost before COMMIT, 55P03 (`lock_timeout`) and an exhausted pool as `store.busy`, `store.commit_unknown` when lost during
  * it). Concurrent units of work run on different connections, so one never sees another's
  * uncommitted rows. Queries go through `drizzle-orm/node-postgres` with the PostgreSQL schema
- * (`schema.pg.ts`), which has the table and column names of `schema.ts`.
+ * (`postgres-schema.ts`), which has the table and column names of `sqlite-schema.ts`.
  *
  * `pool` is the raw pool, for PostgreSQL-only code (tests, the bench floor); services never see it.
  */
@@ -161,7 +161,7 @@ export class PostgresStore extends PgUnitOfWork implements Store {
 /** The unit-of-work handle of one pooled client: its drizzle builder and its cache of prepared queries. */
 function newConnection(client: pg.PoolClient): PooledConnection {
   // The one cast of this store: repositories are typed against the SQLite schema (store.port.ts);
-  // the PostgreSQL builder has the same query API and `schema.pg.ts` the same table and column names.
+  // the PostgreSQL builder has the same query API and `postgres-schema.ts` the same table and column names.
   const db = drizzle({ client, schema: pgSchema }) as unknown as QueryDb;
   const tables = pgSchema as unknown as StoreTables;
   const prepared = new Map<string, unknown>();

@@ -6,7 +6,7 @@ import { Mutex } from "async-mutex";
 import { drizzle, type BetterSQLite3Database } from "drizzle-orm/better-sqlite3";
 import { migrate } from "drizzle-orm/better-sqlite3/migrator";
 import { assertSchemaNotNewer, compareSchema, type SchemaState } from "../schema-version.js";
-import * as schema from "../schema.js";
+import * as schema from "./sqlite-schema.js";
 import { isStoreBusy, noteCommit, StoreBusyError, STARTUP_BUSY_TIMEOUT_MS, STORE_BUSY_TIMEOUT_MS } from "../store-busy.js";
 import {
   StoreNestedTransactionError,

@@ -1,5 +1,5 @@
 // The repeat guard (docs/DESIGN.md §3 rule 17): refuses a tool call that repeats a recent write of the same session.
-import { RuntimeError } from "../../ledger/domain/runtime-errors.js";
+import { UserFacingError } from "../../../kernel/user-facing-error.js";
 import { effectRepository } from "../../ledger/infrastructure/effect.repository.js";
 import { runRepository } from "../../ledger/infrastructure/run.repository.js";
 import type { StoreTx } from "../../../platform/db/store.port.js";
@@ -37,7 +37,7 @@ export interface RepeatCheck {
  *   409 `tool_call.repeat_refused` with `details` {effectId, status, toolCallId, windowMs}.
  * A `not_executed` earlier effect, or one never sent whose command ended, does not count: it may be sent again.
  * @returns the id to record as `repeat_of_effect_id`, or undefined.
- * @throws RuntimeError `tool_call.repeat_refused`, `tool_call.repeat_invalid`.
+ * @throws UserFacingError `tool_call.repeat_refused`, `tool_call.repeat_invalid`.
  */
 export async function guardRepeat(tx: StoreTx, check: RepeatCheck, windowMs: number | undefined): Promise<string | undefined> {
   const named = check.repeatOfEffectId === undefined ? undefined : await namedRepeat(tx, check, check.repeatOfEffectId);
@@ -46,7 +46,7 @@ export async function guardRepeat(tx: StoreTx, check: RepeatCheck, windowMs: num
   const newest = await newestCountingRepeat(tx, check, windowMs);
   if (newest === null || newest.effect.id === named) return named;
   const { effect, status } = newest;
-  throw new RuntimeError(
+  throw new UserFacingError(
     "tool_call.repeat_refused",
     `this tool call repeats ${effect.toolName} on ${effect.serverId} with the same arguments as tool call ${effect.toolCallId} (effect ${effect.id}, ${status}) of this session; nothing was queued. To repeat it deliberately, send repeatOfEffectId: "${effect.id}"`,
     { effectId: effect.id, status, toolCallId: effect.toolCallId, windowMs },
@@ -55,7 +55,7 @@ export async function guardRepeat(tx: StoreTx, check: RepeatCheck, windowMs: num
 
 /**
  * The effect `repeatOfEffectId` names, checked: same session, server, tool and request fingerprint.
- * @returns its id. @throws RuntimeError `tool_call.repeat_invalid` (nothing written).
+ * @returns its id. @throws UserFacingError `tool_call.repeat_invalid` (nothing written).
  */
 async function namedRepeat(tx: StoreTx, check: RepeatCheck, repeatOfEffectId: string): Promise<string> {
   const named = await effectRepository.findById(tx, repeatOfEffectId);
@@ -66,7 +66,7 @@ async function namedRepeat(tx: StoreTx, check: RepeatCheck, repeatOfEffectId: st
     named.toolName !== check.toolName ||
     named.requestFingerprint !== check.requestFingerprint
   ) {
-    throw new RuntimeError(
+    throw new UserFacingError(
       "tool_call.repeat_invalid",
       `repeatOfEffectId ${repeatOfEffectId} names no effect of this session with the same server, tool and arguments; nothing was queued`,
       { repeatOfEffectId },

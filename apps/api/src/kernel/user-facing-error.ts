@@ -1,8 +1,9 @@
+// The kernel's error type: every user-facing refusal of the API (a stable code, its HTTP status, a one-line message).
 /**
  * Stable error codes of the runtime's services and their HTTP status (docs/DESIGN.md §9). A bad
  * request is refused with one of these before anything changes.
  */
-export const RUNTIME_ERROR_STATUS = {
+export const USER_FACING_ERROR_STATUS = {
   "request.invalid": 400,
   /** A body sent without `Content-Type: application/json` (docs/DESIGN.md §10). */
   "request.unsupported_media_type": 415,
@@ -58,24 +59,24 @@ export const RUNTIME_ERROR_STATUS = {
   "compensation.driver_unavailable": 409,
 } as const;
 
-/** One of the codes in {@link RUNTIME_ERROR_STATUS}. */
-export type RuntimeErrorCode = keyof typeof RUNTIME_ERROR_STATUS;
+/** One of the codes in {@link USER_FACING_ERROR_STATUS}. */
+export type UserFacingErrorCode = keyof typeof USER_FACING_ERROR_STATUS;
 
 /**
  * A typed, user-facing error of the runtime: `code` (stable string), `httpStatus` (4xx), a
  * one-line `message` and small JSON `details`. Thrown by application services; the HTTP layer maps
  * it to `{error: {code, message, details}}` and the status. It never carries a stack to a user.
  */
-export class RuntimeError extends Error {
-  readonly code: RuntimeErrorCode;
+export class UserFacingError extends Error {
+  readonly code: UserFacingErrorCode;
   readonly httpStatus: number;
   readonly details: Record<string, unknown> | undefined;
 
-  constructor(code: RuntimeErrorCode, message: string, details?: Record<string, unknown>) {
+  constructor(code: UserFacingErrorCode, message: string, details?: Record<string, unknown>) {
     super(message);
-    this.name = "RuntimeError";
+    this.name = "UserFacingError";
     this.code = code;
-    this.httpStatus = RUNTIME_ERROR_STATUS[code];
+    this.httpStatus = USER_FACING_ERROR_STATUS[code];
     this.details = details;
   }
 }

@@ -3,7 +3,7 @@ import type { MiddlewareHandler } from "hono";
 import { createMiddleware } from "hono/factory";
 import { DriverTokenSchema, type RouteAuth } from "@mosoo/contracts";
 import type { ApiKey, ApiKeyScope } from "../../config/api-keys.contract.js";
-import { RuntimeError } from "../../modules/ledger/domain/runtime-errors.js";
+import { UserFacingError } from "../../kernel/user-facing-error.js";
 import type { Runtime } from "../../composition-root.js";
 import type { DriverInstanceRow } from "../../modules/drivers/application/driver-instance.service.js";
 import {
@@ -58,11 +58,11 @@ export function operatorCredentialsOf(opts: Pick<HttpAuthOptions, "operators" | 
 /**
  * Reads `Authorization: Bearer <token>`; the scheme is case-insensitive (`bearer`, `BEARER`), as
  * HTTP auth schemes are (RFC 9110 §11.1).
- * @throws RuntimeError `auth.missing_token` (401) when there is no header, another scheme, or no token.
+ * @throws UserFacingError `auth.missing_token` (401) when there is no header, another scheme, or no token.
  */
 function readBearer(header: string | undefined): string {
   const m = /^bearer[ \t]+(\S+)[ \t]*$/i.exec(header ?? "");
-  if (!m?.[1]) throw new RuntimeError("auth.missing_token", "send Authorization: Bearer <credential>");
+  if (!m?.[1]) throw new UserFacingError("auth.missing_token", "send Authorization: Bearer <credential>");
   return m[1];
 }
 
@@ -115,10 +115,10 @@ export class CredentialGuard {
     return instance ? { kind: "driver", instance } : undefined;
   }
 
-  /** Authenticates the request's bearer credential. @throws RuntimeError `auth.missing_token`, `auth.invalid_token` (401). */
+  /** Authenticates the request's bearer credential. @throws UserFacingError `auth.missing_token`, `auth.invalid_token` (401). */
   private async principalOf(header: string | undefined): Promise<Principal> {
     const principal = await this.identify(readBearer(header));
-    if (!principal) throw new RuntimeError("auth.invalid_token", "the credential is not valid");
+    if (!principal) throw new UserFacingError("auth.invalid_token", "the credential is not valid");
     return principal;
   }
 
@@ -140,7 +140,7 @@ export class CredentialGuard {
     return this.guard((p) => {
       if (operatorScope !== undefined && p.kind === "operator") return assertOperatorScope(p.operator, operatorScope);
       if (p.kind !== "api_key") throw forbidden();
-      if (!p.scopes.includes(scope)) throw new RuntimeError("auth.scope", "the API key lacks the scope this route needs");
+      if (!p.scopes.includes(scope)) throw new UserFacingError("auth.scope", "the API key lacks the scope this route needs");
     });
   }
 
@@ -152,7 +152,7 @@ export class CredentialGuard {
     return this.guard((p) => {
       if (p.kind !== "driver") throw forbidden();
       if (p.instance.status === "finalized" || p.instance.status === "finalizing") {
-        throw new RuntimeError("driver.finalized", `Driver instance ${p.instance.id} was finalized; register again`);
+        throw new UserFacingError("driver.finalized", `Driver instance ${p.instance.id} was finalized; register again`);
       }
     });
   }
@@ -228,7 +228,7 @@ export class CredentialGuard {
  * Refuses an API key restricted to other Driver instances (`drivers` in the keys file): creating a
  * run on, or purging, a Driver it does not list. The operator and unrestricted keys pass. (Runs and
  * sessions it may not reach answer 404 instead: `reachesRun`, `reachesSession`.)
- * @throws RuntimeError `auth.forbidden` (403).
+ * @throws UserFacingError `auth.forbidden` (403).
  */
 export function assertDriversAllowed(principal: Principal, driverInstanceIds: readonly string[]): void {
   if (principal.kind !== "api_key" || !principal.drivers) return;
@@ -244,12 +244,12 @@ export function callerOf(principal: Principal): RunCaller {
   return principal.kind === "api_key" ? { keyName: principal.name, drivers: principal.drivers } : UNRESTRICTED_CALLER;
 }
 
-/** @throws RuntimeError `auth.scope` (403) when `operator` lacks `scope` (`full`: any of the scopes). */
+/** @throws UserFacingError `auth.scope` (403) when `operator` lacks `scope` (`full`: any of the scopes). */
 function assertOperatorScope(operator: OperatorIdentity, scope: OperatorScope | "full"): void {
   if (scope === "full" ? !isFullOperator(operator) : !operator.scopes.includes(scope))
-    throw new RuntimeError("auth.scope", "this operator credential lacks the scope this route needs");
+    throw new UserFacingError("auth.scope", "this operator credential lacks the scope this route needs");
 }
 
-function forbidden(): RuntimeError {
-  return new RuntimeError("auth.forbidden", "this credential may not use this route");
+function forbidden(): UserFacingError {
+  return new UserFacingError("auth.forbidden", "this credential may not use this route");
 }

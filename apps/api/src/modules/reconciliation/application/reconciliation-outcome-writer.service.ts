@@ -7,18 +7,38 @@ import {
 } from "@mosoo/contracts";
 import type { ReconciliationAdapter } from "@mosoo/effect-reconciliation";
 import { judgeLookupAnswer, type LookupAnswer, type ReconcileDecision } from "@mosoo/effect-reconciliation/host";
-import { DEFAULT_GROUP_COMMIT, OutcomeGroupCommit } from "./outcome-group-commit.js";
-import type { ReconcileResult, SettleInTransaction } from "../../ledger/application/effect-reconciliation.port.js";
+import { DEFAULT_GROUP_COMMIT, OutcomeGroupCommit } from "./outcome-group-commit.service.js";
+import type { CommandSettlement, ReconcileResult } from "../../ledger/application/effect-reconciliation.port.js";
+import { settleCommandFromEffect } from "../../ledger/application/command-settlement.service.js";
 import type { StoreTx } from "../../../platform/db/store.port.js";
-import type { RuntimeContext } from "../../ledger/application/runtime-context.js";
+import type { RuntimeContext } from "../../../kernel/runtime-context.js";
 import { settleTransition } from "../../ledger/domain/effect-lifecycle.machine.js";
-import { reconciliationRepository } from "../../ledger/infrastructure/effect-reconciliation.repository.js";
+import { reconciliationRepository } from "../infrastructure/effect-reconciliation.repository.js";
 import { effectRepository, type EffectRow } from "../../ledger/infrastructure/effect.repository.js";
 import { runRepository } from "../../ledger/infrastructure/run.repository.js";
 import { scheduleNextLookup } from "../domain/lookup-schedule.js";
-import type { ReconciliationMetrics } from "../infrastructure/reconciliation-metrics.js";
-import { toReconcilable } from "./reconciliation-admission.js";
-import type { ReconciliationSettings } from "./reconciliation-settings.js";
+import type { ReconciliationMetrics } from "../infrastructure/reconciliation.metrics.js";
+import { toReconcilable } from "./reconciliation-admission.policy.js";
+import type { ReconciliationSettings } from "./reconciliation-settings.config.js";
+
+/**
+ * One lookup's answer to commit ({@link ReconciliationOutcomeWriter.commit}): the `effect` as leased,
+ * the lease (`leasedVersion`, `owner`), the adapter (`adapterRef`: id and version), the `trigger`,
+ * when the lookup started (`startedAtMs`, ms since the epoch), the adapter's `answer`, and
+ * `settleCommand`: end the effect's command in the outcome's transaction too; `alsoWrite`: the
+ * caller's own writes in that transaction (see `ReconcileOptions`).
+ */
+export interface LookupToCommit {
+  effect: EffectRow;
+  leasedVersion: number;
+  owner: string;
+  adapterRef: { id: string; version: string };
+  trigger: ReconciliationTrigger;
+  startedAtMs: number;
+  answer: LookupAnswer;
+  settleCommand: boolean;
+  alsoWrite?: ((tx: StoreTx, effect: EffectRow) => Promise<void>) | undefined;
+}
 
 /**
  * The reconciler's outcome writer (docs/DESIGN.md §3 rules 5–7, §4): writes a lookup's validated
@@ -46,21 +66,14 @@ export class ReconciliationOutcomeWriter {
 
   /**
    * Commits the answer of a leased lookup (see {@link EffectReconciler.reconcileLeased}): judged
-   * against the row read inside the transaction, then outcome, receipt, result, record, run event and
-   * `settle` in ONE transaction (compare-and-set on the leased version and owner); a lost
+   * against the row read inside the transaction, then outcome, receipt, result, record, run event and,
+   * with `settleCommand`, the command's terminal state in ONE transaction (compare-and-set on the
+   * leased version and owner); the result's `commandSettled` says what it did to the command. A lost
    * compare-and-set releases the lease and records `superseded` with the answer as evidence. An
    * `ineligible` answer releases the lease and its count. A database error propagates.
    */
-  async commit(
-    effect: EffectRow,
-    leasedVersion: number,
-    owner: string,
-    adapterRef: { id: string; version: string },
-    trigger: ReconciliationTrigger,
-    startedAtMs: number,
-    answer: LookupAnswer,
-    settle: SettleInTransaction | undefined,
-  ): Promise<ReconcileResult> {
+  async commit(lookup: LookupToCommit): Promise<ReconcileResult> {
+    const { effect, leasedVersion, owner, adapterRef, trigger, startedAtMs, answer, settleCommand, alsoWrite } = lookup;
     const now = this.ctx.clock.nowMs();
     if (answer.kind === "ineligible") {
       // The reconcile step made no lookup (e.g. invalid input): release the lease and its count.
@@ -71,10 +84,13 @@ export class ReconciliationOutcomeWriter {
       return { kind: "ineligible", reasonCode: answer.decision.reasonCode, effect: after };
     }
     let decision: Exclude<ReconcileDecision, { decision: "ineligible" }> | undefined;
+    let commandSettled: CommandSettlement = null;
     // Group commit: this outcome's writes run whole inside a batch's transaction (or alone, if the
     // batch failed); the promise settles after that commit, so nothing below runs before it.
     const committed = await this.outcomes.submit(async (tx) => {
+      // Reset on every run: a batch that rolls back runs this write again alone (outcome-group-commit.service.ts).
       decision = undefined;
+      commandSettled = null;
       // Judged here, against the effect as stored now, inside the transaction that persists the
       // outcome (docs/DESIGN.md §4): the adapter never held this row, only a copy of its lookup request.
       const current = await effectRepository.findById(tx, effect.id);
@@ -108,7 +124,9 @@ export class ReconciliationOutcomeWriter {
         { effectId: effect.id, commandId: effect.commandId, outcome, reasonCode, trigger, adapter: adapterRef, effectStatus: after.status },
         now,
       );
-      await settle?.(tx, after);
+      if (settleCommand && (await settleCommandFromEffect(tx, after, this.ctx.clock.nowMs())))
+        commandSettled = after.status === "succeeded" ? "completed" : "failed";
+      await alsoWrite?.(tx, after);
       return after;
     });
     if (!committed || !decision) {
@@ -138,7 +156,7 @@ export class ReconciliationOutcomeWriter {
     };
     if (outcome === "still_unknown") this.ctx.logger.warn(fields, "reconciliation.decision");
     else this.ctx.logger.info(fields, "reconciliation.decision");
-    return { kind: outcome, reasonCode, effect: committed };
+    return { kind: outcome, reasonCode, effect: committed, commandSettled };
   }
 
   /** The bound adapter's package, package version and declaration hash (docs/DESIGN.md §4), recorded with every lookup. */

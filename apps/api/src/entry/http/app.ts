@@ -7,7 +7,7 @@ import { OperatorAuthBudget } from "./operator-auth-budget.js";
 import { driverRoutes } from "./driver.routes.js";
 import { RegistrationRateLimit } from "./registration-rate-limit.js";
 import { isJsonContentType, toErrorResponse } from "./http-errors.js";
-import { RuntimeError } from "../../modules/ledger/domain/runtime-errors.js";
+import { UserFacingError } from "../../kernel/user-facing-error.js";
 import { runRoutes } from "./run.routes.js";
 import { requestBodyLimit } from "./request-body-limit.js";
 import { mountRoute } from "./route-mount.js";
@@ -70,7 +70,7 @@ export function createHttpApp(runtime: Runtime, logger: Logger, opts: HttpAppOpt
   // hono's origin check in the console module itself.
   app.use("*", async (c, next) => {
     if (hasBody(c.req.raw) && !isJsonContentType(c.req.header("content-type")) && !c.req.path.startsWith("/console/")) {
-      throw new RuntimeError("request.unsupported_media_type", "send the body as JSON with Content-Type: application/json");
+      throw new UserFacingError("request.unsupported_media_type", "send the body as JSON with Content-Type: application/json");
     }
     return next();
   });

@@ -3,7 +3,7 @@ import type { ContentfulStatusCode } from "hono/utils/http-status";
 import type { Logger } from "pino";
 import type { z } from "zod";
 import { decodeUtf8Strict, findJsonProblem, formatJsonProblem, INVALID_UTF8_MESSAGE, type ApiErrorBody } from "@mosoo/contracts";
-import { RuntimeError } from "../../modules/ledger/domain/runtime-errors.js";
+import { UserFacingError } from "../../kernel/user-facing-error.js";
 import { isStoreBusy, STORE_BUSY_MESSAGE, STORE_BUSY_RETRY_AFTER_S, storeBusyCause } from "../../platform/db/store-busy.js";
 import { StoreCommitUnknownError } from "../../platform/db/store-errors.js";
 import type { StoreBusyWatch } from "../../platform/db/store-busy-watch.js";
@@ -20,13 +20,13 @@ function firstIssue(error: z.ZodError): string {
  * JSON rules of `@mosoo/contracts` (`findJsonProblem`: nesting ≤ 400, no `__proto__` /
  * `constructor` / `prototype` key, well-formed UTF-16 everywhere; iterative, so any depth is safe),
  * then against `schema` (docs/DESIGN.md §10).
- * @throws RuntimeError `request.invalid` (400) with the first problem as a one-line message.
+ * @throws UserFacingError `request.invalid` (400) with the first problem as a one-line message.
  */
 export function parseOrThrow<S extends z.ZodType>(schema: S, value: unknown): z.infer<S> {
   const problem = findJsonProblem(value);
-  if (problem) throw new RuntimeError("request.invalid", formatJsonProblem(problem));
+  if (problem) throw new UserFacingError("request.invalid", formatJsonProblem(problem));
   const parsed = schema.safeParse(value);
-  if (!parsed.success) throw new RuntimeError("request.invalid", firstIssue(parsed.error));
+  if (!parsed.success) throw new UserFacingError("request.invalid", firstIssue(parsed.error));
   return parsed.data;
 }
 
@@ -41,27 +41,27 @@ export function isJsonContentType(header: string | undefined): boolean {
  * with a fatal UTF-8 decoder (`decodeUtf8Strict` of `@mosoo/contracts`: an invalid byte is refused,
  * never replaced by U+FFFD), then parsed and checked with {@link parseOrThrow} (request
  * schemas are strict, so an unknown field is refused too).
- * @throws RuntimeError `request.unsupported_media_type` (415) without the JSON content type;
+ * @throws UserFacingError `request.unsupported_media_type` (415) without the JSON content type;
  *   `request.invalid` (400) when the body is not valid UTF-8 (`the request body is not valid
  *   UTF-8`), not JSON, or breaks a rule.
  */
 export async function readJson<S extends z.ZodType>(c: Context, schema: S): Promise<z.infer<S>> {
   if (!isJsonContentType(c.req.header("content-type"))) {
-    throw new RuntimeError("request.unsupported_media_type", "send the body as JSON with Content-Type: application/json");
+    throw new UserFacingError("request.unsupported_media_type", "send the body as JSON with Content-Type: application/json");
   }
   const text = decodeUtf8Strict(await c.req.arrayBuffer());
-  if (text === null) throw new RuntimeError("request.invalid", INVALID_UTF8_MESSAGE);
+  if (text === null) throw new UserFacingError("request.invalid", INVALID_UTF8_MESSAGE);
   let body: unknown;
   try {
     body = JSON.parse(text);
   } catch {
-    throw new RuntimeError("request.invalid", "the request body must be a JSON object");
+    throw new UserFacingError("request.invalid", "the request body must be a JSON object");
   }
   return parseOrThrow(schema, body);
 }
 
 /**
- * Maps any error to `{error: {code, message, details?}}`: a RuntimeError keeps its code and 4xx
+ * Maps any error to `{error: {code, message, details?}}`: a UserFacingError keeps its code and 4xx
  * status; a busy store answers 503 `store.busy` with `Retry-After: 1` (nothing was written) and is
  * noted in `storeBusy` (the maintenance sweep then gives Drivers a full heartbeat TTL after it: their
  * heartbeats may have been refused the same way); a connection lost during COMMIT answers 503
@@ -70,7 +70,7 @@ export async function readJson<S extends z.ZodType>(c: Context, schema: S): Prom
  * anything else is logged and answered 500 `internal` without a stack.
  */
 export function toErrorResponse(err: unknown, c: Context, logger: Logger, storeBusy?: StoreBusyWatch): Response {
-  if (err instanceof RuntimeError) {
+  if (err instanceof UserFacingError) {
     const body: ApiErrorBody = { error: { code: err.code, message: err.message, ...(err.details ? { details: err.details } : {}) } };
     return c.json(body, err.httpStatus as ContentfulStatusCode);
   }

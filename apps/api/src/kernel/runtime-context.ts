@@ -1,8 +1,8 @@
 import type { Logger } from "pino";
-import type { Store } from "../../../platform/db/store.port.js";
-import type { Clock } from "../../../platform/clock.js";
-import type { CommandWakeups } from "../../../platform/wakeups/command-wakeups.port.js";
-import type { StoreBusyWatch } from "../../../platform/db/store-busy-watch.js";
+import type { Store } from "../platform/db/store.port.js";
+import type { Clock } from "../platform/clock.js";
+import type { CommandWakeups } from "../platform/wakeups/command-wakeups.port.js";
+import type { StoreBusyWatch } from "../platform/db/store-busy-watch.js";
 
 /**
  * What every runtime service shares: the store (the async store port, docs/DESIGN.md §11), the clock, the logger,

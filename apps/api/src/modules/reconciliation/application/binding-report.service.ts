@@ -1,7 +1,7 @@
 import type { Logger } from "pino";
 import type { Store } from "../../../platform/db/store.port.js";
-import { reconciliationRepository } from "../../ledger/infrastructure/effect-reconciliation.repository.js";
-import type { ReconciliationSettings } from "./reconciliation-settings.js";
+import { reconciliationRepository } from "../infrastructure/effect-reconciliation.repository.js";
+import type { ReconciliationSettings } from "./reconciliation-settings.config.js";
 
 /**
  * Why an effect of `serverId`/`toolName` gets no lookup, in words an operator reads in `show` and

@@ -1,5 +1,5 @@
 import { and, asc, eq, gt, inArray, isNotNull, isNull, lt, lte, or, sql } from "drizzle-orm";
-import type { effectReconciliations, externalToolEffects } from "../../../platform/db/schema.js";
+import type { effectReconciliations, externalToolEffects } from "../../../platform/db/sqlite/sqlite-schema.js";
 import type { StoreTx } from "../../../platform/db/store.port.js";
 import { argumentsFor, placeholdersFor, shapeOf } from "../../../platform/db/prepared-shapes.js";
 

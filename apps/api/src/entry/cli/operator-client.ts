@@ -14,14 +14,14 @@ import {
 } from "@mosoo/contracts";
 import { retryWhenBusy, StoreBusyError } from "../../platform/db/store-busy.js";
 import { checkDbFilePath } from "../../config/startup-checks.js";
-import { openApiStore } from "../../config/open-api-store.js";
+import { openApiStore } from "../../config/configured-store.js";
 import type { Store } from "../../platform/db/store.port.js";
 import type { ApiConfig } from "../../config/api-config.js";
 import { resolveReconciliationSettings } from "../../config/reconciliation-bindings.js";
-import { adapterProcessBudget, createIsolatedAdapterHost } from "../../modules/reconciliation/infrastructure/isolated-adapter-host.js";
+import { adapterProcessBudget, createIsolatedAdapterHost } from "../../modules/reconciliation/infrastructure/adapter-sandbox.host.js";
 import { isMosooSqliteStoreFile } from "../../platform/db/sqlite/sqlite-store-file.js";
 import { createRuntime } from "../../composition-root.js";
-import { RuntimeError } from "../../modules/ledger/domain/runtime-errors.js";
+import { UserFacingError } from "../../kernel/user-facing-error.js";
 import { parseOrThrow } from "../http/http-errors.js";
 import type { OperatorIdentity } from "../../modules/operator/domain/operator-credential.js";
 
@@ -189,7 +189,7 @@ export async function localOperatorClient(config: ApiConfig, token?: string): Pr
       // A store locked by the API (or a backup) is waited for briefly and asynchronously, then refused `store.busy`.
       return await retryWhenBusy(fn);
     } catch (err) {
-      if (err instanceof RuntimeError || err instanceof StoreBusyError) throw new OperatorClientError(err.code, err.message);
+      if (err instanceof UserFacingError || err instanceof StoreBusyError) throw new OperatorClientError(err.code, err.message);
       throw err;
     }
   };

@@ -1,6 +1,6 @@
 import { Hono, type Context } from "hono";
 import { OPERATOR_API } from "@mosoo/contracts";
-import { RuntimeError } from "../../modules/ledger/domain/runtime-errors.js";
+import { UserFacingError } from "../../kernel/user-facing-error.js";
 import type { Runtime } from "../../composition-root.js";
 import type { OperatorIdentity } from "../../modules/operator/domain/operator-credential.js";
 import type { AuthEnv, CredentialGuard } from "./credential-guard.js";
@@ -11,7 +11,7 @@ import { retryingWhenBusy } from "./store-retry.js";
 /** The operator credential that authenticated the request (set by the guard of `/api/operator/*`). */
 function operatorOf(c: Context<AuthEnv>): OperatorIdentity {
   const p = c.get("principal");
-  if (p.kind !== "operator") throw new RuntimeError("auth.forbidden", "this credential may not use this route");
+  if (p.kind !== "operator") throw new UserFacingError("auth.forbidden", "this credential may not use this route");
   return p.operator;
 }
 
@@ -36,7 +36,7 @@ export function operatorRoutes(runtime: Runtime, guard: CredentialGuard, budget:
   const app = new Hono<AuthEnv>();
   app.use("/api/operator/*", async (c, next) => {
     if (!guard.operatorConfigured)
-      throw new RuntimeError(
+      throw new UserFacingError(
         "auth.operator_disabled",
         "the operator routes are off: set MOSOO_OPERATOR_TOKEN or MOSOO_OPERATOR_CREDENTIALS_FILE",
       );

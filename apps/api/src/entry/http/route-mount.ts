@@ -2,7 +2,7 @@ import type { Context, Env, Hono, MiddlewareHandler } from "hono";
 import type { ContentfulStatusCode } from "hono/utils/http-status";
 import type { z } from "zod";
 import { MAX_BODY_BYTES, type ApiRoute } from "@mosoo/contracts";
-import { RuntimeError } from "../../modules/ledger/domain/runtime-errors.js";
+import { UserFacingError } from "../../kernel/user-facing-error.js";
 import { parseOrThrow, readJson } from "./http-errors.js";
 import { requestBodyLimit } from "./request-body-limit.js";
 
@@ -18,16 +18,16 @@ type RouteReply<R extends ApiRoute> = R["response"] extends z.ZodType ? z.input<
  * UTF-8; 415 without the JSON content type) and the table's schemas unless the handler passes another.
  */
 interface RouteRequest<R extends ApiRoute> {
-  /** Path parameter `name`, checked against its schema in the table. @throws RuntimeError `request.invalid` (400). */
+  /** Path parameter `name`, checked against its schema in the table. @throws UserFacingError `request.invalid` (400). */
   param(name: ParamName<R>): string;
   /**
    * The query, checked against `schema` (default: the table's). A parameter given more than once
    * (`?limit=10&limit=-5`) is refused whatever the schema: reading only the first (or the last) value
    * would let a proxy and the API see different requests.
-   * @throws RuntimeError `request.invalid` (400), `query parameter "<name>" is given more than once` for a repeat.
+   * @throws UserFacingError `request.invalid` (400), `query parameter "<name>" is given more than once` for a repeat.
    */
   query<S extends z.ZodType = NonNullable<R["query"]> & z.ZodType>(schema?: S): z.output<S>;
-  /** The JSON body, checked against `schema` (default: the table's). @throws RuntimeError `request.unsupported_media_type` (415), `request.invalid` (400). */
+  /** The JSON body, checked against `schema` (default: the table's). @throws UserFacingError `request.unsupported_media_type` (415), `request.invalid` (400). */
   body<S extends z.ZodType = NonNullable<R["body"]> & z.ZodType>(schema?: S): Promise<Parsed<S>>;
   /** Answers `value` as JSON with `status` (default: the route's first success status); its type is checked against the table's response schema. */
   json(value: RouteReply<R>, status?: R["status"][number]): Response;
@@ -40,12 +40,12 @@ export type RouteHandler<E extends Env, R extends ApiRoute> = (c: Context<E>, re
  * The request's query as one value per name (hono's `c.req.query()`), after refusing a name given
  * more than once (docs/DESIGN.md §10). The message names the parameter cut to 64 characters and
  * JSON-quoted (escaped), never more of what the client sent.
- * @throws RuntimeError `request.invalid` (400).
+ * @throws UserFacingError `request.invalid` (400).
  */
 function singleValuedQuery(c: Context): Record<string, string> {
   for (const [name, values] of Object.entries(c.req.queries())) {
     if (values.length > 1)
-      throw new RuntimeError("request.invalid", `query parameter ${JSON.stringify(name.slice(0, 64))} is given more than once`);
+      throw new UserFacingError("request.invalid", `query parameter ${JSON.stringify(name.slice(0, 64))} is given more than once`);
   }
   return c.req.query();
 }

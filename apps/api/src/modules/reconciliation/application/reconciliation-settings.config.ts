@@ -1,7 +1,7 @@
 import type { ReconciliationAdapter } from "@mosoo/effect-reconciliation";
 import type { AdapterProvenance, ToolCoverage } from "@mosoo/effect-reconciliation/host";
 import type { LookupBackoff } from "../domain/lookup-schedule.js";
-import type { GroupCommitSettings } from "./outcome-group-commit.js";
+import type { GroupCommitSettings } from "./outcome-group-commit.service.js";
 
 /**
  * Runtime settings of reconciliation (from config, see docs/how-it-works.md):
@@ -17,7 +17,7 @@ import type { GroupCommitSettings } from "./outcome-group-commit.js";
  *   no longer than the bound makes every lookup give up `lease_lapsed`; the API uses the bound plus 10 s);
  * - `concurrency`: lookups at once during finalization repair and the sweep;
  * - `backoff` and `maxLookups`: the schedule of further lookups, then an operator must act;
- * - `groupCommit?`: how outcomes share transactions (default `DEFAULT_GROUP_COMMIT`; see `outcome-group-commit.ts`);
+ * - `groupCommit?`: how outcomes share transactions (default `DEFAULT_GROUP_COMMIT`; see `outcome-group-commit.service.ts`);
  * - `beforeLookup?`: test seam, awaited between a lease's commit and the check that the lease still
  *   outlasts the lookup, right before the adapter call (the window in which an operator or a Driver's
  *   evidence may change the effect); production code never sets it.

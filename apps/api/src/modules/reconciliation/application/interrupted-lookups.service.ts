@@ -1,10 +1,10 @@
 import { newUlid } from "@mosoo/contracts";
-import type { RuntimeContext } from "../../ledger/application/runtime-context.js";
+import type { RuntimeContext } from "../../../kernel/runtime-context.js";
 import type { TransactionOptions } from "../../../platform/db/store.port.js";
 import { scheduleNextLookup } from "../domain/lookup-schedule.js";
-import { reconciliationRepository } from "../../ledger/infrastructure/effect-reconciliation.repository.js";
-import type { ReconciliationMetrics } from "../infrastructure/reconciliation-metrics.js";
-import type { ReconciliationSettings } from "./reconciliation-settings.js";
+import { reconciliationRepository } from "../infrastructure/effect-reconciliation.repository.js";
+import type { ReconciliationMetrics } from "../infrastructure/reconciliation.metrics.js";
+import type { ReconciliationSettings } from "./reconciliation-settings.config.js";
 
 /** Expired leases handled per transaction (a large backlog is worked through in several). */
 const EXPIRED_LEASES_PER_TRANSACTION = 256;

@@ -2,10 +2,10 @@ import type { ReconciliationTrigger } from "@mosoo/contracts";
 import type { ReconciliationAdapter } from "@mosoo/effect-reconciliation";
 import { checkEligibility } from "@mosoo/effect-reconciliation/host";
 import type { ReconcileResult } from "../../ledger/application/effect-reconciliation.port.js";
-import type { RuntimeContext } from "../../ledger/application/runtime-context.js";
+import type { RuntimeContext } from "../../../kernel/runtime-context.js";
 import type { EffectRow } from "../../ledger/infrastructure/effect.repository.js";
-import { noLookupReason } from "./binding-report.js";
-import type { ReconciliationSettings } from "./reconciliation-settings.js";
+import { noLookupReason } from "./binding-report.service.js";
+import type { ReconciliationSettings } from "./reconciliation-settings.config.js";
 
 /**
  * The reconciler's admission (docs/DESIGN.md §3 rules 4–5, §6): which adapter covers an effect, whether

@@ -3,7 +3,7 @@ import type { Context, MiddlewareHandler } from "hono";
 import { createMiddleware } from "hono/factory";
 import { RateLimiterMemory, RateLimiterRes } from "rate-limiter-flexible";
 import type { ApiErrorBody } from "@mosoo/contracts";
-import { RuntimeError } from "../../modules/ledger/domain/runtime-errors.js";
+import { UserFacingError } from "../../kernel/user-facing-error.js";
 import type { AuthEnv } from "./credential-guard.js";
 
 /**
@@ -34,7 +34,7 @@ export class RegistrationRateLimit {
   }
 
   /**
-   * Wraps the route's credential check (`guard`, a middleware that throws a `RuntimeError` `auth.*`
+   * Wraps the route's credential check (`guard`, a middleware that throws a `UserFacingError` `auth.*`
    * on a refused credential) in the two budgets: a refused credential spends a point of the refused
    * budget and rethrows its 401/403 (or answers 429 past the budget); an accepted one spends a point
    * of the accepted budget (429 past it) and then runs the route.
@@ -48,7 +48,7 @@ export class RegistrationRateLimit {
           passed = true;
         });
       } catch (err) {
-        if (!(err instanceof RuntimeError && err.code.startsWith("auth."))) throw err;
+        if (!(err instanceof UserFacingError && err.code.startsWith("auth."))) throw err;
         const limited = await overBudget(this.refused, key);
         if (limited !== undefined) return tooMany(c, limited, "refused Driver registration attempts");
         throw err;

@@ -3,7 +3,7 @@ import type { Context, MiddlewareHandler } from "hono";
 import { createMiddleware } from "hono/factory";
 import type { Logger } from "pino";
 import { RateLimiterMemory } from "rate-limiter-flexible";
-import { RuntimeError } from "../../modules/ledger/domain/runtime-errors.js";
+import { UserFacingError } from "../../kernel/user-facing-error.js";
 import type { AuthEnv } from "./credential-guard.js";
 import { clientAddress, overBudget, tooMany } from "./registration-rate-limit.js";
 
@@ -61,7 +61,7 @@ export class OperatorAuthBudget {
           passed = true;
         });
       } catch (err) {
-        if (!(err instanceof RuntimeError && err.code === "auth.invalid_token")) throw err;
+        if (!(err instanceof UserFacingError && err.code === "auth.invalid_token")) throw err;
         const wait = await this.refused(c, "operator_api");
         if (wait !== undefined) return tooMany(c, wait, "refused operator credentials");
         throw err;

@@ -3,22 +3,22 @@ import { parseJsonColumn } from "../../../platform/db/json-column.js";
 import { commandRepository } from "../../ledger/infrastructure/command.repository.js";
 import { effectRepository } from "../../ledger/infrastructure/effect.repository.js";
 import { runRepository, type RunRow } from "../../ledger/infrastructure/run.repository.js";
-import { reconciliationRepository } from "../../ledger/infrastructure/effect-reconciliation.repository.js";
+import type { ReconciliationRecordsPort } from "./reconciliation-records.port.js";
 
 const parse = parseJsonColumn;
 
 /** A run as the run API shows it: the run, its commands, its effects with attempts and reconciliation records, and its events. Times in ms. */
 export type RunView = Awaited<ReturnType<typeof toRunView>>;
 
-/** Builds the {@link RunView} of `run` (reads only, through `tx`). */
-export async function toRunView(tx: StoreTx, run: RunRow) {
+/** Builds the {@link RunView} of `run` (reads only, through `tx`; the reconciliation records through `recordsPort`). */
+export async function toRunView(tx: StoreTx, run: RunRow, recordsPort: ReconciliationRecordsPort) {
   const commands = await commandRepository.listByRun(tx, run.id);
   const effects = [];
   for (const e of await effectRepository.listByRun(tx, run.id)) {
     effects.push({
       e,
       attempts: await effectRepository.listAttempts(tx, e.id),
-      records: await reconciliationRepository.listRecords(tx, e.id),
+      records: await recordsPort.listRecords(tx, e.id),
     });
   }
   const events = await runRepository.listEvents(tx, run.id, 0);

@@ -1,13 +1,13 @@
-import { RuntimeError } from "../domain/runtime-errors.js";
+import { UserFacingError } from "../../../kernel/user-facing-error.js";
 import type { DriverInstanceRow } from "../infrastructure/driver-instance.repository.js";
 
 /**
  * Throws unless `connectionId` is the instance's current connection (read inside the caller's
  * transaction, so a concurrent reconnect is seen).
- * @throws RuntimeError `driver.connection_superseded`.
+ * @throws UserFacingError `driver.connection_superseded`.
  */
 export function assertCurrentConnection(instance: DriverInstanceRow | undefined, connectionId: string): void {
   if (!instance || instance.status !== "connected" || instance.connectionId !== connectionId) {
-    throw new RuntimeError("driver.connection_superseded", "this connection is no longer current; reconnect", { connectionId });
+    throw new UserFacingError("driver.connection_superseded", "this connection is no longer current; reconnect", { connectionId });
   }
 }

@@ -1,15 +1,15 @@
 /** The API's OpenAPI 3.1 document (`GET /openapi.json`, `docs/openapi.json`), built from the route table with the HTTP status of each error code. */
 import { buildOpenApiDocument } from "@mosoo/contracts";
-import { RUNTIME_ERROR_STATUS } from "../../modules/ledger/domain/runtime-errors.js";
+import { USER_FACING_ERROR_STATUS } from "../../kernel/user-facing-error.js";
 import { CONSOLE_COOKIE } from "./console/console.routes.js";
 
 /**
  * The HTTP status of every stable code an HTTP answer of the API can carry: the services' codes
- * ({@link RUNTIME_ERROR_STATUS}) and those the HTTP layer answers itself (body limit, busy store,
+ * ({@link USER_FACING_ERROR_STATUS}) and those the HTTP layer answers itself (body limit, busy store,
  * unknown commit, the console's session and CSRF checks, an unknown route, an internal error).
  */
 export const HTTP_ERROR_STATUS: Readonly<Record<string, number>> = {
-  ...RUNTIME_ERROR_STATUS,
+  ...USER_FACING_ERROR_STATUS,
   "request.too_large": 413,
   "store.busy": 503,
   "store.commit_unknown": 503,

@@ -1,0 +1,16 @@
+// The port through which the run view reads an effect's reconciliation records (implemented by the reconciliation module).
+import type { effectReconciliations } from "../../../platform/db/sqlite/sqlite-schema.js";
+import type { StoreTx } from "../../../platform/db/store.port.js";
+
+/** A reconciliation record as stored (times in ms). */
+type ReconciliationRecordRow = typeof effectReconciliations.$inferSelect;
+
+/**
+ * What the run view needs of reconciliation: an effect's records, oldest first, read in the caller's
+ * transaction. The runs module owns this interface; the reconciliation module's
+ * `reconciliationRecordsService` implements it and the composition root hands it in, so runs never
+ * imports reconciliation.
+ */
+export interface ReconciliationRecordsPort {
+  listRecords(tx: StoreTx, effectId: string): Promise<ReconciliationRecordRow[]>;
+}
