@@ -1,4 +1,4 @@
-import { and, asc, eq, inArray, isNull, ne, or, sql } from "drizzle-orm";
+import { and, asc, eq, isNull, ne, or, sql } from "drizzle-orm";
 import type { CommandStatus } from "@mosoo/contracts";
 import type { driverCommands } from "../../../platform/db/schema.js";
 import { firstRow } from "../../../platform/db/rows.js";
@@ -8,7 +8,11 @@ import { argumentsFor, placeholdersFor, shapeOf } from "../../../platform/db/pre
 /** A Driver command row. */
 export type CommandRow = typeof driverCommands.$inferSelect;
 
-const NON_TERMINAL: CommandStatus[] = ["queued", "delivered", "accepted"];
+/**
+ * `status IN ('queued', 'delivered', 'accepted')` with the statuses as literals, the condition of the partial
+ * index `driver_commands_open_idx`: a bound list would not let the planner use it (it reads every past command).
+ */
+const OPEN = sql.raw(`"status" IN ('queued', 'delivered', 'accepted')`);
 
 /** Reads and compare-and-set writes of `driver_commands` (dialect-neutral: docs/ARCHITECTURE.md). */
 export const commandRepository = {
@@ -73,13 +77,13 @@ export const commandRepository = {
     const c = tx.tables.driverCommands;
     return tx.db.select().from(c).where(eq(c.runId, runId)).orderBy(asc(c.seq));
   },
-  /** Commands of the instance without a terminal receipt (`queued`, `delivered`, `accepted`), in `seq` order. */
+  /** Commands of the instance without a terminal receipt (`queued`, `delivered`, `accepted`), in `seq` order (the partial open-command index). */
   async listNonTerminalOfDriver(tx: StoreTx, driverInstanceId: string): Promise<CommandRow[]> {
     const c = tx.tables.driverCommands;
     return tx.db
       .select()
       .from(c)
-      .where(and(eq(c.driverInstanceId, driverInstanceId), inArray(c.status, NON_TERMINAL)))
+      .where(and(eq(c.driverInstanceId, driverInstanceId), OPEN))
       .orderBy(asc(c.seq));
   },
   /** The lowest-seq non-terminal command not yet delivered on `connectionId` (docs/DESIGN.md §3 rule 11). */
@@ -92,7 +96,7 @@ export const commandRepository = {
         .where(
           and(
             eq(c.driverInstanceId, driverInstanceId),
-            inArray(c.status, NON_TERMINAL),
+            OPEN,
             or(isNull(c.deliveredConnectionId), ne(c.deliveredConnectionId, connectionId)),
           ),
         )

@@ -71,9 +71,12 @@ export const driverInstances = pgTable(
     /** The `seq` of the instance's latest command (0: none yet); bumped with `UPDATE … RETURNING` (schema.ts, DESIGN §11). */
     lastCommandSeq: integer("last_command_seq").notNull().default(0),
   },
-  () => [
+  (t) => [
     check("driver_instances_status_check", oneOf("status", DRIVER_INSTANCE_STATUSES)),
     check("driver_instances_finalized_check", sql`(status = 'finalized') = (finalized_at_ms IS NOT NULL)`),
+    // The maintenance sweep's expired and never-connected instances (`status = ? AND last_heartbeat_at_ms …`):
+    // a range per status, so finalized instances that once connected are never read by an idle pass.
+    index("driver_instances_status_heartbeat_idx").on(t.status, t.lastHeartbeatAtMs),
   ],
 );
 
@@ -140,6 +143,13 @@ export const driverCommands = pgTable(
     check("driver_commands_error_check", sql`status <> 'failed' OR error_json IS NOT NULL`),
     uniqueIndex("driver_commands_instance_seq").on(t.driverInstanceId, t.seq),
     index("driver_commands_run_idx").on(t.runId),
+    // The open commands of a Driver instance in `seq` order (delivery, long-poll, finalization): partial, so
+    // a long-lived Driver's finished history is not in it and each delivery reads only what is still open.
+    // The queries must name the statuses as literals (`status IN ('queued', …)`): a planner cannot prove
+    // a bound parameter implies the index's condition, and SQLite then reads every past command.
+    index("driver_commands_open_idx")
+      .on(t.driverInstanceId, t.seq)
+      .where(sql`status IN ('queued', 'delivered', 'accepted')`),
   ],
 );
 
