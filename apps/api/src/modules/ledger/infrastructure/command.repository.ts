@@ -1,5 +1,5 @@
 import { and, asc, eq, isNull, ne, or, sql } from "drizzle-orm";
-import type { CommandStatus } from "@mosoo/contracts";
+import type { CommandStatus, DriverInstanceStatus } from "@mosoo/contracts";
 import type { driverCommands } from "../../../platform/db/schema.js";
 import { firstRow } from "../../../platform/db/rows.js";
 import type { StoreTx } from "../../../platform/db/store.port.js";
@@ -20,22 +20,23 @@ export const commandRepository = {
    * The next per-instance sequence number (1-based), taken by bumping the instance's
    * `last_command_seq` (`UPDATE … RETURNING`: atomic in both dialects, a row lock in PostgreSQL, so two
    * writers never get the same `seq`; docs/DESIGN.md §11). Call inside the inserting transaction.
+   * Also returns the instance's `status` as the bump saw it, under the row's lock: the caller checks it
+   * without reading the row again.
    * @throws Error when the Driver instance does not exist.
    */
-  async nextSeq(tx: StoreTx, driverInstanceId: string): Promise<number> {
+  async nextSeq(tx: StoreTx, driverInstanceId: string): Promise<{ seq: number; status: DriverInstanceStatus }> {
     const q = tx.prepared("command.nextSeq", (db) => {
       const d = tx.tables.driverInstances;
       return db
         .update(d)
         .set({ lastCommandSeq: sql`${d.lastCommandSeq} + 1` })
         .where(eq(d.id, sql.placeholder("driverInstanceId")))
-        .returning({ seq: d.lastCommandSeq })
+        .returning({ seq: d.lastCommandSeq, status: d.status })
         .prepare();
     });
-    const rows = await q.execute({ driverInstanceId });
-    const seq = rows[0]?.seq;
-    if (seq === undefined) throw new Error(`no Driver instance ${driverInstanceId} to number a command of`);
-    return seq;
+    const row = (await q.execute({ driverInstanceId }))[0];
+    if (row === undefined) throw new Error(`no Driver instance ${driverInstanceId} to number a command of`);
+    return row;
   },
   /** Inserts one row (throws on a constraint violation: CHECK, unique, foreign key). */
   async insert(tx: StoreTx, row: typeof driverCommands.$inferInsert): Promise<void> {
