@@ -81,23 +81,36 @@ describe("pgLedgerRows", () => {
         { existingEffects: 10_000, floor: stats(1000), ledgerOff: stats(2100), ledgerOn: stats(2500) },
       ],
       loadAverage: { before: null, after: null },
+      roundTrips: { enqueue: 4, deliver: 3, claim: 3, complete: 3, terminal: 3, lifecycle: 13 },
     });
     expect(figures.map((f) => [f.key, f.value])).toEqual([
       ["pg.ledger.on@0.ratio", 2],
       ["pg.ledger.on@10k.ratio", 2.5],
       ["pg.ledger.off@0.ratio", 1.9],
       ["pg.ledger.off@10k.ratio", 2.1],
+      ["pg.ledger.on.roundTrips", 13],
     ]);
-    expect(rows.map((r) => r.met)).toEqual(["yes", "no", "yes", "no"]);
+    expect(rows.map((r) => r.met)).toEqual(["yes", "no", "yes", "no", "yes"]);
     expect(rows[0]!.other).toContain("load n/a");
+    expect(rows.at(-1)).toMatchObject({ measured: "13", floorOrBound: "pg floor 12", target: "≤ 14" });
+  });
+
+  it("the round-trips row is not met above 14", () => {
+    const { rows } = pgLedgerRows({
+      points: [],
+      loadAverage: { before: null, after: null },
+      roundTrips: { enqueue: 6, deliver: 3, claim: 3, complete: 3, terminal: 3, lifecycle: 15 },
+    });
+    expect(rows.at(-1)!.met).toBe("no");
   });
 });
 
 describe("isBaselineFigure", () => {
-  it("keeps the SQLite figures in the committed baseline and leaves the PostgreSQL ones (pg.…) out", () => {
+  it("keeps the SQLite figures and the PostgreSQL round trips in the committed baseline and leaves the other PostgreSQL ones (pg.…) out", () => {
     expect(isBaselineFigure("ledger.on@10k.ratio")).toBe(true);
     expect(isBaselineFigure("recovery.on@100k.peakRssMb")).toBe(true);
     expect(isBaselineFigure("pg.ledger.on@10k.ratio")).toBe(false);
+    expect(isBaselineFigure("pg.ledger.on.roundTrips")).toBe(true);
     expect(isBaselineFigure("pg.recovery.scaling3of1@3k.ratio")).toBe(false);
   });
 });
