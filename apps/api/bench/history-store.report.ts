@@ -3,7 +3,7 @@ import { fmtK, type BenchRow, type RowsAndFigures } from "./pg-bench.report.js";
 import { HISTORY_TASKS, type HistoryResult, type HistoryTask } from "./history-store.scenario.js";
 
 /** Targets: each measured operation on the filled store within 1.2× of the empty store; store open under 1 s. */
-export const HISTORY_TARGETS = { ratio: 1.2, openMs: 1000 } as const;
+const HISTORY_TARGETS = { ratio: 1.2, openMs: 1000 } as const;
 
 const LABELS: Record<HistoryTask, string> = {
   lifecycle: "lifecycle on the long-lived Driver (enqueue, delivery, claim, outcome, terminal update)",
@@ -12,7 +12,14 @@ const LABELS: Record<HistoryTask, string> = {
   sweep: "idle maintenance sweep pass",
 };
 
-/** The rows (one per operation, plus store open) and the figures the regression gate compares (the ratios). */
+/**
+ * A ratio as the regression gate compares it: at least 1. A filled store is never really faster than an
+ * empty one, so a ratio below 1 is the noise of a shared machine, and a baseline below 1 would make the
+ * gate fail on that noise; from 1, the gate's +20% is the 1.2× target.
+ */
+const gated = (ratio: number): number => Math.max(1, ratio);
+
+/** The rows (one per operation, plus store open) and the figures the regression gate compares (the ratios, {@link gated}). */
 export function historyRows(r: HistoryResult): RowsAndFigures {
   const size = fmtK(r.counts.effects);
   const history = `${size} effects, ${fmtK(r.counts.driverInstances)} finalized Drivers, long-lived Driver with ${fmtK(r.longLivedCommands)} past commands`;
@@ -23,7 +30,7 @@ export function historyRows(r: HistoryResult): RowsAndFigures {
     figures.push({
       key: `history.${task}@${size}.ratio`,
       label: `history ${task} @ ${size} effects, ratio to the empty store`,
-      value: ratio,
+      value: gated(ratio),
       unit: "x",
     });
     rows.push({
@@ -38,7 +45,12 @@ export function historyRows(r: HistoryResult): RowsAndFigures {
     });
   }
   const openRatio = r.filled.openMs / r.empty.openMs;
-  figures.push({ key: `history.open@${size}.ms`, label: `history store open @ ${size} effects`, value: r.filled.openMs, unit: "ms" });
+  figures.push({
+    key: `history.open@${size}.ratio`,
+    label: `history store open @ ${size} effects, ratio to the empty store`,
+    value: gated(openRatio),
+    unit: "x",
+  });
   rows.push({
     scenario: `4 history, store open @ ${size}`,
     flag: "on",

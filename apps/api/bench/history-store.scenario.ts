@@ -32,7 +32,7 @@ export const HISTORY_TASKS = ["lifecycle", "delivery", "overview", "sweep"] as c
 export type HistoryTask = (typeof HISTORY_TASKS)[number];
 
 /** One store's figures: store open (ms, median of 5), each task's median latency (µs, median of the rounds' medians). */
-export interface HistorySide {
+interface HistorySide {
   openMs: number;
   tasksUs: Record<HistoryTask, number>;
 }

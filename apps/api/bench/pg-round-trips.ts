@@ -44,7 +44,9 @@ export async function countPgRoundTrips(runtime: Runtime): Promise<PgRoundTrips>
       await step("deliver", () => runtime.commands.nextCommand(instance, connectionId, 0));
       const claim = await step("claim", () => runtime.ledger.claim(instance, connectionId, call.commandId));
       if (claim.kind !== "execute") throw new Error(`expected an execute claim, got ${claim.kind}`);
-      await step("complete", () => runtime.ledger.complete(instance, call.effectId, { connectionId, attempt: claim.attempt, result, receipt: null }));
+      await step("complete", () =>
+        runtime.ledger.complete(instance, call.effectId, { connectionId, attempt: claim.attempt, result, receipt: null }),
+      );
       await step("terminal", () => runtime.commands.updateCommand(instance, call.commandId, { connectionId, status: "completed", result }));
     }
     counts.lifecycle = counts.enqueue + counts.claim + counts.complete + counts.terminal;
