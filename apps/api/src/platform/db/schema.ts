@@ -140,11 +140,12 @@ export const driverCommands = sqliteTable(
     index("driver_commands_run_idx").on(t.runId),
     // The open commands of a Driver instance in `seq` order (delivery, long-poll, finalization): partial, so
     // a long-lived Driver's finished history is not in it and each delivery reads only what is still open.
-    // The queries must name the statuses as literals (`status IN ('queued', …)`): a planner cannot prove
-    // a bound parameter implies the index's condition, and SQLite then reads every past command.
+    // `terminal_at_ms IS NULL` is "not terminal" (driver_commands_terminal_check) and changes only at the
+    // terminal update, so delivery and acceptance write no entry. Queries name the condition as a literal:
+    // a planner cannot prove a bound parameter implies it, and SQLite then reads every past command.
     index("driver_commands_open_idx")
       .on(t.driverInstanceId, t.seq)
-      .where(sql`status IN ('queued', 'delivered', 'accepted')`),
+      .where(sql`terminal_at_ms IS NULL`),
   ],
 );
 

@@ -9,10 +9,10 @@ import { argumentsFor, placeholdersFor, shapeOf } from "../../../platform/db/pre
 export type CommandRow = typeof driverCommands.$inferSelect;
 
 /**
- * `status IN ('queued', 'delivered', 'accepted')` with the statuses as literals, the condition of the partial
- * index `driver_commands_open_idx`: a bound list would not let the planner use it (it reads every past command).
+ * `terminal_at_ms IS NULL` (the command is `queued`, `delivered` or `accepted`: driver_commands_terminal_check), the
+ * condition of the partial index `driver_commands_open_idx`, as a literal: a bound parameter would not let the planner use it.
  */
-const OPEN = sql.raw(`"status" IN ('queued', 'delivered', 'accepted')`);
+const OPEN = sql.raw(`"terminal_at_ms" IS NULL`);
 
 /** Reads and compare-and-set writes of `driver_commands` (dialect-neutral: docs/ARCHITECTURE.md). */
 export const commandRepository = {
