@@ -4,15 +4,20 @@ import { openPostgresStore } from "../src/platform/db/postgres/postgres-store.js
 import { createBenchRuntime } from "./bench-store.harness.js";
 import { ledgerLifecycle, measureLedgerPoints, type LedgerCostOptions, type LedgerCostResult } from "./ledger-cost.scenario.js";
 import { createBenchDatabase, loadAverage, seedEffectsPg } from "./pg-bench.harness.js";
+import { countPgRoundTrips, type PgRoundTrips } from "./pg-round-trips.js";
 
 /** Options of {@link runPgLedgerCost}: those of the SQLite scenario plus the server's `adminUrl` (a fresh database is created on it). */
 export interface PgLedgerCostOptions extends LedgerCostOptions {
   adminUrl: string;
 }
 
-/** Result of {@link runPgLedgerCost}: the points, and the 1-minute load average (`/proc/loadavg`) before and after the measurement (null where unknown). */
+/**
+ * Result of {@link runPgLedgerCost}: the points, the 1-minute load average (`/proc/loadavg`) before and after
+ * the measurement (null where unknown), and the round trips of one lifecycle (flag on) per step against the floor's 12.
+ */
 export interface PgLedgerCostResult extends LedgerCostResult {
   loadAverage: { before: number | null; after: number | null };
+  roundTrips: PgRoundTrips;
 }
 
 /** The floor's table on PostgreSQL: the SQLite floor's columns (`bigint` ms times). */
@@ -89,13 +94,15 @@ export async function runPgLedgerCost(opts: PgLedgerCostOptions): Promise<PgLedg
       const floor = await pgFloorLifecycle(store.pool);
       try {
         const off = await ledgerLifecycle(createBenchRuntime(store, { reconciliation: false, lookupLatencyMs: 10, concurrency: 64 }));
-        const on = await ledgerLifecycle(createBenchRuntime(store, { reconciliation: true, lookupLatencyMs: 10, concurrency: 64 }));
+        const onRuntime = createBenchRuntime(store, { reconciliation: true, lookupLatencyMs: 10, concurrency: 64 });
+        const roundTrips = await countPgRoundTrips(onRuntime);
+        const on = await ledgerLifecycle(onRuntime);
         const before = loadAverage()?.[0] ?? null;
         const points = await measureLedgerPoints("pg ledger", opts, { floor: () => floor.run(), off, on }, async (from, to) => {
           await seedEffectsPg(store.pool, { count: to - from, status: "succeeded", serverId: "seeded" });
           await floor.seed(to - from);
         });
-        return { points, loadAverage: { before, after: loadAverage()?.[0] ?? null } };
+        return { points, loadAverage: { before, after: loadAverage()?.[0] ?? null }, roundTrips };
       } finally {
         floor.release();
       }

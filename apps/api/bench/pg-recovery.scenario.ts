@@ -26,12 +26,17 @@ export interface PgRecoveryOptions {
   effectsPerRun?: number;
 }
 
-/** What one API instance process reports ({@link runPgRecoveryInstance}): lookups its passes committed, passes, its own wall time (ms) and peak RSS (bytes). */
+/**
+ * What one API instance process reports ({@link runPgRecoveryInstance}): lookups its passes committed, passes,
+ * its own wall time (ms), peak RSS (bytes) and `cpuUs`: its CPU time over the recovery (`process.cpuUsage`, user +
+ * system, µs; the API process only, not its sandboxed adapter processes).
+ */
 export interface PgRecoveryInstanceResult {
   lookedUp: number;
   passes: number;
   wallMs: number;
   peakRssBytes: number;
+  cpuUs: number;
 }
 
 /**
@@ -98,6 +103,7 @@ export async function runPgRecoveryInstance(opts: PgRecoveryInstanceOptions): Pr
     send({ type: "ready" });
     await go;
     const t0 = performance.now();
+    const cpu0 = process.cpuUsage();
     let passes = 0;
     let lookedUp = 0;
     const unknownLeft = async () =>
@@ -111,8 +117,9 @@ export async function runPgRecoveryInstance(opts: PgRecoveryInstanceOptions): Pr
       await new Promise((resolve) => setTimeout(resolve, IDLE_PASS_DELAY_MS));
     }
     const wallMs = performance.now() - t0;
+    const cpu = process.cpuUsage(cpu0);
     send({ type: "done", lookedUp });
-    return { lookedUp, passes, wallMs, peakRssBytes: peakRssBytes() };
+    return { lookedUp, passes, wallMs, peakRssBytes: peakRssBytes(), cpuUs: cpu.user + cpu.system };
   } finally {
     await store.close();
   }

@@ -10,7 +10,7 @@
  * `MOSOO_BENCH_QUICK=1` runs a smaller set (smoke test of the harness; figures not comparable).
  *
  * Options (after `npm run bench --`): `--only <scenarios>` (comma-separated: `ledger`, `recovery`
- * (10k on ×3 and off), `recovery-100k`, `repair`; default all), `--check` (compare this run's
+ * (10k on ×3 and off), `recovery-100k`, `repair`, `history` (a store filled with 1M effects against an empty one); default all), `--check` (compare this run's
  * figures with the committed baseline, `bench/baseline.json`: one line per figure, exit 1 when one
  * regressed by more than `--tolerance`, default 0.2 = 20%), `--write-baseline` (merge this run's
  * figures into that file), `--baseline <file>` (another baseline file), `--group-commit-max <n>`
@@ -44,6 +44,8 @@ import type { LedgerCostResult, LatencyStats } from "./ledger-cost.scenario.js";
 import type { RecoveryResult } from "./recovery-throughput.scenario.js";
 import type { RepairResult } from "./finalization-repair.scenario.js";
 import type { PgLedgerCostResult } from "./pg-ledger-cost.scenario.js";
+import type { HistoryResult } from "./history-store.scenario.js";
+import { historyRows } from "./history-store.report.js";
 import type { PgRecoveryResult } from "./pg-recovery.scenario.js";
 import { BenchPostgresUnavailableError, loadAverage, openBenchPostgres, type BenchPostgres } from "./pg-bench.harness.js";
 import { databaseUrlProblem, redactDatabaseUrl } from "../src/config/configured-store.js";
@@ -63,7 +65,7 @@ const REPO_ROOT = fileURLToPath(new URL("../../../", import.meta.url));
 /** The committed baseline of the regression gate (`--check`, `--write-baseline`). */
 const DEFAULT_BASELINE = fileURLToPath(new URL("./baseline.json", import.meta.url));
 /** The scenario groups `--only` selects from. */
-const SCENARIOS = ["ledger", "recovery", "recovery-100k", "repair"] as const;
+const SCENARIOS = ["ledger", "recovery", "recovery-100k", "repair", "history"] as const;
 type ScenarioName = (typeof SCENARIOS)[number];
 
 /** Parsed command line: the scenarios to run, whether to check against / write the baseline, its file, the tolerance (fraction). */
@@ -417,7 +419,22 @@ async function main(opts: BenchOptions): Promise<number> {
     });
   }
 
-  // 4. PostgreSQL rows: the ledger against a bare `pg` floor, and recovery with 1 and 3 API instances.
+  // 4. History: a store filled with 1M finished effects (finalized Drivers, a long-lived Driver's commands) against an empty one.
+  let history: HistoryResult | undefined;
+  if (runs("history")) {
+    history = await child<HistoryResult>("history: filled store against empty", "history", {
+      effects: QUICK ? 100_000 : 1_000_000,
+      longLivedCommands: QUICK ? 20_000 : 100_000,
+      finalizedDrivers: QUICK ? 1_000 : 10_000,
+      timeMs: QUICK ? 300 : 700,
+      rounds: 3,
+    });
+    const part = historyRows(history);
+    rows.push(...part.rows);
+    figures.push(...part.figures);
+  }
+
+  // 5. PostgreSQL rows: the ledger against a bare `pg` floor, and recovery with 1 and 3 API instances.
   let pgLedger: PgLedgerCostResult | undefined;
   const pgRecovery: PgRecoveryResult[] = [];
   let pgServer: { source: BenchPostgres["source"]; startMs: number | undefined } | undefined;
@@ -508,7 +525,7 @@ async function main(opts: BenchOptions): Promise<number> {
       table,
       rows,
       figures,
-      results: { ledger, recoveryOn, recoveryOff, recoveryLargeOn, repair, pgLedger, pgRecovery },
+      results: { ledger, recoveryOn, recoveryOff, recoveryLargeOn, repair, history, pgLedger, pgRecovery },
       profiles,
     },
     null,

@@ -2,7 +2,7 @@
  * `node dist/scenario.main.js` (compiled) or `node --import tsx scenario.main.ts <scenario> <optionsJson> <outFile>`: runs ONE bench scenario
  * in this process (so its peak RSS and heap are its own) and writes its result as JSON to
  * `outFile`. Scenarios: `ledger` ({@link runLedgerCost}), `recovery` ({@link runRecovery}),
- * `repair` ({@link runRepair}); on PostgreSQL `pg-ledger` ({@link runPgLedgerCost}), `pg-recovery`
+ * `repair` ({@link runRepair}), `history` ({@link runHistory}); on PostgreSQL `pg-ledger` ({@link runPgLedgerCost}), `pg-recovery`
  * ({@link runPgRecovery}) and `pg-recovery-instance` (one API instance of it, {@link runPgRecoveryInstance},
  * started by `pg-recovery` with an IPC channel). Progress goes to stderr.
  */
@@ -11,6 +11,7 @@ import { runLedgerCost, type LedgerCostOptions } from "./ledger-cost.scenario.js
 import { runRecovery, type RecoveryOptions } from "./recovery-throughput.scenario.js";
 import { runRepair, type RepairOptions } from "./finalization-repair.scenario.js";
 import { runPgLedgerCost, type PgLedgerCostOptions } from "./pg-ledger-cost.scenario.js";
+import { runHistory, type HistoryOptions } from "./history-store.scenario.js";
 import { runPgRecovery, runPgRecoveryInstance, type PgRecoveryInstanceOptions, type PgRecoveryOptions } from "./pg-recovery.scenario.js";
 
 const [scenario, optionsJson, outFile] = process.argv.slice(2);
@@ -26,6 +27,9 @@ switch (scenario) {
     break;
   case "repair":
     result = await runRepair(options as RepairOptions);
+    break;
+  case "history":
+    result = await runHistory(options as HistoryOptions);
     break;
   case "pg-ledger":
     result = await runPgLedgerCost(options as PgLedgerCostOptions);

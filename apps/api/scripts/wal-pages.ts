@@ -5,18 +5,22 @@
  * (reconciliation off). Before each step the WAL is checkpointed and truncated (`wal_checkpoint(TRUNCATE)`),
  * so the WAL's size after it is that step's pages: (bytes − 32) / (24 + page size). Prints the mean
  * per step over `--lifecycles` (default 100) and their sum without the delivery (the figure the
- * docs/performance-notes.md quotes). Deterministic but for the odd B-tree page split; no timing.
+ * docs/performance-notes.md quotes), and the statements each step runs (BEGIN and COMMIT included;
+ * `--sql` lists them). Deterministic but for the odd B-tree page split; no timing.
  */
 import { mkdtempSync, rmSync, statSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { Command, InvalidArgumentError } from "commander";
 import { createTestWorld } from "../tests/kit/world.js";
+import { installDbTimeMeter } from "../bench/bench-store.harness.js";
 
 const STEPS = ["enqueue", "deliver", "claim", "complete", "terminal"] as const;
 
-/** Mean WAL pages per lifecycle step over `n` lifecycles on a fresh store in a temp folder (removed after). */
-async function measure(n: number): Promise<Record<(typeof STEPS)[number], number>> {
+type PerStep = Record<(typeof STEPS)[number], number>;
+
+/** Mean WAL pages and statements (BEGIN and COMMIT included) per lifecycle step over `n` lifecycles on a fresh store in a temp folder (removed after). */
+async function measure(n: number, printSql: boolean): Promise<{ pages: PerStep; statements: PerStep }> {
   const dir = mkdtempSync(join(tmpdir(), "mosoo-wal-pages-"));
   const file = join(dir, "api.db");
   const world = createTestWorld({ dbFile: file });
@@ -27,10 +31,18 @@ async function measure(n: number): Promise<Record<(typeof STEPS)[number], number
       const bytes = statSync(`${file}-wal`, { throwIfNoEntry: false })?.size ?? 0;
       return bytes <= 32 ? 0 : (bytes - 32) / (24 + pageSize);
     };
-    const totals = Object.fromEntries(STEPS.map((s) => [s, 0])) as Record<(typeof STEPS)[number], number>;
+    const totals = Object.fromEntries(STEPS.map((s) => [s, 0])) as PerStep;
+    const statements = Object.fromEntries(STEPS.map((s) => [s, 0])) as PerStep;
+    const meter = installDbTimeMeter(sqlite);
+    let first = true;
     const step = async <T>(name: (typeof STEPS)[number], fn: () => T | Promise<T>): Promise<T> => {
       sqlite.pragma("wal_checkpoint(TRUNCATE)");
+      meter.reset();
       const out = await fn();
+      statements[name] += meter.counts().statements;
+      if (printSql && first)
+        for (const st of meter.topStatements(100))
+          if (!st.sql.startsWith("(")) process.stdout.write(`  ${name}: ${st.calls}× ${st.sql.replace(/\s+/g, " ").slice(0, 220)}\n`);
       totals[name] += pages();
       return out;
     };
@@ -51,8 +63,10 @@ async function measure(n: number): Promise<Record<(typeof STEPS)[number], number
         rt.ledger.complete(instance, call.effectId, { connectionId, attempt: claim.attempt, result, receipt: null }),
       );
       await step("terminal", () => rt.commands.updateCommand(instance, call.commandId, { connectionId, status: "completed", result }));
+      first = false;
     }
-    return Object.fromEntries(STEPS.map((s) => [s, totals[s] / n])) as Record<(typeof STEPS)[number], number>;
+    const mean = (t: PerStep) => Object.fromEntries(STEPS.map((s) => [s, t[s] / n])) as PerStep;
+    return { pages: mean(totals), statements: mean(statements) };
   } finally {
     world.close();
     rmSync(dir, { recursive: true, force: true });
@@ -68,12 +82,13 @@ const positive = (v: string): number => {
 const program = new Command("wal-pages")
   .description("WAL pages appended per step of one mcp.execute lifecycle on a file-backed store (mean over N lifecycles)")
   .option("--lifecycles <n>", "how many lifecycles to average", positive, 100)
-  .action(async (opts: { lifecycles: number }) => {
-    const perStep = await measure(opts.lifecycles);
-    const lifecycle = perStep.enqueue + perStep.claim + perStep.complete + perStep.terminal;
-    for (const s of STEPS) process.stdout.write(`${s.padEnd(9)} ${perStep[s].toFixed(2)} pages\n`);
+  .option("--sql", "also print the statements of the first lifecycle, by step", false)
+  .action(async (opts: { lifecycles: number; sql: boolean }) => {
+    const { pages, statements } = await measure(opts.lifecycles, opts.sql);
+    const sum = (t: PerStep) => t.enqueue + t.claim + t.complete + t.terminal;
+    for (const s of STEPS) process.stdout.write(`${s.padEnd(9)} ${pages[s].toFixed(2)} pages, ${statements[s].toFixed(2)} statements\n`);
     process.stdout.write(
-      `lifecycle ${lifecycle.toFixed(2)} pages (enqueue + claim + complete + terminal; delivery excluded, as in the ledger bench)\n`,
+      `lifecycle ${sum(pages).toFixed(2)} pages, ${sum(statements).toFixed(2)} statements (enqueue + claim + complete + terminal; delivery excluded, as in the ledger bench; BEGIN and COMMIT count as statements)\n`,
     );
   });
 

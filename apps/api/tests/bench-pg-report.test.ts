@@ -19,7 +19,14 @@ const recovery = (instances: number, wallMs: number, over: Partial<PgRecoveryRes
   lookupsRecorded: 3000,
   superseded: 0,
   supersededReasons: {},
-  perInstance: Array.from({ length: instances }, () => ({ lookedUp: 3000 / instances, passes: 1, wallMs, peakRssBytes: 1 })),
+  // 600 ms of CPU over 3000 effects, whatever the split: 0.2 ms per outcome
+  perInstance: Array.from({ length: instances }, () => ({
+    lookedUp: 3000 / instances,
+    passes: 1,
+    wallMs,
+    peakRssBytes: 1,
+    cpuUs: 600_000 / instances,
+  })),
   loadAverage: { before: 1, after: 2 },
   ...over,
 });
@@ -53,7 +60,16 @@ describe("pgRecoveryRows", () => {
   it("reports each instance count against its bound and the scaling against the 0.45× target", () => {
     const { rows, figures } = pgRecoveryRows([recovery(1, 10_000), recovery(3, 4_000), recovery(1, 12_000), recovery(3, 5_000)]);
     const byKey = Object.fromEntries(figures.map((f) => [f.key, f.value]));
-    expect(Object.keys(byKey)).toEqual(["pg.recovery.1x@3k.ratio", "pg.recovery.3x@3k.ratio", "pg.recovery.scaling3of1@3k.ratio"]);
+    expect(Object.keys(byKey)).toEqual([
+      "pg.recovery.1x@3k.ratio",
+      "pg.recovery.1x@3k.cpuMsPerOutcome",
+      "pg.recovery.3x@3k.ratio",
+      "pg.recovery.3x@3k.cpuMsPerOutcome",
+      "pg.recovery.scaling3of1@3k.ratio",
+    ]);
+    expect(byKey["pg.recovery.1x@3k.cpuMsPerOutcome"]).toBeCloseTo(0.2, 10);
+    expect(byKey["pg.recovery.3x@3k.cpuMsPerOutcome"]).toBeCloseTo(0.2, 10);
+    expect(rows[0]!.other).toContain("API CPU 0.200 ms/outcome");
     expect(byKey["pg.recovery.1x@3k.ratio"]).toBeCloseTo(10_000 / 468.75, 10); // lower median of 10 000 and 12 000
     expect(byKey["pg.recovery.3x@3k.ratio"]).toBeCloseTo(4_000 / 156.25, 10);
     expect(byKey["pg.recovery.scaling3of1@3k.ratio"]).toBeCloseTo(0.4, 10);
@@ -69,7 +85,7 @@ describe("pgRecoveryRows", () => {
   it("without a one-instance run there is no scaling row", () => {
     const { rows, figures } = pgRecoveryRows([recovery(3, 5_000)]);
     expect(rows).toHaveLength(1);
-    expect(figures.map((f) => f.key)).toEqual(["pg.recovery.3x@3k.ratio"]);
+    expect(figures.map((f) => f.key)).toEqual(["pg.recovery.3x@3k.ratio", "pg.recovery.3x@3k.cpuMsPerOutcome"]);
   });
 });
 
@@ -81,23 +97,37 @@ describe("pgLedgerRows", () => {
         { existingEffects: 10_000, floor: stats(1000), ledgerOff: stats(2100), ledgerOn: stats(2500) },
       ],
       loadAverage: { before: null, after: null },
+      roundTrips: { enqueue: 4, deliver: 3, claim: 3, complete: 3, terminal: 3, lifecycle: 13 },
     });
     expect(figures.map((f) => [f.key, f.value])).toEqual([
       ["pg.ledger.on@0.ratio", 2],
       ["pg.ledger.on@10k.ratio", 2.5],
       ["pg.ledger.off@0.ratio", 1.9],
       ["pg.ledger.off@10k.ratio", 2.1],
+      ["pg.ledger.on.roundTrips", 13],
     ]);
-    expect(rows.map((r) => r.met)).toEqual(["yes", "no", "yes", "no"]);
+    expect(rows.map((r) => r.met)).toEqual(["yes", "no", "yes", "no", "yes"]);
     expect(rows[0]!.other).toContain("load n/a");
+    expect(rows.at(-1)).toMatchObject({ measured: "13", floorOrBound: "pg floor 12", target: "≤ 14" });
+  });
+
+  it("the round-trips row is not met above 14", () => {
+    const { rows } = pgLedgerRows({
+      points: [],
+      loadAverage: { before: null, after: null },
+      roundTrips: { enqueue: 6, deliver: 3, claim: 3, complete: 3, terminal: 3, lifecycle: 15 },
+    });
+    expect(rows.at(-1)!.met).toBe("no");
   });
 });
 
 describe("isBaselineFigure", () => {
-  it("keeps the SQLite figures in the committed baseline and leaves the PostgreSQL ones (pg.…) out", () => {
+  it("keeps the SQLite figures and the PostgreSQL round trips in the committed baseline and leaves the other PostgreSQL ones (pg.…) out", () => {
     expect(isBaselineFigure("ledger.on@10k.ratio")).toBe(true);
     expect(isBaselineFigure("recovery.on@100k.peakRssMb")).toBe(true);
     expect(isBaselineFigure("pg.ledger.on@10k.ratio")).toBe(false);
+    expect(isBaselineFigure("pg.ledger.on.roundTrips")).toBe(true);
+    expect(isBaselineFigure("pg.recovery.3x@10k.cpuMsPerOutcome")).toBe(true);
     expect(isBaselineFigure("pg.recovery.scaling3of1@3k.ratio")).toBe(false);
   });
 });

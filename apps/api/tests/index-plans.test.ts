@@ -9,7 +9,15 @@ import { readdirSync, readFileSync, statSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { planStatements, prefixRedundantIndexes, schemaIndexes, type PlannedStatement, type SchemaIndex } from "./helpers/index-plans.js";
-import { ALLOWED_SCANS, BIG_TABLES, CONSTRAINT_ONLY, readDocReport, renderIndexReport, writeDocReport } from "./helpers/index-report.js";
+import {
+  ALLOWED_SCANS,
+  BIG_TABLES,
+  CONSTRAINT_ONLY,
+  readDocReport,
+  REQUIRED_INDEXES,
+  renderIndexReport,
+  writeDocReport,
+} from "./helpers/index-report.js";
 import { runIndexWorkload } from "./helpers/index-workload.js";
 import { startSqlCapture } from "./helpers/sql-capture.js";
 import { openTestStore, type Store } from "./kit/index.js";
@@ -73,6 +81,15 @@ describe("index plans: every index is read by a plan, no big table is read whole
         planned.some((p) => p.scans.includes(a.table) && a.sql.test(p.sql)),
         `ALLOWED_SCANS entry ${a.sql} on ${a.table} matches no scanning statement any more: remove it`,
       ).toBe(true);
+    }
+  });
+
+  it("each hot-path statement that could read a table's history reads its bounding index instead", () => {
+    for (const r of REQUIRED_INDEXES) {
+      const mine = planned.filter((p) => p.origin === "captured" && p.sources.includes(r.source));
+      expect(mine.length, `the workload ran no statement of ${r.source}`).toBeGreaterThan(0);
+      const off = mine.filter((p) => !p.indexes.includes(r.index));
+      expect(off.length, `${r.source} must read ${r.index} (${r.why}):\n${describeStatements(off)}`).toBe(0);
     }
   });
 

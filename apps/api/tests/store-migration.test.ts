@@ -172,7 +172,7 @@ describe("migration 0017: sequence counters", () => {
     expect(store.sqlite.prepare("SELECT last_command_seq AS n FROM driver_instances WHERE id = ?").get(ids.driverId)).toEqual({ n: 2 });
     expect(store.sqlite.prepare("SELECT last_event_seq AS n FROM session_runs WHERE id = ?").get(ids.runId)).toEqual({ n: 5 });
     const next = await store.transaction(async (tx) => ({
-      command: await commandRepository.nextSeq(tx, ids.driverId),
+      command: (await commandRepository.nextSeq(tx, ids.driverId)).seq,
       event: (await runRepository.appendEvent(tx, ids.runId, "tool_call.queued", {}, START_MS)).seq,
     }));
     expect(next).toEqual({ command: 3, event: 6 });

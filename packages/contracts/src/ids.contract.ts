@@ -1,4 +1,4 @@
-import { monotonicFactory } from "ulid";
+import { encodeTime, monotonicFactory } from "ulid";
 import { z } from "zod";
 
 /** The text of a ULID, anchored: a first character `0`–`7` (128 bits in 26 base32 characters), then 25 of Crockford base32. */
@@ -44,4 +44,13 @@ const nextUlid = monotonicFactory(pooledRandom);
  */
 export function newUlid(nowMs?: number): Ulid {
   return nextUlid(nowMs);
+}
+
+/**
+ * The smallest ULID of millisecond `ms` (its time part, then 16 zeros): `id >= ulidFloor(ms)` selects the
+ * ids minted at or after `ms`, a range over the primary key (every id of the runtime is a ULID of its
+ * row's creation time). `ms` is clamped to 0; it must be at most 2^48 - 1 (the ULID time part).
+ */
+export function ulidFloor(ms: number): Ulid {
+  return `${encodeTime(Math.max(0, Math.floor(ms)), 10)}${"0".repeat(16)}`;
 }

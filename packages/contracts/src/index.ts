@@ -1,4 +1,4 @@
-export { UlidSchema, newUlid } from "./ids.contract.js";
+export { UlidSchema, newUlid, ulidFloor } from "./ids.contract.js";
 export type { Ulid } from "./ids.contract.js";
 export {
   RunErrorCodeSchema,
@@ -191,6 +191,7 @@ export {
   OperatorReconcileAnswerSchema,
   QueuedCompensationSchema,
   OperatorStatsSchema,
+  LOOKUP_OUTCOME_WINDOW_MS,
   ConsoleStatsSchema,
   ConsoleSessionSchema,
 } from "./operator-api.contract.js";

@@ -239,13 +239,19 @@ export type QueuedCompensation = z.infer<typeof QueuedCompensationSchema>;
 
 /**
  * Counts for an operator's overview: `unknownTotal`, the `unknown` effects by attention reason
- * (`reason` null: no reason yet, lookups continue) and every recorded lookup by outcome and reason code.
+ * (`reason` null: no reason yet, lookups continue) and the lookups recorded since `lookupOutcomesSinceMs`
+ * (ms since the epoch: the last {@link LOOKUP_OUTCOME_WINDOW_MS}) by outcome and reason code. The window
+ * keeps the count's cost to the recent lookups, however long the store's history; an effect's own
+ * lookups stay in its detail (`show`).
  */
 export const OperatorStatsSchema = z.object({
   unknownTotal: z.number(),
   byAttention: z.array(z.object({ reason: z.string().nullable(), count: z.number() })),
+  lookupOutcomesSinceMs: z.number(),
   lookupOutcomes: z.array(z.object({ outcome: z.string(), reasonCode: z.string().nullable(), count: z.number() })),
 });
+/** How far back the overview's lookup-outcome counts reach: 24 hours, in ms. */
+export const LOOKUP_OUTCOME_WINDOW_MS = 24 * 60 * 60 * 1000;
 /** See {@link OperatorStatsSchema}. */
 export type OperatorStats = z.infer<typeof OperatorStatsSchema>;
 

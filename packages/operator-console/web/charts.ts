@@ -44,14 +44,14 @@ export function UnknownOverTimeChart({ series }: { series: Array<{ atMs: number;
 
 /** Horizontal bars: how many lookups ended with each outcome and reason code. */
 export function LookupOutcomeChart({ rows }: { rows: Array<{ outcome: string; reasonCode: string | null; count: number }> }) {
-  if (rows.length === 0) return html`<figure><figcaption>Lookup outcomes by reason: no lookup yet.</figcaption></figure>`;
+  if (rows.length === 0) return html`<figure><figcaption>Lookup outcomes by reason: no lookup in the last 24 hours.</figcaption></figure>`;
   const max = Math.max(1, ...rows.map((r) => r.count));
   const width = 420;
   const rowH = 26;
   const labelW = 250;
   const h = rows.length * rowH + 10;
   return html`<figure class="chart" data-testid="chart-lookups">
-    <figcaption>Lookup outcomes by reason</figcaption>
+    <figcaption>Lookup outcomes by reason, last 24 hours</figcaption>
     <svg
       viewBox=${`0 0 ${width} ${h}`}
       role="img"

@@ -187,7 +187,8 @@ export function planStatements(sqlite: Database.Database, captured: readonly Cap
 /**
  * Non-unique indexes made redundant by another index of the same table: their columns are a
  * prefix of the other's (or equal), with the same partial `WHERE` (or the other has none), so
- * every lookup they serve the other serves too. Each is `[redundant, covering]`.
+ * every lookup they serve the other serves too. A partial index is never redundant with a full one
+ * (it holds fewer rows). Each is `[redundant, covering]`.
  */
 export function prefixRedundantIndexes(indexes: readonly SchemaIndex[]): Array<[SchemaIndex, SchemaIndex]> {
   const out: Array<[SchemaIndex, SchemaIndex]> = [];
@@ -196,6 +197,8 @@ export function prefixRedundantIndexes(indexes: readonly SchemaIndex[]): Array<[
     for (const b of indexes) {
       if (a === b || a.table !== b.table || b.columns.length < a.columns.length) continue;
       if (b.where !== null && b.where !== a.where) continue;
+      // A partial index under a full one is not redundant: it holds fewer rows, and that is its point.
+      if (a.where !== null && a.where !== b.where) continue;
       if (a.columns.every((c, i) => b.columns[i] === c)) out.push([a, b]);
     }
   }

@@ -16,6 +16,40 @@ export const BIG_TABLES: readonly string[] = [
   "effect_reconciliations",
   "effect_operator_actions",
   "effect_operator_refusals",
+  "driver_instances",
+];
+
+/**
+ * Hot-path statements whose plan must read one given index: a `SEARCH` by a shorter prefix would still
+ * read a long-lived Driver's whole history (every past command, every finalized instance) or every lookup
+ * ever recorded. Keyed by the runtime function, each with why.
+ */
+export const REQUIRED_INDEXES: ReadonlyArray<{ source: string; index: string; why: string }> = [
+  {
+    source: "command.repository.findUndeliveredOnConnection",
+    index: "driver_commands_open_idx",
+    why: "every delivery and long-poll wake-up: only the Driver's open commands",
+  },
+  {
+    source: "command.repository.listNonTerminalOfDriver",
+    index: "driver_commands_open_idx",
+    why: "reconnect, finalization and repair: only the Driver's open commands",
+  },
+  {
+    source: "driver-instance.repository.listExpired",
+    index: "driver_instances_status_heartbeat_idx",
+    why: "every sweep pass: not the finalized instances",
+  },
+  {
+    source: "driver-instance.repository.purgeNeverConnected",
+    index: "driver_instances_status_heartbeat_idx",
+    why: "every sweep pass: only never-connected instances",
+  },
+  {
+    source: "operator-query.repository.countLookupOutcomes",
+    index: "sqlite_autoindex_effect_reconciliations_1",
+    why: "the console overview: a primary-key range over the window's lookups",
+  },
 ];
 
 /**
@@ -41,11 +75,6 @@ export const ALLOWED_SCANS: ReadonlyArray<{ table: string; sql: RegExp; why: str
     table: "external_tool_effects",
     sql: /^select distinct "server_id", "tool_name" from "external_tool_effects"/,
     why: "once per API start: the binding report's tools seen per bound server",
-  },
-  {
-    table: "effect_reconciliations",
-    sql: /^select "outcome", "reason_code", count\(\*\) from "effect_reconciliations"/,
-    why: "the operator's stats, on demand (console, CLI): a count of every lookup record by outcome (an index would cost a write per lookup)",
   },
 ];
 

@@ -12,6 +12,7 @@ import {
 import { decideCommandTransition, isTerminalCommandStatus } from "../../ledger/domain/command-lifecycle.machine.js";
 import { UserFacingError } from "../../../kernel/user-facing-error.js";
 import { commandRepository } from "../../ledger/infrastructure/command.repository.js";
+import { commandContextRepository } from "../../ledger/infrastructure/command-context.repository.js";
 import { driverInstanceRepository, type DriverInstanceRow } from "../../ledger/infrastructure/driver-instance.repository.js";
 import { effectRepository } from "../../ledger/infrastructure/effect.repository.js";
 import { runRepository } from "../../ledger/infrastructure/run.repository.js";
@@ -144,13 +145,12 @@ export class CommandQueueService {
     const now = this.ctx.clock.nowMs();
     let effectId: string | undefined;
     const res = await this.ctx.store.transaction(async (tx): Promise<CommandUpdateResponse> => {
-      assertCurrentConnection(await driverInstanceRepository.findById(tx, instance.id), req.connectionId);
-      const cmd = await commandRepository.findOwned(tx, commandId, instance.id);
+      const { driver, command: cmd, effect } = await commandContextRepository.read(tx, instance.id, commandId);
+      assertCurrentConnection(driver, req.connectionId);
       if (!cmd) throw new UserFacingError("command.not_found", `no command ${commandId} for this Driver instance`);
       const decision = decideCommandTransition(cmd.status, req.status);
       if (decision.outcome !== "applied")
         return { outcome: decision.outcome, status: cmd.status, ...(decision.reason ? { reason: decision.reason } : {}) };
-      const effect = await effectRepository.findByCommand(tx, cmd.id);
       effectId = effect?.id;
       let resultJson: string | undefined;
       let errorJson: string | undefined;

@@ -1,4 +1,4 @@
-import { newUlid, type McpExecuteCommand } from "@mosoo/contracts";
+import { newUlid, type DriverInstanceStatus, type McpExecuteCommand, type RunStatus } from "@mosoo/contracts";
 import { currentTraceContext } from "@mosoo/telemetry";
 import { commandRepository } from "../infrastructure/command.repository.js";
 import { effectRepository } from "../infrastructure/effect.repository.js";
@@ -28,12 +28,17 @@ export interface IntentInput {
   nowMs: number;
 }
 
-/** What {@link recordIntent} wrote: the command (with its per-instance `seq`), the effect and its idempotency key (ULIDs). */
+/**
+ * What {@link recordIntent} wrote: the command (with its per-instance `seq`), the effect and its idempotency
+ * key (ULIDs); and `seen`: the Driver instance's and the run's status as its writes saw them, under the rows'
+ * locks (a finalization repair that committed meanwhile shows here), for the caller to check without a re-read.
+ */
 export interface RecordedIntent {
   commandId: string;
   effectId: string;
   idempotencyKey: string;
   seq: number;
+  seen: { driverStatus: DriverInstanceStatus; runStatus: RunStatus };
 }
 
 /**
@@ -57,7 +62,7 @@ export async function recordIntent(tx: StoreTx, input: IntentInput): Promise<Rec
     toolName: input.toolName,
     argumentsJson: input.argumentsJson,
   };
-  const seq = await commandRepository.nextSeq(tx, input.driverInstanceId);
+  const { seq, status: driverStatus } = await commandRepository.nextSeq(tx, input.driverInstanceId);
   const trace = currentTraceContext();
   await commandRepository.insert(tx, {
     id: commandId,
@@ -91,7 +96,7 @@ export async function recordIntent(tx: StoreTx, input: IntentInput): Promise<Rec
     createdAtMs: now,
     updatedAtMs: now,
   });
-  await runRepository.appendEvent(
+  const { runStatus } = await runRepository.appendEventSeeingRun(
     tx,
     input.runId,
     "tool_call.queued",
@@ -104,5 +109,5 @@ export async function recordIntent(tx: StoreTx, input: IntentInput): Promise<Rec
     },
     now,
   );
-  return { commandId, effectId, idempotencyKey, seq };
+  return { commandId, effectId, idempotencyKey, seq, seen: { driverStatus, runStatus } };
 }

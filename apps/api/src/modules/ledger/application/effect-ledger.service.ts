@@ -13,6 +13,7 @@ import { isTerminalCommandStatus } from "../domain/command-lifecycle.machine.js"
 import { UserFacingError } from "../../../kernel/user-facing-error.js";
 import { StoreBusyError } from "../../../platform/db/store-busy.js";
 import { commandRepository } from "../infrastructure/command.repository.js";
+import { commandContextRepository } from "../infrastructure/command-context.repository.js";
 import { driverInstanceRepository, type DriverInstanceRow } from "../infrastructure/driver-instance.repository.js";
 import { effectRepository, type EffectRow } from "../infrastructure/effect.repository.js";
 import { runRepository } from "../infrastructure/run.repository.js";
@@ -41,14 +42,22 @@ function claimFromSettledEffect(effect: EffectRow): EffectClaim {
 /**
  * Marks an `executing` effect `unknown` (compare-and-set) with its current attempt, and records
  * `effect.fenced` on the run. Returns false when the effect was no longer `executing`.
+ * `sendReportedAtMs` (ms), when given, is written with the attempt's update (the Driver reported the send).
  */
-export async function fenceExecutingEffect(tx: StoreTx, effect: EffectRow, reason: string, nowMs: number): Promise<boolean> {
+export async function fenceExecutingEffect(
+  tx: StoreTx,
+  effect: EffectRow,
+  reason: string,
+  nowMs: number,
+  sendReportedAtMs?: number,
+): Promise<boolean> {
   if (effect.status !== "executing" || !(await effectRepository.updateIfCurrent(tx, effect, { status: "unknown", updatedAtMs: nowMs })))
     return false;
   await effectRepository.updateAttempt(tx, effect.id, effect.attemptCount, {
     status: "unknown",
     unknownReason: reason,
     finishedAtMs: nowMs,
+    ...(sendReportedAtMs === undefined ? {} : { sendReportedAtMs }),
   });
   await runRepository.appendEvent(
     tx,
@@ -90,10 +99,9 @@ export class EffectLedgerService {
   async claim(instance: DriverInstanceRow, connectionId: string, commandId: string): Promise<EffectClaim> {
     const now = this.ctx.clock.nowMs();
     const { claim, fenced, effect } = await this.ctx.store.transaction(async (tx) => {
-      assertCurrentConnection(await driverInstanceRepository.findById(tx, instance.id), connectionId);
-      const cmd = await commandRepository.findOwned(tx, commandId, instance.id);
+      const { driver, command: cmd, effect: eff } = await commandContextRepository.read(tx, instance.id, commandId);
+      assertCurrentConnection(driver, connectionId);
       if (!cmd) throw new UserFacingError("command.not_found", `no command ${commandId} for this Driver instance`);
-      const eff = await effectRepository.findByCommand(tx, cmd.id);
       if (!eff) throw new UserFacingError("effect.not_found", `command ${commandId} has no effect`);
       const action = decideClaim(eff.status);
       if (action === "dispatch") {
@@ -167,7 +175,7 @@ export class EffectLedgerService {
     if (receiptJson !== null && Buffer.byteLength(receiptJson) > MAX_PROVIDER_RECEIPT_BYTES) {
       throw new UserFacingError("request.invalid", `receipt exceeds ${MAX_PROVIDER_RECEIPT_BYTES} bytes`);
     }
-    return await this.report(instance, effectId, req.connectionId, req.attempt, "succeeded", async (tx, eff, now) => {
+    return await this.report(instance, effectId, req.connectionId, req.attempt, "succeeded", async (tx, eff, now, sendReportedAtMs) => {
       const r = req.result;
       if (r.serverId !== eff.serverId || r.toolName !== eff.toolName || r.requestId !== eff.requestId) {
         throw new UserFacingError(
@@ -187,6 +195,7 @@ export class EffectLedgerService {
         status: "succeeded",
         providerReceiptJson: receiptJson,
         finishedAtMs: now,
+        ...(sendReportedAtMs === undefined ? {} : { sendReportedAtMs }),
       });
       return true;
     });
@@ -199,8 +208,8 @@ export class EffectLedgerService {
    * @throws UserFacingError `effect.not_found`, `driver.connection_superseded`.
    */
   async markUnknown(instance: DriverInstanceRow, effectId: string, req: EffectMarkUnknownRequest): Promise<EffectTransitionResponse> {
-    return await this.report(instance, effectId, req.connectionId, req.attempt, "unknown", (tx, eff, now) =>
-      fenceExecutingEffect(tx, eff, req.reason, now),
+    return await this.report(instance, effectId, req.connectionId, req.attempt, "unknown", (tx, eff, now, sendReportedAtMs) =>
+      fenceExecutingEffect(tx, eff, req.reason, now, sendReportedAtMs),
     );
   }
 
@@ -231,7 +240,7 @@ export class EffectLedgerService {
     connectionId: string,
     attempt: number,
     to: "succeeded" | "unknown",
-    apply: (tx: StoreTx, eff: EffectRow, nowMs: number) => Promise<boolean>,
+    apply: (tx: StoreTx, eff: EffectRow, nowMs: number, sendReportedAtMs: number | undefined) => Promise<boolean>,
   ): Promise<EffectTransitionResponse> {
     const now = this.ctx.clock.nowMs();
     const res = await this.ctx.store.transaction(async (tx): Promise<EffectTransitionResponse & { commandId?: string }> => {
@@ -242,17 +251,20 @@ export class EffectLedgerService {
       // evidence, rule 13), never `applied` for a write that was not stored. A third loss in a row
       // answers 503 `store.busy` with nothing written (the report is idempotent: the Driver retries).
       for (let round = 1; ; round += 1) {
-        const eff = await effectRepository.findOwned(tx, effectId, instance.id);
+        const {
+          driver: current,
+          effect: eff,
+          attempt: attemptRow,
+        } = await commandContextRepository.readAttemptReport(tx, instance.id, effectId, attempt);
         if (!eff) throw new UserFacingError("effect.not_found", `no effect ${effectId} for this Driver instance`);
-        const attemptRow = (await effectRepository.listAttempts(tx, eff.id)).find((a) => a.attempt === attempt);
-        const current = await driverInstanceRepository.findById(tx, instance.id);
         if (attemptRow?.connectionId !== connectionId) assertCurrentConnection(current, connectionId);
         // The Driver says it sent (or tried to): kept whatever the outcome, so a later missed-deadline
-        // report about this attempt is refused (docs/DESIGN.md §3 rule 12; `effect.attempt_sent`).
-        if (attemptRow && attemptRow.sendReportedAtMs === null)
-          await effectRepository.updateAttempt(tx, eff.id, attempt, { sendReportedAtMs: now });
+        // report about this attempt is refused (docs/DESIGN.md §3 rule 12; `effect.attempt_sent`). An applied
+        // report writes it with the attempt's own update (one statement); any other answer writes it here.
+        const sendReported = attemptRow && attemptRow.sendReportedAtMs === null ? now : undefined;
         const decision = decideAttemptReport(eff, { attempt, to });
         if (decision.outcome !== "applied") {
+          if (sendReported !== undefined) await effectRepository.updateAttempt(tx, eff.id, attempt, { sendReportedAtMs: sendReported });
           return {
             outcome: decision.outcome,
             status: eff.status,
@@ -260,7 +272,7 @@ export class EffectLedgerService {
             ...(decision.reason ? { reason: decision.reason } : {}),
           };
         }
-        if (await apply(tx, eff, now)) return { outcome: "applied", status: to, commandId: eff.commandId };
+        if (await apply(tx, eff, now, sendReported)) return { outcome: "applied", status: to, commandId: eff.commandId };
         if (round === 3) throw new StoreBusyError();
       }
     });

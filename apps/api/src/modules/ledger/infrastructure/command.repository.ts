@@ -1,5 +1,5 @@
 import { and, asc, eq, inArray, isNull, ne, or, sql } from "drizzle-orm";
-import type { CommandStatus } from "@mosoo/contracts";
+import type { CommandStatus, DriverInstanceStatus } from "@mosoo/contracts";
 import type { driverCommands } from "../../../platform/db/sqlite/sqlite-schema.js";
 import { firstRow } from "../../../platform/db/rows.js";
 import type { StoreTx } from "../../../platform/db/store.port.js";
@@ -8,7 +8,11 @@ import { argumentsFor, placeholdersFor, shapeOf } from "../../../platform/db/pre
 /** A Driver command row. */
 export type CommandRow = typeof driverCommands.$inferSelect;
 
-const NON_TERMINAL: CommandStatus[] = ["queued", "delivered", "accepted"];
+/**
+ * `terminal_at_ms IS NULL` (the command is `queued`, `delivered` or `accepted`: driver_commands_terminal_check), the
+ * condition of the partial index `driver_commands_open_idx`, as a literal: a bound parameter would not let the planner use it.
+ */
+const OPEN = sql.raw(`"terminal_at_ms" IS NULL`);
 
 /** Reads and compare-and-set writes of `driver_commands` (dialect-neutral: docs/ARCHITECTURE.md). */
 export const commandRepository = {
@@ -16,22 +20,23 @@ export const commandRepository = {
    * The next per-instance sequence number (1-based), taken by bumping the instance's
    * `last_command_seq` (`UPDATE … RETURNING`: atomic in both dialects, a row lock in PostgreSQL, so two
    * writers never get the same `seq`; docs/DESIGN.md §11). Call inside the inserting transaction.
+   * Also returns the instance's `status` as the bump saw it, under the row's lock: the caller checks it
+   * without reading the row again.
    * @throws Error when the Driver instance does not exist.
    */
-  async nextSeq(tx: StoreTx, driverInstanceId: string): Promise<number> {
+  async nextSeq(tx: StoreTx, driverInstanceId: string): Promise<{ seq: number; status: DriverInstanceStatus }> {
     const q = tx.prepared("command.nextSeq", (db) => {
       const d = tx.tables.driverInstances;
       return db
         .update(d)
         .set({ lastCommandSeq: sql`${d.lastCommandSeq} + 1` })
         .where(eq(d.id, sql.placeholder("driverInstanceId")))
-        .returning({ seq: d.lastCommandSeq })
+        .returning({ seq: d.lastCommandSeq, status: d.status })
         .prepare();
     });
-    const rows = await q.execute({ driverInstanceId });
-    const seq = rows[0]?.seq;
-    if (seq === undefined) throw new Error(`no Driver instance ${driverInstanceId} to number a command of`);
-    return seq;
+    const row = (await q.execute({ driverInstanceId }))[0];
+    if (row === undefined) throw new Error(`no Driver instance ${driverInstanceId} to number a command of`);
+    return row;
   },
   /** Inserts one row (throws on a constraint violation: CHECK, unique, foreign key). */
   async insert(tx: StoreTx, row: typeof driverCommands.$inferInsert): Promise<void> {
@@ -73,13 +78,13 @@ export const commandRepository = {
     const c = tx.tables.driverCommands;
     return tx.db.select().from(c).where(eq(c.runId, runId)).orderBy(asc(c.seq));
   },
-  /** Commands of the instance without a terminal receipt (`queued`, `delivered`, `accepted`), in `seq` order. */
+  /** Commands of the instance without a terminal receipt (`queued`, `delivered`, `accepted`), in `seq` order (the partial open-command index). */
   async listNonTerminalOfDriver(tx: StoreTx, driverInstanceId: string): Promise<CommandRow[]> {
     const c = tx.tables.driverCommands;
     return tx.db
       .select()
       .from(c)
-      .where(and(eq(c.driverInstanceId, driverInstanceId), inArray(c.status, NON_TERMINAL)))
+      .where(and(eq(c.driverInstanceId, driverInstanceId), OPEN))
       .orderBy(asc(c.seq));
   },
   /** The lowest-seq non-terminal command not yet delivered on `connectionId` (docs/DESIGN.md §3 rule 11). */
@@ -92,7 +97,7 @@ export const commandRepository = {
         .where(
           and(
             eq(c.driverInstanceId, driverInstanceId),
-            inArray(c.status, NON_TERMINAL),
+            OPEN,
             or(isNull(c.deliveredConnectionId), ne(c.deliveredConnectionId, connectionId)),
           ),
         )

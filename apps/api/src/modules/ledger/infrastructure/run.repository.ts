@@ -99,17 +99,31 @@ export const runRepository = {
    * a run violates the `run_events_one_terminal` unique index and throws; so does a missing run.
    */
   async appendEvent(tx: StoreTx, runId: string, type: RunEventType, payload: Record<string, unknown>, nowMs: number): Promise<RunEventRow> {
+    return (await runRepository.appendEventSeeingRun(tx, runId, type, payload, nowMs)).event;
+  },
+  /**
+   * {@link appendEvent}, also returning the run's `status` as the `seq` bump saw it, under the row's
+   * lock: the caller checks it without reading the run again.
+   */
+  async appendEventSeeingRun(
+    tx: StoreTx,
+    runId: string,
+    type: RunEventType,
+    payload: Record<string, unknown>,
+    nowMs: number,
+  ): Promise<{ event: RunEventRow; runStatus: RunStatus }> {
     const bump = tx.prepared("run.bumpEventSeq", (db) => {
       const r = tx.tables.sessionRuns;
       return db
         .update(r)
         .set({ lastEventSeq: sql`${r.lastEventSeq} + 1` })
         .where(eq(r.id, sql.placeholder("runId")))
-        .returning({ seq: r.lastEventSeq })
+        .returning({ seq: r.lastEventSeq, status: r.status })
         .prepare();
     });
-    const seq = (await bump.execute({ runId }))[0]?.seq;
-    if (seq === undefined) throw new Error(`no run ${runId} to append an event to`);
+    const bumped = (await bump.execute({ runId }))[0];
+    if (bumped === undefined) throw new Error(`no run ${runId} to append an event to`);
+    const seq = bumped.seq;
     const insert = tx.prepared("run.insertEvent", (db) =>
       db
         .insert(tx.tables.runEvents)
@@ -134,7 +148,7 @@ export const runRepository = {
       payloadJson: JSON.stringify(payload),
       createdAtMs: nowMs,
     });
-    return rows[0]!;
+    return { event: rows[0]!, runStatus: bumped.status };
   },
   /** Events of a run with `seq > afterSeq`, in order. */
   async listEvents(tx: StoreTx, runId: string, afterSeq: number): Promise<RunEventRow[]> {

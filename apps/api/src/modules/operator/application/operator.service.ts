@@ -9,7 +9,7 @@ import { effectRepository, type EffectRow } from "../../ledger/infrastructure/ef
 import { runRepository } from "../../ledger/infrastructure/run.repository.js";
 import { operatorActionRepository } from "../infrastructure/operator-action.repository.js";
 import { operatorRefusalRepository } from "../infrastructure/operator-refusal.repository.js";
-import { OPERATOR_REFUSAL_CODES, type OperatorAction, type OperatorRefusalCode } from "@mosoo/contracts";
+import { LOOKUP_OUTCOME_WINDOW_MS, OPERATOR_REFUSAL_CODES, type OperatorAction, type OperatorRefusalCode } from "@mosoo/contracts";
 import { operatorQueryRepository } from "../infrastructure/operator-query.repository.js";
 import { reconciliationRecordsService } from "../../reconciliation/application/reconciliation-records.service.js";
 import type { CompensationService } from "./compensation.service.js";
@@ -173,15 +173,17 @@ export class OperatorService {
 
   /**
    * Counts for an operator's overview: `unknownTotal`, the `unknown` effects by attention reason
-   * (`reason` null: no reason yet, lookups continue) and every recorded lookup by outcome and
-   * reason code.
+   * (`reason` null: no reason yet, lookups continue) and the lookups of the last
+   * `LOOKUP_OUTCOME_WINDOW_MS` (24 h) by outcome and reason code.
    * @throws UserFacingError `feature.disabled`.
    */
   async stats(): Promise<OperatorStats> {
     this.assertEnabled();
+    const lookupOutcomesSinceMs = this.ctx.clock.nowMs() - LOOKUP_OUTCOME_WINDOW_MS;
     return this.ctx.store.read(async (tx) => {
       const byAttention = await operatorQueryRepository.countUnknownByAttention(tx);
-      return { unknownTotal: sumCounts(byAttention), byAttention, lookupOutcomes: await operatorQueryRepository.countLookupOutcomes(tx) };
+      const lookupOutcomes = await operatorQueryRepository.countLookupOutcomes(tx, lookupOutcomesSinceMs);
+      return { unknownTotal: sumCounts(byAttention), byAttention, lookupOutcomesSinceMs, lookupOutcomes };
     });
   }
 

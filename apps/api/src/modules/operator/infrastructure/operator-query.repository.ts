@@ -1,4 +1,5 @@
-import { and, count, desc, eq, lt, lte, max, sql, type SQL } from "drizzle-orm";
+import { and, count, desc, eq, gte, lt, lte, max, sql, type SQL } from "drizzle-orm";
+import { ulidFloor } from "@mosoo/contracts";
 import type { EffectStatus } from "@mosoo/contracts";
 import type { OperatorAttentionReason } from "@mosoo/contracts";
 import type { StoreTx } from "../../../platform/db/store.port.js";
@@ -61,12 +62,17 @@ export const operatorQueryRepository = {
       .groupBy(t.operatorAttention)
       .orderBy(desc(count()));
   },
-  /** How many lookups ended with each (outcome, reason code), most first: every recorded lookup (a full scan of `effect_reconciliations`). */
-  async countLookupOutcomes(tx: StoreTx): Promise<Array<{ outcome: string; reasonCode: string | null; count: number }>> {
+  /**
+   * How many lookups recorded at or after `sinceMs` (ms since the epoch) ended with each (outcome, reason
+   * code), most first: a range over the primary key (ULID ids are time-ordered), so the cost follows the
+   * window's lookups, not the table's history.
+   */
+  async countLookupOutcomes(tx: StoreTx, sinceMs: number): Promise<Array<{ outcome: string; reasonCode: string | null; count: number }>> {
     const t = tx.tables.effectReconciliations;
     return tx.db
       .select({ outcome: t.outcome, reasonCode: t.reasonCode, count: count() })
       .from(t)
+      .where(gte(t.id, ulidFloor(sinceMs)))
       .groupBy(t.outcome, t.reasonCode)
       .orderBy(desc(count()), t.outcome);
   },

@@ -207,15 +207,6 @@ export class RunService {
           `run ${runId} is ${run.status}; no tool call was queued; create a new run (POST /v1/runs) to continue`,
           { runStatus: run.status },
         );
-      const driver = await driverInstanceRepository.findById(tx, run.driverInstanceId);
-      if (driver?.status === "finalizing" || driver?.status === "finalized") {
-        // the run's Driver is being repaired: the run is about to fail, queue nothing for it
-        throw new UserFacingError(
-          "run.not_active",
-          `run ${runId} is ending: its Driver instance is ${driver.status}; no tool call was queued`,
-          { driverStatus: driver.status },
-        );
-      }
       const repeatOfEffectId = await guardRepeat(
         tx,
         {
@@ -241,20 +232,25 @@ export class RunService {
         requestFingerprint,
         nowMs: now,
       });
-      // Re-read under the locks recordIntent took (the Driver's row for the `seq`, the run's for the event):
-      // a finalization repair that committed meanwhile (PostgreSQL writes at READ COMMITTED) ended the
-      // run or is ending the Driver; nothing is queued then (rolled back), never a command on a failed run.
-      const [runNow, driverNow] = [
-        await runRepository.findRun(tx, runId),
-        await driverInstanceRepository.findById(tx, run.driverInstanceId),
-      ];
-      if (runNow?.status !== "active" || driverNow?.status === "finalizing" || driverNow?.status === "finalized")
+      // The statuses recordIntent's writes saw under the rows' locks (the Driver's for the `seq`, the run's for
+      // the event): a Driver being repaired (its run is about to fail), or a finalization repair that committed
+      // meanwhile (PostgreSQL writes at READ COMMITTED), queues nothing (rolled back), never a command on a failed run.
+      const { seen, ...intent } = recorded;
+      if (seen.driverStatus === "finalizing" || seen.driverStatus === "finalized")
+        throw new UserFacingError(
+          "run.not_active",
+          `run ${runId} is ending: its Driver instance is ${seen.driverStatus}; no tool call was queued`,
+          {
+            driverStatus: seen.driverStatus,
+          },
+        );
+      if (seen.runStatus !== "active")
         throw new UserFacingError("run.not_active", `run ${runId} ended while the tool call was being queued; no tool call was queued`, {
-          runStatus: runNow?.status ?? null,
+          runStatus: seen.runStatus,
         });
       // the Driver's long-poll wakes when this commits, on whichever API instance holds it (docs/DESIGN.md §11)
       await this.ctx.notifier.notifyInTransaction(tx, run.driverInstanceId);
-      return { ...recorded, replayed: false, driverInstanceId: run.driverInstanceId };
+      return { ...intent, replayed: false, driverInstanceId: run.driverInstanceId };
     });
   }
 

@@ -61,9 +61,12 @@ export const driverInstances = pgTable(
     /** The `seq` of the instance's latest command (0: none yet); bumped with `UPDATE … RETURNING` (sqlite-schema.ts, DESIGN §11). */
     lastCommandSeq: integer("last_command_seq").notNull().default(0),
   },
-  () => [
+  (t) => [
     check("driver_instances_status_check", oneOf("status", DRIVER_INSTANCE_STATUSES)),
     check("driver_instances_finalized_check", sql`(status = 'finalized') = (finalized_at_ms IS NOT NULL)`),
+    // The maintenance sweep's expired and never-connected instances (`status = ? AND last_heartbeat_at_ms …`):
+    // a range per status, so finalized instances that once connected are never read by an idle pass.
+    index("driver_instances_status_heartbeat_idx").on(t.status, t.lastHeartbeatAtMs),
   ],
 );
 
@@ -142,6 +145,14 @@ export const driverCommands = pgTable(
     check("driver_commands_error_check", sql`status <> 'failed' OR error_json IS NOT NULL`),
     uniqueIndex("driver_commands_instance_seq").on(t.driverInstanceId, t.seq),
     index("driver_commands_run_idx").on(t.runId),
+    // The open commands of a Driver instance in `seq` order (delivery, long-poll, finalization): partial, so
+    // a long-lived Driver's finished history is not in it and each delivery reads only what is still open.
+    // `terminal_at_ms IS NULL` is "not terminal" (driver_commands_terminal_check) and changes only at the
+    // terminal update, so delivery and acceptance write no entry. Queries name the condition as a literal:
+    // a planner cannot prove a bound parameter implies it, and SQLite then reads every past command.
+    index("driver_commands_open_idx")
+      .on(t.driverInstanceId, t.seq)
+      .where(sql`terminal_at_ms IS NULL`),
   ],
 );
 

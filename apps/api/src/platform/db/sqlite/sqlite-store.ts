@@ -202,8 +202,10 @@ export class SqliteStore implements Store {
  * cached by SQL text (`statement-cache.ts`).
  *
  * Migrations run with foreign keys OFF, because a drizzle-kit table rebuild (`DROP TABLE` + rename)
- * under foreign keys ON would cascade-delete child rows; after migrating, `foreign_key_check` must
- * be empty or this throws `Error("store.foreign_key_violation ...")`.
+ * under foreign keys ON would cascade-delete child rows; after a start that applied a migration,
+ * `foreign_key_check` must be empty or this throws `Error("store.foreign_key_violation ...")`. A start
+ * that applied none skips that whole-file read (every write since ran with foreign keys ON), so opening
+ * a large store stays fast; {@link checkSqliteStore} runs the full check on an operator's demand.
  * @throws Error when the file cannot be opened (better-sqlite3's `SQLITE_NOTADB`, `SQLITE_CANTOPEN`,
  *   `SQLITE_READONLY` codes) or a migration fails (startup must stop); `StoreSchemaNewerError`
  *   (`store.schema_newer`) when a newer build migrated the file.
@@ -216,15 +218,20 @@ export function openSqliteStore(file: string, opts: SqliteStoreOptions = {}): Sq
   sqlite.pragma(`busy_timeout = ${STARTUP_BUSY_TIMEOUT_MS}`);
   sqlite.pragma("foreign_keys = OFF");
   const db = drizzle(sqlite, { schema });
+  let migrated: boolean;
   try {
+    const before = appliedMigrations(sqlite);
     migrate(db, { migrationsFolder: MIGRATIONS_FOLDER });
+    migrated = appliedMigrations(sqlite) !== before;
     const applied = sqlite.prepare("SELECT max(created_at) AS ms FROM __drizzle_migrations").get() as { ms: number | null };
     assertSchemaNotNewer(applied.ms === null ? null : Number(applied.ms), MIGRATIONS_FOLDER);
   } catch (err) {
     sqlite.close();
     throw err;
   }
-  const violations = sqlite.pragma("foreign_key_check") as unknown[];
+  // Only a migration ran with foreign keys off: a start that applied none skips the whole-file check
+  // (seconds at a million effects); `npm run store:check` runs it, and SQLite's integrity check, on demand.
+  const violations = migrated ? (sqlite.pragma("foreign_key_check") as unknown[]) : [];
   if (violations.length > 0) {
     sqlite.close();
     throw new Error(`store.foreign_key_violation: ${violations.length} rows violate foreign keys after migration`);
@@ -234,4 +241,39 @@ export function openSqliteStore(file: string, opts: SqliteStoreOptions = {}): Sq
   // Serving from now on: a lock wait blocks the event loop, so it is short; the rest is asynchronous (retryWhenBusy).
   sqlite.pragma(`busy_timeout = ${STORE_BUSY_TIMEOUT_MS}`);
   return new SqliteStore(db, sqlite, opts);
+}
+
+/** How many migrations `__drizzle_migrations` records (0 before the first migration created the table). */
+function appliedMigrations(sqlite: Database.Database): number {
+  const table = sqlite.prepare("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = '__drizzle_migrations'").get();
+  return table === undefined ? 0 : (sqlite.prepare("SELECT count(*) FROM __drizzle_migrations").pluck().get() as number);
+}
+
+/** What {@link checkSqliteStore} found: SQLite's `integrity_check` lines other than `ok`, and the foreign-key violations. */
+export interface SqliteStoreCheck {
+  /** Problems `PRAGMA integrity_check` reported (empty: the file is sound). */
+  integrityProblems: string[];
+  /** Rows whose foreign key names no parent (`PRAGMA foreign_key_check`), at most the first 100. */
+  foreignKeyViolations: Array<{ table: string; rowid: number | null; parent: string }>;
+}
+
+/**
+ * Checks a whole SQLite store file, read-only: `PRAGMA integrity_check` (pages, indexes, CHECK and NOT NULL
+ * constraints) and `PRAGMA foreign_key_check`. Reads every page: seconds per million effects, so an
+ * operator runs it (`npm run store:check`), not every start.
+ * @throws Error when the file cannot be opened (better-sqlite3's `SQLITE_CANTOPEN`, `SQLITE_NOTADB`).
+ */
+export function checkSqliteStore(file: string): SqliteStoreCheck {
+  const sqlite = new Database(file, { readonly: true, fileMustExist: true });
+  try {
+    sqlite.pragma(`busy_timeout = ${STARTUP_BUSY_TIMEOUT_MS}`);
+    const integrity = (sqlite.pragma("integrity_check") as Array<{ integrity_check: string }>).map((r) => r.integrity_check);
+    const fk = sqlite.pragma("foreign_key_check") as Array<{ table: string; rowid: number | null; parent: string }>;
+    return {
+      integrityProblems: integrity.filter((line) => line !== "ok"),
+      foreignKeyViolations: fk.slice(0, 100).map(({ table, rowid, parent }) => ({ table, rowid, parent })),
+    };
+  } finally {
+    sqlite.close();
+  }
 }

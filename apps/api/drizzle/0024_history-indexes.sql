@@ -1,0 +1,2 @@
+CREATE INDEX `driver_commands_open_idx` ON `driver_commands` (`driver_instance_id`,`seq`) WHERE terminal_at_ms IS NULL;--> statement-breakpoint
+CREATE INDEX `driver_instances_status_heartbeat_idx` ON `driver_instances` (`status`,`last_heartbeat_at_ms`);
