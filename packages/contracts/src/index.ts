@@ -98,6 +98,7 @@ export {
   EffectMarkUnknownRequestSchema,
   EffectDeadlineMissedRequestSchema,
   EffectLateResultRequestSchema,
+  EffectTaskCreatedRequestSchema,
   EffectTransitionResponseSchema,
   FinalizationSummarySchema,
 } from "./driver-protocol.contract.js";
@@ -118,6 +119,7 @@ export type {
   EffectMarkUnknownRequest,
   EffectDeadlineMissedRequest,
   EffectLateResultRequest,
+  EffectTaskCreatedRequest,
   EffectTransitionResponse,
   FinalizationSummary,
 } from "./driver-protocol.contract.js";
@@ -202,3 +204,5 @@ export type {
 } from "./operator-api.contract.js";
 export { callRoute, RouteCallError } from "./route-client.js";
 export type { RouteCallOptions } from "./route-client.js";
+export { MAX_MCP_TASK_ID_LENGTH, MCP_TASK_ID_PATTERN, McpTaskIdSchema } from "./mcp-task.contract.js";
+export type { McpTaskId } from "./mcp-task.contract.js";
