@@ -14,6 +14,7 @@ import {
   formatJsonProblem,
   isWellFormedText,
   MAX_PROVIDER_RECEIPT_BYTES,
+  McpTaskIdSchema,
 } from "@mosoo/contracts";
 import type { Logger } from "pino";
 import type { DriverCommandApi } from "./api-client.js";
@@ -85,7 +86,9 @@ export function serverUnavailableError(serverId: string, reason: string, message
  *    `effectDeadlineMissed` (the API settles the effect `not_executed`) then `failed`
  *    `external_effect.not_executed` (docs/DESIGN.md §3 rule 12). Otherwise one `tools/call` with
  *    the idempotency key where the server's config places it (default
- *    `_meta["io.mosoo/idempotency-key"]`, see `placeIdempotencyKey`); its result is written to the
+ *    `_meta["io.mosoo/idempotency-key"]`, see `placeIdempotencyKey`), task-augmented when the server lets
+ *    the tool be called as an MCP task, its task id then reported (`effectTaskCreated`) before the
+ *    Driver waits for the task (docs/DESIGN.md §4 "Tasks"); its result is written to the
  *    outbox (`deps.outbox`, fsynced) before it is sent, then reported by `reportProviderResult`
  *    (`effectComplete`, retried for `deps.resultReportBudgetMs`; late evidence, `effectLateResult`,
  *    docs/DESIGN.md §3 rule 13, when the effect was fenced meanwhile) and only after the API's answer
@@ -188,13 +191,29 @@ export async function handleMcpExecuteCommand(envelope: DriverCommandEnvelope, d
   if (deadlinePassed()) return reportMissedDeadline();
   effectLog.info({ attempt, serverId: payload.serverId, toolName: payload.toolName }, "tool.called");
   effectLog.debug({ attempt, idempotencyKey }, "tool.called_with_key"); // keys only at debug (docs/DESIGN.md §10)
+  // docs/DESIGN.md §4 "Tasks": a task-capable tool answers a task id first; it is stored on the effect
+  // before the Driver waits, so a crash after this point leaves a handle recovery can ask about. A
+  // report the API cannot take is logged and the wait goes on: the result, when it comes, is the
+  // better evidence (outbox, §11), and without the handle a crash ends on the fence as before.
+  const reportTaskHandle = async (taskId: string): Promise<void> => {
+    if (!McpTaskIdSchema.safeParse(taskId).success) {
+      effectLog.warn({ attempt, length: taskId.length }, "effect.task_id_unstorable");
+      return;
+    }
+    try {
+      const stored = await api.call("effectTaskCreated", { params: { effectId }, body: { connectionId, attempt, taskId } });
+      effectLog.info({ attempt, taskId, outcome: stored.outcome, effectStatus: stored.status }, "effect.task_handle_stored");
+    } catch (error) {
+      effectLog.error({ attempt, taskId, err: (error as Error).message }, "effect.task_report_failed");
+    }
+  };
   const startedAt = performance.now();
   let raw: unknown;
   try {
     raw = await mcp.callTool(
       payload.serverId,
       { name: payload.toolName, ...placeIdempotencyKey(placement, args, idempotencyKey) },
-      { timeoutMs: deps.toolTimeoutMs, maySend: () => !deadlinePassed() },
+      { timeoutMs: deps.toolTimeoutMs, maySend: () => !deadlinePassed(), onTaskCreated: (taskId) => reportTaskHandle(taskId) },
     );
   } catch (error) {
     if (error instanceof SendRefusedError) return reportMissedDeadline();
