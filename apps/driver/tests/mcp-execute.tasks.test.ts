@@ -85,7 +85,7 @@ describe("task-augmented tools/call", () => {
     const events: string[] = [];
     const { factory, seen } = taskServerFactory(events);
     const api = new RecordingApi(events);
-    const mcp = new McpConnections({ servers: { tracker: { type: "stdio", command: "unused" } } }, { createTransport: factory });
+    const mcp = new McpConnections({ servers: { tracker: { type: "stdio", command: "unused", args: [] } } }, { createTransport: factory });
     // the write is released only once the Driver reported the handle: nothing can settle before it
     const originalReport = api.effectTaskCreated.bind(api);
     api.effectTaskCreated = async (effectId, body) => {
@@ -121,7 +121,7 @@ describe("task-augmented tools/call", () => {
     const { factory, seen } = taskServerFactory(events);
     seen.release();
     const api = new RecordingApi(events);
-    const mcp = new McpConnections({ servers: { tracker: { type: "stdio", command: "unused" } } }, { createTransport: factory });
+    const mcp = new McpConnections({ servers: { tracker: { type: "stdio", command: "unused", args: [] } } }, { createTransport: factory });
     const envelope = mcpExecuteEnvelope({ serverId: "tracker", toolName: "create_issue", args: { title: "fail" } });
     const outcome = await handleMcpExecuteCommand(envelope, deps(api, mcp));
     await mcp.closeAll();
@@ -134,7 +134,7 @@ describe("task-augmented tools/call", () => {
     const recorder = new ToolRecorder();
     const api = new RecordingApi();
     const mcp = new McpConnections(
-      { servers: { tracker: { type: "stdio", command: "unused" } } },
+      { servers: { tracker: { type: "stdio", command: "unused", args: [] } } },
       { createTransport: inMemoryTransportFactory(recorder) },
     );
     const envelope = mcpExecuteEnvelope({ serverId: "tracker", toolName: "create_issue", args: { title: "plain" } });

@@ -31,6 +31,8 @@ export interface StartFixtureProviderOptions {
   advertiseIdempotency?: boolean;
   /** MCP task support of the write tools (`FixtureProviderServiceOptions.taskSupport`); default none. */
   taskSupport?: FixtureTaskSupport;
+  /** The `pollInterval` (ms) every task suggests; default 100. */
+  taskPollIntervalMs?: number;
   /** Initial fault switches; the others stay off. */
   faults?: Partial<FixtureFaults>;
   /** What `exitAfterCommit` does; default `"drop-response"` (never answer). `main.ts` uses `"kill-process"`. */
@@ -76,6 +78,7 @@ export async function startFixtureProvider(options: StartFixtureProviderOptions)
     ...(options.keyPlacement ? { keyPlacement: options.keyPlacement } : {}),
     advertiseIdempotency: options.advertiseIdempotency ?? false,
     ...(options.taskSupport ? { taskSupport: options.taskSupport } : {}),
+    ...(options.taskPollIntervalMs ? { taskPollIntervalMs: options.taskPollIntervalMs } : {}),
     faults: options.faults ?? {},
     exitAfterCommitMode: options.exitAfterCommitMode ?? "drop-response",
     logger,
