@@ -72,7 +72,11 @@ async function runRow(row: TaskRow, mode: RecoveryMode, provider: FixtureProvide
   const created = await client.request(
     {
       method: "tools/call",
-      params: { name: "createIssue", arguments: { title: "Disk full", body: "on /var" }, _meta: { [IDEMPOTENCY_KEY_META]: claim.idempotencyKey } },
+      params: {
+        name: "createIssue",
+        arguments: { title: "Disk full", body: "on /var" },
+        _meta: { [IDEMPOTENCY_KEY_META]: claim.idempotencyKey },
+      },
     },
     CreateTaskResultSchema,
     { task: { ttl: 60_000 } },
@@ -93,7 +97,9 @@ async function runRow(row: TaskRow, mode: RecoveryMode, provider: FixtureProvide
 
   await lab.recover(mode);
   const effect = lab.sqlite
-    .prepare("SELECT status, resolution, task_id, next_lookup_at_ms, reconciliation_receipt_json, result_json FROM external_tool_effects WHERE id = ?")
+    .prepare(
+      "SELECT status, resolution, task_id, next_lookup_at_ms, reconciliation_receipt_json, result_json FROM external_tool_effects WHERE id = ?",
+    )
     .get(claim.effectId) as Record<string, string | number | null>;
   const records = lab.sqlite
     .prepare("SELECT outcome, reason_code, started_at_ms, next_lookup_at_ms FROM effect_reconciliations WHERE effect_id = ? ORDER BY id")
@@ -101,66 +107,79 @@ async function runRow(row: TaskRow, mode: RecoveryMode, provider: FixtureProvide
   const everNotExecuted = lab.sqlite
     .prepare("SELECT COUNT(*) AS n FROM lab_audit_effect WHERE id = ? AND new_status = 'not_executed'")
     .get(claim.effectId) as { n: number };
-  return { lab, effect, records, everNotExecuted: everNotExecuted.n, taskId, key: claim.idempotencyKey, effectId: claim.effectId, lookups: () => lookups };
+  return {
+    lab,
+    effect,
+    records,
+    everNotExecuted: everNotExecuted.n,
+    taskId,
+    key: claim.idempotencyKey,
+    effectId: claim.effectId,
+    lookups: () => lookups,
+  };
 }
 
-describe("crash-point matrix, task-augmented calls (real fixture provider, mcp-tasks reconciler, both recovery modes)", { timeout: 120_000 }, () => {
-  it.each(ROWS.flatMap((row) => MODES.map((mode) => ({ row, mode }))))("crash $row / $mode", async ({ row, mode }) => {
-    const dir = mkdtempSync(join(tmpdir(), "mosoo-task-crash-"));
-    open.push({ close: async () => rmSync(dir, { recursive: true, force: true }) });
-    const provider = await startFixtureProvider({
-      dbFile: join(dir, "provider.db"),
-      taskSupport: "optional",
-      taskPollIntervalMs: POLL_INTERVAL_MS,
-      ...(row === "task_still_working" ? { faults: { holdBeforeCommit: true } } : {}),
-    });
-    open.push(provider);
-    const r = await runRow(row, mode, provider);
-    const label = `${row}/${mode}`;
-    expect(r.everNotExecuted, label).toBe(0);
-    expect(r.lookups(), label).toBeGreaterThan(0);
-    switch (row) {
-      case "before_task_id_stored":
-        expect(r.effect, label).toMatchObject({ status: "unknown", resolution: null, task_id: null });
-        expect(new Set(r.records.map((x) => x.reason_code)), label).toEqual(new Set(["no_task_handle"]));
-        expect(provider.stats().writes[r.key], label).toBe(1); // the write happened; without the handle the fence holds
-        break;
-      case "after_task_id_stored": {
-        expect(r.effect, label).toMatchObject({ status: "succeeded", resolution: "reconciled", task_id: r.taskId });
-        const receipt = JSON.parse(String(r.effect.reconciliation_receipt_json)) as Record<string, unknown>;
-        expect(receipt, label).toMatchObject({ providerOperationId: r.taskId, detail: { taskStatus: "completed" } });
-        expect(JSON.parse(String(r.effect.result_json)), label).toMatchObject({ outputText: expect.stringContaining("Disk full") });
-        expect(provider.stats().writes[r.key], label).toBe(1);
-        break;
-      }
-      case "task_still_working": {
-        expect(r.effect, label).toMatchObject({ status: "unknown", resolution: null, task_id: r.taskId });
-        expect(new Set(r.records.map((x) => x.reason_code)), label).toEqual(new Set(["task_working"]));
-        const last = r.records.at(-1)!;
-        // the next lookup waits the task's poll interval (longer than any backoff of the lab; the lab's clock is manual)
-        expect(last.next_lookup_at_ms, label).toBe(last.started_at_ms + POLL_INTERVAL_MS);
-        expect(r.effect.next_lookup_at_ms, label).toBe(last.next_lookup_at_ms);
-        // the provider ends the task: the next due lookup settles the effect from tasks/result
-        provider.release();
-        await until(() => provider.stats().writes[r.key] === 1, "the released write");
-        await until(() => provider.provider.heldCount === 0, "the release");
-        r.lab.clock.advance(POLL_INTERVAL_MS + 1);
-        for (let i = 0; i < 50; i++) {
-          await r.lab.runtime.sweep.sweepOnce();
-          const now = r.lab.sqlite.prepare("SELECT status FROM external_tool_effects WHERE id = ?").get(r.effectId) as { status: string };
-          if (now.status !== "unknown") break;
-          await new Promise((resolve) => setTimeout(resolve, 20)); // the task's result is stored by the provider's background work
-          r.lab.clock.advance(POLL_INTERVAL_MS + 1);
+describe(
+  "crash-point matrix, task-augmented calls (real fixture provider, mcp-tasks reconciler, both recovery modes)",
+  { timeout: 120_000 },
+  () => {
+    it.each(ROWS.flatMap((row) => MODES.map((mode) => ({ row, mode }))))("crash $row / $mode", async ({ row, mode }) => {
+      const dir = mkdtempSync(join(tmpdir(), "mosoo-task-crash-"));
+      open.push({ close: async () => rmSync(dir, { recursive: true, force: true }) });
+      const provider = await startFixtureProvider({
+        dbFile: join(dir, "provider.db"),
+        taskSupport: "optional",
+        taskPollIntervalMs: POLL_INTERVAL_MS,
+        ...(row === "task_still_working" ? { faults: { holdBeforeCommit: true } } : {}),
+      });
+      open.push(provider);
+      const r = await runRow(row, mode, provider);
+      const label = `${row}/${mode}`;
+      expect(r.everNotExecuted, label).toBe(0);
+      expect(r.lookups(), label).toBeGreaterThan(0);
+      switch (row) {
+        case "before_task_id_stored":
+          expect(r.effect, label).toMatchObject({ status: "unknown", resolution: null, task_id: null });
+          expect(new Set(r.records.map((x) => x.reason_code)), label).toEqual(new Set(["no_task_handle"]));
+          expect(provider.stats().writes[r.key], label).toBe(1); // the write happened; without the handle the fence holds
+          break;
+        case "after_task_id_stored": {
+          expect(r.effect, label).toMatchObject({ status: "succeeded", resolution: "reconciled", task_id: r.taskId });
+          const receipt = JSON.parse(String(r.effect.reconciliation_receipt_json)) as Record<string, unknown>;
+          expect(receipt, label).toMatchObject({ providerOperationId: r.taskId, detail: { taskStatus: "completed" } });
+          expect(JSON.parse(String(r.effect.result_json)), label).toMatchObject({ outputText: expect.stringContaining("Disk full") });
+          expect(provider.stats().writes[r.key], label).toBe(1);
+          break;
         }
-        const settled = r.lab.sqlite.prepare("SELECT status, resolution FROM external_tool_effects WHERE id = ?").get(r.effectId);
-        expect(settled, label).toEqual({ status: "succeeded", resolution: "reconciled" });
-        break;
+        case "task_still_working": {
+          expect(r.effect, label).toMatchObject({ status: "unknown", resolution: null, task_id: r.taskId });
+          expect(new Set(r.records.map((x) => x.reason_code)), label).toEqual(new Set(["task_working"]));
+          const last = r.records.at(-1)!;
+          // the next lookup waits the task's poll interval (longer than any backoff of the lab; the lab's clock is manual)
+          expect(last.next_lookup_at_ms, label).toBe(last.started_at_ms + POLL_INTERVAL_MS);
+          expect(r.effect.next_lookup_at_ms, label).toBe(last.next_lookup_at_ms);
+          // the provider ends the task: the next due lookup settles the effect from tasks/result
+          provider.release();
+          await until(() => provider.stats().writes[r.key] === 1, "the released write");
+          await until(() => provider.provider.heldCount === 0, "the release");
+          r.lab.clock.advance(POLL_INTERVAL_MS + 1);
+          for (let i = 0; i < 50; i++) {
+            await r.lab.runtime.sweep.sweepOnce();
+            const now = r.lab.sqlite.prepare("SELECT status FROM external_tool_effects WHERE id = ?").get(r.effectId) as { status: string };
+            if (now.status !== "unknown") break;
+            await new Promise((resolve) => setTimeout(resolve, 20)); // the task's result is stored by the provider's background work
+            r.lab.clock.advance(POLL_INTERVAL_MS + 1);
+          }
+          const settled = r.lab.sqlite.prepare("SELECT status, resolution FROM external_tool_effects WHERE id = ?").get(r.effectId);
+          expect(settled, label).toEqual({ status: "succeeded", resolution: "reconciled" });
+          break;
+        }
+        case "task_expired":
+          expect(r.effect, label).toMatchObject({ status: "unknown", resolution: null, task_id: r.taskId });
+          expect(new Set(r.records.map((x) => x.reason_code)), label).toEqual(new Set(["task_expired"]));
+          expect(provider.stats().writes[r.key], label).toBe(1);
+          break;
       }
-      case "task_expired":
-        expect(r.effect, label).toMatchObject({ status: "unknown", resolution: null, task_id: r.taskId });
-        expect(new Set(r.records.map((x) => x.reason_code)), label).toEqual(new Set(["task_expired"]));
-        expect(provider.stats().writes[r.key], label).toBe(1);
-        break;
-    }
-  });
-});
+    });
+  },
+);

@@ -21,11 +21,9 @@ export async function listTaskTools(client: Client, timeoutMs: number): Promise<
   if (!client.getServerCapabilities()?.tasks?.requests?.tools?.call) return names;
   let cursor: string | undefined;
   do {
-    const page = await client.request(
-      { method: "tools/list", params: cursor === undefined ? {} : { cursor } },
-      ListToolsResultSchema,
-      { timeout: timeoutMs },
-    );
+    const page = await client.request({ method: "tools/list", params: cursor === undefined ? {} : { cursor } }, ListToolsResultSchema, {
+      timeout: timeoutMs,
+    });
     for (const tool of page.tools) {
       const support = tool.execution?.taskSupport;
       if (support === "optional" || support === "required") names.add(tool.name);

@@ -100,7 +100,10 @@ describe("task-augmented tools/call", () => {
     expect(outcome.status).toBe("completed");
     expect(outcome.status === "completed" && outcome.result.outputText).toBe("created disk");
     expect(seen.callParams).toHaveLength(1);
-    expect(seen.callParams[0]).toMatchObject({ task: { ttl: expect.any(Number) }, _meta: { [IDEMPOTENCY_KEY_META]: api.claim.kind === "execute" ? api.claim.idempotencyKey : "" } });
+    expect(seen.callParams[0]).toMatchObject({
+      task: { ttl: expect.any(Number) },
+      _meta: { [IDEMPOTENCY_KEY_META]: api.claim.kind === "execute" ? api.claim.idempotencyKey : "" },
+    });
     const reported = api.callsOf("effectTaskCreated");
     expect(reported).toHaveLength(1);
     expect(reported[0]!.body).toMatchObject({ attempt: 1, taskId: expect.stringMatching(/^[!-~]+$/) });

@@ -110,7 +110,10 @@ describe("MCP task support (MCP 2025-11-25 Tasks)", () => {
     const key = newUlid();
     const plain = await client
       .request(
-        { method: "tools/call", params: { name: "createIssue", arguments: { title: "t", body: "b" }, _meta: { [IDEMPOTENCY_KEY_META]: key } } },
+        {
+          method: "tools/call",
+          params: { name: "createIssue", arguments: { title: "t", body: "b" }, _meta: { [IDEMPOTENCY_KEY_META]: key } },
+        },
         CallToolResultSchema,
       )
       .catch((e: unknown) => e);

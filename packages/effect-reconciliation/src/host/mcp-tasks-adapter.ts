@@ -135,7 +135,8 @@ export const mcpTasksAdapterFactory: DiscoveringAdapterFactory = {
   async discover(options: unknown, { signal }): Promise<ReconciliationAdapter> {
     const { url, retentionMs } = McpTasksAdapterOptionsSchema.parse(options ?? {});
     const tools = await withMcpClient(url, signal, (client) => discoverTaskTools(client, signal));
-    if (tools.length === 0) throw new Error(`no tool at ${url} can be called as an MCP task (capability tasks.requests.tools.call, execution.taskSupport)`);
+    if (tools.length === 0)
+      throw new Error(`no tool at ${url} can be called as an MCP task (capability tasks.requests.tools.call, execution.taskSupport)`);
     return {
       declaration: {
         id: MCP_TASKS_ADAPTER_ID,
