@@ -4,7 +4,7 @@ import type { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { CallToolResultSchema, CreateTaskResultSchema, ListToolsResultSchema, type Task } from "@modelcontextprotocol/sdk/types.js";
 
 /** The task lifetime (ms) the Driver asks for: 24 h, long enough for crash recovery to ask about the task (a provider may grant less). */
-export const REQUESTED_TASK_TTL_MS = 24 * 60 * 60 * 1000;
+const REQUESTED_TASK_TTL_MS = 24 * 60 * 60 * 1000;
 /** Poll interval (ms) when the provider suggests none. */
 const DEFAULT_POLL_MS = 1_000;
 

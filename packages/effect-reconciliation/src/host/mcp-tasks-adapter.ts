@@ -39,7 +39,7 @@ export const McpTasksAdapterOptionsSchema = z.strictObject({
  * declare `tasks.requests.tools.call`; then every tool whose `execution.taskSupport` is `optional` or
  * `required` (MCP 2025-11-25 "Tool-Level Negotiation"). Reads every `tools/list` page.
  */
-export async function discoverTaskTools(client: Client, signal: AbortSignal): Promise<string[]> {
+async function discoverTaskTools(client: Client, signal: AbortSignal): Promise<string[]> {
   if (!client.getServerCapabilities()?.tasks?.requests?.tools?.call) return [];
   const names: string[] = [];
   let cursor: string | undefined;
