@@ -1,6 +1,6 @@
 -- drizzle-kit generated; the set-once trigger at the end is hand-written.
 ALTER TABLE "external_tool_effects" ADD COLUMN "task_id" text;--> statement-breakpoint
-ALTER TABLE "external_tool_effects" ADD CONSTRAINT "external_tool_effects_task_id_check" CHECK (task_id IS NULL OR (length(task_id) BETWEEN 1 AND 256 AND task_id ~ '^[!-~]+$' AND attempt_count > 0));--> statement-breakpoint
+ALTER TABLE "external_tool_effects" ADD CONSTRAINT "external_tool_effects_task_id_check" CHECK (task_id IS NULL OR (length(task_id) BETWEEN 1 AND 256 AND task_id !~ '[^!-~]' AND attempt_count > 0));--> statement-breakpoint
 -- Hand-written: a stored MCP task id never changes (docs/DESIGN.md §4 "Tasks"), the twin of SQLite's
 -- external_tool_effects_task_id_set_once trigger (the same message; SQLSTATE 23001 restrict_violation).
 CREATE FUNCTION external_tool_effects_task_id_set_once() RETURNS trigger LANGUAGE plpgsql AS $$

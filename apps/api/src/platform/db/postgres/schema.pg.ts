@@ -238,7 +238,7 @@ export const externalToolEffects = pgTable(
     ),
     check(
       "external_tool_effects_task_id_check",
-      sql`task_id IS NULL OR (length(task_id) BETWEEN 1 AND 256 AND task_id ~ '^[!-~]+$' AND attempt_count > 0)`,
+      sql`task_id IS NULL OR (length(task_id) BETWEEN 1 AND 256 AND task_id !~ '[^!-~]' AND attempt_count > 0)`,
     ),
     uniqueIndex("external_tool_effects_command_unique").on(t.commandId),
     uniqueIndex("external_tool_effects_key_unique").on(t.idempotencyKey),
