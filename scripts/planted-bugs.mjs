@@ -89,6 +89,15 @@ const BUGS = [
     find: "const error = turnInterruptedRunError(run.id, await readTurnToolCallFacts(tx, run.id), { driverInstanceId });",
     replace: "const error = turnInterruptedRunError(run.id, [], { driverInstanceId });",
   },
+  {
+    id: "expired-task-as-not-executed",
+    what: "recovery by task handle trusts an unknown or expired MCP task as proof that the write never ran (DESIGN §4 Tasks)",
+    file: "packages/effect-reconciliation/src/host/mcp-tasks-adapter.ts",
+    find: 'task = await client.experimental.tasks.getTask(taskId, { signal });\n    } catch (error) {\n      if (isTaskGone(error)) return stillUnknown("task_expired");',
+    replace:
+      'task = await client.experimental.tasks.getTask(taskId, { signal });\n    } catch (error) {\n      if (isTaskGone(error)) return { outcome: "confirmed_not_executed", toolName: request.toolName, idempotencyKey: request.idempotencyKey, receipt: { observedAt: new Date().toISOString() } };',
+    suite: { project: "api", files: ["tests/crash-point-tasks.test.ts"], grep: "task_expired" },
+  },
 ];
 if (args.only !== undefined && !BUGS.some((b) => b.id === args.only)) {
   badInput(`no planted bug "${args.only}"; one of: ${BUGS.map((b) => b.id).join(", ")}`);

@@ -419,6 +419,27 @@ const MATRIX: Record<string, Entry> = {
       },
     ],
   },
+  "POST /v1/drivers/effects/:effectId/task": {
+    kind: "driver_report",
+    req: (w) => ({
+      path: `/v1/drivers/effects/${w.effectId}/task`,
+      body: { connectionId: w.a.connectionId, attempt: 1, taskId: "task-1" },
+    }),
+    right: (w) => w.a.token,
+    rightStatus: 200,
+    extra: [
+      {
+        name: "Driver B reporting a task handle for A's effect",
+        token: (w) => w.b.token,
+        req: (w) => ({
+          path: `/v1/drivers/effects/${w.effectId}/task`,
+          body: { connectionId: w.b.connectionId, attempt: 1, taskId: "task-1" },
+        }),
+        status: 404,
+        code: "effect.not_found",
+      },
+    ],
+  },
   "GET /api/operator/effects": { kind: "operator", req: () => ({ path: E }), right: () => TEST_SECRETS.operatorToken, rightStatus: 200 },
   "GET /api/operator/effects/:effectId": {
     kind: "operator",

@@ -22,6 +22,8 @@ const DIALECT_TRANSLATIONS: Record<string, [string, string]> = {
     "operator_attention IS NOT 'contradicted_by_provider'",
     "operator_attention IS DISTINCT FROM 'contradicted_by_provider'",
   ],
+  // the task id's characters (printable ASCII without space): a GLOB class in SQLite, a regular expression in PostgreSQL.
+  external_tool_effects_task_id_check: ["task_id NOT GLOB '*[^!-~]*'", "task_id !~ '[^!-~]'"],
   // `terminal` is a real boolean in PostgreSQL; SQLite stores 0/1 behind drizzle's boolean mode.
   run_events_one_terminal: ["terminal = 1", "terminal = true"],
 };

@@ -88,9 +88,10 @@ describe("store migration 0002 (effect reconciliation) on a #412 store", () => {
   it("the fence trigger survives the table rebuild: an unknown effect cannot be deleted, directly or by cascade", () => {
     const store = upgrade();
     const triggers = store.sqlite
-      .prepare("SELECT name FROM sqlite_master WHERE type = 'trigger' AND tbl_name = 'external_tool_effects'")
+      .prepare("SELECT name FROM sqlite_master WHERE type = 'trigger' AND tbl_name = 'external_tool_effects' ORDER BY name")
       .all();
-    expect(triggers).toEqual([{ name: "external_tool_effects_fence_retained" }]);
+    // the later task-handle migration adds the set-once trigger of the task id next to it
+    expect(triggers).toEqual([{ name: "external_tool_effects_fence_retained" }, { name: "external_tool_effects_task_id_set_once" }]);
     expect(() => store.sqlite.prepare("DELETE FROM external_tool_effects WHERE id = ?").run(ids.unknownEffectId)).toThrow(
       /effect\.fence_retained/,
     );

@@ -5,6 +5,7 @@ import type { Transport } from "@modelcontextprotocol/sdk/shared/transport.js";
 import type { Logger } from "pino";
 import { DEFAULT_KEY_PLACEMENT, type KeyPlacement } from "@mosoo/contracts";
 import type { McpConfig, McpServerConfig } from "./driver-config.contract.js";
+import { callToolAsTask, listTaskTools } from "./mcp-task-call.js";
 
 /** The `tools/call` parameters the Driver sends: tool name, parsed arguments, and `_meta` (the idempotency key). */
 export interface McpToolCallRequest {
@@ -23,6 +24,12 @@ export interface McpToolCallOptions {
    * sending anything (docs/DESIGN.md §3 rule 12: a reconnect can take longer than the send-by deadline).
    */
   maySend?: () => boolean;
+  /**
+   * When given and the server lets this tool be called as an MCP task (MCP 2025-11-25 "Tasks"), the
+   * call is sent task-augmented and this is called once with the provider's task id, and awaited,
+   * before the Driver waits for the task (`callToolAsTask`). Otherwise the call is a plain one.
+   */
+  onTaskCreated?: (taskId: string) => Promise<void>;
 }
 
 /** The call was not sent: `maySend` answered false once the client was ready (nothing reached the provider). */
@@ -110,6 +117,8 @@ export function createMcpTransport(_serverId: string, config: McpServerConfig): 
  */
 export class McpConnections implements McpToolCaller {
   private readonly clients = new Map<string, Promise<Client>>();
+  /** Per connected client: the tools its server lets be called as tasks (empty without the tasks capability). */
+  private readonly taskTools = new WeakMap<Client, ReadonlySet<string>>();
   private readonly createTransport: McpTransportFactory;
   private readonly connectTimeoutMs: number;
 
@@ -137,6 +146,8 @@ export class McpConnections implements McpToolCaller {
     const client = await this.client(serverId);
     // Nothing asynchronous between this check and the SDK writing the request.
     if (options.maySend && !options.maySend()) throw new SendRefusedError(serverId);
+    if (options.onTaskCreated && this.taskTools.get(client)?.has(request.name))
+      return callToolAsTask(client, request, { timeoutMs: options.timeoutMs, onTaskCreated: options.onTaskCreated });
     return client.callTool(request, undefined, { timeout: options.timeoutMs, maxTotalTimeout: options.timeoutMs });
   }
 
@@ -177,6 +188,7 @@ export class McpConnections implements McpToolCaller {
     try {
       const transport = this.createTransport(serverId, config);
       await client.connect(transport, { timeout: this.connectTimeoutMs });
+      this.taskTools.set(client, await listTaskTools(client, this.connectTimeoutMs));
     } catch (error) {
       await client.close().catch(() => undefined);
       throw new McpServerUnavailableError(

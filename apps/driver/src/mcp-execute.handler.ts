@@ -14,6 +14,7 @@ import {
   formatJsonProblem,
   isWellFormedText,
   MAX_PROVIDER_RECEIPT_BYTES,
+  McpTaskIdSchema,
 } from "@mosoo/contracts";
 import type { Logger } from "pino";
 import { currentTraceContext, withSpan } from "@mosoo/telemetry";
@@ -87,7 +88,9 @@ export function serverUnavailableError(serverId: string, reason: string, message
  *    `external_effect.not_executed` (docs/DESIGN.md §3 rule 12). Otherwise one `tools/call` with
  *    the idempotency key where the server's config places it (default
  *    `_meta["io.mosoo/idempotency-key"]`, see `placeIdempotencyKey`) and, when traced, the trace context
- *    in `_meta.traceparent` / `_meta.tracestate`; its result is written to the
+ *    in `_meta.traceparent` / `_meta.tracestate`; task-augmented when the server lets the tool be called
+ *    as an MCP task, its task id then reported (`effectTaskCreated`) before the Driver waits for the task
+ *    (docs/DESIGN.md §4 "Tasks"); its result is written to the
  *    outbox (`deps.outbox`, fsynced) before it is sent, then reported by `reportProviderResult`
  *    (`effectComplete`, retried for `deps.resultReportBudgetMs`; late evidence, `effectLateResult`,
  *    docs/DESIGN.md §3 rule 13, when the effect was fenced meanwhile) and only after the API's answer
@@ -190,6 +193,22 @@ export async function handleMcpExecuteCommand(envelope: DriverCommandEnvelope, d
   if (deadlinePassed()) return reportMissedDeadline();
   effectLog.info({ attempt, serverId: payload.serverId, toolName: payload.toolName }, "tool.called");
   effectLog.debug({ attempt, idempotencyKey }, "tool.called_with_key"); // keys only at debug (docs/DESIGN.md §10)
+  // docs/DESIGN.md §4 "Tasks": a task-capable tool answers a task id first; it is stored on the effect
+  // before the Driver waits, so a crash after this point leaves a handle recovery can ask about. A
+  // report the API cannot take is logged and the wait goes on: the result, when it comes, is the
+  // better evidence (outbox, §11), and without the handle a crash ends on the fence as before.
+  const reportTaskHandle = async (taskId: string): Promise<void> => {
+    if (!McpTaskIdSchema.safeParse(taskId).success) {
+      effectLog.warn({ attempt, length: taskId.length }, "effect.task_id_unstorable");
+      return;
+    }
+    try {
+      const stored = await api.call("effectTaskCreated", { params: { effectId }, body: { connectionId, attempt, taskId } });
+      effectLog.info({ attempt, taskId, outcome: stored.outcome, effectStatus: stored.status }, "effect.task_handle_stored");
+    } catch (error) {
+      effectLog.error({ attempt, taskId, err: (error as Error).message }, "effect.task_report_failed");
+    }
+  };
   const startedAt = performance.now();
   let raw: unknown;
   try {
@@ -209,7 +228,7 @@ export async function handleMcpExecuteCommand(envelope: DriverCommandEnvelope, d
         return mcp.callTool(
           payload.serverId,
           { name: payload.toolName, ...placed, _meta },
-          { timeoutMs: deps.toolTimeoutMs, maySend: () => !deadlinePassed() },
+          { timeoutMs: deps.toolTimeoutMs, maySend: () => !deadlinePassed(), onTaskCreated: (taskId) => reportTaskHandle(taskId) },
         );
       },
       { kind: "client" },

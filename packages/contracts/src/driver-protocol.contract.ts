@@ -1,6 +1,7 @@
 import { z } from "zod";
 import { UlidSchema } from "./ids.contract.js";
 import { McpExecuteCommandResultRequestSchema, McpExecuteCommandSchema, ToolNameSchema } from "./mcp-execute.contract.js";
+import { McpTaskIdSchema } from "./mcp-task.contract.js";
 import { REQUEST_FINGERPRINT_PATTERN } from "./request-fingerprint.js";
 import { RunErrorSchema } from "./run-error.contract.js";
 import { identifierSchema, safeJsonObjectSchema, strictIntegerInput, textSchema } from "./input-safety.contract.js";
@@ -193,6 +194,25 @@ export const EffectDeadlineMissedRequestSchema = z.strictObject({
 export type EffectDeadlineMissedRequest = z.infer<typeof EffectDeadlineMissedRequestSchema>;
 
 /**
+ * The provider accepted attempt `attempt` as an MCP task (a task-augmented `tools/call`, MCP 2025-11-25)
+ * and answered with `taskId` ({@link McpTaskIdSchema}). The Driver reports it BEFORE it waits for the
+ * task's result, so a crash after this point leaves a handle the runtime can ask the provider about
+ * (`tasks/get` / `tasks/result`, the built-in `mcp-tasks` reconciler). The API stores it on the effect
+ * once: the same id again is `duplicate`; another id, or an attempt that is not the effect's latest,
+ * is refused 409 `effect.task_id_conflict` and changes nothing. Accepted while the effect is
+ * `executing` or `unknown` at that attempt (a fence meanwhile does not make the handle less true),
+ * from the connection that made the attempt even after a newer one superseded it. Marks the attempt
+ * sent (a later `deadline-missed` is refused: a task exists, so the request reached the provider).
+ */
+export const EffectTaskCreatedRequestSchema = z.strictObject({
+  connectionId: UlidSchema,
+  attempt: z.number().int().positive(),
+  taskId: McpTaskIdSchema,
+});
+/** See {@link EffectTaskCreatedRequestSchema}. */
+export type EffectTaskCreatedRequest = z.infer<typeof EffectTaskCreatedRequestSchema>;
+
+/**
  * Late evidence (docs/DESIGN.md §3 rule 13): the provider's real result for attempt `attempt`, which the
  * Driver received after the effect was fenced `unknown` meanwhile (e.g. a redelivery while the call
  * was in flight). `idempotencyKey`, `toolName` and `requestFingerprint` (sha-256 hex of the canonical
@@ -357,6 +377,9 @@ export const DRIVER_API = {
     ["effect.not_attempt_connection", "effect.attempt_sent"],
   ),
   effectLateResult: effectReport("/v1/drivers/effects/:effectId/late-result", EffectLateResultRequestSchema, { kind: "driver_report" }),
+  effectTaskCreated: effectReport("/v1/drivers/effects/:effectId/task", EffectTaskCreatedRequestSchema, { kind: "driver_report" }, [
+    "effect.task_id_conflict",
+  ]),
 } as const satisfies Record<string, ApiRoute>;
 /** The name of a Driver-protocol route ({@link DRIVER_API}). */
 export type DriverRouteName = keyof typeof DRIVER_API;

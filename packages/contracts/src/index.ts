@@ -106,6 +106,7 @@ export {
   EffectMarkUnknownRequestSchema,
   EffectDeadlineMissedRequestSchema,
   EffectLateResultRequestSchema,
+  EffectTaskCreatedRequestSchema,
   EffectTransitionResponseSchema,
   FinalizationSummarySchema,
 } from "./driver-protocol.contract.js";
@@ -126,6 +127,7 @@ export type {
   EffectMarkUnknownRequest,
   EffectDeadlineMissedRequest,
   EffectLateResultRequest,
+  EffectTaskCreatedRequest,
   EffectTransitionResponse,
   FinalizationSummary,
 } from "./driver-protocol.contract.js";
@@ -213,3 +215,5 @@ export { callRoute, RouteCallError } from "./route-client.js";
 export type { RouteCallOptions } from "./route-client.js";
 export { buildOpenApiDocument, COMMON_ROUTE_ERRORS } from "./openapi-document.js";
 export type { OpenApiOptions } from "./openapi-document.js";
+export { MAX_MCP_TASK_ID_LENGTH, MCP_TASK_ID_PATTERN, McpTaskIdSchema } from "./mcp-task.contract.js";
+export type { McpTaskId } from "./mcp-task.contract.js";

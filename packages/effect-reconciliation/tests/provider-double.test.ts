@@ -221,7 +221,7 @@ describe("the runtime over the provider double: scenarios of research/reliabilit
     const adapter = createProviderDoubleAdapter(double);
     const controller = new AbortController();
     const key = newUlid();
-    const { effectId: _e, ...rest } = effectOf(double, key, double.clock.now());
+    const { effectId: _e, taskId: _t, ...rest } = effectOf(double, key, double.clock.now());
     const pending = adapter.lookup(
       { effectId: newUlid(), ...rest, firstDispatchedAtMs: 0, lastDispatchedAtMs: 0 },
       {

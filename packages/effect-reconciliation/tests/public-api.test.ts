@@ -83,12 +83,13 @@ describe("public surface", () => {
     });
   });
 
-  it("the package imports no app, database or HTTP library (DESIGN §2); only the author's MCP lookup helper uses the MCP SDK client", () => {
+  it("the package imports no app, database or HTTP library (DESIGN §2); only the author's MCP lookup helper and the built-in task reconciler use the MCP SDK", () => {
     const importsOf = (files: string[]) =>
       files.flatMap((file) => [...readFileSync(file, "utf8").matchAll(/from\s+"([^"]+)"/g)].map((m) => m[1] ?? ""));
     const external = (files: string[]) => [...new Set(importsOf(files).filter((specifier) => !specifier.startsWith(".")))].sort();
     const mcpLookup = join(SRC, "author", "mcp-lookup.ts");
-    const rest = sourceFiles(SRC).filter((file) => file !== mcpLookup);
+    const mcpTasks = join(SRC, "host", "mcp-tasks-adapter.ts");
+    const rest = sourceFiles(SRC).filter((file) => file !== mcpLookup && file !== mcpTasks);
     expect(external(rest)).toEqual([
       "@mosoo/contracts",
       "canonicalize",
@@ -110,6 +111,8 @@ describe("public surface", () => {
       "p-retry",
       "zod",
     ]);
+    // the task reconciler speaks MCP tasks (tasks/get, tasks/result) through the helper's client
+    expect(external([mcpTasks])).toEqual(["@modelcontextprotocol/sdk/client/index.js", "@modelcontextprotocol/sdk/types.js", "zod"]);
   });
 
   it("the author's files import nothing of the host or the kit; the host imports nothing of the kit", () => {
@@ -157,8 +160,10 @@ describe("public surface", () => {
         "KeyFencingSchema",
         "LookupOutcomeSchema",
         "LookupRequestSchema",
+        "McpTasksAdapterOptionsSchema",
         "MAX_COMPENSATION_ARGUMENTS_BYTES",
         "MAX_LOOKUP_TIMEOUT_MS",
+        "MCP_TASKS_ADAPTER_ID",
         "MAX_PROVIDER_OPERATION_ID_LENGTH",
         "MAX_RECEIPT_BYTES",
         "MAX_RESULT_BYTES",
@@ -186,6 +191,7 @@ describe("public surface", () => {
         "judgeLookupAnswer",
         "listMcpTools",
         "loadAdapterModule",
+        "mcpTasksAdapterFactory",
         "narrowAdapter",
         "nearestPackage",
         "planCompensation",

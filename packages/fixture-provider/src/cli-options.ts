@@ -9,6 +9,7 @@ export interface FixtureCliOptions {
   stdio: boolean;
   fenceOnLookupMiss: boolean;
   advertiseIdempotency: boolean;
+  taskSupport?: "optional" | "required";
   keyArgument?: string;
   keyMeta?: string;
   delayBeforeCommitMs: number;
@@ -51,6 +52,12 @@ export function buildFixtureCli(): Command {
       "--advertise-idempotency",
       'advertise the zero-code convention in tools/list (_meta["io.mosoo/idempotency"]: lookup tool, retention, fencing, key placement)',
       false,
+    )
+    .addOption(
+      new Option(
+        "--task-support <mode>",
+        "let createIssue and closeIssue be called as MCP tasks (execution.taskSupport; tasks live as long as this process)",
+      ).choices(["optional", "required"]),
     )
     .addOption(
       new Option("--key-argument <name>", "read the idempotency key from this tool argument instead of _meta").conflicts("keyMeta"),

@@ -19,6 +19,9 @@ export const MAX_DELAY_BEFORE_COMMIT_MS = 600_000;
  *   (`exitAfterCommitMode: "drop-response"`, the default of `startFixtureProvider`) the response is
  *   dropped: the call never gets an answer.
  * - `failBeforeCommit`: answer every `createIssue` with the tool error `provider_unavailable` and write nothing.
+ * - `expireTasks`: while on, every MCP task answers as one whose TTL passed (`tasks/get` and
+ *   `tasks/result` refuse it as unknown, MCP `-32602`); the tasks are kept and answer again once it is
+ *   off. Read on every task lookup, not once per call. Only matters with task support on.
  *
  * A call reads the switches once, when it arrives; changing them later does not affect it.
  */
@@ -28,6 +31,7 @@ export const FixtureFaultsSchema = z.object({
   holdResponseAfterCommit: z.boolean(),
   exitAfterCommit: z.boolean(),
   failBeforeCommit: z.boolean(),
+  expireTasks: z.boolean(),
 });
 /** See {@link FixtureFaultsSchema}. */
 export type FixtureFaults = z.infer<typeof FixtureFaultsSchema>;
@@ -47,4 +51,5 @@ export const DEFAULT_FIXTURE_FAULTS: Readonly<FixtureFaults> = Object.freeze({
   holdResponseAfterCommit: false,
   exitAfterCommit: false,
   failBeforeCommit: false,
+  expireTasks: false,
 });

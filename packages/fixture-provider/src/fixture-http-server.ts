@@ -7,7 +7,12 @@ import { pino, type Logger } from "pino";
 import { createControlRoutes } from "./control-routes.js";
 import type { FixtureFaults } from "./fixture-faults.contract.js";
 import { createFixtureMcpServer } from "./fixture-mcp-server.js";
-import { openFixtureProviderService, type ExitAfterCommitMode, type FixtureProviderService } from "./fixture-provider.service.js";
+import {
+  openFixtureProviderService,
+  type ExitAfterCommitMode,
+  type FixtureProviderService,
+  type FixtureTaskSupport,
+} from "./fixture-provider.service.js";
 import type { FixtureStats } from "./fixture-stats.contract.js";
 
 /** Options of {@link startFixtureProvider}. */
@@ -24,6 +29,10 @@ export interface StartFixtureProviderOptions {
   keyPlacement?: KeyPlacement;
   /** Advertise the zero-code idempotency convention in `tools/list` (default false). */
   advertiseIdempotency?: boolean;
+  /** MCP task support of the write tools (`FixtureProviderServiceOptions.taskSupport`); default none. */
+  taskSupport?: FixtureTaskSupport;
+  /** The `pollInterval` (ms) every task suggests; default 100. */
+  taskPollIntervalMs?: number;
   /** Initial fault switches; the others stay off. */
   faults?: Partial<FixtureFaults>;
   /** What `exitAfterCommit` does; default `"drop-response"` (never answer). `main.ts` uses `"kill-process"`. */
@@ -68,6 +77,8 @@ export async function startFixtureProvider(options: StartFixtureProviderOptions)
     fenceOnLookupMiss: options.fenceOnLookupMiss ?? false,
     ...(options.keyPlacement ? { keyPlacement: options.keyPlacement } : {}),
     advertiseIdempotency: options.advertiseIdempotency ?? false,
+    ...(options.taskSupport ? { taskSupport: options.taskSupport } : {}),
+    ...(options.taskPollIntervalMs ? { taskPollIntervalMs: options.taskPollIntervalMs } : {}),
     faults: options.faults ?? {},
     exitAfterCommitMode: options.exitAfterCommitMode ?? "drop-response",
     logger,

@@ -9,6 +9,8 @@ import {
   GET_OPERATION_TOOL,
   MAX_IDEMPOTENCY_KEY_LENGTH,
 } from "./create-issue.contract.js";
+import type { CallToolResult } from "@modelcontextprotocol/sdk/types.js";
+import type { ToolTaskHandler } from "@modelcontextprotocol/sdk/experimental/tasks/interfaces.js";
 import type { FixtureProviderService } from "./fixture-provider.service.js";
 import { GetOperationArgsSchema } from "./get-operation.contract.js";
 
@@ -22,7 +24,12 @@ export const FIXTURE_SERVER_INFO = { name: "mosoo-fixture-provider", version: "0
  * servers may share one provider.
  */
 export function createFixtureMcpServer(provider: FixtureProviderService): McpServer {
-  const server = new McpServer(FIXTURE_SERVER_INFO);
+  const server = new McpServer(
+    FIXTURE_SERVER_INFO,
+    provider.taskSupport
+      ? { taskStore: provider.tasks, capabilities: { tasks: { list: {}, cancel: {}, requests: { tools: { call: {} } } } } }
+      : {},
+  );
   const placement = provider.keyPlacement;
   const keyWhere = placement.in === "meta" ? `_meta["${placement.name}"]` : `the argument "${placement.name}"`;
   // With the key as an argument, the tools accept it next to their own arguments.
@@ -34,7 +41,9 @@ export function createFixtureMcpServer(provider: FixtureProviderService): McpSer
   const advertised = provider.advertiseIdempotency
     ? { _meta: { [IDEMPOTENCY_CONVENTION_META]: fixtureIdempotencyAdvertisement(provider) } }
     : {};
-  server.registerTool(
+  registerWriteTool(
+    server,
+    provider,
     CREATE_ISSUE_TOOL,
     {
       title: "Create an issue",
@@ -46,9 +55,11 @@ export function createFixtureMcpServer(provider: FixtureProviderService): McpSer
       annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: true, openWorldHint: false },
       ...advertised,
     },
-    (args, extra) => provider.createIssue(args, extra._meta),
+    (args, meta) => provider.createIssue(args as z.infer<typeof CreateIssueArgsSchema>, meta),
   );
-  server.registerTool(
+  registerWriteTool(
+    server,
+    provider,
     CLOSE_ISSUE_TOOL,
     {
       title: "Close an issue",
@@ -60,7 +71,7 @@ export function createFixtureMcpServer(provider: FixtureProviderService): McpSer
       annotations: { readOnlyHint: false, destructiveHint: true, idempotentHint: true, openWorldHint: false },
       ...advertised,
     },
-    (args, extra) => provider.closeIssue(args, extra._meta),
+    (args, meta) => provider.closeIssue(args as z.infer<typeof CloseIssueArgsSchema>, meta),
   );
   server.registerTool(
     GET_OPERATION_TOOL,
@@ -75,6 +86,50 @@ export function createFixtureMcpServer(provider: FixtureProviderService): McpSer
     (args) => provider.getOperation(args.idempotencyKey),
   );
   return server;
+}
+
+/** The configuration of a write tool, as `registerTool` takes it. */
+type WriteToolConfig = {
+  title: string;
+  description: string;
+  inputSchema: z.ZodObject;
+  outputSchema: z.ZodObject;
+  annotations: { readOnlyHint: boolean; destructiveHint: boolean; idempotentHint: boolean; openWorldHint: boolean };
+  _meta?: Record<string, unknown>;
+};
+
+/**
+ * Registers one write tool. Without task support, a plain tool. With it (`provider.taskSupport`), a task
+ * tool (`execution.taskSupport`): a task-augmented call creates a task in the provider's shared store
+ * (the request's `_meta`, the idempotency key included, goes to the write), answers it at once, and the
+ * write runs in the background until it settles the task with its result (`completed`, or `failed` for a
+ * tool error). The write's faults apply as to a plain call: a held call keeps its task `working`.
+ */
+function registerWriteTool(
+  server: McpServer,
+  provider: FixtureProviderService,
+  name: string,
+  config: WriteToolConfig,
+  write: (args: unknown, meta: Record<string, unknown> | undefined) => Promise<CallToolResult>,
+): void {
+  if (!provider.taskSupport) {
+    server.registerTool(name, config, (args, extra) => write(args, extra._meta));
+    return;
+  }
+  const handler: ToolTaskHandler<z.ZodObject> = {
+    createTask: async (args, extra) => {
+      const task = await extra.taskStore.createTask({ ttl: extra.taskRequestedTtl ?? null });
+      // A write that throws (the provider shutting down) leaves its task `working`: its fate is not known.
+      void write(args, extra._meta).then(
+        (result) => provider.tasks.settle(task.taskId, result),
+        () => undefined,
+      );
+      return { task };
+    },
+    getTask: (_args, extra) => extra.taskStore.getTask(extra.taskId),
+    getTaskResult: async (_args, extra) => (await extra.taskStore.getTaskResult(extra.taskId)) as CallToolResult,
+  };
+  server.experimental.tasks.registerToolTask(name, { ...config, execution: { taskSupport: provider.taskSupport } }, handler);
 }
 
 /** The `_meta` name of the zero-code idempotency convention (`@mosoo/effect-reconciliation`, `IDEMPOTENCY_CONVENTION_META`). */

@@ -11,6 +11,7 @@ import {
 } from "./create-issue.contract.js";
 import { DEFAULT_FIXTURE_FAULTS, FixtureFaultsPatchSchema, type FixtureFaults } from "./fixture-faults.contract.js";
 import type { FixtureStats } from "./fixture-stats.contract.js";
+import { FixtureTaskStore } from "./fixture-task-store.js";
 import type { GetOperationAnswer } from "./get-operation.contract.js";
 import { IssueStore, type CommitOutcome } from "./issue-store.repository.js";
 import { toolError } from "./tool-result.js";
@@ -46,7 +47,19 @@ export interface FixtureProviderServiceOptions {
   keyPlacement?: KeyPlacement;
   /** When true, the write tools advertise the zero-code convention in `tools/list` (`_meta["io.mosoo/idempotency"]`). */
   advertiseIdempotency?: boolean;
+  /**
+   * The write tools' MCP task support (MCP 2025-11-25 "Tasks"): `"optional"` or `"required"` declares
+   * `execution.taskSupport` on `createIssue` and `closeIssue` and the `tasks` capability; a
+   * task-augmented call answers a task at once and runs the write in the background. Absent (the
+   * default): no task support, every call answers its result directly.
+   */
+  taskSupport?: FixtureTaskSupport;
+  /** The `pollInterval` (ms, positive integer) every task suggests; default 100. */
+  taskPollIntervalMs?: number;
 }
+
+/** The task support a fixture provider can declare on its write tools (see `FixtureProviderServiceOptions.taskSupport`). */
+export type FixtureTaskSupport = "optional" | "required";
 
 /**
  * The provider's behaviour, independent of any transport: the `createIssue`, `closeIssue` and
@@ -56,6 +69,10 @@ export class FixtureProviderService {
   readonly fenceOnLookupMiss: boolean;
   readonly keyPlacement: KeyPlacement;
   readonly advertiseIdempotency: boolean;
+  /** The write tools' task support, or undefined for none. */
+  readonly taskSupport: FixtureTaskSupport | undefined;
+  /** The MCP tasks of this provider, shared by every request it serves; live as long as the provider. */
+  readonly tasks: FixtureTaskStore;
   private readonly store: IssueStore;
   private readonly exitMode: ExitAfterCommitMode;
   private readonly logger: Logger;
@@ -72,6 +89,8 @@ export class FixtureProviderService {
     this.exitMode = options.exitAfterCommitMode ?? "drop-response";
     this.logger = options.logger ?? pino({ level: "silent" });
     this.currentFaults = { ...DEFAULT_FIXTURE_FAULTS, ...FixtureFaultsPatchSchema.parse(options.faults ?? {}) };
+    this.taskSupport = options.taskSupport;
+    this.tasks = new FixtureTaskStore(() => this.currentFaults.expireTasks, options.taskPollIntervalMs ?? 100);
   }
 
   /**
@@ -251,6 +270,7 @@ export class FixtureProviderService {
   close(): void {
     this.shutdown.abort();
     this.release();
+    this.tasks.close();
     this.store.close();
   }
 

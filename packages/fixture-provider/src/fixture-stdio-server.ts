@@ -3,7 +3,12 @@ import { StdioServerTransport } from "@modelcontextprotocol/sdk/server/stdio.js"
 import { pino, type Logger } from "pino";
 import type { FixtureFaults } from "./fixture-faults.contract.js";
 import { createFixtureMcpServer } from "./fixture-mcp-server.js";
-import { openFixtureProviderService, type ExitAfterCommitMode, type FixtureProviderService } from "./fixture-provider.service.js";
+import {
+  openFixtureProviderService,
+  type ExitAfterCommitMode,
+  type FixtureProviderService,
+  type FixtureTaskSupport,
+} from "./fixture-provider.service.js";
 
 /** Options of {@link startFixtureProviderStdio}. */
 export interface StartFixtureProviderStdioOptions {
@@ -15,6 +20,8 @@ export interface StartFixtureProviderStdioOptions {
   keyPlacement?: KeyPlacement;
   /** Advertise the zero-code idempotency convention in `tools/list` (default false). */
   advertiseIdempotency?: boolean;
+  /** MCP task support of the write tools (`FixtureProviderServiceOptions.taskSupport`); default none. */
+  taskSupport?: FixtureTaskSupport;
   /** Fault switches (fixed for the life of the process: stdio mode has no control API). */
   faults?: Partial<FixtureFaults>;
   /** What `exitAfterCommit` does; default `"kill-process"` (stdio mode is process mode). */
@@ -40,6 +47,7 @@ export async function startFixtureProviderStdio(options: StartFixtureProviderStd
     fenceOnLookupMiss: options.fenceOnLookupMiss ?? false,
     ...(options.keyPlacement ? { keyPlacement: options.keyPlacement } : {}),
     advertiseIdempotency: options.advertiseIdempotency ?? false,
+    ...(options.taskSupport ? { taskSupport: options.taskSupport } : {}),
     faults: options.faults ?? {},
     exitAfterCommitMode: options.exitAfterCommitMode ?? "kill-process",
     logger: options.logger ?? pino({ level: "silent" }),

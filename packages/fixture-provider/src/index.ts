@@ -17,7 +17,8 @@ export {
   fixtureIdempotencyAdvertisement,
 } from "./fixture-mcp-server.js";
 export { FixtureProviderService, openFixtureProviderService } from "./fixture-provider.service.js";
-export type { FixtureProviderServiceOptions, ExitAfterCommitMode } from "./fixture-provider.service.js";
+export type { FixtureProviderServiceOptions, ExitAfterCommitMode, FixtureTaskSupport } from "./fixture-provider.service.js";
+export { FixtureTaskStore, MAX_FIXTURE_TASK_TTL_MS } from "./fixture-task-store.js";
 export { IssueStore } from "./issue-store.repository.js";
 export type { CommitOutcome, CommitCreateIssueInput, CommitCloseIssueInput } from "./issue-store.repository.js";
 export { createControlRoutes } from "./control-routes.js";

@@ -18,6 +18,7 @@ async function main(): Promise<void> {
     dbFile: options.db,
     fenceOnLookupMiss: options.fenceOnLookupMiss,
     advertiseIdempotency: options.advertiseIdempotency,
+    ...(options.taskSupport ? { taskSupport: options.taskSupport } : {}),
     ...(options.keyArgument ? { keyPlacement: { in: "argument" as const, name: options.keyArgument } } : {}),
     ...(options.keyMeta ? { keyPlacement: { in: "meta" as const, name: options.keyMeta } } : {}),
     faults: {

@@ -185,6 +185,7 @@ describe("fault switches and the control API", () => {
       holdResponseAfterCommit: false,
       exitAfterCommit: false,
       failBeforeCommit: true,
+      expireTasks: false,
     });
     const refused = await callCreateIssue(client, { title: "t", body: "b" }, newUlid());
     expect(firstText(refused)).toMatch(/^provider_unavailable/);

@@ -188,6 +188,11 @@ export const ERROR_NOTES: Readonly<Record<string, ErrorNote>> = {
     meaning: "a reconciler holds a live lease on this effect and may be asking its adapter right now; a resolve would race the lookup",
     next: "retry after `details.retryAfterMs` (the lookup ends or its lease expires), then `npm run effects -- show <effect>` and resolve only if it is still unknown",
   },
+  "effect.task_id_conflict": {
+    who: DRIVER,
+    meaning: "the effect already holds another MCP task id; a stored task handle never changes, so the report changed nothing",
+    next: "none for the Driver (the stored handle stands); if a provider issued two tasks for one call, treat it as a provider bug and check the effect with `npm run effects -- show <effect>`",
+  },
   "effect.not_reconcilable": {
     who: OPERATOR,
     meaning: "no lookup possible: the effect is not unknown, or no adapter is bound for its server and tool, or reconciliation is off",

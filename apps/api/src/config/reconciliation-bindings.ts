@@ -46,7 +46,7 @@ const BindingEnvSchema = z
 
 /**
  * One server's binding (docs/DESIGN.md §4 "Adapters are installable"): exactly one of
- * - `adapterId`: a built-in adapter (`mcp-convention`, see `BUILT_IN_ADAPTER_SOURCES`), or
+ * - `adapterId`: a built-in adapter (`mcp-convention`, `mcp-tasks`, see `BUILT_IN_ADAPTER_SOURCES`), or
  * - `package`: an adapter source `{module, export}` ({@link AdapterSourceSchema}): an installed
  *   package resolved from the API's own dependencies (`pnpm --filter @mosoo/api add <package>`), an
  *   absolute path, or a path starting with `./` / `../` relative to the bindings file;

@@ -8,6 +8,7 @@ import {
   type EffectCompleteRequest,
   type EffectDeadlineMissedRequest,
   type EffectLateResultRequest,
+  type EffectTaskCreatedRequest,
   type EffectMarkUnknownRequest,
   type EffectTransitionResponse,
 } from "@mosoo/contracts";
@@ -21,7 +22,8 @@ export type RecordedApiCall =
   | { method: "effectComplete"; effectId: string; body: EffectCompleteRequest }
   | { method: "effectMarkUnknown"; effectId: string; body: EffectMarkUnknownRequest }
   | { method: "effectDeadlineMissed"; effectId: string; body: EffectDeadlineMissedRequest }
-  | { method: "effectLateResult"; effectId: string; body: EffectLateResultRequest };
+  | { method: "effectLateResult"; effectId: string; body: EffectLateResultRequest }
+  | { method: "effectTaskCreated"; effectId: string; body: EffectTaskCreatedRequest };
 
 /**
  * An in-memory, recording fake of the command/effect part of the API (a test double of the HTTP
@@ -57,6 +59,7 @@ export class RecordingApi implements DriverCommandApi {
       effectMarkUnknown: () => this.effectMarkUnknown(params!["effectId"]!, body!),
       effectDeadlineMissed: () => this.effectDeadlineMissed(params!["effectId"]!, body!),
       effectLateResult: () => this.effectLateResult(params!["effectId"]!, body!),
+      effectTaskCreated: () => this.effectTaskCreated(params!["effectId"]!, body!),
     };
     const answer = answers[name];
     if (!answer) throw new Error(`RecordingApi answers no ${name}`);
@@ -99,6 +102,13 @@ export class RecordingApi implements DriverCommandApi {
     this.calls.push({ method: "effectLateResult", effectId, body });
     this.events.push("api:effectLateResult");
     return this.lateResultAnswer();
+  }
+
+  /** Records the task-handle report and answers `applied` (the effect stays `executing`). */
+  async effectTaskCreated(effectId: string, body: EffectTaskCreatedRequest): Promise<EffectTransitionResponse> {
+    this.calls.push({ method: "effectTaskCreated", effectId, body });
+    this.events.push("api:effectTaskCreated");
+    return { outcome: "applied", status: "executing" };
   }
 
   /** The recorded calls of one method. */

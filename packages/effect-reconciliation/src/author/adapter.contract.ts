@@ -1,4 +1,4 @@
-import { REQUEST_FINGERPRINT_PATTERN, ServerIdSchema, ToolNameSchema, UlidSchema } from "@mosoo/contracts";
+import { McpTaskIdSchema, REQUEST_FINGERPRINT_PATTERN, ServerIdSchema, ToolNameSchema, UlidSchema } from "@mosoo/contracts";
 import { z } from "zod";
 
 /** An adapter id: 1–64 characters, `^[a-z0-9][a-z0-9._-]{0,63}$` (e.g. `github-issues`). Recorded with every outcome. */
@@ -94,7 +94,10 @@ export type AdapterDeclaration = z.infer<typeof AdapterDeclarationSchema>;
  * - `effectId`, `idempotencyKey`: ULIDs (the key is sent as `_meta["io.mosoo/idempotency-key"]`);
  * - `requestFingerprint`: 64 lowercase hex, sha-256 of the canonical arguments (`fingerprintArguments`);
  * - `firstDispatchedAtMs`, `lastDispatchedAtMs`: ms since the epoch of the first and the latest
- *   dispatch of the write to the provider (`first <= last`).
+ *   dispatch of the write to the provider (`first <= last`);
+ * - `taskId` (optional): the provider's MCP task id, when the write was sent as a task-augmented
+ *   `tools/call` and the Driver stored the id before it waited (MCP 2025-11-25 "Tasks"; 1-256
+ *   printable ASCII characters). An adapter may ask the provider `tasks/get` / `tasks/result` by it.
  */
 export const LookupRequestSchema = z
   .strictObject({
@@ -105,6 +108,7 @@ export const LookupRequestSchema = z
     requestFingerprint: z.string().regex(REQUEST_FINGERPRINT_PATTERN, "expected 64 lowercase hex characters"),
     firstDispatchedAtMs: z.number().int().nonnegative(),
     lastDispatchedAtMs: z.number().int().nonnegative(),
+    taskId: McpTaskIdSchema.optional(),
   })
   .refine((r) => r.firstDispatchedAtMs <= r.lastDispatchedAtMs, "firstDispatchedAtMs must not be after lastDispatchedAtMs");
 /** See {@link LookupRequestSchema}. */

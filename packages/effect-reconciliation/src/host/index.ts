@@ -12,6 +12,7 @@
  *   `checkEligibility`, `isEligible`) and the decisions it returns (`ReconcileDecision`);
  * - the fail-closed planning of a declared compensation (`planCompensation`);
  * - the built-in zero-code convention adapter (`conventionAdapterFactory`, id `mcp-convention`),
+ * - the built-in task-handle reconciler (`mcpTasksAdapterFactory`, id `mcp-tasks`, docs/MCP-TASKS.md),
  *   loaded by the host from this entry like an adapter package;
  * - the package's typed errors (`ReconciliationError`, `AdapterCrashedError`, `AdapterAnswerRefusedError`).
  *
@@ -114,3 +115,4 @@ export {
   conventionDeclaration,
   discoverConvention,
 } from "./convention-adapter.js";
+export { MCP_TASKS_ADAPTER_ID, McpTasksAdapterOptionsSchema, mcpTasksAdapterFactory } from "./mcp-tasks-adapter.js";

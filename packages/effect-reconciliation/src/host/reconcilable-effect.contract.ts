@@ -1,4 +1,4 @@
-import { REQUEST_FINGERPRINT_PATTERN, ServerIdSchema, ToolNameSchema, UlidSchema } from "@mosoo/contracts";
+import { McpTaskIdSchema, REQUEST_FINGERPRINT_PATTERN, ServerIdSchema, ToolNameSchema, UlidSchema } from "@mosoo/contracts";
 import { z } from "zod";
 
 /**
@@ -14,6 +14,8 @@ import { z } from "zod";
  *   rule 12): the Driver sends no later than `lastDispatchedAtMs + sendWithinMs`, so a
  *   `max_in_flight` window runs until `lastDispatchedAtMs + sendWithinMs + maxInFlightMs`. Absent or
  *   `null` (an effect claimed before the deadline existed) counts as 0.
+ * - `taskId` (optional): the provider's MCP task id stored for the latest attempt when the tool was
+ *   called task-augmented (`McpTaskIdSchema`; docs/DESIGN.md §4 "Tasks"); absent or `null` otherwise.
  */
 export const ReconcilableEffectSchema = z
   .object({
@@ -25,6 +27,7 @@ export const ReconcilableEffectSchema = z
     firstDispatchedAtMs: z.number().int().nonnegative().nullable(),
     lastDispatchedAtMs: z.number().int().nonnegative().nullable(),
     sendWithinMs: z.number().int().positive().nullable().optional(),
+    taskId: McpTaskIdSchema.nullable().optional(),
   })
   .superRefine((effect, ctx) => {
     const first = effect.firstDispatchedAtMs;

@@ -71,6 +71,7 @@ export function evaluateEligibility(effect: unknown, declaration: unknown, serve
       requestFingerprint: e.requestFingerprint,
       firstDispatchedAtMs: e.firstDispatchedAtMs,
       lastDispatchedAtMs: e.lastDispatchedAtMs,
+      ...(e.taskId ? { taskId: e.taskId } : {}),
     },
   };
 }

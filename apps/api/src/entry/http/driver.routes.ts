@@ -65,5 +65,8 @@ export function driverRoutes(runtime: Runtime, guard: CredentialGuard, limit: Re
   on(DRIVER_API.effectLateResult, async (c, req) =>
     req.json(await ledger.lateResult(c.get("driver"), req.param("effectId"), await req.body())),
   );
+  on(DRIVER_API.effectTaskCreated, async (c, req) =>
+    req.json(await ledger.taskCreated(c.get("driver"), req.param("effectId"), await req.body())),
+  );
   return app;
 }

@@ -24,7 +24,7 @@ export const DEFAULT_SEND_DEADLINE_MS = 10_000;
  * since) or from the instance's current connection.
  * @throws UserFacingError `effect.not_found`, `driver.connection_superseded`.
  */
-async function loadReported(
+export async function loadReported(
   tx: StoreTx,
   instance: DriverInstanceRow,
   effectId: string,

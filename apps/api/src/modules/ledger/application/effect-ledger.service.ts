@@ -5,6 +5,7 @@ import {
   type EffectDeadlineMissedRequest,
   type EffectLateResultRequest,
   type EffectMarkUnknownRequest,
+  type EffectTaskCreatedRequest,
   type EffectTransitionResponse,
   MAX_PROVIDER_RECEIPT_BYTES,
 } from "@mosoo/contracts";
@@ -20,6 +21,7 @@ import { runRepository } from "../infrastructure/run.repository.js";
 import type { StoreTx } from "../../../platform/db/store.port.js";
 import { assertCurrentConnection } from "./connection-fence.policy.js";
 import { DEFAULT_SEND_DEADLINE_MS, reportDeadlineMissed, reportLateResult } from "./effect-evidence.service.js";
+import { reportTaskCreated } from "./effect-task-handle.service.js";
 import type { RuntimeContext } from "../../../kernel/runtime-context.js";
 import type { EffectReconciliationPort } from "./effect-reconciliation.port.js";
 
@@ -232,6 +234,15 @@ export class EffectLedgerService {
    */
   async lateResult(instance: DriverInstanceRow, effectId: string, req: EffectLateResultRequest): Promise<EffectTransitionResponse> {
     return await reportLateResult(this.ctx, instance, effectId, req);
+  }
+
+  /**
+   * The provider accepted attempt `req.attempt` as MCP task `req.taskId` (docs/DESIGN.md §4 "Tasks"):
+   * stores the handle on the effect once, before the Driver waits for the task. See `reportTaskCreated`.
+   * @throws UserFacingError `effect.not_found`, `driver.connection_superseded`, `effect.task_id_conflict`.
+   */
+  async taskCreated(instance: DriverInstanceRow, effectId: string, req: EffectTaskCreatedRequest): Promise<EffectTransitionResponse> {
+    return await reportTaskCreated(this.ctx, instance, effectId, req);
   }
 
   private async report(

@@ -159,3 +159,29 @@ export function settleTransition(
   const operatorAttention = byEvidence && current.operatorAttention !== "lookup_bound_reached" ? current.operatorAttention : null;
   return { status: to, resolution, nextLookupAtMs: null, operatorAttention };
 }
+
+/**
+ * Decides a Driver's report that attempt `attempt` became the provider's MCP task `taskId`
+ * (docs/DESIGN.md §4 "Tasks"). The task id is a set-once handle, not a status change:
+ * - an older attempt, or an effect that is neither `executing` nor `unknown` without a stored id, is
+ *   `rejected` (nothing changes);
+ * - the same id already stored is a `duplicate` (a retried report);
+ * - another id already stored is a `conflict`: the handle never changes (the caller refuses it 409);
+ * - otherwise `applied`: the id is stored, whether the effect is still `executing` or was fenced
+ *   `unknown` meanwhile (the handle is as true after a fence, and it is what recovery asks about).
+ */
+export function decideTaskHandle(
+  current: { status: EffectStatus; attemptCount: number; taskId: string | null },
+  report: { attempt: number; taskId: string },
+): { outcome: "applied" | "duplicate" | "rejected" | "conflict"; reason?: string } {
+  if (report.attempt !== current.attemptCount) {
+    return { outcome: "rejected", reason: `attempt ${report.attempt} is not the current attempt ${current.attemptCount}` };
+  }
+  if (current.taskId !== null) {
+    return current.taskId === report.taskId
+      ? { outcome: "duplicate" }
+      : { outcome: "conflict", reason: `the effect already holds another task id; a task id never changes` };
+  }
+  if (current.status === "executing" || current.status === "unknown") return { outcome: "applied" };
+  return { outcome: "rejected", reason: `effect is ${current.status}` };
+}

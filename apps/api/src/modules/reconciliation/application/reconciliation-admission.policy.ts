@@ -85,5 +85,6 @@ export function toReconcilable(effect: EffectRow) {
     firstDispatchedAtMs: effect.firstDispatchedAtMs,
     lastDispatchedAtMs: effect.lastDispatchedAtMs,
     sendWithinMs: effect.sendWithinMs,
+    taskId: effect.taskId,
   };
 }

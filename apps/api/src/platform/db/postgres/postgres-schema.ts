@@ -213,6 +213,14 @@ export const externalToolEffects = pgTable(
      * may be deleted with its run later.
      */
     repeatOfEffectId: text("repeat_of_effect_id"),
+    /**
+     * The provider's MCP task id of the latest attempt, when the tool was called task-augmented (MCP
+     * 2025-11-25 "Tasks"): a durable handle the `mcp-tasks` reconciler asks `tasks/get` / `tasks/result`
+     * about. Written once, by the Driver's report before it waits for the task (docs/DESIGN.md §4
+     * "Tasks"); a trigger refuses any change once it is set (`effect.task_id_set_once`). Printable
+     * ASCII without space, 1-256 characters (`McpTaskIdSchema` of @mosoo/contracts), on a dispatched effect only.
+     */
+    taskId: text("task_id"),
   },
   (t) => [
     check("external_tool_effects_status_check", oneOf("status", EFFECT_STATUSES)),
@@ -240,6 +248,10 @@ export const externalToolEffects = pgTable(
     check(
       "external_tool_effects_repeat_of_check",
       sql`repeat_of_effect_id IS NULL OR (length(repeat_of_effect_id) = 26 AND repeat_of_effect_id <> id)`,
+    ),
+    check(
+      "external_tool_effects_task_id_check",
+      sql`task_id IS NULL OR (length(task_id) BETWEEN 1 AND 256 AND task_id !~ '[^!-~]' AND attempt_count > 0)`,
     ),
     uniqueIndex("external_tool_effects_command_unique").on(t.commandId),
     uniqueIndex("external_tool_effects_key_unique").on(t.idempotencyKey),
