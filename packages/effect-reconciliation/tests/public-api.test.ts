@@ -173,7 +173,9 @@ describe("public surface", () => {
         "StillUnknownOutcomeSchema",
         "adapterFactoryOf",
         "adapterModuleFromNamespace",
+        "answerNeedsRetentionCanary",
         "askAdapter",
+        "askRetentionCanary",
         "checkEligibility",
         "conventionAdapterFactory",
         "conventionDeclaration",
@@ -191,6 +193,7 @@ describe("public surface", () => {
         "planCompensation",
         "reconcileEffect",
         "resolveAdapterModule",
+        "retentionCanaryWindow",
         "withMcpClient",
       ].sort(),
     );
