@@ -18,6 +18,7 @@ import { recordInterruptedLookups } from "./interrupted-lookups.js";
 import { ReconciliationAdmission, toReconcilable } from "./reconciliation-admission.js";
 import { adapterRefOf, ReconciliationOutcomeWriter } from "./reconciliation-outcome-writer.js";
 import type { ReconciliationSettings } from "./reconciliation-settings.js";
+import { RetentionCanary } from "./retention-canary.service.js";
 
 /**
  * An effect whose lease a reconciler holds: the row as read before the lease (`effect`), its bound
@@ -59,6 +60,7 @@ export type LeasedOrNot =
 export class EffectReconciler implements EffectReconciliationPort {
   private readonly admission: ReconciliationAdmission;
   private readonly writer: ReconciliationOutcomeWriter;
+  private readonly canary: RetentionCanary;
   /** Lookups under way ({@link reconcileLeased}), until their outcome committed or failed; see {@link drain}. */
   private readonly inFlight = new Set<Promise<unknown>>();
 
@@ -69,6 +71,7 @@ export class EffectReconciler implements EffectReconciliationPort {
   ) {
     this.admission = new ReconciliationAdmission(ctx, settings);
     this.writer = new ReconciliationOutcomeWriter(ctx, settings, metrics);
+    this.canary = new RetentionCanary(ctx, settings, metrics);
   }
 
   /** Commits every outcome waiting for its group commit's window now (call before closing the store). */
@@ -234,7 +237,8 @@ export class EffectReconciler implements EffectReconciliationPort {
    * the adapter runs), and the outcome's commit (one transaction, compare-and-set on the leased
    * version and owner; `settle` runs inside it). The adapter's answer is judged inside that
    * transaction against the effect as read there (docs/DESIGN.md §4): nothing the adapter was handed is
-   * ever read back. A busy store is waited for asynchronously (`retryWhenBusy`, background policy)
+   * ever read back. A miss without a key fence is first checked against the retention canary
+   * ({@link RetentionCanary}: one more lookup of the same adapter, so the lease covers two lookup timeouts). A busy store is waited for asynchronously (`retryWhenBusy`, background policy)
    * before the commit gives up; if the commit throws, the lease is given back with its count (or
    * left to expire while the store is locked) and the error propagates.
    */
@@ -269,11 +273,14 @@ export class EffectReconciler implements EffectReconciliationPort {
       timeoutMs: this.settings.lookupTimeoutMs,
       logger,
     });
+    // A miss without a key fence stands only once the same adapter confirmed the retention canary
+    // (docs/DESIGN.md §4); asked here, under the same lease, before the outcome's transaction.
+    const canary = await this.canary.check(effect, answer, adapter, logger);
     try {
       // The adapter's answer is in memory: a store locked by another connection is waited for
       // asynchronously (the event loop stays free) rather than losing the answer to `store.busy`.
       return await retryWhenBusy(
-        () => this.writer.commit(effect, leasedVersion, owner, adapterRef, trigger, startedAtMs, answer, settle),
+        () => this.writer.commit(effect, leasedVersion, owner, adapterRef, trigger, startedAtMs, answer, settle, canary),
         BACKGROUND_BUSY_RETRY,
       );
     } catch (err) {

@@ -6,7 +6,12 @@ import {
   type ReconciliationTrigger,
 } from "@mosoo/contracts";
 import type { ReconciliationAdapter } from "@mosoo/effect-reconciliation";
-import { judgeLookupAnswer, type LookupAnswer, type ReconcileDecision } from "@mosoo/effect-reconciliation/host";
+import {
+  judgeLookupAnswer,
+  type LookupAnswer,
+  type ReconcileDecision,
+  type RetentionCanaryVerdict,
+} from "@mosoo/effect-reconciliation/host";
 import { DEFAULT_GROUP_COMMIT, OutcomeGroupCommit } from "./outcome-group-commit.js";
 import type { ReconcileResult, SettleInTransaction } from "../../ledger/application/effect-reconciliation.port.js";
 import type { StoreTx } from "../../../platform/db/store.port.js";
@@ -49,7 +54,8 @@ export class ReconciliationOutcomeWriter {
    * against the row read inside the transaction, then outcome, receipt, result, record, run event and
    * `settle` in ONE transaction (compare-and-set on the leased version and owner); a lost
    * compare-and-set releases the lease and records `superseded` with the answer as evidence. An
-   * `ineligible` answer releases the lease and its count. A database error propagates.
+   * `ineligible` answer releases the lease and its count. `canary` is the retention canary's verdict
+   * when one was asked (a fence-less miss without a confirmed canary is refused). A database error propagates.
    */
   async commit(
     effect: EffectRow,
@@ -60,6 +66,7 @@ export class ReconciliationOutcomeWriter {
     startedAtMs: number,
     answer: LookupAnswer,
     settle: SettleInTransaction | undefined,
+    canary?: RetentionCanaryVerdict,
   ): Promise<ReconcileResult> {
     const now = this.ctx.clock.nowMs();
     if (answer.kind === "ineligible") {
@@ -79,7 +86,7 @@ export class ReconciliationOutcomeWriter {
       // outcome (docs/DESIGN.md §4): the adapter never held this row, only a copy of its lookup request.
       const current = await effectRepository.findById(tx, effect.id);
       if (!current || current.status !== "unknown" || current.version !== leasedVersion || current.leaseOwner !== owner) return null;
-      decision = judgedAgainst(answer, current);
+      decision = judgedAgainst(answer, current, canary);
       const outcome = decision.decision;
       const reasonCode = decision.decision === "still_unknown" ? decision.reasonCode : null;
       const set = this.outcomeColumns(current, decision, now);
@@ -114,7 +121,7 @@ export class ReconciliationOutcomeWriter {
     if (!committed || !decision) {
       await this.ctx.store.transaction((tx) => reconciliationRepository.releaseLease(tx, effect.id, owner));
       // Evidence only (never written to the effect): the answer judged against the row as leased.
-      await this.recordSuperseded(effect, adapterRef, trigger, startedAtMs, "cas_lost", judgedAgainst(answer, effect));
+      await this.recordSuperseded(effect, adapterRef, trigger, startedAtMs, "cas_lost", judgedAgainst(answer, effect, canary));
       return { kind: "superseded", effect: await this.ctx.store.read((tx) => effectRepository.findById(tx, effect.id)) };
     }
     const outcome = (decision as Exclude<ReconcileDecision, { decision: "ineligible" }>).decision;
@@ -175,7 +182,10 @@ export class ReconciliationOutcomeWriter {
           decision.reasonCode === "adapter_crashed" &&
           effect.lookupCount >= this.settings.maxLookups;
         const attention: OperatorAttentionReason | null =
-          decision.reasonSource === "runtime" && (decision.reasonCode === "key_conflict" || decision.reasonCode === "retention_expired")
+          decision.reasonSource === "runtime" &&
+          (decision.reasonCode === "key_conflict" ||
+            decision.reasonCode === "retention_expired" ||
+            decision.reasonCode === "retention_contradicted")
             ? decision.reasonCode
             : crashedAtBound
               ? "adapter_crashed"
@@ -304,14 +314,15 @@ export function adapterRefOf(adapter: ReconciliationAdapter): { id: string; vers
 }
 
 /**
- * The answer judged against `row` (a row read from the store). An effect that is no longer eligible
+ * The answer judged against `row` (a row read from the store), with the retention canary's verdict. An effect that is no longer eligible
  * for the answer's binding cannot be settled by it: `still_unknown` (`answer_mismatch`).
  */
 function judgedAgainst(
   answer: Exclude<LookupAnswer, { kind: "ineligible" }>,
   row: EffectRow,
+  canary: RetentionCanaryVerdict | undefined,
 ): Exclude<ReconcileDecision, { decision: "ineligible" }> {
-  const judged = judgeLookupAnswer(answer, toReconcilable(row));
+  const judged = judgeLookupAnswer(answer, toReconcilable(row), canary);
   if (judged.decision !== "ineligible") return judged;
   const adapter = answer.kind === "answered" ? { id: answer.declaration.id, version: answer.declaration.version } : answer.decision.adapter;
   return {
