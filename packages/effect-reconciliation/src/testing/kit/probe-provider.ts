@@ -32,7 +32,7 @@ export const PROBE_MODE_SETTINGS: Readonly<Record<ProbeMode, ProbeModeSettings>>
 };
 
 /** How many operations one page of the probe provider's list endpoint holds (`listOperations`). */
-export const PROBE_PAGE_SIZE = 10;
+const PROBE_PAGE_SIZE = 10;
 
 /** The tools of the probe provider: two write tools sharing one key space. */
 export const PROBE_TOOLS = ["create_ticket", "refund_payment"] as const;

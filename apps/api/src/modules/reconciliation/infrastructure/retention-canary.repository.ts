@@ -4,7 +4,7 @@ import type { externalToolEffects } from "../../../platform/db/schema.js";
 import type { StoreTx } from "../../../platform/db/store.port.js";
 
 /** How many candidates one read returns (oldest first); the caller skips those that cannot serve (docs/DESIGN.md §4). */
-export const CANARY_CANDIDATES = 8;
+const CANARY_CANDIDATES = 8;
 
 /** Reads of retention canaries (dialect-neutral: docs/ARCHITECTURE.md). Read-only: nothing about a canary is ever written. */
 export const retentionCanaryRepository = {
