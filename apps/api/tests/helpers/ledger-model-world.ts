@@ -246,8 +246,11 @@ export async function createWorld(
     lookup(request, context) {
       const look = (row: LeaseRow) => {
         world.lookups.push({ request, effectStatus: row?.status, leaseOwner: row?.lease_owner });
-        // Rule 4 and the lease: a lookup happens only for an `unknown` effect whose lease is held.
-        if (row?.status !== "unknown" || row.lease_owner === null) {
+        // Rule 4 and the lease: a lookup happens only for an `unknown` effect whose lease is held, or,
+        // as the retention canary of a fence-less miss (docs/DESIGN.md §4), for a `succeeded` effect
+        // (read-only: the canary is never settled, so it needs no lease).
+        const canary = row?.status === "succeeded";
+        if (!canary && (row?.status !== "unknown" || row.lease_owner === null)) {
           world.violations.push(
             `lookup of effect ${request.effectId} while it is ${row?.status ?? "missing"} (lease ${row?.lease_owner ?? "none"})`,
           );
