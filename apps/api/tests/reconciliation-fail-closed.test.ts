@@ -14,6 +14,7 @@ import {
   finalizeDriver,
   reconnectDriver,
   redeliverAndClaim,
+  seedRetentionCanary,
   until,
 } from "./kit/index.js";
 import {
@@ -173,6 +174,7 @@ describe("DESIGN §5: a misbehaving adapter never changes the effect (finalizati
 
   it("confirmed_not_executed without a fence inside the in-flight window → in_flight_window; a sweep after it confirms not_executed", async () => {
     const f = setup({ double: { keyFencing: { kind: "max_in_flight", maxInFlightMs: 60_000 } } });
+    await seedRetentionCanary(f); // a committed write of the same tool: the retention canary (DESIGN §4)
     const call = await dispatchWrite(f);
     await finalizeDriver(f, call);
     const effect = expectStillUnknown(f.store, call.effectId, "in_flight_window", "finalization");

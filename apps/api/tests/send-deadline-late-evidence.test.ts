@@ -12,6 +12,7 @@ import {
   finalizeDriver,
   reconnectDriver,
   redeliverAndClaim,
+  seedRetentionCanary,
 } from "./kit/index.js";
 import { commandRow, effectRow, reconciliationRecords, runEvents } from "./helpers/reconciliation-db.js";
 
@@ -85,6 +86,7 @@ describe("send-by deadline: the claim carries it and the in-flight window covers
 
   it("with nothing sent, the window closes at claim + deadline + maxInFlight and then settles not_executed", async () => {
     fx = createDoubleWorld({ sendDeadlineMs: 5_000, double: { keyFencing: MAX_IN_FLIGHT } });
+    await seedRetentionCanary(fx, { sendWithinMs: 5_000 }); // a committed write of the same tool: the retention canary (DESIGN §4)
     const call = await dispatchWrite(fx, { sendWithinMs: 5_000 });
     await finalizeDriver(fx, call);
     fx.clock.advance(6_999);
@@ -93,7 +95,7 @@ describe("send-by deadline: the claim carries it and the in-flight window covers
     fx.clock.advance(1);
     await fx.runtime.sweep.sweepOnce();
     expect(effectRow(fx.store, call.effectId)).toMatchObject({ status: "not_executed", resolution: "reconciled" });
-    expect(fx.double.totalWriteCount()).toBe(0);
+    expect(fx.double.totalWriteCount()).toBe(1); // the canary's own write only
   });
 });
 

@@ -24,6 +24,9 @@ describe("the kit catches planted bugs by ground truth (the full set: npm run ch
     ["wrong_declared_retention", "short_retention", "declaration_matches_provider"],
     ["pending_answered_not_executed", "pending", "pending_never_not_executed"],
     ["wrong_max_in_flight", "in_flight", "declaration_matches_provider"],
+    ["reads_first_page_only", "in_flight", "older_key_after_newer_writes"],
+    ["reads_first_page_only", "fencing", "older_key_after_newer_writes"],
+    ["caches_confirmations", "in_flight", "forgetful_provider_never_not_executed"],
   ])(
     "%s in mode %s fails %s",
     async (bug, mode, caseName) => {
@@ -51,6 +54,28 @@ describe("the kit catches planted bugs by ground truth (the full set: npm run ch
     const committed = report.cases.find((c) => c.case === "committed_keys_are_confirmed")!;
     expect(committed.status).toBe("failed");
     expect(committed.failures[0]).toMatch(/decided confirmed_not_executed .* but the write committed/);
+  }, 60_000);
+
+  it("a provider that forgets every key sooner than declared: the reference adapter's miss is refused by the retention canary (in_flight), not applicable with a fence", async () => {
+    const unfenced = createProbeProvider("in_flight");
+    const inFlight = await judgeAdapter({
+      name: "forgetful",
+      provider: unfenced,
+      createAdapter: () => createProbeAdapter(unfenced),
+      timeoutMs: 1_000,
+    });
+    expect(inFlight.cases.find((c) => c.case === "forgetful_provider_never_not_executed")).toMatchObject({
+      status: "passed",
+      failures: [],
+    });
+    const fencing = createProbeProvider("fencing");
+    const fenced = await judgeAdapter({
+      name: "fenced",
+      provider: fencing,
+      createAdapter: () => createProbeAdapter(fencing),
+      timeoutMs: 1_000,
+    });
+    expect(fenced.cases.find((c) => c.case === "forgetful_provider_never_not_executed")?.status).toBe("not_applicable");
   }, 60_000);
 
   it("runs the adapter through the injected caller (the isolation port) and reports every case", async () => {

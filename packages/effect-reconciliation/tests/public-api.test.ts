@@ -178,7 +178,9 @@ describe("public surface", () => {
         "StillUnknownOutcomeSchema",
         "adapterFactoryOf",
         "adapterModuleFromNamespace",
+        "answerNeedsRetentionCanary",
         "askAdapter",
+        "askRetentionCanary",
         "checkEligibility",
         "conventionAdapterFactory",
         "conventionDeclaration",
@@ -197,6 +199,7 @@ describe("public surface", () => {
         "planCompensation",
         "reconcileEffect",
         "resolveAdapterModule",
+        "retentionCanaryWindow",
         "withMcpClient",
       ].sort(),
     );

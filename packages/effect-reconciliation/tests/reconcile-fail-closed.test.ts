@@ -289,20 +289,26 @@ describe("DESIGN §5 row 5: not_executed without a fence inside the maximum in-f
     expect(d.nextLookupNotBeforeMs).toBe(T0 + maxInFlightMs);
   });
 
-  it("accepted from lastDispatchedAtMs + maxInFlightMs on", async () => {
+  it("accepted from lastDispatchedAtMs + maxInFlightMs on (the retention canary confirmed)", async () => {
     const effect = makeEffect();
-    const { adapter } = scriptedAdapter(() => Promise.resolve(notExecutedAnswer(effect)), unfenced);
+    const canary = makeEffect({ firstDispatchedAtMs: T0 - 1, lastDispatchedAtMs: T0 - 1 });
+    const { adapter } = scriptedAdapter(
+      (request) => Promise.resolve(request.idempotencyKey === canary.idempotencyKey ? succeededAnswer(canary) : notExecutedAnswer(effect)),
+      unfenced,
+    );
     const before = await reconcileEffect({
       effect,
       binding: { serverId: SERVER_ID, adapter },
       nowMs: T0 + maxInFlightMs - 1,
       timeoutMs: TIMEOUT_MS,
+      canary,
     });
     const at = await reconcileEffect({
       effect,
       binding: { serverId: SERVER_ID, adapter },
       nowMs: T0 + maxInFlightMs,
       timeoutMs: TIMEOUT_MS,
+      canary,
     });
     expect(stillUnknown(before).reasonCode).toBe("in_flight_window");
     expect(at).toMatchObject({ decision: "confirmed_not_executed", adapter: { id: "issues-adapter", version: "1.2.0" } });

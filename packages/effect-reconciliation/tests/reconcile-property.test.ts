@@ -18,6 +18,17 @@ import {
 const effect = makeEffect();
 const OTHER_KEY = newUlid();
 
+/** A valid confirmation of the retention canary's key. */
+function canaryConfirmed(idempotencyKey: string) {
+  return {
+    outcome: "confirmed_succeeded",
+    toolName: TOOL,
+    idempotencyKey,
+    result: { content: [] },
+    receipt: { observedAt: observedAt(), requestFingerprint: ARGS_FINGERPRINT },
+  };
+}
+
 /** Mostly `valid` (4 in 5), otherwise one of the `wrong` arbitraries. */
 function mostly<T>(valid: fc.Arbitrary<T>, ...wrong: Array<fc.Arbitrary<unknown>>): fc.Arbitrary<unknown> {
   return fc.oneof({ weight: 4, arbitrary: valid }, { weight: 1, arbitrary: fc.oneof(...wrong) });
@@ -151,12 +162,19 @@ describe("property: an adapter's answer is data, not proof (DESIGN ยง3 rule 5, ย
             ...(s.sendWithinMs === undefined ? {} : { sendWithinMs: s.sendWithinMs }),
           };
           const declaration = makeDeclaration({ retentionWindowMs: s.retentionWindowMs, keyFencing: s.keyFencing });
-          const { adapter } = scriptedAdapter(() => Promise.resolve(s.answer), declaration);
+          // the retention canary (a committed key as old as the effect) is confirmed: the property is about the answer
+          const canary = { ...target, effectId: newUlid(), idempotencyKey: newUlid(), lastDispatchedAtMs: first };
+          const { adapter } = scriptedAdapter(
+            (request) =>
+              Promise.resolve(request.idempotencyKey === canary.idempotencyKey ? canaryConfirmed(canary.idempotencyKey) : s.answer),
+            declaration,
+          );
           const decision = await reconcileEffect({
             effect: target,
             binding: { serverId: SERVER_ID, adapter },
             nowMs,
             timeoutMs: s.timeoutMs,
+            canary,
           });
 
           expect(decision.decision).toBe(expectedDecision(s.answer, s, { first, last, now: nowMs }));

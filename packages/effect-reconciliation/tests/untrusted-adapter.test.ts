@@ -39,10 +39,11 @@ describe("adapters are untrusted code (DESIGN §4, §5)", () => {
     const { adapter } = scriptedAdapter(() => Promise.resolve(notExecutedAnswer(asked)), UNFENCED);
     const answer = await askAdapter({ effect: asked, binding: { serverId: SERVER_ID, adapter }, nowMs: NOW, timeoutMs: TIMEOUT_MS });
     expect(answer.kind).toBe("answered");
-    expect(judgeLookupAnswer(answer, asked)).toMatchObject({ decision: "confirmed_not_executed" });
+    const canary = { verdict: "confirmed" as const, canaryEffectId: makeEffect().effectId };
+    expect(judgeLookupAnswer(answer, asked, canary)).toMatchObject({ decision: "confirmed_not_executed" });
     // the stored row says it was dispatched again a minute ago: the same answer proves nothing now
     const stored = { ...asked, lastDispatchedAtMs: T0 };
-    expect(judgeLookupAnswer(answer, stored)).toMatchObject({ decision: "still_unknown", reasonCode: "in_flight_window" });
+    expect(judgeLookupAnswer(answer, stored, canary)).toMatchObject({ decision: "still_unknown", reasonCode: "in_flight_window" });
   });
 
   it.each([

@@ -27,5 +27,7 @@ export function json(value: unknown): string {
 export const ATTENTION_LABELS: Record<string, string> = {
   key_conflict: "key conflict: the provider recorded a different request under this key",
   retention_expired: "retention expired: the provider no longer remembers the key",
+  retention_contradicted:
+    "retention contradicted: the provider said not executed, but forgot an older key that committed (it keeps keys shorter than declared)",
   lookup_bound_reached: "lookup bound reached: automatic lookups stopped",
 };

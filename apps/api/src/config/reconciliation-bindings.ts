@@ -225,7 +225,8 @@ export async function resolveReconciliationSettings(
     bindings,
     boundAdapters: infos,
     lookupTimeoutMs: r.lookupTimeoutMs,
-    leaseMs: r.lookupTimeoutMs + 10_000,
+    // a lease covers the lookup and its retention canary (docs/DESIGN.md §4), with 10 s to commit
+    leaseMs: 2 * r.lookupTimeoutMs + 10_000,
     concurrency: r.concurrency,
     backoff: r.backoff,
     maxLookups: r.maxLookups,

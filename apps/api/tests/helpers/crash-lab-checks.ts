@@ -82,9 +82,11 @@ interface EffectRow {
   attempt_count: number;
 }
 
-/** Every effect of the lab, read through the port (either store), in the snake_case shape the checks use. */
+/** Every effect of the lab but its retention canary (seeded, never part of the flow), read through the port (either store), in the snake_case shape the checks use. */
 async function labEffects(lab: CrashLab): Promise<EffectRow[]> {
-  const rows = await lab.store.read((tx) => tx.db.select().from(tx.tables.externalToolEffects));
+  const rows = (await lab.store.read((tx) => tx.db.select().from(tx.tables.externalToolEffects))).filter(
+    (r) => r.id !== lab.canaryEffectId,
+  );
   return rows.map((r) => ({
     id: r.id,
     command_id: r.commandId,

@@ -143,6 +143,8 @@ export class CrashLab {
   /** Arms the injector for the next durable write once an adapter lookup answered (crash point C6). */
   crashAfterLookup = false;
   faultsOn = true;
+  /** The retention canary's effect (profile `lookup_only`), excluded from the flow's checks; null otherwise. */
+  canaryEffectId: string | null = null;
   /** Lookups of the lab's adapter in progress now (see {@link FlowFacts.maxConcurrentLookups}). */
   private lookupsInProgress = 0;
 
@@ -316,6 +318,40 @@ export class CrashLab {
     const { connectionId } = await this.runtime.drivers.connect(instance);
     this.driver = { token: driverToken, instanceId: instance.id, connectionId };
     this.runId = (await this.runtime.runs.createRun({ driverInstanceId: instance.id })).runId;
+    if (this.profile === "lookup_only") await this.seedRetentionCanary();
+  }
+
+  /**
+   * A fence-less provider's miss stands only once the adapter confirmed an older committed key of the
+   * same tool (the retention canary, docs/DESIGN.md §4): one write that committed and completed, on a
+   * Driver and run of its own (so the lab's run and its turn account stay as they were).
+   */
+  private async seedRetentionCanary(): Promise<void> {
+    const { driverToken } = await this.runtime.drivers.register({ name: "lab-canary" }, { kind: "enrollment" });
+    const instance = await this.runtime.drivers.authenticate(driverToken);
+    const { connectionId } = await this.runtime.drivers.connect(instance);
+    const { runId } = await this.runtime.runs.createRun({ driverInstanceId: instance.id });
+    const args = { title: "canary" };
+    const call = await this.runtime.runs.enqueueToolCall(runId, {
+      serverId: SERVER,
+      toolName: TOOL,
+      arguments: args,
+      requestId: "req-canary",
+    });
+    this.canaryEffectId = call.effectId;
+    const env = await this.runtime.commands.nextCommand(instance, connectionId, 0);
+    if (!env) throw new Error("the canary command was not delivered");
+    await this.runtime.commands.updateCommand(instance, env.commandId, { connectionId, status: "accepted" });
+    const claim = await this.runtime.ledger.claim(instance, connectionId, env.commandId);
+    if (claim.kind !== "execute") throw new Error(`canary: expected execute, got ${claim.kind}`);
+    const committed = await this.double.commit(claim.idempotencyKey, args);
+    if (committed.status !== "committed") throw new Error(`canary: provider ${committed.status}`);
+    await this.runtime.ledger.complete(instance, call.effectId, {
+      connectionId,
+      attempt: claim.attempt,
+      result: toMcpExecuteCommandResult(committed.result, { requestId: "req-canary", serverId: SERVER, toolName: TOOL }),
+      receipt: null,
+    });
   }
 
   /** Arms a crash at the k-th durable write from now. */

@@ -9,7 +9,7 @@
  * (fence, inline lookup); sweep lookups; operator list/show/stats/change feed, reconcile, resolve, a
  * refused action; compensation against the real fixture provider; Driver finalization repair;
  * heartbeat expiry; deletes of a run, a session and a Driver (and a refused one); the purge of
- * never-connected registrations; an API restart (expired leases, binding report); the effects CLI on
+ * never-connected registrations; a fence-less miss checked against the retention canary; an API restart (expired leases, binding report); the effects CLI on
  * the store file. Test-only.
  */
 import { writeFileSync } from "node:fs";
@@ -25,7 +25,10 @@ import {
   createDoubleWorld,
   createFixtureProviderWorld,
   createTempDir,
+  dispatchWrite,
   executeNextCommand,
+  finalizeDriver,
+  seedRetentionCanary,
   type DoubleWorld,
   type HttpApp,
   operatorNamed,
@@ -319,6 +322,23 @@ async function repeatGuardPath(capture: SqlCapture): Promise<void> {
   }
 }
 
+/** A fence-less provider (max_in_flight): a committed write, then a Driver lost mid-write whose miss is checked against the retention canary. */
+async function retentionCanaryPath(capture: SqlCapture): Promise<void> {
+  capture.step("retention canary: a fence-less miss checked against an older committed write");
+  const fx = createDoubleWorld({ heartbeatTtlMs: 60_000, double: { keyFencing: { kind: "max_in_flight", maxInFlightMs: 1_000 } } });
+  try {
+    await seedRetentionCanary(fx);
+    const call = await dispatchWrite(fx);
+    await finalizeDriver(fx, call);
+    fx.clock.advance(20_000); // past claim + send-by deadline + maximum in-flight time
+    await fx.runtime.sweep.sweepOnce();
+    const status = (await fx.runtime.operator.show(call.effectId)).status;
+    if (status !== "not_executed") throw new Error(`retention canary step: the effect is ${status}`);
+  } finally {
+    fx.close();
+  }
+}
+
 /** An API process started on the store file (`startApi`: expired leases, binding report), then the effects CLI on the file. */
 async function startupAndCli(capture: SqlCapture, dbFile: string, dir: string, effectId: string): Promise<void> {
   capture.step("API startup: expired leases, binding report");
@@ -374,6 +394,7 @@ export async function runIndexWorkload(capture: SqlCapture): Promise<void> {
     }
     await compensationPath(capture);
     await repeatGuardPath(capture);
+    await retentionCanaryPath(capture);
     await startupAndCli(capture, dbFile, temp.dir, effectId);
   } finally {
     temp.remove();

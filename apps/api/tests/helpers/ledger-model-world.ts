@@ -247,15 +247,20 @@ export async function createWorld(
    * has already answered for that key, and the lookup's outcome loses its compare-and-set.
    */
   const EVIDENCE = new Set(["reported_late", "deadline_missed"]);
+  // The resolutions a retention canary may carry: successes the provider itself showed (docs/DESIGN.md §4).
+  const CANARY_RESOLUTIONS = new Set(["provider_result", "reconciled", "reported_late"]);
   const adapter: ReconciliationAdapter = {
     declaration: inner.declaration,
     lookup(request, context) {
       const look = (row: LeaseRow) => {
         world.lookups.push({ request, effectStatus: row?.status, leaseOwner: row?.lease_owner });
         // Rule 4 and the lease: a lookup happens only for an `unknown` effect whose lease is held
-        // (never after an operator's or a reconciler's settlement), unless the Driver's evidence settled it meanwhile.
+        // (never after an operator's or a reconciler's settlement), unless the Driver's evidence settled it meanwhile,
+        // or as the retention canary of a fence-less miss (docs/DESIGN.md §4): a `succeeded` effect the provider
+        // itself showed (never an operator's resolution), read-only, so it needs no lease.
         const evidenceRace = row !== undefined && row.status !== "unknown" && EVIDENCE.has(row.resolution ?? "");
-        if (!evidenceRace && (row?.status !== "unknown" || row.lease_owner === null)) {
+        const canary = row?.status === "succeeded" && CANARY_RESOLUTIONS.has(row.resolution ?? "");
+        if (!evidenceRace && !canary && (row?.status !== "unknown" || row.lease_owner === null)) {
           world.violations.push(
             `lookup of effect ${request.effectId} while it is ${row?.status ?? "missing"} (lease ${row?.lease_owner ?? "none"})`,
           );

@@ -85,12 +85,20 @@ export async function deliverAcceptClaim(runtime: Runtime, driver: ConnectedDriv
 /**
  * As production: a Driver registers and connects (or `opts.driver`), a run enqueues one write
  * (`serverId`/`toolName`, default the bound `tracker`/`createIssue`), the Driver receives it,
- * accepts it and claims `execute` (attempt 1, asserted, with `sendWithinMs` default 10 000 ms).
+ * accepts it and claims `execute` (attempt 1, asserted, with `sendWithinMs` default 10 000 ms);
+ * `requestId` is passed to the enqueue when given.
  * Nothing has reached the provider yet: use `commitAtProvider` for that.
  */
 export async function dispatchWrite(
   fx: { runtime: Runtime; clock: ManualClock },
-  opts: { serverId?: string; toolName?: string; args?: Record<string, unknown>; driver?: ConnectedDriver; sendWithinMs?: number } = {},
+  opts: {
+    serverId?: string;
+    toolName?: string;
+    args?: Record<string, unknown>;
+    driver?: ConnectedDriver;
+    sendWithinMs?: number;
+    requestId?: string;
+  } = {},
 ): Promise<DispatchedCall> {
   const { runtime } = fx;
   const driver = opts.driver ?? (await connectDriver(runtime));
@@ -100,6 +108,7 @@ export async function dispatchWrite(
     serverId: opts.serverId ?? BOUND_SERVER,
     toolName: opts.toolName ?? WRITE_TOOL,
     arguments: args,
+    ...(opts.requestId === undefined ? {} : { requestId: opts.requestId }),
   });
   const { claim } = await deliverAcceptClaim(runtime, driver);
   expect(claim).toEqual({

@@ -35,7 +35,7 @@ export {
   redeliverAndClaim,
 } from "./driver.js";
 export type { ConnectedDriver, DispatchedCall } from "./driver.js";
-export { commitAtProvider, createDoubleWorld, gateLookups, openDoubleWorld } from "./provider-double.js";
+export { commitAtProvider, createDoubleWorld, gateLookups, openDoubleWorld, seedRetentionCanary } from "./provider-double.js";
 export type { AnyStoreDoubleWorld, DoubleWorld, DoubleWorldOptions } from "./provider-double.js";
 export { createFixtureProviderWorld, executeNextCommand } from "./fixture-provider.js";
 export type { FixtureProviderWorld } from "./fixture-provider.js";

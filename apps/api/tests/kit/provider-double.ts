@@ -12,7 +12,7 @@ import {
 } from "@mosoo/effect-reconciliation/testing";
 import type { LookupBackoff } from "../../src/modules/reconciliation/domain/lookup-schedule.js";
 import { createManualClock } from "./clock.js";
-import { BOUND_SERVER, WRITE_TOOL, type DispatchedCall } from "./driver.js";
+import { BOUND_SERVER, connectDriver, dispatchWrite, WRITE_TOOL, type DispatchedCall } from "./driver.js";
 import {
   createTestWorld,
   openTestWorld,
@@ -132,6 +132,26 @@ export async function openDoubleWorld(
 export async function commitAtProvider(fx: { double: ProviderDouble }, call: DispatchedCall): Promise<void> {
   const res = await fx.double.commit(call.idempotencyKey, call.args);
   expect(res.status).toBe("committed");
+}
+
+/**
+ * A write that committed at the provider and completed as `succeeded` (`provider_result`) on its own
+ * Driver and run, dispatched now: the retention canary a later fence-less miss of the same server and
+ * tool needs (docs/DESIGN.md §4). Its Driver stays connected; its command is left accepted. `sendWithinMs`:
+ * the world's send-by deadline when it is not the default 10 000 ms.
+ */
+export async function seedRetentionCanary(fx: DoubleWorld, opts: { sendWithinMs?: number } = {}): Promise<DispatchedCall> {
+  const driver = await connectDriver(fx.runtime, "canary-driver");
+  const call = await dispatchWrite(fx, { driver, args: { title: "canary" }, requestId: "req-canary", ...opts });
+  await commitAtProvider(fx, call);
+  const done = await fx.runtime.ledger.complete(driver.instance, call.effectId, {
+    connectionId: driver.connectionId,
+    attempt: 1,
+    result: { outputText: "created", requestId: "req-canary", serverId: BOUND_SERVER, toolName: WRITE_TOOL },
+    receipt: null,
+  });
+  expect(done).toMatchObject({ outcome: "applied", status: "succeeded" });
+  return call;
 }
 
 /**

@@ -10,6 +10,8 @@
  *   (`AdapterHost`; an isolated host lives in the API);
  * - the reconcile step with its fail-closed checks (`reconcileEffect`, `askAdapter`, `judgeLookupAnswer`,
  *   `checkEligibility`, `isEligible`) and the decisions it returns (`ReconcileDecision`);
+ * - the retention canary (`answerNeedsRetentionCanary`, `retentionCanaryWindow`, `askRetentionCanary`):
+ *   a fence-less miss is believed only once the adapter confirmed an older committed key;
  * - the fail-closed planning of a declared compensation (`planCompensation`);
  * - the built-in zero-code convention adapter (`conventionAdapterFactory`, id `mcp-convention`),
  * - the built-in task-handle reconciler (`mcpTasksAdapterFactory`, id `mcp-tasks`, docs/MCP-TASKS.md),
@@ -87,7 +89,16 @@ export { createAdapterRegistry, adapterFactoryOf } from "./adapter-registry.js";
 export type { AdapterRegistry } from "./adapter-registry.js";
 export { checkEligibility, isEligible } from "./reconcile-eligibility.js";
 export type { EligibilityVerdict } from "./reconcile-eligibility.js";
-export { reconcileEffect, askAdapter, judgeLookupAnswer, MAX_LOOKUP_TIMEOUT_MS } from "./reconcile.service.js";
+export {
+  reconcileEffect,
+  askAdapter,
+  judgeLookupAnswer,
+  answerNeedsRetentionCanary,
+  askRetentionCanary,
+  MAX_LOOKUP_TIMEOUT_MS,
+} from "./reconcile.service.js";
+export { retentionCanaryWindow } from "./retention-canary.js";
+export type { RetentionCanaryVerdict, RetentionCanaryInput } from "./retention-canary.js";
 export type { ReconcileBinding, ReconcileEffectInput, LookupAnswer } from "./reconcile.service.js";
 export { ADAPTER_TERMINATION_REASONS, AdapterAnswerRefusedError, AdapterCrashedError } from "./adapter-source.contract.js";
 export type { AdapterTerminationReason } from "./adapter-source.contract.js";

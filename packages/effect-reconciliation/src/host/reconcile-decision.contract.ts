@@ -45,7 +45,13 @@ export type IneligibleReasonCode = z.infer<typeof IneligibleReasonCodeSchema>;
  *   the key (operator attention);
  * - `in_flight_window`: `confirmed_not_executed` from a provider without a fence before
  *   `lastDispatchedAtMs + sendWithinMs + maxInFlightMs` (the claim's send-by deadline, docs/DESIGN.md §3 rule 12, plus the
- *   adapter's maximum in-flight time): a late commit could still land (next lookup scheduled then).
+ *   adapter's maximum in-flight time): a late commit could still land (next lookup scheduled then);
+ * - `retention_contradicted`: `confirmed_not_executed` from a provider without a fence, but the same
+ *   adapter did not confirm the retention canary, a key known to have committed that is at least as
+ *   old and inside the declared retention window (docs/DESIGN.md §4): the provider forgets sooner than
+ *   it declared (operator attention);
+ * - `retention_unverified`: the same miss, but no retention canary could be asked (none fits the
+ *   window) or its lookup proved nothing (timeout, crash, the adapter's own `still_unknown`).
  */
 export const RUNTIME_REASON_CODES = [
   "adapter_error",
@@ -58,6 +64,8 @@ export const RUNTIME_REASON_CODES = [
   "key_conflict",
   "retention_expired",
   "in_flight_window",
+  "retention_contradicted",
+  "retention_unverified",
 ] as const;
 /** See {@link RUNTIME_REASON_CODES}. */
 export const RuntimeReasonCodeSchema = z.enum(RUNTIME_REASON_CODES);
@@ -99,7 +107,7 @@ export interface ConfirmedNotExecutedDecision {
 interface StillUnknownDecisionBase {
   decision: "still_unknown";
   adapter: AdapterRef;
-  /** True when automatic lookups cannot resolve it as things stand (`key_conflict`, `retention_expired`). */
+  /** True when automatic lookups cannot resolve it as things stand (`key_conflict`, `retention_expired`, `retention_contradicted`). */
   operatorAttention: boolean;
   /** ms since the epoch before which another lookup is pointless, when known. */
   nextLookupNotBeforeMs?: number;

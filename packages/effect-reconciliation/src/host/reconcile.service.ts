@@ -14,16 +14,20 @@ import type {
   RuntimeStillUnknownDecision,
 } from "./reconcile-decision.contract.js";
 import { evaluateEligibility } from "./reconcile-eligibility.js";
+import type { LookupAnswer, ReconcileBinding } from "./lookup-answer.contract.js";
+import {
+  applyRetentionCanary,
+  checkRetentionCanary,
+  needsRetentionCanary,
+  type RetentionCanaryInput,
+  type RetentionCanaryVerdict,
+} from "./retention-canary.js";
+
+export type { LookupAnswer, ReconcileBinding } from "./lookup-answer.contract.js";
 import type { ReconcilableEffect } from "./reconcilable-effect.contract.js";
 
 /** The largest lookup timeout: 2 147 483 647 ms (Node's timer limit; larger values would fire at once). */
 export const MAX_LOOKUP_TIMEOUT_MS = 2_147_483_647;
-
-/** The MCP server an adapter instance is bound to (from the host's config). */
-export interface ReconcileBinding {
-  serverId: string;
-  adapter: ReconciliationAdapter;
-}
 
 /**
  * Input of {@link reconcileEffect}.
@@ -32,7 +36,10 @@ export interface ReconcileBinding {
  * - `nowMs`: ms since the epoch, read right before the call (the windows are measured from it);
  * - `timeoutMs`: the lookup timeout, integer 1..{@link MAX_LOOKUP_TIMEOUT_MS} ms;
  * - `logger?`: host logger (pino-compatible), default {@link NOOP_LOGGER};
- * - `signal?`: the host's own cancellation (e.g. shutdown) → `lookup_cancelled`.
+ * - `signal?`: the host's own cancellation (e.g. shutdown) → `lookup_cancelled`;
+ * - `canary?`: for {@link reconcileEffect} only: the retention canary (docs/DESIGN.md §4), a `succeeded`
+ *   effect of the same server and tool whose first dispatch lies in `retentionCanaryWindow`; null or
+ *   absent when the host has none (a fence-less miss is then refused, `retention_unverified`).
  */
 export interface ReconcileEffectInput {
   effect: ReconcilableEffect;
@@ -41,25 +48,11 @@ export interface ReconcileEffectInput {
   timeoutMs: number;
   logger?: AdapterLogger;
   signal?: AbortSignal;
+  canary?: ReconcilableEffect | null;
 }
 
 const NowMsSchema = z.number().int().nonnegative();
 const TimeoutMsSchema = z.number().int().positive().max(MAX_LOOKUP_TIMEOUT_MS);
-
-/**
- * What one adapter call answered, before it is judged ({@link askAdapter}); judge it with
- * {@link judgeLookupAnswer} against the effect as read from the store:
- * - `ineligible`: no adapter call was made (`decision` says why);
- * - `refused`: the call failed on its own terms (`adapter_error`, `adapter_crashed`,
- *   `lookup_timeout`, `lookup_cancelled`, `invalid_adapter_output`): `decision` is final;
- * - `answered`: a schema-valid {@link LookupOutcome} (a detached copy), with the binding's
- *   `serverId`, the validated `declaration` (the host's copy, never the adapter's), and the
- *   `nowMs` / `timeoutMs` the windows are measured with.
- */
-export type LookupAnswer =
-  | { kind: "ineligible"; decision: IneligibleDecision }
-  | { kind: "refused"; decision: RuntimeStillUnknownDecision }
-  | { kind: "answered"; outcome: LookupOutcome; serverId: string; declaration: AdapterDeclaration; nowMs: number; timeoutMs: number };
 
 /**
  * One reconcile step for one `unknown` effect (docs/DESIGN.md §4–§6): {@link askAdapter} then
@@ -76,7 +69,40 @@ export type LookupAnswer =
  * @returns a {@link ReconcileDecision}; only `confirmed_*` may change the effect's status.
  */
 export async function reconcileEffect(input: ReconcileEffectInput): Promise<ReconcileDecision> {
-  return judgeLookupAnswer(await askAdapter(input), input.effect);
+  const answer = await askAdapter(input);
+  const unchecked = judgeWithoutCanary(answer, input.effect);
+  if (answer.kind !== "answered" || !needsRetentionCanary(answer, unchecked)) return unchecked;
+  const verdict = await askRetentionCanary({
+    effect: input.effect,
+    declaration: answer.declaration,
+    canary: input.canary ?? null,
+    binding: input.binding,
+    nowMs: answer.nowMs,
+    timeoutMs: answer.timeoutMs,
+    ...(input.logger ? { logger: input.logger } : {}),
+    ...(input.signal ? { signal: input.signal } : {}),
+  });
+  return judgeLookupAnswer(answer, input.effect, verdict);
+}
+
+/**
+ * True when the judged `answer` is a miss that stands only with a confirmed retention canary
+ * (docs/DESIGN.md §4): `confirmed_not_executed` from an adapter without a key fence (`max_in_flight`)
+ * that passed every other check against `effect`. The host then finds a canary and calls
+ * {@link askRetentionCanary} before it judges the answer for good. Pure, never throws.
+ */
+export function answerNeedsRetentionCanary(answer: LookupAnswer, effect: ReconcilableEffect): boolean {
+  return needsRetentionCanary(answer, judgeWithoutCanary(answer, effect));
+}
+
+/**
+ * Asks the bound adapter about the retention canary's key, as an ordinary lookup ({@link askAdapter}:
+ * sandboxed, timed out, schema-checked) judged against the canary with every fail-closed check; see
+ * `checkRetentionCanary` in `retention-canary.ts` for the verdicts. Settles nothing about the canary
+ * and writes nothing. Never throws.
+ */
+export async function askRetentionCanary(input: RetentionCanaryInput): Promise<RetentionCanaryVerdict> {
+  return checkRetentionCanary(input, { ask: askAdapter, judge: judgeWithoutCanary });
 }
 
 /**
@@ -107,10 +133,18 @@ export async function askAdapter(input: ReconcileEffectInput): Promise<LookupAns
  * The judging half of {@link reconcileEffect} (pure, never throws): the fail-closed checks of §5
  * (`judgeOutcome` in `fail-closed-checks.ts`) applied to an `answered` {@link LookupAnswer}, against
  * `effect`, which the caller reads from its store (the lookup request is rebuilt from it; nothing the
- * adapter was handed is read). An effect that is no longer eligible for the answer's binding is
+ * adapter was handed is read), then the retention canary: a miss of an adapter without a key fence
+ * stands only with a `confirmed` `canary` verdict ({@link askRetentionCanary}); otherwise it is
+ * `still_unknown` (`retention_contradicted` with operator attention, or `retention_unverified`, also
+ * when no verdict is given). An effect that is no longer eligible for the answer's binding is
  * `ineligible`; `ineligible` and `refused` answers pass through.
  */
-export function judgeLookupAnswer(answer: LookupAnswer, effect: ReconcilableEffect): ReconcileDecision {
+export function judgeLookupAnswer(answer: LookupAnswer, effect: ReconcilableEffect, canary?: RetentionCanaryVerdict): ReconcileDecision {
+  return applyRetentionCanary(answer, judgeWithoutCanary(answer, effect), canary);
+}
+
+/** {@link judgeLookupAnswer} before the retention canary is applied. */
+function judgeWithoutCanary(answer: LookupAnswer, effect: ReconcilableEffect): ReconcileDecision {
   if (answer.kind !== "answered") return answer.decision;
   const ref: AdapterRef = { id: answer.declaration.id, version: answer.declaration.version };
   try {

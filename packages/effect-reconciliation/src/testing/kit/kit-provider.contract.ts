@@ -33,7 +33,12 @@ export type KitWriteResult = { status: "committed"; result: McpToolResult } | { 
  * - `setLookupDelay?(ms)`: slows the provider's lookup answers (the abort case), 0 to restore;
  * - `setOutage?(on)`: while on, the provider's lookup API fails (unreachable, 5xx, garbage): the
  *   outage case checks that an adapter confirms nothing it could not ask (omit it when the provider
- *   or its sandbox cannot simulate an outage; the case is then skipped with a note).
+ *   or its sandbox cannot simulate an outage; the case is then skipped with a note);
+ * - `listPageSize?`: the page size of the provider's list endpoint (default 10): the kit pushes a
+ *   committed key behind more than two pages of newer writes, so an adapter that pages through a list
+ *   must read past page one;
+ * - `forgetEverything?()`: the provider drops every key it holds, as one that forgets sooner than the
+ *   adapter declared would (the forgetful-provider case; omit it when the provider cannot).
  */
 export interface KitProvider {
   name: string;
@@ -44,6 +49,8 @@ export interface KitProvider {
   lookup(idempotencyKey: string): Promise<ProviderLookupState>;
   setLookupDelay?(ms: number): void | Promise<void>;
   setOutage?(on: boolean): void | Promise<void>;
+  listPageSize?: number;
+  forgetEverything?(): void | Promise<void>;
   supportsDelayedWrites?: boolean;
   /** True when writes go through a `pending` state the kit can observe (the pending case runs). */
   hasPendingState?: boolean;

@@ -12,6 +12,7 @@ import { reconcileEffect } from "../../host/reconcile.service.js";
 import type { KitProvider, KitWriteResult } from "./kit-provider.contract.js";
 import { measureProvider, type ProviderMeasurements } from "./kit-measure.js";
 import { describeDecision, wrongDecisionLines } from "./kit-verdict.js";
+import { pickCanary, type KitLedgerEntry } from "./kit-canary.js";
 
 /**
  * The kit's cases (README "The conformance kit"). Every decision is judged against what the
@@ -29,6 +30,7 @@ export const KIT_CASES = [
   "pending_never_not_executed",
   "aborted_lookup_confirms_nothing",
   "provider_outage_confirms_nothing",
+  "forgetful_provider_never_not_executed",
   "input_not_mutated",
   "no_async_errors_left_behind",
 ] as const;
@@ -97,16 +99,17 @@ export async function judgeAdapter(options: KitOptions): Promise<KitReport> {
   const notes = new Map<KitCaseName, string>();
   const fail = (c: KitCaseName, line: string): void => void failures.get(c)!.push(line);
   const failed = (c: KitCaseName): boolean => failures.get(c)!.length > 0;
-  const ledger = new Map<string, { toolName: string; fingerprint: string; result: unknown }>();
+  const ledger = new Map<string, KitLedgerEntry>();
   const asyncErrors: string[] = [];
   const onAsyncError = (error: unknown): void => void asyncErrors.push(error instanceof Error ? error.message : String(error));
   process.on("unhandledRejection", onAsyncError);
   process.on("uncaughtException", onAsyncError);
 
   const write = async (tool: string, key: string, args: Record<string, unknown>, opts?: { delayMs?: number }): Promise<KitWriteResult> => {
+    const dispatchedAtMs = Date.now();
     const written = await provider.write(tool, key, args, opts);
     if (written.status === "committed")
-      ledger.set(key, { toolName: tool, fingerprint: fingerprintArguments(args), result: written.result });
+      ledger.set(key, { toolName: tool, fingerprint: fingerprintArguments(args), result: written.result, dispatchedAtMs });
     return written;
   };
 
@@ -159,14 +162,18 @@ export async function judgeAdapter(options: KitOptions): Promise<KitReport> {
     const settleMs = options.settleMs ?? (measurements?.lookupLagMs ?? 0) + 1_500;
     const inFlightMs = declaration.keyFencing.kind === "max_in_flight" ? declaration.keyFencing.maxInFlightMs : 0;
 
+    // The retention canary is chosen as the runtime chooses it (docs/DESIGN.md §4): the oldest key the
+    // kit saw commit, of the same tool, first sent inside the declared window and no later than the key
+    // looked up; a case may name its own (`canaryKey`).
     const decide = (
       tool: string,
       key: string,
       fingerprint: string,
       dispatchedAtMs: number,
-      timeout = timeoutMs,
-    ): Promise<ReconcileDecision> =>
-      reconcileEffect({
+      canaryKey?: string,
+    ): Promise<ReconcileDecision> => {
+      const nowMs = Date.now();
+      return reconcileEffect({
         effect: {
           effectId: newUlid(),
           serverId,
@@ -177,10 +184,12 @@ export async function judgeAdapter(options: KitOptions): Promise<KitReport> {
           lastDispatchedAtMs: dispatchedAtMs,
         },
         binding: { serverId, adapter: guarded },
-        nowMs: Date.now(),
-        timeoutMs: timeout,
+        nowMs,
+        timeoutMs,
         logger: NOOP_LOGGER,
+        canary: pickCanary(ledger, { serverId, tool, key, dispatchedAtMs, nowMs, timeoutMs, declaration, canaryKey }),
       });
+    };
 
     /** Judges one decision against the ground truth; returns it for the caller's loop. */
     const judge = async (
@@ -232,15 +241,20 @@ export async function judgeAdapter(options: KitOptions): Promise<KitReport> {
       }
     }
 
-    // --- an older key after newer writes (of other arguments and another tool)
+    // --- an older key after newer writes (of other arguments and another tool): more than two pages of
+    // the provider's list endpoint, so an adapter that reads only a list's first page cannot find it
     {
       const [a0, a1] = provider.argumentSets(tools[0]!);
       const k1 = newUlid();
       const at = Date.now();
       await write(tools[0]!, k1, a0!);
-      await write(tools[0]!, newUlid(), a1!);
+      const newer = 2 * (provider.listPageSize ?? 10) + 1;
       const other = tools[1] ?? tools[0]!;
-      await write(other, newUlid(), provider.argumentSets(other)[1]!);
+      await Promise.all(
+        Array.from({ length: newer }, (_, i) =>
+          i % 2 === 0 ? write(tools[0]!, newUlid(), a1!) : write(other, newUlid(), provider.argumentSets(other)[1]!),
+        ),
+      );
       await settleCommitted("older_key_after_newer_writes", tools[0]!, k1, fingerprintArguments(a0!), at);
     }
 
@@ -372,6 +386,35 @@ export async function judgeAdapter(options: KitOptions): Promise<KitReport> {
         }
       }
     }
+
+    // --- a provider that forgets every key sooner than declared: a miss must never be believed. The
+    // runtime's retention canary (an older committed key the adapter confirmed before) must catch it,
+    // so the adapter must ask the provider about the canary, not answer it from memory.
+    {
+      const c: KitCaseName = "forgetful_provider_never_not_executed";
+      if (declaration.keyFencing.kind !== "max_in_flight") notes.set(c, "the adapter declares a key fence: its misses need no canary");
+      else if (provider.forgetEverything === undefined) notes.set(c, "the provider cannot forget keys");
+      else {
+        const tool = tools[0]!;
+        const [a0, a1] = provider.argumentSets(tool);
+        const canaryKey = newUlid();
+        const canaryAt = Date.now();
+        await write(tool, canaryKey, a0!);
+        await settleCommitted(c, tool, canaryKey, fingerprintArguments(a0!), canaryAt);
+        const key = newUlid();
+        const at = Date.now();
+        await write(tool, key, a1!);
+        await sleep(inFlightMs + 20); // past the in-flight window: only the canary stands between a miss and not_executed
+        await provider.forgetEverything();
+        const fingerprint = fingerprintArguments(a1!);
+        const d = await judge(c, tool, key, fingerprint, await decide(tool, key, fingerprint, at, canaryKey));
+        if (d.decision === "confirmed_not_executed")
+          fail(
+            c,
+            `the retention canary (key ${canaryKey}) was confirmed although the provider had forgotten it: answer lookups from the provider, never from memory`,
+          );
+      }
+    }
   } catch (error) {
     fail("declaration_is_valid", `the kit could not run the adapter: ${error instanceof Error ? error.message : String(error)}`);
   }
@@ -391,7 +434,8 @@ export async function judgeAdapter(options: KitOptions): Promise<KitReport> {
       const lines = [...new Set(failures.get(c)!)];
       const note = notes.get(c);
       if (lines.length > 0) return { case: c, status: "failed", failures: lines, ...(note ? { note } : {}) };
-      return note && (c === "late_commit_never_not_executed" || c === "pending_never_not_executed")
+      return note &&
+        (c === "late_commit_never_not_executed" || c === "pending_never_not_executed" || c === "forgetful_provider_never_not_executed")
         ? { case: c, status: "not_applicable", failures: [], note }
         : { case: c, status: "passed", failures: [], ...(note ? { note } : {}) };
     });

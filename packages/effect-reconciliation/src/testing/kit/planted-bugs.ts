@@ -21,7 +21,11 @@ import type { ProbeProvider } from "./probe-provider.js";
  * - `pending_answered_not_executed`: answers `confirmed_not_executed` while the provider says pending;
  * - `caches_first_miss`: remembers a miss and answers it again for that key forever;
  * - `result_rebuilt`: answers a result it made up (drops the provider's structured content);
- * - `outage_answered_not_executed`: turns a failed lookup (provider down) into `confirmed_not_executed`.
+ * - `outage_answered_not_executed`: turns a failed lookup (provider down) into `confirmed_not_executed`;
+ * - `reads_first_page_only`: finds the key in the provider's list endpoint but reads only its first
+ *   page, and takes "not on page one" as a miss;
+ * - `caches_confirmations`: remembers every confirmed answer and repeats it without asking the
+ *   provider again (a provider that forgot the key goes unnoticed, the retention canary included).
  */
 export const PLANTED_BUGS = [
   "plain_miss_not_executed_unfenced",
@@ -38,6 +42,8 @@ export const PLANTED_BUGS = [
   "caches_first_miss",
   "result_rebuilt",
   "outage_answered_not_executed",
+  "reads_first_page_only",
+  "caches_confirmations",
 ] as const;
 /** One of {@link PLANTED_BUGS}. */
 export type PlantedBug = (typeof PLANTED_BUGS)[number];
@@ -136,6 +142,27 @@ export function createPlantedBugAdapter(bug: PlantedBug, provider: ProbeProvider
           return confirmedNotExecuted(request);
         }
       });
+    case "reads_first_page_only":
+      return withLookup(async (request, { signal }) => {
+        const page = await provider.listOperations(undefined, signal);
+        const found = page.operations.find((o) => o.idempotencyKey === request.idempotencyKey);
+        return mapProbeAnswer(
+          found ?? { status: "not_found", idempotencyKey: request.idempotencyKey, fenced: false },
+          request,
+          declaration,
+        );
+      });
+    case "caches_confirmations": {
+      const confirmed = new Map<string, unknown>();
+      return withLookup(async (request, context) => {
+        context.signal.throwIfAborted();
+        const cached = confirmed.get(request.idempotencyKey);
+        if (cached !== undefined) return structuredClone(cached);
+        const answer = (await reference.lookup(request, context)) as { outcome: string };
+        if (answer.outcome === "confirmed_succeeded") confirmed.set(request.idempotencyKey, answer);
+        return answer;
+      });
+    }
     case "result_rebuilt":
       return withLookup(async (request, context) => {
         const answer = (await reference.lookup(request, context)) as { result?: unknown };

@@ -31,6 +31,9 @@ export const PROBE_MODE_SETTINGS: Readonly<Record<ProbeMode, ProbeModeSettings>>
   short_retention: { fences: true, maxInFlightMs: null, lookupLagMs: 0, pendingMs: 0, retentionMs: 800 },
 };
 
+/** How many operations one page of the probe provider's list endpoint holds (`listOperations`). */
+const PROBE_PAGE_SIZE = 10;
+
 /** The tools of the probe provider: two write tools sharing one key space. */
 export const PROBE_TOOLS = ["create_ticket", "refund_payment"] as const;
 
@@ -67,6 +70,11 @@ export interface ProbeProvider extends KitProvider {
   lookupByKey(idempotencyKey: string, signal?: AbortSignal): Promise<ProbeLookupAnswer>;
   /** The most recent commit of any key (what a buggy "latest record" adapter reads). */
   latest(): ProbeLookupAnswer | undefined;
+  /**
+   * The provider's list endpoint: committed operations newest first, {@link PROBE_PAGE_SIZE} per page;
+   * `cursor` is the previous page's `nextCursor` (absent on the last page). Honours `signal` and the outage.
+   */
+  listOperations(cursor?: string, signal?: AbortSignal): Promise<{ operations: ProbeLookupAnswer[]; nextCursor?: string }>;
 }
 
 /** Creates a {@link ProbeProvider} in `mode`. */
@@ -188,6 +196,24 @@ export function createProbeProvider(mode: ProbeMode): ProbeProvider {
     },
     setOutage(on) {
       outage = on;
+    },
+    listPageSize: PROBE_PAGE_SIZE,
+    forgetEverything() {
+      records.clear();
+    },
+    async listOperations(cursor, signal) {
+      if (lookupDelayMs > 0) await sleep(lookupDelayMs, signal);
+      if (outage) throw new Error("probe provider unavailable (503)");
+      const start = cursor === undefined ? 0 : Number(cursor);
+      // what the lookup API would show: committed and past the read lag (answerFor fences nothing for a held key)
+      const newestFirst = [...records.keys()]
+        .reverse()
+        .filter((key) => current(key) !== undefined)
+        .map(answerFor)
+        .filter((a) => a.status === "committed");
+      const operations = newestFirst.slice(start, start + PROBE_PAGE_SIZE);
+      const next = start + PROBE_PAGE_SIZE;
+      return next < newestFirst.length ? { operations, nextCursor: String(next) } : { operations };
     },
   };
 }

@@ -19,6 +19,7 @@ import { recordInterruptedLookups } from "./interrupted-lookups.service.js";
 import { ReconciliationAdmission, toReconcilable } from "./reconciliation-admission.policy.js";
 import { adapterRefOf, ReconciliationOutcomeWriter } from "./reconciliation-outcome-writer.service.js";
 import type { ReconciliationSettings } from "./reconciliation-settings.config.js";
+import { RetentionCanary } from "./retention-canary.service.js";
 
 /**
  * An effect whose lease a reconciler holds: the row as read before the lease (`effect`), its bound
@@ -67,6 +68,7 @@ export type LeasedOrNot =
 export class EffectReconciler implements EffectReconciliationPort {
   private readonly admission: ReconciliationAdmission;
   private readonly writer: ReconciliationOutcomeWriter;
+  private readonly canary: RetentionCanary;
   /** Lookups under way ({@link reconcileLeased}), until their outcome committed or failed; see {@link drain}. */
   private readonly inFlight = new Set<Promise<unknown>>();
 
@@ -77,6 +79,7 @@ export class EffectReconciler implements EffectReconciliationPort {
   ) {
     this.admission = new ReconciliationAdmission(ctx, settings);
     this.writer = new ReconciliationOutcomeWriter(ctx, settings, metrics);
+    this.canary = new RetentionCanary(ctx, settings, metrics);
   }
 
   /** Commits every outcome waiting for its group commit's window now (call before closing the store). */
@@ -242,7 +245,8 @@ export class EffectReconciler implements EffectReconciliationPort {
    * the adapter runs), and the outcome's commit (one transaction, compare-and-set on the leased
    * version and owner; with `opts.settleCommand` the command's terminal state commits in it too). The adapter's answer is judged inside that
    * transaction against the effect as read there (docs/DESIGN.md §4): nothing the adapter was handed is
-   * ever read back. A busy store is waited for asynchronously (`retryWhenBusy`, background policy)
+   * ever read back. A miss without a key fence is first checked against the retention canary
+   * ({@link RetentionCanary}: one more lookup of the same adapter, so the lease covers two lookup timeouts). A busy store is waited for asynchronously (`retryWhenBusy`, background policy)
    * before the commit gives up; if the commit throws, the lease is given back with its count (or
    * left to expire while the store is locked) and the error propagates.
    */
@@ -291,6 +295,9 @@ export class EffectReconciler implements EffectReconciliationPort {
         return got;
       },
     );
+    // A miss without a key fence stands only once the same adapter confirmed the retention canary
+    // (docs/DESIGN.md §4); asked here, under the same lease, before the outcome's transaction.
+    const canary = await this.canary.check(effect, answer, adapter, logger);
     try {
       // The adapter's answer is in memory: a store locked by another connection is waited for
       // asynchronously (the event loop stays free) rather than losing the answer to `store.busy`.
@@ -306,6 +313,7 @@ export class EffectReconciler implements EffectReconciliationPort {
             answer,
             settleCommand: opts.settleCommand ?? false,
             alsoWrite: opts.alsoWrite,
+            canary,
           }),
         BACKGROUND_BUSY_RETRY,
       );

@@ -6,7 +6,12 @@ import {
   type ReconciliationTrigger,
 } from "@mosoo/contracts";
 import type { ReconciliationAdapter } from "@mosoo/effect-reconciliation";
-import { judgeLookupAnswer, type LookupAnswer, type ReconcileDecision } from "@mosoo/effect-reconciliation/host";
+import {
+  judgeLookupAnswer,
+  type LookupAnswer,
+  type ReconcileDecision,
+  type RetentionCanaryVerdict,
+} from "@mosoo/effect-reconciliation/host";
 import { DEFAULT_GROUP_COMMIT, OutcomeGroupCommit } from "./outcome-group-commit.service.js";
 import type { CommandSettlement, ReconcileResult } from "../../ledger/application/effect-reconciliation.port.js";
 import { settleCommandFromEffect } from "../../ledger/application/command-settlement.service.js";
@@ -26,7 +31,8 @@ import type { ReconciliationSettings } from "./reconciliation-settings.config.js
  * the lease (`leasedVersion`, `owner`), the adapter (`adapterRef`: id and version), the `trigger`,
  * when the lookup started (`startedAtMs`, ms since the epoch), the adapter's `answer`, and
  * `settleCommand`: end the effect's command in the outcome's transaction too; `alsoWrite`: the
- * caller's own writes in that transaction (see `ReconcileOptions`).
+ * caller's own writes in that transaction (see `ReconcileOptions`); `canary`: the retention canary's
+ * verdict when one was asked (docs/DESIGN.md §4).
  */
 export interface LookupToCommit {
   effect: EffectRow;
@@ -38,6 +44,7 @@ export interface LookupToCommit {
   answer: LookupAnswer;
   settleCommand: boolean;
   alsoWrite?: ((tx: StoreTx, effect: EffectRow) => Promise<void>) | undefined;
+  canary?: RetentionCanaryVerdict | undefined;
 }
 
 /**
@@ -70,10 +77,11 @@ export class ReconciliationOutcomeWriter {
    * with `settleCommand`, the command's terminal state in ONE transaction (compare-and-set on the
    * leased version and owner); the result's `commandSettled` says what it did to the command. A lost
    * compare-and-set releases the lease and records `superseded` with the answer as evidence. An
-   * `ineligible` answer releases the lease and its count. A database error propagates.
+   * `ineligible` answer releases the lease and its count. `canary` is the retention canary's verdict
+   * when one was asked (a fence-less miss without a confirmed canary is refused). A database error propagates.
    */
   async commit(lookup: LookupToCommit): Promise<ReconcileResult> {
-    const { effect, leasedVersion, owner, adapterRef, trigger, startedAtMs, answer, settleCommand, alsoWrite } = lookup;
+    const { effect, leasedVersion, owner, adapterRef, trigger, startedAtMs, answer, settleCommand, alsoWrite, canary } = lookup;
     const now = this.ctx.clock.nowMs();
     if (answer.kind === "ineligible") {
       // The reconcile step made no lookup (e.g. invalid input): release the lease and its count.
@@ -95,7 +103,7 @@ export class ReconciliationOutcomeWriter {
       // outcome (docs/DESIGN.md §4): the adapter never held this row, only a copy of its lookup request.
       const current = await effectRepository.findById(tx, effect.id);
       if (!current || current.status !== "unknown" || current.version !== leasedVersion || current.leaseOwner !== owner) return null;
-      decision = judgedAgainst(answer, current);
+      decision = judgedAgainst(answer, current, canary);
       const outcome = decision.decision;
       const reasonCode = decision.decision === "still_unknown" ? decision.reasonCode : null;
       const set = this.outcomeColumns(current, decision, now);
@@ -132,7 +140,7 @@ export class ReconciliationOutcomeWriter {
     if (!committed || !decision) {
       await this.ctx.store.transaction((tx) => reconciliationRepository.releaseLease(tx, effect.id, owner));
       // Evidence only (never written to the effect): the answer judged against the row as leased.
-      await this.recordSuperseded(effect, adapterRef, trigger, startedAtMs, "cas_lost", judgedAgainst(answer, effect));
+      await this.recordSuperseded(effect, adapterRef, trigger, startedAtMs, "cas_lost", judgedAgainst(answer, effect, canary));
       return { kind: "superseded", effect: await this.ctx.store.read((tx) => effectRepository.findById(tx, effect.id)) };
     }
     const outcome = (decision as Exclude<ReconcileDecision, { decision: "ineligible" }>).decision;
@@ -193,7 +201,10 @@ export class ReconciliationOutcomeWriter {
           decision.reasonCode === "adapter_crashed" &&
           effect.lookupCount >= this.settings.maxLookups;
         const attention: OperatorAttentionReason | null =
-          decision.reasonSource === "runtime" && (decision.reasonCode === "key_conflict" || decision.reasonCode === "retention_expired")
+          decision.reasonSource === "runtime" &&
+          (decision.reasonCode === "key_conflict" ||
+            decision.reasonCode === "retention_expired" ||
+            decision.reasonCode === "retention_contradicted")
             ? decision.reasonCode
             : crashedAtBound
               ? "adapter_crashed"
@@ -322,14 +333,15 @@ export function adapterRefOf(adapter: ReconciliationAdapter): { id: string; vers
 }
 
 /**
- * The answer judged against `row` (a row read from the store). An effect that is no longer eligible
+ * The answer judged against `row` (a row read from the store), with the retention canary's verdict. An effect that is no longer eligible
  * for the answer's binding cannot be settled by it: `still_unknown` (`answer_mismatch`).
  */
 function judgedAgainst(
   answer: Exclude<LookupAnswer, { kind: "ineligible" }>,
   row: EffectRow,
+  canary: RetentionCanaryVerdict | undefined,
 ): Exclude<ReconcileDecision, { decision: "ineligible" }> {
-  const judged = judgeLookupAnswer(answer, toReconcilable(row));
+  const judged = judgeLookupAnswer(answer, toReconcilable(row), canary);
   if (judged.decision !== "ineligible") return judged;
   const adapter = answer.kind === "answered" ? { id: answer.declaration.id, version: answer.declaration.version } : answer.decision.adapter;
   return {

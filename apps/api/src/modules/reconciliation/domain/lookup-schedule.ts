@@ -15,7 +15,7 @@ export type LookupSchedule =
 /**
  * Schedules the next lookup after a `still_unknown` answer (pure; docs/DESIGN.md §6.3 and
  * anchors.md §5.4: "not found" is confirmed by further lookups spread over time, never one read).
- * - `operatorAttention` from the reconcile step (`key_conflict`, `retention_expired`) stops lookups;
+ * - `operatorAttention` from the reconcile step (`key_conflict`, `retention_expired`, `retention_contradicted`) stops lookups;
  * - after `maxLookups` lookups in all, lookups stop with `lookup_bound_reached`;
  * - otherwise the delay is the `retry` package's exponential backoff for the `lookupCount`-th
  *   lookup (no jitter), and never earlier than `notBeforeMs` (an adapter's retry-after or the end of

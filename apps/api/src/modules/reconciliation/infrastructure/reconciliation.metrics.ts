@@ -5,11 +5,16 @@ import { Counter, type Registry } from "prom-client";
  * - `mosoo_effect_reconciliation_lookups_total{adapter, outcome, reason_code}`: every committed
  *   lookup outcome (reason_code is "" for confirmed outcomes);
  * - `mosoo_effect_reconciliation_superseded_total{adapter, reason}`: reconcilers that lost the lease
- *   (`lease_held`, no lookup made) or the compare-and-set (`cas_lost`) and changed nothing.
+ *   (`lease_held`, no lookup made) or the compare-and-set (`cas_lost`) and changed nothing;
+ * - `mosoo_effect_reconciliation_retention_canary_total{adapter, verdict}`: retention canaries asked
+ *   before a fence-less "not executed" was believed (docs/DESIGN.md §4): `confirmed`, `contradicted`
+ *   (the miss was refused `retention_contradicted` and flagged), `unverified` (the canary lookup
+ *   proved nothing), `none` (no committed key fits the window; the miss was refused).
  */
 export class ReconciliationMetrics {
   readonly lookups: Counter<"adapter" | "outcome" | "reason_code">;
   readonly superseded: Counter<"adapter" | "reason">;
+  readonly canaries: Counter<"adapter" | "verdict">;
 
   constructor(registry: Registry) {
     this.lookups = new Counter({
@@ -24,6 +29,17 @@ export class ReconciliationMetrics {
       labelNames: ["adapter", "reason"],
       registers: [registry],
     });
+    this.canaries = new Counter({
+      name: "mosoo_effect_reconciliation_retention_canary_total",
+      help: "Retention canaries asked before a not_executed answer without a key fence was believed, by adapter and verdict",
+      labelNames: ["adapter", "verdict"],
+      registers: [registry],
+    });
+  }
+
+  /** Counts one retention canary verdict (`confirmed`, `contradicted`, `unverified`, or `none` when no canary fitted). */
+  recordCanary(adapterId: string, verdict: "confirmed" | "contradicted" | "unverified" | "none"): void {
+    this.canaries.inc({ adapter: adapterId, verdict });
   }
 
   /** Counts one superseded reconciler (`lease_held` or `cas_lost`). */

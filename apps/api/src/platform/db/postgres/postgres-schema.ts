@@ -266,6 +266,13 @@ export const externalToolEffects = pgTable(
     index("external_tool_effects_compensates_idx")
       .on(t.compensatesEffectId)
       .where(sql`compensates_effect_id IS NOT NULL`),
+    // The retention canary (docs/DESIGN.md §4): the oldest `succeeded` effect of a server and tool first
+    // dispatched inside a time range (`server_id = ? AND tool_name = ? AND status = 'succeeded' AND
+    // first_dispatched_at_ms BETWEEN ? AND ? ORDER BY first_dispatched_at_ms`): one index range. Partial:
+    // an effect gets its entry once, when it succeeds; no other lifecycle step writes it.
+    index("external_tool_effects_canary_idx")
+      .on(t.serverId, t.toolName, t.firstDispatchedAtMs)
+      .where(sql`status = 'succeeded'`),
     index("external_tool_effects_attention_idx")
       .on(t.operatorAttention, t.id)
       .where(sql`operator_attention IS NOT NULL`),

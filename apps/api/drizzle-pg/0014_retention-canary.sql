@@ -1,0 +1,3 @@
+ALTER TABLE "external_tool_effects" DROP CONSTRAINT "external_tool_effects_attention_check";--> statement-breakpoint
+CREATE INDEX "external_tool_effects_canary_idx" ON "external_tool_effects" USING btree ("server_id","tool_name","first_dispatched_at_ms") WHERE status = 'succeeded';--> statement-breakpoint
+ALTER TABLE "external_tool_effects" ADD CONSTRAINT "external_tool_effects_attention_check" CHECK (operator_attention IS NULL OR operator_attention IN ('key_conflict', 'retention_expired', 'lookup_bound_reached', 'adapter_crashed', 'late_evidence_contradiction', 'contradicted_by_provider', 'retention_contradicted'));
