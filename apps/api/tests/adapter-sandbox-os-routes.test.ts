@@ -89,8 +89,8 @@ describe("routes the permission model does not check (real sandbox)", { timeout:
         env: { ...process.env },
         stdio: ["ignore", "pipe", "pipe", ...Array<"ignore">(INHERITED_READ - 3).fill("ignore"), secretFd, logFd],
       });
-      api.stdout.on("data", (chunk) => (stdout += String(chunk)));
-      api.stderr.on("data", (chunk) => (stderr += String(chunk)));
+      api.stdout!.on("data", (chunk) => (stdout += String(chunk)));
+      api.stderr!.on("data", (chunk) => (stderr += String(chunk)));
       api.on("exit", (exit) => resolve(exit));
     });
     closeSync(secretFd);
