@@ -7,12 +7,14 @@
  *   package found above the folder but not declared, a declared package whose `main` or whose folder
  *   lies outside, a tsconfig `paths` mapping) refuses the binding, nothing bound, the secret in no message;
  * - a symbolic link under the package pointing outside it refuses the binding;
+ * - a file over the size bound (a sparse 400 MB file, 0 bytes on disk), or files over the total bound,
+ *   refuse the binding before bundling reads them;
  * - at run time the process reads nothing but its bundle: not a file beside the adapter module, not
  *   the module itself, not the bindings file;
  * - a reply line adapter code writes on the reply pipe itself is refused (the process is killed, the
  *   call ends `crashed`), whether it answers the call in flight or one that is not, and the host goes on.
  */
-import { mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
+import { mkdirSync, mkdtempSync, rmSync, symlinkSync, truncateSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -194,6 +196,29 @@ describe("adapter confinement (real sandbox)", { timeout: 240_000 }, () => {
       if (message) expect(refused.message).toMatch(message);
       expect(refused.message).not.toContain(SECRET);
       expect(refused.message.split("\n")).toHaveLength(1);
+    });
+  });
+
+  describe("bundling reads no file past the size bounds", () => {
+    /** Writes `names` as sparse files of `bytes` each (0 bytes on disk) in package `name`, imported as text, and answers the module. */
+    function sparsePackage(name: string, names: string[], bytes: number): string {
+      const imports = names.map((file, i) => `import t${i} from "./${file}" with { type: "text" };`).join("\n");
+      const module = adapterPackage(name, adapterSource(`${imports}\nexport const taken = [${names.map((_, i) => `t${i}`).join(", ")}];`));
+      for (const file of names) {
+        writeFileSync(join(dirname(module), file), "");
+        truncateSync(join(dirname(module), file), bytes);
+      }
+      return module;
+    }
+
+    it("a 400 MB file imported as text → adapter.bundle_too_large naming it, nothing bound", async () => {
+      const refused = await refusal(sparsePackage("huge-text", ["blob.txt"], 400 * 1024 * 1024));
+      expect(refused).toEqual({ code: "adapter.bundle_too_large", message: expect.stringContaining("blob.txt is 419430400 bytes") });
+    });
+
+    it("files each under the bound but over the total → adapter.bundle_too_large", async () => {
+      const refused = await refusal(sparsePackage("many-texts", ["a.txt", "b.txt", "c.txt", "d.txt", "e.txt"], 15 * 1024 * 1024));
+      expect(refused).toEqual({ code: "adapter.bundle_too_large", message: expect.stringContaining("total more than 67108864 bytes") });
     });
   });
 

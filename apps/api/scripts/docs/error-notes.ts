@@ -308,6 +308,11 @@ export const ERROR_NOTES: Readonly<Record<string, ErrorNote>> = {
     meaning: "the adapter's folder holds a link whose target lies outside the package and its dependencies; nothing was bound",
     next: "install the adapter from a registry tarball, or replace the link with a copy of what it points at",
   },
+  "adapter.bundle_too_large": {
+    who: "the API at startup (bindings file)",
+    meaning: "the adapter's code imports a file over 16 MiB, or files over 64 MiB in all, into its bundle; nothing was bound",
+    next: "fetch large data at run time from the provider instead of importing it, or drop the large file from the package",
+  },
   "adapter.package_not_found": {
     who: "the API at startup (bindings file)",
     meaning: "the `package.module` is not installed for the API",

@@ -30,7 +30,7 @@ export interface AdapterBindOptions {
  * past a limit. An in-process host (`createInProcessAdapterHost` from `./testing`) is for tests only.
  * `bind` rejects with a `ReconciliationError` (`adapter.package_not_found`, `adapter.export_missing`,
  * `adapter.load_failed` (the building code crashed or timed out), `binding.tool_not_declared`, `adapter.invalid_options`, `adapter.invalid_declaration`, as `AdapterRegistry.instantiate`;
- * a sandboxing host also `adapter.bundle_outside_package` and `adapter.symlink_outside_package`).
+ * a sandboxing host also `adapter.bundle_outside_package`, `adapter.symlink_outside_package` and `adapter.bundle_too_large`).
  * `close()` ends the host (idempotent); calls afterwards reject.
  */
 export interface AdapterHost {

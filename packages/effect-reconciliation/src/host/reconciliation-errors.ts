@@ -30,6 +30,9 @@
  *   a glob import, a device or FIFO). Nothing is bound. `details.module`.
  * - `adapter.symlink_outside_package`: a symbolic link under the adapter's package folder points
  *   outside it and outside the dependencies it declares. Nothing is bound. `details.module`.
+ * - `adapter.bundle_too_large`: bundling the adapter would bring in a file larger than 16 MiB, or
+ *   files totalling more than 64 MiB (checked from their sizes before they are read). Nothing is
+ *   bound. `details.module`.
  */
 export const RECONCILIATION_ERROR_CODES = [
   "adapter.invalid_declaration",
@@ -43,6 +46,7 @@ export const RECONCILIATION_ERROR_CODES = [
   "binding.tool_not_declared",
   "adapter.bundle_outside_package",
   "adapter.symlink_outside_package",
+  "adapter.bundle_too_large",
 ] as const;
 
 /** One of {@link RECONCILIATION_ERROR_CODES}. */

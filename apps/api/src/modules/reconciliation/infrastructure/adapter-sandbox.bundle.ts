@@ -29,11 +29,12 @@ export interface AdapterBundle {
  * inlined, no loader and no cache needed at run time; the file is made read-only). Bundling reads
  * only the adapter's package and the dependencies it declares (`adapter-sandbox.confine.ts`): a
  * symbolic link in the package pointing elsewhere, or an import (of any kind, glob imports included)
- * reaching a file elsewhere, refuses the binding before anything is written; no `tsconfig.json` is
+ * reaching a file elsewhere, or a file too large to bundle, refuses the binding before anything is written; no `tsconfig.json` is
  * read (TypeScript is compiled with esbuild's defaults). A dependency that is a native addon cannot
  * be bundled: the sandbox loads no addons.
  * @throws ReconciliationError `adapter.package_not_found` (not resolvable, not a regular file),
- *   `adapter.symlink_outside_package`, `adapter.bundle_outside_package`, `adapter.load_failed` (the
+ *   `adapter.symlink_outside_package`, `adapter.bundle_outside_package`, `adapter.bundle_too_large` (a
+ *   file over 16 MiB, or over 64 MiB in all, would be bundled), `adapter.load_failed` (the
  *   module or one of its imports does not compile or resolve; one line).
  */
 export async function bundleAdapter(source: AdapterSource, dir: string, name: string): Promise<AdapterBundle> {
@@ -73,7 +74,7 @@ export async function bundleAdapter(source: AdapterSource, dir: string, name: st
   } catch (error) {
     const refusal = confine.refusal();
     if (refusal !== undefined)
-      throw new ReconciliationError("adapter.bundle_outside_package", `adapter package "${source.module}": ${refusal}`, {
+      throw new ReconciliationError(refusal.code, `adapter package "${source.module}": ${refusal.text}`, {
         details: { module: source.module },
       });
     const first =

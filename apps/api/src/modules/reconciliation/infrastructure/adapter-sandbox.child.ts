@@ -11,25 +11,58 @@ installAdapterGuard();
 
 /** Fd of the reply channel (a pipe the host reads; stdout and stderr are the adapter's own). */
 const REPLY_FD = 3;
-/** Longest reply token read from stdin (characters). */
-const MAX_TOKEN_CHARS = 128;
+/** Longest first line read from stdin (characters): the reply token and the list of inherited fds. */
+const MAX_FIRST_LINE_CHARS = 1 << 20;
 
 // Taken now, before adapter code can replace them: `fs`'s ES-module exports are live bindings that
 // `syncBuiltinESMExports()` would repoint at a patched `fs.writeSync`.
-const { readSync, writeSync } = fs;
+const { closeSync, fstatSync, readSync, writeSync } = fs;
 
 /**
- * The reply token: the first line the host writes on stdin, read here byte by byte before any
- * adapter code runs and kept only in this module's scope. Every reply line starts with it; a line the
- * adapter writes on fd 3 itself cannot (it never sees the token), and the host kills a process that
- * sends a line without it. Read into an unpooled buffer (a pooled one would leave the token in memory
- * that `Buffer.allocUnsafe` hands to adapter code).
+ * Stdin's first line, `<token> <inherited fds as JSON>`, read byte by byte before any adapter code
+ * runs (an unpooled buffer: a pooled one would leave the token in memory that `Buffer.allocUnsafe`
+ * hands to adapter code).
  */
-const replyToken = ((): string => {
+const firstLine = ((): string => {
   const byte = Buffer.alloc(1);
-  let token = "";
-  while (token.length < MAX_TOKEN_CHARS && readSync(0, byte, 0, 1, null) === 1 && byte[0] !== 0x0a) token += String.fromCharCode(byte[0]!);
-  return token;
+  let line = "";
+  while (line.length < MAX_FIRST_LINE_CHARS && readSync(0, byte, 0, 1, null) === 1 && byte[0] !== 0x0a)
+    line += String.fromCharCode(byte[0]!);
+  return line;
+})();
+
+/**
+ * The reply token: the first word of stdin's first line, kept only in this module's scope. Every
+ * reply line starts with it; a line the adapter writes on fd 3 itself cannot (it never sees the
+ * token), and the host kills a process that sends a line without it.
+ */
+const replyToken = firstLine.split(" ", 1)[0]!;
+
+/**
+ * Closes the file descriptors this process inherited besides its stdio (the rest of stdin's first
+ * line: `[{"fd": n, "id": "<dev>:<ino>"}, ...]`, listed by the host when it spawned this process):
+ * fds the API held without close-on-exec, which adapter code could otherwise read and write with
+ * `fs.readSync`/`fs.writeSync` (the permission model does not check operations on an open fd). Each
+ * is closed only when it is above the reply pipe and still refers to the file the host saw. Done
+ * before any adapter code loads; throws nothing.
+ */
+((): void => {
+  let listed: unknown;
+  try {
+    listed = JSON.parse(firstLine.slice(replyToken.length + 1) || "[]");
+  } catch {
+    return;
+  }
+  if (!Array.isArray(listed)) return;
+  for (const entry of listed as Array<{ fd?: unknown; id?: unknown }>) {
+    if (typeof entry.fd !== "number" || !Number.isInteger(entry.fd) || entry.fd <= REPLY_FD) continue;
+    try {
+      const stat = fstatSync(entry.fd, { bigint: true });
+      if (`${stat.dev}:${stat.ino}` === entry.id) closeSync(entry.fd);
+    } catch {
+      // not open here: nothing to close
+    }
+  }
 })();
 
 /**
@@ -46,7 +79,7 @@ function writeReply(line: string): void {
  * Serves the host (docs/DESIGN.md §4 "The sandbox is the operating system's"): reads one task per
  * line from stdin (`{"id": n, "task": AdapterWorkerTask}`), runs it with {@link runAdapterTask}
  * against the adapter module (several at once, as they come), and writes `<token> {"id": n, "reply": AdapterWorkerReply}`
- * as one line to fd 3 (the token is stdin's first line, read before the adapter module is imported). When stdin ends (the host closed it, or died) the process exits. `importAdapter` imports the
+ * as one line to fd 3 (the token starts stdin's first line, read before the adapter module is imported). When stdin ends (the host closed it, or died) the process exits. `importAdapter` imports the
  * adapter module (bundled in); a throw there answers every task `refused` (`adapter.load_failed`);
  * `packageName` / `packageVersion` come from the host (it read the package before bundling).
  */

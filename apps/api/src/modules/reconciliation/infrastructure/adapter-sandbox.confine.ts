@@ -9,6 +9,14 @@ import { ReconciliationError, type AdapterSource } from "@mosoo/effect-reconcili
 const MAX_PACKAGE_ENTRIES = 10_000;
 /** Most dependency packages (transitively) an adapter's scope lists; past it the rest are not readable. */
 const MAX_DEPENDENCY_PACKAGES = 5_000;
+/**
+ * Largest file an adapter may bring into its bundle (bytes, 16 MiB): esbuild reads each file whole
+ * into the API's memory and a `with {type: "text"}` import copies it into the bundle, so a huge
+ * (even sparse, 0 bytes on disk) file would cost the API that much memory and disk.
+ */
+const MAX_BUNDLED_FILE_BYTES = 16 * 1024 * 1024;
+/** Most bytes all the files an adapter brings into its bundle may total (64 MiB; same reason). */
+const MAX_BUNDLED_TOTAL_BYTES = 64 * 1024 * 1024;
 /** The dependency fields of a `package.json` whose packages an adapter may import (not `devDependencies`). */
 const DEPENDENCY_FIELDS = ["dependencies", "optionalDependencies", "peerDependencies"] as const;
 
@@ -190,6 +198,12 @@ function globPrefixes(source: string): string[] {
   return prefixes;
 }
 
+/** Why bundling an adapter was refused: the error's `code` and one line (`text`, naming the file). */
+export interface ConfinementRefusal {
+  code: "adapter.bundle_outside_package" | "adapter.bundle_too_large";
+  text: string;
+}
+
 /** The namespace of the bundle's entry (the host's own program: what it imports is trusted). */
 const ENTRY_NAMESPACE = "mosoo-sandbox-entry";
 /** The `pluginData` marking a resolution the plugin asked esbuild for itself. */
@@ -204,19 +218,23 @@ const OWN_RESOLVE = Symbol("adapter-sandbox.confine");
  * - each file loaded, however esbuild came to it (glob imports `import(\`./x/${n}\`)` never reach
  *   `onResolve`), must be within the scope or be a file the host's own program imports; an adapter
  *   script whose glob import's fixed folder lies outside the scope is refused before esbuild lists it.
+ * - each such file is at most 16 MiB, and all of them together at most 64 MiB (checked from the file's
+ *   size before esbuild reads it).
  * What the host's program imports (the child program and its dependencies) is trusted and marked so.
- * The first refusal is kept in `refusal()`: the build fails and the caller throws
- * `adapter.bundle_outside_package` with it. esbuild reads no `tsconfig.json` (the caller passes its own).
+ * The first refusal is kept in `refusal()` (its code and one line): the build fails and the caller
+ * throws a `ReconciliationError` with it (`adapter.bundle_outside_package`, or
+ * `adapter.bundle_too_large` past a size bound). esbuild reads no `tsconfig.json` (the caller passes its own).
  */
 export function confinementPlugin(
   entry: { contents: string; resolveDir: string },
   adapterModule: string,
   scope: AdapterPackageScope,
-): { plugin: Plugin; entryPoint: string; refusal: () => string | undefined } {
+): { plugin: Plugin; entryPoint: string; refusal: () => ConfinementRefusal | undefined } {
   const trusted = new Set<string>();
-  let first: string | undefined;
-  const refuse = (text: string) => {
-    first ??= text;
+  let first: ConfinementRefusal | undefined;
+  let totalBytes = 0;
+  const refuse = (text: string, code: ConfinementRefusal["code"] = "adapter.bundle_outside_package") => {
+    first ??= { code, text };
     return { errors: [{ text }] };
   };
   const regularInScope = (path: string): boolean => {
@@ -264,6 +282,18 @@ export function confinementPlugin(
         if (!regularInScope(args.path))
           return refuse(
             `${where(args.path)} would be bundled, but it is not a file of the adapter's package or of a dependency it declares`,
+          );
+        const bytes = statSync(args.path).size;
+        totalBytes += bytes;
+        if (bytes > MAX_BUNDLED_FILE_BYTES)
+          return refuse(
+            `${where(args.path)} is ${bytes} bytes, more than the ${MAX_BUNDLED_FILE_BYTES} bytes one file may bring into an adapter's bundle`,
+            "adapter.bundle_too_large",
+          );
+        if (totalBytes > MAX_BUNDLED_TOTAL_BYTES)
+          return refuse(
+            `the files it brings into its bundle total more than ${MAX_BUNDLED_TOTAL_BYTES} bytes (reached at ${where(args.path)})`,
+            "adapter.bundle_too_large",
           );
         if (!SCRIPT_FILE.test(args.path)) return undefined;
         const outside = globPrefixes(readFileSync(args.path, "utf8")).find(

@@ -13,6 +13,11 @@
  *   their own), `inspector.Session`/`inspector.open`;
  * - native access: `process.binding`, `process._linkedBinding`, `process.dlopen`;
  * - process-wide V8 flags: `v8.setFlagsFromString`;
+ * - Unix-domain sockets (the permission model checks neither connecting to one nor creating one; a
+ *   socket of the API's OS user, PostgreSQL's with peer authentication say, would accept the adapter
+ *   as that user): `net.Socket.prototype.connect` with a `path` (every client route goes through it:
+ *   `net.connect`/`createConnection`, `tls.connect`, `http.request({socketPath})`, fetch dispatchers)
+ *   and `net.Server.prototype.listen` on a path (it would create a socket file);
  * - reading the process's own heap: `v8.getHeapSnapshot`, `v8.setHeapSnapshotNearHeapLimit` (a
  *   snapshot holds every string of the process, the reply token of the child program included).
  * Each refused call throws `Error("<name> is not available to adapter code")`, which the adapter sees
@@ -50,6 +55,45 @@ function lockClass(target: object, key: string, name: string): void {
   });
 }
 
+/** `net` as the guard uses it: its exported argument normalizer (`[options, callback]`) included. */
+type NetModule = typeof import("node:net") & { _normalizeArgs: (args: unknown[]) => [Record<string, unknown>, unknown] };
+/** The options `net.Server.prototype.listen` reads, copied one read each (a getter cannot answer twice). */
+const LISTEN_KEYS = ["port", "host", "path", "backlog", "exclusive", "readableAll", "writableAll", "ipv6Only", "signal", "fd"] as const;
+
+/**
+ * Refuses Unix-domain sockets (see the module's comment): `Socket.prototype.connect` and
+ * `Server.prototype.listen` are replaced by versions that read the caller's options ONCE into a
+ * plain copy, refuse it when it names a `path`, and hand the copy (never the caller's object) to
+ * the original; a listen on a handle object is passed on without its handle (not an adapter's use).
+ */
+function refuseUnixSockets(net: NetModule): void {
+  const normalize = net._normalizeArgs;
+  const connect = net.Socket.prototype.connect as (...args: unknown[]) => unknown;
+  const listen = net.Server.prototype.listen as (...args: unknown[]) => unknown;
+  const name = "a Unix-domain socket";
+  Object.defineProperty(net.Socket.prototype, "connect", {
+    value: function connectNoUnixSocket(this: unknown, ...args: unknown[]): unknown {
+      const [given, callback] = Array.isArray(args[0]) ? (args[0] as [Record<string, unknown>, unknown]) : normalize(args);
+      const options = { ...given };
+      if (options["path"]) throw refusal(name);
+      return connect.call(this, options, callback);
+    },
+    writable: false,
+    configurable: false,
+  });
+  Object.defineProperty(net.Server.prototype, "listen", {
+    value: function listenNoUnixSocket(this: unknown, ...args: unknown[]): unknown {
+      const [given, callback] = normalize(args);
+      const options: Record<string, unknown> = {};
+      for (const key of LISTEN_KEYS) options[key] = given[key];
+      if (options["path"]) throw refusal(name);
+      return listen.call(this, options, ...(typeof callback === "function" ? [callback] : []));
+    },
+    writable: false,
+    configurable: false,
+  });
+}
+
 let installed = false;
 
 /**
@@ -77,5 +121,6 @@ export function installAdapterGuard(): void {
   }
   const v8 = require("node:v8") as object;
   for (const key of ["setFlagsFromString", "getHeapSnapshot", "setHeapSnapshotNearHeapLimit"]) lockFunction(v8, key, `v8.${key}`);
+  refuseUnixSockets(require("node:net") as NetModule);
   syncBuiltinESMExports();
 }

@@ -1,7 +1,7 @@
 // One sandboxed child process that runs an adapter's tasks, and how the host watches and kills it.
 import { spawn, type ChildProcess } from "node:child_process";
 import { randomBytes } from "node:crypto";
-import { readFileSync } from "node:fs";
+import { fstatSync, readdirSync, readFileSync } from "node:fs";
 import type { Readable } from "node:stream";
 import type { AdapterTerminationReason } from "@mosoo/effect-reconciliation/host";
 import type { AdapterWorkerReply, AdapterWorkerTask } from "./adapter-sandbox.tasks.js";
@@ -21,6 +21,49 @@ const SAMPLE_EVERY_MS = 50;
 const CLOCK_TICKS_PER_SECOND = 100;
 const PAGE_BYTES = 4096;
 const REPLY_TOKEN_BYTES = 24;
+/** The child's stdio: stdin, stdout, stderr and the reply pipe (fds 0 to 3, set by the spawn itself). */
+const CHILD_STDIO = ["pipe", "pipe", "pipe", "pipe"] as const;
+/** `O_CLOEXEC` in the `flags:` line of `/proc/<pid>/fdinfo/<fd>` (octal 02000000 on Linux). */
+const O_CLOEXEC = 0o2000000;
+
+/**
+ * One file descriptor this process holds that a child it spawns inherits: `fd` (its number, the same
+ * in the child) and `id` (`"<dev>:<ino>"` of what it refers to, so the child closes it only when it
+ * still is that file).
+ */
+interface InheritedFd {
+  fd: number;
+  id: string;
+}
+
+/**
+ * The file descriptors a child spawned now inherits besides its stdio: every fd of this process from
+ * `CHILD_STDIO.length` up that lacks close-on-exec (Node opens its own with it; these came from
+ * whoever started the API, a shell's `200<secret.env` say), read from `/proc/self/fd` and
+ * `/proc/self/fdinfo`. Empty where there is no `/proc` (not Linux). Throws nothing.
+ */
+function inheritedFds(): InheritedFd[] {
+  let names: string[];
+  try {
+    names = readdirSync("/proc/self/fd");
+  } catch {
+    return [];
+  }
+  const found: InheritedFd[] = [];
+  for (const name of names) {
+    const fd = Number(name);
+    if (!Number.isInteger(fd) || fd < CHILD_STDIO.length) continue;
+    try {
+      const flags = /^flags:\s*([0-7]+)/m.exec(readFileSync(`/proc/self/fdinfo/${fd}`, "utf8"))?.[1];
+      if (flags === undefined || (parseInt(flags, 8) & O_CLOEXEC) !== 0) continue;
+      const stat = fstatSync(fd, { bigint: true });
+      found.push({ fd, id: `${stat.dev}:${stat.ino}` });
+    } catch {
+      // closed meanwhile (the listing's own fd, say): nothing to inherit
+    }
+  }
+  return found;
+}
 
 /**
  * How to start a child: `bundleFile` (its program), `readable` (the only paths it may read),
@@ -79,8 +122,9 @@ interface PendingCall {
 /**
  * One child process (docs/DESIGN.md §4 "The sandbox is the operating system's"): spawned with
  * exactly `env`, under {@link sandboxNodeArgs}, stdin/stdout/stderr and a reply pipe (fd 3) all held
- * by the host. Its stdin's first line is a reply token (random, this process's own) that the child
- * program reads before any adapter code runs; a reply line that does not start with it (adapter code
+ * by the host. Its stdin's first line is a reply token (random, this process's own) and the
+ * {@link inheritedFds} as JSON (`<token> [{"fd", "id"}, ...]`), which the child program reads, and
+ * closes those fds, before any adapter code runs; a reply line that does not start with it (adapter code
  * writing on fd 3 itself), that answers no call in flight or that is not JSON kills the process
  * (`crashed`), and so does the reply pipe closing. {@link call} runs tasks, several at once (calls of ONE binding's adapter only); the
  * host kills the process (SIGKILL) on a call's signal (that call: `timeout`), past a call's CPU-time
@@ -108,15 +152,17 @@ export class SandboxProcess {
 
   /** Spawns the child (it answers tasks once its bundle is loaded). */
   constructor(private readonly opts: SandboxProcessOptions) {
+    // listed in the same tick as the spawn: what the child inherits (Node opens its own fds close-on-exec)
+    const inherited = inheritedFds();
     this.child = spawn(process.execPath, [...sandboxNodeArgs(opts), opts.bundleFile, JSON.stringify(opts.packageInfo)], {
       env: { ...opts.env },
-      stdio: ["pipe", "pipe", "pipe", "pipe"],
+      stdio: [...CHILD_STDIO],
       cwd: "/",
     });
     this.child.on("error", () => this.end("crashed", "the adapter process could not be started"));
     this.child.on("exit", (code, signal) => this.end(code === 0 && signal === null ? "exited" : "crashed", `exit ${signal ?? code}`));
     this.child.stdin?.on("error", () => undefined);
-    this.child.stdin?.write(`${this.replyPrefix.trimEnd()}\n`);
+    this.child.stdin?.write(`${this.replyPrefix}${JSON.stringify(inherited)}\n`);
     readLines(this.child.stdout!, MAX_OUTPUT_LINE_CHARS, (line) => this.output("stdout", line));
     readLines(this.child.stderr!, MAX_OUTPUT_LINE_CHARS, (line) => this.output("stderr", line));
     const replies = this.child.stdio[3] as Readable;
