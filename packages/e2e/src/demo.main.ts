@@ -5,11 +5,15 @@ import { runCrashScenario } from "./scenarios/crash-scenario.js";
 import { CRASH_SCENARIOS } from "./scenarios/crash-scenarios.js";
 import { OPERATOR_RESOLUTION_SCENARIO, runOperatorResolutionScenario } from "./scenarios/operator-resolution.scenario.js";
 import { runScaleOutScenario, SCALE_OUT_SCENARIO } from "./scenarios/scale-out.scenario.js";
+import { RETENTION_CANARY_SCENARIO, runRetentionCanaryScenario } from "./scenarios/retention-canary.scenario.js";
+import { runTaskHandleScenario, TASK_HANDLE_SCENARIO } from "./scenarios/task-handle.scenario.js";
 import type { ScenarioOptions, ScenarioResult } from "./scenarios/scenario.types.js";
 
 /** The demo's scenarios, in order. */
 const SCENARIOS: Array<{ name: string; run: (o: ScenarioOptions) => Promise<ScenarioResult> }> = [
   ...CRASH_SCENARIOS.map((spec) => ({ name: spec.name, run: (o: ScenarioOptions) => runCrashScenario(spec, o) })),
+  { name: TASK_HANDLE_SCENARIO, run: runTaskHandleScenario },
+  { name: RETENTION_CANARY_SCENARIO, run: runRetentionCanaryScenario },
   { name: OPERATOR_RESOLUTION_SCENARIO, run: runOperatorResolutionScenario },
   // the only scenario on PostgreSQL: it starts (and stops) its own throwaway server; the others stay on embedded SQLite
   { name: SCALE_OUT_SCENARIO, run: runScaleOutScenario },

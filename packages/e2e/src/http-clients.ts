@@ -7,6 +7,8 @@ import {
   type CreateRunResponse,
   type EnqueueToolCallRequest,
   type EnqueueToolCallResponse,
+  OPERATOR_API,
+  type OperatorEffectDetail,
   type RouteInput,
   type RouteOutput,
   type ToolCallView,
@@ -106,6 +108,18 @@ export class RunApiClient {
     const res = await this.send(SYSTEM_API.metrics, {});
     return res.ok ? res.text() : "";
   }
+}
+
+/**
+ * One effect with its whole history as an operator sees it (`GET /api/operator/effects/:effectId`,
+ * `effects show`): its receipts, `operatorAttention` and lookups, read with the operator token
+ * `operatorToken` (the API must run with reconciliation on).
+ * @throws Error `e2e.http_error` when the API refuses the request.
+ */
+export async function showEffectAsOperator(apiUrl: string, operatorToken: string, effectId: string): Promise<OperatorEffectDetail> {
+  const route = OPERATOR_API.operatorShow;
+  const res = await fetch(apiUrl + routePath(route, { effectId }), { headers: { authorization: `Bearer ${operatorToken}` } });
+  return route.response.parse(await json(res, "operator show effect"));
 }
 
 /** Per-key counters of the fixture provider (`GET /control/stats`). */

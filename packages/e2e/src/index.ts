@@ -21,3 +21,5 @@ export { CRASH_SCENARIOS } from "./scenarios/crash-scenarios.js";
 export type { ScenarioResult, ScenarioOptions, Timeline } from "./scenarios/scenario.types.js";
 export { runOperatorResolutionScenario, OPERATOR_RESOLUTION_SCENARIO } from "./scenarios/operator-resolution.scenario.js";
 export { runScaleOutScenario, SCALE_OUT_SCENARIO } from "./scenarios/scale-out.scenario.js";
+export { runTaskHandleScenario, TASK_HANDLE_SCENARIO } from "./scenarios/task-handle.scenario.js";
+export { runRetentionCanaryScenario, RETENTION_CANARY_SCENARIO } from "./scenarios/retention-canary.scenario.js";

@@ -22,6 +22,10 @@ export const MAX_DELAY_BEFORE_COMMIT_MS = 600_000;
  * - `expireTasks`: while on, every MCP task answers as one whose TTL passed (`tasks/get` and
  *   `tasks/result` refuse it as unknown, MCP `-32602`); the tasks are kept and answer again once it is
  *   off. Read on every task lookup, not once per call. Only matters with task support on.
+ * - `forgetKeys`: while on, `getOperation` answers every committed key as never seen (`found: false`,
+ *   `fenced: false`), as a provider that keeps keys shorter than an adapter declared; the writes stay
+ *   stored (`createIssue` still replays them, `/control/stats` still counts them) and answer again once
+ *   it is off. Read on every lookup.
  *
  * A call reads the switches once, when it arrives; changing them later does not affect it.
  */
@@ -32,6 +36,7 @@ export const FixtureFaultsSchema = z.object({
   exitAfterCommit: z.boolean(),
   failBeforeCommit: z.boolean(),
   expireTasks: z.boolean(),
+  forgetKeys: z.boolean(),
 });
 /** See {@link FixtureFaultsSchema}. */
 export type FixtureFaults = z.infer<typeof FixtureFaultsSchema>;
@@ -52,4 +57,5 @@ export const DEFAULT_FIXTURE_FAULTS: Readonly<FixtureFaults> = Object.freeze({
   exitAfterCommit: false,
   failBeforeCommit: false,
   expireTasks: false,
+  forgetKeys: false,
 });

@@ -210,11 +210,15 @@ export class FixtureProviderService {
   }
 
   /**
-   * The `getOperation` tool: the lookup transaction (see `IssueStore.lookupOperation`), answered as
+   * The `getOperation` tool: the lookup transaction (see `IssueStore.lookupOperation`; the `forgetKeys`
+   * fault read at each call), answered as
    * `structuredContent` and as the same JSON in a text block.
    */
   getOperation(idempotencyKey: string): CallToolResult {
-    const answer: GetOperationAnswer = this.store.lookupOperation(idempotencyKey, { fenceOnMiss: this.fenceOnLookupMiss });
+    const answer: GetOperationAnswer = this.store.lookupOperation(idempotencyKey, {
+      fenceOnMiss: this.fenceOnLookupMiss,
+      forgetKeys: this.currentFaults.forgetKeys,
+    });
     this.logger.info({ idempotencyKey, found: answer.found }, "getOperation");
     return { content: [{ type: "text", text: JSON.stringify(answer) }], structuredContent: answer };
   }

@@ -155,13 +155,18 @@ export class IssueStore {
   /**
    * The lookup transaction of `getOperation`: counts the lookup, then answers `found` with the
    * recorded operation, or `not found`. On a miss with `fenceOnMiss`, writes a tombstone for the key in
-   * the same transaction (so no later commit can land) and reports `fenced: true`. Never creates an issue.
+   * the same transaction (so no later commit can land) and reports `fenced: true`. With `forgetKeys`,
+   * a committed key answers `{found: false, fenced: false}` as a provider that dropped it would (the
+   * write stays stored, no fence is written for it). Never creates an issue.
    */
-  lookupOperation(idempotencyKey: string, options: { fenceOnMiss: boolean }): GetOperationAnswer {
+  lookupOperation(idempotencyKey: string, options: { fenceOnMiss: boolean; forgetKeys?: boolean }): GetOperationAnswer {
     return this.db
       .transaction((): GetOperationAnswer => {
         this.bump(idempotencyKey, "lookup");
         const recorded = this.findOperation(idempotencyKey);
+        // A forgotten key answers as a plain miss; the write itself stays stored and is never fenced.
+        if (recorded && options.forgetKeys === true)
+          return { found: false, idempotencyKey, fenced: false, observedAt: new Date().toISOString() };
         if (recorded) {
           const common = {
             found: true as const,

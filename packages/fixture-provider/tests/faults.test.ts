@@ -186,6 +186,7 @@ describe("fault switches and the control API", () => {
       exitAfterCommit: false,
       failBeforeCommit: true,
       expireTasks: false,
+      forgetKeys: false,
     });
     const refused = await callCreateIssue(client, { title: "t", body: "b" }, newUlid());
     expect(firstText(refused)).toMatch(/^provider_unavailable/);

@@ -40,6 +40,19 @@ describe("getOperation", () => {
     expect(stats.lookups).toEqual({ [key]: 1 });
   });
 
+  it("the forgetKeys fault answers a committed key as not found and unfenced, writes no fence, and the key answers again once it is off", async () => {
+    await start(true);
+    const key = newUlid();
+    await callCreateIssue(client, { title: "t", body: "b" }, key);
+    provider.setFaults({ forgetKeys: true });
+    const forgotten = GetOperationAnswerSchema.parse((await callGetOperation(client, key)).structuredContent);
+    expect(forgotten).toMatchObject({ found: false, idempotencyKey: key, fenced: false });
+    expect(provider.stats()).toMatchObject({ writes: { [key]: 1 }, fenced: [] });
+    provider.setFaults({ forgetKeys: false });
+    const found = GetOperationAnswerSchema.parse((await callGetOperation(client, key)).structuredContent);
+    expect(found).toMatchObject({ found: true, idempotencyKey: key });
+  });
+
   it("reports a miss as not found and unfenced without fenceOnLookupMiss; the key can still commit", async () => {
     await start(false);
     const key = newUlid();
