@@ -362,6 +362,23 @@ describe("operator console in a real browser", { timeout: 60_000 }, () => {
     await page.browserContext().close();
   });
 
+  it("links to the API reference, rendered from the API's own OpenAPI document", async () => {
+    const page = await operatorTab();
+    await signIn(page, api.url, TOKENS.alice);
+    await page.waitForSelector("a.reference-link", WAIT);
+    await page.click("a.reference-link");
+    await page.waitForSelector("tr[data-operation-id=enqueueToolCall]", WAIT);
+    expect(new URL(page.url()).pathname).toBe("/console/reference");
+    const doc = (await (await fetch(`${api.url}/openapi.json`)).json()) as { paths: Record<string, object> };
+    const operations = Object.values(doc.paths).reduce((n, item) => n + Object.keys(item).filter((k) => k !== "parameters").length, 0);
+    expect(await page.$$eval("[data-testid=api-reference] tbody tr", (rows) => rows.length)).toBe(operations);
+    expect(await text(page, "tr[data-operation-id=enqueueToolCall]")).toContain("runs:write");
+    // a reload of the page's own address serves the app, not a 404
+    await page.reload();
+    await page.waitForSelector("tr[data-operation-id=enqueueToolCall]", WAIT);
+    await page.browserContext().close();
+  });
+
   it("signing out ends the session: the old cookie reaches nothing", async () => {
     const page = await operatorTab();
     await signIn(page, api.url, TOKENS.alice);

@@ -4,6 +4,7 @@ import { useEffect, useState } from "preact/hooks";
 import { call, CONSOLE_ROUTES, setCsrfToken } from "./api.js";
 import { EffectPage } from "./effect-page.js";
 import { ListPage } from "./list-page.js";
+import { ReferencePage } from "./reference-page.js";
 import { currentRoute, navigate, onRouteChange, type Route } from "./router.js";
 import type { SessionInfo } from "./types.js";
 
@@ -41,13 +42,18 @@ function App() {
 
   useEffect(() => {
     document.title =
-      route.page === "effect" ? `Effect ${route.effectId} · Mosoo operator console` : "Unknown effects · Mosoo operator console";
+      route.page === "effect"
+        ? `Effect ${route.effectId} · Mosoo operator console`
+        : route.page === "reference"
+          ? "API reference · Mosoo operator console"
+          : "Unknown effects · Mosoo operator console";
   }, [route]);
 
   if (!session) return html`<p class="loading" role="status">Loading the operator console…</p>`;
   return html`
     <header class="top">
       <a class="brand" href="/console" onClick=${(e: MouseEvent) => navigate("/console", e)}>Mosoo operator console</a>
+      <a class="reference-link" href="/console/reference" onClick=${(e: MouseEvent) => navigate("/console/reference", e)}>API reference</a>
       <span class="live live-${live}" role="status" aria-live="polite">Live updates: ${live === "live" ? "on" : live}</span>
       <span class="who" title="operator credential and its scopes"
         >Signed in as <strong class="who-name">${session.actor}</strong>
@@ -62,7 +68,9 @@ function App() {
       ${
         route.page === "effect"
           ? html`<${EffectPage} effectId=${route.effectId} changeSeq=${changeSeq} />`
-          : html`<${ListPage} search=${route.search} changeSeq=${changeSeq} />`
+          : route.page === "reference"
+            ? html`<${ReferencePage} />`
+            : html`<${ListPage} search=${route.search} changeSeq=${changeSeq} />`
       }
     </main>
   `;

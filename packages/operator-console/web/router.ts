@@ -1,10 +1,12 @@
-/** The console's two pages, from `location`: the unknown-effect list (`/console?filters`) and one effect (`/console/effects/:id`). */
-export type Route = { page: "list"; search: string } | { page: "effect"; effectId: string };
+/** The console's pages, from `location`: the unknown-effect list (`/console?filters`), one effect (`/console/effects/:id`) and the API reference (`/console/reference`). */
+export type Route = { page: "list"; search: string } | { page: "effect"; effectId: string } | { page: "reference" };
 
 const EFFECT_PATH = /^\/console\/effects\/([0-9A-HJKMNP-TV-Z]{26})\/?$/;
+const REFERENCE_PATH = /^\/console\/reference\/?$/;
 
 /** The route of the current location. */
 export function currentRoute(): Route {
+  if (REFERENCE_PATH.test(location.pathname)) return { page: "reference" };
   const m = EFFECT_PATH.exec(location.pathname);
   return m?.[1] ? { page: "effect", effectId: m[1] } : { page: "list", search: location.search };
 }

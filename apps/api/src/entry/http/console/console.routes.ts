@@ -74,7 +74,7 @@ function refuse(c: Context, status: 401 | 403 | 415, code: string, message: stri
  * - `GET /console/sign-in`, `POST /console/session {token}` (form: an operator credential's token; the
  *   session carries that credential's name and scopes; a refused token answers 401, or 429 with
  *   `Retry-After` past the failure budget, {@link OperatorAuthBudget}), `POST /console/sign-out {csrf}` (form);
- * - `GET /console`, `GET /console/effects/:id`: the browser app (signed-out: a redirect to sign-in);
+ * - `GET /console`, `GET /console/effects/:id`, `GET /console/reference` (the API reference, from `GET /openapi.json`): the browser app (signed-out: a redirect to sign-in);
  * - `GET /console/assets/*`: the built assets (only the stylesheet without a session);
  * - `GET /console/api/session | effects | effects/:id | stats | events` (server-sent events), and
  *   `POST /console/api/effects/:id/reconcile | resolve | compensate` with `X-CSRF-Token`: the
@@ -185,6 +185,7 @@ export function consoleRoutes(runtime: Runtime, logger: Logger, opts: ConsoleOpt
   app.get("/console", pageHandler);
   app.get("/console/", pageHandler);
   app.get("/console/effects/:effectId", pageHandler);
+  app.get("/console/reference", pageHandler);
 
   // --- the console's JSON API over the operator service ------------------------------------
   app.use("/console/api/*", async (c, next) => {
