@@ -5,7 +5,7 @@ import type { Context, MiddlewareHandler } from "hono";
  * The host names a loopback-only server answers to: the same list as the MCP SDK's
  * `localhostHostValidation()` (an Express middleware, so not usable under Hono).
  */
-export const LOOPBACK_HOSTNAMES: readonly string[] = ["127.0.0.1", "localhost", "[::1]"];
+const LOOPBACK_HOSTNAMES: readonly string[] = ["127.0.0.1", "localhost", "[::1]"];
 
 /**
  * DNS rebinding protection for a server that listens on the loopback interface only (MCP

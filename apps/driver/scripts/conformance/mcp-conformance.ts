@@ -2,6 +2,7 @@
 import { execFile } from "node:child_process";
 import { mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
+import { createRequire } from "node:module";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { promisify } from "node:util";
@@ -12,7 +13,7 @@ const run = promisify(execFile);
 const here = dirname(fileURLToPath(import.meta.url));
 const driverRoot = join(here, "..", "..");
 /** The kit's CLI (`@modelcontextprotocol/conformance`, pinned at 0.1.13: later versions need Node 22's `fs.globSync`). */
-const KIT_CLI = join(driverRoot, "node_modules", "@modelcontextprotocol", "conformance", "dist", "index.js");
+const KIT_CLI = createRequire(import.meta.url).resolve("@modelcontextprotocol/conformance/dist/index.js");
 const CLIENT_RUNNER = join(here, "conformance-client.main.ts");
 /** Bound of one kit process (ms): a hung kit fails its scenarios instead of the run hanging. */
 const KIT_PROCESS_TIMEOUT_MS = 180_000;
@@ -22,10 +23,10 @@ const KIT_PROCESS_TIMEOUT_MS = 180_000;
  * unlisted scenario failed: the run fails), `not_offered` (a listed scenario failed, with its reason),
  * `unclaimed_pass` (a scenario nobody claims passed; shown, never counted).
  */
-export type ConformanceVerdict = "claimed" | "ours" | "not_offered" | "unclaimed_pass";
+type ConformanceVerdict = "claimed" | "ours" | "not_offered" | "unclaimed_pass";
 
 /** One scenario's result. `result` is `pass` when no check failed and at least one succeeded, `no_checks` when the kit recorded none. */
-export interface ConformanceRow {
+interface ConformanceRow {
   side: ConformanceSide;
   scenario: string;
   result: "pass" | "fail" | "no_checks";
