@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { CLAIMED_SCENARIOS } from "../scripts/conformance/expected-results.js";
-import { formatConformanceTable, runMcpConformance } from "../scripts/conformance/mcp-conformance.js";
+import { formatConformanceTable, judgeScenario, runMcpConformance } from "../scripts/conformance/mcp-conformance.js";
 
 // The official MCP conformance kit (offline: it starts its own servers on 127.0.0.1) against the
 // fixture provider and the Driver's McpConnections; only the claimed scenarios, so the run stays short.
@@ -24,4 +24,28 @@ describe("MCP conformance (claimed scenarios)", () => {
     }
     expect(report.ok).toBe(true);
   }, 180_000);
+});
+
+describe("judging a scenario", () => {
+  const pass = [{ status: "SUCCESS" }];
+  const fail = [{ status: "SUCCESS" }, { status: "FAILURE", errorMessage: "got 200\nmore" }];
+
+  it("counts a claimed scenario that fails, or records no check, as ours", () => {
+    expect(judgeScenario("server", "ping", pass)).toMatchObject({ result: "pass", verdict: "claimed" });
+    expect(judgeScenario("server", "ping", fail)).toMatchObject({ result: "fail", verdict: "ours", reason: "claimed but fail: got 200" });
+    expect(judgeScenario("client", "initialize", [])).toMatchObject({ result: "no_checks", verdict: "ours" });
+  });
+
+  it("lets a not-offered scenario fail with its reason, and never claims its pass", () => {
+    expect(judgeScenario("server", "prompts-list", fail)).toMatchObject({
+      verdict: "not_offered",
+      reason: "the fixture offers no prompts",
+    });
+    expect(judgeScenario("server", "tools-call-error", pass)).toMatchObject({ result: "pass", verdict: "unclaimed_pass" });
+  });
+
+  it("counts a failing scenario missing from both lists as ours", () => {
+    expect(judgeScenario("client", "a-new-scenario", fail)).toMatchObject({ verdict: "ours" });
+    expect(judgeScenario("client", "a-new-scenario", pass)).toMatchObject({ verdict: "unclaimed_pass" });
+  });
 });

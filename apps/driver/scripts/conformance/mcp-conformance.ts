@@ -57,7 +57,9 @@ export interface RunMcpConformanceOptions {
   log?: (line: string) => void;
 }
 
-interface KitCheck {
+/** One check as the kit saves it in `checks.json` (only the fields read here). */
+export interface KitCheck {
+  /** `SUCCESS`, `FAILURE`, `WARNING` or `INFO`. */
   status: string;
   errorMessage?: string;
 }
@@ -99,7 +101,7 @@ async function runServerSide(workDir: string, options: RunMcpConformanceOptions)
   }
   for (const scenario of CLAIMED_SCENARIOS.server) if (!checks.has(scenario)) checks.set(scenario, []);
   const wanted = options.onlyClaimed ? CLAIMED_SCENARIOS.server : [...checks.keys()];
-  return wanted.map((scenario) => judge("server", scenario, checks.get(scenario) ?? []));
+  return wanted.map((scenario) => judgeScenario("server", scenario, checks.get(scenario) ?? []));
 }
 
 async function runClientSide(workDir: string, options: RunMcpConformanceOptions): Promise<ConformanceRow[]> {
@@ -113,7 +115,7 @@ async function runClientSide(workDir: string, options: RunMcpConformanceOptions)
     options.log?.(`client: ${scenario}`);
     const timeout = String(options.clientTimeoutMs ?? 30_000);
     await runKit(["client", "--command", command, "--scenario", scenario, "--timeout", timeout, "-o", outDir]);
-    rows.push(judge("client", scenario, readChecks(outDir)));
+    rows.push(judgeScenario("client", scenario, readChecks(outDir)));
   }
   return rows;
 }
@@ -153,7 +155,11 @@ function safeReaddir(dir: string, recursive = false): string[] {
   }
 }
 
-function judge(side: ConformanceSide, scenario: string, checks: KitCheck[]): ConformanceRow {
+/**
+ * Judges one scenario's checks against {@link CLAIMED_SCENARIOS} and {@link NOT_OFFERED}: a claimed
+ * scenario that does not pass, or an unlisted one that fails (or recorded no check), is `ours`.
+ */
+export function judgeScenario(side: ConformanceSide, scenario: string, checks: KitCheck[]): ConformanceRow {
   const passed = checks.filter((check) => check.status === "SUCCESS").length;
   const failed = checks.filter((check) => check.status === "FAILURE").length;
   const warnings = checks.filter((check) => check.status === "WARNING").length;
