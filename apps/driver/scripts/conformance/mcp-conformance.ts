@@ -70,7 +70,9 @@ export interface KitCheck {
  * it. Client side: one kit process per scenario, each running `conformance-client.main.ts` (the
  * Driver's `McpConnections`). Each result is judged against {@link CLAIMED_SCENARIOS} and
  * {@link NOT_OFFERED}; a claimed scenario the kit did not report counts as a failure.
- * Never throws for a failing scenario (it is a row); throws only when the fixture provider cannot start.
+ * Never throws for a failing scenario (it is a row); throws when the fixture provider cannot start,
+ * when `conformance list` fails, or when the Node or script path holds a space (the kit splits its
+ * client command on spaces).
  */
 export async function runMcpConformance(options: RunMcpConformanceOptions = {}): Promise<ConformanceReport> {
   const sides = options.sides ?? ["server", "client"];
