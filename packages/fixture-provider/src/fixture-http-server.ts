@@ -7,6 +7,7 @@ import { pino, type Logger } from "pino";
 import { createControlRoutes } from "./control-routes.js";
 import type { FixtureFaults } from "./fixture-faults.contract.js";
 import { createFixtureMcpServer } from "./fixture-mcp-server.js";
+import { loopbackHostValidation } from "./host-validation.js";
 import {
   openFixtureProviderService,
   type ExitAfterCommitMode,
@@ -65,7 +66,8 @@ export interface FixtureProviderHandle {
 
 /**
  * Starts the fixture provider over stateless Streamable HTTP (`POST /mcp`, JSON responses) with the
- * control API under `/control`, on `127.0.0.1`.
+ * control API under `/control`, on `127.0.0.1`. Every route refuses a request whose `Host` or `Origin`
+ * is not a loopback name with HTTP 403 (`loopbackHostValidation`).
  * @throws when the database cannot be opened, the faults are invalid, or the port cannot be bound
  *   (e.g. `EADDRINUSE`); nothing is left running then.
  */
@@ -85,6 +87,8 @@ export async function startFixtureProvider(options: StartFixtureProviderOptions)
   });
 
   const app = new Hono();
+  // Listening on 127.0.0.1 is not enough: a page on another site may reach it through DNS rebinding.
+  app.use("*", loopbackHostValidation());
   app.all("/mcp", async (c) => {
     const transport = new WebStandardStreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: true });
     const server = createFixtureMcpServer(provider);
