@@ -344,7 +344,25 @@ export const ERROR_NOTES: Readonly<Record<string, ErrorNote>> = {
     next: "pass the API's own `MOSOO_DB_FILE` / `MOSOO_DATABASE_URL`",
   },
   "store.not_found": { who: "the operator CLI", meaning: "no database file at `--db`", next: "pass the API's own `MOSOO_DB_FILE`" },
+  "api.unreachable": {
+    who: "the operator CLI and a Driver",
+    meaning: "no answer from the API at the URL given (refused, reset or timed out); a Driver retries, on its next URL when given several",
+    next: "start the API or check `--api-url` / `MOSOO_API_URL`; the CLI can also read the database directly with `--db`",
+  },
+  "api.invalid_answer": {
+    who: "the operator CLI",
+    meaning: "the API answered something that is not the documented JSON (a proxy's page, another service on that port)",
+    next: "check that `--api-url` points at the Mosoo API itself (`GET /health`)",
+  },
+  "api.shutting_down": {
+    who: "any client (HTTP 503, `Connection: close`)",
+    meaning: "the API received SIGTERM and is draining: in-flight requests finish, new ones are refused",
+    next: "retry on another instance, or after the API restarts (`GET /ready` answers 200 again)",
+  },
 };
 
 /** Codes outside the code lists that programs print at startup or in the CLI (the generator lists them too). */
 export const STARTUP_CODES = ["config.invalid", "store.schema_newer", "store.not_mosoo", "store.not_found"] as const;
+
+/** Codes outside the code lists about reaching the API: the clients' own (CLI, Driver) and the drain's 503. */
+export const CLIENT_CODES = ["api.unreachable", "api.invalid_answer", "api.shutting_down"] as const;

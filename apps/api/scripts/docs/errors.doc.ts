@@ -2,7 +2,7 @@
 import { RunErrorCodeSchema } from "@mosoo/contracts";
 import { RECONCILIATION_ERROR_CODES } from "@mosoo/effect-reconciliation/host";
 import { HTTP_ERROR_STATUS } from "../../src/entry/http/openapi.js";
-import { ERROR_NOTES, STARTUP_CODES } from "./error-notes.js";
+import { CLIENT_CODES, ERROR_NOTES, STARTUP_CODES } from "./error-notes.js";
 
 /** Every stable code by group: the group's title, and its codes with the HTTP status where there is one. */
 export function errorCodeGroups(): Array<{ title: string; codes: Array<{ code: string; status?: number }> }> {
@@ -11,6 +11,10 @@ export function errorCodeGroups(): Array<{ title: string; codes: Array<{ code: s
     { title: "How a command or a run ends", codes: RunErrorCodeSchema.options.map((code) => ({ code })) },
     { title: "Adapters and the bindings file (startup)", codes: RECONCILIATION_ERROR_CODES.map((code) => ({ code })) },
     { title: "Startup and the operator CLI", codes: STARTUP_CODES.map((code) => ({ code })) },
+    {
+      title: "Reaching the API",
+      codes: CLIENT_CODES.map((code) => (code === "api.shutting_down" ? { code, status: 503 } : { code })),
+    },
   ];
 }
 
