@@ -34,6 +34,7 @@ const CONSOLE: Record<string, ConsoleEntry> = {
   "GET /console": { kind: "page", path: () => "/console", rightStatus: 200 },
   "GET /console/": { kind: "page", path: () => "/console/", rightStatus: 200 },
   "GET /console/effects/:effectId": { kind: "page", path: (e) => `/console/effects/${e}`, rightStatus: 200 },
+  "GET /console/reference": { kind: "page", path: () => "/console/reference", rightStatus: 200 },
   "GET /console/sign-in": { kind: "public", path: () => "/console/sign-in", rightStatus: 303 },
   "GET /console/assets/console.css": { kind: "public", path: () => "/console/assets/console.css", rightStatus: 200 },
   "GET /console/assets/*": { kind: "public", path: () => "/console/assets/console.css", rightStatus: 200 },
