@@ -66,4 +66,28 @@ describe("retention canary in the reconciler", () => {
     expect(effect.next_lookup_at_ms).not.toBeNull();
     expect(reconciliationRecords(fx.store, call.effectId)[0]).toMatchObject({ reason_code: "retention_unverified" });
   });
+
+  it("a first lookup that used up the lease: the canary is not asked, retention_unverified (an adapter is asked only under a live lease)", async () => {
+    fx = createDoubleWorld({ double: { keyFencing: MAX_IN_FLIGHT } });
+    const f = fx;
+    await seedRetentionCanary(f);
+    const call = await dispatchWrite(f);
+    f.clock.advance(20_000);
+    const asked: string[] = [];
+    f.adapter.lookup = async (request) => {
+      asked.push(request.idempotencyKey);
+      // the lookup ran so long that what is left of the lease no longer covers a second one
+      f.clock.advance(f.settings.leaseMs - f.settings.lookupTimeoutMs + 1);
+      return confirmedNotExecuted(request);
+    };
+    await finalizeDriver(f, call);
+    expect(asked).toEqual([call.idempotencyKey]);
+    expect(effectRow(f.store, call.effectId)).toMatchObject({ status: "unknown", operator_attention: null });
+    expect(reconciliationRecords(f.store, call.effectId)[0]).toMatchObject({
+      outcome: "still_unknown",
+      reason_code: "retention_unverified",
+    });
+    const metrics = await f.runtime.metricsRegistry.metrics();
+    expect(metrics).toMatch(/mosoo_effect_reconciliation_retention_canary_total\{adapter="[^"]+",verdict="unverified"\} 1/);
+  });
 });

@@ -297,7 +297,7 @@ export class EffectReconciler implements EffectReconciliationPort {
     );
     // A miss without a key fence stands only once the same adapter confirmed the retention canary
     // (docs/DESIGN.md §4); asked here, under the same lease, before the outcome's transaction.
-    const canary = await this.canary.check(effect, answer, adapter, logger);
+    const canary = await this.canary.check(effect, answer, adapter, logger, startedAtMs + this.settings.leaseMs);
     try {
       // The adapter's answer is in memory: a store locked by another connection is waited for
       // asynchronously (the event loop stays free) rather than losing the answer to `store.busy`.

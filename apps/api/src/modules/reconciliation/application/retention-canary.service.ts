@@ -32,20 +32,34 @@ export class RetentionCanary {
 
   /**
    * The canary verdict for `answer` about `effect` (the row as leased), or undefined when the answer
-   * needs none (not a fence-less miss, or already refused by another check). Never throws for adapter
-   * misbehaviour (a failed canary lookup is `unverified`); a database error propagates.
+   * needs none (not a fence-less miss, or already refused by another check). The canary is asked only
+   * while the effect's lease (`leaseExpiresAtMs`, ms since the epoch) still outlasts a whole lookup,
+   * like the first lookup (docs/DESIGN.md §7); otherwise it is `unverified` without an adapter call.
+   * Never throws for adapter misbehaviour (a failed canary lookup is `unverified`); a database error
+   * propagates.
    */
   async check(
     effect: EffectRow,
     answer: LookupAnswer,
     adapter: ReconciliationAdapter,
     logger: AdapterLogger,
+    leaseExpiresAtMs: number,
   ): Promise<RetentionCanaryVerdict | undefined> {
     const reconcilable = toReconcilable(effect);
     if (answer.kind !== "answered" || !answerNeedsRetentionCanary(answer, reconcilable)) return undefined;
     const nowMs = this.ctx.clock.nowMs();
     const timeoutMs = this.settings.lookupTimeoutMs;
     const canary = await this.findCanary(effect, answer.declaration.retentionWindowMs, nowMs, timeoutMs);
+    if (canary !== null && this.ctx.clock.nowMs() + timeoutMs > leaseExpiresAtMs) {
+      const lapsed = {
+        verdict: "unverified",
+        canaryEffectId: canary.effectId,
+        error: "the lease no longer outlasts a canary lookup",
+      } as const;
+      this.metrics.recordCanary(answer.declaration.id, lapsed.verdict);
+      this.ctx.logger.info({ effectId: effect.id, adapterId: answer.declaration.id, ...lapsed }, "reconciliation.retention_canary");
+      return lapsed;
+    }
     const verdict = await askRetentionCanary({
       effect: reconcilable,
       declaration: answer.declaration,
