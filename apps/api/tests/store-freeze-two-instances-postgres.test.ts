@@ -5,9 +5,6 @@
 // by neither for the database's silence, while one that really went silent is, once the store is back;
 // after the thaw both are ready again, the run takes tool calls, and every tool call a client sent (the
 // refused ones resent) is in the ledger exactly once.
-import { execFileSync } from "node:child_process";
-import { readFileSync } from "node:fs";
-import { join } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
 import { startPostgres, type RunningPostgres } from "@mosoo/test-postgres";
 import type { Hono } from "hono";
@@ -19,7 +16,7 @@ import { createRuntime, type Runtime } from "../src/composition-root.js";
 import { driverInstanceRepository } from "../src/modules/ledger/infrastructure/driver-instance.repository.js";
 import { openPostgresStore, type PostgresStore } from "../src/platform/db/postgres/postgres-store.js";
 import { requestJson, TEST_AUTH, TEST_SECRETS } from "./helpers/http-call.js";
-import { connectDriver, type ConnectedDriver } from "./kit/index.js";
+import { connectDriver, pollUntil, type ConnectedDriver } from "./kit/index.js";
 
 /** Heartbeat TTL of both instances, ms (short, so the wait after the thaw is short; the freeze is far longer). */
 const TTL_MS = 3_000;
@@ -32,38 +29,7 @@ const BOUND_MS = 1_000;
 /** A bound for a hang, not a timing assertion: how long the freeze may be held past FREEZE_MS for its requests' answers, ms. */
 const HANG_MS = 60_000;
 
-/** The postmaster's pid (first line of `postmaster.pid`) and its children's (the backends). */
-function serverPids(dataDir: string): number[] {
-  const postmaster = Number(readFileSync(join(dataDir, "postmaster.pid"), "utf8").split("\n")[0]);
-  const children = execFileSync("ps", ["-o", "pid=", "--ppid", String(postmaster)], { encoding: "utf8" })
-    .split("\n")
-    .map((l) => Number(l.trim()))
-    .filter((n) => n > 0);
-  return [postmaster, ...children];
-}
-
-function signalAll(pids: number[], signal: NodeJS.Signals): void {
-  for (const pid of pids) {
-    try {
-      process.kill(pid, signal);
-    } catch {
-      // a backend that ended meanwhile
-    }
-  }
-}
-
 const pause = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
-
-/** Polls `check` every 100 ms until it returns a value; a bound for a hang, not a timing assertion. */
-async function pollUntil<T>(check: () => Promise<T | undefined>, timeoutMs: number, what: string): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const v = await check().catch(() => undefined);
-    if (v !== undefined) return v;
-    if (Date.now() > deadline) throw new Error(`timeout: ${what} within ${timeoutMs} ms`);
-    await pause(100);
-  }
-}
 
 /** One API instance: its runtime and its HTTP app. */
 interface Instance {
@@ -168,9 +134,8 @@ describe("a 20 s PostgreSQL freeze under two API instances", () => {
       const first = await pollUntil(seen, 60_000, "a first liveness write");
       await pollUntil(async () => ((await seen()) ?? first) > first || undefined, 60_000, "a second liveness write");
 
-      const pids = serverPids(server.dataDir);
       silentBeats.stop(); // from here on, this Driver is silent for good
-      signalAll(pids, "SIGSTOP");
+      server.pause();
       let answered: Array<Awaited<ReturnType<typeof requestsDuringFreeze>>>;
       try {
         const frozenAt = Date.now();
@@ -194,7 +159,7 @@ describe("a 20 s PostgreSQL freeze under two API instances", () => {
           hang.abort();
         }
       } finally {
-        signalAll(pids, "SIGCONT");
+        server.resume();
       }
       // For the report, not asserted (the machine is noisy): how long the requests waited during the freeze.
       process.stdout.write(

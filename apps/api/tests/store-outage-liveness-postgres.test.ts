@@ -4,16 +4,13 @@
 // store.busy) and instance B's queries merely stall (long bounds: B itself never sees a failure). Both
 // B's sweep runs on its timer (A's would also hold its own local grace). The Driver is finalized by neither, its run still takes tool calls; a
 // second Driver that really stays silent after the store is back IS finalized once the wait is over.
-import { execFileSync } from "node:child_process";
-import { readFileSync } from "node:fs";
-import { join } from "node:path";
 import { startPostgres, type RunningPostgres } from "@mosoo/test-postgres";
 import { pino } from "pino";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createRuntime, type Runtime } from "../src/composition-root.js";
 import { driverInstanceRepository } from "../src/modules/ledger/infrastructure/driver-instance.repository.js";
 import { openPostgresStore, type PostgresStore } from "../src/platform/db/postgres/postgres-store.js";
-import { connectDriver, type ConnectedDriver } from "./kit/index.js";
+import { connectDriver, pollUntil, type ConnectedDriver } from "./kit/index.js";
 
 /** Heartbeat TTL of both instances, ms (short, so the test is short; the freeze is longer). */
 const TTL_MS = 3_000;
@@ -22,38 +19,7 @@ const FREEZE_MS = 2 * TTL_MS + 1_000;
 /** Sweep interval of both instances, ms. */
 const SWEEP_MS = 250;
 
-/** The postmaster's pid (first line of `postmaster.pid`) and its children's (the backends). */
-function serverPids(dataDir: string): number[] {
-  const postmaster = Number(readFileSync(join(dataDir, "postmaster.pid"), "utf8").split("\n")[0]);
-  const children = execFileSync("ps", ["-o", "pid=", "--ppid", String(postmaster)], { encoding: "utf8" })
-    .split("\n")
-    .map((l) => Number(l.trim()))
-    .filter((n) => n > 0);
-  return [postmaster, ...children];
-}
-
-function signalAll(pids: number[], signal: NodeJS.Signals): void {
-  for (const pid of pids) {
-    try {
-      process.kill(pid, signal);
-    } catch {
-      // a backend that ended meanwhile
-    }
-  }
-}
-
 const pause = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
-
-/** Polls `check` every 100 ms until it returns a value; `e2e`-style bound for a hang, not a timing assertion. */
-async function pollUntil<T>(check: () => Promise<T | undefined>, timeoutMs: number, what: string): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const v = await check().catch(() => undefined);
-    if (v !== undefined) return v;
-    if (Date.now() > deadline) throw new Error(`timeout: ${what} within ${timeoutMs} ms`);
-    await pause(100);
-  }
-}
 
 describe("a PostgreSQL freeze longer than the heartbeat TTL, two API instances", () => {
   let server: RunningPostgres;
@@ -125,13 +91,12 @@ describe("a PostgreSQL freeze longer than the heartbeat TTL, two API instances",
       const seen = async () => (await b.ctx.store.read((tx) => tx.db.select().from(tx.tables.storeLiveness)))[0]?.lastSeenAtMs;
       const first = await pollUntil(seen, 60_000, "a first liveness write");
       await pollUntil(async () => ((await seen()) ?? first) > first || undefined, 60_000, "a second liveness write");
-      const pids = serverPids(server.dataDir);
       silentBeats.stop(); // from here on, this Driver is silent for good
-      signalAll(pids, "SIGSTOP");
+      server.pause();
       try {
         await pause(FREEZE_MS); // the outage itself (not a race: nothing is asserted about timing)
       } finally {
-        signalAll(pids, "SIGCONT");
+        server.resume();
       }
       // A Driver that really is silent is finalized once the store has been back for one TTL ...
       await pollUntil(

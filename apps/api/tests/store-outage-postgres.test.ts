@@ -2,9 +2,6 @@
 // on a throwaway server of its own: a request that needs the store answers 503 store.busy with
 // Retry-After instead of hanging, /ready says 503 naming the store, the outage is logged once when it
 // starts (with its cause) and once when it ends (with its duration), and /metrics counts it.
-import { execFileSync } from "node:child_process";
-import { readFileSync } from "node:fs";
-import { join } from "node:path";
 import { Writable } from "node:stream";
 import { startPostgres, type RunningPostgres } from "@mosoo/test-postgres";
 import { pino } from "pino";
@@ -18,26 +15,6 @@ const ENROLLMENT = "enroll-".padEnd(32, "x");
 const QUERY_TIMEOUT_MS = 1_000;
 /** How long the server stays frozen, ms: several times the bound. */
 const FREEZE_MS = 8_000;
-
-/** The postmaster's pid (first line of `postmaster.pid`) and its children's (the backends). */
-function serverPids(dataDir: string): number[] {
-  const postmaster = Number(readFileSync(join(dataDir, "postmaster.pid"), "utf8").split("\n")[0]);
-  const children = execFileSync("ps", ["-o", "pid=", "--ppid", String(postmaster)], { encoding: "utf8" })
-    .split("\n")
-    .map((l) => Number(l.trim()))
-    .filter((n) => n > 0);
-  return [postmaster, ...children];
-}
-
-function signalAll(pids: number[], signal: NodeJS.Signals): void {
-  for (const pid of pids) {
-    try {
-      process.kill(pid, signal);
-    } catch {
-      // a backend that ended meanwhile
-    }
-  }
-}
 
 describe("a frozen PostgreSQL server", () => {
   let server: RunningPostgres;
@@ -81,8 +58,7 @@ describe("a frozen PostgreSQL server", () => {
     const before = await ready();
     expect(before).toEqual({ status: 200, body: { status: "ready", checks: { store: "ok", schema: "current", adapterHost: "up" } } });
 
-    const pids = serverPids(server.dataDir);
-    signalAll(pids, "SIGSTOP");
+    server.pause();
     let during: { status: number; body: Record<string, unknown> };
     let frozen: Response;
     const durations: number[] = [];
@@ -98,7 +74,7 @@ describe("a frozen PostgreSQL server", () => {
     } finally {
       // stay frozen for FREEZE_MS in all, then thaw (whatever the assertions above did)
       await new Promise((resolve) => setTimeout(resolve, FREEZE_MS));
-      signalAll(pids, "SIGCONT");
+      server.resume();
     }
     // For the report, not asserted (the machine is noisy): how long the requests waited during the freeze.
     process.stdout.write(

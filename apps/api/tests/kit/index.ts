@@ -41,5 +41,5 @@ export { createFixtureProviderWorld, executeNextCommand } from "./fixture-provid
 export type { FixtureProviderWorld } from "./fixture-provider.js";
 export { buildHttpApp } from "./http.js";
 export type { HttpApp } from "./http.js";
-export { until, waitFor } from "./wait.js";
+export { pollUntil, until, waitFor } from "./wait.js";
 export { operatorCredentials, operatorNamed } from "./operator.js";
