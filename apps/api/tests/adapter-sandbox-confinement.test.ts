@@ -19,6 +19,7 @@ import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { LookupRequest } from "@mosoo/effect-reconciliation";
+import { SAMPLE_LOOKUP_REQUEST as REQUEST } from "./helpers/sample-lookup-request.js";
 import { AdapterCrashedError, NOOP_LOGGER, type AdapterHost } from "@mosoo/effect-reconciliation/host";
 import { createIsolatedAdapterHost } from "../src/modules/reconciliation/infrastructure/adapter-sandbox.host.js";
 
@@ -26,15 +27,6 @@ import { createIsolatedAdapterHost } from "../src/modules/reconciliation/infrast
 const SECRET = "confined-provider-secret-7c1d9e3a5b";
 /** The lookup bound of these cases (ms, real time): far above a process's cold start on a busy machine. */
 const LOOKUP_TIMEOUT_MS = 20_000;
-const REQUEST = {
-  effectId: "01J00000000000000000000000",
-  serverId: "tracker",
-  toolName: "createIssue",
-  idempotencyKey: "01J00000000000000000000001",
-  requestFingerprint: "f".repeat(64),
-  firstDispatchedAtMs: 1,
-  lastDispatchedAtMs: 1,
-} as unknown as LookupRequest;
 
 /** An adapter module: `head` (its imports), then a factory `factory` whose lookup runs `lookup` (a function body, `options` in scope). */
 function adapterSource(head: string, lookup = 'return { outcome: "still_unknown", reasonCode: "genuine" };'): string {

@@ -16,7 +16,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import type { LookupRequest } from "@mosoo/effect-reconciliation";
+import { SAMPLE_LOOKUP_REQUEST as REQUEST } from "./helpers/sample-lookup-request.js";
 import { NOOP_LOGGER, type AdapterHost } from "@mosoo/effect-reconciliation/host";
 import { createIsolatedAdapterHost } from "../src/modules/reconciliation/infrastructure/adapter-sandbox.host.js";
 
@@ -25,15 +25,6 @@ const FAKE_API = fileURLToPath(new URL("./fixtures/sandbox/inherited-fds.host.ts
 /** The fd the API inherited its secret file on (the next one: a log file opened for append); above the few Node marks close-on-exec at startup. */
 const INHERITED_READ = 20;
 const SECRET = "MOSOO_OPERATOR_TOKEN=inherited-fd-secret-3e8b1d";
-const REQUEST = {
-  effectId: "01J00000000000000000000000",
-  serverId: "tracker",
-  toolName: "createIssue",
-  idempotencyKey: "01J00000000000000000000001",
-  requestFingerprint: "f".repeat(64),
-  firstDispatchedAtMs: 1,
-  lastDispatchedAtMs: 1,
-} as unknown as LookupRequest;
 
 /** An adapter module whose lookup runs `body` (async; `fs`, `net`, `http` in scope) and answers `still_unknown` with the reason it returns. */
 function adapterSource(body: string): string {

@@ -10,23 +10,13 @@
 import { fileURLToPath } from "node:url";
 import type { AdapterTerminationReason } from "@mosoo/effect-reconciliation/host";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import type { LookupRequest } from "@mosoo/effect-reconciliation";
+import { SAMPLE_LOOKUP_REQUEST as REQUEST } from "./helpers/sample-lookup-request.js";
 import { AdapterAnswerRefusedError, NOOP_LOGGER, type AdapterHost } from "@mosoo/effect-reconciliation/host";
 import { createIsolatedAdapterHost } from "../src/modules/reconciliation/infrastructure/adapter-sandbox.host.js";
 
 const MISBEHAVING = fileURLToPath(new URL("./fixtures/adapters/misbehaving.adapter.ts", import.meta.url));
 /** The lookup bound of these cases (ms, real time): far above a process's cold start on a busy machine. */
 const LOOKUP_TIMEOUT_MS = 20_000;
-
-const REQUEST = {
-  effectId: "01J00000000000000000000000",
-  serverId: "tracker",
-  toolName: "createIssue",
-  idempotencyKey: "01J00000000000000000000001",
-  requestFingerprint: "f".repeat(64),
-  firstDispatchedAtMs: 1,
-  lastDispatchedAtMs: 1,
-} as unknown as LookupRequest;
 
 const REFUSED = [
   {
