@@ -1,6 +1,6 @@
 // Reads, inside the caller's transaction, what the ledger holds about every tool call of a run (the turn's account's input).
-import { commandRepository } from "../infrastructure/command.repository.js";
-import { effectRepository } from "../infrastructure/effect.repository.js";
+import { commandRepository, type CommandRow } from "../infrastructure/command.repository.js";
+import { effectRepository, type EffectRow } from "../infrastructure/effect.repository.js";
 import type { StoreTx } from "../../../platform/db/store.port.js";
 import type { TurnToolCallFacts } from "../domain/turn-account.js";
 
@@ -25,19 +25,25 @@ export async function readTurnToolCallFacts(tx: StoreTx, runId: string): Promise
   const commands = new Map((await commandRepository.listByRun(tx, runId)).map((c) => [c.id, c]));
   const effects = await effectRepository.listByRun(tx, runId);
   const compensated = new Set(effects.filter((e) => e.compensatesEffectId && e.status === "succeeded").map((e) => e.compensatesEffectId));
-  return effects.map((e) => {
-    const cmd = commands.get(e.commandId);
-    return {
-      seq: cmd?.seq ?? Number.MAX_SAFE_INTEGER,
-      toolCallId: e.toolCallId,
-      serverId: e.serverId,
-      toolName: e.toolName,
-      effectId: e.id,
-      effectStatus: e.status,
-      commandStatus: cmd?.status ?? "queued",
-      commandErrorCode: errorCode(cmd?.errorJson ?? null),
-      compensated: compensated.has(e.id),
-      compensatesEffectId: e.compensatesEffectId ?? null,
-    };
-  });
+  return effects.map((e) => toolCallFacts(e, commands.get(e.commandId), compensated.has(e.id)));
+}
+
+/**
+ * The {@link TurnToolCallFacts} of effect `e` and its command `cmd` (undefined when the command row is
+ * not there: then `queued`, last in order); `compensated` says whether a compensation of it succeeded.
+ * Pure.
+ */
+export function toolCallFacts(e: EffectRow, cmd: CommandRow | undefined, compensated: boolean): TurnToolCallFacts {
+  return {
+    seq: cmd?.seq ?? Number.MAX_SAFE_INTEGER,
+    toolCallId: e.toolCallId,
+    serverId: e.serverId,
+    toolName: e.toolName,
+    effectId: e.id,
+    effectStatus: e.status,
+    commandStatus: cmd?.status ?? "queued",
+    commandErrorCode: errorCode(cmd?.errorJson ?? null),
+    compensated,
+    compensatesEffectId: e.compensatesEffectId ?? null,
+  };
 }

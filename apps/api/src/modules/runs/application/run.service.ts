@@ -22,6 +22,7 @@ import { recordIntent } from "../../ledger/application/effect-intent.service.js"
 import { guardRepeat, type RepeatGuardWindows } from "./repeat-guard.policy.js";
 import type { RepeatGuardMetrics } from "../infrastructure/repeat-guard.metrics.js";
 import { turnToolCallStatus } from "../../ledger/domain/turn-account.js";
+import { toolCallFacts } from "../../ledger/application/turn-account-facts.query.js";
 import { reachesRun, reachesSession, sessionNotFound, UNRESTRICTED_CALLER, type RunCaller } from "../domain/run-access.js";
 
 /**
@@ -279,18 +280,7 @@ export class RunService {
         effectId: e.id,
         effectStatus: e.status,
         resolution: e.resolution,
-        status: turnToolCallStatus({
-          seq: cmd?.seq ?? 0,
-          toolCallId: e.toolCallId,
-          serverId: e.serverId,
-          toolName: e.toolName,
-          effectId: e.id,
-          effectStatus: e.status,
-          commandStatus: cmd?.status ?? "queued",
-          commandErrorCode: typeof commandError?.code === "string" ? commandError.code : null,
-          compensated,
-          compensatesEffectId: e.compensatesEffectId,
-        }),
+        status: turnToolCallStatus(toolCallFacts(e, cmd, compensated)),
         result: parseJsonColumn(e.resultJson),
         error: commandError,
         repeatOfEffectId: e.repeatOfEffectId,
