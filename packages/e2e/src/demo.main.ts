@@ -1,5 +1,6 @@
 import { mkdirSync, rmSync } from "node:fs";
 import { join } from "node:path";
+import { Command, InvalidArgumentError, Option } from "commander";
 import { workspaceRoot } from "./workspace-paths.js";
 import { runCrashScenario } from "./scenarios/crash-scenario.js";
 import { CRASH_SCENARIOS } from "./scenarios/crash-scenarios.js";
@@ -27,13 +28,24 @@ const SCENARIOS: Array<{ name: string; run: (o: ScenarioOptions) => Promise<Scen
  * one JSON line. Exits 0 only when every scenario's invariants held.
  */
 async function main(): Promise<void> {
-  // `npm run demo -- --only <scenario>` (repeatable) runs just those scenarios.
-  const only = process.argv.flatMap((a, i) => (process.argv[i - 1] === "--only" ? [a] : []));
-  const unknown = only.filter((name) => !SCENARIOS.some((s) => s.name === name));
-  if (unknown.length > 0) {
-    console.error(`demo: unknown scenario ${unknown.join(", ")} (known: ${SCENARIOS.map((s) => s.name).join(", ")})`);
-    process.exit(2);
+  const program = new Command("demo")
+    .description("Runs the end-to-end scenarios on real processes and checks each one's invariants (exit 0 only when all held)")
+    .addOption(
+      new Option("--only <scenario>", "run just this scenario (repeatable)")
+        .choices(SCENARIOS.map((s) => s.name))
+        .argParser((value: string, previous: string[] | undefined) => {
+          if (!SCENARIOS.some((s) => s.name === value))
+            throw new InvalidArgumentError(`unknown scenario (known: ${SCENARIOS.map((s) => s.name).join(", ")})`);
+          return [...(previous ?? []), value];
+        }),
+    )
+    .exitOverride();
+  try {
+    program.parse();
+  } catch (error) {
+    process.exit((error as { exitCode?: number }).exitCode === 0 ? 0 : 2);
   }
+  const only = program.opts<{ only?: string[] }>().only ?? [];
   const selected = only.length > 0 ? SCENARIOS.filter((s) => only.includes(s.name)) : SCENARIOS;
   const base = join(workspaceRoot(), "var", "demo");
   mkdirSync(base, { recursive: true });
