@@ -24,7 +24,7 @@ function readersOf(): Map<string, string[]> {
 
 /** A one-cell description of a field's JSON Schema (its output: after the strict parsing of env text). */
 function typeOf(json: JsonSchema): string {
-  if (Array.isArray(json.enum)) return json.enum.map((v) => `\`${String(v)}\``).join(" \\| ");
+  if (Array.isArray(json.enum)) return json.enum.map((v) => `\`${String(v)}\``).join(", ");
   const range = (lo: unknown, hi: unknown) => (lo !== undefined && hi !== undefined ? ` ${lo}–${hi}` : "");
   if (json.type === "integer") return `integer${range(json.minimum, json.maximum)}`;
   if (json.type === "number") return `decimal${range(json.minimum, json.maximum)}`;
