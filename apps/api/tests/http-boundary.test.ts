@@ -43,13 +43,14 @@ const headersFor = (path: string): Record<string, string> => ({
   authorization: `Bearer ${defaultCredential("POST", new URL(path, "http://api").pathname) ?? TEST_SECRETS.adminKey}`,
 });
 
-async function start(level = "silent") {
+async function start(level = "silent", env: Record<string, string> = {}) {
   dir = mkdtempSync(join(tmpdir(), "mosoo-http-"));
   const capture = capturingLogger(level);
   const config = loadApiConfig({
     MOSOO_DB_FILE: join(dir, "api.db"),
     MOSOO_PORT: "0",
     ...TEST_CREDENTIALS_ENV,
+    ...env,
   });
   api = await startApi(config, capture.logger, { sweep: false });
   return { api, lines: capture.lines };
@@ -120,6 +121,34 @@ describe("deep JSON over real HTTP", () => {
       message: expect.stringMatching(/nested deeper than 400 levels/),
     });
     expect((await fetch(`${api.url}/health`)).status).toBe(200);
+  }, 60_000);
+});
+
+describe("bodies that are not what the route takes, over real HTTP", () => {
+  it("unparsable JSON is a 400 saying so (not 'must be an object'); a key without the route's scope is a 403 naming the key and the scope", async () => {
+    const { api } = await start("silent", {
+      MOSOO_API_KEYS: `${TEST_CREDENTIALS_ENV.MOSOO_API_KEYS},reader:${TEST_SECRETS.readerKey}:runs:read`,
+    });
+    const bad = await fetch(`${api.url}/v1/drivers/register`, {
+      method: "POST",
+      headers: headersFor("/v1/drivers/register"),
+      body: '{"name":',
+    });
+    expect(bad.status).toBe(400);
+    expect(((await bad.json()) as any).error).toMatchObject({
+      code: "request.invalid",
+      message: expect.stringMatching(/^the request body is not valid JSON \(/),
+    });
+    const scoped = await fetch(`${api.url}/v1/runs`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${TEST_SECRETS.readerKey}`, "content-type": "application/json" },
+      body: JSON.stringify({ driverInstanceId: "01J00000000000000000000000" }),
+    });
+    expect(scoped.status).toBe(403);
+    expect(((await scoped.json()) as any).error).toMatchObject({
+      code: "auth.scope",
+      message: expect.stringMatching(/API key reader lacks the runs:write scope/),
+    });
   }, 60_000);
 });
 

@@ -140,7 +140,8 @@ export class CredentialGuard {
     return this.guard((p) => {
       if (operatorScope !== undefined && p.kind === "operator") return assertOperatorScope(p.operator, operatorScope);
       if (p.kind !== "api_key") throw forbidden();
-      if (!p.scopes.includes(scope)) throw new UserFacingError("auth.scope", "the API key lacks the scope this route needs");
+      if (!p.scopes.includes(scope))
+        throw new UserFacingError("auth.scope", `the API key ${p.name} lacks the ${scope} scope this route needs`);
     });
   }
 
@@ -244,10 +245,15 @@ export function callerOf(principal: Principal): RunCaller {
   return principal.kind === "api_key" ? { keyName: principal.name, drivers: principal.drivers } : UNRESTRICTED_CALLER;
 }
 
-/** @throws UserFacingError `auth.scope` (403) when `operator` lacks `scope` (`full`: any of the scopes). */
+/** @throws UserFacingError `auth.scope` (403) when `operator` lacks `scope` (`full`: any of the scopes); the message names the credential and the scope (never the token). */
 function assertOperatorScope(operator: OperatorIdentity, scope: OperatorScope | "full"): void {
   if (scope === "full" ? !isFullOperator(operator) : !operator.scopes.includes(scope))
-    throw new UserFacingError("auth.scope", "this operator credential lacks the scope this route needs");
+    throw new UserFacingError(
+      "auth.scope",
+      scope === "full"
+        ? `the operator credential ${operator.name} lacks a scope this route needs (it needs all of ${OPERATOR_SCOPES.join(", ")})`
+        : `the operator credential ${operator.name} lacks the ${scope} scope this route needs`,
+    );
 }
 
 function forbidden(): UserFacingError {

@@ -54,8 +54,11 @@ export async function readJson<S extends z.ZodType>(c: Context, schema: S): Prom
   let body: unknown;
   try {
     body = JSON.parse(text);
-  } catch {
-    throw new UserFacingError("request.invalid", "the request body must be a JSON object");
+  } catch (err) {
+    throw new UserFacingError(
+      "request.invalid",
+      `the request body is not valid JSON (${err instanceof SyntaxError ? err.message : "unparsable"})`,
+    );
   }
   return parseOrThrow(schema, body);
 }
