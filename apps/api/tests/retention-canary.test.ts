@@ -1,6 +1,17 @@
 import { afterEach, describe, expect, it } from "vitest";
 import { confirmedNotExecuted } from "@mosoo/effect-reconciliation";
-import { commitAtProvider, createDoubleWorld, dispatchWrite, type DoubleWorld, finalizeDriver, seedRetentionCanary } from "./kit/index.js";
+import {
+  type AnyStoreDoubleWorld,
+  commitAtProvider,
+  connectDriver,
+  createDoubleWorld,
+  dispatchWrite,
+  type DoubleWorld,
+  finalizeDriver,
+  openDoubleWorld,
+  seedRetentionCanary,
+} from "./kit/index.js";
+import { effectOf } from "./helpers/store-rows.js";
 import { effectRow, reconciliationRecords } from "./helpers/reconciliation-db.js";
 
 // docs/DESIGN.md §4 "Retention canary": a fence-less provider's "not executed" stands only once the same
@@ -89,5 +100,43 @@ describe("retention canary in the reconciler", () => {
     });
     const metrics = await f.runtime.metricsRegistry.metrics();
     expect(metrics).toMatch(/mosoo_effect_reconciliation_retention_canary_total\{adapter="[^"]+",verdict="unverified"\} 1/);
+  });
+});
+
+// The canary search on both stores (its SQL is one statement per dialect).
+describe.each(["sqlite", "postgres"] as const)("retention canary search on %s", (kind) => {
+  let w: AnyStoreDoubleWorld | undefined;
+  afterEach(async () => {
+    await w?.close();
+    w = undefined;
+  });
+
+  it("older successes that cannot serve (tool errors, more than a page of them) do not hide a canary behind them: the miss settles not_executed", async () => {
+    w = await openDoubleWorld({ store: kind, prefix: "canary_pages", double: { keyFencing: MAX_IN_FLIGHT } });
+    const f = w;
+    for (let i = 0; i < 9; i++) {
+      const driver = await connectDriver(f.runtime, `tool-error-driver-${i}`);
+      const call = await dispatchWrite(f, { driver, args: { title: `refused ${i}` }, requestId: `req-refused-${i}` });
+      await commitAtProvider(f, call);
+      const done = await f.runtime.ledger.complete(driver.instance, call.effectId, {
+        connectionId: driver.connectionId,
+        attempt: 1,
+        result: { outputText: "refused", requestId: `req-refused-${i}`, serverId: "tracker", toolName: "createIssue", isError: true },
+        receipt: null,
+      });
+      expect(done).toMatchObject({ outcome: "applied", status: "succeeded" });
+    }
+    const canary = await seedRetentionCanary(f);
+    const call = await dispatchWrite(f);
+    f.clock.advance(20_000);
+    const asked: string[] = [];
+    const inner = f.adapter.lookup.bind(f.adapter);
+    f.adapter.lookup = async (request, ctx) => {
+      asked.push(request.idempotencyKey);
+      return inner(request, ctx);
+    };
+    await finalizeDriver(f, call);
+    expect(asked).toEqual([call.idempotencyKey, canary.idempotencyKey]);
+    expect(await effectOf(f.store, call.effectId)).toMatchObject({ status: "not_executed", resolution: "reconciled" });
   });
 });

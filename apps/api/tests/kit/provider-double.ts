@@ -140,7 +140,10 @@ export async function commitAtProvider(fx: { double: ProviderDouble }, call: Dis
  * tool needs (docs/DESIGN.md §4). Its Driver stays connected; its command is left accepted. `sendWithinMs`:
  * the world's send-by deadline when it is not the default 10 000 ms.
  */
-export async function seedRetentionCanary(fx: DoubleWorld, opts: { sendWithinMs?: number } = {}): Promise<DispatchedCall> {
+export async function seedRetentionCanary(
+  fx: Pick<DoubleWorld, "runtime" | "clock" | "double">,
+  opts: { sendWithinMs?: number } = {},
+): Promise<DispatchedCall> {
   const driver = await connectDriver(fx.runtime, "canary-driver");
   const call = await dispatchWrite(fx, { driver, args: { title: "canary" }, requestId: "req-canary", ...opts });
   await commitAtProvider(fx, call);

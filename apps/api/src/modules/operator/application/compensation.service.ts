@@ -4,6 +4,7 @@ import { recordIntent } from "../../ledger/application/effect-intent.service.js"
 import type { RuntimeContext } from "../../../kernel/runtime-context.js";
 import { UserFacingError } from "../../../kernel/user-facing-error.js";
 import { isTerminalCommandStatus } from "../../ledger/domain/command-lifecycle.machine.js";
+import { storedResultIsToolError } from "../../ledger/domain/stored-result.js";
 import { commandRepository } from "../../ledger/infrastructure/command.repository.js";
 import type { StoreTx } from "../../../platform/db/store.port.js";
 import { driverInstanceRepository } from "../../ledger/infrastructure/driver-instance.repository.js";
@@ -28,8 +29,7 @@ async function blockingCompensation(tx: StoreTx, effectId: string): Promise<Effe
       const cmd = await commandRepository.findById(tx, c.commandId);
       if (cmd !== undefined && !isTerminalCommandStatus(cmd.status)) return c;
     }
-    if (c.status === "succeeded" && McpExecuteCommandResultSchema.safeParse(JSON.parse(c.resultJson ?? "null")).data?.isError !== true)
-      return c;
+    if (c.status === "succeeded" && storedResultIsToolError(c.resultJson) !== true) return c;
   }
   return undefined;
 }

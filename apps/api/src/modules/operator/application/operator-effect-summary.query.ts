@@ -1,6 +1,6 @@
 // How the operator sees one effect in a list (status, tool error, why it waits, lookup schedule).
-import { McpExecuteCommandResultSchema, type OperatorEffectSummary } from "@mosoo/contracts";
-import { parseJsonColumn } from "../../../platform/db/json-column.js";
+import type { OperatorEffectSummary } from "@mosoo/contracts";
+import { storedResultIsToolError } from "../../ledger/domain/stored-result.js";
 import type { EffectRow } from "../../ledger/infrastructure/effect.repository.js";
 
 /**
@@ -10,8 +10,7 @@ import type { EffectRow } from "../../ledger/infrastructure/effect.repository.js
  * a plain success.
  */
 function isToolErrorSuccess(e: Pick<EffectRow, "status" | "resultJson">): boolean {
-  if (e.status !== "succeeded" || e.resultJson === null) return false;
-  return McpExecuteCommandResultSchema.safeParse(parseJsonColumn(e.resultJson)).data?.isError === true;
+  return e.status === "succeeded" && storedResultIsToolError(e.resultJson) === true;
 }
 
 /**

@@ -11,9 +11,13 @@ import {
 import type { RuntimeContext } from "../../../kernel/runtime-context.js";
 import type { EffectRow } from "../../ledger/infrastructure/effect.repository.js";
 import type { ReconciliationMetrics } from "../infrastructure/reconciliation.metrics.js";
-import { retentionCanaryRepository } from "../infrastructure/retention-canary.repository.js";
+import { CANARY_PAGE_SIZE, retentionCanaryRepository } from "../infrastructure/retention-canary.repository.js";
+import { storedResultIsToolError } from "../../ledger/domain/stored-result.js";
 import { toReconcilable } from "./reconciliation-admission.policy.js";
 import type { ReconciliationSettings } from "./reconciliation-settings.config.js";
+
+/** How many pages of candidates a canary search reads at most (tool errors skipped); then there is no canary (fail closed). */
+const MAX_CANARY_PAGES = 8;
 
 /**
  * The retention canary (docs/DESIGN.md §4 "Retention canary", §5): before a `confirmed_not_executed`
@@ -83,11 +87,10 @@ export class RetentionCanary {
   }
 
   /**
-   * The canary of `effect`: among the oldest `succeeded` effects of its server and tool first dispatched
-   * inside `retentionCanaryWindow`, the first one whose success the provider itself reported or
-   * confirmed (resolution `provider_result`, `reconciled` or `reported_late`; an operator's word is not
-   * the provider's) with a result that is not a tool error (a tool error may have committed nothing).
-   * Null when none of the candidates serves.
+   * The canary of `effect`: the oldest candidate ({@link retentionCanaryRepository.listCandidates}: a
+   * success the provider itself showed, not undone) first dispatched inside `retentionCanaryWindow` whose
+   * stored result is a plain tool result (a tool error may have committed nothing). Reads page after
+   * page, at most {@link MAX_CANARY_PAGES}; null when none serves.
    */
   private async findCanary(
     effect: EffectRow,
@@ -97,20 +100,17 @@ export class RetentionCanary {
   ): Promise<ReconcilableEffect | null> {
     const window = retentionCanaryWindow({ firstDispatchedAtMs: effect.firstDispatchedAtMs }, retentionWindowMs, nowMs, timeoutMs);
     if (window === null) return null;
-    const rows = await this.ctx.store.read((tx) =>
-      retentionCanaryRepository.listCandidates(tx, effect.serverId, effect.toolName, window.fromMs, window.toMs),
-    );
-    const row = rows.find((r) => r.id !== effect.id && r.resolution !== "operator" && r.resolution !== null && !isToolError(r.resultJson));
-    return row ? toReconcilable(row) : null;
-  }
-}
-
-/** True when a stored result says `isError` (or cannot be read: then it serves as no canary either). */
-function isToolError(resultJson: string | null): boolean {
-  if (resultJson === null) return true;
-  try {
-    return (JSON.parse(resultJson) as { isError?: unknown }).isError === true;
-  } catch {
-    return true;
+    let after: { firstDispatchedAtMs: number; id: string } | undefined;
+    for (let page = 0; page < MAX_CANARY_PAGES; page++) {
+      const rows = await this.ctx.store.read((tx) =>
+        retentionCanaryRepository.listCandidates(tx, effect.serverId, effect.toolName, window.fromMs, window.toMs, after),
+      );
+      const row = rows.find((r) => r.id !== effect.id && storedResultIsToolError(r.resultJson) === false);
+      if (row) return toReconcilable(row);
+      const last = rows.at(-1);
+      if (rows.length < CANARY_PAGE_SIZE || last?.firstDispatchedAtMs == null) return null;
+      after = { firstDispatchedAtMs: last.firstDispatchedAtMs, id: last.id };
+    }
+    return null;
   }
 }
