@@ -43,7 +43,7 @@ export interface Runtime {
  * Options of {@link createRuntime}: the store (any implementation of the async store port), a logger, `heartbeatTtlMs` (ms), `sendDeadlineMs`
  * (ms, the claims' send-by deadline, default 10 000; docs/DESIGN.md §3 rule 12), `driverUnconnectedTtlMs`
  * (ms, default {@link DEFAULT_DRIVER_UNCONNECTED_TTL_MS}), an optional clock (tests), the
- * reconciliation settings (default: off, the #412 baseline; `bindings` hold adapter handles: in
+ * reconciliation settings (default: off, the baseline fence; `bindings` hold adapter handles: in
  * production only handles of the isolated adapter host, see `startApi`; tests may bind in-process
  * adapter objects) and an optional metrics registry.
  */

@@ -19,6 +19,7 @@ import { useTestDatabase, type TestDatabase } from "@mosoo/test-postgres";
 import { NOOP_LOGGER, type AdapterHost } from "@mosoo/effect-reconciliation/host";
 import { createIsolatedAdapterHost } from "../src/modules/reconciliation/infrastructure/adapter-sandbox.host.js";
 import { effectRepository } from "../src/modules/ledger/infrastructure/effect.repository.js";
+import { leaseMsFor } from "../src/modules/reconciliation/application/reconciliation-settings.config.js";
 import {
   BEHAVIOURS,
   CrashLab,
@@ -406,7 +407,7 @@ describe("crash-point matrix, adapter misbehaves (real worker isolation, both re
       expect(lab.sqlite.prepare("SELECT lease_owner IS NOT NULL AS leased FROM external_tool_effects WHERE id = ?").get(effectId)).toEqual({
         leased: 1,
       });
-      lab.clock.advance(30_001); // the lease (30 s) expired: what every sweep pass does first
+      lab.clock.advance(leaseMsFor(HOSTILE_LOOKUP_TIMEOUT_MS) + 1); // the lease (two lookups plus 10 s) expired: what every sweep pass does first
       await lab.runtime.reconciler.endExpiredLeases();
       const after = lab.sqlite
         .prepare(

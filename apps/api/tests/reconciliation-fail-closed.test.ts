@@ -238,7 +238,7 @@ describe("DESIGN §5 via the redelivery claim", () => {
   });
 });
 
-describe("DESIGN §3 rule 4 / §6: no eligible adapter, or the flag off → exactly the #412 baseline, zero lookups", () => {
+describe("DESIGN §3 rule 4 / §6: no eligible adapter, or the flag off → exactly the baseline fence, zero lookups", () => {
   const paths = ["finalization", "redelivery"] as const;
   async function runPath(f: DoubleWorld, path: (typeof paths)[number], opts: { serverId?: string; toolName?: string } = {}) {
     const call = await dispatchWrite(f, opts);

@@ -42,7 +42,7 @@ function upgrade(): Store {
   return store;
 }
 
-describe("store migration 0002 (effect reconciliation) on a #412 store", () => {
+describe("store migration 0002 (effect reconciliation) on a pre-reconciliation store", () => {
   it("the legacy store is what 0000 + 0001 build: no reconciliation columns or table yet", () => {
     expect(legacyColumns["external_tool_effects"]).not.toContain("resolution");
     const legacy = new Database(file, { readonly: true });

@@ -78,7 +78,7 @@ export interface ApiConfig {
   logLevel: z.infer<typeof ApiConfigSchema>["MOSOO_LOG_LEVEL"];
   /** Credentials of the run API, the operators, Driver registration and `/metrics`. */
   auth: AuthConfig;
-  /** The opt-in reconciliation of unknown effects (docs/DESIGN.md §4–§6); `enabled: false` is exactly the #412 baseline. */
+  /** The opt-in reconciliation of unknown effects (docs/DESIGN.md §4–§6); `enabled: false` is exactly the baseline fence. */
   reconciliation: {
     enabled: boolean;
     /** Path of the JSON bindings file (MCP server id → adapter id + options), if any. */

@@ -12,7 +12,11 @@ import {
 import { BUILT_IN_ADAPTER_SOURCES } from "../modules/reconciliation/infrastructure/builtin-adapters.js";
 import { ConfigError, type ApiConfig } from "./api-config.js";
 import { readBindingsFileText } from "./startup-checks.js";
-import type { BoundAdapterInfo, ReconciliationSettings } from "../modules/reconciliation/application/reconciliation-settings.config.js";
+import {
+  leaseMsFor,
+  type BoundAdapterInfo,
+  type ReconciliationSettings,
+} from "../modules/reconciliation/application/reconciliation-settings.config.js";
 
 /**
  * The environment an operator assigns to one binding's adapter processes (docs/DESIGN.md §4 "The
@@ -225,8 +229,7 @@ export async function resolveReconciliationSettings(
     bindings,
     boundAdapters: infos,
     lookupTimeoutMs: r.lookupTimeoutMs,
-    // a lease covers the lookup and its retention canary (docs/DESIGN.md §4), with 10 s to commit
-    leaseMs: 2 * r.lookupTimeoutMs + 10_000,
+    leaseMs: leaseMsFor(r.lookupTimeoutMs),
     concurrency: r.concurrency,
     backoff: r.backoff,
     maxLookups: r.maxLookups,

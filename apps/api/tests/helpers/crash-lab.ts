@@ -35,6 +35,7 @@ import {
 import type { Store as PortStore } from "../../src/platform/db/store.port.js";
 import { openPostgresStore } from "../../src/platform/db/postgres/postgres-store.js";
 import { CrashInjector, SimulatedCrash, isSimulatedCrash, type CrashPlan } from "./crash-injector.js";
+import { leaseMsFor } from "../../src/modules/reconciliation/application/reconciliation-settings.config.js";
 import { installLabAudit, installLabAuditPg, resetLabAuditPg } from "./crash-lab-checks.js";
 
 const SERVER = "tracker";
@@ -53,7 +54,7 @@ export const HEARTBEAT_TTL_MS = 60_000;
  * - `dedupe_lookup`: dedupes on our key; its lookup fences a key it does not hold (bound adapter);
  * - `lookup_only`: no dedupe (every applied send counts as a commit); lookup with a declared
  *   maximum in-flight time (bound adapter);
- * - `neither`: no dedupe, no lookup: the server is bound to no adapter (the #412 fence).
+ * - `neither`: no dedupe, no lookup: the server is bound to no adapter (the baseline fence).
  */
 export type ProviderProfile = "dedupe_lookup" | "lookup_only" | "neither";
 export const PROFILES: readonly ProviderProfile[] = ["dedupe_lookup", "lookup_only", "neither"];
@@ -248,8 +249,8 @@ export class CrashLab {
       enabled: true,
       bindings: new Map(this.profile === "neither" ? [] : [[SERVER, adapter]]),
       lookupTimeoutMs: this.options.lookupTimeoutMs ?? LAB_LOOKUP_TIMEOUT_MS,
-      // as the API derives it: the lookup bound plus 10 s (a lease must outlast a whole lookup)
-      leaseMs: Math.max(30_000, (this.options.lookupTimeoutMs ?? LAB_LOOKUP_TIMEOUT_MS) + 10_000),
+      // as the API derives it, at least 30 s
+      leaseMs: Math.max(30_000, leaseMsFor(this.options.lookupTimeoutMs ?? LAB_LOOKUP_TIMEOUT_MS)),
       concurrency: 2,
       backoff: { initialMs: 1_000, maxMs: 8_000, factor: 2 },
       maxLookups: this.options.maxLookups ?? 50,

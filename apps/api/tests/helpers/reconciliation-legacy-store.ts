@@ -6,7 +6,7 @@ import { migrate } from "drizzle-orm/better-sqlite3/migrator";
 import { fingerprintArguments, newUlid } from "@mosoo/contracts";
 import { MIGRATIONS_FOLDER } from "../../src/platform/db/sqlite/sqlite-store.js";
 
-/** The tables every pre-reconciliation (#412) store has, in dependency order. */
+/** The tables every pre-reconciliation store has, in dependency order. */
 const LEGACY_TABLES = [
   "driver_instances",
   "sessions",
@@ -31,7 +31,7 @@ export interface LegacyIds {
 
 /**
  * Copies migrations 0000 … `maxIdx` (and a journal trimmed to them) into `dir/migrations-<maxIdx>`,
- * and returns that folder: with `maxIdx` 1, a store migrated with it is what the #412 baseline shipped.
+ * and returns that folder: with `maxIdx` 1, a store migrated with it is what the baseline fence shipped.
  */
 export function migrationsFolderUpTo(dir: string, maxIdx = 1): string {
   const folder = join(dir, `migrations-${maxIdx}`);
@@ -47,7 +47,7 @@ export function migrationsFolderUpTo(dir: string, maxIdx = 1): string {
 }
 
 /**
- * Creates `file` as a #412 store (migrations 0000 + 0001, foreign keys off while migrating as
+ * Creates `file` as a pre-reconciliation store (migrations 0000 + 0001, foreign keys off while migrating as
  * `openStore` does) holding, by raw SQL: a connected Driver instance, a session, an active run, a
  * completed command whose effect `succeeded` (one attempt, a result and a provider receipt), an
  * accepted command whose effect is `unknown` (one attempt), and run events. Closes it.
@@ -174,7 +174,7 @@ export function createLegacyStore(dir: string, file: string, t0: number): Legacy
   return ids;
 }
 
-/** Every row of the legacy tables, by table, ordered by rowid, restricted to the columns of the #412 schema. */
+/** Every row of the legacy tables, by table, ordered by rowid, restricted to the columns of the pre-reconciliation schema. */
 export function dumpLegacyRows(sqlite: Database.Database, legacyColumns: Record<string, string[]>): Record<string, unknown[]> {
   return Object.fromEntries(
     LEGACY_TABLES.map((t) => [

@@ -14,7 +14,7 @@ const STEP_TIMEOUT_MS = 120_000;
 
 /**
  * A crash scenario on real processes:
- * - `reconciliation`: `off` (the #412 baseline; a bindings file is still given, to show the flag
+ * - `reconciliation`: `off` (the baseline fence; a bindings file is still given, to show the flag
  *   alone decides) or `on` (server `tracker` bound to the fixture adapter);
  * - `crashPoint`: `after_commit` (the provider commits and holds its response, then the Driver is
  *   SIGKILLed) or `before_commit` (the provider holds the call before its commit; the Driver is

@@ -78,7 +78,7 @@ export interface AdapterRef {
   version: string;
 }
 
-/** No lookup was made; the effect stays as it is (the #412 baseline). `error` is one line, no stack. */
+/** No lookup was made; the effect stays as it is (the baseline fence). `error` is one line, no stack. */
 export interface IneligibleDecision {
   decision: "ineligible";
   reasonCode: IneligibleReasonCode;

@@ -5,16 +5,17 @@ import type { GroupCommitSettings } from "./outcome-group-commit.service.js";
 
 /**
  * Runtime settings of reconciliation (from config, see docs/how-it-works.md):
- * - `enabled`: the `MOSOO_EFFECT_RECONCILIATION` flag; off means exactly the #412 baseline, no lookup ever;
+ * - `enabled`: the `MOSOO_EFFECT_RECONCILIATION` flag; off means exactly the baseline fence, no lookup ever;
  * - `bindings`: MCP server id → its adapter handle (servers without one keep the fence). In the API
  *   (`startApi`) and the operator CLI every handle comes from the isolated adapter host (worker
  *   threads, docs/DESIGN.md §4); an in-process adapter object here is for tests only;
  * - `boundAdapters?`: per bound server, where its adapter came from (recorded with every lookup and
  *   outcome, docs/DESIGN.md §4) and which tools it covers (startup report, `show`); absent for adapters
  *   a test binds directly;
- * - `lookupTimeoutMs`: bound of one lookup (ms); `leaseMs`: how long a reconciler holds an effect (ms, more than
- *   the lookup timeout: a lookup starts only while at least `lookupTimeoutMs` of its lease is left, so a lease
- *   no longer than the bound makes every lookup give up `lease_lapsed`; the API uses the bound plus 10 s);
+ * - `lookupTimeoutMs`: bound of one lookup (ms); `leaseMs`: how long a reconciler holds an effect (ms;
+ *   {@link leaseMsFor} of the bound in the API: a lookup, and its retention canary, each start only while at
+ *   least `lookupTimeoutMs` of the lease is left, so a shorter lease turns lookups into `lease_lapsed` and
+ *   canaries into `retention_unverified`);
  * - `concurrency`: lookups at once during finalization repair and the sweep;
  * - `backoff` and `maxLookups`: the schedule of further lookups, then an operator must act;
  * - `groupCommit?`: how outcomes share transactions (default `DEFAULT_GROUP_COMMIT`; see `outcome-group-commit.service.ts`);
@@ -35,12 +36,20 @@ export interface ReconciliationSettings {
   beforeLookup?: (effectId: string) => Promise<void>;
 }
 
+/**
+ * The lease (ms) a reconciler takes for lookups bounded by `lookupTimeoutMs` (ms): two lookups (the
+ * effect's and its retention canary's, docs/DESIGN.md §4) plus 10 s to commit the outcome.
+ */
+export function leaseMsFor(lookupTimeoutMs: number): number {
+  return 2 * lookupTimeoutMs + 10_000;
+}
+
 /** Reconciliation switched off: the baseline fence, no bindings. */
 export const RECONCILIATION_OFF: ReconciliationSettings = {
   enabled: false,
   bindings: new Map(),
   lookupTimeoutMs: 5_000,
-  leaseMs: 15_000,
+  leaseMs: leaseMsFor(5_000),
   concurrency: 4,
   backoff: { initialMs: 1_000, maxMs: 60_000, factor: 2 },
   maxLookups: 8,
