@@ -198,8 +198,8 @@ export type EffectDeadlineMissedRequest = z.infer<typeof EffectDeadlineMissedReq
  * and answered with `taskId` ({@link McpTaskIdSchema}). The Driver reports it BEFORE it waits for the
  * task's result, so a crash after this point leaves a handle the runtime can ask the provider about
  * (`tasks/get` / `tasks/result`, the built-in `mcp-tasks` reconciler). The API stores it on the effect
- * once: the same id again is `duplicate`; another id, or an attempt that is not the effect's latest,
- * is refused 409 `effect.task_id_conflict` and changes nothing. Accepted while the effect is
+ * once: the same id again is `duplicate`; another id is refused 409 `effect.task_id_conflict`; an
+ * attempt that is not the effect's latest is answered `rejected`; neither changes anything. Accepted while the effect is
  * `executing` or `unknown` at that attempt (a fence meanwhile does not make the handle less true),
  * from the connection that made the attempt even after a newer one superseded it. Marks the attempt
  * sent (a later `deadline-missed` is refused: a task exists, so the request reached the provider).
