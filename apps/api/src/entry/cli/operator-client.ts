@@ -26,6 +26,7 @@ import { createRuntime } from "../../composition-root.js";
 import { UserFacingError } from "../../kernel/user-facing-error.js";
 import { parseOrThrow } from "../http/http-errors.js";
 import type { OperatorIdentity } from "../../modules/operator/domain/operator-credential.js";
+import type { OperatorActionHandlers } from "../../modules/operator/application/operator.service.js";
 
 /** A refusal from the operator service, wherever it ran: its stable `code` and a one-line `message`. */
 export class OperatorClientError extends Error {
@@ -188,6 +189,7 @@ export async function localOperatorClient(config: ApiConfig, token?: string): Pr
     reconciliation: settings,
   });
   const op = runtime.operator;
+  const handlers: OperatorActionHandlers = op;
   const wrap = async <T>(fn: () => T | Promise<T>): Promise<T> => {
     try {
       // A store locked by the API (or a backup) is waited for briefly and asynchronously, then refused `store.busy`.
@@ -202,8 +204,10 @@ export async function localOperatorClient(config: ApiConfig, token?: string): Pr
     show: (id) => wrap(() => op.show(parseOrThrow(UlidSchema, id))),
     act: (name, id, body) => {
       // called by name: the body is parsed with the action's own schema, so it is the request its handler takes
-      const handle = op[name] as (effectId: string, req: unknown, by: OperatorIdentity) => Promise<OperatorActionAnswer<typeof name>>;
-      return wrap(() => handle.call(op, parseOrThrow(UlidSchema, id), parseOrThrow(OPERATOR_ACTION_TABLE[name].body, body), operatorOf()));
+      const handle = handlers[name] as (effectId: string, req: unknown, by: OperatorIdentity) => Promise<OperatorActionAnswer<typeof name>>;
+      return wrap(() =>
+        handle.call(handlers, parseOrThrow(UlidSchema, id), parseOrThrow(OPERATOR_ACTION_TABLE[name].body, body), operatorOf()),
+      );
     },
     close: async () => {
       await host.close();
