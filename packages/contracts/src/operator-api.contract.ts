@@ -1,4 +1,4 @@
-/** The operator API's requests and answers (docs/DESIGN.md §7): one zod schema each, read by the API, the CLI and the console. */
+/** The operator API's requests and answers (docs/DESIGN.md §7), one zod schema each, read by the API, the CLI and the console; and the action table that declares each operator action once. */
 import { CallToolResultSchema } from "@modelcontextprotocol/sdk/types.js";
 import { z } from "zod";
 import { UlidSchema } from "./ids.contract.js";
