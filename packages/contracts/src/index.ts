@@ -180,6 +180,8 @@ export {
 export { MAX_BODY_BYTES, AUTH_ERRORS, defineRoute, routePath, routeQueryString, matchRoute } from "./route-table.contract.js";
 export type { ApiRoute, RouteAuth, RouteMethod, RouteInput, RouteOutput, RouteBody } from "./route-table.contract.js";
 export { API_ROUTES, RUN_API, DRIVER_API, OPERATOR_API, CONSOLE_API, SYSTEM_API, ReadinessSchema } from "./api-routes.contract.js";
+export { OPERATOR_ACTION_ROUTES, CONSOLE_ACTION_ROUTES } from "./operator-routes.contract.js";
+export { operatorActionSegment } from "./operator-action-path.js";
 export type { ApiRouteName, Readiness } from "./api-routes.contract.js";
 export type { DriverRouteName, DriverRequestBody } from "./driver-protocol.contract.js";
 export {
@@ -196,6 +198,8 @@ export {
   LOOKUP_OUTCOME_WINDOW_MS,
   ConsoleStatsSchema,
   ConsoleSessionSchema,
+  OPERATOR_ACTION_TABLE,
+  OPERATOR_ACTION_NAMES,
 } from "./operator-api.contract.js";
 export type {
   OperatorListQuery,
@@ -210,6 +214,10 @@ export type {
   OperatorStats,
   ConsoleStats,
   ConsoleSession,
+  OperatorActionName,
+  OperatorActionRequest,
+  OperatorActionSent,
+  OperatorActionAnswer,
 } from "./operator-api.contract.js";
 export { callRoute, RouteCallError } from "./route-client.js";
 export type { RouteCallOptions } from "./route-client.js";

@@ -1,11 +1,17 @@
-/** The operator API's requests and answers (docs/DESIGN.md §7): one zod schema each, read by the API, the CLI and the console. */
+/** The operator API's requests and answers (docs/DESIGN.md §7), one zod schema each, read by the API, the CLI and the console; and the action table that declares each operator action once. */
 import { CallToolResultSchema } from "@modelcontextprotocol/sdk/types.js";
 import { z } from "zod";
 import { UlidSchema } from "./ids.contract.js";
 import { strictIntegerInput, textSchema } from "./input-safety.contract.js";
 import { MAX_RECEIPT_BYTES, MAX_RESULT_BYTES } from "./limits.contract.js";
 import { CallIdSchema, ServerIdSchema, ToolNameSchema } from "./mcp-execute.contract.js";
-import { OPERATOR_ATTENTION_REASONS, OPERATOR_SCOPES } from "./reconciliation-records.contract.js";
+import {
+  OPERATOR_ATTENTION_REASONS,
+  OPERATOR_SCOPES,
+  type OperatorAction,
+  type OperatorRefusalCode,
+  type OperatorScope,
+} from "./reconciliation-records.contract.js";
 import { EFFECT_STATUSES } from "./statuses.contract.js";
 
 /** Bytes of `value` as UTF-8 JSON (0 for a value JSON cannot hold). */
@@ -275,3 +281,71 @@ export const ConsoleSessionSchema = z.object({
 });
 /** See {@link ConsoleSessionSchema}. */
 export type ConsoleSession = z.infer<typeof ConsoleSessionSchema>;
+
+/**
+ * What one operator action declares (see {@link OPERATOR_ACTION_TABLE}): its request `body` (it
+ * carries the audit `reason`), its answer `response`, its success `status`, the refusal codes the
+ * operator service throws for it (`errors`, each one of `OPERATOR_REFUSAL_CODES`, so it is audited),
+ * the credential `scope` it needs and the `audit` kind its rows are written under.
+ */
+interface OperatorActionDeclaration {
+  body: z.ZodType<{ reason: string }>;
+  response: z.ZodType;
+  status: readonly number[];
+  errors: readonly OperatorRefusalCode[];
+  scope: Exclude<OperatorScope, "read">;
+  audit: OperatorAction;
+}
+
+/**
+ * The operator's actions on one effect (docs/DESIGN.md §7), each declared once here. Everything else
+ * is derived from this table: the route table's `POST /api/operator/effects/:effectId/<name>` and
+ * `POST /console/api/effects/:effectId/<name>` (the name in kebab-case, `operator-action-path.ts`), the
+ * API's handler map (`OperatorActionHandlers`: the operator service has one method per name), the
+ * operator CLI's typed client (`act(name, effectId, body)`) and command list, and the console's calls.
+ * A name added here without its service method or its CLI command fails the type check.
+ */
+export const OPERATOR_ACTION_TABLE = {
+  reconcile: {
+    body: OperatorReconcileRequestSchema,
+    response: OperatorReconcileAnswerSchema,
+    status: [200],
+    errors: ["effect.not_found", "effect.not_reconcilable"],
+    scope: "reconcile",
+    audit: "lookup",
+  },
+  resolve: {
+    body: OperatorResolveRequestSchema,
+    response: OperatorEffectSummarySchema,
+    status: [200],
+    errors: ["effect.not_found", "effect.not_unknown", "effect.lookup_in_progress"],
+    scope: "resolve",
+    audit: "resolve",
+  },
+  compensate: {
+    body: OperatorCompensateRequestSchema,
+    response: QueuedCompensationSchema,
+    status: [202],
+    errors: [
+      "effect.not_found",
+      "effect.not_succeeded",
+      "compensation.not_declared",
+      "compensation.exists",
+      "compensation.plan_failed",
+      "compensation.driver_unavailable",
+      "driver.not_found",
+    ],
+    scope: "compensate",
+    audit: "compensate",
+  },
+} as const satisfies Record<string, OperatorActionDeclaration>;
+/** The name of an operator action of {@link OPERATOR_ACTION_TABLE}. */
+export type OperatorActionName = keyof typeof OPERATOR_ACTION_TABLE;
+/** The names of {@link OPERATOR_ACTION_TABLE}, in its order. */
+export const OPERATOR_ACTION_NAMES = Object.keys(OPERATOR_ACTION_TABLE) as OperatorActionName[];
+/** The request of action `N` as the service receives it (its body schema's output). */
+export type OperatorActionRequest<N extends OperatorActionName> = z.output<(typeof OPERATOR_ACTION_TABLE)[N]["body"]>;
+/** The request of action `N` as a client sends it (its body schema's input). */
+export type OperatorActionSent<N extends OperatorActionName> = z.input<(typeof OPERATOR_ACTION_TABLE)[N]["body"]>;
+/** The answer of action `N` (its response schema's type). */
+export type OperatorActionAnswer<N extends OperatorActionName> = z.output<(typeof OPERATOR_ACTION_TABLE)[N]["response"]>;

@@ -4,64 +4,69 @@ import { UlidSchema } from "./ids.contract.js";
 import {
   ConsoleSessionSchema,
   ConsoleStatsSchema,
-  OperatorCompensateRequestSchema,
+  OPERATOR_ACTION_TABLE,
   OperatorEffectDetailSchema,
   OperatorEffectPageSchema,
   OperatorListQuerySchema,
-  OperatorReconcileAnswerSchema,
-  OperatorReconcileRequestSchema,
-  OperatorResolveRequestSchema,
-  OperatorEffectSummarySchema,
-  QueuedCompensationSchema,
+  type OperatorActionName,
 } from "./operator-api.contract.js";
+import { operatorActionPath, type OperatorActionPath } from "./operator-action-path.js";
 import { defineRoute, type ApiRoute, type RouteAuth } from "./route-table.contract.js";
 
 const effectId = z.object({ effectId: UlidSchema });
 
-/** Each operator action once: its body and answer schemas, success status and refusal codes; both the token routes and the console's share it. */
-const ACTIONS = {
-  reconcile: {
-    body: OperatorReconcileRequestSchema,
-    response: OperatorReconcileAnswerSchema,
-    status: [200],
-    errors: ["effect.not_found", "effect.not_reconcilable"],
-  },
-  resolve: {
-    body: OperatorResolveRequestSchema,
-    response: OperatorEffectSummarySchema,
-    status: [200],
-    errors: ["effect.not_found", "effect.not_unknown", "effect.lookup_in_progress"],
-  },
-  compensate: {
-    body: OperatorCompensateRequestSchema,
-    response: QueuedCompensationSchema,
-    status: [202],
-    errors: [
-      "effect.not_found",
-      "effect.not_succeeded",
-      "compensation.not_declared",
-      "compensation.exists",
-      "compensation.plan_failed",
-      "compensation.driver_unavailable",
-      "driver.not_found",
-    ],
-  },
-} as const;
+type ActionTable = typeof OPERATOR_ACTION_TABLE;
+/** The route of operator action `N` under `Prefix` behind `Auth`: the table entry's schemas, status and refusal codes. */
+type ActionRoute<Prefix extends string, Auth extends RouteAuth, N extends OperatorActionName> = {
+  method: "POST";
+  path: OperatorActionPath<Prefix, N>;
+  params: typeof effectId;
+  auth: Auth;
+  idempotent: false;
+  body: ActionTable[N]["body"];
+  response: ActionTable[N]["response"];
+  status: ActionTable[N]["status"];
+  errors: ActionTable[N]["errors"];
+  bodyLimitBytes: number;
+};
+/** The routes of every operator action under one prefix, keyed by action name. */
+type ActionRoutes<Prefix extends string, Auth extends RouteAuth> = { [N in OperatorActionName]: ActionRoute<Prefix, Auth, N> };
 
 /**
- * The three operator actions under `prefix` behind `auth`: `POST <prefix>/effects/:effectId/<action>`
- * with `{reason, ...}` (the action's body schema), answering the action's schema.
+ * Every action of `OPERATOR_ACTION_TABLE` under `prefix` behind `auth`: `POST <prefix>/effects/:effectId/<action>`
+ * with the action's body schema (`{reason, ...}`), answering its response schema; keyed by action name, in the table's order.
  */
-function actionRoutes<const Prefix extends string, const Auth extends RouteAuth>(prefix: Prefix, auth: Auth) {
-  const common = { method: "POST", params: effectId, auth, idempotent: false } as const;
-  return {
-    reconcile: defineRoute({ ...common, path: `${prefix}/effects/:effectId/reconcile` as const, ...ACTIONS.reconcile }),
-    resolve: defineRoute({ ...common, path: `${prefix}/effects/:effectId/resolve` as const, ...ACTIONS.resolve }),
-    compensate: defineRoute({ ...common, path: `${prefix}/effects/:effectId/compensate` as const, ...ACTIONS.compensate }),
-  };
+function actionRoutes<const Prefix extends string, const Auth extends RouteAuth>(prefix: Prefix, auth: Auth): ActionRoutes<Prefix, Auth> {
+  const routes: Record<string, ApiRoute> = {};
+  for (const [name, a] of Object.entries(OPERATOR_ACTION_TABLE)) {
+    routes[name] = defineRoute({
+      method: "POST",
+      params: effectId,
+      auth,
+      idempotent: false,
+      path: operatorActionPath(prefix, name),
+      body: a.body,
+      response: a.response,
+      status: a.status,
+      errors: a.errors,
+    });
+  }
+  return routes as ActionRoutes<Prefix, Auth>;
 }
-const operatorActions = actionRoutes("/api/operator", { kind: "operator" });
-const consoleActions = actionRoutes("/console/api", { kind: "console_session" });
+
+/** `routes` with each key `k` renamed `<key><K>` (`reconcile` → `operatorReconcile`): the route table's names of the action routes. */
+type Named<Key extends string, T> = { [N in keyof T & string as `${Key}${Capitalize<N>}`]: T[N] };
+function named<const Key extends string, T extends Record<string, ApiRoute>>(key: Key, routes: T): Named<Key, T> {
+  return Object.fromEntries(Object.entries(routes).map(([n, r]) => [`${key}${n.charAt(0).toUpperCase()}${n.slice(1)}`, r])) as Named<
+    Key,
+    T
+  >;
+}
+
+/** The operator actions behind a named operator credential's token (`/api/operator/effects/:effectId/<action>`), keyed by action name. */
+export const OPERATOR_ACTION_ROUTES = actionRoutes("/api/operator", { kind: "operator" });
+/** The operator actions behind the console's session (`/console/api/effects/:effectId/<action>`), keyed by action name. */
+export const CONSOLE_ACTION_ROUTES = actionRoutes("/console/api", { kind: "console_session" });
 
 /** The operator routes (docs/DESIGN.md §7), behind a named operator credential's token, while `MOSOO_EFFECT_RECONCILIATION` is on. */
 export const OPERATOR_API = {
@@ -85,9 +90,7 @@ export const OPERATOR_API = {
     errors: ["effect.not_found"],
     idempotent: true,
   }),
-  operatorReconcile: operatorActions.reconcile,
-  operatorResolve: operatorActions.resolve,
-  operatorCompensate: operatorActions.compensate,
+  ...named("operator", OPERATOR_ACTION_ROUTES),
 } as const satisfies Record<string, ApiRoute>;
 
 /**
@@ -143,10 +146,10 @@ export const CONSOLE_API = {
     errors: ["effect.not_found"],
     idempotent: true,
   }),
-  consoleReconcile: consoleActions.reconcile,
-  consoleResolve: consoleActions.resolve,
-  consoleCompensate: consoleActions.compensate,
+  ...named("console", CONSOLE_ACTION_ROUTES),
 } as const satisfies Record<string, ApiRoute>;
 
 /** The route table's input and answer types, for the browser console, which imports this file's types only. */
 export type { RouteInput, RouteOutput } from "./route-table.contract.js";
+/** The operator actions' names and request types, for the browser console (types only). */
+export type { OperatorActionName, OperatorActionSent } from "./operator-api.contract.js";

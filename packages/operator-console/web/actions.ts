@@ -1,6 +1,7 @@
 import { html } from "htm/preact";
 import { useEffect, useRef, useState } from "preact/hooks";
-import { call, type ApiFailure, type ConsoleSent } from "./api.js";
+import type { OperatorActionSent } from "@mosoo/contracts/operator-routes";
+import { act, call, type ApiFailure } from "./api.js";
 import type { EffectDetail } from "./types.js";
 
 /** The operator's four actions on an effect (docs/DESIGN.md §7). */
@@ -113,15 +114,15 @@ function ConfirmDialog({
     const params = { effectId: effect.id };
     let sent: Promise<{ ok: true; what: string } | ApiFailure>;
     if (action === "lookup") {
-      sent = call("consoleReconcile", { params, body: { reason } }).then((r) =>
+      sent = act("reconcile", effect.id, { reason }).then((r) =>
         r.ok ? { ok: true, what: `Lookup done: ${r.data.outcome}${r.data.effect ? `; the effect is ${r.data.effect.status}` : ""}.` } : r,
       );
     } else if (action === "compensate") {
-      sent = call("consoleCompensate", { params, body: { reason } }).then((r) =>
+      sent = act("compensate", effect.id, { reason }).then((r) =>
         r.ok ? { ok: true, what: `Compensation requested for effect ${effect.id}.` } : r,
       );
     } else {
-      let body: ConsoleSent<"consoleResolve", "body">;
+      let body: OperatorActionSent<"resolve">;
       if (action === "not_executed") body = { outcome: "not_executed", reason };
       else {
         let result: unknown;
@@ -139,9 +140,7 @@ function ConfirmDialog({
           ...(operationId ? { receipt: { providerOperationId: operationId, observedAt: new Date().toISOString() } } : {}),
         };
       }
-      sent = call("consoleResolve", { params, body }).then((r) =>
-        r.ok ? { ok: true, what: `Effect ${effect.id} resolved as ${action}.` } : r,
-      );
+      sent = act("resolve", effect.id, body).then((r) => (r.ok ? { ok: true, what: `Effect ${effect.id} resolved as ${action}.` } : r));
     }
     setBusy(true);
     const r = await sent;

@@ -1,6 +1,13 @@
 import { Command, InvalidArgumentError, Option } from "commander";
 import ms from "ms";
-import { strictIntegerString } from "@mosoo/contracts";
+import {
+  OPERATOR_ACTION_NAMES,
+  operatorActionSegment,
+  strictIntegerString,
+  type OperatorActionAnswer,
+  type OperatorActionName,
+  type OperatorActionSent,
+} from "@mosoo/contracts";
 import { ConfigError, loadApiConfig } from "../../config/api-config.js";
 import { httpOperatorClient, localOperatorClient, OperatorClientError, type OperatorClient } from "./operator-client.js";
 import { renderCompensate, renderList, renderReconcile, renderResolve, renderShow } from "./effects-render.js";
@@ -91,9 +98,111 @@ async function openClient(g: GlobalOptions, env: NodeJS.ProcessEnv): Promise<Ope
   return httpOperatorClient(g.apiUrl, g.token);
 }
 
+/** Runs `fn` on the client the global options open, prints its answer (`render`, or JSON with `--json`) and closes the client. */
+type Run = <T extends object>(fn: (client: OperatorClient) => Promise<T>, render: (answer: T) => string) => Promise<void>;
+
+/** The options commander parsed for an action's command: the audit `--reason` and the action's own. */
+type ActionOptions = { reason: string };
+
 /**
- * Builds the `mosoo-effects` program (commander): `list`, `show`, `reconcile`, `resolve`,
- * `compensate`, each with `--help`, over the operator service (docs/DESIGN.md §7). Output is a table or a
+ * How the CLI offers operator action `N` of `OPERATOR_ACTION_TABLE`: its command is the action's name
+ * in kebab-case, with `<effectId>` and the audit `--reason` (see `audit`). `define` adds its
+ * description and options; `body` builds the action's request from the parsed options (`nowMs`: the
+ * CLI's clock, ms) or throws {@link CliFailure} with {@link EXIT}.badInput; `render` prints the answer.
+ */
+interface ActionCommand<N extends OperatorActionName> {
+  define(cmd: Command): Command;
+  body(o: ActionOptions, nowMs: number): OperatorActionSent<N>;
+  render(answer: OperatorActionAnswer<N>): string;
+}
+
+/** One command per operator action, keyed by its name (an action of the table without an entry here fails the type check). */
+const ACTION_COMMANDS: { [N in OperatorActionName]: ActionCommand<N> } = {
+  reconcile: {
+    define: (cmd) => cmd.description("look an unknown effect up now through its bound adapter (the same path as the sweep)"),
+    body: (o) => ({ reason: o.reason }),
+    render: renderReconcile,
+  },
+  resolve: {
+    define: (cmd) =>
+      cmd
+        .description("resolve an unknown effect by hand: succeeded (with the tool result you verified) or not_executed")
+        .addOption(
+          new Option("--outcome <outcome>", "what happened at the provider").choices(["succeeded", "not_executed"]).makeOptionMandatory(),
+        )
+        .option("--output-text <text>", "succeeded: the tool's text output (shorthand for a one-text-block MCP result)")
+        .option("--result-json <json>", "succeeded: the full MCP tool result as JSON", json("--result-json"))
+        .option("--is-error", "succeeded: the tool answered an error result (with --output-text)")
+        .option("--provider-operation-id <id>", "succeeded: the provider's id of the write (stored as the receipt)")
+        .option(
+          "--receipt-json <json>",
+          "succeeded: the whole receipt as JSON {providerOperationId?, observedAt?, detail?}",
+          json("--receipt-json"),
+        ),
+    body: (
+      o: ActionOptions & {
+        outcome: string;
+        outputText?: string;
+        resultJson?: unknown;
+        isError?: boolean;
+        providerOperationId?: string;
+        receiptJson?: unknown;
+      },
+      nowMs,
+    ) => {
+      // --result-json and --receipt-json are the user's JSON as typed: the service's schema checks them (400 request.invalid → exit 2)
+      if (o.outcome === "succeeded") {
+        if ((o.outputText === undefined) === (o.resultJson === undefined))
+          throw new CliFailure(EXIT.badInput, "--outcome succeeded needs exactly one of --output-text or --result-json");
+        if (o.isError && o.resultJson !== undefined)
+          throw new CliFailure(EXIT.badInput, "--is-error goes with --output-text; with --result-json put isError in the result");
+        if (o.providerOperationId !== undefined && o.receiptJson !== undefined)
+          throw new CliFailure(EXIT.badInput, "pass --provider-operation-id or --receipt-json, not both");
+        const result = o.resultJson ?? { content: [{ type: "text", text: o.outputText }], ...(o.isError ? { isError: true } : {}) };
+        const receipt =
+          o.receiptJson ??
+          (o.providerOperationId ? { providerOperationId: o.providerOperationId, observedAt: new Date(nowMs).toISOString() } : undefined);
+        return {
+          outcome: "succeeded",
+          reason: o.reason,
+          result: result as Record<string, unknown>,
+          ...(receipt === undefined ? {} : { receipt: receipt as Record<string, unknown> }),
+        };
+      }
+      if (o.outputText !== undefined || o.resultJson !== undefined || o.providerOperationId !== undefined || o.receiptJson !== undefined)
+        throw new CliFailure(EXIT.badInput, "--outcome not_executed takes no result or receipt");
+      return { outcome: "not_executed", reason: o.reason };
+    },
+    render: renderResolve,
+  },
+  compensate: {
+    define: (cmd) =>
+      cmd
+        .description("run the compensating action the adapter declares for a succeeded effect, as a new effect with its own key")
+        .option("--driver <driverInstanceId>", "queue it to this live Driver instance (default: the effect's own, if still live)"),
+    body: (o: ActionOptions & { driver?: string }) => ({ reason: o.reason, ...(o.driver ? { driverInstanceId: o.driver } : {}) }),
+    render: renderCompensate,
+  },
+};
+
+/** Adds the command of action `name` to `program`: `<name> <effectId> --reason ...` and the entry's options; it calls `act(name, ...)`. */
+function addActionCommand<N extends OperatorActionName>(
+  program: Command,
+  name: N,
+  entry: ActionCommand<N>,
+  audit: (cmd: Command) => Command,
+  run: Run,
+  nowMs: () => number,
+): void {
+  audit(entry.define(program.command(operatorActionSegment(name)).argument("<effectId>"))).action(async (id: string, o: ActionOptions) => {
+    const body = entry.body(o, nowMs());
+    await run((c) => c.act(name, id, body), entry.render);
+  });
+}
+
+/**
+ * Builds the `mosoo-effects` program (commander): `list`, `show`, and one command per operator
+ * action ({@link ACTION_COMMANDS}: `reconcile`, `resolve`, `compensate`), each with `--help`, over the operator service (docs/DESIGN.md §7). Output is a table or a
  * line by default, JSON with `--json`; `write` receives stdout text. Errors become {@link CliFailure}.
  */
 export function buildEffectsCli(
@@ -160,10 +269,10 @@ export function buildEffectsCli(
         ),
     });
   const g = () => program.opts<GlobalOptions>();
-  const run = async (fn: (client: OperatorClient) => Promise<unknown>, render: (answer: Record<string, unknown>) => string) => {
+  const run: Run = async (fn, render) => {
     const client = await openClient(g(), env);
     try {
-      const answer = (await fn(client)) as Record<string, unknown>;
+      const answer = await fn(client);
       write(`${g().json ? JSON.stringify(answer, null, 2) : render(answer)}\n`);
     } catch (err) {
       if (err instanceof OperatorClientError)
@@ -238,80 +347,6 @@ export function buildEffectsCli(
     .description("one effect's whole history: command, attempts, lookups with receipts, operator actions, compensations")
     .argument("<effectId>")
     .action(async (id: string) => run((c) => c.show(id), renderShow));
-  audit(
-    program
-      .command("reconcile")
-      .description("look an unknown effect up now through its bound adapter (the same path as the sweep)")
-      .argument("<effectId>"),
-  ).action(async (id: string, o: { reason: string }) => run((c) => c.reconcile(id, { reason: o.reason }), renderReconcile));
-  audit(
-    program
-      .command("resolve")
-      .description("resolve an unknown effect by hand: succeeded (with the tool result you verified) or not_executed")
-      .argument("<effectId>")
-      .addOption(
-        new Option("--outcome <outcome>", "what happened at the provider").choices(["succeeded", "not_executed"]).makeOptionMandatory(),
-      )
-      .option("--output-text <text>", "succeeded: the tool's text output (shorthand for a one-text-block MCP result)")
-      .option("--result-json <json>", "succeeded: the full MCP tool result as JSON", json("--result-json"))
-      .option("--is-error", "succeeded: the tool answered an error result (with --output-text)")
-      .option("--provider-operation-id <id>", "succeeded: the provider's id of the write (stored as the receipt)")
-      .option(
-        "--receipt-json <json>",
-        "succeeded: the whole receipt as JSON {providerOperationId?, observedAt?, detail?}",
-        json("--receipt-json"),
-      ),
-  ).action(
-    async (
-      id: string,
-      o: {
-        outcome: string;
-        outputText?: string;
-        resultJson?: unknown;
-        isError?: boolean;
-        providerOperationId?: string;
-        receiptJson?: unknown;
-        reason: string;
-      },
-    ) => {
-      // --result-json and --receipt-json are the user's JSON as typed: the service's schema checks them (400 request.invalid → exit 2)
-      let body: Parameters<OperatorClient["resolve"]>[1] = { outcome: "not_executed", reason: o.reason };
-      if (o.outcome === "succeeded") {
-        if ((o.outputText === undefined) === (o.resultJson === undefined))
-          throw new CliFailure(EXIT.badInput, "--outcome succeeded needs exactly one of --output-text or --result-json");
-        if (o.isError && o.resultJson !== undefined)
-          throw new CliFailure(EXIT.badInput, "--is-error goes with --output-text; with --result-json put isError in the result");
-        if (o.providerOperationId !== undefined && o.receiptJson !== undefined)
-          throw new CliFailure(EXIT.badInput, "pass --provider-operation-id or --receipt-json, not both");
-        const result = o.resultJson ?? { content: [{ type: "text", text: o.outputText }], ...(o.isError ? { isError: true } : {}) };
-        const receipt =
-          o.receiptJson ??
-          (o.providerOperationId ? { providerOperationId: o.providerOperationId, observedAt: new Date(nowMs()).toISOString() } : undefined);
-        body = {
-          outcome: "succeeded",
-          reason: o.reason,
-          result: result as Record<string, unknown>,
-          ...(receipt === undefined ? {} : { receipt: receipt as Record<string, unknown> }),
-        };
-      } else if (
-        o.outputText !== undefined ||
-        o.resultJson !== undefined ||
-        o.providerOperationId !== undefined ||
-        o.receiptJson !== undefined
-      ) {
-        throw new CliFailure(EXIT.badInput, "--outcome not_executed takes no result or receipt");
-      }
-      await run((c) => c.resolve(id, body), renderResolve);
-    },
-  );
-  audit(
-    program
-      .command("compensate")
-      .description("run the compensating action the adapter declares for a succeeded effect, as a new effect with its own key")
-      .argument("<effectId>")
-      .option("--driver <driverInstanceId>", "queue it to this live Driver instance (default: the effect's own, if still live)"),
-  ).action(async (id: string, o: { driver?: string; reason: string }) =>
-    run((c) => c.compensate(id, { reason: o.reason, ...(o.driver ? { driverInstanceId: o.driver } : {}) }), renderCompensate),
-  );
+  for (const name of OPERATOR_ACTION_NAMES) addActionCommand(program, name, ACTION_COMMANDS[name], audit, run, nowMs);
   return program;
 }

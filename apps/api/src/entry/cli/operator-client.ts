@@ -2,13 +2,15 @@ import { existsSync } from "node:fs";
 import pino from "pino";
 import {
   callRoute,
+  OPERATOR_ACTION_ROUTES,
+  OPERATOR_ACTION_TABLE,
   OPERATOR_API,
-  OperatorCompensateRequestSchema,
   OperatorListQuerySchema,
-  OperatorReconcileRequestSchema,
-  OperatorResolveRequestSchema,
   RouteCallError,
   UlidSchema,
+  type OperatorActionAnswer,
+  type OperatorActionName,
+  type OperatorActionSent,
   type RouteInput,
   type RouteOutput,
 } from "@mosoo/contracts";
@@ -24,6 +26,7 @@ import { createRuntime } from "../../composition-root.js";
 import { UserFacingError } from "../../kernel/user-facing-error.js";
 import { parseOrThrow } from "../http/http-errors.js";
 import type { OperatorIdentity } from "../../modules/operator/domain/operator-credential.js";
+import type { OperatorActionHandlers } from "../../modules/operator/application/operator.service.js";
 
 /** A refusal from the operator service, wherever it ran: its stable `code` and a one-line `message`. */
 export class OperatorClientError extends Error {
@@ -42,17 +45,16 @@ type Sent<N extends keyof Routes, K extends "query" | "body"> = NonNullable<Rout
 type Answer<N extends keyof Routes> = Promise<RouteOutput<Routes[N]>>;
 
 /**
- * The five operator actions (docs/DESIGN.md §7) as the CLI calls them, over HTTP or in-process,
- * typed by the route table (`OPERATOR_API` of `@mosoo/contracts`): each takes its route's request
- * and answers its route's response. Bodies and queries are validated by the same zod schemas either
- * way. Every method rejects with {@link OperatorClientError} (`code`, `message`).
+ * The operator surface (docs/DESIGN.md §7) as the CLI calls it, over HTTP or in-process, typed by
+ * the route table (`OPERATOR_API` of `@mosoo/contracts`): the two reads, and every action of
+ * `OPERATOR_ACTION_TABLE` through one generic `act(name, effectId, body)` whose body and answer
+ * types are the action's. Bodies and queries are validated by the same zod schemas either way.
+ * Every method rejects with {@link OperatorClientError} (`code`, `message`).
  */
 export interface OperatorClient {
   list(query: Sent<"operatorList", "query">): Answer<"operatorList">;
   show(effectId: string): Answer<"operatorShow">;
-  reconcile(effectId: string, body: Sent<"operatorReconcile", "body">): Answer<"operatorReconcile">;
-  resolve(effectId: string, body: Sent<"operatorResolve", "body">): Answer<"operatorResolve">;
-  compensate(effectId: string, body: Sent<"operatorCompensate", "body">): Answer<"operatorCompensate">;
+  act<N extends OperatorActionName>(name: N, effectId: string, body: OperatorActionSent<N>): Promise<OperatorActionAnswer<N>>;
   close(): Promise<void>;
 }
 
@@ -64,20 +66,23 @@ export interface OperatorClient {
  */
 export function httpOperatorClient(apiUrl: string, token: string): OperatorClient {
   const options = { baseUrl: apiUrl, headers: { authorization: `Bearer ${token}` }, timeoutMs: 30_000 };
-  const call = async <N extends keyof Routes>(name: N, input: RouteInput<Routes[N]>): Answer<N> => {
+  const typed = async <T>(sent: Promise<T>): Promise<T> => {
     try {
-      return await callRoute(OPERATOR_API[name], input, options);
+      return await sent;
     } catch (err) {
       if (err instanceof RouteCallError) throw new OperatorClientError(err.code, err.message);
       throw err;
     }
   };
+  const call = <N extends keyof Routes>(name: N, input: RouteInput<Routes[N]>): Answer<N> =>
+    typed(callRoute(OPERATOR_API[name], input, options));
   return {
     list: (query) => call("operatorList", { query }),
     show: (effectId) => call("operatorShow", { params: { effectId } }),
-    reconcile: (effectId, body) => call("operatorReconcile", { params: { effectId }, body }),
-    resolve: (effectId, body) => call("operatorResolve", { params: { effectId }, body }),
-    compensate: (effectId, body) => call("operatorCompensate", { params: { effectId }, body }),
+    act: (name, effectId, body) =>
+      typed(callRoute(OPERATOR_ACTION_ROUTES[name], { params: { effectId }, body } as never, options)) as Promise<
+        OperatorActionAnswer<typeof name>
+      >,
     close: async () => {},
   };
 }
@@ -120,7 +125,7 @@ async function assertMosooDatabase(store: Store): Promise<void> {
  * same flag and adapter bindings). Safe next to a running API on the same file (every write is a
  * `BEGIN IMMEDIATE` compare-and-set); a queued compensation is picked up at the Driver's next poll.
  * Reads (`list`, `show`) need no credential (whoever opens the store can read it); an action
- * (`reconcile`, `resolve`, `compensate`) is taken as the operator credential of `token`, checked
+ * (`act`: each of `OPERATOR_ACTION_TABLE`) is taken as the operator credential of `token`, checked
  * against the credentials `config` names (`MOSOO_OPERATOR_TOKEN`, `MOSOO_OPERATOR_CREDENTIALS_FILE`,
  * the API's variables), whose name is the audit actor and whose scopes apply as over HTTP.
  * Adapters run in the isolated adapter host (worker threads), as in the API; `close()` ends it.
@@ -184,6 +189,7 @@ export async function localOperatorClient(config: ApiConfig, token?: string): Pr
     reconciliation: settings,
   });
   const op = runtime.operator;
+  const handlers: OperatorActionHandlers = op;
   const wrap = async <T>(fn: () => T | Promise<T>): Promise<T> => {
     try {
       // A store locked by the API (or a backup) is waited for briefly and asynchronously, then refused `store.busy`.
@@ -196,12 +202,13 @@ export async function localOperatorClient(config: ApiConfig, token?: string): Pr
   return {
     list: (query) => wrap(() => op.list(parseOrThrow(OperatorListQuerySchema, query))),
     show: (id) => wrap(() => op.show(parseOrThrow(UlidSchema, id))),
-    reconcile: (id, body) =>
-      wrap(() => op.reconcile(parseOrThrow(UlidSchema, id), parseOrThrow(OperatorReconcileRequestSchema, body), operatorOf())),
-    resolve: (id, body) =>
-      wrap(() => op.resolve(parseOrThrow(UlidSchema, id), parseOrThrow(OperatorResolveRequestSchema, body), operatorOf())),
-    compensate: (id, body) =>
-      wrap(() => op.compensate(parseOrThrow(UlidSchema, id), parseOrThrow(OperatorCompensateRequestSchema, body), operatorOf())),
+    act: (name, id, body) => {
+      // called by name: the body is parsed with the action's own schema, so it is the request its handler takes
+      const handle = handlers[name] as (effectId: string, req: unknown, by: OperatorIdentity) => Promise<OperatorActionAnswer<typeof name>>;
+      return wrap(() =>
+        handle.call(handlers, parseOrThrow(UlidSchema, id), parseOrThrow(OPERATOR_ACTION_TABLE[name].body, body), operatorOf()),
+      );
+    },
     close: async () => {
       await host.close();
       await store.close();

@@ -1,10 +1,11 @@
 import { Hono, type Context } from "hono";
-import { OPERATOR_API } from "@mosoo/contracts";
+import { OPERATOR_ACTION_ROUTES, OPERATOR_API } from "@mosoo/contracts";
 import { UserFacingError } from "../../kernel/user-facing-error.js";
 import type { Runtime } from "../../composition-root.js";
 import type { OperatorIdentity } from "../../modules/operator/domain/operator-credential.js";
 import type { AuthEnv, CredentialGuard } from "./credential-guard.js";
 import type { OperatorAuthBudget } from "./operator-auth-budget.js";
+import { mountOperatorActions } from "./operator-action.routes.js";
 import { mountRoute, type RouteHandler } from "./route-mount.js";
 import { retryingWhenBusy } from "./store-retry.js";
 
@@ -27,9 +28,9 @@ function operatorOf(c: Context<AuthEnv>): OperatorIdentity {
  * otherwise; a refused action is audited under the credential's name):
  * - `read`: `GET /api/operator/effects?status&attention&serverId&toolName&runId&minAgeMs&limit&cursor` → `{effects, nextCursor}` (each with `toolError`);
  * - `read`: `GET /api/operator/effects/:id` → the effect with its whole history;
- * - `reconcile`: `POST /api/operator/effects/:id/reconcile {reason}`;
- * - `resolve`: `POST /api/operator/effects/:id/resolve {outcome: "succeeded", result, receipt?, reason} | {outcome: "not_executed", reason}`;
- * - `compensate`: `POST /api/operator/effects/:id/compensate {reason, driverInstanceId?}`.
+ * - each action of `OPERATOR_ACTION_TABLE`, with its scope: `POST /api/operator/effects/:id/<action>`
+ *   (`reconcile {reason}`, `resolve {outcome: "succeeded", result, receipt?, reason} | {outcome: "not_executed", reason}`,
+ *   `compensate {reason, driverInstanceId?}`), dispatched by name to the service ({@link mountOperatorActions}).
  * Every refusal is a 4xx `{error: {code, message}}` and changes nothing but the refusal's audit row.
  */
 export function operatorRoutes(runtime: Runtime, guard: CredentialGuard, budget: OperatorAuthBudget): Hono<AuthEnv> {
@@ -47,7 +48,7 @@ export function operatorRoutes(runtime: Runtime, guard: CredentialGuard, budget:
     runtime.operator.assertEnabled();
     return next();
   });
-  const on = <R extends (typeof OPERATOR_API)[keyof typeof OPERATOR_API]>(route: R, handler: RouteHandler<AuthEnv, R>) =>
+  const on = <R extends (typeof OPERATOR_API)[keyof typeof OPERATOR_API]>(route: R, handler: RouteHandler<AuthEnv, R>): void =>
     mountRoute(app, route, guard.forRoute(route.auth), retryingWhenBusy(handler));
   const { operator } = runtime;
   const reader = (c: Context<AuthEnv>) => operator.assertMayRead(operatorOf(c));
@@ -59,17 +60,6 @@ export function operatorRoutes(runtime: Runtime, guard: CredentialGuard, budget:
     reader(c);
     return req.json(await operator.show(req.param("effectId")));
   });
-  on(OPERATOR_API.operatorReconcile, async (c, req) => {
-    const effectId = req.param("effectId");
-    return req.json(await operator.reconcile(effectId, await req.body(), operatorOf(c)));
-  });
-  on(OPERATOR_API.operatorResolve, async (c, req) => {
-    const effectId = req.param("effectId");
-    return req.json(await operator.resolve(effectId, await req.body(), operatorOf(c)));
-  });
-  on(OPERATOR_API.operatorCompensate, async (c, req) => {
-    const effectId = req.param("effectId");
-    return req.json(await operator.compensate(effectId, await req.body(), operatorOf(c)));
-  });
+  mountOperatorActions(OPERATOR_ACTION_ROUTES, operator, operatorOf, on);
   return app;
 }

@@ -7,14 +7,15 @@ import { secureHeaders } from "hono/secure-headers";
 import { streamSSE } from "hono/streaming";
 import type { Logger } from "pino";
 import { z } from "zod";
-import { CONSOLE_API } from "@mosoo/contracts";
+import { CONSOLE_ACTION_ROUTES, CONSOLE_API } from "@mosoo/contracts";
 import { consoleAssetsBuilt, consoleAssetsDir } from "@mosoo/operator-console";
 import type { Runtime } from "../../../composition-root.js";
 import { ConsoleSessions, secretsEqual, type ConsoleSession } from "../../../modules/console/application/console-session.service.js";
 import type { OperatorCredentials, OperatorIdentity } from "../../../modules/operator/domain/operator-credential.js";
 import type { OperatorAuthBudget } from "../operator-auth-budget.js";
 import { DEFAULT_CHANGE_POLL_MS, EffectChangeFeed } from "../../../modules/console/application/effect-change-feed.service.js";
-import { parseOrThrow, readJson, toErrorResponse } from "../http-errors.js";
+import { toErrorResponse } from "../http-errors.js";
+import { mountOperatorActions } from "../operator-action.routes.js";
 import { mountRoute } from "../route-mount.js";
 import { CONSOLE_OFF_TEXT, featureOffPage, notBuiltPage, signInPage } from "./console-pages.js";
 
@@ -77,8 +78,8 @@ function refuse(c: Context, status: 401 | 403 | 415, code: string, message: stri
  * - `GET /console`, `GET /console/effects/:id`, `GET /console/reference` (the API reference, from `GET /openapi.json`): the browser app (signed-out: a redirect to sign-in);
  * - `GET /console/assets/*`: the built assets (only the stylesheet without a session);
  * - `GET /console/api/session | effects | effects/:id | stats | events` (server-sent events), and
- *   `POST /console/api/effects/:id/reconcile | resolve | compensate` with `X-CSRF-Token`: the
- *   operator service's list, show, stats, reconcile, resolve and compensate, as the session's
+ *   `POST /console/api/effects/:id/<action>` (each action of `OPERATOR_ACTION_TABLE`) with `X-CSRF-Token`: the
+ *   operator service's list, show, stats and actions, as the session's
  *   credential (its name is the audit actor; each action needs its scope, else 403 `auth.scope`,
  *   audited). Refusals: 401 `auth.session_required`, 403 `auth.csrf_rejected`,
  *   415 `request.unsupported_media_type`, and every code the service throws (404 `feature.disabled`,
@@ -221,18 +222,12 @@ export function consoleRoutes(runtime: Runtime, logger: Logger, opts: ConsoleOpt
     reader(c);
     return req.json(await operator.show(req.param("effectId")));
   });
-  mountRoute(app, CONSOLE_API.consoleReconcile, [], async (c, req) => {
-    const effectId = req.param("effectId");
-    return req.json(await operator.reconcile(effectId, await req.body(), identityOf(c.get("session"))));
-  });
-  mountRoute(app, CONSOLE_API.consoleResolve, [], async (c, req) => {
-    const effectId = req.param("effectId");
-    return req.json(await operator.resolve(effectId, await req.body(), identityOf(c.get("session"))));
-  });
-  mountRoute(app, CONSOLE_API.consoleCompensate, [], async (c, req) => {
-    const effectId = req.param("effectId");
-    return req.json(await operator.compensate(effectId, await req.body(), identityOf(c.get("session"))));
-  });
+  mountOperatorActions(
+    CONSOLE_ACTION_ROUTES,
+    operator,
+    (c: Context<Env>) => identityOf(c.get("session")),
+    (route, handler) => mountRoute(app, route, [], handler),
+  );
   mountRoute(app, CONSOLE_API.consoleEvents, [], (c) => {
     operator.assertEnabled();
     const session = c.get("session");

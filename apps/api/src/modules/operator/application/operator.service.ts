@@ -1,5 +1,4 @@
-import { settleTransition } from "../../ledger/domain/effect-lifecycle.machine.js";
-import { newUlid, toMcpExecuteCommandResult, McpToolResultSchema, UlidSchema, type McpExecuteCommandResult } from "@mosoo/contracts";
+import { newUlid, UlidSchema } from "@mosoo/contracts";
 import { parseJsonColumn } from "../../../platform/db/json-column.js";
 import type { RuntimeContext } from "../../../kernel/runtime-context.js";
 import type { StoreTx } from "../../../platform/db/store.port.js";
@@ -9,11 +8,20 @@ import { effectRepository, type EffectRow } from "../../ledger/infrastructure/ef
 import { runRepository } from "../../ledger/infrastructure/run.repository.js";
 import { operatorActionRepository } from "../infrastructure/operator-action.repository.js";
 import { operatorRefusalRepository } from "../infrastructure/operator-refusal.repository.js";
-import { LOOKUP_OUTCOME_WINDOW_MS, OPERATOR_REFUSAL_CODES, type OperatorAction, type OperatorRefusalCode } from "@mosoo/contracts";
+import {
+  LOOKUP_OUTCOME_WINDOW_MS,
+  OPERATOR_ACTION_TABLE,
+  OPERATOR_REFUSAL_CODES,
+  type OperatorActionAnswer,
+  type OperatorActionName,
+  type OperatorActionRequest,
+  type OperatorRefusalCode,
+} from "@mosoo/contracts";
 import { operatorQueryRepository } from "../infrastructure/operator-query.repository.js";
 import { reconciliationRecordsService } from "../../reconciliation/application/reconciliation-records.service.js";
 import type { CompensationService } from "./compensation.service.js";
 import { toEffectSummary } from "./operator-effect-summary.query.js";
+import { resolveByHand } from "./manual-resolution.service.js";
 import type { EffectReconciler } from "../../reconciliation/application/effect-reconciler.service.js";
 import { requireOperatorScope, type OperatorIdentity } from "../domain/operator-credential.js";
 import type {
@@ -39,22 +47,18 @@ function lookupOutcomeOf(effect: EffectRow): string {
 const parse = parseJsonColumn;
 const sumCounts = (rows: Array<{ count: number }>) => rows.reduce((n, r) => n + r.count, 0);
 
-/**
- * Refuses to settle `e` by hand while a reconciliation lease on it is live at `nowMs` (ms; live means
- * `lease_expires_at_ms >= nowMs`, the complement of the takeover rule of `acquireLease`).
- * @throws UserFacingError `effect.lookup_in_progress` (409) with `details.leaseExpiresAtMs` (ms) and
- *   `details.retryAfterMs` (ms until the lease expires at the latest).
- */
-function refuseUnderLiveLease(e: EffectRow, nowMs: number): void {
-  if (e.leaseOwner === null || e.leaseExpiresAtMs === null || e.leaseExpiresAtMs < nowMs) return;
-  throw new UserFacingError(
-    "effect.lookup_in_progress",
-    `effect ${e.id} is being looked up by a reconciler (lease until ${new Date(e.leaseExpiresAtMs).toISOString()}); ` +
-      `retry once the lookup has ended or the lease has expired, then read the effect again: the lookup may settle it`,
-    { leaseExpiresAtMs: e.leaseExpiresAtMs, retryAfterMs: e.leaseExpiresAtMs - nowMs + 1 },
-  );
-}
 const isRefusalCode = (code: string): code is OperatorRefusalCode => (OPERATOR_REFUSAL_CODES as readonly string[]).includes(code);
+
+/**
+ * The API's handler of each operator action of `OPERATOR_ACTION_TABLE`, keyed by its name: the
+ * effect's id, the action's parsed request and the operator credential taking it, answering the
+ * action's answer. {@link OperatorService} implements it (one method per action), so an action
+ * declared in the table without its method fails the type check; the HTTP routes, the console and
+ * the operator CLI dispatch through it by name.
+ */
+export type OperatorActionHandlers = {
+  [N in OperatorActionName]: (effectId: string, req: OperatorActionRequest<N>, by: OperatorIdentity) => Promise<OperatorActionAnswer<N>>;
+};
 
 /**
  * The operator surface of the ledger (docs/DESIGN.md §7), one service behind both the HTTP routes and
@@ -69,7 +73,7 @@ const isRefusalCode = (code: string): code is OperatorRefusalCode => (OPERATOR_R
  * resolution is a compare-and-set on (status, version), so it can race a reconciler safely (the
  * loser changes nothing). Nothing here re-executes a write or infers a rollback.
  */
-export class OperatorService {
+export class OperatorService implements OperatorActionHandlers {
   constructor(
     private readonly ctx: RuntimeContext,
     private readonly reconciler: EffectReconciler,
@@ -212,13 +216,7 @@ export class OperatorService {
    *   `effect.not_reconcilable` (409: not `unknown`, or no adapter bound for its server and tool).
    */
   async reconcile(effectId: string, req: OperatorReconcileRequest, by: OperatorIdentity): Promise<OperatorReconcileAnswer> {
-    this.assertEnabled();
-    try {
-      requireOperatorScope(by, "reconcile");
-      return await this.reconcileNow(effectId, req, by.name);
-    } catch (err) {
-      throw await this.auditRefusal("lookup", effectId, req.reason, by, err);
-    }
+    return this.act("reconcile", effectId, req, by, (actor) => this.reconcileNow(effectId, req, actor));
   }
 
   private async reconcileNow(effectId: string, req: OperatorReconcileRequest, actor: string): Promise<OperatorReconcileAnswer> {
@@ -280,77 +278,7 @@ export class OperatorService {
    *   `details.leaseExpiresAtMs`; retry once it ended or the lease expired; nothing written).
    */
   async resolve(effectId: string, req: OperatorResolveRequest, by: OperatorIdentity): Promise<OperatorEffectSummary> {
-    this.assertEnabled();
-    try {
-      requireOperatorScope(by, "resolve");
-      return await this.resolveNow(effectId, req, by.name);
-    } catch (err) {
-      throw await this.auditRefusal("resolve", effectId, req.reason, by, err);
-    }
-  }
-
-  private async resolveNow(effectId: string, req: OperatorResolveRequest, actor: string): Promise<OperatorEffectSummary> {
-    const now = this.ctx.clock.nowMs();
-    const after = await this.ctx.store.transaction(async (tx) => {
-      const e = await effectRepository.findById(tx, effectId);
-      if (!e) throw new UserFacingError("effect.not_found", `no effect ${effectId}`);
-      if (e.status !== "unknown")
-        throw new UserFacingError(
-          "effect.not_unknown",
-          `effect ${effectId} is ${e.status}; only an unknown effect is resolved by hand (npm run effects -- show ${effectId} says what settled it)`,
-        );
-      refuseUnderLiveLease(e, now);
-      const toolResult = req.outcome === "succeeded" ? McpToolResultSchema.parse(req.result) : null;
-      const result: McpExecuteCommandResult | null = toolResult ? toMcpExecuteCommandResult(toolResult, e) : null;
-      // The store enforces what refuseUnderLiveLease said: a compare-and-set on (status, version) and on
-      // the lease columns (no live lease at `now`), so a lease taken since the read wins on either dialect.
-      const changed = await effectRepository.updateIfCurrentAndUnleased(
-        tx,
-        e,
-        {
-          ...settleTransition(e, req.outcome, "operator"),
-          ...(result
-            ? { resultJson: JSON.stringify(result), providerReceiptJson: toolResult?._meta ? JSON.stringify(toolResult._meta) : null }
-            : {}),
-          leaseOwner: null,
-          leaseExpiresAtMs: null,
-          updatedAtMs: now,
-        },
-        now,
-      );
-      if (!changed) {
-        const current = await effectRepository.findById(tx, effectId);
-        if (current?.status === "unknown") refuseUnderLiveLease(current, now);
-        throw new UserFacingError("effect.not_unknown", `effect ${effectId} changed meanwhile; read it again`);
-      }
-      await operatorActionRepository.insert(tx, {
-        id: newUlid(now),
-        effectId,
-        runId: e.runId,
-        driverInstanceId: e.driverInstanceId,
-        action: "resolve",
-        actor,
-        reason: req.reason,
-        outcome: req.outcome,
-        statusBefore: e.status,
-        statusAfter: req.outcome,
-        receiptJson: req.outcome === "succeeded" && req.receipt ? JSON.stringify(req.receipt) : null,
-        createdAtMs: now,
-      });
-      await runRepository.appendEvent(
-        tx,
-        e.runId,
-        "effect.resolved",
-        { effectId, commandId: e.commandId, outcome: req.outcome, resolution: "operator", actor },
-        now,
-      );
-      return (await effectRepository.findById(tx, effectId))!;
-    });
-    this.ctx.logger.info(
-      { effectId, commandId: after.commandId, driverInstanceId: after.driverInstanceId, actor, outcome: req.outcome },
-      "operator.resolved",
-    );
-    return toEffectSummary(after);
+    return this.act("resolve", effectId, req, by, (actor) => resolveByHand(this.ctx, effectId, req, actor));
   }
 
   /**
@@ -360,12 +288,29 @@ export class OperatorService {
    *   code of `CompensationService.compensate`.
    */
   async compensate(effectId: string, req: OperatorCompensateRequest, by: OperatorIdentity): Promise<QueuedCompensation> {
+    return this.act("compensate", effectId, req, by, (actor) => this.compensations.compensate(effectId, req, actor));
+  }
+
+  /**
+   * Takes action `name` on `effectId` as `by`, with what every action shares (the rules of the
+   * table's entry): `feature.disabled` first (not audited), then the entry's `scope` (403 `auth.scope`),
+   * then `run` with the actor's name; a refusal is audited under the entry's `audit` kind
+   * ({@link auditRefusal}) and rethrown.
+   */
+  private async act<T>(
+    name: OperatorActionName,
+    effectId: string,
+    req: { reason: string },
+    by: OperatorIdentity,
+    run: (actor: string) => Promise<T>,
+  ): Promise<T> {
     this.assertEnabled();
+    const action = OPERATOR_ACTION_TABLE[name];
     try {
-      requireOperatorScope(by, "compensate");
-      return await this.compensations.compensate(effectId, req, by.name);
+      requireOperatorScope(by, action.scope);
+      return await run(by.name);
     } catch (err) {
-      throw await this.auditRefusal("compensate", effectId, req.reason, by, err);
+      throw await this.auditRefusal(action.audit, effectId, req.reason, by, err);
     }
   }
 
@@ -379,7 +324,7 @@ export class OperatorService {
    * refusal. Returns `err`, for the caller to rethrow.
    */
   private async auditRefusal(
-    action: OperatorAction,
+    action: (typeof OPERATOR_ACTION_TABLE)[OperatorActionName]["audit"],
     effectId: string,
     reason: string,
     by: OperatorIdentity,
