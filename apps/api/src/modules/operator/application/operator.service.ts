@@ -4,9 +4,8 @@ import { parseJsonColumn } from "../../../platform/db/json-column.js";
 import type { RuntimeContext } from "../../../kernel/runtime-context.js";
 import type { StoreTx } from "../../../platform/db/store.port.js";
 import { UserFacingError } from "../../../kernel/user-facing-error.js";
-import { commandRepository } from "../../ledger/infrastructure/command.repository.js";
-import { effectRepository, type EffectRow } from "../../ledger/infrastructure/effect.repository.js";
-import { runRepository } from "../../ledger/infrastructure/run.repository.js";
+import { commandTables, runTables } from "../../ledger/application/owned-tables.port.js";
+import { effectRows, type EffectRow } from "../../ledger/application/effect-rows.service.js";
 import { operatorActionRepository } from "../infrastructure/operator-action.repository.js";
 import { operatorRefusalRepository } from "../infrastructure/operator-refusal.repository.js";
 import { LOOKUP_OUTCOME_WINDOW_MS, OPERATOR_REFUSAL_CODES, type OperatorAction, type OperatorRefusalCode } from "@mosoo/contracts";
@@ -143,11 +142,11 @@ export class OperatorService {
   }
 
   private async showIn(tx: StoreTx, effectId: string): Promise<OperatorEffectDetail> {
-    const e = await effectRepository.findById(tx, effectId);
+    const e = await effectRows.findById(tx, effectId);
     if (!e) throw new UserFacingError("effect.not_found", `no effect ${effectId}`);
-    const cmd = await commandRepository.findById(tx, e.commandId);
-    const run = await runRepository.findRun(tx, e.runId);
-    const attempts = await effectRepository.listAttempts(tx, e.id);
+    const cmd = await commandTables().findById(tx, e.commandId);
+    const run = await runTables().findRun(tx, e.runId);
+    const attempts = await effectRows.listAttempts(tx, e.id);
     const records = await reconciliationRecordsService.listRecords(tx, e.id);
     const actions = await operatorActionRepository.listByEffect(tx, e.id);
     const refusedActions = await operatorRefusalRepository.listByEffect(tx, e.id);
@@ -222,7 +221,7 @@ export class OperatorService {
   }
 
   private async reconcileNow(effectId: string, req: OperatorReconcileRequest, actor: string): Promise<OperatorReconcileAnswer> {
-    const e = await this.ctx.store.read((tx) => effectRepository.findById(tx, effectId));
+    const e = await this.ctx.store.read((tx) => effectRows.findById(tx, effectId));
     if (!e) throw new UserFacingError("effect.not_found", `no effect ${effectId}`);
     if (e.status !== "unknown" || !this.reconciler.adapterFor(e)) {
       throw new UserFacingError(
@@ -292,7 +291,7 @@ export class OperatorService {
   private async resolveNow(effectId: string, req: OperatorResolveRequest, actor: string): Promise<OperatorEffectSummary> {
     const now = this.ctx.clock.nowMs();
     const after = await this.ctx.store.transaction(async (tx) => {
-      const e = await effectRepository.findById(tx, effectId);
+      const e = await effectRows.findById(tx, effectId);
       if (!e) throw new UserFacingError("effect.not_found", `no effect ${effectId}`);
       if (e.status !== "unknown")
         throw new UserFacingError(
@@ -304,7 +303,7 @@ export class OperatorService {
       const result: McpExecuteCommandResult | null = toolResult ? toMcpExecuteCommandResult(toolResult, e) : null;
       // The store enforces what refuseUnderLiveLease said: a compare-and-set on (status, version) and on
       // the lease columns (no live lease at `now`), so a lease taken since the read wins on either dialect.
-      const changed = await effectRepository.updateIfCurrentAndUnleased(
+      const changed = await effectRows.updateIfCurrentAndUnleased(
         tx,
         e,
         {
@@ -319,7 +318,7 @@ export class OperatorService {
         now,
       );
       if (!changed) {
-        const current = await effectRepository.findById(tx, effectId);
+        const current = await effectRows.findById(tx, effectId);
         if (current?.status === "unknown") refuseUnderLiveLease(current, now);
         throw new UserFacingError("effect.not_unknown", `effect ${effectId} changed meanwhile; read it again`);
       }
@@ -337,14 +336,14 @@ export class OperatorService {
         receiptJson: req.outcome === "succeeded" && req.receipt ? JSON.stringify(req.receipt) : null,
         createdAtMs: now,
       });
-      await runRepository.appendEvent(
+      await runTables().appendEvent(
         tx,
         e.runId,
         "effect.resolved",
         { effectId, commandId: e.commandId, outcome: req.outcome, resolution: "operator", actor },
         now,
       );
-      return (await effectRepository.findById(tx, effectId))!;
+      return (await effectRows.findById(tx, effectId))!;
     });
     this.ctx.logger.info(
       { effectId, commandId: after.commandId, driverInstanceId: after.driverInstanceId, actor, outcome: req.outcome },
@@ -398,7 +397,7 @@ export class OperatorService {
           reason,
           outcome: code,
           message: err.message.slice(0, 2000) || code,
-          effectStatus: (await effectRepository.findById(tx, effectId))?.status ?? null,
+          effectStatus: (await effectRows.findById(tx, effectId))?.status ?? null,
           createdAtMs: now,
         });
       });
