@@ -33,7 +33,8 @@ import { driverInstanceRepository } from "./modules/drivers/infrastructure/drive
 // them. They are stateless (every call takes the transaction), so one binding serves every runtime and store.
 bindOwnedTables({
   runs: runRepository,
-  commands: { ...commandRepository, ...commandContextRepository },
+  commands: commandRepository,
+  commandContext: commandContextRepository,
   driverInstances: driverInstanceRepository,
 });
 

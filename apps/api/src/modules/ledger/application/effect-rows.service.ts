@@ -5,22 +5,23 @@ export type { AttemptRow, EffectRow } from "../infrastructure/effect.repository.
 
 /**
  * The part of the ledger's `external_tool_effects` / `external_tool_effect_attempts` repository the
- * other modules use, each in the caller's transaction (the methods are the repository's own: see
- * `ledger/infrastructure/effect.repository.ts` for each one's contract). Inserting an effect or an
- * attempt, or changing an attempt, stays inside the ledger (the intent, claim and report services);
- * a settling write takes its columns from the ledger's lifecycle machine (`settleTransition`).
+ * other modules use, each in the caller's transaction: the repository itself, typed down to these
+ * methods (see `ledger/infrastructure/effect.repository.ts` for each one's contract). Inserting an
+ * effect or an attempt, or changing an attempt, stays inside the ledger (the intent, claim and report
+ * services); a settling write takes its columns from the ledger's lifecycle machine (`settleTransition`).
  */
-export const effectRows = {
-  findById: effectRepository.findById,
-  findByCommand: effectRepository.findByCommand,
-  findByClientToolCall: effectRepository.findByClientToolCall,
-  findByRunToolCall: effectRepository.findByRunToolCall,
-  listByRun: effectRepository.listByRun,
-  listAttempts: effectRepository.listAttempts,
-  listFenced: effectRepository.listFenced,
-  listOfDriverInStatus: effectRepository.listOfDriverInStatus,
-  listSessionRepeats: effectRepository.listSessionRepeats,
-  mapByNonTerminalCommandOfDriver: effectRepository.mapByNonTerminalCommandOfDriver,
-  updateIfCurrent: effectRepository.updateIfCurrent,
-  updateIfCurrentAndUnleased: effectRepository.updateIfCurrentAndUnleased,
-};
+export const effectRows: Pick<
+  typeof effectRepository,
+  | "findById"
+  | "findByCommand"
+  | "findByClientToolCall"
+  | "findByRunToolCall"
+  | "listByRun"
+  | "listAttempts"
+  | "listFenced"
+  | "listOfDriverInStatus"
+  | "listSessionRepeats"
+  | "mapByNonTerminalCommandOfDriver"
+  | "updateIfCurrent"
+  | "updateIfCurrentAndUnleased"
+> = effectRepository;

@@ -53,9 +53,8 @@ interface AttemptReportContext {
 
 /**
  * The drivers module's command queue (`driver_commands`) as the ledger's transactions (an intent
- * commits with its command; a settlement ends it; a claim reads it with its Driver and effect) and the
- * runs and operator modules reach it, inside the caller's transaction `tx`. Implemented by
- * `drivers/infrastructure/command.repository.ts` and `command-context.repository.ts`.
+ * commits with its command; a settlement ends it) and the runs and operator modules reach it, inside
+ * the caller's transaction `tx`. Implemented by `drivers/infrastructure/command.repository.ts`.
  */
 export interface CommandTablesPort {
   /** The instance's next command `seq` (1-based) and its `status`, under the instance row's lock; throws on a missing instance. */
@@ -75,6 +74,14 @@ export interface CommandTablesPort {
     nowMs: number,
     extra: { resultJson?: string; errorJson?: string; terminal: boolean },
   ): Promise<boolean>;
+}
+
+/**
+ * What a Driver's claim or attempt report judges, read in one statement across the drivers module's
+ * rows and the ledger's (the instance with its command and effect, or with its effect and attempt),
+ * inside the caller's transaction `tx`. Implemented by `drivers/infrastructure/command-context.repository.ts`.
+ */
+export interface CommandContextTablesPort {
   /** The instance, its command `commandId` and that command's effect, in one read. */
   read(tx: StoreTx, driverInstanceId: string, commandId: string): Promise<CommandContext>;
   /** The instance, its effect `effectId` and that effect's attempt `attempt`, in one read. */
@@ -97,13 +104,14 @@ export interface DriverInstanceTablesPort {
 export interface OwnedTables {
   runs: RunTablesPort;
   commands: CommandTablesPort;
+  commandContext: CommandContextTablesPort;
   driverInstances: DriverInstanceTablesPort;
 }
 
 let bound: OwnedTables | undefined;
 
 /**
- * Binds the owners' implementations (stateless repositories, the same for every runtime and store);
+ * Binds the owners' implementations (the stateless repository objects themselves, the same for every runtime and store);
  * called once by the composition root (`composition-root.ts`) when it loads.
  */
 export function bindOwnedTables(tables: OwnedTables): void {
@@ -124,6 +132,11 @@ export function runTables(): RunTablesPort {
 /** The drivers module's command queue ({@link CommandTablesPort}). */
 export function commandTables(): CommandTablesPort {
   return owned().commands;
+}
+
+/** The drivers module's one-read claim and report context ({@link CommandContextTablesPort}). */
+export function commandContextTables(): CommandContextTablesPort {
+  return owned().commandContext;
 }
 
 /** The drivers module's Driver instances ({@link DriverInstanceTablesPort}). */
