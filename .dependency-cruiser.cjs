@@ -3,8 +3,10 @@
 // counts it as one test: any violation fails the run. Every rule is an error; none is a warning.
 //
 // The modules of apps/api/src/modules, lowest first:
-//   ledger                      the effect ledger and the rows its transactions write
-//   drivers, runs               Driver instances, the command queue, finalization, the sweep; the run API
+//   ledger                      the effect ledger (effects and attempts); the owned-table ports through which
+//                               its transactions write runs' and drivers' rows (implemented by those modules)
+//   drivers, runs               Driver instances, the command queue, finalization, the sweep; the run API,
+//                               sessions, runs and run events
 //   reconciliation              lookups of unknown effects (implements the ledger's EffectReconciliationPort
 //                               and the drivers' ReconciliationSweepPort; wired by the composition root)
 //   operator                    operator actions, compensation, their audit
@@ -111,12 +113,28 @@ module.exports = {
       to: { path: ["^apps/api/src/(modules|entry|config)/", "^apps/api/src/[^/]+\\.ts$"] },
     },
     {
-      name: "repositories-stay-in-their-module",
+      name: "infrastructure-stays-in-its-module",
       severity: "error",
       comment:
-        "A module's repositories (infrastructure/*.repository.ts) are its own: another module reaches its tables only through its application services or a port (the ledger's repositories, the rows every ledger transaction writes, are the exception below every module).",
+        "A module's infrastructure/ (repositories, workers, metrics) is its own: another module reaches its tables only through its application services or a port (the rows the ledger's transactions write but runs and drivers own cross the ledger's owned-table ports, modules/ledger/application/owned-tables.port.ts; the ledger's own effects cross effect-rows.service.ts).",
       from: { path: "^apps/api/src/modules/([^/]+)/" },
-      to: { path: "^apps/api/src/modules/[^/]+/infrastructure/[^/]+[.]repository[.]ts$", pathNot: "^apps/api/src/modules/($1|ledger)/" },
+      to: { path: "^apps/api/src/modules/[^/]+/infrastructure/", pathNot: "^apps/api/src/modules/$1/" },
+    },
+    {
+      name: "infrastructure-wired-only-at-the-top",
+      severity: "error",
+      comment:
+        "Outside the modules, only the wiring reaches a module's infrastructure/: composition-root.ts (binds the owned-table ports, builds the metrics), server.ts and entry/cli/operator-client.ts (start the isolated adapter host), config/reconciliation-bindings.ts (the built-in adapters).",
+      from: {
+        path: "^apps/api/src/",
+        pathNot: [
+          "^apps/api/src/modules/",
+          "^apps/api/src/(composition-root|server)[.]ts$",
+          "^apps/api/src/entry/cli/operator-client[.]ts$",
+          "^apps/api/src/config/reconciliation-bindings[.]ts$",
+        ],
+      },
+      to: { path: "^apps/api/src/modules/[^/]+/infrastructure/" },
     },
     {
       name: "http-goes-through-services",

@@ -22,6 +22,21 @@ import { MaintenanceSweepService } from "./modules/drivers/application/maintenan
 import type { RuntimeContext } from "./kernel/runtime-context.js";
 import { RunService } from "./modules/runs/application/run.service.js";
 import { StoreBusyWatch } from "./platform/db/store-busy-watch.js";
+import { bindOwnedTables } from "./modules/ledger/application/owned-tables.port.js";
+import { runRepository } from "./modules/runs/infrastructure/run.repository.js";
+import { commandRepository } from "./modules/drivers/infrastructure/command.repository.js";
+import { commandContextRepository } from "./modules/drivers/infrastructure/command-context.repository.js";
+import { driverInstanceRepository } from "./modules/drivers/infrastructure/driver-instance.repository.js";
+
+// The rows the ledger's transactions write but the runs and drivers modules own reach the ledger (and the
+// modules beside their owner) through the ledger's owned-table ports; the owners' repositories implement
+// them. They are stateless (every call takes the transaction), so one binding serves every runtime and store.
+bindOwnedTables({
+  runs: runRepository,
+  commands: commandRepository,
+  commandContext: commandContextRepository,
+  driverInstances: driverInstanceRepository,
+});
 
 /** Every runtime service, wired to one store. */
 export interface Runtime {

@@ -9,8 +9,8 @@ import { commandDriverTerminalError, fingerprintArguments } from "@mosoo/contrac
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { failCommand } from "../src/modules/ledger/application/command-settlement.service.js";
 import { UserFacingError } from "../src/kernel/user-facing-error.js";
-import { commandRepository } from "../src/modules/ledger/infrastructure/command.repository.js";
-import { driverInstanceRepository } from "../src/modules/ledger/infrastructure/driver-instance.repository.js";
+import { commandRepository } from "../src/modules/drivers/infrastructure/command.repository.js";
+import { driverInstanceRepository } from "../src/modules/drivers/infrastructure/driver-instance.repository.js";
 import { effectRepository } from "../src/modules/ledger/infrastructure/effect.repository.js";
 import {
   commitAtProvider,

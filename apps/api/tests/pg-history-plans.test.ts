@@ -4,8 +4,8 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { openPglite, type PgliteHandle } from "../src/platform/db/postgres/migrate-pglite.js";
 import * as pgSchema from "../src/platform/db/postgres/postgres-schema.js";
-import { commandRepository } from "../src/modules/ledger/infrastructure/command.repository.js";
-import { driverInstanceRepository } from "../src/modules/ledger/infrastructure/driver-instance.repository.js";
+import { commandRepository } from "../src/modules/drivers/infrastructure/command.repository.js";
+import { driverInstanceRepository } from "../src/modules/drivers/infrastructure/driver-instance.repository.js";
 import type { QueryDb, StoreTx } from "../src/platform/db/store.port.js";
 
 const NOW = 1_800_000_000_000;

@@ -13,7 +13,7 @@ import { pino } from "pino";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createHttpApp } from "../src/entry/http/app.js";
 import { createRuntime, type Runtime } from "../src/composition-root.js";
-import { driverInstanceRepository } from "../src/modules/ledger/infrastructure/driver-instance.repository.js";
+import { driverInstanceRepository } from "../src/modules/drivers/infrastructure/driver-instance.repository.js";
 import { openPostgresStore, type PostgresStore } from "../src/platform/db/postgres/postgres-store.js";
 import { requestJson, TEST_AUTH, TEST_SECRETS } from "./helpers/http-call.js";
 import { connectDriver, pollUntil, type ConnectedDriver } from "./kit/index.js";

@@ -8,8 +8,8 @@ import { MIGRATIONS_FOLDER, openSqliteStore, type SqliteStore as Store } from ".
 import { columnsOf, createLegacyStore, dumpLegacyRows, type LegacyIds } from "./helpers/reconciliation-legacy-store.js";
 import { createDoubleWorld, START_MS } from "./kit/index.js";
 import { effectRow, expectReconciled, reconciliationRecords } from "./helpers/reconciliation-db.js";
-import { commandRepository } from "../src/modules/ledger/infrastructure/command.repository.js";
-import { runRepository } from "../src/modules/ledger/infrastructure/run.repository.js";
+import { commandRepository } from "../src/modules/drivers/infrastructure/command.repository.js";
+import { runRepository } from "../src/modules/runs/infrastructure/run.repository.js";
 
 /** Every migration of the journal (0000 … latest) must have been applied. */
 const MIGRATION_COUNT = (JSON.parse(readFileSync(join(MIGRATIONS_FOLDER, "meta", "_journal.json"), "utf8")) as { entries: unknown[] })

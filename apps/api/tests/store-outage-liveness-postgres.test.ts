@@ -8,7 +8,7 @@ import { startPostgres, type RunningPostgres } from "@mosoo/test-postgres";
 import { pino } from "pino";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createRuntime, type Runtime } from "../src/composition-root.js";
-import { driverInstanceRepository } from "../src/modules/ledger/infrastructure/driver-instance.repository.js";
+import { driverInstanceRepository } from "../src/modules/drivers/infrastructure/driver-instance.repository.js";
 import { openPostgresStore, type PostgresStore } from "../src/platform/db/postgres/postgres-store.js";
 import { connectDriver, pollUntil, type ConnectedDriver } from "./kit/index.js";
 

@@ -6,7 +6,7 @@
  * No timing is asserted: a read "still waiting" is checked after yielding to the event loop.
  */
 import { afterEach, describe, expect, it } from "vitest";
-import { runRepository } from "../src/modules/ledger/infrastructure/run.repository.js";
+import { runRepository } from "../src/modules/runs/infrastructure/run.repository.js";
 import { StoreNestedTransactionError } from "../src/platform/db/store.port.js";
 import { openTestStore, type Store } from "./kit/store.js";
 import { connectDriver, createTestWorld } from "./kit/index.js";

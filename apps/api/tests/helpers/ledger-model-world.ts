@@ -30,7 +30,7 @@ import {
   type Runtime,
   type Store,
 } from "../kit/index.js";
-import type { DriverInstanceRow } from "../../src/modules/ledger/infrastructure/driver-instance.repository.js";
+import type { DriverInstanceRow } from "../../src/modules/drivers/infrastructure/driver-instance.repository.js";
 import type { Store as PortStore } from "../../src/platform/db/store.port.js";
 import {
   clockStampedStore,

@@ -5,7 +5,7 @@
  */
 import { expect } from "vitest";
 import type { EffectClaim } from "@mosoo/contracts";
-import type { DriverInstanceRow } from "../../src/modules/ledger/infrastructure/driver-instance.repository.js";
+import type { DriverInstanceRow } from "../../src/modules/drivers/infrastructure/driver-instance.repository.js";
 import type { ManualClock } from "./clock.js";
 import type { Runtime } from "./world.js";
 

@@ -11,11 +11,11 @@ import {
 } from "@mosoo/contracts";
 import { decideCommandTransition, isTerminalCommandStatus } from "../../ledger/domain/command-lifecycle.machine.js";
 import { UserFacingError } from "../../../kernel/user-facing-error.js";
-import { commandRepository } from "../../ledger/infrastructure/command.repository.js";
-import { commandContextRepository } from "../../ledger/infrastructure/command-context.repository.js";
-import { driverInstanceRepository, type DriverInstanceRow } from "../../ledger/infrastructure/driver-instance.repository.js";
-import { effectRepository } from "../../ledger/infrastructure/effect.repository.js";
-import { runRepository } from "../../ledger/infrastructure/run.repository.js";
+import { commandRepository } from "../infrastructure/command.repository.js";
+import { commandContextRepository } from "../infrastructure/command-context.repository.js";
+import { driverInstanceRepository, type DriverInstanceRow } from "../infrastructure/driver-instance.repository.js";
+import { runTables } from "../../ledger/application/owned-tables.port.js";
+import { effectRows } from "../../ledger/application/effect-rows.service.js";
 import { assertCurrentConnection } from "../../ledger/application/connection-fence.policy.js";
 import { fenceExecutingEffect } from "../../ledger/application/effect-ledger.service.js";
 import type { RuntimeContext } from "../../../kernel/runtime-context.js";
@@ -188,7 +188,7 @@ export class CommandQueueService {
       });
       if (!changed) return { outcome: "rejected", status: cmd.status, reason: "command changed concurrently" };
       if (terminal) {
-        await runRepository.appendEvent(
+        await runTables().appendEvent(
           tx,
           cmd.runId,
           req.status === "completed" ? "tool_call.completed" : "tool_call.failed",

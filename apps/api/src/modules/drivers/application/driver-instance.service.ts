@@ -9,9 +9,9 @@ import {
   type RegisterDriverResponse,
 } from "@mosoo/contracts";
 import { UserFacingError } from "../../../kernel/user-facing-error.js";
-import { commandRepository } from "../../ledger/infrastructure/command.repository.js";
-import { driverInstanceRepository, type DriverInstanceRow } from "../../ledger/infrastructure/driver-instance.repository.js";
-import { effectRepository } from "../../ledger/infrastructure/effect.repository.js";
+import { commandRepository } from "../infrastructure/command.repository.js";
+import { driverInstanceRepository, type DriverInstanceRow } from "../infrastructure/driver-instance.repository.js";
+import { effectRows } from "../../ledger/application/effect-rows.service.js";
 import type { RuntimeContext } from "../../../kernel/runtime-context.js";
 
 function hashToken(token: string): string {
@@ -75,7 +75,7 @@ export class DriverInstanceService {
           `Driver instance ${id} is ${existing.status}; it must be finalized before it is re-registered: stop its process and let it finalize (or wait one MOSOO_HEARTBEAT_TTL_MS for the sweep), or register a new instance without driverInstanceId`,
         );
       }
-      const fenced = await effectRepository.listFenced(tx, { driverInstanceId: id });
+      const fenced = await effectRows.listFenced(tx, { driverInstanceId: id });
       if (fenced.length > 0) {
         throw new UserFacingError(
           "effect.fence_retained",
@@ -183,7 +183,7 @@ export class DriverInstanceService {
     return this.ctx.store.read(async (tx) => {
       const row = await driverInstanceRepository.findById(tx, instance.id);
       if (!row) throw new UserFacingError("driver.not_found", `no Driver instance ${instance.id}`);
-      const fenced = await effectRepository.listOfDriverInStatus(tx, row.id, ["executing", "unknown"]);
+      const fenced = await effectRows.listOfDriverInStatus(tx, row.id, ["executing", "unknown"]);
       const ttl = this.ctx.settings.heartbeatTtlMs;
       return {
         driverInstanceId: row.id,

@@ -8,12 +8,12 @@ import {
   type EffectReconciliationPort,
   type ReconcileResult,
 } from "../../ledger/application/effect-reconciliation.port.js";
-import type { EffectRow } from "../../ledger/infrastructure/effect.repository.js";
+import type { EffectRow } from "../../ledger/application/effect-rows.service.js";
 import { UserFacingError } from "../../../kernel/user-facing-error.js";
-import { commandRepository } from "../../ledger/infrastructure/command.repository.js";
-import { driverInstanceRepository } from "../../ledger/infrastructure/driver-instance.repository.js";
-import { effectRepository } from "../../ledger/infrastructure/effect.repository.js";
-import { runRepository } from "../../ledger/infrastructure/run.repository.js";
+import { commandRepository } from "../infrastructure/command.repository.js";
+import { driverInstanceRepository } from "../infrastructure/driver-instance.repository.js";
+import { runTables } from "../../ledger/application/owned-tables.port.js";
+import { effectRows } from "../../ledger/application/effect-rows.service.js";
 import { fenceExecutingEffect } from "../../ledger/application/effect-ledger.service.js";
 import type { RuntimeContext } from "../../../kernel/runtime-context.js";
 import type { WorkClaimService } from "./work-claim.service.js";
@@ -200,14 +200,14 @@ export class FinalizationRepairService {
         status: "finalizing",
         connectionId: null,
       });
-      for (const eff of await effectRepository.listOfDriverInStatus(tx, driverInstanceId, ["executing"])) {
+      for (const eff of await effectRows.listOfDriverInStatus(tx, driverInstanceId, ["executing"])) {
         if (await fenceExecutingEffect(tx, eff, "driver_finalized", now)) {
           summary.effectsFenced += 1;
           logs.push({ level: "warn", fields: { driverInstanceId, effectId: eff.id, commandId: eff.commandId }, msg: "effect.fenced" });
         }
       }
       // every effect of the commands to settle in one query (after fencing), not one query per command
-      const effects = await effectRepository.mapByNonTerminalCommandOfDriver(tx, driverInstanceId);
+      const effects = await effectRows.mapByNonTerminalCommandOfDriver(tx, driverInstanceId);
       for (const cmd of await commandRepository.listNonTerminalOfDriver(tx, driverInstanceId)) {
         const eff = effects.get(cmd.id);
         if (eff?.status === "unknown" && this.reconciler?.isDue(eff, now)) {
@@ -285,7 +285,7 @@ export class FinalizationRepairService {
   /** Ends the effect's command from the effect as it is now, in a transaction of its own (a no-op when it already ended). */
   private async settleCommandAsEffectIs(effectId: string, summary: FinalizationSummary): Promise<void> {
     const settled = await this.ctx.store.transaction(async (tx): Promise<CommandSettlement> => {
-      const effect = await effectRepository.findById(tx, effectId);
+      const effect = await effectRows.findById(tx, effectId);
       if (!effect || !(await settleCommandFromEffect(tx, effect, this.ctx.clock.nowMs()))) return null;
       return effect.status === "succeeded" ? "completed" : "failed";
     });
@@ -302,7 +302,7 @@ export class FinalizationRepairService {
       await driverInstanceRepository.updateIfStatus(tx, driverInstanceId, ["finalizing"], { status: "finalizing" });
       // Commands queued while the repair ran (the run was still active) end here, before the run does.
       for (const cmd of await commandRepository.listNonTerminalOfDriver(tx, driverInstanceId)) {
-        const eff = await effectRepository.findByCommand(tx, cmd.id);
+        const eff = await effectRows.findByCommand(tx, cmd.id);
         const settled =
           eff && eff.status !== "intent"
             ? await settleCommandFromEffect(tx, eff, now)
@@ -318,13 +318,13 @@ export class FinalizationRepairService {
           else summary.commandsFailed += 1;
         }
       }
-      const run = await runRepository.findActiveRunOfDriver(tx, driverInstanceId);
+      const run = await runTables().findActiveRunOfDriver(tx, driverInstanceId);
       if (run) {
         // docs/DESIGN.md §3 rules 14 and 16: the turn's account, read from the ledger in this transaction;
         // it invites a resend only when nothing of the turn was written
         const error = turnInterruptedRunError(run.id, await readTurnToolCallFacts(tx, run.id), { driverInstanceId });
-        if (await runRepository.transitionRun(tx, run.id, "active", "failed", now, JSON.stringify(error))) {
-          await runRepository.appendEvent(tx, run.id, "run.failed", { error }, now);
+        if (await runTables().transitionRun(tx, run.id, "active", "failed", now, JSON.stringify(error))) {
+          await runTables().appendEvent(tx, run.id, "run.failed", { error }, now);
           summary.runsFailed += 1;
         }
       }

@@ -1,5 +1,5 @@
 import { BACKGROUND_BUSY_RETRY, isStoreBusy, retryWhenBusy, storeBusyCause } from "../../../platform/db/store-busy.js";
-import { driverInstanceRepository } from "../../ledger/infrastructure/driver-instance.repository.js";
+import { driverInstanceRepository } from "../infrastructure/driver-instance.repository.js";
 import { storeLivenessRepository, type LivenessState } from "../infrastructure/store-liveness.repository.js";
 import type { FinalizationRepairService } from "./finalization-repair.service.js";
 import type { WorkClaimService } from "./work-claim.service.js";

@@ -1,8 +1,7 @@
 import { commandDriverTerminalError, effectNotExecutedError, effectUnknownError } from "@mosoo/contracts";
-import { commandRepository, type CommandRow } from "../infrastructure/command.repository.js";
+import { commandTables, runTables, type CommandRow } from "./owned-tables.port.js";
 import type { StoreTx } from "../../../platform/db/store.port.js";
 import type { EffectRow } from "../infrastructure/effect.repository.js";
-import { runRepository } from "../infrastructure/run.repository.js";
 
 // How a command ends from its effect's settled state: the ledger's API for every module that settles
 // commands (finalization repair, late evidence, a reconciliation outcome's transaction).
@@ -18,8 +17,8 @@ async function completeCommandFromEffect(
   nowMs: number,
   effectId: string,
 ): Promise<boolean> {
-  if (!(await commandRepository.transition(tx, cmd.id, cmd.status, "completed", nowMs, { terminal: true, resultJson }))) return false;
-  await runRepository.appendEvent(
+  if (!(await commandTables().transition(tx, cmd.id, cmd.status, "completed", nowMs, { terminal: true, resultJson }))) return false;
+  await runTables().appendEvent(
     tx,
     cmd.runId,
     "tool_call.completed",
@@ -31,9 +30,9 @@ async function completeCommandFromEffect(
 
 /** Fails a non-terminal command with `error` (compare-and-set) and records `tool_call.failed`. */
 export async function failCommand(tx: StoreTx, cmd: CommandRow, error: object, nowMs: number, effectId: string | null): Promise<boolean> {
-  if (!(await commandRepository.transition(tx, cmd.id, cmd.status, "failed", nowMs, { terminal: true, errorJson: JSON.stringify(error) })))
+  if (!(await commandTables().transition(tx, cmd.id, cmd.status, "failed", nowMs, { terminal: true, errorJson: JSON.stringify(error) })))
     return false;
-  await runRepository.appendEvent(tx, cmd.runId, "tool_call.failed", { commandId: cmd.id, effectId, error }, nowMs);
+  await runTables().appendEvent(tx, cmd.runId, "tool_call.failed", { commandId: cmd.id, effectId, error }, nowMs);
   return true;
 }
 
@@ -46,7 +45,7 @@ export async function failCommand(tx: StoreTx, cmd: CommandRow, error: object, n
  * and inside a reconciliation outcome's transaction.
  */
 export async function settleCommandFromEffect(tx: StoreTx, effect: EffectRow, nowMs: number): Promise<boolean> {
-  const cmd = await commandRepository.findById(tx, effect.commandId);
+  const cmd = await commandTables().findById(tx, effect.commandId);
   if (!cmd || ["completed", "failed", "expired", "cancelled"].includes(cmd.status)) return false;
   switch (effect.status) {
     case "succeeded":

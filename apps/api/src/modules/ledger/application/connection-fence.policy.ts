@@ -1,5 +1,5 @@
 import { UserFacingError } from "../../../kernel/user-facing-error.js";
-import type { DriverInstanceRow } from "../infrastructure/driver-instance.repository.js";
+import type { DriverInstanceRow } from "./owned-tables.port.js";
 
 /**
  * Throws unless `connectionId` is the instance's current connection (read inside the caller's

@@ -7,9 +7,8 @@ import {
 } from "@mosoo/contracts";
 import { decideDeadlineMissed, decideLateEvidence, settleTransition } from "../domain/effect-lifecycle.machine.js";
 import { UserFacingError } from "../../../kernel/user-facing-error.js";
-import { driverInstanceRepository, type DriverInstanceRow } from "../infrastructure/driver-instance.repository.js";
+import { driverInstanceTables, runTables, type DriverInstanceRow } from "./owned-tables.port.js";
 import { effectRepository, type AttemptRow, type EffectRow } from "../infrastructure/effect.repository.js";
-import { runRepository } from "../infrastructure/run.repository.js";
 import type { StoreTx } from "../../../platform/db/store.port.js";
 import { assertCurrentConnection } from "./connection-fence.policy.js";
 import { settleCommandFromEffect } from "./command-settlement.service.js";
@@ -35,7 +34,7 @@ export async function loadReported(
   if (!eff) throw new UserFacingError("effect.not_found", `no effect ${effectId} for this Driver instance`);
   const attemptRow = (await effectRepository.listAttempts(tx, eff.id)).find((a) => a.attempt === attempt);
   if (attemptRow?.connectionId !== connectionId)
-    assertCurrentConnection(await driverInstanceRepository.findById(tx, instance.id), connectionId);
+    assertCurrentConnection(await driverInstanceTables().findById(tx, instance.id), connectionId);
   return { eff, attemptRow };
 }
 
@@ -100,7 +99,7 @@ export async function reportDeadlineMissed(
       return { ...base, outcome: "rejected", status: eff.status, reason: "the effect changed concurrently" };
     const reason = `deadline_missed: the claim's answer was read ${req.elapsedMs} ms after the claim request, past its ${eff.sendWithinMs ?? "unrecorded"} ms send-by deadline`;
     await effectRepository.updateAttempt(tx, eff.id, req.attempt, { status: "not_sent", unknownReason: reason, finishedAtMs: now });
-    await runRepository.appendEvent(
+    await runTables().appendEvent(
       tx,
       eff.runId,
       "effect.resolved",
@@ -201,7 +200,7 @@ export async function reportLateResult(
     if (!(await effectRepository.updateIfCurrent(tx, eff, set)))
       return { ...base, outcome: "rejected", status: eff.status, reason: "the effect changed concurrently" };
     await effectRepository.updateAttempt(tx, eff.id, req.attempt, { status: "succeeded", finishedAtMs: attemptRow?.finishedAtMs ?? now });
-    await runRepository.appendEvent(
+    await runTables().appendEvent(
       tx,
       eff.runId,
       "effect.resolved",

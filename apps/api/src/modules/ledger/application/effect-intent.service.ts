@@ -1,8 +1,7 @@
 import { newUlid, type DriverInstanceStatus, type McpExecuteCommand, type RunStatus } from "@mosoo/contracts";
 import { currentTraceContext } from "@mosoo/telemetry";
-import { commandRepository } from "../infrastructure/command.repository.js";
+import { commandTables, runTables } from "./owned-tables.port.js";
 import { effectRepository } from "../infrastructure/effect.repository.js";
-import { runRepository } from "../infrastructure/run.repository.js";
 import type { StoreTx } from "../../../platform/db/store.port.js";
 
 /**
@@ -62,9 +61,9 @@ export async function recordIntent(tx: StoreTx, input: IntentInput): Promise<Rec
     toolName: input.toolName,
     argumentsJson: input.argumentsJson,
   };
-  const { seq, status: driverStatus } = await commandRepository.nextSeq(tx, input.driverInstanceId);
+  const { seq, status: driverStatus } = await commandTables().nextSeq(tx, input.driverInstanceId);
   const trace = currentTraceContext();
-  await commandRepository.insert(tx, {
+  await commandTables().insert(tx, {
     id: commandId,
     driverInstanceId: input.driverInstanceId,
     runId: input.runId,
@@ -96,7 +95,7 @@ export async function recordIntent(tx: StoreTx, input: IntentInput): Promise<Rec
     createdAtMs: now,
     updatedAtMs: now,
   });
-  const { runStatus } = await runRepository.appendEventSeeingRun(
+  const { runStatus } = await runTables().appendEventSeeingRun(
     tx,
     input.runId,
     "tool_call.queued",

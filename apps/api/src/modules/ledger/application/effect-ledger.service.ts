@@ -13,11 +13,8 @@ import { decideAttemptReport, decideClaim } from "../domain/effect-lifecycle.mac
 import { isTerminalCommandStatus } from "../domain/command-lifecycle.machine.js";
 import { UserFacingError } from "../../../kernel/user-facing-error.js";
 import { StoreBusyError } from "../../../platform/db/store-busy.js";
-import { commandRepository } from "../infrastructure/command.repository.js";
-import { commandContextRepository } from "../infrastructure/command-context.repository.js";
-import { driverInstanceRepository, type DriverInstanceRow } from "../infrastructure/driver-instance.repository.js";
+import { commandContextTables, driverInstanceTables, runTables, type DriverInstanceRow } from "./owned-tables.port.js";
 import { effectRepository, type EffectRow } from "../infrastructure/effect.repository.js";
-import { runRepository } from "../infrastructure/run.repository.js";
 import type { StoreTx } from "../../../platform/db/store.port.js";
 import { assertCurrentConnection } from "./connection-fence.policy.js";
 import { DEFAULT_SEND_DEADLINE_MS, reportDeadlineMissed, reportLateResult } from "./effect-evidence.service.js";
@@ -61,7 +58,7 @@ export async function fenceExecutingEffect(
     finishedAtMs: nowMs,
     ...(sendReportedAtMs === undefined ? {} : { sendReportedAtMs }),
   });
-  await runRepository.appendEvent(
+  await runTables().appendEvent(
     tx,
     effect.runId,
     "effect.fenced",
@@ -101,7 +98,7 @@ export class EffectLedgerService {
   async claim(instance: DriverInstanceRow, connectionId: string, commandId: string): Promise<EffectClaim> {
     const now = this.ctx.clock.nowMs();
     const { claim, fenced, effect } = await this.ctx.store.transaction(async (tx) => {
-      const { driver, command: cmd, effect: eff } = await commandContextRepository.read(tx, instance.id, commandId);
+      const { driver, command: cmd, effect: eff } = await commandContextTables().read(tx, instance.id, commandId);
       assertCurrentConnection(driver, connectionId);
       if (!cmd) throw new UserFacingError("command.not_found", `no command ${commandId} for this Driver instance`);
       if (!eff) throw new UserFacingError("effect.not_found", `command ${commandId} has no effect`);
@@ -266,7 +263,7 @@ export class EffectLedgerService {
           driver: current,
           effect: eff,
           attempt: attemptRow,
-        } = await commandContextRepository.readAttemptReport(tx, instance.id, effectId, attempt);
+        } = await commandContextTables().readAttemptReport(tx, instance.id, effectId, attempt);
         if (!eff) throw new UserFacingError("effect.not_found", `no effect ${effectId} for this Driver instance`);
         if (attemptRow?.connectionId !== connectionId) assertCurrentConnection(current, connectionId);
         // The Driver says it sent (or tried to): kept whatever the outcome, so a later missed-deadline

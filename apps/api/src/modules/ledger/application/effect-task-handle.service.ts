@@ -3,7 +3,7 @@ import type { EffectTaskCreatedRequest, EffectTransitionResponse } from "@mosoo/
 import { decideTaskHandle } from "../domain/effect-lifecycle.machine.js";
 import { UserFacingError } from "../../../kernel/user-facing-error.js";
 import { StoreBusyError } from "../../../platform/db/store-busy.js";
-import type { DriverInstanceRow } from "../infrastructure/driver-instance.repository.js";
+import type { DriverInstanceRow } from "./owned-tables.port.js";
 import { effectRepository } from "../infrastructure/effect.repository.js";
 import { loadReported } from "./effect-evidence.service.js";
 import type { RuntimeContext } from "../../../kernel/runtime-context.js";

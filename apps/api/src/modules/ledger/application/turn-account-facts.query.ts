@@ -1,5 +1,5 @@
 // Reads, inside the caller's transaction, what the ledger holds about every tool call of a run (the turn's account's input).
-import { commandRepository, type CommandRow } from "../infrastructure/command.repository.js";
+import { commandTables, type CommandRow } from "./owned-tables.port.js";
 import { effectRepository, type EffectRow } from "../infrastructure/effect.repository.js";
 import type { StoreTx } from "../../../platform/db/store.port.js";
 import type { TurnToolCallFacts } from "../domain/turn-account.js";
@@ -22,7 +22,7 @@ function errorCode(errorJson: string | null): string | null {
  * the transaction that ends the run, so the account is the ledger's, never the caller's memory.
  */
 export async function readTurnToolCallFacts(tx: StoreTx, runId: string): Promise<TurnToolCallFacts[]> {
-  const commands = new Map((await commandRepository.listByRun(tx, runId)).map((c) => [c.id, c]));
+  const commands = new Map((await commandTables().listByRun(tx, runId)).map((c) => [c.id, c]));
   const effects = await effectRepository.listByRun(tx, runId);
   const compensated = new Set(effects.filter((e) => e.compensatesEffectId && e.status === "succeeded").map((e) => e.compensatesEffectId));
   return effects.map((e) => toolCallFacts(e, commands.get(e.commandId), compensated.has(e.id)));

@@ -5,10 +5,9 @@ import type { RuntimeContext } from "../../../kernel/runtime-context.js";
 import { UserFacingError } from "../../../kernel/user-facing-error.js";
 import { isTerminalCommandStatus } from "../../ledger/domain/command-lifecycle.machine.js";
 import { storedResultIsToolError } from "../../ledger/domain/stored-result.js";
-import { commandRepository } from "../../ledger/infrastructure/command.repository.js";
+import { commandTables, driverInstanceTables } from "../../ledger/application/owned-tables.port.js";
 import type { StoreTx } from "../../../platform/db/store.port.js";
-import { driverInstanceRepository } from "../../ledger/infrastructure/driver-instance.repository.js";
-import { effectRepository, type EffectRow } from "../../ledger/infrastructure/effect.repository.js";
+import { effectRows, type EffectRow } from "../../ledger/application/effect-rows.service.js";
 import { operatorActionRepository } from "../infrastructure/operator-action.repository.js";
 import { operatorQueryRepository } from "../infrastructure/operator-query.repository.js";
 import type { OperatorCompensateRequest, QueuedCompensation } from "@mosoo/contracts";
@@ -26,7 +25,7 @@ async function blockingCompensation(tx: StoreTx, effectId: string): Promise<Effe
   for (const c of await operatorQueryRepository.listCompensations(tx, effectId)) {
     if (c.status === "executing" || c.status === "unknown") return c;
     if (c.status === "intent") {
-      const cmd = await commandRepository.findById(tx, c.commandId);
+      const cmd = await commandTables().findById(tx, c.commandId);
       if (cmd !== undefined && !isTerminalCommandStatus(cmd.status)) return c;
     }
     if (c.status === "succeeded" && storedResultIsToolError(c.resultJson) !== true) return c;
@@ -61,7 +60,7 @@ export class CompensationService {
    */
   async compensate(effectId: string, req: OperatorCompensateRequest, actor: string): Promise<QueuedCompensation> {
     const original = await this.ctx.store.read(async (tx) => {
-      const row = await effectRepository.findById(tx, effectId);
+      const row = await effectRows.findById(tx, effectId);
       if (!row) throw new UserFacingError("effect.not_found", `no effect ${effectId}`);
       this.assertCompensable(row);
       await this.assertNotCompensated(tx, row);
@@ -148,12 +147,12 @@ export class CompensationService {
     try {
       return await this.ctx.store.transaction(async (tx) => {
         // Re-read inside the transaction: the effect and the Driver may have changed while the adapter planned.
-        const original = await effectRepository.findById(tx, effectId);
+        const original = await effectRows.findById(tx, effectId);
         if (!original) throw new UserFacingError("effect.not_found", `no effect ${effectId}`);
         this.assertCompensable(original);
         await this.assertNotCompensated(tx, original);
         const driverInstanceId = req.driverInstanceId ?? original.driverInstanceId;
-        const driver = await driverInstanceRepository.findById(tx, driverInstanceId);
+        const driver = await driverInstanceTables().findById(tx, driverInstanceId);
         if (!driver) throw new UserFacingError("driver.not_found", `no Driver instance ${driverInstanceId}`);
         if (driver.status === "finalizing" || driver.status === "finalized") {
           throw new UserFacingError(

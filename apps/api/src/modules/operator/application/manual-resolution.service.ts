@@ -4,8 +4,8 @@ import type { OperatorEffectSummary, OperatorResolveRequest } from "@mosoo/contr
 import type { RuntimeContext } from "../../../kernel/runtime-context.js";
 import { UserFacingError } from "../../../kernel/user-facing-error.js";
 import { settleTransition } from "../../ledger/domain/effect-lifecycle.machine.js";
-import { effectRepository, type EffectRow } from "../../ledger/infrastructure/effect.repository.js";
-import { runRepository } from "../../ledger/infrastructure/run.repository.js";
+import { effectRows, type EffectRow } from "../../ledger/application/effect-rows.service.js";
+import { runTables } from "../../ledger/application/owned-tables.port.js";
 import { operatorActionRepository } from "../infrastructure/operator-action.repository.js";
 import { toEffectSummary } from "./operator-effect-summary.query.js";
 
@@ -41,7 +41,7 @@ export async function resolveByHand(
 ): Promise<OperatorEffectSummary> {
   const now = ctx.clock.nowMs();
   const after = await ctx.store.transaction(async (tx) => {
-    const e = await effectRepository.findById(tx, effectId);
+    const e = await effectRows.findById(tx, effectId);
     if (!e) throw new UserFacingError("effect.not_found", `no effect ${effectId}`);
     if (e.status !== "unknown")
       throw new UserFacingError(
@@ -53,7 +53,7 @@ export async function resolveByHand(
     const result: McpExecuteCommandResult | null = toolResult ? toMcpExecuteCommandResult(toolResult, e) : null;
     // The store enforces what refuseUnderLiveLease said: a compare-and-set on (status, version) and on
     // the lease columns (no live lease at `now`), so a lease taken since the read wins on either dialect.
-    const changed = await effectRepository.updateIfCurrentAndUnleased(
+    const changed = await effectRows.updateIfCurrentAndUnleased(
       tx,
       e,
       {
@@ -68,7 +68,7 @@ export async function resolveByHand(
       now,
     );
     if (!changed) {
-      const current = await effectRepository.findById(tx, effectId);
+      const current = await effectRows.findById(tx, effectId);
       if (current?.status === "unknown") refuseUnderLiveLease(current, now);
       throw new UserFacingError("effect.not_unknown", `effect ${effectId} changed meanwhile; read it again`);
     }
@@ -86,14 +86,14 @@ export async function resolveByHand(
       receiptJson: req.outcome === "succeeded" && req.receipt ? JSON.stringify(req.receipt) : null,
       createdAtMs: now,
     });
-    await runRepository.appendEvent(
+    await runTables().appendEvent(
       tx,
       e.runId,
       "effect.resolved",
       { effectId, commandId: e.commandId, outcome: req.outcome, resolution: "operator", actor },
       now,
     );
-    return (await effectRepository.findById(tx, effectId))!;
+    return (await effectRows.findById(tx, effectId))!;
   });
   ctx.logger.info(
     { effectId, commandId: after.commandId, driverInstanceId: after.driverInstanceId, actor, outcome: req.outcome },

@@ -1,7 +1,7 @@
 // How the operator sees one effect in a list (status, tool error, why it waits, lookup schedule).
 import type { OperatorEffectSummary } from "@mosoo/contracts";
 import { storedResultIsToolError } from "../../ledger/domain/stored-result.js";
-import type { EffectRow } from "../../ledger/infrastructure/effect.repository.js";
+import type { EffectRow } from "../../ledger/application/effect-rows.service.js";
 
 /**
  * True for a `succeeded` effect whose stored result is an MCP error result (`isError: true`): the

@@ -3,9 +3,8 @@ import { parseJsonColumn } from "../../../platform/db/json-column.js";
 import type { RuntimeContext } from "../../../kernel/runtime-context.js";
 import type { StoreTx } from "../../../platform/db/store.port.js";
 import { UserFacingError } from "../../../kernel/user-facing-error.js";
-import { commandRepository } from "../../ledger/infrastructure/command.repository.js";
-import { effectRepository, type EffectRow } from "../../ledger/infrastructure/effect.repository.js";
-import { runRepository } from "../../ledger/infrastructure/run.repository.js";
+import { commandTables, runTables } from "../../ledger/application/owned-tables.port.js";
+import { effectRows, type EffectRow } from "../../ledger/application/effect-rows.service.js";
 import { operatorActionRepository } from "../infrastructure/operator-action.repository.js";
 import { operatorRefusalRepository } from "../infrastructure/operator-refusal.repository.js";
 import {
@@ -147,11 +146,11 @@ export class OperatorService implements OperatorActionHandlers {
   }
 
   private async showIn(tx: StoreTx, effectId: string): Promise<OperatorEffectDetail> {
-    const e = await effectRepository.findById(tx, effectId);
+    const e = await effectRows.findById(tx, effectId);
     if (!e) throw new UserFacingError("effect.not_found", `no effect ${effectId}`);
-    const cmd = await commandRepository.findById(tx, e.commandId);
-    const run = await runRepository.findRun(tx, e.runId);
-    const attempts = await effectRepository.listAttempts(tx, e.id);
+    const cmd = await commandTables().findById(tx, e.commandId);
+    const run = await runTables().findRun(tx, e.runId);
+    const attempts = await effectRows.listAttempts(tx, e.id);
     const records = await reconciliationRecordsService.listRecords(tx, e.id);
     const actions = await operatorActionRepository.listByEffect(tx, e.id);
     const refusedActions = await operatorRefusalRepository.listByEffect(tx, e.id);
@@ -220,7 +219,7 @@ export class OperatorService implements OperatorActionHandlers {
   }
 
   private async reconcileNow(effectId: string, req: OperatorReconcileRequest, actor: string): Promise<OperatorReconcileAnswer> {
-    const e = await this.ctx.store.read((tx) => effectRepository.findById(tx, effectId));
+    const e = await this.ctx.store.read((tx) => effectRows.findById(tx, effectId));
     if (!e) throw new UserFacingError("effect.not_found", `no effect ${effectId}`);
     if (e.status !== "unknown" || !this.reconciler.adapterFor(e)) {
       throw new UserFacingError(
@@ -343,7 +342,7 @@ export class OperatorService implements OperatorActionHandlers {
           reason,
           outcome: code,
           message: err.message.slice(0, 2000) || code,
-          effectStatus: (await effectRepository.findById(tx, effectId))?.status ?? null,
+          effectStatus: (await effectRows.findById(tx, effectId))?.status ?? null,
           createdAtMs: now,
         });
       });

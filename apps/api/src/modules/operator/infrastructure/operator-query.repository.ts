@@ -3,7 +3,7 @@ import { ulidFloor } from "@mosoo/contracts";
 import type { EffectStatus } from "@mosoo/contracts";
 import type { OperatorAttentionReason } from "@mosoo/contracts";
 import type { StoreTx } from "../../../platform/db/store.port.js";
-import type { EffectRow } from "../../ledger/infrastructure/effect.repository.js";
+import type { EffectRow } from "../../ledger/application/effect-rows.service.js";
 
 /**
  * A filter of the operator's effect list: one `status` (or any, when undefined); an

@@ -13,7 +13,7 @@ import type {
 } from "../../ledger/application/effect-reconciliation.port.js";
 import type { RuntimeContext } from "../../../kernel/runtime-context.js";
 import { reconciliationRepository } from "../infrastructure/effect-reconciliation.repository.js";
-import { effectRepository, type EffectRow } from "../../ledger/infrastructure/effect.repository.js";
+import { effectRows, type EffectRow } from "../../ledger/application/effect-rows.service.js";
 import type { ReconciliationMetrics } from "../infrastructure/reconciliation.metrics.js";
 import { recordInterruptedLookups } from "./interrupted-lookups.service.js";
 import { ReconciliationAdmission, toReconcilable } from "./reconciliation-admission.policy.js";
@@ -120,7 +120,7 @@ export class EffectReconciler implements EffectReconciliationPort {
    * (the reconcile step turns it into `still_unknown`); a database error propagates.
    */
   async reconcile(effectId: string, trigger: ReconciliationTrigger, opts: ReconcileOptions = {}): Promise<ReconcileResult> {
-    const admitted = this.admission.admit(await this.ctx.store.read((tx) => effectRepository.findById(tx, effectId)), trigger);
+    const admitted = this.admission.admit(await this.ctx.store.read((tx) => effectRows.findById(tx, effectId)), trigger);
     if ("kind" in admitted) return admitted;
     const { adapter, effect } = admitted;
     const owner = newUlid();
@@ -130,7 +130,7 @@ export class EffectReconciler implements EffectReconciliationPort {
     );
     if (!leased) {
       await this.writer.recordSuperseded(effect, adapterRefOf(adapter), trigger, startedAtMs, "lease_held");
-      return { kind: "superseded", effect: await this.ctx.store.read((tx) => effectRepository.findById(tx, effect.id)) };
+      return { kind: "superseded", effect: await this.ctx.store.read((tx) => effectRows.findById(tx, effect.id)) };
     }
     return this.reconcileLeased({ effect, adapter, owner, leasedVersion: effect.version + 1, startedAtMs }, trigger, opts);
   }
@@ -173,7 +173,7 @@ export class EffectReconciler implements EffectReconciliationPort {
         ) {
           // The row changed since the caller read it: if it may no longer be looked up (resolved,
           // rescheduled, flagged), say why, as reconcile would on a fresh read; else another reconciler holds it.
-          const currentRow = await effectRepository.findById(tx, effect.id);
+          const currentRow = await effectRows.findById(tx, effect.id);
           const current = this.admission.admit(currentRow, trigger);
           if ("kind" in current) {
             rows.push(current);
@@ -225,7 +225,7 @@ export class EffectReconciler implements EffectReconciliationPort {
     for (const r of out) {
       answers.push(
         "kind" in r && r.kind === "superseded"
-          ? { kind: "superseded" as const, effect: await this.ctx.store.read((tx) => effectRepository.findById(tx, r.effect!.id)) }
+          ? { kind: "superseded" as const, effect: await this.ctx.store.read((tx) => effectRows.findById(tx, r.effect!.id)) }
           : r,
       );
     }
@@ -347,7 +347,7 @@ export class EffectReconciler implements EffectReconciliationPort {
     return {
       kind: "ineligible",
       reasonCode: LEASE_LAPSED,
-      effect: await this.ctx.store.read((tx) => effectRepository.findById(tx, effect.id)),
+      effect: await this.ctx.store.read((tx) => effectRows.findById(tx, effect.id)),
     };
   }
 
@@ -422,7 +422,7 @@ export class EffectReconciler implements EffectReconciliationPort {
   async awaitLease(effectId: string, maxWaitMs: number): Promise<EffectRow | undefined> {
     const deadline = Date.now() + maxWaitMs;
     for (;;) {
-      const effect = await this.ctx.store.read((tx) => effectRepository.findById(tx, effectId));
+      const effect = await this.ctx.store.read((tx) => effectRows.findById(tx, effectId));
       const held = effect?.leaseOwner != null && (effect.leaseExpiresAtMs ?? 0) > this.ctx.clock.nowMs();
       if (!held || Date.now() >= deadline) return effect;
       await new Promise((resolve) => setTimeout(resolve, 25));

@@ -3,7 +3,7 @@ import type { ReconciliationAdapter } from "@mosoo/effect-reconciliation";
 import { checkEligibility } from "@mosoo/effect-reconciliation/host";
 import type { ReconcileResult } from "../../ledger/application/effect-reconciliation.port.js";
 import type { RuntimeContext } from "../../../kernel/runtime-context.js";
-import type { EffectRow } from "../../ledger/infrastructure/effect.repository.js";
+import type { EffectRow } from "../../ledger/application/effect-rows.service.js";
 import { noLookupReason } from "./binding-report.service.js";
 import type { ReconciliationSettings } from "./reconciliation-settings.config.js";
 

@@ -19,8 +19,8 @@ import type { StoreTx } from "../../../platform/db/store.port.js";
 import type { RuntimeContext } from "../../../kernel/runtime-context.js";
 import { settleTransition } from "../../ledger/domain/effect-lifecycle.machine.js";
 import { reconciliationRepository } from "../infrastructure/effect-reconciliation.repository.js";
-import { effectRepository, type EffectRow } from "../../ledger/infrastructure/effect.repository.js";
-import { runRepository } from "../../ledger/infrastructure/run.repository.js";
+import { effectRows, type EffectRow } from "../../ledger/application/effect-rows.service.js";
+import { runTables } from "../../ledger/application/owned-tables.port.js";
 import { scheduleNextLookup } from "../domain/lookup-schedule.js";
 import type { ReconciliationMetrics } from "../infrastructure/reconciliation.metrics.js";
 import { toReconcilable } from "./reconciliation-admission.policy.js";
@@ -87,7 +87,7 @@ export class ReconciliationOutcomeWriter {
       // The reconcile step made no lookup (e.g. invalid input): release the lease and its count.
       const after = await this.ctx.store.transaction(async (tx) => {
         await reconciliationRepository.releaseLease(tx, effect.id, owner, true);
-        return effectRepository.findById(tx, effect.id);
+        return effectRows.findById(tx, effect.id);
       });
       return { kind: "ineligible", reasonCode: answer.decision.reasonCode, effect: after };
     }
@@ -101,7 +101,7 @@ export class ReconciliationOutcomeWriter {
       commandSettled = null;
       // Judged here, against the effect as stored now, inside the transaction that persists the
       // outcome (docs/DESIGN.md §4): the adapter never held this row, only a copy of its lookup request.
-      const current = await effectRepository.findById(tx, effect.id);
+      const current = await effectRows.findById(tx, effect.id);
       if (!current || current.status !== "unknown" || current.version !== leasedVersion || current.leaseOwner !== owner) return null;
       decision = judgedAgainst(answer, current, canary);
       const outcome = decision.decision;
@@ -125,7 +125,7 @@ export class ReconciliationOutcomeWriter {
         finishedAtMs: now,
         nextLookupAtMs: after.nextLookupAtMs,
       });
-      await runRepository.appendEvent(
+      await runTables().appendEvent(
         tx,
         effect.runId,
         "effect.reconciled",
@@ -141,7 +141,7 @@ export class ReconciliationOutcomeWriter {
       await this.ctx.store.transaction((tx) => reconciliationRepository.releaseLease(tx, effect.id, owner));
       // Evidence only (never written to the effect): the answer judged against the row as leased.
       await this.recordSuperseded(effect, adapterRef, trigger, startedAtMs, "cas_lost", judgedAgainst(answer, effect, canary));
-      return { kind: "superseded", effect: await this.ctx.store.read((tx) => effectRepository.findById(tx, effect.id)) };
+      return { kind: "superseded", effect: await this.ctx.store.read((tx) => effectRows.findById(tx, effect.id)) };
     }
     const outcome = (decision as Exclude<ReconcileDecision, { decision: "ineligible" }>).decision;
     const reasonCode =
@@ -309,11 +309,11 @@ async function flagContradiction(
   nowMs: number,
 ): Promise<EffectRow | undefined> {
   for (let attempt = 0; attempt < FLAG_TRIES; attempt += 1) {
-    const settled = await effectRepository.findById(tx, effectId);
+    const settled = await effectRows.findById(tx, effectId);
     if (!settled || !contradictsSettled(decision, settled.status)) return undefined;
     if (settled.operatorAttention === "contradicted_by_provider") return settled;
     const set = { operatorAttention: "contradicted_by_provider" as const, updatedAtMs: nowMs };
-    if (await effectRepository.updateIfCurrent(tx, settled, set)) return { ...settled, ...set, version: settled.version + 1 };
+    if (await effectRows.updateIfCurrent(tx, settled, set)) return { ...settled, ...set, version: settled.version + 1 };
   }
   throw Object.assign(new Error(`reconciliation.flag_contended: effect ${effectId} kept changing while its contradiction was flagged`), {
     code: "reconciliation.flag_contended",

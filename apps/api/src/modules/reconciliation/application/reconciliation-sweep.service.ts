@@ -1,5 +1,5 @@
 import type { RuntimeContext } from "../../../kernel/runtime-context.js";
-import type { EffectRow } from "../../ledger/infrastructure/effect.repository.js";
+import type { EffectRow } from "../../ledger/application/effect-rows.service.js";
 import { reconciliationRepository } from "../infrastructure/effect-reconciliation.repository.js";
 import { isConfirmed } from "../../ledger/application/effect-reconciliation.port.js";
 import type { EffectReconciler } from "./effect-reconciler.service.js";

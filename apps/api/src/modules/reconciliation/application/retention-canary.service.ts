@@ -9,7 +9,7 @@ import {
   type RetentionCanaryVerdict,
 } from "@mosoo/effect-reconciliation/host";
 import type { RuntimeContext } from "../../../kernel/runtime-context.js";
-import type { EffectRow } from "../../ledger/infrastructure/effect.repository.js";
+import type { EffectRow } from "../../ledger/application/effect-rows.service.js";
 import type { ReconciliationMetrics } from "../infrastructure/reconciliation.metrics.js";
 import { CANARY_PAGE_SIZE, retentionCanaryRepository } from "../infrastructure/retention-canary.repository.js";
 import { storedResultIsToolError } from "../../ledger/domain/stored-result.js";

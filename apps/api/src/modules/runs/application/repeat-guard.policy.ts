@@ -1,7 +1,7 @@
 // The repeat guard (docs/DESIGN.md §3 rule 17): refuses a tool call that repeats a recent write of the same session.
 import { UserFacingError } from "../../../kernel/user-facing-error.js";
-import { effectRepository } from "../../ledger/infrastructure/effect.repository.js";
-import { runRepository } from "../../ledger/infrastructure/run.repository.js";
+import { effectRows } from "../../ledger/application/effect-rows.service.js";
+import { runRepository } from "../infrastructure/run.repository.js";
 import type { StoreTx } from "../../../platform/db/store.port.js";
 
 /** Per MCP server id, the repeat guard's window in ms; a server not in the map is not guarded (the default). */
@@ -58,7 +58,7 @@ export async function guardRepeat(tx: StoreTx, check: RepeatCheck, windowMs: num
  * @returns its id. @throws UserFacingError `tool_call.repeat_invalid` (nothing written).
  */
 async function namedRepeat(tx: StoreTx, check: RepeatCheck, repeatOfEffectId: string): Promise<string> {
-  const named = await effectRepository.findById(tx, repeatOfEffectId);
+  const named = await effectRows.findById(tx, repeatOfEffectId);
   if (
     !named ||
     named.sessionId !== check.sessionId ||
@@ -81,7 +81,7 @@ async function newestCountingRepeat(
   check: RepeatCheck,
   windowMs: number,
 ): Promise<{ effect: { id: string; toolName: string; serverId: string; toolCallId: string }; status: EarlierStatus } | null> {
-  const candidates = await effectRepository.listSessionRepeats(tx, {
+  const candidates = await effectRows.listSessionRepeats(tx, {
     sessionId: check.sessionId,
     fingerprint: check.requestFingerprint,
     serverId: check.serverId,

@@ -1,8 +1,8 @@
 import type { StoreTx } from "../../../platform/db/store.port.js";
 import { parseJsonColumn } from "../../../platform/db/json-column.js";
-import { commandRepository } from "../../ledger/infrastructure/command.repository.js";
-import { effectRepository } from "../../ledger/infrastructure/effect.repository.js";
-import { runRepository, type RunRow } from "../../ledger/infrastructure/run.repository.js";
+import { runRepository, type RunRow } from "../infrastructure/run.repository.js";
+import { commandTables } from "../../ledger/application/owned-tables.port.js";
+import { effectRows } from "../../ledger/application/effect-rows.service.js";
 import type { ReconciliationRecordsPort } from "./reconciliation-records.port.js";
 
 const parse = parseJsonColumn;
@@ -12,12 +12,12 @@ export type RunView = Awaited<ReturnType<typeof toRunView>>;
 
 /** Builds the {@link RunView} of `run` (reads only, through `tx`; the reconciliation records through `recordsPort`). */
 export async function toRunView(tx: StoreTx, run: RunRow, recordsPort: ReconciliationRecordsPort) {
-  const commands = await commandRepository.listByRun(tx, run.id);
+  const commands = await commandTables().listByRun(tx, run.id);
   const effects = [];
-  for (const e of await effectRepository.listByRun(tx, run.id)) {
+  for (const e of await effectRows.listByRun(tx, run.id)) {
     effects.push({
       e,
-      attempts: await effectRepository.listAttempts(tx, e.id),
+      attempts: await effectRows.listAttempts(tx, e.id),
       records: await recordsPort.listRecords(tx, e.id),
     });
   }

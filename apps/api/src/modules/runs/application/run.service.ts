@@ -9,10 +9,9 @@ import {
   MAX_ARGUMENTS_BYTES,
 } from "@mosoo/contracts";
 import { UserFacingError } from "../../../kernel/user-facing-error.js";
-import { commandRepository } from "../../ledger/infrastructure/command.repository.js";
-import { driverInstanceRepository } from "../../ledger/infrastructure/driver-instance.repository.js";
-import { effectRepository, type EffectRow } from "../../ledger/infrastructure/effect.repository.js";
-import { runRepository } from "../../ledger/infrastructure/run.repository.js";
+import { runRepository } from "../infrastructure/run.repository.js";
+import { commandTables, driverInstanceTables } from "../../ledger/application/owned-tables.port.js";
+import { effectRows, type EffectRow } from "../../ledger/application/effect-rows.service.js";
 import type { StoreTx } from "../../../platform/db/store.port.js";
 import { parseJsonColumn } from "../../../platform/db/json-column.js";
 import type { RuntimeContext } from "../../../kernel/runtime-context.js";
@@ -46,7 +45,7 @@ async function replayEnqueue(
       },
     );
   }
-  const cmd = await commandRepository.findById(tx, existing.commandId);
+  const cmd = await commandTables().findById(tx, existing.commandId);
   return {
     commandId: existing.commandId,
     effectId: existing.id,
@@ -58,8 +57,8 @@ async function replayEnqueue(
 }
 
 /** Refuses a delete while any of `effects` holds a fence. @throws UserFacingError `effect.fence_retained`. */
-async function refuseIfFenced(tx: StoreTx, by: Parameters<typeof effectRepository.listFenced>[1], what: string): Promise<void> {
-  const fenced = await effectRepository.listFenced(tx, by);
+async function refuseIfFenced(tx: StoreTx, by: Parameters<typeof effectRows.listFenced>[1], what: string): Promise<void> {
+  const fenced = await effectRows.listFenced(tx, by);
   if (fenced.length > 0) {
     throw new UserFacingError(
       "effect.fence_retained",
@@ -101,7 +100,7 @@ export class RunService {
     const runId = newUlid(now);
     const sessionId = req.sessionId ?? newUlid(now);
     await this.ctx.store.transaction(async (tx) => {
-      const driver = await driverInstanceRepository.findById(tx, req.driverInstanceId);
+      const driver = await driverInstanceTables().findById(tx, req.driverInstanceId);
       if (!driver) throw new UserFacingError("driver.not_found", `no Driver instance ${req.driverInstanceId}`);
       if (driver.status === "finalized" || driver.status === "finalizing") {
         throw new UserFacingError("driver.finalized", `Driver instance ${driver.id} was finalized`);
@@ -199,7 +198,7 @@ export class RunService {
       const run = await runRepository.findRun(tx, runId);
       if (!run) throw new UserFacingError("run.not_found", `no run ${runId}`);
       if (req.toolCallId) {
-        const existing = await effectRepository.findByClientToolCall(tx, runId, req.toolCallId);
+        const existing = await effectRows.findByClientToolCall(tx, runId, req.toolCallId);
         if (existing) return await replayEnqueue(tx, existing, req, requestFingerprint, run.driverInstanceId);
       }
       if (run.status !== "active")
@@ -263,12 +262,12 @@ export class RunService {
   async getToolCall(runId: string, toolCallId: string): Promise<ToolCallView> {
     return this.ctx.store.read(async (tx) => {
       if (!(await runRepository.findRun(tx, runId))) throw new UserFacingError("run.not_found", `no run ${runId}`);
-      const e = await effectRepository.findByRunToolCall(tx, runId, toolCallId);
+      const e = await effectRows.findByRunToolCall(tx, runId, toolCallId);
       if (!e) throw new UserFacingError("tool_call.not_found", `run ${runId} has no tool call ${toolCallId}`);
-      const cmd = await commandRepository.findById(tx, e.commandId);
+      const cmd = await commandTables().findById(tx, e.commandId);
       const compensated =
         e.status === "succeeded" &&
-        (await effectRepository.listByRun(tx, runId)).some((c) => c.compensatesEffectId === e.id && c.status === "succeeded");
+        (await effectRows.listByRun(tx, runId)).some((c) => c.compensatesEffectId === e.id && c.status === "succeeded");
       const commandError = parseJsonColumn(cmd?.errorJson ?? null) as { code?: unknown } | null;
       return {
         runId,
@@ -355,12 +354,12 @@ export class RunService {
    */
   async purgeDriver(driverInstanceId: string): Promise<void> {
     await this.ctx.store.transaction(async (tx) => {
-      const driver = await driverInstanceRepository.findById(tx, driverInstanceId);
+      const driver = await driverInstanceTables().findById(tx, driverInstanceId);
       if (!driver) throw new UserFacingError("driver.not_found", `no Driver instance ${driverInstanceId}`);
       await refuseIfFenced(tx, { driverInstanceId }, `Driver instance ${driverInstanceId}`);
       if (driver.status !== "finalized")
         throw new UserFacingError("driver.not_finalized", `Driver instance ${driverInstanceId} is ${driver.status}; finalize it first`);
-      await driverInstanceRepository.delete(tx, driverInstanceId);
+      await driverInstanceTables().delete(tx, driverInstanceId);
     });
     this.ctx.logger.info({ driverInstanceId }, "driver.purged");
   }

@@ -3,7 +3,7 @@ import { and, eq, sql } from "drizzle-orm";
 import type { StoreTx } from "../../../platform/db/store.port.js";
 import type { CommandRow } from "./command.repository.js";
 import type { DriverInstanceRow } from "./driver-instance.repository.js";
-import type { AttemptRow, EffectRow } from "./effect.repository.js";
+import type { AttemptRow, EffectRow } from "../../ledger/application/effect-rows.service.js";
 
 /**
  * The Driver instance (undefined: no such instance), its command `commandId` (undefined: none, or another

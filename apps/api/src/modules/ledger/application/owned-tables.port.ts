@@ -1,0 +1,145 @@
+/** The ports of the rows the ledger's transactions write but other modules own: runs and their events (runs), commands and Driver instances (drivers). */
+import type { CommandStatus, DriverInstanceStatus, RunEventType, RunStatus } from "@mosoo/contracts";
+import type { driverCommands, driverInstances, runEvents, sessionRuns } from "../../../platform/db/sqlite/sqlite-schema.js";
+import type { StoreTx } from "../../../platform/db/store.port.js";
+import type { AttemptRow, EffectRow } from "../infrastructure/effect.repository.js";
+
+/** A session run row (`session_runs`, owned by the runs module). Times in ms since the epoch. */
+type RunRow = typeof sessionRuns.$inferSelect;
+/** A run event row (`run_events`, owned by the runs module). */
+type RunEventRow = typeof runEvents.$inferSelect;
+/** A Driver command row (`driver_commands`, owned by the drivers module). */
+export type CommandRow = typeof driverCommands.$inferSelect;
+/** A Driver instance row (`driver_instances`, owned by the drivers module). Times in ms since the epoch. */
+export type DriverInstanceRow = typeof driverInstances.$inferSelect;
+
+/**
+ * The runs module's rows as the ledger's transactions (a run event with an intent, a settlement, a
+ * fence) and the modules beside runs (drivers, reconciliation, operator) write and read them, always
+ * inside the caller's transaction `tx`. Implemented by `runs/infrastructure/run.repository.ts`.
+ */
+export interface RunTablesPort {
+  /** Appends one event to the run's stream with the next `seq`; throws on a missing run or a second terminal event. */
+  appendEvent(tx: StoreTx, runId: string, type: RunEventType, payload: Record<string, unknown>, nowMs: number): Promise<RunEventRow>;
+  /** {@link appendEvent}, also returning the run's `status` as the `seq` bump saw it (under the row's lock). */
+  appendEventSeeingRun(
+    tx: StoreTx,
+    runId: string,
+    type: RunEventType,
+    payload: Record<string, unknown>,
+    nowMs: number,
+  ): Promise<{ event: RunEventRow; runStatus: RunStatus }>;
+  /** The run with this id, or undefined. */
+  findRun(tx: StoreTx, id: string): Promise<RunRow | undefined>;
+  /** The Driver instance's `active` run, or undefined. */
+  findActiveRunOfDriver(tx: StoreTx, driverInstanceId: string): Promise<RunRow | undefined>;
+  /** Compare-and-set of a run's status from `from` to `to` at `nowMs` (ms); true when it changed. */
+  transitionRun(tx: StoreTx, id: string, from: RunStatus, to: RunStatus, nowMs: number, errorJson?: string): Promise<boolean>;
+}
+
+/** The Driver instance with its command, and that command's effect (undefined: none, or another instance's). */
+interface CommandContext {
+  driver: DriverInstanceRow | undefined;
+  command: CommandRow | undefined;
+  effect: EffectRow | undefined;
+}
+
+/** The Driver instance with its effect, and that effect's attempt (undefined: none, or another instance's). */
+interface AttemptReportContext {
+  driver: DriverInstanceRow | undefined;
+  effect: EffectRow | undefined;
+  attempt: AttemptRow | undefined;
+}
+
+/**
+ * The drivers module's command queue (`driver_commands`) as the ledger's transactions (an intent
+ * commits with its command; a settlement ends it) and the runs and operator modules reach it, inside
+ * the caller's transaction `tx`. Implemented by `drivers/infrastructure/command.repository.ts`.
+ */
+export interface CommandTablesPort {
+  /** The instance's next command `seq` (1-based) and its `status`, under the instance row's lock; throws on a missing instance. */
+  nextSeq(tx: StoreTx, driverInstanceId: string): Promise<{ seq: number; status: DriverInstanceStatus }>;
+  /** Inserts one command row (throws on a constraint violation). */
+  insert(tx: StoreTx, row: typeof driverCommands.$inferInsert): Promise<void>;
+  /** The command with this id, or undefined. */
+  findById(tx: StoreTx, id: string): Promise<CommandRow | undefined>;
+  /** Every command of run `runId`, oldest first. */
+  listByRun(tx: StoreTx, runId: string): Promise<CommandRow[]>;
+  /** Compare-and-set of a command's status from `from` to `to` at `nowMs` (ms); terminal targets set `terminal_at_ms`. True when it changed. */
+  transition(
+    tx: StoreTx,
+    id: string,
+    from: CommandStatus,
+    to: CommandStatus,
+    nowMs: number,
+    extra: { resultJson?: string; errorJson?: string; terminal: boolean },
+  ): Promise<boolean>;
+}
+
+/**
+ * What a Driver's claim or attempt report judges, read in one statement across the drivers module's
+ * rows and the ledger's (the instance with its command and effect, or with its effect and attempt),
+ * inside the caller's transaction `tx`. Implemented by `drivers/infrastructure/command-context.repository.ts`.
+ */
+export interface CommandContextTablesPort {
+  /** The instance, its command `commandId` and that command's effect, in one read. */
+  read(tx: StoreTx, driverInstanceId: string, commandId: string): Promise<CommandContext>;
+  /** The instance, its effect `effectId` and that effect's attempt `attempt`, in one read. */
+  readAttemptReport(tx: StoreTx, driverInstanceId: string, effectId: string, attempt: number): Promise<AttemptReportContext>;
+}
+
+/**
+ * The drivers module's `driver_instances` as the ledger (the connection fence a claim or report
+ * checks) and the runs and operator modules read them, inside the caller's transaction `tx`.
+ * Implemented by `drivers/infrastructure/driver-instance.repository.ts`.
+ */
+export interface DriverInstanceTablesPort {
+  /** The instance with this id, or undefined. */
+  findById(tx: StoreTx, id: string): Promise<DriverInstanceRow | undefined>;
+  /** Deletes the instance (children by ON DELETE CASCADE unless the fence trigger refuses: `effect.fence_retained`). */
+  delete(tx: StoreTx, id: string): Promise<void>;
+}
+
+/** Every owned-table port, as the composition root binds them. */
+export interface OwnedTables {
+  runs: RunTablesPort;
+  commands: CommandTablesPort;
+  commandContext: CommandContextTablesPort;
+  driverInstances: DriverInstanceTablesPort;
+}
+
+let bound: OwnedTables | undefined;
+
+/**
+ * Binds the owners' implementations (the stateless repository objects themselves, the same for every runtime and store);
+ * called once by the composition root (`composition-root.ts`) when it loads.
+ */
+export function bindOwnedTables(tables: OwnedTables): void {
+  bound = tables;
+}
+
+/** The bound ports. @throws Error when nothing bound them (code that skipped the composition root). */
+function owned(): OwnedTables {
+  if (bound === undefined) throw new Error("the owned-table ports are not bound: import composition-root.ts (it binds them)");
+  return bound;
+}
+
+/** The runs module's rows ({@link RunTablesPort}). */
+export function runTables(): RunTablesPort {
+  return owned().runs;
+}
+
+/** The drivers module's command queue ({@link CommandTablesPort}). */
+export function commandTables(): CommandTablesPort {
+  return owned().commands;
+}
+
+/** The drivers module's one-read claim and report context ({@link CommandContextTablesPort}). */
+export function commandContextTables(): CommandContextTablesPort {
+  return owned().commandContext;
+}
+
+/** The drivers module's Driver instances ({@link DriverInstanceTablesPort}). */
+export function driverInstanceTables(): DriverInstanceTablesPort {
+  return owned().driverInstances;
+}
