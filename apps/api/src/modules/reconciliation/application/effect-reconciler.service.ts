@@ -423,8 +423,8 @@ export class EffectReconciler implements EffectReconciliationPort {
     const deadline = Date.now() + maxWaitMs;
     for (;;) {
       const effect = await this.ctx.store.read((tx) => effectRows.findById(tx, effectId));
-      const held = effect?.leaseOwner != null && (effect.leaseExpiresAtMs ?? 0) > this.ctx.clock.nowMs();
-      if (!held || Date.now() >= deadline) return effect;
+      // the lease is judged on the ledger's clock, the wait bounded in real time
+      if (!effect || !hasLiveLease(effect, this.ctx.clock.nowMs()) || Date.now() >= deadline) return effect;
       await new Promise((resolve) => setTimeout(resolve, 25));
     }
   }
