@@ -513,7 +513,7 @@ export interface CommandDb {
   result_json: string | null;
   error_json: string | null;
 }
-export interface RecordDb {
+interface RecordDb {
   id: string;
   effect_id: string;
   trigger: string;
@@ -666,7 +666,7 @@ export async function checkInvariants(w: World, m: Model, where: string): Promis
     }
     if (call.task) {
       // Tasks (docs/MCP-TASKS.md): the set-once handle and every lookup by it, judged in ledger-model/task-invariants.ts.
-      checkTaskEffect(w, m, e, call, effRecs, (message) => fail(w, where, message));
+      checkTaskEffect(w.tasks, m, e, effRecs, figures.taskRecords, (message) => fail(w, where, message));
     } else if (e.status === "succeeded") {
       if (writes !== 1)
         fail(w, where, `effect ${e.id} succeeded (${e.resolution}) but the provider wrote its key ${writes} times (I3 phantom success)`);
@@ -943,7 +943,7 @@ export async function quiesce(w: World, m: Model): Promise<void> {
     }
     if (committed && e.status !== "succeeded" && e.operator_attention === null)
       fail(w, "quiescence", `committed key of effect ${e.id} ended ${e.status} (I2)`);
-    if (call.task) checkTaskQuiescence(w, e, (message) => fail(w, "quiescence", message));
+    if (call.task) checkTaskQuiescence(w.tasks, e, (message) => fail(w, "quiescence", message));
   }
   for (const r of await records(w)) bump(figures.records, `${r.trigger}:${r.outcome}${r.reason_code ? `/${r.reason_code}` : ""}`);
   const open = (await commands(w)).filter((c) => !TERMINAL_COMMAND.has(c.status));
