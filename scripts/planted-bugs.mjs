@@ -96,7 +96,19 @@ const BUGS = [
     find: 'task = await client.experimental.tasks.getTask(taskId, { signal });\n    } catch (error) {\n      if (isTaskGone(error)) return stillUnknown("task_expired");',
     replace:
       'task = await client.experimental.tasks.getTask(taskId, { signal });\n    } catch (error) {\n      if (isTaskGone(error)) return { outcome: "confirmed_not_executed", toolName: request.toolName, idempotencyKey: request.idempotencyKey, receipt: { observedAt: new Date().toISOString() } };',
-    suite: { project: "api", files: ["tests/crash-point-tasks.test.ts"], grep: "task_expired" },
+    suite: {
+      project: "api",
+      files: ["tests/crash-point-tasks.test.ts", "tests/ledger-model.property.test.ts"],
+      grep: "task_expired|keeps I1",
+    },
+  },
+  {
+    id: "task-id-not-set-once",
+    what: "a task id report is applied over the one the effect already holds (DESIGN §4 Tasks: the task id is set once)",
+    file: "apps/api/src/modules/ledger/domain/effect-lifecycle.machine.ts",
+    find: "  if (current.taskId !== null) {\n    return current.taskId === report.taskId",
+    replace: "  if (current.taskId !== null && false) {\n    return current.taskId === report.taskId",
+    suite: { project: "api", files: ["tests/ledger-model.property.test.ts"], grep: "keeps I1" },
   },
 ];
 if (args.only !== undefined && !BUGS.some((b) => b.id === args.only)) {

@@ -64,7 +64,7 @@ export async function resetLabAuditPg(store: PortStore): Promise<void> {
 }
 
 /** The lab audit rows in order, from either store. */
-async function labAudit(lab: CrashLab): Promise<Array<Record<string, unknown>>> {
+export async function labAudit(lab: CrashLab): Promise<Array<Record<string, unknown>>> {
   if (lab.store.dialect === "sqlite")
     return lab.sqlite.prepare("SELECT * FROM lab_audit_effect ORDER BY seq").all() as Array<Record<string, unknown>>;
   return lab.store.read((tx) => execPg(tx, sql.raw("SELECT * FROM lab_audit_effect ORDER BY seq")));

@@ -29,6 +29,8 @@ import { AdvanceClockCmd, ProviderExecuteCmd, SetFaultsCmd } from "./ledger-mode
 import { RaceCmd, type RaceOp } from "./ledger-model/race-command.js";
 import { FinalizeCmd, SweepCmd } from "./ledger-model/reconciliation-commands.js";
 import type { Cmd } from "./ledger-model/steps.js";
+import { TaskReportCmd, TaskStateCmd, type TaskReport } from "./ledger-model/task-commands.js";
+import type { ModelTaskState } from "./ledger-model/task-provider.js";
 
 // ---------------------------------------------------------------------------------------------
 // Arbitraries
@@ -49,7 +51,13 @@ const FAULTS: AdapterFault[] = [
  * concurrently with the other operations (finalization included): that is how the
  * enqueue-during-finalization bug was found (see the pinned regression in the test file).
  */
-export function commandArbitraries(opts: { raceEnqueue: boolean; operator?: boolean; apiCrash?: boolean }): Array<fc.Arbitrary<Cmd>> {
+export function commandArbitraries(opts: {
+  raceEnqueue: boolean;
+  operator?: boolean;
+  apiCrash?: boolean;
+  /** Task-augmented calls (server `jobs`), task-id reports and task state changes (ledger-model/task-commands.ts). */
+  tasks?: boolean;
+}): Array<fc.Arbitrary<Cmd>> {
   const enqueueArb = fc
     .constantFrom<ToolKind>("bound", "bound", "bound", "bound", "unbound_server", "undeclared_tool")
     .map((k) => new EnqueueCmd(k));
@@ -177,6 +185,34 @@ export function commandArbitraries(opts: { raceEnqueue: boolean; operator?: bool
         .record({ pick: fc.nat(7), action: fc.constantFrom<"lookup" | "resolve">("lookup", "resolve") })
         .map((r) => new OperatorCmd(r.pick, r.action)),
     ]);
+  }
+  if (opts.tasks) {
+    weighted.push(
+      [2, fc.constant(null).map(() => new EnqueueCmd("task"))],
+      [
+        3,
+        fc
+          .record({ pick: fc.nat(7), variant: fc.constantFrom<TaskReport>("own", "own", "own", "other", "not_dispatched") })
+          .map((r) => new TaskReportCmd(r.pick, r.variant)),
+      ],
+      [
+        2,
+        fc
+          .record({
+            pick: fc.nat(7),
+            to: fc.constantFrom<ModelTaskState | "expire">(
+              "completed",
+              "completed",
+              "failed_result",
+              "failed_error",
+              "cancelled",
+              "input_required",
+              "expire",
+            ),
+          })
+          .map((r) => new TaskStateCmd(r.pick, r.to)),
+      ],
+    );
   }
   return weighted.flatMap(([n, arb]) => Array.from({ length: n }, () => arb));
 }

@@ -41,6 +41,8 @@ import {
   type ModelRows,
   type ModelStoreTarget,
 } from "./ledger-model/model-store.js";
+import { TASK_SERVER, createTaskWorld, type TaskWorld } from "./ledger-model/task-provider.js";
+import { checkTaskEffect, checkTaskQuiescence, isTaskRecordOfEffect } from "./ledger-model/task-invariants.js";
 
 export const BOUND_SERVER = "tracker";
 export const WRITE_TOOL = "createIssue";
@@ -54,6 +56,13 @@ const LOOKUP_TIMEOUT_MS = 50;
  * `lookup_timeout`, a false counterexample. A hanging adapter costs this much wall time there.
  */
 const PG_LOOKUP_TIMEOUT_MS = 250;
+/**
+ * The bound of a lookup of an effect of the task provider (ms, real time): the real `mcp-tasks` reconciler
+ * talks MCP over loopback HTTP (connect, `tasks/get`, `tasks/result`: 40–150 ms measured at a load average
+ * of 9), so the in-process double's bound would turn most answers into `lookup_timeout`. That provider
+ * never hangs, so the longer bound costs no wall time.
+ */
+const TASK_LOOKUP_TIMEOUT_MS = 2_000;
 export const LEASE_MS = 30_000;
 const HEARTBEAT_TTL_MS = 60_000;
 const MAX_LOOKUPS = 8;
@@ -89,6 +98,8 @@ export interface CallRec {
   args: Record<string, unknown>;
   /** `tracker`/`createIssue`: the adapter may look it up. */
   bound: boolean;
+  /** `jobs`/`createIssue`: sent as an MCP task, looked up by its task handle (ledger-model/task-provider.ts). */
+  task: boolean;
 }
 
 /** What happened to one provider send of the model Driver. */
@@ -98,7 +109,9 @@ type SendState =
   | { kind: "deadline_missed" }
   | { kind: "pending" }
   | { kind: "answered"; write: ProviderWriteResult }
-  | { kind: "lost" };
+  | { kind: "lost" }
+  /** A task-augmented call: the provider answered a task id at once (ledger-model/task-provider.ts). */
+  | { kind: "task"; taskId: string };
 
 /** One claim answer the model Driver received. */
 export interface ClaimRec {
@@ -145,6 +158,10 @@ export interface Model {
   /** not_executed effects whose late commit was already tried. */
   probed: Set<string>;
   fault: FaultSetting;
+  /** The task id the ledger took first for an effect (set once: any later id is refused), per effect. */
+  taskIds: Map<string, string>;
+  /** Reconciliation records of task effects already judged (ids). */
+  seenTaskRecords: Set<string>;
 }
 
 export function newModel(): Model {
@@ -159,6 +176,8 @@ export function newModel(): Model {
     seenRecords: new Set(),
     probed: new Set(),
     fault: { adapterFault: "none", lag: false, slow: false },
+    taskIds: new Map(),
+    seenTaskRecords: new Set(),
   };
 }
 
@@ -176,6 +195,10 @@ export const figures = {
   transitionsChecked: 0,
   apiRestarts: 0,
   apiCrashes: 0,
+  /** Task-handle lookups judged, by the task's state at the lookup and the outcome. */
+  taskRecords: new Map<string, number>(),
+  /** Task-id reports made, by variant and answer. */
+  taskReports: new Map<string, number>(),
 };
 export function bump(map: Map<string, number>, key: string, by = 1): void {
   map.set(key, (map.get(key) ?? 0) + by);
@@ -190,6 +213,10 @@ export interface World {
   double: ProviderDouble;
   /** Provider of writes on unbound servers / undeclared tools: nothing may ever look them up. */
   unboundProvider: ProviderDouble;
+  /** The task provider bound as `jobs` (the real `mcp-tasks` reconciler) and this world's tasks. */
+  tasks: TaskWorld;
+  /** Effects of task-augmented calls (their lookups get {@link TASK_LOOKUP_TIMEOUT_MS}). */
+  taskEffects: Set<string>;
   settings: ReconciliationSettings;
   lookups: Array<{ request: LookupRequest; effectStatus: string | undefined; leaseOwner: string | null | undefined }>;
   /** When set (race commands), every adapter lookup, and every reconciler between its lease and its adapter call, first waits for this gate (a scheduler task). */
@@ -238,6 +265,7 @@ export async function createWorld(
   const double = createProviderDouble({ clock, toolName: WRITE_TOOL, keyFencing });
   const unboundProvider = createProviderDouble({ clock, toolName: "sendEmail" });
   const inner = createProviderDoubleAdapter(double);
+  const tasks = await createTaskWorld(clock);
   const world = {} as World;
   const LEASE_ROW = "SELECT status, resolution, lease_owner FROM external_tool_effects WHERE id = ?";
   type LeaseRow = { status: string; resolution: string | null; lease_owner: string | null } | undefined;
@@ -249,7 +277,7 @@ export async function createWorld(
   const EVIDENCE = new Set(["reported_late", "deadline_missed"]);
   // The resolutions a retention canary may carry: successes the provider itself showed (docs/DESIGN.md §4).
   const CANARY_RESOLUTIONS = new Set(["provider_result", "reconciled", "reported_late"]);
-  const adapter: ReconciliationAdapter = {
+  const wrap = (inner: ReconciliationAdapter): ReconciliationAdapter => ({
     declaration: inner.declaration,
     lookup(request, context) {
       const look = (row: LeaseRow) => {
@@ -275,18 +303,30 @@ export async function createWorld(
         ? look(sync.get<LeaseRow>(LEASE_ROW, request.effectId))
         : world.rows.get<LeaseRow>(LEASE_ROW, request.effectId).then(look);
     },
-  };
+  });
+  const adapter = wrap(inner);
+  /** The bound of the lookup about to start, set by `beforeLookup` (the reconciler reads it in the same synchronous step). */
+  let lookupTimeoutMs = target.kind === "sqlite" ? LOOKUP_TIMEOUT_MS : PG_LOOKUP_TIMEOUT_MS;
+  const baseTimeoutMs = lookupTimeoutMs;
   const settings: ReconciliationSettings = {
     enabled: true,
-    bindings: new Map([[BOUND_SERVER, adapter]]),
-    lookupTimeoutMs: target.kind === "sqlite" ? LOOKUP_TIMEOUT_MS : PG_LOOKUP_TIMEOUT_MS,
+    bindings: new Map([
+      [BOUND_SERVER, adapter],
+      [TASK_SERVER, wrap(tasks.adapter)],
+    ]),
+    get lookupTimeoutMs() {
+      return lookupTimeoutMs;
+    },
     leaseMs: LEASE_MS,
     concurrency: 4,
     backoff: { initialMs: 1_000, maxMs: 8_000, factor: 2 },
     maxLookups: MAX_LOOKUPS,
     // A race command's scheduler also decides what runs between a reconciler's lease commit and its
     // adapter call (an operator's resolve, a lease expiry, a Driver's report, finalization).
-    beforeLookup: (effectId) => (world.gate ? world.gate(`leased ${effectId.slice(-6)}`) : Promise.resolve()),
+    beforeLookup: async (effectId) => {
+      if (world.gate) await world.gate(`leased ${effectId.slice(-6)}`);
+      lookupTimeoutMs = world.taskEffects.has(effectId) ? TASK_LOOKUP_TIMEOUT_MS : baseTimeoutMs;
+    },
   };
   const runtimeOptions = { heartbeatTtlMs: HEARTBEAT_TTL_MS, sendDeadlineMs: SEND_DEADLINE_MS, reconciliation: settings };
   Object.assign(world, {
@@ -294,6 +334,8 @@ export async function createWorld(
     clock,
     double,
     unboundProvider,
+    tasks,
+    taskEffects: new Set(),
     settings,
     lookups: [],
     gate: null,
@@ -306,6 +348,11 @@ export async function createWorld(
   } satisfies Omit<World, "store" | "runtime" | "injector" | "rows" | "restart" | "close">);
   if (target.kind === "sqlite") Object.assign(world, createSqliteProcess(clock, runtimeOptions, world));
   else Object.assign(world, await createPgProcess(target, clock, runtimeOptions, world));
+  const closeProcess = world.close;
+  world.close = async () => {
+    tasks.close();
+    await closeProcess();
+  };
   return world;
 }
 
@@ -455,6 +502,8 @@ export interface EffectDb extends EffectDbRow {
   tool_call_id: string;
   created_at_ms: number;
   compensates_effect_id: string | null;
+  /** The provider's MCP task id (set once), or null. */
+  task_id: string | null;
 }
 export interface CommandDb {
   id: string;
@@ -472,6 +521,8 @@ interface RecordDb {
   reason_code: string | null;
   receipt_json: string | null;
   result_json: string | null;
+  started_at_ms: number;
+  next_lookup_at_ms: number | null;
 }
 
 const effects = (w: World) => w.rows.all<EffectDb>("SELECT * FROM external_tool_effects ORDER BY id");
@@ -548,6 +599,8 @@ export async function checkInvariants(w: World, m: Model, where: string): Promis
   for (const r of recs) {
     if (m.seenRecords.has(r.id)) continue;
     m.seenRecords.add(r.id);
+    // the task provider's reconciler is not the faulty double (its records are judged by checkTaskEffect)
+    if (isTaskRecordOfEffect(m, r.effect_id)) continue;
     const expected = FAULT_REASONS[m.fault.adapterFault];
     if (r.outcome === "confirmed_succeeded" || r.outcome === "confirmed_not_executed") {
       if (dishonest)
@@ -571,7 +624,7 @@ export async function checkInvariants(w: World, m: Model, where: string): Promis
   for (const e of effs) {
     const call = callsByEffect.get(e.id);
     if (!call) fail(w, where, `effect ${e.id} was never enqueued by the model`);
-    const provider = call.bound ? w.double : w.unboundProvider;
+    const provider = call.bound ? w.double : call.task ? w.tasks.double : w.unboundProvider;
     const writes = provider.writeCount(e.idempotency_key);
     const sends = m.sends.get(e.idempotency_key) ?? 0;
     const execClaims = m.executeClaims.get(e.id) ?? 0;
@@ -600,7 +653,7 @@ export async function checkInvariants(w: World, m: Model, where: string): Promis
 
     // Settled effects and their evidence (I3, I7).
     if (confirmed.length > 1) fail(w, where, `effect ${e.id}: ${confirmed.length} confirmed reconciliation records (I4)`);
-    if (!call.bound && effRecs.length > 0)
+    if (!call.bound && !call.task && effRecs.length > 0)
       fail(w, where, `effect ${e.id} on ${e.server_id}/${e.tool_name} has reconciliation records but no eligible adapter (rule 4)`);
     // The late-commit invariant, after EVERY step: no effect is not_executed while the provider holds a
     // commit for its key (whatever the resolution: reconciled, operator, deadline_missed).
@@ -611,7 +664,10 @@ export async function checkInvariants(w: World, m: Model, where: string): Promis
         `effect ${e.id} is not_executed (${e.resolution}) while the provider holds a commit for key ${e.idempotency_key} (phantom non-execution)`,
       );
     }
-    if (e.status === "succeeded") {
+    if (call.task) {
+      // Tasks (docs/MCP-TASKS.md): the set-once handle and every lookup by it, judged in ledger-model/task-invariants.ts.
+      checkTaskEffect(w.tasks, m, e, effRecs, figures.taskRecords, (message) => fail(w, where, message));
+    } else if (e.status === "succeeded") {
       if (writes !== 1)
         fail(w, where, `effect ${e.id} succeeded (${e.resolution}) but the provider wrote its key ${writes} times (I3 phantom success)`);
       const result = JSON.parse(e.result_json ?? "null") as { outputText?: string } | null;
@@ -874,7 +930,7 @@ export async function quiesce(w: World, m: Model): Promise<void> {
     const call = m.calls.find((c) => c.effectId === e.id)!;
     bump(
       figures.effects,
-      `${call.bound ? "bound" : "unbound"}:${e.status}${e.resolution ? `/${e.resolution}` : ""}${e.operator_attention ? `/${e.operator_attention}` : ""}`,
+      `${call.bound ? "bound" : call.task ? "task" : "unbound"}:${e.status}${e.resolution ? `/${e.resolution}` : ""}${e.operator_attention ? `/${e.operator_attention}` : ""}`,
     );
     if (e.status === "executing") fail(w, "quiescence", `effect ${e.id} is still executing after every Driver was finalized (I10)`);
     const committed = call.bound && w.double.writeCount(e.idempotency_key) > 0;
@@ -887,6 +943,7 @@ export async function quiesce(w: World, m: Model): Promise<void> {
     }
     if (committed && e.status !== "succeeded" && e.operator_attention === null)
       fail(w, "quiescence", `committed key of effect ${e.id} ended ${e.status} (I2)`);
+    if (call.task) checkTaskQuiescence(w.tasks, e, (message) => fail(w, "quiescence", message));
   }
   for (const r of await records(w)) bump(figures.records, `${r.trigger}:${r.outcome}${r.reason_code ? `/${r.reason_code}` : ""}`);
   const open = (await commands(w)).filter((c) => !TERMINAL_COMMAND.has(c.status));

@@ -22,6 +22,7 @@ import {
   type World,
 } from "../ledger-model-world.js";
 import { canon, guard, trace } from "./steps.js";
+import { TASK_SERVER, TASK_TOOL, holdsResult } from "./task-provider.js";
 
 // ---------------------------------------------------------------------------------------------
 // Driver lifecycle
@@ -65,9 +66,10 @@ export async function ensureDriver(w: World, sameInstance = false): Promise<Driv
   return driver;
 }
 
-export type ToolKind = "bound" | "unbound_server" | "undeclared_tool";
+export type ToolKind = "bound" | "unbound_server" | "undeclared_tool" | "task";
 const TOOLS: Record<ToolKind, { serverId: string; toolName: string }> = {
   bound: { serverId: BOUND_SERVER, toolName: WRITE_TOOL },
+  task: { serverId: TASK_SERVER, toolName: TASK_TOOL },
   unbound_server: { serverId: "mailer", toolName: "sendEmail" },
   undeclared_tool: { serverId: BOUND_SERVER, toolName: "closeIssue" },
 };
@@ -90,8 +92,10 @@ export async function enqueue(w: World, m: Model, kind: ToolKind, runId: string,
     requestId,
     args,
     bound: kind === "bound",
+    task: kind === "task",
   };
   m.calls.push(call);
+  if (call.task) w.taskEffects.add(call.effectId);
   trace(w, `  call#${idx} ${serverId}/${toolName} effect ${call.effectId.slice(-6)} key ${call.key.slice(-6)}`);
   return call;
 }
@@ -163,14 +167,22 @@ export async function reportAttempt(w: World, m: Model, c: ClaimRec, preferCompl
   if (c.claim.kind !== "execute") return;
   const call = m.calls[c.callIdx]!;
   const { effectId, attempt } = c.claim;
-  if (preferComplete && c.send.kind === "answered" && c.send.write.status === "committed") {
-    const result = c.send.write.result;
+  // what the Driver holds: the provider's answer, or the result of its task once the task ended with one (docs/MCP-TASKS.md)
+  const task = c.send.kind === "task" ? w.tasks.get(c.send.taskId) : undefined;
+  const held =
+    c.send.kind === "answered" && c.send.write.status === "committed"
+      ? { result: c.send.write.result, operationId: c.send.write.operationId }
+      : task?.result && holdsResult(task)
+        ? { result: task.result as McpToolResult, operationId: task.taskId }
+        : null;
+  if (preferComplete && held) {
+    const result = held.result;
     const res = await guard(w, "complete", () =>
       w.runtime.ledger.complete(c.instance, effectId, {
         connectionId: c.connectionId,
         attempt,
         result: driverResult(call, result),
-        receipt: { operationId: c.send.kind === "answered" && c.send.write.status === "committed" ? c.send.write.operationId : "?" },
+        receipt: { operationId: held.operationId },
       }),
     );
     if (res?.outcome === "applied") c.completedResult = result;
@@ -185,7 +197,7 @@ export async function reportAttempt(w: World, m: Model, c: ClaimRec, preferCompl
           toolName: call.toolName,
           requestFingerprint: fingerprintArguments(call.args),
           result: driverResult(call, result),
-          receipt: { operationId: c.send.kind === "answered" && c.send.write.status === "committed" ? c.send.write.operationId : "?" },
+          receipt: { operationId: held.operationId },
         }),
       );
       if (late?.outcome === "applied" || (late?.outcome === "duplicate" && late.status === "succeeded")) c.completedResult = result;
@@ -246,6 +258,23 @@ export async function sendToProvider(w: World, m: Model, c: ClaimRec, requestedD
   }
   const provider = call.bound ? w.double : w.unboundProvider;
   m.sends.set(call.key, (m.sends.get(call.key) ?? 0) + 1);
+  if (call.task) {
+    // A task-augmented call (docs/MCP-TASKS.md): the provider answers a task id at once; the tool runs when the task completes.
+    const taskId = w.tasks.create(call.key, call.args);
+    c.send = { kind: "task", taskId };
+    trace(w, `  provider created task ${taskId} for claim#${c.idx} key ${call.key.slice(-6)}`);
+    // The Driver reports the task id as soon as it arrives (apps/driver), unless it died first (`loseResponse`).
+    const claim = c.claim;
+    if (!loseResponse && claim.kind === "execute") {
+      const res = await guard(w, "taskCreated", () =>
+        w.runtime.ledger.taskCreated(c.instance, claim.effectId, { connectionId: c.connectionId, attempt: claim.attempt, taskId }),
+      );
+      if (res?.outcome === "applied") m.taskIds.set(call.effectId, taskId);
+      bump(figures.taskReports, `at_send:${res?.outcome ?? "refused"}`);
+      trace(w, `  task id reported → ${res ? `${res.outcome}/${res.status}` : "refused"}`);
+    }
+    return;
+  }
   c.send = { kind: "pending" };
   const settle = (outcome: { write?: Awaited<ReturnType<typeof provider.commit>>; error?: unknown }) => {
     if (outcome.write) {

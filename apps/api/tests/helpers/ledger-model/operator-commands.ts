@@ -12,6 +12,13 @@ import { filterAsync, guard, step, trace, type Cmd } from "./steps.js";
  * late write can land) `not_executed`. Goes through helpers/operator-actions.ts.
  */
 export async function honestResolve(w: World, call: CallRec): Promise<string> {
+  if (call.task) {
+    // A task's fate shows only once it completed; otherwise (working, failed, cancelled, expired) the honest operator waits.
+    const ran = w.tasks.tasks.find((t) => t.key === call.key && t.state === "completed");
+    return ran?.result
+      ? await operatorResolve(w.runtime, call.effectId, { succeeded: ran.result })
+      : "left unresolved (task not completed)";
+  }
   const provider = call.bound ? w.double : w.unboundProvider;
   const record = provider.record(call.key);
   if (record) return await operatorResolve(w.runtime, call.effectId, { succeeded: record.result });
