@@ -25,6 +25,12 @@ export interface IntentInput {
   compensatesEffectId?: string;
   sessionId: string | null;
   repeatOfEffectId?: string;
+  /**
+   * The run's event `seq` the caller already reserved in this transaction (`runRepository.reserveEventSeq`,
+   * which also read the run under its lock) and the run's `status` that reservation saw; absent: the event's
+   * `seq` is taken here.
+   */
+  reservedEvent?: { seq: number; runStatus: RunStatus };
   nowMs: number;
 }
 
@@ -96,18 +102,19 @@ export async function recordIntent(tx: StoreTx, input: IntentInput): Promise<Rec
     createdAtMs: now,
     updatedAtMs: now,
   });
-  const { runStatus } = await runRepository.appendEventSeeingRun(
-    tx,
-    input.runId,
-    "tool_call.queued",
-    {
-      commandId,
-      effectId,
-      serverId: input.serverId,
-      toolName: input.toolName,
-      ...(input.compensatesEffectId ? { compensatesEffectId: input.compensatesEffectId } : {}),
-    },
-    now,
-  );
+  const eventPayload = {
+    commandId,
+    effectId,
+    serverId: input.serverId,
+    toolName: input.toolName,
+    ...(input.compensatesEffectId ? { compensatesEffectId: input.compensatesEffectId } : {}),
+  };
+  let runStatus: RunStatus;
+  if (input.reservedEvent) {
+    await runRepository.insertEvent(tx, input.runId, input.reservedEvent.seq, "tool_call.queued", eventPayload, now);
+    runStatus = input.reservedEvent.runStatus;
+  } else {
+    ({ runStatus } = await runRepository.appendEventSeeingRun(tx, input.runId, "tool_call.queued", eventPayload, now));
+  }
   return { commandId, effectId, idempotencyKey, seq, seen: { driverStatus, runStatus } };
 }

@@ -1,4 +1,4 @@
-import { and, asc, desc, eq, gte, inArray, isNull, lt, or, sql } from "drizzle-orm";
+import { and, asc, desc, eq, exists, gte, inArray, isNull, lt, or, sql } from "drizzle-orm";
 import type { EffectStatus } from "@mosoo/contracts";
 import type { externalToolEffectAttempts, externalToolEffects } from "../../../platform/db/sqlite/sqlite-schema.js";
 import { firstRow } from "../../../platform/db/rows.js";
@@ -229,6 +229,167 @@ export const effectRepository = {
       nowMs,
     });
     return rows.length > 0;
+  },
+  /**
+   * The claim's dispatch as ONE compare-and-set (docs/DESIGN.md §3 rule 2): moves the effect of command
+   * `commandId` from `intent` to `executing` (attempt count + 1, dispatch times and the send-by deadline
+   * `sendWithinMs`, `nowMs` in ms) only while the Driver instance `driverInstanceId` is `connected` on
+   * `connectionId` and owns the command, and the command has no terminal status. Returns what the claim
+   * answers with, or undefined when any of that does not hold (nothing written): the caller then reads the
+   * instance, command and effect to tell the cases apart (a refusal, a fence, a stored result).
+   */
+  async claimIntent(
+    tx: StoreTx,
+    q: { commandId: string; driverInstanceId: string; connectionId: string; sendWithinMs: number; nowMs: number },
+  ): Promise<{ id: string; attemptCount: number; idempotencyKey: string } | undefined> {
+    const stmt = tx.prepared("effect.claimIntent", (db) => {
+      const { externalToolEffects: e, driverInstances: d, driverCommands: c } = tx.tables;
+      return db
+        .update(e)
+        .set({
+          status: "executing",
+          version: sql`${e.version} + 1`,
+          attemptCount: sql`${e.attemptCount} + 1`,
+          firstDispatchedAtMs: sql`coalesce(${e.firstDispatchedAtMs}, ${sql.placeholder("nowMs")})`,
+          lastDispatchedAtMs: sql`${sql.placeholder("nowMs")}`,
+          sendWithinMs: sql`${sql.placeholder("sendWithinMs")}`,
+          updatedAtMs: sql`${sql.placeholder("nowMs")}`,
+        })
+        .where(
+          and(
+            eq(e.commandId, sql.placeholder("commandId")),
+            eq(e.status, "intent"),
+            exists(
+              db
+                .select({ one: sql`1` })
+                .from(d)
+                .where(
+                  and(
+                    eq(d.id, sql.placeholder("driverInstanceId")),
+                    eq(d.status, "connected"),
+                    eq(d.connectionId, sql.placeholder("connectionId")),
+                  ),
+                ),
+            ),
+            exists(
+              db
+                .select({ one: sql`1` })
+                .from(c)
+                .where(
+                  and(
+                    eq(c.id, sql.placeholder("commandId")),
+                    eq(c.driverInstanceId, sql.placeholder("driverInstanceId")),
+                    inArray(c.status, ["queued", "delivered", "accepted"]),
+                  ),
+                ),
+            ),
+          ),
+        )
+        .returning({ id: e.id, attemptCount: e.attemptCount, idempotencyKey: e.idempotencyKey })
+        .prepare();
+    });
+    return firstRow(await stmt.execute(q));
+  },
+  /**
+   * A Driver's success report as ONE compare-and-set (docs/DESIGN.md §3 rules 3 and 10): stores the result
+   * (`resultJson`) and receipt (`receiptJson`, null: none) of effect `effectId` (`executing → succeeded`,
+   * resolution `provider_result`, `nowMs` in ms) only while the effect belongs to `driverInstanceId`, is
+   * `executing` at attempt `attempt`, its server, tool and request id are the result's, and `connectionId`
+   * made that attempt or is the instance's current connection. Returns the effect's command id, or
+   * undefined when any of that does not hold (nothing written): the caller then judges the report on the
+   * rows. Write the attempt's outcome with {@link finishAttempt} in the same transaction.
+   */
+  async storeReportedResult(
+    tx: StoreTx,
+    q: {
+      effectId: string;
+      driverInstanceId: string;
+      connectionId: string;
+      attempt: number;
+      serverId: string;
+      toolName: string;
+      requestId: string;
+      resultJson: string;
+      receiptJson: string | null;
+      nowMs: number;
+    },
+  ): Promise<string | undefined> {
+    const stmt = tx.prepared("effect.storeReportedResult", (db) => {
+      const { externalToolEffects: e, externalToolEffectAttempts: a, driverInstances: d } = tx.tables;
+      return db
+        .update(e)
+        .set({
+          status: "succeeded",
+          resolution: "provider_result",
+          version: sql`${e.version} + 1`,
+          resultJson: sql`${sql.placeholder("resultJson")}`,
+          providerReceiptJson: sql`${sql.placeholder("receiptJson")}`,
+          updatedAtMs: sql`${sql.placeholder("nowMs")}`,
+        })
+        .where(
+          and(
+            eq(e.id, sql.placeholder("effectId")),
+            eq(e.driverInstanceId, sql.placeholder("driverInstanceId")),
+            eq(e.status, "executing"),
+            eq(e.attemptCount, sql.placeholder("attempt")),
+            eq(e.serverId, sql.placeholder("serverId")),
+            eq(e.toolName, sql.placeholder("toolName")),
+            eq(e.requestId, sql.placeholder("requestId")),
+            or(
+              exists(
+                db
+                  .select({ one: sql`1` })
+                  .from(a)
+                  .where(
+                    and(
+                      eq(a.effectId, sql.placeholder("effectId")),
+                      eq(a.attempt, sql.placeholder("attempt")),
+                      eq(a.connectionId, sql.placeholder("connectionId")),
+                    ),
+                  ),
+              ),
+              exists(
+                db
+                  .select({ one: sql`1` })
+                  .from(d)
+                  .where(
+                    and(
+                      eq(d.id, sql.placeholder("driverInstanceId")),
+                      eq(d.status, "connected"),
+                      eq(d.connectionId, sql.placeholder("connectionId")),
+                    ),
+                  ),
+              ),
+            ),
+          ),
+        )
+        .returning({ commandId: e.commandId })
+        .prepare();
+    });
+    return firstRow(await stmt.execute(q))?.commandId;
+  },
+  /**
+   * Ends attempt `attempt` of effect `effectId` with `status` and receipt `receiptJson` at `nowMs` (ms), and
+   * records the Driver's send report at `nowMs` unless one is already there (a report says the call was sent).
+   */
+  async finishAttempt(
+    tx: StoreTx,
+    q: { effectId: string; attempt: number; status: "succeeded"; receiptJson: string | null; nowMs: number },
+  ): Promise<void> {
+    const stmt = tx.prepared("effect.finishAttempt", (db) => {
+      const a = tx.tables.externalToolEffectAttempts;
+      return db
+        .update(a)
+        .set({
+          status: sql`${sql.placeholder("status")}`,
+          providerReceiptJson: sql`${sql.placeholder("receiptJson")}`,
+          finishedAtMs: sql`${sql.placeholder("nowMs")}`,
+          sendReportedAtMs: sql`coalesce(${a.sendReportedAtMs}, ${sql.placeholder("nowMs")})`,
+        })
+        .where(and(eq(a.effectId, sql.placeholder("effectId")), eq(a.attempt, sql.placeholder("attempt"))))
+        .prepare();
+    });
+    await stmt.execute(q);
   },
   /** Inserts one attempt row (`(effect_id, attempt)` is unique). */
   async insertAttempt(tx: StoreTx, row: typeof externalToolEffectAttempts.$inferInsert): Promise<void> {

@@ -195,7 +195,10 @@ export class RunService {
     now: number,
   ): Promise<EnqueueToolCallResponse & { driverInstanceId: string }> {
     return this.ctx.store.transaction(async (tx): Promise<EnqueueToolCallResponse & { driverInstanceId: string }> => {
-      const run = await runRepository.findRun(tx, runId);
+      // Without a client tool-call id there is nothing to replay: the run is read by reserving its next event
+      // `seq` (one statement, under the run's lock); a refusal below rolls the reservation back. With one, a
+      // replay must change nothing, so the run is read first and the `seq` taken only when a new intent is written.
+      const run = req.toolCallId ? await runRepository.findRun(tx, runId) : await runRepository.reserveEventSeq(tx, runId);
       if (!run) throw new UserFacingError("run.not_found", `no run ${runId}`);
       if (req.toolCallId) {
         const existing = await effectRepository.findByClientToolCall(tx, runId, req.toolCallId);
@@ -230,6 +233,7 @@ export class RunService {
         requestId: req.requestId,
         argumentsJson,
         requestFingerprint,
+        ...(req.toolCallId ? {} : { reservedEvent: { seq: run.lastEventSeq, runStatus: run.status } }),
         nowMs: now,
       });
       // The statuses recordIntent's writes saw under the rows' locks (the Driver's for the `seq`, the run's for
