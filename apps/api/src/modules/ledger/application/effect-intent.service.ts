@@ -1,8 +1,6 @@
 import { newUlid, type DriverInstanceStatus, type McpExecuteCommand, type RunStatus } from "@mosoo/contracts";
 import { currentTraceContext } from "@mosoo/telemetry";
-import { commandRepository } from "../infrastructure/command.repository.js";
-import { effectRepository } from "../infrastructure/effect.repository.js";
-import { runRepository } from "../infrastructure/run.repository.js";
+import { intentWriteRepository } from "../infrastructure/intent-write.repository.js";
 import type { StoreTx } from "../../../platform/db/store.port.js";
 
 /**
@@ -68,53 +66,55 @@ export async function recordIntent(tx: StoreTx, input: IntentInput): Promise<Rec
     toolName: input.toolName,
     argumentsJson: input.argumentsJson,
   };
-  const { seq, status: driverStatus } = await commandRepository.nextSeq(tx, input.driverInstanceId);
   const trace = currentTraceContext();
-  await commandRepository.insert(tx, {
-    id: commandId,
-    driverInstanceId: input.driverInstanceId,
-    runId: input.runId,
-    seq,
-    type: "mcp.execute",
-    status: "queued",
-    payloadJson: JSON.stringify(payload),
-    ...(trace ? { traceParent: trace.traceparent, traceState: trace.tracestate ?? null } : {}),
-    createdAtMs: now,
-    updatedAtMs: now,
+  const written = await intentWriteRepository.write(tx, {
+    command: {
+      id: commandId,
+      driverInstanceId: input.driverInstanceId,
+      runId: input.runId,
+      type: "mcp.execute",
+      status: "queued",
+      payloadJson: JSON.stringify(payload),
+      ...(trace ? { traceParent: trace.traceparent, traceState: trace.tracestate ?? null } : {}),
+      createdAtMs: now,
+      updatedAtMs: now,
+    },
+    effect: {
+      id: effectId,
+      commandId,
+      runId: input.runId,
+      driverInstanceId: input.driverInstanceId,
+      serverId: payload.serverId,
+      toolName: payload.toolName,
+      toolCallId: payload.toolCallId,
+      clientToolCallId: input.clientToolCallId,
+      requestId: payload.requestId,
+      argumentsJson: input.argumentsJson,
+      idempotencyKey,
+      requestFingerprint: input.requestFingerprint,
+      status: "intent",
+      ...(input.compensatesEffectId ? { compensatesEffectId: input.compensatesEffectId } : {}),
+      sessionId: input.sessionId,
+      ...(input.repeatOfEffectId ? { repeatOfEffectId: input.repeatOfEffectId } : {}),
+      createdAtMs: now,
+      updatedAtMs: now,
+    },
+    event: {
+      runId: input.runId,
+      type: "tool_call.queued",
+      payload: {
+        commandId,
+        effectId,
+        serverId: input.serverId,
+        toolName: input.toolName,
+        ...(input.compensatesEffectId ? { compensatesEffectId: input.compensatesEffectId } : {}),
+      },
+      ...(input.reservedEvent ? { reservedSeq: input.reservedEvent.seq } : {}),
+    },
+    nowMs: now,
   });
-  await effectRepository.insert(tx, {
-    id: effectId,
-    commandId,
-    runId: input.runId,
-    driverInstanceId: input.driverInstanceId,
-    serverId: payload.serverId,
-    toolName: payload.toolName,
-    toolCallId: payload.toolCallId,
-    clientToolCallId: input.clientToolCallId,
-    requestId: payload.requestId,
-    argumentsJson: input.argumentsJson,
-    idempotencyKey,
-    requestFingerprint: input.requestFingerprint,
-    status: "intent",
-    ...(input.compensatesEffectId ? { compensatesEffectId: input.compensatesEffectId } : {}),
-    sessionId: input.sessionId,
-    ...(input.repeatOfEffectId ? { repeatOfEffectId: input.repeatOfEffectId } : {}),
-    createdAtMs: now,
-    updatedAtMs: now,
-  });
-  const eventPayload = {
-    commandId,
-    effectId,
-    serverId: input.serverId,
-    toolName: input.toolName,
-    ...(input.compensatesEffectId ? { compensatesEffectId: input.compensatesEffectId } : {}),
-  };
-  let runStatus: RunStatus;
-  if (input.reservedEvent) {
-    await runRepository.insertEvent(tx, input.runId, input.reservedEvent.seq, "tool_call.queued", eventPayload, now);
-    runStatus = input.reservedEvent.runStatus;
-  } else {
-    ({ runStatus } = await runRepository.appendEventSeeingRun(tx, input.runId, "tool_call.queued", eventPayload, now));
-  }
+  const { seq, driverStatus } = written;
+  const runStatus = input.reservedEvent?.runStatus ?? written.runStatus;
+  if (runStatus === undefined) throw new Error(`run ${input.runId}: the event's seq bump saw no status`);
   return { commandId, effectId, idempotencyKey, seq, seen: { driverStatus, runStatus } };
 }

@@ -17,6 +17,7 @@ import { commandRepository } from "../infrastructure/command.repository.js";
 import { commandContextRepository } from "../infrastructure/command-context.repository.js";
 import { driverInstanceRepository, type DriverInstanceRow } from "../infrastructure/driver-instance.repository.js";
 import { effectRepository, type EffectRow } from "../infrastructure/effect.repository.js";
+import { effectLifecycleRepository } from "../infrastructure/effect-lifecycle.repository.js";
 import { runRepository } from "../infrastructure/run.repository.js";
 import type { StoreTx } from "../../../platform/db/store.port.js";
 import { assertCurrentConnection } from "./connection-fence.policy.js";
@@ -104,7 +105,7 @@ export class EffectLedgerService {
     const { claim, fenced, effect } = await this.ctx.store.transaction(async (tx) => {
       // The usual case first, as one compare-and-set: an `intent` effect of a live command, claimed on the
       // instance's current connection. Anything else changes nothing there and is judged on the rows below.
-      const dispatched = await effectRepository.claimIntent(tx, {
+      const dispatched = await effectLifecycleRepository.claimIntent(tx, {
         commandId,
         driverInstanceId: instance.id,
         connectionId,
@@ -113,7 +114,6 @@ export class EffectLedgerService {
       });
       if (dispatched) {
         const { id, attemptCount: attempt, idempotencyKey } = dispatched;
-        await effectRepository.insertAttempt(tx, { effectId: id, attempt, status: "executing", connectionId, startedAtMs: now });
         return {
           claim: { kind: "execute", effectId: id, attempt, idempotencyKey, sendWithinMs } as EffectClaim,
           fenced: false,
@@ -198,8 +198,8 @@ export class EffectLedgerService {
     const r = req.result;
     const resultJson = JSON.stringify(r);
     // The usual case first, as one compare-and-set (see `storeReportedResult`); anything else is judged on the rows.
-    const tryFirst = async (tx: StoreTx, nowMs: number): Promise<string | undefined> => {
-      const commandId = await effectRepository.storeReportedResult(tx, {
+    const tryFirst = (tx: StoreTx, nowMs: number): Promise<string | undefined> =>
+      effectLifecycleRepository.storeReportedResult(tx, {
         effectId,
         driverInstanceId: instance.id,
         connectionId: req.connectionId,
@@ -211,10 +211,6 @@ export class EffectLedgerService {
         receiptJson,
         nowMs,
       });
-      if (commandId !== undefined)
-        await effectRepository.finishAttempt(tx, { effectId, attempt: req.attempt, status: "succeeded", receiptJson, nowMs });
-      return commandId;
-    };
     return await this.report(
       instance,
       effectId,

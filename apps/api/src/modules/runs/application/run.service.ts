@@ -12,7 +12,7 @@ import { UserFacingError } from "../../../kernel/user-facing-error.js";
 import { commandRepository } from "../../ledger/infrastructure/command.repository.js";
 import { driverInstanceRepository } from "../../ledger/infrastructure/driver-instance.repository.js";
 import { effectRepository, type EffectRow } from "../../ledger/infrastructure/effect.repository.js";
-import { runRepository } from "../../ledger/infrastructure/run.repository.js";
+import { runRepository, type RunRow } from "../../ledger/infrastructure/run.repository.js";
 import type { StoreTx } from "../../../platform/db/store.port.js";
 import { parseJsonColumn } from "../../../platform/db/json-column.js";
 import type { RuntimeContext } from "../../../kernel/runtime-context.js";
@@ -195,10 +195,13 @@ export class RunService {
     now: number,
   ): Promise<EnqueueToolCallResponse & { driverInstanceId: string }> {
     return this.ctx.store.transaction(async (tx): Promise<EnqueueToolCallResponse & { driverInstanceId: string }> => {
-      // Without a client tool-call id there is nothing to replay: the run is read by reserving its next event
-      // `seq` (one statement, under the run's lock); a refusal below rolls the reservation back. With one, a
-      // replay must change nothing, so the run is read first and the `seq` taken only when a new intent is written.
-      const run = req.toolCallId ? await runRepository.findRun(tx, runId) : await runRepository.reserveEventSeq(tx, runId);
+      // Without a client tool-call id there is nothing to replay: the run is read with its next event `seq`
+      // where the dialect allows it in the same statement (`findRunForIntent`); a refusal below rolls that
+      // back. With one, a replay must change nothing, so the run is only read.
+      const found: { run: RunRow; reservedSeq?: number } | undefined = req.toolCallId
+        ? await runRepository.findRun(tx, runId).then((r) => r && { run: r })
+        : await runRepository.findRunForIntent(tx, runId);
+      const run = found?.run;
       if (!run) throw new UserFacingError("run.not_found", `no run ${runId}`);
       if (req.toolCallId) {
         const existing = await effectRepository.findByClientToolCall(tx, runId, req.toolCallId);
@@ -233,7 +236,7 @@ export class RunService {
         requestId: req.requestId,
         argumentsJson,
         requestFingerprint,
-        ...(req.toolCallId ? {} : { reservedEvent: { seq: run.lastEventSeq, runStatus: run.status } }),
+        ...(found?.reservedSeq === undefined ? {} : { reservedEvent: { seq: found.reservedSeq, runStatus: run.status } }),
         nowMs: now,
       });
       // The statuses recordIntent's writes saw under the rows' locks (the Driver's for the `seq`, the run's for
