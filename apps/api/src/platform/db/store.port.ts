@@ -1,4 +1,5 @@
 import type { SchemaState } from "./schema-version.js";
+import type { SQL } from "drizzle-orm";
 import type { BaseSQLiteDatabase } from "drizzle-orm/sqlite-core";
 import type * as schema from "./sqlite/sqlite-schema.js";
 
@@ -39,6 +40,14 @@ export interface StoreTx {
    * of a query costs more than running a one-row read. Run it with `.execute(values)` (rows).
    */
   prepared<Q>(name: string, build: (db: QueryDb) => Q): Q;
+  /**
+   * PostgreSQL stores only (undefined on SQLite): runs ONE statement built with drizzle's `sql` in this
+   * unit of work and returns its rows, keyed by the names the statement gives its columns (no camelCase
+   * mapping, `bigint` as the driver parses it). For what PostgreSQL does in one round trip and SQLite
+   * cannot (several writes in one data-modifying `WITH`); a repository keeps its dialect-neutral
+   * statements as the SQLite path, with the same effect.
+   */
+  readonly pgRows?: (query: SQL) => Promise<Array<Record<string, unknown>>>;
 }
 
 /**

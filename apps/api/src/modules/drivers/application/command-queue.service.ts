@@ -145,6 +145,27 @@ export class CommandQueueService {
     const now = this.ctx.clock.nowMs();
     let effectId: string | undefined;
     const res = await this.ctx.store.transaction(async (tx): Promise<CommandUpdateResponse> => {
+      if (req.status === "completed") {
+        // The usual case first, as one compare-and-set (see `completeFromSucceededEffect`); anything else
+        // (a refusal, a duplicate, an effect not yet succeeded, a command without an effect) is judged on the rows.
+        const done = await commandRepository.completeFromSucceededEffect(tx, {
+          commandId,
+          driverInstanceId: instance.id,
+          connectionId: req.connectionId,
+          nowMs: now,
+        });
+        if (done) {
+          effectId = done.effectId;
+          await runTables().appendEvent(
+            tx,
+            done.runId,
+            "tool_call.completed",
+            { commandId, effectId: done.effectId, result: JSON.parse(done.resultJson) as unknown },
+            now,
+          );
+          return { outcome: "applied", status: "completed" };
+        }
+      }
       const { driver, command: cmd, effect } = await commandContextRepository.read(tx, instance.id, commandId);
       assertCurrentConnection(driver, req.connectionId);
       if (!cmd) throw new UserFacingError("command.not_found", `no command ${commandId} for this Driver instance`);

@@ -1,4 +1,4 @@
-import { and, asc, eq, inArray, isNull, ne, or, sql } from "drizzle-orm";
+import { and, asc, eq, exists, inArray, isNull, ne, or, sql } from "drizzle-orm";
 import type { CommandStatus, DriverInstanceStatus } from "@mosoo/contracts";
 import type { driverCommands } from "../../../platform/db/sqlite/sqlite-schema.js";
 import { firstRow } from "../../../platform/db/rows.js";
@@ -127,6 +127,70 @@ export const commandRepository = {
       updatedAtMs: nowMs,
     });
     return rows.length > 0;
+  },
+  /**
+   * A Driver's `completed` update as ONE compare-and-set (docs/DESIGN.md §3: the result is stored before
+   * anything terminal): completes command `commandId` with its effect's stored result (`terminal_at_ms` =
+   * `nowMs`, ms) only while the command is `delivered` or `accepted` and owned by `driverInstanceId`, that
+   * instance is `connected` on `connectionId`, and the effect `succeeded` with a stored result. Returns the
+   * command's run, its effect and the stored result, or undefined when any of that does not hold (nothing
+   * written): the caller then judges the update on the rows. The caller appends `tool_call.completed`.
+   */
+  async completeFromSucceededEffect(
+    tx: StoreTx,
+    q: { commandId: string; driverInstanceId: string; connectionId: string; nowMs: number },
+  ): Promise<{ runId: string; effectId: string; resultJson: string } | undefined> {
+    const stmt = tx.prepared("command.completeFromSucceededEffect", (db) => {
+      const { driverCommands: c, externalToolEffects: e, driverInstances: d } = tx.tables;
+      const stored = db
+        .select({ resultJson: e.resultJson })
+        .from(e)
+        .where(and(eq(e.commandId, sql.placeholder("commandId")), eq(e.status, "succeeded")));
+      return db
+        .update(c)
+        .set({
+          status: "completed",
+          resultJson: sql`(${stored})`,
+          updatedAtMs: sql`${sql.placeholder("nowMs")}`,
+          terminalAtMs: sql`${sql.placeholder("nowMs")}`,
+        })
+        .where(
+          and(
+            eq(c.id, sql.placeholder("commandId")),
+            eq(c.driverInstanceId, sql.placeholder("driverInstanceId")),
+            inArray(c.status, ["delivered", "accepted"]),
+            exists(
+              db
+                .select({ one: sql`1` })
+                .from(d)
+                .where(
+                  and(
+                    eq(d.id, sql.placeholder("driverInstanceId")),
+                    eq(d.status, "connected"),
+                    eq(d.connectionId, sql.placeholder("connectionId")),
+                  ),
+                ),
+            ),
+            exists(
+              db
+                .select({ one: sql`1` })
+                .from(e)
+                .where(and(eq(e.commandId, sql.placeholder("commandId")), eq(e.status, "succeeded"), sql`${e.resultJson} IS NOT NULL`)),
+            ),
+          ),
+        )
+        .returning({
+          runId: c.runId,
+          resultJson: c.resultJson,
+          effectId: sql<string>`(${db
+            .select({ id: e.id })
+            .from(e)
+            .where(eq(e.commandId, sql.placeholder("commandId")))})`,
+        })
+        .prepare();
+    });
+    const row = firstRow(await stmt.execute(q));
+    return row && row.resultJson !== null ? { runId: row.runId, effectId: row.effectId, resultJson: row.resultJson } : undefined;
   },
   /**
    * Compare-and-set of a command's status: changes the row only while it is still `from`.

@@ -1,7 +1,6 @@
 import { newUlid, type DriverInstanceStatus, type McpExecuteCommand, type RunStatus } from "@mosoo/contracts";
 import { currentTraceContext } from "@mosoo/telemetry";
-import { commandTables, runTables } from "./owned-tables.port.js";
-import { effectRepository } from "../infrastructure/effect.repository.js";
+import { intentWriteRepository } from "../infrastructure/intent-write.repository.js";
 import type { StoreTx } from "../../../platform/db/store.port.js";
 
 /**
@@ -24,6 +23,12 @@ export interface IntentInput {
   compensatesEffectId?: string;
   sessionId: string | null;
   repeatOfEffectId?: string;
+  /**
+   * The run's event `seq` the caller already reserved in this transaction (`runRepository.reserveEventSeq`,
+   * which also read the run under its lock) and the run's `status` that reservation saw; absent: the event's
+   * `seq` is taken here.
+   */
+  reservedEvent?: { seq: number; runStatus: RunStatus };
   nowMs: number;
 }
 
@@ -61,52 +66,55 @@ export async function recordIntent(tx: StoreTx, input: IntentInput): Promise<Rec
     toolName: input.toolName,
     argumentsJson: input.argumentsJson,
   };
-  const { seq, status: driverStatus } = await commandTables().nextSeq(tx, input.driverInstanceId);
   const trace = currentTraceContext();
-  await commandTables().insert(tx, {
-    id: commandId,
-    driverInstanceId: input.driverInstanceId,
-    runId: input.runId,
-    seq,
-    type: "mcp.execute",
-    status: "queued",
-    payloadJson: JSON.stringify(payload),
-    ...(trace ? { traceParent: trace.traceparent, traceState: trace.tracestate ?? null } : {}),
-    createdAtMs: now,
-    updatedAtMs: now,
-  });
-  await effectRepository.insert(tx, {
-    id: effectId,
-    commandId,
-    runId: input.runId,
-    driverInstanceId: input.driverInstanceId,
-    serverId: payload.serverId,
-    toolName: payload.toolName,
-    toolCallId: payload.toolCallId,
-    clientToolCallId: input.clientToolCallId,
-    requestId: payload.requestId,
-    argumentsJson: input.argumentsJson,
-    idempotencyKey,
-    requestFingerprint: input.requestFingerprint,
-    status: "intent",
-    ...(input.compensatesEffectId ? { compensatesEffectId: input.compensatesEffectId } : {}),
-    sessionId: input.sessionId,
-    ...(input.repeatOfEffectId ? { repeatOfEffectId: input.repeatOfEffectId } : {}),
-    createdAtMs: now,
-    updatedAtMs: now,
-  });
-  const { runStatus } = await runTables().appendEventSeeingRun(
-    tx,
-    input.runId,
-    "tool_call.queued",
-    {
-      commandId,
-      effectId,
-      serverId: input.serverId,
-      toolName: input.toolName,
-      ...(input.compensatesEffectId ? { compensatesEffectId: input.compensatesEffectId } : {}),
+  const written = await intentWriteRepository.write(tx, {
+    command: {
+      id: commandId,
+      driverInstanceId: input.driverInstanceId,
+      runId: input.runId,
+      type: "mcp.execute",
+      status: "queued",
+      payloadJson: JSON.stringify(payload),
+      ...(trace ? { traceParent: trace.traceparent, traceState: trace.tracestate ?? null } : {}),
+      createdAtMs: now,
+      updatedAtMs: now,
     },
-    now,
-  );
+    effect: {
+      id: effectId,
+      commandId,
+      runId: input.runId,
+      driverInstanceId: input.driverInstanceId,
+      serverId: payload.serverId,
+      toolName: payload.toolName,
+      toolCallId: payload.toolCallId,
+      clientToolCallId: input.clientToolCallId,
+      requestId: payload.requestId,
+      argumentsJson: input.argumentsJson,
+      idempotencyKey,
+      requestFingerprint: input.requestFingerprint,
+      status: "intent",
+      ...(input.compensatesEffectId ? { compensatesEffectId: input.compensatesEffectId } : {}),
+      sessionId: input.sessionId,
+      ...(input.repeatOfEffectId ? { repeatOfEffectId: input.repeatOfEffectId } : {}),
+      createdAtMs: now,
+      updatedAtMs: now,
+    },
+    event: {
+      runId: input.runId,
+      type: "tool_call.queued",
+      payload: {
+        commandId,
+        effectId,
+        serverId: input.serverId,
+        toolName: input.toolName,
+        ...(input.compensatesEffectId ? { compensatesEffectId: input.compensatesEffectId } : {}),
+      },
+      ...(input.reservedEvent ? { reservedSeq: input.reservedEvent.seq } : {}),
+    },
+    nowMs: now,
+  });
+  const { seq, driverStatus } = written;
+  const runStatus = input.reservedEvent?.runStatus ?? written.runStatus;
+  if (runStatus === undefined) throw new Error(`run ${input.runId}: the event's seq bump saw no status`);
   return { commandId, effectId, idempotencyKey, seq, seen: { driverStatus, runStatus } };
 }

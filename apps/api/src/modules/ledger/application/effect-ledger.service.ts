@@ -15,6 +15,7 @@ import { UserFacingError } from "../../../kernel/user-facing-error.js";
 import { StoreBusyError } from "../../../platform/db/store-busy.js";
 import { commandContextTables, driverInstanceTables, runTables, type DriverInstanceRow } from "./owned-tables.port.js";
 import { effectRepository, type EffectRow } from "../infrastructure/effect.repository.js";
+import { effectLifecycleRepository } from "../infrastructure/effect-lifecycle.repository.js";
 import type { StoreTx } from "../../../platform/db/store.port.js";
 import { assertCurrentConnection } from "./connection-fence.policy.js";
 import { DEFAULT_SEND_DEADLINE_MS, reportDeadlineMissed, reportLateResult } from "./effect-evidence.service.js";
@@ -97,7 +98,25 @@ export class EffectLedgerService {
    */
   async claim(instance: DriverInstanceRow, connectionId: string, commandId: string): Promise<EffectClaim> {
     const now = this.ctx.clock.nowMs();
+    const sendWithinMs = this.ctx.settings.sendDeadlineMs ?? DEFAULT_SEND_DEADLINE_MS;
     const { claim, fenced, effect } = await this.ctx.store.transaction(async (tx) => {
+      // The usual case first, as one compare-and-set: an `intent` effect of a live command, claimed on the
+      // instance's current connection. Anything else changes nothing there and is judged on the rows below.
+      const dispatched = await effectLifecycleRepository.claimIntent(tx, {
+        commandId,
+        driverInstanceId: instance.id,
+        connectionId,
+        sendWithinMs,
+        nowMs: now,
+      });
+      if (dispatched) {
+        const { id, attemptCount: attempt, idempotencyKey } = dispatched;
+        return {
+          claim: { kind: "execute", effectId: id, attempt, idempotencyKey, sendWithinMs } as EffectClaim,
+          fenced: false,
+          effect: { id },
+        };
+      }
       const { driver, command: cmd, effect: eff } = await commandContextTables().read(tx, instance.id, commandId);
       assertCurrentConnection(driver, connectionId);
       if (!cmd) throw new UserFacingError("command.not_found", `no command ${commandId} for this Driver instance`);
@@ -107,7 +126,6 @@ export class EffectLedgerService {
         if (isTerminalCommandStatus(cmd.status))
           throw new UserFacingError("command.terminal", `command ${commandId} is ${cmd.status}; its effect is never dispatched`);
         const attempt = eff.attemptCount + 1;
-        const sendWithinMs = this.ctx.settings.sendDeadlineMs ?? DEFAULT_SEND_DEADLINE_MS;
         const ok = await effectRepository.updateIfCurrent(tx, eff, {
           sendWithinMs,
           status: "executing",
@@ -174,30 +192,53 @@ export class EffectLedgerService {
     if (receiptJson !== null && Buffer.byteLength(receiptJson) > MAX_PROVIDER_RECEIPT_BYTES) {
       throw new UserFacingError("request.invalid", `receipt exceeds ${MAX_PROVIDER_RECEIPT_BYTES} bytes`);
     }
-    return await this.report(instance, effectId, req.connectionId, req.attempt, "succeeded", async (tx, eff, now, sendReportedAtMs) => {
-      const r = req.result;
-      if (r.serverId !== eff.serverId || r.toolName !== eff.toolName || r.requestId !== eff.requestId) {
-        throw new UserFacingError(
-          "request.invalid",
-          `the result names ${r.serverId}/${r.toolName}/${r.requestId}, the effect is ${eff.serverId}/${eff.toolName}/${eff.requestId}`,
-        );
-      }
-      const stored = await effectRepository.updateIfCurrent(tx, eff, {
-        status: "succeeded",
-        resolution: "provider_result",
-        resultJson: JSON.stringify(req.result),
-        providerReceiptJson: receiptJson,
-        updatedAtMs: now,
+    const r = req.result;
+    const resultJson = JSON.stringify(r);
+    // The usual case first, as one compare-and-set (see `storeReportedResult`); anything else is judged on the rows.
+    const tryFirst = (tx: StoreTx, nowMs: number): Promise<string | undefined> =>
+      effectLifecycleRepository.storeReportedResult(tx, {
+        effectId,
+        driverInstanceId: instance.id,
+        connectionId: req.connectionId,
+        attempt: req.attempt,
+        serverId: r.serverId,
+        toolName: r.toolName,
+        requestId: r.requestId,
+        resultJson,
+        receiptJson,
+        nowMs,
       });
-      if (!stored) return false; // the effect changed meanwhile (e.g. fenced): judged again on the new row
-      await effectRepository.updateAttempt(tx, eff.id, req.attempt, {
-        status: "succeeded",
-        providerReceiptJson: receiptJson,
-        finishedAtMs: now,
-        ...(sendReportedAtMs === undefined ? {} : { sendReportedAtMs }),
-      });
-      return true;
-    });
+    return await this.report(
+      instance,
+      effectId,
+      req.connectionId,
+      req.attempt,
+      "succeeded",
+      tryFirst,
+      async (tx, eff, now, sendReportedAtMs) => {
+        if (r.serverId !== eff.serverId || r.toolName !== eff.toolName || r.requestId !== eff.requestId) {
+          throw new UserFacingError(
+            "request.invalid",
+            `the result names ${r.serverId}/${r.toolName}/${r.requestId}, the effect is ${eff.serverId}/${eff.toolName}/${eff.requestId}`,
+          );
+        }
+        const stored = await effectRepository.updateIfCurrent(tx, eff, {
+          status: "succeeded",
+          resolution: "provider_result",
+          resultJson,
+          providerReceiptJson: receiptJson,
+          updatedAtMs: now,
+        });
+        if (!stored) return false; // the effect changed meanwhile (e.g. fenced): judged again on the new row
+        await effectRepository.updateAttempt(tx, eff.id, req.attempt, {
+          status: "succeeded",
+          providerReceiptJson: receiptJson,
+          finishedAtMs: now,
+          ...(sendReportedAtMs === undefined ? {} : { sendReportedAtMs }),
+        });
+        return true;
+      },
+    );
   }
 
   /**
@@ -207,7 +248,7 @@ export class EffectLedgerService {
    * @throws UserFacingError `effect.not_found`, `driver.connection_superseded`.
    */
   async markUnknown(instance: DriverInstanceRow, effectId: string, req: EffectMarkUnknownRequest): Promise<EffectTransitionResponse> {
-    return await this.report(instance, effectId, req.connectionId, req.attempt, "unknown", (tx, eff, now, sendReportedAtMs) =>
+    return await this.report(instance, effectId, req.connectionId, req.attempt, "unknown", undefined, (tx, eff, now, sendReportedAtMs) =>
       fenceExecutingEffect(tx, eff, req.reason, now, sendReportedAtMs),
     );
   }
@@ -248,6 +289,7 @@ export class EffectLedgerService {
     connectionId: string,
     attempt: number,
     to: "succeeded" | "unknown",
+    tryFirst: ((tx: StoreTx, nowMs: number) => Promise<string | undefined>) | undefined,
     apply: (tx: StoreTx, eff: EffectRow, nowMs: number, sendReportedAtMs: number | undefined) => Promise<boolean>,
   ): Promise<EffectTransitionResponse> {
     const now = this.ctx.clock.nowMs();
@@ -258,6 +300,10 @@ export class EffectLedgerService {
       // row as it is now: a fenced effect answers `rejected` (the Driver keeps the result as late
       // evidence, rule 13), never `applied` for a write that was not stored. A third loss in a row
       // answers 503 `store.busy` with nothing written (the report is idempotent: the Driver retries).
+      // `tryFirst`, when given, is the applied case as one compare-and-set (it returns the command id, or
+      // undefined having written nothing); only when it does not apply are the rows read and judged.
+      const appliedFirst = await tryFirst?.(tx, now);
+      if (appliedFirst !== undefined) return { outcome: "applied", status: to, commandId: appliedFirst };
       for (let round = 1; ; round += 1) {
         const {
           driver: current,

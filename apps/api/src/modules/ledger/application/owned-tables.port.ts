@@ -29,6 +29,15 @@ export interface RunTablesPort {
     payload: Record<string, unknown>,
     nowMs: number,
   ): Promise<{ event: RunEventRow; runStatus: RunStatus }>;
+  /** Inserts one event at `seq`, a `seq` the caller reserved in this transaction; throws on a second terminal event. */
+  insertEvent(
+    tx: StoreTx,
+    runId: string,
+    seq: number,
+    type: RunEventType,
+    payload: Record<string, unknown>,
+    nowMs: number,
+  ): Promise<RunEventRow>;
   /** The run with this id, or undefined. */
   findRun(tx: StoreTx, id: string): Promise<RunRow | undefined>;
   /** The Driver instance's `active` run, or undefined. */

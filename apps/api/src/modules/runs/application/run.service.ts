@@ -9,7 +9,7 @@ import {
   MAX_ARGUMENTS_BYTES,
 } from "@mosoo/contracts";
 import { UserFacingError } from "../../../kernel/user-facing-error.js";
-import { runRepository } from "../infrastructure/run.repository.js";
+import { runRepository, type RunRow } from "../infrastructure/run.repository.js";
 import { commandTables, driverInstanceTables } from "../../ledger/application/owned-tables.port.js";
 import { effectRows, type EffectRow } from "../../ledger/application/effect-rows.service.js";
 import type { StoreTx } from "../../../platform/db/store.port.js";
@@ -195,7 +195,13 @@ export class RunService {
     now: number,
   ): Promise<EnqueueToolCallResponse & { driverInstanceId: string }> {
     return this.ctx.store.transaction(async (tx): Promise<EnqueueToolCallResponse & { driverInstanceId: string }> => {
-      const run = await runRepository.findRun(tx, runId);
+      // Without a client tool-call id there is nothing to replay: the run is read with its next event `seq`
+      // where the dialect allows it in the same statement (`findRunForIntent`); a refusal below rolls that
+      // back. With one, a replay must change nothing, so the run is only read.
+      const found: { run: RunRow; reservedSeq?: number } | undefined = req.toolCallId
+        ? await runRepository.findRun(tx, runId).then((r) => r && { run: r })
+        : await runRepository.findRunForIntent(tx, runId);
+      const run = found?.run;
       if (!run) throw new UserFacingError("run.not_found", `no run ${runId}`);
       if (req.toolCallId) {
         const existing = await effectRows.findByClientToolCall(tx, runId, req.toolCallId);
@@ -230,6 +236,7 @@ export class RunService {
         requestId: req.requestId,
         argumentsJson,
         requestFingerprint,
+        ...(found?.reservedSeq === undefined ? {} : { reservedEvent: { seq: found.reservedSeq, runStatus: run.status } }),
         nowMs: now,
       });
       // The statuses recordIntent's writes saw under the rows' locks (the Driver's for the `seq`, the run's for

@@ -112,18 +112,82 @@ export const runRepository = {
     payload: Record<string, unknown>,
     nowMs: number,
   ): Promise<{ event: RunEventRow; runStatus: RunStatus }> {
-    const bump = tx.prepared("run.bumpEventSeq", (db) => {
+    if (tx.pgRows) {
+      // PostgreSQL: the bump and the insert in one round trip (a data-modifying WITH; the same two writes).
+      const r = tx.tables.sessionRuns;
+      const bumped = tx.db
+        .update(r)
+        .set({ lastEventSeq: sql`${r.lastEventSeq} + 1` })
+        .where(eq(r.id, runId))
+        .returning({ seq: r.lastEventSeq, status: r.status });
+      const event = {
+        id: newUlid(nowMs),
+        runId,
+        type,
+        terminal: TERMINAL_RUN_EVENT_TYPES.includes(type),
+        payloadJson: JSON.stringify(payload),
+        createdAtMs: nowMs,
+      };
+      const inserted = tx.db.insert(tx.tables.runEvents).values({ ...event, seq: sql`(SELECT "last_event_seq" FROM bumped)` });
+      const row = (
+        await tx.pgRows(
+          sql`WITH bumped AS (${bumped.getSQL()}), inserted AS (${inserted.getSQL()}) SELECT "last_event_seq", "status" FROM bumped`,
+        )
+      )[0];
+      if (row === undefined) throw new Error(`no run ${runId} to append an event to`);
+      return { event: { ...event, seq: Number(row.last_event_seq) }, runStatus: row.status as RunStatus };
+    }
+    const run = await runRepository.reserveEventSeq(tx, runId);
+    if (run === undefined) throw new Error(`no run ${runId} to append an event to`);
+    return { event: await runRepository.insertEvent(tx, runId, run.lastEventSeq, type, payload, nowMs), runStatus: run.status };
+  },
+  /**
+   * The run an enqueue checks, read in the fewest statements its dialect allows: on SQLite by reserving
+   * its next event `seq` ({@link reserveEventSeq}: the read and the `seq` in one statement; one writer at a
+   * time, so no lock order to keep), returned as `reservedSeq`; on PostgreSQL by a plain read (no
+   * `reservedSeq`), the `seq` being taken with the intent's other writes in one round trip, after the
+   * Driver instance's row like every other writer that locks both (no deadlock with a finalization repair).
+   * Undefined when there is no such run (nothing written).
+   */
+  async findRunForIntent(tx: StoreTx, runId: string): Promise<{ run: RunRow; reservedSeq?: number } | undefined> {
+    if (tx.pgRows) {
+      const run = await runRepository.findRun(tx, runId);
+      return run && { run };
+    }
+    const run = await runRepository.reserveEventSeq(tx, runId);
+    return run && { run, reservedSeq: run.lastEventSeq };
+  },
+  /**
+   * Takes the run's next event `seq` (bumps `last_event_seq`, `UPDATE … RETURNING`, a row lock in PostgreSQL)
+   * and returns the whole run row as the bump left it (`lastEventSeq` is the reserved `seq`), or undefined
+   * when there is no such run (nothing written). Doubles as the read of the run: the enqueue checks the run
+   * it returns, and a refusal rolls the bump back with the rest of the transaction. Write the event with
+   * {@link insertEvent} in the same transaction.
+   */
+  async reserveEventSeq(tx: StoreTx, runId: string): Promise<RunRow | undefined> {
+    const bump = tx.prepared("run.reserveEventSeq", (db) => {
       const r = tx.tables.sessionRuns;
       return db
         .update(r)
         .set({ lastEventSeq: sql`${r.lastEventSeq} + 1` })
         .where(eq(r.id, sql.placeholder("runId")))
-        .returning({ seq: r.lastEventSeq, status: r.status })
+        .returning()
         .prepare();
     });
-    const bumped = (await bump.execute({ runId }))[0];
-    if (bumped === undefined) throw new Error(`no run ${runId} to append an event to`);
-    const seq = bumped.seq;
+    return firstRow(await bump.execute({ runId }));
+  },
+  /**
+   * Inserts event `type` of run `runId` at `seq`, a number {@link reserveEventSeq} reserved in this
+   * transaction. Throws like {@link appendEvent} on a second terminal event.
+   */
+  async insertEvent(
+    tx: StoreTx,
+    runId: string,
+    seq: number,
+    type: RunEventType,
+    payload: Record<string, unknown>,
+    nowMs: number,
+  ): Promise<RunEventRow> {
     const insert = tx.prepared("run.insertEvent", (db) =>
       db
         .insert(tx.tables.runEvents)
@@ -148,7 +212,7 @@ export const runRepository = {
       payloadJson: JSON.stringify(payload),
       createdAtMs: nowMs,
     });
-    return { event: rows[0]!, runStatus: bumped.status };
+    return rows[0]!;
   },
   /** Events of a run with `seq > afterSeq`, in order. */
   async listEvents(tx: StoreTx, runId: string, afterSeq: number): Promise<RunEventRow[]> {

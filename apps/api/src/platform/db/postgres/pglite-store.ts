@@ -2,7 +2,7 @@ import { compareSchema, type SchemaState } from "../schema-version.js";
 import { NEWEST_PG_MIGRATION_SQL, PG_MIGRATIONS_FOLDER } from "./migrate-postgres.js";
 import { PGlite } from "@electric-sql/pglite";
 import { Mutex, type MutexInterface } from "async-mutex";
-import { drizzle } from "drizzle-orm/pglite";
+import { drizzle, type PgliteDatabase } from "drizzle-orm/pglite";
 import type { QueryDb, Store, StoreTables, StoreTx } from "../store.port.js";
 import { migratePglite } from "./migrate-pglite.js";
 import { PgUnitOfWork, type PgConnection, type PgConnectionSource } from "./pg-unit-of-work.js";
@@ -36,6 +36,7 @@ export class PgliteStore extends PgUnitOfWork implements Store {
     const handle: StoreTx = {
       db,
       tables: pgSchema as unknown as StoreTables,
+      pgRows: async (query) => (await (db as unknown as PgliteDatabase).execute(query)).rows as Array<Record<string, unknown>>,
       prepared: <Q>(name: string, build: (db: QueryDb) => Q): Q => {
         let q = prepared.get(name) as Q | undefined;
         if (q === undefined) {

@@ -1,5 +1,5 @@
 import pg from "pg";
-import { drizzle } from "drizzle-orm/node-postgres";
+import { drizzle, type NodePgDatabase } from "drizzle-orm/node-postgres";
 import { StoreBusyError } from "../store-busy.js";
 import type { QueryDb, Store, StoreTables, StoreTx } from "../store.port.js";
 import { compareSchema, type SchemaState } from "../schema-version.js";
@@ -168,6 +168,7 @@ function newConnection(client: pg.PoolClient): PooledConnection {
   const handle: StoreTx = {
     db,
     tables,
+    pgRows: async (query) => (await (db as unknown as NodePgDatabase).execute(query)).rows,
     prepared: <Q>(name: string, build: (db: QueryDb) => Q): Q => {
       let q = prepared.get(name) as Q | undefined;
       if (q === undefined) {

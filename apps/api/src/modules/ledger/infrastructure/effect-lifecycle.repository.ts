@@ -1,0 +1,207 @@
+// The usual case of a Driver's claim and success report, each as one compare-and-set plus its attempt row (one PostgreSQL round trip).
+import { and, eq, exists, inArray, or, sql, type SQL } from "drizzle-orm";
+import { firstRow } from "../../../platform/db/rows.js";
+import type { QueryDb, StoreTables, StoreTx } from "../../../platform/db/store.port.js";
+
+/**
+ * A value of a statement built once for both dialects: on SQLite a `sql.placeholder` of a prepared
+ * query (built once per store), on PostgreSQL the value itself, bound as a parameter of the one `WITH`
+ * statement that also writes the attempt.
+ */
+type Arg = (name: string) => SQL;
+
+const placeholder: Arg = (name) => sql`${sql.placeholder(name)}`;
+const valueOf =
+  (values: Record<string, unknown>): Arg =>
+  (name) =>
+    sql`${values[name]}`;
+
+/** True while instance `driverInstanceId` is `connected` on `connectionId` (docs/DESIGN.md §3 rule 11). */
+function currentConnection(db: QueryDb, t: StoreTables, arg: Arg): SQL {
+  const d = t.driverInstances;
+  return exists(
+    db
+      .select({ one: sql`1` })
+      .from(d)
+      .where(and(eq(d.id, arg("driverInstanceId")), eq(d.status, "connected"), eq(d.connectionId, arg("connectionId")))),
+  );
+}
+
+/** The claim's `intent → executing` compare-and-set (see {@link effectLifecycleRepository.claimIntent}). */
+function claimUpdate(db: QueryDb, t: StoreTables, arg: Arg) {
+  const { externalToolEffects: e, driverCommands: c } = t;
+  return db
+    .update(e)
+    .set({
+      status: "executing",
+      version: sql`${e.version} + 1`,
+      attemptCount: sql`${e.attemptCount} + 1`,
+      firstDispatchedAtMs: sql`coalesce(${e.firstDispatchedAtMs}, ${arg("nowMs")})`,
+      lastDispatchedAtMs: arg("nowMs"),
+      sendWithinMs: arg("sendWithinMs"),
+      updatedAtMs: arg("nowMs"),
+    })
+    .where(
+      and(
+        eq(e.commandId, arg("commandId")),
+        eq(e.status, "intent"),
+        currentConnection(db, t, arg),
+        exists(
+          db
+            .select({ one: sql`1` })
+            .from(c)
+            .where(
+              and(
+                eq(c.id, arg("commandId")),
+                eq(c.driverInstanceId, arg("driverInstanceId")),
+                inArray(c.status, ["queued", "delivered", "accepted"]),
+              ),
+            ),
+        ),
+      ),
+    )
+    .returning({ id: e.id, attemptCount: e.attemptCount, idempotencyKey: e.idempotencyKey });
+}
+
+/** The success report's `executing → succeeded` compare-and-set (see {@link effectLifecycleRepository.storeReportedResult}). */
+function resultUpdate(db: QueryDb, t: StoreTables, arg: Arg) {
+  const { externalToolEffects: e, externalToolEffectAttempts: a } = t;
+  return db
+    .update(e)
+    .set({
+      status: "succeeded",
+      resolution: "provider_result",
+      version: sql`${e.version} + 1`,
+      resultJson: arg("resultJson"),
+      providerReceiptJson: arg("receiptJson"),
+      updatedAtMs: arg("nowMs"),
+    })
+    .where(
+      and(
+        eq(e.id, arg("effectId")),
+        eq(e.driverInstanceId, arg("driverInstanceId")),
+        eq(e.status, "executing"),
+        eq(e.attemptCount, arg("attempt")),
+        eq(e.serverId, arg("serverId")),
+        eq(e.toolName, arg("toolName")),
+        eq(e.requestId, arg("requestId")),
+        or(
+          exists(
+            db
+              .select({ one: sql`1` })
+              .from(a)
+              .where(and(eq(a.effectId, arg("effectId")), eq(a.attempt, arg("attempt")), eq(a.connectionId, arg("connectionId")))),
+          ),
+          currentConnection(db, t, arg),
+        ),
+      ),
+    )
+    .returning({ commandId: e.commandId });
+}
+
+/** The attempt's end after a stored success; the send report is kept when there is one already (docs/DESIGN.md §3 rule 12). */
+function attemptFinish(db: QueryDb, t: StoreTables, arg: Arg) {
+  const a = t.externalToolEffectAttempts;
+  return db
+    .update(a)
+    .set({
+      status: "succeeded",
+      providerReceiptJson: arg("receiptJson"),
+      finishedAtMs: arg("nowMs"),
+      sendReportedAtMs: sql`coalesce(${a.sendReportedAtMs}, ${arg("nowMs")})`,
+    })
+    .where(and(eq(a.effectId, arg("effectId")), eq(a.attempt, arg("attempt"))));
+}
+
+/** What a claim that dispatched answers with: the effect, its new attempt number and its idempotency key. */
+export interface DispatchedEffect {
+  id: string;
+  attemptCount: number;
+  idempotencyKey: string;
+}
+
+/** The claim's and the success report's usual case (dialect-neutral, one `WITH` statement on PostgreSQL: docs/ARCHITECTURE.md). */
+export const effectLifecycleRepository = {
+  /**
+   * The claim's dispatch (docs/DESIGN.md §3 rule 2) as ONE compare-and-set with its attempt row: moves the
+   * effect of command `commandId` from `intent` to `executing` (attempt count + 1, dispatch times, the
+   * send-by deadline `sendWithinMs`; `nowMs` in ms) and inserts that attempt (`executing`, on `connectionId`),
+   * only while instance `driverInstanceId` is `connected` on `connectionId`, owns the command, and the command
+   * has no terminal status. Returns the claim's answer, or undefined when any of that does not hold (nothing
+   * written): the caller then reads the rows to tell the cases apart (a refusal, a fence, a stored result).
+   * SQLite: two statements; PostgreSQL: one round trip.
+   */
+  async claimIntent(
+    tx: StoreTx,
+    q: { commandId: string; driverInstanceId: string; connectionId: string; sendWithinMs: number; nowMs: number },
+  ): Promise<DispatchedEffect | undefined> {
+    if (tx.pgRows) {
+      const update = claimUpdate(tx.db, tx.tables, valueOf(q));
+      const rows = await tx.pgRows(sql`WITH claimed AS (${update.getSQL()}),
+        attempt AS (INSERT INTO "external_tool_effect_attempts" ("effect_id", "attempt", "status", "connection_id", "started_at_ms")
+          SELECT "id", "attempt_count", 'executing', ${q.connectionId}::text, ${q.nowMs}::bigint FROM claimed)
+        SELECT "id", "attempt_count", "idempotency_key" FROM claimed`);
+      const row = rows[0];
+      return row === undefined
+        ? undefined
+        : { id: String(row.id), attemptCount: Number(row.attempt_count), idempotencyKey: String(row.idempotency_key) };
+    }
+    const stmt = tx.prepared("effectLifecycle.claimIntent", (db) => claimUpdate(db, tx.tables, placeholder).prepare());
+    const claimed = firstRow(await stmt.execute(q));
+    if (claimed === undefined) return undefined;
+    const insert = tx.prepared("effectLifecycle.insertAttempt", (db) =>
+      db
+        .insert(tx.tables.externalToolEffectAttempts)
+        .values({
+          effectId: placeholder("effectId"),
+          attempt: placeholder("attempt"),
+          status: "executing",
+          connectionId: placeholder("connectionId"),
+          startedAtMs: placeholder("nowMs"),
+        })
+        .prepare(),
+    );
+    await insert.execute({ effectId: claimed.id, attempt: claimed.attemptCount, connectionId: q.connectionId, nowMs: q.nowMs });
+    return claimed;
+  },
+  /**
+   * A Driver's success report (docs/DESIGN.md §3 rules 3 and 10) as ONE compare-and-set with its attempt's
+   * end: stores the result (`resultJson`) and receipt (`receiptJson`, null: none) of effect `effectId`
+   * (`executing → succeeded`, resolution `provider_result`; `nowMs` in ms) and ends attempt `attempt`
+   * `succeeded` (its send report kept, or set to `nowMs`), only while the effect belongs to
+   * `driverInstanceId`, is `executing` at attempt `attempt`, its server, tool and request id are the
+   * result's, and `connectionId` made that attempt or is the instance's current connection. Returns the
+   * effect's command id, or undefined when any of that does not hold (nothing written): the caller then
+   * judges the report on the rows. SQLite: two statements; PostgreSQL: one round trip.
+   */
+  async storeReportedResult(
+    tx: StoreTx,
+    q: {
+      effectId: string;
+      driverInstanceId: string;
+      connectionId: string;
+      attempt: number;
+      serverId: string;
+      toolName: string;
+      requestId: string;
+      resultJson: string;
+      receiptJson: string | null;
+      nowMs: number;
+    },
+  ): Promise<string | undefined> {
+    if (tx.pgRows) {
+      const arg = valueOf(q);
+      const rows = await tx.pgRows(sql`WITH stored AS (${resultUpdate(tx.db, tx.tables, arg).getSQL()}),
+        finished AS (${attemptFinish(tx.db, tx.tables, arg).getSQL()} AND EXISTS (SELECT 1 FROM stored))
+        SELECT "command_id" FROM stored`);
+      const row = rows[0];
+      return row === undefined ? undefined : String(row.command_id);
+    }
+    const stmt = tx.prepared("effectLifecycle.storeReportedResult", (db) => resultUpdate(db, tx.tables, placeholder).prepare());
+    const stored = firstRow(await stmt.execute(q));
+    if (stored === undefined) return undefined;
+    const finish = tx.prepared("effectLifecycle.finishAttempt", (db) => attemptFinish(db, tx.tables, placeholder).prepare());
+    await finish.execute({ effectId: q.effectId, attempt: q.attempt, receiptJson: q.receiptJson, nowMs: q.nowMs });
+    return stored.commandId;
+  },
+};

@@ -1,0 +1,82 @@
+// The enqueue's writes (command with its per-instance seq, effect intent, run event) as one PostgreSQL round trip, or four SQLite statements.
+import { eq, sql } from "drizzle-orm";
+import type { DriverInstanceStatus, RunEventType, RunStatus } from "@mosoo/contracts";
+import { newUlid, TERMINAL_RUN_EVENT_TYPES } from "@mosoo/contracts";
+import type { driverCommands, externalToolEffects } from "../../../platform/db/sqlite/sqlite-schema.js";
+import type { StoreTx } from "../../../platform/db/store.port.js";
+import { commandTables, runTables } from "../application/owned-tables.port.js";
+import { effectRepository } from "./effect.repository.js";
+
+/**
+ * One intent to write: the command row without its `seq` (taken here from the instance's counter), the
+ * effect row, and the run event (`type`, `payload`) at `reservedSeq` when the caller reserved one in this
+ * transaction (the runs module's `reserveEventSeq`), else at the run's next `seq`. `nowMs`: ms since the epoch.
+ */
+export interface IntentWrite {
+  command: Omit<typeof driverCommands.$inferInsert, "seq">;
+  effect: typeof externalToolEffects.$inferInsert;
+  event: { runId: string; type: RunEventType; payload: Record<string, unknown>; reservedSeq?: number };
+  nowMs: number;
+}
+
+/** Writes of {@link IntentWrite} (dialect-neutral; one data-modifying `WITH` on PostgreSQL: docs/ARCHITECTURE.md). */
+export const intentWriteRepository = {
+  /**
+   * Bumps the Driver instance's `last_command_seq`, inserts the command at that `seq`, the effect and the
+   * run event, in the caller's transaction (SQLite: four or five statements; PostgreSQL: one round trip).
+   * Returns the command's `seq`, the instance's `status` as the bump saw it under the row's lock, and, when
+   * the event's `seq` was taken here, the run's `status` as that bump saw it. Throws the store's constraint
+   * error on a broken rule (unique, CHECK, a missing instance or run), which rolls the transaction back.
+   */
+  async write(tx: StoreTx, w: IntentWrite): Promise<{ seq: number; driverStatus: DriverInstanceStatus; runStatus?: RunStatus }> {
+    const { event } = w;
+    if (!tx.pgRows) {
+      const { seq, status: driverStatus } = await commandTables().nextSeq(tx, w.command.driverInstanceId);
+      await commandTables().insert(tx, { ...w.command, seq });
+      await effectRepository.insert(tx, w.effect);
+      if (event.reservedSeq !== undefined) {
+        await runTables().insertEvent(tx, event.runId, event.reservedSeq, event.type, event.payload, w.nowMs);
+        return { seq, driverStatus };
+      }
+      const { runStatus } = await runTables().appendEventSeeingRun(tx, event.runId, event.type, event.payload, w.nowMs);
+      return { seq, driverStatus, runStatus };
+    }
+    const { driverInstances: d, sessionRuns: r, driverCommands: c, externalToolEffects: e, runEvents: ev } = tx.tables;
+    const numbered = tx.db
+      .update(d)
+      .set({ lastCommandSeq: sql`${d.lastCommandSeq} + 1` })
+      .where(eq(d.id, w.command.driverInstanceId))
+      .returning({ seq: d.lastCommandSeq, status: d.status });
+    const bumped = tx.db
+      .update(r)
+      .set({ lastEventSeq: sql`${r.lastEventSeq} + 1` })
+      .where(eq(r.id, event.runId))
+      .returning({ seq: r.lastEventSeq, status: r.status });
+    const command = tx.db.insert(c).values({ ...w.command, seq: sql`(SELECT "last_command_seq" FROM numbered)` });
+    const effect = tx.db.insert(e).values(w.effect);
+    const eventRow = tx.db.insert(ev).values({
+      id: newUlid(w.nowMs),
+      runId: event.runId,
+      seq: event.reservedSeq ?? sql`(SELECT "last_event_seq" FROM bumped)`,
+      type: event.type,
+      terminal: TERMINAL_RUN_EVENT_TYPES.includes(event.type),
+      payloadJson: JSON.stringify(event.payload),
+      createdAtMs: w.nowMs,
+    });
+    const rows = await tx.pgRows(
+      event.reservedSeq !== undefined
+        ? sql`WITH numbered AS (${numbered.getSQL()}), command AS (${command.getSQL()}), effect AS (${effect.getSQL()}),
+            event AS (${eventRow.getSQL()}) SELECT "last_command_seq", "status" FROM numbered`
+        : sql`WITH numbered AS (${numbered.getSQL()}), bumped AS (${bumped.getSQL()}), command AS (${command.getSQL()}),
+            effect AS (${effect.getSQL()}), event AS (${eventRow.getSQL()})
+            SELECT "last_command_seq", numbered."status", (SELECT "status" FROM bumped) AS "run_status" FROM numbered`,
+    );
+    const row = rows[0];
+    if (row === undefined) throw new Error(`no Driver instance ${w.command.driverInstanceId} to number a command of`);
+    return {
+      seq: Number(row.last_command_seq),
+      driverStatus: row.status as DriverInstanceStatus,
+      ...(event.reservedSeq !== undefined ? {} : { runStatus: row.run_status as RunStatus }),
+    };
+  },
+};
