@@ -2,7 +2,7 @@ import { randomBytes } from "node:crypto";
 import type { KeyPlacement } from "@mosoo/contracts";
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { entryPoints } from "./workspace-paths.js";
+import { entryPoints, type EntryMode } from "./workspace-paths.js";
 import { ManagedProcess } from "./managed-process.js";
 
 /**
@@ -116,7 +116,7 @@ export async function startApiProcess(
   const proc = new ManagedProcess({
     name,
     command: e.node,
-    args: [...e.nodeArgs, e.api.main],
+    args: e.api.args,
     cwd: e.api.cwd,
     env: { ...storeEnv(store), MOSOO_PORT: "0", MOSOO_LOG_LEVEL: "info", ...credentialsEnv(credentials), ...env },
   });
@@ -171,7 +171,8 @@ export function writeMcpConfig(dir: string, servers: Record<string, string>, key
  * instances on one store: one `--api-url` each, in order; the Driver fails over between them), with the API's
  * `enrollmentToken` in its environment (MOSOO_DRIVER_ENROLLMENT_TOKEN). With the same
  * `stateFile` as an earlier Driver it reconnects as the same Driver instance (a restart). With
- * `finalizeOnExit`, a SIGTERM makes it finalize its instance (the run ends) before it exits.
+ * `finalizeOnExit`, a SIGTERM makes it finalize its instance (the run ends) before it exits. `entry`
+ * (default `tsx`) says whether it runs from its TypeScript source or its compiled build (see {@link EntryMode}).
  */
 export async function startDriverProcess(opts: {
   apiUrl: string | readonly string[];
@@ -182,14 +183,14 @@ export async function startDriverProcess(opts: {
   finalizeOnExit?: boolean;
   /** Extra environment variables (e.g. the `OTEL_*` ones that switch tracing on). */
   env?: Record<string, string>;
+  entry?: EntryMode;
 }): Promise<DriverProcess> {
-  const e = entryPoints();
+  const e = entryPoints(opts.entry);
   const proc = new ManagedProcess({
     name: opts.name,
     command: e.node,
     args: [
-      ...e.nodeArgs,
-      e.driver.main,
+      ...e.driver.args,
       ...(typeof opts.apiUrl === "string" ? [opts.apiUrl] : opts.apiUrl).flatMap((url) => ["--api-url", url]),
       ...["--state-file", opts.stateFile, "--mcp-config", opts.mcpConfigFile, "--name", opts.name],
       ...(opts.finalizeOnExit ? ["--finalize-on-exit"] : []),

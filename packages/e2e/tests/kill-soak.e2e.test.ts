@@ -1,9 +1,10 @@
-import { mkdtempSync, rmSync } from "node:fs";
+import { existsSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
 import { classifyEffect, soakFailed } from "../src/soak/soak-counts.js";
 import { runSoak } from "../src/soak/soak-runner.js";
+import { buildCompiledApps, entryPoints } from "../src/workspace-paths.js";
 
 const dirs: string[] = [];
 afterAll(() => dirs.forEach((d) => rmSync(d, { recursive: true, force: true })));
@@ -73,6 +74,16 @@ describe("kill soak", () => {
   it.each(CLASSES)("classifies %s", (_name, effect, truth, expected) => {
     expect(classifyEffect(effect, truth)).toBe(expected);
   });
+
+  it("starts the API and the Driver from their compiled build in compiled mode (no loader), from the sources through tsx by default", () => {
+    buildCompiledApps();
+    const compiled = entryPoints("compiled");
+    for (const app of [compiled.api, compiled.driver]) {
+      expect(app.args).toEqual(["dist/main.js"]);
+      expect(existsSync(join(app.cwd, "dist", "main.js"))).toBe(true);
+    }
+    expect(entryPoints().driver.args).toEqual(["--import", "tsx", "src/main.ts"]);
+  }, 60_000);
 
   it("smoke: 3 SIGKILLs of real Driver processes, recovery, no lost/duplicated/phantom effect", async () => {
     const workDir = mkdtempSync(join(tmpdir(), "mosoo-soak-smoke-"));

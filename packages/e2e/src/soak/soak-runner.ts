@@ -18,7 +18,7 @@ import getPort from "get-port";
 import { startPostgres, type RunningPostgres } from "@mosoo/test-postgres";
 import { ProviderControlClient, RunApiClient } from "../http-clients.js";
 import { ManagedProcess } from "../managed-process.js";
-import { entryPoints } from "../workspace-paths.js";
+import { buildCompiledApps, entryPoints, type EntryMode } from "../workspace-paths.js";
 import {
   credentialsEnv,
   FIXTURE_ADAPTER_PACKAGE,
@@ -46,7 +46,9 @@ export type SoakStore = "sqlite" | "postgres";
  * `heartbeatTtlMs` (the API's `MOSOO_HEARTBEAT_TTL_MS`, default {@link DEFAULT_SOAK_HEARTBEAT_TTL_MS}),
  * `lateRestartRatio` (0–1: killed Drivers restarted only after the TTL, so they are finalized; default
  * {@link DEFAULT_LATE_RESTART_RATIO}), `dbFaults` (database faults, default 0; above 0 only with
- * `postgres`), `reconciliation` (the API's `MOSOO_EFFECT_RECONCILIATION`, default true).
+ * `postgres`), `reconciliation` (the API's `MOSOO_EFFECT_RECONCILIATION`, default true), `entry` (how the
+ * API and Driver processes run, default `compiled`: built once at the start, see {@link EntryMode}; the
+ * same processes, signals and schedule either way, a compiled start only costs less CPU).
  */
 export interface SoakOptions {
   kills: number;
@@ -60,6 +62,7 @@ export interface SoakOptions {
   lateRestartRatio?: number;
   dbFaults?: number;
   reconciliation?: boolean;
+  entry?: EntryMode;
   /** Progress lines. */
   log: (line: string) => void;
 }
@@ -125,7 +128,8 @@ interface Slot {
 /**
  * Runs the soak; see the module comment.
  * @throws Error `soak.instances_need_postgres` when `apiInstances` > 1 on SQLite (one API process per
- *   SQLite file), `soak.db_faults_need_postgres` when `dbFaults` > 0 on SQLite; the errors of a process that does not start (`e2e.timeout`, `e2e.process_exited`).
+ *   SQLite file), `soak.db_faults_need_postgres` when `dbFaults` > 0 on SQLite; the errors of a process that does not start (`e2e.timeout`, `e2e.process_exited`);
+ *   the build's error (`build.failed`) in `compiled` mode.
  */
 export async function runSoak(opts: SoakOptions): Promise<SoakReport> {
   const storeKind = opts.store ?? "sqlite";
@@ -135,6 +139,10 @@ export async function runSoak(opts: SoakOptions): Promise<SoakReport> {
   if ((opts.dbFaults ?? 0) > 0 && storeKind !== "postgres")
     throw new Error("soak.db_faults_need_postgres: --db-faults needs --store postgres (the soak faults its own PostgreSQL server)");
   const started = Date.now();
+  if ((opts.entry ?? "compiled") === "compiled") {
+    buildCompiledApps();
+    opts.log(`soak: API and Driver built (compiled entries) in ${((Date.now() - started) / 1000).toFixed(1)} s`);
+  }
   let pgServer: RunningPostgres | null = null;
   try {
     if (storeKind === "postgres") {
@@ -153,7 +161,8 @@ async function soak(opts: SoakOptions, instanceCount: number, pgServer: RunningP
   const ttlMs = opts.heartbeatTtlMs ?? DEFAULT_SOAK_HEARTBEAT_TTL_MS;
   const lateRatio = opts.lateRestartRatio ?? DEFAULT_LATE_RESTART_RATIO;
   const reconciliation = opts.reconciliation ?? true;
-  const e = entryPoints();
+  const entry = opts.entry ?? "compiled";
+  const e = entryPoints(entry);
   const apiDb = join(opts.workDir, "api.db");
   const providerDb = join(opts.workDir, "provider.db");
   const provider: ProviderProcess = await startProviderProcess(providerDb, ["--fence-on-lookup-miss", "--log-level", "warn"]);
@@ -177,7 +186,7 @@ async function soak(opts: SoakOptions, instanceCount: number, pgServer: RunningP
       const proc = new ManagedProcess({
         name: `api-${i}`,
         command: e.node,
-        args: [...e.nodeArgs, e.api.main],
+        args: e.api.args,
         cwd: e.api.cwd,
         env: {
           ...storeEnv(store),
@@ -235,6 +244,7 @@ async function soak(opts: SoakOptions, instanceCount: number, pgServer: RunningP
           mcpConfigFile,
           name: slot.name,
           enrollmentToken: credentials.enrollmentToken,
+          entry,
         });
         d.proc.lines.length = 0;
         if (slot.instanceId && slot.instanceId !== d.driverInstanceId) {

@@ -1,7 +1,7 @@
 /**
  * `npm run soak -- --kills N [--seed S] [--drivers D] [--api-kill-ratio R] [--store sqlite|postgres]
  * [--api-instances N] [--db-faults N] [--heartbeat-ttl-ms MS] [--late-restart-ratio R]
- * [--reconciliation on|off] [--keep]`: the real-process kill soak (see soak-runner.ts). Prints progress
+ * [--reconciliation on|off] [--entry compiled|tsx] [--keep]`: the real-process kill soak (see soak-runner.ts). Prints progress
  * lines, the seed, one JSON line of counts (soak-counts.ts defines each), and a final line
  * `soak: ok: lost 0, duplicated 0, phantom 0, stuck 0, unknown-but-committed 0, healthy Drivers finalized 0 (...)`
  * (or `soak: FAILED: ...`; the last two are defined in soak-verdicts.ts). Exit code: 0 when all six are 0
@@ -12,6 +12,7 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { Command, InvalidArgumentError, Option } from "commander";
+import type { EntryMode } from "../workspace-paths.js";
 import { soakTally, soakVerdictFailed } from "./soak-verdicts.js";
 import { DEFAULT_LATE_RESTART_RATIO, DEFAULT_SOAK_HEARTBEAT_TTL_MS, runSoak, type SoakStore } from "./soak-runner.js";
 
@@ -59,6 +60,14 @@ const program = new Command("soak")
       "off",
     ]),
   )
+  .addOption(
+    new Option(
+      "--entry <mode>",
+      "how the API and Driver processes run: their compiled build (scripts/build.mjs, built at the start) or their TypeScript sources through tsx",
+    )
+      .choices(["compiled", "tsx"])
+      .default("compiled"),
+  )
   .option("--keep", "keep the work folder (SQLite files) for inspection", false)
   .exitOverride();
 try {
@@ -77,6 +86,7 @@ const o = program.opts<{
   heartbeatTtlMs: number;
   lateRestartRatio: number;
   reconciliation?: "on" | "off";
+  entry: EntryMode;
   keep: boolean;
 }>();
 if (o.apiInstances > 1 && o.store !== "postgres") {
@@ -92,7 +102,7 @@ const reconciliation = (o.reconciliation ?? (o.dbFaults > 0 ? "off" : "on")) ===
 const seed = o.seed ?? Math.floor(Math.random() * 2 ** 31);
 const workDir = mkdtempSync(join(tmpdir(), "mosoo-soak-"));
 console.log(
-  `soak: seed ${seed}, ${o.kills} kills, ${o.drivers} Drivers, store ${o.store}, ${o.apiInstances} API instance(s), API kill ratio ${o.apiKillRatio}, ${o.dbFaults} database faults, heartbeat TTL ${o.heartbeatTtlMs} ms, late restart ratio ${o.lateRestartRatio}, reconciliation ${reconciliation ? "on" : "off"}, work dir ${workDir}`,
+  `soak: seed ${seed}, ${o.kills} kills, ${o.drivers} Drivers, store ${o.store}, ${o.apiInstances} API instance(s), API kill ratio ${o.apiKillRatio}, ${o.dbFaults} database faults, heartbeat TTL ${o.heartbeatTtlMs} ms, late restart ratio ${o.lateRestartRatio}, reconciliation ${reconciliation ? "on" : "off"}, entry ${o.entry}, work dir ${workDir}`,
 );
 try {
   const report = await runSoak({
@@ -106,6 +116,7 @@ try {
     heartbeatTtlMs: o.heartbeatTtlMs,
     lateRestartRatio: o.lateRestartRatio,
     reconciliation,
+    entry: o.entry,
     workDir,
     log: (l) => console.log(l),
   });
@@ -120,7 +131,7 @@ try {
       ` ${report.driverKills} Driver kills, ${report.apiKills} API kills; database faults ${f.pause + f.crash + f.terminate}: pause ${f.pause}, crash ${f.crash}, terminate ${f.terminate};` +
       ` Driver restarts: ${report.sameInstanceRestarts} same instance, ${report.finalizations} finalized and replaced; ${report.enqueued} tool calls, wall ${(report.wallMs / 1000).toFixed(1)} s)` +
       (failed
-        ? ` (replay: --seed ${seed} --kills ${o.kills} --drivers ${o.drivers} --store ${o.store} --api-instances ${o.apiInstances} --db-faults ${o.dbFaults} --heartbeat-ttl-ms ${o.heartbeatTtlMs} --late-restart-ratio ${o.lateRestartRatio} --reconciliation ${reconciliation ? "on" : "off"})`
+        ? ` (replay: --seed ${seed} --kills ${o.kills} --drivers ${o.drivers} --store ${o.store} --api-instances ${o.apiInstances} --db-faults ${o.dbFaults} --heartbeat-ttl-ms ${o.heartbeatTtlMs} --late-restart-ratio ${o.lateRestartRatio} --reconciliation ${reconciliation ? "on" : "off"} --entry ${o.entry})`
         : ""),
   );
   process.exitCode = failed ? 1 : 0;
