@@ -1,5 +1,4 @@
-import PQueue from "p-queue";
-import type { TransactionOptions } from "../../../platform/db/store.port.js";
+import type { StoreTx, TransactionOptions } from "../../../platform/db/store.port.js";
 import { newUlid, type ReconciliationTrigger } from "@mosoo/contracts";
 import type { ReconciliationAdapter } from "@mosoo/effect-reconciliation";
 import { askAdapter } from "@mosoo/effect-reconciliation/host";
@@ -20,6 +19,7 @@ import { ReconciliationAdmission, toReconcilable } from "./reconciliation-admiss
 import { adapterRefOf, ReconciliationOutcomeWriter } from "./reconciliation-outcome-writer.service.js";
 import type { ReconciliationSettings } from "./reconciliation-settings.config.js";
 import { RetentionCanary } from "./retention-canary.service.js";
+import { runLeasedPool } from "./leased-lookup-pool.service.js";
 
 /**
  * An effect whose lease a reconciler holds: the row as read before the lease (`effect`), its bound
@@ -147,13 +147,18 @@ export class EffectReconciler implements EffectReconciliationPort {
    * reconciler holds (or took meanwhile) is `ineligible` with reason {@link LEASED_ELSEWHERE}, nothing
    * written. Only leases are
    * batched: every outcome still commits in its own transaction ({@link reconcileLeased}).
+   * `effects` may also be a reader run first inside the lease transaction (the sweep reads its due
+   * page there, so another instance's leases committed before it are not even read).
    */
-  async leaseBatch(effects: readonly EffectRow[], trigger: ReconciliationTrigger): Promise<Array<LeasedOrNot>> {
+  async leaseBatch(
+    effects: readonly EffectRow[] | ((tx: StoreTx) => Promise<readonly EffectRow[]>),
+    trigger: ReconciliationTrigger,
+  ): Promise<Array<LeasedOrNot>> {
     const startedAtMs = this.ctx.clock.nowMs();
     const lost: Array<{ effect: EffectRow; adapter: ReconciliationAdapter }> = [];
     const out = await this.ctx.store.transaction(async (tx) => {
       const rows: LeasedOrNot[] = [];
-      for (const row of effects) {
+      for (const row of typeof effects === "function" ? await effects(tx) : effects) {
         const admitted = this.admission.admit(row, trigger);
         if ("kind" in admitted) {
           rows.push(admitted);
@@ -362,57 +367,41 @@ export class EffectReconciler implements EffectReconciliationPort {
    * rejects the returned promise.
    */
   async reconcileMany(source: Iterator<EffectRow> | AsyncIterator<EffectRow>, opts: ReconcileManyOptions): Promise<void> {
-    const batchSize = Math.max(1, opts.concurrency);
-    const buffer: LeasedOrNot[] = [];
-    const shouldStart = opts.shouldStart ?? (() => true);
-    const leaseBatch = (rows: EffectRow[]) => this.leaseBatch(rows, opts.trigger);
-    // Pulled lazily, one item whenever a lookup slot is free: the next page of rows is read
-    // and leased (one transaction per batch) only when the buffered leases are used up.
-    async function* leased(): AsyncGenerator<LeasedOrNot> {
-      while (shouldStart()) {
-        if (buffer.length === 0) {
-          const rows: EffectRow[] = [];
-          for (let next = await source.next(); !next.done; next = await source.next()) {
-            rows.push(next.value);
-            if (rows.length >= batchSize) break;
-          }
-          if (rows.length === 0) return;
-          buffer.push(...(await leaseBatch(rows)));
+    // the next rows are pulled and leased (one transaction per batch) only when the buffered leases are used up
+    await this.reconcileBatches(async (max) => {
+      const rows: EffectRow[] = [];
+      for (let next = await source.next(); !next.done; next = await source.next()) {
+        rows.push(next.value);
+        if (rows.length >= max) break;
+      }
+      return rows.length === 0 ? null : await this.leaseBatch(rows, opts.trigger);
+    }, opts);
+  }
+
+  /**
+   * The worker pool of {@link reconcileMany}: `nextBatch(max)` answers the next leased batch (at most
+   * `max` = `opts.concurrency` items, each a lease or why no lookup will be made), or null when the
+   * work ran out; it is called only when the previous batch is used up. Each leased item is looked up
+   * and committed as {@link reconcileLeased}; the rest is the same as {@link reconcileMany}.
+   */
+  async reconcileBatches(nextBatch: (max: number) => Promise<LeasedOrNot[] | null>, opts: ReconcileManyOptions): Promise<void> {
+    await runLeasedPool({
+      nextBatch,
+      concurrency: opts.concurrency,
+      shouldStart: opts.shouldStart ?? (() => true),
+      run: async (item) => {
+        const isLeased = "owner" in item;
+        const effectId = isLeased ? item.effect.id : item.effect?.id;
+        try {
+          const result = isLeased ? await this.reconcileLeased(item, opts.trigger, opts) : item;
+          await opts.onResult(result, effectId);
+        } catch (err) {
+          if (!opts.onError) throw err;
+          opts.onError(err, effectId);
         }
-        const item = buffer.shift();
-        if (item) yield item;
-      }
-    }
-    // Backpressure: the next item is pulled only once the queue has started the previous one, so at
-    // most `concurrency` lookups run and one waits; rows stream through in pages, never all at once.
-    const queue = new PQueue({ concurrency: Math.max(1, opts.concurrency) });
-    let failure: { error: unknown } | undefined;
-    const run = async (item: LeasedOrNot): Promise<void> => {
-      const isLeased = "owner" in item;
-      const effectId = isLeased ? item.effect.id : item.effect?.id;
-      try {
-        const result = isLeased ? await this.reconcileLeased(item, opts.trigger, opts) : item;
-        await opts.onResult(result, effectId);
-      } catch (err) {
-        if (!opts.onError) throw err;
-        opts.onError(err, effectId);
-      }
-    };
-    try {
-      for await (const item of leased()) {
-        queue
-          .add(() => run(item))
-          .catch((error: unknown) => {
-            failure ??= { error };
-          });
-        await queue.onSizeLessThan(1);
-        if (failure) break;
-      }
-      await queue.onIdle();
-    } finally {
-      await this.releaseLeases(buffer.splice(0).filter((b): b is LeasedEffect => "owner" in b));
-    }
-    if (failure) throw failure.error;
+      },
+      release: (unused) => this.releaseLeases(unused.filter((b): b is LeasedEffect => "owner" in b)),
+    });
   }
 
   /**

@@ -180,6 +180,9 @@ export const reconciliationRepository = {
    * and only those with an id after `afterId` when given (keyset pagination: a caller pages through
    * every due effect with `afterId` = the last id of the previous page, holding one page at a time).
    * Effects no adapter can look up are excluded in SQL, so they can never crowd out due ones.
+   * With `opts.skipLocked` (PostgreSQL only; call it inside the write transaction that leases the
+   * rows) the rows are locked `FOR UPDATE SKIP LOCKED`: rows another transaction holds (another API
+   * instance leasing them right now) are skipped rather than read, waited for and lost.
    */
   async listDue(
     tx: StoreTx,
@@ -187,13 +190,14 @@ export const reconciliationRepository = {
     limit: number,
     eligible: ReadonlyArray<{ serverId: string; tools: readonly string[] }>,
     afterId?: string,
+    opts: { skipLocked?: boolean } = {},
   ): Promise<Array<typeof externalToolEffects.$inferSelect>> {
     if (eligible.length === 0) return [];
     const externalToolEffects = tx.tables.externalToolEffects;
     const bound = or(
       ...eligible.map((e) => and(eq(externalToolEffects.serverId, e.serverId), inArray(externalToolEffects.toolName, [...e.tools]))),
     );
-    return tx.db
+    const query = tx.db
       .select()
       .from(externalToolEffects)
       .where(
@@ -211,5 +215,14 @@ export const reconciliationRepository = {
       )
       .orderBy(asc(externalToolEffects.id))
       .limit(limit);
+    // The PostgreSQL store's builder is drizzle's node-postgres one (typed as SQLite's, see store.port.ts): its select has `.for()`.
+    if (opts.skipLocked)
+      return (query as unknown as LockableSelect<typeof externalToolEffects.$inferSelect>).for("update", { skipLocked: true });
+    return query;
   },
 };
+
+/** The row-locking clause of drizzle's PostgreSQL select (`SELECT … FOR UPDATE SKIP LOCKED`), absent from the SQLite builder's type. */
+interface LockableSelect<Row> {
+  for(strength: "update", config: { skipLocked: true }): Promise<Row[]>;
+}
