@@ -158,68 +158,52 @@ export class EffectReconciler implements EffectReconciliationPort {
     const lost: Array<{ effect: EffectRow; adapter: ReconciliationAdapter }> = [];
     const out = await this.ctx.store.transaction(async (tx) => {
       const rows: LeasedOrNot[] = [];
+      // Admission first (per row, as reconcile does), then every admitted row's lease in ONE statement
+      // (each row still a compare-and-set on status, version and no live lease; one owner token per batch).
+      const admitted: Array<{ at: number; adapter: ReconciliationAdapter; effect: EffectRow }> = [];
       for (const row of typeof effects === "function" ? await effects(tx) : effects) {
-        const admitted = this.admission.admit(row, trigger);
-        if ("kind" in admitted) {
-          rows.push(admitted);
+        const verdict = this.admission.admit(row, trigger);
+        if ("kind" in verdict) rows.push(verdict);
+        else admitted.push({ at: rows.push(verdict as unknown as LeasedOrNot) - 1, ...verdict });
+      }
+      const owner = newUlid(startedAtMs);
+      const expiresAtMs = startedAtMs + this.settings.leaseMs;
+      const taken = await reconciliationRepository.acquireLeases(
+        tx,
+        admitted.map(({ effect }) => ({ effectId: effect.id, version: effect.version })),
+        owner,
+        startedAtMs,
+        expiresAtMs,
+      );
+      for (const { at, adapter, effect } of admitted) {
+        if (taken.has(effect.id)) {
+          rows[at] = { effect, adapter, owner, leasedVersion: effect.version + 1, startedAtMs } satisfies LeasedEffect;
           continue;
         }
-        const { adapter, effect } = admitted;
-        const owner = newUlid(startedAtMs);
-        if (
-          !(await reconciliationRepository.acquireLease(
-            tx,
-            effect.id,
-            effect.version,
-            owner,
-            startedAtMs,
-            startedAtMs + this.settings.leaseMs,
-          ))
-        ) {
-          // The row changed since the caller read it: if it may no longer be looked up (resolved,
-          // rescheduled, flagged), say why, as reconcile would on a fresh read; else another reconciler holds it.
-          const currentRow = await effectRepository.findById(tx, effect.id);
-          const current = this.admission.admit(currentRow, trigger);
-          if ("kind" in current) {
-            rows.push(current);
-            continue;
-          }
-          if (trigger === "sweep") {
-            // Several API instances sweep one backlog (docs/DESIGN.md §11). No lease on the current row:
-            // only its version moved since the page read (another instance leased it, then gave the unused
-            // lease back at the end of its pass), so the lease is taken on the current row. A live lease:
-            // another instance's sweep leased it after this one read its page; the sweep's own read would no
-            // longer list it (`listDue` skips live leases), so it is skipped and no `superseded` record is
-            // written (no lookup raced).
-            const row = current.effect;
-            if (
-              !hasLiveLease(row, startedAtMs) &&
-              (await reconciliationRepository.acquireLease(
-                tx,
-                row.id,
-                row.version,
-                owner,
-                startedAtMs,
-                startedAtMs + this.settings.leaseMs,
-              ))
-            ) {
-              rows.push({
-                effect: row,
-                adapter: current.adapter,
-                owner,
-                leasedVersion: row.version + 1,
-                startedAtMs,
-              } satisfies LeasedEffect);
-              continue;
-            }
-            rows.push({ kind: "ineligible", reasonCode: LEASED_ELSEWHERE, effect: row });
-            continue;
-          }
-          lost.push(admitted);
-          rows.push({ kind: "superseded" as const, effect });
+        // The row changed since the caller read it: if it may no longer be looked up (resolved,
+        // rescheduled, flagged), say why, as reconcile would on a fresh read; else another reconciler holds it.
+        const current = this.admission.admit(await effectRepository.findById(tx, effect.id), trigger);
+        if ("kind" in current) {
+          rows[at] = current;
           continue;
         }
-        rows.push({ effect, adapter, owner, leasedVersion: effect.version + 1, startedAtMs } satisfies LeasedEffect);
+        if (trigger === "sweep") {
+          // Several API instances sweep one backlog (docs/DESIGN.md §11). No lease on the current row:
+          // only its version moved since the page read (another instance leased it, then gave the unused
+          // lease back at the end of its pass), so the lease is taken on the current row. A live lease:
+          // another instance's sweep leased it after this one read its page; the sweep's own read would no
+          // longer list it (`listDue` skips live leases), so it is skipped and no `superseded` record is
+          // written (no lookup raced).
+          const row = current.effect;
+          rows[at] =
+            !hasLiveLease(row, startedAtMs) &&
+            (await reconciliationRepository.acquireLease(tx, row.id, row.version, owner, startedAtMs, expiresAtMs))
+              ? ({ effect: row, adapter: current.adapter, owner, leasedVersion: row.version + 1, startedAtMs } satisfies LeasedEffect)
+              : { kind: "ineligible", reasonCode: LEASED_ELSEWHERE, effect: row };
+          continue;
+        }
+        lost.push({ effect, adapter });
+        rows[at] = { kind: "superseded" as const, effect };
       }
       return rows;
     });

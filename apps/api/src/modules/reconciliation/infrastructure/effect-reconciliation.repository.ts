@@ -40,6 +40,48 @@ export const reconciliationRepository = {
     return rows.length > 0;
   },
   /**
+   * {@link acquireLease} for several effects in ONE statement, each row its own compare-and-set on
+   * (status `unknown`, its `version`, no live lease at `nowMs`), all under the one `owner` token until
+   * `expiresAtMs` (ms); each lease taken counts its lookup and bumps the version. Returns the ids of
+   * the effects leased (the others changed since they were read, or another reconciler holds them).
+   */
+  async acquireLeases(
+    tx: StoreTx,
+    effects: ReadonlyArray<{ effectId: string; version: number }>,
+    owner: string,
+    nowMs: number,
+    expiresAtMs: number,
+  ): Promise<Set<string>> {
+    if (effects.length === 0) return new Set();
+    if (effects.length === 1) {
+      const [one] = effects;
+      const taken = await reconciliationRepository.acquireLease(tx, one!.effectId, one!.version, owner, nowMs, expiresAtMs);
+      return new Set(taken ? [one!.effectId] : []);
+    }
+    const externalToolEffects = tx.tables.externalToolEffects;
+    const rows = await tx.db
+      .update(externalToolEffects)
+      .set({
+        leaseOwner: owner,
+        leaseExpiresAtMs: expiresAtMs,
+        lookupCount: sql`${externalToolEffects.lookupCount} + 1`,
+        version: sql`${externalToolEffects.version} + 1`,
+      })
+      .where(
+        and(
+          inArray(
+            externalToolEffects.id,
+            effects.map((e) => e.effectId),
+          ),
+          or(...effects.map((e) => and(eq(externalToolEffects.id, e.effectId), eq(externalToolEffects.version, e.version)))),
+          eq(externalToolEffects.status, "unknown"),
+          or(isNull(externalToolEffects.leaseOwner), lt(externalToolEffects.leaseExpiresAtMs, nowMs)),
+        ),
+      )
+      .returning({ id: externalToolEffects.id });
+    return new Set(rows.map((r) => r.id));
+  },
+  /**
    * Writes the outcome of a lookup as a compare-and-set on (status `unknown`, `version`, lease
    * `owner`): sets `set`, releases the lease and bumps the version (the lookup was counted when the
    * lease was taken). Returns the
