@@ -1,3 +1,4 @@
+import { setMaxListeners } from "node:events";
 import type { LookupContext, LookupRequest, ReconciliationAdapter } from "../author/adapter.contract.js";
 import { AdapterCrashedError } from "./adapter-source.contract.js";
 
@@ -46,6 +47,8 @@ function batchTimeoutSignal(timeoutMs: number): AbortSignal {
   )
     return shared.signal;
   const signal = AbortSignal.timeout(timeoutMs);
+  // every call sharing it adds its own listeners (removed when it settles): no "possible leak" warning
+  setMaxListeners(0, signal);
   sharedTimeout = { timeoutMs, createdAtMs: nowMs, signal };
   return signal;
 }
