@@ -54,6 +54,8 @@ export interface RecoveryResult {
   bareCommitUs: { before: number; after: number };
   /** The costliest SQL statements of the run (ms in all, calls), see `DbTimeMeter.topStatements`. */
   topStatements: Array<{ sql: string; ms: number; calls: number }>;
+  /** CPU time of this process (the API: user + system, `process.cpuUsage`) per resolved effect over the recovery (ms; its adapter processes not included). */
+  cpuMsPerOutcome: number;
   /** Sandboxed adapter processes alive at the end of the run, and their median resident memory (bytes). */
   adapterProcesses: number;
   adapterRssMedianBytes: number;
@@ -95,6 +97,7 @@ export async function runRecovery(opts: RecoveryOptions): Promise<RecoveryResult
       `recovery: recovering ${opts.effects} effects, flag ${opts.reconciliation ? "on" : "off"}, concurrency ${opts.concurrency}, lookup ${opts.lookupLatencyMs} ms`,
     );
     meter.reset();
+    const cpu0 = process.cpuUsage();
     const t0 = performance.now();
     const ticker = setInterval(
       () =>
@@ -114,6 +117,7 @@ export async function runRecovery(opts: RecoveryOptions): Promise<RecoveryResult
       clearInterval(ticker);
     }
     const wallMs = performance.now() - t0;
+    const cpu = process.cpuUsage(cpu0);
     const dbMsTotal = meter.totalMs();
     const topStatements = meter.topStatements(8);
     const counts = meter.counts();
@@ -137,6 +141,7 @@ export async function runRecovery(opts: RecoveryOptions): Promise<RecoveryResult
       statementsPerOutcome: resolved > 0 ? counts.statements / resolved : 0,
       bareCommitUs: { before: bareBefore, after: bareAfter },
       topStatements,
+      cpuMsPerOutcome: resolved > 0 ? (cpu.user + cpu.system) / 1000 / resolved : 0,
       adapterProcesses: adapterRss.length,
       adapterRssMedianBytes: adapterRss.length > 0 ? adapterRss.sort((a, b) => a - b)[Math.floor(adapterRss.length / 2)]! : 0,
     };

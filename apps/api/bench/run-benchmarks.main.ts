@@ -350,7 +350,7 @@ async function main(opts: BenchOptions): Promise<number> {
       measured: `${median(walls).toFixed(0)} ms (${Math.min(...walls).toFixed(0)}–${Math.max(...walls).toFixed(0)}, n=${reps})`,
       floorOrBound: `bound ${recoveryOn[0]!.boundMs.toFixed(0)} ms`,
       ratio: `${smallRatio.toFixed(2)}×`,
-      other: `DB ${median(recoveryOn.map((r) => r.dbUsPerOutcome)).toFixed(0)} µs/outcome (${recoveryOn[0]!.commitsPerOutcome.toFixed(2)} commits, ${recoveryOn[0]!.statementsPerOutcome.toFixed(1)} statements; bare commit ${median(recoveryOn.map((r) => r.bareCommitUs.before)).toFixed(0)} µs), peak RSS ${fmtMb(median(recoveryOn.map((r) => r.peakRssBytes)))}, sandboxed adapter processes ${recoveryOn[0]!.adapterProcesses} × ${fmtMb(median(recoveryOn.map((r) => r.adapterRssMedianBytes)))} RSS each, resolved ${recoveryOn.map((r) => r.resolved).join("/")}`,
+      other: `API CPU ${median(recoveryOn.map((r) => r.cpuMsPerOutcome)).toFixed(3)} ms/outcome, DB ${median(recoveryOn.map((r) => r.dbUsPerOutcome)).toFixed(0)} µs/outcome (${recoveryOn[0]!.commitsPerOutcome.toFixed(2)} commits, ${recoveryOn[0]!.statementsPerOutcome.toFixed(1)} statements; bare commit ${median(recoveryOn.map((r) => r.bareCommitUs.before)).toFixed(0)} µs), peak RSS ${fmtMb(median(recoveryOn.map((r) => r.peakRssBytes)))}, sandboxed adapter processes ${recoveryOn[0]!.adapterProcesses} × ${fmtMb(median(recoveryOn.map((r) => r.adapterRssMedianBytes)))} RSS each, resolved ${recoveryOn.map((r) => r.resolved).join("/")}`,
       target: `≤ ${TARGETS.recoveryRatio}×`,
       met: smallRatio <= TARGETS.recoveryRatio && recoveryOn.every((r) => r.resolved === r.effects) ? "yes" : "no",
     });
@@ -375,7 +375,7 @@ async function main(opts: BenchOptions): Promise<number> {
       measured: `${recoveryLargeOn.wallMs.toFixed(0)} ms (n=1)`,
       floorOrBound: `bound ${recoveryLargeOn.boundMs.toFixed(0)} ms`,
       ratio: `${largeRatio.toFixed(2)}×`,
-      other: `peak RSS ${fmtMb(recoveryLargeOn.peakRssBytes)} (at start ${fmtMb(recoveryLargeOn.rssBeforeBytes)}), DB ${recoveryLargeOn.dbUsPerOutcome.toFixed(0)} µs/outcome, resolved ${recoveryLargeOn.resolved}`,
+      other: `peak RSS ${fmtMb(recoveryLargeOn.peakRssBytes)} (at start ${fmtMb(recoveryLargeOn.rssBeforeBytes)}), API CPU ${recoveryLargeOn.cpuMsPerOutcome.toFixed(3)} ms/outcome, DB ${recoveryLargeOn.dbUsPerOutcome.toFixed(0)} µs/outcome, resolved ${recoveryLargeOn.resolved}`,
       target: `RSS < ${fmtMb(TARGETS.recoveryRssBytes)}`,
       met: recoveryLargeOn.peakRssBytes < TARGETS.recoveryRssBytes && recoveryLargeOn.resolved === recoveryLargeOn.effects ? "yes" : "no",
     });

@@ -95,6 +95,7 @@ describe("public surface", () => {
       "canonicalize",
       "node:buffer",
       "node:crypto",
+      "node:events",
       "node:fs",
       "node:module",
       "node:path",

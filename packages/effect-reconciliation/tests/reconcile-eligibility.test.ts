@@ -1,5 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { checkEligibility, isEligible, reconcileEffect, type ReconcilableEffect } from "../src/host/index.ts";
+import type { AdapterDeclaration } from "../src/index.ts";
 import { SERVER_ID, T0, TIMEOUT_MS, makeDeclaration, makeEffect, notExecutedAnswer, scriptedAdapter } from "./reconcile-fixtures.ts";
 
 const NOW = T0 + 60_000;
@@ -88,5 +89,34 @@ describe("isEligible / checkEligibility (pure)", () => {
     });
     const invalid = checkEligibility(makeEffect(), { ...declaration, tools: [] }, SERVER_ID);
     expect(invalid).toMatchObject({ eligible: false, reasonCode: "invalid_declaration" });
+  });
+
+  it("judges every call on the values it is given: a parse is reused only for identical field values", () => {
+    const effect = makeEffect();
+    expect(checkEligibility(effect, declaration, SERVER_ID)).toEqual({ eligible: true });
+    // the same effect id with a field that changed since: parsed again, and refused
+    expect(checkEligibility({ ...effect, requestFingerprint: "abc" }, declaration, SERVER_ID)).toMatchObject({
+      eligible: false,
+      reasonCode: "invalid_input",
+    });
+    expect(checkEligibility({ ...effect, firstDispatchedAtMs: null, lastDispatchedAtMs: null }, declaration, SERVER_ID)).toEqual({
+      eligible: false,
+      reasonCode: "never_dispatched",
+    });
+    expect(checkEligibility(effect, declaration, SERVER_ID)).toEqual({ eligible: true });
+  });
+
+  it("a declaration that can still change is parsed on every call; a deep-frozen one keeps its verdict", () => {
+    const effect = makeEffect();
+    const mutable = makeDeclaration();
+    expect(checkEligibility(effect, mutable, SERVER_ID)).toEqual({ eligible: true });
+    mutable.retentionWindowMs = Number.NaN;
+    expect(checkEligibility(effect, mutable, SERVER_ID)).toMatchObject({ eligible: false, reasonCode: "invalid_declaration" });
+    const frozen = Object.freeze({ ...makeDeclaration(), tools: Object.freeze([...makeDeclaration().tools]) }) as AdapterDeclaration;
+    expect(checkEligibility(effect, frozen, SERVER_ID)).toEqual({ eligible: true });
+    expect(checkEligibility(makeEffect({ toolName: "other" }), frozen, SERVER_ID)).toEqual({
+      eligible: false,
+      reasonCode: "undeclared_tool",
+    });
   });
 });

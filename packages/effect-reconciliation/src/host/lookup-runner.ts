@@ -1,3 +1,4 @@
+import { setMaxListeners } from "node:events";
 import type { LookupContext, LookupRequest, ReconciliationAdapter } from "../author/adapter.contract.js";
 import { AdapterCrashedError } from "./adapter-source.contract.js";
 
@@ -24,9 +25,38 @@ export async function runLookup(
   return runBoundedAdapterCall((context) => adapter.lookup(request, context), logger, timeoutMs, outerSignal);
 }
 
+/** The timeout signal calls started now share (see {@link batchTimeoutSignal}). */
+let sharedTimeout: { timeoutMs: number; createdAtMs: number; signal: AbortSignal } | undefined;
+/** How long (ms) after its creation a timeout signal is shared by further calls with the same timeout. */
+const SHARE_TIMEOUT_WITHIN_MS = 1;
+
+/**
+ * @internal A signal that aborts `timeoutMs` ms after it was created, shared by the calls that start
+ * within {@link SHARE_TIMEOUT_WITHIN_MS} of each other with the same timeout (a burst of lookups, e.g.
+ * one lease batch, runs under one timer instead of one per call). A call therefore gets at least
+ * `timeoutMs − 1` ms and never more than `timeoutMs`: the bound is never extended.
+ */
+function batchTimeoutSignal(timeoutMs: number): AbortSignal {
+  const nowMs = performance.now();
+  const shared = sharedTimeout;
+  if (
+    shared !== undefined &&
+    shared.timeoutMs === timeoutMs &&
+    nowMs - shared.createdAtMs < SHARE_TIMEOUT_WITHIN_MS &&
+    !shared.signal.aborted
+  )
+    return shared.signal;
+  const signal = AbortSignal.timeout(timeoutMs);
+  // every call sharing it adds its own listeners (removed when it settles): no "possible leak" warning
+  setMaxListeners(0, signal);
+  sharedTimeout = { timeoutMs, createdAtMs: nowMs, signal };
+  return signal;
+}
+
 /**
  * @internal The bounded-call core of {@link runLookup}, for any adapter call that takes a
- * `LookupContext` (lookup, compensation planning). Same timeout and race rules. Never throws.
+ * `LookupContext` (lookup, compensation planning). Same timeout and race rules; calls started within
+ * 1 ms of each other share one timeout timer ({@link batchTimeoutSignal}). Never throws.
  */
 export async function runBoundedAdapterCall(
   callAdapter: (context: LookupContext) => Promise<unknown> | unknown,
@@ -34,15 +64,18 @@ export async function runBoundedAdapterCall(
   timeoutMs: number,
   outerSignal: AbortSignal | undefined,
 ): Promise<LookupRun> {
-  const timeoutSignal = AbortSignal.timeout(timeoutMs);
+  const timeoutSignal = batchTimeoutSignal(timeoutMs);
   const signal = outerSignal ? AbortSignal.any([timeoutSignal, outerSignal]) : timeoutSignal;
   const abortedKind = (): LookupRun => (outerSignal?.aborted && !timeoutSignal.aborted ? { kind: "cancelled" } : { kind: "timed_out" });
   if (signal.aborted) return abortedKind();
 
   let removeListener = (): void => {};
   const aborted = new Promise<"aborted">((resolve) => {
-    const onAbort = (): void => resolve("aborted");
-    signal.addEventListener("abort", onAbort, { once: true });
+    // a synthetic "abort" event (adapter code may dispatch one on the signal it was handed) is not an abort
+    const onAbort = (): void => {
+      if (signal.aborted) resolve("aborted");
+    };
+    signal.addEventListener("abort", onAbort);
     removeListener = () => signal.removeEventListener("abort", onAbort);
   });
 

@@ -1,5 +1,4 @@
-import PQueue from "p-queue";
-import type { TransactionOptions } from "../../../platform/db/store.port.js";
+import type { StoreTx, TransactionOptions } from "../../../platform/db/store.port.js";
 import { newUlid, type ReconciliationTrigger } from "@mosoo/contracts";
 import type { ReconciliationAdapter } from "@mosoo/effect-reconciliation";
 import { askAdapter } from "@mosoo/effect-reconciliation/host";
@@ -20,6 +19,7 @@ import { ReconciliationAdmission, toReconcilable } from "./reconciliation-admiss
 import { adapterRefOf, ReconciliationOutcomeWriter } from "./reconciliation-outcome-writer.service.js";
 import type { ReconciliationSettings } from "./reconciliation-settings.config.js";
 import { RetentionCanary } from "./retention-canary.service.js";
+import { runLeasedPool } from "./leased-lookup-pool.service.js";
 
 /**
  * An effect whose lease a reconciler holds: the row as read before the lease (`effect`), its bound
@@ -147,74 +147,63 @@ export class EffectReconciler implements EffectReconciliationPort {
    * reconciler holds (or took meanwhile) is `ineligible` with reason {@link LEASED_ELSEWHERE}, nothing
    * written. Only leases are
    * batched: every outcome still commits in its own transaction ({@link reconcileLeased}).
+   * `effects` may also be a reader run first inside the lease transaction (the sweep reads its due
+   * page there, so another instance's leases committed before it are not even read).
    */
-  async leaseBatch(effects: readonly EffectRow[], trigger: ReconciliationTrigger): Promise<Array<LeasedOrNot>> {
+  async leaseBatch(
+    effects: readonly EffectRow[] | ((tx: StoreTx) => Promise<readonly EffectRow[]>),
+    trigger: ReconciliationTrigger,
+  ): Promise<Array<LeasedOrNot>> {
     const startedAtMs = this.ctx.clock.nowMs();
     const lost: Array<{ effect: EffectRow; adapter: ReconciliationAdapter }> = [];
     const out = await this.ctx.store.transaction(async (tx) => {
       const rows: LeasedOrNot[] = [];
-      for (const row of effects) {
-        const admitted = this.admission.admit(row, trigger);
-        if ("kind" in admitted) {
-          rows.push(admitted);
+      // Admission first (per row, as reconcile does), then every admitted row's lease in ONE statement
+      // (each row still a compare-and-set on status, version and no live lease; one owner token per batch).
+      const admitted: Array<{ at: number; adapter: ReconciliationAdapter; effect: EffectRow }> = [];
+      for (const row of typeof effects === "function" ? await effects(tx) : effects) {
+        const verdict = this.admission.admit(row, trigger);
+        if ("kind" in verdict) rows.push(verdict);
+        else admitted.push({ at: rows.push(verdict as unknown as LeasedOrNot) - 1, ...verdict });
+      }
+      const owner = newUlid(startedAtMs);
+      const expiresAtMs = startedAtMs + this.settings.leaseMs;
+      const taken = await reconciliationRepository.acquireLeases(
+        tx,
+        admitted.map(({ effect }) => ({ effectId: effect.id, version: effect.version })),
+        owner,
+        startedAtMs,
+        expiresAtMs,
+      );
+      for (const { at, adapter, effect } of admitted) {
+        if (taken.has(effect.id)) {
+          rows[at] = { effect, adapter, owner, leasedVersion: effect.version + 1, startedAtMs } satisfies LeasedEffect;
           continue;
         }
-        const { adapter, effect } = admitted;
-        const owner = newUlid(startedAtMs);
-        if (
-          !(await reconciliationRepository.acquireLease(
-            tx,
-            effect.id,
-            effect.version,
-            owner,
-            startedAtMs,
-            startedAtMs + this.settings.leaseMs,
-          ))
-        ) {
-          // The row changed since the caller read it: if it may no longer be looked up (resolved,
-          // rescheduled, flagged), say why, as reconcile would on a fresh read; else another reconciler holds it.
-          const currentRow = await effectRows.findById(tx, effect.id);
-          const current = this.admission.admit(currentRow, trigger);
-          if ("kind" in current) {
-            rows.push(current);
-            continue;
-          }
-          if (trigger === "sweep") {
-            // Several API instances sweep one backlog (docs/DESIGN.md §11). No lease on the current row:
-            // only its version moved since the page read (another instance leased it, then gave the unused
-            // lease back at the end of its pass), so the lease is taken on the current row. A live lease:
-            // another instance's sweep leased it after this one read its page; the sweep's own read would no
-            // longer list it (`listDue` skips live leases), so it is skipped and no `superseded` record is
-            // written (no lookup raced).
-            const row = current.effect;
-            if (
-              !hasLiveLease(row, startedAtMs) &&
-              (await reconciliationRepository.acquireLease(
-                tx,
-                row.id,
-                row.version,
-                owner,
-                startedAtMs,
-                startedAtMs + this.settings.leaseMs,
-              ))
-            ) {
-              rows.push({
-                effect: row,
-                adapter: current.adapter,
-                owner,
-                leasedVersion: row.version + 1,
-                startedAtMs,
-              } satisfies LeasedEffect);
-              continue;
-            }
-            rows.push({ kind: "ineligible", reasonCode: LEASED_ELSEWHERE, effect: row });
-            continue;
-          }
-          lost.push(admitted);
-          rows.push({ kind: "superseded" as const, effect });
+        // The row changed since the caller read it: if it may no longer be looked up (resolved,
+        // rescheduled, flagged), say why, as reconcile would on a fresh read; else another reconciler holds it.
+        const current = this.admission.admit(await effectRows.findById(tx, effect.id), trigger);
+        if ("kind" in current) {
+          rows[at] = current;
           continue;
         }
-        rows.push({ effect, adapter, owner, leasedVersion: effect.version + 1, startedAtMs } satisfies LeasedEffect);
+        if (trigger === "sweep") {
+          // Several API instances sweep one backlog (docs/DESIGN.md §11). No lease on the current row:
+          // only its version moved since the page read (another instance leased it, then gave the unused
+          // lease back at the end of its pass), so the lease is taken on the current row. A live lease:
+          // another instance's sweep leased it after this one read its page; the sweep's own read would no
+          // longer list it (`listDue` skips live leases), so it is skipped and no `superseded` record is
+          // written (no lookup raced).
+          const row = current.effect;
+          rows[at] =
+            !hasLiveLease(row, startedAtMs) &&
+            (await reconciliationRepository.acquireLease(tx, row.id, row.version, owner, startedAtMs, expiresAtMs))
+              ? ({ effect: row, adapter: current.adapter, owner, leasedVersion: row.version + 1, startedAtMs } satisfies LeasedEffect)
+              : { kind: "ineligible", reasonCode: LEASED_ELSEWHERE, effect: row };
+          continue;
+        }
+        lost.push({ effect, adapter });
+        rows[at] = { kind: "superseded" as const, effect };
       }
       return rows;
     });
@@ -362,57 +351,41 @@ export class EffectReconciler implements EffectReconciliationPort {
    * rejects the returned promise.
    */
   async reconcileMany(source: Iterator<EffectRow> | AsyncIterator<EffectRow>, opts: ReconcileManyOptions): Promise<void> {
-    const batchSize = Math.max(1, opts.concurrency);
-    const buffer: LeasedOrNot[] = [];
-    const shouldStart = opts.shouldStart ?? (() => true);
-    const leaseBatch = (rows: EffectRow[]) => this.leaseBatch(rows, opts.trigger);
-    // Pulled lazily, one item whenever a lookup slot is free: the next page of rows is read
-    // and leased (one transaction per batch) only when the buffered leases are used up.
-    async function* leased(): AsyncGenerator<LeasedOrNot> {
-      while (shouldStart()) {
-        if (buffer.length === 0) {
-          const rows: EffectRow[] = [];
-          for (let next = await source.next(); !next.done; next = await source.next()) {
-            rows.push(next.value);
-            if (rows.length >= batchSize) break;
-          }
-          if (rows.length === 0) return;
-          buffer.push(...(await leaseBatch(rows)));
+    // the next rows are pulled and leased (one transaction per batch) only when the buffered leases are used up
+    await this.reconcileBatches(async (max) => {
+      const rows: EffectRow[] = [];
+      for (let next = await source.next(); !next.done; next = await source.next()) {
+        rows.push(next.value);
+        if (rows.length >= max) break;
+      }
+      return rows.length === 0 ? null : await this.leaseBatch(rows, opts.trigger);
+    }, opts);
+  }
+
+  /**
+   * The worker pool of {@link reconcileMany}: `nextBatch(max)` answers the next leased batch (at most
+   * `max` = `opts.concurrency` items, each a lease or why no lookup will be made), or null when the
+   * work ran out; it is called only when the previous batch is used up. Each leased item is looked up
+   * and committed as {@link reconcileLeased}; the rest is the same as {@link reconcileMany}.
+   */
+  async reconcileBatches(nextBatch: (max: number) => Promise<LeasedOrNot[] | null>, opts: ReconcileManyOptions): Promise<void> {
+    await runLeasedPool({
+      nextBatch,
+      concurrency: opts.concurrency,
+      shouldStart: opts.shouldStart ?? (() => true),
+      run: async (item) => {
+        const isLeased = "owner" in item;
+        const effectId = isLeased ? item.effect.id : item.effect?.id;
+        try {
+          const result = isLeased ? await this.reconcileLeased(item, opts.trigger, opts) : item;
+          await opts.onResult(result, effectId);
+        } catch (err) {
+          if (!opts.onError) throw err;
+          opts.onError(err, effectId);
         }
-        const item = buffer.shift();
-        if (item) yield item;
-      }
-    }
-    // Backpressure: the next item is pulled only once the queue has started the previous one, so at
-    // most `concurrency` lookups run and one waits; rows stream through in pages, never all at once.
-    const queue = new PQueue({ concurrency: Math.max(1, opts.concurrency) });
-    let failure: { error: unknown } | undefined;
-    const run = async (item: LeasedOrNot): Promise<void> => {
-      const isLeased = "owner" in item;
-      const effectId = isLeased ? item.effect.id : item.effect?.id;
-      try {
-        const result = isLeased ? await this.reconcileLeased(item, opts.trigger, opts) : item;
-        await opts.onResult(result, effectId);
-      } catch (err) {
-        if (!opts.onError) throw err;
-        opts.onError(err, effectId);
-      }
-    };
-    try {
-      for await (const item of leased()) {
-        queue
-          .add(() => run(item))
-          .catch((error: unknown) => {
-            failure ??= { error };
-          });
-        await queue.onSizeLessThan(1);
-        if (failure) break;
-      }
-      await queue.onIdle();
-    } finally {
-      await this.releaseLeases(buffer.splice(0).filter((b): b is LeasedEffect => "owner" in b));
-    }
-    if (failure) throw failure.error;
+      },
+      release: (unused) => this.releaseLeases(unused.filter((b): b is LeasedEffect => "owner" in b)),
+    });
   }
 
   /**

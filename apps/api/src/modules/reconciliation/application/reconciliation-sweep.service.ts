@@ -2,14 +2,8 @@ import type { RuntimeContext } from "../../../kernel/runtime-context.js";
 import type { EffectRow } from "../../ledger/application/effect-rows.service.js";
 import { reconciliationRepository } from "../infrastructure/effect-reconciliation.repository.js";
 import { isConfirmed } from "../../ledger/application/effect-reconciliation.port.js";
-import type { EffectReconciler } from "./effect-reconciler.service.js";
+import type { EffectReconciler, LeasedOrNot } from "./effect-reconciler.service.js";
 import type { ReconciliationSettings } from "./reconciliation-settings.config.js";
-
-/**
- * Due effects read per page. A pass pages through the due effects by id (keyset pagination) and
- * holds at most one page plus the lookups in flight in memory, however many effects are due.
- */
-export const SWEEP_PAGE = 256;
 
 /**
  * After this long (ms) a pass starts no new lookup (the ones in flight finish), so the
@@ -40,12 +34,15 @@ export class ReconciliationSweep {
   ) {}
 
   /**
-   * One pass over the effects due when it starts, streamed: due effects are read in pages
-   * (keyset pagination by id, {@link SWEEP_PAGE} rows a page) and handed to the reconciler's worker
-   * pool (`reconcileMany`: `concurrency` lookups in flight until the due effects, or
-   * {@link SWEEP_PASS_BUDGET_MS}, run out; leases taken in small batches), so memory does not grow
-   * with the backlog. Each effect's outcome still commits in its own transaction. An error on one
-   * effect is logged and does not stop the pass.
+   * One pass over the effects due when it starts, streamed: due effects are claimed in batches of
+   * `concurrency` (keyset pagination by id), each batch read and leased in ONE transaction
+   * ({@link EffectReconciler.leaseBatch} with the page read inside it), and handed to the reconciler's
+   * worker pool (`reconcileBatches`: `concurrency` lookups in flight until the due effects, or
+   * {@link SWEEP_PASS_BUDGET_MS}, run out), so memory does not grow with the backlog. On PostgreSQL
+   * the page read skips the rows another API instance's lease transaction holds (`FOR UPDATE SKIP
+   * LOCKED`), and a lease committed elsewhere keeps a row out of the read, so instances sweeping one
+   * backlog claim disjoint batches instead of reading and losing each other's. Each effect's outcome
+   * still commits whole. An error on one effect is logged and does not stop the pass.
    */
   async sweepOnce(): Promise<ReconciliationSweepReport> {
     const report: ReconciliationSweepReport = { lookedUp: 0, resolved: 0 };
@@ -55,7 +52,7 @@ export class ReconciliationSweep {
     await this.reconciler.endExpiredLeases();
     const now = this.ctx.clock.nowMs();
     const stopAtMs = now + SWEEP_PASS_BUDGET_MS;
-    await this.reconciler.reconcileMany(this.dueEffects(now), {
+    await this.reconciler.reconcileBatches(this.dueBatches(now), {
       trigger: "sweep",
       concurrency: this.settings.concurrency,
       shouldStart: () => this.ctx.clock.nowMs() < stopAtMs,
@@ -68,16 +65,24 @@ export class ReconciliationSweep {
     return report;
   }
 
-  /** The effects due at `nowMs`, oldest first, read one page at a time (each page one store read; the workers share the iterator). */
-  private async *dueEffects(nowMs: number): AsyncGenerator<EffectRow, void, undefined> {
+  /**
+   * The batches of effects due at `nowMs`, oldest first: each call reads the next page (at most `max`
+   * rows after the last one read) inside the lease transaction and leases the ones due. Null once a
+   * page comes back short (nothing further is due).
+   */
+  private dueBatches(nowMs: number): (max: number) => Promise<LeasedOrNot[] | null> {
     const eligible = [...this.settings.bindings].map(([serverId, adapter]) => ({ serverId, tools: adapter.declaration.tools }));
+    const skipLocked = this.ctx.store.dialect === "postgres";
     let afterId: string | undefined;
-    for (;;) {
-      const from = afterId;
-      const page = await this.ctx.store.read((tx) => reconciliationRepository.listDue(tx, nowMs, SWEEP_PAGE, eligible, from));
-      for (const effect of page) if (this.reconciler.isDue(effect, nowMs)) yield effect;
-      if (page.length < SWEEP_PAGE) return;
-      afterId = page.at(-1)!.id;
-    }
+    let done = eligible.length === 0;
+    return async (max) => {
+      if (done) return null;
+      return await this.reconciler.leaseBatch(async (tx) => {
+        const page = await reconciliationRepository.listDue(tx, nowMs, max, eligible, afterId, { skipLocked });
+        if (page.length < max) done = true;
+        if (page.length > 0) afterId = page.at(-1)!.id;
+        return page.filter((effect) => this.reconciler.isDue(effect, nowMs));
+      }, "sweep");
+    };
   }
 }

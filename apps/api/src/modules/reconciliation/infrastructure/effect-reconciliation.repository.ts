@@ -40,6 +40,48 @@ export const reconciliationRepository = {
     return rows.length > 0;
   },
   /**
+   * {@link acquireLease} for several effects in ONE statement, each row its own compare-and-set on
+   * (status `unknown`, its `version`, no live lease at `nowMs`), all under the one `owner` token until
+   * `expiresAtMs` (ms); each lease taken counts its lookup and bumps the version. Returns the ids of
+   * the effects leased (the others changed since they were read, or another reconciler holds them).
+   */
+  async acquireLeases(
+    tx: StoreTx,
+    effects: ReadonlyArray<{ effectId: string; version: number }>,
+    owner: string,
+    nowMs: number,
+    expiresAtMs: number,
+  ): Promise<Set<string>> {
+    if (effects.length === 0) return new Set();
+    if (effects.length === 1) {
+      const [one] = effects;
+      const taken = await reconciliationRepository.acquireLease(tx, one!.effectId, one!.version, owner, nowMs, expiresAtMs);
+      return new Set(taken ? [one!.effectId] : []);
+    }
+    const externalToolEffects = tx.tables.externalToolEffects;
+    const rows = await tx.db
+      .update(externalToolEffects)
+      .set({
+        leaseOwner: owner,
+        leaseExpiresAtMs: expiresAtMs,
+        lookupCount: sql`${externalToolEffects.lookupCount} + 1`,
+        version: sql`${externalToolEffects.version} + 1`,
+      })
+      .where(
+        and(
+          inArray(
+            externalToolEffects.id,
+            effects.map((e) => e.effectId),
+          ),
+          or(...effects.map((e) => and(eq(externalToolEffects.id, e.effectId), eq(externalToolEffects.version, e.version)))),
+          eq(externalToolEffects.status, "unknown"),
+          or(isNull(externalToolEffects.leaseOwner), lt(externalToolEffects.leaseExpiresAtMs, nowMs)),
+        ),
+      )
+      .returning({ id: externalToolEffects.id });
+    return new Set(rows.map((r) => r.id));
+  },
+  /**
    * Writes the outcome of a lookup as a compare-and-set on (status `unknown`, `version`, lease
    * `owner`): sets `set`, releases the lease and bumps the version (the lookup was counted when the
    * lease was taken). Returns the
@@ -180,6 +222,9 @@ export const reconciliationRepository = {
    * and only those with an id after `afterId` when given (keyset pagination: a caller pages through
    * every due effect with `afterId` = the last id of the previous page, holding one page at a time).
    * Effects no adapter can look up are excluded in SQL, so they can never crowd out due ones.
+   * With `opts.skipLocked` (PostgreSQL only; call it inside the write transaction that leases the
+   * rows) the rows are locked `FOR UPDATE SKIP LOCKED`: rows another transaction holds (another API
+   * instance leasing them right now) are skipped rather than read, waited for and lost.
    */
   async listDue(
     tx: StoreTx,
@@ -187,13 +232,14 @@ export const reconciliationRepository = {
     limit: number,
     eligible: ReadonlyArray<{ serverId: string; tools: readonly string[] }>,
     afterId?: string,
+    opts: { skipLocked?: boolean } = {},
   ): Promise<Array<typeof externalToolEffects.$inferSelect>> {
     if (eligible.length === 0) return [];
     const externalToolEffects = tx.tables.externalToolEffects;
     const bound = or(
       ...eligible.map((e) => and(eq(externalToolEffects.serverId, e.serverId), inArray(externalToolEffects.toolName, [...e.tools]))),
     );
-    return tx.db
+    const query = tx.db
       .select()
       .from(externalToolEffects)
       .where(
@@ -211,5 +257,14 @@ export const reconciliationRepository = {
       )
       .orderBy(asc(externalToolEffects.id))
       .limit(limit);
+    // The PostgreSQL store's builder is drizzle's node-postgres one (typed as SQLite's, see store.port.ts): its select has `.for()`.
+    if (opts.skipLocked)
+      return (query as unknown as LockableSelect<typeof externalToolEffects.$inferSelect>).for("update", { skipLocked: true });
+    return query;
   },
 };
+
+/** The row-locking clause of drizzle's PostgreSQL select (`SELECT … FOR UPDATE SKIP LOCKED`), absent from the SQLite builder's type. */
+interface LockableSelect<Row> {
+  for(strength: "update", config: { skipLocked: true }): Promise<Row[]>;
+}
