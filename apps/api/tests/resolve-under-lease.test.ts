@@ -19,6 +19,7 @@ import {
   type Runtime,
 } from "./kit/index.js";
 import { LEASE_LAPSED } from "../src/modules/reconciliation/application/effect-reconciler.service.js";
+import { reconciliationRepository } from "../src/modules/reconciliation/infrastructure/effect-reconciliation.repository.js";
 import { effectOf } from "./helpers/store-rows.js";
 import { eq } from "drizzle-orm";
 
@@ -190,5 +191,40 @@ describe.each(KINDS)("an operator's resolve and a reconciler's lease agree (%s)"
     // the next reconciler looks it up as usual
     expect((await w.runtime.reconciler.reconcile(effectId, "sweep")).kind).toBe("confirmed_succeeded");
     expect(seen).toHaveLength(1);
+  });
+
+  it("a lapsed lease taken over from a dead lookup leaves the effect due: the sweep looks it up (no unknown effect is left unscheduled and unflagged)", async () => {
+    fx = await openDoubleWorld({ store: kind, prefix: "resolve_lease" });
+    const w = fx;
+    const seen = watchLookups(w);
+    const { effectId, other, pause } = await unknownEffectAndSecondInstance(w);
+    // an API instance took the lease (the lookup counted, nothing scheduled yet) and died before its adapter call
+    const before = (await effectOf(w.store, effectId))!;
+    const now = w.clock.now();
+    expect(
+      await w.store.transaction((tx) =>
+        reconciliationRepository.acquireLease(tx, effectId, before.version, "dead-api", now, now + w.settings.leaseMs),
+      ),
+    ).toBe(true);
+    w.clock.advance(w.settings.leaseMs + 1);
+    // another reconciler takes the expired lease over, then stalls until what is left of it no longer covers a lookup
+    const { paused, release } = pause.arm();
+    const reconciling = other.reconciler.reconcile(effectId, "sweep");
+    await paused;
+    w.clock.advance(w.settings.leaseMs - w.settings.lookupTimeoutMs + 1);
+    release();
+    expect(await reconciling).toMatchObject({ kind: "ineligible", reasonCode: LEASE_LAPSED });
+    // the dead lookup stays counted; nothing was scheduled and no operator was asked
+    expect(await effectOf(w.store, effectId)).toMatchObject({
+      status: "unknown",
+      leaseOwner: null,
+      lookupCount: before.lookupCount + 1,
+      nextLookupAtMs: null,
+      operatorAttention: null,
+    });
+    // the next sweep finds it due and looks it up (the provider committed the write)
+    await w.runtime.sweep.sweepOnce();
+    expect(seen).toHaveLength(1);
+    expect(await effectOf(w.store, effectId)).toMatchObject({ status: "succeeded", resolution: "reconciled" });
   });
 });

@@ -308,9 +308,8 @@ export class EffectReconciler implements EffectReconciliationPort {
       );
     } catch (err) {
       // The outcome's transaction rolled back (nothing of it was written): give the lease back, and
-      // its count, so the effect is due again as before (a counted lookup with no schedule would
-      // never be due to the sweep). If the store is still locked, the lease expires by itself and
-      // the sweep looks the effect up again.
+      // its count, so the effect is due again as before. If the store is still locked, the lease
+      // expires by itself and the sweep looks the effect up again.
       try {
         await this.ctx.store.transaction((tx) => reconciliationRepository.releaseLease(tx, effect.id, owner, true));
       } catch (releaseErr) {

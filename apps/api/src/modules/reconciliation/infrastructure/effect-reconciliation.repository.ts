@@ -218,10 +218,13 @@ export const reconciliationRepository = {
   },
   /**
    * `unknown` effects of the `eligible` (server, tools) pairs whose next lookup is due at `nowMs`
-   * (never-looked-up ones included) and that wait for no operator, oldest first, at most `limit`,
+   * and that wait for no operator, oldest first, at most `limit`,
    * and only those with an id after `afterId` when given (keyset pagination: a caller pages through
    * every due effect with `afterId` = the last id of the previous page, holding one page at a time).
-   * Effects no adapter can look up are excluded in SQL, so they can never crowd out due ones.
+   * Effects no adapter can look up are excluded in SQL, so they can never crowd out due ones. An
+   * effect with no next lookup and no operator attention is due whatever its lookup count: never
+   * looked up, or its last lease was given back without an outcome after it had taken over the
+   * expired lease of a lookup that died (counted, never scheduled); every outcome sets one or the other.
    * With `opts.skipLocked` (PostgreSQL only; call it inside the write transaction that leases the
    * rows) the rows are locked `FOR UPDATE SKIP LOCKED`: rows another transaction holds (another API
    * instance leasing them right now) are skipped rather than read, waited for and lost.
@@ -248,10 +251,7 @@ export const reconciliationRepository = {
           afterId === undefined ? undefined : gt(externalToolEffects.id, afterId),
           bound,
           isNull(externalToolEffects.operatorAttention),
-          or(
-            lte(externalToolEffects.nextLookupAtMs, nowMs),
-            and(isNull(externalToolEffects.nextLookupAtMs), eq(externalToolEffects.lookupCount, 0)),
-          ),
+          or(lte(externalToolEffects.nextLookupAtMs, nowMs), isNull(externalToolEffects.nextLookupAtMs)),
           or(isNull(externalToolEffects.leaseOwner), lt(externalToolEffects.leaseExpiresAtMs, nowMs)),
         ),
       )
