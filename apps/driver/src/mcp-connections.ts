@@ -117,8 +117,12 @@ export function createMcpTransport(_serverId: string, config: McpServerConfig): 
  */
 export class McpConnections implements McpToolCaller {
   private readonly clients = new Map<string, Promise<Client>>();
-  /** Per connected client: the tools its server lets be called as tasks (empty without the tasks capability). */
-  private readonly taskTools = new WeakMap<Client, ReadonlySet<string>>();
+  /**
+   * Per connected client: the tools its server lets be called as tasks (empty without the tasks
+   * capability), as last listed: at connect, then again on each `notifications/tools/list_changed`
+   * (a pending refresh is awaited by the next call, so a call never uses a list the server said is stale).
+   */
+  private readonly taskTools = new WeakMap<Client, Promise<ReadonlySet<string>>>();
   private readonly createTransport: McpTransportFactory;
   private readonly connectTimeoutMs: number;
 
@@ -144,9 +148,10 @@ export class McpConnections implements McpToolCaller {
 
   async callTool(serverId: string, request: McpToolCallRequest, options: McpToolCallOptions): Promise<unknown> {
     const client = await this.client(serverId);
+    const taskTools = options.onTaskCreated ? await this.taskTools.get(client) : undefined;
     // Nothing asynchronous between this check and the SDK writing the request.
     if (options.maySend && !options.maySend()) throw new SendRefusedError(serverId);
-    if (options.onTaskCreated && this.taskTools.get(client)?.has(request.name))
+    if (options.onTaskCreated && taskTools?.has(request.name))
       return callToolAsTask(client, request, { timeoutMs: options.timeoutMs, onTaskCreated: options.onTaskCreated });
     return client.callTool(request, undefined, { timeout: options.timeoutMs, maxTotalTimeout: options.timeoutMs });
   }
@@ -184,11 +189,17 @@ export class McpConnections implements McpToolCaller {
   }
 
   private async connect(serverId: string, config: McpServerConfig): Promise<Client> {
-    const client = new Client(this.options.clientInfo ?? { name: "mosoo-driver", version: "0.1.0" });
+    // The SDK calls onChanged on each notifications/tools/list_changed of a server that declares
+    // `tools.listChanged` (no debounce timer; no SDK listing: listTaskTools reads every page itself).
+    const client: Client = new Client(this.options.clientInfo ?? { name: "mosoo-driver", version: "0.1.0" }, {
+      listChanged: { tools: { autoRefresh: false, debounceMs: 0, onChanged: () => this.refreshTaskTools(serverId, client) } },
+    });
     try {
       const transport = this.createTransport(serverId, config);
       await client.connect(transport, { timeout: this.connectTimeoutMs });
-      this.taskTools.set(client, await listTaskTools(client, this.connectTimeoutMs));
+      const listed = listTaskTools(client, this.connectTimeoutMs);
+      this.taskTools.set(client, listed);
+      await listed;
     } catch (error) {
       await client.close().catch(() => undefined);
       throw new McpServerUnavailableError(
@@ -204,6 +215,27 @@ export class McpConnections implements McpToolCaller {
     };
     this.options.logger?.info({ serverId, transport: config.type }, "mcp.connected");
     return client;
+  }
+
+  /**
+   * Lists `client`'s task tools again after its server said its tool list changed; calls made from
+   * now on await this listing. When it fails, no tool is called as a task on this connection until
+   * the next change or reconnect: a plain call is always allowed, while a task-augmented call to a
+   * tool that no longer supports tasks may run the write and answer a result the Driver cannot read.
+   * Logs `mcp.task_tools_refreshed` (`taskTools`: the names) or `mcp.task_tools_refresh_failed`.
+   */
+  private refreshTaskTools(serverId: string, client: Client): void {
+    const refreshed = listTaskTools(client, this.connectTimeoutMs).then(
+      (names) => {
+        this.options.logger?.info({ serverId, taskTools: [...names] }, "mcp.task_tools_refreshed");
+        return names;
+      },
+      (error: unknown) => {
+        this.options.logger?.warn({ serverId, err: error }, "mcp.task_tools_refresh_failed");
+        return new Set<string>();
+      },
+    );
+    this.taskTools.set(client, refreshed);
   }
 }
 

@@ -1,7 +1,14 @@
 /** Task-augmented `tools/call` (MCP 2025-11-25 "Tasks"): which tools a server lets be called as tasks, and one such call from creation to result. */
 import { setTimeout as sleep } from "node:timers/promises";
 import type { Client } from "@modelcontextprotocol/sdk/client/index.js";
-import { CallToolResultSchema, CreateTaskResultSchema, ListToolsResultSchema, type Task } from "@modelcontextprotocol/sdk/types.js";
+import {
+  CallToolResultSchema,
+  CreateTaskResultSchema,
+  ListToolsResultSchema,
+  type Task,
+  type Tool,
+} from "@modelcontextprotocol/sdk/types.js";
+import { acceptsToolCallsAsTasks, taskCallableToolNames } from "@mosoo/contracts";
 
 /** The task lifetime (ms) the Driver asks for: 24 h, long enough for crash recovery to ask about the task (a provider may grant less). */
 const REQUESTED_TASK_TTL_MS = 24 * 60 * 60 * 1000;
@@ -12,25 +19,23 @@ const DEFAULT_POLL_MS = 1_000;
  * The tools of the connected server that the Driver calls task-augmented: none unless the server's
  * capabilities declare `tasks.requests.tools.call` (MCP: a client MUST NOT use tasks otherwise, and
  * then no `tools/list` is sent at all, so such a server sees exactly the calls it saw before); else
- * every tool whose `execution.taskSupport` is `optional` or `required`. Reads every `tools/list` page
+ * every tool whose `execution.taskSupport` is `optional` or `required` ({@link taskCallableToolNames}). Reads every `tools/list` page
  * with a raw request, so the SDK's own tool cache (and its output-schema checks) stays untouched.
  * @throws when `tools/list` fails (the caller treats the server as unavailable).
  */
 export async function listTaskTools(client: Client, timeoutMs: number): Promise<ReadonlySet<string>> {
-  const names = new Set<string>();
-  if (!client.getServerCapabilities()?.tasks?.requests?.tools?.call) return names;
+  const capabilities = client.getServerCapabilities();
+  if (!acceptsToolCallsAsTasks(capabilities)) return new Set();
+  const tools: Tool[] = [];
   let cursor: string | undefined;
   do {
     const page = await client.request({ method: "tools/list", params: cursor === undefined ? {} : { cursor } }, ListToolsResultSchema, {
       timeout: timeoutMs,
     });
-    for (const tool of page.tools) {
-      const support = tool.execution?.taskSupport;
-      if (support === "optional" || support === "required") names.add(tool.name);
-    }
+    tools.push(...page.tools);
     cursor = page.nextCursor;
   } while (cursor !== undefined);
-  return names;
+  return new Set(taskCallableToolNames(capabilities, tools));
 }
 
 /** Options of {@link callToolAsTask}. */

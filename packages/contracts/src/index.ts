@@ -223,5 +223,11 @@ export { callRoute, RouteCallError } from "./route-client.js";
 export type { RouteCallOptions } from "./route-client.js";
 export { buildOpenApiDocument, COMMON_ROUTE_ERRORS } from "./openapi-document.js";
 export type { OpenApiOptions } from "./openapi-document.js";
-export { MAX_MCP_TASK_ID_LENGTH, MCP_TASK_ID_PATTERN, McpTaskIdSchema } from "./mcp-task.contract.js";
+export {
+  MAX_MCP_TASK_ID_LENGTH,
+  MCP_TASK_ID_PATTERN,
+  McpTaskIdSchema,
+  acceptsToolCallsAsTasks,
+  taskCallableToolNames,
+} from "./mcp-task.contract.js";
 export type { McpTaskId } from "./mcp-task.contract.js";

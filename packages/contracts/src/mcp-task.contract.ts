@@ -1,4 +1,5 @@
-/** The MCP task handle (MCP 2025-11-25 "Tasks") as the runtime stores it on an effect: its id's bounds. */
+/** The MCP task handle (MCP 2025-11-25 "Tasks") as the runtime stores it on an effect: its id's bounds; which tools a server lets be called as tasks. */
+import type { ServerCapabilities, Tool } from "@modelcontextprotocol/sdk/types.js";
 import { z } from "zod";
 
 /** Longest task id the runtime stores: 256 characters (the database CHECK has the same bound). */
@@ -19,3 +20,29 @@ export const McpTaskIdSchema = z
   .regex(MCP_TASK_ID_PATTERN, `task id must be 1-${MAX_MCP_TASK_ID_LENGTH} printable ASCII characters without space`);
 /** See {@link McpTaskIdSchema}. */
 export type McpTaskId = z.infer<typeof McpTaskIdSchema>;
+
+/**
+ * True when a server's `capabilities` (its `initialize` answer; `undefined` before it) declare
+ * `tasks.requests.tools.call`: without it a client MUST NOT send a task-augmented `tools/call`
+ * (MCP 2025-11-25 "Tasks", "Capabilities"), so a caller need not even list the tools.
+ */
+export function acceptsToolCallsAsTasks(capabilities: Pick<ServerCapabilities, "tasks"> | undefined): boolean {
+  return Boolean(capabilities?.tasks?.requests?.tools?.call);
+}
+
+/**
+ * The names of the tools a client may call as MCP tasks, in `tools` order: none unless the server's
+ * `capabilities` declare `tasks.requests.tools.call` ({@link acceptsToolCallsAsTasks}); then every tool whose `execution.taskSupport` is `optional` or `required` (MCP 2025-11-25 "Tasks",
+ * "Tool-Level Negotiation": absent or `forbidden` means the tool MUST NOT be called as a task).
+ * Pure: the caller reads `tools/list` (every page) itself. The Driver uses it to choose task-augmented
+ * calls; the `mcp-tasks` reconciler to declare the tools it covers.
+ */
+export function taskCallableToolNames(
+  capabilities: Pick<ServerCapabilities, "tasks"> | undefined,
+  tools: ReadonlyArray<Pick<Tool, "name" | "execution">>,
+): string[] {
+  if (!acceptsToolCallsAsTasks(capabilities)) return [];
+  return tools
+    .filter((tool) => tool.execution?.taskSupport === "optional" || tool.execution?.taskSupport === "required")
+    .map((tool) => tool.name);
+}

@@ -112,8 +112,14 @@ describe("public surface", () => {
       "p-retry",
       "zod",
     ]);
-    // the task reconciler speaks MCP tasks (tasks/get, tasks/result) through the helper's client
-    expect(external([mcpTasks])).toEqual(["@modelcontextprotocol/sdk/client/index.js", "@modelcontextprotocol/sdk/types.js", "zod"]);
+    // the task reconciler speaks MCP tasks (tasks/get, tasks/result) through the helper's client, and
+    // picks the tools it covers with the Driver's own rule (taskCallableToolNames, @mosoo/contracts)
+    expect(external([mcpTasks])).toEqual([
+      "@modelcontextprotocol/sdk/client/index.js",
+      "@modelcontextprotocol/sdk/types.js",
+      "@mosoo/contracts",
+      "zod",
+    ]);
   });
 
   it("the author's files import nothing of the host or the kit; the host imports nothing of the kit", () => {

@@ -26,6 +26,13 @@ export const MAX_DELAY_BEFORE_COMMIT_MS = 600_000;
  *   `fenced: false`), as a provider that keeps keys shorter than an adapter declared; the writes stay
  *   stored (`createIssue` still replays them, `/control/stats` still counts them) and answer again once
  *   it is off. Read on every lookup.
+ * - `withdrawTaskSupport`: while on, the write tools are served as plain tools although the provider
+ *   was started with task support: `tools/list` declares `execution.taskSupport: "forbidden"` on them
+ *   and every call runs plainly, a task-augmented one too (answered with the tool result itself, as a
+ *   provider that ignores `params.task`); the `tasks` capability stays declared (it is fixed at
+ *   `initialize`). Turning it on or off sends `notifications/tools/list_changed` on every open MCP
+ *   session (stdio, or an in-process server on a lasting transport; the stateless HTTP endpoint has
+ *   no session to notify, its next `tools/list` says it). Only matters with task support on.
  *
  * A call reads the switches once, when it arrives; changing them later does not affect it.
  */
@@ -37,6 +44,7 @@ export const FixtureFaultsSchema = z.object({
   failBeforeCommit: z.boolean(),
   expireTasks: z.boolean(),
   forgetKeys: z.boolean(),
+  withdrawTaskSupport: z.boolean(),
 });
 /** See {@link FixtureFaultsSchema}. */
 export type FixtureFaults = z.infer<typeof FixtureFaultsSchema>;
@@ -58,4 +66,5 @@ export const DEFAULT_FIXTURE_FAULTS: Readonly<FixtureFaults> = Object.freeze({
   failBeforeCommit: false,
   expireTasks: false,
   forgetKeys: false,
+  withdrawTaskSupport: false,
 });

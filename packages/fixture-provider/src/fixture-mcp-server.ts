@@ -10,6 +10,7 @@ import {
   MAX_IDEMPOTENCY_KEY_LENGTH,
 } from "./create-issue.contract.js";
 import type { CallToolResult } from "@modelcontextprotocol/sdk/types.js";
+import type { ToolCallback } from "@modelcontextprotocol/sdk/server/mcp.js";
 import type { ToolTaskHandler } from "@modelcontextprotocol/sdk/experimental/tasks/interfaces.js";
 import type { FixtureProviderService } from "./fixture-provider.service.js";
 import { GetOperationArgsSchema } from "./get-operation.contract.js";
@@ -41,7 +42,7 @@ export function createFixtureMcpServer(provider: FixtureProviderService): McpSer
   const advertised = provider.advertiseIdempotency
     ? { _meta: { [IDEMPOTENCY_CONVENTION_META]: fixtureIdempotencyAdvertisement(provider) } }
     : {};
-  registerWriteTool(
+  const createIssue = registerWriteTool(
     server,
     provider,
     CREATE_ISSUE_TOOL,
@@ -57,7 +58,7 @@ export function createFixtureMcpServer(provider: FixtureProviderService): McpSer
     },
     (args, meta) => provider.createIssue(args as z.infer<typeof CreateIssueArgsSchema>, meta),
   );
-  registerWriteTool(
+  const closeIssue = registerWriteTool(
     server,
     provider,
     CLOSE_ISSUE_TOOL,
@@ -85,6 +86,7 @@ export function createFixtureMcpServer(provider: FixtureProviderService): McpSer
     },
     (args) => provider.getOperation(args.idempotencyKey),
   );
+  if (createIssue && closeIssue) followTaskSupportSwitch(server, provider, [createIssue, closeIssue]);
   return server;
 }
 
@@ -104,6 +106,8 @@ type WriteToolConfig = {
  * (the request's `_meta`, the idempotency key included, goes to the write), answers it at once, and the
  * write runs in the background until it settles the task with its result (`completed`, or `failed` for a
  * tool error). The write's faults apply as to a plain call: a held call keeps its task `working`.
+ * @returns for a task tool, the {@link TaskSupportSwitch} that serves it as a plain tool (declared
+ *   `forbidden`, every call answered with its result) or as a task tool again; else undefined.
  */
 function registerWriteTool(
   server: McpServer,
@@ -111,12 +115,14 @@ function registerWriteTool(
   name: string,
   config: WriteToolConfig,
   write: (args: unknown, meta: Record<string, unknown> | undefined) => Promise<CallToolResult>,
-): void {
-  if (!provider.taskSupport) {
-    server.registerTool(name, config, (args, extra) => write(args, extra._meta));
-    return;
+): TaskSupportSwitch | undefined {
+  const plain: ToolCallback<z.ZodObject> = (args, extra) => write(args, extra._meta);
+  const taskSupport = provider.taskSupport;
+  if (!taskSupport) {
+    server.registerTool(name, config, plain);
+    return undefined;
   }
-  const handler: ToolTaskHandler<z.ZodObject> = {
+  const asTask: ToolTaskHandler<z.ZodObject> = {
     createTask: async (args, extra) => {
       const task = await extra.taskStore.createTask({ ttl: extra.taskRequestedTtl ?? null });
       // A write that throws (the provider shutting down) leaves its task `working`: its fate is not known.
@@ -129,7 +135,35 @@ function registerWriteTool(
     getTask: (_args, extra) => extra.taskStore.getTask(extra.taskId),
     getTaskResult: async (_args, extra) => (await extra.taskStore.getTaskResult(extra.taskId)) as CallToolResult,
   };
-  server.experimental.tasks.registerToolTask(name, { ...config, execution: { taskSupport: provider.taskSupport } }, handler);
+  const tool = server.experimental.tasks.registerToolTask(name, { ...config, execution: { taskSupport } }, asTask);
+  return (withdraw) => {
+    // The SDK dispatches on these two fields at each call (a plain handler's result is returned as is, task or not).
+    tool.execution = { taskSupport: withdraw ? "forbidden" : taskSupport };
+    tool.handler = withdraw ? plain : asTask;
+  };
+}
+
+/** Serves a write tool registered with task support as a plain tool (`true`) or as its task tool again (`false`). */
+type TaskSupportSwitch = (withdraw: boolean) => void;
+
+/**
+ * Applies the `withdrawTaskSupport` switch to `server`'s write tools now, then on every change of it
+ * until the server closes, sending one `notifications/tools/list_changed` per change (when connected).
+ */
+function followTaskSupportSwitch(server: McpServer, provider: FixtureProviderService, switches: TaskSupportSwitch[]): void {
+  let withdrawn = provider.faults().withdrawTaskSupport;
+  for (const apply of switches) apply(withdrawn);
+  const unsubscribe = provider.onFaultsChanged((faults) => {
+    if (faults.withdrawTaskSupport === withdrawn) return;
+    withdrawn = faults.withdrawTaskSupport;
+    for (const apply of switches) apply(withdrawn);
+    server.sendToolListChanged();
+  });
+  const previousOnClose = server.server.onclose;
+  server.server.onclose = () => {
+    unsubscribe();
+    previousOnClose?.();
+  };
 }
 
 /** The `_meta` name of the zero-code idempotency convention (`@mosoo/effect-reconciliation`, `IDEMPOTENCY_CONVENTION_META`). */

@@ -78,6 +78,7 @@ export class FixtureProviderService {
   private readonly logger: Logger;
   private currentFaults: FixtureFaults;
   private readonly held = new Set<() => void>();
+  private readonly faultListeners = new Set<(faults: FixtureFaults) => void>();
   private readonly shutdown = new AbortController();
 
   /** @throws ZodError when `options.faults` is invalid. */
@@ -242,7 +243,18 @@ export class FixtureProviderService {
     const parsed = FixtureFaultsPatchSchema.parse(patch);
     this.currentFaults = { ...this.currentFaults, ...parsed };
     this.logger.info({ faults: this.currentFaults }, "faults changed");
+    for (const listener of [...this.faultListeners]) listener(this.faults());
     return this.faults();
+  }
+
+  /**
+   * Calls `listener` with the switches now in force after every {@link setFaults} (synchronously,
+   * before `setFaults` returns); the MCP servers use it to apply `withdrawTaskSupport` to an open session.
+   * @returns a function that removes the listener.
+   */
+  onFaultsChanged(listener: (faults: FixtureFaults) => void): () => void {
+    this.faultListeners.add(listener);
+    return () => this.faultListeners.delete(listener);
   }
 
   /**

@@ -187,6 +187,7 @@ describe("fault switches and the control API", () => {
       failBeforeCommit: true,
       expireTasks: false,
       forgetKeys: false,
+      withdrawTaskSupport: false,
     });
     const refused = await callCreateIssue(client, { title: "t", body: "b" }, newUlid());
     expect(firstText(refused)).toMatch(/^provider_unavailable/);

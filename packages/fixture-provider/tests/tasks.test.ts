@@ -122,4 +122,31 @@ describe("MCP task support (MCP 2025-11-25 Tasks)", () => {
     expect(refused).toMatch(/requires task augmentation/);
     expect(provider.stats().writes[key]).toBeUndefined();
   });
+
+  it("the withdrawTaskSupport switch serves the write tools as plain ones: declared forbidden, a task-augmented call answered with the write's result itself; off again, tasks again", async () => {
+    await start({ taskSupport: "optional" });
+    provider.setFaults({ withdrawTaskSupport: true });
+    const support = async () => Object.fromEntries((await client.listTools()).tools.map((t) => [t.name, t.execution?.taskSupport ?? null]));
+    expect(await support()).toEqual({ createIssue: "forbidden", closeIssue: "forbidden", getOperation: "forbidden" });
+    expect(client.getServerCapabilities()?.tasks?.requests?.tools?.call).toEqual({});
+    const key = newUlid();
+    // the write runs and answers its plain result, which the SDK client refuses as a task creation result
+    const answered = await client
+      .request(
+        {
+          method: "tools/call",
+          params: { name: "createIssue", arguments: { title: "t", body: "b" }, _meta: { [IDEMPOTENCY_KEY_META]: key } },
+        },
+        CreateTaskResultSchema,
+        { task: { ttl: 60_000 } },
+      )
+      .catch((e: unknown) => e);
+    expect(answered).toBeInstanceOf(McpError);
+    expect((answered as McpError).message).toMatch(/Invalid task creation result/);
+    expect(provider.stats().writes[key]).toBe(1);
+
+    provider.setFaults({ withdrawTaskSupport: false });
+    expect(await support()).toEqual({ createIssue: "optional", closeIssue: "optional", getOperation: "forbidden" });
+    expect((await createIssueAsTask(client, newUlid())).status).toBe("working");
+  });
 });

@@ -65,16 +65,23 @@ export async function callLookupTool<S extends z.ZodType>(
   });
 }
 
-/** Every tool of the server at `url` (`tools/list`, all pages). */
+/** Every tool of the server at `url` (`tools/list`, all pages; {@link listToolsOf} over a fresh client). */
 export async function listMcpTools(url: string, signal: AbortSignal): Promise<Tool[]> {
-  return withMcpClient(url, signal, async (client) => {
-    const tools: Tool[] = [];
-    let cursor: string | undefined;
-    do {
-      const page = await client.listTools(cursor === undefined ? {} : { cursor }, { signal });
-      tools.push(...page.tools);
-      cursor = page.nextCursor;
-    } while (cursor !== undefined);
-    return tools;
-  });
+  return withMcpClient(url, signal, (client) => listToolsOf(client, signal));
+}
+
+/**
+ * Every tool of the server `client` is connected to: `tools/list`, following `nextCursor` until the
+ * last page; `signal` aborts each request.
+ * @throws whatever a `tools/list` request throws.
+ */
+export async function listToolsOf(client: Client, signal: AbortSignal): Promise<Tool[]> {
+  const tools: Tool[] = [];
+  let cursor: string | undefined;
+  do {
+    const page = await client.listTools(cursor === undefined ? {} : { cursor }, { signal });
+    tools.push(...page.tools);
+    cursor = page.nextCursor;
+  } while (cursor !== undefined);
+  return tools;
 }

@@ -2,10 +2,11 @@
 import type { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { CallToolResultSchema, ErrorCode, McpError, type Task } from "@modelcontextprotocol/sdk/types.js";
 import { z } from "zod";
+import { acceptsToolCallsAsTasks, taskCallableToolNames } from "@mosoo/contracts";
 import type { DiscoveringAdapterFactory, LookupContext, LookupRequest, ReconciliationAdapter } from "../author/adapter.contract.js";
 import { stillUnknown } from "../author/lookup-outcome.builders.js";
 import { McpEndpointUrlSchema } from "../author/mcp-endpoint-url.js";
-import { withMcpClient } from "../author/mcp-lookup.js";
+import { listToolsOf, withMcpClient } from "../author/mcp-lookup.js";
 
 /** The built-in id of the task-handle reconciler, as named in a bindings file (`"adapterId": "mcp-tasks"`). */
 export const MCP_TASKS_ADAPTER_ID = "mcp-tasks";
@@ -35,23 +36,14 @@ export const McpTasksAdapterOptionsSchema = z.strictObject({
 });
 
 /**
- * The tools of the provider at `client` that may be called as tasks: none unless its capabilities
- * declare `tasks.requests.tools.call`; then every tool whose `execution.taskSupport` is `optional` or
- * `required` (MCP 2025-11-25 "Tool-Level Negotiation"). Reads every `tools/list` page.
+ * The tools of the provider at `client` that may be called as tasks ({@link taskCallableToolNames}):
+ * none, and no `tools/list` sent, unless its capabilities declare `tasks.requests.tools.call`; then
+ * every tool whose `execution.taskSupport` is `optional` or `required`, read from every `tools/list` page.
  */
 async function discoverTaskTools(client: Client, signal: AbortSignal): Promise<string[]> {
-  if (!client.getServerCapabilities()?.tasks?.requests?.tools?.call) return [];
-  const names: string[] = [];
-  let cursor: string | undefined;
-  do {
-    const page = await client.listTools(cursor === undefined ? {} : { cursor }, { signal });
-    for (const tool of page.tools) {
-      const support = tool.execution?.taskSupport;
-      if (support === "optional" || support === "required") names.push(tool.name);
-    }
-    cursor = page.nextCursor;
-  } while (cursor !== undefined);
-  return names;
+  const capabilities = client.getServerCapabilities();
+  if (!acceptsToolCallsAsTasks(capabilities)) return [];
+  return taskCallableToolNames(capabilities, await listToolsOf(client, signal));
 }
 
 /** True for MCP's "invalid params" answer, which `tasks/get` / `tasks/result` give for an unknown or expired task id. */

@@ -18,6 +18,7 @@ export const effectRows: Pick<
   | "findByRunToolCall"
   | "listByRun"
   | "listAttempts"
+  | "listAttemptsByRun"
   | "listFenced"
   | "listOfDriverInStatus"
   | "listSessionRepeats"

@@ -272,4 +272,26 @@ export const effectRepository = {
     });
     return q.execute({ effectId });
   },
+  /** The attempts of every effect of run `runId`, in one statement: by effect id, then attempt order (the run view groups them). */
+  async listAttemptsByRun(tx: StoreTx, runId: string): Promise<AttemptRow[]> {
+    const q = tx.prepared("effect.listAttemptsByRun", (db) => {
+      const a = tx.tables.externalToolEffectAttempts;
+      const e = tx.tables.externalToolEffects;
+      return db
+        .select()
+        .from(a)
+        .where(
+          inArray(
+            a.effectId,
+            db
+              .select({ id: e.id })
+              .from(e)
+              .where(eq(e.runId, sql.placeholder("runId"))),
+          ),
+        )
+        .orderBy(asc(a.effectId), asc(a.attempt))
+        .prepare();
+    });
+    return q.execute({ runId });
+  },
 };

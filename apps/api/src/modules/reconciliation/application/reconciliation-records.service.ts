@@ -3,7 +3,7 @@ import type { StoreTx } from "../../../platform/db/store.port.js";
 import { reconciliationRepository, type ReconciliationRow } from "../infrastructure/effect-reconciliation.repository.js";
 
 /**
- * Reads an effect's reconciliation records (oldest first) for another module: the operator's `show`
+ * Reads reconciliation records (oldest first), of one effect or of a whole run, for another module: the operator's `show`
  * imports it; the run view reaches it through the runs module's `ReconciliationRecordsPort`, wired by
  * the composition root. The records' table stays the reconciliation module's own.
  */
@@ -11,5 +11,9 @@ export const reconciliationRecordsService = {
   /** The reconciliation records of `effectId`, oldest first (reads only, through `tx`). */
   listRecords(tx: StoreTx, effectId: string): Promise<ReconciliationRow[]> {
     return reconciliationRepository.listRecords(tx, effectId);
+  },
+  /** The reconciliation records of every effect of run `runId`, oldest first, in one read (reads only, through `tx`). */
+  listRecordsOfRun(tx: StoreTx, runId: string): Promise<ReconciliationRow[]> {
+    return reconciliationRepository.listRecordsOfRun(tx, runId);
   },
 };

@@ -1,4 +1,4 @@
-import type { AdapterSource } from "@mosoo/effect-reconciliation/host";
+import { MCP_TASKS_ADAPTER_ID, type AdapterSource } from "@mosoo/effect-reconciliation/host";
 
 /**
  * The adapters this API ships, by built-in id → {@link AdapterSource} (docs/DESIGN.md §4: built-ins are
@@ -11,5 +11,5 @@ import type { AdapterSource } from "@mosoo/effect-reconciliation/host";
  */
 export const BUILT_IN_ADAPTER_SOURCES: Readonly<Record<string, AdapterSource>> = Object.freeze({
   "mcp-convention": Object.freeze({ module: "@mosoo/effect-reconciliation/host", export: "conventionAdapterFactory" }),
-  "mcp-tasks": Object.freeze({ module: "@mosoo/effect-reconciliation/host", export: "mcpTasksAdapterFactory" }),
+  [MCP_TASKS_ADAPTER_ID]: Object.freeze({ module: "@mosoo/effect-reconciliation/host", export: "mcpTasksAdapterFactory" }),
 });

@@ -216,6 +216,21 @@ export const reconciliationRepository = {
       .where(eq(effectReconciliations.effectId, effectId))
       .orderBy(asc(effectReconciliations.id));
   },
+  /** The reconciliation records of every effect of run `runId`, oldest first, in one statement (the run view groups them by effect). */
+  async listRecordsOfRun(tx: StoreTx, runId: string): Promise<ReconciliationRow[]> {
+    const effectReconciliations = tx.tables.effectReconciliations;
+    const externalToolEffects = tx.tables.externalToolEffects;
+    return tx.db
+      .select()
+      .from(effectReconciliations)
+      .where(
+        inArray(
+          effectReconciliations.effectId,
+          tx.db.select({ id: externalToolEffects.id }).from(externalToolEffects).where(eq(externalToolEffects.runId, runId)),
+        ),
+      )
+      .orderBy(asc(effectReconciliations.id));
+  },
   /**
    * `unknown` effects of the `eligible` (server, tools) pairs whose next lookup is due at `nowMs`
    * and that wait for no operator, oldest first, at most `limit`,

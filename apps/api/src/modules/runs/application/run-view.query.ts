@@ -10,17 +10,31 @@ const parse = parseJsonColumn;
 /** A run as the run API shows it: the run, its commands, its effects with attempts and reconciliation records, and its events. Times in ms. */
 export type RunView = Awaited<ReturnType<typeof toRunView>>;
 
-/** Builds the {@link RunView} of `run` (reads only, through `tx`; the reconciliation records through `recordsPort`). */
+/** `rows` by their `effectId`, each group in `rows` order. */
+function byEffect<R extends { effectId: string }>(rows: readonly R[]): Map<string, R[]> {
+  const groups = new Map<string, R[]>();
+  for (const row of rows) {
+    const group = groups.get(row.effectId);
+    if (group) group.push(row);
+    else groups.set(row.effectId, [row]);
+  }
+  return groups;
+}
+
+/**
+ * Builds the {@link RunView} of `run` (reads only, through `tx`; the reconciliation records through
+ * `recordsPort`): a fixed number of reads whatever the number of effects (the attempts and the
+ * records of the whole run are each read once and grouped by effect here).
+ */
 export async function toRunView(tx: StoreTx, run: RunRow, recordsPort: ReconciliationRecordsPort) {
   const commands = await commandTables().listByRun(tx, run.id);
-  const effects = [];
-  for (const e of await effectRows.listByRun(tx, run.id)) {
-    effects.push({
-      e,
-      attempts: await effectRows.listAttempts(tx, e.id),
-      records: await recordsPort.listRecords(tx, e.id),
-    });
-  }
+  const attemptsOf = byEffect(await effectRows.listAttemptsByRun(tx, run.id));
+  const recordsOf = byEffect(await recordsPort.listRecordsOfRun(tx, run.id));
+  const effects = (await effectRows.listByRun(tx, run.id)).map((e) => ({
+    e,
+    attempts: attemptsOf.get(e.id) ?? [],
+    records: recordsOf.get(e.id) ?? [],
+  }));
   const events = await runRepository.listEvents(tx, run.id, 0);
   return {
     run: {
