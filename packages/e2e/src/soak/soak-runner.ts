@@ -4,7 +4,7 @@
  * embedded SQLite file (WAL, synchronous=FULL; one API instance) or, with `store: "postgres"`, a
  * throwaway PostgreSQL server the soak starts itself (`@mosoo/test-postgres`, fsync ON) and stops at
  * the end, shared by `apiInstances` API processes (docs/DESIGN.md §11). Each instance keeps a fixed
- * port so Drivers (given every instance's URL, they fail over) find it again after a restart. Each
+ * port so Drivers (given every instance's URL, they fail over) find it again after a restart (soak-processes.ts). Each
  * round enqueues a few tool calls (on a random instance), then SIGKILLs one Driver (and sometimes one
  * API instance) at a random moment, restarts it (at once: redelivery of the same Driver instance; or,
  * in a share of rounds, after the heartbeat TTL: finalization repair), and goes on. On PostgreSQL the
@@ -17,24 +17,13 @@ import { join } from "node:path";
 import getPort from "get-port";
 import { startPostgres, type RunningPostgres } from "@mosoo/test-postgres";
 import { ProviderControlClient, RunApiClient } from "../http-clients.js";
-import { ManagedProcess } from "../managed-process.js";
-import { buildCompiledApps, entryPoints, type EntryMode } from "../workspace-paths.js";
-import {
-  credentialsEnv,
-  FIXTURE_ADAPTER_PACKAGE,
-  newStackCredentials,
-  READY_TIMEOUT_MS,
-  startDriverProcess,
-  startProviderProcess,
-  storeEnv,
-  writeMcpConfig,
-  type DriverProcess,
-  type ProviderProcess,
-} from "../stack.js";
+import { buildCompiledApps, type EntryMode } from "../workspace-paths.js";
+import { FIXTURE_ADAPTER_PACKAGE, newStackCredentials, startProviderProcess, writeMcpConfig, type ProviderProcess } from "../stack.js";
 import { countSoak, type SoakCounts } from "./soak-counts.js";
 import { applyDbFault, DB_FAULT_KINDS, planDbFaults, type AppliedDbFault, type DbFaultKind } from "./soak-faults.js";
 import { openLedgerReader, openProviderTruth, type LedgerReader } from "./soak-ledger.js";
-import { healthyFinalized, unknownCommitted, type DriverKill, type DriverLife } from "./soak-verdicts.js";
+import { createSoakApis, createSoakDrivers, type SoakDriverSlot } from "./soak-processes.js";
+import { healthyFinalized, unknownCommitted } from "./soak-verdicts.js";
 
 /** Which store the soak's API runs on: the embedded SQLite file, or a throwaway PostgreSQL server. */
 export type SoakStore = "sqlite" | "postgres";
@@ -98,8 +87,6 @@ export const DEFAULT_SOAK_HEARTBEAT_TTL_MS = 10_000;
 export const DEFAULT_LATE_RESTART_RATIO = 0.1;
 /** Bound (ms) of the recovery wait (every command terminal, no effect executing or due for a lookup). */
 const RECOVERY_TIMEOUT_MS = 300_000;
-/** How many times a process start is tried (one second apart) before the soak gives up: a start may fall into a database fault. */
-const START_TRIES = 60;
 
 /** mulberry32: a small seeded PRNG in [0, 1). */
 function rng(seed: number): () => number {
@@ -114,16 +101,6 @@ function rng(seed: number): () => number {
 }
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
-
-interface Slot {
-  name: string;
-  stateFile: string;
-  proc: DriverProcess | null;
-  instanceId: string | null;
-  runId: string | null;
-  /** The life of its current process (see {@link DriverLife}). */
-  life: DriverLife | null;
-}
 
 /**
  * Runs the soak; see the module comment.
@@ -162,7 +139,6 @@ async function soak(opts: SoakOptions, instanceCount: number, pgServer: RunningP
   const lateRatio = opts.lateRestartRatio ?? DEFAULT_LATE_RESTART_RATIO;
   const reconciliation = opts.reconciliation ?? true;
   const entry = opts.entry ?? "compiled";
-  const e = entryPoints(entry);
   const apiDb = join(opts.workDir, "api.db");
   const providerDb = join(opts.workDir, "provider.db");
   const provider: ProviderProcess = await startProviderProcess(providerDb, ["--fence-on-lookup-miss", "--log-level", "warn"]);
@@ -179,109 +155,34 @@ async function soak(opts: SoakOptions, instanceCount: number, pgServer: RunningP
   // one set of fresh secrets for the whole soak: every instance, and every restart, accepts the same ones
   const credentials = newStackCredentials();
   const runClients = apiUrls.map((url) => new RunApiClient(url, credentials.apiKey));
-  const apis: Array<ManagedProcess | null> = apiUrls.map(() => null);
-  /** (Re)starts API instance i; a start that falls into a database fault exits (config.invalid) and is tried again. */
-  const startApi = async (i: number) => {
-    for (let attempt = 1; ; attempt++) {
-      const proc = new ManagedProcess({
-        name: `api-${i}`,
-        command: e.node,
-        args: e.api.args,
-        cwd: e.api.cwd,
-        env: {
-          ...storeEnv(store),
-          MOSOO_PORT: String(ports[i]),
-          MOSOO_LOG_LEVEL: "info",
-          MOSOO_EFFECT_RECONCILIATION: reconciliation ? "on" : "off",
-          ...(reconciliation ? { MOSOO_RECONCILIATION_BINDINGS_FILE: bindingsFile } : {}),
-          MOSOO_HEARTBEAT_TTL_MS: String(ttlMs),
-          MOSOO_SWEEP_INTERVAL_MS: "200",
-          MOSOO_LOOKUP_TIMEOUT_MS: "2000",
-          MOSOO_LOOKUP_BACKOFF_INITIAL_MS: "200",
-          MOSOO_LOOKUP_BACKOFF_MAX_MS: "2000",
-          MOSOO_MAX_LOOKUPS: "20",
-          ...credentialsEnv(credentials),
-        },
-      });
-      try {
-        await proc.waitForLine((j) => j["msg"] === "api.listening", READY_TIMEOUT_MS, "api.listening");
-      } catch (error) {
-        await proc.kill("SIGKILL");
-        if (attempt >= START_TRIES) throw error;
-        await sleep(1_000);
-        continue;
-      }
-      proc.lines.length = 0; // the soak keeps no API log history in memory
-      apis[i] = proc;
-      return;
-    }
-  };
+  const { apis, start: startApi } = createSoakApis({
+    store,
+    ports,
+    reconciliation,
+    bindingsFile,
+    ttlMs,
+    credentials,
+    entry,
+  });
   for (let i = 0; i < instanceCount; i++) await startApi(i);
   const mcpConfigFile = writeMcpConfig(opts.workDir, { tracker: provider.url });
-  const slots: Slot[] = Array.from({ length: opts.drivers }, (_, i) => ({
-    name: `soak-driver-${i}`,
-    stateFile: join(opts.workDir, `driver-${i}.json`),
-    proc: null,
-    instanceId: null,
-    runId: null,
-    life: null,
-  }));
-  let finalizations = 0;
-  let sameInstanceRestarts = 0;
-  const lives: DriverLife[] = [];
-  const kills: DriverKill[] = [];
-
-  /**
-   * (Re)starts a Driver: the same state file reconnects the same instance (counted in
-   * `sameInstanceRestarts`); a finalized one exits 1 and registers anew on the next start (`finalizations`).
-   */
-  const startDriver = async (slot: Slot) => {
-    for (let attempt = 1; ; attempt++) {
-      try {
-        const d = await startDriverProcess({
-          apiUrl: apiUrls,
-          stateFile: slot.stateFile,
-          mcpConfigFile,
-          name: slot.name,
-          enrollmentToken: credentials.enrollmentToken,
-          entry,
-        });
-        d.proc.lines.length = 0;
-        if (slot.instanceId && slot.instanceId !== d.driverInstanceId) {
-          finalizations += 1;
-          slot.runId = null;
-        } else if (slot.instanceId) sameInstanceRestarts += 1;
-        slot.proc = d;
-        slot.instanceId = d.driverInstanceId;
-        const life: DriverLife = { instanceId: d.driverInstanceId, connectedAtMs: Date.now(), endedAtMs: null };
-        lives.push(life);
-        slot.life = life;
-        void d.proc.exited.then(() => {
-          exited.add(d.proc);
-          life.endedAtMs ??= Date.now();
-        });
-        return;
-      } catch (error) {
-        if (attempt >= START_TRIES) throw error;
-        await sleep(1_000);
-      }
-    }
-  };
-  /** Kills (or stops) a slot's process; its life ends now, and a SIGKILL is recorded against its instance. */
-  const stopDriver = async (slot: Slot, signal: NodeJS.Signals) => {
-    if (!slot.proc) return;
-    if (slot.life && slot.life.endedAtMs === null) slot.life.endedAtMs = Date.now();
-    if (signal === "SIGKILL" && slot.instanceId) kills.push({ instanceId: slot.instanceId, atMs: Date.now() });
-    await slot.proc.proc.kill(signal);
-  };
-  const exited = new WeakSet<ManagedProcess>();
-  const alive = (slot: Slot) => slot.proc !== null && !exited.has(slot.proc.proc);
+  const drivers = createSoakDrivers({
+    count: opts.drivers,
+    workDir: opts.workDir,
+    apiUrls,
+    mcpConfigFile,
+    enrollmentToken: credentials.enrollmentToken,
+    entry,
+  });
+  const { slots, lives, kills, stats, alive } = drivers;
+  const startDriver = drivers.start;
+  const stopDriver = drivers.stop;
   for (const slot of slots) await startDriver(slot);
 
   let enqueued = 0;
   let driverKills = 0;
   let apiKills = 0;
-  const enqueue = async (slot: Slot, n: number) => {
+  const enqueue = async (slot: SoakDriverSlot, n: number) => {
     for (let j = 0; j < n; j++) {
       const runs = pick(runClients); // any instance: one store, one ledger
       try {
@@ -346,7 +247,7 @@ async function soak(opts: SoakOptions, instanceCount: number, pgServer: RunningP
     ]);
     if (driverKills % 10 === 0 || driverKills === opts.kills) {
       opts.log(
-        `soak: ${driverKills}/${opts.kills} Driver kills, ${apiKills} API kills, ${applied.length}/${plan.length} database faults, ${enqueued} tool calls, ${sameInstanceRestarts} same-instance restarts, ${finalizations} Driver instances replaced, ${Math.round((Date.now() - started) / 1000)} s`,
+        `soak: ${driverKills}/${opts.kills} Driver kills, ${apiKills} API kills, ${applied.length}/${plan.length} database faults, ${enqueued} tool calls, ${stats.sameInstanceRestarts} same-instance restarts, ${stats.finalizations} Driver instances replaced, ${Math.round((Date.now() - started) / 1000)} s`,
       );
     }
   }
@@ -391,8 +292,8 @@ async function soak(opts: SoakOptions, instanceCount: number, pgServer: RunningP
     counts,
     driverKills,
     apiKills,
-    sameInstanceRestarts,
-    finalizations,
+    sameInstanceRestarts: stats.sameInstanceRestarts,
+    finalizations: stats.finalizations,
     faults,
     unknownCommitted: unknownCommittedIds,
     healthyFinalized: healthyFinalized(finalized, lives, ttlMs),

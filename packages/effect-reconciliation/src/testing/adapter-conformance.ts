@@ -1,5 +1,6 @@
 import { beforeAll, describe, expect, it } from "vitest";
-import { judgeAdapter, KIT_CASES, type KitOptions, type KitReport } from "./kit/kit-runner.js";
+import { judgeAdapter } from "./kit/kit-runner.js";
+import { KIT_CASES, type KitOptions, type KitReport } from "./kit/kit-run.contract.js";
 
 /**
  * Registers the adapter conformance kit with vitest (docs/DESIGN.md §4–§5): one

@@ -21,8 +21,9 @@ export type {
   ProviderLookupAnswer,
 } from "./provider-double.js";
 export { createProviderDoubleAdapter, PROVIDER_DOUBLE_ADAPTER_ID } from "./provider-double-adapter.js";
-export { KIT_CASES, judgeAdapter } from "./kit/kit-runner.js";
-export type { KitCaseName, KitOptions, KitReport, KitCaseReport, AdapterCaller } from "./kit/kit-runner.js";
+export { judgeAdapter } from "./kit/kit-runner.js";
+export { KIT_CASES } from "./kit/kit-run.contract.js";
+export type { KitCaseName, KitOptions, KitReport, KitCaseReport, AdapterCaller } from "./kit/kit-run.contract.js";
 export type { KitProvider, ProviderTruth, ProviderLookupState, KitWriteResult } from "./kit/kit-provider.contract.js";
 export { measureProvider } from "./kit/kit-measure.js";
 export type { ProviderMeasurements } from "./kit/kit-measure.js";
