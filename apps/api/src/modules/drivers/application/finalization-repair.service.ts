@@ -301,8 +301,9 @@ export class FinalizationRepairService {
       // the account misses no tool call), and one that comes later sees `finalizing` and queues nothing.
       await driverInstanceRepository.updateIfStatus(tx, driverInstanceId, ["finalizing"], { status: "finalizing" });
       // Commands queued while the repair ran (the run was still active) end here, before the run does.
+      const effects = await effectRows.mapByNonTerminalCommandOfDriver(tx, driverInstanceId);
       for (const cmd of await commandRepository.listNonTerminalOfDriver(tx, driverInstanceId)) {
-        const eff = await effectRows.findByCommand(tx, cmd.id);
+        const eff = effects.get(cmd.id);
         const settled =
           eff && eff.status !== "intent"
             ? await settleCommandFromEffect(tx, eff, now)
