@@ -27,8 +27,22 @@ function currentConnection(db: QueryDb, t: StoreTables, arg: Arg): SQL {
   );
 }
 
-/** The claim's `intent → executing` compare-and-set (see {@link effectLifecycleRepository.claimIntent}). */
-function claimUpdate(db: QueryDb, t: StoreTables, arg: Arg) {
+/**
+ * {@link currentConnection} for a claim on PostgreSQL, holding the instance row `FOR SHARE` until the
+ * claim commits. A finalization updates that row first (docs/DESIGN.md §3 rule 10), so a claim and a
+ * finalization of the same instance serialize on it: a claim that waited re-reads the row as the
+ * finalization left it (`finalizing`: nothing is dispatched), and a finalization that waited sees the
+ * committed `executing` effect and fences it. Without the lock a claim at READ COMMITTED could dispatch
+ * an effect whose command the finalization had just failed as never dispatched. SQLite serializes
+ * every write transaction, so it needs none.
+ */
+function lockedCurrentConnection(t: StoreTables, arg: Arg): SQL {
+  const d = t.driverInstances;
+  return sql`exists (select 1 from ${d} where ${d.id} = ${arg("driverInstanceId")} and ${d.status} = 'connected' and ${d.connectionId} = ${arg("connectionId")} for share)`;
+}
+
+/** The claim's `intent → executing` compare-and-set (see {@link effectLifecycleRepository.claimIntent}); `pg`: the PostgreSQL form (row lock). */
+function claimUpdate(db: QueryDb, t: StoreTables, arg: Arg, pg: boolean) {
   const { externalToolEffects: e, driverCommands: c } = t;
   return db
     .update(e)
@@ -45,7 +59,7 @@ function claimUpdate(db: QueryDb, t: StoreTables, arg: Arg) {
       and(
         eq(e.commandId, arg("commandId")),
         eq(e.status, "intent"),
-        currentConnection(db, t, arg),
+        pg ? lockedCurrentConnection(t, arg) : currentConnection(db, t, arg),
         exists(
           db
             .select({ one: sql`1` })
@@ -136,7 +150,7 @@ export const effectLifecycleRepository = {
     q: { commandId: string; driverInstanceId: string; connectionId: string; sendWithinMs: number; nowMs: number },
   ): Promise<DispatchedEffect | undefined> {
     if (tx.pgRows) {
-      const update = claimUpdate(tx.db, tx.tables, valueOf(q));
+      const update = claimUpdate(tx.db, tx.tables, valueOf(q), true);
       const rows = await tx.pgRows(sql`WITH claimed AS (${update.getSQL()}),
         attempt AS (INSERT INTO "external_tool_effect_attempts" ("effect_id", "attempt", "status", "connection_id", "started_at_ms")
           SELECT "id", "attempt_count", 'executing', ${q.connectionId}::text, ${q.nowMs}::bigint FROM claimed)
@@ -146,7 +160,7 @@ export const effectLifecycleRepository = {
         ? undefined
         : { id: String(row.id), attemptCount: Number(row.attempt_count), idempotencyKey: String(row.idempotency_key) };
     }
-    const stmt = tx.prepared("effectLifecycle.claimIntent", (db) => claimUpdate(db, tx.tables, placeholder).prepare());
+    const stmt = tx.prepared("effectLifecycle.claimIntent", (db) => claimUpdate(db, tx.tables, placeholder, false).prepare());
     const claimed = firstRow(await stmt.execute(q));
     if (claimed === undefined) return undefined;
     const insert = tx.prepared("effectLifecycle.insertAttempt", (db) =>
