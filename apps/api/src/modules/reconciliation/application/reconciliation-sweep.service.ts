@@ -2,7 +2,8 @@ import type { RuntimeContext } from "../../../kernel/runtime-context.js";
 import type { EffectRow } from "../../ledger/application/effect-rows.service.js";
 import { reconciliationRepository } from "../infrastructure/effect-reconciliation.repository.js";
 import { isConfirmed } from "../../ledger/application/effect-reconciliation.port.js";
-import type { EffectReconciler, LeasedOrNot } from "./effect-reconciler.service.js";
+import type { EffectReconciler } from "./effect-reconciler.service.js";
+import type { LeasedOrNot } from "./reconciliation-lease-batch.service.js";
 import type { ReconciliationSettings } from "./reconciliation-settings.config.js";
 
 /**
