@@ -1,3 +1,4 @@
+// Builds the runtime: every service on one store, with the reconciliation ports wired in when the feature is on.
 import type { Logger } from "pino";
 import { Registry } from "prom-client";
 import { RepeatGuardMetrics } from "./modules/runs/infrastructure/repeat-guard.metrics.js";

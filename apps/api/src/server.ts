@@ -1,3 +1,4 @@
+// Starts the API: opens the store, wires the runtime with sandboxed adapters, serves HTTP, runs the sweep, drains on close.
 import type { Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { serve, type ServerType } from "@hono/node-server";

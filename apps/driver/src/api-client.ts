@@ -1,3 +1,4 @@
+// The Driver's typed HTTP client of the Driver protocol: validated requests and answers, retries, fail-over across API URLs.
 import {
   DRIVER_API,
   findJsonProblem,

@@ -1,3 +1,4 @@
+// The Driver's API client errors (refused, unreachable, contract violation) and the tests that decide retry or stop.
 import { ApiErrorBodySchema } from "@mosoo/contracts";
 
 /**

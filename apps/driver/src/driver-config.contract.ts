@@ -1,3 +1,4 @@
+// The Driver's configuration shapes: API URLs, the MCP servers config file, the state file and the resolved options.
 import { DriverTokenSchema, FORBIDDEN_JSON_KEYS, KeyPlacementSchema, ServerIdSchema, UlidSchema } from "@mosoo/contracts";
 import { z } from "zod";
 

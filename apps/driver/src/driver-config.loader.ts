@@ -1,3 +1,4 @@
+// Reads and validates the Driver's MCP config file and API URLs, failing with one-line `config.invalid` errors.
 import { readFile } from "node:fs/promises";
 import { findJsonProblem, formatJsonProblem } from "@mosoo/contracts";
 import type { z } from "zod";

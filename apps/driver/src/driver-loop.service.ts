@@ -1,3 +1,4 @@
+// The Driver process's main loop: identity, connect, heartbeats, and the long-poll of commands handled one at a time.
 import type { ConnectDriverResponse } from "@mosoo/contracts";
 import type { Logger } from "pino";
 import type { DriverApi } from "./api-client.js";

@@ -1,3 +1,4 @@
+// Runs one `mcp.execute` command through the ledger: accept, claim, call the MCP tool once, report the result.
 import {
   effectNotExecutedError,
   effectUnknownError,

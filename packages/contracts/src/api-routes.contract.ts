@@ -1,3 +1,4 @@
+// The API's route table: every JSON route once (system, run, Driver, operator, console), plus the readiness answer.
 import { z } from "zod";
 import { DRIVER_API } from "./driver-protocol.contract.js";
 import { CONSOLE_API, OPERATOR_API } from "./operator-routes.contract.js";

@@ -1,3 +1,4 @@
+// The Driver protocol's request and answer schemas and its route table: register, connect, poll commands, claim and report effects.
 import { z } from "zod";
 import { UlidSchema } from "./ids.contract.js";
 import { McpExecuteCommandResultRequestSchema, McpExecuteCommandSchema, ToolNameSchema } from "./mcp-execute.contract.js";

@@ -1,3 +1,4 @@
+// The ledger's answer to a Driver's claim on an effect, and the send-by deadline test the Driver applies to it.
 import { z } from "zod";
 import { UlidSchema } from "./ids.contract.js";
 import { McpExecuteCommandResultSchema } from "./mcp-execute.contract.js";

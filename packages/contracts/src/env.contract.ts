@@ -1,3 +1,4 @@
+// The `MOSOO_*` environment variables of every Mosoo program, one schema per program, and the check for unknown names.
 import { z } from "zod";
 import { strictDecimalString, strictIntegerString } from "./input-safety.contract.js";
 

@@ -1,3 +1,4 @@
+// Input rules every boundary shares: strict UTF-8, JSON depth and forbidden keys, safe identifiers and text, strict numbers.
 import { z } from "zod";
 
 /**

@@ -1,3 +1,4 @@
+// Where an MCP server wants a write's idempotency key: a `_meta` name or a tool argument, and which names are allowed.
 import { z } from "zod";
 import { isWellFormedText } from "./input-safety.contract.js";
 import { IDEMPOTENCY_KEY_META } from "./mcp-execute.contract.js";

@@ -1,3 +1,4 @@
+// The `mcp.execute` command and its result as the run sees them, the MCP tool result the runtime reads, and the key's `_meta` name.
 import { z } from "zod";
 import { UlidSchema } from "./ids.contract.js";
 import { findJsonProblem, formatJsonProblem, identifierSchema, textSchema } from "./input-safety.contract.js";

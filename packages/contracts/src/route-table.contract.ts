@@ -1,3 +1,4 @@
+// How one API route is declared once for server and clients: method, path, credential, schemas, and path and query helpers.
 import { compile, match, type MatchFunction, type PathFunction } from "path-to-regexp";
 import type { z } from "zod";
 

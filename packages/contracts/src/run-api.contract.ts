@@ -1,3 +1,4 @@
+// The run API's request and answer schemas and its route table: create runs, enqueue tool calls, read runs, events and tool calls.
 import { z } from "zod";
 import { UlidSchema } from "./ids.contract.js";
 import { CallIdSchema, ServerIdSchema, ToolNameSchema } from "./mcp-execute.contract.js";

@@ -1,3 +1,4 @@
+// The runtime's stable error codes and the error a command or run ends with, with builders for each ending.
 import { z } from "zod";
 import { MAX_ERROR_DETAILS_BYTES, safeJsonObjectSchema, textSchema } from "./input-safety.contract.js";
 

@@ -1,3 +1,4 @@
+// The persisted status lists (commands, effects, attempts, runs, Driver instances, work claims, outages) the store's checks use.
 import { z } from "zod";
 
 /**

@@ -1,3 +1,4 @@
+// Starts the e2e stack's real processes (fixture provider, API instances, Drivers) with fresh credentials and their config files.
 import { randomBytes } from "node:crypto";
 import type { KeyPlacement } from "@mosoo/contracts";
 import { writeFileSync } from "node:fs";

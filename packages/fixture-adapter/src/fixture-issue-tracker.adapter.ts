@@ -1,3 +1,4 @@
+// The fixture issue tracker's reconciliation adapter (fenced and max-in-flight variants), looking writes up via `getOperation`.
 import { z } from "zod";
 import {
   confirmedNotExecuted,

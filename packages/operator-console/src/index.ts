@@ -1,3 +1,4 @@
+// Where the operator console's built assets and browser sources live, and whether the build is present and current.
 import { existsSync, readdirSync, statSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 

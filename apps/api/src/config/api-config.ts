@@ -1,3 +1,4 @@
+// The API's configuration, read and validated from the environment, with the credentials files it names.
 import { resolve } from "node:path";
 import { z } from "zod";
 import { ApiEnvSchema } from "@mosoo/contracts";

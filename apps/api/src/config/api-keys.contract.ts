@@ -1,3 +1,4 @@
+// The run API's keys: their scopes, the keys file's schema, the `MOSOO_API_KEYS` parser, and the safe reading of credential files.
 import { readFileSync, statSync } from "node:fs";
 import { z } from "zod";
 import { findJsonProblem, formatJsonProblem, UlidSchema } from "@mosoo/contracts";

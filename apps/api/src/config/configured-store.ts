@@ -1,3 +1,4 @@
+// Opens the store the API's configuration names (PostgreSQL or SQLite), and words its failures without leaking the database password.
 import type { ApiConfig } from "./api-config.js";
 import { ApiEnvSchema } from "@mosoo/contracts";
 import { ConfigError } from "./api-config.js";

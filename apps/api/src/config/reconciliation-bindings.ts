@@ -1,3 +1,4 @@
+// Reads the reconciliation bindings file and binds each MCP server's adapter through the sandboxing adapter host.
 import { dirname, resolve } from "node:path";
 import { z } from "zod";
 import { findJsonProblem, formatJsonProblem, ServerIdSchema, ToolNameSchema } from "@mosoo/contracts";

@@ -1,3 +1,4 @@
+// What every runtime service shares: the store, clock, logger, instance id, long-poll wake-ups and runtime settings.
 import type { Logger } from "pino";
 import type { Store } from "../platform/db/store.port.js";
 import type { Clock } from "../platform/clock.js";

@@ -1,3 +1,4 @@
+// Runs one crash scenario on real processes (a Driver killed around the provider's commit) and checks its invariants.
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { pollUntil, type RunViewBody, enqueueCreateIssue, waitForProviderCount } from "../http-clients.js";

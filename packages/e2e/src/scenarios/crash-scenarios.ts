@@ -1,3 +1,4 @@
+// The demo's crash scenarios and the invariants each must show, plus the follow-the-advice scenario the real-process test runs.
 import type { CrashScenarioSpec } from "./crash-scenario.js";
 
 /**

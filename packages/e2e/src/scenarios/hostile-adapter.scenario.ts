@@ -1,3 +1,4 @@
+// A real-process scenario where a misbehaving adapter looks up a crashed write in the sandbox while the API stays healthy.
 import { SYSTEM_API } from "@mosoo/contracts";
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";

@@ -1,3 +1,4 @@
+// The demo scenario where no adapter is bound, so an operator settles the fenced effect through the CLI with an audit trail.
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";

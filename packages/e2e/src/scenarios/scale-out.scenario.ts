@@ -1,3 +1,4 @@
+// The demo scenario with two API instances on one PostgreSQL database: the one the Driver uses is killed mid-call, and the Driver fails over.
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { startPostgres, type RunningPostgres } from "@mosoo/test-postgres";

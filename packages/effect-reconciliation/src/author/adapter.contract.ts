@@ -1,3 +1,4 @@
+// What a reconciliation adapter is: its declaration, the lookup request and context, compensation planning, and its factories.
 import { McpTaskIdSchema, REQUEST_FINGERPRINT_PATTERN, ServerIdSchema, ToolNameSchema, UlidSchema } from "@mosoo/contracts";
 import { z } from "zod";
 

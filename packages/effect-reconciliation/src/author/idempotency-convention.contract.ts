@@ -1,3 +1,4 @@
+// The zero-code idempotency convention: the `tools/list` metadata a provider advertises and what its lookup tool answers.
 import { KeyPlacementSchema, McpToolResultSchema, REQUEST_FINGERPRINT_PATTERN, ToolNameSchema } from "@mosoo/contracts";
 import { z } from "zod";
 import { KeyFencingSchema } from "./adapter.contract.js";

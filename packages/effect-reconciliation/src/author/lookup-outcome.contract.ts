@@ -1,3 +1,4 @@
+// The schemas of an adapter's lookup answer: confirmed succeeded, confirmed not executed, or still unknown with a reason code.
 import { ToolNameSchema, UlidSchema } from "@mosoo/contracts";
 import { z } from "zod";
 import { BoundedMcpToolResultSchema, ReceiptSchema } from "./receipt.contract.js";

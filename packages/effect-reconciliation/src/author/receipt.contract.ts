@@ -1,3 +1,4 @@
+// The receipt an adapter hands back as evidence of what it read at the provider, and the size-bounded MCP tool result schema.
 import {
   findJsonProblem,
   formatJsonProblem,

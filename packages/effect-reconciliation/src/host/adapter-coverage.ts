@@ -1,3 +1,4 @@
+// Which tools of a bound server get lookups, and narrowing an adapter to the tools its binding names.
 import type { LookupContext, LookupRequest, ReconciliationAdapter } from "../author/adapter.contract.js";
 import { ReconciliationError } from "./reconciliation-errors.js";
 

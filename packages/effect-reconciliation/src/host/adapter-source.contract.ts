@@ -1,3 +1,4 @@
+// Where an adapter's code lives, why its sandbox killed it, its recorded provenance, and the declaration hash.
 import { createHash } from "node:crypto";
 import canonicalize from "canonicalize";
 import { z } from "zod";

@@ -1,3 +1,4 @@
+// The fail-closed checks a schema-valid adapter answer must pass before it may confirm anything about an effect.
 import type { AdapterDeclaration, LookupRequest } from "../author/adapter.contract.js";
 import { toOneLine } from "./error-message.js";
 import { jsonClone } from "../author/json-size.js";

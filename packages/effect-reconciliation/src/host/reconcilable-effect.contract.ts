@@ -1,3 +1,4 @@
+// The fields of an unknown effect the reconcile step reads, as a schema.
 import { McpTaskIdSchema, REQUEST_FINGERPRINT_PATTERN, ServerIdSchema, ToolNameSchema, UlidSchema } from "@mosoo/contracts";
 import { z } from "zod";
 

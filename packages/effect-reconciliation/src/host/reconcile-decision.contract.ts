@@ -1,3 +1,4 @@
+// The reconcile step's decisions (ineligible, confirmed, still unknown) and the reason codes the runtime may give.
 import type { McpToolResult } from "@mosoo/contracts";
 import { z } from "zod";
 import type { AdapterReasonCode } from "../author/lookup-outcome.contract.js";

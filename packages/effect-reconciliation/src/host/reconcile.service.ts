@@ -1,3 +1,4 @@
+// One reconcile step for an unknown effect: ask the adapter, then judge its answer fail-closed, with the retention canary.
 import { z } from "zod";
 import type { AdapterDeclaration, AdapterLogger, ReconciliationAdapter } from "../author/adapter.contract.js";
 import { AdapterAnswerRefusedError, AdapterCrashedError } from "./adapter-source.contract.js";

@@ -1,3 +1,4 @@
+// An adapter host that loads and runs adapters in the test's own process, for tests only.
 import type { AdapterBindOptions, AdapterHost } from "../host/adapter-host.contract.js";
 import type { AdapterSource } from "../host/adapter-source.contract.js";
 import { instantiateBinding, loadAdapterModule, type InstantiatedBinding } from "../host/adapter-loader.js";

@@ -1,3 +1,4 @@
+// The `mosoo-effects` operator CLI (list, show, reconcile, resolve, compensate) and its exit codes.
 import { Command, InvalidArgumentError, Option } from "commander";
 import ms from "ms";
 import {

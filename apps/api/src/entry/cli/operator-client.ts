@@ -1,3 +1,4 @@
+// The operator actions as the CLI calls them: over HTTP to a running API, or in-process on the configured store.
 import { existsSync } from "node:fs";
 import pino from "pino";
 import {

@@ -1,3 +1,4 @@
+// The API's HTTP application: mounts the health, metrics, run, Driver, operator and console routes behind their credentials.
 import { Hono } from "hono";
 import type { Logger } from "pino";
 import { MAX_BODY_BYTES, SYSTEM_API } from "@mosoo/contracts";

@@ -1,3 +1,4 @@
+// Identifies a request's bearer credential (operator, API key, enrollment token, Driver instance) and guards each route by it.
 import { createHash, timingSafeEqual } from "node:crypto";
 import type { MiddlewareHandler } from "hono";
 import { createMiddleware } from "hono/factory";

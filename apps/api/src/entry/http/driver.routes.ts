@@ -1,3 +1,4 @@
+// The Driver protocol's HTTP routes: registration by enrollment token, then each instance's own commands, claims and reports.
 import { Hono } from "hono";
 import { DRIVER_API } from "@mosoo/contracts";
 import type { Runtime } from "../../composition-root.js";

@@ -1,3 +1,4 @@
+// The HTTP layer's input and error edges: strict JSON body and query validation in, `{error: {code, message}}` responses out.
 import type { Context } from "hono";
 import type { ContentfulStatusCode } from "hono/utils/http-status";
 import type { Logger } from "pino";

@@ -1,3 +1,4 @@
+// The operator HTTP routes under `/api/operator`, each behind a named operator credential holding the route's scope.
 import { Hono, type Context } from "hono";
 import { OPERATOR_ACTION_ROUTES, OPERATOR_API } from "@mosoo/contracts";
 import { UserFacingError } from "../../kernel/user-facing-error.js";

@@ -1,3 +1,4 @@
+// Mounts one route of the shared route table on the hono app, with its guards and its typed, lazily parsed request.
 import type { Context, Env, Hono, MiddlewareHandler } from "hono";
 import type { ContentfulStatusCode } from "hono/utils/http-status";
 import type { z } from "zod";

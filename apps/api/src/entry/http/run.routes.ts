@@ -1,3 +1,4 @@
+// The run API's HTTP routes: create runs, enqueue tool calls, read runs and events, delete, each behind a scoped API key.
 import { Hono, type MiddlewareHandler } from "hono";
 import { RUN_API } from "@mosoo/contracts";
 import type { Runtime } from "../../composition-root.js";

@@ -1,3 +1,4 @@
+// Remembers when the API last found its own store busy or unreachable, and logs and counts each store outage.
 import type { Logger } from "pino";
 import { Counter, Gauge, type Registry } from "prom-client";
 import type { Clock } from "../clock.js";

@@ -1,3 +1,4 @@
+// Wakes long-polling Drivers within one API process after a command is committed (an EventEmitter by Driver instance).
 import { EventEmitter } from "node:events";
 import type { CommandWakeups, WakeupTx } from "./command-wakeups.port.js";
 

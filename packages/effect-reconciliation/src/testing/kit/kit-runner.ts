@@ -1,3 +1,4 @@
+// The conformance kit's cases and runner: judges every answer of an adapter against what its provider really holds.
 import { isDeepStrictEqual } from "node:util";
 import { fingerprintArguments, newUlid } from "@mosoo/contracts";
 import {

@@ -1,3 +1,4 @@
+// The operator console at `/console`: sign-in sessions with CSRF tokens, its JSON API, live updates and static assets.
 import { Hono, type Context, type MiddlewareHandler } from "hono";
 import { serveStatic } from "@hono/node-server/serve-static";
 import { deleteCookie, getCookie, setCookie } from "hono/cookie";

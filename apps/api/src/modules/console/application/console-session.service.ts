@@ -1,3 +1,4 @@
+// The operator console's server-side sessions: each with its operator's name, scopes, CSRF token and expiry.
 import { createHash, randomBytes, timingSafeEqual } from "node:crypto";
 import { LRUCache } from "lru-cache";
 import type { OperatorScope } from "@mosoo/contracts";

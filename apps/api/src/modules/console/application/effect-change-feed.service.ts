@@ -1,3 +1,4 @@
+// Live updates for the operator console: polls the store's change marker while anyone listens and samples the unknown-effect count.
 import type { Logger } from "pino";
 
 /** Default interval (ms) at which the feed polls the store's change marker while anyone listens. */

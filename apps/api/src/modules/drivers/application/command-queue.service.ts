@@ -1,3 +1,4 @@
+// The per-Driver-instance command queue: long-poll delivery, redelivery on every new connection, compare-and-set status updates.
 import {
   McpExecuteCommandSchema,
   TraceContextSchema,

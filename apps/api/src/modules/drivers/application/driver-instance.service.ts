@@ -1,3 +1,4 @@
+// Driver instances: registration (the token shown once, stored hashed), authentication, connections that supersede each other, heartbeats.
 import { createHash, randomBytes, timingSafeEqual } from "node:crypto";
 import {
   DriverTokenSchema,

@@ -1,3 +1,4 @@
+// Driver finalization repair, the one path every Driver's end takes: fence its executing effects and end its open commands.
 import { commandDriverTerminalError, type FinalizationSummary } from "@mosoo/contracts";
 import { turnInterruptedRunError } from "../../ledger/domain/turn-account.js";
 import { readTurnToolCallFacts } from "../../ledger/application/turn-account-facts.query.js";

@@ -1,3 +1,4 @@
+// The maintenance sweep: finalizes Drivers whose heartbeat expired, purges stale registrations, looks up due unknown effects again.
 import { BACKGROUND_BUSY_RETRY, isStoreBusy, retryWhenBusy, storeBusyCause } from "../../../platform/db/store-busy.js";
 import { driverInstanceRepository } from "../infrastructure/driver-instance.repository.js";
 import { storeLivenessRepository, type LivenessState } from "../infrastructure/store-liveness.repository.js";

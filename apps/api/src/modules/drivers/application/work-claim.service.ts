@@ -1,3 +1,4 @@
+// Runs work under a claim in the store, so two API instances never do the same finalization or sweep work at once.
 import { newUlid } from "@mosoo/contracts";
 import type { WorkClaimKind } from "@mosoo/contracts/statuses";
 import type { Logger } from "pino";

@@ -1,3 +1,4 @@
+// Reads and compare-and-set writes of the Driver command rows (`driver_commands`), in SQL both stores speak.
 import { and, asc, eq, exists, inArray, isNull, ne, or, sql } from "drizzle-orm";
 import type { CommandStatus, DriverInstanceStatus } from "@mosoo/contracts";
 import type { driverCommands } from "../../../platform/db/sqlite/sqlite-schema.js";

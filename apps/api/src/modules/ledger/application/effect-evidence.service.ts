@@ -1,3 +1,4 @@
+// Applies a Driver's evidence about an attempt after the fact: a missed send-by deadline, or a late provider result.
 import { isDeepStrictEqual } from "node:util";
 import {
   MAX_PROVIDER_RECEIPT_BYTES,

@@ -1,3 +1,4 @@
+// Records a tool call's intent in the caller's transaction: the command, the effect with its idempotency key, the queued event.
 import { newUlid, type DriverInstanceStatus, type McpExecuteCommand, type RunStatus } from "@mosoo/contracts";
 import { currentTraceContext } from "@mosoo/telemetry";
 import { intentWriteRepository } from "../infrastructure/intent-write.repository.js";

@@ -1,3 +1,4 @@
+// The effect ledger's Driver-facing operations: claim with a send-by deadline, complete, mark unknown, missed deadline, late evidence.
 import {
   McpExecuteCommandResultSchema,
   type EffectClaim,

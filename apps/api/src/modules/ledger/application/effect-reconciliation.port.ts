@@ -1,3 +1,4 @@
+// The port through which the ledger and finalization repair reach reconciliation of unknown effects, and its result types.
 import type { ReconciliationTrigger } from "@mosoo/contracts";
 import type { StoreTx } from "../../../platform/db/store.port.js";
 import type { EffectRow } from "../infrastructure/effect.repository.js";

@@ -1,3 +1,4 @@
+// The effect lifecycle machine: pure decisions on claims, attempt reports, missed deadlines, late evidence and settling an effect.
 import type { EffectStatus, OperatorAttentionReason } from "@mosoo/contracts";
 
 /**

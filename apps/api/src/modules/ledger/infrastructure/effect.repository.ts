@@ -1,3 +1,4 @@
+// Reads and compare-and-set writes of the effect rows and their attempts, in SQL both stores speak.
 import { and, asc, desc, eq, gte, inArray, isNull, lt, or, sql } from "drizzle-orm";
 import type { EffectStatus } from "@mosoo/contracts";
 import type { externalToolEffectAttempts, externalToolEffects } from "../../../platform/db/sqlite/sqlite-schema.js";

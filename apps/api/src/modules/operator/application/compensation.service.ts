@@ -1,3 +1,4 @@
+// Operator-started compensation of a succeeded effect: a new, linked effect queued to a live Driver, never two undo writes at once.
 import { fingerprintArguments, McpExecuteCommandResultSchema, newUlid } from "@mosoo/contracts";
 import { planCompensation } from "@mosoo/effect-reconciliation/host";
 import { recordIntent } from "../../ledger/application/effect-intent.service.js";

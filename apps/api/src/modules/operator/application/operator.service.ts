@@ -1,3 +1,4 @@
+// The one operator service behind the HTTP routes, the CLI and the console: list and show effects, reconcile now, resolve by hand, compensate.
 import { newUlid, UlidSchema } from "@mosoo/contracts";
 import { parseJsonColumn } from "../../../platform/db/json-column.js";
 import type { RuntimeContext } from "../../../kernel/runtime-context.js";

@@ -1,3 +1,4 @@
+// Says why an effect's tool gets no lookup, and logs the startup report of each bound server's covered and uncovered tools.
 import type { Logger } from "pino";
 import type { Store } from "../../../platform/db/store.port.js";
 import { reconciliationRepository } from "../infrastructure/effect-reconciliation.repository.js";

@@ -1,3 +1,4 @@
+// The reconciler of unknown effects: takes the leases and runs the adapter lookups, one at a time or as a bounded worker pool.
 import type { StoreTx, TransactionOptions } from "../../../platform/db/store.port.js";
 import { newUlid, type ReconciliationTrigger } from "@mosoo/contracts";
 import type { ReconciliationAdapter } from "@mosoo/effect-reconciliation";

@@ -1,3 +1,4 @@
+// Closes lookups whose lease expired without an outcome (their reconciler died or stalled), without touching live leases.
 import { newUlid } from "@mosoo/contracts";
 import type { RuntimeContext } from "../../../kernel/runtime-context.js";
 import type { TransactionOptions } from "../../../platform/db/store.port.js";

@@ -1,3 +1,4 @@
+// Group commit of reconciliation outcomes: several whole outcomes per transaction, each delivered only after the commit.
 import { StoreCommitUnknownError } from "../../../platform/db/store-errors.js";
 import type { Store, StoreTx } from "../../../platform/db/store.port.js";
 

@@ -1,3 +1,4 @@
+// Commits one lookup's outcome (effect, receipt, result, record, run event) in one transaction, or records it as superseded.
 import {
   McpToolResultSchema,
   newUlid,

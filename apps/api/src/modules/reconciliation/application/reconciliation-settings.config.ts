@@ -1,3 +1,4 @@
+// The runtime settings of reconciliation: the feature flag, each server's adapter binding, lookup timeout, lease, concurrency and backoff.
 import type { ReconciliationAdapter } from "@mosoo/effect-reconciliation";
 import type { AdapterProvenance, ToolCoverage } from "@mosoo/effect-reconciliation/host";
 import type { LookupBackoff } from "../domain/lookup-schedule.js";

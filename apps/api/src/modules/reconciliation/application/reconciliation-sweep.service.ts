@@ -1,3 +1,4 @@
+// The sweep's reconciliation pass: pages through unknown effects whose next lookup is due and looks them up again.
 import type { RuntimeContext } from "../../../kernel/runtime-context.js";
 import type { EffectRow } from "../../ledger/application/effect-rows.service.js";
 import { reconciliationRepository } from "../infrastructure/effect-reconciliation.repository.js";

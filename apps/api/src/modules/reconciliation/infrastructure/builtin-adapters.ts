@@ -1,3 +1,4 @@
+// The reconciliation adapters the API ships, by built-in id, for a bindings file to name.
 import type { AdapterSource } from "@mosoo/effect-reconciliation/host";
 
 /**

@@ -1,3 +1,4 @@
+// Reads and compare-and-set writes of reconciliation state (the effect's lease and outcome) and its lookup records.
 import { and, asc, eq, gt, inArray, isNotNull, isNull, lt, lte, or, sql } from "drizzle-orm";
 import type { effectReconciliations, externalToolEffects } from "../../../platform/db/sqlite/sqlite-schema.js";
 import type { StoreTx } from "../../../platform/db/store.port.js";

@@ -1,3 +1,4 @@
+// The Prometheus counters of reconciliation lookups, superseded reconcilers and adapter process terminations.
 import { Counter, type Registry } from "prom-client";
 
 /**

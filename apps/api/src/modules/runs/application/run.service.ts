@@ -1,3 +1,4 @@
+// The run API's service: create a run on a Driver, enqueue tool calls idempotently, read runs, delete what no fence retains.
 import {
   fingerprintArguments,
   newUlid,

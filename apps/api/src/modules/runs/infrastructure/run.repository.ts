@@ -1,3 +1,4 @@
+// Reads and writes of sessions, runs and run events, in SQL both stores speak.
 import { and, asc, eq, gt, sql } from "drizzle-orm";
 import { newUlid, type RunStatus } from "@mosoo/contracts";
 import type { runEvents, sessionRuns, sessions } from "../../../platform/db/sqlite/sqlite-schema.js";

@@ -1,3 +1,4 @@
+// Migrates and opens a PostgreSQL database: one migrator at a time under an advisory lock, bigint parsing, schema-too-new refusal.
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import pg from "pg";

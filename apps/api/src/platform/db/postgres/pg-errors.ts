@@ -1,3 +1,4 @@
+// Classifies PostgreSQL errors by SQLSTATE (unique, check, fence, retryable) and maps the retryable ones to `store.busy`.
 import { StoreBusyError } from "../store-busy.js";
 
 /**

@@ -1,3 +1,4 @@
+// The unit of work both PostgreSQL stores share: BEGIN to COMMIT on one connection, whole-unit retry, observer seam, nesting refusal.
 import pRetry from "p-retry";
 import { isInUnitOfWork, runInUnitOfWork } from "../unit-of-work-scope.js";
 import { traceUnitOfWork } from "../store-tracing.js";

@@ -1,3 +1,4 @@
+// The PostgreSQL store for any number of API instances on one database: a `pg` pool, its timeouts, and how to open it.
 import pg from "pg";
 import { drizzle, type NodePgDatabase } from "drizzle-orm/node-postgres";
 import { StoreBusyError } from "../store-busy.js";

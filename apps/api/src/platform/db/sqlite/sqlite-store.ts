@@ -1,3 +1,4 @@
+// The embedded SQLite store: one connection behind an async mutex, WAL and full sync, with its opener and integrity check.
 import { mkdirSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
