@@ -57,7 +57,7 @@ export interface Runtime {
 
 /**
  * Options of {@link createRuntime}: the store (any implementation of the async store port), a logger, `heartbeatTtlMs` (ms), `sendDeadlineMs`
- * (ms, the claims' send-by deadline, default 10 000; docs/DESIGN.md §3 rule 12), `driverUnconnectedTtlMs`
+ * (ms, the claims' send-by deadline, default 10 000; see `decideDeadlineMissed` in effect-lifecycle.machine.ts), `driverUnconnectedTtlMs`
  * (ms, default {@link DEFAULT_DRIVER_UNCONNECTED_TTL_MS}), an optional clock (tests), the
  * reconciliation settings (default: off, the baseline fence; `bindings` hold adapter handles: in
  * production only handles of the isolated adapter host, see `startApi`; tests may bind in-process
@@ -73,7 +73,7 @@ export interface CreateRuntimeOptions {
   reconciliation?: ReconciliationSettings;
   /** The prom-client registry for `GET /metrics` (default: a new one); the host may have registered its own metrics on it. */
   metricsRegistry?: Registry;
-  /** Per MCP server id, the repeat guard's window (ms; docs/DESIGN.md §3 rule 17); default: none, off for every server. */
+  /** Per MCP server id, the repeat guard's window (ms; see `guardRepeat` in repeat-guard.policy.ts); default: none, off for every server. */
   repeatGuard?: ReadonlyMap<string, number>;
   /**
    * The long-poll wake-ups (default: in-process, for the embedded SQLite store's one API process); on

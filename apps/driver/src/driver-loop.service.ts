@@ -66,7 +66,7 @@ export interface DriverLoopOptions {
  * The Driver process's main loop: identity (state file or `register`), `connect`, heartbeats every
  * `heartbeatTtlMs / 3`, and the long-poll of commands, each handled to its terminal update one at
  * a time, in order. A non-fatal API failure while handling a command triggers a reconnect, so the
- * API redelivers every command without a terminal receipt (docs/DESIGN.md §3 rule 11).
+ * API redelivers every command without a terminal receipt (see `CommandQueueService` in command-queue.service.ts).
  *
  * Provider results: each is written to the outbox before it is sent and reported until the API
  * answered it (see `reportProviderResult`). At start, before it connects and pulls commands, the loop
@@ -194,7 +194,7 @@ export class DriverLoop {
   /**
    * At startup, asks the API for its view of this instance (`GET /v1/drivers/self`) and, when some of
    * its effects are `executing` or `unknown` (fenced: never sent again; settled only by reconciliation,
-   * late evidence or an operator, docs/DESIGN.md §3 rules 9 and 13), logs `driver.fenced_effects` with
+   * late evidence or an operator, see `decideLateEvidence` in effect-lifecycle.machine.ts), logs `driver.fenced_effects` with
    * their counts, so whoever restarts a crashed Driver sees what it left in doubt. Informational: a
    * failure is logged (`driver.self_unavailable`) and the Driver goes on.
    */

@@ -43,7 +43,7 @@ export interface McpExecuteHandlerDeps {
   toolTimeoutMs: number;
   /**
    * The Driver's monotonic clock (ms; default `performance.now()`), which measures the claim's
-   * send-by deadline from the moment the claim request was sent (docs/DESIGN.md §3 rule 12). Tests pass a fake.
+   * send-by deadline from the moment the claim request was sent (see {@link sendDeadlinePassed}). Tests pass a fake.
    */
   monotonicNowMs?: () => number;
   /**
@@ -78,7 +78,7 @@ export function serverUnavailableError(serverId: string, reason: string, message
 }
 
 /**
- * Runs one `mcp.execute` command against the ledger (docs/DESIGN.md §3):
+ * Runs one `mcp.execute` command against the ledger:
  * 1. `queued`/`delivered` → `commandUpdate accepted` (an `accepted` redelivery skips it);
  * 2. the MCP server must be configured and connectable, else `failed` `mcp.server_unavailable` WITHOUT a claim;
  *    so must the key's place: a server whose config places the key in a tool argument the call
@@ -86,7 +86,7 @@ export function serverUnavailableError(serverId: string, reason: string, message
  * 3. `effectClaim` → `execute`: if the claim's send-by deadline (`sendWithinMs`, measured on
  *    `monotonicNowMs` from just before the claim request was sent) has passed, NO `tools/call`:
  *    `effectDeadlineMissed` (the API settles the effect `not_executed`) then `failed`
- *    `external_effect.not_executed` (docs/DESIGN.md §3 rule 12). Otherwise one `tools/call` with
+ *    `external_effect.not_executed` (see {@link sendDeadlinePassed}). Otherwise one `tools/call` with
  *    the idempotency key where the server's config places it (default
  *    `_meta["io.mosoo/idempotency-key"]`, see `placeIdempotencyKey`) and, when traced, the trace context
  *    in `_meta.traceparent` / `_meta.tracestate`; task-augmented when the server lets the tool be called
@@ -94,7 +94,7 @@ export function serverUnavailableError(serverId: string, reason: string, message
  *    (docs/DESIGN.md §4 "Tasks"); its result is written to the
  *    outbox (`deps.outbox`, fsynced) before it is sent, then reported by `reportProviderResult`
  *    (`effectComplete`, retried for `deps.resultReportBudgetMs`; late evidence, `effectLateResult`,
- *    docs/DESIGN.md §3 rule 13, when the effect was fenced meanwhile) and only after the API's answer
+ *    see `decideLateEvidence` in effect-lifecycle.machine.ts, when the effect was fenced meanwhile) and only after the API's answer
  *    `commandUpdate completed`, or the command ends as the ledger then says. If the call throws, `effectMarkUnknown` then `failed`
  *    `external_effect.unknown`. `completed` / `unknown` / `not_executed` claims never call the provider.
  * The provider is called at most once per invocation and never retried.
@@ -176,7 +176,7 @@ export async function handleMcpExecuteCommand(envelope: DriverCommandEnvelope, d
   }
 
   const { effectId, attempt, idempotencyKey } = claim;
-  // docs/DESIGN.md §3 rule 12: nothing may leave for the provider after the send-by deadline. Checked
+  // See {@link sendDeadlinePassed}: nothing may leave for the provider after the send-by deadline. Checked
   // here and again inside `callTool` right before the request is written (`maySend`), after any
   // reconnect of the MCP client, which can take longer than the deadline.
   const deadlinePassed = () => sendDeadlinePassed(claimSentAtMs, monotonicNowMs(), claim.sendWithinMs);
@@ -305,11 +305,11 @@ export async function handleMcpExecuteCommand(envelope: DriverCommandEnvelope, d
   if (report.via === "complete" && stored.status === "succeeded") return complete(deps, effectLog, commandId, effectId, result);
   if (report.via === "late_result") {
     // Fenced meanwhile (e.g. redelivered while the call was in flight): our result is real, so it was
-    // reported as evidence, not a replay (docs/DESIGN.md §3 rule 13). The ledger settled or flagged it.
+    // reported as evidence, not a replay (see `decideLateEvidence` in effect-lifecycle.machine.ts). The ledger settled or flagged it.
     effectLog.info({ attempt, outcome: stored.outcome, effectStatus: stored.status, reason: stored.reason }, "effect.late_result_reported");
     if (stored.status === "succeeded" && stored.outcome !== "rejected") return complete(deps, effectLog, commandId, effectId, result);
     // We hold a real provider result the ledger did not take (a contradiction it flagged for an
-    // operator): never tell the agent it may resend (docs/DESIGN.md §3 rule 14).
+    // operator): never tell the agent it may resend (see `settleCommandFromEffect` in command-settlement.service.ts).
     return fail(
       deps,
       effectLog,

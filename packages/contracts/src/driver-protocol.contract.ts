@@ -31,7 +31,7 @@ export const DriverTokenSchema = z.string().regex(/^mdt_[0-7][0-9A-HJKMNP-TV-Z]{
  * enrollment token or the operator token); with it, the instance is re-registered (its old token is
  * revoked), which needs that instance's own token or the operator token (else 403 `auth.forbidden`,
  * so no one takes over an identity). Re-registering is refused with
- * `effect.fence_retained` (409) while any of its effects is `executing` or `unknown` (docs/DESIGN.md §3 rule 9).
+ * `effect.fence_retained` (409) while any of its effects is `executing` or `unknown`.
  */
 export const RegisterDriverRequestSchema = z.strictObject({
   name: identifierSchema(1, 100),
@@ -50,7 +50,7 @@ export const ConnectDriverResponseSchema = z.object({
   connectionId: UlidSchema,
   /** Heartbeat time-to-live in ms: miss it and the sweep finalizes the instance. */
   heartbeatTtlMs: z.number().int().positive(),
-  /** Commands without a terminal receipt that will be delivered again on this connection (docs/DESIGN.md §3 rule 11). */
+  /** Commands without a terminal receipt that will be delivered again on this connection (see `CommandQueueService` in command-queue.service.ts). */
   pendingCommandCount: z.number().int().nonnegative(),
 });
 /** See {@link ConnectDriverResponseSchema}. */
@@ -71,7 +71,7 @@ export type HeartbeatResponse = z.infer<typeof HeartbeatResponseSchema>;
  * its status, its current connection (null before the first connect), its last heartbeat and when the
  * sweep would finalize it without another (`heartbeatExpiresAtMs` = last heartbeat + `heartbeatTtlMs`,
  * ms since the epoch; null before the first connect), how many of its effects are `executing` and
- * `unknown` (the ones fenced until reconciled or resolved, docs/DESIGN.md §3 rule 9) and how many of its
+ * `unknown` (the ones fenced until reconciled or resolved) and how many of its
  * commands have no terminal receipt yet (redelivered on its next connection, rule 11).
  */
 const DriverSelfResponseSchema = z.object({
@@ -177,7 +177,7 @@ export type EffectMarkUnknownRequest = z.infer<typeof EffectMarkUnknownRequestSc
 
 /**
  * The send-by deadline of attempt `attempt`'s `execute` claim passed before the Driver sent
- * `tools/call` (docs/DESIGN.md §3 rule 12): nothing was sent, and the Driver never will send it.
+ * `tools/call` (see `sendDeadlinePassed` in effect-claim.contract.ts): nothing was sent, and the Driver never will send it.
  * `elapsedMs` is how long after sending the claim request the Driver read the answer (its own
  * monotonic clock, ms). The API settles the effect `not_executed` (resolution `deadline_missed`) when
  * it is still `executing` at that attempt, or `unknown` with that attempt the fenced one; the
@@ -214,7 +214,7 @@ export const EffectTaskCreatedRequestSchema = z.strictObject({
 export type EffectTaskCreatedRequest = z.infer<typeof EffectTaskCreatedRequestSchema>;
 
 /**
- * Late evidence (docs/DESIGN.md §3 rule 13): the provider's real result for attempt `attempt`, which the
+ * Late evidence (see `decideLateEvidence` in effect-lifecycle.machine.ts): the provider's real result for attempt `attempt`, which the
  * Driver received after the effect was fenced `unknown` meanwhile (e.g. a redelivery while the call
  * was in flight). `idempotencyKey`, `toolName` and `requestFingerprint` (sha-256 hex of the canonical
  * arguments, `fingerprintArguments`) name the request the Driver sent; `receipt` is the result's

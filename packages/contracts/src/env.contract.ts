@@ -62,7 +62,7 @@ const postgresUrlString = () =>
 const REPEAT_GUARD_WINDOW_MS = { min: 1_000, max: 30 * 86_400_000 } as const;
 
 /**
- * `MOSOO_REPEAT_GUARD`: the MCP servers whose tool calls the repeat guard watches (docs/DESIGN.md §3 rule 17),
+ * `MOSOO_REPEAT_GUARD`: the MCP servers whose tool calls the repeat guard watches (see `guardRepeat` in repeat-guard.policy.ts),
  * each with its window in ms: `serverId=windowMs` pairs, comma-separated (`tracker=600000,payments=86400000`).
  * Unset or empty: off for every server. A server id that is not one (1–64 of A–Z a–z 0–9 _ . -), a window
  * that is not a strict integer within 1 000–2 592 000 000 ms, or a server named twice is refused.
@@ -110,12 +110,12 @@ export const ApiEnvSchema = z.object({
   MOSOO_HOST: z.string().min(1).default("127.0.0.1"),
   MOSOO_PORT: strictIntegerString(0, 65535).default(8787),
   MOSOO_HEARTBEAT_TTL_MS: strictIntegerString(500, 3_600_000).default(15_000),
-  // docs/DESIGN.md §3 rule 12: the Driver sends tools/call at most this long after it sent the claim request.
+  // See `sendDeadlinePassed` in effect-claim.contract.ts: the Driver sends tools/call at most this long after it sent the claim request.
   MOSOO_SEND_DEADLINE_MS: strictIntegerString(100, 600_000).default(10_000),
   MOSOO_SWEEP_INTERVAL_MS: strictIntegerString(100, 3_600_000).default(2_000),
   // SIGTERM drain: in-flight requests may finish this long (ms) before every connection is closed.
   MOSOO_SHUTDOWN_GRACE_MS: strictIntegerString(0, 600_000).default(10_000),
-  // docs/DESIGN.md §3 rule 17: opt-in per MCP server, off by default (serverId=windowMs,...).
+  // See `guardRepeat` in repeat-guard.policy.ts: opt-in per MCP server, off by default (serverId=windowMs,...).
   MOSOO_REPEAT_GUARD: repeatGuardString().default({}),
   MOSOO_LOG_LEVEL: z.enum(["fatal", "error", "warn", "info", "debug", "trace", "silent"]).default("info"),
   MOSOO_EFFECT_RECONCILIATION: z.enum(["off", "on"]).default("off"),
@@ -127,7 +127,7 @@ export const ApiEnvSchema = z.object({
   MOSOO_LOOKUP_BACKOFF_MAX_MS: strictIntegerString(10, 86_400_000).default(300_000),
   MOSOO_LOOKUP_BACKOFF_FACTOR: strictDecimalString(1, 10).default(2),
   MOSOO_MAX_LOOKUPS: strictIntegerString(1, 1_000).default(8),
-  // Group commit of reconciliation outcomes (docs/DESIGN.md §3 rule 6): outcomes per transaction, and the wait (ms) for more.
+  // Group commit of reconciliation outcomes (see `ReconciliationOutcomeWriter.commit` in reconciliation-outcome-writer.service.ts): outcomes per transaction, and the wait (ms) for more.
   MOSOO_GROUP_COMMIT_MAX: strictIntegerString(1, 1_024).default(64),
   MOSOO_GROUP_COMMIT_WINDOW_MS: strictIntegerString(0, 1_000).default(2),
   // The old-generation heap limit of each adapter process (docs/DESIGN.md §4: adapters are untrusted code).

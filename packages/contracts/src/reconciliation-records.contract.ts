@@ -26,7 +26,7 @@ export type ReconciliationOutcome = (typeof RECONCILIATION_OUTCOMES)[number];
  * retention canary, docs/DESIGN.md §4). On a settled effect (`succeeded` / `not_executed`): a provider lookup
  * contradicted how it was settled, e.g. the provider has the write after an operator resolved it
  * `not_executed` (`contradicted_by_provider`; docs/DESIGN.md §7), or a Driver reported the provider's
- * real result late (docs/DESIGN.md §3 rule 13) and it contradicts the effect's confirmed outcome
+ * real result late (see `decideLateEvidence` in effect-lifecycle.machine.ts) and it contradicts the effect's confirmed outcome
  * (`late_evidence_contradiction`; the evidence is kept on the attempt row). The status is never
  * changed by either: the operator decides (nothing infers a rollback).
  * The DB CHECK `external_tool_effects_attention_check` lists the same values.
@@ -45,7 +45,7 @@ export type OperatorAttentionReason = (typeof OPERATOR_ATTENTION_REASONS)[number
 
 /**
  * What an operator did to an effect (docs/DESIGN.md §7): asked for a lookup now (`lookup`), resolved it
- * by hand (`resolve`), or requested its declared compensation (`compensate`, docs/DESIGN.md §3 rule 8).
+ * by hand (`resolve`), or requested its declared compensation (`compensate`, see `CompensationService` in compensation.service.ts).
  */
 export const OPERATOR_ACTIONS = ["lookup", "resolve", "compensate"] as const;
 /** See {@link OPERATOR_ACTIONS}. */

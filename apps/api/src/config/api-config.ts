@@ -66,12 +66,12 @@ export interface ApiConfig {
   port: number;
   heartbeatTtlMs: number;
   /**
-   * Send-by deadline of every `execute` claim (ms, docs/DESIGN.md §3 rule 12): the Driver never sends
+   * Send-by deadline of every `execute` claim (ms, see `decideDeadlineMissed` in effect-lifecycle.machine.ts): the Driver never sends
    * `tools/call` later than this after it sent the claim request; a `max_in_flight` window runs
    * until the claim + this + the adapter's `maxInFlightMs`.
    */
   sendDeadlineMs: number;
-  /** `MOSOO_REPEAT_GUARD`: per guarded MCP server id, the repeat guard's window (ms; docs/DESIGN.md §3 rule 17). Empty: off. */
+  /** `MOSOO_REPEAT_GUARD`: per guarded MCP server id, the repeat guard's window (ms; see `guardRepeat` in repeat-guard.policy.ts). Empty: off. */
   repeatGuard: ReadonlyMap<string, number>;
   sweepIntervalMs: number;
   /** On SIGTERM: how long (ms) in-flight requests may finish before every connection is closed (`MOSOO_SHUTDOWN_GRACE_MS`, default 10 000). */

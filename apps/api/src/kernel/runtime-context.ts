@@ -10,8 +10,7 @@ import type { StoreBusyWatch } from "../platform/db/store-busy-watch.js";
  * `instanceId` (this API instance's ULID, fresh per process: it names the holder of its work claims),
  * the long-poll wake-ups (`notifier`: in-process on SQLite, LISTEN/NOTIFY across instances on PostgreSQL),
  * the runtime settings (`heartbeatTtlMs`: a Driver whose last heartbeat is older is finalized by the
- * sweep; `sendDeadlineMs`: the send-by deadline of an `execute` claim, default 10 000 ms, docs/DESIGN.md §3
- * rule 12; `driverUnconnectedTtlMs`: a registration that never connected is purged by the sweep this
+ * sweep; `sendDeadlineMs`: the send-by deadline of an `execute` claim, default 10 000 ms, see `decideDeadlineMissed` in effect-lifecycle.machine.ts; `driverUnconnectedTtlMs`: a registration that never connected is purged by the sweep this
  * long after it was made), `storeBusy` (when the API last found its own store busy: the sweep gives
  * Drivers a full heartbeat TTL after that), and `shutdown`, aborted when the API stops (long-polls then answer at once).
  */

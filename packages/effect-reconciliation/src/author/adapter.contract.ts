@@ -34,7 +34,7 @@ export const KeyFencingSchema = z.discriminatedUnion("kind", [
 export type KeyFencing = z.infer<typeof KeyFencingSchema>;
 
 /**
- * A declared compensating action for one tool (docs/DESIGN.md §3 rule 8): the tool that undoes it and a
+ * A declared compensating action for one tool (see `CompensationService` in compensation.service.ts): the tool that undoes it and a
  * human description. Nothing infers or starts it: an operator requests it explicitly on a
  * `succeeded` effect, the adapter's `planCompensation` builds its arguments, and it runs as a new
  * effect with its own idempotency key through the same ledger. The compensating tool must be one of

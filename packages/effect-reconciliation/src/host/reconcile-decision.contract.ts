@@ -5,7 +5,7 @@ import type { AdapterReasonCode } from "../author/lookup-outcome.contract.js";
 import type { Receipt } from "../author/receipt.contract.js";
 
 /**
- * Why an effect was not looked up at all (no adapter call was made; docs/DESIGN.md §3 rule 4):
+ * Why an effect was not looked up at all (no adapter call was made; see `ReconciliationAdmission` in reconciliation-admission.policy.ts):
  * - `invalid_input`: the effect, `nowMs` or `timeoutMs` handed to the runtime is malformed
  *   (a host bug; looking up with it could fail open, e.g. a `NaN` time passes every window check);
  * - `invalid_declaration`: the bound adapter's declaration fails `AdapterDeclarationSchema`;
@@ -45,7 +45,7 @@ export type IneligibleReasonCode = z.infer<typeof IneligibleReasonCodeSchema>;
  * - `retention_expired`: `confirmed_not_executed` although the provider may already have forgotten
  *   the key (operator attention);
  * - `in_flight_window`: `confirmed_not_executed` from a provider without a fence before
- *   `lastDispatchedAtMs + sendWithinMs + maxInFlightMs` (the claim's send-by deadline, docs/DESIGN.md §3 rule 12, plus the
+ *   `lastDispatchedAtMs + sendWithinMs + maxInFlightMs` (the claim's send-by deadline, see `sendDeadlinePassed` in effect-claim.contract.ts, plus the
  *   adapter's maximum in-flight time): a late commit could still land (next lookup scheduled then);
  * - `retention_contradicted`: `confirmed_not_executed` from a provider without a fence, but the same
  *   adapter did not confirm the retention canary, a key known to have committed that is at least as
@@ -88,7 +88,7 @@ export interface IneligibleDecision {
 
 /**
  * A validated proof that the write happened: persist `result` (the provider's MCP tool result,
- * at most `MAX_RESULT_BYTES`) and `receipt` with `adapter` in one transaction (docs/DESIGN.md §3 rule 6).
+ * at most `MAX_RESULT_BYTES`) and `receipt` with `adapter` in one transaction (see `ReconciliationOutcomeWriter.commit` in reconciliation-outcome-writer.service.ts).
  * `result` and `receipt` are JSON copies, detached from the adapter's objects.
  */
 export interface ConfirmedSucceededDecision {
@@ -138,6 +138,6 @@ export type StillUnknownDecision = RuntimeStillUnknownDecision | AdapterStillUnk
 
 /**
  * The result of one reconcile step, discriminated on `decision`. Only the two `confirmed_*`
- * decisions may change an effect's status (docs/DESIGN.md §3 rule 5).
+ * decisions may change an effect's status (see `judgeOutcome` in fail-closed-checks.ts).
  */
 export type ReconcileDecision = IneligibleDecision | ConfirmedSucceededDecision | ConfirmedNotExecutedDecision | StillUnknownDecision;

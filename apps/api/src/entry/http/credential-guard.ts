@@ -163,8 +163,8 @@ export class CredentialGuard {
    * A Driver's reports about its own past attempts (`complete`, `deadline-missed`, `late-result`):
    * one Driver instance's own token, accepted even when the instance was finalized meanwhile (its
    * heartbeat expired while a call was in flight: lease loss). The provider's real result, or the
-   * proof that nothing was sent, must not be lost because the instance ended (docs/DESIGN.md §3 rules
-   * 12–13). The ledger takes a finalized instance's report only from the connection that made the
+   * proof that nothing was sent, must not be lost because the instance ended (see `decideDeadlineMissed` and
+   * `decideLateEvidence` in effect-lifecycle.machine.ts). The ledger takes a finalized instance's report only from the connection that made the
    * attempt (`assertCurrentConnection` refuses any other: the instance is no longer connected), and
    * judges it against the effect as stored (a fenced effect's `complete` is `rejected`).
    */

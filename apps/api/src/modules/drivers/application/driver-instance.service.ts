@@ -42,7 +42,7 @@ export class DriverInstanceService {
    * @throws UserFacingError `auth.forbidden` (403: the enrollment token re-registering an existing id, an
    *   instance token registering another or a new instance), `driver.not_found` (unknown id), `driver.not_finalized` (re-register of an
    *   instance that was not finalized, also when a concurrent re-register won the compare-and-set), `effect.fence_retained` (re-register while any of its effects
-   *   is `executing`/`unknown`, docs/DESIGN.md §3 rule 9).
+   *   is `executing`/`unknown`).
    */
   async register(req: RegisterDriverRequest, authority: RegistrationAuthority): Promise<RegisterDriverResponse> {
     // Identity takeover: only the instance itself or an operator may reuse an id.
@@ -68,8 +68,7 @@ export class DriverInstanceService {
       }
       const existing = await driverInstanceRepository.findById(tx, id);
       if (!existing) throw new UserFacingError("driver.not_found", `no Driver instance ${id}`);
-      // Only an instance whose finalization repair already ran may be re-registered (docs/DESIGN.md §3
-      // rule 10): a live instance's run and commands are never handed over without that repair.
+      // Only an instance whose finalization repair already ran may be re-registered (see `FinalizationRepairService` in finalization-repair.service.ts): a live instance's run and commands are never handed over without that repair.
       if (existing.status !== "finalized") {
         throw new UserFacingError(
           "driver.not_finalized",
@@ -139,7 +138,7 @@ export class DriverInstanceService {
 
   /**
    * Opens a new connection for the instance; earlier connections are superseded from now on.
-   * Every command without a terminal receipt will be delivered again on it (docs/DESIGN.md §3 rule 11).
+   * Every command without a terminal receipt will be delivered again on it (see `CommandQueueService` in command-queue.service.ts).
    * @throws UserFacingError `driver.finalized` when the instance was finalized meanwhile.
    */
   async connect(instance: DriverInstanceRow): Promise<ConnectDriverResponse> {
@@ -176,8 +175,7 @@ export class DriverInstanceService {
   /**
    * The API's view of `instance` (`GET /v1/drivers/self`; shape: `DRIVER_API.self.response`): status,
    * current connection, last heartbeat and its expiry (ms since the epoch; the sweep finalizes the
-   * instance after it), its `executing` and `unknown` effects (fenced until settled, docs/DESIGN.md §3
-   * rule 9) and its commands without a terminal receipt. A read: changes nothing.
+   * instance after it), its `executing` and `unknown` effects (fenced until settled) and its commands without a terminal receipt. A read: changes nothing.
    * @throws UserFacingError `driver.not_found` when the instance was deleted meanwhile.
    */
   async describe(instance: DriverInstanceRow): Promise<RouteOutput<typeof DRIVER_API.self>> {

@@ -30,7 +30,7 @@ export interface SweepReport {
 /**
  * The maintenance sweep: every Driver instance whose heartbeat is older than the heartbeat TTL
  * (or whose finalization was left half-done by a crash) goes through the same finalization repair
- * as an explicit finalize (docs/DESIGN.md §3 rule 10), so no effect stays `executing` behind a dead Driver.
+ * as an explicit finalize (see {@link FinalizationRepairService}), so no effect stays `executing` behind a dead Driver.
  * Then it purges Driver registrations that never connected and have no run, once they are older than
  * `driverUnconnectedTtlMs` (registrations are bounded).
  * With reconciliation on, the pass then looks up due `still_unknown` effects again (docs/DESIGN.md §6.3).

@@ -88,7 +88,7 @@ export const commandRepository = {
       .where(and(eq(c.driverInstanceId, driverInstanceId), OPEN))
       .orderBy(asc(c.seq));
   },
-  /** The lowest-seq non-terminal command not yet delivered on `connectionId` (docs/DESIGN.md §3 rule 11). */
+  /** The lowest-seq non-terminal command not yet delivered on `connectionId` (see `CommandQueueService` in command-queue.service.ts). */
   async findUndeliveredOnConnection(tx: StoreTx, driverInstanceId: string, connectionId: string): Promise<CommandRow | undefined> {
     const c = tx.tables.driverCommands;
     return firstRow(
@@ -130,7 +130,7 @@ export const commandRepository = {
     return rows.length > 0;
   },
   /**
-   * A Driver's `completed` update as ONE compare-and-set (docs/DESIGN.md §3: the result is stored before
+   * A Driver's `completed` update as ONE compare-and-set (the result is stored before
    * anything terminal): completes command `commandId` with its effect's stored result (`terminal_at_ms` =
    * `nowMs`, ms) only while the command is `delivered` or `accepted` and owned by `driverInstanceId`, that
    * instance is `connected` on `connectionId`, and the effect `succeeded` with a stored result. Returns the

@@ -125,7 +125,7 @@ export function decideLateEvidence(
  */
 export type SettleResolution = "reconciled" | "operator" | "reported_late" | "deadline_missed";
 
-/** The settled statuses (a settled effect lifts its fence; docs/DESIGN.md §3 rule 9). */
+/** The settled statuses (a settled effect lifts its fence; see `refuseIfFenced` in run.service.ts). */
 export type SettledStatus = "succeeded" | "not_executed";
 
 /** Which (from, to) pairs each {@link SettleResolution} may write. */

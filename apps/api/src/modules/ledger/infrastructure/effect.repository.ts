@@ -74,7 +74,7 @@ export const effectRepository = {
     );
   },
   /**
-   * The repeat guard's candidates (docs/DESIGN.md §3 rule 17): effects of session `sessionId` with request
+   * The repeat guard's candidates (see `guardRepeat` in repeat-guard.policy.ts): effects of session `sessionId` with request
    * fingerprint `fingerprint` on `serverId`/`toolName`, created at or after `sinceMs` (ms since the
    * epoch), newest first, at most `limit`, each with its command's status and whether a compensation of
    * it succeeded. One range of `external_tool_effects_session_fingerprint_idx` (session_id, request_fingerprint).

@@ -15,7 +15,7 @@ import type { OperatorCompensateRequest, QueuedCompensation } from "@mosoo/contr
 import type { ReconciliationSettings } from "../../reconciliation/application/reconciliation-settings.config.js";
 
 /**
- * The compensation of `effectId` that blocks another one, if any (docs/DESIGN.md §3 rule 8: never two
+ * The compensation of `effectId` that blocks another one, if any (never two
  * undo writes for one effect): one that may still write or may have written (`executing`,
  * `unknown`, or `intent` while its command can still be delivered), or one that undid it
  * (`succeeded` with a result that is not an error). A compensation confirmed `not_executed`, one

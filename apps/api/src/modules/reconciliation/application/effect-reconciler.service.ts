@@ -31,7 +31,7 @@ import { hasLiveLease, leaseBatch as takeLeases, type LeasedEffect, type LeasedO
 export const LEASE_LAPSED = "lease_lapsed";
 
 /**
- * Reconciles `unknown` effects through their server's adapter (docs/DESIGN.md §3 rules 4–7, §5, §6);
+ * Reconciles `unknown` effects through their server's adapter (docs/DESIGN.md §5, §6);
  * the ledger's {@link EffectReconciliationPort}. Split by job: {@link ReconciliationAdmission} says
  * whether a lookup may start, this class takes the leases and runs the lookups (one, or a worker
  * pool of `concurrency` with p-queue; the adapter code itself runs in the adapter host), and

@@ -56,7 +56,7 @@ export interface LookupToCommit {
  * It never calls an adapter.
  */
 export class ReconciliationOutcomeWriter {
-  /** Outcomes are committed in groups (docs/DESIGN.md §3 rule 6): see {@link OutcomeGroupCommit}. */
+  /** Outcomes are committed in groups: see {@link OutcomeGroupCommit}. */
   private readonly outcomes: OutcomeGroupCommit;
 
   constructor(

@@ -57,7 +57,7 @@ async function replayEnqueue(
   };
 }
 
-/** Refuses a delete while any of `effects` holds a fence. @throws UserFacingError `effect.fence_retained`. */
+/** Refuses a delete while any of `effects` holds a fence (docs/DESIGN.md §3 rule 9). @throws UserFacingError `effect.fence_retained`. */
 async function refuseIfFenced(tx: StoreTx, by: Parameters<typeof effectRows.listFenced>[1], what: string): Promise<void> {
   const fenced = await effectRows.listFenced(tx, by);
   if (fenced.length > 0) {
@@ -73,12 +73,12 @@ async function refuseIfFenced(tx: StoreTx, by: Parameters<typeof effectRows.list
 
 /**
  * The run API: create a run leased to a Driver instance, enqueue `mcp.execute` tool calls
- * (intent and command in one transaction, docs/DESIGN.md §3 rule 1), read a run, and delete runs,
+ * (intent and command in one transaction, see {@link recordIntent}), read a run, and delete runs,
  * sessions and Driver instances unless a fence is retained (rule 9).
  */
 export class RunService {
   /**
-   * @param repeatGuard per MCP server id, the repeat guard's window (ms; docs/DESIGN.md §3 rule 17); empty: off for every server.
+   * @param repeatGuard per MCP server id, the repeat guard's window (ms; see {@link guardRepeat}); empty: off for every server.
    * @param repeatMetrics the refusal counter (`mosoo_tool_call_repeat_refused_total`).
    */
   constructor(

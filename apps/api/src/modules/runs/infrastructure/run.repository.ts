@@ -67,7 +67,7 @@ export const runRepository = {
   /**
    * Takes session `id`'s row lock (a no-op write; PostgreSQL writes run at READ COMMITTED) so the
    * repeat guard's check and the intent it writes are one step for that session: two identical
-   * enqueues in one session never both pass (docs/DESIGN.md §3 rule 17). False when there is no such session.
+   * enqueues in one session never both pass (see `guardRepeat` in repeat-guard.policy.ts). False when there is no such session.
    */
   async lockSession(tx: StoreTx, id: string): Promise<boolean> {
     const t = tx.tables.sessions;

@@ -25,7 +25,7 @@ import { classifyPgError, isPgUniqueViolation } from "./pg-errors.js";
  * Write transactions run at READ COMMITTED, asked for explicitly (a managed server may default to
  * another level). That is enough because no guarantee of the runtime rests on the isolation level:
  * - every state change is a compare-and-set `UPDATE … WHERE id = $1 AND status = $2 AND version = $3`
- *   (docs/DESIGN.md §3 rule 7). Under READ COMMITTED an UPDATE that finds its row locked by a
+ *   (see `effectRepository.updateIfCurrent` in effect.repository.ts). Under READ COMMITTED an UPDATE that finds its row locked by a
  *   concurrent writer waits for it, then re-evaluates its WHERE on the NEWEST committed version
  *   (EvalPlanQual): the loser matches 0 rows and records `superseded`; two writers never both win;
  * - counters (`attempt_count`, `version`) are written by that same CAS, so a value computed from a

@@ -30,7 +30,7 @@ export * from "./postgres-schema.coordination.js";
  *   partial index says `terminal = true` where SQLite says `terminal = 1`.
  * - SQLite's null-safe `IS NOT 'x'` is PostgreSQL's `IS DISTINCT FROM 'x'`.
  * - JSON columns stay `text`, so their bytes round-trip exactly as on SQLite.
- * The fence trigger (an `executing` or `unknown` effect is never deleted, docs/DESIGN.md §3 rule 9) is a
+ * The fence trigger (an `executing` or `unknown` effect is never deleted, see `refuseIfFenced` in run.service.ts) is a
  * plpgsql function in a custom migration of `apps/api/drizzle-pg/`, not part of this file.
  */
 /**
@@ -157,7 +157,7 @@ export const driverCommands = pgTable(
 );
 
 /**
- * One external tool effect per `mcp.execute` command (docs/DESIGN.md §3); the columns' meaning is
+ * One external tool effect per `mcp.execute` command; the columns' meaning is
  * documented on the SQLite twin (`externalToolEffects` in `../sqlite/sqlite-schema.ts`). A delete of an
  * `executing` or `unknown` effect (directly or by a cascade) is refused by the trigger
  * `external_tool_effects_fence_retained` (custom migration in `apps/api/drizzle-pg/`).
@@ -203,13 +203,13 @@ export const externalToolEffects = pgTable(
     compensatesEffectId: text("compensates_effect_id").references((): AnyPgColumn => externalToolEffects.id, { onDelete: "cascade" }),
     /**
      * The session of the effect's run, copied from it when the intent is written: the repeat guard
-     * (docs/DESIGN.md §3 rule 17) looks up (session, request fingerprint). Null only on rows written
+     * (see `guardRepeat` in repeat-guard.policy.ts) looks up (session, request fingerprint). Null only on rows written
      * before the column existed whose run was gone when the migration filled it in.
      */
     sessionId: text("session_id"),
     /**
      * Set when the tool call was queued as a deliberate repeat (the enqueue named this earlier effect,
-     * past the repeat guard: docs/DESIGN.md §3 rule 17). A record, not a reference: the earlier effect
+     * past the repeat guard: see `guardRepeat` in repeat-guard.policy.ts). A record, not a reference: the earlier effect
      * may be deleted with its run later.
      */
     repeatOfEffectId: text("repeat_of_effect_id"),
@@ -259,7 +259,7 @@ export const externalToolEffects = pgTable(
     index("external_tool_effects_status_id_idx").on(t.status, t.id),
     // NULLs never collide in a PostgreSQL unique index either (NULLS DISTINCT is the default), as on SQLite.
     uniqueIndex("external_tool_effects_run_client_tool_call_unique").on(t.runId, t.clientToolCallId),
-    // The repeat guard's lookup (docs/DESIGN.md §3 rule 17): the session's effects with one request
+    // The repeat guard's lookup (see `guardRepeat` in repeat-guard.policy.ts): the session's effects with one request
     // fingerprint, an index range whatever the session's size. Both columns are written with the intent
     // and never change, so no lifecycle step writes this index.
     index("external_tool_effects_session_fingerprint_idx").on(t.sessionId, t.requestFingerprint),

@@ -160,7 +160,7 @@ export const driverCommands = sqliteTable(
 );
 
 /**
- * One external tool effect per `mcp.execute` command (docs/DESIGN.md §3). The idempotency key is
+ * One external tool effect per `mcp.execute` command. The idempotency key is
  * written with the intent and never changes. `intent` has no attempt yet; `executing`, `unknown`
  * and `succeeded` have at least one; `succeeded` has a stored result. A delete of an `executing`
  * or `unknown` effect is refused by a trigger (see the migrations), so no cascade can drop a fence.
@@ -212,7 +212,7 @@ export const externalToolEffects = sqliteTable(
     firstDispatchedAtMs: integer("first_dispatched_at_ms"),
     lastDispatchedAtMs: integer("last_dispatched_at_ms"),
     /**
-     * The send-by deadline (ms, relative) of the latest `execute` claim (docs/DESIGN.md §3 rule 12): the
+     * The send-by deadline (ms, relative) of the latest `execute` claim (see `decideDeadlineMissed` in effect-lifecycle.machine.ts): the
      * Driver sends `tools/call` at most this long after it sent the claim request, so no request of
      * that attempt leaves the Driver after `last_dispatched_at_ms + send_within_ms`. Null on effects
      * claimed before the deadline existed (their `max_in_flight` window counts from the claim alone).
@@ -221,20 +221,20 @@ export const externalToolEffects = sqliteTable(
     createdAtMs: integer("created_at_ms").notNull(),
     updatedAtMs: integer("updated_at_ms").notNull(),
     /**
-     * Set on a compensation (docs/DESIGN.md §3 rule 8): the `succeeded` effect it undoes. A compensation is
+     * Set on a compensation (see `CompensationService` in compensation.service.ts): the `succeeded` effect it undoes. A compensation is
      * an ordinary effect with its own idempotency key; at most one per original is in flight
      * (`executing` or `unknown`), by the partial unique index below.
      */
     compensatesEffectId: text("compensates_effect_id").references((): AnySQLiteColumn => externalToolEffects.id, { onDelete: "cascade" }),
     /**
      * The session of the effect's run, copied from it when the intent is written: the repeat guard
-     * (docs/DESIGN.md §3 rule 17) looks up (session, request fingerprint). Null only on rows written
+     * (see `guardRepeat` in repeat-guard.policy.ts) looks up (session, request fingerprint). Null only on rows written
      * before the column existed whose run was gone when the migration filled it in.
      */
     sessionId: text("session_id"),
     /**
      * Set when the tool call was queued as a deliberate repeat (the enqueue named this earlier effect,
-     * past the repeat guard: docs/DESIGN.md §3 rule 17). A record, not a reference: the earlier effect
+     * past the repeat guard: see `guardRepeat` in repeat-guard.policy.ts). A record, not a reference: the earlier effect
      * may be deleted with its run later.
      */
     repeatOfEffectId: text("repeat_of_effect_id"),
@@ -298,7 +298,7 @@ export const externalToolEffects = sqliteTable(
     // A retried enqueue of the same client tool call (same run, same client toolCallId) finds the first
     // effect and never writes twice. NULL (a generated toolCallId, or a row older than this rule) never collides.
     uniqueIndex("external_tool_effects_run_client_tool_call_unique").on(t.runId, t.clientToolCallId),
-    // The repeat guard's lookup (docs/DESIGN.md §3 rule 17): the session's effects with one request
+    // The repeat guard's lookup (see `guardRepeat` in repeat-guard.policy.ts): the session's effects with one request
     // fingerprint, an index range whatever the session's size. Both columns are written with the intent
     // and never change, so no lifecycle step writes this index.
     index("external_tool_effects_session_fingerprint_idx").on(t.sessionId, t.requestFingerprint),
@@ -345,7 +345,7 @@ export const externalToolEffectAttempts = sqliteTable(
     startedAtMs: integer("started_at_ms").notNull(),
     finishedAtMs: integer("finished_at_ms"),
     /**
-     * Late evidence (docs/DESIGN.md §3 rule 13): the provider's result (an `McpExecuteCommandResult` as
+     * Late evidence (see `decideLateEvidence` in effect-lifecycle.machine.ts): the provider's result (an `McpExecuteCommandResult` as
      * JSON) that the Driver reported after the effect was fenced, and when (ms). Kept whether it
      * settled the effect (`reported_late`) or contradicted its confirmed outcome (operator attention).
      */
@@ -353,7 +353,7 @@ export const externalToolEffectAttempts = sqliteTable(
     lateReportedAtMs: integer("late_reported_at_ms"),
     /**
      * When (ms) the Driver first said this attempt was sent or failed mid-send: a `complete` or
-     * `mark-unknown` report about it, applied or not (docs/DESIGN.md §3 rules 12, 13). Null when the
+     * `mark-unknown` report about it, applied or not (see `decideDeadlineMissed` and `decideLateEvidence` in effect-lifecycle.machine.ts). Null when the
      * Driver never said so (the ledger may still have fenced the attempt). Once set, a
      * `deadline-missed` report about the attempt is refused (`effect.attempt_sent`): a missed
      * deadline proves non-execution only because nothing was sent.
