@@ -54,7 +54,7 @@ export interface RunningApi {
  * SQLite file `MOSOO_DB_FILE`; docs/DESIGN.md §11), wires the runtime, serves HTTP on `config.host:config.port`
  * (0 = a free port) and starts the maintenance sweep. Every bound adapter runs in the isolated
  * adapter host (worker threads with a `MOSOO_ADAPTER_HEAP_MB` heap limit, terminated at the lookup
- * timeout; docs/DESIGN.md §4 "Adapters are untrusted code"): there is no in-process option here.
+ * timeout; see {@link createIsolatedAdapterHost}): there is no in-process option here.
  * This host is the bindings' isolation swap point (`BindingInstantiator`): the worker loads each
  * binding's source (package names from the API's dependencies), builds and narrows it, and reports
  * its coverage and provenance (logged at startup, `reportBindings`). `builtIns` maps adapter ids to

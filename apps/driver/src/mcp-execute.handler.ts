@@ -91,7 +91,7 @@ export function serverUnavailableError(serverId: string, reason: string, message
  *    `_meta["io.mosoo/idempotency-key"]`, see `placeIdempotencyKey`) and, when traced, the trace context
  *    in `_meta.traceparent` / `_meta.tracestate`; task-augmented when the server lets the tool be called
  *    as an MCP task, its task id then reported (`effectTaskCreated`) before the Driver waits for the task
- *    (docs/DESIGN.md §4 "Tasks"); its result is written to the
+ *    (see `decideTaskHandle` in effect-lifecycle.machine.ts); its result is written to the
  *    outbox (`deps.outbox`, fsynced) before it is sent, then reported by `reportProviderResult`
  *    (`effectComplete`, retried for `deps.resultReportBudgetMs`; late evidence, `effectLateResult`,
  *    see `decideLateEvidence` in effect-lifecycle.machine.ts, when the effect was fenced meanwhile) and only after the API's answer
@@ -194,7 +194,7 @@ export async function handleMcpExecuteCommand(envelope: DriverCommandEnvelope, d
   if (deadlinePassed()) return reportMissedDeadline();
   effectLog.info({ attempt, serverId: payload.serverId, toolName: payload.toolName }, "tool.called");
   effectLog.debug({ attempt, idempotencyKey }, "tool.called_with_key"); // keys only at debug (docs/DESIGN.md §10)
-  // docs/DESIGN.md §4 "Tasks": a task-capable tool answers a task id first; it is stored on the effect
+  // MCP tasks (the set-once handle: `decideTaskHandle` in effect-lifecycle.machine.ts): a task-capable tool answers a task id first; it is stored on the effect
   // before the Driver waits, so a crash after this point leaves a handle recovery can ask about. A
   // report the API cannot take is logged and the wait goes on: the result, when it comes, is the
   // better evidence (outbox, §11), and without the handle a crash ends on the fence as before.

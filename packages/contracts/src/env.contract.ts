@@ -130,9 +130,9 @@ export const ApiEnvSchema = z.object({
   // Group commit of reconciliation outcomes (see `ReconciliationOutcomeWriter.commit` in reconciliation-outcome-writer.service.ts): outcomes per transaction, and the wait (ms) for more.
   MOSOO_GROUP_COMMIT_MAX: strictIntegerString(1, 1_024).default(64),
   MOSOO_GROUP_COMMIT_WINDOW_MS: strictIntegerString(0, 1_000).default(2),
-  // The old-generation heap limit of each adapter process (docs/DESIGN.md §4: adapters are untrusted code).
+  // The old-generation heap limit of each adapter process (adapters are untrusted code: `createIsolatedAdapterHost` in the API's adapter-sandbox.host.ts).
   MOSOO_ADAPTER_HEAP_MB: strictIntegerString(16, 4_096).default(64),
-  // CPU time (ms) one adapter call may use before its process is killed (docs/DESIGN.md §4).
+  // CPU time (ms) one adapter call may use before its process is killed.
   MOSOO_ADAPTER_CPU_MS: strictIntegerString(50, 600_000).default(2_000),
   // Bound on loading and building one bound adapter in its process at startup (module import + create()).
   MOSOO_ADAPTER_LOAD_TIMEOUT_MS: strictIntegerString(1_000, 120_000).default(15_000),

@@ -21,9 +21,9 @@ export type ReconciliationOutcome = (typeof RECONCILIATION_OUTCOMES)[number];
  * (`retention_expired`), the lookups reached their configured bound (`lookup_bound_reached`), or
  * they reached it with the adapter's worker crashing, exiting or running out of memory on the last
  * one (`adapter_crashed`: a crash loop ends here, at the operator, never in an API restart loop;
- * docs/DESIGN.md §4, §5), or a provider without a key fence answered "not executed" while the same
+ * docs/DESIGN.md §5), or a provider without a key fence answered "not executed" while the same
  * adapter could not confirm an older key known to have committed (`retention_contradicted`: the
- * retention canary, docs/DESIGN.md §4). On a settled effect (`succeeded` / `not_executed`): a provider lookup
+ * retention canary). On a settled effect (`succeeded` / `not_executed`): a provider lookup
  * contradicted how it was settled, e.g. the provider has the write after an operator resolved it
  * `not_executed` (`contradicted_by_provider`; docs/DESIGN.md §7), or a Driver reported the provider's
  * real result late (see `decideLateEvidence` in effect-lifecycle.machine.ts) and it contradicts the effect's confirmed outcome

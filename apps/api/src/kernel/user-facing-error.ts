@@ -49,7 +49,7 @@ export const USER_FACING_ERROR_STATUS = {
   "effect.attempt_sent": 409,
   /** A `deadline-missed` report from a connection other than the one that made the attempt (see `decideLateEvidence` in effect-lifecycle.machine.ts). */
   "effect.not_attempt_connection": 409,
-  /** A task-id report naming another task than the one the effect already holds: a task id never changes (docs/DESIGN.md §4 "Tasks"). */
+  /** A task-id report naming another task than the one the effect already holds: a task id never changes (see `decideTaskHandle` in effect-lifecycle.machine.ts). */
   "effect.task_id_conflict": 409,
   "auth.operator_disabled": 403,
   "driver.not_finalized": 409,

@@ -5,7 +5,7 @@ import { ReconciliationError } from "./reconciliation-errors.js";
 /**
  * Which tools of a bound server get lookups: `covered` (declared by the adapter and, when the
  * binding narrows it, named in the binding's `tools`) and `notCovered` (declared but left out by
- * the binding). A tool outside both is "not declared by the adapter" (docs/DESIGN.md §4).
+ * the binding). A tool outside both is "not declared by the adapter".
  */
 export interface ToolCoverage {
   covered: string[];

@@ -3,7 +3,7 @@ import { McpTaskIdSchema, REQUEST_FINGERPRINT_PATTERN, ServerIdSchema, ToolNameS
 import { z } from "zod";
 
 /**
- * The fields of an `unknown` external tool effect the reconcile step reads (docs/DESIGN.md §4);
+ * The fields of an `unknown` external tool effect the reconcile step reads;
  * extra fields (a store row's status, version, ...) are ignored.
  * - `effectId`, `idempotencyKey`: ULIDs;
  * - `serverId`, `toolName`: the MCP server and tool of the write;
@@ -15,7 +15,7 @@ import { z } from "zod";
  *   `max_in_flight` window runs until `lastDispatchedAtMs + sendWithinMs + maxInFlightMs`. Absent or
  *   `null` (an effect claimed before the deadline existed) counts as 0.
  * - `taskId` (optional): the provider's MCP task id stored for the latest attempt when the tool was
- *   called task-augmented (`McpTaskIdSchema`; docs/DESIGN.md §4 "Tasks"); absent or `null` otherwise.
+ *   called task-augmented (`McpTaskIdSchema`); absent or `null` otherwise.
  */
 export const ReconcilableEffectSchema = z
   .object({

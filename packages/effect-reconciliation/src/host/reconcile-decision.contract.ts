@@ -49,7 +49,7 @@ export type IneligibleReasonCode = z.infer<typeof IneligibleReasonCodeSchema>;
  *   adapter's maximum in-flight time): a late commit could still land (next lookup scheduled then);
  * - `retention_contradicted`: `confirmed_not_executed` from a provider without a fence, but the same
  *   adapter did not confirm the retention canary, a key known to have committed that is at least as
- *   old and inside the declared retention window (docs/DESIGN.md §4): the provider forgets sooner than
+ *   old and inside the declared retention window: the provider forgets sooner than
  *   it declared (operator attention);
  * - `retention_unverified`: the same miss, but no retention canary could be asked (none fits the
  *   window) or its lookup proved nothing (timeout, crash, the adapter's own `still_unknown`).
@@ -73,7 +73,7 @@ export const RuntimeReasonCodeSchema = z.enum(RUNTIME_REASON_CODES);
 /** See {@link RUNTIME_REASON_CODES}. */
 export type RuntimeReasonCode = z.infer<typeof RuntimeReasonCodeSchema>;
 
-/** The adapter that produced an outcome, recorded with it (docs/DESIGN.md §4). */
+/** The adapter that produced an outcome, recorded with it. */
 export interface AdapterRef {
   id: string;
   version: string;
@@ -98,7 +98,7 @@ export interface ConfirmedSucceededDecision {
   adapter: AdapterRef;
 }
 
-/** A validated proof that the write did not and can no longer happen (docs/DESIGN.md §4, §5). */
+/** A validated proof that the write did not and can no longer happen (docs/DESIGN.md §5). */
 export interface ConfirmedNotExecutedDecision {
   decision: "confirmed_not_executed";
   receipt: Receipt;

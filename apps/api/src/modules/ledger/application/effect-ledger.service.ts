@@ -276,7 +276,7 @@ export class EffectLedgerService {
   }
 
   /**
-   * The provider accepted attempt `req.attempt` as MCP task `req.taskId` (docs/DESIGN.md §4 "Tasks"):
+   * The provider accepted attempt `req.attempt` as MCP task `req.taskId` (see `decideTaskHandle` in effect-lifecycle.machine.ts):
    * stores the handle on the effect once, before the Driver waits for the task. See `reportTaskCreated`.
    * @throws UserFacingError `effect.not_found`, `driver.connection_superseded`, `effect.task_id_conflict`.
    */

@@ -61,7 +61,7 @@ export class EffectReconciler implements EffectReconciliationPort {
   }
 
   /**
-   * Shutdown (docs/DESIGN.md §4): waits until every lookup under way has settled — its outcome
+   * Shutdown: waits until every lookup under way has settled — its outcome
    * committed, or its error propagated — then commits what waits for a group commit's window. Call
    * it AFTER the adapter host is closed (closing it rejects the lookups still running, whose
    * outcomes are then submitted) and BEFORE the store closes, so that no outcome submitted during
@@ -132,7 +132,7 @@ export class EffectReconciler implements EffectReconciliationPort {
    * The lookup of an effect whose lease this reconciler holds (the lease took count of it before
    * the adapter runs), and the outcome's commit (one transaction, compare-and-set on the leased
    * version and owner; with `opts.settleCommand` the command's terminal state commits in it too). The adapter's answer is judged inside that
-   * transaction against the effect as read there (docs/DESIGN.md §4): nothing the adapter was handed is
+   * transaction against the effect as read there: nothing the adapter was handed is
    * ever read back. A miss without a key fence is first checked against the retention canary
    * ({@link RetentionCanary}: one more lookup of the same adapter, so the lease covers two lookup timeouts). A busy store is waited for asynchronously (`retryWhenBusy`, background policy)
    * before the commit gives up; if the commit throws, the lease is given back with its count (or
@@ -184,7 +184,7 @@ export class EffectReconciler implements EffectReconciliationPort {
       },
     );
     // A miss without a key fence stands only once the same adapter confirmed the retention canary
-    // (docs/DESIGN.md §4); asked here, under the same lease, before the outcome's transaction.
+    // (see `RetentionCanary`); asked here, under the same lease, before the outcome's transaction.
     const canary = await this.canary.check(effect, answer, adapter, logger, startedAtMs + this.settings.leaseMs);
     try {
       // The adapter's answer is in memory: a store locked by another connection is waited for

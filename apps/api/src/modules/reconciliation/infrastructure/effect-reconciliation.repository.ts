@@ -14,7 +14,7 @@ export const reconciliationRepository = {
    * (status `unknown`, `version`), only when no live lease is held; bumps the version and counts the
    * lookup (`lookup_count + 1`) in the same statement: the lookup is recorded as started, durably,
    * before the adapter runs, so a lookup that never ends (the process died) still counts against
-   * the bound (docs/DESIGN.md §4). True when taken.
+   * the bound. True when taken.
    */
   async acquireLease(tx: StoreTx, effectId: string, version: number, owner: string, nowMs: number, expiresAtMs: number): Promise<boolean> {
     const q = tx.prepared("reconciliation.acquireLease", (db) => {

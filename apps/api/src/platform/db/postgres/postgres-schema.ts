@@ -216,8 +216,8 @@ export const externalToolEffects = pgTable(
     /**
      * The provider's MCP task id of the latest attempt, when the tool was called task-augmented (MCP
      * 2025-11-25 "Tasks"): a durable handle the `mcp-tasks` reconciler asks `tasks/get` / `tasks/result`
-     * about. Written once, by the Driver's report before it waits for the task (docs/DESIGN.md §4
-     * "Tasks"); a trigger refuses any change once it is set (`effect.task_id_set_once`). Printable
+     * about. Written once, by the Driver's report before it waits for the task (see
+     * `decideTaskHandle` in effect-lifecycle.machine.ts); a trigger refuses any change once it is set (`effect.task_id_set_once`). Printable
      * ASCII without space, 1-256 characters (`McpTaskIdSchema` of @mosoo/contracts), on a dispatched effect only.
      */
     taskId: text("task_id"),
@@ -266,7 +266,7 @@ export const externalToolEffects = pgTable(
     index("external_tool_effects_compensates_idx")
       .on(t.compensatesEffectId)
       .where(sql`compensates_effect_id IS NOT NULL`),
-    // The retention canary (docs/DESIGN.md §4): the oldest `succeeded` effect of a server and tool first
+    // The retention canary (see `RetentionCanary` in retention-canary.service.ts): the oldest `succeeded` effect of a server and tool first
     // dispatched inside a time range (`server_id = ? AND tool_name = ? AND status = 'succeeded' AND
     // first_dispatched_at_ms BETWEEN ? AND ? ORDER BY first_dispatched_at_ms`): one index range. Partial:
     // an effect gets its entry once, when it succeeds; no other lifecycle step writes it.

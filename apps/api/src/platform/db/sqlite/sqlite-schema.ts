@@ -241,8 +241,8 @@ export const externalToolEffects = sqliteTable(
     /**
      * The provider's MCP task id of the latest attempt, when the tool was called task-augmented (MCP
      * 2025-11-25 "Tasks"): a durable handle the `mcp-tasks` reconciler asks `tasks/get` / `tasks/result`
-     * about. Written once, by the Driver's report before it waits for the task (docs/DESIGN.md §4
-     * "Tasks"); a trigger refuses any change once it is set (`effect.task_id_set_once`). Printable
+     * about. Written once, by the Driver's report before it waits for the task (see
+     * `decideTaskHandle` in effect-lifecycle.machine.ts); a trigger refuses any change once it is set (`effect.task_id_set_once`). Printable
      * ASCII without space, 1-256 characters (`McpTaskIdSchema` of @mosoo/contracts), on a dispatched effect only.
      */
     taskId: text("task_id"),
@@ -311,7 +311,7 @@ export const externalToolEffects = sqliteTable(
     // The operator's list by attention reason (`operator_attention = ? ORDER BY id DESC`, any status: the
     // console's "waiting for an operator"): without it that list walked every effect newest first. Partial:
     // only the effects an operator must look at have an entry, so no lifecycle step writes it.
-    // The retention canary (docs/DESIGN.md §4): the oldest `succeeded` effect of a server and tool first
+    // The retention canary (see `RetentionCanary` in retention-canary.service.ts): the oldest `succeeded` effect of a server and tool first
     // dispatched inside a time range (`server_id = ? AND tool_name = ? AND status = 'succeeded' AND
     // first_dispatched_at_ms BETWEEN ? AND ? ORDER BY first_dispatched_at_ms`): one index range. Partial:
     // an effect gets its entry once, when it succeeds; no other lifecycle step writes it.
@@ -408,7 +408,7 @@ export const effectReconciliations = sqliteTable(
       .references(() => externalToolEffects.id, { onDelete: "cascade" }),
     adapterId: text("adapter_id").notNull(),
     adapterVersion: text("adapter_version").notNull(),
-    /** The adapter's package name (from its package.json), when it was loaded from a package (docs/DESIGN.md §4). */
+    /** The adapter's package name (from its package.json), when it was loaded from a package. */
     adapterPackage: text("adapter_package"),
     /** The adapter package's version, when known. */
     adapterPackageVersion: text("adapter_package_version"),
