@@ -77,7 +77,7 @@ export interface CreateRuntimeOptions {
   repeatGuard?: ReadonlyMap<string, number>;
   /**
    * The long-poll wake-ups (default: in-process, for the embedded SQLite store's one API process); on
-   * PostgreSQL the host passes a started `PgCommandWakeups` so wake-ups cross instances (docs/DESIGN.md §11).
+   * PostgreSQL the host passes a started `PgCommandWakeups` so wake-ups cross instances.
    */
   wakeups?: CommandWakeups;
   /** This API instance's id (a ULID; default a fresh one): the holder of its work claims. */
@@ -94,7 +94,7 @@ const DEFAULT_DRIVER_UNCONNECTED_TTL_MS = 3_600_000;
  * each service on one store and wires the ports: the reconciler (reconciliation module) becomes the
  * ledger's and the drivers' `EffectReconciliationPort`, the reconciliation sweep the drivers'
  * `ReconciliationSweepPort`, both absent when reconciliation is off. Several runtimes may share one
- * store (several API instances, docs/DESIGN.md §11): each has its own `instanceId`, claims a Driver's
+ * store (several API instances): each has its own `instanceId`, claims a Driver's
  * repair and a sweep pass in the store (`work_claims`) and takes over a reconciliation lease only
  * once it expired; give them cross-instance `wakeups` (PostgreSQL) so a command queued through one
  * wakes a long-poll held on another.

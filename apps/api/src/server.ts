@@ -51,7 +51,7 @@ export interface RunningApi {
 
 /**
  * Opens and migrates the store (`openApiStore`: PostgreSQL at `MOSOO_DATABASE_URL` when set, else the
- * SQLite file `MOSOO_DB_FILE`; docs/DESIGN.md §11), wires the runtime, serves HTTP on `config.host:config.port`
+ * SQLite file `MOSOO_DB_FILE`), wires the runtime, serves HTTP on `config.host:config.port`
  * (0 = a free port) and starts the maintenance sweep. Every bound adapter runs in the isolated
  * adapter host (worker threads with a `MOSOO_ADAPTER_HEAP_MB` heap limit, terminated at the lookup
  * timeout; see {@link createIsolatedAdapterHost}): there is no in-process option here.
@@ -96,7 +96,7 @@ export async function startApi(
     throw err;
   }
   // Several instances on one PostgreSQL database: a command queued through one wakes the long-polls of
-  // every other (LISTEN/NOTIFY, one listener connection per instance; docs/DESIGN.md §11). Listening
+  // every other (LISTEN/NOTIFY, one listener connection per instance; see {@link PgCommandWakeups}). Listening
   // before serving, so no long-poll starts without it. SQLite: one process, in-process wake-ups.
   let wakeups: PgCommandWakeups | undefined;
   if (store.dialect === "postgres" && config.databaseUrl !== undefined) {
@@ -121,7 +121,7 @@ export async function startApi(
     metricsRegistry,
     ...(opts.clock ? { clock: opts.clock } : {}),
   });
-  // Leases expire (docs/DESIGN.md §11): only leases that EXPIRED are ended here (their lookups recorded
+  // Leases expire (see `recordInterruptedLookups` in interrupted-lookups.service.ts): only leases that EXPIRED are ended here (their lookups recorded
   // `lookup_interrupted`); a live one may belong to another API instance on the same store, and the
   // sweep ends it once it expired. Nothing is served yet, so this may wait for a lock as the migrations did.
   await runtime.reconciler.endExpiredLeases({ startup: true });

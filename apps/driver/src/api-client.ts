@@ -62,7 +62,7 @@ export const DEFAULT_API_RETRY: ApiRetryOptions = {
 /** Options of {@link DriverApiClient}. */
 export interface DriverApiClientOptions {
   /**
-   * Base URLs of the API instances (one deployment on one shared database, docs/DESIGN.md §11), in
+   * Base URLs of the API instances (one deployment on one shared database), in
    * order of preference, e.g. `["http://10.0.0.1:8787", "http://10.0.0.2:8787"]`; at least one. A
    * path prefix is kept, trailing slashes are dropped. See {@link ApiEndpointPool} for the
    * fail-over policy (sticky until failure).

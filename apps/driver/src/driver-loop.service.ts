@@ -39,7 +39,7 @@ export interface DriverLoopOptions {
   /** Base logger (pino). */
   logger: Logger;
   /**
-   * The API base URLs (instances of one deployment, docs/DESIGN.md §11). A new registration stores
+   * The API base URLs (instances of one deployment). A new registration stores
    * the one it registered with ({@link currentApiUrl}) in the state file; a state file is accepted when
    * its URL is one of them.
    */
@@ -76,7 +76,7 @@ export interface DriverLoopOptions {
  * so the command, redelivered, finds its effect `succeeded`.
  *
  * Several API URLs: the client moves to the next URL when one is unreachable and goes on with the
- * same instance, token and connection (the database is shared, docs/DESIGN.md §11), so heartbeats,
+ * same instance, token and connection (the database is shared), so heartbeats,
  * a re-issued long-poll and the reports of the command in hand simply land on the next instance.
  * One exception, the long-poll: the API hands a command out once per connection, so a poll whose
  * answer may have been lost (connection reset or timeout, or a 5xx such as 503 `store.commit_unknown`

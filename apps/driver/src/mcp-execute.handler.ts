@@ -48,7 +48,7 @@ export interface McpExecuteHandlerDeps {
   monotonicNowMs?: () => number;
   /**
    * Where a provider's result is written (durably, fsynced) before it is reported, and kept until the
-   * API answered it (docs/DESIGN.md §11). The Driver loop always passes one; without it (unit tests of
+   * API answered it (see {@link reportProviderResult}). The Driver loop always passes one; without it (unit tests of
    * the ledger logic) the result is reported from memory only.
    */
   outbox?: ResultOutboxRepository | undefined;
@@ -268,7 +268,7 @@ export async function handleMcpExecuteCommand(envelope: DriverCommandEnvelope, d
   }
 
   // The provider answered: from here on its result must reach the ledger. It is written to the
-  // outbox (fsynced) BEFORE it is sent, and reported until the API answers it (docs/DESIGN.md §11).
+  // outbox (fsynced) BEFORE it is sent, and reported until the API answers it (see `reportProviderResult`).
   const pending: PendingResult = {
     effectId,
     commandId,

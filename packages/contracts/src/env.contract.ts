@@ -101,7 +101,7 @@ function repeatGuardString() {
 
 export const ApiEnvSchema = z.object({
   MOSOO_DB_FILE: z.string().min(1).default("./var/mosoo.db"),
-  // docs/DESIGN.md §11: set, the store is this PostgreSQL database (any number of API instances) instead of the SQLite file.
+  // Set, the store is this PostgreSQL database (any number of API instances) instead of the SQLite file.
   MOSOO_DATABASE_URL: postgresUrlString().optional(),
   // Connections of this instance's PostgreSQL pool (default 10; sizing rule in the API's postgres-store.ts and README).
   MOSOO_DATABASE_POOL_SIZE: strictIntegerString(1, 1_000).optional(),

@@ -69,7 +69,7 @@ export type DriverInstanceStatus = z.infer<typeof DriverInstanceStatusSchema>;
 
 /**
  * Kinds of work an API instance claims in the store before doing it, so that two instances sharing one
- * store never do the same work at once (docs/DESIGN.md §11; table `work_claims`, primary key (kind, key)):
+ * store never do the same work at once (table `work_claims`, primary key (kind, key)):
  * - `driver_finalization`: the finalization repair of one Driver instance (key: its id);
  * - `maintenance_sweep`: one pass of the maintenance sweep (key: `pass`, a single key for the store).
  */
@@ -78,8 +78,8 @@ export const WORK_CLAIM_KINDS = ["driver_finalization", "maintenance_sweep"] as 
 export type WorkClaimKind = (typeof WORK_CLAIM_KINDS)[number];
 
 /**
- * How the store's last outage was recorded in `store_liveness` (docs/DESIGN.md §11, "Operating through
- * store outages"):
+ * How the store's last outage was recorded in `store_liveness` (see
+ * `MaintenanceSweepService` in the API's maintenance-sweep.service.ts):
  * - `tick_gap`: the store's liveness record was not written for longer than the allowed gap (no API
  *   instance could reach the store, or the store itself was frozen or down);
  * - `instance_observed`: an API instance found the store unreachable or past its bound and recorded it

@@ -87,7 +87,7 @@ export interface ApiProcess {
 /**
  * Where an API process keeps its ledger: a SQLite file path (`MOSOO_DB_FILE`, one API process per
  * file) or `{ databaseUrl }`, a PostgreSQL database (`MOSOO_DATABASE_URL`; any number of API
- * processes may share it, docs/DESIGN.md §11) with an optional `poolSize` (`MOSOO_DATABASE_POOL_SIZE`).
+ * processes may share it) with an optional `poolSize` (`MOSOO_DATABASE_POOL_SIZE`).
  */
 export type ApiStoreLocation = string | { databaseUrl: string; poolSize?: number };
 

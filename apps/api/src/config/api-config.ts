@@ -55,7 +55,7 @@ export interface ApiConfig {
   dbFile: string;
   /**
    * `MOSOO_DATABASE_URL`: when set, the store is this PostgreSQL database instead of `dbFile`
-   * (docs/DESIGN.md §11; `storeConfigFrom` in platform/db/store-factory.ts decides). Never logged.
+   * (`storeConfigFrom` in platform/db/store-factory.ts decides). Never logged.
    */
   databaseUrl: string | undefined;
   /** `MOSOO_DATABASE_POOL_SIZE`: connections of the PostgreSQL pool of this process (undefined: the store's default, 10). */

@@ -32,7 +32,7 @@ export function redactDatabaseUrl(text: string, url: string): string {
 }
 
 /**
- * Opens (and migrates) the store the API's configuration names (docs/DESIGN.md §11, `storeConfigFrom`):
+ * Opens (and migrates) the store the API's configuration names (`storeConfigFrom`):
  * the PostgreSQL database at `MOSOO_DATABASE_URL` (pool `MOSOO_DATABASE_POOL_SIZE`) when it is set,
  * else the embedded SQLite file `MOSOO_DB_FILE` (checked first with `checkDbFilePath`). The API startup
  * and the operator CLI (`--db` / `--database-url`) both open their store here. `migrate: false` skips the

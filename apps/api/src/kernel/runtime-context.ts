@@ -6,7 +6,7 @@ import type { CommandWakeups } from "../platform/wakeups/command-wakeups.port.js
 import type { StoreBusyWatch } from "../platform/db/store-busy-watch.js";
 
 /**
- * What every runtime service shares: the store (the async store port, docs/DESIGN.md §11), the clock, the logger,
+ * What every runtime service shares: the store (the async store port), the clock, the logger,
  * `instanceId` (this API instance's ULID, fresh per process: it names the holder of its work claims),
  * the long-poll wake-ups (`notifier`: in-process on SQLite, LISTEN/NOTIFY across instances on PostgreSQL),
  * the runtime settings (`heartbeatTtlMs`: a Driver whose last heartbeat is older is finalized by the

@@ -2,7 +2,7 @@
  * Failures of a store's unit of work that any store implementation may raise besides
  * `StoreBusyError` (store-busy.ts) and `StoreNestedTransactionError` (store.port.ts); today the
  * PostgreSQL stores (`postgres/pg-unit-of-work.ts`). Dialect-neutral, so the HTTP edge can map them
- * without knowing the driver (docs/DESIGN.md §11).
+ * without knowing the driver.
  */
 
 /**

@@ -151,7 +151,7 @@ export class DriverInstanceService {
         lastHeartbeatAtMs: now,
       });
       if (!ok) throw new UserFacingError("driver.finalized", `Driver instance ${instance.id} was finalized; register again`);
-      // wakes the superseded connection's long-poll, on whichever API instance holds it (docs/DESIGN.md §11)
+      // wakes the superseded connection's long-poll, on whichever API instance holds it (see `PgCommandWakeups` in pg-command-wakeups.ts)
       await this.ctx.notifier.notifyInTransaction(tx, instance.id);
       return (await commandRepository.listNonTerminalOfDriver(tx, instance.id)).length;
     });

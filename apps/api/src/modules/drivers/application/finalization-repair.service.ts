@@ -63,7 +63,7 @@ function emptyFinalizationSummary(): FinalizationSummary {
  * Idempotent: a second run changes nothing more and reports zeros. Crash-safe: the instance stays
  * `finalizing` until the last step commits, and the sweep resumes such instances.
  *
- * Single flight across API instances (docs/DESIGN.md §11): a repair runs only under the store claim
+ * Single flight across API instances (see {@link WorkClaimService}): a repair runs only under the store claim
  * `driver_finalization` / <Driver instance id> (`work_claims`), so two instances sharing one store
  * never repair the same Driver at once; within one instance a second caller also waits for the
  * repair in flight. A caller that finds another instance's claim live gets zeros at once (that

@@ -49,7 +49,7 @@ export interface SweepReport {
  * the last recorded outage, so an instance whose own queries merely stalled does not finalize a Driver
  * whose heartbeats the store could not take.
  *
- * Several API instances on one store (docs/DESIGN.md §11): any instance may run a pass. The Driver part
+ * Several API instances on one store (see {@link WorkClaimService}): any instance may run a pass. The Driver part
  * (expiry, finalization repair, purge) runs one at a time: only under the store claim
  * `maintenance_sweep` / `pass` (`work_claims`); an instance whose timer fires while another's Driver
  * part runs skips it. The reconciliation part runs on every instance at once, OUTSIDE that claim: its

@@ -20,7 +20,7 @@ export const commandRepository = {
   /**
    * The next per-instance sequence number (1-based), taken by bumping the instance's
    * `last_command_seq` (`UPDATE … RETURNING`: atomic in both dialects, a row lock in PostgreSQL, so two
-   * writers never get the same `seq`; docs/DESIGN.md §11). Call inside the inserting transaction.
+   * writers never get the same `seq`). Call inside the inserting transaction.
    * Also returns the instance's `status` as the bump saw it, under the row's lock: the caller checks it
    * without reading the row again.
    * @throws Error when the Driver instance does not exist.

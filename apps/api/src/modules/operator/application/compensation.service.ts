@@ -188,7 +188,7 @@ export class CompensationService {
           compensationEffectId: recorded.effectId,
           createdAtMs: now,
         });
-        // the Driver's long-poll wakes when this commits, on whichever API instance holds it (docs/DESIGN.md §11)
+        // the Driver's long-poll wakes when this commits, on whichever API instance holds it (see `PgCommandWakeups` in pg-command-wakeups.ts)
         await this.ctx.notifier.notifyInTransaction(tx, driverInstanceId);
         return {
           compensationEffectId: recorded.effectId,

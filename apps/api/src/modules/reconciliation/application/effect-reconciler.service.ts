@@ -303,7 +303,7 @@ export class EffectReconciler implements EffectReconciliationPort {
   /**
    * Ends the reconciliation leases that EXPIRED without an outcome (their API process died or stalled)
    * and records each such lookup as `lookup_interrupted` (see {@link recordInterruptedLookups}); a live
-   * lease, held by this or another API instance, is never touched (docs/DESIGN.md §11). Called at
+   * lease, held by this or another API instance, is never touched. Called at
    * startup (`{ startup: true }`) and by every reconciliation sweep pass. Returns how many were ended.
    */
   async endExpiredLeases(opts: TransactionOptions = {}): Promise<number> {

@@ -125,7 +125,7 @@ export class OutcomeGroupCommit {
       if (err instanceof StoreCommitUnknownError) {
         // The connection died during COMMIT: the batch may have committed whole. A retry alone would
         // lose its CAS to its own first run and hide that; every caller gets the unknown instead and
-        // replays its operation as a whole (store-errors.ts; docs/DESIGN.md §11).
+        // replays its operation as a whole (store-errors.ts).
         for (const p of batch) p.reject(err);
         return;
       }

@@ -54,7 +54,7 @@ export interface LeaseBatchDeps {
  * (checked on the row, as `EffectReconciler.reconcile` does, and again on the current row when the row
  * changed since the caller read it) or `superseded` (another reconciler holds it: a `superseded`
  * record is written, as for a single lease). For the `sweep` trigger (several API instances sweep the
- * same backlog at once, docs/DESIGN.md §11) a lost compare-and-set is never `superseded`: an effect
+ * same backlog at once) a lost compare-and-set is never `superseded`: an effect
  * with no lease whose version merely moved is leased at its current version, and one another
  * reconciler holds (or took meanwhile) is `ineligible` with reason {@link LEASED_ELSEWHERE}, nothing
  * written. Only leases are
@@ -101,7 +101,7 @@ export async function leaseBatch(
         continue;
       }
       if (trigger === "sweep") {
-        // Several API instances sweep one backlog (docs/DESIGN.md §11). No lease on the current row:
+        // Several API instances sweep one backlog. No lease on the current row:
         // only its version moved since the page read (another instance leased it, then gave the unused
         // lease back at the end of its pass), so the lease is taken on the current row. A live lease:
         // another instance's sweep leased it after this one read its page; the sweep's own read would no

@@ -50,7 +50,7 @@ export class ReconciliationSweep {
     const report: ReconciliationSweepReport = { lookedUp: 0, resolved: 0 };
     if (!this.settings.enabled) return report;
     // Lookups whose lease expired without an outcome (a dead or stalled API instance): recorded
-    // `lookup_interrupted` and scheduled again, so they become due like any other (docs/DESIGN.md §11).
+    // `lookup_interrupted` and scheduled again, so they become due like any other (see `recordInterruptedLookups` in interrupted-lookups.service.ts).
     await this.reconciler.endExpiredLeases();
     const now = this.ctx.clock.nowMs();
     const stopAtMs = now + SWEEP_PASS_BUDGET_MS;

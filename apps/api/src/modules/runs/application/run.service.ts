@@ -256,7 +256,7 @@ export class RunService {
         throw new UserFacingError("run.not_active", `run ${runId} ended while the tool call was being queued; no tool call was queued`, {
           runStatus: seen.runStatus,
         });
-      // the Driver's long-poll wakes when this commits, on whichever API instance holds it (docs/DESIGN.md §11)
+      // the Driver's long-poll wakes when this commits, on whichever API instance holds it (see `PgCommandWakeups` in pg-command-wakeups.ts)
       await this.ctx.notifier.notifyInTransaction(tx, run.driverInstanceId);
       return { ...intent, replayed: false, driverInstanceId: run.driverInstanceId };
     });

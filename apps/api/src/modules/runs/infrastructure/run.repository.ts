@@ -96,7 +96,7 @@ export const runRepository = {
   /**
    * Appends one event to a run's stream with the next `seq` (1-based), taken by bumping the run's
    * `last_event_seq` (`UPDATE … RETURNING`: atomic in both dialects, a row lock in PostgreSQL; never
-   * a read-then-write, docs/DESIGN.md §11), in the caller's transaction. A second terminal event for
+   * a read-then-write), in the caller's transaction. A second terminal event for
    * a run violates the `run_events_one_terminal` unique index and throws; so does a missing run.
    */
   async appendEvent(tx: StoreTx, runId: string, type: RunEventType, payload: Record<string, unknown>, nowMs: number): Promise<RunEventRow> {

@@ -17,8 +17,7 @@ import { classifyPgError, isPgUniqueViolation } from "./pg-errors.js";
 /**
  * The unit of work shared by the two PostgreSQL stores (`postgres-store.ts` on a `pg` pool,
  * `pglite-store.ts` on PGlite): BEGIN … `fn(tx)` … COMMIT on ONE connection, the retry of a whole
- * unit of work after a concurrency failure, the durable-write observer and the nested-call refusal
- * (docs/DESIGN.md §11).
+ * unit of work after a concurrency failure, the durable-write observer and the nested-call refusal.
  */
 
 /**
@@ -303,8 +302,8 @@ const PG_SQLSTATE_IN_FAILED_TX = "25P02";
  * The unique indexes on (parent, seq) of the two per-parent sequences: a driver command's `seq` per
  * Driver instance and a run event's `seq` per run. Their next value comes from the parent row's
  * counter (`UPDATE … RETURNING`, a row lock), so this index should never refuse a row; it is kept as
- * a fallback: a unit of work refused by it wrote nothing and runs again with a fresh counter value
- * (docs/DESIGN.md §11). A 23505 on any other index is a real refusal and is never retried.
+ * a fallback: a unit of work refused by it wrote nothing and runs again with a fresh counter value.
+ * A 23505 on any other index is a real refusal and is never retried.
  */
 const SEQUENCE_INDEXES: ReadonlySet<string> = new Set(["driver_commands_instance_seq", "run_events_run_seq"]);
 /** 55P03 lock_not_available: `lock_timeout` ran out waiting for a row or table lock. */

@@ -21,7 +21,7 @@ export * from "./postgres-schema.operator-audit.js";
 export * from "./postgres-schema.coordination.js";
 
 /**
- * The PostgreSQL twin of the control-plane schema `../sqlite/sqlite-schema.ts` (docs/DESIGN.md §11): the same
+ * The PostgreSQL twin of the control-plane schema `../sqlite/sqlite-schema.ts`: the same
  * tables, column names, TypeScript types, CHECK constraints (same names), foreign keys, indexes and
  * partial unique indexes, so the repositories (written against `../sqlite/sqlite-schema.ts`) run unchanged on
  * either dialect. Dialect translations, each checked by `apps/api/tests/pg-schema-parity.test.ts`:

@@ -53,7 +53,7 @@ export const driverInstances = sqliteTable(
     /**
      * The `seq` of the instance's latest command (0: none yet). The next command's `seq` comes from
      * bumping it with `UPDATE … SET last_command_seq = last_command_seq + 1 … RETURNING` in the
-     * inserting transaction: a row lock in PostgreSQL, never a read-then-write (docs/DESIGN.md §11).
+     * inserting transaction: a row lock in PostgreSQL, never a read-then-write.
      */
     lastCommandSeq: integer("last_command_seq").notNull().default(0),
   },
@@ -83,7 +83,7 @@ export const sessionRuns = sqliteTable(
     updatedAtMs: integer("updated_at_ms").notNull(),
     /**
      * The `seq` of the run's latest event (0: none yet); the next event's `seq` comes from bumping it
-     * with `UPDATE … RETURNING` in the appending transaction (docs/DESIGN.md §11: no read-then-write).
+     * with `UPDATE … RETURNING` in the appending transaction (no read-then-write).
      */
     lastEventSeq: integer("last_event_seq").notNull().default(0),
   },

@@ -39,7 +39,7 @@ export interface SqliteStoreOptions {
 }
 
 /**
- * The embedded SQLite store (docs/DESIGN.md §11: the default; one file, WAL, `synchronous = FULL`,
+ * The embedded SQLite store (the default; one file, WAL, `synchronous = FULL`,
  * one API process). better-sqlite3 is synchronous and cannot run an async callback inside its own
  * `db.transaction`, so the port's async unit of work is built here:
  *
