@@ -156,7 +156,7 @@ const MAX_BUDGET_MS = 24 * 60 * 60 * 1000;
  * - `toolTimeoutMs`: per `tools/call` timeout in ms; `pollWaitMs`: long-poll wait in ms (0–30 000);
  * - `finalizeOnExit`: on SIGTERM/SIGINT, `POST finalize` (the instance is gone for good);
  * - `enrollmentToken`: the API's `MOSOO_DRIVER_ENROLLMENT_TOKEN` (from the Driver's environment, same
- *   name), sent on `register` only (docs/DESIGN.md §10); at least 16 characters;
+ *   name), sent on `register` only; at least 16 characters;
  * - `apiRetryBudgetMs` (ms, default {@link DEFAULT_API_RETRY_BUDGET_MS}) and `apiRetryMaxDelayMs` (ms,
  *   default {@link DEFAULT_API_RETRY_MAX_DELAY_MS}): the one retry policy of every idempotent API
  *   request (exponential backoff from 250 ms, randomized);

@@ -193,7 +193,7 @@ export async function handleMcpExecuteCommand(envelope: DriverCommandEnvelope, d
   };
   if (deadlinePassed()) return reportMissedDeadline();
   effectLog.info({ attempt, serverId: payload.serverId, toolName: payload.toolName }, "tool.called");
-  effectLog.debug({ attempt, idempotencyKey }, "tool.called_with_key"); // keys only at debug (docs/DESIGN.md §10)
+  effectLog.debug({ attempt, idempotencyKey }, "tool.called_with_key"); // keys only at debug
   // MCP tasks (the set-once handle: `decideTaskHandle` in effect-lifecycle.machine.ts): a task-capable tool answers a task id first; it is stored on the effect
   // before the Driver waits, so a crash after this point leaves a handle recovery can ask about. A
   // report the API cannot take is logged and the wait goes on: the result, when it comes, is the
@@ -252,7 +252,7 @@ export async function handleMcpExecuteCommand(envelope: DriverCommandEnvelope, d
     effectLog.warn({ length: result.outputText.length, max: MAX_OUTPUT_TEXT_LENGTH }, "tool.output_truncated");
     result = { ...result, outputText: result.outputText.slice(0, MAX_OUTPUT_TEXT_LENGTH) };
   }
-  // The API refuses text that is not well-formed UTF-16 (docs/DESIGN.md §10); a provider's lone
+  // The API refuses text that is not well-formed UTF-16; a provider's lone
   // surrogate (or one left by the cut above) becomes U+FFFD so the result can still be recorded.
   if (!isWellFormedText(result.outputText)) result = { ...result, outputText: toWellFormed(result.outputText) };
   let receipt: Record<string, unknown> | null = toolResult._meta ?? null;

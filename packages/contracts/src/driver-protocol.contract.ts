@@ -12,7 +12,7 @@ import { TraceContextSchema } from "./trace-context.contract.js";
 import { defineRoute, type ApiRoute, type RouteBody } from "./route-table.contract.js";
 
 /**
- * The Driver protocol: HTTP+JSON between a Driver process and the API (docs/DESIGN.md §10). `register`
+ * The Driver protocol: HTTP+JSON between a Driver process and the API. `register`
  * needs `Authorization: Bearer <enrollment token>` (the API's `MOSOO_DRIVER_ENROLLMENT_TOKEN`), every
  * other route `Authorization: Bearer <driver token>` (any case of the scheme); a Driver only ever sees and changes its
  * own instance's commands and effects. Requests that carry `connectionId` are refused with
@@ -155,7 +155,7 @@ export type EffectClaimRequest = z.infer<typeof EffectClaimRequestSchema>;
 /**
  * Store the provider's result for attempt `attempt`. `receipt` is the result's `_meta`, kept as
  * opaque data (never proof of anything), at most 16 KiB of JSON, nested at most 400 levels, no
- * `__proto__`/`constructor`/`prototype` key, well-formed strings (docs/DESIGN.md §10).
+ * `__proto__`/`constructor`/`prototype` key, well-formed strings.
  */
 export const EffectCompleteRequestSchema = z.strictObject({
   connectionId: UlidSchema,
@@ -278,7 +278,7 @@ const effectReport = <const P extends string, B extends z.ZodType>(
   });
 
 /**
- * The Driver protocol (docs/DESIGN.md §10; the schemas' docs in `driver-protocol.contract.ts`). Keys
+ * The Driver protocol (the schemas' docs in `driver-protocol.contract.ts`). Keys
  * are the route names the Driver logs and its test fakes script (`effectComplete`, ...).
  * Requests that carry `connectionId` are refused 409 `driver.connection_superseded` once a newer
  * connection of the same instance exists.

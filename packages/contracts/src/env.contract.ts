@@ -16,7 +16,7 @@ import { strictDecimalString, strictIntegerString } from "./input-safety.contrac
  * A bearer secret set in the environment (`MOSOO_OPERATOR_TOKEN`, `MOSOO_DRIVER_ENROLLMENT_TOKEN`):
  * whitespace around it is ignored (a trailing newline from a secrets file), then at least 16
  * characters, none of them whitespace (`\s`, Unicode spaces included) or a control character
- * (`\p{Cc}`). The API reads a credential as one `\S+` token after `Bearer` (docs/DESIGN.md §10),
+ * (`\p{Cc}`). The API reads a credential as one `\S+` token after `Bearer`,
  * so a secret with such a character inside could never authenticate: it is refused at startup
  * (`config.invalid: <variable>: ...`; the secret itself is never echoed).
  */
@@ -136,14 +136,14 @@ export const ApiEnvSchema = z.object({
   MOSOO_ADAPTER_CPU_MS: strictIntegerString(50, 600_000).default(2_000),
   // Bound on loading and building one bound adapter in its process at startup (module import + create()).
   MOSOO_ADAPTER_LOAD_TIMEOUT_MS: strictIntegerString(1_000, 120_000).default(15_000),
-  // Operator credentials (docs/DESIGN.md §10): the token is one credential with every scope; the file holds named,
+  // Operator credentials: the token is one credential with every scope; the file holds named,
   // scoped ones (see the API's operator-credentials.contract.ts); both may be set.
   MOSOO_OPERATOR_TOKEN: bearerSecretString().optional(),
   MOSOO_OPERATOR_TOKEN_NAME: z.string().min(1).default("operator"),
   MOSOO_OPERATOR_CREDENTIALS_FILE: z.string().min(1).optional(),
   // Refused operator credentials (console sign-in, operator bearer) per client address per minute; past it, 429.
   MOSOO_OPERATOR_AUTH_FAILURES: strictIntegerString(1, 100_000).default(10),
-  // Credentials of the run API and of Driver registration (docs/DESIGN.md §10); see the API's api-keys.contract.ts.
+  // Credentials of the run API and of Driver registration; see the API's api-keys.contract.ts.
   MOSOO_API_KEYS: z.string().optional(),
   MOSOO_API_KEYS_FILE: z.string().min(1).optional(),
   MOSOO_DRIVER_ENROLLMENT_TOKEN: bearerSecretString().optional(),

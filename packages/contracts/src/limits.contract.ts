@@ -1,5 +1,5 @@
 /**
- * The size limits the API and the Driver share (docs/DESIGN.md §10 "Trust": bounded input).
+ * The size limits the API and the Driver share (bounded input).
  * One definition each: the API refuses over-limit input with `request.invalid` (400) and writes
  * nothing; the Driver drops an over-limit receipt before sending it.
  */

@@ -20,7 +20,7 @@ const jsonBytes = (value: unknown): number => new TextEncoder().encode(JSON.stri
 /**
  * Why the operator acts, recorded in the audit trail with the action: `reason` 1–2000 characters of
  * text (trimmed; well-formed, no NUL). Who acts is never a field of the request: the audit `actor` is
- * the name of the operator credential that authenticated it (docs/DESIGN.md §10), so a body that
+ * the name of the operator credential that authenticated it, so a body that
  * names an `actor` is refused (400 `request.invalid`) rather than silently overruled.
  */
 const Audit = {

@@ -2,14 +2,14 @@
 import { compile, match, type MatchFunction, type PathFunction } from "path-to-regexp";
 import type { z } from "zod";
 
-/** Largest request body the API accepts on any route, in bytes (4 MiB); larger ones get 413 `request.too_large` (docs/DESIGN.md §10). */
+/** Largest request body the API accepts on any route, in bytes (4 MiB); larger ones get 413 `request.too_large`. */
 export const MAX_BODY_BYTES = 4 * 1024 * 1024;
 
 /** HTTP methods of the API's JSON routes. */
 export type RouteMethod = "GET" | "POST" | "DELETE";
 
 /**
- * The credential a route needs (docs/DESIGN.md §10), checked by the API's credential guard before the
+ * The credential a route needs, checked by the API's credential guard before the
  * route runs; refusals are 401 `auth.missing_token` / `auth.invalid_token`, 403 `auth.forbidden` /
  * `auth.scope` (see {@link AUTH_ERRORS}):
  * - `public`: none (`GET /health`);
@@ -46,7 +46,7 @@ export const AUTH_ERRORS: Record<RouteAuth["kind"], readonly string[]> = {
 };
 
 /**
- * One route of the API, the single place its shape is written (docs/DESIGN.md §10): the hono server
+ * One route of the API, the single place its shape is written: the hono server
  * mounts it (`apps/api/src/entry/http/route-mount.ts`), and every client (the Driver, the operator
  * CLI through `callRoute`, the console's types, the e2e harness, the test helpers and fakes) builds its requests from it.
  * - `path`: hono syntax, `:name` for a path parameter (each one a key of `params`);

@@ -25,7 +25,7 @@ export type CreateRunResponse = z.infer<typeof CreateRunResponseSchema>;
  * idempotency key and request fingerprint) commits in the same transaction as the command
  * (see `recordIntent` in effect-intent.service.ts); with no active run nothing is queued (409 `run.not_active`).
  * `arguments` at most 256 KiB once encoded, finite numbers only, nested at most 400 levels, no
- * `__proto__`/`constructor`/`prototype` key anywhere (refused, never dropped: docs/DESIGN.md §10).
+ * `__proto__`/`constructor`/`prototype` key anywhere (refused, never dropped).
  * `toolCallId` makes the request idempotent within the run: a retry with the same `toolCallId`
  * and the same server, tool and arguments returns the first enqueue (`replayed: true`, nothing new
  * is queued); with anything different it is refused (409 `tool_call.conflict`). Without it, every
@@ -94,7 +94,7 @@ export const ToolCallViewSchema = z.object({
 export type ToolCallView = z.infer<typeof ToolCallViewSchema>;
 
 /**
- * The run API (docs/DESIGN.md §10): the agent side of the control plane, behind API keys with scopes.
+ * The run API: the agent side of the control plane, behind API keys with scopes.
  * Keys are the route names every client calls.
  */
 export const RUN_API = {

@@ -49,7 +49,7 @@ export async function startProviderProcess(dbFile: string, flags: string[] = [])
 }
 
 /**
- * The secrets of one e2e stack (docs/DESIGN.md §10), fresh random ones per run: an API key with every
+ * The secrets of one e2e stack, fresh random ones per run: an API key with every
  * scope (`runs:write`, `runs:read`, `runs:delete`, `metrics:read`), the Driver enrollment token and the operator token.
  */
 export interface StackCredentials {

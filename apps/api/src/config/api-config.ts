@@ -16,7 +16,7 @@ export { unknownMosooEnvNames } from "@mosoo/contracts";
  */
 export const ApiConfigSchema = ApiEnvSchema;
 
-/** The credentials the HTTP layer checks (docs/DESIGN.md §10). Secrets are kept in memory only. */
+/** The credentials the HTTP layer checks (see `CredentialGuard` in credential-guard.ts). Secrets are kept in memory only. */
 export interface AuthConfig {
   /** The run API's keys (from `MOSOO_API_KEYS` and `MOSOO_API_KEYS_FILE`, both may be set; names unique). */
   apiKeys: ApiKey[];
@@ -146,7 +146,7 @@ export class ConfigError extends Error {
  * @throws ConfigError on the first invalid variable (secrets are never echoed), a keys file that
  *   cannot be read or fails its schema, an empty `MOSOO_API_KEYS` entry, an operator credential that is
  *   weak, malformed or duplicated (name or token; see `loadOperatorCredentials`), a secret shared by two
- *   credential kinds (API key, operator token, enrollment token), a non-loopback `MOSOO_HOST` without any API key (docs/DESIGN.md §10),
+ *   credential kinds (API key, operator token, enrollment token), a non-loopback `MOSOO_HOST` without any API key,
  *   `MOSOO_DB_FILE` and `MOSOO_DATABASE_URL` both set, or `MOSOO_DATABASE_POOL_SIZE` without `MOSOO_DATABASE_URL`.
  */
 export function loadApiConfig(env: Record<string, string | undefined>): ApiConfig {

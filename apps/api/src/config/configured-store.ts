@@ -13,7 +13,7 @@ const SQLITE_PATH_CODES = new Set(["SQLITE_NOTADB", "SQLITE_CANTOPEN", "SQLITE_R
 /**
  * `text` with the URL `url`, the user-info of any URL in it (`scheme://user:password@` → `scheme://***@`)
  * and the URL's password as a whole token replaced by `***`: a driver message must never echo a
- * credential (docs/DESIGN.md §10). The password is replaced only where it stands alone (not inside a
+ * credential. The password is replaced only where it stands alone (not inside a
  * longer word), so a short password does not garble the server's message ("authentication" stays
  * whole for the password `e`) nor give itself away by where the stars land. Pure.
  */

@@ -5,11 +5,11 @@
  */
 export const USER_FACING_ERROR_STATUS = {
   "request.invalid": 400,
-  /** A body sent without `Content-Type: application/json` (docs/DESIGN.md §10). */
+  /** A body sent without `Content-Type: application/json`. */
   "request.unsupported_media_type": 415,
   "auth.missing_token": 401,
   "auth.invalid_token": 401,
-  /** A valid credential of the wrong kind for the route, or a Driver re-registering another instance (docs/DESIGN.md §10). */
+  /** A valid credential of the wrong kind for the route, or a Driver re-registering another instance. */
   "auth.forbidden": 403,
   /** An API key without the route's scope. */
   "auth.scope": 403,

@@ -177,7 +177,7 @@ export class CredentialGuard {
   /**
    * `POST /v1/drivers/register`: the enrollment token, a full operator credential (every scope), or a
    * Driver instance's own token (which may only re-register that instance; the service checks which
-   * instance, docs/DESIGN.md §10).
+   * instance).
    */
   registration(): MiddlewareHandler<AuthEnv> {
     return this.guard((p) => {
@@ -239,7 +239,7 @@ export function assertDriversAllowed(principal: Principal, driverInstanceIds: re
 }
 
 /**
- * The run API's view of `principal` (docs/DESIGN.md §10): an API key by its name and Driver
+ * The run API's view of `principal`: an API key by its name and Driver
  * restriction (it owns the sessions it creates); anything else (an operator) reaches every run and session.
  */
 export function callerOf(principal: Principal): RunCaller {

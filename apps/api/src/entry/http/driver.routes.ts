@@ -14,7 +14,7 @@ function authorityOf(p: Principal): RegistrationAuthority {
 }
 
 /**
- * The Driver protocol routes (`DRIVER_API` of `@mosoo/contracts`: paths, schemas, credentials; docs/DESIGN.md §10):
+ * The Driver protocol routes (`DRIVER_API` of `@mosoo/contracts`: paths, schemas, credentials):
  * - `register`: `Authorization: Bearer <MOSOO_DRIVER_ENROLLMENT_TOKEN>` (or the operator token) for a
  *   new instance, rate-limited per client address in two budgets, refused credentials and accepted
  *   registrations (429 `request.rate_limited` with `Retry-After`; see `RegistrationRateLimit`);

@@ -20,7 +20,7 @@ function hashToken(token: string): string {
 }
 
 /**
- * What proves a registration may happen (docs/DESIGN.md §10): the enrollment token or the operator token
+ * What proves a registration may happen (checked by `CredentialGuard` in credential-guard.ts): the enrollment token or the operator token
  * registers a new instance; re-registering an existing instance id needs that instance's own token
  * (`instance` with its id) or the operator token.
  */

@@ -181,7 +181,7 @@ export class RunService {
       { runId, commandId: answer.commandId, effectId: answer.effectId, driverInstanceId, seq: answer.seq, replayed: answer.replayed },
       answer.replayed ? "effect.intent_replayed" : "effect.intent_recorded",
     );
-    // Idempotency keys only at debug (docs/DESIGN.md §10): a key lets its holder ask a provider about a write.
+    // Idempotency keys only at debug: a key lets its holder ask a provider about a write.
     this.ctx.logger.debug({ effectId: answer.effectId, idempotencyKey: answer.idempotencyKey }, "effect.intent_key");
     if (!answer.replayed) this.ctx.notifier.notifyCommitted(driverInstanceId);
     return answer;

@@ -28,7 +28,7 @@ export * from "./sqlite-schema.coordination.js";
 /**
  * A session: the runs an agent groups together. `created_by_key` is the name of the API key that
  * created it (the run API's `POST /v1/runs` without a `sessionId`); a key restricted to some Driver
- * instances reaches only the sessions it created (docs/DESIGN.md §10). NULL for sessions created
+ * instances reaches only the sessions it created (see `reachesSession` in run-access.ts). NULL for sessions created
  * before the column existed: no restricted key reaches those (fail closed); unrestricted keys and
  * operators still do.
  */
