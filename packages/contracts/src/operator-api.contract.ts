@@ -1,4 +1,4 @@
-/** The operator API's requests and answers (docs/DESIGN.md §7), one zod schema each, read by the API, the CLI and the console; and the action table that declares each operator action once. */
+/** The operator API's requests and answers, one zod schema each, read by the API, the CLI and the console; and the action table that declares each operator action once. */
 import { CallToolResultSchema } from "@modelcontextprotocol/sdk/types.js";
 import { z } from "zod";
 import { UlidSchema } from "./ids.contract.js";
@@ -298,7 +298,7 @@ interface OperatorActionDeclaration {
 }
 
 /**
- * The operator's actions on one effect (docs/DESIGN.md §7), each declared once here. Everything else
+ * The operator's actions on one effect, each declared once here. Everything else
  * is derived from this table: the route table's `POST /api/operator/effects/:effectId/<name>` and
  * `POST /console/api/effects/:effectId/<name>` (the name in kebab-case, `operator-action-path.ts`), the
  * API's handler map (`OperatorActionHandlers`: the operator service has one method per name), the

@@ -5,7 +5,7 @@ import { fileURLToPath } from "node:url";
 /**
  * Absolute path of the console's built assets (`dist/`: `index.html`, `assets/console.js`,
  * `assets/console.css`), written by this package's `prepare` script (`vite build`) on
- * `pnpm install`. The API serves them at `/console` (docs/DESIGN.md §7).
+ * `pnpm install`. The API serves them at `/console`.
  */
 export const consoleAssetsDir: string = fileURLToPath(new URL("../dist", import.meta.url));
 

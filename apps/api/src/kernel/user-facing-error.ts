@@ -39,7 +39,7 @@ export const USER_FACING_ERROR_STATUS = {
   "effect.not_reconcilable": 409,
   /**
    * An operator's resolve of an effect under a live reconciliation lease (a lookup is under way):
-   * retry once the lookup ended or the lease expired (`details.leaseExpiresAtMs`) (docs/DESIGN.md §7).
+   * retry once the lookup ended or the lease expired (`details.leaseExpiresAtMs`) (see `effectRepository.updateIfCurrentAndUnleased` in effect.repository.ts).
    */
   "effect.lookup_in_progress": 409,
   /**

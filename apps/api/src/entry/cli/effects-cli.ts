@@ -203,7 +203,7 @@ function addActionCommand<N extends OperatorActionName>(
 
 /**
  * Builds the `mosoo-effects` program (commander): `list`, `show`, and one command per operator
- * action ({@link ACTION_COMMANDS}: `reconcile`, `resolve`, `compensate`), each with `--help`, over the operator service (docs/DESIGN.md §7). Output is a table or a
+ * action ({@link ACTION_COMMANDS}: `reconcile`, `resolve`, `compensate`), each with `--help`, over the operator service. Output is a table or a
  * line by default, JSON with `--json`; `write` receives stdout text. Errors become {@link CliFailure}.
  */
 export function buildEffectsCli(

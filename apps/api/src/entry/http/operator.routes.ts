@@ -18,7 +18,7 @@ function operatorOf(c: Context<AuthEnv>): OperatorIdentity {
 }
 
 /**
- * The operator routes (`OPERATOR_API` of `@mosoo/contracts`; docs/DESIGN.md §7) over `runtime.operator`, behind
+ * The operator routes (`OPERATOR_API` of `@mosoo/contracts`) over `runtime.operator`, behind
  * `Authorization: Bearer <operator token>` of a named operator credential (compared in constant time;
  * without any configured credential every route answers 403 `auth.operator_disabled`; any other kind
  * of credential 403 `auth.forbidden`; a token matching none 401 `auth.invalid_token`, or 429

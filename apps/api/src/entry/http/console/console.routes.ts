@@ -71,7 +71,7 @@ function refuse(c: Context, status: 401 | 403 | 415, code: string, message: stri
 }
 
 /**
- * The operator console (docs/DESIGN.md §7, §10), served by the API at `/console` over the same
+ * The operator console, served by the API at `/console` over the same
  * operator service as `/api/operator/*` (`runtime.operator`):
  * - `GET /console/sign-in`, `POST /console/session {token}` (form: an operator credential's token; the
  *   session carries that credential's name and scopes; a refused token answers 401, or 429 with

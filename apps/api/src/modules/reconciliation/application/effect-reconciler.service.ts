@@ -26,7 +26,7 @@ import { hasLiveLease, leaseBatch as takeLeases, type LeasedEffect, type LeasedO
 /**
  * The `ineligible` reason of a lookup given up before its adapter call because what was left of its
  * lease no longer covered a whole lookup (the reconciler stalled between the lease and the call): the
- * lease is given back uncounted and the adapter is not asked (docs/DESIGN.md §7).
+ * lease is given back uncounted and the adapter is not asked (see `lookUpAndCommit` below).
  */
 export const LEASE_LAPSED = "lease_lapsed";
 
