@@ -327,8 +327,8 @@ export class DriverApiClient implements DriverApi {
 
 /**
  * Whether a request may be sent again after `failure`: an idempotent route after any unreachable
- * failure, another (`register`) only when the request provably never left (`not_sent`; docs/DESIGN.md
- * §10: a repeat could mint a second instance); and never when the call's own `resendAfter` says no.
+ * failure, another (`register`) only when the request provably never left (`not_sent`:
+ * a repeat could mint a second instance); and never when the call's own `resendAfter` says no.
  */
 function mayResend(spec: Pick<RequestSpec<z.ZodType>, "idempotent" | "resendAfter">, failure: ApiUnavailableError): boolean {
   if (!spec.idempotent && failure.delivery !== "not_sent") return false;

@@ -18,8 +18,8 @@ export type RouteMethod = "GET" | "POST" | "DELETE";
  * - `registration`: the Driver enrollment token, a full operator credential, or a Driver's own token (re-registering itself);
  * - `driver`: one Driver instance's own token (a finalized instance: 409 `driver.finalized`);
  * - `driver_report`: one Driver instance's own token, a finalized instance's too: its evidence about an
- *   attempt it made before it was finalized (`complete`, `deadline-missed`, `late-result`; docs/DESIGN.md
- *   §3 rules 12–13); the ledger takes it only from the connection that made the attempt;
+ *   attempt it made before it was finalized (`complete`, `deadline-missed`, `late-result`; see `decideDeadlineMissed` and
+ *   `decideLateEvidence` in effect-lifecycle.machine.ts); the ledger takes it only from the connection that made the attempt;
  * - `operator`: a named operator credential; each route checks its scope (none configured: 403 `auth.operator_disabled`);
  * - `console_session`: the operator console's session cookie, and `X-CSRF-Token` on a POST.
  */

@@ -6,8 +6,8 @@ import type { CommandWakeups, WakeupTx } from "./command-wakeups.port.js";
 const EVERYONE = Symbol("every waiter");
 
 /**
- * The in-process {@link CommandWakeups} (embedded SQLite: one API process per store, docs/DESIGN.md
- * §11), also the local half of the PostgreSQL implementation: an `EventEmitter` keyed by Driver
+ * The in-process {@link CommandWakeups} (embedded SQLite: one API process per store),
+ * also the local half of the PostgreSQL implementation: an `EventEmitter` keyed by Driver
  * instance id. `notifyInTransaction` does nothing (a wake-up before COMMIT would only make the waiter
  * read too early); `notifyCommitted` wakes the instance's waiters; `wakeAll` wakes every waiter once
  * (after a cross-instance listener reconnected, so nothing waits out a missed notification).

@@ -47,8 +47,8 @@ function storedTraceContext(traceParent: string | null, traceState: string | nul
 }
 
 /**
- * The per-instance command queue: delivery (long-poll, redelivery on every new connection: docs/DESIGN.md
- * §3 rule 11) and status updates, each a compare-and-set with a typed outcome.
+ * The per-instance command queue: delivery (long-poll, redelivery on every new connection:
+ * docs/DESIGN.md §3 rule 11) and status updates, each a compare-and-set with a typed outcome.
  */
 export class CommandQueueService {
   constructor(private readonly ctx: RuntimeContext) {}
@@ -133,8 +133,8 @@ export class CommandQueueService {
 
   /**
    * Applies a Driver's status update as a compare-and-set. A `completed` update is accepted only
-   * once the command's effect `succeeded` (the result is stored before anything terminal, docs/DESIGN.md
-   * §3) and stores the ledger's result, not the Driver's copy. A `failed` update on an effect still
+   * once the command's effect `succeeded` (the result is stored before anything terminal)
+   * and stores the ledger's result, not the Driver's copy. A `failed` update on an effect still
    * `executing` fences that effect as `unknown` in the same transaction, so no terminal command
    * leaves an `executing` effect behind; on an effect already `unknown` the stored error is always
    * the ledger's `external_effect.unknown` for that effect (`retryable: false`, `details.effectIds`,
