@@ -4,7 +4,7 @@ import { defineConfig } from "vite";
 /**
  * Builds the console's browser app (web/) into dist/ with fixed file names (no content hash),
  * so the API can name them in its own pages: `dist/index.html`, `dist/assets/console.js`,
- * `dist/assets/console.css`. Served under `/console/` (docs/DESIGN.md §7). No inline script or
+ * `dist/assets/console.css`. Served under `/console/`. No inline script or
  * style is emitted, so the console's Content-Security-Policy can forbid both.
  */
 export default defineConfig({

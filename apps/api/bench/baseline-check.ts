@@ -1,3 +1,4 @@
+// The bench's regression gate: the figures a run is judged by, the committed baseline file's shape, and the comparison with it.
 import { z } from "zod";
 
 /**

@@ -1,3 +1,4 @@
+// The bench's SQLite test bed: a fresh file-backed store, the real runtime with a fixed-latency adapter, raw seeding and timing meters.
 import { createHash } from "node:crypto";
 import { mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";

@@ -1,3 +1,4 @@
+// Summarises a V8 CPU profile written by `node --cpu-prof` into its top functions by self time.
 import { readFileSync } from "node:fs";
 import { relative } from "node:path";
 

@@ -1,3 +1,4 @@
+// Bench scenario 3: how long finalization repair takes to end each executing command of a lost Driver.
 import { BENCH_BOUND_SERVER, BENCH_TOOL } from "./fixed-latency.adapter.js";
 import { DEFAULT_GROUP_COMMIT } from "../src/modules/reconciliation/application/outcome-group-commit.service.js";
 import { createBenchRuntime, openBenchStore, progress } from "./bench-store.harness.js";

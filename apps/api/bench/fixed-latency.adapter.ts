@@ -1,3 +1,4 @@
+// The bench's reconciliation adapter: every lookup takes a fixed time, then answers from the key alone.
 import type { AdapterDeclaration, ReconciliationAdapter, ReconciliationAdapterFactory } from "@mosoo/effect-reconciliation";
 
 /** The MCP server id the bench binds to {@link createFixedLatencyAdapter}; effects of other servers are unbound. */

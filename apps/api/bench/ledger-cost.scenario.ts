@@ -1,3 +1,4 @@
+// Bench scenario 1 on SQLite: the ledger's cost per tool-call lifecycle against a bare floor, at growing table sizes.
 import { Bench, type Task } from "tinybench";
 import { newUlid } from "@mosoo/contracts";
 import { BENCH_BOUND_SERVER, BENCH_TOOL } from "./fixed-latency.adapter.js";

@@ -1,3 +1,4 @@
+// The bench's PostgreSQL test bed: the server (the operator's or a throwaway one), a fresh database per scenario, and bulk seeding.
 import { createHash } from "node:crypto";
 import { readFileSync } from "node:fs";
 import type pg from "pg";

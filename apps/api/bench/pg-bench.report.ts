@@ -1,3 +1,4 @@
+// Turns the PostgreSQL scenarios' results into bench table rows and gated figures, and parses the `--store` option.
 import { availableParallelism } from "node:os";
 import type { BenchFigure } from "./baseline-check.js";
 import type { LatencyStats } from "./ledger-cost.scenario.js";

@@ -1,3 +1,4 @@
+// Bench scenario 1 on PostgreSQL: the ledger's lifecycle through the real runtime against a bare `pg` transaction floor.
 import type pg from "pg";
 import { newUlid } from "@mosoo/contracts";
 import { openPostgresStore } from "../src/platform/db/postgres/postgres-store.js";

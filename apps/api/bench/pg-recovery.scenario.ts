@@ -1,3 +1,4 @@
+// Bench scenario 2 on PostgreSQL: several API instance processes share the recovery of a backlog of unknown effects.
 import { spawn, type ChildProcess } from "node:child_process";
 import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";

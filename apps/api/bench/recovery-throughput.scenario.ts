@@ -1,3 +1,4 @@
+// Bench scenario 2 on SQLite: how fast the maintenance sweep reconciles a backlog of seeded unknown effects.
 import { spawnSync } from "node:child_process";
 import { mkdtempSync, rmSync, statSync } from "node:fs";
 import { tmpdir } from "node:os";

@@ -6,7 +6,7 @@
  * shard i runs its share of the runs with seed S + i - 1), with one combined summary.
  *
  * `--store` (default `sqlite`: a SQLite file per world) runs the worlds on PGlite or on a real
- * PostgreSQL server (docs/DESIGN.md §11): `postgres` creates a throwaway database `ledger_model_…` on
+ * PostgreSQL server: `postgres` creates a throwaway database `ledger_model_…` on
  * the server of `--database-url` (else `MOSOO_DATABASE_URL`; a role that may CREATE DATABASE; the
  * database in the URL is not touched) and drops it at the end, or, with neither, starts a throwaway
  * server itself (@mosoo/test-postgres) and stops it. With `--workers`, each worker has its own

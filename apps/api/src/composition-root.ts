@@ -1,3 +1,4 @@
+// Builds the runtime: every service on one store, with the reconciliation ports wired in when the feature is on.
 import type { Logger } from "pino";
 import { Registry } from "prom-client";
 import { RepeatGuardMetrics } from "./modules/runs/infrastructure/repeat-guard.metrics.js";
@@ -56,7 +57,7 @@ export interface Runtime {
 
 /**
  * Options of {@link createRuntime}: the store (any implementation of the async store port), a logger, `heartbeatTtlMs` (ms), `sendDeadlineMs`
- * (ms, the claims' send-by deadline, default 10 000; docs/DESIGN.md §3 rule 12), `driverUnconnectedTtlMs`
+ * (ms, the claims' send-by deadline, default 10 000; see `decideDeadlineMissed` in effect-lifecycle.machine.ts), `driverUnconnectedTtlMs`
  * (ms, default {@link DEFAULT_DRIVER_UNCONNECTED_TTL_MS}), an optional clock (tests), the
  * reconciliation settings (default: off, the baseline fence; `bindings` hold adapter handles: in
  * production only handles of the isolated adapter host, see `startApi`; tests may bind in-process
@@ -72,11 +73,11 @@ export interface CreateRuntimeOptions {
   reconciliation?: ReconciliationSettings;
   /** The prom-client registry for `GET /metrics` (default: a new one); the host may have registered its own metrics on it. */
   metricsRegistry?: Registry;
-  /** Per MCP server id, the repeat guard's window (ms; docs/DESIGN.md §3 rule 17); default: none, off for every server. */
+  /** Per MCP server id, the repeat guard's window (ms; see `guardRepeat` in repeat-guard.policy.ts); default: none, off for every server. */
   repeatGuard?: ReadonlyMap<string, number>;
   /**
    * The long-poll wake-ups (default: in-process, for the embedded SQLite store's one API process); on
-   * PostgreSQL the host passes a started `PgCommandWakeups` so wake-ups cross instances (docs/DESIGN.md §11).
+   * PostgreSQL the host passes a started `PgCommandWakeups` so wake-ups cross instances.
    */
   wakeups?: CommandWakeups;
   /** This API instance's id (a ULID; default a fresh one): the holder of its work claims. */
@@ -93,7 +94,7 @@ const DEFAULT_DRIVER_UNCONNECTED_TTL_MS = 3_600_000;
  * each service on one store and wires the ports: the reconciler (reconciliation module) becomes the
  * ledger's and the drivers' `EffectReconciliationPort`, the reconciliation sweep the drivers'
  * `ReconciliationSweepPort`, both absent when reconciliation is off. Several runtimes may share one
- * store (several API instances, docs/DESIGN.md §11): each has its own `instanceId`, claims a Driver's
+ * store (several API instances): each has its own `instanceId`, claims a Driver's
  * repair and a sweep pass in the store (`work_claims`) and takes over a reconciliation lease only
  * once it expired; give them cross-instance `wakeups` (PostgreSQL) so a command queued through one
  * wakes a long-poll held on another.

@@ -1,6 +1,6 @@
 /**
- * `mosoo-effects` (`npm run effects -- <command>`): the operator CLI over the operator service
- * (docs/DESIGN.md §7). Exit codes: 0 done; 1 refused by the service or the API could not be reached
+ * `mosoo-effects` (`npm run effects -- <command>`): the operator CLI over the operator service.
+ * Exit codes: 0 done; 1 refused by the service or the API could not be reached
  * (one line on stderr: `mosoo-effects: <code>: <message>`); 2 bad input (one line).
  */
 import { CommanderError } from "commander";

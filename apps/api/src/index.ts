@@ -1,3 +1,4 @@
+// The API package's public entry: the server, configuration, runtime, store openers and user-facing errors other packages use.
 export { startApi } from "./server.js";
 export type { RunningApi } from "./server.js";
 export { loadApiConfig, ConfigError, ApiConfigSchema, isLoopbackHost } from "./config/api-config.js";

@@ -1,3 +1,4 @@
+// The API's process entry: checks the configuration, store path and bindings file first, then serves until SIGINT or SIGTERM.
 import { ConfigError, loadApiConfig, unknownMosooEnvNames } from "./config/api-config.js";
 import { checkDbFilePath, readBindingsFileText } from "./config/startup-checks.js";
 

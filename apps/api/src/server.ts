@@ -1,3 +1,4 @@
+// Starts the API: opens the store, wires the runtime with sandboxed adapters, serves HTTP, runs the sweep, drains on close.
 import type { Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { serve, type ServerType } from "@hono/node-server";
@@ -50,10 +51,10 @@ export interface RunningApi {
 
 /**
  * Opens and migrates the store (`openApiStore`: PostgreSQL at `MOSOO_DATABASE_URL` when set, else the
- * SQLite file `MOSOO_DB_FILE`; docs/DESIGN.md §11), wires the runtime, serves HTTP on `config.host:config.port`
+ * SQLite file `MOSOO_DB_FILE`), wires the runtime, serves HTTP on `config.host:config.port`
  * (0 = a free port) and starts the maintenance sweep. Every bound adapter runs in the isolated
  * adapter host (worker threads with a `MOSOO_ADAPTER_HEAP_MB` heap limit, terminated at the lookup
- * timeout; docs/DESIGN.md §4 "Adapters are untrusted code"): there is no in-process option here.
+ * timeout; see {@link createIsolatedAdapterHost}): there is no in-process option here.
  * This host is the bindings' isolation swap point (`BindingInstantiator`): the worker loads each
  * binding's source (package names from the API's dependencies), builds and narrows it, and reports
  * its coverage and provenance (logged at startup, `reportBindings`). `builtIns` maps adapter ids to
@@ -95,7 +96,7 @@ export async function startApi(
     throw err;
   }
   // Several instances on one PostgreSQL database: a command queued through one wakes the long-polls of
-  // every other (LISTEN/NOTIFY, one listener connection per instance; docs/DESIGN.md §11). Listening
+  // every other (LISTEN/NOTIFY, one listener connection per instance; see {@link PgCommandWakeups}). Listening
   // before serving, so no long-poll starts without it. SQLite: one process, in-process wake-ups.
   let wakeups: PgCommandWakeups | undefined;
   if (store.dialect === "postgres" && config.databaseUrl !== undefined) {
@@ -120,7 +121,7 @@ export async function startApi(
     metricsRegistry,
     ...(opts.clock ? { clock: opts.clock } : {}),
   });
-  // Leases expire (docs/DESIGN.md §11): only leases that EXPIRED are ended here (their lookups recorded
+  // Leases expire (see `recordInterruptedLookups` in interrupted-lookups.service.ts): only leases that EXPIRED are ended here (their lookups recorded
   // `lookup_interrupted`); a live one may belong to another API instance on the same store, and the
   // sweep ends it once it expired. Nothing is served yet, so this may wait for a lock as the migrations did.
   await runtime.reconciler.endExpiredLeases({ startup: true });

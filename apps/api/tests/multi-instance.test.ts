@@ -22,7 +22,7 @@ import {
 } from "./kit/index.js";
 import { effectRow, reconciliationRecords, runEvents } from "./helpers/reconciliation-db.js";
 import { effectRepository } from "../src/modules/ledger/infrastructure/effect.repository.js";
-import { LEASED_ELSEWHERE, type LeasedEffect } from "../src/modules/reconciliation/application/effect-reconciler.service.js";
+import { LEASED_ELSEWHERE, type LeasedEffect } from "../src/modules/reconciliation/application/reconciliation-lease-batch.service.js";
 
 const HEARTBEAT_TTL_MS = 3_600_000;
 const LEASE_MS = 30_000;

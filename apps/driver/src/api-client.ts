@@ -1,3 +1,4 @@
+// The Driver's typed HTTP client of the Driver protocol: validated requests and answers, retries, fail-over across API URLs.
 import {
   DRIVER_API,
   findJsonProblem,
@@ -61,7 +62,7 @@ export const DEFAULT_API_RETRY: ApiRetryOptions = {
 /** Options of {@link DriverApiClient}. */
 export interface DriverApiClientOptions {
   /**
-   * Base URLs of the API instances (one deployment on one shared database, docs/DESIGN.md §11), in
+   * Base URLs of the API instances (one deployment on one shared database), in
    * order of preference, e.g. `["http://10.0.0.1:8787", "http://10.0.0.2:8787"]`; at least one. A
    * path prefix is kept, trailing slashes are dropped. See {@link ApiEndpointPool} for the
    * fail-over policy (sticky until failure).
@@ -69,7 +70,7 @@ export interface DriverApiClientOptions {
   apiUrls: readonly string[];
   /** Bearer token for every route but `register`. */
   driverToken?: string | undefined;
-  /** Bearer token of `register`: the API's `MOSOO_DRIVER_ENROLLMENT_TOKEN` (docs/DESIGN.md §10); without it the API answers 401. */
+  /** Bearer token of `register`: the API's `MOSOO_DRIVER_ENROLLMENT_TOKEN`; without it the API answers 401. */
   enrollmentToken?: string | undefined;
   /** Retry policy of the idempotent requests; defaults to {@link DEFAULT_API_RETRY}. */
   retry?: Partial<ApiRetryOptions> | undefined;
@@ -151,7 +152,7 @@ const DEFAULT_REQUEST_TIMEOUT_MS = 30_000;
  * validated on arrival (mismatch → {@link ApiContractError}). Non-2xx answers become
  * {@link ApiRequestError}; network failures and timeouts {@link ApiUnavailableError}.
  *
- * Retries and fail-over (docs/DESIGN.md §10, §11; the per-route table is in the Driver's README):
+ * Retries and fail-over (the per-route table is in the Driver's README):
  * - one **round** sends the request to the current URL of the shared {@link ApiEndpointPool} and, on
  *   `api.unreachable`, at once (no delay) to each other URL not yet tried in this round; the pool's
  *   current URL moves on with it (sticky until failure). A 4xx, a 5xx or a contract error ends the
@@ -326,8 +327,8 @@ export class DriverApiClient implements DriverApi {
 
 /**
  * Whether a request may be sent again after `failure`: an idempotent route after any unreachable
- * failure, another (`register`) only when the request provably never left (`not_sent`; docs/DESIGN.md
- * §10: a repeat could mint a second instance); and never when the call's own `resendAfter` says no.
+ * failure, another (`register`) only when the request provably never left (`not_sent`:
+ * a repeat could mint a second instance); and never when the call's own `resendAfter` says no.
  */
 function mayResend(spec: Pick<RequestSpec<z.ZodType>, "idempotent" | "resendAfter">, failure: ApiUnavailableError): boolean {
   if (!spec.idempotent && failure.delivery !== "not_sent") return false;
@@ -352,7 +353,7 @@ function summarize(spec: Pick<RequestSpec<z.ZodType>, "method" | "route">, failu
 
 /**
  * Checks an outgoing body against the shared JSON rules (`findJsonProblem`: depth, forbidden keys,
- * well-formed strings; docs/DESIGN.md §10) and then its contract schema, so the Driver never sends what
+ * well-formed strings) and then its contract schema, so the Driver never sends what
  * the API would refuse. @throws ApiContractError (`request`).
  */
 function checkRequest<S extends z.ZodType>(schema: S, body: unknown): z.output<S> {

@@ -1,3 +1,4 @@
+// The API base URLs one Driver may use and the current one: sticky until it fails, then the next in order.
 import type { Logger } from "pino";
 import type { ApiUnavailableError } from "./api-errors.js";
 

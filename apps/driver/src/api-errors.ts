@@ -1,3 +1,4 @@
+// The Driver's API client errors (refused, unreachable, contract violation) and the tests that decide retry or stop.
 import { ApiErrorBodySchema } from "@mosoo/contracts";
 
 /**
@@ -22,7 +23,7 @@ export class ApiRequestError extends Error {
  * - `not_sent`: the connection was never established (refused, DNS failure, connect timeout), so no
  *   byte of the request reached an API instance; resending it anywhere cannot repeat anything;
  * - `unknown`: the request may have reached the API and may even have been applied (reset or closed
- *   mid-request, response timeout): only an idempotent route may be resent (docs/DESIGN.md §10).
+ *   mid-request, response timeout): only an idempotent route may be resent.
  */
 export type ApiDelivery = "not_sent" | "unknown";
 

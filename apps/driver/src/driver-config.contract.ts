@@ -1,3 +1,4 @@
+// The Driver's configuration shapes: API URLs, the MCP servers config file, the state file and the resolved options.
 import { DriverTokenSchema, FORBIDDEN_JSON_KEYS, KeyPlacementSchema, ServerIdSchema, UlidSchema } from "@mosoo/contracts";
 import { z } from "zod";
 
@@ -50,7 +51,7 @@ export function normalizeApiUrl(url: string): string {
 /**
  * The Driver's API URLs, in order of preference: every entry an {@link ApiUrlSchema}, 1 to
  * {@link MAX_API_URLS} of them, none listed twice (after normalization). They must all be instances
- * of ONE API deployment sharing one database (docs/DESIGN.md §11): the Driver keeps its instance,
+ * of ONE API deployment sharing one database: the Driver keeps its instance,
  * token and connection when it moves from one to the next (sticky until failure; see the Driver's
  * README, "Several API URLs").
  */
@@ -155,14 +156,14 @@ const MAX_BUDGET_MS = 24 * 60 * 60 * 1000;
  * - `toolTimeoutMs`: per `tools/call` timeout in ms; `pollWaitMs`: long-poll wait in ms (0–30 000);
  * - `finalizeOnExit`: on SIGTERM/SIGINT, `POST finalize` (the instance is gone for good);
  * - `enrollmentToken`: the API's `MOSOO_DRIVER_ENROLLMENT_TOKEN` (from the Driver's environment, same
- *   name), sent on `register` only (docs/DESIGN.md §10); at least 16 characters;
+ *   name), sent on `register` only; at least 16 characters;
  * - `apiRetryBudgetMs` (ms, default {@link DEFAULT_API_RETRY_BUDGET_MS}) and `apiRetryMaxDelayMs` (ms,
  *   default {@link DEFAULT_API_RETRY_MAX_DELAY_MS}): the one retry policy of every idempotent API
  *   request (exponential backoff from 250 ms, randomized);
  * - `resultReportBudgetMs` (ms, default `DEFAULT_RESULT_REPORT_BUDGET_MS` = 180 000, at least 1 000): how long a
  *   provider's result (held in the outbox next to the state file) is reported to an API that cannot
  *   take it; past it the result is given up (an error line naming the effect) and the effect is left
- *   to the fence (docs/DESIGN.md §11). Optional in the type: absent means the default.
+ *   to the fence (see `reportProviderResult` in result-report.service.ts). Optional in the type: absent means the default.
  */
 export const DriverOptionsSchema = z.strictObject({
   apiUrls: ApiUrlListSchema,

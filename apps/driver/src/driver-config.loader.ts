@@ -1,3 +1,4 @@
+// Reads and validates the Driver's MCP config file and API URLs, failing with one-line `config.invalid` errors.
 import { readFile } from "node:fs/promises";
 import { findJsonProblem, formatJsonProblem } from "@mosoo/contracts";
 import type { z } from "zod";
@@ -80,7 +81,7 @@ export interface ApiUrlSources {
 }
 
 /**
- * The Driver's API URLs (docs/DESIGN.md §11: instances of one deployment), from the first source that
+ * The Driver's API URLs (instances of one deployment), from the first source that
  * is set: the `--api-url` flags (repeatable), else `MOSOO_API_URLS`, else `MOSOO_API_URL` (an empty
  * variable counts as unset). Every source is a comma-separated list (one URL is a list of one);
  * entries are trimmed, then checked by `ApiUrlListSchema` (http/https, no credentials, query or

@@ -1,3 +1,4 @@
+// The Driver process's main loop: identity, connect, heartbeats, and the long-poll of commands handled one at a time.
 import type { ConnectDriverResponse } from "@mosoo/contracts";
 import type { Logger } from "pino";
 import type { DriverApi } from "./api-client.js";
@@ -38,7 +39,7 @@ export interface DriverLoopOptions {
   /** Base logger (pino). */
   logger: Logger;
   /**
-   * The API base URLs (instances of one deployment, docs/DESIGN.md §11). A new registration stores
+   * The API base URLs (instances of one deployment). A new registration stores
    * the one it registered with ({@link currentApiUrl}) in the state file; a state file is accepted when
    * its URL is one of them.
    */
@@ -65,7 +66,7 @@ export interface DriverLoopOptions {
  * The Driver process's main loop: identity (state file or `register`), `connect`, heartbeats every
  * `heartbeatTtlMs / 3`, and the long-poll of commands, each handled to its terminal update one at
  * a time, in order. A non-fatal API failure while handling a command triggers a reconnect, so the
- * API redelivers every command without a terminal receipt (docs/DESIGN.md §3 rule 11).
+ * API redelivers every command without a terminal receipt (see `CommandQueueService` in command-queue.service.ts).
  *
  * Provider results: each is written to the outbox before it is sent and reported until the API
  * answered it (see `reportProviderResult`). At start, before it connects and pulls commands, the loop
@@ -75,7 +76,7 @@ export interface DriverLoopOptions {
  * so the command, redelivered, finds its effect `succeeded`.
  *
  * Several API URLs: the client moves to the next URL when one is unreachable and goes on with the
- * same instance, token and connection (the database is shared, docs/DESIGN.md §11), so heartbeats,
+ * same instance, token and connection (the database is shared), so heartbeats,
  * a re-issued long-poll and the reports of the command in hand simply land on the next instance.
  * One exception, the long-poll: the API hands a command out once per connection, so a poll whose
  * answer may have been lost (connection reset or timeout, or a 5xx such as 503 `store.commit_unknown`
@@ -193,7 +194,7 @@ export class DriverLoop {
   /**
    * At startup, asks the API for its view of this instance (`GET /v1/drivers/self`) and, when some of
    * its effects are `executing` or `unknown` (fenced: never sent again; settled only by reconciliation,
-   * late evidence or an operator, docs/DESIGN.md §3 rules 9 and 13), logs `driver.fenced_effects` with
+   * late evidence or an operator, see `decideLateEvidence` in effect-lifecycle.machine.ts), logs `driver.fenced_effects` with
    * their counts, so whoever restarts a crashed Driver sees what it left in doubt. Informational: a
    * failure is logged (`driver.self_unavailable`) and the Driver goes on.
    */

@@ -1,3 +1,4 @@
+// Wires a Driver from its resolved options (API client, state file, result outbox, MCP clients), and its logger.
 import { pino, type DestinationStream, type Logger } from "pino";
 import { DriverApiClient, type ApiRetryOptions } from "./api-client.js";
 import {

@@ -1,3 +1,4 @@
+// The Driver's identity on disk (API URL, instance id, token), written atomically and durably with owner-only access.
 import { readFile } from "node:fs/promises";
 import { DriverStateSchema, type DriverState } from "./driver-config.contract.js";
 import { DriverConfigError, formatZodIssues } from "./driver-config.loader.js";

@@ -1,3 +1,4 @@
+// The Driver package's public entry: the API client, configuration, loop, MCP connections and command handler.
 export { DEFAULT_API_RETRY, DriverApiClient } from "./api-client.js";
 export { ApiEndpointPool } from "./api-endpoints.js";
 export {

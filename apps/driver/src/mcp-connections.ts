@@ -1,3 +1,4 @@
+// The Driver's MCP clients, one per configured server, connected lazily, and where each call carries its idempotency key.
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";

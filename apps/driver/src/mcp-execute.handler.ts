@@ -1,3 +1,4 @@
+// Runs one `mcp.execute` command through the ledger: accept, claim, call the MCP tool once, report the result.
 import {
   effectNotExecutedError,
   effectUnknownError,
@@ -42,12 +43,12 @@ export interface McpExecuteHandlerDeps {
   toolTimeoutMs: number;
   /**
    * The Driver's monotonic clock (ms; default `performance.now()`), which measures the claim's
-   * send-by deadline from the moment the claim request was sent (docs/DESIGN.md §3 rule 12). Tests pass a fake.
+   * send-by deadline from the moment the claim request was sent (see {@link sendDeadlinePassed}). Tests pass a fake.
    */
   monotonicNowMs?: () => number;
   /**
    * Where a provider's result is written (durably, fsynced) before it is reported, and kept until the
-   * API answered it (docs/DESIGN.md §11). The Driver loop always passes one; without it (unit tests of
+   * API answered it (see {@link reportProviderResult}). The Driver loop always passes one; without it (unit tests of
    * the ledger logic) the result is reported from memory only.
    */
   outbox?: ResultOutboxRepository | undefined;
@@ -77,7 +78,7 @@ export function serverUnavailableError(serverId: string, reason: string, message
 }
 
 /**
- * Runs one `mcp.execute` command against the ledger (docs/DESIGN.md §3):
+ * Runs one `mcp.execute` command against the ledger:
  * 1. `queued`/`delivered` → `commandUpdate accepted` (an `accepted` redelivery skips it);
  * 2. the MCP server must be configured and connectable, else `failed` `mcp.server_unavailable` WITHOUT a claim;
  *    so must the key's place: a server whose config places the key in a tool argument the call
@@ -85,15 +86,15 @@ export function serverUnavailableError(serverId: string, reason: string, message
  * 3. `effectClaim` → `execute`: if the claim's send-by deadline (`sendWithinMs`, measured on
  *    `monotonicNowMs` from just before the claim request was sent) has passed, NO `tools/call`:
  *    `effectDeadlineMissed` (the API settles the effect `not_executed`) then `failed`
- *    `external_effect.not_executed` (docs/DESIGN.md §3 rule 12). Otherwise one `tools/call` with
+ *    `external_effect.not_executed` (see {@link sendDeadlinePassed}). Otherwise one `tools/call` with
  *    the idempotency key where the server's config places it (default
  *    `_meta["io.mosoo/idempotency-key"]`, see `placeIdempotencyKey`) and, when traced, the trace context
  *    in `_meta.traceparent` / `_meta.tracestate`; task-augmented when the server lets the tool be called
  *    as an MCP task, its task id then reported (`effectTaskCreated`) before the Driver waits for the task
- *    (docs/DESIGN.md §4 "Tasks"); its result is written to the
+ *    (see `decideTaskHandle` in effect-lifecycle.machine.ts); its result is written to the
  *    outbox (`deps.outbox`, fsynced) before it is sent, then reported by `reportProviderResult`
  *    (`effectComplete`, retried for `deps.resultReportBudgetMs`; late evidence, `effectLateResult`,
- *    docs/DESIGN.md §3 rule 13, when the effect was fenced meanwhile) and only after the API's answer
+ *    see `decideLateEvidence` in effect-lifecycle.machine.ts, when the effect was fenced meanwhile) and only after the API's answer
  *    `commandUpdate completed`, or the command ends as the ledger then says. If the call throws, `effectMarkUnknown` then `failed`
  *    `external_effect.unknown`. `completed` / `unknown` / `not_executed` claims never call the provider.
  * The provider is called at most once per invocation and never retried.
@@ -175,7 +176,7 @@ export async function handleMcpExecuteCommand(envelope: DriverCommandEnvelope, d
   }
 
   const { effectId, attempt, idempotencyKey } = claim;
-  // docs/DESIGN.md §3 rule 12: nothing may leave for the provider after the send-by deadline. Checked
+  // See {@link sendDeadlinePassed}: nothing may leave for the provider after the send-by deadline. Checked
   // here and again inside `callTool` right before the request is written (`maySend`), after any
   // reconnect of the MCP client, which can take longer than the deadline.
   const deadlinePassed = () => sendDeadlinePassed(claimSentAtMs, monotonicNowMs(), claim.sendWithinMs);
@@ -192,8 +193,8 @@ export async function handleMcpExecuteCommand(envelope: DriverCommandEnvelope, d
   };
   if (deadlinePassed()) return reportMissedDeadline();
   effectLog.info({ attempt, serverId: payload.serverId, toolName: payload.toolName }, "tool.called");
-  effectLog.debug({ attempt, idempotencyKey }, "tool.called_with_key"); // keys only at debug (docs/DESIGN.md §10)
-  // docs/DESIGN.md §4 "Tasks": a task-capable tool answers a task id first; it is stored on the effect
+  effectLog.debug({ attempt, idempotencyKey }, "tool.called_with_key"); // keys only at debug
+  // MCP tasks (the set-once handle: `decideTaskHandle` in effect-lifecycle.machine.ts): a task-capable tool answers a task id first; it is stored on the effect
   // before the Driver waits, so a crash after this point leaves a handle recovery can ask about. A
   // report the API cannot take is logged and the wait goes on: the result, when it comes, is the
   // better evidence (outbox, §11), and without the handle a crash ends on the fence as before.
@@ -251,7 +252,7 @@ export async function handleMcpExecuteCommand(envelope: DriverCommandEnvelope, d
     effectLog.warn({ length: result.outputText.length, max: MAX_OUTPUT_TEXT_LENGTH }, "tool.output_truncated");
     result = { ...result, outputText: result.outputText.slice(0, MAX_OUTPUT_TEXT_LENGTH) };
   }
-  // The API refuses text that is not well-formed UTF-16 (docs/DESIGN.md §10); a provider's lone
+  // The API refuses text that is not well-formed UTF-16; a provider's lone
   // surrogate (or one left by the cut above) becomes U+FFFD so the result can still be recorded.
   if (!isWellFormedText(result.outputText)) result = { ...result, outputText: toWellFormed(result.outputText) };
   let receipt: Record<string, unknown> | null = toolResult._meta ?? null;
@@ -267,7 +268,7 @@ export async function handleMcpExecuteCommand(envelope: DriverCommandEnvelope, d
   }
 
   // The provider answered: from here on its result must reach the ledger. It is written to the
-  // outbox (fsynced) BEFORE it is sent, and reported until the API answers it (docs/DESIGN.md §11).
+  // outbox (fsynced) BEFORE it is sent, and reported until the API answers it (see `reportProviderResult`).
   const pending: PendingResult = {
     effectId,
     commandId,
@@ -304,11 +305,11 @@ export async function handleMcpExecuteCommand(envelope: DriverCommandEnvelope, d
   if (report.via === "complete" && stored.status === "succeeded") return complete(deps, effectLog, commandId, effectId, result);
   if (report.via === "late_result") {
     // Fenced meanwhile (e.g. redelivered while the call was in flight): our result is real, so it was
-    // reported as evidence, not a replay (docs/DESIGN.md §3 rule 13). The ledger settled or flagged it.
+    // reported as evidence, not a replay (see `decideLateEvidence` in effect-lifecycle.machine.ts). The ledger settled or flagged it.
     effectLog.info({ attempt, outcome: stored.outcome, effectStatus: stored.status, reason: stored.reason }, "effect.late_result_reported");
     if (stored.status === "succeeded" && stored.outcome !== "rejected") return complete(deps, effectLog, commandId, effectId, result);
     // We hold a real provider result the ledger did not take (a contradiction it flagged for an
-    // operator): never tell the agent it may resend (docs/DESIGN.md §3 rule 14).
+    // operator): never tell the agent it may resend (see `settleCommandFromEffect` in command-settlement.service.ts).
     return fail(
       deps,
       effectLog,

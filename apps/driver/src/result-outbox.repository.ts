@@ -9,7 +9,7 @@ import { removeFileDurably, writeFileDurably } from "./durable-file.js";
 /**
  * One provider result the Driver holds and has not yet had answered by the API: everything both
  * reports need (`effectComplete`, and `effectLateResult` when the effect was fenced meanwhile,
- * docs/DESIGN.md §3 rule 13), i.e. the late-result request (the attempt's own `connectionId`, which
+ * see `decideLateEvidence` in effect-lifecycle.machine.ts), i.e. the late-result request (the attempt's own `connectionId`, which
  * the API accepts even after a newer connection superseded it) plus the effect and command it belongs
  * to and `recordedAtMs` (wall clock, ms since the Unix epoch, when it was written; for the log).
  */

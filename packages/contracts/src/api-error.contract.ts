@@ -1,3 +1,4 @@
+// The body of every API error answer: `{error: {code, message, details?}}`.
 import { z } from "zod";
 
 /**

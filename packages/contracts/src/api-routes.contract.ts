@@ -1,3 +1,4 @@
+// The API's route table: every JSON route once (system, run, Driver, operator, console), plus the readiness answer.
 import { z } from "zod";
 import { DRIVER_API } from "./driver-protocol.contract.js";
 import { CONSOLE_API, OPERATOR_API } from "./operator-routes.contract.js";
@@ -68,7 +69,7 @@ export const SYSTEM_API = {
 } as const satisfies Record<string, ApiRoute>;
 
 /**
- * THE route table: every JSON route of the API, once (docs/DESIGN.md §10). The API mounts each entry
+ * THE route table: every JSON route of the API, once. The API mounts each entry
  * (and a test checks both ways that the mounted routes and this table are the same set); the Driver,
  * the operator CLI, the e2e harness and the test helpers derive their requests from it.
  */

@@ -1,3 +1,4 @@
+// The Driver protocol's request and answer schemas and its route table: register, connect, poll commands, claim and report effects.
 import { z } from "zod";
 import { UlidSchema } from "./ids.contract.js";
 import { McpExecuteCommandResultRequestSchema, McpExecuteCommandSchema, ToolNameSchema } from "./mcp-execute.contract.js";
@@ -11,7 +12,7 @@ import { TraceContextSchema } from "./trace-context.contract.js";
 import { defineRoute, type ApiRoute, type RouteBody } from "./route-table.contract.js";
 
 /**
- * The Driver protocol: HTTP+JSON between a Driver process and the API (docs/DESIGN.md §10). `register`
+ * The Driver protocol: HTTP+JSON between a Driver process and the API. `register`
  * needs `Authorization: Bearer <enrollment token>` (the API's `MOSOO_DRIVER_ENROLLMENT_TOKEN`), every
  * other route `Authorization: Bearer <driver token>` (any case of the scheme); a Driver only ever sees and changes its
  * own instance's commands and effects. Requests that carry `connectionId` are refused with
@@ -30,7 +31,7 @@ export const DriverTokenSchema = z.string().regex(/^mdt_[0-7][0-9A-HJKMNP-TV-Z]{
  * enrollment token or the operator token); with it, the instance is re-registered (its old token is
  * revoked), which needs that instance's own token or the operator token (else 403 `auth.forbidden`,
  * so no one takes over an identity). Re-registering is refused with
- * `effect.fence_retained` (409) while any of its effects is `executing` or `unknown` (docs/DESIGN.md §3 rule 9).
+ * `effect.fence_retained` (409) while any of its effects is `executing` or `unknown`.
  */
 export const RegisterDriverRequestSchema = z.strictObject({
   name: identifierSchema(1, 100),
@@ -49,7 +50,7 @@ export const ConnectDriverResponseSchema = z.object({
   connectionId: UlidSchema,
   /** Heartbeat time-to-live in ms: miss it and the sweep finalizes the instance. */
   heartbeatTtlMs: z.number().int().positive(),
-  /** Commands without a terminal receipt that will be delivered again on this connection (docs/DESIGN.md §3 rule 11). */
+  /** Commands without a terminal receipt that will be delivered again on this connection (see `CommandQueueService` in command-queue.service.ts). */
   pendingCommandCount: z.number().int().nonnegative(),
 });
 /** See {@link ConnectDriverResponseSchema}. */
@@ -70,7 +71,7 @@ export type HeartbeatResponse = z.infer<typeof HeartbeatResponseSchema>;
  * its status, its current connection (null before the first connect), its last heartbeat and when the
  * sweep would finalize it without another (`heartbeatExpiresAtMs` = last heartbeat + `heartbeatTtlMs`,
  * ms since the epoch; null before the first connect), how many of its effects are `executing` and
- * `unknown` (the ones fenced until reconciled or resolved, docs/DESIGN.md §3 rule 9) and how many of its
+ * `unknown` (the ones fenced until reconciled or resolved) and how many of its
  * commands have no terminal receipt yet (redelivered on its next connection, rule 11).
  */
 const DriverSelfResponseSchema = z.object({
@@ -154,7 +155,7 @@ export type EffectClaimRequest = z.infer<typeof EffectClaimRequestSchema>;
 /**
  * Store the provider's result for attempt `attempt`. `receipt` is the result's `_meta`, kept as
  * opaque data (never proof of anything), at most 16 KiB of JSON, nested at most 400 levels, no
- * `__proto__`/`constructor`/`prototype` key, well-formed strings (docs/DESIGN.md §10).
+ * `__proto__`/`constructor`/`prototype` key, well-formed strings.
  */
 export const EffectCompleteRequestSchema = z.strictObject({
   connectionId: UlidSchema,
@@ -176,7 +177,7 @@ export type EffectMarkUnknownRequest = z.infer<typeof EffectMarkUnknownRequestSc
 
 /**
  * The send-by deadline of attempt `attempt`'s `execute` claim passed before the Driver sent
- * `tools/call` (docs/DESIGN.md §3 rule 12): nothing was sent, and the Driver never will send it.
+ * `tools/call` (see `sendDeadlinePassed` in effect-claim.contract.ts): nothing was sent, and the Driver never will send it.
  * `elapsedMs` is how long after sending the claim request the Driver read the answer (its own
  * monotonic clock, ms). The API settles the effect `not_executed` (resolution `deadline_missed`) when
  * it is still `executing` at that attempt, or `unknown` with that attempt the fenced one; the
@@ -213,7 +214,7 @@ export const EffectTaskCreatedRequestSchema = z.strictObject({
 export type EffectTaskCreatedRequest = z.infer<typeof EffectTaskCreatedRequestSchema>;
 
 /**
- * Late evidence (docs/DESIGN.md §3 rule 13): the provider's real result for attempt `attempt`, which the
+ * Late evidence (see `decideLateEvidence` in effect-lifecycle.machine.ts): the provider's real result for attempt `attempt`, which the
  * Driver received after the effect was fenced `unknown` meanwhile (e.g. a redelivery while the call
  * was in flight). `idempotencyKey`, `toolName` and `requestFingerprint` (sha-256 hex of the canonical
  * arguments, `fingerprintArguments`) name the request the Driver sent; `receipt` is the result's
@@ -277,7 +278,7 @@ const effectReport = <const P extends string, B extends z.ZodType>(
   });
 
 /**
- * The Driver protocol (docs/DESIGN.md §10; the schemas' docs in `driver-protocol.contract.ts`). Keys
+ * The Driver protocol (the schemas' docs in `driver-protocol.contract.ts`). Keys
  * are the route names the Driver logs and its test fakes script (`effectComplete`, ...).
  * Requests that carry `connectionId` are refused 409 `driver.connection_superseded` once a newer
  * connection of the same instance exists.

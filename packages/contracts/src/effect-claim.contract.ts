@@ -1,3 +1,4 @@
+// The ledger's answer to a Driver's claim on an effect, and the send-by deadline test the Driver applies to it.
 import { z } from "zod";
 import { UlidSchema } from "./ids.contract.js";
 import { McpExecuteCommandResultSchema } from "./mcp-execute.contract.js";
@@ -6,10 +7,10 @@ import { McpExecuteCommandResultSchema } from "./mcp-execute.contract.js";
 export const SendWithinMsSchema = z.number().int().positive().max(600_000);
 
 /**
- * The ledger's answer to a Driver's claim on an `mcp.execute` command (docs/DESIGN.md §3 rules 2–3, §8):
+ * The ledger's answer to a Driver's claim on an `mcp.execute` command (see `decideClaim` in effect-lifecycle.machine.ts; docs/DESIGN.md §8):
  * - `execute`: the Driver may call the provider once, as attempt `attempt`, sending `idempotencyKey`,
  *   but only within `sendWithinMs` (ms) of the moment it SENT the claim request, measured on its own
- *   monotonic clock (docs/DESIGN.md §3 rule 12, send-by deadline). Past it the Driver must not send
+ *   monotonic clock (the send-by deadline: {@link sendDeadlinePassed}). Past it the Driver must not send
  *   `tools/call`; it reports the missed deadline (`DRIVER_API.effectDeadlineMissed`) instead, which
  *   is proof of non-execution. The API counts a `max_in_flight` window from the claim plus
  *   `sendWithinMs` plus the adapter's `maxInFlightMs`;

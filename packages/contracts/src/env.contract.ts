@@ -1,3 +1,4 @@
+// The `MOSOO_*` environment variables of every Mosoo program, one schema per program, and the check for unknown names.
 import { z } from "zod";
 import { strictDecimalString, strictIntegerString } from "./input-safety.contract.js";
 
@@ -15,7 +16,7 @@ import { strictDecimalString, strictIntegerString } from "./input-safety.contrac
  * A bearer secret set in the environment (`MOSOO_OPERATOR_TOKEN`, `MOSOO_DRIVER_ENROLLMENT_TOKEN`):
  * whitespace around it is ignored (a trailing newline from a secrets file), then at least 16
  * characters, none of them whitespace (`\s`, Unicode spaces included) or a control character
- * (`\p{Cc}`). The API reads a credential as one `\S+` token after `Bearer` (docs/DESIGN.md §10),
+ * (`\p{Cc}`). The API reads a credential as one `\S+` token after `Bearer`,
  * so a secret with such a character inside could never authenticate: it is refused at startup
  * (`config.invalid: <variable>: ...`; the secret itself is never echoed).
  */
@@ -61,7 +62,7 @@ const postgresUrlString = () =>
 const REPEAT_GUARD_WINDOW_MS = { min: 1_000, max: 30 * 86_400_000 } as const;
 
 /**
- * `MOSOO_REPEAT_GUARD`: the MCP servers whose tool calls the repeat guard watches (docs/DESIGN.md §3 rule 17),
+ * `MOSOO_REPEAT_GUARD`: the MCP servers whose tool calls the repeat guard watches (see `guardRepeat` in repeat-guard.policy.ts),
  * each with its window in ms: `serverId=windowMs` pairs, comma-separated (`tracker=600000,payments=86400000`).
  * Unset or empty: off for every server. A server id that is not one (1–64 of A–Z a–z 0–9 _ . -), a window
  * that is not a strict integer within 1 000–2 592 000 000 ms, or a server named twice is refused.
@@ -100,7 +101,7 @@ function repeatGuardString() {
 
 export const ApiEnvSchema = z.object({
   MOSOO_DB_FILE: z.string().min(1).default("./var/mosoo.db"),
-  // docs/DESIGN.md §11: set, the store is this PostgreSQL database (any number of API instances) instead of the SQLite file.
+  // Set, the store is this PostgreSQL database (any number of API instances) instead of the SQLite file.
   MOSOO_DATABASE_URL: postgresUrlString().optional(),
   // Connections of this instance's PostgreSQL pool (default 10; sizing rule in the API's postgres-store.ts and README).
   MOSOO_DATABASE_POOL_SIZE: strictIntegerString(1, 1_000).optional(),
@@ -109,12 +110,12 @@ export const ApiEnvSchema = z.object({
   MOSOO_HOST: z.string().min(1).default("127.0.0.1"),
   MOSOO_PORT: strictIntegerString(0, 65535).default(8787),
   MOSOO_HEARTBEAT_TTL_MS: strictIntegerString(500, 3_600_000).default(15_000),
-  // docs/DESIGN.md §3 rule 12: the Driver sends tools/call at most this long after it sent the claim request.
+  // See `sendDeadlinePassed` in effect-claim.contract.ts: the Driver sends tools/call at most this long after it sent the claim request.
   MOSOO_SEND_DEADLINE_MS: strictIntegerString(100, 600_000).default(10_000),
   MOSOO_SWEEP_INTERVAL_MS: strictIntegerString(100, 3_600_000).default(2_000),
   // SIGTERM drain: in-flight requests may finish this long (ms) before every connection is closed.
   MOSOO_SHUTDOWN_GRACE_MS: strictIntegerString(0, 600_000).default(10_000),
-  // docs/DESIGN.md §3 rule 17: opt-in per MCP server, off by default (serverId=windowMs,...).
+  // See `guardRepeat` in repeat-guard.policy.ts: opt-in per MCP server, off by default (serverId=windowMs,...).
   MOSOO_REPEAT_GUARD: repeatGuardString().default({}),
   MOSOO_LOG_LEVEL: z.enum(["fatal", "error", "warn", "info", "debug", "trace", "silent"]).default("info"),
   MOSOO_EFFECT_RECONCILIATION: z.enum(["off", "on"]).default("off"),
@@ -126,23 +127,23 @@ export const ApiEnvSchema = z.object({
   MOSOO_LOOKUP_BACKOFF_MAX_MS: strictIntegerString(10, 86_400_000).default(300_000),
   MOSOO_LOOKUP_BACKOFF_FACTOR: strictDecimalString(1, 10).default(2),
   MOSOO_MAX_LOOKUPS: strictIntegerString(1, 1_000).default(8),
-  // Group commit of reconciliation outcomes (docs/DESIGN.md §3 rule 6): outcomes per transaction, and the wait (ms) for more.
+  // Group commit of reconciliation outcomes (see `ReconciliationOutcomeWriter.commit` in reconciliation-outcome-writer.service.ts): outcomes per transaction, and the wait (ms) for more.
   MOSOO_GROUP_COMMIT_MAX: strictIntegerString(1, 1_024).default(64),
   MOSOO_GROUP_COMMIT_WINDOW_MS: strictIntegerString(0, 1_000).default(2),
-  // The old-generation heap limit of each adapter process (docs/DESIGN.md §4: adapters are untrusted code).
+  // The old-generation heap limit of each adapter process (adapters are untrusted code: `createIsolatedAdapterHost` in the API's adapter-sandbox.host.ts).
   MOSOO_ADAPTER_HEAP_MB: strictIntegerString(16, 4_096).default(64),
-  // CPU time (ms) one adapter call may use before its process is killed (docs/DESIGN.md §4).
+  // CPU time (ms) one adapter call may use before its process is killed.
   MOSOO_ADAPTER_CPU_MS: strictIntegerString(50, 600_000).default(2_000),
   // Bound on loading and building one bound adapter in its process at startup (module import + create()).
   MOSOO_ADAPTER_LOAD_TIMEOUT_MS: strictIntegerString(1_000, 120_000).default(15_000),
-  // Operator credentials (docs/DESIGN.md §10): the token is one credential with every scope; the file holds named,
+  // Operator credentials: the token is one credential with every scope; the file holds named,
   // scoped ones (see the API's operator-credentials.contract.ts); both may be set.
   MOSOO_OPERATOR_TOKEN: bearerSecretString().optional(),
   MOSOO_OPERATOR_TOKEN_NAME: z.string().min(1).default("operator"),
   MOSOO_OPERATOR_CREDENTIALS_FILE: z.string().min(1).optional(),
   // Refused operator credentials (console sign-in, operator bearer) per client address per minute; past it, 429.
   MOSOO_OPERATOR_AUTH_FAILURES: strictIntegerString(1, 100_000).default(10),
-  // Credentials of the run API and of Driver registration (docs/DESIGN.md §10); see the API's api-keys.contract.ts.
+  // Credentials of the run API and of Driver registration; see the API's api-keys.contract.ts.
   MOSOO_API_KEYS: z.string().optional(),
   MOSOO_API_KEYS_FILE: z.string().min(1).optional(),
   MOSOO_DRIVER_ENROLLMENT_TOKEN: bearerSecretString().optional(),

@@ -1,3 +1,4 @@
+// The ULID ids of the runtime: their schema, a monotonic generator, and the smallest id of a given millisecond.
 import { encodeTime, monotonicFactory } from "ulid";
 import { z } from "zod";
 

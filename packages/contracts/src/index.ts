@@ -1,3 +1,4 @@
+// The contracts package's public entry: every shared schema, route table, limit and helper of the API, Driver and CLI.
 export { UlidSchema, newUlid, ulidFloor } from "./ids.contract.js";
 export type { Ulid } from "./ids.contract.js";
 export {

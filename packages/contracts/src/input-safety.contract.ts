@@ -1,3 +1,4 @@
+// Input rules every boundary shares: strict UTF-8, JSON depth and forbidden keys, safe identifiers and text, strict numbers.
 import { z } from "zod";
 
 /**
@@ -54,7 +55,7 @@ export function hasControlOrBidi(s: string): boolean {
 /**
  * True when `s` contains a Unicode format character (general category Cf: U+00AD, U+200B–U+200F,
  * U+2060–U+2064, U+FEFF, the tag characters, the bidi formatting characters, ...). They render as
- * nothing, so `create\u200bIssue` looks exactly like `createIssue` (docs/DESIGN.md §10).
+ * nothing, so `create\u200bIssue` looks exactly like `createIssue`.
  */
 export function hasFormatCharacter(s: string): boolean {
   return FORMAT_CHARACTER.test(s);
@@ -88,7 +89,7 @@ export const INVALID_UTF8_MESSAGE = "the request body is not valid UTF-8";
  * Decodes `bytes` as UTF-8 with a fatal decoder (`TextDecoder("utf-8", {fatal: true})`): returns the
  * text, or `null` when any byte sequence is invalid (a stray `0xFF`, a truncated or overlong
  * sequence, an encoded surrogate). Never substitutes U+FFFD: a body is refused, not silently
- * changed (docs/DESIGN.md §10). A leading byte order mark is dropped (RFC 8259 §8.1 lets a
+ * changed. A leading byte order mark is dropped (RFC 8259 §8.1 lets a
  * parser ignore it); it is not part of the JSON text.
  */
 export function decodeUtf8Strict(bytes: ArrayBuffer | Uint8Array): string | null {
@@ -151,7 +152,7 @@ export function formatJsonProblem(problem: JsonProblem): string {
 /**
  * An identifier (tool name, request id, tool call id, Driver name, operator actor, ...): `min`–`max`
  * characters, well-formed UTF-16, no control or bidi characters ({@link CONTROL_OR_BIDI_MESSAGE}) and
- * no other Unicode format character (category Cf, {@link FORMAT_CHARACTER_MESSAGE}) (docs/DESIGN.md §10).
+ * no other Unicode format character (category Cf, {@link FORMAT_CHARACTER_MESSAGE}).
  * Such strings are stored, compared and shown to operators; an invisible or reordering
  * character would make two different ids look the same.
  */

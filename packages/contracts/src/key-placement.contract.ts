@@ -1,3 +1,4 @@
+// Where an MCP server wants a write's idempotency key: a `_meta` name or a tool argument, and which names are allowed.
 import { z } from "zod";
 import { isWellFormedText } from "./input-safety.contract.js";
 import { IDEMPOTENCY_KEY_META } from "./mcp-execute.contract.js";
@@ -39,7 +40,7 @@ export const KeyPlacementNameSchema = z
   );
 
 /**
- * Where an MCP server wants the idempotency key of a write (docs/DESIGN.md §4):
+ * Where an MCP server wants the idempotency key of a write:
  * - `{in: "meta", name}`: in the `tools/call` request's `_meta[name]` (default
  *   `io.mosoo/idempotency-key`; e.g. `idempotency-key` for the agentic-commerce checkout bindings);
  * - `{in: "argument", name}`: as the tool argument `name` (e.g. `idempotency_key`). The Driver adds

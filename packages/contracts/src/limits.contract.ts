@@ -1,5 +1,5 @@
 /**
- * The size limits the API and the Driver share (docs/DESIGN.md §10 "Trust": bounded input).
+ * The size limits the API and the Driver share (bounded input).
  * One definition each: the API refuses over-limit input with `request.invalid` (400) and writes
  * nothing; the Driver drops an over-limit receipt before sending it.
  */
@@ -13,8 +13,7 @@ export const MAX_ARGUMENTS_BYTES = 256 * 1024;
 /**
  * The largest receipt the runtime accepts: 4096 bytes of UTF-8 JSON (`JSON.stringify` of the whole
  * receipt), from an adapter's lookup or an operator's manual resolution. A receipt is evidence kept
- * with the effect's history, so it is small and bounded (docs/DESIGN.md §4: "A receipt is typed and
- * bounded"). A larger one is `invalid_adapter_output` from an adapter (§5), 400 `request.invalid` from an operator.
+ * with the effect's history, so it is small and bounded. A larger one is `invalid_adapter_output` from an adapter (docs/DESIGN.md §5), 400 `request.invalid` from an operator.
  */
 export const MAX_RECEIPT_BYTES = 4096;
 

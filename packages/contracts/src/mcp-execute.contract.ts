@@ -1,3 +1,4 @@
+// The `mcp.execute` command and its result as the run sees them, the MCP tool result the runtime reads, and the key's `_meta` name.
 import { z } from "zod";
 import { UlidSchema } from "./ids.contract.js";
 import { findJsonProblem, formatJsonProblem, identifierSchema, textSchema } from "./input-safety.contract.js";
@@ -12,7 +13,7 @@ export const IDEMPOTENCY_KEY_META = "io.mosoo/idempotency-key";
 /**
  * A JSON object encoded as a string (the tool call's arguments), at most 256 KiB, that passes the
  * shared JSON rules (`findJsonProblem`: depth ≤ 400, no `__proto__`/`constructor`/`prototype` key,
- * well-formed strings; docs/DESIGN.md §10).
+ * well-formed strings).
  */
 export const ArgumentsJsonSchema = z
   .string()
@@ -36,7 +37,7 @@ export const ArgumentsJsonSchema = z
 export const ServerIdSchema = z.string().regex(/^[A-Za-z0-9_.-]{1,64}$/, "serverId must be 1-64 characters of A-Z a-z 0-9 _ . -");
 /**
  * An MCP tool name: 1–128 chars (MCP tool names are free strings; we bound them), well-formed
- * UTF-16, no control, bidi or other format (Unicode Cf) characters (docs/DESIGN.md §10).
+ * UTF-16, no control, bidi or other format (Unicode Cf) characters.
  */
 export const ToolNameSchema = identifierSchema(1, 128);
 /** A request id or tool call id of the agent's turn: 1–128 chars, an identifier (no control, bidi or other format characters; well-formed). */

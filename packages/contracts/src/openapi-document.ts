@@ -20,7 +20,7 @@ export interface OpenApiOptions {
   consoleCookie: string;
 }
 
-/** The security schemes of the document, one per credential of docs/DESIGN.md §10; every bearer scheme is `Authorization: Bearer <secret>`. */
+/** The security schemes of the document, one per credential kind (see `CredentialGuard` in the API's credential-guard.ts); every bearer scheme is `Authorization: Bearer <secret>`. */
 const SECURITY_SCHEMES: JsonObject = {
   apiKey: {
     type: "http",

@@ -1,4 +1,4 @@
-/** The operator API's requests and answers (docs/DESIGN.md §7), one zod schema each, read by the API, the CLI and the console; and the action table that declares each operator action once. */
+/** The operator API's requests and answers, one zod schema each, read by the API, the CLI and the console; and the action table that declares each operator action once. */
 import { CallToolResultSchema } from "@modelcontextprotocol/sdk/types.js";
 import { z } from "zod";
 import { UlidSchema } from "./ids.contract.js";
@@ -20,7 +20,7 @@ const jsonBytes = (value: unknown): number => new TextEncoder().encode(JSON.stri
 /**
  * Why the operator acts, recorded in the audit trail with the action: `reason` 1–2000 characters of
  * text (trimmed; well-formed, no NUL). Who acts is never a field of the request: the audit `actor` is
- * the name of the operator credential that authenticated it (docs/DESIGN.md §10), so a body that
+ * the name of the operator credential that authenticated it, so a body that
  * names an `actor` is refused (400 `request.invalid`) rather than silently overruled.
  */
 const Audit = {
@@ -298,7 +298,7 @@ interface OperatorActionDeclaration {
 }
 
 /**
- * The operator's actions on one effect (docs/DESIGN.md §7), each declared once here. Everything else
+ * The operator's actions on one effect, each declared once here. Everything else
  * is derived from this table: the route table's `POST /api/operator/effects/:effectId/<name>` and
  * `POST /console/api/effects/:effectId/<name>` (the name in kebab-case, `operator-action-path.ts`), the
  * API's handler map (`OperatorActionHandlers`: the operator service has one method per name), the

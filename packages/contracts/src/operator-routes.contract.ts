@@ -68,7 +68,7 @@ export const OPERATOR_ACTION_ROUTES = actionRoutes("/api/operator", { kind: "ope
 /** The operator actions behind the console's session (`/console/api/effects/:effectId/<action>`), keyed by action name. */
 export const CONSOLE_ACTION_ROUTES = actionRoutes("/console/api", { kind: "console_session" });
 
-/** The operator routes (docs/DESIGN.md §7), behind a named operator credential's token, while `MOSOO_EFFECT_RECONCILIATION` is on. */
+/** The operator routes, behind a named operator credential's token, while `MOSOO_EFFECT_RECONCILIATION` is on. */
 export const OPERATOR_API = {
   operatorList: defineRoute({
     method: "GET",
@@ -94,7 +94,7 @@ export const OPERATOR_API = {
 } as const satisfies Record<string, ApiRoute>;
 
 /**
- * The operator console's JSON API (docs/DESIGN.md §7, §10): the same operator service, behind the
+ * The operator console's JSON API: the same operator service, behind the
  * console's session cookie (and `X-CSRF-Token` on a POST); the body never names the actor (the
  * session's is used). The console's pages, assets and form posts are not JSON routes and are not here.
  */

@@ -21,12 +21,12 @@ export type ReconciliationOutcome = (typeof RECONCILIATION_OUTCOMES)[number];
  * (`retention_expired`), the lookups reached their configured bound (`lookup_bound_reached`), or
  * they reached it with the adapter's worker crashing, exiting or running out of memory on the last
  * one (`adapter_crashed`: a crash loop ends here, at the operator, never in an API restart loop;
- * docs/DESIGN.md §4, §5), or a provider without a key fence answered "not executed" while the same
+ * docs/DESIGN.md §5), or a provider without a key fence answered "not executed" while the same
  * adapter could not confirm an older key known to have committed (`retention_contradicted`: the
- * retention canary, docs/DESIGN.md §4). On a settled effect (`succeeded` / `not_executed`): a provider lookup
+ * retention canary). On a settled effect (`succeeded` / `not_executed`): a provider lookup
  * contradicted how it was settled, e.g. the provider has the write after an operator resolved it
- * `not_executed` (`contradicted_by_provider`; docs/DESIGN.md §7), or a Driver reported the provider's
- * real result late (docs/DESIGN.md §3 rule 13) and it contradicts the effect's confirmed outcome
+ * `not_executed` (`contradicted_by_provider`), or a Driver reported the provider's
+ * real result late (see `decideLateEvidence` in effect-lifecycle.machine.ts) and it contradicts the effect's confirmed outcome
  * (`late_evidence_contradiction`; the evidence is kept on the attempt row). The status is never
  * changed by either: the operator decides (nothing infers a rollback).
  * The DB CHECK `external_tool_effects_attention_check` lists the same values.
@@ -44,15 +44,15 @@ export const OPERATOR_ATTENTION_REASONS = [
 export type OperatorAttentionReason = (typeof OPERATOR_ATTENTION_REASONS)[number];
 
 /**
- * What an operator did to an effect (docs/DESIGN.md §7): asked for a lookup now (`lookup`), resolved it
- * by hand (`resolve`), or requested its declared compensation (`compensate`, docs/DESIGN.md §3 rule 8).
+ * What an operator did to an effect: asked for a lookup now (`lookup`), resolved it
+ * by hand (`resolve`), or requested its declared compensation (`compensate`, see `CompensationService` in compensation.service.ts).
  */
 export const OPERATOR_ACTIONS = ["lookup", "resolve", "compensate"] as const;
 /** See {@link OPERATOR_ACTIONS}. */
 export type OperatorAction = (typeof OPERATOR_ACTIONS)[number];
 
 /**
- * What an operator credential may do (docs/DESIGN.md §7, §10): `read` lists and shows effects (and
+ * What an operator credential may do: `read` lists and shows effects (and
  * reads `/metrics`), `reconcile` asks for a lookup now, `resolve` settles an `unknown` effect by hand,
  * `compensate` requests a declared compensation. A credential holding all four is a full operator
  * (it may also delete runs, sessions and finalized Drivers, and register any Driver).

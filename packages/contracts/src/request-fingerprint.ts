@@ -1,3 +1,4 @@
+// A tool call's request fingerprint: sha-256 of its arguments in canonical JSON (RFC 8785), and the fingerprint's pattern.
 import { createHash } from "node:crypto";
 import canonicalize from "canonicalize";
 

@@ -1,14 +1,15 @@
+// How one API route is declared once for server and clients: method, path, credential, schemas, and path and query helpers.
 import { compile, match, type MatchFunction, type PathFunction } from "path-to-regexp";
 import type { z } from "zod";
 
-/** Largest request body the API accepts on any route, in bytes (4 MiB); larger ones get 413 `request.too_large` (docs/DESIGN.md §10). */
+/** Largest request body the API accepts on any route, in bytes (4 MiB); larger ones get 413 `request.too_large`. */
 export const MAX_BODY_BYTES = 4 * 1024 * 1024;
 
 /** HTTP methods of the API's JSON routes. */
 export type RouteMethod = "GET" | "POST" | "DELETE";
 
 /**
- * The credential a route needs (docs/DESIGN.md §10), checked by the API's credential guard before the
+ * The credential a route needs, checked by the API's credential guard before the
  * route runs; refusals are 401 `auth.missing_token` / `auth.invalid_token`, 403 `auth.forbidden` /
  * `auth.scope` (see {@link AUTH_ERRORS}):
  * - `public`: none (`GET /health`);
@@ -17,8 +18,8 @@ export type RouteMethod = "GET" | "POST" | "DELETE";
  * - `registration`: the Driver enrollment token, a full operator credential, or a Driver's own token (re-registering itself);
  * - `driver`: one Driver instance's own token (a finalized instance: 409 `driver.finalized`);
  * - `driver_report`: one Driver instance's own token, a finalized instance's too: its evidence about an
- *   attempt it made before it was finalized (`complete`, `deadline-missed`, `late-result`; docs/DESIGN.md
- *   §3 rules 12–13); the ledger takes it only from the connection that made the attempt;
+ *   attempt it made before it was finalized (`complete`, `deadline-missed`, `late-result`; see `decideDeadlineMissed` and
+ *   `decideLateEvidence` in effect-lifecycle.machine.ts); the ledger takes it only from the connection that made the attempt;
  * - `operator`: a named operator credential; each route checks its scope (none configured: 403 `auth.operator_disabled`);
  * - `console_session`: the operator console's session cookie, and `X-CSRF-Token` on a POST.
  */
@@ -45,7 +46,7 @@ export const AUTH_ERRORS: Record<RouteAuth["kind"], readonly string[]> = {
 };
 
 /**
- * One route of the API, the single place its shape is written (docs/DESIGN.md §10): the hono server
+ * One route of the API, the single place its shape is written: the hono server
  * mounts it (`apps/api/src/entry/http/route-mount.ts`), and every client (the Driver, the operator
  * CLI through `callRoute`, the console's types, the e2e harness, the test helpers and fakes) builds its requests from it.
  * - `path`: hono syntax, `:name` for a path parameter (each one a key of `params`);

@@ -1,3 +1,4 @@
+// The run API's request and answer schemas and its route table: create runs, enqueue tool calls, read runs, events and tool calls.
 import { z } from "zod";
 import { UlidSchema } from "./ids.contract.js";
 import { CallIdSchema, ServerIdSchema, ToolNameSchema } from "./mcp-execute.contract.js";
@@ -22,13 +23,13 @@ export type CreateRunResponse = z.infer<typeof CreateRunResponseSchema>;
 /**
  * Enqueue one `mcp.execute` tool call on an active run. The effect's intent (with its
  * idempotency key and request fingerprint) commits in the same transaction as the command
- * (docs/DESIGN.md §3 rule 1); with no active run nothing is queued (409 `run.not_active`).
+ * (see `recordIntent` in effect-intent.service.ts); with no active run nothing is queued (409 `run.not_active`).
  * `arguments` at most 256 KiB once encoded, finite numbers only, nested at most 400 levels, no
- * `__proto__`/`constructor`/`prototype` key anywhere (refused, never dropped: docs/DESIGN.md §10).
+ * `__proto__`/`constructor`/`prototype` key anywhere (refused, never dropped).
  * `toolCallId` makes the request idempotent within the run: a retry with the same `toolCallId`
  * and the same server, tool and arguments returns the first enqueue (`replayed: true`, nothing new
  * is queued); with anything different it is refused (409 `tool_call.conflict`). Without it, every
- * request is a new tool call. Repeat guard (docs/DESIGN.md §3 rule 17; opt-in per MCP server,
+ * request is a new tool call. Repeat guard (see `guardRepeat` in repeat-guard.policy.ts; opt-in per MCP server,
  * `MOSOO_REPEAT_GUARD`): the same server, tool and arguments as a recent write of the same session is
  * refused (409 `tool_call.repeat_refused`, `details` {effectId, status, toolCallId, windowMs}) unless
  * `repeatOfEffectId` names that earlier effect (a deliberate repeat, recorded on the new effect; a
@@ -68,7 +69,7 @@ const runId = z.object({ runId: UlidSchema });
  * `GET /v1/runs/:runId/tool-calls/:toolCallId`: what became of one tool call of a run, found by its
  * `toolCallId` (the one the agent sent, or the one the runtime generated and listed in the turn's
  * account): its command (`commandStatus`), its effect (`effectStatus`, `resolution`), `status` as the
- * turn's account names it (docs/DESIGN.md §3 rule 16), the stored `result` (an `McpExecuteCommandResult`,
+ * turn's account names it (see `turnInterruptedRunError` in turn-account.ts), the stored `result` (an `McpExecuteCommandResult`,
  * when it succeeded) or the command's `error` (a `RunError`, when it failed), and `repeatOfEffectId` when
  * it was queued as a deliberate repeat of an earlier effect. Times in ms since the epoch.
  */
@@ -93,7 +94,7 @@ export const ToolCallViewSchema = z.object({
 export type ToolCallView = z.infer<typeof ToolCallViewSchema>;
 
 /**
- * The run API (docs/DESIGN.md §10): the agent side of the control plane, behind API keys with scopes.
+ * The run API: the agent side of the control plane, behind API keys with scopes.
  * Keys are the route names every client calls.
  */
 export const RUN_API = {

@@ -1,3 +1,4 @@
+// The runtime's stable error codes and the error a command or run ends with, with builders for each ending.
 import { z } from "zod";
 import { MAX_ERROR_DETAILS_BYTES, safeJsonObjectSchema, textSchema } from "./input-safety.contract.js";
 
@@ -6,18 +7,18 @@ import { MAX_ERROR_DETAILS_BYTES, safeJsonObjectSchema, textSchema } from "./inp
  * - `external_effect.unknown`: a write's fate is unknown; the effect is fenced and never replayed.
  *   Never retryable, and always names the effects (`details.effectIds`, non-empty). It is the
  *   answer of a command AND of a run that end while one of their effects is `unknown`, on every
- *   path (restart, finalization repair, sweep; flag on or off; bound or not: docs/DESIGN.md §3 rule 14).
+ *   path (restart, finalization repair, sweep; flag on or off; bound or not: see `settleCommandFromEffect` in command-settlement.service.ts).
  * - `external_effect.not_executed`: a provider adapter proved the write never happened and never
  *   will; the only answer that says the write may be sent again (as a NEW tool call; retryable).
  * - `driver.command_driver_terminal`: the Driver that held the command ended before it finished
  *   and no effect of the command is `unknown` (e.g. it was never dispatched); not retryable.
  * - `runtime.turn_interrupted`: the run's Driver ended mid-turn and nothing of the turn was written
  *   (no effect `succeeded`, `unknown` or `compensated`): retryable by resending the turn. Its
- *   `details.account` lists the turn's tool calls (docs/DESIGN.md §3 rule 16).
+ *   `details.account` lists the turn's tool calls (see `turnInterruptedRunError` in turn-account.ts).
  * - `runtime.turn_interrupted_after_writes`: the run's Driver ended mid-turn after a write of the turn
  *   completed (`succeeded` or `compensated`) and none is `unknown`: NOT retryable (resending the turn
  *   would repeat the write); `details.account` lists every tool call and what became of it, and the
- *   message tells the agent to continue from those results (docs/DESIGN.md §3 rule 16).
+ *   message tells the agent to continue from those results (see `turnInterruptedRunError` in turn-account.ts).
  * - `mcp.tool_call_failed`: the MCP call failed before the provider could run (retryable).
  * - `mcp.server_unavailable`: the Driver could not use the MCP server; nothing was dispatched.
  */
@@ -41,7 +42,7 @@ export const UnknownEffectIdsSchema = z.array(z.string().min(1).max(64)).min(1).
  * `details` is a small JSON object (for example `{effectId}`), at most {@link MAX_ERROR_DETAILS_BYTES}
  * bytes (4 KiB) of JSON, nested at most 400 levels; never a stack trace. `message` is 1–2000
  * characters of well-formed text without NUL.
- * Invariant (docs/DESIGN.md §3 rules 14 and 16): an `external_effect.unknown` error is `retryable: false` and
+ * Invariant (see `settleCommandFromEffect` in command-settlement.service.ts and `turnInterruptedRunError` in turn-account.ts): an `external_effect.unknown` error is `retryable: false` and
  * names its effects in `details.effectIds` (non-empty); a `runtime.turn_interrupted_after_writes` error is
  * `retryable: false`; anything else is refused by this schema.
  * Strict: a field other than these four is refused, never dropped.
@@ -72,7 +73,7 @@ export type RunError = z.infer<typeof RunErrorSchema>;
 /**
  * The run error for a run whose Driver ended mid-turn (Mosoo's wording, docs/DESIGN.md §8). Only when
  * NO effect of the run is `unknown`: otherwise the run ends with {@link runEffectsUnknownError}
- * (docs/DESIGN.md §3 rule 14: nothing invites a resend while a write of the turn is unknown).
+ * (see `settleCommandFromEffect` in command-settlement.service.ts: nothing invites a resend while a write of the turn is unknown).
  */
 export function turnInterruptedError(details: Record<string, unknown> = {}): RunError {
   return {
@@ -85,7 +86,7 @@ export function turnInterruptedError(details: Record<string, unknown> = {}): Run
 
 /**
  * The run error for a run whose Driver ended mid-turn after a write of the turn completed and none is
- * `unknown` (docs/DESIGN.md §3 rule 16): `runtime.turn_interrupted_after_writes`, `retryable: false`.
+ * `unknown` (see `turnInterruptedRunError` in turn-account.ts): `runtime.turn_interrupted_after_writes`, `retryable: false`.
  * `message` is the plain-words account (which writes completed and must not be repeated, which were
  * never sent); `details` carries the account itself.
  */
@@ -112,7 +113,7 @@ const UNKNOWN_MESSAGE =
 
 /**
  * The command error for an effect whose outcome is unknown and fenced: `retryable: false`,
- * `details.effectId` and `details.effectIds` (`[effectId]`) name it (docs/DESIGN.md §3 rule 14).
+ * `details.effectId` and `details.effectIds` (`[effectId]`) name it (see `settleCommandFromEffect` in command-settlement.service.ts).
  */
 export function effectUnknownError(effectId: string, details: Record<string, unknown> = {}): RunError {
   return {
@@ -124,7 +125,7 @@ export function effectUnknownError(effectId: string, details: Record<string, unk
 }
 
 /**
- * The run error for a run that ends while effects of its turn are `unknown` (docs/DESIGN.md §3 rule 14):
+ * The run error for a run that ends while effects of its turn are `unknown` (see `settleCommandFromEffect` in command-settlement.service.ts):
  * `external_effect.unknown`, `retryable: false`, `details.effectIds` (the unknown effects, in the
  * given order; at least one). Replaces `runtime.turn_interrupted`, which invites a resend.
  * @throws Error when `effectIds` is empty (a caller must use {@link turnInterruptedError} then).

@@ -1,3 +1,4 @@
+// The persisted status lists (commands, effects, attempts, runs, Driver instances, work claims, outages) the store's checks use.
 import { z } from "zod";
 
 /**
@@ -13,7 +14,7 @@ export type CommandStatus = z.infer<typeof CommandStatusSchema>;
 export const TERMINAL_COMMAND_STATUSES: readonly CommandStatus[] = ["completed", "failed", "expired", "cancelled"];
 
 /**
- * Statuses of an external tool effect (docs/DESIGN.md §3). `unknown` is fenced: it never becomes
+ * Statuses of an external tool effect. `unknown` is fenced: it never becomes
  * `executing` again. `succeeded` and `not_executed` are final.
  */
 export const EFFECT_STATUSES = ["intent", "executing", "succeeded", "unknown", "not_executed"] as const;
@@ -28,9 +29,9 @@ export type EffectStatus = z.infer<typeof EffectStatusSchema>;
  * - `reconciled`: an adapter's validated proof (docs/DESIGN.md §5);
  * - `operator`: a manual resolution;
  * - `deadline_missed` (`not_executed` only): the Driver reported that the claim's send-by deadline
- *   passed before it sent `tools/call`, so nothing was sent (docs/DESIGN.md §3 rule 12);
+ *   passed before it sent `tools/call`, so nothing was sent (see `sendDeadlinePassed` in effect-claim.contract.ts);
  * - `reported_late` (`succeeded` only): the Driver reported the provider's real result after the
- *   effect had been fenced `unknown` meanwhile (late evidence, docs/DESIGN.md §3 rule 13).
+ *   effect had been fenced `unknown` meanwhile (late evidence, see `decideLateEvidence` in effect-lifecycle.machine.ts).
  * The database CHECK lists the same values.
  */
 export const EFFECT_RESOLUTIONS = ["provider_result", "reconciled", "operator", "deadline_missed", "reported_late"] as const;
@@ -41,7 +42,7 @@ export type EffectResolution = z.infer<typeof EffectResolutionSchema>;
 
 /**
  * Statuses of one attempt (one dispatch) of an effect. `not_sent`: the Driver reported that the
- * claim's send-by deadline passed before it sent `tools/call` (docs/DESIGN.md §3 rule 12).
+ * claim's send-by deadline passed before it sent `tools/call` (see `sendDeadlinePassed` in effect-claim.contract.ts).
  */
 export const ATTEMPT_STATUSES = ["executing", "succeeded", "unknown", "not_sent"] as const;
 /** See {@link ATTEMPT_STATUSES}. */
@@ -68,7 +69,7 @@ export type DriverInstanceStatus = z.infer<typeof DriverInstanceStatusSchema>;
 
 /**
  * Kinds of work an API instance claims in the store before doing it, so that two instances sharing one
- * store never do the same work at once (docs/DESIGN.md §11; table `work_claims`, primary key (kind, key)):
+ * store never do the same work at once (table `work_claims`, primary key (kind, key)):
  * - `driver_finalization`: the finalization repair of one Driver instance (key: its id);
  * - `maintenance_sweep`: one pass of the maintenance sweep (key: `pass`, a single key for the store).
  */
@@ -77,8 +78,8 @@ export const WORK_CLAIM_KINDS = ["driver_finalization", "maintenance_sweep"] as 
 export type WorkClaimKind = (typeof WORK_CLAIM_KINDS)[number];
 
 /**
- * How the store's last outage was recorded in `store_liveness` (docs/DESIGN.md §11, "Operating through
- * store outages"):
+ * How the store's last outage was recorded in `store_liveness` (see
+ * `MaintenanceSweepService` in the API's maintenance-sweep.service.ts):
  * - `tick_gap`: the store's liveness record was not written for longer than the allowed gap (no API
  *   instance could reach the store, or the store itself was frozen or down);
  * - `instance_observed`: an API instance found the store unreachable or past its bound and recorded it

@@ -1,4 +1,4 @@
-// The turn's account: what became of every tool call of a run whose turn was interrupted (docs/DESIGN.md §3 rule 16).
+// The turn's account: what became of every tool call of a run whose turn was interrupted (see `turnInterruptedRunError` in turn-account.ts).
 import { z } from "zod";
 import { UlidSchema } from "./ids.contract.js";
 import { CallIdSchema, ServerIdSchema, ToolNameSchema } from "./mcp-execute.contract.js";

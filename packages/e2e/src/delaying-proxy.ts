@@ -1,3 +1,4 @@
+// An HTTP forwarder between a Driver and the API that delays chosen requests or holds their answers, for timing scenarios.
 import { serve, type ServerType } from "@hono/node-server";
 import { Hono } from "hono";
 

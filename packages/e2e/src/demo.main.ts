@@ -1,3 +1,4 @@
+// The end-to-end demo's entry: runs the scenarios on real processes and exits 0 only when every scenario's checks held.
 import { mkdirSync, rmSync } from "node:fs";
 import { join } from "node:path";
 import { Command, InvalidArgumentError, Option } from "commander";

@@ -1,3 +1,4 @@
+// The scenarios' small HTTP clients of the run API, operator routes and fixture provider, and their polling helpers.
 import {
   RUN_API,
   routePath,

@@ -1,3 +1,4 @@
+// The e2e package's public entry: process management, the stack's processes, HTTP clients and the scenarios.
 export { workspaceRoot, entryPoints } from "./workspace-paths.js";
 export { ManagedProcess } from "./managed-process.js";
 export type { ManagedProcessOptions, ProcessLine } from "./managed-process.js";

@@ -1,3 +1,4 @@
+// A child process whose output lines are kept and parsed, so tests can wait for a log line and then kill it with a real signal.
 import { execa, type ResultPromise } from "execa";
 import { createInterface } from "node:readline";
 

@@ -1,3 +1,4 @@
+// Starts the e2e stack's real processes (fixture provider, API instances, Drivers) with fresh credentials and their config files.
 import { randomBytes } from "node:crypto";
 import type { KeyPlacement } from "@mosoo/contracts";
 import { writeFileSync } from "node:fs";
@@ -48,7 +49,7 @@ export async function startProviderProcess(dbFile: string, flags: string[] = [])
 }
 
 /**
- * The secrets of one e2e stack (docs/DESIGN.md §10), fresh random ones per run: an API key with every
+ * The secrets of one e2e stack, fresh random ones per run: an API key with every
  * scope (`runs:write`, `runs:read`, `runs:delete`, `metrics:read`), the Driver enrollment token and the operator token.
  */
 export interface StackCredentials {
@@ -86,7 +87,7 @@ export interface ApiProcess {
 /**
  * Where an API process keeps its ledger: a SQLite file path (`MOSOO_DB_FILE`, one API process per
  * file) or `{ databaseUrl }`, a PostgreSQL database (`MOSOO_DATABASE_URL`; any number of API
- * processes may share it, docs/DESIGN.md §11) with an optional `poolSize` (`MOSOO_DATABASE_POOL_SIZE`).
+ * processes may share it) with an optional `poolSize` (`MOSOO_DATABASE_POOL_SIZE`).
  */
 export type ApiStoreLocation = string | { databaseUrl: string; poolSize?: number };
 

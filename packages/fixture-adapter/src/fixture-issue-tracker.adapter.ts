@@ -1,3 +1,4 @@
+// The fixture issue tracker's reconciliation adapter (fenced and max-in-flight variants), looking writes up via `getOperation`.
 import { z } from "zod";
 import {
   confirmedNotExecuted,
@@ -76,7 +77,7 @@ export const FIXTURE_MAX_IN_FLIGHT_MS = 2_000;
 /**
  * The same provider seen WITHOUT a fence (started without `--fence-on-lookup-miss`): declares
  * `max_in_flight` 2 s and answers a miss `confirmed_not_executed`, which the runtime accepts only
- * after claim + send-by deadline + 2 s (docs/DESIGN.md §3 rule 12). Export `fixtureIssueTrackerMaxInFlightAdapterFactory`.
+ * after claim + send-by deadline + 2 s (see `sendDeadlinePassed` in effect-claim.contract.ts). Export `fixtureIssueTrackerMaxInFlightAdapterFactory`.
  */
 export const fixtureIssueTrackerMaxInFlightAdapterFactory: ReconciliationAdapterFactory = factory(
   {

@@ -1,3 +1,4 @@
+// The fixture provider's command line: the commander program and its parsed options.
 import { Command, InvalidArgumentError, Option } from "commander";
 import { MAX_DELAY_BEFORE_COMMIT_MS } from "./fixture-faults.contract.js";
 

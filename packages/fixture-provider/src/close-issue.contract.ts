@@ -1,3 +1,4 @@
+// The fixture provider's compensating `closeIssue` tool: its arguments, its structured result and the exact MCP result it returns.
 import { z } from "zod";
 import { COMMITTED_AT_META, PROVIDER_OPERATION_ID_META } from "./create-issue.contract.js";
 

@@ -1,3 +1,4 @@
+// The fixture provider's JSON control API under `/control`: stats, fault switches and releasing held responses.
 import { Hono } from "hono";
 import { z } from "zod";
 import type { FixtureProviderService } from "./fixture-provider.service.js";

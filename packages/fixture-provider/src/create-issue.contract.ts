@@ -1,3 +1,4 @@
+// The fixture provider's `createIssue` write tool: its arguments, the exact MCP result it returns, and its tool error codes.
 import { z } from "zod";
 
 /** Name of the write tool. */

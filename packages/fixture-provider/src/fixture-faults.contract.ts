@@ -1,3 +1,4 @@
+// The fixture provider's fault switches (late commit, held calls and responses, exits), their patch schema and defaults.
 import { z } from "zod";
 
 /** Upper bound of {@link FixtureFaults.delayBeforeCommitMs}: 10 minutes, in ms. */

@@ -1,3 +1,4 @@
+// Serves the fixture provider over stateless Streamable HTTP with its control API, on loopback only.
 import type { KeyPlacement } from "@mosoo/contracts";
 import type { Server } from "node:http";
 import { createAdaptorServer } from "@hono/node-server";

@@ -1,3 +1,4 @@
+// Builds the fixture provider's MCP server (`createIssue`, `closeIssue`, `getOperation`) and its idempotency convention advertisement.
 import { McpServer } from "@modelcontextprotocol/sdk/server/mcp.js";
 import { z } from "zod";
 import { MAX_DELAY_BEFORE_COMMIT_MS } from "./fixture-faults.contract.js";

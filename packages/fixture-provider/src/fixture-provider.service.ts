@@ -1,3 +1,4 @@
+// The fixture provider's behaviour, independent of transport: its issue tools, fault switches and held responses.
 import { setTimeout as sleep } from "node:timers/promises";
 import { DEFAULT_KEY_PLACEMENT, fingerprintArguments, type KeyPlacement } from "@mosoo/contracts";
 import type { CallToolResult } from "@modelcontextprotocol/sdk/types.js";

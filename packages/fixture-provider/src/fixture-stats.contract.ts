@@ -1,3 +1,4 @@
+// The fixture provider's per-idempotency-key counters (writes, calls, lookups) and fenced keys, read from its SQLite file.
 import { z } from "zod";
 
 const CountsByKeySchema = z.record(z.string(), z.number().int().nonnegative());

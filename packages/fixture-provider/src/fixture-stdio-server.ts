@@ -1,3 +1,4 @@
+// Serves the fixture provider as one MCP server over this process's stdin and stdout.
 import type { KeyPlacement } from "@mosoo/contracts";
 import { StdioServerTransport } from "@modelcontextprotocol/sdk/server/stdio.js";
 import { pino, type Logger } from "pino";

@@ -1,3 +1,4 @@
+// The fixture provider's `getOperation` lookup tool: its argument, and its found or not-found (fenced or not) answer.
 import { z } from "zod";
 import { CloseIssueToolResultSchema } from "./close-issue.contract.js";
 import { MAX_IDEMPOTENCY_KEY_LENGTH, CreateIssueToolResultSchema } from "./create-issue.contract.js";

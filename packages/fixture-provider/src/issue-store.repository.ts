@@ -1,3 +1,4 @@
+// The fixture provider's durable SQLite store: one immediate transaction per write or lookup, so a fence and a late commit never both win.
 import { mkdirSync } from "node:fs";
 import { dirname } from "node:path";
 import Database from "better-sqlite3";

@@ -1,3 +1,4 @@
+// Builds the fixture provider's tool error results, whose one text block starts with a stable code.
 import type { CallToolResult } from "@modelcontextprotocol/sdk/types.js";
 import type { FixtureToolErrorCode } from "./create-issue.contract.js";
 

@@ -1,10 +1,11 @@
+// Where the operator console's built assets and browser sources live, and whether the build is present and current.
 import { existsSync, readdirSync, statSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 
 /**
  * Absolute path of the console's built assets (`dist/`: `index.html`, `assets/console.js`,
  * `assets/console.css`), written by this package's `prepare` script (`vite build`) on
- * `pnpm install`. The API serves them at `/console` (docs/DESIGN.md §7).
+ * `pnpm install`. The API serves them at `/console`.
  */
 export const consoleAssetsDir: string = fileURLToPath(new URL("../dist", import.meta.url));
 

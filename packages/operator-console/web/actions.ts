@@ -4,7 +4,7 @@ import type { OperatorActionSent } from "@mosoo/contracts/operator-routes";
 import { act, call, type ApiFailure } from "./api.js";
 import type { EffectDetail } from "./types.js";
 
-/** The operator's four actions on an effect (docs/DESIGN.md §7). */
+/** The operator's four actions on an effect. */
 type Action = "lookup" | "succeeded" | "not_executed" | "compensate";
 
 const TITLES: Record<Action, string> = {

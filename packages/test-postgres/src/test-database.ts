@@ -1,3 +1,4 @@
+// Creates a fresh, independent database per test file or scenario on a shared PostgreSQL server.
 import pg from "pg";
 
 /** A database created for one test file (or one scenario) on a shared server. */

@@ -1,3 +1,4 @@
+// The vitest glue: one throwaway server per test run, its URL in an environment variable, and a fresh database per test file.
 import { startPostgres } from "./start-postgres.js";
 import { createTestDatabase, type TestDatabase } from "./test-database.js";
 

@@ -1,3 +1,4 @@
+// The API's configuration, read and validated from the environment, with the credentials files it names.
 import { resolve } from "node:path";
 import { z } from "zod";
 import { ApiEnvSchema } from "@mosoo/contracts";
@@ -15,7 +16,7 @@ export { unknownMosooEnvNames } from "@mosoo/contracts";
  */
 export const ApiConfigSchema = ApiEnvSchema;
 
-/** The credentials the HTTP layer checks (docs/DESIGN.md §10). Secrets are kept in memory only. */
+/** The credentials the HTTP layer checks (see `CredentialGuard` in credential-guard.ts). Secrets are kept in memory only. */
 export interface AuthConfig {
   /** The run API's keys (from `MOSOO_API_KEYS` and `MOSOO_API_KEYS_FILE`, both may be set; names unique). */
   apiKeys: ApiKey[];
@@ -54,7 +55,7 @@ export interface ApiConfig {
   dbFile: string;
   /**
    * `MOSOO_DATABASE_URL`: when set, the store is this PostgreSQL database instead of `dbFile`
-   * (docs/DESIGN.md §11; `storeConfigFrom` in platform/db/store-factory.ts decides). Never logged.
+   * (`storeConfigFrom` in platform/db/store-factory.ts decides). Never logged.
    */
   databaseUrl: string | undefined;
   /** `MOSOO_DATABASE_POOL_SIZE`: connections of the PostgreSQL pool of this process (undefined: the store's default, 10). */
@@ -65,12 +66,12 @@ export interface ApiConfig {
   port: number;
   heartbeatTtlMs: number;
   /**
-   * Send-by deadline of every `execute` claim (ms, docs/DESIGN.md §3 rule 12): the Driver never sends
+   * Send-by deadline of every `execute` claim (ms, see `decideDeadlineMissed` in effect-lifecycle.machine.ts): the Driver never sends
    * `tools/call` later than this after it sent the claim request; a `max_in_flight` window runs
    * until the claim + this + the adapter's `maxInFlightMs`.
    */
   sendDeadlineMs: number;
-  /** `MOSOO_REPEAT_GUARD`: per guarded MCP server id, the repeat guard's window (ms; docs/DESIGN.md §3 rule 17). Empty: off. */
+  /** `MOSOO_REPEAT_GUARD`: per guarded MCP server id, the repeat guard's window (ms; see `guardRepeat` in repeat-guard.policy.ts). Empty: off. */
   repeatGuard: ReadonlyMap<string, number>;
   sweepIntervalMs: number;
   /** On SIGTERM: how long (ms) in-flight requests may finish before every connection is closed (`MOSOO_SHUTDOWN_GRACE_MS`, default 10 000). */
@@ -145,7 +146,7 @@ export class ConfigError extends Error {
  * @throws ConfigError on the first invalid variable (secrets are never echoed), a keys file that
  *   cannot be read or fails its schema, an empty `MOSOO_API_KEYS` entry, an operator credential that is
  *   weak, malformed or duplicated (name or token; see `loadOperatorCredentials`), a secret shared by two
- *   credential kinds (API key, operator token, enrollment token), a non-loopback `MOSOO_HOST` without any API key (docs/DESIGN.md §10),
+ *   credential kinds (API key, operator token, enrollment token), a non-loopback `MOSOO_HOST` without any API key,
  *   `MOSOO_DB_FILE` and `MOSOO_DATABASE_URL` both set, or `MOSOO_DATABASE_POOL_SIZE` without `MOSOO_DATABASE_URL`.
  */
 export function loadApiConfig(env: Record<string, string | undefined>): ApiConfig {

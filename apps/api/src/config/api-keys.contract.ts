@@ -1,9 +1,10 @@
+// The run API's keys: their scopes, the keys file's schema, the `MOSOO_API_KEYS` parser, and the safe reading of credential files.
 import { readFileSync, statSync } from "node:fs";
 import { z } from "zod";
 import { findJsonProblem, formatJsonProblem, UlidSchema } from "@mosoo/contracts";
 
 /**
- * The scopes an API key may hold (docs/DESIGN.md §10):
+ * The scopes an API key may hold (checked by `CredentialGuard` in credential-guard.ts):
  * - `runs:write`: create runs and enqueue tool calls (`POST /v1/runs`, `POST /v1/runs/:id/tool-calls`);
  * - `runs:read`: read a run and its events (`GET /v1/runs/:id`, `GET /v1/runs/:id/events`);
  * - `runs:delete`: delete runs, sessions and finalized Drivers (the operator token may too);

@@ -1,3 +1,4 @@
+// Opens the store the API's configuration names (PostgreSQL or SQLite), and words its failures without leaking the database password.
 import type { ApiConfig } from "./api-config.js";
 import { ApiEnvSchema } from "@mosoo/contracts";
 import { ConfigError } from "./api-config.js";
@@ -12,7 +13,7 @@ const SQLITE_PATH_CODES = new Set(["SQLITE_NOTADB", "SQLITE_CANTOPEN", "SQLITE_R
 /**
  * `text` with the URL `url`, the user-info of any URL in it (`scheme://user:password@` → `scheme://***@`)
  * and the URL's password as a whole token replaced by `***`: a driver message must never echo a
- * credential (docs/DESIGN.md §10). The password is replaced only where it stands alone (not inside a
+ * credential. The password is replaced only where it stands alone (not inside a
  * longer word), so a short password does not garble the server's message ("authentication" stays
  * whole for the password `e`) nor give itself away by where the stars land. Pure.
  */
@@ -31,7 +32,7 @@ export function redactDatabaseUrl(text: string, url: string): string {
 }
 
 /**
- * Opens (and migrates) the store the API's configuration names (docs/DESIGN.md §11, `storeConfigFrom`):
+ * Opens (and migrates) the store the API's configuration names (`storeConfigFrom`):
  * the PostgreSQL database at `MOSOO_DATABASE_URL` (pool `MOSOO_DATABASE_POOL_SIZE`) when it is set,
  * else the embedded SQLite file `MOSOO_DB_FILE` (checked first with `checkDbFilePath`). The API startup
  * and the operator CLI (`--db` / `--database-url`) both open their store here. `migrate: false` skips the

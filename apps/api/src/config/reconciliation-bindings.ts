@@ -1,3 +1,4 @@
+// Reads the reconciliation bindings file and binds each MCP server's adapter through the sandboxing adapter host.
 import { dirname, resolve } from "node:path";
 import { z } from "zod";
 import { findJsonProblem, formatJsonProblem, ServerIdSchema, ToolNameSchema } from "@mosoo/contracts";
@@ -19,8 +20,8 @@ import {
 } from "../modules/reconciliation/application/reconciliation-settings.config.js";
 
 /**
- * The environment an operator assigns to one binding's adapter processes (docs/DESIGN.md §4 "The
- * sandbox is the operating system's"), e.g. `{"TRACKER_TOKEN": "..."}`: they start with these
+ * The environment an operator assigns to one binding's adapter processes (see
+ * `SandboxProcess` in adapter-sandbox.process.ts), e.g. `{"TRACKER_TOKEN": "..."}`: they start with these
  * variables and no other. At most 32 names, each `^[A-Z][A-Z0-9_]{0,63}$` and not one the runtime
  * or the dynamic loader reads (`MOSOO_*`, `NODE_*`, `LD_*`, `UV_*`: `NODE_OPTIONS` could lift the
  * sandbox's limits); each value at most 8192 characters, no NUL.
@@ -49,7 +50,7 @@ const BindingEnvSchema = z
   });
 
 /**
- * One server's binding (docs/DESIGN.md §4 "Adapters are installable"): exactly one of
+ * One server's binding (see `loadAdapterModule` in adapter-loader.ts): exactly one of
  * - `adapterId`: a built-in adapter (`mcp-convention`, `mcp-tasks`, see `BUILT_IN_ADAPTER_SOURCES`), or
  * - `package`: an adapter source `{module, export}` ({@link AdapterSourceSchema}): an installed
  *   package resolved from the API's own dependencies (`pnpm --filter @mosoo/api add <package>`), an
@@ -97,7 +98,7 @@ interface BindingSpec {
 }
 
 /**
- * THE ISOLATION SWAP POINT (docs/DESIGN.md §4 "Adapters are untrusted code"): builds one bound adapter
+ * THE ISOLATION SWAP POINT (see `createIsolatedAdapterHost` in adapter-sandbox.host.ts): builds one bound adapter
  * from its source. In production (`startApi`, the operator CLI's `--db` client) it is always
  * {@link hostInstantiator} over the isolated adapter host (`createIsolatedAdapterHost`): a
  * sandboxed process with exactly `spec.env` as its environment loads `spec.source` (package names

@@ -1,3 +1,4 @@
+// Startup checks on operator-given files: refuses an unusable SQLite store path, reads the bindings file without blocking.
 import { closeSync, constants, fstatSync, mkdirSync, openSync, readSync, realpathSync, statSync, accessSync } from "node:fs";
 import { dirname, resolve, sep } from "node:path";
 import { ConfigError } from "./api-config.js";

@@ -5,11 +5,11 @@
  */
 export const USER_FACING_ERROR_STATUS = {
   "request.invalid": 400,
-  /** A body sent without `Content-Type: application/json` (docs/DESIGN.md §10). */
+  /** A body sent without `Content-Type: application/json`. */
   "request.unsupported_media_type": 415,
   "auth.missing_token": 401,
   "auth.invalid_token": 401,
-  /** A valid credential of the wrong kind for the route, or a Driver re-registering another instance (docs/DESIGN.md §10). */
+  /** A valid credential of the wrong kind for the route, or a Driver re-registering another instance. */
   "auth.forbidden": 403,
   /** An API key without the route's scope. */
   "auth.scope": 403,
@@ -27,7 +27,7 @@ export const USER_FACING_ERROR_STATUS = {
   "tool_call.conflict": 409,
   /** No tool call with this `toolCallId` in the run. */
   "tool_call.not_found": 404,
-  /** The repeat guard: the same request as a recent write of the same session (docs/DESIGN.md §3 rule 17). */
+  /** The repeat guard: the same request as a recent write of the same session (see `guardRepeat` in repeat-guard.policy.ts). */
   "tool_call.repeat_refused": 409,
   /** `repeatOfEffectId` names no effect of the session with the same server, tool and arguments. */
   "tool_call.repeat_invalid": 409,
@@ -39,17 +39,17 @@ export const USER_FACING_ERROR_STATUS = {
   "effect.not_reconcilable": 409,
   /**
    * An operator's resolve of an effect under a live reconciliation lease (a lookup is under way):
-   * retry once the lookup ended or the lease expired (`details.leaseExpiresAtMs`) (docs/DESIGN.md §7).
+   * retry once the lookup ended or the lease expired (`details.leaseExpiresAtMs`) (see `effectRepository.updateIfCurrentAndUnleased` in effect.repository.ts).
    */
   "effect.lookup_in_progress": 409,
   /**
    * A `deadline-missed` report about an attempt the Driver already reported as sent or failed
-   * mid-send (`complete` / `mark-unknown`): a missed deadline proves nothing then (docs/DESIGN.md §3 rule 12).
+   * mid-send (`complete` / `mark-unknown`): a missed deadline proves nothing then (see `decideDeadlineMissed` in effect-lifecycle.machine.ts).
    */
   "effect.attempt_sent": 409,
-  /** A `deadline-missed` report from a connection other than the one that made the attempt (docs/DESIGN.md §3 rule 13). */
+  /** A `deadline-missed` report from a connection other than the one that made the attempt (see `decideLateEvidence` in effect-lifecycle.machine.ts). */
   "effect.not_attempt_connection": 409,
-  /** A task-id report naming another task than the one the effect already holds: a task id never changes (docs/DESIGN.md §4 "Tasks"). */
+  /** A task-id report naming another task than the one the effect already holds: a task id never changes (see `decideTaskHandle` in effect-lifecycle.machine.ts). */
   "effect.task_id_conflict": 409,
   "auth.operator_disabled": 403,
   "driver.not_finalized": 409,

@@ -1,3 +1,4 @@
+// Finds how to start a process or worker entry: the compiled file in `dist/`, or the TypeScript source through tsx.
 import { fileURLToPath } from "node:url";
 
 /** Defined (as its own folder's URL) by every file `scripts/build.mjs` emits; undeclared under tsx and vitest. */

@@ -1,3 +1,4 @@
+// Creates the API's pino JSON logger, with credential fields and headers redacted from every line.
 import pino, { type Logger } from "pino";
 
 /**

@@ -1,3 +1,4 @@
+// Runs one crash scenario on real processes (a Driver killed around the provider's commit) and checks its invariants.
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { pollUntil, type RunViewBody, enqueueCreateIssue, waitForProviderCount } from "../http-clients.js";
@@ -26,8 +27,8 @@ const STEP_TIMEOUT_MS = 120_000;
  *   and runs finalization repair; nothing races it);
  * - `endRunAfterRestart`: after a restart, the new Driver is stopped with `--finalize-on-exit`, so
  *   the run ends too (its own finalize) and its error is checked;
- * - `expect`: the invariants the JSON line must show. Every scenario also checks docs/DESIGN.md §3 rule
- *   14: a command or run that ended while the effect is `unknown` says `external_effect.unknown`,
+ * - `expect`: the invariants the JSON line must show. Every scenario also checks the rule
+ *   `settleCommandFromEffect` (command-settlement.service.ts) enforces: a command or run that ended while the effect is `unknown` says `external_effect.unknown`,
  *   `retryable: false`, naming the effect in `details.effectIds`.
  * - `adapter?`: how `tracker` is bound when reconciliation is on: `package` (default; the fixture
  *   adapter by package, `@mosoo/fixture-adapter`), `convention` (the built-in `mcp-convention`
@@ -40,7 +41,7 @@ const STEP_TIMEOUT_MS = 120_000;
  * - `repeatGuard?`: the API guards `tracker` with the repeat guard (`MOSOO_REPEAT_GUARD=tracker=600000`);
  * - `followUp?`: after the run ended, what the agent does next in a new run of the same session
  *   (`resend_turn` or `follow_advice`, see `turn-follow-up.ts`); `expect.followUpAnswers` checks it.
- * Every scenario whose run failed also checks docs/DESIGN.md §3 rule 16: the run error's account lists
+ * Every scenario whose run failed also checks the rule `turnInterruptedRunError` (turn-account.ts) enforces: the run error's account lists
  * the write with its status, and it is retryable only when no write of the turn happened.
  */
 export interface CrashScenarioSpec {
@@ -84,7 +85,7 @@ const HEARTBEAT_TTL_MS: Record<CrashScenarioSpec["recovery"], string> = { finali
 /** The `{code, retryable, details}` of a command's or run's error, as the run API shows it. */
 type ErrorBody = { code: string; retryable: boolean; details?: Record<string, unknown> } | null | undefined;
 
-/** True when `error` names `effectId` in `details.effectIds` (docs/DESIGN.md §3 rule 14). */
+/** True when `error` names `effectId` in `details.effectIds` (see `settleCommandFromEffect` in command-settlement.service.ts). */
 function namesEffect(error: ErrorBody, effectId: string): boolean {
   const ids = error?.details?.["effectIds"];
   return Array.isArray(ids) && ids.includes(effectId);
@@ -281,7 +282,7 @@ export async function runCrashScenario(spec: CrashScenarioSpec, opts: ScenarioOp
         `${key} must be ${JSON.stringify(want)}, was ${JSON.stringify(got)}`,
       );
     }
-    // docs/DESIGN.md §3 rule 16: the run's account lists the write as the ledger has it; retryable only when nothing was written
+    // See `turnInterruptedRunError` in turn-account.ts: the run's account lists the write as the ledger has it; retryable only when nothing was written
     if (view.run.status === "failed") {
       const listed = account.find((c) => c.effectId === call.effectId);
       const want = effect?.status === "executing" ? "unknown" : effect?.status === "intent" ? "never_sent" : effect?.status;
@@ -300,7 +301,7 @@ export async function runCrashScenario(spec: CrashScenarioSpec, opts: ScenarioOp
     expectInvariant(failures, line.providerCalls <= 1, `the provider must be called at most once for the key, was ${line.providerCalls}`);
     expectInvariant(failures, view.events.filter((e) => e.terminal).length <= 1, "a run has at most one terminal event");
     if (lateWrite) expectInvariant(failures, lateWrite === "refused", "a late commit after a confirmed non-execution must be refused");
-    // docs/DESIGN.md §3 rule 14: an answer given while the write is unknown never invites a resend and names the effect
+    // See `settleCommandFromEffect` in command-settlement.service.ts: an answer given while the write is unknown never invites a resend and names the effect
     for (const [who, error] of [
       ["command", command?.error],
       ["run", view.run.error],

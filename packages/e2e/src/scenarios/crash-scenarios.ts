@@ -1,10 +1,11 @@
+// The demo's crash scenarios and the invariants each must show, plus the follow-the-advice scenario the real-process test runs.
 import type { CrashScenarioSpec } from "./crash-scenario.js";
 
 /**
  * The demo's crash scenarios with the invariants each must show (README "Two commands"). The two
  * flag-off scenarios show that after a Driver crash with the effect `unknown`, the
  * command AND the run say `external_effect.unknown`, not retryable, on the restart path and on the
- * finalization path alike (docs/DESIGN.md §3 rule 14).
+ * finalization path alike (see `settleCommandFromEffect` in command-settlement.service.ts).
  */
 export const CRASH_SCENARIOS: CrashScenarioSpec[] = [
   {

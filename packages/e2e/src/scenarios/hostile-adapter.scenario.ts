@@ -1,3 +1,4 @@
+// A real-process scenario where a misbehaving adapter looks up a crashed write in the sandbox while the API stays healthy.
 import { SYSTEM_API } from "@mosoo/contracts";
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
@@ -21,7 +22,7 @@ function misbehavingAdapterModule(): string {
 }
 
 /**
- * A real-process scenario (docs/DESIGN.md §4 "Adapters are untrusted code"): the fixture
+ * A real-process scenario (see `createIsolatedAdapterHost` in adapter-sandbox.host.ts): the fixture
  * provider commits a `createIssue` write and holds its response, the Driver is SIGKILLed, and (see
  * {@link HostileAdapterSpec.recovery}) either no Driver comes back and the API's finalization repair, or a
  * restarted Driver's redelivered claim, looks the effect up through the hostile adapter

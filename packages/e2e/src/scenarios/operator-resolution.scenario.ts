@@ -1,3 +1,4 @@
+// The demo scenario where no adapter is bound, so an operator settles the fenced effect through the CLI with an audit trail.
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
@@ -46,7 +47,7 @@ async function checkTracker(providerUrl: string, idempotencyKey: string) {
 }
 
 /**
- * An effect the runtime cannot prove, settled by an operator through the CLI (docs/DESIGN.md §7): the
+ * An effect the runtime cannot prove, settled by an operator through the CLI: the
  * API runs with `MOSOO_EFFECT_RECONCILIATION=on` but no adapter is bound to `tracker`, so after the
  * Driver dies between the provider's commit and the result, the restarted Driver's claim fences the
  * effect `unknown` and the command fails `external_effect.unknown`. The operator lists and shows it

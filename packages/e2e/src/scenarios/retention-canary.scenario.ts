@@ -28,7 +28,7 @@ function contradictedCanaries(metrics: string): number {
 }
 
 /**
- * `retention-canary-refuses-forgetful-provider` (docs/DESIGN.md §4 "Retention canary"): the fixture
+ * `retention-canary-refuses-forgetful-provider` (see `RetentionCanary` in retention-canary.service.ts): the fixture
  * provider runs without a key fence and `tracker` is bound to the fixture adapter's `max_in_flight`
  * variant (it declares 30 days of retention and believes a miss). A first `createIssue` (the canary)
  * completes; the provider then holds the response of a second one after its commit, its `forgetKeys`

@@ -1,3 +1,4 @@
+// The demo scenario with two API instances on one PostgreSQL database: the one the Driver uses is killed mid-call, and the Driver fails over.
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { startPostgres, type RunningPostgres } from "@mosoo/test-postgres";
@@ -20,7 +21,7 @@ export const SCALE_OUT_SCENARIO = "scale-out-api-instance-killed";
 const STEP_TIMEOUT_MS = 120_000;
 
 /**
- * Two API instances on one PostgreSQL database (docs/DESIGN.md §11), the Driver given both URLs. The
+ * Two API instances on one PostgreSQL database, the Driver given both URLs. The
  * provider commits the write and HOLDS its response (`--hold-response-after-commit`), so the call is
  * in flight; then the instance the Driver talks to (the first URL) is SIGKILLed. Only after the kill
  * is the response released: the Driver fails over to the other instance and reports the result there

@@ -1,7 +1,7 @@
 /**
  * The soak's read-only views of the two sides it compares: the
  * API's ledger (the SQLite file, or the PostgreSQL database of `--store postgres`; the same table and
- * column names in both dialects, docs/DESIGN.md §11) and the fixture provider's SQLite file.
+ * column names in both dialects) and the fixture provider's SQLite file.
  */
 import Database from "better-sqlite3";
 import pg from "pg";

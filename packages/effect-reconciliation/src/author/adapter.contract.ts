@@ -1,3 +1,4 @@
+// What a reconciliation adapter is: its declaration, the lookup request and context, compensation planning, and its factories.
 import { McpTaskIdSchema, REQUEST_FINGERPRINT_PATTERN, ServerIdSchema, ToolNameSchema, UlidSchema } from "@mosoo/contracts";
 import { z } from "zod";
 
@@ -6,7 +7,7 @@ export const AdapterIdSchema = z.string().regex(/^[a-z0-9][a-z0-9._-]{0,63}$/, "
 
 /**
  * An adapter version: a semantic version `MAJOR.MINOR.PATCH[-prerelease][+build]` (semver.org 2.0.0
- * grammar), at most 64 characters. Recorded with every outcome the adapter produces (docs/DESIGN.md §4).
+ * grammar), at most 64 characters. Recorded with every outcome the adapter produces.
  */
 export const AdapterVersionSchema = z
   .string()
@@ -17,7 +18,7 @@ export const AdapterVersionSchema = z
   );
 
 /**
- * How the provider makes a "not found" answer final (docs/DESIGN.md §4, research/anchors.md §4):
+ * How the provider makes a "not found" answer final (research/anchors.md §4):
  * - `lookup_fences_key`: after a lookup answers "not found", the provider refuses that key forever
  *   (a tombstone, as an EC2 client token or a closed Step Functions name);
  * - `max_in_flight`: `maxInFlightMs` (positive integer, ms) is the longest time after a request was
@@ -33,7 +34,7 @@ export const KeyFencingSchema = z.discriminatedUnion("kind", [
 export type KeyFencing = z.infer<typeof KeyFencingSchema>;
 
 /**
- * A declared compensating action for one tool (docs/DESIGN.md §3 rule 8): the tool that undoes it and a
+ * A declared compensating action for one tool (see `CompensationService` in compensation.service.ts): the tool that undoes it and a
  * human description. Nothing infers or starts it: an operator requests it explicitly on a
  * `succeeded` effect, the adapter's `planCompensation` builds its arguments, and it runs as a new
  * effect with its own idempotency key through the same ledger. The compensating tool must be one of
@@ -47,7 +48,7 @@ export const CompensationDeclarationSchema = z.strictObject({
 export type CompensationDeclaration = z.infer<typeof CompensationDeclarationSchema>;
 
 /**
- * What an adapter declares about itself and its provider (docs/DESIGN.md §4):
+ * What an adapter declares about itself and its provider:
  * - `id` ({@link AdapterIdSchema}) and `version` ({@link AdapterVersionSchema});
  * - `tools`: the MCP tool names it can look up by idempotency key (non-empty, no duplicates);
  * - `retentionWindowMs`: how long (positive integer, ms) the provider remembers a key. A
@@ -89,7 +90,7 @@ export const AdapterDeclarationSchema = z
 export type AdapterDeclaration = z.infer<typeof AdapterDeclarationSchema>;
 
 /**
- * What the runtime asks an adapter (docs/DESIGN.md §4): "what happened to the write of `toolName` on MCP
+ * What the runtime asks an adapter: "what happened to the write of `toolName` on MCP
  * server `serverId` sent with `idempotencyKey`?".
  * - `effectId`, `idempotencyKey`: ULIDs (the key is sent as `_meta["io.mosoo/idempotency-key"]`);
  * - `requestFingerprint`: 64 lowercase hex, sha-256 of the canonical arguments (`fingerprintArguments`);
@@ -136,7 +137,7 @@ export interface LookupContext {
 }
 
 /**
- * A provider-specific reconciliation adapter (docs/DESIGN.md §4): its `declaration` and a read-only
+ * A provider-specific reconciliation adapter (the runtime's side: `askAdapter` and `judgeLookupAnswer` in host/reconcile.service.ts): its `declaration` and a read-only
  * `lookup` by idempotency key. `lookup` returns `unknown` on purpose: the runtime validates the
  * answer against `LookupOutcomeSchema` and applies every fail-closed rule (§5), so an adapter that
  * throws, rejects, hangs or returns garbage never changes an effect.
@@ -191,7 +192,7 @@ export interface ReconciliationAdapterFactory {
 
 /**
  * A factory whose declaration depends on what the provider advertises (the zero-code convention
- * adapter, docs/DESIGN.md §4): `discover(options, {signal})` reads the provider (e.g. `tools/list`) and
+ * adapter): `discover(options, {signal})` reads the provider (e.g. `tools/list`) and
  * returns a ready adapter; the host validates its declaration like any other and requires
  * `declaration.id === id`. `kind` tells it apart from a {@link ReconciliationAdapterFactory}.
  * `discover` rejects when the provider cannot be read or advertises nothing usable.

@@ -1,3 +1,4 @@
+// The zero-code idempotency convention: the `tools/list` metadata a provider advertises and what its lookup tool answers.
 import { KeyPlacementSchema, McpToolResultSchema, REQUEST_FINGERPRINT_PATTERN, ToolNameSchema } from "@mosoo/contracts";
 import { z } from "zod";
 import { KeyFencingSchema } from "./adapter.contract.js";
@@ -6,7 +7,7 @@ import { KeyFencingSchema } from "./adapter.contract.js";
 export const IDEMPOTENCY_CONVENTION_META = "io.mosoo/idempotency";
 
 /**
- * The zero-code convention (docs/DESIGN.md §4 "Zero-code adapters"; README "The idempotency convention"):
+ * The zero-code convention (read by `conventionAdapterFactory` in convention-adapter.ts; README "The idempotency convention"):
  * a write tool's `tools/list` entry carries `_meta["io.mosoo/idempotency"]` =
  * - `version`: `1`;
  * - `lookupTool`: the tool that looks a key up (answers {@link ConventionLookupAnswerSchema});

@@ -1,3 +1,4 @@
+// Measures a value's size as stored JSON (or null when it cannot be serialized), and deep-copies it as a store would read it back.
 import { Buffer } from "node:buffer";
 
 /**

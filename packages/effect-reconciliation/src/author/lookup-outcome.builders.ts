@@ -1,3 +1,4 @@
+// Helpers adapter authors use to build their lookup answers: confirmed succeeded, confirmed not executed, still unknown.
 import type { McpToolResult } from "@mosoo/contracts";
 import type { LookupRequest } from "./adapter.contract.js";
 import type { LookupOutcomeInput } from "./lookup-outcome.contract.js";

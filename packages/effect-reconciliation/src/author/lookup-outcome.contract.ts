@@ -1,3 +1,4 @@
+// The schemas of an adapter's lookup answer: confirmed succeeded, confirmed not executed, or still unknown with a reason code.
 import { ToolNameSchema, UlidSchema } from "@mosoo/contracts";
 import { z } from "zod";
 import { BoundedMcpToolResultSchema, ReceiptSchema } from "./receipt.contract.js";
@@ -22,7 +23,7 @@ export type AdapterReasonCode = z.infer<typeof AdapterReasonCodeSchema>;
 /**
  * "The provider has the write for this key": echoes `toolName` and `idempotencyKey` (the runtime
  * refuses an answer about another tool or key), carries the provider's MCP tool `result` (at most
- * `MAX_RESULT_BYTES`) and a `receipt` (docs/DESIGN.md §4).
+ * `MAX_RESULT_BYTES`) and a `receipt`.
  */
 export const ConfirmedSucceededOutcomeSchema = z.strictObject({
   outcome: z.literal("confirmed_succeeded"),
@@ -33,7 +34,7 @@ export const ConfirmedSucceededOutcomeSchema = z.strictObject({
 });
 
 /**
- * "The write for this key did not happen and can no longer happen" (docs/DESIGN.md §4). Echoes
+ * "The write for this key did not happen and can no longer happen". Echoes
  * `toolName` and `idempotencyKey`; carries a `receipt`. When to answer it (the plain-miss rule,
  * README "The rule for a plain miss"):
  * - the adapter declares `lookup_fences_key`: only when the provider says the key is now fenced
@@ -63,7 +64,7 @@ export const StillUnknownOutcomeSchema = z.strictObject({
 });
 
 /**
- * What a valid adapter answer looks like (docs/DESIGN.md §4), discriminated on `outcome`:
+ * What a valid adapter answer looks like, discriminated on `outcome`:
  * `confirmed_succeeded` | `confirmed_not_executed` | `still_unknown`. All objects are strict
  * (unknown keys are refused). Passing this schema is necessary, not sufficient: the runtime's
  * fail-closed checks (§5) still apply; see `reconcileEffect`.

@@ -1,3 +1,4 @@
+// The schema of a provider's MCP endpoint URL in adapter options, refusing ports `fetch` will not connect to.
 import { z } from "zod";
 
 /**

@@ -1,3 +1,4 @@
+// MCP client helpers for adapter lookups: a fresh client per read with network retries, a typed lookup call, tool listing.
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import type { Tool } from "@modelcontextprotocol/sdk/types.js";

@@ -1,3 +1,4 @@
+// The receipt an adapter hands back as evidence of what it read at the provider, and the size-bounded MCP tool result schema.
 import {
   findJsonProblem,
   formatJsonProblem,
@@ -16,7 +17,7 @@ export { MAX_RECEIPT_BYTES, MAX_RESULT_BYTES };
 export const MAX_PROVIDER_OPERATION_ID_LENGTH = 256;
 
 /**
- * What an adapter read at the provider, as evidence for its answer (docs/DESIGN.md §4). A strict object
+ * What an adapter read at the provider, as evidence for its answer. A strict object
  * (unknown keys are refused, so a misspelled `requestFingerprint` cannot silently skip the
  * `key_conflict` check):
  * - `providerOperationId?`: the provider's id for the write (e.g. an issue id), 1–256 characters;

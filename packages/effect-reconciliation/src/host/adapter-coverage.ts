@@ -1,10 +1,11 @@
+// Which tools of a bound server get lookups, and narrowing an adapter to the tools its binding names.
 import type { LookupContext, LookupRequest, ReconciliationAdapter } from "../author/adapter.contract.js";
 import { ReconciliationError } from "./reconciliation-errors.js";
 
 /**
  * Which tools of a bound server get lookups: `covered` (declared by the adapter and, when the
  * binding narrows it, named in the binding's `tools`) and `notCovered` (declared but left out by
- * the binding). A tool outside both is "not declared by the adapter" (docs/DESIGN.md §4).
+ * the binding). A tool outside both is "not declared by the adapter".
  */
 export interface ToolCoverage {
   covered: string[];

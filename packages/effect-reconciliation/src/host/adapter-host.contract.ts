@@ -16,7 +16,7 @@ export interface AdapterBindOptions {
 }
 
 /**
- * The port through which a host runs adapter code (docs/DESIGN.md §4 "Adapters are untrusted code").
+ * The port through which a host runs adapter code (the API's production one: `createIsolatedAdapterHost` in adapter-sandbox.host.ts).
  * `bind(source, options, {tools?, discoveryTimeoutMs?})` loads the factory named by `source` (package
  * names resolve from the host's installed dependencies), builds the adapter with `options` (validated
  * by the factory; a discovering factory discovers, bounded by `discoveryTimeoutMs` ms and the host's

@@ -1,3 +1,4 @@
+// Loads an installable adapter factory from its source module and builds the bound, narrowed adapter of one binding.
 import { existsSync, readFileSync, statSync } from "node:fs";
 import { createRequire } from "node:module";
 import { dirname, isAbsolute, join } from "node:path";

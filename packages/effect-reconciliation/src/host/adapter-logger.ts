@@ -1,3 +1,4 @@
+// The loggers handed to adapters: one that drops everything, and one that adds fields and never throws.
 import type { AdapterLogger } from "../author/adapter.contract.js";
 
 /** A logger that drops everything; the default of `reconcileEffect`. */

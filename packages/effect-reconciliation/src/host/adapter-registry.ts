@@ -1,3 +1,4 @@
+// The registry of adapter factories: validates declarations, refuses duplicates, and instantiates adapters by id.
 import { z } from "zod";
 import {
   AdapterDeclarationSchema,

@@ -1,11 +1,12 @@
+// Where an adapter's code lives, why its sandbox killed it, its recorded provenance, and the declaration hash.
 import { createHash } from "node:crypto";
 import canonicalize from "canonicalize";
 import { z } from "zod";
 import type { AdapterDeclaration } from "../author/adapter.contract.js";
 
 /**
- * Where an adapter's code lives (docs/DESIGN.md §4 "Adapters are installable", "Adapters are untrusted
- * code"): `module` is a module specifier (a package name such as `@acme/mosoo-adapter`, resolved
+ * Where an adapter's code lives (loaded by
+ * `loadAdapterModule` in adapter-loader.ts): `module` is a module specifier (a package name such as `@acme/mosoo-adapter`, resolved
  * from the host's installed dependencies) or an absolute file path (`.ts` files load through tsx);
  * `export` is the name of the module's export that holds a `ReconciliationAdapterFactory` (or a
  * discovering factory). The same shape names a built-in (the host maps its id to one) and a
@@ -79,7 +80,7 @@ export class AdapterAnswerRefusedError extends Error {
 }
 
 /**
- * What is recorded with every lookup and outcome of a loaded adapter (docs/DESIGN.md §4):
+ * What is recorded with every lookup and outcome of a loaded adapter:
  * - `source`: the {@link AdapterSource} it was loaded from;
  * - `packageName`, `packageVersion`: from the nearest `package.json` of the resolved module
  *   (`null` when there is none, e.g. a bare file);

@@ -1,3 +1,4 @@
+// Asks the bound adapter to plan a declared compensation of a succeeded effect, refusing on any failure so nothing is written.
 import { CompensationPlanSchema, type CompensationPlanRequest, type ReconciliationAdapter } from "../author/adapter.contract.js";
 import { safeLogger } from "./adapter-logger.js";
 import { summarizeError } from "./error-message.js";

@@ -1,3 +1,4 @@
+// The built-in zero-code adapter: discovers the idempotency convention from `tools/list` and looks keys up through it.
 import { z } from "zod";
 import type {
   AdapterDeclaration,

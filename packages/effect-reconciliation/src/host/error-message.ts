@@ -1,3 +1,4 @@
+// Turns anything thrown into a short, one-line, stack-free summary for the records, without ever throwing.
 import { z } from "zod";
 
 /** The longest one-line error summary the runtime records: 500 characters. */

@@ -1,3 +1,4 @@
+// The fail-closed checks a schema-valid adapter answer must pass before it may confirm anything about an effect.
 import type { AdapterDeclaration, LookupRequest } from "../author/adapter.contract.js";
 import { toOneLine } from "./error-message.js";
 import { jsonClone } from "../author/json-size.js";
@@ -5,8 +6,8 @@ import type { LookupOutcome } from "../author/lookup-outcome.contract.js";
 import type { AdapterRef, ReconcileDecision, RuntimeReasonCode, RuntimeStillUnknownDecision } from "./reconcile-decision.contract.js";
 
 /**
- * @internal Applies the fail-closed checks of docs/DESIGN.md §5 to a schema-valid adapter answer.
- * Pure. In order:
+ * @internal Applies the fail-closed checks of docs/DESIGN.md §5 to a schema-valid adapter answer (only
+ * a decision it confirms may change an effect's status: docs/DESIGN.md §3 rule 5). Pure. In order:
  * 1. `still_unknown` passes through (`reasonSource: "adapter"`; `retryAfterMs` →
  *    `nextLookupNotBeforeMs = nowMs + retryAfterMs`).
  *    Refusals below carry the answer's receipt as evidence (never proof).
@@ -22,7 +23,7 @@ import type { AdapterRef, ReconcileDecision, RuntimeReasonCode, RuntimeStillUnkn
  *      `timeoutMs` after `nowMs`.
  *    - `in_flight_window` when `keyFencing` is `max_in_flight` and `nowMs < lastDispatchedAtMs +
  *      sendWithinMs + maxInFlightMs` (a late commit could still land); `nextLookupNotBeforeMs` is
- *      that sum. `sendWithinMs` is the claim's send-by deadline (docs/DESIGN.md §3 rule 12): the Driver
+ *      that sum. `sendWithinMs` is the claim's send-by deadline (see `sendDeadlinePassed` in effect-claim.contract.ts): the Driver
  *      may send up to that long after the claim, and the request may commit up to `maxInFlightMs`
  *      after it was sent.
  * 5. Otherwise the confirmed decision, with JSON copies of `result` and `receipt`.

@@ -1,3 +1,4 @@
+// Calls an adapter once under a timeout and races it, so a hung or late adapter is never waited for.
 import { setMaxListeners } from "node:events";
 import type { LookupContext, LookupRequest, ReconciliationAdapter } from "../author/adapter.contract.js";
 import { AdapterCrashedError } from "./adapter-source.contract.js";

@@ -1,8 +1,9 @@
+// The fields of an unknown effect the reconcile step reads, as a schema.
 import { McpTaskIdSchema, REQUEST_FINGERPRINT_PATTERN, ServerIdSchema, ToolNameSchema, UlidSchema } from "@mosoo/contracts";
 import { z } from "zod";
 
 /**
- * The fields of an `unknown` external tool effect the reconcile step reads (docs/DESIGN.md §3, §4);
+ * The fields of an `unknown` external tool effect the reconcile step reads;
  * extra fields (a store row's status, version, ...) are ignored.
  * - `effectId`, `idempotencyKey`: ULIDs;
  * - `serverId`, `toolName`: the MCP server and tool of the write;
@@ -10,12 +11,11 @@ import { z } from "zod";
  * - `firstDispatchedAtMs`, `lastDispatchedAtMs`: ms since the epoch of the first and latest dispatch
  *   to the provider; both `null` when it was never dispatched. One `null` and not the other, or
  *   `first > last`, is malformed;
- * - `sendWithinMs` (optional, ms): the send-by deadline of the latest `execute` claim (docs/DESIGN.md §3
- *   rule 12): the Driver sends no later than `lastDispatchedAtMs + sendWithinMs`, so a
+ * - `sendWithinMs` (optional, ms): the send-by deadline of the latest `execute` claim (see `sendDeadlinePassed` in effect-claim.contract.ts): the Driver sends no later than `lastDispatchedAtMs + sendWithinMs`, so a
  *   `max_in_flight` window runs until `lastDispatchedAtMs + sendWithinMs + maxInFlightMs`. Absent or
  *   `null` (an effect claimed before the deadline existed) counts as 0.
  * - `taskId` (optional): the provider's MCP task id stored for the latest attempt when the tool was
- *   called task-augmented (`McpTaskIdSchema`; docs/DESIGN.md §4 "Tasks"); absent or `null` otherwise.
+ *   called task-augmented (`McpTaskIdSchema`); absent or `null` otherwise.
  */
 export const ReconcilableEffectSchema = z
   .object({

@@ -1,10 +1,11 @@
+// The reconcile step's decisions (ineligible, confirmed, still unknown) and the reason codes the runtime may give.
 import type { McpToolResult } from "@mosoo/contracts";
 import { z } from "zod";
 import type { AdapterReasonCode } from "../author/lookup-outcome.contract.js";
 import type { Receipt } from "../author/receipt.contract.js";
 
 /**
- * Why an effect was not looked up at all (no adapter call was made; docs/DESIGN.md §3 rule 4):
+ * Why an effect was not looked up at all (no adapter call was made; see `ReconciliationAdmission` in reconciliation-admission.policy.ts):
  * - `invalid_input`: the effect, `nowMs` or `timeoutMs` handed to the runtime is malformed
  *   (a host bug; looking up with it could fail open, e.g. a `NaN` time passes every window check);
  * - `invalid_declaration`: the bound adapter's declaration fails `AdapterDeclarationSchema`;
@@ -44,11 +45,11 @@ export type IneligibleReasonCode = z.infer<typeof IneligibleReasonCodeSchema>;
  * - `retention_expired`: `confirmed_not_executed` although the provider may already have forgotten
  *   the key (operator attention);
  * - `in_flight_window`: `confirmed_not_executed` from a provider without a fence before
- *   `lastDispatchedAtMs + sendWithinMs + maxInFlightMs` (the claim's send-by deadline, docs/DESIGN.md §3 rule 12, plus the
+ *   `lastDispatchedAtMs + sendWithinMs + maxInFlightMs` (the claim's send-by deadline, see `sendDeadlinePassed` in effect-claim.contract.ts, plus the
  *   adapter's maximum in-flight time): a late commit could still land (next lookup scheduled then);
  * - `retention_contradicted`: `confirmed_not_executed` from a provider without a fence, but the same
  *   adapter did not confirm the retention canary, a key known to have committed that is at least as
- *   old and inside the declared retention window (docs/DESIGN.md §4): the provider forgets sooner than
+ *   old and inside the declared retention window: the provider forgets sooner than
  *   it declared (operator attention);
  * - `retention_unverified`: the same miss, but no retention canary could be asked (none fits the
  *   window) or its lookup proved nothing (timeout, crash, the adapter's own `still_unknown`).
@@ -72,7 +73,7 @@ export const RuntimeReasonCodeSchema = z.enum(RUNTIME_REASON_CODES);
 /** See {@link RUNTIME_REASON_CODES}. */
 export type RuntimeReasonCode = z.infer<typeof RuntimeReasonCodeSchema>;
 
-/** The adapter that produced an outcome, recorded with it (docs/DESIGN.md §4). */
+/** The adapter that produced an outcome, recorded with it. */
 export interface AdapterRef {
   id: string;
   version: string;
@@ -87,7 +88,7 @@ export interface IneligibleDecision {
 
 /**
  * A validated proof that the write happened: persist `result` (the provider's MCP tool result,
- * at most `MAX_RESULT_BYTES`) and `receipt` with `adapter` in one transaction (docs/DESIGN.md §3 rule 6).
+ * at most `MAX_RESULT_BYTES`) and `receipt` with `adapter` in one transaction (see `ReconciliationOutcomeWriter.commit` in reconciliation-outcome-writer.service.ts).
  * `result` and `receipt` are JSON copies, detached from the adapter's objects.
  */
 export interface ConfirmedSucceededDecision {
@@ -97,7 +98,7 @@ export interface ConfirmedSucceededDecision {
   adapter: AdapterRef;
 }
 
-/** A validated proof that the write did not and can no longer happen (docs/DESIGN.md §4, §5). */
+/** A validated proof that the write did not and can no longer happen (docs/DESIGN.md §5). */
 export interface ConfirmedNotExecutedDecision {
   decision: "confirmed_not_executed";
   receipt: Receipt;
@@ -137,6 +138,6 @@ export type StillUnknownDecision = RuntimeStillUnknownDecision | AdapterStillUnk
 
 /**
  * The result of one reconcile step, discriminated on `decision`. Only the two `confirmed_*`
- * decisions may change an effect's status (docs/DESIGN.md §3 rule 5).
+ * decisions may change an effect's status (see `judgeOutcome` in fail-closed-checks.ts).
  */
 export type ReconcileDecision = IneligibleDecision | ConfirmedSucceededDecision | ConfirmedNotExecutedDecision | StillUnknownDecision;

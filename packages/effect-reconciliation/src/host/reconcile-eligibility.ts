@@ -1,3 +1,4 @@
+// Decides, without calling anything, whether an effect would be looked up with a given adapter, and why not.
 import { types } from "node:util";
 import { AdapterDeclarationSchema, type AdapterDeclaration, type LookupRequest } from "../author/adapter.contract.js";
 import { summarizeError } from "./error-message.js";

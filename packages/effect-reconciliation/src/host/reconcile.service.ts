@@ -1,3 +1,4 @@
+// One reconcile step for an unknown effect: ask the adapter, then judge its answer fail-closed, with the retention canary.
 import { z } from "zod";
 import type { AdapterDeclaration, AdapterLogger, ReconciliationAdapter } from "../author/adapter.contract.js";
 import { AdapterAnswerRefusedError, AdapterCrashedError } from "./adapter-source.contract.js";
@@ -37,7 +38,7 @@ export const MAX_LOOKUP_TIMEOUT_MS = 2_147_483_647;
  * - `timeoutMs`: the lookup timeout, integer 1..{@link MAX_LOOKUP_TIMEOUT_MS} ms;
  * - `logger?`: host logger (pino-compatible), default {@link NOOP_LOGGER};
  * - `signal?`: the host's own cancellation (e.g. shutdown) → `lookup_cancelled`;
- * - `canary?`: for {@link reconcileEffect} only: the retention canary (docs/DESIGN.md §4), a `succeeded`
+ * - `canary?`: for {@link reconcileEffect} only: the retention canary, a `succeeded`
  *   effect of the same server and tool whose first dispatch lies in `retentionCanaryWindow`; null or
  *   absent when the host has none (a fence-less miss is then refused, `retention_unverified`).
  */
@@ -87,7 +88,7 @@ export async function reconcileEffect(input: ReconcileEffectInput): Promise<Reco
 
 /**
  * True when the judged `answer` is a miss that stands only with a confirmed retention canary
- * (docs/DESIGN.md §4): `confirmed_not_executed` from an adapter without a key fence (`max_in_flight`)
+ * (see `RetentionCanary` in the API's retention-canary.service.ts): `confirmed_not_executed` from an adapter without a key fence (`max_in_flight`)
  * that passed every other check against `effect`. The host then finds a canary and calls
  * {@link askRetentionCanary} before it judges the answer for good. Pure, never throws.
  */

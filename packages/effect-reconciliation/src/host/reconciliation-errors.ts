@@ -10,8 +10,7 @@
  * - `adapter.invalid_declaration`: a factory's or an adapter's declaration failed
  *   `AdapterDeclarationSchema` (message: the zod issues), or a factory built an adapter that
  *   is not one (no `lookup` function, or a declaration with another `id`/`version` than the factory's).
- * - `adapter.duplicate_id`: `register` was called twice with the same adapter `id` (docs/DESIGN.md §4:
- *   "Registration ... refuses duplicates"). `details.adapterId` names it.
+ * - `adapter.duplicate_id`: `register` was called twice with the same adapter `id` (see `AdapterRegistry` in adapter-registry.ts). `details.adapterId` names it.
  * - `adapter.unknown_id`: `resolve`/`instantiate` of an id nothing registered. `details.adapterId`.
  * - `adapter.invalid_options`: the factory refused the options it was given (message: the zod
  *   issues when the factory threw a `ZodError`, else the factory's error message). `details.adapterId`.

@@ -1,3 +1,4 @@
+// Tells whether two MCP tool results say the same thing, comparing canonical JSON and JSON text blocks by value.
 import canonicalize from "canonicalize";
 
 /**

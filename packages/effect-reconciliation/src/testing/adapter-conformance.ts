@@ -1,3 +1,4 @@
+// Registers the adapter conformance kit with vitest: one test per kit case against a real provider.
 import { beforeAll, describe, expect, it } from "vitest";
 import { judgeAdapter } from "./kit/kit-runner.js";
 import { KIT_CASES, type KitOptions, type KitReport } from "./kit/kit-run.contract.js";

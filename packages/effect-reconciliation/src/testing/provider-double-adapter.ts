@@ -1,3 +1,4 @@
+// The reference reconciliation adapter over the provider double, whose declaration tests can make lie.
 import { newUlid } from "@mosoo/contracts";
 import type { AdapterDeclaration, LookupContext, LookupRequest, ReconciliationAdapter } from "../author/adapter.contract.js";
 import type { LookupOutcomeInput } from "../author/lookup-outcome.contract.js";

@@ -1,3 +1,4 @@
+// An in-memory provider keyed by idempotency key, with fault knobs and adapter misbehaviours, for runtime and adapter tests.
 import { fingerprintArguments, type McpToolResult } from "@mosoo/contracts";
 import type { KeyFencing, LookupRequest } from "../author/adapter.contract.js";
 import { systemClock, type DoubleClock } from "./double-clock.js";

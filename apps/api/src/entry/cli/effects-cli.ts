@@ -1,3 +1,4 @@
+// The `mosoo-effects` operator CLI (list, show, reconcile, resolve, compensate) and its exit codes.
 import { Command, InvalidArgumentError, Option } from "commander";
 import ms from "ms";
 import {
@@ -202,7 +203,7 @@ function addActionCommand<N extends OperatorActionName>(
 
 /**
  * Builds the `mosoo-effects` program (commander): `list`, `show`, and one command per operator
- * action ({@link ACTION_COMMANDS}: `reconcile`, `resolve`, `compensate`), each with `--help`, over the operator service (docs/DESIGN.md §7). Output is a table or a
+ * action ({@link ACTION_COMMANDS}: `reconcile`, `resolve`, `compensate`), each with `--help`, over the operator service. Output is a table or a
  * line by default, JSON with `--json`; `write` receives stdout text. Errors become {@link CliFailure}.
  */
 export function buildEffectsCli(

@@ -1,3 +1,4 @@
+// Renders the `mosoo-effects` answers as terminal tables and one-line summaries, control characters escaped.
 import Table from "cli-table3";
 import ms from "ms";
 

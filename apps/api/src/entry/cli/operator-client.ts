@@ -1,3 +1,4 @@
+// The operator actions as the CLI calls them: over HTTP to a running API, or in-process on the configured store.
 import { existsSync } from "node:fs";
 import pino from "pino";
 import {
@@ -45,7 +46,7 @@ type Sent<N extends keyof Routes, K extends "query" | "body"> = NonNullable<Rout
 type Answer<N extends keyof Routes> = Promise<RouteOutput<Routes[N]>>;
 
 /**
- * The operator surface (docs/DESIGN.md §7) as the CLI calls it, over HTTP or in-process, typed by
+ * The operator surface as the CLI calls it, over HTTP or in-process, typed by
  * the route table (`OPERATOR_API` of `@mosoo/contracts`): the two reads, and every action of
  * `OPERATOR_ACTION_TABLE` through one generic `act(name, effectId, body)` whose body and answer
  * types are the action's. Bodies and queries are validated by the same zod schemas either way.

@@ -1,3 +1,4 @@
+// The API's HTTP application: mounts the health, metrics, run, Driver, operator and console routes behind their credentials.
 import { Hono } from "hono";
 import type { Logger } from "pino";
 import { MAX_BODY_BYTES, SYSTEM_API } from "@mosoo/contracts";
@@ -51,11 +52,11 @@ function hasBody(req: Request): boolean {
  * scopes), the Driver protocol (enrollment token, then each instance's own token), and the operator
  * routes (named operator credentials with scopes), and the operator console at `/console` (its own sign-in with an operator
  * token, session cookie and CSRF token; refused operator tokens spend {@link OperatorAuthBudget}; see `consoleRoutes`; `opts.console` tunes its live-update
- * polling). Credentials are checked by {@link CredentialGuard} (docs/DESIGN.md §10). Every
+ * polling). Credentials are checked by {@link CredentialGuard}. Every
  * error answers `{error: {code, message}}` with a 4xx (503 `store.busy` with `Retry-After` when the
  * store is locked, noted in `runtime.ctx.storeBusy` for the sweep's heartbeat grace; 500 `internal` otherwise), never a stack. Bodies must be `application/json`
  * (415 `request.unsupported_media_type`; the console's own form posts excepted) and at most {@link MAX_BODY_BYTES} (413 `request.too_large`
- * after the rest of the body was discarded, up to a bound, then the connection closed: `requestBodyLimit`); their content is checked by the shared rules of `@mosoo/contracts` (docs/DESIGN.md §10).
+ * after the rest of the body was discarded, up to a bound, then the connection closed: `requestBodyLimit`); their content is checked by the shared rules of `@mosoo/contracts`.
  */
 export function createHttpApp(runtime: Runtime, logger: Logger, opts: HttpAppOptions = {}): Hono {
   const guard = new CredentialGuard(runtime, opts);
@@ -64,7 +65,7 @@ export function createHttpApp(runtime: Runtime, logger: Logger, opts: HttpAppOpt
   const app = new Hono();
   app.onError((err, c) => toErrorResponse(err, c, logger, runtime.ctx.storeBusy));
   app.use("*", traceRequests()); // one span per request (docs/OPERATIONS.md "Traces"); first, so it sees every answer
-  // docs/DESIGN.md §10: a body is JSON or it is refused (415) before any route sees it, including routes
+  // A body is JSON or it is refused (415) before any route sees it, including routes
   // that ignore their body (a `text/plain` POST is what a web page can send cross-origin blind).
   // The console's sign-in and sign-out are HTML form posts, guarded by its session's CSRF token and
   // hono's origin check in the console module itself.

@@ -1,3 +1,4 @@
+// Identifies a request's bearer credential (operator, API key, enrollment token, Driver instance) and guards each route by it.
 import { createHash, timingSafeEqual } from "node:crypto";
 import type { MiddlewareHandler } from "hono";
 import { createMiddleware } from "hono/factory";
@@ -162,8 +163,8 @@ export class CredentialGuard {
    * A Driver's reports about its own past attempts (`complete`, `deadline-missed`, `late-result`):
    * one Driver instance's own token, accepted even when the instance was finalized meanwhile (its
    * heartbeat expired while a call was in flight: lease loss). The provider's real result, or the
-   * proof that nothing was sent, must not be lost because the instance ended (docs/DESIGN.md §3 rules
-   * 12–13). The ledger takes a finalized instance's report only from the connection that made the
+   * proof that nothing was sent, must not be lost because the instance ended (see `decideDeadlineMissed` and
+   * `decideLateEvidence` in effect-lifecycle.machine.ts). The ledger takes a finalized instance's report only from the connection that made the
    * attempt (`assertCurrentConnection` refuses any other: the instance is no longer connected), and
    * judges it against the effect as stored (a fenced effect's `complete` is `rejected`).
    */
@@ -176,7 +177,7 @@ export class CredentialGuard {
   /**
    * `POST /v1/drivers/register`: the enrollment token, a full operator credential (every scope), or a
    * Driver instance's own token (which may only re-register that instance; the service checks which
-   * instance, docs/DESIGN.md §10).
+   * instance).
    */
   registration(): MiddlewareHandler<AuthEnv> {
     return this.guard((p) => {
@@ -238,7 +239,7 @@ export function assertDriversAllowed(principal: Principal, driverInstanceIds: re
 }
 
 /**
- * The run API's view of `principal` (docs/DESIGN.md §10): an API key by its name and Driver
+ * The run API's view of `principal`: an API key by its name and Driver
  * restriction (it owns the sessions it creates); anything else (an operator) reaches every run and session.
  */
 export function callerOf(principal: Principal): RunCaller {

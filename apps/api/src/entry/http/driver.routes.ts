@@ -1,3 +1,4 @@
+// The Driver protocol's HTTP routes: registration by enrollment token, then each instance's own commands, claims and reports.
 import { Hono } from "hono";
 import { DRIVER_API } from "@mosoo/contracts";
 import type { Runtime } from "../../composition-root.js";
@@ -13,7 +14,7 @@ function authorityOf(p: Principal): RegistrationAuthority {
 }
 
 /**
- * The Driver protocol routes (`DRIVER_API` of `@mosoo/contracts`: paths, schemas, credentials; docs/DESIGN.md §10):
+ * The Driver protocol routes (`DRIVER_API` of `@mosoo/contracts`: paths, schemas, credentials):
  * - `register`: `Authorization: Bearer <MOSOO_DRIVER_ENROLLMENT_TOKEN>` (or the operator token) for a
  *   new instance, rate-limited per client address in two budgets, refused credentials and accepted
  *   registrations (429 `request.rate_limited` with `Retry-After`; see `RegistrationRateLimit`);

@@ -1,3 +1,4 @@
+// The HTTP layer's input and error edges: strict JSON body and query validation in, `{error: {code, message}}` responses out.
 import type { Context } from "hono";
 import type { ContentfulStatusCode } from "hono/utils/http-status";
 import type { Logger } from "pino";
@@ -19,7 +20,7 @@ function firstIssue(error: z.ZodError): string {
  * Validates `value` (a parsed body, a query object, a path parameter) first against the shared
  * JSON rules of `@mosoo/contracts` (`findJsonProblem`: nesting ≤ 400, no `__proto__` /
  * `constructor` / `prototype` key, well-formed UTF-16 everywhere; iterative, so any depth is safe),
- * then against `schema` (docs/DESIGN.md §10).
+ * then against `schema` (see {@link findJsonProblem}).
  * @throws UserFacingError `request.invalid` (400) with the first problem as a one-line message.
  */
 export function parseOrThrow<S extends z.ZodType>(schema: S, value: unknown): z.infer<S> {

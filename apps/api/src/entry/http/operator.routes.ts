@@ -1,3 +1,4 @@
+// The operator HTTP routes under `/api/operator`, each behind a named operator credential holding the route's scope.
 import { Hono, type Context } from "hono";
 import { OPERATOR_ACTION_ROUTES, OPERATOR_API } from "@mosoo/contracts";
 import { UserFacingError } from "../../kernel/user-facing-error.js";
@@ -17,7 +18,7 @@ function operatorOf(c: Context<AuthEnv>): OperatorIdentity {
 }
 
 /**
- * The operator routes (`OPERATOR_API` of `@mosoo/contracts`; docs/DESIGN.md §7) over `runtime.operator`, behind
+ * The operator routes (`OPERATOR_API` of `@mosoo/contracts`) over `runtime.operator`, behind
  * `Authorization: Bearer <operator token>` of a named operator credential (compared in constant time;
  * without any configured credential every route answers 403 `auth.operator_disabled`; any other kind
  * of credential 403 `auth.forbidden`; a token matching none 401 `auth.invalid_token`, or 429

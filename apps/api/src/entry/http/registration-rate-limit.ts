@@ -1,3 +1,4 @@
+// Per-address rate limits of Driver registration, in separate budgets for refused credentials and accepted registrations.
 import type { IncomingMessage } from "node:http";
 import type { Context, MiddlewareHandler } from "hono";
 import { createMiddleware } from "hono/factory";

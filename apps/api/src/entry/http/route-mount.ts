@@ -1,3 +1,4 @@
+// Mounts one route of the shared route table on the hono app, with its guards and its typed, lazily parsed request.
 import type { Context, Env, Hono, MiddlewareHandler } from "hono";
 import type { ContentfulStatusCode } from "hono/utils/http-status";
 import type { z } from "zod";
@@ -38,7 +39,7 @@ export type RouteHandler<E extends Env, R extends ApiRoute> = (c: Context<E>, re
 
 /**
  * The request's query as one value per name (hono's `c.req.query()`), after refusing a name given
- * more than once (docs/DESIGN.md §10). The message names the parameter cut to 64 characters and
+ * more than once. The message names the parameter cut to 64 characters and
  * JSON-quoted (escaped), never more of what the client sent.
  * @throws UserFacingError `request.invalid` (400).
  */

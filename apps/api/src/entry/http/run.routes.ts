@@ -1,3 +1,4 @@
+// The run API's HTTP routes: create runs, enqueue tool calls, read runs and events, delete, each behind a scoped API key.
 import { Hono, type MiddlewareHandler } from "hono";
 import { RUN_API } from "@mosoo/contracts";
 import type { Runtime } from "../../composition-root.js";
@@ -8,7 +9,7 @@ import { mountRoute, type RouteHandler } from "./route-mount.js";
 import { retryingWhenBusy } from "./store-retry.js";
 
 /**
- * The run API (`RUN_API` of `@mosoo/contracts`; docs/DESIGN.md §10), every route behind an API key
+ * The run API (`RUN_API` of `@mosoo/contracts`), every route behind an API key
  * (`Authorization: Bearer <secret>`): create a run and enqueue a tool call (`runs:write`), read a run
  * and its events (`runs:read`), delete runs, sessions and finalized Drivers (`runs:delete`, or the
  * operator token). A key restricted to some Driver instances creates runs only on them (else 403

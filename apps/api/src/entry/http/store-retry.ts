@@ -1,3 +1,4 @@
+// Wraps a route handler so a store locked by another connection is briefly waited for before the request answers 503 `store.busy`.
 import type { Context } from "hono";
 import { retryWhenBusy } from "../../platform/db/store-busy.js";
 

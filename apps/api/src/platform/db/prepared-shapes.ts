@@ -1,3 +1,4 @@
+// Helpers for prepared writes whose column list varies: one cached prepared query per set of columns given a value.
 import { sql, type Placeholder } from "drizzle-orm";
 
 /**

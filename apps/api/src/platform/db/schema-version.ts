@@ -1,3 +1,4 @@
+// Refuses a database migrated by a newer build, and compares a database's newest migration with this build's.
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 

@@ -1,3 +1,4 @@
+// Remembers when the API last found its own store busy or unreachable, and logs and counts each store outage.
 import type { Logger } from "pino";
 import { Counter, Gauge, type Registry } from "prom-client";
 import type { Clock } from "../clock.js";
@@ -18,7 +19,7 @@ export interface StoreBusyWatchOptions {
  *   `store.busy`, or a unit of work found the database unreachable ({@link failed}). The maintenance
  *   sweep reads it so that heartbeats refused because of the API's own store do not count against a
  *   Driver: no heartbeat expires until a full heartbeat TTL has passed since the store was last busy
- *   (docs/DESIGN.md §3 rule 10; README, "A busy store").
+ *   (see `FinalizationRepairService` in finalization-repair.service.ts; README, "A busy store").
  * - availability (a store that can be unreachable reports every unit of work's end, `Store.watchAvailability`):
  *   the first failure while available logs `store.unavailable` with its cause code (`57P01`, `53300`,
  *   `ECONNREFUSED`, `timeout`, …), counts one outage and sets the gauge to 0; the first success after

@@ -1,3 +1,4 @@
+// The `store.busy` error, its detection and cause, and the asynchronous retry of an operation while the store is locked.
 import pRetry from "p-retry";
 
 /**

@@ -2,7 +2,7 @@
  * Failures of a store's unit of work that any store implementation may raise besides
  * `StoreBusyError` (store-busy.ts) and `StoreNestedTransactionError` (store.port.ts); today the
  * PostgreSQL stores (`postgres/pg-unit-of-work.ts`). Dialect-neutral, so the HTTP edge can map them
- * without knowing the driver (docs/DESIGN.md §11).
+ * without knowing the driver.
  */
 
 /**
@@ -11,7 +11,8 @@
  * never retried by the store.
  *
  * How callers stay safe: every write of the runtime is a compare-and-set on (status, version) or an
- * insert guarded by a unique index (docs/DESIGN.md §3 rules 1, 2, 7), and every terminal state is
+ * insert guarded by a unique index (see `recordIntent`, `decideClaim` and
+ * `effectRepository.updateIfCurrent`), and every terminal state is
  * delivered only after its commit (rule 6). So the operation can be run again AS A WHOLE (the
  * Driver repeats its request, the sweep its pass): if the first COMMIT did land, the replay reads
  * the new state and its CAS is refused (`superseded`) or returns the stored result (a claim that

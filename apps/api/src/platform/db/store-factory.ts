@@ -1,3 +1,4 @@
+// Chooses and opens the store the settings name: PostgreSQL when a database URL is set, else the embedded SQLite file.
 import type { Store } from "./store.port.js";
 import { openSqliteStore } from "./sqlite/sqlite-store.js";
 import { openPostgresStore } from "./postgres/postgres-store.js";

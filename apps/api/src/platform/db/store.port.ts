@@ -1,3 +1,4 @@
+// The async store port every service sees of the database: units of work, the query builder type, and their errors.
 import type { SchemaState } from "./schema-version.js";
 import type { SQL } from "drizzle-orm";
 import type { BaseSQLiteDatabase } from "drizzle-orm/sqlite-core";

@@ -1,3 +1,4 @@
+// The process's one AsyncLocalStorage that tells which store's unit of work the current call chain runs inside.
 import { AsyncLocalStorage } from "node:async_hooks";
 
 /**

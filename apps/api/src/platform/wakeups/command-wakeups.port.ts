@@ -1,5 +1,5 @@
 /**
- * The unit of work a wake-up is queued in: a store transaction (`StoreTx`, docs/DESIGN.md §11). Only
+ * The unit of work a wake-up is queued in: a store transaction (`StoreTx`). Only
  * the PostgreSQL implementation reads it (its `db` is that dialect's query builder); typed loosely so
  * this port does not depend on a store.
  */
@@ -8,8 +8,8 @@ export interface WakeupTx {
 }
 
 /**
- * Wakes long-polling Drivers when a command is queued for their instance (docs/DESIGN.md §11:
- * "long-poll wake-ups cross instances"). The database stays the source of truth: a wake-up only
+ * Wakes long-polling Drivers when a command is queued for their instance (across instances:
+ * `PgCommandWakeups` in pg-command-wakeups.ts). The database stays the source of truth: a wake-up only
  * shortens a wait, and a missed one costs at most one long-poll period (the waiter reads the store
  * again when its wait ends). A queuing service calls BOTH notify methods:
  * - {@link notifyInTransaction} inside the transaction that queues the command: on PostgreSQL a

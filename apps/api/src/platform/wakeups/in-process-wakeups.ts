@@ -1,3 +1,4 @@
+// Wakes long-polling Drivers within one API process after a command is committed (an EventEmitter by Driver instance).
 import { EventEmitter } from "node:events";
 import type { CommandWakeups, WakeupTx } from "./command-wakeups.port.js";
 
@@ -5,8 +6,8 @@ import type { CommandWakeups, WakeupTx } from "./command-wakeups.port.js";
 const EVERYONE = Symbol("every waiter");
 
 /**
- * The in-process {@link CommandWakeups} (embedded SQLite: one API process per store, docs/DESIGN.md
- * §11), also the local half of the PostgreSQL implementation: an `EventEmitter` keyed by Driver
+ * The in-process {@link CommandWakeups} (embedded SQLite: one API process per store),
+ * also the local half of the PostgreSQL implementation: an `EventEmitter` keyed by Driver
  * instance id. `notifyInTransaction` does nothing (a wake-up before COMMIT would only make the waiter
  * read too early); `notifyCommitted` wakes the instance's waiters; `wakeAll` wakes every waiter once
  * (after a cross-instance listener reconnected, so nothing waits out a missed notification).

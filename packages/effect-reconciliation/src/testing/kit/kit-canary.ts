@@ -13,8 +13,8 @@ export interface KitLedgerEntry {
 }
 
 /**
- * The retention canary for a lookup of `key` (`tool`, sent at `dispatchedAtMs`) at `nowMs` (docs/DESIGN.md
- * §4): `canaryKey` when given (and committed), else the oldest other committed key of the same tool whose
+ * The retention canary for a lookup of `key` (`tool`, sent at `dispatchedAtMs`) at `nowMs`:
+ * `canaryKey` when given (and committed), else the oldest other committed key of the same tool whose
  * send time lies in `retentionCanaryWindow`; null when none fits (the runtime then refuses a fence-less miss).
  */
 export function pickCanary(

@@ -1,3 +1,4 @@
+// Measures a provider through its own lookup API (lag, fencing, retention) and judges an adapter's declaration against it.
 import { newUlid } from "@mosoo/contracts";
 import type { AdapterDeclaration } from "../../author/adapter.contract.js";
 import type { KitProvider, KitWriteResult } from "./kit-provider.contract.js";

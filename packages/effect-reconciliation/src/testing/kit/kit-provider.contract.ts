@@ -1,3 +1,4 @@
+// The provider as the conformance kit drives it: writes, its lookup state, and the ground truth every answer is judged against.
 import type { McpToolResult } from "@mosoo/contracts";
 
 /**

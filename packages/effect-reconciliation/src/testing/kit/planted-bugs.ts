@@ -1,3 +1,4 @@
+// Deliberately broken variants of the reference probe adapter, each of which the conformance kit must catch.
 import { MAX_RECEIPT_BYTES } from "../../author/receipt.contract.js";
 import type { LookupContext, LookupRequest, ReconciliationAdapter } from "../../author/adapter.contract.js";
 import { confirmedNotExecuted } from "../../author/lookup-outcome.builders.js";

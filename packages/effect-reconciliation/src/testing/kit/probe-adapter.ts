@@ -1,3 +1,4 @@
+// The reference adapter of the kit's probe provider: the correct declaration and answer mapping, passing the kit in every mode.
 import type { AdapterDeclaration, LookupContext, LookupRequest, ReconciliationAdapter } from "../../author/adapter.contract.js";
 import { confirmedNotExecuted, stillUnknown } from "../../author/lookup-outcome.builders.js";
 import { PROBE_TOOLS, type ProbeLookupAnswer, type ProbeProvider } from "./probe-provider.js";

@@ -1,3 +1,4 @@
+// The kit's in-memory probe provider in four modes (fencing, in flight, pending, short retention), with its lookup API.
 import { fingerprintArguments, type McpToolResult } from "@mosoo/contracts";
 import type { KitProvider, KitWriteResult, ProviderLookupState, ProviderTruth } from "./kit-provider.contract.js";
 

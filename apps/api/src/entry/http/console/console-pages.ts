@@ -1,3 +1,4 @@
+// The operator console's server-rendered fallback pages: sign-in, feature off, assets not built.
 import { html } from "hono/html";
 import type { HtmlEscapedString } from "hono/utils/html";
 

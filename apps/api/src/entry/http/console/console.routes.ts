@@ -1,3 +1,4 @@
+// The operator console at `/console`: sign-in sessions with CSRF tokens, its JSON API, live updates and static assets.
 import { Hono, type Context, type MiddlewareHandler } from "hono";
 import { serveStatic } from "@hono/node-server/serve-static";
 import { deleteCookie, getCookie, setCookie } from "hono/cookie";
@@ -70,7 +71,7 @@ function refuse(c: Context, status: 401 | 403 | 415, code: string, message: stri
 }
 
 /**
- * The operator console (docs/DESIGN.md §7, §10), served by the API at `/console` over the same
+ * The operator console, served by the API at `/console` over the same
  * operator service as `/api/operator/*` (`runtime.operator`):
  * - `GET /console/sign-in`, `POST /console/session {token}` (form: an operator credential's token; the
  *   session carries that credential's name and scopes; a refused token answers 401, or 429 with

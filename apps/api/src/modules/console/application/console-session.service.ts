@@ -1,3 +1,4 @@
+// The operator console's server-side sessions: each with its operator's name, scopes, CSRF token and expiry.
 import { createHash, randomBytes, timingSafeEqual } from "node:crypto";
 import { LRUCache } from "lru-cache";
 import type { OperatorScope } from "@mosoo/contracts";
@@ -29,7 +30,7 @@ export function secretsEqual(given: string, expected: string): boolean {
 }
 
 /**
- * The console's sessions, held server-side in this API process (docs/DESIGN.md §10): the browser
+ * The console's sessions, held server-side in this API process: the browser
  * only holds a random 256-bit session id in an HttpOnly, SameSite=Strict cookie. Sessions expire
  * {@link CONSOLE_SESSION_TTL_MS} after sign-in (by `clock`), end at sign-out, and all end when the
  * API restarts. Each carries its own CSRF token, required on every state-changing request.

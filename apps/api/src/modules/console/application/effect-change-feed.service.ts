@@ -1,3 +1,4 @@
+// Live updates for the operator console: polls the store's change marker while anyone listens and samples the unknown-effect count.
 import type { Logger } from "pino";
 
 /** Default interval (ms) at which the feed polls the store's change marker while anyone listens. */
@@ -19,7 +20,7 @@ export interface UnknownSample {
 }
 
 /**
- * Live updates for the operator console (docs/DESIGN.md §7). There is no in-process hook on every
+ * Live updates for the operator console. There is no in-process hook on every
  * effect transition (several services and the reconciler's workers write the store), so the feed
  * polls the store's change marker (three primary-key maxima) every `pollMs` while at least one
  * listener is subscribed, and tells every listener when it moved. Each time it moves (and once at

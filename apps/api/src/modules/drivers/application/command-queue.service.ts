@@ -1,3 +1,4 @@
+// The per-Driver-instance command queue: long-poll delivery, redelivery on every new connection, compare-and-set status updates.
 import {
   McpExecuteCommandSchema,
   TraceContextSchema,
@@ -46,8 +47,8 @@ function storedTraceContext(traceParent: string | null, traceState: string | nul
 }
 
 /**
- * The per-instance command queue: delivery (long-poll, redelivery on every new connection) and
- * status updates, each a compare-and-set with a typed outcome.
+ * The per-instance command queue: delivery (long-poll, redelivery on every new connection:
+ * docs/DESIGN.md §3 rule 11) and status updates, each a compare-and-set with a typed outcome.
  */
 export class CommandQueueService {
   constructor(private readonly ctx: RuntimeContext) {}
@@ -132,12 +133,12 @@ export class CommandQueueService {
 
   /**
    * Applies a Driver's status update as a compare-and-set. A `completed` update is accepted only
-   * once the command's effect `succeeded` (the result is stored before anything terminal, docs/DESIGN.md
-   * §3) and stores the ledger's result, not the Driver's copy. A `failed` update on an effect still
+   * once the command's effect `succeeded` (the result is stored before anything terminal)
+   * and stores the ledger's result, not the Driver's copy. A `failed` update on an effect still
    * `executing` fences that effect as `unknown` in the same transaction, so no terminal command
    * leaves an `executing` effect behind; on an effect already `unknown` the stored error is always
    * the ledger's `external_effect.unknown` for that effect (`retryable: false`, `details.effectIds`,
-   * docs/DESIGN.md §3 rule 14; the Driver's own details are kept, its effect ids are not), and on a
+   * see `settleCommandFromEffect` in command-settlement.service.ts; the Driver's own details are kept, its effect ids are not), and on a
    * `not_executed` one it is `external_effect.not_executed`, whatever the Driver sent.
    * @throws UserFacingError `driver.connection_superseded`, `command.not_found` (also for another instance's command).
    */
@@ -193,7 +194,7 @@ export class CommandQueueService {
           await fenceExecutingEffect(tx, effect, "command_failed_while_executing", now);
           error = effectUnknownError(effect.id, { reportedError: req.error.code });
         } else if (effect?.status === "unknown") {
-          // the ledger, not the Driver, says what a fenced effect means (docs/DESIGN.md §3 rule 14):
+          // the ledger, not the Driver, says what a fenced effect means (see `settleCommandFromEffect` in command-settlement.service.ts):
           // external_effect.unknown naming THIS effect, never retryable, whatever the Driver sent
           error = effectUnknownError(effect.id, unknownErrorDetails(req.error));
         } else if (effect?.status === "not_executed" && error.code !== "external_effect.not_executed") {

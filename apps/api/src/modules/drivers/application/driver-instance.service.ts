@@ -1,3 +1,4 @@
+// Driver instances: registration (the token shown once, stored hashed), authentication, connections that supersede each other, heartbeats.
 import { createHash, randomBytes, timingSafeEqual } from "node:crypto";
 import {
   DriverTokenSchema,
@@ -19,7 +20,7 @@ function hashToken(token: string): string {
 }
 
 /**
- * What proves a registration may happen (docs/DESIGN.md §10): the enrollment token or the operator token
+ * What proves a registration may happen (checked by `CredentialGuard` in credential-guard.ts): the enrollment token or the operator token
  * registers a new instance; re-registering an existing instance id needs that instance's own token
  * (`instance` with its id) or the operator token.
  */
@@ -41,7 +42,7 @@ export class DriverInstanceService {
    * @throws UserFacingError `auth.forbidden` (403: the enrollment token re-registering an existing id, an
    *   instance token registering another or a new instance), `driver.not_found` (unknown id), `driver.not_finalized` (re-register of an
    *   instance that was not finalized, also when a concurrent re-register won the compare-and-set), `effect.fence_retained` (re-register while any of its effects
-   *   is `executing`/`unknown`, docs/DESIGN.md §3 rule 9).
+   *   is `executing`/`unknown`).
    */
   async register(req: RegisterDriverRequest, authority: RegistrationAuthority): Promise<RegisterDriverResponse> {
     // Identity takeover: only the instance itself or an operator may reuse an id.
@@ -67,8 +68,7 @@ export class DriverInstanceService {
       }
       const existing = await driverInstanceRepository.findById(tx, id);
       if (!existing) throw new UserFacingError("driver.not_found", `no Driver instance ${id}`);
-      // Only an instance whose finalization repair already ran may be re-registered (docs/DESIGN.md §3
-      // rule 10): a live instance's run and commands are never handed over without that repair.
+      // Only an instance whose finalization repair already ran may be re-registered (see `FinalizationRepairService` in finalization-repair.service.ts): a live instance's run and commands are never handed over without that repair.
       if (existing.status !== "finalized") {
         throw new UserFacingError(
           "driver.not_finalized",
@@ -138,7 +138,7 @@ export class DriverInstanceService {
 
   /**
    * Opens a new connection for the instance; earlier connections are superseded from now on.
-   * Every command without a terminal receipt will be delivered again on it (docs/DESIGN.md §3 rule 11).
+   * Every command without a terminal receipt will be delivered again on it (see `CommandQueueService` in command-queue.service.ts).
    * @throws UserFacingError `driver.finalized` when the instance was finalized meanwhile.
    */
   async connect(instance: DriverInstanceRow): Promise<ConnectDriverResponse> {
@@ -151,7 +151,7 @@ export class DriverInstanceService {
         lastHeartbeatAtMs: now,
       });
       if (!ok) throw new UserFacingError("driver.finalized", `Driver instance ${instance.id} was finalized; register again`);
-      // wakes the superseded connection's long-poll, on whichever API instance holds it (docs/DESIGN.md §11)
+      // wakes the superseded connection's long-poll, on whichever API instance holds it (see `PgCommandWakeups` in pg-command-wakeups.ts)
       await this.ctx.notifier.notifyInTransaction(tx, instance.id);
       return (await commandRepository.listNonTerminalOfDriver(tx, instance.id)).length;
     });
@@ -175,8 +175,7 @@ export class DriverInstanceService {
   /**
    * The API's view of `instance` (`GET /v1/drivers/self`; shape: `DRIVER_API.self.response`): status,
    * current connection, last heartbeat and its expiry (ms since the epoch; the sweep finalizes the
-   * instance after it), its `executing` and `unknown` effects (fenced until settled, docs/DESIGN.md §3
-   * rule 9) and its commands without a terminal receipt. A read: changes nothing.
+   * instance after it), its `executing` and `unknown` effects (fenced until settled) and its commands without a terminal receipt. A read: changes nothing.
    * @throws UserFacingError `driver.not_found` when the instance was deleted meanwhile.
    */
   async describe(instance: DriverInstanceRow): Promise<RouteOutput<typeof DRIVER_API.self>> {

@@ -1,3 +1,4 @@
+// Driver finalization repair, the one path every Driver's end takes: fence its executing effects and end its open commands.
 import { commandDriverTerminalError, type FinalizationSummary } from "@mosoo/contracts";
 import { turnInterruptedRunError } from "../../ledger/domain/turn-account.js";
 import { readTurnToolCallFacts } from "../../ledger/application/turn-account-facts.query.js";
@@ -44,7 +45,7 @@ function emptyFinalizationSummary(): FinalizationSummary {
  * 1. fence: every `executing` effect of the instance becomes `unknown`;
  * 2. every command without a terminal receipt ends: `completed` with the stored result when its
  *    effect `succeeded`, failed `external_effect.unknown` (not retryable, `details.effectIds`) when
- *    its effect is `unknown` (flag on or off, bound or not: docs/DESIGN.md §3 rule 14), failed
+ *    its effect is `unknown` (flag on or off, bound or not: see {@link settleCommandFromEffect}), failed
  *    `external_effect.not_executed` when it is `not_executed`, else (never dispatched) failed
  *    `driver.command_driver_terminal` (details name the effect);
  * 3. with reconciliation on, each `unknown` effect whose server is bound to an adapter that
@@ -58,11 +59,11 @@ function emptyFinalizationSummary(): FinalizationSummary {
  *    `details.effectIds`) when any effect of the run is unknown, `runtime.turn_interrupted_after_writes`
  *    (not retryable, "continue from these results") when a write of the turn completed, and
  *    `runtime.turn_interrupted` ("please resend", retryable) only when nothing of the turn was written
- *    (docs/DESIGN.md §3 rules 14 and 16).
+ *    (see {@link settleCommandFromEffect} and {@link turnInterruptedRunError}).
  * Idempotent: a second run changes nothing more and reports zeros. Crash-safe: the instance stays
  * `finalizing` until the last step commits, and the sweep resumes such instances.
  *
- * Single flight across API instances (docs/DESIGN.md §11): a repair runs only under the store claim
+ * Single flight across API instances (see {@link WorkClaimService}): a repair runs only under the store claim
  * `driver_finalization` / <Driver instance id> (`work_claims`), so two instances sharing one store
  * never repair the same Driver at once; within one instance a second caller also waits for the
  * repair in flight. A caller that finds another instance's claim live gets zeros at once (that
@@ -321,7 +322,7 @@ export class FinalizationRepairService {
       }
       const run = await runTables().findActiveRunOfDriver(tx, driverInstanceId);
       if (run) {
-        // docs/DESIGN.md §3 rules 14 and 16: the turn's account, read from the ledger in this transaction;
+        // See {@link settleCommandFromEffect} and {@link turnInterruptedRunError}: the turn's account, read from the ledger in this transaction;
         // it invites a resend only when nothing of the turn was written
         const error = turnInterruptedRunError(run.id, await readTurnToolCallFacts(tx, run.id), { driverInstanceId });
         if (await runTables().transitionRun(tx, run.id, "active", "failed", now, JSON.stringify(error))) {

@@ -1,3 +1,4 @@
+// The maintenance sweep: finalizes Drivers whose heartbeat expired, purges stale registrations, looks up due unknown effects again.
 import { BACKGROUND_BUSY_RETRY, isStoreBusy, retryWhenBusy, storeBusyCause } from "../../../platform/db/store-busy.js";
 import { driverInstanceRepository } from "../infrastructure/driver-instance.repository.js";
 import { storeLivenessRepository, type LivenessState } from "../infrastructure/store-liveness.repository.js";
@@ -29,7 +30,7 @@ export interface SweepReport {
 /**
  * The maintenance sweep: every Driver instance whose heartbeat is older than the heartbeat TTL
  * (or whose finalization was left half-done by a crash) goes through the same finalization repair
- * as an explicit finalize (docs/DESIGN.md §3 rule 10), so no effect stays `executing` behind a dead Driver.
+ * as an explicit finalize (see {@link FinalizationRepairService}), so no effect stays `executing` behind a dead Driver.
  * Then it purges Driver registrations that never connected and have no run, once they are older than
  * `driverUnconnectedTtlMs` (registrations are bounded).
  * With reconciliation on, the pass then looks up due `still_unknown` effects again (docs/DESIGN.md §6.3).
@@ -48,7 +49,7 @@ export interface SweepReport {
  * the last recorded outage, so an instance whose own queries merely stalled does not finalize a Driver
  * whose heartbeats the store could not take.
  *
- * Several API instances on one store (docs/DESIGN.md §11): any instance may run a pass. The Driver part
+ * Several API instances on one store (see {@link WorkClaimService}): any instance may run a pass. The Driver part
  * (expiry, finalization repair, purge) runs one at a time: only under the store claim
  * `maintenance_sweep` / `pass` (`work_claims`); an instance whose timer fires while another's Driver
  * part runs skips it. The reconciliation part runs on every instance at once, OUTSIDE that claim: its

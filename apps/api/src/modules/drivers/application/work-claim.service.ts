@@ -1,3 +1,4 @@
+// Runs work under a claim in the store, so two API instances never do the same finalization or sweep work at once.
 import { newUlid } from "@mosoo/contracts";
 import type { WorkClaimKind } from "@mosoo/contracts/statuses";
 import type { Logger } from "pino";
@@ -29,7 +30,7 @@ export const DEFAULT_WORK_CLAIM_TIMING: WorkClaimTiming = { ttlMs: 30_000, renew
 export type ClaimedRun<T> = { claimed: true; value: T } | { claimed: false };
 
 /**
- * Runs work under a claim in the store (docs/DESIGN.md §11: two API instances never do the same work at
+ * Runs work under a claim in the store (two API instances never do the same work at
  * once; `work_claims`, see work-claim.repository.ts for the claim semantics). Each run takes a fresh
  * holder token, so two runs of the same instance exclude each other too.
  */

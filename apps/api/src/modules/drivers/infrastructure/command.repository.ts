@@ -1,3 +1,4 @@
+// Reads and compare-and-set writes of the Driver command rows (`driver_commands`), in SQL both stores speak.
 import { and, asc, eq, exists, inArray, isNull, ne, or, sql } from "drizzle-orm";
 import type { CommandStatus, DriverInstanceStatus } from "@mosoo/contracts";
 import type { driverCommands } from "../../../platform/db/sqlite/sqlite-schema.js";
@@ -19,7 +20,7 @@ export const commandRepository = {
   /**
    * The next per-instance sequence number (1-based), taken by bumping the instance's
    * `last_command_seq` (`UPDATE … RETURNING`: atomic in both dialects, a row lock in PostgreSQL, so two
-   * writers never get the same `seq`; docs/DESIGN.md §11). Call inside the inserting transaction.
+   * writers never get the same `seq`). Call inside the inserting transaction.
    * Also returns the instance's `status` as the bump saw it, under the row's lock: the caller checks it
    * without reading the row again.
    * @throws Error when the Driver instance does not exist.
@@ -87,7 +88,7 @@ export const commandRepository = {
       .where(and(eq(c.driverInstanceId, driverInstanceId), OPEN))
       .orderBy(asc(c.seq));
   },
-  /** The lowest-seq non-terminal command not yet delivered on `connectionId` (docs/DESIGN.md §3 rule 11). */
+  /** The lowest-seq non-terminal command not yet delivered on `connectionId` (see `CommandQueueService` in command-queue.service.ts). */
   async findUndeliveredOnConnection(tx: StoreTx, driverInstanceId: string, connectionId: string): Promise<CommandRow | undefined> {
     const c = tx.tables.driverCommands;
     return firstRow(
@@ -129,7 +130,7 @@ export const commandRepository = {
     return rows.length > 0;
   },
   /**
-   * A Driver's `completed` update as ONE compare-and-set (docs/DESIGN.md §3: the result is stored before
+   * A Driver's `completed` update as ONE compare-and-set (the result is stored before
    * anything terminal): completes command `commandId` with its effect's stored result (`terminal_at_ms` =
    * `nowMs`, ms) only while the command is `delivered` or `accepted` and owned by `driverInstanceId`, that
    * instance is `connected` on `connectionId`, and the effect `succeeded` with a stored result. Returns the

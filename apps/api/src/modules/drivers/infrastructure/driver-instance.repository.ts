@@ -1,3 +1,4 @@
+// Reads and compare-and-set writes of the Driver instance rows (`driver_instances`), in SQL both stores speak.
 import { and, eq, inArray, lt, or, isNull, sql } from "drizzle-orm";
 import type { DriverInstanceStatus } from "@mosoo/contracts";
 import type { driverInstances } from "../../../platform/db/sqlite/sqlite-schema.js";

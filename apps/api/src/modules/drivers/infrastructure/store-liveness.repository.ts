@@ -33,7 +33,7 @@ function storeNow(t: LivenessTick): SQL {
   return t.dialect === "postgres" ? sql`(extract(epoch from statement_timestamp()) * 1000)::bigint` : sql`${t.localNowMs}`;
 }
 
-/** The liveness row (docs/DESIGN.md §11, "Operating through store outages"); dialect-neutral but for the store's clock. */
+/** The liveness row (read by `MaintenanceSweepService` in maintenance-sweep.service.ts); dialect-neutral but for the store's clock. */
 export const storeLivenessRepository = {
   /**
    * Writes the row in ONE statement (`INSERT … ON CONFLICT (id) DO UPDATE … RETURNING`, atomic on both

@@ -1,3 +1,4 @@
+// The `work_claims` table's one-statement take, renew and release, so at most one holder per kind and key is live.
 import { and, eq, lte, or } from "drizzle-orm";
 import type { WorkClaimKind } from "@mosoo/contracts/statuses";
 import type { workClaims } from "../../../platform/db/sqlite/sqlite-schema.js";

@@ -1,3 +1,4 @@
+// Ends a command from its effect's settled state (completed or failed, with its run event), for every module that settles commands.
 import { commandDriverTerminalError, effectNotExecutedError, effectUnknownError } from "@mosoo/contracts";
 import { commandTables, runTables, type CommandRow } from "./owned-tables.port.js";
 import type { StoreTx } from "../../../platform/db/store.port.js";

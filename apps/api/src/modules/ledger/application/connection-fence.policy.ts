@@ -1,3 +1,4 @@
+// Refuses a Driver's write unless it comes from the instance's current connection, read inside the caller's transaction.
 import { UserFacingError } from "../../../kernel/user-facing-error.js";
 import type { DriverInstanceRow } from "./owned-tables.port.js";
 

@@ -1,3 +1,4 @@
+// Applies a Driver's evidence about an attempt after the fact: a missed send-by deadline, or a late provider result.
 import { isDeepStrictEqual } from "node:util";
 import {
   MAX_PROVIDER_RECEIPT_BYTES,
@@ -14,7 +15,7 @@ import { assertCurrentConnection } from "./connection-fence.policy.js";
 import { settleCommandFromEffect } from "./command-settlement.service.js";
 import type { RuntimeContext } from "../../../kernel/runtime-context.js";
 
-/** Default send-by deadline of an `execute` claim (ms) when `MOSOO_SEND_DEADLINE_MS` is not set (docs/DESIGN.md §3 rule 12). */
+/** Default send-by deadline of an `execute` claim (ms) when `MOSOO_SEND_DEADLINE_MS` is not set (see {@link decideDeadlineMissed}). */
 export const DEFAULT_SEND_DEADLINE_MS = 10_000;
 
 /**
@@ -39,8 +40,7 @@ export async function loadReported(
 }
 
 /**
- * The ledger's own evidence against a missed-deadline report about `attemptRow` (docs/DESIGN.md §3
- * rules 12, 13): only the connection that made the attempt knows whether it sent, and a missed
+ * The ledger's own evidence against a missed-deadline report about `attemptRow` (see {@link decideDeadlineMissed} and {@link decideLateEvidence}): only the connection that made the attempt knows whether it sent, and a missed
  * deadline proves non-execution only if the Driver never said it sent. No row (an attempt that
  * was never made) is left to {@link decideDeadlineMissed}, which rejects it.
  * @throws UserFacingError `effect.not_attempt_connection` (`connectionId` is not the attempt's, e.g. a
@@ -69,7 +69,7 @@ function assertNothingSent(attemptRow: AttemptRow | undefined, connectionId: str
 const NO_LEASE = { leaseOwner: null, leaseExpiresAtMs: null } as const;
 
 /**
- * The Driver's missed send-by deadline (docs/DESIGN.md §3 rule 12): proof that attempt `req.attempt`
+ * The Driver's missed send-by deadline (see {@link decideDeadlineMissed}): proof that attempt `req.attempt`
  * sent nothing. When {@link decideDeadlineMissed} applies it, ONE transaction sets the effect
  * `not_executed` (resolution `deadline_missed`; compare-and-set on status+version, so a
  * reconciler holding the lease loses its commit and records `superseded`), the attempt
@@ -125,7 +125,7 @@ export async function reportDeadlineMissed(
 }
 
 /**
- * Late evidence (docs/DESIGN.md §3 rule 13): the provider's real result for attempt `req.attempt`,
+ * Late evidence (see {@link decideLateEvidence}): the provider's real result for attempt `req.attempt`,
  * received by the Driver after the effect was fenced. Judged against the effect as read in the
  * transaction ({@link decideLateEvidence}); the evidence is kept on the attempt row in every case
  * but `rejected`:

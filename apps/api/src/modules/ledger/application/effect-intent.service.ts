@@ -1,3 +1,4 @@
+// Records a tool call's intent in the caller's transaction: the command, the effect with its idempotency key, the queued event.
 import { newUlid, type DriverInstanceStatus, type McpExecuteCommand, type RunStatus } from "@mosoo/contracts";
 import { currentTraceContext } from "@mosoo/telemetry";
 import { intentWriteRepository } from "../infrastructure/intent-write.repository.js";
@@ -9,7 +10,7 @@ import type { StoreTx } from "../../../platform/db/store.port.js";
  * request id (generated when absent), the arguments (already size-checked) with their JSON and
  * RFC 8785 fingerprint (64 hex), and, for a compensation, the effect it undoes. `sessionId`: the run's
  * session (null only for a run written before effects carried it); `repeatOfEffectId`: the earlier effect
- * this call deliberately repeats past the repeat guard (docs/DESIGN.md §3 rule 17). `nowMs`: ms since the epoch.
+ * this call deliberately repeats past the repeat guard (see `guardRepeat` in repeat-guard.policy.ts). `nowMs`: ms since the epoch.
  */
 export interface IntentInput {
   runId: string;

@@ -1,3 +1,4 @@
+// The effect ledger's Driver-facing operations: claim with a send-by deadline, complete, mark unknown, missed deadline, late evidence.
 import {
   McpExecuteCommandResultSchema,
   type EffectClaim,
@@ -70,7 +71,8 @@ export async function fenceExecutingEffect(
 }
 
 /**
- * The effect ledger's Driver-facing operations (docs/DESIGN.md §3 rules 2, 3, 10–13): claim (with its
+ * The effect ledger's Driver-facing operations (each decision is the lifecycle machine's: {@link decideClaim},
+ * `decideDeadlineMissed`, `decideLateEvidence` in effect-lifecycle.machine.ts): claim (with its
  * send-by deadline), complete, mark unknown, missed deadline, late evidence. A Driver only reaches
  * its own instance's effects.
  */
@@ -86,7 +88,7 @@ export class EffectLedgerService {
    * Claims the effect of `commandId` as a compare-and-set and says what the Driver may do:
    * `intent` → `execute` (attempt n+1, the only path to the provider, within the send-by deadline
    * `sendWithinMs` = `settings.sendDeadlineMs`, default {@link DEFAULT_SEND_DEADLINE_MS}, stored on
-   * the effect; docs/DESIGN.md §3 rule 12); `executing` → fenced
+   * the effect; see `decideDeadlineMissed` in effect-lifecycle.machine.ts); `executing` → fenced
    * `unknown` (a redelivery means the earlier attempt's fate is uncertain); `succeeded` →
    * `completed` with the stored result; `unknown` → `unknown`; `not_executed` → `not_executed`.
    * When the answer would be `unknown` and the effect is eligible and due for reconciliation, it
@@ -254,8 +256,7 @@ export class EffectLedgerService {
   }
 
   /**
-   * The Driver missed the send-by deadline of attempt `req.attempt` and sent nothing (docs/DESIGN.md §3
-   * rule 12): settles the effect `not_executed` (resolution `deadline_missed`) and fails a
+   * The Driver missed the send-by deadline of attempt `req.attempt` and sent nothing (see `decideDeadlineMissed` in effect-lifecycle.machine.ts): settles the effect `not_executed` (resolution `deadline_missed`) and fails a
    * non-terminal command `external_effect.not_executed`, in one transaction. See `reportDeadlineMissed`.
    * @throws UserFacingError `effect.not_found`, `driver.connection_superseded`, `effect.not_attempt_connection`
    *   (not the connection that made the attempt), `effect.attempt_sent` (the Driver reported it sent).
@@ -265,7 +266,7 @@ export class EffectLedgerService {
   }
 
   /**
-   * Late evidence (docs/DESIGN.md §3 rule 13): the provider's real result after the effect was fenced.
+   * Late evidence (see `decideLateEvidence` in effect-lifecycle.machine.ts): the provider's real result after the effect was fenced.
    * Settles an `unknown` effect `succeeded` (resolution `reported_late`) when key, tool and
    * fingerprint match; flags a contradiction with a confirmed outcome. See `reportLateResult`.
    * @throws UserFacingError `effect.not_found`, `driver.connection_superseded`, `request.invalid`.
@@ -275,7 +276,7 @@ export class EffectLedgerService {
   }
 
   /**
-   * The provider accepted attempt `req.attempt` as MCP task `req.taskId` (docs/DESIGN.md §4 "Tasks"):
+   * The provider accepted attempt `req.attempt` as MCP task `req.taskId` (see `decideTaskHandle` in effect-lifecycle.machine.ts):
    * stores the handle on the effect once, before the Driver waits for the task. See `reportTaskCreated`.
    * @throws UserFacingError `effect.not_found`, `driver.connection_superseded`, `effect.task_id_conflict`.
    */
@@ -313,7 +314,7 @@ export class EffectLedgerService {
         if (!eff) throw new UserFacingError("effect.not_found", `no effect ${effectId} for this Driver instance`);
         if (attemptRow?.connectionId !== connectionId) assertCurrentConnection(current, connectionId);
         // The Driver says it sent (or tried to): kept whatever the outcome, so a later missed-deadline
-        // report about this attempt is refused (docs/DESIGN.md §3 rule 12; `effect.attempt_sent`). An applied
+        // report about this attempt is refused (see `decideDeadlineMissed` in effect-lifecycle.machine.ts; `effect.attempt_sent`). An applied
         // report writes it with the attempt's own update (one statement); any other answer writes it here.
         const sendReported = attemptRow && attemptRow.sendReportedAtMs === null ? now : undefined;
         const decision = decideAttemptReport(eff, { attempt, to });

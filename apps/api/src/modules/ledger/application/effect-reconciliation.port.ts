@@ -1,3 +1,4 @@
+// The port through which the ledger and finalization repair reach reconciliation of unknown effects, and its result types.
 import type { ReconciliationTrigger } from "@mosoo/contracts";
 import type { StoreTx } from "../../../platform/db/store.port.js";
 import type { EffectRow } from "../infrastructure/effect.repository.js";
@@ -35,7 +36,7 @@ export function isConfirmed(result: ReconcileResult): boolean {
 /**
  * Options of one reconciliation. `settleCommand`: the outcome's transaction also ends the effect's
  * command from the effect as committed (the ledger's `settleCommandFromEffect`), so outcome, receipt,
- * result, record, command and run event commit together (docs/DESIGN.md §3 rule 6); the result's
+ * result, record, command and run event commit together (see `ReconciliationOutcomeWriter.commit` in reconciliation-outcome-writer.service.ts); the result's
  * `commandSettled` says what it did. Finalization repair asks for it; a redelivered claim does not.
  */
 export interface ReconcileOptions {
@@ -63,7 +64,7 @@ export interface ReconcileManyOptions extends ReconcileOptions {
 
 /**
  * The port through which the ledger (an inline claim of a redelivered command) and the drivers module
- * (finalization repair) reach reconciliation of `unknown` effects (docs/DESIGN.md §3 rules 4–7, §6).
+ * (finalization repair) reach reconciliation of `unknown` effects (docs/DESIGN.md §6).
  * The ledger owns this interface; the reconciliation module's `EffectReconciler` implements it and
  * the composition root hands it in (absent when reconciliation is off), so neither the ledger nor
  * the drivers module imports reconciliation.

@@ -1,4 +1,4 @@
-/** The Driver's report of an MCP task handle: stores the provider's task id on the effect once (docs/DESIGN.md §4 "Tasks"). */
+/** The Driver's report of an MCP task handle: stores the provider's task id on the effect once. */
 import type { EffectTaskCreatedRequest, EffectTransitionResponse } from "@mosoo/contracts";
 import { decideTaskHandle } from "../domain/effect-lifecycle.machine.js";
 import { UserFacingError } from "../../../kernel/user-facing-error.js";

@@ -17,7 +17,7 @@ function errorCode(errorJson: string | null): string | null {
 
 /**
  * One {@link TurnToolCallFacts} per effect of run `runId` (every `mcp.execute` of the turn has one:
- * docs/DESIGN.md §3 rule 1), with its command's seq, status and error code and whether a compensation
+ * see `recordIntent` in effect-intent.service.ts), with its command's seq, status and error code and whether a compensation
  * of it succeeded (compensations are effects of the same run). Reads only, through `tx`: call it in
  * the transaction that ends the run, so the account is the ledger's, never the caller's memory.
  */

@@ -1,3 +1,4 @@
+// The command status machine: which transitions apply, repeat or are refused, and which statuses are terminal.
 import type { CommandStatus, TransitionOutcome } from "@mosoo/contracts";
 import { TERMINAL_COMMAND_STATUSES } from "@mosoo/contracts";
 

@@ -1,3 +1,4 @@
+// The effect lifecycle machine: pure decisions on claims, attempt reports, missed deadlines, late evidence and settling an effect.
 import type { EffectStatus, OperatorAttentionReason } from "@mosoo/contracts";
 
 /**
@@ -124,7 +125,7 @@ export function decideLateEvidence(
  */
 export type SettleResolution = "reconciled" | "operator" | "reported_late" | "deadline_missed";
 
-/** The settled statuses (a settled effect lifts its fence; docs/DESIGN.md §3 rule 9). */
+/** The settled statuses (a settled effect lifts its fence; see `refuseIfFenced` in run.service.ts). */
 export type SettledStatus = "succeeded" | "not_executed";
 
 /** Which (from, to) pairs each {@link SettleResolution} may write. */

@@ -1,4 +1,4 @@
-// The turn's account: the one pure function that builds the run error of an interrupted turn (docs/DESIGN.md §3 rules 14, 16).
+// The turn's account: the one pure function that builds the run error of an interrupted turn.
 import {
   MAX_ERROR_DETAILS_BYTES,
   WRITTEN_TURN_STATUSES,
@@ -33,7 +33,7 @@ export interface TurnToolCallFacts {
 }
 
 /**
- * What became of one tool call (docs/DESIGN.md §3 rule 16): `executing`/`unknown` → `unknown` (an
+ * What became of one tool call: `executing`/`unknown` → `unknown` (an
  * `executing` effect behind an ending Driver is fenced); `succeeded` → `compensated` when a
  * compensation of it succeeded, else `succeeded`; `not_executed` → `not_executed`; `intent` (never
  * dispatched) → `failed` when its command failed with a code of its own (the Driver refused it before

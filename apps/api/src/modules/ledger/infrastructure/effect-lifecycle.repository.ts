@@ -16,7 +16,7 @@ const valueOf =
   (name) =>
     sql`${values[name]}`;
 
-/** True while instance `driverInstanceId` is `connected` on `connectionId` (docs/DESIGN.md §3 rule 11). */
+/** True while instance `driverInstanceId` is `connected` on `connectionId` (see `CommandQueueService` in command-queue.service.ts). */
 function currentConnection(db: QueryDb, t: StoreTables, arg: Arg): SQL {
   const d = t.driverInstances;
   return exists(
@@ -113,7 +113,7 @@ function resultUpdate(db: QueryDb, t: StoreTables, arg: Arg) {
     .returning({ commandId: e.commandId });
 }
 
-/** The attempt's end after a stored success; the send report is kept when there is one already (docs/DESIGN.md §3 rule 12). */
+/** The attempt's end after a stored success; the send report is kept when there is one already (see `decideDeadlineMissed` in effect-lifecycle.machine.ts). */
 function attemptFinish(db: QueryDb, t: StoreTables, arg: Arg) {
   const a = t.externalToolEffectAttempts;
   return db
@@ -137,7 +137,7 @@ export interface DispatchedEffect {
 /** The claim's and the success report's usual case (dialect-neutral, one `WITH` statement on PostgreSQL: docs/ARCHITECTURE.md). */
 export const effectLifecycleRepository = {
   /**
-   * The claim's dispatch (docs/DESIGN.md §3 rule 2) as ONE compare-and-set with its attempt row: moves the
+   * The claim's dispatch (see `decideClaim` in effect-lifecycle.machine.ts) as ONE compare-and-set with its attempt row: moves the
    * effect of command `commandId` from `intent` to `executing` (attempt count + 1, dispatch times, the
    * send-by deadline `sendWithinMs`; `nowMs` in ms) and inserts that attempt (`executing`, on `connectionId`),
    * only while instance `driverInstanceId` is `connected` on `connectionId`, owns the command, and the command
@@ -179,7 +179,7 @@ export const effectLifecycleRepository = {
     return claimed;
   },
   /**
-   * A Driver's success report (docs/DESIGN.md §3 rules 3 and 10) as ONE compare-and-set with its attempt's
+   * A Driver's success report (see `decideClaim` in effect-lifecycle.machine.ts) as ONE compare-and-set with its attempt's
    * end: stores the result (`resultJson`) and receipt (`receiptJson`, null: none) of effect `effectId`
    * (`executing → succeeded`, resolution `provider_result`; `nowMs` in ms) and ends attempt `attempt`
    * `succeeded` (its send report kept, or set to `nowMs`), only while the effect belongs to

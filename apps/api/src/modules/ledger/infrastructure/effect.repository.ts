@@ -1,3 +1,4 @@
+// Reads and compare-and-set writes of the effect rows and their attempts, in SQL both stores speak.
 import { and, asc, desc, eq, gte, inArray, isNull, lt, or, sql } from "drizzle-orm";
 import type { EffectStatus } from "@mosoo/contracts";
 import type { externalToolEffectAttempts, externalToolEffects } from "../../../platform/db/sqlite/sqlite-schema.js";
@@ -73,7 +74,7 @@ export const effectRepository = {
     );
   },
   /**
-   * The repeat guard's candidates (docs/DESIGN.md §3 rule 17): effects of session `sessionId` with request
+   * The repeat guard's candidates (see `guardRepeat` in repeat-guard.policy.ts): effects of session `sessionId` with request
    * fingerprint `fingerprint` on `serverId`/`toolName`, created at or after `sinceMs` (ms since the
    * epoch), newest first, at most `limit`, each with its command's status and whether a compensation of
    * it succeeded. One range of `external_tool_effects_session_fingerprint_idx` (session_id, request_fingerprint).

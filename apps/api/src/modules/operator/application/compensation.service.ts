@@ -1,3 +1,4 @@
+// Operator-started compensation of a succeeded effect: a new, linked effect queued to a live Driver, never two undo writes at once.
 import { fingerprintArguments, McpExecuteCommandResultSchema, newUlid } from "@mosoo/contracts";
 import { planCompensation } from "@mosoo/effect-reconciliation/host";
 import { recordIntent } from "../../ledger/application/effect-intent.service.js";
@@ -14,7 +15,7 @@ import type { OperatorCompensateRequest, QueuedCompensation } from "@mosoo/contr
 import type { ReconciliationSettings } from "../../reconciliation/application/reconciliation-settings.config.js";
 
 /**
- * The compensation of `effectId` that blocks another one, if any (docs/DESIGN.md §3 rule 8: never two
+ * The compensation of `effectId` that blocks another one, if any (never two
  * undo writes for one effect): one that may still write or may have written (`executing`,
  * `unknown`, or `intent` while its command can still be delivered), or one that undid it
  * (`succeeded` with a result that is not an error). A compensation confirmed `not_executed`, one
@@ -187,7 +188,7 @@ export class CompensationService {
           compensationEffectId: recorded.effectId,
           createdAtMs: now,
         });
-        // the Driver's long-poll wakes when this commits, on whichever API instance holds it (docs/DESIGN.md §11)
+        // the Driver's long-poll wakes when this commits, on whichever API instance holds it (see `PgCommandWakeups` in pg-command-wakeups.ts)
         await this.ctx.notifier.notifyInTransaction(tx, driverInstanceId);
         return {
           compensationEffectId: recorded.effectId,

@@ -1,3 +1,4 @@
+// The one operator service behind the HTTP routes, the CLI and the console: list and show effects, reconcile now, resolve by hand, compensate.
 import { newUlid, UlidSchema } from "@mosoo/contracts";
 import { parseJsonColumn } from "../../../platform/db/json-column.js";
 import type { RuntimeContext } from "../../../kernel/runtime-context.js";
@@ -270,7 +271,7 @@ export class OperatorService implements OperatorActionHandlers {
    * sees it (text blocks joined, as the Driver does) and its `_meta` as the provider receipt. The
    * fence is lifted; a command that is not terminal yet gets the settled answer at its next claim.
    * An effect under a live reconciliation lease is not resolved: the lookup under way may already
-   * be asking the provider, and it must never be asked about a settled effect (docs/DESIGN.md §7).
+   * be asking the provider, and it must never be asked about a settled effect (see `effectRepository.updateIfCurrentAndUnleased` in effect.repository.ts).
    * @throws UserFacingError `feature.disabled`; `auth.scope` (403: `by` lacks `resolve`); `effect.not_found`;
    *   `effect.not_unknown` (409: only an `unknown` effect is resolved by hand; a concurrent change
    *   wins and this changes nothing); `effect.lookup_in_progress` (409: a lookup holds the lease,

@@ -4,7 +4,7 @@ import { OPERATOR_SCOPES, type OperatorScope } from "@mosoo/contracts";
 import { UserFacingError } from "../../../kernel/user-facing-error.js";
 
 /**
- * Who acts on the operator surface (docs/DESIGN.md §7, §10): the `name` of the credential that
+ * Who acts on the operator surface: the `name` of the credential that
  * authenticated the request (1–64 of `[A-Za-z0-9._-]`; the audit trail's `actor`, never a field of
  * the request) and what it may do (`scopes`, each once).
  */

@@ -1,3 +1,4 @@
+// Append-only writes and reads of the operator actions' audit rows (`effect_operator_actions`).
 import { asc, eq } from "drizzle-orm";
 import type { effectOperatorActions } from "../../../platform/db/sqlite/sqlite-schema.js";
 import type { StoreTx } from "../../../platform/db/store.port.js";

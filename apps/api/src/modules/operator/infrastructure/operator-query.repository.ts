@@ -1,3 +1,4 @@
+// The operator's effect list and filters over the effect rows: keyset-paginated, newest first.
 import { and, count, desc, eq, gte, lt, lte, max, sql, type SQL } from "drizzle-orm";
 import { ulidFloor } from "@mosoo/contracts";
 import type { EffectStatus } from "@mosoo/contracts";

@@ -1,3 +1,4 @@
+// Append-only writes and reads of refused operator actions (`effect_operator_refusals`).
 import { asc, eq } from "drizzle-orm";
 import type { effectOperatorRefusals } from "../../../platform/db/sqlite/sqlite-schema.js";
 import type { StoreTx } from "../../../platform/db/store.port.js";

@@ -1,3 +1,4 @@
+// Says why an effect's tool gets no lookup, and logs the startup report of each bound server's covered and uncovered tools.
 import type { Logger } from "pino";
 import type { Store } from "../../../platform/db/store.port.js";
 import { reconciliationRepository } from "../infrastructure/effect-reconciliation.repository.js";
@@ -5,7 +6,7 @@ import type { ReconciliationSettings } from "./reconciliation-settings.config.js
 
 /**
  * Why an effect of `serverId`/`toolName` gets no lookup, in words an operator reads in `show` and
- * the startup report (docs/DESIGN.md §4), or null when it is eligible:
+ * the startup report (see {@link bindingReport}), or null when it is eligible:
  * - `flag off` (`MOSOO_EFFECT_RECONCILIATION=off`);
  * - `no binding for server S`;
  * - `no lookup: tool X not declared by adapter Y` (or left out by the binding's `tools`: `not covered by the binding of S`).

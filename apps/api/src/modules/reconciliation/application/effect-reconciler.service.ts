@@ -1,3 +1,4 @@
+// The reconciler of unknown effects: takes the leases and runs the adapter lookups, one at a time or as a bounded worker pool.
 import type { StoreTx, TransactionOptions } from "../../../platform/db/store.port.js";
 import { newUlid, type ReconciliationTrigger } from "@mosoo/contracts";
 import type { ReconciliationAdapter } from "@mosoo/effect-reconciliation";
@@ -20,45 +21,17 @@ import { adapterRefOf, ReconciliationOutcomeWriter } from "./reconciliation-outc
 import type { ReconciliationSettings } from "./reconciliation-settings.config.js";
 import { RetentionCanary } from "./retention-canary.service.js";
 import { runLeasedPool } from "./leased-lookup-pool.service.js";
-
-/**
- * An effect whose lease a reconciler holds: the row as read before the lease (`effect`), its bound
- * `adapter`, the lease `owner` token, the version the lease set (`leasedVersion`, the outcome's
- * compare-and-set), and when the lease was taken (`startedAtMs`, ms).
- */
-export interface LeasedEffect {
-  effect: EffectRow;
-  adapter: ReconciliationAdapter;
-  owner: string;
-  leasedVersion: number;
-  startedAtMs: number;
-}
-
-/**
- * The `ineligible` reason {@link EffectReconciler.leaseBatch} gives, for the `sweep` trigger only, to an
- * effect that another reconciler (another API instance's sweep) leased between the sweep's page read
- * and its lease: skipped, nothing written.
- */
-export const LEASED_ELSEWHERE = "leased_elsewhere";
+import { hasLiveLease, leaseBatch as takeLeases, type LeasedEffect, type LeasedOrNot } from "./reconciliation-lease-batch.service.js";
 
 /**
  * The `ineligible` reason of a lookup given up before its adapter call because what was left of its
  * lease no longer covered a whole lookup (the reconciler stalled between the lease and the call): the
- * lease is given back uncounted and the adapter is not asked (docs/DESIGN.md §7).
+ * lease is given back uncounted and the adapter is not asked (see `lookUpAndCommit` below).
  */
 export const LEASE_LAPSED = "lease_lapsed";
 
-/** True when `effect` carries a lease that has not expired at `nowMs` (ms): the condition `listDue` and `acquireLease` exclude. */
-function hasLiveLease(effect: EffectRow, nowMs: number): boolean {
-  return effect.leaseOwner !== null && effect.leaseExpiresAtMs !== null && effect.leaseExpiresAtMs >= nowMs;
-}
-
-/** What {@link EffectReconciler.leaseBatch} answers per effect: a lease, or why no lookup will be made. */
-export type LeasedOrNot =
-  LeasedEffect | Exclude<ReconcileResult, { kind: "confirmed_succeeded" | "confirmed_not_executed" | "still_unknown" }>;
-
 /**
- * Reconciles `unknown` effects through their server's adapter (docs/DESIGN.md §3 rules 4–7, §5, §6);
+ * Reconciles `unknown` effects through their server's adapter (docs/DESIGN.md §5, §6);
  * the ledger's {@link EffectReconciliationPort}. Split by job: {@link ReconciliationAdmission} says
  * whether a lookup may start, this class takes the leases and runs the lookups (one, or a worker
  * pool of `concurrency` with p-queue; the adapter code itself runs in the adapter host), and
@@ -88,7 +61,7 @@ export class EffectReconciler implements EffectReconciliationPort {
   }
 
   /**
-   * Shutdown (docs/DESIGN.md §4): waits until every lookup under way has settled — its outcome
+   * Shutdown: waits until every lookup under way has settled — its outcome
    * committed, or its error propagated — then commits what waits for a group commit's window. Call
    * it AFTER the adapter host is closed (closing it rejects the lookups still running, whose
    * outcomes are then submitted) and BEFORE the store closes, so that no outcome submitted during
@@ -136,89 +109,15 @@ export class EffectReconciler implements EffectReconciliationPort {
   }
 
   /**
-   * Takes the leases of `effects` (rows as read by the caller) in ONE transaction, each a
-   * compare-and-set on (status `unknown`, the row's `version`) as {@link reconcile} takes one.
-   * Returns, per input in order, the {@link LeasedEffect} or why no lookup will be made: `ineligible`
-   * (checked on the row, as {@link reconcile} does, and again on the current row when the row
-   * changed since the caller read it) or `superseded` (another reconciler holds it: a `superseded`
-   * record is written, as for a single lease). For the `sweep` trigger (several API instances sweep the
-   * same backlog at once, docs/DESIGN.md §11) a lost compare-and-set is never `superseded`: an effect
-   * with no lease whose version merely moved is leased at its current version, and one another
-   * reconciler holds (or took meanwhile) is `ineligible` with reason {@link LEASED_ELSEWHERE}, nothing
-   * written. Only leases are
-   * batched: every outcome still commits in its own transaction ({@link reconcileLeased}).
-   * `effects` may also be a reader run first inside the lease transaction (the sweep reads its due
-   * page there, so another instance's leases committed before it are not even read).
+   * Takes the leases of `effects` (rows, or a reader run inside the lease transaction) in ONE
+   * transaction: see {@link leaseBatch} for what each input is answered.
    */
   async leaseBatch(
     effects: readonly EffectRow[] | ((tx: StoreTx) => Promise<readonly EffectRow[]>),
     trigger: ReconciliationTrigger,
   ): Promise<Array<LeasedOrNot>> {
-    const startedAtMs = this.ctx.clock.nowMs();
-    const lost: Array<{ effect: EffectRow; adapter: ReconciliationAdapter }> = [];
-    const out = await this.ctx.store.transaction(async (tx) => {
-      const rows: LeasedOrNot[] = [];
-      // Admission first (per row, as reconcile does), then every admitted row's lease in ONE statement
-      // (each row still a compare-and-set on status, version and no live lease; one owner token per batch).
-      const admitted: Array<{ at: number; adapter: ReconciliationAdapter; effect: EffectRow }> = [];
-      for (const row of typeof effects === "function" ? await effects(tx) : effects) {
-        const verdict = this.admission.admit(row, trigger);
-        if ("kind" in verdict) rows.push(verdict);
-        else admitted.push({ at: rows.push(verdict as unknown as LeasedOrNot) - 1, ...verdict });
-      }
-      const owner = newUlid(startedAtMs);
-      const expiresAtMs = startedAtMs + this.settings.leaseMs;
-      const taken = await reconciliationRepository.acquireLeases(
-        tx,
-        admitted.map(({ effect }) => ({ effectId: effect.id, version: effect.version })),
-        owner,
-        startedAtMs,
-        expiresAtMs,
-      );
-      for (const { at, adapter, effect } of admitted) {
-        if (taken.has(effect.id)) {
-          rows[at] = { effect, adapter, owner, leasedVersion: effect.version + 1, startedAtMs } satisfies LeasedEffect;
-          continue;
-        }
-        // The row changed since the caller read it: if it may no longer be looked up (resolved,
-        // rescheduled, flagged), say why, as reconcile would on a fresh read; else another reconciler holds it.
-        const current = this.admission.admit(await effectRows.findById(tx, effect.id), trigger);
-        if ("kind" in current) {
-          rows[at] = current;
-          continue;
-        }
-        if (trigger === "sweep") {
-          // Several API instances sweep one backlog (docs/DESIGN.md §11). No lease on the current row:
-          // only its version moved since the page read (another instance leased it, then gave the unused
-          // lease back at the end of its pass), so the lease is taken on the current row. A live lease:
-          // another instance's sweep leased it after this one read its page; the sweep's own read would no
-          // longer list it (`listDue` skips live leases), so it is skipped and no `superseded` record is
-          // written (no lookup raced).
-          const row = current.effect;
-          rows[at] =
-            !hasLiveLease(row, startedAtMs) &&
-            (await reconciliationRepository.acquireLease(tx, row.id, row.version, owner, startedAtMs, expiresAtMs))
-              ? ({ effect: row, adapter: current.adapter, owner, leasedVersion: row.version + 1, startedAtMs } satisfies LeasedEffect)
-              : { kind: "ineligible", reasonCode: LEASED_ELSEWHERE, effect: row };
-          continue;
-        }
-        lost.push({ effect, adapter });
-        rows[at] = { kind: "superseded" as const, effect };
-      }
-      return rows;
-    });
-    for (const { effect, adapter } of lost)
-      await this.writer.recordSuperseded(effect, adapterRefOf(adapter), trigger, startedAtMs, "lease_held");
-    // a lost lease answers with the effect as it is now, as reconcile does
-    const answers: LeasedOrNot[] = [];
-    for (const r of out) {
-      answers.push(
-        "kind" in r && r.kind === "superseded"
-          ? { kind: "superseded" as const, effect: await this.ctx.store.read((tx) => effectRows.findById(tx, r.effect!.id)) }
-          : r,
-      );
-    }
-    return answers;
+    const { ctx, settings, admission, writer } = this;
+    return await takeLeases({ ctx, settings, admission, writer }, effects, trigger);
   }
 
   /** Gives back leases taken by {@link leaseBatch} that will not be used, and their counted lookups (one transaction; nothing else changes). */
@@ -233,7 +132,7 @@ export class EffectReconciler implements EffectReconciliationPort {
    * The lookup of an effect whose lease this reconciler holds (the lease took count of it before
    * the adapter runs), and the outcome's commit (one transaction, compare-and-set on the leased
    * version and owner; with `opts.settleCommand` the command's terminal state commits in it too). The adapter's answer is judged inside that
-   * transaction against the effect as read there (docs/DESIGN.md §4): nothing the adapter was handed is
+   * transaction against the effect as read there: nothing the adapter was handed is
    * ever read back. A miss without a key fence is first checked against the retention canary
    * ({@link RetentionCanary}: one more lookup of the same adapter, so the lease covers two lookup timeouts). A busy store is waited for asynchronously (`retryWhenBusy`, background policy)
    * before the commit gives up; if the commit throws, the lease is given back with its count (or
@@ -285,7 +184,7 @@ export class EffectReconciler implements EffectReconciliationPort {
       },
     );
     // A miss without a key fence stands only once the same adapter confirmed the retention canary
-    // (docs/DESIGN.md §4); asked here, under the same lease, before the outcome's transaction.
+    // (see `RetentionCanary`); asked here, under the same lease, before the outcome's transaction.
     const canary = await this.canary.check(effect, answer, adapter, logger, startedAtMs + this.settings.leaseMs);
     try {
       // The adapter's answer is in memory: a store locked by another connection is waited for
@@ -404,7 +303,7 @@ export class EffectReconciler implements EffectReconciliationPort {
   /**
    * Ends the reconciliation leases that EXPIRED without an outcome (their API process died or stalled)
    * and records each such lookup as `lookup_interrupted` (see {@link recordInterruptedLookups}); a live
-   * lease, held by this or another API instance, is never touched (docs/DESIGN.md §11). Called at
+   * lease, held by this or another API instance, is never touched. Called at
    * startup (`{ startup: true }`) and by every reconciliation sweep pass. Returns how many were ended.
    */
   async endExpiredLeases(opts: TransactionOptions = {}): Promise<number> {

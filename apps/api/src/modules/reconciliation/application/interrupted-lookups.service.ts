@@ -1,3 +1,4 @@
+// Closes lookups whose lease expired without an outcome (their reconciler died or stalled), without touching live leases.
 import { newUlid } from "@mosoo/contracts";
 import type { RuntimeContext } from "../../../kernel/runtime-context.js";
 import type { TransactionOptions } from "../../../platform/db/store.port.js";
@@ -14,8 +15,8 @@ const EXPIRED_LEASES_PER_TRANSACTION = 256;
  * another instance's lease at startup): the process that took the lease died (or stalled past
  * `leaseMs`, longer than any lookup may run). Run by the sweep of any API instance (and once at
  * startup); a live lease, one whose holder may still be looking the effect up, is never touched.
- * Each such lookup had been recorded as started, and counted, when the lease was taken (docs/DESIGN.md
- * §4), so for a bound `unknown` effect it is recorded as `still_unknown` / `lookup_interrupted`
+ * Each such lookup had been recorded as started, and counted, when the lease was taken,
+ * so for a bound `unknown` effect it is recorded as `still_unknown` / `lookup_interrupted`
  * (trigger `sweep`) and its next lookup scheduled by the usual backoff — or operator attention
  * `lookup_bound_reached` at the bound: a process that dies at every lookup ends at the operator, never
  * in a restart loop. Each write is a compare-and-set on (version, lease owner), so two instances doing

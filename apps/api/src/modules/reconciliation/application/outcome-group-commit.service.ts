@@ -1,3 +1,4 @@
+// Group commit of reconciliation outcomes: several whole outcomes per transaction, each delivered only after the commit.
 import { StoreCommitUnknownError } from "../../../platform/db/store-errors.js";
 import type { Store, StoreTx } from "../../../platform/db/store.port.js";
 
@@ -124,7 +125,7 @@ export class OutcomeGroupCommit {
       if (err instanceof StoreCommitUnknownError) {
         // The connection died during COMMIT: the batch may have committed whole. A retry alone would
         // lose its CAS to its own first run and hide that; every caller gets the unknown instead and
-        // replays its operation as a whole (store-errors.ts; docs/DESIGN.md §11).
+        // replays its operation as a whole (store-errors.ts).
         for (const p of batch) p.reject(err);
         return;
       }

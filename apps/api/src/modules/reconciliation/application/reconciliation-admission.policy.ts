@@ -1,3 +1,4 @@
+// The reconciler's admission: which adapter covers an effect, whether a lookup is due, and whether one may start now.
 import type { ReconciliationTrigger } from "@mosoo/contracts";
 import type { ReconciliationAdapter } from "@mosoo/effect-reconciliation";
 import { checkEligibility } from "@mosoo/effect-reconciliation/host";

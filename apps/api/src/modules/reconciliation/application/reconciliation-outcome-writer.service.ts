@@ -1,3 +1,4 @@
+// Commits one lookup's outcome (effect, receipt, result, record, run event) in one transaction, or records it as superseded.
 import {
   McpToolResultSchema,
   newUlid,
@@ -32,7 +33,7 @@ import type { ReconciliationSettings } from "./reconciliation-settings.config.js
  * when the lookup started (`startedAtMs`, ms since the epoch), the adapter's `answer`, and
  * `settleCommand`: end the effect's command in the outcome's transaction too; `alsoWrite`: the
  * caller's own writes in that transaction (see `ReconcileOptions`); `canary`: the retention canary's
- * verdict when one was asked (docs/DESIGN.md §4).
+ * verdict when one was asked.
  */
 export interface LookupToCommit {
   effect: EffectRow;
@@ -55,7 +56,7 @@ export interface LookupToCommit {
  * It never calls an adapter.
  */
 export class ReconciliationOutcomeWriter {
-  /** Outcomes are committed in groups (docs/DESIGN.md §3 rule 6): see {@link OutcomeGroupCommit}. */
+  /** Outcomes are committed in groups: see {@link OutcomeGroupCommit}. */
   private readonly outcomes: OutcomeGroupCommit;
 
   constructor(
@@ -100,7 +101,7 @@ export class ReconciliationOutcomeWriter {
       decision = undefined;
       commandSettled = null;
       // Judged here, against the effect as stored now, inside the transaction that persists the
-      // outcome (docs/DESIGN.md §4): the adapter never held this row, only a copy of its lookup request.
+      // outcome (see `judgeLookupAnswer` in reconcile.service.ts): the adapter never held this row, only a copy of its lookup request.
       const current = await effectRows.findById(tx, effect.id);
       if (!current || current.status !== "unknown" || current.version !== leasedVersion || current.leaseOwner !== owner) return null;
       decision = judgedAgainst(answer, current, canary);
@@ -167,7 +168,7 @@ export class ReconciliationOutcomeWriter {
     return { kind: outcome, reasonCode, effect: committed, commandSettled };
   }
 
-  /** The bound adapter's package, package version and declaration hash (docs/DESIGN.md §4), recorded with every lookup. */
+  /** The bound adapter's package, package version and declaration hash, recorded with every lookup. */
   private provenanceColumns(serverId: string) {
     const p = this.settings.boundAdapters?.get(serverId)?.provenance;
     return {

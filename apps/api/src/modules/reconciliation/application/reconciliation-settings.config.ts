@@ -1,3 +1,4 @@
+// The runtime settings of reconciliation: the feature flag, each server's adapter binding, lookup timeout, lease, concurrency and backoff.
 import type { ReconciliationAdapter } from "@mosoo/effect-reconciliation";
 import type { AdapterProvenance, ToolCoverage } from "@mosoo/effect-reconciliation/host";
 import type { LookupBackoff } from "../domain/lookup-schedule.js";
@@ -8,9 +9,9 @@ import type { GroupCommitSettings } from "./outcome-group-commit.service.js";
  * - `enabled`: the `MOSOO_EFFECT_RECONCILIATION` flag; off means exactly the baseline fence, no lookup ever;
  * - `bindings`: MCP server id → its adapter handle (servers without one keep the fence). In the API
  *   (`startApi`) and the operator CLI every handle comes from the isolated adapter host (worker
- *   threads, docs/DESIGN.md §4); an in-process adapter object here is for tests only;
+ *   threads: `createIsolatedAdapterHost` in adapter-sandbox.host.ts); an in-process adapter object here is for tests only;
  * - `boundAdapters?`: per bound server, where its adapter came from (recorded with every lookup and
- *   outcome, docs/DESIGN.md §4) and which tools it covers (startup report, `show`); absent for adapters
+ *   outcome) and which tools it covers (startup report, `show`); absent for adapters
  *   a test binds directly;
  * - `lookupTimeoutMs`: bound of one lookup (ms); `leaseMs`: how long a reconciler holds an effect (ms;
  *   {@link leaseMsFor} of the bound in the API: a lookup, and its retention canary, each start only while at
@@ -38,7 +39,7 @@ export interface ReconciliationSettings {
 
 /**
  * The lease (ms) a reconciler takes for lookups bounded by `lookupTimeoutMs` (ms): two lookups (the
- * effect's and its retention canary's, docs/DESIGN.md §4) plus 10 s to commit the outcome.
+ * effect's and its retention canary's) plus 10 s to commit the outcome.
  */
 export function leaseMsFor(lookupTimeoutMs: number): number {
   return 2 * lookupTimeoutMs + 10_000;

@@ -1,8 +1,10 @@
+// The sweep's reconciliation pass: pages through unknown effects whose next lookup is due and looks them up again.
 import type { RuntimeContext } from "../../../kernel/runtime-context.js";
 import type { EffectRow } from "../../ledger/application/effect-rows.service.js";
 import { reconciliationRepository } from "../infrastructure/effect-reconciliation.repository.js";
 import { isConfirmed } from "../../ledger/application/effect-reconciliation.port.js";
-import type { EffectReconciler, LeasedOrNot } from "./effect-reconciler.service.js";
+import type { EffectReconciler } from "./effect-reconciler.service.js";
+import type { LeasedOrNot } from "./reconciliation-lease-batch.service.js";
 import type { ReconciliationSettings } from "./reconciliation-settings.config.js";
 
 /**
@@ -48,7 +50,7 @@ export class ReconciliationSweep {
     const report: ReconciliationSweepReport = { lookedUp: 0, resolved: 0 };
     if (!this.settings.enabled) return report;
     // Lookups whose lease expired without an outcome (a dead or stalled API instance): recorded
-    // `lookup_interrupted` and scheduled again, so they become due like any other (docs/DESIGN.md §11).
+    // `lookup_interrupted` and scheduled again, so they become due like any other (see `recordInterruptedLookups` in interrupted-lookups.service.ts).
     await this.reconciler.endExpiredLeases();
     const now = this.ctx.clock.nowMs();
     const stopAtMs = now + SWEEP_PASS_BUDGET_MS;

@@ -38,7 +38,7 @@ export class RetentionCanary {
    * The canary verdict for `answer` about `effect` (the row as leased), or undefined when the answer
    * needs none (not a fence-less miss, or already refused by another check). The canary is asked only
    * while the effect's lease (`leaseExpiresAtMs`, ms since the epoch) still outlasts a whole lookup,
-   * like the first lookup (docs/DESIGN.md §7); otherwise it is `unverified` without an adapter call.
+   * like the first lookup (see `lookUpAndCommit` in effect-reconciler.service.ts); otherwise it is `unverified` without an adapter call.
    * Never throws for adapter misbehaviour (a failed canary lookup is `unverified`); a database error
    * propagates.
    */

@@ -1,3 +1,4 @@
+// Schedules the next automatic lookup of a still-unknown effect (exponential backoff), or stops lookups for an operator.
 import retry from "retry";
 import type { OperatorAttentionReason } from "@mosoo/contracts";
 

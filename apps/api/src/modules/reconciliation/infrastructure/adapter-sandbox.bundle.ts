@@ -6,7 +6,7 @@ import * as esbuild from "esbuild";
 import { nearestPackage, ReconciliationError, resolveAdapterModule, type AdapterSource } from "@mosoo/effect-reconciliation/host";
 import { adapterPackageScope, confinementPlugin, refuseOutsideSymlinks } from "./adapter-sandbox.confine.js";
 
-/** The API's own `package.json`: adapter packages resolve from its dependencies (docs/DESIGN.md §4 "Adapters are installable"). */
+/** The API's own `package.json`: adapter packages resolve from its dependencies (see `loadAdapterModule` in adapter-loader.ts). */
 const API_PACKAGE_JSON = fileURLToPath(new URL("../../../../package.json", import.meta.url));
 /** The child's main program (TypeScript source; the bundler compiles it, compiled API or not). */
 const CHILD_SOURCE = fileURLToPath(new URL("./adapter-sandbox.child.ts", import.meta.url));

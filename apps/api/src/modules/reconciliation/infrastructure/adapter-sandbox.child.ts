@@ -76,7 +76,7 @@ function writeReply(line: string): void {
 }
 
 /**
- * Serves the host (docs/DESIGN.md §4 "The sandbox is the operating system's"): reads one task per
+ * Serves the host (the sandbox: `SandboxProcess` in adapter-sandbox.process.ts): reads one task per
  * line from stdin (`{"id": n, "task": AdapterWorkerTask}`), runs it with {@link runAdapterTask}
  * against the adapter module (several at once, as they come), and writes `<token> {"id": n, "reply": AdapterWorkerReply}`
  * as one line to fd 3 (the token starts stdin's first line, read before the adapter module is imported). When stdin ends (the host closed it, or died) the process exits. `importAdapter` imports the

@@ -12,7 +12,7 @@ const MAX_DEPTH = 4;
 const MAX_FIELDS_JSON_CHARS = 16 * 1024;
 
 /**
- * A redactor for adapter output (docs/DESIGN.md §4): `secrets` are values that must never appear in
+ * A redactor for adapter output: `secrets` are values that must never appear in
  * a log line (the binding's own `env` values and the host's credentials from its environment);
  * `text(s)` cuts `s` to `max` characters (default 500) and replaces each secret with `[redacted]`;
  * `fields(f)` copies a log-fields object at most 4 levels and 32 keys deep/wide, replacing values

@@ -15,7 +15,7 @@ import {
 const REBUILD_DISCOVERY_MS = 30_000;
 
 /**
- * One task of an adapter's sandboxed process (docs/DESIGN.md §4 "Adapters are untrusted code"), sent
+ * One task of an adapter's sandboxed process (see `createIsolatedAdapterHost` in adapter-sandbox.host.ts), sent
  * by the host as one JSON line. Every task names its adapter by `source` + `options` + `tools`, so
  * any process of the binding's pool (a fresh one after a kill included) can build it from the module
  * its bundle imported (see {@link runAdapterTask}):
@@ -121,7 +121,7 @@ export const MAX_LOG_FIELDS_UNITS = 16 * 1024;
 class OverBound extends Error {}
 
 /**
- * `JSON.stringify(value)`, measured while it is written (docs/DESIGN.md §4): a replacer adds up, in
+ * `JSON.stringify(value)`, measured while it is written: a replacer adds up, in
  * the {@link MAX_ANSWER_UNITS} measure, every value AFTER `toJSON()` ran and every getter was read —
  * exactly what goes into the string — and stops the serialisation (throws {@link OverBound}) as soon
  * as the total passes `limit`, so a small object whose `toJSON()` or getter answers 40 M characters is

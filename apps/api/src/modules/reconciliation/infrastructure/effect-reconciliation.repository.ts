@@ -1,3 +1,4 @@
+// Reads and compare-and-set writes of reconciliation state (the effect's lease and outcome) and its lookup records.
 import { and, asc, eq, gt, inArray, isNotNull, isNull, lt, lte, or, sql } from "drizzle-orm";
 import type { effectReconciliations, externalToolEffects } from "../../../platform/db/sqlite/sqlite-schema.js";
 import type { StoreTx } from "../../../platform/db/store.port.js";
@@ -13,7 +14,7 @@ export const reconciliationRepository = {
    * (status `unknown`, `version`), only when no live lease is held; bumps the version and counts the
    * lookup (`lookup_count + 1`) in the same statement: the lookup is recorded as started, durably,
    * before the adapter runs, so a lookup that never ends (the process died) still counts against
-   * the bound (docs/DESIGN.md §4). True when taken.
+   * the bound. True when taken.
    */
   async acquireLease(tx: StoreTx, effectId: string, version: number, owner: string, nowMs: number, expiresAtMs: number): Promise<boolean> {
     const q = tx.prepared("reconciliation.acquireLease", (db) => {

@@ -1,3 +1,4 @@
+// The Prometheus counters of reconciliation lookups, superseded reconcilers and adapter process terminations.
 import { Counter, type Registry } from "prom-client";
 
 /**
@@ -7,7 +8,7 @@ import { Counter, type Registry } from "prom-client";
  * - `mosoo_effect_reconciliation_superseded_total{adapter, reason}`: reconcilers that lost the lease
  *   (`lease_held`, no lookup made) or the compare-and-set (`cas_lost`) and changed nothing;
  * - `mosoo_effect_reconciliation_retention_canary_total{adapter, verdict}`: retention canaries asked
- *   before a fence-less "not executed" was believed (docs/DESIGN.md §4): `confirmed`, `contradicted`
+ *   before a fence-less "not executed" was believed (see `RetentionCanary` in retention-canary.service.ts): `confirmed`, `contradicted`
  *   (the miss was refused `retention_contradicted` and flagged), `unverified` (the canary lookup
  *   proved nothing), `none` (no committed key fits the window; the miss was refused).
  */
@@ -54,7 +55,7 @@ export class ReconciliationMetrics {
 }
 
 /**
- * Prometheus counter of adapter process terminations (docs/DESIGN.md §4 "Adapters are untrusted code"):
+ * Prometheus counter of adapter process terminations (see `createIsolatedAdapterHost` in adapter-sandbox.host.ts):
  * `mosoo_adapter_worker_terminations_total{adapter, reason}` (the name kept from when adapters ran in
  * worker threads), one per adapter call whose process was killed or died (`reason`: `timeout` — killed
  * at the call's bound; `crashed` — uncaught exception, floating rejection, a broken reply, or killed

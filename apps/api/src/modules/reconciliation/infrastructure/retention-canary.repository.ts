@@ -9,7 +9,7 @@ export const CANARY_PAGE_SIZE = 8;
 /** Reads of retention canaries (dialect-neutral: docs/ARCHITECTURE.md). Read-only: nothing about a canary is ever written. */
 export const retentionCanaryRepository = {
   /**
-   * One page of canary candidates (docs/DESIGN.md §4 "Retention canary"): the `succeeded` effects of
+   * One page of canary candidates (see `RetentionCanary` in retention-canary.service.ts): the `succeeded` effects of
    * `serverId` and `toolName` first dispatched from `fromMs` to `toMs` (ms since the epoch, both
    * inclusive) whose success the provider itself showed (resolution `provider_result`, `reconciled` or
    * `reported_late`; never an operator's word) and that no succeeded compensation undid (an undo may

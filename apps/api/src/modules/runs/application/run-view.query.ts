@@ -1,3 +1,4 @@
+// Builds the run API's view of a run: its commands, effects with attempts and lookup records, and events.
 import type { StoreTx } from "../../../platform/db/store.port.js";
 import { parseJsonColumn } from "../../../platform/db/json-column.js";
 import { runRepository, type RunRow } from "../infrastructure/run.repository.js";

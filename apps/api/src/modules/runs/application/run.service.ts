@@ -1,3 +1,4 @@
+// The run API's service: create a run on a Driver, enqueue tool calls idempotently, read runs, delete what no fence retains.
 import {
   fingerprintArguments,
   newUlid,
@@ -56,7 +57,7 @@ async function replayEnqueue(
   };
 }
 
-/** Refuses a delete while any of `effects` holds a fence. @throws UserFacingError `effect.fence_retained`. */
+/** Refuses a delete while any of `effects` holds a fence (docs/DESIGN.md §3 rule 9). @throws UserFacingError `effect.fence_retained`. */
 async function refuseIfFenced(tx: StoreTx, by: Parameters<typeof effectRows.listFenced>[1], what: string): Promise<void> {
   const fenced = await effectRows.listFenced(tx, by);
   if (fenced.length > 0) {
@@ -72,12 +73,12 @@ async function refuseIfFenced(tx: StoreTx, by: Parameters<typeof effectRows.list
 
 /**
  * The run API: create a run leased to a Driver instance, enqueue `mcp.execute` tool calls
- * (intent and command in one transaction, docs/DESIGN.md §3 rule 1), read a run, and delete runs,
+ * (intent and command in one transaction, see {@link recordIntent}), read a run, and delete runs,
  * sessions and Driver instances unless a fence is retained (rule 9).
  */
 export class RunService {
   /**
-   * @param repeatGuard per MCP server id, the repeat guard's window (ms; docs/DESIGN.md §3 rule 17); empty: off for every server.
+   * @param repeatGuard per MCP server id, the repeat guard's window (ms; see {@link guardRepeat}); empty: off for every server.
    * @param repeatMetrics the refusal counter (`mosoo_tool_call_repeat_refused_total`).
    */
   constructor(
@@ -180,7 +181,7 @@ export class RunService {
       { runId, commandId: answer.commandId, effectId: answer.effectId, driverInstanceId, seq: answer.seq, replayed: answer.replayed },
       answer.replayed ? "effect.intent_replayed" : "effect.intent_recorded",
     );
-    // Idempotency keys only at debug (docs/DESIGN.md §10): a key lets its holder ask a provider about a write.
+    // Idempotency keys only at debug: a key lets its holder ask a provider about a write.
     this.ctx.logger.debug({ effectId: answer.effectId, idempotencyKey: answer.idempotencyKey }, "effect.intent_key");
     if (!answer.replayed) this.ctx.notifier.notifyCommitted(driverInstanceId);
     return answer;
@@ -255,7 +256,7 @@ export class RunService {
         throw new UserFacingError("run.not_active", `run ${runId} ended while the tool call was being queued; no tool call was queued`, {
           runStatus: seen.runStatus,
         });
-      // the Driver's long-poll wakes when this commits, on whichever API instance holds it (docs/DESIGN.md §11)
+      // the Driver's long-poll wakes when this commits, on whichever API instance holds it (see `PgCommandWakeups` in pg-command-wakeups.ts)
       await this.ctx.notifier.notifyInTransaction(tx, run.driverInstanceId);
       return { ...intent, replayed: false, driverInstanceId: run.driverInstanceId };
     });

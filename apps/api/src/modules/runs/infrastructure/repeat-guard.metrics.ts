@@ -3,7 +3,7 @@ import { Counter, type Registry } from "prom-client";
 
 /**
  * `mosoo_tool_call_repeat_refused_total{server, tool, earlier_status}`: enqueues the repeat guard refused
- * (docs/DESIGN.md §3 rule 17), by MCP server, tool and the earlier effect's status
+ * (see `guardRepeat` in repeat-guard.policy.ts), by MCP server, tool and the earlier effect's status
  * (`succeeded`, `unknown`, `compensated`, or `in_flight` for one still queued or executing).
  */
 export class RepeatGuardMetrics {

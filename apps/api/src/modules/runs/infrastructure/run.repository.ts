@@ -1,3 +1,4 @@
+// Reads and writes of sessions, runs and run events, in SQL both stores speak.
 import { and, asc, eq, gt, sql } from "drizzle-orm";
 import { newUlid, type RunStatus } from "@mosoo/contracts";
 import type { runEvents, sessionRuns, sessions } from "../../../platform/db/sqlite/sqlite-schema.js";
@@ -66,7 +67,7 @@ export const runRepository = {
   /**
    * Takes session `id`'s row lock (a no-op write; PostgreSQL writes run at READ COMMITTED) so the
    * repeat guard's check and the intent it writes are one step for that session: two identical
-   * enqueues in one session never both pass (docs/DESIGN.md §3 rule 17). False when there is no such session.
+   * enqueues in one session never both pass (see `guardRepeat` in repeat-guard.policy.ts). False when there is no such session.
    */
   async lockSession(tx: StoreTx, id: string): Promise<boolean> {
     const t = tx.tables.sessions;
@@ -95,7 +96,7 @@ export const runRepository = {
   /**
    * Appends one event to a run's stream with the next `seq` (1-based), taken by bumping the run's
    * `last_event_seq` (`UPDATE … RETURNING`: atomic in both dialects, a row lock in PostgreSQL; never
-   * a read-then-write, docs/DESIGN.md §11), in the caller's transaction. A second terminal event for
+   * a read-then-write), in the caller's transaction. A second terminal event for
    * a run violates the `run_events_one_terminal` unique index and throws; so does a missing run.
    */
   async appendEvent(tx: StoreTx, runId: string, type: RunEventType, payload: Record<string, unknown>, nowMs: number): Promise<RunEventRow> {

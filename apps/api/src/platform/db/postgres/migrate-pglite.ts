@@ -1,3 +1,4 @@
+// Starts and migrates PGlite (in-process PostgreSQL) with the real PostgreSQL migrations, for fast store-level tests.
 import { PGlite } from "@electric-sql/pglite";
 import { drizzle, type PgliteDatabase } from "drizzle-orm/pglite";
 import { migrate } from "drizzle-orm/pglite/migrator";

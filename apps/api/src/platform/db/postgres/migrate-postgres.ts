@@ -1,3 +1,4 @@
+// Migrates and opens a PostgreSQL database: one migrator at a time under an advisory lock, bigint parsing, schema-too-new refusal.
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import pg from "pg";
@@ -12,7 +13,7 @@ export const PG_MIGRATIONS_FOLDER = join(dirname(fileURLToPath(import.meta.url))
 /**
  * The session-level advisory lock (a 64-bit key, `pg_advisory_lock`) held while migrating, so N API
  * instances starting at once on one database migrate one after another: the first applies the
- * migrations, the others then find nothing to do (docs/DESIGN.md §11).
+ * migrations, the others then find nothing to do.
  */
 const MIGRATION_ADVISORY_LOCK_KEY = "7236837504215040012";
 

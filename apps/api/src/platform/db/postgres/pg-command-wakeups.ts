@@ -1,3 +1,4 @@
+// Wakes long-polling Drivers across API instances on one PostgreSQL database, with LISTEN/NOTIFY delivered at commit.
 import { sql } from "drizzle-orm";
 import type { NodePgDatabase } from "drizzle-orm/node-postgres";
 import pg from "pg";

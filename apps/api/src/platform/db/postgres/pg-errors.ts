@@ -1,3 +1,4 @@
+// Classifies PostgreSQL errors by SQLSTATE (unique, check, fence, retryable) and maps the retryable ones to `store.busy`.
 import { StoreBusyError } from "../store-busy.js";
 
 /**
@@ -37,7 +38,7 @@ const RETRYABLE = new Set<string>([PG_SQLSTATE.serializationFailure, PG_SQLSTATE
  * - `unique_violation` (23505): a unique or primary-key index refused the row; `constraint` names the index.
  * - `check_violation` (23514): a CHECK refused the row; `constraint` is the CHECK's name (the same names as on SQLite).
  * - `foreign_key_violation` (23503) / `not_null_violation` (23502).
- * - `fence_retained`: the fence trigger refused to delete an `executing` or `unknown` effect (docs/DESIGN.md §3 rule 9).
+ * - `fence_retained`: the fence trigger refused to delete an `executing` or `unknown` effect (see `refuseIfFenced` in run.service.ts).
  * - `retryable` (40001, 40P01, 55P03): the transaction was rolled back by concurrency control; run it again.
  */
 export type PgStoreFailure =
@@ -106,7 +107,7 @@ export function isPgUniqueViolation(err: unknown, constraint?: string): boolean 
   return f?.kind === "unique_violation" && (constraint === undefined || f.constraint === constraint);
 }
 
-/** True when the fence trigger refused a delete (docs/DESIGN.md §3 rule 9): the twin of SQLite's `RAISE(ABORT, 'effect.fence_retained')`. */
+/** True when the fence trigger refused a delete (see `refuseIfFenced` in run.service.ts): the twin of SQLite's `RAISE(ABORT, 'effect.fence_retained')`. */
 export function isPgFenceRetained(err: unknown): boolean {
   return classifyPgError(err)?.kind === "fence_retained";
 }

@@ -1,3 +1,4 @@
+// The unit of work both PostgreSQL stores share: BEGIN to COMMIT on one connection, whole-unit retry, observer seam, nesting refusal.
 import pRetry from "p-retry";
 import { isInUnitOfWork, runInUnitOfWork } from "../unit-of-work-scope.js";
 import { traceUnitOfWork } from "../store-tracing.js";
@@ -16,15 +17,14 @@ import { classifyPgError, isPgUniqueViolation } from "./pg-errors.js";
 /**
  * The unit of work shared by the two PostgreSQL stores (`postgres-store.ts` on a `pg` pool,
  * `pglite-store.ts` on PGlite): BEGIN … `fn(tx)` … COMMIT on ONE connection, the retry of a whole
- * unit of work after a concurrency failure, the durable-write observer and the nested-call refusal
- * (docs/DESIGN.md §11).
+ * unit of work after a concurrency failure, the durable-write observer and the nested-call refusal.
  */
 
 /**
  * Write transactions run at READ COMMITTED, asked for explicitly (a managed server may default to
  * another level). That is enough because no guarantee of the runtime rests on the isolation level:
  * - every state change is a compare-and-set `UPDATE … WHERE id = $1 AND status = $2 AND version = $3`
- *   (docs/DESIGN.md §3 rule 7). Under READ COMMITTED an UPDATE that finds its row locked by a
+ *   (see `effectRepository.updateIfCurrent` in effect.repository.ts). Under READ COMMITTED an UPDATE that finds its row locked by a
  *   concurrent writer waits for it, then re-evaluates its WHERE on the NEWEST committed version
  *   (EvalPlanQual): the loser matches 0 rows and records `superseded`; two writers never both win;
  * - counters (`attempt_count`, `version`) are written by that same CAS, so a value computed from a
@@ -302,8 +302,8 @@ const PG_SQLSTATE_IN_FAILED_TX = "25P02";
  * The unique indexes on (parent, seq) of the two per-parent sequences: a driver command's `seq` per
  * Driver instance and a run event's `seq` per run. Their next value comes from the parent row's
  * counter (`UPDATE … RETURNING`, a row lock), so this index should never refuse a row; it is kept as
- * a fallback: a unit of work refused by it wrote nothing and runs again with a fresh counter value
- * (docs/DESIGN.md §11). A 23505 on any other index is a real refusal and is never retried.
+ * a fallback: a unit of work refused by it wrote nothing and runs again with a fresh counter value.
+ * A 23505 on any other index is a real refusal and is never retried.
  */
 const SEQUENCE_INDEXES: ReadonlySet<string> = new Set(["driver_commands_instance_seq", "run_events_run_seq"]);
 /** 55P03 lock_not_available: `lock_timeout` ran out waiting for a row or table lock. */

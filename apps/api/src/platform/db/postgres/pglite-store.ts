@@ -1,3 +1,4 @@
+// The PostgreSQL store on PGlite (in-process WASM), with the real migrations and unit of work, for fast store-level tests.
 import { compareSchema, type SchemaState } from "../schema-version.js";
 import { NEWEST_PG_MIGRATION_SQL, PG_MIGRATIONS_FOLDER } from "./migrate-postgres.js";
 import { PGlite } from "@electric-sql/pglite";

@@ -4,7 +4,7 @@ import { check, integer, pgTable, primaryKey, text } from "drizzle-orm/pg-core";
 import { STORE_OUTAGE_SOURCES, WORK_CLAIM_KINDS } from "@mosoo/contracts/statuses";
 import { oneOf, ms } from "./postgres-schema.columns.js";
 
-/** Work claimed by one API instance: the twin of `../sqlite/sqlite-schema.ts` `workClaims` (one live holder per (kind, key); docs/DESIGN.md §11). */
+/** Work claimed by one API instance: the twin of `../sqlite/sqlite-schema.ts` `workClaims` (one live holder per (kind, key)). */
 export const workClaims = pgTable(
   "work_claims",
   {
@@ -24,7 +24,7 @@ export const workClaims = pgTable(
   ],
 );
 
-/** The store's liveness, one row: the twin of `../sqlite/sqlite-schema.ts` `storeLiveness` (docs/DESIGN.md §11). */
+/** The store's liveness, one row: the twin of `../sqlite/sqlite-schema.ts` `storeLiveness`. */
 export const storeLiveness = pgTable(
   "store_liveness",
   {

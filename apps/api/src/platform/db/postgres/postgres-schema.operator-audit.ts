@@ -4,7 +4,7 @@ import { check, index, pgTable, primaryKey, text } from "drizzle-orm/pg-core";
 import { EFFECT_STATUSES, OPERATOR_ACTIONS, OPERATOR_REFUSAL_CODES } from "@mosoo/contracts/statuses";
 import { oneOf, ms } from "./postgres-schema.columns.js";
 
-/** The append-only audit trail of operator actions on effects (docs/DESIGN.md §7); no foreign keys, as on SQLite. */
+/** The append-only audit trail of operator actions on effects; no foreign keys, as on SQLite. */
 export const effectOperatorActions = pgTable(
   "effect_operator_actions",
   {
@@ -33,7 +33,7 @@ export const effectOperatorActions = pgTable(
   ],
 );
 
-/** Refused operator actions (docs/DESIGN.md §7), append-only; see the SQLite twin for each column. */
+/** Refused operator actions, append-only; see the SQLite twin for each column. */
 export const effectOperatorRefusals = pgTable(
   "effect_operator_refusals",
   {

@@ -21,7 +21,7 @@ export * from "./postgres-schema.operator-audit.js";
 export * from "./postgres-schema.coordination.js";
 
 /**
- * The PostgreSQL twin of the control-plane schema `../sqlite/sqlite-schema.ts` (docs/DESIGN.md §11): the same
+ * The PostgreSQL twin of the control-plane schema `../sqlite/sqlite-schema.ts`: the same
  * tables, column names, TypeScript types, CHECK constraints (same names), foreign keys, indexes and
  * partial unique indexes, so the repositories (written against `../sqlite/sqlite-schema.ts`) run unchanged on
  * either dialect. Dialect translations, each checked by `apps/api/tests/pg-schema-parity.test.ts`:
@@ -30,13 +30,13 @@ export * from "./postgres-schema.coordination.js";
  *   partial index says `terminal = true` where SQLite says `terminal = 1`.
  * - SQLite's null-safe `IS NOT 'x'` is PostgreSQL's `IS DISTINCT FROM 'x'`.
  * - JSON columns stay `text`, so their bytes round-trip exactly as on SQLite.
- * The fence trigger (an `executing` or `unknown` effect is never deleted, docs/DESIGN.md §3 rule 9) is a
+ * The fence trigger (an `executing` or `unknown` effect is never deleted, see `refuseIfFenced` in run.service.ts) is a
  * plpgsql function in a custom migration of `apps/api/drizzle-pg/`, not part of this file.
  */
 /**
  * A session: the runs an agent groups together. `created_by_key` is the name of the API key that
  * created it (the run API's `POST /v1/runs` without a `sessionId`); a key restricted to some Driver
- * instances reaches only the sessions it created (docs/DESIGN.md §10). NULL for sessions created
+ * instances reaches only the sessions it created (see `reachesSession` in run-access.ts). NULL for sessions created
  * before the column existed: no restricted key reaches those (fail closed); unrestricted keys and
  * operators still do.
  */
@@ -157,7 +157,7 @@ export const driverCommands = pgTable(
 );
 
 /**
- * One external tool effect per `mcp.execute` command (docs/DESIGN.md §3); the columns' meaning is
+ * One external tool effect per `mcp.execute` command; the columns' meaning is
  * documented on the SQLite twin (`externalToolEffects` in `../sqlite/sqlite-schema.ts`). A delete of an
  * `executing` or `unknown` effect (directly or by a cascade) is refused by the trigger
  * `external_tool_effects_fence_retained` (custom migration in `apps/api/drizzle-pg/`).
@@ -203,21 +203,21 @@ export const externalToolEffects = pgTable(
     compensatesEffectId: text("compensates_effect_id").references((): AnyPgColumn => externalToolEffects.id, { onDelete: "cascade" }),
     /**
      * The session of the effect's run, copied from it when the intent is written: the repeat guard
-     * (docs/DESIGN.md §3 rule 17) looks up (session, request fingerprint). Null only on rows written
+     * (see `guardRepeat` in repeat-guard.policy.ts) looks up (session, request fingerprint). Null only on rows written
      * before the column existed whose run was gone when the migration filled it in.
      */
     sessionId: text("session_id"),
     /**
      * Set when the tool call was queued as a deliberate repeat (the enqueue named this earlier effect,
-     * past the repeat guard: docs/DESIGN.md §3 rule 17). A record, not a reference: the earlier effect
+     * past the repeat guard: see `guardRepeat` in repeat-guard.policy.ts). A record, not a reference: the earlier effect
      * may be deleted with its run later.
      */
     repeatOfEffectId: text("repeat_of_effect_id"),
     /**
      * The provider's MCP task id of the latest attempt, when the tool was called task-augmented (MCP
      * 2025-11-25 "Tasks"): a durable handle the `mcp-tasks` reconciler asks `tasks/get` / `tasks/result`
-     * about. Written once, by the Driver's report before it waits for the task (docs/DESIGN.md §4
-     * "Tasks"); a trigger refuses any change once it is set (`effect.task_id_set_once`). Printable
+     * about. Written once, by the Driver's report before it waits for the task (see
+     * `decideTaskHandle` in effect-lifecycle.machine.ts); a trigger refuses any change once it is set (`effect.task_id_set_once`). Printable
      * ASCII without space, 1-256 characters (`McpTaskIdSchema` of @mosoo/contracts), on a dispatched effect only.
      */
     taskId: text("task_id"),
@@ -259,14 +259,14 @@ export const externalToolEffects = pgTable(
     index("external_tool_effects_status_id_idx").on(t.status, t.id),
     // NULLs never collide in a PostgreSQL unique index either (NULLS DISTINCT is the default), as on SQLite.
     uniqueIndex("external_tool_effects_run_client_tool_call_unique").on(t.runId, t.clientToolCallId),
-    // The repeat guard's lookup (docs/DESIGN.md §3 rule 17): the session's effects with one request
+    // The repeat guard's lookup (see `guardRepeat` in repeat-guard.policy.ts): the session's effects with one request
     // fingerprint, an index range whatever the session's size. Both columns are written with the intent
     // and never change, so no lifecycle step writes this index.
     index("external_tool_effects_session_fingerprint_idx").on(t.sessionId, t.requestFingerprint),
     index("external_tool_effects_compensates_idx")
       .on(t.compensatesEffectId)
       .where(sql`compensates_effect_id IS NOT NULL`),
-    // The retention canary (docs/DESIGN.md §4): the oldest `succeeded` effect of a server and tool first
+    // The retention canary (see `RetentionCanary` in retention-canary.service.ts): the oldest `succeeded` effect of a server and tool first
     // dispatched inside a time range (`server_id = ? AND tool_name = ? AND status = 'succeeded' AND
     // first_dispatched_at_ms BETWEEN ? AND ? ORDER BY first_dispatched_at_ms`): one index range. Partial:
     // an effect gets its entry once, when it succeeds; no other lifecycle step writes it.

@@ -1,3 +1,4 @@
+// The PostgreSQL store for any number of API instances on one database: a `pg` pool, its timeouts, and how to open it.
 import pg from "pg";
 import { drizzle, type NodePgDatabase } from "drizzle-orm/node-postgres";
 import { StoreBusyError } from "../store-busy.js";
@@ -89,7 +90,7 @@ interface PooledConnection extends PgConnection {
 }
 
 /**
- * The PostgreSQL store (docs/DESIGN.md §11, `MOSOO_DATABASE_URL`): any number of API instances on
+ * The PostgreSQL store (`MOSOO_DATABASE_URL`): any number of API instances on
  * one database. A `pg` pool; each unit of work takes ONE pooled connection for its whole life
  * (`PgUnitOfWork`: READ COMMITTED writes, REPEATABLE READ READ ONLY reads, whole-unit retry on
  * 40001/40P01 and on a connection lost before COMMIT, 55P03 (`lock_timeout`) and an exhausted pool as `store.busy`, `store.commit_unknown` when lost during

@@ -5,7 +5,7 @@ import { STORE_OUTAGE_SOURCES, WORK_CLAIM_KINDS } from "@mosoo/contracts/statuse
 import { oneOf } from "./sqlite-schema.columns.js";
 
 /**
- * Work claimed by one API instance (docs/DESIGN.md §11: several API instances on one store never do
+ * Work claimed by one API instance (several API instances on one store never do
  * the same work at once). At most ONE row per (kind, key) — the primary key — so at most one live
  * holder: a claim is taken with one atomic `INSERT … ON CONFLICT (kind, key) DO UPDATE … WHERE the row
  * expired OR it is the caller's own … RETURNING` (work-claim.repository.ts), renewed while the work
@@ -34,8 +34,8 @@ export const workClaims = sqliteTable(
 );
 
 /**
- * The store's liveness, one row (`id` 1) shared by every API instance (docs/DESIGN.md §11, "Operating
- * through store outages"): `last_seen_at_ms`, the store's time (ms since the epoch) when an instance
+ * The store's liveness, one row (`id` 1) shared by every API instance (read by
+ * `MaintenanceSweepService` in maintenance-sweep.service.ts): `last_seen_at_ms`, the store's time (ms since the epoch) when an instance
  * last wrote it (each instance does, every few seconds); `last_outage_at_ms` / `last_outage_source`,
  * the store's time when an outage was last recorded (a gap in those writes, or an instance that found
  * the store unreachable) and how. No instance judges a Driver's heartbeat silence within one heartbeat

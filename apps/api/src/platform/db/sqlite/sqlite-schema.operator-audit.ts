@@ -5,7 +5,7 @@ import { EFFECT_STATUSES, OPERATOR_ACTIONS, OPERATOR_REFUSAL_CODES } from "@moso
 import { oneOf } from "./sqlite-schema.columns.js";
 
 /**
- * The audit trail of operator actions on effects (docs/DESIGN.md §7): who (`actor`) did what
+ * The audit trail of operator actions on effects: who (`actor`) did what
  * (`action`: a lookup, a manual resolution, a compensation request), why (`reason`), what came of
  * it (`outcome`), the effect's status before and after (`status_before`, `status_after`), the
  * receipt an operator supplied with a manual resolution, and the compensation effect it created.
@@ -52,7 +52,7 @@ export const effectOperatorActions = sqliteTable(
 );
 
 /**
- * Refused operator actions (docs/DESIGN.md §7: every action, refused ones included, is audited): who
+ * Refused operator actions (every action, refused ones included, is audited): who
  * (`actor`) asked for what (`action`) on which effect (`effect_id`: as given; no foreign key, so a
  * refusal for an id that does not exist, or of an effect deleted later, is kept), why (`reason`),
  * the refusal code (`outcome`, one of {@link OPERATOR_REFUSAL_CODES}) and message, the effect's status

@@ -28,7 +28,7 @@ export * from "./sqlite-schema.coordination.js";
 /**
  * A session: the runs an agent groups together. `created_by_key` is the name of the API key that
  * created it (the run API's `POST /v1/runs` without a `sessionId`); a key restricted to some Driver
- * instances reaches only the sessions it created (docs/DESIGN.md §10). NULL for sessions created
+ * instances reaches only the sessions it created (see `reachesSession` in run-access.ts). NULL for sessions created
  * before the column existed: no restricted key reaches those (fail closed); unrestricted keys and
  * operators still do.
  */
@@ -53,7 +53,7 @@ export const driverInstances = sqliteTable(
     /**
      * The `seq` of the instance's latest command (0: none yet). The next command's `seq` comes from
      * bumping it with `UPDATE … SET last_command_seq = last_command_seq + 1 … RETURNING` in the
-     * inserting transaction: a row lock in PostgreSQL, never a read-then-write (docs/DESIGN.md §11).
+     * inserting transaction: a row lock in PostgreSQL, never a read-then-write.
      */
     lastCommandSeq: integer("last_command_seq").notNull().default(0),
   },
@@ -83,7 +83,7 @@ export const sessionRuns = sqliteTable(
     updatedAtMs: integer("updated_at_ms").notNull(),
     /**
      * The `seq` of the run's latest event (0: none yet); the next event's `seq` comes from bumping it
-     * with `UPDATE … RETURNING` in the appending transaction (docs/DESIGN.md §11: no read-then-write).
+     * with `UPDATE … RETURNING` in the appending transaction (no read-then-write).
      */
     lastEventSeq: integer("last_event_seq").notNull().default(0),
   },
@@ -160,7 +160,7 @@ export const driverCommands = sqliteTable(
 );
 
 /**
- * One external tool effect per `mcp.execute` command (docs/DESIGN.md §3). The idempotency key is
+ * One external tool effect per `mcp.execute` command. The idempotency key is
  * written with the intent and never changes. `intent` has no attempt yet; `executing`, `unknown`
  * and `succeeded` have at least one; `succeeded` has a stored result. A delete of an `executing`
  * or `unknown` effect is refused by a trigger (see the migrations), so no cascade can drop a fence.
@@ -212,7 +212,7 @@ export const externalToolEffects = sqliteTable(
     firstDispatchedAtMs: integer("first_dispatched_at_ms"),
     lastDispatchedAtMs: integer("last_dispatched_at_ms"),
     /**
-     * The send-by deadline (ms, relative) of the latest `execute` claim (docs/DESIGN.md §3 rule 12): the
+     * The send-by deadline (ms, relative) of the latest `execute` claim (see `decideDeadlineMissed` in effect-lifecycle.machine.ts): the
      * Driver sends `tools/call` at most this long after it sent the claim request, so no request of
      * that attempt leaves the Driver after `last_dispatched_at_ms + send_within_ms`. Null on effects
      * claimed before the deadline existed (their `max_in_flight` window counts from the claim alone).
@@ -221,28 +221,28 @@ export const externalToolEffects = sqliteTable(
     createdAtMs: integer("created_at_ms").notNull(),
     updatedAtMs: integer("updated_at_ms").notNull(),
     /**
-     * Set on a compensation (docs/DESIGN.md §3 rule 8): the `succeeded` effect it undoes. A compensation is
+     * Set on a compensation (see `CompensationService` in compensation.service.ts): the `succeeded` effect it undoes. A compensation is
      * an ordinary effect with its own idempotency key; at most one per original is in flight
      * (`executing` or `unknown`), by the partial unique index below.
      */
     compensatesEffectId: text("compensates_effect_id").references((): AnySQLiteColumn => externalToolEffects.id, { onDelete: "cascade" }),
     /**
      * The session of the effect's run, copied from it when the intent is written: the repeat guard
-     * (docs/DESIGN.md §3 rule 17) looks up (session, request fingerprint). Null only on rows written
+     * (see `guardRepeat` in repeat-guard.policy.ts) looks up (session, request fingerprint). Null only on rows written
      * before the column existed whose run was gone when the migration filled it in.
      */
     sessionId: text("session_id"),
     /**
      * Set when the tool call was queued as a deliberate repeat (the enqueue named this earlier effect,
-     * past the repeat guard: docs/DESIGN.md §3 rule 17). A record, not a reference: the earlier effect
+     * past the repeat guard: see `guardRepeat` in repeat-guard.policy.ts). A record, not a reference: the earlier effect
      * may be deleted with its run later.
      */
     repeatOfEffectId: text("repeat_of_effect_id"),
     /**
      * The provider's MCP task id of the latest attempt, when the tool was called task-augmented (MCP
      * 2025-11-25 "Tasks"): a durable handle the `mcp-tasks` reconciler asks `tasks/get` / `tasks/result`
-     * about. Written once, by the Driver's report before it waits for the task (docs/DESIGN.md §4
-     * "Tasks"); a trigger refuses any change once it is set (`effect.task_id_set_once`). Printable
+     * about. Written once, by the Driver's report before it waits for the task (see
+     * `decideTaskHandle` in effect-lifecycle.machine.ts); a trigger refuses any change once it is set (`effect.task_id_set_once`). Printable
      * ASCII without space, 1-256 characters (`McpTaskIdSchema` of @mosoo/contracts), on a dispatched effect only.
      */
     taskId: text("task_id"),
@@ -298,7 +298,7 @@ export const externalToolEffects = sqliteTable(
     // A retried enqueue of the same client tool call (same run, same client toolCallId) finds the first
     // effect and never writes twice. NULL (a generated toolCallId, or a row older than this rule) never collides.
     uniqueIndex("external_tool_effects_run_client_tool_call_unique").on(t.runId, t.clientToolCallId),
-    // The repeat guard's lookup (docs/DESIGN.md §3 rule 17): the session's effects with one request
+    // The repeat guard's lookup (see `guardRepeat` in repeat-guard.policy.ts): the session's effects with one request
     // fingerprint, an index range whatever the session's size. Both columns are written with the intent
     // and never change, so no lifecycle step writes this index.
     index("external_tool_effects_session_fingerprint_idx").on(t.sessionId, t.requestFingerprint),
@@ -311,7 +311,7 @@ export const externalToolEffects = sqliteTable(
     // The operator's list by attention reason (`operator_attention = ? ORDER BY id DESC`, any status: the
     // console's "waiting for an operator"): without it that list walked every effect newest first. Partial:
     // only the effects an operator must look at have an entry, so no lifecycle step writes it.
-    // The retention canary (docs/DESIGN.md §4): the oldest `succeeded` effect of a server and tool first
+    // The retention canary (see `RetentionCanary` in retention-canary.service.ts): the oldest `succeeded` effect of a server and tool first
     // dispatched inside a time range (`server_id = ? AND tool_name = ? AND status = 'succeeded' AND
     // first_dispatched_at_ms BETWEEN ? AND ? ORDER BY first_dispatched_at_ms`): one index range. Partial:
     // an effect gets its entry once, when it succeeds; no other lifecycle step writes it.
@@ -345,7 +345,7 @@ export const externalToolEffectAttempts = sqliteTable(
     startedAtMs: integer("started_at_ms").notNull(),
     finishedAtMs: integer("finished_at_ms"),
     /**
-     * Late evidence (docs/DESIGN.md §3 rule 13): the provider's result (an `McpExecuteCommandResult` as
+     * Late evidence (see `decideLateEvidence` in effect-lifecycle.machine.ts): the provider's result (an `McpExecuteCommandResult` as
      * JSON) that the Driver reported after the effect was fenced, and when (ms). Kept whether it
      * settled the effect (`reported_late`) or contradicted its confirmed outcome (operator attention).
      */
@@ -353,7 +353,7 @@ export const externalToolEffectAttempts = sqliteTable(
     lateReportedAtMs: integer("late_reported_at_ms"),
     /**
      * When (ms) the Driver first said this attempt was sent or failed mid-send: a `complete` or
-     * `mark-unknown` report about it, applied or not (docs/DESIGN.md §3 rules 12, 13). Null when the
+     * `mark-unknown` report about it, applied or not (see `decideDeadlineMissed` and `decideLateEvidence` in effect-lifecycle.machine.ts). Null when the
      * Driver never said so (the ledger may still have fenced the attempt). Once set, a
      * `deadline-missed` report about the attempt is refused (`effect.attempt_sent`): a missed
      * deadline proves non-execution only because nothing was sent.
@@ -408,7 +408,7 @@ export const effectReconciliations = sqliteTable(
       .references(() => externalToolEffects.id, { onDelete: "cascade" }),
     adapterId: text("adapter_id").notNull(),
     adapterVersion: text("adapter_version").notNull(),
-    /** The adapter's package name (from its package.json), when it was loaded from a package (docs/DESIGN.md §4). */
+    /** The adapter's package name (from its package.json), when it was loaded from a package. */
     adapterPackage: text("adapter_package"),
     /** The adapter package's version, when known. */
     adapterPackageVersion: text("adapter_package_version"),

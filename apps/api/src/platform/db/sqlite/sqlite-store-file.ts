@@ -1,3 +1,4 @@
+// Tells, read-only, whether a file is an existing Mosoo SQLite store, so a wrong `--db` file is never turned into one.
 import Database from "better-sqlite3";
 
 /**

@@ -1,3 +1,4 @@
+// The embedded SQLite store: one connection behind an async mutex, WAL and full sync, with its opener and integrity check.
 import { mkdirSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -38,7 +39,7 @@ export interface SqliteStoreOptions {
 }
 
 /**
- * The embedded SQLite store (docs/DESIGN.md §11: the default; one file, WAL, `synchronous = FULL`,
+ * The embedded SQLite store (the default; one file, WAL, `synchronous = FULL`,
  * one API process). better-sqlite3 is synchronous and cannot run an async callback inside its own
  * `db.transaction`, so the port's async unit of work is built here:
  *

@@ -1,3 +1,4 @@
+// Makes the SQLite connection reuse compiled statements for SQL text it has seen, through a bounded LRU cache.
 import type Database from "better-sqlite3";
 import { LRUCache } from "lru-cache";
 
