@@ -1,6 +1,7 @@
 // The sweep's reconciliation pass: pages through unknown effects whose next lookup is due and looks them up again.
 import type { RuntimeContext } from "../../../kernel/runtime-context.js";
-import type { EffectRow } from "../../ledger/application/effect-rows.service.js";
+import { effectRows, type EffectRow } from "../../ledger/application/effect-rows.service.js";
+import type { StoreTx } from "../../../platform/db/store.port.js";
 import { reconciliationRepository } from "../infrastructure/effect-reconciliation.repository.js";
 import { isConfirmed } from "../../ledger/application/effect-reconciliation.port.js";
 import type { EffectReconciler } from "./effect-reconciler.service.js";
@@ -68,6 +69,24 @@ export class ReconciliationSweep {
   }
 
   /**
+   * Flags `effect` `lookup_bound_reached` (compare-and-set, nothing else written) when the sweep meets it
+   * unflagged at or past the lookup bound: every outcome at the bound flags it, but a lookup counted by an
+   * API instance that died, whose expired lease another reconciler took over and gave back unused, or a
+   * bound lowered by a restart, leaves it counted and unflagged; without the flag it would be listed,
+   * never looked up and never reach an operator (docs/DESIGN.md §6.3). A row changed meanwhile is left.
+   */
+  private async flagIfBoundReached(tx: StoreTx, effect: EffectRow, nowMs: number): Promise<void> {
+    if (effect.status !== "unknown" || effect.operatorAttention !== null || effect.lookupCount < this.settings.maxLookups) return;
+    if (effect.leaseOwner !== null && effect.leaseExpiresAtMs !== null && effect.leaseExpiresAtMs >= nowMs) return;
+    const flagged = await effectRows.updateIfCurrent(tx, effect, {
+      operatorAttention: "lookup_bound_reached",
+      nextLookupAtMs: null,
+      updatedAtMs: nowMs,
+    });
+    if (flagged) this.ctx.logger.warn({ effectId: effect.id, lookupCount: effect.lookupCount }, "reconciliation.lookup_bound_reached");
+  }
+
+  /**
    * The batches of effects due at `nowMs`, oldest first: each call reads the next page (at most `max`
    * rows after the last one read) inside the lease transaction and leases the ones due. Null once a
    * page comes back short (nothing further is due).
@@ -83,7 +102,12 @@ export class ReconciliationSweep {
         const page = await reconciliationRepository.listDue(tx, nowMs, max, eligible, afterId, { skipLocked });
         if (page.length < max) done = true;
         if (page.length > 0) afterId = page.at(-1)!.id;
-        return page.filter((effect) => this.reconciler.isDue(effect, nowMs));
+        const due: EffectRow[] = [];
+        for (const effect of page) {
+          if (this.reconciler.isDue(effect, nowMs)) due.push(effect);
+          else await this.flagIfBoundReached(tx, effect, nowMs);
+        }
+        return due;
       }, "sweep");
     };
   }

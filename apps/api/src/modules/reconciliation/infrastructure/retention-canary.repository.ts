@@ -41,7 +41,7 @@ export const retentionCanaryRepository = {
             lte(t.firstDispatchedAtMs, sql.placeholder("toMs")),
             // keyset: strictly after (afterMs, afterId); the first page passes fromMs - 1 and ''
             sql`(${t.firstDispatchedAtMs} > ${sql.placeholder("afterMs")} OR (${t.firstDispatchedAtMs} = ${sql.placeholder("afterMs")} AND ${t.id} > ${sql.placeholder("afterId")}))`,
-            sql`NOT EXISTS (SELECT 1 FROM external_tool_effects undo WHERE undo.compensates_effect_id = ${t.id} AND undo.status = 'succeeded')`,
+            sql`NOT EXISTS (SELECT 1 FROM external_tool_effects undo WHERE undo.compensates_effect_id = ${t.id} AND undo.status IN ('executing', 'unknown', 'succeeded'))`,
           ),
         )
         .orderBy(asc(t.firstDispatchedAtMs), asc(t.id))
