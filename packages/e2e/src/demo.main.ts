@@ -70,11 +70,16 @@ async function main(): Promise<void> {
     }
   }
   console.log(
-    failed === 0 ? `\nall ${selected.length} scenarios held their invariants` : `\n${failed} of ${selected.length} scenarios failed`,
+    failed === 0
+      ? `\n${selected.length === 1 ? "the scenario" : `all ${selected.length} scenarios`} held their invariants`
+      : `\n${failed} of ${selected.length} scenarios failed`,
   );
-  console.log(
-    `the stores are kept under ${base}; inspect one with, e.g.:\n  MOSOO_EFFECT_RECONCILIATION=on npm run effects -- --db var/demo/driver-crash-after-commit/api.db list`,
-  );
+  // the scale-out scenario's store is a PostgreSQL server it stopped: no file to inspect
+  const onSqlite = selected.find((sc) => sc.name !== SCALE_OUT_SCENARIO);
+  if (onSqlite)
+    console.log(
+      `the stores are kept under ${base}; inspect one with, e.g.:\n  MOSOO_EFFECT_RECONCILIATION=on npm run effects -- --db var/demo/${onSqlite.name}/api.db list`,
+    );
   process.exit(failed === 0 ? 0 : 1);
 }
 

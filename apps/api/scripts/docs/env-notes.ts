@@ -67,7 +67,9 @@ export const ENV_NOTES: Readonly<Record<string, { meaning: string; example?: str
     meaning:
       "one operator credential with every scope (16+ characters, 8+ distinct): bearer token of the operator routes and sign-in token of the console at `/console`. A full operator also deletes runs, sessions and Drivers, reads `/metrics`, and registers or re-registers any Driver. Without any operator credential the routes answer `403 auth.operator_disabled` and `/console` answers 404",
   },
-  MOSOO_OPERATOR_TOKEN_NAME: { meaning: "the name of `MOSOO_OPERATOR_TOKEN`'s credential: the audit actor of its actions" },
+  MOSOO_OPERATOR_TOKEN_NAME: {
+    meaning: "the name of `MOSOO_OPERATOR_TOKEN`'s credential: the audit actor of its actions (the operator CLI with `--db` reads it too)",
+  },
   MOSOO_OPERATOR_CREDENTIALS_FILE: {
     meaning:
       'JSON file of named, scoped operator credentials `{"credentials": [{"name", "token", "scopes": [...]}]}` (see [OPERATORS.md](OPERATORS.md)); duplicates, weak tokens and unknown scopes are refused at start',

@@ -49,7 +49,9 @@ export function renderErrors(): string {
     out.push(withStatus ? "|---|---|---|---|---|" : "|---|---|---|---|");
     for (const { code, status } of group.codes) {
       const n = ERROR_NOTES[code]!;
-      out.push(`| \`${code}\` |${withStatus ? ` ${status} |` : ""} ${cell(n.who)} | ${cell(n.meaning)} | ${cell(n.next)} |`);
+      out.push(
+        `| \`${code}\` |${withStatus ? ` ${status ?? "— (no HTTP answer)"} |` : ""} ${cell(n.who)} | ${cell(n.meaning)} | ${cell(n.next)} |`,
+      );
     }
     out.push("");
   }
