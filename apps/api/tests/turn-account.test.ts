@@ -147,6 +147,8 @@ describe("GET /v1/runs/:runId/tool-calls/:toolCallId and the account of a finali
         arguments: issueArgs(),
         toolCallId: "tc-1",
       });
+      // queued on a live Driver: no answer yet, never reported as a fenced write
+      expect((await get(`/v1/runs/${runId}/tool-calls/tc-1`)).body).toMatchObject({ commandStatus: "queued", status: "in_flight" });
       await f.runtime.repair.finalize(driver.instance.id, "driver_request");
       const one = await get(`/v1/runs/${runId}/tool-calls/tc-1`);
       expect(one.status).toBe(200);

@@ -69,7 +69,10 @@ const runId = z.object({ runId: UlidSchema });
  * `GET /v1/runs/:runId/tool-calls/:toolCallId`: what became of one tool call of a run, found by its
  * `toolCallId` (the one the agent sent, or the one the runtime generated and listed in the turn's
  * account): its command (`commandStatus`), its effect (`effectStatus`, `resolution`), `status` as the
- * turn's account names it (see `turnInterruptedRunError` in turn-account.ts), the stored `result` (an `McpExecuteCommandResult`,
+ * turn's account names it (see `turnInterruptedRunError` in turn-account.ts) once the call has an answer,
+ * or `in_flight` while its command is not terminal and its effect is `intent` or `executing` (queued, or
+ * on its way to the provider on a live Driver: read it again; an `executing` effect becomes `unknown` only
+ * when it is fenced), the stored `result` (an `McpExecuteCommandResult`,
  * when it succeeded) or the command's `error` (a `RunError`, when it failed), and `repeatOfEffectId` when
  * it was queued as a deliberate repeat of an earlier effect. Times in ms since the epoch.
  */
@@ -83,7 +86,7 @@ export const ToolCallViewSchema = z.object({
   effectId: UlidSchema,
   effectStatus: EffectStatusSchema,
   resolution: EffectResolutionSchema.nullable(),
-  status: TurnToolCallStatusSchema,
+  status: z.union([TurnToolCallStatusSchema, z.literal("in_flight")]),
   result: z.unknown().nullable(),
   error: z.unknown().nullable(),
   repeatOfEffectId: UlidSchema.nullable(),

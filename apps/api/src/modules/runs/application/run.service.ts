@@ -22,6 +22,7 @@ import { recordIntent } from "../../ledger/application/effect-intent.service.js"
 import { guardRepeat, type RepeatGuardWindows } from "./repeat-guard.policy.js";
 import type { RepeatGuardMetrics } from "../infrastructure/repeat-guard.metrics.js";
 import { turnToolCallStatus } from "../../ledger/domain/turn-account.js";
+import { isTerminalCommandStatus } from "../../ledger/domain/command-lifecycle.machine.js";
 import { toolCallFacts } from "../../ledger/application/turn-account-facts.query.js";
 import { reachesRun, reachesSession, sessionNotFound, UNRESTRICTED_CALLER, type RunCaller } from "../domain/run-access.js";
 
@@ -287,7 +288,10 @@ export class RunService {
         effectId: e.id,
         effectStatus: e.status,
         resolution: e.resolution,
-        status: turnToolCallStatus(toolCallFacts(e, cmd, compensated)),
+        status:
+          cmd && !isTerminalCommandStatus(cmd.status) && (e.status === "intent" || e.status === "executing")
+            ? "in_flight"
+            : turnToolCallStatus(toolCallFacts(e, cmd, compensated)),
         result: parseJsonColumn(e.resultJson),
         error: commandError,
         repeatOfEffectId: e.repeatOfEffectId,
