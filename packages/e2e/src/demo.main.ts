@@ -71,7 +71,9 @@ async function main(): Promise<void> {
   }
   console.log(
     failed === 0
-      ? `\n${selected.length === 1 ? "the scenario" : `all ${selected.length} scenarios`} held their invariants`
+      ? selected.length === 1
+        ? "\nthe scenario held its invariants"
+        : `\nall ${selected.length} scenarios held their invariants`
       : `\n${failed} of ${selected.length} scenarios failed`,
   );
   // the scale-out scenario's store is a PostgreSQL server it stopped: no file to inspect
