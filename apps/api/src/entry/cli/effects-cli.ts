@@ -263,7 +263,7 @@ export function buildEffectsCli(
       writeOut: write,
       outputError: (text, out) =>
         out(
-          `mosoo-effects: ${text
+          `mosoo-effects: request.invalid: ${text
             .replace(/^error: /, "")
             .replace(/\s*\n\s*/g, " ")
             .trim()}\n`,
