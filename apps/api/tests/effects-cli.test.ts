@@ -47,11 +47,8 @@ async function cli(args: string[], env: Record<string, string> = ON): Promise<{ 
     { ...env } as NodeJS.ProcessEnv,
     () => Date.UTC(2026, 10, 29, 13),
   );
-  program.configureOutput({
-    writeOut: (t) => (out += t),
-    writeErr: (t) => (err += t),
-    outputError: (t, w) => w(`mosoo-effects: ${t.trim()}\n`),
-  });
+  // subcommands copied the output settings when they were created: capture theirs too
+  for (const c of [program, ...program.commands]) c.configureOutput({ writeOut: (t) => (out += t), writeErr: (t) => (err += t) });
   try {
     await program.parseAsync(["node", "mosoo-effects", ...args]);
     return { code: 0, out, err };
@@ -170,6 +167,8 @@ describe("mosoo-effects CLI on a store file (--db)", () => {
     expect(r.code).toBe(2);
     expect(ledgerSnapshot(f!.store)).toEqual(before);
     expect(effectRow(f!.store, call.effectId).status).toBe("unknown");
+    // one line with the documented code (a usage error by the parser, or the service's request.invalid)
+    expect(r.err).toMatch(/^mosoo-effects: [a-z_]+\.[a-z_]+: [^\n]+\n$/);
   });
 
   it("exits 1 with the service's code for an unknown effect and for a missing store file", async () => {

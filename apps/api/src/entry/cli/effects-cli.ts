@@ -77,9 +77,9 @@ interface GlobalOptions {
  */
 async function openClient(g: GlobalOptions, env: NodeJS.ProcessEnv): Promise<OperatorClient> {
   if (g.db !== undefined && g.databaseUrl !== undefined)
-    throw new CliFailure(EXIT.badInput, "--db and --database-url (or MOSOO_DATABASE_URL) name two stores: pass one");
+    throw new CliFailure(EXIT.badInput, "request.invalid: --db and --database-url (or MOSOO_DATABASE_URL) name two stores: pass one");
   if (g.databaseUrl !== undefined && g.databaseUrl.trim() === "")
-    throw new CliFailure(EXIT.badInput, "--database-url is empty (was MOSOO_DATABASE_URL set only for another command?)");
+    throw new CliFailure(EXIT.badInput, "request.invalid: --database-url is empty (was MOSOO_DATABASE_URL set only for another command?)");
   if (g.db !== undefined || g.databaseUrl !== undefined) {
     const store =
       g.databaseUrl !== undefined ? { MOSOO_DATABASE_URL: g.databaseUrl } : { MOSOO_DB_FILE: g.db, MOSOO_DATABASE_URL: undefined };
@@ -154,11 +154,14 @@ const ACTION_COMMANDS: { [N in OperatorActionName]: ActionCommand<N> } = {
       // --result-json and --receipt-json are the user's JSON as typed: the service's schema checks them (400 request.invalid → exit 2)
       if (o.outcome === "succeeded") {
         if ((o.outputText === undefined) === (o.resultJson === undefined))
-          throw new CliFailure(EXIT.badInput, "--outcome succeeded needs exactly one of --output-text or --result-json");
+          throw new CliFailure(EXIT.badInput, "request.invalid: --outcome succeeded needs exactly one of --output-text or --result-json");
         if (o.isError && o.resultJson !== undefined)
-          throw new CliFailure(EXIT.badInput, "--is-error goes with --output-text; with --result-json put isError in the result");
+          throw new CliFailure(
+            EXIT.badInput,
+            "request.invalid: --is-error goes with --output-text; with --result-json put isError in the result",
+          );
         if (o.providerOperationId !== undefined && o.receiptJson !== undefined)
-          throw new CliFailure(EXIT.badInput, "pass --provider-operation-id or --receipt-json, not both");
+          throw new CliFailure(EXIT.badInput, "request.invalid: pass --provider-operation-id or --receipt-json, not both");
         const result = o.resultJson ?? { content: [{ type: "text", text: o.outputText }], ...(o.isError ? { isError: true } : {}) };
         const receipt =
           o.receiptJson ??
@@ -171,7 +174,7 @@ const ACTION_COMMANDS: { [N in OperatorActionName]: ActionCommand<N> } = {
         };
       }
       if (o.outputText !== undefined || o.resultJson !== undefined || o.providerOperationId !== undefined || o.receiptJson !== undefined)
-        throw new CliFailure(EXIT.badInput, "--outcome not_executed takes no result or receipt");
+        throw new CliFailure(EXIT.badInput, "request.invalid: --outcome not_executed takes no result or receipt");
       return { outcome: "not_executed", reason: o.reason };
     },
     render: renderResolve,
@@ -292,7 +295,7 @@ export function buildEffectsCli(
     if (action.opts()["actor"] !== undefined)
       throw new CliFailure(
         EXIT.badInput,
-        "--actor is gone: the actor is the name of the operator credential whose token you pass (--token); put notes in --reason",
+        "request.invalid: --actor is gone: the actor is the name of the operator credential whose token you pass (--token); put notes in --reason",
       );
   });
 
