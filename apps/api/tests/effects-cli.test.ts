@@ -235,7 +235,7 @@ describe("mosoo-effects refuses bad input at the boundary", () => {
     execFileSync("mkfifo", [fifo]);
     expect(await cli(["--db", fifo, "list"])).toMatchObject({
       code: 2,
-      err: expect.stringMatching(/^mosoo-effects: config\.invalid: MOSOO_DB_FILE: is not a regular file/),
+      err: expect.stringMatching(/^mosoo-effects: config\.invalid: --db: is not a regular file/),
     });
   });
 });

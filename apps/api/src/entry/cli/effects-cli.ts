@@ -86,7 +86,9 @@ async function openClient(g: GlobalOptions, env: NodeJS.ProcessEnv): Promise<Ope
     try {
       return await localOperatorClient(loadApiConfig({ ...env, ...store }), g.token);
     } catch (err) {
-      if (err instanceof ConfigError) throw new CliFailure(EXIT.badInput, err.message);
+      // the path came from the flag, not from the API's variable: name what the user typed
+      if (err instanceof ConfigError)
+        throw new CliFailure(EXIT.badInput, g.db !== undefined ? err.message.replace("MOSOO_DB_FILE", "--db") : err.message);
       if (err instanceof OperatorClientError) throw new CliFailure(EXIT.refused, `${err.code}: ${err.message}`);
       throw err;
     }
