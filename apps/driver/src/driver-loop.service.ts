@@ -1,13 +1,12 @@
 // The Driver process's main loop: identity, connect, heartbeats, and the long-poll of commands handled one at a time.
-import type { ConnectDriverResponse } from "@mosoo/contracts";
+import type { ConnectDriverResponse, DriverCommandEnvelope } from "@mosoo/contracts";
 import type { Logger } from "pino";
 import type { DriverApi } from "./api-client.js";
 import { ApiRequestError, ApiUnavailableError, isConnectionLostError, isInstanceFinalizedError } from "./api-errors.js";
 import { normalizeApiUrl, type DriverState } from "./driver-config.contract.js";
 import { DriverConfigError } from "./driver-config.loader.js";
 import type { DriverStateRepository } from "./driver-state.repository.js";
-import { handleMcpExecuteCommand } from "./mcp-execute.handler.js";
-import { contextOfTraceContext, withSpan } from "@mosoo/telemetry";
+import { handlePolledCommand, type PollRound } from "./driver-command.service.js";
 import type { McpToolCaller } from "./mcp-connections.js";
 import type { ResultOutboxRepository } from "./result-outbox.repository.js";
 import { drainResultOutbox } from "./result-report.service.js";
@@ -232,86 +231,92 @@ export class DriverLoop {
     return connected;
   }
 
+  /**
+   * Polls and handles commands, one at a time, until stopped or the connection is lost. A failed round
+   * backs off (`backoffMs`, doubling up to its max; reset by a poll that answered) before the next one.
+   */
   private async pollLoop(api: DriverApi): Promise<void> {
     const signal = this.stopController.signal;
     const backoff = this.options.backoffMs ?? { min: 500, max: 10_000 };
     let delayMs = backoff.min;
-    let needsReconnect = false;
+    const round: PollRound = { step: "connect", needsReconnect: false };
     while (!signal.aborted && !this.lost) {
-      let step: "connect" | "poll" | "command" = "connect";
+      round.step = "connect";
       try {
-        if (needsReconnect) {
-          await this.connect(api);
-          needsReconnect = false;
-        }
-        const connectionId = this.connectionId as string;
-        step = "poll";
-        // A poll is resent (to the next URL) only when it provably never left, never after a 5xx; see the class doc.
-        const { command } = await api.call(
-          "nextCommand",
-          { query: { connectionId, waitMs: this.options.pollWaitMs } },
-          { signal, resendAfter: (failure) => failure instanceof ApiUnavailableError && failure.delivery === "not_sent" },
-        );
+        const { command, connectionId } = await this.pollOnce(api, round, signal);
         delayMs = backoff.min;
         if (!command) continue;
-        step = "command";
-        try {
-          // The stop signal is deliberately not passed on: a started command runs to its terminal update.
-          // One span per command (claim → MCP call → report), continuing the trace of the enqueue that made it.
-          await withSpan(
-            "driver.command",
-            {
-              "mosoo.command.id": command.commandId,
-              "mosoo.command.redelivery": command.redelivery,
-              "mosoo.server.id": command.payload.serverId,
-            },
-            async (span) => {
-              const outcome = await handleMcpExecuteCommand(command, {
-                api,
-                mcp: this.options.mcp,
-                connectionId,
-                logger: this.log,
-                toolTimeoutMs: this.options.toolTimeoutMs,
-                outbox: this.options.outbox,
-                resultReportBudgetMs: this.options.resultReportBudgetMs,
-              });
-              span.setAttribute("mosoo.command.outcome", outcome.status);
-            },
-            { parent: contextOfTraceContext(command.traceContext) },
-          );
-        } catch (error) {
-          if (isConnectionLostError(error)) throw error;
-          this.log.error(
-            { commandId: command.commandId, effectId: null, errorCode: (error as { code?: unknown }).code, err: (error as Error).message },
-            "command.handling_failed",
-          );
-          needsReconnect = true; // reconnecting makes the API redeliver the command
-          throw error;
-        }
+        round.step = "command";
+        await handlePolledCommand(
+          command,
+          {
+            api,
+            mcp: this.options.mcp,
+            connectionId,
+            logger: this.log,
+            toolTimeoutMs: this.options.toolTimeoutMs,
+            outbox: this.options.outbox,
+            resultReportBudgetMs: this.options.resultReportBudgetMs,
+          },
+          round,
+        );
       } catch (error) {
         if (signal.aborted) break;
         if (isConnectionLostError(error)) {
           this.markLost((error as ApiRequestError).status, (error as ApiRequestError).code);
           break;
         }
-        const failure = { errorCode: (error as { code?: unknown }).code, err: (error as Error).message, delayMs };
-        if (
-          step === "poll" &&
-          ((error instanceof ApiUnavailableError && error.delivery !== "not_sent") ||
-            (error instanceof ApiRequestError && error.status >= 500))
-        ) {
-          // The API may have marked a command delivered on this connection in an answer we never got
-          // (lost with the connection, or behind a 5xx such as 503 `store.commit_unknown` or a gateway's 502/504).
-          this.log.warn(
-            { connectionId: this.connectionId, apiUrl: error instanceof ApiUnavailableError ? error.apiUrl : null, ...failure },
-            "poll.answer_may_be_lost",
-          );
-          needsReconnect = true;
-        } else if (step !== "command") this.log.warn(failure, "poll.failed");
+        this.logRoundFailure(error, round, delayMs);
         await sleep(delayMs, signal);
         delayMs = Math.min(delayMs * 2, backoff.max);
       }
     }
+  }
+
+  /**
+   * One long-poll (`nextCommand`, `pollWaitMs`), after a reconnect when the last round asked for one.
+   * @returns the command handed out (or `null`) and the connection it was handed out on.
+   * @throws the API's error; `round.step` says whether it came from the reconnect or the poll.
+   */
+  private async pollOnce(
+    api: DriverApi,
+    round: PollRound,
+    signal: AbortSignal,
+  ): Promise<{ command: DriverCommandEnvelope | null; connectionId: string }> {
+    if (round.needsReconnect) {
+      await this.connect(api);
+      round.needsReconnect = false;
+    }
+    const connectionId = this.connectionId as string;
+    round.step = "poll";
+    // A poll is resent (to the next URL) only when it provably never left, never after a 5xx; see the class doc.
+    const { command } = await api.call(
+      "nextCommand",
+      { query: { connectionId, waitMs: this.options.pollWaitMs } },
+      { signal, resendAfter: (failure) => failure instanceof ApiUnavailableError && failure.delivery === "not_sent" },
+    );
+    return { command, connectionId };
+  }
+
+  /**
+   * Logs a failed round (not a lost connection) before its backoff of `delayMs`: a poll whose answer
+   * may be lost asks for a reconnect (`poll.answer_may_be_lost`, see the class doc); any other failure
+   * of the reconnect or the poll is `poll.failed`; a command's failure was logged by `handlePolledCommand`.
+   */
+  private logRoundFailure(error: unknown, round: PollRound, delayMs: number): void {
+    const failure = { errorCode: (error as { code?: unknown }).code, err: (error as Error).message, delayMs };
+    if (
+      round.step === "poll" &&
+      ((error instanceof ApiUnavailableError && error.delivery !== "not_sent") || (error instanceof ApiRequestError && error.status >= 500))
+    ) {
+      // The API may have marked a command delivered on this connection in an answer we never got
+      // (lost with the connection, or behind a 5xx such as 503 `store.commit_unknown` or a gateway's 502/504).
+      this.log.warn(
+        { connectionId: this.connectionId, apiUrl: error instanceof ApiUnavailableError ? error.apiUrl : null, ...failure },
+        "poll.answer_may_be_lost",
+      );
+      round.needsReconnect = true;
+    } else if (round.step !== "command") this.log.warn(failure, "poll.failed");
   }
 
   private scheduleHeartbeat(api: DriverApi, ttlMs: number): void {

@@ -50,7 +50,9 @@ export type {
   McpToolCallRequest,
   McpTransportFactory,
 } from "./mcp-connections.js";
-export { handleMcpExecuteCommand, MAX_OUTPUT_TEXT_LENGTH, MAX_RECEIPT_BYTES, serverUnavailableError } from "./mcp-execute.handler.js";
+export { handleMcpExecuteCommand } from "./mcp-execute.handler.js";
+export { serverUnavailableError } from "./mcp-command-terminal.service.js";
+export { MAX_OUTPUT_TEXT_LENGTH, MAX_RECEIPT_BYTES } from "./mcp-tool-result.service.js";
 export type { McpExecuteHandlerDeps, McpExecuteOutcome } from "./mcp-execute.handler.js";
 export { DriverLoop } from "./driver-loop.service.js";
 export type { DriverLoopOptions, DriverStopReason } from "./driver-loop.service.js";

@@ -6,76 +6,20 @@ import {
   fingerprintArguments,
   McpToolResultSchema,
   sendDeadlinePassed,
-  toMcpExecuteCommandResult,
-  type CommandUpdateRequest,
   type DriverCommandEnvelope,
   type McpExecuteCommandResult,
-  type RunError,
-  findJsonProblem,
-  formatJsonProblem,
-  isWellFormedText,
-  MAX_PROVIDER_RECEIPT_BYTES,
   McpTaskIdSchema,
 } from "@mosoo/contracts";
 import type { Logger } from "pino";
 import { currentTraceContext, withSpan } from "@mosoo/telemetry";
-import type { DriverCommandApi } from "./api-client.js";
-import { McpServerUnavailableError, placeIdempotencyKey, SendRefusedError, type McpToolCaller } from "./mcp-connections.js";
-import type { PendingResult, ResultOutboxRepository } from "./result-outbox.repository.js";
-import { reportProviderResult } from "./result-report.service.js";
+import { complete, fail, markUnknownAndFail, serverUnavailableError } from "./mcp-command-terminal.service.js";
+import { McpServerUnavailableError, placeIdempotencyKey, SendRefusedError } from "./mcp-connections.js";
+import type { ClaimedAttempt, McpExecuteHandlerDeps, McpExecuteOutcome, PreparedCall } from "./mcp-execute.contract.js";
+import { shapeToolResult, truncate } from "./mcp-tool-result.service.js";
+import type { PendingResult } from "./result-outbox.repository.js";
+import { reportProviderResult, type ResultReportOutcome } from "./result-report.service.js";
 
-/** Largest `outputText` the contracts accept (1 MiB, in UTF-16 code units as zod counts them). */
-export const MAX_OUTPUT_TEXT_LENGTH = 1024 * 1024;
-/** Largest receipt (`result._meta` as JSON) the API keeps: `MAX_PROVIDER_RECEIPT_BYTES` of @mosoo/contracts (16 KiB). */
-export const MAX_RECEIPT_BYTES = MAX_PROVIDER_RECEIPT_BYTES;
-
-/** Dependencies of {@link handleMcpExecuteCommand}: injected so tests can use fakes and in-memory MCP servers. */
-export interface McpExecuteHandlerDeps {
-  /** The command/effect part of the Driver protocol. */
-  api: DriverCommandApi;
-  /** The MCP side (one client per server). */
-  mcp: McpToolCaller;
-  /** The current connection (sent with every request). */
-  connectionId: string;
-  /** Logger, ideally already bound to `driverInstanceId`. */
-  logger: Logger;
-  /** Timeout of the one `tools/call`, ms. */
-  toolTimeoutMs: number;
-  /**
-   * The Driver's monotonic clock (ms; default `performance.now()`), which measures the claim's
-   * send-by deadline from the moment the claim request was sent (see {@link sendDeadlinePassed}). Tests pass a fake.
-   */
-  monotonicNowMs?: () => number;
-  /**
-   * Where a provider's result is written (durably, fsynced) before it is reported, and kept until the
-   * API answered it (see {@link reportProviderResult}). The Driver loop always passes one; without it (unit tests of
-   * the ledger logic) the result is reported from memory only.
-   */
-  outbox?: ResultOutboxRepository | undefined;
-  /** How long a provider's result is reported to an API that cannot take it, ms (default `DEFAULT_RESULT_REPORT_BUDGET_MS`). */
-  resultReportBudgetMs?: number | undefined;
-}
-
-/**
- * What became of one command:
- * - `completed` / `failed`: the terminal update was sent; `updateOutcome` is the API's answer
- *   (`applied`, `duplicate`, or `rejected` when the API refused it, e.g. the command was already terminal);
- * - `skipped`: the API refused the `accepted` update (the command is no longer ours); nothing else was done.
- * `effectId` is `null` when no claim was made.
- */
-export type McpExecuteOutcome =
-  | { status: "completed"; commandId: string; effectId: string; result: McpExecuteCommandResult; updateOutcome: string }
-  | { status: "failed"; commandId: string; effectId: string | null; error: RunError; updateOutcome: string }
-  | { status: "skipped"; commandId: string; effectId: null; reason: string };
-
-/**
- * The command error for an MCP server the Driver cannot use before calling it (`mcp.server_unavailable`).
- * The provider never ran: the effect stays `intent`. `details` carry `serverId` and `reason`.
- * @param retryable false when the server is not configured (retrying cannot help), true when the connect failed.
- */
-export function serverUnavailableError(serverId: string, reason: string, message: string, retryable: boolean): RunError {
-  return { code: "mcp.server_unavailable", message: truncate(message, 2000), retryable, details: { serverId, reason } };
-}
+export type { McpExecuteHandlerDeps, McpExecuteOutcome } from "./mcp-execute.contract.js";
 
 /**
  * Runs one `mcp.execute` command against the ledger:
@@ -103,9 +47,40 @@ export function serverUnavailableError(serverId: string, reason: string, message
  *   for a provider's result only once its report budget ran out (`effect.result_report_given_up`).
  */
 export async function handleMcpExecuteCommand(envelope: DriverCommandEnvelope, deps: McpExecuteHandlerDeps): Promise<McpExecuteOutcome> {
-  const { api, mcp, connectionId } = deps;
+  const log = deps.logger.child({ commandId: envelope.commandId, effectId: null });
+  const skipped = await acceptCommand(envelope, deps, log);
+  if (skipped) return skipped;
+  const prepared = await prepareCall(envelope, deps, log);
+  if ("status" in prepared) return prepared;
+  const claimed = await claimEffect(envelope, deps, prepared);
+  if ("status" in claimed) return claimed;
+  if (claimed.deadlinePassed()) return reportMissedDeadline(claimed);
+  const called = await callProvider(claimed);
+  if ("status" in called) return called;
+  const parsed = McpToolResultSchema.safeParse(called.raw);
+  if (!parsed.success) {
+    claimed.log.warn({ attempt: claimed.attempt }, "tool.result_invalid");
+    return markUnknownAndFail(
+      deps,
+      claimed.log,
+      claimed.commandId,
+      claimed.effectId,
+      claimed.attempt,
+      "invalid_tool_result: the MCP result is not a CallToolResult",
+    );
+  }
+  const { result, receipt } = shapeToolResult(parsed.data, envelope.payload, claimed.log, claimed.attempt, called.startedAtMs);
+  const report = await recordAndReportResult(claimed, result, receipt);
+  return settleFromReport(claimed, report, result);
+}
+
+/**
+ * Step 1: logs `command.received`, then moves a `queued`/`delivered` command to `accepted` (an
+ * `accepted` redelivery skips the update).
+ * @returns the `skipped` outcome when the API refused `accepted` or the command is in another status; `null` to go on.
+ */
+async function acceptCommand(envelope: DriverCommandEnvelope, deps: McpExecuteHandlerDeps, log: Logger): Promise<McpExecuteOutcome | null> {
   const { commandId, payload } = envelope;
-  const log = deps.logger.child({ commandId, effectId: null });
   log.info(
     {
       seq: envelope.seq,
@@ -120,7 +95,10 @@ export async function handleMcpExecuteCommand(envelope: DriverCommandEnvelope, d
   );
 
   if (envelope.status === "queued" || envelope.status === "delivered") {
-    const accepted = await api.call("commandUpdate", { params: { commandId }, body: { connectionId, status: "accepted" } });
+    const accepted = await deps.api.call("commandUpdate", {
+      params: { commandId },
+      body: { connectionId: deps.connectionId, status: "accepted" },
+    });
     if (accepted.outcome === "rejected") {
       log.warn({ commandStatus: accepted.status, reason: accepted.reason }, "command.skipped");
       return { status: "skipped", commandId, effectId: null, reason: accepted.reason ?? `command is ${accepted.status}` };
@@ -130,7 +108,22 @@ export async function handleMcpExecuteCommand(envelope: DriverCommandEnvelope, d
     log.warn({ commandStatus: envelope.status }, "command.skipped");
     return { status: "skipped", commandId, effectId: null, reason: `command is ${envelope.status}` };
   }
+  return null;
+}
 
+/**
+ * Step 2, before the claim: the MCP server must be connectable (else `failed` `mcp.server_unavailable`)
+ * and the key's place free (else `failed` `mcp.server_unavailable`, reason `key_argument_conflict`), so
+ * a refusal leaves the effect `intent`.
+ * @returns the parsed arguments and the key's placement, or the `failed` outcome.
+ */
+async function prepareCall(
+  envelope: DriverCommandEnvelope,
+  deps: McpExecuteHandlerDeps,
+  log: Logger,
+): Promise<PreparedCall | McpExecuteOutcome> {
+  const { commandId, payload } = envelope;
+  const { mcp } = deps;
   // Before the claim: a server we cannot reach must not turn the effect `executing`.
   try {
     await mcp.ensureConnected(payload.serverId);
@@ -157,10 +150,24 @@ export async function handleMcpExecuteCommand(envelope: DriverCommandEnvelope, d
     log.warn({ serverId: payload.serverId, argument: placement.name }, "mcp.key_argument_conflict");
     return fail(deps, log, commandId, null, serverUnavailableError(payload.serverId, "key_argument_conflict", message, false));
   }
+  return { args, placement };
+}
 
+/**
+ * Step 3: `effectClaim`, timed on `deps.monotonicNowMs` from just before the request is sent; logs
+ * `effect.claimed`. A `completed` claim completes the command with its stored result, `unknown` /
+ * `not_executed` fail it: none of them calls the provider.
+ * @returns the `execute` claim in hand, or the command's outcome.
+ */
+async function claimEffect(
+  envelope: DriverCommandEnvelope,
+  deps: McpExecuteHandlerDeps,
+  prepared: PreparedCall,
+): Promise<ClaimedAttempt | McpExecuteOutcome> {
+  const { commandId, payload } = envelope;
   const monotonicNowMs = deps.monotonicNowMs ?? (() => performance.now());
   const claimSentAtMs = monotonicNowMs();
-  const claim = await api.call("effectClaim", { body: { connectionId, commandId } });
+  const claim = await deps.api.call("effectClaim", { body: { connectionId: deps.connectionId, commandId } });
   const effectLog = deps.logger.child({ commandId, effectId: claim.effectId });
   effectLog.info({ kind: claim.kind, ...(claim.kind === "execute" ? { attempt: claim.attempt } : {}) }, "effect.claimed");
 
@@ -175,41 +182,78 @@ export async function handleMcpExecuteCommand(envelope: DriverCommandEnvelope, d
       break;
   }
 
-  const { effectId, attempt, idempotencyKey } = claim;
-  // See {@link sendDeadlinePassed}: nothing may leave for the provider after the send-by deadline. Checked
-  // here and again inside `callTool` right before the request is written (`maySend`), after any
-  // reconnect of the MCP client, which can take longer than the deadline.
-  const deadlinePassed = () => sendDeadlinePassed(claimSentAtMs, monotonicNowMs(), claim.sendWithinMs);
-  const reportMissedDeadline = async () => {
-    const elapsedMs = Math.max(0, Math.round(monotonicNowMs() - claimSentAtMs));
-    effectLog.warn({ attempt, elapsedMs, sendWithinMs: claim.sendWithinMs }, "effect.send_deadline_missed");
-    const reported = await api.call("effectDeadlineMissed", { params: { effectId }, body: { connectionId, attempt, elapsedMs } });
-    effectLog.info({ attempt, outcome: reported.outcome, effectStatus: reported.status }, "effect.deadline_missed_reported");
-    const runError =
-      reported.status === "not_executed"
-        ? effectNotExecutedError(effectId, { reason: "send_deadline_missed" })
-        : effectUnknownError(effectId, { effectStatus: reported.status });
-    return fail(deps, effectLog, commandId, effectId, runError);
+  const { effectId, attempt, idempotencyKey, sendWithinMs } = claim;
+  return {
+    ...prepared,
+    deps,
+    commandId,
+    payload,
+    effectId,
+    attempt,
+    idempotencyKey,
+    sendWithinMs,
+    log: effectLog,
+    claimSentAtMs,
+    monotonicNowMs,
+    deadlinePassed: () => sendDeadlinePassed(claimSentAtMs, monotonicNowMs(), sendWithinMs),
   };
-  if (deadlinePassed()) return reportMissedDeadline();
+}
+
+/**
+ * The send-by deadline passed before the request left: logs `effect.send_deadline_missed`, reports
+ * `effectDeadlineMissed` (the API settles the effect `not_executed`) and fails the command
+ * `external_effect.not_executed` (or `external_effect.unknown` when the API says the effect is otherwise).
+ */
+async function reportMissedDeadline(claimed: ClaimedAttempt): Promise<McpExecuteOutcome> {
+  const { deps, log: effectLog, commandId, effectId, attempt } = claimed;
+  const elapsedMs = Math.max(0, Math.round(claimed.monotonicNowMs() - claimed.claimSentAtMs));
+  effectLog.warn({ attempt, elapsedMs, sendWithinMs: claimed.sendWithinMs }, "effect.send_deadline_missed");
+  const reported = await deps.api.call("effectDeadlineMissed", {
+    params: { effectId },
+    body: { connectionId: deps.connectionId, attempt, elapsedMs },
+  });
+  effectLog.info({ attempt, outcome: reported.outcome, effectStatus: reported.status }, "effect.deadline_missed_reported");
+  const runError =
+    reported.status === "not_executed"
+      ? effectNotExecutedError(effectId, { reason: "send_deadline_missed" })
+      : effectUnknownError(effectId, { effectStatus: reported.status });
+  return fail(deps, effectLog, commandId, effectId, runError);
+}
+
+/**
+ * MCP tasks (the set-once handle: `decideTaskHandle` in effect-lifecycle.machine.ts): a task-capable
+ * tool answers a task id first; it is stored on the effect (`effectTaskCreated`) before the Driver
+ * waits, so a crash after this point leaves a handle recovery can ask about. A report the API cannot
+ * take is logged and the wait goes on: the result, when it comes, is the better evidence (outbox, §11),
+ * and without the handle a crash ends on the fence as before. Never throws.
+ */
+async function reportTaskHandle(claimed: ClaimedAttempt, taskId: string): Promise<void> {
+  const { deps, log: effectLog, effectId, attempt } = claimed;
+  if (!McpTaskIdSchema.safeParse(taskId).success) {
+    effectLog.warn({ attempt, length: taskId.length }, "effect.task_id_unstorable");
+    return;
+  }
+  try {
+    const stored = await deps.api.call("effectTaskCreated", {
+      params: { effectId },
+      body: { connectionId: deps.connectionId, attempt, taskId },
+    });
+    effectLog.info({ attempt, taskId, outcome: stored.outcome, effectStatus: stored.status }, "effect.task_handle_stored");
+  } catch (error) {
+    effectLog.error({ attempt, taskId, err: (error as Error).message }, "effect.task_report_failed");
+  }
+}
+
+/**
+ * Step 4: the one `tools/call` (span `mcp.tools_call`), the key where the server's config places it
+ * and the trace context in `_meta`; never retried. A send refused at the deadline ends as
+ * {@link reportMissedDeadline}; a call that throws is fenced (`effectMarkUnknown`, then `failed`).
+ * @returns the raw answer and when the call started (`performance.now()`, ms), or the command's outcome.
+ */
+async function callProvider(claimed: ClaimedAttempt): Promise<{ raw: unknown; startedAtMs: number } | McpExecuteOutcome> {
+  const { deps, log: effectLog, payload, attempt, idempotencyKey } = claimed;
   effectLog.info({ attempt, serverId: payload.serverId, toolName: payload.toolName }, "tool.called");
   effectLog.debug({ attempt, idempotencyKey }, "tool.called_with_key"); // keys only at debug
-  // MCP tasks (the set-once handle: `decideTaskHandle` in effect-lifecycle.machine.ts): a task-capable tool answers a task id first; it is stored on the effect
-  // before the Driver waits, so a crash after this point leaves a handle recovery can ask about. A
-  // report the API cannot take is logged and the wait goes on: the result, when it comes, is the
-  // better evidence (outbox, §11), and without the handle a crash ends on the fence as before.
-  const reportTaskHandle = async (taskId: string): Promise<void> => {
-    if (!McpTaskIdSchema.safeParse(taskId).success) {
-      effectLog.warn({ attempt, length: taskId.length }, "effect.task_id_unstorable");
-      return;
-    }
-    try {
-      const stored = await api.call("effectTaskCreated", { params: { effectId }, body: { connectionId, attempt, taskId } });
-      effectLog.info({ attempt, taskId, outcome: stored.outcome, effectStatus: stored.status }, "effect.task_handle_stored");
-    } catch (error) {
-      effectLog.error({ attempt, taskId, err: (error as Error).message }, "effect.task_report_failed");
-    }
-  };
   const startedAt = performance.now();
   let raw: unknown;
   try {
@@ -222,61 +266,51 @@ export async function handleMcpExecuteCommand(envelope: DriverCommandEnvelope, d
         "mosoo.effect.attempt": attempt,
       },
       () => {
-        const placed = placeIdempotencyKey(placement, args, idempotencyKey);
+        const placed = placeIdempotencyKey(claimed.placement, claimed.args, idempotencyKey);
         // The trace goes on to the MCP server as `_meta.traceparent` / `_meta.tracestate` (this span is
         // its parent); the idempotency key is spread last, so a key placed under one of those names wins.
         const _meta = { ...currentTraceContext(), ...placed._meta };
-        return mcp.callTool(
+        return deps.mcp.callTool(
           payload.serverId,
           { name: payload.toolName, ...placed, _meta },
-          { timeoutMs: deps.toolTimeoutMs, maySend: () => !deadlinePassed(), onTaskCreated: (taskId) => reportTaskHandle(taskId) },
+          {
+            timeoutMs: deps.toolTimeoutMs,
+            maySend: () => !claimed.deadlinePassed(),
+            onTaskCreated: (taskId) => reportTaskHandle(claimed, taskId),
+          },
         );
       },
       { kind: "client" },
     );
   } catch (error) {
-    if (error instanceof SendRefusedError) return reportMissedDeadline();
+    if (error instanceof SendRefusedError) return reportMissedDeadline(claimed);
     const reason = `mcp_call_failed: ${(error as Error).message}`;
     effectLog.warn({ attempt, durationMs: Math.round(performance.now() - startedAt), err: (error as Error).message }, "tool.call_failed");
-    return markUnknownAndFail(deps, effectLog, commandId, effectId, attempt, reason);
+    return markUnknownAndFail(deps, effectLog, claimed.commandId, claimed.effectId, attempt, reason);
   }
-  const parsed = McpToolResultSchema.safeParse(raw);
-  if (!parsed.success) {
-    effectLog.warn({ attempt }, "tool.result_invalid");
-    return markUnknownAndFail(deps, effectLog, commandId, effectId, attempt, "invalid_tool_result: the MCP result is not a CallToolResult");
-  }
-  const toolResult = parsed.data;
-  let result = toMcpExecuteCommandResult(toolResult, payload);
-  effectLog.info({ attempt, isError: result.isError ?? false, durationMs: Math.round(performance.now() - startedAt) }, "tool.returned");
-  if (result.outputText.length > MAX_OUTPUT_TEXT_LENGTH) {
-    effectLog.warn({ length: result.outputText.length, max: MAX_OUTPUT_TEXT_LENGTH }, "tool.output_truncated");
-    result = { ...result, outputText: result.outputText.slice(0, MAX_OUTPUT_TEXT_LENGTH) };
-  }
-  // The API refuses text that is not well-formed UTF-16; a provider's lone
-  // surrogate (or one left by the cut above) becomes U+FFFD so the result can still be recorded.
-  if (!isWellFormedText(result.outputText)) result = { ...result, outputText: toWellFormed(result.outputText) };
-  let receipt: Record<string, unknown> | null = toolResult._meta ?? null;
-  // The receipt is opaque and optional: one the API would refuse (too deep, a forbidden key, a lone
-  // surrogate, too large) is left out rather than costing the record of a call that did run.
-  const receiptProblem = receipt ? findJsonProblem(receipt) : null;
-  if (receiptProblem) {
-    effectLog.warn({ problem: formatJsonProblem(receiptProblem) }, "effect.receipt_dropped");
-    receipt = null;
-  } else if (receipt && Buffer.byteLength(JSON.stringify(receipt), "utf8") > MAX_RECEIPT_BYTES) {
-    effectLog.warn({ max: MAX_RECEIPT_BYTES }, "effect.receipt_dropped");
-    receipt = null;
-  }
+  return { raw, startedAtMs: startedAt };
+}
 
-  // The provider answered: from here on its result must reach the ledger. It is written to the
-  // outbox (fsynced) BEFORE it is sent, and reported until the API answers it (see `reportProviderResult`).
+/**
+ * Step 5: the provider answered, so from here on its result must reach the ledger. It is written to
+ * the outbox (fsynced) BEFORE it is sent (a failed write is logged `outbox.write_failed` and the result
+ * reported from memory), then reported until the API answers it (see `reportProviderResult`).
+ * @throws the API's error once the report budget ran out (`effect.result_report_given_up`) or on a lost connection.
+ */
+async function recordAndReportResult(
+  claimed: ClaimedAttempt,
+  result: McpExecuteCommandResult,
+  receipt: Record<string, unknown> | null,
+): Promise<ResultReportOutcome> {
+  const { deps, log: effectLog, attempt } = claimed;
   const pending: PendingResult = {
-    effectId,
-    commandId,
-    connectionId,
+    effectId: claimed.effectId,
+    commandId: claimed.commandId,
+    connectionId: deps.connectionId,
     attempt,
-    idempotencyKey,
-    toolName: payload.toolName,
-    requestFingerprint: fingerprintArguments(args),
+    idempotencyKey: claimed.idempotencyKey,
+    toolName: claimed.payload.toolName,
+    requestFingerprint: fingerprintArguments(claimed.args),
     result,
     receipt,
     recordedAtMs: Date.now(),
@@ -287,12 +321,25 @@ export async function handleMcpExecuteCommand(envelope: DriverCommandEnvelope, d
     // Reporting from memory still beats not reporting; only a crash before the API answers loses it now.
     effectLog.error({ attempt, err: (error as Error).message }, "outbox.write_failed");
   }
-  const report = await reportProviderResult(pending, {
-    api,
+  return reportProviderResult(pending, {
+    api: deps.api,
     outbox: deps.outbox,
     logger: effectLog,
     budgetMs: deps.resultReportBudgetMs,
   });
+}
+
+/**
+ * Step 6: ends the command as the API's answer to the result says: `completed` when the effect
+ * `succeeded` (by completion, or by late evidence the ledger took); otherwise `failed`, fencing the
+ * effect when the API refused the completion for good, `external_effect.unknown` or `not_executed` as the ledger decided.
+ */
+async function settleFromReport(
+  claimed: ClaimedAttempt,
+  report: ResultReportOutcome,
+  result: McpExecuteCommandResult,
+): Promise<McpExecuteOutcome> {
+  const { deps, log: effectLog, commandId, effectId, attempt } = claimed;
   if (report.kind === "refused") {
     // The API refused to store this result (and will refuse it again). The provider did run, but
     // the ledger cannot say so: fence the effect (never tell the agent it may resend, §3 rule 14).
@@ -322,65 +369,4 @@ export async function handleMcpExecuteCommand(envelope: DriverCommandEnvelope, d
   const runError =
     stored.status === "not_executed" ? effectNotExecutedError(effectId) : effectUnknownError(effectId, { effectStatus: stored.status });
   return fail(deps, effectLog, commandId, effectId, runError);
-}
-
-async function markUnknownAndFail(
-  deps: McpExecuteHandlerDeps,
-  log: Logger,
-  commandId: string,
-  effectId: string,
-  attempt: number,
-  reason: string,
-): Promise<McpExecuteOutcome> {
-  const marked = await deps.api.call("effectMarkUnknown", {
-    params: { effectId },
-    body: { connectionId: deps.connectionId, attempt, reason: truncate(reason, 500) },
-  });
-  log.warn({ attempt, outcome: marked.outcome, effectStatus: marked.status }, "effect.marked_unknown");
-  const runError =
-    marked.status === "not_executed" ? effectNotExecutedError(effectId) : effectUnknownError(effectId, { reason: truncate(reason, 500) });
-  return fail(deps, log, commandId, effectId, runError);
-}
-
-async function complete(
-  deps: McpExecuteHandlerDeps,
-  log: Logger,
-  commandId: string,
-  effectId: string,
-  result: McpExecuteCommandResult,
-): Promise<McpExecuteOutcome> {
-  const update = await sendTerminal(deps, log, commandId, { connectionId: deps.connectionId, status: "completed", result });
-  log.info({ status: "completed", outcome: update.outcome, isError: result.isError ?? false }, "command.terminal");
-  return { status: "completed", commandId, effectId, result, updateOutcome: update.outcome };
-}
-
-async function fail(
-  deps: McpExecuteHandlerDeps,
-  log: Logger,
-  commandId: string,
-  effectId: string | null,
-  error: RunError,
-): Promise<McpExecuteOutcome> {
-  const update = await sendTerminal(deps, log, commandId, { connectionId: deps.connectionId, status: "failed", error });
-  log.info({ status: "failed", outcome: update.outcome, errorCode: error.code, retryable: error.retryable }, "command.terminal");
-  return { status: "failed", commandId, effectId, error, updateOutcome: update.outcome };
-}
-
-async function sendTerminal(deps: McpExecuteHandlerDeps, log: Logger, commandId: string, body: CommandUpdateRequest) {
-  const update = await deps.api.call("commandUpdate", { params: { commandId }, body });
-  if (update.outcome === "rejected") {
-    log.warn({ commandStatus: update.status, reason: update.reason }, "command.update_rejected");
-  }
-  return update;
-}
-
-/** `text` cut to `max` characters (with `…`), made well-formed and without NUL: it goes into a RunError or a reason the API validates. */
-function truncate(text: string, max: number): string {
-  const cut = text.length <= max ? text : `${text.slice(0, max - 1)}…`;
-  return toWellFormed(cut).replaceAll("\u0000", "\uFFFD");
-}
-
-/** `s` with every lone surrogate replaced by U+FFFD (`String.prototype.toWellFormed`, Node 20+). */
-function toWellFormed(s: string): string {
-  return (s as string & { toWellFormed(): string }).toWellFormed();
 }

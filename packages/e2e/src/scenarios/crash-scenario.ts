@@ -1,7 +1,7 @@
 // Runs one crash scenario on real processes (a Driver killed around the provider's commit) and checks its invariants.
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { pollUntil, type RunViewBody, enqueueCreateIssue, waitForProviderCount } from "../http-clients.js";
+import { pollUntil, type RunApiClient, type RunViewBody, enqueueCreateIssue, waitForProviderCount } from "../http-clients.js";
 import { FIXTURE_ADAPTER_PACKAGE, startApiProcess, startDriverProcess, startProviderProcess, writeMcpConfig } from "../stack.js";
 import type { ManagedProcess } from "../managed-process.js";
 import { expectInvariant, type ScenarioOptions, type ScenarioResult } from "./scenario.types.js";
@@ -96,123 +96,13 @@ export async function runCrashScenario(spec: CrashScenarioSpec, opts: ScenarioOp
   const { workDir, timeline } = opts;
   const procs: ManagedProcess[] = [];
   try {
-    const convention = spec.adapter === "convention";
-    const providerFlags = [
-      "--fence-on-lookup-miss",
-      ...(convention ? ["--advertise-idempotency"] : []),
-      ...(spec.keyArgument ? ["--key-argument", spec.keyArgument] : []),
-      ...(spec.crashPoint === "after_commit" ? ["--hold-response-after-commit"] : ["--hold-before-commit"]),
-    ];
-    const provider = await startProviderProcess(join(workDir, "provider.db"), providerFlags);
-    procs.push(provider.proc);
-    timeline(`provider up at ${provider.url} (${providerFlags.join(" ")})`);
-
-    const bindingsFile = join(workDir, "bindings.json");
-    const binding = convention
-      ? { adapterId: "mcp-convention", options: { url: provider.url } }
-      : { package: FIXTURE_ADAPTER_PACKAGE, options: { url: provider.url } };
-    writeFileSync(bindingsFile, JSON.stringify({ bindings: spec.adapter === "none" ? {} : { tracker: binding } }, null, 2));
-    const api = await startApiProcess(join(workDir, "api.db"), {
-      MOSOO_EFFECT_RECONCILIATION: spec.reconciliation,
-      MOSOO_RECONCILIATION_BINDINGS_FILE: bindingsFile,
-      MOSOO_HEARTBEAT_TTL_MS: HEARTBEAT_TTL_MS[spec.recovery],
-      MOSOO_SWEEP_INTERVAL_MS: "250",
-      ...(spec.repeatGuard ? { MOSOO_REPEAT_GUARD: "tracker=600000" } : {}),
-    });
-    procs.push(api.proc);
-    timeline(
-      `API up at ${api.url}, MOSOO_EFFECT_RECONCILIATION=${spec.reconciliation}, ${spec.adapter === "none" ? "tracker unbound (the bindings file binds no server)" : `tracker bound to ${convention ? "the built-in mcp-convention adapter (read from the provider's tools/list)" : `the package ${FIXTURE_ADAPTER_PACKAGE.module}`}`}`,
-    );
-
-    const mcpConfigFile = writeMcpConfig(
-      workDir,
-      { tracker: provider.url },
-      spec.keyArgument ? { tracker: { in: "argument", name: spec.keyArgument } } : {},
-    );
-    const stateFile = join(workDir, "driver-state.json");
-    const driverA = await startDriverProcess({
-      apiUrl: api.url,
-      stateFile,
-      mcpConfigFile,
-      name: "driver-a",
-      enrollmentToken: api.credentials.enrollmentToken,
-    });
-    procs.push(driverA.proc);
-    timeline(`Driver A connected as instance ${driverA.driverInstanceId}`);
-
-    const { runs, control, runId, sessionId, call } = await enqueueCreateIssue(api, provider, driverA.driverInstanceId);
-    timeline(`queued createIssue (effect ${call.effectId}, idempotency key ${call.idempotencyKey})`);
-    if (spec.secondCall) {
-      const second = await runs.enqueueToolCall(runId, { serverId: "tracker", toolName: "createIssue", ...SECOND_ISSUE });
-      timeline(`queued a second createIssue (${SECOND_ISSUE.toolCallId}, effect ${second.effectId}); the Driver is busy with the first`);
-    }
-
-    if (spec.crashPoint === "after_commit") {
-      await waitForProviderCount(control, "writes", call.idempotencyKey, STEP_TIMEOUT_MS, "the provider commits");
-      timeline("provider committed the write; its response is held (lost)");
-    } else {
-      await waitForProviderCount(control, "createCalls", call.idempotencyKey, STEP_TIMEOUT_MS, "the call reaches the provider");
-      timeline("provider received the call and holds it before its commit");
-    }
-    await driverA.proc.kill("SIGKILL");
-    timeline("Driver A killed with SIGKILL");
-
-    let driverB: Awaited<ReturnType<typeof startDriverProcess>> | undefined;
-    if (spec.recovery === "restart") {
-      driverB = await startDriverProcess({
-        apiUrl: api.url,
-        stateFile,
-        mcpConfigFile,
-        name: "driver-b",
-        enrollmentToken: api.credentials.enrollmentToken,
-        finalizeOnExit: spec.endRunAfterRestart === true,
-      });
-      procs.push(driverB.proc);
-      timeline(
-        `Driver B reconnected as the same instance (heartbeat TTL ${HEARTBEAT_TTL_MS.restart} ms: no finalization can overtake it); the command is redelivered`,
-      );
-    } else {
-      timeline(`no Driver comes back; waiting for the sweep to find the expired heartbeat (TTL ${HEARTBEAT_TTL_MS.finalization} ms)`);
-    }
-
-    let view: RunViewBody = await pollUntil(
-      async () => {
-        const v = await runs.getRun(runId);
-        return v.commands[0]?.terminalAtMs ? v : undefined;
-      },
-      STEP_TIMEOUT_MS,
-      "the command ends",
-    );
-    if (spec.recovery === "finalization") {
-      // the repair ends the command, then the run (its account read in that last step)
-      view = await pollUntil(
-        async () => {
-          const v = await runs.getRun(runId);
-          return v.run.status !== "active" && v.commands.every((c) => c.terminalAtMs) ? v : undefined;
-        },
-        STEP_TIMEOUT_MS,
-        "the run ends",
-      );
-    }
-    if (driverB && spec.endRunAfterRestart) {
-      await driverB.proc.kill("SIGTERM");
-      timeline("Driver B stopped with --finalize-on-exit: it finalized its instance, so the run ends");
-      view = await pollUntil(
-        async () => {
-          const v = await runs.getRun(runId);
-          return v.run.status !== "active" ? v : undefined;
-        },
-        STEP_TIMEOUT_MS,
-        "the run ends",
-      );
-    }
+    const stack = await startCrashStack(spec, opts, procs);
+    const { provider, api, mcpConfigFile } = stack;
+    const { runs, control, runId, sessionId, call } = await enqueueAndCrash(spec, stack, timeline);
+    const driverB = await recoverDriver(spec, stack, procs, timeline);
+    const view = await awaitRunOutcome(spec, runs, runId, driverB, timeline);
     const effect = view.effects[0];
     const command = view.commands[0];
-    for (const r of effect?.reconciliations ?? []) timeline(`lookup (${r.trigger}): ${r.outcome}${r.reasonCode ? ` ${r.reasonCode}` : ""}`);
-    const answer = (e: ErrorBody) => (e ? ` ${e.code} (retryable ${e.retryable})` : "");
-    timeline(
-      `command ${command?.status}${answer(command?.error)}; effect ${effect?.status}${effect?.resolution ? ` (${effect.resolution})` : ""}; run ${view.run.status}${answer(view.run.error)}`,
-    );
 
     let lateWrite: string | undefined;
     if (spec.crashPoint === "before_commit") {
@@ -273,57 +163,232 @@ export async function runCrashScenario(spec: CrashScenarioSpec, opts: ScenarioOp
           }
         : {}),
     };
-    const failures: string[] = [];
-    for (const [key, want] of Object.entries(spec.expect)) {
-      const got = (line as Record<string, unknown>)[key];
-      expectInvariant(
-        failures,
-        JSON.stringify(got) === JSON.stringify(want),
-        `${key} must be ${JSON.stringify(want)}, was ${JSON.stringify(got)}`,
-      );
-    }
-    // See `turnInterruptedRunError` in turn-account.ts: the run's account lists the write as the ledger has it; retryable only when nothing was written
-    if (view.run.status === "failed") {
-      const listed = account.find((c) => c.effectId === call.effectId);
-      const want = effect?.status === "executing" ? "unknown" : effect?.status === "intent" ? "never_sent" : effect?.status;
-      expectInvariant(
-        failures,
-        listed?.status === want,
-        `the run's account must list effect ${call.effectId} as ${want}, was ${listed?.status}`,
-      );
-      const written = account.some((c) => ["succeeded", "unknown", "compensated"].includes(c.status));
-      expectInvariant(
-        failures,
-        view.run.error?.retryable === !written,
-        `the run error is retryable only when nothing of the turn was written`,
-      );
-    }
-    expectInvariant(failures, line.providerCalls <= 1, `the provider must be called at most once for the key, was ${line.providerCalls}`);
-    expectInvariant(failures, view.events.filter((e) => e.terminal).length <= 1, "a run has at most one terminal event");
-    if (lateWrite) expectInvariant(failures, lateWrite === "refused", "a late commit after a confirmed non-execution must be refused");
-    // See `settleCommandFromEffect` in command-settlement.service.ts: an answer given while the write is unknown never invites a resend and names the effect
-    for (const [who, error] of [
-      ["command", command?.error],
-      ["run", view.run.error],
-    ] as const) {
-      if (error?.code === "external_effect.unknown") {
-        expectInvariant(failures, error.retryable === false, `the ${who}'s external_effect.unknown must not be retryable`);
-        expectInvariant(
-          failures,
-          namesEffect(error, call.effectId),
-          `the ${who}'s external_effect.unknown must name effect ${call.effectId} in details.effectIds`,
-        );
-      }
-      if (effect?.status === "unknown" && error) {
-        expectInvariant(
-          failures,
-          error.code === "external_effect.unknown",
-          `the ${who} ended while its effect is unknown: its error must be external_effect.unknown, was ${error.code}`,
-        );
-      }
-    }
-    return { failures, line };
+    return { failures: checkCrashInvariants(spec, line, view, call.effectId, account, lateWrite), line };
   } finally {
     await Promise.all(procs.map((p) => p.kill("SIGTERM")));
   }
+}
+
+/** The processes of a crash scenario and the files they share. */
+interface CrashStack {
+  provider: Awaited<ReturnType<typeof startProviderProcess>>;
+  api: Awaited<ReturnType<typeof startApiProcess>>;
+  mcpConfigFile: string;
+  stateFile: string;
+  driverA: Awaited<ReturnType<typeof startDriverProcess>>;
+}
+
+/**
+ * Starts the provider (held at the spec's crash point), the API (reconciliation, bindings, heartbeat
+ * TTL and repeat guard as the spec says) and Driver A, in that order; each process is added to `procs`.
+ */
+async function startCrashStack(spec: CrashScenarioSpec, opts: ScenarioOptions, procs: ManagedProcess[]): Promise<CrashStack> {
+  const { workDir, timeline } = opts;
+  const convention = spec.adapter === "convention";
+  const providerFlags = [
+    "--fence-on-lookup-miss",
+    ...(convention ? ["--advertise-idempotency"] : []),
+    ...(spec.keyArgument ? ["--key-argument", spec.keyArgument] : []),
+    ...(spec.crashPoint === "after_commit" ? ["--hold-response-after-commit"] : ["--hold-before-commit"]),
+  ];
+  const provider = await startProviderProcess(join(workDir, "provider.db"), providerFlags);
+  procs.push(provider.proc);
+  timeline(`provider up at ${provider.url} (${providerFlags.join(" ")})`);
+
+  const bindingsFile = join(workDir, "bindings.json");
+  const binding = convention
+    ? { adapterId: "mcp-convention", options: { url: provider.url } }
+    : { package: FIXTURE_ADAPTER_PACKAGE, options: { url: provider.url } };
+  writeFileSync(bindingsFile, JSON.stringify({ bindings: spec.adapter === "none" ? {} : { tracker: binding } }, null, 2));
+  const api = await startApiProcess(join(workDir, "api.db"), {
+    MOSOO_EFFECT_RECONCILIATION: spec.reconciliation,
+    MOSOO_RECONCILIATION_BINDINGS_FILE: bindingsFile,
+    MOSOO_HEARTBEAT_TTL_MS: HEARTBEAT_TTL_MS[spec.recovery],
+    MOSOO_SWEEP_INTERVAL_MS: "250",
+    ...(spec.repeatGuard ? { MOSOO_REPEAT_GUARD: "tracker=600000" } : {}),
+  });
+  procs.push(api.proc);
+  timeline(
+    `API up at ${api.url}, MOSOO_EFFECT_RECONCILIATION=${spec.reconciliation}, ${spec.adapter === "none" ? "tracker unbound (the bindings file binds no server)" : `tracker bound to ${convention ? "the built-in mcp-convention adapter (read from the provider's tools/list)" : `the package ${FIXTURE_ADAPTER_PACKAGE.module}`}`}`,
+  );
+
+  const mcpConfigFile = writeMcpConfig(
+    workDir,
+    { tracker: provider.url },
+    spec.keyArgument ? { tracker: { in: "argument", name: spec.keyArgument } } : {},
+  );
+  const stateFile = join(workDir, "driver-state.json");
+  const driverA = await startDriverProcess({
+    apiUrl: api.url,
+    stateFile,
+    mcpConfigFile,
+    name: "driver-a",
+    enrollmentToken: api.credentials.enrollmentToken,
+  });
+  procs.push(driverA.proc);
+  timeline(`Driver A connected as instance ${driverA.driverInstanceId}`);
+  return { provider, api, mcpConfigFile, stateFile, driverA };
+}
+
+/** Queues the `createIssue` (with `secondCall`, a second one), waits for the spec's crash point, SIGKILLs Driver A; returns the queued call. */
+async function enqueueAndCrash(spec: CrashScenarioSpec, stack: CrashStack, timeline: ScenarioOptions["timeline"]) {
+  const { api, provider, driverA } = stack;
+  const queued = await enqueueCreateIssue(api, provider, driverA.driverInstanceId);
+  const { runs, control, runId, call } = queued;
+  timeline(`queued createIssue (effect ${call.effectId}, idempotency key ${call.idempotencyKey})`);
+  if (spec.secondCall) {
+    const second = await runs.enqueueToolCall(runId, { serverId: "tracker", toolName: "createIssue", ...SECOND_ISSUE });
+    timeline(`queued a second createIssue (${SECOND_ISSUE.toolCallId}, effect ${second.effectId}); the Driver is busy with the first`);
+  }
+
+  if (spec.crashPoint === "after_commit") {
+    await waitForProviderCount(control, "writes", call.idempotencyKey, STEP_TIMEOUT_MS, "the provider commits");
+    timeline("provider committed the write; its response is held (lost)");
+  } else {
+    await waitForProviderCount(control, "createCalls", call.idempotencyKey, STEP_TIMEOUT_MS, "the call reaches the provider");
+    timeline("provider received the call and holds it before its commit");
+  }
+  await driverA.proc.kill("SIGKILL");
+  timeline("Driver A killed with SIGKILL");
+  return queued;
+}
+
+/** The spec's recovery: `restart` starts Driver B (same state file, same instance, added to `procs`); `finalization` starts none. */
+async function recoverDriver(spec: CrashScenarioSpec, stack: CrashStack, procs: ManagedProcess[], timeline: ScenarioOptions["timeline"]) {
+  let driverB: Awaited<ReturnType<typeof startDriverProcess>> | undefined;
+  if (spec.recovery === "restart") {
+    driverB = await startDriverProcess({
+      apiUrl: stack.api.url,
+      stateFile: stack.stateFile,
+      mcpConfigFile: stack.mcpConfigFile,
+      name: "driver-b",
+      enrollmentToken: stack.api.credentials.enrollmentToken,
+      finalizeOnExit: spec.endRunAfterRestart === true,
+    });
+    procs.push(driverB.proc);
+    timeline(
+      `Driver B reconnected as the same instance (heartbeat TTL ${HEARTBEAT_TTL_MS.restart} ms: no finalization can overtake it); the command is redelivered`,
+    );
+  } else {
+    timeline(`no Driver comes back; waiting for the sweep to find the expired heartbeat (TTL ${HEARTBEAT_TTL_MS.finalization} ms)`);
+  }
+  return driverB;
+}
+
+/**
+ * Waits until the command ends (and, after a finalization or with `endRunAfterRestart`, until the run
+ * ends too; Driver B is then stopped with SIGTERM so it finalizes), and logs the lookups and outcome.
+ * @returns the run's last view.
+ */
+async function awaitRunOutcome(
+  spec: CrashScenarioSpec,
+  runs: RunApiClient,
+  runId: string,
+  driverB: Awaited<ReturnType<typeof startDriverProcess>> | undefined,
+  timeline: ScenarioOptions["timeline"],
+): Promise<RunViewBody> {
+  let view: RunViewBody = await pollUntil(
+    async () => {
+      const v = await runs.getRun(runId);
+      return v.commands[0]?.terminalAtMs ? v : undefined;
+    },
+    STEP_TIMEOUT_MS,
+    "the command ends",
+  );
+  if (spec.recovery === "finalization") {
+    // the repair ends the command, then the run (its account read in that last step)
+    view = await pollUntil(
+      async () => {
+        const v = await runs.getRun(runId);
+        return v.run.status !== "active" && v.commands.every((c) => c.terminalAtMs) ? v : undefined;
+      },
+      STEP_TIMEOUT_MS,
+      "the run ends",
+    );
+  }
+  if (driverB && spec.endRunAfterRestart) {
+    await driverB.proc.kill("SIGTERM");
+    timeline("Driver B stopped with --finalize-on-exit: it finalized its instance, so the run ends");
+    view = await pollUntil(
+      async () => {
+        const v = await runs.getRun(runId);
+        return v.run.status !== "active" ? v : undefined;
+      },
+      STEP_TIMEOUT_MS,
+      "the run ends",
+    );
+  }
+  const effect = view.effects[0];
+  const command = view.commands[0];
+  for (const r of effect?.reconciliations ?? []) timeline(`lookup (${r.trigger}): ${r.outcome}${r.reasonCode ? ` ${r.reasonCode}` : ""}`);
+  const answer = (e: ErrorBody) => (e ? ` ${e.code} (retryable ${e.retryable})` : "");
+  timeline(
+    `command ${command?.status}${answer(command?.error)}; effect ${effect?.status}${effect?.resolution ? ` (${effect.resolution})` : ""}; run ${view.run.status}${answer(view.run.error)}`,
+  );
+  return view;
+}
+
+/**
+ * The scenario's invariants: every `spec.expect` key equals the line's; a failed run's account lists the
+ * write and is retryable only when nothing was written; at most one provider call and one terminal event;
+ * a late commit was refused; an error given while the write is unknown is `external_effect.unknown`,
+ * not retryable, naming the effect.
+ * @returns the failures, one sentence each (empty when all hold).
+ */
+function checkCrashInvariants(
+  spec: CrashScenarioSpec,
+  line: Record<string, unknown> & { providerCalls: number },
+  view: RunViewBody,
+  effectId: string,
+  account: ReturnType<typeof accountOf>,
+  lateWrite: string | undefined,
+): string[] {
+  const effect = view.effects[0];
+  const command = view.commands[0];
+  const failures: string[] = [];
+  for (const [key, want] of Object.entries(spec.expect)) {
+    const got = (line as Record<string, unknown>)[key];
+    expectInvariant(
+      failures,
+      JSON.stringify(got) === JSON.stringify(want),
+      `${key} must be ${JSON.stringify(want)}, was ${JSON.stringify(got)}`,
+    );
+  }
+  // See `turnInterruptedRunError` in turn-account.ts: the run's account lists the write as the ledger has it; retryable only when nothing was written
+  if (view.run.status === "failed") {
+    const listed = account.find((c) => c.effectId === effectId);
+    const want = effect?.status === "executing" ? "unknown" : effect?.status === "intent" ? "never_sent" : effect?.status;
+    expectInvariant(failures, listed?.status === want, `the run's account must list effect ${effectId} as ${want}, was ${listed?.status}`);
+    const written = account.some((c) => ["succeeded", "unknown", "compensated"].includes(c.status));
+    expectInvariant(
+      failures,
+      view.run.error?.retryable === !written,
+      `the run error is retryable only when nothing of the turn was written`,
+    );
+  }
+  expectInvariant(failures, line.providerCalls <= 1, `the provider must be called at most once for the key, was ${line.providerCalls}`);
+  expectInvariant(failures, view.events.filter((e) => e.terminal).length <= 1, "a run has at most one terminal event");
+  if (lateWrite) expectInvariant(failures, lateWrite === "refused", "a late commit after a confirmed non-execution must be refused");
+  // See `settleCommandFromEffect` in command-settlement.service.ts: an answer given while the write is unknown never invites a resend and names the effect
+  for (const [who, error] of [
+    ["command", command?.error],
+    ["run", view.run.error],
+  ] as const) {
+    if (error?.code === "external_effect.unknown") {
+      expectInvariant(failures, error.retryable === false, `the ${who}'s external_effect.unknown must not be retryable`);
+      expectInvariant(
+        failures,
+        namesEffect(error, effectId),
+        `the ${who}'s external_effect.unknown must name effect ${effectId} in details.effectIds`,
+      );
+    }
+    if (effect?.status === "unknown" && error) {
+      expectInvariant(
+        failures,
+        error.code === "external_effect.unknown",
+        `the ${who} ended while its effect is unknown: its error must be external_effect.unknown, was ${error.code}`,
+      );
+    }
+  }
+  return failures;
 }

@@ -22,7 +22,7 @@ import { FIXTURE_ADAPTER_PACKAGE, newStackCredentials, startProviderProcess, wri
 import { countSoak, type SoakCounts } from "./soak-counts.js";
 import { applyDbFault, DB_FAULT_KINDS, planDbFaults, type AppliedDbFault, type DbFaultKind } from "./soak-faults.js";
 import { openLedgerReader, openProviderTruth, type LedgerReader } from "./soak-ledger.js";
-import { createSoakApis, createSoakDrivers, type SoakDriverSlot } from "./soak-processes.js";
+import { createSoakApis, createSoakDrivers, type SoakApis, type SoakDriverSlot, type SoakDrivers } from "./soak-processes.js";
 import { healthyFinalized, unknownCommitted } from "./soak-verdicts.js";
 
 /** Which store the soak's API runs on: the embedded SQLite file, or a throwaway PostgreSQL server. */
@@ -132,7 +132,60 @@ export async function runSoak(opts: SoakOptions): Promise<SoakReport> {
   }
 }
 
+/**
+ * The soak proper, read as its steps: start the stack, run kill rounds (with the database faults due)
+ * until `opts.kills` Driver kills, await recovery, stop everything, judge the ledger.
+ */
 async function soak(opts: SoakOptions, instanceCount: number, pgServer: RunningPostgres | null, started: number): Promise<SoakReport> {
+  const stack = await startSoakStack(opts, instanceCount, pgServer);
+  const tally: SoakTally = { enqueued: 0, driverKills: 0, apiKills: 0 };
+  const faults = scheduleDbFaults(opts, pgServer, tally);
+  for (let round = 1; tally.driverKills < opts.kills; round++) {
+    await faults.startDue(false);
+    await runKillRound(opts, stack, tally, instanceCount);
+    if (tally.driverKills % 10 === 0 || tally.driverKills === opts.kills) {
+      opts.log(
+        `soak: ${tally.driverKills}/${opts.kills} Driver kills, ${tally.apiKills} API kills, ${faults.applied.length}/${faults.plan.length} database faults, ${tally.enqueued} tool calls, ${stack.drivers.stats.sameInstanceRestarts} same-instance restarts, ${stack.drivers.stats.finalizations} Driver instances replaced, ${Math.round((Date.now() - started) / 1000)} s`,
+      );
+    }
+  }
+  await faults.finish();
+
+  const { ledger, recovered } = await awaitRecovery(opts, stack, pgServer);
+  for (const slot of stack.drivers.slots) await stack.drivers.stop(slot, "SIGTERM");
+  for (const api of stack.apis) await api?.kill("SIGTERM");
+  await stack.provider.proc.kill("SIGTERM");
+  return judgeSoak(stack, ledger, faults.applied, tally, started, recovered);
+}
+
+/** The soak's running processes, its seeded choices and its settings, shared by its steps. */
+interface SoakStack {
+  random: () => number;
+  pick: <T>(xs: readonly T[]) => T;
+  ttlMs: number;
+  lateRatio: number;
+  apiDb: string;
+  providerDb: string;
+  provider: ProviderProcess;
+  control: ProviderControlClient;
+  runClients: RunApiClient[];
+  apis: SoakApis["apis"];
+  startApi: SoakApis["start"];
+  drivers: SoakDrivers;
+}
+
+/** What the soak did so far: tool calls enqueued, Driver and API instances killed. */
+interface SoakTally {
+  enqueued: number;
+  driverKills: number;
+  apiKills: number;
+}
+
+/**
+ * Starts the stack: the fixture provider (fences a key on a lookup miss), its bindings file, one fixed
+ * port per API instance, the API instances (one set of fresh secrets) and every Driver, in that order.
+ */
+async function startSoakStack(opts: SoakOptions, instanceCount: number, pgServer: RunningPostgres | null): Promise<SoakStack> {
   const random = rng(opts.seed);
   const pick = <T>(xs: readonly T[]): T => xs[Math.floor(random() * xs.length)]!;
   const ttlMs = opts.heartbeatTtlMs ?? DEFAULT_SOAK_HEARTBEAT_TTL_MS;
@@ -174,41 +227,47 @@ async function soak(opts: SoakOptions, instanceCount: number, pgServer: RunningP
     enrollmentToken: credentials.enrollmentToken,
     entry,
   });
-  const { slots, lives, kills, stats, alive } = drivers;
-  const startDriver = drivers.start;
-  const stopDriver = drivers.stop;
-  for (const slot of slots) await startDriver(slot);
+  for (const slot of drivers.slots) await drivers.start(slot);
+  return { random, pick, ttlMs, lateRatio, apiDb, providerDb, provider, control, runClients, apis, startApi, drivers };
+}
 
-  let enqueued = 0;
-  let driverKills = 0;
-  let apiKills = 0;
-  const enqueue = async (slot: SoakDriverSlot, n: number) => {
-    for (let j = 0; j < n; j++) {
-      const runs = pick(runClients); // any instance: one store, one ledger
-      try {
-        if (!slot.runId) slot.runId = (await runs.createRun(slot.instanceId!)).runId;
-        await runs.enqueueToolCall(slot.runId, {
-          serverId: "tracker",
-          toolName: "createIssue",
-          arguments: { title: `soak ${enqueued}`, body: `seed ${opts.seed}` },
-        });
-        enqueued += 1;
-      } catch (error) {
-        // the run ended (its Driver was finalized): a new one next time; any other failure (an API
-        // restarting, a database fault) leaves the run as it is
-        if (String(error).includes("run.not_active")) slot.runId = null;
-      }
+/**
+ * Enqueues `n` tool calls on `slot`'s run (created first when it has none), each on a random API
+ * instance. A run that ended (`run.not_active`: its Driver was finalized) is dropped so the next call
+ * makes a new one; any other failure leaves the run as it is. Counts what was enqueued in `tally`.
+ */
+async function enqueueToolCalls(opts: SoakOptions, stack: SoakStack, tally: SoakTally, slot: SoakDriverSlot, n: number): Promise<void> {
+  for (let j = 0; j < n; j++) {
+    const runs = stack.pick(stack.runClients); // any instance: one store, one ledger
+    try {
+      if (!slot.runId) slot.runId = (await runs.createRun(slot.instanceId!)).runId;
+      await runs.enqueueToolCall(slot.runId, {
+        serverId: "tracker",
+        toolName: "createIssue",
+        arguments: { title: `soak ${tally.enqueued}`, body: `seed ${opts.seed}` },
+      });
+      tally.enqueued += 1;
+    } catch (error) {
+      // the run ended (its Driver was finalized): a new one next time; any other failure (an API
+      // restarting, a database fault) leaves the run as it is
+      if (String(error).includes("run.not_active")) slot.runId = null;
     }
-  };
+  }
+}
 
-  // Database faults: planned from the seed, started when their kill count is reached, one at a time, while the rounds go on.
+/**
+ * Database faults: planned from the seed, started when their kill count (`tally.driverKills`) is
+ * reached, one at a time, while the rounds go on. `startDue(true)` starts the next one regardless;
+ * `finish` starts every one left and waits for the last. None without a PostgreSQL server.
+ */
+function scheduleDbFaults(opts: SoakOptions, pgServer: RunningPostgres | null, tally: SoakTally) {
   const plan = pgServer && opts.dbFaults ? planDbFaults(opts.dbFaults, opts.kills, rng(opts.seed ^ 0x5eed)) : [];
   const applied: AppliedDbFault[] = [];
   let nextFault = 0;
   let faultRunning: Promise<void> = Promise.resolve();
-  const startDueFault = async (force: boolean) => {
+  const startDue = async (force: boolean) => {
     const fault = plan[nextFault];
-    if (!pgServer || !fault || (!force && fault.atKill > driverKills)) return;
+    if (!pgServer || !fault || (!force && fault.atKill > tally.driverKills)) return;
     await faultRunning;
     nextFault += 1;
     faultRunning = applyDbFault(pgServer, fault).then(
@@ -219,45 +278,58 @@ async function soak(opts: SoakOptions, instanceCount: number, pgServer: RunningP
       (error: unknown) => opts.log(`soak: database fault ${fault.kind} failed: ${String(error)}`),
     );
   };
+  const finish = async () => {
+    while (nextFault < plan.length) await startDue(true);
+    await faultRunning;
+  };
+  return { plan, applied, startDue, finish };
+}
 
-  for (let round = 1; driverKills < opts.kills; round++) {
-    await startDueFault(false);
-    for (const slot of slots) if (!alive(slot)) await startDriver(slot);
-    await control.setFaults({ delayBeforeCommitMs: pick([0, 0, 0, 20, 80, 250]) }).catch(() => undefined);
-    for (const slot of slots) await enqueue(slot, 1 + Math.floor(random() * 3));
-    await sleep(Math.floor(random() * 300));
-    const victim = pick(slots);
-    const killApi = random() < opts.apiKillRatio;
-    await stopDriver(victim, "SIGKILL");
-    driverKills += 1;
-    const apiVictim = Math.floor(random() * instanceCount);
-    if (killApi && apis[apiVictim]) {
-      await apis[apiVictim].kill("SIGKILL");
-      apiKills += 1;
-    }
-    const late = random() < lateRatio;
-    // the API instance and the Driver come back side by side (the Driver fails over to another instance
-    // meanwhile): a Driver waiting for an API restart first would overrun the TTL on a loaded machine
-    await Promise.all([
-      killApi ? startApi(apiVictim) : undefined,
-      (async () => {
-        if (late) await sleep(ttlMs + 700); // the sweep finalizes the dead Driver before it comes back
-        await startDriver(victim);
-      })(),
-    ]);
-    if (driverKills % 10 === 0 || driverKills === opts.kills) {
-      opts.log(
-        `soak: ${driverKills}/${opts.kills} Driver kills, ${apiKills} API kills, ${applied.length}/${plan.length} database faults, ${enqueued} tool calls, ${stats.sameInstanceRestarts} same-instance restarts, ${stats.finalizations} Driver instances replaced, ${Math.round((Date.now() - started) / 1000)} s`,
-      );
-    }
+/**
+ * One round: every dead Driver restarted, a random provider commit delay, 1–3 tool calls per Driver,
+ * a random pause, then SIGKILL of a random Driver (and, at `apiKillRatio`, of a random API instance);
+ * both come back side by side, the Driver at once or (at `lateRestartRatio`) only after the TTL.
+ */
+async function runKillRound(opts: SoakOptions, stack: SoakStack, tally: SoakTally, instanceCount: number): Promise<void> {
+  const { random, pick, drivers, apis } = stack;
+  for (const slot of drivers.slots) if (!drivers.alive(slot)) await drivers.start(slot);
+  await stack.control.setFaults({ delayBeforeCommitMs: pick([0, 0, 0, 20, 80, 250]) }).catch(() => undefined);
+  for (const slot of drivers.slots) await enqueueToolCalls(opts, stack, tally, slot, 1 + Math.floor(random() * 3));
+  await sleep(Math.floor(random() * 300));
+  const victim = pick(drivers.slots);
+  const killApi = random() < opts.apiKillRatio;
+  await drivers.stop(victim, "SIGKILL");
+  tally.driverKills += 1;
+  const apiVictim = Math.floor(random() * instanceCount);
+  if (killApi && apis[apiVictim]) {
+    await apis[apiVictim].kill("SIGKILL");
+    tally.apiKills += 1;
   }
-  while (nextFault < plan.length) await startDueFault(true);
-  await faultRunning;
+  const late = random() < stack.lateRatio;
+  // the API instance and the Driver come back side by side (the Driver fails over to another instance
+  // meanwhile): a Driver waiting for an API restart first would overrun the TTL on a loaded machine
+  await Promise.all([
+    killApi ? stack.startApi(apiVictim) : undefined,
+    (async () => {
+      if (late) await sleep(stack.ttlMs + 700); // the sweep finalizes the dead Driver before it comes back
+      await drivers.start(victim);
+    })(),
+  ]);
+}
 
-  // Recovery: every Driver up, the provider answers at once, wait until the ledger is quiet.
-  await control.setFaults({ delayBeforeCommitMs: 0 }).catch(() => undefined);
-  for (const slot of slots) if (!alive(slot)) await startDriver(slot);
-  const ledger: LedgerReader = await openLedgerReader(pgServer ? { databaseUrl: pgServer.url } : apiDb);
+/**
+ * Recovery: every Driver up, the provider answers at once, then waits (at most {@link RECOVERY_TIMEOUT_MS})
+ * until the ledger is quiet, and logs whether it got there.
+ * @returns the open ledger reader and whether recovery finished.
+ */
+async function awaitRecovery(
+  opts: SoakOptions,
+  stack: SoakStack,
+  pgServer: RunningPostgres | null,
+): Promise<{ ledger: LedgerReader; recovered: boolean }> {
+  await stack.control.setFaults({ delayBeforeCommitMs: 0 }).catch(() => undefined);
+  for (const slot of stack.drivers.slots) if (!stack.drivers.alive(slot)) await stack.drivers.start(slot);
+  const ledger: LedgerReader = await openLedgerReader(pgServer ? { databaseUrl: pgServer.url } : stack.apiDb);
   const pending = () => ledger.pending();
   let recovered = false;
   // A bound for a hang, not a timing assertion: recovery takes seconds on a quiet machine, far more at a load average of 15–20.
@@ -272,15 +344,28 @@ async function soak(opts: SoakOptions, instanceCount: number, pgServer: RunningP
   opts.log(
     `soak: recovery ${recovered ? "finished" : `did NOT finish within ${RECOVERY_TIMEOUT_MS / 1000} s`} (${await pending()} pending)`,
   );
-  for (const slot of slots) await stopDriver(slot, "SIGTERM");
-  for (const api of apis) await api?.kill("SIGTERM");
-  await provider.proc.kill("SIGTERM");
+  return { ledger, recovered };
+}
 
+/**
+ * With everything stopped, compares the ledger (closed here) with the provider's file ({@link countSoak})
+ * and with what the soak did (soak-verdicts.ts), and counts the database faults applied by kind.
+ * @returns the soak's report; `wallMs` since `started` (epoch ms).
+ */
+async function judgeSoak(
+  stack: SoakStack,
+  ledger: LedgerReader,
+  applied: readonly AppliedDbFault[],
+  tally: SoakTally,
+  started: number,
+  recovered: boolean,
+): Promise<SoakReport> {
+  const { stats, lives, kills } = stack.drivers;
   const effects = await ledger.effects();
   const attempts = await ledger.attempts();
   const finalized = await ledger.finalizedDrivers();
   await ledger.close();
-  const truth = openProviderTruth(providerDb);
+  const truth = openProviderTruth(stack.providerDb);
   const counts = countSoak(effects, truth.of);
   const unknownCommittedIds = unknownCommitted(attempts, truth.of, kills);
   truth.close();
@@ -290,14 +375,14 @@ async function soak(opts: SoakOptions, instanceCount: number, pgServer: RunningP
   >;
   return {
     counts,
-    driverKills,
-    apiKills,
+    driverKills: tally.driverKills,
+    apiKills: tally.apiKills,
     sameInstanceRestarts: stats.sameInstanceRestarts,
     finalizations: stats.finalizations,
     faults,
     unknownCommitted: unknownCommittedIds,
-    healthyFinalized: healthyFinalized(finalized, lives, ttlMs),
-    enqueued,
+    healthyFinalized: healthyFinalized(finalized, lives, stack.ttlMs),
+    enqueued: tally.enqueued,
     wallMs: Date.now() - started,
     recovered,
   };
