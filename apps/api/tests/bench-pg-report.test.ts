@@ -74,6 +74,19 @@ describe("pgRecoveryRows", () => {
     expect(byKey["pg.recovery.3x@3k.ratio"]).toBeCloseTo(4_000 / 156.25, 10);
     expect(byKey["pg.recovery.scaling3of1@3k.ratio"]).toBeCloseTo(0.4, 10);
     expect(rows.at(-1)).toMatchObject({ ratio: "0.40×", target: "≤ 0.45×", met: "yes", other: "per round 0.40×/0.42×" });
+    // CPU per outcome: one instance against 0.3 ms, three against 1.15× one instance's (0.2 ms each here)
+    expect(rows[0]).toMatchObject({ target: "CPU ≤ 0.3 ms/outcome", met: "yes" });
+    expect(rows[1]).toMatchObject({ target: "CPU ≤ 1.15× 1 instance's", met: "yes" });
+  });
+
+  it("the CPU rows are not met above 0.3 ms per outcome, nor when several instances do more work than one", () => {
+    const heavy = (instances: number, cpuUs: number) =>
+      recovery(instances, 4_000, {
+        perInstance: Array.from({ length: instances }, () => ({ lookedUp: 3000 / instances, passes: 1, cpuUs: cpuUs / instances })),
+      } as Partial<PgRecoveryResult>);
+    const rows = pgRecoveryRows([heavy(1, 1_200_000), heavy(3, 1_500_000)]).rows;
+    expect(rows[0]).toMatchObject({ met: "no" }); // 0.4 ms per outcome
+    expect(rows[1]).toMatchObject({ met: "no" }); // 0.5 / 0.4 = 1.25×
   });
 
   it("is not met above the target, nor when a run left an effect unknown or recorded a lookup twice", () => {
@@ -90,19 +103,19 @@ describe("pgRecoveryRows", () => {
 });
 
 describe("pgLedgerRows", () => {
-  it("gives ledger / floor per flag and size, met at or below 2×", () => {
+  it("gives ledger / floor per flag and size, met at or below 1.5×", () => {
     const { rows, figures } = pgLedgerRows({
       points: [
-        { existingEffects: 0, floor: stats(1000), ledgerOff: stats(1900), ledgerOn: stats(2000) },
+        { existingEffects: 0, floor: stats(1000), ledgerOff: stats(1400), ledgerOn: stats(1500) },
         { existingEffects: 10_000, floor: stats(1000), ledgerOff: stats(2100), ledgerOn: stats(2500) },
       ],
       loadAverage: { before: null, after: null },
       roundTrips: { enqueue: 4, deliver: 3, claim: 3, complete: 3, terminal: 3, lifecycle: 13 },
     });
     expect(figures.map((f) => [f.key, f.value])).toEqual([
-      ["pg.ledger.on@0.ratio", 2],
+      ["pg.ledger.on@0.ratio", 1.5],
       ["pg.ledger.on@10k.ratio", 2.5],
-      ["pg.ledger.off@0.ratio", 1.9],
+      ["pg.ledger.off@0.ratio", 1.4],
       ["pg.ledger.off@10k.ratio", 2.1],
       ["pg.ledger.on.roundTrips", 13],
     ]);
