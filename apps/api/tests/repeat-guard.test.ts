@@ -135,7 +135,7 @@ describe.each(["sqlite", "postgres"] as const)("repeat guard on %s", (kind) => {
       repeatOfEffectId: call.effectId,
     });
     const view = await f.runtime.runs.getToolCall(runId, "tc-again");
-    expect(view).toMatchObject({ effectId: again.effectId, repeatOfEffectId: call.effectId, status: "never_sent", effectStatus: "intent" });
+    expect(view).toMatchObject({ effectId: again.effectId, repeatOfEffectId: call.effectId, status: "in_flight", effectStatus: "intent" });
   });
 
   it("one named effect lets one deliberate repeat through: resending it, or ten at once, is refused naming the repeat", async () => {
