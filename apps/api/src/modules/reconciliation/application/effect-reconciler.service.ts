@@ -21,7 +21,13 @@ import { adapterRefOf, ReconciliationOutcomeWriter } from "./reconciliation-outc
 import type { ReconciliationSettings } from "./reconciliation-settings.config.js";
 import { RetentionCanary } from "./retention-canary.service.js";
 import { runLeasedPool } from "./leased-lookup-pool.service.js";
-import { hasLiveLease, leaseBatch as takeLeases, type LeasedEffect, type LeasedOrNot } from "./reconciliation-lease-batch.service.js";
+import {
+  hasLiveLease,
+  leaseBatch as takeLeases,
+  leaseOutlastsLookup,
+  type LeasedEffect,
+  type LeasedOrNot,
+} from "./reconciliation-lease-batch.service.js";
 
 /**
  * The `ineligible` reason of a lookup given up before its adapter call because what was left of its
@@ -163,7 +169,7 @@ export class EffectReconciler implements EffectReconciliationPort {
     // operator may resolve the effect once its lease expired, so a lookup that could still run then
     // is not started. Checked in the same synchronous step as the call (askAdapter calls the adapter
     // before its first await), so nothing can come in between on this instance.
-    if (this.ctx.clock.nowMs() + this.settings.lookupTimeoutMs > startedAtMs + this.settings.leaseMs) {
+    if (!leaseOutlastsLookup(this.ctx.clock.nowMs(), this.settings.lookupTimeoutMs, startedAtMs + this.settings.leaseMs)) {
       return await this.giveUpLapsedLease(leased, logger);
     }
     // Still the same synchronous step (startActiveSpan calls its callback at once, askAdapter calls the

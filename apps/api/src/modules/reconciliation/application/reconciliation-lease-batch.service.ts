@@ -35,6 +35,15 @@ export function hasLiveLease(effect: EffectRow, nowMs: number): boolean {
   return effect.leaseOwner !== null && effect.leaseExpiresAtMs !== null && effect.leaseExpiresAtMs >= nowMs;
 }
 
+/**
+ * True while a lease expiring at `leaseExpiresAtMs` (ms since the epoch) still covers a whole lookup
+ * bounded by `lookupTimeoutMs` (ms) started at `nowMs`: an adapter is asked only then (docs/DESIGN.md §7),
+ * for the effect's lookup and for its retention canary alike.
+ */
+export function leaseOutlastsLookup(nowMs: number, lookupTimeoutMs: number, leaseExpiresAtMs: number): boolean {
+  return nowMs + lookupTimeoutMs <= leaseExpiresAtMs;
+}
+
 /** What {@link leaseBatch} answers per effect: a lease, or why no lookup will be made. */
 export type LeasedOrNot =
   LeasedEffect | Exclude<ReconcileResult, { kind: "confirmed_succeeded" | "confirmed_not_executed" | "still_unknown" }>;

@@ -5,7 +5,7 @@ import type { StoreTx } from "../../../platform/db/store.port.js";
 import { reconciliationRepository } from "../infrastructure/effect-reconciliation.repository.js";
 import { isConfirmed } from "../../ledger/application/effect-reconciliation.port.js";
 import type { EffectReconciler } from "./effect-reconciler.service.js";
-import type { LeasedOrNot } from "./reconciliation-lease-batch.service.js";
+import { hasLiveLease, type LeasedOrNot } from "./reconciliation-lease-batch.service.js";
 import type { ReconciliationSettings } from "./reconciliation-settings.config.js";
 
 /**
@@ -77,7 +77,7 @@ export class ReconciliationSweep {
    */
   private async flagIfBoundReached(tx: StoreTx, effect: EffectRow, nowMs: number): Promise<void> {
     if (effect.status !== "unknown" || effect.operatorAttention !== null || effect.lookupCount < this.settings.maxLookups) return;
-    if (effect.leaseOwner !== null && effect.leaseExpiresAtMs !== null && effect.leaseExpiresAtMs >= nowMs) return;
+    if (hasLiveLease(effect, nowMs)) return;
     const flagged = await effectRows.updateIfCurrent(tx, effect, {
       operatorAttention: "lookup_bound_reached",
       nextLookupAtMs: null,

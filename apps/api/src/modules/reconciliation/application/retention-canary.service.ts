@@ -14,6 +14,7 @@ import type { ReconciliationMetrics } from "../infrastructure/reconciliation.met
 import { CANARY_PAGE_SIZE, retentionCanaryRepository } from "../infrastructure/retention-canary.repository.js";
 import { storedResultIsToolError } from "../../ledger/domain/stored-result.js";
 import { toReconcilable } from "./reconciliation-admission.policy.js";
+import { leaseOutlastsLookup } from "./reconciliation-lease-batch.service.js";
 import type { ReconciliationSettings } from "./reconciliation-settings.config.js";
 
 /** How many pages of candidates a canary search reads at most (tool errors skipped); then there is no canary (fail closed). */
@@ -54,7 +55,7 @@ export class RetentionCanary {
     const nowMs = this.ctx.clock.nowMs();
     const timeoutMs = this.settings.lookupTimeoutMs;
     const canary = await this.findCanary(effect, answer.declaration.retentionWindowMs, nowMs, timeoutMs);
-    if (canary !== null && this.ctx.clock.nowMs() + timeoutMs > leaseExpiresAtMs) {
+    if (canary !== null && !leaseOutlastsLookup(this.ctx.clock.nowMs(), timeoutMs, leaseExpiresAtMs)) {
       const lapsed = {
         verdict: "unverified",
         canaryEffectId: canary.effectId,
