@@ -168,6 +168,30 @@ export function writeMcpConfig(dir: string, servers: Record<string, string>, key
 }
 
 /**
+ * A scenario's Driver: {@link startDriverProcess} on `api` (its URL and enrollment token) with the
+ * scenario's `stateFile` and `mcpConfigFile`, named `name`; its process is pushed onto `procs` (the
+ * scenario stops them all at the end). `finalizeOnExit` as there.
+ */
+export async function startScenarioDriver(
+  api: Pick<ApiProcess, "url" | "credentials">,
+  files: { stateFile: string; mcpConfigFile: string },
+  name: string,
+  procs: ManagedProcess[],
+  opts: { finalizeOnExit?: boolean } = {},
+): Promise<DriverProcess> {
+  const driver = await startDriverProcess({
+    apiUrl: api.url,
+    stateFile: files.stateFile,
+    mcpConfigFile: files.mcpConfigFile,
+    name,
+    enrollmentToken: api.credentials.enrollmentToken,
+    ...opts,
+  });
+  procs.push(driver.proc);
+  return driver;
+}
+
+/**
  * Starts a Driver process (`apps/driver/src/main.ts`) against `apiUrl` (one URL, or several API
  * instances on one store: one `--api-url` each, in order; the Driver fails over between them), with the API's
  * `enrollmentToken` in its environment (MOSOO_DRIVER_ENROLLMENT_TOKEN). With the same

@@ -2,7 +2,14 @@
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { pollUntil, type RunApiClient, type RunViewBody, enqueueCreateIssue, waitForProviderCount } from "../http-clients.js";
-import { FIXTURE_ADAPTER_PACKAGE, startApiProcess, startDriverProcess, startProviderProcess, writeMcpConfig } from "../stack.js";
+import {
+  FIXTURE_ADAPTER_PACKAGE,
+  startApiProcess,
+  type DriverProcess,
+  startScenarioDriver,
+  startProviderProcess,
+  writeMcpConfig,
+} from "../stack.js";
 import type { ManagedProcess } from "../managed-process.js";
 import { expectInvariant, type ScenarioOptions, type ScenarioResult } from "./scenario.types.js";
 import { accountOf, followUpTurn, SECOND_ISSUE, type TurnFollowUp } from "./turn-follow-up.js";
@@ -175,7 +182,7 @@ interface CrashStack {
   api: Awaited<ReturnType<typeof startApiProcess>>;
   mcpConfigFile: string;
   stateFile: string;
-  driverA: Awaited<ReturnType<typeof startDriverProcess>>;
+  driverA: DriverProcess;
 }
 
 /**
@@ -218,14 +225,7 @@ async function startCrashStack(spec: CrashScenarioSpec, opts: ScenarioOptions, p
     spec.keyArgument ? { tracker: { in: "argument", name: spec.keyArgument } } : {},
   );
   const stateFile = join(workDir, "driver-state.json");
-  const driverA = await startDriverProcess({
-    apiUrl: api.url,
-    stateFile,
-    mcpConfigFile,
-    name: "driver-a",
-    enrollmentToken: api.credentials.enrollmentToken,
-  });
-  procs.push(driverA.proc);
+  const driverA = await startScenarioDriver(api, { stateFile, mcpConfigFile }, "driver-a", procs);
   timeline(`Driver A connected as instance ${driverA.driverInstanceId}`);
   return { provider, api, mcpConfigFile, stateFile, driverA };
 }
@@ -255,17 +255,9 @@ async function enqueueAndCrash(spec: CrashScenarioSpec, stack: CrashStack, timel
 
 /** The spec's recovery: `restart` starts Driver B (same state file, same instance, added to `procs`); `finalization` starts none. */
 async function recoverDriver(spec: CrashScenarioSpec, stack: CrashStack, procs: ManagedProcess[], timeline: ScenarioOptions["timeline"]) {
-  let driverB: Awaited<ReturnType<typeof startDriverProcess>> | undefined;
+  let driverB: DriverProcess | undefined;
   if (spec.recovery === "restart") {
-    driverB = await startDriverProcess({
-      apiUrl: stack.api.url,
-      stateFile: stack.stateFile,
-      mcpConfigFile: stack.mcpConfigFile,
-      name: "driver-b",
-      enrollmentToken: stack.api.credentials.enrollmentToken,
-      finalizeOnExit: spec.endRunAfterRestart === true,
-    });
-    procs.push(driverB.proc);
+    driverB = await startScenarioDriver(stack.api, stack, "driver-b", procs, { finalizeOnExit: spec.endRunAfterRestart === true });
     timeline(
       `Driver B reconnected as the same instance (heartbeat TTL ${HEARTBEAT_TTL_MS.restart} ms: no finalization can overtake it); the command is redelivered`,
     );
@@ -284,7 +276,7 @@ async function awaitRunOutcome(
   spec: CrashScenarioSpec,
   runs: RunApiClient,
   runId: string,
-  driverB: Awaited<ReturnType<typeof startDriverProcess>> | undefined,
+  driverB: DriverProcess | undefined,
   timeline: ScenarioOptions["timeline"],
 ): Promise<RunViewBody> {
   let view: RunViewBody = await pollUntil(

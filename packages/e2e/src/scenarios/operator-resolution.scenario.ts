@@ -7,7 +7,7 @@ import { GET_OPERATION_TOOL, GetOperationAnswerSchema } from "@mosoo/fixture-pro
 import { execa } from "execa";
 import { pollUntil, enqueueCreateIssue, waitForProviderCount } from "../http-clients.js";
 import type { ManagedProcess } from "../managed-process.js";
-import { startApiProcess, startDriverProcess, startProviderProcess, writeMcpConfig } from "../stack.js";
+import { startApiProcess, startScenarioDriver, startProviderProcess, writeMcpConfig } from "../stack.js";
 import { entryPoints } from "../workspace-paths.js";
 import { expectInvariant, type ScenarioOptions, type ScenarioResult } from "./scenario.types.js";
 
@@ -73,28 +73,14 @@ export async function runOperatorResolutionScenario(opts: ScenarioOptions): Prom
     timeline(`provider up at ${provider.url}; API up at ${api.url} with reconciliation on, but no adapter bound to tracker`);
     const mcpConfigFile = writeMcpConfig(workDir, { tracker: provider.url });
     const stateFile = join(workDir, "driver-state.json");
-    const driverA = await startDriverProcess({
-      apiUrl: api.url,
-      stateFile,
-      mcpConfigFile,
-      name: "driver-a",
-      enrollmentToken: api.credentials.enrollmentToken,
-    });
-    procs.push(driverA.proc);
+    const driverA = await startScenarioDriver(api, { stateFile, mcpConfigFile }, "driver-a", procs);
 
     const { runs, control, runId, call } = await enqueueCreateIssue(api, provider, driverA.driverInstanceId);
     timeline(`queued createIssue (effect ${call.effectId}, idempotency key ${call.idempotencyKey})`);
     await waitForProviderCount(control, "writes", call.idempotencyKey, STEP_TIMEOUT_MS, "the provider commits");
     await driverA.proc.kill("SIGKILL");
     timeline("the provider committed; Driver A was killed with SIGKILL before the result was stored");
-    const driverB = await startDriverProcess({
-      apiUrl: api.url,
-      stateFile,
-      mcpConfigFile,
-      name: "driver-b",
-      enrollmentToken: api.credentials.enrollmentToken,
-    });
-    procs.push(driverB.proc);
+    const driverB = await startScenarioDriver(api, { stateFile, mcpConfigFile }, "driver-b", procs);
     await pollUntil(
       async () => ((await runs.getRun(runId)).commands[0]?.terminalAtMs ? true : undefined),
       STEP_TIMEOUT_MS,

@@ -6,7 +6,7 @@ import type { ManagedProcess } from "../managed-process.js";
 import {
   FIXTURE_MAX_IN_FLIGHT_ADAPTER_PACKAGE,
   startApiProcess,
-  startDriverProcess,
+  startScenarioDriver,
   startProviderProcess,
   writeMcpConfig,
 } from "../stack.js";
@@ -70,14 +70,7 @@ export async function runRetentionCanaryScenario(opts: ScenarioOptions): Promise
 
     const mcpConfigFile = writeMcpConfig(workDir, { tracker: provider.url });
     const stateFile = join(workDir, "driver-state.json");
-    const driverA = await startDriverProcess({
-      apiUrl: api.url,
-      stateFile,
-      mcpConfigFile,
-      name: "driver-a",
-      enrollmentToken: api.credentials.enrollmentToken,
-    });
-    procs.push(driverA.proc);
+    const driverA = await startScenarioDriver(api, { stateFile, mcpConfigFile }, "driver-a", procs);
     timeline(`Driver A connected as instance ${driverA.driverInstanceId}`);
 
     const { runs, control, runId, call: canary } = await enqueueCreateIssue(api, provider, driverA.driverInstanceId);
@@ -98,14 +91,7 @@ export async function runRetentionCanaryScenario(opts: ScenarioOptions): Promise
     await driverA.proc.kill("SIGKILL");
     timeline("Driver A killed with SIGKILL");
 
-    const driverB = await startDriverProcess({
-      apiUrl: api.url,
-      stateFile,
-      mcpConfigFile,
-      name: "driver-b",
-      enrollmentToken: api.credentials.enrollmentToken,
-    });
-    procs.push(driverB.proc);
+    const driverB = await startScenarioDriver(api, { stateFile, mcpConfigFile }, "driver-b", procs);
     timeline("Driver B reconnected as the same instance; the second command is redelivered");
 
     const detail = await pollUntil(

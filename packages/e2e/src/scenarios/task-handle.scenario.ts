@@ -5,7 +5,7 @@ import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import { enqueueCreateIssue, pollUntil, showEffectAsOperator, waitForProviderCount } from "../http-clients.js";
 import type { ManagedProcess } from "../managed-process.js";
-import { startApiProcess, startDriverProcess, startProviderProcess, writeMcpConfig } from "../stack.js";
+import { startApiProcess, startScenarioDriver, startProviderProcess, writeMcpConfig } from "../stack.js";
 import { expectInvariant, type ScenarioOptions, type ScenarioResult } from "./scenario.types.js";
 
 /** Name of the scenario in `npm run demo -- --only <name>`. */
@@ -72,14 +72,7 @@ export async function runTaskHandleScenario(opts: ScenarioOptions): Promise<Scen
 
     const mcpConfigFile = writeMcpConfig(workDir, { tracker: provider.url });
     const stateFile = join(workDir, "driver-state.json");
-    const driverA = await startDriverProcess({
-      apiUrl: api.url,
-      stateFile,
-      mcpConfigFile,
-      name: "driver-a",
-      enrollmentToken: api.credentials.enrollmentToken,
-    });
-    procs.push(driverA.proc);
+    const driverA = await startScenarioDriver(api, { stateFile, mcpConfigFile }, "driver-a", procs);
     timeline(`Driver A connected as instance ${driverA.driverInstanceId}`);
 
     const { runs, control, runId, call } = await enqueueCreateIssue(api, provider, driverA.driverInstanceId);
@@ -97,14 +90,7 @@ export async function runTaskHandleScenario(opts: ScenarioOptions): Promise<Scen
     await releaseUntilTaskCompleted(provider.url, taskId, () => control.release());
     timeline("the provider committed the write; its held response released, tasks/get says completed");
 
-    const driverB = await startDriverProcess({
-      apiUrl: api.url,
-      stateFile,
-      mcpConfigFile,
-      name: "driver-b",
-      enrollmentToken: api.credentials.enrollmentToken,
-    });
-    procs.push(driverB.proc);
+    const driverB = await startScenarioDriver(api, { stateFile, mcpConfigFile }, "driver-b", procs);
     timeline("Driver B reconnected as the same instance; the command is redelivered");
 
     const view = await pollUntil(
