@@ -160,6 +160,8 @@ export interface Model {
   fault: FaultSetting;
   /** The task id the ledger took first for an effect (set once: any later id is refused), per effect. */
   taskIds: Map<string, string>;
+  /** When (model clock, ms) the ledger accepted each effect's task id. */
+  taskIdAtMs: Map<string, number>;
   /** Reconciliation records of task effects already judged (ids). */
   seenTaskRecords: Set<string>;
 }
@@ -177,6 +179,7 @@ export function newModel(): Model {
     probed: new Set(),
     fault: { adapterFault: "none", lag: false, slow: false },
     taskIds: new Map(),
+    taskIdAtMs: new Map(),
     seenTaskRecords: new Set(),
   };
 }

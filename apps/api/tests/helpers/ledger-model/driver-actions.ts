@@ -269,7 +269,10 @@ export async function sendToProvider(w: World, m: Model, c: ClaimRec, requestedD
       const res = await guard(w, "taskCreated", () =>
         w.runtime.ledger.taskCreated(c.instance, claim.effectId, { connectionId: c.connectionId, attempt: claim.attempt, taskId }),
       );
-      if (res?.outcome === "applied") m.taskIds.set(call.effectId, taskId);
+      if (res?.outcome === "applied") {
+        m.taskIds.set(call.effectId, taskId);
+        m.taskIdAtMs.set(call.effectId, w.clock.now());
+      }
       bump(figures.taskReports, `at_send:${res?.outcome ?? "refused"}`);
       trace(w, `  task id reported → ${res ? `${res.outcome}/${res.status}` : "refused"}`);
     }

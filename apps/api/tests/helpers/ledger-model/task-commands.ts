@@ -87,6 +87,7 @@ export class TaskReportCmd implements Cmd {
       if (answer?.outcome === "applied") {
         if (after.task_id !== taskId) throw new Error(`task report ${taskId} applied but the effect holds ${after.task_id}`);
         m.taskIds.set(target.effectId, taskId);
+        m.taskIdAtMs.set(target.effectId, w.clock.now());
       } else if (after.task_id !== before.task_id) {
         throw new Error(`task report ${taskId} answered ${got} yet the stored task id went ${before.task_id} → ${after.task_id}`);
       }
