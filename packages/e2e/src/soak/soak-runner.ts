@@ -12,49 +12,17 @@
  * end every process is restarted, recovery is awaited, everything stops, and the ledger is compared
  * with the provider's file ({@link countSoak}) and with what the soak did (soak-verdicts.ts).
  */
-import { writeFileSync } from "node:fs";
-import { join } from "node:path";
-import getPort from "get-port";
 import { startPostgres, type RunningPostgres } from "@mosoo/test-postgres";
-import { ProviderControlClient, RunApiClient } from "../http-clients.js";
-import { buildCompiledApps, type EntryMode } from "../workspace-paths.js";
-import { FIXTURE_ADAPTER_PACKAGE, newStackCredentials, startProviderProcess, writeMcpConfig, type ProviderProcess } from "../stack.js";
+import { buildCompiledApps } from "../workspace-paths.js";
 import { countSoak, type SoakCounts } from "./soak-counts.js";
-import { applyDbFault, DB_FAULT_KINDS, planDbFaults, type AppliedDbFault, type DbFaultKind } from "./soak-faults.js";
-import { openLedgerReader, openProviderTruth, type LedgerReader } from "./soak-ledger.js";
-import { createSoakApis, createSoakDrivers, type SoakApis, type SoakDriverSlot, type SoakDrivers } from "./soak-processes.js";
+import { DB_FAULT_KINDS, type AppliedDbFault, type DbFaultKind } from "./soak-faults.js";
+import { openProviderTruth, type LedgerReader } from "./soak-ledger.js";
+import type { SoakOptions } from "./soak-options.js";
+import { runKillRound, scheduleDbFaults } from "./soak-rounds.js";
+import { awaitRecovery, startSoakStack, stopSoakStack, type SoakStack, type SoakTally } from "./soak-stack.js";
 import { healthyFinalized, unknownCommitted } from "./soak-verdicts.js";
 
-/** Which store the soak's API runs on: the embedded SQLite file, or a throwaway PostgreSQL server. */
-export type SoakStore = "sqlite" | "postgres";
-
-/**
- * Options of {@link runSoak}: `kills` (Driver SIGKILLs), `seed`, `drivers` (processes), `apiKillRatio`
- * (0–1: rounds that also kill one API instance), `workDir`, `store` (default `sqlite`), `apiInstances`
- * (API processes on the store, default 1; above 1 only with `postgres`, docs/DESIGN.md §11),
- * `heartbeatTtlMs` (the API's `MOSOO_HEARTBEAT_TTL_MS`, default {@link DEFAULT_SOAK_HEARTBEAT_TTL_MS}),
- * `lateRestartRatio` (0–1: killed Drivers restarted only after the TTL, so they are finalized; default
- * {@link DEFAULT_LATE_RESTART_RATIO}), `dbFaults` (database faults, default 0; above 0 only with
- * `postgres`), `reconciliation` (the API's `MOSOO_EFFECT_RECONCILIATION`, default true), `entry` (how the
- * API and Driver processes run, default `compiled`: built once at the start, see {@link EntryMode}; the
- * same processes, signals and schedule either way, a compiled start only costs less CPU).
- */
-export interface SoakOptions {
-  kills: number;
-  seed: number;
-  drivers: number;
-  apiKillRatio: number;
-  workDir: string;
-  store?: SoakStore;
-  apiInstances?: number;
-  heartbeatTtlMs?: number;
-  lateRestartRatio?: number;
-  dbFaults?: number;
-  reconciliation?: boolean;
-  entry?: EntryMode;
-  /** Progress lines. */
-  log: (line: string) => void;
-}
+export { DEFAULT_LATE_RESTART_RATIO, DEFAULT_SOAK_HEARTBEAT_TTL_MS, type SoakOptions, type SoakStore } from "./soak-options.js";
 
 /**
  * What {@link runSoak} measured: the counts, the kills done, Driver restarts that came back as the same
@@ -77,30 +45,6 @@ export interface SoakReport {
   /** True when recovery finished (no command without a terminal receipt, no effect executing or due for a lookup). */
   recovered: boolean;
 }
-
-/**
- * The soak's default heartbeat TTL (ms): long enough that a Driver restarted at once (a few seconds on a
- * loaded machine) comes back as the same instance, as in production (the API's default is 15 000).
- */
-export const DEFAULT_SOAK_HEARTBEAT_TTL_MS = 10_000;
-/** The default share of kills whose Driver is restarted only after the TTL (finalization repair). */
-export const DEFAULT_LATE_RESTART_RATIO = 0.1;
-/** Bound (ms) of the recovery wait (every command terminal, no effect executing or due for a lookup). */
-const RECOVERY_TIMEOUT_MS = 300_000;
-
-/** mulberry32: a small seeded PRNG in [0, 1). */
-function rng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
-
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 /**
  * Runs the soak; see the module comment.
@@ -152,199 +96,8 @@ async function soak(opts: SoakOptions, instanceCount: number, pgServer: RunningP
   await faults.finish();
 
   const { ledger, recovered } = await awaitRecovery(opts, stack, pgServer);
-  for (const slot of stack.drivers.slots) await stack.drivers.stop(slot, "SIGTERM");
-  for (const api of stack.apis) await api?.kill("SIGTERM");
-  await stack.provider.proc.kill("SIGTERM");
+  await stopSoakStack(stack);
   return judgeSoak(stack, ledger, faults.applied, tally, started, recovered);
-}
-
-/** The soak's running processes, its seeded choices and its settings, shared by its steps. */
-interface SoakStack {
-  random: () => number;
-  pick: <T>(xs: readonly T[]) => T;
-  ttlMs: number;
-  lateRatio: number;
-  apiDb: string;
-  providerDb: string;
-  provider: ProviderProcess;
-  control: ProviderControlClient;
-  runClients: RunApiClient[];
-  apis: SoakApis["apis"];
-  startApi: SoakApis["start"];
-  drivers: SoakDrivers;
-}
-
-/** What the soak did so far: tool calls enqueued, Driver and API instances killed. */
-interface SoakTally {
-  enqueued: number;
-  driverKills: number;
-  apiKills: number;
-}
-
-/**
- * Starts the stack: the fixture provider (fences a key on a lookup miss), its bindings file, one fixed
- * port per API instance, the API instances (one set of fresh secrets) and every Driver, in that order.
- */
-async function startSoakStack(opts: SoakOptions, instanceCount: number, pgServer: RunningPostgres | null): Promise<SoakStack> {
-  const random = rng(opts.seed);
-  const pick = <T>(xs: readonly T[]): T => xs[Math.floor(random() * xs.length)]!;
-  const ttlMs = opts.heartbeatTtlMs ?? DEFAULT_SOAK_HEARTBEAT_TTL_MS;
-  const lateRatio = opts.lateRestartRatio ?? DEFAULT_LATE_RESTART_RATIO;
-  const reconciliation = opts.reconciliation ?? true;
-  const entry = opts.entry ?? "compiled";
-  const apiDb = join(opts.workDir, "api.db");
-  const providerDb = join(opts.workDir, "provider.db");
-  const provider: ProviderProcess = await startProviderProcess(providerDb, ["--fence-on-lookup-miss", "--log-level", "warn"]);
-  const control = new ProviderControlClient(provider.controlUrl);
-  const bindingsFile = join(opts.workDir, "bindings.json");
-  writeFileSync(
-    bindingsFile,
-    JSON.stringify({ bindings: { tracker: { package: FIXTURE_ADAPTER_PACKAGE, options: { url: provider.url } } } }),
-  );
-  const ports: number[] = [];
-  for (let i = 0; i < instanceCount; i++) ports.push(await getPort({ host: "127.0.0.1", exclude: ports }));
-  const apiUrls = ports.map((port) => `http://127.0.0.1:${port}`);
-  const store = pgServer ? { databaseUrl: pgServer.url, poolSize: 5 } : apiDb;
-  // one set of fresh secrets for the whole soak: every instance, and every restart, accepts the same ones
-  const credentials = newStackCredentials();
-  const runClients = apiUrls.map((url) => new RunApiClient(url, credentials.apiKey));
-  const { apis, start: startApi } = createSoakApis({
-    store,
-    ports,
-    reconciliation,
-    bindingsFile,
-    ttlMs,
-    credentials,
-    entry,
-  });
-  for (let i = 0; i < instanceCount; i++) await startApi(i);
-  const mcpConfigFile = writeMcpConfig(opts.workDir, { tracker: provider.url });
-  const drivers = createSoakDrivers({
-    count: opts.drivers,
-    workDir: opts.workDir,
-    apiUrls,
-    mcpConfigFile,
-    enrollmentToken: credentials.enrollmentToken,
-    entry,
-  });
-  for (const slot of drivers.slots) await drivers.start(slot);
-  return { random, pick, ttlMs, lateRatio, apiDb, providerDb, provider, control, runClients, apis, startApi, drivers };
-}
-
-/**
- * Enqueues `n` tool calls on `slot`'s run (created first when it has none), each on a random API
- * instance. A run that ended (`run.not_active`: its Driver was finalized) is dropped so the next call
- * makes a new one; any other failure leaves the run as it is. Counts what was enqueued in `tally`.
- */
-async function enqueueToolCalls(opts: SoakOptions, stack: SoakStack, tally: SoakTally, slot: SoakDriverSlot, n: number): Promise<void> {
-  for (let j = 0; j < n; j++) {
-    const runs = stack.pick(stack.runClients); // any instance: one store, one ledger
-    try {
-      if (!slot.runId) slot.runId = (await runs.createRun(slot.instanceId!)).runId;
-      await runs.enqueueToolCall(slot.runId, {
-        serverId: "tracker",
-        toolName: "createIssue",
-        arguments: { title: `soak ${tally.enqueued}`, body: `seed ${opts.seed}` },
-      });
-      tally.enqueued += 1;
-    } catch (error) {
-      // the run ended (its Driver was finalized): a new one next time; any other failure (an API
-      // restarting, a database fault) leaves the run as it is
-      if (String(error).includes("run.not_active")) slot.runId = null;
-    }
-  }
-}
-
-/**
- * Database faults: planned from the seed, started when their kill count (`tally.driverKills`) is
- * reached, one at a time, while the rounds go on. `startDue(true)` starts the next one regardless;
- * `finish` starts every one left and waits for the last. None without a PostgreSQL server.
- */
-function scheduleDbFaults(opts: SoakOptions, pgServer: RunningPostgres | null, tally: SoakTally) {
-  const plan = pgServer && opts.dbFaults ? planDbFaults(opts.dbFaults, opts.kills, rng(opts.seed ^ 0x5eed)) : [];
-  const applied: AppliedDbFault[] = [];
-  let nextFault = 0;
-  let faultRunning: Promise<void> = Promise.resolve();
-  const startDue = async (force: boolean) => {
-    const fault = plan[nextFault];
-    if (!pgServer || !fault || (!force && fault.atKill > tally.driverKills)) return;
-    await faultRunning;
-    nextFault += 1;
-    faultRunning = applyDbFault(pgServer, fault).then(
-      (a) => {
-        applied.push(a);
-        opts.log(`soak: database fault ${applied.length}/${plan.length}: ${a.kind}, ${a.detail}`);
-      },
-      (error: unknown) => opts.log(`soak: database fault ${fault.kind} failed: ${String(error)}`),
-    );
-  };
-  const finish = async () => {
-    while (nextFault < plan.length) await startDue(true);
-    await faultRunning;
-  };
-  return { plan, applied, startDue, finish };
-}
-
-/**
- * One round: every dead Driver restarted, a random provider commit delay, 1–3 tool calls per Driver,
- * a random pause, then SIGKILL of a random Driver (and, at `apiKillRatio`, of a random API instance);
- * both come back side by side, the Driver at once or (at `lateRestartRatio`) only after the TTL.
- */
-async function runKillRound(opts: SoakOptions, stack: SoakStack, tally: SoakTally, instanceCount: number): Promise<void> {
-  const { random, pick, drivers, apis } = stack;
-  for (const slot of drivers.slots) if (!drivers.alive(slot)) await drivers.start(slot);
-  await stack.control.setFaults({ delayBeforeCommitMs: pick([0, 0, 0, 20, 80, 250]) }).catch(() => undefined);
-  for (const slot of drivers.slots) await enqueueToolCalls(opts, stack, tally, slot, 1 + Math.floor(random() * 3));
-  await sleep(Math.floor(random() * 300));
-  const victim = pick(drivers.slots);
-  const killApi = random() < opts.apiKillRatio;
-  await drivers.stop(victim, "SIGKILL");
-  tally.driverKills += 1;
-  const apiVictim = Math.floor(random() * instanceCount);
-  if (killApi && apis[apiVictim]) {
-    await apis[apiVictim].kill("SIGKILL");
-    tally.apiKills += 1;
-  }
-  const late = random() < stack.lateRatio;
-  // the API instance and the Driver come back side by side (the Driver fails over to another instance
-  // meanwhile): a Driver waiting for an API restart first would overrun the TTL on a loaded machine
-  await Promise.all([
-    killApi ? stack.startApi(apiVictim) : undefined,
-    (async () => {
-      if (late) await sleep(stack.ttlMs + 700); // the sweep finalizes the dead Driver before it comes back
-      await drivers.start(victim);
-    })(),
-  ]);
-}
-
-/**
- * Recovery: every Driver up, the provider answers at once, then waits (at most {@link RECOVERY_TIMEOUT_MS})
- * until the ledger is quiet, and logs whether it got there.
- * @returns the open ledger reader and whether recovery finished.
- */
-async function awaitRecovery(
-  opts: SoakOptions,
-  stack: SoakStack,
-  pgServer: RunningPostgres | null,
-): Promise<{ ledger: LedgerReader; recovered: boolean }> {
-  await stack.control.setFaults({ delayBeforeCommitMs: 0 }).catch(() => undefined);
-  for (const slot of stack.drivers.slots) if (!stack.drivers.alive(slot)) await stack.drivers.start(slot);
-  const ledger: LedgerReader = await openLedgerReader(pgServer ? { databaseUrl: pgServer.url } : stack.apiDb);
-  const pending = () => ledger.pending();
-  let recovered = false;
-  // A bound for a hang, not a timing assertion: recovery takes seconds on a quiet machine, far more at a load average of 15–20.
-  const deadline = Date.now() + RECOVERY_TIMEOUT_MS;
-  while (Date.now() < deadline) {
-    if ((await pending()) === 0) {
-      recovered = true;
-      break;
-    }
-    await sleep(250);
-  }
-  opts.log(
-    `soak: recovery ${recovered ? "finished" : `did NOT finish within ${RECOVERY_TIMEOUT_MS / 1000} s`} (${await pending()} pending)`,
-  );
-  return { ledger, recovered };
 }
 
 /**

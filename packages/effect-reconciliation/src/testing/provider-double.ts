@@ -138,101 +138,134 @@ export interface ProviderDouble {
   setFaults(faults: Partial<ProviderDoubleFaults>): void;
 }
 
+/** The mutable state behind one provider double: its settings, kept writes, fences and counters. */
+interface DoubleState {
+  readonly clock: DoubleClock;
+  readonly retentionWindowMs: number;
+  readonly keyFencing: KeyFencing;
+  readonly faults: ProviderDoubleFaults;
+  readonly records: Map<string, ProviderRecord>;
+  readonly fenced: Set<string>;
+  readonly writes: Map<string, number>;
+  readonly lookups: Map<string, number>;
+  operationSeq: number;
+}
+
+/** The write kept for `key`, or `undefined` (a write older than the retention window is forgotten on read). */
+function currentRecord(state: DoubleState, key: string): ProviderRecord | undefined {
+  const record = state.records.get(key);
+  if (record && state.clock.now() - record.committedAtMs > state.retentionWindowMs) {
+    state.records.delete(key);
+    return undefined;
+  }
+  return record;
+}
+
+/**
+ * Applies one write now: a replay for the same request on a kept key, `conflict` for another request,
+ * `fenced` for a fenced key, `stale` under `max_in_flight` when it arrived too long after `sentAtMs`;
+ * otherwise records (and counts) a new operation.
+ */
+function applyWrite(state: DoubleState, key: string, args: Record<string, unknown>, sentAtMs: number): ProviderWriteResult {
+  const { clock, keyFencing } = state;
+  const fingerprint = fingerprintArguments(args);
+  const existing = currentRecord(state, key);
+  if (existing) {
+    return existing.requestFingerprint === fingerprint
+      ? { status: "committed", replayed: true, operationId: existing.operationId, result: structuredClone(existing.result) }
+      : { status: "conflict", recordedFingerprint: existing.requestFingerprint };
+  }
+  if (state.fenced.has(key)) return { status: "refused", reason: "fenced" };
+  if (keyFencing.kind === "max_in_flight" && clock.now() - sentAtMs > keyFencing.maxInFlightMs)
+    return { status: "refused", reason: "stale" };
+  const operationId = `op_${++state.operationSeq}`;
+  const result: McpToolResult = {
+    content: [{ type: "text", text: `created ${operationId}` }],
+    structuredContent: { operationId, arguments: structuredClone(args) },
+  };
+  state.records.set(key, {
+    idempotencyKey: key,
+    arguments: structuredClone(args),
+    requestFingerprint: fingerprint,
+    operationId,
+    result,
+    committedAtMs: clock.now(),
+  });
+  state.writes.set(key, (state.writes.get(key) ?? 0) + 1);
+  return { status: "committed", replayed: false, operationId, result: structuredClone(result) };
+}
+
+/** Sends one write (see {@link ProviderDouble.commit}): applied now or `delayMs` later on the double's clock. */
+function commitWrite(
+  state: DoubleState,
+  key: string,
+  args: Record<string, unknown>,
+  writeOptions: ProviderWriteOptions,
+): Promise<ProviderWriteResult> {
+  const sentAtMs = state.clock.now();
+  const deliver = (outcome: ProviderWriteResult): ProviderWriteResult => {
+    if (writeOptions.loseResponse) throw new ProviderResponseLostError(key);
+    return outcome;
+  };
+  const delayMs = writeOptions.delayMs ?? 0;
+  if (delayMs <= 0) {
+    try {
+      return Promise.resolve(deliver(applyWrite(state, key, args, sentAtMs)));
+    } catch (error) {
+      return Promise.reject(error);
+    }
+  }
+  return new Promise((resolve, reject) => {
+    state.clock.setTimer(() => {
+      try {
+        resolve(deliver(applyWrite(state, key, args, sentAtMs)));
+      } catch (error) {
+        reject(error);
+      }
+    }, delayMs);
+  });
+}
+
+/** A counted lookup by key (see {@link ProviderDouble.lookup}); a miss fences the key under `lookup_fences_key`. */
+function lookupByKey(state: DoubleState, key: string): ProviderLookupAnswer {
+  state.lookups.set(key, (state.lookups.get(key) ?? 0) + 1);
+  const record = currentRecord(state, key);
+  if (record && state.clock.now() - record.committedAtMs >= state.faults.lookupLagMs)
+    return { found: true, record: structuredClone(record) };
+  if (state.keyFencing.kind === "lookup_fences_key") state.fenced.add(key);
+  return { found: false, fenced: state.fenced.has(key) };
+}
+
 /** Creates a {@link ProviderDouble}; see {@link ProviderDoubleOptions} for the defaults. */
 export function createProviderDouble(options: ProviderDoubleOptions = {}): ProviderDouble {
-  const toolName = options.toolName ?? "create_issue";
-  const clock = options.clock ?? systemClock;
-  const retentionWindowMs = options.retentionWindowMs ?? 24 * 60 * 60 * 1000;
-  const keyFencing: KeyFencing = options.keyFencing ?? { kind: "lookup_fences_key" };
-  const faults: ProviderDoubleFaults = { lookupLagMs: 0, lookupDelayMs: 0, adapterFault: "none", ...options.faults };
-  const records = new Map<string, ProviderRecord>();
-  const fenced = new Set<string>();
-  const writes = new Map<string, number>();
-  const lookups = new Map<string, number>();
-  let operationSeq = 0;
-
-  const current = (key: string): ProviderRecord | undefined => {
-    const record = records.get(key);
-    if (record && clock.now() - record.committedAtMs > retentionWindowMs) {
-      records.delete(key);
-      return undefined;
-    }
-    return record;
+  const state: DoubleState = {
+    clock: options.clock ?? systemClock,
+    retentionWindowMs: options.retentionWindowMs ?? 24 * 60 * 60 * 1000,
+    keyFencing: options.keyFencing ?? { kind: "lookup_fences_key" },
+    faults: { lookupLagMs: 0, lookupDelayMs: 0, adapterFault: "none", ...options.faults },
+    records: new Map(),
+    fenced: new Set(),
+    writes: new Map(),
+    lookups: new Map(),
+    operationSeq: 0,
   };
-
-  const apply = (key: string, args: Record<string, unknown>, sentAtMs: number): ProviderWriteResult => {
-    const fingerprint = fingerprintArguments(args);
-    const existing = current(key);
-    if (existing) {
-      return existing.requestFingerprint === fingerprint
-        ? { status: "committed", replayed: true, operationId: existing.operationId, result: structuredClone(existing.result) }
-        : { status: "conflict", recordedFingerprint: existing.requestFingerprint };
-    }
-    if (fenced.has(key)) return { status: "refused", reason: "fenced" };
-    if (keyFencing.kind === "max_in_flight" && clock.now() - sentAtMs > keyFencing.maxInFlightMs)
-      return { status: "refused", reason: "stale" };
-    const operationId = `op_${++operationSeq}`;
-    const result: McpToolResult = {
-      content: [{ type: "text", text: `created ${operationId}` }],
-      structuredContent: { operationId, arguments: structuredClone(args) },
-    };
-    records.set(key, {
-      idempotencyKey: key,
-      arguments: structuredClone(args),
-      requestFingerprint: fingerprint,
-      operationId,
-      result,
-      committedAtMs: clock.now(),
-    });
-    writes.set(key, (writes.get(key) ?? 0) + 1);
-    return { status: "committed", replayed: false, operationId, result: structuredClone(result) };
-  };
-
+  const { clock, retentionWindowMs, keyFencing, faults, fenced, writes, lookups } = state;
   return {
-    toolName,
+    toolName: options.toolName ?? "create_issue",
     clock,
     retentionWindowMs,
     keyFencing,
     get faults(): Readonly<ProviderDoubleFaults> {
       return { ...faults };
     },
-    commit(key, args, writeOptions = {}): Promise<ProviderWriteResult> {
-      const sentAtMs = clock.now();
-      const deliver = (outcome: ProviderWriteResult): ProviderWriteResult => {
-        if (writeOptions.loseResponse) throw new ProviderResponseLostError(key);
-        return outcome;
-      };
-      const delayMs = writeOptions.delayMs ?? 0;
-      if (delayMs <= 0) {
-        try {
-          return Promise.resolve(deliver(apply(key, args, sentAtMs)));
-        } catch (error) {
-          return Promise.reject(error);
-        }
-      }
-      return new Promise((resolve, reject) => {
-        clock.setTimer(() => {
-          try {
-            resolve(deliver(apply(key, args, sentAtMs)));
-          } catch (error) {
-            reject(error);
-          }
-        }, delayMs);
-      });
-    },
-    lookup(key): ProviderLookupAnswer {
-      lookups.set(key, (lookups.get(key) ?? 0) + 1);
-      const record = current(key);
-      if (record && clock.now() - record.committedAtMs >= faults.lookupLagMs) return { found: true, record: structuredClone(record) };
-      if (keyFencing.kind === "lookup_fences_key") fenced.add(key);
-      return { found: false, fenced: fenced.has(key) };
-    },
+    commit: (key, args, writeOptions = {}) => commitWrite(state, key, args, writeOptions),
+    lookup: (key) => lookupByKey(state, key),
     fence(key): void {
       fenced.add(key);
     },
     isFenced: (key) => fenced.has(key),
     record(key): ProviderRecord | undefined {
-      const record = current(key);
+      const record = currentRecord(state, key);
       return record ? structuredClone(record) : undefined;
     },
     writeCount: (key) => writes.get(key) ?? 0,

@@ -1,6 +1,6 @@
 // Deliberately broken variants of the reference probe adapter, each of which the conformance kit must catch.
 import { MAX_RECEIPT_BYTES } from "../../author/receipt.contract.js";
-import type { LookupContext, LookupRequest, ReconciliationAdapter } from "../../author/adapter.contract.js";
+import type { AdapterDeclaration, LookupContext, LookupRequest, ReconciliationAdapter } from "../../author/adapter.contract.js";
 import { confirmedNotExecuted } from "../../author/lookup-outcome.builders.js";
 import { createProbeAdapter, mapProbeAnswer, probeDeclaration } from "./probe-adapter.js";
 import type { ProbeProvider } from "./probe-provider.js";
@@ -49,126 +49,141 @@ export const PLANTED_BUGS = [
 /** One of {@link PLANTED_BUGS}. */
 export type PlantedBug = (typeof PLANTED_BUGS)[number];
 
+/** What every planted bug is built from: the provider, its reference adapter and the reference declaration. */
+interface Planting {
+  readonly provider: ProbeProvider;
+  readonly reference: ReconciliationAdapter;
+  readonly declaration: AdapterDeclaration;
+}
+
+/** An adapter with `declaration` and `lookup` (the shape every planted bug returns). */
+function adapterWith(
+  declaration: AdapterDeclaration,
+  lookup: (request: LookupRequest, context: LookupContext) => Promise<unknown>,
+): ReconciliationAdapter {
+  return { declaration, lookup };
+}
+
+/** The reference adapter with its answer edited in place by `edit` before it is returned (the reference declaration). */
+function editReferenceAnswer<T>(p: Planting, edit: (answer: T) => void): ReconciliationAdapter {
+  return adapterWith(p.declaration, async (request, context) => {
+    const answer = (await p.reference.lookup(request, context)) as T;
+    edit(answer);
+    return answer;
+  });
+}
+
+/** The reference adapter remembering answers `keep` accepts per key, repeated (cloned) without asking again. */
+function cachingReference(p: Planting, keep: (outcome: string) => boolean, checkAbortFirst: boolean): ReconciliationAdapter {
+  const cache = new Map<string, unknown>();
+  return adapterWith(p.declaration, async (request, context) => {
+    if (checkAbortFirst) context.signal.throwIfAborted();
+    const cached = cache.get(request.idempotencyKey);
+    if (cached !== undefined) return structuredClone(cached);
+    const answer = (await p.reference.lookup(request, context)) as { outcome: string };
+    if (keep(answer.outcome)) cache.set(request.idempotencyKey, answer);
+    return answer;
+  });
+}
+
+/** The reference adapter answering `confirmed_not_executed` for a failed lookup `swallows` (by whether it was aborted). */
+function swallowingReference(p: Planting, swallows: (aborted: boolean) => boolean): ReconciliationAdapter {
+  return adapterWith(p.declaration, async (request, context) => {
+    try {
+      return await p.reference.lookup(request, context);
+    } catch (error) {
+      if (swallows(context.signal.aborted)) return confirmedNotExecuted(request);
+      throw error;
+    }
+  });
+}
+
+/** Plants `lookup_fences_key` whatever the provider does, and answers `confirmed_not_executed` on every miss. */
+function plantUnfencedMiss({ provider, declaration }: Planting): ReconciliationAdapter {
+  const d = { ...declaration, keyFencing: { kind: "lookup_fences_key" as const } };
+  return adapterWith(d, async (request, { signal }) => {
+    const answer = await provider.lookupByKey(request.idempotencyKey, signal);
+    return answer.status === "not_found" ? confirmedNotExecuted(request) : mapProbeAnswer(answer, request, d);
+  });
+}
+
+/** Plants an answer read from the provider's latest commit, echoing the asked key. */
+function plantAnswerForAnotherKey({ provider, declaration }: Planting): ReconciliationAdapter {
+  return adapterWith(declaration, async (request, { signal }) => {
+    await provider.lookupByKey(request.idempotencyKey, signal);
+    const latest = provider.latest();
+    const answer = latest ?? (await provider.lookupByKey(request.idempotencyKey, signal));
+    return mapProbeAnswer({ ...answer, idempotencyKey: request.idempotencyKey }, request, declaration);
+  });
+}
+
+/** Plants a declared `max_in_flight` of 1 ms. */
+function plantWrongMaxInFlight({ provider, declaration }: Planting): ReconciliationAdapter {
+  const d = { ...declaration, keyFencing: { kind: "max_in_flight" as const, maxInFlightMs: 1 } };
+  return adapterWith(d, async (request, { signal }) =>
+    mapProbeAnswer(await provider.lookupByKey(request.idempotencyKey, signal), request, d),
+  );
+}
+
+/** Plants `confirmed_not_executed` while the provider says pending. */
+function plantPendingAsNotExecuted({ provider, declaration }: Planting): ReconciliationAdapter {
+  return adapterWith(declaration, async (request, { signal }) => {
+    const answer = await provider.lookupByKey(request.idempotencyKey, signal);
+    return answer.status === "pending" ? confirmedNotExecuted(request) : mapProbeAnswer(answer, request, declaration);
+  });
+}
+
+/** Plants a lookup through the list endpoint's first page only ("not on page one" is a miss). */
+function plantFirstPageOnly({ provider, declaration }: Planting): ReconciliationAdapter {
+  return adapterWith(declaration, async (request, { signal }) => {
+    const page = await provider.listOperations(undefined, signal);
+    const found = page.operations.find((o) => o.idempotencyKey === request.idempotencyKey);
+    return mapProbeAnswer(found ?? { status: "not_found", idempotencyKey: request.idempotencyKey, fenced: false }, request, declaration);
+  });
+}
+
+/** How each {@link PlantedBug} is built (see {@link PLANTED_BUGS} for what each one does). */
+const PLANTERS: Readonly<Record<PlantedBug, (p: Planting) => ReconciliationAdapter>> = {
+  plain_miss_not_executed_unfenced: plantUnfencedMiss,
+  fingerprint_ignored: (p) =>
+    editReferenceAnswer<{ receipt?: { requestFingerprint?: string } }>(p, (answer) => {
+      if (answer.receipt) delete answer.receipt.requestFingerprint;
+    }),
+  answer_for_another_key: plantAnswerForAnotherKey,
+  answer_for_another_tool: (p) =>
+    editReferenceAnswer<{ toolName?: string }>(p, (answer) => {
+      if (answer.toolName !== undefined) answer.toolName = p.declaration.tools[0]!;
+    }),
+  timeout_swallowed: (p) => swallowingReference(p, (aborted) => aborted),
+  receipt_over_limit: (p) =>
+    editReferenceAnswer<{ receipt?: Record<string, unknown> }>(p, (answer) => {
+      if (answer.receipt) answer.receipt["detail"] = { trace: "x".repeat(MAX_RECEIPT_BYTES) };
+    }),
+  mutates_input: (p) =>
+    adapterWith(p.declaration, async (request, context) => {
+      const answer = await p.reference.lookup(request, context);
+      (request as { lastDispatchedAtMs: number }).lastDispatchedAtMs = 0;
+      return answer;
+    }),
+  floating_rejection: (p) =>
+    adapterWith(p.declaration, async (request, context) => {
+      void Promise.reject(new Error("planted: a rejection nobody handles"));
+      return p.reference.lookup(request, context);
+    }),
+  wrong_declared_retention: (p) => createProbeAdapter(p.provider, { retentionWindowMs: 24 * 60 * 60 * 1000 }),
+  wrong_max_in_flight: plantWrongMaxInFlight,
+  pending_answered_not_executed: plantPendingAsNotExecuted,
+  caches_first_miss: (p) => cachingReference(p, (outcome) => outcome !== "confirmed_succeeded", false),
+  result_rebuilt: (p) =>
+    editReferenceAnswer<{ result?: unknown }>(p, (answer) => {
+      if (answer.result !== undefined) answer.result = { content: [{ type: "text", text: "done" }] };
+    }),
+  outage_answered_not_executed: (p) => swallowingReference(p, (aborted) => !aborted),
+  reads_first_page_only: plantFirstPageOnly,
+  caches_confirmations: (p) => cachingReference(p, (outcome) => outcome === "confirmed_succeeded", true),
+};
+
 /** Builds the adapter with `bug` planted, for `provider`. */
 export function createPlantedBugAdapter(bug: PlantedBug, provider: ProbeProvider): ReconciliationAdapter {
-  const reference = createProbeAdapter(provider);
-  const declaration = probeDeclaration(provider);
-  const withLookup = (
-    lookup: (request: LookupRequest, context: LookupContext) => Promise<unknown>,
-    d = declaration,
-  ): ReconciliationAdapter => ({ declaration: d, lookup });
-  switch (bug) {
-    case "plain_miss_not_executed_unfenced": {
-      const d = { ...declaration, keyFencing: { kind: "lookup_fences_key" as const } };
-      return withLookup(async (request, { signal }) => {
-        const answer = await provider.lookupByKey(request.idempotencyKey, signal);
-        return answer.status === "not_found" ? confirmedNotExecuted(request) : mapProbeAnswer(answer, request, d);
-      }, d);
-    }
-    case "fingerprint_ignored":
-      return withLookup(async (request, context) => {
-        const answer = (await reference.lookup(request, context)) as { receipt?: { requestFingerprint?: string } };
-        if (answer.receipt) delete answer.receipt.requestFingerprint;
-        return answer;
-      });
-    case "answer_for_another_key":
-      return withLookup(async (request, { signal }) => {
-        await provider.lookupByKey(request.idempotencyKey, signal);
-        const latest = provider.latest();
-        const answer = latest ?? (await provider.lookupByKey(request.idempotencyKey, signal));
-        return mapProbeAnswer({ ...answer, idempotencyKey: request.idempotencyKey }, request, declaration);
-      });
-    case "answer_for_another_tool":
-      return withLookup(async (request, context) => {
-        const answer = (await reference.lookup(request, context)) as { toolName?: string };
-        if (answer.toolName !== undefined) answer.toolName = declaration.tools[0]!;
-        return answer;
-      });
-    case "timeout_swallowed":
-      return withLookup(async (request, context) => {
-        try {
-          return await reference.lookup(request, context);
-        } catch (error) {
-          if (context.signal.aborted) return confirmedNotExecuted(request);
-          throw error;
-        }
-      });
-    case "receipt_over_limit":
-      return withLookup(async (request, context) => {
-        const answer = (await reference.lookup(request, context)) as { receipt?: Record<string, unknown> };
-        if (answer.receipt) answer.receipt["detail"] = { trace: "x".repeat(MAX_RECEIPT_BYTES) };
-        return answer;
-      });
-    case "mutates_input":
-      return withLookup(async (request, context) => {
-        const answer = await reference.lookup(request, context);
-        (request as { lastDispatchedAtMs: number }).lastDispatchedAtMs = 0;
-        return answer;
-      });
-    case "floating_rejection":
-      return withLookup(async (request, context) => {
-        void Promise.reject(new Error("planted: a rejection nobody handles"));
-        return reference.lookup(request, context);
-      });
-    case "wrong_declared_retention":
-      return createProbeAdapter(provider, { retentionWindowMs: 24 * 60 * 60 * 1000 });
-    case "wrong_max_in_flight": {
-      const d = { ...declaration, keyFencing: { kind: "max_in_flight" as const, maxInFlightMs: 1 } };
-      return withLookup(
-        async (request, { signal }) => mapProbeAnswer(await provider.lookupByKey(request.idempotencyKey, signal), request, d),
-        d,
-      );
-    }
-    case "pending_answered_not_executed":
-      return withLookup(async (request, { signal }) => {
-        const answer = await provider.lookupByKey(request.idempotencyKey, signal);
-        return answer.status === "pending" ? confirmedNotExecuted(request) : mapProbeAnswer(answer, request, declaration);
-      });
-    case "caches_first_miss": {
-      const misses = new Map<string, unknown>();
-      return withLookup(async (request, context) => {
-        const cached = misses.get(request.idempotencyKey);
-        if (cached !== undefined) return structuredClone(cached);
-        const answer = (await reference.lookup(request, context)) as { outcome: string };
-        if (answer.outcome !== "confirmed_succeeded") misses.set(request.idempotencyKey, answer);
-        return answer;
-      });
-    }
-    case "outage_answered_not_executed":
-      return withLookup(async (request, context) => {
-        try {
-          return await reference.lookup(request, context);
-        } catch (error) {
-          if (context.signal.aborted) throw error;
-          return confirmedNotExecuted(request);
-        }
-      });
-    case "reads_first_page_only":
-      return withLookup(async (request, { signal }) => {
-        const page = await provider.listOperations(undefined, signal);
-        const found = page.operations.find((o) => o.idempotencyKey === request.idempotencyKey);
-        return mapProbeAnswer(
-          found ?? { status: "not_found", idempotencyKey: request.idempotencyKey, fenced: false },
-          request,
-          declaration,
-        );
-      });
-    case "caches_confirmations": {
-      const confirmed = new Map<string, unknown>();
-      return withLookup(async (request, context) => {
-        context.signal.throwIfAborted();
-        const cached = confirmed.get(request.idempotencyKey);
-        if (cached !== undefined) return structuredClone(cached);
-        const answer = (await reference.lookup(request, context)) as { outcome: string };
-        if (answer.outcome === "confirmed_succeeded") confirmed.set(request.idempotencyKey, answer);
-        return answer;
-      });
-    }
-    case "result_rebuilt":
-      return withLookup(async (request, context) => {
-        const answer = (await reference.lookup(request, context)) as { result?: unknown };
-        if (answer.result !== undefined) answer.result = { content: [{ type: "text", text: "done" }] };
-        return answer;
-      });
-  }
+  return PLANTERS[bug]({ provider, reference: createProbeAdapter(provider), declaration: probeDeclaration(provider) });
 }

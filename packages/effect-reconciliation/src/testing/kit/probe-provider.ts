@@ -78,78 +78,159 @@ export interface ProbeProvider extends KitProvider {
   listOperations(cursor?: string, signal?: AbortSignal): Promise<{ operations: ProbeLookupAnswer[]; nextCursor?: string }>;
 }
 
+/** The mutable state behind one probe provider: its records, held and fenced keys, and the test switches. */
+interface ProbeState {
+  readonly settings: ProbeModeSettings;
+  readonly records: Map<string, Committed>;
+  readonly pending: Set<string>;
+  readonly fenced: Set<string>;
+  lookupDelayMs: number;
+  outage: boolean;
+  seq: number;
+  latestKey: string | undefined;
+}
+
+/** The provider's clock (ms since the epoch). */
+const now = (): number => Date.now();
+
+/** The record kept for `key`, or `undefined` (a record past the mode's retention is forgotten on read). */
+function currentRecord(state: ProbeState, key: string): Committed | undefined {
+  const r = state.records.get(key);
+  if (r && now() - r.committedAtMs > state.settings.retentionMs) {
+    state.records.delete(key);
+    return undefined;
+  }
+  return r;
+}
+
+/**
+ * Applies one write received now: the kept result for a same-request repeat, `conflict` for a different
+ * request on a kept key, `fenced` for a fenced key, `stale` when it arrived more than `maxInFlightMs` after
+ * `sentAtMs`; otherwise commits a new operation.
+ */
+function applyWrite(state: ProbeState, toolName: string, key: string, args: Record<string, unknown>, sentAtMs: number): KitWriteResult {
+  const { settings } = state;
+  const fingerprint = fingerprintArguments(args);
+  const existing = currentRecord(state, key);
+  if (existing)
+    return existing.requestFingerprint === fingerprint && existing.toolName === toolName
+      ? { status: "committed", result: structuredClone(existing.result) }
+      : { status: "refused", reason: "conflict" };
+  if (state.fenced.has(key)) return { status: "refused", reason: "fenced" };
+  if (settings.maxInFlightMs !== null && now() - sentAtMs > settings.maxInFlightMs) return { status: "refused", reason: "stale" };
+  const operationId = `op_${++state.seq}`;
+  // JSON text with a fixed key order, as a real provider would print it.
+  const result: McpToolResult = {
+    content: [{ type: "text", text: JSON.stringify({ operationId, toolName, arguments: args }) }],
+    structuredContent: { operationId, arguments: structuredClone(args) },
+  };
+  state.records.set(key, { toolName, requestFingerprint: fingerprint, operationId, result, committedAtMs: now() });
+  state.latestKey = key;
+  return { status: "committed", result: structuredClone(result) };
+}
+
+/** Waits `ms`; rejects with `signal.reason` if `signal` is (or becomes) aborted first. */
+function abortableSleep(ms: number, signal?: AbortSignal): Promise<void> {
+  return new Promise((resolve, reject) => {
+    if (signal?.aborted) return reject(signal.reason);
+    const t = setTimeout(() => {
+      signal?.removeEventListener("abort", onAbort);
+      resolve();
+    }, ms);
+    const onAbort = (): void => {
+      clearTimeout(t);
+      reject(signal?.reason);
+    };
+    signal?.addEventListener("abort", onAbort, { once: true });
+  });
+}
+
+/** What the lookup API answers for `key` now (a commit shows once past the read lag); fences a miss in fencing modes. */
+function answerFor(state: ProbeState, key: string): ProbeLookupAnswer {
+  const r = currentRecord(state, key);
+  if (r && now() - r.committedAtMs >= state.settings.lookupLagMs) {
+    return {
+      status: "committed",
+      toolName: r.toolName,
+      idempotencyKey: key,
+      requestFingerprint: r.requestFingerprint,
+      operationId: r.operationId,
+      result: structuredClone(r.result),
+    };
+  }
+  if (state.pending.has(key)) return { status: "pending", idempotencyKey: key };
+  if (state.settings.fences && !r) state.fenced.add(key);
+  return { status: "not_found", idempotencyKey: key, fenced: state.fenced.has(key) };
+}
+
+/**
+ * One write as the provider receives it: in the pending mode the key is held `pendingMs` (plus the delay)
+ * and its clock starts at receipt; otherwise a delayed write is judged against when it was sent.
+ */
+async function probeWrite(
+  state: ProbeState,
+  toolName: string,
+  key: string,
+  args: Record<string, unknown>,
+  delayMs: number,
+): Promise<KitWriteResult> {
+  const sentAtMs = now();
+  if (state.settings.pendingMs > 0) {
+    state.pending.add(key);
+    await abortableSleep(state.settings.pendingMs + delayMs);
+    state.pending.delete(key);
+    return applyWrite(state, toolName, key, args, now()); // the provider held it: its own clock starts at receipt
+  }
+  if (delayMs > 0) await abortableSleep(delayMs);
+  return applyWrite(state, toolName, key, args, sentAtMs);
+}
+
+/** The provider's ground truth for `key` (what the kit judges an adapter against). */
+function probeTruth(state: ProbeState, key: string): ProviderTruth {
+  const r = currentRecord(state, key);
+  if (r) return { state: "committed", toolName: r.toolName, requestFingerprint: r.requestFingerprint, result: structuredClone(r.result) };
+  if (state.pending.has(key)) return { state: "pending" };
+  return { state: "absent", fenced: state.fenced.has(key) };
+}
+
+/** Applies the lookup delay (honouring `signal`), then fails while the outage is on (a 503). */
+async function awaitLookupApi(state: ProbeState, signal?: AbortSignal): Promise<void> {
+  if (state.lookupDelayMs > 0) await abortableSleep(state.lookupDelayMs, signal);
+  if (state.outage) throw new Error("probe provider unavailable (503)");
+}
+
+/** One page of the list endpoint (see {@link ProbeProvider.listOperations}). */
+async function listProbeOperations(
+  state: ProbeState,
+  cursor: string | undefined,
+  signal: AbortSignal | undefined,
+): Promise<{ operations: ProbeLookupAnswer[]; nextCursor?: string }> {
+  await awaitLookupApi(state, signal);
+  const start = cursor === undefined ? 0 : Number(cursor);
+  // what the lookup API would show: committed and past the read lag (answerFor fences nothing for a held key)
+  const newestFirst = [...state.records.keys()]
+    .reverse()
+    .filter((key) => currentRecord(state, key) !== undefined)
+    .map((key) => answerFor(state, key))
+    .filter((a) => a.status === "committed");
+  const operations = newestFirst.slice(start, start + PROBE_PAGE_SIZE);
+  const next = start + PROBE_PAGE_SIZE;
+  return next < newestFirst.length ? { operations, nextCursor: String(next) } : { operations };
+}
+
 /** Creates a {@link ProbeProvider} in `mode`. */
 export function createProbeProvider(mode: ProbeMode): ProbeProvider {
   const settings = PROBE_MODE_SETTINGS[mode];
-  const records = new Map<string, Committed>();
-  const pending = new Set<string>();
-  const fenced = new Set<string>();
-  let lookupDelayMs = 0;
-  let outage = false;
-  let seq = 0;
-  let latestKey: string | undefined;
-  const now = (): number => Date.now();
-
-  const current = (key: string): Committed | undefined => {
-    const r = records.get(key);
-    if (r && now() - r.committedAtMs > settings.retentionMs) {
-      records.delete(key);
-      return undefined;
-    }
-    return r;
+  const state: ProbeState = {
+    settings,
+    records: new Map(),
+    pending: new Set(),
+    fenced: new Set(),
+    lookupDelayMs: 0,
+    outage: false,
+    seq: 0,
+    latestKey: undefined,
   };
-
-  const apply = (toolName: string, key: string, args: Record<string, unknown>, sentAtMs: number): KitWriteResult => {
-    const fingerprint = fingerprintArguments(args);
-    const existing = current(key);
-    if (existing)
-      return existing.requestFingerprint === fingerprint && existing.toolName === toolName
-        ? { status: "committed", result: structuredClone(existing.result) }
-        : { status: "refused", reason: "conflict" };
-    if (fenced.has(key)) return { status: "refused", reason: "fenced" };
-    if (settings.maxInFlightMs !== null && now() - sentAtMs > settings.maxInFlightMs) return { status: "refused", reason: "stale" };
-    const operationId = `op_${++seq}`;
-    // JSON text with a fixed key order, as a real provider would print it.
-    const result: McpToolResult = {
-      content: [{ type: "text", text: JSON.stringify({ operationId, toolName, arguments: args }) }],
-      structuredContent: { operationId, arguments: structuredClone(args) },
-    };
-    records.set(key, { toolName, requestFingerprint: fingerprint, operationId, result, committedAtMs: now() });
-    latestKey = key;
-    return { status: "committed", result: structuredClone(result) };
-  };
-
-  const sleep = (ms: number, signal?: AbortSignal): Promise<void> =>
-    new Promise((resolve, reject) => {
-      if (signal?.aborted) return reject(signal.reason);
-      const t = setTimeout(() => {
-        signal?.removeEventListener("abort", onAbort);
-        resolve();
-      }, ms);
-      const onAbort = (): void => {
-        clearTimeout(t);
-        reject(signal?.reason);
-      };
-      signal?.addEventListener("abort", onAbort, { once: true });
-    });
-
-  const answerFor = (key: string): ProbeLookupAnswer => {
-    const r = current(key);
-    if (r && now() - r.committedAtMs >= settings.lookupLagMs) {
-      return {
-        status: "committed",
-        toolName: r.toolName,
-        idempotencyKey: key,
-        requestFingerprint: r.requestFingerprint,
-        operationId: r.operationId,
-        result: structuredClone(r.result),
-      };
-    }
-    if (pending.has(key)) return { status: "pending", idempotencyKey: key };
-    if (settings.fences && !r) fenced.add(key);
-    return { status: "not_found", idempotencyKey: key, fenced: fenced.has(key) };
-  };
-
   return {
     name: `probe provider (${mode})`,
     mode,
@@ -161,60 +242,29 @@ export function createProbeProvider(mode: ProbeMode): ProbeProvider {
       { title: `${toolName} one`, amount: 100, meta: { tags: ["a", "b"], note: null } },
       { title: `${toolName} two`, amount: 250, meta: { tags: [], note: "second" } },
     ],
-    async write(toolName, key, args, options = {}) {
-      const sentAtMs = now();
-      const delayMs = options.delayMs ?? 0;
-      if (settings.pendingMs > 0) {
-        pending.add(key);
-        await sleep(settings.pendingMs + delayMs);
-        pending.delete(key);
-        return apply(toolName, key, args, now()); // the provider held it: its own clock starts at receipt
-      }
-      if (delayMs > 0) await sleep(delayMs);
-      return apply(toolName, key, args, sentAtMs);
-    },
-    async truth(key): Promise<ProviderTruth> {
-      const r = current(key);
-      if (r)
-        return { state: "committed", toolName: r.toolName, requestFingerprint: r.requestFingerprint, result: structuredClone(r.result) };
-      if (pending.has(key)) return { state: "pending" };
-      return { state: "absent", fenced: fenced.has(key) };
-    },
+    write: (toolName, key, args, options = {}) => probeWrite(state, toolName, key, args, options.delayMs ?? 0),
+    truth: async (key) => probeTruth(state, key),
     async lookup(key): Promise<ProviderLookupState> {
-      const a = answerFor(key);
+      const a = answerFor(state, key);
       return a.status === "committed" ? "found" : a.status === "pending" ? "pending" : "not_found";
     },
     async lookupByKey(key, signal) {
-      if (lookupDelayMs > 0) await sleep(lookupDelayMs, signal);
-      if (outage) throw new Error("probe provider unavailable (503)");
-      return answerFor(key);
+      await awaitLookupApi(state, signal);
+      return answerFor(state, key);
     },
     latest() {
-      return latestKey === undefined ? undefined : answerFor(latestKey);
+      return state.latestKey === undefined ? undefined : answerFor(state, state.latestKey);
     },
     setLookupDelay(ms) {
-      lookupDelayMs = ms;
+      state.lookupDelayMs = ms;
     },
     setOutage(on) {
-      outage = on;
+      state.outage = on;
     },
     listPageSize: PROBE_PAGE_SIZE,
     forgetEverything() {
-      records.clear();
+      state.records.clear();
     },
-    async listOperations(cursor, signal) {
-      if (lookupDelayMs > 0) await sleep(lookupDelayMs, signal);
-      if (outage) throw new Error("probe provider unavailable (503)");
-      const start = cursor === undefined ? 0 : Number(cursor);
-      // what the lookup API would show: committed and past the read lag (answerFor fences nothing for a held key)
-      const newestFirst = [...records.keys()]
-        .reverse()
-        .filter((key) => current(key) !== undefined)
-        .map(answerFor)
-        .filter((a) => a.status === "committed");
-      const operations = newestFirst.slice(start, start + PROBE_PAGE_SIZE);
-      const next = start + PROBE_PAGE_SIZE;
-      return next < newestFirst.length ? { operations, nextCursor: String(next) } : { operations };
-    },
+    listOperations: (cursor, signal) => listProbeOperations(state, cursor, signal),
   };
 }
