@@ -85,17 +85,19 @@ export const reconciliationRepository = {
   /**
    * Writes the outcome of a lookup as a compare-and-set on (status `unknown`, `version`, lease
    * `owner`): sets `set`, releases the lease and bumps the version (the lookup was counted when the
-   * lease was taken). Returns the
-   * row as written (`RETURNING`, no second read); undefined means another reconciler or an operator
-   * got there first (record `superseded`).
+   * lease was taken). `current` is the row the compare-and-set requires (status `unknown`, `version`,
+   * lease held by `owner`): every write to an effect bumps its version, so a row that passes it is that
+   * row, and the row as written is built from it and `set` (nothing is read back). Returns that row;
+   * undefined means another reconciler or an operator got there first (record `superseded`).
    */
   async commitOutcome(
     tx: StoreTx,
-    effectId: string,
+    current: typeof externalToolEffects.$inferSelect,
     version: number,
     owner: string,
     set: Partial<typeof externalToolEffects.$inferInsert>,
   ): Promise<typeof externalToolEffects.$inferSelect | undefined> {
+    const effectId = current.id;
     // One prepared statement per shape of `set` (the columns an outcome writes; a handful of shapes).
     const columns = (Object.keys(set) as Array<keyof typeof set>).filter((k) => set[k] !== undefined).sort();
     const externalToolEffects = tx.tables.externalToolEffects;
@@ -116,11 +118,16 @@ export const reconciliationRepository = {
             eq(externalToolEffects.leaseOwner, sql.placeholder("owner")),
           ),
         )
-        .returning()
+        .returning({ id: externalToolEffects.id })
         .prepare(),
     );
-    const rows = await query.execute({ effectId, version, owner, ...Object.fromEntries(columns.map((c) => [`set_${c}`, set[c]])) });
-    return rows[0];
+    const values: Record<string, unknown> = { effectId, version, owner };
+    for (const c of columns) values[`set_${c}`] = set[c];
+    const rows = await query.execute(values);
+    if (rows.length === 0) return undefined;
+    const written: Record<string, unknown> = { ...current, leaseOwner: null, leaseExpiresAtMs: null, version: version + 1 };
+    for (const c of columns) written[c] = set[c];
+    return written as typeof externalToolEffects.$inferSelect;
   },
   /**
    * Releases `owner`'s lease without an outcome (the outcome's compare-and-set was lost, or its
