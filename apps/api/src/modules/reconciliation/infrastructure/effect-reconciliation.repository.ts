@@ -59,27 +59,36 @@ export const reconciliationRepository = {
       const taken = await reconciliationRepository.acquireLease(tx, one!.effectId, one!.version, owner, nowMs, expiresAtMs);
       return new Set(taken ? [one!.effectId] : []);
     }
-    const externalToolEffects = tx.tables.externalToolEffects;
-    const rows = await tx.db
-      .update(externalToolEffects)
-      .set({
-        leaseOwner: owner,
-        leaseExpiresAtMs: expiresAtMs,
-        lookupCount: sql`${externalToolEffects.lookupCount} + 1`,
-        version: sql`${externalToolEffects.version} + 1`,
-      })
-      .where(
-        and(
-          inArray(
-            externalToolEffects.id,
-            effects.map((e) => e.effectId),
+    // One prepared query per batch size (at most the lookup concurrency, 64: a bounded set), so a
+    // batch's statement is not built again for every lease transaction.
+    const n = effects.length;
+    const q = tx.prepared(`reconciliation.acquireLeases:${n}`, (db) => {
+      const externalToolEffects = tx.tables.externalToolEffects;
+      const ids = Array.from({ length: n }, (_, i) => sql.placeholder(`id${i}`));
+      return db
+        .update(externalToolEffects)
+        .set({
+          ...placeholdersFor(["leaseOwner", "leaseExpiresAtMs"]),
+          lookupCount: sql`${externalToolEffects.lookupCount} + 1`,
+          version: sql`${externalToolEffects.version} + 1`,
+        })
+        .where(
+          and(
+            inArray(externalToolEffects.id, ids),
+            or(...ids.map((id, i) => and(eq(externalToolEffects.id, id), eq(externalToolEffects.version, sql.placeholder(`version${i}`))))),
+            eq(externalToolEffects.status, "unknown"),
+            or(isNull(externalToolEffects.leaseOwner), lt(externalToolEffects.leaseExpiresAtMs, sql.placeholder("nowMs"))),
           ),
-          or(...effects.map((e) => and(eq(externalToolEffects.id, e.effectId), eq(externalToolEffects.version, e.version)))),
-          eq(externalToolEffects.status, "unknown"),
-          or(isNull(externalToolEffects.leaseOwner), lt(externalToolEffects.leaseExpiresAtMs, nowMs)),
-        ),
-      )
-      .returning({ id: externalToolEffects.id });
+        )
+        .returning({ id: externalToolEffects.id })
+        .prepare();
+    });
+    const values: Record<string, unknown> = { leaseOwner: owner, leaseExpiresAtMs: expiresAtMs, nowMs };
+    effects.forEach((e, i) => {
+      values[`id${i}`] = e.effectId;
+      values[`version${i}`] = e.version;
+    });
+    const rows = await q.execute(values);
     return new Set(rows.map((r) => r.id));
   },
   /**
