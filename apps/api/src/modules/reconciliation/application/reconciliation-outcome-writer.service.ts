@@ -74,7 +74,7 @@ export class ReconciliationOutcomeWriter {
 
   /**
    * Commits the answer of a leased lookup (see {@link EffectReconciler.reconcileLeased}): judged
-   * against the row read inside the transaction, then outcome, receipt, result, record, run event and,
+   * inside the transaction against the row its lease left (the compare-and-set proves it stored), then outcome, receipt, result, record, run event and,
    * with `settleCommand`, the command's terminal state in ONE transaction (compare-and-set on the
    * leased version and owner); the result's `commandSettled` says what it did to the command. A lost
    * compare-and-set releases the lease and records `superseded` with the answer as evidence. An
@@ -202,7 +202,7 @@ export class ReconciliationOutcomeWriter {
           updatedAtMs: now,
         };
       case "still_unknown": {
-        // `effect` is the row read in the outcome's transaction: its lookup_count already counts this lookup.
+        // `effect` is the row as its lease left it: its lookup_count already counts this lookup.
         const crashedAtBound =
           decision.reasonSource === "runtime" &&
           decision.reasonCode === "adapter_crashed" &&
