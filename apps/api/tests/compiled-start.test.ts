@@ -1,5 +1,5 @@
 /**
- * The compiled start: `scripts/build.mjs` compiles the API (esbuild) and `node dist/main.js`
+ * The compiled start: `scripts/build.mjs` compiles the API (esbuild) and `node <heap flags> dist/main.js`
  * runs with no TypeScript loader: bad config still ends with one line and exit 2, and a served API
  * migrates its store, binds a TypeScript adapter package (the API bundles it for its sandboxed
  * process, no loader anywhere) and answers `/health`.
@@ -11,6 +11,7 @@ import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { API_HEAP_FLAGS } from "../src/platform/compiled-entry.js";
 
 const API_DIR = join(dirname(fileURLToPath(import.meta.url)), "..");
 const ROOT = join(API_DIR, "..", "..");
@@ -28,7 +29,7 @@ function runCompiledApi(
   until?: RegExp,
 ): Promise<{ code: number | null; stdout: string; stderr: string; health?: number }> {
   return new Promise((resolve) => {
-    const child = spawn(process.execPath, ["dist/main.js"], {
+    const child = spawn(process.execPath, [...API_HEAP_FLAGS, "dist/main.js"], {
       cwd: API_DIR,
       env: { PATH: process.env["PATH"] ?? "", HOME: process.env["HOME"] ?? "/", MOSOO_PORT: "0", ...env },
     });
@@ -59,6 +60,11 @@ describe("compiled start (node dist/main.js, no TypeScript loader)", () => {
   it("builds the API's entries and the bench's", () => {
     for (const f of ["main.js", "run-benchmarks.main.js", "scenario.main.js", "seed-unknown.main.js"])
       expect(existsSync(join(API_DIR, "dist", f)), f).toBe(true);
+  });
+
+  it("npm start runs dist/main.js with the API's heap flags (the bench's scenario processes get the same)", () => {
+    const pkg = JSON.parse(readFileSync(join(API_DIR, "package.json"), "utf8")) as { scripts: { start: string } };
+    expect(pkg.scripts.start).toContain(`node ${API_HEAP_FLAGS.join(" ")} dist/main.js`);
   });
 
   it("refuses a bad variable with one line and exit code 2", async () => {

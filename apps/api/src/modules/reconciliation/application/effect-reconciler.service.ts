@@ -138,8 +138,8 @@ export class EffectReconciler implements EffectReconciliationPort {
    * The lookup of an effect whose lease this reconciler holds (the lease took count of it before
    * the adapter runs), and the outcome's commit (one transaction, compare-and-set on the leased
    * version and owner; with `opts.settleCommand` the command's terminal state commits in it too). The adapter's answer is judged inside that
-   * transaction against the effect as read there: nothing the adapter was handed is
-   * ever read back. A miss without a key fence is first checked against the retention canary
+   * transaction against the effect as its lease left it, which the compare-and-set proves stored:
+   * nothing the adapter was handed is ever read back. A miss without a key fence is first checked against the retention canary
    * ({@link RetentionCanary}: one more lookup of the same adapter, so the lease covers two lookup timeouts). A busy store is waited for asynchronously (`retryWhenBusy`, background policy)
    * before the commit gives up; if the commit throws, the lease is given back with its count (or
    * left to expire while the store is locked) and the error propagates.

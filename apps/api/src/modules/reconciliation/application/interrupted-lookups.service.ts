@@ -51,7 +51,7 @@ export async function recordInterruptedLookups(
           backoff: settings.backoff,
           attention: null,
         });
-        const after = await reconciliationRepository.commitOutcome(tx, row.id, row.version, row.leaseOwner, {
+        const after = await reconciliationRepository.commitOutcome(tx, row, row.version, row.leaseOwner, {
           ...schedule,
           updatedAtMs: now,
         });

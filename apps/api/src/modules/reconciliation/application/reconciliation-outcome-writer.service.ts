@@ -74,7 +74,7 @@ export class ReconciliationOutcomeWriter {
 
   /**
    * Commits the answer of a leased lookup (see {@link EffectReconciler.reconcileLeased}): judged
-   * against the row read inside the transaction, then outcome, receipt, result, record, run event and,
+   * inside the transaction against the row its lease left (the compare-and-set proves it stored), then outcome, receipt, result, record, run event and,
    * with `settleCommand`, the command's terminal state in ONE transaction (compare-and-set on the
    * leased version and owner); the result's `commandSettled` says what it did to the command. A lost
    * compare-and-set releases the lease and records `superseded` with the answer as evidence. An
@@ -94,22 +94,28 @@ export class ReconciliationOutcomeWriter {
     }
     let decision: Exclude<ReconcileDecision, { decision: "ineligible" }> | undefined;
     let commandSettled: CommandSettlement = null;
+    // The row as the lease left it: the outcome's compare-and-set (status `unknown`, the leased
+    // version, this owner) passes only while the stored row is exactly this one (every write to an
+    // effect bumps its version, §3 rule 7), so the answer is judged against it without reading it again.
+    const leased = leasedRow(effect, leasedVersion, owner, startedAtMs + this.settings.leaseMs);
     // Group commit: this outcome's writes run whole inside a batch's transaction (or alone, if the
     // batch failed); the promise settles after that commit, so nothing below runs before it.
     const committed = await this.outcomes.submit(async (tx) => {
       // Reset on every run: a batch that rolls back runs this write again alone (outcome-group-commit.service.ts).
       decision = undefined;
       commandSettled = null;
-      // Judged here, against the effect as stored now, inside the transaction that persists the
-      // outcome (see `judgeLookupAnswer` in reconcile.service.ts): the adapter never held this row, only a copy of its lookup request.
-      const current = await effectRows.findById(tx, effect.id);
-      if (!current || current.status !== "unknown" || current.version !== leasedVersion || current.leaseOwner !== owner) return null;
-      decision = judgedAgainst(answer, current, canary);
+      // Judged here, inside the transaction that persists the outcome, against the effect as the
+      // compare-and-set below proves it stored (see `judgeLookupAnswer` in reconcile.service.ts): the
+      // adapter never held this row, only a copy of its lookup request. A lost compare-and-set writes nothing.
+      decision = judgedAgainst(answer, leased, canary);
       const outcome = decision.decision;
       const reasonCode = decision.decision === "still_unknown" ? decision.reasonCode : null;
-      const set = this.outcomeColumns(current, decision, now);
-      const after = await reconciliationRepository.commitOutcome(tx, effect.id, leasedVersion, owner, set);
-      if (!after) return null;
+      const set = this.outcomeColumns(leased, decision, now);
+      const after = await reconciliationRepository.commitOutcome(tx, leased, leasedVersion, owner, set);
+      if (!after) {
+        decision = undefined;
+        return null;
+      }
       await reconciliationRepository.insertRecord(tx, {
         id: newUlid(now),
         effectId: effect.id,
@@ -196,7 +202,7 @@ export class ReconciliationOutcomeWriter {
           updatedAtMs: now,
         };
       case "still_unknown": {
-        // `effect` is the row read in the outcome's transaction: its lookup_count already counts this lookup.
+        // `effect` is the row as its lease left it: its lookup_count already counts this lookup.
         const crashedAtBound =
           decision.reasonSource === "runtime" &&
           decision.reasonCode === "adapter_crashed" &&
@@ -326,6 +332,14 @@ function contradictsSettled(decision: ReconcileDecision["decision"] | undefined,
   return (
     (decision === "confirmed_succeeded" && status === "not_executed") || (decision === "confirmed_not_executed" && status === "succeeded")
   );
+}
+
+/**
+ * `effect` (the row read before its lease) as the lease changed it: `leasedVersion`, the lookup
+ * counted, the lease held by `owner` until `leaseExpiresAtMs` (ms); see `acquireLease`.
+ */
+function leasedRow(effect: EffectRow, leasedVersion: number, owner: string, leaseExpiresAtMs: number): EffectRow {
+  return { ...effect, version: leasedVersion, lookupCount: effect.lookupCount + 1, leaseOwner: owner, leaseExpiresAtMs };
 }
 
 /** The adapter's id and version, recorded with every outcome. */

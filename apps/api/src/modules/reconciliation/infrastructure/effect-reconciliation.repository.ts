@@ -59,43 +59,54 @@ export const reconciliationRepository = {
       const taken = await reconciliationRepository.acquireLease(tx, one!.effectId, one!.version, owner, nowMs, expiresAtMs);
       return new Set(taken ? [one!.effectId] : []);
     }
-    const externalToolEffects = tx.tables.externalToolEffects;
-    const rows = await tx.db
-      .update(externalToolEffects)
-      .set({
-        leaseOwner: owner,
-        leaseExpiresAtMs: expiresAtMs,
-        lookupCount: sql`${externalToolEffects.lookupCount} + 1`,
-        version: sql`${externalToolEffects.version} + 1`,
-      })
-      .where(
-        and(
-          inArray(
-            externalToolEffects.id,
-            effects.map((e) => e.effectId),
+    // One prepared query per batch size (at most the lookup concurrency, 64: a bounded set), so a
+    // batch's statement is not built again for every lease transaction.
+    const n = effects.length;
+    const q = tx.prepared(`reconciliation.acquireLeases:${n}`, (db) => {
+      const externalToolEffects = tx.tables.externalToolEffects;
+      const ids = Array.from({ length: n }, (_, i) => sql.placeholder(`id${i}`));
+      return db
+        .update(externalToolEffects)
+        .set({
+          ...placeholdersFor(["leaseOwner", "leaseExpiresAtMs"]),
+          lookupCount: sql`${externalToolEffects.lookupCount} + 1`,
+          version: sql`${externalToolEffects.version} + 1`,
+        })
+        .where(
+          and(
+            inArray(externalToolEffects.id, ids),
+            or(...ids.map((id, i) => and(eq(externalToolEffects.id, id), eq(externalToolEffects.version, sql.placeholder(`version${i}`))))),
+            eq(externalToolEffects.status, "unknown"),
+            or(isNull(externalToolEffects.leaseOwner), lt(externalToolEffects.leaseExpiresAtMs, sql.placeholder("nowMs"))),
           ),
-          or(...effects.map((e) => and(eq(externalToolEffects.id, e.effectId), eq(externalToolEffects.version, e.version)))),
-          eq(externalToolEffects.status, "unknown"),
-          or(isNull(externalToolEffects.leaseOwner), lt(externalToolEffects.leaseExpiresAtMs, nowMs)),
-        ),
-      )
-      .returning({ id: externalToolEffects.id });
+        )
+        .returning({ id: externalToolEffects.id })
+        .prepare();
+    });
+    const values: Record<string, unknown> = { leaseOwner: owner, leaseExpiresAtMs: expiresAtMs, nowMs };
+    effects.forEach((e, i) => {
+      values[`id${i}`] = e.effectId;
+      values[`version${i}`] = e.version;
+    });
+    const rows = await q.execute(values);
     return new Set(rows.map((r) => r.id));
   },
   /**
    * Writes the outcome of a lookup as a compare-and-set on (status `unknown`, `version`, lease
    * `owner`): sets `set`, releases the lease and bumps the version (the lookup was counted when the
-   * lease was taken). Returns the
-   * row as written (`RETURNING`, no second read); undefined means another reconciler or an operator
-   * got there first (record `superseded`).
+   * lease was taken). `current` is the row the compare-and-set requires (status `unknown`, `version`,
+   * lease held by `owner`): every write to an effect bumps its version, so a row that passes it is that
+   * row, and the row as written is built from it and `set` (nothing is read back). Returns that row;
+   * undefined means another reconciler or an operator got there first (record `superseded`).
    */
   async commitOutcome(
     tx: StoreTx,
-    effectId: string,
+    current: typeof externalToolEffects.$inferSelect,
     version: number,
     owner: string,
     set: Partial<typeof externalToolEffects.$inferInsert>,
   ): Promise<typeof externalToolEffects.$inferSelect | undefined> {
+    const effectId = current.id;
     // One prepared statement per shape of `set` (the columns an outcome writes; a handful of shapes).
     const columns = (Object.keys(set) as Array<keyof typeof set>).filter((k) => set[k] !== undefined).sort();
     const externalToolEffects = tx.tables.externalToolEffects;
@@ -116,11 +127,16 @@ export const reconciliationRepository = {
             eq(externalToolEffects.leaseOwner, sql.placeholder("owner")),
           ),
         )
-        .returning()
+        .returning({ id: externalToolEffects.id })
         .prepare(),
     );
-    const rows = await query.execute({ effectId, version, owner, ...Object.fromEntries(columns.map((c) => [`set_${c}`, set[c]])) });
-    return rows[0];
+    const values: Record<string, unknown> = { effectId, version, owner };
+    for (const c of columns) values[`set_${c}`] = set[c];
+    const rows = await query.execute(values);
+    if (rows.length === 0) return undefined;
+    const written: Record<string, unknown> = { ...current, leaseOwner: null, leaseExpiresAtMs: null, version: version + 1 };
+    for (const c of columns) written[c] = set[c];
+    return written as typeof externalToolEffects.$inferSelect;
   },
   /**
    * Releases `owner`'s lease without an outcome (the outcome's compare-and-set was lost, or its

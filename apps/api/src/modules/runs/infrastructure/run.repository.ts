@@ -138,9 +138,19 @@ export const runRepository = {
       if (row === undefined) throw new Error(`no run ${runId} to append an event to`);
       return { event: { ...event, seq: Number(row.last_event_seq) }, runStatus: row.status as RunStatus };
     }
-    const run = await runRepository.reserveEventSeq(tx, runId);
+    // SQLite: the bump returns only the two columns used (no whole-row read back).
+    const bump = tx.prepared("run.bumpEventSeq", (db) => {
+      const r = tx.tables.sessionRuns;
+      return db
+        .update(r)
+        .set({ lastEventSeq: sql`${r.lastEventSeq} + 1` })
+        .where(eq(r.id, sql.placeholder("runId")))
+        .returning({ seq: r.lastEventSeq, status: r.status })
+        .prepare();
+    });
+    const run = firstRow(await bump.execute({ runId }));
     if (run === undefined) throw new Error(`no run ${runId} to append an event to`);
-    return { event: await runRepository.insertEvent(tx, runId, run.lastEventSeq, type, payload, nowMs), runStatus: run.status };
+    return { event: await runRepository.insertEvent(tx, runId, run.seq, type, payload, nowMs), runStatus: run.status };
   },
   /**
    * The run an enqueue checks, read in the fewest statements its dialect allows: on SQLite by reserving
@@ -201,10 +211,10 @@ export const runRepository = {
           payloadJson: sql.placeholder("payloadJson"),
           createdAtMs: sql.placeholder("createdAtMs"),
         })
-        .returning()
         .prepare(),
     );
-    const rows = await insert.execute({
+    // The row as written is the row given (no default or trigger changes it): not read back.
+    const row: RunEventRow = {
       id: newUlid(nowMs),
       runId,
       seq,
@@ -212,8 +222,9 @@ export const runRepository = {
       terminal: TERMINAL_RUN_EVENT_TYPES.includes(type),
       payloadJson: JSON.stringify(payload),
       createdAtMs: nowMs,
-    });
-    return rows[0]!;
+    };
+    await insert.execute(row);
+    return row;
   },
   /** Events of a run with `seq > afterSeq`, in order. */
   async listEvents(tx: StoreTx, runId: string, afterSeq: number): Promise<RunEventRow[]> {
