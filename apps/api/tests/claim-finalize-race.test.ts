@@ -7,60 +7,15 @@
  * last committed; the claim holds the instance row FOR SHARE so the two serialize.)
  */
 import { afterEach, describe, expect, it } from "vitest";
-import type { Store, StoreTx, TransactionOptions } from "../src/platform/db/store.port.js";
-import { sql } from "drizzle-orm";
 import { buildRuntime, connectDriver, openDoubleWorld, pollUntil, type AnyStoreDoubleWorld } from "./kit/index.js";
 import { commandOf, effectOf } from "./helpers/store-rows.js";
+import { holdingBeforeCommit, lockWaiters } from "./helpers/hold-before-commit.js";
 
 let fx: AnyStoreDoubleWorld | undefined;
 afterEach(async () => {
   await fx?.close();
   fx = undefined;
 });
-
-/** `inner`, except that the next transaction after `arm()` is held after its callback ran and BEFORE it commits, until `release()`. */
-function holdingBeforeCommit(inner: Store) {
-  let armed: { reached: () => void; held: Promise<void>; skip: number } | undefined;
-  const store = new Proxy(inner, {
-    get(target, prop, receiver) {
-      if (prop !== "transaction") return Reflect.get(target, prop, receiver) as unknown;
-      return <T>(fn: (tx: StoreTx) => Promise<T>, opts?: TransactionOptions): Promise<T> => {
-        const hold = armed;
-        if (hold && hold.skip > 0) {
-          hold.skip -= 1;
-          return target.transaction(fn, opts);
-        }
-        armed = undefined;
-        if (!hold) return target.transaction(fn, opts);
-        return target.transaction(async (tx) => {
-          const out = await fn(tx);
-          hold.reached();
-          await hold.held;
-          return out;
-        }, opts);
-      };
-    },
-  });
-  return {
-    store,
-    arm(skip = 0) {
-      let reached!: () => void;
-      let release!: () => void;
-      const atCommit = new Promise<void>((r) => (reached = r));
-      const held = new Promise<void>((r) => (release = r));
-      armed = { reached, held, skip };
-      return { atCommit, release };
-    },
-  };
-}
-
-/** How many backends of this database wait on a lock (PostgreSQL). */
-async function lockWaiters(store: Store): Promise<number> {
-  const rows = await store.read((tx) =>
-    tx.pgRows!(sql`select count(*)::int as n from pg_stat_activity where wait_event_type = 'Lock' and datname = current_database()`),
-  );
-  return Number(rows[0]?.["n"] ?? 0);
-}
 
 describe.each(["sqlite", "postgres"] as const)("a claim racing the Driver's finalization (%s)", (kind) => {
   it("a claim made while the finalization's first transaction is in flight is not dispatched behind the finalized Driver", async () => {

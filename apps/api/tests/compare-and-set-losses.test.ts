@@ -142,7 +142,7 @@ describe("attention flags", () => {
     expect(warns().filter((m) => m === "reconciliation.contradicts_settled_effect")).toHaveLength(1);
   });
 
-  it("late evidence: a lost late_evidence_contradiction CAS is answered 'changed concurrently', not as a raised flag", async () => {
+  it("late evidence: a lost late_evidence_contradiction CAS is read again and the flag is raised, logged once", async () => {
     const fx = createDoubleWorld({ bind: false });
     world = fx;
     const call = await dispatchWrite(fx);
@@ -168,8 +168,9 @@ describe("attention flags", () => {
       result: { outputText: "created op_1", requestId, serverId: "tracker", toolName: "createIssue" },
       receipt: null,
     });
-    expect(answer).toEqual({ outcome: "rejected", status: "not_executed", reason: "the effect changed concurrently" });
-    expect(effectRow(fx.store, call.effectId).operator_attention).toBeNull();
-    expect(warns()).not.toContain("effect.late_evidence_contradiction");
+    expect(answer).toMatchObject({ outcome: "rejected", status: "not_executed" });
+    expect(answer.reason).toMatch(/^late_evidence_contradiction: /);
+    expect(effectRow(fx.store, call.effectId).operator_attention).toBe("late_evidence_contradiction");
+    expect(warns().filter((m) => m === "effect.late_evidence_contradiction")).toHaveLength(1);
   });
 });

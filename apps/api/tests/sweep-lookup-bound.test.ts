@@ -9,7 +9,7 @@ import { eq } from "drizzle-orm";
 import { buildRuntime, commitAtProvider, dispatchWrite, openDoubleWorld, type AnyStoreDoubleWorld } from "./kit/index.js";
 import { reconciliationRepository } from "../src/modules/reconciliation/infrastructure/effect-reconciliation.repository.js";
 import { LEASE_LAPSED } from "../src/modules/reconciliation/application/effect-reconciler.service.js";
-import { effectOf } from "./helpers/store-rows.js";
+import { effectOf, reconciliationsOf } from "./helpers/store-rows.js";
 
 const KINDS = ["sqlite", "postgres"] as const;
 
@@ -89,5 +89,40 @@ describe.each(KINDS)("an unknown effect at the lookup bound is flagged, not left
     }
     const after = (await effectOf(w.store, effectId))!;
     expect(after).toMatchObject({ status: "unknown", operatorAttention: "lookup_bound_reached", nextLookupAtMs: null });
+  });
+
+  it("the flag is recorded (still_unknown/lookup_bound_reached, no lookup made) and moves the console's change feed, once", async () => {
+    fx = await openDoubleWorld({ store: kind, prefix: "atk_bound3" });
+    const w = fx;
+    const effectId = await unknownEffect(w);
+    await w.store.transaction((tx) => {
+      const t = tx.tables.externalToolEffects;
+      return tx.db.update(t).set({ lookupCount: w.settings.maxLookups, nextLookupAtMs: w.clock.now() }).where(eq(t.id, effectId));
+    });
+    const before = await w.runtime.operator.changeMarker();
+    w.clock.advance(60_000);
+    await w.runtime.sweep.sweepOnce();
+    expect(await effectOf(w.store, effectId)).toMatchObject({
+      operatorAttention: "lookup_bound_reached",
+      lookupCount: w.settings.maxLookups,
+    });
+    expect(w.lookups).toHaveLength(0);
+    const flagged = await w.runtime.operator.changeMarker();
+    expect(flagged).not.toBe(before);
+    const records = await reconciliationsOf(w.store, effectId);
+    expect(records).toHaveLength(1);
+    expect(records[0]).toMatchObject({
+      trigger: "sweep",
+      outcome: "still_unknown",
+      reasonCode: "lookup_bound_reached",
+      adapterId: w.adapter.declaration.id,
+      nextLookupAtMs: null,
+      finishedAtMs: w.clock.now(),
+    });
+    // later sweeps leave the flagged effect alone: nothing more recorded, the feed stays put
+    w.clock.advance(60_000);
+    await w.runtime.sweep.sweepOnce();
+    expect(await reconciliationsOf(w.store, effectId)).toHaveLength(1);
+    expect(await w.runtime.operator.changeMarker()).toBe(flagged);
   });
 });

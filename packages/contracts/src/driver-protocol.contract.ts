@@ -365,7 +365,7 @@ export const DRIVER_API = {
     response: EffectClaimSchema,
     status: [200],
     auth: { kind: "driver" },
-    errors: ["command.not_found", "command.terminal", "effect.not_found", "driver.connection_superseded"],
+    errors: ["command.not_found", "command.terminal", "effect.not_found", "effect.claim_conflict", "driver.connection_superseded"],
     idempotent: true,
     note: "a compare-and-set: a retried claim that finds the effect executing fences it unknown (a needless fence at worst, never a duplicate write)",
   }),

@@ -193,6 +193,12 @@ export const ERROR_NOTES: Readonly<Record<string, ErrorNote>> = {
     meaning: "the effect already holds another MCP task id; a stored task handle never changes, so the report changed nothing",
     next: "none for the Driver (the stored handle stands); if a provider issued two tasks for one call, treat it as a provider bug and check the effect with `npm run effects -- show <effect>`",
   },
+  "effect.claim_conflict": {
+    who: DRIVER,
+    meaning:
+      "a claim whose compare-and-set changed nothing found the effect still `intent` on a second, unlocked read (it raced a change of the effect, its command or the Driver's connection); nothing was dispatched",
+    next: "nothing: the Driver leaves the command for redelivery and its next claim decides again; if it repeats, check the effect with `npm run effects -- show <effect>`",
+  },
   "effect.not_reconcilable": {
     who: OPERATOR,
     meaning: "no lookup possible: the effect is not unknown, or no adapter is bound for its server and tool, or reconciliation is off",

@@ -51,6 +51,11 @@ export const USER_FACING_ERROR_STATUS = {
   "effect.not_attempt_connection": 409,
   /** A task-id report naming another task than the one the effect already holds: a task id never changes (see `decideTaskHandle` in effect-lifecycle.machine.ts). */
   "effect.task_id_conflict": 409,
+  /**
+   * A claim whose dispatch compare-and-set changed nothing, yet its unlocked read finds the effect
+   * `intent` of a live command on the current connection: nothing is dispatched on that read (see `EffectLedgerService.claim`).
+   */
+  "effect.claim_conflict": 409,
   "auth.operator_disabled": 403,
   "driver.not_finalized": 409,
   "feature.disabled": 404,

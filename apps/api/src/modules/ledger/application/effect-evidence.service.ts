@@ -8,6 +8,7 @@ import {
 } from "@mosoo/contracts";
 import { decideDeadlineMissed, decideLateEvidence, settleTransition } from "../domain/effect-lifecycle.machine.js";
 import { UserFacingError } from "../../../kernel/user-facing-error.js";
+import { StoreBusyError } from "../../../platform/db/store-busy.js";
 import { driverInstanceTables, runTables, type DriverInstanceRow } from "./owned-tables.port.js";
 import { effectRepository, type AttemptRow, type EffectRow } from "../infrastructure/effect.repository.js";
 import type { StoreTx } from "../../../platform/db/store.port.js";
@@ -68,17 +69,43 @@ function assertNothingSent(attemptRow: AttemptRow | undefined, connectionId: str
 /** The lease columns a settling transition clears (a Driver's evidence settles the effect whoever holds its lease). */
 const NO_LEASE = { leaseOwner: null, leaseExpiresAtMs: null } as const;
 
+/** How many times one evidence report is judged on a fresh read of the effect when its compare-and-set keeps losing. */
+const EVIDENCE_ROUNDS = 3;
+
+/**
+ * Runs `judge` (one read of the effect, one decision, its compare-and-set) until it answers. `judge`
+ * resolves `undefined` when its compare-and-set lost (another unit of work changed the effect after
+ * its read and committed first: a reconciler taking the lease, the sweep's attention flag; on
+ * PostgreSQL's READ COMMITTED the UPDATE then matches nothing); what it wrote before that (the
+ * evidence kept on the attempt row) holds whatever the next round decides. The report is then judged
+ * again on the row as it is now (each statement of a round reads what is committed), so a lost
+ * compare-and-set is never the final answer. A loss in each of
+ * {@link EVIDENCE_ROUNDS} rounds throws {@link StoreBusyError} (503 `store.busy`, `Retry-After`): the
+ * transaction rolls back with nothing written, and the Driver sends the report again (it retries 5xx;
+ * the report is idempotent).
+ * @throws StoreBusyError `store.busy` after {@link EVIDENCE_ROUNDS} losses in a row; whatever `judge` throws.
+ */
+async function judgeUntilAnswered<T>(judge: () => Promise<T | undefined>): Promise<T> {
+  for (let round = 1; ; round += 1) {
+    const answer = await judge();
+    if (answer !== undefined) return answer;
+    if (round === EVIDENCE_ROUNDS) throw new StoreBusyError();
+  }
+}
+
 /**
  * The Driver's missed send-by deadline (see {@link decideDeadlineMissed}): proof that attempt `req.attempt`
  * sent nothing. When {@link decideDeadlineMissed} applies it, ONE transaction sets the effect
  * `not_executed` (resolution `deadline_missed`; compare-and-set on status+version, so a
  * reconciler holding the lease loses its commit and records `superseded`), the attempt
  * `not_sent`, an `effect.resolved` run event, and, if the command is not terminal yet, fails it
- * `external_effect.not_executed` (retryable as a new tool call). A CAS loss answers `rejected`.
+ * `external_effect.not_executed` (retryable as a new tool call). A lost CAS is judged again on a fresh
+ * read ({@link judgeUntilAnswered}), never answered `rejected` for it.
  * Taken only from the connection that made the attempt, and only if the Driver never reported the
  * attempt sent (see {@link assertNothingSent}); a refusal writes nothing.
  * @throws UserFacingError `effect.not_found`, `driver.connection_superseded`, `effect.not_attempt_connection`,
- *   `effect.attempt_sent`.
+ *   `effect.attempt_sent`; StoreBusyError `store.busy` (503, nothing written) when the CAS lost
+ *   {@link EVIDENCE_ROUNDS} times in a row.
  */
 export async function reportDeadlineMissed(
   ctx: RuntimeContext,
@@ -87,7 +114,9 @@ export async function reportDeadlineMissed(
   req: EffectDeadlineMissedRequest,
 ): Promise<EffectTransitionResponse> {
   const now = ctx.clock.nowMs();
-  const res = await ctx.store.transaction(async (tx): Promise<EffectTransitionResponse & { commandId: string; from: string }> => {
+  type Judged = EffectTransitionResponse & { commandId: string; from: string };
+  const res = await ctx.store.transaction((tx) => judgeUntilAnswered((): Promise<Judged | undefined> => judgeDeadlineMissed(tx)));
+  async function judgeDeadlineMissed(tx: StoreTx): Promise<Judged | undefined> {
     const { eff, attemptRow } = await loadReported(tx, instance, effectId, req.connectionId, req.attempt);
     assertNothingSent(attemptRow, req.connectionId);
     const decision = decideDeadlineMissed(eff, req);
@@ -95,8 +124,7 @@ export async function reportDeadlineMissed(
     if (decision.outcome !== "applied")
       return { ...base, outcome: decision.outcome, status: eff.status, ...(decision.reason ? { reason: decision.reason } : {}) };
     const set = { ...settleTransition(eff, "not_executed", "deadline_missed"), ...NO_LEASE, updatedAtMs: now };
-    if (!(await effectRepository.updateIfCurrent(tx, eff, set)))
-      return { ...base, outcome: "rejected", status: eff.status, reason: "the effect changed concurrently" };
+    if (!(await effectRepository.updateIfCurrent(tx, eff, set))) return undefined; // judged again on a fresh read
     const reason = `deadline_missed: the claim's answer was read ${req.elapsedMs} ms after the claim request, past its ${eff.sendWithinMs ?? "unrecorded"} ms send-by deadline`;
     await effectRepository.updateAttempt(tx, eff.id, req.attempt, { status: "not_sent", unknownReason: reason, finishedAtMs: now });
     await runTables().appendEvent(
@@ -115,7 +143,7 @@ export async function reportDeadlineMissed(
     );
     await settleCommandFromEffect(tx, { ...eff, ...set, version: eff.version + 1 }, now);
     return { ...base, outcome: "applied", status: "not_executed" };
-  });
+  }
   const { commandId, from, ...answer } = res;
   ctx.logger.info(
     { driverInstanceId: instance.id, effectId, commandId, attempt: req.attempt, elapsedMs: req.elapsedMs, from, ...answer },
@@ -136,8 +164,14 @@ export async function reportDeadlineMissed(
  * - `kept`: a tool-error result about a `not_executed` effect (no contradiction): answered `rejected`, no flag;
  * - `contradiction`: nothing is overridden; the effect is flagged `late_evidence_contradiction`
  *   (operator attention, visible in `effects list` / `show`) and the answer is `rejected` with why.
+ * A lost compare-and-set (the settle's or the flag's: the effect changed after the read, e.g. a
+ * reconciler took its lease on another API instance) is judged again on a fresh read
+ * ({@link judgeUntilAnswered}): the evidence settles the effect whoever holds the lease, and a lost
+ * CAS is never answered `rejected` (the Driver drops a result once it is answered).
  * @throws UserFacingError `effect.not_found`, `driver.connection_superseded`, `request.invalid`
- *   (receipt over 16 KiB, or a result naming another server/tool/request than the effect).
+ *   (receipt over 16 KiB, or a result naming another server/tool/request than the effect);
+ *   StoreBusyError `store.busy` (503, nothing written; the Driver reports again) when the CAS lost
+ *   {@link EVIDENCE_ROUNDS} times in a row.
  */
 export async function reportLateResult(
   ctx: RuntimeContext,
@@ -151,7 +185,9 @@ export async function reportLateResult(
   }
   const now = ctx.clock.nowMs();
   const resultJson = JSON.stringify(req.result);
-  const res = await ctx.store.transaction(async (tx): Promise<EffectTransitionResponse & { commandId: string; action: string }> => {
+  type Judged = EffectTransitionResponse & { commandId: string; action: string };
+  const res = await ctx.store.transaction((tx) => judgeUntilAnswered((): Promise<Judged | undefined> => judgeLateResult(tx)));
+  async function judgeLateResult(tx: StoreTx): Promise<Judged | undefined> {
     const { eff, attemptRow } = await loadReported(tx, instance, effectId, req.connectionId, req.attempt);
     const r = req.result;
     if (r.serverId !== eff.serverId || r.toolName !== eff.toolName || r.requestId !== eff.requestId) {
@@ -176,18 +212,12 @@ export async function reportLateResult(
     if (action === "duplicate") return { ...base, outcome: "duplicate", status: eff.status };
     if (action === "kept") return { ...base, outcome: "rejected", status: eff.status, reason: reason ?? "evidence kept" };
     if (action === "contradiction") {
-      // A lost compare-and-set raised no flag: answered as the settle below answers it (the Driver may report again).
+      // A lost compare-and-set raised no flag: judged again on a fresh read, as the settle below is.
       if (
         eff.operatorAttention !== "late_evidence_contradiction" &&
         !(await effectRepository.updateIfCurrent(tx, eff, { operatorAttention: "late_evidence_contradiction", updatedAtMs: now }))
       )
-        return {
-          ...base,
-          action: "changed_concurrently",
-          outcome: "rejected",
-          status: eff.status,
-          reason: "the effect changed concurrently",
-        };
+        return undefined;
       return { ...base, outcome: "rejected", status: eff.status, reason: `late_evidence_contradiction: ${reason ?? ""}` };
     }
     const set = {
@@ -197,8 +227,7 @@ export async function reportLateResult(
       ...NO_LEASE,
       updatedAtMs: now,
     };
-    if (!(await effectRepository.updateIfCurrent(tx, eff, set)))
-      return { ...base, outcome: "rejected", status: eff.status, reason: "the effect changed concurrently" };
+    if (!(await effectRepository.updateIfCurrent(tx, eff, set))) return undefined; // judged again on a fresh read
     await effectRepository.updateAttempt(tx, eff.id, req.attempt, { status: "succeeded", finishedAtMs: attemptRow?.finishedAtMs ?? now });
     await runTables().appendEvent(
       tx,
@@ -209,7 +238,7 @@ export async function reportLateResult(
     );
     await settleCommandFromEffect(tx, { ...eff, ...set, version: eff.version + 1 }, now);
     return { ...base, outcome: "applied", status: "succeeded" };
-  });
+  }
   const { commandId, action, ...answer } = res;
   const fields = { driverInstanceId: instance.id, effectId, commandId, attempt: req.attempt, action, ...answer };
   if (action === "contradiction") ctx.logger.warn(fields, "effect.late_evidence_contradiction");

@@ -96,7 +96,9 @@ export class EffectLedgerService {
    * answers `completed` with the provider's result, a confirmed non-execution `not_executed`; the
    * outcome and its receipt are committed before this returns, so before any terminal update.
    * @throws UserFacingError `driver.connection_superseded`, `command.not_found`, `effect.not_found`,
-   *   `command.terminal` (an `intent` effect of a terminal command is never dispatched).
+   *   `command.terminal` (an `intent` effect of a terminal command is never dispatched),
+   *   `effect.claim_conflict` (the dispatch's compare-and-set changed nothing, yet the effect then reads
+   *   `intent` of a live command on the current connection: nothing is dispatched on that unlocked read).
    */
   async claim(instance: DriverInstanceRow, connectionId: string, commandId: string): Promise<EffectClaim> {
     const now = this.ctx.clock.nowMs();
@@ -127,22 +129,13 @@ export class EffectLedgerService {
       if (action === "dispatch") {
         if (isTerminalCommandStatus(cmd.status))
           throw new UserFacingError("command.terminal", `command ${commandId} is ${cmd.status}; its effect is never dispatched`);
-        const attempt = eff.attemptCount + 1;
-        const ok = await effectRepository.updateIfCurrent(tx, eff, {
-          sendWithinMs,
-          status: "executing",
-          attemptCount: attempt,
-          firstDispatchedAtMs: eff.firstDispatchedAtMs ?? now,
-          lastDispatchedAtMs: now,
-          updatedAtMs: now,
-        });
-        if (!ok) throw new UserFacingError("effect.not_found", `effect ${eff.id} changed concurrently; claim again`);
-        await effectRepository.insertAttempt(tx, { effectId: eff.id, attempt, status: "executing", connectionId, startedAtMs: now });
-        return {
-          claim: { kind: "execute", effectId: eff.id, attempt, idempotencyKey: eff.idempotencyKey, sendWithinMs } as EffectClaim,
-          fenced: false,
-          effect: eff,
-        };
+        // The compare-and-set above is the only path to `execute`: it changed nothing, yet this read (not
+        // locked) finds the effect dispatchable, so it raced a change it cannot judge. Refused, nothing dispatched.
+        throw new UserFacingError(
+          "effect.claim_conflict",
+          `effect ${eff.id} reads intent but its claim's compare-and-set changed nothing; nothing was dispatched, claim again`,
+          { effectId: eff.id },
+        );
       }
       if (action === "fence") {
         await fenceExecutingEffect(tx, eff, "redelivered_while_executing", now);

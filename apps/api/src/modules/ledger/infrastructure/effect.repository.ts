@@ -231,17 +231,6 @@ export const effectRepository = {
     });
     return rows.length > 0;
   },
-  /** Inserts one attempt row (`(effect_id, attempt)` is unique). */
-  async insertAttempt(tx: StoreTx, row: typeof externalToolEffectAttempts.$inferInsert): Promise<void> {
-    const shape = shapeOf(row);
-    const q = tx.prepared(`effect.insertAttempt:${shape.join(",")}`, (db) =>
-      db
-        .insert(tx.tables.externalToolEffectAttempts)
-        .values(placeholdersFor(shape) as unknown as typeof externalToolEffectAttempts.$inferInsert)
-        .prepare(),
-    );
-    await q.execute(argumentsFor(shape, row));
-  },
   /** Updates attempt `attempt` of effect `effectId`. */
   async updateAttempt(
     tx: StoreTx,

@@ -15,7 +15,7 @@ import type { RuntimeContext } from "../../../kernel/runtime-context.js";
 import { reconciliationRepository } from "../infrastructure/effect-reconciliation.repository.js";
 import { effectRows, type EffectRow } from "../../ledger/application/effect-rows.service.js";
 import type { ReconciliationMetrics } from "../infrastructure/reconciliation.metrics.js";
-import { recordInterruptedLookups } from "./interrupted-lookups.service.js";
+import { acquireLeaseRecordingTakeover, recordInterruptedLookups } from "./interrupted-lookups.service.js";
 import { ReconciliationAdmission, toReconcilable } from "./reconciliation-admission.policy.js";
 import { adapterRefOf, ReconciliationOutcomeWriter } from "./reconciliation-outcome-writer.service.js";
 import type { ReconciliationSettings } from "./reconciliation-settings.config.js";
@@ -104,9 +104,9 @@ export class EffectReconciler implements EffectReconciliationPort {
     const { adapter, effect } = admitted;
     const owner = newUlid();
     const startedAtMs = this.ctx.clock.nowMs();
-    const leased = await this.ctx.store.transaction((tx) =>
-      reconciliationRepository.acquireLease(tx, effect.id, effect.version, owner, startedAtMs, startedAtMs + this.settings.leaseMs),
-    );
+    // an expired lease is taken over, its dead lookup recorded `lookup_interrupted` in this transaction
+    const lease = { effect, adapter, trigger, owner, nowMs: startedAtMs, expiresAtMs: startedAtMs + this.settings.leaseMs };
+    const leased = await this.ctx.store.transaction((tx) => acquireLeaseRecordingTakeover(tx, lease, this.metrics));
     if (!leased) {
       await this.writer.recordSuperseded(effect, adapterRefOf(adapter), trigger, startedAtMs, "lease_held");
       return { kind: "superseded", effect: await this.ctx.store.read((tx) => effectRows.findById(tx, effect.id)) };
@@ -122,8 +122,8 @@ export class EffectReconciler implements EffectReconciliationPort {
     effects: readonly EffectRow[] | ((tx: StoreTx) => Promise<readonly EffectRow[]>),
     trigger: ReconciliationTrigger,
   ): Promise<Array<LeasedOrNot>> {
-    const { ctx, settings, admission, writer } = this;
-    return await takeLeases({ ctx, settings, admission, writer }, effects, trigger);
+    const { ctx, settings, admission, writer, metrics } = this;
+    return await takeLeases({ ctx, settings, admission, writer, metrics }, effects, trigger);
   }
 
   /** Gives back leases taken by {@link leaseBatch} that will not be used, and their counted lookups (one transaction; nothing else changes). */

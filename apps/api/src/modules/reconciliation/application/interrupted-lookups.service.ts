@@ -1,7 +1,9 @@
 // Closes lookups whose lease expired without an outcome (their reconciler died or stalled), without touching live leases.
-import { newUlid } from "@mosoo/contracts";
+import { newUlid, type ReconciliationTrigger } from "@mosoo/contracts";
+import type { ReconciliationAdapter } from "@mosoo/effect-reconciliation";
 import type { RuntimeContext } from "../../../kernel/runtime-context.js";
-import type { TransactionOptions } from "../../../platform/db/store.port.js";
+import type { StoreTx, TransactionOptions } from "../../../platform/db/store.port.js";
+import type { EffectRow } from "../../ledger/application/effect-rows.service.js";
 import { scheduleNextLookup } from "../domain/lookup-schedule.js";
 import { reconciliationRepository } from "../infrastructure/effect-reconciliation.repository.js";
 import type { ReconciliationMetrics } from "../infrastructure/reconciliation.metrics.js";
@@ -57,23 +59,7 @@ export async function recordInterruptedLookups(
         });
         if (!after) continue;
         done += 1;
-        const { id, version } = adapter.declaration;
-        await reconciliationRepository.insertRecord(tx, {
-          id: newUlid(now),
-          effectId: row.id,
-          adapterId: id,
-          adapterVersion: version,
-          trigger: "sweep",
-          outcome: "still_unknown",
-          reasonCode: "lookup_interrupted",
-          receiptJson: null,
-          resultJson: null,
-          error: "the lookup's lease expired without an outcome (its API process stopped or stalled)",
-          startedAtMs: row.updatedAtMs,
-          finishedAtMs: now,
-          nextLookupAtMs: after.nextLookupAtMs,
-        });
-        metrics.record(id, "still_unknown", "lookup_interrupted");
+        await recordInterrupted(tx, { row, adapter, trigger: "sweep", nowMs: now, nextLookupAtMs: after.nextLookupAtMs }, metrics);
       }
       return { seen: rows.length, done };
     }, opts);
@@ -81,4 +67,70 @@ export async function recordInterruptedLookups(
     // a page where nothing could be ended (another instance got there first) is not read again
     if (seen < EXPIRED_LEASES_PER_TRANSACTION || done === 0) return ended;
   }
+}
+
+/**
+ * Records, in `tx`, the lookup that an expired lease counted and that ended without an outcome:
+ * `still_unknown` / `lookup_interrupted` by the bound adapter, found by `trigger`, started at the row's
+ * `updatedAtMs` as last written before the lease (ms), next lookup at `nextLookupAtMs`; counted in the
+ * metrics. The one record both the cleanup ({@link recordInterruptedLookups}) and a takeover
+ * ({@link acquireLeaseRecordingTakeover}) write.
+ */
+async function recordInterrupted(
+  tx: StoreTx,
+  lookup: { row: EffectRow; adapter: ReconciliationAdapter; trigger: ReconciliationTrigger; nowMs: number; nextLookupAtMs: number | null },
+  metrics: ReconciliationMetrics,
+): Promise<void> {
+  const { id, version } = lookup.adapter.declaration;
+  await reconciliationRepository.insertRecord(tx, {
+    id: newUlid(lookup.nowMs),
+    effectId: lookup.row.id,
+    adapterId: id,
+    adapterVersion: version,
+    trigger: lookup.trigger,
+    outcome: "still_unknown",
+    reasonCode: "lookup_interrupted",
+    receiptJson: null,
+    resultJson: null,
+    error: "the lookup's lease expired without an outcome (its API process stopped or stalled)",
+    startedAtMs: lookup.row.updatedAtMs,
+    finishedAtMs: lookup.nowMs,
+    nextLookupAtMs: lookup.nextLookupAtMs,
+  });
+  metrics.record(id, "still_unknown", "lookup_interrupted");
+}
+
+/**
+ * Takes the lease of `lease.effect` (the row as the caller read it) for `lease.owner` from `lease.nowMs`
+ * until `lease.expiresAtMs` (ms), in `tx`. When that row carries a lease EXPIRED at `nowMs`, the lease
+ * is taken over ({@link reconciliationRepository.takeOverExpiredLease}: compare-and-set on version and
+ * the expired owner) and the lookup it counted, which died without an outcome, is recorded in the same
+ * transaction exactly as the cleanup records it ({@link recordInterruptedLookups}: `still_unknown` /
+ * `lookup_interrupted`; found by `lease.trigger`, next lookup now: the one taking over). Otherwise, or
+ * when that lease was given back meanwhile, it is {@link reconciliationRepository.acquireLease}.
+ * @returns true when the lease was taken (false: the effect changed, or another reconciler holds it; nothing written).
+ */
+export async function acquireLeaseRecordingTakeover(
+  tx: StoreTx,
+  lease: {
+    effect: EffectRow;
+    adapter: ReconciliationAdapter;
+    trigger: ReconciliationTrigger;
+    owner: string;
+    nowMs: number;
+    expiresAtMs: number;
+  },
+  metrics: ReconciliationMetrics,
+): Promise<boolean> {
+  const { effect, owner, nowMs, expiresAtMs } = lease;
+  const expiredOwner =
+    effect.leaseOwner !== null && effect.leaseExpiresAtMs !== null && effect.leaseExpiresAtMs < nowMs ? effect.leaseOwner : null;
+  if (
+    expiredOwner !== null &&
+    (await reconciliationRepository.takeOverExpiredLease(tx, effect.id, effect.version, expiredOwner, owner, nowMs, expiresAtMs))
+  ) {
+    await recordInterrupted(tx, { row: effect, adapter: lease.adapter, trigger: lease.trigger, nowMs, nextLookupAtMs: nowMs }, metrics);
+    return true;
+  }
+  return await reconciliationRepository.acquireLease(tx, effect.id, effect.version, owner, nowMs, expiresAtMs);
 }

@@ -9,6 +9,8 @@ import { effectRows, type EffectRow } from "../../ledger/application/effect-rows
 import type { ReconciliationAdmission } from "./reconciliation-admission.policy.js";
 import { adapterRefOf, type ReconciliationOutcomeWriter } from "./reconciliation-outcome-writer.service.js";
 import type { ReconciliationSettings } from "./reconciliation-settings.config.js";
+import type { ReconciliationMetrics } from "../infrastructure/reconciliation.metrics.js";
+import { acquireLeaseRecordingTakeover } from "./interrupted-lookups.service.js";
 
 /**
  * An effect whose lease a reconciler holds: the row as read before the lease (`effect`), its bound
@@ -48,12 +50,16 @@ export function leaseOutlastsLookup(nowMs: number, lookupTimeoutMs: number, leas
 export type LeasedOrNot =
   LeasedEffect | Exclude<ReconcileResult, { kind: "confirmed_succeeded" | "confirmed_not_executed" | "still_unknown" }>;
 
-/** What {@link leaseBatch} works with: the runtime, the settings (`leaseMs`), the admission and the outcome writer (for `superseded` records). */
+/**
+ * What {@link leaseBatch} works with: the runtime, the settings (`leaseMs`), the admission, the outcome
+ * writer (for `superseded` records) and the metrics (a taken-over lease's `lookup_interrupted`).
+ */
 export interface LeaseBatchDeps {
   ctx: RuntimeContext;
   settings: ReconciliationSettings;
   admission: ReconciliationAdmission;
   writer: ReconciliationOutcomeWriter;
+  metrics: ReconciliationMetrics;
 }
 
 /**
@@ -72,7 +78,7 @@ export interface LeaseBatchDeps {
  * page there, so another instance's leases committed before it are not even read).
  */
 export async function leaseBatch(
-  { ctx, settings, admission, writer }: LeaseBatchDeps,
+  { ctx, settings, admission, writer, metrics }: LeaseBatchDeps,
   effects: readonly EffectRow[] | ((tx: StoreTx) => Promise<readonly EffectRow[]>),
   trigger: ReconciliationTrigger,
 ): Promise<Array<LeasedOrNot>> {
@@ -90,13 +96,20 @@ export async function leaseBatch(
     }
     const owner = newUlid(startedAtMs);
     const expiresAtMs = startedAtMs + settings.leaseMs;
+    const lease = (effect: EffectRow, adapter: ReconciliationAdapter) =>
+      acquireLeaseRecordingTakeover(tx, { effect, adapter, trigger, owner, nowMs: startedAtMs, expiresAtMs }, metrics);
+    // A row read with an expired lease is taken over on its own (its dead lookup recorded `lookup_interrupted`).
+    const takenOver = new Set<string>();
+    for (const { adapter, effect } of admitted)
+      if (effect.leaseOwner !== null && !hasLiveLease(effect, startedAtMs) && (await lease(effect, adapter))) takenOver.add(effect.id);
     const taken = await reconciliationRepository.acquireLeases(
       tx,
-      admitted.map(({ effect }) => ({ effectId: effect.id, version: effect.version })),
+      admitted.filter(({ effect }) => !takenOver.has(effect.id)).map(({ effect }) => ({ effectId: effect.id, version: effect.version })),
       owner,
       startedAtMs,
       expiresAtMs,
     );
+    for (const id of takenOver) taken.add(id);
     for (const { at, adapter, effect } of admitted) {
       if (taken.has(effect.id)) {
         rows[at] = { effect, adapter, owner, leasedVersion: effect.version + 1, startedAtMs } satisfies LeasedEffect;
@@ -118,8 +131,7 @@ export async function leaseBatch(
         // written (no lookup raced).
         const row = current.effect;
         rows[at] =
-          !hasLiveLease(row, startedAtMs) &&
-          (await reconciliationRepository.acquireLease(tx, row.id, row.version, owner, startedAtMs, expiresAtMs))
+          !hasLiveLease(row, startedAtMs) && (await lease(row, current.adapter))
             ? ({ effect: row, adapter: current.adapter, owner, leasedVersion: row.version + 1, startedAtMs } satisfies LeasedEffect)
             : { kind: "ineligible", reasonCode: LEASED_ELSEWHERE, effect: row };
         continue;

@@ -1,4 +1,5 @@
 // The sweep's reconciliation pass: pages through unknown effects whose next lookup is due and looks them up again.
+import { newUlid } from "@mosoo/contracts";
 import type { RuntimeContext } from "../../../kernel/runtime-context.js";
 import { effectRows, type EffectRow } from "../../ledger/application/effect-rows.service.js";
 import type { StoreTx } from "../../../platform/db/store.port.js";
@@ -69,11 +70,14 @@ export class ReconciliationSweep {
   }
 
   /**
-   * Flags `effect` `lookup_bound_reached` (compare-and-set, nothing else written) when the sweep meets it
-   * unflagged at or past the lookup bound: every outcome at the bound flags it, but a lookup counted by an
-   * API instance that died, whose expired lease another reconciler took over and gave back unused, or a
-   * bound lowered by a restart, leaves it counted and unflagged; without the flag it would be listed,
-   * never looked up and never reach an operator (docs/DESIGN.md §6.3). A row changed meanwhile is left.
+   * Flags `effect` `lookup_bound_reached` (compare-and-set) when the sweep meets it unflagged at or past
+   * the lookup bound: every outcome at the bound flags it, but a lookup counted by an API instance that
+   * died, whose expired lease another reconciler took over and gave back unused, or a bound lowered by a
+   * restart, leaves it counted and unflagged; without the flag it would be listed, never looked up and
+   * never reach an operator (docs/DESIGN.md §6.3). In the same transaction, as every other flag comes
+   * with its lookup's record, it records why: `still_unknown` / `lookup_bound_reached` (trigger `sweep`,
+   * the bound adapter, no lookup made, no next lookup), which is also what moves the console's change
+   * feed (`changeMarker` in operator-query.repository.ts). A row changed meanwhile is left.
    */
   private async flagIfBoundReached(tx: StoreTx, effect: EffectRow, nowMs: number): Promise<void> {
     if (effect.status !== "unknown" || effect.operatorAttention !== null || effect.lookupCount < this.settings.maxLookups) return;
@@ -83,7 +87,25 @@ export class ReconciliationSweep {
       nextLookupAtMs: null,
       updatedAtMs: nowMs,
     });
-    if (flagged) this.ctx.logger.warn({ effectId: effect.id, lookupCount: effect.lookupCount }, "reconciliation.lookup_bound_reached");
+    if (!flagged) return;
+    // always bound: the sweep pages only the bound servers' effects (`dueBatches`)
+    const adapter = this.settings.bindings.get(effect.serverId)?.declaration;
+    await reconciliationRepository.insertRecord(tx, {
+      id: newUlid(nowMs),
+      effectId: effect.id,
+      adapterId: adapter?.id ?? "none",
+      adapterVersion: adapter?.version ?? "none",
+      trigger: "sweep",
+      outcome: "still_unknown",
+      reasonCode: "lookup_bound_reached",
+      receiptJson: null,
+      resultJson: null,
+      error: `${effect.lookupCount} lookups counted, at or past the bound of ${this.settings.maxLookups}, with no outcome: no further lookup, waiting for an operator`,
+      startedAtMs: nowMs,
+      finishedAtMs: nowMs,
+      nextLookupAtMs: null,
+    });
+    this.ctx.logger.warn({ effectId: effect.id, lookupCount: effect.lookupCount }, "reconciliation.lookup_bound_reached");
   }
 
   /**

@@ -41,6 +41,43 @@ export const reconciliationRepository = {
     return rows.length > 0;
   },
   /**
+   * {@link acquireLease} that only takes over `expiredOwner`'s lease, EXPIRED at `nowMs` (`lease_expires_at_ms
+   * < nowMs`): compare-and-set on (status `unknown`, `version`, `lease_owner` = `expiredOwner`). True when
+   * taken: the lookup that lease counted died without an outcome (the caller records it). False (nothing
+   * written) when the effect changed, or that lease was given back meanwhile (a give-back does not move
+   * the version, so {@link acquireLease} may still take the effect as a fresh lease).
+   */
+  async takeOverExpiredLease(
+    tx: StoreTx,
+    effectId: string,
+    version: number,
+    expiredOwner: string,
+    owner: string,
+    nowMs: number,
+    expiresAtMs: number,
+  ): Promise<boolean> {
+    const externalToolEffects = tx.tables.externalToolEffects;
+    const rows = await tx.db
+      .update(externalToolEffects)
+      .set({
+        leaseOwner: owner,
+        leaseExpiresAtMs: expiresAtMs,
+        lookupCount: sql`${externalToolEffects.lookupCount} + 1`,
+        version: sql`${externalToolEffects.version} + 1`,
+      })
+      .where(
+        and(
+          eq(externalToolEffects.id, effectId),
+          eq(externalToolEffects.status, "unknown"),
+          eq(externalToolEffects.version, version),
+          eq(externalToolEffects.leaseOwner, expiredOwner),
+          lt(externalToolEffects.leaseExpiresAtMs, nowMs),
+        ),
+      )
+      .returning({ id: externalToolEffects.id });
+    return rows.length > 0;
+  },
+  /**
    * {@link acquireLease} for several effects in ONE statement, each row its own compare-and-set on
    * (status `unknown`, its `version`, no live lease at `nowMs`), all under the one `owner` token until
    * `expiresAtMs` (ms); each lease taken counts its lookup and bumps the version. Returns the ids of
