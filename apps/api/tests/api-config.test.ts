@@ -58,3 +58,27 @@ describe("API config secrets", () => {
     }
   });
 });
+
+describe("a config.invalid line repeats a value only for numeric and fixed-word settings", () => {
+  /** The first line of the ConfigError `loadApiConfig(env)` throws. */
+  function refusal(env: Record<string, string>): string {
+    try {
+      loadApiConfig(env);
+    } catch (err) {
+      expect(err).toBeInstanceOf(ConfigError);
+      return (err as Error).message;
+    }
+    throw new Error("expected a ConfigError");
+  }
+
+  it("never echoes the value of a free-form setting (a secret pasted into the wrong variable stays unprinted)", () => {
+    const message = refusal({ MOSOO_REPEAT_GUARD: "tracker=60000,,sk_live_hunter2hunter2=60000" });
+    expect(message).toBe("config.invalid: MOSOO_REPEAT_GUARD: an empty entry (a stray comma) is not allowed");
+    expect(message).not.toContain("hunter2");
+  });
+
+  it("still shows what was given for a number or a fixed word", () => {
+    expect(refusal({ MOSOO_PORT: "70000" })).toMatch(/^config\.invalid: MOSOO_PORT: .* \(got "70000"\)$/);
+    expect(refusal({ MOSOO_METRICS_PUBLIC: "yes" })).toMatch(/^config\.invalid: MOSOO_METRICS_PUBLIC: .* \(got "yes"\)$/);
+  });
+});

@@ -240,6 +240,24 @@ describe("mosoo-effects refuses bad input at the boundary", () => {
   });
 });
 
+describe("mosoo-effects names a misspelt option, never the value typed with it", () => {
+  it.each([
+    ["a global option with =", ["--tokne=SECRET-hunter2", "list"], "--tokne"],
+    ["a command's option with =", ["list", "--statsu=SECRET-hunter2"], "--statsu"],
+    ["a short option with its value attached", ["-zSECRET-hunter2", "list"], "-z"],
+  ])("%s: exit 2, one line with the name only", async (_label, args, name) => {
+    const r = await cli(args);
+    expect(r.code).toBe(2);
+    expect(r.err).toBe(`mosoo-effects: request.invalid: unknown option '${name}'\n`);
+    expect(r.err).not.toContain("hunter2");
+  });
+
+  it("keeps commander's suggestion of a known flag", async () => {
+    const r = await cli(["list", "--limt", "5"]);
+    expect(r).toMatchObject({ code: 2, err: "mosoo-effects: request.invalid: unknown option '--limt' (Did you mean --limit?)\n" });
+  });
+});
+
 describe("mosoo-effects as a process", () => {
   const run = promisify(execFile);
   const spawnCli = (args: string[], env: Record<string, string>) =>

@@ -140,29 +140,63 @@ export class ConfigError extends Error {
 }
 
 /**
- * Parses the configuration from `env` (usually `process.env`); empty strings count as unset.
- * Relative file paths are resolved against `env.INIT_CWD` (the folder npm was run in) or the cwd.
- * Reads the keys file (`MOSOO_API_KEYS_FILE`) and the operator credentials file (`MOSOO_OPERATOR_CREDENTIALS_FILE`) when set.
- * @throws ConfigError on the first invalid variable (secrets are never echoed), a keys file that
- *   cannot be read or fails its schema, an empty `MOSOO_API_KEYS` entry, an operator credential that is
- *   weak, malformed or duplicated (name or token; see `loadOperatorCredentials`), a secret shared by two
- *   credential kinds (API key, operator token, enrollment token), a non-loopback `MOSOO_HOST` without any API key,
- *   `MOSOO_DB_FILE` and `MOSOO_DATABASE_URL` both set, or `MOSOO_DATABASE_POOL_SIZE` without `MOSOO_DATABASE_URL`.
+ * The settings whose value a `config.invalid` line may repeat (`(got "70000")`): numbers and fixed
+ * words, never a credential, a URL or a free-form string. Any setting not listed here is named with
+ * the reason only, so a secret pasted into the wrong variable is never echoed (docs/DESIGN.md §10).
  */
-export function loadApiConfig(env: Record<string, string | undefined>): ApiConfig {
+const ECHOABLE_SETTINGS: ReadonlySet<string> = new Set([
+  "MOSOO_PORT",
+  "MOSOO_DATABASE_POOL_SIZE",
+  "MOSOO_DATABASE_QUERY_TIMEOUT_MS",
+  "MOSOO_HEARTBEAT_TTL_MS",
+  "MOSOO_SEND_DEADLINE_MS",
+  "MOSOO_SWEEP_INTERVAL_MS",
+  "MOSOO_SHUTDOWN_GRACE_MS",
+  "MOSOO_LOG_LEVEL",
+  "MOSOO_EFFECT_RECONCILIATION",
+  "MOSOO_LOOKUP_TIMEOUT_MS",
+  "MOSOO_RECONCILIATION_CONCURRENCY",
+  "MOSOO_LOOKUP_BACKOFF_INITIAL_MS",
+  "MOSOO_LOOKUP_BACKOFF_MAX_MS",
+  "MOSOO_LOOKUP_BACKOFF_FACTOR",
+  "MOSOO_MAX_LOOKUPS",
+  "MOSOO_GROUP_COMMIT_MAX",
+  "MOSOO_GROUP_COMMIT_WINDOW_MS",
+  "MOSOO_ADAPTER_HEAP_MB",
+  "MOSOO_ADAPTER_CPU_MS",
+  "MOSOO_ADAPTER_LOAD_TIMEOUT_MS",
+  "MOSOO_OPERATOR_AUTH_FAILURES",
+  "MOSOO_METRICS_PUBLIC",
+  "MOSOO_DRIVER_REGISTER_RATE",
+  "MOSOO_DRIVER_UNCONNECTED_TTL_MS",
+]);
+
+/** The validated `MOSOO_*` settings (`c`) and the non-empty ones as given (`present`, to tell "set" from "defaulted"). */
+interface ParsedEnv {
+  c: z.infer<typeof ApiConfigSchema>;
+  present: Record<string, string | undefined>;
+}
+
+/**
+ * Step 1: keeps the non-empty `MOSOO_*` variables of `env` and validates them against `ApiConfigSchema`.
+ * @throws ConfigError `config.invalid: <variable>: <reason>`, with ` (got "<value>")` only for {@link ECHOABLE_SETTINGS}.
+ */
+function parseEnv(env: Record<string, string | undefined>): ParsedEnv {
   const present = Object.fromEntries(Object.entries(env).filter(([k, v]) => k.startsWith("MOSOO_") && v !== ""));
   const parsed = ApiConfigSchema.safeParse(present);
-  if (!parsed.success) {
-    const issue = parsed.error.issues[0];
-    const name = String(issue?.path[0] ?? "environment");
-    const secret = name.endsWith("_TOKEN") || name === "MOSOO_API_KEYS" || name === "MOSOO_DATABASE_URL"; // a database URL may carry a password
-    const got = secret ? "" : ` (got ${JSON.stringify(env[name])})`; // never echo a secret
-    throw new ConfigError(`config.invalid: ${name}: ${issue?.message ?? "invalid value"}${got}`);
-  }
-  const c = parsed.data;
-  // Relative paths are relative to where the user ran the command (npm/pnpm scripts run in the
-  // package folder and record the caller's folder in INIT_CWD).
-  const base = env["INIT_CWD"] ?? process.cwd();
+  if (parsed.success) return { c: parsed.data, present };
+  const issue = parsed.error.issues[0];
+  const name = String(issue?.path[0] ?? "environment");
+  const got = ECHOABLE_SETTINGS.has(name) ? ` (got ${JSON.stringify(env[name])})` : ""; // never echo a possible secret
+  throw new ConfigError(`config.invalid: ${name}: ${issue?.message ?? "invalid value"}${got}`);
+}
+
+/**
+ * Step 2: the rules between settings: the backoff maximum is at least its start; `MOSOO_DB_FILE` and
+ * `MOSOO_DATABASE_URL` are not both set; the PostgreSQL-only settings need `MOSOO_DATABASE_URL`.
+ * @throws ConfigError naming the setting that breaks a rule.
+ */
+function checkSettingCombinations({ c, present }: ParsedEnv): void {
   if (c.MOSOO_LOOKUP_BACKOFF_MAX_MS < c.MOSOO_LOOKUP_BACKOFF_INITIAL_MS) {
     throw new ConfigError(
       `config.invalid: MOSOO_LOOKUP_BACKOFF_MAX_MS: must be >= MOSOO_LOOKUP_BACKOFF_INITIAL_MS (${c.MOSOO_LOOKUP_BACKOFF_INITIAL_MS})`,
@@ -183,6 +217,14 @@ export function loadApiConfig(env: Record<string, string | undefined>): ApiConfi
       "config.invalid: MOSOO_DATABASE_POOL_SIZE: only applies to a PostgreSQL store; set MOSOO_DATABASE_URL too, or unset it",
     );
   }
+}
+
+/**
+ * Step 3: the run API's keys, from `MOSOO_API_KEYS` then the file `MOSOO_API_KEYS_FILE` (resolved against `base`);
+ * `fileKeyNames` are the names that came from the file.
+ * @throws ConfigError on an unparsable entry, an unreadable or invalid file, or a name in both.
+ */
+function loadApiKeys(c: ParsedEnv["c"], base: string): { apiKeys: ApiKey[]; fileKeyNames: Set<string> } {
   const apiKeys: ApiKey[] = [];
   const fileKeyNames = new Set<string>();
   if (c.MOSOO_API_KEYS !== undefined) {
@@ -200,6 +242,16 @@ export function loadApiConfig(env: Record<string, string | undefined>): ApiConfi
       fileKeyNames.add(k.name);
     }
   }
+  return { apiKeys, fileKeyNames };
+}
+
+/**
+ * Step 4: the credentials, API keys and operator tokens, checked for a secret shared between kinds,
+ * and the fail-closed host rule (docs/DESIGN.md §10): a port other machines can reach is never served without run API keys.
+ * @throws ConfigError from {@link loadApiKeys}, `loadOperatorCredentials`, {@link checkSecretsDistinct}, or for `MOSOO_HOST`.
+ */
+function loadCredentials(c: ParsedEnv["c"], base: string): { apiKeys: ApiKey[]; operators: OperatorCredentials } {
+  const { apiKeys, fileKeyNames } = loadApiKeys(c, base);
   const operators = loadOperatorCredentials({
     token: c.MOSOO_OPERATOR_TOKEN,
     tokenName: c.MOSOO_OPERATOR_TOKEN_NAME,
@@ -207,12 +259,53 @@ export function loadApiConfig(env: Record<string, string | undefined>): ApiConfi
   });
   if ("error" in operators) throw new ConfigError(`config.invalid: ${operators.error}`);
   checkSecretsDistinct(apiKeys, fileKeyNames, operators.tokens, c.MOSOO_DRIVER_ENROLLMENT_TOKEN);
-  // Fail closed (docs/DESIGN.md §10): a port other machines can reach is never served without run API keys.
   if (!isLoopbackHost(c.MOSOO_HOST) && apiKeys.length === 0) {
     throw new ConfigError(
       `config.invalid: MOSOO_HOST: ${c.MOSOO_HOST} is not a loopback address; set MOSOO_API_KEYS or MOSOO_API_KEYS_FILE before binding to it`,
     );
   }
+  return { apiKeys, operators: operators.credentials };
+}
+
+/** Step 5: the reconciliation part of {@link ApiConfig}; the bindings file path is resolved against `base`. */
+function reconciliationConfig(c: ParsedEnv["c"], base: string): ApiConfig["reconciliation"] {
+  return {
+    enabled: c.MOSOO_EFFECT_RECONCILIATION === "on",
+    bindingsFile: c.MOSOO_RECONCILIATION_BINDINGS_FILE === undefined ? undefined : resolve(base, c.MOSOO_RECONCILIATION_BINDINGS_FILE),
+    lookupTimeoutMs: c.MOSOO_LOOKUP_TIMEOUT_MS,
+    concurrency: c.MOSOO_RECONCILIATION_CONCURRENCY,
+    backoff: {
+      initialMs: c.MOSOO_LOOKUP_BACKOFF_INITIAL_MS,
+      maxMs: c.MOSOO_LOOKUP_BACKOFF_MAX_MS,
+      factor: c.MOSOO_LOOKUP_BACKOFF_FACTOR,
+    },
+    maxLookups: c.MOSOO_MAX_LOOKUPS,
+    groupCommit: { maxBatch: c.MOSOO_GROUP_COMMIT_MAX, windowMs: c.MOSOO_GROUP_COMMIT_WINDOW_MS },
+    adapterHeapMb: c.MOSOO_ADAPTER_HEAP_MB,
+    adapterCpuMs: c.MOSOO_ADAPTER_CPU_MS,
+    adapterLoadTimeoutMs: c.MOSOO_ADAPTER_LOAD_TIMEOUT_MS,
+  };
+}
+
+/**
+ * Parses the configuration from `env` (usually `process.env`); empty strings count as unset.
+ * Relative file paths are resolved against `env.INIT_CWD` (the folder npm was run in) or the cwd.
+ * Reads the keys file (`MOSOO_API_KEYS_FILE`) and the operator credentials file (`MOSOO_OPERATOR_CREDENTIALS_FILE`) when set.
+ * @throws ConfigError on the first invalid variable (its value is echoed only for the numeric and fixed-word
+ *   settings, {@link ECHOABLE_SETTINGS}; never a secret), a keys file that
+ *   cannot be read or fails its schema, an empty `MOSOO_API_KEYS` entry, an operator credential that is
+ *   weak, malformed or duplicated (name or token; see `loadOperatorCredentials`), a secret shared by two
+ *   credential kinds (API key, operator token, enrollment token), a non-loopback `MOSOO_HOST` without any API key,
+ *   `MOSOO_DB_FILE` and `MOSOO_DATABASE_URL` both set, or `MOSOO_DATABASE_POOL_SIZE` without `MOSOO_DATABASE_URL`.
+ */
+export function loadApiConfig(env: Record<string, string | undefined>): ApiConfig {
+  const parsed = parseEnv(env);
+  const { c } = parsed;
+  // Relative paths are relative to where the user ran the command (npm/pnpm scripts run in the
+  // package folder and record the caller's folder in INIT_CWD).
+  const base = env["INIT_CWD"] ?? process.cwd();
+  checkSettingCombinations(parsed);
+  const { apiKeys, operators } = loadCredentials(c, base);
   return {
     dbFile: c.MOSOO_DB_FILE === ":memory:" ? c.MOSOO_DB_FILE : resolve(base, c.MOSOO_DB_FILE),
     databaseUrl: c.MOSOO_DATABASE_URL,
@@ -232,24 +325,9 @@ export function loadApiConfig(env: Record<string, string | undefined>): ApiConfi
       metricsPublic: c.MOSOO_METRICS_PUBLIC === "on",
       driverRegisterPerMinute: c.MOSOO_DRIVER_REGISTER_RATE,
       driverUnconnectedTtlMs: c.MOSOO_DRIVER_UNCONNECTED_TTL_MS,
-      operators: operators.credentials,
+      operators,
       operatorAuthFailuresPerMinute: c.MOSOO_OPERATOR_AUTH_FAILURES,
     },
-    reconciliation: {
-      enabled: c.MOSOO_EFFECT_RECONCILIATION === "on",
-      bindingsFile: c.MOSOO_RECONCILIATION_BINDINGS_FILE === undefined ? undefined : resolve(base, c.MOSOO_RECONCILIATION_BINDINGS_FILE),
-      lookupTimeoutMs: c.MOSOO_LOOKUP_TIMEOUT_MS,
-      concurrency: c.MOSOO_RECONCILIATION_CONCURRENCY,
-      backoff: {
-        initialMs: c.MOSOO_LOOKUP_BACKOFF_INITIAL_MS,
-        maxMs: c.MOSOO_LOOKUP_BACKOFF_MAX_MS,
-        factor: c.MOSOO_LOOKUP_BACKOFF_FACTOR,
-      },
-      maxLookups: c.MOSOO_MAX_LOOKUPS,
-      groupCommit: { maxBatch: c.MOSOO_GROUP_COMMIT_MAX, windowMs: c.MOSOO_GROUP_COMMIT_WINDOW_MS },
-      adapterHeapMb: c.MOSOO_ADAPTER_HEAP_MB,
-      adapterCpuMs: c.MOSOO_ADAPTER_CPU_MS,
-      adapterLoadTimeoutMs: c.MOSOO_ADAPTER_LOAD_TIMEOUT_MS,
-    },
+    reconciliation: reconciliationConfig(c, base),
   };
 }

@@ -1,10 +1,8 @@
 // The `mosoo-effects` operator CLI (list, show, reconcile, resolve, compensate) and its exit codes.
-import { Command, InvalidArgumentError, Option } from "commander";
-import ms from "ms";
+import { Command, Option } from "commander";
 import {
   OPERATOR_ACTION_NAMES,
   operatorActionSegment,
-  strictIntegerString,
   type OperatorActionAnswer,
   type OperatorActionName,
   type OperatorActionSent,
@@ -13,6 +11,7 @@ import { ConfigError, loadApiConfig } from "../../config/api-config.js";
 import { httpOperatorClient, localOperatorClient, OperatorClientError, type OperatorClient } from "./operator-client.js";
 import { renderCompensate, renderList, renderReconcile, renderResolve, renderShow } from "./effects-render.js";
 import { OPERATOR_ATTENTION_REASONS } from "@mosoo/contracts";
+import { duration, httpUrl, json, nonBlank, pageSize, usageErrorLine } from "./effects-cli.arguments.js";
 
 /** Exit codes of `mosoo-effects`: 0 done; 1 the service refused, or the API could not be reached; 2 bad input. */
 export const EXIT = { ok: 0, refused: 1, badInput: 2 } as const;
@@ -26,42 +25,6 @@ export class CliFailure extends Error {
     super(line);
   }
 }
-
-const nonBlank = (value: string): string => {
-  if (value.trim() === "") throw new InvalidArgumentError("must not be blank");
-  return value;
-};
-const pageSize = (value: string): string => {
-  // strict, as the API parses it: `0x10`, `1e2`, `+5` are refused (@mosoo/contracts strictIntegerString)
-  if (!strictIntegerString(1, 500).safeParse(value).success) throw new InvalidArgumentError("must be a whole number from 1 to 500");
-  return value;
-};
-const duration = (value: string): string => {
-  const parsed = ms(value as ms.StringValue);
-  if (typeof parsed !== "number" || !Number.isFinite(parsed) || parsed < 0)
-    throw new InvalidArgumentError("must be a duration such as 30s, 15m, 2h or 7d");
-  return String(Math.round(parsed));
-};
-const httpUrl = (value: string): string => {
-  let url: URL;
-  try {
-    url = new URL(value);
-  } catch {
-    throw new InvalidArgumentError("must be an http(s) URL such as http://127.0.0.1:8787");
-  }
-  if (url.protocol !== "http:" && url.protocol !== "https:")
-    throw new InvalidArgumentError("must be an http(s) URL such as http://127.0.0.1:8787");
-  return value;
-};
-const json =
-  (what: string) =>
-  (value: string): unknown => {
-    try {
-      return JSON.parse(value) as unknown;
-    } catch {
-      throw new InvalidArgumentError(`${what} must be JSON`);
-    }
-  };
 
 interface GlobalOptions {
   db?: string;
@@ -206,17 +169,35 @@ function addActionCommand<N extends OperatorActionName>(
   });
 }
 
+/** The text `--help` prints after the options: examples, who acts, exit codes. */
+const HELP_AFTER = [
+  "",
+  "Examples:",
+  "  npm run effects -- --db var/demo/fenced-resolved-by-operator/api.db list",
+  "  npm run effects -- --database-url postgres://mosoo@db.internal:5432/mosoo list   (or MOSOO_DATABASE_URL=...)",
+  "  npm run effects -- list --status unknown --server tracker --older-than 15m",
+  "  npm run effects -- show 01J...",
+  '  npm run effects -- reconcile 01J... --reason "provider was down"',
+  '  npm run effects -- resolve 01J... --outcome succeeded --output-text "Created issue #7" --provider-operation-id 01J... --reason "found it in the tracker"',
+  '  npm run effects -- compensate 01J... --reason "duplicate issue"',
+  "",
+  "Who acts is the name of the operator credential whose token you pass (--token or MOSOO_OPERATOR_TOKEN), never a flag;",
+  "each action needs that credential's scope (reconcile, resolve, compensate; list and show need read).",
+  "With --db or --database-url, list and show need no token; an action needs a token of an operator credential",
+  "configured in this environment (the API's MOSOO_OPERATOR_TOKEN or MOSOO_OPERATOR_CREDENTIALS_FILE).",
+  "",
+  "Exit codes: 0 done, 1 refused by the service or the API unreachable (one line: code and message), 2 bad input.",
+  "With --db or --database-url, a compensation is queued in the store; a Driver polling a running API picks it up at its next poll (up to ~25 s).",
+].join("\n");
+
 /**
- * Builds the `mosoo-effects` program (commander): `list`, `show`, and one command per operator
- * action ({@link ACTION_COMMANDS}: `reconcile`, `resolve`, `compensate`), each with `--help`, over the operator service. Output is a table or a
- * line by default, JSON with `--json`; `write` receives stdout text. Errors become {@link CliFailure}.
+ * Step 1 of {@link buildEffectsCli}: the program with its global options (`--db`, `--database-url`,
+ * `--api-url`, `--token`, `--json`), its help text, and its output settings: stdout text goes to
+ * `write`, a usage error is one {@link usageErrorLine}, and commander throws instead of exiting.
+ * Commands added later copy these output settings.
  */
-export function buildEffectsCli(
-  write: (text: string) => void,
-  env: NodeJS.ProcessEnv = process.env,
-  nowMs: () => number = Date.now,
-): Command {
-  const program = new Command("mosoo-effects")
+function createProgram(write: (text: string) => void): Command {
+  return new Command("mosoo-effects")
     .description(
       "Operate on external tool effects: list the stuck ones, show one effect's whole history, reconcile now, resolve by hand, or compensate.\n" +
         "Needs MOSOO_EFFECT_RECONCILIATION=on (in the API's environment, or in this one with --db / --database-url).",
@@ -241,41 +222,19 @@ export function buildEffectsCli(
       ).env("MOSOO_OPERATOR_TOKEN"),
     )
     .option("--json", "print the service's JSON instead of tables")
-    .addHelpText(
-      "after",
-      [
-        "",
-        "Examples:",
-        "  npm run effects -- --db var/demo/fenced-resolved-by-operator/api.db list",
-        "  npm run effects -- --database-url postgres://mosoo@db.internal:5432/mosoo list   (or MOSOO_DATABASE_URL=...)",
-        "  npm run effects -- list --status unknown --server tracker --older-than 15m",
-        "  npm run effects -- show 01J...",
-        '  npm run effects -- reconcile 01J... --reason "provider was down"',
-        '  npm run effects -- resolve 01J... --outcome succeeded --output-text "Created issue #7" --provider-operation-id 01J... --reason "found it in the tracker"',
-        '  npm run effects -- compensate 01J... --reason "duplicate issue"',
-        "",
-        "Who acts is the name of the operator credential whose token you pass (--token or MOSOO_OPERATOR_TOKEN), never a flag;",
-        "each action needs that credential's scope (reconcile, resolve, compensate; list and show need read).",
-        "With --db or --database-url, list and show need no token; an action needs a token of an operator credential",
-        "configured in this environment (the API's MOSOO_OPERATOR_TOKEN or MOSOO_OPERATOR_CREDENTIALS_FILE).",
-        "",
-        "Exit codes: 0 done, 1 refused by the service or the API unreachable (one line: code and message), 2 bad input.",
-        "With --db or --database-url, a compensation is queued in the store; a Driver polling a running API picks it up at its next poll (up to ~25 s).",
-      ].join("\n"),
-    )
+    .addHelpText("after", HELP_AFTER)
     .exitOverride()
-    .configureOutput({
-      writeOut: write,
-      outputError: (text, out) =>
-        out(
-          `mosoo-effects: request.invalid: ${text
-            .replace(/^error: /, "")
-            .replace(/\s*\n\s*/g, " ")
-            .trim()}\n`,
-        ),
-    });
+    .configureOutput({ writeOut: write, outputError: (text, out) => out(usageErrorLine(text)) });
+}
+
+/**
+ * Step 2 of {@link buildEffectsCli}: the {@link Run} of `program`: opens the client its global options
+ * ask for (see `openClient`), writes the answer to `write`, closes the client. A refusal of the
+ * service becomes a {@link CliFailure} (`request.invalid`: exit 2; any other code: exit 1).
+ */
+function makeRun(program: Command, env: NodeJS.ProcessEnv, write: (text: string) => void): Run {
   const g = () => program.opts<GlobalOptions>();
-  const run: Run = async (fn, render) => {
+  return async (fn, render) => {
     const client = await openClient(g(), env);
     try {
       const answer = await fn(client);
@@ -288,11 +247,23 @@ export function buildEffectsCli(
       await client.close();
     }
   };
-  const audit = (cmd: Command) =>
+}
+
+/** Adds the audit options of an action command: the mandatory `--reason` and the hidden, refused `--actor` (see {@link refuseActorFlag}). */
+function withAudit(cmd: Command): Command {
+  return (
     cmd
       .requiredOption("--reason <text>", "why (recorded in the audit trail with your credential's name)", nonBlank)
-      // gone: refused with one line by the preAction hook below, never silently ignored
-      .addOption(new Option("--actor <name>").hideHelp());
+      // gone: refused with one line by the preAction hook, never silently ignored
+      .addOption(new Option("--actor <name>").hideHelp())
+  );
+}
+
+/**
+ * Step 3 of {@link buildEffectsCli}: a command given `--actor` stops before it acts.
+ * @throws CliFailure exit 2, `request.invalid: --actor is gone: ...` (the actor is the token's credential name).
+ */
+function refuseActorFlag(program: Command): void {
   program.hook("preAction", (_program, action) => {
     if (action.opts()["actor"] !== undefined)
       throw new CliFailure(
@@ -300,7 +271,37 @@ export function buildEffectsCli(
         "request.invalid: --actor is gone: the actor is the name of the operator credential whose token you pass (--token); put notes in --reason",
       );
   });
+}
 
+/** The options `list` parses (each filter optional; `olderThan` already in ms as text, `limit` 1-500 as text). */
+interface ListOptions {
+  status?: string;
+  attention?: string;
+  server?: string;
+  tool?: string;
+  run?: string;
+  toolCall?: string;
+  olderThan?: string;
+  limit: string;
+  cursor?: string;
+}
+
+/** The operator service's list query for `list`'s options: each given filter under the service's name (`--server` → `serverId`, ...). */
+function listQuery(o: ListOptions): Record<string, string> {
+  const query: Record<string, string> = { limit: o.limit };
+  if (o.status) query["status"] = o.status;
+  if (o.attention) query["attention"] = o.attention;
+  if (o.server) query["serverId"] = o.server;
+  if (o.tool) query["toolName"] = o.tool;
+  if (o.run) query["runId"] = o.run;
+  if (o.toolCall) query["toolCallId"] = o.toolCall;
+  if (o.olderThan) query["minAgeMs"] = o.olderThan;
+  if (o.cursor) query["cursor"] = o.cursor;
+  return query;
+}
+
+/** Step 4 of {@link buildEffectsCli}: the `list` command (filters, page size, cursor), rendered as a table at `nowMs()`. */
+function addListCommand(program: Command, run: Run, nowMs: () => number): void {
   program
     .command("list")
     .description(
@@ -321,38 +322,34 @@ export function buildEffectsCli(
     .option("--older-than <duration>", "only effects created at least this long ago (30s, 15m, 2h, 7d)", duration)
     .option("--limit <n>", "page size, 1-500", pageSize, "50")
     .option("--cursor <effectId>", "continue after this effect (printed at the end of the previous page)")
-    .action(
-      async (o: {
-        status?: string;
-        attention?: string;
-        server?: string;
-        tool?: string;
-        run?: string;
-        toolCall?: string;
-        olderThan?: string;
-        limit: string;
-        cursor?: string;
-      }) => {
-        const query: Record<string, string> = { limit: o.limit };
-        if (o.status) query["status"] = o.status;
-        if (o.attention) query["attention"] = o.attention;
-        if (o.server) query["serverId"] = o.server;
-        if (o.tool) query["toolName"] = o.tool;
-        if (o.run) query["runId"] = o.run;
-        if (o.toolCall) query["toolCallId"] = o.toolCall;
-        if (o.olderThan) query["minAgeMs"] = o.olderThan;
-        if (o.cursor) query["cursor"] = o.cursor;
-        await run(
-          (c) => c.list(query),
-          (a) => renderList(a as never, nowMs()),
-        );
-      },
-    );
+    .action(async (o: ListOptions) => {
+      const query = listQuery(o);
+      await run(
+        (c) => c.list(query),
+        (a) => renderList(a as never, nowMs()),
+      );
+    });
+}
+
+/**
+ * Builds the `mosoo-effects` program (commander): `list`, `show`, and one command per operator
+ * action ({@link ACTION_COMMANDS}: `reconcile`, `resolve`, `compensate`), each with `--help`, over the operator service. Output is a table or a
+ * line by default, JSON with `--json`; `write` receives stdout text. Errors become {@link CliFailure}.
+ */
+export function buildEffectsCli(
+  write: (text: string) => void,
+  env: NodeJS.ProcessEnv = process.env,
+  nowMs: () => number = Date.now,
+): Command {
+  const program = createProgram(write);
+  const run = makeRun(program, env, write);
+  refuseActorFlag(program);
+  addListCommand(program, run, nowMs);
   program
     .command("show")
     .description("one effect's whole history: command, attempts, lookups with receipts, operator actions, compensations")
     .argument("<effectId>")
     .action(async (id: string) => run((c) => c.show(id), renderShow));
-  for (const name of OPERATOR_ACTION_NAMES) addActionCommand(program, name, ACTION_COMMANDS[name], audit, run, nowMs);
+  for (const name of OPERATOR_ACTION_NAMES) addActionCommand(program, name, ACTION_COMMANDS[name], withAudit, run, nowMs);
   return program;
 }

@@ -70,128 +70,150 @@ function refuse(c: Context, status: 401 | 403 | 415, code: string, message: stri
   return c.json({ error: { code, message } }, status);
 }
 
-/**
- * The operator console, served by the API at `/console` over the same
- * operator service as `/api/operator/*` (`runtime.operator`):
- * - `GET /console/sign-in`, `POST /console/session {token}` (form: an operator credential's token; the
- *   session carries that credential's name and scopes; a refused token answers 401, or 429 with
- *   `Retry-After` past the failure budget, {@link OperatorAuthBudget}), `POST /console/sign-out {csrf}` (form);
- * - `GET /console`, `GET /console/effects/:id`, `GET /console/reference` (the API reference, from `GET /openapi.json`): the browser app (signed-out: a redirect to sign-in);
- * - `GET /console/assets/*`: the built assets (only the stylesheet without a session);
- * - `GET /console/api/session | effects | effects/:id | stats | events` (server-sent events), and
- *   `POST /console/api/effects/:id/<action>` (each action of `OPERATOR_ACTION_TABLE`) with `X-CSRF-Token`: the
- *   operator service's list, show, stats and actions, as the session's
- *   credential (its name is the audit actor; each action needs its scope, else 403 `auth.scope`,
- *   audited). Refusals: 401 `auth.session_required`, 403 `auth.csrf_rejected`,
- *   415 `request.unsupported_media_type`, and every code the service throws (404 `feature.disabled`,
- *   409 `effect.not_unknown`, …), as `{error: {code, message}}`.
- * Without any operator credential every `/console` path is 404; with `MOSOO_EFFECT_RECONCILIATION` off the
- * pages say "feature off". Every response carries {@link CONSOLE_CSP} and `Cache-Control: no-store`.
- * Sessions are held in this process (see {@link ConsoleSessions}); `close()` ends live streams.
- */
-export function consoleRoutes(runtime: Runtime, logger: Logger, opts: ConsoleOptions): { app: Hono<Env>; close(): void } {
-  const app = new Hono<Env>();
-  const operator = runtime.operator;
-  const sessions = new ConsoleSessions(runtime.ctx.clock);
-  const assetsDir = opts.assetsDir ?? consoleAssetsDir;
-  const built = () => (opts.assetsDir ? true : consoleAssetsBuilt());
-  const feed = new EffectChangeFeed(
-    { changeMarker: () => operator.changeMarker(), unknownTotal: () => operator.unknownTotal(), nowMs: () => runtime.ctx.clock.nowMs() },
-    logger,
-    opts.pollMs ?? DEFAULT_CHANGE_POLL_MS,
-  );
-  const shutdown = runtime.ctx.shutdown.signal;
-  shutdown.addEventListener("abort", () => feed.close(), { once: true });
+/** What the console's route steps share: the app being built and the services its handlers use. */
+interface ConsoleParts {
+  app: Hono<Env>;
+  runtime: Runtime;
+  operator: Runtime["operator"];
+  logger: Logger;
+  opts: ConsoleOptions;
+  sessions: ConsoleSessions;
+  feed: EffectChangeFeed;
+  /** The API's shutdown signal: ends live streams. */
+  shutdown: AbortSignal;
+}
 
-  app.onError((err, c) => {
+/** The console session of the request's cookie, if it is live. */
+function sessionOf(k: ConsoleParts, c: Context): ConsoleSession | undefined {
+  return k.sessions.get(getCookie(c, CONSOLE_COOKIE));
+}
+
+/** True when the request came over https (the session cookie is then `Secure`). */
+function isSecure(c: Context): boolean {
+  return new URL(c.req.url).protocol === "https:";
+}
+
+/**
+ * Step 1 of {@link consoleRoutes}: errors (a cross-site refusal by hono's `csrf()` → 403 `auth.csrf_rejected`,
+ * the rest through `toErrorResponse`), the gate (no operator credential: 404 on every path; else
+ * `Cache-Control: no-store`), and the secure headers with {@link CONSOLE_CSP}.
+ */
+function guardConsole(k: ConsoleParts): void {
+  k.app.onError((err, c) => {
     if (err instanceof HTTPException && err.status === 403)
       return refuse(c, 403, "auth.csrf_rejected", "cross-site request refused (Origin / Sec-Fetch-Site)");
-    return toErrorResponse(err, c, logger, runtime.ctx.storeBusy);
+    return toErrorResponse(err, c, k.logger, k.runtime.ctx.storeBusy);
   });
-
   const gate: MiddlewareHandler<Env> = async (c, next) => {
-    if (!opts.operators.configured) return c.text(CONSOLE_OFF_TEXT, 404);
+    if (!k.opts.operators.configured) return c.text(CONSOLE_OFF_TEXT, 404);
     await next();
     c.header("Cache-Control", "no-store");
   };
-  app.use("/console", gate);
-  app.use("/console/*", gate);
+  k.app.use("/console", gate);
+  k.app.use("/console/*", gate);
   const headers = secureHeaders({ contentSecurityPolicy: CONSOLE_CSP, referrerPolicy: "no-referrer", crossOriginEmbedderPolicy: false });
-  app.use("/console", headers);
-  app.use("/console/*", headers);
+  k.app.use("/console", headers);
+  k.app.use("/console/*", headers);
+}
 
-  const sessionOf = (c: Context) => sessions.get(getCookie(c, CONSOLE_COOKIE));
-  const secure = (c: Context) => new URL(c.req.url).protocol === "https:";
+/**
+ * `POST /console/session`: checks the form's operator token; accepted: a new session, its cookie
+ * (HttpOnly, SameSite=Strict, Path=/console, Secure over https, max age the session's remaining life in s)
+ * and a 303 to `/console`. Refused: the sign-in page with 400 (bad form), 401 (unknown token) or 429 with
+ * `Retry-After` (s) past the failure budget.
+ */
+async function signIn(k: ConsoleParts, c: Context<Env>): Promise<Response> {
+  if (!k.operator.enabled) return c.html(featureOffPage(), 404);
+  const form: Record<string, unknown> = await c.req.parseBody().catch(() => ({}));
+  const parsed = SignInSchema.safeParse(form);
+  if (!parsed.success) return c.html(signInPage({ error: `Sign-in refused: ${parsed.error.issues[0]?.message ?? "invalid form"}.` }), 400);
+  const identity = k.opts.operators.identify(parsed.data.token);
+  if (!identity) {
+    const wait = await k.opts.authBudget.refused(c, "console_sign_in");
+    if (wait !== undefined)
+      return c.html(signInPage({ error: `Sign-in refused: too many refused tokens from this address; retry after ${wait} s.` }), 429, {
+        "retry-after": String(wait),
+      });
+    return c.html(signInPage({ error: "Sign-in refused: the operator token is not valid." }), 401);
+  }
+  const session = k.sessions.create(identity);
+  setCookie(c, CONSOLE_COOKIE, session.id, {
+    httpOnly: true,
+    sameSite: "Strict",
+    path: "/console",
+    secure: isSecure(c),
+    // Relative, so the browser's clock and the API's never disagree; the server enforces the expiry anyway.
+    maxAge: Math.max(1, Math.floor((session.expiresAtMs - k.runtime.ctx.clock.nowMs()) / 1000)),
+  });
+  k.logger.info({ actor: session.actor }, "console.signed_in");
+  return c.redirect("/console", 303);
+}
 
-  // --- sign-in, sign-out -------------------------------------------------------------------
-  app.get("/console/sign-in", (c) => {
-    if (!operator.enabled) return c.html(featureOffPage(), 404);
-    if (sessionOf(c)) return c.redirect("/console", 303);
+/**
+ * `POST /console/sign-out`: with a live session, its CSRF token (form field `csrf` or the header) must match
+ * (else 403 `auth.csrf_rejected`) and the session ends; the cookie is cleared and the answer is a 303 to sign-in.
+ */
+async function signOut(k: ConsoleParts, c: Context<Env>): Promise<Response> {
+  const session = sessionOf(k, c);
+  const form: Record<string, unknown> = await c.req.parseBody().catch(() => ({}));
+  const given = typeof form.csrf === "string" ? form.csrf : (c.req.header(CSRF_HEADER) ?? "");
+  if (session) {
+    if (!secretsEqual(given, session.csrfToken))
+      return refuse(c, 403, "auth.csrf_rejected", "the CSRF token of this session is missing or wrong");
+    k.sessions.delete(session.id);
+    k.logger.info({ actor: session.actor }, "console.signed_out");
+  }
+  deleteCookie(c, CONSOLE_COOKIE, { path: "/console", secure: isSecure(c) });
+  return c.redirect("/console/sign-in", 303);
+}
+
+/** Step 2 of {@link consoleRoutes}: `GET /console/sign-in`, `POST /console/session` ({@link signIn}), `POST /console/sign-out` ({@link signOut}). */
+function mountSignIn(k: ConsoleParts): void {
+  k.app.get("/console/sign-in", (c) => {
+    if (!k.operator.enabled) return c.html(featureOffPage(), 404);
+    if (sessionOf(k, c)) return c.redirect("/console", 303);
     return c.html(signInPage());
   });
-  app.post("/console/session", csrf(), async (c) => {
-    if (!operator.enabled) return c.html(featureOffPage(), 404);
-    const form: Record<string, unknown> = await c.req.parseBody().catch(() => ({}));
-    const parsed = SignInSchema.safeParse(form);
-    if (!parsed.success)
-      return c.html(signInPage({ error: `Sign-in refused: ${parsed.error.issues[0]?.message ?? "invalid form"}.` }), 400);
-    const identity = opts.operators.identify(parsed.data.token);
-    if (!identity) {
-      const wait = await opts.authBudget.refused(c, "console_sign_in");
-      if (wait !== undefined)
-        return c.html(signInPage({ error: `Sign-in refused: too many refused tokens from this address; retry after ${wait} s.` }), 429, {
-          "retry-after": String(wait),
-        });
-      return c.html(signInPage({ error: "Sign-in refused: the operator token is not valid." }), 401);
-    }
-    const session = sessions.create(identity);
-    setCookie(c, CONSOLE_COOKIE, session.id, {
-      httpOnly: true,
-      sameSite: "Strict",
-      path: "/console",
-      secure: secure(c),
-      // Relative, so the browser's clock and the API's never disagree; the server enforces the expiry anyway.
-      maxAge: Math.max(1, Math.floor((session.expiresAtMs - runtime.ctx.clock.nowMs()) / 1000)),
-    });
-    logger.info({ actor: session.actor }, "console.signed_in");
-    return c.redirect("/console", 303);
-  });
-  app.post("/console/sign-out", csrf(), async (c) => {
-    const session = sessionOf(c);
-    const form: Record<string, unknown> = await c.req.parseBody().catch(() => ({}));
-    const given = typeof form.csrf === "string" ? form.csrf : (c.req.header(CSRF_HEADER) ?? "");
-    if (session) {
-      if (!secretsEqual(given, session.csrfToken))
-        return refuse(c, 403, "auth.csrf_rejected", "the CSRF token of this session is missing or wrong");
-      sessions.delete(session.id);
-      logger.info({ actor: session.actor }, "console.signed_out");
-    }
-    deleteCookie(c, CONSOLE_COOKIE, { path: "/console", secure: secure(c) });
-    return c.redirect("/console/sign-in", 303);
-  });
+  k.app.post("/console/session", csrf(), (c) => signIn(k, c));
+  k.app.post("/console/sign-out", csrf(), (c) => signOut(k, c));
+}
 
-  // --- assets and pages --------------------------------------------------------------------
+/**
+ * Step 3 of {@link consoleRoutes}: the built assets (the stylesheet to anyone, the rest to a session; else 401
+ * `auth.session_required`) and the browser app's pages (feature off: 404 page; no session: 303 to sign-in;
+ * assets not built: 503 page).
+ */
+function mountPages(k: ConsoleParts): void {
+  const assetsDir = k.opts.assetsDir ?? consoleAssetsDir;
+  const built = () => (k.opts.assetsDir ? true : consoleAssetsBuilt());
   const assets = serveStatic({ root: assetsDir, rewriteRequestPath: (p) => p.replace(/^\/console/, "") });
-  app.get("/console/assets/console.css", assets);
-  app.get("/console/assets/*", async (c, next) => {
-    if (!sessionOf(c)) return refuse(c, 401, "auth.session_required", "sign in at /console/sign-in");
+  k.app.get("/console/assets/console.css", assets);
+  k.app.get("/console/assets/*", async (c, next) => {
+    if (!sessionOf(k, c)) return refuse(c, 401, "auth.session_required", "sign in at /console/sign-in");
     return assets(c, next);
   });
   const appPage = serveStatic({ root: assetsDir, path: "index.html" });
   const pageHandler: MiddlewareHandler<Env> = async (c, next) => {
-    if (!operator.enabled) return c.html(featureOffPage(), 404);
-    if (!sessionOf(c)) return c.redirect("/console/sign-in", 303);
+    if (!k.operator.enabled) return c.html(featureOffPage(), 404);
+    if (!sessionOf(k, c)) return c.redirect("/console/sign-in", 303);
     if (!built()) return c.html(notBuiltPage(), 503);
     return appPage(c, next);
   };
-  app.get("/console", pageHandler);
-  app.get("/console/", pageHandler);
-  app.get("/console/effects/:effectId", pageHandler);
-  app.get("/console/reference", pageHandler);
+  k.app.get("/console", pageHandler);
+  k.app.get("/console/", pageHandler);
+  k.app.get("/console/effects/:effectId", pageHandler);
+  k.app.get("/console/reference", pageHandler);
+}
 
-  // --- the console's JSON API over the operator service ------------------------------------
-  app.use("/console/api/*", async (c, next) => {
-    const session = sessionOf(c);
+/**
+ * Step 4 of {@link consoleRoutes}: the guard of `/console/api/*`: a live session (else 401
+ * `auth.session_required`); a request that changes state also needs the session's CSRF token in
+ * {@link CSRF_HEADER} (else 403 `auth.csrf_rejected`) and a JSON body (else 415
+ * `request.unsupported_media_type`); then hono's `csrf()` origin check.
+ */
+function guardConsoleApi(k: ConsoleParts): void {
+  k.app.use("/console/api/*", async (c, next) => {
+    const session = sessionOf(k, c);
     if (!session) return refuse(c, 401, "auth.session_required", "sign in at /console/sign-in");
     if (c.req.method !== "GET" && c.req.method !== "HEAD") {
       if (!secretsEqual(c.req.header(CSRF_HEADER) ?? "", session.csrfToken))
@@ -202,11 +224,17 @@ export function consoleRoutes(runtime: Runtime, logger: Logger, opts: ConsoleOpt
     c.set("session", session);
     return next();
   });
-  app.use("/console/api/*", csrf());
+  k.app.use("/console/api/*", csrf());
+}
+
+/**
+ * Step 5 of {@link consoleRoutes}: the table's console routes (`CONSOLE_API`, guarded by {@link guardConsoleApi}):
+ * session, list, stats, show, the operator actions as the session's credential, and the live events ({@link streamChanges}).
+ */
+function mountConsoleApi(k: ConsoleParts): void {
+  const { app, operator, feed } = k;
   /** The session's credential, refused (403 `auth.scope`) unless it may read. */
   const reader = (c: Context<Env>) => operator.assertMayRead(identityOf(c.get("session")));
-
-  // the table's console routes (`CONSOLE_API`): guarded by the `/console/api/*` middleware above
   mountRoute(app, CONSOLE_API.consoleSession, [], (c, req) => {
     const s = c.get("session");
     return req.json({ actor: s.actor, scopes: s.scopes, csrfToken: s.csrfToken, expiresAtMs: s.expiresAtMs });
@@ -231,42 +259,96 @@ export function consoleRoutes(runtime: Runtime, logger: Logger, opts: ConsoleOpt
   );
   mountRoute(app, CONSOLE_API.consoleEvents, [], (c) => {
     operator.assertEnabled();
-    const session = c.get("session");
-    return streamSSE(c, async (stream) => {
-      let changed = false;
-      let wake: (() => void) | undefined;
-      const unsubscribe = feed.subscribe(() => {
-        changed = true;
-        wake?.();
-      });
-      const onShutdown = () => wake?.();
-      shutdown.addEventListener("abort", onShutdown);
-      stream.onAbort(() => wake?.());
-      try {
-        await stream.writeSSE({ event: "ready", data: "{}" });
-        while (!stream.aborted && !stream.closed && !shutdown.aborted && sessions.get(session.id)) {
-          if (!changed) {
-            let timer: NodeJS.Timeout | undefined;
-            await new Promise<void>((resolve) => {
-              wake = resolve;
-              timer = setTimeout(resolve, SSE_KEEPALIVE_MS);
-            });
-            clearTimeout(timer);
-            wake = undefined;
-          }
-          if (stream.aborted || shutdown.aborted) break;
-          if (changed) {
-            changed = false;
-            await stream.writeSSE({ event: "change", data: "{}" });
-          } else {
-            await stream.writeSSE({ event: "ping", data: "{}" });
-          }
-        }
-      } finally {
-        unsubscribe();
-        shutdown.removeEventListener("abort", onShutdown);
-      }
-    });
+    return streamChanges(k, c, c.get("session"));
   });
-  return { app, close: () => feed.close() };
+}
+
+/**
+ * `GET /console/api/events`: server-sent events: `ready` first, then `change` after each change the
+ * feed reports, or `ping` after {@link SSE_KEEPALIVE_MS} ms without one. Ends when the client goes,
+ * the API shuts down or the session ends.
+ */
+function streamChanges(k: ConsoleParts, c: Context<Env>, session: ConsoleSession): Response {
+  const { feed, shutdown, sessions } = k;
+  return streamSSE(c, async (stream) => {
+    let changed = false;
+    let wake: (() => void) | undefined;
+    const unsubscribe = feed.subscribe(() => {
+      changed = true;
+      wake?.();
+    });
+    const onShutdown = () => wake?.();
+    shutdown.addEventListener("abort", onShutdown);
+    stream.onAbort(() => wake?.());
+    try {
+      await stream.writeSSE({ event: "ready", data: "{}" });
+      while (!stream.aborted && !stream.closed && !shutdown.aborted && sessions.get(session.id)) {
+        if (!changed) {
+          let timer: NodeJS.Timeout | undefined;
+          await new Promise<void>((resolve) => {
+            wake = resolve;
+            timer = setTimeout(resolve, SSE_KEEPALIVE_MS);
+          });
+          clearTimeout(timer);
+          wake = undefined;
+        }
+        if (stream.aborted || shutdown.aborted) break;
+        if (changed) {
+          changed = false;
+          await stream.writeSSE({ event: "change", data: "{}" });
+        } else {
+          await stream.writeSSE({ event: "ping", data: "{}" });
+        }
+      }
+    } finally {
+      unsubscribe();
+      shutdown.removeEventListener("abort", onShutdown);
+    }
+  });
+}
+
+/**
+ * The operator console, served by the API at `/console` over the same
+ * operator service as `/api/operator/*` (`runtime.operator`):
+ * - `GET /console/sign-in`, `POST /console/session {token}` (form: an operator credential's token; the
+ *   session carries that credential's name and scopes; a refused token answers 401, or 429 with
+ *   `Retry-After` past the failure budget, {@link OperatorAuthBudget}), `POST /console/sign-out {csrf}` (form);
+ * - `GET /console`, `GET /console/effects/:id`, `GET /console/reference` (the API reference, from `GET /openapi.json`): the browser app (signed-out: a redirect to sign-in);
+ * - `GET /console/assets/*`: the built assets (only the stylesheet without a session);
+ * - `GET /console/api/session | effects | effects/:id | stats | events` (server-sent events), and
+ *   `POST /console/api/effects/:id/<action>` (each action of `OPERATOR_ACTION_TABLE`) with `X-CSRF-Token`: the
+ *   operator service's list, show, stats and actions, as the session's
+ *   credential (its name is the audit actor; each action needs its scope, else 403 `auth.scope`,
+ *   audited). Refusals: 401 `auth.session_required`, 403 `auth.csrf_rejected`,
+ *   415 `request.unsupported_media_type`, and every code the service throws (404 `feature.disabled`,
+ *   409 `effect.not_unknown`, …), as `{error: {code, message}}`.
+ * Without any operator credential every `/console` path is 404; with `MOSOO_EFFECT_RECONCILIATION` off the
+ * pages say "feature off". Every response carries {@link CONSOLE_CSP} and `Cache-Control: no-store`.
+ * Sessions are held in this process (see {@link ConsoleSessions}); `close()` ends live streams.
+ */
+export function consoleRoutes(runtime: Runtime, logger: Logger, opts: ConsoleOptions): { app: Hono<Env>; close(): void } {
+  const operator = runtime.operator;
+  const feed = new EffectChangeFeed(
+    { changeMarker: () => operator.changeMarker(), unknownTotal: () => operator.unknownTotal(), nowMs: () => runtime.ctx.clock.nowMs() },
+    logger,
+    opts.pollMs ?? DEFAULT_CHANGE_POLL_MS,
+  );
+  const shutdown = runtime.ctx.shutdown.signal;
+  shutdown.addEventListener("abort", () => feed.close(), { once: true });
+  const k: ConsoleParts = {
+    app: new Hono<Env>(),
+    runtime,
+    operator,
+    logger,
+    opts,
+    sessions: new ConsoleSessions(runtime.ctx.clock),
+    feed,
+    shutdown,
+  };
+  guardConsole(k);
+  mountSignIn(k);
+  mountPages(k);
+  guardConsoleApi(k);
+  mountConsoleApi(k);
+  return { app: k.app, close: () => feed.close() };
 }

@@ -2,7 +2,6 @@
 import { mkdtempSync, rmSync } from "node:fs";
 import { availableParallelism, tmpdir } from "node:os";
 import { join } from "node:path";
-import { z } from "zod";
 import type {
   AdapterDeclaration,
   AdapterLogger,
@@ -28,22 +27,9 @@ import {
 import { bundleAdapter, type AdapterBundle } from "./adapter-sandbox.bundle.js";
 import { SandboxCallFailed, SandboxProcess } from "./adapter-sandbox.process.js";
 import { createRedactor, hostSecrets, type Redactor } from "./adapter-sandbox.redaction.js";
+import { ProcessPool } from "./adapter-sandbox.pool.js";
+import { BoundReportSchema, deepFreeze, oneLine, replay, ReplySchema } from "./adapter-sandbox.replies.js";
 import type { AdapterWorkerReply, AdapterWorkerTask } from "./adapter-sandbox.tasks.js";
-
-/** What a process reports besides the declaration, checked before the host believes it. */
-const BoundReportSchema = z.strictObject({
-  coverage: z.strictObject({ covered: z.array(z.string().max(256)).max(1000), notCovered: z.array(z.string().max(256)).max(1000) }),
-});
-
-const LogSchema = z.object({ level: z.enum(["debug", "info", "warn", "error"]), fields: z.unknown(), message: z.string() });
-/** A reply as the host accepts it from an untrusted process (anything else kills the process). */
-const ReplySchema = z.discriminatedUnion("kind", [
-  z.object({ kind: z.literal("bound"), declaration: z.unknown(), plansCompensation: z.boolean(), coverage: z.unknown() }),
-  z.object({ kind: z.literal("refused"), code: z.string().max(64), message: z.string() }),
-  z.object({ kind: z.literal("answered"), json: z.string().nullable(), logs: z.array(LogSchema).max(100) }),
-  z.object({ kind: z.literal("unanswerable"), reason: z.string(), logs: z.array(LogSchema).max(100) }),
-  z.object({ kind: z.literal("threw"), error: z.string(), logs: z.array(LogSchema).max(100) }),
-]);
 
 /**
  * Options of {@link createIsolatedAdapterHost}:
@@ -108,226 +94,297 @@ export function adapterProcessBudget(concurrency: number): { maxProcesses: numbe
  * process with SIGTERM, which adapter code can ignore.
  */
 export function createIsolatedAdapterHost(opts: IsolatedAdapterHostOptions): AdapterHost {
-  const pools: ProcessPool[] = [];
   const dir = mkdtempSync(join(tmpdir(), "mosoo-adapters-"));
-  const ownSecrets = hostSecrets();
-  let bundles = 0;
-  let closed = false;
-
-  function newPool(label: { current: string }, bundle: AdapterBundle, env: Readonly<Record<string, string>>, redactor: Redactor) {
-    const pool = new ProcessPool(
-      () =>
-        new SandboxProcess({
-          bundleFile: bundle.file,
-          readable: bundle.readable,
-          env,
-          packageInfo: { name: bundle.packageName, version: bundle.packageVersion },
-          heapMb: opts.heapMb,
-          rssLimitBytes: (opts.rssLimitMb ?? 2 * opts.heapMb + 64) * 1024 * 1024,
-          cpuLimitMs: opts.cpuLimitMs,
-          onOutput: (stream, line) => opts.logger.warn({ adapterId: label.current, stream, line: redactor.text(line) }, "adapter.output"),
-          onIdleDeath: (reason) => {
-            opts.onTermination?.(label.current, reason);
-            opts.logger.warn({ adapterId: label.current, reason }, "adapter.worker_died_idle");
-          },
-        }),
-      Math.max(1, opts.maxProcesses),
-      Math.max(1, opts.callsPerProcess ?? 1),
-    );
-    pools.push(pool);
-    return pool;
-  }
-
-  async function call(pool: ProcessPool, adapterId: string, task: AdapterWorkerTask, signal: AbortSignal, cpuLimitMs?: number) {
-    if (closed) throw new Error("the adapter host is closed");
-    const child = pool.pick();
-    try {
-      const raw = await child.call(task, signal, cpuLimitMs);
-      const reply = ReplySchema.safeParse(raw);
-      if (!reply.success) {
-        child.kill("crashed");
-        opts.onTermination?.(adapterId, "crashed");
-        throw new AdapterCrashedError("crashed", "adapter process crashed: it broke the host's protocol");
-      }
-      return reply.data as AdapterWorkerReply;
-    } catch (error) {
-      if (!(error instanceof SandboxCallFailed)) throw error;
-      opts.onTermination?.(adapterId, error.reason);
-      // the call's bound killed the process: the caller's signal decides (lookup_timeout)
-      if (error.reason === "timeout") throw Object.assign(new Error("the adapter call was aborted"), { name: "AbortError" });
-      throw new AdapterCrashedError(error.reason, error.message);
-    }
-  }
-
+  const h: HostState = { opts, pools: [], dir, ownSecrets: hostSecrets(), bundles: 0, closed: false };
   return {
-    async bind(source: AdapterSource, options: unknown, bindOpts: AdapterBindOptions = {}): Promise<InstantiatedBinding> {
-      if (closed) throw new Error("the adapter host is closed");
-      const details = { module: source.module, export: source.export };
-      const label = { current: source.export };
-      const env = { ...(bindOpts.env ?? {}) };
-      const redactor = createRedactor([...ownSecrets, ...Object.values(env)]);
-      const bundle = await bundleAdapter(source, dir, `adapter-${++bundles}`);
-      const pool = newPool(label, bundle, env, redactor);
-      const fail = async (error: ReconciliationError): Promise<never> => {
-        // a binding that failed keeps no process alive
-        pools.splice(pools.indexOf(pool), 1);
-        pool.killAll();
-        throw error;
-      };
-      const toolList = bindOpts.tools === undefined ? undefined : [...bindOpts.tools];
-      const discoveryMs = Math.min(bindOpts.discoveryTimeoutMs ?? opts.bindTimeoutMs, opts.bindTimeoutMs);
-      const bound = AbortSignal.timeout(opts.bindTimeoutMs);
-      let reply: AdapterWorkerReply;
-      try {
-        // building may take CPU up to the bind bound (a module's import, discovery); the wall bound decides
-        reply = await call(
-          pool,
-          label.current,
-          { op: "bind", source, options, tools: toolList, timeoutMs: discoveryMs },
-          bound,
-          opts.bindTimeoutMs,
-        );
-      } catch (error) {
-        const setting = opts.bindTimeoutSetting ? ` (${opts.bindTimeoutSetting})` : "";
-        return fail(
-          new ReconciliationError(
-            "adapter.load_failed",
-            bound.aborted || (error as { reason?: unknown }).reason === "cpu_limit"
-              ? `adapter ${source.module}#${source.export} did not load and build within ${opts.bindTimeoutMs} ms${setting}: its module import or create() hangs; the process was killed`
-              : `adapter ${source.module}#${source.export} could not be built: ${oneLine(error)}`,
-            { details, cause: error },
-          ),
-        );
-      }
-      if (reply.kind === "refused") {
-        const code = (RECONCILIATION_ERROR_CODES as readonly string[]).includes(reply.code)
-          ? (reply.code as ReconciliationErrorCode)
-          : "adapter.load_failed";
-        return fail(new ReconciliationError(code, redactor.text(oneLine(reply.message)), { details }));
-      }
-      if (reply.kind !== "bound")
-        return fail(
-          new ReconciliationError("adapter.load_failed", `adapter ${source.module}#${source.export}: unexpected reply`, { details }),
-        );
-      const parsed = AdapterDeclarationSchema.safeParse(reply.declaration);
-      if (!parsed.success)
-        return fail(
-          new ReconciliationError(
-            "adapter.invalid_declaration",
-            `adapter ${source.module}#${source.export}: ${parsed.error.message.split("\n")[0]}`,
-            {
-              details,
-            },
-          ),
-        );
-      const report = BoundReportSchema.safeParse({ coverage: reply.coverage });
-      const declaration: AdapterDeclaration = deepFreeze(parsed.data);
-      // The covered tools are exactly the (narrowed) declaration's tools; a process that says otherwise is not believed.
-      if (!report.success || JSON.stringify(report.data.coverage.covered) !== JSON.stringify(declaration.tools))
-        return fail(
-          new ReconciliationError("adapter.load_failed", `adapter ${source.module}#${source.export}: the binding report is malformed`, {
-            details,
-          }),
-        );
-      label.current = declaration.id;
-      const run = async (op: "lookup" | "planCompensation", request: unknown, context: LookupContext): Promise<unknown> => {
-        // The caller's signal bounds the call (the process is killed when it aborts); the adapter's own signal never fires first.
-        const timeoutMs = 2_147_483_647;
-        const reply = await call(pool, declaration.id, { op, source, options, tools: toolList, request, timeoutMs }, context.signal);
-        if (reply.kind === "answered" || reply.kind === "threw" || reply.kind === "unanswerable")
-          for (const log of reply.logs) replay(context.logger, log, redactor);
-        if (reply.kind === "threw") throw new Error(redactor.text(oneLine(reply.error)));
-        // recorded as invalid_adapter_output with this reason (the size bound), not as a schema message
-        if (reply.kind === "unanswerable") throw new AdapterAnswerRefusedError(redactor.text(oneLine(reply.reason)));
-        if (reply.kind !== "answered") throw new Error("unexpected reply from the adapter process");
-        try {
-          return reply.json === null ? undefined : (JSON.parse(reply.json) as unknown);
-        } catch {
-          throw new AdapterAnswerRefusedError("the answer is not JSON");
-        }
-      };
-      const handle: ReconciliationAdapter = {
-        declaration,
-        lookup: (request: LookupRequest, context: LookupContext) => run("lookup", request, context),
-        ...(reply.plansCompensation
-          ? { planCompensation: (request: CompensationPlanRequest, context: LookupContext) => run("planCompensation", request, context) }
-          : {}),
-      };
-      return {
-        adapter: Object.freeze(handle),
-        coverage: report.data.coverage,
-        provenance: {
-          source: { ...source },
-          packageName: bundle.packageName,
-          packageVersion: bundle.packageVersion,
-          declarationHash: declarationHash(declaration),
-        },
-      };
-    },
+    bind: (source: AdapterSource, options: unknown, bindOpts: AdapterBindOptions = {}) => bindAdapter(h, source, options, bindOpts),
+    close: async () => closeHost(h),
+  };
+}
 
-    async close(): Promise<void> {
-      if (closed) return;
-      closed = true;
-      // calls in flight reject (adapter_crashed)
-      for (const pool of pools) pool.killAll();
-      rmSync(dir, { recursive: true, force: true });
+/** The state of one {@link createIsolatedAdapterHost}: its options, every binding's pool, the bundles' folder, the host's own secrets (redacted from adapter output). */
+interface HostState {
+  readonly opts: IsolatedAdapterHostOptions;
+  readonly pools: ProcessPool[];
+  /** The temporary folder the adapters are bundled into (removed on close). */
+  readonly dir: string;
+  readonly ownSecrets: string[];
+  /** Bundles made so far (names each bundle file). */
+  bundles: number;
+  closed: boolean;
+}
+
+/** One binding being built: what `bind` was given, the name adapter output is tagged with (`label`), its redactor, bundle and pool. */
+interface Binding {
+  readonly source: AdapterSource;
+  readonly options: unknown;
+  /** The adapter's module and export, the details of every refusal. */
+  readonly details: { module: string; export: string };
+  /** The export name until the declaration is checked, then the declaration's id. */
+  readonly label: { current: string };
+  readonly redactor: Redactor;
+  readonly bundle: AdapterBundle;
+  readonly pool: ProcessPool;
+  /** The tools the binding narrows the adapter to (undefined: all it declares). */
+  readonly toolList: string[] | undefined;
+}
+
+/**
+ * A binding's pool of sandboxed processes (at most `maxProcesses`, `callsPerProcess` calls each), every
+ * process started with exactly `env`; its output lines and idle deaths are logged (redacted, tagged
+ * with `label.current`). The pool is registered on the host so `close()` kills it.
+ */
+function newPool(
+  h: HostState,
+  label: { current: string },
+  bundle: AdapterBundle,
+  env: Readonly<Record<string, string>>,
+  redactor: Redactor,
+) {
+  const { opts } = h;
+  const pool = new ProcessPool(
+    () =>
+      new SandboxProcess({
+        bundleFile: bundle.file,
+        readable: bundle.readable,
+        env,
+        packageInfo: { name: bundle.packageName, version: bundle.packageVersion },
+        heapMb: opts.heapMb,
+        rssLimitBytes: (opts.rssLimitMb ?? 2 * opts.heapMb + 64) * 1024 * 1024,
+        cpuLimitMs: opts.cpuLimitMs,
+        onOutput: (stream, line) => opts.logger.warn({ adapterId: label.current, stream, line: redactor.text(line) }, "adapter.output"),
+        onIdleDeath: (reason) => {
+          opts.onTermination?.(label.current, reason);
+          opts.logger.warn({ adapterId: label.current, reason }, "adapter.worker_died_idle");
+        },
+      }),
+    Math.max(1, opts.maxProcesses),
+    Math.max(1, opts.callsPerProcess ?? 1),
+  );
+  h.pools.push(pool);
+  return pool;
+}
+
+/**
+ * Runs `task` in a process of `pool` (bounded by `signal` and, if given, `cpuLimitMs`) and validates the reply.
+ * @throws AdapterCrashedError when the reply breaks the protocol (the process is killed, `crashed`) or the process
+ *   died or was killed past a limit; an `AbortError` when the call's bound killed it (the caller's signal decides);
+ *   `Error` when the host is closed. Every killed process is reported to `onTermination`.
+ */
+async function callProcess(
+  h: HostState,
+  pool: ProcessPool,
+  adapterId: string,
+  task: AdapterWorkerTask,
+  signal: AbortSignal,
+  cpuLimitMs?: number,
+): Promise<AdapterWorkerReply> {
+  if (h.closed) throw new Error("the adapter host is closed");
+  const child = pool.pick();
+  try {
+    const raw = await child.call(task, signal, cpuLimitMs);
+    const reply = ReplySchema.safeParse(raw);
+    if (!reply.success) {
+      child.kill("crashed");
+      h.opts.onTermination?.(adapterId, "crashed");
+      throw new AdapterCrashedError("crashed", "adapter process crashed: it broke the host's protocol");
+    }
+    return reply.data as AdapterWorkerReply;
+  } catch (error) {
+    if (!(error instanceof SandboxCallFailed)) throw error;
+    h.opts.onTermination?.(adapterId, error.reason);
+    // the call's bound killed the process: the caller's signal decides (lookup_timeout)
+    if (error.reason === "timeout") throw Object.assign(new Error("the adapter call was aborted"), { name: "AbortError" });
+    throw new AdapterCrashedError(error.reason, error.message);
+  }
+}
+
+/** A binding that failed keeps no process alive: drops and kills its pool, then throws `error`. */
+function failBinding(h: HostState, b: Binding, error: ReconciliationError): never {
+  h.pools.splice(h.pools.indexOf(b.pool), 1);
+  b.pool.killAll();
+  throw error;
+}
+
+/**
+ * The host's `bind` (see {@link createIsolatedAdapterHost}): bundles the adapter, builds it in a process of a new pool,
+ * checks what the process reports, and answers the binding with a handle whose calls run in that pool.
+ * @throws ReconciliationError `adapter.load_failed` (bundle, build, bound, malformed report), `adapter.invalid_declaration`,
+ *   or the code the adapter refused with; `Error` when the host is closed.
+ */
+async function bindAdapter(
+  h: HostState,
+  source: AdapterSource,
+  options: unknown,
+  bindOpts: AdapterBindOptions,
+): Promise<InstantiatedBinding> {
+  if (h.closed) throw new Error("the adapter host is closed");
+  const label = { current: source.export };
+  const env = { ...(bindOpts.env ?? {}) };
+  const redactor = createRedactor([...h.ownSecrets, ...Object.values(env)]);
+  const bundle = await bundleAdapter(source, h.dir, `adapter-${++h.bundles}`);
+  const b: Binding = {
+    source,
+    options,
+    details: { module: source.module, export: source.export },
+    label,
+    redactor,
+    bundle,
+    pool: newPool(h, label, bundle, env, redactor),
+    toolList: bindOpts.tools === undefined ? undefined : [...bindOpts.tools],
+  };
+  const reply = await buildInProcess(h, b, bindOpts);
+  const { declaration, coverage, plansCompensation } = checkBoundReply(h, b, reply);
+  label.current = declaration.id;
+  return {
+    adapter: Object.freeze(adapterHandle(h, b, declaration, plansCompensation)),
+    coverage,
+    provenance: {
+      source: { ...source },
+      packageName: bundle.packageName,
+      packageVersion: bundle.packageVersion,
+      declarationHash: declarationHash(declaration),
     },
   };
 }
 
-/** Replays one adapter log entry on `logger`, bounded and redacted; logging never changes an outcome. */
-function replay(logger: AdapterLogger, log: z.infer<typeof LogSchema>, redactor: Redactor): void {
+/**
+ * Step 1 of {@link bindAdapter}: builds the adapter in a process of the binding's pool within `bindTimeoutMs` (wall and CPU;
+ * its discovery within `discoveryTimeoutMs`, at most that bound).
+ * @throws ReconciliationError `adapter.load_failed` (the binding's pool killed): past the bound (naming it and its
+ *   setting), or the process failed.
+ */
+async function buildInProcess(h: HostState, b: Binding, bindOpts: AdapterBindOptions): Promise<AdapterWorkerReply> {
+  const { opts } = h;
+  const { source } = b;
+  const discoveryMs = Math.min(bindOpts.discoveryTimeoutMs ?? opts.bindTimeoutMs, opts.bindTimeoutMs);
+  const bound = AbortSignal.timeout(opts.bindTimeoutMs);
   try {
-    logger[log.level](redactor.fields(log.fields), redactor.text(log.message));
-  } catch {
-    // logging never changes an outcome
+    // building may take CPU up to the bind bound (a module's import, discovery); the wall bound decides
+    return await callProcess(
+      h,
+      b.pool,
+      b.label.current,
+      { op: "bind", source, options: b.options, tools: b.toolList, timeoutMs: discoveryMs },
+      bound,
+      opts.bindTimeoutMs,
+    );
+  } catch (error) {
+    const setting = opts.bindTimeoutSetting ? ` (${opts.bindTimeoutSetting})` : "";
+    return failBinding(
+      h,
+      b,
+      new ReconciliationError(
+        "adapter.load_failed",
+        bound.aborted || (error as { reason?: unknown }).reason === "cpu_limit"
+          ? `adapter ${source.module}#${source.export} did not load and build within ${opts.bindTimeoutMs} ms${setting}: its module import or create() hangs; the process was killed`
+          : `adapter ${source.module}#${source.export} could not be built: ${oneLine(error)}`,
+        { details: b.details, cause: error },
+      ),
+    );
   }
-}
-
-function oneLine(value: unknown): string {
-  let text: string;
-  try {
-    text = value instanceof Error ? value.message : String(value);
-  } catch {
-    text = "unprintable error";
-  }
-  const line = text.slice(0, 2_000).replace(/\s+/g, " ").trim();
-  return line.length > 300 ? `${line.slice(0, 299)}…` : line;
-}
-
-function deepFreeze<T>(value: T): T {
-  if (typeof value === "object" && value !== null && !Object.isFrozen(value)) {
-    Object.freeze(value);
-    for (const child of Object.values(value)) deepFreeze(child);
-  }
-  return value;
 }
 
 /**
- * The processes of one binding: at most `max`, each serving up to `perProcess` calls at once.
- * `pick()` answers the least-loaded live process, starting a new one (with `spawn`) while all are at
- * capacity and fewer than `max` run; dead processes are dropped as they are found. `killAll()` kills
- * every process (their calls in flight reject).
+ * Step 2 of {@link bindAdapter}: believes the build's reply only once checked: a refusal keeps the adapter's code when it
+ * is a reconciliation code (else `adapter.load_failed`); the declaration must pass `AdapterDeclarationSchema` (it is
+ * frozen); the covered tools must be exactly the declaration's tools. Any failure kills the binding's pool.
+ * @throws ReconciliationError as above, `adapter.invalid_declaration`, or `adapter.load_failed` (unexpected reply, malformed report).
  */
-class ProcessPool {
-  private readonly processes: SandboxProcess[] = [];
-  constructor(
-    private readonly spawn: () => SandboxProcess,
-    private readonly max: number,
-    private readonly perProcess: number,
-  ) {}
-
-  pick(): SandboxProcess {
-    for (let i = this.processes.length - 1; i >= 0; i--) if (this.processes[i]!.dead) this.processes.splice(i, 1);
-    let best: SandboxProcess | undefined;
-    for (const p of this.processes) if (best === undefined || p.load < best.load) best = p;
-    if (best !== undefined && (best.load < this.perProcess || this.processes.length >= this.max)) return best;
-    const fresh = this.spawn();
-    this.processes.push(fresh);
-    return fresh;
+function checkBoundReply(
+  h: HostState,
+  b: Binding,
+  reply: AdapterWorkerReply,
+): { declaration: AdapterDeclaration; coverage: InstantiatedBinding["coverage"]; plansCompensation: boolean } {
+  const { source, details } = b;
+  if (reply.kind === "refused") {
+    const code = (RECONCILIATION_ERROR_CODES as readonly string[]).includes(reply.code)
+      ? (reply.code as ReconciliationErrorCode)
+      : "adapter.load_failed";
+    return failBinding(h, b, new ReconciliationError(code, b.redactor.text(oneLine(reply.message)), { details }));
   }
+  if (reply.kind !== "bound")
+    return failBinding(
+      h,
+      b,
+      new ReconciliationError("adapter.load_failed", `adapter ${source.module}#${source.export}: unexpected reply`, { details }),
+    );
+  const parsed = AdapterDeclarationSchema.safeParse(reply.declaration);
+  if (!parsed.success)
+    return failBinding(
+      h,
+      b,
+      new ReconciliationError(
+        "adapter.invalid_declaration",
+        `adapter ${source.module}#${source.export}: ${parsed.error.message.split("\n")[0]}`,
+        { details },
+      ),
+    );
+  const report = BoundReportSchema.safeParse({ coverage: reply.coverage });
+  const declaration: AdapterDeclaration = deepFreeze(parsed.data);
+  // The covered tools are exactly the (narrowed) declaration's tools; a process that says otherwise is not believed.
+  if (!report.success || JSON.stringify(report.data.coverage.covered) !== JSON.stringify(declaration.tools))
+    return failBinding(
+      h,
+      b,
+      new ReconciliationError("adapter.load_failed", `adapter ${source.module}#${source.export}: the binding report is malformed`, {
+        details,
+      }),
+    );
+  return { declaration, coverage: report.data.coverage, plansCompensation: reply.plansCompensation };
+}
 
-  killAll(): void {
-    for (const p of this.processes.splice(0)) p.kill("exited");
+/** Step 3 of {@link bindAdapter}: the adapter handle the host answers: the checked declaration, and `lookup` (and `planCompensation` when the adapter plans one) run through {@link runInPool}. */
+function adapterHandle(h: HostState, b: Binding, declaration: AdapterDeclaration, plansCompensation: boolean): ReconciliationAdapter {
+  return {
+    declaration,
+    lookup: (request: LookupRequest, context: LookupContext) => runInPool(h, b, declaration, "lookup", request, context),
+    ...(plansCompensation
+      ? {
+          planCompensation: (request: CompensationPlanRequest, context: LookupContext) =>
+            runInPool(h, b, declaration, "planCompensation", request, context),
+        }
+      : {}),
+  };
+}
+
+/**
+ * One `lookup` or `planCompensation` in a process of the binding's pool, bounded by the caller's signal (the process is
+ * killed when it aborts): replays the adapter's logs (redacted) and answers its JSON answer.
+ * @throws Error the adapter's own error (one line, redacted); AdapterAnswerRefusedError for an answer the process
+ *   would not copy back, or one that is not JSON; and what {@link callProcess} throws.
+ */
+async function runInPool(
+  h: HostState,
+  b: Binding,
+  declaration: AdapterDeclaration,
+  op: "lookup" | "planCompensation",
+  request: unknown,
+  context: LookupContext,
+): Promise<unknown> {
+  const { redactor } = b;
+  // The caller's signal bounds the call (the process is killed when it aborts); the adapter's own signal never fires first.
+  const timeoutMs = 2_147_483_647;
+  const task: AdapterWorkerTask = { op, source: b.source, options: b.options, tools: b.toolList, request, timeoutMs };
+  const reply = await callProcess(h, b.pool, declaration.id, task, context.signal);
+  if (reply.kind === "answered" || reply.kind === "threw" || reply.kind === "unanswerable")
+    for (const log of reply.logs) replay(context.logger, log, redactor);
+  if (reply.kind === "threw") throw new Error(redactor.text(oneLine(reply.error)));
+  // recorded as invalid_adapter_output with this reason (the size bound), not as a schema message
+  if (reply.kind === "unanswerable") throw new AdapterAnswerRefusedError(redactor.text(oneLine(reply.reason)));
+  if (reply.kind !== "answered") throw new Error("unexpected reply from the adapter process");
+  try {
+    return reply.json === null ? undefined : (JSON.parse(reply.json) as unknown);
+  } catch {
+    throw new AdapterAnswerRefusedError("the answer is not JSON");
   }
+}
+
+/** The host's `close()`: once; kills every pool (calls in flight reject `adapter_crashed`) and removes the bundles' folder. */
+function closeHost(h: HostState): void {
+  if (h.closed) return;
+  h.closed = true;
+  // calls in flight reject (adapter_crashed)
+  for (const pool of h.pools) pool.killAll();
+  rmSync(h.dir, { recursive: true, force: true });
 }
