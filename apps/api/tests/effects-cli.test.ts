@@ -252,6 +252,15 @@ describe("mosoo-effects names a misspelt option, never the value typed with it",
     expect(r.err).not.toContain("hunter2");
   });
 
+  it("names an option whose value is invalid without repeating the value (a credential in a malformed URL stays unprinted)", async () => {
+    const r = await cli(["--api-url", "ftp://operator:SECRET-hunter2@example.test", "list"]);
+    expect(r.code).toBe(2);
+    expect(r.err).toBe(
+      "mosoo-effects: request.invalid: option '--api-url <url>' argument is invalid. must be an http(s) URL such as http://127.0.0.1:8787\n",
+    );
+    expect(r.err).not.toContain("hunter2");
+  });
+
   it("keeps commander's suggestion of a known flag", async () => {
     const r = await cli(["list", "--limt", "5"]);
     expect(r).toMatchObject({ code: 2, err: "mosoo-effects: request.invalid: unknown option '--limt' (Did you mean --limit?)\n" });

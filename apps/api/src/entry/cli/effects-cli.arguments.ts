@@ -54,11 +54,23 @@ const UNKNOWN_OPTION = "error: unknown option '";
  * other message is returned as it is.
  */
 function withoutOptionValue(text: string): string {
-  if (!text.startsWith(UNKNOWN_OPTION)) return text;
+  if (!text.startsWith(UNKNOWN_OPTION)) return withoutInvalidValue(text);
   const argument = text.slice(UNKNOWN_OPTION.length);
   const name = /^--[^=\s']*|^-[^\s']?/.exec(argument)?.[0] ?? "";
   const suggestion = /\n\(Did you mean (--[A-Za-z0-9-]+)\?\)\s*$/.exec(argument);
   return `${UNKNOWN_OPTION}${name}'${suggestion ? ` (Did you mean ${suggestion[1]}?)` : ""}`;
+}
+
+/**
+ * Commander's invalid-argument messages quote the value given (`option '--api-url <url>' argument
+ * 'https://user:password@…' is invalid.`, `command-argument value '…' is invalid for argument 'id'.`):
+ * drops the quoted value and keeps the option or argument's name and the parser's reason, so a
+ * credential typed into a malformed value is never printed. Any other message is returned as it is.
+ */
+function withoutInvalidValue(text: string): string {
+  return text
+    .replace(/ argument '[\s\S]*' is invalid/, " argument is invalid")
+    .replace(/command-argument value '[\s\S]*' is invalid for/, "command-argument value is invalid for");
 }
 
 /** A commander usage error as the CLI's one stderr line: `mosoo-effects: request.invalid: <message on one line>\n`. */
