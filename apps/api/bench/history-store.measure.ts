@@ -34,6 +34,15 @@ export type HistoryTask = (typeof HISTORY_TASKS)[number];
 export type HistoryTaskFns = Record<HistoryTask, () => Promise<unknown>>;
 
 /**
+ * One side's tasks and `heartbeat()`: the long-lived Driver's heartbeat, as a real Driver sends it every few
+ * seconds; called before each phase, or the idle sweep would expire the Driver a minute in (the runtime's TTL).
+ */
+export interface HistorySideFns {
+  fns: HistoryTaskFns;
+  heartbeat(): Promise<void>;
+}
+
+/**
  * One store's figures: store open (ms, median of the opens), each task's median latency (µs, median of the
  * rounds' p50), recovery wall time per outcome (µs, median of the rounds; null when not run) and the API's CPU
  * time per recovered outcome (µs, median; null when not run).
@@ -100,7 +109,7 @@ export function fillProgress(total: number, t0: number): (effects: number) => vo
  * here; enqueue, delivery, claim, outcome, terminal update), an empty delivery check (what a long-poll runs
  * on each wake-up), the console overview's reads, an idle sweep pass.
  */
-async function historyTaskFns(store: Store, runtime: Runtime, driverToken: string): Promise<HistoryTaskFns> {
+async function historyTaskFns(store: Store, runtime: Runtime, driverToken: string): Promise<HistorySideFns> {
   const { connectionId } = await runtime.drivers.connect(await runtime.drivers.authenticate(driverToken));
   const instance = await runtime.drivers.authenticate(driverToken);
   const { runId } = await runtime.runs.createRun({ driverInstanceId: instance.id });
@@ -131,13 +140,18 @@ async function historyTaskFns(store: Store, runtime: Runtime, driverToken: strin
       await operatorQueryRepository.changeMarker(tx);
     });
   const sweep = () => runtime.sweep.sweepOnce();
-  return { lifecycle, delivery, overview, sweep };
+  return {
+    fns: { lifecycle, delivery, overview, sweep },
+    heartbeat: async () => {
+      await runtime.drivers.heartbeat(instance, connectionId);
+    },
+  };
 }
 
 /** Hooks of {@link measureHistory} (the PostgreSQL side counts round trips and CPU with them). */
 export interface MeasureHooks<S extends Store> {
   /** Called once with both sides' open stores and task functions, before the rounds. */
-  beforeRounds?(sides: Record<"empty" | "filled", { store: S; fns: HistoryTaskFns }>): Promise<void>;
+  beforeRounds?(sides: Record<"empty" | "filled", HistorySideFns & { store: S }>): Promise<void>;
 }
 
 /**
@@ -167,15 +181,20 @@ export async function measureHistory<S extends Store>(
       empty: createBenchRuntime(stores.empty, { reconciliation: true, lookupLatencyMs: 10, concurrency: 64 }),
       filled: createBenchRuntime(stores.filled, { reconciliation: true, lookupLatencyMs: 10, concurrency: 64 }),
     };
-    const fns = {
+    const both = {
       empty: await historyTaskFns(stores.empty, runtimes.empty, empty.driverToken),
       filled: await historyTaskFns(stores.filled, runtimes.filled, filled.driverToken),
     };
-    await hooks.beforeRounds?.({ empty: { store: stores.empty, fns: fns.empty }, filled: { store: stores.filled, fns: fns.filled } });
+    const fns = { empty: both.empty.fns, filled: both.filled.fns };
+    const heartbeat = async () => {
+      for (const name of names) await both[name].heartbeat();
+    };
+    await hooks.beforeRounds?.({ empty: { store: stores.empty, ...both.empty }, filled: { store: stores.filled, ...both.filled } });
     const perRound = { empty: emptyRounds(), filled: emptyRounds() };
     for (let round = 0; round < opts.rounds; round++) {
       progress(`history: round ${round + 1} of ${opts.rounds}`);
-      const bench = new Bench({ time: opts.timeMs, warmupTime: 100, warmupIterations: 10 });
+      await heartbeat();
+      const bench = new Bench({ time: opts.timeMs, warmupTime: 100, warmupIterations: 10, throws: true });
       for (const task of HISTORY_TASKS) for (const name of names) bench.add(`${name}:${task}`, fns[name][task]);
       await bench.run();
       for (const task of HISTORY_TASKS) for (const name of names) perRound[name][task].push(p50Us(bench.getTask(`${name}:${task}`)));
@@ -184,6 +203,7 @@ export async function measureHistory<S extends Store>(
     for (let round = 0; opts.recoveryEffects > 0 && round < opts.rounds; round++)
       for (const name of names) {
         await sides[name].seedUnknown(stores[name], opts.recoveryEffects);
+        await both[name].heartbeat();
         const cpu0 = process.cpuUsage();
         const t0 = performance.now();
         let resolved = 0;

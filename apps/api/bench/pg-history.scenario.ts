@@ -15,7 +15,7 @@ import {
   type HistoryOptions,
   type HistoryResult,
   type HistoryTask,
-  type HistoryTaskFns,
+  type HistorySideFns,
   type PreparedHistoryStore,
 } from "./history-store.measure.js";
 import { NO_HISTORY, type HistoryCounts } from "./history-store.rows.js";
@@ -189,7 +189,7 @@ async function buildDatabase(opts: PgHistoryOptions, filled: boolean): Promise<B
  * the order empty, filled, empty, filled (the two calls' CPU summed), so neither side pays the warm-up.
  */
 async function sidesExtras(
-  sides: Record<"empty" | "filled", { store: PostgresStore; fns: HistoryTaskFns }>,
+  sides: Record<"empty" | "filled", HistorySideFns & { store: PostgresStore }>,
   serverCpu: boolean,
 ): Promise<PgHistoryResult["extras"]> {
   const names = ["empty", "filled"] as const;
@@ -198,6 +198,7 @@ async function sidesExtras(
     filled: { roundTrips: {}, cpu: {} } as PgHistorySideExtras,
   };
   for (const task of HISTORY_TASKS) {
+    for (const name of names) await sides[name].heartbeat();
     for (const name of names) for (let i = 0; i < 5; i++) await sides[name].fns[task]();
     for (const name of names) out[name].roundTrips[task] = await countRoundTrips(sides[name].fns[task]);
     const parts: Record<"empty" | "filled", OperationCpu[]> = { empty: [], filled: [] };
