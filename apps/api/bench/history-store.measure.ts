@@ -11,6 +11,7 @@ import type { Store } from "../src/platform/db/store.port.js";
 import { createBenchRuntime, progress } from "./bench-store.harness.js";
 import { BENCH_BOUND_SERVER, BENCH_TOOL } from "./fixed-latency.adapter.js";
 import type { HistoryCounts } from "./history-store.rows.js";
+import type { PlanCheck } from "./history-plans.js";
 
 /**
  * Options: `effects` of the filled store, `longLivedCommands` past commands of its long-lived Driver,
@@ -31,7 +32,7 @@ export const HISTORY_TASKS = ["lifecycle", "delivery", "overview", "sweep"] as c
 /** One of {@link HISTORY_TASKS}. */
 export type HistoryTask = (typeof HISTORY_TASKS)[number];
 /** The task functions of one side. */
-export type HistoryTaskFns = Record<HistoryTask, () => Promise<unknown>>;
+type HistoryTaskFns = Record<HistoryTask, () => Promise<unknown>>;
 
 /**
  * One side's tasks and `heartbeat()`: the long-lived Driver's heartbeat, as a real Driver sends it every few
@@ -63,6 +64,8 @@ export interface HistoryResult {
   counts: HistoryCounts;
   fileBytes: number;
   fillMs: number;
+  /** The measured operations' statements planned on the filled store (`history-plans.ts`). */
+  planCheck: PlanCheck;
 }
 
 /**
@@ -150,8 +153,11 @@ async function historyTaskFns(store: Store, runtime: Runtime, driverToken: strin
 
 /** Hooks of {@link measureHistory} (the PostgreSQL side counts round trips and CPU with them). */
 export interface MeasureHooks<S extends Store> {
-  /** Called once with both sides' open stores and task functions, before the rounds. */
-  beforeRounds?(sides: Record<"empty" | "filled", HistorySideFns & { store: S }>): Promise<void>;
+  /**
+   * Called once with both sides' open stores, task functions and `recover(n)` (seeds n unknown effects and
+   * runs sweep passes until none is due; returns the effects looked up), before the rounds.
+   */
+  beforeRounds?(sides: Record<"empty" | "filled", HistorySideFns & { store: S; recover(n: number): Promise<number> }>): Promise<void>;
 }
 
 /**
@@ -189,7 +195,25 @@ export async function measureHistory<S extends Store>(
     const heartbeat = async () => {
       for (const name of names) await both[name].heartbeat();
     };
-    await hooks.beforeRounds?.({ empty: { store: stores.empty, ...both.empty }, filled: { store: stores.filled, ...both.filled } });
+    // seeds n unknown effects (not timed), then sweep passes until none is due: effects looked up, wall and API CPU time (µs)
+    const recover = async (name: "empty" | "filled", n: number): Promise<{ resolved: number; wallUs: number; cpuUs: number }> => {
+      await sides[name].seedUnknown(stores[name], n);
+      await both[name].heartbeat();
+      const cpu0 = process.cpuUsage();
+      const t0 = performance.now();
+      let resolved = 0;
+      for (;;) {
+        const report = await runtimes[name].sweep.sweepOnce();
+        if (report.effectsLookedUp === 0) break;
+        resolved += report.effectsLookedUp;
+      }
+      const cpu = process.cpuUsage(cpu0);
+      return { resolved, wallUs: (performance.now() - t0) * 1000, cpuUs: cpu.user + cpu.system };
+    };
+    await hooks.beforeRounds?.({
+      empty: { store: stores.empty, ...both.empty, recover: async (n) => (await recover("empty", n)).resolved },
+      filled: { store: stores.filled, ...both.filled, recover: async (n) => (await recover("filled", n)).resolved },
+    });
     const perRound = { empty: emptyRounds(), filled: emptyRounds() };
     for (let round = 0; round < opts.rounds; round++) {
       progress(`history: round ${round + 1} of ${opts.rounds}`);
@@ -202,22 +226,11 @@ export async function measureHistory<S extends Store>(
     const recovery = { empty: { wall: [] as number[], cpu: [] as number[] }, filled: { wall: [] as number[], cpu: [] as number[] } };
     for (let round = 0; opts.recoveryEffects > 0 && round < opts.rounds; round++)
       for (const name of names) {
-        await sides[name].seedUnknown(stores[name], opts.recoveryEffects);
-        await both[name].heartbeat();
-        const cpu0 = process.cpuUsage();
-        const t0 = performance.now();
-        let resolved = 0;
-        for (;;) {
-          const report = await runtimes[name].sweep.sweepOnce();
-          if (report.effectsLookedUp === 0) break;
-          resolved += report.effectsLookedUp;
-        }
-        const wallUs = (performance.now() - t0) * 1000;
-        const cpu = process.cpuUsage(cpu0);
+        const { resolved, wallUs, cpuUs } = await recover(name, opts.recoveryEffects);
         if (resolved < opts.recoveryEffects)
           throw new Error(`history: recovery on the ${name} store looked up ${resolved} of ${opts.recoveryEffects} effects`);
         recovery[name].wall.push(wallUs / resolved);
-        recovery[name].cpu.push((cpu.user + cpu.system) / resolved);
+        recovery[name].cpu.push(cpuUs / resolved);
         progress(`history: recovery round ${round + 1}, ${name} store: ${(wallUs / resolved).toFixed(0)} µs per outcome`);
       }
     const side = (name: "empty" | "filled"): HistorySide => ({

@@ -55,6 +55,39 @@ export function historyOperations(r: HistoryResult): Array<{ op: HistoryTask | "
   return ops;
 }
 
+/**
+ * The plan-check row of a history run (`history-plans.ts`): the measured operations' distinct statements
+ * planned on the filled store, met when none reads a history table whole; its figure `<prefix>.plans@<size>.fullScans`
+ * (a count, gated on both stores: its baseline is 0).
+ */
+export function planCheckRow(r: HistoryResult, prefix: "history" | "pg.history", scenario: string): RowsAndFigures {
+  const size = fmtK(r.counts.effects);
+  const c = r.planCheck;
+  const offenders = c.fullScans.map((f) => `${f.operations.join("+")}: ${f.tables.join(", ")} (${f.sql.slice(0, 80)}…)`).join("; ");
+  return {
+    rows: [
+      {
+        scenario: `${scenario} @ ${size}`,
+        flag: "on",
+        measured: `${c.fullScans.length} of ${c.statements} statements read a history table whole`,
+        floorOrBound: "0",
+        ratio: "n/a",
+        other: offenders === "" ? "every statement reaches the history tables through an index" : offenders,
+        target: "0",
+        met: c.fullScans.length === 0 ? "yes" : "no",
+      },
+    ],
+    figures: [
+      {
+        key: `${prefix}.plans@${size}.fullScans`,
+        label: `${prefix === "history" ? "history" : "PostgreSQL history"} @ ${size} effects, hot-path statements that read a history table whole`,
+        value: c.fullScans.length,
+        unit: "x",
+      },
+    ],
+  };
+}
+
 /** The rows (one per operation, plus store open) and the figures the regression gate compares (the ratios, {@link gated}). */
 export function historyRows(r: HistoryResult): RowsAndFigures {
   const size = fmtK(r.counts.effects);
@@ -101,5 +134,6 @@ export function historyRows(r: HistoryResult): RowsAndFigures {
     target: `< ${HISTORY_TARGETS.openMs} ms and ≤ ${HISTORY_TARGETS.ratio}×`,
     met: r.filled.openMs < HISTORY_TARGETS.openMs && openRatio <= HISTORY_TARGETS.ratio ? "yes" : "no",
   });
-  return { rows, figures };
+  const plans = planCheckRow(r, "history", "4 history, hot-path statements planned on the filled store (EXPLAIN QUERY PLAN)");
+  return { rows: [...rows, ...plans.rows], figures: [...figures, ...plans.figures] };
 }

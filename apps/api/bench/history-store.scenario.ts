@@ -13,8 +13,10 @@ import { openSqliteStore, type SqliteStore } from "../src/platform/db/sqlite/sql
 import { createBenchRuntime, progress, seedEffects } from "./bench-store.harness.js";
 import { fillHistory } from "./history-store.generator.js";
 import { NO_HISTORY, type HistoryCounts } from "./history-store.rows.js";
+import { captureSqlite, checkSqlitePlans, reportPlanCheck, type CapturedQuery, type PlanCheck } from "./history-plans.js";
 import {
   fillProgress,
+  HISTORY_TASKS,
   measureHistory,
   type HistoryOptions,
   type HistoryResult,
@@ -90,7 +92,16 @@ export async function runHistory(opts: HistoryOptions): Promise<HistoryResult> {
     const empty = await buildStore(opts, false);
     try {
       progress("history: measuring the empty and the filled store side by side");
-      const sides = await measureHistory(empty.prepared, filled.prepared, opts);
+      let planCheck: PlanCheck | undefined;
+      const sides = await measureHistory(empty.prepared, filled.prepared, opts, {
+        beforeRounds: async (both) => {
+          const captured = new Map<string, CapturedQuery>();
+          for (const task of HISTORY_TASKS) await captureSqlite(captured, task, both.filled.fns[task]);
+          await captureSqlite(captured, "recovery", () => both.filled.recover(20));
+          planCheck = checkSqlitePlans(both.filled.store.sqlite, captured);
+          reportPlanCheck(planCheck);
+        },
+      });
       return {
         longLivedCommands: opts.longLivedCommands,
         recoveryEffects: opts.recoveryEffects,
@@ -98,6 +109,7 @@ export async function runHistory(opts: HistoryOptions): Promise<HistoryResult> {
         counts: filled.counts,
         fileBytes: filled.fileBytes,
         fillMs: filled.fillMs,
+        planCheck: planCheck!,
       };
     } finally {
       rmSync(empty.dir, { recursive: true, force: true });

@@ -46,7 +46,9 @@ export async function fillHistoryPg(pool: pg.Pool, shape: HistoryShape, onBatch?
   const client = await pool.connect();
   const tables = Object.keys(HISTORY_TABLES) as HistoryTable[];
   try {
+    // a COPY of a big batch may outlast the store's statement timeout under load; filling is not measured
     await client.query("SET synchronous_commit = off");
+    await client.query("SET statement_timeout = 0");
     const batches = historyBatches(shape);
     let written = 0;
     for (;;) {
@@ -77,6 +79,7 @@ export async function fillHistoryPg(pool: pg.Pool, shape: HistoryShape, onBatch?
     }
   } finally {
     await client.query("RESET synchronous_commit").catch(() => undefined);
+    await client.query("RESET statement_timeout").catch(() => undefined);
     client.release();
   }
 }

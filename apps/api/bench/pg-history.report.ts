@@ -4,7 +4,7 @@
  */
 import { fmtK, type BenchRow, type RowsAndFigures } from "./pg-bench.report.js";
 import type { PgHistoryResult, OperationCpu } from "./pg-history.scenario.js";
-import { gated, HISTORY_LABELS, HISTORY_TARGETS, historyOperations, historyShapeText } from "./history-store.report.js";
+import { gated, HISTORY_LABELS, HISTORY_TARGETS, historyOperations, historyShapeText, planCheckRow } from "./history-store.report.js";
 
 /** CPU per operation (µs) as one number: the API's plus the server backends' when measured. */
 const cpuTotal = (c: OperationCpu): number => c.apiUs + (c.serverUs ?? 0);
@@ -90,5 +90,10 @@ export function pgHistoryRows(r: PgHistoryResult): RowsAndFigures {
     target: `< ${HISTORY_TARGETS.openMs} ms and ≤ ${HISTORY_TARGETS.ratio}×`,
     met: r.filled.openMs < HISTORY_TARGETS.openMs && openRatio <= HISTORY_TARGETS.ratio ? "yes" : "no",
   });
-  return { rows, figures };
+  const plans = planCheckRow(
+    r,
+    "pg.history",
+    "4 PostgreSQL history, hot-path statements planned on the filled database (EXPLAIN, its statistics)",
+  );
+  return { rows: [...rows, ...plans.rows], figures: [...figures, ...plans.figures] };
 }

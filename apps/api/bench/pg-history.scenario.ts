@@ -20,6 +20,7 @@ import {
 } from "./history-store.measure.js";
 import { NO_HISTORY, type HistoryCounts } from "./history-store.rows.js";
 import { fillHistoryPg } from "./pg-history.generator.js";
+import { capturePg, checkPgPlans, reportPlanCheck, type CapturedQuery, type PlanCheck } from "./history-plans.js";
 import { createBenchDatabase, loadAverage, seedEffectsPg } from "./pg-bench.harness.js";
 
 /**
@@ -149,16 +150,17 @@ async function buildDatabase(opts: PgHistoryOptions, filled: boolean): Promise<B
           fillProgress(opts.effects, t0),
         );
       fillMs = performance.now() - t0;
-      // what autovacuum does to a store that has stood a while: statistics and the visibility map; then a clean checkpoint
-      const v0 = performance.now();
-      await store.pool.query("VACUUM ANALYZE");
-      await store.pool.query("CHECKPOINT").catch(() => undefined);
-      if (filled) progress(`history: VACUUM ANALYZE and CHECKPOINT in ${((performance.now() - v0) / 1000).toFixed(1)} s`);
     } finally {
       await store.close();
     }
+    // on a connection of its own, without the store's statement timeout:
+    // what autovacuum does to a store that has stood a while (statistics, the visibility map), then a clean checkpoint
     const admin = new pg.Client({ connectionString: db.url });
     await admin.connect();
+    const v0 = performance.now();
+    await admin.query("VACUUM ANALYZE");
+    await admin.query("CHECKPOINT").catch(() => undefined);
+    if (filled) progress(`history: VACUUM ANALYZE and CHECKPOINT in ${((performance.now() - v0) / 1000).toFixed(1)} s`);
     const fileBytes = Number((await admin.query<{ n: string }>("SELECT pg_database_size(current_database())::text AS n")).rows[0]!.n);
     await admin.end();
     if (filled)
@@ -169,7 +171,8 @@ async function buildDatabase(opts: PgHistoryOptions, filled: boolean): Promise<B
         close: (s) => s.close(),
         driverToken,
         seedUnknown: async (s, n) => {
-          await seedEffectsPg(s.pool, { count: n, status: "unknown", runs: Math.max(1, Math.ceil(n / 10)) });
+          // no ANALYZE after each seeding: a database-wide one at 1M effects outlasts the store's statement timeout
+          await seedEffectsPg(s.pool, { count: n, status: "unknown", runs: Math.max(1, Math.ceil(n / 10)), analyze: false });
         },
       },
       drop: () => db.drop(),
@@ -189,10 +192,15 @@ async function buildDatabase(opts: PgHistoryOptions, filled: boolean): Promise<B
  * the order empty, filled, empty, filled (the two calls' CPU summed), so neither side pays the warm-up.
  */
 async function sidesExtras(
-  sides: Record<"empty" | "filled", HistorySideFns & { store: PostgresStore }>,
+  sides: Record<"empty" | "filled", HistorySideFns & { store: PostgresStore; recover(n: number): Promise<number> }>,
   serverCpu: boolean,
-): Promise<PgHistoryResult["extras"]> {
+): Promise<PgHistoryResult["extras"] & { planCheck: PlanCheck }> {
   const names = ["empty", "filled"] as const;
+  const captured = new Map<string, CapturedQuery>();
+  for (const task of HISTORY_TASKS) await capturePg(captured, task, sides.filled.fns[task]);
+  await capturePg(captured, "recovery", () => sides.filled.recover(20));
+  const planCheck = await checkPgPlans(sides.filled.store.pool, captured);
+  reportPlanCheck(planCheck);
   const out = {
     empty: { roundTrips: {}, cpu: {} } as PgHistorySideExtras,
     filled: { roundTrips: {}, cpu: {} } as PgHistorySideExtras,
@@ -212,7 +220,7 @@ async function sidesExtras(
       };
     }
   }
-  return out;
+  return { ...out, planCheck };
 }
 
 /** Runs the scenario on PostgreSQL: builds the filled database and the empty one, measures them side by side, drops both. */
@@ -223,7 +231,7 @@ export async function runPgHistory(opts: PgHistoryOptions): Promise<PgHistoryRes
     const empty = await buildDatabase(opts, false);
     try {
       progress("history (PostgreSQL): measuring the empty and the filled database side by side");
-      let extras: PgHistoryResult["extras"] | undefined;
+      let extras: (PgHistoryResult["extras"] & { planCheck: PlanCheck }) | undefined;
       const sides = await measureHistory(empty.prepared, filled.prepared, opts, {
         beforeRounds: async (both) => {
           extras = await sidesExtras(both, opts.serverCpu);
@@ -236,7 +244,8 @@ export async function runPgHistory(opts: PgHistoryOptions): Promise<PgHistoryRes
         counts: filled.counts,
         fileBytes: filled.fileBytes,
         fillMs: filled.fillMs,
-        extras: extras!,
+        extras: { empty: extras!.empty, filled: extras!.filled },
+        planCheck: extras!.planCheck,
         loadAverage: loadAverage()?.[0] ?? null,
       };
     } finally {

@@ -8,6 +8,7 @@ import { historyRows } from "../bench/history-store.report.js";
 import { pgHistoryRows } from "../bench/pg-history.report.js";
 import type { PgHistoryResult } from "../bench/pg-history.scenario.js";
 import { isBaselineFigure } from "../bench/pg-bench.report.js";
+import { captureSqlite, capturePg, checkPgPlans, checkSqlitePlans, type CapturedQuery } from "../bench/history-plans.js";
 import { openSqliteStore, type SqliteStore } from "../src/platform/db/sqlite/sqlite-store.js";
 import type { PostgresStore } from "../src/platform/db/postgres/postgres-store.js";
 import { openPostgresTarget } from "./helpers/pg-store-targets.js";
@@ -96,10 +97,31 @@ describe("the history generators on SQLite and PostgreSQL", () => {
     ])
       expect(sqlite.sqlite.prepare(q).pluck().get()).toBe(0);
   }, 120_000);
+
+  it("the plan check at size names a statement that reads a history table whole and passes one that seeks, on both stores", async () => {
+    const scan = "SELECT count(*) AS n FROM run_events WHERE payload_json = ?";
+    const seek = "SELECT * FROM run_events WHERE id = ?";
+    const onSqlite = new Map<string, CapturedQuery>();
+    await captureSqlite(onSqlite, "scan", async () => sqlite.sqlite.prepare(scan).get("{}"));
+    await captureSqlite(onSqlite, "seek", async () => sqlite.sqlite.prepare(seek).get("x"));
+    const s = checkSqlitePlans(sqlite.sqlite, onSqlite);
+    expect(s.statements).toBe(2);
+    expect(s.fullScans.map((f) => [f.operations, f.tables])).toEqual([[["scan"], ["run_events"]]]);
+    // PostgreSQL plans by statistics: as autovacuum would have gathered them on a store this size
+    await pgStore.pool.query("ANALYZE");
+    const onPg = new Map<string, CapturedQuery>();
+    await capturePg(onPg, "scan", () => pgStore.pool.query(scan.replace("?", "$1"), ["{}"]));
+    await capturePg(onPg, "seek", () => pgStore.pool.query(seek.replace("?", "$1"), ["x"]));
+    const p = await checkPgPlans(pgStore.pool, onPg);
+    expect(p.statements).toBe(2);
+    expect(p.fullScans.map((f) => [f.operations, f.tables])).toEqual([[["scan"], ["run_events"]]]);
+  }, 120_000);
 });
 
 /** A made-up PostgreSQL history result: the filled side a little slower, or as `over` says. */
-function result(over: { filledDeliveryUs?: number; filledOpenMs?: number; filledServerUs?: number } = {}): PgHistoryResult {
+function result(
+  over: { filledDeliveryUs?: number; filledOpenMs?: number; filledServerUs?: number; fullScan?: boolean } = {},
+): PgHistoryResult {
   const tasks = { lifecycle: 1000, delivery: 100, overview: 200, sweep: 300 };
   const cpu = (serverUs: number) => ({ apiUs: 100, serverUs });
   const extras = (serverUs: number) => ({
@@ -128,23 +150,29 @@ function result(over: { filledDeliveryUs?: number; filledOpenMs?: number; filled
     fillMs: 600_000,
     extras: { empty: extras(100), filled: extras(over.filledServerUs ?? 100) },
     loadAverage: 1,
+    planCheck: {
+      statements: 40,
+      fullScans: over.fullScan ? [{ sql: "SELECT 1 FROM run_events", operations: ["overview"], tables: ["run_events"], plan: [] }] : [],
+    },
   };
 }
 
 describe("history rows", () => {
   it("judge each operation at 1.2× of the empty store and store open under 1 s; gate the ratios, never below 1", () => {
-    const { rows, figures } = historyRows(result({ filledDeliveryUs: 130, filledOpenMs: 1_200 }));
-    expect(rows.map((r) => r.met)).toEqual(["yes", "no", "yes", "yes", "yes", "no"]);
+    const { rows, figures } = historyRows(result({ filledDeliveryUs: 130, filledOpenMs: 1_200, fullScan: true }));
+    expect(rows.map((r) => r.met)).toEqual(["yes", "no", "yes", "yes", "yes", "no", "no"]);
+    expect(rows.at(-1)!.measured).toBe("1 of 40 statements read a history table whole");
     const byKey = Object.fromEntries(figures.map((f) => [f.key, f.value]));
     expect(byKey["history.delivery@1000k.ratio"]).toBeCloseTo(1.3);
     expect(byKey["history.recovery@1000k.ratio"]).toBeCloseTo(1.04);
     expect(byKey["history.lifecycle@1000k.ratio"]).toBe(1);
     expect(byKey["history.open@1000k.ratio"]).toBeCloseTo(60);
+    expect(byKey["history.plans@1000k.fullScans"]).toBe(1);
   });
 
   it("on PostgreSQL gate round trips and the CPU ratio (API plus server), print the wall ratio ungated", () => {
     const { rows, figures } = pgHistoryRows(result({ filledServerUs: 300 }));
-    expect(rows.map((r) => r.met)).toEqual(["yes", "yes", "yes", "yes", "yes", "yes"]);
+    expect(rows.map((r) => r.met)).toEqual(["yes", "yes", "yes", "yes", "yes", "yes", "yes"]);
     const byKey = Object.fromEntries(figures.map((f) => [f.key, f.value]));
     expect(byKey["pg.history.delivery@1000k.cpuRatio"]).toBeCloseTo(2);
     expect(byKey["pg.history.delivery@1000k.roundTrips"]).toBe(4);
@@ -152,6 +180,7 @@ describe("history rows", () => {
     const gated = figures.filter((f) => isBaselineFigure(f.key)).map((f) => f.key);
     expect(gated).toContain("pg.history.sweep@1000k.cpuRatio");
     expect(gated).toContain("pg.history.sweep@1000k.roundTrips");
+    expect(gated).toContain("pg.history.plans@1000k.fullScans");
     expect(gated.some((k) => k.endsWith(".ratio"))).toBe(false);
   });
 });
