@@ -84,7 +84,7 @@ const SEED_BATCH = 5_000;
  * The PostgreSQL twin of `seedEffects` (same rows, same meaning): `count` effects of one new Driver
  * instance (with its session, its runs and one command per effect), all in `status`, inserted with
  * `INSERT … SELECT FROM unnest(…)` in batches of {@link SEED_BATCH} on one connection of `pool`
- * (seeding is not measured). `runs` (default 1, as `seedEffects`) spreads the effects over that many
+ * (seeding is not measured), then `ANALYZE` and `CHECKPOINT` (`analyze: false` skips both). `runs` (default 1, as `seedEffects`) spreads the effects over that many
  * runs, round robin by effect id: every outcome appends an event to its run's stream, whose next
  * `seq` is computed in the INSERT, so on PostgreSQL two transactions appending to ONE run at once
  * collide on `(run_id, seq)` and one is retried whole; a backlog of one run serialises its outcomes.
@@ -92,7 +92,7 @@ const SEED_BATCH = 5_000;
  */
 export async function seedEffectsPg(
   pool: pg.Pool,
-  opts: SeedEffectsOptions & { runs?: number },
+  opts: SeedEffectsOptions & { runs?: number; analyze?: boolean },
 ): Promise<{ driverInstanceId: string; runId: string }> {
   const now = Date.now() - 60_000;
   const driverInstanceId = newUlid(now);
@@ -177,10 +177,12 @@ export async function seedEffectsPg(
       );
       await client.query("COMMIT");
     }
-    // fresh planner statistics and a clean checkpoint, as the SQLite side's wal_checkpoint(TRUNCATE)
-    await client.query("ANALYZE");
-    // CHECKPOINT needs a superuser or pg_checkpoint: an operator's role may lack it (then skipped)
-    await client.query("CHECKPOINT").catch(() => undefined);
+    if (opts.analyze ?? true) {
+      // fresh planner statistics and a clean checkpoint, as the SQLite side's wal_checkpoint(TRUNCATE)
+      await client.query("ANALYZE");
+      // CHECKPOINT needs a superuser or pg_checkpoint: an operator's role may lack it (then skipped)
+      await client.query("CHECKPOINT").catch(() => undefined);
+    }
   } catch (err) {
     await client.query("ROLLBACK").catch(() => undefined);
     throw err;

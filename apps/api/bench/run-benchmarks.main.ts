@@ -21,7 +21,7 @@
  * unknown effects with 1 and with 3 API instance processes, alternating, 2 rounds; the scaling ratio)
  * on the server at `--database-url` / `MOSOO_DATABASE_URL` (a role allowed to CREATE DATABASE), or
  * else on a throwaway durable server started here from `@mosoo/test-postgres` and stopped at the end.
- * `recovery-100k` and `repair` are SQLite rows only.
+ * `recovery-100k` and `repair` are SQLite rows only. `history` runs on both stores; `--history-effects <n>` sets its size.
  */
 import { spawn } from "node:child_process";
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from "node:fs";
@@ -45,7 +45,9 @@ import type { RecoveryResult } from "./recovery-throughput.scenario.js";
 import type { RepairResult } from "./finalization-repair.scenario.js";
 import type { PgLedgerCostResult } from "./pg-ledger-cost.scenario.js";
 import type { HistoryResult } from "./history-store.scenario.js";
-import { historyRows } from "./history-store.report.js";
+import { historyRows, historyScenarioOptions } from "./history-store.report.js";
+import type { PgHistoryResult } from "./pg-history.scenario.js";
+import { pgHistoryRows } from "./pg-history.report.js";
 import type { PgRecoveryResult } from "./pg-recovery.scenario.js";
 import { BenchPostgresUnavailableError, loadAverage, openBenchPostgres, type BenchPostgres } from "./pg-bench.harness.js";
 import { databaseUrlProblem, redactDatabaseUrl } from "../src/config/configured-store.js";
@@ -78,6 +80,8 @@ interface BenchOptions {
   groupCommitMax: number | undefined;
   /** Unknown effects of the PostgreSQL recovery rows (`--pg-effects`, default 10 000). */
   pgEffects: number;
+  /** Stored effects of the history rows (`--history-effects`; undefined: the scenario's default). */
+  historyEffects: number | undefined;
   /** Which stores' rows (`--store`). */
   store: BenchStoreChoice;
   /** The PostgreSQL server of the PostgreSQL rows (`--database-url`, else `MOSOO_DATABASE_URL`); undefined: a throwaway one is started. */
@@ -101,7 +105,7 @@ function parseOptions(argv: string[]): BenchOptions {
       }),
     )
     .addOption(
-      new Option("--store <store>", `which stores' rows: ${BENCH_STORES.join(", ")} (PostgreSQL: ledger and recovery)`)
+      new Option("--store <store>", `which stores' rows: ${BENCH_STORES.join(", ")} (PostgreSQL: ledger, recovery, history)`)
         .default("all")
         .argParser((v) => {
           try {
@@ -114,6 +118,12 @@ function parseOptions(argv: string[]): BenchOptions {
     .addOption(
       new Option("--pg-effects <n>", "unknown effects of the PostgreSQL recovery rows (default 10000; QUICK 2000)").argParser((v) => {
         if (!/^[1-9]\d{2,6}$/.test(v)) throw new InvalidArgumentError("must be an integer from 100 to 9999999");
+        return Number(v);
+      }),
+    )
+    .addOption(
+      new Option("--history-effects <n>", "stored effects of the history rows (default 1000000; QUICK 100000)").argParser((v) => {
+        if (!/^[1-9]\d{3,8}$/.test(v)) throw new InvalidArgumentError("must be an integer from 1000 to 999999999");
         return Number(v);
       }),
     )
@@ -160,6 +170,7 @@ function parseOptions(argv: string[]): BenchOptions {
     store: BenchStoreChoice;
     databaseUrl?: string;
     pgEffects?: number;
+    historyEffects?: number;
   }>();
   const databaseUrl = o.databaseUrl ?? (process.env.MOSOO_DATABASE_URL || undefined);
   const refuse = (line: string): never => {
@@ -179,6 +190,7 @@ function parseOptions(argv: string[]): BenchOptions {
     groupCommitMax: o.groupCommitMax,
     store: o.store,
     pgEffects: o.pgEffects ?? (QUICK ? 2_000 : 10_000),
+    historyEffects: o.historyEffects,
     databaseUrl,
   };
 }
@@ -427,13 +439,11 @@ async function main(opts: BenchOptions): Promise<number> {
   // 4. History: a store filled with 1M finished effects (finalized Drivers, a long-lived Driver's commands) against an empty one.
   let history: HistoryResult | undefined;
   if (runs("history")) {
-    history = await child<HistoryResult>("history: filled store against empty", "history", {
-      effects: QUICK ? 100_000 : 1_000_000,
-      longLivedCommands: QUICK ? 20_000 : 100_000,
-      finalizedDrivers: QUICK ? 1_000 : 10_000,
-      timeMs: QUICK ? 300 : 700,
-      rounds: 3,
-    });
+    history = await child<HistoryResult>(
+      "history: filled store against empty",
+      "history",
+      historyScenarioOptions(QUICK, opts.historyEffects),
+    );
     const part = historyRows(history);
     rows.push(...part.rows);
     figures.push(...part.figures);
@@ -443,7 +453,8 @@ async function main(opts: BenchOptions): Promise<number> {
   let pgLedger: PgLedgerCostResult | undefined;
   const pgRecovery: PgRecoveryResult[] = [];
   let pgServer: { source: BenchPostgres["source"]; startMs: number | undefined } | undefined;
-  if (runsPg("ledger") || runsPg("recovery")) {
+  let pgHistory: PgHistoryResult | undefined;
+  if (runsPg("ledger") || runsPg("recovery") || runsPg("history")) {
     console.error(
       opts.databaseUrl
         ? "▶ postgres: the server at --database-url / MOSOO_DATABASE_URL"
@@ -479,11 +490,21 @@ async function main(opts: BenchOptions): Promise<number> {
         rows.push(...part.rows);
         figures.push(...part.figures);
       }
+      if (runsPg("history")) {
+        pgHistory = await child<PgHistoryResult>("postgres history: filled database against empty", "pg-history", {
+          ...historyScenarioOptions(QUICK, opts.historyEffects),
+          adminUrl: server.adminUrl,
+          serverCpu: server.source === "started",
+        });
+        const part = pgHistoryRows(pgHistory);
+        rows.push(...part.rows);
+        figures.push(...part.figures);
+      }
     } finally {
       await server.stop();
     }
   } else if (postgres && opts.store === "postgres") {
-    console.error(`bench.note: no PostgreSQL row among --only ${opts.only.join(",")} (PostgreSQL rows: ledger, recovery)`);
+    console.error(`bench.note: no PostgreSQL row among --only ${opts.only.join(",")} (PostgreSQL rows: ledger, recovery, history)`);
   }
 
   const wallSeconds = (performance.now() - started) / 1000;
@@ -530,7 +551,7 @@ async function main(opts: BenchOptions): Promise<number> {
       table,
       rows,
       figures,
-      results: { ledger, recoveryOn, recoveryOff, recoveryLargeOn, repair, history, pgLedger, pgRecovery },
+      results: { ledger, recoveryOn, recoveryOff, recoveryLargeOn, repair, history, pgLedger, pgRecovery, pgHistory },
       profiles,
     },
     null,

@@ -2,7 +2,7 @@
  * `node dist/scenario.main.js` (compiled) or `node --import tsx scenario.main.ts <scenario> <optionsJson> <outFile>`: runs ONE bench scenario
  * in this process (so its peak RSS and heap are its own) and writes its result as JSON to
  * `outFile`. Scenarios: `ledger` ({@link runLedgerCost}), `recovery` ({@link runRecovery}),
- * `repair` ({@link runRepair}), `history` ({@link runHistory}); on PostgreSQL `pg-ledger` ({@link runPgLedgerCost}), `pg-recovery`
+ * `repair` ({@link runRepair}), `history` ({@link runHistory}); on PostgreSQL `pg-ledger` ({@link runPgLedgerCost}), `pg-history` ({@link runPgHistory}), `pg-recovery`
  * ({@link runPgRecovery}) and `pg-recovery-instance` (one API instance of it, {@link runPgRecoveryInstance},
  * started by `pg-recovery` with an IPC channel). Progress goes to stderr.
  */
@@ -12,6 +12,7 @@ import { runRecovery, type RecoveryOptions } from "./recovery-throughput.scenari
 import { runRepair, type RepairOptions } from "./finalization-repair.scenario.js";
 import { runPgLedgerCost, type PgLedgerCostOptions } from "./pg-ledger-cost.scenario.js";
 import { runHistory, type HistoryOptions } from "./history-store.scenario.js";
+import { runPgHistory, type PgHistoryOptions } from "./pg-history.scenario.js";
 import { runPgRecovery, runPgRecoveryInstance, type PgRecoveryInstanceOptions, type PgRecoveryOptions } from "./pg-recovery.scenario.js";
 
 const [scenario, optionsJson, outFile] = process.argv.slice(2);
@@ -33,6 +34,9 @@ switch (scenario) {
     break;
   case "pg-ledger":
     result = await runPgLedgerCost(options as PgLedgerCostOptions);
+    break;
+  case "pg-history":
+    result = await runPgHistory(options as PgHistoryOptions);
     break;
   case "pg-recovery":
     result = await runPgRecovery(options as PgRecoveryOptions);
