@@ -106,12 +106,16 @@ export class EffectReconciler implements EffectReconciliationPort {
     const startedAtMs = this.ctx.clock.nowMs();
     // an expired lease is taken over, its dead lookup recorded `lookup_interrupted` in this transaction
     const lease = { effect, adapter, trigger, owner, nowMs: startedAtMs, expiresAtMs: startedAtMs + this.settings.leaseMs };
-    const leased = await this.ctx.store.transaction((tx) => acquireLeaseRecordingTakeover(tx, lease, this.metrics));
-    if (!leased) {
+    const leasedLookupCount = await this.ctx.store.transaction((tx) => acquireLeaseRecordingTakeover(tx, lease, this.metrics));
+    if (leasedLookupCount === undefined) {
       await this.writer.recordSuperseded(effect, adapterRefOf(adapter), trigger, startedAtMs, "lease_held");
       return { kind: "superseded", effect: await this.ctx.store.read((tx) => effectRows.findById(tx, effect.id)) };
     }
-    return this.reconcileLeased({ effect, adapter, owner, leasedVersion: effect.version + 1, startedAtMs }, trigger, opts);
+    return this.reconcileLeased(
+      { effect, adapter, owner, leasedVersion: effect.version + 1, leasedLookupCount, startedAtMs },
+      trigger,
+      opts,
+    );
   }
 
   /**
@@ -156,7 +160,7 @@ export class EffectReconciler implements EffectReconciliationPort {
 
   /** The body of {@link reconcileLeased} (tracked there for {@link drain}). */
   private async lookUpAndCommit(leased: LeasedEffect, trigger: ReconciliationTrigger, opts: ReconcileOptions): Promise<ReconcileResult> {
-    const { effect, adapter, owner, leasedVersion, startedAtMs } = leased;
+    const { effect, adapter, owner, leasedVersion, leasedLookupCount, startedAtMs } = leased;
     const adapterRef = adapterRefOf(adapter);
     const logger = this.ctx.logger.child({
       effectId: effect.id,
@@ -200,6 +204,7 @@ export class EffectReconciler implements EffectReconciliationPort {
           this.writer.commit({
             effect,
             leasedVersion,
+            leasedLookupCount,
             owner,
             adapterRef,
             trigger,

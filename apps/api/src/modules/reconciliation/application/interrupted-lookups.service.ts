@@ -108,7 +108,8 @@ async function recordInterrupted(
  * transaction exactly as the cleanup records it ({@link recordInterruptedLookups}: `still_unknown` /
  * `lookup_interrupted`; found by `lease.trigger`, next lookup now: the one taking over). Otherwise, or
  * when that lease was given back meanwhile, it is {@link reconciliationRepository.acquireLease}.
- * @returns true when the lease was taken (false: the effect changed, or another reconciler holds it; nothing written).
+ * @returns the lookup count the lease stored (this lookup included) when taken; undefined when the effect
+ * changed or another reconciler holds it (nothing written).
  */
 export async function acquireLeaseRecordingTakeover(
   tx: StoreTx,
@@ -121,16 +122,17 @@ export async function acquireLeaseRecordingTakeover(
     expiresAtMs: number;
   },
   metrics: ReconciliationMetrics,
-): Promise<boolean> {
+): Promise<number | undefined> {
   const { effect, owner, nowMs, expiresAtMs } = lease;
   const expiredOwner =
     effect.leaseOwner !== null && effect.leaseExpiresAtMs !== null && effect.leaseExpiresAtMs < nowMs ? effect.leaseOwner : null;
-  if (
-    expiredOwner !== null &&
-    (await reconciliationRepository.takeOverExpiredLease(tx, effect.id, effect.version, expiredOwner, owner, nowMs, expiresAtMs))
-  ) {
+  const takenOver =
+    expiredOwner === null
+      ? undefined
+      : await reconciliationRepository.takeOverExpiredLease(tx, effect.id, effect.version, expiredOwner, owner, nowMs, expiresAtMs);
+  if (takenOver !== undefined) {
     await recordInterrupted(tx, { row: effect, adapter: lease.adapter, trigger: lease.trigger, nowMs, nextLookupAtMs: nowMs }, metrics);
-    return true;
+    return takenOver;
   }
   return await reconciliationRepository.acquireLease(tx, effect.id, effect.version, owner, nowMs, expiresAtMs);
 }

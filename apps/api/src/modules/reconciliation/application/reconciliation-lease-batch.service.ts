@@ -15,13 +15,15 @@ import { acquireLeaseRecordingTakeover } from "./interrupted-lookups.service.js"
 /**
  * An effect whose lease a reconciler holds: the row as read before the lease (`effect`), its bound
  * `adapter`, the lease `owner` token, the version the lease set (`leasedVersion`, the outcome's
- * compare-and-set), and when the lease was taken (`startedAtMs`, ms).
+ * compare-and-set), the lookup count the lease stored (`leasedLookupCount`, this lookup included, as the
+ * lease statement returned it), and when the lease was taken (`startedAtMs`, ms).
  */
 export interface LeasedEffect {
   effect: EffectRow;
   adapter: ReconciliationAdapter;
   owner: string;
   leasedVersion: number;
+  leasedLookupCount: number;
   startedAtMs: number;
 }
 
@@ -99,9 +101,12 @@ export async function leaseBatch(
     const lease = (effect: EffectRow, adapter: ReconciliationAdapter) =>
       acquireLeaseRecordingTakeover(tx, { effect, adapter, trigger, owner, nowMs: startedAtMs, expiresAtMs }, metrics);
     // A row read with an expired lease is taken over on its own (its dead lookup recorded `lookup_interrupted`).
-    const takenOver = new Set<string>();
-    for (const { adapter, effect } of admitted)
-      if (effect.leaseOwner !== null && !hasLiveLease(effect, startedAtMs) && (await lease(effect, adapter))) takenOver.add(effect.id);
+    const takenOver = new Map<string, number>();
+    for (const { adapter, effect } of admitted) {
+      if (effect.leaseOwner === null || hasLiveLease(effect, startedAtMs)) continue;
+      const count = await lease(effect, adapter);
+      if (count !== undefined) takenOver.set(effect.id, count);
+    }
     const taken = await reconciliationRepository.acquireLeases(
       tx,
       admitted.filter(({ effect }) => !takenOver.has(effect.id)).map(({ effect }) => ({ effectId: effect.id, version: effect.version })),
@@ -109,10 +114,11 @@ export async function leaseBatch(
       startedAtMs,
       expiresAtMs,
     );
-    for (const id of takenOver) taken.add(id);
+    for (const [id, count] of takenOver) taken.set(id, count);
     for (const { at, adapter, effect } of admitted) {
-      if (taken.has(effect.id)) {
-        rows[at] = { effect, adapter, owner, leasedVersion: effect.version + 1, startedAtMs } satisfies LeasedEffect;
+      const leasedLookupCount = taken.get(effect.id);
+      if (leasedLookupCount !== undefined) {
+        rows[at] = { effect, adapter, owner, leasedVersion: effect.version + 1, leasedLookupCount, startedAtMs } satisfies LeasedEffect;
         continue;
       }
       // The row changed since the caller read it: if it may no longer be looked up (resolved,
@@ -130,9 +136,17 @@ export async function leaseBatch(
         // longer list it (`listDue` skips live leases), so it is skipped and no `superseded` record is
         // written (no lookup raced).
         const row = current.effect;
+        const count = hasLiveLease(row, startedAtMs) ? undefined : await lease(row, current.adapter);
         rows[at] =
-          !hasLiveLease(row, startedAtMs) && (await lease(row, current.adapter))
-            ? ({ effect: row, adapter: current.adapter, owner, leasedVersion: row.version + 1, startedAtMs } satisfies LeasedEffect)
+          count !== undefined
+            ? ({
+                effect: row,
+                adapter: current.adapter,
+                owner,
+                leasedVersion: row.version + 1,
+                leasedLookupCount: count,
+                startedAtMs,
+              } satisfies LeasedEffect)
             : { kind: "ineligible", reasonCode: LEASED_ELSEWHERE, effect: row };
         continue;
       }

@@ -28,8 +28,8 @@ import { toReconcilable } from "./reconciliation-admission.policy.js";
 import type { ReconciliationSettings } from "./reconciliation-settings.config.js";
 
 /**
- * One lookup's answer to commit ({@link ReconciliationOutcomeWriter.commit}): the `effect` as leased,
- * the lease (`leasedVersion`, `owner`), the adapter (`adapterRef`: id and version), the `trigger`,
+ * One lookup's answer to commit ({@link ReconciliationOutcomeWriter.commit}): the `effect` as read
+ * before its lease, the lease (`leasedVersion`, `leasedLookupCount` as the lease statement returned it, `owner`), the adapter (`adapterRef`: id and version), the `trigger`,
  * when the lookup started (`startedAtMs`, ms since the epoch), the adapter's `answer`, and
  * `settleCommand`: end the effect's command in the outcome's transaction too; `alsoWrite`: the
  * caller's own writes in that transaction (see `ReconcileOptions`); `canary`: the retention canary's
@@ -38,6 +38,7 @@ import type { ReconciliationSettings } from "./reconciliation-settings.config.js
 export interface LookupToCommit {
   effect: EffectRow;
   leasedVersion: number;
+  leasedLookupCount: number;
   owner: string;
   adapterRef: { id: string; version: string };
   trigger: ReconciliationTrigger;
@@ -82,7 +83,8 @@ export class ReconciliationOutcomeWriter {
    * when one was asked (a fence-less miss without a confirmed canary is refused). A database error propagates.
    */
   async commit(lookup: LookupToCommit): Promise<ReconcileResult> {
-    const { effect, leasedVersion, owner, adapterRef, trigger, startedAtMs, answer, settleCommand, alsoWrite, canary } = lookup;
+    const { effect, leasedVersion, leasedLookupCount, owner, adapterRef, trigger, startedAtMs, answer, settleCommand, alsoWrite, canary } =
+      lookup;
     const now = this.ctx.clock.nowMs();
     if (answer.kind === "ineligible") {
       // The reconcile step made no lookup (e.g. invalid input): release the lease and its count.
@@ -97,7 +99,7 @@ export class ReconciliationOutcomeWriter {
     // The row as the lease left it: the outcome's compare-and-set (status `unknown`, the leased
     // version, this owner) passes only while the stored row is exactly this one (every write to an
     // effect bumps its version, §3 rule 7), so the answer is judged against it without reading it again.
-    const leased = leasedRow(effect, leasedVersion, owner, startedAtMs + this.settings.leaseMs);
+    const leased = leasedRow(effect, { leasedVersion, leasedLookupCount, owner, leaseExpiresAtMs: startedAtMs + this.settings.leaseMs });
     // Group commit: this outcome's writes run whole inside a batch's transaction (or alone, if the
     // batch failed); the promise settles after that commit, so nothing below runs before it.
     const committed = await this.outcomes.submit(async (tx) => {
@@ -335,11 +337,22 @@ function contradictsSettled(decision: ReconcileDecision["decision"] | undefined,
 }
 
 /**
- * `effect` (the row read before its lease) as the lease changed it: `leasedVersion`, the lookup
- * counted, the lease held by `owner` until `leaseExpiresAtMs` (ms); see `acquireLease`.
+ * `effect` (the row read before its lease) as the lease changed it: `leasedVersion`, the lookup count
+ * the lease statement returned (`leasedLookupCount`: not the read row's count + 1, since a lease given
+ * back uncounted after the read changed the count without moving the version), the lease held by
+ * `owner` until `leaseExpiresAtMs` (ms); see `acquireLease`.
  */
-function leasedRow(effect: EffectRow, leasedVersion: number, owner: string, leaseExpiresAtMs: number): EffectRow {
-  return { ...effect, version: leasedVersion, lookupCount: effect.lookupCount + 1, leaseOwner: owner, leaseExpiresAtMs };
+function leasedRow(
+  effect: EffectRow,
+  lease: { leasedVersion: number; leasedLookupCount: number; owner: string; leaseExpiresAtMs: number },
+): EffectRow {
+  return {
+    ...effect,
+    version: lease.leasedVersion,
+    lookupCount: lease.leasedLookupCount,
+    leaseOwner: lease.owner,
+    leaseExpiresAtMs: lease.leaseExpiresAtMs,
+  };
 }
 
 /** The adapter's id and version, recorded with every outcome. */

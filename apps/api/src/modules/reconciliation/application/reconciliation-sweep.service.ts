@@ -77,11 +77,14 @@ export class ReconciliationSweep {
    * never reach an operator (docs/DESIGN.md §6.3). In the same transaction, as every other flag comes
    * with its lookup's record, it records why: `still_unknown` / `lookup_bound_reached` (trigger `sweep`,
    * the bound adapter, no lookup made, no next lookup), which is also what moves the console's change
-   * feed (`changeMarker` in operator-query.repository.ts). A row changed meanwhile is left.
+   * feed (`changeMarker` in operator-query.repository.ts). A row changed meanwhile is left, and so is a
+   * row still holding a lease, live or expired: an expired one's dead lookup is recorded
+   * `lookup_interrupted` by the next pass's expired-lease cleanup first, so the history reads in order
+   * (interrupted, then flagged) and never the flag before its lookup's record.
    */
   private async flagIfBoundReached(tx: StoreTx, effect: EffectRow, nowMs: number): Promise<void> {
     if (effect.status !== "unknown" || effect.operatorAttention !== null || effect.lookupCount < this.settings.maxLookups) return;
-    if (hasLiveLease(effect, nowMs)) return;
+    if (effect.leaseOwner !== null) return;
     const flagged = await effectRows.updateIfCurrent(tx, effect, {
       operatorAttention: "lookup_bound_reached",
       nextLookupAtMs: null,

@@ -14,9 +14,18 @@ export const reconciliationRepository = {
    * (status `unknown`, `version`), only when no live lease is held; bumps the version and counts the
    * lookup (`lookup_count + 1`) in the same statement: the lookup is recorded as started, durably,
    * before the adapter runs, so a lookup that never ends (the process died) still counts against
-   * the bound. True when taken.
+   * the bound. Returns the lookup count the lease stored (this lookup included) when taken, undefined
+   * when not (nothing written). The count is read from the statement itself, not derived from the
+   * caller's row: giving a lease back uncounted changes the count without moving the version.
    */
-  async acquireLease(tx: StoreTx, effectId: string, version: number, owner: string, nowMs: number, expiresAtMs: number): Promise<boolean> {
+  async acquireLease(
+    tx: StoreTx,
+    effectId: string,
+    version: number,
+    owner: string,
+    nowMs: number,
+    expiresAtMs: number,
+  ): Promise<number | undefined> {
     const q = tx.prepared("reconciliation.acquireLease", (db) => {
       const externalToolEffects = tx.tables.externalToolEffects;
       return db
@@ -34,17 +43,17 @@ export const reconciliationRepository = {
             or(isNull(externalToolEffects.leaseOwner), lt(externalToolEffects.leaseExpiresAtMs, sql.placeholder("nowMs"))),
           ),
         )
-        .returning({ id: externalToolEffects.id })
+        .returning({ lookupCount: externalToolEffects.lookupCount })
         .prepare();
     });
     const rows = await q.execute({ effectId, version, nowMs, leaseOwner: owner, leaseExpiresAtMs: expiresAtMs });
-    return rows.length > 0;
+    return rows[0]?.lookupCount;
   },
   /**
    * {@link acquireLease} that only takes over `expiredOwner`'s lease, EXPIRED at `nowMs` (`lease_expires_at_ms
-   * < nowMs`): compare-and-set on (status `unknown`, `version`, `lease_owner` = `expiredOwner`). True when
-   * taken: the lookup that lease counted died without an outcome (the caller records it). False (nothing
-   * written) when the effect changed, or that lease was given back meanwhile (a give-back does not move
+   * < nowMs`): compare-and-set on (status `unknown`, `version`, `lease_owner` = `expiredOwner`). Returns the
+   * lookup count the lease stored when taken: the lookup that lease counted died without an outcome (the
+   * caller records it). Undefined (nothing written) when the effect changed, or that lease was given back meanwhile (a give-back does not move
    * the version, so {@link acquireLease} may still take the effect as a fresh lease).
    */
   async takeOverExpiredLease(
@@ -55,7 +64,7 @@ export const reconciliationRepository = {
     owner: string,
     nowMs: number,
     expiresAtMs: number,
-  ): Promise<boolean> {
+  ): Promise<number | undefined> {
     const externalToolEffects = tx.tables.externalToolEffects;
     const rows = await tx.db
       .update(externalToolEffects)
@@ -74,14 +83,15 @@ export const reconciliationRepository = {
           lt(externalToolEffects.leaseExpiresAtMs, nowMs),
         ),
       )
-      .returning({ id: externalToolEffects.id });
-    return rows.length > 0;
+      .returning({ lookupCount: externalToolEffects.lookupCount });
+    return rows[0]?.lookupCount;
   },
   /**
    * {@link acquireLease} for several effects in ONE statement, each row its own compare-and-set on
    * (status `unknown`, its `version`, no live lease at `nowMs`), all under the one `owner` token until
-   * `expiresAtMs` (ms); each lease taken counts its lookup and bumps the version. Returns the ids of
-   * the effects leased (the others changed since they were read, or another reconciler holds them).
+   * `expiresAtMs` (ms); each lease taken counts its lookup and bumps the version. Returns the effects
+   * leased, by id, with the lookup count each lease stored (the others changed since they were read, or
+   * another reconciler holds them).
    */
   async acquireLeases(
     tx: StoreTx,
@@ -89,12 +99,12 @@ export const reconciliationRepository = {
     owner: string,
     nowMs: number,
     expiresAtMs: number,
-  ): Promise<Set<string>> {
-    if (effects.length === 0) return new Set();
+  ): Promise<Map<string, number>> {
+    if (effects.length === 0) return new Map();
     if (effects.length === 1) {
       const [one] = effects;
-      const taken = await reconciliationRepository.acquireLease(tx, one!.effectId, one!.version, owner, nowMs, expiresAtMs);
-      return new Set(taken ? [one!.effectId] : []);
+      const count = await reconciliationRepository.acquireLease(tx, one!.effectId, one!.version, owner, nowMs, expiresAtMs);
+      return new Map(count === undefined ? [] : [[one!.effectId, count]]);
     }
     // One prepared query per batch size (at most the lookup concurrency, 64: a bounded set), so a
     // batch's statement is not built again for every lease transaction.
@@ -117,7 +127,7 @@ export const reconciliationRepository = {
             or(isNull(externalToolEffects.leaseOwner), lt(externalToolEffects.leaseExpiresAtMs, sql.placeholder("nowMs"))),
           ),
         )
-        .returning({ id: externalToolEffects.id })
+        .returning({ id: externalToolEffects.id, lookupCount: externalToolEffects.lookupCount })
         .prepare();
     });
     const values: Record<string, unknown> = { leaseOwner: owner, leaseExpiresAtMs: expiresAtMs, nowMs };
@@ -126,14 +136,15 @@ export const reconciliationRepository = {
       values[`version${i}`] = e.version;
     });
     const rows = await q.execute(values);
-    return new Set(rows.map((r) => r.id));
+    return new Map(rows.map((r) => [r.id, r.lookupCount]));
   },
   /**
    * Writes the outcome of a lookup as a compare-and-set on (status `unknown`, `version`, lease
    * `owner`): sets `set`, releases the lease and bumps the version (the lookup was counted when the
    * lease was taken). `current` is the row the compare-and-set requires (status `unknown`, `version`,
-   * lease held by `owner`): every write to an effect bumps its version, so a row that passes it is that
-   * row, and the row as written is built from it and `set` (nothing is read back). Returns that row;
+   * lease held by `owner`, its lookup count as the lease statement returned it): every write to an effect
+   * other than a lease give-back bumps its version, and a give-back clears the owner, so a row that passes
+   * it is that row, and the row as written is built from it and `set` (nothing is read back). Returns that row;
    * undefined means another reconciler or an operator got there first (record `superseded`).
    */
   async commitOutcome(
