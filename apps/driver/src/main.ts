@@ -54,7 +54,8 @@ Provider results: a result the provider returned is written (fsynced) to <state 
   it is sent, and reported until the API answers it, with backoff and jitter, for
   --result-report-budget-ms (default 180000: a database failover fits in it); a restarted Driver
   reports what the outbox holds before it pulls commands. Past the budget the result is given up
-  (error line effect.result_report_given_up naming the effect) and the effect is left to the fence.
+  (error line effect.result_report_given_up naming the effect), the effect is left to the fence, and the
+  outbox keeps the result for the Driver's next start, which reports it again as late evidence.
   Every other idempotent request is retried the same way for --api-retry-budget-ms (default 30000).
 
 Signals: SIGTERM/SIGINT stop polling and let the command in hand finish; a second signal exits at

@@ -45,9 +45,9 @@ export type ResultReportOutcome =
  *    restart, or by finalization), the same result as late evidence (`effectLateResult`, §3 rule 13),
  *    which the API settles `succeeded` (`reported_late`) or flags; same budget;
  * 3. the outbox entry is removed once the API answered, or refused it for good.
- * @throws the last API error, with the entry REMOVED, when the budget ran out (logged at error as
- *   `effect.result_report_given_up`, naming the effect: it is left to the fence);
- *   the API error, with the entry KEPT, on a lost connection (401, 409 `driver.connection_superseded`
+ * @throws the last API error, with the entry KEPT, when the budget ran out (logged at error as
+ *   `effect.result_report_given_up`, naming the effect: it is left to the fence until the Driver's
+ *   next start reports the result again, as late evidence); the API error, with the entry KEPT, on a lost connection (401, 409 `driver.connection_superseded`
  *   / `driver.finalized`) or a contract error: the next start of the Driver reports it again.
  */
 export async function reportProviderResult(pending: PendingResult, deps: ResultReportDeps): Promise<ResultReportOutcome> {
@@ -99,7 +99,8 @@ async function report(
         },
         "effect.result_report_given_up",
       );
-      await deps.outbox?.remove(pending);
+      // The entry is kept: the API answered "not written, send again" (a 5xx) or was not reached, so
+      // the provider's committed result is still evidence; this Driver's next start reports it again.
     }
     throw error;
   }

@@ -217,7 +217,7 @@ describe("DriverLoop", () => {
     expect(await readdir(`${stateFile}.outbox`)).toEqual([]); // taken: the outbox entry is gone
   });
 
-  it("past the result-report budget: one error line naming the effect, the entry removed, and the redelivered command fenced, never executed twice", async () => {
+  it("past the result-report budget: one error line naming the effect, the entry kept for the next start, and the redelivered command fenced, never executed twice", async () => {
     const { loop, lines } = await driver({ resultReportBudgetMs: 1_000 });
     const envelope = mcpExecuteEnvelope();
     api.queue.push(envelope);
@@ -233,7 +233,7 @@ describe("DriverLoop", () => {
     expect(givenUp).toHaveLength(1);
     expect(givenUp[0]).toMatchObject({ level: 50, effectId: claim.effectId, budgetMs: 1_000, errorCode: "store.busy" });
     expect(lines.some((l) => l["msg"] === "command.handling_failed" && l["commandId"] === envelope.commandId)).toBe(true);
-    expect(await readdir(`${stateFile}.outbox`)).toEqual([]);
+    expect(await readdir(`${stateFile}.outbox`)).toEqual([`${claim.effectId}-1.json`]);
     // The API redelivers it on the new connection; its ledger now fences the executing effect.
     api.claims.set(envelope.commandId, { kind: "unknown", effectId: claim.effectId });
     api.queue.push({ ...envelope, status: "accepted", redelivery: true });

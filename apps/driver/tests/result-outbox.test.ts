@@ -88,7 +88,7 @@ describe("reportProviderResult through an API outage (fake clock)", () => {
     expect(lines.some((l) => l["msg"] === "effect.result_report_given_up")).toBe(false);
   });
 
-  it("an API away past the budget: it throws api.unreachable, one error line names the effect, and the entry is removed", async () => {
+  it("an API away past the budget: it throws api.unreachable, one error line names the effect, and the entry is kept for the next start", async () => {
     vi.useFakeTimers({ toFake: ["setTimeout", "clearTimeout", "Date", "performance"] });
     const outbox = ResultOutboxRepository.besideStateFile(join(await mkdtemp(join(tmpdir(), "outbox-")), "state.json"));
     const pending = pendingResult();
@@ -111,7 +111,7 @@ describe("reportProviderResult through an API outage (fake clock)", () => {
         errorCode: "api.unreachable",
       }),
     ]);
-    expect((await outbox.list()).pending).toEqual([]);
+    expect((await outbox.list()).pending).toEqual([pending]);
   });
 });
 
