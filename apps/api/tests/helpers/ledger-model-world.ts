@@ -745,6 +745,13 @@ export async function checkInvariants(w: World, m: Model, where: string): Promis
       }
       if (confirmed.length > 0) fail(w, where, `effect ${e.id} is ${e.status} but has a confirmed record (I4)`);
     }
+    // DESIGN §6.3: an effect parked at the lookup bound has used every lookup it may make.
+    if (e.operator_attention === "lookup_bound_reached" && e.lookup_count < MAX_LOOKUPS)
+      fail(
+        w,
+        where,
+        `effect ${e.id} is flagged lookup_bound_reached with ${e.lookup_count} of ${MAX_LOOKUPS} lookups counted (lookup bound)`,
+      );
 
     // DESIGN §3 rule 6 / §6.2: a confirmation made by finalization repair commits together with the
     // command's matching terminal state (completed with the result, or failed not_executed).
