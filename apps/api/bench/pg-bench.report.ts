@@ -191,6 +191,17 @@ export function recoveryCpuBreakdown(run: PgRecoveryResult): RecoveryCpuBreakdow
   };
 }
 
+/**
+ * One instance's CPU per outcome (ms) over its first `outcomes` adapter calls, from its timeline (the first
+ * sample at or past that many); undefined when it never got that far. The CPU of a process's first outcomes
+ * carries its one-time warm-up (JIT, caches, prepared statements), so instances are compared at the same
+ * number of outcomes per process: N instances each doing 1/N of the work against one instance's first 1/N.
+ */
+export function cpuMsPerOutcomeWithin(instance: PgRecoveryResult["perInstance"][number], outcomes: number): number | undefined {
+  const at = instance.timeline.find((p) => p.lookups >= outcomes && p.lookups > 0);
+  return at === undefined ? undefined : at.cpuUs / 1000 / at.lookups;
+}
+
 /** One run's {@link RecoveryCpuBreakdown} as the recovery row prints it. */
 function fmtCpuBreakdown(b: RecoveryCpuBreakdown): string {
   const failed = Object.entries(b.failedStatements);
@@ -233,6 +244,15 @@ export function pgRecoveryRows(runs: readonly PgRecoveryResult[], cpus = availab
       unit: "x",
     });
     const cpuMs = cpuMsOf(rs);
+    // one instance's CPU over its first 1/n of the effects: the same work per process as each of the n instances
+    const sameShare =
+      n === 1
+        ? []
+        : oneRuns.flatMap((r) => r.perInstance.map((i) => cpuMsPerOutcomeWithin(i, first.effects / n))).filter((x) => x !== undefined);
+    const sameShareText =
+      sameShare.length === 0
+        ? ""
+        : `; 1 instance over its first ${Math.round(first.effects / n)} outcomes ${median(sameShare).toFixed(3)} ms/outcome (${(cpuMs / median(sameShare)).toFixed(2)}× at the same work per process, warm-up included on both sides)`;
     // one instance: CPU per outcome against the bound; several: their summed CPU against one instance's (nothing done twice)
     const cpuTarget =
       n === 1
@@ -264,7 +284,7 @@ export function pgRecoveryRows(runs: readonly PgRecoveryResult[], cpus = availab
         )
         .join("/")}, resolved ${rs.map((r) => r.resolved).join("/")}, ${rs.map((r) => fmtLoad(r.loadAverage)).join(", ")}; ${rs
         .map((r) => fmtCpuBreakdown(recoveryCpuBreakdown(r)))
-        .join(" / ")}`,
+        .join(" / ")}${sameShareText}`,
       target: cpuTarget?.text ?? "n/a",
       met: cpuTarget === undefined ? "n/a" : cpuTarget.met && complete(rs) ? "yes" : "no",
     });

@@ -41,6 +41,8 @@ export interface PgRecoveryOptions {
  * - `warmCpuUs` / `warmLookups`: the CPU (µs) and adapter calls of the second half of its wall time, when the code is
  *   compiled and the work is steady (the first half carries the process's one-time warm-up: JIT, caches, prepared statements);
  * - `adapterLookups`: calls of the bound adapter (every lookup made, whether its outcome committed or not);
+ * - `systemCpuUs`: the kernel part of `cpuUs` (µs); `contextSwitches`: the process's context switches over the recovery;
+ * - `timeline`: every {@link TIMELINE_MS}, the wall time (ms), CPU so far (µs) and adapter calls so far;
  * - `statements`: what it sent to the server ({@link StatementCounts}: round trips by kind, rows, failures).
  */
 export interface PgRecoveryInstanceResult {
@@ -59,6 +61,7 @@ export interface PgRecoveryInstanceResult {
   statements: StatementCounts;
   systemCpuUs: number;
   contextSwitches: { voluntary: number; involuntary: number };
+  timeline: Array<{ ms: number; cpuUs: number; lookups: number }>;
 }
 
 /**
@@ -209,6 +212,7 @@ export async function runPgRecoveryInstance(opts: PgRecoveryInstanceOptions): Pr
       statements,
       systemCpuUs,
       contextSwitches,
+      timeline,
     };
   } finally {
     await store.close();

@@ -4,6 +4,7 @@ import {
   parseStoreChoice,
   pgLedgerRows,
   pgRecoveryRows,
+  cpuMsPerOutcomeWithin,
   recoveryCpuBreakdown,
   scalingRatio,
 } from "../bench/pg-bench.report.js";
@@ -44,6 +45,7 @@ const recovery = (instances: number, wallMs: number, over: Partial<PgRecoveryRes
     statements: { roundTrips: 3000 / instances, statements: {}, rows: {}, failed: {} },
     systemCpuUs: 0,
     contextSwitches: { voluntary: 0, involuntary: 0 },
+    timeline: [],
   })),
   loadAverage: { before: 1, after: 2 },
   ...over,
@@ -200,6 +202,23 @@ describe("recoveryCpuBreakdown: where the recovery's API CPU went", () => {
   it("is printed in the recovery row's details", () => {
     const { rows } = pgRecoveryRows([recovery(1, 1000), recovery(3, 500)], 2);
     expect(rows[1]!.other).toMatch(/fixed 0 ms .* work 0\.200 ms\/outcome .*duplicate lookups 0, leases lost 0, given back 0/);
+  });
+});
+
+describe("cpuMsPerOutcomeWithin: one instance's CPU over its first outcomes", () => {
+  it("reads the first timeline sample at or past that many outcomes, and is undefined when the instance never got there", () => {
+    const [one] = recovery(1, 1000).perInstance;
+    const instance = {
+      ...one!,
+      timeline: [
+        { ms: 250, cpuUs: 300_000, lookups: 100 },
+        { ms: 500, cpuUs: 500_000, lookups: 250 },
+        { ms: 750, cpuUs: 600_000, lookups: 400 },
+      ],
+    };
+    expect(cpuMsPerOutcomeWithin(instance, 200)).toBeCloseTo(2, 9);
+    expect(cpuMsPerOutcomeWithin(instance, 400)).toBeCloseTo(1.5, 9);
+    expect(cpuMsPerOutcomeWithin(instance, 401)).toBeUndefined();
   });
 });
 
