@@ -136,6 +136,86 @@ export function scalingRatio(oneWallMs: readonly number[], manyWallMs: readonly 
 }
 
 /**
+ * Where one PostgreSQL recovery run's API CPU went (all instances summed; see `PgRecoveryInstanceResult`):
+ * - `cpuMs`: the total (ms); `quietMs`: each instance's CPU with no pass running (runtime, pool, timers: µs per s,
+ *   measured after the recovery) × its wall time, the fixed overhead of running an instance at all;
+ * - `idlePasses` / `idlePassMs`: passes that looked nothing up (their due page was leased elsewhere) and their CPU;
+ * - `workMsPerOutcome`: the rest over the effects (ms): the work that should split between instances;
+ *   `warmMsPerOutcome`: the same over the second half of each instance's wall time only (JIT warm-up left out);
+ * - `duplicateLookups`: adapter calls beyond one per effect (0 when nothing was looked up twice);
+ * - `leasesLost`: effects read again because their lease's compare-and-set was lost (leased elsewhere meanwhile);
+ *   `leasesGivenBack`: leases taken and given back unused (a pass that ran out of time);
+ * - `roundTripsPerOutcome`, `transactionsPerOutcome`, `failedStatements` (by SQLSTATE: deadlocks, unique retries),
+ *   `wakeupsPerOutcome` (voluntary context switches of the instance processes per effect).
+ */
+export interface RecoveryCpuBreakdown {
+  cpuMs: number;
+  quietMs: number;
+  idlePasses: number;
+  idlePassMs: number;
+  workMsPerOutcome: number;
+  warmMsPerOutcome: number;
+  duplicateLookups: number;
+  leasesLost: number;
+  leasesGivenBack: number;
+  roundTripsPerOutcome: number;
+  transactionsPerOutcome: number;
+  failedStatements: Record<string, number>;
+  wakeupsPerOutcome: number;
+}
+
+/** The {@link RecoveryCpuBreakdown} of one run, from its instances' reports. */
+export function recoveryCpuBreakdown(run: PgRecoveryResult): RecoveryCpuBreakdown {
+  const sum = (f: (i: PgRecoveryResult["perInstance"][number]) => number) => run.perInstance.reduce((s, i) => s + f(i), 0);
+  const cpuMs = sum((i) => i.cpuUs) / 1000;
+  const quietMs = sum((i) => (i.quietCpuUsPerS * i.wallMs) / 1000) / 1000;
+  const idlePassMs = sum((i) => i.idlePassCpuUs) / 1000;
+  const warmLookups = sum((i) => i.warmLookups);
+  const failedStatements: Record<string, number> = {};
+  for (const i of run.perInstance)
+    for (const [code, n] of Object.entries(i.statements.failed)) failedStatements[code] = (failedStatements[code] ?? 0) + n;
+  return {
+    cpuMs,
+    quietMs,
+    idlePasses: sum((i) => i.idlePasses),
+    idlePassMs,
+    workMsPerOutcome: (cpuMs - quietMs - idlePassMs) / run.effects,
+    warmMsPerOutcome: warmLookups > 0 ? sum((i) => i.warmCpuUs) / 1000 / warmLookups : Number.NaN,
+    duplicateLookups: sum((i) => i.adapterLookups) - run.effects,
+    leasesLost: sum((i) => i.statements.statements.effectById ?? 0),
+    leasesGivenBack: sum((i) => i.statements.rows.releaseLease ?? 0),
+    roundTripsPerOutcome: sum((i) => i.statements.roundTrips) / run.effects,
+    transactionsPerOutcome: sum((i) => i.statements.statements.begin ?? 0) / run.effects,
+    failedStatements,
+    wakeupsPerOutcome: sum((i) => i.contextSwitches.voluntary) / run.effects,
+  };
+}
+
+/**
+ * One instance's CPU per outcome (ms) over its first `outcomes` adapter calls, from its timeline (the first
+ * sample at or past that many); undefined when it never got that far. The CPU of a process's first outcomes
+ * carries its one-time warm-up (JIT, caches, prepared statements), so instances are compared at the same
+ * number of outcomes per process: N instances each doing 1/N of the work against one instance's first 1/N.
+ */
+export function cpuMsPerOutcomeWithin(instance: PgRecoveryResult["perInstance"][number], outcomes: number): number | undefined {
+  const at = instance.timeline.find((p) => p.lookups >= outcomes && p.lookups > 0);
+  return at === undefined ? undefined : at.cpuUs / 1000 / at.lookups;
+}
+
+/** One run's {@link RecoveryCpuBreakdown} as the recovery row prints it. */
+function fmtCpuBreakdown(b: RecoveryCpuBreakdown): string {
+  const failed = Object.entries(b.failedStatements);
+  return (
+    `CPU ${b.cpuMs.toFixed(0)} ms = fixed ${b.quietMs.toFixed(0)} ms (${((100 * b.quietMs) / b.cpuMs).toFixed(1)}%) + ` +
+    `${b.idlePasses} idle passes ${b.idlePassMs.toFixed(0)} ms + work ${b.workMsPerOutcome.toFixed(3)} ms/outcome (warm ${b.warmMsPerOutcome.toFixed(3)}); ` +
+    `duplicate lookups ${b.duplicateLookups}, leases lost ${b.leasesLost}, given back ${b.leasesGivenBack}, ` +
+    `${b.roundTripsPerOutcome.toFixed(2)} round trips and ${b.transactionsPerOutcome.toFixed(3)} transactions per outcome, ` +
+    `failed statements ${failed.length === 0 ? "none" : failed.map(([k, v]) => `${k} ${v}`).join(", ")}, ` +
+    `${b.wakeupsPerOutcome.toFixed(1)} wakeups per outcome`
+  );
+}
+
+/**
  * The recovery rows on PostgreSQL: one row per instance count (median wall time against its lookup
  * bound, with the range, the superseded count and the load) and one for the scaling ratio
  * time(N)/time(1) against the target, with figures `pg.recovery.<n>x@<size>.ratio` (wall / bound) and
@@ -164,6 +244,15 @@ export function pgRecoveryRows(runs: readonly PgRecoveryResult[], cpus = availab
       unit: "x",
     });
     const cpuMs = cpuMsOf(rs);
+    // one instance's CPU over its first 1/n of the effects: the same work per process as each of the n instances
+    const sameShare =
+      n === 1
+        ? []
+        : oneRuns.flatMap((r) => r.perInstance.map((i) => cpuMsPerOutcomeWithin(i, first.effects / n))).filter((x) => x !== undefined);
+    const sameShareText =
+      sameShare.length === 0
+        ? ""
+        : `; 1 instance over its first ${Math.round(first.effects / n)} outcomes ${median(sameShare).toFixed(3)} ms/outcome (${(cpuMs / median(sameShare)).toFixed(2)}× at the same work per process, warm-up included on both sides)`;
     // one instance: CPU per outcome against the bound; several: their summed CPU against one instance's (nothing done twice)
     const cpuTarget =
       n === 1
@@ -193,7 +282,9 @@ export function pgRecoveryRows(runs: readonly PgRecoveryResult[], cpus = availab
                   .join(", ")})`
               : ""),
         )
-        .join("/")}, resolved ${rs.map((r) => r.resolved).join("/")}, ${rs.map((r) => fmtLoad(r.loadAverage)).join(", ")}`,
+        .join("/")}, resolved ${rs.map((r) => r.resolved).join("/")}, ${rs.map((r) => fmtLoad(r.loadAverage)).join(", ")}; ${rs
+        .map((r) => fmtCpuBreakdown(recoveryCpuBreakdown(r)))
+        .join(" / ")}${sameShareText}`,
       target: cpuTarget?.text ?? "n/a",
       met: cpuTarget === undefined ? "n/a" : cpuTarget.met && complete(rs) ? "yes" : "no",
     });

@@ -9,6 +9,8 @@ import { openPostgresStore } from "../src/platform/db/postgres/postgres-store.js
 import { DEFAULT_GROUP_COMMIT } from "../src/modules/reconciliation/application/outcome-group-commit.service.js";
 import { createBenchRuntime, peakRssBytes, progress } from "./bench-store.harness.js";
 import { createBenchDatabase, loadAverage, seedEffectsPg } from "./pg-bench.harness.js";
+import { createFixedLatencyAdapter } from "./fixed-latency.adapter.js";
+import { countStatements, type StatementCounts } from "./pg-recovery.counters.js";
 
 /**
  * Options of {@link runPgRecovery}: the server's `adminUrl` (a fresh database is created on it),
@@ -30,7 +32,18 @@ export interface PgRecoveryOptions {
 /**
  * What one API instance process reports ({@link runPgRecoveryInstance}): lookups its passes committed, passes,
  * its own wall time (ms), peak RSS (bytes) and `cpuUs`: its CPU time over the recovery (`process.cpuUsage`, user +
- * system, µs; the API process only, not its sandboxed adapter processes).
+ * system, µs; the API process only, not its sandboxed adapter processes). The breakdown of that CPU:
+ * - `idlePasses` / `idlePassCpuUs`: passes that looked nothing up (what was due was leased elsewhere) and the CPU
+ *   they took with the bench's check of what is left (µs); the pause between them is not CPU;
+ * - `idleCpuUsPerS`: the CPU an instance burns per second of wall time when nothing is due, measured after the
+ *   recovery for {@link IDLE_MEASURE_MS} running the same idle passes (µs per s): its fixed overhead;
+ * - `quietCpuUsPerS`: the CPU it burns per second with no pass running at all (runtime, pool, timers; µs per s);
+ * - `warmCpuUs` / `warmLookups`: the CPU (µs) and adapter calls of the second half of its wall time, when the code is
+ *   compiled and the work is steady (the first half carries the process's one-time warm-up: JIT, caches, prepared statements);
+ * - `adapterLookups`: calls of the bound adapter (every lookup made, whether its outcome committed or not);
+ * - `systemCpuUs`: the kernel part of `cpuUs` (µs); `contextSwitches`: the process's context switches over the recovery;
+ * - `timeline`: every {@link TIMELINE_MS}, the wall time (ms), CPU so far (µs) and adapter calls so far;
+ * - `statements`: what it sent to the server ({@link StatementCounts}: round trips by kind, rows, failures).
  */
 export interface PgRecoveryInstanceResult {
   lookedUp: number;
@@ -38,6 +51,17 @@ export interface PgRecoveryInstanceResult {
   wallMs: number;
   peakRssBytes: number;
   cpuUs: number;
+  idlePasses: number;
+  idlePassCpuUs: number;
+  idleCpuUsPerS: number;
+  quietCpuUsPerS: number;
+  warmCpuUs: number;
+  warmLookups: number;
+  adapterLookups: number;
+  statements: StatementCounts;
+  systemCpuUs: number;
+  contextSwitches: { voluntary: number; involuntary: number };
+  timeline: Array<{ ms: number; cpuUs: number; lookups: number }>;
 }
 
 /**
@@ -78,6 +102,10 @@ type InstanceMessage = { type: "ready" } | { type: "go" } | { type: "done"; look
 
 /** How long (ms) an instance whose pass looked nothing up waits before its next pass while effects are still `unknown`. */
 const IDLE_PASS_DELAY_MS = 20;
+/** How long (ms) an instance measures its idle CPU after the recovery (passes with nothing due, as while it waited). */
+const IDLE_MEASURE_MS = 1_000;
+/** How often (ms) an instance samples its CPU and lookups during the recovery (to split off its warm-up). */
+const TIMELINE_MS = 250;
 
 const CHILD = entryFile(new URL("./scenario.main.ts", import.meta.url), "scenario.main.js");
 
@@ -94,33 +122,98 @@ export async function runPgRecoveryInstance(opts: PgRecoveryInstanceOptions): Pr
   const send = (m: InstanceMessage) => process.send?.(m);
   const store = await openPostgresStore(opts.url, { migrate: false, applicationName: `mosoo-bench-api-${process.pid}` });
   try {
+    // the bench's fixed-latency adapter, counting its calls (a lookup made twice would show here)
+    const inner = createFixedLatencyAdapter(opts.lookupLatencyMs);
+    let adapterLookups = 0;
     const runtime = createBenchRuntime(store, {
       reconciliation: true,
       lookupLatencyMs: opts.lookupLatencyMs,
       concurrency: opts.concurrency,
+      adapter: {
+        declaration: inner.declaration,
+        lookup: (request, context) => {
+          adapterLookups += 1;
+          return inner.lookup(request, context);
+        },
+      },
       ...(opts.groupCommitMax === undefined ? {} : { groupCommit: { ...DEFAULT_GROUP_COMMIT, maxBatch: opts.groupCommitMax } }),
     });
     const go = new Promise<void>((resolve) => process.once("message", () => resolve()));
     send({ type: "ready" });
     await go;
+    const counter = countStatements();
+    const ru0 = process.resourceUsage();
     const t0 = performance.now();
     const cpu0 = process.cpuUsage();
     let passes = 0;
     let lookedUp = 0;
+    let idlePasses = 0;
+    let idlePassCpuUs = 0;
+    const cpuSince = (c: NodeJS.CpuUsage) => {
+      const d = process.cpuUsage(c);
+      return d.user + d.system;
+    };
     const unknownLeft = async () =>
       Number((await store.pool.query("SELECT count(*) AS n FROM external_tool_effects WHERE status = 'unknown'")).rows[0].n);
+    // CPU and adapter calls every TIMELINE_MS: the second half of the wall time is the warm part
+    const timeline: Array<{ ms: number; cpuUs: number; lookups: number }> = [];
+    const sample = () => timeline.push({ ms: performance.now() - t0, cpuUs: cpuSince(cpu0), lookups: adapterLookups });
+    const sampler = setInterval(sample, TIMELINE_MS);
     for (;;) {
       passes += 1;
+      const passCpu = process.cpuUsage();
       const report = await runtime.sweep.sweepOnce();
       lookedUp += report.effectsLookedUp;
       if (report.effectsLookedUp > 0) continue;
-      if ((await unknownLeft()) === 0) break;
+      const left = await unknownLeft();
+      idlePasses += 1;
+      idlePassCpuUs += cpuSince(passCpu);
+      if (left === 0) break;
       await new Promise((resolve) => setTimeout(resolve, IDLE_PASS_DELAY_MS));
     }
+    clearInterval(sampler);
     const wallMs = performance.now() - t0;
-    const cpu = process.cpuUsage(cpu0);
+    const cpuUs = cpuSince(cpu0);
+    const systemCpuUs = process.cpuUsage(cpu0).system;
+    const ru = process.resourceUsage();
+    const contextSwitches = {
+      voluntary: ru.voluntaryContextSwitches - ru0.voluntaryContextSwitches,
+      involuntary: ru.involuntaryContextSwitches - ru0.involuntaryContextSwitches,
+    };
+    const statements = counter.stop();
+    const mid = timeline.find((p) => p.ms >= wallMs / 2) ?? { ms: wallMs, cpuUs, lookups: adapterLookups };
     send({ type: "done", lookedUp });
-    return { lookedUp, passes, wallMs, peakRssBytes: peakRssBytes(), cpuUs: cpu.user + cpu.system };
+    // the fixed overhead: the same idle passes, nothing due, for IDLE_MEASURE_MS
+    const idle0 = process.cpuUsage();
+    const idleT0 = performance.now();
+    while (performance.now() - idleT0 < IDLE_MEASURE_MS) {
+      await runtime.sweep.sweepOnce();
+      await unknownLeft();
+      await new Promise((resolve) => setTimeout(resolve, IDLE_PASS_DELAY_MS));
+    }
+    const idleCpuUsPerS = (cpuSince(idle0) * 1000) / (performance.now() - idleT0);
+    const quiet0 = process.cpuUsage();
+    const quietT0 = performance.now();
+    await new Promise((resolve) => setTimeout(resolve, IDLE_MEASURE_MS / 2));
+    const quietCpuUsPerS = (cpuSince(quiet0) * 1000) / (performance.now() - quietT0);
+    return {
+      lookedUp,
+      passes,
+      wallMs,
+      peakRssBytes: peakRssBytes(),
+      cpuUs,
+      idlePasses,
+      idlePassCpuUs,
+      idleCpuUsPerS,
+      quietCpuUsPerS,
+      warmCpuUs: cpuUs - mid.cpuUs,
+      warmLookups: adapterLookups - mid.lookups,
+      adapterLookups,
+      statements,
+      systemCpuUs,
+      contextSwitches,
+      timeline,
+    };
   } finally {
     await store.close();
   }

@@ -1,5 +1,14 @@
 import { describe, expect, it } from "vitest";
-import { isBaselineFigure, parseStoreChoice, pgLedgerRows, pgRecoveryRows, scalingRatio } from "../bench/pg-bench.report.js";
+import {
+  isBaselineFigure,
+  parseStoreChoice,
+  pgLedgerRows,
+  pgRecoveryRows,
+  cpuMsPerOutcomeWithin,
+  recoveryCpuBreakdown,
+  scalingRatio,
+} from "../bench/pg-bench.report.js";
+import { statementKind } from "../bench/pg-recovery.counters.js";
 import type { LatencyStats } from "../bench/ledger-cost.scenario.js";
 import type { PgRecoveryResult } from "../bench/pg-recovery.scenario.js";
 
@@ -26,6 +35,17 @@ const recovery = (instances: number, wallMs: number, over: Partial<PgRecoveryRes
     wallMs,
     peakRssBytes: 1,
     cpuUs: 600_000 / instances,
+    idlePasses: 0,
+    idlePassCpuUs: 0,
+    idleCpuUsPerS: 0,
+    quietCpuUsPerS: 0,
+    warmCpuUs: 300_000 / instances,
+    warmLookups: 1500 / instances,
+    adapterLookups: 3000 / instances,
+    statements: { roundTrips: 3000 / instances, statements: {}, rows: {}, failed: {} },
+    systemCpuUs: 0,
+    contextSwitches: { voluntary: 0, involuntary: 0 },
+    timeline: [],
   })),
   loadAverage: { before: 1, after: 2 },
   ...over,
@@ -82,8 +102,8 @@ describe("pgRecoveryRows", () => {
   it("the CPU rows are not met above 0.3 ms per outcome, nor when several instances do more work than one", () => {
     const heavy = (instances: number, cpuUs: number) =>
       recovery(instances, 4_000, {
-        perInstance: Array.from({ length: instances }, () => ({ lookedUp: 3000 / instances, passes: 1, cpuUs: cpuUs / instances })),
-      } as Partial<PgRecoveryResult>);
+        perInstance: recovery(instances, 4_000).perInstance.map((i) => ({ ...i, cpuUs: cpuUs / instances })),
+      });
     const rows = pgRecoveryRows([heavy(1, 1_200_000), heavy(3, 1_500_000)]).rows;
     expect(rows[0]).toMatchObject({ met: "no" }); // 0.4 ms per outcome
     expect(rows[1]).toMatchObject({ met: "no" }); // 0.5 / 0.4 = 1.25×
@@ -142,5 +162,82 @@ describe("isBaselineFigure", () => {
     expect(isBaselineFigure("pg.ledger.on.roundTrips")).toBe(true);
     expect(isBaselineFigure("pg.recovery.3x@10k.cpuMsPerOutcome")).toBe(true);
     expect(isBaselineFigure("pg.recovery.scaling3of1@3k.ratio")).toBe(false);
+  });
+});
+
+describe("recoveryCpuBreakdown: where the recovery's API CPU went", () => {
+  it("splits the fixed overhead (quiet CPU × wall) and idle passes from the per-outcome work, and counts what was done twice", () => {
+    const run = recovery(3, 2000);
+    run.perInstance = run.perInstance.map((i, n) => ({
+      ...i,
+      // 1 ms of CPU per second with nothing running, over 2 s: 2 ms each
+      quietCpuUsPerS: 1000,
+      idlePasses: 1,
+      idlePassCpuUs: 4000,
+      adapterLookups: n === 0 ? 1001 : 1000,
+      statements: {
+        roundTrips: 3300,
+        statements: { begin: 100, effectById: n },
+        rows: { releaseLease: 2 },
+        failed: (n === 2 ? { "40P01": 1 } : {}) as Record<string, number>,
+      },
+      contextSwitches: { voluntary: 4000, involuntary: 0 },
+    }));
+    const b = recoveryCpuBreakdown(run);
+    expect(b.cpuMs).toBeCloseTo(600, 6);
+    expect(b.quietMs).toBeCloseTo(6, 6);
+    expect(b.idlePasses).toBe(3);
+    expect(b.idlePassMs).toBeCloseTo(12, 6);
+    expect(b.workMsPerOutcome).toBeCloseTo((600 - 6 - 12) / 3000, 9);
+    expect(b.warmMsPerOutcome).toBeCloseTo(0.2, 9);
+    expect(b.duplicateLookups).toBe(1);
+    expect(b.leasesLost).toBe(0 + 1 + 2);
+    expect(b.leasesGivenBack).toBe(6);
+    expect(b.roundTripsPerOutcome).toBeCloseTo(3.3, 9);
+    expect(b.transactionsPerOutcome).toBeCloseTo(0.1, 9);
+    expect(b.failedStatements).toEqual({ "40P01": 1 });
+    expect(b.wakeupsPerOutcome).toBeCloseTo(4, 9);
+  });
+
+  it("is printed in the recovery row's details", () => {
+    const { rows } = pgRecoveryRows([recovery(1, 1000), recovery(3, 500)], 2);
+    expect(rows[1]!.other).toMatch(/fixed 0 ms .* work 0\.200 ms\/outcome .*duplicate lookups 0, leases lost 0, given back 0/);
+  });
+});
+
+describe("cpuMsPerOutcomeWithin: one instance's CPU over its first outcomes", () => {
+  it("reads the first timeline sample at or past that many outcomes, and is undefined when the instance never got there", () => {
+    const [one] = recovery(1, 1000).perInstance;
+    const instance = {
+      ...one!,
+      timeline: [
+        { ms: 250, cpuUs: 300_000, lookups: 100 },
+        { ms: 500, cpuUs: 500_000, lookups: 250 },
+        { ms: 750, cpuUs: 600_000, lookups: 400 },
+      ],
+    };
+    expect(cpuMsPerOutcomeWithin(instance, 200)).toBeCloseTo(2, 9);
+    expect(cpuMsPerOutcomeWithin(instance, 400)).toBeCloseTo(1.5, 9);
+    expect(cpuMsPerOutcomeWithin(instance, 401)).toBeUndefined();
+  });
+});
+
+describe("statementKind: the recovery instance's statements told apart", () => {
+  it("names the lease, the give-back, the outcome and the due page by their SQL", () => {
+    expect(statementKind("BEGIN ISOLATION LEVEL READ COMMITTED READ WRITE")).toBe("begin");
+    expect(statementKind('select "id" from "external_tool_effects" where x order by "id" limit $9 for update skip locked')).toBe("duePage");
+    expect(
+      statementKind(
+        'update "external_tool_effects" set "version" = "external_tool_effects"."version" + 1, "lease_owner" = $1, "lease_expires_at_ms" = $2, "lookup_count" = "external_tool_effects"."lookup_count" + 1 where ("external_tool_effects"."id" in ($3, $4))',
+      ),
+    ).toBe("leaseBatch");
+    expect(
+      statementKind(
+        'update "external_tool_effects" set "lease_owner" = $1, "lease_expires_at_ms" = $2, "lookup_count" = CASE WHEN "external_tool_effects"."lookup_count" > 0 THEN 1 ELSE 0 END where x',
+      ),
+    ).toBe("releaseLease");
+    expect(statementKind('update "external_tool_effects" set "status" = $1, "lease_owner" = $2 where x')).toBe("commitOutcome");
+    expect(statementKind('select "id" from "external_tool_effects" where "external_tool_effects"."id" = $1 limit $2')).toBe("effectById");
+    expect(statementKind("SELECT 1")).toBe("other");
   });
 });
