@@ -261,6 +261,16 @@ describe("mosoo-effects names a misspelt option, never the value typed with it",
     expect(r.err).not.toContain("hunter2");
   });
 
+  it.each([
+    ["credentials", "http://operator:SECRET-hunter2@127.0.0.1:5999", "may not contain credentials"],
+    ["a query", "http://127.0.0.1:5999/?token=SECRET-hunter2", "may not have a query"],
+  ])("refuses an --api-url with %s before any request, without repeating it", async (_label, url, reason) => {
+    const r = await cli(["--token", TOKEN, "--api-url", url, "list"]);
+    expect(r.code).toBe(2);
+    expect(r.err).toContain(`mosoo-effects: request.invalid: option '--api-url <url>' argument is invalid. ${reason}`);
+    expect(r.err).not.toContain("hunter2");
+  });
+
   it("keeps commander's suggestion of a known flag", async () => {
     const r = await cli(["list", "--limt", "5"]);
     expect(r).toMatchObject({ code: 2, err: "mosoo-effects: request.invalid: unknown option '--limt' (Did you mean --limit?)\n" });

@@ -21,7 +21,12 @@ export const duration = (value: string): string => {
     throw new InvalidArgumentError("must be a duration such as 30s, 15m, 2h or 7d");
   return String(Math.round(parsed));
 };
-/** Commander argument parser: an http(s) URL, kept as given. @throws InvalidArgumentError otherwise. */
+/**
+ * Commander argument parser: the API's base URL, an http(s) URL without credentials (`user:password@`:
+ * the CLI authenticates with its operator token, and `fetch` refuses such a URL) and without a query or
+ * fragment (a token there would be printed with every error naming the URL); kept as given.
+ * @throws InvalidArgumentError otherwise (its message never repeats the value).
+ */
 export const httpUrl = (value: string): string => {
   let url: URL;
   try {
@@ -31,6 +36,10 @@ export const httpUrl = (value: string): string => {
   }
   if (url.protocol !== "http:" && url.protocol !== "https:")
     throw new InvalidArgumentError("must be an http(s) URL such as http://127.0.0.1:8787");
+  if (url.username !== "" || url.password !== "")
+    throw new InvalidArgumentError("may not contain credentials (user:password@); pass the operator token with --token");
+  if (url.search !== "" || url.hash !== "")
+    throw new InvalidArgumentError("may not have a query (?…) or fragment (#…): it is the API's base URL");
   return value;
 };
 /** Commander argument parser for option `what`: the value parsed as JSON. @throws InvalidArgumentError `<what> must be JSON`. */
