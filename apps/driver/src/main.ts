@@ -16,7 +16,7 @@ import {
 import { DriverConfigError, formatZodIssues, resolveApiUrls } from "./driver-config.loader.js";
 import { createDriver, createDriverLogger } from "./driver-runner.js";
 import { DEFAULT_RESULT_REPORT_BUDGET_MS } from "./result-report.service.js";
-import { unknownMosooEnvNames } from "@mosoo/contracts";
+import { unknownMosooEnvNames, usageErrorWithoutValues } from "@mosoo/contracts";
 import { startTracing } from "@mosoo/telemetry";
 
 const EXIT_BAD_INPUT = 2;
@@ -132,7 +132,14 @@ function buildProgram(): Command {
     .addHelpText("after", HELP_AFTER)
     .showHelpAfterError(false)
     .exitOverride()
-    .configureOutput({ outputError: (text, write) => write(`mosoo-driver: ${text.replace(/\s*\n\s*/g, " ").trim()}\n`) });
+    .configureOutput({
+      outputError: (text, write) =>
+        write(
+          `mosoo-driver: ${usageErrorWithoutValues(text)
+            .replace(/\s*\n\s*/g, " ")
+            .trim()}\n`,
+        ),
+    });
 }
 
 async function main(): Promise<void> {

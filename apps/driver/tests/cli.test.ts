@@ -69,6 +69,23 @@ describe("mosoo-driver CLI: bad input", () => {
   );
 
   it(
+    "names a misspelt option without the value typed with it (a token there is never printed)",
+    async () => {
+      const run = await runCli([
+        "--enrollment-tokn=SECRET-hunter2-0123456789",
+        "--api-url",
+        "http://127.0.0.1:5999",
+        "--mcp-config",
+        "x.json",
+      ]);
+      expect(run.code).toBe(2);
+      expect(run.stderr).toBe("mosoo-driver: error: unknown option '--enrollment-tokn'\n");
+      expect(run.stderr).not.toContain("hunter2");
+    },
+    CLI_TIMEOUT_MS,
+  );
+
+  it(
     "exits 2 with one line naming the entry when MOSOO_API_URLS is a bad list",
     async () => {
       const run = await runCli(["--mcp-config", "x.json"], undefined, { MOSOO_API_URLS: "http://127.0.0.1:1,,http://127.0.0.1:2" });

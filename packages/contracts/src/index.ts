@@ -232,3 +232,4 @@ export {
   taskCallableToolNames,
 } from "./mcp-task.contract.js";
 export type { McpTaskId } from "./mcp-task.contract.js";
+export { usageErrorWithoutValues } from "./cli-usage-error.js";

@@ -1,7 +1,7 @@
 // The `mosoo-effects` CLI's argument parsers and its one-line usage errors (no option value of a misspelt flag is printed).
 import { InvalidArgumentError } from "commander";
 import ms from "ms";
-import { strictIntegerString } from "@mosoo/contracts";
+import { strictIntegerString, usageErrorWithoutValues } from "@mosoo/contracts";
 
 /** Commander argument parser: the value as given, unless blank. @throws InvalidArgumentError `must not be blank`. */
 export const nonBlank = (value: string): string => {
@@ -53,38 +53,9 @@ export const json =
     }
   };
 
-/** How commander (14.x) starts its unknown-option message: `error: unknown option '<the whole argument>'`. */
-const UNKNOWN_OPTION = "error: unknown option '";
-
-/**
- * Commander's unknown-option message names the whole argument, value included (`--tokne=SECRET`,
- * `-xSECRET`): keeps only the option's name (`--tokne`, `-x`) and commander's suggestion of a known
- * flag (`(Did you mean --token?)`), so a secret typed with a misspelt flag is never printed. Any
- * other message is returned as it is.
- */
-function withoutOptionValue(text: string): string {
-  if (!text.startsWith(UNKNOWN_OPTION)) return withoutInvalidValue(text);
-  const argument = text.slice(UNKNOWN_OPTION.length);
-  const name = /^--[^=\s']*|^-[^\s']?/.exec(argument)?.[0] ?? "";
-  const suggestion = /\n\(Did you mean (--[A-Za-z0-9-]+)\?\)\s*$/.exec(argument);
-  return `${UNKNOWN_OPTION}${name}'${suggestion ? ` (Did you mean ${suggestion[1]}?)` : ""}`;
-}
-
-/**
- * Commander's invalid-argument messages quote the value given (`option '--api-url <url>' argument
- * 'https://user:password@…' is invalid.`, `command-argument value '…' is invalid for argument 'id'.`):
- * drops the quoted value and keeps the option or argument's name and the parser's reason, so a
- * credential typed into a malformed value is never printed. Any other message is returned as it is.
- */
-function withoutInvalidValue(text: string): string {
-  return text
-    .replace(/ argument '[\s\S]*' is invalid/, " argument is invalid")
-    .replace(/command-argument value '[\s\S]*' is invalid for/, "command-argument value is invalid for");
-}
-
 /** A commander usage error as the CLI's one stderr line: `mosoo-effects: request.invalid: <message on one line>\n`. */
 export function usageErrorLine(text: string): string {
-  return `mosoo-effects: request.invalid: ${withoutOptionValue(text)
+  return `mosoo-effects: request.invalid: ${usageErrorWithoutValues(text)
     .replace(/^error: /, "")
     .replace(/\s*\n\s*/g, " ")
     .trim()}\n`;

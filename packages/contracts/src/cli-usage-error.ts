@@ -1,0 +1,41 @@
+// Commander's usage-error messages without the values typed on the command line (the CLIs print them; a value may be a secret).
+
+/** How commander (14.x) starts its unknown-option message: `error: unknown option '<the whole argument>'`. */
+const UNKNOWN_OPTION = "error: unknown option '";
+
+/**
+ * Commander's unknown-option message names the whole argument, value included (`--tokne=SECRET`,
+ * `-xSECRET`): keeps only the option's name (`--tokne`, `-x`) and commander's suggestion of a known
+ * flag (`(Did you mean --token?)`), so a secret typed with a misspelt flag is never printed. Any
+ * other message is returned as it is.
+ */
+function withoutOptionValue(text: string): string {
+  if (!text.startsWith(UNKNOWN_OPTION)) return text;
+  const argument = text.slice(UNKNOWN_OPTION.length);
+  const name = /^--[^=\s']*|^-[^\s']?/.exec(argument)?.[0] ?? "";
+  const suggestion = /\n\(Did you mean (--[A-Za-z0-9-]+)\?\)\s*$/.exec(argument);
+  return `${UNKNOWN_OPTION}${name}'${suggestion ? ` (Did you mean ${suggestion[1]}?)` : ""}`;
+}
+
+/**
+ * Commander's invalid-argument messages quote the value given (`option '--api-url <url>' argument
+ * 'https://user:password@…' is invalid.`, `command-argument value '…' is invalid for argument 'id'.`):
+ * drops the quoted value and keeps the option or argument's name and the parser's reason, so a
+ * credential typed into a malformed value is never printed. Any other message is returned as it is.
+ */
+function withoutInvalidValue(text: string): string {
+  return text
+    .replace(/ argument '[\s\S]*' is invalid/, " argument is invalid")
+    .replace(/command-argument value '[\s\S]*' is invalid for/, "command-argument value is invalid for");
+}
+
+/**
+ * A commander (14.x) usage error without any value the user typed: an unknown option is named
+ * without its value (`--tokne=SECRET` → `--tokne`, keeping commander's "Did you mean" suggestion), and
+ * an invalid option or argument is named with the parser's reason but not the value. Used by every
+ * CLI of the project (`mosoo-effects`, `mosoo-driver`) before it prints the line. Any other message is
+ * returned as it is.
+ */
+export function usageErrorWithoutValues(text: string): string {
+  return withoutInvalidValue(withoutOptionValue(text));
+}

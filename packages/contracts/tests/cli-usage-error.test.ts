@@ -1,0 +1,32 @@
+// Commander's usage errors lose every value the user typed before a CLI prints them.
+import { describe, expect, it } from "vitest";
+import { usageErrorWithoutValues } from "../src/index.js";
+
+describe("usageErrorWithoutValues", () => {
+  it.each([
+    ["an unknown option with =", "error: unknown option '--tokne=SECRET'", "error: unknown option '--tokne'"],
+    ["a short option with its value attached", "error: unknown option '-zSECRET'", "error: unknown option '-z'"],
+    [
+      "an unknown option with commander's suggestion",
+      "error: unknown option '--limt=SECRET'\n(Did you mean --limit?)",
+      "error: unknown option '--limt' (Did you mean --limit?)",
+    ],
+    [
+      "an invalid option value",
+      "error: option '--api-url <url>' argument 'http://u:SECRET@h' is invalid. must be an http(s) URL",
+      "error: option '--api-url <url>' argument is invalid. must be an http(s) URL",
+    ],
+    [
+      "an invalid command argument",
+      "error: command-argument value 'SECRET' is invalid for argument 'id'. must be a ULID",
+      "error: command-argument value is invalid for argument 'id'. must be a ULID",
+    ],
+  ])("%s", (_label, text, expected) => {
+    expect(usageErrorWithoutValues(text)).toBe(expected);
+    expect(usageErrorWithoutValues(text)).not.toContain("SECRET");
+  });
+
+  it("leaves any other message as it is", () => {
+    expect(usageErrorWithoutValues("error: missing required argument 'effectId'")).toBe("error: missing required argument 'effectId'");
+  });
+});
