@@ -7,7 +7,9 @@ const MAX_ERROR_SUMMARY_LENGTH = 500;
 /**
  * A one-line, stack-free summary of anything thrown (at most {@link MAX_ERROR_SUMMARY_LENGTH}
  * characters): `"<name>: <message>"` for errors, the zod issues for a `ZodError`, `String(value)`
- * otherwise. Never throws, even for hostile values (throwing getters, proxies).
+ * otherwise, with every URL's credentials and query hidden ({@link withoutUrlSecrets}: a provider URL
+ * in a binding's options may carry them, and these summaries are printed and stored). Never throws,
+ * even for hostile values (throwing getters, proxies).
  */
 export function summarizeError(value: unknown): string {
   let text: string;
@@ -18,7 +20,17 @@ export function summarizeError(value: unknown): string {
   } catch {
     text = "unprintable thrown value";
   }
-  return toOneLine(text);
+  return toOneLine(withoutUrlSecrets(text));
+}
+
+/**
+ * `text` with the secrets a URL in it may carry hidden: `scheme://user:password@host` becomes
+ * `scheme://***@host`, and a query `?token=…` becomes `?***` (up to the next space or quote).
+ */
+function withoutUrlSecrets(text: string): string {
+  return text
+    .replace(/\b([a-z][a-z0-9+.-]*:\/\/)[^\s/?#@'"]*@/gi, "$1***@")
+    .replace(/\b([a-z][a-z0-9+.-]*:\/\/[^\s?'"]*)\?[^\s'"]*/gi, "$1?***");
 }
 
 /** Collapses whitespace runs (newlines included) to one space and truncates to {@link MAX_ERROR_SUMMARY_LENGTH}. */
