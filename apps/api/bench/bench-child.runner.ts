@@ -17,13 +17,15 @@ const PROFILE = process.env.MOSOO_BENCH_CPU_PROF === "1";
 export const STAMP = new Date().toISOString().replace(/[:.]/g, "-");
 const PROFILE_DIR = join(REPO_ROOT, "var", "bench", "profiles", STAMP);
 
-const tmp = mkdtempSync(join(tmpdir(), "mosoo-bench-results-"));
+/** The children's result files' temp folder, made by the first child (so `--help` or a refused option leaves none behind). */
+let tmp: string | undefined;
 let childSeq = 0;
 /** The top self-time functions of each profiled child, in run order (empty unless `MOSOO_BENCH_CPU_PROF=1`). */
 export const profiles: Array<{ label: string; top: SelfTimeEntry[] }> = [];
 
 /** Runs one scenario in a child process and returns its parsed result; a non-zero exit throws `<label>: child exited with <code>`. */
 export async function child<T>(label: string, scenario: string, options: object): Promise<T> {
+  tmp ??= mkdtempSync(join(tmpdir(), "mosoo-bench-results-"));
   const out = join(tmp, `${++childSeq}.json`);
   const profDir = join(PROFILE_DIR, `${childSeq}-${label.replace(/[^a-z0-9]+/gi, "-")}`);
   const args = [
@@ -54,7 +56,7 @@ export async function child<T>(label: string, scenario: string, options: object)
   return JSON.parse(readFileSync(out, "utf8")) as T;
 }
 
-/** Removes the children's result files (the temp folder made at import). */
+/** Removes the children's result files (their temp folder, if a child ran). */
 export function removeChildResults(): void {
-  rmSync(tmp, { recursive: true, force: true });
+  if (tmp !== undefined) rmSync(tmp, { recursive: true, force: true });
 }
