@@ -52,6 +52,69 @@ function percentile(sorted: readonly number[], p: number): number {
   return sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil((p / 100) * sorted.length) - 1))]!;
 }
 
+/** A new Driver (registered, connected) with a run and `opts.commands` effects enqueued, delivered and claimed (even ones on the bound server, odd ones unbound). */
+async function putInFlight(
+  runtime: ReturnType<typeof createBenchRuntime>,
+  opts: RepairOptions,
+  round: number,
+): Promise<{ instance: Awaited<ReturnType<typeof runtime.drivers.authenticate>>; runId: string }> {
+  const { driverToken } = await runtime.drivers.register({ name: `repair-${round}` }, { kind: "enrollment" });
+  const { connectionId } = await runtime.drivers.connect(await runtime.drivers.authenticate(driverToken));
+  const instance = await runtime.drivers.authenticate(driverToken);
+  const { runId } = await runtime.runs.createRun({ driverInstanceId: instance.id });
+  progress(`repair: round ${round}/${opts.rounds}, putting ${opts.commands} effects in flight`);
+  for (let i = 0; i < opts.commands; i++) {
+    const serverId = i % 2 === 0 ? BENCH_BOUND_SERVER : "unbound";
+    const call = await runtime.runs.enqueueToolCall(runId, { serverId, toolName: BENCH_TOOL, arguments: { i } });
+    await runtime.commands.nextCommand(instance, connectionId, 0);
+    const claim = await runtime.ledger.claim(instance, connectionId, call.commandId);
+    if (claim.kind !== "execute") throw new Error(`expected an execute claim, got ${claim.kind}`);
+  }
+  return { instance, runId };
+}
+
+/** What the rounds collected: every latency (ms), each round's p50 and p95, each `finalize` wall time (ms), lookups resolved, events check. */
+interface RepairRounds {
+  all: number[];
+  p50MsPerRound: number[];
+  p95MsPerRound: number[];
+  finalizeMs: number[];
+  reconciled: number;
+  eventsOk: boolean;
+}
+
+/** The result from the rounds' figures (see {@link RepairResult}); sorts `all` and `finalizeMs` in place. */
+function summarizeRepair(opts: RepairOptions, rounds: RepairRounds): RepairResult {
+  const { all, p50MsPerRound, p95MsPerRound, finalizeMs, reconciled, eventsOk } = rounds;
+  all.sort((a, b) => a - b);
+  finalizeMs.sort((a, b) => a - b);
+  const bound = Math.ceil(opts.commands / 2);
+  return {
+    commands: opts.commands,
+    reconciliation: opts.reconciliation,
+    rounds: opts.rounds,
+    p50Ms: round1(
+      percentile(
+        [...p50MsPerRound].sort((a, b) => a - b),
+        50,
+      ),
+    ),
+    p95Ms: round1(
+      percentile(
+        [...p95MsPerRound].sort((a, b) => a - b),
+        50,
+      ),
+    ),
+    pooledP95Ms: round1(percentile(all, 95)),
+    maxMs: round1(all.at(-1) ?? Number.NaN),
+    p95MsPerRound: p95MsPerRound.map(round1),
+    finalizeMsMedian: percentile(finalizeMs, 50),
+    boundMs: opts.reconciliation ? (bound * opts.lookupLatencyMs) / opts.concurrency : 0,
+    reconciled,
+    eventsOk,
+  };
+}
+
 /**
  * Scenario 3: per round, a new Driver with `commands` executing effects (enqueued, delivered and
  * claimed through the real services; even ones on the bound server, odd ones on an unbound one)
@@ -95,18 +158,7 @@ export async function runRepair(opts: RepairOptions): Promise<RepairResult> {
     let reconciled = 0;
     let eventsOk = true;
     for (let round = 1; round <= opts.rounds; round++) {
-      const { driverToken } = await runtime.drivers.register({ name: `repair-${round}` }, { kind: "enrollment" });
-      const { connectionId } = await runtime.drivers.connect(await runtime.drivers.authenticate(driverToken));
-      const instance = await runtime.drivers.authenticate(driverToken);
-      const { runId } = await runtime.runs.createRun({ driverInstanceId: instance.id });
-      progress(`repair: round ${round}/${opts.rounds}, putting ${opts.commands} effects in flight`);
-      for (let i = 0; i < opts.commands; i++) {
-        const serverId = i % 2 === 0 ? BENCH_BOUND_SERVER : "unbound";
-        const call = await runtime.runs.enqueueToolCall(runId, { serverId, toolName: BENCH_TOOL, arguments: { i } });
-        await runtime.commands.nextCommand(instance, connectionId, 0);
-        const claim = await runtime.ledger.claim(instance, connectionId, call.commandId);
-        if (claim.kind !== "execute") throw new Error(`expected an execute claim, got ${claim.kind}`);
-      }
+      const { instance, runId } = await putInFlight(runtime, opts, round);
       commits.length = 0;
       observedRunId = runId;
       const p0 = performance.now();
@@ -132,33 +184,7 @@ export async function runRepair(opts: RepairOptions): Promise<RepairResult> {
       p50MsPerRound.push(percentile(latencies, 50));
       all.push(...latencies);
     }
-    all.sort((a, b) => a - b);
-    finalizeMs.sort((a, b) => a - b);
-    const bound = Math.ceil(opts.commands / 2);
-    return {
-      commands: opts.commands,
-      reconciliation: opts.reconciliation,
-      rounds: opts.rounds,
-      p50Ms: round1(
-        percentile(
-          [...p50MsPerRound].sort((a, b) => a - b),
-          50,
-        ),
-      ),
-      p95Ms: round1(
-        percentile(
-          [...p95MsPerRound].sort((a, b) => a - b),
-          50,
-        ),
-      ),
-      pooledP95Ms: round1(percentile(all, 95)),
-      maxMs: round1(all.at(-1) ?? Number.NaN),
-      p95MsPerRound: p95MsPerRound.map(round1),
-      finalizeMsMedian: percentile(finalizeMs, 50),
-      boundMs: opts.reconciliation ? (bound * opts.lookupLatencyMs) / opts.concurrency : 0,
-      reconciled,
-      eventsOk,
-    };
+    return summarizeRepair(opts, { all, p50MsPerRound, p95MsPerRound, finalizeMs, reconciled, eventsOk });
   } finally {
     store.dispose();
   }

@@ -120,38 +120,9 @@ export interface HistoryTotals {
   counts: HistoryCounts;
 }
 
-/**
- * The history of `shape` in batches of about {@link BATCH} effects, oldest first, every row dated between 30
- * and 2 days ago (older than the overview's 24-hour window), ids ULIDs of those times. A finalized Driver's
- * row comes in the first batch of its history. Returns (as the generator's return value) the totals.
- */
-export function* historyBatches(shape: HistoryShape): Generator<HistoryBatch, HistoryTotals, undefined> {
-  // a factory of its own: the runtime's is monotonic across the process and would date these ids "now"
-  const newUlid = monotonicFactory();
-  const perRun = shape.effectsPerRun ?? 10;
-  const lookupEvery = shape.lookupEvery ?? 20;
-  const counts: HistoryCounts = { ...NO_HISTORY };
-  const start = Date.now() - 30 * DAY_MS;
-  const span = 28 * DAY_MS;
-  const fingerprint = createHash("sha256").update("{}").digest("hex");
-  const result = JSON.stringify({ outputText: "ok", requestId: "history", serverId: "history", toolName: BENCH_TOOL });
-  const receipt = JSON.stringify({ kind: "provider_operation", operationId: "history" });
-  const longLivedCommands = shape.longLived?.commands ?? 0;
-  const others = shape.effects - longLivedCommands;
-  const perDriver = shape.finalizedDrivers > 0 ? Math.ceil(others / shape.finalizedDrivers) : 0;
-  // the plan: (driver id, effects) pairs, the long-lived Driver first
-  const plan: Array<{ driverInstanceId: string | undefined; effects: number }> = [];
-  if (shape.longLived && longLivedCommands > 0)
-    plan.push({ driverInstanceId: shape.longLived.driverInstanceId, effects: longLivedCommands });
-  for (let d = 0, left = others; d < shape.finalizedDrivers; d++) {
-    const n = Math.min(perDriver, left);
-    plan.push({ driverInstanceId: undefined, effects: n });
-    left -= n;
-  }
-  let written = 0;
-  let longLivedLastSeq = 0;
-  const at = () => Math.floor(start + (span * written) / Math.max(1, shape.effects));
-  const empty = (): HistoryBatch => ({
+/** An empty batch: no row in any table. */
+function emptyBatch(): HistoryBatch {
+  return {
     driver_instances: [],
     sessions: [],
     session_runs: [],
@@ -160,104 +131,150 @@ export function* historyBatches(shape: HistoryShape): Generator<HistoryBatch, Hi
     external_tool_effects: [],
     external_tool_effect_attempts: [],
     effect_reconciliations: [],
-  });
-  let batch = empty();
+  };
+}
+
+/** The plan of a history: (Driver instance id, effects) pairs, the long-lived Driver first (its id given), then each finalized Driver (id undefined: made when written). */
+function historyPlan(shape: HistoryShape): Array<{ driverInstanceId: string | undefined; effects: number }> {
+  const longLivedCommands = shape.longLived?.commands ?? 0;
+  const others = shape.effects - longLivedCommands;
+  const perDriver = shape.finalizedDrivers > 0 ? Math.ceil(others / shape.finalizedDrivers) : 0;
+  const plan: Array<{ driverInstanceId: string | undefined; effects: number }> = [];
+  if (shape.longLived && longLivedCommands > 0)
+    plan.push({ driverInstanceId: shape.longLived.driverInstanceId, effects: longLivedCommands });
+  for (let d = 0, left = others; d < shape.finalizedDrivers; d++) {
+    const n = Math.min(perDriver, left);
+    plan.push({ driverInstanceId: undefined, effects: n });
+    left -= n;
+  }
+  return plan;
+}
+
+/** The state of one history being written: its ULID factory, shared JSON values, the row counts, effects written so far and the clock dating them (ms). */
+interface HistoryWriter {
+  newUlid: (t: number) => string;
+  fingerprint: string;
+  result: string;
+  receipt: string;
+  lookupEvery: number;
+  counts: HistoryCounts;
+  written: number;
+  at: () => number;
+}
+
+/** Pushes one finished effect of run `runId` at command `seq` (its command, effect, attempt, events `2i+2` and `2i+3`; a lookup every `lookupEvery` effects). */
+function pushEffect(w: HistoryWriter, batch: HistoryBatch, driverInstanceId: string, runId: string, seq: number, i: number): void {
+  const { newUlid, fingerprint, result } = w;
+  const te = w.at();
+  const commandId = newUlid(te);
+  const effectId = newUlid(te);
+  batch.driver_commands.push([commandId, driverInstanceId, runId, seq, "mcp.execute", "completed", "{}", result, "history", 1, te, te, te]);
+  batch.external_tool_effects.push([
+    effectId,
+    commandId,
+    runId,
+    driverInstanceId,
+    "history",
+    BENCH_TOOL,
+    newUlid(te),
+    "history",
+    "{}",
+    newUlid(te),
+    fingerprint,
+    "succeeded",
+    "provider_result",
+    2,
+    1,
+    result,
+    te,
+    te,
+    te,
+    te,
+  ]);
+  batch.external_tool_effect_attempts.push([effectId, 1, "succeeded", "history", te, te]);
+  batch.run_events.push([newUlid(te), runId, 2 * i + 2, "tool_call.queued", 0, "{}", te]);
+  batch.run_events.push([newUlid(te), runId, 2 * i + 3, "tool_call.completed", 0, "{}", te]);
+  w.written += 1;
+  if (w.written % w.lookupEvery === 0) {
+    batch.effect_reconciliations.push([
+      newUlid(te),
+      effectId,
+      "history",
+      "1.0.0",
+      "sweep",
+      "confirmed_succeeded",
+      "provider.found",
+      w.receipt,
+      result,
+      te,
+      te,
+    ]);
+    w.counts.reconciliations += 1;
+  }
+}
+
+/** Pushes one run of `n` effects (its session, `run.created`, the effects from command `seq + 1`, `run.completed`); returns the last command seq. */
+function pushRun(w: HistoryWriter, batch: HistoryBatch, driverInstanceId: string, n: number, seq: number): number {
+  const t = w.at();
+  const runId = w.newUlid(t);
+  const sessionId = w.newUlid(t);
+  batch.sessions.push([sessionId, t]);
+  batch.session_runs.push([runId, sessionId, driverInstanceId, "completed", t, t, 2 * n + 2]);
+  batch.run_events.push([w.newUlid(t), runId, 1, "run.created", 0, "{}", t]);
+  w.counts.runs += 1;
+  for (let i = 0; i < n; i++) pushEffect(w, batch, driverInstanceId, runId, seq + i + 1, i);
+  batch.run_events.push([w.newUlid(w.at()), runId, 2 * n + 2, "run.completed", 1, "{}", w.at()]);
+  w.counts.runEvents += 2 * n + 2;
+  return seq + n;
+}
+
+/**
+ * The history of `shape` in batches of about {@link BATCH} effects, oldest first, every row dated between 30
+ * and 2 days ago (older than the overview's 24-hour window), ids ULIDs of those times. A finalized Driver's
+ * row comes in the first batch of its history. Returns (as the generator's return value) the totals.
+ */
+export function* historyBatches(shape: HistoryShape): Generator<HistoryBatch, HistoryTotals, undefined> {
+  const perRun = shape.effectsPerRun ?? 10;
+  const start = Date.now() - 30 * DAY_MS;
+  const span = 28 * DAY_MS;
+  const w: HistoryWriter = {
+    // a factory of its own: the runtime's is monotonic across the process and would date these ids "now"
+    newUlid: monotonicFactory(),
+    fingerprint: createHash("sha256").update("{}").digest("hex"),
+    result: JSON.stringify({ outputText: "ok", requestId: "history", serverId: "history", toolName: BENCH_TOOL }),
+    receipt: JSON.stringify({ kind: "provider_operation", operationId: "history" }),
+    lookupEvery: shape.lookupEvery ?? 20,
+    counts: { ...NO_HISTORY },
+    written: 0,
+    at: () => Math.floor(start + (span * w.written) / Math.max(1, shape.effects)),
+  };
+  let longLivedLastSeq = 0;
+  let batch = emptyBatch();
   let inBatch = 0;
-  for (const entry of plan) {
+  for (const entry of historyPlan(shape)) {
     let driverInstanceId = entry.driverInstanceId;
     if (driverInstanceId === undefined) {
-      const t = at();
-      driverInstanceId = newUlid(t);
-      batch.driver_instances.push([driverInstanceId, "history", "finalized", fingerprint, newUlid(t), t, t, t + 1, entry.effects]);
-      counts.driverInstances += 1;
+      const t = w.at();
+      driverInstanceId = w.newUlid(t);
+      batch.driver_instances.push([driverInstanceId, "history", "finalized", w.fingerprint, w.newUlid(t), t, t, t + 1, entry.effects]);
+      w.counts.driverInstances += 1;
     }
     let seq = 0;
     for (let left = entry.effects; left > 0;) {
       const n = Math.min(perRun, left);
       left -= n;
-      const t = at();
-      const runId = newUlid(t);
-      const sessionId = newUlid(t);
-      batch.sessions.push([sessionId, t]);
-      batch.session_runs.push([runId, sessionId, driverInstanceId, "completed", t, t, 2 * n + 2]);
-      batch.run_events.push([newUlid(t), runId, 1, "run.created", 0, "{}", t]);
-      counts.runs += 1;
-      for (let i = 0; i < n; i++) {
-        const te = at();
-        const commandId = newUlid(te);
-        const effectId = newUlid(te);
-        seq += 1;
-        batch.driver_commands.push([
-          commandId,
-          driverInstanceId,
-          runId,
-          seq,
-          "mcp.execute",
-          "completed",
-          "{}",
-          result,
-          "history",
-          1,
-          te,
-          te,
-          te,
-        ]);
-        batch.external_tool_effects.push([
-          effectId,
-          commandId,
-          runId,
-          driverInstanceId,
-          "history",
-          BENCH_TOOL,
-          newUlid(te),
-          "history",
-          "{}",
-          newUlid(te),
-          fingerprint,
-          "succeeded",
-          "provider_result",
-          2,
-          1,
-          result,
-          te,
-          te,
-          te,
-          te,
-        ]);
-        batch.external_tool_effect_attempts.push([effectId, 1, "succeeded", "history", te, te]);
-        batch.run_events.push([newUlid(te), runId, 2 * i + 2, "tool_call.queued", 0, "{}", te]);
-        batch.run_events.push([newUlid(te), runId, 2 * i + 3, "tool_call.completed", 0, "{}", te]);
-        written += 1;
-        if (written % lookupEvery === 0) {
-          batch.effect_reconciliations.push([
-            newUlid(te),
-            effectId,
-            "history",
-            "1.0.0",
-            "sweep",
-            "confirmed_succeeded",
-            "provider.found",
-            receipt,
-            result,
-            te,
-            te,
-          ]);
-          counts.reconciliations += 1;
-        }
-      }
-      batch.run_events.push([newUlid(at()), runId, 2 * n + 2, "run.completed", 1, "{}", at()]);
-      counts.runEvents += 2 * n + 2;
+      seq = pushRun(w, batch, driverInstanceId, n, seq);
       inBatch += n;
       if (inBatch >= BATCH) {
         yield batch;
-        batch = empty();
+        batch = emptyBatch();
         inBatch = 0;
       }
     }
-    counts.commands += entry.effects;
-    counts.effects += entry.effects;
+    w.counts.commands += entry.effects;
+    w.counts.effects += entry.effects;
     if (entry.driverInstanceId !== undefined) longLivedLastSeq = seq;
   }
   if (inBatch > 0 || batch.driver_instances.length > 0) yield batch;
-  return { longLivedLastSeq, counts };
+  return { longLivedLastSeq, counts: w.counts };
 }

@@ -80,6 +80,78 @@ export function loadAverage(): [number, number, number] | undefined {
 /** Rows per seeding statement: 11 array parameters per effect row, whatever the batch. */
 const SEED_BATCH = 5_000;
 
+/** What every seeding batch of one {@link seedEffectsPg} call shares: the Driver instance, its runs, the server, fingerprint, status, result (JSON) and time (ms). */
+interface SeedBatchContext {
+  driverInstanceId: string;
+  runIds: string[];
+  serverId: string;
+  fingerprint: string;
+  status: SeedEffectsOptions["status"];
+  result: string;
+  now: number;
+}
+
+/** Inserts effects `done + 1 … done + n` (commands, effects, attempts; run round robin by position) in one transaction on `client`. */
+async function insertSeedBatch(client: pg.PoolClient, seed: SeedBatchContext, done: number, n: number): Promise<void> {
+  const succeeded = seed.status === "succeeded";
+  const commandIds: string[] = [];
+  const effectIds: string[] = [];
+  const toolCallIds: string[] = [];
+  const keys: string[] = [];
+  const seqs: number[] = [];
+  const effectRuns: string[] = [];
+  for (let i = 0; i < n; i++) {
+    effectRuns.push(seed.runIds[(done + i) % seed.runIds.length]!);
+    commandIds.push(newUlid(seed.now));
+    effectIds.push(newUlid(seed.now));
+    toolCallIds.push(newUlid(seed.now));
+    keys.push(newUlid(seed.now));
+    seqs.push(done + i + 1);
+  }
+  await client.query("BEGIN");
+  await client.query(
+    `INSERT INTO driver_commands (id, driver_instance_id, run_id, seq, type, status, payload_json, result_json, error_json, created_at_ms, updated_at_ms, terminal_at_ms)
+     SELECT c.id, $2, c.run_id, c.seq, 'mcp.execute', $4, '{}', $5, $6, $7, $7, $7 FROM unnest($1::text[], $8::int[], $3::text[]) AS c(id, seq, run_id)`,
+    [
+      commandIds,
+      seed.driverInstanceId,
+      effectRuns,
+      succeeded ? "completed" : "failed",
+      succeeded ? seed.result : null,
+      succeeded ? null : '{"code":"driver.command_driver_terminal"}',
+      seed.now,
+      seqs,
+    ],
+  );
+  await client.query(
+    `INSERT INTO external_tool_effects (id, command_id, run_id, driver_instance_id, server_id, tool_name, tool_call_id, request_id, arguments_json,
+       idempotency_key, request_fingerprint, status, resolution, version, attempt_count, result_json, first_dispatched_at_ms, last_dispatched_at_ms, created_at_ms, updated_at_ms)
+     SELECT e.id, e.command_id, e.run_id, $4, $5, $6, e.tool_call_id, 'seed', '{}', e.key, $7, $8, $9, 2, 1, $10, $11, $11, $11, $11
+     FROM unnest($1::text[], $2::text[], $12::text[], $13::text[], $3::text[]) AS e(id, command_id, tool_call_id, key, run_id)`,
+    [
+      effectIds,
+      commandIds,
+      effectRuns,
+      seed.driverInstanceId,
+      seed.serverId,
+      BENCH_TOOL,
+      seed.fingerprint,
+      seed.status,
+      succeeded ? "provider_result" : null,
+      succeeded ? seed.result : null,
+      seed.now,
+      toolCallIds,
+      keys,
+    ],
+  );
+  await client.query(
+    `INSERT INTO external_tool_effect_attempts (effect_id, attempt, status, connection_id, started_at_ms, finished_at_ms)
+     SELECT e.id, 1, $2, 'seed-connection', $3, $3 FROM unnest($1::text[]) AS e(id)`,
+    [effectIds, seed.status, seed.now],
+  );
+  await client.query("COMMIT");
+}
+
 /**
  * The PostgreSQL twin of `seedEffects` (same rows, same meaning): `count` effects of one new Driver
  * instance (with its session, its runs and one command per effect), all in `status`, inserted with
@@ -101,7 +173,6 @@ export async function seedEffectsPg(
   const runId = runIds[0]!;
   const serverId = opts.serverId ?? BENCH_BOUND_SERVER;
   const fingerprint = createHash("sha256").update("{}").digest("hex");
-  const succeeded = opts.status === "succeeded";
   const result = JSON.stringify({ outputText: "ok", requestId: "seed", serverId, toolName: BENCH_TOOL });
   const client = await pool.connect();
   try {
@@ -117,66 +188,9 @@ export async function seedEffectsPg(
       [runIds, sessionId, driverInstanceId, now],
     );
     await client.query("COMMIT");
-    let seq = 0;
-    for (let done = 0; done < opts.count; done += SEED_BATCH) {
-      const n = Math.min(SEED_BATCH, opts.count - done);
-      const commandIds: string[] = [];
-      const effectIds: string[] = [];
-      const toolCallIds: string[] = [];
-      const keys: string[] = [];
-      const seqs: number[] = [];
-      const effectRuns: string[] = [];
-      for (let i = 0; i < n; i++) {
-        effectRuns.push(runIds[seq % runIds.length]!);
-        commandIds.push(newUlid(now));
-        effectIds.push(newUlid(now));
-        toolCallIds.push(newUlid(now));
-        keys.push(newUlid(now));
-        seqs.push(++seq);
-      }
-      await client.query("BEGIN");
-      await client.query(
-        `INSERT INTO driver_commands (id, driver_instance_id, run_id, seq, type, status, payload_json, result_json, error_json, created_at_ms, updated_at_ms, terminal_at_ms)
-         SELECT c.id, $2, c.run_id, c.seq, 'mcp.execute', $4, '{}', $5, $6, $7, $7, $7 FROM unnest($1::text[], $8::int[], $3::text[]) AS c(id, seq, run_id)`,
-        [
-          commandIds,
-          driverInstanceId,
-          effectRuns,
-          succeeded ? "completed" : "failed",
-          succeeded ? result : null,
-          succeeded ? null : '{"code":"driver.command_driver_terminal"}',
-          now,
-          seqs,
-        ],
-      );
-      await client.query(
-        `INSERT INTO external_tool_effects (id, command_id, run_id, driver_instance_id, server_id, tool_name, tool_call_id, request_id, arguments_json,
-           idempotency_key, request_fingerprint, status, resolution, version, attempt_count, result_json, first_dispatched_at_ms, last_dispatched_at_ms, created_at_ms, updated_at_ms)
-         SELECT e.id, e.command_id, e.run_id, $4, $5, $6, e.tool_call_id, 'seed', '{}', e.key, $7, $8, $9, 2, 1, $10, $11, $11, $11, $11
-         FROM unnest($1::text[], $2::text[], $12::text[], $13::text[], $3::text[]) AS e(id, command_id, tool_call_id, key, run_id)`,
-        [
-          effectIds,
-          commandIds,
-          effectRuns,
-          driverInstanceId,
-          serverId,
-          BENCH_TOOL,
-          fingerprint,
-          opts.status,
-          succeeded ? "provider_result" : null,
-          succeeded ? result : null,
-          now,
-          toolCallIds,
-          keys,
-        ],
-      );
-      await client.query(
-        `INSERT INTO external_tool_effect_attempts (effect_id, attempt, status, connection_id, started_at_ms, finished_at_ms)
-         SELECT e.id, 1, $2, 'seed-connection', $3, $3 FROM unnest($1::text[]) AS e(id)`,
-        [effectIds, opts.status, now],
-      );
-      await client.query("COMMIT");
-    }
+    const seed: SeedBatchContext = { driverInstanceId, runIds, serverId, fingerprint, status: opts.status, result, now };
+    for (let done = 0; done < opts.count; done += SEED_BATCH)
+      await insertSeedBatch(client, seed, done, Math.min(SEED_BATCH, opts.count - done));
     if (opts.analyze ?? true) {
       // fresh planner statistics and a clean checkpoint, as the SQLite side's wal_checkpoint(TRUNCATE)
       await client.query("ANALYZE");

@@ -135,6 +135,55 @@ export function scalingRatio(oneWallMs: readonly number[], manyWallMs: readonly 
   };
 }
 
+/** Whether every run resolved every effect and recorded exactly one lookup per effect. */
+const completeRuns = (rs: readonly PgRecoveryResult[]): boolean =>
+  rs.every((r) => r.resolved === r.effects && r.lookupsRecorded === r.effects);
+
+/** The `other` column of one PostgreSQL recovery row: API CPU (ms/outcome), lookups per instance, superseded by reason, resolved, load. */
+function pgRecoveryOther(rs: readonly PgRecoveryResult[], cpuMs: number, cpus: number): string {
+  return `API CPU ${cpuMs.toFixed(3)} ms/outcome (target ≤ ${PG_TARGETS.cpuMsPerOutcome}, all instances summed; ${cpus} cores), lookups per instance ${rs.map((r) => r.perInstance.map((i) => i.lookedUp).join("+")).join(" / ")}, superseded ${rs
+    .map(
+      (r) =>
+        r.superseded +
+        (r.superseded > 0
+          ? ` (${Object.entries(r.supersededReasons)
+              .map(([k, v]) => `${k} ${v}`)
+              .join(", ")})`
+          : ""),
+    )
+    .join("/")}, resolved ${rs.map((r) => r.resolved).join("/")}, ${rs.map((r) => fmtLoad(r.loadAverage)).join(", ")}`;
+}
+
+/** The scaling rows: per instance count above 1, time(N) / time(1) against the ideal 1/N (target at 3 instances), figure `pg.recovery.scaling<n>of1@<size>.ratio`. */
+function pgScalingRows(runs: readonly PgRecoveryResult[], counts: readonly number[], out: RowsAndFigures): void {
+  const one = runs.filter((r) => r.instances === 1);
+  for (const n of counts.filter((c) => c > 1)) {
+    const many = runs.filter((r) => r.instances === n);
+    if (one.length === 0) continue;
+    const s = scalingRatio(
+      one.map((r) => r.wallMs),
+      many.map((r) => r.wallMs),
+    );
+    const effects = one[0]!.effects;
+    out.figures.push({
+      key: `pg.recovery.scaling${n}of1@${fmtK(effects)}.ratio`,
+      label: `PostgreSQL recovery ${fmtK(effects)}, time with ${n} API instances over time with 1`,
+      value: s.ratio,
+      unit: "x",
+    });
+    out.rows.push({
+      scenario: `2 PostgreSQL recovery scaling, ${fmtK(effects)} unknown: time(${n} instances) / time(1)`,
+      flag: "on",
+      measured: `${median(many.map((r) => r.wallMs)).toFixed(0)} ms / ${median(one.map((r) => r.wallMs)).toFixed(0)} ms`,
+      floorOrBound: `ideal ${(1 / n).toFixed(2)}×`,
+      ratio: `${s.ratio.toFixed(2)}×`,
+      other: `per round ${s.perRound.map((r) => `${r.toFixed(2)}×`).join("/")}`,
+      target: n === 3 ? `≤ ${PG_TARGETS.scalingRatio}×` : "n/a",
+      met: n !== 3 ? "n/a" : s.ratio <= PG_TARGETS.scalingRatio && completeRuns(one) && completeRuns(many) ? "yes" : "no",
+    });
+  }
+}
+
 /**
  * Where one PostgreSQL recovery run's API CPU went (all instances summed; see `PgRecoveryInstanceResult`):
  * - `cpuMs`: the total (ms); `quietMs`: each instance's CPU with no pass running (runtime, pool, timers: µs per s,
@@ -226,7 +275,6 @@ export function pgRecoveryRows(runs: readonly PgRecoveryResult[], cpus = availab
   const rows: BenchRow[] = [];
   const figures: BenchFigure[] = [];
   const counts = [...new Set(runs.map((r) => r.instances))].sort((a, b) => a - b);
-  const complete = (rs: readonly PgRecoveryResult[]) => rs.every((r) => r.resolved === r.effects && r.lookupsRecorded === r.effects);
   // API CPU per outcome: every instance's CPU time summed, over the effects (ms); the median of the runs
   const cpuMsOf = (rs: readonly PgRecoveryResult[]) =>
     median(rs.map((r) => r.perInstance.reduce((sum, i) => sum + i.cpuUs, 0) / 1000 / r.effects));
@@ -272,48 +320,11 @@ export function pgRecoveryRows(runs: readonly PgRecoveryResult[], cpus = availab
       measured: `${median(walls).toFixed(0)} ms (${Math.min(...walls).toFixed(0)}–${Math.max(...walls).toFixed(0)}, n=${rs.length})`,
       floorOrBound: `bound ${first.boundMs.toFixed(0)} ms`,
       ratio: `${ratio.toFixed(2)}×`,
-      other: `API CPU ${cpuMs.toFixed(3)} ms/outcome (target ≤ ${PG_TARGETS.cpuMsPerOutcome}, all instances summed; ${cpus} cores), lookups per instance ${rs.map((r) => r.perInstance.map((i) => i.lookedUp).join("+")).join(" / ")}, superseded ${rs
-        .map(
-          (r) =>
-            r.superseded +
-            (r.superseded > 0
-              ? ` (${Object.entries(r.supersededReasons)
-                  .map(([k, v]) => `${k} ${v}`)
-                  .join(", ")})`
-              : ""),
-        )
-        .join("/")}, resolved ${rs.map((r) => r.resolved).join("/")}, ${rs.map((r) => fmtLoad(r.loadAverage)).join(", ")}; ${rs
-        .map((r) => fmtCpuBreakdown(recoveryCpuBreakdown(r)))
-        .join(" / ")}${sameShareText}`,
+      other: `${pgRecoveryOther(rs, cpuMs, cpus)}; ${rs.map((r) => fmtCpuBreakdown(recoveryCpuBreakdown(r))).join(" / ")}${sameShareText}`,
       target: cpuTarget?.text ?? "n/a",
-      met: cpuTarget === undefined ? "n/a" : cpuTarget.met && complete(rs) ? "yes" : "no",
+      met: cpuTarget === undefined ? "n/a" : cpuTarget.met && completeRuns(rs) ? "yes" : "no",
     });
   }
-  const one = oneRuns;
-  for (const n of counts.filter((c) => c > 1)) {
-    const many = runs.filter((r) => r.instances === n);
-    if (one.length === 0) continue;
-    const s = scalingRatio(
-      one.map((r) => r.wallMs),
-      many.map((r) => r.wallMs),
-    );
-    const effects = one[0]!.effects;
-    figures.push({
-      key: `pg.recovery.scaling${n}of1@${fmtK(effects)}.ratio`,
-      label: `PostgreSQL recovery ${fmtK(effects)}, time with ${n} API instances over time with 1`,
-      value: s.ratio,
-      unit: "x",
-    });
-    rows.push({
-      scenario: `2 PostgreSQL recovery scaling, ${fmtK(effects)} unknown: time(${n} instances) / time(1)`,
-      flag: "on",
-      measured: `${median(many.map((r) => r.wallMs)).toFixed(0)} ms / ${median(one.map((r) => r.wallMs)).toFixed(0)} ms`,
-      floorOrBound: `ideal ${(1 / n).toFixed(2)}×`,
-      ratio: `${s.ratio.toFixed(2)}×`,
-      other: `per round ${s.perRound.map((r) => `${r.toFixed(2)}×`).join("/")}`,
-      target: n === 3 ? `≤ ${PG_TARGETS.scalingRatio}×` : "n/a",
-      met: n !== 3 ? "n/a" : s.ratio <= PG_TARGETS.scalingRatio && complete(one) && complete(many) ? "yes" : "no",
-    });
-  }
+  pgScalingRows(runs, counts, { rows, figures });
   return { rows, figures };
 }

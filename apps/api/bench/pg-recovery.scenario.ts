@@ -234,6 +234,56 @@ function nextMessage(child: ChildProcess, type: InstanceMessage["type"]): Promis
   });
 }
 
+/** Seeds `opts.effects` `unknown` effects (`effectsPerRun` per run, default 10) into the fresh database through the store's own pool. */
+async function seedUnknownPg(url: string, opts: PgRecoveryOptions): Promise<void> {
+  const store = await openPostgresStore(url, { applicationName: "mosoo-bench-seed" });
+  try {
+    progress(`pg recovery: seeding ${opts.effects} unknown effects`);
+    await seedEffectsPg(store.pool, {
+      count: opts.effects,
+      status: "unknown",
+      runs: Math.ceil(opts.effects / (opts.effectsPerRun ?? 10)),
+    });
+  } finally {
+    await store.close();
+  }
+}
+
+/** Spawns `opts.instances` instance processes (`scenario.main.ts pg-recovery-instance`, with IPC) into `children`; returns their result files under `dir`. */
+function spawnInstances(url: string, opts: PgRecoveryOptions, dir: string, children: ChildProcess[]): string[] {
+  const outFiles: string[] = [];
+  for (let i = 0; i < opts.instances; i++) {
+    const out = join(dir, `instance-${i}.json`);
+    outFiles.push(out);
+    const instanceOpts: PgRecoveryInstanceOptions = {
+      url,
+      lookupLatencyMs: opts.lookupLatencyMs,
+      concurrency: opts.concurrency,
+      ...(opts.groupCommitMax === undefined ? {} : { groupCommitMax: opts.groupCommitMax }),
+    };
+    children.push(
+      spawn(process.execPath, [...CHILD.nodeArgs, CHILD.path, "pg-recovery-instance", JSON.stringify(instanceOpts), out], {
+        stdio: ["ignore", "inherit", "inherit", "ipc"],
+      }),
+    );
+  }
+  return outFiles;
+}
+
+/** Counts the recorded reconciliations: lookups (every record but `superseded`), and `superseded` ones in total and by reason code (`none` when null). */
+async function countReconciliations(
+  admin: pg.Pool,
+): Promise<{ lookupsRecorded: number; superseded: number; supersededReasons: Record<string, number> }> {
+  const records = await admin.query<{ outcome: string; reason: string | null; n: string }>(
+    "SELECT outcome, reason_code AS reason, count(*) AS n FROM effect_reconciliations GROUP BY outcome, reason_code",
+  );
+  const supersededRows = records.rows.filter((r) => r.outcome === "superseded");
+  const superseded = supersededRows.reduce((s, r) => s + Number(r.n), 0);
+  const supersededReasons = Object.fromEntries(supersededRows.map((r) => [r.reason ?? "none", Number(r.n)]));
+  const lookupsRecorded = records.rows.reduce((s, r) => s + Number(r.n), 0) - superseded;
+  return { lookupsRecorded, superseded, supersededReasons };
+}
+
 /**
  * Scenario 2 on PostgreSQL: `effects` `unknown` effects seeded into a fresh database, recovered by
  * `instances` API processes at once (each {@link runPgRecoveryInstance}, its own pool, reconciler
@@ -246,34 +296,9 @@ export async function runPgRecovery(opts: PgRecoveryOptions): Promise<PgRecovery
   const children: ChildProcess[] = [];
   const admin = new pg.Pool({ connectionString: db.url, max: 1, application_name: "mosoo-bench-check" });
   try {
-    const store = await openPostgresStore(db.url, { applicationName: "mosoo-bench-seed" });
-    try {
-      progress(`pg recovery: seeding ${opts.effects} unknown effects`);
-      await seedEffectsPg(store.pool, {
-        count: opts.effects,
-        status: "unknown",
-        runs: Math.ceil(opts.effects / (opts.effectsPerRun ?? 10)),
-      });
-    } finally {
-      await store.close();
-    }
+    await seedUnknownPg(db.url, opts);
     progress(`pg recovery: starting ${opts.instances} API instance process(es)`);
-    const outFiles: string[] = [];
-    for (let i = 0; i < opts.instances; i++) {
-      const out = join(dir, `instance-${i}.json`);
-      outFiles.push(out);
-      const instanceOpts: PgRecoveryInstanceOptions = {
-        url: db.url,
-        lookupLatencyMs: opts.lookupLatencyMs,
-        concurrency: opts.concurrency,
-        ...(opts.groupCommitMax === undefined ? {} : { groupCommitMax: opts.groupCommitMax }),
-      };
-      children.push(
-        spawn(process.execPath, [...CHILD.nodeArgs, CHILD.path, "pg-recovery-instance", JSON.stringify(instanceOpts), out], {
-          stdio: ["ignore", "inherit", "inherit", "ipc"],
-        }),
-      );
-    }
+    const outFiles = spawnInstances(db.url, opts, dir, children);
     await Promise.all(children.map((c) => nextMessage(c, "ready")));
     const exited = children.map(
       (c) => new Promise<number | null>((resolve) => (c.exitCode !== null ? resolve(c.exitCode) : c.once("exit", (code) => resolve(code)))),
@@ -304,13 +329,7 @@ export async function runPgRecovery(opts: PgRecoveryOptions): Promise<PgRecovery
     const codes = await Promise.all(exited);
     if (codes.some((c) => c !== 0)) throw new Error(`an instance process exited with ${codes.join("/")}`);
     const perInstance = outFiles.map((f) => JSON.parse(readFileSync(f, "utf8")) as PgRecoveryInstanceResult);
-    const records = await admin.query<{ outcome: string; reason: string | null; n: string }>(
-      "SELECT outcome, reason_code AS reason, count(*) AS n FROM effect_reconciliations GROUP BY outcome, reason_code",
-    );
-    const supersededRows = records.rows.filter((r) => r.outcome === "superseded");
-    const superseded = supersededRows.reduce((s, r) => s + Number(r.n), 0);
-    const supersededReasons = Object.fromEntries(supersededRows.map((r) => [r.reason ?? "none", Number(r.n)]));
-    const lookupsRecorded = records.rows.reduce((s, r) => s + Number(r.n), 0) - superseded;
+    const { lookupsRecorded, superseded, supersededReasons } = await countReconciliations(admin);
     return {
       effects: opts.effects,
       instances: opts.instances,
