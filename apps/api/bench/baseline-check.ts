@@ -2,7 +2,7 @@
 import { z } from "zod";
 
 /**
- * The bench's regression gate (`npm run bench -- --check`, README "Performance"): the figures a run
+ * The bench's regression gate (`npm run bench -- --check`, docs/performance.md): the figures a run
  * is judged by, the committed baseline file's shape, and the comparison. Pure functions over
  * numbers; the bench's main reads and writes the file.
  *

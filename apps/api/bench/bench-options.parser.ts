@@ -69,7 +69,7 @@ function parseOnly(v: string): ScenarioName[] {
 /** The commander program of `npm run bench` (every option, its help line and its argument parser). */
 function benchProgram(): Command {
   return new Command("bench")
-    .description("Mosoo ledger benchmarks (README: Performance)")
+    .description("Mosoo ledger benchmarks (docs/performance.md)")
     .addOption(new Option("--only <scenarios>", `comma-separated subset of ${SCENARIOS.join(", ")}`).argParser(parseOnly))
     .addOption(
       new Option("--store <store>", `which stores' rows: ${BENCH_STORES.join(", ")} (PostgreSQL: ledger, recovery, history)`)

@@ -9,7 +9,7 @@ import type { SeedEffectsOptions } from "./bench-store.harness.js";
 import { storeOpenFailureLine } from "../src/config/configured-store.js";
 
 /**
- * The PostgreSQL server the bench's PostgreSQL rows run on (README "Performance"): `adminUrl` (a role
+ * The PostgreSQL server the bench's PostgreSQL rows run on (docs/performance.md): `adminUrl` (a role
  * allowed to `CREATE DATABASE`: every scenario works in a fresh database of its own, dropped after),
  * where it came from (`started`: a throwaway server of `@mosoo/test-postgres`; `operator`:
  * `--database-url` / `MOSOO_DATABASE_URL`), the start time (ms, started only) and `stop()` (stops and

@@ -6,7 +6,7 @@ import type { PgLedgerCostResult } from "./pg-ledger-cost.scenario.js";
 import type { PgRecoveryResult } from "./pg-recovery.scenario.js";
 
 /**
- * The bench's PostgreSQL rows (README "Performance"): the `--store` option and the pure functions
+ * The bench's PostgreSQL rows (docs/performance.md): the `--store` option and the pure functions
  * that turn the PostgreSQL scenarios' results into table rows and gated figures (unit-tested in
  * `tests/bench-pg-report.test.ts`; no timing is asserted there).
  */
@@ -32,7 +32,7 @@ export function parseStoreChoice(value: string): BenchStoreChoice {
  * outcome (`pg.….cpuMsPerOutcome`: CPU time, which a busy machine stretches far less than wall time), and the history
  * rows' CPU ratios (`pg.history.….cpuRatio`: CPU per operation on the filled database over the empty one's) and full
  * reads of history tables in their plans (`pg.history.plans@….fullScans`, a count). The other PostgreSQL figures
- * (keys `pg.…`) moved by 2× and more between runs on the shared 2-core machine (README "Performance",
+ * (keys `pg.…`) moved by 2× and more between runs on the shared 2-core machine (docs/performance.md,
  * PostgreSQL rows), too much for a 20% gate; `--check` skips any key the baseline lacks, so they are printed but never gated.
  */
 export function isBaselineFigure(key: string): boolean {

@@ -39,7 +39,7 @@ MCP config file (--mcp-config), validated at startup:
      "files":  {"type": "stdio", "command": "node", "args": ["server.js"], "env": {"KEY": "v"}, "cwd": "/srv"}}}
   ("headers", "env" and "cwd" are optional.) Each server may also name where it takes the effect's
   idempotency key: "idempotencyKey": {"in": "meta" | "argument", "name": "<name>"} (default: the
-  "_meta" key io.mosoo/idempotency-key; see README.md, "The Driver").
+  "_meta" key io.mosoo/idempotency-key; see docs/operating.md, "The Driver").
 
 State file (--state-file): {apiUrl, driverInstanceId, driverToken}, written atomically, mode 0600.
   Absent: the Driver registers a new instance and writes it (apiUrl: the first API URL). Present:
