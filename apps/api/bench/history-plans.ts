@@ -6,22 +6,10 @@
 import Database from "better-sqlite3";
 import pg from "pg";
 import { progress } from "./bench-store.harness.js";
+import { BIG_TABLES } from "../tests/helpers/index-report.js";
 
-/**
- * Tables that grow with every effect, run, lookup or Driver: a hot-path statement must reach them through an
- * index (the same list as the index-plan test's `BIG_TABLES`).
- */
-const HISTORY_TABLES = [
-  "external_tool_effects",
-  "external_tool_effect_attempts",
-  "driver_commands",
-  "run_events",
-  "session_runs",
-  "effect_reconciliations",
-  "effect_operator_actions",
-  "effect_operator_refusals",
-  "driver_instances",
-];
+/** Tables that grow with every effect, run, lookup or Driver: a hot-path statement must reach them through an index (the index-plan test's list). */
+const HISTORY_TABLES = BIG_TABLES;
 
 /** Statements that are not queries: transaction control, settings, schema. */
 const NOT_A_QUERY =

@@ -22,6 +22,7 @@ import { NO_HISTORY, type HistoryCounts } from "./history-store.rows.js";
 import { fillHistoryPg } from "./pg-history.generator.js";
 import { capturePg, checkPgPlans, reportPlanCheck, type CapturedQuery, type PlanCheck } from "./history-plans.js";
 import { createBenchDatabase, loadAverage, seedEffectsPg } from "./pg-bench.harness.js";
+import { countRoundTrips } from "./pg-round-trips.js";
 
 /**
  * Options of {@link runPgHistory}: the SQLite scenario's, the server's `adminUrl` (fresh databases are created
@@ -94,23 +95,6 @@ async function cpuPerCall(fn: () => Promise<unknown>, pool: pg.Pool, server: boo
     serverUs /= calls;
   }
   return { apiUs: (api.user + api.system) / calls, serverUs };
-}
-
-/** Calls `fn` once and counts the `pg` queries (round trips) it sends. Run it while nothing else of this process queries. */
-async function countRoundTrips(fn: () => Promise<unknown>): Promise<number> {
-  const proto = pg.Client.prototype as unknown as { query: (...args: unknown[]) => unknown };
-  const original = proto.query;
-  let calls = 0;
-  proto.query = function countedQuery(this: unknown, ...args: unknown[]) {
-    calls += 1;
-    return original.apply(this, args);
-  };
-  try {
-    await fn();
-    return calls;
-  } finally {
-    proto.query = original;
-  }
 }
 
 /** A database built for the scenario: the prepared store, how to drop it, row counts, size (bytes) and fill time (ms). */

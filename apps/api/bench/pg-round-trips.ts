@@ -21,6 +21,35 @@ export async function countPgRoundTrips(runtime: Runtime): Promise<PgRoundTrips>
   const instance = await runtime.drivers.authenticate(driverToken);
   const { runId } = await runtime.runs.createRun({ driverInstanceId: instance.id });
   const result = { outputText: "ok", requestId: "r", serverId: BENCH_BOUND_SERVER, toolName: BENCH_TOOL };
+  let counts = {} as PgRoundTrips;
+  for (let i = 0; i < 2; i++) {
+    const step = async <T>(name: (typeof STEPS)[number], fn: () => Promise<T>): Promise<T> => {
+      let out: T | undefined;
+      counts[name] = await countRoundTrips(async () => (out = await fn()));
+      return out as T;
+    };
+    counts = {} as PgRoundTrips;
+    const call = await step("enqueue", () =>
+      runtime.runs.enqueueToolCall(runId, { serverId: BENCH_BOUND_SERVER, toolName: BENCH_TOOL, arguments: { i }, requestId: "r" }),
+    );
+    await step("deliver", () => runtime.commands.nextCommand(instance, connectionId, 0));
+    const claim = await step("claim", () => runtime.ledger.claim(instance, connectionId, call.commandId));
+    if (claim.kind !== "execute") throw new Error(`expected an execute claim, got ${claim.kind}`);
+    await step("complete", () =>
+      runtime.ledger.complete(instance, call.effectId, { connectionId, attempt: claim.attempt, result, receipt: null }),
+    );
+    await step("terminal", () => runtime.commands.updateCommand(instance, call.commandId, { connectionId, status: "completed", result }));
+  }
+  counts.lifecycle = counts.enqueue + counts.claim + counts.complete + counts.terminal;
+  return counts;
+}
+
+/**
+ * Calls `fn` once and counts the `pg` queries (round trips) it sends: every `pg.Client.prototype.query`
+ * call while it runs. The counter is installed for the call only; run it while nothing else of this
+ * process queries.
+ */
+export async function countRoundTrips(fn: () => Promise<unknown>): Promise<number> {
   const proto = pg.Client.prototype as unknown as { query: (...args: unknown[]) => unknown };
   const original = proto.query;
   let calls = 0;
@@ -29,28 +58,8 @@ export async function countPgRoundTrips(runtime: Runtime): Promise<PgRoundTrips>
     return original.apply(this, args);
   };
   try {
-    let counts = {} as PgRoundTrips;
-    for (let i = 0; i < 2; i++) {
-      const step = async <T>(name: (typeof STEPS)[number], fn: () => Promise<T>): Promise<T> => {
-        const before = calls;
-        const out = await fn();
-        counts[name] = calls - before;
-        return out;
-      };
-      counts = {} as PgRoundTrips;
-      const call = await step("enqueue", () =>
-        runtime.runs.enqueueToolCall(runId, { serverId: BENCH_BOUND_SERVER, toolName: BENCH_TOOL, arguments: { i }, requestId: "r" }),
-      );
-      await step("deliver", () => runtime.commands.nextCommand(instance, connectionId, 0));
-      const claim = await step("claim", () => runtime.ledger.claim(instance, connectionId, call.commandId));
-      if (claim.kind !== "execute") throw new Error(`expected an execute claim, got ${claim.kind}`);
-      await step("complete", () =>
-        runtime.ledger.complete(instance, call.effectId, { connectionId, attempt: claim.attempt, result, receipt: null }),
-      );
-      await step("terminal", () => runtime.commands.updateCommand(instance, call.commandId, { connectionId, status: "completed", result }));
-    }
-    counts.lifecycle = counts.enqueue + counts.claim + counts.complete + counts.terminal;
-    return counts;
+    await fn();
+    return calls;
   } finally {
     proto.query = original;
   }
