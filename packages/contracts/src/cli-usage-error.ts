@@ -19,14 +19,17 @@ function withoutOptionValue(text: string): string {
 
 /**
  * Commander's invalid-argument messages quote the value given (`option '--api-url <url>' argument
- * 'https://user:password@…' is invalid.`, `command-argument value '…' is invalid for argument 'id'.`):
+ * 'https://user:password@…' is invalid.`, `… value '…' from env 'MOSOO_API_URL' is invalid.`,
+ * `command-argument value '…' is invalid for argument 'id'.`, `unknown command '…'`):
  * drops the quoted value and keeps the option or argument's name and the parser's reason, so a
  * credential typed into a malformed value is never printed. Any other message is returned as it is.
  */
 function withoutInvalidValue(text: string): string {
   return text
     .replace(/ argument '[\s\S]*' is invalid/, " argument is invalid")
-    .replace(/command-argument value '[\s\S]*' is invalid for/, "command-argument value is invalid for");
+    .replace(/ value '[\s\S]*' from env '([^']*)' is invalid/, " value from env '$1' is invalid")
+    .replace(/command-argument value '[\s\S]*' is invalid for/, "command-argument value is invalid for")
+    .replace(/^error: unknown command '[^'\n]*'/, "error: unknown command");
 }
 
 /**

@@ -17,6 +17,17 @@ describe("usageErrorWithoutValues", () => {
       "error: option '--api-url <url>' argument is invalid. must be an http(s) URL",
     ],
     [
+      "an invalid value read from an environment variable",
+      "error: option '--api-url <url>' value 'https://user:SECRET@h/x?tok=SECRET' from env 'MOSOO_API_URL' is invalid. may not contain credentials",
+      "error: option '--api-url <url>' value from env 'MOSOO_API_URL' is invalid. may not contain credentials",
+    ],
+    ["an unknown command", "error: unknown command 'SECRET'", "error: unknown command"],
+    [
+      "an unknown command with commander's suggestion",
+      "error: unknown command 'SECRET'\n(Did you mean show?)",
+      "error: unknown command\n(Did you mean show?)",
+    ],
+    [
       "an invalid command argument",
       "error: command-argument value 'SECRET' is invalid for argument 'id'. must be a ULID",
       "error: command-argument value is invalid for argument 'id'. must be a ULID",

@@ -15,6 +15,15 @@ describe("summarizeError hides what a URL may carry", () => {
       "Error: fetch failed for https://provider.test/mcp?***",
     ],
     ["both, quoted", new Error("bad url 'http://a:SECRET@h/p?k=SECRET'"), "Error: bad url 'http://***@h/p?***'"],
+    ["an @ inside the password", new Error("connect postgres://app:p@ss@db:5432/x"), "Error: connect postgres://***@db:5432/x"],
+    [
+      "a # or / inside the password",
+      new Error("bad postgres://app:pa#SECRET@db and postgres://app:pa/SECRET@db"),
+      "Error: bad postgres://***@db and postgres://***@db",
+    ],
+    ["a URL glued to a word", new Error("MY_URL_https://app:SECRET@h"), "Error: MY_URL_https://***@h"],
+    ["a fragment", new Error("callback https://h/cb#access_token=SECRET failed"), "Error: callback https://h/cb?*** failed"],
+    ["a URL in brackets", new Error("see (https://h/x?token=SECRET) now"), "Error: see (https://h/x?***) now"],
   ])("%s", (_label, error, expected) => {
     expect(summarizeError(error)).toBe(expected);
     expect(summarizeError(error)).not.toContain("SECRET");

@@ -24,13 +24,15 @@ export function summarizeError(value: unknown): string {
 }
 
 /**
- * `text` with the secrets a URL in it may carry hidden: `scheme://user:password@host` becomes
- * `scheme://***@host`, and a query `?token=…` becomes `?***` (up to the next space or quote).
+ * `text` with the secrets a URL in it may carry hidden: everything between `scheme://` and the last `@`
+ * of the URL becomes `***` (`postgres://app:p@ss@db` → `postgres://***@db`; a path holding an `@` loses
+ * its host, the safe direction), and a query or fragment (`?token=…`, `#access_token=…`) becomes `?***`,
+ * up to the next space, quote or bracket.
  */
 function withoutUrlSecrets(text: string): string {
   return text
-    .replace(/\b([a-z][a-z0-9+.-]*:\/\/)[^\s/?#@'"]*@/gi, "$1***@")
-    .replace(/\b([a-z][a-z0-9+.-]*:\/\/[^\s?'"]*)\?[^\s'"]*/gi, "$1?***");
+    .replace(/([a-z][a-z0-9+.-]*:\/\/)[^\s'"<>()]*@/gi, "$1***@")
+    .replace(/([a-z][a-z0-9+.-]*:\/\/[^\s?#'"<>()]*)[?#][^\s'"<>()]*/gi, "$1?***");
 }
 
 /** Collapses whitespace runs (newlines included) to one space and truncates to {@link MAX_ERROR_SUMMARY_LENGTH}. */

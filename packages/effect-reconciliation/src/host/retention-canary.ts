@@ -1,6 +1,6 @@
 // The retention canary: a known-committed key asked about before a fence-less "not executed" is believed.
 import type { AdapterDeclaration, AdapterLogger } from "../author/adapter.contract.js";
-import { toOneLine } from "./error-message.js";
+import { summarizeError, toOneLine } from "./error-message.js";
 import type { ReconcileDecision, RuntimeStillUnknownDecision } from "./reconcile-decision.contract.js";
 import type { ReconcilableEffect } from "./reconcilable-effect.contract.js";
 import type { LookupAnswer, ReconcileBinding } from "./lookup-answer.contract.js";
@@ -159,7 +159,7 @@ export async function checkRetentionCanary(input: RetentionCanaryInput, steps: C
     };
   } catch (error) {
     // Only reachable through a bug of this package: fail closed.
-    return { verdict: "unverified", canaryEffectId: canary.effectId, error: toOneLine(`canary check failed: ${String(error)}`) };
+    return { verdict: "unverified", canaryEffectId: canary.effectId, error: `canary check failed: ${summarizeError(error)}` };
   }
 }
 
