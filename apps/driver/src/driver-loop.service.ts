@@ -367,7 +367,12 @@ export class DriverLoop {
     try {
       const summary = await api.call("finalize", { body: { connectionId: this.connectionId as string } });
       this.log.info({ connectionId: this.connectionId, ...summary }, "driver.finalized");
-      await this.options.stateRepository.remove();
+      // A result still held in the outbox (its report budget ran out) is reported by the next start with
+      // this identity, which the API still accepts for a finalized instance's reports: the state file
+      // stays until the outbox is empty (that start then registers a new instance, as after any finalization).
+      const held = (await this.options.outbox.list()).pending.length;
+      if (held === 0) await this.options.stateRepository.remove();
+      else this.log.warn({ held, stateFile: this.options.stateRepository.filePath }, "driver.state_kept_for_held_results");
       return true;
     } catch (error) {
       this.log.error({ errorCode: (error as { code?: unknown }).code, err: (error as Error).message }, "driver.finalize_failed");

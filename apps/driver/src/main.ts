@@ -128,7 +128,11 @@ function buildProgram(): Command {
       DEFAULT_RESULT_REPORT_BUDGET_MS,
     )
     .addOption(new Option("--log-level <level>", "minimum log level").choices(LOG_LEVELS).default("info"))
-    .option("--finalize-on-exit", "on SIGTERM/SIGINT also POST finalize (the instance is gone for good) and delete the state file", false)
+    .option(
+      "--finalize-on-exit",
+      "on SIGTERM/SIGINT also POST finalize (the instance is gone for good) and delete the state file (kept while the outbox holds a result, which the next start reports)",
+      false,
+    )
     .addHelpText("after", HELP_AFTER)
     .showHelpAfterError(false)
     .exitOverride()
