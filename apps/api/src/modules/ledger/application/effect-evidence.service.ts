@@ -8,13 +8,13 @@ import {
 } from "@mosoo/contracts";
 import { decideDeadlineMissed, decideLateEvidence, settleTransition } from "../domain/effect-lifecycle.machine.js";
 import { UserFacingError } from "../../../kernel/user-facing-error.js";
-import { StoreBusyError } from "../../../platform/db/store-busy.js";
 import { driverInstanceTables, runTables, type DriverInstanceRow } from "./owned-tables.port.js";
 import { effectRepository, type AttemptRow, type EffectRow } from "../infrastructure/effect.repository.js";
 import type { StoreTx } from "../../../platform/db/store.port.js";
 import { assertCurrentConnection } from "./connection-fence.policy.js";
 import { settleCommandFromEffect } from "./command-settlement.service.js";
 import type { RuntimeContext } from "../../../kernel/runtime-context.js";
+import { judgeUntilAnswered, REPORT_ROUNDS } from "./report-rounds.policy.js";
 
 /** Default send-by deadline of an `execute` claim (ms) when `MOSOO_SEND_DEADLINE_MS` is not set (see {@link decideDeadlineMissed}). */
 export const DEFAULT_SEND_DEADLINE_MS = 10_000;
@@ -69,30 +69,6 @@ function assertNothingSent(attemptRow: AttemptRow | undefined, connectionId: str
 /** The lease columns a settling transition clears (a Driver's evidence settles the effect whoever holds its lease). */
 const NO_LEASE = { leaseOwner: null, leaseExpiresAtMs: null } as const;
 
-/** How many times one evidence report is judged on a fresh read of the effect when its compare-and-set keeps losing. */
-const EVIDENCE_ROUNDS = 3;
-
-/**
- * Runs `judge` (one read of the effect, one decision, its compare-and-set) until it answers. `judge`
- * resolves `undefined` when its compare-and-set lost (another unit of work changed the effect after
- * its read and committed first: a reconciler taking the lease, the sweep's attention flag; on
- * PostgreSQL's READ COMMITTED the UPDATE then matches nothing); what it wrote before that (the
- * evidence kept on the attempt row) holds whatever the next round decides. The report is then judged
- * again on the row as it is now (each statement of a round reads what is committed), so a lost
- * compare-and-set is never the final answer. A loss in each of
- * {@link EVIDENCE_ROUNDS} rounds throws {@link StoreBusyError} (503 `store.busy`, `Retry-After`): the
- * transaction rolls back with nothing written, and the Driver sends the report again (it retries 5xx;
- * the report is idempotent).
- * @throws StoreBusyError `store.busy` after {@link EVIDENCE_ROUNDS} losses in a row; whatever `judge` throws.
- */
-async function judgeUntilAnswered<T>(judge: () => Promise<T | undefined>): Promise<T> {
-  for (let round = 1; ; round += 1) {
-    const answer = await judge();
-    if (answer !== undefined) return answer;
-    if (round === EVIDENCE_ROUNDS) throw new StoreBusyError();
-  }
-}
-
 /**
  * The Driver's missed send-by deadline (see {@link decideDeadlineMissed}): proof that attempt `req.attempt`
  * sent nothing. When {@link decideDeadlineMissed} applies it, ONE transaction sets the effect
@@ -105,7 +81,7 @@ async function judgeUntilAnswered<T>(judge: () => Promise<T | undefined>): Promi
  * attempt sent (see {@link assertNothingSent}); a refusal writes nothing.
  * @throws UserFacingError `effect.not_found`, `driver.connection_superseded`, `effect.not_attempt_connection`,
  *   `effect.attempt_sent`; StoreBusyError `store.busy` (503, nothing written) when the CAS lost
- *   {@link EVIDENCE_ROUNDS} times in a row.
+ *   {@link REPORT_ROUNDS} times in a row.
  */
 export async function reportDeadlineMissed(
   ctx: RuntimeContext,
@@ -171,7 +147,7 @@ export async function reportDeadlineMissed(
  * @throws UserFacingError `effect.not_found`, `driver.connection_superseded`, `request.invalid`
  *   (receipt over 16 KiB, or a result naming another server/tool/request than the effect);
  *   StoreBusyError `store.busy` (503, nothing written; the Driver reports again) when the CAS lost
- *   {@link EVIDENCE_ROUNDS} times in a row.
+ *   {@link REPORT_ROUNDS} times in a row.
  */
 export async function reportLateResult(
   ctx: RuntimeContext,

@@ -13,7 +13,7 @@ import {
 import { decideAttemptReport, decideClaim } from "../domain/effect-lifecycle.machine.js";
 import { isTerminalCommandStatus } from "../domain/command-lifecycle.machine.js";
 import { UserFacingError } from "../../../kernel/user-facing-error.js";
-import { StoreBusyError } from "../../../platform/db/store-busy.js";
+import { judgeUntilAnswered } from "./report-rounds.policy.js";
 import { commandContextTables, driverInstanceTables, runTables, type DriverInstanceRow } from "./owned-tables.port.js";
 import { effectRepository, type EffectRow } from "../infrastructure/effect.repository.js";
 import { effectLifecycleRepository } from "../infrastructure/effect-lifecycle.repository.js";
@@ -298,7 +298,7 @@ export class EffectLedgerService {
       // undefined having written nothing); only when it does not apply are the rows read and judged.
       const appliedFirst = await tryFirst?.(tx, now);
       if (appliedFirst !== undefined) return { outcome: "applied", status: to, commandId: appliedFirst };
-      for (let round = 1; ; round += 1) {
+      return await judgeUntilAnswered(async (): Promise<(EffectTransitionResponse & { commandId?: string }) | undefined> => {
         const {
           driver: current,
           effect: eff,
@@ -321,8 +321,8 @@ export class EffectLedgerService {
           };
         }
         if (await apply(tx, eff, now, sendReported)) return { outcome: "applied", status: to, commandId: eff.commandId };
-        if (round === 3) throw new StoreBusyError();
-      }
+        return undefined;
+      });
     });
     const { commandId, ...answer } = res;
     this.ctx.logger.info(

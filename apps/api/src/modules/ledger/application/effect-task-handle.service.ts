@@ -2,10 +2,10 @@
 import type { EffectTaskCreatedRequest, EffectTransitionResponse } from "@mosoo/contracts";
 import { decideTaskHandle } from "../domain/effect-lifecycle.machine.js";
 import { UserFacingError } from "../../../kernel/user-facing-error.js";
-import { StoreBusyError } from "../../../platform/db/store-busy.js";
 import type { DriverInstanceRow } from "./owned-tables.port.js";
 import { effectRepository } from "../infrastructure/effect.repository.js";
 import { loadReported } from "./effect-evidence.service.js";
+import { judgeUntilAnswered } from "./report-rounds.policy.js";
 import type { RuntimeContext } from "../../../kernel/runtime-context.js";
 
 /**
@@ -27,8 +27,8 @@ export async function reportTaskCreated(
   req: EffectTaskCreatedRequest,
 ): Promise<EffectTransitionResponse> {
   const now = ctx.clock.nowMs();
-  const answer = await ctx.store.transaction(async (tx): Promise<EffectTransitionResponse> => {
-    for (let round = 1; ; round += 1) {
+  const answer = await ctx.store.transaction((tx) =>
+    judgeUntilAnswered(async (): Promise<EffectTransitionResponse | undefined> => {
       const { eff, attemptRow } = await loadReported(tx, instance, effectId, req.connectionId, req.attempt);
       if (attemptRow && attemptRow.sendReportedAtMs === null)
         await effectRepository.updateAttempt(tx, eff.id, req.attempt, { sendReportedAtMs: now });
@@ -41,9 +41,9 @@ export async function reportTaskCreated(
         return { outcome: decision.outcome, status: eff.status, ...(decision.reason ? { reason: decision.reason } : {}) };
       if (await effectRepository.updateIfCurrent(tx, eff, { taskId: req.taskId, updatedAtMs: now }))
         return { outcome: "applied", status: eff.status };
-      if (round === 3) throw new StoreBusyError();
-    }
-  });
+      return undefined;
+    }),
+  );
   ctx.logger.info({ driverInstanceId: instance.id, effectId, attempt: req.attempt, ...answer }, "effect.task_handle_reported");
   return answer;
 }
