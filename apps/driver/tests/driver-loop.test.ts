@@ -247,6 +247,24 @@ describe("DriverLoop", () => {
       connectionId: api.currentConnectionId,
     });
   });
+  it("a finalizing stop keeps the state file beside the held result, so the next start reports it with the identity that made the attempt", async () => {
+    const { loop } = await driver({ resultReportBudgetMs: 1_000, finalizeOnExit: true });
+    const envelope = mcpExecuteEnvelope();
+    api.queue.push(envelope);
+    api.beforeAnswer = async (route) => {
+      if (route === "effectComplete") api.failNext("effectComplete", error(503, "store.busy", "busy"));
+    };
+    const running = loop.run();
+    await until(() => api.requestsOf("connect").length === 2);
+    api.beforeAnswer = null;
+    loop.stop("SIGTERM");
+    expect(await running).toMatchObject({ kind: "stopped", finalized: true });
+    const held = await readdir(`${stateFile}.outbox`);
+    const state = await new DriverStateRepository(stateFile).load();
+    // the held result can only ever be reported with the identity that made the attempt
+    expect(held).toHaveLength(1);
+    expect(state).not.toBeNull();
+  });
 
   it("reports startup_failed (exit 1) when the API is unreachable", async () => {
     await api.stop();
