@@ -11,7 +11,7 @@ import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { API_HEAP_FLAGS } from "../src/platform/compiled-entry.js";
+import { API_HEAP_FLAGS } from "@mosoo/contracts";
 
 const API_DIR = join(dirname(fileURLToPath(import.meta.url)), "..");
 const ROOT = join(API_DIR, "..", "..");

@@ -233,3 +233,4 @@ export {
 } from "./mcp-task.contract.js";
 export type { McpTaskId } from "./mcp-task.contract.js";
 export { usageErrorWithoutValues } from "./cli-usage-error.js";
+export { API_HEAP_FLAGS } from "./api-process.contract.js";

@@ -3,6 +3,7 @@ import { execFileSync } from "node:child_process";
 import { existsSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
+import { API_HEAP_FLAGS } from "@mosoo/contracts";
 
 /** The workspace root: the nearest folder above this file that holds `pnpm-workspace.yaml`. */
 export function workspaceRoot(): string {
@@ -27,7 +28,7 @@ export type EntryMode = "tsx" | "compiled";
 /**
  * Absolute paths of the process entry points the harness starts. They run as ONE node process
  * each (`node --import tsx <main>`, or `node dist/main.js` for the API and the Driver in `compiled`
- * mode), not through the `tsx` CLI (which forks a child that a SIGKILL of the parent would leave
+ * mode, the API with `API_HEAP_FLAGS` before it as `npm start` runs it), not through the `tsx` CLI (which forks a child that a SIGKILL of the parent would leave
  * running), so a kill in a crash scenario really kills the process. `nodeArgs` are the loader
  * arguments of a TypeScript entry (the provider, the CLIs); `api.args` and `driver.args` are the
  * whole node argument list of that app in `mode` (default `tsx`), before its own CLI arguments.
@@ -37,7 +38,8 @@ export function entryPoints(mode: EntryMode = "tsx") {
   const nodeArgs = ["--import", "tsx"];
   const app = (name: "api" | "driver") => {
     const main = mode === "compiled" ? "dist/main.js" : "src/main.ts";
-    return { cwd: join(root, "apps", name), main, args: mode === "compiled" ? [main] : [...nodeArgs, main] };
+    const compiledArgs = name === "api" ? [...API_HEAP_FLAGS, main] : [main];
+    return { cwd: join(root, "apps", name), main, args: mode === "compiled" ? compiledArgs : [...nodeArgs, main] };
   };
   return {
     root,

@@ -2,6 +2,7 @@ import { existsSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
+import { API_HEAP_FLAGS } from "@mosoo/contracts";
 import { classifyEffect, soakFailed } from "../src/soak/soak-counts.js";
 import { runSoak } from "../src/soak/soak-runner.js";
 import { buildCompiledApps, entryPoints } from "../src/workspace-paths.js";
@@ -78,10 +79,9 @@ describe("kill soak", () => {
   it("starts the API and the Driver from their compiled build in compiled mode (no loader), from the sources through tsx by default", () => {
     buildCompiledApps();
     const compiled = entryPoints("compiled");
-    for (const app of [compiled.api, compiled.driver]) {
-      expect(app.args).toEqual(["dist/main.js"]);
-      expect(existsSync(join(app.cwd, "dist", "main.js"))).toBe(true);
-    }
+    expect(compiled.api.args).toEqual([...API_HEAP_FLAGS, "dist/main.js"]);
+    expect(compiled.driver.args).toEqual(["dist/main.js"]);
+    for (const app of [compiled.api, compiled.driver]) expect(existsSync(join(app.cwd, "dist", "main.js"))).toBe(true);
     expect(entryPoints().driver.args).toEqual(["--import", "tsx", "src/main.ts"]);
   }, 60_000);
 

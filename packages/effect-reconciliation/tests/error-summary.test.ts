@@ -24,6 +24,18 @@ describe("summarizeError hides what a URL may carry", () => {
     ["a URL glued to a word", new Error("MY_URL_https://app:SECRET@h"), "Error: MY_URL_https://***@h"],
     ["a fragment", new Error("callback https://h/cb#access_token=SECRET failed"), "Error: callback https://h/cb?*** failed"],
     ["a URL in brackets", new Error("see (https://h/x?token=SECRET) now"), "Error: see (https://h/x?***) now"],
+    ["a scheme-relative URL", new Error("bad //app:SECRET@db/x"), "Error: bad //***@db/x"],
+    [
+      "a percent-encoded URL",
+      new Error("bad target=https%3A%2F%2Fapp%3ASECRET%40db%2Fx and https%3A%2F%2Fh%2Fx%3Ftoken%3DSECRET"),
+      "Error: bad target=https%3A%2F%2F***%40db%2Fx and https%3A%2F%2Fh%2Fx%3F***",
+    ],
+    [
+      "a libpq connection string",
+      new Error("connect host=db user=app password=SECRET dbname=x sslpassword='SEC RET'"),
+      "Error: connect host=db user=app password=*** dbname=x sslpassword=***",
+    ],
+    ["a PGPASSWORD assignment", new Error("env PGPASSWORD=SECRET psql"), "Error: env PGPASSWORD=*** psql"],
   ])("%s", (_label, error, expected) => {
     expect(summarizeError(error)).toBe(expected);
     expect(summarizeError(error)).not.toContain("SECRET");

@@ -7,7 +7,7 @@ const MAX_ERROR_SUMMARY_LENGTH = 500;
 /**
  * A one-line, stack-free summary of anything thrown (at most {@link MAX_ERROR_SUMMARY_LENGTH}
  * characters): `"<name>: <message>"` for errors, the zod issues for a `ZodError`, `String(value)`
- * otherwise, with every URL's credentials and query hidden ({@link withoutUrlSecrets}: a provider URL
+ * otherwise, with every URL's credentials and query and a connection string's password hidden ({@link withoutUrlSecrets}: a provider URL
  * in a binding's options may carry them, and these summaries are printed and stored). Never throws,
  * even for hostile values (throwing getters, proxies).
  */
@@ -24,15 +24,21 @@ export function summarizeError(value: unknown): string {
 }
 
 /**
- * `text` with the secrets a URL in it may carry hidden: everything between `scheme://` and the last `@`
- * of the URL becomes `***` (`postgres://app:p@ss@db` → `postgres://***@db`; a path holding an `@` loses
- * its host, the safe direction), and a query or fragment (`?token=…`, `#access_token=…`) becomes `?***`,
- * up to the next space, quote or bracket.
+ * `text` with the secrets a URL or a connection string in it may carry hidden:
+ * - everything between `scheme://` (or a scheme-relative `//`) and the last `@` of the URL becomes `***`
+ *   (`postgres://app:p@ss@db` → `postgres://***@db`; a path holding an `@` loses its host, the safe direction);
+ * - a query or fragment (`?token=…`, `#access_token=…`) becomes `?***`, up to the next space, quote or bracket;
+ * - the same in a percent-encoded URL (`https%3A%2F%2Fu%3Apw%40h` → `https%3A%2F%2F***%40h`, `%3F…` → `%3F***`);
+ * - the value of a libpq keyword/value connection string's password (`password=…`, `sslpassword=…`, quoted or
+ *   not; libpq's documented keywords) and of a `PGPASSWORD=` assignment becomes `***`.
  */
 function withoutUrlSecrets(text: string): string {
   return text
-    .replace(/([a-z][a-z0-9+.-]*:\/\/)[^\s'"<>()]*@/gi, "$1***@")
-    .replace(/([a-z][a-z0-9+.-]*:\/\/[^\s?#'"<>()]*)[?#][^\s'"<>()]*/gi, "$1?***");
+    .replace(/((?:[a-z][a-z0-9+.-]*:)?\/\/)[^\s'"<>()]*@/gi, "$1***@")
+    .replace(/([a-z][a-z0-9+.-]*:\/\/[^\s?#'"<>()]*)[?#][^\s'"<>()]*/gi, "$1?***")
+    .replace(/([a-z][a-z0-9+.-]*%3A%2F%2F)[^\s'"<>()]*%40/gi, "$1***%40")
+    .replace(/([a-z][a-z0-9+.-]*%3A%2F%2F[^\s'"<>()]*?)%(3F|23)[^\s'"<>()]*/gi, "$1%$2***")
+    .replace(/\b((?:ssl)?password|PGPASSWORD)(\s*=\s*)(?:'(?:[^'\\]|\\.)*'|"(?:[^"\\]|\\.)*"|[^\s'"]+)/gi, "$1$2***");
 }
 
 /** Collapses whitespace runs (newlines included) to one space and truncates to {@link MAX_ERROR_SUMMARY_LENGTH}. */
