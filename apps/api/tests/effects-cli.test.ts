@@ -271,6 +271,11 @@ describe("mosoo-effects names a misspelt option, never the value typed with it",
     expect(r.err).not.toContain("hunter2");
   });
 
+  it("names the missing operator token with its code (exit 2, one line)", async () => {
+    const r = await cli(["--api-url", "http://127.0.0.1:1", "list"], {});
+    expect(r).toMatchObject({ code: 2, err: expect.stringMatching(/^mosoo-effects: auth\.missing_token: no operator token: /) as string });
+  });
+
   it("keeps commander's suggestion of a known flag", async () => {
     const r = await cli(["list", "--limt", "5"]);
     expect(r).toMatchObject({ code: 2, err: "mosoo-effects: request.invalid: unknown option '--limt' (Did you mean --limit?)\n" });

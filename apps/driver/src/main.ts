@@ -163,7 +163,7 @@ async function main(): Promise<void> {
   try {
     apiUrls = resolveApiUrls({ flags: (raw["apiUrl"] as string[] | undefined) ?? [], env: process.env }).urls;
   } catch (error) {
-    if (error instanceof DriverConfigError) badInput(error.message);
+    if (error instanceof DriverConfigError) badInput(`${error.code}: ${error.message}`);
     throw error;
   }
   const parsed = DriverOptionsSchema.safeParse({
@@ -197,7 +197,7 @@ async function main(): Promise<void> {
   try {
     driver = await createDriver(options, logger);
   } catch (error) {
-    if (error instanceof DriverConfigError) badInput(error.message);
+    if (error instanceof DriverConfigError) badInput(`${error.code}: ${error.message}`);
     throw error;
   }
 
@@ -218,7 +218,7 @@ async function main(): Promise<void> {
     await tracing.shutdown();
     process.exit(reason.exitCode);
   } catch (error) {
-    if (error instanceof DriverConfigError) badInput(error.message);
+    if (error instanceof DriverConfigError) badInput(`${error.code}: ${error.message}`);
     throw error;
   }
 }

@@ -62,7 +62,7 @@ describe("mosoo-driver CLI: bad input", () => {
       const run = await runCli(["--mcp-config", "x.json"]);
       expect(run.code).toBe(2);
       expect(run.stderr.trimEnd().split("\n")).toHaveLength(1);
-      expect(run.stderr).toMatch(/^mosoo-driver: no API URL: give --api-url <url> \(repeatable\) or set MOSOO_API_URLS/);
+      expect(run.stderr).toMatch(/^mosoo-driver: config\.invalid: no API URL: give --api-url <url> \(repeatable\) or set MOSOO_API_URLS/);
       expect(run.stderr).not.toMatch(/\bat .*\.ts:\d+/); // no stack trace
     },
     CLI_TIMEOUT_MS,
@@ -90,7 +90,7 @@ describe("mosoo-driver CLI: bad input", () => {
     async () => {
       const run = await runCli(["--mcp-config", "x.json"], undefined, { MOSOO_API_URLS: "http://127.0.0.1:1,,http://127.0.0.1:2" });
       expect(run.code).toBe(2);
-      expect(run.stderr).toBe("mosoo-driver: MOSOO_API_URLS: entry 2 is empty (a stray comma?)\n");
+      expect(run.stderr).toBe("mosoo-driver: config.invalid: MOSOO_API_URLS: entry 2 is empty (a stray comma?)\n");
     },
     CLI_TIMEOUT_MS,
   );
@@ -103,7 +103,7 @@ describe("mosoo-driver CLI: bad input", () => {
       const run = await runCli(["--api-url", "http://127.0.0.1:1", "--mcp-config", config]);
       expect(run.code).toBe(2);
       expect(run.stderr.trimEnd().split("\n")).toHaveLength(1);
-      expect(run.stderr).toMatch(/servers\.issues\.url/);
+      expect(run.stderr).toMatch(/^mosoo-driver: config\.invalid: .*servers\.issues\.url/);
     },
     CLI_TIMEOUT_MS,
   );

@@ -59,7 +59,7 @@ async function openClient(g: GlobalOptions, env: NodeJS.ProcessEnv): Promise<Ope
   if (!g.token)
     throw new CliFailure(
       EXIT.badInput,
-      "no operator token: pass --token or set MOSOO_OPERATOR_TOKEN (or use --db <file> / --database-url <url>)",
+      "auth.missing_token: no operator token: pass --token or set MOSOO_OPERATOR_TOKEN (or use --db <file> / --database-url <url>)",
     );
   return httpOperatorClient(g.apiUrl, g.token);
 }
