@@ -276,6 +276,13 @@ describe("mosoo-effects names a misspelt option, never the value typed with it",
     expect(r).toMatchObject({ code: 2, err: expect.stringMatching(/^mosoo-effects: auth\.missing_token: no operator token: /) as string });
   });
 
+  it("names --database-url, not only the API's variable, when the store it names cannot be opened (its password unprinted)", async () => {
+    const r = await cli(["--database-url", "postgres://app:SECRET@127.0.0.1:1/mosoo", "list"]);
+    expect(r.code).toBe(2);
+    expect(r.err).toMatch(/^mosoo-effects: config\.invalid: --database-url \(or MOSOO_DATABASE_URL\): cannot open the PostgreSQL store/);
+    expect(r.err).not.toContain("SECRET");
+  });
+
   it("keeps commander's suggestion of a known flag", async () => {
     const r = await cli(["list", "--limt", "5"]);
     expect(r).toMatchObject({ code: 2, err: "mosoo-effects: request.invalid: unknown option '--limt' (Did you mean --limit?)\n" });

@@ -51,7 +51,12 @@ async function openClient(g: GlobalOptions, env: NodeJS.ProcessEnv): Promise<Ope
     } catch (err) {
       // the path came from the flag, not from the API's variable: name what the user typed
       if (err instanceof ConfigError)
-        throw new CliFailure(EXIT.badInput, g.db !== undefined ? err.message.replace("MOSOO_DB_FILE", "--db") : err.message);
+        throw new CliFailure(
+          EXIT.badInput,
+          g.db !== undefined
+            ? err.message.replace("MOSOO_DB_FILE", "--db")
+            : err.message.replace("MOSOO_DATABASE_URL", "--database-url (or MOSOO_DATABASE_URL)"),
+        );
       if (err instanceof OperatorClientError) throw new CliFailure(EXIT.refused, `${err.code}: ${err.message}`);
       throw err;
     }
