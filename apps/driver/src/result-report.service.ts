@@ -1,5 +1,6 @@
 /** Reports a provider's result to the API until the API has answered it, from the Driver's outbox. */
 import type { EffectTransitionResponse } from "@mosoo/contracts";
+import PQueue from "p-queue";
 import type { Logger } from "pino";
 import type { DriverApi } from "./api-client.js";
 import { ApiRequestError, isConnectionLostError, isRetryableApiError } from "./api-errors.js";
@@ -11,6 +12,13 @@ import type { PendingResult, ResultOutboxRepository } from "./result-outbox.repo
  * gives the result up. 180 s covers a managed PostgreSQL failover (typically 30–60 s) with room to spare.
  */
 export const DEFAULT_RESULT_REPORT_BUDGET_MS = 180_000;
+
+/**
+ * How many held results a start reports at once (see {@link drainResultOutbox}): 8, so an outbox of
+ * hundreds of results (a Driver that ran through a long store outage) does not open hundreds of
+ * requests against an API that may just be coming back.
+ */
+export const HELD_RESULT_REPORT_CONCURRENCY = 8;
 
 /** Dependencies of {@link reportProviderResult}. */
 export interface ResultReportDeps {
@@ -119,7 +127,7 @@ async function settle(pending: PendingResult, deps: ResultReportDeps, outcome: R
 /**
  * At start, before the Driver connects and pulls commands: reports every result its outbox holds
  * (left by an earlier process of this Driver that stopped, or was killed, before the API answered),
- * all at once, each as {@link reportProviderResult} does with its full budget (the budget restarts
+ * at most {@link HELD_RESULT_REPORT_CONCURRENCY} at a time (p-queue), each as {@link reportProviderResult} does with its full budget (the budget restarts
  * with the Driver: a result is never given up because the Driver itself was down). Logs
  * `outbox.reported` per result (with the API's answer), `outbox.unreadable` (error) for a file that
  * is not a held result (left for an operator). Returns how many results were answered or refused.
@@ -131,21 +139,24 @@ export async function drainResultOutbox(
   const { pending, unreadable } = await deps.outbox.list();
   for (const file of unreadable) deps.logger.error(file, "outbox.unreadable");
   if (pending.length > 0) deps.logger.warn({ count: pending.length, dir: deps.outbox.dirPath }, "outbox.reporting_held_results");
+  const queue = new PQueue({ concurrency: HELD_RESULT_REPORT_CONCURRENCY });
   const settled = await Promise.allSettled(
-    pending.map(async (p) => {
-      const logger = deps.logger.child({ commandId: p.commandId, effectId: p.effectId });
-      const outcome = await reportProviderResult(p, { ...deps, logger });
-      logger.info(
-        {
-          attempt: p.attempt,
-          heldMs: Math.max(0, Date.now() - p.recordedAtMs),
-          ...(outcome.kind === "answered"
-            ? { via: outcome.via, outcome: outcome.answer.outcome, effectStatus: outcome.answer.status }
-            : { via: outcome.via, refused: outcome.code }),
-        },
-        "outbox.reported",
-      );
-    }),
+    pending.map((p) =>
+      queue.add(async () => {
+        const logger = deps.logger.child({ commandId: p.commandId, effectId: p.effectId });
+        const outcome = await reportProviderResult(p, { ...deps, logger });
+        logger.info(
+          {
+            attempt: p.attempt,
+            heldMs: Math.max(0, Date.now() - p.recordedAtMs),
+            ...(outcome.kind === "answered"
+              ? { via: outcome.via, outcome: outcome.answer.outcome, effectStatus: outcome.answer.status }
+              : { via: outcome.via, refused: outcome.code }),
+          },
+          "outbox.reported",
+        );
+      }),
+    ),
   );
   const lost = settled.find((s): s is PromiseRejectedResult => s.status === "rejected" && isConnectionLostError(s.reason));
   if (lost) throw lost.reason;

@@ -8,7 +8,7 @@ import { newUlid } from "@mosoo/contracts";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { DriverApiClient } from "../src/api-client.js";
 import { ResultOutboxRepository, type PendingResult } from "../src/result-outbox.repository.js";
-import { reportProviderResult } from "../src/result-report.service.js";
+import { drainResultOutbox, HELD_RESULT_REPORT_CONCURRENCY, reportProviderResult } from "../src/result-report.service.js";
 import { FakeDriverApi, error } from "./helpers/fake-driver-api.js";
 import { captureLogger } from "./helpers/log-capture.js";
 import { mcpExecuteEnvelope } from "./helpers/recording-api.js";
@@ -48,6 +48,33 @@ describe("ResultOutboxRepository", () => {
     await outbox.remove(pending);
     await outbox.remove(pending); // already gone: fine
     expect((await outbox.list()).pending).toEqual([]);
+  });
+});
+
+describe("drainResultOutbox at a start", () => {
+  it("reports every held result, at most HELD_RESULT_REPORT_CONCURRENCY at a time, and empties the outbox", async () => {
+    const outbox = ResultOutboxRepository.besideStateFile(join(await mkdtemp(join(tmpdir(), "outbox-")), "state.json"));
+    const held = Array.from({ length: 3 * HELD_RESULT_REPORT_CONCURRENCY }, () => pendingResult());
+    for (const p of held) await outbox.put(p);
+    let inFlight = 0;
+    let maxInFlight = 0;
+    const fetch = (async () => {
+      inFlight += 1;
+      maxInFlight = Math.max(maxInFlight, inFlight);
+      await new Promise((resolve) => setImmediate(resolve));
+      inFlight -= 1;
+      return new Response(JSON.stringify({ outcome: "applied", status: "succeeded" }), {
+        status: 200,
+        headers: { "content-type": "application/json" },
+      });
+    }) as typeof globalThis.fetch;
+    const api = new DriverApiClient({ apiUrls: ["http://127.0.0.1:2"], driverToken: "t".repeat(40), fetch });
+    const { logger, lines } = captureLogger();
+    expect(await drainResultOutbox({ api, outbox, logger })).toBe(held.length);
+    expect(maxInFlight).toBeLessThanOrEqual(HELD_RESULT_REPORT_CONCURRENCY);
+    expect(maxInFlight).toBeGreaterThan(1);
+    expect((await outbox.list()).pending).toEqual([]);
+    expect(lines.filter((l) => l["msg"] === "outbox.reported")).toHaveLength(held.length);
   });
 });
 
