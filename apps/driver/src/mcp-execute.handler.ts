@@ -263,6 +263,7 @@ async function callProvider(claimed: ClaimedAttempt): Promise<{ raw: unknown; st
         "mcp.method.name": "tools/call",
         "gen_ai.tool.name": payload.toolName,
         "mosoo.server.id": payload.serverId,
+        "mosoo.effect.id": claimed.effectId,
         "mosoo.effect.attempt": attempt,
       },
       () => {

@@ -83,6 +83,10 @@ describe("traces in the Driver", () => {
     expect(command?.attributes).toMatchObject({ "mosoo.command.id": envelope.commandId, "mosoo.command.outcome": "completed" });
     expect(mcpCall?.spanContext().traceId).toBe(TRACE_ID);
     expect(mcpCall?.parentSpanContext?.spanId).toBe(command?.spanContext().spanId);
+    // the MCP call's span names the effect the API claimed (its completion goes to /effects/<id>/complete)
+    const completedEffectId = api.requestsOf("effectComplete")[0]?.path.split("/").at(-2);
+    expect(completedEffectId).toMatch(/^[0-9A-Z]{26}$/);
+    expect(mcpCall?.attributes["mosoo.effect.id"]).toBe(completedEffectId);
 
     // the MCP server got the trace in `_meta`, the MCP call's span as the parent, next to the idempotency key
     const meta = recorder.calls[0]?.meta;

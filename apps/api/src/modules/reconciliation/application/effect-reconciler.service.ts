@@ -180,7 +180,12 @@ export class EffectReconciler implements EffectReconciliationPort {
     // adapter before its first await). One span per adapter lookup (docs/OPERATIONS.md "Traces"): the adapter, the trigger, and how it answered.
     const answer = await withSpan(
       "reconciliation.lookup",
-      { "mosoo.adapter.id": adapterRef.id, "mosoo.reconciliation.trigger": trigger, "mosoo.server.id": effect.serverId },
+      {
+        "mosoo.adapter.id": adapterRef.id,
+        "mosoo.reconciliation.trigger": trigger,
+        "mosoo.server.id": effect.serverId,
+        "mosoo.effect.id": effect.id,
+      },
       async (span) => {
         const got = await askAdapter({
           effect: toReconcilable(effect),
