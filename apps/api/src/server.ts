@@ -6,6 +6,7 @@ import type { Logger } from "pino";
 import type { ApiConfig } from "./config/api-config.js";
 import { openApiStore } from "./config/configured-store.js";
 import { createHttpApp } from "./entry/http/app.js";
+import { answerClientError } from "./entry/http/client-error.js";
 import type { Store } from "./platform/db/store.port.js";
 import { PgCommandWakeups } from "./platform/db/postgres/pg-command-wakeups.js";
 import type { Clock } from "./platform/clock.js";
@@ -145,6 +146,7 @@ export async function startApi(
       () => resolve(s),
     );
     s.once("error", reject);
+    s.on("clientError", answerClientError);
   });
   const { port } = server.address() as AddressInfo;
   const url = `http://${config.host}:${port}`;

@@ -30,6 +30,17 @@ export const ERROR_NOTES: Readonly<Record<string, ErrorNote>> = {
     meaning: "the body is larger than the route accepts (4 MiB at most)",
     next: "send less: a tool result is bounded to 1 MiB of output ([http-api.md](http-api.md#limits-and-input-rules))",
   },
+  "request.headers_too_large": {
+    who: ANY,
+    meaning:
+      "the request's headers are over 16 KiB in all (Node's HTTP parser refused them before the API read the request); the connection is closed",
+    next: "send fewer or shorter headers (a cookie jar or a long token list is the usual cause)",
+  },
+  "request.timeout": {
+    who: ANY,
+    meaning: "the request's headers or body did not arrive in time (Node's HTTP server timeouts); the connection is closed",
+    next: "retry; a client on a slow link should send the whole request without pausing",
+  },
   "request.rate_limited": {
     who: "a Driver registering, or an operator whose tokens were refused",
     meaning: "too many requests of that kind from one client address",

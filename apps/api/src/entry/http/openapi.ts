@@ -5,12 +5,14 @@ import { CONSOLE_COOKIE } from "./console/console.routes.js";
 
 /**
  * The HTTP status of every stable code an HTTP answer of the API can carry: the services' codes
- * ({@link USER_FACING_ERROR_STATUS}) and those the HTTP layer answers itself (body limit, busy store,
+ * ({@link USER_FACING_ERROR_STATUS}) and those the HTTP layer answers itself (body limit, a request the HTTP parser refused (`client-error.ts`), busy store,
  * unknown commit, the console's session and CSRF checks, an unknown route, an internal error).
  */
 export const HTTP_ERROR_STATUS: Readonly<Record<string, number>> = {
   ...USER_FACING_ERROR_STATUS,
   "request.too_large": 413,
+  "request.headers_too_large": 431,
+  "request.timeout": 408,
   "store.busy": 503,
   "store.commit_unknown": 503,
   "auth.session_required": 401,
