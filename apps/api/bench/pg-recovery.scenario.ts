@@ -108,6 +108,8 @@ const IDLE_MEASURE_MS = 1_000;
 const TIMELINE_MS = 250;
 
 const CHILD = entryFile(new URL("./scenario.main.ts", import.meta.url), "scenario.main.js");
+/** `MOSOO_BENCH_INSTANCE_PROF_DIR=<folder>`: each instance process runs under `node --cpu-prof`, its profile written there. */
+const INSTANCE_PROF_DIR = process.env.MOSOO_BENCH_INSTANCE_PROF_DIR;
 
 /**
  * One API instance (run in its own process by `scenario.main.ts pg-recovery-instance`): opens the
@@ -252,6 +254,7 @@ async function seedUnknownPg(url: string, opts: PgRecoveryOptions): Promise<void
 /** Spawns `opts.instances` instance processes (`scenario.main.ts pg-recovery-instance`, with IPC) into `children`; returns their result files under `dir`. */
 function spawnInstances(url: string, opts: PgRecoveryOptions, dir: string, children: ChildProcess[]): string[] {
   const outFiles: string[] = [];
+  const profileArgs = INSTANCE_PROF_DIR === undefined ? [] : ["--cpu-prof", `--cpu-prof-dir=${INSTANCE_PROF_DIR}`];
   for (let i = 0; i < opts.instances; i++) {
     const out = join(dir, `instance-${i}.json`);
     outFiles.push(out);
@@ -262,7 +265,7 @@ function spawnInstances(url: string, opts: PgRecoveryOptions, dir: string, child
       ...(opts.groupCommitMax === undefined ? {} : { groupCommitMax: opts.groupCommitMax }),
     };
     children.push(
-      spawn(process.execPath, [...CHILD.nodeArgs, CHILD.path, "pg-recovery-instance", JSON.stringify(instanceOpts), out], {
+      spawn(process.execPath, [...profileArgs, ...CHILD.nodeArgs, CHILD.path, "pg-recovery-instance", JSON.stringify(instanceOpts), out], {
         stdio: ["ignore", "inherit", "inherit", "ipc"],
       }),
     );
