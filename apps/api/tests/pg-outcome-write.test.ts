@@ -105,4 +105,19 @@ describe.each(["pglite", "postgres"] as const)("the recovery outcome as one stat
     expect(await reconciliationsOf(w.store, leased.id)).toEqual([]);
     expect(await eventsOf(w.store, leased.runId)).toHaveLength(seqBefore);
   });
+
+  it("a batch's give-backs are one statement: each lease still held by its owner is released and uncounted, others untouched", async () => {
+    const { w, leased } = await leasedUnknown(kind, "A");
+    const released = await w.store.transaction((tx) =>
+      pgOutcomeWriteRepository.releaseLeases(tx, [
+        { effectId: leased.id, owner: "B" },
+        { effectId: "no-such-effect", owner: "A" },
+      ]),
+    );
+    expect(released).toBe(0);
+    expect(await effectOf(w.store, leased.id)).toEqual(leased);
+    const again = await w.store.transaction((tx) => pgOutcomeWriteRepository.releaseLeases(tx, [{ effectId: leased.id, owner: "A" }]));
+    expect(again).toBe(1);
+    expect(await effectOf(w.store, leased.id)).toEqual({ ...leased, leaseOwner: null, leaseExpiresAtMs: null, lookupCount: 0 });
+  });
 });

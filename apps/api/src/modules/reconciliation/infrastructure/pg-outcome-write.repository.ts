@@ -1,4 +1,4 @@
-// A lookup's outcome on PostgreSQL in one round trip: the effect's compare-and-set, its reconciliation record and its run event.
+// A lookup's outcome on PostgreSQL in one round trip (the effect's compare-and-set, its record, its run event), and a batch's give-backs in one.
 import { newUlid } from "@mosoo/contracts";
 import type { effectReconciliations, externalToolEffects } from "../../../platform/db/sqlite/sqlite-schema.js";
 import type { StoreTx } from "../../../platform/db/store.port.js";
@@ -81,6 +81,17 @@ SELECT EXISTS (SELECT 1 FROM upd) AS "won", (SELECT "last_event_seq" FROM bumped
   return statement;
 }
 
+/** {@link pgOutcomeWriteRepository.releaseLeases}: every give-back of a batch in one statement (unnest of the ids and owners). */
+const RELEASE_LEASES = {
+  name: "mosoo_reconciliation_release_leases",
+  text: `UPDATE "external_tool_effects" AS e
+  SET "lease_owner" = NULL, "lease_expires_at_ms" = NULL,
+    "lookup_count" = CASE WHEN e."lookup_count" > 0 THEN e."lookup_count" - 1 ELSE 0 END
+  FROM unnest($1::text[], $2::text[]) AS g("id", "owner")
+  WHERE e."id" = g."id" AND e."lease_owner" = g."owner"
+  RETURNING e."id"`,
+} as const;
+
 /** The PostgreSQL outcome write (docs/DESIGN.md §3 rules 5–7): one data-modifying `WITH`, all of it or nothing. */
 export const pgOutcomeWriteRepository = {
   /**
@@ -116,5 +127,18 @@ export const pgOutcomeWriteRepository = {
     if (!result?.won) return undefined;
     if (result.seq === null || result.seq === undefined) throw new Error(`no run ${w.current.runId} to append an event to`);
     return row;
+  },
+  /**
+   * PostgreSQL (`tx.pgPrepared`): gives back, in ONE statement, the leases `leases` (effect id, owner) that
+   * will not be used, each only while that owner still holds it, and takes back the lookup each counted
+   * (`reconciliationRepository.releaseLease` with `uncount`, for every lease at once; the version is not
+   * moved). Returns how many were still held.
+   * @throws Error when called on a SQLite store, and any database error.
+   */
+  async releaseLeases(tx: StoreTx, leases: ReadonlyArray<{ effectId: string; owner: string }>): Promise<number> {
+    if (!tx.pgPrepared) throw new Error("pgOutcomeWriteRepository.releaseLeases runs on a PostgreSQL store only");
+    if (leases.length === 0) return 0;
+    const values = [leases.map((l) => l.effectId), leases.map((l) => l.owner)];
+    return (await tx.pgPrepared(RELEASE_LEASES.name, RELEASE_LEASES.text, values)).length;
   },
 };
