@@ -300,7 +300,7 @@ export function pgRecoveryRows(runs: readonly PgRecoveryResult[], cpus = availab
     const sameShareText =
       sameShare.length === 0
         ? ""
-        : `; 1 instance over its first ${Math.round(first.effects / n)} outcomes ${median(sameShare).toFixed(3)} ms/outcome (${(cpuMs / median(sameShare)).toFixed(2)}× at the same work per process, warm-up included on both sides)`;
+        : `; 1 instance over its first ${Math.round(first.effects / n)} outcomes ${median(sameShare).toFixed(3)} ms/outcome (${(cpuMs / median(sameShare)).toFixed(2)}× at the same work per process)`;
     // one instance: CPU per outcome against the bound; several: their summed CPU against one instance's (nothing done twice)
     const cpuTarget =
       n === 1

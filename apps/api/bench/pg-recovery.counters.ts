@@ -50,6 +50,9 @@ export function statementKind(text: string): StatementKind {
   if (/for update skip locked/i.test(t)) return "duePage";
   if (/count\(\*\) AS n FROM external_tool_effects WHERE status = 'unknown'/.test(t)) return "benchCount";
   if (/^WITH bumped AS \(update "session_runs"/.test(t)) return "runEvent";
+  // the PostgreSQL outcome (compare-and-set, record and run event in one statement) and a batch's give-backs
+  if (/^WITH upd AS \(\s*UPDATE "external_tool_effects"/.test(t)) return "commitOutcome";
+  if (/^UPDATE "external_tool_effects" AS e\s+SET "lease_owner" = NULL/.test(t)) return "releaseLease";
   if (/^update "external_tool_effects" set /.test(t)) {
     // a lease counts its lookup; a give-back uncounts it (CASE) or only clears the lease columns
     if (/"lookup_count" = "external_tool_effects"\."lookup_count" \+ 1/.test(t)) return / in \(/.test(t) ? "leaseBatch" : "leaseOne";

@@ -5,12 +5,13 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import pg from "pg";
 import { entryFile } from "../src/platform/compiled-entry.js";
-import { openPostgresStore } from "../src/platform/db/postgres/postgres-store.js";
+import { openPostgresStore, type PostgresStore } from "../src/platform/db/postgres/postgres-store.js";
 import { DEFAULT_GROUP_COMMIT } from "../src/modules/reconciliation/application/outcome-group-commit.service.js";
 import { createBenchRuntime, peakRssBytes, progress } from "./bench-store.harness.js";
 import { createBenchDatabase, loadAverage, seedEffectsPg } from "./pg-bench.harness.js";
 import { createFixedLatencyAdapter } from "./fixed-latency.adapter.js";
 import { countStatements, type StatementCounts } from "./pg-recovery.counters.js";
+import { createWarmupDatabases, warmUp, WARMUP_EFFECTS } from "./pg-recovery.warmup.js";
 
 /**
  * Options of {@link runPgRecovery}: the server's `adminUrl` (a fresh database is created on it),
@@ -27,6 +28,8 @@ export interface PgRecoveryOptions {
   instances: number;
   groupCommitMax?: number;
   effectsPerRun?: number;
+  /** Effects each instance recovers first, untimed, in a database of its own (default {@link WARMUP_EFFECTS}; 0: none). */
+  warmupEffects?: number;
 }
 
 /**
@@ -92,6 +95,8 @@ export interface PgRecoveryResult {
 /** Options of one instance process: the scenario's database `url`, and the runtime's settings (see {@link PgRecoveryOptions}). */
 export interface PgRecoveryInstanceOptions {
   url: string;
+  /** A database of this instance's own with `unknown` effects it recovers before it says `ready` (untimed; see {@link warmUp}). */
+  warmupUrl?: string;
   lookupLatencyMs: number;
   concurrency: number;
   groupCommitMax?: number;
@@ -108,6 +113,8 @@ const IDLE_MEASURE_MS = 1_000;
 const TIMELINE_MS = 250;
 
 const CHILD = entryFile(new URL("./scenario.main.ts", import.meta.url), "scenario.main.js");
+/** `MOSOO_BENCH_INSTANCE_PROF_DIR=<folder>`: each instance process runs under `node --cpu-prof`, its profile written there. */
+const INSTANCE_PROF_DIR = process.env.MOSOO_BENCH_INSTANCE_PROF_DIR;
 
 /**
  * One API instance (run in its own process by `scenario.main.ts pg-recovery-instance`): opens the
@@ -120,12 +127,11 @@ const CHILD = entryFile(new URL("./scenario.main.ts", import.meta.url), "scenari
  */
 export async function runPgRecoveryInstance(opts: PgRecoveryInstanceOptions): Promise<PgRecoveryInstanceResult> {
   const send = (m: InstanceMessage) => process.send?.(m);
-  const store = await openPostgresStore(opts.url, { migrate: false, applicationName: `mosoo-bench-api-${process.pid}` });
-  try {
-    // the bench's fixed-latency adapter, counting its calls (a lookup made twice would show here)
-    const inner = createFixedLatencyAdapter(opts.lookupLatencyMs);
-    let adapterLookups = 0;
-    const runtime = createBenchRuntime(store, {
+  // the bench's fixed-latency adapter, counting its calls (a lookup made twice would show here)
+  const inner = createFixedLatencyAdapter(opts.lookupLatencyMs);
+  let adapterLookups = 0;
+  const runtimeOn = (store: PostgresStore) =>
+    createBenchRuntime(store, {
       reconciliation: true,
       lookupLatencyMs: opts.lookupLatencyMs,
       concurrency: opts.concurrency,
@@ -138,6 +144,13 @@ export async function runPgRecoveryInstance(opts: PgRecoveryInstanceOptions): Pr
       },
       ...(opts.groupCommitMax === undefined ? {} : { groupCommit: { ...DEFAULT_GROUP_COMMIT, maxBatch: opts.groupCommitMax } }),
     });
+  if (opts.warmupUrl !== undefined) {
+    await warmUp(opts.warmupUrl, runtimeOn);
+    adapterLookups = 0;
+  }
+  const store = await openPostgresStore(opts.url, { migrate: false, applicationName: `mosoo-bench-api-${process.pid}` });
+  try {
+    const runtime = runtimeOn(store);
     const go = new Promise<void>((resolve) => process.once("message", () => resolve()));
     send({ type: "ready" });
     await go;
@@ -250,19 +263,27 @@ async function seedUnknownPg(url: string, opts: PgRecoveryOptions): Promise<void
 }
 
 /** Spawns `opts.instances` instance processes (`scenario.main.ts pg-recovery-instance`, with IPC) into `children`; returns their result files under `dir`. */
-function spawnInstances(url: string, opts: PgRecoveryOptions, dir: string, children: ChildProcess[]): string[] {
+function spawnInstances(
+  url: string,
+  warmupUrls: readonly string[],
+  opts: PgRecoveryOptions,
+  dir: string,
+  children: ChildProcess[],
+): string[] {
   const outFiles: string[] = [];
+  const profileArgs = INSTANCE_PROF_DIR === undefined ? [] : ["--cpu-prof", `--cpu-prof-dir=${INSTANCE_PROF_DIR}`];
   for (let i = 0; i < opts.instances; i++) {
     const out = join(dir, `instance-${i}.json`);
     outFiles.push(out);
     const instanceOpts: PgRecoveryInstanceOptions = {
       url,
+      ...(warmupUrls[i] === undefined ? {} : { warmupUrl: warmupUrls[i] }),
       lookupLatencyMs: opts.lookupLatencyMs,
       concurrency: opts.concurrency,
       ...(opts.groupCommitMax === undefined ? {} : { groupCommitMax: opts.groupCommitMax }),
     };
     children.push(
-      spawn(process.execPath, [...CHILD.nodeArgs, CHILD.path, "pg-recovery-instance", JSON.stringify(instanceOpts), out], {
+      spawn(process.execPath, [...profileArgs, ...CHILD.nodeArgs, CHILD.path, "pg-recovery-instance", JSON.stringify(instanceOpts), out], {
         stdio: ["ignore", "inherit", "inherit", "ipc"],
       }),
     );
@@ -295,10 +316,19 @@ export async function runPgRecovery(opts: PgRecoveryOptions): Promise<PgRecovery
   const dir = mkdtempSync(join(tmpdir(), "mosoo-bench-pg-recovery-"));
   const children: ChildProcess[] = [];
   const admin = new pg.Pool({ connectionString: db.url, max: 1, application_name: "mosoo-bench-check" });
+  const warmupEffects = opts.warmupEffects ?? WARMUP_EFFECTS;
+  const warmups = await createWarmupDatabases(opts.adminUrl, warmupEffects > 0 ? opts.instances : 0);
   try {
     await seedUnknownPg(db.url, opts);
-    progress(`pg recovery: starting ${opts.instances} API instance process(es)`);
-    const outFiles = spawnInstances(db.url, opts, dir, children);
+    for (const w of warmups) await seedUnknownPg(w.url, { ...opts, effects: warmupEffects });
+    progress(`pg recovery: starting ${opts.instances} API instance process(es), each warming up on ${warmupEffects} effects of its own`);
+    const outFiles = spawnInstances(
+      db.url,
+      warmups.map((w) => w.url),
+      opts,
+      dir,
+      children,
+    );
     await Promise.all(children.map((c) => nextMessage(c, "ready")));
     const exited = children.map(
       (c) => new Promise<number | null>((resolve) => (c.exitCode !== null ? resolve(c.exitCode) : c.once("exit", (code) => resolve(code)))),
@@ -348,6 +378,7 @@ export async function runPgRecovery(opts: PgRecoveryOptions): Promise<PgRecovery
     for (const c of children) if (c.exitCode === null && c.signalCode === null) c.kill("SIGKILL");
     await admin.end().catch(() => undefined);
     rmSync(dir, { recursive: true, force: true });
+    for (const w of warmups) await w.drop();
     await db.drop();
   }
 }

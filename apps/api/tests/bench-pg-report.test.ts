@@ -238,6 +238,12 @@ describe("statementKind: the recovery instance's statements told apart", () => {
     ).toBe("releaseLease");
     expect(statementKind('update "external_tool_effects" set "status" = $1, "lease_owner" = $2 where x')).toBe("commitOutcome");
     expect(statementKind('select "id" from "external_tool_effects" where "external_tool_effects"."id" = $1 limit $2')).toBe("effectById");
+    expect(
+      statementKind('WITH upd AS (\n  UPDATE "external_tool_effects"\n  SET "status" = $8 WHERE x RETURNING "id"), rec AS (x) SELECT 1'),
+    ).toBe("commitOutcome");
+    expect(statementKind('UPDATE "external_tool_effects" AS e\n  SET "lease_owner" = NULL FROM unnest($1::text[], $2::text[])')).toBe(
+      "releaseLease",
+    );
     expect(statementKind("SELECT 1")).toBe("other");
   });
 });

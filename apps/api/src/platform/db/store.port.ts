@@ -49,6 +49,13 @@ export interface StoreTx {
    * statements as the SQLite path, with the same effect.
    */
   readonly pgRows?: (query: SQL) => Promise<Array<Record<string, unknown>>>;
+  /**
+   * PostgreSQL stores only (undefined on SQLite): runs ONE statement of a fixed text (`$1`… parameters,
+   * `values` in order) as a named prepared statement `name` (parsed once per connection, then only bound
+   * and executed) and returns its rows as {@link pgRows} does. For the hot statements a repository sends
+   * many times; `name` must always stand for the same `text`.
+   */
+  readonly pgPrepared?: (name: string, text: string, values: readonly unknown[]) => Promise<Array<Record<string, unknown>>>;
 }
 
 /**

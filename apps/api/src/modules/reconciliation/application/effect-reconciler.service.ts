@@ -13,6 +13,7 @@ import type {
 } from "../../ledger/application/effect-reconciliation.port.js";
 import type { RuntimeContext } from "../../../kernel/runtime-context.js";
 import { reconciliationRepository } from "../infrastructure/effect-reconciliation.repository.js";
+import { pgOutcomeWriteRepository } from "../infrastructure/pg-outcome-write.repository.js";
 import { effectRows, type EffectRow } from "../../ledger/application/effect-rows.service.js";
 import type { ReconciliationMetrics } from "../infrastructure/reconciliation.metrics.js";
 import { acquireLeaseRecordingTakeover, recordInterruptedLookups } from "./interrupted-lookups.service.js";
@@ -133,8 +134,11 @@ export class EffectReconciler implements EffectReconciliationPort {
   /** Gives back leases taken by {@link leaseBatch} that will not be used, and their counted lookups (one transaction; nothing else changes). */
   async releaseLeases(leased: readonly LeasedEffect[]): Promise<void> {
     if (leased.length === 0) return;
+    const leases = leased.map((l) => ({ effectId: l.effect.id, owner: l.owner }));
     await this.ctx.store.transaction(async (tx) => {
-      for (const l of leased) await reconciliationRepository.releaseLease(tx, l.effect.id, l.owner, true);
+      // PostgreSQL: the batch's give-backs in one statement
+      if (tx.pgPrepared) await pgOutcomeWriteRepository.releaseLeases(tx, leases);
+      else for (const l of leased) await reconciliationRepository.releaseLease(tx, l.effect.id, l.owner, true);
     });
   }
 

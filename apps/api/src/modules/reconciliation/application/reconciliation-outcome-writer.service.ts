@@ -20,6 +20,7 @@ import type { StoreTx } from "../../../platform/db/store.port.js";
 import type { RuntimeContext } from "../../../kernel/runtime-context.js";
 import { settleTransition } from "../../ledger/domain/effect-lifecycle.machine.js";
 import { reconciliationRepository } from "../infrastructure/effect-reconciliation.repository.js";
+import { pgOutcomeWriteRepository } from "../infrastructure/pg-outcome-write.repository.js";
 import { effectRows, type EffectRow } from "../../ledger/application/effect-rows.service.js";
 import { runTables } from "../../ledger/application/owned-tables.port.js";
 import { scheduleNextLookup } from "../domain/lookup-schedule.js";
@@ -113,12 +114,7 @@ export class ReconciliationOutcomeWriter {
       const outcome = decision.decision;
       const reasonCode = decision.decision === "still_unknown" ? decision.reasonCode : null;
       const set = this.outcomeColumns(leased, decision, now);
-      const after = await reconciliationRepository.commitOutcome(tx, leased, leasedVersion, owner, set);
-      if (!after) {
-        decision = undefined;
-        return null;
-      }
-      await reconciliationRepository.insertRecord(tx, {
+      const record = {
         id: newUlid(now),
         effectId: effect.id,
         adapterId: adapterRef.id,
@@ -132,15 +128,21 @@ export class ReconciliationOutcomeWriter {
         error: decision.decision === "still_unknown" ? (decision.error ?? null) : null,
         startedAtMs,
         finishedAtMs: now,
-        nextLookupAtMs: after.nextLookupAtMs,
-      });
-      await runTables().appendEvent(
-        tx,
-        effect.runId,
-        "effect.reconciled",
-        { effectId: effect.id, commandId: effect.commandId, outcome, reasonCode, trigger, adapter: adapterRef, effectStatus: after.status },
-        now,
-      );
+      };
+      const event = { effectId: effect.id, commandId: effect.commandId, outcome, reasonCode, trigger, adapter: adapterRef };
+      const payload = (w: EffectRow) => ({ ...event, effectStatus: w.status });
+      // PostgreSQL: the compare-and-set, the record and the run event in one round trip (all or none of them).
+      const after = tx.pgPrepared
+        ? await pgOutcomeWriteRepository.commit(tx, { current: leased, version: leasedVersion, owner, set, record, payload, nowMs: now })
+        : await reconciliationRepository.commitOutcome(tx, leased, leasedVersion, owner, set);
+      if (!after) {
+        decision = undefined;
+        return null;
+      }
+      if (!tx.pgPrepared) {
+        await reconciliationRepository.insertRecord(tx, { ...record, nextLookupAtMs: after.nextLookupAtMs });
+        await runTables().appendEvent(tx, effect.runId, "effect.reconciled", payload(after), now);
+      }
       if (settleCommand && (await settleCommandFromEffect(tx, after, this.ctx.clock.nowMs())))
         commandSettled = after.status === "succeeded" ? "completed" : "failed";
       await alsoWrite?.(tx, after);

@@ -38,6 +38,8 @@ export class PgliteStore extends PgUnitOfWork implements Store {
       db,
       tables: pgSchema as unknown as StoreTables,
       pgRows: async (query) => (await (db as unknown as PgliteDatabase).execute(query)).rows as Array<Record<string, unknown>>,
+      // PGlite prepares nothing by name: the same statement, parsed each time.
+      pgPrepared: async (_name, text, values) => (await client.query<Record<string, unknown>>(text, [...values])).rows,
       prepared: <Q>(name: string, build: (db: QueryDb) => Q): Q => {
         let q = prepared.get(name) as Q | undefined;
         if (q === undefined) {

@@ -170,6 +170,7 @@ function newConnection(client: pg.PoolClient): PooledConnection {
     db,
     tables,
     pgRows: async (query) => (await (db as unknown as NodePgDatabase).execute(query)).rows,
+    pgPrepared: async (name, text, values) => (await client.query({ name, text, values: values as unknown[] })).rows,
     prepared: <Q>(name: string, build: (db: QueryDb) => Q): Q => {
       let q = prepared.get(name) as Q | undefined;
       if (q === undefined) {
