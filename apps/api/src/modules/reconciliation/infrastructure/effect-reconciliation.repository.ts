@@ -361,30 +361,15 @@ async function listDuePrepared(
   const shape = eligible.map((e) => e.tools.length).join(",");
   const q = tx.prepared(`reconciliation.listDue:${shape}`, (db) => {
     const t = tx.tables.externalToolEffects;
-    const bound = or(
-      ...eligible.map((e, i) =>
-        and(
-          eq(t.serverId, sql.placeholder(`server${i}`)),
-          inArray(
-            t.toolName,
-            e.tools.map((_, j) => sql.placeholder(`tool${i}_${j}`)),
-          ),
-        ),
-      ),
-    );
+    const tools = (e: { tools: readonly string[] }, i: number) => e.tools.map((_, j) => sql.placeholder(`tool${i}_${j}`));
+    const bound = or(...eligible.map((e, i) => and(eq(t.serverId, sql.placeholder(`server${i}`)), inArray(t.toolName, tools(e, i)))));
+    const now = sql.placeholder("nowMs");
+    const due = [eq(t.status, "unknown"), gt(t.id, sql.placeholder("afterId")), bound, isNull(t.operatorAttention)];
+    const free = [or(lte(t.nextLookupAtMs, now), isNull(t.nextLookupAtMs)), or(isNull(t.leaseOwner), lt(t.leaseExpiresAtMs, now))];
     return db
       .select()
       .from(t)
-      .where(
-        and(
-          eq(t.status, "unknown"),
-          gt(t.id, sql.placeholder("afterId")),
-          bound,
-          isNull(t.operatorAttention),
-          or(lte(t.nextLookupAtMs, sql.placeholder("nowMs")), isNull(t.nextLookupAtMs)),
-          or(isNull(t.leaseOwner), lt(t.leaseExpiresAtMs, sql.placeholder("nowMs"))),
-        ),
-      )
+      .where(and(...due, ...free))
       .orderBy(asc(t.id))
       .limit(sql.placeholder("limit"))
       .prepare();
