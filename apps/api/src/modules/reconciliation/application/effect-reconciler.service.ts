@@ -331,7 +331,7 @@ export class EffectReconciler implements EffectReconciliationPort {
  * the bindings are merged only when an entry is written). An entry's own fields win over a binding
  * of the same name.
  */
-function boundLogger(parent: RuntimeContext["logger"], bindings: Record<string, unknown>): AdapterLogger {
+export function boundLogger(parent: RuntimeContext["logger"], bindings: Record<string, unknown>): AdapterLogger {
   return {
     debug: (fields, message) => parent.debug({ ...bindings, ...fields }, message),
     info: (fields, message) => parent.info({ ...bindings, ...fields }, message),
