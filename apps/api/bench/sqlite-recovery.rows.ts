@@ -40,7 +40,7 @@ function smallRow(recoveryOn: RecoveryResult[], small: number, reps: number, tal
     measured: `${median(walls).toFixed(0)} ms (${Math.min(...walls).toFixed(0)}–${Math.max(...walls).toFixed(0)}, n=${reps})`,
     floorOrBound: `bound ${recoveryOn[0]!.boundMs.toFixed(0)} ms`,
     ratio: `${smallRatio.toFixed(2)}×`,
-    other: `API CPU ${median(recoveryOn.map((r) => r.cpuMsPerOutcome)).toFixed(3)} ms/outcome, DB ${median(recoveryOn.map((r) => r.dbUsPerOutcome)).toFixed(0)} µs/outcome (${recoveryOn[0]!.commitsPerOutcome.toFixed(2)} commits, ${recoveryOn[0]!.statementsPerOutcome.toFixed(1)} statements; bare commit ${median(recoveryOn.map((r) => r.bareCommitUs.before)).toFixed(0)} µs), peak RSS ${fmtMb(median(recoveryOn.map((r) => r.peakRssBytes)))}, sandboxed adapter processes ${recoveryOn[0]!.adapterProcesses} × ${fmtMb(median(recoveryOn.map((r) => r.adapterRssMedianBytes)))} RSS each, resolved ${recoveryOn.map((r) => r.resolved).join("/")}`,
+    other: `API CPU ${median(recoveryOn.map((r) => r.cpuMsPerOutcome)).toFixed(3)} ms/outcome, DB ${median(recoveryOn.map((r) => r.dbUsPerOutcome)).toFixed(0)} µs/outcome (${recoveryOn[0]!.commitsPerOutcome.toFixed(2)} commits, ${recoveryOn[0]!.statementsPerOutcome.toFixed(1)} statements; bare commit ${median(recoveryOn.map((r) => r.bareCommitUs.before)).toFixed(0)} µs), peak RSS ${fmtMb(median(recoveryOn.map((r) => r.peakRssBytes)))}, sandboxed adapter processes ${recoveryOn[0]!.adapterProcesses} × ${fmtMb(median(recoveryOn.map((r) => r.adapterRssMedianBytes)))} RSS each, their CPU ${median(recoveryOn.map((r) => r.adapterCpuMsPerOutcome)).toFixed(3)} ms/outcome, resolved ${recoveryOn.map((r) => r.resolved).join("/")}`,
     target: `≤ ${TARGETS.recoveryRatio}×`,
     met: smallRatio <= TARGETS.recoveryRatio && recoveryOn.every((r) => r.resolved === r.effects) ? "yes" : "no",
   });
@@ -67,7 +67,7 @@ function largeRow(r: RecoveryResult, large: number, tally: RowsAndFigures): void
     measured: `${r.wallMs.toFixed(0)} ms (n=1)`,
     floorOrBound: `bound ${r.boundMs.toFixed(0)} ms`,
     ratio: `${largeRatio.toFixed(2)}×`,
-    other: `peak RSS ${fmtMb(r.peakRssBytes)} (at start ${fmtMb(r.rssBeforeBytes)}), API CPU ${r.cpuMsPerOutcome.toFixed(3)} ms/outcome, DB ${r.dbUsPerOutcome.toFixed(0)} µs/outcome, resolved ${r.resolved}`,
+    other: `peak RSS ${fmtMb(r.peakRssBytes)} (at start ${fmtMb(r.rssBeforeBytes)}), API CPU ${r.cpuMsPerOutcome.toFixed(3)} ms/outcome, adapter processes' CPU ${r.adapterCpuMsPerOutcome.toFixed(3)} ms/outcome, DB ${r.dbUsPerOutcome.toFixed(0)} µs/outcome, resolved ${r.resolved}`,
     target: `≤ ${TARGETS.recoveryRatio}× and RSS < ${fmtMb(TARGETS.recoveryRssBytes)}`,
     met: largeRatio <= TARGETS.recoveryRatio && r.peakRssBytes < TARGETS.recoveryRssBytes && r.resolved === r.effects ? "yes" : "no",
   });

@@ -162,7 +162,7 @@ describe("reconciliation sweep: backoff, bound, restart", () => {
 });
 
 describe("reconciliation sweep: streaming", () => {
-  it("one pass looks up every due effect across many pages (a page is one lease batch of the concurrency), never more than the concurrency at once", async () => {
+  it("one pass looks up every due effect across many pages (a page is two lease batches of the concurrency), never more than the concurrency at once", async () => {
     const f = setup({ concurrency: 8 });
     f.double.setFaults({ adapterFault: "rejects" });
     const first = await dispatchWrite(f);

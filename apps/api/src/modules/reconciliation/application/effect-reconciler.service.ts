@@ -1,7 +1,7 @@
 // The reconciler of unknown effects: takes the leases and runs the adapter lookups, one at a time or as a bounded worker pool.
 import type { StoreTx, TransactionOptions } from "../../../platform/db/store.port.js";
 import { newUlid, type ReconciliationTrigger } from "@mosoo/contracts";
-import type { ReconciliationAdapter } from "@mosoo/effect-reconciliation";
+import type { AdapterLogger, ReconciliationAdapter } from "@mosoo/effect-reconciliation";
 import { askAdapter } from "@mosoo/effect-reconciliation/host";
 import { withSpan } from "@mosoo/telemetry";
 import { BACKGROUND_BUSY_RETRY, isStoreBusy, retryWhenBusy } from "../../../platform/db/store-busy.js";
@@ -166,7 +166,7 @@ export class EffectReconciler implements EffectReconciliationPort {
   private async lookUpAndCommit(leased: LeasedEffect, trigger: ReconciliationTrigger, opts: ReconcileOptions): Promise<ReconcileResult> {
     const { effect, adapter, owner, leasedVersion, leasedLookupCount, startedAtMs } = leased;
     const adapterRef = adapterRefOf(adapter);
-    const logger = this.ctx.logger.child({
+    const logger = boundLogger(this.ctx.logger, {
       effectId: effect.id,
       commandId: effect.commandId,
       driverInstanceId: effect.driverInstanceId,
@@ -243,7 +243,7 @@ export class EffectReconciler implements EffectReconciliationPort {
    * no-op when another reconciler or an operator has changed the lease since), logged, and answered
    * `ineligible` {@link LEASE_LAPSED} with the effect as it is now. A locked store leaves the lease to expire.
    */
-  private async giveUpLapsedLease(leased: LeasedEffect, logger: RuntimeContext["logger"]): Promise<ReconcileResult> {
+  private async giveUpLapsedLease(leased: LeasedEffect, logger: AdapterLogger): Promise<ReconcileResult> {
     const { effect, owner, startedAtMs } = leased;
     try {
       await this.ctx.store.transaction((tx) => reconciliationRepository.releaseLease(tx, effect.id, owner, true));
@@ -281,8 +281,9 @@ export class EffectReconciler implements EffectReconciliationPort {
   }
 
   /**
-   * The worker pool of {@link reconcileMany}: `nextBatch(max)` answers the next leased batch (at most
-   * `max` = `opts.concurrency` items, each a lease or why no lookup will be made), or null when the
+   * The worker pool of {@link reconcileMany}: `nextBatch(max)` answers the next leased batch (`max` =
+   * `opts.concurrency` items, or a fixed multiple of it: the sweep's pages hold two batches; each item a
+   * lease or why no lookup will be made), or null when the
    * work ran out; it is called only when the previous batch is used up. Each leased item is looked up
    * and committed as {@link reconcileLeased}; the rest is the same as {@link reconcileMany}.
    */
@@ -331,4 +332,19 @@ export class EffectReconciler implements EffectReconciliationPort {
     if (n > 0) this.ctx.logger.warn({ ended: n }, "reconciliation.expired_leases_ended");
     return n;
   }
+}
+
+/**
+ * A logger that writes to `parent` with `bindings` added to every entry's fields, as pino's
+ * `child(bindings)` would, without building a child logger per lookup (most lookups log nothing:
+ * the bindings are merged only when an entry is written). An entry's own fields win over a binding
+ * of the same name.
+ */
+export function boundLogger(parent: RuntimeContext["logger"], bindings: Record<string, unknown>): AdapterLogger {
+  return {
+    debug: (fields, message) => parent.debug({ ...bindings, ...fields }, message),
+    info: (fields, message) => parent.info({ ...bindings, ...fields }, message),
+    warn: (fields, message) => parent.warn({ ...bindings, ...fields }, message),
+    error: (fields, message) => parent.error({ ...bindings, ...fields }, message),
+  };
 }

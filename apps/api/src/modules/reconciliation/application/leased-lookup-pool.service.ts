@@ -3,9 +3,10 @@ import PQueue from "p-queue";
 
 /**
  * Options of {@link runLeasedPool}:
- * - `nextBatch(max)`: the next batch of at most `max` (= `concurrency`) items, or null when the work ran
- *   out; called only once the previous batch has been handed out, so memory holds one batch plus the
- *   lookups in flight, however large the backlog;
+ * - `nextBatch(max)`: the next batch, or null when the work ran out; `max` is `concurrency`, which a
+ *   batch may exceed by a fixed factor (the sweep answers pages of two batches); called only once the
+ *   previous batch has been handed out, so memory holds one batch plus the lookups in flight, however
+ *   large the backlog;
  * - `concurrency`: items run at once (at least 1);
  * - `shouldStart()`: false stops starting items (the ones in flight finish);
  * - `run(item)`: one item's work; a rejection stops the pool (no new item starts) and is rethrown by

@@ -16,6 +16,15 @@ import type { ReconciliationSettings } from "./reconciliation-settings.config.js
  */
 const SWEEP_PASS_BUDGET_MS = 5_000;
 
+/**
+ * Lease batches per page: each lease transaction reads and leases this many times `concurrency` due
+ * effects (a buffer the worker pool draws from as lookups end), so a backlog costs half as many lease
+ * transactions, and commits, as one batch of `concurrency` per transaction would. A leased effect
+ * waits at most this many lookup rounds for its turn, far within its lease (two lookup timeouts and
+ * 10 s), and a lookup still starts only while the lease outlasts it.
+ */
+const LEASE_BATCHES_PER_PAGE = 2;
+
 /** What one reconciliation sweep pass did (counts). */
 export interface ReconciliationSweepReport {
   /** Lookups whose outcome this pass committed (superseded ones not counted). */
@@ -38,8 +47,8 @@ export class ReconciliationSweep {
   ) {}
 
   /**
-   * One pass over the effects due when it starts, streamed: due effects are claimed in batches of
-   * `concurrency` (keyset pagination by id), each batch read and leased in ONE transaction
+   * One pass over the effects due when it starts, streamed: due effects are claimed in pages of
+   * {@link LEASE_BATCHES_PER_PAGE} × `concurrency` (keyset pagination by id), each batch read and leased in ONE transaction
    * ({@link EffectReconciler.leaseBatch} with the page read inside it), and handed to the reconciler's
    * worker pool (`reconcileBatches`: `concurrency` lookups in flight until the due effects, or
    * {@link SWEEP_PASS_BUDGET_MS}, run out), so memory does not grow with the backlog. On PostgreSQL
@@ -112,9 +121,9 @@ export class ReconciliationSweep {
   }
 
   /**
-   * The batches of effects due at `nowMs`, oldest first: each call reads the next page (at most `max`
-   * rows after the last one read) inside the lease transaction and leases the ones due. Null once a
-   * page comes back short (nothing further is due).
+   * The batches of effects due at `nowMs`, oldest first: each call reads the next page (at most
+   * {@link LEASE_BATCHES_PER_PAGE} × `max` rows after the last one read) inside the lease transaction
+   * and leases the ones due. Null once a page comes back short (nothing further is due).
    */
   private dueBatches(nowMs: number): (max: number) => Promise<LeasedOrNot[] | null> {
     const eligible = [...this.settings.bindings].map(([serverId, adapter]) => ({ serverId, tools: adapter.declaration.tools }));
@@ -123,9 +132,10 @@ export class ReconciliationSweep {
     let done = eligible.length === 0;
     return async (max) => {
       if (done) return null;
+      const pageSize = max * LEASE_BATCHES_PER_PAGE;
       return await this.reconciler.leaseBatch(async (tx) => {
-        const page = await reconciliationRepository.listDue(tx, nowMs, max, eligible, afterId, { skipLocked });
-        if (page.length < max) done = true;
+        const page = await reconciliationRepository.listDue(tx, nowMs, pageSize, eligible, afterId, { skipLocked });
+        if (page.length < pageSize) done = true;
         if (page.length > 0) afterId = page.at(-1)!.id;
         const due: EffectRow[] = [];
         for (const effect of page) {

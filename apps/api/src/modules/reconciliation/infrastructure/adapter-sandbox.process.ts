@@ -17,8 +17,12 @@ const MAX_OUTPUT_LINE_CHARS = 500;
 const MAX_OUTPUT_LINES_PER_CALL = 50;
 /** How often (ms) the host reads a busy child's CPU time and resident memory from `/proc`. */
 const SAMPLE_EVERY_MS = 50;
-/** How long (ms) a reading of a child's CPU time is reused (a tenth of the `/proc` clock tick). */
-const CPU_READING_REUSE_MS = 1;
+/**
+ * How long (ms) a reading of a child's CPU time is reused: one `/proc` clock tick (the counter moves in
+ * 10 ms steps anyway). A reused reading is never later than the true one, so a call's start reads at
+ * most the true CPU time (its measured use can only grow) and the CPU-time bound stays as strict.
+ */
+const CPU_READING_REUSE_MS = 10;
 /** Clock ticks per second of `/proc/<pid>/stat` times (`getconf CLK_TCK`, 100 on Linux), the page size (bytes), random bytes of a reply token. */
 const CLOCK_TICKS_PER_SECOND = 100;
 const PAGE_BYTES = 4096;
@@ -248,7 +252,8 @@ export class SandboxProcess {
 
   private sample(): void {
     if (this.dead) return;
-    const cpu = this.cpuMs();
+    // a fresh reading: the bounds are judged on the CPU time as it is now, never on a reused one
+    const cpu = this.cpuMs(true);
     if (this.pending.size === 0) return this.sampleIdle(cpu);
     // the process's CPU time while a call ran, shared by the calls it served at once (a spinning call
     // blocks the others, so its share grows at a core's speed; the wall-time bound ends it anyway)
@@ -331,12 +336,13 @@ export class SandboxProcess {
 
   /**
    * CPU time (user + system, ms) of the child from `/proc/<pid>/stat`, or undefined where there is no
-   * `/proc`. A reading less than {@link CPU_READING_REUSE_MS} old is reused (the calls of one burst
-   * start and end at the same CPU time; `/proc` counts in 10 ms ticks anyway).
+   * `/proc`. Unless `fresh`, a reading less than {@link CPU_READING_REUSE_MS} old is reused (the calls
+   * of a burst start and end within one `/proc` tick; used only where an earlier reading makes the
+   * bound stricter: a call's start, the start of an idle period).
    */
-  private cpuMs(): number | undefined {
+  private cpuMs(fresh = false): number | undefined {
     const nowMs = performance.now();
-    if (this.lastCpu !== undefined && nowMs - this.lastCpu.atMs < CPU_READING_REUSE_MS) return this.lastCpu.cpuMs;
+    if (!fresh && this.lastCpu !== undefined && nowMs - this.lastCpu.atMs < CPU_READING_REUSE_MS) return this.lastCpu.cpuMs;
     const cpuMs = this.readCpuMs();
     this.lastCpu = { atMs: nowMs, cpuMs };
     return cpuMs;

@@ -106,7 +106,7 @@ export const reconciliationRepository = {
       const count = await reconciliationRepository.acquireLease(tx, one!.effectId, one!.version, owner, nowMs, expiresAtMs);
       return new Map(count === undefined ? [] : [[one!.effectId, count]]);
     }
-    // One prepared query per batch size (at most the lookup concurrency, 64: a bounded set), so a
+    // One prepared query per batch size (at most a sweep page, twice the lookup concurrency: a bounded set), so a
     // batch's statement is not built again for every lease transaction.
     const n = effects.length;
     const q = tx.prepared(`reconciliation.acquireLeases:${n}`, (db) => {
@@ -318,6 +318,7 @@ export const reconciliationRepository = {
     opts: { skipLocked?: boolean } = {},
   ): Promise<Array<typeof externalToolEffects.$inferSelect>> {
     if (eligible.length === 0) return [];
+    if (!opts.skipLocked) return await listDuePrepared(tx, nowMs, limit, eligible, afterId);
     const externalToolEffects = tx.tables.externalToolEffects;
     const bound = or(
       ...eligible.map((e) => and(eq(externalToolEffects.serverId, e.serverId), inArray(externalToolEffects.toolName, [...e.tools]))),
@@ -343,6 +344,43 @@ export const reconciliationRepository = {
     return query;
   },
 };
+
+/**
+ * `listDue` without row locks as ONE prepared query per shape of `eligible` (how many servers, and
+ * how many tools each: fixed for a sweep pass), cached by the store, so a pass's pages are not built
+ * again by drizzle for every lease batch. No `afterId` reads from the start (`id > ''`: every ULID
+ * is greater).
+ */
+async function listDuePrepared(
+  tx: StoreTx,
+  nowMs: number,
+  limit: number,
+  eligible: ReadonlyArray<{ serverId: string; tools: readonly string[] }>,
+  afterId: string | undefined,
+): Promise<Array<typeof externalToolEffects.$inferSelect>> {
+  const shape = eligible.map((e) => e.tools.length).join(",");
+  const q = tx.prepared(`reconciliation.listDue:${shape}`, (db) => {
+    const t = tx.tables.externalToolEffects;
+    const tools = (e: { tools: readonly string[] }, i: number) => e.tools.map((_, j) => sql.placeholder(`tool${i}_${j}`));
+    const bound = or(...eligible.map((e, i) => and(eq(t.serverId, sql.placeholder(`server${i}`)), inArray(t.toolName, tools(e, i)))));
+    const now = sql.placeholder("nowMs");
+    const due = [eq(t.status, "unknown"), gt(t.id, sql.placeholder("afterId")), bound, isNull(t.operatorAttention)];
+    const free = [or(lte(t.nextLookupAtMs, now), isNull(t.nextLookupAtMs)), or(isNull(t.leaseOwner), lt(t.leaseExpiresAtMs, now))];
+    return db
+      .select()
+      .from(t)
+      .where(and(...due, ...free))
+      .orderBy(asc(t.id))
+      .limit(sql.placeholder("limit"))
+      .prepare();
+  });
+  const values: Record<string, unknown> = { afterId: afterId ?? "", nowMs, limit };
+  eligible.forEach((e, i) => {
+    values[`server${i}`] = e.serverId;
+    e.tools.forEach((tool, j) => (values[`tool${i}_${j}`] = tool));
+  });
+  return await q.execute(values);
+}
 
 /** The row-locking clause of drizzle's PostgreSQL select (`SELECT … FOR UPDATE SKIP LOCKED`), absent from the SQLite builder's type. */
 interface LockableSelect<Row> {
