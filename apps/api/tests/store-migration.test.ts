@@ -180,7 +180,9 @@ describe("migrations 0017 (sequence counters) and 0027 (SQLite numbers run event
       ],
     }));
     expect(next).toEqual({ command: 3, events: [6, 7] });
-    expect(store.sqlite.prepare("SELECT seq FROM run_events WHERE run_id = ? ORDER BY seq").pluck().all(ids.runId)).toEqual([1, 2, 3, 4, 5, 6, 7]);
+    expect(store.sqlite.prepare("SELECT seq FROM run_events WHERE run_id = ? ORDER BY seq").pluck().all(ids.runId)).toEqual([
+      1, 2, 3, 4, 5, 6, 7,
+    ]);
     expect(store.sqlite.prepare("SELECT last_event_seq AS n FROM session_runs WHERE id = ?").get(ids.runId)).toEqual({ n: 0 });
   });
 });
