@@ -36,7 +36,10 @@ export function fillHistory(sqlite: Database.Database, shape: HistoryShape, onBa
   sqlite.pragma("cache_size = -262144");
   try {
     const write = sqlite.transaction((batch: HistoryBatch) => {
-      for (const table of tables) for (const row of batch[table]) inserts[table].run(row);
+      for (const table of tables)
+        for (const row of batch[table])
+          // SQLite keeps no run event counter (session_runs.last_event_seq stays 0; sqlite-schema.ts): the last column is PostgreSQL's.
+          inserts[table].run(table === "session_runs" ? [...row.slice(0, -1), 0] : row);
     });
     const batches = historyBatches(shape);
     let written = 0;

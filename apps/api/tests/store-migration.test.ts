@@ -167,15 +167,22 @@ describe("store migration 0002 (effect reconciliation) on a pre-reconciliation s
   });
 });
 
-describe("migration 0017: sequence counters", () => {
-  it("backfills each instance's and run's counter from the rows already numbered, so numbering continues after them", async () => {
+describe("migrations 0017 (sequence counters) and 0027 (SQLite numbers run events inside the INSERT)", () => {
+  it("backfills each instance's counter; zeroes the run's counter, which SQLite no longer keeps; numbering continues after the rows already numbered", async () => {
     const store = upgrade();
     expect(store.sqlite.prepare("SELECT last_command_seq AS n FROM driver_instances WHERE id = ?").get(ids.driverId)).toEqual({ n: 2 });
-    expect(store.sqlite.prepare("SELECT last_event_seq AS n FROM session_runs WHERE id = ?").get(ids.runId)).toEqual({ n: 5 });
+    expect(store.sqlite.prepare("SELECT last_event_seq AS n FROM session_runs WHERE id = ?").get(ids.runId)).toEqual({ n: 0 });
     const next = await store.transaction(async (tx) => ({
       command: (await commandRepository.nextSeq(tx, ids.driverId)).seq,
-      event: (await runRepository.appendEvent(tx, ids.runId, "tool_call.queued", {}, START_MS)).seq,
+      events: [
+        (await runRepository.appendEvent(tx, ids.runId, "tool_call.queued", {}, START_MS)).seq,
+        (await runRepository.appendEvent(tx, ids.runId, "tool_call.queued", {}, START_MS)).seq,
+      ],
     }));
-    expect(next).toEqual({ command: 3, event: 6 });
+    expect(next).toEqual({ command: 3, events: [6, 7] });
+    expect(store.sqlite.prepare("SELECT seq FROM run_events WHERE run_id = ? ORDER BY seq").pluck().all(ids.runId)).toEqual([
+      1, 2, 3, 4, 5, 6, 7,
+    ]);
+    expect(store.sqlite.prepare("SELECT last_event_seq AS n FROM session_runs WHERE id = ?").get(ids.runId)).toEqual({ n: 0 });
   });
 });

@@ -25,11 +25,11 @@ export interface IntentInput {
   sessionId: string | null;
   repeatOfEffectId?: string;
   /**
-   * The run's event `seq` the caller already reserved in this transaction (`runRepository.reserveEventSeq`,
-   * which also read the run under its lock) and the run's `status` that reservation saw; absent: the event's
-   * `seq` is taken here.
+   * The run's `status` as the caller read it in this transaction when that read stays current until the
+   * commit (SQLite: one writer at a time; the runs module's `findRunForIntent`); absent or on PostgreSQL: the
+   * status the intent's writes see under the run's lock.
    */
-  reservedEvent?: { seq: number; runStatus: RunStatus };
+  runStatusUnderWriteLock?: RunStatus;
   nowMs: number;
 }
 
@@ -110,12 +110,10 @@ export async function recordIntent(tx: StoreTx, input: IntentInput): Promise<Rec
         toolName: input.toolName,
         ...(input.compensatesEffectId ? { compensatesEffectId: input.compensatesEffectId } : {}),
       },
-      ...(input.reservedEvent ? { reservedSeq: input.reservedEvent.seq } : {}),
     },
+    ...(input.runStatusUnderWriteLock ? { runStatusUnderWriteLock: input.runStatusUnderWriteLock } : {}),
     nowMs: now,
   });
-  const { seq, driverStatus } = written;
-  const runStatus = input.reservedEvent?.runStatus ?? written.runStatus;
-  if (runStatus === undefined) throw new Error(`run ${input.runId}: the event's seq bump saw no status`);
+  const { seq, driverStatus, runStatus } = written;
   return { commandId, effectId, idempotencyKey, seq, seen: { driverStatus, runStatus } };
 }

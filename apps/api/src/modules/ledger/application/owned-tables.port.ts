@@ -21,7 +21,7 @@ export type DriverInstanceRow = typeof driverInstances.$inferSelect;
 export interface RunTablesPort {
   /** Appends one event to the run's stream with the next `seq`; throws on a missing run or a second terminal event. */
   appendEvent(tx: StoreTx, runId: string, type: RunEventType, payload: Record<string, unknown>, nowMs: number): Promise<RunEventRow>;
-  /** {@link appendEvent}, also returning the run's `status` as the `seq` bump saw it (under the row's lock). */
+  /** {@link appendEvent}, also returning the run's `status` as seen under the write lock (PostgreSQL: the `seq` bump's row lock). */
   appendEventSeeingRun(
     tx: StoreTx,
     runId: string,
@@ -29,15 +29,6 @@ export interface RunTablesPort {
     payload: Record<string, unknown>,
     nowMs: number,
   ): Promise<{ event: RunEventRow; runStatus: RunStatus }>;
-  /** Inserts one event at `seq`, a `seq` the caller reserved in this transaction; throws on a second terminal event. */
-  insertEvent(
-    tx: StoreTx,
-    runId: string,
-    seq: number,
-    type: RunEventType,
-    payload: Record<string, unknown>,
-    nowMs: number,
-  ): Promise<RunEventRow>;
   /** The run with this id, or undefined. */
   findRun(tx: StoreTx, id: string): Promise<RunRow | undefined>;
   /** The Driver instance's `active` run, or undefined. */

@@ -9,13 +9,16 @@ import { effectRepository } from "./effect.repository.js";
 
 /**
  * One intent to write: the command row without its `seq` (taken here from the instance's counter), the
- * effect row, and the run event (`type`, `payload`) at `reservedSeq` when the caller reserved one in this
- * transaction (the runs module's `reserveEventSeq`), else at the run's next `seq`. `nowMs`: ms since the epoch.
+ * effect row, and the run event (`type`, `payload`) at the run's next `seq`. `runStatusUnderWriteLock`: the
+ * run's status as the caller read it in this transaction, when that read stays current until the commit
+ * (SQLite: one writer at a time; the runs module's `findRunForIntent`); PostgreSQL ignores it and returns the
+ * status its event `seq` bump saw under the run's row lock. `nowMs`: ms since the epoch.
  */
 export interface IntentWrite {
   command: Omit<typeof driverCommands.$inferInsert, "seq">;
   effect: typeof externalToolEffects.$inferInsert;
-  event: { runId: string; type: RunEventType; payload: Record<string, unknown>; reservedSeq?: number };
+  event: { runId: string; type: RunEventType; payload: Record<string, unknown> };
+  runStatusUnderWriteLock?: RunStatus;
   nowMs: number;
 }
 
@@ -23,20 +26,22 @@ export interface IntentWrite {
 export const intentWriteRepository = {
   /**
    * Bumps the Driver instance's `last_command_seq`, inserts the command at that `seq`, the effect and the
-   * run event, in the caller's transaction (SQLite: four or five statements; PostgreSQL: one round trip).
-   * Returns the command's `seq`, the instance's `status` as the bump saw it under the row's lock, and, when
-   * the event's `seq` was taken here, the run's `status` as that bump saw it. Throws the store's constraint
-   * error on a broken rule (unique, CHECK, a missing instance or run), which rolls the transaction back.
+   * run event, in the caller's transaction (SQLite: four statements, the event's `seq` taken inside its
+   * INSERT, plus a read of the run when no `runStatusUnderWriteLock` was given; PostgreSQL: one round trip
+   * that also bumps the run's `last_event_seq`). Returns the command's `seq` and the instance's and the
+   * run's `status` as seen under the write lock (the instance's counter bump; the run's `seq` bump, or on
+   * SQLite the read). Throws the store's constraint error on a broken rule (unique, CHECK, a missing
+   * instance or run), which rolls the transaction back.
    */
-  async write(tx: StoreTx, w: IntentWrite): Promise<{ seq: number; driverStatus: DriverInstanceStatus; runStatus?: RunStatus }> {
+  async write(tx: StoreTx, w: IntentWrite): Promise<{ seq: number; driverStatus: DriverInstanceStatus; runStatus: RunStatus }> {
     const { event } = w;
     if (!tx.pgRows) {
       const { seq, status: driverStatus } = await commandTables().nextSeq(tx, w.command.driverInstanceId);
       await commandTables().insert(tx, { ...w.command, seq });
       await effectRepository.insert(tx, w.effect);
-      if (event.reservedSeq !== undefined) {
-        await runTables().insertEvent(tx, event.runId, event.reservedSeq, event.type, event.payload, w.nowMs);
-        return { seq, driverStatus };
+      if (w.runStatusUnderWriteLock !== undefined) {
+        await runTables().appendEvent(tx, event.runId, event.type, event.payload, w.nowMs);
+        return { seq, driverStatus, runStatus: w.runStatusUnderWriteLock };
       }
       const { runStatus } = await runTables().appendEventSeeingRun(tx, event.runId, event.type, event.payload, w.nowMs);
       return { seq, driverStatus, runStatus };
@@ -57,26 +62,23 @@ export const intentWriteRepository = {
     const eventRow = tx.db.insert(ev).values({
       id: newUlid(w.nowMs),
       runId: event.runId,
-      seq: event.reservedSeq ?? sql`(SELECT "last_event_seq" FROM bumped)`,
+      seq: sql`(SELECT "last_event_seq" FROM bumped)`,
       type: event.type,
       terminal: TERMINAL_RUN_EVENT_TYPES.includes(event.type),
       payloadJson: JSON.stringify(event.payload),
       createdAtMs: w.nowMs,
     });
     const rows = await tx.pgRows(
-      event.reservedSeq !== undefined
-        ? sql`WITH numbered AS (${numbered.getSQL()}), command AS (${command.getSQL()}), effect AS (${effect.getSQL()}),
-            event AS (${eventRow.getSQL()}) SELECT "last_command_seq", "status" FROM numbered`
-        : sql`WITH numbered AS (${numbered.getSQL()}), bumped AS (${bumped.getSQL()}), command AS (${command.getSQL()}),
-            effect AS (${effect.getSQL()}), event AS (${eventRow.getSQL()})
-            SELECT "last_command_seq", numbered."status", (SELECT "status" FROM bumped) AS "run_status" FROM numbered`,
+      sql`WITH numbered AS (${numbered.getSQL()}), bumped AS (${bumped.getSQL()}), command AS (${command.getSQL()}),
+          effect AS (${effect.getSQL()}), event AS (${eventRow.getSQL()})
+          SELECT "last_command_seq", numbered."status", (SELECT "status" FROM bumped) AS "run_status" FROM numbered`,
     );
     const row = rows[0];
     if (row === undefined) throw new Error(`no Driver instance ${w.command.driverInstanceId} to number a command of`);
     return {
       seq: Number(row.last_command_seq),
       driverStatus: row.status as DriverInstanceStatus,
-      ...(event.reservedSeq !== undefined ? {} : { runStatus: row.run_status as RunStatus }),
+      runStatus: row.run_status as RunStatus,
     };
   },
 };

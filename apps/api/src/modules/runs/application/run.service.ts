@@ -197,12 +197,8 @@ export class RunService {
     now: number,
   ): Promise<EnqueueToolCallResponse & { driverInstanceId: string }> {
     return this.ctx.store.transaction(async (tx): Promise<EnqueueToolCallResponse & { driverInstanceId: string }> => {
-      // Without a client tool-call id there is nothing to replay: the run is read with its next event `seq`
-      // where the dialect allows it in the same statement (`findRunForIntent`); a refusal below rolls that
-      // back. With one, a replay must change nothing, so the run is only read.
-      const found: { run: RunRow; reservedSeq?: number } | undefined = req.toolCallId
-        ? await runRepository.findRun(tx, runId).then((r) => r && { run: r })
-        : await runRepository.findRunForIntent(tx, runId);
+      // A plain read of the run; on SQLite its status stays current until the commit (`findRunForIntent`).
+      const found = await runRepository.findRunForIntent(tx, runId);
       const run = found?.run;
       if (!run) throw new UserFacingError("run.not_found", `no run ${runId}`);
       if (req.toolCallId) {
@@ -238,7 +234,7 @@ export class RunService {
         requestId: req.requestId,
         argumentsJson,
         requestFingerprint,
-        ...(found?.reservedSeq === undefined ? {} : { reservedEvent: { seq: found.reservedSeq, runStatus: run.status } }),
+        ...(found?.statusUnderWriteLock === undefined ? {} : { runStatusUnderWriteLock: found.statusUnderWriteLock }),
         nowMs: now,
       });
       // The statuses recordIntent's writes saw under the rows' locks (the Driver's for the `seq`, the run's for

@@ -94,17 +94,20 @@ export const runRepository = {
     await tx.db.delete(r).where(eq(r.id, id));
   },
   /**
-   * Appends one event to a run's stream with the next `seq` (1-based), taken by bumping the run's
-   * `last_event_seq` (`UPDATE … RETURNING`: atomic in both dialects, a row lock in PostgreSQL; never
-   * a read-then-write), in the caller's transaction. A second terminal event for
-   * a run violates the `run_events_one_terminal` unique index and throws; so does a missing run.
+   * Appends one event to a run's stream with the next `seq` (1-based, gapless), in the caller's
+   * transaction: on PostgreSQL taken by bumping the run's `last_event_seq` (`UPDATE … RETURNING`, a row
+   * lock; one round trip with the insert), on SQLite inside the INSERT itself (one statement, see
+   * `appendSqliteEvent` below). A second terminal event for a run violates the `run_events_one_terminal`
+   * unique index and throws; so does a missing run.
    */
   async appendEvent(tx: StoreTx, runId: string, type: RunEventType, payload: Record<string, unknown>, nowMs: number): Promise<RunEventRow> {
+    if (!tx.pgRows) return appendSqliteEvent(tx, runId, type, payload, nowMs);
     return (await runRepository.appendEventSeeingRun(tx, runId, type, payload, nowMs)).event;
   },
   /**
-   * {@link appendEvent}, also returning the run's `status` as the `seq` bump saw it, under the row's
-   * lock: the caller checks it without reading the run again.
+   * {@link appendEvent}, also returning the run's `status` as seen under the write lock: on PostgreSQL as
+   * the `seq` bump saw it under the row's lock, on SQLite read in this transaction (two statements; the
+   * store's one write lock keeps it current): the caller checks it without reading the run again.
    */
   async appendEventSeeingRun(
     tx: StoreTx,
@@ -138,93 +141,23 @@ export const runRepository = {
       if (row === undefined) throw new Error(`no run ${runId} to append an event to`);
       return { event: { ...event, seq: Number(row.last_event_seq) }, runStatus: row.status as RunStatus };
     }
-    // SQLite: the bump returns only the two columns used (no whole-row read back).
-    const bump = tx.prepared("run.bumpEventSeq", (db) => {
-      const r = tx.tables.sessionRuns;
-      return db
-        .update(r)
-        .set({ lastEventSeq: sql`${r.lastEventSeq} + 1` })
-        .where(eq(r.id, sql.placeholder("runId")))
-        .returning({ seq: r.lastEventSeq, status: r.status })
-        .prepare();
-    });
-    const run = firstRow(await bump.execute({ runId }));
+    // SQLite: the `seq` is taken inside the INSERT (see {@link appendSqliteEvent}); the status is read in the
+    // same write transaction, which holds SQLite's only write lock, so no writer can change it in between.
+    const run = await runRepository.findRun(tx, runId);
     if (run === undefined) throw new Error(`no run ${runId} to append an event to`);
-    return { event: await runRepository.insertEvent(tx, runId, run.seq, type, payload, nowMs), runStatus: run.status };
+    return { event: await appendSqliteEvent(tx, runId, type, payload, nowMs), runStatus: run.status };
   },
   /**
-   * The run an enqueue checks, read in the fewest statements its dialect allows: on SQLite by reserving
-   * its next event `seq` ({@link reserveEventSeq}: the read and the `seq` in one statement; one writer at a
-   * time, so no lock order to keep), returned as `reservedSeq`; on PostgreSQL by a plain read (no
-   * `reservedSeq`), the `seq` being taken with the intent's other writes in one round trip, after the
-   * Driver instance's row like every other writer that locks both (no deadlock with a finalization repair).
-   * Undefined when there is no such run (nothing written).
+   * The run an enqueue checks, by a plain read. On SQLite the read runs inside the store's one write
+   * transaction (`BEGIN IMMEDIATE`: no other writer until it commits), so the run's `status` it returns as
+   * `statusUnderWriteLock` cannot change before the intent's writes; on PostgreSQL (READ COMMITTED) it can,
+   * so there the status comes from the event `seq` bump that the intent's writes take (no `statusUnderWriteLock`).
+   * Undefined when there is no such run.
    */
-  async findRunForIntent(tx: StoreTx, runId: string): Promise<{ run: RunRow; reservedSeq?: number } | undefined> {
-    if (tx.pgRows) {
-      const run = await runRepository.findRun(tx, runId);
-      return run && { run };
-    }
-    const run = await runRepository.reserveEventSeq(tx, runId);
-    return run && { run, reservedSeq: run.lastEventSeq };
-  },
-  /**
-   * Takes the run's next event `seq` (bumps `last_event_seq`, `UPDATE … RETURNING`, a row lock in PostgreSQL)
-   * and returns the whole run row as the bump left it (`lastEventSeq` is the reserved `seq`), or undefined
-   * when there is no such run (nothing written). Doubles as the read of the run: the enqueue checks the run
-   * it returns, and a refusal rolls the bump back with the rest of the transaction. Write the event with
-   * {@link insertEvent} in the same transaction.
-   */
-  async reserveEventSeq(tx: StoreTx, runId: string): Promise<RunRow | undefined> {
-    const bump = tx.prepared("run.reserveEventSeq", (db) => {
-      const r = tx.tables.sessionRuns;
-      return db
-        .update(r)
-        .set({ lastEventSeq: sql`${r.lastEventSeq} + 1` })
-        .where(eq(r.id, sql.placeholder("runId")))
-        .returning()
-        .prepare();
-    });
-    return firstRow(await bump.execute({ runId }));
-  },
-  /**
-   * Inserts event `type` of run `runId` at `seq`, a number {@link reserveEventSeq} reserved in this
-   * transaction. Throws like {@link appendEvent} on a second terminal event.
-   */
-  async insertEvent(
-    tx: StoreTx,
-    runId: string,
-    seq: number,
-    type: RunEventType,
-    payload: Record<string, unknown>,
-    nowMs: number,
-  ): Promise<RunEventRow> {
-    const insert = tx.prepared("run.insertEvent", (db) =>
-      db
-        .insert(tx.tables.runEvents)
-        .values({
-          id: sql.placeholder("id"),
-          runId: sql.placeholder("runId"),
-          seq: sql.placeholder("seq"),
-          type: sql.placeholder("type"),
-          terminal: sql.placeholder("terminal"),
-          payloadJson: sql.placeholder("payloadJson"),
-          createdAtMs: sql.placeholder("createdAtMs"),
-        })
-        .prepare(),
-    );
-    // The row as written is the row given (no default or trigger changes it): not read back.
-    const row: RunEventRow = {
-      id: newUlid(nowMs),
-      runId,
-      seq,
-      type,
-      terminal: TERMINAL_RUN_EVENT_TYPES.includes(type),
-      payloadJson: JSON.stringify(payload),
-      createdAtMs: nowMs,
-    };
-    await insert.execute(row);
-    return row;
+  async findRunForIntent(tx: StoreTx, runId: string): Promise<{ run: RunRow; statusUnderWriteLock?: RunStatus } | undefined> {
+    const run = await runRepository.findRun(tx, runId);
+    if (run === undefined) return undefined;
+    return tx.pgRows ? { run } : { run, statusUnderWriteLock: run.status };
   },
   /** Events of a run with `seq > afterSeq`, in order. */
   async listEvents(tx: StoreTx, runId: string, afterSeq: number): Promise<RunEventRow[]> {
@@ -236,3 +169,48 @@ export const runRepository = {
       .orderBy(asc(e.seq));
   },
 };
+
+/**
+ * SQLite's event append: one `INSERT` whose `seq` is the run's highest plus one (1-based), read in that
+ * statement through the unique `run_events_run_seq` index (a seek to the run's last entry). One statement
+ * is atomic, and every SQLite write transaction holds the store's only write lock (`BEGIN IMMEDIATE`), so no
+ * other writer can take the same `seq` (the unique index would refuse it anyway). The numbering matches
+ * PostgreSQL's counter (`session_runs.last_event_seq`): gapless, in commit order, never reused, because a
+ * run's events are deleted only with the run itself. Throws the store's constraint error on a missing run
+ * (foreign key) or a second terminal event (`run_events_one_terminal`).
+ */
+async function appendSqliteEvent(
+  tx: StoreTx,
+  runId: string,
+  type: RunEventType,
+  payload: Record<string, unknown>,
+  nowMs: number,
+): Promise<RunEventRow> {
+  const insert = tx.prepared("run.appendEvent", (db) => {
+    const e = tx.tables.runEvents;
+    return db
+      .insert(e)
+      .values({
+        id: sql.placeholder("id"),
+        runId: sql.placeholder("runId"),
+        seq: sql`(SELECT coalesce(max(${e.seq}), 0) + 1 FROM ${e} WHERE ${e.runId} = ${sql.placeholder("runId")})`,
+        type: sql.placeholder("type"),
+        terminal: sql.placeholder("terminal"),
+        payloadJson: sql.placeholder("payloadJson"),
+        createdAtMs: sql.placeholder("createdAtMs"),
+      })
+      .returning({ seq: e.seq })
+      .prepare();
+  });
+  const row = {
+    id: newUlid(nowMs),
+    runId,
+    type,
+    terminal: TERMINAL_RUN_EVENT_TYPES.includes(type),
+    payloadJson: JSON.stringify(payload),
+    createdAtMs: nowMs,
+  };
+  const inserted = firstRow(await insert.execute(row));
+  if (inserted === undefined) throw new Error(`run ${runId}: the event insert returned no row`);
+  return { ...row, seq: inserted.seq };
+}

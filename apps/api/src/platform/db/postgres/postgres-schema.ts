@@ -85,7 +85,7 @@ export const sessionRuns = pgTable(
     errorJson: text("error_json"),
     createdAtMs: ms("created_at_ms").notNull(),
     updatedAtMs: ms("updated_at_ms").notNull(),
-    /** The `seq` of the run's latest event (0: none yet); bumped with `UPDATE … RETURNING` (sqlite-schema.ts, DESIGN §11). */
+    /** The `seq` of the run's latest event (0: none yet); bumped with `UPDATE … RETURNING` (SQLite does not keep it: sqlite-schema.ts). */
     lastEventSeq: integer("last_event_seq").notNull().default(0),
   },
   (t) => [

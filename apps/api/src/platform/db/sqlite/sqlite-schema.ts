@@ -82,8 +82,11 @@ export const sessionRuns = sqliteTable(
     createdAtMs: integer("created_at_ms").notNull(),
     updatedAtMs: integer("updated_at_ms").notNull(),
     /**
-     * The `seq` of the run's latest event (0: none yet); the next event's `seq` comes from bumping it
-     * with `UPDATE … RETURNING` in the appending transaction (no read-then-write).
+     * PostgreSQL: the `seq` of the run's latest event (0: none yet), bumped with `UPDATE … RETURNING` in
+     * the appending transaction (the row lock orders writers under READ COMMITTED). SQLite does not keep
+     * it (always 0 since migration 0027): the event's INSERT takes `max(seq) + 1` over `run_events_run_seq`
+     * in the same statement, under the store's one write lock (`appendEvent` in run.repository.ts). The
+     * column stays so both schemas have the same columns; nothing reads it on SQLite.
      */
     lastEventSeq: integer("last_event_seq").notNull().default(0),
   },
