@@ -45,8 +45,9 @@ function emptyFinalizationSummary(): FinalizationSummary {
  * through (its own finalize request, heartbeat expiry found by the sweep, an operator).
  * 1. fence: every `executing` effect of the instance becomes `unknown` (one transaction, which also
  *    marks the instance `finalizing` and lists what steps 2 and 3 end);
- * 2. every command no lookup will settle ends, {@link SETTLE_BATCH} per transaction, each judged on
- *    its rows as they are then: `completed` with the stored result when its effect `succeeded`,
+ * 2. every command no lookup will settle ends, {@link SETTLE_BATCH} per transaction while the
+ *    lookups of step 3 are in flight (in step 1's transaction when there is no lookup), each judged
+ *    on its rows as they are then: `completed` with the stored result when its effect `succeeded`,
  *    failed `external_effect.unknown` (not retryable, `details.effectIds`) when its effect is
  *    `unknown` (flag on or off, bound or not: see {@link settleCommandFromEffect}), failed
  *    `external_effect.not_executed` when it is `not_executed`, else (never dispatched) failed
@@ -172,7 +173,9 @@ export class FinalizationRepairService {
    * Step 1, one transaction: marks the instance `finalizing` and fences its `executing` effects; then
    * reads (after fencing, in the same transaction) every command without a terminal receipt and
    * its effect, and splits them: `deferred` (effect `unknown` and due for a lookup: rows as fenced)
-   * and `toSettle` (the rest, in command order, ended by {@link settleInBatches}). Returns the counts
+   * and `toSettle` (the rest, in command order, ended by {@link settleInBatches}; when nothing is
+   * deferred there is no lookup to overlap with, so they end in this transaction and `toSettle` is
+   * empty). Returns the counts
    * and the log lines of what it changed (logged by the caller after the commit, and built inside the
    * callback, so a unit of work that runs again — PostgreSQL retries it whole after a serialization
    * failure — counts and logs once); `finalized` when it already was; `alive` when
@@ -217,9 +220,14 @@ export class FinalizationRepairService {
       for (const cmd of await commandRepository.listNonTerminalOfDriver(tx, driverInstanceId)) {
         const eff = effects.get(cmd.id);
         if (eff?.status === "unknown" && this.reconciler?.isDue(eff, now)) deferred.push(eff);
-        else toSettle.push({ commandId: cmd.id, effectId: eff?.id ?? null });
+        else toSettle.push({ commandId: cmd.id, effectId: eff?.id ?? null, ...(eff ? { effect: eff } : {}) });
       }
-      return { kind: "repairing" as const, deferred, toSettle, counts: summary, logs };
+      if (deferred.length > 0) return { kind: "repairing" as const, deferred, toSettle, counts: summary, logs };
+      // No lookup to overlap with: step 2 commits with the fence, on the rows just read.
+      const done = await settleBatch(tx, driverInstanceId, toSettle, now);
+      summary.commandsCompleted += done.commandsCompleted;
+      summary.commandsFailed += done.commandsFailed;
+      return { kind: "repairing" as const, deferred, toSettle: [], counts: summary, logs: [...logs, ...done.logs] };
     });
   }
 
@@ -237,7 +245,8 @@ export class FinalizationRepairService {
     claimLost: AbortSignal,
   ): Promise<void> {
     for (let from = 0; from < toSettle.length && !claimLost.aborted; from += SETTLE_BATCH) {
-      const batch = toSettle.slice(from, from + SETTLE_BATCH);
+      // read again in the batch's transaction: the rows step 1 read may have changed since
+      const batch = toSettle.slice(from, from + SETTLE_BATCH).map(({ commandId, effectId }) => ({ commandId, effectId }));
       const now = this.ctx.clock.nowMs();
       // counts and log lines built inside the callback: a unit of work run again counts and logs once
       const done = await this.ctx.store.transaction((tx) => settleBatch(tx, driverInstanceId, batch, now));

@@ -3,7 +3,7 @@ import type { EffectStatus, FinalizationSummary } from "@mosoo/contracts";
 import { commandDriverTerminalError } from "@mosoo/contracts";
 import { failCommand, settleCommandFromEffect } from "../../ledger/application/command-settlement.service.js";
 import type { CommandSettlement } from "../../ledger/application/effect-reconciliation.port.js";
-import { effectRows } from "../../ledger/application/effect-rows.service.js";
+import { effectRows, type EffectRow } from "../../ledger/application/effect-rows.service.js";
 import { isTerminalCommandStatus } from "../../ledger/domain/command-lifecycle.machine.js";
 import type { StoreTx } from "../../../platform/db/store.port.js";
 import { commandRepository } from "../infrastructure/command.repository.js";
@@ -14,10 +14,15 @@ import { commandRepository } from "../infrastructure/command.repository.js";
  */
 export const SETTLE_BATCH = 64;
 
-/** A command the repair ends from its effect (`effectId`; null: it has none), read again in its batch's transaction. */
+/**
+ * A command the repair ends from its effect (`effectId`; null: it has none). The effect is read again
+ * in the batch's transaction unless `effect` is given, which must then have been read in that same
+ * transaction (so it is the row as it is).
+ */
 export interface CommandToSettle {
   commandId: string;
   effectId: string | null;
+  effect?: EffectRow;
 }
 
 /** A log line built inside a transaction and written after its commit. */
@@ -40,7 +45,7 @@ async function settleOneCommand(
   nowMs: number,
 ): Promise<{ settled: CommandSettlement; effectStatus?: EffectStatus }> {
   if (item.effectId !== null) {
-    const effect = await effectRows.findById(tx, item.effectId);
+    const effect = item.effect ?? (await effectRows.findById(tx, item.effectId));
     if (!effect) return { settled: null };
     const ended = await settleCommandFromEffect(tx, effect, nowMs);
     return { settled: ended ? (effect.status === "succeeded" ? "completed" : "failed") : null, effectStatus: effect.status };
