@@ -18,7 +18,6 @@ import { effectRows } from "../../ledger/application/effect-rows.service.js";
 import { fenceExecutingEffect } from "../../ledger/application/effect-ledger.service.js";
 import type { RuntimeContext } from "../../../kernel/runtime-context.js";
 import type { WorkClaimService } from "./work-claim.service.js";
-import { SETTLE_BATCH, settleBatch, type CommandToSettle, type RepairLogLine } from "./finalization-settle-batch.service.js";
 
 /** Why a Driver instance is being finalized: its own request, the sweep (heartbeat expired), or an operator. */
 export type FinalizationTrigger = "driver_request" | "heartbeat_expired" | "operator";
@@ -43,21 +42,17 @@ function emptyFinalizationSummary(): FinalizationSummary {
 /**
  * Driver finalization repair (docs/DESIGN.md §3 rule 10): the one path every ending of a Driver goes
  * through (its own finalize request, heartbeat expiry found by the sweep, an operator).
- * 1. fence: every `executing` effect of the instance becomes `unknown` (one transaction, which also
- *    marks the instance `finalizing` and lists what steps 2 and 3 end);
- * 2. every command no lookup will settle ends, {@link SETTLE_BATCH} per transaction while the
- *    lookups of step 3 are in flight (in step 1's transaction when there is no lookup), each judged
- *    on its rows as they are then: `completed` with the stored result when its effect `succeeded`,
- *    failed `external_effect.unknown` (not retryable, `details.effectIds`) when its effect is
- *    `unknown` (flag on or off, bound or not: see {@link settleCommandFromEffect}), failed
+ * 1. fence: every `executing` effect of the instance becomes `unknown`;
+ * 2. every command without a terminal receipt ends: `completed` with the stored result when its
+ *    effect `succeeded`, failed `external_effect.unknown` (not retryable, `details.effectIds`) when
+ *    its effect is `unknown` (flag on or off, bound or not: see {@link settleCommandFromEffect}), failed
  *    `external_effect.not_executed` when it is `not_executed`, else (never dispatched) failed
  *    `driver.command_driver_terminal` (details name the effect);
- * 3. at the same time as step 2, with reconciliation on, each `unknown` effect whose server is bound
- *    to an adapter that declares its tool is looked up (bounded concurrency) and, per effect, ONE
- *    transaction (group-committed with other outcomes) commits the outcome, receipt, result,
- *    reconciliation record, the command's terminal state (`completed`, failed
- *    `external_effect.not_executed` or failed `external_effect.unknown`) and the run event; such
- *    commands are not ended in step 2, so nothing terminal is published before that commit;
+ * 3. with reconciliation on, each `unknown` effect whose server is bound to an adapter that
+ *    declares its tool is looked up (bounded concurrency) and, per effect, ONE transaction commits
+ *    the outcome, receipt, result, reconciliation record, the command's terminal state (`completed`,
+ *    failed `external_effect.not_executed` or failed `external_effect.unknown`) and the run event;
+ *    such commands are not ended in step 2, so nothing terminal is published before that commit;
  * 4. the instance's active run fails with exactly one terminal `run.failed` event whose error carries
  *    the turn's account (every tool call of the run and what became of it, read from the ledger in the
  *    same transaction: {@link turnInterruptedRunError}): `external_effect.unknown` (`retryable: false`,
@@ -141,21 +136,19 @@ export class FinalizationRepairService {
     heartbeatCutoffMs: number | undefined,
   ): Promise<FinalizationSummary | null> {
     const summary = emptyFinalizationSummary();
-    const first = await this.fenceAndList(driverInstanceId, heartbeatCutoffMs);
+    const first = await this.fenceAndSettle(driverInstanceId, heartbeatCutoffMs);
     if (first.kind === "alive") {
       this.ctx.logger.info({ driverInstanceId, trigger }, "driver.finalization_skipped: it heartbeated after the sweep listed it");
       return null;
     }
     if (first.kind === "finalized") return summary;
     Object.assign(summary, first.counts);
-    this.log(first.logs);
-    // The lookups start first (each outcome commits with its command, group-committed); the other
-    // commands end meanwhile, in batches, while the lookups are in flight.
-    if (!claimLost.aborted)
-      await Promise.all([
-        this.reconcileDeferred(first.deferred, summary),
-        this.settleInBatches(driverInstanceId, first.toSettle, summary, claimLost),
-      ]);
+    for (const line of first.logs) {
+      if (line.level === "warn") this.ctx.logger.warn(line.fields, line.msg);
+      else this.ctx.logger.info(line.fields, line.msg);
+    }
+    const deferred = first.deferred;
+    if (!claimLost.aborted) await this.reconcileDeferred(deferred, summary);
     if (claimLost.aborted) {
       // Another instance took the claim over: it resumes the `finalizing` Driver from the store.
       this.ctx.logger.warn(
@@ -170,29 +163,30 @@ export class FinalizationRepairService {
   }
 
   /**
-   * Step 1, one transaction: marks the instance `finalizing` and fences its `executing` effects; then
-   * reads (after fencing, in the same transaction) every command without a terminal receipt and
-   * its effect, and splits them: `deferred` (effect `unknown` and due for a lookup: rows as fenced)
-   * and `toSettle` (the rest, in command order, ended by {@link settleInBatches}; when nothing is
-   * deferred there is no lookup to overlap with, so they end in this transaction and `toSettle` is
-   * empty). Returns the counts
-   * and the log lines of what it changed (logged by the caller after the commit, and built inside the
-   * callback, so a unit of work that runs again — PostgreSQL retries it whole after a serialization
-   * failure — counts and logs once); `finalized` when it already was; `alive` when
+   * Steps 1–2, one transaction. Returns the effects left for reconciliation (rows as fenced), the
+   * counts and the log lines of what it changed (logged by the caller after the commit, and built
+   * inside the callback, so a unit of work that runs again — PostgreSQL retries it whole after a
+   * serialization failure — counts and logs once); `finalized` when it already was; `alive` when
    * `heartbeatCutoffMs` is given and the instance heartbeated after it (nothing changed).
    */
-  private async fenceAndList(
+  private async fenceAndSettle(
     driverInstanceId: string,
     heartbeatCutoffMs: number | undefined,
   ): Promise<
     | { kind: "finalized" }
     | { kind: "alive" }
-    | { kind: "repairing"; deferred: EffectRow[]; toSettle: CommandToSettle[]; counts: FinalizationSummary; logs: RepairLogLine[] }
+    | {
+        kind: "repairing";
+        deferred: EffectRow[];
+        counts: FinalizationSummary;
+        logs: { level: "info" | "warn"; fields: Record<string, unknown>; msg: string }[];
+      }
   > {
     const now = this.ctx.clock.nowMs();
     return this.ctx.store.transaction(async (tx) => {
+      const deferred: EffectRow[] = [];
       const summary = emptyFinalizationSummary();
-      const logs: RepairLogLine[] = [];
+      const logs: { level: "info" | "warn"; fields: Record<string, unknown>; msg: string }[] = [];
       const instance = await driverInstanceRepository.findById(tx, driverInstanceId);
       if (!instance) throw new UserFacingError("driver.not_found", `no Driver instance ${driverInstanceId}`);
       if (instance.status === "finalized") return { kind: "finalized" as const };
@@ -215,53 +209,33 @@ export class FinalizationRepairService {
       }
       // every effect of the commands to settle in one query (after fencing), not one query per command
       const effects = await effectRows.mapByNonTerminalCommandOfDriver(tx, driverInstanceId);
-      const deferred: EffectRow[] = [];
-      const toSettle: CommandToSettle[] = [];
       for (const cmd of await commandRepository.listNonTerminalOfDriver(tx, driverInstanceId)) {
         const eff = effects.get(cmd.id);
-        if (eff?.status === "unknown" && this.reconciler?.isDue(eff, now)) deferred.push(eff);
-        else toSettle.push({ commandId: cmd.id, effectId: eff?.id ?? null, ...(eff ? { effect: eff } : {}) });
+        if (eff?.status === "unknown" && this.reconciler?.isDue(eff, now)) {
+          deferred.push(eff);
+          continue;
+        }
+        if (eff?.status === "succeeded" || eff?.status === "not_executed" || eff?.status === "unknown") {
+          // unknown here: no eligible adapter (flag off, unbound, undeclared tool) or not due (waits
+          // for its next lookup or an operator): failed external_effect.unknown, never a resend
+          // `cmd` was read in this transaction (the list above): not read again
+          if (await settleCommandFromEffect(tx, eff, now, cmd)) {
+            if (eff.status === "succeeded") summary.commandsCompleted += 1;
+            else summary.commandsFailed += 1;
+          }
+        } else {
+          // never dispatched (intent) or no effect: the Driver ended before the command did
+          const error = commandDriverTerminalError(eff ? { effectId: eff.id, effectStatus: eff.status } : {});
+          if (await failCommand(tx, cmd, error, now, eff?.id ?? null)) summary.commandsFailed += 1;
+        }
+        logs.push({
+          level: "info",
+          fields: { driverInstanceId, commandId: cmd.id, effectId: eff?.id, effectStatus: eff?.status },
+          msg: "command.repaired",
+        });
       }
-      if (deferred.length > 0) return { kind: "repairing" as const, deferred, toSettle, counts: summary, logs };
-      // No lookup to overlap with: step 2 commits with the fence, on the rows just read.
-      const done = await settleBatch(tx, driverInstanceId, toSettle, now);
-      summary.commandsCompleted += done.commandsCompleted;
-      summary.commandsFailed += done.commandsFailed;
-      return { kind: "repairing" as const, deferred, toSettle: [], counts: summary, logs: [...logs, ...done.logs] };
+      return { kind: "repairing" as const, deferred, counts: summary, logs };
     });
-  }
-
-  /**
-   * Step 2: ends the commands no lookup will settle, {@link SETTLE_BATCH} per transaction (fewer
-   * commits than one each, and the first ones end while the lookups of step 3 are in flight). Each
-   * command is judged from its command and effect rows as they are in its batch's transaction
-   * ({@link settleBatch}), so a command that ended meanwhile is left alone and the others of the
-   * batch are still judged on their own. Stops before the next batch once `claimLost` is aborted.
-   */
-  private async settleInBatches(
-    driverInstanceId: string,
-    toSettle: readonly CommandToSettle[],
-    summary: FinalizationSummary,
-    claimLost: AbortSignal,
-  ): Promise<void> {
-    for (let from = 0; from < toSettle.length && !claimLost.aborted; from += SETTLE_BATCH) {
-      // read again in the batch's transaction: the rows step 1 read may have changed since
-      const batch = toSettle.slice(from, from + SETTLE_BATCH).map(({ commandId, effectId }) => ({ commandId, effectId }));
-      const now = this.ctx.clock.nowMs();
-      // counts and log lines built inside the callback: a unit of work run again counts and logs once
-      const done = await this.ctx.store.transaction((tx) => settleBatch(tx, driverInstanceId, batch, now));
-      summary.commandsCompleted += done.commandsCompleted;
-      summary.commandsFailed += done.commandsFailed;
-      this.log(done.logs);
-    }
-  }
-
-  /** Logs `lines` (built inside a transaction, logged after its commit). */
-  private log(lines: readonly RepairLogLine[]): void {
-    for (const line of lines) {
-      if (line.level === "warn") this.ctx.logger.warn(line.fields, line.msg);
-      else this.ctx.logger.info(line.fields, line.msg);
-    }
   }
 
   /**
@@ -334,7 +308,7 @@ export class FinalizationRepairService {
         const eff = effects.get(cmd.id);
         const settled =
           eff && eff.status !== "intent"
-            ? await settleCommandFromEffect(tx, eff, now)
+            ? await settleCommandFromEffect(tx, eff, now, cmd)
             : await failCommand(
                 tx,
                 cmd,

@@ -1,8 +1,8 @@
 /**
- * Finalization repair with lookups in flight (docs/DESIGN.md §3 rule 10), on every store: the commands
- * no lookup settles (here on an unbound server) end in batches of their own while a bound effect's
- * lookup waits at a gate, each with exactly one terminal event, and the bound command ends only in
- * its outcome's transaction (nothing terminal for it before the lookup answered).
+ * Finalization repair with a lookup in flight (docs/DESIGN.md §3 rule 10), on every store: the commands
+ * no lookup settles (here on an unbound server) have ended while a bound effect's lookup waits at a
+ * gate, each with exactly one terminal event, and the bound command ends only in its outcome's
+ * transaction (nothing terminal for it before the lookup answered), before the run's `run.failed`.
  */
 import { afterEach, describe, expect, it } from "vitest";
 import { connectDriver, deliverAcceptClaim, openDoubleWorld, pollUntil, STORE_KINDS, type AnyStoreDoubleWorld } from "./kit/index.js";
@@ -14,11 +14,11 @@ afterEach(async () => {
   fx = undefined;
 });
 
-/** More unbound commands than one batch of the repair holds, so several batches commit. */
+/** Unbound commands, each settled on the command row the repair listed (not read again). */
 const UNBOUND = 70;
 
-describe.each(STORE_KINDS)("finalization repair in batches (%s)", (kind) => {
-  it("ends the unbound commands while the bound lookup is in flight; the bound one ends with its outcome", async () => {
+describe.each(STORE_KINDS)("finalization repair with a lookup in flight (%s)", (kind) => {
+  it("has ended the unbound commands while the bound lookup waits; the bound one ends with its outcome", async () => {
     const w = await openDoubleWorld({ store: kind, prefix: "repair_batches" });
     fx = w;
     const driver = await connectDriver(w.runtime);
