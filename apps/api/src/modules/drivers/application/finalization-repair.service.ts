@@ -218,7 +218,8 @@ export class FinalizationRepairService {
         if (eff?.status === "succeeded" || eff?.status === "not_executed" || eff?.status === "unknown") {
           // unknown here: no eligible adapter (flag off, unbound, undeclared tool) or not due (waits
           // for its next lookup or an operator): failed external_effect.unknown, never a resend
-          if (await settleCommandFromEffect(tx, eff, now)) {
+          // `cmd` was read in this transaction (the list above): not read again
+          if (await settleCommandFromEffect(tx, eff, now, cmd)) {
             if (eff.status === "succeeded") summary.commandsCompleted += 1;
             else summary.commandsFailed += 1;
           }
@@ -307,7 +308,7 @@ export class FinalizationRepairService {
         const eff = effects.get(cmd.id);
         const settled =
           eff && eff.status !== "intent"
-            ? await settleCommandFromEffect(tx, eff, now)
+            ? await settleCommandFromEffect(tx, eff, now, cmd)
             : await failCommand(
                 tx,
                 cmd,

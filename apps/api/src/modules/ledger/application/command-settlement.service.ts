@@ -43,10 +43,16 @@ export async function failCommand(tx: StoreTx, cmd: CommandRow, error: object, n
  * → failed `external_effect.not_executed`; `unknown` → failed `external_effect.unknown`
  * (`retryable: false`, `details.effectIds`; docs/DESIGN.md §3 rule 14, flag on or off, bound or not);
  * anything else (never dispatched) → failed `driver.command_driver_terminal`. Used by the repair
- * and inside a reconciliation outcome's transaction.
+ * and inside a reconciliation outcome's transaction. `command`: the effect's command as the caller
+ * read it earlier in this same transaction (then it is not read again; a caller that read many at
+ * once saves a statement per command); default: read here. Either way the write is a
+ * compare-and-set on the status read.
+ * @throws Error when `command` is given and is not the effect's command.
  */
-export async function settleCommandFromEffect(tx: StoreTx, effect: EffectRow, nowMs: number): Promise<boolean> {
-  const cmd = await commandTables().findById(tx, effect.commandId);
+export async function settleCommandFromEffect(tx: StoreTx, effect: EffectRow, nowMs: number, command?: CommandRow): Promise<boolean> {
+  if (command !== undefined && command.id !== effect.commandId)
+    throw new Error(`command ${command.id} is not the command of effect ${effect.id}`);
+  const cmd = command ?? (await commandTables().findById(tx, effect.commandId));
   if (!cmd || ["completed", "failed", "expired", "cancelled"].includes(cmd.status)) return false;
   switch (effect.status) {
     case "succeeded":
