@@ -124,14 +124,7 @@ export const runRepository = {
         .set({ lastEventSeq: sql`${r.lastEventSeq} + 1` })
         .where(eq(r.id, runId))
         .returning({ seq: r.lastEventSeq, status: r.status });
-      const event = {
-        id: newUlid(nowMs),
-        runId,
-        type,
-        terminal: TERMINAL_RUN_EVENT_TYPES.includes(type),
-        payloadJson: JSON.stringify(payload),
-        createdAtMs: nowMs,
-      };
+      const event = newEventRow(runId, type, payload, nowMs);
       const inserted = tx.db.insert(tx.tables.runEvents).values({ ...event, seq: sql`(SELECT "last_event_seq" FROM bumped)` });
       const row = (
         await tx.pgRows(
@@ -202,7 +195,15 @@ async function appendSqliteEvent(
       .returning({ seq: e.seq })
       .prepare();
   });
-  const row = {
+  const row = newEventRow(runId, type, payload, nowMs);
+  const inserted = firstRow(await insert.execute(row));
+  if (inserted === undefined) throw new Error(`run ${runId}: the event insert returned no row`);
+  return { ...row, seq: inserted.seq };
+}
+
+/** A run event's row without its `seq` (which each dialect takes in its own statement): a new ULID at `nowMs` (ms since the epoch), the payload as JSON. */
+function newEventRow(runId: string, type: RunEventType, payload: Record<string, unknown>, nowMs: number): Omit<RunEventRow, "seq"> {
+  return {
     id: newUlid(nowMs),
     runId,
     type,
@@ -210,7 +211,4 @@ async function appendSqliteEvent(
     payloadJson: JSON.stringify(payload),
     createdAtMs: nowMs,
   };
-  const inserted = firstRow(await insert.execute(row));
-  if (inserted === undefined) throw new Error(`run ${runId}: the event insert returned no row`);
-  return { ...row, seq: inserted.seq };
 }
