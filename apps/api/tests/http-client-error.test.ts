@@ -1,12 +1,14 @@
 // A request Node's HTTP parser refuses (oversized headers, garbage) gets the API's JSON error body and a closed connection, and the API stays up.
 import { mkdtempSync, rmSync } from "node:fs";
-import { connect } from "node:net";
+import { createServer } from "node:http";
+import { connect, type AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { ApiErrorBodySchema } from "@mosoo/contracts";
 import pino from "pino";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { loadApiConfig } from "../src/config/api-config.js";
+import { answerClientError } from "../src/entry/http/client-error.js";
 import { startApi } from "../src/server.js";
 
 let dir: string;
@@ -55,5 +57,36 @@ describe("a request the HTTP parser refuses", () => {
   it("leaves the API serving the next request", async () => {
     const res = await fetch(`${api.url}/health`);
     expect(res.status).toBe(200);
+  });
+});
+
+describe("a bad request on a connection whose response is still streaming", () => {
+  it("cuts the connection without writing an answer into the middle of that response", async () => {
+    let streaming!: () => void;
+    const started = new Promise<void>((resolve) => (streaming = resolve));
+    const server = createServer((_req, res) => {
+      res.writeHead(200, { "content-type": "text/event-stream" });
+      res.write("data: part1\n\n");
+      streaming();
+    });
+    server.on("clientError", answerClientError);
+    await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+    try {
+      const { port } = server.address() as AddressInfo;
+      const received = await new Promise<string>((resolve, reject) => {
+        const socket = connect(port, "127.0.0.1", () => socket.write("GET /stream HTTP/1.1\r\nHost: x\r\n\r\n"));
+        let text = "";
+        socket.on("data", (chunk: Buffer) => (text += chunk.toString("utf8")));
+        socket.on("error", reject);
+        socket.on("close", () => resolve(text));
+        void started.then(() => socket.write("\u0001\u0002 not http at all\r\n\r\n"));
+      });
+      expect(received).toContain("data: part1");
+      expect(received.match(/HTTP\/1\.1 /g)).toHaveLength(1);
+      expect(received).not.toContain("request.invalid");
+    } finally {
+      server.closeAllConnections();
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+    }
   });
 });

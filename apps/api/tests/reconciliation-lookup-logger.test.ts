@@ -10,17 +10,17 @@ function capturing(): { logger: pino.Logger; lines: Array<Record<string, unknown
 }
 
 describe("a lookup's logger", () => {
-  it("adds the lookup's bindings to every line at its level, as a pino child would, and the line's own fields win", () => {
+  it("adds the lookup's bindings to every line at its level, and a line's own field cannot replace a binding (an adapter cannot forge the effect, command or adapter)", () => {
     const { logger, lines } = capturing();
     const log = boundLogger(logger, { effectId: "e1", adapterId: "tracker", commandId: "c1" });
     log.debug({ step: 1 }, "one");
     log.info({ step: 2 }, "two");
-    log.warn({ adapterId: "forged" }, "three");
+    log.warn({ adapterId: "forged", commandId: "forged" }, "three");
     log.error({}, "four");
     expect(lines.map((l) => [l.level, l.msg, l.effectId, l.commandId, l.adapterId, l.step])).toEqual([
       [20, "one", "e1", "c1", "tracker", 1],
       [30, "two", "e1", "c1", "tracker", 2],
-      [40, "three", "e1", "c1", "forged", undefined],
+      [40, "three", "e1", "c1", "tracker", undefined],
       [50, "four", "e1", "c1", "tracker", undefined],
     ]);
   });

@@ -41,6 +41,10 @@ describe("summarizeError hides what a URL may carry", () => {
     expect(summarizeError(error)).not.toContain("SECRET");
   });
 
+  it("replaces NUL and other control characters (PostgreSQL refuses a NUL in text)", () => {
+    expect(summarizeError(new Error("a\u0000b\u0007c\td"))).toBe("Error: a\ufffdb\ufffdc d");
+  });
+
   it("leaves a message without a URL as it is", () => {
     expect(summarizeError(new Error("lookup timed out after 2000 ms"))).toBe("Error: lookup timed out after 2000 ms");
   });

@@ -41,9 +41,14 @@ function withoutUrlSecrets(text: string): string {
     .replace(/\b((?:ssl)?password|PGPASSWORD)(\s*=\s*)(?:'(?:[^'\\]|\\.)*'|"(?:[^"\\]|\\.)*"|[^\s'"]+)/gi, "$1$2***");
 }
 
-/** Collapses whitespace runs (newlines included) to one space and truncates to {@link MAX_ERROR_SUMMARY_LENGTH}. */
+/** Collapses whitespace runs (newlines included) to one space, replaces other control characters (NUL included) with U+FFFD, and truncates to {@link MAX_ERROR_SUMMARY_LENGTH}. */
 export function toOneLine(text: string): string {
-  const line = text.replace(/\s+/g, " ").trim();
+  // Control characters other than whitespace become U+FFFD: PostgreSQL refuses a NUL in a text column, and a
+  // record whose error it refuses would roll its whole outcome back, sweep after sweep.
+  const line = text
+    .replace(/\s+/g, " ")
+    .replace(/[\u0000-\u001f\u007f]/g, "\ufffd")
+    .trim();
   return line.length > MAX_ERROR_SUMMARY_LENGTH ? `${line.slice(0, MAX_ERROR_SUMMARY_LENGTH - 1)}…` : line;
 }
 

@@ -25,11 +25,14 @@ function answerFor(code: string | undefined): { status: number; reason: string; 
 /**
  * Node's `clientError` handler of the API's server: writes `{error: {code, message}}` (the API's error
  * body, `ApiErrorBodySchema`) with the status of the parser's refusal ({@link answerFor}) and closes
- * the connection, as Node's default handler does with an empty body. A socket already reset or no
- * longer writable is only destroyed. Never throws.
+ * the connection, as Node's default handler does with an empty body. A socket already reset, no longer
+ * writable, or in the middle of sending a response (its headers sent) is only destroyed. Never throws.
  */
 export function answerClientError(error: ParserError, socket: Duplex): void {
-  if (error.code === "ECONNRESET" || !socket.writable) {
+  // A response already under way on this connection (a console event stream) must not get an answer
+  // written into its middle: then the connection is only cut, as Node's own handler does.
+  const inFlight = (socket as Duplex & { _httpMessage?: { headersSent?: boolean } | null })._httpMessage;
+  if (error.code === "ECONNRESET" || !socket.writable || inFlight?.headersSent === true) {
     socket.destroy();
     return;
   }

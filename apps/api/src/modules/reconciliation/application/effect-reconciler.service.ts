@@ -337,14 +337,14 @@ export class EffectReconciler implements EffectReconciliationPort {
 /**
  * A logger that writes to `parent` with `bindings` added to every entry's fields, as pino's
  * `child(bindings)` would, without building a child logger per lookup (most lookups log nothing:
- * the bindings are merged only when an entry is written). An entry's own fields win over a binding
- * of the same name.
+ * the bindings are merged only when an entry is written). A binding wins over an entry's field of the
+ * same name: an adapter's log line cannot pass itself off as another effect's, command's or Driver's.
  */
 export function boundLogger(parent: RuntimeContext["logger"], bindings: Record<string, unknown>): AdapterLogger {
   return {
-    debug: (fields, message) => parent.debug({ ...bindings, ...fields }, message),
-    info: (fields, message) => parent.info({ ...bindings, ...fields }, message),
-    warn: (fields, message) => parent.warn({ ...bindings, ...fields }, message),
-    error: (fields, message) => parent.error({ ...bindings, ...fields }, message),
+    debug: (fields, message) => parent.debug({ ...fields, ...bindings }, message),
+    info: (fields, message) => parent.info({ ...fields, ...bindings }, message),
+    warn: (fields, message) => parent.warn({ ...fields, ...bindings }, message),
+    error: (fields, message) => parent.error({ ...fields, ...bindings }, message),
   };
 }
