@@ -90,7 +90,7 @@ describe("real processes on a real PostgreSQL store", () => {
     const cli = await effectsCli(["--database-url", "postgres://mosoo:pw-hunter2@127.0.0.1:1/mosoo", "list"]);
     expect(cli.exitCode).toBe(2);
     expect(cli.stderr.trim().split("\n")).toHaveLength(1);
-    expect(cli.stderr).toMatch(/config\.invalid: MOSOO_DATABASE_URL: cannot open the PostgreSQL store/);
+    expect(cli.stderr).toMatch(/config\.invalid: --database-url \(or MOSOO_DATABASE_URL\): cannot open the PostgreSQL store/);
     expect(cli.stderr).not.toContain("hunter2");
     const e = entryPoints();
     const apiRun = await execa(e.node, [...e.nodeArgs, e.api.main], {
