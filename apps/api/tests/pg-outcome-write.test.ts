@@ -2,7 +2,7 @@
 // compare-and-set passes, nothing of it when it is lost, and a rolled-back transaction when the run is gone.
 import { afterEach, describe, expect, it } from "vitest";
 import { eq } from "drizzle-orm";
-import { dispatchWrite, openDoubleWorld, type AnyStoreDoubleWorld } from "./kit/index.js";
+import { dispatchUnknownWrite, openDoubleWorld, type AnyStoreDoubleWorld } from "./kit/index.js";
 import { reconciliationRepository } from "../src/modules/reconciliation/infrastructure/effect-reconciliation.repository.js";
 import { pgOutcomeWriteRepository } from "../src/modules/reconciliation/infrastructure/pg-outcome-write.repository.js";
 import { effectOf, eventsOf, reconciliationsOf } from "./helpers/store-rows.js";
@@ -17,12 +17,7 @@ afterEach(async () => {
 async function leasedUnknown(kind: "pglite" | "postgres", owner: string) {
   fx = await openDoubleWorld({ store: kind, prefix: "pg_outcome" });
   const w = fx;
-  const call = await dispatchWrite(w);
-  await w.runtime.ledger.markUnknown(call.driver.instance, call.effectId, {
-    connectionId: call.driver.connectionId,
-    attempt: 1,
-    reason: "transport closed",
-  });
+  const call = await dispatchUnknownWrite(w);
   const read = (await effectOf(w.store, call.effectId))!;
   const now = w.clock.now();
   const count = await w.store.transaction((tx) =>

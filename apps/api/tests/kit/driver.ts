@@ -130,6 +130,20 @@ export async function dispatchWrite(
   };
 }
 
+/**
+ * {@link dispatchWrite}, then the Driver's report that the attempt's fate is unknown (`markUnknown`,
+ * attempt 1, reason `transport closed`): the effect is `unknown`, ready for a lease and a lookup.
+ */
+export async function dispatchUnknownWrite(fx: { runtime: Runtime; clock: ManualClock }): Promise<DispatchedCall> {
+  const call = await dispatchWrite(fx);
+  await fx.runtime.ledger.markUnknown(call.driver.instance, call.effectId, {
+    connectionId: call.driver.connectionId,
+    attempt: 1,
+    reason: "transport closed",
+  });
+  return call;
+}
+
 /** Driver loss for good: explicit finalization repair (fences, reconciles eligible effects, settles commands). */
 export function finalizeDriver(fx: { runtime: Runtime }, call: DispatchedCall) {
   return fx.runtime.repair.finalize(call.driver.instance.id, "driver_request");

@@ -26,6 +26,7 @@ export type { ReconciliationSettings, Runtime, TestWorld } from "./world.js";
 export {
   connectDriver,
   deliverAcceptClaim,
+  dispatchUnknownWrite,
   dispatchWrite,
   enqueueCreateIssue,
   finalizeDriver,
