@@ -114,8 +114,8 @@ export function sandboxNodeArgs(opts: Pick<SandboxProcessOptions, "readable" | "
 }
 
 /**
- * One call in flight in a child: how to settle it, the process's CPU time at its start (ms), its CPU
- * bound (ms) and the most calls the process served at once while it ran (its bound is shared).
+ * One call in flight in a child: how to settle it, the process's CPU time at its start (ms; undefined until
+ * the process reported ready, or where there is no `/proc`), its CPU bound (ms) and the most calls the process served at once while it ran (its bound is shared).
  */
 interface PendingCall {
   resolve: (reply: AdapterWorkerReply) => void;
@@ -130,7 +130,9 @@ interface PendingCall {
  * exactly `env`, under {@link sandboxNodeArgs}, stdin/stdout/stderr and a reply pipe (fd 3) all held
  * by the host. Its stdin's first line is a reply token (random, this process's own) and the
  * {@link inheritedFds} as JSON (`<token> [{"fd", "id"}, ...]`), which the child program reads, and
- * closes those fds, before any adapter code runs; a reply line that does not start with it (adapter code
+ * closes those fds, before any adapter code runs. Its first reply line, `<token> {"ready": true}`, comes
+ * before the adapter module is imported: a call's CPU time counts from there (the start-up of Node and
+ * the bundle is the host's cost, not the adapter's; the call's signal bounds it). A reply line that does not start with it (adapter code
  * writing on fd 3 itself), that answers no call in flight or that is not JSON kills the process
  * (`crashed`), and so does the reply pipe closing. {@link call} runs tasks, several at once (calls of ONE binding's adapter only); the
  * host kills the process (SIGKILL) on a call's signal (that call: `timeout`), past a call's CPU-time
@@ -155,6 +157,8 @@ export class SandboxProcess {
   /** The child's CPU time (ms) as last read, and when it was read (`performance.now()`, ms); see {@link cpuMs}. */
   private lastCpu: { atMs: number; cpuMs: number | undefined } | undefined;
   private exitInfo: string | undefined;
+  /** True once the child wrote its ready line (start-up done, adapter module not yet imported). */
+  private ready = false;
   private heapExhausted = false;
   private replyClosed = false; // the reply pipe ended: no call can be answered any more
   /** True once the process exited or was killed. */
@@ -212,7 +216,8 @@ export class SandboxProcess {
       this.pending.set(id, {
         resolve: (reply) => (settle(), resolve(reply)),
         reject: (error) => (settle(), reject(error)),
-        startCpuMs: this.cpuMs(),
+        // before the ready line the CPU time is the process's start-up, not this call's: counted from ready on
+        startCpuMs: this.ready ? this.cpuMs() : undefined,
         cpuLimitMs,
         sharedBy: this.pending.size + 1,
       });
@@ -318,11 +323,20 @@ export class SandboxProcess {
     } catch {
       return this.kill("crashed");
     }
-    const { id, reply } = (parsed ?? {}) as { id?: unknown; reply?: unknown };
+    const { id, reply, ready } = (parsed ?? {}) as { id?: unknown; reply?: unknown; ready?: unknown };
+    if (ready === true && id === undefined) return this.onReady();
     const call = typeof id === "number" ? this.pending.get(id) : undefined;
     // a line that answers no call in flight (adapter code writing to fd 3) breaks the protocol
     if (call === undefined || typeof reply !== "object" || reply === null) return this.kill("crashed");
     call.resolve(reply as AdapterWorkerReply);
+  }
+
+  /** The child's ready line (once; a second breaks the protocol): the calls waiting count their CPU time from now. */
+  private onReady(): void {
+    if (this.ready) return this.kill("crashed");
+    this.ready = true;
+    const cpu = this.cpuMs(true);
+    for (const call of this.pending.values()) call.startCpuMs ??= cpu;
   }
 
   private output(stream: "stdout" | "stderr", line: string): void {
