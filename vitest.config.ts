@@ -1,4 +1,9 @@
 import { defineConfig } from "vitest/config";
 import { testProjects } from "./vitest.workspace.ts";
 
-export default defineConfig({ test: { projects: testProjects } });
+/**
+ * Every project's files share one pool of workers, one per core the machine has (`maxWorkers: "100%"`):
+ * vitest's own default in a run is one fewer than the cores, which on a 2-core machine runs the
+ * whole suite in a single worker, one file after another.
+ */
+export default defineConfig({ test: { projects: testProjects, maxWorkers: "100%" } });
