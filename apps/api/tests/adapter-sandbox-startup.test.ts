@@ -57,6 +57,23 @@ describe("a sandboxed process's CPU-time bound (real child process)", { timeout:
     expect(child.dead).toBe(true);
   });
 
+  it("CPU time used after the ready line while the host's event loop is busy still counts (the child's own reading is the start)", async () => {
+    const { child } = start({ AFTER_READY_CPU_MS: String(2 * CPU_LIMIT_MS) });
+    const call = child.call(TASK, AbortSignal.timeout(50_000));
+    // the host busy for a while (a GC pause, a long synchronous query): the ready line waits in the pipe meanwhile
+    const until = Date.now() + 3_000;
+    while (Date.now() < until) {
+      // spin: this event loop does not turn
+    }
+    await expect(call).rejects.toMatchObject({ reason: "cpu_limit" });
+  });
+
+  it("a ready line without the child's CPU time breaks the protocol: the process is killed (crashed)", async () => {
+    const { child } = start({ READY_WITHOUT_CPU: "1" });
+    await expect(child.call(TASK, AbortSignal.timeout(50_000))).rejects.toMatchObject({ reason: "crashed" });
+    expect(child.dead).toBe(true);
+  });
+
   it("a second ready line breaks the protocol: the process is killed (crashed)", async () => {
     const { child } = start({ READY_LINES: "2" });
     const call = child.call(TASK, AbortSignal.timeout(50_000));

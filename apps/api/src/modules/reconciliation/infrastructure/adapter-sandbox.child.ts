@@ -80,14 +80,16 @@ function writeReply(line: string): void {
  * line from stdin (`{"id": n, "task": AdapterWorkerTask}`), runs it with {@link runAdapterTask}
  * against the adapter module (several at once, as they come), and writes `<token> {"id": n, "reply": AdapterWorkerReply}`
  * as one line to fd 3 (the token starts stdin's first line, read before the adapter module is imported), after a
- * first line `<token> {"ready": true}` written before the adapter module is imported (the host counts the CPU
+ * first line `<token> {"ready": true, "cpuMs": n}` (this process's CPU time then, ms) written before the adapter module is imported (the host counts the CPU
  * time a call uses from there: the process's own start-up is not the adapter's). When stdin ends (the host closed it, or died) the process exits. `importAdapter` imports the
  * adapter module (bundled in); a throw there answers every task `refused` (`adapter.load_failed`);
  * `packageName` / `packageVersion` come from the host (it read the package before bundling).
  */
 export function serveAdapterTasks(importAdapter: () => Promise<Record<string, unknown>>): void {
   // the process is up (Node, the bundle's parse, the guard): what follows is adapter code, and its CPU time counts
-  writeReply(`${JSON.stringify({ ready: true })}\n`);
+  // from this process's own CPU time now (ms), read before any adapter code runs (the host may read the line late)
+  const { user, system } = process.cpuUsage();
+  writeReply(`${JSON.stringify({ ready: true, cpuMs: (user + system) / 1000 })}\n`);
   const packageInfo = JSON.parse(process.argv[2] ?? "{}") as { name?: unknown; version?: unknown };
   const loading = importAdapter().then(
     (namespace): SandboxedModule => ({

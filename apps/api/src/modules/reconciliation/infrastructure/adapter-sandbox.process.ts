@@ -130,7 +130,7 @@ interface PendingCall {
  * exactly `env`, under {@link sandboxNodeArgs}, stdin/stdout/stderr and a reply pipe (fd 3) all held
  * by the host. Its stdin's first line is a reply token (random, this process's own) and the
  * {@link inheritedFds} as JSON (`<token> [{"fd", "id"}, ...]`), which the child program reads, and
- * closes those fds, before any adapter code runs. Its first reply line, `<token> {"ready": true}`, comes
+ * closes those fds, before any adapter code runs. Its first reply line, `<token> {"ready": true, "cpuMs": n}`, comes
  * before the adapter module is imported: a call's CPU time counts from there (the start-up of Node and
  * the bundle is the host's cost, not the adapter's; the call's signal bounds it). A reply line that does not start with it (adapter code
  * writing on fd 3 itself), that answers no call in flight or that is not JSON kills the process
@@ -323,19 +323,26 @@ export class SandboxProcess {
     } catch {
       return this.kill("crashed");
     }
-    const { id, reply, ready } = (parsed ?? {}) as { id?: unknown; reply?: unknown; ready?: unknown };
-    if (ready === true && id === undefined) return this.onReady();
+    const { id, reply, ready, cpuMs } = (parsed ?? {}) as { id?: unknown; reply?: unknown; ready?: unknown; cpuMs?: unknown };
+    if (ready === true && id === undefined) return this.onReady(cpuMs);
     const call = typeof id === "number" ? this.pending.get(id) : undefined;
     // a line that answers no call in flight (adapter code writing to fd 3) breaks the protocol
     if (call === undefined || typeof reply !== "object" || reply === null) return this.kill("crashed");
     call.resolve(reply as AdapterWorkerReply);
   }
 
-  /** The child's ready line (once; a second breaks the protocol): the calls waiting count their CPU time from now. */
-  private onReady(): void {
-    if (this.ready) return this.kill("crashed");
+  /**
+   * The child's ready line (once; a second, or one without a finite `cpuMs` ≥ 0, breaks the protocol): the calls
+   * waiting count their CPU time from the child's CPU time when it wrote the line (`reportedCpuMs`, ms), or from
+   * the host's reading now if that is lower. The child's figure is read before any adapter code runs; the host's
+   * alone would miss what the adapter's import used while this event loop was busy and the line waited in the pipe.
+   */
+  private onReady(reportedCpuMs: unknown): void {
+    if (this.ready || typeof reportedCpuMs !== "number" || !Number.isFinite(reportedCpuMs) || reportedCpuMs < 0)
+      return this.kill("crashed");
     this.ready = true;
-    const cpu = this.cpuMs(true);
+    const read = this.cpuMs(true);
+    const cpu = read === undefined ? undefined : Math.min(read, reportedCpuMs);
     for (const call of this.pending.values()) call.startCpuMs ??= cpu;
   }
 
