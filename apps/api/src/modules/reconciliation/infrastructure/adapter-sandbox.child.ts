@@ -79,9 +79,10 @@ function writeReply(line: string): void {
  * Serves the host (the sandbox: `SandboxProcess` in adapter-sandbox.process.ts): reads one task per
  * line from stdin (`{"id": n, "task": AdapterWorkerTask}`), runs it with {@link runAdapterTask}
  * against the adapter module (several at once, as they come), and writes `<token> {"id": n, "reply": AdapterWorkerReply}`
- * as one line to fd 3 (the token starts stdin's first line, read before the adapter module is imported), after a
- * first line `<token> {"ready": true, "cpuMs": n}` (this process's CPU time then, ms) written before the adapter module is imported (the host counts the CPU
- * time a call uses from there: the process's own start-up is not the adapter's). When stdin ends (the host closed it, or died) the process exits. `importAdapter` imports the
+ * as one line to fd 3 (the token starts stdin's first line, read before the adapter module is imported).
+ * Before the adapter module is imported it writes `<token> {"ready": true, "cpuMs": n}` (this process's CPU
+ * time then, ms): the host counts a call's CPU time from there, since the process's own start-up is not the
+ * adapter's. When stdin ends (the host closed it, or died) the process exits. `importAdapter` imports the
  * adapter module (bundled in); a throw there answers every task `refused` (`adapter.load_failed`);
  * `packageName` / `packageVersion` come from the host (it read the package before bundling).
  */

@@ -4,6 +4,7 @@ import { randomBytes } from "node:crypto";
 import { fstatSync, readdirSync, readFileSync } from "node:fs";
 import type { Readable } from "node:stream";
 import type { AdapterTerminationReason } from "@mosoo/effect-reconciliation/host";
+import { ReadyLineSchema } from "./adapter-sandbox.replies.js";
 import type { AdapterWorkerReply, AdapterWorkerTask } from "./adapter-sandbox.tasks.js";
 import { MAX_ANSWER_UNITS, MAX_LOG_FIELDS_UNITS, MAX_LOGS_PER_CALL } from "./adapter-sandbox.tasks.js";
 
@@ -115,7 +116,8 @@ export function sandboxNodeArgs(opts: Pick<SandboxProcessOptions, "readable" | "
 
 /**
  * One call in flight in a child: how to settle it, the process's CPU time at its start (ms; undefined until
- * the process reported ready, or where there is no `/proc`), its CPU bound (ms) and the most calls the process served at once while it ran (its bound is shared).
+ * the process reported ready, or where there is no `/proc`), its CPU bound (ms) and the most calls the
+ * process served at once while it ran (its bound is shared).
  */
 interface PendingCall {
   resolve: (reply: AdapterWorkerReply) => void;
@@ -130,9 +132,10 @@ interface PendingCall {
  * exactly `env`, under {@link sandboxNodeArgs}, stdin/stdout/stderr and a reply pipe (fd 3) all held
  * by the host. Its stdin's first line is a reply token (random, this process's own) and the
  * {@link inheritedFds} as JSON (`<token> [{"fd", "id"}, ...]`), which the child program reads, and
- * closes those fds, before any adapter code runs. Its first reply line, `<token> {"ready": true, "cpuMs": n}`, comes
- * before the adapter module is imported: a call's CPU time counts from there (the start-up of Node and
- * the bundle is the host's cost, not the adapter's; the call's signal bounds it). A reply line that does not start with it (adapter code
+ * closes those fds, before any adapter code runs. Its first reply line, `<token> {"ready": true, "cpuMs": n}`,
+ * comes before the adapter module is imported: a call's CPU time counts from there (the start-up of Node
+ * and the bundle is the host's cost, not the adapter's; the call's signal bounds it). A reply line that
+ * does not start with the token (adapter code
  * writing on fd 3 itself), that answers no call in flight or that is not JSON kills the process
  * (`crashed`), and so does the reply pipe closing. {@link call} runs tasks, several at once (calls of ONE binding's adapter only); the
  * host kills the process (SIGKILL) on a call's signal (that call: `timeout`), past a call's CPU-time
@@ -323,8 +326,8 @@ export class SandboxProcess {
     } catch {
       return this.kill("crashed");
     }
-    const { id, reply, ready, cpuMs } = (parsed ?? {}) as { id?: unknown; reply?: unknown; ready?: unknown; cpuMs?: unknown };
-    if (ready === true && id === undefined) return this.onReady(cpuMs);
+    if (typeof parsed === "object" && parsed !== null && "ready" in parsed) return this.onReady(parsed);
+    const { id, reply } = (parsed ?? {}) as { id?: unknown; reply?: unknown };
     const call = typeof id === "number" ? this.pending.get(id) : undefined;
     // a line that answers no call in flight (adapter code writing to fd 3) breaks the protocol
     if (call === undefined || typeof reply !== "object" || reply === null) return this.kill("crashed");
@@ -332,17 +335,17 @@ export class SandboxProcess {
   }
 
   /**
-   * The child's ready line (once; a second, or one without a finite `cpuMs` ≥ 0, breaks the protocol): the calls
-   * waiting count their CPU time from the child's CPU time when it wrote the line (`reportedCpuMs`, ms), or from
-   * the host's reading now if that is lower. The child's figure is read before any adapter code runs; the host's
-   * alone would miss what the adapter's import used while this event loop was busy and the line waited in the pipe.
+   * The child's ready line ({@link ReadyLineSchema}; once, and a second or a malformed one breaks the protocol):
+   * the calls waiting count their CPU time from the child's CPU time when it wrote the line, or from the host's
+   * reading now if that is lower. The child's figure is read before any adapter code runs; the host's alone
+   * would miss what the adapter's import used while this event loop was busy and the line waited in the pipe.
    */
-  private onReady(reportedCpuMs: unknown): void {
-    if (this.ready || typeof reportedCpuMs !== "number" || !Number.isFinite(reportedCpuMs) || reportedCpuMs < 0)
-      return this.kill("crashed");
+  private onReady(parsed: object): void {
+    const line = ReadyLineSchema.safeParse(parsed);
+    if (this.ready || !line.success) return this.kill("crashed");
     this.ready = true;
     const read = this.cpuMs(true);
-    const cpu = read === undefined ? undefined : Math.min(read, reportedCpuMs);
+    const cpu = read === undefined ? undefined : Math.min(read, line.data.cpuMs);
     for (const call of this.pending.values()) call.startCpuMs ??= cpu;
   }
 

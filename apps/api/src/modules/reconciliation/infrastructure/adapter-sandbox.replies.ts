@@ -8,6 +8,12 @@ export const BoundReportSchema = z.strictObject({
   coverage: z.strictObject({ covered: z.array(z.string().max(256)).max(1000), notCovered: z.array(z.string().max(256)).max(1000) }),
 });
 
+/**
+ * The child program's first reply line, `{"ready": true, "cpuMs": n}`: it has started, and its CPU time then (ms,
+ * user + system, read before any adapter code runs). Anything else with a `ready` key breaks the protocol.
+ */
+export const ReadyLineSchema = z.strictObject({ ready: z.literal(true), cpuMs: z.number().finite().nonnegative() });
+
 /** One log entry an adapter wrote during a call, replayed by the host (see {@link replay}). */
 const LogSchema = z.object({ level: z.enum(["debug", "info", "warn", "error"]), fields: z.unknown(), message: z.string() });
 /** A reply as the host accepts it from an untrusted process (anything else kills the process). */
