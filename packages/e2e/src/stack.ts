@@ -128,17 +128,29 @@ export async function startApiProcess(
 /**
  * Starts `count` API processes (`api-0`, `api-1`, ...) on ONE PostgreSQL database, one after the
  * other (the first one migrates; the others find the schema current), all accepting the same
- * `credentials`, each on its own free port. `env` as for {@link startApiProcess}.
+ * `credentials`, each on its own free port. `env` as for {@link startApiProcess}. Each one is pushed onto
+ * `options.started` as soon as it listens (so the caller can kill what started when a later one fails), and
+ * `options.onStarted` is called with it, its index and its start-up time (ms) for progress output.
  * @throws Error as {@link startApiProcess}; the instances already started keep running (the caller kills them).
  */
 export async function startApiInstances(
   store: { databaseUrl: string; poolSize?: number },
   count: number,
-  env: Record<string, string> = {},
-  credentials: StackCredentials = newStackCredentials(),
-  started: ApiProcess[] = [],
+  options: {
+    env?: Record<string, string>;
+    credentials?: StackCredentials;
+    started?: ApiProcess[];
+    onStarted?: (api: ApiProcess, index: number, startMs: number) => void;
+  } = {},
 ): Promise<ApiProcess[]> {
-  for (let i = 0; i < count; i++) started.push(await startApiProcess(store, env, credentials, `api-${i}`));
+  const credentials = options.credentials ?? newStackCredentials();
+  const started = options.started ?? [];
+  for (let i = 0; i < count; i++) {
+    const t0 = Date.now();
+    const api = await startApiProcess(store, options.env ?? {}, credentials, `api-${i}`);
+    started.push(api);
+    options.onStarted?.(api, i, Date.now() - t0);
+  }
   return started;
 }
 

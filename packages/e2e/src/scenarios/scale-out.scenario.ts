@@ -46,10 +46,9 @@ export async function runScaleOutScenario(opts: ScenarioOptions): Promise<Scenar
     );
     const apis: ApiProcess[] = [];
     try {
-      await startApiInstances(
-        { databaseUrl: server.url, poolSize: 4 },
-        2,
-        {
+      timeline("starting API instance A, which migrates the empty database, then B, which finds it current");
+      await startApiInstances({ databaseUrl: server.url, poolSize: 4 }, 2, {
+        env: {
           MOSOO_EFFECT_RECONCILIATION: "on",
           MOSOO_RECONCILIATION_BINDINGS_FILE: bindingsFile,
           MOSOO_SWEEP_INTERVAL_MS: "250",
@@ -57,9 +56,10 @@ export async function runScaleOutScenario(opts: ScenarioOptions): Promise<Scenar
           // far above the scenario: no finalization intervenes
           MOSOO_HEARTBEAT_TTL_MS: "300000",
         },
-        undefined,
-        apis,
-      );
+        started: apis,
+        onStarted: (api, index, startMs) =>
+          timeline(`API instance ${index === 0 ? "A" : "B"} listening at ${api.url} (started in ${startMs} ms)`),
+      });
     } finally {
       procs.push(...apis.map((a) => a.proc));
     }
@@ -73,6 +73,7 @@ export async function runScaleOutScenario(opts: ScenarioOptions): Promise<Scenar
       enrollmentToken: apiA.credentials.enrollmentToken,
     });
     procs.push(driver.proc);
+    timeline(`Driver ${driver.driverInstanceId} connected, given both URLs (A first)`);
     const { runs, control, runId, call } = await enqueueCreateIssue(apiB, provider, driver.driverInstanceId);
     timeline(`queued createIssue on B (effect ${call.effectId}); the Driver polls A`);
     await waitForProviderCount(control, "writes", call.idempotencyKey, STEP_TIMEOUT_MS, "the provider commits");
