@@ -26,9 +26,9 @@ export const SLOW_TEST_FILES: ReadonlyArray<readonly [file: string, seconds: num
  * projects one after another (by name) and, without a cache of durations (a fresh CI checkout), the
  * larger files first, which starts a short-sourced long file (the ledger model, driver-crash.e2e) late.
  *
- * A file's duration is the one vitest cached from a previous run on this machine when there is one,
- * else the seconds in {@link SLOW_TEST_FILES}; files with neither follow in vitest's own order. Only the
- * order changes: every file still runs, each in its own isolated worker as before.
+ * A file's duration is its seconds in {@link SLOW_TEST_FILES}, else the one vitest cached from a previous
+ * run on this machine (which may be a run of a few of its tests, hence second); files with neither follow
+ * in vitest's own order. Only the order changes: every file still runs, each in its own isolated worker as before.
  */
 export class SlowestFirstSequencer extends BaseSequencer {
   override async sort(files: TestSpecification[]): Promise<TestSpecification[]> {
@@ -37,7 +37,7 @@ export class SlowestFirstSequencer extends BaseSequencer {
     const listed = new Map(SLOW_TEST_FILES.map(([file, seconds]) => [file, seconds * 1000]));
     const durationMs = (spec: TestSpecification): number | undefined => {
       const file = relative(root, spec.moduleId);
-      return this.ctx.cache.getFileTestResults(`${spec.project.name}:${file}`)?.duration ?? listed.get(file);
+      return listed.get(file) ?? this.ctx.cache.getFileTestResults(`${spec.project.name}:${file}`)?.duration;
     };
     const known = base.filter((spec) => durationMs(spec) !== undefined);
     const unknown = base.filter((spec) => durationMs(spec) === undefined);
