@@ -7,7 +7,7 @@ import { BaseSequencer, type TestSpecification } from "vitest/node";
  * Paths are relative to the repository root. A file missing here (or renamed) only loses its place at the
  * front; add a file here when it takes more than about 20 s.
  */
-export const SLOW_TEST_FILES: ReadonlyArray<readonly [file: string, seconds: number]> = [
+const SLOW_TEST_FILES: ReadonlyArray<readonly [file: string, seconds: number]> = [
   ["apps/api/tests/ledger-model.property.test.ts", 226],
   ["apps/api/tests/crash-point-matrix.test.ts", 155],
   ["packages/e2e/tests/driver-crash.e2e.test.ts", 95],
