@@ -270,8 +270,9 @@ describe.each(["sqlite", "postgres"] as const)("on %s", (kind) => {
  */
 const MISBEHAVING = fileURLToPath(new URL("./fixtures/adapters/misbehaving.adapter.ts", import.meta.url));
 /**
- * The lookup bound of the axis (ms, real time): a worker restart after the previous case's crash
- * (tsx + module load, seconds on a busy 2-core machine) plus the hostile act must fit within it.
+ * The lookup bound of the axis (ms, real time) for the cases whose adapter answers or dies: a worker
+ * restart after the previous mode's crash (tsx + module load, seconds on a busy 2-core machine) plus the
+ * hostile act must fit within it.
  */
 const HOSTILE_LOOKUP_TIMEOUT_MS = 15_000;
 /**
