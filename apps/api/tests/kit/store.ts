@@ -3,7 +3,7 @@
  * (so a test that restarts the "API process" on the same file pays for the migrations once per
  * test file, not once per world).
  */
-import { copyFileSync, mkdtempSync, rmSync } from "node:fs";
+import { copyFileSync, existsSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { getTableName, is, sql, type SQL } from "drizzle-orm";
@@ -39,13 +39,18 @@ export function createTempDir(prefix = "mosoo-test-"): TempDir {
 
 let templateDir: string | null = null;
 
-/** A migrated, checkpointed store file, made once per test file (process); copy it, do not open it. */
+/**
+ * A migrated, checkpointed store file, made once per test file (process); copy it, do not open it. It stays in
+ * WAL mode (closing its only connection checkpoints the log into the file and deletes it), so a copy opens as
+ * the API opens any store of its own: no journal-mode change, which would rewrite and sync the file per copy.
+ */
 function migratedTemplate(): string {
   if (!templateDir) {
     templateDir = mkdtempSync(join(tmpdir(), "ledger-model-template-"));
     const s = openSqliteStore(join(templateDir, "template.db"));
-    s.sqlite.pragma("journal_mode = DELETE");
     s.closeNow();
+    if (existsSync(join(templateDir, "template.db-wal")))
+      throw new Error("the migrated template kept its WAL file: the copy would miss it");
   }
   return join(templateDir, "template.db");
 }

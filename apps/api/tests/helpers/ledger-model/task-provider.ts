@@ -9,6 +9,7 @@ import { createAdaptorServer } from "@hono/node-server";
 import type { TaskStore } from "@modelcontextprotocol/sdk/experimental/tasks/interfaces.js";
 import { McpServer } from "@modelcontextprotocol/sdk/server/mcp.js";
 import { WebStandardStreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js";
+import { AjvJsonSchemaValidator } from "@modelcontextprotocol/sdk/validation/ajv";
 import { ErrorCode, McpError, type CallToolResult, type Result, type Task } from "@modelcontextprotocol/sdk/types.js";
 import { mcpTasksAdapterFactory } from "@mosoo/effect-reconciliation/host";
 import type { ReconciliationAdapter } from "@mosoo/effect-reconciliation";
@@ -67,11 +68,21 @@ const store: TaskStore = {
   listTasks: async () => ({ tasks: [] }),
 };
 
+/**
+ * The JSON Schema validator every per-request server shares: the SDK builds a new Ajv for each server it is
+ * not given one (milliseconds per request), and this server never elicits, the one use it has for it.
+ */
+const schemaValidator = new AjvJsonSchemaValidator();
+
 /** One MCP server per request (stateless Streamable HTTP), as the fixture provider does. */
 function buildServer(): McpServer {
   const server = new McpServer(
     { name: "ledger-model-task-provider", version: "0.0.0" },
-    { taskStore: store, capabilities: { tasks: { list: {}, requests: { tools: { call: {} } } } } },
+    {
+      taskStore: store,
+      capabilities: { tasks: { list: {}, requests: { tools: { call: {} } } } },
+      jsonSchemaValidator: schemaValidator,
+    },
   );
   server.experimental.tasks.registerToolTask(
     TASK_TOOL,
