@@ -93,6 +93,10 @@ export async function reconcileEffect(input: ReconcileEffectInput): Promise<Reco
  * {@link askRetentionCanary} before it judges the answer for good. Pure, never throws.
  */
 export function answerNeedsRetentionCanary(answer: LookupAnswer, effect: ReconcilableEffect): boolean {
+  // Judging never turns another answer into `confirmed_not_executed`, and the key fence is the declaration's:
+  // any other answer is known not to need a canary without judging it (and copying its receipt and result).
+  if (answer.kind !== "answered" || answer.outcome.outcome !== "confirmed_not_executed") return false;
+  if (answer.declaration.keyFencing.kind !== "max_in_flight") return false;
   return needsRetentionCanary(answer, judgeWithoutCanary(answer, effect));
 }
 

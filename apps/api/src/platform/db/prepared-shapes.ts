@@ -1,5 +1,5 @@
 // Helpers for prepared writes whose column list varies: one cached prepared query per set of columns given a value.
-import { sql, type Placeholder } from "drizzle-orm";
+import { sql, type Column, type Placeholder } from "drizzle-orm";
 
 /**
  * Helpers for prepared writes whose column list varies with the caller's values (an INSERT of the
@@ -29,4 +29,26 @@ export function argumentsFor(keys: readonly string[], values: object, prefix = "
   const out: Record<string, unknown> = {};
   for (const k of keys) out[prefix + k] = (values as Record<string, unknown>)[k];
   return out;
+}
+
+/**
+ * For a raw statement (`StoreTx.sqliteStatement`) of the columns `keys` of `table` (its drizzle column
+ * objects, by property name): the SQL column names, quoted, in order, and the driver values of `values` for
+ * them, each converted as drizzle converts it (`mapToDriverValue`: a boolean column's `true` to 1, …; null
+ * stays null). Throws a TypeError naming a key `table` has no column for.
+ */
+export function driverColumns(table: object, keys: readonly string[]): { names: string[]; values: (values: object) => unknown[] } {
+  const columns = keys.map((k) => {
+    const column = (table as Record<string, unknown>)[k] as Column | undefined;
+    if (column === undefined || typeof column.mapToDriverValue !== "function") throw new TypeError(`no column ${k}`);
+    return column;
+  });
+  return {
+    names: columns.map((c) => `"${c.name}"`),
+    values: (values) =>
+      keys.map((k, i) => {
+        const v = (values as Record<string, unknown>)[k];
+        return v === null || v === undefined ? null : columns[i]!.mapToDriverValue(v);
+      }),
+  };
 }

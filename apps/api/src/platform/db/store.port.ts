@@ -56,6 +56,24 @@ export interface StoreTx {
    * many times; `name` must always stand for the same `text`.
    */
   readonly pgPrepared?: (name: string, text: string, values: readonly unknown[]) => Promise<Array<Record<string, unknown>>>;
+  /**
+   * SQLite stores only (undefined on PostgreSQL): the compiled statement of the fixed SQL `text` (`?`
+   * parameters, driver values: numbers, strings, null), compiled once per store and reused. For the hottest
+   * writes (a reconciliation outcome's), where drizzle's placeholder filling and row mapping cost more than the
+   * statement; run it synchronously inside THIS unit of work. A repository keeps its drizzle statement as the
+   * other dialect's path, with the same effect.
+   */
+  readonly sqliteStatement?: (text: string) => SqliteStatement;
+}
+
+/**
+ * A compiled SQLite statement ({@link StoreTx.sqliteStatement}): `run` answers how many rows the statement
+ * itself changed (`changes`; rows changed by triggers are not counted), `get` the first row (column names as
+ * in the SQL) or undefined. Both throw the driver's error (a constraint, a busy store).
+ */
+export interface SqliteStatement {
+  run(...params: unknown[]): { changes: number };
+  get(...params: unknown[]): unknown;
 }
 
 /**

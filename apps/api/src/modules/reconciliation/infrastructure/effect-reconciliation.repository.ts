@@ -3,6 +3,7 @@ import { and, asc, eq, gt, inArray, isNotNull, isNull, lt, lte, or, sql } from "
 import type { effectReconciliations, externalToolEffects } from "../../../platform/db/sqlite/sqlite-schema.js";
 import type { StoreTx } from "../../../platform/db/store.port.js";
 import { argumentsFor, placeholdersFor, shapeOf } from "../../../platform/db/prepared-shapes.js";
+import { sqliteOutcomeWriteRepository } from "./sqlite-outcome-write.repository.js";
 
 /** A reconciliation record row. */
 export type ReconciliationRow = typeof effectReconciliations.$inferSelect;
@@ -156,32 +157,11 @@ export const reconciliationRepository = {
   ): Promise<typeof externalToolEffects.$inferSelect | undefined> {
     const effectId = current.id;
     // One prepared statement per shape of `set` (the columns an outcome writes; a handful of shapes).
-    const columns = (Object.keys(set) as Array<keyof typeof set>).filter((k) => set[k] !== undefined).sort();
-    const externalToolEffects = tx.tables.externalToolEffects;
-    const query = tx.prepared(`reconciliation.commitOutcome:${columns.join(",")}`, (h) =>
-      h
-        .update(externalToolEffects)
-        .set({
-          ...Object.fromEntries(columns.map((c) => [c, sql.placeholder(`set_${c}`)])),
-          leaseOwner: null,
-          leaseExpiresAtMs: null,
-          version: sql`${externalToolEffects.version} + 1`,
-        })
-        .where(
-          and(
-            eq(externalToolEffects.id, sql.placeholder("effectId")),
-            eq(externalToolEffects.status, "unknown"),
-            eq(externalToolEffects.version, sql.placeholder("version")),
-            eq(externalToolEffects.leaseOwner, sql.placeholder("owner")),
-          ),
-        )
-        .returning({ id: externalToolEffects.id })
-        .prepare(),
-    );
-    const values: Record<string, unknown> = { effectId, version, owner };
-    for (const c of columns) values[`set_${c}`] = set[c];
-    const rows = await query.execute(values);
-    if (rows.length === 0) return undefined;
+    const columns = shapeOf(set) as Array<keyof typeof set>;
+    const won = tx.sqliteStatement
+      ? sqliteOutcomeWriteRepository.commitOutcome(tx.sqliteStatement, tx.tables, effectId, version, owner, set, columns)
+      : await commitOutcomeDrizzle(tx, effectId, version, owner, set, columns);
+    if (!won) return undefined;
     const written: Record<string, unknown> = { ...current, leaseOwner: null, leaseExpiresAtMs: null, version: version + 1 };
     for (const c of columns) written[c] = set[c];
     return written as typeof externalToolEffects.$inferSelect;
@@ -254,6 +234,7 @@ export const reconciliationRepository = {
   },
   /** Inserts one reconciliation record (a second confirmed record for an effect violates a partial unique index). */
   async insertRecord(tx: StoreTx, row: typeof effectReconciliations.$inferInsert): Promise<void> {
+    if (tx.sqliteStatement) return sqliteOutcomeWriteRepository.insertRecord(tx.sqliteStatement, tx.tables, row);
     const shape = shapeOf(row);
     const q = tx.prepared(`reconciliation.insertRecord:${shape.join(",")}`, (db) =>
       db
@@ -385,4 +366,39 @@ async function listDuePrepared(
 /** The row-locking clause of drizzle's PostgreSQL select (`SELECT … FOR UPDATE SKIP LOCKED`), absent from the SQLite builder's type. */
 interface LockableSelect<Row> {
   for(strength: "update", config: { skipLocked: true }): Promise<Row[]>;
+}
+
+/** `reconciliationRepository.commitOutcome`'s compare-and-set as a drizzle prepared query (PostgreSQL, and any store without raw statements): true when won. */
+async function commitOutcomeDrizzle(
+  tx: StoreTx,
+  effectId: string,
+  version: number,
+  owner: string,
+  set: Partial<typeof externalToolEffects.$inferInsert>,
+  columns: ReadonlyArray<keyof Partial<typeof externalToolEffects.$inferInsert>>,
+): Promise<boolean> {
+  const externalToolEffects = tx.tables.externalToolEffects;
+  const query = tx.prepared(`reconciliation.commitOutcome:${columns.join(",")}`, (h) =>
+    h
+      .update(externalToolEffects)
+      .set({
+        ...Object.fromEntries(columns.map((c) => [c, sql.placeholder(`set_${c}`)])),
+        leaseOwner: null,
+        leaseExpiresAtMs: null,
+        version: sql`${externalToolEffects.version} + 1`,
+      })
+      .where(
+        and(
+          eq(externalToolEffects.id, sql.placeholder("effectId")),
+          eq(externalToolEffects.status, "unknown"),
+          eq(externalToolEffects.version, sql.placeholder("version")),
+          eq(externalToolEffects.leaseOwner, sql.placeholder("owner")),
+        ),
+      )
+      .returning({ id: externalToolEffects.id })
+      .prepare(),
+  );
+  const values: Record<string, unknown> = { effectId, version, owner };
+  for (const c of columns) values[`set_${c}`] = set[c];
+  return (await query.execute(values)).length > 0;
 }

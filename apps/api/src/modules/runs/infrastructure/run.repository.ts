@@ -163,6 +163,11 @@ export const runRepository = {
   },
 };
 
+/** {@link appendSqliteEvent}'s statement (`StoreTx.sqliteStatement`): id, run id (twice), type, terminal (0/1), payload JSON, created at (ms). */
+const SQLITE_APPEND_EVENT =
+  `INSERT INTO "run_events" ("id", "run_id", "seq", "type", "terminal", "payload_json", "created_at_ms") ` +
+  `VALUES (?, ?, (SELECT coalesce(max("seq"), 0) + 1 FROM "run_events" WHERE "run_id" = ?), ?, ?, ?, ?) RETURNING "seq"`;
+
 /**
  * SQLite's event append: one `INSERT` whose `seq` is the run's highest plus one (1-based), read in that
  * statement through the unique `run_events_run_seq` index (a seek to the run's last entry). One statement
@@ -179,24 +184,11 @@ async function appendSqliteEvent(
   payload: Record<string, unknown>,
   nowMs: number,
 ): Promise<RunEventRow> {
-  const insert = tx.prepared("run.appendEvent", (db) => {
-    const e = tx.tables.runEvents;
-    return db
-      .insert(e)
-      .values({
-        id: sql.placeholder("id"),
-        runId: sql.placeholder("runId"),
-        seq: sql`(SELECT coalesce(max(${e.seq}), 0) + 1 FROM ${e} WHERE ${e.runId} = ${sql.placeholder("runId")})`,
-        type: sql.placeholder("type"),
-        terminal: sql.placeholder("terminal"),
-        payloadJson: sql.placeholder("payloadJson"),
-        createdAtMs: sql.placeholder("createdAtMs"),
-      })
-      .returning({ seq: e.seq })
-      .prepare();
-  });
   const row = newEventRow(runId, type, payload, nowMs);
-  const inserted = firstRow(await insert.execute(row));
+  // Compiled once by the store and run without drizzle's per-call placeholder filling and row mapping.
+  if (!tx.sqliteStatement) throw new Error("appendSqliteEvent needs a SQLite unit of work (StoreTx.sqliteStatement)");
+  const inserted = tx.sqliteStatement(SQLITE_APPEND_EVENT).get(row.id, runId, runId, type, row.terminal ? 1 : 0, row.payloadJson, nowMs) as
+    { seq: number } | undefined;
   if (inserted === undefined) throw new Error(`run ${runId}: the event insert returned no row`);
   return { ...row, seq: inserted.seq };
 }

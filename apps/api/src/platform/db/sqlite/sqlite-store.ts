@@ -13,6 +13,7 @@ import {
   StoreNestedTransactionError,
   type DurableWriteObserver,
   type QueryDb,
+  type SqliteStatement,
   type Store,
   type StoreTx,
   type TransactionOptions,
@@ -66,6 +67,12 @@ export class SqliteStore implements Store {
   private readonly mutex = new Mutex();
   private readonly detectNested: boolean;
   private readonly preparedQueries = new Map<string, unknown>();
+  /**
+   * `StoreTx.sqliteStatement`'s statements, by SQL text (a handful of fixed texts). Kept here, not only in the
+   * connection's statement cache, whose hand-out resets row modes another caller of the same text may rely on;
+   * their texts (upper-case keywords) are not drizzle's, so the two never share a compiled statement.
+   */
+  private readonly rawStatements = new Map<string, Database.Statement>();
   private readonly handle: StoreTx;
   private observer: DurableWriteObserver | null = null;
   private closed = false;
@@ -96,6 +103,15 @@ export class SqliteStore implements Store {
           this.preparedQueries.set(name, q);
         }
         return q;
+      },
+      sqliteStatement: (text: string): SqliteStatement => {
+        let stmt = this.rawStatements.get(text);
+        if (stmt === undefined) {
+          // Through `sqlite.prepare` (not cached by drizzle), so a test's wrapper of it sees these statements too.
+          stmt = this.sqlite.prepare(text);
+          this.rawStatements.set(text, stmt);
+        }
+        return stmt;
       },
     };
   }
