@@ -3,6 +3,7 @@ import { Bench, type Task } from "tinybench";
 import { newUlid } from "@mosoo/contracts";
 import { BENCH_BOUND_SERVER, BENCH_TOOL } from "./fixed-latency.adapter.js";
 import { createBenchRuntime, openBenchStore, progress, seedEffects, type BenchStore } from "./bench-store.harness.js";
+import { measureLifecycleWrites, type LifecycleWrites } from "./lifecycle-writes.measure.js";
 import type { Runtime } from "../src/composition-root.js";
 
 /**
@@ -33,7 +34,12 @@ export interface LedgerCostPoint {
 /** Result of {@link runLedgerCost}: one {@link LedgerCostPoint} per table size. */
 export interface LedgerCostResult {
   points: LedgerCostPoint[];
+  /** SQLite only: statements and WAL pages per lifecycle step (mean of {@link WRITES_LIFECYCLES}, reconciliation off), measured after the timed rounds on the largest table. */
+  writes?: LifecycleWrites;
 }
+
+/** How many lifecycles the statement and WAL-page counts of the ledger row average (deterministic but for the odd B-tree split). */
+const WRITES_LIFECYCLES = 50;
 
 /**
  * Options: the table sizes (existing effects), tinybench's `time` per task and round (ms), and
@@ -201,7 +207,14 @@ export async function runLedgerCost(opts: LedgerCostOptions): Promise<LedgerCost
       floor.seed(to - from);
       store.sqlite.pragma("wal_checkpoint(TRUNCATE)");
     });
-    return { points };
+    // After the timed rounds: the statement meter it installs stays on the statements for the process's life.
+    const counted = createBenchRuntime(store, { reconciliation: false, lookupLatencyMs: 10, concurrency: 64 });
+    const writes = await measureLifecycleWrites(counted, store.sqlite, store.file, {
+      n: WRITES_LIFECYCLES,
+      serverId: BENCH_BOUND_SERVER,
+      toolName: BENCH_TOOL,
+    });
+    return { points, writes };
   } finally {
     store.dispose();
   }
