@@ -34,12 +34,31 @@ export interface LedgerCostPoint {
 /** Result of {@link runLedgerCost}: one {@link LedgerCostPoint} per table size. */
 export interface LedgerCostResult {
   points: LedgerCostPoint[];
-  /** SQLite only: statements and WAL pages per lifecycle step (mean of {@link WRITES_LIFECYCLES}, reconciliation off), measured after the timed rounds on the largest table. */
+  /** SQLite only: statements and WAL pages per lifecycle step (mean of {@link WRITES_LIFECYCLES}, reconciliation off), measured after the timed rounds on a fresh store. */
   writes?: LifecycleWrites;
 }
 
-/** How many lifecycles the statement and WAL-page counts of the ledger row average (deterministic but for the odd B-tree split). */
-const WRITES_LIFECYCLES = 50;
+/** How many lifecycles the statement and WAL-page counts of the ledger row average. */
+const WRITES_LIFECYCLES = 200;
+
+/**
+ * The ledger row's counts, on a fresh store (reconciliation off) so that they do not depend on how many
+ * lifecycles the timed rounds ran (B-tree splits follow the tables' contents): the same figures on every run.
+ * After the timed rounds, since the statement meter it installs stays on better-sqlite3's statements.
+ */
+async function measureWritesOnFreshStore(): Promise<LifecycleWrites> {
+  const store = openBenchStore();
+  try {
+    const runtime = createBenchRuntime(store, { reconciliation: false, lookupLatencyMs: 10, concurrency: 64 });
+    return await measureLifecycleWrites(runtime, store.sqlite, store.file, {
+      n: WRITES_LIFECYCLES,
+      serverId: BENCH_BOUND_SERVER,
+      toolName: BENCH_TOOL,
+    });
+  } finally {
+    store.dispose();
+  }
+}
 
 /**
  * Options: the table sizes (existing effects), tinybench's `time` per task and round (ms), and
@@ -207,14 +226,7 @@ export async function runLedgerCost(opts: LedgerCostOptions): Promise<LedgerCost
       floor.seed(to - from);
       store.sqlite.pragma("wal_checkpoint(TRUNCATE)");
     });
-    // After the timed rounds: the statement meter it installs stays on the statements for the process's life.
-    const counted = createBenchRuntime(store, { reconciliation: false, lookupLatencyMs: 10, concurrency: 64 });
-    const writes = await measureLifecycleWrites(counted, store.sqlite, store.file, {
-      n: WRITES_LIFECYCLES,
-      serverId: BENCH_BOUND_SERVER,
-      toolName: BENCH_TOOL,
-    });
-    return { points, writes };
+    return { points, writes: await measureWritesOnFreshStore() };
   } finally {
     store.dispose();
   }
