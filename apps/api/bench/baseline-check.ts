@@ -14,16 +14,20 @@ import { z } from "zod";
 /** Default tolerance: a figure more than 20% above its baseline is a regression. */
 export const DEFAULT_TOLERANCE = 0.2;
 
+/** How far (absolute) a `count` figure may exceed its baseline: half a statement or page per lifecycle. */
+const COUNT_SLACK = 0.5;
+
 /**
  * One gated figure of a run: a stable `key` (e.g. `ledger.on@10k.ratio`), a readable `label`, its
  * `value` and its `unit` (`x` for a ratio against a floor or bound, `ms` for a p95 minus the lookup
- * bound, `MB` for peak RSS). Lower is better for every one.
+ * bound, `MB` for peak RSS, `count` for a deterministic count such as statements or WAL pages per lifecycle).
+ * Lower is better for every one.
  */
 const BenchFigureSchema = z.strictObject({
   key: z.string().min(1).max(100),
   label: z.string().min(1).max(200),
   value: z.number().finite(),
-  unit: z.union([z.literal("x"), z.literal("ms"), z.literal("MB")]),
+  unit: z.union([z.literal("x"), z.literal("ms"), z.literal("MB"), z.literal("count")]),
 });
 /** See {@link BenchFigureSchema}. */
 export type BenchFigure = z.infer<typeof BenchFigureSchema>;
@@ -58,7 +62,9 @@ export interface FigureComparison {
  * skipped: a run of some scenarios, `--only`, checks just those). A figure regresses when it exceeds
  * its baseline by more than `tolerance` (a fraction, default {@link DEFAULT_TOLERANCE}) of the
  * baseline's magnitude: `current > baseline + tolerance × |baseline|` (the magnitude keeps the rule
- * sensible for a `ms` figure at or below zero). Returns the comparisons in `current`'s order.
+ * sensible for a `ms` figure at or below zero). A `count` figure is not load-dependent, so the tolerance does not
+ * apply: it regresses when it exceeds its baseline by more than {@link COUNT_SLACK} (the odd B-tree page split
+ * in a mean of WAL pages). Returns the comparisons in `current`'s order.
  * @throws RangeError when `tolerance` is negative or not finite.
  */
 export function compareWithBaseline(
@@ -80,24 +86,25 @@ export function compareWithBaseline(
       baseline: base.value,
       current: fig.value,
       change,
-      regressed: fig.value > base.value + tolerance * magnitude,
+      regressed: fig.value > base.value + (fig.unit === "count" ? COUNT_SLACK : tolerance * magnitude),
     });
   }
   return out;
 }
 
-/** A figure with its unit, e.g. `3.52×`, `407 ms`, `189 MB`. */
+/** A figure with its unit, e.g. `3.52×`, `407 ms`, `189 MB`, `8.00` (a count). */
 function formatFigure(value: number, unit: BenchFigure["unit"]): string {
-  return unit === "x" ? `${value.toFixed(2)}×` : `${value.toFixed(0)} ${unit}`;
+  if (unit === "x") return `${value.toFixed(2)}×`;
+  return unit === "count" ? value.toFixed(2) : `${value.toFixed(0)} ${unit}`;
 }
 
 /**
  * One readable line per comparison: `bench.regression: <label>: <current> vs baseline <baseline>
- * (+N%, limit +M%)` for a regression, `bench.ok: ...` otherwise.
+ * (+N%, limit +M%)` (a count: `limit +0.5`) for a regression, `bench.ok: ...` otherwise.
  */
 export function describeComparison(c: FigureComparison, tolerance = DEFAULT_TOLERANCE): string {
   const pct = Number.isFinite(c.change) ? `${c.change >= 0 ? "+" : ""}${(c.change * 100).toFixed(0)}%` : "+∞%";
-  return `${c.regressed ? "bench.regression" : "bench.ok"}: ${c.label}: ${formatFigure(c.current, c.unit)} vs baseline ${formatFigure(c.baseline, c.unit)} (${pct}, limit +${(tolerance * 100).toFixed(0)}%)`;
+  return `${c.regressed ? "bench.regression" : "bench.ok"}: ${c.label}: ${formatFigure(c.current, c.unit)} vs baseline ${formatFigure(c.baseline, c.unit)} (${pct}, limit ${c.unit === "count" ? `+${COUNT_SLACK}` : `+${(tolerance * 100).toFixed(0)}%`})`;
 }
 
 /**

@@ -3,6 +3,7 @@ import { Bench, type Task } from "tinybench";
 import { newUlid } from "@mosoo/contracts";
 import { BENCH_BOUND_SERVER, BENCH_TOOL } from "./fixed-latency.adapter.js";
 import { createBenchRuntime, openBenchStore, progress, seedEffects, type BenchStore } from "./bench-store.harness.js";
+import { measureLifecycleWrites, type LifecycleWrites } from "./lifecycle-writes.measure.js";
 import type { Runtime } from "../src/composition-root.js";
 
 /**
@@ -33,6 +34,30 @@ export interface LedgerCostPoint {
 /** Result of {@link runLedgerCost}: one {@link LedgerCostPoint} per table size. */
 export interface LedgerCostResult {
   points: LedgerCostPoint[];
+  /** SQLite only: statements and WAL pages per lifecycle step (mean of {@link WRITES_LIFECYCLES}, reconciliation off), measured after the timed rounds on a fresh store. */
+  writes?: LifecycleWrites;
+}
+
+/** How many lifecycles the statement and WAL-page counts of the ledger row average. */
+const WRITES_LIFECYCLES = 200;
+
+/**
+ * The ledger row's counts, on a fresh store (reconciliation off) so that they do not depend on how many
+ * lifecycles the timed rounds ran (B-tree splits follow the tables' contents): the same figures on every run.
+ * After the timed rounds, since the statement meter it installs stays on better-sqlite3's statements.
+ */
+async function measureWritesOnFreshStore(): Promise<LifecycleWrites> {
+  const store = openBenchStore();
+  try {
+    const runtime = createBenchRuntime(store, { reconciliation: false, lookupLatencyMs: 10, concurrency: 64 });
+    return await measureLifecycleWrites(runtime, store.sqlite, store.file, {
+      n: WRITES_LIFECYCLES,
+      serverId: BENCH_BOUND_SERVER,
+      toolName: BENCH_TOOL,
+    });
+  } finally {
+    store.dispose();
+  }
 }
 
 /**
@@ -201,7 +226,7 @@ export async function runLedgerCost(opts: LedgerCostOptions): Promise<LedgerCost
       floor.seed(to - from);
       store.sqlite.pragma("wal_checkpoint(TRUNCATE)");
     });
-    return { points };
+    return { points, writes: await measureWritesOnFreshStore() };
   } finally {
     store.dispose();
   }

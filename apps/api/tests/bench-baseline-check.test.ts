@@ -29,6 +29,16 @@ describe("bench regression gate: compareWithBaseline (pure, over numbers)", () =
     expect(compareWithBaseline([fig("neg", -85, "ms")], base)[0]!.regressed).toBe(false);
   });
 
+  it("gates a count (statements, WAL pages per lifecycle) by half a unit, whatever the tolerance", () => {
+    const base = byKey([fig("pages", 10, "count"), fig("statements", 8, "count")]);
+    const out = compareWithBaseline([fig("pages", 10.4, "count"), fig("statements", 9, "count")], base, 0.5);
+    expect(out.map((c) => [c.key, c.regressed])).toEqual([
+      ["pages", false],
+      ["statements", true],
+    ]);
+    expect(describeComparison(out[1]!, 0.5)).toBe("bench.regression: statements: 9.00 vs baseline 8.00 (+13%, limit +0.5)");
+  });
+
   it("honours a custom tolerance and refuses a negative one", () => {
     expect(compareWithBaseline([fig("a", 1.4)], byKey([fig("a", 1)]), 0.5)[0]!.regressed).toBe(false);
     expect(() => compareWithBaseline([], {}, -0.1)).toThrow(RangeError);

@@ -186,3 +186,33 @@ describe("migrations 0017 (sequence counters) and 0027 (SQLite numbers run event
     expect(store.sqlite.prepare("SELECT last_event_seq AS n FROM session_runs WHERE id = ?").get(ids.runId)).toEqual({ n: 0 });
   });
 });
+
+describe("migration 0028 (run events and attempts WITHOUT ROWID)", () => {
+  it("rebuilds both tables WITHOUT ROWID with their rows, unique indexes and cascades", () => {
+    const store = upgrade();
+    const sqlOf = (name: string) =>
+      store.sqlite.prepare("SELECT sql FROM sqlite_master WHERE type = 'table' AND name = ?").pluck().get(name);
+    for (const table of ["run_events", "external_tool_effect_attempts"]) expect(sqlOf(table)).toMatch(/\)\s*WITHOUT ROWID$/);
+    const count = (table: string) => store.sqlite.prepare(`SELECT count(*) FROM ${table}`).pluck().get();
+    expect(count("run_events")).toBe(before.run_events!.length);
+    expect(count("external_tool_effect_attempts")).toBe(before.external_tool_effect_attempts!.length);
+    const indexes = store.sqlite
+      .prepare("SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = 'run_events' ORDER BY name")
+      .pluck()
+      .all();
+    expect(indexes).toEqual(["run_events_one_terminal", "run_events_run_seq"]);
+    const seq = store.sqlite.prepare("SELECT seq FROM run_events WHERE run_id = ? ORDER BY seq LIMIT 1").pluck().get(ids.runId);
+    expect(() =>
+      store.sqlite
+        .prepare(
+          "INSERT INTO run_events (id, run_id, seq, type, terminal, payload_json, created_at_ms) VALUES (?, ?, ?, 'tool_call.queued', 0, '{}', 0)",
+        )
+        .run(newUlid(T0), ids.runId, seq),
+    ).toThrow(/UNIQUE/);
+    // the cascade from the effects still reaches the attempts (the succeeded effect holds no fence)
+    store.sqlite.prepare("DELETE FROM external_tool_effects WHERE id = ?").run(ids.succeededEffectId);
+    expect(
+      store.sqlite.prepare("SELECT count(*) FROM external_tool_effect_attempts WHERE effect_id = ?").pluck().get(ids.succeededEffectId),
+    ).toBe(0);
+  });
+});

@@ -92,13 +92,25 @@ function explainPlan(sqlite: Database.Database, sql: string): string[] {
   return rows.map((r) => r.detail);
 }
 
-/** Reads the indexes and whole-table scans out of a plan. */
-function analyse(plan: string[], sql: string, tables: ReadonlySet<string>): { indexes: string[]; scans: string[] } {
+/**
+ * Reads the indexes and whole-table scans out of a plan. A WITHOUT ROWID table's rows live in its primary key's
+ * B-tree, which the plan names `USING PRIMARY KEY`: that reads the table's automatic primary-key index
+ * (`primaryKeys`: table → that index's name).
+ */
+function analyse(
+  plan: string[],
+  sql: string,
+  tables: ReadonlySet<string>,
+  primaryKeys: ReadonlyMap<string, string>,
+): { indexes: string[]; scans: string[] } {
   const indexes = new Set<string>();
   const scans = new Set<string>();
   for (const detail of plan) {
     const idx = /USING (?:COVERING )?INDEX (\w+)/.exec(detail);
     if (idx && !/AUTOMATIC/.test(detail)) indexes.add(idx[1]!);
+    const pk = /^SEARCH (\w+) USING PRIMARY KEY/.exec(detail);
+    const pkIndex = pk ? primaryKeys.get(tableOf(pk[1]!, sql, tables)) : undefined;
+    if (pkIndex) indexes.add(pkIndex);
     const scan = /^SCAN (\w+)/.exec(detail);
     if (scan && scan[1] !== "CONSTANT") scans.add(tableOf(scan[1]!, sql, tables));
     const auto = /^SEARCH (\w+) USING AUTOMATIC/.exec(detail);
@@ -173,13 +185,21 @@ function foreignKeyStatements(sqlite: Database.Database, captured: readonly Capt
 /** Plans every captured statement and every foreign-key lookup it implies, on `sqlite` (a migrated store). */
 export function planStatements(sqlite: Database.Database, captured: readonly CapturedStatement[]): PlannedStatement[] {
   const tables = new Set(sqlite.prepare("SELECT name FROM sqlite_master WHERE type = 'table'").pluck().all() as string[]);
+  const primaryKeys = new Map(schemaIndexes(sqlite).flatMap((ix) => (ix.origin === "pk" ? [[ix.table, ix.name] as const] : [])));
   const plan = (s: CapturedStatement, origin: PlannedStatement["origin"]): PlannedStatement => {
     const details = explainPlan(sqlite, s.sql);
     // A DELETE's plan goes on with the actions of its own foreign keys: a captured statement owns them
     // all (they run for it); a foreign-key action owns only its first row, the lookup of its child rows
     // (the deeper levels are foreign-key actions of their own).
     const owned = origin === "captured" ? details : details.slice(0, 1);
-    return { sql: s.sql, origin, sources: [...s.sources].sort(), steps: [...s.steps], plan: details, ...analyse(owned, s.sql, tables) };
+    return {
+      sql: s.sql,
+      origin,
+      sources: [...s.sources].sort(),
+      steps: [...s.steps],
+      plan: details,
+      ...analyse(owned, s.sql, tables, primaryKeys),
+    };
   };
   return [...captured.map((s) => plan(s, "captured")), ...foreignKeyStatements(sqlite, captured).map((s) => plan(s, "foreign key"))];
 }

@@ -145,9 +145,18 @@ export function dumpAllTables(sqlite: Store["sqlite"], except: readonly string[]
   const tables = (
     sqlite
       .prepare(
-        "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' AND name NOT LIKE '__drizzle%' ORDER BY name",
+        "SELECT name, sql FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' AND name NOT LIKE '__drizzle%' ORDER BY name",
       )
-      .all() as Array<{ name: string }>
+      .all() as Array<{ name: string; sql: string }>
   ).filter(({ name }) => !except.includes(name));
-  return JSON.stringify(tables.map(({ name }) => [name, sqlite.prepare(`SELECT * FROM "${name}" ORDER BY rowid`).all()]));
+  // A WITHOUT ROWID table (run events, attempts: migration 0028) has no rowid; its rows go by primary key.
+  const orderOf = ({ name, sql }: { name: string; sql: string }) =>
+    /WITHOUT\s+ROWID\s*$/i.test(sql)
+      ? (sqlite.prepare(`PRAGMA table_info("${name}")`).all() as Array<{ name: string; pk: number }>)
+          .filter((c) => c.pk > 0)
+          .sort((a, b) => a.pk - b.pk)
+          .map((c) => `"${c.name}"`)
+          .join(", ")
+      : "rowid";
+  return JSON.stringify(tables.map((t) => [t.name, sqlite.prepare(`SELECT * FROM "${t.name}" ORDER BY ${orderOf(t)}`).all()]));
 }

@@ -39,6 +39,39 @@ export const commandRepository = {
     if (row === undefined) throw new Error(`no Driver instance ${driverInstanceId} to number a command of`);
     return row;
   },
+  /**
+   * SQLite's enqueue in one statement fewer: bumps `last_command_seq` of the Driver instance of run `runId` only
+   * when that run is `active` (`UPDATE driver_instances … WHERE id = (SELECT driver_instance_id FROM session_runs
+   * WHERE id = ? AND status = 'active') RETURNING …`, the run's session read in the `RETURNING`), so the run's read
+   * and the command's `seq` are one statement. Returns the new `seq`, the instance's id and `status`, and the run's
+   * `sessionId`; undefined, with nothing written, when there is no such active run (the caller reads the run to say
+   * why). Inside a SQLite write transaction (`BEGIN IMMEDIATE`: the store's one writer), the run's status stays what
+   * this statement saw until the commit. On PostgreSQL (READ COMMITTED: a run's status can change under a later
+   * statement) it writes nothing and returns undefined: its intent numbers the command in its own round trip.
+   */
+  async nextSeqOfActiveRun(
+    tx: StoreTx,
+    runId: string,
+  ): Promise<{ seq: number; driverInstanceId: string; driverStatus: DriverInstanceStatus; sessionId: string } | undefined> {
+    if (tx.pgRows) return undefined;
+    const q = tx.prepared("command.nextSeqOfActiveRun", (db) => {
+      const { driverInstances: d, sessionRuns: r } = tx.tables;
+      return db
+        .update(d)
+        .set({ lastCommandSeq: sql`${d.lastCommandSeq} + 1` })
+        .where(
+          eq(d.id, sql`(SELECT ${r.driverInstanceId} FROM ${r} WHERE ${r.id} = ${sql.placeholder("runId")} AND ${r.status} = 'active')`),
+        )
+        .returning({
+          seq: d.lastCommandSeq,
+          driverInstanceId: d.id,
+          driverStatus: d.status,
+          sessionId: sql<string>`(SELECT ${r.sessionId} FROM ${r} WHERE ${r.id} = ${sql.placeholder("runId")})`,
+        })
+        .prepare();
+    });
+    return (await q.execute({ runId }))[0];
+  },
   /** Inserts one row (throws on a constraint violation: CHECK, unique, foreign key). */
   async insert(tx: StoreTx, row: typeof driverCommands.$inferInsert): Promise<void> {
     const shape = shapeOf(row);

@@ -30,6 +30,8 @@ export interface IntentInput {
    * status the intent's writes see under the run's lock.
    */
   runStatusUnderWriteLock?: RunStatus;
+  /** SQLite: the command's `seq` the caller already took in this transaction and the instance's status as it saw it (the runs module's fold of its read into the counter bump). */
+  numbered?: { seq: number; driverStatus: DriverInstanceStatus };
   nowMs: number;
 }
 
@@ -112,6 +114,7 @@ export async function recordIntent(tx: StoreTx, input: IntentInput): Promise<Rec
       },
     },
     ...(input.runStatusUnderWriteLock ? { runStatusUnderWriteLock: input.runStatusUnderWriteLock } : {}),
+    ...(input.numbered ? { numbered: input.numbered } : {}),
     nowMs: now,
   });
   const { seq, driverStatus, runStatus } = written;

@@ -59,6 +59,15 @@ interface AttemptReportContext {
 export interface CommandTablesPort {
   /** The instance's next command `seq` (1-based) and its `status`, under the instance row's lock; throws on a missing instance. */
   nextSeq(tx: StoreTx, driverInstanceId: string): Promise<{ seq: number; status: DriverInstanceStatus }>;
+  /**
+   * SQLite only (undefined on PostgreSQL, nothing written): the next `seq` of the Driver instance of run `runId`
+   * when that run is `active`, in one statement with the run's read; the instance's id and `status`, the run's
+   * `sessionId`. Undefined when there is no such active run.
+   */
+  nextSeqOfActiveRun(
+    tx: StoreTx,
+    runId: string,
+  ): Promise<{ seq: number; driverInstanceId: string; driverStatus: DriverInstanceStatus; sessionId: string } | undefined>;
   /** Inserts one command row (throws on a constraint violation). */
   insert(tx: StoreTx, row: typeof driverCommands.$inferInsert): Promise<void>;
   /** The command with this id, or undefined. */

@@ -16,17 +16,24 @@ import { effectRepository } from "./effect.repository.js";
  */
 export interface IntentWrite {
   command: Omit<typeof driverCommands.$inferInsert, "seq">;
+  /** SQLite: the command's `seq` already taken in this transaction, with the instance's status as that bump saw it (`nextSeqOfActiveRun`); then no counter bump here. */
+  numbered?: { seq: number; driverStatus: DriverInstanceStatus };
   effect: typeof externalToolEffects.$inferInsert;
   event: { runId: string; type: RunEventType; payload: Record<string, unknown> };
   runStatusUnderWriteLock?: RunStatus;
   nowMs: number;
 }
 
+const nextSeq = async (tx: StoreTx, driverInstanceId: string): Promise<{ seq: number; driverStatus: DriverInstanceStatus }> => {
+  const { seq, status } = await commandTables().nextSeq(tx, driverInstanceId);
+  return { seq, driverStatus: status };
+};
+
 /** Writes of {@link IntentWrite} (dialect-neutral; one data-modifying `WITH` on PostgreSQL: docs/ARCHITECTURE.md). */
 export const intentWriteRepository = {
   /**
-   * Bumps the Driver instance's `last_command_seq`, inserts the command at that `seq`, the effect and the
-   * run event, in the caller's transaction (SQLite: four statements, the event's `seq` taken inside its
+   * Bumps the Driver instance's `last_command_seq` (on SQLite unless `numbered` holds the `seq` already taken),
+   * inserts the command at that `seq`, the effect and the run event, in the caller's transaction (SQLite: four statements, three with `numbered`, the event's `seq` taken inside its
    * INSERT, plus a read of the run when no `runStatusUnderWriteLock` was given; PostgreSQL: one round trip
    * that also bumps the run's `last_event_seq`). Returns the command's `seq` and the instance's and the
    * run's `status` as seen under the write lock (the instance's counter bump; the run's `seq` bump, or on
@@ -36,7 +43,7 @@ export const intentWriteRepository = {
   async write(tx: StoreTx, w: IntentWrite): Promise<{ seq: number; driverStatus: DriverInstanceStatus; runStatus: RunStatus }> {
     const { event } = w;
     if (!tx.pgRows) {
-      const { seq, status: driverStatus } = await commandTables().nextSeq(tx, w.command.driverInstanceId);
+      const { seq, driverStatus } = w.numbered ?? (await nextSeq(tx, w.command.driverInstanceId));
       await commandTables().insert(tx, { ...w.command, seq });
       await effectRepository.insert(tx, w.effect);
       if (w.runStatusUnderWriteLock !== undefined) {

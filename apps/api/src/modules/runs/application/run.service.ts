@@ -6,6 +6,7 @@ import {
   type CreateRunResponse,
   type EnqueueToolCallRequest,
   type EnqueueToolCallResponse,
+  type RunStatus,
   type ToolCallView,
   MAX_ARGUMENTS_BYTES,
 } from "@mosoo/contracts";
@@ -55,6 +56,41 @@ async function replayEnqueue(
     seq: cmd?.seq ?? 0,
     replayed: true,
     driverInstanceId,
+  };
+}
+
+/**
+ * The enqueue's check of its run by a plain read (on SQLite its status stays current until the commit:
+ * `findRunForIntent`): the replay's answer when the client's tool-call id was queued already, else the run's
+ * session, Driver instance and, on SQLite, `statusUnderWriteLock`.
+ * @throws UserFacingError `run.not_found`, `run.not_active`, and the replay's `tool_call.conflict`.
+ */
+async function checkRunForIntent(
+  tx: StoreTx,
+  runId: string,
+  req: EnqueueToolCallRequest,
+  requestFingerprint: string,
+): Promise<
+  | (EnqueueToolCallResponse & { driverInstanceId: string })
+  | { sessionId: string; driverInstanceId: string; statusUnderWriteLock?: RunStatus }
+> {
+  const found = await runRepository.findRunForIntent(tx, runId);
+  const run = found?.run;
+  if (!run) throw new UserFacingError("run.not_found", `no run ${runId}`);
+  if (req.toolCallId) {
+    const existing = await effectRows.findByClientToolCall(tx, runId, req.toolCallId);
+    if (existing) return await replayEnqueue(tx, existing, req, requestFingerprint, run.driverInstanceId);
+  }
+  if (run.status !== "active")
+    throw new UserFacingError(
+      "run.not_active",
+      `run ${runId} is ${run.status}; no tool call was queued; create a new run (POST /v1/runs) to continue`,
+      { runStatus: run.status },
+    );
+  return {
+    sessionId: run.sessionId,
+    driverInstanceId: run.driverInstanceId,
+    ...(found.statusUnderWriteLock === undefined ? {} : { statusUnderWriteLock: found.statusUnderWriteLock }),
   };
 }
 
@@ -197,20 +233,14 @@ export class RunService {
     now: number,
   ): Promise<EnqueueToolCallResponse & { driverInstanceId: string }> {
     return this.ctx.store.transaction(async (tx): Promise<EnqueueToolCallResponse & { driverInstanceId: string }> => {
-      // A plain read of the run; on SQLite its status stays current until the commit (`findRunForIntent`).
-      const found = await runRepository.findRunForIntent(tx, runId);
-      const run = found?.run;
-      if (!run) throw new UserFacingError("run.not_found", `no run ${runId}`);
-      if (req.toolCallId) {
-        const existing = await effectRows.findByClientToolCall(tx, runId, req.toolCallId);
-        if (existing) return await replayEnqueue(tx, existing, req, requestFingerprint, run.driverInstanceId);
-      }
-      if (run.status !== "active")
-        throw new UserFacingError(
-          "run.not_active",
-          `run ${runId} is ${run.status}; no tool call was queued; create a new run (POST /v1/runs) to continue`,
-          { runStatus: run.status },
-        );
+      // SQLite without a client tool-call id (nothing to replay): the run's read rides on the command's counter
+      // bump, which writes only for an active run (`nextSeqOfActiveRun`); otherwise, and on PostgreSQL, a plain read.
+      const numbered = req.toolCallId ? undefined : await commandTables().nextSeqOfActiveRun(tx, runId);
+      const checked = numbered
+        ? { sessionId: numbered.sessionId, driverInstanceId: numbered.driverInstanceId, statusUnderWriteLock: "active" as const }
+        : await checkRunForIntent(tx, runId, req, requestFingerprint);
+      if ("replayed" in checked) return checked;
+      const run = checked;
       const repeatOfEffectId = await guardRepeat(
         tx,
         {
@@ -234,7 +264,8 @@ export class RunService {
         requestId: req.requestId,
         argumentsJson,
         requestFingerprint,
-        ...(found?.statusUnderWriteLock === undefined ? {} : { runStatusUnderWriteLock: found.statusUnderWriteLock }),
+        ...(run.statusUnderWriteLock === undefined ? {} : { runStatusUnderWriteLock: run.statusUnderWriteLock }),
+        ...(numbered ? { numbered: { seq: numbered.seq, driverStatus: numbered.driverStatus } } : {}),
         nowMs: now,
       });
       // The statuses recordIntent's writes saw under the rows' locks (the Driver's for the `seq`, the run's for

@@ -333,7 +333,10 @@ export const externalToolEffects = sqliteTable(
   ],
 );
 
-/** One dispatch of an effect to its provider; `(effect_id, attempt)` is unique. */
+/**
+ * One dispatch of an effect to its provider; `(effect_id, attempt)` is unique. A `WITHOUT ROWID` table on
+ * SQLite (migration 0028, which drizzle cannot express here: a drizzle-kit rebuild must add it back).
+ */
 export const externalToolEffectAttempts = sqliteTable(
   "external_tool_effect_attempts",
   {
@@ -371,7 +374,10 @@ export const externalToolEffectAttempts = sqliteTable(
   ],
 );
 
-/** The replayable event stream of a run; exactly one terminal event per run (partial unique index). */
+/**
+ * The replayable event stream of a run; exactly one terminal event per run (partial unique index). A
+ * `WITHOUT ROWID` table on SQLite (migration 0028, which drizzle cannot express here: a drizzle-kit rebuild must add it back).
+ */
 export const runEvents = sqliteTable(
   "run_events",
   {
