@@ -207,7 +207,16 @@ export async function runRepair(opts: RepairOptions): Promise<RepairResult> {
       p50MsPerRound.push(percentile(latencies, 50));
       all.push(...latencies);
     }
-    return summarizeRepair(opts, { all, p50MsPerRound, p95MsPerRound, finalizeMs, statements, commits: commitCounts, reconciled, eventsOk });
+    return summarizeRepair(opts, {
+      all,
+      p50MsPerRound,
+      p95MsPerRound,
+      finalizeMs,
+      statements,
+      commits: commitCounts,
+      reconciled,
+      eventsOk,
+    });
   } finally {
     store.dispose();
   }

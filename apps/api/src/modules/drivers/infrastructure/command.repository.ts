@@ -15,6 +15,9 @@ export type CommandRow = typeof driverCommands.$inferSelect;
  */
 const OPEN = sql.raw(`"terminal_at_ms" IS NULL`);
 
+/** Commands per multi-row UPDATE of {@link commandRepository.transitionManyToTerminal}: 4 parameters each, far below both stores' limits. */
+const TRANSITION_CHUNK = 250;
+
 /** Reads and compare-and-set writes of `driver_commands` (dialect-neutral: docs/ARCHITECTURE.md). */
 export const commandRepository = {
   /**
@@ -192,6 +195,41 @@ export const commandRepository = {
     });
     const row = firstRow(await stmt.execute(q));
     return row && row.resultJson !== null ? { runId: row.runId, effectId: row.effectId, resultJson: row.resultJson } : undefined;
+  },
+  /**
+   * {@link transition} of many commands at once to the terminal status `to` at `nowMs` (ms): each row a
+   * compare-and-set on its own `from` (`(id, status) IN (VALUES …)`, judged on the row as it is when
+   * written), `terminal_at_ms` set, and `json` written to `column` (`result_json` or `error_json`) per
+   * command. Multi-row UPDATEs of at most {@link TRANSITION_CHUNK} commands each. Returns the ids that
+   * changed; a command missing from it had left `from` meanwhile (nothing written for it).
+   */
+  async transitionManyToTerminal(
+    tx: StoreTx,
+    to: CommandStatus,
+    column: "resultJson" | "errorJson",
+    items: ReadonlyArray<{ id: string; from: CommandStatus; json: string }>,
+    nowMs: number,
+  ): Promise<Set<string>> {
+    const c = tx.tables.driverCommands;
+    const changed = new Set<string>();
+    for (let i = 0; i < items.length; i += TRANSITION_CHUNK) {
+      const chunk = items.slice(i, i + TRANSITION_CHUNK);
+      const json = sql`CASE ${c.id} ${sql.join(
+        chunk.map((r) => sql`WHEN ${r.id} THEN ${r.json}`),
+        sql` `,
+      )} END`;
+      const pairs = sql.join(
+        chunk.map((r) => sql`(${r.id}, ${r.from})`),
+        sql`, `,
+      );
+      const rows = await tx.db
+        .update(c)
+        .set({ status: to, updatedAtMs: nowMs, terminalAtMs: nowMs, [column]: json })
+        .where(sql`(${c.id}, ${c.status}) IN (VALUES ${pairs})`)
+        .returning({ id: c.id });
+      for (const r of rows) changed.add(r.id);
+    }
+    return changed;
   },
   /**
    * Compare-and-set of a command's status: changes the row only while it is still `from`.

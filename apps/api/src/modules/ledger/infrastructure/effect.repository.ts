@@ -11,6 +11,9 @@ export type EffectRow = typeof externalToolEffects.$inferSelect;
 /** An effect attempt row. */
 export type AttemptRow = typeof externalToolEffectAttempts.$inferSelect;
 
+/** Attempts per multi-row UPDATE of {@link effectRepository.markAttemptsUnknown}: 2 parameters each, far below both stores' limits. */
+const ATTEMPT_UPDATE_CHUNK = 500;
+
 /** Reads and compare-and-set writes of `external_tool_effects` and their attempts (dialect-neutral: docs/ARCHITECTURE.md). */
 export const effectRepository = {
   /** Inserts one row (throws on a constraint violation: CHECK, unique, foreign key). */
@@ -230,6 +233,47 @@ export const effectRepository = {
       nowMs,
     });
     return rows.length > 0;
+  },
+  /**
+   * Fences every `executing` effect of `driverInstanceId` at once: ONE `UPDATE … WHERE driver_instance_id = ?
+   * AND status = 'executing' RETURNING …` sets `status = 'unknown'` and `updated_at_ms = nowMs` (ms) and
+   * bumps `version`. Each row is still a compare-and-set on its status: the condition is judged on the row
+   * as it is when written (PostgreSQL re-checks a row another transaction changed meanwhile), so an effect
+   * that left `executing` is not touched. Returns the rows it changed (id, command, run, current attempt),
+   * oldest first (by id, as {@link listOfDriverInStatus} lists them).
+   */
+  async fenceExecutingOfDriver(
+    tx: StoreTx,
+    driverInstanceId: string,
+    nowMs: number,
+  ): Promise<Array<Pick<EffectRow, "id" | "commandId" | "runId" | "attemptCount">>> {
+    const e = tx.tables.externalToolEffects;
+    const rows = await tx.db
+      .update(e)
+      .set({ status: "unknown", updatedAtMs: nowMs, version: sql`${e.version} + 1` })
+      .where(and(eq(e.driverInstanceId, driverInstanceId), eq(e.status, "executing")))
+      .returning({ id: e.id, commandId: e.commandId, runId: e.runId, attemptCount: e.attemptCount });
+    return rows.sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
+  },
+  /**
+   * Marks the given attempts (effect id and attempt number) `unknown` with `unknownReason`, finished at
+   * `nowMs` (ms): multi-row UPDATEs (`(effect_id, attempt) IN (VALUES …)`, at most {@link ATTEMPT_UPDATE_CHUNK}
+   * pairs each, each a seek of the attempts' primary key).
+   */
+  async markAttemptsUnknown(
+    tx: StoreTx,
+    attempts: ReadonlyArray<{ effectId: string; attempt: number }>,
+    unknownReason: string,
+    nowMs: number,
+  ): Promise<void> {
+    const a = tx.tables.externalToolEffectAttempts;
+    for (let i = 0; i < attempts.length; i += ATTEMPT_UPDATE_CHUNK) {
+      const pairs = attempts.slice(i, i + ATTEMPT_UPDATE_CHUNK).map((p) => sql`(${p.effectId}, CAST(${p.attempt} AS INTEGER))`);
+      await tx.db
+        .update(a)
+        .set({ status: "unknown", unknownReason, finishedAtMs: nowMs })
+        .where(sql`(${a.effectId}, ${a.attempt}) IN (VALUES ${sql.join(pairs, sql`, `)})`);
+    }
   },
   /** Updates attempt `attempt` of effect `effectId`. */
   async updateAttempt(

@@ -141,6 +141,38 @@ export const runRepository = {
     return { event: await appendSqliteEvent(tx, runId, type, payload, nowMs), runStatus: run.status };
   },
   /**
+   * Appends `events` (each to its own run's stream) in the caller's transaction, in the order given:
+   * per run ONE `seq` reservation for all of its events, then the rows in multi-row INSERTs (at most
+   * {@link EVENT_INSERT_CHUNK} rows per statement). The `seq`s are the ones {@link appendEvent} called once
+   * per event, in this order, would have given: 1-based, gapless, in commit order. The reservation is
+   * PostgreSQL's `UPDATE session_runs SET last_event_seq = last_event_seq + n … RETURNING` (the run's row
+   * lock, as one append takes it) and SQLite's read of the run's highest `seq` through `run_events_run_seq`
+   * (under the store's one write lock, as {@link appendSqliteEvent} takes it). The unique index on
+   * (run, seq) refuses a duplicate either way. Returns the rows as written, in input order.
+   * @throws Error on a missing run (PostgreSQL: no row to bump; SQLite: the foreign key), or the store's
+   *   constraint error on a second terminal event (`run_events_one_terminal`).
+   */
+  async appendEvents(
+    tx: StoreTx,
+    events: ReadonlyArray<{ runId: string; type: RunEventType; payload: Record<string, unknown> }>,
+    nowMs: number,
+  ): Promise<RunEventRow[]> {
+    const rows: RunEventRow[] = [];
+    const countByRun = new Map<string, number>();
+    for (const e of events) countByRun.set(e.runId, (countByRun.get(e.runId) ?? 0) + 1);
+    const nextSeq = new Map<string, number>();
+    for (const [runId, n] of countByRun) nextSeq.set(runId, await reserveEventSeqs(tx, runId, n));
+    for (const e of events) {
+      const seq = nextSeq.get(e.runId)!;
+      nextSeq.set(e.runId, seq + 1);
+      rows.push({ ...newEventRow(e.runId, e.type, e.payload, nowMs), seq });
+    }
+    for (let i = 0; i < rows.length; i += EVENT_INSERT_CHUNK) {
+      await tx.db.insert(tx.tables.runEvents).values(rows.slice(i, i + EVENT_INSERT_CHUNK));
+    }
+    return rows;
+  },
+  /**
    * The run an enqueue checks, by a plain read. On SQLite the read runs inside the store's one write
    * transaction (`BEGIN IMMEDIATE`: no other writer until it commits), so the run's `status` it returns as
    * `statusUnderWriteLock` cannot change before the intent's writes; on PostgreSQL (READ COMMITTED) it can,
@@ -162,6 +194,40 @@ export const runRepository = {
       .orderBy(asc(e.seq));
   },
 };
+
+/** Rows per multi-row event INSERT of {@link runRepository.appendEvents}: 7 parameters each, far below both stores' limits (SQLite 32,766, PostgreSQL 65,535). */
+const EVENT_INSERT_CHUNK = 500;
+
+/**
+ * Reserves `n` (≥ 1) consecutive event `seq`s of run `runId` in the caller's transaction and returns the
+ * first. PostgreSQL: bumps `last_event_seq` by `n` (the run's row lock, held to commit); SQLite: the
+ * run's highest `seq` plus one, read through `run_events_run_seq` under the store's one write lock (the
+ * rows the caller then inserts take them; SQLite keeps no counter, see {@link appendSqliteEvent}).
+ * @throws Error when PostgreSQL has no such run.
+ */
+async function reserveEventSeqs(tx: StoreTx, runId: string, n: number): Promise<number> {
+  if (tx.pgRows) {
+    const r = tx.tables.sessionRuns;
+    const bumped = firstRow(
+      await tx.db
+        .update(r)
+        .set({ lastEventSeq: sql`${r.lastEventSeq} + ${n}` })
+        .where(eq(r.id, runId))
+        .returning({ seq: r.lastEventSeq }),
+    );
+    if (bumped === undefined) throw new Error(`no run ${runId} to append events to`);
+    return Number(bumped.seq) - n + 1;
+  }
+  const q = tx.prepared("run.lastEventSeq", (db) => {
+    const e = tx.tables.runEvents;
+    return db
+      .select({ seq: sql<number>`coalesce(max(${e.seq}), 0)` })
+      .from(e)
+      .where(eq(e.runId, sql.placeholder("runId")))
+      .prepare();
+  });
+  return Number(firstRow(await q.execute({ runId }))?.seq ?? 0) + 1;
+}
 
 /**
  * SQLite's event append: one `INSERT` whose `seq` is the run's highest plus one (1-based), read in that
