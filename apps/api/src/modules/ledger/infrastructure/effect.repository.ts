@@ -4,15 +4,15 @@ import type { EffectStatus } from "@mosoo/contracts";
 import type { externalToolEffectAttempts, externalToolEffects } from "../../../platform/db/sqlite/sqlite-schema.js";
 import { firstRow } from "../../../platform/db/rows.js";
 import type { StoreTx } from "../../../platform/db/store.port.js";
-import { argumentsFor, placeholdersFor, shapeOf } from "../../../platform/db/prepared-shapes.js";
+import { argumentsFor, placeholdersFor, powerOfTwoChunks, shapeOf } from "../../../platform/db/prepared-shapes.js";
 
 /** An external tool effect row. */
 export type EffectRow = typeof externalToolEffects.$inferSelect;
 /** An effect attempt row. */
 export type AttemptRow = typeof externalToolEffectAttempts.$inferSelect;
 
-/** Attempts per multi-row UPDATE of {@link effectRepository.markAttemptsUnknown}: 2 parameters each, far below both stores' limits. */
-const ATTEMPT_UPDATE_CHUNK = 500;
+/** Attempts per multi-row UPDATE of {@link effectRepository.markAttemptsUnknown} at most (a power of two; see `powerOfTwoChunks`): 2 parameters each, far below both stores' limits. */
+const ATTEMPT_UPDATE_CHUNK = 256;
 
 /** Reads and compare-and-set writes of `external_tool_effects` and their attempts (dialect-neutral: docs/ARCHITECTURE.md). */
 export const effectRepository = {
@@ -258,7 +258,7 @@ export const effectRepository = {
   /**
    * Marks the given attempts (effect id and attempt number) `unknown` with `unknownReason`, finished at
    * `nowMs` (ms): multi-row UPDATEs (`(effect_id, attempt) IN (VALUES …)`, at most {@link ATTEMPT_UPDATE_CHUNK}
-   * pairs each, each a seek of the attempts' primary key).
+   * pairs each, prepared once per pair count; each pair a seek of the attempts' primary key).
    */
   async markAttemptsUnknown(
     tx: StoreTx,
@@ -266,13 +266,27 @@ export const effectRepository = {
     unknownReason: string,
     nowMs: number,
   ): Promise<void> {
-    const a = tx.tables.externalToolEffectAttempts;
-    for (let i = 0; i < attempts.length; i += ATTEMPT_UPDATE_CHUNK) {
-      const pairs = attempts.slice(i, i + ATTEMPT_UPDATE_CHUNK).map((p) => sql`(${p.effectId}, CAST(${p.attempt} AS INTEGER))`);
-      await tx.db
-        .update(a)
-        .set({ status: "unknown", unknownReason, finishedAtMs: nowMs })
-        .where(sql`(${a.effectId}, ${a.attempt}) IN (VALUES ${sql.join(pairs, sql`, `)})`);
+    let at = 0;
+    for (const size of powerOfTwoChunks(attempts.length, ATTEMPT_UPDATE_CHUNK)) {
+      const q = tx.prepared(`effect.markAttemptsUnknown:${size}`, (db) => {
+        const a = tx.tables.externalToolEffectAttempts;
+        const pairs = Array.from(
+          { length: size },
+          (_, i) => sql`(${sql.placeholder(`e${i}`)}, CAST(${sql.placeholder(`n${i}`)} AS INTEGER))`,
+        );
+        return db
+          .update(a)
+          .set({ status: "unknown", unknownReason: sql`${sql.placeholder("reason")}`, finishedAtMs: sql`${sql.placeholder("nowMs")}` })
+          .where(sql`(${a.effectId}, ${a.attempt}) IN (VALUES ${sql.join(pairs, sql`, `)})`)
+          .prepare();
+      });
+      const args: Record<string, unknown> = { reason: unknownReason, nowMs };
+      attempts.slice(at, at + size).forEach((p, i) => {
+        args[`e${i}`] = p.effectId;
+        args[`n${i}`] = p.attempt;
+      });
+      await q.execute(args);
+      at += size;
     }
   },
   /** Updates attempt `attempt` of effect `effectId`. */

@@ -5,6 +5,7 @@ import type { runEvents, sessionRuns, sessions } from "../../../platform/db/sqli
 import type { RunEventType } from "@mosoo/contracts";
 import { TERMINAL_RUN_EVENT_TYPES } from "@mosoo/contracts";
 import { firstRow } from "../../../platform/db/rows.js";
+import { powerOfTwoChunks } from "../../../platform/db/prepared-shapes.js";
 import type { StoreTx } from "../../../platform/db/store.port.js";
 
 /** A session run row. */
@@ -167,8 +168,10 @@ export const runRepository = {
       nextSeq.set(e.runId, seq + 1);
       rows.push({ ...newEventRow(e.runId, e.type, e.payload, nowMs), seq });
     }
-    for (let i = 0; i < rows.length; i += EVENT_INSERT_CHUNK) {
-      await tx.db.insert(tx.tables.runEvents).values(rows.slice(i, i + EVENT_INSERT_CHUNK));
+    let at = 0;
+    for (const size of powerOfTwoChunks(rows.length, EVENT_INSERT_CHUNK)) {
+      await insertEventRows(tx, rows.slice(at, at + size));
+      at += size;
     }
     return rows;
   },
@@ -195,8 +198,32 @@ export const runRepository = {
   },
 };
 
-/** Rows per multi-row event INSERT of {@link runRepository.appendEvents}: 7 parameters each, far below both stores' limits (SQLite 32,766, PostgreSQL 65,535). */
-const EVENT_INSERT_CHUNK = 500;
+/** Rows per multi-row event INSERT of {@link runRepository.appendEvents} at most (a power of two): 7 parameters each, far below both stores' limits (SQLite 32,766, PostgreSQL 65,535). */
+const EVENT_INSERT_CHUNK = 256;
+
+/** The event columns a multi-row INSERT writes, in order. */
+const EVENT_COLUMNS = ["id", "runId", "seq", "type", "terminal", "payloadJson", "createdAtMs"] as const;
+
+/** Inserts `rows` (a power of two of them, see `powerOfTwoChunks`) in one multi-row INSERT, prepared once per row count. */
+async function insertEventRows(tx: StoreTx, rows: readonly RunEventRow[]): Promise<void> {
+  const q = tx.prepared(`run.insertEvents:${rows.length}`, (db) =>
+    db
+      .insert(tx.tables.runEvents)
+      .values(
+        rows.map((_, i) => {
+          const row: Record<string, unknown> = {};
+          for (const col of EVENT_COLUMNS) row[col] = sql.placeholder(`${col}${i}`);
+          return row as unknown as typeof runEvents.$inferInsert;
+        }),
+      )
+      .prepare(),
+  );
+  const args: Record<string, unknown> = {};
+  rows.forEach((row, i) => {
+    for (const col of EVENT_COLUMNS) args[`${col}${i}`] = row[col];
+  });
+  await q.execute(args);
+}
 
 /**
  * Reserves `n` (≥ 1) consecutive event `seq`s of run `runId` in the caller's transaction and returns the
