@@ -1,7 +1,7 @@
 // Bench scenario 3: how long finalization repair takes to end each executing command of a lost Driver.
 import { BENCH_BOUND_SERVER, BENCH_TOOL } from "./fixed-latency.adapter.js";
 import { DEFAULT_GROUP_COMMIT } from "../src/modules/reconciliation/application/outcome-group-commit.service.js";
-import { createBenchRuntime, openBenchStore, progress } from "./bench-store.harness.js";
+import { createBenchRuntime, installDbTimeMeter, openBenchStore, progress } from "./bench-store.harness.js";
 
 /** Options: `commands` executing effects per Driver (half bound, half unbound), the bound adapter's `lookupLatencyMs` (ms), `concurrency`, the flag, and `rounds` (one new Driver each). */
 export interface RepairOptions {
@@ -27,7 +27,10 @@ export interface RepairOptions {
  *   terminal `run.failed` event committed;
  * - `boundMs`: bound commands × lookup latency / concurrency (ms; 0 with the flag off);
  * - `reconciled`: effects resolved by a lookup over all rounds; `eventsOk`: every command had
- *   exactly one terminal tool-call event and every run exactly one `run.failed`.
+ *   exactly one terminal tool-call event and every run exactly one `run.failed`;
+ * - `statementsPerFinalize`, `commitsPerFinalize`: the median over rounds of the SQLite statements
+ *   (every `run/get/all`, BEGIN and COMMIT included; the commit observer's own read not counted) and
+ *   of the committed transactions one `finalize` ran (counts: the steady figures on a noisy machine).
  */
 export interface RepairResult {
   commands: number;
@@ -42,6 +45,8 @@ export interface RepairResult {
   boundMs: number;
   reconciled: number;
   eventsOk: boolean;
+  statementsPerFinalize: number;
+  commitsPerFinalize: number;
 }
 
 const round1 = (ms: number): number => Math.round(ms * 10) / 10;
@@ -73,19 +78,21 @@ async function putInFlight(
   return { instance, runId };
 }
 
-/** What the rounds collected: every latency (ms), each round's p50 and p95, each `finalize` wall time (ms), lookups resolved, events check. */
+/** What the rounds collected: every latency (ms), each round's p50 and p95, each `finalize` wall time (ms) and statement and commit counts, lookups resolved, events check. */
 interface RepairRounds {
   all: number[];
   p50MsPerRound: number[];
   p95MsPerRound: number[];
   finalizeMs: number[];
+  statements: number[];
+  commits: number[];
   reconciled: number;
   eventsOk: boolean;
 }
 
 /** The result from the rounds' figures (see {@link RepairResult}); sorts `all` and `finalizeMs` in place. */
 function summarizeRepair(opts: RepairOptions, rounds: RepairRounds): RepairResult {
-  const { all, p50MsPerRound, p95MsPerRound, finalizeMs, reconciled, eventsOk } = rounds;
+  const { all, p50MsPerRound, p95MsPerRound, finalizeMs, statements, commits, reconciled, eventsOk } = rounds;
   all.sort((a, b) => a - b);
   finalizeMs.sort((a, b) => a - b);
   const bound = Math.ceil(opts.commands / 2);
@@ -112,6 +119,14 @@ function summarizeRepair(opts: RepairOptions, rounds: RepairRounds): RepairResul
     boundMs: opts.reconciliation ? (bound * opts.lookupLatencyMs) / opts.concurrency : 0,
     reconciled,
     eventsOk,
+    statementsPerFinalize: percentile(
+      [...statements].sort((a, b) => a - b),
+      50,
+    ),
+    commitsPerFinalize: percentile(
+      [...commits].sort((a, b) => a - b),
+      50,
+    ),
   };
 }
 
@@ -128,6 +143,7 @@ export async function runRepair(opts: RepairOptions): Promise<RepairResult> {
     let observedRunId = "";
     const commits: Array<{ atMs: number; maxSeq: number }> = [];
     const maxSeq = store.sqlite.prepare("SELECT max(seq) FROM run_events WHERE run_id = ?").pluck();
+    const meter = installDbTimeMeter(store.sqlite);
     // The store's durable-write seam: `afterCommit` runs once COMMIT returned (inside the store's mutex).
     store.observeDurableWrites({
       beforeCommit: () => undefined,
@@ -155,16 +171,23 @@ export async function runRepair(opts: RepairOptions): Promise<RepairResult> {
     const p95MsPerRound: number[] = [];
     const p50MsPerRound: number[] = [];
     const finalizeMs: number[] = [];
+    const statements: number[] = [];
+    const commitCounts: number[] = [];
     let reconciled = 0;
     let eventsOk = true;
     for (let round = 1; round <= opts.rounds; round++) {
       const { instance, runId } = await putInFlight(runtime, opts, round);
       commits.length = 0;
       observedRunId = runId;
+      meter.reset();
       const p0 = performance.now();
       await runtime.repair.finalize(instance.id, "operator");
       finalizeMs.push(performance.now() - p0);
       observedRunId = "";
+      const counted = meter.counts();
+      // the observer's own read after each commit is not the repair's
+      statements.push(counted.statements - commits.length);
+      commitCounts.push(counted.commits);
       const rows = terminalOf.all(instance.id) as Array<{
         commandId: string;
         terminalAtMs: number | null;
@@ -184,7 +207,16 @@ export async function runRepair(opts: RepairOptions): Promise<RepairResult> {
       p50MsPerRound.push(percentile(latencies, 50));
       all.push(...latencies);
     }
-    return summarizeRepair(opts, { all, p50MsPerRound, p95MsPerRound, finalizeMs, reconciled, eventsOk });
+    return summarizeRepair(opts, {
+      all,
+      p50MsPerRound,
+      p95MsPerRound,
+      finalizeMs,
+      statements,
+      commits: commitCounts,
+      reconciled,
+      eventsOk,
+    });
   } finally {
     store.dispose();
   }

@@ -122,7 +122,7 @@ async function runRepairRows(run: boolean, opts: BenchOptions, tally: BenchTally
       measured: `p50 ${r.p50Ms} / p95 ${r.p95Ms} / max ${r.maxMs} ms (median of ${r.rounds} rounds)`,
       floorOrBound: `bound ${r.boundMs.toFixed(0)} ms`,
       ratio: `p95 − bound ${over.toFixed(0)} ms`,
-      other: `p95 per round ${r.p95MsPerRound.join("/")} ms (all rounds pooled: ${r.pooledP95Ms}), finalize ${r.finalizeMsMedian.toFixed(0)} ms, reconciled ${r.reconciled}, events ${r.eventsOk ? "ok" : "MISSING"}`,
+      other: `p95 per round ${r.p95MsPerRound.join("/")} ms (all rounds pooled: ${r.pooledP95Ms}), finalize ${r.finalizeMsMedian.toFixed(0)} ms, ${r.statementsPerFinalize} statements and ${r.commitsPerFinalize} commits per finalize, reconciled ${r.reconciled}, events ${r.eventsOk ? "ok" : "MISSING"}`,
       target: `p95 ≤ bound + ${TARGETS.repairP95OverBoundMs} ms`,
       met: over <= TARGETS.repairP95OverBoundMs && r.eventsOk ? "yes" : "no",
     });

@@ -52,3 +52,20 @@ export function driverColumns(table: object, keys: readonly string[]): { names: 
       }),
   };
 }
+
+/**
+ * The row counts of the multi-row statements that write `n` rows (n ≥ 0): `n` split into powers of two,
+ * largest first, none above `max` (a power of two; default 256): 1,000 → 256, 256, 256, 128, 64, 32, 8. A
+ * call site that prepares one statement per count (`name:count`) so caches at most log2(max) + 1 of them,
+ * and writes `n` rows in at most ⌈n / max⌉ + log2(max) statements.
+ */
+export function powerOfTwoChunks(n: number, max = 256): number[] {
+  const out: number[] = [];
+  let left = n;
+  while (left >= max) {
+    out.push(max);
+    left -= max;
+  }
+  for (let size = max / 2; size >= 1; size /= 2) if (left >= size) (out.push(size), (left -= size));
+  return out;
+}

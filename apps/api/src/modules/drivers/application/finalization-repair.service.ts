@@ -1,8 +1,8 @@
 // Driver finalization repair, the one path every Driver's end takes: fence its executing effects and end its open commands.
-import { commandDriverTerminalError, type FinalizationSummary } from "@mosoo/contracts";
+import type { FinalizationSummary } from "@mosoo/contracts";
 import { turnInterruptedRunError } from "../../ledger/domain/turn-account.js";
 import { readTurnToolCallFacts } from "../../ledger/application/turn-account-facts.query.js";
-import { settleCommandFromEffect, failCommand } from "../../ledger/application/command-settlement.service.js";
+import { settleCommandFromEffect, settleCommandsFromEffects } from "../../ledger/application/command-settlement.service.js";
 import {
   isConfirmed,
   type CommandSettlement,
@@ -13,9 +13,9 @@ import type { EffectRow } from "../../ledger/application/effect-rows.service.js"
 import { UserFacingError } from "../../../kernel/user-facing-error.js";
 import { commandRepository } from "../infrastructure/command.repository.js";
 import { driverInstanceRepository } from "../infrastructure/driver-instance.repository.js";
-import { runTables } from "../../ledger/application/owned-tables.port.js";
+import { runTables, type CommandRow } from "../../ledger/application/owned-tables.port.js";
 import { effectRows } from "../../ledger/application/effect-rows.service.js";
-import { fenceExecutingEffect } from "../../ledger/application/effect-ledger.service.js";
+import { fenceExecutingEffectsOfDriver } from "../../ledger/application/effect-ledger.service.js";
 import type { RuntimeContext } from "../../../kernel/runtime-context.js";
 import type { WorkClaimService } from "./work-claim.service.js";
 
@@ -201,39 +201,32 @@ export class FinalizationRepairService {
         status: "finalizing",
         connectionId: null,
       });
-      for (const eff of await effectRows.listOfDriverInStatus(tx, driverInstanceId, ["executing"])) {
-        if (await fenceExecutingEffect(tx, eff, "driver_finalized", now)) {
-          summary.effectsFenced += 1;
-          logs.push({ level: "warn", fields: { driverInstanceId, effectId: eff.id, commandId: eff.commandId }, msg: "effect.fenced" });
-        }
+      // one multi-row compare-and-set fences them all (each row judged as it is when written)
+      for (const eff of await fenceExecutingEffectsOfDriver(tx, driverInstanceId, "driver_finalized", now)) {
+        summary.effectsFenced += 1;
+        logs.push({ level: "warn", fields: { driverInstanceId, effectId: eff.id, commandId: eff.commandId }, msg: "effect.fenced" });
       }
       // every effect of the commands to settle in one query (after fencing), not one query per command
       const effects = await effectRows.mapByNonTerminalCommandOfDriver(tx, driverInstanceId);
+      const toSettle: Array<{ command: CommandRow; effect: EffectRow | undefined }> = [];
       for (const cmd of await commandRepository.listNonTerminalOfDriver(tx, driverInstanceId)) {
         const eff = effects.get(cmd.id);
         if (eff?.status === "unknown" && this.reconciler?.isDue(eff, now)) {
           deferred.push(eff);
           continue;
         }
-        if (eff?.status === "succeeded" || eff?.status === "not_executed" || eff?.status === "unknown") {
-          // unknown here: no eligible adapter (flag off, unbound, undeclared tool) or not due (waits
-          // for its next lookup or an operator): failed external_effect.unknown, never a resend
-          // `cmd` was read in this transaction (the list above): not read again
-          if (await settleCommandFromEffect(tx, eff, now, cmd)) {
-            if (eff.status === "succeeded") summary.commandsCompleted += 1;
-            else summary.commandsFailed += 1;
-          }
-        } else {
-          // never dispatched (intent) or no effect: the Driver ended before the command did
-          const error = commandDriverTerminalError(eff ? { effectId: eff.id, effectStatus: eff.status } : {});
-          if (await failCommand(tx, cmd, error, now, eff?.id ?? null)) summary.commandsFailed += 1;
-        }
+        // unknown here: no eligible adapter (flag off, unbound, undeclared tool) or not due (waits for its
+        // next lookup or an operator): failed external_effect.unknown, never a resend; never dispatched
+        // (intent) or no effect: the Driver ended before the command did (see settleCommandsFromEffects).
+        // `cmd` was read in this transaction (the list above): not read again.
+        toSettle.push({ command: cmd, effect: eff });
         logs.push({
           level: "info",
           fields: { driverInstanceId, commandId: cmd.id, effectId: eff?.id, effectStatus: eff?.status },
           msg: "command.repaired",
         });
       }
+      for (const settled of await settleCommandsFromEffects(tx, toSettle, now)) countSettlement(summary, settled);
       return { kind: "repairing" as const, deferred, counts: summary, logs };
     });
   }
@@ -304,23 +297,11 @@ export class FinalizationRepairService {
       await driverInstanceRepository.updateIfStatus(tx, driverInstanceId, ["finalizing"], { status: "finalizing" });
       // Commands queued while the repair ran (the run was still active) end here, before the run does.
       const effects = await effectRows.mapByNonTerminalCommandOfDriver(tx, driverInstanceId);
-      for (const cmd of await commandRepository.listNonTerminalOfDriver(tx, driverInstanceId)) {
-        const eff = effects.get(cmd.id);
-        const settled =
-          eff && eff.status !== "intent"
-            ? await settleCommandFromEffect(tx, eff, now, cmd)
-            : await failCommand(
-                tx,
-                cmd,
-                commandDriverTerminalError(eff ? { effectId: eff.id, effectStatus: eff.status } : {}),
-                now,
-                eff?.id ?? null,
-              );
-        if (settled) {
-          if (eff?.status === "succeeded") summary.commandsCompleted += 1;
-          else summary.commandsFailed += 1;
-        }
-      }
+      const toSettle = (await commandRepository.listNonTerminalOfDriver(tx, driverInstanceId)).map((command) => ({
+        command,
+        effect: effects.get(command.id),
+      }));
+      for (const settled of await settleCommandsFromEffects(tx, toSettle, now)) countSettlement(summary, settled);
       const run = await runTables().findActiveRunOfDriver(tx, driverInstanceId);
       if (run) {
         // See {@link settleCommandFromEffect} and {@link turnInterruptedRunError}: the turn's account, read from the ledger in this transaction;

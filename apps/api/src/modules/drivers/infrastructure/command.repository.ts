@@ -4,7 +4,7 @@ import type { CommandStatus, DriverInstanceStatus } from "@mosoo/contracts";
 import type { driverCommands } from "../../../platform/db/sqlite/sqlite-schema.js";
 import { firstRow } from "../../../platform/db/rows.js";
 import type { StoreTx } from "../../../platform/db/store.port.js";
-import { argumentsFor, placeholdersFor, shapeOf } from "../../../platform/db/prepared-shapes.js";
+import { argumentsFor, placeholdersFor, powerOfTwoChunks, shapeOf } from "../../../platform/db/prepared-shapes.js";
 
 /** A Driver command row. */
 export type CommandRow = typeof driverCommands.$inferSelect;
@@ -14,6 +14,9 @@ export type CommandRow = typeof driverCommands.$inferSelect;
  * condition of the partial index `driver_commands_open_idx`, as a literal: a bound parameter would not let the planner use it.
  */
 const OPEN = sql.raw(`"terminal_at_ms" IS NULL`);
+
+/** Commands per multi-row UPDATE of {@link commandRepository.transitionManyToTerminal} at most (a power of two; see `powerOfTwoChunks`): 5 parameters each, far below both stores' limits. */
+const TRANSITION_CHUNK = 256;
 
 /** Reads and compare-and-set writes of `driver_commands` (dialect-neutral: docs/ARCHITECTURE.md). */
 export const commandRepository = {
@@ -225,6 +228,57 @@ export const commandRepository = {
     });
     const row = firstRow(await stmt.execute(q));
     return row && row.resultJson !== null ? { runId: row.runId, effectId: row.effectId, resultJson: row.resultJson } : undefined;
+  },
+  /**
+   * {@link transition} of many commands at once to the terminal status `to` at `nowMs` (ms): each row a
+   * compare-and-set on its own `from` (`(id, status) IN (VALUES …)`, judged on the row as it is when
+   * written), `terminal_at_ms` set, and `json` written to `column` (`result_json` or `error_json`) per
+   * command. Multi-row UPDATEs of at most {@link TRANSITION_CHUNK} commands each, prepared once per count. Returns the ids that
+   * changed; a command missing from it had left `from` meanwhile (nothing written for it).
+   */
+  async transitionManyToTerminal(
+    tx: StoreTx,
+    to: CommandStatus,
+    column: "resultJson" | "errorJson",
+    items: ReadonlyArray<{ id: string; from: CommandStatus; json: string }>,
+    nowMs: number,
+  ): Promise<Set<string>> {
+    const changed = new Set<string>();
+    let at = 0;
+    for (const size of powerOfTwoChunks(items.length, TRANSITION_CHUNK)) {
+      const q = tx.prepared(`command.transitionManyToTerminal:${column}:${size}`, (db) => {
+        const c = tx.tables.driverCommands;
+        const indexes = Array.from({ length: size }, (_, i) => i);
+        const json = sql`CASE ${c.id} ${sql.join(
+          indexes.map((i) => sql`WHEN ${sql.placeholder(`id${i}`)} THEN ${sql.placeholder(`json${i}`)}`),
+          sql` `,
+        )} END`;
+        const pairs = sql.join(
+          indexes.map((i) => sql`(${sql.placeholder(`id${i}`)}, ${sql.placeholder(`from${i}`)})`),
+          sql`, `,
+        );
+        return db
+          .update(c)
+          .set({
+            status: sql`${sql.placeholder("to")}`,
+            updatedAtMs: sql`${sql.placeholder("nowMs")}`,
+            terminalAtMs: sql`${sql.placeholder("nowMs")}`,
+            [column]: json,
+          })
+          .where(sql`(${c.id}, ${c.status}) IN (VALUES ${pairs})`)
+          .returning({ id: c.id })
+          .prepare();
+      });
+      const args: Record<string, unknown> = { to, nowMs };
+      items.slice(at, at + size).forEach((r, i) => {
+        args[`id${i}`] = r.id;
+        args[`from${i}`] = r.from;
+        args[`json${i}`] = r.json;
+      });
+      for (const r of await q.execute(args)) changed.add(r.id);
+      at += size;
+    }
+    return changed;
   },
   /**
    * Compare-and-set of a command's status: changes the row only while it is still `from`.

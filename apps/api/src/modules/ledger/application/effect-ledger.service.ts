@@ -71,6 +71,39 @@ export async function fenceExecutingEffect(
 }
 
 /**
+ * {@link fenceExecutingEffect} for every `executing` effect of Driver instance `driverInstanceId` at once
+ * (the finalization repair's fence): one multi-row compare-and-set on their status (each row judged as it
+ * is when written; see `effectRepository.fenceExecutingOfDriver`), then the current attempts of the rows
+ * it changed marked `unknown` with `reason`, and one `effect.fenced` event each, in effect id order
+ * (one `seq` reservation per run). Returns the fenced effects (id, command, run, attempt), oldest first.
+ */
+export async function fenceExecutingEffectsOfDriver(
+  tx: StoreTx,
+  driverInstanceId: string,
+  reason: string,
+  nowMs: number,
+): Promise<Array<Pick<EffectRow, "id" | "commandId" | "runId" | "attemptCount">>> {
+  const fenced = await effectRepository.fenceExecutingOfDriver(tx, driverInstanceId, nowMs);
+  if (fenced.length === 0) return fenced;
+  await effectRepository.markAttemptsUnknown(
+    tx,
+    fenced.map((f) => ({ effectId: f.id, attempt: f.attemptCount })),
+    reason,
+    nowMs,
+  );
+  await runTables().appendEvents(
+    tx,
+    fenced.map((f) => ({
+      runId: f.runId,
+      type: "effect.fenced" as const,
+      payload: { effectId: f.id, commandId: f.commandId, attempt: f.attemptCount, reason },
+    })),
+    nowMs,
+  );
+  return fenced;
+}
+
+/**
  * The effect ledger's Driver-facing operations (each decision is the lifecycle machine's: {@link decideClaim},
  * `decideDeadlineMissed`, `decideLateEvidence` in effect-lifecycle.machine.ts): claim (with its
  * send-by deadline), complete, mark unknown, missed deadline, late evidence. A Driver only reaches

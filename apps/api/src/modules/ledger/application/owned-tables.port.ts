@@ -21,6 +21,15 @@ export type DriverInstanceRow = typeof driverInstances.$inferSelect;
 export interface RunTablesPort {
   /** Appends one event to the run's stream with the next `seq`; throws on a missing run or a second terminal event. */
   appendEvent(tx: StoreTx, runId: string, type: RunEventType, payload: Record<string, unknown>, nowMs: number): Promise<RunEventRow>;
+  /**
+   * Appends many events (each to its `runId`'s stream) in the order given, with the `seq`s one
+   * {@link appendEvent} per event would give: one `seq` reservation per run, multi-row INSERTs. Throws as it does.
+   */
+  appendEvents(
+    tx: StoreTx,
+    events: ReadonlyArray<{ runId: string; type: RunEventType; payload: Record<string, unknown> }>,
+    nowMs: number,
+  ): Promise<RunEventRow[]>;
   /** {@link appendEvent}, also returning the run's `status` as seen under the write lock (PostgreSQL: the `seq` bump's row lock). */
   appendEventSeeingRun(
     tx: StoreTx,
@@ -83,6 +92,17 @@ export interface CommandTablesPort {
     nowMs: number,
     extra: { resultJson?: string; errorJson?: string; terminal: boolean },
   ): Promise<boolean>;
+  /**
+   * {@link transition} of many commands to the terminal `to` at `nowMs` (ms), each a compare-and-set on its
+   * own `from`, `json` written to `column`, in multi-row UPDATEs; returns the ids that changed.
+   */
+  transitionManyToTerminal(
+    tx: StoreTx,
+    to: CommandStatus,
+    column: "resultJson" | "errorJson",
+    items: ReadonlyArray<{ id: string; from: CommandStatus; json: string }>,
+    nowMs: number,
+  ): Promise<Set<string>>;
 }
 
 /**

@@ -4,12 +4,15 @@ import type { EffectStatus } from "@mosoo/contracts";
 import type { externalToolEffectAttempts, externalToolEffects } from "../../../platform/db/sqlite/sqlite-schema.js";
 import { firstRow } from "../../../platform/db/rows.js";
 import type { StoreTx } from "../../../platform/db/store.port.js";
-import { argumentsFor, placeholdersFor, shapeOf } from "../../../platform/db/prepared-shapes.js";
+import { argumentsFor, placeholdersFor, powerOfTwoChunks, shapeOf } from "../../../platform/db/prepared-shapes.js";
 
 /** An external tool effect row. */
 export type EffectRow = typeof externalToolEffects.$inferSelect;
 /** An effect attempt row. */
 export type AttemptRow = typeof externalToolEffectAttempts.$inferSelect;
+
+/** Attempts per multi-row UPDATE of {@link effectRepository.markAttemptsUnknown} at most (a power of two; see `powerOfTwoChunks`): 2 parameters each, far below both stores' limits. */
+const ATTEMPT_UPDATE_CHUNK = 256;
 
 /** Reads and compare-and-set writes of `external_tool_effects` and their attempts (dialect-neutral: docs/ARCHITECTURE.md). */
 export const effectRepository = {
@@ -230,6 +233,61 @@ export const effectRepository = {
       nowMs,
     });
     return rows.length > 0;
+  },
+  /**
+   * Fences every `executing` effect of `driverInstanceId` at once: ONE `UPDATE … WHERE driver_instance_id = ?
+   * AND status = 'executing' RETURNING …` sets `status = 'unknown'` and `updated_at_ms = nowMs` (ms) and
+   * bumps `version`. Each row is still a compare-and-set on its status: the condition is judged on the row
+   * as it is when written (PostgreSQL re-checks a row another transaction changed meanwhile), so an effect
+   * that left `executing` is not touched. Returns the rows it changed (id, command, run, current attempt),
+   * oldest first (by id, as {@link listOfDriverInStatus} lists them).
+   */
+  async fenceExecutingOfDriver(
+    tx: StoreTx,
+    driverInstanceId: string,
+    nowMs: number,
+  ): Promise<Array<Pick<EffectRow, "id" | "commandId" | "runId" | "attemptCount">>> {
+    const e = tx.tables.externalToolEffects;
+    const rows = await tx.db
+      .update(e)
+      .set({ status: "unknown", updatedAtMs: nowMs, version: sql`${e.version} + 1` })
+      .where(and(eq(e.driverInstanceId, driverInstanceId), eq(e.status, "executing")))
+      .returning({ id: e.id, commandId: e.commandId, runId: e.runId, attemptCount: e.attemptCount });
+    return rows.sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
+  },
+  /**
+   * Marks the given attempts (effect id and attempt number) `unknown` with `unknownReason`, finished at
+   * `nowMs` (ms): multi-row UPDATEs (`(effect_id, attempt) IN (VALUES …)`, at most {@link ATTEMPT_UPDATE_CHUNK}
+   * pairs each, prepared once per pair count; each pair a seek of the attempts' primary key).
+   */
+  async markAttemptsUnknown(
+    tx: StoreTx,
+    attempts: ReadonlyArray<{ effectId: string; attempt: number }>,
+    unknownReason: string,
+    nowMs: number,
+  ): Promise<void> {
+    let at = 0;
+    for (const size of powerOfTwoChunks(attempts.length, ATTEMPT_UPDATE_CHUNK)) {
+      const q = tx.prepared(`effect.markAttemptsUnknown:${size}`, (db) => {
+        const a = tx.tables.externalToolEffectAttempts;
+        const pairs = Array.from(
+          { length: size },
+          (_, i) => sql`(${sql.placeholder(`e${i}`)}, CAST(${sql.placeholder(`n${i}`)} AS INTEGER))`,
+        );
+        return db
+          .update(a)
+          .set({ status: "unknown", unknownReason: sql`${sql.placeholder("reason")}`, finishedAtMs: sql`${sql.placeholder("nowMs")}` })
+          .where(sql`(${a.effectId}, ${a.attempt}) IN (VALUES ${sql.join(pairs, sql`, `)})`)
+          .prepare();
+      });
+      const args: Record<string, unknown> = { reason: unknownReason, nowMs };
+      attempts.slice(at, at + size).forEach((p, i) => {
+        args[`e${i}`] = p.effectId;
+        args[`n${i}`] = p.attempt;
+      });
+      await q.execute(args);
+      at += size;
+    }
   },
   /** Updates attempt `attempt` of effect `effectId`. */
   async updateAttempt(

@@ -5,6 +5,7 @@ import type { runEvents, sessionRuns, sessions } from "../../../platform/db/sqli
 import type { RunEventType } from "@mosoo/contracts";
 import { TERMINAL_RUN_EVENT_TYPES } from "@mosoo/contracts";
 import { firstRow } from "../../../platform/db/rows.js";
+import { powerOfTwoChunks } from "../../../platform/db/prepared-shapes.js";
 import type { StoreTx } from "../../../platform/db/store.port.js";
 
 /** A session run row. */
@@ -141,6 +142,40 @@ export const runRepository = {
     return { event: await appendSqliteEvent(tx, runId, type, payload, nowMs), runStatus: run.status };
   },
   /**
+   * Appends `events` (each to its own run's stream) in the caller's transaction, in the order given:
+   * per run ONE `seq` reservation for all of its events, then the rows in multi-row INSERTs (at most
+   * {@link EVENT_INSERT_CHUNK} rows per statement). The `seq`s are the ones {@link appendEvent} called once
+   * per event, in this order, would have given: 1-based, gapless, in commit order. The reservation is
+   * PostgreSQL's `UPDATE session_runs SET last_event_seq = last_event_seq + n … RETURNING` (the run's row
+   * lock, as one append takes it) and SQLite's read of the run's highest `seq` through `run_events_run_seq`
+   * (under the store's one write lock, as {@link appendSqliteEvent} takes it). The unique index on
+   * (run, seq) refuses a duplicate either way. Returns the rows as written, in input order.
+   * @throws Error on a missing run (PostgreSQL: no row to bump; SQLite: the foreign key), or the store's
+   *   constraint error on a second terminal event (`run_events_one_terminal`).
+   */
+  async appendEvents(
+    tx: StoreTx,
+    events: ReadonlyArray<{ runId: string; type: RunEventType; payload: Record<string, unknown> }>,
+    nowMs: number,
+  ): Promise<RunEventRow[]> {
+    const rows: RunEventRow[] = [];
+    const countByRun = new Map<string, number>();
+    for (const e of events) countByRun.set(e.runId, (countByRun.get(e.runId) ?? 0) + 1);
+    const nextSeq = new Map<string, number>();
+    for (const [runId, n] of countByRun) nextSeq.set(runId, await reserveEventSeqs(tx, runId, n));
+    for (const e of events) {
+      const seq = nextSeq.get(e.runId)!;
+      nextSeq.set(e.runId, seq + 1);
+      rows.push({ ...newEventRow(e.runId, e.type, e.payload, nowMs), seq });
+    }
+    let at = 0;
+    for (const size of powerOfTwoChunks(rows.length, EVENT_INSERT_CHUNK)) {
+      await insertEventRows(tx, rows.slice(at, at + size));
+      at += size;
+    }
+    return rows;
+  },
+  /**
    * The run an enqueue checks, by a plain read. On SQLite the read runs inside the store's one write
    * transaction (`BEGIN IMMEDIATE`: no other writer until it commits), so the run's `status` it returns as
    * `statusUnderWriteLock` cannot change before the intent's writes; on PostgreSQL (READ COMMITTED) it can,
@@ -167,6 +202,63 @@ export const runRepository = {
 const SQLITE_APPEND_EVENT =
   `INSERT INTO "run_events" ("id", "run_id", "seq", "type", "terminal", "payload_json", "created_at_ms") ` +
   `VALUES (?, ?, (SELECT coalesce(max("seq"), 0) + 1 FROM "run_events" WHERE "run_id" = ?), ?, ?, ?, ?) RETURNING "seq"`;
+/** Rows per multi-row event INSERT of {@link runRepository.appendEvents} at most (a power of two): 7 parameters each, far below both stores' limits (SQLite 32,766, PostgreSQL 65,535). */
+const EVENT_INSERT_CHUNK = 256;
+
+/** The event columns a multi-row INSERT writes, in order. */
+const EVENT_COLUMNS = ["id", "runId", "seq", "type", "terminal", "payloadJson", "createdAtMs"] as const;
+
+/** Inserts `rows` (a power of two of them, see `powerOfTwoChunks`) in one multi-row INSERT, prepared once per row count. */
+async function insertEventRows(tx: StoreTx, rows: readonly RunEventRow[]): Promise<void> {
+  const q = tx.prepared(`run.insertEvents:${rows.length}`, (db) =>
+    db
+      .insert(tx.tables.runEvents)
+      .values(
+        rows.map((_, i) => {
+          const row: Record<string, unknown> = {};
+          for (const col of EVENT_COLUMNS) row[col] = sql.placeholder(`${col}${i}`);
+          return row as unknown as typeof runEvents.$inferInsert;
+        }),
+      )
+      .prepare(),
+  );
+  const args: Record<string, unknown> = {};
+  rows.forEach((row, i) => {
+    for (const col of EVENT_COLUMNS) args[`${col}${i}`] = row[col];
+  });
+  await q.execute(args);
+}
+
+/**
+ * Reserves `n` (≥ 1) consecutive event `seq`s of run `runId` in the caller's transaction and returns the
+ * first. PostgreSQL: bumps `last_event_seq` by `n` (the run's row lock, held to commit); SQLite: the
+ * run's highest `seq` plus one, read through `run_events_run_seq` under the store's one write lock (the
+ * rows the caller then inserts take them; SQLite keeps no counter, see {@link appendSqliteEvent}).
+ * @throws Error when PostgreSQL has no such run.
+ */
+async function reserveEventSeqs(tx: StoreTx, runId: string, n: number): Promise<number> {
+  if (tx.pgRows) {
+    const r = tx.tables.sessionRuns;
+    const bumped = firstRow(
+      await tx.db
+        .update(r)
+        .set({ lastEventSeq: sql`${r.lastEventSeq} + ${n}` })
+        .where(eq(r.id, runId))
+        .returning({ seq: r.lastEventSeq }),
+    );
+    if (bumped === undefined) throw new Error(`no run ${runId} to append events to`);
+    return Number(bumped.seq) - n + 1;
+  }
+  const q = tx.prepared("run.lastEventSeq", (db) => {
+    const e = tx.tables.runEvents;
+    return db
+      .select({ seq: sql<number>`coalesce(max(${e.seq}), 0)` })
+      .from(e)
+      .where(eq(e.runId, sql.placeholder("runId")))
+      .prepare();
+  });
+  return Number(firstRow(await q.execute({ runId }))?.seq ?? 0) + 1;
+}
 
 /**
  * SQLite's event append: one `INSERT` whose `seq` is the run's highest plus one (1-based), read in that
