@@ -143,7 +143,8 @@ export const runRepository = {
   },
   /**
    * Appends `events` (each to its own run's stream) in the caller's transaction, in the order given:
-   * per run ONE `seq` reservation for all of its events, then the rows in multi-row INSERTs (at most
+   * per run ONE `seq` reservation for all of its events (the runs in id order, so that two transactions
+   * appending to the same runs lock their rows in one order), then the rows in multi-row INSERTs (at most
    * {@link EVENT_INSERT_CHUNK} rows per statement). The `seq`s are the ones {@link appendEvent} called once
    * per event, in this order, would have given: 1-based, gapless, in commit order. The reservation is
    * PostgreSQL's `UPDATE session_runs SET last_event_seq = last_event_seq + n … RETURNING` (the run's row
@@ -162,7 +163,9 @@ export const runRepository = {
     const countByRun = new Map<string, number>();
     for (const e of events) countByRun.set(e.runId, (countByRun.get(e.runId) ?? 0) + 1);
     const nextSeq = new Map<string, number>();
-    for (const [runId, n] of countByRun) nextSeq.set(runId, await reserveEventSeqs(tx, runId, n));
+    // reserved in run-id order, whatever the input order: two transactions that append to the same runs
+    // then take PostgreSQL's run row locks in the same order and cannot deadlock each other
+    for (const runId of [...countByRun.keys()].sort()) nextSeq.set(runId, await reserveEventSeqs(tx, runId, countByRun.get(runId)!));
     for (const e of events) {
       const seq = nextSeq.get(e.runId)!;
       nextSeq.set(e.runId, seq + 1);
