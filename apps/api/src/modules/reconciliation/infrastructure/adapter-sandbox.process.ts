@@ -139,7 +139,9 @@ interface PendingCall {
  * writing on fd 3 itself), that answers no call in flight or that is not JSON kills the process
  * (`crashed`), and so does the reply pipe closing. {@link call} runs tasks, several at once (calls of ONE binding's adapter only); the
  * host kills the process (SIGKILL) on a call's signal (that call: `timeout`), past a call's CPU-time
- * bound (`cpu_limit`) or the memory bound (`out_of_memory`), or on a reply that breaks the protocol.
+ * bound (`cpu_limit`: sampled while the call runs, and judged again when its answer arrives, so an answer
+ * that came after the bound was passed is refused whatever the sampler saw) or the memory bound
+ * (`out_of_memory`), or on a reply that breaks the protocol.
  * The bounds hold while the process is idle too (sampled all its life): past the memory bound, or
  * past one call's CPU bound of CPU time spent since its last call ended (work left running in a timer
  * after it answered), an idle process is killed and reported through `onIdleDeath`;
@@ -268,7 +270,7 @@ export class SandboxProcess {
     if (cpu !== undefined)
       for (const [id, call] of this.pending) {
         call.sharedBy = Math.max(call.sharedBy, this.pending.size);
-        if (call.startCpuMs !== undefined && cpu - call.startCpuMs > call.cpuLimitMs * call.sharedBy) return this.kill("cpu_limit", id);
+        if (pastCpuBound(call, cpu)) return this.kill("cpu_limit", id);
       }
     const rss = this.rssBytes();
     if (rss !== undefined && rss > this.opts.rssLimitBytes) this.kill("out_of_memory");
@@ -331,6 +333,10 @@ export class SandboxProcess {
     const call = typeof id === "number" ? this.pending.get(id) : undefined;
     // a line that answers no call in flight (adapter code writing to fd 3) breaks the protocol
     if (call === undefined || typeof reply !== "object" || reply === null) return this.kill("crashed");
+    // the bound is judged at the answer too, not only by the sampler: a call that used more than its CPU time
+    // is refused whether or not a sample fell inside it (a reading at most CPU_READING_REUSE_MS old)
+    const cpu = this.cpuMs();
+    if (cpu !== undefined && pastCpuBound(call, cpu)) return this.kill("cpu_limit", id as number);
     call.resolve(reply as AdapterWorkerReply);
   }
 
@@ -421,4 +427,12 @@ function readLines(stream: Readable, max: number, onLine: (line: string, cut: bo
     }
   });
   stream.on("error", () => undefined);
+}
+
+/**
+ * Whether `call` has used more than its CPU-time bound by the child's CPU time `cpuMs` (ms): the time since
+ * its start (none before the ready line) over `cpuLimitMs` times the most calls the process served at once.
+ */
+function pastCpuBound(call: { startCpuMs: number | undefined; cpuLimitMs: number; sharedBy: number }, cpuMs: number): boolean {
+  return call.startCpuMs !== undefined && cpuMs - call.startCpuMs > call.cpuLimitMs * call.sharedBy;
 }
