@@ -382,7 +382,7 @@ async function commitOutcomeDrizzle(
     h
       .update(externalToolEffects)
       .set({
-        ...Object.fromEntries(columns.map((c) => [c, sql.placeholder(`set_${c}`)])),
+        ...placeholdersFor(columns, "set_"),
         leaseOwner: null,
         leaseExpiresAtMs: null,
         version: sql`${externalToolEffects.version} + 1`,

@@ -5,7 +5,7 @@ import type { runEvents, sessionRuns, sessions } from "../../../platform/db/sqli
 import type { RunEventType } from "@mosoo/contracts";
 import { TERMINAL_RUN_EVENT_TYPES } from "@mosoo/contracts";
 import { firstRow } from "../../../platform/db/rows.js";
-import { powerOfTwoChunks } from "../../../platform/db/prepared-shapes.js";
+import { argumentsFor, placeholdersFor, powerOfTwoChunks } from "../../../platform/db/prepared-shapes.js";
 import type { StoreTx } from "../../../platform/db/store.port.js";
 
 /** A session run row. */
@@ -216,20 +216,10 @@ async function insertEventRows(tx: StoreTx, rows: readonly RunEventRow[]): Promi
   const q = tx.prepared(`run.insertEvents:${rows.length}`, (db) =>
     db
       .insert(tx.tables.runEvents)
-      .values(
-        rows.map((_, i) => {
-          const row: Record<string, unknown> = {};
-          for (const col of EVENT_COLUMNS) row[col] = sql.placeholder(`${col}${i}`);
-          return row as unknown as typeof runEvents.$inferInsert;
-        }),
-      )
+      .values(rows.map((_, i) => placeholdersFor(EVENT_COLUMNS, `r${i}_`) as unknown as typeof runEvents.$inferInsert))
       .prepare(),
   );
-  const args: Record<string, unknown> = {};
-  rows.forEach((row, i) => {
-    for (const col of EVENT_COLUMNS) args[`${col}${i}`] = row[col];
-  });
-  await q.execute(args);
+  await q.execute(Object.assign({}, ...rows.map((row, i) => argumentsFor(EVENT_COLUMNS, row, `r${i}_`))));
 }
 
 /**
