@@ -69,11 +69,13 @@ export interface StoreTx {
 /**
  * A compiled SQLite statement ({@link StoreTx.sqliteStatement}): `run` answers how many rows the statement
  * itself changed (`changes`; rows changed by triggers are not counted), `get` the first row (column names as
- * in the SQL) or undefined. Both throw the driver's error (a constraint, a busy store).
+ * in the SQL) or undefined, `all` every row (only for a statement that returns rows: a `SELECT` or a write with
+ * `RETURNING`). All throw the driver's error (a constraint, a busy store).
  */
 export interface SqliteStatement {
   run(...params: unknown[]): { changes: number };
   get(...params: unknown[]): unknown;
+  all(...params: unknown[]): unknown[];
 }
 
 /**

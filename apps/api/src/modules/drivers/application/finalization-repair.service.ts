@@ -9,11 +9,12 @@ import {
   type EffectReconciliationPort,
   type ReconcileResult,
 } from "../../ledger/application/effect-reconciliation.port.js";
-import type { EffectRow } from "../../ledger/application/effect-rows.service.js";
+import type { EffectRow, OpenCommandWithEffect } from "../../ledger/application/effect-rows.service.js";
+import type { StoreTx } from "../../../platform/db/store.port.js";
 import { UserFacingError } from "../../../kernel/user-facing-error.js";
 import { commandRepository } from "../infrastructure/command.repository.js";
 import { driverInstanceRepository } from "../infrastructure/driver-instance.repository.js";
-import { runTables, type CommandRow } from "../../ledger/application/owned-tables.port.js";
+import { runTables } from "../../ledger/application/owned-tables.port.js";
 import { effectRows } from "../../ledger/application/effect-rows.service.js";
 import { fenceExecutingEffectsOfDriver } from "../../ledger/application/effect-ledger.service.js";
 import type { RuntimeContext } from "../../../kernel/runtime-context.js";
@@ -206,13 +207,12 @@ export class FinalizationRepairService {
         summary.effectsFenced += 1;
         logs.push({ level: "warn", fields: { driverInstanceId, effectId: eff.id, commandId: eff.commandId }, msg: "effect.fenced" });
       }
-      // every effect of the commands to settle in one query (after fencing), not one query per command
-      const effects = await effectRows.mapByNonTerminalCommandOfDriver(tx, driverInstanceId);
-      const toSettle: Array<{ command: CommandRow; effect: EffectRow | undefined }> = [];
-      for (const cmd of await commandRepository.listNonTerminalOfDriver(tx, driverInstanceId)) {
-        const eff = effects.get(cmd.id);
-        if (eff?.status === "unknown" && this.reconciler?.isDue(eff, now)) {
-          deferred.push(eff);
+      // the open commands and their effects, read after fencing, in one query (two with a reconciler, whose
+      // lookups take whole effect rows), not one query per command
+      const toSettle: OpenCommandWithEffect[] = [];
+      for (const { command: cmd, effect: eff, wholeEffect } of await this.openCommandsOfDriver(tx, driverInstanceId)) {
+        if (wholeEffect?.status === "unknown" && this.reconciler?.isDue(wholeEffect, now)) {
+          deferred.push(wholeEffect);
           continue;
         }
         // unknown here: no eligible adapter (flag off, unbound, undeclared tool) or not due (waits for its
@@ -228,6 +228,23 @@ export class FinalizationRepairService {
       }
       for (const settled of await settleCommandsFromEffects(tx, toSettle, now)) countSettlement(summary, settled);
       return { kind: "repairing" as const, deferred, counts: summary, logs };
+    });
+  }
+
+  /**
+   * The instance's open commands, oldest first, each with its effect: the settling columns only
+   * (`listOpenCommandsOfDriver`) without a reconciler, since nothing is then deferred to a lookup; with one,
+   * also the effect's whole row as `wholeEffect` (a lookup and its admission take it), read in a second query.
+   */
+  private async openCommandsOfDriver(
+    tx: StoreTx,
+    driverInstanceId: string,
+  ): Promise<Array<OpenCommandWithEffect & { wholeEffect?: EffectRow }>> {
+    if (!this.reconciler) return effectRows.listOpenCommandsOfDriver(tx, driverInstanceId);
+    const effects = await effectRows.mapByNonTerminalCommandOfDriver(tx, driverInstanceId);
+    return (await commandRepository.listNonTerminalOfDriver(tx, driverInstanceId)).map((command) => {
+      const wholeEffect = effects.get(command.id);
+      return { command, effect: wholeEffect, ...(wholeEffect ? { wholeEffect } : {}) };
     });
   }
 
@@ -296,11 +313,7 @@ export class FinalizationRepairService {
       // the account misses no tool call), and one that comes later sees `finalizing` and queues nothing.
       await driverInstanceRepository.updateIfStatus(tx, driverInstanceId, ["finalizing"], { status: "finalizing" });
       // Commands queued while the repair ran (the run was still active) end here, before the run does.
-      const effects = await effectRows.mapByNonTerminalCommandOfDriver(tx, driverInstanceId);
-      const toSettle = (await commandRepository.listNonTerminalOfDriver(tx, driverInstanceId)).map((command) => ({
-        command,
-        effect: effects.get(command.id),
-      }));
+      const toSettle = await effectRows.listOpenCommandsOfDriver(tx, driverInstanceId);
       for (const settled of await settleCommandsFromEffects(tx, toSettle, now)) countSettlement(summary, settled);
       const run = await runTables().findActiveRunOfDriver(tx, driverInstanceId);
       if (run) {

@@ -5,6 +5,7 @@ import type { driverCommands } from "../../../platform/db/sqlite/sqlite-schema.j
 import { firstRow } from "../../../platform/db/rows.js";
 import type { StoreTx } from "../../../platform/db/store.port.js";
 import { argumentsFor, placeholdersFor, powerOfTwoChunks, shapeOf } from "../../../platform/db/prepared-shapes.js";
+import { positionalStatement, valuesRows } from "../../../platform/db/positional-statement.js";
 
 /** A Driver command row. */
 export type CommandRow = typeof driverCommands.$inferSelect;
@@ -17,6 +18,26 @@ const OPEN = sql.raw(`"terminal_at_ms" IS NULL`);
 
 /** Commands per multi-row UPDATE of {@link commandRepository.transitionManyToTerminal} at most (a power of two; see `powerOfTwoChunks`): 5 parameters each, far below both stores' limits. */
 const TRANSITION_CHUNK = 256;
+
+/** {@link commandRepository.transitionManyToTerminal}'s texts, by column and row count (built once each). */
+const transitionManyTexts = new Map<string, string>();
+
+/** The text of a multi-row terminal compare-and-set of `rows` commands writing `column`: parameters `to`, `nowMs` twice, (id, json) per row, then (id, from) per row. */
+function transitionManyText(column: "resultJson" | "errorJson", rows: number): string {
+  const key = `${column}:${rows}`;
+  let text = transitionManyTexts.get(key);
+  if (text === undefined) {
+    const target = column === "resultJson" ? "result_json" : "error_json";
+    // A row-value IN list: a seek of the primary key per pair whatever the planner's statistics say (an
+    // `UPDATE … FROM (VALUES …)` join may be planned as a scan of the table once its statistics are stale).
+    text =
+      `UPDATE "driver_commands" SET "status" = ?, "updated_at_ms" = ?, "terminal_at_ms" = ?, ` +
+      `"${target}" = CASE "id" ${Array.from({ length: rows }, () => "WHEN ? THEN ?").join(" ")} END ` +
+      `WHERE ("id", "status") IN (VALUES ${valuesRows(rows, ["?", "?"])}) RETURNING "id"`;
+    transitionManyTexts.set(key, text);
+  }
+  return text;
+}
 
 /** Reads and compare-and-set writes of `driver_commands` (dialect-neutral: docs/ARCHITECTURE.md). */
 export const commandRepository = {
@@ -231,10 +252,12 @@ export const commandRepository = {
   },
   /**
    * {@link transition} of many commands at once to the terminal status `to` at `nowMs` (ms): each row a
-   * compare-and-set on its own `from` (`(id, status) IN (VALUES …)`, judged on the row as it is when
-   * written), `terminal_at_ms` set, and `json` written to `column` (`result_json` or `error_json`) per
-   * command. Multi-row UPDATEs of at most {@link TRANSITION_CHUNK} commands each, prepared once per count. Returns the ids that
-   * changed; a command missing from it had left `from` meanwhile (nothing written for it).
+   * compare-and-set on its own `from` (`(id, status) IN (VALUES …)`: a seek of the primary key per row, judged on
+   * the row as it is when written),
+   * `terminal_at_ms` set, and `json` written to `column` (`result_json` or `error_json`) per command. Multi-row
+   * UPDATEs of at most {@link TRANSITION_CHUNK} commands each, one fixed text per count and column, positional
+   * (`positionalStatement`). Returns the ids that changed; a command missing from it had left `from` meanwhile
+   * (nothing written for it).
    */
   async transitionManyToTerminal(
     tx: StoreTx,
@@ -246,36 +269,13 @@ export const commandRepository = {
     const changed = new Set<string>();
     let at = 0;
     for (const size of powerOfTwoChunks(items.length, TRANSITION_CHUNK)) {
-      const q = tx.prepared(`command.transitionManyToTerminal:${column}:${size}`, (db) => {
-        const c = tx.tables.driverCommands;
-        const indexes = Array.from({ length: size }, (_, i) => i);
-        const json = sql`CASE ${c.id} ${sql.join(
-          indexes.map((i) => sql`WHEN ${sql.placeholder(`id${i}`)} THEN ${sql.placeholder(`json${i}`)}`),
-          sql` `,
-        )} END`;
-        const pairs = sql.join(
-          indexes.map((i) => sql`(${sql.placeholder(`id${i}`)}, ${sql.placeholder(`from${i}`)})`),
-          sql`, `,
-        );
-        return db
-          .update(c)
-          .set({
-            status: sql`${sql.placeholder("to")}`,
-            updatedAtMs: sql`${sql.placeholder("nowMs")}`,
-            terminalAtMs: sql`${sql.placeholder("nowMs")}`,
-            [column]: json,
-          })
-          .where(sql`(${c.id}, ${c.status}) IN (VALUES ${pairs})`)
-          .returning({ id: c.id })
-          .prepare();
-      });
-      const args: Record<string, unknown> = { to, nowMs };
-      items.slice(at, at + size).forEach((r, i) => {
-        args[`id${i}`] = r.id;
-        args[`from${i}`] = r.from;
-        args[`json${i}`] = r.json;
-      });
-      for (const r of await q.execute(args)) changed.add(r.id);
+      const chunk = items.slice(at, at + size);
+      const values: unknown[] = [to, nowMs, nowMs];
+      for (const r of chunk) values.push(r.id, r.json);
+      for (const r of chunk) values.push(r.id, r.from);
+      const text = transitionManyText(column, size);
+      for (const r of await positionalStatement(tx, `command.transitionManyToTerminal:${column}:${size}`, text, values, true))
+        changed.add(r.id as string);
       at += size;
     }
     return changed;

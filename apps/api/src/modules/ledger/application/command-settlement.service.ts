@@ -2,7 +2,7 @@
 import { commandDriverTerminalError, effectNotExecutedError, effectUnknownError } from "@mosoo/contracts";
 import { commandTables, runTables, type CommandRow } from "./owned-tables.port.js";
 import type { StoreTx } from "../../../platform/db/store.port.js";
-import type { EffectRow } from "../infrastructure/effect.repository.js";
+import type { EffectRow, SettlingEffect } from "../infrastructure/effect.repository.js";
 
 // How a command ends from its effect's settled state: the ledger's API for every module that settles
 // commands (finalization repair, late evidence, a reconciliation outcome's transaction).
@@ -47,7 +47,7 @@ type CommandEnd = { to: "completed"; resultJson: string; effectId: string } | { 
  * anything else, or no effect (never dispatched) → failed `driver.command_driver_terminal` (its details
  * name the effect, when there is one).
  */
-function commandEndFromEffect(effect: EffectRow | undefined): CommandEnd {
+function commandEndFromEffect(effect: SettlingEffect | undefined): CommandEnd {
   if (effect === undefined) return { to: "failed", error: commandDriverTerminalError({}), effectId: null };
   switch (effect.status) {
     case "succeeded":
@@ -100,7 +100,7 @@ export async function settleCommandFromEffect(tx: StoreTx, effect: EffectRow, no
  */
 export async function settleCommandsFromEffects(
   tx: StoreTx,
-  items: ReadonlyArray<{ command: CommandRow; effect: EffectRow | undefined }>,
+  items: ReadonlyArray<{ command: Pick<CommandRow, "id" | "status" | "runId">; effect: SettlingEffect | undefined }>,
   nowMs: number,
 ): Promise<Array<"completed" | "failed" | null>> {
   const ends = items.map(({ command, effect }) => {

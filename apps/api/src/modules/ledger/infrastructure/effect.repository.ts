@@ -1,18 +1,44 @@
 // Reads and compare-and-set writes of the effect rows and their attempts, in SQL both stores speak.
 import { and, asc, desc, eq, gte, inArray, isNull, lt, or, sql } from "drizzle-orm";
 import type { EffectStatus } from "@mosoo/contracts";
-import type { externalToolEffectAttempts, externalToolEffects } from "../../../platform/db/sqlite/sqlite-schema.js";
+import type { driverCommands, externalToolEffectAttempts, externalToolEffects } from "../../../platform/db/sqlite/sqlite-schema.js";
 import { firstRow } from "../../../platform/db/rows.js";
 import type { StoreTx } from "../../../platform/db/store.port.js";
 import { argumentsFor, placeholdersFor, powerOfTwoChunks, shapeOf } from "../../../platform/db/prepared-shapes.js";
+import { positionalStatement, valuesRows } from "../../../platform/db/positional-statement.js";
 
 /** An external tool effect row. */
 export type EffectRow = typeof externalToolEffects.$inferSelect;
+/** The columns of an effect that ending its command needs (see `settleCommandsFromEffects` in command-settlement.service.ts). */
+export type SettlingEffect = Pick<EffectRow, "id" | "commandId" | "status" | "resultJson" | "resolution" | "lookupCount" | "nextLookupAtMs">;
+/** An open command as {@link effectRepository.listOpenCommandsOfDriver} reads it: its id, status and run, and its effect's settling columns (undefined: none). */
+export interface OpenCommandWithEffect {
+  command: { id: string; status: typeof driverCommands.$inferSelect.status; runId: string };
+  effect: SettlingEffect | undefined;
+}
 /** An effect attempt row. */
 export type AttemptRow = typeof externalToolEffectAttempts.$inferSelect;
 
 /** Attempts per multi-row UPDATE of {@link effectRepository.markAttemptsUnknown} at most (a power of two; see `powerOfTwoChunks`): 2 parameters each, far below both stores' limits. */
 const ATTEMPT_UPDATE_CHUNK = 256;
+
+/** {@link effectRepository.markAttemptsUnknown}'s texts, by pair count (built once each). */
+const markAttemptsUnknownTexts = new Map<number, string>();
+
+/** The text that marks `pairs` attempts unknown: parameters `unknown_reason`, `finished_at_ms`, then (effect id, attempt) per pair. */
+function markAttemptsUnknownText(pairs: number): string {
+  let text = markAttemptsUnknownTexts.get(pairs);
+  if (text === undefined) {
+    // A row-value IN list (each pair a seek of the primary key whatever the planner's statistics say; an
+    // `UPDATE … FROM (VALUES …)` join was planned as a scan of the attempts on a store that had grown since its
+    // last ANALYZE). The attempt number cast: PostgreSQL types an untyped VALUES column as text.
+    text =
+      `UPDATE "external_tool_effect_attempts" SET "status" = 'unknown', "unknown_reason" = ?, "finished_at_ms" = ? ` +
+      `WHERE ("effect_id", "attempt") IN (VALUES ${valuesRows(pairs, ["?", "CAST(? AS INTEGER)"])})`;
+    markAttemptsUnknownTexts.set(pairs, text);
+  }
+  return text;
+}
 
 /** Reads and compare-and-set writes of `external_tool_effects` and their attempts (dialect-neutral: docs/ARCHITECTURE.md). */
 export const effectRepository = {
@@ -155,6 +181,37 @@ export const effectRepository = {
       .where(and(eq(c.driverInstanceId, driverInstanceId), inArray(c.status, ["queued", "delivered", "accepted"])));
     return new Map(rows.map((r) => [r.effect.commandId, r.effect]));
   },
+  /**
+   * The instance's commands that have no terminal receipt (`terminal_at_ms` NULL), oldest `seq` first, each with
+   * the columns of its effect that settling it needs ({@link SettlingEffect}; null: the command has no effect), in
+   * one prepared join: what the finalization repair ends when nothing of it waits for a lookup. Narrow on purpose:
+   * a repair reads every open command of a Driver (thousands), and whole rows (arguments, results) cost more to
+   * map than the statement costs to run (docs/performance-notes.md).
+   */
+  async listOpenCommandsOfDriver(tx: StoreTx, driverInstanceId: string): Promise<OpenCommandWithEffect[]> {
+    const q = tx.prepared("effect.listOpenCommandsOfDriver", (db) => {
+      const { externalToolEffects: e, driverCommands: c } = tx.tables;
+      return db
+        .select({
+          command: { id: c.id, status: c.status, runId: c.runId },
+          effect: {
+            id: e.id,
+            commandId: e.commandId,
+            status: e.status,
+            resultJson: e.resultJson,
+            resolution: e.resolution,
+            lookupCount: e.lookupCount,
+            nextLookupAtMs: e.nextLookupAtMs,
+          },
+        })
+        .from(c)
+        .leftJoin(e, eq(e.commandId, c.id))
+        .where(and(eq(c.driverInstanceId, sql.placeholder("driverInstanceId")), isNull(c.terminalAtMs)))
+        .orderBy(asc(c.seq))
+        .prepare();
+    });
+    return (await q.execute({ driverInstanceId })).map((r) => ({ command: r.command, effect: r.effect ?? undefined }));
+  },
   /** Effects in `status`, oldest first, at most `limit`. */
   async listInStatus(tx: StoreTx, status: EffectStatus, limit: number): Promise<EffectRow[]> {
     const e = tx.tables.externalToolEffects;
@@ -257,8 +314,9 @@ export const effectRepository = {
   },
   /**
    * Marks the given attempts (effect id and attempt number) `unknown` with `unknownReason`, finished at
-   * `nowMs` (ms): multi-row UPDATEs (`(effect_id, attempt) IN (VALUES …)`, at most {@link ATTEMPT_UPDATE_CHUNK}
-   * pairs each, prepared once per pair count; each pair a seek of the attempts' primary key).
+   * `nowMs` (ms): multi-row UPDATEs (`(effect_id, attempt) IN (VALUES …)`, at most
+   * {@link ATTEMPT_UPDATE_CHUNK} pairs each, one fixed text per pair count, positional: `positionalStatement`;
+   * each pair a seek of the attempts' primary key).
    */
   async markAttemptsUnknown(
     tx: StoreTx,
@@ -268,24 +326,9 @@ export const effectRepository = {
   ): Promise<void> {
     let at = 0;
     for (const size of powerOfTwoChunks(attempts.length, ATTEMPT_UPDATE_CHUNK)) {
-      const q = tx.prepared(`effect.markAttemptsUnknown:${size}`, (db) => {
-        const a = tx.tables.externalToolEffectAttempts;
-        const pairs = Array.from(
-          { length: size },
-          (_, i) => sql`(${sql.placeholder(`e${i}`)}, CAST(${sql.placeholder(`n${i}`)} AS INTEGER))`,
-        );
-        return db
-          .update(a)
-          .set({ status: "unknown", unknownReason: sql`${sql.placeholder("reason")}`, finishedAtMs: sql`${sql.placeholder("nowMs")}` })
-          .where(sql`(${a.effectId}, ${a.attempt}) IN (VALUES ${sql.join(pairs, sql`, `)})`)
-          .prepare();
-      });
-      const args: Record<string, unknown> = { reason: unknownReason, nowMs };
-      attempts.slice(at, at + size).forEach((p, i) => {
-        args[`e${i}`] = p.effectId;
-        args[`n${i}`] = p.attempt;
-      });
-      await q.execute(args);
+      const values: unknown[] = [unknownReason, nowMs];
+      for (const p of attempts.slice(at, at + size)) values.push(p.effectId, p.attempt);
+      await positionalStatement(tx, `effect.markAttemptsUnknown:${size}`, markAttemptsUnknownText(size), values, false);
       at += size;
     }
   },

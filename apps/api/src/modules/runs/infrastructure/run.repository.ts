@@ -5,7 +5,8 @@ import type { runEvents, sessionRuns, sessions } from "../../../platform/db/sqli
 import type { RunEventType } from "@mosoo/contracts";
 import { TERMINAL_RUN_EVENT_TYPES } from "@mosoo/contracts";
 import { firstRow } from "../../../platform/db/rows.js";
-import { argumentsFor, placeholdersFor, powerOfTwoChunks } from "../../../platform/db/prepared-shapes.js";
+import { driverColumns, powerOfTwoChunks } from "../../../platform/db/prepared-shapes.js";
+import { positionalStatement, valuesRows } from "../../../platform/db/positional-statement.js";
 import type { StoreTx } from "../../../platform/db/store.port.js";
 
 /** A session run row. */
@@ -210,16 +211,24 @@ const EVENT_INSERT_CHUNK = 256;
 
 /** The event columns a multi-row INSERT writes, in order. */
 const EVENT_COLUMNS = ["id", "runId", "seq", "type", "terminal", "payloadJson", "createdAtMs"] as const;
+/** The multi-row event INSERT's text per row count (built once per count). */
+const eventInsertTexts = new Map<number, string>();
 
-/** Inserts `rows` (a power of two of them, see `powerOfTwoChunks`) in one multi-row INSERT, prepared once per row count. */
+/**
+ * Inserts `rows` (a power of two of them, see `powerOfTwoChunks`) in one multi-row INSERT of a fixed text per row
+ * count, its values positional (`positionalStatement`: no named argument per column per row to fill).
+ */
 async function insertEventRows(tx: StoreTx, rows: readonly RunEventRow[]): Promise<void> {
-  const q = tx.prepared(`run.insertEvents:${rows.length}`, (db) =>
-    db
-      .insert(tx.tables.runEvents)
-      .values(rows.map((_, i) => placeholdersFor(EVENT_COLUMNS, `r${i}_`) as unknown as typeof runEvents.$inferInsert))
-      .prepare(),
-  );
-  await q.execute(Object.assign({}, ...rows.map((row, i) => argumentsFor(EVENT_COLUMNS, row, `r${i}_`))));
+  let text = eventInsertTexts.get(rows.length);
+  if (text === undefined) {
+    const names = driverColumns(tx.tables.runEvents, EVENT_COLUMNS).names.join(", ");
+    text = `INSERT INTO "run_events" (${names}) VALUES ${valuesRows(rows.length, EVENT_COLUMNS.map(() => "?"))}`;
+    eventInsertTexts.set(rows.length, text);
+  }
+  const columns = driverColumns(tx.tables.runEvents, EVENT_COLUMNS);
+  const values: unknown[] = [];
+  for (const row of rows) values.push(...columns.values(row));
+  await positionalStatement(tx, `run.insertEvents:${rows.length}`, text, values, false);
 }
 
 /**
