@@ -9,6 +9,7 @@ import { describe, expect, it } from "vitest";
 import { generatedDocs, REPO_ROOT } from "../scripts/docs/generated-docs.js";
 import { ERROR_NOTES } from "../scripts/docs/error-notes.js";
 import { errorCodeGroups } from "../scripts/docs/errors.doc.js";
+import { BAD_INPUT_CODES } from "../src/entry/cli/effects-cli.exit-codes.js";
 
 const DOCS = [
   join(REPO_ROOT, "README.md"),
@@ -49,6 +50,11 @@ describe("generated docs", () => {
     expect(codes.length).toBeGreaterThan(50);
     for (const code of codes) expect(ERROR_NOTES[code]?.next, code).toMatch(/\S/);
     expect(Object.keys(ERROR_NOTES).sort()).toEqual([...new Set(codes)].sort());
+  });
+
+  it("every code after which the operator CLI exits 2 is a documented code", () => {
+    const codes = new Set(errorCodeGroups().flatMap((g) => g.codes.map((c) => c.code)));
+    expect([...BAD_INPUT_CODES].filter((code) => !codes.has(code))).toEqual([]);
   });
 });
 
