@@ -300,6 +300,15 @@ describe("mosoo-effects names a misspelt option, never the value typed with it",
     expect(r.err).not.toContain("SECRET");
   });
 
+  it("names a misspelt command, but not a word that could be a secret pasted as one", async () => {
+    expect(await cli(["lsit"])).toMatchObject({
+      code: 2,
+      err: "mosoo-effects: request.invalid: unknown command 'lsit' (Did you mean list?)\n",
+    });
+    const pasted = await cli(["s3cret-hunter2-0123456789"]);
+    expect(pasted).toMatchObject({ code: 2, err: "mosoo-effects: request.invalid: unknown command\n" });
+  });
+
   it("keeps commander's suggestion of a known flag", async () => {
     const r = await cli(["list", "--limt", "5"]);
     expect(r).toMatchObject({ code: 2, err: "mosoo-effects: request.invalid: unknown option '--limt' (Did you mean --limit?)\n" });
