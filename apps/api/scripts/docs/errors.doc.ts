@@ -3,7 +3,8 @@ import { RunErrorCodeSchema } from "@mosoo/contracts";
 import { RECONCILIATION_ERROR_CODES } from "@mosoo/effect-reconciliation/host";
 import { HTTP_ERROR_STATUS } from "../../src/entry/http/openapi.js";
 import { BAD_INPUT_CODES } from "../../src/entry/cli/effects-cli.exit-codes.js";
-import { CLIENT_CODES, ERROR_NOTES, STARTUP_CODES } from "./error-notes.js";
+import { CLIENT_CODES, ERROR_NOTES } from "./error-notes.js";
+import { STARTUP_CODES } from "./startup-error-notes.js";
 
 /** Every stable code by group: the group's title, and its codes with the HTTP status where there is one. */
 export function errorCodeGroups(): Array<{ title: string; codes: Array<{ code: string; status?: number }> }> {
