@@ -1,11 +1,13 @@
 /**
  * `mosoo-effects` (`npm run effects -- <command>`): the operator CLI over the operator service.
- * Exit codes: 0 done; 1 refused by the service or the API could not be reached
- * (one line on stderr: `mosoo-effects: <code>: <message>`); 2 bad input (one line).
+ * Exit codes (effects-cli.exit-codes.ts): 0 done; 2 nothing ran because the command line, its environment
+ * or the store it names is wrong; 1 the command ran and was refused, or failed. A failure prints one line
+ * on stderr: `mosoo-effects: <code>: <message>`.
  */
 import { CommanderError } from "commander";
 import { unknownMosooEnvNames } from "@mosoo/contracts";
-import { buildEffectsCli, CliFailure, EXIT } from "./entry/cli/effects-cli.js";
+import { buildEffectsCli } from "./entry/cli/effects-cli.js";
+import { CliFailure, EXIT } from "./entry/cli/effects-cli.exit-codes.js";
 
 async function main(): Promise<void> {
   // A reader that stops early (`| head`) closes the pipe: end quietly, as other CLIs do.

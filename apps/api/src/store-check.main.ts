@@ -1,13 +1,15 @@
 /**
  * `npm run store:check -- [file]`: checks a whole SQLite store file, read-only (SQLite's integrity check and
- * every foreign key); the file defaults to `MOSOO_DB_FILE` as the API resolves it. The API's start does not run
- * these (they read every page: seconds per million effects). Exit codes: 0 sound; 1 problems found (one line
- * each on stdout); 2 bad input or a file that cannot be opened (one line on stderr).
+ * every foreign key; a violating row is named by its rowid, or by its primary key in a `WITHOUT ROWID` table:
+ * `foreign key: run_events row (id='01J…') names no session_runs`); the file defaults to `MOSOO_DB_FILE` as
+ * the API resolves it. The API's start does not run these (they read every page: seconds per million effects).
+ * Exit codes: 0 sound; 1 problems found (one line each on stdout); 2 bad input or a file that cannot be
+ * opened (one line on stderr).
  */
 import { Command, CommanderError } from "commander";
 import { ConfigError, loadApiConfig } from "./config/api-config.js";
 import { checkDbFilePath } from "./config/startup-checks.js";
-import { checkSqliteStore } from "./platform/db/sqlite/sqlite-store.js";
+import { checkSqliteStore, describeViolatingRow } from "./platform/db/sqlite/sqlite-store-check.js";
 
 function main(): number {
   const program = new Command("store:check")
@@ -27,7 +29,7 @@ function main(): number {
     const found = checkSqliteStore(file);
     for (const line of found.integrityProblems) process.stdout.write(`integrity: ${line}\n`);
     for (const v of found.foreignKeyViolations)
-      process.stdout.write(`foreign key: ${v.table} row ${v.rowid ?? "?"} names no ${v.parent}\n`);
+      process.stdout.write(`foreign key: ${v.table} ${describeViolatingRow(v)} names no ${v.parent}\n`);
     const bad = found.integrityProblems.length + found.foreignKeyViolations.length;
     process.stdout.write(bad === 0 ? `store.check: ${file}: ok\n` : `store.check: ${file}: ${bad} problem(s)\n`);
     return bad === 0 ? 0 : 1;

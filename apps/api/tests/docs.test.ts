@@ -3,12 +3,13 @@
  * `npm run docs:generate` writes now; every relative link of README.md and docs/*.md resolves to a file (and to a
  * heading, when it names an anchor); no doc speaks of work items by number; the README stays a ten-minute read.
  */
-import { existsSync, readdirSync, readFileSync } from "node:fs";
+import { existsSync, readdirSync, readFileSync, statSync } from "node:fs";
 import { dirname, join, relative, resolve } from "node:path";
 import { describe, expect, it } from "vitest";
 import { generatedDocs, REPO_ROOT } from "../scripts/docs/generated-docs.js";
 import { ERROR_NOTES } from "../scripts/docs/error-notes.js";
 import { errorCodeGroups } from "../scripts/docs/errors.doc.js";
+import { BAD_INPUT_CODES } from "../src/entry/cli/effects-cli.exit-codes.js";
 
 const DOCS = [
   join(REPO_ROOT, "README.md"),
@@ -49,6 +50,65 @@ describe("generated docs", () => {
     expect(codes.length).toBeGreaterThan(50);
     for (const code of codes) expect(ERROR_NOTES[code]?.next, code).toMatch(/\S/);
     expect(Object.keys(ERROR_NOTES).sort()).toEqual([...new Set(codes)].sort());
+  });
+
+  it("every code after which the operator CLI exits 2 is a documented code", () => {
+    const codes = new Set(errorCodeGroups().flatMap((g) => g.codes.map((c) => c.code)));
+    expect([...BAD_INPUT_CODES].filter((code) => !codes.has(code))).toEqual([]);
+  });
+});
+
+/** The files below `dir` (absolute paths), node_modules skipped. */
+function filesUnder(dir: string): string[] {
+  return readdirSync(dir).flatMap((name) => {
+    const path = join(dir, name);
+    if (name === "node_modules") return [];
+    return statSync(path).isDirectory() ? filesUnder(path) : [path];
+  });
+}
+
+/** A dotted error code (`config.invalid`, `setup.failed`). */
+const CODE = "[a-z][a-z_]*\\.[a-z][a-z_]*";
+
+/**
+ * The error codes the programs print, read from their sources: the `npm run` scripts of every package.json
+ * (`'<program>: <code>: ...'`), and the program entry files (`*.main.ts`, `main.ts`) and the operator CLI's
+ * files (apps/api/src/entry/cli/): a string that starts with `<code>: `, `<program>: <code>: ` or
+ * `<program>: warning: <code>: `, and the code a `CliFailure` or `OperatorClientError` is made with. Keyed by code, the files.
+ */
+function printedCodes(): Map<string, string[]> {
+  const found = new Map<string, string[]>();
+  const note = (code: string, file: string) => found.set(code, [...new Set([...(found.get(code) ?? []), relative(REPO_ROOT, file)])]);
+  const packages = ["apps", "packages"].flatMap((d) => readdirSync(join(REPO_ROOT, d)).map((p) => join(REPO_ROOT, d, p)));
+  const packageFiles = [REPO_ROOT, ...packages].map((p) => join(p, "package.json")).filter((f) => existsSync(f));
+  for (const file of packageFiles) {
+    const scripts = Object.values((JSON.parse(readFileSync(file, "utf8")) as { scripts?: Record<string, string> }).scripts ?? {});
+    for (const script of scripts) for (const m of script.matchAll(new RegExp(`[a-z][a-z0-9-]*: (${CODE}): `, "g"))) note(m[1]!, file);
+  }
+  const sources = packages
+    .filter((p) => existsSync(join(p, "src")))
+    .flatMap((p) => filesUnder(join(p, "src")))
+    .filter((f) => /\/src\/(.*\.main\.ts|main\.ts|entry\/cli\/[^/]+\.ts)$/.test(f));
+  const printed = new RegExp(`["'\`](?:[a-z][a-z0-9:-]*: (?:warning: )?)?(${CODE}): `, "g");
+  const thrown = new RegExp(`new (?:CliFailure|OperatorClientError)\\(\\s*"(${CODE})"`, "g");
+  for (const file of sources) {
+    const text = readFileSync(file, "utf8");
+    for (const m of [...text.matchAll(printed), ...text.matchAll(thrown)]) note(m[1]!, file);
+  }
+  return found;
+}
+
+describe("docs/errors.md names every code a program prints", () => {
+  it("finds the codes of the npm scripts, the program entry files and the operator CLI", () => {
+    const codes = printedCodes();
+    for (const code of ["setup.failed", "config.invalid", "auth.missing_token", "store.not_found"])
+      expect(codes.has(code), code).toBe(true);
+  });
+
+  it("every code found is in docs/errors.md", () => {
+    const documented = new Set(errorCodeGroups().flatMap((g) => g.codes.map((c) => c.code)));
+    const missing = [...printedCodes()].filter(([code]) => !documented.has(code)).map(([code, files]) => `${code} (${files.join(", ")})`);
+    expect(missing).toEqual([]);
   });
 });
 

@@ -7,7 +7,8 @@ import Database from "better-sqlite3";
 import { CommanderError } from "commander";
 import pino from "pino";
 import { afterEach, describe, expect, it } from "vitest";
-import { buildEffectsCli, CliFailure } from "../src/entry/cli/effects-cli.js";
+import { buildEffectsCli } from "../src/entry/cli/effects-cli.js";
+import { CliFailure } from "../src/entry/cli/effects-cli.exit-codes.js";
 import { loadApiConfig } from "../src/config/api-config.js";
 import { startApi } from "../src/server.js";
 import { createDoubleWorld, dispatchWrite, type DoubleWorld, reconnectDriver } from "./kit/index.js";
@@ -171,17 +172,20 @@ describe("mosoo-effects CLI on a store file (--db)", () => {
     expect(r.err).toMatch(/^mosoo-effects: [a-z_]+\.[a-z_]+: [^\n]+\n$/);
   });
 
-  it("exits 1 with the service's code for an unknown effect and for a missing store file", async () => {
+  it("exits 1 with the service's code for an unknown effect, and 2 for a --db that names no Mosoo store", async () => {
     const { dbFile } = await storeWithUnknownEffect();
-    expect((await cli(["--db", dbFile, "show", "01JDZZZZZZZZZZZZZZZZZZZZZZ"])).err).toMatch(/^mosoo-effects: effect\.not_found: /);
+    expect(await cli(["--db", dbFile, "show", "01JDZZZZZZZZZZZZZZZZZZZZZZ"])).toMatchObject({
+      code: 1,
+      err: expect.stringMatching(/^mosoo-effects: effect\.not_found: /),
+    });
     const missing = await cli(["--db", join(dir!, "nope.db"), "list"]);
-    expect(missing).toMatchObject({ code: 1, err: expect.stringMatching(/^mosoo-effects: store\.not_found: /) });
+    expect(missing).toMatchObject({ code: 2, err: expect.stringMatching(/^mosoo-effects: store\.not_found: /) });
     // another SQLite file (e.g. the provider's) is refused and left as it was
     const other = join(dir!, "provider.db");
     const foreign = new Database(other);
     foreign.exec("CREATE TABLE issues (id TEXT)");
     foreign.close();
-    expect(await cli(["--db", other, "list"])).toMatchObject({ code: 1, err: expect.stringMatching(/^mosoo-effects: store\.not_mosoo: /) });
+    expect(await cli(["--db", other, "list"])).toMatchObject({ code: 2, err: expect.stringMatching(/^mosoo-effects: store\.not_mosoo: /) });
     const after = new Database(other, { readonly: true });
     expect(after.prepare("SELECT name FROM sqlite_master WHERE type = 'table'").all()).toEqual([{ name: "issues" }]);
     after.close();
@@ -276,11 +280,33 @@ describe("mosoo-effects names a misspelt option, never the value typed with it",
     expect(r).toMatchObject({ code: 2, err: expect.stringMatching(/^mosoo-effects: auth\.missing_token: no operator token: /) as string });
   });
 
+  it("exits 2 on a missing operator token for an action with --db too, as over the API, and changes nothing", async () => {
+    const { dbFile, call } = await storeWithUnknownEffect();
+    const before = ledgerSnapshot(f!.store);
+    const r = await cli(["--db", dbFile, "resolve", call.effectId, "--outcome", "not_executed", "--reason", "r"], {
+      MOSOO_EFFECT_RECONCILIATION: "on",
+    });
+    expect(r).toMatchObject({
+      code: 2,
+      err: expect.stringMatching(/^mosoo-effects: auth\.missing_token: an action is taken as an operator/),
+    });
+    expect(ledgerSnapshot(f!.store)).toEqual(before);
+  });
+
   it("names --database-url, not only the API's variable, when the store it names cannot be opened (its password unprinted)", async () => {
     const r = await cli(["--database-url", "postgres://app:SECRET@127.0.0.1:1/mosoo", "list"]);
     expect(r.code).toBe(2);
     expect(r.err).toMatch(/^mosoo-effects: config\.invalid: --database-url \(or MOSOO_DATABASE_URL\): cannot open the PostgreSQL store/);
     expect(r.err).not.toContain("SECRET");
+  });
+
+  it("names a misspelt command, but not a word that could be a secret pasted as one", async () => {
+    expect(await cli(["lsit"])).toMatchObject({
+      code: 2,
+      err: "mosoo-effects: request.invalid: unknown command 'lsit' (Did you mean list?)\n",
+    });
+    const pasted = await cli(["s3cret-hunter2-0123456789"]);
+    expect(pasted).toMatchObject({ code: 2, err: "mosoo-effects: request.invalid: unknown command\n" });
   });
 
   it("keeps commander's suggestion of a known flag", async () => {
@@ -297,7 +323,7 @@ describe("mosoo-effects as a process", () => {
       (e: { code: number; stdout: string; stderr: string }) => ({ code: e.code, stdout: e.stdout, stderr: e.stderr }),
     );
 
-  it("talks to a running API over HTTP with the token; exits 2 with one line on bad input and 1 on a refusal", async () => {
+  it("talks to a running API over HTTP with the token; exits 2 with one line on bad input or no token and 1 on a refusal", async () => {
     dir = mkdtempSync(join(tmpdir(), "mosoo-cli-"));
     const api = await startApi(loadApiConfig({ MOSOO_DB_FILE: join(dir, "api.db"), MOSOO_PORT: "0", ...ON }), pino({ level: "silent" }), {
       sweep: false,
@@ -312,6 +338,9 @@ describe("mosoo-effects as a process", () => {
       const bad = await spawnCli(["--api-url", api.url, "list", "--limit", "x"], { MOSOO_OPERATOR_TOKEN: TOKEN });
       expect(bad.code).toBe(2);
       expect(bad.stderr.trim().split("\n")).toHaveLength(1);
+      const noToken = await spawnCli(["--api-url", api.url, "list"], { MOSOO_OPERATOR_TOKEN: "" });
+      expect(noToken.code).toBe(2);
+      expect(noToken.stderr).toMatch(/^mosoo-effects: auth\.missing_token: no operator token: [^\n]+\n$/);
     } finally {
       await api.close();
     }

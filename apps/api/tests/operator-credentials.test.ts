@@ -7,7 +7,8 @@ import { promisify } from "node:util";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { ConfigError, loadApiConfig } from "../src/config/api-config.js";
 import { OperatorCredentials, tokenDigest } from "../src/modules/operator/domain/operator-credential.js";
-import { buildEffectsCli, CliFailure } from "../src/entry/cli/effects-cli.js";
+import { buildEffectsCli } from "../src/entry/cli/effects-cli.js";
+import { CliFailure } from "../src/entry/cli/effects-cli.exit-codes.js";
 import { buildHttpApp, createDoubleWorld, dispatchWrite, type DoubleWorld, operatorCredentials, reconnectDriver } from "./kit/index.js";
 import { ledgerSnapshot } from "./helpers/reconciliation-db.js";
 
@@ -357,7 +358,7 @@ describe("the operator CLI in-process (--db) acts as a configured credential", (
         env,
       );
     expect(await cli(["--db", dbFile, "list"], env)).toBe("ok"); // reads need no credential
-    expect(await resolve()).toMatch(/^1 auth\.missing_token: /);
+    expect(await resolve()).toMatch(/^2 auth\.missing_token: /); // nothing ran: the command line lacks the token
     expect(await resolve("wrong-token-0123456789")).toMatch(/^1 auth\.invalid_token: /);
     expect(await resolve(AUDITOR)).toMatch(/^1 auth\.scope: the operator credential auditor lacks the resolve scope$/);
     expect(await resolve(ALICE)).toBe("ok");

@@ -11,7 +11,8 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { CommanderError } from "commander";
 import { afterEach, describe, expect, it } from "vitest";
-import { buildEffectsCli, CliFailure } from "../src/entry/cli/effects-cli.js";
+import { buildEffectsCli } from "../src/entry/cli/effects-cli.js";
+import { CliFailure } from "../src/entry/cli/effects-cli.exit-codes.js";
 import type { Runtime } from "../src/composition-root.js";
 import {
   buildHttpApp,

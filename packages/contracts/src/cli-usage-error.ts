@@ -18,24 +18,40 @@ function withoutOptionValue(text: string): string {
 }
 
 /**
+ * A word that may be a misspelt command name and cannot be a secret this project accepts: 1-15 characters,
+ * lower-case letters, `-` and `:` only, starting with a letter. Every token and key the programs take is at
+ * least 16 characters, and a password usually holds a digit or a capital; a command name (`list`,
+ * `compensate`, `store:check`) holds neither.
+ */
+const COMMAND_LIKE = /^[a-z][a-z:-]{0,14}$/;
+
+/** Commander's unknown-command message with the word named when it is {@link COMMAND_LIKE} (a typo: `lsit`), else without it. */
+function unknownCommand(_match: string, word: string): string {
+  return COMMAND_LIKE.test(word) ? `error: unknown command '${word}'` : "error: unknown command";
+}
+
+/**
  * Commander's invalid-argument messages quote the value given (`option '--api-url <url>' argument
  * 'https://user:password@…' is invalid.`, `… value '…' from env 'MOSOO_API_URL' is invalid.`,
  * `command-argument value '…' is invalid for argument 'id'.`, `unknown command '…'`):
  * drops the quoted value and keeps the option or argument's name and the parser's reason, so a
- * credential typed into a malformed value is never printed. Any other message is returned as it is.
+ * credential typed into a malformed value is never printed; an unknown command is named only when it
+ * looks like a misspelt command name ({@link COMMAND_LIKE}). Any other message is returned as it is.
  */
 function withoutInvalidValue(text: string): string {
   return text
     .replace(/ argument '[\s\S]*' is invalid/, " argument is invalid")
     .replace(/ value '[\s\S]*' from env '([^']*)' is invalid/, " value from env '$1' is invalid")
     .replace(/command-argument value '[\s\S]*' is invalid for/, "command-argument value is invalid for")
-    .replace(/^error: unknown command '[^'\n]*'/, "error: unknown command");
+    .replace(/^error: unknown command '([^'\n]*)'/, unknownCommand);
 }
 
 /**
  * A commander (14.x) usage error without any value the user typed: an unknown option is named
- * without its value (`--tokne=SECRET` → `--tokne`, keeping commander's "Did you mean" suggestion), and
- * an invalid option or argument is named with the parser's reason but not the value. Used by every
+ * without its value (`--tokne=SECRET` → `--tokne`, keeping commander's "Did you mean" suggestion),
+ * an invalid option or argument is named with the parser's reason but not the value, and an unknown
+ * command is named only when it looks like a misspelt command name (`lsit`; at most 15 lower-case
+ * letters, `-`, `:`), never a word that could be a secret pasted in its place. Used by every
  * CLI of the project (`mosoo-effects`, `mosoo-driver`) before it prints the line. Any other message is
  * returned as it is.
  */

@@ -37,6 +37,28 @@ describe("usageErrorWithoutValues", () => {
     expect(usageErrorWithoutValues(text)).not.toContain("SECRET");
   });
 
+  it.each([
+    ["a misspelt command", "error: unknown command 'lsit'", "error: unknown command 'lsit'"],
+    [
+      "a misspelt command with a suggestion",
+      "error: unknown command 'sho'\n(Did you mean show?)",
+      "error: unknown command 'sho'\n(Did you mean show?)",
+    ],
+    ["a command with a colon or hyphen", "error: unknown command 'store:chek'", "error: unknown command 'store:chek'"],
+  ])("names %s (a word that cannot be a secret)", (_label, text, expected) => {
+    expect(usageErrorWithoutValues(text)).toBe(expected);
+  });
+
+  it.each([
+    ["16 lower-case letters (as long as the shortest token accepted)", "abcdefghijklmnop"],
+    ["a word with a digit", "hunter2"],
+    ["a word with a capital", "Hunter"],
+    ["a word with an underscore", "mosoo_op"],
+    ["a word with a dot", "sk.live"],
+  ])("does not name an unknown command that could be a secret: %s", (_label, word) => {
+    expect(usageErrorWithoutValues(`error: unknown command '${word}'`)).toBe("error: unknown command");
+  });
+
   it("leaves any other message as it is", () => {
     expect(usageErrorWithoutValues("error: missing required argument 'effectId'")).toBe("error: missing required argument 'effectId'");
   });

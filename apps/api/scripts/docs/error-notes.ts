@@ -1,4 +1,5 @@
 /** Hand-written parts of docs/errors.md: who gets each stable error code, what it means and the next step (a test checks every code has one). */
+import { STARTUP_NOTES } from "./startup-error-notes.js";
 
 /** One code's entry: who gets it, what it means, and what to do next (markdown; links relative to docs/). */
 export interface ErrorNote {
@@ -13,8 +14,9 @@ const OPERATOR = "an operator (CLI, console, operator routes)";
 const ANY = "any caller";
 const RUNBOOK = "follow the runbook in [operating.md](operating.md#when-an-effect-is-unknown)";
 
-/** The note of every stable code, keyed by code. */
+/** The note of every stable code, keyed by code (those that programs print at startup and in the CLI: startup-error-notes.ts). */
 export const ERROR_NOTES: Readonly<Record<string, ErrorNote>> = {
+  ...STARTUP_NOTES,
   "request.invalid": {
     who: ANY,
     meaning: "the request's path, query or body breaks its schema (the message names the field)",
@@ -345,22 +347,6 @@ export const ERROR_NOTES: Readonly<Record<string, ErrorNote>> = {
     meaning: "a binding's `tools` names a tool the adapter does not declare",
     next: "remove the tool from `tools`, or declare it in the adapter",
   },
-  "config.invalid": {
-    who: "every program at startup (exit 2)",
-    meaning: "a variable, file or option is unusable; the line names it and why",
-    next: "fix what the line names ([configuration.md](configuration.md))",
-  },
-  "store.schema_newer": {
-    who: "the API and CLI at startup",
-    meaning: "the store was migrated by a newer build",
-    next: "run the newer build (roll forward), or restore the backup taken before the upgrade",
-  },
-  "store.not_mosoo": {
-    who: "the operator CLI",
-    meaning: "the database holds no Mosoo tables",
-    next: "pass the API's own `MOSOO_DB_FILE` / `MOSOO_DATABASE_URL`",
-  },
-  "store.not_found": { who: "the operator CLI", meaning: "no database file at `--db`", next: "pass the API's own `MOSOO_DB_FILE`" },
   "api.unreachable": {
     who: "the operator CLI and a Driver",
     meaning: "no answer from the API at the URL given (refused, reset or timed out); a Driver retries, on its next URL when given several",
@@ -377,9 +363,6 @@ export const ERROR_NOTES: Readonly<Record<string, ErrorNote>> = {
     next: "retry on another instance, or after the API restarts (`GET /ready` answers 200 again)",
   },
 };
-
-/** Codes outside the code lists that programs print at startup or in the CLI (the generator lists them too). */
-export const STARTUP_CODES = ["config.invalid", "store.schema_newer", "store.not_mosoo", "store.not_found"] as const;
 
 /** Codes outside the code lists about reaching the API: the clients' own (CLI, Driver) and the drain's 503. */
 export const CLIENT_CODES = ["api.unreachable", "api.invalid_answer", "api.shutting_down"] as const;

@@ -2,7 +2,9 @@
 import { RunErrorCodeSchema } from "@mosoo/contracts";
 import { RECONCILIATION_ERROR_CODES } from "@mosoo/effect-reconciliation/host";
 import { HTTP_ERROR_STATUS } from "../../src/entry/http/openapi.js";
-import { CLIENT_CODES, ERROR_NOTES, STARTUP_CODES } from "./error-notes.js";
+import { BAD_INPUT_CODES } from "../../src/entry/cli/effects-cli.exit-codes.js";
+import { CLIENT_CODES, ERROR_NOTES } from "./error-notes.js";
+import { STARTUP_CODES } from "./startup-error-notes.js";
 
 /** Every stable code by group: the group's title, and its codes with the HTTP status where there is one. */
 export function errorCodeGroups(): Array<{ title: string; codes: Array<{ code: string; status?: number }> }> {
@@ -19,6 +21,24 @@ export function errorCodeGroups(): Array<{ title: string; codes: Array<{ code: s
 }
 
 const cell = (text: string) => text.replace(/\|/g, "\\|");
+
+/** The section of docs/errors.md on `mosoo-effects`' exit codes: the rule of effects-cli.exit-codes.ts, its exit-2 codes listed from `BAD_INPUT_CODES`. */
+function operatorCliExitCodes(): string[] {
+  const codes = [...BAD_INPUT_CODES].map((c) => `\`${c}\``).join(", ");
+  return [
+    "## The operator CLI's exit codes",
+    "",
+    "`npm run effects` (`mosoo-effects`) decides its exit code by the code of the line it prints, the same over the API",
+    "(`--api-url`) and in-process (`--db`, `--database-url`):",
+    "",
+    "| exit | when | codes |",
+    "|---|---|---|",
+    "| 0 | done | — |",
+    `| 2 | nothing ran: the command line, its environment or the store it names is wrong | ${codes} (a usage error prints \`request.invalid\`) |`,
+    "| 1 | the command ran and was refused, or it failed | every other code: the service's refusals (e.g. `effect.not_unknown`, `auth.invalid_token`, `auth.scope`, `feature.disabled`), `store.busy`, `api.unreachable`, `api.invalid_answer`, `internal` |",
+    "",
+  ];
+}
 
 /**
  * docs/errors.md: every stable error code, who gets it, what it means and the next step.
@@ -39,8 +59,10 @@ export function renderErrors(): string {
     "Every refusal carries a stable dotted code that never changes meaning. Over HTTP it is",
     '`{"error": {"code", "message", "details"?}}` with the status below (the routes that can answer each code: [openapi.json](openapi.json));',
     "a command or run that ends badly carries `{code, message, retryable, details}`; a program that cannot start prints",
-    "one line `<code>: <what>` and exits 2; the operator CLI prints `mosoo-effects: <code>: <message>` (exit 2 for bad input, 1 for a refusal).",
+    "one line `<code>: <what>` and exits 2; the operator CLI prints `mosoo-effects: <code>: <message>` and exits by the code",
+    "([below](#the-operator-clis-exit-codes)).",
     "",
+    ...operatorCliExitCodes(),
   ];
   for (const group of groups) {
     const withStatus = group.codes.some((c) => c.status !== undefined);

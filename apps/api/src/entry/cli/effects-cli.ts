@@ -12,19 +12,7 @@ import { httpOperatorClient, localOperatorClient, OperatorClientError, type Oper
 import { renderCompensate, renderList, renderReconcile, renderResolve, renderShow } from "./effects-render.js";
 import { OPERATOR_ATTENTION_REASONS } from "@mosoo/contracts";
 import { duration, httpUrl, json, nonBlank, pageSize, usageErrorLine } from "./effects-cli.arguments.js";
-
-/** Exit codes of `mosoo-effects`: 0 done; 1 the service refused, or the API could not be reached; 2 bad input. */
-export const EXIT = { ok: 0, refused: 1, badInput: 2 } as const;
-
-/** A CLI failure: the exit code and the one line printed to stderr (`mosoo-effects: <code>: <message>`). */
-export class CliFailure extends Error {
-  constructor(
-    readonly exitCode: number,
-    line: string,
-  ) {
-    super(line);
-  }
-}
+import { BAD_INPUT_CODES, CliFailure } from "./effects-cli.exit-codes.js";
 
 interface GlobalOptions {
   db?: string;
@@ -37,12 +25,14 @@ interface GlobalOptions {
 /**
  * Opens the client the global options ask for: in-process on `--db` (SQLite) or `--database-url`
  * (PostgreSQL; also `MOSOO_DATABASE_URL`), else the API at `--api-url`. Both store flags at once: bad input.
+ * @throws CliFailure `request.invalid` (both store flags, an empty `--database-url`), `auth.missing_token`
+ *   (the API without a token), or the code `localOperatorClient` refused with (`config.invalid` naming the flag, `store.not_found`, ...).
  */
 async function openClient(g: GlobalOptions, env: NodeJS.ProcessEnv): Promise<OperatorClient> {
   if (g.db !== undefined && g.databaseUrl !== undefined)
-    throw new CliFailure(EXIT.badInput, "request.invalid: --db and --database-url (or MOSOO_DATABASE_URL) name two stores: pass one");
+    throw new CliFailure("request.invalid", "--db and --database-url (or MOSOO_DATABASE_URL) name two stores: pass one");
   if (g.databaseUrl !== undefined && g.databaseUrl.trim() === "")
-    throw new CliFailure(EXIT.badInput, "request.invalid: --database-url is empty (was MOSOO_DATABASE_URL set only for another command?)");
+    throw new CliFailure("request.invalid", "--database-url is empty (was MOSOO_DATABASE_URL set only for another command?)");
   if (g.db !== undefined || g.databaseUrl !== undefined) {
     const store =
       g.databaseUrl !== undefined ? { MOSOO_DATABASE_URL: g.databaseUrl } : { MOSOO_DB_FILE: g.db, MOSOO_DATABASE_URL: undefined };
@@ -50,21 +40,23 @@ async function openClient(g: GlobalOptions, env: NodeJS.ProcessEnv): Promise<Ope
       return await localOperatorClient(loadApiConfig({ ...env, ...store }), g.token);
     } catch (err) {
       // the path came from the flag, not from the API's variable: name what the user typed
-      if (err instanceof ConfigError)
+      if (err instanceof ConfigError) {
+        const message = err.message.replace(`${err.code}: `, "");
         throw new CliFailure(
-          EXIT.badInput,
+          err.code,
           g.db !== undefined
-            ? err.message.replace("MOSOO_DB_FILE", "--db")
-            : err.message.replace("MOSOO_DATABASE_URL", "--database-url (or MOSOO_DATABASE_URL)"),
+            ? message.replace("MOSOO_DB_FILE", "--db")
+            : message.replace("MOSOO_DATABASE_URL", "--database-url (or MOSOO_DATABASE_URL)"),
         );
-      if (err instanceof OperatorClientError) throw new CliFailure(EXIT.refused, `${err.code}: ${err.message}`);
+      }
+      if (err instanceof OperatorClientError) throw new CliFailure(err.code, err.message);
       throw err;
     }
   }
   if (!g.token)
     throw new CliFailure(
-      EXIT.badInput,
-      "auth.missing_token: no operator token: pass --token or set MOSOO_OPERATOR_TOKEN (or use --db <file> / --database-url <url>)",
+      "auth.missing_token",
+      "no operator token: pass --token or set MOSOO_OPERATOR_TOKEN (or use --db <file> / --database-url <url>)",
     );
   return httpOperatorClient(g.apiUrl, g.token);
 }
@@ -79,7 +71,7 @@ type ActionOptions = { reason: string };
  * How the CLI offers operator action `N` of `OPERATOR_ACTION_TABLE`: its command is the action's name
  * in kebab-case, with `<effectId>` and the audit `--reason` (see `audit`). `define` adds its
  * description and options; `body` builds the action's request from the parsed options (`nowMs`: the
- * CLI's clock, ms) or throws {@link CliFailure} with {@link EXIT}.badInput; `render` prints the answer.
+ * CLI's clock, ms) or throws {@link CliFailure} `request.invalid` (exit 2); `render` prints the answer.
  */
 interface ActionCommand<N extends OperatorActionName> {
   define(cmd: Command): Command;
@@ -124,14 +116,11 @@ const ACTION_COMMANDS: { [N in OperatorActionName]: ActionCommand<N> } = {
       // --result-json and --receipt-json are the user's JSON as typed: the service's schema checks them (400 request.invalid → exit 2)
       if (o.outcome === "succeeded") {
         if ((o.outputText === undefined) === (o.resultJson === undefined))
-          throw new CliFailure(EXIT.badInput, "request.invalid: --outcome succeeded needs exactly one of --output-text or --result-json");
+          throw new CliFailure("request.invalid", "--outcome succeeded needs exactly one of --output-text or --result-json");
         if (o.isError && o.resultJson !== undefined)
-          throw new CliFailure(
-            EXIT.badInput,
-            "request.invalid: --is-error goes with --output-text; with --result-json put isError in the result",
-          );
+          throw new CliFailure("request.invalid", "--is-error goes with --output-text; with --result-json put isError in the result");
         if (o.providerOperationId !== undefined && o.receiptJson !== undefined)
-          throw new CliFailure(EXIT.badInput, "request.invalid: pass --provider-operation-id or --receipt-json, not both");
+          throw new CliFailure("request.invalid", "pass --provider-operation-id or --receipt-json, not both");
         const result = o.resultJson ?? { content: [{ type: "text", text: o.outputText }], ...(o.isError ? { isError: true } : {}) };
         const receipt =
           o.receiptJson ??
@@ -144,7 +133,7 @@ const ACTION_COMMANDS: { [N in OperatorActionName]: ActionCommand<N> } = {
         };
       }
       if (o.outputText !== undefined || o.resultJson !== undefined || o.providerOperationId !== undefined || o.receiptJson !== undefined)
-        throw new CliFailure(EXIT.badInput, "request.invalid: --outcome not_executed takes no result or receipt");
+        throw new CliFailure("request.invalid", "--outcome not_executed takes no result or receipt");
       return { outcome: "not_executed", reason: o.reason };
     },
     render: renderResolve,
@@ -191,7 +180,9 @@ const HELP_AFTER = [
   "With --db or --database-url, list and show need no token; an action needs a token of an operator credential",
   "configured in this environment (the API's MOSOO_OPERATOR_TOKEN or MOSOO_OPERATOR_CREDENTIALS_FILE).",
   "",
-  "Exit codes: 0 done, 1 refused by the service or the API unreachable (one line: code and message), 2 bad input.",
+  "Exit codes (a failure prints one line: mosoo-effects: <code>: <message>): 0 done;",
+  `2 nothing ran: the command line, its environment or the store it names is wrong (${[...BAD_INPUT_CODES].join(", ")});`,
+  "1 the command ran and was refused, or failed (any other code: the service's refusals, auth.invalid_token, api.unreachable, store.busy).",
   "With --db or --database-url, a compensation is queued in the store; a Driver polling a running API picks it up at its next poll (up to ~25 s).",
 ].join("\n");
 
@@ -235,7 +226,7 @@ function createProgram(write: (text: string) => void): Command {
 /**
  * Step 2 of {@link buildEffectsCli}: the {@link Run} of `program`: opens the client its global options
  * ask for (see `openClient`), writes the answer to `write`, closes the client. A refusal of the
- * service becomes a {@link CliFailure} (`request.invalid`: exit 2; any other code: exit 1).
+ * service becomes a {@link CliFailure} with the service's code, whose exit code that code decides (effects-cli.exit-codes.ts).
  */
 function makeRun(program: Command, env: NodeJS.ProcessEnv, write: (text: string) => void): Run {
   const g = () => program.opts<GlobalOptions>();
@@ -245,8 +236,7 @@ function makeRun(program: Command, env: NodeJS.ProcessEnv, write: (text: string)
       const answer = await fn(client);
       write(`${g().json ? JSON.stringify(answer, null, 2) : render(answer)}\n`);
     } catch (err) {
-      if (err instanceof OperatorClientError)
-        throw new CliFailure(err.code === "request.invalid" ? EXIT.badInput : EXIT.refused, `${err.code}: ${err.message}`);
+      if (err instanceof OperatorClientError) throw new CliFailure(err.code, err.message);
       throw err;
     } finally {
       await client.close();
@@ -272,8 +262,8 @@ function refuseActorFlag(program: Command): void {
   program.hook("preAction", (_program, action) => {
     if (action.opts()["actor"] !== undefined)
       throw new CliFailure(
-        EXIT.badInput,
-        "request.invalid: --actor is gone: the actor is the name of the operator credential whose token you pass (--token); put notes in --reason",
+        "request.invalid",
+        "--actor is gone: the actor is the name of the operator credential whose token you pass (--token); put notes in --reason",
       );
   });
 }

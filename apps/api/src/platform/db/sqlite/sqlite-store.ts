@@ -222,7 +222,7 @@ export class SqliteStore implements Store {
  * under foreign keys ON would cascade-delete child rows; after a start that applied a migration,
  * `foreign_key_check` must be empty or this throws `Error("store.foreign_key_violation ...")`. A start
  * that applied none skips that whole-file read (every write since ran with foreign keys ON), so opening
- * a large store stays fast; {@link checkSqliteStore} runs the full check on an operator's demand.
+ * a large store stays fast; `checkSqliteStore` (sqlite-store-check.ts) runs the full check on an operator's demand.
  * @throws Error when the file cannot be opened (better-sqlite3's `SQLITE_NOTADB`, `SQLITE_CANTOPEN`,
  *   `SQLITE_READONLY` codes) or a migration fails (startup must stop); `StoreSchemaNewerError`
  *   (`store.schema_newer`) when a newer build migrated the file.
@@ -264,33 +264,4 @@ export function openSqliteStore(file: string, opts: SqliteStoreOptions = {}): Sq
 function appliedMigrations(sqlite: Database.Database): number {
   const table = sqlite.prepare("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = '__drizzle_migrations'").get();
   return table === undefined ? 0 : (sqlite.prepare("SELECT count(*) FROM __drizzle_migrations").pluck().get() as number);
-}
-
-/** What {@link checkSqliteStore} found: SQLite's `integrity_check` lines other than `ok`, and the foreign-key violations. */
-export interface SqliteStoreCheck {
-  /** Problems `PRAGMA integrity_check` reported (empty: the file is sound). */
-  integrityProblems: string[];
-  /** Rows whose foreign key names no parent (`PRAGMA foreign_key_check`), at most the first 100. */
-  foreignKeyViolations: Array<{ table: string; rowid: number | null; parent: string }>;
-}
-
-/**
- * Checks a whole SQLite store file, read-only: `PRAGMA integrity_check` (pages, indexes, CHECK and NOT NULL
- * constraints) and `PRAGMA foreign_key_check`. Reads every page: seconds per million effects, so an
- * operator runs it (`npm run store:check`), not every start.
- * @throws Error when the file cannot be opened (better-sqlite3's `SQLITE_CANTOPEN`, `SQLITE_NOTADB`).
- */
-export function checkSqliteStore(file: string): SqliteStoreCheck {
-  const sqlite = new Database(file, { readonly: true, fileMustExist: true });
-  try {
-    sqlite.pragma(`busy_timeout = ${STARTUP_BUSY_TIMEOUT_MS}`);
-    const integrity = (sqlite.pragma("integrity_check") as Array<{ integrity_check: string }>).map((r) => r.integrity_check);
-    const fk = sqlite.pragma("foreign_key_check") as Array<{ table: string; rowid: number | null; parent: string }>;
-    return {
-      integrityProblems: integrity.filter((line) => line !== "ok"),
-      foreignKeyViolations: fk.slice(0, 100).map(({ table, rowid, parent }) => ({ table, rowid, parent })),
-    };
-  } finally {
-    sqlite.close();
-  }
 }
