@@ -43,8 +43,8 @@ export const intentWriteRepository = {
    * counter following by migration 0029's trigger, the event's inside its INSERT, plus a read of the run when no
    * `runStatusUnderWriteLock` was given; PostgreSQL: one round trip that bumps the instance's counter and the
    * run's `last_event_seq` and inserts the three rows). Returns the command's `seq` and the instance's and the
-   * run's `status` as seen under the write lock (the instance's counter bump; the run's `seq` bump, or on
-   * SQLite the read). Throws the store's constraint error on a broken rule (unique, CHECK, a missing
+   * run's `status` as seen under the write lock (the instance's: PostgreSQL's counter bump, SQLite's command
+   * INSERT; the run's: PostgreSQL's `seq` bump, or on SQLite the read). Throws the store's constraint error on a broken rule (unique, CHECK, a missing
    * instance or run), which rolls the transaction back.
    */
   async write(tx: StoreTx, w: IntentWrite): Promise<{ seq: number; driverStatus: DriverInstanceStatus; runStatus: RunStatus }> {
