@@ -228,7 +228,9 @@ describe("the claim's one compare-and-set with its attempt by the dispatch trigg
     const stale = await connectDriver(w.runtime);
     const { commandId, effectId } = await enqueueCreateIssue(w.runtime, stale);
     const current: ConnectedDriver = await reconnectDriver(w.runtime, stale);
-    expect((await refusal(() => w.runtime.ledger.claim(stale.instance, stale.connectionId, commandId))).code).toBe("driver.connection_superseded");
+    expect((await refusal(() => w.runtime.ledger.claim(stale.instance, stale.connectionId, commandId))).code).toBe(
+      "driver.connection_superseded",
+    );
     expect(await effectOf(w.store, effectId)).toMatchObject({ status: "intent", attemptCount: 0 });
     expect(await attemptsOf(w.store, effectId)).toEqual([]);
     await w.runtime.commands.nextCommand(current.instance, current.connectionId, 0);

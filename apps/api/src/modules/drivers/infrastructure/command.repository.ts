@@ -69,8 +69,7 @@ export const commandRepository = {
    */
   async insertNumbered(tx: StoreTx, row: QueuedCommand): Promise<{ seq: number; status: DriverInstanceStatus }> {
     const inserted = sqliteOnly(tx)(SQLITE_INSERT_NUMBERED).get(...queuedValues(row), row.runId, row.driverInstanceId) as
-      | { seq: number; driver_status: DriverInstanceStatus }
-      | undefined;
+      { seq: number; driver_status: DriverInstanceStatus } | undefined;
     if (inserted === undefined) throw new Error(`no Driver instance ${row.driverInstanceId} to number a command of`);
     return { seq: inserted.seq, status: inserted.driver_status };
   },
@@ -92,11 +91,15 @@ export const commandRepository = {
   ): Promise<{ seq: number; driverInstanceId: string; driverStatus: DriverInstanceStatus; sessionId: string } | undefined> {
     if (!tx.sqliteStatement) return undefined;
     const inserted = tx.sqliteStatement(SQLITE_INSERT_OF_ACTIVE_RUN).get(...queuedValues(row), runId) as
-      | { seq: number; driver_instance_id: string; driver_status: DriverInstanceStatus; session_id: string }
-      | undefined;
+      { seq: number; driver_instance_id: string; driver_status: DriverInstanceStatus; session_id: string } | undefined;
     return inserted === undefined
       ? undefined
-      : { seq: inserted.seq, driverInstanceId: inserted.driver_instance_id, driverStatus: inserted.driver_status, sessionId: inserted.session_id };
+      : {
+          seq: inserted.seq,
+          driverInstanceId: inserted.driver_instance_id,
+          driverStatus: inserted.driver_status,
+          sessionId: inserted.session_id,
+        };
   },
   /** The row with this id, or undefined. */
   async findById(tx: StoreTx, id: string): Promise<CommandRow | undefined> {
