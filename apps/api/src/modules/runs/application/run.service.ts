@@ -233,14 +233,7 @@ export class RunService {
     now: number,
   ): Promise<EnqueueToolCallResponse & { driverInstanceId: string }> {
     return this.ctx.store.transaction(async (tx): Promise<EnqueueToolCallResponse & { driverInstanceId: string }> => {
-      const plan = planIntent({
-        serverId: req.serverId,
-        toolName: req.toolName,
-        clientToolCallId: req.toolCallId ?? null,
-        requestId: req.requestId,
-        argumentsJson,
-        nowMs: now,
-      });
+      const plan = planIntent({ ...req, clientToolCallId: req.toolCallId ?? null, argumentsJson, nowMs: now });
       // SQLite without a client tool-call id (nothing to replay): the run's read rides on the command's INSERT,
       // which writes only for an active run (`insertOfActiveRun`; a refusal below rolls it back with the rest);
       // otherwise, and on PostgreSQL, a plain read.
