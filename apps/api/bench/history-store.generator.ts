@@ -17,8 +17,9 @@ export type { HistoryCounts, HistoryShape } from "./history-store.rows.js";
 /**
  * Writes `shape`'s history (`historyBatches`) into `sqlite` (migrated, foreign keys as the store set them),
  * one transaction per batch, with `synchronous = OFF` and a 256 MB page cache while filling (restored
- * after). The long-lived Driver's `last_command_seq` is advanced past its history, so its next command
- * numbers on. `onBatch` is told the effects written so far after each batch (progress output).
+ * after). Each Driver's `last_command_seq` ends at its history's last command `seq` (the SQLite trigger
+ * `driver_commands_advance_last_command_seq` moves it on each command INSERT; the long-lived Driver must have no
+ * commands before), so its next command numbers on. `onBatch` is told the effects written so far after each batch (progress output).
  * @returns the row counts written.
  */
 export function fillHistory(sqlite: Database.Database, shape: HistoryShape, onBatch?: (effects: number) => void): HistoryCounts {
@@ -45,13 +46,9 @@ export function fillHistory(sqlite: Database.Database, shape: HistoryShape, onBa
     let written = 0;
     for (;;) {
       const next = batches.next();
-      if (next.done) {
-        if (shape.longLived)
-          sqlite
-            .prepare("UPDATE driver_instances SET last_command_seq = last_command_seq + ? WHERE id = ?")
-            .run(next.value.longLivedLastSeq, shape.longLived.driverInstanceId);
-        return next.value.counts;
-      }
+      // No counter to advance at the end: each command INSERT moved its Driver's `last_command_seq` to its `seq`
+      // (the trigger `driver_commands_advance_last_command_seq`, migration 0029), the long-lived Driver's included.
+      if (next.done) return next.value.counts;
       write(next.value);
       written += next.value.external_tool_effects.length;
       onBatch?.(written);

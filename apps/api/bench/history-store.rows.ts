@@ -114,7 +114,7 @@ const BATCH = 20_000;
 /** One day, ms. */
 const DAY_MS = 24 * 60 * 60 * 1000;
 
-/** The long-lived Driver's final command seq (set its `last_command_seq` to it, so its next command numbers on), and the row counts. */
+/** The long-lived Driver's final command seq (PostgreSQL's generator sets its `last_command_seq` to it, SQLite's trigger moves it there on each command INSERT; its next command numbers on), and the row counts. */
 export interface HistoryTotals {
   longLivedLastSeq: number;
   counts: HistoryCounts;

@@ -90,8 +90,12 @@ describe("store migration 0002 (effect reconciliation) on a pre-reconciliation s
     const triggers = store.sqlite
       .prepare("SELECT name FROM sqlite_master WHERE type = 'trigger' AND tbl_name = 'external_tool_effects' ORDER BY name")
       .all();
-    // the later task-handle migration adds the set-once trigger of the task id next to it
-    expect(triggers).toEqual([{ name: "external_tool_effects_fence_retained" }, { name: "external_tool_effects_task_id_set_once" }]);
+    // the later task-handle migration adds the set-once trigger of the task id next to it, and 0029 the dispatch trigger (an attempt row per dispatch)
+    expect(triggers).toEqual([
+      { name: "external_tool_effects_attempt_on_dispatch" },
+      { name: "external_tool_effects_fence_retained" },
+      { name: "external_tool_effects_task_id_set_once" },
+    ]);
     expect(() => store.sqlite.prepare("DELETE FROM external_tool_effects WHERE id = ?").run(ids.unknownEffectId)).toThrow(
       /effect\.fence_retained/,
     );
@@ -173,13 +177,25 @@ describe("migrations 0017 (sequence counters) and 0027 (SQLite numbers run event
     expect(store.sqlite.prepare("SELECT last_command_seq AS n FROM driver_instances WHERE id = ?").get(ids.driverId)).toEqual({ n: 2 });
     expect(store.sqlite.prepare("SELECT last_event_seq AS n FROM session_runs WHERE id = ?").get(ids.runId)).toEqual({ n: 0 });
     const next = await store.transaction(async (tx) => ({
-      command: (await commandRepository.nextSeq(tx, ids.driverId)).seq,
+      command: (
+        await commandRepository.insertNumbered(tx, {
+          id: newUlid(START_MS),
+          driverInstanceId: ids.driverId,
+          runId: ids.runId,
+          type: "mcp.execute",
+          status: "queued",
+          payloadJson: "{}",
+          createdAtMs: START_MS,
+          updatedAtMs: START_MS,
+        })
+      ).seq,
       events: [
         (await runRepository.appendEvent(tx, ids.runId, "tool_call.queued", {}, START_MS)).seq,
         (await runRepository.appendEvent(tx, ids.runId, "tool_call.queued", {}, START_MS)).seq,
       ],
     }));
     expect(next).toEqual({ command: 3, events: [6, 7] });
+    expect(store.sqlite.prepare("SELECT last_command_seq AS n FROM driver_instances WHERE id = ?").get(ids.driverId)).toEqual({ n: 3 });
     expect(store.sqlite.prepare("SELECT seq FROM run_events WHERE run_id = ? ORDER BY seq").pluck().all(ids.runId)).toEqual([
       1, 2, 3, 4, 5, 6, 7,
     ]);

@@ -4,6 +4,7 @@ import type { CommandStatus, DriverInstanceStatus } from "@mosoo/contracts";
 import type { driverCommands } from "../../../platform/db/sqlite/sqlite-schema.js";
 import { firstRow } from "../../../platform/db/rows.js";
 import type { StoreTx } from "../../../platform/db/store.port.js";
+import type { QueuedCommand } from "../../ledger/application/owned-tables.port.js";
 import { argumentsFor, placeholdersFor, powerOfTwoChunks, shapeOf } from "../../../platform/db/prepared-shapes.js";
 import { positionalStatement, valuesRows } from "../../../platform/db/positional-statement.js";
 
@@ -39,73 +40,87 @@ function transitionManyText(column: "resultJson" | "errorJson", rows: number): s
   return text;
 }
 
+/** The columns a queued command's SQLite INSERT writes before `seq` is taken ({@link queuedValues} gives them in this order). */
+const QUEUED_COLUMNS = `"id", "type", "status", "payload_json", "trace_parent", "trace_state", "created_at_ms", "updated_at_ms"`;
+/** {@link QUEUED_COLUMNS}' values of `row`, in order (null for an untraced command). */
+const queuedValues = (row: Omit<QueuedCommand, "driverInstanceId" | "runId">): unknown[] => [
+  row.id,
+  row.type,
+  row.status,
+  row.payloadJson,
+  row.traceParent ?? null,
+  row.traceState ?? null,
+  row.createdAtMs,
+  row.updatedAtMs,
+];
+/** The placeholders of {@link QUEUED_COLUMNS}. */
+const QUEUED_PLACEHOLDERS = "?, ?, ?, ?, ?, ?, ?, ?";
+
+/** {@link commandRepository.insertNumbered}'s statement: {@link QUEUED_COLUMNS}' values, the run id, the Driver instance id. */
+const SQLITE_INSERT_NUMBERED =
+  `INSERT INTO "driver_commands" (${QUEUED_COLUMNS}, "run_id", "driver_instance_id", "seq") ` +
+  `SELECT ${QUEUED_PLACEHOLDERS}, ?, "id", "last_command_seq" + 1 FROM "driver_instances" WHERE "id" = ? ` +
+  `RETURNING "seq", (SELECT "status" FROM "driver_instances" WHERE "id" = "driver_commands"."driver_instance_id") AS "driver_status"`;
+
+/** {@link commandRepository.insertOfActiveRun}'s statement: {@link QUEUED_COLUMNS}' values, the run id. */
+const SQLITE_INSERT_OF_ACTIVE_RUN =
+  `INSERT INTO "driver_commands" (${QUEUED_COLUMNS}, "run_id", "driver_instance_id", "seq") ` +
+  `SELECT ${QUEUED_PLACEHOLDERS}, r."id", d."id", d."last_command_seq" + 1 ` +
+  `FROM "session_runs" r JOIN "driver_instances" d ON d."id" = r."driver_instance_id" WHERE r."id" = ? AND r."status" = 'active' ` +
+  `RETURNING "seq", "driver_instance_id", ` +
+  `(SELECT "status" FROM "driver_instances" WHERE "id" = "driver_commands"."driver_instance_id") AS "driver_status", ` +
+  `(SELECT "session_id" FROM "session_runs" WHERE "id" = "driver_commands"."run_id") AS "session_id"`;
+
+/** The SQLite unit of work's compiled statements. @throws Error on PostgreSQL (a SQLite-only statement). */
+function sqliteOnly(tx: StoreTx): NonNullable<StoreTx["sqliteStatement"]> {
+  if (!tx.sqliteStatement) throw new Error("a SQLite-only statement run on PostgreSQL");
+  return tx.sqliteStatement;
+}
+
 /** Reads and compare-and-set writes of `driver_commands` (dialect-neutral: docs/ARCHITECTURE.md). */
 export const commandRepository = {
   /**
-   * The next per-instance sequence number (1-based), taken by bumping the instance's
-   * `last_command_seq` (`UPDATE … RETURNING`: atomic in both dialects, a row lock in PostgreSQL, so two
-   * writers never get the same `seq`). Call inside the inserting transaction.
-   * Also returns the instance's `status` as the bump saw it, under the row's lock: the caller checks it
-   * without reading the row again.
-   * @throws Error when the Driver instance does not exist.
+   * SQLite: inserts a `queued` command numbered inside the INSERT: its `seq` is instance `row.driverInstanceId`'s
+   * `last_command_seq + 1`, read in the statement (`INSERT … SELECT … FROM driver_instances`), and the trigger
+   * `driver_commands_advance_last_command_seq` (migration 0029) moves the counter to it in the same statement.
+   * One statement, atomic, under the store's one write lock: no other writer can take the same `seq` (the unique
+   * `driver_commands_instance_seq` would refuse it anyway). Returns the `seq` and the instance's `status` as that
+   * statement saw it. PostgreSQL numbers a command in its intent's `WITH` (intent-write.repository.ts) instead.
+   * @throws Error when the Driver instance does not exist (nothing written), or when called on PostgreSQL.
    */
-  async nextSeq(tx: StoreTx, driverInstanceId: string): Promise<{ seq: number; status: DriverInstanceStatus }> {
-    const q = tx.prepared("command.nextSeq", (db) => {
-      const d = tx.tables.driverInstances;
-      return db
-        .update(d)
-        .set({ lastCommandSeq: sql`${d.lastCommandSeq} + 1` })
-        .where(eq(d.id, sql.placeholder("driverInstanceId")))
-        .returning({ seq: d.lastCommandSeq, status: d.status })
-        .prepare();
-    });
-    const row = (await q.execute({ driverInstanceId }))[0];
-    if (row === undefined) throw new Error(`no Driver instance ${driverInstanceId} to number a command of`);
-    return row;
+  async insertNumbered(tx: StoreTx, row: QueuedCommand): Promise<{ seq: number; status: DriverInstanceStatus }> {
+    const inserted = sqliteOnly(tx)(SQLITE_INSERT_NUMBERED).get(...queuedValues(row), row.runId, row.driverInstanceId) as
+      { seq: number; driver_status: DriverInstanceStatus } | undefined;
+    if (inserted === undefined) throw new Error(`no Driver instance ${row.driverInstanceId} to number a command of`);
+    return { seq: inserted.seq, status: inserted.driver_status };
   },
   /**
-   * SQLite's enqueue in one statement fewer: bumps `last_command_seq` of the Driver instance of run `runId` only
-   * when that run is `active` (`UPDATE driver_instances … WHERE id = (SELECT driver_instance_id FROM session_runs
-   * WHERE id = ? AND status = 'active') RETURNING …`, the run's session read in the `RETURNING`), so the run's read
-   * and the command's `seq` are one statement. Returns the new `seq`, the instance's id and `status`, and the run's
-   * `sessionId`; undefined, with nothing written, when there is no such active run (the caller reads the run to say
-   * why). Inside a SQLite write transaction (`BEGIN IMMEDIATE`: the store's one writer), the run's status stays what
-   * this statement saw until the commit. On PostgreSQL (READ COMMITTED: a run's status can change under a later
-   * statement) it writes nothing and returns undefined: its intent numbers the command in its own round trip.
+   * SQLite's enqueue with the run's read folded into the command's INSERT: inserts the `queued` command `row`
+   * for run `runId` only when that run is `active`, on the run's Driver instance, numbered `last_command_seq + 1`
+   * of that instance (`INSERT INTO driver_commands … SELECT … FROM session_runs JOIN driver_instances WHERE
+   * run is active`; the counter follows by the trigger `driver_commands_advance_last_command_seq`, migration
+   * 0029). Returns the `seq`, the instance's id and `status`, and the run's `sessionId`; undefined, with nothing
+   * written, when there is no such active run (the caller reads the run to say why). Inside a SQLite write
+   * transaction (`BEGIN IMMEDIATE`: the store's one writer) the run's status stays what this statement saw until
+   * the commit. On PostgreSQL (READ COMMITTED: a run's status can change under a later statement) it writes
+   * nothing and returns undefined: its intent numbers the command in its own round trip.
    */
-  async nextSeqOfActiveRun(
+  async insertOfActiveRun(
     tx: StoreTx,
     runId: string,
+    row: Omit<QueuedCommand, "driverInstanceId" | "runId">,
   ): Promise<{ seq: number; driverInstanceId: string; driverStatus: DriverInstanceStatus; sessionId: string } | undefined> {
-    if (tx.pgRows) return undefined;
-    const q = tx.prepared("command.nextSeqOfActiveRun", (db) => {
-      const { driverInstances: d, sessionRuns: r } = tx.tables;
-      return db
-        .update(d)
-        .set({ lastCommandSeq: sql`${d.lastCommandSeq} + 1` })
-        .where(
-          eq(d.id, sql`(SELECT ${r.driverInstanceId} FROM ${r} WHERE ${r.id} = ${sql.placeholder("runId")} AND ${r.status} = 'active')`),
-        )
-        .returning({
-          seq: d.lastCommandSeq,
-          driverInstanceId: d.id,
-          driverStatus: d.status,
-          sessionId: sql<string>`(SELECT ${r.sessionId} FROM ${r} WHERE ${r.id} = ${sql.placeholder("runId")})`,
-        })
-        .prepare();
-    });
-    return (await q.execute({ runId }))[0];
-  },
-  /** Inserts one row (throws on a constraint violation: CHECK, unique, foreign key). */
-  async insert(tx: StoreTx, row: typeof driverCommands.$inferInsert): Promise<void> {
-    const shape = shapeOf(row);
-    const q = tx.prepared(`command.insert:${shape.join(",")}`, (db) =>
-      db
-        .insert(tx.tables.driverCommands)
-        .values(placeholdersFor(shape) as unknown as typeof driverCommands.$inferInsert)
-        .prepare(),
-    );
-    await q.execute(argumentsFor(shape, row));
+    if (!tx.sqliteStatement) return undefined;
+    const inserted = tx.sqliteStatement(SQLITE_INSERT_OF_ACTIVE_RUN).get(...queuedValues(row), runId) as
+      { seq: number; driver_instance_id: string; driver_status: DriverInstanceStatus; session_id: string } | undefined;
+    return inserted === undefined
+      ? undefined
+      : {
+          seq: inserted.seq,
+          driverInstanceId: inserted.driver_instance_id,
+          driverStatus: inserted.driver_status,
+          sessionId: inserted.session_id,
+        };
   },
   /** The row with this id, or undefined. */
   async findById(tx: StoreTx, id: string): Promise<CommandRow | undefined> {

@@ -3,6 +3,7 @@ import { newUlid, type DriverInstanceStatus, type McpExecuteCommand, type RunSta
 import { currentTraceContext } from "@mosoo/telemetry";
 import { intentWriteRepository } from "../infrastructure/intent-write.repository.js";
 import type { StoreTx } from "../../../platform/db/store.port.js";
+import type { QueuedCommand } from "./owned-tables.port.js";
 
 /**
  * One `mcp.execute` to record: the run it belongs to, the Driver instance that will execute it,
@@ -30,9 +31,62 @@ export interface IntentInput {
    * status the intent's writes see under the run's lock.
    */
   runStatusUnderWriteLock?: RunStatus;
-  /** SQLite: the command's `seq` the caller already took in this transaction and the instance's status as it saw it (the runs module's fold of its read into the counter bump). */
-  numbered?: { seq: number; driverStatus: DriverInstanceStatus };
+  /** The ids and command row to write ({@link planIntent} of this input); made here when absent. */
+  plan?: IntentPlan;
+  /**
+   * SQLite: `plan`'s command is written already in this transaction at this `seq`, with the instance's status as
+   * that INSERT saw it (the runs module's fold of its run read into the command's INSERT, `insertOfActiveRun`).
+   */
+  commandWritten?: { seq: number; driverStatus: DriverInstanceStatus };
   nowMs: number;
+}
+
+/**
+ * An intent's ids and its command row, made before anything is written: the command's, the effect's and the
+ * idempotency key (ULIDs at `nowMs`), the `mcp.execute` payload (request id and tool-call id generated when
+ * absent), and the `queued` command row without its Driver instance, run and `seq` (the active trace context
+ * kept, so the Driver's spans continue the enqueue's trace).
+ */
+export interface IntentPlan {
+  commandId: string;
+  effectId: string;
+  idempotencyKey: string;
+  payload: McpExecuteCommand;
+  command: Omit<QueuedCommand, "driverInstanceId" | "runId">;
+}
+
+/** The {@link IntentPlan} of one tool call (no I/O): new ULIDs at `input.nowMs` (ms since the epoch). */
+export function planIntent(
+  input: Pick<IntentInput, "serverId" | "toolName" | "clientToolCallId" | "requestId" | "argumentsJson" | "nowMs">,
+): IntentPlan {
+  const now = input.nowMs;
+  const commandId = newUlid(now);
+  const effectId = newUlid(now);
+  const idempotencyKey = newUlid(now);
+  const payload: McpExecuteCommand = {
+    commandId,
+    requestId: input.requestId ?? newUlid(now),
+    serverId: input.serverId,
+    toolCallId: input.clientToolCallId ?? newUlid(now),
+    toolName: input.toolName,
+    argumentsJson: input.argumentsJson,
+  };
+  const trace = currentTraceContext();
+  return {
+    commandId,
+    effectId,
+    idempotencyKey,
+    payload,
+    command: {
+      id: commandId,
+      type: "mcp.execute",
+      status: "queued",
+      payloadJson: JSON.stringify(payload),
+      ...(trace ? { traceParent: trace.traceparent, traceState: trace.tracestate ?? null } : {}),
+      createdAtMs: now,
+      updatedAtMs: now,
+    },
+  };
 }
 
 /**
@@ -52,36 +106,15 @@ export interface RecordedIntent {
  * Writes, inside the caller's transaction, the command row, the effect's `intent` with its new
  * idempotency key, and the run's `tool_call.queued` event (docs/DESIGN.md §3 rule 1: no intent, no
  * command). The caller checks the run and the Driver instance first and notifies the Driver after
- * the commit. The command keeps the active trace context (the enqueue request's, when traced), so the
- * Driver's spans continue that trace. Throws the store's constraint error when a unique rule is broken (e.g. a second live
+ * the commit. The ids and the command row are `input.plan`'s, or a new {@link planIntent}'s; with
+ * `input.commandWritten` (SQLite) the command is written already and only the effect and the event are. Throws the store's constraint error when a unique rule is broken (e.g. a second live
  * compensation of one effect), which rolls the whole transaction back.
  */
 export async function recordIntent(tx: StoreTx, input: IntentInput): Promise<RecordedIntent> {
   const now = input.nowMs;
-  const commandId = newUlid(now);
-  const effectId = newUlid(now);
-  const idempotencyKey = newUlid(now);
-  const payload: McpExecuteCommand = {
-    commandId,
-    requestId: input.requestId ?? newUlid(now),
-    serverId: input.serverId,
-    toolCallId: input.clientToolCallId ?? newUlid(now),
-    toolName: input.toolName,
-    argumentsJson: input.argumentsJson,
-  };
-  const trace = currentTraceContext();
+  const { commandId, effectId, idempotencyKey, payload, command } = input.plan ?? planIntent(input);
   const written = await intentWriteRepository.write(tx, {
-    command: {
-      id: commandId,
-      driverInstanceId: input.driverInstanceId,
-      runId: input.runId,
-      type: "mcp.execute",
-      status: "queued",
-      payloadJson: JSON.stringify(payload),
-      ...(trace ? { traceParent: trace.traceparent, traceState: trace.tracestate ?? null } : {}),
-      createdAtMs: now,
-      updatedAtMs: now,
-    },
+    command: { ...command, driverInstanceId: input.driverInstanceId, runId: input.runId },
     effect: {
       id: effectId,
       commandId,
@@ -114,7 +147,7 @@ export async function recordIntent(tx: StoreTx, input: IntentInput): Promise<Rec
       },
     },
     ...(input.runStatusUnderWriteLock ? { runStatusUnderWriteLock: input.runStatusUnderWriteLock } : {}),
-    ...(input.numbered ? { numbered: input.numbered } : {}),
+    ...(input.commandWritten ? { commandWritten: input.commandWritten } : {}),
     nowMs: now,
   });
   const { seq, driverStatus, runStatus } = written;

@@ -46,6 +46,16 @@ export interface RunTablesPort {
   transitionRun(tx: StoreTx, id: string, from: RunStatus, to: RunStatus, nowMs: number, errorJson?: string): Promise<boolean>;
 }
 
+/**
+ * A new command as the enqueue writes it (`queued`, not yet delivered): every column but its `seq`, which the
+ * INSERT takes from the Driver instance's counter (`last_command_seq + 1`). `traceParent`/`traceState`: absent or
+ * null when the enqueue was not traced. Times in ms since the epoch.
+ */
+export type QueuedCommand = Pick<
+  typeof driverCommands.$inferInsert,
+  "id" | "driverInstanceId" | "runId" | "type" | "payloadJson" | "traceParent" | "traceState" | "createdAtMs" | "updatedAtMs"
+> & { status: "queued" };
+
 /** The Driver instance with its command, and that command's effect (undefined: none, or another instance's). */
 interface CommandContext {
   driver: DriverInstanceRow | undefined;
@@ -66,19 +76,23 @@ interface AttemptReportContext {
  * the caller's transaction `tx`. Implemented by `drivers/infrastructure/command.repository.ts`.
  */
 export interface CommandTablesPort {
-  /** The instance's next command `seq` (1-based) and its `status`, under the instance row's lock; throws on a missing instance. */
-  nextSeq(tx: StoreTx, driverInstanceId: string): Promise<{ seq: number; status: DriverInstanceStatus }>;
   /**
-   * SQLite only (undefined on PostgreSQL, nothing written): the next `seq` of the Driver instance of run `runId`
-   * when that run is `active`, in one statement with the run's read; the instance's id and `status`, the run's
-   * `sessionId`. Undefined when there is no such active run.
+   * SQLite only (throws on PostgreSQL, which numbers a command in its intent's `WITH`): inserts the `queued`
+   * command `row` numbered `last_command_seq + 1` of its Driver instance inside the INSERT (the counter follows
+   * by the trigger of migration 0029); returns the `seq` and the instance's `status` as the statement saw it.
+   * Throws on a missing instance (nothing written).
    */
-  nextSeqOfActiveRun(
+  insertNumbered(tx: StoreTx, row: QueuedCommand): Promise<{ seq: number; status: DriverInstanceStatus }>;
+  /**
+   * SQLite only (undefined on PostgreSQL, nothing written): {@link insertNumbered} for run `runId` only when that
+   * run is `active`, on the run's Driver instance, in one statement with the run's read; the `seq`, the
+   * instance's id and `status`, the run's `sessionId`. Undefined, nothing written, when there is no such active run.
+   */
+  insertOfActiveRun(
     tx: StoreTx,
     runId: string,
+    row: Omit<QueuedCommand, "driverInstanceId" | "runId">,
   ): Promise<{ seq: number; driverInstanceId: string; driverStatus: DriverInstanceStatus; sessionId: string } | undefined>;
-  /** Inserts one command row (throws on a constraint violation). */
-  insert(tx: StoreTx, row: typeof driverCommands.$inferInsert): Promise<void>;
   /** The command with this id, or undefined. */
   findById(tx: StoreTx, id: string): Promise<CommandRow | undefined>;
   /** Every command of run `runId`, oldest first. */

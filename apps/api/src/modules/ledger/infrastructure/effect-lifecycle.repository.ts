@@ -1,4 +1,4 @@
-// The usual case of a Driver's claim and success report, each as one compare-and-set plus its attempt row (one PostgreSQL round trip).
+// The usual case of a Driver's claim and success report, each as one compare-and-set plus its attempt row (one PostgreSQL round trip; the claim's attempt on SQLite by a trigger).
 import { and, eq, exists, inArray, or, sql, type SQL } from "drizzle-orm";
 import { firstRow } from "../../../platform/db/rows.js";
 import type { QueryDb, StoreTables, StoreTx } from "../../../platform/db/store.port.js";
@@ -143,7 +143,8 @@ export const effectLifecycleRepository = {
    * only while instance `driverInstanceId` is `connected` on `connectionId`, owns the command, and the command
    * has no terminal status. Returns the claim's answer, or undefined when any of that does not hold (nothing
    * written): the caller then reads the rows to tell the cases apart (a refusal, a fence, a stored result).
-   * SQLite: two statements; PostgreSQL: one round trip.
+   * SQLite: one statement (the attempt row is written by the dispatch trigger of migration 0029, the same row
+   * PostgreSQL's `WITH` inserts; a compare-and-set that loses changes no row, so no attempt); PostgreSQL: one round trip.
    */
   async claimIntent(
     tx: StoreTx,
@@ -160,23 +161,11 @@ export const effectLifecycleRepository = {
         ? undefined
         : { id: String(row.id), attemptCount: Number(row.attempt_count), idempotencyKey: String(row.idempotency_key) };
     }
+    // SQLite: the attempt row comes from the dispatch trigger (migration 0029, `external_tool_effects_attempt_on_dispatch`):
+    // the UPDATE raises `attempt_count`, and the trigger inserts attempt `attempt_count`, `executing`, on the connection
+    // this compare-and-set checked, started at `last_dispatched_at_ms` (= `nowMs`), in the same statement.
     const stmt = tx.prepared("effectLifecycle.claimIntent", (db) => claimUpdate(db, tx.tables, placeholder, false).prepare());
-    const claimed = firstRow(await stmt.execute(q));
-    if (claimed === undefined) return undefined;
-    const insert = tx.prepared("effectLifecycle.insertAttempt", (db) =>
-      db
-        .insert(tx.tables.externalToolEffectAttempts)
-        .values({
-          effectId: placeholder("effectId"),
-          attempt: placeholder("attempt"),
-          status: "executing",
-          connectionId: placeholder("connectionId"),
-          startedAtMs: placeholder("nowMs"),
-        })
-        .prepare(),
-    );
-    await insert.execute({ effectId: claimed.id, attempt: claimed.attemptCount, connectionId: q.connectionId, nowMs: q.nowMs });
-    return claimed;
+    return firstRow(await stmt.execute(q));
   },
   /**
    * A Driver's success report (see `decideClaim` in effect-lifecycle.machine.ts) as ONE compare-and-set with its attempt's

@@ -1,50 +1,56 @@
-// The enqueue's writes (command with its per-instance seq, effect intent, run event) as one PostgreSQL round trip, or four SQLite statements.
+// The enqueue's writes (command with its per-instance seq, effect intent, run event) as one PostgreSQL round trip, or three SQLite statements.
 import { eq, sql } from "drizzle-orm";
 import type { DriverInstanceStatus, RunEventType, RunStatus } from "@mosoo/contracts";
 import { newUlid, TERMINAL_RUN_EVENT_TYPES } from "@mosoo/contracts";
-import type { driverCommands, externalToolEffects } from "../../../platform/db/sqlite/sqlite-schema.js";
+import type { externalToolEffects } from "../../../platform/db/sqlite/sqlite-schema.js";
 import type { StoreTx } from "../../../platform/db/store.port.js";
-import { commandTables, runTables } from "../application/owned-tables.port.js";
+import { commandTables, runTables, type QueuedCommand } from "../application/owned-tables.port.js";
 import { effectRepository } from "./effect.repository.js";
 
 /**
- * One intent to write: the command row without its `seq` (taken here from the instance's counter), the
+ * One intent to write: the command row without its `seq` (taken from the instance's counter), the
  * effect row, and the run event (`type`, `payload`) at the run's next `seq`. `runStatusUnderWriteLock`: the
  * run's status as the caller read it in this transaction, when that read stays current until the commit
  * (SQLite: one writer at a time; the runs module's `findRunForIntent`); PostgreSQL ignores it and returns the
  * status its event `seq` bump saw under the run's row lock. `nowMs`: ms since the epoch.
  */
 export interface IntentWrite {
-  command: Omit<typeof driverCommands.$inferInsert, "seq">;
-  /** SQLite: the command's `seq` already taken in this transaction, with the instance's status as that bump saw it (`nextSeqOfActiveRun`); then no counter bump here. */
-  numbered?: { seq: number; driverStatus: DriverInstanceStatus };
+  command: QueuedCommand;
+  /**
+   * SQLite: the command is written already, in this transaction, at this `seq` (the runs module's
+   * `insertOfActiveRun`, which folds the run's read into the command's INSERT), with the instance's status as
+   * that INSERT saw it; then only the effect and the event are written here.
+   */
+  commandWritten?: { seq: number; driverStatus: DriverInstanceStatus };
   effect: typeof externalToolEffects.$inferInsert;
   event: { runId: string; type: RunEventType; payload: Record<string, unknown> };
   runStatusUnderWriteLock?: RunStatus;
   nowMs: number;
 }
 
-const nextSeq = async (tx: StoreTx, driverInstanceId: string): Promise<{ seq: number; driverStatus: DriverInstanceStatus }> => {
-  const { seq, status } = await commandTables().nextSeq(tx, driverInstanceId);
+/** SQLite: inserts the command numbered inside its INSERT (`insertNumbered`: the counter follows by migration 0029's trigger). */
+const insertNumbered = async (tx: StoreTx, command: QueuedCommand): Promise<{ seq: number; driverStatus: DriverInstanceStatus }> => {
+  const { seq, status } = await commandTables().insertNumbered(tx, command);
   return { seq, driverStatus: status };
 };
 
 /** Writes of {@link IntentWrite} (dialect-neutral; one data-modifying `WITH` on PostgreSQL: docs/ARCHITECTURE.md). */
 export const intentWriteRepository = {
   /**
-   * Bumps the Driver instance's `last_command_seq` (on SQLite unless `numbered` holds the `seq` already taken),
-   * inserts the command at that `seq`, the effect and the run event, in the caller's transaction (SQLite: four statements, three with `numbered`, the event's `seq` taken inside its
-   * INSERT, plus a read of the run when no `runStatusUnderWriteLock` was given; PostgreSQL: one round trip
-   * that also bumps the run's `last_event_seq`). Returns the command's `seq` and the instance's and the
-   * run's `status` as seen under the write lock (the instance's counter bump; the run's `seq` bump, or on
-   * SQLite the read). Throws the store's constraint error on a broken rule (unique, CHECK, a missing
+   * Inserts the command at the Driver instance's next `seq` (`last_command_seq + 1`; on SQLite unless
+   * `commandWritten` says it is written already), the effect and the run event, in the caller's transaction
+   * (SQLite: three statements, two with `commandWritten`: the command's `seq` taken inside its INSERT with the
+   * counter following by migration 0029's trigger, the event's inside its INSERT, plus a read of the run when no
+   * `runStatusUnderWriteLock` was given; PostgreSQL: one round trip that bumps the instance's counter and the
+   * run's `last_event_seq` and inserts the three rows). Returns the command's `seq` and the instance's and the
+   * run's `status` as seen under the write lock (the instance's: PostgreSQL's counter bump, SQLite's command
+   * INSERT; the run's: PostgreSQL's `seq` bump, or on SQLite the read). Throws the store's constraint error on a broken rule (unique, CHECK, a missing
    * instance or run), which rolls the transaction back.
    */
   async write(tx: StoreTx, w: IntentWrite): Promise<{ seq: number; driverStatus: DriverInstanceStatus; runStatus: RunStatus }> {
     const { event } = w;
     if (!tx.pgRows) {
-      const { seq, driverStatus } = w.numbered ?? (await nextSeq(tx, w.command.driverInstanceId));
-      await commandTables().insert(tx, { ...w.command, seq });
+      const { seq, driverStatus } = w.commandWritten ?? (await insertNumbered(tx, w.command));
       await effectRepository.insert(tx, w.effect);
       if (w.runStatusUnderWriteLock !== undefined) {
         await runTables().appendEvent(tx, event.runId, event.type, event.payload, w.nowMs);

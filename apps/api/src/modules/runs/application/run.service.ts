@@ -19,7 +19,7 @@ import { parseJsonColumn } from "../../../platform/db/json-column.js";
 import type { RuntimeContext } from "../../../kernel/runtime-context.js";
 import { toRunView, type RunView } from "./run-view.query.js";
 import type { ReconciliationRecordsPort } from "./reconciliation-records.port.js";
-import { recordIntent } from "../../ledger/application/effect-intent.service.js";
+import { planIntent, recordIntent } from "../../ledger/application/effect-intent.service.js";
 import { guardRepeat, type RepeatGuardWindows } from "./repeat-guard.policy.js";
 import type { RepeatGuardMetrics } from "../infrastructure/repeat-guard.metrics.js";
 import { turnToolCallStatus } from "../../ledger/domain/turn-account.js";
@@ -233,9 +233,11 @@ export class RunService {
     now: number,
   ): Promise<EnqueueToolCallResponse & { driverInstanceId: string }> {
     return this.ctx.store.transaction(async (tx): Promise<EnqueueToolCallResponse & { driverInstanceId: string }> => {
-      // SQLite without a client tool-call id (nothing to replay): the run's read rides on the command's counter
-      // bump, which writes only for an active run (`nextSeqOfActiveRun`); otherwise, and on PostgreSQL, a plain read.
-      const numbered = req.toolCallId ? undefined : await commandTables().nextSeqOfActiveRun(tx, runId);
+      const plan = planIntent({ ...req, clientToolCallId: req.toolCallId ?? null, argumentsJson, nowMs: now });
+      // SQLite without a client tool-call id (nothing to replay): the run's read rides on the command's INSERT,
+      // which writes only for an active run (`insertOfActiveRun`; a refusal below rolls it back with the rest);
+      // otherwise, and on PostgreSQL, a plain read.
+      const numbered = req.toolCallId ? undefined : await commandTables().insertOfActiveRun(tx, runId, plan.command);
       const checked = numbered
         ? { sessionId: numbered.sessionId, driverInstanceId: numbered.driverInstanceId, statusUnderWriteLock: "active" as const }
         : await checkRunForIntent(tx, runId, req, requestFingerprint);
@@ -265,7 +267,8 @@ export class RunService {
         argumentsJson,
         requestFingerprint,
         ...(run.statusUnderWriteLock === undefined ? {} : { runStatusUnderWriteLock: run.statusUnderWriteLock }),
-        ...(numbered ? { numbered: { seq: numbered.seq, driverStatus: numbered.driverStatus } } : {}),
+        plan,
+        ...(numbered ? { commandWritten: { seq: numbered.seq, driverStatus: numbered.driverStatus } } : {}),
         nowMs: now,
       });
       // The statuses recordIntent's writes saw under the rows' locks (the Driver's for the `seq`, the run's for

@@ -51,9 +51,12 @@ export const driverInstances = sqliteTable(
     registeredAtMs: integer("registered_at_ms").notNull(),
     finalizedAtMs: integer("finalized_at_ms"),
     /**
-     * The `seq` of the instance's latest command (0: none yet). The next command's `seq` comes from
-     * bumping it with `UPDATE … SET last_command_seq = last_command_seq + 1 … RETURNING` in the
-     * inserting transaction: a row lock in PostgreSQL, never a read-then-write.
+     * The `seq` of the instance's latest command (0: none yet). PostgreSQL takes the next command's `seq`
+     * by bumping it with `UPDATE … SET last_command_seq = last_command_seq + 1 … RETURNING` in the
+     * inserting transaction (a row lock, never a read-then-write). SQLite reads `last_command_seq + 1`
+     * inside the command's INSERT (one statement under the store's one write lock) and the trigger
+     * `driver_commands_advance_last_command_seq` (migration 0029) moves the counter to the inserted `seq`
+     * when higher; a rebuild of `driver_commands` must re-create it (docs/ARCHITECTURE.md "SQLite's bookkeeping triggers").
      */
     lastCommandSeq: integer("last_command_seq").notNull().default(0),
   },
@@ -335,7 +338,10 @@ export const externalToolEffects = sqliteTable(
 
 /**
  * One dispatch of an effect to its provider; `(effect_id, attempt)` is unique. A `WITHOUT ROWID` table on
- * SQLite (migration 0028, which drizzle cannot express here: a drizzle-kit rebuild must add it back).
+ * SQLite (migration 0028, which drizzle cannot express here: a drizzle-kit rebuild must add it back). On
+ * SQLite a dispatch's row is inserted by the trigger `external_tool_effects_attempt_on_dispatch` (migration 0029)
+ * when the claim's compare-and-set raises the effect's `attempt_count` (docs/ARCHITECTURE.md "SQLite's
+ * bookkeeping triggers"); a rebuild of `external_tool_effects` must re-create it.
  */
 export const externalToolEffectAttempts = sqliteTable(
   "external_tool_effect_attempts",
