@@ -1,7 +1,7 @@
 /** The ledger's published reads and compare-and-set writes of effects and attempts: what the modules above it may do to the ledger's own tables. */
 import { effectRepository } from "../infrastructure/effect.repository.js";
 
-export type { AttemptRow, EffectRow, OpenCommandWithEffect, SettlingEffect } from "../infrastructure/effect.repository.js";
+export type { AttemptRow, EffectRow, OpenCommandWithEffect } from "../infrastructure/effect.repository.js";
 
 /**
  * The part of the ledger's `external_tool_effects` / `external_tool_effect_attempts` repository the

@@ -10,7 +10,10 @@ import { positionalStatement, valuesRows } from "../../../platform/db/positional
 /** An external tool effect row. */
 export type EffectRow = typeof externalToolEffects.$inferSelect;
 /** The columns of an effect that ending its command needs (see `settleCommandsFromEffects` in command-settlement.service.ts). */
-export type SettlingEffect = Pick<EffectRow, "id" | "commandId" | "status" | "resultJson" | "resolution" | "lookupCount" | "nextLookupAtMs">;
+export type SettlingEffect = Pick<
+  EffectRow,
+  "id" | "commandId" | "status" | "resultJson" | "resolution" | "lookupCount" | "nextLookupAtMs"
+>;
 /** An open command as {@link effectRepository.listOpenCommandsOfDriver} reads it: its id, status and run, and its effect's settling columns (undefined: none). */
 export interface OpenCommandWithEffect {
   command: { id: string; status: typeof driverCommands.$inferSelect.status; runId: string };

@@ -222,7 +222,10 @@ async function insertEventRows(tx: StoreTx, rows: readonly RunEventRow[]): Promi
   let text = eventInsertTexts.get(rows.length);
   if (text === undefined) {
     const names = driverColumns(tx.tables.runEvents, EVENT_COLUMNS).names.join(", ");
-    text = `INSERT INTO "run_events" (${names}) VALUES ${valuesRows(rows.length, EVENT_COLUMNS.map(() => "?"))}`;
+    text = `INSERT INTO "run_events" (${names}) VALUES ${valuesRows(
+      rows.length,
+      EVENT_COLUMNS.map(() => "?"),
+    )}`;
     eventInsertTexts.set(rows.length, text);
   }
   const columns = driverColumns(tx.tables.runEvents, EVENT_COLUMNS);
