@@ -73,7 +73,14 @@ console.log(formattingFailed ? "formatting: FAILED (run: npm run format)" : "for
 
 const vitest = spawnSync(
   bin("vitest"),
-  ["run", "--reporter=default", "--reporter=json", `--outputFile.json=${report}`, ...process.argv.slice(2)],
+  [
+    "run",
+    "--reporter=default",
+    "--reporter=./scripts/test-progress.reporter.mjs",
+    "--reporter=json",
+    `--outputFile.json=${report}`,
+    ...process.argv.slice(2),
+  ],
   { stdio: "inherit" },
 );
 
