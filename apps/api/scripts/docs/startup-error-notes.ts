@@ -11,6 +11,7 @@ export const STARTUP_CODES = [
   "setup.failed",
   "api.start_failed",
   "store.schema_newer",
+  "store.schema_behind",
   "store.not_mosoo",
   "store.not_found",
   "store.check",
@@ -27,6 +28,12 @@ export const STARTUP_NOTES: Readonly<Record<(typeof STARTUP_CODES)[number], Erro
     who: "the API and CLI at startup",
     meaning: "the store was migrated by a newer build",
     next: "run the newer build (roll forward), or restore the backup taken before the upgrade",
+  },
+  "store.schema_behind": {
+    who: "the operator CLI (`--db`), inside `config.invalid` (exit 2)",
+    meaning:
+      "the store file has not been migrated to this build's schema (an API of the previous build may still serve it), and the CLI never migrates",
+    next: "start this build's API once (it migrates at startup), then run the command again",
   },
   "store.not_mosoo": {
     who: "the operator CLI",

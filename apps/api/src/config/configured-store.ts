@@ -5,7 +5,7 @@ import { ConfigError } from "./api-config.js";
 import { checkDbFilePath } from "./startup-checks.js";
 import { openStore, storeConfigFrom } from "../platform/db/store-factory.js";
 import type { Store } from "../platform/db/store.port.js";
-import { StoreSchemaNewerError } from "../platform/db/schema-version.js";
+import { StoreSchemaBehindError, StoreSchemaNewerError } from "../platform/db/schema-version.js";
 
 /** SQLite open failures that are the operator's store path, not a defect (better-sqlite3 error codes). */
 const SQLITE_PATH_CODES = new Set(["SQLITE_NOTADB", "SQLITE_CANTOPEN", "SQLITE_READONLY"]);
@@ -36,7 +36,8 @@ export function redactDatabaseUrl(text: string, url: string): string {
  * the PostgreSQL database at `MOSOO_DATABASE_URL` (pool `MOSOO_DATABASE_POOL_SIZE`) when it is set,
  * else the embedded SQLite file `MOSOO_DB_FILE` (checked first with `checkDbFilePath`). The API startup
  * and the operator CLI (`--db` / `--database-url`) both open their store here. `migrate: false` skips the
- * PostgreSQL migrations (the operator CLI: it must not create a schema in a wrong database);
+ * migrations (the operator CLI: it must not create a schema in a wrong database, nor change the schema under an API
+ * of the previous build; a SQLite file not at this build's schema is then refused, `store.schema_behind`);
  * `onIdleConnectionError` receives a pooled PostgreSQL connection's failure while idle (the API logs it). The caller must `close()` it.
  * @throws ConfigError `config.invalid: MOSOO_DB_FILE: ...` for an unusable SQLite path (a FIFO, a
  *   directory, not a SQLite database, read-only, or migrated by a newer build: `store.schema_newer`);
@@ -57,14 +58,14 @@ export async function openApiStore(
           ...(opts.migrate === false ? { migrate: false } : {}),
           ...(opts.onIdleConnectionError ? { onIdleConnectionError: opts.onIdleConnectionError } : {}),
         }
-      : resolved;
+      : { ...resolved, ...(opts.migrate === false ? { migrate: false } : {}) };
   if (storeConfig.kind === "sqlite") {
     checkDbFilePath(storeConfig.file);
     try {
       return await openStore(storeConfig);
     } catch (err) {
       const code = (err as { code?: unknown }).code;
-      if (err instanceof StoreSchemaNewerError)
+      if (err instanceof StoreSchemaNewerError || err instanceof StoreSchemaBehindError)
         throw new ConfigError(`config.invalid: MOSOO_DB_FILE: ${err.message} (${storeConfig.file})`);
       if (typeof code === "string" && SQLITE_PATH_CODES.has(code)) {
         throw new ConfigError(

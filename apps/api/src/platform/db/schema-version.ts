@@ -26,6 +26,23 @@ export class StoreSchemaNewerError extends Error {
   }
 }
 
+/**
+ * The database has not been migrated to this build's schema yet (its newest applied migration is older than this
+ * build's newest, or it has none), and the caller must not migrate it: the operator CLI, which could otherwise
+ * change the schema under an API of the previous build that still serves the same file. Code `store.schema_behind`;
+ * start this build's API once (it migrates at startup), then run the command again. Nothing was written.
+ */
+export class StoreSchemaBehindError extends Error {
+  override readonly name = "StoreSchemaBehindError";
+  readonly code = "store.schema_behind";
+  constructor() {
+    super(
+      "store.schema_behind: the store has not been migrated to this build's schema, and this command does not migrate; " +
+        "start this build's API once (it migrates at startup), then run the command again",
+    );
+  }
+}
+
 /** Newest `when` (ms) of a drizzle-kit migration folder's `meta/_journal.json`. @throws Error when the journal is missing or has no entry. */
 function newestJournalMs(migrationsFolder: string): number {
   const journal = JSON.parse(readFileSync(join(migrationsFolder, "meta", "_journal.json"), "utf8")) as { entries: Array<{ when: number }> };

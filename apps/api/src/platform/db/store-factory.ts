@@ -11,7 +11,12 @@ import { openPostgresStore } from "./postgres/postgres-store.js";
  *   (the schema is managed by a deploy step).
  */
 export type StoreConfig =
-  | { kind: "sqlite"; file: string }
+  | {
+      kind: "sqlite";
+      file: string;
+      /** false: open without migrating, refusing a file not at this build's schema (see `SqliteStoreOptions.migrate`). */
+      migrate?: boolean | undefined;
+    }
   | {
       kind: "postgres";
       url: string;
@@ -54,7 +59,7 @@ export function storeConfigFrom(settings: StoreSettings): StoreConfig {
  *   unreachable, credentials refused, a failed migration). Nothing is left open when it throws.
  */
 export async function openStore(config: StoreConfig): Promise<Store> {
-  if (config.kind === "sqlite") return openSqliteStore(config.file);
+  if (config.kind === "sqlite") return openSqliteStore(config.file, config.migrate === false ? { migrate: false } : {});
   return openPostgresStore(config.url, {
     ...(config.poolSize !== undefined ? { poolSize: config.poolSize } : {}),
     ...(config.queryTimeoutMs !== undefined ? { queryTimeoutMs: config.queryTimeoutMs } : {}),

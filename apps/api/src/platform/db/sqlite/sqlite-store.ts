@@ -6,7 +6,7 @@ import Database from "better-sqlite3";
 import { Mutex } from "async-mutex";
 import { drizzle, type BetterSQLite3Database } from "drizzle-orm/better-sqlite3";
 import { migrate } from "drizzle-orm/better-sqlite3/migrator";
-import { assertSchemaNotNewer, compareSchema, type SchemaState } from "../schema-version.js";
+import { assertSchemaNotNewer, compareSchema, StoreSchemaBehindError, type SchemaState } from "../schema-version.js";
 import * as schema from "./sqlite-schema.js";
 import { isStoreBusy, noteCommit, StoreBusyError, STARTUP_BUSY_TIMEOUT_MS, STORE_BUSY_TIMEOUT_MS } from "../store-busy.js";
 import {
@@ -37,6 +37,12 @@ export type SqliteDb = BetterSQLite3Database<typeof schema>;
  */
 export interface SqliteStoreOptions {
   detectNestedTransactions?: boolean;
+  /**
+   * false: open without migrating, and refuse a file whose schema is not this build's (`StoreSchemaBehindError`,
+   * `store.schema_behind`; `StoreSchemaNewerError`, `store.schema_newer`). The operator CLI's `--db`: a migration
+   * there could change the schema under an API of the previous build still serving the file. Default true.
+   */
+  migrate?: boolean;
 }
 
 /**
@@ -225,7 +231,8 @@ export class SqliteStore implements Store {
  * a large store stays fast; `checkSqliteStore` (sqlite-store-check.ts) runs the full check on an operator's demand.
  * @throws Error when the file cannot be opened (better-sqlite3's `SQLITE_NOTADB`, `SQLITE_CANTOPEN`,
  *   `SQLITE_READONLY` codes) or a migration fails (startup must stop); `StoreSchemaNewerError`
- *   (`store.schema_newer`) when a newer build migrated the file.
+ *   (`store.schema_newer`) when a newer build migrated the file; with `opts.migrate` false,
+ *   `StoreSchemaBehindError` (`store.schema_behind`) when this build's migrations have not all been applied.
  */
 export function openSqliteStore(file: string, opts: SqliteStoreOptions = {}): SqliteStore {
   if (file !== ":memory:") mkdirSync(dirname(file), { recursive: true });
@@ -237,11 +244,16 @@ export function openSqliteStore(file: string, opts: SqliteStoreOptions = {}): Sq
   const db = drizzle(sqlite, { schema });
   let migrated: boolean;
   try {
-    const before = appliedMigrations(sqlite);
-    migrate(db, { migrationsFolder: MIGRATIONS_FOLDER });
-    migrated = appliedMigrations(sqlite) !== before;
-    const applied = sqlite.prepare("SELECT max(created_at) AS ms FROM __drizzle_migrations").get() as { ms: number | null };
-    assertSchemaNotNewer(applied.ms === null ? null : Number(applied.ms), MIGRATIONS_FOLDER);
+    if (opts.migrate === false) {
+      const state = compareSchema(newestAppliedMs(sqlite), MIGRATIONS_FOLDER);
+      if (state === "behind") throw new StoreSchemaBehindError();
+      migrated = false;
+    } else {
+      const before = appliedMigrations(sqlite);
+      migrate(db, { migrationsFolder: MIGRATIONS_FOLDER });
+      migrated = appliedMigrations(sqlite) !== before;
+    }
+    assertSchemaNotNewer(newestAppliedMs(sqlite), MIGRATIONS_FOLDER);
   } catch (err) {
     sqlite.close();
     throw err;
@@ -261,6 +273,13 @@ export function openSqliteStore(file: string, opts: SqliteStoreOptions = {}): Sq
 }
 
 /** How many migrations `__drizzle_migrations` records (0 before the first migration created the table). */
+/** The newest applied migration's time (ms, drizzle's `__drizzle_migrations.created_at`), or null when none is recorded (or the table is missing). */
+function newestAppliedMs(sqlite: Database.Database): number | null {
+  if (appliedMigrations(sqlite) === 0) return null;
+  const applied = sqlite.prepare("SELECT max(created_at) AS ms FROM __drizzle_migrations").get() as { ms: number | null };
+  return applied.ms === null ? null : Number(applied.ms);
+}
+
 function appliedMigrations(sqlite: Database.Database): number {
   const table = sqlite.prepare("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = '__drizzle_migrations'").get();
   return table === undefined ? 0 : (sqlite.prepare("SELECT count(*) FROM __drizzle_migrations").pluck().get() as number);

@@ -1,0 +1,91 @@
+/**
+ * The operator CLI never migrates a store (docs/operating.md): `--db <file>` on a SQLite store that this build's
+ * migrations have not all reached is refused (`store.schema_behind`, exit 2) and its schema is left as it was, so an
+ * API of the previous build that still serves the file keeps working; a store at this build's schema is served.
+ */
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import Database from "better-sqlite3";
+import { CommanderError } from "commander";
+import { afterEach, describe, expect, it } from "vitest";
+import { buildEffectsCli } from "../src/entry/cli/effects-cli.js";
+import { CliFailure } from "../src/entry/cli/effects-cli.exit-codes.js";
+import { createDoubleWorld, dispatchWrite, type DoubleWorld } from "./kit/index.js";
+
+let dir: string | undefined;
+let world: DoubleWorld | undefined;
+afterEach(() => {
+  world?.close();
+  if (dir) rmSync(dir, { recursive: true, force: true });
+  world = undefined;
+  dir = undefined;
+});
+
+/** Runs `mosoo-effects <args>` in this process: its exit code (commander usage errors exit 2) and output. */
+async function cli(args: string[]): Promise<{ code: number; out: string; err: string }> {
+  let out = "";
+  let err = "";
+  const program = buildEffectsCli(
+    (t) => (out += t),
+    { MOSOO_EFFECT_RECONCILIATION: "on" } as NodeJS.ProcessEnv,
+    () => Date.UTC(2026, 10, 29, 13),
+  );
+  for (const c of [program, ...program.commands]) c.configureOutput({ writeOut: (t) => (out += t), writeErr: (t) => (err += t) });
+  try {
+    await program.parseAsync(["node", "mosoo-effects", ...args]);
+    return { code: 0, out, err };
+  } catch (e) {
+    if (e instanceof CommanderError) return { code: e.exitCode === 0 ? 0 : 2, out, err };
+    if (e instanceof CliFailure) return { code: e.exitCode, out, err: e.message };
+    throw e;
+  }
+}
+
+/** The store's applied migrations and triggers, as SQLite lists them. */
+function schemaOf(file: string): { migrations: number; triggers: string[] } {
+  const raw = new Database(file, { readonly: true });
+  try {
+    return {
+      migrations: raw.prepare("SELECT count(*) FROM __drizzle_migrations").pluck().get() as number,
+      triggers: raw.prepare("SELECT name FROM sqlite_master WHERE type = 'trigger' ORDER BY name").pluck().all() as string[],
+    };
+  } finally {
+    raw.close();
+  }
+}
+
+describe("the operator CLI does not migrate a SQLite store", () => {
+  it("refuses a store the newest migration has not reached (store.schema_behind, exit 2) and leaves its schema as it was", async () => {
+    dir = mkdtempSync(join(tmpdir(), "mosoo-cli-no-migrate-"));
+    const dbFile = join(dir, "api.db");
+    world = createDoubleWorld({ bind: false, dbFile });
+    await dispatchWrite(world);
+    world.close();
+    world = undefined;
+    // the store as the previous build left it: its newest migration not recorded (its triggers dropped)
+    const raw = new Database(dbFile);
+    raw.exec("DROP TRIGGER driver_commands_advance_last_command_seq; DROP TRIGGER external_tool_effects_attempt_on_dispatch;");
+    raw.exec("DELETE FROM __drizzle_migrations WHERE created_at = (SELECT max(created_at) FROM __drizzle_migrations)");
+    raw.close();
+    const before = schemaOf(dbFile);
+
+    const res = await cli(["--db", dbFile, "list"]);
+    expect(res.code).toBe(2);
+    expect(res.err).toMatch(/^config\.invalid: --db: store\.schema_behind: /);
+    expect(schemaOf(dbFile)).toEqual(before);
+  });
+
+  it("serves a store at this build's schema", async () => {
+    dir = mkdtempSync(join(tmpdir(), "mosoo-cli-no-migrate-"));
+    const dbFile = join(dir, "api.db");
+    world = createDoubleWorld({ bind: false, dbFile });
+    await dispatchWrite(world);
+    world.close();
+    world = undefined;
+    const before = schemaOf(dbFile);
+    const res = await cli(["--db", dbFile, "list"]);
+    expect(res, JSON.stringify(res)).toMatchObject({ code: 0 });
+    expect(schemaOf(dbFile)).toEqual(before);
+  });
+});
