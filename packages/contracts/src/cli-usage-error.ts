@@ -25,9 +25,22 @@ function withoutOptionValue(text: string): string {
  */
 const COMMAND_LIKE = /^[a-z][a-z:-]{0,14}$/;
 
-/** Commander's unknown-command message with the word named when it is {@link COMMAND_LIKE} (a typo: `lsit`), else without it. */
-function unknownCommand(_match: string, word: string): string {
-  return COMMAND_LIKE.test(word) ? `error: unknown command '${word}'` : "error: unknown command";
+/** How commander (14.x) starts its unknown-command message: `error: unknown command '<the word>'`, then maybe `\n(Did you mean <a command>?)`. */
+const UNKNOWN_COMMAND = "error: unknown command '";
+
+/**
+ * Commander's unknown-command message with the word named when it is {@link COMMAND_LIKE} (a typo: `lsit`), else
+ * without it. The word is everything up to the message's LAST quote (a word may hold quotes and newlines itself); the
+ * suggestion after it names a known command and is kept. Any other message is returned as it is.
+ */
+function withoutUnknownCommand(text: string): string {
+  if (!text.startsWith(UNKNOWN_COMMAND)) return text;
+  const rest = text.slice(UNKNOWN_COMMAND.length);
+  const end = rest.lastIndexOf("'");
+  const word = end < 0 ? rest : rest.slice(0, end);
+  const after = end < 0 ? "" : rest.slice(end + 1);
+  const tail = /^\n\(Did you mean [a-z][a-z:-]*\?\)\s*$/.test(after) ? after : "";
+  return (COMMAND_LIKE.test(word) ? `error: unknown command '${word}'` : "error: unknown command") + tail;
 }
 
 /**
@@ -42,8 +55,7 @@ function withoutInvalidValue(text: string): string {
   return text
     .replace(/ argument '[\s\S]*' is invalid/, " argument is invalid")
     .replace(/ value '[\s\S]*' from env '([^']*)' is invalid/, " value from env '$1' is invalid")
-    .replace(/command-argument value '[\s\S]*' is invalid for/, "command-argument value is invalid for")
-    .replace(/^error: unknown command '([^'\n]*)'/, unknownCommand);
+    .replace(/command-argument value '[\s\S]*' is invalid for/, "command-argument value is invalid for");
 }
 
 /**
@@ -56,5 +68,5 @@ function withoutInvalidValue(text: string): string {
  * returned as it is.
  */
 export function usageErrorWithoutValues(text: string): string {
-  return withoutInvalidValue(withoutOptionValue(text));
+  return withoutUnknownCommand(withoutInvalidValue(withoutOptionValue(text)));
 }

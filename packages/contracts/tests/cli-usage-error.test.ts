@@ -63,3 +63,16 @@ describe("usageErrorWithoutValues", () => {
     expect(usageErrorWithoutValues("error: missing required argument 'effectId'")).toBe("error: missing required argument 'effectId'");
   });
 });
+
+describe("an unknown command holding a quote or a newline is never echoed past the quote", () => {
+  it.each([
+    ["a quote after a command-like prefix", "error: unknown command 'ls'Sk_LiVe_SeCrEt_0123456789'"],
+    ["a quote first", "error: unknown command ''Sk_LiVe_SeCrEt_0123456789'"],
+    ["a newline inside the word", "error: unknown command 'ls\nSk_LiVe_SeCrEt_0123456789'"],
+    ["a forged suggestion inside the word", "error: unknown command 'ls'\n(Did you mean Sk_LiVe_SeCrEt_0123456789?)'"],
+  ])("%s", (_label, text) => {
+    const line = usageErrorWithoutValues(text);
+    expect(line).not.toContain("SeCrEt");
+    expect(line).toBe("error: unknown command");
+  });
+});
