@@ -3,13 +3,15 @@
  * every foreign key; a violating row is named by its rowid, or by its primary key in a `WITHOUT ROWID` table:
  * `foreign key: run_events row (id='01J…') names no session_runs`); the file defaults to `MOSOO_DB_FILE` as
  * the API resolves it. The API's start does not run these (they read every page: seconds per million effects).
- * Exit codes: 0 sound; 1 problems found (one line each on stdout); 2 bad input or a file that cannot be
- * opened (one line on stderr).
+ * Exit codes: 0 sound; 1 problems found (one line each on stdout); 2 bad input, no such file (`store.not_found`),
+ * a file that cannot be opened or is not a SQLite database (`store.check: …`), or a SQLite file without the Mosoo
+ * tables (`store.not_mosoo`), one line on stderr naming the file.
  */
+import { existsSync } from "node:fs";
 import { Command, CommanderError } from "commander";
 import { ConfigError, loadApiConfig } from "./config/api-config.js";
 import { checkDbFilePath } from "./config/startup-checks.js";
-import { checkSqliteStore, describeViolatingRow } from "./platform/db/sqlite/sqlite-store-check.js";
+import { checkSqliteStore, describeViolatingRow, StoreNotMosooError } from "./platform/db/sqlite/sqlite-store-check.js";
 
 function main(): number {
   const program = new Command("store:check")
@@ -22,10 +24,19 @@ function main(): number {
   } catch (err) {
     return err instanceof CommanderError && err.exitCode === 0 ? 0 : 2;
   }
+  const given = program.args[0];
   try {
-    const file = program.args[0] ?? loadApiConfig(process.env).dbFile;
+    const file = given ?? loadApiConfig(process.env).dbFile;
     if (file === ":memory:") throw new ConfigError("store.check: an in-memory store has no file to check");
-    checkDbFilePath(file);
+    if (!existsSync(file)) throw new ConfigError(`store.not_found: no store file at ${file}`);
+    try {
+      checkDbFilePath(file);
+    } catch (err) {
+      // the path came as the argument, not from MOSOO_DB_FILE: the line names the command, not the variable
+      if (given !== undefined && err instanceof ConfigError)
+        throw new ConfigError(err.message.replace(/^config\.invalid: MOSOO_DB_FILE: /, "store.check: "));
+      throw err;
+    }
     const found = checkSqliteStore(file);
     for (const line of found.integrityProblems) process.stdout.write(`integrity: ${line}\n`);
     for (const v of found.foreignKeyViolations)
@@ -34,9 +45,8 @@ function main(): number {
     process.stdout.write(bad === 0 ? `store.check: ${file}: ok\n` : `store.check: ${file}: ${bad} problem(s)\n`);
     return bad === 0 ? 0 : 1;
   } catch (err) {
-    process.stderr.write(
-      `${err instanceof ConfigError ? err.message : `store.check: ${err instanceof Error ? err.message : String(err)}`}\n`,
-    );
+    const known = err instanceof ConfigError || err instanceof StoreNotMosooError;
+    process.stderr.write(`${known ? err.message : `store.check: ${err instanceof Error ? err.message : String(err)}`}\n`);
     return 2;
   }
 }

@@ -4,7 +4,7 @@
  * `external_tool_effect_attempts`, whose rows SQLite's `foreign_key_check` gives no rowid), by its primary key (exit 1).
  */
 import { execFile } from "node:child_process";
-import { mkdtempSync, rmSync } from "node:fs";
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { promisify } from "node:util";
@@ -77,5 +77,48 @@ describe("store:check", () => {
       ].sort(),
     );
     expect(found.stdout).not.toContain("row ?");
+  }, 60_000);
+
+  it("writes a key's control characters escaped, so one problem stays one line and no terminal sequence is printed", async () => {
+    const dbFile = await soundStore();
+    const sqlite = new Database(dbFile);
+    sqlite.pragma("foreign_keys = OFF");
+    sqlite
+      .prepare(
+        "INSERT INTO run_events (id, run_id, seq, type, terminal, payload_json, created_at_ms) VALUES (?, 'run-gone', 1, 'run.created', 0, '{}', 0)",
+      )
+      .run(`x'\nstore.check: ${dbFile}: ok\u001b[2J`);
+    sqlite.close();
+    const found = await storeCheck(dbFile);
+    expect(found.code).toBe(1);
+    expect(found.stdout.trim().split("\n")).toEqual([
+      `foreign key: run_events row (id='x''\\u000astore.check: ${dbFile}: ok\\u001b[2J') names no session_runs`,
+      `store.check: ${dbFile}: 1 problem(s)`,
+    ]);
+    expect(found.stdout).not.toContain("\u001b");
+  }, 60_000);
+
+  it("refuses what is not a Mosoo store, naming the file: missing (store.not_found), empty or another program's SQLite file (store.not_mosoo), not SQLite (store.check), exit 2", async () => {
+    dir = mkdtempSync(join(tmpdir(), "mosoo-store-check-"));
+    const missing = join(dir, "missing.db");
+    const empty = join(dir, "empty.db");
+    const other = join(dir, "other.db");
+    const text = join(dir, "text.db");
+    writeFileSync(empty, "");
+    const o = new Database(other);
+    o.exec("CREATE TABLE notes (id INTEGER PRIMARY KEY, body TEXT)");
+    o.close();
+    writeFileSync(text, "not a database\n");
+    expect(await storeCheck(missing)).toMatchObject({ code: 2, stdout: "", stderr: `store.not_found: no store file at ${missing}\n` });
+    for (const file of [empty, other]) {
+      const r = await storeCheck(file);
+      expect(r).toMatchObject({ code: 2, stdout: "" });
+      expect(r.stderr).toMatch(new RegExp(`^store\\.not_mosoo: ${file.replace(/[.*+?^${}()|[\]\\/]/g, "\\$&")} holds no Mosoo store`));
+    }
+    const t = await storeCheck(text);
+    expect(t).toMatchObject({ code: 2, stdout: "" });
+    expect(t.stderr).toMatch(/^store\.check: /);
+    expect(t.stderr).toContain(text);
+    expect(t.stderr).not.toContain("MOSOO_DB_FILE");
   }, 60_000);
 });

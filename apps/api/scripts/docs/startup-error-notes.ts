@@ -36,11 +36,15 @@ export const STARTUP_NOTES: Readonly<Record<(typeof STARTUP_CODES)[number], Erro
     next: "start this build's API once (it migrates at startup), then run the command again",
   },
   "store.not_mosoo": {
-    who: "the operator CLI",
+    who: "the operator CLI, `npm run store:check`",
     meaning: "the database holds no Mosoo tables",
     next: "pass the API's own `MOSOO_DB_FILE` / `MOSOO_DATABASE_URL`",
   },
-  "store.not_found": { who: "the operator CLI", meaning: "no database file at `--db`", next: "pass the API's own `MOSOO_DB_FILE`" },
+  "store.not_found": {
+    who: "the operator CLI, `npm run store:check`",
+    meaning: "no database file at `--db` (or the file given)",
+    next: "pass the API's own `MOSOO_DB_FILE`",
+  },
   "config.unknown_variables": {
     who: "the API, the operator CLI and the Driver at startup (a warning; the program goes on)",
     meaning: "a `MOSOO_*` variable that no Mosoo program reads is set; the line names it",

@@ -2,6 +2,15 @@
 import Database from "better-sqlite3";
 import { STARTUP_BUSY_TIMEOUT_MS } from "../store-busy.js";
 
+/** The file is a SQLite database without the Mosoo tables (`__drizzle_migrations`, `external_tool_effects`); code `store.not_mosoo`. */
+export class StoreNotMosooError extends Error {
+  override readonly name = "StoreNotMosooError";
+  readonly code = "store.not_mosoo";
+  constructor(file: string) {
+    super(`store.not_mosoo: ${file} holds no Mosoo store (no Mosoo tables); pass the API's own MOSOO_DB_FILE`);
+  }
+}
+
 /** At most this many foreign-key violations are reported (the first ones `PRAGMA foreign_key_check` finds). */
 const MAX_VIOLATIONS = 100;
 
@@ -109,12 +118,19 @@ function withPrimaryKeys(sqlite: Database.Database, rows: ForeignKeyCheckRow[]):
  * constraints) and `PRAGMA foreign_key_check`, each violating row named by its rowid or, in a `WITHOUT ROWID`
  * table, by its primary key. Reads every page: seconds per million effects, so an operator runs it
  * (`npm run store:check`), not every start.
- * @throws Error when the file cannot be opened (better-sqlite3's `SQLITE_CANTOPEN`, `SQLITE_NOTADB`).
+ * @throws Error when the file cannot be opened (better-sqlite3's `SQLITE_CANTOPEN`, `SQLITE_NOTADB`);
+ *   {@link StoreNotMosooError} (`store.not_mosoo`) when it is a SQLite file without the Mosoo tables (an empty file
+ *   is one): nothing of it is called sound.
  */
 export function checkSqliteStore(file: string): SqliteStoreCheck {
   const sqlite = new Database(file, { readonly: true, fileMustExist: true });
   try {
     sqlite.pragma(`busy_timeout = ${STARTUP_BUSY_TIMEOUT_MS}`);
+    const mosoo = sqlite
+      .prepare("SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name IN ('__drizzle_migrations', 'external_tool_effects')")
+      .pluck()
+      .get() as number;
+    if (mosoo !== 2) throw new StoreNotMosooError(file);
     const integrity = (sqlite.pragma("integrity_check") as Array<{ integrity_check: string }>).map((r) => r.integrity_check);
     const fk = sqlite.pragma("foreign_key_check") as ForeignKeyCheckRow[];
     return {
@@ -126,15 +142,23 @@ export function checkSqliteStore(file: string): SqliteStoreCheck {
   }
 }
 
+/** A text key value quoted as SQL (`'it''s'`), each control character (newline, ESC, …) written as `\uXXXX` so one problem stays one line and no terminal sequence is printed. */
+function quotedText(x: string): string {
+  // C0 controls, DEL, C1 controls, and the Unicode line and paragraph separators
+  const escaped = x.replace(/[\u0000-\u001f\u007f-\u009f\u2028\u2029]/g, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, "0")}`);
+  return `'${escaped.replace(/'/g, "''")}'`;
+}
+
 /**
  * How `store:check` names a violating row: `row <rowid>`, or `row (<column>=<value>, ...)` by its primary
- * key (text quoted as SQL: `(effect_id='01J…', attempt=2)`), or `row ?` when neither is known.
+ * key (text quoted as SQL, control characters as `\uXXXX`: `(effect_id='01J…', attempt=2)`), or `row ?` when
+ * neither is known.
  */
 export function describeViolatingRow(v: ForeignKeyViolation): string {
   if (v.rowid !== null) return `row ${v.rowid}`;
   if (v.primaryKey === null) return "row ?";
   const value = (x: KeyValue): string =>
-    x === null ? "NULL" : typeof x === "string" ? `'${x.replace(/'/g, "''")}'` : Buffer.isBuffer(x) ? `x'${x.toString("hex")}'` : String(x);
+    x === null ? "NULL" : typeof x === "string" ? quotedText(x) : Buffer.isBuffer(x) ? `x'${x.toString("hex")}'` : String(x);
   return `row (${Object.entries(v.primaryKey)
     .map(([k, x]) => `${k}=${value(x)}`)
     .join(", ")})`;
