@@ -17,6 +17,26 @@ export const PublishedRunSchema = z.object({
 /** See {@link PublishedRunSchema}. */
 export type PublishedRun = z.infer<typeof PublishedRunSchema>;
 
+/**
+ * The unknown effects of the published run's PostgreSQL recovery rows (`--pg-effects`), read from the row
+ * titles the bench printed (`PostgreSQL recovery, 3k unknown, …`); undefined when the run has no such row.
+ */
+function pgRecoveryEffects(table: string): number | undefined {
+  const m = /PostgreSQL recovery, (\d+)(k?) unknown/.exec(table);
+  return m ? Number(m[1]) * (m[2] ? 1000 : 1) : undefined;
+}
+
+/**
+ * The sentence on the published run's options: with PostgreSQL recovery rows of other than the default
+ * 10,000 effects, the `--pg-effects` it ran with (the whole command when every store ran); else "".
+ */
+function publishedCommand(run: PublishedRun): string {
+  const pg = pgRecoveryEffects(run.table);
+  if (pg === undefined || pg === 10_000) return "";
+  const ran = run.store === "all" ? `The run was \`npm run bench -- --pg-effects ${pg}\`` : `It ran with \`--pg-effects ${pg}\``;
+  return `${ran}: ${pg.toLocaleString("en-US")} unknown effects in each PostgreSQL recovery row instead of the default 10,000, as the durations under [Running it](#running-it) assume.`;
+}
+
 /** docs/performance.md: how the bench measures, then the published run's table as the bench printed it (no hand-typed figure). */
 export function renderPerformance(run: PublishedRun): string {
   const machine = `${run.cpus} × ${run.cpuModel ?? "CPU (model not recorded)"}, Node ${run.node}`;
@@ -33,6 +53,7 @@ export function renderPerformance(run: PublishedRun): string {
     "",
     `Run ${run.startedAt} (stores: ${run.store}${run.quick ? "; QUICK sizes, figures not comparable" : ""}), bench wall time ${run.wallSeconds.toFixed(0)} s,`,
     `on ${machine}${run.loadAverage ? `, load average at the end ${run.loadAverage.map((l) => l.toFixed(2)).join(" ")}` : ""}.`,
+    ...[publishedCommand(run)].filter(Boolean),
     "",
     run.table,
     "",
