@@ -238,7 +238,7 @@ describe("the claim's one compare-and-set with its attempt by the dispatch trigg
     expect((await attemptsOf(w.store, effectId)).map((a) => [a.attempt, a.connectionId])).toEqual([[1, current.connectionId]]);
   });
 
-  it("refuses a raise of attempt_count other than a dispatch: by two, or to another status than executing", async () => {
+  it("refuses a raise of attempt_count other than a dispatch: by two, to another status than executing, or from another status than intent", async () => {
     world = createTestWorld();
     const w = world;
     const driver = await connectDriver(w.runtime);
@@ -250,13 +250,22 @@ describe("the claim's one compare-and-set with its attempt by the dispatch trigg
           "UPDATE external_tool_effects SET status = 'executing', attempt_count = 2, last_dispatched_at_ms = 1, first_dispatched_at_ms = 1 WHERE id = ?",
         )
         .run(effectId),
-    ).toThrow(/attempt_count rises by one, to executing/);
+    ).toThrow(/attempt_count rises by one, from intent to executing/);
     await w.runtime.commands.nextCommand(driver.instance, driver.connectionId, 0);
     await w.runtime.ledger.claim(driver.instance, driver.connectionId, commandId);
     expect(() => db.prepare("UPDATE external_tool_effects SET status = 'unknown', attempt_count = 2 WHERE id = ?").run(effectId)).toThrow(
-      /attempt_count rises by one, to executing/,
+      /attempt_count rises by one, from intent to executing/,
     );
     expect(await effectOf(w.store, effectId)).toMatchObject({ status: "executing", attemptCount: 1 });
+    expect((await attemptsOf(w.store, effectId)).map((a) => a.attempt)).toEqual([1]);
+    // an unknown effect is never dispatched again (fenced, never replayed)
+    db.prepare("UPDATE external_tool_effects SET status = 'unknown' WHERE id = ?").run(effectId);
+    expect(() =>
+      db
+        .prepare("UPDATE external_tool_effects SET status = 'executing', attempt_count = 2, last_dispatched_at_ms = 2 WHERE id = ?")
+        .run(effectId),
+    ).toThrow(/attempt_count rises by one, from intent to executing/);
+    expect(await effectOf(w.store, effectId)).toMatchObject({ status: "unknown", attemptCount: 1 });
     expect((await attemptsOf(w.store, effectId)).map((a) => a.attempt)).toEqual([1]);
   });
 });
