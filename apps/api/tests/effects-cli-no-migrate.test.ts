@@ -88,4 +88,10 @@ describe("the operator CLI does not migrate a SQLite store", () => {
     expect(res, JSON.stringify(res)).toMatchObject({ code: 0 });
     expect(schemaOf(dbFile)).toEqual(before);
   });
+
+  it("refuses an empty --db (an unset shell variable) instead of falling back to the default store file", async () => {
+    const res = await cli(["--db", "", "list"]);
+    expect(res.code).toBe(2);
+    expect(res.err).toMatch(/request\.invalid.*--db is empty/);
+  });
 });

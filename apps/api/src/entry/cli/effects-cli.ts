@@ -25,12 +25,15 @@ interface GlobalOptions {
 /**
  * Opens the client the global options ask for: in-process on `--db` (SQLite) or `--database-url`
  * (PostgreSQL; also `MOSOO_DATABASE_URL`), else the API at `--api-url`. Both store flags at once: bad input.
- * @throws CliFailure `request.invalid` (both store flags, an empty `--database-url`), `auth.missing_token`
+ * @throws CliFailure `request.invalid` (both store flags, an empty `--db` or `--database-url`), `auth.missing_token`
  *   (the API without a token), or the code `localOperatorClient` refused with (`config.invalid` naming the flag, `store.not_found`, ...).
  */
 async function openClient(g: GlobalOptions, env: NodeJS.ProcessEnv): Promise<OperatorClient> {
   if (g.db !== undefined && g.databaseUrl !== undefined)
     throw new CliFailure("request.invalid", "--db and --database-url (or MOSOO_DATABASE_URL) name two stores: pass one");
+  // an empty path would fall back to the default store file (an unset shell variable must not reach the live store)
+  if (g.db !== undefined && g.db.trim() === "")
+    throw new CliFailure("request.invalid", "--db is empty (an unset shell variable?): pass the store file");
   if (g.databaseUrl !== undefined && g.databaseUrl.trim() === "")
     throw new CliFailure("request.invalid", "--database-url is empty (was MOSOO_DATABASE_URL set only for another command?)");
   if (g.db !== undefined || g.databaseUrl !== undefined) {
