@@ -119,3 +119,33 @@ describe("equivalentToolResults (the kit's result comparison)", () => {
     expect(equivalentToolResults({ content: [], isError: true }, { content: [] })).toBe(false);
   });
 });
+
+describe("the older-key case waits until the newer writes are visible", () => {
+  it("catches an adapter that reads only the first page even when the newer writes commit after a stall (lookups lag commits)", async () => {
+    const provider = createProbeProvider("in_flight");
+    // A write sent alone commits at once; writes sent together (the case's newer writes) commit only after a stall
+    // longer than the provider's lookup lag (120 ms), as on a loaded machine: the older key is then visible while
+    // the newer writes are not yet.
+    let sending = 0;
+    const stalled = Object.assign(Object.create(provider) as typeof provider, {
+      write: async (...args: Parameters<typeof provider.write>) => {
+        sending += 1;
+        await Promise.resolve(); // every write of a Promise.all has started by now
+        const together = sending > 1;
+        try {
+          if (together) await new Promise((resolve) => setTimeout(resolve, 150));
+          return await provider.write(...args);
+        } finally {
+          sending -= 1;
+        }
+      },
+    });
+    const report = await judgeAdapter({
+      name: "reads_first_page_only",
+      provider: stalled,
+      createAdapter: () => createPlantedBugAdapter("reads_first_page_only", provider),
+      timeoutMs: 1_000,
+    });
+    expect(report.cases.find((c) => c.case === "older_key_after_newer_writes")?.status).toBe("failed");
+  }, 60_000);
+});

@@ -42,6 +42,11 @@ export async function olderKeyAfterNewerWritesCase(ctx: KitContext): Promise<voi
       i % 2 === 0 ? ctx.write(tools[0]!, newUlid(), a1!) : ctx.write(other, newUlid(), provider.argumentSets(other)[1]!),
     ),
   );
+  // Every newer write must be visible before the first lookup, or the key is still on the list's first page: a
+  // provider's lookups may lag its commits, by less than its declared in-flight window (the kit reads a miss inside
+  // that window as no proof). Without this wait a slow machine spread the writes over more than the lag, the older
+  // key showed on page one, and an adapter that reads only that page passed the case.
+  await sleep(ctx.inFlightMs);
   await ctx.settleCommitted("older_key_after_newer_writes", tools[0]!, k1, fingerprintArguments(a0!), at);
 }
 
