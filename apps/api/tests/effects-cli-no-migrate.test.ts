@@ -7,11 +7,8 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import Database from "better-sqlite3";
-import { CommanderError } from "commander";
 import { afterEach, describe, expect, it } from "vitest";
-import { buildEffectsCli } from "../src/entry/cli/effects-cli.js";
-import { CliFailure } from "../src/entry/cli/effects-cli.exit-codes.js";
-import { createDoubleWorld, dispatchWrite, type DoubleWorld } from "./kit/index.js";
+import { createDoubleWorld, dispatchWrite, runEffectsCli, type DoubleWorld } from "./kit/index.js";
 
 let dir: string | undefined;
 let world: DoubleWorld | undefined;
@@ -22,24 +19,18 @@ afterEach(() => {
   dir = undefined;
 });
 
-/** Runs `mosoo-effects <args>` in this process: its exit code (commander usage errors exit 2) and output. */
-async function cli(args: string[]): Promise<{ code: number; out: string; err: string }> {
-  let out = "";
-  let err = "";
-  const program = buildEffectsCli(
-    (t) => (out += t),
-    { MOSOO_EFFECT_RECONCILIATION: "on" } as NodeJS.ProcessEnv,
-    () => Date.UTC(2026, 10, 29, 13),
-  );
-  for (const c of [program, ...program.commands]) c.configureOutput({ writeOut: (t) => (out += t), writeErr: (t) => (err += t) });
-  try {
-    await program.parseAsync(["node", "mosoo-effects", ...args]);
-    return { code: 0, out, err };
-  } catch (e) {
-    if (e instanceof CommanderError) return { code: e.exitCode === 0 ? 0 : 2, out, err };
-    if (e instanceof CliFailure) return { code: e.exitCode, out, err: e.message };
-    throw e;
-  }
+/** Runs `mosoo-effects <args>` in this process with the flag on: its exit code and output (a failure's line as `err`, unprefixed). */
+const cli = (args: string[]) => runEffectsCli(args, { MOSOO_EFFECT_RECONCILIATION: "on" }, "");
+
+/** A store file holding one dispatched write, closed again (in a new temporary folder, removed after the test). */
+async function storeWithOneWrite(): Promise<string> {
+  dir = mkdtempSync(join(tmpdir(), "mosoo-cli-no-migrate-"));
+  const dbFile = join(dir, "api.db");
+  world = createDoubleWorld({ bind: false, dbFile });
+  await dispatchWrite(world);
+  world.close();
+  world = undefined;
+  return dbFile;
 }
 
 /** The store's applied migrations and triggers, as SQLite lists them. */
@@ -57,12 +48,7 @@ function schemaOf(file: string): { migrations: number; triggers: string[] } {
 
 describe("the operator CLI does not migrate a SQLite store", () => {
   it("refuses a store the newest migration has not reached (store.schema_behind, exit 2) and leaves its schema as it was", async () => {
-    dir = mkdtempSync(join(tmpdir(), "mosoo-cli-no-migrate-"));
-    const dbFile = join(dir, "api.db");
-    world = createDoubleWorld({ bind: false, dbFile });
-    await dispatchWrite(world);
-    world.close();
-    world = undefined;
+    const dbFile = await storeWithOneWrite();
     // the store as the previous build left it: its newest migration not recorded (its triggers dropped)
     const raw = new Database(dbFile);
     raw.exec("DROP TRIGGER driver_commands_advance_last_command_seq; DROP TRIGGER external_tool_effects_attempt_on_dispatch;");
@@ -77,12 +63,7 @@ describe("the operator CLI does not migrate a SQLite store", () => {
   });
 
   it("serves a store at this build's schema", async () => {
-    dir = mkdtempSync(join(tmpdir(), "mosoo-cli-no-migrate-"));
-    const dbFile = join(dir, "api.db");
-    world = createDoubleWorld({ bind: false, dbFile });
-    await dispatchWrite(world);
-    world.close();
-    world = undefined;
+    const dbFile = await storeWithOneWrite();
     const before = schemaOf(dbFile);
     const res = await cli(["--db", dbFile, "list"]);
     expect(res, JSON.stringify(res)).toMatchObject({ code: 0 });

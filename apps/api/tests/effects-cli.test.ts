@@ -4,14 +4,11 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { promisify } from "node:util";
 import Database from "better-sqlite3";
-import { CommanderError } from "commander";
 import pino from "pino";
 import { afterEach, describe, expect, it } from "vitest";
-import { buildEffectsCli } from "../src/entry/cli/effects-cli.js";
-import { CliFailure } from "../src/entry/cli/effects-cli.exit-codes.js";
 import { loadApiConfig } from "../src/config/api-config.js";
 import { startApi } from "../src/server.js";
-import { createDoubleWorld, dispatchWrite, type DoubleWorld, reconnectDriver } from "./kit/index.js";
+import { createDoubleWorld, dispatchWrite, type DoubleWorld, reconnectDriver, runEffectsCli } from "./kit/index.js";
 import { effectRow, ledgerSnapshot } from "./helpers/reconciliation-db.js";
 
 const TOKEN = "operator-token-0123456789";
@@ -40,25 +37,7 @@ async function storeWithUnknownEffect() {
 }
 
 /** Runs the CLI in-process; resolves with stdout, or the exit code and the line a failure prints. */
-async function cli(args: string[], env: Record<string, string> = ON): Promise<{ code: number; out: string; err: string }> {
-  let out = "";
-  let err = "";
-  const program = buildEffectsCli(
-    (t) => (out += t),
-    { ...env } as NodeJS.ProcessEnv,
-    () => Date.UTC(2026, 10, 29, 13),
-  );
-  // subcommands copied the output settings when they were created: capture theirs too
-  for (const c of [program, ...program.commands]) c.configureOutput({ writeOut: (t) => (out += t), writeErr: (t) => (err += t) });
-  try {
-    await program.parseAsync(["node", "mosoo-effects", ...args]);
-    return { code: 0, out, err };
-  } catch (e) {
-    if (e instanceof CommanderError) return { code: e.exitCode === 0 ? 0 : 2, out, err };
-    if (e instanceof CliFailure) return { code: e.exitCode, out, err: `mosoo-effects: ${e.message}\n` };
-    throw e;
-  }
-}
+const cli = (args: string[], env: Record<string, string> = ON) => runEffectsCli(args, env);
 
 describe("mosoo-effects CLI on a store file (--db)", () => {
   it("lists as a table, shows the history, resolves, and prints JSON with --json", async () => {

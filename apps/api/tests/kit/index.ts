@@ -44,3 +44,4 @@ export { buildHttpApp } from "./http.js";
 export type { HttpApp } from "./http.js";
 export { pollUntil, until, waitFor } from "./wait.js";
 export { operatorCredentials, operatorNamed } from "./operator.js";
+export { runEffectsCli } from "./effects-cli.js";

@@ -219,16 +219,16 @@ const eventInsertTexts = new Map<number, string>();
  * count, its values positional (`positionalStatement`: no named argument per column per row to fill).
  */
 async function insertEventRows(tx: StoreTx, rows: readonly RunEventRow[]): Promise<void> {
+  const columns = driverColumns(tx.tables.runEvents, EVENT_COLUMNS);
   let text = eventInsertTexts.get(rows.length);
   if (text === undefined) {
-    const names = driverColumns(tx.tables.runEvents, EVENT_COLUMNS).names.join(", ");
+    const names = columns.names.join(", ");
     text = `INSERT INTO "run_events" (${names}) VALUES ${valuesRows(
       rows.length,
       EVENT_COLUMNS.map(() => "?"),
     )}`;
     eventInsertTexts.set(rows.length, text);
   }
-  const columns = driverColumns(tx.tables.runEvents, EVENT_COLUMNS);
   const values: unknown[] = [];
   for (const row of rows) values.push(...columns.values(row));
   await positionalStatement(tx, `run.insertEvents:${rows.length}`, text, values, false);
