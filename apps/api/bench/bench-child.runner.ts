@@ -1,5 +1,6 @@
 // Runs one bench scenario in a child process (`scenario.main.ts`), optionally under `node --cpu-prof`, and reads its result file.
-import { spawn } from "node:child_process";
+import { spawn, type ChildProcess } from "node:child_process";
+import { constants } from "node:os";
 import { mkdtempSync, readFileSync, readdirSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -23,9 +24,63 @@ let childSeq = 0;
 /** The top self-time functions of each profiled child, in run order (empty unless `MOSOO_BENCH_CPU_PROF=1`). */
 export const profiles: Array<{ label: string; top: SelfTimeEntry[] }> = [];
 
-/** Runs one scenario in a child process and returns its parsed result; a non-zero exit throws `<label>: child exited with <code>`. */
+/** The scenario child running now, if any (one at a time). */
+let running: ChildProcess | undefined;
+/** The signal that stopped the bench ({@link stopOnSignals}), once one came. */
+let stoppedBy: NodeJS.Signals | undefined;
+
+/**
+ * The bench was stopped by `signal` (SIGINT or SIGTERM, see {@link stopOnSignals}): the scenario child
+ * running then was ended, and no other starts. `exitCode` is the shell's convention, 128 + the signal's number.
+ */
+export class BenchStoppedError extends Error {
+  readonly exitCode: number;
+  constructor(readonly signal: NodeJS.Signals) {
+    super(`stopped by ${signal}; the scenario child and every process it started were ended, its files removed`);
+    this.exitCode = 128 + (constants.signals[signal] ?? 0);
+  }
+}
+
+/**
+ * Makes SIGINT and SIGTERM stop the bench cleanly instead of killing only this process: the scenario
+ * child's whole process group (the child, the API instances and adapter processes it started) gets the
+ * signal, the {@link child} call running then throws {@link BenchStoppedError}, and so does every later
+ * one, so the caller's `finally` still stops a throwaway PostgreSQL server and removes the temp files
+ * (a history store can be gigabytes). A second signal exits at once (exit code 128 + its number).
+ */
+export function stopOnSignals(): void {
+  const onSignal = (signal: NodeJS.Signals) => {
+    if (stoppedBy !== undefined) process.exit(new BenchStoppedError(signal).exitCode);
+    stoppedBy = signal;
+    console.error(`bench: ${signal}: stopping${running?.pid === undefined ? "" : ` the scenario child (pid ${running.pid})`}…`);
+    if (running?.pid !== undefined) killGroup(running.pid, signal);
+  };
+  process.on("SIGINT", onSignal);
+  process.on("SIGTERM", onSignal);
+}
+
+/** Sends `signal` to the process group led by `pid` (a detached child); a group already gone is no error. */
+function killGroup(pid: number, signal: NodeJS.Signals): void {
+  try {
+    process.kill(-pid, signal);
+  } catch {
+    // ESRCH: the child and its group have exited already
+  }
+}
+
+/**
+ * Runs one scenario in a child process and returns its parsed result. The child leads a process group
+ * of its own (what {@link stopOnSignals} signals) and makes its temp files under this run's temp folder
+ * (`TMPDIR`), which {@link removeChildResults} removes whatever way the child ended.
+ * @throws Error `<label>: child exited with <code>` on a non-zero exit; {@link BenchStoppedError} once the bench was stopped.
+ */
 export async function child<T>(label: string, scenario: string, options: object): Promise<T> {
-  tmp ??= mkdtempSync(join(tmpdir(), "mosoo-bench-results-"));
+  if (stoppedBy !== undefined) throw new BenchStoppedError(stoppedBy);
+  if (tmp === undefined) {
+    tmp = mkdtempSync(join(tmpdir(), "mosoo-bench-results-"));
+    // also when something else ends this process (a server library's signal handler calls process.exit)
+    process.once("exit", removeChildResults);
+  }
   const out = join(tmp, `${++childSeq}.json`);
   const profDir = join(PROFILE_DIR, `${childSeq}-${label.replace(/[^a-z0-9]+/gi, "-")}`);
   const args = [
@@ -36,13 +91,22 @@ export async function child<T>(label: string, scenario: string, options: object)
     JSON.stringify(options),
     out,
   ];
-  console.error(`▶ ${label}`);
   const t0 = performance.now();
   const code = await new Promise<number | null>((resolve, reject) => {
-    const p = spawn(process.execPath, args, { stdio: ["ignore", "inherit", "inherit"] });
+    const p = spawn(process.execPath, args, {
+      stdio: ["ignore", "inherit", "inherit"],
+      detached: true,
+      env: { ...process.env, TMPDIR: tmp },
+    });
+    running = p;
+    console.error(`▶ ${label} (pid ${p.pid})`);
     p.on("error", reject);
-    p.on("exit", resolve);
+    p.on("exit", (exitCode) => {
+      running = undefined;
+      resolve(exitCode);
+    });
   });
+  if (stoppedBy !== undefined) throw new BenchStoppedError(stoppedBy);
   if (code !== 0) throw new Error(`${label}: child exited with ${code}`);
   console.error(`  done in ${((performance.now() - t0) / 1000).toFixed(1)} s`);
   if (PROFILE) {
@@ -56,7 +120,7 @@ export async function child<T>(label: string, scenario: string, options: object)
   return JSON.parse(readFileSync(out, "utf8")) as T;
 }
 
-/** Removes the children's result files (their temp folder, if a child ran). */
+/** Removes the children's result files and temp files (their temp folder, if a child ran). */
 export function removeChildResults(): void {
   if (tmp !== undefined) rmSync(tmp, { recursive: true, force: true });
 }

@@ -3,7 +3,7 @@ import { createHash } from "node:crypto";
 import { readFileSync } from "node:fs";
 import type pg from "pg";
 import { newUlid } from "@mosoo/contracts";
-import { createTestDatabase, startPostgres, type TestDatabase } from "@mosoo/test-postgres";
+import type { TestDatabase } from "@mosoo/test-postgres";
 import { BENCH_BOUND_SERVER, BENCH_TOOL } from "./fixed-latency.adapter.js";
 import type { SeedEffectsOptions } from "./bench-store.harness.js";
 import { storeOpenFailureLine } from "../src/config/configured-store.js";
@@ -58,13 +58,23 @@ export async function openBenchPostgres(databaseUrl: string | undefined): Promis
     }
     return { adminUrl: databaseUrl, source: "operator", startMs: undefined, stop: async () => undefined };
   }
+  const { startPostgres } = await loadTestPostgres();
   const server = await startPostgres({ fsync: true, settings: BENCH_SERVER_SETTINGS });
   return { adminUrl: server.url, source: "started", startMs: server.startMs, stop: () => server.stop() };
 }
 
 /** A fresh database for one scenario on the server at `adminUrl` (see `createTestDatabase`); `drop()` it afterwards. */
-export function createBenchDatabase(adminUrl: string, prefix: string): Promise<TestDatabase> {
-  return createTestDatabase(adminUrl, prefix);
+export async function createBenchDatabase(adminUrl: string, prefix: string): Promise<TestDatabase> {
+  return (await loadTestPostgres()).createTestDatabase(adminUrl, prefix);
+}
+
+/**
+ * `@mosoo/test-postgres`, loaded only when a PostgreSQL row runs: its server library installs SIGINT/SIGTERM
+ * handlers when it loads, and a process with such a handler is no longer ended by the signal while it runs
+ * JavaScript without a break (the SQLite history fill), so a SQLite-only bench never loads it.
+ */
+function loadTestPostgres(): Promise<typeof import("@mosoo/test-postgres")> {
+  return import("@mosoo/test-postgres");
 }
 
 /** The load averages (1, 5 and 15 minutes) from `/proc/loadavg`, or undefined where there is no such file. */

@@ -25,7 +25,7 @@
  */
 import type { BenchFigure } from "./baseline-check.js";
 import { applyBaselineGate, refuseUngateableRun } from "./bench-check.gate.js";
-import { removeChildResults } from "./bench-child.runner.js";
+import { BenchStoppedError, removeChildResults, stopOnSignals } from "./bench-child.runner.js";
 import { parseOptions, type BenchOptions, type ScenarioName } from "./bench-options.parser.js";
 import { reportRun } from "./bench-report.printer.js";
 import { BenchPostgresUnavailableError } from "./pg-bench.harness.js";
@@ -51,6 +51,7 @@ async function main(opts: BenchOptions): Promise<number> {
 }
 
 const options = parseOptions(process.argv.slice(2));
+stopOnSignals();
 let exitCode = 1;
 try {
   exitCode = await main(options);
@@ -59,6 +60,9 @@ try {
   if (err instanceof BenchPostgresUnavailableError) {
     process.stderr.write(`bench: ${err.message}\n`);
     exitCode = 2;
+  } else if (err instanceof BenchStoppedError) {
+    process.stderr.write(`bench: ${err.message}\n`);
+    exitCode = err.exitCode;
   } else {
     process.stderr.write(
       `bench.failed: ${redactDatabaseUrl((err instanceof Error ? err.message : String(err)).split("\n")[0]!, options.databaseUrl ?? "")}\n`,
