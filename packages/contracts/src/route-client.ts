@@ -44,7 +44,7 @@ export async function callRoute<R extends ApiRoute>(route: R, input: RouteInput<
       signal: AbortSignal.timeout(options.timeoutMs),
     });
   } catch (err) {
-    throw new RouteCallError("api.unreachable", `${options.baseUrl}: ${err instanceof Error ? err.message : String(err)}`, 0);
+    throw new RouteCallError("api.unreachable", `${options.baseUrl}: ${unreachableReason(err, options.timeoutMs)}`, 0);
   }
   let json: unknown;
   try {
@@ -72,4 +72,16 @@ export async function callRoute<R extends ApiRoute>(route: R, input: RouteInput<
     }
   }
   return json as RouteOutput<R>;
+}
+
+/**
+ * Why `fetch` got no answer, in one line: `no answer within <timeoutMs> ms` for the timeout, else the error's
+ * message with its cause's (undici's `fetch failed` says nothing more; its cause names e.g. `connect
+ * ECONNREFUSED 127.0.0.1:8787` or `getaddrinfo ENOTFOUND api.example`).
+ */
+function unreachableReason(err: unknown, timeoutMs: number): string {
+  if (err instanceof Error && err.name === "TimeoutError") return `no answer within ${timeoutMs} ms`;
+  const message = err instanceof Error ? err.message : String(err);
+  const cause = err instanceof Error && err.cause instanceof Error ? err.cause.message : undefined;
+  return cause === undefined || cause === "" ? message : `${message} (${cause})`;
 }

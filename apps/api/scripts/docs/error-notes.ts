@@ -349,7 +349,8 @@ export const ERROR_NOTES: Readonly<Record<string, ErrorNote>> = {
   },
   "api.unreachable": {
     who: "the operator CLI and a Driver",
-    meaning: "no answer from the API at the URL given (refused, reset or timed out); a Driver retries, on its next URL when given several",
+    meaning:
+      "no answer from the API at the URL given (refused, reset or timed out); the CLI's line says which, e.g. `fetch failed (connect ECONNREFUSED 127.0.0.1:8787)` or `no answer within 30000 ms`; a Driver retries, on its next URL when given several",
     next: "start the API or check `--api-url` / `MOSOO_API_URL`; the CLI can also read the database directly with `--db`",
   },
   "api.invalid_answer": {
