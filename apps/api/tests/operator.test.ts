@@ -1,5 +1,6 @@
 import { afterEach, describe, expect, it } from "vitest";
 import type { Runtime } from "../src/composition-root.js";
+import { renderReconcile } from "../src/entry/cli/effects-render.js";
 import {
   operatorCredentials,
   buildHttpApp,
@@ -309,6 +310,23 @@ describe("operator routes: reconcile now", () => {
     ]);
   });
 
+  it("says why a lookup left the effect unknown (reasonCode), and the CLI prints it", async () => {
+    f = createDoubleWorld({ double: { faults: { adapterFault: "throws" } } });
+    const call = await unknownEffect(f);
+    const res = await http(f.runtime)("POST", `${E}/${call.effectId}/reconcile`, { reason: "provider back?" });
+    expect(res).toMatchObject({
+      status: 200,
+      body: { outcome: "still_unknown", reasonCode: "adapter_error", effect: { status: "unknown" } },
+    });
+    expect(renderReconcile(res.body as Record<string, unknown>)).toBe(
+      `lookup still_unknown (adapter_error); effect ${call.effectId} is unknown`,
+    );
+    // an answer without the field (an older API) still renders
+    expect(renderReconcile({ outcome: "still_unknown", effect: { id: call.effectId, status: "unknown" } })).toBe(
+      `lookup still_unknown; effect ${call.effectId} is unknown`,
+    );
+  });
+
   it("refuses an effect without a bound adapter and one that is not unknown (409 effect.not_reconcilable), and a body actor (400)", async () => {
     f = createDoubleWorld({ bind: false });
     const call = await unknownEffect(f);
@@ -336,7 +354,7 @@ describe("operator routes: reconcile now", () => {
     const sweeping = fx.runtime.reconciler.reconcile(call.effectId, "sweep");
     await until(() => effectRow(fx.store, call.effectId).lease_owner !== null); // its lease is taken: the lookup waits at the gate
     const byOperator = await fx.runtime.operator.reconcile(call.effectId, ok, operatorNamed("alice"));
-    expect(byOperator.outcome).toBe("superseded");
+    expect(byOperator).toMatchObject({ outcome: "superseded", reasonCode: "lease_held" });
     // it changed nothing, so its audit row says unknown -> unknown whatever happens next
     expect((await fx.runtime.operator.show(call.effectId)).operatorActions).toEqual([
       expect.objectContaining({ action: "lookup", outcome: "superseded", statusBefore: "unknown", statusAfter: "unknown" }),

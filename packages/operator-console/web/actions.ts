@@ -115,7 +115,12 @@ function ConfirmDialog({
     let sent: Promise<{ ok: true; what: string } | ApiFailure>;
     if (action === "lookup") {
       sent = act("reconcile", effect.id, { reason }).then((r) =>
-        r.ok ? { ok: true, what: `Lookup done: ${r.data.outcome}${r.data.effect ? `; the effect is ${r.data.effect.status}` : ""}.` } : r,
+        r.ok
+          ? {
+              ok: true,
+              what: `Lookup done: ${r.data.outcome}${r.data.reasonCode ? ` (${r.data.reasonCode})` : ""}${r.data.effect ? `; the effect is ${r.data.effect.status}` : ""}.`,
+            }
+          : r,
       );
     } else if (action === "compensate") {
       sent = act("compensate", effect.id, { reason }).then((r) =>

@@ -146,10 +146,11 @@ export function renderShow(e: Row): string {
   return sections.join("\n");
 }
 
-/** `effects reconcile`: one line, the lookup's outcome and the effect's status after it. */
+/** `effects reconcile`: one line, the lookup's outcome (with its reason code, when it has one) and the effect's status after it. */
 export function renderReconcile(r: Row): string {
   const effect = (r["effect"] ?? null) as Row | null;
-  return `lookup ${str(r["outcome"])}; effect ${str(effect?.["id"])} is ${str(effect?.["status"])}${effect?.["resolution"] ? ` (${str(effect["resolution"])})` : ""}`;
+  const reason = typeof r["reasonCode"] === "string" ? ` (${str(r["reasonCode"])})` : "";
+  return `lookup ${str(r["outcome"])}${reason}; effect ${str(effect?.["id"])} is ${str(effect?.["status"])}${effect?.["resolution"] ? ` (${str(effect["resolution"])})` : ""}`;
 }
 
 /** `effects resolve`: one line, the effect's new status and resolution. */

@@ -261,7 +261,11 @@ export class OperatorService implements OperatorActionHandlers {
       { effectId, commandId: e.commandId, driverInstanceId: e.driverInstanceId, actor, outcome: result.kind },
       "operator.lookup",
     );
-    return { outcome: result.kind, effect: result.effect ? toEffectSummary(result.effect) : null };
+    return {
+      outcome: result.kind,
+      reasonCode: result.kind === "superseded" ? "lease_held" : result.reasonCode,
+      effect: result.effect ? toEffectSummary(result.effect) : null,
+    };
   }
 
   /**
