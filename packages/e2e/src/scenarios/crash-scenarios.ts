@@ -141,7 +141,7 @@ export const CRASH_SCENARIOS: CrashScenarioSpec[] = [
       runError: "runtime.turn_interrupted_after_writes",
       runRetryable: false,
       runAccount: ["tc-db-1:succeeded"],
-      followUpAnswers: { "tc-db-1": "409 tool_call.repeat_refused" },
+      followUpAnswers: { "tc-db-1": "409 tool_call.repeat_refused naming the earlier write" },
     },
   },
 ];

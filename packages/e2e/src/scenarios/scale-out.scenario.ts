@@ -106,7 +106,8 @@ export async function runScaleOutScenario(opts: ScenarioOptions): Promise<Scenar
       commandStatus: view.commands[0]?.status,
       terminalEvents,
     };
-    timeline(`settled: ${line.effectStatus} (${line.resolution})${line.fenced ? ", after a fence" : ""}`);
+    // A had exited (the kill above waits for it) before the provider answered: every write since is B's
+    timeline(`settled on B, the one instance left: ${line.effectStatus} (${line.resolution})${line.fenced ? ", after a fence" : ""}`);
     const failures: string[] = [];
     expectInvariant(
       failures,

@@ -34,6 +34,20 @@ export function accountOf(error: RunViewBody["run"]["error"]): AccountLine[] {
   return Array.isArray(account?.toolCalls) ? account.toolCalls : [];
 }
 
+/** What a repeat refusal's answer ends with when its details name the write the run's account lists for that tool call. */
+const NAMES_EARLIER_WRITE = " naming the earlier write";
+
+/**
+ * How a `tool_call.repeat_refused` answer names the earlier write: {@link NAMES_EARLIER_WRITE} when its
+ * `details.effectId` is the effect the run error's account lists for `toolCallId`, else which effect it named instead.
+ */
+function namedWrite(details: { effectId?: unknown } | undefined, account: AccountLine[], toolCallId: string): string {
+  const earlier = account.find((c) => c.toolCallId === toolCallId)?.effectId;
+  return earlier !== undefined && details?.effectId === earlier
+    ? NAMES_EARLIER_WRITE
+    : ` naming ${String(details?.effectId)}, not the account's ${String(earlier)}`;
+}
+
 /**
  * Runs the follow-up in a new run of the same session on a new Driver process (its own state file):
  * returns what each new enqueue answered (`toolCallId → HTTP status and code`) and, for `follow_advice`,
@@ -85,10 +99,13 @@ export async function followUpTurn(
       arguments: args,
       toolCallId: again,
     });
-    const code = (res.body["error"] as { code?: string } | undefined)?.code;
-    answers[toolCallId] = `${res.status}${code ? ` ${code}` : ""}`;
+    const error = res.body["error"] as { code?: string; details?: { effectId?: unknown; status?: unknown } } | undefined;
+    const code = error?.code;
+    const named = code === "tool_call.repeat_refused" ? namedWrite(error?.details, account, toolCallId) : "";
+    answers[toolCallId] = `${res.status}${code ? ` ${code}` : ""}${named}`;
+    const earlier = named === NAMES_EARLIER_WRITE ? ` (effect ${String(error?.details?.effectId)}, ${String(error?.details?.status)})` : "";
     ctx.timeline(
-      `${kind === "resend_turn" ? "resent" : "sent again, as the account allows,"} ${toolCallId} as ${again}: ${answers[toolCallId]}`,
+      `${kind === "resend_turn" ? "resent" : "sent again, as the account allows,"} ${toolCallId} as ${again}: ${answers[toolCallId]}${earlier}`,
     );
     if (res.status === 201) {
       const view = await pollUntil(
