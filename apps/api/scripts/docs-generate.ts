@@ -3,22 +3,36 @@
  * docs/performance.md, docs/openapi.json) from the contracts, the code lists and the published bench run.
  * `--check`: writes nothing; lists each stale file and exits 1. `--bench <file>`: first publishes that bench
  * result (`var/bench/latest.json` after `npm run bench`) as apps/api/bench/published-run.json.
+ * `--bench-history <file>` (repeatable, one per store): publishes history-only results (`npm run bench -- --only
+ * history --history-effects <n>`) as apps/api/bench/published-history-runs.json, shown after the published run.
  * Bad options: one line, exit 2.
  */
 import { readFileSync, writeFileSync } from "node:fs";
 import { parseArgs } from "node:util";
-import { generatedDocs, PUBLISHED_RUN_FILE, publishBenchRun } from "./docs/generated-docs.js";
+import { generatedDocs, PUBLISHED_HISTORY_FILE, PUBLISHED_RUN_FILE, publishBenchRun, publishHistoryRuns } from "./docs/generated-docs.js";
 
-let values: { check?: boolean; bench?: string };
+let values: { check?: boolean; bench?: string; "bench-history"?: string[] };
 try {
-  ({ values } = parseArgs({ options: { check: { type: "boolean" }, bench: { type: "string" } }, strict: true }));
+  ({ values } = parseArgs({
+    options: { check: { type: "boolean" }, bench: { type: "string" }, "bench-history": { type: "string", multiple: true } },
+    strict: true,
+  }));
 } catch (err) {
   console.error(`docs-generate: ${(err as Error).message}`);
   process.exit(2);
 }
-if (values.bench) {
-  publishBenchRun(values.bench);
-  console.log(`docs-generate: published ${values.bench} as ${PUBLISHED_RUN_FILE}`);
+try {
+  if (values.bench) {
+    publishBenchRun(values.bench);
+    console.log(`docs-generate: published ${values.bench} as ${PUBLISHED_RUN_FILE}`);
+  }
+  if (values["bench-history"]) {
+    publishHistoryRuns(values["bench-history"]);
+    console.log(`docs-generate: published ${values["bench-history"].join(", ")} as ${PUBLISHED_HISTORY_FILE}`);
+  }
+} catch (err) {
+  console.error(`docs-generate: ${(err as Error).message.split("\n")[0]}`);
+  process.exit(2);
 }
 const stale: string[] = [];
 for (const doc of generatedDocs()) {

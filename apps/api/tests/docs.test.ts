@@ -3,10 +3,12 @@
  * `npm run docs:generate` writes now; every relative link of README.md and docs/*.md resolves to a file (and to a
  * heading, when it names an anchor); no doc speaks of work items by number; the README stays a ten-minute read.
  */
-import { existsSync, readdirSync, readFileSync, statSync } from "node:fs";
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
 import { dirname, join, relative, resolve } from "node:path";
 import { describe, expect, it } from "vitest";
-import { generatedDocs, REPO_ROOT } from "../scripts/docs/generated-docs.js";
+import { generatedDocs, publishHistoryRuns, REPO_ROOT } from "../scripts/docs/generated-docs.js";
+import { renderPerformance, type PublishedRun } from "../scripts/docs/performance.doc.js";
 import { ERROR_NOTES } from "../scripts/docs/error-notes.js";
 import { errorCodeGroups } from "../scripts/docs/errors.doc.js";
 import { BAD_INPUT_CODES } from "../src/entry/cli/effects-cli.exit-codes.js";
@@ -97,6 +99,47 @@ function printedCodes(): Map<string, string[]> {
   }
   return found;
 }
+
+describe("history-only bench runs on docs/performance.md", () => {
+  const run = (table: string): PublishedRun => ({
+    startedAt: "2026-12-03T12-00-00-000Z",
+    wallSeconds: 2400,
+    quick: false,
+    node: "v20",
+    cpus: 2,
+    store: "sqlite",
+    table,
+  });
+  const header =
+    "| scenario | reconciliation | measured | floor / bound | ratio | other | target | met |\n|---|---|---|---|---|---|---|---|";
+  const historyRow =
+    "| 4 history, store open @ 10000k | on | 4.1 ms | empty store 3.9 ms | 1.05× | file 17000 MB | < 1000 ms and ≤ 1.2× | yes |";
+
+  it("are shown after the published run, each with its run line and table", () => {
+    const page = renderPerformance(run(`${header}\n| 1 ledger | on |`), [run(`${header}\n${historyRow}`)]);
+    const section = page.indexOf("## History rows at a larger size");
+    expect(section).toBeGreaterThan(page.indexOf("| 1 ledger | on |"));
+    expect(page.indexOf(historyRow)).toBeGreaterThan(section);
+    expect(renderPerformance(run(header))).not.toContain("## History rows at a larger size");
+  });
+
+  it("only a run of the history rows is published; anything else is refused and writes nothing", () => {
+    const dir = mkdtempSync(join(tmpdir(), "mosoo-docs-history-"));
+    try {
+      const history = join(dir, "history.json");
+      const full = join(dir, "full.json");
+      const target = join(dir, "published.json");
+      writeFileSync(history, JSON.stringify(run(`${header}\n${historyRow}`)));
+      writeFileSync(full, JSON.stringify(run(`${header}\n| 1 ledger, µs/lifecycle @ 0 effects | on |\n${historyRow}`)));
+      expect(() => publishHistoryRuns([history, full], target)).toThrow(/docs\.not_history_run: .*full\.json/);
+      expect(existsSync(target)).toBe(false);
+      publishHistoryRuns([history], target);
+      expect(JSON.parse(readFileSync(target, "utf8"))).toEqual([run(`${header}\n${historyRow}`)]);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});
 
 describe("docs/errors.md names every code a program prints", () => {
   it("finds the codes of the npm scripts, the program entry files and the operator CLI", () => {
