@@ -41,9 +41,9 @@ describe("npm run bench stopped by a signal", () => {
     const childPid = await new Promise<number>((resolve, reject) => {
       bench.stderr.on("data", (chunk: Buffer) => {
         stderr += chunk.toString();
-        // the child's first fill progress line: it is writing the store now
+        // the child says it begins filling: from here on it runs its synchronous fill loop
         const pid = /▶ history[^\n]*\(pid (\d+)\)/.exec(stderr);
-        if (pid && /history: \d+ of 50000000 effects written/.test(stderr)) resolve(Number(pid[1]));
+        if (pid && /history: filling 50000000 effects/.test(stderr)) resolve(Number(pid[1]));
       });
       bench.on("exit", (code) => reject(new Error(`bench exited (${code}) before the fill began:\n${stderr}`)));
     });
