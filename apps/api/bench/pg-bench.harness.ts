@@ -3,7 +3,9 @@ import { createHash } from "node:crypto";
 import { readFileSync } from "node:fs";
 import type pg from "pg";
 import { newUlid } from "@mosoo/contracts";
+import { constants } from "node:os";
 import type { TestDatabase } from "@mosoo/test-postgres";
+import { createTestDatabase } from "@mosoo/test-postgres/database";
 import { BENCH_BOUND_SERVER, BENCH_TOOL } from "./fixed-latency.adapter.js";
 import type { SeedEffectsOptions } from "./bench-store.harness.js";
 import { storeOpenFailureLine } from "../src/config/configured-store.js";
@@ -63,15 +65,41 @@ export async function openBenchPostgres(databaseUrl: string | undefined): Promis
   return { adminUrl: server.url, source: "started", startMs: server.startMs, stop: () => server.stop() };
 }
 
-/** A fresh database for one scenario on the server at `adminUrl` (see `createTestDatabase`); `drop()` it afterwards. */
+/** The databases this process created and has not dropped yet ({@link dropDatabasesOnSignal} drops them). */
+const openDatabases = new Set<TestDatabase>();
+
+/**
+ * A fresh database for one scenario on the server at `adminUrl` (see `createTestDatabase`); `drop()` it afterwards.
+ * Until it is dropped, a signal handled by {@link dropDatabasesOnSignal} drops it too.
+ */
 export async function createBenchDatabase(adminUrl: string, prefix: string): Promise<TestDatabase> {
-  return (await loadTestPostgres()).createTestDatabase(adminUrl, prefix);
+  const db = await createTestDatabase(adminUrl, prefix);
+  openDatabases.add(db);
+  return {
+    ...db,
+    drop: async () => {
+      await db.drop();
+      openDatabases.delete(db);
+    },
+  };
 }
 
 /**
- * `@mosoo/test-postgres`, loaded only when a PostgreSQL row runs: its server library installs SIGINT/SIGTERM
- * handlers when it loads, and a process with such a handler is no longer ended by the signal while it runs
- * JavaScript without a break (the SQLite history fill), so a SQLite-only bench never loads it.
+ * For a PostgreSQL scenario process: on SIGINT, SIGTERM or SIGHUP (the bench passes its stop on to its children,
+ * `bench-child.runner.ts`), drops every database this process created and has not dropped, then exits with
+ * 128 + the signal's number. On an operator's server (`--database-url`) nothing the bench made is left behind.
+ * Not for a SQLite scenario: a handler keeps a process that runs a synchronous fill from ending on the signal.
+ */
+export function dropDatabasesOnSignal(): void {
+  const stop = (signal: NodeJS.Signals) => {
+    void Promise.allSettled([...openDatabases].map((db) => db.drop())).then(() => process.exit(128 + (constants.signals[signal] ?? 0)));
+  };
+  for (const signal of ["SIGINT", "SIGTERM", "SIGHUP"] as const) process.once(signal, stop);
+}
+
+/**
+ * `@mosoo/test-postgres`, loaded only when the bench starts its throwaway server: its server library installs
+ * SIGINT/SIGTERM handlers that end the process when it loads, before any `finally` can run.
  */
 function loadTestPostgres(): Promise<typeof import("@mosoo/test-postgres")> {
   return import("@mosoo/test-postgres");

@@ -25,7 +25,7 @@
  */
 import type { BenchFigure } from "./baseline-check.js";
 import { applyBaselineGate, refuseUngateableRun } from "./bench-check.gate.js";
-import { BenchStoppedError, removeChildResults, stopOnSignals } from "./bench-child.runner.js";
+import { BenchStoppedError, removeChildResults, stopOnSignals, stoppedSignal } from "./bench-child.runner.js";
 import { parseOptions, type BenchOptions, type ScenarioName } from "./bench-options.parser.js";
 import { reportRun } from "./bench-report.printer.js";
 import { BenchPostgresUnavailableError } from "./pg-bench.harness.js";
@@ -71,5 +71,11 @@ try {
   }
 } finally {
   removeChildResults();
+}
+const stopped = stoppedSignal();
+if (stopped !== undefined && exitCode === 0) {
+  // the signal came after the last scenario: the report was written, but the run still says it was stopped
+  process.stderr.write(`bench: stopped by ${stopped} after the last scenario; the report was written\n`);
+  exitCode = new BenchStoppedError(stopped).exitCode;
 }
 process.exitCode = exitCode;

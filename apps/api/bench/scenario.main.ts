@@ -7,6 +7,7 @@
  * started by `pg-recovery` with an IPC channel). Progress goes to stderr.
  */
 import { writeFileSync } from "node:fs";
+import { dropDatabasesOnSignal } from "./pg-bench.harness.js";
 import { runLedgerCost, type LedgerCostOptions } from "./ledger-cost.scenario.js";
 import { runRecovery, type RecoveryOptions } from "./recovery-throughput.scenario.js";
 import { runRepair, type RepairOptions } from "./finalization-repair.scenario.js";
@@ -18,6 +19,8 @@ import { runPgRecovery, runPgRecoveryInstance, type PgRecoveryInstanceOptions, t
 const [scenario, optionsJson, outFile] = process.argv.slice(2);
 if (!scenario || !optionsJson || !outFile) throw new Error("usage: scenario.main.ts <scenario> <optionsJson> <outFile>");
 const options = JSON.parse(optionsJson) as unknown;
+// a stopped bench must leave no database on the server (an operator's, with --database-url)
+if (scenario.startsWith("pg-")) dropDatabasesOnSignal();
 let result: unknown;
 switch (scenario) {
   case "ledger":

@@ -8,6 +8,7 @@ import { CommanderError } from "commander";
 import { unknownMosooEnvNames } from "@mosoo/contracts";
 import { buildEffectsCli } from "./entry/cli/effects-cli.js";
 import { CliFailure, EXIT } from "./entry/cli/effects-cli.exit-codes.js";
+import { oneLine } from "./entry/cli/effects-render.js";
 
 async function main(): Promise<void> {
   // A reader that stops early (`| head`) closes the pipe: end quietly, as other CLIs do.
@@ -20,7 +21,7 @@ async function main(): Promise<void> {
   } catch (error) {
     if (error instanceof CommanderError) process.exit(error.exitCode === 0 ? EXIT.ok : EXIT.badInput);
     const line = error instanceof CliFailure ? error.message : `internal: ${error instanceof Error ? error.message : String(error)}`;
-    process.stderr.write(`mosoo-effects: ${line}\n`);
+    process.stderr.write(`mosoo-effects: ${oneLine(line)}\n`);
     process.exit(error instanceof CliFailure ? error.exitCode : EXIT.refused);
   }
 }

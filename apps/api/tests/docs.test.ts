@@ -131,7 +131,19 @@ describe("history-only bench runs on docs/performance.md", () => {
       const target = join(dir, "published.json");
       writeFileSync(history, JSON.stringify(run(`${header}\n${historyRow}`)));
       writeFileSync(full, JSON.stringify(run(`${header}\n| 1 ledger, µs/lifecycle @ 0 effects | on |\n${historyRow}`)));
-      expect(() => publishHistoryRuns([history, full], target)).toThrow(/docs\.not_history_run: .*full\.json/);
+      expect(() => publishHistoryRuns([history, full], target)).toThrow(/docs\.not_history_run: .*full\.json: it has rows other/);
+      const refusals: Array<[string, unknown, RegExp]> = [
+        ["empty.json", run(header), /docs\.not_history_run: .*empty\.json: its table has no rows/],
+        ["quick.json", { ...run(`${header}\n${historyRow}`), quick: true }, /docs\.not_history_run: .*quick\.json: a QUICK run/],
+        ["all.json", { ...run(`${header}\n${historyRow}`), store: "all" }, /docs\.not_history_run: .*all\.json: one run per store/],
+        ["shape.json", { table: 3 }, /docs\.not_bench_run: .*shape\.json: not a bench result \(startedAt: /],
+        ["text.json", "garbage", /docs\.not_bench_run: .*text\.json: Unexpected token/],
+      ];
+      for (const [name, content, refusal] of refusals) {
+        writeFileSync(join(dir, name), typeof content === "string" ? content : JSON.stringify(content));
+        expect(() => publishHistoryRuns([join(dir, name)], target)).toThrow(refusal);
+      }
+      expect(() => publishHistoryRuns([history, history], target)).toThrow(/a second sqlite run/);
       expect(existsSync(target)).toBe(false);
       publishHistoryRuns([history], target);
       expect(JSON.parse(readFileSync(target, "utf8"))).toEqual([run(`${header}\n${historyRow}`)]);

@@ -404,6 +404,19 @@ describe("operator resolve racing a reconciler", () => {
     ]);
   });
 
+  it("an operator's lookup that outlived its lease while another operator resolved answers superseded, cas_lost (not lease_held)", async () => {
+    const { fx, call, open } = await committedUnknownWithGatedLookup();
+    const looking = fx.runtime.operator.reconcile(call.effectId, ok, operatorNamed("alice"));
+    await until(() => effectRow(fx.store, call.effectId).lease_owner !== null);
+    fx.clock.advance(fx.settings.leaseMs + 1);
+    await fx.runtime.operator.resolve(call.effectId, { outcome: "not_executed", reason: "override" }, operatorNamed("bob"));
+    open();
+    const answer = await looking;
+    expect(answer).toMatchObject({ outcome: "superseded", reasonCode: "cas_lost", effect: { status: "not_executed" } });
+    expect(reconciliationRecords(fx.store, call.effectId).map((r) => [r.outcome, r.reason_code])).toEqual([["superseded", "cas_lost"]]);
+    expect(renderReconcile(answer as unknown as Record<string, unknown>)).toContain("lookup superseded (cas_lost)");
+  });
+
   it("the reconciler commits first: the operator's resolution is refused (409) and changes nothing", async () => {
     f = createDoubleWorld();
     const fx = f;

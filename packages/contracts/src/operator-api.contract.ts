@@ -222,9 +222,10 @@ export type OperatorEffectDetail = z.infer<typeof OperatorEffectDetailSchema>;
 
 /**
  * The answer of `reconcile`: the lookup's `outcome` (`confirmed_succeeded`, `confirmed_not_executed`,
- * `still_unknown`, `superseded`: another lookup held the lease, or `ineligible`), why (`reasonCode`: the
- * record's reason, e.g. `provider.unavailable`, `lookup_timeout` or `retention_unverified` for `still_unknown`,
- * `lease_held` for `superseded`, the eligibility rule for `ineligible`; null when the outcome needs none;
+ * `still_unknown`, `superseded`: another lookup held the lease or the effect changed under this one, or
+ * `ineligible`), why (`reasonCode`: the record's reason, e.g. `provider.unavailable`, `lookup_timeout` or
+ * `retention_unverified` for `still_unknown`, `lease_held` or `cas_lost` for `superseded`, the eligibility rule for
+ * `ineligible`; null when the outcome needs none;
  * absent from an API older than this field) and the effect as it stands after it (null when it was not found meanwhile).
  */
 export const OperatorReconcileAnswerSchema = z.object({

@@ -44,7 +44,7 @@ export async function callRoute<R extends ApiRoute>(route: R, input: RouteInput<
       signal: AbortSignal.timeout(options.timeoutMs),
     });
   } catch (err) {
-    throw new RouteCallError("api.unreachable", `${options.baseUrl}: ${unreachableReason(err, options.timeoutMs)}`, 0);
+    throw new RouteCallError("api.unreachable", `${displayUrl(options.baseUrl)}: ${unreachableReason(err, options.timeoutMs)}`, 0);
   }
   let json: unknown;
   try {
@@ -74,14 +74,30 @@ export async function callRoute<R extends ApiRoute>(route: R, input: RouteInput<
   return json as RouteOutput<R>;
 }
 
+/** `url` as an error may show it: a user name and password in it replaced by `***` (the URL as given when it does not parse). */
+function displayUrl(url: string): string {
+  try {
+    const u = new URL(url);
+    if (u.username === "" && u.password === "") return url;
+    u.username = "***";
+    u.password = "";
+    return u.toString();
+  } catch {
+    return url;
+  }
+}
+
 /**
- * Why `fetch` got no answer, in one line: `no answer within <timeoutMs> ms` for the timeout, else the error's
- * message with its cause's (undici's `fetch failed` says nothing more; its cause names e.g. `connect
- * ECONNREFUSED 127.0.0.1:8787` or `getaddrinfo ENOTFOUND api.example`).
+ * Why `fetch` got no answer, in one line: `no answer within <timeoutMs> ms` for the timeout; undici's `fetch
+ * failed` with its cause (e.g. `connect ECONNREFUSED 127.0.0.1:8787`, `getaddrinfo ENOTFOUND api.example`, `bad
+ * port`: fetch refuses some ports, e.g. 9 and 6000, without connecting); else the request could not be built.
+ * That last message is not repeated: it quotes the URL or the header value, a password or a token.
  */
 function unreachableReason(err: unknown, timeoutMs: number): string {
   if (err instanceof Error && err.name === "TimeoutError") return `no answer within ${timeoutMs} ms`;
-  const message = err instanceof Error ? err.message : String(err);
   const cause = err instanceof Error && err.cause instanceof Error ? err.cause.message : undefined;
-  return cause === undefined || cause === "" ? message : `${message} (${cause})`;
+  if (cause === "bad port")
+    return `${(err as Error).message} (bad port: fetch refuses to connect to this port; the API must listen on another)`;
+  if (err instanceof Error && cause !== undefined && cause !== "") return `${err.message} (${cause})`;
+  return `the request could not be built (${err instanceof Error ? err.name : typeof err}): check the URL and the token`;
 }

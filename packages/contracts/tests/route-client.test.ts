@@ -50,6 +50,28 @@ describe("callRoute when the API gives no usable answer", () => {
     expect(err.message).toBe(`${url}: no answer within 200 ms`);
   });
 
+  it("never repeats a password of the URL or the token of a header it could not send", async () => {
+    const url = await serve(() => undefined);
+    const port = new URL(url).port;
+    const withPassword = await callError(
+      callRoute(SYSTEM_API.health, {}, { baseUrl: `http://user:s3cret@127.0.0.1:${port}`, timeoutMs: 10_000 }),
+    );
+    expect(withPassword.code).toBe("api.unreachable");
+    expect(withPassword.message).not.toContain("s3cret");
+    expect(withPassword.message).toContain("***@127.0.0.1");
+    const badHeader = await callError(
+      callRoute(SYSTEM_API.health, {}, { baseUrl: url, timeoutMs: 10_000, headers: { authorization: "Bearer tok\nSECRETTOKEN" } }),
+    );
+    expect(badHeader.code).toBe("api.unreachable");
+    expect(badHeader.message).not.toContain("SECRETTOKEN");
+    expect(badHeader.message).toContain("could not be built");
+  });
+
+  it("says why fetch refuses a port (9 is on fetch's list of bad ports)", async () => {
+    const err = await callError(callRoute(SYSTEM_API.health, {}, { baseUrl: "http://127.0.0.1:9", timeoutMs: 10_000 }));
+    expect(err.message).toMatch(/bad port: fetch refuses to connect to this port/);
+  });
+
   it("refuses an answer that is not JSON as api.invalid_answer", async () => {
     const url = await serve((_req, res) => res.end("<html>not the API</html>"));
     const err = await callError(callRoute(SYSTEM_API.health, {}, { baseUrl: url, timeoutMs: 10_000 }));

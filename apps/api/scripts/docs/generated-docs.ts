@@ -28,7 +28,7 @@ export function openApiText(): string {
  */
 export function generatedDocs(): Array<{ file: string; text: string }> {
   const run = PublishedRunSchema.parse(JSON.parse(readFileSync(PUBLISHED_RUN_FILE, "utf8")));
-  const history = readHistoryRuns();
+  const history = readPublishedHistoryRuns();
   return [
     { file: join(REPO_ROOT, "docs/configuration.md"), text: renderConfiguration() },
     { file: join(REPO_ROOT, "docs/errors.md"), text: renderErrors() },
@@ -38,17 +38,38 @@ export function generatedDocs(): Array<{ file: string; text: string }> {
 }
 
 /**
- * Publishes one `npm run bench` result (`var/bench/<timestamp>.json`): copies the fields docs/performance.md
- * reads to {@link PUBLISHED_RUN_FILE}.
- * @throws ZodError when `file` is not a bench result.
+ * Reads one `npm run bench` result (`var/bench/<timestamp>.json`): the fields docs/performance.md shows.
+ * @throws Error `docs.not_bench_run: <file>: <why>` when it cannot be read, is not JSON or is not a bench result.
+ */
+export function readBenchRun(file: string): PublishedRun {
+  let value: unknown;
+  try {
+    value = JSON.parse(readFileSync(file, "utf8"));
+  } catch (err) {
+    throw new Error(`docs.not_bench_run: ${file}: ${(err as Error).message.split("\n")[0]}`);
+  }
+  const run = PublishedRunSchema.safeParse(value);
+  if (!run.success) {
+    const issue = run.error.issues[0];
+    throw new Error(
+      `docs.not_bench_run: ${file}: not a bench result (${issue?.path.join(".") || "the top level"}: ${issue?.message ?? "invalid"})`,
+    );
+  }
+  return run.data;
+}
+
+/**
+ * Publishes one `npm run bench` result (see {@link readBenchRun}): copies the fields docs/performance.md reads to
+ * {@link PUBLISHED_RUN_FILE}.
+ * @throws Error `docs.not_bench_run` (nothing written).
  */
 export function publishBenchRun(file: string): void {
-  const run = PublishedRunSchema.parse(JSON.parse(readFileSync(file, "utf8")));
+  const run = readBenchRun(file);
   writeFileSync(PUBLISHED_RUN_FILE, `${JSON.stringify(run, null, 2)}\n`);
 }
 
 /** The runs of {@link PUBLISHED_HISTORY_FILE} (none when there is no such file). @throws ZodError when it holds something else. */
-function readHistoryRuns(): PublishedRun[] {
+function readPublishedHistoryRuns(): PublishedRun[] {
   let text: string;
   try {
     text = readFileSync(PUBLISHED_HISTORY_FILE, "utf8");
@@ -59,16 +80,35 @@ function readHistoryRuns(): PublishedRun[] {
 }
 
 /**
- * Publishes history-only bench results (`--only history`, one per store) as `target` ({@link PUBLISHED_HISTORY_FILE}),
+ * Checks history-only bench results (`--only history`, at most one per store) for publishing: each must be a
+ * full-size run (not QUICK) of one store with at least one row, every row a history row.
+ * @returns the runs, in the order given.
+ * @throws Error `docs.not_bench_run` (see {@link readBenchRun}) or `docs.not_history_run: <file>: <why>`.
+ */
+export function readHistoryRuns(files: readonly string[]): PublishedRun[] {
+  const runs = files.map(readBenchRun);
+  const stores = new Set<string>();
+  runs.forEach((run, i) => {
+    const refuse = (why: string) => new Error(`docs.not_history_run: ${files[i]}: ${why}`);
+    const rows = run.table.split("\n").filter((l) => l.startsWith("| ") && !l.startsWith("| scenario"));
+    if (rows.length === 0) throw refuse("its table has no rows");
+    if (rows.some((l) => !/^\| 4 (PostgreSQL )?history/.test(l)))
+      throw refuse("it has rows other than the history rows (run it with --only history)");
+    if (run.quick) throw refuse("a QUICK run (MOSOO_BENCH_QUICK=1): its figures are not comparable");
+    if (run.store !== "sqlite" && run.store !== "postgres")
+      throw refuse(`one run per store (--store sqlite or postgres), not ${run.store}`);
+    if (stores.has(run.store)) throw refuse(`a second ${run.store} run: publish one per store`);
+    stores.add(run.store);
+  });
+  return runs;
+}
+
+/**
+ * Publishes history-only bench results ({@link readHistoryRuns}) as `target` ({@link PUBLISHED_HISTORY_FILE}),
  * replacing what it held: docs/performance.md shows their tables after the published run's.
- * @throws ZodError when a file is not a bench result; Error `docs.not_history_run` when its table holds a row other than the history rows.
+ * @throws Error `docs.not_bench_run` / `docs.not_history_run` (nothing written).
  */
 export function publishHistoryRuns(files: readonly string[], target: string = PUBLISHED_HISTORY_FILE): void {
-  const runs = files.map((file) => PublishedRunSchema.parse(JSON.parse(readFileSync(file, "utf8"))));
-  for (const [i, run] of runs.entries()) {
-    const rows = run.table.split("\n").filter((l) => l.startsWith("| ") && !l.startsWith("| scenario"));
-    if (rows.some((l) => !/^\| 4 (PostgreSQL )?history/.test(l)))
-      throw new Error(`docs.not_history_run: ${files[i]} has rows other than the history rows (run it with --only history)`);
-  }
+  const runs = readHistoryRuns(files);
   writeFileSync(target, `${JSON.stringify(runs, null, 2)}\n`);
 }

@@ -195,7 +195,7 @@ export class EffectLedgerService {
       // Another reconciler (the sweep, a repair) is looking it up now: wait for its outcome, bounded
       // by one lookup timeout so the Driver's claim request stays within its own timeout.
       const after = await this.reconciler.awaitLease(effect.id, this.lookupWaitMs);
-      result = { kind: "superseded", effect: after };
+      result = { kind: "superseded", reasonCode: "waited", effect: after };
     }
     const settled = result.effect ? claimFromSettledEffect(result.effect) : claim;
     this.ctx.logger.info(

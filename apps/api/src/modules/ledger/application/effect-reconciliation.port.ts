@@ -13,14 +13,19 @@ export type CommandSettlement = "completed" | "failed" | null;
 /**
  * What one reconciliation of an effect did:
  * - `ineligible`: no lookup was made (flag off, no binding, undeclared tool, not `unknown`, bound reached…);
- * - `superseded`: another reconciler held the lease or won the compare-and-set; nothing changed but a `superseded` record;
+ * - `superseded`: another reconciler held the lease (`reasonCode` `lease_held`) or the effect changed under the
+ *   lookup (`cas_lost`); nothing changed but a `superseded` record with that reason (`waited`: a redelivery that
+ *   waited out another reconciler's lease, no record of its own);
  * - `confirmed_succeeded` / `confirmed_not_executed` / `still_unknown`: the outcome committed, with
  *   `commandSettled`, what the same transaction did to the effect's command.
  * `effect` is the row after the call.
  */
+/** Why a lookup was superseded: see {@link ReconcileResult}. */
+type SupersededReason = "lease_held" | "cas_lost" | "waited";
+
 export type ReconcileResult =
   | { kind: "ineligible"; reasonCode: string; effect: EffectRow | undefined }
-  | { kind: "superseded"; effect: EffectRow | undefined }
+  | { kind: "superseded"; reasonCode: SupersededReason; effect: EffectRow | undefined }
   | {
       kind: "confirmed_succeeded" | "confirmed_not_executed" | "still_unknown";
       reasonCode: string | null;

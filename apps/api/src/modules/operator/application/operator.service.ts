@@ -263,7 +263,7 @@ export class OperatorService implements OperatorActionHandlers {
     );
     return {
       outcome: result.kind,
-      reasonCode: result.kind === "superseded" ? "lease_held" : result.reasonCode,
+      reasonCode: result.reasonCode,
       effect: result.effect ? toEffectSummary(result.effect) : null,
     };
   }

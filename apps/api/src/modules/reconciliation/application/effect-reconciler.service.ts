@@ -110,7 +110,11 @@ export class EffectReconciler implements EffectReconciliationPort {
     const leasedLookupCount = await this.ctx.store.transaction((tx) => acquireLeaseRecordingTakeover(tx, lease, this.metrics));
     if (leasedLookupCount === undefined) {
       await this.writer.recordSuperseded(effect, adapterRefOf(adapter), trigger, startedAtMs, "lease_held");
-      return { kind: "superseded", effect: await this.ctx.store.read((tx) => effectRows.findById(tx, effect.id)) };
+      return {
+        kind: "superseded",
+        reasonCode: "lease_held",
+        effect: await this.ctx.store.read((tx) => effectRows.findById(tx, effect.id)),
+      };
     }
     return this.reconcileLeased(
       { effect, adapter, owner, leasedVersion: effect.version + 1, leasedLookupCount, startedAtMs },

@@ -151,7 +151,7 @@ export async function leaseBatch(
         continue;
       }
       lost.push({ effect, adapter });
-      rows[at] = { kind: "superseded" as const, effect };
+      rows[at] = { kind: "superseded" as const, reasonCode: "lease_held" as const, effect };
     }
     return rows;
   });
@@ -161,7 +161,11 @@ export async function leaseBatch(
   for (const r of out) {
     answers.push(
       "kind" in r && r.kind === "superseded"
-        ? { kind: "superseded" as const, effect: await ctx.store.read((tx) => effectRows.findById(tx, r.effect!.id)) }
+        ? {
+            kind: "superseded" as const,
+            reasonCode: r.reasonCode,
+            effect: await ctx.store.read((tx) => effectRows.findById(tx, r.effect!.id)),
+          }
         : r,
     );
   }

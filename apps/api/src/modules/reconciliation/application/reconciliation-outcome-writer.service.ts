@@ -152,7 +152,7 @@ export class ReconciliationOutcomeWriter {
       await this.ctx.store.transaction((tx) => reconciliationRepository.releaseLease(tx, effect.id, owner));
       // Evidence only (never written to the effect): the answer judged against the row as leased.
       await this.recordSuperseded(effect, adapterRef, trigger, startedAtMs, "cas_lost", judgedAgainst(answer, effect, canary));
-      return { kind: "superseded", effect: await this.ctx.store.read((tx) => effectRows.findById(tx, effect.id)) };
+      return { kind: "superseded", reasonCode: "cas_lost", effect: await this.ctx.store.read((tx) => effectRows.findById(tx, effect.id)) };
     }
     const outcome = (decision as Exclude<ReconcileDecision, { decision: "ineligible" }>).decision;
     const reasonCode =
