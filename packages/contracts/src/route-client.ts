@@ -50,7 +50,11 @@ export async function callRoute<R extends ApiRoute>(route: R, input: RouteInput<
   try {
     json = JSON.parse(await res.text());
   } catch {
-    throw new RouteCallError("api.invalid_answer", `HTTP ${res.status} with a body that is not JSON`, res.status);
+    throw new RouteCallError(
+      "api.invalid_answer",
+      `${displayUrl(options.baseUrl)}: HTTP ${res.status} with a body that is not JSON`,
+      res.status,
+    );
   }
   if (!res.ok) {
     const e = (json as { error?: { code?: unknown; message?: unknown } } | null)?.error;

@@ -76,5 +76,6 @@ describe("callRoute when the API gives no usable answer", () => {
     const url = await serve((_req, res) => res.end("<html>not the API</html>"));
     const err = await callError(callRoute(SYSTEM_API.health, {}, { baseUrl: url, timeoutMs: 10_000 }));
     expect(err.code).toBe("api.invalid_answer");
+    expect(err.message).toBe(`${url}: HTTP 200 with a body that is not JSON`);
   });
 });

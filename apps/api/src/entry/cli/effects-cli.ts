@@ -170,7 +170,7 @@ function addActionCommand<N extends OperatorActionName>(
 const HELP_AFTER = [
   "",
   "Examples:",
-  "  npm run effects -- --db var/demo/fenced-resolved-by-operator/api.db list",
+  "  MOSOO_EFFECT_RECONCILIATION=on npm run effects -- --db var/demo/fenced-resolved-by-operator/api.db list   (a store the demo left)",
   "  npm run effects -- --database-url postgres://mosoo@db.internal:5432/mosoo list   (or MOSOO_DATABASE_URL=...)",
   "  npm run effects -- list --status unknown --server tracker --older-than 15m",
   "  npm run effects -- show 01J...",
