@@ -55,8 +55,9 @@ function historySection(runs: readonly PublishedRun[]): string[] {
     "## History rows at a larger size",
     "",
     "The full run fills its history stores with 1,000,000 effects. These runs fill them to the size their rows name",
-    "(`npm run bench -- --only history --store <store> --history-effects <n>`), one run per store, each on a machine",
-    "running nothing else. Same rows, same targets.",
+    "(`npm run bench -- --only history --store <store> --history-effects <n>`), one run per store. Same rows, same",
+    "targets. Filling is not measured, and other work may share the machine while it runs; the load average at the end",
+    "of each run is printed with it.",
     "",
     ...runs.flatMap((r) => [...runLine(r), "", r.table, ""]),
   ];
