@@ -67,13 +67,22 @@ export async function openBenchPostgres(databaseUrl: string | undefined): Promis
 
 /** The databases this process created and has not dropped yet ({@link dropDatabasesOnSignal} drops them). */
 const openDatabases = new Set<TestDatabase>();
+/** Creations under way: a signal can come after `CREATE DATABASE` committed and before its promise settled. */
+const creating = new Set<Promise<TestDatabase>>();
 
 /**
  * A fresh database for one scenario on the server at `adminUrl` (see `createTestDatabase`); `drop()` it afterwards.
- * Until it is dropped, a signal handled by {@link dropDatabasesOnSignal} drops it too.
+ * Until it is dropped, a signal handled by {@link dropDatabasesOnSignal} drops it too, also one still being created.
  */
 export async function createBenchDatabase(adminUrl: string, prefix: string): Promise<TestDatabase> {
-  const db = await createTestDatabase(adminUrl, prefix);
+  const made = createTestDatabase(adminUrl, prefix);
+  creating.add(made);
+  let db: TestDatabase;
+  try {
+    db = await made;
+  } finally {
+    creating.delete(made);
+  }
   openDatabases.add(db);
   return {
     ...db,
@@ -86,15 +95,23 @@ export async function createBenchDatabase(adminUrl: string, prefix: string): Pro
 
 /**
  * For a PostgreSQL scenario process: on SIGINT, SIGTERM or SIGHUP (the bench passes its stop on to its children,
- * `bench-child.runner.ts`), drops every database this process created and has not dropped, then exits with
- * 128 + the signal's number. On an operator's server (`--database-url`) nothing the bench made is left behind.
- * Not for a SQLite scenario: a handler keeps a process that runs a synchronous fill from ending on the signal.
+ * `bench-child.runner.ts`), waits for the creations under way, drops every database this process created and has
+ * not dropped, then exits with 128 + the signal's number. On an operator's server (`--database-url`) nothing the
+ * bench made is left behind. Not for a SQLite scenario: a handler keeps a process that runs a synchronous fill
+ * from ending on the signal.
  */
 export function dropDatabasesOnSignal(): void {
-  const stop = (signal: NodeJS.Signals) => {
-    void Promise.allSettled([...openDatabases].map((db) => db.drop())).then(() => process.exit(128 + (constants.signals[signal] ?? 0)));
+  const stop = async (signal: NodeJS.Signals) => {
+    // `DROP DATABASE … WITH (FORCE)` ends the scenario's own connections; a client of it without an error
+    // listener would otherwise end this process before the drop completes
+    process.on("uncaughtException", () => undefined);
+    const made = await Promise.allSettled([...creating]);
+    const all = new Set(openDatabases);
+    for (const m of made) if (m.status === "fulfilled") all.add(m.value);
+    await Promise.allSettled([...all].map((db) => db.drop()));
+    process.exit(128 + (constants.signals[signal] ?? 0));
   };
-  for (const signal of ["SIGINT", "SIGTERM", "SIGHUP"] as const) process.once(signal, stop);
+  for (const signal of ["SIGINT", "SIGTERM", "SIGHUP"] as const) process.once(signal, (s) => void stop(s));
 }
 
 /**

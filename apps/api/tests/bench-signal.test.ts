@@ -101,7 +101,7 @@ describe("npm run bench stopped by a signal", () => {
       expect(await exited).toBe(143);
       await gone(childPid, 30_000);
       // the child dropped it before it exited
-      expect(await benchDatabases()).toEqual([]);
+      expect(await benchDatabases(), `the bench said:\n${stderr}`).toEqual([]);
     } finally {
       await admin.end();
     }
