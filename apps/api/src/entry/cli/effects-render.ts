@@ -4,15 +4,16 @@ import ms from "ms";
 
 type Row = Record<string, unknown>;
 
-/** Control characters (NUL, ESC, …) are shown as escapes, never written raw to the terminal. */
-const printable = (text: string): string =>
-  text.replace(/[\u0000-\u0008\u000b-\u001f\u007f-\u009f]/g, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, "0")}`);
+/** Each character `controls` matches, written as a `\uXXXX` escape. */
+const escaped = (text: string, controls: RegExp): string =>
+  text.replace(controls, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, "0")}`);
+/** Control characters (NUL, ESC, …) are shown as escapes, never written raw to the terminal; tabs and newlines stay (table cells). */
+const printable = (text: string): string => escaped(text, /[\u0000-\u0008\u000b-\u001f\u007f-\u009f]/g);
 /**
  * `text` as one terminal line: every control character, newline and tab included, shown as a `\uXXXX` escape,
  * so a message (an API's, a provider's) can neither break the line nor drive the terminal.
  */
-export const oneLine = (text: string): string =>
-  text.replace(/[\u0000-\u001f\u007f-\u009f]/g, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, "0")}`);
+export const oneLine = (text: string): string => escaped(text, /[\u0000-\u001f\u007f-\u009f]/g);
 const str = (v: unknown): string => printable(v === null || v === undefined ? "-" : typeof v === "string" ? v : JSON.stringify(v));
 const when = (msSinceEpoch: unknown): string => (typeof msSinceEpoch === "number" ? new Date(msSinceEpoch).toISOString() : "-");
 const age = (createdAtMs: unknown, nowMs: number): string => (typeof createdAtMs === "number" ? ms(Math.max(0, nowMs - createdAtMs)) : "-");
