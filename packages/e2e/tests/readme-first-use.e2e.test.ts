@@ -3,11 +3,12 @@
  * `bash run` is extracted from README.md and run with bash from the repository root, in its own process
  * group, on free ports and in a temporary folder (`MOSOO_PORT`, `TRACKER_PORT`, `FIRST_USE`, which the block
  * reads with defaults). The block waits on conditions (health answers, log lines), never on timers; the test
- * bounds it only against a hang. Every process the block started is killed with its group afterwards.
+ * bounds it only against a hang. The README's last runnable block stops what the first started, and the test checks
+ * that nothing listens on the two ports afterwards; whatever a failed run left is killed with its group.
  */
 import { spawn } from "node:child_process";
 import { mkdtempSync, readFileSync, rmSync } from "node:fs";
-import { createServer } from "node:net";
+import { connect, createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
@@ -29,6 +30,28 @@ async function freePort(): Promise<number> {
       server.close(() => done(typeof address === "object" && address ? address.port : 0));
     });
   });
+}
+
+/**
+ * Whether nothing accepts a connection on 127.0.0.1:`port`: polls every 200 ms while something still does, up to
+ * `withinMs` (ms; a shutting-down server closes its socket a moment after its parent npm process exits).
+ */
+async function portClosed(port: number, withinMs = 30_000): Promise<boolean> {
+  const refuses = () =>
+    new Promise<boolean>((done) => {
+      const socket = connect(port, "127.0.0.1");
+      socket.once("connect", () => {
+        socket.destroy();
+        done(false);
+      });
+      socket.once("error", () => done(true));
+    });
+  const deadline = Date.now() + withinMs;
+  for (;;) {
+    if (await refuses()) return true;
+    if (Date.now() > deadline) return false;
+    await new Promise((r) => setTimeout(r, 200));
+  }
 }
 
 const blocks = runnableBlocks(readFileSync(join(REPO_ROOT, "README.md"), "utf8"));
@@ -60,7 +83,10 @@ describe("the README's copy-paste blocks", () => {
     };
     // the test's own variables must not leak into the user's block (a new user's shell has none of them)
     for (const name of Object.keys(env)) if (name.startsWith("MOSOO_") && name !== "MOSOO_PORT") delete env[name];
-    const child = spawn("bash", ["-e", "-o", "pipefail", "-c", blocks.join("\n")], { cwd: REPO_ROOT, env, detached: true });
+    // a failure before the README's own stop block must not leave the jobs running (each is a process group of its
+    // own under the block's `set -m`, out of reach of the group kill in afterAll); after that block there are none
+    const script = `trap 'kill -KILL %1 %2 %3 2>/dev/null || true' EXIT\n${blocks.join("\n")}`;
+    const child = spawn("bash", ["-e", "-o", "pipefail", "-c", script], { cwd: REPO_ROOT, env, detached: true });
     groups.push(child.pid!);
     let out = "";
     child.stdout.on("data", (chunk: Buffer) => (out += chunk.toString()));
@@ -80,5 +106,8 @@ describe("the README's copy-paste blocks", () => {
     const effectId = /"effectId":"([0-9A-Z]{26})","effectStatus":"succeeded"/.exec(out)?.[1];
     const cliRow = out.split("\n").find((line) => effectId !== undefined && line.includes(effectId) && !line.includes('"'));
     expect(cliRow, out).toMatch(/succeeded.*tracker.*createIssue.*tc-1/);
+    // the README's stop block ended the three processes whole: nothing listens on the API's or the tracker's port
+    // (npm and pnpm end before the node process they started, so the ports are polled until refused)
+    for (const port of [env.MOSOO_PORT, env.TRACKER_PORT]) expect(await portClosed(Number(port)), `port ${port}`).toBe(true);
   }, 300_000);
 });

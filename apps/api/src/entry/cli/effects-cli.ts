@@ -251,7 +251,7 @@ function makeRun(program: Command, env: NodeJS.ProcessEnv, write: (text: string)
 function withAudit(cmd: Command): Command {
   return (
     cmd
-      .requiredOption("--reason <text>", "why (recorded in the audit trail with your credential's name)", nonBlank)
+      .requiredOption("--reason <text>", "required: why you act (recorded in the audit trail with your credential's name)", nonBlank)
       // gone: refused with one line by the preAction hook, never silently ignored
       .addOption(new Option("--actor <name>").hideHelp())
   );
