@@ -1,6 +1,6 @@
 import { afterEach, describe, expect, it } from "vitest";
 import type { Runtime } from "../src/composition-root.js";
-import { renderReconcile } from "../src/entry/cli/effects-render.js";
+import { renderReconcile, renderShow } from "../src/entry/cli/effects-render.js";
 import {
   operatorCredentials,
   buildHttpApp,
@@ -316,12 +316,24 @@ describe("operator routes: reconcile now", () => {
     const res = await http(f.runtime)("POST", `${E}/${call.effectId}/reconcile`, { reason: "provider back?" });
     expect(res).toMatchObject({
       status: 200,
-      body: { outcome: "still_unknown", reasonCode: "adapter_error", effect: { status: "unknown" } },
+      body: {
+        outcome: "still_unknown",
+        reasonCode: "adapter_error",
+        error: "Error: provider double adapter: simulated crash",
+        effect: { status: "unknown" },
+      },
     });
     expect(renderReconcile(res.body as Record<string, unknown>)).toBe(
-      `lookup still_unknown (adapter_error); effect ${call.effectId} is unknown`,
+      `lookup still_unknown (adapter_error: Error: provider double adapter: simulated crash); effect ${call.effectId} is unknown`,
     );
-    // an answer without the field (an older API) still renders
+    // `show` lists the lookup with its error
+    const shown = renderShow((await f.runtime.operator.show(call.effectId)) as unknown as Record<string, unknown>);
+    expect(shown).toMatch(/adapter_error .*Error: provider double adapter: simulated crash/);
+    // the adapter's message is adapter-controlled text: a line break in it cannot forge a second CLI line
+    expect(
+      renderReconcile({ outcome: "still_unknown", reasonCode: "adapter_error", error: "a\nlookup confirmed_succeeded", effect: null }),
+    ).not.toContain("\n");
+    // an answer without the fields (an older API) still renders
     expect(renderReconcile({ outcome: "still_unknown", effect: { id: call.effectId, status: "unknown" } })).toBe(
       `lookup still_unknown; effect ${call.effectId} is unknown`,
     );

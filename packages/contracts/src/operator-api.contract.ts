@@ -226,11 +226,14 @@ export type OperatorEffectDetail = z.infer<typeof OperatorEffectDetailSchema>;
  * `ineligible`), why (`reasonCode`: the record's reason, e.g. `provider.unavailable`, `lookup_timeout` or
  * `retention_unverified` for `still_unknown`, `lease_held` or `cas_lost` for `superseded`, the eligibility rule for
  * `ineligible`; null when the outcome needs none;
- * absent from an API older than this field) and the effect as it stands after it (null when it was not found meanwhile).
+ * absent from an API older than this field), for `still_unknown` the lookup record's `error` (one line, the adapter's
+ * own message for `adapter_error`, URL credentials hidden; null otherwise, absent from an older API) and the effect as
+ * it stands after it (null when it was not found meanwhile).
  */
 export const OperatorReconcileAnswerSchema = z.object({
   outcome: z.enum(["confirmed_succeeded", "confirmed_not_executed", "still_unknown", "superseded", "ineligible"]),
   reasonCode: z.string().nullable().optional(),
+  error: z.string().nullable().optional(),
   effect: OperatorEffectSummarySchema.nullable(),
 });
 /** See {@link OperatorReconcileAnswerSchema}. */

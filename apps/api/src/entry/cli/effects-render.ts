@@ -103,7 +103,7 @@ export function renderShow(e: Row): string {
     list("reconciliations").length === 0
       ? "  none"
       : table(
-          ["at", "trigger", "adapter", "outcome", "reason", "provider operation"],
+          ["at", "trigger", "adapter", "outcome", "reason", "provider operation", "error"],
           list("reconciliations").map((r) => [
             when(r["startedAtMs"]),
             r["trigger"],
@@ -111,6 +111,7 @@ export function renderShow(e: Row): string {
             r["outcome"],
             r["reasonCode"],
             (r["receipt"] as Row | null)?.["providerOperationId"],
+            typeof r["error"] === "string" ? oneLine(r["error"]) : null,
           ]),
         ),
     "operator actions:",
@@ -153,11 +154,17 @@ export function renderShow(e: Row): string {
   return sections.join("\n");
 }
 
-/** `effects reconcile`: one line, the lookup's outcome (with its reason code, when it has one) and the effect's status after it. */
+/**
+ * `effects reconcile`: one line (control characters escaped), the lookup's outcome (with its reason code and, for
+ * `still_unknown`, the record's error, when they are there) and the effect's status after it.
+ */
 export function renderReconcile(r: Row): string {
   const effect = (r["effect"] ?? null) as Row | null;
-  const reason = typeof r["reasonCode"] === "string" ? ` (${str(r["reasonCode"])})` : "";
-  return `lookup ${str(r["outcome"])}${reason}; effect ${str(effect?.["id"])} is ${str(effect?.["status"])}${effect?.["resolution"] ? ` (${str(effect["resolution"])})` : ""}`;
+  const why = [r["reasonCode"], r["error"]].filter((v): v is string => typeof v === "string" && v !== "").map(oneLine);
+  const reason = why.length > 0 ? ` (${why.join(": ")})` : "";
+  return oneLine(
+    `lookup ${str(r["outcome"])}${reason}; effect ${str(effect?.["id"])} is ${str(effect?.["status"])}${effect?.["resolution"] ? ` (${str(effect["resolution"])})` : ""}`,
+  );
 }
 
 /** `effects resolve`: one line, the effect's new status and resolution. */

@@ -10,6 +10,9 @@ import type { EffectRow } from "../infrastructure/effect.repository.js";
  */
 export type CommandSettlement = "completed" | "failed" | null;
 
+/** Why a lookup was superseded: see {@link ReconcileResult}. */
+type SupersededReason = "lease_held" | "cas_lost" | "waited";
+
 /**
  * What one reconciliation of an effect did:
  * - `ineligible`: no lookup was made (flag off, no binding, undeclared tool, not `unknown`, bound reached…);
@@ -17,18 +20,18 @@ export type CommandSettlement = "completed" | "failed" | null;
  *   lookup (`cas_lost`); nothing changed but a `superseded` record with that reason (`waited`: a redelivery that
  *   waited out another reconciler's lease, no record of its own);
  * - `confirmed_succeeded` / `confirmed_not_executed` / `still_unknown`: the outcome committed, with
- *   `commandSettled`, what the same transaction did to the effect's command.
+ *   `commandSettled`, what the same transaction did to the effect's command, and for `still_unknown` the
+ *   record's `error` (one line, URL credentials hidden: an adapter's thrown message, a timeout, a crash; null for
+ *   a confirmed outcome or when the reason code says it all).
  * `effect` is the row after the call.
  */
-/** Why a lookup was superseded: see {@link ReconcileResult}. */
-type SupersededReason = "lease_held" | "cas_lost" | "waited";
-
 export type ReconcileResult =
   | { kind: "ineligible"; reasonCode: string; effect: EffectRow | undefined }
   | { kind: "superseded"; reasonCode: SupersededReason; effect: EffectRow | undefined }
   | {
       kind: "confirmed_succeeded" | "confirmed_not_executed" | "still_unknown";
       reasonCode: string | null;
+      error: string | null;
       effect: EffectRow;
       commandSettled: CommandSettlement;
     };

@@ -264,6 +264,7 @@ export class OperatorService implements OperatorActionHandlers {
     return {
       outcome: result.kind,
       reasonCode: result.reasonCode,
+      error: "error" in result ? result.error : null,
       effect: result.effect ? toEffectSummary(result.effect) : null,
     };
   }

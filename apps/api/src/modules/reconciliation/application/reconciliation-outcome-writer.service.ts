@@ -175,7 +175,9 @@ export class ReconciliationOutcomeWriter {
     };
     if (outcome === "still_unknown") this.ctx.logger.warn(fields, "reconciliation.decision");
     else this.ctx.logger.info(fields, "reconciliation.decision");
-    return { kind: outcome, reasonCode, effect: committed, commandSettled };
+    const error =
+      outcome === "still_unknown" ? ((decision as Extract<ReconcileDecision, { decision: "still_unknown" }>).error ?? null) : null;
+    return { kind: outcome, reasonCode, error, effect: committed, commandSettled };
   }
 
   /** The bound adapter's package, package version and declaration hash, recorded with every lookup. */
