@@ -1,7 +1,6 @@
 // The production adapter host: every adapter call runs in a sandboxed child process of a per-binding pool.
-import { mkdtempSync, rmSync } from "node:fs";
-import { availableParallelism, tmpdir } from "node:os";
-import { join } from "node:path";
+import { rmSync } from "node:fs";
+import { availableParallelism } from "node:os";
 import type {
   AdapterDeclaration,
   AdapterLogger,
@@ -25,6 +24,7 @@ import {
   type InstantiatedBinding,
 } from "@mosoo/effect-reconciliation/host";
 import { bundleAdapter, type AdapterBundle } from "./adapter-sandbox.bundle.js";
+import { makeBundleFolder, removeStaleBundleFolders } from "./adapter-sandbox.folder.js";
 import { SandboxCallFailed, SandboxProcess } from "./adapter-sandbox.process.js";
 import { createRedactor, hostSecrets, type Redactor } from "./adapter-sandbox.redaction.js";
 import { ProcessPool } from "./adapter-sandbox.pool.js";
@@ -86,6 +86,10 @@ export function adapterProcessBudget(concurrency: number): { maxProcesses: numbe
  * would not copy back (over its bound, not JSON) rejects it with `AdapterAnswerRefusedError`. Every
  * reply is validated here before use; a process that breaks the protocol is killed.
  *
+ * The bundles go to a folder named for this process (`makeBundleFolder`), removed by `close()`; creating a host
+ * first removes the folders that hosts of processes which died without `close()` left (`removeStaleBundleFolders`,
+ * logged as `adapter_host.stale_bundles_removed`).
+ *
  * The processes of a binding are shared, several calls each ({@link ProcessPool}); that is why no
  * pool library is used: resource pools (tarn, generic-pool) lend a resource to one borrower at a
  * time (one process per concurrent lookup: 64 processes of ~50 MB for the default concurrency, and
@@ -94,7 +98,9 @@ export function adapterProcessBudget(concurrency: number): { maxProcesses: numbe
  * process with SIGTERM, which adapter code can ignore.
  */
 export function createIsolatedAdapterHost(opts: IsolatedAdapterHostOptions): AdapterHost {
-  const dir = mkdtempSync(join(tmpdir(), "mosoo-adapters-"));
+  const stale = removeStaleBundleFolders();
+  if (stale.length > 0) opts.logger.info({ folders: stale }, "adapter_host.stale_bundles_removed");
+  const dir = makeBundleFolder();
   const h: HostState = { opts, pools: [], dir, ownSecrets: hostSecrets(), bundles: 0, closed: false };
   return {
     bind: (source: AdapterSource, options: unknown, bindOpts: AdapterBindOptions = {}) => bindAdapter(h, source, options, bindOpts),
