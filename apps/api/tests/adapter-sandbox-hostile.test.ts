@@ -77,6 +77,13 @@ function attacks(dir: string, apiUrl: () => string) {
     { attack: "loot_in_reason_code", reason: "x<hex>", what: "encodes what it finds in reasonCode" },
     { attack: "long_reason_code", reason: "invalid_adapter_output", what: "answers a reasonCode that is not a short code" },
     { attack: "forge_reply", reason: "adapter_crashed", what: "writes an answer for its own call on the reply pipe (fd 3)" },
+    // `Error: ` + pad + ` Authorization: Bearer `: the credential straddles the 300th character, where the host cuts
+    {
+      attack: "token_in_error",
+      reason: "adapter_error",
+      what: "throws its credential across the error's 300-character cut",
+      target: "260",
+    },
   ].map((a, i) => ({ ...a, serverId: `h${i}-${a.attack.replace(/_/g, "-")}`, target: a.target === "" ? apiUrl() : a.target }));
 }
 
@@ -157,7 +164,7 @@ describe("hostile adapters in the real sandbox", { timeout: 240_000 }, () => {
     const looked = sqlite.prepare("SELECT count(DISTINCT effect_id) FROM effect_reconciliations").pluck();
     while ((looked.get() as number) < cases.length && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 200));
     sqlite.close();
-    // the hook bundles and binds 21 adapters and waits for their lookups: far beyond the default 10 s hook bound on a busy machine
+    // the hook bundles and binds 22 adapters and waits for their lookups: far beyond the default 10 s hook bound on a busy machine
   }, 240_000);
 
   afterAll(async () => {
@@ -217,6 +224,18 @@ describe("hostile adapters in the real sandbox", { timeout: 240_000 }, () => {
     );
     // the forged line never became a log line of its own
     expect(logLines.some((l) => l.includes('"forged":true') && !l.includes("adapter.output"))).toBe(false);
+  });
+
+  it("a binding's credential in a thrown error is redacted before the message is cut, wherever the cut falls", async () => {
+    for (const c of cases.filter((k) => k.attack === "token_in_error")) {
+      const res = await fetch(`${api.url}/api/operator/effects/${effectIds.get(c.serverId)!}`, {
+        headers: { authorization: `Bearer ${SECRETS.MOSOO_OPERATOR_TOKEN}` },
+      });
+      const { reconciliations } = (await res.json()) as { reconciliations: Array<{ error: string | null }> };
+      const error = reconciliations[0]?.error ?? "";
+      expect(error, c.what).toContain("Bearer [redac");
+      expect(error, c.what).not.toContain(PROVIDER_TOKEN.slice(0, 8));
+    }
   });
 
   it("no secret in any log line, stored row or HTTP answer; /health answered throughout", async () => {

@@ -1,51 +1,91 @@
-// The adapter host's bundle folder, named for the process that owns it, and the removal of the folders whose owner died without closing its host.
-import { lstatSync, mkdtempSync, readdirSync, rmSync } from "node:fs";
+// The adapter host's bundle folder, locked by the process that owns it, and the removal of the folders whose owner died without closing its host.
+import { lstatSync, mkdtempSync, readdirSync, renameSync, rmSync } from "node:fs";
 import { hostname, tmpdir } from "node:os";
 import { join } from "node:path";
+import Database from "better-sqlite3";
 
-/** Every bundle folder is `<root>/mosoo-adapters-<host>-<pid>-<6 random characters>` (see {@link makeBundleFolder}). */
+/** Every bundle folder is `<root>/mosoo-adapters-<machine>-<6 random characters>` (see {@link makeBundleFolder}). */
 export const BUNDLE_FOLDER_PREFIX = "mosoo-adapters-";
 
+/** The owner's lock in each bundle folder: a tiny SQLite file its host holds an exclusive lock on while it lives. */
+const OWNER_LOCK_FILE = "owner.lock";
+
 /**
- * This machine's name as a folder-name part: characters other than letters, digits and `.` become `_`, at most 64.
- * Part of the name so that a process never judges the folder of a process on another machine (or in another PID
- * namespace) sharing the temp folder, whose pid means nothing here.
+ * The machine's name as a folder-name part: characters other than letters, digits and `.` become `_`, at most 64.
+ * A process judges only the folders of its own machine's name: a lock on a file shared over a network file system
+ * does not prove an owner on another machine alive. Default: this machine.
  */
-function hostTag(name: string): string {
-  return name.replace(/[^A-Za-z0-9.]/g, "_").slice(0, 64) || "_";
+export function machineTag(machine: string = hostname()): string {
+  return machine.replace(/[^A-Za-z0-9.]/g, "_").slice(0, 64) || "_";
+}
+
+/** An adapter host's bundle folder: its `path`, and `release()`, which gives up the owner's lock (call it before removing the folder). */
+export interface BundleFolder {
+  readonly path: string;
+  release(): void;
 }
 
 /**
- * Makes the bundle folder of an adapter host: `<root>/mosoo-adapters-<host>-<pid>-XXXXXX` (mode 0700, `mkdtemp`),
- * so that {@link removeStaleBundleFolders} can tell, after a crash, that its owner is gone. `root` defaults to the
- * OS temp folder.
- * @throws the `mkdtemp` error (ENOENT, EACCES, ENOSPC) when the folder cannot be made.
+ * Makes the bundle folder of an adapter host, `<root>/mosoo-adapters-<machine>-XXXXXX` (mode 0700, `mkdtemp`;
+ * `<machine>` is {@link machineTag}), and takes its owner's lock: an exclusive SQLite lock (`locking_mode =
+ * EXCLUSIVE`, a POSIX record lock on Unix) on `owner.lock` inside it, held until `release()` or until the process
+ * ends, however it ends: the kernel drops the lock of a dead process. The lock file is made under another name and
+ * renamed once locked, so `owner.lock` is never there unlocked while its owner lives. The adapter processes cannot
+ * read it (they may read their bundle file only). `root` defaults to the OS temp folder.
+ * @throws the `mkdtemp` error (ENOENT, EACCES, ENOSPC) when the folder cannot be made, or better-sqlite3's
+ *   `SqliteError` when the lock file cannot be made (the folder is removed again).
  */
-export function makeBundleFolder(root: string = tmpdir()): string {
-  return mkdtempSync(join(root, `${BUNDLE_FOLDER_PREFIX}${hostTag(hostname())}-${process.pid}-`));
-}
-
-/** True when a process with this pid exists (EPERM: it exists but belongs to another user). */
-function isAlive(pid: number): boolean {
+export function makeBundleFolder(root: string = tmpdir()): BundleFolder {
+  const path = mkdtempSync(join(root, `${BUNDLE_FOLDER_PREFIX}${machineTag()}-`));
+  let lock: Database.Database | undefined;
   try {
-    process.kill(pid, 0);
-    return true;
+    const pending = join(path, `${OWNER_LOCK_FILE}.pending`);
+    lock = new Database(pending);
+    lock.pragma("journal_mode = MEMORY");
+    lock.pragma("locking_mode = EXCLUSIVE");
+    lock.exec(`BEGIN EXCLUSIVE; CREATE TABLE owner (pid INTEGER NOT NULL); INSERT INTO owner VALUES (${process.pid}); COMMIT`);
+    renameSync(pending, join(path, OWNER_LOCK_FILE));
   } catch (err) {
-    return (err as NodeJS.ErrnoException).code === "EPERM";
+    lock?.close();
+    rmSync(path, { recursive: true, force: true });
+    throw err;
+  }
+  const held = lock;
+  return { path, release: () => held.close() };
+}
+
+/** True when nothing holds the lock of `lockFile` any more (its owner released it or died); false while it is held, or when the file is missing or unreadable. */
+function ownerGone(lockFile: string): boolean {
+  let db: Database.Database;
+  try {
+    db = new Database(lockFile, { fileMustExist: true, timeout: 0 });
+  } catch {
+    return false; // no lock file: a folder being made right now, or of another shape
+  }
+  try {
+    db.exec("BEGIN EXCLUSIVE");
+    db.exec("ROLLBACK");
+    return true;
+  } catch {
+    return false; // SQLITE_BUSY: its owner holds it
+  } finally {
+    db.close();
   }
 }
 
 /**
  * Removes the bundle folders that hosts of processes which ended without `close()` (SIGKILL, a crash, power loss)
- * left in `root` (default: the OS temp folder; each holds a copy of every bundled adapter, about 1 MB apiece). A folder is
- * removed only when all of these hold: its name is {@link makeBundleFolder}'s with this machine's name, it is a real
- * directory (not a symlink) owned by this process's user, and the pid in its name is not this process and names no
- * live process. Everything else is left alone: a live host's folder, another machine's, another user's, a name of
- * another shape. A folder that cannot be read or removed is skipped. Returns the removed folders' paths.
+ * left in `root` (default: the OS temp folder; each holds a copy of every bundled adapter, about 1 MB apiece). A folder
+ * is removed only when all of these hold: its name is {@link makeBundleFolder}'s with machine tag `machine` (default
+ * this machine's), it is a real directory (not a symlink) owned by this process's user, and its `owner.lock` exists
+ * and nobody holds its lock. The lock, not a pid, says whether the owner lives, so this holds in containers too (a
+ * restarted container's process often has the pid its previous run had; another container sharing the temp folder
+ * has pids of its own). Everything else is left alone: a live host's folder, another machine's, another user's, a
+ * folder without a lock file, a name of another shape. A folder that cannot be read or removed is skipped. Returns
+ * the removed folders' paths.
  */
-export function removeStaleBundleFolders(root: string = tmpdir(), machine: string = hostname()): string[] {
-  const pattern = new RegExp(`^${BUNDLE_FOLDER_PREFIX}(.+)-(\\d+)-[A-Za-z0-9]{6}$`);
-  const ownTag = hostTag(machine);
+export function removeStaleBundleFolders(root: string = tmpdir(), machine: string = machineTag()): string[] {
+  const pattern = new RegExp(`^${BUNDLE_FOLDER_PREFIX}(.+)-[A-Za-z0-9]{6}$`);
   const uid = typeof process.getuid === "function" ? process.getuid() : undefined;
   const removed: string[] = [];
   let names: string[];
@@ -55,14 +95,12 @@ export function removeStaleBundleFolders(root: string = tmpdir(), machine: strin
     return removed;
   }
   for (const name of names) {
-    const m = pattern.exec(name);
-    if (!m || m[1] !== ownTag) continue;
-    const pid = Number(m[2]);
-    if (!Number.isSafeInteger(pid) || pid <= 0 || pid === process.pid || isAlive(pid)) continue;
+    if (pattern.exec(name)?.[1] !== machine) continue;
     const path = join(root, name);
     try {
       const st = lstatSync(path);
       if (!st.isDirectory() || (uid !== undefined && st.uid !== uid)) continue;
+      if (!ownerGone(join(path, OWNER_LOCK_FILE))) continue;
       rmSync(path, { recursive: true, force: true });
       removed.push(path);
     } catch {

@@ -24,7 +24,7 @@ import {
   type InstantiatedBinding,
 } from "@mosoo/effect-reconciliation/host";
 import { bundleAdapter, type AdapterBundle } from "./adapter-sandbox.bundle.js";
-import { makeBundleFolder, removeStaleBundleFolders } from "./adapter-sandbox.folder.js";
+import { makeBundleFolder, removeStaleBundleFolders, type BundleFolder } from "./adapter-sandbox.folder.js";
 import { SandboxCallFailed, SandboxProcess } from "./adapter-sandbox.process.js";
 import { createRedactor, hostSecrets, type Redactor } from "./adapter-sandbox.redaction.js";
 import { ProcessPool } from "./adapter-sandbox.pool.js";
@@ -86,9 +86,9 @@ export function adapterProcessBudget(concurrency: number): { maxProcesses: numbe
  * would not copy back (over its bound, not JSON) rejects it with `AdapterAnswerRefusedError`. Every
  * reply is validated here before use; a process that breaks the protocol is killed.
  *
- * The bundles go to a folder named for this process (`makeBundleFolder`), removed by `close()`; creating a host
- * first removes the folders that hosts of processes which died without `close()` left (`removeStaleBundleFolders`,
- * logged as `adapter_host.stale_bundles_removed`).
+ * The bundles go to a folder this process holds a lock on (`makeBundleFolder`, made by the first `bind`), removed
+ * by `close()`; creating a host first removes the folders whose owner died without `close()`
+ * (`removeStaleBundleFolders`, logged as `adapter_host.stale_bundles_removed`).
  *
  * The processes of a binding are shared, several calls each ({@link ProcessPool}); that is why no
  * pool library is used: resource pools (tarn, generic-pool) lend a resource to one borrower at a
@@ -100,8 +100,7 @@ export function adapterProcessBudget(concurrency: number): { maxProcesses: numbe
 export function createIsolatedAdapterHost(opts: IsolatedAdapterHostOptions): AdapterHost {
   const stale = removeStaleBundleFolders();
   if (stale.length > 0) opts.logger.info({ folders: stale }, "adapter_host.stale_bundles_removed");
-  const dir = makeBundleFolder();
-  const h: HostState = { opts, pools: [], dir, ownSecrets: hostSecrets(), bundles: 0, closed: false };
+  const h: HostState = { opts, pools: [], folder: undefined, ownSecrets: hostSecrets(), bundles: 0, closed: false };
   return {
     bind: (source: AdapterSource, options: unknown, bindOpts: AdapterBindOptions = {}) => bindAdapter(h, source, options, bindOpts),
     close: async () => closeHost(h),
@@ -112,8 +111,8 @@ export function createIsolatedAdapterHost(opts: IsolatedAdapterHostOptions): Ada
 interface HostState {
   readonly opts: IsolatedAdapterHostOptions;
   readonly pools: ProcessPool[];
-  /** The temporary folder the adapters are bundled into (removed on close). */
-  readonly dir: string;
+  /** The temporary folder the adapters are bundled into, with its owner lock: made by the first `bind` ({@link bundleFolder}), released and removed on close. */
+  folder: BundleFolder | undefined;
   readonly ownSecrets: string[];
   /** Bundles made so far (names each bundle file). */
   bundles: number;
@@ -228,7 +227,7 @@ async function bindAdapter(
   const label = { current: source.export };
   const env = { ...(bindOpts.env ?? {}) };
   const redactor = createRedactor([...h.ownSecrets, ...Object.values(env)]);
-  const bundle = await bundleAdapter(source, h.dir, `adapter-${++h.bundles}`);
+  const bundle = await bundleAdapter(source, bundleFolder(h), `adapter-${++h.bundles}`);
   const b: Binding = {
     source,
     options,
@@ -307,7 +306,7 @@ function checkBoundReply(
     const code = (RECONCILIATION_ERROR_CODES as readonly string[]).includes(reply.code)
       ? (reply.code as ReconciliationErrorCode)
       : "adapter.load_failed";
-    return failBinding(h, b, new ReconciliationError(code, b.redactor.text(oneLine(reply.message)), { details }));
+    return failBinding(h, b, new ReconciliationError(code, oneLine(b.redactor.text(reply.message)), { details }));
   }
   if (reply.kind !== "bound")
     return failBinding(
@@ -375,9 +374,9 @@ async function runInPool(
   const reply = await callProcess(h, b.pool, declaration.id, task, context.signal);
   if (reply.kind === "answered" || reply.kind === "threw" || reply.kind === "unanswerable")
     for (const log of reply.logs) replay(context.logger, log, redactor);
-  if (reply.kind === "threw") throw new Error(redactor.text(oneLine(reply.error)));
+  if (reply.kind === "threw") throw new Error(oneLine(redactor.text(reply.error)));
   // recorded as invalid_adapter_output with this reason (the size bound), not as a schema message
-  if (reply.kind === "unanswerable") throw new AdapterAnswerRefusedError(redactor.text(oneLine(reply.reason)));
+  if (reply.kind === "unanswerable") throw new AdapterAnswerRefusedError(oneLine(redactor.text(reply.reason)));
   if (reply.kind !== "answered") throw new Error("unexpected reply from the adapter process");
   try {
     return reply.json === null ? undefined : (JSON.parse(reply.json) as unknown);
@@ -386,11 +385,27 @@ async function runInPool(
   }
 }
 
+/**
+ * The path of the host's bundle folder, made (and locked) on first use, so a host that binds nothing makes none.
+ * @throws ReconciliationError `adapter.load_failed` when the folder cannot be made in the OS temp folder (its error named).
+ */
+function bundleFolder(h: HostState): string {
+  try {
+    h.folder ??= makeBundleFolder();
+  } catch (err) {
+    throw new ReconciliationError("adapter.load_failed", `cannot make the adapters' bundle folder: ${oneLine(err)}`);
+  }
+  return h.folder.path;
+}
+
 /** The host's `close()`: once; kills every pool (calls in flight reject `adapter_crashed`) and removes the bundles' folder. */
 function closeHost(h: HostState): void {
   if (h.closed) return;
   h.closed = true;
   // calls in flight reject (adapter_crashed)
   for (const pool of h.pools) pool.killAll();
-  rmSync(h.dir, { recursive: true, force: true });
+  if (h.folder) {
+    h.folder.release();
+    rmSync(h.folder.path, { recursive: true, force: true });
+  }
 }
