@@ -1,6 +1,6 @@
 import { afterEach, describe, expect, it } from "vitest";
 import type { Runtime } from "../src/composition-root.js";
-import { renderReconcile, renderShow } from "../src/entry/cli/effects-render.js";
+import { renderReconcile, renderShow, terminalSafeJson } from "../src/entry/cli/effects-render.js";
 import {
   operatorCredentials,
   buildHttpApp,
@@ -333,6 +333,14 @@ describe("operator routes: reconcile now", () => {
     expect(
       renderReconcile({ outcome: "still_unknown", reasonCode: "adapter_error", error: "a\nlookup confirmed_succeeded", effect: null }),
     ).not.toContain("\n");
+    // nor reorder it (a bidirectional override), nor flood it (a hostile API's 100k-character error is cut)
+    const hostile = { outcome: "still_unknown", reasonCode: "adapter_error", effect: null };
+    expect(renderReconcile({ ...hostile, error: "ok \u202edeifirev" })).toContain("ok \\u202edeifirev");
+    expect(renderReconcile({ ...hostile, error: "x".repeat(100_000) }).length).toBeLessThan(700);
+    // --json: the same characters escaped the JSON way, the same string once parsed
+    const json = terminalSafeJson({ error: "\u009b2J\u202e" });
+    expect(json).toBe('{\n  "error": "\\u009b2J\\u202e"\n}');
+    expect(JSON.parse(json)).toEqual({ error: "\u009b2J\u202e" });
     // an answer without the fields (an older API) still renders
     expect(renderReconcile({ outcome: "still_unknown", effect: { id: call.effectId, status: "unknown" } })).toBe(
       `lookup still_unknown; effect ${call.effectId} is unknown`,

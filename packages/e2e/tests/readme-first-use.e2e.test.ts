@@ -4,13 +4,15 @@
  * group, on free ports and in a temporary folder (`MOSOO_PORT`, `TRACKER_PORT`, `FIRST_USE`, which the block
  * reads with defaults). The block waits on conditions (health answers, log lines), never on timers; the test
  * bounds it only against a hang. The README's last runnable block stops what the first started, and the test checks
- * that nothing listens on the two ports afterwards; whatever a failed run left is killed with its group.
+ * that nothing listens on the two ports afterwards; whatever a failed or hung run left is killed, with every
+ * process the block started.
  */
 import { spawn } from "node:child_process";
 import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { connect, createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
+import treeKill from "tree-kill";
 import { afterAll, describe, expect, it } from "vitest";
 
 const REPO_ROOT = resolve(import.meta.dirname, "../../..");
@@ -58,8 +60,11 @@ const blocks = runnableBlocks(readFileSync(join(REPO_ROOT, "README.md"), "utf8")
 const dir = mkdtempSync(join(tmpdir(), "mosoo-readme-"));
 const groups: number[] = [];
 
-afterAll(() => {
+afterAll(async () => {
   for (const pid of groups) {
+    // the block's jobs run in process groups of their own (its `set -m`), so a hung block's are found as the
+    // descendants of its bash, while bash still runs; then whatever is left of bash's own group
+    await new Promise<void>((done) => treeKill(pid, "SIGKILL", () => done()));
     try {
       process.kill(-pid, "SIGKILL");
     } catch {

@@ -28,16 +28,16 @@ function consequence(action: Action, e: EffectDetail): string {
   }
 }
 
-/**
- * A refusal, in words. When the effect is no longer what the operator saw (someone else settled
- * or changed it first: `effect.not_unknown` and the like), say so plainly, with its state now.
- */
 /** A lookup answer's why, ` (reason code: error)`, from the parts it has; empty when it has neither (a confirmed outcome). */
 function lookupWhy(answer: { reasonCode?: string | null; error?: string | null }): string {
   const why = [answer.reasonCode, answer.error].filter((v): v is string => typeof v === "string" && v !== "");
   return why.length > 0 ? ` (${why.join(": ")})` : "";
 }
 
+/**
+ * A refusal, in words. When the effect is no longer what the operator saw (someone else settled
+ * or changed it first: `effect.not_unknown` and the like), say so plainly, with its state now.
+ */
 function explain(f: ApiFailure, seen: EffectDetail, now: EffectDetail | null): string {
   if (now && (now.status !== seen.status || now.version !== seen.version) && f.status === 409) {
     return `Someone else settled this effect first: it is now ${now.status}${now.resolution ? ` (resolution: ${now.resolution})` : ""}. Your request changed nothing. (${f.code}: ${f.message})`;

@@ -9,7 +9,7 @@ import {
 } from "@mosoo/contracts";
 import { ConfigError, loadApiConfig } from "../../config/api-config.js";
 import { httpOperatorClient, localOperatorClient, OperatorClientError, type OperatorClient } from "./operator-client.js";
-import { renderCompensate, renderList, renderReconcile, renderResolve, renderShow } from "./effects-render.js";
+import { renderCompensate, renderList, renderReconcile, renderResolve, renderShow, terminalSafeJson } from "./effects-render.js";
 import { OPERATOR_ATTENTION_REASONS } from "@mosoo/contracts";
 import { duration, httpUrl, json, nonBlank, pageSize, usageErrorLine } from "./effects-cli.arguments.js";
 import { BAD_INPUT_CODES, CliFailure } from "./effects-cli.exit-codes.js";
@@ -170,7 +170,7 @@ function addActionCommand<N extends OperatorActionName>(
 const HELP_AFTER = [
   "",
   "Examples:",
-  "  MOSOO_EFFECT_RECONCILIATION=on npm run effects -- --db var/demo/fenced-resolved-by-operator/api.db list   (a store the demo left)",
+  "  MOSOO_EFFECT_RECONCILIATION=on npm run effects -- --db var/demo/driver-crash-after-commit/api.db list   (a store the demo left, with an unknown effect)",
   "  npm run effects -- --database-url postgres://mosoo@db.internal:5432/mosoo list   (or MOSOO_DATABASE_URL=...)",
   "  npm run effects -- list --status unknown --server tracker --older-than 15m",
   "  npm run effects -- show 01J...",
@@ -237,7 +237,7 @@ function makeRun(program: Command, env: NodeJS.ProcessEnv, write: (text: string)
     const client = await openClient(g(), env);
     try {
       const answer = await fn(client);
-      write(`${g().json ? JSON.stringify(answer, null, 2) : render(answer)}\n`);
+      write(`${g().json ? terminalSafeJson(answer) : render(answer)}\n`);
     } catch (err) {
       if (err instanceof OperatorClientError) throw new CliFailure(err.code, err.message);
       throw err;

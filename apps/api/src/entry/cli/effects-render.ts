@@ -7,13 +7,38 @@ type Row = Record<string, unknown>;
 /** Each character `controls` matches, written as a `\uXXXX` escape. */
 const escaped = (text: string, controls: RegExp): string =>
   text.replace(controls, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, "0")}`);
-/** Control characters (NUL, ESC, …) are shown as escapes, never written raw to the terminal; tabs and newlines stay (table cells). */
-const printable = (text: string): string => escaped(text, /[\u0000-\u0008\u000b-\u001f\u007f-\u009f]/g);
 /**
- * `text` as one terminal line: every control character, newline and tab included, shown as a `\uXXXX` escape,
- * so a message (an API's, a provider's) can neither break the line nor drive the terminal.
+ * Invisible characters that reorder or hide text (Unicode's bidirectional controls U+061C, U+200E/F, U+202A-202E,
+ * U+2066-2069; zero-width U+200B-200D, U+2060-2064, U+FEFF; line and paragraph separators U+2028/9), which an
+ * adapter's message could use to make a line read as something else.
  */
-export const oneLine = (text: string): string => escaped(text, /[\u0000-\u001f\u007f-\u009f]/g);
+const FORMAT_CHARACTERS = "\u061c\u200b-\u200f\u2028-\u202e\u2060-\u2069\ufeff";
+const NOT_PRINTABLE = new RegExp(`[\\u0000-\\u0008\\u000b-\\u001f\\u007f-\\u009f${FORMAT_CHARACTERS}]`, "g");
+const NOT_ONE_LINE = new RegExp(`[\\u0000-\\u001f\\u007f-\\u009f${FORMAT_CHARACTERS}]`, "g");
+const RAW_IN_JSON = new RegExp(`[\\u007f-\\u009f${FORMAT_CHARACTERS}]`, "g");
+/**
+ * Control characters (NUL, ESC, C1 …) and {@link FORMAT_CHARACTERS} are shown as escapes, never written raw to the
+ * terminal; tabs and newlines stay (table cells).
+ */
+const printable = (text: string): string => escaped(text, NOT_PRINTABLE);
+/**
+ * `text` as one terminal line: every control character, newline and tab included, and {@link FORMAT_CHARACTERS},
+ * shown as a `\uXXXX` escape, so a message (an API's, a provider's) can neither break the line, nor drive the
+ * terminal, nor reorder what it shows.
+ */
+export const oneLine = (text: string): string => escaped(text, NOT_ONE_LINE);
+/**
+ * `value` as `--json` prints it (indented by 2): JSON, with the characters JSON leaves raw in strings that a
+ * terminal would act on (DEL, C1 controls such as CSI and OSC, {@link FORMAT_CHARACTERS}) written as `\uXXXX`
+ * escapes, which every JSON parser reads back as the same string.
+ */
+export const terminalSafeJson = (value: unknown): string => escaped(JSON.stringify(value, null, 2), RAW_IN_JSON);
+/** Longest lookup error `show` prints in its table (characters; `--json` has it whole). */
+const ERROR_CELL_CHARS = 120;
+/** Longest reason or error `reconcile` prints in its line (characters; the API stores at most 500). */
+const ERROR_LINE_CHARS = 600;
+/** `text` cut to `max` characters, the last one `…` when cut. */
+const clipped = (text: string, max: number): string => (text.length > max ? `${text.slice(0, max - 1)}…` : text);
 const str = (v: unknown): string => printable(v === null || v === undefined ? "-" : typeof v === "string" ? v : JSON.stringify(v));
 const when = (msSinceEpoch: unknown): string => (typeof msSinceEpoch === "number" ? new Date(msSinceEpoch).toISOString() : "-");
 const age = (createdAtMs: unknown, nowMs: number): string => (typeof createdAtMs === "number" ? ms(Math.max(0, nowMs - createdAtMs)) : "-");
@@ -111,7 +136,7 @@ export function renderShow(e: Row): string {
             r["outcome"],
             r["reasonCode"],
             (r["receipt"] as Row | null)?.["providerOperationId"],
-            typeof r["error"] === "string" ? oneLine(r["error"]) : null,
+            typeof r["error"] === "string" ? clipped(oneLine(r["error"]), ERROR_CELL_CHARS) : null,
           ]),
         ),
     "operator actions:",
@@ -160,7 +185,9 @@ export function renderShow(e: Row): string {
  */
 export function renderReconcile(r: Row): string {
   const effect = (r["effect"] ?? null) as Row | null;
-  const why = [r["reasonCode"], r["error"]].filter((v): v is string => typeof v === "string" && v !== "").map(oneLine);
+  const why = [r["reasonCode"], r["error"]]
+    .filter((v): v is string => typeof v === "string" && v !== "")
+    .map((v) => clipped(oneLine(v), ERROR_LINE_CHARS));
   const reason = why.length > 0 ? ` (${why.join(": ")})` : "";
   return oneLine(
     `lookup ${str(r["outcome"])}${reason}; effect ${str(effect?.["id"])} is ${str(effect?.["status"])}${effect?.["resolution"] ? ` (${str(effect["resolution"])})` : ""}`,

@@ -1,13 +1,13 @@
 // The adapter host's bundle folder, locked by the process that owns it, and the removal of the folders whose owner died without closing its host.
-import { lstatSync, mkdtempSync, readdirSync, renameSync, rmSync } from "node:fs";
+import { lstatSync, mkdtempSync, readdirSync, rmSync } from "node:fs";
 import { hostname, tmpdir } from "node:os";
 import { join } from "node:path";
-import Database from "better-sqlite3";
+import { fileLockIsFree, holdExclusiveFileLock } from "../../../platform/db/sqlite/sqlite-file-lock.js";
 
 /** Every bundle folder is `<root>/mosoo-adapters-<machine>-<6 random characters>` (see {@link makeBundleFolder}). */
 export const BUNDLE_FOLDER_PREFIX = "mosoo-adapters-";
 
-/** The owner's lock in each bundle folder: a tiny SQLite file its host holds an exclusive lock on while it lives. */
+/** The owner's lock in each bundle folder: a file its host holds an exclusive lock on while it lives (sqlite-file-lock.ts). */
 const OWNER_LOCK_FILE = "owner.lock";
 
 /**
@@ -27,49 +27,20 @@ export interface BundleFolder {
 
 /**
  * Makes the bundle folder of an adapter host, `<root>/mosoo-adapters-<machine>-XXXXXX` (mode 0700, `mkdtemp`;
- * `<machine>` is {@link machineTag}), and takes its owner's lock: an exclusive SQLite lock (`locking_mode =
- * EXCLUSIVE`, a POSIX record lock on Unix) on `owner.lock` inside it, held until `release()` or until the process
- * ends, however it ends: the kernel drops the lock of a dead process. The lock file is made under another name and
- * renamed once locked, so `owner.lock` is never there unlocked while its owner lives. The adapter processes cannot
- * read it (they may read their bundle file only). `root` defaults to the OS temp folder.
- * @throws the `mkdtemp` error (ENOENT, EACCES, ENOSPC) when the folder cannot be made, or better-sqlite3's
- *   `SqliteError` when the lock file cannot be made (the folder is removed again).
+ * `<machine>` is {@link machineTag}), and takes its owner's lock on `owner.lock` inside it (`holdExclusiveFileLock`),
+ * held until `release()` or until the process ends, however it ends: the kernel drops the lock of a dead process.
+ * The adapter processes cannot read it (they may read their bundle file only). `root` defaults to the OS temp folder.
+ * @throws the `mkdtemp` error (ENOENT, EACCES, ENOSPC) when the folder cannot be made, or the lock's error when
+ *   `owner.lock` cannot be made and locked (the folder is removed again).
  */
 export function makeBundleFolder(root: string = tmpdir()): BundleFolder {
   const path = mkdtempSync(join(root, `${BUNDLE_FOLDER_PREFIX}${machineTag()}-`));
-  let lock: Database.Database | undefined;
   try {
-    const pending = join(path, `${OWNER_LOCK_FILE}.pending`);
-    lock = new Database(pending);
-    lock.pragma("journal_mode = MEMORY");
-    lock.pragma("locking_mode = EXCLUSIVE");
-    lock.exec(`BEGIN EXCLUSIVE; CREATE TABLE owner (pid INTEGER NOT NULL); INSERT INTO owner VALUES (${process.pid}); COMMIT`);
-    renameSync(pending, join(path, OWNER_LOCK_FILE));
+    const lock = holdExclusiveFileLock(join(path, OWNER_LOCK_FILE));
+    return { path, release: () => lock.release() };
   } catch (err) {
-    lock?.close();
     rmSync(path, { recursive: true, force: true });
     throw err;
-  }
-  const held = lock;
-  return { path, release: () => held.close() };
-}
-
-/** True when nothing holds the lock of `lockFile` any more (its owner released it or died); false while it is held, or when the file is missing or unreadable. */
-function ownerGone(lockFile: string): boolean {
-  let db: Database.Database;
-  try {
-    db = new Database(lockFile, { fileMustExist: true, timeout: 0 });
-  } catch {
-    return false; // no lock file: a folder being made right now, or of another shape
-  }
-  try {
-    db.exec("BEGIN EXCLUSIVE");
-    db.exec("ROLLBACK");
-    return true;
-  } catch {
-    return false; // SQLITE_BUSY: its owner holds it
-  } finally {
-    db.close();
   }
 }
 
@@ -100,7 +71,7 @@ export function removeStaleBundleFolders(root: string = tmpdir(), machine: strin
     try {
       const st = lstatSync(path);
       if (!st.isDirectory() || (uid !== undefined && st.uid !== uid)) continue;
-      if (!ownerGone(join(path, OWNER_LOCK_FILE))) continue;
+      if (!fileLockIsFree(join(path, OWNER_LOCK_FILE))) continue;
       rmSync(path, { recursive: true, force: true });
       removed.push(path);
     } catch {
