@@ -226,7 +226,7 @@ describe("hostile adapters in the real sandbox", { timeout: 240_000 }, () => {
     expect(logLines.some((l) => l.includes('"forged":true') && !l.includes("adapter.output"))).toBe(false);
   });
 
-  it("a binding's credential in a thrown error is redacted before the message is cut, wherever the cut falls", async () => {
+  it("a binding's credential in a thrown error or a log line is redacted before the text is cut, wherever the cut falls", async () => {
     for (const c of cases.filter((k) => k.attack === "token_in_error")) {
       const res = await fetch(`${api.url}/api/operator/effects/${effectIds.get(c.serverId)!}`, {
         headers: { authorization: `Bearer ${SECRETS.MOSOO_OPERATOR_TOKEN}` },
@@ -236,6 +236,10 @@ describe("hostile adapters in the real sandbox", { timeout: 240_000 }, () => {
       expect(error, c.what).toContain("Bearer [redac");
       expect(error, c.what).not.toContain(PROVIDER_TOKEN.slice(0, 8));
     }
+    // its log line, cut at 500 characters, kept the credential's place but none of it
+    const lines = logLines.filter((l) => l.includes("Authorization: Bearer"));
+    expect(lines.length).toBeGreaterThan(0);
+    for (const line of lines) expect(line).not.toContain(PROVIDER_TOKEN.slice(0, 8));
   });
 
   it("no secret in any log line, stored row or HTTP answer; /health answered throughout", async () => {

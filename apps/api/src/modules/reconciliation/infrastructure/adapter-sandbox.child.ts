@@ -3,7 +3,7 @@ import * as fs from "node:fs";
 import { createInterface } from "node:readline";
 import { ReconciliationError } from "@mosoo/effect-reconciliation/host";
 import { installAdapterGuard } from "./adapter-sandbox.guard.js";
-import { runAdapterTask, type AdapterWorkerTask, type SandboxedModule } from "./adapter-sandbox.tasks.js";
+import { MAX_RAW_TEXT_CHARS, runAdapterTask, type AdapterWorkerTask, type SandboxedModule } from "./adapter-sandbox.tasks.js";
 
 // Evaluated before the adapter module (the bundle imports this file first): the guard closes
 // signals to other processes and the other routes it lists before any adapter code runs.
@@ -115,7 +115,7 @@ export function serveAdapterTasks(importAdapter: () => Promise<Record<string, un
   lines.on("close", () => process.exit(0));
 }
 
-/** The one line of an adapter module that threw while it was imported (at most 500 characters). */
+/** Why an adapter module threw while it was imported, raw (at most {@link MAX_RAW_TEXT_CHARS} characters of the error: the host redacts, then flattens and cuts). */
 function loadFailure(task: AdapterWorkerTask, error: unknown): string {
   let text: string;
   try {
@@ -123,6 +123,5 @@ function loadFailure(task: AdapterWorkerTask, error: unknown): string {
   } catch {
     text = "unprintable thrown value";
   }
-  const line = `adapter package "${task.source.module}" failed to load: ${text.slice(0, 2_000).replace(/\s+/g, " ").trim()}`;
-  return line.length > 500 ? `${line.slice(0, 499)}…` : line;
+  return `adapter package "${task.source.module}" failed to load: ${text.slice(0, MAX_RAW_TEXT_CHARS)}`;
 }

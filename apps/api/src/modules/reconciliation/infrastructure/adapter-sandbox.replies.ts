@@ -28,7 +28,8 @@ export const ReplySchema = z.discriminatedUnion("kind", [
 /** Replays one adapter log entry on `logger`, bounded and redacted; logging never changes an outcome. */
 export function replay(logger: AdapterLogger, log: z.infer<typeof LogSchema>, redactor: Redactor): void {
   try {
-    logger[log.level](redactor.fields(log.fields), redactor.text(log.message));
+    // redacted before it is flattened and cut (a credential may span lines, or the cut)
+    logger[log.level](redactor.fields(log.fields), redactor.text(log.message).replace(/\s+/g, " ").trim());
   } catch {
     // logging never changes an outcome
   }

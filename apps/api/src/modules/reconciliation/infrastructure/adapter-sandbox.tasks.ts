@@ -65,15 +65,23 @@ export const MAX_LOGS_PER_CALL = 100;
 
 const adapters = new Map<string, Promise<InstantiatedBinding>>();
 
-function oneLine(value: unknown): string {
+/**
+ * Longest text (characters) the process sends of a thrown error, a refusal or a log message. The host redacts the
+ * binding's credentials in it first and only then flattens it to one line and cuts it (to 300 or 500 characters), so
+ * the text crosses raw (line breaks kept: a credential may span lines) and longer than what the host keeps: a
+ * credential cut here could no longer be recognised there.
+ */
+export const MAX_RAW_TEXT_CHARS = 1_000;
+
+/** `value` as text (an error as `name: message`), at most {@link MAX_RAW_TEXT_CHARS} characters, never flattened. */
+function rawText(value: unknown): string {
   let text: string;
   try {
     text = value instanceof Error ? `${value.name}: ${value.message}` : String(value);
   } catch {
     text = "unprintable thrown value";
   }
-  const line = text.slice(0, 2_000).replace(/\s+/g, " ").trim(); // never copy a huge thrown string whole
-  return line.length > 500 ? `${line.slice(0, 499)}…` : line;
+  return text.length > MAX_RAW_TEXT_CHARS ? text.slice(0, MAX_RAW_TEXT_CHARS) : text; // never copy a huge thrown string whole
 }
 
 /** The adapter module the process's bundle imported, and the package it came from. */
@@ -154,7 +162,7 @@ function tryJsonText(value: unknown, limit: number): { ok: true; text: string | 
         ok: false,
         reason: `the answer is larger than the ${limit}-character bound on an adapter answer (a result, a receipt and 64 Ki of slack)`,
       };
-    return { ok: false, reason: `the answer is not JSON: ${oneLine(error)}` };
+    return { ok: false, reason: `the answer is not JSON: ${rawText(error)}` };
   }
 }
 
@@ -178,7 +186,7 @@ function bufferLogger(logs: AdapterWorkerLog[]): AdapterLogger {
     logs.push({
       level,
       fields: typeof copy === "object" && copy !== null ? (copy as Record<string, unknown>) : {},
-      message: oneLine(message),
+      message: rawText(message),
     });
   };
   return { debug: at("debug"), info: at("info"), warn: at("warn"), error: at("error") };
@@ -203,8 +211,8 @@ export async function runAdapterTask(module: SandboxedModule, task: AdapterWorke
         packageVersion: built.provenance.packageVersion,
       };
     } catch (error) {
-      if (ReconciliationError.is(error)) return { kind: "refused", code: error.code, message: oneLine(error.message) };
-      return { kind: "refused", code: "adapter.load_failed", message: oneLine(error) };
+      if (ReconciliationError.is(error)) return { kind: "refused", code: error.code, message: rawText(error.message) };
+      return { kind: "refused", code: "adapter.load_failed", message: rawText(error) };
     }
   }
   const logs: AdapterWorkerLog[] = [];
@@ -219,6 +227,6 @@ export async function runAdapterTask(module: SandboxedModule, task: AdapterWorke
     const copy = tryJsonText(value, MAX_ANSWER_UNITS);
     return copy.ok ? { kind: "answered", json: copy.text ?? null, logs } : { kind: "unanswerable", reason: copy.reason, logs };
   } catch (error) {
-    return { kind: "threw", error: oneLine(error), logs };
+    return { kind: "threw", error: rawText(error), logs };
   }
 }
