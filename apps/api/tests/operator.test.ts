@@ -337,6 +337,11 @@ describe("operator routes: reconcile now", () => {
     const hostile = { outcome: "still_unknown", reasonCode: "adapter_error", effect: null };
     expect(renderReconcile({ ...hostile, error: "ok \u202edeifirev" })).toContain("ok \\u202edeifirev");
     expect(renderReconcile({ ...hostile, error: "x".repeat(100_000) }).length).toBeLessThan(700);
+    // an invisible tag character is shown as its two escapes; a cut never leaves half a surrogate pair
+    expect(renderReconcile({ ...hostile, error: "a\u{E0041}b" })).toContain("a\\udb40\\udc41b");
+    const emojiAtTheCut = renderReconcile({ ...hostile, error: `${"x".repeat(598)}\u{1F600}tail` });
+    expect(emojiAtTheCut).toContain(`${"x".repeat(598)}…`);
+    expect(emojiAtTheCut).not.toMatch(/[\ud800-\udbff](?![\udc00-\udfff])/);
     // --json: the same characters escaped the JSON way, the same string once parsed
     const json = terminalSafeJson({ error: "\u009b2J\u202e" });
     expect(json).toBe('{\n  "error": "\\u009b2J\\u202e"\n}');

@@ -7,7 +7,7 @@
  * that nothing listens on the two ports afterwards; whatever a failed or hung run left is killed, with every
  * process the block started.
  */
-import { spawn } from "node:child_process";
+import { spawn, type ChildProcess } from "node:child_process";
 import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { connect, createServer } from "node:net";
 import { tmpdir } from "node:os";
@@ -58,15 +58,19 @@ async function portClosed(port: number, withinMs = 30_000): Promise<boolean> {
 
 const blocks = runnableBlocks(readFileSync(join(REPO_ROOT, "README.md"), "utf8"));
 const dir = mkdtempSync(join(tmpdir(), "mosoo-readme-"));
-const groups: number[] = [];
+/** The bash processes that ran the blocks: the ones still running at the end are killed, with all they started. */
+const shells: ChildProcess[] = [];
 
 afterAll(async () => {
-  for (const pid of groups) {
+  for (const shell of shells) {
+    // a shell that exited has nothing left to kill (its jobs ended with its stop block or its EXIT trap), and its
+    // pid may belong to another process by now
+    if (shell.pid === undefined || shell.exitCode !== null || shell.signalCode !== null) continue;
     // the block's jobs run in process groups of their own (its `set -m`), so a hung block's are found as the
     // descendants of its bash, while bash still runs; then whatever is left of bash's own group
-    await new Promise<void>((done) => treeKill(pid, "SIGKILL", () => done()));
+    await new Promise<void>((done) => treeKill(shell.pid!, "SIGKILL", () => done()));
     try {
-      process.kill(-pid, "SIGKILL");
+      process.kill(-shell.pid, "SIGKILL");
     } catch {
       // the group already ended
     }
@@ -92,7 +96,7 @@ describe("the README's copy-paste blocks", () => {
     // own under the block's `set -m`, out of reach of the group kill in afterAll); after that block there are none
     const script = `trap 'kill -KILL %1 %2 %3 2>/dev/null || true' EXIT\n${blocks.join("\n")}`;
     const child = spawn("bash", ["-e", "-o", "pipefail", "-c", script], { cwd: REPO_ROOT, env, detached: true });
-    groups.push(child.pid!);
+    shells.push(child);
     let out = "";
     child.stdout.on("data", (chunk: Buffer) => (out += chunk.toString()));
     child.stderr.on("data", (chunk: Buffer) => (out += chunk.toString()));

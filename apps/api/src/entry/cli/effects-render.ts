@@ -6,16 +6,20 @@ type Row = Record<string, unknown>;
 
 /** Each character `controls` matches, written as a `\uXXXX` escape. */
 const escaped = (text: string, controls: RegExp): string =>
-  text.replace(controls, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, "0")}`);
+  text.replace(controls, (c) => [...Array(c.length).keys()].map((i) => `\\u${c.charCodeAt(i).toString(16).padStart(4, "0")}`).join(""));
 /**
  * Invisible characters that reorder or hide text (Unicode's bidirectional controls U+061C, U+200E/F, U+202A-202E,
- * U+2066-2069; zero-width U+200B-200D, U+2060-2064, U+FEFF; line and paragraph separators U+2028/9), which an
- * adapter's message could use to make a line read as something else.
+ * U+2066-2069; zero-width and format characters U+00AD, U+034F, U+180E, U+200B-200D, U+2060-2064, U+206A-206F,
+ * U+FEFF, U+FFF9-FFFB; variation selectors U+FE00-FE0F; line and paragraph separators U+2028/9; and, as their
+ * surrogate pairs, the tag characters U+E0000-E007F), which an adapter's message could use to make a line read as
+ * something else.
  */
-const FORMAT_CHARACTERS = "\u061c\u200b-\u200f\u2028-\u202e\u2060-\u2069\ufeff";
-const NOT_PRINTABLE = new RegExp(`[\\u0000-\\u0008\\u000b-\\u001f\\u007f-\\u009f${FORMAT_CHARACTERS}]`, "g");
-const NOT_ONE_LINE = new RegExp(`[\\u0000-\\u001f\\u007f-\\u009f${FORMAT_CHARACTERS}]`, "g");
-const RAW_IN_JSON = new RegExp(`[\\u007f-\\u009f${FORMAT_CHARACTERS}]`, "g");
+const FORMAT_CHARACTERS = "\u00ad\u034f\u061c\u180e\u200b-\u200f\u2028-\u202e\u2060-\u206f\ufe00-\ufe0f\ufeff\ufff9-\ufffb";
+/** A tag character (U+E0000-E007F) as its UTF-16 surrogate pair. */
+const TAG_CHARACTER = "\udb40[\udc00-\udc7f]";
+const NOT_PRINTABLE = new RegExp(`[\\u0000-\\u0008\\u000b-\\u001f\\u007f-\\u009f${FORMAT_CHARACTERS}]|${TAG_CHARACTER}`, "g");
+const NOT_ONE_LINE = new RegExp(`[\\u0000-\\u001f\\u007f-\\u009f${FORMAT_CHARACTERS}]|${TAG_CHARACTER}`, "g");
+const RAW_IN_JSON = new RegExp(`[\\u007f-\\u009f${FORMAT_CHARACTERS}]|${TAG_CHARACTER}`, "g");
 /**
  * Control characters (NUL, ESC, C1 …) and {@link FORMAT_CHARACTERS} are shown as escapes, never written raw to the
  * terminal; tabs and newlines stay (table cells).
@@ -37,8 +41,12 @@ export const terminalSafeJson = (value: unknown): string => escaped(JSON.stringi
 const ERROR_CELL_CHARS = 120;
 /** Longest reason or error `reconcile` prints in its line (characters; the API stores at most 500). */
 const ERROR_LINE_CHARS = 600;
-/** `text` cut to `max` characters, the last one `…` when cut. */
-const clipped = (text: string, max: number): string => (text.length > max ? `${text.slice(0, max - 1)}…` : text);
+/** `text` cut to `max` UTF-16 units, the last one `…` when cut, never between the two halves of a surrogate pair. */
+const clipped = (text: string, max: number): string => {
+  if (text.length <= max) return text;
+  const end = /[\ud800-\udbff]/.test(text[max - 2] ?? "") ? max - 2 : max - 1; // never half a surrogate pair
+  return `${text.slice(0, end)}…`;
+};
 const str = (v: unknown): string => printable(v === null || v === undefined ? "-" : typeof v === "string" ? v : JSON.stringify(v));
 const when = (msSinceEpoch: unknown): string => (typeof msSinceEpoch === "number" ? new Date(msSinceEpoch).toISOString() : "-");
 const age = (createdAtMs: unknown, nowMs: number): string => (typeof createdAtMs === "number" ? ms(Math.max(0, nowMs - createdAtMs)) : "-");
@@ -136,7 +144,7 @@ export function renderShow(e: Row): string {
             r["outcome"],
             r["reasonCode"],
             (r["receipt"] as Row | null)?.["providerOperationId"],
-            typeof r["error"] === "string" ? clipped(oneLine(r["error"]), ERROR_CELL_CHARS) : null,
+            typeof r["error"] === "string" ? oneLine(clipped(r["error"], ERROR_CELL_CHARS)) : null,
           ]),
         ),
     "operator actions:",
@@ -187,7 +195,7 @@ export function renderReconcile(r: Row): string {
   const effect = (r["effect"] ?? null) as Row | null;
   const why = [r["reasonCode"], r["error"]]
     .filter((v): v is string => typeof v === "string" && v !== "")
-    .map((v) => clipped(oneLine(v), ERROR_LINE_CHARS));
+    .map((v) => oneLine(clipped(v, ERROR_LINE_CHARS)));
   const reason = why.length > 0 ? ` (${why.join(": ")})` : "";
   return oneLine(
     `lookup ${str(r["outcome"])}${reason}; effect ${str(effect?.["id"])} is ${str(effect?.["status"])}${effect?.["resolution"] ? ` (${str(effect["resolution"])})` : ""}`,

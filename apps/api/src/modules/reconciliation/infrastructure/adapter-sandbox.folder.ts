@@ -19,9 +19,14 @@ export function machineTag(machine: string = hostname()): string {
   return machine.replace(/[^A-Za-z0-9.]/g, "_").slice(0, 64) || "_";
 }
 
-/** An adapter host's bundle folder: its `path`, and `release()`, which gives up the owner's lock (call it before removing the folder). */
+/**
+ * An adapter host's bundle folder: its `path`; `release()`, which gives up the owner's lock (call it before removing
+ * the folder); and `unlocked`, the lock's error when the folder's file system refused the lock (then the folder has no
+ * `owner.lock`, so no sweep ever removes it: not while its host lives, nor after a crash), else null.
+ */
 export interface BundleFolder {
   readonly path: string;
+  readonly unlocked: string | null;
   release(): void;
 }
 
@@ -30,17 +35,20 @@ export interface BundleFolder {
  * `<machine>` is {@link machineTag}), and takes its owner's lock on `owner.lock` inside it (`holdExclusiveFileLock`),
  * held until `release()` or until the process ends, however it ends: the kernel drops the lock of a dead process.
  * The adapter processes cannot read it (they may read their bundle file only). `root` defaults to the OS temp folder.
- * @throws the `mkdtemp` error (ENOENT, EACCES, ENOSPC) when the folder cannot be made, or the lock's error when
- *   `owner.lock` cannot be made and locked (the folder is removed again).
+ * The lock is a POSIX record lock: the owning process drops it too if it ever opens and closes `owner.lock` in any
+ * other way, which nothing in the API does. When the file system refuses the lock, the folder is still made, without
+ * `owner.lock` (see {@link BundleFolder.unlocked}).
+ * @throws the `mkdtemp` error (ENOENT, EACCES, ENOSPC) when the folder cannot be made.
  */
 export function makeBundleFolder(root: string = tmpdir()): BundleFolder {
   const path = mkdtempSync(join(root, `${BUNDLE_FOLDER_PREFIX}${machineTag()}-`));
   try {
     const lock = holdExclusiveFileLock(join(path, OWNER_LOCK_FILE));
-    return { path, release: () => lock.release() };
+    return { path, unlocked: null, release: () => lock.release() };
   } catch (err) {
-    rmSync(path, { recursive: true, force: true });
-    throw err;
+    // a file system without working record locks (some network and FUSE ones): the folder serves unlocked
+    rmSync(join(path, `${OWNER_LOCK_FILE}.pending`), { force: true });
+    return { path, unlocked: err instanceof Error ? err.message : String(err), release: () => undefined };
   }
 }
 

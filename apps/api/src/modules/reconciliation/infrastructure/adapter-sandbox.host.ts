@@ -391,7 +391,14 @@ async function runInPool(
  */
 function bundleFolder(h: HostState): string {
   try {
-    h.folder ??= makeBundleFolder();
+    if (!h.folder) {
+      h.folder = makeBundleFolder();
+      if (h.folder.unlocked !== null)
+        h.opts.logger.warn(
+          { folder: h.folder.path, error: h.folder.unlocked, consequence: "a crash leaves this folder for removal by hand" },
+          "adapter_host.bundle_folder_unlocked",
+        );
+    }
   } catch (err) {
     throw new ReconciliationError("adapter.load_failed", `cannot make the adapters' bundle folder: ${oneLine(err)}`);
   }
