@@ -6,7 +6,12 @@ type Row = Record<string, unknown>;
 
 /** Each character `controls` matches, written as a `\uXXXX` escape. */
 const escaped = (text: string, controls: RegExp): string =>
-  text.replace(controls, (c) => [...Array(c.length).keys()].map((i) => `\\u${c.charCodeAt(i).toString(16).padStart(4, "0")}`).join(""));
+  text.replace(controls, (match) =>
+    match
+      .split("") // UTF-16 units: a tag character's surrogate pair as its two escapes
+      .map((unit) => `\\u${unit.charCodeAt(0).toString(16).padStart(4, "0")}`)
+      .join(""),
+  );
 /**
  * Invisible characters that reorder or hide text (Unicode's bidirectional controls U+061C, U+200E/F, U+202A-202E,
  * U+2066-2069; zero-width and format characters U+00AD, U+034F, U+180E, U+200B-200D, U+2060-2064, U+206A-206F,

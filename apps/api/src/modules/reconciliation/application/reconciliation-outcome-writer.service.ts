@@ -154,9 +154,9 @@ export class ReconciliationOutcomeWriter {
       await this.recordSuperseded(effect, adapterRef, trigger, startedAtMs, "cas_lost", judgedAgainst(answer, effect, canary));
       return { kind: "superseded", reasonCode: "cas_lost", effect: await this.ctx.store.read((tx) => effectRows.findById(tx, effect.id)) };
     }
-    const outcome = (decision as Exclude<ReconcileDecision, { decision: "ineligible" }>).decision;
-    const reasonCode =
-      outcome === "still_unknown" ? (decision as Extract<ReconcileDecision, { decision: "still_unknown" }>).reasonCode : null;
+    const judged = decision as Exclude<ReconcileDecision, { decision: "ineligible" }>;
+    const outcome = judged.decision;
+    const reasonCode = judged.decision === "still_unknown" ? judged.reasonCode : null;
     this.metrics.record(adapterRef.id, outcome, reasonCode);
     const fields = {
       effectId: effect.id,
@@ -175,8 +175,7 @@ export class ReconciliationOutcomeWriter {
     };
     if (outcome === "still_unknown") this.ctx.logger.warn(fields, "reconciliation.decision");
     else this.ctx.logger.info(fields, "reconciliation.decision");
-    const error =
-      outcome === "still_unknown" ? ((decision as Extract<ReconcileDecision, { decision: "still_unknown" }>).error ?? null) : null;
+    const error = judged.decision === "still_unknown" ? (judged.error ?? null) : null;
     return { kind: outcome, reasonCode, error, effect: committed, commandSettled };
   }
 

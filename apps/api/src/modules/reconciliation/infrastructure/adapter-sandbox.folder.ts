@@ -47,7 +47,6 @@ export function makeBundleFolder(root: string = tmpdir()): BundleFolder {
     return { path, unlocked: null, release: () => lock.release() };
   } catch (err) {
     // a file system without working record locks (some network and FUSE ones): the folder serves unlocked
-    rmSync(join(path, `${OWNER_LOCK_FILE}.pending`), { force: true });
     return { path, unlocked: err instanceof Error ? err.message : String(err), release: () => undefined };
   }
 }

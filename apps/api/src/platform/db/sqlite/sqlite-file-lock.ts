@@ -1,5 +1,5 @@
 // An exclusive lock on a file that lasts as long as the process holding it, taken through SQLite's own file locking.
-import { renameSync } from "node:fs";
+import { renameSync, rmSync } from "node:fs";
 import Database from "better-sqlite3";
 
 /** A held lock: `release()` gives it up (idempotent); the kernel also drops it when the holding process ends, however it ends. */
@@ -14,7 +14,7 @@ export interface HeldFileLock {
  * and renamed once locked, so `file` never exists unlocked while its holder lives. Node has no `flock` of its own;
  * SQLite's locking is the one the project already ships (better-sqlite3).
  * @throws better-sqlite3's `SqliteError` (`SQLITE_CANTOPEN`, `SQLITE_BUSY`…) or the rename's error (ENOENT, EACCES)
- *   when the file cannot be made or locked; nothing is left locked then.
+ *   when the file cannot be made or locked; nothing is left locked then, and no `<file>.pending`.
  */
 export function holdExclusiveFileLock(file: string): HeldFileLock {
   const pending = `${file}.pending`;
@@ -26,6 +26,7 @@ export function holdExclusiveFileLock(file: string): HeldFileLock {
     renameSync(pending, file);
   } catch (err) {
     db.close();
+    rmSync(pending, { force: true });
     throw err;
   }
   return { release: () => db.close() };
