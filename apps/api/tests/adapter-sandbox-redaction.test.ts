@@ -19,6 +19,17 @@ describe("adapter log redaction", () => {
     expect(redactor.text("abc")).toBe("abc");
   });
 
+  it("redacts the start of a secret that ends a text cut inside it, however long the secret", () => {
+    const long = "a1b2c3d4".repeat(150); // 1,200 characters, cut by the sandboxed process's 1,000-character bound
+    const cut = createRedactor([long, "provider-secret-123"]);
+    const sent = `Error: 401; sent Authorization: Bearer ${long}`.slice(0, 1_000);
+    expect(cut.text(sent, 2_000)).toBe("Error: 401; sent Authorization: Bearer [redacted]");
+    expect(cut.text("x Bearer provider-secr", 2_000)).toBe("x Bearer [redacted]");
+    // fewer than 12 characters of it, or the secret elsewhere than at the end: left as it is
+    expect(cut.text("x Bearer provider-se")).toBe("x Bearer provider-se");
+    expect(cut.text("provider-secr is a prefix, not an end")).toBe("provider-secr is a prefix, not an end");
+  });
+
   it("bounds strings, keys, depth and the whole entry", () => {
     expect(redactor.text("x".repeat(10_000))).toHaveLength(500);
     expect(redactor.fields({ a: { b: { c: { d: { e: 1 } } } } })).toEqual({ a: { b: { c: { d: "[omitted]" } } } });

@@ -14,7 +14,8 @@ const MAX_FIELDS_JSON_CHARS = 16 * 1024;
 /**
  * A redactor for adapter output: `secrets` are values that must never appear in
  * a log line (the binding's own `env` values and the host's credentials from its environment);
- * `text(s)` cuts `s` to `max` characters (default 500) and replaces each secret with `[redacted]`;
+ * `text(s)` replaces each secret with `[redacted]`, and the end of `s` too when it is the start of a secret (12
+ * characters or more: `s` was cut inside it), then cuts `s` to `max` characters (default 500);
  * `fields(f)` copies a log-fields object at most 4 levels and 32 keys deep/wide, replacing values
  * under credential-like keys (`token`, `password`, `authorization`, `apiKey`, ...) and secrets in
  * strings, every string cut to 500 characters, the whole at most 16 Ki characters of JSON (else
@@ -34,12 +35,33 @@ export function hostSecrets(env: NodeJS.ProcessEnv = process.env): string[] {
     .filter((value) => value.length >= MIN_SECRET_CHARS);
 }
 
+/** Shortest start of a secret that {@link withoutCutSecret} redacts at the end of a text (characters). */
+const MIN_CUT_PREFIX_CHARS = 12;
+
+/**
+ * `text` with its end redacted when the end is the start of a secret, at least {@link MIN_CUT_PREFIX_CHARS}
+ * characters of it: a text that was cut before it reached the host (an adapter's error or log message, at the
+ * sandboxed process's bound; an output line, at the line bound) can end in the first part of a credential, which
+ * no longer matches the whole value. `secrets`: longest first.
+ */
+function withoutCutSecret(text: string, secrets: readonly string[]): string {
+  for (const secret of secrets) {
+    if (secret.length <= MIN_CUT_PREFIX_CHARS) continue;
+    const head = secret.slice(0, MIN_CUT_PREFIX_CHARS);
+    // the earliest place where the rest of the text is a start of the secret: the longest such end
+    for (let at = text.indexOf(head, Math.max(0, text.length - secret.length + 1)); at !== -1; at = text.indexOf(head, at + 1))
+      if (secret.startsWith(text.slice(at))) return `${text.slice(0, at)}[redacted]`;
+  }
+  return text;
+}
+
 /** A {@link Redactor} over `secrets` (values shorter than 6 characters are ignored). */
 export function createRedactor(secrets: readonly string[]): Redactor {
   const known = [...new Set(secrets.filter((s) => s.length >= MIN_SECRET_CHARS))].sort((a, b) => b.length - a.length);
   const text = (value: string, max = MAX_FIELD_CHARS): string => {
     let out = value;
     for (const secret of known) if (out.includes(secret)) out = out.split(secret).join("[redacted]");
+    out = withoutCutSecret(out, known);
     return out.length > max ? `${out.slice(0, max - 1)}…` : out;
   };
   const copy = (value: unknown, depth: number): unknown => {
